@@ -1,0 +1,17 @@
+"""gsample: graph sampling for graph learning, written as sparse-matrix programs.
+
+>>> import torch, gsample as gs
+>>> A = gs.datasets.rmat(1000, 10000, seed=0)
+>>> gs.manual_seed(0)
+>>> s = A[:, torch.arange(8)].individual_sample(5)
+>>> s.shape
+(1000, 8)
+"""
+from . import datasets
+from .loader import Batch, DataLoader
+from .matrix import Matrix, sddmm
+from .random import initial_seed, manual_seed
+
+__version__ = "0.1.0"
+
+__all__ = ["Matrix", "sddmm", "manual_seed", "initial_seed", "DataLoader", "Batch", "datasets"]

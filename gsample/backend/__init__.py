@@ -1,0 +1,39 @@
+"""Backends: what runs the ops of the IR.
+
+A :class:`Backend` declares the ops it implements (``capabilities``); the torch
+backend implements all of them and is the semantic reference every other backend
+is tested against, sample for sample.
+"""
+from __future__ import annotations
+
+import abc
+
+from ..ir import Op
+
+
+class Backend(abc.ABC):
+    """An executor of IR ops."""
+
+    name: str = "abstract"
+    capabilities: frozenset = frozenset()
+
+    def supports(self, op: Op) -> bool:
+        return op in self.capabilities
+
+    @abc.abstractmethod
+    def run(self, ir_op: Op, /, *args, **attrs):
+        """Run ``op`` on its (already validated) inputs and attributes."""
+
+
+_BACKENDS: dict = {}
+
+
+def get_backend(name: str = "torch") -> Backend:
+    """The backend called ``name`` (``"torch"``; ``"cuda"`` arrives with the CUDA backend)."""
+    if name not in _BACKENDS:
+        if name == "torch":
+            from .torch import TorchBackend
+            _BACKENDS[name] = TorchBackend()
+        else:
+            raise ValueError(f"backend: unknown backend {name!r}; available: 'torch'")
+    return _BACKENDS[name]

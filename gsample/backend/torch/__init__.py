@@ -1,0 +1,35 @@
+"""The PyTorch backend: the semantic reference, on CPU tensors and CUDA tensors alike."""
+from __future__ import annotations
+
+from ...ir import Op
+from .. import Backend
+from . import compute, extract, finalize, select
+
+IMPLS = {
+    Op.SLICE_COLS: extract.slice_cols,
+    Op.SLICE_ROWS: extract.slice_rows,
+    Op.TRANSPOSE: extract.transpose,
+    Op.EDGE_MAP: compute.edge_map,
+    Op.EDGE_BROADCAST: compute.edge_broadcast,
+    Op.REDUCE: compute.reduce,
+    Op.SPMM: compute.spmm,
+    Op.SPMM_T: compute.spmm_t,
+    Op.SDDMM: compute.sddmm,
+    Op.INDIVIDUAL_SAMPLE: select.individual_sample,
+    Op.COLLECTIVE_SAMPLE: select.collective_sample,
+    Op.ROW: finalize.row,
+    Op.COLUMN: finalize.column,
+    Op.ALL_NODES: finalize.all_nodes,
+    Op.EDGES: finalize.edges,
+    Op.COMPACT: finalize.compact,
+}
+
+
+class TorchBackend(Backend):
+    """Runs every op with PyTorch operators on the tensors' own device."""
+
+    name = "torch"
+    capabilities = frozenset(IMPLS)
+
+    def run(self, ir_op, /, *args, **attrs):
+        return IMPLS[ir_op](*args, **attrs)

@@ -1,0 +1,106 @@
+"""Compute: edge maps, broadcasts, reductions, SpMM and SDDMM on PyTorch tensors.
+
+Reductions use ``torch.segment_reduce`` over sorted segments rather than atomics,
+so sums are bit-reproducible run to run on a GPU: probabilities computed from them
+feed samplers, and the determinism contract must hold through them.
+"""
+from __future__ import annotations
+
+import torch
+
+from ...storage import CSC
+
+BINARY = {
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "div": torch.div,
+    "pow": torch.pow,
+}
+
+
+def _values(csc: CSC, like=None) -> torch.Tensor:
+    dtype = like.dtype if isinstance(like, torch.Tensor) and like.is_floating_point() else torch.float32
+    return csc.value_tensor(dtype)
+
+
+def edge_map(csc: CSC, op: str, other, reverse: bool = False) -> CSC:
+    """Values ``op(values, other)`` (or ``op(other, values)`` when ``reverse``).
+
+    ``other`` is a Python scalar or a tensor aligned with the edges (shape (E,) or
+    (E, F)); ``op`` is one of ``add, sub, mul, div, pow`` or ``neg`` (unary).
+    """
+    v = _values(csc, other)
+    if op == "neg":
+        return csc.with_values(-v)
+    fn = BINARY[op]
+    if isinstance(other, torch.Tensor) and other.dim() == 2 and v.dim() == 1:
+        v = v.unsqueeze(1)
+    out = fn(other, v) if reverse else fn(v, other)
+    if not out.is_floating_point():
+        out = out.to(torch.float32)
+    return csc.with_values(out)
+
+
+def edge_broadcast(csc: CSC, op: str, vector: torch.Tensor, axis: int) -> CSC:
+    """Values ``op(values, vector[col])`` (``axis=0``) or ``op(values, vector[row])`` (``axis=1``)."""
+    per_edge = vector[csc.edge_cols()] if axis == 0 else vector[csc.rows]
+    return edge_map(csc, op, per_edge)
+
+
+def _by_rows(csc: CSC):
+    perm = torch.argsort(csc.rows, stable=True)
+    lengths = torch.bincount(csc.rows, minlength=csc.num_rows)
+    return perm, lengths
+
+
+def _segment(data: torch.Tensor, reduce: str, lengths: torch.Tensor) -> torch.Tensor:
+    if data.numel() == 0 or lengths.numel() == 0:
+        return torch.zeros((lengths.numel(),) + tuple(data.shape[1:]), dtype=data.dtype,
+                           device=data.device)
+    out = torch.segment_reduce(data, reduce, lengths=lengths, axis=0)
+    empty = (lengths == 0).view((-1,) + (1,) * (out.dim() - 1))
+    return torch.where(empty, torch.zeros((), dtype=out.dtype, device=out.device), out)
+
+
+def reduce(csc: CSC, op: str, axis: int) -> torch.Tensor:
+    """Per-column (``axis=0``, shape (C,)) or per-row (``axis=1``, shape (R,)) reduction.
+
+    ``op`` is ``sum``, ``max`` or ``mean``; an empty column or row gives 0.
+    """
+    v = csc.value_tensor()
+    if axis == 0:
+        return _segment(v, op, csc.degrees())
+    perm, lengths = _by_rows(csc)
+    return _segment(v[perm], op, lengths)
+
+
+def _weighted(csc: CSC, dense_rows: torch.Tensor) -> torch.Tensor:
+    v = csc.value_tensor(dense_rows.dtype if dense_rows.is_floating_point() else torch.float32)
+    return dense_rows * (v if dense_rows.dim() == 1 else v.unsqueeze(1))
+
+
+def spmm(csc: CSC, dense: torch.Tensor) -> torch.Tensor:
+    """``A @ D``: ``D`` has one row per column (shape (C,) or (C, F)); out (R,) or (R, F)."""
+    contrib = _weighted(csc, dense[csc.edge_cols()])
+    perm, lengths = _by_rows(csc)
+    return _segment(contrib[perm], "sum", lengths)
+
+
+def spmm_t(csc: CSC, dense: torch.Tensor) -> torch.Tensor:
+    """``A.T @ D``: ``D`` has one row per row (shape (R,) or (R, F)); out (C,) or (C, F)."""
+    contrib = _weighted(csc, dense[csc.rows])
+    return _segment(contrib, "sum", csc.degrees())
+
+
+SDDMM_OPS = ("dot", "add", "sub", "mul", "div")
+
+
+def sddmm(csc: CSC, u: torch.Tensor, v: torch.Tensor, op: str) -> CSC:
+    """Edge values ``op(U[row], V[col])``; ``dot`` sums over the feature axis."""
+    a, b = u[csc.rows], v[csc.edge_cols()]
+    if op == "dot":
+        out = a * b if a.dim() == 1 else (a * b).sum(-1)
+    else:
+        out = BINARY[op](a, b)
+    return csc.with_values(out)

@@ -1,0 +1,597 @@
+"""``gs.Matrix``: the graph and every sub-matrix of it (DESIGN §1).
+
+Entry ``(i, j)`` is the edge ``i -> j``: column ``j`` holds the in-edges of node
+``j``. A sub-matrix keeps global row and column ids. Axis convention, as in
+PyTorch: ``A.sum(axis=0)`` reduces over rows and gives one value per column;
+``A.sum(axis=1)`` gives one value per row.
+
+Shapes used in the docstrings: ``N`` nodes in the graph, ``R`` rows in the
+matrix's row space (``N`` unless rows were sliced, sampled or compacted), ``C``
+columns (the frontier, repeats allowed), ``E`` edges.
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Optional
+
+import torch
+
+from . import validate as V
+from .backend import get_backend
+from .ir import Effect, Op, info
+from .random import next_op_key
+from .storage import CSC, segment_ptr
+
+
+def _run(ir_op: Op, /, *args, **attrs):
+    """Run one op eagerly; random ops take the next ordinal of the stream."""
+    if info(ir_op).effect is Effect.RANDOM:
+        attrs["key"] = next_op_key()
+    return get_backend("torch").run(ir_op, *args, **attrs)
+
+
+def _sorted_csc(src: torch.Tensor, dst: torch.Tensor, num_nodes: int, weight) -> CSC:
+    """CSC of edges ``src -> dst``; within a column by row id, then by input position."""
+    perm = torch.argsort(src, stable=True)
+    perm = perm[torch.argsort(dst[perm], stable=True)]
+    indptr = segment_ptr(torch.bincount(dst, minlength=num_nodes))
+    return CSC(num_nodes, indptr, src[perm], values=None if weight is None else weight[perm],
+               eids=perm)
+
+
+def _weight(weight, name: str, nnz: int, device):
+    if weight is None:
+        return None
+    w = V.as_tensor(weight, name, device)
+    if w.dim() != 1 or w.shape[0] != nnz:
+        raise ValueError(f"{name}: expected one value per edge (shape ({nnz},)), "
+                         f"got shape {tuple(w.shape)}")
+    return w if w.is_floating_point() else w.to(torch.float32)
+
+
+class Matrix:
+    """A sparse adjacency matrix over global node ids.
+
+    Build one with :meth:`from_edge_index`, :meth:`from_csc`, :meth:`from_scipy`,
+    :meth:`from_networkx`, :meth:`from_pyg`, :func:`gsample.datasets.read_snap` or
+    :func:`gsample.datasets.rmat`. Every operator returns a new matrix or tensor.
+
+    Examples
+    --------
+    >>> import torch, gsample as gs
+    >>> A = gs.Matrix.from_edge_index(torch.tensor([[0, 1, 2], [1, 2, 0]]))
+    >>> A.num_nodes, A.num_edges
+    (3, 3)
+    >>> A[:, torch.tensor([2])].row()
+    tensor([1])
+    """
+
+    __slots__ = ("_csc",)
+
+    def __init__(self, csc: CSC):
+        if not isinstance(csc, CSC):
+            raise TypeError("Matrix: build one with Matrix.from_edge_index, from_csc, from_scipy, "
+                            "from_networkx or from_pyg")
+        self._csc = csc
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_edge_index(cls, edge_index, num_nodes: Optional[int] = None, weight=None) -> "Matrix":
+        """The graph of edges ``edge_index[0] -> edge_index[1]``.
+
+        Parameters
+        ----------
+        edge_index : LongTensor, shape (2, E)
+            Source and destination ids; entry ``(src, dst)`` is set, so column
+            ``dst`` holds the in-edges of ``dst``.
+        num_nodes : int, optional
+            Number of nodes ``N``; default ``edge_index.max() + 1``.
+        weight : Tensor, shape (E,), optional
+            Edge weights (the matrix's values); default 1.0 everywhere.
+
+        Returns
+        -------
+        Matrix
+            ``N x N``; original edge ids are positions in ``edge_index``.
+
+        Examples
+        --------
+        >>> A = gs.Matrix.from_edge_index(torch.tensor([[0, 0], [1, 2]]), num_nodes=4)
+        >>> A[:, torch.tensor([1, 2])].edges()
+        (tensor([0, 0]), tensor([1, 2]), tensor([0, 1]))
+        """
+        ei = V.as_tensor(edge_index, "edge_index", None)
+        if ei.dtype == torch.bool or ei.dtype not in V._INT_DTYPES:
+            raise TypeError(f"edge_index: must be an integer tensor, got dtype {ei.dtype}")
+        if ei.dim() != 2 or ei.shape[0] != 2:
+            raise ValueError(f"edge_index: expected shape (2, E), got {tuple(ei.shape)}")
+        ei = ei.to(torch.int64)
+        if num_nodes is None:
+            num_nodes = int(ei.max()) + 1 if ei.numel() else 0
+        num_nodes = V.count(num_nodes, "num_nodes")
+        V.ids(ei[0], "edge_index[0] (sources)", num_nodes, ei.device)
+        V.ids(ei[1], "edge_index[1] (destinations)", num_nodes, ei.device)
+        w = _weight(weight, "weight", ei.shape[1], ei.device)
+        return cls(_sorted_csc(ei[0].contiguous(), ei[1].contiguous(), num_nodes, w))
+
+    @classmethod
+    def from_csc(cls, indptr, indices, num_nodes: Optional[int] = None, weight=None) -> "Matrix":
+        """The graph whose column ``j`` holds rows ``indices[indptr[j]:indptr[j + 1]]``.
+
+        Parameters
+        ----------
+        indptr : LongTensor, shape (N + 1,)
+            Non-decreasing offsets, ``indptr[0] == 0`` and ``indptr[-1] == E``.
+        indices : LongTensor, shape (E,)
+            Source (row) id of each edge.
+        num_nodes : int, optional
+            Must equal ``len(indptr) - 1`` when given (the matrix is square).
+        weight : Tensor, shape (E,), optional
+            Edge weights.
+
+        Examples
+        --------
+        >>> A = gs.Matrix.from_csc(torch.tensor([0, 1, 3]), torch.tensor([1, 0, 1]))
+        >>> A.sum(axis=0)
+        tensor([1., 2.])
+        """
+        ptr = V.as_tensor(indptr, "indptr", None)
+        idx = V.as_tensor(indices, "indices", ptr.device)
+        for t, name in ((ptr, "indptr"), (idx, "indices")):
+            if t.dtype == torch.bool or t.dtype not in V._INT_DTYPES or t.dim() != 1:
+                raise TypeError(f"{name}: must be a 1-D integer tensor, got dtype {t.dtype} "
+                                f"and shape {tuple(t.shape)}")
+        if ptr.numel() == 0:
+            raise ValueError("indptr: must have at least one element (N + 1 offsets)")
+        n = ptr.numel() - 1
+        if num_nodes is not None and V.count(num_nodes, "num_nodes") != n:
+            raise ValueError(f"num_nodes: {num_nodes} does not match len(indptr) - 1 = {n}")
+        ptr = ptr.to(torch.int64)
+        if int(ptr[0]) != 0 or int(ptr[-1]) != idx.numel():
+            raise ValueError(f"indptr: must start at 0 and end at len(indices) = {idx.numel()}, "
+                             f"got {int(ptr[0])} and {int(ptr[-1])}")
+        if n and bool((ptr[1:] < ptr[:-1]).any()):
+            raise ValueError("indptr: must be non-decreasing (an int32 indptr overflows past "
+                             "2**31 - 1 edges: pass int64)")
+        rows = V.ids(idx, "indices", n, ptr.device)
+        dst = torch.repeat_interleave(torch.arange(n, device=ptr.device), ptr[1:] - ptr[:-1])
+        return cls(_sorted_csc(rows, dst, n, _weight(weight, "weight", idx.numel(), ptr.device)))
+
+    @classmethod
+    def from_scipy(cls, matrix, weight: bool = True) -> "Matrix":
+        """From a square ``scipy.sparse`` matrix; entry ``(i, j)`` is the edge ``i -> j``.
+
+        Parameters
+        ----------
+        matrix : scipy.sparse matrix or array, shape (N, N)
+        weight : bool
+            Keep the stored values as edge weights (default) or drop them.
+
+        Examples
+        --------
+        >>> import scipy.sparse as sp
+        >>> A = gs.Matrix.from_scipy(sp.coo_matrix(([2.0], ([0], [1])), shape=(2, 2)))
+        >>> A.values
+        tensor([2.])
+        """
+        from .convert import from_scipy
+        return from_scipy(cls, matrix, weight)
+
+    @classmethod
+    def from_networkx(cls, graph, weight: Optional[str] = None) -> "Matrix":
+        """From a networkx graph; nodes are numbered in ``graph.nodes`` order.
+
+        An undirected graph gives both directions of every edge (ids ``0..m-1`` for
+        ``u -> v`` as listed by ``graph.edges``, ``m..2m-1`` for ``v -> u``).
+        ``weight`` names the edge attribute to use as weight (missing: 1.0).
+
+        Examples
+        --------
+        >>> import networkx as nx
+        >>> gs.Matrix.from_networkx(nx.path_graph(3)).num_edges
+        4
+        """
+        from .convert import from_networkx
+        return from_networkx(cls, graph, weight)
+
+    @classmethod
+    def from_pyg(cls, data, weight: Optional[str] = "edge_weight") -> "Matrix":
+        """From a PyG ``Data`` (``edge_index`` is source -> target, PyG's default flow).
+
+        ``weight`` names an edge attribute to use as weights when present.
+
+        Examples
+        --------
+        >>> from torch_geometric.data import Data
+        >>> gs.Matrix.from_pyg(Data(edge_index=torch.tensor([[0], [1]]), num_nodes=2)).num_edges
+        1
+        """
+        from .convert import from_pyg
+        return from_pyg(cls, data, weight)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def num_nodes(self) -> int:
+        """Nodes in the graph (the size of the global id space)."""
+        return self._csc.num_nodes
+
+    @property
+    def num_edges(self) -> int:
+        """Edges stored in this matrix, ``E``."""
+        return self._csc.nnz
+
+    @property
+    def shape(self) -> tuple:
+        """``(R, C)``: rows in the row space, columns in the column space."""
+        return (self._csc.num_rows, self._csc.num_cols)
+
+    @property
+    def device(self) -> torch.device:
+        return self._csc.device
+
+    @property
+    def values(self) -> torch.Tensor:
+        """Edge values (weights), shape (E,) (or (E, F) after a feature SDDMM); 1.0 when none."""
+        return self._csc.value_tensor()
+
+    @property
+    def row_ids(self) -> torch.Tensor:
+        """Global ids of the row space, shape (R,), aligned with ``sum(axis=1)``."""
+        return self._csc.all_row_ids()
+
+    @property
+    def col_ids(self) -> torch.Tensor:
+        """Global ids of the columns, shape (C,), aligned with ``sum(axis=0)``."""
+        return self._csc.global_cols()
+
+    @property
+    def csc(self) -> CSC:
+        """The underlying storage (see :class:`gsample.storage.CSC`)."""
+        return self._csc
+
+    def to(self, device) -> "Matrix":
+        """This matrix with every tensor on ``device``.
+
+        Examples
+        --------
+        >>> A.to("cpu").device
+        device(type='cpu')
+        """
+        return Matrix(self._csc.to(torch.device(device)))
+
+    def __repr__(self) -> str:
+        r, c = self.shape
+        return (f"Matrix(num_nodes={self.num_nodes}, shape=({r}, {c}), num_edges={self.num_edges}, "
+                f"device={self.device}, weighted={self._csc.values is not None})")
+
+    # ------------------------------------------------------------------ extract
+    def _index(self, key, name: str) -> Optional[torch.Tensor]:
+        if isinstance(key, slice):
+            if key == slice(None):
+                return None
+            return torch.arange(self.num_nodes, device=self.device)[key]
+        if isinstance(key, numbers.Integral) and not isinstance(key, bool):
+            key = [key]
+        return V.ids(key, name, self.num_nodes, self.device, allow_empty=(name == "rows"))
+
+    def __getitem__(self, key) -> "Matrix":
+        """``A[:, cols]``, ``A[rows, :]`` or ``A[rows, cols]``: a sub-matrix.
+
+        Parameters
+        ----------
+        key : tuple (rows, cols)
+            Each a 1-D integer tensor of global ids, a list, or ``:``. ``cols`` may
+            repeat a node (each repeat is its own column, sampled independently);
+            ``rows`` may not. Ids outside this matrix's spaces give empty rows or
+            columns.
+
+        Returns
+        -------
+        Matrix
+            Shape ``(len(rows) or R, len(cols) or C)``, keeping global ids, edge
+            values and edge ids.
+
+        Examples
+        --------
+        >>> sub = A[:, torch.tensor([0, 2])]      # in-edges of nodes 0 and 2
+        >>> sub.column()
+        tensor([0, 2])
+        """
+        if not isinstance(key, tuple) or len(key) != 2:
+            raise TypeError("Matrix indexing: use A[rows, cols], e.g. A[:, seeds]")
+        rows = self._index(key[0], "rows")
+        cols = self._index(key[1], "cols")
+        csc = self._csc
+        if cols is not None:
+            csc = _run(Op.SLICE_COLS, csc, cols)
+        if rows is not None:
+            V.unique_ids(rows, "rows")
+            csc = _run(Op.SLICE_ROWS, csc, rows)
+        return Matrix(csc)
+
+    # ------------------------------------------------------------------ compute: edge maps
+    def _edge_map(self, op: str, other, reverse: bool = False) -> "Matrix":
+        if isinstance(other, Matrix):
+            if not self._csc.same_structure(other._csc):
+                raise ValueError("other: matrices in an edge-map must have the same sparsity "
+                                 "(derive one from the other with edge-map operators)")
+            other = other.values
+        other = V.scalar_or_edges(other, "other", self.num_edges, self.device)
+        return Matrix(_run(Op.EDGE_MAP, self._csc, op=op, other=other, reverse=reverse))
+
+    def __add__(self, other): return self._edge_map("add", other)
+    def __radd__(self, other): return self._edge_map("add", other, True)
+    def __sub__(self, other): return self._edge_map("sub", other)
+    def __rsub__(self, other): return self._edge_map("sub", other, True)
+    def __mul__(self, other): return self._edge_map("mul", other)
+    def __rmul__(self, other): return self._edge_map("mul", other, True)
+    def __truediv__(self, other): return self._edge_map("div", other)
+    def __rtruediv__(self, other): return self._edge_map("div", other, True)
+    def __pow__(self, other): return self._edge_map("pow", other)
+    def __neg__(self): return Matrix(_run(Op.EDGE_MAP, self._csc, op="neg", other=None))
+
+    # ------------------------------------------------------------------ compute: broadcasts
+    def _broadcast(self, op: str, v, axis) -> "Matrix":
+        axis = V.axis(axis)
+        n, what = (self.shape[1], "column") if axis == 0 else (self.shape[0], "row")
+        v = V.vector(v, "v", n, self.device, what)
+        if v.dim() != 1:
+            raise ValueError(f"v: broadcast needs one scalar per {what}, got shape {tuple(v.shape)}")
+        return Matrix(_run(Op.EDGE_BROADCAST, self._csc, op=op, vector=v, axis=axis))
+
+    def mul(self, v, axis: int) -> "Matrix":
+        """Multiply every edge by a per-column (``axis=0``) or per-row (``axis=1``) value.
+
+        Parameters
+        ----------
+        v : Tensor, shape (C,) for ``axis=0`` (edge ``(i, j)`` uses ``v[j]``, the
+            shape ``sum(axis=0)`` returns) or (R,) for ``axis=1`` (uses ``v[i]``).
+        axis : {0, 1}
+
+        Examples
+        --------
+        >>> sub = A[:, seeds]
+        >>> normalised = sub.div(sub.sum(axis=0), axis=0)   # columns sum to 1
+        """
+        return self._broadcast("mul", v, axis)
+
+    def div(self, v, axis: int) -> "Matrix":
+        """Divide every edge by a per-column or per-row value (see :meth:`mul`)."""
+        return self._broadcast("div", v, axis)
+
+    def add(self, v, axis: int) -> "Matrix":
+        """Add a per-column or per-row value to every edge (see :meth:`mul`)."""
+        return self._broadcast("add", v, axis)
+
+    def sub(self, v, axis: int) -> "Matrix":
+        """Subtract a per-column or per-row value from every edge (see :meth:`mul`)."""
+        return self._broadcast("sub", v, axis)
+
+    # ------------------------------------------------------------------ compute: reductions
+    def _reduce(self, op: str, axis) -> torch.Tensor:
+        return _run(Op.REDUCE, self._csc, op=op, axis=V.axis(axis))
+
+    def sum(self, axis: int) -> torch.Tensor:
+        """Sum of edge values per column (``axis=0``, shape (C,)) or per row (``axis=1``, (R,)).
+
+        An empty column or row sums to 0. Sums are bit-reproducible run to run.
+
+        Examples
+        --------
+        >>> in_degree = A.sum(axis=0)          # one value per column
+        >>> ladies_bias = (A[:, seeds] ** 2).sum(axis=1)   # one value per row
+        """
+        return self._reduce("sum", axis)
+
+    def max(self, axis: int) -> torch.Tensor:
+        """Largest edge value per column (``axis=0``) or row (``axis=1``); 0 where empty."""
+        return self._reduce("max", axis)
+
+    def mean(self, axis: int) -> torch.Tensor:
+        """Mean edge value per column (``axis=0``) or row (``axis=1``); 0 where empty."""
+        return self._reduce("mean", axis)
+
+    # ------------------------------------------------------------------ compute: products
+    def __matmul__(self, dense) -> torch.Tensor:
+        """``A @ D``: ``D`` has one row per column, shape (C,) or (C, F); returns (R,) or (R, F).
+
+        Examples
+        --------
+        >>> out = A[:, seeds] @ torch.ones(len(seeds))   # per-row sum over the frontier
+        """
+        d = V.vector(dense, "D", self.shape[1], self.device, "column of A")
+        return _run(Op.SPMM, self._csc, d)
+
+    @property
+    def T(self) -> "Matrix":
+        """The transpose: rows become columns, shape ``(C, R)``.
+
+        ``A.T @ D`` with ``D`` of one row per row of ``A`` (shape (R, F)) gives
+        ``(C, F)``: the sum over each column's in-edges, as GNN aggregation needs.
+        """
+        return Matrix(_run(Op.TRANSPOSE, self._csc))
+
+    # ------------------------------------------------------------------ select
+    def individual_sample(self, k: int, probs=None, replace: bool = False) -> "Matrix":
+        """Sample ``k`` edges in every column (node-wise sampling).
+
+        Parameters
+        ----------
+        k : int
+            Edges per column, ``k >= 0``. Without replacement a column with fewer
+            than ``k`` edges (or positive-probability edges) returns all of them.
+        probs : Matrix or Tensor, optional
+            Unnormalised probabilities: a matrix of the same sparsity (``A ** 2``)
+            or a tensor of shape (E,). Finite, non-negative, and not all zero in a
+            column that has edges. ``None`` samples uniformly.
+        replace : bool
+            With replacement every non-empty column returns exactly ``k`` edges
+            (repeats appear as repeated edges).
+
+        Returns
+        -------
+        Matrix
+            Same row and column spaces; each column keeps its selected edges in
+            their original order, with their values and edge ids.
+
+        Notes
+        -----
+        Uniform sampling without replacement is exactly uniform over k-subsets.
+        Weighted sampling without replacement has the distribution of ``k``
+        sequential draws, each proportional to weight among the edges not yet
+        drawn (exponential keys, as A-Res); the marginal inclusion probability is
+        therefore *not* proportional to weight. Every draw is keyed by the seed,
+        the op ordinal, the mini-batch index and the column's position in the
+        frontier, so repeated columns draw independently.
+
+        Examples
+        --------
+        >>> s = A[:, seeds].individual_sample(10)                   # GraphSAGE layer
+        >>> s = A[:, seeds].individual_sample(5, probs=A[:, seeds].values, replace=True)
+        """
+        k = V.count(k)
+        replace = V.flag(replace, "replace")
+        p = None
+        if probs is not None:
+            if isinstance(probs, Matrix):
+                if not self._csc.same_structure(probs._csc):
+                    raise ValueError("probs: a probability matrix must have the same sparsity "
+                                     "as the matrix being sampled")
+                probs = probs.values
+            p = V.probabilities(probs, "probs", self.num_edges, self.device, "edge")
+            csc = self._csc
+            total = torch.cumsum(torch.cat([p.new_zeros(1), p.double()]), 0)[csc.indptr]
+            empty = ((total[1:] - total[:-1]) <= 0) & (csc.degrees() > 0)
+            if bool(empty.any()):
+                c = int(empty.nonzero()[0])
+                raise ValueError(f"probs: column {c} (node {int(csc.global_cols()[c])}) has edges "
+                                 "but all its probabilities are zero")
+        return Matrix(_run(Op.INDIVIDUAL_SAMPLE, self._csc, k=k, probs=p, replace=replace))
+
+    def collective_sample(self, k: int, node_probs=None, replace: bool = False) -> "Matrix":
+        """Sample ``k`` rows for the whole matrix (layer-wise sampling).
+
+        Every edge of a chosen row is kept. Rows without edges are never chosen.
+
+        Parameters
+        ----------
+        k : int
+            Rows to draw, ``k >= 0``; without replacement, if fewer than ``k``
+            rows qualify, all of them are returned.
+        node_probs : Tensor, shape (R,), optional
+            One unnormalised probability per row of the row space (e.g.
+            ``(sub ** 2).sum(axis=1)``); finite, non-negative, positive on at least
+            one row with edges. ``None`` samples uniformly among rows with edges.
+        replace : bool
+            Draw ``k`` times with replacement; a row drawn twice appears once.
+
+        Returns
+        -------
+        Matrix
+            Row space = the chosen rows, in row-space order (ascending global id
+            for a column slice of the graph); columns unchanged.
+
+        Notes
+        -----
+        Without replacement the weighted form follows sequential draws
+        proportional to ``node_probs`` (exponential keys), and the uniform form is
+        exactly uniform over k-subsets of the rows with edges.
+
+        Examples
+        --------
+        >>> sub = A[:, seeds]
+        >>> p = (sub ** 2).sum(axis=1)
+        >>> s = sub.collective_sample(4000, node_probs=p)           # LADIES layer
+        """
+        k = V.count(k)
+        replace = V.flag(replace, "replace")
+        p = None
+        if node_probs is not None:
+            p = V.probabilities(node_probs, "node_probs", self.shape[0], self.device, "row")
+            if self.num_edges and not bool((p[self._csc.rows] > 0).any()):
+                raise ValueError("node_probs: zero on every row that has edges; "
+                                 "nothing can be sampled")
+        return Matrix(_run(Op.COLLECTIVE_SAMPLE, self._csc, k=k, node_probs=p, replace=replace))
+
+    # ------------------------------------------------------------------ finalize
+    def row(self) -> torch.Tensor:
+        """Global ids of the rows that hold at least one edge, in row-space order, shape (R',).
+
+        Examples
+        --------
+        >>> A[:, seeds].individual_sample(10).row()    # the sampled neighbours
+        """
+        return _run(Op.ROW, self._csc)
+
+    def column(self) -> torch.Tensor:
+        """Global ids of the columns (the frontier, repeats kept), shape (C,)."""
+        return _run(Op.COLUMN, self._csc)
+
+    def all_nodes(self) -> torch.Tensor:
+        """The next frontier: columns first, then new rows; unique, shape (n,).
+
+        Columns keep their first occurrence order; rows not among the columns
+        follow in row-space order.
+
+        Examples
+        --------
+        >>> seeds = A[:, seeds].individual_sample(10).all_nodes()
+        """
+        return _run(Op.ALL_NODES, self._csc)
+
+    def edges(self):
+        """``(row ids, column ids, original edge ids)``, each a LongTensor of shape (E,).
+
+        Examples
+        --------
+        >>> src, dst, eid = A[:, seeds].individual_sample(10).edges()
+        """
+        return _run(Op.EDGES, self._csc)
+
+    def compact(self) -> "Matrix":
+        """This matrix with the rows that have no edges dropped from its row space.
+
+        Examples
+        --------
+        >>> sub = A[:, seeds].compact()
+        >>> sub.shape[0] == len(sub.row())
+        True
+        """
+        return Matrix(_run(Op.COMPACT, self._csc))
+
+
+def sddmm(A: Matrix, U, V_, op: str = "dot") -> Matrix:
+    """Sampled dense-dense product: edge ``(i, j)`` gets ``op(U[i], V[j])``.
+
+    Parameters
+    ----------
+    A : Matrix
+        The sparsity pattern, shape (R, C).
+    U : Tensor, shape (R, F) or (R,)
+        One row per row of ``A``'s row space.
+    V : Tensor, shape (C, F) or (C,)
+        One row per column of ``A``.
+    op : {"dot", "add", "sub", "mul", "div"}
+        ``dot`` gives one value per edge (shape (E,)); the others are elementwise
+        (shape (E, F)).
+
+    Returns
+    -------
+    Matrix
+        ``A``'s sparsity with the results as values.
+
+    Examples
+    --------
+    >>> sub = A[:, seeds].compact()
+    >>> att = gs.sddmm(sub, X[sub.row_ids] @ W, X[seeds] @ W)   # PASS attention
+    """
+    from .backend.torch.compute import SDDMM_OPS
+    if not isinstance(A, Matrix):
+        raise TypeError(f"A: expected a gs.Matrix, got {type(A).__name__}")
+    if op not in SDDMM_OPS:
+        raise ValueError(f"op: must be one of {SDDMM_OPS}, got {op!r}")
+    u = V.vector(U, "U", A.shape[0], A.device, "row of A")
+    v = V.vector(V_, "V", A.shape[1], A.device, "column of A")
+    if u.dim() != v.dim() or (u.dim() == 2 and u.shape[1] != v.shape[1]):
+        raise ValueError(f"U, V: feature shapes differ: {tuple(u.shape)} and {tuple(v.shape)}")
+    return Matrix(_run(Op.SDDMM, A.csc, u, v, op=op))

@@ -1,0 +1,154 @@
+"""How a sparse matrix is held: compressed sparse columns over index spaces.
+
+Every :class:`gsample.Matrix` is conceptually ``num_nodes x num_nodes`` with global
+row and column ids. It stores a *row space* (the global ids of its rows, shape
+``(R,)``) and a *column space* (shape ``(C,)``, the frontier, which may repeat a
+node), and its edges in CSC order over the column space. Within a column, edges
+keep the order of the graph's CSC (by row id, then by original edge id), so every
+sampler sees one canonical order whatever layout later stages choose.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Optional
+
+import torch
+
+
+@dataclass(frozen=True)
+class CSC:
+    """Compressed sparse columns over a row space and a column space.
+
+    Attributes
+    ----------
+    num_nodes : int
+        Size of the global id space (the graph's node count).
+    indptr : LongTensor, shape (C + 1,)
+        Column ``c`` holds edges ``indptr[c]:indptr[c + 1]``.
+    rows : LongTensor, shape (E,)
+        Local row index of each edge, in ``[0, R)``.
+    row_ids : LongTensor, shape (R,), or None
+        Global id of each local row; ``None`` means all nodes (``R = num_nodes``).
+    col_ids : LongTensor, shape (C,), or None
+        Global id of each column; ``None`` means all nodes (``C = num_nodes``).
+    values : Tensor, shape (E,) or (E, F), or None
+        Edge values (weights); ``None`` means 1.0 on every edge.
+    eids : LongTensor, shape (E,), or None
+        Original edge ids; ``None`` means ``arange(E)`` (the graph itself).
+    """
+
+    num_nodes: int
+    indptr: torch.Tensor
+    rows: torch.Tensor
+    row_ids: Optional[torch.Tensor] = None
+    col_ids: Optional[torch.Tensor] = None
+    values: Optional[torch.Tensor] = None
+    eids: Optional[torch.Tensor] = None
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def num_rows(self) -> int:
+        return self.num_nodes if self.row_ids is None else int(self.row_ids.numel())
+
+    @property
+    def num_cols(self) -> int:
+        return int(self.indptr.numel()) - 1
+
+    @property
+    def nnz(self) -> int:
+        return int(self.rows.numel())
+
+    @property
+    def device(self) -> torch.device:
+        return self.indptr.device
+
+    # ------------------------------------------------------------------ derived views
+    def degrees(self) -> torch.Tensor:
+        """Edges per column, shape (C,)."""
+        return self.indptr[1:] - self.indptr[:-1]
+
+    def edge_cols(self) -> torch.Tensor:
+        """Local column index of each edge, shape (E,)."""
+        c = torch.arange(self.num_cols, device=self.device)
+        return torch.repeat_interleave(c, self.degrees(), output_size=self.nnz)
+
+    def global_rows(self, local: Optional[torch.Tensor] = None) -> torch.Tensor:
+        local = self.rows if local is None else local
+        return local if self.row_ids is None else self.row_ids[local]
+
+    def global_cols(self) -> torch.Tensor:
+        if self.col_ids is None:
+            return torch.arange(self.num_cols, device=self.device)
+        return self.col_ids
+
+    def all_row_ids(self) -> torch.Tensor:
+        if self.row_ids is None:
+            return torch.arange(self.num_nodes, device=self.device)
+        return self.row_ids
+
+    def value_tensor(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        if self.values is None:
+            return torch.ones(self.nnz, dtype=dtype, device=self.device)
+        return self.values
+
+    def eid_tensor(self) -> torch.Tensor:
+        if self.eids is None:
+            return torch.arange(self.nnz, device=self.device)
+        return self.eids
+
+    # ------------------------------------------------------------------ rebuilding
+    def take_edges(self, index: torch.Tensor, indptr: torch.Tensor) -> "CSC":
+        """A CSC with the edges at ``index`` (in CSC order) and the new ``indptr``."""
+        return replace(
+            self,
+            indptr=indptr,
+            rows=self.rows[index],
+            values=None if self.values is None else self.values[index],
+            eids=index if self.eids is None else self.eids[index],
+        )
+
+    def with_values(self, values: Optional[torch.Tensor]) -> "CSC":
+        return replace(self, values=values)
+
+    def to(self, device) -> "CSC":
+        mv = lambda t: None if t is None else t.to(device)  # noqa: E731
+        return CSC(self.num_nodes, mv(self.indptr), mv(self.rows), mv(self.row_ids),
+                   mv(self.col_ids), mv(self.values), mv(self.eids))
+
+    def same_structure(self, other: "CSC") -> bool:
+        """True when both hold the same edges in the same order (values aside)."""
+        if self is other or (self.indptr is other.indptr and self.rows is other.rows):
+            return self.row_ids is other.row_ids or _eq(self.row_ids, other.row_ids)
+        return (self.num_nodes == other.num_nodes and _eq(self.indptr, other.indptr)
+                and _eq(self.rows, other.rows) and _eq(self.row_ids, other.row_ids)
+                and _eq(self.col_ids, other.col_ids))
+
+
+def _eq(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return a.shape == b.shape and a.device == b.device and bool(torch.equal(a, b))
+
+
+def segment_ptr(counts: torch.Tensor) -> torch.Tensor:
+    """``indptr`` (shape (n + 1,)) from per-segment counts (shape (n,))."""
+    out = torch.zeros(counts.numel() + 1, dtype=torch.int64, device=counts.device)
+    torch.cumsum(counts, 0, out=out[1:])
+    return out
+
+
+def gather_segments(indptr: torch.Tensor, seg: torch.Tensor):
+    """Edge positions of segments ``seg`` of a CSC, concatenated.
+
+    Returns ``(index, new_indptr)``: ``index`` (shape (sum of their lengths,)) lists
+    the edges of ``seg[0]``, then ``seg[1]``, ... and ``new_indptr`` delimits them.
+    """
+    starts = indptr[seg]
+    counts = indptr[seg + 1] - starts
+    new_indptr = segment_ptr(counts)
+    total = int(new_indptr[-1])
+    # position p of the output belongs to segment s; its edge is starts[s] + p - new_indptr[s]
+    owner = torch.repeat_interleave(torch.arange(seg.numel(), device=seg.device), counts,
+                                    output_size=total)
+    index = torch.arange(total, device=seg.device) - new_indptr[owner] + starts[owner]
+    return index, new_indptr

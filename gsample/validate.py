@@ -1,0 +1,122 @@
+"""Input checks (DESIGN §6): every bad input becomes a clear Python exception that
+names the argument, raised before any backend op runs.
+
+Documented behaviours instead of errors: a non-contiguous tensor is copied to a
+contiguous one; int32 ids are widened to int64; Python lists and NumPy arrays are
+turned into tensors on the matrix's device.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import torch
+
+_INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+
+
+def as_tensor(x, name: str, device) -> torch.Tensor:
+    """``x`` as a tensor on ``device``; lists and arrays are converted, tensors must match."""
+    if isinstance(x, torch.Tensor):
+        if device is not None and x.device != torch.device(device):
+            raise ValueError(f"{name}: tensor is on {x.device} but the matrix is on {device}; "
+                             f"move it with .to({str(device)!r})")
+        return x.contiguous()
+    if isinstance(x, (list, tuple, range, np.ndarray)) or isinstance(x, numbers.Number):
+        arr = np.asarray(x)
+        if arr.dtype == object:
+            raise TypeError(f"{name}: cannot convert {type(x).__name__} to a tensor")
+        return torch.as_tensor(arr, device=device)
+    raise TypeError(f"{name}: expected a tensor, got {type(x).__name__}")
+
+
+def ids(x, name: str, num_nodes: int, device, *, allow_empty: bool = True) -> torch.Tensor:
+    """Check node ids: 1-D, integer, in ``[0, num_nodes)``; returns int64 (shape (n,))."""
+    t = as_tensor(x, name, device)
+    if t.dtype == torch.bool or t.dtype not in _INT_DTYPES:
+        raise TypeError(f"{name}: node ids must be an integer tensor, got dtype {t.dtype}")
+    if t.dim() != 1:
+        raise ValueError(f"{name}: node ids must be 1-D, got shape {tuple(t.shape)}")
+    if t.numel() == 0:
+        if not allow_empty:
+            raise ValueError(f"{name}: empty frontier (no node ids); sample from at least one node")
+        return t.to(torch.int64)
+    t = t.to(torch.int64)
+    lo, hi = int(t.min()), int(t.max())
+    if lo < 0:
+        raise IndexError(f"{name}: node id {lo} is negative")
+    if hi >= num_nodes:
+        raise IndexError(f"{name}: node id {hi} is out of range for a graph of {num_nodes} nodes")
+    return t
+
+
+def unique_ids(t: torch.Tensor, name: str) -> None:
+    """Raise when ``t`` repeats an id."""
+    if t.numel() > 1:
+        s = torch.sort(t).values
+        dup = s[1:] == s[:-1]
+        if bool(dup.any()):
+            raise ValueError(f"{name}: node {int(s[1:][dup][0])} appears more than once; "
+                             "row ids must be unique")
+
+
+def count(k, name: str = "k") -> int:
+    """Check a sample size: a non-negative Python or NumPy integer."""
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (numbers.Integral,)):
+        raise TypeError(f"{name}: must be an int, got {type(k).__name__}")
+    if k < 0:
+        raise ValueError(f"{name}: must be >= 0, got {k}")
+    return int(k)
+
+
+def flag(x, name: str) -> bool:
+    if not isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"{name}: must be True or False, got {x!r}")
+    return bool(x)
+
+
+def axis(a) -> int:
+    if isinstance(a, bool) or a not in (0, 1):
+        raise ValueError(f"axis: must be 0 (one value per column) or 1 (one value per row), "
+                         f"got {a!r}")
+    return int(a)
+
+
+def vector(v, name: str, length: int, device, what: str) -> torch.Tensor:
+    """A dense vector with one value per ``what``; shape (length,) or (length, F)."""
+    t = as_tensor(v, name, device)
+    if t.dim() not in (1, 2) or t.shape[0] != length:
+        raise ValueError(f"{name}: expected one value per {what} (shape ({length},) or "
+                         f"({length}, F)), got shape {tuple(t.shape)}")
+    return t
+
+
+def probabilities(p, name: str, length: int, device, what: str) -> torch.Tensor:
+    """Non-negative finite floating values, shape (length,)."""
+    t = as_tensor(p, name, device)
+    if not t.is_floating_point():
+        raise TypeError(f"{name}: probabilities must be floating point, got dtype {t.dtype}")
+    if t.dim() != 1 or t.shape[0] != length:
+        raise ValueError(f"{name}: expected one probability per {what} (shape ({length},)), "
+                         f"got shape {tuple(t.shape)}")
+    if t.numel():
+        if not bool(torch.isfinite(t).all()):
+            raise ValueError(f"{name}: contains NaN or infinite values")
+        if bool((t < 0).any()):
+            raise ValueError(f"{name}: contains negative values (min {float(t.min())})")
+    return t
+
+
+def scalar_or_edges(x, name: str, nnz: int, device):
+    """An edge-map operand: a real scalar, or a tensor of shape (E,) or (E, F)."""
+    if isinstance(x, bool):
+        raise TypeError(f"{name}: expected a number or an edge-aligned tensor, got bool")
+    if isinstance(x, numbers.Real):
+        return x
+    t = as_tensor(x, name, device)
+    if t.dim() == 0:
+        return t
+    if t.dim() not in (1, 2) or t.shape[0] != nnz:
+        raise ValueError(f"{name}: expected a scalar or one value per edge (shape ({nnz},) or "
+                         f"({nnz}, F)), got shape {tuple(t.shape)}")
+    return t
