@@ -28,9 +28,10 @@ def from_networkx(cls, graph, weight=None):
     src = [index[u] for u, _, _ in edges]
     dst = [index[v] for _, v, _ in edges]
     w = [float(d.get(weight, 1.0)) for _, _, d in edges] if weight is not None else None
-    if not graph.is_directed():
-        src, dst = src + dst, dst + src
-        w = None if w is None else w + w
+    if not graph.is_directed():         # both directions; a self-loop stays one edge
+        back = [i for i, (u, v) in enumerate(zip(src, dst)) if u != v]
+        src, dst = src + [dst[i] for i in back], dst + [src[i] for i in back]
+        w = None if w is None else w + [w[i] for i in back]
     ei = torch.tensor([src, dst], dtype=torch.int64).reshape(2, -1)
     wt = None if w is None else torch.tensor(w, dtype=torch.float32)
     return cls.from_edge_index(ei, num_nodes=len(index), weight=wt)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import gzip
 import os
-import re
+import warnings
 
 import numpy as np
 import torch
@@ -47,12 +47,13 @@ def read_snap(path, num_nodes=None, relabel: bool = False, undirected: bool = Fa
     if not os.path.exists(path):
         raise FileNotFoundError(f"path: no such file: {path}")
     opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt") as f:
-        text = re.sub(r"^\s*#.*$", "", f.read(), flags=re.M)
-    flat = np.fromstring(text, dtype=np.int64, sep=" ") if text.strip() else np.zeros(0, np.int64)
-    if flat.size % 2:
-        raise ValueError(f"path: {path} is not an edge list (odd number of ids)")
-    ei = torch.from_numpy(flat.reshape(-1, 2).T.copy())
+    with opener(path, "rt") as f, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)     # "input contained no data"
+        try:   # extra columns (timestamps of temporal SNAP graphs) are ignored
+            pairs = np.loadtxt(f, dtype=np.int64, comments="#", usecols=(0, 1), ndmin=2)
+        except ValueError as e:
+            raise ValueError(f"path: {path} is not a SNAP edge list ({e})") from None
+    ei = torch.from_numpy(pairs.T.copy())
     if relabel:
         uniq, inverse = torch.unique(ei, return_inverse=True)
         ei = inverse.reshape(2, -1)

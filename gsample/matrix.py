@@ -18,7 +18,7 @@ import torch
 
 from . import validate as V
 from .backend import get_backend
-from .ir import Effect, Op, info
+from .ir import SDDMM_OPS, Effect, Op, info
 from .random import next_op_key
 from .storage import CSC, segment_ptr
 
@@ -181,8 +181,9 @@ class Matrix:
     def from_networkx(cls, graph, weight: Optional[str] = None) -> "Matrix":
         """From a networkx graph; nodes are numbered in ``graph.nodes`` order.
 
-        An undirected graph gives both directions of every edge (ids ``0..m-1`` for
-        ``u -> v`` as listed by ``graph.edges``, ``m..2m-1`` for ``v -> u``).
+        An undirected graph gives both directions of every edge but self-loops (ids
+        ``0..m-1`` for ``u -> v`` as listed by ``graph.edges``, then ``v -> u`` for the
+        edges with ``u != v``, in the same order).
         ``weight`` names the edge attribute to use as weight (missing: 1.0).
 
         Examples
@@ -301,11 +302,12 @@ class Matrix:
             raise TypeError("Matrix indexing: use A[rows, cols], e.g. A[:, seeds]")
         rows = self._index(key[0], "rows")
         cols = self._index(key[1], "cols")
+        if rows is not None:
+            V.unique_ids(rows, "rows")
         csc = self._csc
         if cols is not None:
             csc = _run(Op.SLICE_COLS, csc, cols)
         if rows is not None:
-            V.unique_ids(rows, "rows")
             csc = _run(Op.SLICE_ROWS, csc, rows)
         return Matrix(csc)
 
@@ -460,8 +462,8 @@ class Matrix:
                 probs = probs.values
             p = V.probabilities(probs, "probs", self.num_edges, self.device, "edge")
             csc = self._csc
-            total = torch.cumsum(torch.cat([p.new_zeros(1), p.double()]), 0)[csc.indptr]
-            empty = ((total[1:] - total[:-1]) <= 0) & (csc.degrees() > 0)
+            npos = torch.bincount(csc.edge_cols()[p > 0], minlength=csc.num_cols)
+            empty = (npos == 0) & (csc.degrees() > 0)
             if bool(empty.any()):
                 c = int(empty.nonzero()[0])
                 raise ValueError(f"probs: column {c} (node {int(csc.global_cols()[c])}) has edges "
@@ -585,7 +587,6 @@ def sddmm(A: Matrix, U, V_, op: str = "dot") -> Matrix:
     >>> sub = A[:, seeds].compact()
     >>> att = gs.sddmm(sub, X[sub.row_ids] @ W, X[seeds] @ W)   # PASS attention
     """
-    from .backend.torch.compute import SDDMM_OPS
     if not isinstance(A, Matrix):
         raise TypeError(f"A: expected a gs.Matrix, got {type(A).__name__}")
     if op not in SDDMM_OPS:

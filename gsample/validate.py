@@ -66,6 +66,8 @@ def count(k, name: str = "k") -> int:
         raise TypeError(f"{name}: must be an int, got {type(k).__name__}")
     if k < 0:
         raise ValueError(f"{name}: must be >= 0, got {k}")
+    if k > 2**63 - 1:
+        raise ValueError(f"{name}: {k} does not fit in int64")
     return int(k)
 
 

@@ -82,6 +82,9 @@ OP_TABLE: dict[Op, OpInfo] = {
     Op.COMPACT: OpInfo(Effect.PURE, Step.FINALIZE, _S, _C, "A.compact()"),
 }
 
+#: the elementwise combinations ``gs.sddmm`` accepts (``dot`` reduces the feature axis)
+SDDMM_OPS = ("dot", "add", "sub", "mul", "div")
+
 assert set(OP_TABLE) == set(Op), "every Op needs exactly one OpInfo"
 
 

@@ -36,6 +36,8 @@ def edge_map(csc: CSC, op: str, other, reverse: bool = False) -> CSC:
     fn = BINARY[op]
     if isinstance(other, torch.Tensor) and other.dim() == 2 and v.dim() == 1:
         v = v.unsqueeze(1)
+    elif isinstance(other, torch.Tensor) and other.dim() == 1 and v.dim() == 2:
+        other = other.unsqueeze(1)      # one value per edge, over every feature
     out = fn(other, v) if reverse else fn(v, other)
     if not out.is_floating_point():
         out = out.to(torch.float32)
@@ -91,9 +93,6 @@ def spmm_t(csc: CSC, dense: torch.Tensor) -> torch.Tensor:
     """``A.T @ D``: ``D`` has one row per row (shape (R,) or (R, F)); out (C,) or (C, F)."""
     contrib = _weighted(csc, dense[csc.rows])
     return _segment(contrib, "sum", csc.degrees())
-
-
-SDDMM_OPS = ("dot", "add", "sub", "mul", "div")
 
 
 def sddmm(csc: CSC, u: torch.Tensor, v: torch.Tensor, op: str) -> CSC:

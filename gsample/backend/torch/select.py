@@ -20,7 +20,7 @@ individual, weighted, ``replace=False``
     weight, each without replacement. Zero-weight edges are never chosen.
 individual, weighted, ``replace=True``
     Inverse CDF: draw ``t`` finds ``uniform_float(word(c, t)) * total`` in the
-    column's running sum (float64).
+    column's running sum (float64, weights scaled by the column's largest).
 collective
     Candidates are the rows with at least one edge (and positive ``node_probs``).
     Without replacement: row ``g`` (global id) gets ``sort_key(word(0, g))`` or
@@ -121,7 +121,12 @@ def _uniform_without(csc, k, deg, col, offset, key) -> CSC:
 
 
 def _weighted_with(csc, k, probs, deg, col, key) -> CSC:
+    # Scale each column by its largest weight (exact, order-free) before the running sum,
+    # so one column's weights are never rounded against the totals of the columns before it.
     w = probs.to(torch.float64)
+    colmax = torch.zeros(csc.num_cols, dtype=torch.float64, device=csc.device)
+    colmax.scatter_reduce_(0, col, w, "amax")
+    w = w / colmax[col].clamp_min(torch.finfo(torch.float64).tiny)
     cum = torch.cumsum(w, 0)
     before = torch.cat([cum.new_zeros(1), cum])[csc.indptr]      # running sum at each column start
     total = before[1:] - before[:-1]

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Set up gsample on a fresh machine and run it:
+#   bash scripts/run.sh demo    samples GraphSAGE and LADIES on a generated graph, prints throughput
+#   bash scripts/run.sh test    runs the test suite
+# Extra arguments go to the demo script or to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=${GSAMPLE_VENV:-.venv}
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+. "$venv/bin/activate"
+# torch is pinned here and not in pyproject.toml: 2.13.0 is this machine's local CPU wheel.
+python -m pip install -q --disable-pip-version-check torch==2.13.0
+python -m pip install -q --disable-pip-version-check -e ".[test]"
+what=${1:-}
+shift || true
+case "$what" in
+  demo) exec python examples/demo.py "$@" ;;
+  test) exec python -m pytest -n 2 -q "$@" ;;
+  *) echo "usage: bash scripts/run.sh demo|test [args...]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,68 @@
+"""gs.DataLoader: order, sizes, shuffling, and the batch index in every random key."""
+import torch
+
+import gsample as gs
+from gsample.random import batch_scope, combine
+
+
+def sage(A, seeds):
+    s = A[:, seeds].individual_sample(5)
+    return s.edges()[2], s.all_nodes()
+
+
+def test_batches_in_order_with_sizes(small_graph):
+    seeds = torch.arange(100, 1100)
+    loader = gs.DataLoader(small_graph, sage, seeds, batch_size=300, shuffle=False, seed=0)
+    batches = list(loader)
+    assert len(loader) == len(batches) == 4
+    assert [b.index for b in batches] == [0, 1, 2, 3]
+    assert [b.seeds.numel() for b in batches] == [300, 300, 300, 100]
+    assert torch.equal(torch.cat([b.seeds for b in batches]), seeds)
+    for b in batches:
+        assert torch.equal(b.out[1][:b.seeds.numel()], b.seeds)   # seeds lead all_nodes
+    dropped = gs.DataLoader(small_graph, sage, seeds, batch_size=300, drop_last=True, seed=0)
+    assert len(dropped) == len(list(dropped)) == 3
+
+
+def test_shuffle_is_a_reproducible_permutation(small_graph):
+    seeds = torch.arange(0, 2000, 3)
+    a = gs.DataLoader(small_graph, sage, seeds, batch_size=64, seed=1)
+    order = [torch.cat([b.seeds for b in a]) for _ in range(2)]
+    for o in order:
+        assert torch.equal(torch.sort(o).values, seeds)
+    assert not torch.equal(order[0], seeds)
+    assert not torch.equal(order[0], order[1]), "each epoch reshuffles"
+    b = gs.DataLoader(small_graph, sage, seeds, batch_size=64, seed=1)
+    assert torch.equal(torch.cat([x.seeds for x in b]), order[0])
+
+
+def test_batch_depends_only_on_epoch_seed_index_and_seeds(small_graph):
+    seeds = torch.arange(0, 1000)
+    loader = gs.DataLoader(small_graph, sage, seeds, batch_size=100, shuffle=False, seed=3)
+    batches = list(loader)
+    epoch0 = combine(combine(0, 3), 0)
+    for i in (0, 4, 9):
+        with batch_scope(epoch0, i):
+            eids, _ = sage(small_graph, batches[i].seeds)
+        assert torch.equal(eids, batches[i].out[0])
+    # same seeds at another batch index: other samples
+    with batch_scope(epoch0, 1):
+        eids, _ = sage(small_graph, batches[0].seeds)
+    assert not torch.equal(eids, batches[0].out[0])
+
+
+def test_default_seed_follows_manual_seed(small_graph):
+    seeds = torch.arange(500)
+    def run():
+        return [b.out[0] for b in gs.DataLoader(small_graph, sage, seeds, batch_size=128)]
+    gs.manual_seed(11)
+    first, second = run(), run()
+    gs.manual_seed(11)
+    again = run()
+    assert all(torch.equal(x, y) for x, y in zip(first, again))
+    assert not all(torch.equal(x, y) for x, y in zip(first, second))
+
+
+def test_progress_bar(small_graph, capsys):
+    list(gs.DataLoader(small_graph, sage, torch.arange(64), batch_size=16, progress=True, seed=0))
+    assert "4/4" in capsys.readouterr().err
