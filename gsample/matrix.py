@@ -23,11 +23,16 @@ from .random import next_op_key
 from .storage import CSC, segment_ptr
 
 
-def _run(ir_op: Op, /, *args, **attrs):
-    """Run one op eagerly; random ops take the next ordinal of the stream."""
+def _run(ir_op: Op, /, **kwargs):
+    """Run one op eagerly: its data checks, then the backend.
+
+    ``kwargs`` are the op's inputs and attributes as the op table names them; a
+    random op takes the next ordinal of the stream (after its checks passed).
+    """
+    V.check_op(ir_op, kwargs)
     if info(ir_op).effect is Effect.RANDOM:
-        attrs["key"] = next_op_key()
-    return get_backend("torch").run(ir_op, *args, **attrs)
+        kwargs["key"] = next_op_key()
+    return get_backend("torch").run(ir_op, **kwargs)
 
 
 def _sorted_csc(src: torch.Tensor, dst: torch.Tensor, num_nodes: int, weight) -> CSC:
@@ -303,12 +308,12 @@ class Matrix:
         rows = self._index(key[0], "rows")
         cols = self._index(key[1], "cols")
         if rows is not None:
-            V.unique_ids(rows, "rows")
+            V.unique_ids(rows, "rows")      # before the column slice runs
         csc = self._csc
         if cols is not None:
-            csc = _run(Op.SLICE_COLS, csc, cols)
+            csc = _run(Op.SLICE_COLS, A=csc, cols=cols)
         if rows is not None:
-            csc = _run(Op.SLICE_ROWS, csc, rows)
+            csc = _run(Op.SLICE_ROWS, A=csc, rows=rows)
         return Matrix(csc)
 
     # ------------------------------------------------------------------ compute: edge maps
@@ -319,7 +324,10 @@ class Matrix:
                                  "(derive one from the other with edge-map operators)")
             other = other.values
         other = V.scalar_or_edges(other, "other", self.num_edges, self.device)
-        return Matrix(_run(Op.EDGE_MAP, self._csc, op=op, other=other, reverse=reverse))
+        tensor = other if isinstance(other, torch.Tensor) else None
+        scalar = None if tensor is not None else other
+        return Matrix(_run(Op.EDGE_MAP, A=self._csc, op=op, reverse=reverse, scalar=scalar,
+                           other=tensor))
 
     def __add__(self, other): return self._edge_map("add", other)
     def __radd__(self, other): return self._edge_map("add", other, True)
@@ -330,16 +338,13 @@ class Matrix:
     def __truediv__(self, other): return self._edge_map("div", other)
     def __rtruediv__(self, other): return self._edge_map("div", other, True)
     def __pow__(self, other): return self._edge_map("pow", other)
-    def __neg__(self): return Matrix(_run(Op.EDGE_MAP, self._csc, op="neg", other=None))
+    def __neg__(self): return Matrix(_run(Op.EDGE_MAP, A=self._csc, op="neg", reverse=False,
+                                          scalar=None))
 
     # ------------------------------------------------------------------ compute: broadcasts
     def _broadcast(self, op: str, v, axis) -> "Matrix":
-        axis = V.axis(axis)
-        n, what = (self.shape[1], "column") if axis == 0 else (self.shape[0], "row")
-        v = V.vector(v, "v", n, self.device, what)
-        if v.dim() != 1:
-            raise ValueError(f"v: broadcast needs one scalar per {what}, got shape {tuple(v.shape)}")
-        return Matrix(_run(Op.EDGE_BROADCAST, self._csc, op=op, vector=v, axis=axis))
+        v = V.as_tensor(v, "v", self.device)
+        return Matrix(_run(Op.EDGE_BROADCAST, A=self._csc, op=op, vector=v, axis=V.axis(axis)))
 
     def mul(self, v, axis: int) -> "Matrix":
         """Multiply every edge by a per-column (``axis=0``) or per-row (``axis=1``) value.
@@ -371,7 +376,7 @@ class Matrix:
 
     # ------------------------------------------------------------------ compute: reductions
     def _reduce(self, op: str, axis) -> torch.Tensor:
-        return _run(Op.REDUCE, self._csc, op=op, axis=V.axis(axis))
+        return _run(Op.REDUCE, A=self._csc, op=op, axis=V.axis(axis))
 
     def sum(self, axis: int) -> torch.Tensor:
         """Sum of edge values per column (``axis=0``, shape (C,)) or per row (``axis=1``, (R,)).
@@ -401,8 +406,7 @@ class Matrix:
         --------
         >>> out = A[:, seeds] @ torch.ones(len(seeds))   # per-row sum over the frontier
         """
-        d = V.vector(dense, "D", self.shape[1], self.device, "column of A")
-        return _run(Op.SPMM, self._csc, d)
+        return _run(Op.SPMM, A=self._csc, dense=V.as_tensor(dense, "D", self.device))
 
     @property
     def T(self) -> "Matrix":
@@ -411,7 +415,7 @@ class Matrix:
         ``A.T @ D`` with ``D`` of one row per row of ``A`` (shape (R, F)) gives
         ``(C, F)``: the sum over each column's in-edges, as GNN aggregation needs.
         """
-        return Matrix(_run(Op.TRANSPOSE, self._csc))
+        return Matrix(_run(Op.TRANSPOSE, A=self._csc))
 
     # ------------------------------------------------------------------ select
     def individual_sample(self, k: int, probs=None, replace: bool = False) -> "Matrix":
@@ -460,15 +464,8 @@ class Matrix:
                     raise ValueError("probs: a probability matrix must have the same sparsity "
                                      "as the matrix being sampled")
                 probs = probs.values
-            p = V.probabilities(probs, "probs", self.num_edges, self.device, "edge")
-            csc = self._csc
-            npos = torch.bincount(csc.edge_cols()[p > 0], minlength=csc.num_cols)
-            empty = (npos == 0) & (csc.degrees() > 0)
-            if bool(empty.any()):
-                c = int(empty.nonzero()[0])
-                raise ValueError(f"probs: column {c} (node {int(csc.global_cols()[c])}) has edges "
-                                 "but all its probabilities are zero")
-        return Matrix(_run(Op.INDIVIDUAL_SAMPLE, self._csc, k=k, probs=p, replace=replace))
+            p = V.as_tensor(probs, "probs", self.device)
+        return Matrix(_run(Op.INDIVIDUAL_SAMPLE, A=self._csc, probs=p, k=k, replace=replace))
 
     def collective_sample(self, k: int, node_probs=None, replace: bool = False) -> "Matrix":
         """Sample ``k`` rows for the whole matrix (layer-wise sampling).
@@ -509,11 +506,8 @@ class Matrix:
         replace = V.flag(replace, "replace")
         p = None
         if node_probs is not None:
-            p = V.probabilities(node_probs, "node_probs", self.shape[0], self.device, "row")
-            if self.num_edges and not bool((p[self._csc.rows] > 0).any()):
-                raise ValueError("node_probs: zero on every row that has edges; "
-                                 "nothing can be sampled")
-        return Matrix(_run(Op.COLLECTIVE_SAMPLE, self._csc, k=k, node_probs=p, replace=replace))
+            p = V.as_tensor(node_probs, "node_probs", self.device)
+        return Matrix(_run(Op.COLLECTIVE_SAMPLE, A=self._csc, node_probs=p, k=k, replace=replace))
 
     # ------------------------------------------------------------------ finalize
     def row(self) -> torch.Tensor:
@@ -523,11 +517,11 @@ class Matrix:
         --------
         >>> A[:, seeds].individual_sample(10).row()    # the sampled neighbours
         """
-        return _run(Op.ROW, self._csc)
+        return _run(Op.ROW, A=self._csc)
 
     def column(self) -> torch.Tensor:
         """Global ids of the columns (the frontier, repeats kept), shape (C,)."""
-        return _run(Op.COLUMN, self._csc)
+        return _run(Op.COLUMN, A=self._csc)
 
     def all_nodes(self) -> torch.Tensor:
         """The next frontier: columns first, then new rows; unique, shape (n,).
@@ -539,7 +533,7 @@ class Matrix:
         --------
         >>> seeds = A[:, seeds].individual_sample(10).all_nodes()
         """
-        return _run(Op.ALL_NODES, self._csc)
+        return _run(Op.ALL_NODES, A=self._csc)
 
     def edges(self):
         """``(row ids, column ids, original edge ids)``, each a LongTensor of shape (E,).
@@ -548,7 +542,7 @@ class Matrix:
         --------
         >>> src, dst, eid = A[:, seeds].individual_sample(10).edges()
         """
-        return _run(Op.EDGES, self._csc)
+        return _run(Op.EDGES, A=self._csc)
 
     def compact(self) -> "Matrix":
         """This matrix with the rows that have no edges dropped from its row space.
@@ -559,7 +553,7 @@ class Matrix:
         >>> sub.shape[0] == len(sub.row())
         True
         """
-        return Matrix(_run(Op.COMPACT, self._csc))
+        return Matrix(_run(Op.COMPACT, A=self._csc))
 
 
 def sddmm(A: Matrix, U, V_, op: str = "dot") -> Matrix:
@@ -591,8 +585,5 @@ def sddmm(A: Matrix, U, V_, op: str = "dot") -> Matrix:
         raise TypeError(f"A: expected a gs.Matrix, got {type(A).__name__}")
     if op not in SDDMM_OPS:
         raise ValueError(f"op: must be one of {SDDMM_OPS}, got {op!r}")
-    u = V.vector(U, "U", A.shape[0], A.device, "row of A")
-    v = V.vector(V_, "V", A.shape[1], A.device, "column of A")
-    if u.dim() != v.dim() or (u.dim() == 2 and u.shape[1] != v.shape[1]):
-        raise ValueError(f"U, V: feature shapes differ: {tuple(u.shape)} and {tuple(v.shape)}")
-    return Matrix(_run(Op.SDDMM, A.csc, u, v, op=op))
+    u, v = V.as_tensor(U, "U", A.device), V.as_tensor(V_, "V", A.device)
+    return Matrix(_run(Op.SDDMM, A=A.csc, u=u, v=v, op=op))

@@ -122,3 +122,106 @@ def scalar_or_edges(x, name: str, nnz: int, device):
         raise ValueError(f"{name}: expected a scalar or one value per edge (shape ({nnz},) or "
                          f"({nnz}, F)), got shape {tuple(t.shape)}")
     return t
+
+
+# ----------------------------------------------------------------------------- per-op data checks
+# Run on the op's inputs right before the backend, in eager and compiled execution alike.
+# Static arguments (k, replace, axis, op names) are checked where they are given.
+
+def _check_cols(A, cols, **_):
+    ids(cols, "cols", A.num_nodes, A.device, allow_empty=False)
+
+
+def _check_rows(A, rows, **_):
+    unique_ids(ids(rows, "rows", A.num_nodes, A.device), "rows")
+
+
+def _check_edge_map(A, other=None, **_):
+    if other is not None:
+        scalar_or_edges(other, "other", A.nnz, A.device)
+
+
+def _check_broadcast(A, vector, axis, **_):
+    n, what = (A.num_cols, "column") if axis == 0 else (A.num_rows, "row")
+    v = vector_(vector, "v", n, A.device, what)
+    if v.dim() != 1:
+        raise ValueError(f"v: broadcast needs one scalar per {what}, got shape {tuple(v.shape)}")
+
+
+def _check_spmm(A, dense, **_):
+    vector_(dense, "D", A.num_cols, A.device, "column of A")
+
+
+def _check_spmm_t(A, dense, **_):
+    vector_(dense, "D", A.num_rows, A.device, "row of A")
+
+
+def _check_sddmm(A, u, v, **_):
+    u = vector_(u, "U", A.num_rows, A.device, "row of A")
+    v = vector_(v, "V", A.num_cols, A.device, "column of A")
+    if u.dim() != v.dim() or (u.dim() == 2 and u.shape[1] != v.shape[1]):
+        raise ValueError(f"U, V: feature shapes differ: {tuple(u.shape)} and {tuple(v.shape)}")
+
+
+def edge_probs(A, probs, cols=None) -> None:
+    """``probs`` (one per edge of ``A``) and, per sampled column, at least one positive."""
+    p = probabilities(probs, "probs", A.nnz, A.device, "edge")
+    positive = torch.cat([p.new_zeros(1, dtype=torch.int64), torch.cumsum((p > 0).long(), 0)])
+    starts = A.indptr[:-1] if cols is None else A.indptr[cols]
+    ends = A.indptr[1:] if cols is None else A.indptr[cols + 1]
+    empty = (positive[ends] - positive[starts] == 0) & (ends > starts)
+    if bool(empty.any()):
+        c = int(empty.nonzero()[0])
+        node = int(A.global_cols()[c]) if cols is None else int(cols[c])
+        raise ValueError(f"probs: column {c} (node {node}) has edges but all its probabilities "
+                         "are zero")
+
+
+def _check_individual(A, probs=None, cols=None, **_):
+    if cols is not None:
+        ids(cols, "cols", A.num_nodes, A.device, allow_empty=False)
+    if probs is not None:
+        edge_probs(A, probs, cols)
+
+
+def _check_collective(A, node_probs=None, cols=None, **_):
+    if cols is not None:
+        ids(cols, "cols", A.num_nodes, A.device, allow_empty=False)
+    if node_probs is not None:
+        p = probabilities(node_probs, "node_probs", A.num_rows, A.device, "row")
+        rows = A.rows if cols is None else None
+        if cols is not None:
+            from .storage import gather_segments
+            rows = A.rows[gather_segments(A.indptr, cols)[0]]
+        if rows.numel() and not bool((p[rows] > 0).any()):
+            raise ValueError("node_probs: zero on every row that has edges; nothing can be sampled")
+
+
+def check_op(op, kwargs: dict) -> None:
+    """Run the data checks of ``op`` on its named inputs (see the op table)."""
+    fn = OP_CHECKS.get(op)
+    if fn is not None:
+        fn(**kwargs)
+
+
+vector_ = vector
+
+
+def _op_checks():
+    from .ir import Op
+    return {
+        Op.SLICE_COLS: _check_cols,
+        Op.SLICE_ROWS: _check_rows,
+        Op.EDGE_MAP: _check_edge_map,
+        Op.EDGE_BROADCAST: _check_broadcast,
+        Op.SPMM: _check_spmm,
+        Op.SPMM_T: _check_spmm_t,
+        Op.SDDMM: _check_sddmm,
+        Op.INDIVIDUAL_SAMPLE: _check_individual,
+        Op.SLICE_INDIVIDUAL_SAMPLE: _check_individual,
+        Op.COLLECTIVE_SAMPLE: _check_collective,
+        Op.SLICE_COLLECTIVE_SAMPLE: _check_collective,
+    }
+
+
+OP_CHECKS = _op_checks()

@@ -21,8 +21,9 @@ class Backend(abc.ABC):
         return op in self.capabilities
 
     @abc.abstractmethod
-    def run(self, ir_op: Op, /, *args, **attrs):
-        """Run ``op`` on its (already validated) inputs and attributes."""
+    def run(self, ir_op: Op, /, **kwargs):
+        """Run ``ir_op`` on its (already checked) inputs and attributes, named as the op
+        table names them (random ops also get ``key``, their key prefix)."""
 
 
 _BACKENDS: dict = {}

@@ -1,9 +1,11 @@
 """The op table: every operator of gsample, declared once.
 
 Each :class:`Op` has an :class:`OpInfo` with its effect (pure or random), its
-ECSF step (Extract, Compute, Select, Finalize) and the sparse layouts it accepts
-and produces. The eager API dispatches through this table to a backend, and the
-compiler's passes (``gsample/passes``) read it; nothing matches on op names.
+ECSF step (Extract, Compute, Select, Finalize), the sparse layouts it accepts
+and produces, its named inputs (IR values), its named attributes (static
+Python values) and the kind of value it returns. The eager API dispatches
+through this table to a backend; the compiler's passes read it. Nothing
+matches on op names or on argument positions.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ class Step(enum.Enum):
     COMPUTE = "compute"
     SELECT = "select"
     FINALIZE = "finalize"
+    GRAPH = "graph"      # program structure: inputs, constants, dense code, outputs
 
 
 class Layout(enum.Enum):
@@ -30,27 +33,67 @@ class Layout(enum.Enum):
     DENSE = "dense"      # a dense tensor (per-row, per-column or per-edge values)
 
 
+class Kind(enum.Enum):
+    """What an IR value is."""
+    MATRIX = "matrix"
+    TENSOR = "tensor"
+    TUPLE = "tuple"      # a fixed-size tuple of tensors (``edges()``), split by GETITEM
+    ANY = "any"          # a dense op's result: tensor, number or a structure of them
+    NONE = "none"        # the output node
+
+
 @dataclass(frozen=True)
 class OpInfo:
     effect: Effect
     step: Step
     accepts: tuple      # layouts of the sparse input the backend can take
     produces: tuple     # layouts of the output
+    inputs: tuple       # names of IR-value inputs; "?" marks an optional one, ("*",) any number
+    attrs: tuple        # names of static attributes
+    kind: Kind          # kind of the result
     doc: str
+
+    @property
+    def variadic(self) -> bool:
+        return self.inputs == ("*",)
+
+    def input_names(self) -> tuple:
+        return tuple(n.rstrip("?") for n in self.inputs)
+
+    def required_inputs(self) -> tuple:
+        return tuple(n for n in self.inputs if not n.endswith("?"))
 
 
 class Op(enum.Enum):
+    # program structure
+    INPUT = "input"
+    CONSTANT = "constant"
+    DENSE = "dense"                    # any torch function or method on dense values
+    GETITEM = "getitem"                # element of a TUPLE value
+    OUTPUT = "output"
+    CACHED = "cached"                  # a frontier-independent value computed once per graph
+    # extract
     SLICE_COLS = "slice_cols"
     SLICE_ROWS = "slice_rows"
-    EDGE_MAP = "edge_map"            # A (op) scalar / edge tensor / same-sparsity matrix
+    # compute
+    EDGE_MAP = "edge_map"              # A (op) scalar / edge tensor / same-sparsity matrix
     EDGE_BROADCAST = "edge_broadcast"  # A.mul/div/add/sub(v, axis)
-    REDUCE = "reduce"                # A.sum/max/mean(axis)
-    SPMM = "spmm"                    # A @ D
-    SPMM_T = "spmm_t"                # A.T @ D
+    REDUCE = "reduce"                  # A.sum/max/mean(axis)
+    SPMM = "spmm"                      # A @ D
+    SPMM_T = "spmm_t"                  # A.T @ D
     SDDMM = "sddmm"
     TRANSPOSE = "transpose"
+    VALUES = "values"                  # A.values
+    ROW_IDS = "row_ids"                # A.row_ids
+    COL_IDS = "col_ids"                # A.col_ids
+    FUSED_EDGE_MAP = "fused_edge_map"  # a chain of edge maps and broadcasts, one evaluation
+    FUSED_EDGE_MAP_REDUCE = "fused_edge_map_reduce"  # that chain, then a reduction
+    # select
     INDIVIDUAL_SAMPLE = "individual_sample"
     COLLECTIVE_SAMPLE = "collective_sample"
+    SLICE_INDIVIDUAL_SAMPLE = "slice_individual_sample"  # A[:, cols].individual_sample(k)
+    SLICE_COLLECTIVE_SAMPLE = "slice_collective_sample"  # A[:, cols].collective_sample(k)
+    # finalize
     ROW = "row"
     COLUMN = "column"
     ALL_NODES = "all_nodes"
@@ -60,26 +103,54 @@ class Op(enum.Enum):
 
 _S = (Layout.CSC, Layout.CSR, Layout.COO)
 _C, _D = (Layout.CSC,), (Layout.DENSE,)
+P, R = Effect.PURE, Effect.RANDOM
+M, T = Kind.MATRIX, Kind.TENSOR
+_MAP_ATTRS = ("op", "reverse", "scalar")
 
 OP_TABLE: dict[Op, OpInfo] = {
-    Op.SLICE_COLS: OpInfo(Effect.PURE, Step.EXTRACT, (Layout.CSC,), _C, "A[:, cols]"),
-    Op.SLICE_ROWS: OpInfo(Effect.PURE, Step.EXTRACT, _S, _C, "A[rows, :]"),
-    Op.EDGE_MAP: OpInfo(Effect.PURE, Step.COMPUTE, _S, _S, "A * x, A + x, A ** p, ..."),
-    Op.EDGE_BROADCAST: OpInfo(Effect.PURE, Step.COMPUTE, _S, _S, "A.div(v, axis)"),
-    Op.REDUCE: OpInfo(Effect.PURE, Step.COMPUTE, _S, _D, "A.sum(axis)"),
-    Op.SPMM: OpInfo(Effect.PURE, Step.COMPUTE, _S, _D, "A @ D"),
-    Op.SPMM_T: OpInfo(Effect.PURE, Step.COMPUTE, _S, _D, "A.T @ D"),
-    Op.SDDMM: OpInfo(Effect.PURE, Step.COMPUTE, _S, _S, "gs.sddmm(A, U, V, op)"),
-    Op.TRANSPOSE: OpInfo(Effect.PURE, Step.COMPUTE, _S, _C, "A.T"),
-    Op.INDIVIDUAL_SAMPLE: OpInfo(Effect.RANDOM, Step.SELECT, (Layout.CSC,), _C,
+    Op.INPUT: OpInfo(P, Step.GRAPH, (), _S, (), ("name", "kind"), Kind.ANY, "a traced argument"),
+    Op.CONSTANT: OpInfo(P, Step.GRAPH, (), _D, (), ("value",), Kind.ANY, "a captured value"),
+    Op.DENSE: OpInfo(P, Step.GRAPH, (), _D, ("*",), ("fn", "template"), Kind.ANY,
+                     "torch code on dense values; 'template' holds the call's arguments"),
+    Op.GETITEM: OpInfo(P, Step.GRAPH, (), _D, ("x",), ("index",), T, "x[index] of a tuple"),
+    Op.OUTPUT: OpInfo(P, Step.GRAPH, (), (), ("*",), ("template",), Kind.NONE,
+                      "the returned values"),
+    Op.CACHED: OpInfo(P, Step.GRAPH, _S, _S, ("graph",), ("program", "kind"), Kind.ANY,
+                      "a graph-only value computed once per graph and reused"),
+    Op.SLICE_COLS: OpInfo(P, Step.EXTRACT, _C, _C, ("A", "cols"), (), M, "A[:, cols]"),
+    Op.SLICE_ROWS: OpInfo(P, Step.EXTRACT, _S, _C, ("A", "rows"), (), M, "A[rows, :]"),
+    Op.EDGE_MAP: OpInfo(P, Step.COMPUTE, _S, _S, ("A", "other?"), _MAP_ATTRS, M,
+                        "A * x, A + x, A ** p, ... (x: scalar attr, or an edge tensor input)"),
+    Op.EDGE_BROADCAST: OpInfo(P, Step.COMPUTE, _S, _S, ("A", "vector"), ("op", "axis"), M,
+                              "A.div(v, axis)"),
+    Op.REDUCE: OpInfo(P, Step.COMPUTE, _S, _D, ("A",), ("op", "axis"), T, "A.sum(axis)"),
+    Op.SPMM: OpInfo(P, Step.COMPUTE, _S, _D, ("A", "dense"), (), T, "A @ D"),
+    Op.SPMM_T: OpInfo(P, Step.COMPUTE, _S, _D, ("A", "dense"), (), T, "A.T @ D"),
+    Op.SDDMM: OpInfo(P, Step.COMPUTE, _S, _S, ("A", "u", "v"), ("op",), M,
+                     "gs.sddmm(A, U, V, op)"),
+    Op.TRANSPOSE: OpInfo(P, Step.COMPUTE, _S, _C, ("A",), (), M, "A.T"),
+    Op.VALUES: OpInfo(P, Step.COMPUTE, _S, _D, ("A",), (), T, "A.values"),
+    Op.ROW_IDS: OpInfo(P, Step.FINALIZE, _S, _D, ("A",), (), T, "A.row_ids"),
+    Op.COL_IDS: OpInfo(P, Step.FINALIZE, _S, _D, ("A",), (), T, "A.col_ids"),
+    Op.FUSED_EDGE_MAP: OpInfo(P, Step.COMPUTE, _S, _S, ("A",), ("program",), M,
+                              "edge maps and broadcasts evaluated in one pass"),
+    Op.FUSED_EDGE_MAP_REDUCE: OpInfo(P, Step.COMPUTE, _S, _D, ("A",), ("program", "op", "axis"),
+                                     T, "fused edge maps followed by a reduction"),
+    Op.INDIVIDUAL_SAMPLE: OpInfo(R, Step.SELECT, _C, _C, ("A", "probs?"), ("k", "replace"), M,
                                  "A.individual_sample(k, probs, replace)"),
-    Op.COLLECTIVE_SAMPLE: OpInfo(Effect.RANDOM, Step.SELECT, _S, _C,
-                                 "A.collective_sample(k, node_probs, replace)"),
-    Op.ROW: OpInfo(Effect.PURE, Step.FINALIZE, _S, _D, "A.row()"),
-    Op.COLUMN: OpInfo(Effect.PURE, Step.FINALIZE, _S, _D, "A.column()"),
-    Op.ALL_NODES: OpInfo(Effect.PURE, Step.FINALIZE, _S, _D, "A.all_nodes()"),
-    Op.EDGES: OpInfo(Effect.PURE, Step.FINALIZE, _S, _D, "A.edges()"),
-    Op.COMPACT: OpInfo(Effect.PURE, Step.FINALIZE, _S, _C, "A.compact()"),
+    Op.COLLECTIVE_SAMPLE: OpInfo(R, Step.SELECT, _S, _C, ("A", "node_probs?"), ("k", "replace"),
+                                 M, "A.collective_sample(k, node_probs, replace)"),
+    Op.SLICE_INDIVIDUAL_SAMPLE: OpInfo(R, Step.SELECT, _C, _C, ("A", "cols", "probs?"),
+                                       ("k", "replace"), M,
+                                       "A[:, cols].individual_sample(k) without the slice"),
+    Op.SLICE_COLLECTIVE_SAMPLE: OpInfo(R, Step.SELECT, _C, _C, ("A", "cols", "node_probs?"),
+                                       ("k", "replace"), M,
+                                       "A[:, cols].collective_sample(k) without the slice"),
+    Op.ROW: OpInfo(P, Step.FINALIZE, _S, _D, ("A",), (), T, "A.row()"),
+    Op.COLUMN: OpInfo(P, Step.FINALIZE, _S, _D, ("A",), (), T, "A.column()"),
+    Op.ALL_NODES: OpInfo(P, Step.FINALIZE, _S, _D, ("A",), (), T, "A.all_nodes()"),
+    Op.EDGES: OpInfo(P, Step.FINALIZE, _S, _D, ("A",), (), Kind.TUPLE, "A.edges()"),
+    Op.COMPACT: OpInfo(P, Step.FINALIZE, _S, _C, ("A",), (), M, "A.compact()"),
 }
 
 #: the elementwise combinations ``gs.sddmm`` accepts (``dot`` reduces the feature axis)

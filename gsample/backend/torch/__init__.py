@@ -15,6 +15,9 @@ IMPLS = {
     Op.SPMM: compute.spmm,
     Op.SPMM_T: compute.spmm_t,
     Op.SDDMM: compute.sddmm,
+    Op.VALUES: compute.values,
+    Op.ROW_IDS: finalize.row_ids,
+    Op.COL_IDS: finalize.col_ids,
     Op.INDIVIDUAL_SAMPLE: select.individual_sample,
     Op.COLLECTIVE_SAMPLE: select.collective_sample,
     Op.ROW: finalize.row,
@@ -31,5 +34,5 @@ class TorchBackend(Backend):
     name = "torch"
     capabilities = frozenset(IMPLS)
 
-    def run(self, ir_op, /, *args, **attrs):
-        return IMPLS[ir_op](*args, **attrs)
+    def run(self, ir_op, /, **kwargs):
+        return IMPLS[ir_op](**kwargs)

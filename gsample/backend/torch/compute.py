@@ -24,12 +24,15 @@ def _values(csc: CSC, like=None) -> torch.Tensor:
     return csc.value_tensor(dtype)
 
 
-def edge_map(csc: CSC, op: str, other, reverse: bool = False) -> CSC:
-    """Values ``op(values, other)`` (or ``op(other, values)`` when ``reverse``).
+def edge_map(A: CSC, op: str, reverse: bool = False, scalar=None, other=None) -> CSC:
+    """Values ``op(values, x)`` (or ``op(x, values)`` when ``reverse``).
 
-    ``other`` is a Python scalar or a tensor aligned with the edges (shape (E,) or
-    (E, F)); ``op`` is one of ``add, sub, mul, div, pow`` or ``neg`` (unary).
+    ``x`` is ``other``, a tensor aligned with the edges (shape (E,) or (E, F)), or
+    else the Python number ``scalar``; ``op`` is one of ``add, sub, mul, div, pow``
+    or ``neg`` (unary).
     """
+    csc = A
+    other = scalar if other is None else other
     v = _values(csc, other)
     if op == "neg":
         return csc.with_values(-v)
@@ -44,10 +47,10 @@ def edge_map(csc: CSC, op: str, other, reverse: bool = False) -> CSC:
     return csc.with_values(out)
 
 
-def edge_broadcast(csc: CSC, op: str, vector: torch.Tensor, axis: int) -> CSC:
+def edge_broadcast(A: CSC, op: str, vector: torch.Tensor, axis: int) -> CSC:
     """Values ``op(values, vector[col])`` (``axis=0``) or ``op(values, vector[row])`` (``axis=1``)."""
-    per_edge = vector[csc.edge_cols()] if axis == 0 else vector[csc.rows]
-    return edge_map(csc, op, per_edge)
+    per_edge = vector[A.edge_cols()] if axis == 0 else vector[A.rows]
+    return edge_map(A, op, other=per_edge)
 
 
 def _by_rows(csc: CSC):
@@ -65,11 +68,12 @@ def _segment(data: torch.Tensor, reduce: str, lengths: torch.Tensor) -> torch.Te
     return torch.where(empty, torch.zeros((), dtype=out.dtype, device=out.device), out)
 
 
-def reduce(csc: CSC, op: str, axis: int) -> torch.Tensor:
+def reduce(A: CSC, op: str, axis: int) -> torch.Tensor:
     """Per-column (``axis=0``, shape (C,)) or per-row (``axis=1``, shape (R,)) reduction.
 
     ``op`` is ``sum``, ``max`` or ``mean``; an empty column or row gives 0.
     """
+    csc = A
     v = csc.value_tensor()
     if axis == 0:
         return _segment(v, op, csc.degrees())
@@ -77,26 +81,34 @@ def reduce(csc: CSC, op: str, axis: int) -> torch.Tensor:
     return _segment(v[perm], op, lengths)
 
 
+def values(A: CSC) -> torch.Tensor:
+    """``A.values``: edge values, 1.0 where the matrix has none."""
+    return A.value_tensor()
+
+
 def _weighted(csc: CSC, dense_rows: torch.Tensor) -> torch.Tensor:
     v = csc.value_tensor(dense_rows.dtype if dense_rows.is_floating_point() else torch.float32)
     return dense_rows * (v if dense_rows.dim() == 1 else v.unsqueeze(1))
 
 
-def spmm(csc: CSC, dense: torch.Tensor) -> torch.Tensor:
+def spmm(A: CSC, dense: torch.Tensor) -> torch.Tensor:
     """``A @ D``: ``D`` has one row per column (shape (C,) or (C, F)); out (R,) or (R, F)."""
+    csc = A
     contrib = _weighted(csc, dense[csc.edge_cols()])
     perm, lengths = _by_rows(csc)
     return _segment(contrib[perm], "sum", lengths)
 
 
-def spmm_t(csc: CSC, dense: torch.Tensor) -> torch.Tensor:
+def spmm_t(A: CSC, dense: torch.Tensor) -> torch.Tensor:
     """``A.T @ D``: ``D`` has one row per row (shape (R,) or (R, F)); out (C,) or (C, F)."""
+    csc = A
     contrib = _weighted(csc, dense[csc.rows])
     return _segment(contrib, "sum", csc.degrees())
 
 
-def sddmm(csc: CSC, u: torch.Tensor, v: torch.Tensor, op: str) -> CSC:
+def sddmm(A: CSC, u: torch.Tensor, v: torch.Tensor, op: str) -> CSC:
     """Edge values ``op(U[row], V[col])``; ``dot`` sums over the feature axis."""
+    csc = A
     a, b = u[csc.rows], v[csc.edge_cols()]
     if op == "dot":
         out = a * b if a.dim() == 1 else (a * b).sum(-1)

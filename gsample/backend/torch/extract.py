@@ -18,11 +18,12 @@ def _locate(space: torch.Tensor, ids: torch.Tensor):
     return order[pos], hit
 
 
-def slice_cols(csc: CSC, cols: torch.Tensor) -> CSC:
+def slice_cols(A: CSC, cols: torch.Tensor) -> CSC:
     """``A[:, cols]``: columns of ``cols`` (global ids, repeats allowed) in that order.
 
     A node outside the matrix's column space gives an empty column.
     """
+    csc = A
     if csc.col_ids is None:
         seg = cols
         indptr = csc.indptr
@@ -36,11 +37,12 @@ def slice_cols(csc: CSC, cols: torch.Tensor) -> CSC:
     return replace(out, col_ids=cols)
 
 
-def slice_rows(csc: CSC, rows: torch.Tensor) -> CSC:
+def slice_rows(A: CSC, rows: torch.Tensor) -> CSC:
     """``A[rows, :]``: keeps the edges whose row is in ``rows`` (global ids, no repeats).
 
     The row space of the result is ``rows`` in the given order.
     """
+    csc = A
     local, hit = _locate(rows, csc.global_rows())
     keep = hit.nonzero().squeeze(1)
     kept = segment_ptr(hit.to(torch.int64))
@@ -49,8 +51,9 @@ def slice_rows(csc: CSC, rows: torch.Tensor) -> CSC:
     return replace(out, rows=local[keep], row_ids=rows)
 
 
-def transpose(csc: CSC) -> CSC:
+def transpose(A: CSC) -> CSC:
     """``A.T``: rows become columns; the new column space is the old row space."""
+    csc = A
     perm = torch.argsort(csc.rows, stable=True)
     counts = torch.bincount(csc.rows, minlength=csc.num_rows)
     return CSC(

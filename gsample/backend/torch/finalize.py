@@ -8,14 +8,14 @@ import torch
 from ...storage import CSC
 
 
-def row(csc: CSC) -> torch.Tensor:
+def row(A: CSC) -> torch.Tensor:
     """Global ids of the rows holding at least one edge, in row-space order, shape (R',)."""
-    return csc.global_rows(torch.unique(csc.rows))
+    return A.global_rows(torch.unique(A.rows))
 
 
-def column(csc: CSC) -> torch.Tensor:
+def column(A: CSC) -> torch.Tensor:
     """Global ids of the columns (the frontier, repeats kept), shape (C,)."""
-    return csc.global_cols()
+    return A.global_cols()
 
 
 def unique_first(ids: torch.Tensor) -> torch.Tensor:
@@ -26,17 +26,27 @@ def unique_first(ids: torch.Tensor) -> torch.Tensor:
     return uniq[torch.argsort(first)]
 
 
-def all_nodes(csc: CSC) -> torch.Tensor:
+def all_nodes(A: CSC) -> torch.Tensor:
     """Columns first (first occurrence), then the new rows in row-space order; unique."""
-    return unique_first(torch.cat([column(csc), row(csc)]))
+    return unique_first(torch.cat([column(A), row(A)]))
 
 
-def edges(csc: CSC):
+def edges(A: CSC):
     """``(row ids, column ids, original edge ids)``, each shape (E,), in CSC order."""
-    return csc.global_rows(), csc.global_cols()[csc.edge_cols()], csc.eid_tensor()
+    return A.global_rows(), A.global_cols()[A.edge_cols()], A.eid_tensor()
 
 
-def compact(csc: CSC) -> CSC:
+def row_ids(A: CSC) -> torch.Tensor:
+    """Global ids of the row space, shape (R,)."""
+    return A.all_row_ids()
+
+
+def col_ids(A: CSC) -> torch.Tensor:
+    """Global ids of the column space, shape (C,)."""
+    return A.global_cols()
+
+
+def compact(A: CSC) -> CSC:
     """Drop the rows without edges: the row space becomes :func:`row`."""
-    local, inverse = torch.unique(csc.rows, return_inverse=True)
-    return replace(csc, rows=inverse.reshape(-1), row_ids=csc.global_rows(local))
+    local, inverse = torch.unique(A.rows, return_inverse=True)
+    return replace(A, rows=inverse.reshape(-1), row_ids=A.global_rows(local))

@@ -74,9 +74,10 @@ def _segmented_smallest(keys: torch.Tensor, group: torch.Tensor, k: int) -> torc
     return mask
 
 
-def individual_sample(csc: CSC, k: int, probs: Optional[torch.Tensor], replace: bool,
-                      key: int) -> CSC:
+def individual_sample(A: CSC, k: int, replace: bool, key: int,
+                      probs: Optional[torch.Tensor] = None) -> CSC:
     """``k`` edges per column; see the module docstring for the exact algorithms."""
+    csc = A
     deg = csc.degrees()
     if k == 0 or csc.nnz == 0:
         return _from_mask(csc, torch.zeros(csc.nnz, dtype=torch.bool, device=csc.device))
@@ -142,9 +143,10 @@ def _weighted_with(csc, k, probs, deg, col, key) -> CSC:
     return _from_sorted_edges(csc, e, cols)
 
 
-def collective_sample(csc: CSC, k: int, node_probs: Optional[torch.Tensor], replace: bool,
-                      key: int) -> CSC:
+def collective_sample(A: CSC, k: int, replace: bool, key: int,
+                      node_probs: Optional[torch.Tensor] = None) -> CSC:
     """``k`` rows for the whole matrix, keeping every edge of the chosen rows."""
+    csc = A
     has = torch.zeros(csc.num_rows, dtype=torch.bool, device=csc.device)
     has[csc.rows] = True
     if node_probs is not None:

@@ -1,0 +1,180 @@
+"""IR nodes and graphs, and the verifier.
+
+A :class:`Node` is ``(op, inputs, attrs)``: ``inputs`` maps the input names the
+op table declares to other nodes (IR values), ``attrs`` holds static Python
+values. Ops with any number of inputs (dense code, the output) name them
+``"0", "1", ...`` and keep a ``template``: their call's arguments with
+:class:`Ref` where an input goes. A :class:`Graph` is a topologically ordered
+list of nodes ending in one ``OUTPUT``.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .ops import Effect, Kind, Op, info
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A place in a template filled by input ``name`` of the node."""
+    name: str
+
+
+class Node:
+    """One operation of the IR."""
+
+    __slots__ = ("op", "inputs", "attrs", "name", "kind", "meta")
+
+    def __init__(self, op: Op, inputs: dict, attrs: dict, name: str, kind: Kind, meta=None):
+        self.op = op
+        self.inputs = dict(inputs)
+        self.attrs = dict(attrs)
+        self.name = name
+        self.kind = kind
+        self.meta = dict(meta or {})
+
+    def input(self, name: str) -> Optional["Node"]:
+        return self.inputs.get(name)
+
+    @property
+    def info(self):
+        return info(self.op)
+
+    @property
+    def is_random(self) -> bool:
+        return info(self.op).effect is Effect.RANDOM
+
+    def __repr__(self) -> str:
+        return f"%{self.name}"
+
+
+def map_template(template, fn):
+    """Rebuild a nested list / tuple / dict ``template`` with ``fn`` applied to each :class:`Ref`."""
+    if isinstance(template, Ref):
+        return fn(template)
+    if isinstance(template, (list, tuple)):
+        items = [map_template(t, fn) for t in template]
+        return type(template)(items) if not hasattr(template, "_fields") else type(template)(*items)
+    if isinstance(template, dict):
+        return {k: map_template(v, fn) for k, v in template.items()}
+    return template
+
+
+class VerifyError(AssertionError):
+    """The IR broke one of its invariants."""
+
+
+@dataclass
+class Graph:
+    """A topologically ordered list of nodes; the last one is the ``OUTPUT``.
+
+    Attributes
+    ----------
+    nodes : list of Node
+    num_random : int
+        Op ordinals the program takes from the random stream per call (random ops
+        number ``0 .. num_random - 1`` in program order, the order eager runs them).
+    """
+
+    nodes: list = field(default_factory=list)
+    num_random: int = 0
+    _names: Any = field(default_factory=itertools.count, repr=False)
+
+    # ------------------------------------------------------------------ building
+    def add(self, op: Op, inputs: Optional[dict] = None, attrs: Optional[dict] = None,
+            kind: Optional[Kind] = None, name: Optional[str] = None, before: Optional[Node] = None,
+            meta: Optional[dict] = None) -> Node:
+        """Create a node; append it, or insert it just before ``before``."""
+        kind = kind or info(op).kind
+        node = Node(op, inputs or {}, attrs or {}, name or f"{op.value}_{next(self._names)}", kind,
+                    meta)
+        if before is None:
+            self.nodes.append(node)
+        else:
+            self.nodes.insert(self.nodes.index(before), node)
+        return node
+
+    @property
+    def output(self) -> Node:
+        return self.nodes[-1]
+
+    def users(self) -> dict:
+        """Map each node to the nodes that take it as an input."""
+        out = {n: [] for n in self.nodes}
+        for n in self.nodes:
+            for i in n.inputs.values():
+                out[i].append(n)
+        return out
+
+    def replace_uses(self, old: Node, new: Node) -> None:
+        """Make every user of ``old`` use ``new`` instead."""
+        for n in self.nodes:
+            for k, v in n.inputs.items():
+                if v is old:
+                    n.inputs[k] = new
+
+    def remove(self, nodes) -> None:
+        dead = set(nodes)
+        self.nodes = [n for n in self.nodes if n not in dead]
+
+    def copy(self) -> "Graph":
+        """A deep copy of the node structure (attribute values are shared)."""
+        g = Graph(num_random=self.num_random)
+        g._names = itertools.count(len(self.nodes) + 1000)
+        mapping = {}
+        for n in self.nodes:
+            c = Node(n.op, {k: mapping[v] for k, v in n.inputs.items()}, n.attrs, n.name, n.kind,
+                     n.meta)
+            mapping[n] = c
+            g.nodes.append(c)
+        return g
+
+    def random_nodes(self) -> list:
+        return [n for n in self.nodes if n.is_random]
+
+    # ------------------------------------------------------------------ verifier
+    def verify(self) -> "Graph":
+        """Check the invariants every pass must keep; raise :class:`VerifyError`."""
+        seen, names = set(), set()
+        if not self.nodes or self.nodes[-1].op is not Op.OUTPUT:
+            raise VerifyError("the graph must end in one OUTPUT node")
+        ordinals = []
+        for n in self.nodes:
+            i = info(n.op)
+            if n.name in names:
+                raise VerifyError(f"duplicate node name {n.name}")
+            names.add(n.name)
+            if n.op is Op.OUTPUT and n is not self.nodes[-1]:
+                raise VerifyError(f"{n}: OUTPUT must be the last node")
+            for key, v in n.inputs.items():
+                if v not in seen:
+                    raise VerifyError(f"{n}: input {key}={v} is not defined before it")
+            if i.variadic:
+                if not all(k.isdigit() for k in n.inputs):
+                    raise VerifyError(f"{n}: variadic inputs must be named 0, 1, ...")
+            else:
+                unknown = set(n.inputs) - set(i.input_names())
+                missing = set(i.required_inputs()) - set(n.inputs)
+                if unknown or missing:
+                    raise VerifyError(f"{n}: inputs {sorted(n.inputs)} do not match the op table "
+                                      f"{i.inputs} (unknown {sorted(unknown)}, missing "
+                                      f"{sorted(missing)})")
+            missing = set(i.attrs) - set(n.attrs)
+            if missing:
+                raise VerifyError(f"{n}: attributes {sorted(missing)} missing")
+            if n.op is not Op.DENSE and n.op is not Op.OUTPUT:
+                for key, v in n.inputs.items():
+                    if key in ("A", "graph") and v.kind is not Kind.MATRIX:
+                        raise VerifyError(f"{n}: input {key} must be a matrix, got {v.kind.value}")
+            if n.is_random:
+                if "ordinal" not in n.attrs:
+                    raise VerifyError(f"{n}: random op without an op ordinal")
+                ordinals.append(n.attrs["ordinal"])
+            seen.add(n)
+        if len(set(ordinals)) != len(ordinals):
+            raise VerifyError(f"random ops share an op ordinal: {sorted(ordinals)}")
+        if any(not 0 <= o < self.num_random for o in ordinals):
+            raise VerifyError(f"op ordinals {sorted(ordinals)} outside 0..{self.num_random - 1}")
+        return self
