@@ -8,10 +8,11 @@
 (1000, 8)
 """
 from . import datasets
+from .compiler import CompiledSampler, compile
 from .loader import Batch, DataLoader
 from .matrix import Matrix, sddmm
 from .random import initial_seed, manual_seed
 
 __version__ = "0.1.0"
 
-__all__ = ["Matrix", "sddmm", "manual_seed", "initial_seed", "DataLoader", "Batch", "datasets"]
+__all__ = ["compile", "CompiledSampler", "Matrix", "sddmm", "manual_seed", "initial_seed", "DataLoader", "Batch", "datasets"]

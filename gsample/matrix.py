@@ -15,6 +15,7 @@ import numbers
 from typing import Optional
 
 import torch
+import torch.fx
 
 from . import validate as V
 from .backend import get_backend
@@ -581,9 +582,14 @@ def sddmm(A: Matrix, U, V_, op: str = "dot") -> Matrix:
     >>> sub = A[:, seeds].compact()
     >>> att = gs.sddmm(sub, X[sub.row_ids] @ W, X[seeds] @ W)   # PASS attention
     """
+    if isinstance(A, torch.fx.Proxy):          # being traced by @gs.compile
+        return A.tracer.create_proxy("call_function", sddmm, (A, U, V_), {"op": op})
     if not isinstance(A, Matrix):
         raise TypeError(f"A: expected a gs.Matrix, got {type(A).__name__}")
     if op not in SDDMM_OPS:
         raise ValueError(f"op: must be one of {SDDMM_OPS}, got {op!r}")
     u, v = V.as_tensor(U, "U", A.device), V.as_tensor(V_, "V", A.device)
     return Matrix(_run(Op.SDDMM, A=A.csc, u=u, v=v, op=op))
+
+
+sddmm._gs_op = Op.SDDMM      # how the tracer recognises it

@@ -15,7 +15,7 @@ from typing import Optional
 import torch
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)      # identity semantics: usable as a cache key
 class CSC:
     """Compressed sparse columns over a row space and a column space.
 

@@ -1,9 +1,47 @@
 """Compiler passes, each ``Graph -> Graph`` in a file of its own, run in ``PIPELINE`` order.
 
-The pipeline is built by the compiler issue (``@gsample.compile``): DCE, effect-aware CSE,
-pre-processing, extract-select fusion and edge-map fusion. Passes read op properties from
-``gsample.ir.OP_TABLE``; none matches on op names.
+Passes read op properties from ``gsample.ir.OP_TABLE`` (effects, steps, input and
+attribute names); none matches on op names' strings or on argument positions. A
+pass never changes samples: random ops keep their op ordinals, so the program
+draws what the eager function draws (DESIGN §3).
 """
+from __future__ import annotations
 
-#: the passes, in order; each entry is (pass function, why it runs at that point)
-PIPELINE: list = []
+import sys
+from typing import Callable, Optional
+
+from ..ir import Graph
+from .cse import cse
+from .dce import dce
+
+#: the passes, in order, each with why it runs at that point
+PIPELINE: list = [
+    (cse, "merge repeated pure computations first, so later passes see one copy of each"),
+    (dce, "drop values nothing uses (random ops keep their ordinals: the stream still "
+          "advances by the program's full count)"),
+]
+
+
+def optimize(graph: Graph, passes: Optional[list] = None, trace: Optional[Callable] = None):
+    """Run ``passes`` (default: :data:`PIPELINE`) on a copy of ``graph``.
+
+    ``trace(name, before, after, changed)`` is called after each pass (``gs.explain``
+    uses it). With ``GSAMPLE_DEBUG >= 1`` the IR is verified after every pass; with
+    ``>= 2`` the IR is printed after every pass that changed it.
+    """
+    from ..compiler import debug_level
+    from ..ir.printer import format_lines
+    level = debug_level()
+    g = graph.copy()
+    for entry in (PIPELINE if passes is None else passes):
+        fn = entry[0] if isinstance(entry, tuple) else entry
+        before = format_lines(g)
+        g = fn(g)
+        after = format_lines(g)
+        if level >= 1:
+            g.verify()
+        if level >= 2 and before != after:
+            print(f"[gsample] after {fn.__name__}:\n{after}", file=sys.stderr)
+        if trace is not None:
+            trace(fn.__name__, before, after, before != after)
+    return g

@@ -1,0 +1,49 @@
+"""Effect-aware common-subexpression elimination.
+
+Two pure nodes with the same op, the same inputs and equal attributes compute the
+same value; the later one is replaced by the earlier. Random ops are merged only
+when their keys are equal, and each random op has its own op ordinal, so they never
+are. Dense nodes call arbitrary Python and are merged only when their function and
+arguments are identical objects.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..ir import Effect, Graph, Op, info
+
+
+def _attr_key(value):
+    if isinstance(value, torch.Tensor):
+        return ("tensor", id(value))
+    if isinstance(value, (list, tuple)):
+        return tuple(_attr_key(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _attr_key(v)) for k, v in value.items()))
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return ("object", id(value))
+
+
+def _key(node):
+    if info(node.op).effect is not Effect.PURE or node.op in (Op.INPUT, Op.OUTPUT):
+        return None
+    inputs = tuple(sorted((k, id(v)) for k, v in node.inputs.items()))
+    return node.op, inputs, _attr_key(node.attrs)
+
+
+def cse(graph: Graph) -> Graph:
+    """Replace each pure node equal to an earlier one by that earlier node."""
+    seen, dead = {}, []
+    for node in graph.nodes:
+        key = _key(node)
+        if key is None:
+            continue
+        first = seen.setdefault(key, node)
+        if first is not node:
+            graph.replace_uses(node, first)
+            dead.append(node)
+    graph.remove(dead)
+    return graph

@@ -1,0 +1,20 @@
+"""Dead-code elimination: drop nodes whose values nothing uses.
+
+A random op whose sample is unused is dropped too; this changes no other sample,
+because every random op keeps the op ordinal it was traced with and the stream
+advances by ``graph.num_random`` whatever remains (DESIGN §3).
+"""
+from __future__ import annotations
+
+from ..ir import Graph, Op
+
+
+def dce(graph: Graph) -> Graph:
+    """Remove the nodes the output does not depend on (inputs always stay)."""
+    live = {graph.output}
+    for node in reversed(graph.nodes):
+        if node in live or node.op is Op.INPUT:
+            live.add(node)
+            live.update(node.inputs.values())
+    graph.remove([n for n in graph.nodes if n not in live])
+    return graph

@@ -1,0 +1,321 @@
+"""Capture: torch.fx records a sampler function; the record becomes gsample IR at once.
+
+:class:`Tracer` runs the user's function on proxies: a :class:`MatrixProxy` for each
+``gs.Matrix`` argument and an fx proxy for each tensor argument; every other argument
+is *static*, passed as its Python value (fanouts, ``k``, layer counts), so Python
+loops over it unroll. :func:`trace` then converts the fx graph to a
+:class:`gsample.ir.Graph`: Matrix methods and operators become the ops of the op
+table, everything else on dense values becomes ``DENSE`` nodes. fx is only the
+capture mechanism; nothing after this file sees it.
+
+Control flow on a traced value (``if sub.num_edges > 0``, ``len(seeds)``, ``for x in
+t``) cannot be captured; it raises :class:`TraceError` naming the line.
+"""
+from __future__ import annotations
+
+import builtins
+import inspect
+import numbers
+import operator
+import os
+import traceback
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+from . import validate as V
+from .ir import SDDMM_OPS, Graph, Kind, Op, Ref, info
+from .matrix import Matrix
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_TORCH = os.path.dirname(os.path.abspath(torch.__file__))
+
+
+class TraceError(RuntimeError):
+    """The sampler function cannot be compiled as written; the message says why and where."""
+
+
+# capture map: Matrix methods / operators / attributes -> IR ops (read once, here)
+_METHODS = {
+    "individual_sample": Op.INDIVIDUAL_SAMPLE, "collective_sample": Op.COLLECTIVE_SAMPLE,
+    "mul": Op.EDGE_BROADCAST, "div": Op.EDGE_BROADCAST, "add": Op.EDGE_BROADCAST,
+    "sub": Op.EDGE_BROADCAST, "sum": Op.REDUCE, "max": Op.REDUCE, "mean": Op.REDUCE,
+    "row": Op.ROW, "column": Op.COLUMN, "all_nodes": Op.ALL_NODES, "edges": Op.EDGES,
+    "compact": Op.COMPACT,
+}
+_ATTRS = {"T": Op.TRANSPOSE, "values": Op.VALUES, "row_ids": Op.ROW_IDS, "col_ids": Op.COL_IDS}
+_ARITH = {operator.add: "add", operator.sub: "sub", operator.mul: "mul",
+          operator.truediv: "div", operator.pow: "pow"}
+_DATA_DEPENDENT = ("shape", "num_edges", "device", "csc")
+
+
+def _kind(arg) -> Kind:
+    return arg.meta.get("gs_kind", Kind.ANY) if isinstance(arg, fx.Node) else Kind.ANY
+
+
+def _is_matrix(arg) -> bool:
+    return _kind(arg) is Kind.MATRIX
+
+
+def _user_line(tb) -> str:
+    """``file:line: code`` of the innermost frame of user code in a traceback."""
+    where = None
+    for frame in traceback.extract_tb(tb):
+        path = os.path.abspath(frame.filename)
+        if not (path.startswith(_HERE) or path.startswith(_TORCH)):
+            where = frame
+    if where is None:
+        return "<unknown line>"
+    return f"{where.filename}:{where.lineno}: `{(where.line or '').strip()}`"
+
+
+class MatrixProxy(fx.Proxy):
+    """A traced ``gs.Matrix``: its methods and operators become fx nodes."""
+
+    @property
+    def num_nodes(self) -> int:
+        return self.tracer.num_nodes
+
+    def __getattr__(self, name):
+        if name in _DATA_DEPENDENT:
+            raise TraceError(f"Matrix.{name} depends on the sampled data and cannot steer a "
+                             "compiled sampler; compute with it through Matrix operators instead")
+        return super().__getattr__(name)
+
+
+class Tracer(fx.Tracer):
+    """An fx tracer whose proxies know which values are matrices."""
+
+    def __init__(self, num_nodes: int):
+        super().__init__(autowrap_functions=())
+        self.num_nodes = num_nodes
+
+    def create_node(self, kind, target, args, kwargs, name=None, type_expr=None):
+        node = super().create_node(kind, target, args, kwargs, name, type_expr)
+        node.meta["gs_kind"] = self._infer(kind, target, args)
+        return node
+
+    def proxy(self, node):
+        if node.meta.get("gs_kind") is Kind.MATRIX:
+            return MatrixProxy(node, self)
+        return fx.Proxy(node, self)
+
+    @staticmethod
+    def _infer(kind, target, args) -> Kind:
+        if kind == "call_method" and args and _is_matrix(args[0]):
+            if target not in _METHODS:
+                raise TraceError(f"Matrix.{target}() cannot be compiled")
+            return info(_METHODS[target]).kind
+        if kind != "call_function":
+            return Kind.ANY
+        if target is operator.getitem and args:
+            if _is_matrix(args[0]):
+                return Kind.MATRIX
+            if _kind(args[0]) is Kind.TUPLE:
+                return Kind.TENSOR
+        if target in _ARITH or target is operator.neg:
+            return Kind.MATRIX if any(_is_matrix(a) for a in args) else Kind.ANY
+        if target is operator.matmul and args and _is_matrix(args[0]):
+            return Kind.TENSOR
+        if target is builtins.getattr and _is_matrix(args[0]) and args[1] in _ATTRS:
+            return info(_ATTRS[args[1]]).kind
+        if getattr(target, "_gs_op", None) is not None:
+            return info(target._gs_op).kind
+        return Kind.ANY
+
+
+def _bind(method: str, receiver, args, kwargs) -> dict:
+    sig = inspect.signature(getattr(Matrix, method))
+    bound = sig.bind(receiver, *args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def _static(value, name: str, what: str):
+    if isinstance(value, fx.Node):
+        raise TraceError(f"{name}: must be a static Python {what} in a compiled sampler (it is "
+                         "traced here); pass it as a plain Python argument")
+    return value
+
+
+class _Converter:
+    """fx graph -> gsample IR."""
+
+    def __init__(self, root):
+        self.g = Graph()
+        self.env: dict = {}
+        self.root = root
+
+    def value(self, arg):
+        """IR node for an fx argument (constants become CONSTANT nodes)."""
+        if isinstance(arg, fx.Node):
+            return self.env[arg]
+        return self.g.add(Op.CONSTANT, attrs={"value": arg}, kind=Kind.TENSOR)
+
+    def as_edge_values(self, arg):
+        """A tensor input; a matrix operand is taken by its values."""
+        node = self.value(arg)
+        if node.kind is Kind.MATRIX:
+            node = self.g.add(Op.VALUES, {"A": node})
+        return node
+
+    def template(self, obj, inputs: dict):
+        if isinstance(obj, fx.Node):
+            if _is_matrix(obj) and not self._allow_matrix:
+                raise TraceError("a gs.Matrix was passed to dense code; use Matrix operators "
+                                 "(or its .values, .row(), .all_nodes(), ...) instead")
+            key = str(len(inputs))
+            inputs[key] = self.env[obj]
+            return Ref(key)
+        if isinstance(obj, (list, tuple)):
+            return type(obj)(self.template(o, inputs) for o in obj)
+        if isinstance(obj, dict):
+            return {k: self.template(v, inputs) for k, v in obj.items()}
+        return obj
+
+    def random(self, op, inputs, attrs):
+        attrs["ordinal"] = self.g.num_random
+        self.g.num_random += 1
+        return self.g.add(op, inputs, attrs)
+
+    def convert(self, node: fx.Node):
+        g, op, target, args, kwargs = self.g, node.op, node.target, node.args, node.kwargs
+        self._allow_matrix = op == "output"
+        if op == "get_attr":
+            return g.add(Op.CONSTANT, attrs={"value": getattr(self.root, target)}, kind=Kind.TENSOR)
+        if op == "output":
+            inputs: dict = {}
+            return g.add(Op.OUTPUT, inputs, {"template": self.template(args[0], inputs)})
+        if op == "call_method" and _is_matrix(args[0]):
+            return self.method(target, _bind(target, args[0], args[1:], kwargs))
+        if op == "call_function" and node.meta["gs_kind"] in (Kind.MATRIX, Kind.TENSOR) \
+                and any(_is_matrix(a) or _kind(a) is Kind.TUPLE for a in args):
+            return self.function(target, args, kwargs)
+        if getattr(target, "_gs_op", None) is Op.SDDMM:
+            return self.function(target, args, kwargs)
+        inputs = {}
+        template = self.template((args, kwargs), inputs)
+        fn = ("method", target) if op == "call_method" else target
+        return g.add(Op.DENSE, inputs, {"fn": fn, "template": template}, kind=Kind.ANY)
+
+    def method(self, name: str, a: dict):
+        A = self.env[a.pop("self")]
+        if name in ("individual_sample", "collective_sample"):
+            k = V.count(_static(a["k"], "k", "int"))
+            replace = V.flag(_static(a["replace"], "replace", "bool"), "replace")
+            pname = "probs" if name == "individual_sample" else "node_probs"
+            inputs = {"A": A}
+            if a[pname] is not None:
+                inputs[pname] = self.as_edge_values(a[pname])
+            return self.random(_METHODS[name], inputs, {"k": k, "replace": replace})
+        if name in ("mul", "div", "add", "sub"):
+            axis = V.axis(_static(a["axis"], "axis", "int"))
+            return self.g.add(Op.EDGE_BROADCAST, {"A": A, "vector": self.value(a["v"])},
+                              {"op": name, "axis": axis})
+        if name in ("sum", "max", "mean"):
+            axis = V.axis(_static(a["axis"], "axis", "int"))
+            return self.g.add(Op.REDUCE, {"A": A}, {"op": name, "axis": axis})
+        return self.g.add(_METHODS[name], {"A": A})
+
+    def function(self, target, args, kwargs):
+        g = self.g
+        if target is operator.getitem and _kind(args[0]) is Kind.TUPLE:
+            return g.add(Op.GETITEM, {"x": self.env[args[0]]}, {"index": args[1]})
+        if target is operator.getitem:
+            key = args[1]
+            if not isinstance(key, tuple) or len(key) != 2:
+                raise TraceError("Matrix indexing: use A[rows, cols], e.g. A[:, seeds]")
+            A = self.env[args[0]]
+            rows, cols = (None if k == slice(None) else self.value(k) for k in key)
+            if cols is not None:
+                A = g.add(Op.SLICE_COLS, {"A": A, "cols": cols})
+            if rows is not None:
+                A = g.add(Op.SLICE_ROWS, {"A": A, "rows": rows})
+            return A
+        if target is builtins.getattr:
+            return g.add(_ATTRS[args[1]], {"A": self.env[args[0]]})
+        if target is operator.neg:
+            return g.add(Op.EDGE_MAP, {"A": self.env[args[0]]},
+                         {"op": "neg", "reverse": False, "scalar": None})
+        if target is operator.matmul:
+            return g.add(Op.SPMM, {"A": self.env[args[0]], "dense": self.value(args[1])})
+        if getattr(target, "_gs_op", None) is Op.SDDMM:
+            bound = inspect.signature(target).bind(*args, **kwargs)
+            bound.apply_defaults()
+            A, U, Vv, sop = bound.arguments.values()
+            if sop not in SDDMM_OPS:
+                raise TraceError(f"op: must be one of {SDDMM_OPS}, got {sop!r}")
+            return g.add(Op.SDDMM, {"A": self.env[A], "u": self.value(U), "v": self.value(Vv)},
+                         {"op": sop})
+        # arithmetic: an edge map with the matrix on either side
+        left, right = args
+        reverse = not _is_matrix(left)
+        A, other = (right, left) if reverse else (left, right)
+        inputs, scalar = {"A": self.env[A]}, None
+        if isinstance(other, numbers.Real) and not isinstance(other, bool):
+            scalar = other
+        else:
+            inputs["other"] = self.as_edge_values(other)
+        return g.add(Op.EDGE_MAP, inputs, {"op": _ARITH[target], "reverse": reverse,
+                                           "scalar": scalar})
+
+
+def trace(fn, dynamic: dict, static: dict, num_nodes: int) -> Graph:
+    """Trace ``fn`` and return its IR.
+
+    Parameters
+    ----------
+    fn : callable
+        The sampler function.
+    dynamic : dict
+        ``name -> Kind`` for the traced arguments (matrices and tensors).
+    static : dict
+        ``name -> value`` for the arguments specialised into the program.
+    num_nodes : int
+        The graph's node count (``A.num_nodes`` is static in a compiled sampler).
+
+    Returns
+    -------
+    Graph
+        Verified IR, with random ops numbered in program order.
+    """
+    tracer = Tracer(num_nodes)
+    tracer.root = torch.nn.Module()
+    tracer.graph = fx.Graph(tracer_cls=Tracer)
+    tracer.tensor_attrs = {}
+    proxies = {}
+    for name, kind in dynamic.items():
+        node = tracer.graph.placeholder(name)
+        node.meta["gs_kind"] = kind
+        proxies[name] = tracer.proxy(node)
+    try:
+        out = fn(**proxies, **static)
+    except TraceError as e:
+        raise TraceError(f"{_user_line(e.__traceback__)}: {e}") from None
+    except (fx.proxy.TraceError, RuntimeError, TypeError) as e:
+        msg = str(e)
+        if not isinstance(e, fx.proxy.TraceError) and "symbolic" not in msg \
+                and "Proxy" not in msg:
+            raise
+        raise TraceError(
+            f"{_user_line(e.__traceback__)}: this line needs the value of a traced tensor or "
+            "matrix (branching, len(), iteration or conversion to a Python number). A compiled "
+            "sampler is traced once per set of static arguments, so control flow may depend "
+            "only on static Python values (fanouts, k, layer counts). Use tensor operations "
+            "such as torch.where or masks instead, or pass the value as a static argument. "
+            f"(fx: {msg.splitlines()[0]})") from None
+    tracer.graph.output(tracer.create_arg(out))
+    conv = _Converter(tracer.root)
+    for name, kind in dynamic.items():
+        conv.g.add(Op.INPUT, attrs={"name": name, "kind": kind}, kind=kind)
+    inputs = {n.attrs["name"]: n for n in conv.g.nodes}
+    for node in tracer.graph.nodes:
+        if node.op == "placeholder":
+            conv.env[node] = inputs[node.target]
+        else:
+            conv.env[node] = conv.convert(node)
+    return conv.g.verify()
+
+
+__all__: list[Any] = ["trace", "TraceError", "Tracer", "MatrixProxy"]
