@@ -9,10 +9,11 @@
 """
 from . import datasets
 from .compiler import CompiledSampler, compile
+from .explain import explain
 from .loader import Batch, DataLoader
 from .matrix import Matrix, sddmm
 from .random import initial_seed, manual_seed
 
 __version__ = "0.1.0"
 
-__all__ = ["compile", "CompiledSampler", "Matrix", "sddmm", "manual_seed", "initial_seed", "DataLoader", "Batch", "datasets"]
+__all__ = ["compile", "CompiledSampler", "explain", "Matrix", "sddmm", "manual_seed", "initial_seed", "DataLoader", "Batch", "datasets"]

@@ -89,15 +89,24 @@ def execute(graph: Graph, args: dict, backend: str = "torch"):
 
 
 def _cached(node, graph_csc: CSC, backend: str):
-    """A frontier-independent value: computed on first use per graph, then reused."""
+    """A frontier-independent value: computed on first use per graph, then reused.
+
+    Keyed by the backend and the node's ``meta["cache_key"]`` (a structural key of the
+    program, so re-traced and repeated programs share a value; else the program's id),
+    and recomputed when one of the graph's tensors, or a tensor constant of the program,
+    was written in place since."""
     per_graph = _CACHED_VALUES.setdefault(graph_csc, {})
     program = node.attrs["program"]
-    key = id(program)
-    if key not in per_graph:
+    key = (backend, node.meta.get("cache_key", id(program)))
+    consts = [n.attrs["value"] for n in program.nodes if n.op is Op.CONSTANT]
+    stamp = tuple(t._version for t in (graph_csc.indptr, graph_csc.rows, graph_csc.row_ids,
+                                       graph_csc.col_ids, graph_csc.values, graph_csc.eids,
+                                       *consts) if isinstance(t, torch.Tensor))
+    if key not in per_graph or per_graph[key][1] != stamp:
         (name,) = [n.attrs["name"] for n in program.nodes if n.op is Op.INPUT]
         out = execute(program, {name: Matrix(graph_csc)}, backend)
-        per_graph[key] = (program, out.csc if isinstance(out, Matrix) else out)
-    return per_graph[key][1]
+        per_graph[key] = (program, stamp, out.csc if isinstance(out, Matrix) else out)
+    return per_graph[key][2]
 
 
 def _wrap(value):
@@ -114,14 +123,22 @@ def _describe(value) -> str:
 
 # ----------------------------------------------------------------------------- compile
 def _hashable(value, name: str):
-    if isinstance(value, list):
-        value = tuple(value)
+    """The cache-key part of a static argument: its value *and* type, recursively (so ``1``,
+    ``1.0`` and ``True``, or ``[25, 10]`` and ``(25, 10)``, never share a program)."""
+    if isinstance(value, (torch.Tensor, Matrix)):
+        raise TypeError(f"{name}: a tensor or gs.Matrix inside a static argument would be "
+                        "built into the program as a constant; pass it as an argument of "
+                        "its own so that it is traced")
+    if isinstance(value, (list, tuple)):
+        return (type(value).__qualname__,) + tuple(_hashable(v, name) for v in value)
+    if isinstance(value, dict):
+        return ("dict",) + tuple((k, _hashable(v, name)) for k, v in value.items())
     try:
         hash(value)
     except TypeError:
         raise TypeError(f"{name}: static arguments of a compiled sampler must be hashable "
                         f"(int, float, str, tuple, None), got {type(value).__name__}") from None
-    return value
+    return (type(value).__qualname__, value)
 
 
 def _signature_of(value):
@@ -131,7 +148,7 @@ def _signature_of(value):
         vals = None if c.values is None else (c.values.dtype, c.values.dim())
         return ("matrix", str(c.device), c.num_nodes, "csc", vals,
                 c.row_ids is None, c.col_ids is None)
-    return ("tensor", value.dtype, str(value.device), value.dim())
+    return ("tensor", value.dtype, str(value.device), value.layout, value.dim())
 
 
 class CompiledSampler:

@@ -107,6 +107,18 @@ class CSC:
             eids=index if self.eids is None else self.eids[index],
         )
 
+    def column_segments(self, cols: torch.Tensor):
+        """``(indptr, seg)``: column ``c`` of ``A[:, cols]`` is segment ``seg[c]`` of ``indptr``.
+
+        A node outside a sub-matrix's column space points at an empty segment
+        appended after the last column (so it yields an empty column).
+        """
+        if self.col_ids is None:
+            return self.indptr, cols
+        local, hit = locate(self.col_ids, cols)
+        indptr = torch.cat([self.indptr, self.indptr[-1:]])
+        return indptr, torch.where(hit, local, self.num_cols)
+
     def with_values(self, values: Optional[torch.Tensor]) -> "CSC":
         return replace(self, values=values)
 
@@ -128,6 +140,16 @@ def _eq(a, b) -> bool:
     if a is None or b is None:
         return a is None and b is None
     return a.shape == b.shape and a.device == b.device and bool(torch.equal(a, b))
+
+
+def locate(space: torch.Tensor, ids: torch.Tensor):
+    """Position of each of ``ids`` in the duplicate-free ``space``; ``hit`` marks found ones."""
+    sorted_space, order = torch.sort(space)
+    pos = torch.searchsorted(sorted_space, ids).clamp_(max=max(space.numel() - 1, 0))
+    if space.numel() == 0:
+        return pos, torch.zeros_like(ids, dtype=torch.bool)
+    hit = sorted_space[pos] == ids
+    return order[pos], hit
 
 
 def segment_ptr(counts: torch.Tensor) -> torch.Tensor:

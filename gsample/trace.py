@@ -58,16 +58,21 @@ def _is_matrix(arg) -> bool:
     return _kind(arg) is Kind.MATRIX
 
 
-def _user_line(tb) -> str:
-    """``file:line: code`` of the innermost frame of user code in a traceback."""
+def _user_frame(frames) -> str:
+    """``file:line: code`` of the innermost frame of user code among ``frames``."""
     where = None
-    for frame in traceback.extract_tb(tb):
+    for frame in frames:
         path = os.path.abspath(frame.filename)
         if not (path.startswith(_HERE) or path.startswith(_TORCH)):
             where = frame
     if where is None:
         return "<unknown line>"
     return f"{where.filename}:{where.lineno}: `{(where.line or '').strip()}`"
+
+
+def _user_line(tb) -> str:
+    """``file:line: code`` of the innermost frame of user code in a traceback."""
+    return _user_frame(traceback.extract_tb(tb))
 
 
 class MatrixProxy(fx.Proxy):
@@ -94,6 +99,8 @@ class Tracer(fx.Tracer):
     def create_node(self, kind, target, args, kwargs, name=None, type_expr=None):
         node = super().create_node(kind, target, args, kwargs, name, type_expr)
         node.meta["gs_kind"] = self._infer(kind, target, args)
+        if kind != "placeholder":         # where the user wrote it, for conversion errors
+            node.meta["gs_where"] = _user_frame(traceback.extract_stack())
         return node
 
     def proxy(self, node):
@@ -168,8 +175,11 @@ class _Converter:
             key = str(len(inputs))
             inputs[key] = self.env[obj]
             return Ref(key)
-        if isinstance(obj, (list, tuple)):
-            return type(obj)(self.template(o, inputs) for o in obj)
+        if isinstance(obj, (list, tuple)):            # fx's immutable_list becomes a list
+            items = [self.template(o, inputs) for o in obj]
+            if hasattr(obj, "_fields"):
+                return type(obj)(*items)
+            return tuple(items) if isinstance(obj, tuple) else items
         if isinstance(obj, dict):
             return {k: self.template(v, inputs) for k, v in obj.items()}
         return obj
@@ -313,8 +323,11 @@ def trace(fn, dynamic: dict, static: dict, num_nodes: int) -> Graph:
     for node in tracer.graph.nodes:
         if node.op == "placeholder":
             conv.env[node] = inputs[node.target]
-        else:
+            continue
+        try:
             conv.env[node] = conv.convert(node)
+        except TraceError as e:
+            raise TraceError(f"{node.meta.get('gs_where', '<unknown line>')}: {e}") from None
     return conv.g.verify()
 
 

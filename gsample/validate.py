@@ -93,19 +93,17 @@ def vector(v, name: str, length: int, device, what: str) -> torch.Tensor:
     return t
 
 
-def probabilities(p, name: str, length: int, device, what: str) -> torch.Tensor:
-    """Non-negative finite floating values, shape (length,)."""
+def probabilities(p, name: str, length: int, device, what: str,
+                  values: bool = True) -> torch.Tensor:
+    """Floating values of shape (length,); with ``values`` also finite and non-negative."""
     t = as_tensor(p, name, device)
     if not t.is_floating_point():
         raise TypeError(f"{name}: probabilities must be floating point, got dtype {t.dtype}")
     if t.dim() != 1 or t.shape[0] != length:
         raise ValueError(f"{name}: expected one probability per {what} (shape ({length},)), "
                          f"got shape {tuple(t.shape)}")
-    if t.numel():
-        if not bool(torch.isfinite(t).all()):
-            raise ValueError(f"{name}: contains NaN or infinite values")
-        if bool((t < 0).any()):
-            raise ValueError(f"{name}: contains negative values (min {float(t.min())})")
+    if values:
+        _finite_nonnegative(t, name)
     return t
 
 
@@ -163,25 +161,44 @@ def _check_sddmm(A, u, v, **_):
         raise ValueError(f"U, V: feature shapes differ: {tuple(u.shape)} and {tuple(v.shape)}")
 
 
-def edge_probs(A, probs, cols=None) -> None:
-    """``probs`` (one per edge of ``A``) and, per sampled column, at least one positive."""
-    p = probabilities(probs, "probs", A.nnz, A.device, "edge")
+def _frontier(A, cols):
+    """``(index, indptr)`` of the edges of ``A[:, cols]`` (see ``storage.gather_segments``)."""
+    from .storage import gather_segments
+    return gather_segments(*A.column_segments(cols))
+
+
+def edge_probs(p, indptr, cols) -> None:
+    """Per column ``indptr`` of edge probabilities ``p``: at least one positive where it has edges."""
     positive = torch.cat([p.new_zeros(1, dtype=torch.int64), torch.cumsum((p > 0).long(), 0)])
-    starts = A.indptr[:-1] if cols is None else A.indptr[cols]
-    ends = A.indptr[1:] if cols is None else A.indptr[cols + 1]
+    starts, ends = indptr[:-1], indptr[1:]
     empty = (positive[ends] - positive[starts] == 0) & (ends > starts)
     if bool(empty.any()):
         c = int(empty.nonzero()[0])
-        node = int(A.global_cols()[c]) if cols is None else int(cols[c])
-        raise ValueError(f"probs: column {c} (node {node}) has edges but all its probabilities "
-                         "are zero")
+        raise ValueError(f"probs: column {c} (node {int(cols[c])}) has edges but all its "
+                         "probabilities are zero")
 
 
 def _check_individual(A, probs=None, cols=None, **_):
     if cols is not None:
         ids(cols, "cols", A.num_nodes, A.device, allow_empty=False)
-    if probs is not None:
-        edge_probs(A, probs, cols)
+    if probs is None:
+        return
+    probabilities(probs, "probs", A.nnz, A.device, "edge", values=False)
+    if cols is None:
+        p, indptr, cols = probs, A.indptr, A.global_cols()
+    else:                                   # fused op: check the frontier's edges only
+        index, indptr = _frontier(A, cols)
+        p = probs[index]
+    _finite_nonnegative(p, "probs")
+    edge_probs(p, indptr, cols)
+
+
+def _finite_nonnegative(t, name):
+    if t.numel():
+        if not bool(torch.isfinite(t).all()):
+            raise ValueError(f"{name}: contains NaN or infinite values")
+        if bool((t < 0).any()):
+            raise ValueError(f"{name}: contains negative values (min {float(t.min())})")
 
 
 def _check_collective(A, node_probs=None, cols=None, **_):
@@ -189,12 +206,20 @@ def _check_collective(A, node_probs=None, cols=None, **_):
         ids(cols, "cols", A.num_nodes, A.device, allow_empty=False)
     if node_probs is not None:
         p = probabilities(node_probs, "node_probs", A.num_rows, A.device, "row")
-        rows = A.rows if cols is None else None
-        if cols is not None:
-            from .storage import gather_segments
-            rows = A.rows[gather_segments(A.indptr, cols)[0]]
+        rows = A.rows if cols is None else A.rows[_frontier(A, cols)[0]]
         if rows.numel() and not bool((p[rows] > 0).any()):
             raise ValueError("node_probs: zero on every row that has edges; nothing can be sampled")
+
+
+def _check_fused(A, program, **operands):
+    """The checks of the unfused edge maps and broadcasts, step by step."""
+    for _op, name, _reverse, _scalar, axis in program:
+        if name is None:
+            continue
+        if axis is None:
+            _check_edge_map(A, other=operands[name])
+        else:
+            _check_broadcast(A, vector=operands[name], axis=axis)
 
 
 def check_op(op, kwargs: dict) -> None:
@@ -217,6 +242,8 @@ def _op_checks():
         Op.SPMM: _check_spmm,
         Op.SPMM_T: _check_spmm_t,
         Op.SDDMM: _check_sddmm,
+        Op.FUSED_EDGE_MAP: _check_fused,
+        Op.FUSED_EDGE_MAP_REDUCE: _check_fused,
         Op.INDIVIDUAL_SAMPLE: _check_individual,
         Op.SLICE_INDIVIDUAL_SAMPLE: _check_individual,
         Op.COLLECTIVE_SAMPLE: _check_collective,

@@ -46,6 +46,22 @@ class Node:
     def is_random(self) -> bool:
         return info(self.op).effect is Effect.RANDOM
 
+    @property
+    def writes_in_place(self) -> bool:
+        """Dense code that writes into an argument (``x.add_()``, ``out=``, ``inplace=True``).
+
+        Dense code is otherwise taken as pure; such a node is a side effect that passes
+        must keep, in place and in order.
+        """
+        if self.op is not Op.DENSE:
+            return False
+        fn, template = self.attrs["fn"], self.attrs["template"]
+        name = fn[1] if isinstance(fn, tuple) else getattr(fn, "__name__", "")  # ("method", n)
+        kwargs = template[1] if isinstance(template, tuple) and len(template) == 2 else {}
+        kwargs = kwargs if isinstance(kwargs, dict) else {}
+        return (name.endswith("_") and not name.endswith("__")) or "out" in kwargs \
+            or kwargs.get("inplace") is True
+
     def __repr__(self) -> str:
         return f"%{self.name}"
 
@@ -122,7 +138,11 @@ class Graph:
     def copy(self) -> "Graph":
         """A deep copy of the node structure (attribute values are shared)."""
         g = Graph(num_random=self.num_random)
-        g._names = itertools.count(len(self.nodes) + 1000)
+        # new names continue after every numbered name already here (a copy of a copy must
+        # not hand out a name a pass already used)
+        used = [int(n.name.rsplit("_", 1)[1]) + 1 for n in self.nodes
+                if "_" in n.name and n.name.rsplit("_", 1)[1].isdigit()]
+        g._names = itertools.count(max([len(self.nodes) + 1000, *used]))
         mapping = {}
         for n in self.nodes:
             c = Node(n.op, {k: mapping[v] for k, v in n.inputs.items()}, n.attrs, n.name, n.kind,
@@ -151,16 +171,16 @@ class Graph:
             for key, v in n.inputs.items():
                 if v not in seen:
                     raise VerifyError(f"{n}: input {key}={v} is not defined before it")
-            if i.variadic:
-                if not all(k.isdigit() for k in n.inputs):
-                    raise VerifyError(f"{n}: variadic inputs must be named 0, 1, ...")
-            else:
-                unknown = set(n.inputs) - set(i.input_names())
-                missing = set(i.required_inputs()) - set(n.inputs)
-                if unknown or missing:
-                    raise VerifyError(f"{n}: inputs {sorted(n.inputs)} do not match the op table "
-                                      f"{i.inputs} (unknown {sorted(unknown)}, missing "
-                                      f"{sorted(missing)})")
+            # named inputs as the table declares them; a variadic op ("*") also takes "0", "1", ...
+            extra = set(n.inputs) - set(i.input_names())
+            if i.variadic and not all(k.isdigit() for k in extra):
+                raise VerifyError(f"{n}: variadic inputs must be named 0, 1, ...")
+            unknown = set() if i.variadic else extra
+            missing = set(i.required_inputs()) - set(n.inputs)
+            if unknown or missing:
+                raise VerifyError(f"{n}: inputs {sorted(n.inputs)} do not match the op table "
+                                  f"{i.inputs} (unknown {sorted(unknown)}, missing "
+                                  f"{sorted(missing)})")
             missing = set(i.attrs) - set(n.attrs)
             if missing:
                 raise VerifyError(f"{n}: attributes {sorted(missing)} missing")

@@ -48,20 +48,23 @@ class OpInfo:
     step: Step
     accepts: tuple      # layouts of the sparse input the backend can take
     produces: tuple     # layouts of the output
-    inputs: tuple       # names of IR-value inputs; "?" marks an optional one, ("*",) any number
+    inputs: tuple       # names of IR-value inputs; "?" marks an optional one, "*" any number
     attrs: tuple        # names of static attributes
     kind: Kind          # kind of the result
     doc: str
 
     @property
     def variadic(self) -> bool:
-        return self.inputs == ("*",)
+        """True when the op takes any number of inputs named ``"0", "1", ...`` (``"*"``),
+        besides the named ones (``("*",)``: only those; ``("A", "*")``: ``A`` and those)."""
+        return "*" in self.inputs
 
     def input_names(self) -> tuple:
-        return tuple(n.rstrip("?") for n in self.inputs)
+        """The named inputs (``"?"`` and ``"*"`` stripped)."""
+        return tuple(n.rstrip("?") for n in self.inputs if n != "*")
 
     def required_inputs(self) -> tuple:
-        return tuple(n for n in self.inputs if not n.endswith("?"))
+        return tuple(n for n in self.inputs if not n.endswith("?") and n != "*")
 
 
 class Op(enum.Enum):
@@ -106,6 +109,13 @@ _C, _D = (Layout.CSC,), (Layout.DENSE,)
 P, R = Effect.PURE, Effect.RANDOM
 M, T = Kind.MATRIX, Kind.TENSOR
 _MAP_ATTRS = ("op", "reverse", "scalar")
+_FUSED_DOC = (
+    "edge maps and broadcasts evaluated in one pass over A's values. Inputs: A and operands "
+    "'0', '1', ... (tensors). 'program' is a tuple of steps (op, operand, reverse, scalar, "
+    "axis), applied in order to each edge value x: op in add/sub/mul/div/pow/neg; y is the "
+    "scalar (operand None), operand[e] (axis None: one value per edge), operand[col(e)] "
+    "(axis 0) or operand[row(e)] (axis 1); x = op(y, x) if reverse else op(x, y); dtype "
+    "promotion as edge_map (gsample.passes.fuse_edge_map documents it)")
 
 OP_TABLE: dict[Op, OpInfo] = {
     Op.INPUT: OpInfo(P, Step.GRAPH, (), _S, (), ("name", "kind"), Kind.ANY, "a traced argument"),
@@ -132,10 +142,12 @@ OP_TABLE: dict[Op, OpInfo] = {
     Op.VALUES: OpInfo(P, Step.COMPUTE, _S, _D, ("A",), (), T, "A.values"),
     Op.ROW_IDS: OpInfo(P, Step.FINALIZE, _S, _D, ("A",), (), T, "A.row_ids"),
     Op.COL_IDS: OpInfo(P, Step.FINALIZE, _S, _D, ("A",), (), T, "A.col_ids"),
-    Op.FUSED_EDGE_MAP: OpInfo(P, Step.COMPUTE, _S, _S, ("A",), ("program",), M,
-                              "edge maps and broadcasts evaluated in one pass"),
-    Op.FUSED_EDGE_MAP_REDUCE: OpInfo(P, Step.COMPUTE, _S, _D, ("A",), ("program", "op", "axis"),
-                                     T, "fused edge maps followed by a reduction"),
+    Op.FUSED_EDGE_MAP: OpInfo(P, Step.COMPUTE, _S, _S, ("A", "*"), ("program",), M,
+                              _FUSED_DOC),
+    Op.FUSED_EDGE_MAP_REDUCE: OpInfo(P, Step.COMPUTE, _S, _D, ("A", "*"),
+                                     ("program", "op", "axis"), T,
+                                     "a fused_edge_map program, then A.sum/max/mean(axis) of its "
+                                     "values in the same evaluation"),
     Op.INDIVIDUAL_SAMPLE: OpInfo(R, Step.SELECT, _C, _C, ("A", "probs?"), ("k", "replace"), M,
                                  "A.individual_sample(k, probs, replace)"),
     Op.COLLECTIVE_SAMPLE: OpInfo(R, Step.SELECT, _S, _C, ("A", "node_probs?"), ("k", "replace"),

@@ -13,10 +13,26 @@ from typing import Callable, Optional
 from ..ir import Graph
 from .cse import cse
 from .dce import dce
+from .fuse_edge_map import fuse_edge_map, fuse_edge_map_reduce
+from .fuse_extract_select import fuse_extract_select
+from .preprocess import preprocess
 
 #: the passes, in order, each with why it runs at that point
 PIPELINE: list = [
     (cse, "merge repeated pure computations first, so later passes see one copy of each"),
+    (preprocess, "after CSE, so each graph-only value is hoisted once; before fusion, so "
+                 "fusion sees slices of the cached values, not per-batch compute"),
+    (fuse_edge_map, "after pre-processing, which hoists graph-only maps (A ** 2) out of "
+                    "the batch; what is left, chains of per-batch edge maps / broadcasts, "
+                    "becomes one evaluation each"),
+    (fuse_edge_map_reduce, "after edge-map fusion: a reduction used as the only consumer of "
+                           "a fused chain (or of single maps) absorbs it, so the mapped "
+                           "matrix is never built"),
+    (fuse_extract_select, "last rewrite, after pre-processing and edge-map fusion: by now "
+                          "slice ** 2 reads a cached graph-level matrix (graph-level probs) "
+                          "and a slice feeds only its sampling ops when nothing else needs "
+                          "it, so A[:, cols].individual_sample(k) fuses and never builds "
+                          "the slice"),
     (dce, "drop values nothing uses (random ops keep their ordinals: the stream still "
           "advances by the program's full count)"),
 ]

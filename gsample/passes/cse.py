@@ -4,7 +4,8 @@ Two pure nodes with the same op, the same inputs and equal attributes compute th
 same value; the later one is replaced by the earlier. Random ops are merged only
 when their keys are equal, and each random op has its own op ordinal, so they never
 are. Dense nodes call arbitrary Python and are merged only when their function and
-arguments are identical objects.
+arguments are identical objects. Dense code that writes in place is never merged, nor
+is anything that reads a value such code writes (its value depends on the order).
 """
 from __future__ import annotations
 
@@ -37,9 +38,10 @@ def _key(node):
 def cse(graph: Graph) -> Graph:
     """Replace each pure node equal to an earlier one by that earlier node."""
     seen, dead = {}, []
+    written = {v for n in graph.nodes if n.writes_in_place for v in n.inputs.values()}
     for node in graph.nodes:
         key = _key(node)
-        if key is None:
+        if key is None or node.writes_in_place or written.intersection(node.inputs.values()):
             continue
         first = seen.setdefault(key, node)
         if first is not node:

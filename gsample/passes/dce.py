@@ -2,7 +2,8 @@
 
 A random op whose sample is unused is dropped too; this changes no other sample,
 because every random op keeps the op ordinal it was traced with and the stream
-advances by ``graph.num_random`` whatever remains (DESIGN §3).
+advances by ``graph.num_random`` whatever remains (DESIGN §3). Dense code that writes
+in place is a side effect and always stays.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ def dce(graph: Graph) -> Graph:
     """Remove the nodes the output does not depend on (inputs always stay)."""
     live = {graph.output}
     for node in reversed(graph.nodes):
-        if node in live or node.op is Op.INPUT:
+        if node in live or node.op is Op.INPUT or node.writes_in_place:
             live.add(node)
             live.update(node.inputs.values())
     graph.remove([n for n in graph.nodes if n not in live])

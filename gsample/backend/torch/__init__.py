@@ -4,6 +4,8 @@ from __future__ import annotations
 from ...ir import Op
 from .. import Backend
 from . import compute, extract, finalize, select
+from . import fused_compute
+from . import fused_select
 
 IMPLS = {
     Op.SLICE_COLS: extract.slice_cols,
@@ -12,6 +14,8 @@ IMPLS = {
     Op.EDGE_MAP: compute.edge_map,
     Op.EDGE_BROADCAST: compute.edge_broadcast,
     Op.REDUCE: compute.reduce,
+    Op.FUSED_EDGE_MAP: fused_compute.fused_edge_map,
+    Op.FUSED_EDGE_MAP_REDUCE: fused_compute.fused_edge_map_reduce,
     Op.SPMM: compute.spmm,
     Op.SPMM_T: compute.spmm_t,
     Op.SDDMM: compute.sddmm,
@@ -20,6 +24,8 @@ IMPLS = {
     Op.COL_IDS: finalize.col_ids,
     Op.INDIVIDUAL_SAMPLE: select.individual_sample,
     Op.COLLECTIVE_SAMPLE: select.collective_sample,
+    Op.SLICE_INDIVIDUAL_SAMPLE: fused_select.slice_individual_sample,
+    Op.SLICE_COLLECTIVE_SAMPLE: fused_select.slice_collective_sample,
     Op.ROW: finalize.row,
     Op.COLUMN: finalize.column,
     Op.ALL_NODES: finalize.all_nodes,

@@ -19,9 +19,24 @@ BINARY = {
 }
 
 
-def _values(csc: CSC, like=None) -> torch.Tensor:
-    dtype = like.dtype if isinstance(like, torch.Tensor) and like.is_floating_point() else torch.float32
-    return csc.value_tensor(dtype)
+def map_values(v, A: CSC, op: str, reverse: bool, y) -> torch.Tensor:
+    """One edge-map step on a value tensor: ``op(v, y)`` (``op(y, v)`` when ``reverse``).
+
+    ``v`` None stands for ``A``'s own values (1.0 where it has none, in ``y``'s float
+    dtype or float32). ``y`` is a number or a per-edge tensor ((E,) or (E, F)); an
+    integer result becomes float32. The fused evaluation applies this step by step.
+    """
+    if v is None:
+        like = y.dtype if isinstance(y, torch.Tensor) and y.is_floating_point() else torch.float32
+        v = A.value_tensor(like)
+    if op == "neg":
+        return -v
+    if isinstance(y, torch.Tensor) and y.dim() == 2 and v.dim() == 1:
+        v = v.unsqueeze(1)
+    elif isinstance(y, torch.Tensor) and y.dim() == 1 and v.dim() == 2:
+        y = y.unsqueeze(1)      # one value per edge, over every feature
+    out = BINARY[op](y, v) if reverse else BINARY[op](v, y)
+    return out if out.is_floating_point() else out.to(torch.float32)
 
 
 def edge_map(A: CSC, op: str, reverse: bool = False, scalar=None, other=None) -> CSC:
@@ -31,20 +46,7 @@ def edge_map(A: CSC, op: str, reverse: bool = False, scalar=None, other=None) ->
     else the Python number ``scalar``; ``op`` is one of ``add, sub, mul, div, pow``
     or ``neg`` (unary).
     """
-    csc = A
-    other = scalar if other is None else other
-    v = _values(csc, other)
-    if op == "neg":
-        return csc.with_values(-v)
-    fn = BINARY[op]
-    if isinstance(other, torch.Tensor) and other.dim() == 2 and v.dim() == 1:
-        v = v.unsqueeze(1)
-    elif isinstance(other, torch.Tensor) and other.dim() == 1 and v.dim() == 2:
-        other = other.unsqueeze(1)      # one value per edge, over every feature
-    out = fn(other, v) if reverse else fn(v, other)
-    if not out.is_floating_point():
-        out = out.to(torch.float32)
-    return csc.with_values(out)
+    return A.with_values(map_values(None, A, op, reverse, scalar if other is None else other))
 
 
 def edge_broadcast(A: CSC, op: str, vector: torch.Tensor, axis: int) -> CSC:

@@ -5,17 +5,7 @@ from dataclasses import replace
 
 import torch
 
-from ...storage import CSC, gather_segments, segment_ptr
-
-
-def _locate(space: torch.Tensor, ids: torch.Tensor):
-    """Position of each of ``ids`` in the duplicate-free ``space``; ``hit`` marks found ones."""
-    sorted_space, order = torch.sort(space)
-    pos = torch.searchsorted(sorted_space, ids).clamp_(max=max(space.numel() - 1, 0))
-    if space.numel() == 0:
-        return pos, torch.zeros_like(ids, dtype=torch.bool)
-    hit = sorted_space[pos] == ids
-    return order[pos], hit
+from ...storage import CSC, gather_segments, locate, segment_ptr
 
 
 def slice_cols(A: CSC, cols: torch.Tensor) -> CSC:
@@ -23,18 +13,8 @@ def slice_cols(A: CSC, cols: torch.Tensor) -> CSC:
 
     A node outside the matrix's column space gives an empty column.
     """
-    csc = A
-    if csc.col_ids is None:
-        seg = cols
-        indptr = csc.indptr
-    else:
-        local, hit = _locate(csc.col_ids, cols)
-        # misses point at an extra empty segment appended after the last column
-        indptr = torch.cat([csc.indptr, csc.indptr[-1:]])
-        seg = torch.where(hit, local, csc.num_cols)
-    index, new_indptr = gather_segments(indptr, seg)
-    out = csc.take_edges(index, new_indptr)
-    return replace(out, col_ids=cols)
+    index, new_indptr = gather_segments(*A.column_segments(cols))
+    return replace(A.take_edges(index, new_indptr), col_ids=cols)
 
 
 def slice_rows(A: CSC, rows: torch.Tensor) -> CSC:
@@ -43,7 +23,7 @@ def slice_rows(A: CSC, rows: torch.Tensor) -> CSC:
     The row space of the result is ``rows`` in the given order.
     """
     csc = A
-    local, hit = _locate(rows, csc.global_rows())
+    local, hit = locate(rows, csc.global_rows())
     keep = hit.nonzero().squeeze(1)
     kept = segment_ptr(hit.to(torch.int64))
     counts = kept[csc.indptr[1:]] - kept[csc.indptr[:-1]]

@@ -29,6 +29,11 @@ collective
     the result keeps each drawn row once.
 
 Selected edges keep their column's order (CSC order) in the output.
+
+The algorithms are written once, over columns described only by their degrees
+(:func:`select_in_columns`, :func:`choose_rows`, :func:`keep_rows`); the public
+functions here apply them to a materialised matrix and ``fused_select`` applies them
+to a column slice ``A[:, cols]`` that it never builds.
 """
 from __future__ import annotations
 
@@ -43,20 +48,6 @@ from ...storage import CSC, segment_ptr
 
 def _arange(n: int, like: torch.Tensor) -> torch.Tensor:
     return torch.arange(n, device=like.device)
-
-
-def _from_mask(csc: CSC, mask: torch.Tensor) -> CSC:
-    """Keep the edges where ``mask`` holds, in CSC order."""
-    kept = segment_ptr(mask.to(torch.int64))
-    counts = kept[csc.indptr[1:]] - kept[csc.indptr[:-1]]
-    return csc.take_edges(mask.nonzero().squeeze(1), segment_ptr(counts))
-
-
-def _from_sorted_edges(csc: CSC, edges: torch.Tensor, cols: torch.Tensor) -> CSC:
-    """Edges ``edges`` (with repeats) of columns ``cols``; sorted into CSC order."""
-    edges, order = torch.sort(edges, stable=True)
-    counts = torch.bincount(cols, minlength=csc.num_cols)
-    return csc.take_edges(edges, segment_ptr(counts))
 
 
 def _segmented_smallest(keys: torch.Tensor, group: torch.Tensor, k: int) -> torch.Tensor:
@@ -74,112 +65,194 @@ def _segmented_smallest(keys: torch.Tensor, group: torch.Tensor, k: int) -> torc
     return mask
 
 
+def _sort_rows(x: torch.Tensor, k: int) -> torch.Tensor:
+    """Sort each consecutive block of ``k`` values (one block per column)."""
+    if x.numel() == 0:
+        return x
+    return torch.sort(x.view(-1, k), dim=1).values.reshape(-1)
+
+
+# ----------------------------------------------------------------------------- individual
+def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
+                      probs: Optional[torch.Tensor] = None):
+    """Individual sampling over ``C`` columns known by their degrees alone.
+
+    Parameters
+    ----------
+    deg : LongTensor, shape (C,)
+        Edges in each column; column ``c`` is the ``c``-th of the frontier (its position
+        keys its draws).
+    k, replace, key
+        As :func:`individual_sample`.
+    probs : Tensor, shape (sum(deg),), optional
+        Weights of the columns' edges, concatenated in column order (the edge order of
+        the column slice). Uniform sampling never needs the edges themselves.
+
+    Returns
+    -------
+    indptr : LongTensor, shape (C + 1,)
+        Selected edges per column, as an ``indptr``.
+    col, offset : LongTensor, shape (n,)
+        Each selected edge's column and offset within that column, in CSC order.
+    """
+    C = deg.numel()
+    nnz = int(deg.sum()) if C else 0
+    if k == 0 or nnz == 0:
+        empty = deg.new_zeros(0)
+        return segment_ptr(torch.zeros_like(deg)), empty, empty
+    if probs is None and not replace:
+        return _uniform_without(deg, k, key)
+    if probs is None:
+        return _uniform_with(deg, k, key)
+    indptr = segment_ptr(deg)
+    col = torch.repeat_interleave(_arange(C, deg), deg, output_size=nnz)
+    offset = _arange(nnz, deg) - indptr[col]
+    if not replace:
+        mask = _weighted_without(indptr, col, offset, probs, k, key)
+        kept = segment_ptr(mask.to(torch.int64))
+        sel = mask.nonzero().squeeze(1)
+        return segment_ptr(kept[indptr[1:]] - kept[indptr[:-1]]), col[sel], offset[sel]
+    e, cols = _weighted_with(indptr, col, probs, k, key)
+    return segment_ptr(torch.bincount(cols, minlength=C)), col[e], offset[e]
+
+
 def individual_sample(A: CSC, k: int, replace: bool, key: int,
                       probs: Optional[torch.Tensor] = None) -> CSC:
     """``k`` edges per column; see the module docstring for the exact algorithms."""
     csc = A
-    deg = csc.degrees()
-    if k == 0 or csc.nnz == 0:
-        return _from_mask(csc, torch.zeros(csc.nnz, dtype=torch.bool, device=csc.device))
-    col = csc.edge_cols()
-    offset = _arange(csc.nnz, col) - csc.indptr[col]
-    if probs is None and not replace:
-        return _uniform_without(csc, k, deg, col, offset, key)
-    if probs is None:
-        cols = torch.nonzero(deg > 0).squeeze(1).repeat_interleave(k)
-        draws = _arange(k, cols).repeat(cols.numel() // k)
-        off = uniform_int(hash_tensor(key, cols, draws), deg[cols])
-        return _from_sorted_edges(csc, csc.indptr[cols] + off, cols)
-    if not replace:
-        positive = probs > 0
-        npos = segment_ptr(positive.to(torch.int64))
-        npos = npos[csc.indptr[1:]] - npos[csc.indptr[:-1]]
-        full = (npos <= k)[col]
-        mask = positive & full
-        need = (positive & ~full).nonzero().squeeze(1)
-        if need.numel():
-            keys = exponential(hash_tensor(key, col[need], offset[need])) / probs[need].double()
-            mask[need[_segmented_smallest(keys, col[need], k)]] = True
-        return _from_mask(csc, mask)
-    return _weighted_with(csc, k, probs, deg, col, key)
+    indptr, col, offset = select_in_columns(csc.degrees(), k, replace, key, probs)
+    return csc.take_edges(csc.indptr[col] + offset, indptr)
 
 
-def _uniform_without(csc, k, deg, col, offset, key) -> CSC:
+def _uniform_without(deg, k, key):
+    # columns with at most k edges keep them all; the others keep k reservoir slots
+    C = deg.numel()
+    counts = torch.clamp(deg, max=k)
+    indptr = segment_ptr(counts)
+    total = int(indptr[-1])
+    col = torch.repeat_interleave(_arange(C, deg), counts, output_size=total)
+    offset = _arange(total, deg) - indptr[col]
     big = deg > k
-    mask = ~big[col]
     bc = big.nonzero().squeeze(1)
-    if bc.numel():
-        cand = (big[col] & (offset >= k)).nonzero().squeeze(1)
-        cc, co = col[cand], offset[cand]
-        j = uniform_int(hash_tensor(key, cc, co), co + 1)
+    nb = bc.numel()
+    if nb:
+        # edges at offsets >= k of the big columns: the candidates of Algorithm R
+        extra = deg[bc] - k
+        ptr = segment_ptr(extra)
+        n = int(ptr[-1])
+        owner = torch.repeat_interleave(_arange(nb, bc), extra, output_size=n)
+        co = _arange(n, bc) - ptr[owner] + k
+        j = uniform_int(hash_tensor(key, bc[owner], co), co + 1)
         hit = j < k
-        slot_of_col = torch.full((csc.num_cols,), -1, dtype=torch.int64, device=csc.device)
-        slot_of_col[bc] = _arange(bc.numel(), bc)
-        slots = _arange(k, bc).repeat(bc.numel())
-        slots.scatter_reduce_(0, slot_of_col[cc[hit]] * k + j[hit], co[hit], "amax")
-        mask[csc.indptr[bc].repeat_interleave(k) + slots] = True
-    return _from_mask(csc, mask)
+        slots = _arange(k, bc).repeat(nb)
+        slots.scatter_reduce_(0, owner[hit] * k + j[hit], co[hit], "amax")
+        offset[big[col]] = _sort_rows(slots, k)      # big columns hold k positions each
+    return indptr, col, offset
 
 
-def _weighted_with(csc, k, probs, deg, col, key) -> CSC:
+def _uniform_with(deg, k, key):
+    # O(k) per column: draw t of column c takes offset uniform_int(word(c, t), deg[c])
+    nz = torch.nonzero(deg > 0).squeeze(1)
+    cols = nz.repeat_interleave(k)
+    draws = _arange(k, cols).repeat(nz.numel())
+    off = uniform_int(hash_tensor(key, cols, draws), deg[cols])
+    counts = torch.where(deg > 0, k, 0)
+    return segment_ptr(counts), cols, _sort_rows(off, k)
+
+
+def _weighted_without(indptr, col, offset, probs, k, key) -> torch.Tensor:
+    """Mask of the edges kept: exponential keys, the k smallest per column win."""
+    positive = probs > 0
+    npos = segment_ptr(positive.to(torch.int64))
+    npos = npos[indptr[1:]] - npos[indptr[:-1]]
+    full = (npos <= k)[col]
+    mask = positive & full
+    need = (positive & ~full).nonzero().squeeze(1)
+    if need.numel():
+        keys = exponential(hash_tensor(key, col[need], offset[need])) / probs[need].double()
+        mask[need[_segmented_smallest(keys, col[need], k)]] = True
+    return mask
+
+
+def _weighted_with(indptr, col, probs, k, key):
+    """Drawn edges (ascending positions) and their columns: inverse CDF per column."""
+    C = indptr.numel() - 1
     # Scale each column by its largest weight (exact, order-free) before the running sum,
     # so one column's weights are never rounded against the totals of the columns before it.
     w = probs.to(torch.float64)
-    colmax = torch.zeros(csc.num_cols, dtype=torch.float64, device=csc.device)
+    colmax = torch.zeros(C, dtype=torch.float64, device=w.device)
     colmax.scatter_reduce_(0, col, w, "amax")
     w = w / colmax[col].clamp_min(torch.finfo(torch.float64).tiny)
     cum = torch.cumsum(w, 0)
-    before = torch.cat([cum.new_zeros(1), cum])[csc.indptr]      # running sum at each column start
+    before = torch.cat([cum.new_zeros(1), cum])[indptr]      # running sum at each column start
     total = before[1:] - before[:-1]
     cols = torch.nonzero(total > 0).squeeze(1).repeat_interleave(k)
     draws = _arange(k, cols).repeat(cols.numel() // k)
     u = uniform_float(hash_tensor(key, cols, draws))
     e = torch.searchsorted(cum, before[cols] + u * total[cols], right=True)
     # float rounding may step past a column's last positive edge; pull it back
-    last = torch.full((csc.num_cols,), -1, dtype=torch.int64, device=csc.device)
+    last = torch.full((C,), -1, dtype=torch.int64, device=w.device)
     pos = (w > 0).nonzero().squeeze(1)
     last.scatter_reduce_(0, col[pos], pos, "amax")
     e = torch.minimum(e, last[cols])
-    return _from_sorted_edges(csc, e, cols)
+    e, order = torch.sort(e, stable=True)
+    return e, cols[order]
+
+
+# ----------------------------------------------------------------------------- collective
+def choose_rows(rows: torch.Tensor, num_rows: int, global_rows, k: int, replace: bool, key: int,
+                node_probs: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """The local rows (ascending) collective sampling keeps.
+
+    ``rows`` (shape (E,)) are the local rows of the matrix's edges, in any order;
+    ``global_rows(local)`` maps local rows to global ids (the keys of their draws).
+    """
+    has = torch.zeros(num_rows, dtype=torch.bool, device=rows.device)
+    has[rows] = True
+    if node_probs is not None:
+        has &= node_probs > 0
+    cand = has.nonzero().squeeze(1)
+    n = cand.numel()
+    if k == 0 or n == 0:
+        return cand[:0]
+    if not replace:
+        if n <= k:
+            return cand
+        word = hash_tensor(key, torch.zeros_like(cand), global_rows(cand))
+        keys = sort_key(word) if node_probs is None else \
+            exponential(word) / node_probs[cand].double()
+        return torch.sort(cand[torch.argsort(keys, stable=True)[:k]]).values
+    draws = _arange(k, cand)
+    word = hash_tensor(key, torch.zeros_like(draws), draws)
+    if node_probs is None:
+        idx = uniform_int(word, n)
+    else:
+        cum = torch.cumsum(node_probs[cand].double(), 0)
+        idx = torch.searchsorted(cum, uniform_float(word) * cum[-1], right=True)
+        idx = idx.clamp_(max=n - 1)
+    return torch.unique(cand[idx])
+
+
+def keep_rows(indptr: torch.Tensor, rows: torch.Tensor, num_rows: int, chosen: torch.Tensor):
+    """Restrict edges (``indptr``, local ``rows``) to the local rows ``chosen`` (ascending).
+
+    Returns ``(new_indptr, kept, new_rows)``: the kept edges' positions, in CSC order,
+    and their rows in the new row space ``chosen``.
+    """
+    newpos = torch.full((num_rows,), -1, dtype=torch.int64, device=rows.device)
+    newpos[chosen] = _arange(chosen.numel(), chosen)
+    local = newpos[rows]
+    mask = local >= 0
+    cum = segment_ptr(mask.to(torch.int64))
+    kept = mask.nonzero().squeeze(1)
+    return segment_ptr(cum[indptr[1:]] - cum[indptr[:-1]]), kept, local[kept]
 
 
 def collective_sample(A: CSC, k: int, replace: bool, key: int,
                       node_probs: Optional[torch.Tensor] = None) -> CSC:
     """``k`` rows for the whole matrix, keeping every edge of the chosen rows."""
     csc = A
-    has = torch.zeros(csc.num_rows, dtype=torch.bool, device=csc.device)
-    has[csc.rows] = True
-    if node_probs is not None:
-        has &= node_probs > 0
-    cand = has.nonzero().squeeze(1)
-    n = cand.numel()
-    if k == 0 or n == 0:
-        chosen = cand[:0]
-    elif not replace:
-        if n <= k:
-            chosen = cand
-        else:
-            word = hash_tensor(key, torch.zeros_like(cand), csc.global_rows(cand))
-            keys = sort_key(word) if node_probs is None else \
-                exponential(word) / node_probs[cand].double()
-            chosen = torch.sort(cand[torch.argsort(keys, stable=True)[:k]]).values
-    else:
-        draws = _arange(k, cand)
-        word = hash_tensor(key, torch.zeros_like(draws), draws)
-        if node_probs is None:
-            idx = uniform_int(word, n)
-        else:
-            cum = torch.cumsum(node_probs[cand].double(), 0)
-            idx = torch.searchsorted(cum, uniform_float(word) * cum[-1], right=True)
-            idx = idx.clamp_(max=n - 1)
-        chosen = torch.unique(cand[idx])
-    return _keep_rows(csc, chosen)
-
-
-def _keep_rows(csc: CSC, chosen: torch.Tensor) -> CSC:
-    """Restrict to local rows ``chosen`` (ascending); they become the new row space."""
-    newpos = torch.full((csc.num_rows,), -1, dtype=torch.int64, device=csc.device)
-    newpos[chosen] = _arange(chosen.numel(), chosen)
-    local = newpos[csc.rows]
-    out = _from_mask(csc, local >= 0)
-    return dc_replace(out, rows=local[local >= 0], row_ids=csc.global_rows(chosen))
+    chosen = choose_rows(csc.rows, csc.num_rows, csc.global_rows, k, replace, key, node_probs)
+    indptr, kept, rows = keep_rows(csc.indptr, csc.rows, csc.num_rows, chosen)
+    out = csc.take_edges(kept, indptr)
+    return dc_replace(out, rows=rows, row_ids=csc.global_rows(chosen))

@@ -1,0 +1,157 @@
+"""Compile time (cold, warm cache) and compiled vs eager epoch time, GraphSAGE and LADIES.
+
+For each workload, in one process:
+
+* compile time, cold: the first call of a fresh ``gs.compile`` sampler on one mini-batch
+  (trace + passes + the once-per-graph pre-computation of ``CACHED`` values + the run),
+  and its parts: trace + passes alone (``sampler.program``, fresh sampler);
+* compile time, warm: a call that hits the cache (same static arguments, same kinds), and
+  the cache lookup alone; an eager call of the same mini-batch for reference;
+* epoch time: eager and compiled epochs (``gs.DataLoader``, mini-batches of
+  ``--batch-size`` over ``--seeds`` seeds), one warm-up epoch each, then ``--repeats``
+  epochs alternating eager / compiled; medians. The sampled edge counts of the two must
+  agree (they are the same samples).
+
+Writes JSON with device, date, command and the pipeline's passes to ``benchmarks/results/``.
+
+    python benchmarks/compile_time.py --snap ../shared/data/web-NotreDame.txt.gz
+    python benchmarks/compile_time.py                  # an R-MAT graph
+"""
+import argparse
+import datetime
+import functools
+import json
+import pathlib
+import statistics
+import sys
+import time
+
+import torch
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import gsample as gs  # noqa: E402
+import gsample.compiler  # noqa: E402
+from epoch_time import device_name, epoch  # noqa: E402  (also puts examples/ on sys.path)
+from graphsage import graphsage  # noqa: E402
+from ladies import ladies, normalize  # noqa: E402
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed(fn, device):
+    sync(device)
+    start = time.perf_counter()
+    out = fn()
+    sync(device)
+    return time.perf_counter() - start, out
+
+
+def compile_times(fn, A, batch, kwargs, repeats, device):
+    """Seconds: cold first call, trace + passes, warm call, cache lookup, eager call."""
+    cold, compile_only, warm, lookup, eager = [], [], [], [], []
+    for _ in range(repeats):
+        getattr(gsample.compiler, "_CACHED_VALUES", {}).clear()   # cold: no pre-computed values
+        sampler = gs.compile(fn)
+        gs.manual_seed(0)
+        cold.append(timed(lambda: sampler(A, batch, **kwargs), device)[0])
+        assert sampler.traces == 1
+        gs.manual_seed(0)
+        warm.append(timed(lambda: sampler(A, batch, **kwargs), device)[0])
+        lookup.append(timed(lambda: sampler.program(A, batch, **kwargs), device)[0])
+        assert sampler.traces == 1
+        compile_only.append(timed(lambda: gs.compile(fn).program(A, batch, **kwargs),
+                                  device)[0])
+        gs.manual_seed(0)
+        eager.append(timed(lambda: fn(A, batch, **kwargs), device)[0])
+    med = statistics.median
+    return {"cold_first_call_s": med(cold), "trace_and_passes_s": med(compile_only),
+            "warm_call_s": med(warm), "cache_lookup_s": med(lookup), "eager_call_s": med(eager),
+            "cold_first_call_s_all": cold, "trace_and_passes_s_all": compile_only}
+
+
+def epoch_times(fn, A, seeds, kwargs, batch_size, repeats):
+    """Median eager and compiled epoch seconds, measured alternately after a warm-up each."""
+    eager_fn = functools.partial(fn, **kwargs)
+    compiled_fn = functools.partial(gs.compile(fn), **kwargs)
+    _, edges_eager = epoch(A, eager_fn, seeds, batch_size)                   # warm-up
+    _, edges_compiled = epoch(A, compiled_fn, seeds, batch_size)             # warm-up, trace
+    assert edges_eager == edges_compiled, (edges_eager, edges_compiled)
+    eager, compiled = [], []
+    for _ in range(repeats):
+        t, e = epoch(A, eager_fn, seeds, batch_size)
+        eager.append(t)
+        t, c = epoch(A, compiled_fn, seeds, batch_size)
+        compiled.append(t)
+        assert e == c == edges_eager
+    te, tc = statistics.median(eager), statistics.median(compiled)
+    return {"eager_epoch_s_median": te, "compiled_epoch_s_median": tc,
+            "compiled_speedup": te / tc, "eager_epoch_s_all": eager,
+            "compiled_epoch_s_all": compiled, "sampled_edges": edges_eager,
+            "compiled_sampled_edges_per_s": edges_eager / tc}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--snap", help="SNAP edge list (default: an R-MAT graph)")
+    p.add_argument("--num-nodes", type=int, default=100_000)
+    p.add_argument("--num-edges", type=int, default=2_000_000)
+    p.add_argument("--seeds", type=int, default=20480)
+    p.add_argument("--batch-size", type=int, default=512)
+    p.add_argument("--repeats", type=int, default=5, help="epochs (and cold compiles) per median")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--workloads", nargs="+", default=["graphsage", "ladies"])
+    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    args = p.parse_args(argv)
+
+    from gsample.passes import PIPELINE
+    device = torch.device(args.device)
+    A = (gs.datasets.read_snap(args.snap) if args.snap else
+         gs.datasets.rmat(args.num_nodes, args.num_edges, seed=0)).to(device)
+    seeds = torch.randperm(A.num_nodes, generator=torch.Generator().manual_seed(0))[:args.seeds]
+    seeds = seeds.to(device)
+    batch = seeds[:args.batch_size]
+    workloads = {
+        "graphsage": ("GraphSAGE [25, 10]", graphsage, lambda: A, {"fanouts": (25, 10)}),
+        "ladies": ("LADIES 3 x 4000", ladies, lambda: normalize(A), {"layers": (4000,) * 3}),
+    }
+    results = []
+    for key in args.workloads:
+        name, fn, graph, kwargs = workloads[key]
+        G = graph()
+        c = compile_times(fn, G, batch, kwargs, args.repeats, device)
+        e = epoch_times(fn, G, seeds, kwargs, args.batch_size, args.repeats)
+        results.append({"workload": name, "compile": c, "epoch": e})
+        print(f"{name:20s} compile: cold first call {c['cold_first_call_s'] * 1e3:7.1f} ms "
+              f"(trace + passes {c['trace_and_passes_s'] * 1e3:.1f} ms), warm call "
+              f"{c['warm_call_s'] * 1e3:.1f} ms (lookup {c['cache_lookup_s'] * 1e6:.0f} us), "
+              f"eager call {c['eager_call_s'] * 1e3:.1f} ms")
+        print(f"{'':20s} epoch:   eager {e['eager_epoch_s_median']:.3f} s, compiled "
+              f"{e['compiled_epoch_s_median']:.3f} s (median of {args.repeats}; eager / compiled "
+              f"= {e['compiled_speedup']:.2f}x), {e['sampled_edges']:,} edges")
+    record = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "device": device_name(device),
+        "torch": torch.__version__,
+        "command": " ".join(["python", "benchmarks/compile_time.py"] + (argv or sys.argv[1:])),
+        "graph": args.snap or f"rmat({args.num_nodes}, {args.num_edges}, seed=0)",
+        "num_nodes": A.num_nodes, "num_edges": A.num_edges,
+        "seeds": args.seeds, "batch_size": args.batch_size, "repeats": args.repeats,
+        "backend": "torch",
+        "pipeline": [(e[0] if isinstance(e, tuple) else e).__name__ for e in PIPELINE],
+        "results": results,
+    }
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tag = pathlib.Path(args.snap).name.split(".")[0] if args.snap else "rmat"
+    path = out / f"compile_time_{tag}_{device.type}.json"
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""Extract-Select fusion: ``A[:, cols].individual_sample(k)`` and ``.collective_sample(k)``
+without materialising the column slice.
+
+Each function returns exactly (bit for bit) what ``select`` returns on
+``extract.slice_cols(A, cols)``: the same algorithms (shared with ``select``), the
+same keys (the column's position in ``cols``, the edge's offset within its column
+or the draw index), the same output layout (row space of ``A``, column space
+``cols``, values and original edge ids of the chosen edges). What is never built:
+
+* individual sampling works from each column's start and degree
+  (``indptr[cols]``, ``indptr[cols + 1]``) and gathers rows, values and edge ids of
+  the *selected* edges only. Uniform with replacement is ``O(k)`` per column,
+  uniform without replacement hashes the edges past the ``k``-th of the columns
+  with more than ``k`` (Algorithm R needs one draw each) but reads none of them;
+  weighted sampling gathers the probabilities of the frontier's edges, nothing else.
+* collective sampling gathers the frontier's row ids (it needs them to find the
+  candidate rows), never the slice's values or edge ids.
+
+``probs`` is aligned with the edges of ``A`` (shape ``(A.nnz,)``), not with the
+slice: the slice's probabilities are ``probs`` gathered at the slice's edges.
+``node_probs`` has one value per row of ``A``'s row space (a column slice keeps
+the row space).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ...storage import CSC, gather_segments
+from .select import choose_rows, keep_rows, select_in_columns
+
+
+def _result(A: CSC, cols: torch.Tensor, indptr: torch.Tensor, edges: torch.Tensor,
+            rows: Optional[torch.Tensor] = None, row_ids=None) -> CSC:
+    """The sample: edges ``edges`` of ``A`` (positions, CSC order) over columns ``cols``."""
+    return CSC(
+        num_nodes=A.num_nodes,
+        indptr=indptr,
+        rows=A.rows[edges] if rows is None else rows,
+        row_ids=A.row_ids if row_ids is None else row_ids,
+        col_ids=cols,
+        values=None if A.values is None else A.values[edges],
+        eids=edges if A.eids is None else A.eids[edges],
+    )
+
+
+def slice_individual_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, key: int,
+                            probs: Optional[torch.Tensor] = None) -> CSC:
+    """``A[:, cols].individual_sample(k, probs[slice edges], replace)`` without the slice.
+
+    Parameters
+    ----------
+    A : CSC
+        The matrix sliced (usually the whole graph).
+    cols : LongTensor, shape (C,)
+        The frontier: global ids, repeats allowed (each repeat samples independently).
+    k, replace, key
+        As ``select.individual_sample``.
+    probs : Tensor, shape (A.nnz,), optional
+        Edge weights aligned with ``A``'s edges.
+
+    Returns
+    -------
+    CSC
+        Row space of ``A``, column space ``cols``; bit-identical to the unfused result.
+    """
+    indptr_a, seg = A.column_segments(cols)
+    starts = indptr_a[seg]
+    deg = indptr_a[seg + 1] - starts
+    probs_s = None
+    if probs is not None and k > 0:
+        # weighted sampling reads every weight of the frontier's columns (and only those)
+        index, _ = gather_segments(indptr_a, seg)
+        probs_s = probs[index]
+    indptr, col, offset = select_in_columns(deg, k, replace, key, probs_s)
+    return _result(A, cols, indptr, starts[col] + offset)
+
+
+def slice_collective_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, key: int,
+                            node_probs: Optional[torch.Tensor] = None) -> CSC:
+    """``A[:, cols].collective_sample(k, node_probs, replace)`` without the slice's values.
+
+    Parameters
+    ----------
+    A : CSC
+        The matrix sliced (usually the whole graph).
+    cols : LongTensor, shape (C,)
+        The frontier: global ids, repeats allowed.
+    k, replace, key
+        As ``select.collective_sample``.
+    node_probs : Tensor, shape (A.num_rows,), optional
+        One weight per row of ``A``'s row space.
+
+    Returns
+    -------
+    CSC
+        Row space = the chosen rows, column space ``cols``; bit-identical to the
+        unfused result.
+    """
+    indptr_a, seg = A.column_segments(cols)
+    index, indptr_s = gather_segments(indptr_a, seg)
+    rows_s = A.rows[index]                      # the frontier's rows: the candidates
+    chosen = choose_rows(rows_s, A.num_rows, A.global_rows, k, replace, key, node_probs)
+    indptr, kept, rows = keep_rows(indptr_s, rows_s, A.num_rows, chosen)
+    return _result(A, cols, indptr, index[kept], rows=rows, row_ids=A.global_rows(chosen))
