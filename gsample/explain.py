@@ -1,0 +1,348 @@
+"""``gs.explain``: what the compiler does to a sampler, pass by pass.
+
+:func:`explain` traces a sampler on example arguments exactly as ``@gs.compile``
+would, runs the same passes through :func:`gsample.passes.optimize`, and reports:
+
+1. the arguments, split into traced ones (matrices and tensors) and static ones;
+2. the traced IR;
+3. for every pass, in pipeline order: its name, ``changed`` or ``unchanged``, why it
+   runs at that point (the pipeline's comment), and the IR after it when it changed;
+4. the optimised IR (the program a compiled call runs);
+5. the layout of every sparse value: the one a pass chose (``node.meta["layout"]``)
+   or, where none did, the layout the op table says the op produces;
+6. the programs held inside nodes: what each ``CACHED`` node computes once per graph,
+   and the step list of every fused node.
+
+The IR is verified after every pass, whatever ``GSAMPLE_DEBUG`` says, and a pass that
+breaks it is named. ``python -m gsample ir file.py:function`` prints the same report
+for a function in a file (see :mod:`gsample.__main__`).
+"""
+from __future__ import annotations
+
+import functools
+import sys
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import torch
+
+from .compiler import CompiledSampler
+from .ir import Graph, Kind, Op, VerifyError, format_lines, format_table, info, to_dot
+from .matrix import Matrix
+
+FORMATS = ("lines", "table", "dot")
+
+
+@dataclass
+class _PassRecord:
+    name: str
+    why: Optional[str]
+    before: str = ""
+    after: str = ""
+    graph_text: str = ""        # the IR after the pass, in the requested format
+    changed: bool = False
+    removed: list = field(default_factory=list)     # names of the nodes the pass removed
+    added: list = field(default_factory=list)       # and of those it created
+
+
+@dataclass
+class _Report:
+    fmt: str
+    parts: list = field(default_factory=list)
+
+    def comment(self, text: str = "") -> None:
+        """A line of prose (a ``//`` comment in dot output, so the report stays valid dot)."""
+        for line in text.split("\n"):
+            self.parts.append(("// " + line).rstrip() if self.fmt == "dot" else line)
+
+    def heading(self, text: str) -> None:
+        self.comment("")
+        self.comment(f"== {text} ==")
+
+    def graph(self, graph: Graph, name: str, indent: str = "") -> None:
+        text = _render(graph, self.fmt, name)
+        if indent and self.fmt != "dot":
+            text = "\n".join(indent + line for line in text.split("\n"))
+        self.parts.append(text)
+
+    def text(self) -> str:
+        return "\n".join(self.parts) + "\n"
+
+
+def _render(graph: Graph, fmt: str, name: str) -> str:
+    if fmt == "table":
+        return format_table(graph)
+    if fmt == "dot":
+        return to_dot(graph, name)
+    return format_lines(graph)
+
+
+def _name_of(fn) -> str:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return getattr(fn, "__qualname__", getattr(fn, "__name__", type(fn).__name__))
+
+
+def _describe_arg(value) -> str:
+    if isinstance(value, Matrix):
+        vals = "no values" if value.csc.values is None else f"{value.values.dtype} values"
+        return (f"matrix {value.num_nodes:,} nodes, {value.num_edges:,} edges, {vals}, "
+                f"on {value.device}")
+    if isinstance(value, torch.Tensor):
+        return f"tensor {value.dtype} {tuple(value.shape)}, on {value.device}"
+    return repr(value)
+
+
+def _short(value, width: int = 70) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _layout(node) -> tuple:
+    """``(layout, source)`` of a node's value."""
+    chosen = node.meta.get("layout")
+    if chosen is not None:
+        return getattr(chosen, "value", str(chosen)), "chosen by a pass"
+    produces = info(node.op).produces
+    if not produces:
+        return "-", "no value"
+    return produces[0].value, f"op table default for {node.op.value}"
+
+
+def _layout_rows(graph: Graph, prefix: str = "") -> list:
+    rows = []
+    for n in graph.nodes:
+        if n.kind is Kind.MATRIX or n.meta.get("layout") is not None:
+            layout, source = _layout(n)
+            label = f"{prefix}%{n.name}"
+            if n.op is Op.INPUT:
+                label += f" ({n.attrs['name']})"
+            rows.append((label, layout, source))
+        program = n.attrs.get("program")
+        if isinstance(program, Graph):
+            rows.extend(_layout_rows(program, f"{prefix}%{n.name}/"))
+    return rows
+
+
+def _programs(report: _Report, graph: Graph, prefix: str = "") -> int:
+    """Print every program held in a node attribute; returns how many."""
+    count = 0
+    for n in graph.nodes:
+        program = n.attrs.get("program")
+        if program is None:
+            continue
+        count += 1
+        label = f"{prefix}%{n.name}"
+        if isinstance(program, Graph):
+            what = ("computed once per graph, then reused by every call"
+                    if n.op is Op.CACHED else "its program")
+            report.comment(f"{label} = {n.op.value}: {what} "
+                           f"({len(program.nodes)} nodes)")
+            report.graph(program, f"{label.lstrip('%')}_program", indent="    ")
+            count += _programs(report, program, label + "/")
+        else:
+            steps = program if isinstance(program, (list, tuple)) else [program]
+            report.comment(f"{label} = {n.op.value}: {len(steps)} steps, applied in order")
+            for i, step in enumerate(steps):
+                report.comment(f"  {i}: {_short(step, 100)}")
+    return count
+
+
+def _passes_of(fn, passes) -> list:
+    if passes is None and isinstance(fn, CompiledSampler):
+        passes = fn.passes
+    if passes is None:
+        from .passes import PIPELINE      # read at call time: passes register themselves there
+        passes = PIPELINE
+    return list(passes)
+
+
+def explain(fn: Callable, *example_args, passes: Optional[list] = None, format: str = "lines",
+            file=None, **example_kwargs) -> str:
+    """Show how ``@gs.compile`` compiles ``fn``: its IR before and after each pass.
+
+    ``fn`` is traced on the example arguments as a compiled call would trace it
+    (matrices and tensors are traced, every other argument is static), and the
+    passes run through :func:`gsample.passes.optimize`. Nothing is sampled.
+
+    Parameters
+    ----------
+    fn : callable or CompiledSampler
+        The sampler, plain or decorated with ``@gs.compile`` (its ``fn`` and
+        ``passes`` are used then).
+    *example_args, **example_kwargs
+        Arguments as for a call of ``fn``: at least one ``gs.Matrix``; tensors are
+        only looked at for their kind, dtype, shape and device. (A sampler parameter
+        called ``passes``, ``format`` or ``file`` must be passed positionally.)
+    passes : list, optional
+        The passes to run, ``Graph -> Graph`` callables or ``(callable, why)``
+        pairs. Default: ``fn.passes`` for a compiled sampler, else
+        :data:`gsample.passes.PIPELINE`.
+    format : {"lines", "table", "dot"}
+        How each IR is printed: one line per node, a table, or graphviz dot (prose
+        becomes ``//`` comments, so the whole report is a valid multi-graph dot file:
+        ``... | dot -Tsvg -O``).
+    file : file-like, None or False
+        Where to print the report: ``None`` (default) is ``sys.stdout``; ``False``
+        prints nothing and only returns it.
+
+    Returns
+    -------
+    str
+        The report: arguments, traced IR, one section per pass (``changed`` with the
+        IR after it, or ``unchanged``), the optimised IR, the layout of every sparse
+        value, and the programs of ``CACHED`` and fused nodes.
+
+    Raises
+    ------
+    gsample.trace.TraceError
+        ``fn`` cannot be compiled (the message names the line).
+    gsample.ir.VerifyError
+        A pass broke the IR (the message names the pass; the report up to there is
+        printed first).
+
+    Examples
+    --------
+    >>> import torch, gsample as gs
+    >>> A = gs.datasets.rmat(1000, 10000, seed=0)
+    >>> def graphsage(A, seeds, fanouts=(25, 10)):
+    ...     blocks = []
+    ...     for k in fanouts:
+    ...         s = A[:, seeds].individual_sample(k)
+    ...         blocks.append(s)
+    ...         seeds = s.all_nodes()
+    ...     return blocks
+    >>> text = gs.explain(graphsage, A, torch.arange(8), file=False)
+    >>> print(text.splitlines()[0])
+    gs.explain: graphsage(A, seeds, fanouts=(25, 10))
+    """
+    from .passes import optimize
+    from .trace import trace
+
+    if format not in FORMATS:
+        raise ValueError(f"format: must be one of {FORMATS}, got {format!r}")
+    sampler = fn if isinstance(fn, CompiledSampler) else CompiledSampler(fn)
+    entries = _passes_of(fn, passes)
+    dynamic, static, num_nodes = sampler._split(example_args, example_kwargs)
+    name = _name_of(sampler.fn)
+    report = _Report(format)
+
+    # 1. arguments
+    shown = ", ".join(list(dynamic) + [f"{k}={_short(v, 40)}" for k, v in static.items()])
+    report.comment(f"gs.explain: {name}({shown})")
+    width = max(len(k) for k in list(dynamic) + list(static))
+    for k, v in dynamic.items():
+        report.comment(f"  traced  {k:<{width}}  {_describe_arg(v)}")
+    for k, v in static.items():
+        report.comment(f"  static  {k:<{width}}  {_short(v)}")
+    if isinstance(fn, CompiledSampler):
+        key = sampler._key(dynamic, static, num_nodes)
+        report.comment(f"  compiled sampler: {len(sampler._cache)} program(s) cached, "
+                       f"{'including' if key in sampler._cache else 'not yet'} this call's; "
+                       f"{sampler.traces} trace(s) so far")
+
+    # 2. the traced IR
+    kinds = {k: Kind.MATRIX if isinstance(v, Matrix) else Kind.TENSOR for k, v in dynamic.items()}
+    traced = trace(sampler.fn, kinds, static, num_nodes)
+    report.heading(f"traced IR: {len(traced.nodes)} nodes, {traced.num_random} random ops")
+    report.graph(traced, f"{name}_traced")
+
+    # 3. the passes: each wrapped to render (and verify) its result, the callback for `changed`
+    records: list = []
+
+    def wrap(entry, index):
+        pass_fn = entry[0] if isinstance(entry, tuple) else entry
+        why = entry[1] if isinstance(entry, tuple) and len(entry) > 1 else None
+        pass_name = getattr(pass_fn, "__name__", type(pass_fn).__name__)
+
+        @functools.wraps(pass_fn)
+        def run(graph):
+            names_before = [n.name for n in graph.nodes]     # the pass may work in place
+            out = pass_fn(graph)
+            names_after = [n.name for n in out.nodes]
+            rec = _PassRecord(pass_name, why,
+                              removed=[n for n in names_before if n not in set(names_after)],
+                              added=[n for n in names_after if n not in set(names_before)])
+            rec.graph_text = _render(out, format, f"{name}_after_{index}_{pass_name}")
+            records.append(rec)
+            try:
+                out.verify()
+            except VerifyError as e:
+                report.heading(f"pass {index}/{len(entries)} {pass_name}: BROKE THE IR")
+                report.parts.append(rec.graph_text)
+                _emit(report.text(), file)
+                raise VerifyError(f"pass {pass_name} (#{index} of {len(entries)}) left an "
+                                  f"invalid IR: {e}") from None
+            return out
+
+        if not hasattr(run, "__name__"):
+            run.__name__ = pass_name
+        return run
+
+    def on_pass(pass_name, before, after, changed):
+        rec = records[-1]
+        rec.before, rec.after, rec.changed = before, after, changed
+
+    wrapped = [wrap(e, i + 1) for i, e in enumerate(entries)]
+    final = optimize(traced, wrapped, trace=on_pass)
+    if not entries:
+        report.heading("passes: none")
+    for i, rec in enumerate(records, 1):
+        state = "changed" if rec.changed else "unchanged"
+        report.heading(f"pass {i}/{len(records)} {rec.name}: {state}")
+        if rec.why:
+            report.comment(f"why here: {rec.why}")
+        if rec.changed:
+            report.comment(f"removed: {_names(rec.removed)}; added: {_names(rec.added)}")
+            report.parts.append(rec.graph_text)
+
+    # 4. the optimised program
+    report.heading(f"optimised IR: {len(final.nodes)} nodes, {final.num_random} random ops "
+                   f"(the program a compiled call runs)")
+    report.graph(final, f"{name}_optimised")
+
+    # 5. layouts
+    report.heading("layouts: sparse values (CSC, CSR, COO) and where each layout comes from")
+    rows = _layout_rows(final)
+    if rows:
+        w0 = max(len(r[0]) for r in rows)
+        w1 = max(len(r[1]) for r in rows)
+        for label, layout, source in rows:
+            report.comment(f"{label:<{w0}}  {layout:<{w1}}  {source}")
+    else:
+        report.comment("(no sparse values)")
+
+    # 6. programs inside nodes
+    report.heading("programs of cached and fused nodes")
+    if not _programs(report, final):
+        report.comment("(none)")
+
+    # summary
+    changed = [r.name for r in records if r.changed]
+    unchanged = [r.name for r in records if not r.changed]
+    report.heading("summary")
+    report.comment(f"passes that changed the IR: {', '.join(changed) or '(none)'}")
+    report.comment(f"passes that left it unchanged: {', '.join(unchanged) or '(none)'}")
+    report.comment(f"nodes: {len(traced.nodes)} traced -> {len(final.nodes)} optimised")
+    text = report.text()
+    _emit(text, file)
+    return text
+
+
+def _names(names: list, limit: int = 12) -> str:
+    if not names:
+        return "none"
+    shown = ", ".join("%" + n for n in names[:limit])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
+
+
+def _emit(text: str, file) -> None:
+    if file is False:
+        return
+    out = sys.stdout if file is None else file
+    out.write(text)
+    if hasattr(out, "flush"):
+        out.flush()
+
+
+__all__ = ["explain", "FORMATS"]
