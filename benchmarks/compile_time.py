@@ -17,10 +17,7 @@ Writes JSON with device, date, command and the pipeline's passes to ``benchmarks
     python benchmarks/compile_time.py --snap ../shared/data/web-NotreDame.txt.gz
     python benchmarks/compile_time.py                  # an R-MAT graph
 """
-import argparse
-import datetime
 import functools
-import json
 import pathlib
 import statistics
 import sys
@@ -33,7 +30,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import gsample as gs  # noqa: E402
 import gsample.compiler  # noqa: E402
-from epoch_time import device_name, epoch  # noqa: E402  (also puts examples/ on sys.path)
+# epoch_time also puts examples/ on sys.path
+from epoch_time import benchmark_parser, epoch, load, write_record  # noqa: E402
 from graphsage import graphsage  # noqa: E402
 from ladies import ladies, normalize  # noqa: E402
 
@@ -96,24 +94,9 @@ def epoch_times(fn, A, seeds, kwargs, batch_size, repeats):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--snap", help="SNAP edge list (default: an R-MAT graph)")
-    p.add_argument("--num-nodes", type=int, default=100_000)
-    p.add_argument("--num-edges", type=int, default=2_000_000)
-    p.add_argument("--seeds", type=int, default=20480)
-    p.add_argument("--batch-size", type=int, default=512)
-    p.add_argument("--repeats", type=int, default=5, help="epochs (and cold compiles) per median")
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--workloads", nargs="+", default=["graphsage", "ladies"])
-    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
-    args = p.parse_args(argv)
-
+    args = benchmark_parser(__doc__, "epochs (and cold compiles) per median").parse_args(argv)
     from gsample.passes import PIPELINE
-    device = torch.device(args.device)
-    A = (gs.datasets.read_snap(args.snap) if args.snap else
-         gs.datasets.rmat(args.num_nodes, args.num_edges, seed=0)).to(device)
-    seeds = torch.randperm(A.num_nodes, generator=torch.Generator().manual_seed(0))[:args.seeds]
-    seeds = seeds.to(device)
+    device, A, seeds = load(args)
     batch = seeds[:args.batch_size]
     workloads = {
         "graphsage": ("GraphSAGE [25, 10]", graphsage, lambda: A, {"fanouts": (25, 10)}),
@@ -133,24 +116,9 @@ def main(argv=None):
         print(f"{'':20s} epoch:   eager {e['eager_epoch_s_median']:.3f} s, compiled "
               f"{e['compiled_epoch_s_median']:.3f} s (median of {args.repeats}; eager / compiled "
               f"= {e['compiled_speedup']:.2f}x), {e['sampled_edges']:,} edges")
-    record = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "device": device_name(device),
-        "torch": torch.__version__,
-        "command": " ".join(["python", "benchmarks/compile_time.py"] + (argv or sys.argv[1:])),
-        "graph": args.snap or f"rmat({args.num_nodes}, {args.num_edges}, seed=0)",
-        "num_nodes": A.num_nodes, "num_edges": A.num_edges,
-        "seeds": args.seeds, "batch_size": args.batch_size, "repeats": args.repeats,
-        "backend": "torch",
-        "pipeline": [(e[0] if isinstance(e, tuple) else e).__name__ for e in PIPELINE],
-        "results": results,
-    }
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    tag = pathlib.Path(args.snap).name.split(".")[0] if args.snap else "rmat"
-    path = out / f"compile_time_{tag}_{device.type}.json"
-    path.write_text(json.dumps(record, indent=2) + "\n")
-    print(f"wrote {path}")
+    write_record("compile_time", args, argv, device, A, repeats=args.repeats, backend="torch",
+                 pipeline=[(e[0] if isinstance(e, tuple) else e).__name__ for e in PIPELINE],
+                 results=results)
 
 
 if __name__ == "__main__":

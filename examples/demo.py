@@ -10,9 +10,8 @@ import functools
 import statistics
 import time
 
-import torch
-
 import gsample as gs
+from common import epoch, seed_nodes
 from graphsage import graphsage
 from ladies import ladies, normalize
 
@@ -20,15 +19,11 @@ from ladies import ladies, normalize
 def run_epochs(name, A, sampler, seeds, batch_size, epochs):
     loader = gs.DataLoader(A, sampler, seeds, batch_size=batch_size, seed=0)
     times = []
-    for epoch in range(epochs):
-        start, edges = time.perf_counter(), 0
-        for batch in loader:
-            edges += sum(block.num_edges for block in batch.out)
-        if A.device.type == "cuda":
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - start)
-        print(f"  {name:9s} epoch {epoch}: {times[-1]:6.2f} s, {len(loader)} batches, "
-              f"{edges:,} sampled edges, {edges / times[-1]:,.0f} edges/s")
+    for e in range(epochs):
+        seconds, edges = epoch(loader)
+        times.append(seconds)
+        print(f"  {name:9s} epoch {e}: {seconds:6.2f} s, {len(loader)} batches, "
+              f"{edges:,} sampled edges, {edges / seconds:,.0f} edges/s")
     return statistics.median(times)
 
 
@@ -47,8 +42,7 @@ def main(argv=None):
     print(f"graph: R-MAT {A.num_nodes:,} nodes, {A.num_edges:,} edges on {A.device} "
           f"({time.perf_counter() - start:.1f} s to generate)")
     gs.manual_seed(0)
-    seeds = torch.randperm(A.num_nodes, generator=torch.Generator().manual_seed(0))
-    seeds = seeds[:args.num_seeds].to(A.device)
+    seeds = seed_nodes(A.num_nodes, args.num_seeds).to(A.device)
     sage = run_epochs("graphsage", A, functools.partial(graphsage, fanouts=(25, 10)), seeds,
                       args.batch_size, args.epochs)
     lad = run_epochs("ladies", normalize(A), functools.partial(ladies, layers=(4000,) * 3),

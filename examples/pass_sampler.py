@@ -10,13 +10,12 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/pass_sampler.py                    # an R-MAT graph
     python examples/pass_sampler.py --snap ../shared/data/web-NotreDame.txt.gz
 """
-import argparse
 import functools
-import time
 
 import torch
 
 import gsample as gs
+from common import graph_parser, load_graph, run_batches
 
 
 def pass_sampler(A, seeds, X, W1, W2, W3, fanouts=(10, 10)):
@@ -80,29 +79,14 @@ def random_inputs(num_nodes, num_features=32, hidden=64, seed=0):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--snap", help="SNAP edge list to read instead of an R-MAT graph")
-    p.add_argument("--num-nodes", type=int, default=100_000)
-    p.add_argument("--num-edges", type=int, default=1_000_000)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--batches", type=int, default=10)
+    p = graph_parser(__doc__, batch_size=64)
     p.add_argument("--fanouts", type=int, nargs="+", default=[10, 10])
     p.add_argument("--num-features", type=int, default=32)
     args = p.parse_args(argv)
-
-    A = gs.datasets.read_snap(args.snap) if args.snap else \
-        gs.datasets.rmat(args.num_nodes, args.num_edges, seed=0)
-    gs.manual_seed(0)
+    A = load_graph(args)
     sampler = functools.partial(pass_sampler, fanouts=args.fanouts,
                                 **random_inputs(A.num_nodes, args.num_features))
-    seeds = torch.randperm(A.num_nodes, generator=torch.Generator().manual_seed(0))
-    loader = gs.DataLoader(A, sampler, seeds[:args.batch_size * args.batches], args.batch_size)
-    start, edges = time.perf_counter(), 0
-    for batch in loader:
-        edges += sum(block.num_edges for block in batch.out)
-    elapsed = time.perf_counter() - start
-    print(f"pass: {len(loader)} batches of {args.batch_size} seeds, "
-          f"{edges} sampled edges, {edges / elapsed:,.0f} sampled edges/s")
+    run_batches("pass", A, sampler, args)
 
 
 if __name__ == "__main__":

@@ -11,8 +11,6 @@ Every test runs with ``GSAMPLE_DEBUG=1``, so the default pipeline is verified af
 of its passes on every program compiled here.
 """
 import functools
-import importlib.util
-import pathlib
 
 import pytest
 import torch
@@ -21,45 +19,12 @@ from hypothesis import strategies as st
 
 import gsample as gs
 from gsample.ir import Op, VerifyError
-
-EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
+from helpers import assert_same, example, graphsage, random_seeds
 
 
 @pytest.fixture(autouse=True)
 def _verify_after_every_pass(monkeypatch):
     monkeypatch.setenv("GSAMPLE_DEBUG", "1")
-
-
-@functools.cache
-def example(name):
-    """Import ``examples/<name>.py`` by path (the folder is not a package)."""
-    path = EXAMPLES / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"gsample_compile_example_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def same(a, b, where="out"):
-    """Identical samples: equal ids, shapes and values (NaN equal to NaN), same containers."""
-    if isinstance(a, gs.Matrix):
-        assert isinstance(b, gs.Matrix), where
-        assert a.shape == b.shape, where
-        for x, y, what in zip(a.edges(), b.edges(), ("rows", "cols", "edge ids")):
-            assert torch.equal(x, y), f"{where}: {what} differ"
-        assert torch.equal(a.row_ids, b.row_ids) and torch.equal(a.col_ids, b.col_ids), where
-        torch.testing.assert_close(a.values, b.values, rtol=0, atol=0, equal_nan=True,
-                                   msg=f"{where}: values differ")
-    elif isinstance(a, torch.Tensor):
-        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype, where
-        torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True, msg=where)
-    elif isinstance(a, (list, tuple, dict)):
-        assert type(a) is type(b) and len(a) == len(b), where
-        items = a.items() if isinstance(a, dict) else enumerate(a)
-        for k, x in items:
-            same(x, b[k], f"{where}[{k}]")
-    else:
-        assert a == b, where
 
 
 def outcome(fn, *args, **kwargs):
@@ -98,23 +63,23 @@ NAMES = ["graphsage", "graphsage-3", "ladies", "ladies-small", "fastgcn", "fastg
          "shadow", "pass_sampler"]
 
 
-def to(kwargs, device):
-    return {k: v.to(device) if isinstance(v, (torch.Tensor, gs.Matrix)) else v
-            for k, v in kwargs.items()}
+def workload(name, graph, device, num_seeds, seed):
+    """Example ``name``'s (function, graph, keyword arguments, seeds), all on ``device``."""
+    fn, A, kwargs = workloads(graph)[name]
+    kwargs = {k: v.to(device) if isinstance(v, (torch.Tensor, gs.Matrix)) else v
+              for k, v in kwargs.items()}
+    return fn, A.to(device), kwargs, random_seeds(num_seeds, seed, A.num_nodes).to(device)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_example_compiled_equals_eager(name, weighted_graph, device):
-    fn, A, kwargs = workloads(weighted_graph)[name]
-    A, kwargs = A.to(device), to(kwargs, device)
-    seeds = torch.randperm(A.num_nodes, generator=torch.Generator().manual_seed(7))[:64]
-    seeds = seeds.to(device)
+    fn, A, kwargs, seeds = workload(name, weighted_graph, device, 64, 7)
     compiled = gs.compile(fn)
     for s in (0, 12345):
         gs.manual_seed(s)
         eager = fn(A, seeds, **kwargs)
         gs.manual_seed(s)
-        same(eager, compiled(A, seeds, **kwargs), f"{name} seed {s}")
+        assert_same(eager, compiled(A, seeds, **kwargs), f"{name} seed {s}")
     assert compiled.traces == 1
     # the stream is left where the eager run leaves it
     gs.manual_seed(3)
@@ -122,15 +87,12 @@ def test_example_compiled_equals_eager(name, weighted_graph, device):
     after_eager = A[:, seeds].individual_sample(2)
     gs.manual_seed(3)
     compiled(A, seeds, **kwargs)
-    same(after_eager, A[:, seeds].individual_sample(2), f"{name}: stream after the call")
+    assert_same(after_eager, A[:, seeds].individual_sample(2), f"{name}: stream after the call")
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_example_compiled_equals_eager_through_the_dataloader(name, weighted_graph, device):
-    fn, A, kwargs = workloads(weighted_graph)[name]
-    A, kwargs = A.to(device), to(kwargs, device)
-    seeds = torch.randperm(A.num_nodes, generator=torch.Generator().manual_seed(8))[:136]
-    seeds = seeds.to(device)
+    fn, A, kwargs, seeds = workload(name, weighted_graph, device, 136, 8)
     compiled = gs.compile(fn)
     for loader_seed in (None,) if name.startswith("ladies") else (None, 4):
         gs.manual_seed(21)
@@ -142,7 +104,7 @@ def test_example_compiled_equals_eager_through_the_dataloader(name, weighted_gra
         assert len(eager) == len(comp) == 3            # the last batch holds 8 seeds
         for e, c in zip(eager, comp):
             assert e.index == c.index and torch.equal(e.seeds, c.seeds)
-            same(e.out, c.out, f"{name} batch {e.index}")
+            assert_same(e.out, c.out, f"{name} batch {e.index}")
     assert compiled.traces == 1                        # a smaller last batch is not a re-trace
 
 
@@ -159,12 +121,7 @@ def test_every_example_program_keeps_its_random_ops(weighted_graph):
 
 # ----------------------------------------------------------------------------- hypothesis
 def sage_style(A, seeds, fanouts=(2,), replace=False):
-    blocks = []
-    for k in fanouts:
-        s = A[:, seeds].individual_sample(k, replace=replace)
-        blocks.append(s)
-        seeds = s.all_nodes()
-    return blocks
+    return graphsage(A, seeds, fanouts, replace)
 
 
 def weighted_individual(A, seeds, fanouts=(2,), replace=False):
@@ -226,7 +183,7 @@ def test_random_graphs_compiled_equals_eager(sampler, p):
     comp = outcome(compiled, A, seeds, **kwargs)
     assert eager[0] == comp[0], (eager, comp)
     if eager[0] == "ok":
-        same(eager[1], comp[1])
+        assert_same(eager[1], comp[1])
     else:
         assert eager[1:] == comp[1:]
 
@@ -265,7 +222,7 @@ def test_debug_level_1_verifies_after_every_pass(monkeypatch, weighted_graph):
     right = two_layer(weighted_graph, seeds)
     assert torch.equal(wrong[0].row(), right[0].row())
     with pytest.raises(AssertionError):
-        same(wrong[1], right[1])
+        assert_same(wrong[1], right[1])
 
 
 def test_debug_levels_2_and_3_print_passes_and_nodes(monkeypatch, capsys, weighted_graph):

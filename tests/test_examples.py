@@ -5,29 +5,16 @@ Each sampler runs on a small weighted R-MAT graph, a larger unweighted one and, 
 graph's own edge table (``A.edges()`` indexed by original edge id), not with another
 gsample operator.
 """
-import functools
 import gzip
-import importlib.util
-import pathlib
 from dataclasses import dataclass
 
 import pytest
 import torch
 
 import gsample as gs
+from helpers import example, random_seeds, same
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 NAMES = ["graphsage", "ladies", "fastgcn", "shadow", "pass_sampler"]
-
-
-@functools.cache
-def example(name):
-    """Import ``examples/<name>.py`` by path (the folder is not a package)."""
-    path = EXAMPLES / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"gsample_example_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @dataclass
@@ -48,7 +35,7 @@ class Graph:
         return cls(A, rows, cols, vals, torch.bincount(cols, minlength=A.num_nodes), name)
 
     def seeds(self, n, seed=1):
-        return torch.randperm(self.A.num_nodes, generator=torch.Generator().manual_seed(seed))[:n]
+        return random_seeds(n, seed, self.A.num_nodes)
 
 
 @pytest.fixture(scope="module", params=["weighted-rmat", "rmat", "notredame"])
@@ -85,15 +72,6 @@ def per_column(G, c, cols):
     """Sampled edges per column, for unique ``cols``."""
     assert cols.unique().numel() == cols.numel()
     return torch.bincount(c, minlength=G.A.num_nodes)[cols]
-
-
-def same(a, b):
-    """Two sampler outputs (nested lists / tuples of matrices and tensors) are identical."""
-    if isinstance(a, gs.Matrix):
-        return same(a.edges(), b.edges()) and torch.equal(a.values, b.values)
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    return torch.equal(a, b)
 
 
 def pass_inputs(G):

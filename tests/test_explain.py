@@ -15,17 +15,13 @@ from gsample.__main__ import main as cli
 from gsample.ir import Kind, Op, VerifyError, format_lines, format_table
 from gsample.passes import PIPELINE
 from gsample.trace import TraceError
+from helpers import graphsage as sage
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def graphsage(A, seeds, fanouts=(4, 3)):
-    blocks = []
-    for k in fanouts:
-        s = A[:, seeds].individual_sample(k)
-        blocks.append(s)
-        seeds = s.all_nodes()
-    return blocks
+    return sage(A, seeds, fanouts)
 
 
 def ladies_like(A, seeds, layers=(20, 20)):

@@ -19,6 +19,8 @@ import gsample as gs
 from gsample.compiler import CompiledSampler
 from gsample.ir import Kind, Op
 from gsample.trace import TraceError
+from helpers import assert_same
+from helpers import graphsage as sage
 
 HERE = pathlib.Path(__file__).resolve()
 
@@ -36,25 +38,6 @@ def A():
 @pytest.fixture(scope="module")
 def seeds():
     return torch.randperm(300, generator=torch.Generator().manual_seed(0))[:16]
-
-
-def same(a, b):
-    """``a`` and ``b`` hold the same samples: equal ids, equal values, equal structure."""
-    if isinstance(a, gs.Matrix):
-        assert isinstance(b, gs.Matrix)
-        assert a.shape == b.shape
-        for x, y in zip(a.edges(), b.edges()):
-            assert torch.equal(x, y)
-        assert torch.equal(a.row_ids, b.row_ids) and torch.equal(a.col_ids, b.col_ids)
-        assert torch.equal(a.values, b.values)
-    elif isinstance(a, torch.Tensor):
-        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
-    elif isinstance(a, (list, tuple)):
-        assert type(a) is type(b) and len(a) == len(b)
-        for x, y in zip(a, b):
-            same(x, y)
-    else:
-        assert a == b
 
 
 def ops(graph):
@@ -145,9 +128,9 @@ def test_each_operator_becomes_its_ir_op_and_runs_as_eager(name, A, seeds):
     gs.manual_seed(5)
     eager = fn(A, seeds)
     gs.manual_seed(5)
-    same(eager, compiled(A, seeds))
+    assert_same(eager, compiled(A, seeds))
     gs.manual_seed(5)
-    same(eager, gs.compile(fn)(A, seeds))      # and through the default pipeline
+    assert_same(eager, gs.compile(fn)(A, seeds))      # and through the default pipeline
 
 
 def test_random_ops_numbered_in_program_order(A, seeds):
@@ -165,7 +148,7 @@ def test_random_ops_numbered_in_program_order(A, seeds):
     after_eager = A[:, seeds].individual_sample(3)
     gs.manual_seed(1)
     gs.compile(two_hops)(A, seeds)
-    same(after_eager, A[:, seeds].individual_sample(3))
+    assert_same(after_eager, A[:, seeds].individual_sample(3))
 
 
 def test_inputs_and_kinds(A, seeds):
@@ -187,12 +170,7 @@ def test_returns_plain_python_containers(A, seeds):
 
 # ----------------------------------------------------------------------------- the cache
 def graphsage(A, seeds, fanouts=(3, 2), replace=False):
-    blocks = []
-    for k in fanouts:
-        s = A[:, seeds].individual_sample(k, replace=replace)
-        blocks.append(s)
-        seeds = s.all_nodes()
-    return blocks
+    return sage(A, seeds, fanouts, replace)
 
 
 def test_static_arguments_retrace_and_same_arguments_hit(A, seeds):
@@ -261,7 +239,7 @@ def test_tensor_dtype_change_retraces(A, seeds):
     out64 = c(A, seeds, W.double())
     assert c.traces == 2
     gs.manual_seed(2)
-    same(pass_like(A, seeds, W.double()), out64)
+    assert_same(pass_like(A, seeds, W.double()), out64)
     c(A, seeds.int(), W)                               # int32 seeds
     assert c.traces == 3
     c(A, seeds.int(), W)

@@ -319,18 +319,24 @@ def test_broadcast_normalise_columns(A, D, device):
 
 
 # ----------------------------------------------------------------------------- reductions
+def operand(which, A, D, device):
+    """``(M, dense reference)``: the graph, a column slice, a row and column slice, or
+    (``"neg"``) a negated column slice."""
+    if which == "graph":
+        return A, D
+    if which == "cols":
+        return A[:, ids(COLS, device)], D[None, COLS]
+    if which == "rows_cols":
+        return A[ids(ROWS, device), ids(COLS, device)], D[ROWS, COLS]
+    assert which == "neg"   # negative values: max must not be clipped at 0 on non-empty segments
+    return -A[:, ids(COLS, device)], Dense(-D[None, COLS].val, D[None, COLS].mask)
+
+
 @pytest.mark.parametrize("op", ["sum", "max", "mean"])
 @pytest.mark.parametrize("axis", [0, 1])
 @pytest.mark.parametrize("which", ["graph", "cols", "rows_cols", "neg"])
 def test_reductions(A, D, device, op, axis, which):
-    if which == "graph":
-        M, ref = A, D
-    elif which == "cols":
-        M, ref = A[:, ids(COLS, device)], D[None, COLS]
-    elif which == "rows_cols":
-        M, ref = A[ids(ROWS, device), ids(COLS, device)], D[ROWS, COLS]
-    else:   # negative values: max must not be clipped at 0 on non-empty segments
-        M, ref = -A[:, ids(COLS, device)], Dense(-D[None, COLS].val, D[None, COLS].mask)
+    M, ref = operand(which, A, D, device)
     got = getattr(M, op)(axis)
     exp = ref.reduce(op, axis)
     assert got.shape == ((M.shape[1],) if axis == 0 else (M.shape[0],))
@@ -358,12 +364,7 @@ def test_reductions_multi_edges(device):
 @pytest.mark.parametrize("feat", [None, 3])
 @pytest.mark.parametrize("which", ["graph", "cols", "rows_cols"])
 def test_spmm(A, D, device, feat, which):
-    if which == "graph":
-        M, ref = A, D
-    elif which == "cols":
-        M, ref = A[:, ids(COLS, device)], D[None, COLS]
-    else:
-        M, ref = A[ids(ROWS, device), ids(COLS, device)], D[ROWS, COLS]
+    M, ref = operand(which, A, D, device)
     R, C = M.shape
     g = torch.Generator().manual_seed(0)
     shape_c = (C,) if feat is None else (C, feat)
@@ -389,12 +390,7 @@ def test_spmm_float64_and_int(A, D, device):
 
 @pytest.mark.parametrize("which", ["graph", "cols", "rows_cols"])
 def test_transpose(A, D, device, which):
-    if which == "graph":
-        M, ref = A, D
-    elif which == "cols":
-        M, ref = A[:, ids(COLS, device)], D[None, COLS]
-    else:
-        M, ref = A[ids(ROWS, device), ids(COLS, device)], D[ROWS, COLS]
+    M, ref = operand(which, A, D, device)
     Mt = M.T
     assert Mt.shape == (M.shape[1], M.shape[0])
     assert Mt.num_nodes == M.num_nodes and Mt.num_edges == M.num_edges

@@ -7,10 +7,6 @@ bit-for-bit what the eager function returns. Samples: the LADIES and PASS exampl
 a sampler drawing with fused probabilities) draw exactly what eager draws under the same
 ``gs.manual_seed``, with these passes alone and with the default pipeline.
 """
-import functools
-import importlib.util
-import pathlib
-
 import pytest
 import torch
 
@@ -20,37 +16,16 @@ from gsample.passes import PIPELINE
 from gsample.passes.cse import cse
 from gsample.passes.dce import dce
 from gsample.passes.fuse_edge_map import fuse_edge_map, fuse_edge_map_reduce
+from helpers import check_compiled_equals_eager, example
+from helpers import random_seeds as seeds
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 PASSES = [cse, fuse_edge_map, fuse_edge_map_reduce, dce]
 MAPS = (Op.EDGE_MAP, Op.EDGE_BROADCAST)
-
-
-@functools.cache
-def example(name):
-    spec = importlib.util.spec_from_file_location(f"gsample_fuse_example_{name}",
-                                                  EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def A():
     return gs.datasets.rmat(2000, 30000, seed=1, weighted=True)
-
-
-def seeds(n=64, seed=1):
-    return torch.randperm(2000, generator=torch.Generator().manual_seed(seed))[:n]
-
-
-def same(a, b):
-    if isinstance(a, gs.Matrix):
-        return same(a.edges(), b.edges()) and torch.equal(a.values, b.values) \
-            and torch.equal(a.row_ids, b.row_ids) and torch.equal(a.col_ids, b.col_ids)
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    return a.dtype == b.dtype and torch.equal(a, b)
 
 
 def ops(graph):
@@ -59,13 +34,8 @@ def ops(graph):
 
 def fused(fn, *args, passes=PASSES, **kwargs):
     """The optimised IR (verified), after checking its output equals eager's bit for bit."""
-    c = gs.compile(fn, passes=passes)
-    graph = c.program(*args, **kwargs).verify()
-    gs.manual_seed(5)
-    expected = fn(*args, **kwargs)
-    gs.manual_seed(5)
-    assert same(c(*args, **kwargs), expected), format_lines(graph)
-    return graph
+    c = check_compiled_equals_eager(fn, *args, passes=passes, calls=1, seed=5, **kwargs)
+    return c.program(*args, **kwargs).verify()
 
 
 def only(graph, op):

@@ -10,11 +10,8 @@ with any other user, ``probs`` computed on the slice, or a slice of a sub-matrix
 stay as traced. Samples: every compiled program draws what the eager function draws.
 """
 import functools
-import importlib.util
-import pathlib
 
 import pytest
-import torch
 
 import gsample as gs
 from gsample.ir import Op, format_lines
@@ -22,10 +19,16 @@ from gsample.passes import PIPELINE
 from gsample.passes.cse import cse
 from gsample.passes.dce import dce
 from gsample.passes.fuse_extract_select import fuse_extract_select
+import helpers
+from helpers import example, graphsage
+from helpers import random_seeds as seeds
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 FUSE = [cse, fuse_extract_select, dce]
-FIELDS = ("indptr", "rows", "row_ids", "col_ids", "values", "eids")
+# compiled with passes (FUSE unless given): two calls after one seed equal two eager calls
+# and differ from each other (the stream advanced between the calls)
+check_eager = functools.partial(helpers.check_compiled_equals_eager, passes=FUSE, seed=11,
+                                distinct=True)
+programs = functools.partial(helpers.programs, passes=FUSE)  # (traced IR, optimised IR)
 
 
 def _preprocess():
@@ -43,41 +46,7 @@ def A1():
     return gs.datasets.rmat(2000, 30000, seed=1, weighted=False)
 
 
-def seeds(n=64, seed=1):
-    return torch.randperm(2000, generator=torch.Generator().manual_seed(seed))[:n]
-
-
 # ----------------------------------------------------------------------------- helpers
-def same(a, b):
-    if isinstance(a, gs.Matrix):
-        x, y = a.csc, b.csc
-        return all((getattr(x, f) is None and getattr(y, f) is None)
-                   or (getattr(x, f) is not None and getattr(y, f) is not None
-                       and torch.equal(getattr(x, f), getattr(y, f))) for f in FIELDS)
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    return torch.equal(a, b)
-
-
-def check_eager(fn, *args, passes=FUSE, **kwargs):
-    """Compile ``fn`` with ``passes``; two calls after one seed equal two eager calls."""
-    compiled = gs.compile(fn, passes=passes)
-    gs.manual_seed(11)
-    got = [compiled(*args, **kwargs) for _ in range(2)]
-    gs.manual_seed(11)
-    want = [fn(*args, **kwargs) for _ in range(2)]
-    assert same(got, want)
-    assert not same(got[0], got[1])           # the stream advanced between the calls
-    return compiled
-
-
-def programs(fn, *args, passes=FUSE, **kwargs):
-    """(traced IR, optimised IR), both verified."""
-    before = gs.compile(fn, passes=[]).program(*args, **kwargs).verify()
-    after = gs.compile(fn, passes=passes).program(*args, **kwargs).verify()
-    return before, after
-
-
 def ops(graph, op):
     return [n for n in graph.nodes if n.op is op]
 
@@ -87,32 +56,9 @@ def randoms(graph):
     return [(n.attrs["k"], n.attrs["replace"], n.attrs["ordinal"]) for n in graph.random_nodes()]
 
 
-@functools.cache
-def example(name):
-    spec = importlib.util.spec_from_file_location(f"gsample_fes_example_{name}",
-                                                  EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 # ----------------------------------------------------------------------------- samplers
-def graphsage(A, seeds, fanouts=(25, 10)):
-    blocks = []
-    for k in fanouts:
-        s = A[:, seeds].individual_sample(k)
-        blocks.append(s)
-        seeds = s.all_nodes()
-    return blocks
-
-
 def graphsage_replace(A, seeds, fanouts=(5, 3)):
-    blocks = []
-    for k in fanouts:
-        s = A[:, seeds].individual_sample(k, replace=True)
-        blocks.append(s)
-        seeds = s.all_nodes()
-    return blocks
+    return graphsage(A, seeds, fanouts, replace=True)
 
 
 def fastgcn(A, seeds, layers=(200, 200)):

@@ -8,8 +8,6 @@ object, shared across calls and re-traces, redone for another graph or after the
 graph is written in place.
 """
 import functools
-import importlib.util
-import pathlib
 
 import pytest
 import torch
@@ -21,42 +19,19 @@ from gsample.passes import PIPELINE
 from gsample.passes.cse import cse
 from gsample.passes.dce import dce
 from gsample.passes.preprocess import preprocess
+import helpers
+from helpers import example, same
+from helpers import random_seeds as seeds
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 PASSES = [cse, preprocess, dce]
-
-
-@functools.cache
-def example(name):
-    spec = importlib.util.spec_from_file_location(f"gsample_pp_example_{name}",
-                                                  EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+# compiled == eager, call after call, from the same seed (passes=PASSES unless given)
+check_eager = functools.partial(helpers.check_compiled_equals_eager, passes=PASSES, seed=7)
+programs = functools.partial(helpers.programs, passes=PASSES)  # (traced IR, optimised IR)
 
 
 @pytest.fixture(scope="module")
 def A():
     return gs.datasets.rmat(2000, 30000, seed=1, weighted=True)
-
-
-def seeds(n=64, seed=1):
-    return torch.randperm(2000, generator=torch.Generator().manual_seed(seed))[:n]
-
-
-def same(a, b):
-    if isinstance(a, gs.Matrix):
-        return same(a.edges(), b.edges()) and torch.equal(a.values, b.values)
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    return torch.equal(a, b)
-
-
-def programs(fn, *args, passes=PASSES, **kwargs):
-    """(traced IR, optimised IR), both verified."""
-    before = gs.compile(fn, passes=[]).program(*args, **kwargs).verify()
-    after = gs.compile(fn, passes=passes).program(*args, **kwargs).verify()
-    return before, after
 
 
 def ops(graph):
@@ -65,16 +40,6 @@ def ops(graph):
 
 def cached(graph):
     return [n for n in graph.nodes if n.op is Op.CACHED]
-
-
-def check_eager(fn, *args, calls=2, passes=PASSES, **kwargs):
-    """Compiled == eager, call after call, from the same seed."""
-    gs.manual_seed(7)
-    eager = [fn(*args, **kwargs) for _ in range(calls)]
-    c = gs.compile(fn, passes=passes)
-    gs.manual_seed(7)
-    assert all(same(e, c(*args, **kwargs)) for e in eager)
-    return c
 
 
 # ----------------------------------------------------------------------------- samplers

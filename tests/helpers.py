@@ -1,0 +1,161 @@
+"""Helpers shared by the test modules: ``from helpers import example, same, ...``.
+
+``tests/`` is on ``sys.path`` while pytest runs: in pytest's default ``prepend`` import
+mode, importing ``tests/conftest.py`` (not in a package) puts its folder there, so every
+test module, ``tests/passes/`` included, imports this file as ``helpers``.
+"""
+import functools
+import importlib.util
+import pathlib
+import sys
+
+import torch
+
+import gsample as gs
+from gsample.ir import format_lines
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
+
+
+# ----------------------------------------------------------------------------- examples
+@functools.cache
+def example(name):
+    """Import ``examples/<name>.py`` by path (the folder is not a package).
+
+    ``examples/`` goes on ``sys.path`` first, as when the example runs as a script, so that
+    its ``from common import ...`` finds ``examples/common.py``.
+    """
+    if str(EXAMPLES) not in sys.path:
+        sys.path.insert(0, str(EXAMPLES))
+    path = EXAMPLES / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"gsample_example_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def random_seeds(n=64, seed=1, num_nodes=2000):
+    """The first ``n`` of a fixed permutation of ``num_nodes`` node ids (``seed`` picks it)."""
+    return torch.randperm(num_nodes, generator=torch.Generator().manual_seed(seed))[:n]
+
+
+def graphsage(A, seeds, fanouts=(25, 10), replace=False):
+    """GraphSAGE-style sampling: ``k`` in-neighbours per frontier node, layer after layer."""
+    blocks = []
+    for k in fanouts:
+        s = A[:, seeds].individual_sample(k, replace=replace)
+        blocks.append(s)
+        seeds = s.all_nodes()
+    return blocks
+
+
+# ----------------------------------------------------------------------------- comparing
+_STORAGE = ("indptr", "rows", "row_ids", "col_ids", "values", "eids")
+
+
+def _tensor_difference(a, b):
+    if not isinstance(b, torch.Tensor):
+        return f"a tensor vs {type(b).__name__}"
+    if (a.dtype, a.shape, a.device) != (b.dtype, b.shape, b.device):
+        return (f"{a.dtype} {tuple(a.shape)} on {a.device} vs "
+                f"{b.dtype} {tuple(b.shape)} on {b.device}")
+    if a.is_floating_point() or a.is_complex():           # NaN equals NaN, nothing else
+        nan = a.isnan()
+        if not torch.equal(nan, b.isnan()):
+            return "NaN at different places"
+        if not torch.equal(a[~nan], b[~nan]):
+            return "values differ"
+    elif not torch.equal(a, b):
+        return "values differ"
+    return None
+
+
+def difference(a, b, where="out"):
+    """Where and how ``a`` and ``b`` first differ, or ``None`` when they are identical.
+
+    Identical means: matrices with the same shape, edges (rows, columns, edge ids), row and
+    column ids and values, stored alike (every storage field equal, ``None`` where the other
+    is ``None``); tensors of the same dtype, shape, device and values (NaN equal to NaN);
+    lists, tuples and dicts of the same type and length holding identical items; anything
+    else ``==``.
+    """
+    if isinstance(a, gs.Matrix):
+        if not isinstance(b, gs.Matrix):
+            return f"{where}: a matrix vs {type(b).__name__}"
+        if a.shape != b.shape:
+            return f"{where}: shapes {a.shape} vs {b.shape}"
+        views = list(zip(("rows", "cols", "edge ids"), a.edges(), b.edges()))
+        views += [(what, getattr(a, what), getattr(b, what))
+                  for what in ("row_ids", "col_ids", "values")]
+        for what, x, y in views:
+            d = _tensor_difference(x, y)
+            if d:
+                return f"{where}: {what}: {d}"
+        if a.csc.num_nodes != b.csc.num_nodes:
+            return f"{where}: num_nodes {a.csc.num_nodes} vs {b.csc.num_nodes}"
+        for field in _STORAGE:
+            x, y = getattr(a.csc, field), getattr(b.csc, field)
+            if x is None or y is None:
+                if x is not y:
+                    return f"{where}: storage {field}: one is None, the other a tensor"
+                continue
+            d = _tensor_difference(x, y)
+            if d:
+                return f"{where}: storage {field}: {d}"
+        return None
+    if isinstance(a, torch.Tensor):
+        d = _tensor_difference(a, b)
+        return d and f"{where}: {d}"
+    if isinstance(a, (list, tuple, dict)):
+        if type(a) is not type(b):
+            return f"{where}: {type(a).__name__} vs {type(b).__name__}"
+        if len(a) != len(b):
+            return f"{where}: lengths {len(a)} vs {len(b)}"
+        if isinstance(a, dict) and a.keys() != b.keys():
+            return f"{where}: keys {list(a)} vs {list(b)}"
+        for k in (a if isinstance(a, dict) else range(len(a))):
+            d = difference(a[k], b[k], f"{where}[{k!r}]")
+            if d:
+                return d
+        return None
+    return None if a == b else f"{where}: {a!r} vs {b!r}"
+
+
+def same(a, b):
+    """``a`` and ``b`` hold identical samples (see :func:`difference`)."""
+    return difference(a, b) is None
+
+
+def assert_same(a, b, where="out"):
+    """Assert ``same(a, b)``, the message saying where they first differ."""
+    d = difference(a, b, where)
+    assert d is None, d
+
+
+# ----------------------------------------------------------------------------- compiling
+def programs(fn, *args, passes=None, **kwargs):
+    """``(traced IR, IR after passes)`` of ``fn`` on these arguments, both verified."""
+    before = gs.compile(fn, passes=[]).program(*args, **kwargs).verify()
+    after = gs.compile(fn, passes=passes).program(*args, **kwargs).verify()
+    return before, after
+
+
+def check_compiled_equals_eager(fn, *args, passes=None, calls=2, seed=0, distinct=False,
+                                **kwargs):
+    """Compile ``fn`` with ``passes`` (``None``: the default pipeline) and check it samples
+    as eager: ``calls`` compiled calls after ``gs.manual_seed(seed)`` return exactly what
+    ``calls`` eager calls return after the same seed. With ``distinct``, consecutive calls
+    must also differ (the random stream advanced between them). Returns the compiled sampler.
+    """
+    gs.manual_seed(seed)
+    eager = [fn(*args, **kwargs) for _ in range(calls)]
+    compiled = gs.compile(fn, passes=passes)
+    gs.manual_seed(seed)
+    got = [compiled(*args, **kwargs) for _ in range(calls)]
+    for i, (e, c) in enumerate(zip(eager, got)):
+        d = difference(c, e, f"call {i}")
+        assert d is None, d + "\n" + format_lines(compiled.program(*args, **kwargs))
+    if distinct:
+        assert all(not same(x, y) for x, y in zip(got, got[1:])), \
+            "the stream did not advance between the calls"
+    return compiled
