@@ -52,7 +52,7 @@ def execute(graph: Graph, args: dict, backend: str = "torch"):
     Random op ``i`` draws with op ordinal ``stream.ordinal + i``; the stream then
     advances by ``graph.num_random``, as the eager program would.
     """
-    be = get_backend(backend)
+    be, reference = get_backend(backend), get_backend("torch")
     stream = _stream()
     seed, base, batch = stream.seed, stream.ordinal, stream.batch_index
     stream.ordinal += graph.num_random
@@ -81,7 +81,8 @@ def execute(graph: Graph, args: dict, backend: str = "torch"):
             V.check_op(op, kwargs)
             if node.is_random:
                 kwargs["key"] = op_key(seed, base + node.attrs["ordinal"], batch)
-            value = be.run(op, **kwargs)
+            # an op the backend has no kernel for runs the reference code (same device)
+            value = (be if be.supports(op) else reference).run(op, **kwargs)
         if verbose:
             print(f"[gsample] {node.name} = {op.value} -> {_describe(value)}")
         env[node] = value
@@ -161,6 +162,7 @@ class CompiledSampler:
     """
 
     def __init__(self, fn: Callable, passes: Optional[list] = None, backend: str = "torch"):
+        get_backend(backend)                      # an unknown name fails here, clearly
         self.fn = fn
         self.passes = passes
         self.backend = backend
@@ -205,6 +207,10 @@ class CompiledSampler:
 
     def __call__(self, *args, **kwargs):
         dynamic, _, _ = self._split(args, kwargs)
+        if self.backend == "cuda" and any(isinstance(v, Matrix) and v.device.type != "cuda"
+                                          for v in dynamic.values()):
+            raise ValueError("backend: the 'cuda' backend needs the graph on a GPU "
+                             "(A.to('cuda'))")
         return execute(self.program(*args, **kwargs), dynamic, self.backend)
 
     def clear_cache(self) -> None:
@@ -228,7 +234,8 @@ def compile(fn: Optional[Callable] = None, *, passes: Optional[list] = None,
         ``Graph -> Graph`` passes to run instead of ``gsample.passes.PIPELINE``
         (``[]`` runs the traced program as is).
     backend : str
-        ``"torch"`` (CPU and CUDA tensors).
+        ``"torch"`` (CPU and CUDA tensors) or ``"cuda"`` (CuPy kernels where it has them,
+        the torch code on the GPU elsewhere; the graph must be on a GPU).
 
     Returns
     -------

@@ -30,11 +30,15 @@ _BACKENDS: dict = {}
 
 
 def get_backend(name: str = "torch") -> Backend:
-    """The backend called ``name`` (``"torch"``; ``"cuda"`` arrives with the CUDA backend)."""
+    """The backend called ``name``: ``"torch"`` (CPU and CUDA tensors) or ``"cuda"``
+    (CuPy kernels; ops without a kernel run the torch backend's code)."""
     if name not in _BACKENDS:
         if name == "torch":
             from .torch import TorchBackend
             _BACKENDS[name] = TorchBackend()
+        elif name == "cuda":
+            from .cuda import CudaBackend
+            _BACKENDS[name] = CudaBackend()
         else:
-            raise ValueError(f"backend: unknown backend {name!r}; available: 'torch'")
+            raise ValueError(f"backend: unknown backend {name!r}; available: 'torch', 'cuda'")
     return _BACKENDS[name]

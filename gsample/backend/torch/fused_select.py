@@ -28,7 +28,7 @@ from typing import Optional
 import torch
 
 from ...storage import CSC, gather_segments
-from .select import choose_rows, keep_rows, select_in_columns
+from .select import Draws, choose_rows, keep_rows, select_in_columns
 
 
 def _result(A: CSC, cols: torch.Tensor, indptr: torch.Tensor, edges: torch.Tensor,
@@ -46,7 +46,7 @@ def _result(A: CSC, cols: torch.Tensor, indptr: torch.Tensor, edges: torch.Tenso
 
 
 def slice_individual_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, key: int,
-                            probs: Optional[torch.Tensor] = None) -> CSC:
+                            probs: Optional[torch.Tensor] = None, draws=Draws) -> CSC:
     """``A[:, cols].individual_sample(k, probs[slice edges], replace)`` without the slice.
 
     Parameters
@@ -73,7 +73,7 @@ def slice_individual_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, k
         # weighted sampling reads every weight of the frontier's columns (and only those)
         index, _ = gather_segments(indptr_a, seg)
         probs_s = probs[index]
-    indptr, col, offset = select_in_columns(deg, k, replace, key, probs_s)
+    indptr, col, offset = select_in_columns(deg, k, replace, key, probs_s, draws)
     return _result(A, cols, indptr, starts[col] + offset)
 
 

@@ -73,8 +73,35 @@ def _sort_rows(x: torch.Tensor, k: int) -> torch.Tensor:
 
 
 # ----------------------------------------------------------------------------- individual
+class Draws:
+    """The random draws of uniform individual sampling, as tensor code.
+
+    A backend with kernels for them (``gsample.backend.cuda``) passes its own object with
+    these two methods to :func:`select_in_columns`; the host code around them is shared.
+    """
+
+    @staticmethod
+    def with_replacement(cols, deg, k, key):
+        """Offsets drawn for ``k`` draws of each column of ``cols`` (shape (n * k,))."""
+        draws = _arange(k, cols).repeat(cols.numel())
+        cols = cols.repeat_interleave(k)
+        return uniform_int(hash_tensor(key, cols, draws), deg[cols])
+
+    @staticmethod
+    def reservoir(cols, extra, k, key):
+        """Algorithm R slots (shape (n * k,)) of columns ``cols`` with ``k + extra`` edges."""
+        ptr = segment_ptr(extra)
+        n = int(ptr[-1])
+        owner = torch.repeat_interleave(_arange(cols.numel(), cols), extra, output_size=n)
+        co = _arange(n, cols) - ptr[owner] + k
+        j = uniform_int(hash_tensor(key, cols[owner], co), co + 1)
+        hit = j < k
+        slots = _arange(k, cols).repeat(cols.numel())
+        return slots.scatter_reduce_(0, owner[hit] * k + j[hit], co[hit], "amax")
+
+
 def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
-                      probs: Optional[torch.Tensor] = None):
+                      probs: Optional[torch.Tensor] = None, draws=Draws):
     """Individual sampling over ``C`` columns known by their degrees alone.
 
     Parameters
@@ -87,6 +114,8 @@ def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
     probs : Tensor, shape (sum(deg),), optional
         Weights of the columns' edges, concatenated in column order (the edge order of
         the column slice). Uniform sampling never needs the edges themselves.
+    draws : object with ``with_replacement`` and ``reservoir``
+        Who makes the uniform draws (:class:`Draws`: tensor code; or a backend's kernels).
 
     Returns
     -------
@@ -101,9 +130,9 @@ def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
         empty = deg.new_zeros(0)
         return segment_ptr(torch.zeros_like(deg)), empty, empty
     if probs is None and not replace:
-        return _uniform_without(deg, k, key)
+        return _uniform_without(deg, k, key, draws)
     if probs is None:
-        return _uniform_with(deg, k, key)
+        return _uniform_with(deg, k, key, draws)
     indptr = segment_ptr(deg)
     col = torch.repeat_interleave(_arange(C, deg), deg, output_size=nnz)
     offset = _arange(nnz, deg) - indptr[col]
@@ -117,14 +146,14 @@ def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
 
 
 def individual_sample(A: CSC, k: int, replace: bool, key: int,
-                      probs: Optional[torch.Tensor] = None) -> CSC:
+                      probs: Optional[torch.Tensor] = None, draws=Draws) -> CSC:
     """``k`` edges per column; see the module docstring for the exact algorithms."""
     csc = A
-    indptr, col, offset = select_in_columns(csc.degrees(), k, replace, key, probs)
+    indptr, col, offset = select_in_columns(csc.degrees(), k, replace, key, probs, draws)
     return csc.take_edges(csc.indptr[col] + offset, indptr)
 
 
-def _uniform_without(deg, k, key):
+def _uniform_without(deg, k, key, draws):
     # columns with at most k edges keep them all; the others keep k reservoir slots
     C = deg.numel()
     counts = torch.clamp(deg, max=k)
@@ -136,28 +165,18 @@ def _uniform_without(deg, k, key):
     bc = big.nonzero().squeeze(1)
     nb = bc.numel()
     if nb:
-        # edges at offsets >= k of the big columns: the candidates of Algorithm R
-        extra = deg[bc] - k
-        ptr = segment_ptr(extra)
-        n = int(ptr[-1])
-        owner = torch.repeat_interleave(_arange(nb, bc), extra, output_size=n)
-        co = _arange(n, bc) - ptr[owner] + k
-        j = uniform_int(hash_tensor(key, bc[owner], co), co + 1)
-        hit = j < k
-        slots = _arange(k, bc).repeat(nb)
-        slots.scatter_reduce_(0, owner[hit] * k + j[hit], co[hit], "amax")
+        # edges at offsets >= k of the big columns are the candidates of Algorithm R
+        slots = draws.reservoir(bc, deg[bc] - k, k, key)
         offset[big[col]] = _sort_rows(slots, k)      # big columns hold k positions each
     return indptr, col, offset
 
 
-def _uniform_with(deg, k, key):
+def _uniform_with(deg, k, key, draws):
     # O(k) per column: draw t of column c takes offset uniform_int(word(c, t), deg[c])
     nz = torch.nonzero(deg > 0).squeeze(1)
-    cols = nz.repeat_interleave(k)
-    draws = _arange(k, cols).repeat(nz.numel())
-    off = uniform_int(hash_tensor(key, cols, draws), deg[cols])
+    off = draws.with_replacement(nz, deg, k, key)
     counts = torch.where(deg > 0, k, 0)
-    return segment_ptr(counts), cols, _sort_rows(off, k)
+    return segment_ptr(counts), nz.repeat_interleave(k), _sort_rows(off, k)
 
 
 def _weighted_without(indptr, col, offset, probs, k, key) -> torch.Tensor:

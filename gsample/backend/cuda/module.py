@@ -1,0 +1,79 @@
+"""Compiling ``kernels/*.cu`` through CuPy, caching modules, launching on PyTorch's stream.
+
+A module is compiled once per key ``(family, dtypes, layout, params)`` and kept for the
+process (CuPy also caches the binary on disk). Tensors go to kernels without copies: a
+kernel argument is the tensor's device pointer; launches run on
+``torch.cuda.current_stream()`` so they order with the surrounding PyTorch work.
+"""
+from __future__ import annotations
+
+import functools
+import pathlib
+
+import numpy as np
+import torch
+
+KERNELS = pathlib.Path(__file__).resolve().parents[3] / "kernels"
+#: threads per block for the grid-stride kernels
+BLOCK = 256
+
+
+def source(family: str) -> str:
+    """The CUDA source of a kernel family (``kernels/<family>.cu``)."""
+    path = KERNELS / f"{family}.cu"
+    if not path.exists():
+        raise FileNotFoundError(f"family: no kernel source {path}")
+    return path.read_text()
+
+
+@functools.lru_cache(maxsize=None)
+def module(family: str, dtypes: tuple = (), layout: str = "csc", params: tuple = ()):
+    """The compiled CuPy module of ``family`` for one cache key.
+
+    ``dtypes``, ``layout`` and ``params`` become ``-D`` defines, so a generated or
+    specialised source compiles once per combination.
+    """
+    try:
+        import cupy as cp
+    except ImportError:
+        raise ImportError("backend 'cuda' needs CuPy: pip install 'gsample[cuda]'") from None
+    defines = [f"-DGS_DTYPE{i}={d}" for i, d in enumerate(dtypes)]
+    defines += [f"-DGS_LAYOUT_{layout.upper()}=1"] + [f"-DGS_{k}={v}" for k, v in params]
+    return cp.RawModule(code=source(family), options=("-std=c++17", f"-I{KERNELS}", *defines))
+
+
+def _arg(x):
+    if isinstance(x, torch.Tensor):
+        if not x.is_cuda or not x.is_contiguous():
+            raise ValueError("kernel arguments must be contiguous CUDA tensors")
+        return np.uint64(x.data_ptr())           # a pointer, passed by value: no copy
+    if isinstance(x, bool):
+        return np.int32(x)
+    if isinstance(x, int):
+        return np.int64(x) if x < 2 ** 63 else np.uint64(x)
+    if isinstance(x, float):
+        return np.float64(x)
+    return x
+
+
+def launch(family: str, name: str, n: int, *args, **key) -> None:
+    """Run kernel ``name`` of ``family`` over ``n`` work items (grid-stride) on torch's stream."""
+    if n <= 0:
+        return
+    import cupy as cp
+    kernel = module(family, **key).get_function(name)
+    device = next(a.device for a in args if isinstance(a, torch.Tensor))
+    grid = int(min((n + BLOCK - 1) // BLOCK, 65535 * 4))
+    with cp.cuda.Device(device.index or 0), _cupy_stream(cp, device):
+        kernel((grid,), (BLOCK,), tuple(_arg(a) for a in args))
+
+
+def _cupy_stream(cp, device):
+    """PyTorch's current stream on ``device``, as a CuPy stream (no new stream is made)."""
+    stream = torch.cuda.current_stream(device)
+    if hasattr(cp.cuda.Stream, "from_external"):      # CuPy 14: the CUDA stream protocol
+        try:
+            return cp.cuda.Stream.from_external(stream)
+        except (TypeError, ValueError, AttributeError):
+            pass
+    return cp.cuda.ExternalStream(stream.cuda_stream)

@@ -1,0 +1,36 @@
+// The counter-based hash of the determinism contract (DESIGN §3), bit-equal to
+// gsample/random.py: combine(h, x) = splitmix64_finalizer(h + (x + 1) * GOLDEN).
+// Reference values: tests/test_random.py (SPLITMIX_1234567) and
+// tests/backend/test_cuda_backend.py (device words == torch words).
+#pragma once
+
+typedef unsigned long long gs_u64;
+typedef long long gs_i64;
+
+#define GS_GOLDEN 0x9E3779B97F4A7C15ULL
+
+__device__ __forceinline__ gs_u64 gs_mix64(gs_u64 z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+// fold one key component into the running hash (wrapping, as int64 bits in torch)
+__device__ __forceinline__ gs_u64 gs_combine(gs_u64 h, gs_i64 x) {
+    return gs_mix64(h + ((gs_u64)x + 1ULL) * GS_GOLDEN);
+}
+
+// the random word of draw `draw` in column `col` of the op keyed by `base`
+__device__ __forceinline__ gs_u64 gs_word(gs_u64 base, gs_i64 col, gs_i64 draw) {
+    return gs_combine(gs_combine(base, col), draw);
+}
+
+// uniform integer in [0, n), n > 0: (r >> 1) % n, as random.uniform_int
+__device__ __forceinline__ gs_i64 gs_uniform_int(gs_u64 r, gs_i64 n) {
+    return (gs_i64)((r >> 1) % (gs_u64)n);
+}
+
+// uniform double in [0, 1): 53 random bits, as random.uniform_float
+__device__ __forceinline__ double gs_uniform_float(gs_u64 r) {
+    return (double)(r >> 11) * 0x1.0p-53;
+}
