@@ -49,3 +49,101 @@ extern "C" __global__ void gs_reservoir(gs_u64 base, const gs_i64* __restrict__ 
         if (j < k) atomicMax(&slots[lo * k + j], (gs_u64)i);
     }
 }
+
+// ----------------------------------------------------------------------------- weighted
+// The float draws follow random.py and select.Draws step for step. Every rounding step is
+// an explicit _rn intrinsic, so the compiler never fuses two of torch's separate tensor ops
+// (each rounded on its own) into one FMA; log is CUDA's double log (libdevice __nv_log),
+// the function torch's float64 log kernel calls.
+
+// unit exponential from a word: -log(((r >> 11) + 0.5) * 2**-53), as random.exponential
+__device__ __forceinline__ double gs_exponential(gs_u64 r) {
+    const double u = __dmul_rn(__dadd_rn((double)(r >> 11), 0.5), 0x1.0p-53);
+    return -log(u);
+}
+
+// torch.searchsorted(cum[0:n], target, right=True) with the probes of ATen's CUDA
+// upper_bound (same midpoints: the same answer even where rounding broke monotonicity)
+__device__ __forceinline__ gs_i64 gs_search_right(const double* __restrict__ cum, gs_i64 n,
+                                                  double target) {
+    gs_i64 lo = 0, hi = n;
+    while (lo < hi) {
+        const gs_i64 mid = lo + ((hi - lo) >> 1);
+        if (!(cum[mid] > target)) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+// Weighted without replacement, exponential keys (A-Res): one thread per candidate edge,
+// out[i] = exponential(word(col[i], offset[i])) / probs[i] (probs: float64, > 0).
+extern "C" __global__ void gs_exp_keys(gs_u64 base, const gs_i64* __restrict__ col,
+                                       const gs_i64* __restrict__ offset,
+                                       const double* __restrict__ probs, gs_i64 n,
+                                       double* __restrict__ out) {
+    for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < n;
+         i += (gs_i64)gridDim.x * blockDim.x) {
+        out[i] = __ddiv_rn(gs_exponential(gs_word(base, col[i], offset[i])), probs[i]);
+    }
+}
+
+// Weighted with replacement, inverse CDF: draw t of column c = cols[i] (out[i * k + t], one
+// thread per draw) takes u = uniform_float(word(c, t)), target = before[c] + u * (before[c+1]
+// - before[c]), the first e in cum[0:nnz] with cum[e] > target, then min(e, last[c]).
+extern "C" __global__ void gs_inverse_cdf(gs_u64 base, const double* __restrict__ cum, gs_i64 nnz,
+                                          const double* __restrict__ before,
+                                          const gs_i64* __restrict__ last,
+                                          const gs_i64* __restrict__ cols, gs_i64 n, gs_i64 k,
+                                          gs_i64* __restrict__ out) {
+    const gs_i64 total = n * k;
+    for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < total;
+         i += (gs_i64)gridDim.x * blockDim.x) {
+        const gs_i64 c = cols[i / k];
+        const double u = gs_uniform_float(gs_word(base, c, i % k));
+        const double b = before[c];
+        const double target = __dadd_rn(b, __dmul_rn(u, __dsub_rn(before[c + 1], b)));
+        const gs_i64 e = gs_search_right(cum, nnz, target);
+        out[i] = e < last[c] ? e : last[c];
+    }
+}
+
+// ----------------------------------------------------------------------------- collective
+// Row keys without replacement, one thread per candidate row of global id gid[i]:
+// uniform: sort_key(word(0, gid)) = word >> 1 (int64).
+extern "C" __global__ void gs_row_keys(gs_u64 base, const gs_i64* __restrict__ gid, gs_i64 n,
+                                       gs_i64* __restrict__ out) {
+    for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < n;
+         i += (gs_i64)gridDim.x * blockDim.x) {
+        out[i] = (gs_i64)(gs_word(base, 0, gid[i]) >> 1);
+    }
+}
+
+// weighted: exponential(word(0, gid)) / probs (float64, > 0).
+extern "C" __global__ void gs_row_exp_keys(gs_u64 base, const gs_i64* __restrict__ gid,
+                                           const double* __restrict__ probs, gs_i64 n,
+                                           double* __restrict__ out) {
+    for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < n;
+         i += (gs_i64)gridDim.x * blockDim.x) {
+        out[i] = __ddiv_rn(gs_exponential(gs_word(base, 0, gid[i])), probs[i]);
+    }
+}
+
+// Rows with replacement, one thread per draw t < k over n candidates: uniform_int(word(0, t),
+// n); with weights (cum: float64 running sum, n entries) the first i with cum[i] >
+// uniform_float(word(0, t)) * cum[n - 1], at most n - 1.
+extern "C" __global__ void gs_row_draws(gs_u64 base, gs_i64 n, gs_i64 k,
+                                        gs_i64* __restrict__ out) {
+    for (gs_i64 t = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; t < k;
+         t += (gs_i64)gridDim.x * blockDim.x) {
+        out[t] = gs_uniform_int(gs_word(base, 0, t), n);
+    }
+}
+
+extern "C" __global__ void gs_row_draws_weighted(gs_u64 base, const double* __restrict__ cum,
+                                                 gs_i64 n, gs_i64 k, gs_i64* __restrict__ out) {
+    for (gs_i64 t = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; t < k;
+         t += (gs_i64)gridDim.x * blockDim.x) {
+        const double target = __dmul_rn(gs_uniform_float(gs_word(base, 0, t)), cum[n - 1]);
+        const gs_i64 i = gs_search_right(cum, n, target);
+        out[t] = i < n - 1 ? i : n - 1;
+    }
+}

@@ -83,3 +83,164 @@ def test_compiled_on_cuda_backend_equals_eager(hub_graph):
         for x, y in zip(eager, got):
             for p, q in zip(x.edges(), y.edges()):
                 assert torch.equal(p, q)
+
+
+# ----------------------------------------------------------------------------- weighted and
+# collective draws. Float steps: same words, each IEEE step rounded alone (no FMA) and the
+# same libdevice double log as torch's float64 log kernel, so the keys are asserted equal.
+def _gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_exp_keys_equal_torch(cuda, dtype):
+    g = _gen(21)
+    n = 300_000
+    col = torch.randint(0, 5000, (n,), generator=g).cuda()
+    offset = torch.randint(0, 2**40, (n,), generator=g).cuda()
+    probs = (torch.rand(n, generator=g, dtype=torch.float64) * 10 + 1e-12).to(dtype).cuda()
+    probs[::5] = torch.rand(probs[::5].numel(), generator=g).to(dtype).cuda() ** 8
+    key = op_key(3, 1, 4)
+    ref = select.Draws.exp_keys(col, offset, probs, key)
+    got = cuda.CudaDraws.exp_keys(col, offset, probs, key)
+    assert got.dtype == torch.float64 and torch.equal(ref, got)
+
+
+def _cdf_inputs(seed, C=3000):
+    """``_weighted_with``'s running sums for random columns (zero weights included)."""
+    g = _gen(seed)
+    deg = torch.randint(0, 200, (C,), generator=g)
+    deg[7] = 500_000
+    nnz = int(deg.sum())
+    w = torch.rand(nnz, generator=g, dtype=torch.float64) ** 4
+    w[torch.rand(nnz, generator=g) < 0.2] = 0
+    indptr = torch.cat([torch.zeros(1, dtype=torch.long), deg.cumsum(0)]).cuda()
+    w = w.cuda()
+    col = torch.repeat_interleave(torch.arange(C).cuda(), deg.cuda())
+    cum = torch.cumsum(w, 0)
+    before = torch.cat([cum.new_zeros(1), cum])[indptr]
+    last = torch.full((C,), -1, dtype=torch.long, device="cuda")
+    pos = (w > 0).nonzero().squeeze(1)
+    last.scatter_reduce_(0, col[pos], pos, "amax")
+    cols = torch.nonzero(before[1:] > before[:-1]).squeeze(1)
+    return cum, before, last, cols
+
+
+@pytest.mark.parametrize("k", [1, 7, 100])
+def test_inverse_cdf_equal_torch(cuda, k):
+    cum, before, last, cols = _cdf_inputs(k)
+    key = op_key(8, 2, 0)
+    ref = select.Draws.inverse_cdf(cum, before, last, cols, k, key)
+    got = cuda.CudaDraws.inverse_cdf(cum, before, last, cols, k, key)
+    assert torch.equal(ref, got)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_row_keys_equal_torch(cuda, weighted):
+    g = _gen(5)
+    gid = torch.randperm(2_000_000, generator=g)[:400_000].cuda()
+    probs = torch.rand(gid.numel(), generator=g).cuda() + 1e-9 if weighted else None
+    key = op_key(1, 9, 3)
+    ref = select.Draws.row_keys(gid, key, probs)
+    got = cuda.CudaDraws.row_keys(gid, key, probs)
+    assert ref.dtype == got.dtype and torch.equal(ref, got)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("k", [1, 64, 100_000])
+def test_row_draws_equal_torch(cuda, weighted, k):
+    g = _gen(k)
+    cand = torch.randperm(1_000_000, generator=g)[:250_000].sort().values.cuda()
+    cum = None
+    if weighted:
+        p = torch.rand(cand.numel(), generator=g, dtype=torch.float64) ** 6 + 1e-300
+        cum = torch.cumsum(p.cuda(), 0)
+    key = op_key(2, 5, 7)
+    ref = select.Draws.row_draws(cand, k, key, cum)
+    got = cuda.CudaDraws.row_draws(cand, k, key, cum)
+    assert torch.equal(ref, got)
+
+
+@pytest.mark.parametrize("k", [1, 5, 25, 1000])
+@pytest.mark.parametrize("replace", [False, True])
+def test_weighted_draws_equal_torch(cuda, k, replace):
+    g = _gen(k)
+    deg = torch.randint(0, 300, (4000,), generator=g)
+    deg[::7] = 0
+    deg[5] = 300_000
+    probs = torch.rand(int(deg.sum()), generator=g) ** 3
+    probs[torch.rand(probs.numel(), generator=g) < 0.1] = 0
+    deg, probs, key = deg.cuda(), probs.cuda(), op_key(11, 4, 9)
+    ref = select.select_in_columns(deg, k, replace, key, probs)
+    got = select.select_in_columns(deg, k, replace, key, probs, draws=cuda.CudaDraws)
+    for a, b in zip(ref, got):
+        assert torch.equal(a, b)
+
+
+def _edges_equal(a, b):
+    for x, y in zip(gs.Matrix(a).edges(), gs.Matrix(b).edges()):
+        assert torch.equal(x, y)
+    assert torch.equal(a.indptr, b.indptr)
+    assert (a.row_ids is None) == (b.row_ids is None)
+    if a.row_ids is not None:
+        assert torch.equal(a.row_ids, b.row_ids)
+
+
+@pytest.fixture(scope="module")
+def weighted_hub_graph(hub_graph):
+    p = torch.rand(hub_graph.csc.nnz, generator=_gen(9)).cuda() ** 2
+    p[::11] = 0
+    return hub_graph, p
+
+
+@pytest.mark.parametrize("replace", [False, True])
+@pytest.mark.parametrize("k", [1, 10, 3000])
+def test_weighted_individual_op_equals_torch_backend(cuda, weighted_hub_graph, replace, k):
+    A, probs = weighted_hub_graph
+    cols = torch.cat([torch.zeros(3, dtype=torch.long), torch.arange(1, 2000, 3)]).cuda()
+    key = op_key(5, 0, 1)
+    _edges_equal(fused_select.slice_individual_sample(A.csc, cols, k, replace, key, probs),
+                 cuda.slice_individual_sample(A.csc, cols, k, replace, key, probs))
+    _edges_equal(select.individual_sample(A.csc, k, replace, key, probs),
+                 cuda.individual_sample(A.csc, k, replace, key, probs))
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("replace", [False, True])
+@pytest.mark.parametrize("k", [0, 1, 100, 4000, 60_000])
+def test_collective_op_equals_torch_backend(cuda, hub_graph, weighted, replace, k):
+    A = hub_graph.csc
+    node_probs = None
+    if weighted:
+        node_probs = torch.rand(A.num_rows, generator=_gen(k), dtype=torch.float64) ** 4
+        node_probs[::13] = 0
+        node_probs = node_probs.float().cuda()
+    cols = torch.cat([torch.zeros(2, dtype=torch.long), torch.arange(1, 30_000, 2)]).cuda()
+    key = op_key(6, 3, 2)
+    _edges_equal(fused_select.slice_collective_sample(A, cols, k, replace, key, node_probs),
+                 cuda.slice_collective_sample(A, cols, k, replace, key, node_probs))
+    _edges_equal(select.collective_sample(A, k, replace, key, node_probs),
+                 cuda.collective_sample(A, k, replace, key, node_probs))
+
+
+def test_compiled_ladies_on_cuda_backend_equals_eager(hub_graph):
+    from helpers import example
+    ladies = example("ladies")
+    A = ladies.normalize(hub_graph)
+    seeds = torch.arange(0, 20_000, 41).cuda()
+    layers = (2000, 2000)
+    fn = lambda A, seeds: ladies.ladies(A, seeds, layers=layers)      # noqa: E731
+    compiled = gs.compile(fn, backend="cuda")
+    program = compiled.program(A, seeds)
+    ops = [n.op for n in program.nodes]
+    collective = [o for o in ops if o in (Op.COLLECTIVE_SAMPLE, Op.SLICE_COLLECTIVE_SAMPLE)]
+    assert len(collective) == 2 and all(get_backend("cuda").supports(o) for o in collective)
+    for s in (0, 1):
+        gs.manual_seed(s)
+        eager = fn(A, seeds)
+        gs.manual_seed(s)
+        got = compiled(A, seeds)
+        for x, y in zip(eager, got):
+            assert torch.equal(x.row_ids, y.row_ids)
+            for p, q in zip(x.edges(), y.edges()):
+                assert torch.equal(p, q)

@@ -26,20 +26,42 @@ def source(family: str) -> str:
     return path.read_text()
 
 
+def full_source(family: str, dtypes: tuple = (), layout: str = "csc", params: tuple = ()) -> str:
+    """The source compiled for one cache key: ``#define`` lines, then ``kernels/<family>.cu``.
+
+    ``dtypes`` become ``GS_DTYPE<i>``, ``layout`` ``GS_LAYOUT_<LAYOUT>`` and each
+    ``(name, value)`` of ``params`` ``GS_<name>``; a value may be generated code (an
+    expression: :mod:`.codegen`), which is why they are written into the source rather
+    than passed as ``-D`` options.
+    """
+    lines = [f"#define GS_DTYPE{i} {d}" for i, d in enumerate(dtypes)]
+    lines += [f"#define GS_LAYOUT_{layout.upper()} 1"]
+    for k, v in params:
+        text = str(v)
+        if "\n" in text or "\r" in text:
+            raise ValueError(f"params: the value of {k!r} spans lines")
+        lines.append(f"#define GS_{k} {text}")
+    return "\n".join(lines) + "\n" + source(family)
+
+
 @functools.lru_cache(maxsize=None)
 def module(family: str, dtypes: tuple = (), layout: str = "csc", params: tuple = ()):
     """The compiled CuPy module of ``family`` for one cache key.
 
-    ``dtypes``, ``layout`` and ``params`` become ``-D`` defines, so a generated or
+    ``dtypes``, ``layout`` and ``params`` (a tuple of ``(name, value)`` pairs, hashable:
+    the key of this cache) become defines (:func:`full_source`), so a generated or
     specialised source compiles once per combination.
     """
     try:
         import cupy as cp
     except ImportError:
         raise ImportError("backend 'cuda' needs CuPy: pip install 'gsample[cuda]'") from None
-    defines = [f"-DGS_DTYPE{i}={d}" for i, d in enumerate(dtypes)]
-    defines += [f"-DGS_LAYOUT_{layout.upper()}=1"] + [f"-DGS_{k}={v}" for k, v in params]
-    return cp.RawModule(code=source(family), options=("-std=c++17", f"-I{KERNELS}", *defines))
+    # IEEE arithmetic, as PyTorch's kernels are built: keep subnormals, exact division and
+    # sqrt (results must be bit-equal to the torch backend's; our own arithmetic uses _rn
+    # intrinsics, so FMA contraction stays as the library code of powf/log expects)
+    ieee = ("--ftz=false", "--prec-div=true", "--prec-sqrt=true")
+    return cp.RawModule(code=full_source(family, dtypes, layout, params),
+                        options=("-std=c++17", f"-I{KERNELS}", *ieee))
 
 
 def _arg(x):

@@ -1,8 +1,9 @@
-"""CUDA draws for uniform individual sampling (``kernels/sampling.cu``).
+"""CUDA draws for individual and collective sampling (``kernels/sampling.cu``).
 
-The host code (degrees, output layout, sorting within a column) is the torch
-backend's :func:`gsample.backend.torch.select.select_in_columns`; only the draws run
-as kernels, bit-equal to ``select.Draws`` (same words, same Algorithm R slots).
+The host code (degrees, running sums, output layout, sorting) is the torch backend's
+(:func:`gsample.backend.torch.select.select_in_columns`, :func:`~gsample.backend.torch.
+select.choose_rows`); only the draws run as kernels, equal to ``select.Draws`` (same
+words, same Algorithm R slots, same float steps rounded one by one, same binary search).
 """
 from __future__ import annotations
 
@@ -37,6 +38,52 @@ class CudaDraws:
         return slots
 
 
+    @staticmethod
+    def exp_keys(col, offset, probs, key):
+        out = torch.empty(col.numel(), dtype=torch.float64, device=col.device)
+        launch("sampling", "gs_exp_keys", out.numel(), _base(key), _i64(col), _i64(offset),
+               _f64(probs), col.numel(), out)
+        return out
+
+    @staticmethod
+    def inverse_cdf(cum, before, last, cols, k, key):
+        out = torch.empty(cols.numel() * k, dtype=torch.int64, device=cols.device)
+        cum = _f64(cum)
+        launch("sampling", "gs_inverse_cdf", out.numel(), _base(key), cum, cum.numel(),
+               _f64(before), _i64(last), _i64(cols), cols.numel(), k, out)
+        return out
+
+    @staticmethod
+    def row_keys(gid, key, probs=None):
+        if probs is None:
+            out = torch.empty(gid.numel(), dtype=torch.int64, device=gid.device)
+            launch("sampling", "gs_row_keys", out.numel(), _base(key), _i64(gid), gid.numel(),
+                   out)
+        else:
+            out = torch.empty(gid.numel(), dtype=torch.float64, device=gid.device)
+            launch("sampling", "gs_row_exp_keys", out.numel(), _base(key), _i64(gid),
+                   _f64(probs), gid.numel(), out)
+        return out
+
+    @staticmethod
+    def row_draws(cand, k, key, cum=None):
+        out = torch.empty(k, dtype=torch.int64, device=cand.device)
+        if cum is None:
+            launch("sampling", "gs_row_draws", k, _base(key), cand.numel(), k, out)
+        else:
+            launch("sampling", "gs_row_draws_weighted", k, _base(key), _f64(cum), cand.numel(),
+                   k, out)
+        return out
+
+
+def _i64(x: torch.Tensor) -> torch.Tensor:
+    return x.to(torch.int64).contiguous()
+
+
+def _f64(x: torch.Tensor) -> torch.Tensor:
+    return x.to(torch.float64).contiguous()
+
+
 def hash_words(key: int, col: torch.Tensor, draw: torch.Tensor) -> torch.Tensor:
     """Device words of the hash (for tests: equal to ``random.hash_tensor``), as int64 bits."""
     out = torch.empty(col.numel(), dtype=torch.int64, device=col.device)
@@ -46,12 +93,22 @@ def hash_words(key: int, col: torch.Tensor, draw: torch.Tensor) -> torch.Tensor:
 
 
 def individual_sample(A, k, replace, key, probs=None):
-    """Uniform draws run as kernels; weighted sampling runs the torch code on the GPU."""
-    return select.individual_sample(A, k, replace, key, probs,
-                                    draws=CudaDraws if probs is None else select.Draws)
+    """Individual sampling with every draw (uniform and weighted) as kernels."""
+    return select.individual_sample(A, k, replace, key, probs, draws=CudaDraws)
 
 
 def slice_individual_sample(A, cols, k, replace, key, probs=None):
-    """The fused slice + sample, with uniform draws as kernels."""
-    return fused_select.slice_individual_sample(
-        A, cols, k, replace, key, probs, draws=CudaDraws if probs is None else select.Draws)
+    """The fused slice + individual sample, with the draws as kernels."""
+    return fused_select.slice_individual_sample(A, cols, k, replace, key, probs,
+                                                draws=CudaDraws)
+
+
+def collective_sample(A, k, replace, key, node_probs=None):
+    """Collective sampling with the row keys / row draws as kernels."""
+    return select.collective_sample(A, k, replace, key, node_probs, draws=CudaDraws)
+
+
+def slice_collective_sample(A, cols, k, replace, key, node_probs=None):
+    """The fused slice + collective sample, with the row keys / row draws as kernels."""
+    return fused_select.slice_collective_sample(A, cols, k, replace, key, node_probs,
+                                                draws=CudaDraws)

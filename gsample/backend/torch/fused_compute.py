@@ -69,7 +69,12 @@ def fused_edge_map(A: CSC, program: tuple, **operands) -> CSC:
 def fused_edge_map_reduce(A: CSC, program: tuple, op: str, axis: int, **operands) -> torch.Tensor:
     """``program`` (as :func:`fused_edge_map`), then ``sum``/``max``/``mean`` of the values
     per column (``axis=0``, shape (C,)) or per row (``axis=1``, shape (R,)); 0 where empty."""
-    v = _evaluate(A, program, operands)
+    return reduce_values(A, _evaluate(A, program, operands), op, axis)
+
+
+def reduce_values(A: CSC, v: Optional[torch.Tensor], op: str, axis: int) -> torch.Tensor:
+    """The reduction of :func:`fused_edge_map_reduce` over values ``v`` on ``A``'s edges
+    (None: ``A``'s own); shared with the CUDA backend, whose map is a generated kernel."""
     if v is None:
         v = A.value_tensor()
     if axis == 0:

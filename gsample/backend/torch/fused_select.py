@@ -78,7 +78,7 @@ def slice_individual_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, k
 
 
 def slice_collective_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, key: int,
-                            node_probs: Optional[torch.Tensor] = None) -> CSC:
+                            node_probs: Optional[torch.Tensor] = None, draws=Draws) -> CSC:
     """``A[:, cols].collective_sample(k, node_probs, replace)`` without the slice's values.
 
     Parameters
@@ -91,6 +91,8 @@ def slice_collective_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, k
         As ``select.collective_sample``.
     node_probs : Tensor, shape (A.num_rows,), optional
         One weight per row of ``A``'s row space.
+    draws
+        Who makes the draws (``select.Draws`` or a backend's kernels).
 
     Returns
     -------
@@ -101,6 +103,6 @@ def slice_collective_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, k
     indptr_a, seg = A.column_segments(cols)
     index, indptr_s = gather_segments(indptr_a, seg)
     rows_s = A.rows[index]                      # the frontier's rows: the candidates
-    chosen = choose_rows(rows_s, A.num_rows, A.global_rows, k, replace, key, node_probs)
+    chosen = choose_rows(rows_s, A.num_rows, A.global_rows, k, replace, key, node_probs, draws)
     indptr, kept, rows = keep_rows(indptr_s, rows_s, A.num_rows, chosen)
     return _result(A, cols, indptr, index[kept], rows=rows, row_ids=A.global_rows(chosen))

@@ -74,10 +74,13 @@ def _sort_rows(x: torch.Tensor, k: int) -> torch.Tensor:
 
 # ----------------------------------------------------------------------------- individual
 class Draws:
-    """The random draws of uniform individual sampling, as tensor code.
+    """The random draws of sampling, as tensor code.
 
     A backend with kernels for them (``gsample.backend.cuda``) passes its own object with
-    these two methods to :func:`select_in_columns`; the host code around them is shared.
+    these methods to :func:`select_in_columns` / :func:`choose_rows`; the host code around
+    them (degrees, running sums, sorting, output layout) is shared. Every method is a pure
+    function of its arguments and the op key; a kernel implementation must return the
+    same values (the same bits).
     """
 
     @staticmethod
@@ -99,6 +102,61 @@ class Draws:
         slots = _arange(k, cols).repeat(cols.numel())
         return slots.scatter_reduce_(0, owner[hit] * k + j[hit], co[hit], "amax")
 
+    @staticmethod
+    def exp_keys(col, offset, probs, key):
+        """Exponential keys of edges: ``exponential(word(col, offset)) / probs`` (float64).
+
+        ``col``, ``offset`` (LongTensor) and ``probs`` (any float dtype, > 0) have shape (n,).
+        """
+        return exponential(hash_tensor(key, col, offset)) / probs.double()
+
+    @staticmethod
+    def inverse_cdf(cum, before, last, cols, k, key):
+        """Inverse-CDF draws, ``k`` per column of ``cols`` (shape (n * k,), draw-major).
+
+        Draw ``t`` of column ``c = cols[i]`` (at ``i * k + t``) takes ``u = uniform_float(
+        word(c, t))``, ``target = before[c] + u * (before[c + 1] - before[c])`` and the
+        first edge ``e`` with ``cum[e] > target`` (``searchsorted(right=True)``), pulled
+        back to ``last[c]``, the column's last edge of positive weight.
+
+        ``cum`` (float64, shape (nnz,)) is the running sum over all columns' edges (in
+        column order) and is searched whole, as ``torch.searchsorted`` does; ``before``
+        (float64, shape (C + 1,)) is its value at each column start (0 first); only columns
+        with ``before[c + 1] > before[c]`` may be drawn.
+        """
+        total = before[1:] - before[:-1]
+        rep = cols.repeat_interleave(k)
+        t = _arange(k, cols).repeat(cols.numel())
+        u = uniform_float(hash_tensor(key, rep, t))
+        e = torch.searchsorted(cum, before[rep] + u * total[rep], right=True)
+        return torch.minimum(e, last[rep])
+
+    @staticmethod
+    def row_keys(gid, key, probs=None):
+        """Keys of candidate rows of global ids ``gid`` (the ``k`` smallest win).
+
+        Uniform: ``sort_key(word(0, gid))`` (int64); weighted: ``exponential(word(0, gid))
+        / probs`` (float64; ``probs`` aligned with ``gid``, > 0).
+        """
+        word = hash_tensor(key, torch.zeros_like(gid), gid)
+        return sort_key(word) if probs is None else exponential(word) / probs.double()
+
+    @staticmethod
+    def row_draws(cand, k, key, cum=None):
+        """Positions in ``cand`` (shape (k,)) of ``k`` draws with replacement.
+
+        Draw ``t`` uses ``word(0, t)``: uniform ``uniform_int(word, n)``; weighted (``cum``:
+        float64 running sum of the candidates' weights, shape (n,)) the first ``i`` with
+        ``cum[i] > uniform_float(word) * cum[-1]``, at most ``n - 1``.
+        """
+        n = cand.numel()
+        t = _arange(k, cand)
+        word = hash_tensor(key, torch.zeros_like(t), t)
+        if cum is None:
+            return uniform_int(word, n)
+        idx = torch.searchsorted(cum, uniform_float(word) * cum[-1], right=True)
+        return idx.clamp_(max=n - 1)
+
 
 def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
                       probs: Optional[torch.Tensor] = None, draws=Draws):
@@ -114,8 +172,8 @@ def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
     probs : Tensor, shape (sum(deg),), optional
         Weights of the columns' edges, concatenated in column order (the edge order of
         the column slice). Uniform sampling never needs the edges themselves.
-    draws : object with ``with_replacement`` and ``reservoir``
-        Who makes the uniform draws (:class:`Draws`: tensor code; or a backend's kernels).
+    draws : object with the methods of :class:`Draws`
+        Who makes the draws (:class:`Draws`: tensor code; or a backend's kernels).
 
     Returns
     -------
@@ -137,11 +195,11 @@ def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
     col = torch.repeat_interleave(_arange(C, deg), deg, output_size=nnz)
     offset = _arange(nnz, deg) - indptr[col]
     if not replace:
-        mask = _weighted_without(indptr, col, offset, probs, k, key)
+        mask = _weighted_without(indptr, col, offset, probs, k, key, draws)
         kept = segment_ptr(mask.to(torch.int64))
         sel = mask.nonzero().squeeze(1)
         return segment_ptr(kept[indptr[1:]] - kept[indptr[:-1]]), col[sel], offset[sel]
-    e, cols = _weighted_with(indptr, col, probs, k, key)
+    e, cols = _weighted_with(indptr, col, probs, k, key, draws)
     return segment_ptr(torch.bincount(cols, minlength=C)), col[e], offset[e]
 
 
@@ -179,7 +237,7 @@ def _uniform_with(deg, k, key, draws):
     return segment_ptr(counts), nz.repeat_interleave(k), _sort_rows(off, k)
 
 
-def _weighted_without(indptr, col, offset, probs, k, key) -> torch.Tensor:
+def _weighted_without(indptr, col, offset, probs, k, key, draws=Draws) -> torch.Tensor:
     """Mask of the edges kept: exponential keys, the k smallest per column win."""
     positive = probs > 0
     npos = segment_ptr(positive.to(torch.int64))
@@ -188,12 +246,12 @@ def _weighted_without(indptr, col, offset, probs, k, key) -> torch.Tensor:
     mask = positive & full
     need = (positive & ~full).nonzero().squeeze(1)
     if need.numel():
-        keys = exponential(hash_tensor(key, col[need], offset[need])) / probs[need].double()
+        keys = draws.exp_keys(col[need], offset[need], probs[need], key)
         mask[need[_segmented_smallest(keys, col[need], k)]] = True
     return mask
 
 
-def _weighted_with(indptr, col, probs, k, key):
+def _weighted_with(indptr, col, probs, k, key, draws=Draws):
     """Drawn edges (ascending positions) and their columns: inverse CDF per column."""
     C = indptr.numel() - 1
     # Scale each column by its largest weight (exact, order-free) before the running sum,
@@ -205,26 +263,24 @@ def _weighted_with(indptr, col, probs, k, key):
     cum = torch.cumsum(w, 0)
     before = torch.cat([cum.new_zeros(1), cum])[indptr]      # running sum at each column start
     total = before[1:] - before[:-1]
-    cols = torch.nonzero(total > 0).squeeze(1).repeat_interleave(k)
-    draws = _arange(k, cols).repeat(cols.numel() // k)
-    u = uniform_float(hash_tensor(key, cols, draws))
-    e = torch.searchsorted(cum, before[cols] + u * total[cols], right=True)
-    # float rounding may step past a column's last positive edge; pull it back
+    drawn = torch.nonzero(total > 0).squeeze(1)
+    # float rounding may step past a column's last positive edge; draws pull it back to last
     last = torch.full((C,), -1, dtype=torch.int64, device=w.device)
     pos = (w > 0).nonzero().squeeze(1)
     last.scatter_reduce_(0, col[pos], pos, "amax")
-    e = torch.minimum(e, last[cols])
+    e = draws.inverse_cdf(cum, before, last, drawn, k, key)
     e, order = torch.sort(e, stable=True)
-    return e, cols[order]
+    return e, drawn.repeat_interleave(k)[order]
 
 
 # ----------------------------------------------------------------------------- collective
 def choose_rows(rows: torch.Tensor, num_rows: int, global_rows, k: int, replace: bool, key: int,
-                node_probs: Optional[torch.Tensor] = None) -> torch.Tensor:
+                node_probs: Optional[torch.Tensor] = None, draws=Draws) -> torch.Tensor:
     """The local rows (ascending) collective sampling keeps.
 
     ``rows`` (shape (E,)) are the local rows of the matrix's edges, in any order;
-    ``global_rows(local)`` maps local rows to global ids (the keys of their draws).
+    ``global_rows(local)`` maps local rows to global ids (the keys of their draws);
+    ``draws`` makes the draws (:class:`Draws` or a backend's kernels).
     """
     has = torch.zeros(num_rows, dtype=torch.bool, device=rows.device)
     has[rows] = True
@@ -237,19 +293,11 @@ def choose_rows(rows: torch.Tensor, num_rows: int, global_rows, k: int, replace:
     if not replace:
         if n <= k:
             return cand
-        word = hash_tensor(key, torch.zeros_like(cand), global_rows(cand))
-        keys = sort_key(word) if node_probs is None else \
-            exponential(word) / node_probs[cand].double()
+        keys = draws.row_keys(global_rows(cand).to(torch.int64), key,
+                              None if node_probs is None else node_probs[cand])
         return torch.sort(cand[torch.argsort(keys, stable=True)[:k]]).values
-    draws = _arange(k, cand)
-    word = hash_tensor(key, torch.zeros_like(draws), draws)
-    if node_probs is None:
-        idx = uniform_int(word, n)
-    else:
-        cum = torch.cumsum(node_probs[cand].double(), 0)
-        idx = torch.searchsorted(cum, uniform_float(word) * cum[-1], right=True)
-        idx = idx.clamp_(max=n - 1)
-    return torch.unique(cand[idx])
+    cum = None if node_probs is None else torch.cumsum(node_probs[cand].double(), 0)
+    return torch.unique(cand[draws.row_draws(cand, k, key, cum)])
 
 
 def keep_rows(indptr: torch.Tensor, rows: torch.Tensor, num_rows: int, chosen: torch.Tensor):
@@ -268,10 +316,11 @@ def keep_rows(indptr: torch.Tensor, rows: torch.Tensor, num_rows: int, chosen: t
 
 
 def collective_sample(A: CSC, k: int, replace: bool, key: int,
-                      node_probs: Optional[torch.Tensor] = None) -> CSC:
+                      node_probs: Optional[torch.Tensor] = None, draws=Draws) -> CSC:
     """``k`` rows for the whole matrix, keeping every edge of the chosen rows."""
     csc = A
-    chosen = choose_rows(csc.rows, csc.num_rows, csc.global_rows, k, replace, key, node_probs)
+    chosen = choose_rows(csc.rows, csc.num_rows, csc.global_rows, k, replace, key, node_probs,
+                         draws)
     indptr, kept, rows = keep_rows(csc.indptr, csc.rows, csc.num_rows, chosen)
     out = csc.take_edges(kept, indptr)
     return dc_replace(out, rows=rows, row_ids=csc.global_rows(chosen))

@@ -1,0 +1,128 @@
+"""Plain-PyTorch samplers: GraphSAGE and LADIES written directly with torch ops, no gsample.
+
+The baselines of ``benchmarks/gpu_workloads.py`` (DESIGN §8): what someone would write in
+PyTorch on the graph's CSC tensors (``indptr``, ``indices``, edge ``values``), on any device.
+They implement the same sampler semantics and sizes as ``examples/graphsage.py`` and
+``examples/ladies.py`` but draw from torch's generator, so their samples differ from gsample's.
+
+A sampled layer is a :class:`Block`: ``indptr`` over the frontier ``cols`` (global ids),
+``rows`` the global id of each kept edge's source (CSC order), and ``values`` (LADIES).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+import torch
+
+
+class Block(NamedTuple):
+    indptr: torch.Tensor            # (C + 1,)
+    rows: torch.Tensor              # (E,) global source ids, column by column
+    cols: torch.Tensor              # (C,) global ids of the frontier
+    values: Optional[torch.Tensor] = None
+
+    @property
+    def num_edges(self) -> int:
+        return self.rows.numel()
+
+
+def _exclusive_cumsum(x: torch.Tensor) -> torch.Tensor:
+    out = torch.zeros(x.numel() + 1, dtype=torch.int64, device=x.device)
+    torch.cumsum(x, 0, out=out[1:])
+    return out
+
+
+def frontier_edges(indptr: torch.Tensor, cols: torch.Tensor):
+    """The in-edges of the frontier ``cols``: ``(ptr, col, pos)``; edge ``i`` is graph edge
+    ``pos[i]`` of local column ``col[i]``, and local column ``c`` holds ``ptr[c]:ptr[c+1]``."""
+    start = indptr[cols]
+    deg = indptr[cols + 1] - start
+    ptr = _exclusive_cumsum(deg)
+    total = int(ptr[-1])
+    col = torch.repeat_interleave(torch.arange(cols.numel(), device=cols.device), deg,
+                                  output_size=total)
+    pos = torch.arange(total, device=cols.device) + (start - ptr[:-1])[col]
+    return ptr, col, pos
+
+
+def next_frontier(cols: torch.Tensor, rows: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    """``cols`` followed by the rows not among them (ascending, unique): a node mask, no sort."""
+    new = torch.zeros(num_nodes, dtype=torch.bool, device=rows.device)
+    new[rows] = True
+    new[cols] = False
+    return torch.cat([cols, new.nonzero().squeeze(1)])
+
+
+# ----------------------------------------------------------------------------- GraphSAGE
+def sage_layer(indptr, indices, cols, k: int) -> Block:
+    """Up to ``k`` in-edges of each frontier column, uniformly without replacement.
+
+    Columns with at most ``k`` edges keep them all; in the others every edge gets a random
+    key and one sort of ``column + key`` ranks the edges inside their column (a segmented
+    random permutation); the first ``k`` of each column are kept, in CSC order.
+    """
+    ptr, col, pos = frontier_edges(indptr, cols)
+    deg = ptr[1:] - ptr[:-1]
+    big_col = deg > k
+    keep = ~big_col[col]                                  # small columns: every edge
+    big = (~keep).nonzero().squeeze(1)                    # edges of big columns, CSC order
+    if big.numel():
+        bcol = col[big]
+        keys = bcol.to(torch.float64) + torch.rand(big.numel(), dtype=torch.float64,
+                                                   device=cols.device)
+        order = torch.sort(keys).indices                  # columns stay grouped, shuffled inside
+        bptr = _exclusive_cumsum(torch.where(big_col, deg, 0))
+        rank = torch.arange(big.numel(), device=cols.device) - bptr[bcol]
+        keep[big[order[rank < k]]] = True
+    kept = keep.nonzero().squeeze(1)
+    return Block(_exclusive_cumsum(torch.clamp(deg, max=k)), indices[pos[kept]], cols)
+
+
+def graphsage(indptr, indices, num_nodes: int, seeds, fanouts=(25, 10)):
+    """GraphSAGE neighbour sampling: one :class:`Block` per fanout, seeds outwards."""
+    blocks = []
+    for k in fanouts:
+        b = sage_layer(indptr, indices, seeds, k)
+        blocks.append(b)
+        seeds = next_frontier(seeds, b.rows, num_nodes)
+    return blocks
+
+
+# ----------------------------------------------------------------------------- LADIES
+def ladies_layer(indptr, indices, values, num_nodes: int, cols, k: int) -> Block:
+    """One LADIES layer on the normalised graph (``values``).
+
+    Row probabilities: the sum of squared weights of the frontier's in-edges by row
+    (normalised); ``k`` rows drawn by ``torch.multinomial`` without replacement among the
+    rows with positive probability (all of them when there are at most ``k``); every
+    in-edge of the frontier from a chosen row is kept, weighted by ``1 / p(row)``, and each
+    column is normalised to sum to 1.
+    """
+    ptr, col, pos = frontier_edges(indptr, cols)
+    rows, w = indices[pos], values[pos]
+    p = torch.zeros(num_nodes, dtype=w.dtype, device=w.device).index_add_(0, rows, w * w)
+    p = p / p.sum().clamp(min=1e-30)
+    cand = (p > 0).nonzero().squeeze(1)
+    if cand.numel() > k:
+        chosen = torch.sort(cand[torch.multinomial(p[cand], k, replacement=False)]).values
+    else:
+        chosen = cand
+    is_chosen = torch.zeros(num_nodes, dtype=torch.bool, device=w.device)
+    is_chosen[chosen] = True
+    kept = is_chosen[rows].nonzero().squeeze(1)
+    kcol, krows = col[kept], rows[kept]
+    v = w[kept] / p[krows]
+    colsum = torch.zeros(cols.numel(), dtype=v.dtype, device=v.device).index_add_(0, kcol, v)
+    v = v / colsum[kcol]
+    counts = torch.bincount(kcol, minlength=cols.numel())
+    return Block(_exclusive_cumsum(counts), krows, cols, v)
+
+
+def ladies(indptr, indices, values, num_nodes: int, seeds, layers=(4000, 4000, 4000)):
+    """LADIES layer-wise sampling: one :class:`Block` per layer, seeds outwards."""
+    blocks = []
+    for k in layers:
+        b = ladies_layer(indptr, indices, values, num_nodes, seeds, k)
+        blocks.append(b)
+        seeds = next_frontier(seeds, b.rows, num_nodes)
+    return blocks
