@@ -229,7 +229,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda":
-        torch.cuda.set_device(device)
+        torch.cuda.set_device(device.index or 0)
     print(f"device: {device_name(device)}")
 
     # graph, seeds, gather bandwidth
