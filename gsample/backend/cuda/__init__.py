@@ -1,7 +1,8 @@
 """The CUDA backend: kernels from ``kernels/`` compiled through CuPy.
 
 Today it has kernels for the draws of individual (uniform and weighted) and collective
-sampling (plain and fused with the column slice: ``kernels/sampling.cu``); every other
+sampling (plain and fused with the column slice: ``kernels/sampling.cu``) and generated
+kernels for fused edge maps (``kernels/edge_map.cu`` + ``codegen``; float64); every other
 op runs the torch backend's code on the CUDA tensors (the executor falls back per op,
 by the declared ``capabilities``). Samples are bit-equal to the torch backend's.
 """
