@@ -159,3 +159,17 @@ def check_compiled_equals_eager(fn, *args, passes=None, calls=2, seed=0, distinc
         assert all(not same(x, y) for x, y in zip(got, got[1:])), \
             "the stream did not advance between the calls"
     return compiled
+
+
+def weighted_sampler(A, seeds, v, fanouts=(5, 5)):
+    """Probabilities from edge-map chains (the pipeline fuses them: FUSED_EDGE_MAP_REDUCE)."""
+    blocks = []
+    for k in fanouts:
+        sub = A[:, seeds]
+        probs = ((sub ** 2) * 3 + 0.1).div(v[sub.col_ids], axis=0)
+        bias = (sub.add(v[sub.row_ids], axis=1) ** 2).sum(axis=1)
+        s = sub.individual_sample(k, probs=probs)
+        blocks.append(s)
+        blocks.append(s.collective_sample(k, node_probs=bias[s.row_ids]))
+        seeds = s.all_nodes()
+    return blocks

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gsample as gs
+from helpers import weighted_sampler
 from gsample.backend import get_backend
 from gsample.backend.cuda import codegen
 from gsample.backend.torch import fused_compute
@@ -156,20 +157,6 @@ def test_empty_matrix(cuda_edge_map):
                      torch.zeros(A.num_cols + 1, dtype=torch.long, device="cuda"))
     program = (("mul", None, False, 3, None), ("add", None, False, 1, None))
     _check(cuda_edge_map, A, program, {})
-
-
-def weighted_sampler(A, seeds, v, fanouts=(5, 5)):
-    """Probabilities from edge-map chains (fused into FUSED_EDGE_MAP_REDUCE by the pipeline)."""
-    blocks = []
-    for k in fanouts:
-        sub = A[:, seeds]
-        probs = ((sub ** 2) * 3 + 0.1).div(v[sub.col_ids], axis=0)
-        bias = (sub.add(v[sub.row_ids], axis=1) ** 2).sum(axis=1)
-        s = sub.individual_sample(k, probs=probs)
-        blocks.append(s)
-        blocks.append(s.collective_sample(k, node_probs=bias[s.row_ids]))
-        seeds = s.all_nodes()
-    return blocks
 
 
 def test_compiled_sampler_with_generated_kernels_equals_eager(cuda_edge_map, small_graph):

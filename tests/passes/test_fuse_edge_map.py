@@ -16,7 +16,7 @@ from gsample.passes import PIPELINE
 from gsample.passes.cse import cse
 from gsample.passes.dce import dce
 from gsample.passes.fuse_edge_map import fuse_edge_map, fuse_edge_map_reduce
-from helpers import check_compiled_equals_eager, example
+from helpers import check_compiled_equals_eager, example, weighted_sampler
 from helpers import random_seeds as seeds
 
 PASSES = [cse, fuse_edge_map, fuse_edge_map_reduce, dce]
@@ -164,19 +164,6 @@ def test_pipeline_runs_edge_map_fusion_before_reduce_fusion_and_before_dce():
 
 
 # ----------------------------------------------------------------------------- samples
-def weighted_sampler(A, seeds, v, fanouts=(5, 5)):
-    blocks = []
-    for k in fanouts:
-        sub = A[:, seeds]
-        probs = ((sub ** 2) * 3 + 0.1).div(v[sub.col_ids], axis=0)
-        bias = (sub.add(v[sub.row_ids], axis=1) ** 2).sum(axis=1)
-        s = sub.individual_sample(k, probs=probs)
-        blocks.append(s)
-        blocks.append(s.collective_sample(k, node_probs=bias[s.row_ids]))
-        seeds = s.all_nodes()
-    return blocks
-
-
 @pytest.mark.parametrize("passes", [PASSES, None], ids=["fusion", "pipeline"])
 def test_samples_unchanged_weighted_sampler(A, passes):
     v = torch.rand(2000) + 0.5
