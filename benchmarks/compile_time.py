@@ -21,9 +21,7 @@ import functools
 import pathlib
 import statistics
 import sys
-import time
 
-import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -31,22 +29,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import gsample as gs  # noqa: E402
 import gsample.compiler  # noqa: E402
 # epoch_time also puts examples/ on sys.path
-from epoch_time import benchmark_parser, epoch, load, write_record  # noqa: E402
+from epoch_time import benchmark_parser, epoch, load, timed, write_record  # noqa: E402
 from graphsage import graphsage  # noqa: E402
 from ladies import ladies, normalize  # noqa: E402
-
-
-def sync(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-
-
-def timed(fn, device):
-    sync(device)
-    start = time.perf_counter()
-    out = fn()
-    sync(device)
-    return time.perf_counter() - start, out
 
 
 def compile_times(fn, A, batch, kwargs, repeats, device):

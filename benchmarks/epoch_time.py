@@ -14,6 +14,7 @@ import pathlib
 import platform
 import statistics
 import sys
+import time
 
 import torch
 
@@ -51,6 +52,21 @@ def device_name(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     return f"{platform.processor() or platform.machine()} CPU, {torch.get_num_threads()} threads"
+
+
+def sync(device):
+    """Wait for the device's queued work (a no-op on the CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed(fn, device):
+    """``(seconds, fn())``, with the device synchronised before and after."""
+    sync(device)
+    start = time.perf_counter()
+    out = fn()
+    sync(device)
+    return time.perf_counter() - start, out
 
 
 def epoch(A, sampler, seeds, batch_size):

@@ -35,26 +35,14 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import gsample as gs  # noqa: E402
 # epoch_time also puts examples/ on sys.path
-from epoch_time import benchmark_parser, device_name, epoch, write_record  # noqa: E402
+from epoch_time import (benchmark_parser, device_name, epoch, sync, timed,  # noqa: E402
+                        write_record)
 from common import seed_nodes  # noqa: E402
 from graphsage import graphsage  # noqa: E402
 from ladies import ladies, normalize  # noqa: E402
 import baselines  # noqa: E402
 
 MODES = ("plain PyTorch", "gsample eager", "compiled, torch backend", "compiled, cuda backend")
-
-
-def sync(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def timed(fn, device):
-    sync(device)
-    start = time.perf_counter()
-    out = fn()
-    sync(device)
-    return time.perf_counter() - start, out
 
 
 # ----------------------------------------------------------------------------- set-up

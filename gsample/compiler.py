@@ -193,7 +193,9 @@ class CompiledSampler:
 
     def program(self, *args, **kwargs) -> Graph:
         """The optimised IR this call would run (tracing it if needed)."""
-        dynamic, static, num_nodes = self._split(args, kwargs)
+        return self._program(*self._split(args, kwargs))
+
+    def _program(self, dynamic, static, num_nodes) -> Graph:
         key = self._key(dynamic, static, num_nodes)
         if key not in self._cache:
             from .passes import optimize
@@ -206,12 +208,12 @@ class CompiledSampler:
         return self._cache[key]
 
     def __call__(self, *args, **kwargs):
-        dynamic, _, _ = self._split(args, kwargs)
+        dynamic, static, num_nodes = self._split(args, kwargs)   # once per call: a hot path
         if self.backend == "cuda" and any(isinstance(v, Matrix) and v.device.type != "cuda"
                                           for v in dynamic.values()):
             raise ValueError("backend: the 'cuda' backend needs the graph on a GPU "
                              "(A.to('cuda'))")
-        return execute(self.program(*args, **kwargs), dynamic, self.backend)
+        return execute(self._program(dynamic, static, num_nodes), dynamic, self.backend)
 
     def clear_cache(self) -> None:
         self._cache.clear()
