@@ -11,6 +11,10 @@ For each workload, in one process:
   ``--batch-size`` over ``--seeds`` seeds), one warm-up epoch each, then ``--repeats``
   epochs alternating eager / compiled; medians. The sampled edge counts of the two must
   agree (they are the same samples).
+* layout selection: the same compiled epochs with the layout pass forced to all-CSC
+  (``gsample.passes.layout.pipeline("csc")``), measured in the same rotation; the record
+  names the cost table the compiles used (``GSAMPLE_CALIBRATION``, ``python -m gsample
+  calibrate``).
 
 Writes JSON with device, date, command and the pipeline's passes to ``benchmarks/results/``.
 
@@ -28,10 +32,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import gsample as gs  # noqa: E402
 import gsample.compiler  # noqa: E402
+import gsample.cost  # noqa: E402
 # epoch_time also puts examples/ on sys.path
 from epoch_time import benchmark_parser, epoch, load, timed, write_record  # noqa: E402
 from graphsage import graphsage  # noqa: E402
 from ladies import ladies, normalize  # noqa: E402
+from gsample.passes.layout import pipeline as layout_pipeline  # noqa: E402
 
 
 def compile_times(fn, A, batch, kwargs, repeats, device):
@@ -58,24 +64,31 @@ def compile_times(fn, A, batch, kwargs, repeats, device):
 
 
 def epoch_times(fn, A, seeds, kwargs, batch_size, repeats):
-    """Median eager and compiled epoch seconds, measured alternately after a warm-up each."""
+    """Median eager and compiled epoch seconds, measured alternately after a warm-up each;
+    compiled twice: the default pipeline, and with layout selection off (all CSC)."""
     eager_fn = functools.partial(fn, **kwargs)
     compiled_fn = functools.partial(gs.compile(fn), **kwargs)
+    csc_fn = functools.partial(gs.compile(fn, passes=layout_pipeline("csc")), **kwargs)
     _, edges_eager = epoch(A, eager_fn, seeds, batch_size)                   # warm-up
     _, edges_compiled = epoch(A, compiled_fn, seeds, batch_size)             # warm-up, trace
-    assert edges_eager == edges_compiled, (edges_eager, edges_compiled)
-    eager, compiled = [], []
+    _, edges_csc = epoch(A, csc_fn, seeds, batch_size)
+    assert edges_eager == edges_compiled == edges_csc, (edges_eager, edges_compiled, edges_csc)
+    eager, compiled, csc = [], [], []
     for _ in range(repeats):
         t, e = epoch(A, eager_fn, seeds, batch_size)
         eager.append(t)
         t, c = epoch(A, compiled_fn, seeds, batch_size)
         compiled.append(t)
-        assert e == c == edges_eager
-    te, tc = statistics.median(eager), statistics.median(compiled)
+        t, k = epoch(A, csc_fn, seeds, batch_size)
+        csc.append(t)
+        assert e == c == k == edges_eager
+    te, tc, tk = statistics.median(eager), statistics.median(compiled), statistics.median(csc)
     return {"eager_epoch_s_median": te, "compiled_epoch_s_median": tc,
             "compiled_speedup": te / tc, "eager_epoch_s_all": eager,
             "compiled_epoch_s_all": compiled, "sampled_edges": edges_eager,
-            "compiled_sampled_edges_per_s": edges_eager / tc}
+            "compiled_sampled_edges_per_s": edges_eager / tc,
+            "compiled_all_csc_epoch_s_median": tk, "compiled_all_csc_epoch_s_all": csc,
+            "layout_selection_speedup": tk / tc}
 
 
 def main(argv=None):
@@ -101,8 +114,11 @@ def main(argv=None):
         print(f"{'':20s} epoch:   eager {e['eager_epoch_s_median']:.3f} s, compiled "
               f"{e['compiled_epoch_s_median']:.3f} s (median of {args.repeats}; eager / compiled "
               f"= {e['compiled_speedup']:.2f}x), {e['sampled_edges']:,} edges")
+        print(f"{'':20s} layouts: compiled all-CSC {e['compiled_all_csc_epoch_s_median']:.3f} s "
+              f"(selected / all-CSC = {e['layout_selection_speedup']:.2f}x faster)")
     write_record("compile_time", args, argv, device, A, repeats=args.repeats, backend="torch",
                  pipeline=[(e[0] if isinstance(e, tuple) else e).__name__ for e in PIPELINE],
+                 layout_cost_table=gs.cost.table_for(device, A.num_nodes).source,
                  results=results)
 
 

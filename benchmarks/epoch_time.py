@@ -1,10 +1,14 @@
 """Epoch time of eager samplers on a SNAP graph or a generated one (DESIGN §8, reduced size).
 
 Median of ``--repeats`` epochs after one warm-up epoch; writes JSON with device, date and the
-command to ``benchmarks/results/``.
+command to ``benchmarks/results/``. With ``--super-batch N`` (or ``auto``) it times instead the
+compiled samplers one mini-batch at a time and ``N`` mini-batches per run
+(``gs.DataLoader(..., super_batch=N)``), epochs of the two interleaved, and writes
+``epoch_time_super_batch_<graph>_<device>.json``.
 
     python benchmarks/epoch_time.py --snap ../shared/data/web-NotreDame.txt.gz --seeds 20480
     python benchmarks/epoch_time.py --device cuda
+    python benchmarks/epoch_time.py --snap ../shared/data/web-NotreDame.txt.gz --super-batch 8
 """
 import datetime
 import functools
@@ -69,9 +73,11 @@ def timed(fn, device):
     return time.perf_counter() - start, out
 
 
-def epoch(A, sampler, seeds, batch_size):
-    """``(seconds, sampled edges)`` of one epoch, the same mini-batches every time."""
-    return loader_epoch(gs.DataLoader(A, sampler, seeds, batch_size=batch_size, seed=0))
+def epoch(A, sampler, seeds, batch_size, **options):
+    """``(seconds, sampled edges)`` of one epoch, the same mini-batches every time
+    (``options``: more ``gs.DataLoader`` arguments, e.g. ``super_batch``)."""
+    return loader_epoch(gs.DataLoader(A, sampler, seeds, batch_size=batch_size, seed=0,
+                                      **options))
 
 
 def as_typed(arg):
@@ -87,9 +93,9 @@ def as_typed(arg):
     return key + eq + os.path.relpath(path, ROOT)
 
 
-def write_record(script, args, argv, device, A, **fields):
-    """Write ``<--out>/<script>_<graph>_<device type>.json``: when, where, the command, the
-    graph and mini-batch options, then ``fields``; returns its path."""
+def write_record(script, args, argv, device, A, name=None, **fields):
+    """Write ``<--out>/<name or script>_<graph>_<device type>.json``: when, where, the command,
+    the graph and mini-batch options, then ``fields``; returns its path."""
     argv = sys.argv[1:] if argv is None else argv
     record = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -105,15 +111,25 @@ def write_record(script, args, argv, device, A, **fields):
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     tag = pathlib.Path(args.snap).name.split(".")[0] if args.snap else "rmat"
-    path = out / f"{script}_{tag}_{device.type}.json"
+    path = out / f"{name or script}_{tag}_{device.type}.json"
     path.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {path}")
     return path
 
 
 # ----------------------------------------------------------------------------- eager epochs
+def _super_batch(value):
+    return value if value == "auto" else int(value)
+
+
 def main(argv=None):
-    args = benchmark_parser(__doc__).parse_args(argv)
+    p = benchmark_parser(__doc__)
+    p.add_argument("--super-batch", type=_super_batch, default=None,
+                   help="time the compiled samplers one by one and N mini-batches per run "
+                        "(an int, or 'auto')")
+    args = p.parse_args(argv)
+    if args.super_batch is not None:
+        return super_batch_main(args, argv)
     device, A, seeds = load(args)
     workloads = {
         "graphsage": ("GraphSAGE [25, 10]", A, functools.partial(graphsage, fanouts=(25, 10))),
@@ -132,6 +148,41 @@ def main(argv=None):
         print(f"{name:20s} epoch {t:7.3f} s (median of {args.repeats}), "
               f"{edges:,.0f} edges, {edges / t:,.0f} edges/s")
     write_record("epoch_time", args, argv, device, A, mode="eager, torch backend", results=results)
+
+
+# ----------------------------------------------------------------------------- super-batching
+def super_batch_main(args, argv):
+    """Compiled samplers, one mini-batch per run vs ``--super-batch`` per run (same batches)."""
+    device, A, seeds = load(args)
+    workloads = {
+        "graphsage": ("GraphSAGE [25, 10]", A, graphsage, {"fanouts": (25, 10)}),
+        "ladies": ("LADIES 3 x 4000", None, ladies, {"layers": (4000,) * 3}),
+    }
+    modes = {"one by one": {}, f"super_batch={args.super_batch}": {"super_batch": args.super_batch}}
+    results = []
+    for key in args.workloads:
+        name, graph, fn, kwargs = workloads[key]
+        graph = normalize(A) if graph is None else graph
+        sampler = functools.partial(gs.compile(fn), **kwargs)
+        runs = {mode: [] for mode in modes}
+        for r in range(args.repeats + 1):           # interleaved, so load shifts hit both
+            for mode, options in modes.items():
+                t, edges = epoch(graph, sampler, seeds, args.batch_size, **options)
+                if r:                                  # the first round warms up
+                    runs[mode].append((t, edges))
+        for mode, rs in runs.items():
+            t, edges = statistics.median(x[0] for x in rs), statistics.median(x[1] for x in rs)
+            results.append({"workload": name, "mode": mode, "epoch_s_median": t,
+                            "epoch_s_all": [x[0] for x in rs], "sampled_edges": edges,
+                            "sampled_edges_per_s": edges / t})
+        base, sb = (results[-2]["epoch_s_median"], results[-1]["epoch_s_median"])
+        results[-1]["speedup"] = base / sb
+        for res in results[-2:]:
+            print(f"{name:20s} {res['mode']:18s} epoch {res['epoch_s_median']:7.3f} s (median of "
+                  f"{args.repeats}), {res['sampled_edges']:,.0f} edges")
+        print(f"{name:20s} super-batching speed-up x{base / sb:.2f}")
+    write_record("epoch_time", args, argv, device, A, name="epoch_time_super_batch",
+                 mode="compiled, torch backend; one by one vs super-batched", results=results)
 
 
 if __name__ == "__main__":

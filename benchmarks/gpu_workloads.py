@@ -10,8 +10,9 @@ seeds per epoch in mini-batches of 512. Per workload, in one process:
 3. ``compiled, torch backend``: ``gs.compile(fn)``;
 4. ``compiled, cuda backend``: ``gs.compile(fn, backend="cuda")`` (skipped off CUDA).
 
-Modes 2-4 draw identical samples; the script checks that on a few mini-batches before
-timing. Figures per (workload, mode): epoch time (median of ``--repeats`` after one
+Modes 2-4 draw the same samples (identical for GraphSAGE; for LADIES at least 99.9% of
+edges, as the determinism contract allows weighted draws); the script checks that on a few
+mini-batches before timing. Figures per (workload, mode): epoch time (median of ``--repeats`` after one
 warm-up epoch, the same mini-batches every epoch), sampled edges per second, peak device
 memory; once per run: the graph generation time and the device's random-gather bandwidth
 (``x[idx]``, random int64 ``idx``; bytes of ``idx`` read, values gathered and written),
@@ -100,9 +101,24 @@ def baseline_epoch(sampler, batches, device):
     return time.perf_counter() - start, edges
 
 
+def agreement(x_blocks, y_blocks) -> float:
+    """Share of sampled edges two runs both drew: Jaccard of their (layer, row, column,
+    edge id) sets (1.0: the same samples)."""
+    def edges(blocks):
+        found = set()
+        for i, b in enumerate(blocks):
+            rows, cols, eids = b.edges()
+            found |= {(i, *e) for e in zip(rows.tolist(), cols.tolist(), eids.tolist())}
+        return found
+    a, b = edges(x_blocks), edges(y_blocks)
+    return len(a & b) / max(len(a | b), 1)
+
+
 def same_samples(A, samplers, seeds, batch_size):
-    """Whether every gsample sampler draws the first's samples on a few mini-batches:
-    ``{name: bool}`` (edges equal, values equal up to float rounding)."""
+    """How closely every gsample sampler draws the first's samples on a few mini-batches:
+    ``{name: agreement}`` (:func:`agreement` over all their edges). The determinism contract:
+    1.0 for uniform samplers; at least 0.999 for weighted ones, whose probabilities may be
+    rounded differently (the CUDA backend's reductions add in their own order)."""
     def draw(sampler):
         gs.manual_seed(0)
         return [b.out for b in gs.DataLoader(A, sampler, seeds, batch_size, seed=1)]
@@ -110,10 +126,8 @@ def same_samples(A, samplers, seeds, batch_size):
     result = {}
     for name, sampler in samplers.items():
         got = draw(sampler)
-        result[name] = all(
-            all(torch.equal(u, v) for u, v in zip(x.edges(), y.edges()))
-            and torch.allclose(x.values, y.values, rtol=1e-5, atol=1e-7)
-            for bx, by in zip(reference, got) for x, y in zip(bx, by))
+        result[name] = agreement([blk for batch in reference for blk in batch],
+                                 [blk for batch in got for blk in batch])
     return result
 
 
@@ -258,11 +272,12 @@ def main(argv=None):
         check = {m: s for m, s in samplers.items() if m in wanted or m == MODES[1]}
         same = same_samples(G, check, seeds[:args.check_seeds], args.batch_size)
         sizes = layer0_sizes_match(key, G, samplers[MODES[1]], base, seeds[:args.batch_size])
-        checks[name] = {"samples_equal_gsample_eager": same, "plain_pytorch_layer0_sizes_match":
+        checks[name] = {"agreement_with_gsample_eager": same, "plain_pytorch_layer0_sizes_match":
                         sizes}
-        print(f"{name}: samples equal gsample eager: {same}; plain PyTorch layer-0 sizes "
+        print(f"{name}: agreement with gsample eager: {same}; plain PyTorch layer-0 sizes "
               f"match: {sizes}")
-        assert all(same.values()), f"{name}: modes 2-4 drew different samples: {same}"
+        need = 1.0 if key == "graphsage" else 0.999          # uniform: identical samples
+        assert min(same.values()) >= need, f"{name}: modes 2-4 drew other samples: {same}"
         assert sizes, f"{name}: the plain-PyTorch sampler's first layer has other sizes"
         for mode in wanted:
             if mode == MODES[0]:

@@ -8,6 +8,7 @@
 (1000, 8)
 """
 from . import datasets
+from .backend import current_backend, use_backend
 from .compiler import CompiledSampler, compile
 from .explain import explain
 from .loader import Batch, DataLoader
@@ -16,4 +17,4 @@ from .random import initial_seed, manual_seed
 
 __version__ = "0.1.0"
 
-__all__ = ["compile", "CompiledSampler", "explain", "Matrix", "sddmm", "manual_seed", "initial_seed", "DataLoader", "Batch", "datasets"]
+__all__ = ["compile", "CompiledSampler", "explain", "Matrix", "sddmm", "manual_seed", "initial_seed", "DataLoader", "Batch", "datasets", "use_backend", "current_backend"]

@@ -1,4 +1,6 @@
-"""Command line: ``python -m gsample ir path/to/file.py:function``.
+"""Command line: ``python -m gsample ir path/to/file.py:function`` and
+``python -m gsample calibrate [--device cuda]`` (op costs for the layout pass, see
+:mod:`gsample.calibrate`).
 
 Prints :func:`gsample.explain` for a sampler function defined in a Python file: the
 traced IR, each pass with ``changed`` / ``unchanged`` and the IR after it, the
@@ -168,7 +170,39 @@ def build_parser() -> argparse.ArgumentParser:
                     help="do not pass the graph through the file's normalize(A)")
     ir.add_argument("--no-passes", action="store_true", help="show the traced IR only")
     ir.set_defaults(run=cmd_ir)
+    cal = sub.add_parser(
+        "calibrate", help="measure op and conversion costs on a device for the layout pass",
+        description="Time every layout-dependent op and conversion on synthetic matrices on "
+                    "the device, fit a + b*E + c*R + d*C per key and cache the table for "
+                    "(device, graph-size bucket) in $GSAMPLE_CACHE or ~/.cache/gsample "
+                    "(see gsample.calibrate). Compiles read it; they never time anything.")
+    cal.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
+    cal.add_argument("--num-nodes", type=int, nargs="+", default=[4 ** 9], metavar="N",
+                     help="synthetic graph size(s); one table per size bucket (default 262144)")
+    cal.add_argument("--avg-degree", type=int, default=8, help="edges per node (default 8)")
+    cal.add_argument("--repeats", type=int, default=5, help="timed runs per size (fastest)")
+    cal.add_argument("--threads", type=int, default=None,
+                     help="torch CPU threads while timing (default: torch's); part of the key")
+    cal.add_argument("--backend", choices=["torch", "cuda"], default="torch",
+                     help="backend to time: compiles for it read this table (default torch)")
+    cal.set_defaults(run=cmd_calibrate)
     return p
+
+
+def cmd_calibrate(args) -> int:
+    import torch
+
+    from .calibrate import calibrate
+    if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit(f"error: --device {args.device}: no CUDA GPU here")
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    for n in args.num_nodes:
+        entry = calibrate(args.device, n, args.repeats, args.avg_degree, backend=args.backend)
+        print(f"{entry['device']} ({args.backend} backend), bucket {entry['bucket']} "
+              f"({n:,} nodes): "
+              f"{len(entry['coefficients'])} costs written to {entry['path']}")
+    return 0
 
 
 def main(argv=None) -> int:

@@ -19,10 +19,10 @@ from typing import Callable, Optional
 import torch
 
 from . import validate as V
-from .backend import get_backend
+from .backend import current_backend, get_backend, run_op
 from .ir import Graph, Kind, Op, info, map_template
 from .matrix import Matrix
-from .random import _stream, op_key
+from .random import BatchKeys, _stream, op_key
 from .storage import CSC
 
 
@@ -46,13 +46,17 @@ def _call_dense(fn, template, env_get):
     return fn(*args, **kwargs)
 
 
-def execute(graph: Graph, args: dict, backend: str = "torch"):
+def execute(graph: Graph, args: dict, backend: str = "torch", observe=None):
     """Run ``graph`` on ``args`` (``name -> Matrix or tensor``) and return its output.
 
     Random op ``i`` draws with op ordinal ``stream.ordinal + i``; the stream then
-    advances by ``graph.num_random``, as the eager program would.
+    advances by ``graph.num_random``, as the eager program would. A random op that
+    ``gsample.passes.super_batch`` made run N mini-batches (``attrs["batches"] = (N, n)``)
+    gets a ``BatchKeys`` key, one key per mini-batch ``stream.batch_index + b``, and runs
+    the torch code, which checks its inputs per mini-batch. ``observe(node, value)``, when
+    given, is called after each node (the loader's memory estimate uses it).
     """
-    be, reference = get_backend(backend), get_backend("torch")
+    be = get_backend(backend)
     stream = _stream()
     seed, base, batch = stream.seed, stream.ordinal, stream.batch_index
     stream.ordinal += graph.num_random
@@ -78,13 +82,18 @@ def execute(graph: Graph, args: dict, backend: str = "torch"):
         else:
             kwargs = {name: env[v] for name, v in node.inputs.items()}
             kwargs.update({name: node.attrs[name] for name in info(op).attrs})
-            V.check_op(op, kwargs)
+            batches = node.attrs.get("batches")            # a super-batched random op
+            if batches is None:
+                V.check_op(op, kwargs)
             if node.is_random:
-                kwargs["key"] = op_key(seed, base + node.attrs["ordinal"], batch)
+                kwargs["key"] = op_key(seed, base + node.attrs["ordinal"], batch) if not batches \
+                    else BatchKeys.of(seed, base + node.attrs["ordinal"], batch, *batches)
             # an op the backend has no kernel for runs the reference code (same device)
-            value = (be if be.supports(op) else reference).run(op, **kwargs)
+            value = run_op(be if batches is None else get_backend("torch"), op, kwargs)
         if verbose:
             print(f"[gsample] {node.name} = {op.value} -> {_describe(value)}")
+        if observe is not None:
+            observe(node, value)
         env[node] = value
     raise AssertionError("graph without an OUTPUT node")
 
@@ -161,8 +170,10 @@ class CompiledSampler:
         The original (eager) function.
     """
 
-    def __init__(self, fn: Callable, passes: Optional[list] = None, backend: str = "torch"):
-        get_backend(backend)                      # an unknown name fails here, clearly
+    def __init__(self, fn: Callable, passes: Optional[list] = None,
+                 backend: Optional[str] = None):
+        if backend is not None:
+            get_backend(backend)                  # an unknown name fails here, clearly
         self.fn = fn
         self.passes = passes
         self.backend = backend
@@ -202,25 +213,29 @@ class CompiledSampler:
             from .trace import trace
             kinds = {n: Kind.MATRIX if isinstance(v, Matrix) else Kind.TENSOR
                      for n, v in dynamic.items()}
+            from .passes.cost_model import annotate_inputs
             graph = trace(self.fn, kinds, static, num_nodes)
+            # sizes, device and backend of this call: what the layout pass's cost model prices
+            annotate_inputs(graph, dynamic, self.backend or current_backend())
             self._cache[key] = optimize(graph, self.passes)
             self.traces += 1
         return self._cache[key]
 
     def __call__(self, *args, **kwargs):
         dynamic, static, num_nodes = self._split(args, kwargs)   # once per call: a hot path
+        backend = self.backend or current_backend()
         if self.backend == "cuda" and any(isinstance(v, Matrix) and v.device.type != "cuda"
                                           for v in dynamic.values()):
             raise ValueError("backend: the 'cuda' backend needs the graph on a GPU "
                              "(A.to('cuda'))")
-        return execute(self._program(dynamic, static, num_nodes), dynamic, self.backend)
+        return execute(self._program(dynamic, static, num_nodes), dynamic, backend)
 
     def clear_cache(self) -> None:
         self._cache.clear()
 
 
 def compile(fn: Optional[Callable] = None, *, passes: Optional[list] = None,
-            backend: str = "torch"):
+            backend: Optional[str] = None):
     """Compile a sampler function: trace it with torch.fx, optimise its IR, run it.
 
     Arguments that are a ``gs.Matrix`` or a tensor are traced; every other argument
@@ -235,9 +250,10 @@ def compile(fn: Optional[Callable] = None, *, passes: Optional[list] = None,
     passes : list of callables, optional
         ``Graph -> Graph`` passes to run instead of ``gsample.passes.PIPELINE``
         (``[]`` runs the traced program as is).
-    backend : str
+    backend : str, optional
         ``"torch"`` (CPU and CUDA tensors) or ``"cuda"`` (CuPy kernels where it has them,
-        the torch code on the GPU elsewhere; the graph must be on a GPU).
+        the torch code on the GPU elsewhere; the graph must be on a GPU). Default: the
+        backend current at each call (``gs.use_backend``; ``"torch"`` unless set).
 
     Returns
     -------

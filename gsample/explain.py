@@ -124,6 +124,27 @@ def _layout_rows(graph: Graph, prefix: str = "") -> list:
     return rows
 
 
+def _plan_lines(graph: Graph) -> list:
+    """The layout plan (``gsample.passes.layout``): reads, conversions and estimated costs."""
+    plan = graph.output.meta.get("layout_plan")
+    if not plan:
+        return ["(no layout plan: the layout pass did not run)"]
+    forced = f", forced to {plan['forced']}" if plan.get("forced") else ""
+    lines = [f"plan: {plan['conversions']} conversion(s){forced}; estimated "
+             f"{plan['cost_us']:.1f} us per call vs {plan['csc_cost_us']:.1f} us all-CSC "
+             "(layout-dependent ops and conversions)", f"cost table: {plan['table']}"]
+    for n in graph.nodes:
+        if n.op is Op.TO_LAYOUT or (n.op is Op.CACHED and "cost_us" in n.meta):
+            src = n.inputs.get("A", n.inputs.get("graph"))
+            lines.append(f"  convert %{src.name} -> {n.meta['layout']} as %{n.name}"
+                         f"{' (once per graph)' if n.op is Op.CACHED else ''}: "
+                         f"{n.meta['cost_us']:.1f} us")
+        elif "reads" in n.meta and n.meta["reads"] != "csc":
+            lines.append(f"  %{n.name} ({n.op.value}) reads {n.meta['reads']}: "
+                         f"{n.meta['cost_us']:.1f} us")
+    return lines
+
+
 def _programs(report: _Report, graph: Graph, prefix: str = "") -> int:
     """Print every program held in a node attribute; returns how many."""
     count = 0
@@ -217,6 +238,8 @@ def explain(fn: Callable, *example_args, passes: Optional[list] = None, format: 
     gs.explain: graphsage(A, seeds, fanouts=(25, 10))
     """
     from .passes import optimize
+    from .backend import current_backend
+    from .passes.cost_model import annotate_inputs
     from .trace import trace
 
     if format not in FORMATS:
@@ -243,7 +266,8 @@ def explain(fn: Callable, *example_args, passes: Optional[list] = None, format: 
 
     # 2. the traced IR
     kinds = {k: Kind.MATRIX if isinstance(v, Matrix) else Kind.TENSOR for k, v in dynamic.items()}
-    traced = trace(sampler.fn, kinds, static, num_nodes)
+    traced = annotate_inputs(trace(sampler.fn, kinds, static, num_nodes), dynamic,
+                             sampler.backend or current_backend())
     report.heading(f"traced IR: {len(traced.nodes)} nodes, {traced.num_random} random ops")
     report.graph(traced, f"{name}_traced")
 
@@ -311,6 +335,9 @@ def explain(fn: Callable, *example_args, passes: Optional[list] = None, format: 
             report.comment(f"{label:<{w0}}  {layout:<{w1}}  {source}")
     else:
         report.comment("(no sparse values)")
+    report.heading("layout plan: conversions and estimated costs (gsample.passes.layout)")
+    for line in _plan_lines(final):
+        report.comment(line)
 
     # 6. programs inside nodes
     report.heading("programs of cached and fused nodes")

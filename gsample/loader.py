@@ -1,6 +1,8 @@
-"""Mini-batch iteration: ``gs.DataLoader`` and ``gs.Batch``."""
+"""Mini-batch iteration: ``gs.DataLoader`` and ``gs.Batch``, optionally super-batched."""
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
@@ -56,22 +58,62 @@ class DataLoader:
         uses its own stream either way, so epochs differ and are reproducible.
     progress : bool
         Show a tqdm bar over the mini-batches.
+    super_batch : int or "auto", optional
+        Sample this many mini-batches in one run of the compiled program
+        (``gsample.passes.super_batch``); ``"auto"``: the most that fit
+        ``memory_budget``. The batches are the same, bit for bit, as without it (they
+        are still yielded one by one). ``sampler_fn`` must be a ``gs.compile``'d sampler
+        (or a ``functools.partial`` of one) or a function ``gs.compile`` can trace,
+        which is then compiled here with the default passes. Default: off.
+    memory_budget : int, optional
+        Bytes a super-batch may use, with ``super_batch="auto"``. Default: half of a GPU's
+        free memory; on the CPU the L2 cache size, as a super-batch only pays there while
+        its values stay in cache (see Notes).
+    fixed_state : bool
+        With ``super_batch``: declare that the tensors the sampler's random draws depend
+        on (model weights, bandit biases) do not change while the loader runs. A
+        super-batch samples its mini-batches before the training step of the first one,
+        so a sampler with such state is refused unless this is True.
+
+    Attributes
+    ----------
+    super_batch_size : int or None
+        Mini-batches per super-batch (``"auto"``: chosen during the first epoch).
+    batch_bytes : int or None
+        ``"auto"``'s estimate of one mini-batch's memory (see Notes).
 
     Notes
     -----
     Mini-batch ``i`` runs ``sampler_fn`` with the epoch's seed, batch index ``i``
     and op ordinals restarting at 0, so its samples depend only on the epoch's
-    seed, ``i`` and its seeds: not on the batches before it.
+    seed, ``i`` and its seeds: not on the batches before it. That is also why a
+    super-batch of mini-batches ``i .. i + N - 1`` samples exactly what they sample
+    one by one (DESIGN §3, consequence 4). A super-batch that raises is re-run one by
+    one, so an error surfaces at the mini-batch that has it, after the batches before it.
+
+    ``"auto"`` samples the epoch's first mini-batch alone and measures it: the bytes of
+    every tensor its program creates that is not graph-level (the executor keeps all of
+    them until the batch is done, so their sum is its footprint; on CUDA, at least the
+    peak allocation the run adds). It then takes ``N = memory_budget // that``, at least
+    1 and at most the number of batches (1: the other batches run one by one, as without
+    super-batching). A super-batch's values grow linearly in N. On the CPU, super-batching
+    removes per-op overhead but makes every array N times larger: it pays for small
+    mini-batches (web-NotreDame, GraphSAGE [25, 10], 64 seeds: x1.85 with N = 8) and costs
+    once a mini-batch's values outgrow the cache (LADIES 3 x 4000: x0.8); on a GPU the
+    per-op overhead (kernel launches) is the larger part.
 
     Examples
     --------
     >>> loader = gs.DataLoader(A, graphsage, train_ids, batch_size=512, seed=0)
     >>> for batch in loader:
     ...     blocks = batch.out
+    >>> fast = gs.DataLoader(A, graphsage, train_ids, batch_size=512, super_batch="auto")
     """
 
     def __init__(self, A, sampler_fn: Callable, seeds, batch_size: int, shuffle: bool = True,
-                 drop_last: bool = False, seed: Optional[int] = None, progress: bool = False):
+                 drop_last: bool = False, seed: Optional[int] = None, progress: bool = False,
+                 super_batch=None, memory_budget: Optional[int] = None,
+                 fixed_state: bool = False):
         from .matrix import Matrix
         if not isinstance(A, Matrix):
             raise TypeError(f"A: expected a gs.Matrix, got {type(A).__name__}")
@@ -90,6 +132,14 @@ class DataLoader:
         self.seed = seed
         self.progress = V.flag(progress, "progress")
         self._epoch = 0
+        self.super_batch, self.memory_budget = _super_batch_options(super_batch, memory_budget)
+        self.fixed_state = V.flag(fixed_state, "fixed_state")
+        self.super_batch_size = self.super_batch if isinstance(self.super_batch, int) else None
+        self.batch_bytes = None
+        self._super = None
+        if self.super_batch is not None:          # traced now: refusals come from here
+            self._super = _SuperBatcher(A, sampler_fn, self.seeds[:self.batch_size],
+                                        self.fixed_state)
 
     def __len__(self) -> int:
         n = self.seeds.numel()
@@ -111,8 +161,192 @@ class DataLoader:
             pos = torch.arange(order.numel(), device=order.device)
             keys = sort_key(hash_tensor(epoch_seed, torch.full_like(pos, -1), pos))
             order = order[torch.argsort(keys, stable=True)]
-        for i in tqdm(range(len(self)), disable=not self.progress, desc="sampling", unit="batch"):
-            batch_seeds = order[i * self.batch_size:(i + 1) * self.batch_size]
+        parts = [order[i * self.batch_size:(i + 1) * self.batch_size] for i in range(len(self))]
+        bar = tqdm(total=len(parts), disable=not self.progress, desc="sampling", unit="batch")
+        batches = self._one_by_one(parts, epoch_seed) if self._super is None \
+            else self._super_batches(parts, epoch_seed)
+        for batch in batches:
+            yield batch
+            bar.update(1)
+        bar.close()
+
+    def _one_by_one(self, parts: list, epoch_seed: int, first: int = 0):
+        for i, batch_seeds in enumerate(parts, first):
             with batch_scope(epoch_seed, i):
                 out = self.sampler_fn(self.A, batch_seeds)
             yield Batch(seeds=batch_seeds, index=i, out=out)
+
+    def _super_batches(self, parts: list, epoch_seed: int):
+        i = 0
+        if self.super_batch_size is None and parts:         # "auto": measure batch 0 first
+            try:
+                outs, self.batch_bytes = self._super.measure(parts[0], epoch_seed)
+            except Exception as error:      # noqa: BLE001 - re-run one by one, see below
+                yield from self._explain_failure(parts[:1], epoch_seed, 0, error)
+            budget = self.memory_budget or _default_budget(self.A.device)
+            self.super_batch_size = max(1, min(len(parts), budget // max(self.batch_bytes, 1)))
+            yield Batch(seeds=parts[0], index=0, out=outs[0])
+            i = 1
+        if self.super_batch == "auto" and self.super_batch_size == 1:
+            yield from self._one_by_one(parts[i:], epoch_seed, i)      # nothing to gain
+            return
+        while i < len(parts):
+            block = parts[i:i + self.super_batch_size]
+            try:
+                outs = self._super.run(block, epoch_seed, i)
+            except Exception as error:      # noqa: BLE001 - re-run one by one, see below
+                yield from self._explain_failure(block, epoch_seed, i, error)
+            for b, out in enumerate(outs):
+                yield Batch(seeds=block[b], index=i + b, out=out)
+            i += len(block)
+
+    def _explain_failure(self, block: list, epoch_seed: int, first: int, error: Exception):
+        """A super-batch raised: sample its mini-batches one by one. The first one that
+        raises yields the batches before it, then raises its own error (as without
+        super-batching); if none does, the super-batch itself is at fault."""
+        done, failed, batches = [], None, self._one_by_one(block, epoch_seed, first)
+        while failed is None and len(done) < len(block):
+            try:
+                done.append(next(batches))
+            except Exception as e:      # noqa: BLE001 - raised below, after the batches before
+                failed = e
+        if failed is not None:
+            yield from done
+            raise failed
+        raise RuntimeError(f"super_batch: sampling mini-batches {first}..{first + len(block) - 1} "
+                           f"in one run failed ({type(error).__name__}: {error}) although they "
+                           "sample one by one; use a smaller super_batch (or 'auto' with a "
+                           "memory_budget)") from error
+
+
+def _super_batch_options(super_batch, memory_budget):
+    """Check ``super_batch`` (None, an int >= 1 or "auto") and ``memory_budget``."""
+    if super_batch is not None and super_batch != "auto":
+        if isinstance(super_batch, bool) or not isinstance(super_batch, int):
+            raise TypeError(f"super_batch: must be a positive int or 'auto', got {super_batch!r}")
+        if super_batch < 1:
+            raise ValueError(f"super_batch: must be >= 1 (or 'auto'), got {super_batch}")
+    if memory_budget is not None:
+        if isinstance(memory_budget, bool) or not isinstance(memory_budget, int):
+            raise TypeError(f"memory_budget: must be a positive int (bytes), got {memory_budget!r}")
+        if memory_budget < 1:
+            raise ValueError(f"memory_budget: must be >= 1 byte, got {memory_budget}")
+        if super_batch != "auto":
+            raise ValueError("memory_budget: only used with super_batch='auto' (it picks the "
+                             "largest super-batch that fits)")
+    return super_batch, memory_budget
+
+
+def _default_budget(device: torch.device) -> int:
+    """``"auto"``'s budget when none is given: half the free memory of a GPU; on the CPU, the
+    size of a core's L2 cache (2 MiB when unknown), as a super-batch pays there only while
+    its values stay in cache (measured: ``benchmarks/epoch_time.py --super-batch``)."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0] // 2
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cache/index2/size") as f:
+            size = f.read().strip().upper()
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1:], 1)
+        return int(size.rstrip("KMG")) * scale
+    except (OSError, ValueError):
+        return 2 << 20
+
+
+def _unwrap(fn):
+    """``(function, positional args, keyword args)`` of nested ``functools.partial``s."""
+    args, kwargs = (), {}
+    while isinstance(fn, functools.partial):
+        args, kwargs = fn.args + args, {**fn.keywords, **kwargs}
+        fn = fn.func
+    return fn, args, kwargs
+
+
+def _tensors(value):
+    """Every tensor inside ``value`` (matrices, storage forms, lists, tuples, dicts)."""
+    from .matrix import Matrix
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, Matrix):
+        yield from _tensors(value.csc)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            yield from _tensors(getattr(value, f.name))
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _tensors(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _tensors(v)
+
+
+class _SuperBatcher:
+    """A sampler's program, super-batched: runs N mini-batches at once."""
+
+    def __init__(self, A, sampler_fn, seeds: torch.Tensor, fixed_state: bool):
+        from .backend import current_backend
+        from .compiler import CompiledSampler, compile
+        from .trace import TraceError
+        fn, args, kwargs = _unwrap(sampler_fn)
+        try:
+            self.compiled = fn if isinstance(fn, CompiledSampler) else compile(fn)
+        except TypeError as e:
+            raise TypeError(f"sampler_fn: super_batch needs a function to compile ({e})") from e
+        call = (*args, A, seeds)
+        try:
+            bound = self.compiled.signature.bind(*call, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"sampler_fn: cannot be called as sampler_fn(A, seeds): {e}") from e
+        self.seeds_name = next(k for k, v in bound.arguments.items() if v is seeds)
+        self.args, static, self.num_nodes = self.compiled._split(call, kwargs)
+        self.backend = self.compiled.backend or current_backend()
+        if self.backend == "cuda" and A.device.type != "cuda":
+            raise ValueError("backend: the 'cuda' backend needs the graph on a GPU (A.to('cuda'))")
+        try:
+            self.base = self.compiled._program(self.args, static, self.num_nodes)
+        except TraceError as e:
+            raise ValueError(f"super_batch: the sampler must compile with gs.compile: {e}") from e
+        self.fixed_state = fixed_state
+        self.programs: dict = {}
+        self.program(1)                 # refusals (state, unsupported code) surface now
+
+    def program(self, copies: int):
+        """The program for ``copies`` mini-batches (built once per count)."""
+        if copies not in self.programs:
+            from .passes import optimize
+            from .passes.super_batch import super_batch
+            self.programs[copies] = optimize(self.base, [super_batch(
+                copies, self.num_nodes, self.seeds_name, self.fixed_state)])
+        return self.programs[copies]
+
+    def run(self, parts: list, epoch_seed: int, first: int, observe=None) -> list:
+        """The outputs of mini-batches ``first, first + 1, ...`` (seeds ``parts``)."""
+        from .compiler import execute
+        n = self.num_nodes
+        args = dict(self.args)
+        args[self.seeds_name] = torch.cat([s + b * n for b, s in enumerate(parts)])
+        with batch_scope(epoch_seed, first):
+            return execute(self.program(len(parts)), args, self.backend, observe)
+
+    def measure(self, seeds: torch.Tensor, epoch_seed: int):
+        """Sample mini-batch 0 alone: ``(its outputs, its estimated bytes)``."""
+        from .passes.super_batch import GRAPH
+        seen, total = set(), 0
+
+        def observe(node, value):
+            nonlocal total
+            shared = node.meta.get("super_batch") == GRAPH
+            for t in _tensors(value):
+                storage = t.untyped_storage()
+                key = (storage.data_ptr(), str(t.device))
+                if key not in seen:
+                    seen.add(key)
+                    total += 0 if shared else storage.nbytes()
+
+        cuda = seeds.device.type == "cuda"
+        if cuda:
+            torch.cuda.reset_peak_memory_stats(seeds.device)
+            start = torch.cuda.memory_allocated(seeds.device)
+        outs = self.run([seeds], epoch_seed, 0, observe)
+        if cuda:
+            total = max(total, torch.cuda.max_memory_allocated(seeds.device) - start)
+        return outs, total

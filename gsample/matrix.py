@@ -18,7 +18,7 @@ import torch
 import torch.fx
 
 from . import validate as V
-from .backend import get_backend
+from .backend import current_backend, get_backend, run_op
 from .ir import SDDMM_OPS, Effect, Op, info
 from .random import next_op_key
 from .storage import CSC, segment_ptr
@@ -33,7 +33,7 @@ def _run(ir_op: Op, /, **kwargs):
     V.check_op(ir_op, kwargs)
     if info(ir_op).effect is Effect.RANDOM:
         kwargs["key"] = next_op_key()
-    return get_backend("torch").run(ir_op, **kwargs)
+    return run_op(get_backend(current_backend()), ir_op, kwargs)
 
 
 def _sorted_csc(src: torch.Tensor, dst: torch.Tensor, num_nodes: int, weight) -> CSC:

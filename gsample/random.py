@@ -91,13 +91,15 @@ def combine_tensor(h, x: torch.Tensor) -> torch.Tensor:
     return mix64_tensor(h + (x.to(torch.int64) + 1) * _S_GOLDEN)
 
 
-def hash_tensor(base: int, column_position: torch.Tensor, draw: torch.Tensor) -> torch.Tensor:
+def hash_tensor(base, column_position: torch.Tensor, draw: torch.Tensor) -> torch.Tensor:
     """Random 64-bit words (as int64 bits) for the given column positions and draw ids.
 
     Parameters
     ----------
-    base : int
-        The op's key prefix from :func:`op_key`.
+    base : int or LongTensor, shape (n,)
+        The op's key prefix from :func:`op_key` (an unsigned int), or one prefix per
+        element as int64 bits (a super-batch: each column draws with its own batch's
+        key, see :class:`BatchKeys`).
     column_position, draw : LongTensor, shape (n,)
         Broadcastable tensors of key components.
 
@@ -106,7 +108,51 @@ def hash_tensor(base: int, column_position: torch.Tensor, draw: torch.Tensor) ->
     LongTensor, shape (n,)
         ``combine(combine(base, column_position), draw)`` for each element.
     """
+    n = column_position.numel()
+    if (column_position.device.type == "cpu" and n > _CHUNK and column_position.dim() == 1
+            and draw.shape == column_position.shape
+            and (not isinstance(base, torch.Tensor) or base.shape == column_position.shape)):
+        return _hash_chunked(base, column_position, draw)
     return combine_tensor(combine_tensor(base, column_position), draw)
+
+
+#: elements hashed at a time on the CPU: a chunk's temporaries stay in cache (the hash is
+#: ~20 passes over its input; whole, a large tensor makes each pass a trip to memory)
+_CHUNK = 1 << 14
+
+
+def _mix_(z: torch.Tensor, t: torch.Tensor) -> None:
+    """:func:`mix64_tensor` in place (``t``: scratch of ``z``'s shape)."""
+    for shift, mul in ((30, _S_M1), (27, _S_M2), (31, None)):
+        torch.bitwise_right_shift(z, shift, out=t)
+        t &= (1 << (64 - shift)) - 1                   # a logical shift
+        z ^= t
+        if mul is not None:
+            z *= mul
+
+
+def _hash_chunked(base, col: torch.Tensor, draw: torch.Tensor, index=None) -> torch.Tensor:
+    """:func:`hash_tensor` on the CPU, chunk by chunk, in place: the same bits, faster.
+    With ``index``: of ``base[index]``, ``col[index]`` (gathered a chunk at a time)."""
+    col, draw = col.to(torch.int64), draw.to(torch.int64)
+    per_element = isinstance(base, torch.Tensor)
+    b = base if per_element else _signed(base)
+    n = draw.numel()
+    out = torch.empty(n, dtype=torch.int64)
+    scratch = torch.empty(_CHUNK, dtype=torch.int64)
+    for i in range(0, n, _CHUNK):
+        j = min(n, i + _CHUNK)
+        z, t = out[i:j], scratch[:j - i]
+        at = slice(i, j) if index is None else index[i:j]
+        torch.add(col[at], 1, out=z)                   # combine(base, col)
+        z *= _S_GOLDEN
+        z += b[at] if per_element else b
+        _mix_(z, t)
+        torch.add(draw[i:j], 1, out=t)                 # combine(., draw)
+        t *= _S_GOLDEN
+        z += t
+        _mix_(z, t)
+    return out
 
 
 def uniform_int(r: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
@@ -197,3 +243,103 @@ def batch_scope(seed: int, batch_index: int):
         yield
     finally:
         s.seed, s.ordinal, s.batch_index = saved
+
+
+# ----------------------------------------------------------------------------- super-batches
+def batch_ptr(batch: torch.Tensor, copies: int) -> list:
+    """Where each of ``copies`` batches starts in ``batch`` (ascending batch indices, shape
+    (m,)): a list of ``copies + 1`` positions.
+
+    Raises when ``batch`` is not sorted: a super-batch keeps every batch's columns, rows
+    and ids contiguous and in batch order, and its keys and splits rely on it.
+    """
+    if copies == 1:
+        return [0, batch.numel()]
+    if batch.numel() > 1 and bool((batch[1:] < batch[:-1]).any()):
+        raise RuntimeError("super-batch: ids are not grouped by mini-batch (an internal "
+                           "invariant of gsample.passes.super_batch)")
+    return torch.searchsorted(batch, torch.arange(copies + 1, device=batch.device)).tolist()
+
+
+@dataclass(frozen=True)
+class BatchKeys:
+    """The key prefixes of one random op run over a super-batch of mini-batches.
+
+    A super-batch samples mini-batches ``first, first + 1, ...`` in one pass over a
+    block-diagonal graph (``gsample.passes.super_batch``): node ``v`` of batch ``b`` has
+    the id ``b * num_nodes + v``. Batch ``b`` draws with ``keys[b] = op_key(seed,
+    ordinal, first + b)`` and, for a column, the column's position *within its batch*,
+    so every draw is the one the mini-batch would make on its own (DESIGN §3, consequence 4).
+
+    Attributes
+    ----------
+    keys : tuple of int
+        Key prefix of each batch of the block (unsigned 64-bit ints).
+    num_nodes : int
+        ``n``, the graph's node count: id ``e`` is node ``e % n`` of batch ``e // n``.
+
+    Examples
+    --------
+    >>> k = BatchKeys.of(seed=0, ordinal=0, first_batch=4, copies=2, num_nodes=10)
+    >>> k.keys[1] == op_key(0, 0, 5)
+    True
+    """
+
+    keys: tuple
+    num_nodes: int
+
+    @classmethod
+    def of(cls, seed: int, ordinal: int, first_batch: int, copies: int,
+           num_nodes: int) -> "BatchKeys":
+        return cls(tuple(op_key(seed, ordinal, first_batch + b) for b in range(copies)),
+                   num_nodes)
+
+    @property
+    def copies(self) -> int:
+        return len(self.keys)
+
+    def bases(self, device) -> torch.Tensor:
+        """The keys as int64 bits, shape (copies,)."""
+        return torch.tensor([_signed(k) for k in self.keys], dtype=torch.int64, device=device)
+
+    def columns(self, ids: torch.Tensor) -> "ColumnKeys":
+        """The keys of a frontier of encoded column ids ``ids`` (shape (C,))."""
+        batch = ids // self.num_nodes
+        ptr = batch_ptr(batch, self.copies)
+        start = torch.tensor(ptr, dtype=torch.int64, device=ids.device)
+        position = torch.arange(ids.numel(), device=ids.device) - start[batch]
+        return ColumnKeys(self.bases(ids.device)[batch], position, ptr, self.keys)
+
+
+@dataclass(frozen=True)
+class ColumnKeys:
+    """Per-column keys of a super-batched frontier (see :class:`BatchKeys`).
+
+    Column ``c`` draws ``hash_tensor(base[c], position[c], draw)``: its batch's key and its
+    position within that batch. Batch ``b`` holds columns ``ptr[b]:ptr[b + 1]`` and has
+    the key ``keys[b]``.
+    """
+
+    base: torch.Tensor          # (C,) int64 bits
+    position: torch.Tensor      # (C,)
+    ptr: list                   # (copies + 1,)
+    keys: tuple
+
+    def take(self, cols: torch.Tensor) -> "ColumnKeys":
+        """The keys of columns ``cols`` (indices into the frontier), in that order."""
+        return ColumnKeys(self.base[cols], self.position[cols], self.ptr, self.keys)
+
+    def words(self, col: torch.Tensor, draw: torch.Tensor) -> torch.Tensor:
+        """Random words of columns ``col`` (indices into the frontier) and draws ``draw``."""
+        if col.device.type == "cpu" and col.dim() == 1 and col.shape == draw.shape \
+                and col.numel() > _CHUNK:
+            return _hash_chunked(self.base, self.position, draw, index=col)
+        return hash_tensor(self.base[col], self.position[col], draw)
+
+
+def words(key, col: torch.Tensor, draw: torch.Tensor) -> torch.Tensor:
+    """``hash_tensor(key, col, draw)``, ``key`` an op key (int) or a super-batch's
+    :class:`ColumnKeys` (then ``col`` indexes its columns)."""
+    if isinstance(key, ColumnKeys):
+        return key.words(col, draw)
+    return hash_tensor(key, col, draw)

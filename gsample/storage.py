@@ -15,8 +15,33 @@ from typing import Optional
 import torch
 
 
+class IdSpaces:
+    """Global ids of a matrix's row and column spaces, shared by :class:`CSC` and the CSR /
+    COO forms of :mod:`gsample.layouts` (each has ``num_nodes``, ``rows``, ``row_ids``,
+    ``col_ids``, ``values``, ``num_cols``, ``nnz`` and ``device``)."""
+
+    def global_rows(self, local: Optional[torch.Tensor] = None) -> torch.Tensor:
+        local = self.rows if local is None else local
+        return local if self.row_ids is None else self.row_ids[local]
+
+    def global_cols(self) -> torch.Tensor:
+        if self.col_ids is None:
+            return torch.arange(self.num_cols, device=self.device)
+        return self.col_ids
+
+    def all_row_ids(self) -> torch.Tensor:
+        if self.row_ids is None:
+            return torch.arange(self.num_nodes, device=self.device)
+        return self.row_ids
+
+    def value_tensor(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        if self.values is None:
+            return torch.ones(self.nnz, dtype=dtype, device=self.device)
+        return self.values
+
+
 @dataclass(frozen=True, eq=False)      # identity semantics: usable as a cache key
-class CSC:
+class CSC(IdSpaces):
     """Compressed sparse columns over a row space and a column space.
 
     Attributes
@@ -72,25 +97,6 @@ class CSC:
         c = torch.arange(self.num_cols, device=self.device)
         return torch.repeat_interleave(c, self.degrees(), output_size=self.nnz)
 
-    def global_rows(self, local: Optional[torch.Tensor] = None) -> torch.Tensor:
-        local = self.rows if local is None else local
-        return local if self.row_ids is None else self.row_ids[local]
-
-    def global_cols(self) -> torch.Tensor:
-        if self.col_ids is None:
-            return torch.arange(self.num_cols, device=self.device)
-        return self.col_ids
-
-    def all_row_ids(self) -> torch.Tensor:
-        if self.row_ids is None:
-            return torch.arange(self.num_nodes, device=self.device)
-        return self.row_ids
-
-    def value_tensor(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-        if self.values is None:
-            return torch.ones(self.nnz, dtype=dtype, device=self.device)
-        return self.values
-
     def eid_tensor(self) -> torch.Tensor:
         if self.eids is None:
             return torch.arange(self.nnz, device=self.device)
@@ -144,7 +150,7 @@ def _eq(a, b) -> bool:
 
 def locate(space: torch.Tensor, ids: torch.Tensor):
     """Position of each of ``ids`` in the duplicate-free ``space``; ``hit`` marks found ones."""
-    sorted_space, order = torch.sort(space)
+    sorted_space, order = torch.sort(space, stable=True)   # repeats: the first occurrence
     pos = torch.searchsorted(sorted_space, ids).clamp_(max=max(space.numel() - 1, 0))
     if space.numel() == 0:
         return pos, torch.zeros_like(ids, dtype=torch.bool)

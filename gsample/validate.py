@@ -146,11 +146,19 @@ def _check_broadcast(A, vector, axis, **_):
         raise ValueError(f"v: broadcast needs one scalar per {what}, got shape {tuple(v.shape)}")
 
 
+def _scalar_values(A):
+    if A.values is not None and A.values.dim() != 1:
+        raise ValueError(f"A: A @ D needs one value per edge; A has values of shape "
+                         f"{tuple(A.values.shape)} (reduce them to (E,) first)")
+
+
 def _check_spmm(A, dense, **_):
+    _scalar_values(A)
     vector_(dense, "D", A.num_cols, A.device, "column of A")
 
 
 def _check_spmm_t(A, dense, **_):
+    _scalar_values(A)
     vector_(dense, "D", A.num_rows, A.device, "row of A")
 
 
@@ -201,14 +209,19 @@ def _finite_nonnegative(t, name):
             raise ValueError(f"{name}: contains negative values (min {float(t.min())})")
 
 
+#: the error of collective sampling when no row with edges has a positive probability
+NO_POSITIVE_ROW = "node_probs: zero on every row that has edges; nothing can be sampled"
+
+
 def _check_collective(A, node_probs=None, cols=None, **_):
     if cols is not None:
         ids(cols, "cols", A.num_nodes, A.device, allow_empty=False)
     if node_probs is not None:
         p = probabilities(node_probs, "node_probs", A.num_rows, A.device, "row")
-        rows = A.rows if cols is None else A.rows[_frontier(A, cols)[0]]
-        if rows.numel() and not bool((p[rows] > 0).any()):
-            raise ValueError("node_probs: zero on every row that has edges; nothing can be sampled")
+        # the fused A[:, cols].collective_sample checks this in its host code, before its
+        # draws (choose_rows): here it would gather the frontier's edges a second time
+        if cols is None and A.nnz and not bool((p[A.rows] > 0).any()):
+            raise ValueError(NO_POSITIVE_ROW)
 
 
 def _check_fused(A, program, **operands):

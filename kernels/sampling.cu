@@ -3,7 +3,7 @@
 // algorithms; the host code around these kernels is shared with the torch backend).
 // Work is spread over draws or candidate edges, never over columns, so one hub column
 // of a million edges does not serialise a launch.
-#include "hash.cuh"
+#include "search.cuh"
 
 // Words of the hash for given (column, draw) pairs: out[i] = gs_word(base, col[i], draw[i]).
 extern "C" __global__ void gs_hash_words(gs_u64 base, const gs_i64* __restrict__ col,
@@ -39,11 +39,7 @@ extern "C" __global__ void gs_reservoir(gs_u64 base, const gs_i64* __restrict__ 
     const gs_i64 total = ptr[nb];
     for (gs_i64 t = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; t < total;
          t += (gs_i64)gridDim.x * blockDim.x) {
-        gs_i64 lo = 0, hi = nb;                  // the last b with ptr[b] <= t
-        while (hi - lo > 1) {
-            const gs_i64 mid = lo + (hi - lo) / 2;
-            if (ptr[mid] <= t) lo = mid; else hi = mid;
-        }
+        const gs_i64 lo = gs_owner(ptr, nb, t);   // the column of candidate t
         const gs_i64 i = k + (t - ptr[lo]);
         const gs_i64 j = gs_uniform_int(gs_word(base, cols[lo], i), i + 1);
         if (j < k) atomicMax(&slots[lo * k + j], (gs_u64)i);

@@ -7,20 +7,34 @@ import torch
 
 import gsample as gs
 
+# the layout pass prices plans with the built-in cost table, not a calibration a developer
+# may have cached for this machine: every test sees the same plans
+os.environ.setdefault("GSAMPLE_CALIBRATION", "default")
+# under pytest-xdist each worker is one process of its own: one intra-op thread each keeps
+# 2 workers on 2 cores from oversubscribing them (small ops slowed down up to 100x)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    torch.set_num_threads(1)
+
 DATA = pathlib.Path(os.environ.get("GSAMPLE_DATA", pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 
+_GPU = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
 DEVICES = [
     "cpu",
-    pytest.param("cuda", marks=[pytest.mark.cuda,
-                                pytest.mark.skipif(not torch.cuda.is_available(),
-                                                   reason="no CUDA GPU")]),
+    pytest.param("cuda", marks=_GPU),            # the torch backend on CUDA tensors
+    pytest.param("cuda-kernels", marks=_GPU),    # the CUDA backend: CuPy kernels
 ]
 
 
 @pytest.fixture(params=DEVICES)
 def device(request):
-    """Each test using it runs on the CPU and, where a GPU exists, on CUDA tensors."""
-    return torch.device(request.param)
+    """Each test using it runs on the CPU and, where a GPU exists, on CUDA tensors with
+    the torch backend and again with the CUDA backend (``gs.use_backend("cuda")``: eager
+    ops and compiled samplers made without ``backend=`` run its kernels)."""
+    if request.param == "cuda-kernels":
+        with gs.use_backend("cuda"):
+            yield torch.device("cuda")
+    else:
+        yield torch.device(request.param)
 
 
 def snap_path(name: str) -> pathlib.Path:

@@ -62,6 +62,8 @@ class Operands:
         self.row_sliced = A[L(0, 2), :]          # R = 2
         self.sampled = self.sub.individual_sample(1)
         self.sub_T = self.sub.T                  # (3, N)
+        self.features = gs.sddmm(A, torch.ones(N, 2), torch.ones(N, 2), "mul")  # (E, 2) values
+        self.features_T = self.features.T
 
 
 def _noop(A, seeds):
@@ -181,6 +183,10 @@ CASES = [
     ("spmm_t_wrong_length", lambda A, S: S.sub_T @ torch.ones(3, 2), ValueError, r"\bD\b.*\(6,"),
     ("spmm_device", lambda A, S: A @ torch.ones(N, device=META), ValueError, r"\bD\b.*meta"),
     ("spmm_3d", lambda A, S: A @ torch.ones(N, 2, 2), ValueError, r"\bD\b"),
+    ("spmm_feature_values", lambda A, S: S.features @ torch.ones(N), ValueError,
+     r"\bA\b.*values of shape \(\d+, 2\)"),
+    ("spmm_feature_values_T", lambda A, S: S.features_T @ torch.ones(N), ValueError,
+     r"\bA\b.*values of shape"),
     ("sddmm_bad_op", lambda A, S: gs.sddmm(A, torch.ones(N), torch.ones(N), "max"), ValueError, r"\bop\b.*max"),
     ("sddmm_bad_op_none", lambda A, S: gs.sddmm(A, torch.ones(N), torch.ones(N), None), ValueError, r"\bop\b"),
     ("sddmm_U_rows", lambda A, S: gs.sddmm(S.sub, torch.ones(3, 2), torch.ones(3, 2)), ValueError,

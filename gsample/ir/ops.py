@@ -3,7 +3,8 @@
 Each :class:`Op` has an :class:`OpInfo` with its effect (pure or random), its
 ECSF step (Extract, Compute, Select, Finalize), the sparse layouts it accepts
 and produces, its named inputs (IR values), its named attributes (static
-Python values) and the kind of value it returns. The eager API dispatches
+Python values) and the kind of value it returns; :data:`ALIGN` says how its
+tensor inputs and result line up with its matrix. The eager API dispatches
 through this table to a backend; the compiler's passes read it. Nothing
 matches on op names or on argument positions.
 """
@@ -46,8 +47,8 @@ class Kind(enum.Enum):
 class OpInfo:
     effect: Effect
     step: Step
-    accepts: tuple      # layouts of the sparse input the backend can take
-    produces: tuple     # layouts of the output
+    accepts: tuple      # layouts of input A the torch backend's code takes (CSR: compact too)
+    produces: tuple     # layouts of the output; several sparse ones: the output keeps A's
     inputs: tuple       # names of IR-value inputs; "?" marks an optional one, "*" any number
     attrs: tuple        # names of static attributes
     kind: Kind          # kind of the result
@@ -91,6 +92,7 @@ class Op(enum.Enum):
     COL_IDS = "col_ids"                # A.col_ids
     FUSED_EDGE_MAP = "fused_edge_map"  # a chain of edge maps and broadcasts, one evaluation
     FUSED_EDGE_MAP_REDUCE = "fused_edge_map_reduce"  # that chain, then a reduction
+    TO_LAYOUT = "to_layout"            # the same matrix in another layout (gsample.layouts)
     # select
     INDIVIDUAL_SAMPLE = "individual_sample"
     COLLECTIVE_SAMPLE = "collective_sample"
@@ -106,6 +108,7 @@ class Op(enum.Enum):
 
 _S = (Layout.CSC, Layout.CSR, Layout.COO)
 _C, _D = (Layout.CSC,), (Layout.DENSE,)
+_CR, _CO = (Layout.CSC, Layout.CSR), (Layout.CSC, Layout.COO)
 P, R = Effect.PURE, Effect.RANDOM
 M, T = Kind.MATRIX, Kind.TENSOR
 _MAP_ATTRS = ("op", "reverse", "scalar")
@@ -118,17 +121,22 @@ _FUSED_DOC = (
     "promotion as edge_map (gsample.passes.fuse_edge_map documents it)")
 
 OP_TABLE: dict[Op, OpInfo] = {
-    Op.INPUT: OpInfo(P, Step.GRAPH, (), _S, (), ("name", "kind"), Kind.ANY, "a traced argument"),
+    Op.INPUT: OpInfo(P, Step.GRAPH, (), _C + _D, (), ("name", "kind"), Kind.ANY,
+                     "a traced argument (a matrix arrives as a CSC)"),
     Op.CONSTANT: OpInfo(P, Step.GRAPH, (), _D, (), ("value",), Kind.ANY, "a captured value"),
     Op.DENSE: OpInfo(P, Step.GRAPH, (), _D, ("*",), ("fn", "template"), Kind.ANY,
                      "torch code on dense values; 'template' holds the call's arguments"),
     Op.GETITEM: OpInfo(P, Step.GRAPH, (), _D, ("x",), ("index",), T, "x[index] of a tuple"),
     Op.OUTPUT: OpInfo(P, Step.GRAPH, (), (), ("*",), ("template",), Kind.NONE,
                       "the returned values"),
-    Op.CACHED: OpInfo(P, Step.GRAPH, _S, _S, ("graph",), ("program", "kind"), Kind.ANY,
-                      "a graph-only value computed once per graph and reused"),
+    Op.CACHED: OpInfo(P, Step.GRAPH, _C, _S, ("graph",), ("program", "kind"), Kind.ANY,
+                      "a graph-only value computed once per graph and reused (its layout is "
+                      "its program's)"),
+    Op.TO_LAYOUT: OpInfo(P, Step.COMPUTE, _S, _S, ("A",), ("layout",), M,
+                         "A in layout 'layout' (csc, csr, csr-compact or coo); exact, samples "
+                         "unchanged"),
     Op.SLICE_COLS: OpInfo(P, Step.EXTRACT, _C, _C, ("A", "cols"), (), M, "A[:, cols]"),
-    Op.SLICE_ROWS: OpInfo(P, Step.EXTRACT, _S, _C, ("A", "rows"), (), M, "A[rows, :]"),
+    Op.SLICE_ROWS: OpInfo(P, Step.EXTRACT, _CR, _C, ("A", "rows"), (), M, "A[rows, :]"),
     Op.EDGE_MAP: OpInfo(P, Step.COMPUTE, _S, _S, ("A", "other?"), _MAP_ATTRS, M,
                         "A * x, A + x, A ** p, ... (x: scalar attr, or an edge tensor input)"),
     Op.EDGE_BROADCAST: OpInfo(P, Step.COMPUTE, _S, _S, ("A", "vector"), ("op", "axis"), M,
@@ -150,7 +158,7 @@ OP_TABLE: dict[Op, OpInfo] = {
                                      "values in the same evaluation"),
     Op.INDIVIDUAL_SAMPLE: OpInfo(R, Step.SELECT, _C, _C, ("A", "probs?"), ("k", "replace"), M,
                                  "A.individual_sample(k, probs, replace)"),
-    Op.COLLECTIVE_SAMPLE: OpInfo(R, Step.SELECT, _S, _C, ("A", "node_probs?"), ("k", "replace"),
+    Op.COLLECTIVE_SAMPLE: OpInfo(R, Step.SELECT, _C, _C, ("A", "node_probs?"), ("k", "replace"),
                                  M, "A.collective_sample(k, node_probs, replace)"),
     Op.SLICE_INDIVIDUAL_SAMPLE: OpInfo(R, Step.SELECT, _C, _C, ("A", "cols", "probs?"),
                                        ("k", "replace"), M,
@@ -161,14 +169,63 @@ OP_TABLE: dict[Op, OpInfo] = {
     Op.ROW: OpInfo(P, Step.FINALIZE, _S, _D, ("A",), (), T, "A.row()"),
     Op.COLUMN: OpInfo(P, Step.FINALIZE, _S, _D, ("A",), (), T, "A.column()"),
     Op.ALL_NODES: OpInfo(P, Step.FINALIZE, _S, _D, ("A",), (), T, "A.all_nodes()"),
-    Op.EDGES: OpInfo(P, Step.FINALIZE, _S, _D, ("A",), (), Kind.TUPLE, "A.edges()"),
-    Op.COMPACT: OpInfo(P, Step.FINALIZE, _S, _C, ("A",), (), M, "A.compact()"),
+    Op.EDGES: OpInfo(P, Step.FINALIZE, _CO, _D, ("A",), (), Kind.TUPLE, "A.edges()"),
+    Op.COMPACT: OpInfo(P, Step.FINALIZE, _C, _C, ("A",), (), M, "A.compact()"),
 }
 
 #: the elementwise combinations ``gs.sddmm`` accepts (``dot`` reduces the feature axis)
 SDDMM_OPS = ("dot", "add", "sub", "mul", "div")
 
 assert set(OP_TABLE) == set(Op), "every Op needs exactly one OpInfo"
+
+#: How an op's tensor inputs and tensor result line up with its matrix ``A``, by input name
+#: (``"*"``: every numbered input; ``"out"``: the result, a tuple for a TUPLE result). Read by
+#: ``gsample.passes.super_batch``, which samples N mini-batches at once over a block-diagonal
+#: graph and must know how to cut each value into the mini-batches' parts:
+#:
+#: ``"rows"`` / ``"cols"`` / ``"edges"``
+#:     one value per row / column / edge of ``A`` (first dimension; an ``"edges"`` input may
+#:     also be a 0-dim scalar); ``"axis"``: ``"cols"`` when the ``axis`` attribute is 0, else
+#:     ``"rows"``; ``"steps"``: per step of a fused ``program`` (its axis, as ``"axis"``; None:
+#:     ``"edges"``).
+#: ``"col_ids"`` / ``"row_ids"``
+#:     node ids (values, not positions) that become the result's columns / rows.
+#: ``"ids"``
+#:     node ids in ``A``'s row-space or column order (``"rows ids"``, ``"cols ids"``: also one
+#:     per row / column of ``A``); ``"set"``: unique node ids, columns first then new rows.
+#:
+#: An op missing here takes no tensor input and returns no tensor (or is program structure).
+ALIGN: dict = {
+    Op.SLICE_COLS: {"cols": "col_ids"},
+    Op.SLICE_ROWS: {"rows": "row_ids"},
+    Op.EDGE_MAP: {"other": "edges"},
+    Op.EDGE_BROADCAST: {"vector": "axis"},
+    Op.REDUCE: {"out": "axis"},
+    Op.SPMM: {"dense": "cols", "out": "rows"},
+    Op.SPMM_T: {"dense": "rows", "out": "cols"},
+    Op.SDDMM: {"u": "rows", "v": "cols"},
+    Op.VALUES: {"out": "edges"},
+    Op.ROW_IDS: {"out": "rows ids"},
+    Op.COL_IDS: {"out": "cols ids"},
+    Op.FUSED_EDGE_MAP: {"*": "steps"},
+    Op.FUSED_EDGE_MAP_REDUCE: {"*": "steps", "out": "axis"},
+    Op.INDIVIDUAL_SAMPLE: {"probs": "edges"},
+    Op.COLLECTIVE_SAMPLE: {"node_probs": "rows"},
+    Op.SLICE_INDIVIDUAL_SAMPLE: {"cols": "col_ids", "probs": "edges"},
+    Op.SLICE_COLLECTIVE_SAMPLE: {"cols": "col_ids", "node_probs": "rows"},
+    Op.ROW: {"out": "ids"},
+    Op.COLUMN: {"out": "cols ids"},
+    Op.ALL_NODES: {"out": "set"},
+    Op.EDGES: {"out": ("edges ids", "edges ids", "edges")},
+}
+
+assert all(set(a) <= set(OP_TABLE[op].input_names()) | {"*", "out"} for op, a in ALIGN.items()), \
+    "ALIGN names an input the op table does not declare"
+
+
+def align(op: Op) -> dict:
+    """How ``op``'s tensor inputs and result line up with its matrix (see :data:`ALIGN`)."""
+    return ALIGN.get(op, {})
 
 
 def info(op: Op) -> OpInfo:

@@ -4,6 +4,10 @@ Passes read op properties from ``gsample.ir.OP_TABLE`` (effects, steps, input an
 attribute names); none matches on op names' strings or on argument positions. A
 pass never changes samples: random ops keep their op ordinals, so the program
 draws what the eager function draws (DESIGN §3).
+
+Not in ``PIPELINE``: :func:`~gsample.passes.super_batch.super_batch` (``super_batch(N, n)``
+makes the pass), which rewrites an optimised program to sample N mini-batches in one run;
+``gs.DataLoader(..., super_batch=N)`` applies it after the pipeline.
 """
 from __future__ import annotations
 
@@ -15,7 +19,9 @@ from .cse import cse
 from .dce import dce
 from .fuse_edge_map import fuse_edge_map, fuse_edge_map_reduce
 from .fuse_extract_select import fuse_extract_select
+from .layout import select_layouts
 from .preprocess import preprocess
+from .super_batch import super_batch     # not in PIPELINE: the DataLoader adds it (super_batch=N)
 
 #: the passes, in order, each with why it runs at that point
 PIPELINE: list = [
@@ -33,6 +39,9 @@ PIPELINE: list = [
                           "and a slice feeds only its sampling ops when nothing else needs "
                           "it, so A[:, cols].individual_sample(k) fuses and never builds "
                           "the slice"),
+    (select_layouts, "after every rewrite, so the cost model prices the ops that really run "
+                     "(fused ones included) and each conversion is placed once; before DCE, "
+                     "which then drops what a conversion made unused"),
     (dce, "drop values nothing uses (random ops keep their ordinals: the stream still "
           "advances by the program's full count)"),
 ]

@@ -120,9 +120,15 @@ def test_map_reduce_equals_torch_backend(cuda_edge_map, seed, dtype, weighted, s
                                          op, axis):
     A = matrix(seed, dtype if weighted else None, "cuda", slice_rows)
     _, program, operands = build(A, _same_dtype(specs, dtype), seed, "cuda")
-    ref = fused_compute.fused_edge_map_reduce(A, program, op, axis, **operands)
+    from gsample.backend.cuda import compute
     got = cuda_edge_map.fused_edge_map_reduce(A, program, op, axis, **operands)
-    assert_identical(got, ref)
+    # the map is bit-equal to the torch backend's, the reduction is the segment-reduce
+    # kernels' (their own fixed order: equal to the torch backend's up to rounding)
+    mapped = fused_compute._evaluate(A, program, operands)
+    assert_identical(got, compute.reduce_values(A, mapped, op, axis))
+    ref = fused_compute.fused_edge_map_reduce(A, program, op, axis, **operands)
+    assert got.dtype == ref.dtype and got.shape == ref.shape
+    torch.testing.assert_close(got, ref, equal_nan=True)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -142,8 +148,7 @@ def test_special_values(cuda_edge_map, dtype):
                 program = ((op, None, rev, s, None),)
                 if s == -0.5 and op == "pow" and not rev:
                     continue
-                runs = dtype not in codegen.NOT_RUN       # float32: the torch code runs
-                assert (cuda_edge_map.kernel_for(A, program, {}) is not None) == runs, program
+                assert cuda_edge_map.kernel_for(A, program, {}) is not None, program
                 _check(cuda_edge_map, A, program, {})
     y = vals.flip(0).cuda()
     for op in OPS:

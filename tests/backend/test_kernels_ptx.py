@@ -5,6 +5,8 @@ import subprocess
 
 import pytest
 
+from gsample.backend.cuda.module import OPTIONS
+
 KERNELS = pathlib.Path(__file__).resolve().parents[2] / "kernels"
 SOURCES = sorted(KERNELS.glob("*.cu"))
 nvcc = shutil.which("nvcc")
@@ -18,11 +20,12 @@ def test_there_are_kernel_sources():
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
 def test_kernel_compiles_to_ptx(source, tmp_path):
     out = tmp_path / (source.stem + ".ptx")
-    done = subprocess.run([nvcc, "-ptx", "-arch=sm_90", "-std=c++17", f"-I{KERNELS}",
-                           str(source), "-o", str(out)], capture_output=True, text=True)
+    done = subprocess.run([nvcc, "-ptx", "-arch=sm_90", *OPTIONS, str(source), "-o", str(out)],
+                          capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     ptx = out.read_text()
     assert ".entry" in ptx            # at least one kernel made it into the module
+    assert ".ftz.f32" not in ptx      # IEEE: float32 subnormals kept, as in PyTorch's kernels
 
 
 def test_cuda_backend_needs_a_gpu_graph(small_graph):
@@ -68,11 +71,59 @@ def test_generated_edge_map_compiles_to_ptx(name, dtype, has_values, tmp_path):
     src = tmp_path / "edge_map_generated.cu"
     src.write_text(codegen.source(kernel))
     out = tmp_path / "edge_map_generated.ptx"
-    done = subprocess.run([nvcc, "-ptx", "-arch=sm_90", "-std=c++17", f"-I{KERNELS}",
-                           str(src), "-o", str(out)], capture_output=True, text=True)
+    done = subprocess.run([nvcc, "-ptx", "-arch=sm_90", *OPTIONS, str(src), "-o", str(out)],
+                          capture_output=True, text=True)
     assert done.returncode == 0, done.stderr + "\n" + kernel.expr
     ptx = out.read_text()
     assert ".entry gs_edge_map" in ptx
     # no contraction of the separately rounded steps (powf's own libdevice code aside)
     if not any(op == "pow" for op, *_ in GENERATED[name]):
         assert "fma." not in ptx
+
+
+def test_modules_compile_with_our_options_only(monkeypatch, tmp_path):
+    """cp.RawModule appends -ftz=true to the options (it flushed float32 subnormals on an
+    H200), so modules compile through NVRTC with exactly ``OPTIONS``, then load the binary;
+    the binary is kept on disk and reused."""
+    import cupy
+    import torch
+    from cupy.cuda import compiler, function
+    from gsample.backend.cuda import module
+    calls, loaded = [], []
+
+    def fake_nvrtc(source, options=(), arch=None, **kwargs):
+        calls.append((source, options, arch))
+        return b"binary", {}
+
+    class FakeModule:
+        def load(self, binary):
+            loaded.append(binary)
+
+    monkeypatch.setenv("GSAMPLE_CACHE", str(tmp_path))
+    monkeypatch.setattr(compiler, "compile_using_nvrtc", fake_nvrtc)
+    monkeypatch.setattr(function, "Module", FakeModule)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    monkeypatch.setattr(cupy.cuda.nvrtc, "getVersion", lambda: (13, 0))
+    monkeypatch.setattr(cupy.cuda, "Device", lambda i=0: _NullContext())
+    monkeypatch.setattr(cupy, "RawModule", None)          # must not be used
+    module.module.cache_clear()
+    try:
+        module.module("sampling", params=(("TEST_KEY", 1),))
+        module.module.cache_clear()
+        module.module("sampling", params=(("TEST_KEY", 1),))   # from the disk cache
+    finally:
+        module.module.cache_clear()
+    assert len(calls) == 1 and loaded == [b"binary", b"binary"]
+    source, options, arch = calls[0]
+    assert options == module.OPTIONS and "--ftz=false" in options and arch == "90"
+    assert not any("ftz=true" in o for o in options)
+    assert "#define GS_TEST_KEY 1" in source
+    assert len(list((tmp_path / "kernels").glob("sampling-*.bin"))) == 1
+
+
+class _NullContext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False

@@ -70,9 +70,14 @@ def _record(key: str, p: float) -> None:
     print(f"\n  p = {p:.4g}  {key}", end="")
 
 
+def _where(device) -> str:
+    """Device and backend of a result, e.g. ``cuda/cuda`` for the CUDA backend's kernels."""
+    return f"{torch.device(device).type}/{gs.current_backend()}"
+
+
 def check(name: str, p: float, device) -> float:
     """Record a goodness-of-fit p-value and assert that it does not reject."""
-    key = f"{name}[{torch.device(device).type}]"
+    key = f"{name}[{_where(device)}]"
     _record(key, p)
     assert p > P_MIN, f"{key}: p = {p:.3g} <= {P_MIN}: the sample does not follow the expected law"
     return p
@@ -80,7 +85,7 @@ def check(name: str, p: float, device) -> float:
 
 def rejects(name: str, p: float, device) -> float:
     """Record the p-value of a check applied to a wrong alternative; it must reject."""
-    key = f"{name}[{torch.device(device).type}] (power: must reject)"
+    key = f"{name}[{_where(device)}] (power: must reject)"
     _record(key, p)
     assert p < P_MIN, f"{key}: p = {p:.3g}: the check cannot tell the alternative apart"
     return p

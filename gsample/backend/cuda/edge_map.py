@@ -3,8 +3,8 @@
 A ``FUSED_EDGE_MAP`` program that :func:`codegen.plan` supports runs as one kernel over
 the edges (no intermediate tensors); anything else runs the torch backend's
 :mod:`~gsample.backend.torch.fused_compute` on the CUDA tensors. ``FUSED_EDGE_MAP_REDUCE``
-is the same map followed by the torch backend's reduction code, so results are
-bit-identical to the torch backend's.
+is the same map followed by the segment-reduce kernels (:mod:`.compute`), which add in
+their own fixed order: bit-reproducible, equal to the torch backend's up to rounding.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import torch
 
 from ...storage import CSC
 from ..torch import fused_compute
-from . import codegen
+from . import codegen, compute
 from .module import launch
 
 _NULL = np.uint64(0)
@@ -64,6 +64,6 @@ def fused_edge_map(A: CSC, program: tuple, **operands) -> CSC:
 
 
 def fused_edge_map_reduce(A: CSC, program: tuple, op: str, axis: int, **operands) -> torch.Tensor:
-    """As :func:`fused_compute.fused_edge_map_reduce`: the generated map, then the torch
-    backend's reduction."""
-    return fused_compute.reduce_values(A, _evaluate(A, program, operands), op, axis)
+    """As :func:`fused_compute.fused_edge_map_reduce`: the generated map, then the
+    segment-reduce kernels (:func:`.compute.reduce_values`: fixed-order, deterministic)."""
+    return compute.reduce_values(A, _evaluate(A, program, operands), op, axis)

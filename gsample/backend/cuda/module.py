@@ -1,13 +1,17 @@
 """Compiling ``kernels/*.cu`` through CuPy, caching modules, launching on PyTorch's stream.
 
-A module is compiled once per key ``(family, dtypes, layout, params)`` and kept for the
-process (CuPy also caches the binary on disk). Tensors go to kernels without copies: a
+A module is compiled once per key ``(family, dtypes, layout, params)`` (and GPU) and kept for
+the process; the binary is also kept on disk (``$GSAMPLE_CACHE/kernels``, default
+``~/.cache/gsample/kernels``) under a hash of the source, the headers, the options, the
+architecture and the NVRTC version. Tensors go to kernels without copies: a
 kernel argument is the tensor's device pointer; launches run on
 ``torch.cuda.current_stream()`` so they order with the surrounding PyTorch work.
 """
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
 import pathlib
 
 import numpy as np
@@ -16,6 +20,11 @@ import torch
 KERNELS = pathlib.Path(__file__).resolve().parents[3] / "kernels"
 #: threads per block for the grid-stride kernels
 BLOCK = 256
+#: NVRTC options: IEEE arithmetic, as PyTorch's kernels are built — keep subnormals
+#: (``-ftz=false``), exact division and sqrt — so results are bit-equal to the torch
+#: backend's; our own arithmetic uses _rn intrinsics, so FMA contraction stays as the
+#: library code of powf/log expects
+OPTIONS = ("-std=c++17", f"-I{KERNELS}", "--ftz=false", "--prec-div=true", "--prec-sqrt=true")
 
 
 def source(family: str) -> str:
@@ -45,7 +54,8 @@ def full_source(family: str, dtypes: tuple = (), layout: str = "csc", params: tu
 
 
 @functools.lru_cache(maxsize=None)
-def module(family: str, dtypes: tuple = (), layout: str = "csc", params: tuple = ()):
+def module(family: str, dtypes: tuple = (), layout: str = "csc", params: tuple = (),
+           device: int = 0):
     """The compiled CuPy module of ``family`` for one cache key.
 
     ``dtypes``, ``layout`` and ``params`` (a tuple of ``(name, value)`` pairs, hashable:
@@ -54,14 +64,41 @@ def module(family: str, dtypes: tuple = (), layout: str = "csc", params: tuple =
     """
     try:
         import cupy as cp
+        from cupy.cuda import compiler, function
     except ImportError:
         raise ImportError("backend 'cuda' needs CuPy: pip install 'gsample[cuda]'") from None
-    # IEEE arithmetic, as PyTorch's kernels are built: keep subnormals, exact division and
-    # sqrt (results must be bit-equal to the torch backend's; our own arithmetic uses _rn
-    # intrinsics, so FMA contraction stays as the library code of powf/log expects)
-    ieee = ("--ftz=false", "--prec-div=true", "--prec-sqrt=true")
-    return cp.RawModule(code=full_source(family, dtypes, layout, params),
-                        options=("-std=c++17", f"-I{KERNELS}", *ieee))
+    source_text = full_source(family, dtypes, layout, params)
+    major, minor = torch.cuda.get_device_capability(device)
+    arch = f"{major}{minor}"
+    nvrtc = cp.cuda.nvrtc.getVersion()
+    headers = tuple(h.read_text() for h in sorted(KERNELS.glob("*.cuh")))
+    digest = hashlib.sha256(repr((source_text, headers, OPTIONS, arch, nvrtc)).encode())
+    digest = digest.hexdigest()
+    path = _cache_dir() / f"{family}-{digest[:32]}.bin"
+    if path.exists():
+        binary = path.read_bytes()
+    else:
+        # not cp.RawModule: CuPy appends -ftz=true to every option list it compiles with
+        # (subnormal float32 results became 0 on an H200), so NVRTC runs with ours alone
+        binary, _ = compiler.compile_using_nvrtc(source_text, options=OPTIONS, arch=arch,
+                                                 filename=f"{family}.cu")
+        binary = binary.encode() if isinstance(binary, str) else bytes(binary)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(binary)
+        os.replace(tmp, path)                   # atomic: parallel test workers share it
+    with cp.cuda.Device(device):                # a module belongs to one GPU's context
+        mod = function.Module()
+        mod.load(binary)
+    return mod
+
+
+def _cache_dir() -> pathlib.Path:
+    """Where compiled kernels are kept across processes (``$GSAMPLE_CACHE/kernels``)."""
+    root = os.environ.get("GSAMPLE_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gsample")
+    path = pathlib.Path(root) / "kernels"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def _arg(x):
@@ -83,10 +120,11 @@ def launch(family: str, name: str, n: int, *args, **key) -> None:
     if n <= 0:
         return
     import cupy as cp
-    kernel = module(family, **key).get_function(name)
     device = next(a.device for a in args if isinstance(a, torch.Tensor))
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    kernel = module(family, **key, device=index).get_function(name)
     grid = int(min((n + BLOCK - 1) // BLOCK, 65535 * 4))
-    with cp.cuda.Device(device.index or 0), _cupy_stream(cp, device):
+    with cp.cuda.Device(index), _cupy_stream(cp, device):
         kernel((grid,), (BLOCK,), tuple(_arg(a) for a in args))
 
 

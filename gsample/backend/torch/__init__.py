@@ -6,6 +6,7 @@ from .. import Backend
 from . import compute, extract, finalize, select
 from . import fused_compute
 from . import fused_select
+from . import layout_ops
 
 IMPLS = {
     Op.SLICE_COLS: extract.slice_cols,
@@ -32,6 +33,8 @@ IMPLS = {
     Op.EDGES: finalize.edges,
     Op.COMPACT: finalize.compact,
 }
+# ops that also take CSR / COO inputs (gsample.layouts), and the conversion op
+IMPLS.update(layout_ops.IMPLS)
 
 
 class TorchBackend(Backend):

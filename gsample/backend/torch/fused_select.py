@@ -20,6 +20,13 @@ or the draw index), the same output layout (row space of ``A``, column space
 slice: the slice's probabilities are ``probs`` gathered at the slice's edges.
 ``node_probs`` has one value per row of ``A``'s row space (a column slice keeps
 the row space).
+
+Super-batches: with a :class:`gsample.random.BatchKeys` key, ``A`` is the graph and
+``cols`` a frontier of the block-diagonal graph of N mini-batches (ids ``b * n + v``,
+see :mod:`.blocks`); the result is that graph's sample, every batch's part bit for bit
+the mini-batch's own. ``probs`` may then be the graph's (``(A.nnz,)``, shared by the
+batches) or one per batch (``(N * A.nnz,)``), ``node_probs`` likewise ``(n,)`` or
+``(N * n,)``. These inputs are checked here, per batch.
 """
 from __future__ import annotations
 
@@ -27,7 +34,12 @@ from typing import Optional
 
 import torch
 
+from dataclasses import replace as dc_replace
+
+from ... import validate as V
+from ...random import BatchKeys
 from ...storage import CSC, gather_segments
+from .blocks import encode_columns, frontier
 from .select import Draws, choose_rows, keep_rows, select_in_columns
 
 
@@ -65,6 +77,8 @@ def slice_individual_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, k
     CSC
         Row space of ``A``, column space ``cols``; bit-identical to the unfused result.
     """
+    if isinstance(key, BatchKeys):
+        return _batched_individual(A, cols, k, replace, key, probs)
     indptr_a, seg = A.column_segments(cols)
     starts = indptr_a[seg]
     deg = indptr_a[seg + 1] - starts
@@ -100,9 +114,62 @@ def slice_collective_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, k
         Row space = the chosen rows, column space ``cols``; bit-identical to the
         unfused result.
     """
+    if isinstance(key, BatchKeys):
+        return _batched_collective(A, cols, k, replace, key, node_probs)
     indptr_a, seg = A.column_segments(cols)
     index, indptr_s = gather_segments(indptr_a, seg)
     rows_s = A.rows[index]                      # the frontier's rows: the candidates
     chosen = choose_rows(rows_s, A.num_rows, A.global_rows, k, replace, key, node_probs, draws)
     indptr, kept, rows = keep_rows(indptr_s, rows_s, A.num_rows, chosen)
     return _result(A, cols, indptr, index[kept], rows=rows, row_ids=A.global_rows(chosen))
+
+
+# ----------------------------------------------------------------------------- super-batches
+def _per_batch_weights(w, name: str, length: int, copies: int, what: str):
+    """Check weights with one value per ``what`` of the graph: True when ``w`` holds one block
+    of them per batch (``copies * length`` values), False when the batches share it."""
+    if w.dim() != 1 or w.shape[0] not in (length, copies * length):
+        raise ValueError(f"{name}: expected one probability per {what} (shape ({length},)), "
+                         f"got shape {tuple(w.shape)}")
+    if not w.is_floating_point():
+        raise TypeError(f"{name}: probabilities must be floating point, got dtype {w.dtype}")
+    return w.shape[0] != length or copies == 1
+
+
+def _batched_individual(A: CSC, cols, k, replace, key: BatchKeys, probs):
+    n, copies = key.num_nodes, key.copies
+    nodes, batch, _ = frontier(cols, n, copies)
+    indptr_a, seg = A.column_segments(nodes)
+    starts = indptr_a[seg]
+    deg = indptr_a[seg + 1] - starts
+    probs_s = None
+    if probs is not None:
+        own = _per_batch_weights(probs, "probs", A.nnz, copies, "edge")
+        index, indptr_s = gather_segments(indptr_a, seg)
+        if own:                         # batch b's weights follow the b batches before it
+            index = index + A.nnz * torch.repeat_interleave(batch, deg, output_size=index.numel())
+        probs_s = probs[index]
+        V._finite_nonnegative(probs_s, "probs")
+        V.edge_probs(probs_s, indptr_s, nodes)
+    indptr, col, offset = select_in_columns(deg, k, replace, key.columns(cols), probs_s)
+    return encode_columns(_result(A, nodes, indptr, starts[col] + offset), cols, n, copies)
+
+
+def _batched_collective(A: CSC, cols, k, replace, key: BatchKeys, node_probs):
+    n, copies = key.num_nodes, key.copies
+    if A.row_ids is not None:
+        raise RuntimeError("super-batch: a fused collective sample must slice the whole graph")
+    nodes, batch, _ = frontier(cols, n, copies)
+    indptr_a, seg = A.column_segments(nodes)
+    index, indptr_s = gather_segments(indptr_a, seg)
+    # the frontier's rows in the block-diagonal row space (A's rows are all n nodes)
+    owner = torch.repeat_interleave(batch, indptr_s[1:] - indptr_s[:-1], output_size=index.numel())
+    rows_s = A.rows[index] + owner * n
+    if node_probs is not None:
+        if not _per_batch_weights(node_probs, "node_probs", n, copies, "row"):
+            node_probs = node_probs.repeat(copies)
+        V._finite_nonnegative(node_probs, "node_probs")
+    chosen = choose_rows(rows_s, n * copies, lambda rows: rows, k, replace, key, node_probs)
+    indptr, kept, rows = keep_rows(indptr_s, rows_s, n * copies, chosen)
+    out = _result(A, cols, indptr, index[kept], rows=rows, row_ids=chosen)
+    return dc_replace(out, num_nodes=n * copies)

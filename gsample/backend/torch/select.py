@@ -30,6 +30,15 @@ collective
 
 Selected edges keep their column's order (CSC order) in the output.
 
+Super-batches (``gsample.passes.super_batch``): ``key`` may be a
+:class:`gsample.random.BatchKeys`, for a matrix of the block-diagonal graph of N
+mini-batches (ids ``b * n + v``, each batch's columns and rows contiguous). Every
+column then draws with its batch's key and its position within its batch, collective
+sampling chooses ``k`` rows per batch (a segmented top-k with each batch's row keys
+``word(0, v)``), and the running sums of weighted sampling with replacement restart at
+each batch: each batch's sample is bit for bit the one it would draw on its own. The
+inputs are checked per batch here (the executor leaves super-batched ops to this code).
+
 The algorithms are written once, over columns described only by their degrees
 (:func:`select_in_columns`, :func:`choose_rows`, :func:`keep_rows`); the public
 functions here apply them to a materialised matrix and ``fused_select`` applies them
@@ -42,7 +51,10 @@ from typing import Optional
 
 import torch
 
-from ...random import exponential, hash_tensor, sort_key, uniform_float, uniform_int
+from ... import validate as V
+from ...ir import Op
+from ...random import (BatchKeys, ColumnKeys, batch_ptr, exponential, hash_tensor, sort_key,
+                       uniform_float, uniform_int, words)
 from ...storage import CSC, segment_ptr
 
 
@@ -73,6 +85,22 @@ def _sort_rows(x: torch.Tensor, k: int) -> torch.Tensor:
 
 
 # ----------------------------------------------------------------------------- individual
+#: candidate edges per group of columns in CPU reservoir sampling (see Draws.reservoir)
+_RESERVOIR_CHUNK = 1 << 15
+
+
+def _reservoir(cols, extra, k, key, ptr, n):
+    """:meth:`Draws.reservoir` of columns ``cols`` (``ptr``: ``segment_ptr(extra)``, n: its end)."""
+    owner = torch.repeat_interleave(_arange(cols.numel(), cols), extra, output_size=n)
+    co = _arange(n, cols) - ptr[owner] + k
+    # per-column keys: gather them per column, then by the (sorted) owner
+    key, col = (key.take(cols), owner) if isinstance(key, ColumnKeys) else (key, cols[owner])
+    j = uniform_int(words(key, col, co), co + 1)
+    hit = j < k
+    slots = _arange(k, cols).repeat(cols.numel())
+    return slots.scatter_reduce_(0, owner[hit] * k + j[hit], co[hit], "amax")
+
+
 class Draws:
     """The random draws of sampling, as tensor code.
 
@@ -88,19 +116,24 @@ class Draws:
         """Offsets drawn for ``k`` draws of each column of ``cols`` (shape (n * k,))."""
         draws = _arange(k, cols).repeat(cols.numel())
         cols = cols.repeat_interleave(k)
-        return uniform_int(hash_tensor(key, cols, draws), deg[cols])
+        return uniform_int(words(key, cols, draws), deg[cols])
 
     @staticmethod
     def reservoir(cols, extra, k, key):
         """Algorithm R slots (shape (n * k,)) of columns ``cols`` with ``k + extra`` edges."""
         ptr = segment_ptr(extra)
         n = int(ptr[-1])
-        owner = torch.repeat_interleave(_arange(cols.numel(), cols), extra, output_size=n)
-        co = _arange(n, cols) - ptr[owner] + k
-        j = uniform_int(hash_tensor(key, cols[owner], co), co + 1)
-        hit = j < k
-        slots = _arange(k, cols).repeat(cols.numel())
-        return slots.scatter_reduce_(0, owner[hit] * k + j[hit], co[hit], "amax")
+        if cols.device.type != "cpu" or n <= 2 * _RESERVOIR_CHUNK:
+            return _reservoir(cols, extra, k, key, ptr, n)
+        # columns are independent: a group of them at a time keeps the ~10 passes over their
+        # candidates in cache (over a large frontier's, each pass would go to memory)
+        cuts = torch.searchsorted(ptr, torch.arange(_RESERVOIR_CHUNK, n, _RESERVOIR_CHUNK))
+        cuts = [0] + sorted(set(cuts.clamp(1, cols.numel()).tolist()) | {cols.numel()})
+        parts = []
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            part = ptr[a:b + 1] - ptr[a]
+            parts.append(_reservoir(cols[a:b], extra[a:b], k, key, part, int(part[-1])))
+        return torch.cat(parts)
 
     @staticmethod
     def exp_keys(col, offset, probs, key):
@@ -108,7 +141,7 @@ class Draws:
 
         ``col``, ``offset`` (LongTensor) and ``probs`` (any float dtype, > 0) have shape (n,).
         """
-        return exponential(hash_tensor(key, col, offset)) / probs.double()
+        return exponential(words(key, col, offset)) / probs.double()
 
     @staticmethod
     def inverse_cdf(cum, before, last, cols, k, key):
@@ -127,7 +160,7 @@ class Draws:
         total = before[1:] - before[:-1]
         rep = cols.repeat_interleave(k)
         t = _arange(k, cols).repeat(cols.numel())
-        u = uniform_float(hash_tensor(key, rep, t))
+        u = uniform_float(words(key, rep, t))
         e = torch.searchsorted(cum, before[rep] + u * total[rep], right=True)
         return torch.minimum(e, last[rep])
 
@@ -136,7 +169,8 @@ class Draws:
         """Keys of candidate rows of global ids ``gid`` (the ``k`` smallest win).
 
         Uniform: ``sort_key(word(0, gid))`` (int64); weighted: ``exponential(word(0, gid))
-        / probs`` (float64; ``probs`` aligned with ``gid``, > 0).
+        / probs`` (float64; ``probs`` aligned with ``gid``, > 0). ``key`` may also be a
+        LongTensor of key prefixes aligned with ``gid`` (a super-batch: each row's batch).
         """
         word = hash_tensor(key, torch.zeros_like(gid), gid)
         return sort_key(word) if probs is None else exponential(word) / probs.double()
@@ -168,7 +202,8 @@ def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
         Edges in each column; column ``c`` is the ``c``-th of the frontier (its position
         keys its draws).
     k, replace, key
-        As :func:`individual_sample`.
+        As :func:`individual_sample`; ``key`` may also be a super-batch's
+        :class:`gsample.random.ColumnKeys` (each column its batch's key and position).
     probs : Tensor, shape (sum(deg),), optional
         Weights of the columns' edges, concatenated in column order (the edge order of
         the column slice). Uniform sampling never needs the edges themselves.
@@ -187,6 +222,8 @@ def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
     if k == 0 or nnz == 0:
         empty = deg.new_zeros(0)
         return segment_ptr(torch.zeros_like(deg)), empty, empty
+    if probs is not None and replace and isinstance(key, ColumnKeys):
+        return _weighted_with_per_batch(deg, k, key, probs, draws)
     if probs is None and not replace:
         return _uniform_without(deg, k, key, draws)
     if probs is None:
@@ -203,10 +240,27 @@ def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
     return segment_ptr(torch.bincount(cols, minlength=C)), col[e], offset[e]
 
 
+def _weighted_with_per_batch(deg, k, key: ColumnKeys, probs, draws):
+    # the inverse CDF searches one running sum over the columns: a batch's sum must start
+    # at 0, as on its own, or its float rounding (and a rare draw) would differ
+    indptr = segment_ptr(deg).tolist()
+    parts = []
+    for b, (c0, c1) in enumerate(zip(key.ptr[:-1], key.ptr[1:])):
+        ptr, col, offset = select_in_columns(deg[c0:c1], k, True, key.keys[b],
+                                             probs[indptr[c0]:indptr[c1]], draws)
+        parts.append((ptr, col + c0, offset))
+    counts = torch.cat([p[1:] - p[:-1] for p, _, _ in parts])
+    return (segment_ptr(counts), torch.cat([c for _, c, _ in parts]),
+            torch.cat([o for _, _, o in parts]))
+
+
 def individual_sample(A: CSC, k: int, replace: bool, key: int,
                       probs: Optional[torch.Tensor] = None, draws=Draws) -> CSC:
     """``k`` edges per column; see the module docstring for the exact algorithms."""
     csc = A
+    if isinstance(key, BatchKeys):          # a super-batch: per-column keys, checked here
+        V.check_op(Op.INDIVIDUAL_SAMPLE, {"A": csc, "probs": probs})
+        key = key.columns(csc.global_cols())
     indptr, col, offset = select_in_columns(csc.degrees(), k, replace, key, probs, draws)
     return csc.take_edges(csc.indptr[col] + offset, indptr)
 
@@ -280,14 +334,20 @@ def choose_rows(rows: torch.Tensor, num_rows: int, global_rows, k: int, replace:
 
     ``rows`` (shape (E,)) are the local rows of the matrix's edges, in any order;
     ``global_rows(local)`` maps local rows to global ids (the keys of their draws);
-    ``draws`` makes the draws (:class:`Draws` or a backend's kernels).
+    ``draws`` makes the draws (:class:`Draws` or a backend's kernels). With
+    :class:`BatchKeys` (a super-batch), ``k`` rows per batch (:func:`_choose_rows_batched`).
     """
+    if isinstance(key, BatchKeys):
+        return _choose_rows_batched(rows, num_rows, global_rows, k, replace, key, node_probs,
+                                    draws)
     has = torch.zeros(num_rows, dtype=torch.bool, device=rows.device)
     has[rows] = True
     if node_probs is not None:
         has &= node_probs > 0
     cand = has.nonzero().squeeze(1)
     n = cand.numel()
+    if n == 0 and node_probs is not None and rows.numel():
+        raise ValueError(V.NO_POSITIVE_ROW)      # before any draw (the fused op's check)
     if k == 0 or n == 0:
         return cand[:0]
     if not replace:
@@ -298,6 +358,66 @@ def choose_rows(rows: torch.Tensor, num_rows: int, global_rows, k: int, replace:
         return torch.sort(cand[torch.argsort(keys, stable=True)[:k]]).values
     cum = None if node_probs is None else torch.cumsum(node_probs[cand].double(), 0)
     return torch.unique(cand[draws.row_draws(cand, k, key, cum)])
+
+
+def _choose_rows_batched(rows, num_rows, global_rows, k, replace, key: BatchKeys, node_probs,
+                         draws):
+    """:func:`choose_rows` of every batch of a super-batch at once (ascending local rows).
+
+    Candidates are grouped by batch (the row space is); batch ``b``'s rows draw with
+    ``keys[b]`` and their node ids, so each batch keeps the rows it keeps on its own.
+    """
+    has = torch.zeros(num_rows, dtype=torch.bool, device=rows.device)
+    has[rows] = True
+    n, copies = key.num_nodes, key.copies
+    if node_probs is not None:
+        # per batch, as each mini-batch checks its own: some row with edges must be positive
+        with_edges = torch.bincount(global_rows(has.nonzero().squeeze(1)) // n,
+                                    minlength=copies) > 0
+        has &= node_probs > 0
+    cand = has.nonzero().squeeze(1)
+    gid = global_rows(cand).to(torch.int64)
+    batch = gid // n
+    ptr = batch_ptr(batch, copies)
+    if node_probs is not None:
+        counts = torch.tensor([ptr[b + 1] - ptr[b] for b in range(copies)], device=rows.device)
+        if bool((with_edges & (counts == 0)).any()):
+            raise ValueError(V.NO_POSITIVE_ROW)
+    if k == 0 or cand.numel() == 0:
+        return cand[:0]
+    probs = None if node_probs is None else node_probs[cand]
+    if not replace:         # on the CPU, a sort per batch is cheaper than two over them all
+        top_k = _top_k_batch_by_batch if cand.device.type == "cpu" else _top_k_segmented
+        return top_k(cand, gid, batch, ptr, k, key, probs, draws)
+    parts = []
+    for b in range(copies):               # draw t of batch b: word(0, t) of its key
+        cb = cand[ptr[b]:ptr[b + 1]]
+        if cb.numel():
+            cum = None if node_probs is None else torch.cumsum(node_probs[cb].double(), 0)
+            parts.append(torch.unique(cb[draws.row_draws(cb, k, key.keys[b], cum)]))
+    return torch.cat(parts) if parts else cand[:0]
+
+
+def _top_k_segmented(cand, gid, batch, ptr, k, key: BatchKeys, probs, draws):
+    """The ``k`` rows of smallest key of each batch, by one segmented sort (ascending)."""
+    n = key.num_nodes
+    keys = draws.row_keys(gid - batch * n, key.bases(cand.device)[batch], probs)
+    return cand[_segmented_smallest(keys, batch, k)]
+
+
+def _top_k_batch_by_batch(cand, gid, batch, ptr, k, key: BatchKeys, probs, draws):
+    """:func:`_top_k_segmented`, batch by batch: each batch's candidates as :func:`choose_rows`
+    selects them on their own."""
+    parts = []
+    for b in range(key.copies):
+        lo, hi = ptr[b], ptr[b + 1]
+        if hi - lo <= k:
+            parts.append(cand[lo:hi])
+            continue
+        keys = draws.row_keys(gid[lo:hi] - b * key.num_nodes, key.keys[b],
+                              None if probs is None else probs[lo:hi])
+        parts.append(torch.sort(cand[lo:hi][torch.argsort(keys, stable=True)[:k]]).values)
+    return torch.cat(parts)
 
 
 def keep_rows(indptr: torch.Tensor, rows: torch.Tensor, num_rows: int, chosen: torch.Tensor):
@@ -319,6 +439,8 @@ def collective_sample(A: CSC, k: int, replace: bool, key: int,
                       node_probs: Optional[torch.Tensor] = None, draws=Draws) -> CSC:
     """``k`` rows for the whole matrix, keeping every edge of the chosen rows."""
     csc = A
+    if isinstance(key, BatchKeys) and node_probs is not None:   # the rest is per batch there
+        V.probabilities(node_probs, "node_probs", csc.num_rows, csc.device, "row")
     chosen = choose_rows(csc.rows, csc.num_rows, csc.global_rows, k, replace, key, node_probs,
                          draws)
     indptr, kept, rows = keep_rows(csc.indptr, csc.rows, csc.num_rows, chosen)

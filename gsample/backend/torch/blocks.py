@@ -1,0 +1,287 @@
+"""Super-batching at run time: N mini-batches as one block-diagonal graph.
+
+A super-batched program (``gsample.passes.super_batch``) samples mini-batches
+``0 .. N-1`` of a block at once, on the block-diagonal graph ``diag(A, ..., A)`` of
+``N * n`` nodes: node ``v`` of batch ``b`` has the id ``b * n + v``. Every value keeps
+each batch's part contiguous and in batch order (a frontier's columns, a row space,
+a matrix's edges, a list of ids), so batch ``b``'s part of a value is one range of it.
+The pass puts the helpers below into the program as ``DENSE`` nodes:
+
+* :func:`decode_cols` / :func:`encode_columns` around a column slice of the graph;
+* :func:`join` (per-batch values -> one value, ids encoded), :func:`join_matrices` and
+  :func:`tile` (a graph-level value -> one copy per batch) where a sparse op takes them;
+* :func:`bounds` and :func:`split` (a value -> its N parts, ids decoded, as the mini-batch
+  would have seen it) where dense code or the output reads it;
+* :func:`batch_order` after an op whose ids interleave the batches (``all_nodes``);
+* :class:`PerBatch` (dense code, or a sparse op as :class:`RunOp`, run once per batch) and
+  :class:`Assemble` (the N outputs).
+
+The sampling code (``select``, ``fused_select``) takes a :class:`gsample.random.BatchKeys`
+and uses :func:`frontier` and :func:`encode_columns` for the graph-level sampling ops.
+
+Examples
+--------
+>>> enc = torch.tensor([3, 7, 10 + 3])             # n = 10: nodes 3, 7 of batch 0, 3 of batch 1
+>>> [p.tolist() for p in split(enc, spec="ids", n=10, copies=2)]
+[[3, 7], [3]]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import torch
+
+from ... import validate as V
+from ...ir.graph import map_template
+from ...random import batch_ptr
+from ...storage import CSC
+
+
+# ----------------------------------------------------------------------------- frontiers
+def frontier(cols: torch.Tensor, n: int, copies: int, name: str = "cols"):
+    """Check an encoded frontier and decode it: ``(node ids, batch of each, batch ptr)``.
+
+    As ``validate`` checks a mini-batch's frontier: ids in range and, per batch, not empty.
+    """
+    cols = V.ids(cols, name, n * copies, cols.device)
+    batch = cols // n
+    ptr = batch_ptr(batch, copies)
+    if any(ptr[b + 1] == ptr[b] for b in range(copies)):
+        raise ValueError(f"{name}: empty frontier (no node ids); sample from at least one node")
+    return cols - batch * n, batch, ptr
+
+
+def decode_cols(cols: torch.Tensor, n: int, copies: int) -> torch.Tensor:
+    """The node ids of an encoded frontier (shape (C,)), checked as :func:`frontier` does."""
+    return frontier(cols, n, copies)[0]
+
+
+def encode_columns(S: CSC, cols: torch.Tensor, n: int, copies: int) -> CSC:
+    """A column slice of the graph (row space: all ``n`` nodes), as the slice of the
+    block-diagonal graph at the encoded columns ``cols``: each edge's row moves to its
+    column's batch, the column space becomes ``cols`` and the id space ``copies * n``."""
+    if S.row_ids is not None:
+        raise RuntimeError("super-batch: a column slice of a sub-matrix cannot be encoded")
+    batch = torch.repeat_interleave(cols // n, S.degrees(), output_size=S.nnz)
+    return replace(S, num_nodes=n * copies, rows=S.rows + batch * n, col_ids=cols)
+
+
+# ----------------------------------------------------------------------------- N parts -> one
+def join(values: list, n: int, ids: bool, name: str):
+    """One value from the batches' values (a sparse op's tensor input).
+
+    ``ids``: node ids, checked as the op would check them and encoded (batch ``b``'s
+    ``v`` becomes ``b * n + v``), concatenated. Otherwise tensors are concatenated along
+    their first dimension (rows, columns and edges of a super-batch are the batches'
+    ones in batch order); scalars (numbers, 0-dim tensors) must agree between batches.
+    """
+    if ids:
+        parts = [V.ids(v, name, n, v.device if isinstance(v, torch.Tensor) else None) + b * n
+                 for b, v in enumerate(values)]
+        return torch.cat(parts)
+    if any(not isinstance(v, torch.Tensor) or v.dim() == 0 for v in values):
+        if not all(_same_scalar(values[0], v) for v in values[1:]):
+            raise ValueError(f"{name}: a scalar that differs between the mini-batches of a "
+                             "super-batch (super_batch): pass one value per edge instead")
+        return values[0]
+    return torch.cat(values)
+
+
+def _same_scalar(a, b) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.dim() == b.dim() == 0 and a.dtype == b.dtype and a.device == b.device \
+            and bool(torch.equal(a, b))
+    return not isinstance(a, torch.Tensor) and type(a) is type(b) and a == b
+
+
+def tile(value, n: int, copies: int, ids: bool, name: str):
+    """A graph-level value given to a sparse op of a super-batch: one copy per batch."""
+    if ids:
+        v = V.ids(value, name, n, value.device)
+        return torch.cat([v + b * n for b in range(copies)])
+    if not isinstance(value, torch.Tensor) or value.dim() == 0:
+        return value
+    return value.repeat(copies, *([1] * (value.dim() - 1)))
+
+
+def join_matrices(parts: list, n: int) -> CSC:
+    """The super-batch matrix of the batches' matrices (each over ``n`` nodes): batch ``b``'s
+    columns, rows and edges follow those of the batches before it, its ids encoded."""
+    parts = [p if isinstance(p, CSC) else _to_csc(p) for p in parts]
+    copies, dev = len(parts), parts[0].device
+    rows_before = [0]
+    for p in parts:
+        rows_before.append(rows_before[-1] + p.num_rows)
+    edges_before = [0]
+    for p in parts:
+        edges_before.append(edges_before[-1] + p.nnz)
+
+    def ids(field, every):          # None when every batch's is None (all nodes)
+        if all(getattr(p, field) is None for p in parts):
+            return None
+        return torch.cat([every(p) + b * n for b, p in enumerate(parts)])
+
+    def per_edge(field, every):
+        if all(getattr(p, field) is None for p in parts):
+            return None
+        return torch.cat([every(p) for p in parts])
+    like = next((p.values.dtype for p in parts if p.values is not None), torch.float32)
+    return CSC(
+        num_nodes=copies * n,
+        indptr=torch.cat([parts[0].indptr[:1]] + [p.indptr[1:] + edges_before[b]
+                                                   for b, p in enumerate(parts)]).to(dev),
+        rows=torch.cat([p.rows + rows_before[b] for b, p in enumerate(parts)]),
+        row_ids=ids("row_ids", CSC.all_row_ids),
+        col_ids=ids("col_ids", CSC.global_cols),
+        values=per_edge("values", lambda p: p.value_tensor(like)),
+        eids=per_edge("eids", CSC.eid_tensor),
+    )
+
+
+def _to_csc(M):
+    from ...layouts import to_csc         # outputs are CSC; any other form converts exactly
+    return to_csc(M)
+
+
+# ----------------------------------------------------------------------------- one -> N parts
+@dataclass(frozen=True)
+class Bounds:
+    """Where each batch's columns, rows and edges start in a super-batch matrix (lists of
+    ``copies + 1`` positions; edges in CSC order)."""
+    cols: list
+    rows: list
+    edges: list
+
+
+def bounds(M, n: int, copies: int) -> Bounds:
+    """The :class:`Bounds` of a super-batch matrix ``M`` (any layout)."""
+    whole = [b * n for b in range(copies + 1)]
+    cols = whole if M.col_ids is None else batch_ptr(M.col_ids // n, copies)
+    rows = whole if M.row_ids is None else batch_ptr(M.row_ids // n, copies)
+    if isinstance(M, CSC):
+        edges = M.indptr[torch.tensor(cols, device=M.device)].tolist()
+    else:                           # CSR / COO: count each batch's edges
+        col_batch = M.global_cols()[M.edge_cols()] // n
+        counts = torch.bincount(col_batch, minlength=copies).tolist()
+        edges = [0]
+        for c in counts:
+            edges.append(edges[-1] + c)
+    return Bounds(cols, rows, edges)
+
+
+def _part(value: torch.Tensor, lo: int, hi: int, shift) -> torch.Tensor:
+    # a copy, not a view: each batch's tensor then looks exactly as the mini-batch's own
+    # (same strides and alignment, so reductions on it round alike) and frees on its own
+    part = value[lo:hi]
+    return part - shift if shift else part.clone()
+
+
+def split(value, bnd=None, *, spec, n: int, copies: int) -> list:
+    """The ``copies`` parts of a super-batch value, as each mini-batch would see it.
+
+    ``spec`` says how ``value`` lines up (``gsample.ir.ops.ALIGN`` strings): ``"ids"``
+    (ids, batch by batch), ``"rows"``, ``"cols"``, ``"edges"`` of the matrix whose
+    :class:`Bounds` are ``bnd`` (``" ids"`` appended: they hold node ids), a tuple of
+    those for a tuple value, or ``"matrix"`` for a super-batch matrix. Ids are decoded.
+    """
+    if spec == "matrix":
+        return split_matrix(value, bnd, n, copies)
+    if isinstance(spec, tuple):
+        parts = [split(v, bnd, spec=s, n=n, copies=copies) for v, s in zip(value, spec)]
+        return [tuple(p[b] for p in parts) for b in range(copies)]
+    along, _, ids = spec.partition(" ")
+    if along == "ids":
+        ptr, ids = batch_ptr(value // n, copies), "ids"
+    else:
+        ptr = getattr(bnd, along)
+    return [_part(value, ptr[b], ptr[b + 1], b * n if ids else 0) for b in range(copies)]
+
+
+def split_matrix(M, bnd: Bounds, n: int, copies: int) -> list:
+    """The ``copies`` mini-batch matrices (CSC, ``n`` nodes) of a super-batch matrix."""
+    M = M if isinstance(M, CSC) else _to_csc(M)
+    out = []
+    for b in range(copies):
+        (c0, c1), (r0, r1), (e0, e1) = ((p[b], p[b + 1]) for p in (bnd.cols, bnd.rows, bnd.edges))
+        cut = lambda t, shift=0: None if t is None else _part(t, *shift)  # noqa: E731
+        out.append(CSC(
+            num_nodes=n,
+            indptr=M.indptr[c0:c1 + 1] - e0,
+            rows=M.rows[e0:e1] - r0,
+            row_ids=cut(M.row_ids, (r0, r1, b * n)),
+            col_ids=cut(M.col_ids, (c0, c1, b * n)),
+            values=cut(M.values, (e0, e1, 0)),
+            eids=cut(M.eids, (e0, e1, 0)),
+        ))
+    return out
+
+
+def batch_order(ids: torch.Tensor, n: int) -> torch.Tensor:
+    """``ids`` grouped by batch, keeping their order within each batch (a stable sort)."""
+    return ids[torch.argsort(ids // n, stable=True)]
+
+
+# ----------------------------------------------------------------------------- dense code
+def _call(fn, args, kwargs):
+    if isinstance(fn, tuple):                     # ("method", name)
+        return getattr(args[0], fn[1])(*args[1:], **kwargs)
+    return fn(*args, **kwargs)
+
+
+def _label(fn) -> str:
+    if isinstance(fn, tuple):
+        return f".{fn[1]}()"
+    return getattr(fn, "__qualname__", getattr(fn, "__name__", type(fn).__name__))
+
+
+class PerBatch:
+    """A dense node's code run once per batch of a super-batch.
+
+    Called with the node's inputs by name; those in ``per_batch`` are lists (one value
+    per batch), the others are shared (graph-level). Returns the list of the results.
+    """
+
+    def __init__(self, fn, template, per_batch: frozenset, copies: int):
+        self.fn, self.template, self.per_batch, self.copies = fn, template, per_batch, copies
+        self.__name__ = self.__qualname__ = f"per_batch({_label(fn)})"
+
+    def __call__(self, **inputs) -> list:
+        out = []
+        for b in range(self.copies):
+            get = lambda ref: inputs[ref.name][b] if ref.name in self.per_batch \
+                else inputs[ref.name]  # noqa: E731
+            out.append(_call(self.fn, *map_template(self.template, get)))
+        return out
+
+
+class RunOp:
+    """One sparse op on one batch's inputs (checked, then the torch backend's code): what
+    :class:`PerBatch` runs for an op the block encoding cannot run once for all batches."""
+
+    def __init__(self, op, attrs: dict):
+        self.op, self.attrs = op, attrs
+        self.__name__ = self.__qualname__ = op.value
+
+    def __call__(self, **inputs):
+        from .. import get_backend
+        kwargs = {**inputs, **self.attrs}
+        V.check_op(self.op, kwargs)
+        return get_backend("torch").run(self.op, **kwargs)
+
+
+class Assemble:
+    """The program's output, once per batch: a list of ``copies`` outputs shaped as the
+    mini-batch program's (its ``template``), matrices wrapped as ``gs.Matrix``."""
+
+    def __init__(self, template, per_batch: frozenset, copies: int):
+        self.template, self.per_batch, self.copies = template, per_batch, copies
+        self.__name__ = self.__qualname__ = "assemble_batches"
+
+    def __call__(self, **inputs) -> list:
+        from ...matrix import Matrix
+
+        def wrap(value):
+            return Matrix(value) if isinstance(value, CSC) else value
+        return [map_template(self.template, lambda ref: wrap(
+            inputs[ref.name][b] if ref.name in self.per_batch else inputs[ref.name]))
+            for b in range(self.copies)]

@@ -1,0 +1,355 @@
+"""Super-batching: one run of a program samples N mini-batches (DESIGN §3 and §4).
+
+``super_batch(N, n)`` makes a pass that rewrites a sampler's (optimised) program into
+one that takes the N mini-batches' seeds at once and returns a list of N outputs, each
+equal (same samples, same tensors) to the program's output for that mini-batch alone.
+It is not in ``PIPELINE``: ``gs.DataLoader(..., super_batch=N)`` adds it.
+
+Block-diagonal ids. The N batches become one graph ``diag(A, ..., A)`` of ``N * n``
+nodes: node ``v`` of batch ``b`` is ``b * n + v``. A column slice of the graph at encoded
+columns gives each edge the row of its column's batch, so every later sparse op (per-row
+reductions, ``unique``, ``compact``, ``all_nodes``, row slices) works per batch by itself
+and runs *once* for the N batches. Each batch's columns, rows and edges stay contiguous
+and in batch order; ``all_nodes`` (columns first, then rows) is regrouped by batch.
+
+Values have one of three forms: *graph-level* (the graph, ``CACHED`` values, constants,
+tensor arguments, and pure code on those only: shared, computed once), *encoded* (the
+result of a sparse op, or the seeds: one value for the N batches) and *per batch* (a
+list of N values: what dense code returns). The op table's ``ALIGN`` says how each
+tensor input and result lines up with the op's matrix; the rewrite never matches op
+names. Rules (helpers: ``gsample.backend.torch.blocks``):
+
+* a sparse op on an encoded matrix runs as is; a per-batch tensor input is joined
+  (ids encoded, values concatenated), a graph-level one tiled (one copy per batch);
+* a sparse op on the graph itself with a frontier (a ``"col_ids"`` input) is the
+  block-diagonal graph's op: a random one gets ``attrs["batches"] = (N, n)``
+  (``BatchKeys``: batch ``b`` draws with mini-batch ``first + b``'s key and each column's
+  position within its batch); a pure one (``A[:, cols]``) slices the decoded columns
+  and re-encodes the slice;
+* dense code (opaque torch code) runs once per batch, on each input's batch-``b`` part,
+  decoded to exactly what the mini-batch program would see. So does a pure sparse op
+  the encoding cannot run once: a whole-graph op with per-batch inputs (``A[rows, :]``),
+  or an edge operand computed per batch (it may be a scalar, whose type promotion is
+  the batch's own); its per-batch matrices are joined (encoded) where a sparse op reads
+  them. A random op on the whole graph (no frontier) is refused;
+* the output is split into the N batches' outputs.
+
+Refused, with a ``ValueError`` naming ``super_batch``: a sampler whose random draws
+depend on tensor arguments (model weights, bandit biases: state that may change between
+mini-batches) unless ``fixed_state``; dense code that writes in place; more than one
+matrix argument.
+
+Example (GraphSAGE, N = 2)::
+
+    %seeds = input() {name='seeds'}                        ids b * n + v
+    %s0 = slice_individual_sample(A=%A, cols=%seeds) {k=25, ordinal=0, batches=(2, n)}
+    %f0 = all_nodes(A=%s0)
+    %f = dense(0=%f0) {fn=batch_order}                     columns then rows, per batch
+    %s1 = slice_individual_sample(A=%A, cols=%f) {k=10, ordinal=1, batches=(2, n)}
+    %b0 = dense(0=%s0) {fn=bounds}
+    %p0 = dense(0=%s0, 1=%b0) {fn=split}                   the 2 batches' blocks
+    ...
+    %out = dense(0=%p0, 1=%p1) {fn=assemble_batches}       [out of batch 0, of batch 1]
+    %output = output(0=%out)
+
+and LADIES's bias, dense code between sparse ops::
+
+    %sub = dense(0=%sub0, 1=%seeds) {fn=encode_columns}    the slice, rows encoded
+    %p = reduce(A=%sub) {op='sum', axis=1}                 (N * n,): every batch's rows
+    %pb = dense(0=%p, 1=%bounds) {fn=split}                N vectors of n
+    %q = dense(0=%pb, 1=%..) {fn=per_batch(truediv)}       p / p.sum(), batch by batch
+    %qj = dense(0=%q) {fn=join}                            (N * n,) again
+    %s = slice_collective_sample(A=%A, cols=%seeds, node_probs=%qj) {k=4000, batches=(2, n)}
+"""
+from __future__ import annotations
+
+import operator
+
+import torch
+
+from .. import validate as V
+from ..backend.torch import blocks
+from ..ir import Effect, Graph, Kind, Node, Op, Ref
+from ..ir.ops import align
+
+GRAPH, ENC, LIST = "graph-level", "encoded", "per-batch"
+
+
+def super_batch(copies: int, num_nodes: int, seeds: str = "seeds", fixed_state: bool = False):
+    """The super-batching pass for ``copies`` mini-batches of a graph of ``num_nodes`` nodes.
+
+    Parameters
+    ----------
+    copies : int
+        N, mini-batches per run (``>= 1``).
+    num_nodes : int
+        n, the graph's node count (ids of batch ``b`` are ``b * n + v``).
+    seeds : str
+        Name of the program's per-batch input (the seeds); every other tensor input is
+        the same for all batches.
+    fixed_state : bool
+        The caller's word that tensor inputs feeding random ops do not change between
+        mini-batches (else such a program is refused).
+
+    Returns
+    -------
+    callable
+        ``Graph -> Graph``: the rewritten program returns a list of ``copies`` outputs.
+
+    Examples
+    --------
+    >>> program = gs.compile(graphsage).program(A, seeds)
+    >>> sb = gsample.passes.optimize(program, [super_batch(4, A.num_nodes)])
+    """
+    copies, num_nodes = V.count(copies, "super_batch"), V.count(num_nodes, "num_nodes")
+    if copies == 0:
+        raise ValueError("super_batch: must be >= 1")
+
+    def super_batch(graph: Graph) -> Graph:
+        return _Rewrite(graph, copies, num_nodes, seeds, fixed_state).run()
+    return super_batch
+
+
+def stateful_inputs(graph: Graph, seeds: str = "seeds") -> list:
+    """Names of the tensor inputs (and tensor constants) the program's random ops read,
+    directly or through any computation: state that may change between mini-batches.
+
+    Examples
+    --------
+    >>> stateful_inputs(gs.compile(pass_sampler).program(A, seeds, X, W1, W2, W3))
+    ['X', 'W1', 'W2', 'W3']
+    """
+    reach, stack = set(), [n for n in graph.nodes if n.is_random]
+    while stack:
+        n = stack.pop()
+        if n not in reach:
+            reach.add(n)
+            stack.extend(n.inputs.values())
+    out = []
+    for n in graph.nodes:
+        if n not in reach:
+            continue
+        if n.op is Op.INPUT and n.kind is Kind.TENSOR and n.attrs["name"] != seeds:
+            out.append(n.attrs["name"])
+        # a captured tensor (here or in a graph-level program) may be updated in place too
+        consts = n.attrs["program"].nodes if n.op is Op.CACHED else [n]
+        out += [f"a tensor constant (%{c.name})" for c in consts
+                if c.op is Op.CONSTANT and isinstance(c.attrs["value"], torch.Tensor)]
+    return out
+
+
+class _Rewrite:
+    def __init__(self, graph: Graph, copies: int, n: int, seeds: str, fixed_state: bool):
+        self.g, self.N, self.n, self.seeds, self.fixed = graph, copies, n, seeds, fixed_state
+        self.space: dict = {}     # node -> GRAPH / ENC / LIST
+        self.spec: dict = {}      # encoded node -> (ALIGN string or tuple, or "matrix"; matrix)
+        self.memo: dict = {}
+
+    # ------------------------------------------------------------------ helpers
+    def _helper(self, fn, args: list, kwargs: dict, space: str, kind=Kind.ANY, before=None,
+                after=None) -> Node:
+        """A DENSE node calling ``fn(*args, **kwargs)`` (args: IR nodes)."""
+        if after is not None:
+            before = self.g.nodes[self.g.nodes.index(after) + 1]
+        inputs = {str(i): a for i, a in enumerate(args)}
+        template = (tuple(Ref(k) for k in inputs), kwargs)
+        node = self.g.add(Op.DENSE, inputs, {"fn": fn, "template": template}, kind, before=before)
+        self.space[node] = space
+        return node
+
+    def _memo(self, key, make) -> Node:
+        if key not in self.memo:
+            self.memo[key] = make()
+        return self.memo[key]
+
+    def _split(self, v: Node, before: Node) -> Node:
+        """``v``'s N parts (a per-batch list), decoded."""
+        spec, M = self.spec[v]
+        if spec is None:
+            self._refuse(f"the op table does not say how the result of {v.op.value} lines up "
+                         "with its matrix (gsample.ir.ops.ALIGN)")
+        args = [v]
+        if M is not None:           # where each batch's rows, columns and edges start in M
+            args.append(self._memo(("bounds", M), lambda: self._helper(
+                blocks.bounds, [M], {"n": self.n, "copies": self.N}, ENC, before=before)))
+        kwargs = {"spec": spec, "n": self.n, "copies": self.N}
+        return self._memo(("split", v), lambda: self._helper(blocks.split, args, kwargs, LIST,
+                                                             before=before))
+
+    def _encoded(self, v: Node, before: Node, name: str, ids: bool, tile: bool = True) -> Node:
+        """``v`` as a sparse op's input of the super-batch: joined, tiled or as it is."""
+        space = self.space[v]
+        if space is LIST:
+            return self._memo(("join", v, ids), lambda: self._helper(
+                blocks.join, [v], {"n": self.n, "ids": ids, "name": name}, ENC, Kind.TENSOR,
+                before=before))
+        if space is GRAPH and (tile or ids):
+            return self._memo(("tile", v, ids), lambda: self._helper(
+                blocks.tile, [v], {"n": self.n, "copies": self.N, "ids": ids, "name": name},
+                ENC, Kind.TENSOR, before=before))
+        return v
+
+    def _refuse(self, why: str):
+        raise ValueError(f"super_batch: {why}")
+
+    # ------------------------------------------------------------------ the rewrite
+    def run(self) -> Graph:
+        g = self.g
+        if sum(n.op is Op.INPUT and n.kind is Kind.MATRIX for n in g.nodes) > 1:
+            self._refuse("samplers with more than one gs.Matrix argument are not supported")
+        if not any(n.op is Op.INPUT and n.attrs["name"] == self.seeds for n in g.nodes):
+            self._refuse(f"the program has no input {self.seeds!r} (the seeds)")
+        if any(n.writes_in_place for n in g.nodes):
+            self._refuse("the sampler has dense code that writes in place; it would run once "
+                         "per super-batch instead of once per mini-batch")
+        state = stateful_inputs(g, self.seeds)
+        if state and not self.fixed:
+            self._refuse(
+                f"the sampler's random draws depend on {', '.join(state)}, tensor arguments "
+                "besides the graph and the seeds that may change between mini-batches (model "
+                "weights, bandit biases: PASS-style samplers); a super-batch samples its "
+                "mini-batches before any update. If they stay fixed while the loader runs, "
+                "say so: gs.DataLoader(..., super_batch=4, fixed_state=True)")
+        for node in list(g.nodes):
+            op = node.op
+            if op is Op.INPUT:
+                per_batch = node.kind is not Kind.MATRIX and node.attrs["name"] == self.seeds
+                self.space[node] = ENC if per_batch else GRAPH
+                if per_batch:
+                    self.spec[node] = ("ids", None)
+            elif op in (Op.CONSTANT, Op.CACHED):
+                self.space[node] = GRAPH
+            elif op is Op.DENSE:
+                self._dense(node)
+            elif op is Op.GETITEM:
+                self._getitem(node)
+            elif op is Op.OUTPUT:
+                self._output(node)
+            else:
+                self._sparse(node)
+        for node in g.nodes:
+            node.meta["super_batch"] = self.space[node]
+        return g
+
+    def _as_per_batch(self, node: Node, fn, template, inputs: dict):
+        """Make ``node`` a DENSE node running ``fn`` once per batch on ``inputs`` (named as
+        ``template`` names them: encoded ones split, graph-level ones shared)."""
+        per = frozenset(k for k, v in inputs.items() if self.space[v] is not GRAPH)
+        node.inputs = {k: self._split(v, node) if self.space[v] is ENC else v
+                       for k, v in inputs.items()}
+        node.op, self.space[node] = Op.DENSE, LIST     # kind kept: a sparse reader joins it
+        node.attrs = {"fn": blocks.PerBatch(fn, template, per, self.N),
+                      "template": ((), {k: Ref(k) for k in node.inputs})}
+
+    def _wrap_result(self, node: Node, fn, kwargs: dict, kind) -> Node:
+        """``fn(node's value, **kwargs)`` after ``node``, read by all of ``node``'s users."""
+        new = self._helper(fn, [node], kwargs, ENC, kind, after=node)
+        self.g.replace_uses(node, new)
+        new.inputs["0"] = node
+        return new
+
+    def _dense(self, node: Node):
+        if all(self.space[v] is GRAPH for v in node.inputs.values()):
+            self.space[node] = GRAPH
+        else:
+            self._as_per_batch(node, node.attrs["fn"], node.attrs["template"], node.inputs)
+
+    def _getitem(self, node: Node):
+        x = node.input("x")
+        self.space[node] = self.space[x]
+        if self.space[x] is ENC:
+            spec, M = self.spec[x]
+            self.spec[node] = (spec[node.attrs["index"]], M)
+        elif self.space[x] is LIST:                   # a tuple per batch: index each
+            self._as_per_batch(node, operator.getitem, ((Ref("0"), node.attrs["index"]), {}),
+                               {"0": x})
+
+    def _output(self, node: Node):
+        per = frozenset(k for k, v in node.inputs.items() if self.space[v] is not GRAPH)
+        inputs = {k: self._split(v, node) if self.space[v] is ENC else v
+                  for k, v in node.inputs.items()}
+        asm = self.g.add(Op.DENSE, inputs, {
+            "fn": blocks.Assemble(node.attrs["template"], per, self.N),
+            "template": ((), {k: Ref(k) for k in inputs})}, Kind.ANY, before=node)
+        self.space[asm] = self.space[node] = LIST
+        node.inputs, node.attrs = {"0": asm}, {**node.attrs, "template": Ref("0")}
+
+    def _sparse(self, node: Node):
+        ins, table = node.inputs, align(node.op)
+        random = node.info.effect is Effect.RANDOM
+        if not random and all(self.space[v] is GRAPH for v in ins.values()):
+            self.space[node] = GRAPH                    # graph-level compute: once
+            return
+        A = ins.get("A")
+        if A is None or A.kind is not Kind.MATRIX:
+            self._refuse(f"{node.op.value} cannot be super-batched (no matrix input)")
+        where = {k: self._alignment(node, table.get(k, table.get("*") if k.isdigit() else None),
+                                    k) for k in ins if k != "A"}
+        if self.space[A] is LIST:                       # matrices sampled batch by batch
+            A = ins["A"] = self._memo(("join", A), lambda: self._helper(
+                blocks.join_matrices, [A], {"n": self.n}, ENC, Kind.MATRIX, before=node))
+            self.spec[A] = ("matrix", A)
+        if self.space[A] is GRAPH and self._on_graph(node, where, random):
+            return
+        # a batch's scalar (0-dim) edge operand meets its own edges only when run per batch
+        scalar = any(self.space[ins[k]] is LIST and a == "edges" for k, a in where.items())
+        if not random and (self.space[A] is GRAPH or scalar):
+            names = {k: str(i) for i, k in enumerate(ins)}             # dense: 0, 1, ...
+            return self._as_per_batch(
+                node, blocks.RunOp(node.op, {k: node.attrs[k] for k in node.info.attrs}),
+                ((), {k: Ref(i) for k, i in names.items()}), {names[k]: v for k, v in ins.items()})
+        if self.space[A] is GRAPH:
+            self._refuse(f"{node.op.value} samples the whole graph, not a frontier's columns")
+        for k, a in where.items():                      # an encoded matrix: run once, as is
+            ins[k] = self._encoded(ins[k], node, k, a in ("col_ids", "row_ids"))
+        if random:
+            node.attrs["batches"] = (self.N, self.n)
+        self.space[node] = ENC
+        out = self._alignment(node, table.get("out"), None)
+        if node.kind is Kind.MATRIX:
+            self.spec[node] = ("matrix", node)
+        elif out == "set":                              # regroup: columns then rows, per batch
+            grouped = self._wrap_result(node, blocks.batch_order, {"n": self.n}, Kind.TENSOR)
+            self.spec[grouped] = ("ids", None)
+        else:
+            self.spec[node] = (out, None if out == "ids" else A)
+
+    def _alignment(self, node: Node, a, name):
+        """How input ``name`` (None: the result) lines up with the op's matrix, ``"axis"`` and
+        ``"steps"`` resolved (see ``gsample.ir.ops.ALIGN``)."""
+        if a is None and name is not None:
+            self._refuse(f"the op table does not say how input {name!r} of {node.op.value} "
+                         "lines up with its matrix (gsample.ir.ops.ALIGN)")
+        if a == "axis":
+            return "cols" if node.attrs["axis"] == 0 else "rows"
+        if a == "steps":            # a fused program's operand: per edge if any step says so
+            axes = {step[4] for step in node.attrs["program"] if step[1] == name}
+            return "edges" if None in axes or not axes else ("cols" if axes == {0} else "rows")
+        return a
+
+    def _on_graph(self, node: Node, where: dict, random: bool) -> bool:
+        """A sparse op on the graph itself with a frontier: the block-diagonal graph's op.
+        False when there is no frontier or (a pure op) its weights are per batch."""
+        cols = [k for k, a in where.items() if a == "col_ids"]
+        ins = node.inputs
+        if not cols or (not random and any(self.space[ins[k]] is not GRAPH
+                                           for k in where if k != cols[0])):
+            return False
+        c = cols[0]
+        enc_cols = ins[c] = self._encoded(ins[c], node, c, True)
+        for k in where:                                 # weights: joined, or shared as they are
+            if k != c:
+                ins[k] = self._encoded(ins[k], node, k, False, tile=False)
+        self.space[node] = ENC
+        if random:
+            node.attrs["batches"] = (self.N, self.n)
+            self.spec[node] = ("matrix", node)
+            return True
+        ins[c] = self._helper(blocks.decode_cols, [enc_cols], {"n": self.n, "copies": self.N},
+                              ENC, Kind.TENSOR, before=node)
+        enc = self._helper(blocks.encode_columns, [node, enc_cols],
+                           {"n": self.n, "copies": self.N}, ENC, Kind.MATRIX, after=node)
+        self.g.replace_uses(node, enc)
+        enc.inputs["0"] = node
+        self.spec[enc] = ("matrix", enc)
+        return True

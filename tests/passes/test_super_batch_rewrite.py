@@ -1,0 +1,160 @@
+"""The super-batching rewrite (``gsample.passes.super_batch``), structurally.
+
+* the rewritten program verifies; random ops keep their names and op ordinals and are
+  marked to draw for N batches; the stream's ordinal count is unchanged;
+* ``all_nodes`` (which interleaves batches) is regrouped by batch before its users;
+  a column slice of the graph reads decoded columns and is re-encoded;
+* dense code runs per batch only when it reads per-batch values (graph-level dense code,
+  as FastGCN's normalisation of a degree argument, stays as it is: once);
+* the rewrite reads the op table's ``ALIGN``: without an entry it refuses, naming it;
+* state detection (tensor arguments and captured tensors reaching a random op);
+* run directly, the rewritten program returns the N batches' own outputs.
+"""
+import functools
+
+import pytest
+import torch
+
+import gsample as gs
+from gsample.backend.torch import blocks
+from gsample.compiler import execute
+from gsample.ir import Op, format_lines
+from gsample.ir import ops as op_table
+from gsample.passes import PIPELINE, optimize
+from gsample.passes.super_batch import GRAPH, LIST, stateful_inputs, super_batch
+from gsample.random import batch_scope
+from helpers import assert_same, example, random_seeds
+
+N_NODES = 1000
+
+
+@pytest.fixture(scope="module")
+def A():
+    return gs.datasets.rmat(N_NODES, 8000, seed=2, weighted=True)
+
+
+def program(fn, A, **kwargs):
+    return gs.compile(fn).program(A, torch.arange(16), **kwargs)
+
+
+def rewrite(graph, copies=3, **options):
+    return optimize(graph, [super_batch(copies, N_NODES, **options)]).verify()
+
+
+def fn_of(node):
+    return node.attrs["fn"] if node.op is Op.DENSE else None
+
+
+def pass_inputs():
+    return example("pass_sampler").random_inputs(N_NODES, 8, 16)
+
+
+@pytest.mark.parametrize("name", ["graphsage", "ladies", "fastgcn", "shadow", "pass_sampler"])
+def test_random_ops_keep_their_ordinals_and_draw_for_every_batch(name, A):
+    fn = getattr(example(name), name)
+    kwargs = pass_inputs() if name == "pass_sampler" else {}
+    before = program(fn, A, **kwargs)
+    after = rewrite(before, fixed_state=True)
+    assert after.num_random == before.num_random
+    assert [(n.name, n.attrs["ordinal"]) for n in after.random_nodes()] == \
+        [(n.name, n.attrs["ordinal"]) for n in before.random_nodes()]
+    assert all(n.attrs["batches"] == (3, N_NODES) for n in after.random_nodes())
+    assert not any("batches" in n.attrs for n in before.random_nodes())   # a copy was rewritten
+    out = after.output
+    assert list(out.inputs) == ["0"] and isinstance(fn_of(out.inputs["0"]), blocks.Assemble)
+
+
+def test_all_nodes_is_regrouped_by_batch_before_its_users(A):
+    g = rewrite(program(example("graphsage").graphsage, A))
+    first = [n for n in g.nodes if n.op is Op.ALL_NODES][0]
+    second = g.random_nodes()[1]
+    users = g.users()[first]
+    assert len(users) == 1 and fn_of(users[0]) is blocks.batch_order
+    assert second.inputs["cols"] is users[0]
+    assert not any(isinstance(fn_of(n), blocks.PerBatch) for n in g.nodes)  # no dense code
+
+
+def test_a_column_slice_of_the_graph_is_decoded_and_re_encoded(A):
+    g = rewrite(program(example("shadow").shadow, A))
+    (sl,) = [n for n in g.nodes if n.op is Op.SLICE_COLS]
+    assert fn_of(sl.inputs["cols"]) is blocks.decode_cols
+    (enc,) = g.users()[sl]
+    assert fn_of(enc) is blocks.encode_columns
+    (rows,) = [n for n in g.nodes if n.op is Op.SLICE_ROWS]
+    assert rows.inputs["A"] is enc               # a row slice of the encoded slice: as is
+
+
+def test_dense_code_runs_per_batch_only_on_per_batch_values(A):
+    fastgcn = example("fastgcn").fastgcn
+    before = program(fastgcn, A, layers=(20, 20), degree=A.sum(axis=1))
+    g = rewrite(before, fixed_state=True)
+    dense = [n for n in g.nodes if n.op is Op.DENSE and n.name in {m.name for m in before.nodes}]
+    shared = [n for n in dense if n.meta["super_batch"] == GRAPH]
+    per_batch = [n for n in dense if n.meta["super_batch"] == LIST]
+    # p = degree / degree.sum().clamp(...): graph-level, computed once, its code unchanged
+    assert len(shared) == 3 and not any(isinstance(fn_of(n), blocks.PerBatch) for n in shared)
+    # p[s.row_ids], once per layer: per batch
+    assert len(per_batch) == 2 and all(isinstance(fn_of(n), blocks.PerBatch) for n in per_batch)
+    text = format_lines(rewrite(program(example("ladies").ladies, A, layers=(20, 20))))
+    assert "fn=per_batch(.sum())" in text and "fn=per_batch(truediv)" in text
+
+
+def test_the_rewrite_reads_the_op_table(A, monkeypatch):
+    ladies = program(example("ladies").ladies, A, layers=(20, 20))
+    monkeypatch.setitem(op_table.ALIGN, Op.EDGE_BROADCAST, {})
+    with pytest.raises(ValueError, match="super_batch: .*input 'vector' of edge_broadcast.*ALIGN"):
+        rewrite(ladies)
+    monkeypatch.undo()
+    monkeypatch.setitem(op_table.ALIGN, Op.REDUCE, {})           # its result: how to cut it?
+    with pytest.raises(ValueError, match="super_batch: .*result of reduce.*ALIGN"):
+        rewrite(ladies)
+
+
+BIAS = torch.rand(N_NODES) + 0.1
+
+
+def captured_bias(A, seeds):
+    return A[:, seeds].collective_sample(5, node_probs=BIAS)     # a tensor built in
+
+
+def features_only(A, seeds, X):
+    s = A[:, seeds].individual_sample(3)
+    return s, X[s.row()]
+
+
+def test_state_is_what_reaches_a_random_op(A):
+    pas = program(example("pass_sampler").pass_sampler, A, **pass_inputs())
+    assert stateful_inputs(pas) == ["X", "W1", "W2", "W3"]
+    assert stateful_inputs(program(example("graphsage").graphsage, A)) == []
+    assert stateful_inputs(program(features_only, A, X=torch.rand(N_NODES, 2))) == []
+    (const,) = stateful_inputs(program(captured_bias, A))
+    assert const.startswith("a tensor constant")
+    with pytest.raises(ValueError, match="super_batch: .*a tensor constant.*fixed_state=True"):
+        rewrite(program(captured_bias, A))
+    rewrite(program(captured_bias, A), fixed_state=True)
+
+
+def test_bad_parameters(A):
+    with pytest.raises(ValueError, match="super_batch: must be >= 1"):
+        super_batch(0, N_NODES)
+    with pytest.raises(TypeError, match="super_batch: must be an int"):
+        super_batch(2.0, N_NODES)
+    with pytest.raises(ValueError, match="super_batch: the program has no input 'frontier'"):
+        rewrite(program(example("graphsage").graphsage, A), seeds="frontier")
+    assert all(getattr(p[0], "__name__", "") != "super_batch" for p in PIPELINE)
+
+
+@pytest.mark.parametrize("copies", [1, 2, 3])
+def test_the_rewritten_program_returns_each_batch_s_output(A, copies):
+    fn = gs.compile(example("ladies").ladies)
+    L = example("ladies").normalize(A)
+    parts = [random_seeds(10 + 7 * b, b, N_NODES) for b in range(copies)]
+    g = rewrite(gs.compile(functools.partial(fn.fn, layers=(30, 30))).program(L, parts[0]),
+                copies)
+    with batch_scope(11, 4):
+        outs = execute(g, {"A": L, "seeds": torch.cat([p + b * N_NODES
+                                                       for b, p in enumerate(parts)])})
+    assert isinstance(outs, list) and len(outs) == copies
+    for b, p in enumerate(parts):
+        with batch_scope(11, 4 + b):               # mini-batch 4 + b, on its own
+            assert_same(outs[b], fn(L, p, layers=(30, 30)), f"batch {b}")

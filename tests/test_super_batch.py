@@ -1,0 +1,458 @@
+"""Super-batching samples exactly what the mini-batches sample one by one (DESIGN §3, 4.).
+
+``gs.DataLoader(..., super_batch=N)`` runs N mini-batches in one run of the compiled
+program (``gsample.passes.super_batch``). Checked here, on every device:
+
+* every example (GraphSAGE, LADIES, FastGCN, ShaDow, PASS with ``fixed_state=True``), for
+  N = 1, 2, 3, 4 (does not divide the 6 batches) and 50 (more than the batches), shuffled
+  and in order: every batch equal (same tensors, dtypes, storage) to one-by-one sampling;
+* more samplers, through the default pipeline and through the unoptimised program (the
+  unfused ops on the encoded graph): weighted and uniform, with and without replacement,
+  collective sampling, per-batch scalars, whole-graph row slices, products, tuples;
+* samplers whose draws depend on tensor arguments are refused unless ``fixed_state``;
+* an error in a mini-batch surfaces at that batch, after the batches before it;
+* ``"auto"`` picks an N that fits the budget (1 for a tiny one); bad arguments fail in
+  the constructor, naming the argument;
+* the keys: each column draws with its batch's key and its position within the batch, and
+  the CPU's chunked hash gives the plain hash's bits.
+
+Every test runs with ``GSAMPLE_DEBUG=1``: the rewritten program is verified.
+"""
+import functools
+
+import pytest
+import torch
+
+import gsample as gs
+from gsample.loader import _SuperBatcher
+from gsample.random import (BatchKeys, ColumnKeys, combine_tensor, hash_tensor, op_key,
+                            uniform_int, words)
+from helpers import assert_same, example, graphsage, random_seeds, weighted_sampler
+
+BATCH, NUM_SEEDS = 32, 180                   # 6 batches, the last one of 20 seeds
+COUNTS = (1, 2, 3, 4, 50)
+
+
+@pytest.fixture(autouse=True)
+def _verify_after_every_pass(monkeypatch):
+    monkeypatch.setenv("GSAMPLE_DEBUG", "1")
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return gs.datasets.rmat(2000, 20000, seed=0, weighted=True)
+
+
+def workloads(A):
+    """name -> (function, graph, keyword arguments, fixed_state) for every example."""
+    pas = example("pass_sampler")
+    return {
+        "graphsage": (example("graphsage").graphsage, A, {}, False),
+        "graphsage-3": (example("graphsage").graphsage, A, {"fanouts": (15, 10, 5)}, False),
+        "ladies": (example("ladies").ladies, example("ladies").normalize(A),
+                   {"layers": (64, 64)}, False),
+        "fastgcn": (example("fastgcn").fastgcn, A, {"layers": (300, 300)}, False),
+        "fastgcn-degree": (example("fastgcn").fastgcn, A,
+                           {"layers": (300, 300), "degree": A.sum(axis=1)}, True),
+        "shadow": (example("shadow").shadow, A, {}, False),
+        "pass_sampler": (pas.pass_sampler, A, pas.random_inputs(A.num_nodes, 8, 16), True),
+    }
+
+
+NAMES = ["graphsage", "graphsage-3", "ladies", "fastgcn", "fastgcn-degree", "shadow",
+         "pass_sampler"]
+
+
+def on(device, kwargs):
+    return {k: v.to(device) if isinstance(v, (torch.Tensor, gs.Matrix)) else v
+            for k, v in kwargs.items()}
+
+
+def epochs(A, sampler, seeds, count=1, **options):
+    """``count`` epochs of a loader (each reshuffles), after ``gs.manual_seed(5)``."""
+    gs.manual_seed(5)
+    loader = gs.DataLoader(A, sampler, seeds, BATCH, **options)
+    return loader, [list(loader) for _ in range(count)]
+
+
+def assert_same_batches(got, ref, what):
+    for e, (g_epoch, r_epoch) in enumerate(zip(got, ref)):
+        assert [b.index for b in g_epoch] == [b.index for b in r_epoch] == list(range(6))
+        for g, r in zip(g_epoch, r_epoch):
+            assert torch.equal(g.seeds, r.seeds)
+            assert_same(g.out, r.out, f"{what}, epoch {e}, batch {r.index}")
+
+
+@pytest.mark.parametrize("shuffle", [True, False], ids=["shuffled", "in-order"])
+@pytest.mark.parametrize("name", NAMES)
+def test_example_super_batched_equals_one_by_one(name, shuffle, graph, device):
+    fn, A, kwargs, fixed = workloads(graph)[name]
+    A, kwargs = A.to(device), on(device, kwargs)
+    seeds = random_seeds(NUM_SEEDS, 2, A.num_nodes).to(device)
+    _, ref = epochs(A, functools.partial(fn, **kwargs), seeds, shuffle=shuffle)   # eager
+    compiled = functools.partial(gs.compile(fn), **kwargs)
+    for N in COUNTS:
+        loader, got = epochs(A, compiled, seeds, shuffle=shuffle, super_batch=N,
+                             fixed_state=fixed)
+        assert loader.super_batch_size == N
+        assert_same_batches(got, ref, f"{name}, super_batch={N}")
+
+
+def sampled_edges(out):
+    """Every sampled edge of an example's output: a set of (matrix, row, col, edge id)."""
+    matrices = [m for m in (out if isinstance(out, (list, tuple)) else [out])
+                if isinstance(m, gs.Matrix)]
+    return {(i, *e) for i, m in enumerate(matrices) for e in zip(*(t.tolist() for t in m.edges()))}
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+@pytest.mark.parametrize("name", NAMES)
+def test_cuda_backend_super_batched_equals_one_by_one(name, graph):
+    """With ``backend="cuda"`` super-batched random ops run the torch draws (documented): a
+    uniform sampler is still bit-equal; a weighted one agrees on >= 99.9% of its edges, as the
+    two backends do (float rounding)."""
+    pytest.importorskip("cupy")
+    fn, A, kwargs, fixed = workloads(graph)[name]
+    A, kwargs = A.to("cuda"), on("cuda", kwargs)
+    seeds = random_seeds(NUM_SEEDS, 2, A.num_nodes).to("cuda")
+    sampler = functools.partial(gs.compile(fn, backend="cuda"), **kwargs)
+    _, ref = epochs(A, sampler, seeds)
+    _, got = epochs(A, sampler, seeds, super_batch=4, fixed_state=fixed)
+    if name in ("graphsage", "graphsage-3", "shadow"):
+        assert_same_batches(got, ref, f"{name}, cuda backend")
+        return
+    for g, r in zip(got[0], ref[0]):
+        a, b = sampled_edges(g.out), sampled_edges(r.out)
+        assert len(a & b) >= 0.999 * len(a | b), f"{name} batch {r.index}"
+
+
+def test_a_plain_function_is_compiled_by_the_loader(graph):
+    seeds = random_seeds(NUM_SEEDS, 3)
+    sampler = functools.partial(example("graphsage").graphsage, fanouts=(5, 5))
+    _, ref = epochs(graph, sampler, seeds, count=2)
+    _, got = epochs(graph, sampler, seeds, count=2, super_batch=4)
+    assert_same_batches(got, ref, "plain function, two epochs")
+    # the stream after the loader is where one-by-one sampling leaves it
+    gs.manual_seed(9)
+    list(gs.DataLoader(graph, sampler, seeds, BATCH))
+    after = graph[:, seeds].individual_sample(2)
+    gs.manual_seed(9)
+    list(gs.DataLoader(graph, sampler, seeds, BATCH, super_batch=3))
+    assert_same(graph[:, seeds].individual_sample(2), after)
+
+
+# ----------------------------------------------------------------------------- more samplers
+def weighted_individual(A, seeds, replace=False):
+    blocks = []
+    for k in (5, 3):
+        sub = A[:, seeds]
+        s = sub.individual_sample(k, probs=sub ** 2, replace=replace)
+        blocks.append(s)
+        seeds = s.all_nodes()
+    return blocks
+
+
+def collective(A, seeds, replace=False, weighted=True):
+    blocks = []
+    for k in (30, 50):
+        sub = A[:, seeds]
+        s = sub.collective_sample(k, node_probs=(sub ** 2).sum(axis=1) if weighted else None,
+                                  replace=replace)
+        blocks.append(s)
+        seeds = s.all_nodes()
+    return blocks
+
+
+def per_batch_scalar(A, seeds):
+    sub = A[:, seeds]
+    t = sub / sub.values.sum()                  # a 0-dim tensor, one per mini-batch
+    s = t.individual_sample(4, probs=t)
+    return s, s.edges(), s.row(), s.column()
+
+
+def whole_graph_rows(A, seeds):
+    nodes = A[:, seeds].individual_sample(3).all_nodes()
+    r = A[nodes, :]                             # every column of the graph: per batch
+    return r, r.sum(axis=0), A[:, nodes][nodes, :].compact()
+
+
+def dense_frontier(A, seeds):
+    s = A[:, seeds].individual_sample(3)
+    frontier = torch.cat([seeds, s.row()])       # ids made by dense code, repeats kept
+    s2 = A[:, frontier].individual_sample(2, replace=True)
+    return s2, frontier, s2.T
+
+
+def products(A, seeds):
+    sub = A[:, seeds].compact()
+    u, v = sub.row_ids.float(), sub.col_ids.float()
+    att = gs.sddmm(sub, u, v, "mul")
+    return att, att.T @ u, att @ v, sub.sum(axis=1), sub.mean(axis=0)
+
+
+def graph_level(A, seeds):
+    d = A.sum(axis=0)                           # cached once per graph, shared by the batches
+    s = A[:, seeds].individual_sample(2)
+    return d, s, d[s.col_ids]
+
+
+MORE = {
+    "weighted": (weighted_individual, {}),
+    "weighted-replace": (weighted_individual, {"replace": True}),
+    "collective": (collective, {}),
+    "collective-replace": (collective, {"replace": True}),
+    "collective-uniform": (collective, {"weighted": False}),
+    "collective-uniform-replace": (collective, {"weighted": False, "replace": True}),
+    "per-batch-scalar": (per_batch_scalar, {}),
+    "whole-graph-rows": (whole_graph_rows, {}),
+    "dense-frontier": (dense_frontier, {}),
+    "products": (products, {}),
+    "graph-level": (graph_level, {}),
+    "fused-edge-maps": (weighted_sampler, {"v": torch.rand(2000, generator=torch.Generator()
+                                                           .manual_seed(0)) + 0.5}),
+    "uniform-replace": (graphsage, {"replace": True, "fanouts": (4, 3)}),
+}
+
+
+@pytest.mark.parametrize("passes", [None, []], ids=["optimised", "as-traced"])
+@pytest.mark.parametrize("name", list(MORE))
+def test_more_samplers_super_batched_equal_one_by_one(name, passes, graph, device):
+    fn, kwargs = MORE[name]
+    A, kwargs = graph.to(device), on(device, kwargs)
+    seeds = random_seeds(NUM_SEEDS, 4).to(device)
+    _, ref = epochs(A, functools.partial(fn, **kwargs), seeds)
+    sampler = functools.partial(gs.compile(fn, passes=passes), **kwargs)
+    _, got = epochs(A, sampler, seeds, super_batch=4, fixed_state=True)
+    assert_same_batches(got, ref, name)
+
+
+# ----------------------------------------------------------------------------- keys
+def test_batch_keys_give_each_column_its_batch_key_and_position():
+    n = 10
+    keys = BatchKeys.of(seed=3, ordinal=2, first_batch=5, copies=3, num_nodes=n)
+    assert keys.keys == tuple(op_key(3, 2, 5 + b) for b in range(3))
+    cols = torch.tensor([4, 4, 9, 2 * n + 1, 2 * n + 0])          # batch 1 has no column
+    ck = keys.columns(cols)
+    assert ck.ptr == [0, 3, 3, 5] and ck.position.tolist() == [0, 1, 2, 0, 1]
+    draw = torch.arange(5)
+    expect = [hash_tensor(keys.keys[b], torch.tensor([p]), torch.tensor([d]))
+              for b, p, d in zip([0, 0, 0, 2, 2], ck.position.tolist(), draw.tolist())]
+    assert torch.equal(words(ck, torch.arange(5), draw), torch.cat(expect))
+    with pytest.raises(RuntimeError, match="not grouped by mini-batch"):
+        keys.columns(torch.tensor([2 * n, 1]))
+
+
+@pytest.mark.parametrize("size", [5, 16384, 16385, 70000])
+def test_the_chunked_cpu_hash_gives_the_same_bits(size):
+    """Large draws (a super-batch's) hash in cache-sized chunks on the CPU: same words."""
+    g = torch.Generator().manual_seed(size)
+    col = torch.randint(-1, 5000, (size,), generator=g)
+    draw = torch.randint(0, 2 ** 40, (size,), generator=g)
+    base = torch.randint(-2 ** 63, 2 ** 63 - 1, (size,), generator=g)
+    for key in (0, 2 ** 64 - 1, op_key(1, 2, 3), base):
+        assert torch.equal(hash_tensor(key, col, draw),
+                           combine_tensor(combine_tensor(key, col), draw))
+    bases, positions = torch.randint(-2 ** 63, 2 ** 63 - 1, (300,), generator=g), torch.arange(300)
+    ck = ColumnKeys(bases, positions, [0, 300], (0,))
+    index = torch.randint(0, 300, (size,), generator=g)
+    assert torch.equal(ck.words(index, draw), combine_tensor(
+        combine_tensor(bases[index], positions[index]), draw))
+
+
+@pytest.mark.parametrize("sizes", [(50, 5000), (3000, 400), (1, 50000), (3, 10)])
+def test_the_cpu_reservoir_in_groups_of_columns_gives_the_same_slots(sizes, monkeypatch):
+    """Algorithm R over a large frontier runs a group of columns at a time on the CPU (and a
+    super-batch's per-column keys are gathered per column): the same slots as in one go."""
+    from gsample.backend.torch import select
+    g = torch.Generator().manual_seed(sizes[0])
+    C, most = sizes
+    extra = torch.randint(1, most, (C,), generator=g)
+    cols = torch.randperm(2 * C, generator=g)[:C]
+    keys = ColumnKeys(torch.randint(-2 ** 62, 2 ** 62, (2 * C,), generator=g),
+                      torch.randint(0, 99, (2 * C,), generator=g), [0, 2 * C], (0,))
+    for key in (op_key(1, 2, 3), keys):
+        monkeypatch.setattr(select, "_RESERVOIR_CHUNK", 1 << 62)
+        whole = select.Draws.reservoir(cols, extra, 7, key)
+        monkeypatch.setattr(select, "_RESERVOIR_CHUNK", 1 << 10)
+        assert torch.equal(select.Draws.reservoir(cols, extra, 7, key), whole)
+    ptr = torch.cat([torch.zeros(1, dtype=torch.long), extra.cumsum(0)])     # the formula
+    owner = torch.repeat_interleave(torch.arange(C), extra)
+    co = torch.arange(int(ptr[-1])) - ptr[owner] + 7
+    j = uniform_int(hash_tensor(keys.base[cols[owner]], keys.position[cols[owner]], co), co + 1)
+    hit = j < 7
+    expect = torch.arange(7).repeat(C).scatter_reduce_(0, owner[hit] * 7 + j[hit], co[hit], "amax")
+    assert torch.equal(select.Draws.reservoir(cols, extra, 7, keys), expect)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_both_top_k_strategies_choose_the_same_rows(weighted):
+    """Collective sampling keeps k rows per batch: by one segmented sort (on a GPU) or batch
+    by batch (on the CPU); both keep what each batch keeps on its own."""
+    from gsample.backend.torch import select
+    n, copies, k = 50, 4, 6
+    g = torch.Generator().manual_seed(int(weighted))
+    keys = BatchKeys.of(seed=1, ordinal=0, first_batch=3, copies=copies, num_nodes=n)
+    gid = torch.cat([torch.sort(torch.randperm(n, generator=g)[:m]).values + b * n
+                     for b, m in enumerate((3, 20, 0, 45))])        # 6 or fewer, none, more
+    probs = torch.rand(gid.numel(), generator=g) + 0.01 if weighted else None
+    batch = gid // n
+    ptr = [0, 3, 23, 23, 68]
+    cand = torch.arange(gid.numel()) + 100                          # local rows
+    args = (cand, gid, batch, ptr, k, keys, probs, select.Draws)
+    one = select._top_k_batch_by_batch(*args)
+    assert torch.equal(select._top_k_segmented(*args), one)
+    for b in range(copies):                                          # = each batch alone
+        lo, hi = ptr[b], ptr[b + 1]
+        alone = select.choose_rows(torch.arange(hi - lo), hi - lo, lambda r: gid[lo:hi][r] - b * n,
+                                   k, False, keys.keys[b], None if probs is None
+                                   else probs[lo:hi]) + 100 + lo
+        assert torch.equal(one[(one >= 100 + lo) & (one < 100 + hi)], alone)
+
+
+# ----------------------------------------------------------------------------- refusals
+def test_state_dependent_samplers_are_refused_unless_fixed(graph):
+    pas = example("pass_sampler")
+    sampler = functools.partial(pas.pass_sampler, **pas.random_inputs(graph.num_nodes, 8, 16))
+    with pytest.raises(ValueError, match=r"super_batch: .*X, W1, W2, W3.*fixed_state=True"):
+        gs.DataLoader(graph, sampler, torch.arange(64), BATCH, super_batch=2)
+    biased = functools.partial(weighted_sampler, v=torch.rand(graph.num_nodes))   # a bandit bias
+    with pytest.raises(ValueError, match="super_batch: .*depend on v"):
+        gs.DataLoader(graph, biased, torch.arange(64), BATCH, super_batch="auto")
+    gs.DataLoader(graph, biased, torch.arange(64), BATCH, super_batch=2, fixed_state=True)
+
+    def features_only(A, seeds, X):            # a tensor that feeds no draw: not state
+        s = A[:, seeds].individual_sample(3)
+        return s, X[s.row()]
+    gs.DataLoader(graph, functools.partial(features_only, X=torch.rand(2000, 4)),
+                  torch.arange(64), BATCH, super_batch=2)
+
+
+def whole_graph_sample(A, seeds):
+    return A.individual_sample(2), A[:, seeds].individual_sample(2)
+
+
+def in_place(A, seeds):
+    nodes = A[:, seeds].individual_sample(2).row()
+    nodes.add_(0)
+    return nodes
+
+
+def branching(A, seeds):
+    if seeds.sum() > 3:
+        return A[:, seeds].individual_sample(2)
+    return A[:, seeds].individual_sample(3)
+
+
+def two_graphs(A, seeds, B):
+    return A[:, seeds].individual_sample(2), B[:, seeds].individual_sample(2)
+
+
+@pytest.mark.parametrize("sampler, match", [
+    (whole_graph_sample, "samples the whole graph"),
+    (in_place, "writes in place"),
+    (branching, "must compile with gs.compile"),
+], ids=["whole-graph-sample", "in-place", "untraceable"])
+def test_programs_that_cannot_be_super_batched_are_refused(graph, sampler, match):
+    with pytest.raises(ValueError, match=f"super_batch: .*{match}"):
+        gs.DataLoader(graph, sampler, torch.arange(64), BATCH, super_batch=2)
+
+
+def test_two_matrix_arguments_are_refused(graph):
+    with pytest.raises(ValueError, match="super_batch: .*more than one gs.Matrix"):
+        gs.DataLoader(graph, functools.partial(two_graphs, B=graph), torch.arange(64), BATCH,
+                      super_batch=2)
+
+
+# ----------------------------------------------------------------------------- errors
+def zero_weight_graph(node):
+    A = gs.datasets.rmat(500, 5000, seed=3)
+    src, dst, _ = A.edges()
+    weight = torch.where(dst == node, 0.0, 1.0)
+    return gs.Matrix.from_edge_index(torch.stack([src, dst]), 500, weight=weight)
+
+
+def weighted_layer(A, seeds):
+    return A[:, seeds].individual_sample(2, probs=A[:, seeds])
+
+
+def outcome(loader):
+    """``(batches yielded, the error raised or None)``."""
+    got = []
+    try:
+        for b in loader:
+            got.append(b)
+    except Exception as e:      # noqa: BLE001 - compared below
+        return got, e
+    return got, None
+
+
+@pytest.mark.parametrize("super_batch", [3, "auto"])
+@pytest.mark.parametrize("where", [0, 2])
+def test_an_error_surfaces_at_its_mini_batch(where, super_batch):
+    bad = 7
+    A = zero_weight_graph(bad)
+    assert A[:, torch.tensor([bad])].num_edges > 0
+    fill = torch.arange(100, 100 + 4 * BATCH)
+    seeds = torch.cat([fill[:where * BATCH + 5], torch.tensor([bad]), fill[where * BATCH + 5:]])
+    ref, ref_error = outcome(gs.DataLoader(A, weighted_layer, seeds, BATCH, shuffle=False, seed=0))
+    got, error = outcome(gs.DataLoader(A, weighted_layer, seeds, BATCH, shuffle=False, seed=0,
+                                       super_batch=super_batch))
+    assert [b.index for b in ref] == [b.index for b in got] == list(range(where))
+    for g, r in zip(got, ref):
+        assert_same(g.out, r.out)
+    assert type(error) is type(ref_error) is ValueError and str(error) == str(ref_error)
+    assert "all its probabilities are zero" in str(error)
+
+
+def test_a_super_batch_failure_where_batches_succeed_is_reported(graph, monkeypatch):
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("out of memory")
+    loader = gs.DataLoader(graph, graphsage, torch.arange(100), BATCH, super_batch=2, seed=0)
+    monkeypatch.setattr(_SuperBatcher, "run", broken)
+    got, error = outcome(loader)
+    assert got == [] and isinstance(error, RuntimeError)
+    assert "super_batch: sampling mini-batches 0..1 in one run failed" in str(error)
+    assert "out of memory" in str(error)
+
+
+# ----------------------------------------------------------------------------- "auto"
+def test_auto_fits_the_budget_and_a_tiny_budget_gives_one(graph, device):
+    A = graph.to(device)
+    seeds = random_seeds(NUM_SEEDS, 5).to(device)
+    sampler = functools.partial(example("graphsage").graphsage, fanouts=(10, 5))
+    _, ref = epochs(A, sampler, seeds)
+    loader, got = epochs(A, sampler, seeds, super_batch="auto", memory_budget=1)
+    assert loader.super_batch_size == 1
+    assert_same_batches(got, ref, "auto, tiny budget")
+    assert_same_batches([list(loader)], epochs(A, sampler, seeds, 2)[1][1:], "auto, epoch 2")
+    per_batch = loader.batch_bytes
+    out_bytes = sum(t.numel() * t.element_size() for b in got[0][:1] for m in b.out
+                    for t in (m.csc.indptr, m.csc.rows, m.csc.col_ids, m.csc.values, m.csc.eids))
+    assert per_batch >= out_bytes > 0            # the outputs are part of the footprint
+    for budget, expect in ((3 * per_batch + 1, 3), (10 ** 12, len(loader))):
+        loader, got = epochs(A, sampler, seeds, super_batch="auto", memory_budget=budget)
+        assert loader.super_batch_size == expect
+        assert loader.super_batch_size * loader.batch_bytes <= budget
+        assert_same_batches(got, ref, f"auto, budget {budget}")
+    loader, got = epochs(A, sampler, seeds, super_batch="auto")   # the L2 cache or half a GPU
+    assert 1 <= loader.super_batch_size <= len(loader)
+    assert_same_batches(got, ref, "auto, default budget")
+
+
+@pytest.mark.parametrize("options, error, match", [
+    ({"super_batch": 0}, ValueError, "super_batch: must be >= 1"),
+    ({"super_batch": -2}, ValueError, "super_batch: must be >= 1"),
+    ({"super_batch": 1.5}, TypeError, "super_batch: must be a positive int or 'auto'"),
+    ({"super_batch": "max"}, TypeError, "super_batch: must be a positive int or 'auto'"),
+    ({"super_batch": True}, TypeError, "super_batch: must be a positive int or 'auto'"),
+    ({"super_batch": "auto", "memory_budget": 0}, ValueError, "memory_budget: must be >= 1"),
+    ({"super_batch": "auto", "memory_budget": "1GB"}, TypeError, "memory_budget: must be a"),
+    ({"super_batch": "auto", "memory_budget": 2.0}, TypeError, "memory_budget: must be a"),
+    ({"super_batch": 4, "memory_budget": 10 ** 9}, ValueError, "memory_budget: only used with"),
+    ({"memory_budget": 10 ** 9}, ValueError, "memory_budget: only used with"),
+    ({"super_batch": 2, "fixed_state": "yes"}, TypeError, "fixed_state: must be True or False"),
+])
+def test_bad_arguments_fail_in_the_constructor(graph, options, error, match):
+    with pytest.raises(error, match=match):
+        gs.DataLoader(graph, graphsage, torch.arange(64), BATCH, **options)
