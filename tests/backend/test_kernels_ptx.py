@@ -84,10 +84,10 @@ def test_generated_edge_map_compiles_to_ptx(name, dtype, has_values, tmp_path):
 def test_modules_compile_with_our_options_only(monkeypatch, tmp_path):
     """cp.RawModule appends -ftz=true to the options (it flushed float32 subnormals on an
     H200), so modules compile through NVRTC with exactly ``OPTIONS``, then load the binary;
-    the binary is kept on disk and reused."""
-    import cupy
+    the binary is kept on disk and reused. CuPy is replaced by a stand-in (CI has none)."""
+    import sys
+    import types
     import torch
-    from cupy.cuda import compiler, function
     from gsample.backend.cuda import module
     calls, loaded = [], []
 
@@ -99,13 +99,27 @@ def test_modules_compile_with_our_options_only(monkeypatch, tmp_path):
         def load(self, binary):
             loaded.append(binary)
 
+    class Device:                         # ``with cp.cuda.Device(i):``
+        def __init__(self, index=0):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    compiler = types.SimpleNamespace(compile_using_nvrtc=fake_nvrtc)
+    function = types.SimpleNamespace(Module=FakeModule)
+    cuda = types.ModuleType("cupy.cuda")
+    cuda.compiler, cuda.function, cuda.Device = compiler, function, Device
+    cuda.nvrtc = types.SimpleNamespace(getVersion=lambda: (13, 0))
+    cupy = types.ModuleType("cupy")
+    cupy.cuda = cuda                      # no RawModule: using it would fail
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
     monkeypatch.setenv("GSAMPLE_CACHE", str(tmp_path))
-    monkeypatch.setattr(compiler, "compile_using_nvrtc", fake_nvrtc)
-    monkeypatch.setattr(function, "Module", FakeModule)
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
-    monkeypatch.setattr(cupy.cuda.nvrtc, "getVersion", lambda: (13, 0))
-    monkeypatch.setattr(cupy.cuda, "Device", lambda i=0: _NullContext())
-    monkeypatch.setattr(cupy, "RawModule", None)          # must not be used
     module.module.cache_clear()
     try:
         module.module("sampling", params=(("TEST_KEY", 1),))
@@ -119,11 +133,3 @@ def test_modules_compile_with_our_options_only(monkeypatch, tmp_path):
     assert not any("ftz=true" in o for o in options)
     assert "#define GS_TEST_KEY 1" in source
     assert len(list((tmp_path / "kernels").glob("sampling-*.bin"))) == 1
-
-
-class _NullContext:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
