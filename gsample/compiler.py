@@ -199,8 +199,10 @@ class CompiledSampler:
         return dynamic, static, num_nodes
 
     def _key(self, dynamic, static, num_nodes):
+        # the backend is part of the key: the layout pass prices a plan for one backend
         return (tuple((n, _hashable(v, n)) for n, v in static.items()),
-                tuple((n, _signature_of(v)) for n, v in dynamic.items()), num_nodes)
+                tuple((n, _signature_of(v)) for n, v in dynamic.items()), num_nodes,
+                self.backend or current_backend())
 
     def program(self, *args, **kwargs) -> Graph:
         """The optimised IR this call would run (tracing it if needed)."""

@@ -245,3 +245,15 @@ def test_debug_levels_2_and_3_print_passes_and_nodes(monkeypatch, capsys, weight
     assert "individual_sample -> matrix" in out and "slice_cols -> matrix" in out
     monkeypatch.setenv("GSAMPLE_DEBUG", "not a number")         # treated as 0
     gs.compile(two_layer, passes=[reuse_ordinal_0])(weighted_graph, seeds)
+
+
+def test_a_program_per_backend(small_graph):
+    """The layout plan is priced for the backend a call runs on, so a sampler compiled
+    without ``backend=`` traces again when ``gs.use_backend`` changes it (and reuses each)."""
+    f = gs.compile(graphsage)
+    seeds = random_seeds(16, 1, small_graph.num_nodes)
+    f(small_graph, seeds)
+    with gs.use_backend("cuda"):          # CPU tensors: every op runs the torch code
+        f(small_graph, seeds)
+    f(small_graph, seeds)
+    assert f.traces == 2 and len(f._cache) == 2
