@@ -16,16 +16,6 @@ extern "C" __global__ void gs_edge_cols(const gs_i64* __restrict__ indptr, gs_i6
     }
 }
 
-// Columns in CSR order: out[p] = the column of edge perm[p] (perm: the CSR permutation).
-extern "C" __global__ void gs_csr_cols(const gs_i64* __restrict__ indptr, gs_i64 C,
-                                       const gs_i64* __restrict__ perm, gs_i64 E,
-                                       gs_i64* __restrict__ out) {
-    for (gs_i64 p = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; p < E;
-         p += (gs_i64)gridDim.x * blockDim.x) {
-        out[p] = gs_owner(indptr, C, perm[p]);
-    }
-}
-
 // Edges per row: counts[rows[e]] += 1 (counts: R zeros on entry; rows[e] in [0, R)).
 extern "C" __global__ void gs_row_counts(const gs_i64* __restrict__ rows, gs_i64 E,
                                          gs_u64* __restrict__ counts) {

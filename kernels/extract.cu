@@ -142,8 +142,8 @@ extern "C" __global__ void gs_compact(const gs_i64* __restrict__ local,
 // ----------------------------------------------------------------------------- transpose
 // Edges in row order (perm: stable sort of the rows): cols_out[p] = the column of edge
 // perm[p] (its segment in indptr: ncols + 1 entries, indptr[0] == 0), eids_out[p] =
-// eids[perm[p]] (if eids).
-extern "C" __global__ void gs_edge_cols(const gs_idx* __restrict__ indptr, gs_i64 ncols,
+// eids[perm[p]] (if eids). Also the CSR-order columns of convert.csr_cols (eids null).
+extern "C" __global__ void gs_perm_cols(const gs_idx* __restrict__ indptr, gs_i64 ncols,
                                         const gs_i64* __restrict__ perm, gs_i64 n,
                                         const gs_i64* __restrict__ eids,
                                         gs_i64* __restrict__ cols_out,

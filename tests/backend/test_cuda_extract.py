@@ -320,7 +320,7 @@ def test_compiled_cuda_equals_torch_backend(monkeypatch, forced_int32, pipeline)
         names = {name for fam, name in launched if fam == "extract"}
         want = {"gs_gather_segments", "gs_hash_lookup"}
         if passes == []:
-            want |= {"gs_compact", "gs_map_rows", "gs_edge_cols", "gs_lower_bounds"}
+            want |= {"gs_compact", "gs_map_rows", "gs_perm_cols", "gs_lower_bounds"}
         assert want <= names, names
 
 
@@ -345,7 +345,7 @@ def test_compiled_with_twins_equals_torch_backend(monkeypatch):
     gs.manual_seed(0)
     ref = gs.compile(_extract_sampler, backend="torch", passes=[])(A, seeds)
     called = set()
-    for name in ("gather", "positions", "map_rows", "compact", "edge_cols", "lower_bounds"):
+    for name in ("gather", "positions", "map_rows", "compact", "perm_cols", "lower_bounds"):
         fn = getattr(X._Twin, name)
         monkeypatch.setattr(X._Twin, name, staticmethod(
             lambda *a, _fn=fn, _name=name: (called.add(_name), _fn(*a))[1]))
@@ -354,5 +354,5 @@ def test_compiled_with_twins_equals_torch_backend(monkeypatch):
         monkeypatch.setitem(IMPLS, op, fn)
     gs.manual_seed(0)
     assert_same(gs.compile(_extract_sampler, backend="torch", passes=[])(A, seeds), ref)
-    assert called == {"gather", "positions", "map_rows", "compact", "edge_cols",
+    assert called == {"gather", "positions", "map_rows", "compact", "perm_cols",
                       "lower_bounds"}

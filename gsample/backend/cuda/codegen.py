@@ -60,12 +60,6 @@ _NP = {torch.float32: np.float32, torch.float64: np.float64}
 _BINARY = ("add", "sub", "mul", "div", "pow")
 
 
-#: value dtypes whose generated kernels compile (and are PTX-tested) but do not run, and why
-#: (empty: float32 ran the torch code until the module compiler stopped going through
-#: cp.RawModule, which appends -ftz=true and flushed float32 subnormals; see module.py)
-NOT_RUN: dict = {}
-
-
 class Unsupported(Exception):
     """The program cannot be generated bit-exactly; the message says why."""
 
@@ -222,8 +216,6 @@ def plan(A, program: tuple, operands: dict) -> EdgeMapKernel:
             raise Unsupported(f"operand {name!r} is not a 1-D tensor")
         if y.dtype != dtype:
             raise Unsupported(f"operand {name!r} is {y.dtype}, values are {dtype}")
-    if dtype in NOT_RUN:
-        raise Unsupported(NOT_RUN[dtype])
     return generate(program, dtype, A.values is not None)
 
 

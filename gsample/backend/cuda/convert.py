@@ -68,10 +68,8 @@ def csr_cols(csc: CSC, perm: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"perm: expected shape ({csc.nnz},), got {tuple(perm.shape)}")
     if not on_gpu(csc.indptr):
         return csc.edge_cols()[perm]
-    out = torch.empty(csc.nnz, dtype=torch.int64, device=csc.device)
-    launch("convert", "gs_csr_cols", csc.nnz, _i64(csc.indptr), csc.num_cols, _i64(perm),
-           csc.nnz, out)
-    return out
+    from .extract import _Cuda     # the transpose's kernel (kernels/extract.cu), no eids
+    return _Cuda.perm_cols(_i64(csc.indptr), _i64(perm))[0]
 
 
 def row_counts(rows: torch.Tensor, num_rows: int) -> torch.Tensor:

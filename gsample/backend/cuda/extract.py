@@ -116,11 +116,11 @@ class _Cuda:
         return keep, rows_out, eids_out
 
     @staticmethod
-    def edge_cols(indptr, perm, eids=None):
+    def perm_cols(indptr, perm, eids=None):
         from .module import launch
         cols = torch.empty(perm.numel(), dtype=torch.int64, device=perm.device)
         eids_out = None if eids is None else torch.empty_like(cols)
-        launch("extract", "gs_edge_cols", perm.numel(), indptr, indptr.numel() - 1, perm,
+        launch("extract", "gs_perm_cols", perm.numel(), indptr, indptr.numel() - 1, perm,
                perm.numel(), _opt(eids), cols, _opt(eids_out), params=_params(indptr))
         return cols, eids_out
 
@@ -172,7 +172,7 @@ class _Twin:
         return keep, local[keep], None if eids is None else eids[keep]
 
     @staticmethod
-    def edge_cols(indptr, perm, eids=None):
+    def perm_cols(indptr, perm, eids=None):
         cols = torch.searchsorted(indptr[:-1].long(), perm, right=True) - 1
         return cols, None if eids is None else eids[perm]
 
@@ -424,7 +424,7 @@ def transpose(A: CSC) -> CSC:
     K = _kernels(A.indptr)
     indptr, rows = _index_arrays(A)
     sorted_rows, perm = torch.sort(rows, stable=True)     # stable: the unique permutation
-    cols, eids_out = K.edge_cols(indptr, perm, _eids(A))
+    cols, eids_out = K.perm_cols(indptr, perm, _eids(A))
     return CSC(
         num_nodes=A.num_nodes,
         indptr=K.lower_bounds(sorted_rows, A.num_rows + 1),
