@@ -8,8 +8,18 @@ appended to ``LOG_DIR/done.txt``; a later call skips those (and those of ``--don
 long selection can be spread over several calls with a ``--deadline`` each (a chunk still running at the deadline is killed, and its
 unfinished tests stay to do).
 
-The caching allocator is off (``PYTORCH_NO_CUDA_MEMORY_CACHING=1``), so a read past the end
-of any tensor is a read past the end of its own allocation, which memcheck sees.
+PyTorch's caching allocator is off, so a read past the end of any tensor is a read past the end
+of its own allocation, which memcheck sees (inside a cached block it would not: checked on an
+H100 with a kernel that reads one element past a tensor). ``--allocator nocache`` (default)
+gives every tensor a ``cudaMalloc`` of its own (``PYTORCH_NO_CUDA_MEMORY_CACHING=1``);
+``--allocator async`` a ``cudaMallocAsync`` of its own
+(``PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync``), which memcheck tracks just as
+precisely and which frees without a device-wide synchronisation (9-18% less time per
+collective sampler call under memcheck, H100, 2026-11-22).
+
+Host backtraces are off (``--show-backtrace device``): collecting them makes every CUDA call
+slower the longer a process runs (a loop of 550 collective sampler calls went from 97 to 627 ms
+per call, H100, 2026-11-22); an error report still names the kernel and its device backtrace.
 
 Examples
 --------
@@ -88,13 +98,19 @@ def command(tests: list[str], sanitizer: str, sanitizer_args: list[str]) -> list
               "--durations=10", *tests]
     if sanitizer == "none":                       # for tests of this script (no GPU)
         return pytest
-    return [sanitizer, "--tool", "memcheck", "--error-exitcode", "1", *sanitizer_args, *pytest]
+    return [sanitizer, "--tool", "memcheck", "--error-exitcode", "1",
+            "--show-backtrace", "device", *sanitizer_args, *pytest]
 
 
-def run_chunk(name, tests, log_dir: Path, end: float, cmd) -> ChunkResult:
+#: environment of each allocator choice: every tensor is an allocation of its own
+ALLOCATORS = {"nocache": {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"},
+              "async": {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}}
+
+
+def run_chunk(name, tests, log_dir: Path, end: float, cmd, allocator="nocache") -> ChunkResult:
     """Run one chunk until it ends or the deadline ``end`` (``time.monotonic``) passes."""
     t0, log = time.monotonic(), log_dir / f"{name}.log"
-    env = dict(os.environ, PYTORCH_NO_CUDA_MEMORY_CACHING="1")
+    env = dict(os.environ, **ALLOCATORS[allocator])
     with open(log, "w") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
         try:
@@ -125,6 +141,9 @@ def main(argv=None) -> int:
     p.add_argument("--sanitizer-arg", action="append", default=[], dest="sanitizer_args",
                    help="one word of an extra sanitizer option, e.g. --sanitizer-arg=--kernel-name "
                         "--sanitizer-arg=kns=gs_ (check only gsample's kernels)")
+    p.add_argument("--allocator", choices=sorted(ALLOCATORS), default="nocache",
+                   help="how PyTorch allocates: cudaMalloc per tensor (nocache) or "
+                        "cudaMallocAsync per tensor (async)")
     p.add_argument("selection", nargs="*", default=["-m", "cuda", "tests"],
                    help="pytest arguments that select the tests (after --)")
     a = p.parse_args(argv)
@@ -152,14 +171,14 @@ def main(argv=None) -> int:
     end = start + a.deadline
     stamp = time.strftime("%Y%m%d-%H%M%S")
     print(f"{len(done)} done before, {len(todo)} to run in {len(chunks)} chunks of "
-          f"<= {a.chunk}, {a.jobs} at once")
+          f"<= {a.chunk}, {a.jobs} at once, allocator {a.allocator}")
 
     def job(i_tests):
         i, tests = i_tests
         if time.monotonic() > end - a.start_margin:   # too late to finish anything
             return ChunkResult(f"{stamp}-{i:03d}", tests, {}, -1, 0, None, 0.0)
         cmd = command(tests, a.sanitizer, a.sanitizer_args)
-        return run_chunk(f"{stamp}-{i:03d}", tests, a.log_dir, end, cmd)
+        return run_chunk(f"{stamp}-{i:03d}", tests, a.log_dir, end, cmd, a.allocator)
 
     results = []
     with ThreadPoolExecutor(a.jobs) as pool, tqdm(total=len(todo), unit="test") as bar:
@@ -167,8 +186,12 @@ def main(argv=None) -> int:
             r = fut.result()
             results.append(r)
             bar.update(len(r.tests))
-            # skips are final too (their reasons do not change between calls)
-            ok = [t for t, o in r.outcomes.items() if o in ("PASSED", "SKIPPED")]
+            # skips are final too (their reasons do not change between calls); memcheck
+            # prints an error when its kernel ends, before the test can pass, so a test that
+            # passed in a chunk killed later is done if the log has no error report; a chunk
+            # with errors gives none (they are not attributed to tests: run it again)
+            clean = r.reports == 0 and r.memcheck_errors <= 0
+            ok = [t for t, o in r.outcomes.items() if clean and o in ("PASSED", "SKIPPED")]
             with open(done_file, "a") as f:
                 f.writelines(t + "\n" for t in ok)
     results.sort(key=lambda r: r.name)

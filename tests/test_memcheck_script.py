@@ -83,16 +83,42 @@ def test_parse_log_reads_outcomes_and_memcheck_summary():
 def test_command_runs_pytest_under_memcheck():
     cmd = memcheck.command(["t.py::a"], "compute-sanitizer", ["--kernel-name=kns=gs_"])
     assert cmd[:5] == ["compute-sanitizer", "--tool", "memcheck", "--error-exitcode", "1"]
-    assert cmd[5] == "--kernel-name=kns=gs_"
-    assert cmd[6:9] == [sys.executable, "-m", "pytest"] and "no:xdist" in cmd
+    assert cmd[5:7] == ["--show-backtrace", "device"]       # host backtraces slow it down
+    assert cmd[7] == "--kernel-name=kns=gs_"
+    assert cmd[8:11] == [sys.executable, "-m", "pytest"] and "no:xdist" in cmd
     assert cmd[-1] == "t.py::a"
     assert memcheck.command(["t.py::a"], "none", [])[0] == sys.executable
+
+
+def test_a_chunk_with_memcheck_errors_marks_nothing_done(tmp_path):
+    (tmp_path / "test_x.py").write_text(TESTS)
+    # what memcheck prints at the end of a process with errors (plain pytest here)
+    (tmp_path / "conftest.py").write_text(
+        "import os\n"
+        "def pytest_unconfigure(config):\n"
+        "    os.write(1, b'========= Invalid __global__ read of size 4 bytes\\n'\n"
+        "                b'========= ERROR SUMMARY: 1 error\\n')\n")
+    rc, out = _run(tmp_path, "--", "test_x.py", "-k", "a or c")
+    assert rc == 1 and "memcheck errors 1, error reports 1" in out, out
+    assert _done(tmp_path) == []                 # the passed tests are run again next time
+
+
+@pytest.mark.parametrize("allocator, var, value", [
+    ("nocache", "PYTORCH_NO_CUDA_MEMORY_CACHING", "1"),
+    ("async", "PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync")])
+def test_allocator_sets_pytorch_environment(tmp_path, allocator, var, value):
+    (tmp_path / "test_env.py").write_text(
+        f"import os\ndef test_env():\n    assert os.environ.get({var!r}) == {value!r}\n")
+    rc, out = _run(tmp_path, "--allocator", allocator, "--", "test_env.py")
+    assert rc == 0 and f"allocator {allocator}" in out, out
+    assert _done(tmp_path) == ["test_env.py::test_env"]
 
 
 @pytest.mark.parametrize("args, name", [(["--jobs", "0"], "--jobs"), (["--chunk", "0"], "--chunk"),
                                         (["--deadline", "0"], "--deadline"),
                                         (["--start-margin", "-1"], "--start-margin"),
-                                        (["--done", "missing.txt"], "--done")])
+                                        (["--done", "missing.txt"], "--done"),
+                                        (["--allocator", "cached"], "--allocator")])
 def test_bad_arguments_are_named(tmp_path, args, name):
     rc, out = _run(tmp_path, *args)
     assert rc == 2 and name in out, out
