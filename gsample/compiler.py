@@ -198,18 +198,30 @@ class CompiledSampler:
             raise TypeError(f"{self.fn.__name__}: a compiled sampler needs a gs.Matrix argument")
         return dynamic, static, num_nodes
 
-    def _key(self, dynamic, static, num_nodes):
+    def _backend(self) -> str:
+        """The backend a call runs on: ``backend=``, else the ``gs.use_backend`` one."""
+        return self.backend or current_backend()
+
+    def _check_device(self, dynamic) -> None:
+        """An explicit ``backend="cuda"`` needs the graph on a GPU (under
+        ``gs.use_backend("cuda")`` a CPU graph runs the torch code, as eager ops do)."""
+        if self.backend == "cuda" and any(isinstance(v, Matrix) and v.device.type != "cuda"
+                                          for v in dynamic.values()):
+            raise ValueError("backend: the 'cuda' backend needs the graph on a GPU "
+                             "(A.to('cuda'))")
+
+    def _key(self, dynamic, static, num_nodes, backend):
         # the backend is part of the key: the layout pass prices a plan for one backend
         return (tuple((n, _hashable(v, n)) for n, v in static.items()),
-                tuple((n, _signature_of(v)) for n, v in dynamic.items()), num_nodes,
-                self.backend or current_backend())
+                tuple((n, _signature_of(v)) for n, v in dynamic.items()), num_nodes, backend)
 
     def program(self, *args, **kwargs) -> Graph:
         """The optimised IR this call would run (tracing it if needed)."""
-        return self._program(*self._split(args, kwargs))
+        dynamic, static, num_nodes = self._split(args, kwargs)
+        return self._program(dynamic, static, num_nodes, self._backend())
 
-    def _program(self, dynamic, static, num_nodes) -> Graph:
-        key = self._key(dynamic, static, num_nodes)
+    def _program(self, dynamic, static, num_nodes, backend) -> Graph:
+        key = self._key(dynamic, static, num_nodes, backend)
         if key not in self._cache:
             from .passes import optimize
             from .trace import trace
@@ -218,19 +230,16 @@ class CompiledSampler:
             from .passes.cost_model import annotate_inputs
             graph = trace(self.fn, kinds, static, num_nodes)
             # sizes, device and backend of this call: what the layout pass's cost model prices
-            annotate_inputs(graph, dynamic, self.backend or current_backend())
+            annotate_inputs(graph, dynamic, backend)
             self._cache[key] = optimize(graph, self.passes)
             self.traces += 1
         return self._cache[key]
 
     def __call__(self, *args, **kwargs):
         dynamic, static, num_nodes = self._split(args, kwargs)   # once per call: a hot path
-        backend = self.backend or current_backend()
-        if self.backend == "cuda" and any(isinstance(v, Matrix) and v.device.type != "cuda"
-                                          for v in dynamic.values()):
-            raise ValueError("backend: the 'cuda' backend needs the graph on a GPU "
-                             "(A.to('cuda'))")
-        return execute(self._program(dynamic, static, num_nodes), dynamic, backend)
+        self._check_device(dynamic)
+        backend = self._backend()
+        return execute(self._program(dynamic, static, num_nodes, backend), dynamic, backend)
 
     def clear_cache(self) -> None:
         self._cache.clear()

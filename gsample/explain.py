@@ -238,7 +238,6 @@ def explain(fn: Callable, *example_args, passes: Optional[list] = None, format: 
     gs.explain: graphsage(A, seeds, fanouts=(25, 10))
     """
     from .passes import optimize
-    from .backend import current_backend
     from .passes.cost_model import annotate_inputs
     from .trace import trace
 
@@ -259,7 +258,7 @@ def explain(fn: Callable, *example_args, passes: Optional[list] = None, format: 
     for k, v in static.items():
         report.comment(f"  static  {k:<{width}}  {_short(v)}")
     if isinstance(fn, CompiledSampler):
-        key = sampler._key(dynamic, static, num_nodes)
+        key = sampler._key(dynamic, static, num_nodes, sampler._backend())
         report.comment(f"  compiled sampler: {len(sampler._cache)} program(s) cached, "
                        f"{'including' if key in sampler._cache else 'not yet'} this call's; "
                        f"{sampler.traces} trace(s) so far")
@@ -267,7 +266,7 @@ def explain(fn: Callable, *example_args, passes: Optional[list] = None, format: 
     # 2. the traced IR
     kinds = {k: Kind.MATRIX if isinstance(v, Matrix) else Kind.TENSOR for k, v in dynamic.items()}
     traced = annotate_inputs(trace(sampler.fn, kinds, static, num_nodes), dynamic,
-                             sampler.backend or current_backend())
+                             sampler._backend())
     report.heading(f"traced IR: {len(traced.nodes)} nodes, {traced.num_random} random ops")
     report.graph(traced, f"{name}_traced")
 

@@ -283,7 +283,6 @@ class _SuperBatcher:
     """A sampler's program, super-batched: runs N mini-batches at once."""
 
     def __init__(self, A, sampler_fn, seeds: torch.Tensor, fixed_state: bool):
-        from .backend import current_backend
         from .compiler import CompiledSampler, compile
         from .trace import TraceError
         fn, args, kwargs = _unwrap(sampler_fn)
@@ -298,11 +297,10 @@ class _SuperBatcher:
             raise TypeError(f"sampler_fn: cannot be called as sampler_fn(A, seeds): {e}") from e
         self.seeds_name = next(k for k, v in bound.arguments.items() if v is seeds)
         self.args, static, self.num_nodes = self.compiled._split(call, kwargs)
-        self.backend = self.compiled.backend or current_backend()
-        if self.backend == "cuda" and A.device.type != "cuda":
-            raise ValueError("backend: the 'cuda' backend needs the graph on a GPU (A.to('cuda'))")
+        self.compiled._check_device(self.args)
+        self.backend = self.compiled._backend()
         try:
-            self.base = self.compiled._program(self.args, static, self.num_nodes)
+            self.base = self.compiled._program(self.args, static, self.num_nodes, self.backend)
         except TraceError as e:
             raise ValueError(f"super_batch: the sampler must compile with gs.compile: {e}") from e
         self.fixed_state = fixed_state

@@ -263,9 +263,9 @@ def test_matrix_kind_values_and_size_are_in_the_key(A, seeds):
 def test_device_and_layout_are_in_the_key(A, seeds):
     c = CompiledSampler(pass_like)
     W = torch.randn(300, 4)
-    key = c._key(*c._split((A, seeds, W), {}))
-    meta = c._key(*c._split((A, seeds, torch.empty(300, 4, device="meta")), {}))
-    sparse = c._key(*c._split((A, seeds, W.to_sparse()), {}))
+    key = c._key(*c._split((A, seeds, W), {}), "torch")
+    meta = c._key(*c._split((A, seeds, torch.empty(300, 4, device="meta")), {}), "torch")
+    sparse = c._key(*c._split((A, seeds, W.to_sparse()), {}), "torch")
     assert len({key, meta, sparse}) == 3
 
 

@@ -36,6 +36,31 @@ def test_cuda_backend_needs_a_gpu_graph(small_graph):
         f(small_graph, torch.arange(4))
     with pytest.raises(ValueError, match="backend: unknown backend 'tpu'"):
         gs.compile(lambda A, seeds: A, backend="tpu")
+    with pytest.raises(ValueError, match="backend: the 'cuda' backend needs the graph on a GPU"):
+        gs.DataLoader(small_graph, f, torch.arange(8), batch_size=4, super_batch=2)
+
+
+def test_use_backend_cuda_runs_a_cpu_graph_on_torch(small_graph):
+    """Under gs.use_backend("cuda"), samplers compiled without backend= run a CPU graph with
+    the torch code, as eager ops do: the same samples, compiled, eager and in a loader."""
+    import torch
+    import gsample as gs
+
+    def layer(A, seeds):
+        return A[:, seeds].individual_sample(3).edges()[2]
+    seeds = torch.arange(40)
+    gs.manual_seed(5)
+    want = layer(small_graph, seeds)
+    plain = [b.out for b in gs.DataLoader(small_graph, layer, seeds, batch_size=20,
+                                          shuffle=False, seed=1, super_batch=2)]
+    with gs.use_backend("cuda"):
+        gs.manual_seed(5)
+        assert torch.equal(gs.compile(layer)(small_graph, seeds), want)
+        got = [b.out for b in gs.DataLoader(small_graph, gs.compile(layer), seeds,
+                                            batch_size=20, shuffle=False, seed=1,
+                                            super_batch=2)]
+    assert len(got) == len(plain) == 2
+    assert all(torch.equal(a, b) for a, b in zip(got, plain))
 
 
 # generated fused edge maps (gsample/backend/cuda/codegen.py): every op, both sides,
