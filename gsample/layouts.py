@@ -138,7 +138,26 @@ class CSR(_Spaces):
 
     def to_csc_order(self, t: torch.Tensor) -> torch.Tensor:
         """A per-edge tensor in this CSR's order put back in CSC order."""
-        return t[_inverse(self.perm)]
+        out = torch.empty_like(t)
+        out[self.perm] = t                         # one scatter: no inverse permutation
+        return out
+
+    def full_indptr(self) -> torch.Tensor:
+        """The row pointer over every row of the row space, shape (R + 1,) (``indptr``
+        itself unless compact)."""
+        return self.indptr if self.stored_rows is None else segment_ptr(
+            self.scatter_rows(self.row_counts()))
+
+    def with_compact(self, compact: bool) -> "CSR":
+        """This CSR storing only its non-empty rows (``compact``) or every row: same edges,
+        same order; only ``indptr`` and ``stored_rows`` change."""
+        if compact == self.compact:
+            return self
+        if not compact:
+            return replace(self, indptr=self.full_indptr(), stored_rows=None)
+        counts = self.row_counts()
+        keep = (counts > 0).nonzero().squeeze(1)
+        return replace(self, indptr=segment_ptr(counts[keep]), stored_rows=keep)
 
     def scatter_rows(self, per_stored: torch.Tensor) -> torch.Tensor:
         """A per-stored-row result (shape (S, ...)) as one per row of the row space (zeros
@@ -238,9 +257,7 @@ def to_csr(A: Sparse, compact: bool = False) -> CSR:
     (tensor([0, 1, 3]), tensor([1, 0, 1]), tensor([1, 0, 2]))
     """
     if isinstance(A, CSR):
-        if A.compact == compact:
-            return A
-        A = to_csc(A)
+        return A.with_compact(compact)
     cols = A.cols if isinstance(A, COO) else A.edge_cols()
     sorted_rows, perm = torch.sort(A.rows, stable=True)
     if compact:
@@ -265,10 +282,7 @@ def to_coo(A: Sparse) -> COO:
     if isinstance(A, COO):
         return A
     if isinstance(A, CSR):
-        inv = _inverse(A.perm)
-        csc = to_csc(A)
-        return COO(csc.num_nodes, csc.indptr, csc.rows, A.cols[inv], csc.row_ids, csc.col_ids,
-                   csc.values, csc.eids)
+        A = to_csc(A)
     return COO(A.num_nodes, A.indptr, A.rows, A.edge_cols(), A.row_ids, A.col_ids, A.values,
                A.eids)
 

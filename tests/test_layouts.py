@@ -73,6 +73,19 @@ def test_conversions_between_non_csc_layouts_are_exact(A, path):
     assert_same_csc(x, A)
 
 
+@pytest.mark.parametrize("compact", [False, True])
+def test_csr_switches_compactness_in_place_of_a_new_sort(A, compact):
+    """CSR <-> compact CSR changes only indptr and stored_rows: every field equals the CSR
+    built from the CSC."""
+    got, want = to_csr(to_csr(A, compact=not compact), compact=compact), to_csr(A, compact=compact)
+    assert got.compact == compact
+    for f in ("indptr", "cols", "perm", "row_ids", "col_ids", "values", "eids", "stored_rows"):
+        a, b = getattr(got, f), getattr(want, f)
+        assert (a is None) == (b is None), f
+        assert a is None or (a.dtype == b.dtype and torch.equal(a, b)), f
+    assert torch.equal(got.full_indptr(), to_csr(A).indptr)
+
+
 def test_csr_keeps_csc_order_within_rows(A):
     for compact in (False, True):
         r = to_csr(A, compact=compact)

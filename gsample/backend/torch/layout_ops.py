@@ -133,12 +133,7 @@ def transpose(A: Sparse) -> CSC:
     """``A.T``: the CSR of ``A`` *is* the CSC of ``A.T`` (same within-column order)."""
     if not isinstance(A, CSR):
         return extract.transpose(A)
-    indptr = A.indptr
-    if A.compact:
-        counts = torch.zeros(A.num_rows, dtype=torch.int64, device=A.device)
-        counts[A.stored_rows] = A.row_counts()
-        indptr = segment_ptr(counts)
-    return CSC(A.num_nodes, indptr, A.cols, A.col_ids, A.row_ids, A.values, A.eid_tensor())
+    return CSC(A.num_nodes, A.full_indptr(), A.cols, A.col_ids, A.row_ids, A.values, A.eid_tensor())
 
 
 def slice_rows(A: Sparse, rows: torch.Tensor, gather=gather_segments, find=locate) -> CSC:
