@@ -283,8 +283,9 @@ class _Rewrite:
         A = ins.get("A")
         if A is None or A.kind is not Kind.MATRIX:
             self._refuse(f"{node.op.value} cannot be super-batched (no matrix input)")
-        where = {k: self._alignment(node, table.get(k, table.get("*") if k.isdigit() else None),
-                                    k) for k in ins if k != "A"}
+        named = node.info.input_names()                 # the others are variadic ("*")
+        where = {k: self._alignment(node, table.get(k) if k in named else table.get("*"), k)
+                 for k in ins if k != "A"}
         if self.space[A] is LIST:                       # matrices sampled batch by batch
             A = ins["A"] = self._memo(("join", A), lambda: self._helper(
                 blocks.join_matrices, [A], {"n": self.n}, ENC, Kind.MATRIX, before=node))
@@ -323,7 +324,8 @@ class _Rewrite:
         if a == "axis":
             return "cols" if node.attrs["axis"] == 0 else "rows"
         if a == "steps":            # a fused program's operand: per edge if any step says so
-            axes = {step[4] for step in node.attrs["program"] if step[1] == name}
+            axes = {axis for _op, operand, _reverse, _scalar, axis in node.attrs["program"]
+                    if operand == name}
             return "edges" if None in axes or not axes else ("cols" if axes == {0} else "rows")
         return a
 
