@@ -14,7 +14,10 @@ collective sample ``k``     ``R' = min(k, S)``, ``E' = E * R' / S``, where
                             ``S = R * (1 - exp(-E / R))`` rows have edges (random rows)
 ``A.T`` / ``A.compact()``   ``(E, C, R)`` / ``(E, S, C)``
 maps, broadcasts, SDDMM     ``A``'s sizes
-all_nodes / row / column    ``C + S`` / ``S`` / ``C`` ids; row_ids ``R``, col_ids ``C``
+tensor results              by the op table's alignment (``ALIGN["out"]``): all_nodes
+                            ``C + S``, row ``S``, column and col_ids ``C``, row_ids
+                            ``R``, edges and values ``E``, SpMM ``R``, reduce ``C``
+                            or ``R`` by axis
 dense code                  the longest of its tensor inputs
 ==========================  ======================================================
 
@@ -32,6 +35,7 @@ from typing import Optional
 
 from .. import cost
 from ..ir import Graph, Kind, Op
+from ..ir.ops import align
 
 #: calls a once-per-graph (cached) conversion is spread over
 AMORTIZE = 100
@@ -89,6 +93,13 @@ def _length(size: Optional[Size]) -> float:
     return _DEFAULT_TENSOR if size is None else size.rows
 
 
+#: the length of a result lined up with ``A`` as ``gsample.ir.ops.ALIGN``'s "out" says
+_LENGTH_OF = {"rows": lambda A: A.rows, "rows ids": lambda A: A.rows,
+              "cols": lambda A: A.cols, "cols ids": lambda A: A.cols,
+              "edges": lambda A: A.nnz, "edges ids": lambda A: A.nnz,
+              "ids": lambda A: A.nonempty_rows, "set": lambda A: A.cols + A.nonempty_rows}
+
+
 def _rule(node, A: Optional[Size], ins: dict) -> Optional[Size]:
     """The size of ``node``'s value from its inputs' (see the module docstring)."""
     op, at = node.op, node.attrs
@@ -113,14 +124,12 @@ def _rule(node, A: Optional[Size], ins: dict) -> Optional[Size]:
         return Size(A.nnz, A.nonempty_rows, A.cols)
     if node.kind is Kind.MATRIX:              # maps, broadcasts, SDDMM, conversions
         return A
-    if op in (Op.ALL_NODES, Op.ROW, Op.COLUMN, Op.COL_IDS, Op.ROW_IDS):
-        s = A.nonempty_rows
-        return Size(rows={Op.ALL_NODES: A.cols + s, Op.ROW: s, Op.COLUMN: A.cols,
-                          Op.COL_IDS: A.cols, Op.ROW_IDS: A.rows}[op])
-    if op is Op.EDGES or op is Op.VALUES:
-        return Size(rows=A.nnz)
-    if op in (Op.REDUCE, Op.FUSED_EDGE_MAP_REDUCE):
-        return Size(rows=A.cols if at["axis"] == 0 else A.rows)
+    out = align(op).get("out")                # a tensor lined up with A (the op table)
+    if out is not None and A is not None:
+        out = out[0] if isinstance(out, tuple) else out
+        if out == "axis":
+            out = "cols" if at["axis"] == 0 else "rows"
+        return Size(rows=_LENGTH_OF[out](A))
     tensors = [s.rows for s in ins.values() if s is not None]
     return Size(rows=max(tensors)) if tensors else None
 

@@ -227,6 +227,23 @@ def test_size_estimates_follow_the_rules(A):
     assert sl.nonempty_rows == pytest.approx(2000 * (1 - torch.exp(torch.tensor(-0.48)).item()))
 
 
+def test_tensor_results_take_the_length_the_op_table_aligns_them_with(A):
+    """SpMM gives one row per matrix row (after a collective sample: R' = k, fewer than the
+    frontier's columns), reduce one per column or row by axis, edges one per edge."""
+    def layer(A, seeds, X):
+        s = A[:, seeds].collective_sample(20)
+        return s @ X[s.column()], s.sum(axis=0), s.sum(axis=1), s.edges()[0], s.all_nodes()
+    g = gs.compile(layer, passes=[]).program(A, random_seeds(64), torch.randn(2000, 4))
+    sizes = cost_model.estimate(g)
+    s = next(sizes[n] for n in g.nodes if n.op is Op.COLLECTIVE_SAMPLE)
+    assert (s.rows, s.cols) == (20, 64)
+    got = {(n.op, n.attrs.get("axis")): sizes[n].rows for n in g.nodes
+           if n.op in (Op.SPMM, Op.REDUCE, Op.EDGES, Op.ALL_NODES)}
+    assert got == {(Op.SPMM, None): 20, (Op.REDUCE, 0): 64, (Op.REDUCE, 1): 20,
+                   (Op.EDGES, None): pytest.approx(s.nnz),
+                   (Op.ALL_NODES, None): pytest.approx(64 + s.nonempty_rows)}
+
+
 def test_table_for_reads_the_cache_by_device_and_bucket(monkeypatch, tmp_path):
     assert cost.table_for("cpu", 1000) is cost.DEFAULT
     monkeypatch.setenv("GSAMPLE_CALIBRATION", "auto")
