@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from dataclasses import dataclass
+from typing import Optional
 
 import torch
 
@@ -302,10 +303,13 @@ class BatchKeys:
         """The keys as int64 bits, shape (copies,)."""
         return torch.tensor([_signed(k) for k in self.keys], dtype=torch.int64, device=device)
 
-    def columns(self, ids: torch.Tensor) -> "ColumnKeys":
-        """The keys of a frontier of encoded column ids ``ids`` (shape (C,))."""
-        batch = ids // self.num_nodes
-        ptr = batch_ptr(batch, self.copies)
+    def columns(self, ids: torch.Tensor, batch: Optional[torch.Tensor] = None,
+                ptr: Optional[list] = None) -> "ColumnKeys":
+        """The keys of a frontier of encoded column ids ``ids`` (shape (C,)); ``batch``
+        (``ids // num_nodes``) and ``ptr`` (its :func:`batch_ptr`) when already known."""
+        if batch is None:
+            batch = ids // self.num_nodes
+            ptr = batch_ptr(batch, self.copies)
         start = torch.tensor(ptr, dtype=torch.int64, device=ids.device)
         position = torch.arange(ids.numel(), device=ids.device) - start[batch]
         return ColumnKeys(self.bases(ids.device)[batch], position, ptr, self.keys)

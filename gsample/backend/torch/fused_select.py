@@ -138,7 +138,7 @@ def _per_batch_weights(w, name: str, length: int, copies: int, what: str):
 
 def _batched_individual(A: CSC, cols, k, replace, key: BatchKeys, probs):
     n, copies = key.num_nodes, key.copies
-    nodes, batch, _ = frontier(cols, n, copies)
+    nodes, batch, ptr = frontier(cols, n, copies)
     indptr_a, seg = A.column_segments(nodes)
     starts = indptr_a[seg]
     deg = indptr_a[seg + 1] - starts
@@ -151,7 +151,7 @@ def _batched_individual(A: CSC, cols, k, replace, key: BatchKeys, probs):
         probs_s = probs[index]
         V._finite_nonnegative(probs_s, "probs")
         V.edge_probs(probs_s, indptr_s, nodes)
-    indptr, col, offset = select_in_columns(deg, k, replace, key.columns(cols), probs_s)
+    indptr, col, offset = select_in_columns(deg, k, replace, key.columns(cols, batch, ptr), probs_s)
     return encode_columns(_result(A, nodes, indptr, starts[col] + offset), cols, n, copies)
 
 
@@ -166,9 +166,10 @@ def _batched_collective(A: CSC, cols, k, replace, key: BatchKeys, node_probs):
     owner = torch.repeat_interleave(batch, indptr_s[1:] - indptr_s[:-1], output_size=index.numel())
     rows_s = A.rows[index] + owner * n
     if node_probs is not None:
-        if not _per_batch_weights(node_probs, "node_probs", n, copies, "row"):
+        shared = not _per_batch_weights(node_probs, "node_probs", n, copies, "row")
+        V._finite_nonnegative(node_probs, "node_probs")     # once, before the copies
+        if shared:
             node_probs = node_probs.repeat(copies)
-        V._finite_nonnegative(node_probs, "node_probs")
     chosen = choose_rows(rows_s, n * copies, lambda rows: rows, k, replace, key, node_probs)
     indptr, kept, rows = keep_rows(indptr_s, rows_s, n * copies, chosen)
     out = _result(A, cols, indptr, index[kept], rows=rows, row_ids=chosen)

@@ -243,11 +243,12 @@ def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
 def _weighted_with_per_batch(deg, k, key: ColumnKeys, probs, draws):
     # the inverse CDF searches one running sum over the columns: a batch's sum must start
     # at 0, as on its own, or its float rounding (and a rare draw) would differ
-    indptr = segment_ptr(deg).tolist()
+    # each batch's first edge: copies + 1 values to the host, not the whole column pointer
+    first = segment_ptr(deg)[torch.tensor(key.ptr, device=deg.device)].tolist()
     parts = []
     for b, (c0, c1) in enumerate(zip(key.ptr[:-1], key.ptr[1:])):
         ptr, col, offset = select_in_columns(deg[c0:c1], k, True, key.keys[b],
-                                             probs[indptr[c0]:indptr[c1]], draws)
+                                             probs[first[b]:first[b + 1]], draws)
         parts.append((ptr, col + c0, offset))
     counts = torch.cat([p[1:] - p[:-1] for p, _, _ in parts])
     return (segment_ptr(counts), torch.cat([c for _, c, _ in parts]),
