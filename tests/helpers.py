@@ -132,6 +132,12 @@ def assert_same(a, b, where="out"):
     assert d is None, d
 
 
+def assert_same_csc(a, b, where="out"):
+    """Assert two CSC storages identical: every field (``None`` where the other is ``None``,
+    same dtype, shape and device) and ``num_nodes`` (see :func:`difference`)."""
+    assert_same(gs.Matrix(a), gs.Matrix(b), where)
+
+
 # ----------------------------------------------------------------------------- compiling
 def programs(fn, *args, passes=None, **kwargs):
     """``(traced IR, IR after passes)`` of ``fn`` on these arguments, both verified."""

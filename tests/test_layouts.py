@@ -14,19 +14,9 @@ from gsample.backend.torch import extract, select
 from gsample.ir import OP_TABLE, Kind, Layout, Op
 from gsample.layouts import COO, CSR, NAMES, convert, name_of, to_csc, to_csr
 from gsample.storage import CSC
-from helpers import difference
+from helpers import assert_same_csc, difference
 
-FIELDS = ("indptr", "rows", "row_ids", "col_ids", "values", "eids")
 SPARSE = {Layout.CSR: ("csr", "csr-compact"), Layout.COO: ("coo",)}
-
-
-def assert_same_csc(a: CSC, b: CSC):
-    assert a.num_nodes == b.num_nodes
-    for f in FIELDS:
-        x, y = getattr(a, f), getattr(b, f)
-        assert (x is None) == (y is None), f"{f}: one is None"
-        if x is not None:
-            assert x.dtype == y.dtype and torch.equal(x, y), f"{f} differs"
 
 
 def _matrices():

@@ -122,6 +122,7 @@ def test_cuda_backend_super_batched_equals_one_by_one(name, graph):
     if name in ("graphsage", "graphsage-3", "shadow"):
         assert_same_batches(got, ref, f"{name}, cuda backend")
         return
+    assert [b.index for b in got[0]] == [b.index for b in ref[0]] == list(range(6))
     for g, r in zip(got[0], ref[0]):
         a, b = sampled_edges(g.out), sampled_edges(r.out)
         assert len(a & b) >= 0.999 * len(a | b), f"{name} batch {r.index}"

@@ -21,23 +21,10 @@ from gsample.backend.cuda import extract as X
 from gsample.backend.torch import extract as R
 from gsample.ir import Op
 from gsample.storage import CSC
-from helpers import assert_same
+from helpers import assert_same, assert_same_csc
 
 _GPU = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
 DEVICES = ["cpu", pytest.param("cuda", marks=_GPU)]
-FIELDS = ("indptr", "rows", "row_ids", "col_ids", "values", "eids")
-
-
-def assert_same_csc(got: CSC, ref: CSC):
-    """Every storage field identical (None where the other is None, same dtype/device)."""
-    assert got.num_nodes == ref.num_nodes
-    for f in FIELDS:
-        a, b = getattr(got, f), getattr(ref, f)
-        assert (a is None) == (b is None), f
-        if a is not None:
-            assert (a.dtype, a.shape, a.device) == (b.dtype, b.shape, b.device), f
-            assert torch.equal(a, b), f
-    assert_same(gs.Matrix(got), gs.Matrix(ref))
 
 
 @pytest.fixture(params=DEVICES)
@@ -266,11 +253,11 @@ def test_int32_copy_is_cached_per_graph(monkeypatch):
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_kernels_compile_for_int32_ids(tmp_path):
     """test_kernels_ptx compiles the default (int64); the GS_IDX=int build must compile too."""
-    from gsample.backend.cuda.module import KERNELS as kernels
+    from gsample.backend.cuda.module import KERNELS as kernels, OPTIONS
     out = tmp_path / "extract32.ptx"
-    done = subprocess.run([shutil.which("nvcc"), "-ptx", "-arch=sm_90", "-std=c++17",
-                           f"-I{kernels}", "-DGS_IDX=int", f"{kernels}/extract.cu", "-o",
-                           str(out)], capture_output=True, text=True)
+    done = subprocess.run([shutil.which("nvcc"), "-ptx", "-arch=sm_90", *OPTIONS,
+                           "-DGS_IDX=int", f"{kernels}/extract.cu", "-o", str(out)],
+                          capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     ptx = out.read_text()
     assert ptx.count(".entry") == 8 and ".s32" in ptx
