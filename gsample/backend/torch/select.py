@@ -390,11 +390,20 @@ def _choose_rows_batched(rows, num_rows, global_rows, k, replace, key: BatchKeys
     if not replace:         # on the CPU, a sort per batch is cheaper than two over them all
         top_k = _top_k_batch_by_batch if cand.device.type == "cpu" else _top_k_segmented
         return top_k(cand, gid, batch, ptr, k, key, probs, draws)
+    if node_probs is None:    # uniform: all batches' draws at once (as row_draws per batch)
+        live = [b for b in range(copies) if ptr[b + 1] > ptr[b]]
+        per = torch.tensor([[ptr[b], ptr[b + 1] - ptr[b]] for b in live], device=cand.device)
+        start, size = per.repeat_interleave(k, dim=0).unbind(1)
+        base = key.bases(cand.device)[per.new_tensor(live)].repeat_interleave(k)
+        t = _arange(k, cand).repeat(len(live))
+        word = hash_tensor(base, torch.zeros_like(t), t)
+        # batches hold ascending, disjoint rows: one unique is each batch's, concatenated
+        return torch.unique(cand[start + uniform_int(word, size)])
     parts = []
     for b in range(copies):               # draw t of batch b: word(0, t) of its key
         cb = cand[ptr[b]:ptr[b + 1]]
         if cb.numel():
-            cum = None if node_probs is None else torch.cumsum(node_probs[cb].double(), 0)
+            cum = torch.cumsum(node_probs[cb].double(), 0)     # a running sum per batch
             parts.append(torch.unique(cb[draws.row_draws(cb, k, key.keys[b], cum)]))
     return torch.cat(parts) if parts else cand[:0]
 
