@@ -34,7 +34,7 @@ import torch
 from ... import validate as V
 from ...ir.graph import map_template
 from ...random import batch_ptr
-from ...storage import CSC
+from ...storage import CSC, segment_ptr
 
 
 # ----------------------------------------------------------------------------- frontiers
@@ -98,7 +98,7 @@ def tile(value, n: int, copies: int, ids: bool, name: str):
     """A graph-level value given to a sparse op of a super-batch: one copy per batch."""
     if ids:
         v = V.ids(value, name, n, value.device)
-        return torch.cat([v + b * n for b in range(copies)])
+        return (v + n * torch.arange(copies, device=v.device, dtype=v.dtype)[:, None]).reshape(-1)
     if not isinstance(value, torch.Tensor) or value.dim() == 0:
         return value
     return value.repeat(copies, *([1] * (value.dim() - 1)))
@@ -162,10 +162,7 @@ def bounds(M, n: int, copies: int) -> Bounds:
         edges = M.indptr[torch.tensor(cols, device=M.device)].tolist()
     else:                           # CSR / COO: count each batch's edges
         col_batch = M.global_cols()[M.edge_cols()] // n
-        counts = torch.bincount(col_batch, minlength=copies).tolist()
-        edges = [0]
-        for c in counts:
-            edges.append(edges[-1] + c)
+        edges = segment_ptr(torch.bincount(col_batch, minlength=copies)).tolist()
     return Bounds(cols, rows, edges)
 
 
