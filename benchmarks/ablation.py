@@ -37,7 +37,7 @@ import gsample as gs  # noqa: E402
 from gsample.passes import PIPELINE  # noqa: E402
 from gsample.passes.layout import select_layouts  # noqa: E402
 from epoch_time import benchmark_parser, device_name, loader_epoch, timed, write_record  # noqa: E402,E501
-from gpu_workloads import load, memory_peak, memory_start, same_samples  # noqa: E402
+from gpu_workloads import load, run_mode, same_samples  # noqa: E402
 from graphsage import graphsage  # noqa: E402
 from ladies import ladies, normalize  # noqa: E402
 
@@ -55,11 +55,12 @@ def samplers(fn, kwargs, backend, super_batches):
             with gs.use_backend(backend):
                 return backend_fn(A, seeds, **kwargs)
         return run
-    full = functools.partial(gs.compile(fn, backend=backend), **kwargs)
+    compiled = gs.compile(fn, backend=backend)        # configurations 3 and 4: one trace
+    full = functools.partial(compiled, **kwargs)
     configs = {
         CONFIGS[0]: (on(fn), None),
         CONFIGS[1]: (on(gs.compile(fn, passes=COMPUTE_PASSES, backend=backend)), None),
-        CONFIGS[2]: (on(gs.compile(fn, backend=backend)), None),
+        CONFIGS[2]: (on(compiled), None),
     }
     for n in super_batches:
         configs[f"{CONFIGS[3]} (N={n})"] = (full, n)
@@ -67,23 +68,17 @@ def samplers(fn, kwargs, backend, super_batches):
 
 
 def run_config(A, sampler, seeds, batch_size, super_batch, repeats, device):
-    """Warm-up epoch, then ``repeats`` epochs: median seconds, edges, memory."""
+    """Warm-up epoch, then ``repeats`` epochs (``gpu_workloads.run_mode``): median seconds,
+    edges, memory, and the super-batch size the loader used."""
     loaders = []
 
     def one():
         loaders.append(gs.DataLoader(A, sampler, seeds, batch_size=batch_size, seed=0,
                                      **({"super_batch": super_batch} if super_batch else {})))
         return loader_epoch(loaders[-1])
-    resident = memory_start(device)
-    warm, _ = one()
-    runs = [one() for _ in range(repeats)]
-    times = sorted(r[0] for r in runs)
-    t = times[len(times) // 2]
-    edges = runs[0][1]
-    return {"super_batch_size": loaders[-1].super_batch_size if super_batch else None,
-            "epoch_s_median": t, "epoch_s_all": [r[0] for r in runs], "warmup_epoch_s": warm,
-            "sampled_edges": edges, "sampled_edges_per_s": edges / t,
-            **memory_peak(device, resident)}
+    r = run_mode(None, one, repeats, device)
+    del r["mode"]
+    return {"super_batch_size": loaders[-1].super_batch_size if super_batch else None, **r}
 
 
 def plot(path, results, title):
