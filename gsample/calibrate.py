@@ -174,7 +174,7 @@ def calibrate(device="cpu", num_nodes: int = 4 ** 9, repeats: int = 5, avg_degre
                 kwargs = {"layout": extra}
             else:
                 kwargs = _kwargs(op, A, extra, g)
-                kwargs.update({a: kwargs.get(a) for a in OP_TABLE[op].attrs if a not in kwargs})
+                kwargs.update(dict.fromkeys(a for a in OP_TABLE[op].attrs if a not in kwargs))
             kwargs["A"] = x
             times.append(_timed(lambda: run_op(be, op, kwargs), device, repeats))
         coefficients[key] = [round(c, 9) for c in fit(sizes, np.array(times))]

@@ -149,7 +149,8 @@ def _eq(a, b) -> bool:
 
 
 def locate(space: torch.Tensor, ids: torch.Tensor):
-    """Position of each of ``ids`` in the duplicate-free ``space``; ``hit`` marks found ones."""
+    """Position of each of ``ids`` in ``space`` (its first occurrence where ``space``
+    repeats an id); ``hit`` marks found ones."""
     sorted_space, order = torch.sort(space, stable=True)   # repeats: the first occurrence
     pos = torch.searchsorted(sorted_space, ids).clamp_(max=max(space.numel() - 1, 0))
     if space.numel() == 0:

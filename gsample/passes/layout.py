@@ -32,7 +32,7 @@ from typing import Optional
 
 from .. import cost
 from ..ir import Graph, Kind, Layout, Op, Ref, info
-from ..layouts import EXPAND
+from ..layouts import EXPAND, NAMES
 from .cost_model import Pricer, estimate, example_graph
 from .dce import dce
 from .preprocess import program_key
@@ -195,8 +195,8 @@ def select_layouts(graph: Graph, force: Optional[str] = None) -> Graph:
     >>> [n.attrs["layout"] for n in g.nodes if n.op is Op.TO_LAYOUT]     # doctest: +SKIP
     ['csr-compact', 'csr-compact', 'csr-compact']
     """
-    if force is not None and force not in ("csc", "csr", "csr-compact", "coo"):
-        raise ValueError(f"force: a layout name (csc, csr, csr-compact, coo), got {force!r}")
+    if force is not None and force not in NAMES:
+        raise ValueError(f"force: a layout name ({', '.join(NAMES)}), got {force!r}")
     if any(n.op is Op.TO_LAYOUT or "layout_plan" in n.meta for n in graph.nodes):
         return graph
     graph = dce(graph)                  # price only what runs: a dead value needs no layout
