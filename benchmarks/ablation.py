@@ -36,10 +36,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import gsample as gs  # noqa: E402
 from gsample.passes import PIPELINE  # noqa: E402
 from gsample.passes.layout import select_layouts  # noqa: E402
-from epoch_time import benchmark_parser, device_name, loader_epoch, timed, write_record  # noqa: E402,E501
+from epoch_time import (WORKLOADS, benchmark_parser, device_name, loader_epoch,  # noqa: E402
+                        timed, write_record)
 from gpu_workloads import load, run_mode, same_samples  # noqa: E402
-from graphsage import graphsage  # noqa: E402
-from ladies import ladies, normalize  # noqa: E402
+from ladies import normalize  # noqa: E402
 
 CONFIGS = ("eager", "+ compute passes", "+ layout", "+ super-batching")
 #: the pipeline of configuration 2: every pass but layout selection
@@ -123,11 +123,10 @@ def main(argv=None):
     A, gen_s, seeds = load(args, device)
     print(f"graph: {A.num_nodes:,} nodes, {A.num_edges:,} edges, generated in {gen_s:.2f} s")
     norm_s, An = timed(lambda: normalize(A), device)
-    workloads = {"graphsage": ("GraphSAGE [25, 10]", A, graphsage, {"fanouts": (25, 10)}),
-                 "ladies": ("LADIES 3 x 4000", An, ladies, {"layers": (4000,) * 3})}
     results, checks = [], {}
     for key in args.workloads:
-        name, G, fn, kwargs = workloads[key]
+        name, fn, kwargs, normalized = WORKLOADS[key]
+        G = An if normalized else A
         configs = samplers(fn, kwargs, backend, super_batches)
         same = same_samples(G, {c: s for c, (s, sb) in configs.items() if sb is None},
                             seeds[:args.check_seeds], args.batch_size)

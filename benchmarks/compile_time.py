@@ -34,9 +34,9 @@ import gsample as gs  # noqa: E402
 import gsample.compiler  # noqa: E402
 import gsample.cost  # noqa: E402
 # epoch_time also puts examples/ on sys.path
-from epoch_time import benchmark_parser, epoch, load, timed, write_record  # noqa: E402
-from graphsage import graphsage  # noqa: E402
-from ladies import ladies, normalize  # noqa: E402
+from epoch_time import (WORKLOADS, benchmark_parser, epoch, load, timed,  # noqa: E402
+                        write_record)
+from ladies import normalize  # noqa: E402
 from gsample.passes.layout import pipeline as layout_pipeline  # noqa: E402
 
 
@@ -96,14 +96,10 @@ def main(argv=None):
     from gsample.passes import PIPELINE
     device, A, seeds = load(args)
     batch = seeds[:args.batch_size]
-    workloads = {
-        "graphsage": ("GraphSAGE [25, 10]", graphsage, lambda: A, {"fanouts": (25, 10)}),
-        "ladies": ("LADIES 3 x 4000", ladies, lambda: normalize(A), {"layers": (4000,) * 3}),
-    }
     results = []
     for key in args.workloads:
-        name, fn, graph, kwargs = workloads[key]
-        G = graph()
+        name, fn, kwargs, normalized = WORKLOADS[key]
+        G = normalize(A) if normalized else A
         c = compile_times(fn, G, batch, kwargs, args.repeats, device)
         e = epoch_times(fn, G, seeds, kwargs, args.batch_size, args.repeats)
         results.append({"workload": name, "compile": c, "epoch": e})

@@ -122,6 +122,11 @@ def _super_batch(value):
     return value if value == "auto" else int(value)
 
 
+#: key -> (name, sampler function, its arguments, whether it samples the normalised graph)
+WORKLOADS = {"graphsage": ("GraphSAGE [25, 10]", graphsage, {"fanouts": (25, 10)}, False),
+             "ladies": ("LADIES 3 x 4000", ladies, {"layers": (4000,) * 3}, True)}
+
+
 def main(argv=None):
     p = benchmark_parser(__doc__)
     p.add_argument("--super-batch", type=_super_batch, default=None,
@@ -131,14 +136,10 @@ def main(argv=None):
     if args.super_batch is not None:
         return super_batch_main(args, argv)
     device, A, seeds = load(args)
-    workloads = {
-        "graphsage": ("GraphSAGE [25, 10]", A, functools.partial(graphsage, fanouts=(25, 10))),
-        "ladies": ("LADIES 3 x 4000", None, functools.partial(ladies, layers=(4000,) * 3)),
-    }
     results = []
     for key in args.workloads:
-        name, graph, sampler = workloads[key]
-        graph = normalize(A) if graph is None else graph
+        name, fn, kwargs, normalized = WORKLOADS[key]
+        graph, sampler = normalize(A) if normalized else A, functools.partial(fn, **kwargs)
         epoch(graph, sampler, seeds, args.batch_size)                      # warm-up
         runs = [epoch(graph, sampler, seeds, args.batch_size) for _ in range(args.repeats)]
         t = statistics.median(r[0] for r in runs)
@@ -154,15 +155,11 @@ def main(argv=None):
 def super_batch_main(args, argv):
     """Compiled samplers, one mini-batch per run vs ``--super-batch`` per run (same batches)."""
     device, A, seeds = load(args)
-    workloads = {
-        "graphsage": ("GraphSAGE [25, 10]", A, graphsage, {"fanouts": (25, 10)}),
-        "ladies": ("LADIES 3 x 4000", None, ladies, {"layers": (4000,) * 3}),
-    }
     modes = {"one by one": {}, f"super_batch={args.super_batch}": {"super_batch": args.super_batch}}
     results = []
     for key in args.workloads:
-        name, graph, fn, kwargs = workloads[key]
-        graph = normalize(A) if graph is None else graph
+        name, fn, kwargs, normalized = WORKLOADS[key]
+        graph = normalize(A) if normalized else A
         sampler = functools.partial(gs.compile(fn), **kwargs)
         runs = {mode: [] for mode in modes}
         for r in range(args.repeats + 1):           # interleaved, so load shifts hit both
