@@ -39,6 +39,13 @@ def random_seeds(n=64, seed=1, num_nodes=2000):
     return torch.randperm(num_nodes, generator=torch.Generator().manual_seed(seed))[:n]
 
 
+def ladies_layer(A, seeds, k=100):
+    """One LADIES layer: rows drawn by their squared column-slice weights."""
+    sub = A[:, seeds]
+    p = (sub ** 2).sum(axis=1)
+    return sub.collective_sample(k, node_probs=p / p.sum())
+
+
 def graphsage(A, seeds, fanouts=(25, 10), replace=False):
     """GraphSAGE-style sampling: ``k`` in-neighbours per frontier node, layer after layer."""
     blocks = []

@@ -21,7 +21,8 @@ from gsample.layouts import NAMES
 from gsample.passes import PIPELINE
 from gsample.passes import cost_model
 from gsample.passes.layout import pipeline, select_layouts
-from helpers import check_compiled_equals_eager, example, programs, random_seeds
+from helpers import (check_compiled_equals_eager, example, ladies_layer, programs,
+                     random_seeds)
 
 FORCED = ("csr", "csr-compact", "coo")
 
@@ -51,12 +52,6 @@ FAVOUR_COMPACT = {"reduce/csc/axis1": (0, 0, 1.0, 0), "reduce/csr-compact/axis1"
 
 def conversions(graph):
     return [n for n in graph.nodes if n.op is Op.TO_LAYOUT]
-
-
-def ladies_layer(A, seeds, k=100):
-    sub = A[:, seeds]
-    p = (sub ** 2).sum(axis=1)
-    return sub.collective_sample(k, node_probs=p / p.sum())
 
 
 # ----------------------------------------------------------------------------- structure

@@ -20,7 +20,7 @@ from gsample.passes.cse import cse
 from gsample.passes.dce import dce
 from gsample.passes.preprocess import preprocess
 import helpers
-from helpers import example, same
+from helpers import example, ladies_layer, same
 from helpers import random_seeds as seeds
 
 PASSES = [cse, preprocess, dce]
@@ -43,12 +43,6 @@ def cached(graph):
 
 
 # ----------------------------------------------------------------------------- samplers
-def ladies_layer(A, seeds, k=100):
-    sub = A[:, seeds]
-    p = (sub ** 2).sum(axis=1)
-    return sub.collective_sample(k, node_probs=p / p.sum())
-
-
 def fastgcn_layer(A, seeds, k=100):
     degree = A.sum(axis=1)
     p = degree / degree.sum()
