@@ -78,6 +78,42 @@ def map_template(template, fn):
     return template
 
 
+def attr_key(value):
+    """A hashable key of an attribute value, equal only for equal values *of the same type*
+    (``2``, ``2.0`` and ``True`` compare and hash equal in Python but are different
+    constants to torch: ``seeds * 2`` is int64, ``seeds * 2.0`` float32). Tensors and
+    unhashable objects are keyed by identity; a nested :class:`Graph` by its structure.
+    CSE merges and pre-processing's cache keys read this one definition."""
+    import torch
+    if isinstance(value, torch.Tensor):
+        return ("tensor", id(value))
+    if isinstance(value, Graph):
+        return ("graph", structure_key(value))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__qualname__, tuple(attr_key(v) for v in value))
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda kv: repr(kv[0]))
+        return ("dict", tuple((k, attr_key(v)) for k, v in items))
+    try:
+        hash(value)
+    except TypeError:
+        return ("object", id(value))
+    return (type(value).__qualname__, value)
+
+
+def structure_key(program: "Graph", skip_input_names: bool = True) -> tuple:
+    """A structural key of a graph: equal keys compute equal values from equal inputs
+    (input names aside, by default)."""
+    index = {n: i for i, n in enumerate(program.nodes)}
+    key = []
+    for n in program.nodes:
+        attrs = {k: v for k, v in n.attrs.items()
+                 if not (skip_input_names and n.op is Op.INPUT and k == "name")}
+        ins = tuple(sorted((k, index[v]) for k, v in n.inputs.items()))
+        key.append((n.op, n.kind, ins, attr_key(attrs)))
+    return tuple(key)
+
+
 class VerifyError(AssertionError):
     """The IR broke one of its invariants."""
 

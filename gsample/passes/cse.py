@@ -9,30 +9,15 @@ is anything that reads a value such code writes (its value depends on the order)
 """
 from __future__ import annotations
 
-import torch
-
 from ..ir import Effect, Graph, Op, info
-
-
-def _attr_key(value):
-    if isinstance(value, torch.Tensor):
-        return ("tensor", id(value))
-    if isinstance(value, (list, tuple)):
-        return tuple(_attr_key(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((k, _attr_key(v)) for k, v in value.items()))
-    try:
-        hash(value)
-        return value
-    except TypeError:
-        return ("object", id(value))
+from ..ir.graph import attr_key
 
 
 def _key(node):
     if info(node.op).effect is not Effect.PURE or node.op in (Op.INPUT, Op.OUTPUT):
         return None
     inputs = tuple(sorted((k, id(v)) for k, v in node.inputs.items()))
-    return node.op, inputs, _attr_key(node.attrs)
+    return node.op, inputs, attr_key(node.attrs)
 
 
 def cse(graph: Graph) -> Graph:

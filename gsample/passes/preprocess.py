@@ -29,9 +29,9 @@ A value the output returns directly is the cached object itself: treat it as rea
 """
 from __future__ import annotations
 
-import torch
 
 from ..ir import Effect, Graph, Kind, Node, Op, Ref, info
+from ..ir.graph import attr_key, structure_key
 
 _SLICES = (Op.SLICE_COLS, Op.SLICE_ROWS)
 
@@ -69,32 +69,9 @@ def _hoistable(node: Node, graphs: dict) -> bool:
     return node.op not in (Op.INPUT, Op.CACHED) and g is not None and len(g) == 1
 
 
-def _attr_key(value):
-    if isinstance(value, torch.Tensor):
-        return ("tensor", id(value))          # the cache entry keeps the program (and it) alive
-    if isinstance(value, Graph):
-        return ("graph", program_key(value))
-    if isinstance(value, (list, tuple)):
-        return (type(value).__name__, tuple(_attr_key(v) for v in value))
-    if isinstance(value, dict):
-        items = sorted(value.items(), key=lambda kv: repr(kv[0]))
-        return ("dict", tuple((k, _attr_key(v)) for k, v in items))
-    try:
-        hash(value)
-        return (type(value), value)           # the type keeps 2 and 2.0 (and True) apart
-    except TypeError:
-        return ("object", id(value))
-
-
 def program_key(program: Graph) -> tuple:
     """A structural key: equal keys compute equal values on the same graph."""
-    index = {n: i for i, n in enumerate(program.nodes)}
-    key = []
-    for n in program.nodes:
-        attrs = {k: v for k, v in n.attrs.items() if not (n.op is Op.INPUT and k == "name")}
-        ins = tuple(sorted((k, index[v]) for k, v in n.inputs.items()))
-        key.append((n.op, n.kind, ins, _attr_key(attrs)))
-    return tuple(key)
+    return structure_key(program)
 
 
 def _program(graph: Graph, root: Node) -> tuple:
@@ -129,7 +106,7 @@ def _commute(graph: Graph, graphs: dict) -> list:
             base = base.input("A")
         if not chain or not (base.op is Op.INPUT and graphs[base] or _hoistable(base, graphs)):
             continue
-        key = (base, _attr_key(node.attrs))
+        key = (base, attr_key(node.attrs))
         if key not in made:                                    # one map per base and attrs
             made[key] = graph.add(Op.EDGE_MAP, {"A": base}, node.attrs, node.kind,
                                   before=chain[-1], meta=node.meta)

@@ -78,3 +78,20 @@ def test_dce_keeps_in_place_dense_code(small_graph):
     gs.manual_seed(0)
     got = gs.compile(f, passes=[dce])(small_graph, seeds)
     assert torch.equal(eager.row(), got.row())
+
+
+def test_cse_keeps_constants_of_different_types_apart(small_graph):
+    # 2 == 2.0 and hash(2) == hash(2.0): a key of values alone merged these two, and the
+    # compiled sampler returned int64 where eager returns float32
+    def f(A, seeds):
+        return seeds * 2, seeds * 2.0, seeds * True
+
+    seeds = torch.arange(0, 40, 3)
+    eager = f(small_graph, seeds)
+    for passes in ([cse], None):
+        got = gs.compile(f, passes=passes)(small_graph, seeds)
+        assert [t.dtype for t in got] == [t.dtype for t in eager] == \
+            [torch.int64, torch.float32, torch.int64]
+        for x, y in zip(got, eager):
+            assert torch.equal(x, y)
+    assert _ops(gs.compile(f, passes=[cse]), small_graph, seeds).count(Op.DENSE) == 3
