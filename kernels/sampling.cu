@@ -28,21 +28,25 @@ extern "C" __global__ void gs_draw_with_replacement(gs_u64 base, const gs_i64* _
     }
 }
 
-// Uniform without replacement, Algorithm R over the columns with more than k edges:
-// column b (global position cols[b]) has candidates at offsets k .. k + extra_b - 1,
-// numbered from ptr[b] (ptr: exclusive prefix sum of extra, nb + 1 entries). Candidate
-// offset i draws j = uniform_int(word(col, i), i + 1); if j < k it may take slot j, and
-// each slot keeps the largest such offset (atomicMax: the result is order-free).
-extern "C" __global__ void gs_reservoir(gs_u64 base, const gs_i64* __restrict__ cols,
-                                        const gs_i64* __restrict__ ptr, gs_i64 nb, gs_i64 k,
-                                        gs_u64* __restrict__ slots) {
-    const gs_i64 total = ptr[nb];
-    for (gs_i64 t = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; t < total;
-         t += (gs_i64)gridDim.x * blockDim.x) {
-        const gs_i64 lo = gs_owner(ptr, nb, t);   // the column of candidate t
-        const gs_i64 i = k + (t - ptr[lo]);
-        const gs_i64 j = gs_uniform_int(gs_word(base, cols[lo], i), i + 1);
-        if (j < k) atomicMax(&slots[lo * k + j], (gs_u64)i);
+// Uniform without replacement, Floyd's algorithm over the columns with more than k edges,
+// one thread per column: column b (position cols[b], deg[b] > k edges) makes k draws; draw i
+// takes t = uniform_int(word(col, i), j + 1) with j = deg - k + i and adds offset t, or j
+// when an earlier draw of the column already added t. out[b * k + i] (unsorted), O(k) draws
+// per column whatever its degree (the membership test reads the column's earlier draws).
+extern "C" __global__ void gs_floyd(gs_u64 base, const gs_i64* __restrict__ cols,
+                                    const gs_i64* __restrict__ deg, gs_i64 nb, gs_i64 k,
+                                    gs_i64* __restrict__ out) {
+    for (gs_i64 b = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; b < nb;
+         b += (gs_i64)gridDim.x * blockDim.x) {
+        gs_i64* S = out + b * k;
+        const gs_i64 c = cols[b], D = deg[b];
+        for (gs_i64 i = 0; i < k; ++i) {
+            const gs_i64 j = D - k + i;
+            const gs_i64 t = gs_uniform_int(gs_word(base, c, i), j + 1);
+            bool seen = false;
+            for (gs_i64 m = 0; m < i && !seen; ++m) seen = S[m] == t;
+            S[i] = seen ? j : t;
+        }
     }
 }
 

@@ -261,29 +261,43 @@ def test_the_chunked_cpu_hash_gives_the_same_bits(size):
         combine_tensor(bases[index], positions[index]), draw))
 
 
-@pytest.mark.parametrize("sizes", [(50, 5000), (3000, 400), (1, 50000), (3, 10)])
-def test_the_cpu_reservoir_in_groups_of_columns_gives_the_same_slots(sizes, monkeypatch):
-    """Algorithm R over a large frontier runs a group of columns at a time on the CPU (and a
-    super-batch's per-column keys are gathered per column): the same slots as in one go."""
+def _floyd_sequential(word_of, deg, k):
+    """Floyd's algorithm as written (Floyd, CACM 1987), one column at a time."""
+    out = []
+    for c, D in enumerate(deg.tolist()):
+        S = []
+        for i in range(k):
+            j = D - k + i
+            t = int(uniform_int(word_of(c, i), torch.tensor(j + 1)))
+            S.append(j if t in S else t)
+        out += S
+    return torch.tensor(out)
+
+
+@pytest.mark.parametrize("sizes", [(50, 5000), (300, 12), (1, 50000), (40, 2)])
+def test_floyd_vectorised_equals_the_sequential_algorithm(sizes):
+    """The vectorised draws (collisions resolved to a fixed point) are Floyd's, draw for
+    draw, with an op key and with a super-batch's per-column keys; columns just above k
+    collide often, so the fixed point needs several rounds there."""
     from gsample.backend.torch import select
     g = torch.Generator().manual_seed(sizes[0])
     C, most = sizes
-    extra = torch.randint(1, most, (C,), generator=g)
+    k = 7
+    deg = k + torch.randint(1, most, (C,), generator=g)
     cols = torch.randperm(2 * C, generator=g)[:C]
     keys = ColumnKeys(torch.randint(-2 ** 62, 2 ** 62, (2 * C,), generator=g),
                       torch.randint(0, 99, (2 * C,), generator=g), [0, 2 * C], (0,))
-    for key in (op_key(1, 2, 3), keys):
-        monkeypatch.setattr(select, "_RESERVOIR_CHUNK", 1 << 62)
-        whole = select.Draws.reservoir(cols, extra, 7, key)
-        monkeypatch.setattr(select, "_RESERVOIR_CHUNK", 1 << 10)
-        assert torch.equal(select.Draws.reservoir(cols, extra, 7, key), whole)
-    ptr = torch.cat([torch.zeros(1, dtype=torch.long), extra.cumsum(0)])     # the formula
-    owner = torch.repeat_interleave(torch.arange(C), extra)
-    co = torch.arange(int(ptr[-1])) - ptr[owner] + 7
-    j = uniform_int(hash_tensor(keys.base[cols[owner]], keys.position[cols[owner]], co), co + 1)
-    hit = j < 7
-    expect = torch.arange(7).repeat(C).scatter_reduce_(0, owner[hit] * 7 + j[hit], co[hit], "amax")
-    assert torch.equal(select.Draws.reservoir(cols, extra, 7, keys), expect)
+    key = op_key(1, 2, 3)
+    for got, word_of in (
+            (select.Draws.floyd(cols, deg, k, key),
+             lambda c, i: hash_tensor(key, cols[c:c + 1], torch.tensor([i]))),
+            (select.Draws.floyd(cols, deg, k, keys),
+             lambda c, i: hash_tensor(keys.base[cols[c]], keys.position[cols[c]],
+                                      torch.tensor(i)))):
+        assert torch.equal(got, _floyd_sequential(word_of, deg, k))
+        offs = got.view(C, k)
+        assert all(len(set(r.tolist())) == k for r in offs), "k distinct offsets per column"
+        assert bool(((offs >= 0) & (offs < deg[:, None])).all())
 
 
 @pytest.mark.parametrize("weighted", [False, True])

@@ -3,7 +3,7 @@
 The host code (degrees, running sums, output layout, sorting) is the torch backend's
 (:func:`gsample.backend.torch.select.select_in_columns`, :func:`~gsample.backend.torch.
 select.choose_rows`); only the draws run as kernels, equal to ``select.Draws`` (same
-words, same Algorithm R slots, same float steps rounded one by one, same binary search).
+words, same Floyd draws, same float steps rounded one by one, same binary search).
 """
 from __future__ import annotations
 
@@ -29,14 +29,11 @@ class CudaDraws:
         return out
 
     @staticmethod
-    def reservoir(cols, extra, k, key):
-        ptr = torch.zeros(cols.numel() + 1, dtype=torch.int64, device=cols.device)
-        torch.cumsum(extra, 0, out=ptr[1:])
-        slots = torch.arange(k, device=cols.device).repeat(cols.numel())
-        launch("sampling", "gs_reservoir", max(int(ptr[-1]), 1), _base(key),
-               cols.contiguous(), ptr, cols.numel(), k, slots)
-        return slots
-
+    def floyd(cols, deg, k, key):
+        out = torch.empty(cols.numel() * k, dtype=torch.int64, device=cols.device)
+        launch("sampling", "gs_floyd", cols.numel(), _base(key), _i64(cols), _i64(deg),
+               cols.numel(), k, out)
+        return out
 
     @staticmethod
     def exp_keys(col, offset, probs, key):

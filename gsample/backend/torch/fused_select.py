@@ -10,8 +10,8 @@ or the draw index), the same output layout (row space of ``A``, column space
 * individual sampling works from each column's start and degree
   (``indptr[cols]``, ``indptr[cols + 1]``) and gathers rows, values and edge ids of
   the *selected* edges only. Uniform with replacement is ``O(k)`` per column,
-  uniform without replacement hashes the edges past the ``k``-th of the columns
-  with more than ``k`` (Algorithm R needs one draw each) but reads none of them;
+  uniform without replacement makes ``k`` draws per column with more than ``k``
+  edges (Floyd's algorithm) and reads none of its edges;
   weighted sampling gathers the probabilities of the frontier's edges, nothing else.
 * collective sampling gathers the frontier's row ids (it needs them to find the
   candidate rows), never the slice's values or edge ids.

@@ -6,11 +6,11 @@ the result depends on nothing else (DESIGN §3). The algorithms, which the CUDA
 backend implements identically:
 
 individual, uniform, ``replace=False``
-    A column with at most ``k`` edges keeps all of them. Otherwise reservoir
-    sampling (Algorithm R): slots ``0..k-1`` start with offsets ``0..k-1``; the
-    edge at offset ``i >= k`` draws ``j = uniform_int(word(col, i), i + 1)`` and,
-    if ``j < k``, would replace slot ``j``; each slot keeps the largest such
-    offset. Exactly uniform over k-subsets, and order-free (a max per slot).
+    A column with at most ``k`` edges keeps all of them. Otherwise Floyd's
+    algorithm over its ``D`` edges, ``k`` draws whatever ``D`` is: draw ``i``
+    (``0 <= i < k``) takes ``t = uniform_int(word(col, i), j + 1)`` with ``j = D - k
+    + i`` and adds offset ``t``, or ``j`` when an earlier draw already added ``t``.
+    Exactly uniform over k-subsets (Floyd, CACM 1987); the offsets are then sorted.
 individual, uniform, ``replace=True``
     Draw ``t`` of column ``c`` takes offset ``uniform_int(word(c, t), deg)``.
 individual, weighted, ``replace=False``
@@ -85,20 +85,34 @@ def _sort_rows(x: torch.Tensor, k: int) -> torch.Tensor:
 
 
 # ----------------------------------------------------------------------------- individual
-#: candidate edges per group of columns in CPU reservoir sampling (see Draws.reservoir)
-_RESERVOIR_CHUNK = 1 << 15
+def _in_earlier(S: torch.Tensor, T: torch.Tensor) -> torch.Tensor:
+    """``out[r, i]``: whether ``T[r, i]`` is one of ``S[r, :i]`` (shapes (n, k))."""
+    k = S.shape[1]
+    vals, order = torch.sort(S, dim=1, stable=True)        # equal values: earliest first
+    at = torch.searchsorted(vals, T).clamp_(max=k - 1)
+    return (vals.gather(1, at) == T) & (order.gather(1, at) < _arange(k, S))
 
 
-def _reservoir(cols, extra, k, key, ptr, n):
-    """:meth:`Draws.reservoir` of columns ``cols`` (``ptr``: ``segment_ptr(extra)``, n: its end)."""
-    owner = torch.repeat_interleave(_arange(cols.numel(), cols), extra, output_size=n)
-    co = _arange(n, cols) - ptr[owner] + k
-    # per-column keys: gather them per column, then by the (sorted) owner
-    key, col = (key.take(cols), owner) if isinstance(key, ColumnKeys) else (key, cols[owner])
-    j = uniform_int(words(key, col, co), co + 1)
-    hit = j < k
-    slots = _arange(k, cols).repeat(cols.numel())
-    return slots.scatter_reduce_(0, owner[hit] * k + j[hit], co[hit], "amax")
+def _floyd(cols, deg, k, key):
+    """:meth:`Draws.floyd`, vectorised over the columns.
+
+    Draw ``i`` is a collision when its ``t`` is among the offsets the draws before it added;
+    whether it is depends only on the draws before it, so iterating ``collided -> offsets
+    -> collided`` from "no collision" makes draw ``i`` exact after ``i`` rounds and stops
+    at the sequential algorithm's result (the unique fixed point), usually in 1-2 rounds.
+    """
+    n = cols.numel()
+    draw = _arange(k, cols)
+    word = words(key, cols.repeat_interleave(k), draw.repeat(n)).view(n, k)
+    J = (deg - k).unsqueeze(1) + draw                      # j = D - k + i
+    T = uniform_int(word, J + 1)
+    collided = torch.zeros_like(T, dtype=torch.bool)
+    while True:
+        S = torch.where(collided, J, T)
+        new = _in_earlier(S, T)
+        if torch.equal(new, collided):
+            return S
+        collided = new
 
 
 class Draws:
@@ -119,21 +133,11 @@ class Draws:
         return uniform_int(words(key, cols, draws), deg[cols])
 
     @staticmethod
-    def reservoir(cols, extra, k, key):
-        """Algorithm R slots (shape (n * k,)) of columns ``cols`` with ``k + extra`` edges."""
-        ptr = segment_ptr(extra)
-        n = int(ptr[-1])
-        if cols.device.type != "cpu" or n <= 2 * _RESERVOIR_CHUNK:
-            return _reservoir(cols, extra, k, key, ptr, n)
-        # columns are independent: a group of them at a time keeps the ~10 passes over their
-        # candidates in cache (over a large frontier's, each pass would go to memory)
-        cuts = torch.searchsorted(ptr, torch.arange(_RESERVOIR_CHUNK, n, _RESERVOIR_CHUNK))
-        cuts = [0] + sorted(set(cuts.clamp(1, cols.numel()).tolist()) | {cols.numel()})
-        parts = []
-        for a, b in zip(cuts[:-1], cuts[1:]):
-            part = ptr[a:b + 1] - ptr[a]
-            parts.append(_reservoir(cols[a:b], extra[a:b], k, key, part, int(part[-1])))
-        return torch.cat(parts)
+    def floyd(cols, deg, k, key):
+        """Floyd's draws (shape (n * k,), draw-major per column, unsorted): ``k`` distinct
+        offsets of each column of ``cols`` (positions in the frontier; ``deg`` (shape (n,)):
+        their edge counts, each ``> k``), see the module docstring."""
+        return _floyd(cols, deg, k, key).reshape(-1)
 
     @staticmethod
     def exp_keys(col, offset, probs, key):
@@ -267,7 +271,7 @@ def individual_sample(A: CSC, k: int, replace: bool, key: int,
 
 
 def _uniform_without(deg, k, key, draws):
-    # columns with at most k edges keep them all; the others keep k reservoir slots
+    # columns with at most k edges keep them all; the others k of Floyd's draws
     C = deg.numel()
     counts = torch.clamp(deg, max=k)
     indptr = segment_ptr(counts)
@@ -276,11 +280,8 @@ def _uniform_without(deg, k, key, draws):
     offset = _arange(total, deg) - indptr[col]
     big = deg > k
     bc = big.nonzero().squeeze(1)
-    nb = bc.numel()
-    if nb:
-        # edges at offsets >= k of the big columns are the candidates of Algorithm R
-        slots = draws.reservoir(bc, deg[bc] - k, k, key)
-        offset[big[col]] = _sort_rows(slots, k)      # big columns hold k positions each
+    if bc.numel():
+        offset[big[col]] = _sort_rows(draws.floyd(bc, deg[bc], k, key), k)
     return indptr, col, offset
 
 
