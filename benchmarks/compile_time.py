@@ -31,7 +31,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import gsample as gs  # noqa: E402
-import gsample.compiler  # noqa: E402
+import gsample.runtime.cached  # noqa: E402
 import gsample.cost  # noqa: E402
 # epoch_time also puts examples/ on sys.path
 from epoch_time import (WORKLOADS, benchmark_parser, epoch, load, timed,  # noqa: E402
@@ -44,7 +44,7 @@ def compile_times(fn, A, batch, kwargs, repeats, device):
     """Seconds: cold first call, trace + passes, warm call, cache lookup, eager call."""
     cold, compile_only, warm, lookup, eager = [], [], [], [], []
     for _ in range(repeats):
-        getattr(gsample.compiler, "_CACHED_VALUES", {}).clear()   # cold: no pre-computed values
+        gsample.runtime.cached._VALUES.clear()              # cold: no pre-computed values
         sampler = gs.compile(fn)
         gs.manual_seed(0)
         cold.append(timed(lambda: sampler(A, batch, **kwargs), device)[0])

@@ -26,41 +26,41 @@ from tqdm import tqdm
 from . import cost
 from .backend import get_backend, run_op
 from .backend.torch import extract
-from .ir import OP_TABLE, Layout, Op
-from .layouts import EXPAND, NAMES, convert
-_PROGRAM = (("pow", None, False, 2, None), ("div", "0", False, None, 0),
-            ("mul", "1", False, None, 1))
+from .formats.layouts import NAMES, convert
+from .ir import Align, Op, Size, info
 
 
-def layout_ops() -> list:
-    """The ops whose torch code takes more than CSC: the ones a layout choice prices."""
-    return [op for op, i in OP_TABLE.items()
-            if op is not Op.TO_LAYOUT and set(i.accepts) - {Layout.CSC, Layout.DENSE}]
+def layout_ops(backend: str = "torch") -> list:
+    """The ops ``backend`` runs on more than CSC: the ones a layout choice prices."""
+    target = get_backend(backend).target()
+    return [op for op in Op if op is not Op.TO_LAYOUT and set(target.layouts(op)) - {"csc"}]
 
 
 def variants(op: Op) -> tuple:
     """Attribute variants priced apart: the axis, for ops that have one."""
-    return (0, 1) if "axis" in OP_TABLE[op].attrs else (None,)
+    return (0, 1) if "axis" in info(op).attrs else (None,)
 
 
 def _kwargs(op: Op, A, axis, g) -> dict:
-    """Inputs and attributes to time ``op`` with on ``A`` (CSC)."""
-    dev, E, R, C = A.device, A.nnz, A.num_rows, A.num_cols
-    rand = lambda *s: torch.rand(*s, generator=g).to(dev) + 0.5  # noqa: E731
-    per = {0: C, 1: R}
-    return {
-        Op.SLICE_ROWS: lambda: dict(rows=torch.randperm(A.num_nodes, generator=g)[
-            :max(1, A.num_nodes // 64)].to(dev)),
-        Op.EDGE_MAP: lambda: dict(op="mul", reverse=False, scalar=2.0, other=rand(E)),
-        Op.EDGE_BROADCAST: lambda: dict(op="div", vector=rand(per[axis]), axis=axis),
-        Op.REDUCE: lambda: dict(op="sum", axis=axis),
-        Op.SPMM: lambda: dict(dense=rand(C)),
-        Op.SPMM_T: lambda: dict(dense=rand(R)),
-        Op.SDDMM: lambda: dict(u=rand(R), v=rand(C), op="mul"),
-        Op.FUSED_EDGE_MAP: lambda: {"program": _PROGRAM, "0": rand(C), "1": rand(R)},
-        Op.FUSED_EDGE_MAP_REDUCE: lambda: {"program": _PROGRAM, "op": "sum", "axis": axis,
-                                           "0": rand(C), "1": rand(R)},
-    }.get(op, dict)()
+    """Inputs and attributes to time ``op`` with on ``A`` (CSC), from its definition: each
+    attribute's example value, and for each tensor input random values of the length its
+    alignment gives (ids: a random 1/64 of the nodes)."""
+    d = info(op)
+    attrs = {a.name: a.example for a in d.attributes}
+    if "axis" in attrs:
+        attrs["axis"] = axis
+    names = [i.name for i in d.inputs if not i.matrix]
+    if d.variadic is not None:
+        names += sorted({x for _o, x, *_ in attrs["program"] if x is not None}, key=int)
+    size, kwargs = Size(A.nnz, A.num_rows, A.num_cols), dict(attrs)
+    for name in names:
+        a = d.alignment(name, attrs)
+        if a is Align.NEW_ROWS:
+            kwargs[name] = torch.randperm(A.num_nodes, generator=g)[
+                :max(1, A.num_nodes // 64)].to(A.device)
+        else:
+            kwargs[name] = torch.rand(int(size.length(a)), generator=g).to(A.device) + 0.5
+    return kwargs
 
 
 def samples(num_nodes: int, avg_degree: int = 8, device="cpu", seed: int = 0) -> list:
@@ -158,8 +158,9 @@ def calibrate(device="cpu", num_nodes: int = 4 ** 9, repeats: int = 5, avg_degre
     device = torch.device(device)
     be, g = get_backend(backend), torch.Generator().manual_seed(1)
     mats = samples(num_nodes, avg_degree, device)
+    target = be.target()
     jobs = [(cost.op_key(op.value, name, axis), op, name, axis)
-            for op in layout_ops() for lay in OP_TABLE[op].accepts for name in EXPAND[lay]
+            for op in layout_ops(backend) for name in target.layouts(op)
             for axis in variants(op)]
     jobs += [(cost.conversion_key(s, d), Op.TO_LAYOUT, s, d)
              for s in NAMES for d in NAMES if s != d]
@@ -174,7 +175,6 @@ def calibrate(device="cpu", num_nodes: int = 4 ** 9, repeats: int = 5, avg_degre
                 kwargs = {"layout": extra}
             else:
                 kwargs = _kwargs(op, A, extra, g)
-                kwargs.update(dict.fromkeys(a for a in OP_TABLE[op].attrs if a not in kwargs))
             kwargs["A"] = x
             times.append(_timed(lambda: run_op(be, op, kwargs), device, repeats))
         coefficients[key] = [round(c, 9) for c in fit(sizes, np.array(times))]

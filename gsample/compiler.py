@@ -1,134 +1,52 @@
-"""``@gs.compile``: trace once per set of static arguments, optimise, run the IR.
+"""``@gs.compile``: trace once per set of static arguments, optimise, lower, run.
 
-A :class:`CompiledSampler` keeps one optimised program per cache key: the static
-arguments' values and, for every traced argument, its kind, dtype, device and
-layout (and the graph's node count). A new static value re-traces; old constants
-are never reused. Running a program is :func:`execute`: an interpreter over the IR
-that sends each sparse op to the backend with the same data checks as eager mode,
-and gives random op ``i`` the op ordinal ``stream + i`` so that compiled and eager
-runs draw the same samples (DESIGN §3).
+A :class:`CompiledSampler` keeps, per cache key, one optimised program (IR) and its lowered
+form (``gsample.runtime``). The key is the static arguments' values and, for every traced
+argument, its kind, dtype, device and layout (and the graph's node count), and the backend.
+A new static value re-traces; old constants are never reused. A call binds its arguments,
+finds the entry, and runs the lowered program (``gsample.runtime.run``): checks at the
+program's boundary, resolved calls, random op ``i`` drawing with op ordinal ``stream + i``
+so that compiled and eager runs draw the same samples (DESIGN §3).
 """
 from __future__ import annotations
 
 import functools
 import inspect
 import os
-import weakref
 from typing import Callable, Optional
 
 import torch
 
-from . import validate as V
-from .backend import current_backend, get_backend, run_op
-from .ir import Graph, Kind, Op, info, map_template
+from .backend import current_backend, get_backend
+from .ir import Graph, Kind
 from .matrix import Matrix
-from .random import BatchKeys, _stream, op_key
-from .storage import CSC
+from .runtime import Options, interpret, lower, run
 
 
 def debug_level() -> int:
     """``GSAMPLE_DEBUG``: 0 off; 1 verify the IR after every pass; 2 also print the IR after
-    every pass that changed it; 3 also print each node as it executes."""
+    every pass that changed it; 3 also print each step as it executes."""
     try:
         return int(os.environ.get("GSAMPLE_DEBUG", "0"))
     except ValueError:
         return 0
 
 
-# ----------------------------------------------------------------------------- execution
-_CACHED_VALUES: "weakref.WeakKeyDictionary[CSC, dict]" = weakref.WeakKeyDictionary()
+def execute(graph: Graph, args: dict, backend: str = "torch", observe=None,
+            options: Options = Options()):
+    """Lower ``graph`` and run it once on ``args`` (``name -> Matrix or tensor``).
 
-
-def _call_dense(fn, template, env_get):
-    args, kwargs = map_template(template, env_get)
-    if isinstance(fn, tuple):                     # ("method", name)
-        return getattr(args[0], fn[1])(*args[1:], **kwargs)
-    return fn(*args, **kwargs)
-
-
-def execute(graph: Graph, args: dict, backend: str = "torch", observe=None):
-    """Run ``graph`` on ``args`` (``name -> Matrix or tensor``) and return its output.
-
-    Random op ``i`` draws with op ordinal ``stream.ordinal + i``; the stream then
-    advances by ``graph.num_random``, as the eager program would. A random op that
-    ``gsample.passes.super_batch`` made run N mini-batches (``attrs["batches"] = (N, n)``)
-    gets a ``BatchKeys`` key, one key per mini-batch ``stream.batch_index + b``, and runs
-    the torch code, which checks its inputs per mini-batch. ``observe(node, value)``, when
-    given, is called after each node (the loader's memory estimate uses it).
+    A convenience for hand-built graphs and tests; compiled samplers keep their lowered
+    programs instead. ``observe(node, value)`` is called after each step.
     """
-    be = get_backend(backend)
-    stream = _stream()
-    seed, base, batch = stream.seed, stream.ordinal, stream.batch_index
-    stream.ordinal += graph.num_random
-    env: dict = {}
-    verbose = debug_level() >= 3
-    for node in graph.nodes:
-        get = lambda ref, n=node: env[n.inputs[ref.name]]  # noqa: E731
-        op = node.op
-        if op is Op.INPUT:
-            value = args[node.attrs["name"]]
-            value = value.csc if isinstance(value, Matrix) else value
-        elif op is Op.CONSTANT:
-            value = node.attrs["value"]
-        elif op is Op.DENSE:
-            value = _call_dense(node.attrs["fn"], node.attrs["template"], get)
-        elif op is Op.GETITEM:
-            value = env[node.inputs["x"]][node.attrs["index"]]
-        elif op is Op.CACHED:
-            value = _cached(node, env[node.inputs["graph"]], backend)
-        elif op is Op.OUTPUT:
-            wrap = lambda ref: _wrap(get(ref))  # noqa: E731
-            return map_template(node.attrs["template"], wrap)
-        else:
-            kwargs = {name: env[v] for name, v in node.inputs.items()}
-            kwargs.update({name: node.attrs[name] for name in info(op).attrs})
-            batches = node.attrs.get("batches")            # a super-batched random op
-            if batches is None:
-                V.check_op(op, kwargs)
-            if node.is_random:
-                kwargs["key"] = op_key(seed, base + node.attrs["ordinal"], batch) if not batches \
-                    else BatchKeys.of(seed, base + node.attrs["ordinal"], batch, *batches)
-            # an op the backend has no kernel for runs the reference code (same device)
-            value = run_op(be if batches is None else get_backend("torch"), op, kwargs)
-        if verbose:
-            print(f"[gsample] {node.name} = {op.value} -> {_describe(value)}")
-        if observe is not None:
-            observe(node, value)
-        env[node] = value
-    raise AssertionError("graph without an OUTPUT node")
+    device = next((str(v.device) for v in args.values() if isinstance(v, Matrix)), "cpu")
+    return run(lower(graph, backend, options, device), args, observe)
 
 
-def _cached(node, graph_csc: CSC, backend: str):
-    """A frontier-independent value: computed on first use per graph, then reused.
-
-    Keyed by the backend and the node's ``meta["cache_key"]`` (a structural key of the
-    program, so re-traced and repeated programs share a value; else the program's id),
-    and recomputed when one of the graph's tensors, or a tensor constant of the program,
-    was written in place since."""
-    per_graph = _CACHED_VALUES.setdefault(graph_csc, {})
-    program = node.attrs["program"]
-    key = (backend, node.meta.get("cache_key", id(program)))
-    consts = [n.attrs["value"] for n in program.nodes if n.op is Op.CONSTANT]
-    stamp = tuple(t._version for t in (graph_csc.indptr, graph_csc.rows, graph_csc.row_ids,
-                                       graph_csc.col_ids, graph_csc.values, graph_csc.eids,
-                                       *consts) if isinstance(t, torch.Tensor))
-    if key not in per_graph or per_graph[key][1] != stamp:
-        (name,) = [n.attrs["name"] for n in program.nodes if n.op is Op.INPUT]
-        out = execute(program, {name: Matrix(graph_csc)}, backend)
-        per_graph[key] = (program, stamp, out.csc if isinstance(out, Matrix) else out)
-    return per_graph[key][2]
-
-
-def _wrap(value):
-    return Matrix(value) if isinstance(value, CSC) else value
-
-
-def _describe(value) -> str:
-    if isinstance(value, CSC):
-        return f"matrix {value.num_rows}x{value.num_cols}, {value.nnz} edges"
-    if isinstance(value, torch.Tensor):
-        return f"tensor {tuple(value.shape)} {value.dtype}"
-    return type(value).__name__
+def _print_step(node, value) -> None:
+    from .runtime.lower import describe
+    if node is not None:
+        print(f"[gsample] {node.name} = {node.op.value} -> {describe(value)}")
 
 
 # ----------------------------------------------------------------------------- compile
@@ -171,12 +89,16 @@ class CompiledSampler:
     """
 
     def __init__(self, fn: Callable, passes: Optional[list] = None,
-                 backend: Optional[str] = None):
+                 backend: Optional[str] = None, runtime: Optional[Options] = None):
         if backend is not None:
             get_backend(backend)                  # an unknown name fails here, clearly
+        if runtime is not None and not isinstance(runtime, Options):
+            raise TypeError(f"runtime: expected gsample.runtime.Options, got "
+                            f"{type(runtime).__name__}")
         self.fn = fn
         self.passes = passes
         self.backend = backend
+        self.runtime = runtime or Options()
         self.signature = inspect.signature(fn)
         self._cache: dict = {}
         self.traces = 0
@@ -220,33 +142,51 @@ class CompiledSampler:
         dynamic, static, num_nodes = self._split(args, kwargs)
         return self._program(dynamic, static, num_nodes, self._backend())
 
+    def lowered(self, *args, **kwargs):
+        """The lowered program (``gsample.runtime.Program``) this call would run."""
+        dynamic, static, num_nodes = self._split(args, kwargs)
+        return self._entry(dynamic, static, num_nodes, self._backend())[1]
+
     def _program(self, dynamic, static, num_nodes, backend) -> Graph:
+        return self._entry(dynamic, static, num_nodes, backend)[0]
+
+    def _entry(self, dynamic, static, num_nodes, backend) -> list:
+        """``[optimised IR, lowered program]`` of this cache key (made on first use)."""
         key = self._key(dynamic, static, num_nodes, backend)
-        if key not in self._cache:
+        entry = self._cache.get(key)
+        if entry is None:
             from .passes import optimize
+            from .passes.cost_model import annotate_inputs
             from .trace import trace
             kinds = {n: Kind.MATRIX if isinstance(v, Matrix) else Kind.TENSOR
                      for n, v in dynamic.items()}
-            from .passes.cost_model import annotate_inputs
             graph = trace(self.fn, kinds, static, num_nodes)
+            graph.target = get_backend(backend).target()     # what the passes may plan for
             # sizes, device and backend of this call: what the layout pass's cost model prices
             annotate_inputs(graph, dynamic, backend)
-            self._cache[key] = optimize(graph, self.passes)
+            graph = optimize(graph, self.passes)
+            device = next(str(v.device) for v in dynamic.values() if isinstance(v, Matrix))
+            program = lower(graph, backend, self.runtime, device) if self.runtime.lowered \
+                else None
+            entry = self._cache[key] = [graph, program]
             self.traces += 1
-        return self._cache[key]
+        return entry
 
     def __call__(self, *args, **kwargs):
         dynamic, static, num_nodes = self._split(args, kwargs)   # once per call: a hot path
         self._check_device(dynamic)
         backend = self._backend()
-        return execute(self._program(dynamic, static, num_nodes, backend), dynamic, backend)
+        graph, program = self._entry(dynamic, static, num_nodes, backend)
+        if program is None:
+            return interpret(graph, dynamic, backend)
+        return run(program, dynamic, _print_step if debug_level() >= 3 else None)
 
     def clear_cache(self) -> None:
         self._cache.clear()
 
 
 def compile(fn: Optional[Callable] = None, *, passes: Optional[list] = None,
-            backend: Optional[str] = None):
+            backend: Optional[str] = None, runtime: Optional[Options] = None):
     """Compile a sampler function: trace it with torch.fx, optimise its IR, run it.
 
     Arguments that are a ``gs.Matrix`` or a tensor are traced; every other argument
@@ -265,6 +205,9 @@ def compile(fn: Optional[Callable] = None, *, passes: Optional[list] = None,
         ``"torch"`` (CPU and CUDA tensors) or ``"cuda"`` (CuPy kernels where it has them,
         the torch code on the GPU elsewhere; the graph must be on a GPU). Default: the
         backend current at each call (``gs.use_backend``; ``"torch"`` unless set).
+    runtime : gsample.runtime.Options, optional
+        What the runtime may do (lowering, boundary checks, sync-free implementations,
+        CUDA graphs); all on by default. Samples are the same with every setting.
 
     Returns
     -------
@@ -283,7 +226,7 @@ def compile(fn: Optional[Callable] = None, *, passes: Optional[list] = None,
     >>> blocks = graphsage(A, torch.arange(512))
     """
     if fn is None:
-        return lambda f: CompiledSampler(f, passes, backend)
+        return lambda f: CompiledSampler(f, passes, backend, runtime)
     if not callable(fn):
         raise TypeError(f"fn: expected a function, got {type(fn).__name__}")
-    return CompiledSampler(fn, passes, backend)
+    return CompiledSampler(fn, passes, backend, runtime)

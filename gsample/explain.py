@@ -9,9 +9,12 @@ would, runs the same passes through :func:`gsample.passes.optimize`, and reports
    runs at that point (the pipeline's comment), and the IR after it when it changed;
 4. the optimised IR (the program a compiled call runs);
 5. the layout of every sparse value: the one a pass chose (``node.meta["layout"]``)
-   or, where none did, the layout the op table says the op produces;
+   or, where none did, CSC (every op returns CSC unless it keeps its input's layout);
 6. the programs held inside nodes: what each ``CACHED`` node computes once per graph,
-   and the step list of every fused node.
+   and the step list of every fused node;
+7. the lowered program (``gsample.runtime``): the resolved call of every step (backend,
+   op, layout, sync-free or not), the checks at its boundary, where sizes are read back,
+   and when each value slot is released.
 
 The IR is verified after every pass, whatever ``GSAMPLE_DEBUG`` says, and a pass that
 breaks it is named. ``python -m gsample ir file.py:function`` prints the same report
@@ -27,7 +30,7 @@ from typing import Callable, Optional
 import torch
 
 from .compiler import CompiledSampler
-from .ir import Graph, Kind, Op, VerifyError, format_lines, format_table, info, to_dot
+from .ir import Graph, Kind, Op, VerifyError, format_lines, format_table, to_dot
 from .matrix import Matrix
 
 FORMATS = ("lines", "table", "dot")
@@ -103,10 +106,9 @@ def _layout(node) -> tuple:
     chosen = node.meta.get("layout")
     if chosen is not None:
         return getattr(chosen, "value", str(chosen)), "chosen by a pass"
-    produces = info(node.op).produces
-    if not produces:
+    if node.kind is not Kind.MATRIX:
         return "-", "no value"
-    return produces[0].value, f"op table default for {node.op.value}"
+    return "csc", f"default for {node.op.value}"
 
 
 def _layout_rows(graph: Graph, prefix: str = "") -> list:
@@ -265,8 +267,10 @@ def explain(fn: Callable, *example_args, passes: Optional[list] = None, format: 
 
     # 2. the traced IR
     kinds = {k: Kind.MATRIX if isinstance(v, Matrix) else Kind.TENSOR for k, v in dynamic.items()}
-    traced = annotate_inputs(trace(sampler.fn, kinds, static, num_nodes), dynamic,
-                             sampler._backend())
+    from .backend import get_backend
+    traced = trace(sampler.fn, kinds, static, num_nodes)
+    traced.target = get_backend(sampler._backend()).target()   # as the compiler does
+    traced = annotate_inputs(traced, dynamic, sampler._backend())
     report.heading(f"traced IR: {len(traced.nodes)} nodes, {traced.num_random} random ops")
     report.graph(traced, f"{name}_traced")
 
@@ -342,6 +346,16 @@ def explain(fn: Callable, *example_args, passes: Optional[list] = None, format: 
     report.heading("programs of cached and fused nodes")
     if not _programs(report, final):
         report.comment("(none)")
+
+    # 7. the lowered program
+    from .runtime import lower
+    backend = sampler._backend()
+    device = next(str(v.device) for v in dynamic.values() if isinstance(v, Matrix))
+    report.heading(f"lowered program (gsample.runtime, backend {backend!r} on {device})")
+    try:
+        report.comment(lower(final, backend, sampler.runtime, device).format())
+    except (NotImplementedError, TypeError) as e:     # e.g. a pass claimed a layout no op runs
+        report.comment(f"cannot be lowered: {e}")
 
     # summary
     changed = [r.name for r in records if r.changed]

@@ -60,7 +60,7 @@ class DataLoader:
         Show a tqdm bar over the mini-batches.
     super_batch : int or "auto", optional
         Sample this many mini-batches in one run of the compiled program
-        (``gsample.passes.super_batch``); ``"auto"``: the most that fit
+        (``gsample.runtime.super_batch``); ``"auto"``: the most that fit
         ``memory_budget``. The batches are the same, bit for bit, as without it (they
         are still yielded one by one). ``sampler_fn`` must be a ``gs.compile``'d sampler
         (or a ``functools.partial`` of one) or a function ``gs.compile`` can trace,
@@ -304,35 +304,44 @@ class _SuperBatcher:
         except TraceError as e:
             raise ValueError(f"super_batch: the sampler must compile with gs.compile: {e}") from e
         self.fixed_state = fixed_state
+        self.compiled_graph_device = A.device
         self.programs: dict = {}
         self.program(1)                 # refusals (state, unsupported code) surface now
 
     def program(self, copies: int):
-        """The program for ``copies`` mini-batches (built once per count)."""
+        """``(IR, lowered program)`` for ``copies`` mini-batches (built once per count)."""
         if copies not in self.programs:
             from .passes import optimize
-            from .passes.super_batch import super_batch
-            self.programs[copies] = optimize(self.base, [super_batch(
+            from .runtime import lower
+            from .runtime.super_batch import super_batch
+            graph = optimize(self.base, [super_batch(
                 copies, self.num_nodes, self.seeds_name, self.fixed_state)])
+            options = self.compiled.runtime
+            device = str(self.compiled_graph_device)
+            self.programs[copies] = (graph, lower(graph, self.backend, options, device)
+                                     if options.lowered else None)
         return self.programs[copies]
 
     def run(self, parts: list, epoch_seed: int, first: int, observe=None) -> list:
         """The outputs of mini-batches ``first, first + 1, ...`` (seeds ``parts``)."""
-        from .compiler import execute
+        from .runtime import interpret, run
         n = self.num_nodes
         args = dict(self.args)
         args[self.seeds_name] = torch.cat([s + b * n for b, s in enumerate(parts)])
+        graph, program = self.program(len(parts))
         with batch_scope(epoch_seed, first):
-            return execute(self.program(len(parts)), args, self.backend, observe)
+            if program is None:
+                return interpret(graph, args, self.backend)
+            return run(program, args, observe)
 
     def measure(self, seeds: torch.Tensor, epoch_seed: int):
         """Sample mini-batch 0 alone: ``(its outputs, its estimated bytes)``."""
-        from .passes.super_batch import GRAPH
+        from .runtime.super_batch import GRAPH
         seen, total = set(), 0
 
         def observe(node, value):
             nonlocal total
-            shared = node.meta.get("super_batch") == GRAPH
+            shared = node is not None and node.meta.get("super_batch") == GRAPH
             for t in _tensors(value):
                 storage = t.untyped_storage()
                 key = (storage.data_ptr(), str(t.device))

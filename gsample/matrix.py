@@ -21,17 +21,20 @@ from . import validate as V
 from .backend import current_backend, get_backend, run_op
 from .ir import SDDMM_OPS, Effect, Op, info
 from .random import next_op_key
-from .storage import CSC, segment_ptr
+from .formats.csc import CSC, segment_ptr
 
 
 def _run(ir_op: Op, /, **kwargs):
-    """Run one op eagerly: its data checks, then the backend.
+    """Run one op eagerly: its data checks (which also convert its inputs as the op takes
+    them), then the backend.
 
     ``kwargs`` are the op's inputs and attributes as the op table names them; a
     random op takes the next ordinal of the stream (after its checks passed).
     """
-    V.check_op(ir_op, kwargs)
-    if info(ir_op).effect is Effect.RANDOM:
+    d = info(ir_op)
+    if d.check is not None:
+        kwargs.update(d.check(**kwargs))
+    if d.effect is Effect.RANDOM:
         kwargs["key"] = next_op_key()
     return run_op(get_backend(current_backend()), ir_op, kwargs)
 
@@ -253,7 +256,7 @@ class Matrix:
 
     @property
     def csc(self) -> CSC:
-        """The underlying storage (see :class:`gsample.storage.CSC`)."""
+        """The underlying storage (see :class:`gsample.formats.CSC`)."""
         return self._csc
 
     def to(self, device) -> "Matrix":
@@ -272,14 +275,15 @@ class Matrix:
                 f"device={self.device}, weighted={self._csc.values is not None})")
 
     # ------------------------------------------------------------------ extract
-    def _index(self, key, name: str) -> Optional[torch.Tensor]:
+    def _index(self, key):
+        """A slice or an int as ids; anything else as given (the op's check converts it)."""
         if isinstance(key, slice):
             if key == slice(None):
                 return None
             return torch.arange(self.num_nodes, device=self.device)[key]
         if isinstance(key, numbers.Integral) and not isinstance(key, bool):
-            key = [key]
-        return V.ids(key, name, self.num_nodes, self.device, allow_empty=(name == "rows"))
+            return [key]
+        return key
 
     def __getitem__(self, key) -> "Matrix":
         """``A[:, cols]``, ``A[rows, :]`` or ``A[rows, cols]``: a sub-matrix.
@@ -306,10 +310,10 @@ class Matrix:
         """
         if not isinstance(key, tuple) or len(key) != 2:
             raise TypeError("Matrix indexing: use A[rows, cols], e.g. A[:, seeds]")
-        rows = self._index(key[0], "rows")
-        cols = self._index(key[1], "cols")
-        if rows is not None:
-            V.unique_ids(rows, "rows")      # before the column slice runs
+        rows = self._index(key[0])
+        cols = self._index(key[1])
+        if rows is not None:                # checked before the column slice runs
+            rows = V.check_rows(self._csc, rows)["rows"]
         csc = self._csc
         if cols is not None:
             csc = _run(Op.SLICE_COLS, A=csc, cols=cols)

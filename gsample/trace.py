@@ -24,8 +24,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
-from . import validate as V
-from .ir import SDDMM_OPS, Graph, Kind, Op, Ref, info
+from .ir import METHODS, PROPERTIES, SDDMM_OPS, Effect, Graph, Kind, Op, Ref, info
 from .matrix import Matrix
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -36,15 +35,9 @@ class TraceError(RuntimeError):
     """The sampler function cannot be compiled as written; the message says why and where."""
 
 
-# capture map: Matrix methods / operators / attributes -> IR ops (read once, here)
-_METHODS = {
-    "individual_sample": Op.INDIVIDUAL_SAMPLE, "collective_sample": Op.COLLECTIVE_SAMPLE,
-    "mul": Op.EDGE_BROADCAST, "div": Op.EDGE_BROADCAST, "add": Op.EDGE_BROADCAST,
-    "sub": Op.EDGE_BROADCAST, "sum": Op.REDUCE, "max": Op.REDUCE, "mean": Op.REDUCE,
-    "row": Op.ROW, "column": Op.COLUMN, "all_nodes": Op.ALL_NODES, "edges": Op.EDGES,
-    "compact": Op.COMPACT,
-}
-_ATTRS = {"T": Op.TRANSPOSE, "values": Op.VALUES, "row_ids": Op.ROW_IDS, "col_ids": Op.COL_IDS}
+# capture map: Matrix methods and properties come from the op definitions (Capture); the
+# Python operators on a matrix are edge maps (and @ the SpMM)
+_METHODS, _ATTRS = METHODS, PROPERTIES
 _ARITH = {operator.add: "add", operator.sub: "sub", operator.mul: "mul",
           operator.truediv: "div", operator.pow: "pow"}
 _DATA_DEPENDENT = ("shape", "num_edges", "device", "csc")
@@ -210,23 +203,27 @@ class _Converter:
         return g.add(Op.DENSE, inputs, {"fn": fn, "template": template}, kind=Kind.ANY)
 
     def method(self, name: str, a: dict):
-        A = self.env[a.pop("self")]
-        if name in ("individual_sample", "collective_sample"):
-            k = V.count(_static(a["k"], "k", "int"))
-            replace = V.flag(_static(a["replace"], "replace", "bool"), "replace")
-            pname = "probs" if name == "individual_sample" else "node_probs"
-            inputs = {"A": A}
-            if a[pname] is not None:
-                inputs[pname] = self.as_edge_values(a[pname])
-            return self.random(_METHODS[name], inputs, {"k": k, "replace": replace})
-        if name in ("mul", "div", "add", "sub"):
-            axis = V.axis(_static(a["axis"], "axis", "int"))
-            return self.g.add(Op.EDGE_BROADCAST, {"A": A, "vector": self.value(a["v"])},
-                              {"op": name, "axis": axis})
-        if name in ("sum", "max", "mean"):
-            axis = V.axis(_static(a["axis"], "axis", "int"))
-            return self.g.add(Op.REDUCE, {"A": A}, {"op": name, "axis": axis})
-        return self.g.add(_METHODS[name], {"A": A})
+        """A Matrix method call: its parameters become the op's inputs and attributes as
+        the op's definition names them (``Capture.params`` renames; the method's name is
+        the ``op`` attribute of ops that have one)."""
+        d = info(_METHODS[name])
+        inputs, attrs = {"A": self.env[a.pop("self")]}, {}
+        for param, value in a.items():
+            key = d.capture.params.get(param, param)
+            declared = d.input(key)
+            if declared is not None:
+                if value is not None:
+                    inputs[key] = self.as_edge_values(value) if declared.edge_values \
+                        else self.value(value)
+                continue
+            att = d.attribute(key)
+            value = _static(value, key, att.what)
+            attrs[key] = att.check(value) if att.check is not None else value
+        if "op" in d.attrs:
+            attrs["op"] = name
+        if d.effect is Effect.RANDOM:
+            return self.random(d.op, inputs, attrs)
+        return self.g.add(d.op, inputs, attrs)
 
     def function(self, target, args, kwargs):
         g = self.g

@@ -1,18 +1,81 @@
 """Input checks (DESIGN §6): every bad input becomes a clear Python exception that
-names the argument, raised before any backend op runs.
+names the argument, raised before any backend op could read out of bounds.
 
 Documented behaviours instead of errors: a non-contiguous tensor is copied to a
-contiguous one; int32 ids are widened to int64; Python lists and NumPy arrays are
-turned into tensors on the matrix's device.
+contiguous one; int8/16/32 and uint8 ids are widened to int64; Python lists and NumPy
+arrays are turned into tensors on the matrix's device.
+
+Data checks that need a tensor's values (id ranges, finite probabilities) go through
+:func:`fail_if`. Eagerly, and on the CPU, it raises at once (on a GPU that reads one flag
+back: a host synchronisation). Inside :func:`deferred` on a GPU it records the flag
+instead; the compiled runtime reads every recorded flag together with the sizes it reads
+back anyway, once per call, and raises the first failure's exception then, before any
+result is returned. Ids checked that way are clamped into range first, so no kernel
+reads out of bounds while the flag is in flight.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import numbers
+from typing import Callable, Union
 
 import numpy as np
 import torch
 
 _INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+
+# ----------------------------------------------------------------------------- failures
+_DEFERRED: contextvars.ContextVar = contextvars.ContextVar("gsample_deferred", default=None)
+
+
+class Deferred:
+    """Failures recorded on the device: ``(flag, exception type, message, details)``."""
+
+    def __init__(self):
+        self.failures: list = []
+
+    def flags(self) -> list:
+        """The recorded flags (0-dim bool tensors), in order."""
+        return [f[0] for f in self.failures]
+
+    def raise_first(self, values: list) -> None:
+        """Raise the first failure whose flag read back True (``values``: the flags)."""
+        for (flag, exc, message, details), hit in zip(self.failures, values):
+            if hit:
+                raise exc(message(*[d.tolist() for d in details]) if callable(message)
+                          else message)
+
+
+@contextlib.contextmanager
+def deferred():
+    """Record :func:`fail_if` failures of CUDA tensors instead of reading them back; yields
+    the :class:`Deferred` record (its flags are to be read once, then ``raise_first``)."""
+    record = Deferred()
+    token = _DEFERRED.set(record)
+    try:
+        yield record
+    finally:
+        _DEFERRED.reset(token)
+
+
+def fail_if(bad: torch.Tensor, exc: type, message: Union[str, Callable], *details) -> None:
+    """Raise ``exc(message)`` when the 0-dim bool tensor ``bad`` is True.
+
+    ``message`` may be a function of the ``details`` (tensors, read back only on failure).
+    Inside :func:`deferred` a CUDA flag is recorded instead of read (see the module doc).
+    """
+    record = _DEFERRED.get()
+    if record is not None and bad.is_cuda:
+        record.failures.append((bad, exc, message, details))
+        return
+    if bool(bad):
+        raise exc(message(*[d.tolist() for d in details]) if callable(message) else message)
+
+
+def deferring(t: torch.Tensor) -> bool:
+    """Whether checks of ``t`` are being deferred (then ids must be clamped)."""
+    return _DEFERRED.get() is not None and t.is_cuda
 
 
 def as_tensor(x, name: str, device) -> torch.Tensor:
@@ -42,11 +105,12 @@ def ids(x, name: str, num_nodes: int, device, *, allow_empty: bool = True) -> to
             raise ValueError(f"{name}: empty frontier (no node ids); sample from at least one node")
         return t.to(torch.int64)
     t = t.to(torch.int64)
-    lo, hi = int(t.min()), int(t.max())
-    if lo < 0:
-        raise IndexError(f"{name}: node id {lo} is negative")
-    if hi >= num_nodes:
-        raise IndexError(f"{name}: node id {hi} is out of range for a graph of {num_nodes} nodes")
+    lo, hi = torch.aminmax(t)
+    fail_if(lo < 0, IndexError, lambda v: f"{name}: node id {v} is negative", lo)
+    fail_if(hi >= num_nodes, IndexError, lambda v: f"{name}: node id {v} is out of range for a "
+            f"graph of {num_nodes} nodes", hi)
+    if deferring(t):                    # nothing may read out of bounds before the flag is read
+        t = t.clamp(0, max(num_nodes - 1, 0))
     return t
 
 
@@ -55,9 +119,8 @@ def unique_ids(t: torch.Tensor, name: str) -> None:
     if t.numel() > 1:
         s = torch.sort(t).values
         dup = s[1:] == s[:-1]
-        if bool(dup.any()):
-            raise ValueError(f"{name}: node {int(s[1:][dup][0])} appears more than once; "
-                             "row ids must be unique")
+        fail_if(dup.any(), ValueError, lambda v: f"{name}: node {v} appears more than once; "
+                "row ids must be unique", s[1:][torch.argmax(dup.to(torch.int8))])
 
 
 def count(k, name: str = "k") -> int:
@@ -123,27 +186,43 @@ def scalar_or_edges(x, name: str, nnz: int, device):
 
 
 # ----------------------------------------------------------------------------- per-op data checks
-# Run on the op's inputs right before the backend, in eager and compiled execution alike.
+# Each op's definition (gsample.ir.ops) names its check; it runs on the op's inputs where
+# untrusted data enters the op: every eager call, and a compiled program's boundary (its
+# arguments and what dense user code computed), never on values a program's ops made.
 # Static arguments (k, replace, axis, op names) are checked where they are given.
 
-def _check_cols(A, cols, **_):
-    ids(cols, "cols", A.num_nodes, A.device, allow_empty=False)
+# Each returns the inputs it checked, converted as the op takes them (ids as int64 tensors
+# on the matrix's device, ...): eager calls and compiled programs pass those on. ``trusted``
+# names id inputs a compiled program's own ops made (a frontier from all_nodes): their ids
+# are in range by construction and are not checked again. Values (probabilities, operands)
+# are always checked: they may come from user data through any arithmetic.
+
+def check_cols(A, cols, trusted=(), **_):
+    if "cols" in trusted:
+        return {}
+    return {"cols": ids(cols, "cols", A.num_nodes, A.device, allow_empty=False)}
 
 
-def _check_rows(A, rows, **_):
-    unique_ids(ids(rows, "rows", A.num_nodes, A.device), "rows")
+def check_rows(A, rows, trusted=(), **_):
+    if "rows" in trusted:
+        return {}
+    rows = ids(rows, "rows", A.num_nodes, A.device)
+    unique_ids(rows, "rows")
+    return {"rows": rows}
 
 
-def _check_edge_map(A, other=None, **_):
-    if other is not None:
-        scalar_or_edges(other, "other", A.nnz, A.device)
+def check_edge_map(A, other=None, **_):
+    if other is None:
+        return {}
+    return {"other": scalar_or_edges(other, "other", A.nnz, A.device)}
 
 
-def _check_broadcast(A, vector, axis, **_):
+def check_broadcast(A, vector, axis, **_):
     n, what = (A.num_cols, "column") if axis == 0 else (A.num_rows, "row")
     v = vector_(vector, "v", n, A.device, what)
     if v.dim() != 1:
         raise ValueError(f"v: broadcast needs one scalar per {what}, got shape {tuple(v.shape)}")
+    return {"vector": v}
 
 
 def _scalar_values(A):
@@ -152,26 +231,27 @@ def _scalar_values(A):
                          f"{tuple(A.values.shape)} (reduce them to (E,) first)")
 
 
-def _check_spmm(A, dense, **_):
+def check_spmm(A, dense, **_):
     _scalar_values(A)
-    vector_(dense, "D", A.num_cols, A.device, "column of A")
+    return {"dense": vector_(dense, "D", A.num_cols, A.device, "column of A")}
 
 
-def _check_spmm_t(A, dense, **_):
+def check_spmm_t(A, dense, **_):
     _scalar_values(A)
-    vector_(dense, "D", A.num_rows, A.device, "row of A")
+    return {"dense": vector_(dense, "D", A.num_rows, A.device, "row of A")}
 
 
-def _check_sddmm(A, u, v, **_):
+def check_sddmm(A, u, v, **_):
     u = vector_(u, "U", A.num_rows, A.device, "row of A")
     v = vector_(v, "V", A.num_cols, A.device, "column of A")
     if u.dim() != v.dim() or (u.dim() == 2 and u.shape[1] != v.shape[1]):
         raise ValueError(f"U, V: feature shapes differ: {tuple(u.shape)} and {tuple(v.shape)}")
+    return {"u": u, "v": v}
 
 
 def _frontier(A, cols):
     """``(index, indptr)`` of the edges of ``A[:, cols]`` (see ``storage.gather_segments``)."""
-    from .storage import gather_segments
+    from .formats.csc import gather_segments
     return gather_segments(*A.column_segments(cols))
 
 
@@ -180,18 +260,19 @@ def edge_probs(p, indptr, cols) -> None:
     positive = torch.cat([p.new_zeros(1, dtype=torch.int64), torch.cumsum((p > 0).long(), 0)])
     starts, ends = indptr[:-1], indptr[1:]
     empty = (positive[ends] - positive[starts] == 0) & (ends > starts)
-    if bool(empty.any()):
-        c = int(empty.nonzero()[0])
-        raise ValueError(f"probs: column {c} (node {int(cols[c])}) has edges but all its "
-                         "probabilities are zero")
+    if empty.numel():
+        c = torch.argmax(empty.to(torch.int8))
+        fail_if(empty.any(), ValueError, lambda c, n: f"probs: column {c} (node {n}) has edges "
+                "but all its probabilities are zero", c, cols[c])
 
 
-def _check_individual(A, probs=None, cols=None, **_):
-    if cols is not None:
-        ids(cols, "cols", A.num_nodes, A.device, allow_empty=False)
+def check_individual(A, probs=None, cols=None, trusted=(), **_):
+    out = {}
+    if cols is not None and "cols" not in trusted:
+        cols = out["cols"] = ids(cols, "cols", A.num_nodes, A.device, allow_empty=False)
     if probs is None:
-        return
-    probabilities(probs, "probs", A.nnz, A.device, "edge", values=False)
+        return out
+    probs = out["probs"] = probabilities(probs, "probs", A.nnz, A.device, "edge", values=False)
     if cols is None:
         p, indptr, cols = probs, A.indptr, A.global_cols()
     else:                                   # fused op: check the frontier's edges only
@@ -199,69 +280,45 @@ def _check_individual(A, probs=None, cols=None, **_):
         p = probs[index]
     _finite_nonnegative(p, "probs")
     edge_probs(p, indptr, cols)
+    return out
 
 
 def _finite_nonnegative(t, name):
     if t.numel():
-        if not bool(torch.isfinite(t).all()):
-            raise ValueError(f"{name}: contains NaN or infinite values")
-        if bool((t < 0).any()):
-            raise ValueError(f"{name}: contains negative values (min {float(t.min())})")
+        fail_if(~torch.isfinite(t).all(), ValueError, f"{name}: contains NaN or infinite values")
+        fail_if((t < 0).any(), ValueError,
+                lambda v: f"{name}: contains negative values (min {v})", t.min())
 
 
 #: the error of collective sampling when no row with edges has a positive probability
 NO_POSITIVE_ROW = "node_probs: zero on every row that has edges; nothing can be sampled"
 
 
-def _check_collective(A, node_probs=None, cols=None, **_):
-    if cols is not None:
-        ids(cols, "cols", A.num_nodes, A.device, allow_empty=False)
+def check_collective(A, node_probs=None, cols=None, trusted=(), **_):
+    out = {}
+    if cols is not None and "cols" not in trusted:
+        out["cols"] = ids(cols, "cols", A.num_nodes, A.device, allow_empty=False)
     if node_probs is not None:
-        p = probabilities(node_probs, "node_probs", A.num_rows, A.device, "row")
+        p = out["node_probs"] = probabilities(node_probs, "node_probs", A.num_rows, A.device,
+                                              "row")
         # the fused A[:, cols].collective_sample checks this in its host code, before its
         # draws (choose_rows): here it would gather the frontier's edges a second time
-        if cols is None and A.nnz and not bool((p[A.rows] > 0).any()):
-            raise ValueError(NO_POSITIVE_ROW)
+        if cols is None and A.nnz:
+            fail_if(~(p[A.rows] > 0).any(), ValueError, NO_POSITIVE_ROW)
+    return out
 
 
-def _check_fused(A, program, **operands):
+def check_fused(A, program, **operands):
     """The checks of the unfused edge maps and broadcasts, step by step."""
+    out = {}
     for _op, name, _reverse, _scalar, axis in program:
         if name is None:
             continue
         if axis is None:
-            _check_edge_map(A, other=operands[name])
+            out[name] = check_edge_map(A, other=operands[name])["other"]
         else:
-            _check_broadcast(A, vector=operands[name], axis=axis)
-
-
-def check_op(op, kwargs: dict) -> None:
-    """Run the data checks of ``op`` on its named inputs (see the op table)."""
-    fn = OP_CHECKS.get(op)
-    if fn is not None:
-        fn(**kwargs)
+            out[name] = check_broadcast(A, vector=operands[name], axis=axis)["vector"]
+    return out
 
 
 vector_ = vector
-
-
-def _op_checks():
-    from .ir import Op
-    return {
-        Op.SLICE_COLS: _check_cols,
-        Op.SLICE_ROWS: _check_rows,
-        Op.EDGE_MAP: _check_edge_map,
-        Op.EDGE_BROADCAST: _check_broadcast,
-        Op.SPMM: _check_spmm,
-        Op.SPMM_T: _check_spmm_t,
-        Op.SDDMM: _check_sddmm,
-        Op.FUSED_EDGE_MAP: _check_fused,
-        Op.FUSED_EDGE_MAP_REDUCE: _check_fused,
-        Op.INDIVIDUAL_SAMPLE: _check_individual,
-        Op.SLICE_INDIVIDUAL_SAMPLE: _check_individual,
-        Op.COLLECTIVE_SAMPLE: _check_collective,
-        Op.SLICE_COLLECTIVE_SAMPLE: _check_collective,
-    }
-
-
-OP_CHECKS = _op_checks()

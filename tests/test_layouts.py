@@ -1,4 +1,4 @@
-"""CSR and COO forms (``gsample.layouts``) and the ops that take them.
+"""CSR and COO forms (``gsample.formats.layouts``) and the ops that take them.
 
 Conversions: every direction is exact (each storage field, ``None`` included, comes back
 identical), a CSR keeps CSC order within each row, a compact CSR stores exactly the rows
@@ -11,12 +11,11 @@ import torch
 import gsample as gs
 from gsample.backend import get_backend
 from gsample.backend.torch import extract, select
-from gsample.ir import OP_TABLE, Kind, Layout, Op
-from gsample.layouts import COO, CSR, NAMES, convert, name_of, to_csc, to_csr
-from gsample.storage import CSC
+from gsample.ir import OPS, Kind, Op, info
+from gsample.formats.layouts import COO, CSR, NAMES, convert, name_of, to_csc, to_csr
+from gsample.formats.csc import CSC
 from helpers import assert_same_csc, difference
 
-SPARSE = {Layout.CSR: ("csr", "csr-compact"), Layout.COO: ("coo",)}
 
 
 def _matrices():
@@ -150,16 +149,18 @@ def _cases(op, A):
     }[op]
 
 
-LAYOUT_OPS = [op for op, i in OP_TABLE.items() if i.accepts and set(i.accepts) - {Layout.CSC}]
+TORCH = get_backend("torch")
+LAYOUT_OPS = [op for op in OPS if set(TORCH.layouts(op)) - {"csc"}]
 
 
 def test_layout_ops_are_the_ones_with_kernels_for_them():
-    # a table entry claiming CSR/COO needs a recipe here (and so a test): no untested claim
+    # a registration claiming CSR/COO needs a recipe here (and so a test): no untested claim
     for op in LAYOUT_OPS:
         assert _cases(op, MATRICES["graph"])
-    sampling = [op for op, i in OP_TABLE.items() if i.effect.value == "random"]
-    assert sampling and all(OP_TABLE[op].accepts == (Layout.CSC,) for op in sampling), \
-        "sampling ops draw on the CSC only (DESIGN §3)"
+    sampling = [op for op, d in OPS.items() if d.effect.value == "random"]
+    for be in (TORCH, get_backend("cuda")):
+        assert sampling and all(be.layouts(op) == ("csc",) for op in sampling), \
+            "sampling ops draw on the CSC only (DESIGN §3)"
 
 
 def _as_csc(x):
@@ -180,7 +181,7 @@ def test_every_op_on_every_accepted_layout_equals_its_csc_result(A, op):
             Op.FUSED_EDGE_MAP, Op.FUSED_EDGE_MAP_REDUCE, Op.SPMM, Op.SPMM_T):
         pytest.skip("SpMM takes (E,) values; fused maps meet (E, F) values as edge_map does")
     be = get_backend("torch")
-    layouts = [n for lay in OP_TABLE[op].accepts for n in SPARSE.get(lay, ())]
+    layouts = [n for n in TORCH.layouts(op) if n != "csc"]
     for kwargs in _cases(op, A):
         try:
             want = _wrap(_as_csc(be.run(op, A=A, **kwargs)))
@@ -193,8 +194,7 @@ def test_every_op_on_every_accepted_layout_equals_its_csc_result(A, op):
             got = be.run(op, A=convert(A, name), **kwargs)
             if op is Op.TO_LAYOUT:
                 assert name_of(got) == kwargs["layout"]
-            if OP_TABLE[op].kind is Kind.MATRIX and len(OP_TABLE[op].produces) > 1 \
-                    and op is not Op.TO_LAYOUT:
+            if info(op).kind is Kind.MATRIX and info(op).keeps_layout:
                 assert name_of(got) == name, "a layout-keeping op must keep the layout"
             d = difference(_wrap(_as_csc(got)), want, f"{op.value} on {name} {kwargs.keys()}")
             assert d is None, d
@@ -208,13 +208,14 @@ def test_cuda_backend_hands_other_layouts_to_the_torch_code(device):
     want = torch_be.run(Op.REDUCE, A=A, op="sum", axis=1)
     for name in ("csr", "csr-compact", "coo"):
         x = convert(A, name)
-        assert not cuda.accepts(Op.REDUCE, {"A": x})
+        assert cuda.impl(Op.REDUCE, name) is None
         got = run_op(cuda, Op.REDUCE, {"A": x, "op": "sum", "axis": 1})
         assert got.device == A.device and torch.equal(got, want)
     # A[rows, :] has kernels for a CSR on a GPU (the segment gather over its rows)
     csr = convert(A, "csr")
-    assert cuda.accepts(Op.SLICE_ROWS, {"A": csr}) == (csr.indptr.is_cuda)
-    assert not cuda.accepts(Op.SLICE_ROWS, {"A": convert(A, "coo")})
+    assert cuda.impl(Op.SLICE_ROWS, "csr") is not None
+    assert cuda.runs_here({"A": csr}) == csr.indptr.is_cuda
+    assert cuda.impl(Op.SLICE_ROWS, "coo") is None
     rows = torch.tensor([5, 0, 3], device=A.device)
     want = torch_be.run(Op.SLICE_ROWS, A=A, rows=rows)
     for name in ("csr", "csr-compact"):

@@ -1,35 +1,93 @@
 """Backends: what runs the ops of the IR.
 
-A :class:`Backend` declares the ops it implements (``capabilities``); the torch
-backend implements all of them and is the semantic reference every other backend
-is tested against, sample for sample.
+A :class:`Backend` registers an implementation (:class:`Impl`) per ``(op, layout)`` it runs
+(layout names of :data:`gsample.ir.ops.LAYOUTS`); that registry is its declaration of what
+it supports, and :meth:`Backend.target` hands it to the passes as data (the layout pass
+prices only layouts the backend runs). The torch backend implements every op and is the
+semantic reference every other backend is tested against, sample for sample; an op another
+backend lacks (for a layout, or for the inputs' device) runs the torch code on the same
+device (:func:`resolve`).
 """
 from __future__ import annotations
 
-import abc
 import contextlib
 import contextvars
+from dataclasses import dataclass
+from typing import Callable, Optional
 
+from ..formats.layouts import name_of
 from ..ir import Op
+from ..ir.graph import Target
 
 
-class Backend(abc.ABC):
-    """An executor of IR ops."""
+@dataclass(frozen=True)
+class Impl:
+    """One implementation of an op on one layout.
+
+    Attributes
+    ----------
+    fn : callable
+        ``fn(**inputs, **attrs[, key=...])``: the op's inputs and attributes by the names
+        its :class:`gsample.ir.ops.OpDef` gives them (a random op also gets ``key``).
+    backend : str
+        Who registered it.
+    sync_free : bool
+        ``fn`` also takes bounded values (``gsample.formats.bounded``) and returns one where
+        a result's size is only known on the device: it never reads a size back to the host.
+    syncs : bool
+        ``fn`` reads a size back to the host (a host synchronisation on a GPU).
+    """
+    fn: Callable
+    backend: str
+    sync_free: bool = False
+    syncs: bool = True
+
+
+class Backend:
+    """An executor of IR ops: a registry ``(op, layout) -> Impl``."""
 
     name: str = "abstract"
-    capabilities: frozenset = frozenset()
+
+    def __init__(self):
+        self.impls: dict = {}
+        self.sync_free_impls: dict = {}
+
+    def register(self, op: Op, layouts, fn: Callable, sync_free: bool = False) -> None:
+        """Register ``fn`` for ``op`` on each of ``layouts``; ``sync_free``: a variant that
+        takes and returns bounded values, used where the runtime allows it."""
+        table = self.sync_free_impls if sync_free else self.impls
+        for layout in layouts:
+            table[op, layout] = Impl(fn, self.name, sync_free=sync_free, syncs=not sync_free)
+
+    def impl(self, op: Op, layout: str = "csc", sync_free: bool = False) -> Optional[Impl]:
+        """The implementation of ``op`` on ``layout`` (its sync-free variant when asked for
+        and registered)."""
+        if sync_free and (op, layout) in self.sync_free_impls:
+            return self.sync_free_impls[op, layout]
+        return self.impls.get((op, layout))
 
     def supports(self, op: Op) -> bool:
-        return op in self.capabilities
+        return any(o is op for o, _ in self.impls)
 
-    def accepts(self, ir_op: Op, kwargs: dict) -> bool:
-        """Whether this backend can run ``ir_op`` on these inputs (device, layout)."""
+    def layouts(self, op: Op) -> tuple:
+        """The layouts this backend runs ``op`` on (CSC first)."""
+        from ..formats.layouts import NAMES
+        return tuple(lay for lay in NAMES if (op, lay) in self.impls)
+
+    def target(self) -> Target:
+        """This backend's capabilities as data for the passes: per op, the layouts it runs
+        (the torch backend's where this one has no implementation of the op)."""
+        torch_be = get_backend("torch")
+        ops = {op for op, _ in torch_be.impls} | {op for op, _ in self.impls}
+        return Target(self.name, {op: self.layouts(op) or torch_be.layouts(op) for op in ops})
+
+    def runs_here(self, inputs: dict) -> bool:
+        """Whether this backend's code can run on these inputs (their device)."""
         return True
 
-    @abc.abstractmethod
     def run(self, ir_op: Op, /, **kwargs):
-        """Run ``ir_op`` on its (already checked) inputs and attributes, named as the op
-        table names them (random ops also get ``key``, their key prefix)."""
+        """Run ``ir_op`` on its (already checked) inputs and attributes (eager mode)."""
+        return resolve(self, ir_op, kwargs.get("A")).fn(**kwargs)
 
 
 _BACKENDS: dict = {}
@@ -79,9 +137,22 @@ def use_backend(name: str):
         _CURRENT.reset(token)
 
 
+def resolve(backend: Backend, op: Op, A=None, layout: Optional[str] = None,
+            inputs: Optional[dict] = None, sync_free: bool = False) -> Impl:
+    """The implementation that runs ``op`` on ``backend`` for a matrix ``A`` (or a known
+    ``layout``): the backend's own, else the torch reference's (the per-op fallback of
+    DESIGN §2: same device, same results)."""
+    if layout is None:
+        layout = "csc" if A is None else name_of(A)
+    impl = backend.impl(op, layout, sync_free)
+    if impl is not None and (inputs is None or backend.runs_here(inputs)):
+        return impl
+    ref = get_backend("torch").impl(op, layout)
+    if ref is None:
+        raise NotImplementedError(f"{op.value} has no implementation for layout {layout!r}")
+    return ref
+
+
 def run_op(backend: Backend, ir_op: Op, kwargs: dict):
-    """Run ``ir_op`` on ``backend``, or on the torch reference where ``backend`` has no
-    kernel for it or its data is not on a GPU (the per-op fallback of DESIGN §2)."""
-    if backend.name != "torch" and backend.supports(ir_op) and backend.accepts(ir_op, kwargs):
-        return backend.run(ir_op, **kwargs)
-    return get_backend("torch").run(ir_op, **kwargs)
+    """Run ``ir_op`` eagerly on ``backend`` (or the torch reference where it lacks it)."""
+    return resolve(backend, ir_op, kwargs.get("A"), inputs=kwargs).fn(**kwargs)

@@ -118,6 +118,17 @@ class VerifyError(AssertionError):
     """The IR broke one of its invariants."""
 
 
+@dataclass(frozen=True)
+class Target:
+    """What the backend a program is compiled for runs, as data for the passes (which import
+    no backend code): its name and, per op, the layouts it runs the op on (CSC first)."""
+    name: str = "torch"
+    op_layouts: dict = field(default_factory=dict)
+
+    def layouts(self, op: Op) -> tuple:
+        return self.op_layouts.get(op) or ("csc",)
+
+
 @dataclass
 class Graph:
     """A topologically ordered list of nodes; the last one is the ``OUTPUT``.
@@ -128,10 +139,13 @@ class Graph:
     num_random : int
         Op ordinals the program takes from the random stream per call (random ops
         number ``0 .. num_random - 1`` in program order, the order eager runs them).
+    target : Target
+        The backend the program is compiled for (its capabilities, read by passes).
     """
 
     nodes: list = field(default_factory=list)
     num_random: int = 0
+    target: Target = field(default_factory=Target)
     _names: Any = field(default_factory=itertools.count, repr=False)
 
     # ------------------------------------------------------------------ building
@@ -173,7 +187,7 @@ class Graph:
 
     def copy(self) -> "Graph":
         """A deep copy of the node structure (attribute values are shared)."""
-        g = Graph(num_random=self.num_random)
+        g = Graph(num_random=self.num_random, target=self.target)
         # new names continue after every numbered name already here (a copy of a copy must
         # not hand out a name a pass already used)
         used = [int(n.name.rsplit("_", 1)[1]) + 1 for n in self.nodes
@@ -207,23 +221,23 @@ class Graph:
             for key, v in n.inputs.items():
                 if v not in seen:
                     raise VerifyError(f"{n}: input {key}={v} is not defined before it")
-            # named inputs as the table declares them; a variadic op ("*") also takes "0", "1", ...
+            # named inputs as the table declares them; a variadic op also takes "0", "1", ...
             extra = set(n.inputs) - set(i.input_names())
-            if i.variadic and not all(k.isdigit() for k in extra):
+            if i.is_variadic and not all(k.isdigit() for k in extra):
                 raise VerifyError(f"{n}: variadic inputs must be named 0, 1, ...")
-            unknown = set() if i.variadic else extra
+            unknown = set() if i.is_variadic else extra
             missing = set(i.required_inputs()) - set(n.inputs)
             if unknown or missing:
                 raise VerifyError(f"{n}: inputs {sorted(n.inputs)} do not match the op table "
-                                  f"{i.inputs} (unknown {sorted(unknown)}, missing "
+                                  f"{i.input_names()} (unknown {sorted(unknown)}, missing "
                                   f"{sorted(missing)})")
             missing = set(i.attrs) - set(n.attrs)
             if missing:
                 raise VerifyError(f"{n}: attributes {sorted(missing)} missing")
-            if n.op is not Op.DENSE and n.op is not Op.OUTPUT:
-                for key, v in n.inputs.items():
-                    if key in ("A", "graph") and v.kind is not Kind.MATRIX:
-                        raise VerifyError(f"{n}: input {key} must be a matrix, got {v.kind.value}")
+            for key, v in n.inputs.items():
+                declared = i.input(key)
+                if declared is not None and declared.matrix and v.kind is not Kind.MATRIX:
+                    raise VerifyError(f"{n}: input {key} must be a matrix, got {v.kind.value}")
             if n.is_random:
                 if "ordinal" not in n.attrs:
                     raise VerifyError(f"{n}: random op without an op ordinal")

@@ -1,17 +1,31 @@
 """The op table: every operator of gsample, declared once.
 
-Each :class:`Op` has an :class:`OpInfo` with its effect (pure or random), its
-ECSF step (Extract, Compute, Select, Finalize), the sparse layouts it accepts
-and produces, its named inputs (IR values), its named attributes (static
-Python values) and the kind of value it returns; :data:`ALIGN` says how its
-tensor inputs and result line up with its matrix. The eager API dispatches
-through this table to a backend; the compiler's passes read it. Nothing
-matches on op names or on argument positions.
+Each :class:`Op` has one :class:`OpDef`, the only place that says what the op is:
+
+* its named inputs (:class:`In`: a matrix, or a tensor and how it lines up with the
+  op's matrix, an :class:`Align`), typed static attributes (:class:`Attr`, each with its
+  check), and the kind of value it returns and how that lines up;
+* its effect (pure or random), its ECSF step, and whether a matrix result keeps the
+  layout its input was read in;
+* its data checks (a function of the op's inputs, run where untrusted data enters an
+  op: every eager call, a compiled program's boundary);
+* its size rules: an estimate (the layout pass's cost model) and, where one exists, an
+  upper bound computable from the inputs' buffer sizes (the runtime allocates from it);
+* how the tracer captures it: the ``gs.Matrix`` methods, properties and Python
+  operators that become this op.
+
+Which layouts an op runs on is not here: each backend registers implementations keyed by
+``(op, layout)`` (``gsample.backend``), and passes read the capabilities of the backend
+a program is compiled for. Nothing else names ops, input names or argument positions.
 """
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from .. import validate as V
 
 
 class Effect(enum.Enum):
@@ -27,13 +41,6 @@ class Step(enum.Enum):
     GRAPH = "graph"      # program structure: inputs, constants, dense code, outputs
 
 
-class Layout(enum.Enum):
-    CSC = "csc"
-    CSR = "csr"
-    COO = "coo"
-    DENSE = "dense"      # a dense tensor (per-row, per-column or per-edge values)
-
-
 class Kind(enum.Enum):
     """What an IR value is."""
     MATRIX = "matrix"
@@ -43,29 +50,169 @@ class Kind(enum.Enum):
     NONE = "none"        # the output node
 
 
-@dataclass(frozen=True)
-class OpInfo:
-    effect: Effect
-    step: Step
-    accepts: tuple      # layouts of input A the torch backend's code takes (CSR: compact too)
-    produces: tuple     # layouts of the output; several sparse ones: the output keeps A's
-    inputs: tuple       # names of IR-value inputs; "?" marks an optional one, "*" any number
-    attrs: tuple        # names of static attributes
-    kind: Kind          # kind of the result
-    doc: str
+#: sparse layouts (``gsample.formats``): CSC; CSR, plain or compact (only the rows with
+#: edges stored); COO (CSC order plus each edge's column)
+LAYOUTS = ("csc", "csr", "csr-compact", "coo")
+
+
+class Align(enum.Enum):
+    """How a tensor input or result lines up with the op's matrix ``A``.
+
+    ``along`` is the dimension of ``A`` it runs along (``rows``, ``cols``, ``edges``; ``ids``
+    and ``set`` for lists of node ids of their own length) and ``ids`` whether it holds node
+    ids (which super-batching encodes as ``b * n + v``) rather than values.
+    """
+    ROWS = ("rows", False)           # one value per row of A's row space
+    COLS = ("cols", False)           # one value per column
+    EDGES = ("edges", False)         # one value per edge (an edge operand may be 0-dim)
+    AXIS = ("axis", False)           # COLS when attrs["axis"] == 0, else ROWS
+    STEPS = ("steps", False)         # a fused program's operand: as its steps use it
+    ROW_IDS = ("rows", True)         # node ids, one per row
+    COL_IDS = ("cols", True)         # node ids, one per column
+    EDGE_IDS = ("edges", True)       # node ids, one per edge
+    NEW_COLS = ("new cols", True)    # node ids that become the result's columns (a frontier)
+    NEW_ROWS = ("new rows", True)    # node ids that become the result's rows
+    ROW_SET = ("ids", True)          # ids of the rows holding edges, in row-space order
+    NODE_SET = ("set", True)         # unique ids: the columns first, then new rows
 
     @property
-    def variadic(self) -> bool:
-        """True when the op takes any number of inputs named ``"0", "1", ...`` (``"*"``),
-        besides the named ones (``("*",)``: only those; ``("A", "*")``: ``A`` and those)."""
-        return "*" in self.inputs
+    def along(self) -> str:
+        return self.value[0]
+
+    @property
+    def ids(self) -> bool:
+        return self.value[1]
+
+    def resolve(self, attrs: dict, name: Optional[str] = None) -> "Align":
+        """``AXIS`` and ``STEPS`` made concrete from a node's attributes (``name``: the
+        operand of a fused program)."""
+        if self is Align.AXIS:
+            return Align.COLS if attrs["axis"] == 0 else Align.ROWS
+        if self is Align.STEPS:
+            axes = {axis for _op, operand, _reverse, _scalar, axis in attrs["program"]
+                    if operand == name}
+            if None in axes or not axes:
+                return Align.EDGES
+            return Align.COLS if axes == {0} else Align.ROWS
+        return self
+
+
+@dataclass(frozen=True)
+class In:
+    """A named input of an op: an IR value."""
+    name: str
+    align: Optional[Align] = None    # a tensor's alignment with A (None: a matrix, or opaque)
+    optional: bool = False
+    matrix: bool = False             # the op's matrix (``A``, ``graph``)
+    edge_values: bool = False        # a gs.Matrix given here is taken by its values
+
+
+@dataclass(frozen=True)
+class Attr:
+    """A static attribute: a Python value built into the program."""
+    name: str
+    check: Optional[Callable] = None   # ``check(value) -> value`` (raises naming the argument)
+    default: object = None
+    what: str = "value"                # what the user passes (for messages): "int", "bool"
+    example: object = None             # a value to time the op with (calibration)
+
+
+@dataclass(frozen=True)
+class Size:
+    """Sizes of a value: ``(E, R, C)`` of a matrix, or ``rows`` = a tensor's length."""
+    nnz: float = 0.0
+    rows: float = 0.0
+    cols: float = 0.0
+
+    @property
+    def nonempty_rows(self) -> float:
+        """Rows with at least one edge, for edges spread at random over the rows."""
+        if self.rows <= 0:
+            return 0.0
+        return self.rows * -math.expm1(-self.nnz / self.rows)
+
+    def length(self, align: Align) -> float:
+        """The length of a tensor lined up with a matrix of these sizes as ``align`` says."""
+        return {"rows": self.rows, "cols": self.cols, "edges": self.nnz,
+                "ids": self.nonempty_rows, "set": self.cols + self.nonempty_rows,
+                "new cols": self.cols, "new rows": self.rows}[align.along]
+
+
+@dataclass(frozen=True)
+class Capture:
+    """How the tracer records the op from the user's code."""
+    methods: tuple = ()          # gs.Matrix methods (their name goes to an ``op`` attribute)
+    properties: tuple = ()       # gs.Matrix properties
+    params: dict = field(default_factory=dict)   # method parameter -> input / attribute name
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """Everything about one op (see the module docstring)."""
+    op: "Op"
+    effect: Effect
+    step: Step
+    inputs: tuple = ()           # In, in order
+    attributes: tuple = ()       # Attr, in order
+    kind: Kind = Kind.MATRIX     # what the op returns
+    out: object = None           # Align (or a tuple of them) of a tensor (tuple) result
+    variadic: Optional[Align] = None   # numbered inputs "0", "1", ... (their alignment;
+    takes_any: bool = False            # takes_any: numbered inputs of any kind)
+    keeps_layout: bool = False   # a matrix result stays in the layout A was read in
+    check: Optional[Callable] = None   # data checks: check(**inputs, **attrs)
+    estimate: Optional[Callable] = None   # (A, ins, attrs) -> Size: expected sizes
+    bound: Optional[Callable] = None      # (A, ins, attrs) -> Size: upper bounds
+    capture: Capture = field(default_factory=Capture)
+    doc: str = ""
+
+    # ---------------------------------------------------------------- reading it
+    @property
+    def attrs(self) -> tuple:
+        """Names of the static attributes."""
+        return tuple(a.name for a in self.attributes)
+
+    @property
+    def is_variadic(self) -> bool:
+        return self.variadic is not None or self.takes_any
 
     def input_names(self) -> tuple:
-        """The named inputs (``"?"`` and ``"*"`` stripped)."""
-        return tuple(n.rstrip("?") for n in self.inputs if n != "*")
+        return tuple(i.name for i in self.inputs)
 
     def required_inputs(self) -> tuple:
-        return tuple(n for n in self.inputs if not n.endswith("?") and n != "*")
+        return tuple(i.name for i in self.inputs if not i.optional)
+
+    def input(self, name: str) -> Optional[In]:
+        """The declaration of input ``name`` (a numbered input of a variadic op included)."""
+        for i in self.inputs:
+            if i.name == name:
+                return i
+        if self.is_variadic and name.isdigit():
+            return In(name, self.variadic)
+        return None
+
+    def attribute(self, name: str) -> Optional[Attr]:
+        for a in self.attributes:
+            if a.name == name:
+                return a
+        return None
+
+    def alignment(self, name: Optional[str], attrs: dict) -> Optional[Align]:
+        """How input ``name`` (None: the result) lines up with ``A`` at these attributes."""
+        if name is None:
+            out = self.out
+            if isinstance(out, tuple):
+                return out
+            return None if out is None else out.resolve(attrs)
+        i = self.input(name)
+        if i is None or i.align is None:
+            return None
+        return i.align.resolve(attrs, name)
+
+    @property
+    def weights(self) -> Optional[str]:
+        """The name of a sampling op's optional weight input (``probs``, ``node_probs``)."""
+        names = [i.name for i in self.inputs if i.optional and not i.matrix]
+        return names[0] if self.step is Step.SELECT and names else None
 
 
 class Op(enum.Enum):
@@ -92,7 +239,7 @@ class Op(enum.Enum):
     COL_IDS = "col_ids"                # A.col_ids
     FUSED_EDGE_MAP = "fused_edge_map"  # a chain of edge maps and broadcasts, one evaluation
     FUSED_EDGE_MAP_REDUCE = "fused_edge_map_reduce"  # that chain, then a reduction
-    TO_LAYOUT = "to_layout"            # the same matrix in another layout (gsample.layouts)
+    TO_LAYOUT = "to_layout"            # the same matrix in another layout (gsample.formats)
     # select
     INDIVIDUAL_SAMPLE = "individual_sample"
     COLLECTIVE_SAMPLE = "collective_sample"
@@ -106,12 +253,99 @@ class Op(enum.Enum):
     COMPACT = "compact"
 
 
-_S = (Layout.CSC, Layout.CSR, Layout.COO)
-_C, _D = (Layout.CSC,), (Layout.DENSE,)
-_CR, _CO = (Layout.CSC, Layout.CSR), (Layout.CSC, Layout.COO)
+#: the elementwise combinations ``gs.sddmm`` accepts (``dot`` reduces the feature axis)
+SDDMM_OPS = ("dot", "add", "sub", "mul", "div")
+#: edge-map operators (``neg`` is unary)
+MAP_OPS = ("add", "sub", "mul", "div", "pow", "neg")
+BROADCAST_OPS = ("add", "sub", "mul", "div")
+REDUCE_OPS = ("sum", "max", "mean")
+
+
+#: a fused edge-map program to time fused ops with (calibration): square, divide by a
+#: per-column value, multiply by a per-row value
+EXAMPLE_PROGRAM = (("pow", None, False, 2, None), ("div", "0", False, None, 0),
+                   ("mul", "1", False, None, 1))
+
+
+def _choice(name: str, allowed: tuple):
+    def check(value):
+        if value not in allowed:
+            raise ValueError(f"{name}: must be one of {allowed}, got {value!r}")
+        return value
+    return check
+
+
+def _any(value):
+    return value
+
+
+# ----------------------------------------------------------------------------- size rules
+# (A, ins, attrs) -> Size; A: the input matrix's sizes, ins: every input's (None when unknown)
+_DEFAULT_TENSOR = 512
+
+
+def _n(ins: dict, name: str) -> float:
+    s = ins.get(name)
+    return _DEFAULT_TENSOR if s is None else s.rows
+
+
+def _same(A, ins, at):
+    return A
+
+
+def _slice_cols(A, ins, at):
+    n = _n(ins, "cols")
+    return Size(n * A.nnz / max(A.cols, 1), A.rows, n)
+
+
+def _slice_rows(A, ins, at):
+    n = _n(ins, "rows")
+    return Size(A.nnz * min(n / max(A.rows, 1), 1.0), n, A.cols)
+
+
+def _individual(A, ins, at):
+    k = at["k"] * A.cols
+    return Size(k if at["replace"] else min(A.nnz, k), A.rows, A.cols)
+
+
+def _individual_bound(A, ins, at):
+    return Size(at["k"] * A.cols, A.rows, A.cols)
+
+
+def _collective(A, ins, at):
+    s = A.nonempty_rows
+    r = min(at["k"], s)
+    return Size(A.nnz * r / s if s else 0.0, r, A.cols)
+
+
+def _collective_bound(A, ins, at):
+    return Size(A.nnz, min(at["k"], A.rows), A.cols)
+
+
+def _fused(rule):
+    """A rule of an op on ``A[:, cols]``, for the fused op that never builds that slice."""
+    return lambda A, ins, at: rule(_slice_cols(A, ins, at), ins, at)
+
+
+def _fused_bound(rule):
+    # the slice's edges are not known before the run: a fused sample's bound may not need them
+    return lambda A, ins, at: rule(Size(math.inf, A.rows, _n(ins, "cols")), ins, at)
+
+
+def _tensor(A, ins, at, op_def):
+    """A tensor result lined up with ``A`` as the op's ``out`` says."""
+    out = op_def.alignment(None, at)
+    out = out[0] if isinstance(out, tuple) else out
+    return Size(rows=A.length(out))
+
+
+# ----------------------------------------------------------------------------- the table
 P, R = Effect.PURE, Effect.RANDOM
 M, T = Kind.MATRIX, Kind.TENSOR
-_MAP_ATTRS = ("op", "reverse", "scalar")
+_A = In("A", matrix=True)
+_K = Attr("k", lambda k: V.count(k, "k"), what="int")
+_REPLACE = Attr("replace", lambda r: V.flag(r, "replace"), False, what="bool")
+_AXIS = Attr("axis", V.axis, what="int")
 _FUSED_DOC = (
     "edge maps and broadcasts evaluated in one pass over A's values. Inputs: A and operands "
     "'0', '1', ... (tensors). 'program' is a tuple of steps (op, operand, reverse, scalar, "
@@ -120,114 +354,137 @@ _FUSED_DOC = (
     "(axis 0) or operand[row(e)] (axis 1); x = op(y, x) if reverse else op(x, y); dtype "
     "promotion as edge_map (gsample.passes.fuse_edge_map documents it)")
 
-OP_TABLE: dict[Op, OpInfo] = {
-    Op.INPUT: OpInfo(P, Step.GRAPH, (), _C + _D, (), ("name", "kind"), Kind.ANY,
-                     "a traced argument (a matrix arrives as a CSC)"),
-    Op.CONSTANT: OpInfo(P, Step.GRAPH, (), _D, (), ("value",), Kind.ANY, "a captured value"),
-    Op.DENSE: OpInfo(P, Step.GRAPH, (), _D, ("*",), ("fn", "template"), Kind.ANY,
-                     "torch code on dense values; 'template' holds the call's arguments"),
-    Op.GETITEM: OpInfo(P, Step.GRAPH, (), _D, ("x",), ("index",), T, "x[index] of a tuple"),
-    Op.OUTPUT: OpInfo(P, Step.GRAPH, (), (), ("*",), ("template",), Kind.NONE,
-                      "the returned values"),
-    Op.CACHED: OpInfo(P, Step.GRAPH, _C, _S, ("graph",), ("program", "kind"), Kind.ANY,
-                      "a graph-only value computed once per graph and reused (its layout is "
-                      "its program's)"),
-    Op.TO_LAYOUT: OpInfo(P, Step.COMPUTE, _S, _S, ("A",), ("layout",), M,
-                         "A in layout 'layout' (csc, csr, csr-compact or coo); exact, samples "
-                         "unchanged"),
-    Op.SLICE_COLS: OpInfo(P, Step.EXTRACT, _C, _C, ("A", "cols"), (), M, "A[:, cols]"),
-    Op.SLICE_ROWS: OpInfo(P, Step.EXTRACT, _CR, _C, ("A", "rows"), (), M, "A[rows, :]"),
-    Op.EDGE_MAP: OpInfo(P, Step.COMPUTE, _S, _S, ("A", "other?"), _MAP_ATTRS, M,
-                        "A * x, A + x, A ** p, ... (x: scalar attr, or an edge tensor input)"),
-    Op.EDGE_BROADCAST: OpInfo(P, Step.COMPUTE, _S, _S, ("A", "vector"), ("op", "axis"), M,
-                              "A.div(v, axis)"),
-    Op.REDUCE: OpInfo(P, Step.COMPUTE, _S, _D, ("A",), ("op", "axis"), T, "A.sum(axis)"),
-    Op.SPMM: OpInfo(P, Step.COMPUTE, _S, _D, ("A", "dense"), (), T, "A @ D"),
-    Op.SPMM_T: OpInfo(P, Step.COMPUTE, _S, _D, ("A", "dense"), (), T, "A.T @ D"),
-    Op.SDDMM: OpInfo(P, Step.COMPUTE, _S, _S, ("A", "u", "v"), ("op",), M,
-                     "gs.sddmm(A, U, V, op)"),
-    Op.TRANSPOSE: OpInfo(P, Step.COMPUTE, _S, _C, ("A",), (), M, "A.T"),
-    Op.VALUES: OpInfo(P, Step.COMPUTE, _S, _D, ("A",), (), T, "A.values"),
-    Op.ROW_IDS: OpInfo(P, Step.FINALIZE, _S, _D, ("A",), (), T, "A.row_ids"),
-    Op.COL_IDS: OpInfo(P, Step.FINALIZE, _S, _D, ("A",), (), T, "A.col_ids"),
-    Op.FUSED_EDGE_MAP: OpInfo(P, Step.COMPUTE, _S, _S, ("A", "*"), ("program",), M,
-                              _FUSED_DOC),
-    Op.FUSED_EDGE_MAP_REDUCE: OpInfo(P, Step.COMPUTE, _S, _D, ("A", "*"),
-                                     ("program", "op", "axis"), T,
-                                     "a fused_edge_map program, then A.sum/max/mean(axis) of its "
-                                     "values in the same evaluation"),
-    Op.INDIVIDUAL_SAMPLE: OpInfo(R, Step.SELECT, _C, _C, ("A", "probs?"), ("k", "replace"), M,
-                                 "A.individual_sample(k, probs, replace)"),
-    Op.COLLECTIVE_SAMPLE: OpInfo(R, Step.SELECT, _C, _C, ("A", "node_probs?"), ("k", "replace"),
-                                 M, "A.collective_sample(k, node_probs, replace)"),
-    Op.SLICE_INDIVIDUAL_SAMPLE: OpInfo(R, Step.SELECT, _C, _C, ("A", "cols", "probs?"),
-                                       ("k", "replace"), M,
-                                       "A[:, cols].individual_sample(k) without the slice"),
-    Op.SLICE_COLLECTIVE_SAMPLE: OpInfo(R, Step.SELECT, _C, _C, ("A", "cols", "node_probs?"),
-                                       ("k", "replace"), M,
-                                       "A[:, cols].collective_sample(k) without the slice"),
-    Op.ROW: OpInfo(P, Step.FINALIZE, _S, _D, ("A",), (), T, "A.row()"),
-    Op.COLUMN: OpInfo(P, Step.FINALIZE, _S, _D, ("A",), (), T, "A.column()"),
-    Op.ALL_NODES: OpInfo(P, Step.FINALIZE, _S, _D, ("A",), (), T, "A.all_nodes()"),
-    Op.EDGES: OpInfo(P, Step.FINALIZE, _CO, _D, ("A",), (), Kind.TUPLE, "A.edges()"),
-    Op.COMPACT: OpInfo(P, Step.FINALIZE, _C, _C, ("A",), (), M, "A.compact()"),
-}
+_DEFS = [
+    OpDef(Op.INPUT, P, Step.GRAPH, (), (Attr("name"), Attr("kind")), Kind.ANY,
+          doc="a traced argument (a matrix arrives as a CSC)"),
+    OpDef(Op.CONSTANT, P, Step.GRAPH, (), (Attr("value"),), Kind.ANY, doc="a captured value"),
+    OpDef(Op.DENSE, P, Step.GRAPH, (), (Attr("fn"), Attr("template")), Kind.ANY,
+          takes_any=True, doc="torch code on dense values; 'template' holds the call's arguments"),
+    OpDef(Op.GETITEM, P, Step.GRAPH, (In("x"),), (Attr("index"),), T, doc="x[index] of a tuple"),
+    OpDef(Op.OUTPUT, P, Step.GRAPH, (), (Attr("template"),), Kind.NONE, takes_any=True,
+          doc="the returned values"),
+    OpDef(Op.CACHED, P, Step.GRAPH, (In("graph", matrix=True),), (Attr("program"), Attr("kind")),
+          Kind.ANY, doc="a graph-only value computed once per graph and reused (its layout is "
+                        "its program's)"),
+    OpDef(Op.TO_LAYOUT, P, Step.COMPUTE, (_A,), (Attr("layout", _choice("layout", LAYOUTS)),),
+          M, keeps_layout=False, estimate=_same, bound=_same,
+          doc="A in layout 'layout' (csc, csr, csr-compact or coo); exact, samples unchanged"),
+    # extract
+    OpDef(Op.SLICE_COLS, P, Step.EXTRACT, (_A, In("cols", Align.NEW_COLS)), (), M,
+          check=V.check_cols, estimate=_slice_cols,
+          bound=lambda A, ins, at: Size(A.nnz, A.rows, _n(ins, "cols")), doc="A[:, cols]"),
+    OpDef(Op.SLICE_ROWS, P, Step.EXTRACT, (_A, In("rows", Align.NEW_ROWS)), (), M,
+          check=V.check_rows, estimate=_slice_rows,
+          bound=lambda A, ins, at: Size(A.nnz, _n(ins, "rows"), A.cols), doc="A[rows, :]"),
+    # compute
+    OpDef(Op.EDGE_MAP, P, Step.COMPUTE, (_A, In("other", Align.EDGES, optional=True,
+                                              edge_values=True)),
+          (Attr("op", _choice("op", MAP_OPS), example="mul"), Attr("reverse", example=False),
+           Attr("scalar", example=2.0)), M,
+          keeps_layout=True, check=V.check_edge_map, estimate=_same, bound=_same,
+          capture=Capture(), doc="A * x, A + x, A ** p, ... (x: scalar attr, or an edge tensor)"),
+    OpDef(Op.EDGE_BROADCAST, P, Step.COMPUTE, (_A, In("vector", Align.AXIS)),
+          (Attr("op", _choice("op", BROADCAST_OPS), example="div"), _AXIS), M,
+          keeps_layout=True,
+          check=V.check_broadcast, estimate=_same, bound=_same,
+          capture=Capture(methods=BROADCAST_OPS, params={"v": "vector"}), doc="A.div(v, axis)"),
+    OpDef(Op.REDUCE, P, Step.COMPUTE, (_A,),
+          (Attr("op", _choice("op", REDUCE_OPS), example="sum"), _AXIS), T,
+          out=Align.AXIS, capture=Capture(methods=REDUCE_OPS), doc="A.sum(axis)"),
+    OpDef(Op.SPMM, P, Step.COMPUTE, (_A, In("dense", Align.COLS)), (), T, out=Align.ROWS,
+          check=V.check_spmm, doc="A @ D"),
+    OpDef(Op.SPMM_T, P, Step.COMPUTE, (_A, In("dense", Align.ROWS)), (), T, out=Align.COLS,
+          check=V.check_spmm_t, doc="A.T @ D"),
+    OpDef(Op.SDDMM, P, Step.COMPUTE, (_A, In("u", Align.ROWS), In("v", Align.COLS)),
+          (Attr("op", _choice("op", SDDMM_OPS), example="mul"),), M, keeps_layout=True,
+          check=V.check_sddmm,
+          estimate=_same, bound=_same, doc="gs.sddmm(A, U, V, op)"),
+    OpDef(Op.TRANSPOSE, P, Step.COMPUTE, (_A,), (), M,
+          estimate=lambda A, ins, at: Size(A.nnz, A.cols, A.rows),
+          bound=lambda A, ins, at: Size(A.nnz, A.cols, A.rows),
+          capture=Capture(properties=("T",)), doc="A.T"),
+    OpDef(Op.VALUES, P, Step.COMPUTE, (_A,), (), T, out=Align.EDGES,
+          capture=Capture(properties=("values",)), doc="A.values"),
+    OpDef(Op.ROW_IDS, P, Step.FINALIZE, (_A,), (), T, out=Align.ROW_IDS,
+          capture=Capture(properties=("row_ids",)), doc="A.row_ids"),
+    OpDef(Op.COL_IDS, P, Step.FINALIZE, (_A,), (), T, out=Align.COL_IDS,
+          capture=Capture(properties=("col_ids",)), doc="A.col_ids"),
+    OpDef(Op.FUSED_EDGE_MAP, P, Step.COMPUTE, (_A,), (Attr("program", example=EXAMPLE_PROGRAM),), M,
+          variadic=Align.STEPS, keeps_layout=True, check=V.check_fused, estimate=_same,
+          bound=_same, doc=_FUSED_DOC),
+    OpDef(Op.FUSED_EDGE_MAP_REDUCE, P, Step.COMPUTE, (_A,),
+          (Attr("program", example=EXAMPLE_PROGRAM),
+           Attr("op", _choice("op", REDUCE_OPS), example="sum"), _AXIS), T, out=Align.AXIS,
+          variadic=Align.STEPS, check=V.check_fused,
+          doc="a fused_edge_map program, then A.sum/max/mean(axis) of its values in the same "
+              "evaluation"),
+    # select
+    OpDef(Op.INDIVIDUAL_SAMPLE, R, Step.SELECT,
+          (_A, In("probs", Align.EDGES, optional=True, edge_values=True)), (_K, _REPLACE), M,
+          check=V.check_individual, estimate=_individual, bound=_individual_bound,
+          capture=Capture(methods=("individual_sample",)),
+          doc="A.individual_sample(k, probs, replace)"),
+    OpDef(Op.COLLECTIVE_SAMPLE, R, Step.SELECT,
+          (_A, In("node_probs", Align.ROWS, optional=True)), (_K, _REPLACE), M,
+          check=V.check_collective, estimate=_collective, bound=_collective_bound,
+          capture=Capture(methods=("collective_sample",)),
+          doc="A.collective_sample(k, node_probs, replace)"),
+    OpDef(Op.SLICE_INDIVIDUAL_SAMPLE, R, Step.SELECT,
+          (_A, In("cols", Align.NEW_COLS), In("probs", Align.EDGES, optional=True)),
+          (_K, _REPLACE), M, check=V.check_individual, estimate=_fused(_individual),
+          bound=_fused_bound(_individual_bound),
+          doc="A[:, cols].individual_sample(k) without the slice (probs: aligned with A's edges)"),
+    OpDef(Op.SLICE_COLLECTIVE_SAMPLE, R, Step.SELECT,
+          (_A, In("cols", Align.NEW_COLS), In("node_probs", Align.ROWS, optional=True)),
+          (_K, _REPLACE), M, check=V.check_collective, estimate=_fused(_collective),
+          doc="A[:, cols].collective_sample(k) without the slice"),
+    # finalize
+    OpDef(Op.ROW, P, Step.FINALIZE, (_A,), (), T, out=Align.ROW_SET,
+          capture=Capture(methods=("row",)), doc="A.row()"),
+    OpDef(Op.COLUMN, P, Step.FINALIZE, (_A,), (), T, out=Align.COL_IDS,
+          capture=Capture(methods=("column",)), doc="A.column()"),
+    OpDef(Op.ALL_NODES, P, Step.FINALIZE, (_A,), (), T, out=Align.NODE_SET,
+          capture=Capture(methods=("all_nodes",)), doc="A.all_nodes()"),
+    OpDef(Op.EDGES, P, Step.FINALIZE, (_A,), (), Kind.TUPLE,
+          out=(Align.EDGE_IDS, Align.EDGE_IDS, Align.EDGES),
+          capture=Capture(methods=("edges",)), doc="A.edges()"),
+    OpDef(Op.COMPACT, P, Step.FINALIZE, (_A,), (), M,
+          estimate=lambda A, ins, at: Size(A.nnz, A.nonempty_rows, A.cols),
+          bound=lambda A, ins, at: Size(A.nnz, min(A.nnz, A.rows), A.cols),
+          capture=Capture(methods=("compact",)), doc="A.compact()"),
+]
 
-#: the elementwise combinations ``gs.sddmm`` accepts (``dot`` reduces the feature axis)
-SDDMM_OPS = ("dot", "add", "sub", "mul", "div")
+OPS: dict = {d.op: d for d in _DEFS}
+assert set(OPS) == set(Op) and len(_DEFS) == len(Op), "every Op needs exactly one OpDef"
+assert all(d.attrs == tuple(dict.fromkeys(d.attrs)) for d in _DEFS)
 
-assert set(OP_TABLE) == set(Op), "every Op needs exactly one OpInfo"
-
-#: How an op's tensor inputs and tensor result line up with its matrix ``A``, by input name
-#: (``"*"``: every numbered input; ``"out"``: the result, a tuple for a TUPLE result). Read by
-#: ``gsample.passes.super_batch``, which samples N mini-batches at once over a block-diagonal
-#: graph and must know how to cut each value into the mini-batches' parts:
-#:
-#: ``"rows"`` / ``"cols"`` / ``"edges"``
-#:     one value per row / column / edge of ``A`` (first dimension; an ``"edges"`` input may
-#:     also be a 0-dim scalar); ``"axis"``: ``"cols"`` when the ``axis`` attribute is 0, else
-#:     ``"rows"``; ``"steps"``: per step of a fused ``program`` (its axis, as ``"axis"``; None:
-#:     ``"edges"``).
-#: ``"col_ids"`` / ``"row_ids"``
-#:     node ids (values, not positions) that become the result's columns / rows.
-#: ``"ids"``
-#:     node ids in ``A``'s row-space or column order (``"rows ids"``, ``"cols ids"``: also one
-#:     per row / column of ``A``); ``"set"``: unique node ids, columns first then new rows.
-#:
-#: An op missing here takes no tensor input and returns no tensor (or is program structure).
-ALIGN: dict = {
-    Op.SLICE_COLS: {"cols": "col_ids"},
-    Op.SLICE_ROWS: {"rows": "row_ids"},
-    Op.EDGE_MAP: {"other": "edges"},
-    Op.EDGE_BROADCAST: {"vector": "axis"},
-    Op.REDUCE: {"out": "axis"},
-    Op.SPMM: {"dense": "cols", "out": "rows"},
-    Op.SPMM_T: {"dense": "rows", "out": "cols"},
-    Op.SDDMM: {"u": "rows", "v": "cols"},
-    Op.VALUES: {"out": "edges"},
-    Op.ROW_IDS: {"out": "rows ids"},
-    Op.COL_IDS: {"out": "cols ids"},
-    Op.FUSED_EDGE_MAP: {"*": "steps"},
-    Op.FUSED_EDGE_MAP_REDUCE: {"*": "steps", "out": "axis"},
-    Op.INDIVIDUAL_SAMPLE: {"probs": "edges"},
-    Op.COLLECTIVE_SAMPLE: {"node_probs": "rows"},
-    Op.SLICE_INDIVIDUAL_SAMPLE: {"cols": "col_ids", "probs": "edges"},
-    Op.SLICE_COLLECTIVE_SAMPLE: {"cols": "col_ids", "node_probs": "rows"},
-    Op.ROW: {"out": "ids"},
-    Op.COLUMN: {"out": "cols ids"},
-    Op.ALL_NODES: {"out": "set"},
-    Op.EDGES: {"out": ("edges ids", "edges ids", "edges")},
-}
-
-assert all(set(a) <= set(OP_TABLE[op].input_names()) | {"*", "out"} for op, a in ALIGN.items()), \
-    "ALIGN names an input the op table does not declare"
+#: Matrix method / property name -> op (the tracer's and the eager API's capture map)
+METHODS = {m: d.op for d in _DEFS for m in d.capture.methods}
+PROPERTIES = {p: d.op for d in _DEFS for p in d.capture.properties}
 
 
-def align(op: Op) -> dict:
-    """How ``op``'s tensor inputs and result line up with its matrix (see :data:`ALIGN`)."""
-    return ALIGN.get(op, {})
+def info(op: Op) -> OpDef:
+    """The :class:`OpDef` of ``op``."""
+    return OPS[op]
 
 
-def info(op: Op) -> OpInfo:
-    """The :class:`OpInfo` of ``op``."""
-    return OP_TABLE[op]
+def estimate(op: Op, A: Optional[Size], ins: dict, attrs: dict) -> Optional[Size]:
+    """Expected sizes of ``op``'s value (the cost model's rule), from its inputs' sizes."""
+    d = OPS[op]
+    if A is None:
+        return None
+    if d.estimate is not None:
+        return d.estimate(A, ins, attrs)
+    if d.out is not None:
+        return _tensor(A, ins, attrs, d)
+    return None
+
+
+def bound(op: Op, A: Size, ins: dict, attrs: dict) -> Optional[Size]:
+    """Upper bounds of ``op``'s value from its inputs' buffer sizes (None: no usable bound)."""
+    d = OPS[op]
+    if d.bound is not None:
+        return d.bound(A, ins, attrs)
+    if d.out is not None and d.kind is Kind.TENSOR:
+        return _tensor(A, ins, attrs, d)
+    return None

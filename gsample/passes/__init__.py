@@ -1,13 +1,14 @@
 """Compiler passes, each ``Graph -> Graph`` in a file of its own, run in ``PIPELINE`` order.
 
-Passes read op properties from ``gsample.ir.OP_TABLE`` (effects, steps, input and
-attribute names); none matches on op names' strings or on argument positions. A
+Passes read op properties from the op definitions (``gsample.ir.OPS``: effects, steps,
+inputs, attributes, alignments, size rules) and the capabilities of the backend a program
+is compiled for (``Graph.target``); none matches on op names' strings or on argument positions. A
 pass never changes samples: random ops keep their op ordinals, so the program
 draws what the eager function draws (DESIGN §3).
 
-Not in ``PIPELINE``: :func:`~gsample.passes.super_batch.super_batch` (``super_batch(N, n)``
-makes the pass), which rewrites an optimised program to sample N mini-batches in one run;
-``gs.DataLoader(..., super_batch=N)`` applies it after the pipeline.
+Super-batching is not a pass of the pipeline but part of lowering
+(:func:`gsample.runtime.super_batch.super_batch`): ``gs.DataLoader(..., super_batch=N)``
+rewrites an optimised program to sample N mini-batches in one run.
 """
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ from .fuse_edge_map import fuse_edge_map, fuse_edge_map_reduce
 from .fuse_extract_select import fuse_extract_select
 from .layout import select_layouts
 from .preprocess import preprocess
-from .super_batch import super_batch     # not in PIPELINE: the DataLoader adds it (super_batch=N)
 
 #: the passes, in order, each with why it runs at that point
 PIPELINE: list = [

@@ -1,9 +1,10 @@
 """Layout selection: CSC, CSR (plain or compact) or COO per sparse value, by a cost model.
 
-Every op that takes a matrix ``A`` reads it in one of the layouts its op-table entry
-``accepts`` (a CSR may be compact: only the rows with edges stored, so per-row work over
-a row space of all ``N`` nodes costs ``O(E)``). An op whose entry ``produces`` several
-sparse layouts keeps ``A``'s; every other matrix is a CSC. Where a reader wants another
+Every op that takes a matrix ``A`` reads it in one of the layouts the backend the program
+is compiled for runs it on (``Graph.target``, from the backend's registry; a CSR may be
+compact: only the rows with edges stored, so per-row work over a row space of all ``N``
+nodes costs ``O(E)``). An op whose definition says it ``keeps_layout`` keeps ``A``'s;
+every other matrix is a CSC. Where a reader wants another
 layout than the value has, an explicit ``TO_LAYOUT`` node converts it, once per (value,
 layout); a graph-level value (a graph input or a ``CACHED`` value) is converted once per
 graph, in a ``CACHED`` node of its own. Dense code and the program's output always get
@@ -31,8 +32,8 @@ from collections import defaultdict
 from typing import Optional
 
 from .. import cost
-from ..ir import Graph, Kind, Layout, Op, Ref, info
-from ..layouts import EXPAND, NAMES
+from ..formats.layouts import NAMES
+from ..ir import Graph, Kind, Op, Ref, info
 from .cost_model import Pricer, estimate, example_graph
 from .dce import dce
 from .preprocess import program_key
@@ -43,16 +44,9 @@ _SWEEPS = 8
 MARGIN = 0.25
 
 
-def _choices(node) -> tuple:
-    """The layouts ``node`` may read its ``A`` in (CSC first)."""
-    return tuple(n for lay in info(node.op).accepts if lay is not Layout.DENSE
-                 for n in EXPAND[lay]) or ("csc",)
-
-
 def _keeps_layout(node) -> bool:
     """Whether ``node``'s matrix result is in the layout its input ``A`` was read in."""
-    sparse = [lay for lay in info(node.op).produces if lay is not Layout.DENSE]
-    return node.kind is Kind.MATRIX and "A" in node.inputs and len(sparse) > 1
+    return node.kind is Kind.MATRIX and "A" in node.inputs and info(node.op).keeps_layout
 
 
 class _Planner:
@@ -61,7 +55,8 @@ class _Planner:
         self.priced_choices: dict = {}
         self.readers = [n for n in graph.nodes
                         if "A" in n.inputs and n.inputs["A"].kind is Kind.MATRIX]
-        self.choices = {n: _choices(n) for n in self.readers}
+        # the layouts the target backend runs each op on (CSC first)
+        self.choices = {n: graph.target.layouts(n.op) for n in self.readers}
         self.op_cost = {n: {lay: pricer.op(n, lay) for lay in self.choices[n]}
                         for n in self.readers}
         for n, costs in self.op_cost.items():   # an unpriced layout is never chosen

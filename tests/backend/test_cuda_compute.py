@@ -35,7 +35,7 @@ from gsample.backend.cuda import convert
 from gsample.backend.cuda.module import KERNELS, full_source
 from gsample.backend.torch import compute as tc
 from gsample.ir import Op
-from gsample.storage import CSC, segment_ptr
+from gsample.formats.csc import CSC, segment_ptr
 from helpers import example
 
 GPU = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]

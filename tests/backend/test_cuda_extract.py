@@ -15,12 +15,12 @@ import pytest
 import torch
 
 import gsample as gs
-from gsample import storage
+from gsample.formats import csc as storage
 from gsample.backend import get_backend
 from gsample.backend.cuda import extract as X
 from gsample.backend.torch import extract as R
 from gsample.ir import Op
-from gsample.storage import CSC
+from gsample.formats.csc import CSC
 from helpers import assert_same, assert_same_csc
 
 _GPU = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
@@ -314,7 +314,7 @@ def test_compiled_cuda_equals_torch_backend(monkeypatch, forced_int32, pipeline)
 def test_other_layouts_run_the_torch_code():
     """A CSR input (never handed over by the backend, which takes CSC only) still gives
     the torch backend's result."""
-    layouts = pytest.importorskip("gsample.layouts")
+    layouts = pytest.importorskip("gsample.formats.layouts")
     A = _base(0)
     csr = layouts.to_csr(A)
     rows = torch.randperm(A.num_nodes, generator=_gen(3))[:700]
@@ -325,7 +325,7 @@ def test_other_layouts_run_the_torch_code():
 def test_compiled_with_twins_equals_torch_backend(monkeypatch):
     """The host code (with the kernels' twins) in place of the torch ops of a compiled CPU
     sampler: the same samples, every path of the wrappers taken."""
-    from gsample.backend.torch import IMPLS
+    from gsample.backend import Impl, get_backend
     monkeypatch.setattr(X, "INT32_MIN_EDGES", 0)
     A = gs.Matrix(_skewed_graph(5000, 60_000, 6))
     seeds = torch.randperm(5000, generator=_gen(2))[:256]
@@ -338,7 +338,7 @@ def test_compiled_with_twins_equals_torch_backend(monkeypatch):
             lambda *a, _fn=fn, _name=name: (called.add(_name), _fn(*a))[1]))
     for op, fn in ((Op.SLICE_COLS, X.slice_cols), (Op.SLICE_ROWS, X.slice_rows),
                    (Op.TRANSPOSE, X.transpose)):
-        monkeypatch.setitem(IMPLS, op, fn)
+        monkeypatch.setitem(get_backend("torch").impls, (op, "csc"), Impl(fn, "torch"))
     gs.manual_seed(0)
     assert_same(gs.compile(_extract_sampler, backend="torch", passes=[])(A, seeds), ref)
     assert called == {"gather", "positions", "map_rows", "compact", "perm_cols",

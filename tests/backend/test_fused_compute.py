@@ -149,20 +149,21 @@ def test_empty_matrix(device):
 
 
 def test_bad_operands_raise_the_unfused_errors(device):
-    """The fused ops' checks (run by the executor before any backend) reuse the unfused ones."""
-    from gsample import validate as V
-    from gsample.ir import Op
+    """The fused ops' checks (their definitions' checks, run before any backend) reuse the
+    unfused ones."""
+    from gsample.ir import Op, info
     A = matrix(0, None, device, slice_rows=True)
+    check = info(Op.FUSED_EDGE_MAP).check
+    assert check is info(Op.FUSED_EDGE_MAP_REDUCE).check
     with pytest.raises(ValueError, match="v: expected one value per column"):
-        V.check_op(Op.FUSED_EDGE_MAP, {"A": A, "program": (("div", "0", False, None, 0),),
-                                       "0": torch.ones(A.num_cols + 1, device=device)})
+        check(A=A, program=(("div", "0", False, None, 0),),
+              **{"0": torch.ones(A.num_cols + 1, device=device)})
     with pytest.raises(ValueError, match="v: expected one value per row"):
-        V.check_op(Op.FUSED_EDGE_MAP_REDUCE, {"A": A, "program": (("mul", "0", False, None, 1),),
-                                              "op": "sum", "axis": 0,
-                                              "0": torch.ones(A.num_cols, device=device)})
+        check(A=A, program=(("mul", "0", False, None, 1),), op="sum", axis=0,
+              **{"0": torch.ones(A.num_cols, device=device)})
     with pytest.raises(ValueError, match="other: expected a scalar or one value per edge"):
-        V.check_op(Op.FUSED_EDGE_MAP, {"A": A, "program": (("mul", "0", False, None, None),),
-                                       "0": torch.ones(A.nnz + 2, device=device)})
+        check(A=A, program=(("mul", "0", False, None, None),),
+              **{"0": torch.ones(A.nnz + 2, device=device)})
 
 
 def test_one_operand_on_both_axes(device):

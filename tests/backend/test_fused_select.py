@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gsample as gs
-from gsample.backend.torch import IMPLS, extract, fused_select, select
+from gsample.backend import get_backend
+from gsample.backend.torch import extract, fused_select, select
 from gsample.ir import Op
-from gsample.storage import CSC, gather_segments
+from gsample.formats.csc import CSC, gather_segments
 from helpers import assert_same_csc
 
 KEY = 0x1234_5678_9ABC_DEF0
@@ -153,8 +154,9 @@ def test_empty_frontier(device):
 
 def test_registered_and_never_slices(device, monkeypatch):
     """Both ops are torch backend ops, and neither calls the column slice."""
-    assert IMPLS[Op.SLICE_INDIVIDUAL_SAMPLE] is fused_select.slice_individual_sample
-    assert IMPLS[Op.SLICE_COLLECTIVE_SAMPLE] is fused_select.slice_collective_sample
+    be = get_backend("torch")
+    assert be.impl(Op.SLICE_INDIVIDUAL_SAMPLE).fn is fused_select.slice_individual_sample
+    assert be.impl(Op.SLICE_COLLECTIVE_SAMPLE).fn is fused_select.slice_collective_sample
     A = _graph(device)
     cols = _frontier(device)
     want_i = select.individual_sample(extract.slice_cols(A, cols), 5, False, KEY)

@@ -143,8 +143,8 @@ def test_verifier_takes_A_plus_numbered_operands(A):
     def f(A, seeds, v):
         return (A[:, seeds] * 2).div(v, axis=0)
 
-    assert info(Op.FUSED_EDGE_MAP).variadic and info(Op.FUSED_EDGE_MAP).input_names() == ("A",)
-    assert info(Op.DENSE).variadic and info(Op.DENSE).input_names() == ()
+    assert info(Op.FUSED_EDGE_MAP).is_variadic and info(Op.FUSED_EDGE_MAP).input_names() == ("A",)
+    assert info(Op.DENSE).is_variadic and info(Op.DENSE).input_names() == ()
     g = gs.compile(f, passes=PASSES).program(A, seeds(), torch.rand(64)).verify()
     node = only(g, Op.FUSED_EDGE_MAP)
     node.inputs["v"] = node.inputs.pop("0")                         # not a number

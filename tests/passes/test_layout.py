@@ -17,7 +17,7 @@ import gsample as gs
 from gsample import cost
 from gsample.calibrate import calibrate, fit, layout_ops
 from gsample.ir import Kind, Op
-from gsample.layouts import NAMES
+from gsample.formats.layouts import NAMES
 from gsample.passes import PIPELINE
 from gsample.passes import cost_model
 from gsample.passes.layout import pipeline, select_layouts

@@ -13,7 +13,6 @@ import pytest
 import torch
 
 import gsample as gs
-from gsample import compiler
 from gsample.ir import Effect, Op, format_lines, info
 from gsample.passes import PIPELINE
 from gsample.passes.cse import cse
@@ -197,15 +196,17 @@ def test_examples_sample_as_eager(A, passes):
 @pytest.fixture
 def count_programs(monkeypatch):
     """Counts executions of CACHED programs (the executor's own runs are not counted)."""
+    from gsample.runtime import program as runtime_program
     runs = []
-    real = compiler.execute
+    real = runtime_program.run
 
-    def execute(graph, args, backend="torch"):
+    def run(program, args, observe=None):
+        graph = program.graph
         if graph.num_random == 0 and any(n.op is Op.INPUT for n in graph.nodes) \
                 and not any(n.op is Op.CACHED for n in graph.nodes):
             runs.append((graph, next(iter(args.values()))))
-        return real(graph, args, backend)
-    monkeypatch.setattr(compiler, "execute", execute)
+        return real(program, args, observe)
+    monkeypatch.setattr(runtime_program, "run", run)
     return runs
 
 

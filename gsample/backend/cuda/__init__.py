@@ -21,54 +21,47 @@ to the torch backend's results up to float rounding).
 from __future__ import annotations
 
 from ...ir import Op
-from ...layouts import CSR
-from ...storage import CSC
 from .. import Backend
 from . import compute, edge_map, extract, finalize, sampling
 
+_CSC = ("csc",)
+#: op -> (its kernels' host code, the layouts it takes); the rest runs the torch code
 IMPLS = {
-    Op.SLICE_COLS: extract.slice_cols,                         # kernels/extract.cu
-    Op.SLICE_ROWS: extract.slice_rows,
-    Op.TRANSPOSE: extract.transpose,
-    Op.INDIVIDUAL_SAMPLE: sampling.individual_sample,
-    Op.SLICE_INDIVIDUAL_SAMPLE: sampling.slice_individual_sample,
-    Op.COLLECTIVE_SAMPLE: sampling.collective_sample,
-    Op.SLICE_COLLECTIVE_SAMPLE: sampling.slice_collective_sample,
-    Op.REDUCE: compute.reduce,                                 # kernels/segment_reduce.cu
-    Op.SPMM: compute.spmm,
-    Op.SPMM_T: compute.spmm_t,
-    Op.SDDMM: compute.sddmm,
-    Op.EDGE_BROADCAST: compute.edge_broadcast,
-    Op.FUSED_EDGE_MAP: edge_map.fused_edge_map,                # generated kernels
-    Op.FUSED_EDGE_MAP_REDUCE: edge_map.fused_edge_map_reduce,
-    Op.ROW: finalize.row,                                      # kernels/relabel.cu
-    Op.ALL_NODES: finalize.all_nodes,
-    Op.COMPACT: finalize.compact,
-    Op.EDGES: finalize.edges,
-    Op.COLUMN: finalize.column,                                # views: torch's code
-    Op.ROW_IDS: finalize.row_ids,
-    Op.COL_IDS: finalize.col_ids,
+    Op.SLICE_COLS: (extract.slice_cols, _CSC),                  # kernels/extract.cu
+    Op.SLICE_ROWS: (extract.slice_rows, ("csc", "csr", "csr-compact")),   # + segment gather
+    Op.TRANSPOSE: (extract.transpose, _CSC),
+    Op.INDIVIDUAL_SAMPLE: (sampling.individual_sample, _CSC),   # kernels/sampling.cu
+    Op.SLICE_INDIVIDUAL_SAMPLE: (sampling.slice_individual_sample, _CSC),
+    Op.COLLECTIVE_SAMPLE: (sampling.collective_sample, _CSC),
+    Op.SLICE_COLLECTIVE_SAMPLE: (sampling.slice_collective_sample, _CSC),
+    Op.REDUCE: (compute.reduce, _CSC),                          # kernels/segment_reduce.cu
+    Op.SPMM: (compute.spmm, _CSC),
+    Op.SPMM_T: (compute.spmm_t, _CSC),
+    Op.SDDMM: (compute.sddmm, _CSC),
+    Op.EDGE_BROADCAST: (compute.edge_broadcast, _CSC),
+    Op.FUSED_EDGE_MAP: (edge_map.fused_edge_map, _CSC),         # generated kernels
+    Op.FUSED_EDGE_MAP_REDUCE: (edge_map.fused_edge_map_reduce, _CSC),
+    Op.ROW: (finalize.row, _CSC),                               # kernels/relabel.cu
+    Op.ALL_NODES: (finalize.all_nodes, _CSC),
+    Op.COMPACT: (finalize.compact, _CSC),
+    Op.EDGES: (finalize.edges, _CSC),
+    Op.COLUMN: (finalize.column, _CSC),                         # views: torch's code
+    Op.ROW_IDS: (finalize.row_ids, _CSC),
+    Op.COL_IDS: (finalize.col_ids, _CSC),
 }
-
-#: layouts besides CSC that an op's kernels take (others convert or run the torch code)
-LAYOUTS = {Op.SLICE_ROWS: (CSR,)}                   # the segment gather over the CSR's rows
 
 
 class CudaBackend(Backend):
     """Runs the ops it has kernels for on CUDA tensors."""
 
     name = "cuda"
-    capabilities = frozenset(IMPLS)
 
-    def accepts(self, ir_op, kwargs: dict) -> bool:
-        """Graphs on a GPU, in CSC (or a layout in ``LAYOUTS`` for the op); other inputs
-        run the torch code where they are."""
-        A = kwargs.get("A")
-        return (isinstance(A, (CSC, *LAYOUTS.get(ir_op, ()))) and A.indptr.is_cuda)
+    def __init__(self):
+        super().__init__()
+        for op, (fn, layouts) in IMPLS.items():
+            self.register(op, layouts, fn)
 
-    def run(self, ir_op, /, **kwargs):
-        A = kwargs["A"]
-        if not A.indptr.is_cuda:
-            raise ValueError("backend: the 'cuda' backend needs the graph on a GPU "
-                             "(A.to('cuda'))")
-        return IMPLS[ir_op](**kwargs)
+    def runs_here(self, inputs: dict) -> bool:
+        """Graphs on a GPU; inputs on the CPU run the torch code where they are."""
+        A = inputs.get("A")
+        return A is not None and A.indptr.is_cuda

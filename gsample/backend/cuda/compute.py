@@ -27,7 +27,7 @@ from typing import Optional
 import numpy as np
 import torch
 
-from ...storage import CSC, segment_ptr
+from ...formats.csc import CSC, segment_ptr
 from ..torch import compute as ref
 from ..torch import fused_compute
 from . import convert

@@ -1,6 +1,6 @@
 """CSC -> CSR / COO conversions on the GPU (``kernels/convert.cu``), with a per-matrix cache.
 
-Array-level functions for the backends and the layouts of :mod:`gsample.storage`; on CPU
+Array-level functions for the backends and the layouts of :mod:`gsample.formats`; on CPU
 tensors each one runs its plain-PyTorch twin, with the same results:
 
 * :func:`edge_cols` -- the column of every edge (COO expansion), one thread per edge with a
@@ -9,7 +9,7 @@ tensors each one runs its plain-PyTorch twin, with the same results:
 * :func:`csr_permutation` -- the STABLE permutation that lists the edges row by row, within
   a row in CSC order: exactly ``torch.argsort(rows, stable=True)`` (it is
   ``torch.sort(stable=True)``, a radix sort on the GPU; a stable order is unique);
-* :func:`to_csr` -- ``(indptr_r, perm)`` of a :class:`~gsample.storage.CSC`, cached per CSC
+* :func:`to_csr` -- ``(indptr_r, perm)`` of a :class:`~gsample.formats.CSC`, cached per CSC
   object for the whole graph and graph-level (cached) matrices, so per-row reductions over
   the graph do not sort it on every call; small sub-matrices are converted per call.
 """
@@ -19,7 +19,7 @@ import weakref
 
 import torch
 
-from ...storage import CSC, segment_ptr
+from ...formats.csc import CSC, segment_ptr
 from .module import launch
 
 #: a CSC with at least this many edges keeps its CSR permutation (as do graph-level ones)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...storage import CSC
+from ...formats.csc import CSC
 from ..torch import fused_compute
 from . import codegen, compute
 from .module import launch

@@ -34,8 +34,8 @@ from dataclasses import replace
 import torch
 
 from ...ir import Op
-from ...layouts import CSR
-from ...storage import CSC, segment_ptr
+from ...formats.layouts import CSR
+from ...formats.csc import CSC, segment_ptr
 from ..torch import layout_ops
 
 #: whole graphs with at least this many edges are read through an int32 copy of their
@@ -250,7 +250,7 @@ def _gather(indptr, seg, rows=None, eids=None):
 
 def gather_segments(indptr: torch.Tensor, seg: torch.Tensor):
     """Edge positions of segments ``seg`` of ``indptr``, concatenated (CUDA twin of
-    :func:`gsample.storage.gather_segments`).
+    :func:`gsample.formats.gather_segments`).
 
     Parameters
     ----------
@@ -278,7 +278,7 @@ def gather_segments(indptr: torch.Tensor, seg: torch.Tensor):
 
 
 def member_positions(space: torch.Tensor, ids: torch.Tensor):
-    """Position of each of ``ids`` in ``space`` (CUDA twin of :func:`gsample.storage.locate`).
+    """Position of each of ``ids`` in ``space`` (CUDA twin of :func:`gsample.formats.locate`).
 
     Parameters
     ----------

@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from ...storage import CSC
+from ...formats.csc import CSC
 from ..torch import finalize as reference
 from ..torch.finalize import col_ids, column, row_ids  # noqa: F401  (views: no kernel)
 from .module import launch

@@ -1,47 +1,54 @@
-"""The PyTorch backend: the semantic reference, on CPU tensors and CUDA tensors alike."""
+"""The PyTorch backend: the semantic reference, on CPU tensors and CUDA tensors alike.
+
+Its registry below is the declaration of what it runs: every op on CSC, and the ops whose
+code also takes CSR (plain or compact) and COO forms (``layout_ops``) on those.
+"""
 from __future__ import annotations
 
+from ...formats.layouts import NAMES
 from ...ir import Op
 from .. import Backend
-from . import compute, extract, finalize, select
-from . import fused_compute
-from . import fused_select
-from . import layout_ops
+from . import compute, extract, finalize, fused_select, layout_ops, select
 
+_CSC = ("csc",)
+_ANY = NAMES
+_CSC_CSR = ("csc", "csr", "csr-compact")
+
+#: op -> (its code, the layouts that code takes)
 IMPLS = {
-    Op.SLICE_COLS: extract.slice_cols,
-    Op.SLICE_ROWS: extract.slice_rows,
-    Op.TRANSPOSE: extract.transpose,
-    Op.EDGE_MAP: compute.edge_map,
-    Op.EDGE_BROADCAST: compute.edge_broadcast,
-    Op.REDUCE: compute.reduce,
-    Op.FUSED_EDGE_MAP: fused_compute.fused_edge_map,
-    Op.FUSED_EDGE_MAP_REDUCE: fused_compute.fused_edge_map_reduce,
-    Op.SPMM: compute.spmm,
-    Op.SPMM_T: compute.spmm_t,
-    Op.SDDMM: compute.sddmm,
-    Op.VALUES: compute.values,
-    Op.ROW_IDS: finalize.row_ids,
-    Op.COL_IDS: finalize.col_ids,
-    Op.INDIVIDUAL_SAMPLE: select.individual_sample,
-    Op.COLLECTIVE_SAMPLE: select.collective_sample,
-    Op.SLICE_INDIVIDUAL_SAMPLE: fused_select.slice_individual_sample,
-    Op.SLICE_COLLECTIVE_SAMPLE: fused_select.slice_collective_sample,
-    Op.ROW: finalize.row,
-    Op.COLUMN: finalize.column,
-    Op.ALL_NODES: finalize.all_nodes,
-    Op.EDGES: finalize.edges,
-    Op.COMPACT: finalize.compact,
+    Op.SLICE_COLS: (extract.slice_cols, _CSC),
+    Op.SLICE_ROWS: (layout_ops.slice_rows, _CSC_CSR),
+    Op.TRANSPOSE: (layout_ops.transpose, _ANY),
+    Op.EDGE_MAP: (layout_ops.edge_map, _ANY),
+    Op.EDGE_BROADCAST: (compute.edge_broadcast, _ANY),
+    Op.REDUCE: (layout_ops.reduce, _ANY),
+    Op.FUSED_EDGE_MAP: (layout_ops.fused_edge_map, _ANY),
+    Op.FUSED_EDGE_MAP_REDUCE: (layout_ops.fused_edge_map_reduce, _ANY),
+    Op.SPMM: (layout_ops.spmm, _ANY),
+    Op.SPMM_T: (layout_ops.spmm_t, _ANY),
+    Op.SDDMM: (compute.sddmm, _ANY),
+    Op.VALUES: (layout_ops.values, _ANY),
+    Op.ROW_IDS: (finalize.row_ids, _ANY),
+    Op.COL_IDS: (finalize.col_ids, _ANY),
+    Op.INDIVIDUAL_SAMPLE: (select.individual_sample, _CSC),
+    Op.COLLECTIVE_SAMPLE: (select.collective_sample, _CSC),
+    Op.SLICE_INDIVIDUAL_SAMPLE: (fused_select.slice_individual_sample, _CSC),
+    Op.SLICE_COLLECTIVE_SAMPLE: (fused_select.slice_collective_sample, _CSC),
+    Op.ROW: (layout_ops.row, _ANY),
+    Op.COLUMN: (finalize.column, _ANY),
+    Op.ALL_NODES: (layout_ops.all_nodes, _ANY),
+    Op.EDGES: (finalize.edges, ("csc", "coo")),
+    Op.COMPACT: (finalize.compact, _CSC),
+    Op.TO_LAYOUT: (layout_ops.to_layout, _ANY),
 }
-# ops that also take CSR / COO inputs (gsample.layouts), and the conversion op
-IMPLS.update(layout_ops.IMPLS)
 
 
 class TorchBackend(Backend):
     """Runs every op with PyTorch operators on the tensors' own device."""
 
     name = "torch"
-    capabilities = frozenset(IMPLS)
 
-    def run(self, ir_op, /, **kwargs):
-        return IMPLS[ir_op](**kwargs)
+    def __init__(self):
+        super().__init__()
+        for op, (fn, layouts) in IMPLS.items():
+            self.register(op, layouts, fn)

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import torch
 
-from ...storage import CSC, gather_segments, locate, segment_ptr
+from ...formats.csc import CSC, gather_segments, locate, segment_ptr
 
 
 def slice_cols(A: CSC, cols: torch.Tensor) -> CSC:

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import torch
 
-from ...storage import CSC
+from ...formats.csc import CSC
 
 
 def row(A: CSC) -> torch.Tensor:

@@ -26,7 +26,7 @@ from typing import Optional
 
 import torch
 
-from ...storage import CSC
+from ...formats.csc import CSC
 from .compute import _by_rows, _segment, map_values
 
 

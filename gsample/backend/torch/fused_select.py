@@ -23,7 +23,7 @@ the row space).
 
 Super-batches: with a :class:`gsample.random.BatchKeys` key, ``A`` is the graph and
 ``cols`` a frontier of the block-diagonal graph of N mini-batches (ids ``b * n + v``,
-see :mod:`.blocks`); the result is that graph's sample, every batch's part bit for bit
+see :mod:`gsample.runtime.blocks`); the result is that graph's sample, every batch's part bit for bit
 the mini-batch's own. ``probs`` may then be the graph's (``(A.nnz,)``, shared by the
 batches) or one per batch (``(N * A.nnz,)``), ``node_probs`` likewise ``(n,)`` or
 ``(N * n,)``. These inputs are checked here, per batch.
@@ -38,8 +38,8 @@ from dataclasses import replace as dc_replace
 
 from ... import validate as V
 from ...random import BatchKeys
-from ...storage import CSC, gather_segments
-from .blocks import encode_columns, frontier
+from ...formats.csc import CSC, gather_segments
+from .batched import encode_columns, frontier
 from .select import Draws, choose_rows, keep_rows, select_in_columns
 
 

@@ -1,8 +1,8 @@
-"""Ops on CSR and COO inputs (``gsample.layouts``), and the conversion op ``TO_LAYOUT``.
+"""Ops on CSR and COO inputs (``gsample.formats.layouts``), and the conversion op ``TO_LAYOUT``.
 
-Each function here takes a matrix in any layout its op declares in the op table
-(``accepts``): a CSC goes to the CSC code (``compute``, ``extract``, ``finalize``), a CSR
-or COO to the code below. Results are bit-identical whatever the layout, because every
+Each function here takes a matrix in any layout the torch backend registers it for
+(``gsample.backend.torch.IMPLS``): a CSC goes to the CSC code (``compute``, ``extract``,
+``finalize``), a CSR or COO to the code below. Results are bit-identical whatever the layout, because every
 per-row or per-column reduction adds the same values in the same order: a CSR keeps its
 edges in CSC order within each row, which is the order the CSC code sorts them into.
 Per-edge tensors in and out (edge-map operands, ``A.values``) are in CSC order.
@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import torch
 
-from ...ir import Op
-from ...layouts import COO, CSR, Sparse, convert
-from ...storage import CSC, gather_segments, locate, segment_ptr
+from ...formats.layouts import COO, CSR, Sparse, convert
+from ...formats.csc import CSC, gather_segments, locate, segment_ptr
 from . import compute, extract, finalize, fused_compute
 from .compute import _by_rows, _segment, _weighted
 
@@ -170,20 +169,3 @@ def slice_rows(A: Sparse, rows: torch.Tensor, gather=gather_segments, find=locat
         values=None if A.values is None else A.values[index],
         eids=A.eid_tensor()[index],
     )
-
-
-#: the torch backend's entries for these ops (CSC inputs go to the CSC code)
-IMPLS = {
-    Op.TO_LAYOUT: to_layout,
-    Op.REDUCE: reduce,
-    Op.SPMM: spmm,
-    Op.SPMM_T: spmm_t,
-    Op.EDGE_MAP: edge_map,
-    Op.FUSED_EDGE_MAP: fused_edge_map,
-    Op.FUSED_EDGE_MAP_REDUCE: fused_edge_map_reduce,
-    Op.VALUES: values,
-    Op.ROW: row,
-    Op.ALL_NODES: all_nodes,
-    Op.TRANSPOSE: transpose,
-    Op.SLICE_ROWS: slice_rows,
-}

@@ -52,10 +52,9 @@ from typing import Optional
 import torch
 
 from ... import validate as V
-from ...ir import Op
 from ...random import (BatchKeys, ColumnKeys, batch_ptr, exponential, hash_tensor, sort_key,
                        uniform_float, uniform_int, words)
-from ...storage import CSC, segment_ptr
+from ...formats.csc import CSC, segment_ptr
 
 
 def _arange(n: int, like: torch.Tensor) -> torch.Tensor:
@@ -264,7 +263,7 @@ def individual_sample(A: CSC, k: int, replace: bool, key: int,
     """``k`` edges per column; see the module docstring for the exact algorithms."""
     csc = A
     if isinstance(key, BatchKeys):          # a super-batch: per-column keys, checked here
-        V.check_op(Op.INDIVIDUAL_SAMPLE, {"A": csc, "probs": probs})
+        probs = V.check_individual(csc, probs=probs).get("probs", probs)
         key = key.columns(csc.global_cols())
     indptr, col, offset = select_in_columns(csc.degrees(), k, replace, key, probs, draws)
     return csc.take_edges(csc.indptr[col] + offset, indptr)

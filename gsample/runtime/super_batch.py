@@ -3,7 +3,8 @@
 ``super_batch(N, n)`` makes a pass that rewrites a sampler's (optimised) program into
 one that takes the N mini-batches' seeds at once and returns a list of N outputs, each
 equal (same samples, same tensors) to the program's output for that mini-batch alone.
-It is not in ``PIPELINE``: ``gs.DataLoader(..., super_batch=N)`` adds it.
+It is not in ``gsample.passes.PIPELINE``: it is part of lowering, and
+``gs.DataLoader(..., super_batch=N)`` applies it to an optimised program.
 
 Block-diagonal ids. The N batches become one graph ``diag(A, ..., A)`` of ``N * n``
 nodes: node ``v`` of batch ``b`` is ``b * n + v``. A column slice of the graph at encoded
@@ -15,9 +16,9 @@ and in batch order; ``all_nodes`` (columns first, then rows) is regrouped by bat
 Values have one of three forms: *graph-level* (the graph, ``CACHED`` values, constants,
 tensor arguments, and pure code on those only: shared, computed once), *encoded* (the
 result of a sparse op, or the seeds: one value for the N batches) and *per batch* (a
-list of N values: what dense code returns). The op table's ``ALIGN`` says how each
+list of N values: what dense code returns). The op definitions' alignments (``gsample.ir.Align``) say how each
 tensor input and result lines up with the op's matrix; the rewrite never matches op
-names. Rules (helpers: ``gsample.backend.torch.blocks``):
+names. Rules (helpers: ``gsample.runtime.blocks``):
 
 * a sparse op on an encoded matrix runs as is; a per-batch tensor input is joined
   (ids encoded, values concatenated), a graph-level one tiled (one copy per batch);
@@ -68,11 +69,15 @@ import operator
 import torch
 
 from .. import validate as V
-from ..backend.torch import blocks
-from ..ir import Effect, Graph, Kind, Node, Op, Ref
-from ..ir.ops import align
+from ..ir import Align, Effect, Graph, Kind, Node, Op, Ref
+from . import blocks
 
 GRAPH, ENC, LIST = "graph-level", "encoded", "per-batch"
+#: an alignment as ``blocks.split`` names it ("col_ids" / "row_ids": ids that become the
+#: result's columns / rows, which the encoding joins or tiles as ids)
+_SPEC = {Align.ROWS: "rows", Align.COLS: "cols", Align.EDGES: "edges", Align.ROW_IDS: "rows ids",
+         Align.COL_IDS: "cols ids", Align.EDGE_IDS: "edges ids", Align.ROW_SET: "ids",
+         Align.NODE_SET: "set", Align.NEW_COLS: "col_ids", Align.NEW_ROWS: "row_ids"}
 
 
 def super_batch(copies: int, num_nodes: int, seeds: str = "seeds", fixed_state: bool = False):
@@ -142,7 +147,7 @@ class _Rewrite:
     def __init__(self, graph: Graph, copies: int, n: int, seeds: str, fixed_state: bool):
         self.g, self.N, self.n, self.seeds, self.fixed = graph, copies, n, seeds, fixed_state
         self.space: dict = {}     # node -> GRAPH / ENC / LIST
-        self.spec: dict = {}      # encoded node -> (ALIGN string or tuple, or "matrix"; matrix)
+        self.spec: dict = {}      # encoded node -> (split spec or tuple, or "matrix"; matrix)
         self.memo: dict = {}
 
     # ------------------------------------------------------------------ helpers
@@ -167,7 +172,7 @@ class _Rewrite:
         spec, M = self.spec[v]
         if spec is None:
             self._refuse(f"the op table does not say how the result of {v.op.value} lines up "
-                         "with its matrix (gsample.ir.ops.ALIGN)")
+                         "with its matrix (gsample.ir.ops)")
         args = [v]
         if M is not None:           # where each batch's rows, columns and edges start in M
             args.append(self._memo(("bounds", M), lambda: self._helper(
@@ -275,7 +280,7 @@ class _Rewrite:
         node.inputs, node.attrs = {"0": asm}, {**node.attrs, "template": Ref("0")}
 
     def _sparse(self, node: Node):
-        ins, table = node.inputs, align(node.op)
+        ins = node.inputs
         random = node.info.effect is Effect.RANDOM
         if not random and all(self.space[v] is GRAPH for v in ins.values()):
             self.space[node] = GRAPH                    # graph-level compute: once
@@ -283,9 +288,7 @@ class _Rewrite:
         A = ins.get("A")
         if A is None or A.kind is not Kind.MATRIX:
             self._refuse(f"{node.op.value} cannot be super-batched (no matrix input)")
-        named = node.info.input_names()                 # the others are variadic ("*")
-        where = {k: self._alignment(node, table.get(k) if k in named else table.get("*"), k)
-                 for k in ins if k != "A"}
+        where = {k: self._alignment(node, k) for k in ins if k != "A"}
         if self.space[A] is LIST:                       # matrices sampled batch by batch
             A = ins["A"] = self._memo(("join", A), lambda: self._helper(
                 blocks.join_matrices, [A], {"n": self.n}, ENC, Kind.MATRIX, before=node))
@@ -306,7 +309,7 @@ class _Rewrite:
         if random:
             node.attrs["batches"] = (self.N, self.n)
         self.space[node] = ENC
-        out = self._alignment(node, table.get("out"), None)
+        out = self._alignment(node, None)
         if node.kind is Kind.MATRIX:
             self.spec[node] = ("matrix", node)
         elif out == "set":                              # regroup: columns then rows, per batch
@@ -315,19 +318,16 @@ class _Rewrite:
         else:
             self.spec[node] = (out, None if out == "ids" else A)
 
-    def _alignment(self, node: Node, a, name):
-        """How input ``name`` (None: the result) lines up with the op's matrix, ``"axis"`` and
-        ``"steps"`` resolved (see ``gsample.ir.ops.ALIGN``)."""
-        if a is None and name is not None:
-            self._refuse(f"the op table does not say how input {name!r} of {node.op.value} "
-                         "lines up with its matrix (gsample.ir.ops.ALIGN)")
-        if a == "axis":
-            return "cols" if node.attrs["axis"] == 0 else "rows"
-        if a == "steps":            # a fused program's operand: per edge if any step says so
-            axes = {axis for _op, operand, _reverse, _scalar, axis in node.attrs["program"]
-                    if operand == name}
-            return "edges" if None in axes or not axes else ("cols" if axes == {0} else "rows")
-        return a
+    def _alignment(self, node: Node, name):
+        """How input ``name`` (None: the result) lines up with the op's matrix, as a
+        ``blocks.split`` spec (the op's definition says it, ``AXIS``/``STEPS`` resolved)."""
+        a = node.info.alignment(name, node.attrs)
+        if a is None:
+            if name is not None:
+                self._refuse(f"the op table does not say how input {name!r} of "
+                             f"{node.op.value} lines up with its matrix (gsample.ir.ops)")
+            return None
+        return tuple(_SPEC[x] for x in a) if isinstance(a, tuple) else _SPEC[a]
 
     def _on_graph(self, node: Node, where: dict, random: bool) -> bool:
         """A sparse op on the graph itself with a frontier: the block-diagonal graph's op.

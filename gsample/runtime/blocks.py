@@ -1,6 +1,6 @@
 """Super-batching at run time: N mini-batches as one block-diagonal graph.
 
-A super-batched program (``gsample.passes.super_batch``) samples mini-batches
+A super-batched program (``gsample.runtime.super_batch``) samples mini-batches
 ``0 .. N-1`` of a block at once, on the block-diagonal graph ``diag(A, ..., A)`` of
 ``N * n`` nodes: node ``v`` of batch ``b`` has the id ``b * n + v``. Every value keeps
 each batch's part contiguous and in batch order (a frontier's columns, a row space,
@@ -27,43 +27,24 @@ Examples
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import torch
 
-from ... import validate as V
-from ...ir.graph import map_template
-from ...random import batch_ptr
-from ...storage import CSC, segment_ptr
+from .. import validate as V
+from ..formats.csc import CSC, segment_ptr
+from ..ir.graph import map_template
+from ..random import batch_ptr
 
 
 # ----------------------------------------------------------------------------- frontiers
-def frontier(cols: torch.Tensor, n: int, copies: int, name: str = "cols"):
-    """Check an encoded frontier and decode it: ``(node ids, batch of each, batch ptr)``.
-
-    As ``validate`` checks a mini-batch's frontier: ids in range and, per batch, not empty.
-    """
-    cols = V.ids(cols, name, n * copies, cols.device)
-    batch = cols // n
-    ptr = batch_ptr(batch, copies)
-    if any(ptr[b + 1] == ptr[b] for b in range(copies)):
-        raise ValueError(f"{name}: empty frontier (no node ids); sample from at least one node")
-    return cols - batch * n, batch, ptr
+# (shared with the torch backend's super-batched sampling, which defines them)
+from ..backend.torch.batched import encode_columns, frontier  # noqa: E402,F401
 
 
 def decode_cols(cols: torch.Tensor, n: int, copies: int) -> torch.Tensor:
     """The node ids of an encoded frontier (shape (C,)), checked as :func:`frontier` does."""
     return frontier(cols, n, copies)[0]
-
-
-def encode_columns(S: CSC, cols: torch.Tensor, n: int, copies: int) -> CSC:
-    """A column slice of the graph (row space: all ``n`` nodes), as the slice of the
-    block-diagonal graph at the encoded columns ``cols``: each edge's row moves to its
-    column's batch, the column space becomes ``cols`` and the id space ``copies * n``."""
-    if S.row_ids is not None:
-        raise RuntimeError("super-batch: a column slice of a sub-matrix cannot be encoded")
-    batch = torch.repeat_interleave(cols // n, S.degrees(), output_size=S.nnz)
-    return replace(S, num_nodes=n * copies, rows=S.rows + batch * n, col_ids=cols)
 
 
 # ----------------------------------------------------------------------------- N parts -> one
@@ -139,7 +120,7 @@ def join_matrices(parts: list, n: int) -> CSC:
 
 
 def _to_csc(M):
-    from ...layouts import to_csc         # outputs are CSC; any other form converts exactly
+    from ..formats.layouts import to_csc         # outputs are CSC; any other form converts exactly
     return to_csc(M)
 
 
@@ -176,7 +157,8 @@ def _part(value: torch.Tensor, lo: int, hi: int, shift) -> torch.Tensor:
 def split(value, bnd=None, *, spec, n: int, copies: int) -> list:
     """The ``copies`` parts of a super-batch value, as each mini-batch would see it.
 
-    ``spec`` says how ``value`` lines up (``gsample.ir.ops.ALIGN`` strings): ``"ids"``
+    ``spec`` says how ``value`` lines up (``gsample.runtime.super_batch`` names the op
+    definitions' alignments so): ``"ids"``
     (ids, batch by batch), ``"rows"``, ``"cols"``, ``"edges"`` of the matrix whose
     :class:`Bounds` are ``bnd`` (``" ids"`` appended: they hold node ids), a tuple of
     those for a tuple value, or ``"matrix"`` for a super-batch matrix. Ids are decoded.
@@ -260,9 +242,12 @@ class RunOp:
         self.__name__ = self.__qualname__ = op.value
 
     def __call__(self, **inputs):
-        from .. import get_backend
+        from ..backend import get_backend
+        from ..ir import info
         kwargs = {**inputs, **self.attrs}
-        V.check_op(self.op, kwargs)
+        check = info(self.op).check
+        if check is not None:
+            kwargs.update(check(**kwargs))
         return get_backend("torch").run(self.op, **kwargs)
 
 
@@ -275,7 +260,7 @@ class Assemble:
         self.__name__ = self.__qualname__ = "assemble_batches"
 
     def __call__(self, **inputs) -> list:
-        from ...matrix import Matrix
+        from ..matrix import Matrix
 
         def wrap(value):
             return Matrix(value) if isinstance(value, CSC) else value

@@ -17,7 +17,7 @@ import torch
 
 class IdSpaces:
     """Global ids of a matrix's row and column spaces, shared by :class:`CSC` and the CSR /
-    COO forms of :mod:`gsample.layouts` (each has ``num_nodes``, ``rows``, ``row_ids``,
+    COO forms of :mod:`gsample.formats.layouts` (each has ``num_nodes``, ``rows``, ``row_ids``,
     ``col_ids``, ``values``, ``num_cols``, ``nnz`` and ``device``)."""
 
     def global_rows(self, local: Optional[torch.Tensor] = None) -> torch.Tensor:

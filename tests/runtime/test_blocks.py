@@ -4,8 +4,9 @@ import pytest
 import torch
 
 import gsample as gs
-from gsample.backend.torch import blocks, extract, select
-from gsample.layouts import convert
+from gsample.backend.torch import extract, select
+from gsample.runtime import blocks
+from gsample.formats.layouts import convert
 
 
 def test_tile_encodes_one_copy_of_graph_level_ids_per_batch():

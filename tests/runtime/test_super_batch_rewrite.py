@@ -1,4 +1,4 @@
-"""The super-batching rewrite (``gsample.passes.super_batch``), structurally.
+"""The super-batching rewrite (``gsample.runtime.super_batch``), structurally.
 
 * the rewritten program verifies; random ops keep their names and op ordinals and are
   marked to draw for N batches; the stream's ordinal count is unchanged;
@@ -6,7 +6,7 @@
   a column slice of the graph reads decoded columns and is re-encoded;
 * dense code runs per batch only when it reads per-batch values (graph-level dense code,
   as FastGCN's normalisation of a degree argument, stays as it is: once);
-* the rewrite reads the op table's ``ALIGN``: without an entry it refuses, naming it;
+* the rewrite reads the op definitions' alignments: without one it refuses, naming it;
 * state detection (tensor arguments and captured tensors reaching a random op);
 * run directly, the rewritten program returns the N batches' own outputs.
 """
@@ -16,12 +16,12 @@ import pytest
 import torch
 
 import gsample as gs
-from gsample.backend.torch import blocks
+from gsample.runtime import blocks
 from gsample.compiler import execute
 from gsample.ir import Op, format_lines
 from gsample.ir import ops as op_table
 from gsample.passes import PIPELINE, optimize
-from gsample.passes.super_batch import GRAPH, LIST, stateful_inputs, super_batch
+from gsample.runtime.super_batch import GRAPH, LIST, stateful_inputs, super_batch
 from gsample.random import batch_scope
 from helpers import assert_same, example, random_seeds
 
@@ -100,13 +100,17 @@ def test_dense_code_runs_per_batch_only_on_per_batch_values(A):
 
 
 def test_the_rewrite_reads_the_op_table(A, monkeypatch):
+    import dataclasses
     ladies = program(example("ladies").ladies, A, layers=(20, 20))
-    monkeypatch.setitem(op_table.ALIGN, Op.EDGE_BROADCAST, {})
-    with pytest.raises(ValueError, match="super_batch: .*input 'vector' of edge_broadcast.*ALIGN"):
+    d = op_table.OPS[Op.EDGE_BROADCAST]
+    unaligned = tuple(dataclasses.replace(i, align=None) for i in d.inputs)
+    monkeypatch.setitem(op_table.OPS, Op.EDGE_BROADCAST, dataclasses.replace(d, inputs=unaligned))
+    with pytest.raises(ValueError, match="super_batch: .*input 'vector' of edge_broadcast.*ir.ops"):
         rewrite(ladies)
     monkeypatch.undo()
-    monkeypatch.setitem(op_table.ALIGN, Op.REDUCE, {})           # its result: how to cut it?
-    with pytest.raises(ValueError, match="super_batch: .*result of reduce.*ALIGN"):
+    monkeypatch.setitem(op_table.OPS, Op.REDUCE,               # its result: how to cut it?
+                        dataclasses.replace(op_table.OPS[Op.REDUCE], out=None))
+    with pytest.raises(ValueError, match="super_batch: .*result of reduce.*ir.ops"):
         rewrite(ladies)
 
 

@@ -1,4 +1,4 @@
-"""CSR and COO forms of a matrix, next to :class:`~gsample.storage.CSC`, and exact conversions.
+"""CSR and COO forms of a matrix, next to :class:`~gsample.formats.CSC`, and exact conversions.
 
 All three forms hold the same matrix: the same row space (``row_ids``), column space
 (``col_ids``), edges, values and original edge ids. Only the order and the index
@@ -36,8 +36,7 @@ from typing import Optional, Union
 
 import torch
 
-from .ir.ops import Layout
-from .storage import CSC, IdSpaces, segment_ptr
+from .csc import CSC, IdSpaces, segment_ptr
 
 
 def _inverse(perm: torch.Tensor) -> torch.Tensor:
@@ -90,7 +89,7 @@ class CSR(_Spaces):
     perm : LongTensor, shape (E,)
         CSC position of each edge: ``CSC.rows[perm[e]]`` is edge ``e``'s row.
     row_ids, col_ids : LongTensor or None
-        As :class:`~gsample.storage.CSC` (``None``: all nodes).
+        As :class:`~gsample.formats.CSC` (``None``: all nodes).
     values : Tensor, shape (E,) or (E, F), or None
         Row-major edge values (``None``: 1.0).
     eids : LongTensor, shape (E,), or None
@@ -181,7 +180,7 @@ class COO(_Spaces):
     rows, cols : LongTensor, shape (E,)
         Local row and column of each edge, CSC order.
     row_ids, col_ids, values, eids
-        As :class:`~gsample.storage.CSC`.
+        As :class:`~gsample.formats.CSC`.
     """
 
     num_nodes: int
@@ -211,8 +210,6 @@ Sparse = Union[CSC, CSR, COO]
 
 #: the layout names a compiled program uses; ``csr-compact`` is a CSR of the non-empty rows
 NAMES = ("csc", "csr", "csr-compact", "coo")
-#: the names each op-table layout stands for (a CSR may be compact)
-EXPAND = {Layout.CSC: ("csc",), Layout.CSR: ("csr", "csr-compact"), Layout.COO: ("coo",)}
 
 
 def name_of(A: Sparse) -> str:

@@ -1,0 +1,38 @@
+"""Frontiers of a super-batch (N mini-batches as one block-diagonal graph of ``N * n``
+nodes, node ``v`` of batch ``b`` being ``b * n + v``): the torch sampling code's helpers.
+
+The rest of super-batching (splitting and joining values, per-batch dense code) belongs to
+the runtime (``gsample.runtime.blocks``), which uses these too.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import torch
+
+from ... import validate as V
+from ...formats.csc import CSC
+from ...random import batch_ptr
+
+
+def frontier(cols: torch.Tensor, n: int, copies: int, name: str = "cols"):
+    """Check an encoded frontier and decode it: ``(node ids, batch of each, batch ptr)``.
+
+    As ``validate`` checks a mini-batch's frontier: ids in range and, per batch, not empty.
+    """
+    cols = V.ids(cols, name, n * copies, cols.device)
+    batch = cols // n
+    ptr = batch_ptr(batch, copies)
+    if any(ptr[b + 1] == ptr[b] for b in range(copies)):
+        raise ValueError(f"{name}: empty frontier (no node ids); sample from at least one node")
+    return cols - batch * n, batch, ptr
+
+
+def encode_columns(S: CSC, cols: torch.Tensor, n: int, copies: int) -> CSC:
+    """A column slice of the graph (row space: all ``n`` nodes), as the slice of the
+    block-diagonal graph at the encoded columns ``cols``: each edge's row moves to its
+    column's batch, the column space becomes ``cols`` and the id space ``copies * n``."""
+    if S.row_ids is not None:
+        raise RuntimeError("super-batch: a column slice of a sub-matrix cannot be encoded")
+    batch = torch.repeat_interleave(cols // n, S.degrees(), output_size=S.nnz)
+    return replace(S, num_nodes=n * copies, rows=S.rows + batch * n, col_ids=cols)

@@ -1,0 +1,123 @@
+"""Bounded values: results held in buffers sized by an upper bound, their true sizes on
+the device.
+
+A sync-free implementation (``gsample.backend.Impl.sync_free``) never reads a size back
+to the host: where a result's size depends on the data (a frontier's unique nodes, the
+edges a sample keeps) it allocates from an upper bound known from its inputs' buffer
+sizes (``gsample.ir.ops.bound``) and returns one of these forms, whose valid part is
+counted by 1-element int64 tensors on the device. The runtime reads every count of a
+program's results in one host synchronisation at its end (:func:`counts`, then
+:func:`trim`), and hands exact values (views of the buffers) to anything else.
+
+``BoundedIds``
+    ``data[:count]`` are the ids; the rest of ``data`` is padding (unspecified values).
+``BoundedCSC``
+    A CSC whose ``indptr`` has one entry per column of a buffer of ``C`` columns, of
+    which the first ``ncols`` are real: ``indptr[c] == indptr[ncols]`` for every padding
+    column, so padding columns are empty and ``indptr[-1]`` is the edge count;
+    ``rows`` / ``eids`` / ``values`` are buffers of at least that many edges; ``col_ids``
+    has ``C`` entries of which ``ncols`` are real. ``ncols`` None: every column is real.
+    The row space is the matrix's (``row_ids`` None: all nodes, or ``nrows`` of a
+    ``row_ids`` buffer).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Optional
+
+import torch
+
+from .csc import CSC
+
+
+@dataclass(frozen=True, eq=False)
+class BoundedIds:
+    """Node ids ``data[:count]`` (``data``: LongTensor (L,), ``count``: LongTensor (1,))."""
+    data: torch.Tensor
+    count: torch.Tensor
+
+    @property
+    def bound(self) -> int:
+        return int(self.data.numel())
+
+    @property
+    def device(self) -> torch.device:
+        return self.data.device
+
+
+@dataclass(frozen=True, eq=False)
+class BoundedCSC:
+    """A CSC in bounded buffers (see the module docstring)."""
+    csc: CSC
+    ncols: Optional[torch.Tensor] = None
+    nrows: Optional[torch.Tensor] = None
+
+    @property
+    def num_nodes(self) -> int:
+        return self.csc.num_nodes
+
+    @property
+    def device(self) -> torch.device:
+        return self.csc.device
+
+    @property
+    def col_bound(self) -> int:
+        return self.csc.num_cols
+
+    @property
+    def edge_bound(self) -> int:
+        return int(self.csc.rows.numel())
+
+
+Bounded = (BoundedIds, BoundedCSC)
+
+
+def counts(value) -> list:
+    """The device scalars (1-element tensors) giving ``value``'s sizes, in a fixed order."""
+    if isinstance(value, BoundedIds):
+        return [value.count]
+    if isinstance(value, BoundedCSC):
+        out = [value.csc.indptr[-1:]]
+        if value.ncols is not None:
+            out.append(value.ncols)
+        if value.nrows is not None:
+            out.append(value.nrows)
+        return out
+    return []
+
+
+def trim(value, sizes: list, copy: bool = False):
+    """The exact value of a bounded one, given its :func:`counts` read back (``sizes``,
+    Python ints in the same order). Views of the buffers, or copies with ``copy`` (when the
+    buffers are reused, as a replayed CUDA graph's are)."""
+    cut = (lambda t, n: t[:n].clone()) if copy else (lambda t, n: t[:n])
+    if isinstance(value, BoundedIds):
+        return cut(value.data, sizes[0])
+    if isinstance(value, BoundedCSC):
+        c = value.csc
+        nnz, rest = sizes[0], list(sizes[1:])
+        ncols = rest.pop(0) if value.ncols is not None else c.num_cols
+        nrows = rest.pop(0) if value.nrows is not None else None
+        keep = lambda t, n: None if t is None else cut(t, n)  # noqa: E731
+        return replace(
+            c, indptr=cut(c.indptr, ncols + 1), rows=cut(c.rows, nnz),
+            values=keep(c.values, nnz), eids=keep(c.eids, nnz),
+            col_ids=keep(c.col_ids, ncols),
+            row_ids=c.row_ids if nrows is None else cut(c.row_ids, nrows))
+    return value.clone() if copy and isinstance(value, torch.Tensor) else value
+
+
+def read_counts(values: list, flags: list = ()) -> tuple:
+    """Every count of ``values`` and the boolean ``flags``, read back in one host
+    synchronisation: ``(per-value size lists, flag values)``."""
+    parts = [counts(v) for v in values]
+    scalars = [t.reshape(1).to(torch.int64) for p in parts for t in p]
+    scalars += [f.reshape(1).to(torch.int64) for f in flags]
+    if not scalars:
+        return [[] for _ in values], []
+    host = torch.cat(scalars).tolist() if len(scalars) > 1 else scalars[0].tolist()
+    out, i = [], 0
+    for p in parts:
+        out.append(host[i:i + len(p)])
+        i += len(p)
+    return out, [bool(x) for x in host[i:]]

@@ -1,0 +1,61 @@
+"""The IR interpreter: runs a graph node by node (``Options(lowered=False)``).
+
+What compiled samplers ran before lowering existed, kept as the baseline of the runtime
+ablation: every node builds its arguments in a dictionary, looks its op up, and every op
+checks all its inputs as an eager call does. Samples are the lowered program's.
+"""
+from __future__ import annotations
+
+from ..backend import get_backend, run_op
+from ..ir import Graph, Op, info, map_template
+from ..random import BatchKeys, _stream, op_key
+from .lower import _wrap
+
+
+def _call_dense(fn, template, env_get):
+    args, kwargs = map_template(template, env_get)
+    if isinstance(fn, tuple):                     # ("method", name)
+        return getattr(args[0], fn[1])(*args[1:], **kwargs)
+    return fn(*args, **kwargs)
+
+
+def interpret(graph: Graph, args: dict, backend: str = "torch"):
+    """Run ``graph`` on ``args`` (``name -> gs.Matrix or tensor``) node by node."""
+    from ..matrix import Matrix
+    from .cached import CachedValue
+    from .options import Options
+    be = get_backend(backend)
+    stream = _stream()
+    seed, base, batch = stream.seed, stream.ordinal, stream.batch_index
+    stream.ordinal += graph.num_random
+    env: dict = {}
+    for node in graph.nodes:
+        get = lambda ref, n=node: env[n.inputs[ref.name]]  # noqa: E731
+        op = node.op
+        if op is Op.INPUT:
+            value = args[node.attrs["name"]]
+            value = value.csc if isinstance(value, Matrix) else value
+        elif op is Op.CONSTANT:
+            value = node.attrs["value"]
+        elif op is Op.DENSE:
+            value = _call_dense(node.attrs["fn"], node.attrs["template"], get)
+        elif op is Op.GETITEM:
+            value = env[node.inputs["x"]][node.attrs["index"]]
+        elif op is Op.CACHED:
+            value = CachedValue(node, backend, Options(lowered=False))(env[node.inputs["graph"]])
+        elif op is Op.OUTPUT:
+            return map_template(node.attrs["template"], lambda ref: _wrap(get(ref)))
+        else:
+            d = info(op)
+            kwargs = {name: env[v] for name, v in node.inputs.items()}
+            kwargs.update({name: node.attrs[name] for name in d.attrs})
+            batches = node.attrs.get("batches")            # a super-batched random op
+            if batches is None and d.check is not None:
+                kwargs.update(d.check(**kwargs))
+            if node.is_random:
+                kwargs["key"] = op_key(seed, base + node.attrs["ordinal"], batch) \
+                    if not batches else BatchKeys.of(seed, base + node.attrs["ordinal"], batch,
+                                                     *batches)
+            value = run_op(be if batches is None else get_backend("torch"), op, kwargs)
+        env[node] = value
+    raise AssertionError("graph without an OUTPUT node")

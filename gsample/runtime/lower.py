@@ -1,0 +1,299 @@
+"""Lowering: an optimised IR graph -> a :class:`~gsample.runtime.program.Program`.
+
+Done once per cache key. For every node it decides, ahead of any call:
+
+* which function runs it: the backend's implementation of the op on the layout its matrix
+  has (the layout pass recorded it), its sync-free variant where the options allow, or
+  the torch reference's (:func:`gsample.backend.resolve`); dense user code as traced;
+* which checks run: the op's data check (its :class:`~gsample.ir.ops.OpDef`) where
+  untrusted data enters it — the program's arguments, constants, dense user code's
+  results, graph-level values — and never on ids the program's own ops made (a frontier
+  from ``all_nodes`` is in range by construction); with deferred checks on a GPU, a check
+  records device flags instead of reading them back;
+* where bounded values (``gsample.formats.bounded``) are trimmed: right before the first
+  reader that does not take them, and at the output, each trim one host read-back of every
+  count and check flag pending;
+* which slot each value lives in, and after which step it is released.
+"""
+from __future__ import annotations
+
+import inspect
+import operator
+from .. import validate as V
+from ..backend import get_backend, resolve
+from ..formats.bounded import Bounded, read_counts, trim
+from ..formats.csc import CSC
+from ..ir import Graph, Kind, Op, Ref, info, map_template
+from .options import Options
+from .program import Program, Step
+
+#: values read as ids by ops: when a gsample op made them, they are in range by construction
+_UNTRUSTED = (Op.INPUT, Op.CONSTANT, Op.DENSE, Op.CACHED)
+
+
+def lower(graph: Graph, backend: str = "torch", options: Options = Options(),
+          device: str = "cpu") -> Program:
+    """Lower ``graph`` for ``backend`` (on a graph stored on ``device``).
+
+    Examples
+    --------
+    >>> program = lower(gs.compile(graphsage).program(A, seeds), "torch")
+    >>> print(program.format())                                  # doctest: +SKIP
+    """
+    return _Lowering(graph, backend, options, device).build()
+
+
+class _Lowering:
+    def __init__(self, graph: Graph, backend: str, options: Options, device: str):
+        self.g, self.options = graph, options
+        # a graph on the CPU runs the torch code whatever backend was asked for
+        self.backend = get_backend(backend if device.startswith("cuda") else "torch")
+        self.gpu = device.startswith("cuda")
+        self.p = Program(graph=graph, backend=self.backend.name, options=options,
+                         num_random=graph.num_random)
+        self.p.deferred = options.boundary_checks and options.sync_free and self.gpu
+        self.slot: dict = {}
+        self.bounded: set = set()         # slots a sync-free step may have left bounded
+        self.inputs, self.keys = [], []
+
+    # ------------------------------------------------------------------ slots
+    def new_slot(self, name: str, value=None) -> int:
+        self.p.env.append(value)
+        self.p.slot_names.append(name)
+        return len(self.p.env) - 1
+
+    def const(self, value) -> int:
+        return self.new_slot("const", value)
+
+    def emit(self, fn, args, out, label, node=None, syncs=False) -> Step:
+        step = Step(fn, tuple(args), out, label, node=node, syncs=syncs)
+        self.p.steps.append(step)
+        return step
+
+    def exact(self, slots, node) -> None:
+        """Trim the bounded ones of ``slots`` before ``node`` reads them (one read-back)."""
+        todo = tuple(dict.fromkeys(s for s in slots if s in self.bounded))
+        if todo:
+            self.emit(_trim, todo, todo, "trim", node, syncs=True)
+            self.bounded.difference_update(todo)
+
+    # ------------------------------------------------------------------ the nodes
+    def build(self) -> Program:
+        for node in self.g.nodes:
+            op = node.op
+            if op is Op.INPUT:
+                s = self.slot[node] = self.new_slot(node.attrs["name"])
+                self.inputs.append((node.attrs["name"], s, node.kind is Kind.MATRIX))
+            elif op is Op.CONSTANT:
+                self.slot[node] = self.new_slot(node.name, node.attrs["value"])
+            elif op is Op.DENSE:
+                self.dense(node)
+            elif op is Op.GETITEM:
+                x = self.slot[node.inputs["x"]]
+                self.exact([x], node)
+                self.slot[node] = self.new_slot(node.name)
+                self.emit(operator.getitem, [x, self.const(node.attrs["index"])],
+                          self.slot[node], f"getitem[{node.attrs['index']}]", node)
+            elif op is Op.CACHED:
+                from .cached import CachedValue
+                self.slot[node] = self.new_slot(node.name)
+                self.emit(CachedValue(node, self.backend.name, self.options),
+                          [self.slot[node.inputs["graph"]]], self.slot[node],
+                          f"cached[{node.name}]", node)
+            elif op is Op.OUTPUT:
+                self.output(node)
+            else:
+                self.sparse(node)
+        self.p.inputs, self.p.keys = tuple(self.inputs), tuple(self.keys)
+        self.release()
+        return self.p
+
+    def dense(self, node):
+        names = sorted(node.inputs, key=int)
+        slots = [self.slot[node.inputs[k]] for k in names]
+        self.exact(slots, node)
+        self.slot[node] = self.new_slot(node.name)
+        fn = node.attrs["fn"]
+        label = f".{fn[1]}" if isinstance(fn, tuple) else getattr(
+            fn, "__qualname__", getattr(fn, "__name__", type(fn).__name__))
+        self.emit(_dense_call(fn, node.attrs["template"], names), slots, self.slot[node],
+                  f"dense {label}", node)
+
+    def sparse(self, node):
+        d = info(node.op)
+        A = node.inputs.get("A")
+        layout = A.meta.get("layout", "csc") if A is not None else "csc"
+        layout = getattr(layout, "value", layout)
+        impl = resolve(self.backend, node.op, layout=layout, sync_free=self.options.sync_free)
+        inputs = {k: self.slot[v] for k, v in node.inputs.items()}
+        # a super-batched random op checks each mini-batch's inputs in its own code
+        if d.check is not None and "batches" not in node.attrs:
+            inputs = self.check(node, d, inputs)
+        if not impl.sync_free:
+            self.exact(inputs.values(), node)
+        provided = dict(inputs)
+        for a in d.attrs:
+            if a in node.attrs:
+                provided[a] = self.const(node.attrs[a])
+        if node.is_random:
+            key = self.new_slot(f"key{node.attrs['ordinal']}")
+            self.keys.append((key, node.attrs["ordinal"], node.attrs.get("batches")))
+            provided["key"] = key
+        self.slot[node] = self.new_slot(node.name)
+        fn, args = _bind(impl.fn, provided)
+        label = f"{impl.backend}.{node.op.value}[{layout}]" + (" sync-free" if impl.sync_free else "")
+        self.emit(fn, args, self.slot[node], label, node, syncs=impl.syncs and self.gpu)
+        if impl.sync_free:
+            self.bounded.add(self.slot[node])
+
+    def check(self, node, d, inputs: dict) -> dict:
+        """A check step before ``node`` for what enters it untrusted; returns the slots the
+        op then reads (checked values in new slots)."""
+        if self.options.boundary_checks:
+            # ids the program's own ops made are in range by construction; values (weights,
+            # operands) are checked wherever they come from: any arithmetic may have made them
+            trusted = tuple(k for k, v in node.inputs.items() if v.op not in _UNTRUSTED
+                            and d.input(k).align is not None and d.input(k).align.ids)
+        else:                             # every input, every time (as an eager call)
+            trusted = ()
+        checked = tuple(k for k in node.inputs if not d.input(k).matrix and k not in trusted)
+        if not checked:
+            return inputs
+        names = tuple(inputs)
+        self.exact(inputs.values(), node)
+        attrs = {a: node.attrs[a] for a in d.attrs if a in node.attrs}
+        outs = tuple(self.new_slot(f"{node.name}.{k}") for k in checked)
+        self.emit(_Check(d.check, names, attrs, trusted, checked), [inputs[k] for k in names],
+                  outs, f"check {node.op.value}({', '.join(checked)})", node, syncs=self.gpu)
+        return {**inputs, **dict(zip(checked, outs))}
+
+    def output(self, node):
+        names = list(node.inputs)
+        slots = [self.slot[node.inputs[k]] for k in names]
+        pending = tuple(dict.fromkeys(s for s in slots if s in self.bounded))
+        if pending or self.p.deferred:
+            self.emit(_trim, pending, pending, "finish: read counts and check flags back, "
+                      "trim", node, syncs=True)
+        template = node.attrs["template"]
+        where = dict(zip(names, slots))
+        self.p.output = lambda env: map_template(template, lambda ref: _wrap(env[where[ref.name]]))
+
+    # ------------------------------------------------------------------ release points
+    def release(self) -> None:
+        """Release each slot after its last reader; the output's slots are read at the end."""
+        keep = {self.slot[v] for v in self.g.output.inputs.values()}
+        last = {}
+        for i, step in enumerate(self.p.steps):
+            for a in step.args:
+                last[a] = i
+        by_step: dict = {}
+        for slot, i in last.items():
+            if slot not in keep and self.p.env[slot] is None:
+                by_step.setdefault(i, []).append(slot)
+        for i, slots in by_step.items():
+            self.p.steps[i].release = tuple(slots)
+
+
+# ----------------------------------------------------------------------------- step functions
+def _bind(fn, provided: dict):
+    """``(callable, slots)`` calling ``fn`` positionally with the slots in ``provided``
+    (by parameter name); omitted parameters keep their defaults; numbered operands of a
+    variadic op go to its ``**operands`` by name."""
+    params = list(inspect.signature(fn).parameters.values())
+    order, rest = [], dict(provided)
+    for p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            break
+        if p.name in rest:
+            order.append((p.name, rest.pop(p.name)))
+        elif any(q.name in rest for q in params[params.index(p) + 1:]
+                 if q.kind not in (q.VAR_POSITIONAL, q.VAR_KEYWORD)):
+            if p.default is inspect.Parameter.empty:
+                raise TypeError(f"{fn.__qualname__}: no value for {p.name!r}")
+            order.append((p.name, None))          # a default before a later argument
+        else:
+            break
+    named = sorted((k for k in rest if k.isdigit()), key=int)
+    unknown = set(rest) - set(named)
+    if unknown:
+        raise TypeError(f"{fn.__qualname__}: does not take {sorted(unknown)}")
+    defaults = {p.name: p.default for p in params}
+    if not named and all(s is not None for _, s in order):
+        return fn, [s for _, s in order]
+    fixed = [(n, s) for n, s in order]
+    slots = [s for _, s in fixed if s is not None] + [rest[k] for k in named]
+    positions = [n for n, s in fixed]
+    given = [s is not None for _, s in fixed]
+
+    def call(*values):
+        it = iter(values)
+        args = [next(it) if g else defaults[n] for n, g in zip(positions, given)]
+        return fn(*args, **dict(zip(named, it)))
+    call.__qualname__ = fn.__qualname__
+    return call, slots
+
+
+class _Check:
+    """An op's data check on the inputs that enter it untrusted; returns them converted."""
+
+    def __init__(self, check, names, attrs, trusted, checked):
+        self.check, self.names, self.attrs = check, names, attrs
+        self.trusted, self.checked = trusted, checked
+
+    def __call__(self, *values):
+        kwargs = dict(zip(self.names, values))
+        out = self.check(**kwargs, **self.attrs, trusted=self.trusted)
+        return tuple(out.get(k, kwargs[k]) for k in self.checked)
+
+
+def _trim(*values):
+    """Read back the counts of bounded values and every pending deferred check flag in one
+    host synchronisation; raise a failed check's error; return the exact values."""
+    record = V._DEFERRED.get()
+    flags = record.flags() if record is not None else []
+    sizes, hits = read_counts(values, flags)
+    if any(hits):
+        record.raise_first(hits)
+    if record is not None:
+        record.failures.clear()
+    return tuple(trim(v, s) if isinstance(v, Bounded) else v for v, s in zip(values, sizes))
+
+
+def _dense_call(fn, template, names):
+    """The dense node's call as a function of its inputs' values (in ``names`` order)."""
+    args_t, kwargs_t = template
+    flat = (all(isinstance(a, Ref) for a in args_t) and not kwargs_t
+            and [a.name for a in args_t] == list(names))
+    method = fn[1] if isinstance(fn, tuple) else None
+    if flat and method is None:
+        return fn
+    if flat:
+        return lambda first, *rest: getattr(first, method)(*rest)
+    index = {k: i for i, k in enumerate(names)}
+
+    def call(*values):
+        args, kwargs = map_template(template, lambda ref: values[index[ref.name]])
+        if method is not None:
+            return getattr(args[0], method)(*args[1:], **kwargs)
+        return fn(*args, **kwargs)
+    return call
+
+
+def _wrap(value):
+    from ..matrix import Matrix
+    return Matrix(value) if isinstance(value, CSC) else value
+
+
+def describe(value) -> str:
+    """A short description of a runtime value (``GSAMPLE_DEBUG=3``)."""
+    import torch
+    if isinstance(value, CSC):
+        return f"matrix {value.num_rows}x{value.num_cols}, {value.nnz} edges"
+    if isinstance(value, Bounded):
+        return f"bounded {type(value).__name__}"
+    if isinstance(value, torch.Tensor):
+        return f"tensor {tuple(value.shape)} {value.dtype}"
+    return type(value).__name__
+
+
+__all__: list = ["lower", "describe"]

@@ -1,0 +1,47 @@
+"""What the runtime may do with a compiled program (``gs.compile(..., runtime=Options(...))``).
+
+Every combination draws the same samples; the switches exist for ablations and debugging.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Options:
+    """Runtime switches of a compiled sampler.
+
+    Attributes
+    ----------
+    lowered : bool
+        Lower the optimised IR once per cache key into a linear program of resolved calls
+        (``gsample.runtime.lower``). False: interpret the IR node by node, every op checking
+        its inputs as an eager call does (the runtime before lowering; for ablations).
+    boundary_checks : bool
+        Check data where it enters the program (arguments, constants, dense user code's
+        results) and never again on values the program's own ops made. False: every op
+        checks all its inputs, as eagerly.
+    sync_free : bool
+        Use backends' sync-free implementations: sizes stay on the device, buffers come
+        from bounds, a program reads sizes (and deferred check flags) back once, at its end.
+        False: every op reads its sizes back as it goes.
+    cuda_graphs : bool
+        Capture a sync-free program as a CUDA graph per (program, argument shapes) and
+        replay it (only where the whole program is sync-free and runs on a GPU).
+
+    Examples
+    --------
+    >>> from gsample.runtime import Options
+    >>> sampler = gs.compile(graphsage, backend="cuda", runtime=Options(cuda_graphs=False))
+    """
+
+    lowered: bool = True
+    boundary_checks: bool = True
+    sync_free: bool = True
+    cuda_graphs: bool = True
+
+    def __post_init__(self):
+        for name in ("lowered", "boundary_checks", "sync_free", "cuda_graphs"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"runtime: Options.{name} must be True or False, got "
+                                f"{getattr(self, name)!r}")

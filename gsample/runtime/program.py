@@ -1,0 +1,153 @@
+"""A lowered program and how it runs.
+
+A :class:`Program` is a linear list of :class:`Step`\\ s over numbered value slots: each
+step calls a resolved function (a backend's implementation of an op on one layout, a check,
+dense user code, a trim) on the values of some slots and stores its result in one; slots
+are released after their last use. Running it (:func:`run`) fills the argument, constant
+and random-key slots, then calls the steps in order: no per-node dictionaries, op-table
+lookups or re-validation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from .. import validate as V
+from ..ir import Graph
+from ..random import BatchKeys, _stream, op_key
+from .options import Options
+
+
+@dataclass
+class Step:
+    """One call of a program: ``env[out] = fn(*[env[i] for i in args])``.
+
+    ``out`` may be a tuple of slots (the step returns that many values); ``release`` lists
+    the slots whose last reader this step is; ``label`` says what runs (for ``gs.explain``).
+    """
+    fn: Callable
+    args: tuple
+    out: Any
+    label: str
+    release: tuple = ()
+    node: Any = None
+    syncs: bool = False          # the step may read a size or flag back to the host
+
+
+@dataclass
+class Program:
+    """A compiled sampler's program for one cache key, lowered for one backend.
+
+    Attributes
+    ----------
+    graph : Graph
+        The optimised IR it was lowered from.
+    backend : str
+    options : Options
+    steps : list of Step
+    env : list
+        The slot template: constants filled in, everything else None.
+    inputs : tuple of (name, slot, is_matrix)
+        Where each argument goes (a matrix as its CSC).
+    keys : tuple of (slot, ordinal, batches)
+        Random-op key slots: the op ordinal of each random op, and its super-batch shape
+        ``(N, n)`` or None.
+    output : callable
+        ``env -> the returned structure``.
+    num_random : int
+        Op ordinals the program takes from the random stream per call.
+    deferred : bool
+        Data checks on GPU tensors are deferred to the program's final read-back.
+    slot_names : list
+        A name per slot (for printing).
+    """
+    graph: Graph
+    backend: str
+    options: Options
+    steps: list = field(default_factory=list)
+    env: list = field(default_factory=list)
+    inputs: tuple = ()
+    keys: tuple = ()
+    output: Optional[Callable] = None
+    num_random: int = 0
+    deferred: bool = False
+    slot_names: list = field(default_factory=list)
+
+    @property
+    def num_syncs(self) -> int:
+        """Steps that may read back to the host (an upper count per call)."""
+        return sum(s.syncs for s in self.steps)
+
+    def format(self) -> str:
+        """One line per step: ``[i] outputs = label(arguments)  frees ...``."""
+        name = lambda i: f"${self.slot_names[i]}"  # noqa: E731
+        lines = [f"lowered program: {len(self.steps)} steps, {len(self.env)} slots, backend "
+                 f"{self.backend!r}, {self.num_syncs} step(s) that may read back to the host"
+                 f"{', checks deferred to the end' if self.deferred else ''}"]
+        for name_, slot, matrix in self.inputs:
+            lines.append(f"  in  {name(slot)} = argument {name_!r}" + (" (CSC)" if matrix else ""))
+        for slot, ordinal, batches in self.keys:
+            lines.append(f"  key {name(slot)} = op key of ordinal {ordinal}"
+                         + (f" for {batches[0]} mini-batches" if batches else ""))
+        for i, s in enumerate(self.steps):
+            outs = s.out if isinstance(s.out, tuple) else (s.out,)
+            lhs = ", ".join(name(o) for o in outs)
+            args = ", ".join(name(a) if self.env[a] is None else _const(self.env[a])
+                             for a in s.args)
+            tail = f"   frees {', '.join(name(r) for r in s.release)}" if s.release else ""
+            sync = "   [reads back]" if s.syncs else ""
+            lines.append(f"  [{i}] {lhs} = {s.label}({args}){sync}{tail}")
+        return "\n".join(lines)
+
+
+def _const(value) -> str:
+    text = repr(value) if not hasattr(value, "shape") else f"tensor{tuple(value.shape)}"
+    return text if len(text) <= 24 else text[:21] + "..."
+
+
+def run(program: Program, args: dict, observe: Optional[Callable] = None):
+    """Run ``program`` on ``args`` (``name -> gs.Matrix or tensor``) and return its output.
+
+    Random op ``i`` draws with op ordinal ``stream.ordinal + i``; the stream then advances
+    by ``program.num_random``, as the eager program would. ``observe(node, value)``, when
+    given, is called after each step (the loader's memory estimate; ``GSAMPLE_DEBUG=3``).
+    """
+    stream = _stream()
+    seed, base, batch = stream.seed, stream.ordinal, stream.batch_index
+    stream.ordinal += program.num_random
+    env = list(program.env)
+    for name, slot, matrix in program.inputs:
+        value = args[name]
+        env[slot] = value.csc if matrix else value
+    for slot, ordinal, batches in program.keys:
+        env[slot] = op_key(seed, base + ordinal, batch) if batches is None \
+            else BatchKeys.of(seed, base + ordinal, batch, *batches)
+    if program.deferred:
+        with V.deferred():
+            _steps(program.steps, env, observe)
+    else:
+        _steps(program.steps, env, observe)
+    return program.output(env)
+
+
+def _steps(steps: list, env: list, observe) -> None:
+    if observe is None:
+        for s in steps:
+            out = s.out
+            if out.__class__ is int:
+                env[out] = s.fn(*[env[i] for i in s.args])
+            else:
+                for o, v in zip(out, s.fn(*[env[i] for i in s.args])):
+                    env[o] = v
+            for r in s.release:
+                env[r] = None
+        return
+    for s in steps:
+        value = s.fn(*[env[i] for i in s.args])
+        outs = (s.out,) if isinstance(s.out, int) else s.out
+        values = (value,) if isinstance(s.out, int) else value
+        for o, v in zip(outs, values):
+            env[o] = v
+        observe(s.node, value)
+        for r in s.release:
+            env[r] = None
