@@ -337,7 +337,7 @@ class _SuperBatcher:
     def measure(self, seeds: torch.Tensor, epoch_seed: int):
         """Sample mini-batch 0 alone: ``(its outputs, its estimated bytes)``."""
         from .runtime.super_batch import GRAPH
-        seen, total = set(), 0
+        seen, total, alive = set(), 0, []
 
         def observe(node, value):
             nonlocal total
@@ -347,6 +347,7 @@ class _SuperBatcher:
                 key = (storage.data_ptr(), str(t.device))
                 if key not in seen:
                     seen.add(key)
+                    alive.append(t)      # no address is reused (and missed) while measuring
                     total += 0 if shared else storage.nbytes()
 
         cuda = seeds.device.type == "cuda"

@@ -341,6 +341,35 @@ class ColumnKeys:
         return hash_tensor(self.base[col], self.position[col], draw)
 
 
+@dataclass(frozen=True)
+class DeviceKey:
+    """The key of one random op for a device kernel that computes it itself.
+
+    ``prefix = combine(combine(0, seed), ordinal)`` and ``first``, the mini-batch index;
+    mini-batch ``first + b`` of a super-batch of ``copies`` draws with ``combine(prefix,
+    first + b)`` (``op_key`` for ``copies == 1``). ``tensor`` holds ``(prefix, first)`` as
+    int64 bits on the device (read by the kernel, so a replayed CUDA graph takes new keys);
+    ``host()`` gives the key the torch code takes (an int, or :class:`BatchKeys`).
+    """
+
+    tensor: torch.Tensor
+    prefix: int
+    first: int
+    copies: int = 1
+    num_nodes: int = 0
+
+    def host(self):
+        if self.copies == 1 and self.num_nodes == 0:
+            return combine(self.prefix, self.first)
+        return BatchKeys(tuple(combine(self.prefix, self.first + b) for b in range(self.copies)),
+                         self.num_nodes)
+
+
+def key_prefix(seed: int, ordinal: int) -> int:
+    """``combine(combine(0, seed), ordinal)``: the part of :func:`op_key` before the batch."""
+    return combine(combine(0, seed), ordinal)
+
+
 def words(key, col: torch.Tensor, draw: torch.Tensor) -> torch.Tensor:
     """``hash_tensor(key, col, draw)``, ``key`` an op key (int) or a super-batch's
     :class:`ColumnKeys` (then ``col`` indexes its columns)."""

@@ -34,3 +34,26 @@ __device__ __forceinline__ gs_i64 gs_uniform_int(gs_u64 r, gs_i64 n) {
 __device__ __forceinline__ double gs_uniform_float(gs_u64 r) {
     return (double)(r >> 11) * 0x1.0p-53;
 }
+
+// ----------------------------------------------------------------------------- hash table
+// Open addressing with linear probing over mask + 1 slots (a power of two, at least twice
+// the number of keys, so a probe always meets a free slot). keys[s] holds a key (>= 0) or
+// GS_FREE; vals[s] the smallest position inserted with it (atomicMin: the result does not
+// depend on the order threads run in). Both arrays start as all ones (GS_FREE).
+#define GS_FREE 0xFFFFFFFFFFFFFFFFULL
+
+// Insert `key` with position `pos`; returns its slot.
+__device__ __forceinline__ gs_i64 gs_table_insert(gs_u64* keys, gs_u64* vals, gs_i64 mask,
+                                                  gs_u64 key, gs_u64 pos) {
+    gs_i64 s = (gs_i64)(gs_mix64(key) & (gs_u64)mask);
+    for (gs_i64 probe = 0; probe <= mask; ++probe) {          // bounded: never spins forever
+        gs_u64 seen = ((volatile gs_u64*)keys)[s];
+        if (seen == GS_FREE) seen = atomicCAS(&keys[s], GS_FREE, key);
+        if (seen == GS_FREE || seen == key) {
+            if (((volatile gs_u64*)vals)[s] > pos) atomicMin(&vals[s], pos);
+            return s;
+        }
+        s = (s + 1) & mask;
+    }
+    return s;
+}

@@ -231,7 +231,7 @@ class Graph:
                 raise VerifyError(f"{n}: inputs {sorted(n.inputs)} do not match the op table "
                                   f"{i.input_names()} (unknown {sorted(unknown)}, missing "
                                   f"{sorted(missing)})")
-            missing = set(i.attrs) - set(n.attrs)
+            missing = set(i.required_attrs()) - set(n.attrs)
             if missing:
                 raise VerifyError(f"{n}: attributes {sorted(missing)} missing")
             for key, v in n.inputs.items():

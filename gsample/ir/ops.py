@@ -115,6 +115,7 @@ class Attr:
     default: object = None
     what: str = "value"                # what the user passes (for messages): "int", "bool"
     example: object = None             # a value to time the op with (calibration)
+    required: bool = True              # False: the node may omit it (the default applies)
 
 
 @dataclass(frozen=True)
@@ -170,6 +171,9 @@ class OpDef:
     def attrs(self) -> tuple:
         """Names of the static attributes."""
         return tuple(a.name for a in self.attributes)
+
+    def required_attrs(self) -> tuple:
+        return tuple(a.name for a in self.attributes if a.required)
 
     @property
     def is_variadic(self) -> bool:
@@ -443,8 +447,10 @@ _DEFS = [
           capture=Capture(methods=("row",)), doc="A.row()"),
     OpDef(Op.COLUMN, P, Step.FINALIZE, (_A,), (), T, out=Align.COL_IDS,
           capture=Capture(methods=("column",)), doc="A.column()"),
-    OpDef(Op.ALL_NODES, P, Step.FINALIZE, (_A,), (), T, out=Align.NODE_SET,
-          capture=Capture(methods=("all_nodes",)), doc="A.all_nodes()"),
+    OpDef(Op.ALL_NODES, P, Step.FINALIZE, (_A,), (Attr("batches", required=False),), T,
+          out=Align.NODE_SET, capture=Capture(methods=("all_nodes",)),
+          doc="A.all_nodes(); 'batches' (N, n): A is a super-batch of N mini-batches of n "
+              "nodes, and the ids come grouped by mini-batch (each its columns, then rows)"),
     OpDef(Op.EDGES, P, Step.FINALIZE, (_A,), (), Kind.TUPLE,
           out=(Align.EDGE_IDS, Align.EDGE_IDS, Align.EDGES),
           capture=Capture(methods=("edges",)), doc="A.edges()"),

@@ -12,7 +12,6 @@ The pass puts the helpers below into the program as ``DENSE`` nodes:
   :func:`tile` (a graph-level value -> one copy per batch) where a sparse op takes them;
 * :func:`bounds` and :func:`split` (a value -> its N parts, ids decoded, as the mini-batch
   would have seen it) where dense code or the output reads it;
-* :func:`batch_order` after an op whose ids interleave the batches (``all_nodes``);
 * :class:`PerBatch` (dense code, or a sparse op as :class:`RunOp`, run once per batch) and
   :class:`Assemble` (the N outputs).
 
@@ -39,7 +38,7 @@ from ..random import batch_ptr
 
 # ----------------------------------------------------------------------------- frontiers
 # (shared with the torch backend's super-batched sampling, which defines them)
-from ..backend.torch.batched import encode_columns, frontier  # noqa: E402,F401
+from ..backend.torch.batched import batch_order, encode_columns, frontier  # noqa: E402,F401
 
 
 def decode_cols(cols: torch.Tensor, n: int, copies: int) -> torch.Tensor:
@@ -193,11 +192,6 @@ def split_matrix(M, bnd: Bounds, n: int, copies: int) -> list:
             eids=cut(M.eids, (e0, e1, 0)),
         ))
     return out
-
-
-def batch_order(ids: torch.Tensor, n: int) -> torch.Tensor:
-    """``ids`` grouped by batch, keeping their order within each batch (a stable sort)."""
-    return ids[torch.argsort(ids // n, stable=True)]
 
 
 # ----------------------------------------------------------------------------- dense code

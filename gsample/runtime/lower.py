@@ -50,7 +50,7 @@ class _Lowering:
         self.backend = get_backend(backend if device.startswith("cuda") else "torch")
         self.gpu = device.startswith("cuda")
         self.p = Program(graph=graph, backend=self.backend.name, options=options,
-                         num_random=graph.num_random)
+                         num_random=graph.num_random, device=device)
         self.p.deferred = options.boundary_checks and options.sync_free and self.gpu
         self.slot: dict = {}
         self.bounded: set = set()         # slots a sync-free step may have left bounded
@@ -137,7 +137,9 @@ class _Lowering:
                 provided[a] = self.const(node.attrs[a])
         if node.is_random:
             key = self.new_slot(f"key{node.attrs['ordinal']}")
-            self.keys.append((key, node.attrs["ordinal"], node.attrs.get("batches")))
+            # a sync-free kernel computes its key on the device from (prefix, batch)
+            self.keys.append((key, node.attrs["ordinal"], node.attrs.get("batches"),
+                              impl.sync_free))
             provided["key"] = key
         self.slot[node] = self.new_slot(node.name)
         fn, args = _bind(impl.fn, provided)

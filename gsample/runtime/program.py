@@ -14,7 +14,9 @@ from typing import Any, Callable, Optional
 
 from .. import validate as V
 from ..ir import Graph
-from ..random import BatchKeys, _stream, op_key
+import torch
+
+from ..random import BatchKeys, DeviceKey, _signed, _stream, key_prefix, op_key
 from .options import Options
 
 
@@ -49,9 +51,10 @@ class Program:
         The slot template: constants filled in, everything else None.
     inputs : tuple of (name, slot, is_matrix)
         Where each argument goes (a matrix as its CSC).
-    keys : tuple of (slot, ordinal, batches)
-        Random-op key slots: the op ordinal of each random op, and its super-batch shape
-        ``(N, n)`` or None.
+    keys : tuple of (slot, ordinal, batches, on_device)
+        Random-op key slots: the op ordinal of each random op, its super-batch shape
+        ``(N, n)`` or None, and whether its implementation takes a
+        :class:`~gsample.random.DeviceKey` (all of a call's are copied to the device at once).
     output : callable
         ``env -> the returned structure``.
     num_random : int
@@ -72,6 +75,7 @@ class Program:
     num_random: int = 0
     deferred: bool = False
     slot_names: list = field(default_factory=list)
+    device: str = "cpu"
 
     @property
     def num_syncs(self) -> int:
@@ -86,9 +90,10 @@ class Program:
                  f"{', checks deferred to the end' if self.deferred else ''}"]
         for name_, slot, matrix in self.inputs:
             lines.append(f"  in  {name(slot)} = argument {name_!r}" + (" (CSC)" if matrix else ""))
-        for slot, ordinal, batches in self.keys:
+        for slot, ordinal, batches, on_device in self.keys:
             lines.append(f"  key {name(slot)} = op key of ordinal {ordinal}"
-                         + (f" for {batches[0]} mini-batches" if batches else ""))
+                         + (f" for {batches[0]} mini-batches" if batches else "")
+                         + (" (on the device)" if on_device else ""))
         for i, s in enumerate(self.steps):
             outs = s.out if isinstance(s.out, tuple) else (s.out,)
             lhs = ", ".join(name(o) for o in outs)
@@ -119,15 +124,33 @@ def run(program: Program, args: dict, observe: Optional[Callable] = None):
     for name, slot, matrix in program.inputs:
         value = args[name]
         env[slot] = value.csc if matrix else value
-    for slot, ordinal, batches in program.keys:
-        env[slot] = op_key(seed, base + ordinal, batch) if batches is None \
-            else BatchKeys.of(seed, base + ordinal, batch, *batches)
+    device_keys = []
+    for slot, ordinal, batches, on_device in program.keys:
+        if on_device:
+            device_keys.append((slot, key_prefix(seed, base + ordinal), batches))
+        else:
+            env[slot] = op_key(seed, base + ordinal, batch) if batches is None \
+                else BatchKeys.of(seed, base + ordinal, batch, *batches)
+    if device_keys:
+        _device_keys(env, device_keys, batch, program.device)
     if program.deferred:
         with V.deferred():
             _steps(program.steps, env, observe)
     else:
         _steps(program.steps, env, observe)
     return program.output(env)
+
+
+def _device_keys(env: list, keys: list, batch: int, device: str) -> None:
+    """Every device key of a call in one copy from pinned memory (no synchronisation)."""
+    host = torch.empty(2 * len(keys), dtype=torch.int64, pin_memory=True)
+    view = host.numpy()
+    for i, (_, prefix, _) in enumerate(keys):
+        view[2 * i], view[2 * i + 1] = _signed(prefix), batch
+    dev = host.to(device, non_blocking=True)
+    for i, (slot, prefix, batches) in enumerate(keys):
+        copies, n = batches if batches is not None else (1, 0)
+        env[slot] = DeviceKey(dev[2 * i:2 * i + 2], prefix, batch, copies, n)
 
 
 def _steps(steps: list, env: list, observe) -> None:

@@ -44,8 +44,7 @@ Example (GraphSAGE, N = 2)::
 
     %seeds = input() {name='seeds'}                        ids b * n + v
     %s0 = slice_individual_sample(A=%A, cols=%seeds) {k=25, ordinal=0, batches=(2, n)}
-    %f0 = all_nodes(A=%s0)
-    %f = dense(0=%f0) {fn=batch_order}                     columns then rows, per batch
+    %f = all_nodes(A=%s0) {batches=(2, n)}                 columns then rows, per batch
     %s1 = slice_individual_sample(A=%A, cols=%f) {k=10, ordinal=1, batches=(2, n)}
     %b0 = dense(0=%s0) {fn=bounds}
     %p0 = dense(0=%s0, 1=%b0) {fn=split}                   the 2 batches' blocks
@@ -246,13 +245,6 @@ class _Rewrite:
         node.attrs = {"fn": blocks.PerBatch(fn, template, per, self.N),
                       "template": ((), {k: Ref(k) for k in node.inputs})}
 
-    def _wrap_result(self, node: Node, fn, kwargs: dict, kind) -> Node:
-        """``fn(node's value, **kwargs)`` after ``node``, read by all of ``node``'s users."""
-        new = self._helper(fn, [node], kwargs, ENC, kind, after=node)
-        self.g.replace_uses(node, new)
-        new.inputs["0"] = node
-        return new
-
     def _dense(self, node: Node):
         if all(self.space[v] is GRAPH for v in node.inputs.values()):
             self.space[node] = GRAPH
@@ -312,9 +304,9 @@ class _Rewrite:
         out = self._alignment(node, None)
         if node.kind is Kind.MATRIX:
             self.spec[node] = ("matrix", node)
-        elif out == "set":                              # regroup: columns then rows, per batch
-            grouped = self._wrap_result(node, blocks.batch_order, {"n": self.n}, Kind.TENSOR)
-            self.spec[grouped] = ("ids", None)
+        elif out == "set":                              # columns then rows, batch by batch
+            node.attrs["batches"] = (self.N, self.n)
+            self.spec[node] = ("ids", None)
         else:
             self.spec[node] = (out, None if out == "ids" else A)
 

@@ -64,13 +64,12 @@ def test_random_ops_keep_their_ordinals_and_draw_for_every_batch(name, A):
     assert list(out.inputs) == ["0"] and isinstance(fn_of(out.inputs["0"]), blocks.Assemble)
 
 
-def test_all_nodes_is_regrouped_by_batch_before_its_users(A):
+def test_all_nodes_groups_its_ids_by_batch_for_its_users(A):
     g = rewrite(program(example("graphsage").graphsage, A))
     first = [n for n in g.nodes if n.op is Op.ALL_NODES][0]
     second = g.random_nodes()[1]
-    users = g.users()[first]
-    assert len(users) == 1 and fn_of(users[0]) is blocks.batch_order
-    assert second.inputs["cols"] is users[0]
+    assert first.attrs["batches"] == (3, N_NODES)
+    assert second.inputs["cols"] is first, "the op itself groups the ids: no helper between"
     assert not any(isinstance(fn_of(n), blocks.PerBatch) for n in g.nodes)  # no dense code
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ...ir import Op
 from .. import Backend
-from . import compute, edge_map, extract, finalize, sampling
+from . import compute, edge_map, extract, finalize, nodewise, sampling
 
 _CSC = ("csc",)
 #: op -> (its kernels' host code, the layouts it takes); the rest runs the torch code
@@ -60,6 +60,7 @@ class CudaBackend(Backend):
         super().__init__()
         for op, (fn, layouts) in IMPLS.items():
             self.register(op, layouts, fn)
+        nodewise.register(self)          # sync-free variants (kernels/nodewise.cu, frontier.cu)
 
     def runs_here(self, inputs: dict) -> bool:
         """Graphs on a GPU; inputs on the CPU run the torch code where they are."""

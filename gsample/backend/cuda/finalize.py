@@ -229,12 +229,14 @@ def row(A: CSC) -> torch.Tensor:
     return A.global_rows(local_rows(A.rows, A.num_rows))
 
 
-def all_nodes(A: CSC) -> torch.Tensor:
-    """Columns first (first occurrence), then the new rows in row-space order; unique."""
+def all_nodes(A: CSC, batches=None) -> torch.Tensor:
+    """Columns first (first occurrence), then the new rows in row-space order; unique
+    (grouped by mini-batch with ``batches``, as the torch backend's)."""
     if not isinstance(A, CSC):
-        return reference.all_nodes(A)
+        return reference.all_nodes(A, batches)
     ids = torch.cat([column(A), row(A)])
-    return _unique_first(ids.to(torch.int64).contiguous())[0].to(ids.dtype)
+    ids = _unique_first(ids.to(torch.int64).contiguous())[0].to(ids.dtype)
+    return ids if batches is None else reference.batch_order(ids, batches[1])
 
 
 def edges(A: CSC):

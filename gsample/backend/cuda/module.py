@@ -115,17 +115,35 @@ def _arg(x):
     return x
 
 
-def launch(family: str, name: str, n: int, *args, **key) -> None:
-    """Run kernel ``name`` of ``family`` over ``n`` work items (grid-stride) on torch's stream."""
+_FUNCTIONS: dict = {}
+_STREAMS: dict = {}
+
+
+def launch(family: str, name: str, n: int, *args, block: int = BLOCK, grid=None, **key) -> None:
+    """Run kernel ``name`` of ``family`` over ``n`` work items (grid-stride) on torch's stream.
+
+    ``grid`` (blocks) and ``block`` (threads per block) override the grid-stride launch
+    for kernels that need one block per tile. The function, the CuPy stream wrapper of
+    torch's current stream and the device context are looked up once and cached.
+    """
     if n <= 0:
         return
-    import cupy as cp
     device = next(a.device for a in args if isinstance(a, torch.Tensor))
     index = device.index if device.index is not None else torch.cuda.current_device()
-    kernel = module(family, **key, device=index).get_function(name)
-    grid = int(min((n + BLOCK - 1) // BLOCK, 65535 * 4))
-    with cp.cuda.Device(index), _cupy_stream(cp, device):
-        kernel((grid,), (BLOCK,), tuple(_arg(a) for a in args))
+    fkey = (family, name, index, tuple(sorted(key.items())))
+    kernel = _FUNCTIONS.get(fkey)
+    if kernel is None:
+        kernel = _FUNCTIONS[fkey] = module(family, **key, device=index).get_function(name)
+    if grid is None:
+        grid = int(min((n + block - 1) // block, 65535 * 4))
+    stream = torch.cuda.current_stream(device)
+    wrapper = _STREAMS.get(stream.cuda_stream)
+    if wrapper is None:
+        import cupy as cp
+        wrapper = _STREAMS[stream.cuda_stream] = (cp, _cupy_stream(cp, device))
+    cp, cstream = wrapper
+    with cp.cuda.Device(index):
+        kernel((grid,), (block,), tuple(_arg(a) for a in args), stream=cstream)
 
 
 def _cupy_stream(cp, device):

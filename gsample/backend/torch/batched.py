@@ -36,3 +36,9 @@ def encode_columns(S: CSC, cols: torch.Tensor, n: int, copies: int) -> CSC:
         raise RuntimeError("super-batch: a column slice of a sub-matrix cannot be encoded")
     batch = torch.repeat_interleave(cols // n, S.degrees(), output_size=S.nnz)
     return replace(S, num_nodes=n * copies, rows=S.rows + batch * n, col_ids=cols)
+
+
+def batch_order(ids: torch.Tensor, n: int) -> torch.Tensor:
+    """``ids`` grouped by batch, keeping their order within each batch (a stable sort): a
+    super-batch's ``all_nodes`` (``batches=(N, n)``)."""
+    return ids[torch.argsort(ids // n, stable=True)]

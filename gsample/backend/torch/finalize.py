@@ -6,6 +6,7 @@ from dataclasses import replace
 import torch
 
 from ...formats.csc import CSC
+from .batched import batch_order
 
 
 def row(A: CSC) -> torch.Tensor:
@@ -26,9 +27,12 @@ def unique_first(ids: torch.Tensor) -> torch.Tensor:
     return uniq[torch.argsort(first)]
 
 
-def all_nodes(A: CSC) -> torch.Tensor:
-    """Columns first (first occurrence), then the new rows in row-space order; unique."""
-    return unique_first(torch.cat([column(A), row(A)]))
+def all_nodes(A: CSC, batches=None) -> torch.Tensor:
+    """Columns first (first occurrence), then the new rows in row-space order; unique.
+
+    ``batches`` ``(N, n)``: ``A`` is a super-batch; the ids are grouped by mini-batch."""
+    ids = unique_first(torch.cat([column(A), row(A)]))
+    return ids if batches is None else batch_order(ids, batches[1])
 
 
 def edges(A: CSC):

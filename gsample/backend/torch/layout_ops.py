@@ -123,9 +123,11 @@ def row(A: Sparse) -> torch.Tensor:
     return A.global_rows((A.row_counts() > 0).nonzero().squeeze(1))
 
 
-def all_nodes(A: Sparse) -> torch.Tensor:
-    """``A.all_nodes()`` on any layout (columns first, then new rows)."""
-    return finalize.unique_first(torch.cat([finalize.column(A), row(A)]))
+def all_nodes(A: Sparse, batches=None) -> torch.Tensor:
+    """``A.all_nodes()`` on any layout (columns first, then new rows; see
+    ``finalize.all_nodes`` for ``batches``)."""
+    ids = finalize.unique_first(torch.cat([finalize.column(A), row(A)]))
+    return ids if batches is None else finalize.batch_order(ids, batches[1])
 
 
 def transpose(A: Sparse) -> CSC:

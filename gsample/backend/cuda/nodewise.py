@@ -1,0 +1,173 @@
+"""Sync-free node-wise sampling on the GPU: ``A[:, cols].individual_sample(k)`` and
+``all_nodes`` without reading a size back to the host (``kernels/nodewise.cu``,
+``kernels/frontier.cu``).
+
+These are the CUDA backend's sync-free implementations (``Impl.sync_free``): they take a
+frontier that is a :class:`~gsample.formats.bounded.BoundedIds` (or an exact tensor) and
+return bounded values whose sizes stay on the device. Buffers come from bounds known from
+the inputs' buffer sizes: ``k`` edges per column of the frontier's buffer, columns plus
+sampled edges for ``all_nodes``. Samples are bit for bit the torch backend's (the same
+Floyd draws, with the same keys; a super-batch's columns draw with their mini-batch's key
+and their position within it). Inputs outside what the kernels take (weighted sampling, a
+matrix other than the whole graph, a sub-matrix's row space) are trimmed (one read-back)
+and run the exact implementation.
+
+The frontier kernels keep two bitmaps over the id space per (device, size), all zero
+between calls (each call clears the words it set): no clearing launch.
+"""
+from __future__ import annotations
+
+import torch
+
+from ...formats.bounded import BoundedCSC, BoundedIds, read_counts, trim
+from ...formats.csc import CSC
+from ...random import DeviceKey
+from . import finalize, sampling
+from .extract import _index_arrays, _params
+from .module import launch
+
+_TILE = 1024                     # items per tile of the frontier kernels (GS_TILE)
+_THREADS = 256
+
+
+def _exact(value):
+    """A bounded value trimmed (one read-back), for the exact implementations."""
+    if isinstance(value, (BoundedIds, BoundedCSC)):
+        (sizes,), _ = read_counts([value])
+        return trim(value, sizes)
+    return value
+
+
+def _frontier(cols):
+    """``(buffer, count tensor or None)`` of a frontier."""
+    if isinstance(cols, BoundedIds):
+        return cols.data, cols.count
+    return cols.to(torch.int64).contiguous(), None
+
+
+# ----------------------------------------------------------------------------- sampling
+def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey, probs=None):
+    """``A[:, cols].individual_sample(k, replace=replace)``, uniform, sync-free.
+
+    Parameters
+    ----------
+    A : CSC
+        The graph (no row or column space of its own).
+    cols : LongTensor (C,) or BoundedIds
+        The frontier (global ids; in a super-batch, ids ``b * n + v``).
+    k, replace
+        As ``individual_sample``.
+    key : gsample.random.DeviceKey
+        The op's key (a super-batch's: ``copies`` mini-batches of ``num_nodes`` nodes).
+    probs : Tensor, optional
+        Edge weights: not taken here (the exact implementation runs).
+
+    Returns
+    -------
+    BoundedCSC
+        ``k`` edge slots per column of the frontier's buffer (``C * k``), the columns' true
+        count on the device; row space of all nodes (encoded in a super-batch).
+    """
+    n = key.num_nodes if key.copies > 1 else 0
+    if probs is not None or A.row_ids is not None or A.col_ids is not None or not A.indptr.is_cuda:
+        out = sampling.slice_individual_sample(A, _exact(cols), k, replace, key.host(),
+                                               None if probs is None else _exact(probs))
+        return out
+    buf, ncols = _frontier(cols)
+    C = buf.numel()
+    dev = buf.device
+    indptr_g, rows_g = _index_arrays(A)
+    counts = torch.empty(C, dtype=torch.int64, device=dev)
+    indptr = torch.empty(C + 1, dtype=torch.int64, device=dev)
+    if C == 0:
+        indptr.zero_()
+    launch("nodewise", "gs_sample_counts", C, indptr_g, buf, C, _opt(ncols), n, k, replace,
+           counts, indptr, params=_params(indptr_g))
+    torch.cumsum(counts, 0, out=indptr[1:])
+    E = C * k
+    gathers = A.values is not None or A.eids is not None
+    rows = torch.empty(E, dtype=torch.int64, device=dev)
+    pos = (torch.zeros if gathers else torch.empty)(E, dtype=torch.int64, device=dev)
+    launch("nodewise", "gs_sample_uniform", C, indptr_g, rows_g, buf, C, _opt(ncols), n, k,
+           replace, key.tensor, indptr, rows, pos, params=_params(indptr_g))
+    out = CSC(num_nodes=A.num_nodes * max(key.copies, 1) if n else A.num_nodes,
+              indptr=indptr, rows=rows, row_ids=None, col_ids=buf,
+              values=None if A.values is None else A.values[pos],
+              eids=pos if A.eids is None else A.eids[pos])
+    return BoundedCSC(out, ncols)
+
+
+def _opt(t):
+    return 0 if t is None else t
+
+
+# ----------------------------------------------------------------------------- frontiers
+_SCRATCH: dict = {}
+
+
+def _bitmaps(device: torch.device, words: int):
+    """Two all-zero bitmaps of at least ``words`` 32-bit words, per device and stream (the
+    kernels leave them all zero)."""
+    stream = torch.cuda.current_stream(device).cuda_stream
+    key = (device.index, stream)
+    have = _SCRATCH.get(key)
+    if have is None or have.shape[1] < words:
+        have = torch.zeros((2, max(words, 1024)), dtype=torch.int32, device=device)
+        _SCRATCH[key] = have
+    return have[0], have[1]
+
+
+def all_nodes(A, batches=None):
+    """``A.all_nodes()`` of a sample of the graph (row space: all nodes), sync-free.
+
+    Columns first (first occurrence), then the new rows ascending; with ``batches``
+    ``(N, n)``, grouped by mini-batch. ``A`` is a :class:`BoundedCSC` or a CSC.
+
+    Returns
+    -------
+    BoundedIds
+        A buffer of ``C + E`` ids (the columns' and the edges' buffers) and their count.
+    """
+    bounded = isinstance(A, BoundedCSC)
+    csc = A.csc if bounded else A
+    if not isinstance(csc, CSC) or not csc.indptr.is_cuda or csc.row_ids is not None \
+            or csc.col_ids is None:
+        return finalize.all_nodes(_exact(A), batches)
+    ncols = A.ncols if bounded else None
+    cols, rows = csc.col_ids.to(torch.int64).contiguous(), csc.rows.contiguous()
+    C, E, dev = cols.numel(), rows.numel(), cols.device
+    N, n = batches if batches is not None else (1, 0)
+    M = csc.num_nodes                         # the id space (N * n in a super-batch)
+    W = (M + 31) // 32
+    size = 1 << max(2 * C, 32).bit_length()   # hash slots: a power of two >= 2 C
+    table = torch.full((2, size), -1, dtype=torch.int64, device=dev)
+    slot = torch.empty(max(C, 1), dtype=torch.int64, device=dev)
+    R, K = _bitmaps(dev, W)
+    counters = torch.empty(max(2 * N, 1), dtype=torch.int64, device=dev)
+    col_tiles = (C + _TILE - 1) // _TILE
+    tiles = col_tiles + (W + _TILE - 1) // _TILE
+    tile_counts = torch.empty(tiles, dtype=torch.int64, device=dev)
+    out = torch.empty(C + E, dtype=torch.int64, device=dev)
+    count = torch.empty(1, dtype=torch.int64, device=dev)
+    nnz = csc.indptr[-1:]                      # padding columns are empty: the edge count
+    launch("frontier", "gs_nodes_mark", max(C + E, 2 * N), cols, C, _opt(ncols), rows, E, nnz,
+           table[0], table[1], size - 1, slot, R, K, counters, 2 * N if N > 1 else 0)
+    launch("frontier", "gs_nodes_count", tiles * _THREADS, cols, C, _opt(ncols), table[1], slot,
+           R, K, W, n, N, col_tiles, counters, tile_counts, block=_THREADS, grid=tiles)
+    if N > 1:
+        launch("frontier", "gs_nodes_prefix", 1, counters, N, block=1, grid=1)
+    launch("frontier", "gs_nodes_emit", tiles * _THREADS, cols, C, _opt(ncols), table[1], slot,
+           R, K, W, n, N, col_tiles, tiles, counters, tile_counts, out, count,
+           block=_THREADS, grid=tiles)
+    return BoundedIds(out, count)
+
+
+def register(backend) -> None:
+    """Register these as the CUDA backend's sync-free implementations."""
+    from ...ir import Op
+    backend.register(Op.SLICE_INDIVIDUAL_SAMPLE, ("csc",), slice_individual_sample,
+                     sync_free=True)
+    backend.register(Op.ALL_NODES, ("csc",), all_nodes, sync_free=True)
+
+
+__all__ = ["slice_individual_sample", "all_nodes", "register"]

@@ -1,0 +1,208 @@
+// Kernel family "frontier": A.all_nodes() of a sample whose row space is every node (a
+// column slice of the graph), without a sort and without reading a size back to the host
+// (host code: gsample/backend/cuda/nodewise.py; semantics: gsample/backend/torch/finalize.py,
+// and gsample/runtime/blocks.py batch_order for a super-batch).
+//
+// The result is, per mini-batch b (one when n == 0): the columns of b in the order they
+// first occur, then b's rows that are not among its columns, ascending. Ids live in
+// [0, M): M = the graph's node count, or N * n in a super-batch of N mini-batches, where
+// id b * n + v is node v of batch b (columns and rows of a batch are contiguous and batches
+// ascending, so "ascending ids" groups the rows by batch).
+//
+// Four launches, sizes from the buffers' bounds only:
+//   gs_nodes_mark   the columns' first positions (hash table, atomicMin) and two bitmaps
+//                   over [0, M): R (rows of the edges) and K (the columns);
+//   gs_nodes_count  per tile of items (columns of the buffer, then words of the bitmaps):
+//                   how many it emits (first-occurring columns; bits of R & ~K), and per
+//                   batch in a super-batch;
+//   gs_nodes_prefix (super-batches only) each batch's column and row offsets;
+//   gs_nodes_emit   each tile's offset (the sum of the tiles before it), a block scan, the
+//                   ids written to their place; the bitmap words cleared again (the bitmaps
+//                   are kept all zero between calls: no clearing launch).
+#include "hash.cuh"
+
+#define GS_THREADS 256
+#define GS_PER_THREAD 4
+#define GS_TILE (GS_THREADS * GS_PER_THREAD)    // items (columns or bitmap words) per tile
+
+#define GS_LOOP(i, n)                                                          \
+    for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < (n);   \
+         i += (gs_i64)gridDim.x * blockDim.x)
+
+// Columns first (positions < m), then the edges' rows (nnz = *nnz of them); counters[0:2N]
+// zeroed for gs_nodes_count.
+extern "C" __global__ void gs_nodes_mark(const gs_i64* __restrict__ cols, gs_i64 C,
+                                         const gs_i64* __restrict__ ncols,
+                                         const gs_i64* __restrict__ rows, gs_i64 E,
+                                         const gs_i64* __restrict__ nnz,
+                                         gs_u64* keys, gs_u64* vals, gs_i64 mask,
+                                         gs_i64* __restrict__ slot,
+                                         unsigned int* R, unsigned int* K,
+                                         gs_i64* __restrict__ counters, gs_i64 ncounters) {
+    const gs_i64 m = ncols == nullptr ? C : *ncols;
+    const gs_i64 e_end = *nnz;
+    const gs_i64 total = C + E > ncounters ? C + E : ncounters;
+    GS_LOOP(i, total) {
+        if (i < ncounters) counters[i] = 0;
+        if (i < C) {
+            if (i < m) {
+                const gs_i64 id = cols[i];
+                slot[i] = gs_table_insert(keys, vals, mask, (gs_u64)id, (gs_u64)i);
+                atomicOr(&K[id >> 5], 1u << (id & 31));
+            }
+        } else if (i - C < e_end) {
+            const gs_i64 id = rows[i - C];
+            atomicOr(&R[id >> 5], 1u << (id & 31));
+        }
+    }
+}
+
+__device__ __forceinline__ unsigned int gs_new_rows(const unsigned int* R,
+                                                    const unsigned int* K, gs_i64 w,
+                                                    gs_i64 W) {
+    return w < W ? (R[w] & ~K[w]) : 0u;
+}
+
+__device__ __forceinline__ bool gs_first_col(const gs_u64* vals, const gs_i64* slot,
+                                             gs_i64 p, gs_i64 m) {
+    return p < m && vals[slot[p]] == (gs_u64)p;
+}
+
+// Count per tile; per batch too when N > 1 (counters: N column counts, then N row counts).
+extern "C" __global__ void gs_nodes_count(const gs_i64* __restrict__ cols, gs_i64 C,
+                                          const gs_i64* __restrict__ ncols,
+                                          const gs_u64* __restrict__ vals,
+                                          const gs_i64* __restrict__ slot,
+                                          const unsigned int* __restrict__ R,
+                                          const unsigned int* __restrict__ K, gs_i64 W,
+                                          gs_i64 n, gs_i64 N, gs_i64 col_tiles,
+                                          gs_i64* __restrict__ counters,
+                                          gs_i64* __restrict__ tile_counts) {
+    __shared__ gs_i64 total;
+    if (threadIdx.x == 0) total = 0;
+    __syncthreads();
+    const gs_i64 m = ncols == nullptr ? C : *ncols;
+    const gs_i64 t = blockIdx.x;
+    gs_i64 mine = 0;
+    for (int j = 0; j < GS_PER_THREAD; ++j) {
+        if (t < col_tiles) {
+            const gs_i64 p = t * GS_TILE + threadIdx.x * GS_PER_THREAD + j;
+            if (gs_first_col(vals, slot, p, m)) {
+                ++mine;
+                if (N > 1) atomicAdd((unsigned long long*)&counters[cols[p] / n], 1ULL);
+            }
+        } else {
+            const gs_i64 w = (t - col_tiles) * GS_TILE + threadIdx.x * GS_PER_THREAD + j;
+            unsigned int bits = gs_new_rows(R, K, w, W);
+            mine += __popc(bits);
+            while (N > 1 && bits) {            // per batch: a word may straddle two batches
+                const gs_i64 b = (w * 32 + __ffs(bits) - 1) / n;
+                const gs_i64 end = (b + 1) * n - w * 32;      // first bit of the next batch
+                const unsigned int inb = end >= 32 ? bits : (bits & ((1u << end) - 1u));
+                atomicAdd((unsigned long long*)&counters[N + b], (unsigned long long)__popc(inb));
+                bits &= ~inb;
+            }
+        }
+    }
+    atomicAdd((unsigned long long*)&total, (unsigned long long)mine);
+    __syncthreads();
+    if (threadIdx.x == 0) tile_counts[t] = total;
+}
+
+// Super-batches: counters[0:N] (columns per batch) -> inclusive prefix (columns up to and
+// including b), counters[N:2N] (rows per batch) -> exclusive prefix (rows before b).
+extern "C" __global__ void gs_nodes_prefix(gs_i64* __restrict__ counters, gs_i64 N) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    gs_i64 c = 0, r = 0;
+    for (gs_i64 b = 0; b < N; ++b) {
+        c += counters[b];
+        counters[b] = c;
+        const gs_i64 x = counters[N + b];
+        counters[N + b] = r;
+        r += x;
+    }
+}
+
+// An exclusive scan of one value per thread over the block; *sum gets the block's total.
+__device__ gs_i64 gs_block_scan(gs_i64 x, gs_i64* sum) {
+    __shared__ gs_i64 warp_sums[GS_THREADS / 32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    gs_i64 inc = x;
+    for (int d = 1; d < 32; d <<= 1) {
+        const gs_i64 y = __shfl_up_sync(0xFFFFFFFFu, inc, d);
+        if (lane >= d) inc += y;
+    }
+    if (lane == 31) warp_sums[warp] = inc;
+    __syncthreads();
+    if (warp == 0) {
+        gs_i64 s = lane < GS_THREADS / 32 ? warp_sums[lane] : 0;
+        for (int d = 1; d < 32; d <<= 1) {
+            const gs_i64 y = __shfl_up_sync(0xFFFFFFFFu, s, d);
+            if (lane >= d) s += y;
+        }
+        if (lane < GS_THREADS / 32) warp_sums[lane] = s;     // inclusive prefix of warps
+    }
+    __syncthreads();
+    const gs_i64 before = (warp > 0 ? warp_sums[warp - 1] : 0) + inc - x;
+    *sum = warp_sums[GS_THREADS / 32 - 1];
+    __syncthreads();                                          // warp_sums reused next call
+    return before;
+}
+
+// The sum of v[0:n] over the block (every thread gets it).
+__device__ gs_i64 gs_block_sum(const gs_i64* __restrict__ v, gs_i64 n) {
+    gs_i64 s = 0;
+    for (gs_i64 i = threadIdx.x; i < n; i += GS_THREADS) s += v[i];
+    gs_i64 total;
+    gs_block_scan(s, &total);
+    return total;
+}
+
+// out[...] = the ids; count[0] = their number. Bitmap words of the row tiles are cleared.
+extern "C" __global__ void gs_nodes_emit(const gs_i64* __restrict__ cols, gs_i64 C,
+                                         const gs_i64* __restrict__ ncols,
+                                         const gs_u64* __restrict__ vals,
+                                         const gs_i64* __restrict__ slot,
+                                         unsigned int* R, unsigned int* K, gs_i64 W,
+                                         gs_i64 n, gs_i64 N, gs_i64 col_tiles, gs_i64 tiles,
+                                         const gs_i64* __restrict__ counters,
+                                         const gs_i64* __restrict__ tile_counts,
+                                         gs_i64* __restrict__ out, gs_i64* __restrict__ count) {
+    const gs_i64 m = ncols == nullptr ? C : *ncols;
+    const gs_i64 t = blockIdx.x;
+    const gs_i64 offset = gs_block_sum(tile_counts, t);        // items emitted before the tile
+    const gs_i64 all_cols = gs_block_sum(tile_counts, col_tiles);
+    if (t == tiles - 1 && threadIdx.x == 0) count[0] = offset + tile_counts[t];
+    gs_i64 mine = 0, block_total;
+    if (t < col_tiles) {
+        const gs_i64 p0 = t * GS_TILE + threadIdx.x * GS_PER_THREAD;
+        for (int j = 0; j < GS_PER_THREAD; ++j) mine += gs_first_col(vals, slot, p0 + j, m);
+        gs_i64 rank = offset + gs_block_scan(mine, &block_total);   // among all columns
+        for (int j = 0; j < GS_PER_THREAD; ++j) {
+            const gs_i64 p = p0 + j;
+            if (!gs_first_col(vals, slot, p, m)) continue;
+            const gs_i64 id = cols[p];
+            // super-batch: the rows of the batches before this column's come first
+            const gs_i64 rows_before = N > 1 ? counters[N + id / n] : 0;
+            out[rows_before + rank++] = id;
+        }
+    } else {
+        const gs_i64 w0 = (t - col_tiles) * GS_TILE + threadIdx.x * GS_PER_THREAD;
+        for (int j = 0; j < GS_PER_THREAD; ++j) mine += __popc(gs_new_rows(R, K, w0 + j, W));
+        gs_i64 rank = offset - all_cols + gs_block_scan(mine, &block_total);   // among rows
+        for (int j = 0; j < GS_PER_THREAD; ++j) {
+            const gs_i64 w = w0 + j;
+            if (w >= W) break;
+            unsigned int bits = R[w] & ~K[w];
+            R[w] = 0u;
+            K[w] = 0u;
+            while (bits) {
+                const gs_i64 id = w * 32 + __ffs(bits) - 1;
+                bits &= bits - 1;
+                // the columns of this row's batch and of the batches before come first
+                const gs_i64 cols_upto = N > 1 ? counters[id / n] : all_cols;
+                out[cols_upto + rank++] = id;
+            }
+        }
+    }
+}

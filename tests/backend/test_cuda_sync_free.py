@@ -1,0 +1,154 @@
+"""The CUDA backend's sync-free path (``kernels/nodewise.cu``, ``kernels/frontier.cu``, the
+runtime's bounded values and deferred checks) against the torch backend, sample for sample,
+and its host synchronisations counted (skipped without a GPU)."""
+import functools
+import warnings
+
+import pytest
+import torch
+
+import gsample as gs
+from gsample.backend.cuda import extract as X
+from gsample.backend.cuda import nodewise
+from gsample.backend.torch import finalize
+from gsample.formats.bounded import BoundedCSC, BoundedIds, read_counts, trim
+from gsample.random import DeviceKey, combine, key_prefix
+from gsample.runtime import Options
+from helpers import assert_same, graphsage
+
+pytestmark = [pytest.mark.cuda,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
+
+
+@pytest.fixture(scope="module")
+def graph():
+    """R-MAT with hubs, plus repeated edges and a few isolated columns."""
+    return gs.datasets.rmat(20_000, 300_000, seed=4).to("cuda")
+
+
+@pytest.fixture(scope="module")
+def weighted():
+    return gs.datasets.rmat(5_000, 60_000, seed=5, weighted=True).to("cuda")
+
+
+def _seeds(n, num_nodes, seed=0, repeats=False):
+    s = torch.randperm(num_nodes, generator=torch.Generator().manual_seed(seed))[:n]
+    if repeats:
+        s = torch.cat([s, s[: n // 3]])
+    return s.cuda()
+
+
+def _both(fn, A, seeds, **kwargs):
+    """``(torch backend on CUDA tensors, cuda backend)`` samples, same stream."""
+    gs.manual_seed(3)
+    ref = gs.compile(fn, backend="torch")(A, seeds, **kwargs)
+    gs.manual_seed(3)
+    got = gs.compile(fn, backend="cuda")(A, seeds, **kwargs)
+    return ref, got
+
+
+@pytest.mark.parametrize("fanouts", [(25, 10), (1,), (3, 3, 3), (0, 2), (200,)])
+@pytest.mark.parametrize("replace", [False, True])
+@pytest.mark.parametrize("repeats", [False, True])
+def test_graphsage_equals_the_torch_backend(graph, fanouts, replace, repeats):
+    seeds = _seeds(300, graph.num_nodes, 1, repeats)
+    ref, got = _both(graphsage, graph, seeds, fanouts=fanouts, replace=replace)
+    assert_same(got, ref)
+
+
+def test_weighted_graph_values_and_the_int32_path(weighted, monkeypatch):
+    """Edge values are gathered with the sampled edges; a large graph reads int32 copies."""
+    monkeypatch.setattr(X, "INT32_MIN_EDGES", 0)
+    seeds = _seeds(500, weighted.num_nodes, 2)
+    ref, got = _both(graphsage, weighted, seeds, fanouts=(5, 4))
+    assert_same(got, ref)
+    assert got[0].csc.values is not None
+
+
+def test_the_program_is_sync_free_and_reads_back_once(graph):
+    """GraphSAGE on the CUDA backend: every op sync-free; one read-back per call (the sizes
+    and the deferred range check of the seeds together)."""
+    sampler = gs.compile(graphsage, backend="cuda")
+    seeds = _seeds(512, graph.num_nodes, 3)
+    program = sampler.lowered(graph, seeds)
+    assert program.num_syncs == 2            # the seeds' check (deferred) and the finish
+    assert all("sync-free" in s.label for s in program.steps
+               if s.node is not None and s.node.op.value.endswith(("sample", "nodes")))
+    sampler(graph, seeds)                    # warm: kernels compiled, caches filled
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            sampler(graph, seeds)
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    syncs = [w for w in caught if "synchroniz" in str(w.message)]
+    assert len(syncs) == 1, [str(w.message) for w in syncs]
+
+
+def test_bad_seeds_raise_after_the_deferred_read_back(graph):
+    sampler = gs.compile(graphsage, backend="cuda")
+    seeds = _seeds(64, graph.num_nodes, 4)
+    bad = seeds.clone()
+    bad[7] = graph.num_nodes + 5
+    with pytest.raises(IndexError, match=f"cols: node id {graph.num_nodes + 5} is out of range"):
+        sampler(graph, bad)
+    bad[7] = -3
+    with pytest.raises(IndexError, match="cols: node id -3 is negative"):
+        sampler(graph, bad)
+    assert_same(sampler(graph, seeds), _both(graphsage, graph, seeds)[0], )  # still fine after
+
+
+@pytest.mark.parametrize("copies", [1, 3])
+def test_all_nodes_of_a_bounded_sample(graph, copies):
+    """The frontier kernels on a bounded sample equal the torch ``all_nodes`` (a super-batch:
+    grouped by mini-batch), and leave their bitmaps all zero."""
+    n = graph.num_nodes
+    parts = [_seeds(200, n, 10 + b, repeats=True) for b in range(copies)]
+    cols = torch.cat([p + b * n for b, p in enumerate(parts)])
+    prefix = key_prefix(7, 1)
+    key = DeviceKey(torch.tensor([prefix - (1 << 64) if prefix >= 1 << 63 else prefix, 2],
+                                 device="cuda"), prefix, 2, copies, n if copies > 1 else 0)
+    bounded_cols = BoundedIds(torch.cat([cols, torch.zeros(50, dtype=torch.long, device="cuda")]),
+                              torch.tensor([cols.numel()], device="cuda"))
+    s = nodewise.slice_individual_sample(graph.csc, bounded_cols, 7, False, key)
+    assert isinstance(s, BoundedCSC) and s.col_bound == cols.numel() + 50
+    batches = (copies, n) if copies > 1 else None
+    nodes = nodewise.all_nodes(s, batches)
+    (sizes_s, sizes_n), _ = read_counts([s, nodes])
+    exact = trim(s, sizes_s)
+    want = finalize.all_nodes(exact, batches)
+    assert torch.equal(trim(nodes, sizes_n), want)
+    R, K = nodewise._bitmaps(torch.device("cuda"), 1)
+    assert not R.any() and not K.any(), "the bitmaps are left all zero"
+    # the sample itself: each mini-batch's columns drew with its own key and positions
+    for b, p in enumerate(parts):
+        ref = gs.Matrix(graph.csc)[:, p]
+        keys = combine(prefix, 2 + b)
+        from gsample.backend.torch import select
+        one = select.individual_sample(ref.csc, 7, False, keys)
+        lo = sum(x.numel() for x in parts[:b])
+        e0, e1 = int(exact.indptr[lo]), int(exact.indptr[lo + p.numel()])
+        assert torch.equal(exact.rows[e0:e1] - b * n, one.rows)
+
+
+def test_super_batched_loader_equals_one_by_one(graph):
+    sampler = functools.partial(gs.compile(graphsage, backend="cuda"), fanouts=(10, 5))
+    seeds = _seeds(2000, graph.num_nodes, 6)
+    one = [b.out for b in gs.DataLoader(graph, sampler, seeds, 256, seed=2)]
+    many = [b.out for b in gs.DataLoader(graph, sampler, seeds, 256, seed=2, super_batch=3)]
+    assert len(one) == len(many)
+    for a, b in zip(one, many):
+        assert_same(b, a)
+
+
+def test_every_runtime_option_draws_the_same(graph):
+    seeds = _seeds(400, graph.num_nodes, 8)
+    outs = []
+    for options in (Options(lowered=False), Options(boundary_checks=False, sync_free=False),
+                    Options(sync_free=False), Options()):
+        gs.manual_seed(5)
+        outs.append(gs.compile(graphsage, backend="cuda", runtime=options)(graph, seeds))
+    for o in outs[1:]:
+        assert_same(o, outs[0])
