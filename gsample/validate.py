@@ -93,8 +93,12 @@ def as_tensor(x, name: str, device) -> torch.Tensor:
     raise TypeError(f"{name}: expected a tensor, got {type(x).__name__}")
 
 
-def ids(x, name: str, num_nodes: int, device, *, allow_empty: bool = True) -> torch.Tensor:
-    """Check node ids: 1-D, integer, in ``[0, num_nodes)``; returns int64 (shape (n,))."""
+def ids(x, name: str, num_nodes: int, device, *, allow_empty: bool = True,
+        check_range: bool = True) -> torch.Tensor:
+    """Check node ids: 1-D, integer, in ``[0, num_nodes)``; returns int64 (shape (n,)).
+
+    ``check_range=False``: the conversions and host checks only (the caller's kernel checks
+    the range itself and reports it through :func:`fail_if`)."""
     t = as_tensor(x, name, device)
     if t.dtype == torch.bool or t.dtype not in _INT_DTYPES:
         raise TypeError(f"{name}: node ids must be an integer tensor, got dtype {t.dtype}")
@@ -105,6 +109,8 @@ def ids(x, name: str, num_nodes: int, device, *, allow_empty: bool = True) -> to
             raise ValueError(f"{name}: empty frontier (no node ids); sample from at least one node")
         return t.to(torch.int64)
     t = t.to(torch.int64)
+    if not check_range:
+        return t
     lo, hi = torch.aminmax(t)
     fail_if(lo < 0, IndexError, lambda v: f"{name}: node id {v} is negative", lo)
     fail_if(hi >= num_nodes, IndexError, lambda v: f"{name}: node id {v} is out of range for a "
@@ -203,6 +209,12 @@ def check_cols(A, cols, trusted=(), **_):
     return {"cols": ids(cols, "cols", A.num_nodes, A.device, allow_empty=False)}
 
 
+def _frontier_ids(A, cols, trusted, in_kernel):
+    """A frontier's ids, converted; range-checked unless the op's kernel does it."""
+    return ids(cols, "cols", A.num_nodes, A.device, allow_empty=False,
+               check_range="cols" not in in_kernel)
+
+
 def check_rows(A, rows, trusted=(), **_):
     if "rows" in trusted:
         return {}
@@ -266,10 +278,10 @@ def edge_probs(p, indptr, cols) -> None:
                 "but all its probabilities are zero", c, cols[c])
 
 
-def check_individual(A, probs=None, cols=None, trusted=(), **_):
+def check_individual(A, probs=None, cols=None, trusted=(), in_kernel=(), **_):
     out = {}
     if cols is not None and "cols" not in trusted:
-        cols = out["cols"] = ids(cols, "cols", A.num_nodes, A.device, allow_empty=False)
+        cols = out["cols"] = _frontier_ids(A, cols, trusted, in_kernel)
     if probs is None:
         return out
     probs = out["probs"] = probabilities(probs, "probs", A.nnz, A.device, "edge", values=False)
@@ -294,10 +306,10 @@ def _finite_nonnegative(t, name):
 NO_POSITIVE_ROW = "node_probs: zero on every row that has edges; nothing can be sampled"
 
 
-def check_collective(A, node_probs=None, cols=None, trusted=(), **_):
+def check_collective(A, node_probs=None, cols=None, trusted=(), in_kernel=(), **_):
     out = {}
     if cols is not None and "cols" not in trusted:
-        out["cols"] = ids(cols, "cols", A.num_nodes, A.device, allow_empty=False)
+        out["cols"] = _frontier_ids(A, cols, trusted, in_kernel)
     if node_probs is not None:
         p = out["node_probs"] = probabilities(node_probs, "node_probs", A.num_rows, A.device,
                                               "row")

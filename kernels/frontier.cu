@@ -9,17 +9,18 @@
 // id b * n + v is node v of batch b (columns and rows of a batch are contiguous and batches
 // ascending, so "ascending ids" groups the rows by batch).
 //
-// Four launches, sizes from the buffers' bounds only:
-//   gs_nodes_mark   the columns' first positions (hash table, atomicMin) and two bitmaps
-//                   over [0, M): R (rows of the edges) and K (the columns);
-//   gs_nodes_count  per tile of items (columns of the buffer, then words of the bitmaps):
-//                   how many it emits (first-occurring columns; bits of R & ~K), and per
-//                   batch in a super-batch;
-//   gs_nodes_prefix (super-batches only) each batch's column and row offsets;
-//   gs_nodes_emit   each tile's offset (the sum of the tiles before it), a block scan, the
-//                   ids written to their place; the bitmap words cleared again (the bitmaps
-//                   are kept all zero between calls: no clearing launch).
-#include "hash.cuh"
+// Sizes come from the buffers' bounds only. Two launches for one mini-batch:
+//   gs_nodes_mark       the columns' first positions (hash table, atomicMin) and two bitmaps
+//                       over [0, M): R (rows of the edges) and K (the columns);
+//   gs_nodes_scan_emit  per tile of items (columns of the buffer, then words of the
+//                       bitmaps): how many it emits (first-occurring columns; bits of
+//                       R & ~K), its offset by a single-pass scan (scan.cuh), the ids written
+//                       to their place, the bitmap words cleared again (the bitmaps are kept
+//                       all zero between calls: no clearing launch).
+// A super-batch interleaves the batches (each its columns, then its rows), which needs every
+// batch's totals before any id is placed: four launches, gs_nodes_mark, gs_nodes_count (per
+// tile and per batch), gs_nodes_prefix (each batch's offsets), gs_nodes_emit.
+#include "scan.cuh"
 
 #define GS_THREADS 256
 #define GS_PER_THREAD 4
@@ -123,38 +124,12 @@ extern "C" __global__ void gs_nodes_prefix(gs_i64* __restrict__ counters, gs_i64
     }
 }
 
-// An exclusive scan of one value per thread over the block; *sum gets the block's total.
-__device__ gs_i64 gs_block_scan(gs_i64 x, gs_i64* sum) {
-    __shared__ gs_i64 warp_sums[GS_THREADS / 32];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    gs_i64 inc = x;
-    for (int d = 1; d < 32; d <<= 1) {
-        const gs_i64 y = __shfl_up_sync(0xFFFFFFFFu, inc, d);
-        if (lane >= d) inc += y;
-    }
-    if (lane == 31) warp_sums[warp] = inc;
-    __syncthreads();
-    if (warp == 0) {
-        gs_i64 s = lane < GS_THREADS / 32 ? warp_sums[lane] : 0;
-        for (int d = 1; d < 32; d <<= 1) {
-            const gs_i64 y = __shfl_up_sync(0xFFFFFFFFu, s, d);
-            if (lane >= d) s += y;
-        }
-        if (lane < GS_THREADS / 32) warp_sums[lane] = s;     // inclusive prefix of warps
-    }
-    __syncthreads();
-    const gs_i64 before = (warp > 0 ? warp_sums[warp - 1] : 0) + inc - x;
-    *sum = warp_sums[GS_THREADS / 32 - 1];
-    __syncthreads();                                          // warp_sums reused next call
-    return before;
-}
-
 // The sum of v[0:n] over the block (every thread gets it).
 __device__ gs_i64 gs_block_sum(const gs_i64* __restrict__ v, gs_i64 n) {
     gs_i64 s = 0;
     for (gs_i64 i = threadIdx.x; i < n; i += GS_THREADS) s += v[i];
     gs_i64 total;
-    gs_block_scan(s, &total);
+    gs_block_exclusive(s, &total);
     return total;
 }
 
@@ -177,7 +152,7 @@ extern "C" __global__ void gs_nodes_emit(const gs_i64* __restrict__ cols, gs_i64
     if (t < col_tiles) {
         const gs_i64 p0 = t * GS_TILE + threadIdx.x * GS_PER_THREAD;
         for (int j = 0; j < GS_PER_THREAD; ++j) mine += gs_first_col(vals, slot, p0 + j, m);
-        gs_i64 rank = offset + gs_block_scan(mine, &block_total);   // among all columns
+        gs_i64 rank = offset + gs_block_exclusive(mine, &block_total);   // among all columns
         for (int j = 0; j < GS_PER_THREAD; ++j) {
             const gs_i64 p = p0 + j;
             if (!gs_first_col(vals, slot, p, m)) continue;
@@ -189,7 +164,7 @@ extern "C" __global__ void gs_nodes_emit(const gs_i64* __restrict__ cols, gs_i64
     } else {
         const gs_i64 w0 = (t - col_tiles) * GS_TILE + threadIdx.x * GS_PER_THREAD;
         for (int j = 0; j < GS_PER_THREAD; ++j) mine += __popc(gs_new_rows(R, K, w0 + j, W));
-        gs_i64 rank = offset - all_cols + gs_block_scan(mine, &block_total);   // among rows
+        gs_i64 rank = offset - all_cols + gs_block_exclusive(mine, &block_total);   // among rows
         for (int j = 0; j < GS_PER_THREAD; ++j) {
             const gs_i64 w = w0 + j;
             if (w >= W) break;
@@ -203,6 +178,49 @@ extern "C" __global__ void gs_nodes_emit(const gs_i64* __restrict__ cols, gs_i64
                 const gs_i64 cols_upto = N > 1 ? counters[id / n] : all_cols;
                 out[cols_upto + rank++] = id;
             }
+        }
+    }
+}
+
+// One mini-batch: count, scan and emit in one launch (the tiles in ticket order: the
+// columns' tiles first, so every column precedes every row). state: 1 + tiles zero words.
+extern "C" __global__ void gs_nodes_scan_emit(const gs_i64* __restrict__ cols, gs_i64 C,
+                                              const gs_i64* __restrict__ ncols,
+                                              const gs_u64* __restrict__ vals,
+                                              const gs_i64* __restrict__ slot,
+                                              unsigned int* R, unsigned int* K, gs_i64 W,
+                                              gs_i64 col_tiles, gs_i64 tiles, gs_u64* state,
+                                              gs_i64* __restrict__ out,
+                                              gs_i64* __restrict__ count) {
+    const gs_i64 m = ncols == nullptr ? C : *ncols;
+    const gs_i64 t = gs_scan_ticket(state);
+    gs_i64 mine = 0, tile_total;
+    if (t < col_tiles) {
+        const gs_i64 p0 = t * GS_TILE + threadIdx.x * GS_PER_THREAD;
+        for (int j = 0; j < GS_PER_THREAD; ++j) mine += gs_first_col(vals, slot, p0 + j, m);
+        const gs_i64 local = gs_block_exclusive(mine, &tile_total);
+        gs_i64 rank = gs_scan_exclusive(state, t, tile_total) + local;
+        if (t == tiles - 1 && threadIdx.x == 0) count[0] = rank - local + tile_total;
+        for (int j = 0; j < GS_PER_THREAD; ++j) {
+            const gs_i64 p = p0 + j;
+            if (gs_first_col(vals, slot, p, m)) out[rank++] = cols[p];
+        }
+    } else {
+        const gs_i64 w0 = (t - col_tiles) * GS_TILE + threadIdx.x * GS_PER_THREAD;
+        unsigned int bits[GS_PER_THREAD];
+        for (int j = 0; j < GS_PER_THREAD; ++j) {
+            bits[j] = gs_new_rows(R, K, w0 + j, W);
+            mine += __popc(bits[j]);
+        }
+        const gs_i64 local = gs_block_exclusive(mine, &tile_total);
+        gs_i64 rank = gs_scan_exclusive(state, t, tile_total) + local;
+        if (t == tiles - 1 && threadIdx.x == 0) count[0] = rank - local + tile_total;
+        for (int j = 0; j < GS_PER_THREAD; ++j) {
+            const gs_i64 w = w0 + j;
+            if (w >= W) break;
+            R[w] = 0u;
+            K[w] = 0u;
+            for (unsigned int b = bits[j]; b; b &= b - 1) out[rank++] = w * 32 + __ffs(b) - 1;
         }
     }
 }

@@ -1,5 +1,5 @@
 // Kernel family "nodewise": A[:, cols].individual_sample(k) (uniform, with or without
-// replacement) without the slice and without reading a size back to the host (host code:
+// replacement) in one launch, without the slice and without reading a size back to the host (host code:
 // gsample/backend/cuda/nodewise.py; the algorithms, which these reproduce draw for draw,
 // are stated in gsample/backend/torch/select.py).
 //
@@ -15,6 +15,7 @@
 //
 // GS_IDX is the index type of the graph's indptr and rows (int for the int32 copy of a
 // large graph, else long long).
+#include "scan.cuh"
 #include "search.cuh"
 
 #ifndef GS_IDX
@@ -41,83 +42,94 @@ __device__ __forceinline__ gs_i64 gs_first_at_least(const gs_i64* __restrict__ c
     return lo;
 }
 
-// Per column c < C: the number of edges it samples, into counts[c] (0 for padding); the
-// host turns them into the result's indptr by an inclusive scan (indptr[0] = 0 set here).
-extern "C" __global__ void gs_sample_counts(const gs_idx* __restrict__ indptr,
-                                            const gs_i64* __restrict__ cols, gs_i64 C,
-                                            const gs_i64* __restrict__ ncols, gs_i64 n,
-                                            gs_i64 k, int replace,
-                                            gs_i64* __restrict__ counts,
-                                            gs_i64* __restrict__ indptr_out) {
-    const gs_i64 m = gs_count(ncols, C);
-    GS_LOOP(c, C) {
-        gs_i64 cnt = 0;
-        if (c < m) {
-            const gs_i64 v = n > 0 ? cols[c] % n : cols[c];
-            const gs_i64 deg = (gs_i64)indptr[v + 1] - (gs_i64)indptr[v];
-            cnt = replace ? (deg > 0 ? k : 0) : (deg < k ? deg : k);
-        }
-        counts[c] = cnt;
-        if (c == 0) indptr_out[0] = 0;
-    }
+// The edges column c samples (0 for padding columns).
+__device__ __forceinline__ gs_i64 gs_sample_count(const gs_idx* __restrict__ indptr, gs_i64 v,
+                                                  gs_i64 k, int replace) {
+    const gs_i64 deg = (gs_i64)indptr[v + 1] - (gs_i64)indptr[v];
+    return replace ? (deg > 0 ? k : 0) : (deg < k ? deg : k);
 }
 
-// One thread per column c < ncols: its edges of the sample at indptr_out[c] ..., in column
-// order: rows_out (the graph's row, + b * n in a super-batch) and pos_out (the edge's
-// position in the graph). Without replacement a column of deg <= k edges keeps them all;
-// else Floyd's k draws (draw i: t = uniform_int(word(col, i), j + 1), j = deg - k + i; t,
-// or j when t was drawn before); with replacement draw i takes uniform_int(word(col, i),
-// deg). The draws are sorted (insertion sort in the output: k is small) before the gather.
+// One launch: every column's count, the result's indptr by a single-pass scan (scan.cuh),
+// then the draws. Block t (by ticket) takes columns t * blockDim .. (one per thread).
+//
+// The frontier's ids are checked here: an id outside [0, M) sets err (err[0]: a negative
+// one, err[1]: one >= M, err[2] / err[3]: the smallest / largest such id, err[4]: any) and
+// reads node 0 instead, so nothing reads out of bounds; the host reads err[4] with the
+// program's sizes and raises (gsample.validate.fail_if). state: scan.cuh's words, then
+// err, all zero before the launch.
+//
+// Column c's edges go to indptr_out[c] ..., in column order: rows_out (the graph's row,
+// + b * n in a super-batch) and pos_out (the edge's position in the graph). Without
+// replacement a column of deg <= k edges keeps them all; else Floyd's k draws (draw i: t =
+// uniform_int(word(col, i), j + 1), j = deg - k + i; t, or j when t was drawn before); with
+// replacement draw i takes uniform_int(word(col, i), deg). The draws are sorted (insertion
+// sort in the output: k is small) before the gather.
 extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
                                              const gs_idx* __restrict__ rows,
                                              const gs_i64* __restrict__ cols, gs_i64 C,
                                              const gs_i64* __restrict__ ncols, gs_i64 n,
-                                             gs_i64 k, int replace,
+                                             gs_i64 M, gs_i64 k, int replace,
                                              const gs_u64* __restrict__ key,
-                                             const gs_i64* __restrict__ indptr_out,
+                                             gs_u64* state, gs_i64 tiles,
+                                             gs_i64* __restrict__ indptr_out,
                                              gs_i64* __restrict__ rows_out,
                                              gs_i64* __restrict__ pos_out) {
     const gs_i64 m = gs_count(ncols, C);
-    GS_LOOP(c, m) {
-        const gs_i64 id = cols[c];
-        const gs_i64 b = n > 0 ? id / n : 0;
-        const gs_i64 v = n > 0 ? id - b * n : id;
-        const gs_i64 start = (gs_i64)indptr[v];
-        const gs_i64 deg = (gs_i64)indptr[v + 1] - start;
-        const gs_i64 out = indptr_out[c];
-        const gs_i64 shift = b * n;
-        if (!replace && deg <= k) {
-            for (gs_i64 j = 0; j < deg; ++j) {
-                rows_out[out + j] = (gs_i64)rows[start + j] + shift;
-                pos_out[out + j] = start + j;
+    const gs_i64 t = gs_scan_ticket(state);
+    const gs_i64 c = t * blockDim.x + threadIdx.x;
+    gs_i64* err = (gs_i64*)(state + 1 + tiles);
+    gs_i64 id = 0, cnt = 0;
+    if (c < m) {
+        id = cols[c];
+        if (id < 0 || id >= M) {
+            if (id < 0) { err[0] = 1; atomicMin((long long*)&err[2], (long long)id); }
+            else { err[1] = 1; atomicMax((long long*)&err[3], (long long)id); }
+            err[4] = 1;
+            id = 0;
+        }
+        cnt = gs_sample_count(indptr, n > 0 ? id % n : id, k, replace);
+    }
+    gs_i64 tile_total;
+    const gs_i64 local = gs_block_exclusive(cnt, &tile_total);
+    const gs_i64 out = gs_scan_exclusive(state, t, tile_total) + local;
+    if (c < C) indptr_out[c + 1] = out + cnt;
+    if (c == 0) indptr_out[0] = 0;
+    if (cnt == 0) return;
+    const gs_i64 b = n > 0 ? id / n : 0;
+    const gs_i64 v = id - b * n;
+    const gs_i64 start = (gs_i64)indptr[v];
+    const gs_i64 deg = (gs_i64)indptr[v + 1] - start;
+    const gs_i64 shift = b * n;
+    if (!replace && deg <= k) {
+        for (gs_i64 j = 0; j < deg; ++j) {
+            rows_out[out + j] = (gs_i64)rows[start + j] + shift;
+            pos_out[out + j] = start + j;
+        }
+        return;
+    }
+    // the column's position within its batch keys its draws (DESIGN §3)
+    const gs_i64 position = n > 0 ? c - gs_first_at_least(cols, m, b * n) : c;
+    const gs_u64 base = gs_combine(key[0], (gs_i64)key[1] + b);
+    gs_i64* S = pos_out + out;               // the draws, then sorted in place
+    for (gs_i64 i = 0; i < k; ++i) {
+        const gs_u64 w = gs_word(base, position, i);
+        gs_i64 d;
+        if (replace) {
+            d = gs_uniform_int(w, deg);
+        } else {
+            const gs_i64 j = deg - k + i;
+            d = gs_uniform_int(w, j + 1);
+            for (gs_i64 q = 0; q < i; ++q) {
+                if (S[q] == d) { d = j; break; }
             }
-            continue;
         }
-        if (deg == 0) continue;              // with replacement: an empty column draws nothing
-        // the column's position within its batch keys its draws (DESIGN §3)
-        const gs_i64 position = n > 0 ? c - gs_first_at_least(cols, m, b * n) : c;
-        const gs_u64 base = gs_combine(key[0], (gs_i64)key[1] + b);
-        gs_i64* S = pos_out + out;           // the draws, then sorted in place
-        for (gs_i64 i = 0; i < k; ++i) {
-            const gs_u64 w = gs_word(base, position, i);
-            gs_i64 t;
-            if (replace) {
-                t = gs_uniform_int(w, deg);
-            } else {
-                const gs_i64 j = deg - k + i;
-                t = gs_uniform_int(w, j + 1);
-                for (gs_i64 q = 0; q < i; ++q) {
-                    if (S[q] == t) { t = j; break; }
-                }
-            }
-            gs_i64 q = i;                    // insertion: S[0..i] stays sorted
-            while (q > 0 && S[q - 1] > t) { S[q] = S[q - 1]; --q; }
-            S[q] = t;
-        }
-        for (gs_i64 i = 0; i < k; ++i) {
-            const gs_i64 e = start + S[i];
-            rows_out[out + i] = (gs_i64)rows[e] + shift;
-            S[i] = e;
-        }
+        gs_i64 q = i;                        // insertion: S[0..i] stays sorted
+        while (q > 0 && S[q - 1] > d) { S[q] = S[q - 1]; --q; }
+        S[q] = d;
+    }
+    for (gs_i64 i = 0; i < k; ++i) {
+        const gs_i64 e = start + S[i];
+        rows_out[out + i] = (gs_i64)rows[e] + shift;
+        S[i] = e;
     }
 }

@@ -36,11 +36,15 @@ class Impl:
         a result's size is only known on the device: it never reads a size back to the host.
     syncs : bool
         ``fn`` reads a size back to the host (a host synchronisation on a GPU).
+    checks : tuple of str
+        Inputs whose data (id ranges) ``fn``'s kernels check themselves, reporting through
+        ``gsample.validate.fail_if``: the runtime's boundary check only converts them.
     """
     fn: Callable
     backend: str
     sync_free: bool = False
     syncs: bool = True
+    checks: tuple = ()
 
 
 class Backend:
@@ -52,12 +56,15 @@ class Backend:
         self.impls: dict = {}
         self.sync_free_impls: dict = {}
 
-    def register(self, op: Op, layouts, fn: Callable, sync_free: bool = False) -> None:
+    def register(self, op: Op, layouts, fn: Callable, sync_free: bool = False,
+                 checks: tuple = ()) -> None:
         """Register ``fn`` for ``op`` on each of ``layouts``; ``sync_free``: a variant that
-        takes and returns bounded values, used where the runtime allows it."""
+        takes and returns bounded values, used where the runtime allows it; ``checks``: the
+        inputs whose id ranges its kernels check (see :class:`Impl`)."""
         table = self.sync_free_impls if sync_free else self.impls
         for layout in layouts:
-            table[op, layout] = Impl(fn, self.name, sync_free=sync_free, syncs=not sync_free)
+            table[op, layout] = Impl(fn, self.name, sync_free=sync_free, syncs=not sync_free,
+                                     checks=tuple(checks))
 
     def impl(self, op: Op, layout: str = "csc", sync_free: bool = False) -> Optional[Impl]:
         """The implementation of ``op`` on ``layout`` (its sync-free variant when asked for

@@ -108,14 +108,29 @@ def trim(value, sizes: list, copy: bool = False):
 
 
 def read_counts(values: list, flags: list = ()) -> tuple:
-    """Every count of ``values`` and the boolean ``flags``, read back in one host
-    synchronisation: ``(per-value size lists, flag values)``."""
+    """Every count of ``values`` and every flag (nonzero: set) in ``flags``, read back in one
+    host synchronisation: ``(per-value size lists, flag values)``.
+
+    On a GPU each scalar is copied into pinned host memory (no kernel), then the stream is
+    waited for once.
+    """
     parts = [counts(v) for v in values]
-    scalars = [t.reshape(1).to(torch.int64) for p in parts for t in p]
-    scalars += [f.reshape(1).to(torch.int64) for f in flags]
+    scalars = [t for p in parts for t in p] + list(flags)
     if not scalars:
         return [[] for _ in values], []
-    host = torch.cat(scalars).tolist() if len(scalars) > 1 else scalars[0].tolist()
+    if not scalars[0].is_cuda:
+        host = [int(t.reshape(-1)[0]) for t in scalars]
+    else:
+        ints = torch.empty(len(scalars), dtype=torch.int64, pin_memory=True)
+        bools = torch.empty(len(scalars), dtype=torch.bool, pin_memory=True)
+        for i, t in enumerate(scalars):
+            dst = bools if t.dtype == torch.bool else ints
+            if t.dtype not in (torch.bool, torch.int64):
+                t = t.to(torch.int64)
+            dst[i:i + 1].copy_(t.reshape(1), non_blocking=True)
+        torch.cuda.current_stream(scalars[0].device).synchronize()
+        host = [bool(bools[i]) if t.dtype == torch.bool else int(ints[i])
+                for i, t in enumerate(scalars)]
     out, i = [], 0
     for p in parts:
         out.append(host[i:i + len(p)])

@@ -48,7 +48,7 @@ def interpret(graph: Graph, args: dict, backend: str = "torch"):
         else:
             d = info(op)
             kwargs = {name: env[v] for name, v in node.inputs.items()}
-            kwargs.update({name: node.attrs[name] for name in d.attrs})
+            kwargs.update({name: node.attrs[name] for name in d.attrs if name in node.attrs})
             batches = node.attrs.get("batches")            # a super-batched random op
             if batches is None and d.check is not None:
                 kwargs.update(d.check(**kwargs))

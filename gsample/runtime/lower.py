@@ -125,10 +125,14 @@ class _Lowering:
         layout = A.meta.get("layout", "csc") if A is not None else "csc"
         layout = getattr(layout, "value", layout)
         impl = resolve(self.backend, node.op, layout=layout, sync_free=self.options.sync_free)
+        if "batches" in node.attrs and node.is_random and not impl.sync_free:
+            # a super-batched draw the backend has no kernel for runs the reference code,
+            # which takes the mini-batches' keys (gsample.random.BatchKeys)
+            impl = resolve(get_backend("torch"), node.op, layout=layout)
         inputs = {k: self.slot[v] for k, v in node.inputs.items()}
         # a super-batched random op checks each mini-batch's inputs in its own code
         if d.check is not None and "batches" not in node.attrs:
-            inputs = self.check(node, d, inputs)
+            inputs = self.check(node, d, inputs, impl.checks)
         if not impl.sync_free:
             self.exact(inputs.values(), node)
         provided = dict(inputs)
@@ -148,7 +152,7 @@ class _Lowering:
         if impl.sync_free:
             self.bounded.add(self.slot[node])
 
-    def check(self, node, d, inputs: dict) -> dict:
+    def check(self, node, d, inputs: dict, in_kernel: tuple = ()) -> dict:
         """A check step before ``node`` for what enters it untrusted; returns the slots the
         op then reads (checked values in new slots)."""
         if self.options.boundary_checks:
@@ -165,8 +169,15 @@ class _Lowering:
         self.exact(inputs.values(), node)
         attrs = {a: node.attrs[a] for a in d.attrs if a in node.attrs}
         outs = tuple(self.new_slot(f"{node.name}.{k}") for k in checked)
-        self.emit(_Check(d.check, names, attrs, trusted, checked), [inputs[k] for k in names],
-                  outs, f"check {node.op.value}({', '.join(checked)})", node, syncs=self.gpu)
+        # ids the kernel checks itself are only converted here (no read-back for them)
+        in_kernel = tuple(k for k in in_kernel if k in checked) if self.options.boundary_checks \
+            else ()
+        reads = self.gpu and not set(checked) <= set(in_kernel)
+        self.emit(_Check(d.check, names, attrs, trusted, checked, in_kernel),
+                  [inputs[k] for k in names], outs,
+                  f"check {node.op.value}({', '.join(checked)})"
+                  + (f" [{', '.join(in_kernel)}: range in the kernel]" if in_kernel else ""),
+                  node, syncs=reads)
         return {**inputs, **dict(zip(checked, outs))}
 
     def output(self, node):
@@ -238,13 +249,14 @@ def _bind(fn, provided: dict):
 class _Check:
     """An op's data check on the inputs that enter it untrusted; returns them converted."""
 
-    def __init__(self, check, names, attrs, trusted, checked):
+    def __init__(self, check, names, attrs, trusted, checked, in_kernel=()):
         self.check, self.names, self.attrs = check, names, attrs
-        self.trusted, self.checked = trusted, checked
+        self.trusted, self.checked, self.in_kernel = trusted, checked, in_kernel
+        self.extra = {"in_kernel": in_kernel} if in_kernel else {}
 
     def __call__(self, *values):
         kwargs = dict(zip(self.names, values))
-        out = self.check(**kwargs, **self.attrs, trusted=self.trusted)
+        out = self.check(**kwargs, **self.attrs, trusted=self.trusted, **self.extra)
         return tuple(out.get(k, kwargs[k]) for k in self.checked)
 
 

@@ -155,3 +155,17 @@ def _cupy_stream(cp, device):
         except (TypeError, ValueError, AttributeError):
             pass
     return cp.cuda.ExternalStream(stream.cuda_stream)
+
+
+def memset(t: torch.Tensor, byte: int) -> None:
+    """Set every byte of the contiguous CUDA tensor ``t`` to ``byte`` (``cudaMemsetAsync`` on
+    torch's current stream: no kernel launch)."""
+    import cupy as cp
+    if not t.is_cuda or not t.is_contiguous():
+        raise ValueError("t: memset needs a contiguous CUDA tensor")
+    nbytes = t.numel() * t.element_size()
+    if nbytes:
+        stream = torch.cuda.current_stream(t.device).cuda_stream
+        with cp.cuda.Device(t.device.index if t.device.index is not None
+                            else torch.cuda.current_device()):
+            cp.cuda.runtime.memsetAsync(t.data_ptr(), byte, nbytes, stream)

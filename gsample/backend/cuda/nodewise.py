@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import torch
 
+from ... import validate as V
 from ...formats.bounded import BoundedCSC, BoundedIds, read_counts, trim
 from ...formats.csc import CSC
 from ...random import DeviceKey
 from . import finalize, sampling
 from .extract import _index_arrays, _params
-from .module import launch
+from .module import launch, memset
 
 _TILE = 1024                     # items per tile of the frontier kernels (GS_TILE)
 _THREADS = 256
@@ -46,15 +47,24 @@ def _frontier(cols):
 
 
 # ----------------------------------------------------------------------------- sampling
+def _id_error(name: str, M: int):
+    def message(err):
+        if err[0]:
+            return f"{name}: node id {err[2]} is negative"
+        return f"{name}: node id {err[3]} is out of range for a graph of {M} nodes"
+    return message
+
+
 def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey, probs=None):
-    """``A[:, cols].individual_sample(k, replace=replace)``, uniform, sync-free.
+    """``A[:, cols].individual_sample(k, replace=replace)``, uniform, sync-free, one launch.
 
     Parameters
     ----------
     A : CSC
         The graph (no row or column space of its own).
     cols : LongTensor (C,) or BoundedIds
-        The frontier (global ids; in a super-batch, ids ``b * n + v``).
+        The frontier (global ids; in a super-batch, ids ``b * n + v``). Its ids are checked
+        by the kernel (a deferred :func:`gsample.validate.fail_if`).
     k, replace
         As ``individual_sample``.
     key : gsample.random.DeviceKey
@@ -69,29 +79,34 @@ def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
         count on the device; row space of all nodes (encoded in a super-batch).
     """
     n = key.num_nodes if key.copies > 1 else 0
-    if probs is not None or A.row_ids is not None or A.col_ids is not None or not A.indptr.is_cuda:
-        out = sampling.slice_individual_sample(A, _exact(cols), k, replace, key.host(),
-                                               None if probs is None else _exact(probs))
-        return out
+    if probs is not None or A.row_ids is not None or A.col_ids is not None \
+            or not A.indptr.is_cuda:
+        exact = _exact(cols)
+        V.ids(exact, "cols", A.num_nodes * max(key.copies, 1), exact.device, allow_empty=False)
+        return sampling.slice_individual_sample(A, exact, k, replace, key.host(),
+                                                None if probs is None else _exact(probs))
     buf, ncols = _frontier(cols)
-    C = buf.numel()
-    dev = buf.device
+    C, dev = buf.numel(), buf.device
+    M = A.num_nodes * key.copies if n else A.num_nodes
     indptr_g, rows_g = _index_arrays(A)
-    counts = torch.empty(C, dtype=torch.int64, device=dev)
+    tiles = (C + _THREADS - 1) // _THREADS
+    state = torch.empty(1 + tiles + 5, dtype=torch.int64, device=dev)
+    memset(state, 0)
     indptr = torch.empty(C + 1, dtype=torch.int64, device=dev)
-    if C == 0:
-        indptr.zero_()
-    launch("nodewise", "gs_sample_counts", C, indptr_g, buf, C, _opt(ncols), n, k, replace,
-           counts, indptr, params=_params(indptr_g))
-    torch.cumsum(counts, 0, out=indptr[1:])
     E = C * k
     gathers = A.values is not None or A.eids is not None
     rows = torch.empty(E, dtype=torch.int64, device=dev)
-    pos = (torch.zeros if gathers else torch.empty)(E, dtype=torch.int64, device=dev)
-    launch("nodewise", "gs_sample_uniform", C, indptr_g, rows_g, buf, C, _opt(ncols), n, k,
-           replace, key.tensor, indptr, rows, pos, params=_params(indptr_g))
-    out = CSC(num_nodes=A.num_nodes * max(key.copies, 1) if n else A.num_nodes,
-              indptr=indptr, rows=rows, row_ids=None, col_ids=buf,
+    pos = torch.empty(E, dtype=torch.int64, device=dev)
+    if gathers:
+        memset(pos, 0)                         # padding: valid positions to gather at
+    if C == 0:
+        memset(indptr, 0)
+    launch("nodewise", "gs_sample_uniform", tiles * _THREADS, indptr_g, rows_g, buf, C,
+           _opt(ncols), n, M, k, replace, key.tensor, state, tiles, indptr, rows, pos,
+           block=_THREADS, grid=tiles, params=_params(indptr_g))
+    err = state[1 + tiles:]
+    V.fail_if(err[4:5], IndexError, _id_error("cols", M), err[:4])
+    out = CSC(num_nodes=M, indptr=indptr, rows=rows, row_ids=None, col_ids=buf,
               values=None if A.values is None else A.values[pos],
               eids=pos if A.eids is None else A.eids[pos])
     return BoundedCSC(out, ncols)
@@ -121,7 +136,8 @@ def all_nodes(A, batches=None):
     """``A.all_nodes()`` of a sample of the graph (row space: all nodes), sync-free.
 
     Columns first (first occurrence), then the new rows ascending; with ``batches``
-    ``(N, n)``, grouped by mini-batch. ``A`` is a :class:`BoundedCSC` or a CSC.
+    ``(N, n)``, grouped by mini-batch. ``A`` is a :class:`BoundedCSC` or a CSC. Two launches
+    for one mini-batch (four for a super-batch), see ``kernels/frontier.cu``.
 
     Returns
     -------
@@ -137,25 +153,31 @@ def all_nodes(A, batches=None):
     cols, rows = csc.col_ids.to(torch.int64).contiguous(), csc.rows.contiguous()
     C, E, dev = cols.numel(), rows.numel(), cols.device
     N, n = batches if batches is not None else (1, 0)
-    M = csc.num_nodes                         # the id space (N * n in a super-batch)
-    W = (M + 31) // 32
+    W = (csc.num_nodes + 31) // 32            # bitmap words over the id space
     size = 1 << max(2 * C, 32).bit_length()   # hash slots: a power of two >= 2 C
-    table = torch.full((2, size), -1, dtype=torch.int64, device=dev)
+    table = torch.empty((2, size), dtype=torch.int64, device=dev)
+    memset(table, 0xFF)                       # free keys, the atomicMin start
     slot = torch.empty(max(C, 1), dtype=torch.int64, device=dev)
     R, K = _bitmaps(dev, W)
     counters = torch.empty(max(2 * N, 1), dtype=torch.int64, device=dev)
     col_tiles = (C + _TILE - 1) // _TILE
     tiles = col_tiles + (W + _TILE - 1) // _TILE
-    tile_counts = torch.empty(tiles, dtype=torch.int64, device=dev)
     out = torch.empty(C + E, dtype=torch.int64, device=dev)
     count = torch.empty(1, dtype=torch.int64, device=dev)
     nnz = csc.indptr[-1:]                      # padding columns are empty: the edge count
     launch("frontier", "gs_nodes_mark", max(C + E, 2 * N), cols, C, _opt(ncols), rows, E, nnz,
            table[0], table[1], size - 1, slot, R, K, counters, 2 * N if N > 1 else 0)
+    if N == 1:
+        state = torch.empty(1 + tiles, dtype=torch.int64, device=dev)
+        memset(state, 0)
+        launch("frontier", "gs_nodes_scan_emit", tiles * _THREADS, cols, C, _opt(ncols),
+               table[1], slot, R, K, W, col_tiles, tiles, state, out, count,
+               block=_THREADS, grid=tiles)
+        return BoundedIds(out, count)
+    tile_counts = torch.empty(tiles, dtype=torch.int64, device=dev)
     launch("frontier", "gs_nodes_count", tiles * _THREADS, cols, C, _opt(ncols), table[1], slot,
            R, K, W, n, N, col_tiles, counters, tile_counts, block=_THREADS, grid=tiles)
-    if N > 1:
-        launch("frontier", "gs_nodes_prefix", 1, counters, N, block=1, grid=1)
+    launch("frontier", "gs_nodes_prefix", 1, counters, N, block=1, grid=1)
     launch("frontier", "gs_nodes_emit", tiles * _THREADS, cols, C, _opt(ncols), table[1], slot,
            R, K, W, n, N, col_tiles, tiles, counters, tile_counts, out, count,
            block=_THREADS, grid=tiles)
@@ -166,7 +188,7 @@ def register(backend) -> None:
     """Register these as the CUDA backend's sync-free implementations."""
     from ...ir import Op
     backend.register(Op.SLICE_INDIVIDUAL_SAMPLE, ("csc",), slice_individual_sample,
-                     sync_free=True)
+                     sync_free=True, checks=("cols",))
     backend.register(Op.ALL_NODES, ("csc",), all_nodes, sync_free=True)
 
 

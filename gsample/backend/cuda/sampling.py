@@ -15,6 +15,9 @@ from .module import launch
 
 
 def _base(key: int) -> int:
+    if not isinstance(key, int):          # a super-batch's keys: the torch code's (Draws)
+        raise TypeError(f"key: the CUDA draws take one op key (an int), got "
+                        f"{type(key).__name__}")
     return key & MASK64
 
 
@@ -89,23 +92,28 @@ def hash_words(key: int, col: torch.Tensor, draw: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def _draws(key):
+    """The kernels for one op key; a super-batch's per-batch keys take the torch draws."""
+    return CudaDraws if isinstance(key, int) else select.Draws
+
+
 def individual_sample(A, k, replace, key, probs=None):
     """Individual sampling with every draw (uniform and weighted) as kernels."""
-    return select.individual_sample(A, k, replace, key, probs, draws=CudaDraws)
+    return select.individual_sample(A, k, replace, key, probs, draws=_draws(key))
 
 
 def slice_individual_sample(A, cols, k, replace, key, probs=None):
     """The fused slice + individual sample, with the draws as kernels."""
     return fused_select.slice_individual_sample(A, cols, k, replace, key, probs,
-                                                draws=CudaDraws)
+                                                draws=_draws(key))
 
 
 def collective_sample(A, k, replace, key, node_probs=None):
     """Collective sampling with the row keys / row draws as kernels."""
-    return select.collective_sample(A, k, replace, key, node_probs, draws=CudaDraws)
+    return select.collective_sample(A, k, replace, key, node_probs, draws=_draws(key))
 
 
 def slice_collective_sample(A, cols, k, replace, key, node_probs=None):
     """The fused slice + collective sample, with the row keys / row draws as kernels."""
     return fused_select.slice_collective_sample(A, cols, k, replace, key, node_probs,
-                                                draws=CudaDraws)
+                                                draws=_draws(key))
