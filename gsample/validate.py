@@ -73,6 +73,22 @@ def fail_if(bad: torch.Tensor, exc: type, message: Union[str, Callable], *detail
         raise exc(message(*[d.tolist() for d in details]) if callable(message) else message)
 
 
+def read_back(scalars: list) -> list:
+    """The values (ints) of device scalars ``scalars`` (1-element tensors), read back
+    together with every pending deferred check flag in one host synchronisation; the first
+    failed check raises its error (before any value is returned)."""
+    from .formats.bounded import read_scalars
+    record = _DEFERRED.get()
+    flags = record.flags() if record is not None else []
+    host = read_scalars(list(scalars) + flags)
+    hits = host[len(scalars):]
+    if any(hits):
+        record.raise_first(hits)
+    if record is not None:
+        record.failures.clear()
+    return host[:len(scalars)]
+
+
 def deferring(t: torch.Tensor) -> bool:
     """Whether checks of ``t`` are being deferred (then ids must be clamped)."""
     return _DEFERRED.get() is not None and t.is_cuda

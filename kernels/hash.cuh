@@ -35,6 +35,13 @@ __device__ __forceinline__ double gs_uniform_float(gs_u64 r) {
     return (double)(r >> 11) * 0x1.0p-53;
 }
 
+// unit exponential from a word: -log(((r >> 11) + 0.5) * 2**-53), as random.exponential
+// (every step an explicit _rn operation; log is CUDA's double log, torch's float64 log)
+__device__ __forceinline__ double gs_exponential(gs_u64 r) {
+    const double u = __dmul_rn(__dadd_rn((double)(r >> 11), 0.5), 0x1.0p-53);
+    return -log(u);
+}
+
 // ----------------------------------------------------------------------------- hash table
 // Open addressing with linear probing over mask + 1 slots (a power of two, at least twice
 // the number of keys, so a probe always meets a free slot). keys[s] holds a key (>= 0) or

@@ -56,12 +56,6 @@ extern "C" __global__ void gs_floyd(gs_u64 base, const gs_i64* __restrict__ cols
 // (each rounded on its own) into one FMA; log is CUDA's double log (libdevice __nv_log),
 // the function torch's float64 log kernel calls.
 
-// unit exponential from a word: -log(((r >> 11) + 0.5) * 2**-53), as random.exponential
-__device__ __forceinline__ double gs_exponential(gs_u64 r) {
-    const double u = __dmul_rn(__dadd_rn((double)(r >> 11), 0.5), 0x1.0p-53);
-    return -log(u);
-}
-
 // torch.searchsorted(cum[0:n], target, right=True) with the probes of ATen's CUDA
 // upper_bound (same midpoints: the same answer even where rounding broke monotonicity)
 __device__ __forceinline__ gs_i64 gs_search_right(const double* __restrict__ cum, gs_i64 n,

@@ -193,3 +193,70 @@ extern "C" __global__ void gs_edge_dot(const gs_t* __restrict__ u, const gs_t* _
         out[e] = acc;
     }
 }
+
+// ----------------------------------------------------------------------------- one launch
+// The same tree for one feature (F = 1) in one launch without a read-back: a warp per
+// segment; lane i reduces chunk i of each group of 32 consecutive chunks, left to right,
+// and lane 0 feeds the chunk results, in order, into a stack of partial groups, one per
+// level (a full group of 32 becomes one term of the level above). At the end the partial
+// groups are closed from the bottom up: each is the last chunk of its level. So every term
+// meets the same operations in the same order as in gs_seg_chunks + gs_seg_finish, level by
+// level: bit-equal results (the tree does not depend on the launch).
+#define GS_LEVELS 8                          // 32 ** 8 = 2 ** 40 terms per segment
+
+__device__ __forceinline__ void gs_push(gs_t* acc, int* cnt, gs_t v, gs_i64 op) {
+    for (int l = 0; l < GS_LEVELS; ++l) {
+        acc[l] = cnt[l] == 0 ? v : gs_combine_op(acc[l], v, op);
+        if (++cnt[l] < 32) return;
+        v = acc[l];                          // a full group: one term of the level above
+        cnt[l] = 0;
+    }
+}
+
+extern "C" __global__ void gs_seg_warp(const gs_i64* __restrict__ ptr, gs_i64 S,
+                                       const gs_i64* __restrict__ perm,
+                                       const gs_t* __restrict__ x,
+                                       const gs_i64* __restrict__ gidx,
+                                       const gs_t* __restrict__ d, gs_i64 op, gs_i64 mean,
+                                       gs_t* __restrict__ out) {
+    const int lane = threadIdx.x & 31;
+    const gs_i64 warps = ((gs_i64)gridDim.x * blockDim.x) >> 5;
+    for (gs_i64 s = ((gs_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; s < S; s += warps) {
+        const gs_i64 a = ptr[s], b = ptr[s + 1];
+        gs_t acc[GS_LEVELS];
+        int cnt[GS_LEVELS];
+        for (int l = 0; l < GS_LEVELS; ++l) cnt[l] = 0;
+        for (gs_i64 g = a; g < b; g += 32 * 32) {
+            const gs_i64 start = g + 32 * (gs_i64)lane;
+            const bool has = start < b;
+            gs_t v = (gs_t)0;
+            if (has) {
+                const gs_i64 end = b - start < 32 ? b : start + 32;
+                v = gs_term(start, 0, perm, x, 1, gidx, d, 1);
+                for (gs_i64 p = start + 1; p < end; ++p)
+                    v = gs_combine_op(v, gs_term(p, 0, perm, x, 1, gidx, d, 1), op);
+            }
+            for (int j = 0; j < 32; ++j) {
+                const gs_t vj = __shfl_sync(0xFFFFFFFFu, v, j);
+                const bool hj = __shfl_sync(0xFFFFFFFFu, has, j);
+                if (lane == 0 && hj) gs_push(acc, cnt, vj, op);
+            }
+        }
+        if (lane != 0) continue;
+        gs_t v = (gs_t)0;
+        if (b > a) {                          // close the partial groups, bottom up
+            int top = GS_LEVELS - 1;
+            while (cnt[top] == 0) --top;
+            for (int l = 0; l < top; ++l) {
+                if (cnt[l] == 0) continue;
+                const gs_t closed = acc[l];
+                cnt[l] = 0;
+                acc[l + 1] = cnt[l + 1] == 0 ? closed : gs_combine_op(acc[l + 1], closed, op);
+                ++cnt[l + 1];
+            }
+            v = acc[top];                     // the top group is the root's one chunk
+            if (mean) v = gs_div(v, (gs_t)(b - a));
+        }
+        out[s] = v;
+    }
+}

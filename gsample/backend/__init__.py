@@ -39,12 +39,15 @@ class Impl:
     checks : tuple of str
         Inputs whose data (id ranges) ``fn``'s kernels check themselves, reporting through
         ``gsample.validate.fail_if``: the runtime's boundary check only converts them.
+    bounded_out : bool
+        ``fn`` (sync-free) may return a bounded value.
     """
     fn: Callable
     backend: str
     sync_free: bool = False
     syncs: bool = True
     checks: tuple = ()
+    bounded_out: bool = False
 
 
 class Backend:
@@ -57,14 +60,18 @@ class Backend:
         self.sync_free_impls: dict = {}
 
     def register(self, op: Op, layouts, fn: Callable, sync_free: bool = False,
-                 checks: tuple = ()) -> None:
+                 checks: tuple = (), syncs: Optional[bool] = None,
+                 bounded_out: Optional[bool] = None) -> None:
         """Register ``fn`` for ``op`` on each of ``layouts``; ``sync_free``: a variant that
-        takes and returns bounded values, used where the runtime allows it; ``checks``: the
-        inputs whose id ranges its kernels check (see :class:`Impl`)."""
+        takes bounded values and device keys, used where the runtime allows it (by default it
+        never reads back and may return bounded values); ``checks``: the inputs whose id
+        ranges its kernels check (see :class:`Impl`)."""
         table = self.sync_free_impls if sync_free else self.impls
+        syncs = (not sync_free) if syncs is None else syncs
+        bounded_out = sync_free if bounded_out is None else bounded_out
         for layout in layouts:
-            table[op, layout] = Impl(fn, self.name, sync_free=sync_free, syncs=not sync_free,
-                                     checks=tuple(checks))
+            table[op, layout] = Impl(fn, self.name, sync_free=sync_free, syncs=syncs,
+                                     checks=tuple(checks), bounded_out=bounded_out)
 
     def impl(self, op: Op, layout: str = "csc", sync_free: bool = False) -> Optional[Impl]:
         """The implementation of ``op`` on ``layout`` (its sync-free variant when asked for

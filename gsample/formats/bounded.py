@@ -107,30 +107,30 @@ def trim(value, sizes: list, copy: bool = False):
     return value.clone() if copy and isinstance(value, torch.Tensor) else value
 
 
+def read_scalars(scalars: list) -> list:
+    """The values of 1-element tensors (ints; a bool tensor's as 0 / 1), read back in one host
+    synchronisation: on a GPU each is copied into pinned host memory (no kernel), then the
+    stream is waited for once."""
+    if not scalars:
+        return []
+    if not scalars[0].is_cuda:
+        return [int(t.reshape(-1)[0]) for t in scalars]
+    ints = torch.empty(len(scalars), dtype=torch.int64, pin_memory=True)
+    bools = torch.empty(len(scalars), dtype=torch.bool, pin_memory=True)
+    for i, t in enumerate(scalars):
+        if t.dtype not in (torch.bool, torch.int64):
+            t = t.to(torch.int64)
+        (bools if t.dtype == torch.bool else ints)[i:i + 1].copy_(t.reshape(1), non_blocking=True)
+    torch.cuda.current_stream(scalars[0].device).synchronize()
+    return [int(bools[i]) if t.dtype == torch.bool else int(ints[i])
+            for i, t in enumerate(scalars)]
+
+
 def read_counts(values: list, flags: list = ()) -> tuple:
     """Every count of ``values`` and every flag (nonzero: set) in ``flags``, read back in one
-    host synchronisation: ``(per-value size lists, flag values)``.
-
-    On a GPU each scalar is copied into pinned host memory (no kernel), then the stream is
-    waited for once.
-    """
+    host synchronisation (:func:`read_scalars`): ``(per-value size lists, flag values)``."""
     parts = [counts(v) for v in values]
-    scalars = [t for p in parts for t in p] + list(flags)
-    if not scalars:
-        return [[] for _ in values], []
-    if not scalars[0].is_cuda:
-        host = [int(t.reshape(-1)[0]) for t in scalars]
-    else:
-        ints = torch.empty(len(scalars), dtype=torch.int64, pin_memory=True)
-        bools = torch.empty(len(scalars), dtype=torch.bool, pin_memory=True)
-        for i, t in enumerate(scalars):
-            dst = bools if t.dtype == torch.bool else ints
-            if t.dtype not in (torch.bool, torch.int64):
-                t = t.to(torch.int64)
-            dst[i:i + 1].copy_(t.reshape(1), non_blocking=True)
-        torch.cuda.current_stream(scalars[0].device).synchronize()
-        host = [bool(bools[i]) if t.dtype == torch.bool else int(ints[i])
-                for i, t in enumerate(scalars)]
+    host = read_scalars([t for p in parts for t in p] + list(flags))
     out, i = [], 0
     for p in parts:
         out.append(host[i:i + len(p)])

@@ -160,6 +160,8 @@ class OpDef:
     variadic: Optional[Align] = None   # numbered inputs "0", "1", ... (their alignment;
     takes_any: bool = False            # takes_any: numbered inputs of any kind)
     keeps_layout: bool = False   # a matrix result stays in the layout A was read in
+    batched: bool = False        # on a graph, takes a super-batch's encoded frontier itself
+                                 # (attrs["batches"]), as random ops do
     check: Optional[Callable] = None   # data checks: check(**inputs, **attrs)
     estimate: Optional[Callable] = None   # (A, ins, attrs) -> Size: expected sizes
     bound: Optional[Callable] = None      # (A, ins, attrs) -> Size: upper bounds
@@ -243,6 +245,7 @@ class Op(enum.Enum):
     COL_IDS = "col_ids"                # A.col_ids
     FUSED_EDGE_MAP = "fused_edge_map"  # a chain of edge maps and broadcasts, one evaluation
     FUSED_EDGE_MAP_REDUCE = "fused_edge_map_reduce"  # that chain, then a reduction
+    SLICE_REDUCE = "slice_reduce"      # A[:, cols].sum/max/mean(axis) without the slice
     TO_LAYOUT = "to_layout"            # the same matrix in another layout (gsample.formats)
     # select
     INDIVIDUAL_SAMPLE = "individual_sample"
@@ -422,6 +425,14 @@ _DEFS = [
           variadic=Align.STEPS, check=V.check_fused,
           doc="a fused_edge_map program, then A.sum/max/mean(axis) of its values in the same "
               "evaluation"),
+    OpDef(Op.SLICE_REDUCE, P, Step.COMPUTE, (_A, In("cols", Align.NEW_COLS)),
+          (Attr("op", _choice("op", REDUCE_OPS), example="sum"), _AXIS,
+           Attr("batches", required=False)), T, out=Align.AXIS, batched=True,
+          check=V.check_cols,
+          estimate=lambda A, ins, at: Size(rows=_n(ins, "cols") if at["axis"] == 0 else A.rows),
+          bound=lambda A, ins, at: Size(rows=_n(ins, "cols") if at["axis"] == 0 else A.rows),
+          doc="A[:, cols].sum/max/mean(axis) without the slice; 'batches' (N, n): cols is a "
+              "super-batch's encoded frontier and axis 1 gives the N * n encoded rows"),
     # select
     OpDef(Op.INDIVIDUAL_SAMPLE, R, Step.SELECT,
           (_A, In("probs", Align.EDGES, optional=True, edge_values=True)), (_K, _REPLACE), M,

@@ -19,6 +19,7 @@ from ..ir import Graph
 from .cse import cse
 from .dce import dce
 from .fuse_edge_map import fuse_edge_map, fuse_edge_map_reduce
+from .fuse_extract_reduce import fuse_extract_reduce
 from .fuse_extract_select import fuse_extract_select
 from .layout import select_layouts
 from .preprocess import preprocess
@@ -34,6 +35,10 @@ PIPELINE: list = [
     (fuse_edge_map_reduce, "after edge-map fusion: a reduction used as the only consumer of "
                            "a fused chain (or of single maps) absorbs it, so the mapped "
                            "matrix is never built"),
+    (fuse_extract_reduce, "after edge-map fusion (a reduction that absorbed a map is no longer "
+                          "a plain reduction) and before extract-select fusion: once a slice's "
+                          "reductions read the graph directly, a slice feeding only its "
+                          "sampling ops fuses with them too"),
     (fuse_extract_select, "last rewrite, after pre-processing and edge-map fusion: by now "
                           "slice ** 2 reads a cached graph-level matrix (graph-level probs) "
                           "and a slice feeds only its sampling ops when nothing else needs "

@@ -157,13 +157,16 @@ def split(value, bnd=None, *, spec, n: int, copies: int) -> list:
     """The ``copies`` parts of a super-batch value, as each mini-batch would see it.
 
     ``spec`` says how ``value`` lines up (``gsample.runtime.super_batch`` names the op
-    definitions' alignments so): ``"ids"``
+    definitions' alignments so): ``"nodes"`` (``n`` values per batch, e.g. a per-row
+    reduction over the graph's rows), ``"ids"``
     (ids, batch by batch), ``"rows"``, ``"cols"``, ``"edges"`` of the matrix whose
     :class:`Bounds` are ``bnd`` (``" ids"`` appended: they hold node ids), a tuple of
     those for a tuple value, or ``"matrix"`` for a super-batch matrix. Ids are decoded.
     """
     if spec == "matrix":
         return split_matrix(value, bnd, n, copies)
+    if spec == "nodes":             # one value per node of the graph, batch after batch
+        return [_part(value, b * n, (b + 1) * n, 0) for b in range(copies)]
     if isinstance(spec, tuple):
         parts = [split(v, bnd, spec=s, n=n, copies=copies) for v, s in zip(value, spec)]
         return [tuple(p[b] for p in parts) for b in range(copies)]

@@ -21,7 +21,7 @@ import inspect
 import operator
 from .. import validate as V
 from ..backend import get_backend, resolve
-from ..formats.bounded import Bounded, read_counts, trim
+from ..formats.bounded import Bounded, counts, trim
 from ..formats.csc import CSC
 from ..ir import Graph, Kind, Op, Ref, info, map_template
 from .options import Options
@@ -149,7 +149,7 @@ class _Lowering:
         fn, args = _bind(impl.fn, provided)
         label = f"{impl.backend}.{node.op.value}[{layout}]" + (" sync-free" if impl.sync_free else "")
         self.emit(fn, args, self.slot[node], label, node, syncs=impl.syncs and self.gpu)
-        if impl.sync_free:
+        if impl.sync_free and impl.bounded_out:
             self.bounded.add(self.slot[node])
 
     def check(self, node, d, inputs: dict, in_kernel: tuple = ()) -> dict:
@@ -263,14 +263,13 @@ class _Check:
 def _trim(*values):
     """Read back the counts of bounded values and every pending deferred check flag in one
     host synchronisation; raise a failed check's error; return the exact values."""
-    record = V._DEFERRED.get()
-    flags = record.flags() if record is not None else []
-    sizes, hits = read_counts(values, flags)
-    if any(hits):
-        record.raise_first(hits)
-    if record is not None:
-        record.failures.clear()
-    return tuple(trim(v, s) if isinstance(v, Bounded) else v for v, s in zip(values, sizes))
+    parts = [counts(v) for v in values]
+    host = V.read_back([t for p in parts for t in p])
+    out, i = [], 0
+    for v, p in zip(values, parts):
+        out.append(trim(v, host[i:i + len(p)]) if isinstance(v, Bounded) else v)
+        i += len(p)
+    return tuple(out)
 
 
 def _dense_call(fn, template, names):

@@ -335,9 +335,15 @@ class _Rewrite:
             if k != c:
                 ins[k] = self._encoded(ins[k], node, k, False, tile=False)
         self.space[node] = ENC
-        if random:
+        if random or node.info.batched:       # the op takes the encoded frontier itself
             node.attrs["batches"] = (self.N, self.n)
-            self.spec[node] = ("matrix", node)
+            if node.kind is Kind.MATRIX:
+                self.spec[node] = ("matrix", node)
+            elif self._alignment(node, None) == "rows":   # rows of the graph: n per batch
+                self.spec[node] = ("nodes", None)
+            else:
+                self._refuse(f"the op table does not say how the result of {node.op.value} "
+                             "lines up with its matrix as rows of the graph (gsample.ir.ops)")
             return True
         ins[c] = self._helper(blocks.decode_cols, [enc_cols], {"n": self.n, "copies": self.N},
                               ENC, Kind.TENSOR, before=node)

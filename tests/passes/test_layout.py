@@ -20,6 +20,7 @@ from gsample.ir import Kind, Op
 from gsample.formats.layouts import NAMES
 from gsample.passes import PIPELINE
 from gsample.passes import cost_model
+from gsample.passes.fuse_extract_reduce import fuse_extract_reduce
 from gsample.passes.layout import pipeline, select_layouts
 from helpers import (check_compiled_equals_eager, example, ladies_layer, programs,
                      random_seeds)
@@ -45,6 +46,12 @@ def use_table(monkeypatch, coefficients):
     monkeypatch.setattr(cost, "table_for", lambda device, num_nodes, backend: table)
 
 
+def unfused(entries=PIPELINE):
+    """A pipeline without extract-reduce fusion: per-row reductions of materialised slices,
+    the values whose layout these tests watch the pass choose."""
+    return [e for e in entries if e[0] is not fuse_extract_reduce]
+
+
 #: per-row work on CSC is dear, a compact CSR and the conversion to it are cheap
 FAVOUR_COMPACT = {"reduce/csc/axis1": (0, 0, 1.0, 0), "reduce/csr-compact/axis1": (0, 0.01, 0, 0),
                   "to_layout/csc->csr-compact": (0, 0.1, 0, 0)}
@@ -58,7 +65,8 @@ def conversions(graph):
 def test_conversion_goes_where_the_table_makes_it_pay(A, monkeypatch):
     use_table(monkeypatch, FAVOUR_COMPACT)
     lad = example("ladies")
-    _, g = programs(lad.ladies, lad.normalize(A), random_seeds(), layers=(100, 100))
+    _, g = programs(lad.ladies, lad.normalize(A), random_seeds(), layers=(100, 100),
+                    passes=unfused())
     convs = conversions(g)
     assert [c.attrs["layout"] for c in convs] == ["csr-compact", "csr-compact"]
     for c in convs:                      # each feeds exactly the per-row reduction of a slice
@@ -143,7 +151,7 @@ def test_forced_layout_reads_it_wherever_accepted(A):
     lad = example("ladies")
     for force in FORCED:
         _, g = programs(lad.ladies, lad.normalize(A), random_seeds(), layers=(100, 100),
-                        passes=pipeline(force))
+                        passes=unfused(pipeline(force)))
         for n in g.nodes:
             if "reads" in n.meta:
                 want = "csc" if n.is_random or n.op is Op.SLICE_COLS else force
@@ -169,7 +177,7 @@ def test_pipeline_lists_the_pass_once_before_dce():
 
 def test_explain_shows_the_plan(A, monkeypatch):
     use_table(monkeypatch, FAVOUR_COMPACT)
-    text = gs.explain(ladies_layer, A, random_seeds(), file=False)
+    text = gs.explain(ladies_layer, A, random_seeds(), passes=unfused(), file=False)
     assert "csr-compact" in text[text.index("== layouts"):text.index("== layout plan")]
     layouts = text[text.index("== layout plan"):text.index("== programs")]
     assert "plan: 1 conversion(s)" in layouts

@@ -33,8 +33,8 @@ def A():
     return gs.datasets.rmat(N_NODES, 8000, seed=2, weighted=True)
 
 
-def program(fn, A, **kwargs):
-    return gs.compile(fn).program(A, torch.arange(16), **kwargs)
+def program(fn, A, passes=None, **kwargs):
+    return gs.compile(fn, passes=passes).program(A, torch.arange(16), **kwargs)
 
 
 def rewrite(graph, copies=3, **options):
@@ -107,10 +107,12 @@ def test_the_rewrite_reads_the_op_table(A, monkeypatch):
     with pytest.raises(ValueError, match="super_batch: .*input 'vector' of edge_broadcast.*ir.ops"):
         rewrite(ladies)
     monkeypatch.undo()
-    monkeypatch.setitem(op_table.OPS, Op.REDUCE,               # its result: how to cut it?
-                        dataclasses.replace(op_table.OPS[Op.REDUCE], out=None))
-    with pytest.raises(ValueError, match="super_batch: .*result of reduce.*ir.ops"):
-        rewrite(ladies)
+    for op in (Op.REDUCE, Op.SLICE_REDUCE):                  # its result: how to cut it?
+        monkeypatch.undo()
+        monkeypatch.setitem(op_table.OPS, op, dataclasses.replace(op_table.OPS[op], out=None))
+        with pytest.raises(ValueError, match=f"super_batch: .*result of {op.value}.*ir.ops"):
+            rewrite(ladies if op is Op.SLICE_REDUCE else program(
+                example("ladies").ladies, A, layers=(20, 20), passes=[]))
 
 
 BIAS = torch.rand(N_NODES) + 0.1

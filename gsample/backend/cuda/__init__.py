@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ...ir import Op
 from .. import Backend
-from . import compute, edge_map, extract, finalize, nodewise, sampling
+from . import compute, edge_map, extract, finalize, layerwise, nodewise, sampling
 
 _CSC = ("csc",)
 #: op -> (its kernels' host code, the layouts it takes); the rest runs the torch code
@@ -61,6 +61,7 @@ class CudaBackend(Backend):
         for op, (fn, layouts) in IMPLS.items():
             self.register(op, layouts, fn)
         nodewise.register(self)          # sync-free variants (kernels/nodewise.cu, frontier.cu)
+        layerwise.register(self)         # and of the layer-wise ops (kernels/layerwise.cu)
 
     def runs_here(self, inputs: dict) -> bool:
         """Graphs on a GPU; inputs on the CPU run the torch code where they are."""

@@ -2,7 +2,9 @@
 SDDMM and edge broadcasts, with the torch backend's signatures and dtype rules.
 
 Reductions (``reduce``, ``spmm``, ``spmm_t``) add in a fixed order, never with float
-atomics (DESIGN §3), so two runs are bit-identical. The order is a ``CHUNK``-ary tree per
+atomics (DESIGN §3), so two runs are bit-identical. With one feature the tree runs in one
+launch without a read-back (a warp per segment, ``gs_seg_warp``); with several, level by
+level. The order is a ``CHUNK``-ary tree per
 segment (a column in CSC order, or a row in CSR order through :func:`convert.to_csr`'s
 stable permutation, without materialising permuted values): the segment's terms are cut
 into chunks of ``CHUNK`` consecutive ones, each chunk is reduced left to right, and the
@@ -184,6 +186,14 @@ def segment_reduce(ptr: torch.Tensor, op: str, num_positions: int, dtype: torch.
     Tensor, shape (S, F)
         ``term(p, f) = x[item, f] * d[gidx[item], f]`` reduced per segment; 0 where empty.
     """
+    S = ptr.numel() - 1
+    if S > 0 and num_positions > 0 and _features(x, d) == 1:
+        # one feature: the same tree in one launch, no read-back (kernels: gs_seg_warp)
+        out = torch.empty((S, 1), dtype=dtype, device=ptr.device)
+        launch("segment_reduce", "gs_seg_warp", S * 32, _i64(ptr), S, _ptr(perm), _ptr(x),
+               _ptr(gidx), _ptr(d), MAX if op == "max" else SUM, int(op == "mean"), out,
+               dtypes=(_FLOATS[dtype],))
+        return out
     return _tree(ptr, op, num_positions, dtype, x, perm, gidx, d, _step_cuda, _finish_cuda)
 
 

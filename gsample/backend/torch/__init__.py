@@ -8,7 +8,7 @@ from __future__ import annotations
 from ...formats.layouts import NAMES
 from ...ir import Op
 from .. import Backend
-from . import compute, extract, finalize, fused_select, layout_ops, select
+from . import compute, extract, finalize, fused_reduce, fused_select, layout_ops, select
 
 _CSC = ("csc",)
 _ANY = NAMES
@@ -24,6 +24,7 @@ IMPLS = {
     Op.REDUCE: (layout_ops.reduce, _ANY),
     Op.FUSED_EDGE_MAP: (layout_ops.fused_edge_map, _ANY),
     Op.FUSED_EDGE_MAP_REDUCE: (layout_ops.fused_edge_map_reduce, _ANY),
+    Op.SLICE_REDUCE: (fused_reduce.slice_reduce, _CSC),
     Op.SPMM: (layout_ops.spmm, _ANY),
     Op.SPMM_T: (layout_ops.spmm_t, _ANY),
     Op.SDDMM: (compute.sddmm, _ANY),

@@ -1,0 +1,146 @@
+"""Layer-wise sampling on the GPU without the frontier's slice (``kernels/layerwise.cu``):
+``A[:, cols].sum(axis=1)`` (``SLICE_REDUCE``) and ``A[:, cols].collective_sample(k)``.
+
+* ``slice_reduce`` (sum over rows) is sync-free: three passes over the frontier's edges and
+  one over the rows, sums exact in 128-bit integers (bit-reproducible, at least as accurate
+  as a float64 sum; the torch backend's float sums agree up to their own rounding). It
+  takes a bounded frontier and a super-batch's encoded one.
+* ``slice_collective_sample`` (without replacement, one mini-batch) reads back twice: the
+  frontier's edge and candidate counts before the draws (with every check flag pending,
+  so a bad ``node_probs`` raises there), and the kept edge count before the output is
+  allocated. The draws are the torch backend's keys (``select.Draws.row_keys``) over all
+  rows, the ``k`` smallest chosen by ``torch.topk`` (keys of distinct rows differ but for
+  a 64-bit hash collision), so samples equal the torch backend's.
+
+Other inputs (replacement, a super-batch's collective draws, a sub-matrix, other reductions)
+run the exact implementations.
+"""
+from __future__ import annotations
+
+import torch
+
+from ... import validate as V
+from ...formats.csc import CSC
+from ...random import DeviceKey
+from . import compute, extract, sampling
+from .extract import _index_arrays, _params
+from .module import launch, memset
+from .nodewise import _exact, _frontier, _opt
+
+_THREADS = 256
+_FLOATS = {torch.float32: "float", torch.float64: "double"}
+
+
+def _graph(A) -> bool:
+    return isinstance(A, CSC) and A.indptr.is_cuda and A.row_ids is None and A.col_ids is None
+
+
+def _blocks(C: int) -> int:
+    return max(1, min(C, 65535 * 4))
+
+
+# ----------------------------------------------------------------------------- row sums
+def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor:
+    """``A[:, cols].<op>(axis)`` (see ``gsample.backend.torch.fused_reduce``); sums over
+    rows of the graph run the sync-free kernels, the rest the exact implementations."""
+    vals = A.values
+    ok = (op == "sum" and axis == 1 and _graph(A)
+          and (vals is None or (vals.dtype in _FLOATS and vals.dim() == 1)))
+    if not ok:
+        from ..torch import fused_reduce
+        exact = _exact(cols)
+        if batches is None:
+            return compute.reduce(extract.slice_cols(A, exact), op, axis)
+        return fused_reduce.slice_reduce(A, exact, op, axis, batches)
+    buf, ncols = _frontier(cols)
+    N, n = batches if batches is not None else (1, 0)
+    C, dev = buf.numel(), buf.device
+    R = A.num_nodes * N
+    dtype = torch.float32 if vals is None else vals.dtype
+    indptr, rows = _index_arrays(A)
+    scratch = torch.empty(4 * R, dtype=torch.int64, device=dev)   # emax|flags, lo, hi
+    memset(scratch, 0)
+    words = scratch[:R].view(torch.int32)            # 2R int32: R exponents, R flags
+    emax, flags = words[:R], words[R:]
+    lo, hi = scratch[R:2 * R], scratch[2 * R:3 * R]
+    key = {"params": _params(indptr), "dtypes": (_FLOATS[dtype],)}
+    v = _opt(None if vals is None else vals.contiguous())
+    grid = _blocks(C)
+    launch("layerwise", "gs_rowsum_exponents", grid * _THREADS, indptr, rows, v, buf, C,
+           _opt(ncols), n, emax, flags, block=_THREADS, grid=grid, **key)
+    launch("layerwise", "gs_rowsum_add", grid * _THREADS, indptr, rows, v, buf, C, _opt(ncols),
+           n, emax, lo, hi, block=_THREADS, grid=grid, **key)
+    out = torch.empty(R, dtype=dtype, device=dev)
+    launch("layerwise", "gs_rowsum_finish", R, emax, flags, lo, hi, R, out, **key)
+    return out
+
+
+# ----------------------------------------------------------------------------- collective
+def slice_collective_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
+                            node_probs=None) -> CSC:
+    """``A[:, cols].collective_sample(k, node_probs, replace)``: ``k`` rows for the frontier,
+    every frontier edge of a chosen row kept (see the module docstring)."""
+    probs_ok = node_probs is None or (node_probs.dtype in _FLOATS and node_probs.is_cuda
+                                      and node_probs.dim() == 1)
+    if replace or key.copies > 1 or not _graph(A) or not probs_ok:
+        return sampling.slice_collective_sample(A, _exact(cols), k, replace, key.host(),
+                                                None if node_probs is None
+                                                else _exact(node_probs))
+    buf, ncols = _frontier(cols)
+    C, dev, R = buf.numel(), buf.device, A.num_nodes
+    indptr, rows = _index_arrays(A)
+    params = _params(indptr)
+    cand = torch.empty(R, dtype=torch.uint8, device=dev)
+    memset(cand, 0)
+    counters = torch.empty(2, dtype=torch.int64, device=dev)          # edges, candidates
+    memset(counters, 0)
+    grid = _blocks(C)
+    launch("layerwise", "gs_frontier_rows", grid * _THREADS, indptr, rows, buf, C, _opt(ncols),
+           0, cand, counters[:1], block=_THREADS, grid=grid, params=params)
+    keys = torch.empty(R, dtype=torch.int64, device=dev)
+    p = None if node_probs is None else node_probs.contiguous()
+    dtypes = (_FLOATS[p.dtype],) if p is not None else ("float",)
+    launch("layerwise", "gs_row_sort_keys", R, cand, R, _opt(p), key.tensor, 0, keys,
+           counters[1:], dtypes=dtypes)
+    # read back 1: the frontier's edges and candidates (and every pending check flag)
+    scalars = [counters[:1], counters[1:]] + ([ncols] if ncols is not None else [])
+    edges, ncand, *m = V.read_back(scalars)
+    cols = buf[:m[0]] if m else buf
+    if p is not None and edges and not ncand:
+        raise ValueError(V.NO_POSITIVE_ROW)
+    take = min(k, ncand)
+    if take == 0:
+        chosen = keys[:0]
+    else:
+        chosen = torch.sort(torch.topk(keys, take, largest=False, sorted=False).indices).values
+    newpos = torch.empty(R, dtype=torch.int64, device=dev)
+    memset(newpos, 0xFF)                                              # -1: not chosen
+    launch("layerwise", "gs_scatter_positions", take, chosen, take, newpos)
+    Cx = cols.numel()
+    counts = torch.empty(Cx, dtype=torch.int64, device=dev)
+    indptr_out = torch.empty(Cx + 1, dtype=torch.int64, device=dev)
+    memset(indptr_out[:1], 0)
+    grid = _blocks(Cx)
+    launch("layerwise", "gs_kept_counts", grid * _THREADS, indptr, rows, cols, Cx, newpos,
+           counts, block=_THREADS, grid=grid, params=params)
+    torch.cumsum(counts, 0, out=indptr_out[1:])
+    # read back 2: the kept edges, to allocate the result exactly
+    (kept,) = V.read_back([indptr_out[-1:]]) if Cx else (0,)
+    rows_out = torch.empty(kept, dtype=torch.int64, device=dev)
+    pos = torch.empty(kept, dtype=torch.int64, device=dev)
+    launch("layerwise", "gs_kept_edges", grid * _THREADS, indptr, rows, cols, Cx, newpos,
+           indptr_out, rows_out, pos, block=_THREADS, grid=grid, params=params)
+    return CSC(num_nodes=A.num_nodes, indptr=indptr_out, rows=rows_out, row_ids=chosen,
+               col_ids=cols, values=None if A.values is None else A.values[pos],
+               eids=pos if A.eids is None else A.eids[pos])
+
+
+def register(backend) -> None:
+    """Register these as the CUDA backend's implementations that take bounded frontiers."""
+    from ...ir import Op
+    backend.register(Op.SLICE_REDUCE, ("csc",), slice_reduce, sync_free=True)
+    backend.register(Op.SLICE_COLLECTIVE_SAMPLE, ("csc",), slice_collective_sample,
+                     sync_free=True, syncs=True, bounded_out=False)
+
+
+__all__ = ["slice_reduce", "slice_collective_sample", "register"]

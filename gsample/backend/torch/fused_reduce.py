@@ -1,0 +1,33 @@
+"""Extract-reduce fusion: ``A[:, cols].sum/max/mean(axis)`` as one op (``SLICE_REDUCE``).
+
+The torch backend's reference is the unfused computation itself (the slice, then the
+reduction), so the fused op returns exactly what the program it replaces returned; the CUDA
+backend's kernels reduce the frontier's edges without building the slice.
+"""
+from __future__ import annotations
+
+import torch
+
+from ...formats.layouts import to_csr
+from . import extract, layout_ops
+from .batched import encode_columns, frontier
+
+
+def slice_reduce(A, cols: torch.Tensor, op: str, axis: int, batches=None) -> torch.Tensor:
+    """``A[:, cols].<op>(axis)``: shape ``(len(cols),)`` for ``axis=0``, ``(R,)`` for ``axis=1``.
+
+    With ``batches`` ``(N, n)``, ``cols`` is a super-batch's encoded frontier (ids ``b * n +
+    v``) and ``A`` the graph: the reduction of the block-diagonal graph's slice (axis 1: the
+    ``N * n`` encoded rows), as the unfused super-batched program computes it.
+    """
+    if batches is None:
+        S = extract.slice_cols(A, cols)
+    else:
+        N, n = batches
+        nodes, _, _ = frontier(cols, n, N)
+        S = encode_columns(extract.slice_cols(A, nodes), cols, n, N)
+    if axis == 1 and S.num_rows > 4 * S.nnz:
+        # per row over a row space far larger than the slice: a compact CSR is O(E), not
+        # O(R), and reduces in the same order (the same bits, gsample.formats.layouts)
+        S = to_csr(S, compact=True)
+    return layout_ops.reduce(S, op, axis)

@@ -1,0 +1,34 @@
+"""Extract-reduce fusion: ``A[:, cols].sum(axis=1)`` (also ``max``, ``mean``) never
+materialises the slice.
+
+A per-row ``REDUCE`` (``axis=1``: one value per row of the graph) whose matrix is a ``SLICE_COLS`` of a whole graph (its sparsity reaches a
+graph ``INPUT``, as extract-select fusion requires: the fused op indexes the graph's
+columns by node id) becomes one ``SLICE_REDUCE`` taking the slice's matrix and columns.
+LADIES's row bias ``(A[:, seeds] ** 2).sum(axis=1)``, whose ``** 2`` pre-processing moved to
+the graph, becomes the reduction of a cached graph-level matrix over the frontier's edges:
+no slice, no edge count read back. The slice itself stays while anything else reads it
+(DCE drops it otherwise). The result is the same computation, so samples do not change.
+"""
+from __future__ import annotations
+
+from ..ir import Graph, Op
+from .fuse_extract_select import _live, _sparsity_root
+
+
+def fuse_extract_reduce(graph: Graph) -> Graph:
+    """Fuse every reduction of a graph-level column slice (see the module doc)."""
+    live = _live(graph)
+    dead = []
+    for node in list(graph.nodes):
+        if node.op is not Op.REDUCE or node not in live or node.attrs["axis"] != 1:
+            continue
+        sl = node.input("A")
+        if sl.op is not Op.SLICE_COLS or _sparsity_root(sl.input("A")).op is not Op.INPUT:
+            continue
+        fused = graph.add(Op.SLICE_REDUCE, {"A": sl.input("A"), "cols": sl.input("cols")},
+                          {"op": node.attrs["op"], "axis": node.attrs["axis"]}, node.kind,
+                          before=node, meta=node.meta)
+        graph.replace_uses(node, fused)
+        dead.append(node)
+    graph.remove(dead)
+    return graph

@@ -1,0 +1,245 @@
+// Kernel family "layerwise": what a layer-wise sampler (LADIES, FastGCN) does to a frontier
+// of the graph, without materialising the frontier's column slice (host code:
+// gsample/backend/cuda/layerwise.py; semantics: gsample/backend/torch/fused_reduce.py and
+// fused_select.py).
+//
+// Every kernel walks the frontier's edges column by column, a block per column (block-
+// stride over the columns), so a hub column of a million edges is spread over a block. The
+// frontier is a buffer of C ids of which *ncols are real (C when null); n > 0: a super-batch
+// (ids b * n + v; node v of the graph, rows b * n + row).
+//
+// Row sums (A[:, cols].sum(axis=1)) add exactly: each row's terms become 62-bit fixed-point
+// integers at the row's largest binary exponent (pass 1), summed in 128 bits by integer
+// atomics (pass 2: integer addition is associative, so the result does not depend on the
+// order threads run in: bit-reproducible), converted back once (pass 3). Non-finite terms
+// follow IEEE: NaN, or +inf and -inf, give NaN; else an infinity wins.
+#include "hash.cuh"
+
+#ifndef GS_IDX
+#define GS_IDX long long
+#endif
+#ifndef GS_DTYPE0
+#define GS_DTYPE0 float
+#endif
+typedef GS_IDX gs_idx;
+typedef GS_DTYPE0 gs_t;
+
+#define GS_EXP_BIAS 1100                    // stored exponents: e + bias >= 1 (0: no term)
+#define GS_NAN 1
+#define GS_POS_INF 2
+#define GS_NEG_INF 4
+
+// Column c of the frontier: its graph node's edge range and the row offset of its batch;
+// false for a padding column.
+__device__ __forceinline__ bool gs_column(const gs_idx* __restrict__ indptr,
+                                          const gs_i64* __restrict__ cols, gs_i64 c, gs_i64 m,
+                                          gs_i64 n, gs_i64* start, gs_i64* end,
+                                          gs_i64* shift) {
+    if (c >= m) return false;
+    const gs_i64 id = cols[c];
+    const gs_i64 b = n > 0 ? id / n : 0;
+    const gs_i64 v = id - b * n;
+    *start = (gs_i64)indptr[v];
+    *end = (gs_i64)indptr[v + 1];
+    *shift = b * n;
+    return true;
+}
+
+#define GS_COLUMNS(c, C)                                                       \
+    for (gs_i64 c = blockIdx.x; c < (C); c += gridDim.x)
+
+__device__ __forceinline__ double gs_value(const gs_t* __restrict__ values, gs_i64 e) {
+    return values == nullptr ? 1.0 : (double)values[e];
+}
+
+// ----------------------------------------------------------------------------- row sums
+// Pass 1: per row, the largest exponent of its finite nonzero terms (emax, biased), and
+// flags of its non-finite ones.
+extern "C" __global__ void gs_rowsum_exponents(const gs_idx* __restrict__ indptr,
+                                               const gs_idx* __restrict__ rows,
+                                               const gs_t* __restrict__ values,
+                                               const gs_i64* __restrict__ cols, gs_i64 C,
+                                               const gs_i64* __restrict__ ncols, gs_i64 n,
+                                               int* __restrict__ emax,
+                                               int* __restrict__ flags) {
+    const gs_i64 m = ncols == nullptr ? C : *ncols;
+    GS_COLUMNS(c, C) {
+        gs_i64 start, end, shift;
+        if (!gs_column(indptr, cols, c, m, n, &start, &end, &shift)) continue;
+        for (gs_i64 e = start + threadIdx.x; e < end; e += blockDim.x) {
+            const double x = gs_value(values, e);
+            const gs_i64 r = (gs_i64)rows[e] + shift;
+            if (isnan(x)) atomicOr(&flags[r], GS_NAN);
+            else if (isinf(x)) atomicOr(&flags[r], x > 0 ? GS_POS_INF : GS_NEG_INF);
+            else if (x != 0.0) {
+                int ex;
+                frexp(x, &ex);                      // |x| < 2 ** ex
+                atomicMax(&emax[r], ex + GS_EXP_BIAS);
+            }
+        }
+    }
+}
+
+// Pass 2: sum[r] += round(x * 2 ** (62 - emax[r])), a 128-bit two's complement integer in
+// (lo, hi): the carry out of lo is counted by the thread whose addition made it.
+extern "C" __global__ void gs_rowsum_add(const gs_idx* __restrict__ indptr,
+                                         const gs_idx* __restrict__ rows,
+                                         const gs_t* __restrict__ values,
+                                         const gs_i64* __restrict__ cols, gs_i64 C,
+                                         const gs_i64* __restrict__ ncols, gs_i64 n,
+                                         const int* __restrict__ emax,
+                                         gs_u64* __restrict__ lo, gs_u64* __restrict__ hi) {
+    const gs_i64 m = ncols == nullptr ? C : *ncols;
+    GS_COLUMNS(c, C) {
+        gs_i64 start, end, shift;
+        if (!gs_column(indptr, cols, c, m, n, &start, &end, &shift)) continue;
+        for (gs_i64 e = start + threadIdx.x; e < end; e += blockDim.x) {
+            const double x = gs_value(values, e);
+            if (x == 0.0 || isnan(x) || isinf(x)) continue;
+            const gs_i64 r = (gs_i64)rows[e] + shift;
+            const gs_i64 q = (gs_i64)llrint(ldexp(x, 62 - (emax[r] - GS_EXP_BIAS)));
+            const gs_u64 old = atomicAdd((unsigned long long*)&lo[r], (unsigned long long)q);
+            const gs_u64 carry = (old + (gs_u64)q) < old ? 1ULL : 0ULL;
+            const gs_u64 high = carry + (q < 0 ? ~0ULL : 0ULL);
+            if (high) atomicAdd((unsigned long long*)&hi[r], (unsigned long long)high);
+        }
+    }
+}
+
+// Pass 3: out[r] for every row of the row space (0 where no term).
+extern "C" __global__ void gs_rowsum_finish(const int* __restrict__ emax,
+                                            const int* __restrict__ flags,
+                                            const gs_u64* __restrict__ lo,
+                                            const gs_u64* __restrict__ hi, gs_i64 R,
+                                            gs_t* __restrict__ out) {
+    for (gs_i64 r = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; r < R;
+         r += (gs_i64)gridDim.x * blockDim.x) {
+        const int f = flags[r];
+        double v;
+        if ((f & GS_NAN) || ((f & GS_POS_INF) && (f & GS_NEG_INF))) v = nan("");
+        else if (f & GS_POS_INF) v = __longlong_as_double(0x7FF0000000000000LL);
+        else if (f & GS_NEG_INF) v = __longlong_as_double(0xFFF0000000000000LL);
+        else if (emax[r] == 0) v = 0.0;
+        else {
+            const double whole = __dadd_rn(__dmul_rn((double)(long long)hi[r], 0x1.0p64),
+                                           (double)lo[r]);
+            v = ldexp(whole, emax[r] - GS_EXP_BIAS - 62);
+        }
+        out[r] = (gs_t)v;
+    }
+}
+
+// ----------------------------------------------------------------------------- collective
+// The rows holding an edge of the frontier (cand[r] = 1) and the frontier's edge count.
+extern "C" __global__ void gs_frontier_rows(const gs_idx* __restrict__ indptr,
+                                            const gs_idx* __restrict__ rows,
+                                            const gs_i64* __restrict__ cols, gs_i64 C,
+                                            const gs_i64* __restrict__ ncols, gs_i64 n,
+                                            unsigned char* __restrict__ cand,
+                                            gs_i64* __restrict__ edges) {
+    const gs_i64 m = ncols == nullptr ? C : *ncols;
+    GS_COLUMNS(c, C) {
+        gs_i64 start, end, shift;
+        if (!gs_column(indptr, cols, c, m, n, &start, &end, &shift)) continue;
+        if (threadIdx.x == 0 && end > start)
+            atomicAdd((unsigned long long*)edges, (unsigned long long)(end - start));
+        for (gs_i64 e = start + threadIdx.x; e < end; e += blockDim.x)
+            cand[(gs_i64)rows[e] + shift] = 1;
+    }
+}
+
+// Sort keys of the candidate rows (select.Draws.row_keys): uniform word(0, v) >> 1, weighted
+// exponential(word(0, v)) / p[r] (float64; its bits order like the number: it is > 0); every
+// other row INT64_MAX. v = r (or r - b * n in batch b, keyed by its batch). ncand[0] += the
+// candidates.
+extern "C" __global__ void gs_row_sort_keys(const unsigned char* __restrict__ cand, gs_i64 R,
+                                            const gs_t* __restrict__ probs,
+                                            const gs_u64* __restrict__ key, gs_i64 n,
+                                            gs_i64* __restrict__ keys,
+                                            gs_i64* __restrict__ ncand) {
+    gs_i64 mine = 0;
+    for (gs_i64 r = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; r < R;
+         r += (gs_i64)gridDim.x * blockDim.x) {
+        gs_i64 k = 0x7FFFFFFFFFFFFFFFLL;
+        const bool ok = cand[r] && (probs == nullptr || (double)probs[r] > 0.0);
+        if (ok) {
+            const gs_i64 b = n > 0 ? r / n : 0;
+            const gs_u64 w = gs_word(gs_combine(key[0], (gs_i64)key[1] + b), 0, r - b * n);
+            if (probs == nullptr) k = (gs_i64)(w >> 1);
+            else k = __double_as_longlong(__ddiv_rn(gs_exponential(w), (double)probs[r]));
+            ++mine;
+        }
+        keys[r] = k;
+    }
+    if (mine) atomicAdd((unsigned long long*)ncand, (unsigned long long)mine);
+}
+
+// newpos[chosen[i]] = i (newpos starts all -1).
+extern "C" __global__ void gs_scatter_positions(const gs_i64* __restrict__ chosen, gs_i64 k,
+                                                gs_i64* __restrict__ newpos) {
+    for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < k;
+         i += (gs_i64)gridDim.x * blockDim.x)
+        newpos[chosen[i]] = i;
+}
+
+// The edges each column keeps (those of a chosen row): counts[c].
+extern "C" __global__ void gs_kept_counts(const gs_idx* __restrict__ indptr,
+                                          const gs_idx* __restrict__ rows,
+                                          const gs_i64* __restrict__ cols, gs_i64 C,
+                                          const gs_i64* __restrict__ newpos,
+                                          gs_i64* __restrict__ counts) {
+    __shared__ int total;
+    GS_COLUMNS(c, C) {
+        if (threadIdx.x == 0) total = 0;
+        __syncthreads();
+        gs_i64 start, end, shift;
+        gs_column(indptr, cols, c, C, 0, &start, &end, &shift);
+        int mine = 0;
+        for (gs_i64 e = start + threadIdx.x; e < end; e += blockDim.x)
+            mine += newpos[(gs_i64)rows[e]] >= 0;
+        if (mine) atomicAdd(&total, mine);
+        __syncthreads();
+        if (threadIdx.x == 0) counts[c] = total;
+        __syncthreads();
+    }
+}
+
+// Column c's kept edges, in column order, at indptr_out[c]: rows_out (the chosen row's
+// position), pos_out (the edge's position in the graph). A block compacts its column a
+// chunk of blockDim edges at a time (a block scan of the keep flags).
+extern "C" __global__ void gs_kept_edges(const gs_idx* __restrict__ indptr,
+                                         const gs_idx* __restrict__ rows,
+                                         const gs_i64* __restrict__ cols, gs_i64 C,
+                                         const gs_i64* __restrict__ newpos,
+                                         const gs_i64* __restrict__ indptr_out,
+                                         gs_i64* __restrict__ rows_out,
+                                         gs_i64* __restrict__ pos_out) {
+    __shared__ int flags[1024];
+    __shared__ gs_i64 base;
+    GS_COLUMNS(c, C) {
+        gs_i64 start, end, shift;
+        gs_column(indptr, cols, c, C, 0, &start, &end, &shift);
+        if (threadIdx.x == 0) base = indptr_out[c];
+        __syncthreads();
+        for (gs_i64 e0 = start; e0 < end; e0 += blockDim.x) {
+            const gs_i64 e = e0 + threadIdx.x;
+            const gs_i64 p = e < end ? newpos[(gs_i64)rows[e]] : -1;
+            flags[threadIdx.x] = p >= 0;
+            __syncthreads();
+            for (int d = 1; d < (int)blockDim.x; d <<= 1) {       // inclusive scan
+                const int y = threadIdx.x >= d ? flags[threadIdx.x - d] : 0;
+                __syncthreads();
+                flags[threadIdx.x] += y;
+                __syncthreads();
+            }
+            if (p >= 0) {
+                const gs_i64 at = base + flags[threadIdx.x] - 1;
+                rows_out[at] = p;
+                pos_out[at] = e;
+            }
+            __syncthreads();
+            if (threadIdx.x == 0) base += flags[blockDim.x - 1];
+            __syncthreads();
+        }
+    }
+}
