@@ -278,9 +278,14 @@ def check_sddmm(A, u, v, **_):
 
 
 def _frontier(A, cols):
-    """``(index, indptr)`` of the edges of ``A[:, cols]`` (see ``storage.gather_segments``)."""
+    """``(index, indptr)`` of the edges of ``A[:, cols]`` (see ``formats.gather_segments``);
+    a bounded frontier is read back first."""
+    from .formats.bounded import BoundedIds
     from .formats.csc import gather_segments
-    return gather_segments(*A.column_segments(cols))
+    if isinstance(cols, BoundedIds):
+        (n,) = read_back([cols.count])
+        cols = cols.data[:n]
+    return (*gather_segments(*A.column_segments(cols)), cols)
 
 
 def edge_probs(p, indptr, cols) -> None:
@@ -304,7 +309,7 @@ def check_individual(A, probs=None, cols=None, trusted=(), in_kernel=(), **_):
     if cols is None:
         p, indptr, cols = probs, A.indptr, A.global_cols()
     else:                                   # fused op: check the frontier's edges only
-        index, indptr = _frontier(A, cols)
+        index, indptr, cols = _frontier(A, cols)
         p = probs[index]
     _finite_nonnegative(p, "probs")
     edge_probs(p, indptr, cols)

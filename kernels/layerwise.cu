@@ -243,3 +243,41 @@ extern "C" __global__ void gs_kept_edges(const gs_idx* __restrict__ indptr,
         }
     }
 }
+
+// ----------------------------------------------------------------------------- row sums of a matrix
+// The same exact row sums over a materialised matrix's edges (rows[e], values[e]), one
+// thread per edge: A.sum(axis=1) gives the same bits whether or not its slice was built.
+extern "C" __global__ void gs_rowsum_edges_exponents(const gs_i64* __restrict__ rows,
+                                                     const gs_t* __restrict__ values, gs_i64 E,
+                                                     int* __restrict__ emax,
+                                                     int* __restrict__ flags) {
+    for (gs_i64 e = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; e < E;
+         e += (gs_i64)gridDim.x * blockDim.x) {
+        const double x = gs_value(values, e);
+        const gs_i64 r = rows[e];
+        if (isnan(x)) atomicOr(&flags[r], GS_NAN);
+        else if (isinf(x)) atomicOr(&flags[r], x > 0 ? GS_POS_INF : GS_NEG_INF);
+        else if (x != 0.0) {
+            int ex;
+            frexp(x, &ex);
+            atomicMax(&emax[r], ex + GS_EXP_BIAS);
+        }
+    }
+}
+
+extern "C" __global__ void gs_rowsum_edges_add(const gs_i64* __restrict__ rows,
+                                               const gs_t* __restrict__ values, gs_i64 E,
+                                               const int* __restrict__ emax,
+                                               gs_u64* __restrict__ lo, gs_u64* __restrict__ hi) {
+    for (gs_i64 e = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; e < E;
+         e += (gs_i64)gridDim.x * blockDim.x) {
+        const double x = gs_value(values, e);
+        if (x == 0.0 || isnan(x) || isinf(x)) continue;
+        const gs_i64 r = rows[e];
+        const gs_i64 q = (gs_i64)llrint(ldexp(x, 62 - (emax[r] - GS_EXP_BIAS)));
+        const gs_u64 old = atomicAdd((unsigned long long*)&lo[r], (unsigned long long)q);
+        const gs_u64 carry = (old + (gs_u64)q) < old ? 1ULL : 0ULL;
+        const gs_u64 high = carry + (q < 0 ? ~0ULL : 0ULL);
+        if (high) atomicAdd((unsigned long long*)&hi[r], (unsigned long long)high);
+    }
+}

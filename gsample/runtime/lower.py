@@ -24,6 +24,7 @@ from ..backend import get_backend, resolve
 from ..formats.bounded import Bounded, counts, trim
 from ..formats.csc import CSC
 from ..ir import Graph, Kind, Op, Ref, info, map_template
+from .cuda_graphs import copy_out
 from .options import Options
 from .program import Program, Step
 
@@ -106,6 +107,11 @@ class _Lowering:
                 self.sparse(node)
         self.p.inputs, self.p.keys = tuple(self.inputs), tuple(self.keys)
         self.release()
+        if self.options.cuda_graphs and self.p.deferred:
+            from .cuda_graphs import Region, region
+            span = region(self.p)
+            if span is not None:
+                self.p.region = Region(self.p, *span)
         return self.p
 
     def dense(self, node):
@@ -148,7 +154,8 @@ class _Lowering:
         self.slot[node] = self.new_slot(node.name)
         fn, args = _bind(impl.fn, provided)
         label = f"{impl.backend}.{node.op.value}[{layout}]" + (" sync-free" if impl.sync_free else "")
-        self.emit(fn, args, self.slot[node], label, node, syncs=impl.syncs and self.gpu)
+        step = self.emit(fn, args, self.slot[node], label, node, syncs=impl.syncs and self.gpu)
+        step.graph_safe = self.gpu and impl.sync_free and not impl.syncs
         if impl.sync_free and impl.bounded_out:
             self.bounded.add(self.slot[node])
 
@@ -166,13 +173,13 @@ class _Lowering:
         if not checked:
             return inputs
         names = tuple(inputs)
-        self.exact(inputs.values(), node)
+        self.exact([inputs[k] for k in checked], node)     # trusted ids may stay bounded
         attrs = {a: node.attrs[a] for a in d.attrs if a in node.attrs}
         outs = tuple(self.new_slot(f"{node.name}.{k}") for k in checked)
         # ids the kernel checks itself are only converted here (no read-back for them)
         in_kernel = tuple(k for k in in_kernel if k in checked) if self.options.boundary_checks \
             else ()
-        reads = self.gpu and not set(checked) <= set(in_kernel)
+        reads = self.gpu and not self.p.deferred and not set(checked) <= set(in_kernel)
         self.emit(_Check(d.check, names, attrs, trusted, checked, in_kernel),
                   [inputs[k] for k in names], outs,
                   f"check {node.op.value}({', '.join(checked)})"
@@ -189,7 +196,13 @@ class _Lowering:
                       "trim", node, syncs=True)
         template = node.attrs["template"]
         where = dict(zip(names, slots))
-        self.p.output = lambda env: map_template(template, lambda ref: _wrap(env[where[ref.name]]))
+
+        def output(env, copy):
+            """The returned structure; ``copy``: its values live in a CUDA graph's memory."""
+            get = (lambda ref: _wrap(copy_out(env[where[ref.name]]))) if copy else \
+                (lambda ref: _wrap(env[where[ref.name]]))
+            return map_template(template, get)
+        self.p.output = output
 
     # ------------------------------------------------------------------ release points
     def release(self) -> None:

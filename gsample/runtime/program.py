@@ -34,6 +34,7 @@ class Step:
     release: tuple = ()
     node: Any = None
     syncs: bool = False          # the step may read a size or flag back to the host
+    graph_safe: bool = False     # a sync-free kernel step: may be captured in a CUDA graph
 
 
 @dataclass
@@ -76,6 +77,7 @@ class Program:
     deferred: bool = False
     slot_names: list = field(default_factory=list)
     device: str = "cpu"
+    region: Any = None           # the steps captured as a CUDA graph (cuda_graphs.Region)
 
     @property
     def num_syncs(self) -> int:
@@ -94,6 +96,9 @@ class Program:
             lines.append(f"  key {name(slot)} = op key of ordinal {ordinal}"
                          + (f" for {batches[0]} mini-batches" if batches else "")
                          + (" (on the device)" if on_device else ""))
+        if self.region is not None:
+            lines.append(f"  steps [{self.region.start}] .. [{self.region.stop - 1}]: one CUDA "
+                         "graph per argument shape, replayed from the third call on")
         for i, s in enumerate(self.steps):
             outs = s.out if isinstance(s.out, tuple) else (s.out,)
             lhs = ", ".join(name(o) for o in outs)
@@ -133,12 +138,18 @@ def run(program: Program, args: dict, observe: Optional[Callable] = None):
                 else BatchKeys.of(seed, base + ordinal, batch, *batches)
     if device_keys:
         _device_keys(env, device_keys, batch, program.device)
-    if program.deferred:
-        with V.deferred():
-            _steps(program.steps, env, observe)
-    else:
+    if not program.deferred:
         _steps(program.steps, env, observe)
-    return program.output(env)
+        return program.output(env, False)
+    with V.deferred():
+        r = program.region
+        if r is None or observe is not None:
+            _steps(program.steps, env, observe)
+            return program.output(env, False)
+        _steps(program.steps[:r.start], env, None)
+        in_graph = r.run(env, lambda steps, e: _steps(steps, e, None))
+        _steps(program.steps[r.stop:], env, None)
+        return program.output(env, in_graph)
 
 
 def _device_keys(env: list, keys: list, batch: int, device: str) -> None:

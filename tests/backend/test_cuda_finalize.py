@@ -232,4 +232,4 @@ def test_compiled_cuda_backend_equals_torch_backend(graph, monkeypatch, fn, kwar
         got = gs.compile(fn, backend="cuda")(graph, seeds, **kwargs)
         assert_same(got, ref, f"seed {seed}")
     # the kernels ran, not the fallback: the sync-free samples and frontiers
-    assert {"gs_sample_uniform", "gs_nodes_emit"} <= set(launched)
+    assert {"gs_sample_uniform", "gs_nodes_scan_emit"} <= set(launched)

@@ -249,3 +249,30 @@ def test_ladies_reads_back_once_per_layer_and_checks_its_probabilities(normalize
         return sub.collective_sample(k, node_probs=p)
     with pytest.raises(ValueError, match="node_probs: contains negative values"):
         gs.compile(bad_bias, backend="cuda")(normalized, seeds)
+
+
+# ----------------------------------------------------------------------------- CUDA graphs
+def test_cuda_graph_replays_draw_every_call_s_own_samples(graph, weighted):
+    """The third call of a shape replays a captured graph: every call still draws its own
+    samples (new keys, new seeds), its results survive the next replay (copied out), a bad
+    seed still raises, and another graph of the same size is captured again."""
+    sampler = gs.compile(graphsage, backend="cuda")
+    reference = gs.compile(graphsage, backend="torch")
+    seeds = [_seeds(300, graph.num_nodes, 20 + i) for i in range(5)]
+    assert sampler.lowered(graph, seeds[0]).region is not None
+    gs.manual_seed(8)
+    got = [sampler(graph, s) for s in seeds]                # eager, capture, replays
+    gs.manual_seed(8)
+    want = [reference(graph, s) for s in seeds]
+    for g, w in zip(got, want):
+        assert_same(g, w)
+    bad = seeds[0].clone()
+    bad[3] = -1
+    with pytest.raises(IndexError, match="cols: node id -1 is negative"):
+        sampler(graph, bad)
+    other = gs.datasets.rmat(graph.num_nodes, 100_000, seed=9).to("cuda")
+    for _ in range(3):
+        gs.manual_seed(1)
+        a = sampler(other, seeds[1])
+        gs.manual_seed(1)
+        assert_same(a, reference(other, seeds[1]))

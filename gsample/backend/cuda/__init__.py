@@ -51,6 +51,10 @@ IMPLS = {
 }
 
 
+#: ops whose code above never reads a size back to the host (views and per-edge kernels)
+NO_READ_BACK = frozenset({Op.COLUMN, Op.ROW_IDS, Op.COL_IDS, Op.EDGE_BROADCAST})
+
+
 class CudaBackend(Backend):
     """Runs the ops it has kernels for on CUDA tensors."""
 
@@ -59,7 +63,7 @@ class CudaBackend(Backend):
     def __init__(self):
         super().__init__()
         for op, (fn, layouts) in IMPLS.items():
-            self.register(op, layouts, fn)
+            self.register(op, layouts, fn, syncs=op not in NO_READ_BACK)
         nodewise.register(self)          # sync-free variants (kernels/nodewise.cu, frontier.cu)
         layerwise.register(self)         # and of the layer-wise ops (kernels/layerwise.cu)
 

@@ -2,7 +2,9 @@
 SDDMM and edge broadcasts, with the torch backend's signatures and dtype rules.
 
 Reductions (``reduce``, ``spmm``, ``spmm_t``) add in a fixed order, never with float
-atomics (DESIGN §3), so two runs are bit-identical. With one feature the tree runs in one
+atomics (DESIGN §3), so two runs are bit-identical. Row sums of one feature are exact
+instead (:mod:`.rowsum`: 128-bit integer sums, order-free), so a column slice's row sums
+are the same bits built or fused (``SLICE_REDUCE``). With one feature the tree runs in one
 launch without a read-back (a warp per segment, ``gs_seg_warp``); with several, level by
 level. The order is a ``CHUNK``-ary tree per
 segment (a column in CSC order, or a row in CSR order through :func:`convert.to_csr`'s
@@ -32,7 +34,7 @@ import torch
 from ...formats.csc import CSC, segment_ptr
 from ..torch import compute as ref
 from ..torch import fused_compute
-from . import convert
+from . import convert, rowsum
 from .module import launch
 
 #: terms per chunk (a thread's serial work per tree level)
@@ -224,6 +226,9 @@ def reduce_values(A: CSC, v: Optional[torch.Tensor], op: str, axis: int) -> torc
             or (v is not None and (v.dtype not in _FLOATS or v.dim() not in (1, 2)))):
         return fused_compute.reduce_values(A, v, op, axis)       # the torch code
     dtype = torch.float32 if v is None else v.dtype
+    if axis == 1 and op == "sum" and (v is None or v.dim() == 1):
+        # exact, order-free row sums: the same bits as the fused SLICE_REDUCE (rowsum.py)
+        return rowsum.edge_row_sums(A.rows, v, A.num_rows, dtype)
     if axis == 0:
         ptr, perm = A.indptr, None
     else:

@@ -1,10 +1,10 @@
 """Layer-wise sampling on the GPU without the frontier's slice (``kernels/layerwise.cu``):
 ``A[:, cols].sum(axis=1)`` (``SLICE_REDUCE``) and ``A[:, cols].collective_sample(k)``.
 
-* ``slice_reduce`` (sum over rows) is sync-free: three passes over the frontier's edges and
-  one over the rows, sums exact in 128-bit integers (bit-reproducible, at least as accurate
-  as a float64 sum; the torch backend's float sums agree up to their own rounding). It
-  takes a bounded frontier and a super-batch's encoded one.
+* ``slice_reduce`` (sum over rows) is sync-free: two passes over the frontier's edges and
+  one over the rows, the exact sums of :mod:`.rowsum` (the same bits as the row sums of the
+  built slice, ``compute.reduce``). It takes a bounded frontier and a super-batch's
+  encoded one.
 * ``slice_collective_sample`` (without replacement, one mini-batch) reads back twice: the
   frontier's edge and candidate counts before the draws (with every check flag pending,
   so a bad ``node_probs`` raises there), and the kept edge count before the output is
@@ -25,10 +25,10 @@ from ...random import DeviceKey
 from . import compute, extract, sampling
 from .extract import _index_arrays, _params
 from .module import launch, memset
+from .rowsum import FLOATS as _FLOATS, RowSums
 from .nodewise import _exact, _frontier, _opt
 
 _THREADS = 256
-_FLOATS = {torch.float32: "float", torch.float64: "double"}
 
 
 def _graph(A) -> bool:
@@ -54,25 +54,18 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
         return fused_reduce.slice_reduce(A, exact, op, axis, batches)
     buf, ncols = _frontier(cols)
     N, n = batches if batches is not None else (1, 0)
-    C, dev = buf.numel(), buf.device
-    R = A.num_nodes * N
+    C = buf.numel()
     dtype = torch.float32 if vals is None else vals.dtype
     indptr, rows = _index_arrays(A)
-    scratch = torch.empty(4 * R, dtype=torch.int64, device=dev)   # emax|flags, lo, hi
-    memset(scratch, 0)
-    words = scratch[:R].view(torch.int32)            # 2R int32: R exponents, R flags
-    emax, flags = words[:R], words[R:]
-    lo, hi = scratch[R:2 * R], scratch[2 * R:3 * R]
-    key = {"params": _params(indptr), "dtypes": (_FLOATS[dtype],)}
+    sums = RowSums(A.num_nodes * N, dtype, buf.device)
+    key = {"params": _params(indptr), **sums.key}
     v = _opt(None if vals is None else vals.contiguous())
     grid = _blocks(C)
     launch("layerwise", "gs_rowsum_exponents", grid * _THREADS, indptr, rows, v, buf, C,
-           _opt(ncols), n, emax, flags, block=_THREADS, grid=grid, **key)
+           _opt(ncols), n, sums.emax, sums.flags, block=_THREADS, grid=grid, **key)
     launch("layerwise", "gs_rowsum_add", grid * _THREADS, indptr, rows, v, buf, C, _opt(ncols),
-           n, emax, lo, hi, block=_THREADS, grid=grid, **key)
-    out = torch.empty(R, dtype=dtype, device=dev)
-    launch("layerwise", "gs_rowsum_finish", R, emax, flags, lo, hi, R, out, **key)
-    return out
+           n, sums.emax, sums.lo, sums.hi, block=_THREADS, grid=grid, **key)
+    return sums.finish()
 
 
 # ----------------------------------------------------------------------------- collective
@@ -138,7 +131,8 @@ def slice_collective_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
 def register(backend) -> None:
     """Register these as the CUDA backend's implementations that take bounded frontiers."""
     from ...ir import Op
-    backend.register(Op.SLICE_REDUCE, ("csc",), slice_reduce, sync_free=True)
+    backend.register(Op.SLICE_REDUCE, ("csc",), slice_reduce, sync_free=True,
+                     bounded_out=False)
     backend.register(Op.SLICE_COLLECTIVE_SAMPLE, ("csc",), slice_collective_sample,
                      sync_free=True, syncs=True, bounded_out=False)
 

@@ -121,10 +121,10 @@ _SCRATCH: dict = {}
 
 
 def _bitmaps(device: torch.device, words: int):
-    """Two all-zero bitmaps of at least ``words`` 32-bit words, per device and stream (the
-    kernels leave them all zero)."""
-    stream = torch.cuda.current_stream(device).cuda_stream
-    key = (device.index, stream)
+    """Two all-zero bitmaps of at least ``words`` 32-bit words, per device (the kernels leave
+    them all zero; samplers on one device share them: one stream per device at a time, as
+    the runtime runs). Allocated outside any CUDA graph capture, so replays share them too."""
+    key = device.index
     have = _SCRATCH.get(key)
     if have is None or have.shape[1] < words:
         have = torch.zeros((2, max(words, 1024)), dtype=torch.int32, device=device)

@@ -1,0 +1,48 @@
+"""Exact per-row sums on the GPU (``kernels/layerwise.cu``): ``A.sum(axis=1)``.
+
+Each row's terms become 62-bit fixed-point integers at the row's largest binary exponent and
+are added in 128-bit integers by atomics: integer addition is associative, so the sum is the
+same bits whatever order threads run in and whatever order the terms come in. A column
+slice's row sums are therefore the same bits whether the slice was built (``A[:, cols]
+.sum(axis=1)`` eagerly) or not (``SLICE_REDUCE``), and the same for a mini-batch on its own
+and inside a super-batch. Non-finite terms follow IEEE (NaN, or +inf and -inf, give NaN).
+The torch backend's float sums agree up to their own rounding (these are float64-accurate).
+"""
+from __future__ import annotations
+
+import torch
+
+from .module import launch, memset
+
+FLOATS = {torch.float32: "float", torch.float64: "double"}
+
+
+class RowSums:
+    """Scratch and the finishing pass of one exact row-sum over ``R`` rows."""
+
+    def __init__(self, R: int, dtype: torch.dtype, device: torch.device):
+        self.R, self.dtype = R, dtype
+        self.scratch = torch.empty(4 * max(R, 1), dtype=torch.int64, device=device)
+        memset(self.scratch, 0)
+        words = self.scratch[:R].view(torch.int32)       # R exponents, then R flags
+        self.emax, self.flags = words[:R], words[R:2 * R]
+        self.lo, self.hi = self.scratch[R:2 * R], self.scratch[2 * R:3 * R]
+        self.key = {"dtypes": (FLOATS[dtype],)}
+
+    def finish(self) -> torch.Tensor:
+        out = torch.empty(self.R, dtype=self.dtype, device=self.scratch.device)
+        launch("layerwise", "gs_rowsum_finish", self.R, self.emax, self.flags, self.lo,
+               self.hi, self.R, out, **self.key)
+        return out
+
+
+def edge_row_sums(rows: torch.Tensor, values, R: int, dtype: torch.dtype) -> torch.Tensor:
+    """Per row ``r < R``: the exact sum of ``values[e]`` over the edges ``e`` with
+    ``rows[e] == r`` (``values`` None: 1.0 each); shape (R,), ``dtype``."""
+    s = RowSums(R, dtype, rows.device)
+    rows = rows.to(torch.int64).contiguous()
+    v = 0 if values is None else values.to(dtype).contiguous()
+    E = rows.numel()
+    launch("layerwise", "gs_rowsum_edges_exponents", E, rows, v, E, s.emax, s.flags, **s.key)
+    launch("layerwise", "gs_rowsum_edges_add", E, rows, v, E, s.emax, s.lo, s.hi, **s.key)
+    return s.finish()

@@ -1,0 +1,173 @@
+"""Capturing the sync-free part of a program as a CUDA graph, and replaying it.
+
+A lowered program's longest run of steps that never read back to the host (sync-free
+implementations: every size stays on the device) is its *region*. With
+``Options(cuda_graphs=True)`` on a GPU, the first call of a given shape runs eagerly (it
+compiles the kernels and allocates the scratch they keep), the second captures the region
+into a ``torch.cuda.CUDAGraph`` and every later call replays it: one launch instead of a
+Python call, allocations and a launch per kernel.
+
+What changes between calls goes into the capture's static buffers before a replay: the
+region's tensor inputs (the converted seeds, any tensor computed before it) are copied in,
+and so are the random keys (``gsample.random.DeviceKey``: the kernels read their keys from
+the device). Matrices (the graph, values cached per graph) must be the very objects the
+graph was captured with, as the kernels read them in place; another object (or one written
+in place since) captures again. Check flags recorded during the capture are recorded again
+at each replay, and the program's final read-back copies every result out of the graph's
+memory, which the next replay overwrites.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import torch
+
+from .. import validate as V
+from ..formats.bounded import Bounded
+from ..formats.csc import CSC
+from ..random import DeviceKey
+
+
+#: graphs kept per region (argument shapes; a new one past this runs eagerly)
+MAX_GRAPHS = 8
+
+
+def region(program) -> tuple:
+    """``(start, stop)`` of the program's longest run of sync-free implementation steps
+    (at least two of them) that reads no matrix made by an earlier step (only the graph and
+    values cached per graph, which stay the same objects from call to call), or None."""
+    from ..ir import Kind, Op
+    made_by = {}
+    for s in program.steps:
+        for o in ((s.out,) if isinstance(s.out, int) else s.out):
+            made_by[o] = s
+
+    def fresh_matrix(slot, start):
+        """Whether ``slot`` holds a matrix a step before ``start`` made (a new object each
+        call, which a graph cannot read in place)."""
+        s = made_by.get(slot)
+        return (s is not None and program.steps.index(s) < start and s.node is not None
+                and s.node.kind is Kind.MATRIX and s.node.op is not Op.CACHED)
+
+    runs, start = [], None
+    for i, s in enumerate(program.steps):
+        if s.graph_safe:
+            begin = i if start is None else start
+            if not any(fresh_matrix(a, begin) for a in s.args):
+                start = begin
+                continue
+        if start is not None:
+            runs.append((start, i))
+        start = None
+    if start is not None:
+        runs.append((start, len(program.steps)))
+    runs = [r for r in runs if r[1] - r[0] >= 2]
+    return max(runs, key=lambda r: r[1] - r[0]) if runs else None
+
+
+@dataclass
+class _Captured:
+    graph: object
+    statics: dict                      # slot -> the static value the graph reads
+    outputs: dict                      # slot -> the value the graph leaves there
+    failures: list = field(default_factory=list)
+
+
+class Region:
+    """The capturable steps ``[start, stop)`` of a program, and its captured graphs."""
+
+    def __init__(self, program, start: int, stop: int):
+        self.steps = program.steps[start:stop]
+        self.start, self.stop = start, stop
+        made = {o for s in self.steps for o in ((s.out,) if isinstance(s.out, int) else s.out)}
+        self.inputs = sorted({a for s in self.steps for a in s.args} - made)
+        self.outputs = sorted(made)
+        self.captured: dict = {}
+        self.seen: set = set()
+
+    def _key(self, env: list):
+        key = []
+        for slot in self.inputs:
+            v = env[slot]
+            if isinstance(v, torch.Tensor):
+                key.append(("t", tuple(v.shape), v.dtype, str(v.device)))
+            elif isinstance(v, DeviceKey):
+                key.append(("k", v.copies, v.num_nodes))
+            elif isinstance(v, CSC):
+                key.append(("m", id(v), v.indptr.data_ptr(), v.indptr._version,
+                            v.rows._version))
+            elif isinstance(v, Bounded):
+                return None                   # not captured: bounded inputs come from steps
+            else:
+                key.append(("v", type(v).__qualname__, v if isinstance(v, (int, float, str, bool,
+                                                                            type(None))) else id(v)))
+        return tuple(key)
+
+    def run(self, env: list, run_steps) -> bool:
+        """Run the region on ``env``: replay its graph, capture it, or (the first time for
+        this key) run it eagerly. Returns True when the results live in a graph's memory."""
+        key = self._key(env)
+        if key is None or not torch.cuda.is_available():
+            run_steps(self.steps, env)
+            return False
+        cap = self.captured.get(key)
+        if cap is None and (key not in self.seen or len(self.captured) >= MAX_GRAPHS):
+            self.seen.add(key)                # warm-up: kernels compiled, scratch allocated
+            run_steps(self.steps, env)
+            return False
+        if cap is None:
+            cap = self.captured[key] = self._capture(env, run_steps)
+        else:
+            self._load(cap, env)
+            cap.graph.replay()
+        record = V._DEFERRED.get()
+        if record is not None:
+            record.failures.extend(cap.failures)
+        for slot, value in cap.outputs.items():
+            env[slot] = value
+        return True
+
+    def _load(self, cap: _Captured, env: list) -> None:
+        for slot, static in cap.statics.items():
+            v = env[slot]
+            if isinstance(v, DeviceKey):
+                static.tensor.copy_(v.tensor, non_blocking=True)
+            else:
+                static.copy_(v, non_blocking=True)
+
+    def _capture(self, env: list, run_steps) -> _Captured:
+        statics = {}
+        for slot in self.inputs:
+            v = env[slot]
+            if isinstance(v, DeviceKey):
+                statics[slot] = replace(v, tensor=v.tensor.clone())
+            elif isinstance(v, torch.Tensor):
+                statics[slot] = v.clone()
+        work = list(env)
+        for slot, static in statics.items():
+            work[slot] = static
+        record = V._DEFERRED.get()
+        before = len(record.failures) if record is not None else 0
+        graph = torch.cuda.CUDAGraph()
+        torch.cuda.current_stream().synchronize()
+        with torch.cuda.graph(graph):
+            run_steps(self.steps, work)
+        failures = list(record.failures[before:]) if record is not None else []
+        if record is not None:
+            del record.failures[before:]
+        cap = _Captured(graph, statics, {s: work[s] for s in self.outputs}, failures)
+        graph.replay()
+        return cap
+
+
+def copy_out(value):
+    """``value`` (a result the graph's memory holds) copied out: tensors and the tensors of
+    a CSC cloned, anything else as it is."""
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, CSC):
+        clone = lambda t: None if t is None else t.clone()  # noqa: E731
+        return replace(value, indptr=value.indptr.clone(), rows=value.rows.clone(),
+                       row_ids=clone(value.row_ids), col_ids=clone(value.col_ids),
+                       values=clone(value.values), eids=clone(value.eids))
+    return value
