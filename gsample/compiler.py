@@ -12,24 +12,15 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 from typing import Callable, Optional
 
 import torch
 
 from .backend import current_backend, get_backend
 from .ir import Graph, Kind
+from .ir.graph import debug_level  # noqa: F401  (GSAMPLE_DEBUG, read at each compile and call)
 from .matrix import Matrix
 from .runtime import Options, interpret, lower, run
-
-
-def debug_level() -> int:
-    """``GSAMPLE_DEBUG``: 0 off; 1 verify the IR after every pass; 2 also print the IR after
-    every pass that changed it; 3 also print each step as it executes."""
-    try:
-        return int(os.environ.get("GSAMPLE_DEBUG", "0"))
-    except ValueError:
-        return 0
 
 
 def execute(graph: Graph, args: dict, backend: str = "torch", observe=None,

@@ -4,14 +4,18 @@
 // and gsample/runtime/blocks.py batch_order for a super-batch).
 //
 // The result is, per mini-batch b (one when n == 0): the columns of b in the order they
-// first occur, then b's rows that are not among its columns, ascending. Ids live in
+// first occur, then b's rows that are not among its columns, in row-space order: ascending
+// ids when the matrix's row space is all nodes (rows[e] is an id), else ascending local
+// rows r (rows[e] is a local row, its id row_ids[r]; a row is "among the columns" when its
+// id is in the columns' hash table). Ids live in
 // [0, M): M = the graph's node count, or N * n in a super-batch of N mini-batches, where
 // id b * n + v is node v of batch b (columns and rows of a batch are contiguous and batches
 // ascending, so "ascending ids" groups the rows by batch).
 //
 // Sizes come from the buffers' bounds only. Two launches for one mini-batch:
-//   gs_nodes_mark       the columns' first positions (hash table, atomicMin) and two bitmaps
-//                       over [0, M): R (rows of the edges) and K (the columns);
+//   gs_nodes_mark       the columns' first positions (hash table, atomicMin) and two bitmaps:
+//                       R over the rows (ids in [0, M), or local rows) of the edges, and
+//                       K over [0, M), the columns (only without row_ids);
 //   gs_nodes_scan_emit  per tile of items (columns of the buffer, then words of the
 //                       bitmaps): how many it emits (first-occurring columns; bits of
 //                       R & ~K), its offset by a single-pass scan (scan.cuh), the ids written
@@ -36,6 +40,7 @@ extern "C" __global__ void gs_nodes_mark(const gs_i64* __restrict__ cols, gs_i64
                                          const gs_i64* __restrict__ ncols,
                                          const gs_i64* __restrict__ rows, gs_i64 E,
                                          const gs_i64* __restrict__ nnz,
+                                         const gs_i64* __restrict__ row_ids,
                                          gs_u64* keys, gs_u64* vals, gs_i64 mask,
                                          gs_i64* __restrict__ slot,
                                          unsigned int* R, unsigned int* K,
@@ -49,7 +54,7 @@ extern "C" __global__ void gs_nodes_mark(const gs_i64* __restrict__ cols, gs_i64
             if (i < m) {
                 const gs_i64 id = cols[i];
                 slot[i] = gs_table_insert(keys, vals, mask, (gs_u64)id, (gs_u64)i);
-                atomicOr(&K[id >> 5], 1u << (id & 31));
+                if (row_ids == nullptr) atomicOr(&K[id >> 5], 1u << (id & 31));
             }
         } else if (i - C < e_end) {
             const gs_i64 id = rows[i - C];
@@ -58,10 +63,27 @@ extern "C" __global__ void gs_nodes_mark(const gs_i64* __restrict__ cols, gs_i64
     }
 }
 
+// The bits of word w of R whose rows are not among the columns.
 __device__ __forceinline__ unsigned int gs_new_rows(const unsigned int* R,
                                                     const unsigned int* K, gs_i64 w,
-                                                    gs_i64 W) {
-    return w < W ? (R[w] & ~K[w]) : 0u;
+                                                    gs_i64 W, const gs_i64* __restrict__ row_ids,
+                                                    const gs_u64* __restrict__ keys,
+                                                    gs_i64 mask) {
+    if (w >= W) return 0u;
+    if (row_ids == nullptr) return R[w] & ~K[w];
+    unsigned int bits = R[w];
+    for (unsigned int b = bits; b; b &= b - 1) {
+        const int j = __ffs(b) - 1;
+        if (gs_table_contains(keys, mask, (gs_u64)row_ids[w * 32 + j])) bits &= ~(1u << j);
+    }
+    return bits;
+}
+
+// The id of bit j of word w of R.
+__device__ __forceinline__ gs_i64 gs_row_id(const gs_i64* __restrict__ row_ids, gs_i64 w,
+                                            int j) {
+    const gs_i64 r = w * 32 + j;
+    return row_ids == nullptr ? r : row_ids[r];
 }
 
 __device__ __forceinline__ bool gs_first_col(const gs_u64* vals, const gs_i64* slot,
@@ -70,10 +92,13 @@ __device__ __forceinline__ bool gs_first_col(const gs_u64* vals, const gs_i64* s
 }
 
 // Count per tile; per batch too when N > 1 (counters: N column counts, then N row counts).
+// With row_ids, R is over the local rows (W words) and keys the columns' hash table.
 extern "C" __global__ void gs_nodes_count(const gs_i64* __restrict__ cols, gs_i64 C,
                                           const gs_i64* __restrict__ ncols,
-                                          const gs_u64* __restrict__ vals,
+                                          const gs_u64* __restrict__ keys,
+                                          const gs_u64* __restrict__ vals, gs_i64 mask,
                                           const gs_i64* __restrict__ slot,
+                                          const gs_i64* __restrict__ row_ids,
                                           const unsigned int* __restrict__ R,
                                           const unsigned int* __restrict__ K, gs_i64 W,
                                           gs_i64 n, gs_i64 N, gs_i64 col_tiles,
@@ -94,8 +119,14 @@ extern "C" __global__ void gs_nodes_count(const gs_i64* __restrict__ cols, gs_i6
             }
         } else {
             const gs_i64 w = (t - col_tiles) * GS_TILE + threadIdx.x * GS_PER_THREAD + j;
-            unsigned int bits = gs_new_rows(R, K, w, W);
+            unsigned int bits = gs_new_rows(R, K, w, W, row_ids, keys, mask);
             mine += __popc(bits);
+            if (N > 1 && row_ids != nullptr) {       // per bit: local rows need not follow ids
+                for (unsigned int b = bits; b; b &= b - 1)
+                    atomicAdd((unsigned long long*)&counters[N + gs_row_id(row_ids, w, __ffs(b) - 1) / n],
+                              1ULL);
+                bits = 0u;
+            }
             while (N > 1 && bits) {            // per batch: a word may straddle two batches
                 const gs_i64 b = (w * 32 + __ffs(bits) - 1) / n;
                 const gs_i64 end = (b + 1) * n - w * 32;      // first bit of the next batch
@@ -133,11 +164,32 @@ __device__ gs_i64 gs_block_sum(const gs_i64* __restrict__ v, gs_i64 n) {
     return total;
 }
 
-// out[...] = the ids; count[0] = their number. Bitmap words of the row tiles are cleared.
+// Emit a tile of bitmap words: the new rows' ids in bit order from rank on, the words
+// cleared (R always; K when it was set, without row_ids). place(id, rank) -> position.
+template <typename Place>
+__device__ __forceinline__ void gs_emit_rows(unsigned int* R, unsigned int* K, gs_i64 W,
+                                             const gs_i64* __restrict__ row_ids,
+                                             const unsigned int* bits, gs_i64 w0, gs_i64 rank,
+                                             gs_i64* __restrict__ out, Place place) {
+    for (int j = 0; j < GS_PER_THREAD; ++j) {
+        const gs_i64 w = w0 + j;
+        if (w >= W) break;
+        R[w] = 0u;
+        if (row_ids == nullptr) K[w] = 0u;
+        for (unsigned int b = bits[j]; b; b &= b - 1) {
+            const gs_i64 id = gs_row_id(row_ids, w, __ffs(b) - 1);
+            out[place(id, rank++)] = id;
+        }
+    }
+}
+
+// out[...] = the ids; count[0] = their number (super-batches).
 extern "C" __global__ void gs_nodes_emit(const gs_i64* __restrict__ cols, gs_i64 C,
                                          const gs_i64* __restrict__ ncols,
-                                         const gs_u64* __restrict__ vals,
+                                         const gs_u64* __restrict__ keys,
+                                         const gs_u64* __restrict__ vals, gs_i64 mask,
                                          const gs_i64* __restrict__ slot,
+                                         const gs_i64* __restrict__ row_ids,
                                          unsigned int* R, unsigned int* K, gs_i64 W,
                                          gs_i64 n, gs_i64 N, gs_i64 col_tiles, gs_i64 tiles,
                                          const gs_i64* __restrict__ counters,
@@ -163,22 +215,16 @@ extern "C" __global__ void gs_nodes_emit(const gs_i64* __restrict__ cols, gs_i64
         }
     } else {
         const gs_i64 w0 = (t - col_tiles) * GS_TILE + threadIdx.x * GS_PER_THREAD;
-        for (int j = 0; j < GS_PER_THREAD; ++j) mine += __popc(gs_new_rows(R, K, w0 + j, W));
-        gs_i64 rank = offset - all_cols + gs_block_exclusive(mine, &block_total);   // among rows
+        unsigned int bits[GS_PER_THREAD];
         for (int j = 0; j < GS_PER_THREAD; ++j) {
-            const gs_i64 w = w0 + j;
-            if (w >= W) break;
-            unsigned int bits = R[w] & ~K[w];
-            R[w] = 0u;
-            K[w] = 0u;
-            while (bits) {
-                const gs_i64 id = w * 32 + __ffs(bits) - 1;
-                bits &= bits - 1;
-                // the columns of this row's batch and of the batches before come first
-                const gs_i64 cols_upto = N > 1 ? counters[id / n] : all_cols;
-                out[cols_upto + rank++] = id;
-            }
+            bits[j] = gs_new_rows(R, K, w0 + j, W, row_ids, keys, mask);
+            mine += __popc(bits[j]);
         }
+        const gs_i64 rank = offset - all_cols + gs_block_exclusive(mine, &block_total);
+        // the columns of this row's batch and of the batches before come first
+        gs_emit_rows(R, K, W, row_ids, bits, w0, rank, out, [&](gs_i64 id, gs_i64 r) {
+            return (N > 1 ? counters[id / n] : all_cols) + r;
+        });
     }
 }
 
@@ -186,8 +232,10 @@ extern "C" __global__ void gs_nodes_emit(const gs_i64* __restrict__ cols, gs_i64
 // columns' tiles first, so every column precedes every row). state: 1 + tiles zero words.
 extern "C" __global__ void gs_nodes_scan_emit(const gs_i64* __restrict__ cols, gs_i64 C,
                                               const gs_i64* __restrict__ ncols,
-                                              const gs_u64* __restrict__ vals,
+                                              const gs_u64* __restrict__ keys,
+                                              const gs_u64* __restrict__ vals, gs_i64 mask,
                                               const gs_i64* __restrict__ slot,
+                                              const gs_i64* __restrict__ row_ids,
                                               unsigned int* R, unsigned int* K, gs_i64 W,
                                               gs_i64 col_tiles, gs_i64 tiles, gs_u64* state,
                                               gs_i64* __restrict__ out,
@@ -209,18 +257,13 @@ extern "C" __global__ void gs_nodes_scan_emit(const gs_i64* __restrict__ cols, g
         const gs_i64 w0 = (t - col_tiles) * GS_TILE + threadIdx.x * GS_PER_THREAD;
         unsigned int bits[GS_PER_THREAD];
         for (int j = 0; j < GS_PER_THREAD; ++j) {
-            bits[j] = gs_new_rows(R, K, w0 + j, W);
+            bits[j] = gs_new_rows(R, K, w0 + j, W, row_ids, keys, mask);
             mine += __popc(bits[j]);
         }
         const gs_i64 local = gs_block_exclusive(mine, &tile_total);
-        gs_i64 rank = gs_scan_exclusive(state, t, tile_total) + local;
+        const gs_i64 rank = gs_scan_exclusive(state, t, tile_total) + local;
         if (t == tiles - 1 && threadIdx.x == 0) count[0] = rank - local + tile_total;
-        for (int j = 0; j < GS_PER_THREAD; ++j) {
-            const gs_i64 w = w0 + j;
-            if (w >= W) break;
-            R[w] = 0u;
-            K[w] = 0u;
-            for (unsigned int b = bits[j]; b; b &= b - 1) out[rank++] = w * 32 + __ffs(b) - 1;
-        }
+        gs_emit_rows(R, K, W, row_ids, bits, w0, rank, out,
+                     [](gs_i64, gs_i64 r) { return r; });
     }
 }

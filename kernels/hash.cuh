@@ -64,3 +64,16 @@ __device__ __forceinline__ gs_i64 gs_table_insert(gs_u64* keys, gs_u64* vals, gs
     }
     return s;
 }
+
+// Whether `key` was inserted (after the inserting launch).
+__device__ __forceinline__ bool gs_table_contains(const gs_u64* __restrict__ keys, gs_i64 mask,
+                                                  gs_u64 key) {
+    gs_i64 s = (gs_i64)(gs_mix64(key) & (gs_u64)mask);
+    for (gs_i64 probe = 0; probe <= mask; ++probe) {
+        const gs_u64 seen = keys[s];
+        if (seen == key) return true;
+        if (seen == GS_FREE) return false;
+        s = (s + 1) & mask;
+    }
+    return false;
+}

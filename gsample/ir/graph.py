@@ -78,6 +78,16 @@ def map_template(template, fn):
     return template
 
 
+def debug_level() -> int:
+    """``GSAMPLE_DEBUG``: 0 off; 1 verify the IR after every pass; 2 also print the IR after
+    every pass that changed it; 3 also print each step of a program as it runs."""
+    import os
+    try:
+        return int(os.environ.get("GSAMPLE_DEBUG", "0"))
+    except ValueError:
+        return 0
+
+
 def attr_key(value):
     """A hashable key of an attribute value, equal only for equal values *of the same type*
     (``2``, ``2.0`` and ``True`` compare and hash equal in Python but are different

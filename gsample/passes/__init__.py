@@ -59,7 +59,7 @@ def optimize(graph: Graph, passes: Optional[list] = None, trace: Optional[Callab
     uses it). With ``GSAMPLE_DEBUG >= 1`` the IR is verified after every pass; with
     ``>= 2`` the IR is printed after every pass that changed it.
     """
-    from ..compiler import debug_level
+    from ..ir.graph import debug_level
     from ..ir.printer import format_lines
     level = debug_level()
     g = graph.copy()

@@ -127,23 +127,29 @@ def _to_csc(M):
 @dataclass(frozen=True)
 class Bounds:
     """Where each batch's columns, rows and edges start in a super-batch matrix (lists of
-    ``copies + 1`` positions; edges in CSC order)."""
+    ``copies + 1`` positions; edges in CSC order), and the same on the device (``device``:
+    a ``(3, copies + 1)`` LongTensor) for vectorised splits."""
     cols: list
     rows: list
     edges: list
+    device: torch.Tensor = None
 
 
 def bounds(M, n: int, copies: int) -> Bounds:
-    """The :class:`Bounds` of a super-batch matrix ``M`` (any layout)."""
-    whole = [b * n for b in range(copies + 1)]
-    cols = whole if M.col_ids is None else batch_ptr(M.col_ids // n, copies)
-    rows = whole if M.row_ids is None else batch_ptr(M.row_ids // n, copies)
+    """The :class:`Bounds` of a super-batch matrix ``M`` (any layout), read back at once."""
+    dev = M.device
+    batches = torch.arange(copies + 1, device=dev)
+    # ids are grouped by batch, batches ascending (the encoding's invariant): a search each
+    cols = batches * n if M.col_ids is None else torch.searchsorted(M.col_ids // n, batches)
+    rows = batches * n if M.row_ids is None else torch.searchsorted(M.row_ids // n, batches)
     if isinstance(M, CSC):
-        edges = M.indptr[torch.tensor(cols, device=M.device)].tolist()
+        edges = M.indptr[cols]
     else:                           # CSR / COO: count each batch's edges
         col_batch = M.global_cols()[M.edge_cols()] // n
-        edges = segment_ptr(torch.bincount(col_batch, minlength=copies)).tolist()
-    return Bounds(cols, rows, edges)
+        edges = segment_ptr(torch.bincount(col_batch, minlength=copies))
+    both = torch.stack([cols, rows, edges])
+    c, r, e = both.tolist()
+    return Bounds(c, r, e, both)
 
 
 def _part(value: torch.Tensor, lo: int, hi: int, shift) -> torch.Tensor:
@@ -179,20 +185,45 @@ def split(value, bnd=None, *, spec, n: int, copies: int) -> list:
 
 
 def split_matrix(M, bnd: Bounds, n: int, copies: int) -> list:
-    """The ``copies`` mini-batch matrices (CSC, ``n`` nodes) of a super-batch matrix."""
+    """The ``copies`` mini-batch matrices (CSC, ``n`` nodes) of a super-batch matrix.
+
+    Vectorised: each of ``indptr``, ``rows``, ``row_ids`` and ``col_ids`` is decoded for all
+    batches at once (a handful of launches whatever ``copies`` is), and each batch's matrix
+    holds views of them (equal to its own matrix, value for value)."""
     M = M if isinstance(M, CSC) else _to_csc(M)
+    dev = M.device
+    cols_d, rows_d, edges_d = bnd.device
+    batch = torch.arange(copies, device=dev)
+
+    def owners(ptr_d, total):     # the batch of each of `total` positions delimited by ptr_d
+        return torch.repeat_interleave(batch, ptr_d[1:] - ptr_d[:-1], output_size=total)
+
+    # indptr: batch b's column pointer (c1 - c0 + 1 entries) at c0 + b, minus its first edge
+    C = bnd.cols[-1] - bnd.cols[0]
+    b_of = torch.repeat_interleave(batch, cols_d[1:] - cols_d[:-1] + 1, output_size=C + copies)
+    at = torch.arange(C + copies, device=dev) - b_of + bnd.cols[0]
+    indptr = M.indptr[at] - edges_d[b_of]
+    E = bnd.edges[-1] - bnd.edges[0]
+    e_of = owners(edges_d, E)
+    rows = M.rows[bnd.edges[0]:bnd.edges[-1]] - rows_d[e_of]      # each batch's local rows
+    col_ids = None if M.col_ids is None else \
+        M.col_ids[bnd.cols[0]:bnd.cols[-1]] - n * owners(cols_d, C)
+    R = bnd.rows[-1] - bnd.rows[0]
+    row_ids = None if M.row_ids is None else \
+        M.row_ids[bnd.rows[0]:bnd.rows[-1]] - n * owners(rows_d, R)
     out = []
     for b in range(copies):
-        (c0, c1), (r0, r1), (e0, e1) = ((p[b], p[b + 1]) for p in (bnd.cols, bnd.rows, bnd.edges))
-        cut = lambda t, shift=0: None if t is None else _part(t, *shift)  # noqa: E731
+        (c0, c1), (r0, r1), (e0, e1) = ((p[b] - p[0], p[b + 1] - p[0])
+                                        for p in (bnd.cols, bnd.rows, bnd.edges))
+        cut = lambda t, lo, hi: None if t is None else t[lo:hi]  # noqa: E731
         out.append(CSC(
             num_nodes=n,
-            indptr=M.indptr[c0:c1 + 1] - e0,
-            rows=M.rows[e0:e1] - r0,
-            row_ids=cut(M.row_ids, (r0, r1, b * n)),
-            col_ids=cut(M.col_ids, (c0, c1, b * n)),
-            values=cut(M.values, (e0, e1, 0)),
-            eids=cut(M.eids, (e0, e1, 0)),
+            indptr=indptr[c0 + b:c1 + b + 1],
+            rows=rows[e0:e1],
+            row_ids=cut(row_ids, r0, r1),
+            col_ids=cut(col_ids, c0, c1),
+            values=cut(M.values, e0 + bnd.edges[0], e1 + bnd.edges[0]),
+            eids=cut(M.eids, e0 + bnd.edges[0], e1 + bnd.edges[0]),
         ))
     return out
 

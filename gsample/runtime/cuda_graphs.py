@@ -44,10 +44,12 @@ def region(program) -> tuple:
 
     def fresh_matrix(slot, start):
         """Whether ``slot`` holds a matrix a step before ``start`` made (a new object each
-        call, which a graph cannot read in place)."""
+        call, which a graph cannot read in place). A step with one output holds its node's
+        value; checks (several outputs) hold the tensors they checked."""
         s = made_by.get(slot)
-        return (s is not None and program.steps.index(s) < start and s.node is not None
-                and s.node.kind is Kind.MATRIX and s.node.op is not Op.CACHED)
+        return (s is not None and isinstance(s.out, int) and program.steps.index(s) < start
+                and s.node is not None and s.node.kind is Kind.MATRIX
+                and s.node.op is not Op.CACHED)
 
     runs, start = [], None
     for i, s in enumerate(program.steps):

@@ -144,7 +144,7 @@ def test_reduce(mats, op, axis, shape, dtype, which):
     if exact_sum:       # row sums are exact (gsample/backend/cuda/rowsum.py), not the tree
         want = tc.reduce(as64(A), op, axis)
         tol = dict(rtol=1e-6, atol=0) if dtype == torch.float32 else dict(rtol=1e-12, atol=0)
-        torch.testing.assert_close(got.double(), want, **tol)
+        torch.testing.assert_close(got.double(), want.double(), **tol)
     else:
         twin = cc.reference_segment_reduce(ptr, op, A.nnz, got.dtype, x=A.values, perm=perm)
         assert torch.equal(got, twin.reshape(got.shape)), "kernel != its torch twin"

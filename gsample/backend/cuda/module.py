@@ -102,6 +102,8 @@ def _cache_dir() -> pathlib.Path:
 
 
 def _arg(x):
+    if x.__class__ is int:
+        return np.int64(x) if x < 2 ** 63 else np.uint64(x)
     if isinstance(x, torch.Tensor):
         if not x.is_cuda or not x.is_contiguous():
             raise ValueError("kernel arguments must be contiguous CUDA tensors")
@@ -123,38 +125,37 @@ def launch(family: str, name: str, n: int, *args, block: int = BLOCK, grid=None,
     """Run kernel ``name`` of ``family`` over ``n`` work items (grid-stride) on torch's stream.
 
     ``grid`` (blocks) and ``block`` (threads per block) override the grid-stride launch
-    for kernels that need one block per tile. The function, the CuPy stream wrapper of
-    torch's current stream and the device context are looked up once and cached.
+    for kernels that need one block per tile. The function and the CuPy wrapper of torch's
+    current stream (by its raw handle) are looked up once and cached: a launch costs the
+    arguments' conversion and the driver call.
     """
     if n <= 0:
         return
-    device = next(a.device for a in args if isinstance(a, torch.Tensor))
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    fkey = (family, name, index, tuple(sorted(key.items())))
+    import cupy as cp
+    index = next(a.device for a in args if isinstance(a, torch.Tensor)).index
+    if index is None:
+        index = torch.cuda.current_device()
+    fkey = (family, name, index, tuple(sorted(key.items())) if key else ())
     kernel = _FUNCTIONS.get(fkey)
     if kernel is None:
         kernel = _FUNCTIONS[fkey] = module(family, **key, device=index).get_function(name)
     if grid is None:
         grid = int(min((n + block - 1) // block, 65535 * 4))
-    stream = torch.cuda.current_stream(device)
-    wrapper = _STREAMS.get(stream.cuda_stream)
-    if wrapper is None:
-        import cupy as cp
-        wrapper = _STREAMS[stream.cuda_stream] = (cp, _cupy_stream(cp, device))
-    cp, cstream = wrapper
-    with cp.cuda.Device(index):
+    cstream = _stream(cp, index)
+    if cp.cuda.runtime.getDevice() != index:
+        with cp.cuda.Device(index):
+            kernel((grid,), (block,), tuple(_arg(a) for a in args), stream=cstream)
+    else:
         kernel((grid,), (block,), tuple(_arg(a) for a in args), stream=cstream)
 
 
-def _cupy_stream(cp, device):
-    """PyTorch's current stream on ``device``, as a CuPy stream (no new stream is made)."""
-    stream = torch.cuda.current_stream(device)
-    if hasattr(cp.cuda.Stream, "from_external"):      # CuPy 14: the CUDA stream protocol
-        try:
-            return cp.cuda.Stream.from_external(stream)
-        except (TypeError, ValueError, AttributeError):
-            pass
-    return cp.cuda.ExternalStream(stream.cuda_stream)
+def _stream(cp, index: int):
+    """torch's current stream on device ``index`` as a cached CuPy stream (no new stream)."""
+    raw = torch._C._cuda_getCurrentRawStream(index)
+    wrapper = _STREAMS.get(raw)
+    if wrapper is None:
+        wrapper = _STREAMS[raw] = cp.cuda.ExternalStream(raw)
+    return wrapper
 
 
 def memset(t: torch.Tensor, byte: int) -> None:
@@ -165,7 +166,10 @@ def memset(t: torch.Tensor, byte: int) -> None:
         raise ValueError("t: memset needs a contiguous CUDA tensor")
     nbytes = t.numel() * t.element_size()
     if nbytes:
-        stream = torch.cuda.current_stream(t.device).cuda_stream
-        with cp.cuda.Device(t.device.index if t.device.index is not None
-                            else torch.cuda.current_device()):
+        index = t.device.index if t.device.index is not None else torch.cuda.current_device()
+        stream = torch._C._cuda_getCurrentRawStream(index)
+        if cp.cuda.runtime.getDevice() != index:
+            with cp.cuda.Device(index):
+                cp.cuda.runtime.memsetAsync(t.data_ptr(), byte, nbytes, stream)
+        else:
             cp.cuda.runtime.memsetAsync(t.data_ptr(), byte, nbytes, stream)

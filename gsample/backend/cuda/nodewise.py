@@ -133,11 +133,13 @@ def _bitmaps(device: torch.device, words: int):
 
 
 def all_nodes(A, batches=None):
-    """``A.all_nodes()`` of a sample of the graph (row space: all nodes), sync-free.
+    """``A.all_nodes()`` of a sample, sync-free.
 
-    Columns first (first occurrence), then the new rows ascending; with ``batches``
-    ``(N, n)``, grouped by mini-batch. ``A`` is a :class:`BoundedCSC` or a CSC. Two launches
-    for one mini-batch (four for a super-batch), see ``kernels/frontier.cu``.
+    Columns first (first occurrence), then the new rows in row-space order (ascending ids
+    when the row space is all nodes; else in ``row_ids`` order, e.g. a collective sample's
+    chosen rows); with ``batches`` ``(N, n)``, grouped by mini-batch. ``A`` is a
+    :class:`BoundedCSC` or a CSC. Two launches for one mini-batch (four for a super-batch),
+    see ``kernels/frontier.cu``.
 
     Returns
     -------
@@ -146,41 +148,44 @@ def all_nodes(A, batches=None):
     """
     bounded = isinstance(A, BoundedCSC)
     csc = A.csc if bounded else A
-    if not isinstance(csc, CSC) or not csc.indptr.is_cuda or csc.row_ids is not None \
-            or csc.col_ids is None:
+    if not isinstance(csc, CSC) or not csc.indptr.is_cuda or csc.col_ids is None \
+            or (bounded and A.nrows is not None):
         return finalize.all_nodes(_exact(A), batches)
     ncols = A.ncols if bounded else None
     cols, rows = csc.col_ids.to(torch.int64).contiguous(), csc.rows.contiguous()
+    row_ids = None if csc.row_ids is None else csc.row_ids.to(torch.int64).contiguous()
     C, E, dev = cols.numel(), rows.numel(), cols.device
     N, n = batches if batches is not None else (1, 0)
-    W = (csc.num_nodes + 31) // 32            # bitmap words over the id space
+    W = ((csc.num_nodes if row_ids is None else row_ids.numel()) + 31) // 32   # words of R
     size = 1 << max(2 * C, 32).bit_length()   # hash slots: a power of two >= 2 C
     table = torch.empty((2, size), dtype=torch.int64, device=dev)
     memset(table, 0xFF)                       # free keys, the atomicMin start
     slot = torch.empty(max(C, 1), dtype=torch.int64, device=dev)
-    R, K = _bitmaps(dev, W)
+    R, K = _bitmaps(dev, max(W, (csc.num_nodes + 31) // 32))
     counters = torch.empty(max(2 * N, 1), dtype=torch.int64, device=dev)
     col_tiles = (C + _TILE - 1) // _TILE
     tiles = col_tiles + (W + _TILE - 1) // _TILE
     out = torch.empty(C + E, dtype=torch.int64, device=dev)
     count = torch.empty(1, dtype=torch.int64, device=dev)
     nnz = csc.indptr[-1:]                      # padding columns are empty: the edge count
+    rid, mask = _opt(row_ids), size - 1
     launch("frontier", "gs_nodes_mark", max(C + E, 2 * N), cols, C, _opt(ncols), rows, E, nnz,
-           table[0], table[1], size - 1, slot, R, K, counters, 2 * N if N > 1 else 0)
+           rid, table[0], table[1], mask, slot, R, K, counters, 2 * N if N > 1 else 0)
     if N == 1:
         state = torch.empty(1 + tiles, dtype=torch.int64, device=dev)
         memset(state, 0)
         launch("frontier", "gs_nodes_scan_emit", tiles * _THREADS, cols, C, _opt(ncols),
-               table[1], slot, R, K, W, col_tiles, tiles, state, out, count,
+               table[0], table[1], mask, slot, rid, R, K, W, col_tiles, tiles, state, out, count,
                block=_THREADS, grid=tiles)
         return BoundedIds(out, count)
     tile_counts = torch.empty(tiles, dtype=torch.int64, device=dev)
-    launch("frontier", "gs_nodes_count", tiles * _THREADS, cols, C, _opt(ncols), table[1], slot,
-           R, K, W, n, N, col_tiles, counters, tile_counts, block=_THREADS, grid=tiles)
-    launch("frontier", "gs_nodes_prefix", 1, counters, N, block=1, grid=1)
-    launch("frontier", "gs_nodes_emit", tiles * _THREADS, cols, C, _opt(ncols), table[1], slot,
-           R, K, W, n, N, col_tiles, tiles, counters, tile_counts, out, count,
+    launch("frontier", "gs_nodes_count", tiles * _THREADS, cols, C, _opt(ncols), table[0],
+           table[1], mask, slot, rid, R, K, W, n, N, col_tiles, counters, tile_counts,
            block=_THREADS, grid=tiles)
+    launch("frontier", "gs_nodes_prefix", 1, counters, N, block=1, grid=1)
+    launch("frontier", "gs_nodes_emit", tiles * _THREADS, cols, C, _opt(ncols), table[0],
+           table[1], mask, slot, rid, R, K, W, n, N, col_tiles, tiles, counters, tile_counts,
+           out, count, block=_THREADS, grid=tiles)
     return BoundedIds(out, count)
 
 
