@@ -18,6 +18,7 @@ memory, which the next replay overwrites.
 """
 from __future__ import annotations
 
+import contextvars
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -160,6 +161,10 @@ class Region:
         cap = _Captured(graph, statics, {s: work[s] for s in self.outputs}, failures)
         graph.replay()
         return cap
+
+
+#: set while a program's steps after a replayed region run: trims copy out of its memory
+COPY_OUT = contextvars.ContextVar("gsample_copy_out", default=False)
 
 
 def copy_out(value):

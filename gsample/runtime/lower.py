@@ -24,7 +24,7 @@ from ..backend import get_backend, resolve
 from ..formats.bounded import Bounded, counts, trim
 from ..formats.csc import CSC
 from ..ir import Graph, Kind, Op, Ref, info, map_template
-from .cuda_graphs import copy_out
+from .cuda_graphs import COPY_OUT, copy_out
 from .options import Options
 from .program import Program, Step
 
@@ -197,10 +197,12 @@ class _Lowering:
         template = node.attrs["template"]
         where = dict(zip(names, slots))
 
-        def output(env, copy):
-            """The returned structure; ``copy``: its values live in a CUDA graph's memory."""
-            get = (lambda ref: _wrap(copy_out(env[where[ref.name]]))) if copy else \
-                (lambda ref: _wrap(env[where[ref.name]]))
+        def output(env, raw):
+            """The returned structure; values whose ids are in ``raw`` live in a CUDA graph's
+            memory (a replayed region's untrimmed results) and are copied out."""
+            def get(ref):
+                v = env[where[ref.name]]
+                return _wrap(copy_out(v) if id(v) in raw else v)
             return map_template(template, get)
         self.p.output = output
 
@@ -278,9 +280,10 @@ def _trim(*values):
     host synchronisation; raise a failed check's error; return the exact values."""
     parts = [counts(v) for v in values]
     host = V.read_back([t for p in parts for t in p])
-    out, i = [], 0
+    out, i, copy = [], 0, COPY_OUT.get()     # results of a replayed CUDA graph: copied out
     for v, p in zip(values, parts):
-        out.append(trim(v, host[i:i + len(p)]) if isinstance(v, Bounded) else v)
+        out.append(trim(v, host[i:i + len(p)], copy) if isinstance(v, Bounded)
+                   else (copy_out(v) if copy else v))
         i += len(p)
     return tuple(out)
 

@@ -17,6 +17,7 @@ from ..ir import Graph
 import torch
 
 from ..random import BatchKeys, DeviceKey, _signed, _stream, key_prefix, op_key
+from .cuda_graphs import COPY_OUT
 from .options import Options
 
 
@@ -140,16 +141,26 @@ def run(program: Program, args: dict, observe: Optional[Callable] = None):
         _device_keys(env, device_keys, batch, program.device)
     if not program.deferred:
         _steps(program.steps, env, observe)
-        return program.output(env, False)
+        return program.output(env, ())
     with V.deferred():
         r = program.region
         if r is None or observe is not None:
             _steps(program.steps, env, observe)
-            return program.output(env, False)
+            return program.output(env, ())
         _steps(program.steps[:r.start], env, None)
         in_graph = r.run(env, lambda steps, e: _steps(steps, e, None))
-        _steps(program.steps[r.stop:], env, None)
-        return program.output(env, in_graph)
+        if not in_graph:
+            _steps(program.steps[r.stop:], env, None)
+            return program.output(env, ())
+        # the region's results live in the graph's memory, which the next replay overwrites:
+        # trims copy them out; results returned untrimmed are copied at the output
+        raw = {id(env[s]) for s in r.outputs}
+        token = COPY_OUT.set(True)
+        try:
+            _steps(program.steps[r.stop:], env, None)
+        finally:
+            COPY_OUT.reset(token)
+        return program.output(env, raw)
 
 
 def _device_keys(env: list, keys: list, batch: int, device: str) -> None:
