@@ -92,14 +92,38 @@ class CompiledSampler:
         self.runtime = runtime or Options()
         self.signature = inspect.signature(fn)
         self._cache: dict = {}
+        self._plans: dict = {}
         self.traces = 0
         functools.update_wrapper(self, fn)
 
+    def _bound(self, args, kwargs) -> dict:
+        """``name -> value`` of every parameter, as ``signature.bind`` + defaults gives it;
+        the binding is worked out once per way of calling (number of positional arguments,
+        keyword names) and replayed after."""
+        shape = (len(args), tuple(kwargs))
+        plan = self._plans.get(shape)
+        if plan is None:
+            bound = self.signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            simple = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY, p.POSITIONAL_ONLY)
+                         for p in self.signature.parameters.values())
+            if not simple:
+                return dict(bound.arguments)
+            plan = []
+            for i, (name, p) in enumerate(self.signature.parameters.items()):
+                if i < len(args):
+                    plan.append((name, 0, i))
+                elif name in kwargs:
+                    plan.append((name, 1, name))
+                else:
+                    plan.append((name, 2, p.default))
+            self._plans[shape] = plan
+        return {name: args[x] if how == 0 else kwargs[x] if how == 1 else x
+                for name, how, x in plan}
+
     def _split(self, args, kwargs):
-        bound = self.signature.bind(*args, **kwargs)
-        bound.apply_defaults()
         dynamic, static, num_nodes = {}, {}, None
-        for name, value in bound.arguments.items():
+        for name, value in self._bound(args, kwargs).items():
             if isinstance(value, Matrix):
                 dynamic[name] = value
                 num_nodes = value.num_nodes if num_nodes is None else num_nodes

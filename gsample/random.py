@@ -357,6 +357,8 @@ class DeviceKey:
     first: int
     copies: int = 1
     num_nodes: int = 0
+    static: bool = False       # ``tensor`` is a view of its program's key buffer (the same
+                               # memory every call)
 
     def host(self):
         if self.copies == 1 and self.num_nodes == 0:

@@ -149,29 +149,27 @@ extern "C" __global__ void gs_frontier_rows(const gs_idx* __restrict__ indptr,
 }
 
 // Sort keys of the candidate rows (select.Draws.row_keys): uniform word(0, v) >> 1, weighted
-// exponential(word(0, v)) / p[r] (float64; its bits order like the number: it is > 0); every
-// other row INT64_MAX. v = r (or r - b * n in batch b, keyed by its batch). ncand[0] += the
-// candidates.
+// exponential(word(0, v)) / p[r] (float64; its bits order like the number: it is > 0), for
+// v = r (or r - b * n in batch b, keyed by its batch). The candidates are compacted, in any
+// order, to keys[0:ncand] with their rows in rows_out (the k smallest keys are a set: the
+// order does not matter, and the chosen rows are sorted after).
 extern "C" __global__ void gs_row_sort_keys(const unsigned char* __restrict__ cand, gs_i64 R,
                                             const gs_t* __restrict__ probs,
                                             const gs_u64* __restrict__ key, gs_i64 n,
                                             gs_i64* __restrict__ keys,
+                                            gs_i64* __restrict__ rows_out,
                                             gs_i64* __restrict__ ncand) {
-    gs_i64 mine = 0;
     for (gs_i64 r = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; r < R;
          r += (gs_i64)gridDim.x * blockDim.x) {
-        gs_i64 k = 0x7FFFFFFFFFFFFFFFLL;
-        const bool ok = cand[r] && (probs == nullptr || (double)probs[r] > 0.0);
-        if (ok) {
-            const gs_i64 b = n > 0 ? r / n : 0;
-            const gs_u64 w = gs_word(gs_combine(key[0], (gs_i64)key[1] + b), 0, r - b * n);
-            if (probs == nullptr) k = (gs_i64)(w >> 1);
-            else k = __double_as_longlong(__ddiv_rn(gs_exponential(w), (double)probs[r]));
-            ++mine;
-        }
-        keys[r] = k;
+        if (!cand[r] || !(probs == nullptr || (double)probs[r] > 0.0)) continue;
+        const gs_i64 b = n > 0 ? r / n : 0;
+        const gs_u64 w = gs_word(gs_combine(key[0], (gs_i64)key[1] + b), 0, r - b * n);
+        const gs_i64 k = probs == nullptr ? (gs_i64)(w >> 1)
+            : __double_as_longlong(__ddiv_rn(gs_exponential(w), (double)probs[r]));
+        const gs_i64 at = (gs_i64)atomicAdd((unsigned long long*)ncand, 1ULL);
+        keys[at] = k;
+        rows_out[at] = r;
     }
-    if (mine) atomicAdd((unsigned long long*)ncand, (unsigned long long)mine);
 }
 
 // newpos[chosen[i]] = i (newpos starts all -1).

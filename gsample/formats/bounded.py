@@ -22,12 +22,17 @@ program's results in one host synchronisation at its end (:func:`counts`, then
 """
 from __future__ import annotations
 
+import contextvars
 from dataclasses import dataclass, replace
 from typing import Optional
 
 import torch
 
 from .csc import CSC
+
+#: (pinned tensor, (data_ptr, dtype) -> index) of scalars a replayed CUDA graph copied out
+#: itself (set by gsample.runtime.cuda_graphs); read_scalars then only waits
+READ_BACK = contextvars.ContextVar("gsample_graph_read_back", default=None)
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,6 +112,44 @@ def trim(value, sizes: list, copy: bool = False):
     return value.clone() if copy and isinstance(value, torch.Tensor) else value
 
 
+_FIELDS = ("indptr", "rows", "row_ids", "col_ids", "values", "eids")
+
+
+def copy_all(values: list) -> list:
+    """Copies of ``values`` (tensors and CSCs; anything else kept): every tensor of them in
+    one ``torch.cat`` per dtype and device, then views of it (one launch per dtype, not one
+    per tensor: results leaving a CUDA graph's memory)."""
+    tensors = []
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            tensors.append(v)
+        elif isinstance(v, CSC):
+            tensors.extend(getattr(v, f) for f in _FIELDS)
+    groups: dict = {}
+    for i, t in enumerate(tensors):
+        if t is not None:
+            groups.setdefault((t.dtype, t.device), []).append(i)
+    copies = list(tensors)
+    for idx in groups.values():
+        flat = torch.cat([tensors[i].reshape(-1) for i in idx])
+        at = 0
+        for i in idx:
+            n = tensors[i].numel()
+            copies[i] = flat[at:at + n].view(tensors[i].shape)
+            at += n
+    out, j = [], 0
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            out.append(copies[j])
+            j += 1
+        elif isinstance(v, CSC):
+            out.append(replace(v, **dict(zip(_FIELDS, copies[j:j + len(_FIELDS)]))))
+            j += len(_FIELDS)
+        else:
+            out.append(v)
+    return out
+
+
 def read_scalars(scalars: list) -> list:
     """The values of 1-element tensors (ints; a bool tensor's as 0 / 1), read back in one host
     synchronisation: on a GPU each is copied into pinned host memory (no kernel), then the
@@ -115,6 +158,14 @@ def read_scalars(scalars: list) -> list:
         return []
     if not scalars[0].is_cuda:
         return [int(t.reshape(-1)[0]) for t in scalars]
+    done = READ_BACK.get()
+    if done is not None:            # a replayed CUDA graph copied these to pinned memory
+        pinned, known = done
+        at = [known.get((t.data_ptr(), t.dtype)) for t in scalars]
+        if None not in at:
+            torch.cuda.current_stream(scalars[0].device).synchronize()
+            host = pinned.numpy()
+            return [int(host[i]) for i in at]
     ints = torch.empty(len(scalars), dtype=torch.int64, pin_memory=True)
     bools = torch.empty(len(scalars), dtype=torch.bool, pin_memory=True)
     for i, t in enumerate(scalars):

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 import torch
 
 from .. import validate as V
-from ..formats.bounded import Bounded
+from ..formats.bounded import READ_BACK, Bounded, copy_all, counts
 from ..formats.csc import CSC
 from ..random import DeviceKey
 
@@ -74,6 +74,8 @@ class _Captured:
     statics: dict                      # slot -> the static value the graph reads
     outputs: dict                      # slot -> the value the graph leaves there
     failures: list = field(default_factory=list)
+    scalars: object = None             # pinned copy of the results' counts and check flags,
+    known: dict = field(default_factory=dict)   # made by the graph: (ptr, dtype) -> index
 
 
 class Region:
@@ -128,13 +130,16 @@ class Region:
             record.failures.extend(cap.failures)
         for slot, value in cap.outputs.items():
             env[slot] = value
+        if cap.scalars is not None:         # the graph copied them out: read without a copy
+            READ_BACK.set((cap.scalars, cap.known))
         return True
 
     def _load(self, cap: _Captured, env: list) -> None:
         for slot, static in cap.statics.items():
             v = env[slot]
             if isinstance(v, DeviceKey):
-                static.tensor.copy_(v.tensor, non_blocking=True)
+                if v.tensor.data_ptr() != static.tensor.data_ptr():   # not the program's own
+                    static.tensor.copy_(v.tensor, non_blocking=True)
             else:
                 static.copy_(v, non_blocking=True)
 
@@ -142,8 +147,8 @@ class Region:
         statics = {}
         for slot in self.inputs:
             v = env[slot]
-            if isinstance(v, DeviceKey):
-                statics[slot] = replace(v, tensor=v.tensor.clone())
+            if isinstance(v, DeviceKey):       # the program's key buffer stays in place
+                statics[slot] = v if v.static else replace(v, tensor=v.tensor.clone())
             elif isinstance(v, torch.Tensor):
                 statics[slot] = v.clone()
         work = list(env)
@@ -153,12 +158,25 @@ class Region:
         before = len(record.failures) if record is not None else 0
         graph = torch.cuda.CUDAGraph()
         torch.cuda.current_stream().synchronize()
+        pinned = None
         with torch.cuda.graph(graph):
             run_steps(self.steps, work)
+            # the counts of the bounded results and the check flags, copied to pinned host
+            # memory by the graph itself: the read-back after a replay only waits
+            scalars = [t for s in self.outputs if isinstance(work[s], Bounded)
+                       for t in counts(work[s])]
+            scalars += [f[0] for f in (record.failures[before:] if record is not None else [])]
+            if scalars:
+                pinned = torch.empty(len(scalars), dtype=torch.int64, pin_memory=True)
+                pinned.copy_(torch.cat([t.reshape(1).to(torch.int64) for t in scalars]),
+                             non_blocking=True)
         failures = list(record.failures[before:]) if record is not None else []
         if record is not None:
             del record.failures[before:]
-        cap = _Captured(graph, statics, {s: work[s] for s in self.outputs}, failures)
+        known = {} if pinned is None else \
+            {(t.data_ptr(), t.dtype): i for i, t in enumerate(scalars)}
+        cap = _Captured(graph, statics, {s: work[s] for s in self.outputs}, failures,
+                        pinned, known)
         graph.replay()
         return cap
 
@@ -167,14 +185,8 @@ class Region:
 COPY_OUT = contextvars.ContextVar("gsample_copy_out", default=False)
 
 
+
 def copy_out(value):
-    """``value`` (a result the graph's memory holds) copied out: tensors and the tensors of
-    a CSC cloned, anything else as it is."""
-    if isinstance(value, torch.Tensor):
-        return value.clone()
-    if isinstance(value, CSC):
-        clone = lambda t: None if t is None else t.clone()  # noqa: E731
-        return replace(value, indptr=value.indptr.clone(), rows=value.rows.clone(),
-                       row_ids=clone(value.row_ids), col_ids=clone(value.col_ids),
-                       values=clone(value.values), eids=clone(value.eids))
-    return value
+    """``value`` (a result the graph's memory holds) copied out: a tensor or CSC in one
+    launch per dtype, anything else as it is."""
+    return copy_all([value])[0]

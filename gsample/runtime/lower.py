@@ -21,7 +21,7 @@ import inspect
 import operator
 from .. import validate as V
 from ..backend import get_backend, resolve
-from ..formats.bounded import Bounded, counts, trim
+from ..formats.bounded import Bounded, copy_all, counts, trim
 from ..formats.csc import CSC
 from ..ir import Graph, Kind, Op, Ref, info, map_template
 from .cuda_graphs import COPY_OUT, copy_out
@@ -280,11 +280,12 @@ def _trim(*values):
     host synchronisation; raise a failed check's error; return the exact values."""
     parts = [counts(v) for v in values]
     host = V.read_back([t for p in parts for t in p])
-    out, i, copy = [], 0, COPY_OUT.get()     # results of a replayed CUDA graph: copied out
+    out, i = [], 0
     for v, p in zip(values, parts):
-        out.append(trim(v, host[i:i + len(p)], copy) if isinstance(v, Bounded)
-                   else (copy_out(v) if copy else v))
+        out.append(trim(v, host[i:i + len(p)]) if isinstance(v, Bounded) else v)
         i += len(p)
+    if COPY_OUT.get():                        # results of a replayed CUDA graph: copied out
+        out = copy_all(out)
     return tuple(out)
 
 

@@ -17,7 +17,7 @@ from ..ir import Graph
 import torch
 
 from ..random import BatchKeys, DeviceKey, _signed, _stream, key_prefix, op_key
-from .cuda_graphs import COPY_OUT
+from .cuda_graphs import COPY_OUT, READ_BACK
 from .options import Options
 
 
@@ -79,6 +79,7 @@ class Program:
     slot_names: list = field(default_factory=list)
     device: str = "cpu"
     region: Any = None           # the steps captured as a CUDA graph (cuda_graphs.Region)
+    key_buffers: Any = None      # (pinned, its numpy view, device, event) of device keys
 
     @property
     def num_syncs(self) -> int:
@@ -138,7 +139,7 @@ def run(program: Program, args: dict, observe: Optional[Callable] = None):
             env[slot] = op_key(seed, base + ordinal, batch) if batches is None \
                 else BatchKeys.of(seed, base + ordinal, batch, *batches)
     if device_keys:
-        _device_keys(env, device_keys, batch, program.device)
+        _device_keys(program, env, device_keys, batch)
     if not program.deferred:
         _steps(program.steps, env, observe)
         return program.output(env, ())
@@ -160,19 +161,29 @@ def run(program: Program, args: dict, observe: Optional[Callable] = None):
             _steps(program.steps[r.stop:], env, None)
         finally:
             COPY_OUT.reset(token)
+            READ_BACK.set(None)
         return program.output(env, raw)
 
 
-def _device_keys(env: list, keys: list, batch: int, device: str) -> None:
-    """Every device key of a call in one copy from pinned memory (no synchronisation)."""
-    host = torch.empty(2 * len(keys), dtype=torch.int64, pin_memory=True)
-    view = host.numpy()
+def _device_keys(program: Program, env: list, keys: list, batch: int) -> None:
+    """Every device key of a call in one copy into the program's key buffer, from its pinned
+    twin (no synchronisation; the buffers stay in place, so a captured CUDA graph reads the
+    new keys where it read the old ones). The copy of the previous call is done: every such
+    program ends with a read-back, and the event recorded after the copy is waited for."""
+    bufs = program.key_buffers
+    if bufs is None:
+        host = torch.empty(2 * len(keys), dtype=torch.int64, pin_memory=True)
+        dev = torch.empty(2 * len(keys), dtype=torch.int64, device=program.device)
+        bufs = program.key_buffers = (host, host.numpy(), dev, torch.cuda.Event())
+    host, view, dev, done = bufs
+    done.synchronize()
     for i, (_, prefix, _) in enumerate(keys):
         view[2 * i], view[2 * i + 1] = _signed(prefix), batch
-    dev = host.to(device, non_blocking=True)
+    dev.copy_(host, non_blocking=True)
+    done.record()
     for i, (slot, prefix, batches) in enumerate(keys):
         copies, n = batches if batches is not None else (1, 0)
-        env[slot] = DeviceKey(dev[2 * i:2 * i + 2], prefix, batch, copies, n)
+        env[slot] = DeviceKey(dev[2 * i:2 * i + 2], prefix, batch, copies, n, static=True)
 
 
 def _steps(steps: list, env: list, observe) -> None:

@@ -9,8 +9,8 @@
   frontier's edge and candidate counts before the draws (with every check flag pending,
   so a bad ``node_probs`` raises there), and the kept edge count before the output is
   allocated. The draws are the torch backend's keys (``select.Draws.row_keys``) over all
-  rows, the ``k`` smallest chosen by ``torch.topk`` (keys of distinct rows differ but for
-  a 64-bit hash collision), so samples equal the torch backend's.
+  candidates (compacted), the ``k`` smallest chosen by ``torch.topk`` (keys of distinct rows
+  differ but for a 64-bit hash collision), so samples equal the torch backend's.
 
 Other inputs (replacement, a super-batch's collective draws, a sub-matrix, other reductions)
 run the exact implementations.
@@ -90,11 +90,11 @@ def slice_collective_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
     grid = _blocks(C)
     launch("layerwise", "gs_frontier_rows", grid * _THREADS, indptr, rows, buf, C, _opt(ncols),
            0, cand, counters[:1], block=_THREADS, grid=grid, params=params)
-    keys = torch.empty(R, dtype=torch.int64, device=dev)
+    keys = torch.empty((2, R), dtype=torch.int64, device=dev)       # compacted keys, rows
     p = None if node_probs is None else node_probs.contiguous()
     dtypes = (_FLOATS[p.dtype],) if p is not None else ("float",)
-    launch("layerwise", "gs_row_sort_keys", R, cand, R, _opt(p), key.tensor, 0, keys,
-           counters[1:], dtypes=dtypes)
+    launch("layerwise", "gs_row_sort_keys", R, cand, R, _opt(p), key.tensor, 0, keys[0],
+           keys[1], counters[1:], dtypes=dtypes)
     # read back 1: the frontier's edges and candidates (and every pending check flag)
     scalars = [counters[:1], counters[1:]] + ([ncols] if ncols is not None else [])
     edges, ncand, *m = V.read_back(scalars)
@@ -103,9 +103,12 @@ def slice_collective_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
         raise ValueError(V.NO_POSITIVE_ROW)
     take = min(k, ncand)
     if take == 0:
-        chosen = keys[:0]
-    else:
-        chosen = torch.sort(torch.topk(keys, take, largest=False, sorted=False).indices).values
+        chosen = keys[1, :0]
+    elif take == ncand:                                 # every candidate
+        chosen = torch.sort(keys[1, :ncand]).values
+    else:                                               # the k smallest keys among them
+        at = torch.topk(keys[0, :ncand], take, largest=False, sorted=False).indices
+        chosen = torch.sort(keys[1, :ncand][at]).values
     newpos = torch.empty(R, dtype=torch.int64, device=dev)
     memset(newpos, 0xFF)                                              # -1: not chosen
     launch("layerwise", "gs_scatter_positions", take, chosen, take, newpos)
