@@ -131,11 +131,13 @@ def copy_all(values: list) -> list:
             groups.setdefault((t.dtype, t.device), []).append(i)
     copies = list(tensors)
     for idx in groups.values():
-        flat = torch.cat([tensors[i].reshape(-1) for i in idx])
+        flat = torch.cat([tensors[i] if tensors[i].dim() == 1 else tensors[i].reshape(-1)
+                          for i in idx])
         at = 0
         for i in idx:
-            n = tensors[i].numel()
-            copies[i] = flat[at:at + n].view(tensors[i].shape)
+            t = tensors[i]
+            n = t.numel()
+            copies[i] = flat[at:at + n] if t.dim() == 1 else flat[at:at + n].view(t.shape)
             at += n
     out, j = [], 0
     for v in values:

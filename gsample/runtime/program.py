@@ -176,11 +176,13 @@ def _device_keys(program: Program, env: list, keys: list, batch: int) -> None:
         dev = torch.empty(2 * len(keys), dtype=torch.int64, device=program.device)
         bufs = program.key_buffers = (host, host.numpy(), dev, torch.cuda.Event())
     host, view, dev, done = bufs
-    done.synchronize()
+    if not program.deferred:           # else the previous call ended with a read-back
+        done.synchronize()
     for i, (_, prefix, _) in enumerate(keys):
         view[2 * i], view[2 * i + 1] = _signed(prefix), batch
     dev.copy_(host, non_blocking=True)
-    done.record()
+    if not program.deferred:
+        done.record()
     for i, (slot, prefix, batches) in enumerate(keys):
         copies, n = batches if batches is not None else (1, 0)
         env[slot] = DeviceKey(dev[2 * i:2 * i + 2], prefix, batch, copies, n, static=True)
