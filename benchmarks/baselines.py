@@ -1,12 +1,14 @@
-"""Plain-PyTorch samplers: GraphSAGE and LADIES written directly with torch ops, no gsample.
+"""Plain-PyTorch samplers written directly with torch ops, no gsample: GraphSAGE, LADIES,
+FastGCN, ShaDow-KHop and PASS.
 
-The baselines of ``benchmarks/gpu_workloads.py`` (DESIGN §8): what someone would write in
-PyTorch on the graph's CSC tensors (``indptr``, ``indices``, edge ``values``), on any device.
-They implement the same sampler semantics and sizes as ``examples/graphsage.py`` and
-``examples/ladies.py`` but draw from torch's generator, so their samples differ from gsample's.
+The baselines of ``benchmarks/gpu_workloads.py`` and ``benchmarks/runtime.py`` (DESIGN §8):
+what someone would write in PyTorch on the graph's CSC tensors (``indptr``, ``indices``,
+edge ``values``), on any device. They implement the same sampler semantics and sizes as
+the samplers of ``examples/`` but draw from torch's generator, so their samples differ from
+gsample's; ``tests/test_benchmark_baselines.py`` holds them to those semantics.
 
 A sampled layer is a :class:`Block`: ``indptr`` over the frontier ``cols`` (global ids),
-``rows`` the global id of each kept edge's source (CSC order), and ``values`` (LADIES).
+``rows`` the global id of each kept edge's source (CSC order), and ``values`` (layer-wise).
 """
 from __future__ import annotations
 
@@ -123,6 +125,111 @@ def ladies(indptr, indices, values, num_nodes: int, seeds, layers=(4000, 4000, 4
     blocks = []
     for k in layers:
         b = ladies_layer(indptr, indices, values, num_nodes, seeds, k)
+        blocks.append(b)
+        seeds = next_frontier(seeds, b.rows, num_nodes)
+    return blocks
+
+
+# ----------------------------------------------------------------------------- FastGCN
+def fastgcn_layer(indptr, indices, values, num_nodes: int, cols, k: int, p) -> Block:
+    """One FastGCN layer: ``k`` rows drawn by ``torch.multinomial`` without replacement with
+    the node probabilities ``p`` among the rows with an edge into the frontier and ``p > 0``
+    (all of them when there are at most ``k``); every frontier in-edge from a chosen row is
+    kept with value ``w / p[row]``; each column is normalised to sum to 1."""
+    ptr, col, pos = frontier_edges(indptr, cols)
+    rows = indices[pos]
+    w = torch.ones(pos.numel(), dtype=p.dtype, device=p.device) if values is None \
+        else values[pos]
+    has = torch.zeros(num_nodes, dtype=torch.bool, device=rows.device)
+    has[rows] = True
+    cand = (has & (p > 0)).nonzero().squeeze(1)
+    if cand.numel() > k:
+        chosen = torch.sort(cand[torch.multinomial(p[cand], k, replacement=False)]).values
+    else:
+        chosen = cand
+    is_chosen = torch.zeros(num_nodes, dtype=torch.bool, device=rows.device)
+    is_chosen[chosen] = True
+    kept = is_chosen[rows].nonzero().squeeze(1)
+    kcol, krows = col[kept], rows[kept]
+    v = w[kept] / p[krows]
+    colsum = torch.zeros(cols.numel(), dtype=v.dtype, device=v.device).index_add_(0, kcol, v)
+    v = v / colsum[kcol]
+    return Block(_exclusive_cumsum(torch.bincount(kcol, minlength=cols.numel())), krows, cols, v)
+
+
+def fastgcn(indptr, indices, values, num_nodes: int, seeds, layers=(2000, 2000), degree=None):
+    """FastGCN layer-wise sampling, bias = degree (weighted out-degree by default)."""
+    if degree is None:
+        w = torch.ones(indices.numel(), device=indices.device) if values is None else values
+        degree = torch.zeros(num_nodes, dtype=w.dtype, device=w.device).index_add_(0, indices, w)
+    p = degree / degree.sum().clamp(min=1e-30)
+    blocks = []
+    for k in layers:
+        b = fastgcn_layer(indptr, indices, values, num_nodes, seeds, k, p)
+        blocks.append(b)
+        seeds = next_frontier(seeds, b.rows, num_nodes)
+    return blocks
+
+
+# ----------------------------------------------------------------------------- ShaDow-KHop
+def induced(indptr, indices, num_nodes: int, nodes) -> Block:
+    """Every edge of the graph between two of ``nodes`` (columns = ``nodes``)."""
+    ptr, col, pos = frontier_edges(indptr, nodes)
+    inside = torch.zeros(num_nodes, dtype=torch.bool, device=nodes.device)
+    inside[nodes] = True
+    rows = indices[pos]
+    kept = inside[rows].nonzero().squeeze(1)
+    counts = torch.bincount(col[kept], minlength=nodes.numel())
+    return Block(_exclusive_cumsum(counts), rows[kept], nodes)
+
+
+def shadow(indptr, indices, num_nodes: int, seeds, fanouts=(10, 10)):
+    """ShaDow-KHop: GraphSAGE hops for the node set, then the subgraph it induces;
+    returns ``(subgraph, nodes)``."""
+    nodes = seeds
+    for k in fanouts:
+        b = sage_layer(indptr, indices, nodes, k)
+        nodes = next_frontier(nodes, b.rows, num_nodes)
+    return induced(indptr, indices, num_nodes, nodes), nodes
+
+
+# ----------------------------------------------------------------------------- PASS
+def pass_layer(indptr, indices, values, num_nodes: int, cols, k: int, X, W1, W2, W3) -> Block:
+    """One PASS layer: attention over three scores per in-edge of the frontier, then ``k``
+    draws per column with replacement proportional to it (inverse CDF on a running sum per
+    column, all columns at once)."""
+    ptr, col, pos = frontier_edges(indptr, cols)
+    rows = indices[pos]
+    w = torch.ones(pos.numel(), device=cols.device) if values is None else values[pos]
+    uniq, local = torch.unique(rows, return_inverse=True)        # the compacted row space
+    u, v = X[uniq], X[cols]
+    att1 = ((u @ W1)[local] * (v @ W1)[col]).sum(1)
+    att2 = ((u @ W2)[local] * (v @ W2)[col]).sum(1)
+    colsum = torch.zeros(cols.numel(), dtype=w.dtype, device=w.device).index_add_(0, col, w)
+    att3 = w / colsum[col]
+    scores = torch.stack([att1, att2, att3], dim=1)
+    att = torch.relu(scores @ torch.softmax(W3, dim=0)).squeeze(1) + 1e-9
+    deg = ptr[1:] - ptr[:-1]
+    nz = (deg > 0).nonzero().squeeze(1)
+    cum = torch.cumsum(att.double(), 0)
+    before = torch.cat([cum.new_zeros(1), cum])[ptr]                # running sum at each column
+    total = before[1:] - before[:-1]
+    draw_col = nz.repeat_interleave(k)
+    target = before[draw_col] + torch.rand(draw_col.numel(), dtype=torch.float64,
+                                           device=cols.device) * total[draw_col]
+    e = torch.searchsorted(cum, target, right=True)
+    e = torch.minimum(torch.maximum(e, ptr[draw_col]), ptr[draw_col + 1] - 1)
+    e = torch.sort(e).values                                        # column order
+    counts = torch.where(deg > 0, k, 0)
+    return Block(_exclusive_cumsum(counts), rows[e], cols)
+
+
+def pass_sampler(indptr, indices, values, num_nodes: int, seeds, X, W1, W2, W3,
+                 fanouts=(10, 10)):
+    """PASS: ``fanouts[l]`` draws with replacement per frontier node by learned attention."""
+    blocks = []
+    for k in fanouts:
+        b = pass_layer(indptr, indices, values, num_nodes, seeds, k, X, W1, W2, W3)
         blocks.append(b)
         seeds = next_frontier(seeds, b.rows, num_nodes)
     return blocks

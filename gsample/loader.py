@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -60,9 +61,10 @@ class DataLoader:
         Show a tqdm bar over the mini-batches.
     super_batch : int or "auto", optional
         Sample this many mini-batches in one run of the compiled program
-        (``gsample.runtime.super_batch``); ``"auto"``: the most that fit
-        ``memory_budget``. The batches are the same, bit for bit, as without it (they
-        are still yielded one by one). ``sampler_fn`` must be a ``gs.compile``'d sampler
+        (``gsample.runtime.super_batch``); ``"auto"``: the fastest size that fits
+        ``memory_budget``, timed on the first epoch's own mini-batches. The batches are
+        the same, bit for bit, as without it (they are still yielded one by one).
+        ``sampler_fn`` must be a ``gs.compile``'d sampler
         (or a ``functools.partial`` of one) or a function ``gs.compile`` can trace,
         which is then compiled here with the default passes. Default: off.
     memory_budget : int, optional
@@ -81,6 +83,10 @@ class DataLoader:
         Mini-batches per super-batch (``"auto"``: chosen during the first epoch).
     batch_bytes : int or None
         ``"auto"``'s estimate of one mini-batch's memory (see Notes).
+    memory_cap : int or None
+        ``"auto"``: the most mini-batches ``memory_budget`` holds.
+    auto_times : dict
+        ``"auto"``: seconds per mini-batch of every super-batch size it timed.
 
     Notes
     -----
@@ -94,9 +100,13 @@ class DataLoader:
     ``"auto"`` samples the epoch's first mini-batch alone and measures it: the bytes of
     every tensor its program creates that is not graph-level (the executor keeps all of
     them until the batch is done, so their sum is its footprint; on CUDA, at least the
-    peak allocation the run adds). It then takes ``N = memory_budget // that``, at least
-    1 and at most the number of batches (1: the other batches run one by one, as without
-    super-batching). A super-batch's values grow linearly in N. On the CPU, super-batching
+    peak allocation the run adds); ``memory_cap = memory_budget // that`` (at least 1, at
+    most the number of batches) bounds N, as a super-batch's values grow linearly in N.
+    Within that cap it times super-batches of 1, 2, 4, ... of the epoch's next
+    mini-batches (each size twice: the first run of a size lowers, compiles and captures
+    what it needs) and keeps the size with the least time per mini-batch, stopping once
+    doubling gains less than 5 %; the timed batches are yielded like the others (1: the
+    rest run one by one, as without super-batching). On the CPU, super-batching
     removes per-op overhead but makes every array N times larger: it pays for small
     mini-batches (web-NotreDame, GraphSAGE [25, 10], 64 seeds: x1.85 with N = 8) and costs
     once a mini-batch's values outgrow the cache (LADIES 3 x 4000: x0.8); on a GPU the
@@ -136,6 +146,8 @@ class DataLoader:
         self.fixed_state = V.flag(fixed_state, "fixed_state")
         self.super_batch_size = self.super_batch if isinstance(self.super_batch, int) else None
         self.batch_bytes = None
+        self.memory_cap = None
+        self.auto_times: dict = {}
         self._super = None
         if self.super_batch is not None:          # traced now: refusals come from here
             self._super = _SuperBatcher(A, sampler_fn, self.seeds[:self.batch_size],
@@ -184,21 +196,68 @@ class DataLoader:
             except Exception as error:      # noqa: BLE001 - re-run one by one, see below
                 yield from self._explain_failure(parts[:1], epoch_seed, 0, error)
             budget = self.memory_budget or _default_budget(self.A.device)
-            self.super_batch_size = max(1, min(len(parts), budget // max(self.batch_bytes, 1)))
+            self.memory_cap = max(1, min(len(parts), budget // max(self.batch_bytes, 1)))
             yield Batch(seeds=parts[0], index=0, out=outs[0])
             i = 1
+            if self.memory_cap > 1:
+                chosen = yield from self._time_sizes(parts, epoch_seed)
+                i, self.super_batch_size = chosen
+            else:
+                self.super_batch_size = 1
         if self.super_batch == "auto" and self.super_batch_size == 1:
             yield from self._one_by_one(parts[i:], epoch_seed, i)      # nothing to gain
             return
         while i < len(parts):
             block = parts[i:i + self.super_batch_size]
-            try:
-                outs = self._super.run(block, epoch_seed, i)
-            except Exception as error:      # noqa: BLE001 - re-run one by one, see below
-                yield from self._explain_failure(block, epoch_seed, i, error)
-            for b, out in enumerate(outs):
-                yield Batch(seeds=block[b], index=i + b, out=out)
+            yield from self._block(block, epoch_seed, i)
             i += len(block)
+
+    def _block(self, block: list, epoch_seed: int, first: int):
+        """Sample and yield the mini-batches ``first, ...`` (seeds ``block``) in one run."""
+        batches = yield from self._sample_block(block, epoch_seed, first)
+        yield from batches
+
+    def _sample_block(self, block: list, epoch_seed: int, first: int):
+        """Sample the mini-batches ``first, ...`` in one run and return them (a list of
+        ``Batch``); a run that raises is re-run one by one (``_explain_failure``)."""
+        try:
+            outs = self._super.run(block, epoch_seed, first)
+        except Exception as error:      # noqa: BLE001 - re-run one by one, see below
+            yield from self._explain_failure(block, epoch_seed, first, error)
+        return [Batch(seeds=block[b], index=first + b, out=out) for b, out in enumerate(outs)]
+
+    def _time_sizes(self, parts: list, epoch_seed: int):
+        """``"auto"``: time super-batches of 1, 2, 4, ... mini-batches (within the memory
+        cap), each size twice so that its first run's one-off work (lowering, compiling,
+        capturing a CUDA graph) is not counted, and keep the size with the least time per
+        mini-batch; stop once doubling stops paying. The timed runs sample (and yield) the
+        epoch's own mini-batches. Returns ``(next mini-batch, chosen size)``;
+        ``auto_times`` keeps the seconds per mini-batch of every size tried."""
+        cuda = self.A.device.type == "cuda"
+        i, N, self.auto_times = 1, 1, {}
+        while N <= self.memory_cap and i + 2 * N <= len(parts):
+            for _ in range(2):
+                block = parts[i:i + N]
+                if cuda:
+                    torch.cuda.synchronize(self.A.device)
+                start = time.perf_counter()
+                if N == 1:              # as without super-batching; an error raises here
+                    batches = [next(self._one_by_one(block, epoch_seed, i))]
+                else:
+                    batches = yield from self._sample_block(block, epoch_seed, i)
+                if cuda:
+                    torch.cuda.synchronize(self.A.device)
+                seconds = (time.perf_counter() - start) / N
+                yield from batches
+                i += N
+            self.auto_times[N] = seconds
+            best = min(self.auto_times, key=self.auto_times.get)
+            if best != N and seconds > 0.95 * self.auto_times[best]:
+                break                                       # doubling stopped paying
+            N *= 2
+        if not self.auto_times:                             # too few mini-batches to time
+            return i, 1
+        return i, min(self.auto_times, key=self.auto_times.get)
 
     def _explain_failure(self, block: list, epoch_seed: int, first: int, error: Exception):
         """A super-batch raised: sample its mini-batches one by one. The first one that

@@ -11,8 +11,8 @@ program (``gsample.passes.super_batch``). Checked here, on every device:
   collective sampling, per-batch scalars, whole-graph row slices, products, tuples;
 * samplers whose draws depend on tensor arguments are refused unless ``fixed_state``;
 * an error in a mini-batch surfaces at that batch, after the batches before it;
-* ``"auto"`` picks an N that fits the budget (1 for a tiny one); bad arguments fail in
-  the constructor, naming the argument;
+* ``"auto"`` times sizes that fit the budget and keeps the fastest (1 for a tiny one);
+  bad arguments fail in the constructor, naming the argument;
 * the keys: each column draws with its batch's key and its position within the batch, and
   the CPU's chunked hash gives the plain hash's bits.
 
@@ -77,7 +77,8 @@ def epochs(A, sampler, seeds, count=1, **options):
 
 def assert_same_batches(got, ref, what):
     for e, (g_epoch, r_epoch) in enumerate(zip(got, ref)):
-        assert [b.index for b in g_epoch] == [b.index for b in r_epoch] == list(range(6))
+        assert [b.index for b in g_epoch] == [b.index for b in r_epoch] == list(range(len(r_epoch)))
+        assert len(r_epoch) >= 6
         for g, r in zip(g_epoch, r_epoch):
             assert torch.equal(g.seeds, r.seeds)
             assert_same(g.out, r.out, f"{what}, epoch {e}, batch {r.index}")
@@ -434,7 +435,7 @@ def test_a_super_batch_failure_where_batches_succeed_is_reported(graph, monkeypa
 # ----------------------------------------------------------------------------- "auto"
 def test_auto_fits_the_budget_and_a_tiny_budget_gives_one(graph, device):
     A = graph.to(device)
-    seeds = random_seeds(NUM_SEEDS, 5).to(device)
+    seeds = random_seeds(16 * BATCH, 5).to(device)      # room to time sizes 1, 2 and 4
     sampler = functools.partial(example("graphsage").graphsage, fanouts=(10, 5))
     _, ref = epochs(A, sampler, seeds)
     loader, got = epochs(A, sampler, seeds, super_batch="auto", memory_budget=1)
@@ -445,9 +446,12 @@ def test_auto_fits_the_budget_and_a_tiny_budget_gives_one(graph, device):
     out_bytes = sum(t.numel() * t.element_size() for b in got[0][:1] for m in b.out
                     for t in (m.csc.indptr, m.csc.rows, m.csc.col_ids, m.csc.values, m.csc.eids))
     assert per_batch >= out_bytes > 0            # the outputs are part of the footprint
-    for budget, expect in ((3 * per_batch + 1, 3), (10 ** 12, len(loader))):
+    for budget, cap in ((3 * per_batch + 1, 3), (10 ** 12, len(loader))):
         loader, got = epochs(A, sampler, seeds, super_batch="auto", memory_budget=budget)
-        assert loader.super_batch_size == expect
+        assert loader.memory_cap == cap                     # what the budget holds ...
+        assert set(loader.auto_times) <= {1, 2, 4, 8, 16} and 1 in loader.auto_times
+        assert max(loader.auto_times) <= cap               # ... bounds every size timed
+        assert loader.super_batch_size == min(loader.auto_times, key=loader.auto_times.get)
         assert loader.super_batch_size * loader.batch_bytes <= budget
         assert_same_batches(got, ref, f"auto, budget {budget}")
     loader, got = epochs(A, sampler, seeds, super_batch="auto")   # the L2 cache or half a GPU
