@@ -80,11 +80,13 @@ def main(argv=None):
         runs += [(f"+ super-batched {N}", samplers["+ CUDA graphs"], {"super_batch": N})
                  for N in args.super_batch]
         for config, sampler, extra in runs:
-            r = measure(lambda: epoch_loader(G, sampler, seeds, bs, **extra), args.repeats)
-            nb = max(extra.get("super_batch", 1) if isinstance(extra.get("super_batch"), int)
-                     else 1, args.profile_batches)
-            counts = profile_counts(lambda: epoch_loader(G, sampler, seeds[:bs * nb], bs,
-                                                         **extra), nb, device)
+            epoch = epoch_loader(G, sampler, seeds, bs, **extra)
+            r = measure(epoch, args.repeats)
+            size = epoch.loader.super_batch_size or 1
+            prof = epoch_loader(G, sampler, seeds[:bs * max(size, args.profile_batches)], bs,
+                                **({"super_batch": size} if extra else {}))
+            prof()                                    # its own warm-up
+            counts = profile_counts(prof, max(size, args.profile_batches), device)
             rows.append({"workload": name, "config": config, **r, **counts})
             print(f"{name:9s} {config:24s} epoch {r['epoch_s_median']:8.4f} s  "
                   f"kernels/b {counts['kernels']}  syncs/b {counts['syncs']}", flush=True)

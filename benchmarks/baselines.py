@@ -104,20 +104,26 @@ def ladies_layer(indptr, indices, values, num_nodes: int, cols, k: int) -> Block
     rows, w = indices[pos], values[pos]
     p = torch.zeros(num_nodes, dtype=w.dtype, device=w.device).index_add_(0, rows, w * w)
     p = p / p.sum().clamp(min=1e-30)
-    cand = (p > 0).nonzero().squeeze(1)
+    return _keep_chosen_rows((p > 0).nonzero().squeeze(1), p, k, rows, col, w, cols, num_nodes)
+
+
+def _keep_chosen_rows(cand, p, k: int, rows, col, w, cols, num_nodes: int) -> Block:
+    """The layer-wise step both samplers share: ``k`` of the candidate rows ``cand`` drawn by
+    ``torch.multinomial`` without replacement with probabilities ``p`` (all of them when
+    there are at most ``k``); every frontier edge (``rows``, local column ``col``, weight
+    ``w``) from a chosen row kept with value ``w / p[row]``; columns normalised to sum 1."""
     if cand.numel() > k:
         chosen = torch.sort(cand[torch.multinomial(p[cand], k, replacement=False)]).values
     else:
         chosen = cand
-    is_chosen = torch.zeros(num_nodes, dtype=torch.bool, device=w.device)
+    is_chosen = torch.zeros(num_nodes, dtype=torch.bool, device=rows.device)
     is_chosen[chosen] = True
     kept = is_chosen[rows].nonzero().squeeze(1)
     kcol, krows = col[kept], rows[kept]
     v = w[kept] / p[krows]
     colsum = torch.zeros(cols.numel(), dtype=v.dtype, device=v.device).index_add_(0, kcol, v)
     v = v / colsum[kcol]
-    counts = torch.bincount(kcol, minlength=cols.numel())
-    return Block(_exclusive_cumsum(counts), krows, cols, v)
+    return Block(_exclusive_cumsum(torch.bincount(kcol, minlength=cols.numel())), krows, cols, v)
 
 
 def ladies(indptr, indices, values, num_nodes: int, seeds, layers=(4000, 4000, 4000)):
@@ -143,18 +149,7 @@ def fastgcn_layer(indptr, indices, values, num_nodes: int, cols, k: int, p) -> B
     has = torch.zeros(num_nodes, dtype=torch.bool, device=rows.device)
     has[rows] = True
     cand = (has & (p > 0)).nonzero().squeeze(1)
-    if cand.numel() > k:
-        chosen = torch.sort(cand[torch.multinomial(p[cand], k, replacement=False)]).values
-    else:
-        chosen = cand
-    is_chosen = torch.zeros(num_nodes, dtype=torch.bool, device=rows.device)
-    is_chosen[chosen] = True
-    kept = is_chosen[rows].nonzero().squeeze(1)
-    kcol, krows = col[kept], rows[kept]
-    v = w[kept] / p[krows]
-    colsum = torch.zeros(cols.numel(), dtype=v.dtype, device=v.device).index_add_(0, kcol, v)
-    v = v / colsum[kcol]
-    return Block(_exclusive_cumsum(torch.bincount(kcol, minlength=cols.numel())), krows, cols, v)
+    return _keep_chosen_rows(cand, p, k, rows, col, w, cols, num_nodes)
 
 
 def fastgcn(indptr, indices, values, num_nodes: int, seeds, layers=(2000, 2000), degree=None):

@@ -110,13 +110,20 @@ def _edges(out) -> int:
 
 
 def epoch_loader(G, sampler, seeds, batch_size, **options):
-    """``(seconds, sampled edges)`` of one pass through a fresh ``gs.DataLoader``."""
-    sync(seeds.device)
-    start, edges = time.perf_counter(), 0
-    for b in gs.DataLoader(G, sampler, seeds, batch_size, seed=0, **options):
-        edges += _edges(b.out)
-    sync(seeds.device)
-    return time.perf_counter() - start, edges
+    """A function that times one epoch (``(seconds, sampled edges)``) of one
+    ``gs.DataLoader``, the same loader every call, as a training loop uses it (``"auto"``
+    chooses its size in the first epoch: the warm-up)."""
+    loader = gs.DataLoader(G, sampler, seeds, batch_size, seed=0, **options)
+
+    def epoch():
+        sync(seeds.device)
+        start, edges = time.perf_counter(), 0
+        for b in loader:
+            edges += _edges(b.out)
+        sync(seeds.device)
+        return time.perf_counter() - start, edges
+    epoch.loader = loader
+    return epoch
 
 
 def epoch_plain(base, batches, device):
@@ -205,21 +212,24 @@ def run_workload(name, spec, device, all_seeds, args, backend):
     add("plain PyTorch", "plain", r, profile_counts(lambda: epoch_plain(base, prof_batches,
                                                                          device),
                                                     len(prof_batches), device))
-    r = measure(lambda: epoch_loader(G, sampler, seeds, bs), args.repeats)
+    r = measure(epoch_loader(G, sampler, seeds, bs), args.repeats)
     add("compiled, one at a time", "one", r,
-        profile_counts(lambda: epoch_loader(G, sampler, prof_seeds, bs), len(prof_batches),
-                       device))
+        profile_counts(epoch_loader(G, sampler, prof_seeds, bs), len(prof_batches), device))
     for N in args.super_batch:
         mode = f"compiled, super-batched {N}"
         try:
             checks[mode] = same_samples(G, sampler, seeds[:bs * 6], bs,
                                         N if N == "auto" else min(N, 6), loader_kw)
-            r = measure(lambda: epoch_loader(G, sampler, seeds, bs, super_batch=N, **loader_kw),
-                        args.repeats)
-            nb = max(N if isinstance(N, int) else 1, args.profile_batches)
-            add(mode, "super", r, profile_counts(
-                lambda: epoch_loader(G, sampler, seeds[:bs * nb], bs, super_batch=N,
-                                     **loader_kw), nb, device))
+            epoch = epoch_loader(G, sampler, seeds, bs, super_batch=N, **loader_kw)
+            r = measure(epoch, args.repeats)
+            size = epoch.loader.super_batch_size
+            r["super_batch_size"] = size
+            if N == "auto":
+                r["auto_times"] = {str(k): v for k, v in epoch.loader.auto_times.items()}
+            nb = max(size, args.profile_batches)
+            prof = epoch_loader(G, sampler, seeds[:bs * nb], bs, super_batch=size, **loader_kw)
+            prof()                                # its own warm-up (a new shape)
+            add(mode, "super", r, profile_counts(prof, nb, device))
         except Exception as e:                   # recorded, not fatal
             rows.append({"workload": name, "mode": mode, "kind": "super", "error": repr(e)})
             print(f"  {name:9s} {mode:28s} FAILED: {e!r}", flush=True)
@@ -277,7 +287,10 @@ def main(argv=None):
                    workloads=["graphsage", "ladies", "fastgcn", "shadow", "pass"])
     p.add_argument("--super-batch", nargs="+", type=_super, default=[16, 64, "auto"])
     p.add_argument("--pass-batch-size", type=int, default=64)
-    p.add_argument("--profile-batches", type=int, default=8)
+    p.add_argument("--name", default=None,
+                   help="the record's file name stem (default runtime), e.g. to keep the "
+                        "records of runs over different --workloads apart")
+    p.add_argument("--profile-batches", type=int, default=32)
     p.add_argument("--batches", nargs="*", default=["fastgcn=96", "shadow=96", "pass=96"],
                    help="mini-batches per epoch for some workloads, e.g. pass=96 (time scaled "
                         "to the full epoch)")
@@ -296,11 +309,14 @@ def main(argv=None):
               gather_bandwidth(device, n_src // 2, n_src // 4, torch.int64)]
     specs = workloads(A, device, args)
     rows, checks = [], {}
+    record = functools.partial(write_record, "runtime", args, argv, device, A,
+                               name=args.name, random_gather=gather, versions=_versions())
     for name in args.workloads:
         r, c = run_workload(name, specs[name], device, seeds, args, backend)
         rows += r
         checks[name] = c
         print(f"  {name}: one at a time vs super-batched agreement {c}", flush=True)
+        record(checks=checks, results=rows, targets=None)      # kept if a later one is cut off
     lines = [f"{'workload':9s} {'mode':28s} {'epoch s':>9s} {'spread':>8s} {'edges/s':>12s} "
              f"{'kern/b':>7s} {'sync/b':>7s} {'gpu ms/b':>9s} {'wall ms/b':>9s} {'x plain':>8s}"]
     fmt = lambda v, f: "-" if v is None else format(v, f)  # noqa: E731
@@ -322,10 +338,9 @@ def main(argv=None):
         lines.append("  (not judged on the CPU)")
     for g in gather:
         lines.append(f"random gather {g['dtype']}: {g['GB_per_s']:.1f} GB/s")
-    path = write_record("runtime", args, argv, device, A, random_gather=gather, checks=checks,
-                        results=rows, targets=[{"workload": w, "target": t, "mode": r["mode"],
-                                                "met": m} for w, t, r, m in found],
-                        versions=_versions())
+    path = record(checks=checks, results=rows,
+                  targets=[{"workload": w, "target": t, "mode": r["mode"], "met": m}
+                           for w, t, r, m in found])
     tag = f"{A.num_nodes:,} nodes, {A.num_edges:,} edges; {device_name(device)}"
     plot(path.with_suffix(".png"), rows, tag)
     print("\n".join(lines))

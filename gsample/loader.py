@@ -103,14 +103,16 @@ class DataLoader:
     peak allocation the run adds); ``memory_cap = memory_budget // that`` (at least 1, at
     most the number of batches) bounds N, as a super-batch's values grow linearly in N.
     Within that cap it times super-batches of 1, 2, 4, ... of the epoch's next
-    mini-batches (each size twice: the first run of a size lowers, compiles and captures
-    what it needs) and keeps the size with the least time per mini-batch, stopping once
-    doubling gains less than 5 %; the timed batches are yielded like the others (1: the
-    rest run one by one, as without super-batching). On the CPU, super-batching
-    removes per-op overhead but makes every array N times larger: it pays for small
-    mini-batches (web-NotreDame, GraphSAGE [25, 10], 64 seeds: x1.85 with N = 8) and costs
-    once a mini-batch's values outgrow the cache (LADIES 3 x 4000: x0.8); on a GPU the
-    per-op overhead (kernel launches) is the larger part.
+    mini-batches (each size three times, timing the last: the first run of a size lowers
+    and compiles, the second captures a CUDA graph) and keeps the size with the least
+    time per mini-batch, stopping once doubling gains less than 5 % (from 8 on); the
+    timed batches are yielded like the others (1: the rest run one by one, as without
+    super-batching). On the CPU, super-batching removes per-op overhead but makes every
+    array N times larger: it pays for small mini-batches (web-NotreDame, GraphSAGE
+    [25, 10], 64 seeds: x1.85 with N = 8) and costs once a mini-batch's values outgrow
+    the cache (LADIES 3 x 4000: x0.8); on a GPU the per-op overhead (kernel launches,
+    Python) is the larger part (H100, products-sized GraphSAGE: 0.16 ms per mini-batch
+    with N = 64 against 0.4 to 0.7 one by one).
 
     Examples
     --------
@@ -228,15 +230,18 @@ class DataLoader:
 
     def _time_sizes(self, parts: list, epoch_seed: int):
         """``"auto"``: time super-batches of 1, 2, 4, ... mini-batches (within the memory
-        cap), each size twice so that its first run's one-off work (lowering, compiling,
-        capturing a CUDA graph) is not counted, and keep the size with the least time per
-        mini-batch; stop once doubling stops paying. The timed runs sample (and yield) the
-        epoch's own mini-batches. Returns ``(next mini-batch, chosen size)``;
-        ``auto_times`` keeps the seconds per mini-batch of every size tried."""
+        cap), each size three times so that the one-off work of its first two runs
+        (lowering and compiling, then capturing a CUDA graph) is not counted, and keep the
+        size with the least time per mini-batch; stop once doubling stops paying (from 8
+        on: a super-batch's fixed cost per run makes 2 slower than 1 on a GPU, H100,
+        GraphSAGE: 1.13 against 0.50 ms per mini-batch, and 64 three times faster). The
+        timed runs sample (and yield) the epoch's own mini-batches. Returns ``(next
+        mini-batch, chosen size)``; ``auto_times`` keeps the seconds per mini-batch of
+        every size tried."""
         cuda = self.A.device.type == "cuda"
         i, N, self.auto_times = 1, 1, {}
-        while N <= self.memory_cap and i + 2 * N <= len(parts):
-            for _ in range(2):
+        while N <= self.memory_cap and i + 3 * N <= len(parts):
+            for _ in range(3):
                 block = parts[i:i + N]
                 if cuda:
                     torch.cuda.synchronize(self.A.device)
@@ -252,8 +257,8 @@ class DataLoader:
                 i += N
             self.auto_times[N] = seconds
             best = min(self.auto_times, key=self.auto_times.get)
-            if best != N and seconds > 0.95 * self.auto_times[best]:
-                break                                       # doubling stopped paying
+            if N >= 8 and best != N and seconds > 0.95 * self.auto_times[best]:
+                break          # doubling stopped paying (below 8, a run's fixed cost hides it)
             N *= 2
         if not self.auto_times:                             # too few mini-batches to time
             return i, 1

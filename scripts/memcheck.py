@@ -5,8 +5,8 @@ the CUDA part of the suite far slower than the GPU allows, so this script runs `
 sanitized pytest processes at once, each on a contiguous chunk of the selection (contiguous:
 module-scoped fixtures are built once per chunk, not once per test). Every test that passed is
 appended to ``LOG_DIR/done.txt``; a later call skips those (and those of ``--done`` lists), so a
-long selection can be spread over several calls with a ``--deadline`` each (a chunk still running at the deadline is killed, and its
-unfinished tests stay to do).
+long selection can be spread over several calls with a ``--deadline`` each (a chunk still
+running at the deadline is killed, and its unfinished tests stay to do).
 
 PyTorch's caching allocator is off, so a read past the end of any tensor is a read past the end
 of its own allocation, which memcheck sees (inside a cached block it would not: checked on an
@@ -15,7 +15,12 @@ gives every tensor a ``cudaMalloc`` of its own (``PYTORCH_NO_CUDA_MEMORY_CACHING
 ``--allocator async`` a ``cudaMallocAsync`` of its own
 (``PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync``), which memcheck tracks just as
 precisely and which frees without a device-wide synchronisation (9-18% less time per
-collective sampler call under memcheck, H100, 2026-11-22).
+collective sampler call under memcheck, H100, 2026-11-22). Both run without CUDA graphs
+(``GSAMPLE_CUDA_GRAPHS=0``; the same samples): with ``cudaMalloc`` a capture is refused,
+and memcheck reports every replayed write into a graph's ``cudaMallocAsync`` memory as out
+of bounds, even for plain PyTorch code (a captured ``x[idx] * 3``, H100, 2026-11-23).
+``--allocator cached`` keeps PyTorch's caching allocator and the graphs: it checks the
+replays, but not a read past a tensor's end that stays inside its cached block.
 
 Host backtraces are off (``--show-backtrace device``): collecting them makes every CUDA call
 slower the longer a process runs (a loop of 550 collective sampler calls went from 97 to 627 ms
@@ -26,7 +31,8 @@ Examples
 From the repository root, on a GPU machine::
 
     python3 scripts/memcheck.py --jobs 8 --deadline 570 --log-dir memcheck -- -m cuda tests
-    python3 scripts/memcheck.py --jobs 8 --deadline 570 --log-dir memcheck -- -m cuda tests  # resumes
+    python3 scripts/memcheck.py --jobs 8 --deadline 570 --log-dir memcheck -- -m cuda tests
+    # the same again goes on where the first call stopped
 
 Exit status: 0 when every selected test passed under memcheck with 0 errors, 1 when a test
 failed or memcheck reported an error, 3 when tests are left to do (call again).
@@ -103,8 +109,10 @@ def command(tests: list[str], sanitizer: str, sanitizer_args: list[str]) -> list
 
 
 #: environment of each allocator choice: every tensor is an allocation of its own
-ALLOCATORS = {"nocache": {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"},
-              "async": {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}}
+ALLOCATORS = {"nocache": {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "GSAMPLE_CUDA_GRAPHS": "0"},
+              "async": {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync",
+                        "GSAMPLE_CUDA_GRAPHS": "0"},
+              "cached": {}}
 
 
 def run_chunk(name, tests, log_dir: Path, end: float, cmd, allocator="nocache") -> ChunkResult:
@@ -142,8 +150,9 @@ def main(argv=None) -> int:
                    help="one word of an extra sanitizer option, e.g. --sanitizer-arg=--kernel-name "
                         "--sanitizer-arg=kns=gs_ (check only gsample's kernels)")
     p.add_argument("--allocator", choices=sorted(ALLOCATORS), default="nocache",
-                   help="how PyTorch allocates: cudaMalloc per tensor (nocache) or "
-                        "cudaMallocAsync per tensor (async)")
+                   help="how PyTorch allocates: cudaMalloc per tensor (nocache), "
+                        "cudaMallocAsync per tensor (async), both without CUDA graphs, or its "
+                        "caching allocator, CUDA graphs replayed (cached)")
     p.add_argument("selection", nargs="*", default=["-m", "cuda", "tests"],
                    help="pytest arguments that select the tests (after --)")
     a = p.parse_args(argv)

@@ -103,12 +103,16 @@ def test_a_chunk_with_memcheck_errors_marks_nothing_done(tmp_path):
     assert _done(tmp_path) == []                 # the passed tests are run again next time
 
 
-@pytest.mark.parametrize("allocator, var, value", [
-    ("nocache", "PYTORCH_NO_CUDA_MEMORY_CACHING", "1"),
-    ("async", "PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync")])
-def test_allocator_sets_pytorch_environment(tmp_path, allocator, var, value):
+@pytest.mark.parametrize("allocator, env", [
+    ("nocache", {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "GSAMPLE_CUDA_GRAPHS": "0"}),
+    ("async", {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync", "GSAMPLE_CUDA_GRAPHS": "0"}),
+    ("cached", {"PYTORCH_NO_CUDA_MEMORY_CACHING": None, "GSAMPLE_CUDA_GRAPHS": None})])
+def test_allocator_sets_pytorch_environment(tmp_path, monkeypatch, allocator, env):
+    for var in ("PYTORCH_NO_CUDA_MEMORY_CACHING", "GSAMPLE_CUDA_GRAPHS"):
+        monkeypatch.delenv(var, raising=False)
     (tmp_path / "test_env.py").write_text(
-        f"import os\ndef test_env():\n    assert os.environ.get({var!r}) == {value!r}\n")
+        f"import os\ndef test_env():\n"
+        f"    assert {{v: os.environ.get(v) for v in {list(env)!r}}} == {env!r}\n")
     rc, out = _run(tmp_path, "--allocator", allocator, "--", "test_env.py")
     assert rc == 0 and f"allocator {allocator}" in out, out
     assert _done(tmp_path) == ["test_env.py::test_env"]
@@ -118,7 +122,7 @@ def test_allocator_sets_pytorch_environment(tmp_path, allocator, var, value):
                                         (["--deadline", "0"], "--deadline"),
                                         (["--start-margin", "-1"], "--start-margin"),
                                         (["--done", "missing.txt"], "--done"),
-                                        (["--allocator", "cached"], "--allocator")])
+                                        (["--allocator", "pinned"], "--allocator")])
 def test_bad_arguments_are_named(tmp_path, args, name):
     rc, out = _run(tmp_path, *args)
     assert rc == 2 and name in out, out

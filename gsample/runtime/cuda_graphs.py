@@ -12,13 +12,22 @@ region's tensor inputs (the converted seeds, any tensor computed before it) are 
 and so are the random keys (``gsample.random.DeviceKey``: the kernels read their keys from
 the device). Matrices (the graph, values cached per graph) must be the very objects the
 graph was captured with, as the kernels read them in place; another object (or one written
-in place since) captures again. Check flags recorded during the capture are recorded again
-at each replay, and the program's final read-back copies every result out of the graph's
-memory, which the next replay overwrites.
+in place since) captures again, and a captured graph keeps its matrices alive (freed, their
+id and memory could be another matrix's). Scratch the kernels keep between calls is never
+freed while a graph may read it (``backend.cuda.nodewise._bitmaps``). Check flags recorded
+during the capture are recorded again at each replay, and the program's final read-back
+copies every result out of the graph's memory, which the next replay overwrites.
+
+Nothing is captured where PyTorch cannot capture (its caching allocator off:
+``PYTORCH_NO_CUDA_MEMORY_CACHING=1`` allocates with ``cudaMalloc``, which a capture
+refuses) or where ``GSAMPLE_CUDA_GRAPHS=0`` says so (``scripts/memcheck.py`` sets it with
+``cudaMallocAsync``, whose graph allocations compute-sanitizer reports as out of bounds even
+for plain PyTorch code); the region then runs eagerly, drawing the same samples.
 """
 from __future__ import annotations
 
 import contextvars
+import os
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -31,6 +40,13 @@ from ..random import DeviceKey
 
 #: graphs kept per region (argument shapes; a new one past this runs eagerly)
 MAX_GRAPHS = 8
+
+
+def enabled() -> bool:
+    """Whether regions may be captured in this process (see the module's docstring)."""
+    return (torch.cuda.is_available()
+            and os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING", "0") != "1"
+            and os.environ.get("GSAMPLE_CUDA_GRAPHS", "1") != "0")
 
 
 def region(program) -> tuple:
@@ -76,6 +92,7 @@ class _Captured:
     failures: list = field(default_factory=list)
     scalars: object = None             # pinned copy of the results' counts and check flags,
     known: dict = field(default_factory=dict)   # made by the graph: (ptr, dtype) -> index
+    matrices: list = field(default_factory=list)  # read in place: kept alive (their ids key it)
 
 
 class Region:
@@ -89,6 +106,7 @@ class Region:
         self.outputs = sorted(made)
         self.captured: dict = {}
         self.seen: set = set()
+        self.enabled = enabled()
 
     def _key(self, env: list):
         key = []
@@ -104,15 +122,15 @@ class Region:
             elif isinstance(v, Bounded):
                 return None                   # not captured: bounded inputs come from steps
             else:
-                key.append(("v", type(v).__qualname__, v if isinstance(v, (int, float, str, bool,
-                                                                            type(None))) else id(v)))
+                plain = isinstance(v, (int, float, str, bool, type(None)))
+                key.append(("v", type(v).__qualname__, v if plain else id(v)))
         return tuple(key)
 
     def run(self, env: list, run_steps) -> bool:
         """Run the region on ``env``: replay its graph, capture it, or (the first time for
         this key) run it eagerly. Returns True when the results live in a graph's memory."""
         key = self._key(env)
-        if key is None or not torch.cuda.is_available():
+        if key is None or not self.enabled:
             run_steps(self.steps, env)
             return False
         cap = self.captured.get(key)
@@ -176,7 +194,7 @@ class Region:
         known = {} if pinned is None else \
             {(t.data_ptr(), t.dtype): i for i, t in enumerate(scalars)}
         cap = _Captured(graph, statics, {s: work[s] for s in self.outputs}, failures,
-                        pinned, known)
+                        pinned, known, [env[s] for s in self.inputs if isinstance(env[s], CSC)])
         graph.replay()
         return cap
 

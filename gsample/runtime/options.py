@@ -26,8 +26,9 @@ class Options:
         from bounds, a program reads sizes (and deferred check flags) back once, at its end.
         False: every op reads its sizes back as it goes.
     cuda_graphs : bool
-        Capture a sync-free program as a CUDA graph per (program, argument shapes) and
-        replay it (only where the whole program is sync-free and runs on a GPU).
+        Capture the longest run of sync-free steps of a program (its *region*) as a CUDA
+        graph per argument shapes and replay it (``gsample.runtime.cuda_graphs``; on a GPU,
+        unless ``GSAMPLE_CUDA_GRAPHS=0`` or PyTorch's caching allocator is off).
 
     Examples
     --------

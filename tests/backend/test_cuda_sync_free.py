@@ -277,3 +277,50 @@ def test_cuda_graph_replays_draw_every_call_s_own_samples(graph, weighted):
         a = sampler(other, seeds[1])
         gs.manual_seed(1)
         assert_same(a, reference(other, seeds[1]))
+
+
+def test_a_replay_survives_the_scratch_growing(graph):
+    """A super-batch's id space grows the all_nodes bitmaps; a graph captured before still
+    reads the old ones, which must stay allocated (and zero) rather than become another
+    tensor's memory (found by the runtime benchmark: one-at-a-time samples changed after a
+    super-batched epoch)."""
+    sampler = gs.compile(graphsage, backend="cuda")
+    reference = gs.compile(graphsage, backend="torch")
+    seeds = _seeds(300, graph.num_nodes, 40)
+    for _ in range(3):                                       # eager, capture, replay
+        sampler(graph, seeds)
+    assert len(sampler.lowered(graph, seeds).region.captured) == 1
+    words = nodewise._SCRATCH[torch.cuda.current_device()].shape[1]
+    nodewise._bitmaps(torch.device("cuda", torch.cuda.current_device()), 4 * words)
+    junk = [torch.full((2, words), -1, dtype=torch.int32, device="cuda") for _ in range(4)]
+    for i in range(2):
+        gs.manual_seed(i)
+        got = sampler(graph, seeds)
+        gs.manual_seed(i)
+        assert_same(got, reference(graph, seeds))
+    assert all(bool((j == -1).all()) for j in junk)          # nothing wrote into them
+
+
+def test_gsample_cuda_graphs_0_runs_the_region_eagerly(graph, monkeypatch):
+    """``GSAMPLE_CUDA_GRAPHS=0`` (scripts/memcheck.py) captures nothing: the same samples."""
+    from gsample.runtime import cuda_graphs
+    allowed = cuda_graphs.enabled()          # not under scripts/memcheck.py's allocators
+    monkeypatch.setenv("GSAMPLE_CUDA_GRAPHS", "0")
+    sampler = gs.compile(graphsage, backend="cuda")
+    reference = gs.compile(graphsage, backend="torch")
+    seeds = _seeds(300, graph.num_nodes, 30)
+    program = sampler.lowered(graph, seeds)
+    assert program.region is not None and not program.region.enabled
+    for i in range(4):
+        gs.manual_seed(i)
+        got = sampler(graph, seeds)
+        gs.manual_seed(i)
+        assert_same(got, reference(graph, seeds))
+    assert program.region.captured == {}
+    monkeypatch.undo()
+    if not allowed:
+        return
+    other = gs.compile(graphsage, backend="cuda")
+    for _ in range(3):
+        other(graph, seeds)
+    assert len(other.lowered(graph, seeds).region.captured) == 1     # the control

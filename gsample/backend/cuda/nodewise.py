@@ -118,15 +118,23 @@ def _opt(t):
 
 # ----------------------------------------------------------------------------- frontiers
 _SCRATCH: dict = {}
+_RETIRED: list = []
 
 
 def _bitmaps(device: torch.device, words: int):
     """Two all-zero bitmaps of at least ``words`` 32-bit words, per device (the kernels leave
     them all zero; samplers on one device share them: one stream per device at a time, as
-    the runtime runs). Allocated outside any CUDA graph capture, so replays share them too."""
+    the runtime runs). Allocated outside any CUDA graph capture (a region's first call runs
+    eagerly), so replays share them too. Outgrown bitmaps are kept, never freed: a captured
+    graph reads and clears the ones it was captured with (freed, their memory would be
+    another tensor's). Sizes at least double, so all of them take at most twice the
+    largest."""
     key = device.index
     have = _SCRATCH.get(key)
     if have is None or have.shape[1] < words:
+        if have is not None:
+            _RETIRED.append(have)
+            words = max(words, 2 * have.shape[1])
         have = torch.zeros((2, max(words, 1024)), dtype=torch.int32, device=device)
         _SCRATCH[key] = have
     return have[0], have[1]
