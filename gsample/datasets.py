@@ -109,6 +109,8 @@ def rmat(num_nodes: int, num_edges: int, seed: int = 0, a: float = 0.57, b: floa
     if not (min(a, b, c) >= 0 and a + b + c <= 1):
         raise ValueError(f"a, b, c: must be probabilities with a + b + c <= 1, got {a}, {b}, {c}")
     device = torch.device(device)
+    V.fits(num_nodes + 1, 16, device, "num_nodes", f"a graph of {num_nodes} nodes")
+    V.fits(num_edges, 48, device, "num_edges", f"generating {num_edges} edges")
     levels = max(1, (num_nodes - 1).bit_length())
     base = combine(combine(0, int(seed)), 0x524D4154)   # "RMAT"
     src = torch.empty(num_edges, dtype=torch.int64, device=device)

@@ -118,6 +118,7 @@ class Matrix:
         if num_nodes is None:
             num_nodes = int(ei.max()) + 1 if ei.numel() else 0
         num_nodes = V.count(num_nodes, "num_nodes")
+        V.fits(num_nodes + 1, 16, ei.device, "num_nodes", f"a graph of {num_nodes} nodes")
         V.ids(ei[0], "edge_index[0] (sources)", num_nodes, ei.device)
         V.ids(ei[1], "edge_index[1] (destinations)", num_nodes, ei.device)
         w = _weight(weight, "weight", ei.shape[1], ei.device)

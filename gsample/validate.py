@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import numbers
+import os
 from typing import Callable, Union
 
 import numpy as np
@@ -154,6 +155,25 @@ def count(k, name: str = "k") -> int:
     if k > 2**63 - 1:
         raise ValueError(f"{name}: {k} does not fit in int64")
     return int(k)
+
+
+def memory_bytes(device) -> int:
+    """The memory of ``device``: a GPU's total memory, or the host's physical memory."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).total_memory
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def fits(elements: int, bytes_each: int, device, name: str, what: str) -> None:
+    """Raise a ValueError naming ``name`` when ``elements`` values of ``bytes_each`` bytes
+    (``what``, for the message) cannot fit in ``device``'s memory: before the allocator
+    would fail with a message about storage sizes."""
+    need = elements * bytes_each
+    have = memory_bytes(device)
+    if need > have:
+        raise ValueError(f"{name}: {what} would need about {need:.3g} bytes, more than the "
+                         f"{torch.device(device).type} device's {have:.3g}")
 
 
 def flag(x, name: str) -> bool:

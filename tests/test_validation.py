@@ -482,3 +482,41 @@ def test_fewer_than_k_positive_probability_edges_returns_them(A):
 def test_empty_rows_are_allowed(A):
     s = A[torch.tensor([], dtype=torch.long), :]
     assert s.shape == (0, N) and s.num_edges == 0
+
+
+# ----------------------------------------------------------------------------- sizes
+def _huge_k(A, seeds, weighted=False):
+    sub = A[:, seeds]
+    return sub.individual_sample(2 ** 62, probs=sub ** 2 if weighted else None, replace=True)
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["uniform", "weighted"])
+@pytest.mark.parametrize("path", ["eager", "compiled", "loader"])
+def test_a_sample_too_large_for_memory_names_k(A, path, weighted):
+    """k = 2**62 draws with replacement fit an int64 but no memory: a ValueError naming k,
+    not an allocator's message (issue 11), on every path."""
+    fn = functools.partial(_huge_k, weighted=weighted)
+    seeds = L(1, 2)
+    with pytest.raises(ValueError, match=r"^k: 2 columns x k = 4611686018427387904 draws"):
+        if path == "eager":
+            fn(A, seeds)
+        elif path == "compiled":
+            gs.compile(fn)(A, seeds)
+        else:
+            list(gs.DataLoader(A, gs.compile(fn), L(1, 2, 3), batch_size=2))
+
+
+def test_a_huge_k_without_replacement_returns_every_edge(A):
+    seeds = L(1, 2)
+    for fn in (lambda A, s: A[:, s].individual_sample(2 ** 62),
+               gs.compile(lambda A, s: A[:, s].individual_sample(2 ** 62))):
+        assert fn(A, seeds).num_edges == A[:, seeds].num_edges
+
+
+@pytest.mark.parametrize("make", [
+    lambda: gs.Matrix.from_edge_index(EI, num_nodes=2 ** 60),
+    lambda: gs.datasets.rmat(2 ** 60, 10),
+    lambda: gs.datasets.rmat(10, 2 ** 60)], ids=["from_edge_index", "rmat_nodes", "rmat_edges"])
+def test_a_graph_too_large_for_memory_names_the_argument(make):
+    with pytest.raises(ValueError, match=r"^num_(nodes|edges): .* would need about .* bytes"):
+        make()

@@ -79,8 +79,9 @@ def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
         count on the device; row space of all nodes (encoded in a super-batch).
     """
     n = key.num_nodes if key.copies > 1 else 0
+    C = (cols.data if isinstance(cols, BoundedIds) else cols).numel()
     if probs is not None or A.row_ids is not None or A.col_ids is not None \
-            or not A.indptr.is_cuda:
+            or not A.indptr.is_cuda or _too_large(C * k, A.indptr.device):
         exact = _exact(cols)
         V.ids(exact, "cols", A.num_nodes * max(key.copies, 1), exact.device, allow_empty=False)
         return sampling.slice_individual_sample(A, exact, k, replace, key.host(),
@@ -114,6 +115,13 @@ def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
 
 def _opt(t):
     return 0 if t is None else t
+
+
+def _too_large(slots: int, device) -> bool:
+    """Whether ``slots`` edge slots (rows and positions, 16 bytes each) would take more than
+    a quarter of the GPU: a bound that large (a huge k) is not allocated; the exact
+    implementation sizes its result by the frontier's degrees (and checks k)."""
+    return slots > (1 << 26) and 16 * slots > V.memory_bytes(device) // 4
 
 
 # ----------------------------------------------------------------------------- frontiers

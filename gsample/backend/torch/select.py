@@ -56,6 +56,9 @@ from ...random import (BatchKeys, ColumnKeys, batch_ptr, exponential, hash_tenso
                        uniform_float, uniform_int, words)
 from ...formats.csc import CSC, segment_ptr
 
+#: draws past which sampling with replacement first checks that its results fit in memory
+_LARGE = 1 << 26
+
 
 def _arange(n: int, like: torch.Tensor) -> torch.Tensor:
     return torch.arange(n, device=like.device)
@@ -225,6 +228,9 @@ def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
     if k == 0 or nnz == 0:
         empty = deg.new_zeros(0)
         return segment_ptr(torch.zeros_like(deg)), empty, empty
+    if replace and C * k > _LARGE:          # the bound first: the exact count costs a sync
+        n = int((deg > 0).sum())
+        V.fits(n * k, 32, deg.device, "k", f"{n} columns x k = {k} draws with replacement")
     if probs is not None and replace and isinstance(key, ColumnKeys):
         return _weighted_with_per_batch(deg, k, key, probs, draws)
     if probs is None and not replace:
