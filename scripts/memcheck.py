@@ -108,7 +108,8 @@ def command(tests: list[str], sanitizer: str, sanitizer_args: list[str]) -> list
             "--show-backtrace", "device", *sanitizer_args, *pytest]
 
 
-#: environment of each allocator choice: every tensor is an allocation of its own
+#: environment of each allocator choice: every tensor an allocation of its own (nocache,
+#: async; CUDA graphs off), or PyTorch's caching allocator with graphs replayed (cached)
 ALLOCATORS = {"nocache": {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "GSAMPLE_CUDA_GRAPHS": "0"},
               "async": {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync",
                         "GSAMPLE_CUDA_GRAPHS": "0"},
