@@ -36,7 +36,8 @@ from gsample.runtime import Options  # noqa: E402
 from common import seed_nodes  # noqa: E402
 from epoch_time import benchmark_parser, device_name, write_record  # noqa: E402
 from gpu_workloads import agreement  # noqa: E402
-from runtime import _super, _versions, epoch_loader, measure, profile_counts  # noqa: E402
+from runtime import (_super, _versions, bar_chart, epoch_loader, measure,  # noqa: E402
+                     profile_counts)
 
 CONFIGS = [
     ("interpreted", Options(lowered=False)),
@@ -92,29 +93,8 @@ def main(argv=None):
                   f"kernels/b {counts['kernels']}  syncs/b {counts['syncs']}", flush=True)
     path = write_record("ablation_runtime", args, argv, device, A, results=rows,
                         versions=_versions())
-    _plot(path.with_suffix(".png"), rows, f"{A.num_nodes:,} nodes; {device_name(device)}")
-
-
-def _plot(path, rows, title):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    names = list(dict.fromkeys(r["workload"] for r in rows))
-    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 4.0), squeeze=False)
-    for ax, w in zip(axes[0], names):
-        mine = [r for r in rows if r["workload"] == w]
-        bars = ax.bar(range(len(mine)), [r["epoch_s_median"] for r in mine])
-        ax.bar_label(bars, fmt="%.3g", fontsize=7)
-        ax.set_xticks(range(len(mine)), [r["config"] for r in mine], rotation=35, ha="right",
-                      fontsize=7)
-        ax.set_yscale("log")
-        ax.set_title(w, fontsize=9)
-        ax.set_ylabel("epoch s")
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    print(f"wrote {path}")
+    bar_chart(path.with_suffix(".png"), rows, f"{A.num_nodes:,} nodes; {device_name(device)}",
+              lambda r: r["config"], lambda r: r["epoch_s_median"], "epoch s")
 
 
 if __name__ == "__main__":

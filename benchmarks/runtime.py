@@ -254,27 +254,34 @@ def verdicts(rows):
     return out
 
 
-def plot(path, rows, title):
+def bar_chart(path, rows, title, label, value, ylabel, color=lambda r: "#3a7bd5"):
+    """One log-scale bar panel per workload: a bar per row, ``label(row)`` under it,
+    ``value(row)`` its height. Writes the PNG ``path``."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     names = list(dict.fromkeys(r["workload"] for r in rows))
-    fig, axes = plt.subplots(1, len(names), figsize=(3.4 * len(names), 4.0), squeeze=False)
+    fig, axes = plt.subplots(1, len(names), figsize=(3.8 * len(names), 4.0), squeeze=False)
     for ax, w in zip(axes[0], names):
-        mine = [r for r in rows if r["workload"] == w and "epoch_s" in r]
-        bars = ax.bar(range(len(mine)), [r["epoch_s"] for r in mine],
-                      color=["#999999" if r["kind"] == "plain" else "#3a7bd5" for r in mine])
+        mine = [r for r in rows if r["workload"] == w and value(r) is not None]
+        bars = ax.bar(range(len(mine)), [value(r) for r in mine], color=[color(r) for r in mine])
         ax.bar_label(bars, fmt="%.3g", fontsize=7)
-        ax.set_xticks(range(len(mine)), [r["mode"].replace("compiled, ", "") for r in mine],
-                      rotation=35, ha="right", fontsize=7)
+        ax.set_xticks(range(len(mine)), [label(r) for r in mine], rotation=35, ha="right",
+                      fontsize=7)
         ax.set_yscale("log")
         ax.set_title(w, fontsize=9)
-        ax.set_ylabel("epoch s (196,608 seeds)")
+        ax.set_ylabel(ylabel)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
     print(f"wrote {path}")
+
+
+def plot(path, rows, title):
+    bar_chart(path, rows, title, lambda r: r["mode"].replace("compiled, ", ""),
+              lambda r: r.get("epoch_s"), "epoch s (196,608 seeds)",
+              lambda r: "#999999" if r["kind"] == "plain" else "#3a7bd5")
 
 
 def _super(x):

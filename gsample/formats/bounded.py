@@ -69,10 +69,6 @@ class BoundedCSC:
     def col_bound(self) -> int:
         return self.csc.num_cols
 
-    @property
-    def edge_bound(self) -> int:
-        return int(self.csc.rows.numel())
-
 
 Bounded = (BoundedIds, BoundedCSC)
 

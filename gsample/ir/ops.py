@@ -282,10 +282,6 @@ def _choice(name: str, allowed: tuple):
     return check
 
 
-def _any(value):
-    return value
-
-
 # ----------------------------------------------------------------------------- size rules
 # (A, ins, attrs) -> Size; A: the input matrix's sizes, ins: every input's (None when unknown)
 _DEFAULT_TENSOR = 512
