@@ -14,6 +14,8 @@
 // order threads run in: bit-reproducible), converted back once (pass 3). Non-finite terms
 // follow IEEE: NaN, or +inf and -inf, give NaN; else an infinity wins.
 #include "hash.cuh"
+#include "scan.cuh"
+#include "search.cuh"
 
 #ifndef GS_IDX
 #define GS_IDX long long
@@ -45,12 +47,79 @@ __device__ __forceinline__ bool gs_column(const gs_idx* __restrict__ indptr,
     return true;
 }
 
-#define GS_COLUMNS(c, C)                                                       \
-    for (gs_i64 c = blockIdx.x; c < (C); c += gridDim.x)
-
 __device__ __forceinline__ double gs_value(const gs_t* __restrict__ values, gs_i64 e) {
     return values == nullptr ? 1.0 : (double)values[e];
 }
+
+// ----------------------------------------------------------------------------- frontier edges
+// The kernels below run over the frontier's edges, not its columns: a block per column left
+// a hub's column (10**5 edges of an R-MAT graph) to one block while the others idled. The
+// frontier's edges are numbered column after column (g = 0 .. ptr[C] - 1, ptr the frontier's
+// edge pointer), and tiles of blockDim * GS_ITEMS consecutive g go to the blocks in turn:
+// every thread has the same work whatever the degrees, and the edges of a tile keep the
+// frontier's order (what the compaction of kept edges needs).
+#define GS_ITEMS 4
+
+// ptr[c] = the edges of the frontier's columns before c (padding columns, c >= *ncols, have
+// none); ptr[C] = all of them. A tile of blockDim columns per block, scanned across the
+// blocks in one pass (scan.cuh); state: 1 + tiles words, zero before the launch.
+extern "C" __global__ void gs_frontier_ptr(const gs_idx* __restrict__ indptr,
+                                           const gs_i64* __restrict__ cols, gs_i64 C,
+                                           const gs_i64* __restrict__ ncols, gs_i64 n,
+                                           gs_u64* __restrict__ state,
+                                           gs_i64* __restrict__ ptr) {
+    const gs_i64 m = ncols == nullptr ? C : *ncols;
+    const gs_i64 tile = gs_scan_ticket(state);
+    const gs_i64 c = tile * blockDim.x + threadIdx.x;
+    gs_i64 start = 0, end = 0, shift;
+    if (c < C) gs_column(indptr, cols, c, m, n, &start, &end, &shift);
+    const gs_i64 deg = end - start;
+    gs_i64 sum;
+    const gs_i64 local = gs_block_exclusive(deg, &sum);
+    const gs_i64 before = gs_scan_exclusive(state, tile, sum);
+    if (c < C) ptr[c] = before + local;
+    if (c == C - 1) ptr[C] = before + local + deg;
+}
+
+// The columns [lo, hi] holding the frontier edges g0 .. g1 - 1 of a tile (thread 0 searches,
+// the block shares them; call from every thread).
+__device__ __forceinline__ void gs_tile_columns(const gs_i64* __restrict__ ptr, gs_i64 C,
+                                                gs_i64 g0, gs_i64 g1, gs_i64* lo,
+                                                gs_i64* hi) {
+    __shared__ gs_i64 bounds[2];
+    __syncthreads();                                   // the previous tile's readers are done
+    if (threadIdx.x == 0) {
+        bounds[0] = gs_owner(ptr, C, g0);
+        bounds[1] = gs_owner(ptr, C, g1 - 1);
+    }
+    __syncthreads();
+    *lo = bounds[0];
+    *hi = bounds[1];
+}
+
+// Frontier edge g, in columns [lo, hi]: its column (*c), its edge in the graph (returned) and
+// its batch's row offset (*shift).
+__device__ __forceinline__ gs_i64 gs_frontier_edge(const gs_idx* __restrict__ indptr,
+                                                   const gs_i64* __restrict__ cols,
+                                                   const gs_i64* __restrict__ ptr, gs_i64 lo,
+                                                   gs_i64 hi, gs_i64 n, gs_i64 g, gs_i64* c,
+                                                   gs_i64* shift) {
+    const gs_i64 at = lo + gs_owner(ptr + lo, hi - lo + 1, g);
+    const gs_i64 id = cols[at];
+    const gs_i64 b = n > 0 ? id / n : 0;
+    *c = at;
+    *shift = b * n;
+    return (gs_i64)indptr[id - b * n] + (g - ptr[at]);
+}
+
+// for each tile of the frontier's E = ptr[C] edges (grid-stride), with g0 its first edge,
+// lo..hi its columns; every thread of the block runs every iteration
+#define GS_TILES(g0, lo, hi, ptr, C)                                                  \
+    const gs_i64 gs_E = (ptr)[C];                                                     \
+    const gs_i64 gs_tile = (gs_i64)blockDim.x * GS_ITEMS;                             \
+    for (gs_i64 g0 = blockIdx.x * gs_tile, lo, hi;                                    \
+         g0 < gs_E && (gs_tile_columns(ptr, C, g0, min(gs_E, g0 + gs_tile), &lo, &hi), true); \
+         g0 += gridDim.x * gs_tile)
 
 // ----------------------------------------------------------------------------- row sums
 // Pass 1: per row, the largest exponent of its finite nonzero terms (emax, biased), and
@@ -59,14 +128,15 @@ extern "C" __global__ void gs_rowsum_exponents(const gs_idx* __restrict__ indptr
                                                const gs_idx* __restrict__ rows,
                                                const gs_t* __restrict__ values,
                                                const gs_i64* __restrict__ cols, gs_i64 C,
-                                               const gs_i64* __restrict__ ncols, gs_i64 n,
+                                               const gs_i64* __restrict__ ptr, gs_i64 n,
                                                int* __restrict__ emax,
                                                int* __restrict__ flags) {
-    const gs_i64 m = ncols == nullptr ? C : *ncols;
-    GS_COLUMNS(c, C) {
-        gs_i64 start, end, shift;
-        if (!gs_column(indptr, cols, c, m, n, &start, &end, &shift)) continue;
-        for (gs_i64 e = start + threadIdx.x; e < end; e += blockDim.x) {
+    GS_TILES(g0, lo, hi, ptr, C) {
+        for (int j = 0; j < GS_ITEMS; ++j) {
+            const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
+            if (g >= gs_E) break;
+            gs_i64 c, shift;
+            const gs_i64 e = gs_frontier_edge(indptr, cols, ptr, lo, hi, n, g, &c, &shift);
             const double x = gs_value(values, e);
             const gs_i64 r = (gs_i64)rows[e] + shift;
             if (isnan(x)) atomicOr(&flags[r], GS_NAN);
@@ -86,22 +156,25 @@ extern "C" __global__ void gs_rowsum_add(const gs_idx* __restrict__ indptr,
                                          const gs_idx* __restrict__ rows,
                                          const gs_t* __restrict__ values,
                                          const gs_i64* __restrict__ cols, gs_i64 C,
-                                         const gs_i64* __restrict__ ncols, gs_i64 n,
+                                         const gs_i64* __restrict__ ptr, gs_i64 n,
                                          const int* __restrict__ emax,
-                                         gs_u64* __restrict__ lo, gs_u64* __restrict__ hi) {
-    const gs_i64 m = ncols == nullptr ? C : *ncols;
-    GS_COLUMNS(c, C) {
-        gs_i64 start, end, shift;
-        if (!gs_column(indptr, cols, c, m, n, &start, &end, &shift)) continue;
-        for (gs_i64 e = start + threadIdx.x; e < end; e += blockDim.x) {
+                                         gs_u64* __restrict__ lo_words,
+                                         gs_u64* __restrict__ hi_words) {
+    GS_TILES(g0, lo, hi, ptr, C) {
+        for (int j = 0; j < GS_ITEMS; ++j) {
+            const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
+            if (g >= gs_E) break;
+            gs_i64 c, shift;
+            const gs_i64 e = gs_frontier_edge(indptr, cols, ptr, lo, hi, n, g, &c, &shift);
             const double x = gs_value(values, e);
             if (x == 0.0 || isnan(x) || isinf(x)) continue;
             const gs_i64 r = (gs_i64)rows[e] + shift;
             const gs_i64 q = (gs_i64)llrint(ldexp(x, 62 - (emax[r] - GS_EXP_BIAS)));
-            const gs_u64 old = atomicAdd((unsigned long long*)&lo[r], (unsigned long long)q);
+            const gs_u64 old = atomicAdd((unsigned long long*)&lo_words[r],
+                                         (unsigned long long)q);
             const gs_u64 carry = (old + (gs_u64)q) < old ? 1ULL : 0ULL;
             const gs_u64 high = carry + (q < 0 ? ~0ULL : 0ULL);
-            if (high) atomicAdd((unsigned long long*)&hi[r], (unsigned long long)high);
+            if (high) atomicAdd((unsigned long long*)&hi_words[r], (unsigned long long)high);
         }
     }
 }
@@ -130,21 +203,20 @@ extern "C" __global__ void gs_rowsum_finish(const int* __restrict__ emax,
 }
 
 // ----------------------------------------------------------------------------- collective
-// The rows holding an edge of the frontier (cand[r] = 1) and the frontier's edge count.
+// The rows holding an edge of the frontier: cand[r] = 1.
 extern "C" __global__ void gs_frontier_rows(const gs_idx* __restrict__ indptr,
                                             const gs_idx* __restrict__ rows,
                                             const gs_i64* __restrict__ cols, gs_i64 C,
-                                            const gs_i64* __restrict__ ncols, gs_i64 n,
-                                            unsigned char* __restrict__ cand,
-                                            gs_i64* __restrict__ edges) {
-    const gs_i64 m = ncols == nullptr ? C : *ncols;
-    GS_COLUMNS(c, C) {
-        gs_i64 start, end, shift;
-        if (!gs_column(indptr, cols, c, m, n, &start, &end, &shift)) continue;
-        if (threadIdx.x == 0 && end > start)
-            atomicAdd((unsigned long long*)edges, (unsigned long long)(end - start));
-        for (gs_i64 e = start + threadIdx.x; e < end; e += blockDim.x)
+                                            const gs_i64* __restrict__ ptr, gs_i64 n,
+                                            unsigned char* __restrict__ cand) {
+    GS_TILES(g0, lo, hi, ptr, C) {
+        for (int j = 0; j < GS_ITEMS; ++j) {
+            const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
+            if (g >= gs_E) break;
+            gs_i64 c, shift;
+            const gs_i64 e = gs_frontier_edge(indptr, cols, ptr, lo, hi, n, g, &c, &shift);
             cand[(gs_i64)rows[e] + shift] = 1;
+        }
     }
 }
 
@@ -174,70 +246,72 @@ extern "C" __global__ void gs_row_sort_keys(const unsigned char* __restrict__ ca
 
 // newpos[chosen[i]] = i (newpos starts all -1).
 extern "C" __global__ void gs_scatter_positions(const gs_i64* __restrict__ chosen, gs_i64 k,
-                                                gs_i64* __restrict__ newpos) {
+                                                int* __restrict__ newpos) {
     for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < k;
          i += (gs_i64)gridDim.x * blockDim.x)
-        newpos[chosen[i]] = i;
+        newpos[chosen[i]] = (int)i;
 }
 
-// The edges each column keeps (those of a chosen row): counts[c].
+// The frontier edges of a chosen row that each column keeps (counts[c], zero before the
+// launch; the lanes of a warp on one column add once) and that each tile keeps
+// (tile_counts[t]).
 extern "C" __global__ void gs_kept_counts(const gs_idx* __restrict__ indptr,
                                           const gs_idx* __restrict__ rows,
                                           const gs_i64* __restrict__ cols, gs_i64 C,
-                                          const gs_i64* __restrict__ newpos,
-                                          gs_i64* __restrict__ counts) {
-    __shared__ int total;
-    GS_COLUMNS(c, C) {
-        if (threadIdx.x == 0) total = 0;
-        __syncthreads();
-        gs_i64 start, end, shift;
-        gs_column(indptr, cols, c, C, 0, &start, &end, &shift);
-        int mine = 0;
-        for (gs_i64 e = start + threadIdx.x; e < end; e += blockDim.x)
-            mine += newpos[(gs_i64)rows[e]] >= 0;
-        if (mine) atomicAdd(&total, mine);
-        __syncthreads();
-        if (threadIdx.x == 0) counts[c] = total;
-        __syncthreads();
+                                          const gs_i64* __restrict__ ptr,
+                                          const int* __restrict__ newpos,
+                                          gs_i64* __restrict__ counts,
+                                          gs_i64* __restrict__ tile_counts) {
+    GS_TILES(g0, lo, hi, ptr, C) {
+        gs_i64 mine = 0;
+        for (int j = 0; j < GS_ITEMS; ++j) {
+            const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
+            gs_i64 c = -1, shift;
+            bool keep = false;
+            if (g < gs_E) {
+                const gs_i64 e = gs_frontier_edge(indptr, cols, ptr, lo, hi, 0, g, &c, &shift);
+                keep = newpos[(gs_i64)rows[e]] >= 0;
+            }
+            const unsigned peers = __match_any_sync(0xFFFFFFFFu,
+                                                    (unsigned long long)(keep ? c : -1));
+            if (keep && (int)(threadIdx.x & 31) == __ffs(peers) - 1)
+                atomicAdd((unsigned long long*)&counts[c], (unsigned long long)__popc(peers));
+            mine += keep;
+        }
+        gs_i64 total;
+        gs_block_exclusive(mine, &total);
+        if (threadIdx.x == 0) tile_counts[g0 / gs_tile] = total;
     }
 }
 
-// Column c's kept edges, in column order, at indptr_out[c]: rows_out (the chosen row's
-// position), pos_out (the edge's position in the graph). A block compacts its column a
-// chunk of blockDim edges at a time (a block scan of the keep flags).
+// The kept edges in the frontier's order (column after column, each column's in graph order),
+// tile t's from tile_offsets[t]: rows_out (the chosen row's position), pos_out (the edge's
+// position in the graph).
 extern "C" __global__ void gs_kept_edges(const gs_idx* __restrict__ indptr,
                                          const gs_idx* __restrict__ rows,
                                          const gs_i64* __restrict__ cols, gs_i64 C,
-                                         const gs_i64* __restrict__ newpos,
-                                         const gs_i64* __restrict__ indptr_out,
+                                         const gs_i64* __restrict__ ptr,
+                                         const int* __restrict__ newpos,
+                                         const gs_i64* __restrict__ tile_offsets,
                                          gs_i64* __restrict__ rows_out,
                                          gs_i64* __restrict__ pos_out) {
-    __shared__ int flags[1024];
-    __shared__ gs_i64 base;
-    GS_COLUMNS(c, C) {
-        gs_i64 start, end, shift;
-        gs_column(indptr, cols, c, C, 0, &start, &end, &shift);
-        if (threadIdx.x == 0) base = indptr_out[c];
-        __syncthreads();
-        for (gs_i64 e0 = start; e0 < end; e0 += blockDim.x) {
-            const gs_i64 e = e0 + threadIdx.x;
-            const gs_i64 p = e < end ? newpos[(gs_i64)rows[e]] : -1;
-            flags[threadIdx.x] = p >= 0;
-            __syncthreads();
-            for (int d = 1; d < (int)blockDim.x; d <<= 1) {       // inclusive scan
-                const int y = threadIdx.x >= d ? flags[threadIdx.x - d] : 0;
-                __syncthreads();
-                flags[threadIdx.x] += y;
-                __syncthreads();
+    GS_TILES(g0, lo, hi, ptr, C) {
+        gs_i64 base = tile_offsets[g0 / gs_tile];
+        for (int j = 0; j < GS_ITEMS; ++j) {
+            const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
+            gs_i64 c, shift, e = 0;
+            int p = -1;
+            if (g < gs_E) {
+                e = gs_frontier_edge(indptr, cols, ptr, lo, hi, 0, g, &c, &shift);
+                p = newpos[(gs_i64)rows[e]];
             }
+            gs_i64 total;
+            const gs_i64 at = base + gs_block_exclusive(p >= 0, &total);
             if (p >= 0) {
-                const gs_i64 at = base + flags[threadIdx.x] - 1;
                 rows_out[at] = p;
                 pos_out[at] = e;
             }
-            __syncthreads();
-            if (threadIdx.x == 0) base += flags[blockDim.x - 1];
-            __syncthreads();
+            base += total;
         }
     }
 }

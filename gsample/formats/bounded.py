@@ -23,7 +23,7 @@ program's results in one host synchronisation at its end (:func:`counts`, then
 from __future__ import annotations
 
 import contextvars
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
@@ -91,21 +91,84 @@ def trim(value, sizes: list, copy: bool = False):
     """The exact value of a bounded one, given its :func:`counts` read back (``sizes``,
     Python ints in the same order). Views of the buffers, or copies with ``copy`` (when the
     buffers are reused, as a replayed CUDA graph's are)."""
-    cut = (lambda t, n: t[:n].clone()) if copy else (lambda t, n: t[:n])
+    if copy:
+        return trim_copies([value], [sizes])[0]
     if isinstance(value, BoundedIds):
-        return cut(value.data, sizes[0])
+        return value.data[:sizes[0]]
     if isinstance(value, BoundedCSC):
-        c = value.csc
-        nnz, rest = sizes[0], list(sizes[1:])
-        ncols = rest.pop(0) if value.ncols is not None else c.num_cols
-        nrows = rest.pop(0) if value.nrows is not None else None
-        keep = lambda t, n: None if t is None else cut(t, n)  # noqa: E731
-        return replace(
-            c, indptr=cut(c.indptr, ncols + 1), rows=cut(c.rows, nnz),
-            values=keep(c.values, nnz), eids=keep(c.eids, nnz),
-            col_ids=keep(c.col_ids, ncols),
-            row_ids=c.row_ids if nrows is None else cut(c.row_ids, nrows))
-    return value.clone() if copy and isinstance(value, torch.Tensor) else value
+        return _trimmed_csc(value, sizes, lambda t, n: t[:n])
+    return value
+
+
+def _trimmed_csc(value, sizes: list, cut) -> CSC:
+    c = value.csc
+    nnz, at = sizes[0], 1
+    ncols = c.num_cols
+    if value.ncols is not None:
+        ncols, at = sizes[1], 2
+    nrows = sizes[at] if value.nrows is not None else None
+    return CSC(c.num_nodes, cut(c.indptr, ncols + 1), cut(c.rows, nnz),
+               c.row_ids if nrows is None else cut(c.row_ids, nrows),
+               None if c.col_ids is None else cut(c.col_ids, ncols),
+               None if c.values is None else cut(c.values, nnz),
+               None if c.eids is None else cut(c.eids, nnz))
+
+
+def trim_copies(values: list, sizes: list) -> list:
+    """``[trim(v, s) for v, s in zip(values, sizes)]``, every tensor a copy (results leaving
+    a replayed CUDA graph's memory, which the next replay overwrites), made in one
+    ``torch.cat`` per dtype and device: a launch per dtype, not one per tensor. Values that
+    are not bounded (``sizes`` entry unused) are copied whole (tensors, CSCs) or kept."""
+    parts, where = [], []          # the slices to copy; per value, how to rebuild it
+
+    def take(t, n=None):
+        if t is None:
+            return None
+        parts.append(t[:n] if n is not None else t)
+        return len(parts) - 1
+
+    for v, sz in zip(values, sizes):
+        if isinstance(v, BoundedIds):
+            where.append(("t", take(v.data, sz[0])))
+        elif isinstance(v, BoundedCSC):
+            where.append(("c", _trimmed_csc(v, sz, take), v.csc.num_nodes))
+        elif isinstance(v, CSC):
+            where.append(("c", CSC(v.num_nodes, *(take(getattr(v, f)) for f in _FIELDS)),
+                          v.num_nodes))
+        elif isinstance(v, torch.Tensor):
+            where.append(("t", take(v)))
+        else:
+            where.append(("v", v))
+    copies = _copy_parts(parts)
+    out = []
+    for w in where:
+        if w[0] == "t":
+            out.append(copies[w[1]])
+        elif w[0] == "c":
+            c = w[1]
+            get = lambda i: None if i is None else copies[i]  # noqa: E731
+            out.append(CSC(w[2], get(c.indptr), get(c.rows), get(c.row_ids), get(c.col_ids),
+                           get(c.values), get(c.eids)))
+        else:
+            out.append(w[1])
+    return out
+
+
+def _copy_parts(parts: list) -> list:
+    """Copies of tensors ``parts``: one ``torch.cat`` per (dtype, device), then views."""
+    groups: dict = {}
+    for i, t in enumerate(parts):
+        groups.setdefault((t.dtype, t.device), []).append(i)
+    copies = [None] * len(parts)
+    for idx in groups.values():
+        flat = torch.cat([parts[i].reshape(-1) for i in idx])
+        at = 0
+        for i in idx:
+            t = parts[i]
+            n = t.numel()
+            copies[i] = flat[at:at + n] if t.dim() == 1 else flat[at:at + n].view(t.shape)
+            at += n
+    return copies
 
 
 _FIELDS = ("indptr", "rows", "row_ids", "col_ids", "values", "eids")
@@ -115,37 +178,21 @@ def copy_all(values: list) -> list:
     """Copies of ``values`` (tensors and CSCs; anything else kept): every tensor of them in
     one ``torch.cat`` per dtype and device, then views of it (one launch per dtype, not one
     per tensor: results leaving a CUDA graph's memory)."""
-    tensors = []
-    for v in values:
-        if isinstance(v, torch.Tensor):
-            tensors.append(v)
-        elif isinstance(v, CSC):
-            tensors.extend(getattr(v, f) for f in _FIELDS)
-    groups: dict = {}
-    for i, t in enumerate(tensors):
-        if t is not None:
-            groups.setdefault((t.dtype, t.device), []).append(i)
-    copies = list(tensors)
-    for idx in groups.values():
-        flat = torch.cat([tensors[i] if tensors[i].dim() == 1 else tensors[i].reshape(-1)
-                          for i in idx])
-        at = 0
-        for i in idx:
-            t = tensors[i]
-            n = t.numel()
-            copies[i] = flat[at:at + n] if t.dim() == 1 else flat[at:at + n].view(t.shape)
-            at += n
-    out, j = [], 0
-    for v in values:
-        if isinstance(v, torch.Tensor):
-            out.append(copies[j])
-            j += 1
-        elif isinstance(v, CSC):
-            out.append(replace(v, **dict(zip(_FIELDS, copies[j:j + len(_FIELDS)]))))
-            j += len(_FIELDS)
-        else:
-            out.append(v)
-    return out
+    return trim_copies(values, [None] * len(values))
+
+
+def _synchronize(device: torch.device) -> None:
+    """Wait for torch's current stream on ``device`` (its ``Stream`` object cached by raw
+    handle: ``torch.cuda.current_stream`` costs more than the wait on a replayed graph)."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    raw = torch._C._cuda_getCurrentRawStream(index)
+    stream = _STREAMS.get(raw)
+    if stream is None:
+        stream = _STREAMS[raw] = torch.cuda.current_stream(index)
+    stream.synchronize()
+
+
+_STREAMS: dict = {}
 
 
 def read_scalars(scalars: list) -> list:
@@ -161,7 +208,7 @@ def read_scalars(scalars: list) -> list:
         pinned, known = done
         at = [known.get((t.data_ptr(), t.dtype)) for t in scalars]
         if None not in at:
-            torch.cuda.current_stream(scalars[0].device).synchronize()
+            _synchronize(scalars[0].device)
             host = pinned.numpy()
             return [int(host[i]) for i in at]
     ints = torch.empty(len(scalars), dtype=torch.int64, pin_memory=True)
@@ -170,7 +217,7 @@ def read_scalars(scalars: list) -> list:
         if t.dtype not in (torch.bool, torch.int64):
             t = t.to(torch.int64)
         (bools if t.dtype == torch.bool else ints)[i:i + 1].copy_(t.reshape(1), non_blocking=True)
-    torch.cuda.current_stream(scalars[0].device).synchronize()
+    _synchronize(scalars[0].device)
     return [int(bools[i]) if t.dtype == torch.bool else int(ints[i])
             for i, t in enumerate(scalars)]
 

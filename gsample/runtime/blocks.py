@@ -211,21 +211,18 @@ def split_matrix(M, bnd: Bounds, n: int, copies: int) -> list:
     R = bnd.rows[-1] - bnd.rows[0]
     row_ids = None if M.row_ids is None else \
         M.row_ids[bnd.rows[0]:bnd.rows[-1]] - n * owners(rows_d, R)
-    out = []
-    for b in range(copies):
-        (c0, c1), (r0, r1), (e0, e1) = ((p[b] - p[0], p[b + 1] - p[0])
-                                        for p in (bnd.cols, bnd.rows, bnd.edges))
-        cut = lambda t, lo, hi: None if t is None else t[lo:hi]  # noqa: E731
-        out.append(CSC(
-            num_nodes=n,
-            indptr=indptr[c0 + b:c1 + b + 1],
-            rows=rows[e0:e1],
-            row_ids=cut(row_ids, r0, r1),
-            col_ids=cut(col_ids, c0, c1),
-            values=cut(M.values, e0 + bnd.edges[0], e1 + bnd.edges[0]),
-            eids=cut(M.eids, e0 + bnd.edges[0], e1 + bnd.edges[0]),
-        ))
-    return out
+    # each batch's pieces as views, one torch.split per field (a C++ call, not a slice each)
+    cols_n = [bnd.cols[b + 1] - bnd.cols[b] for b in range(copies)]
+    edges_n = [bnd.edges[b + 1] - bnd.edges[b] for b in range(copies)]
+    e_lo, e_hi = bnd.edges[0], bnd.edges[-1]
+    parts = [indptr.split([c + 1 for c in cols_n]), rows.split(edges_n)]
+    parts += [None if t is None else t.split(sizes) for t, sizes in (
+        (row_ids, [bnd.rows[b + 1] - bnd.rows[b] for b in range(copies)]),
+        (col_ids, cols_n),
+        (None if M.values is None else M.values[e_lo:e_hi], edges_n),
+        (None if M.eids is None else M.eids[e_lo:e_hi], edges_n))]
+    none = (None,) * copies
+    return [CSC(n, *fields) for fields in zip(*(none if p is None else p for p in parts))]
 
 
 # ----------------------------------------------------------------------------- dense code

@@ -113,7 +113,7 @@ class Region:
         for slot in self.inputs:
             v = env[slot]
             if isinstance(v, torch.Tensor):
-                key.append(("t", tuple(v.shape), v.dtype, str(v.device)))
+                key.append(("t", v.shape, v.dtype, v.device))
             elif isinstance(v, DeviceKey):
                 key.append(("k", v.copies, v.num_nodes))
             elif isinstance(v, CSC):

@@ -21,7 +21,7 @@ import inspect
 import operator
 from .. import validate as V
 from ..backend import get_backend, resolve
-from ..formats.bounded import Bounded, copy_all, counts, trim
+from ..formats.bounded import Bounded, counts, trim, trim_copies
 from ..formats.csc import CSC
 from ..ir import Graph, Kind, Op, Ref, info, map_template
 from .cuda_graphs import COPY_OUT, copy_out
@@ -280,13 +280,13 @@ def _trim(*values):
     host synchronisation; raise a failed check's error; return the exact values."""
     parts = [counts(v) for v in values]
     host = V.read_back([t for p in parts for t in p])
-    out, i = [], 0
-    for v, p in zip(values, parts):
-        out.append(trim(v, host[i:i + len(p)]) if isinstance(v, Bounded) else v)
+    sizes, i = [], 0
+    for p in parts:
+        sizes.append(host[i:i + len(p)])
         i += len(p)
     if COPY_OUT.get():                        # results of a replayed CUDA graph: copied out
-        out = copy_all(out)
-    return tuple(out)
+        return tuple(trim_copies(values, sizes))
+    return tuple(trim(v, s) if isinstance(v, Bounded) else v for v, s in zip(values, sizes))
 
 
 def _dense_call(fn, template, names):

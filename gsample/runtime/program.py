@@ -80,6 +80,7 @@ class Program:
     device: str = "cpu"
     region: Any = None           # the steps captured as a CUDA graph (cuda_graphs.Region)
     key_buffers: Any = None      # (pinned, its numpy view, device, event) of device keys
+    key_views: Any = None        # the device buffer's view per key
 
     @property
     def num_syncs(self) -> int:
@@ -134,7 +135,7 @@ def run(program: Program, args: dict, observe: Optional[Callable] = None):
     device_keys = []
     for slot, ordinal, batches, on_device in program.keys:
         if on_device:
-            device_keys.append((slot, key_prefix(seed, base + ordinal), batches))
+            device_keys.append((slot, _prefix(seed, base + ordinal), batches))
         else:
             env[slot] = op_key(seed, base + ordinal, batch) if batches is None \
                 else BatchKeys.of(seed, base + ordinal, batch, *batches)
@@ -179,13 +180,30 @@ def _device_keys(program: Program, env: list, keys: list, batch: int) -> None:
     if not program.deferred:           # else the previous call ended with a read-back
         done.synchronize()
     for i, (_, prefix, _) in enumerate(keys):
-        view[2 * i], view[2 * i + 1] = _signed(prefix), batch
+        view[2 * i], view[2 * i + 1] = prefix[1], batch
     dev.copy_(host, non_blocking=True)
     if not program.deferred:
         done.record()
-    for i, (slot, prefix, batches) in enumerate(keys):
+    views = program.key_views
+    if views is None:
+        views = program.key_views = [dev[2 * i:2 * i + 2] for i in range(len(keys))]
+    for view_, (slot, prefix, batches) in zip(views, keys):
         copies, n = batches if batches is not None else (1, 0)
-        env[slot] = DeviceKey(dev[2 * i:2 * i + 2], prefix, batch, copies, n, static=True)
+        env[slot] = DeviceKey(view_, prefix[0], batch, copies, n, static=True)
+
+
+_PREFIXES: dict = {}
+
+
+def _prefix(seed: int, ordinal: int) -> tuple:
+    """``(key_prefix(seed, ordinal), its int64 bits)``, remembered (a few per epoch)."""
+    hit = _PREFIXES.get((seed, ordinal))
+    if hit is None:
+        if len(_PREFIXES) > 4096:
+            _PREFIXES.clear()
+        prefix = key_prefix(seed, ordinal)
+        hit = _PREFIXES[(seed, ordinal)] = (prefix, _signed(prefix))
+    return hit
 
 
 def _steps(steps: list, env: list, observe) -> None:

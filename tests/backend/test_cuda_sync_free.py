@@ -12,7 +12,7 @@ from gsample.backend.cuda import extract as X
 from gsample.backend.cuda import nodewise
 from gsample.backend.torch import finalize
 from gsample.formats.bounded import BoundedCSC, BoundedIds, read_counts, trim
-from gsample.random import DeviceKey, combine, key_prefix
+from gsample.random import DeviceKey, _signed, combine, key_prefix
 from gsample.runtime import Options
 from helpers import assert_same, graphsage
 
@@ -204,6 +204,36 @@ def test_slice_reduce_rows_exact_and_reproducible(normalized):
     both = layerwise.slice_reduce(A, enc, "sum", 1, batches=(2, n))
     assert torch.equal(both[:n], got)
     assert torch.equal(both[n:], layerwise.slice_reduce(A, cols[:500], "sum", 1))
+
+
+def test_layer_wise_kernels_cut_columns_into_equal_tiles():
+    """The layer-wise kernels run over tiles of 1024 frontier edges: columns of 0, 1, 1023,
+    1024, 1025, 2048 and 5000 edges (tiles start inside and at the edge of them), repeated
+    and padding columns give the row sums and the samples of the torch backend."""
+    from gsample.backend.cuda import layerwise
+    from gsample.backend.torch import fused_reduce, fused_select
+    g = torch.Generator().manual_seed(8)
+    degrees = [0, 1, 1023, 1024, 1025, 2048, 5000, 3, 0, 7]
+    dst = torch.repeat_interleave(torch.arange(len(degrees)), torch.tensor(degrees))
+    src = torch.randint(0, 6000, (dst.numel(),), generator=g)
+    w = torch.rand(dst.numel(), generator=g) + 0.1
+    A = gs.Matrix.from_edge_index(torch.stack([src, dst]), num_nodes=6000, weight=w).to("cuda")
+    cols = torch.tensor([2, 3, 4, 0, 6, 5, 1, 4, 8, 9, 7, 6], device="cuda")
+    csc = A.csc
+    got = layerwise.slice_reduce(csc, cols, "sum", 1)
+    ref = fused_reduce.slice_reduce(csc.with_values(csc.values.double()), cols, "sum", 1)
+    assert torch.allclose(got.double(), ref, rtol=1e-6, atol=0)
+    padded = BoundedIds(torch.cat([cols, cols[:5]]), torch.tensor([cols.numel()], device="cuda"))
+    assert torch.equal(layerwise.slice_reduce(csc, padded, "sum", 1), got)
+    for k in (1, 500, 5000, 6000):
+        prefix = key_prefix(5, k)
+        key = DeviceKey(torch.tensor([_signed(prefix), 2], device="cuda"), prefix, 2)
+        want = fused_select.slice_collective_sample(csc, cols, k, False, key.host(), None)
+        for frontier in (cols, padded):
+            s = layerwise.slice_collective_sample(csc, frontier, k, False, key)
+            for f in ("indptr", "rows", "row_ids", "col_ids", "eids"):
+                assert torch.equal(getattr(s, f), getattr(want, f)), (k, f)
+            assert torch.equal(s.values, want.values)
 
 
 @pytest.mark.parametrize("sampler", ["ladies", "fastgcn", "uniform"])
