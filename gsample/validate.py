@@ -338,9 +338,11 @@ def check_individual(A, probs=None, cols=None, trusted=(), in_kernel=(), **_):
 
 def _finite_nonnegative(t, name):
     if t.numel():
-        fail_if(~torch.isfinite(t).all(), ValueError, f"{name}: contains NaN or infinite values")
-        fail_if((t < 0).any(), ValueError,
-                lambda v: f"{name}: contains negative values (min {v})", t.min())
+        # one pass over t: a NaN makes both extremes NaN, an infinity one of them
+        lo, hi = torch.aminmax(t)
+        fail_if(~(torch.isfinite(lo) & torch.isfinite(hi)), ValueError,
+                f"{name}: contains NaN or infinite values")
+        fail_if(lo < 0, ValueError, lambda v: f"{name}: contains negative values (min {v})", lo)
 
 
 #: the error of collective sampling when no row with edges has a positive probability

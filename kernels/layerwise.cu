@@ -220,50 +220,51 @@ extern "C" __global__ void gs_frontier_rows(const gs_idx* __restrict__ indptr,
     }
 }
 
-// Sort keys of the candidate rows (select.Draws.row_keys): uniform word(0, v) >> 1, weighted
-// exponential(word(0, v)) / p[r] (float64; its bits order like the number: it is > 0), for
-// v = r (or r - b * n in batch b, keyed by its batch). The candidates are compacted, in any
-// order, to keys[0:ncand] with their rows in rows_out (the k smallest keys are a set: the
-// order does not matter, and the chosen rows are sorted after).
+// Sort keys of the rows (select.Draws.row_keys), keys[r] for every row r of the row space:
+// a candidate's (a row holding a frontier edge, with p[r] > 0 when weighted) is uniform
+// word(0, v) >> 1 or weighted exponential(word(0, v)) / p[r] (float64; its bits order like
+// the number: it is > 0), for v = r (or r - b * n in batch b, keyed by its batch); every
+// other row's is INT64_MAX, above all of them. *ncand counts the candidates.
 extern "C" __global__ void gs_row_sort_keys(const unsigned char* __restrict__ cand, gs_i64 R,
                                             const gs_t* __restrict__ probs,
                                             const gs_u64* __restrict__ key, gs_i64 n,
                                             gs_i64* __restrict__ keys,
-                                            gs_i64* __restrict__ rows_out,
                                             gs_i64* __restrict__ ncand) {
     for (gs_i64 r = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; r < R;
          r += (gs_i64)gridDim.x * blockDim.x) {
-        if (!cand[r] || !(probs == nullptr || (double)probs[r] > 0.0)) continue;
-        const gs_i64 b = n > 0 ? r / n : 0;
-        const gs_u64 w = gs_word(gs_combine(key[0], (gs_i64)key[1] + b), 0, r - b * n);
-        const gs_i64 k = probs == nullptr ? (gs_i64)(w >> 1)
-            : __double_as_longlong(__ddiv_rn(gs_exponential(w), (double)probs[r]));
-        const gs_i64 at = (gs_i64)atomicAdd((unsigned long long*)ncand, 1ULL);
-        keys[at] = k;
-        rows_out[at] = r;
+        const bool is = cand[r] && (probs == nullptr || (double)probs[r] > 0.0);
+        gs_i64 k = 0x7FFFFFFFFFFFFFFFLL;
+        if (is) {
+            const gs_i64 b = n > 0 ? r / n : 0;
+            const gs_u64 w = gs_word(gs_combine(key[0], (gs_i64)key[1] + b), 0, r - b * n);
+            k = probs == nullptr ? (gs_i64)(w >> 1)
+                : __double_as_longlong(__ddiv_rn(gs_exponential(w), (double)probs[r]));
+        }
+        keys[r] = k;
+        const unsigned lanes = __ballot_sync(__activemask(), is);      // one add per warp
+        if (is && (int)(threadIdx.x & 31) == __ffs(lanes) - 1)
+            atomicAdd((unsigned long long*)ncand, (unsigned long long)__popc(lanes));
     }
 }
 
-// newpos[chosen[i]] = i (newpos starts all -1).
+// newpos[chosen[i]] = i for the chosen rows (newpos starts all -1; entries of chosen at or
+// past R are not rows: fewer candidates than draws).
 extern "C" __global__ void gs_scatter_positions(const gs_i64* __restrict__ chosen, gs_i64 k,
-                                                int* __restrict__ newpos) {
+                                                gs_i64 R, int* __restrict__ newpos) {
     for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < k;
          i += (gs_i64)gridDim.x * blockDim.x)
-        newpos[chosen[i]] = (int)i;
+        if (chosen[i] < R) newpos[chosen[i]] = (int)i;
 }
 
-// The frontier edges of a chosen row that each column keeps (counts[c], zero before the
-// launch; the lanes of a warp on one column add once) and that each tile keeps
-// (tile_counts[t]).
+// The frontier edges of a chosen row that each column keeps: counts[c] (zero before the
+// launch; the lanes of a warp on one column add once).
 extern "C" __global__ void gs_kept_counts(const gs_idx* __restrict__ indptr,
                                           const gs_idx* __restrict__ rows,
                                           const gs_i64* __restrict__ cols, gs_i64 C,
                                           const gs_i64* __restrict__ ptr,
                                           const int* __restrict__ newpos,
-                                          gs_i64* __restrict__ counts,
-                                          gs_i64* __restrict__ tile_counts) {
+                                          gs_i64* __restrict__ counts) {
     GS_TILES(g0, lo, hi, ptr, C) {
-        gs_i64 mine = 0;
         for (int j = 0; j < GS_ITEMS; ++j) {
             const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
             gs_i64 c = -1, shift;
@@ -276,43 +277,53 @@ extern "C" __global__ void gs_kept_counts(const gs_idx* __restrict__ indptr,
                                                     (unsigned long long)(keep ? c : -1));
             if (keep && (int)(threadIdx.x & 31) == __ffs(peers) - 1)
                 atomicAdd((unsigned long long*)&counts[c], (unsigned long long)__popc(peers));
-            mine += keep;
         }
-        gs_i64 total;
-        gs_block_exclusive(mine, &total);
-        if (threadIdx.x == 0) tile_counts[g0 / gs_tile] = total;
     }
 }
 
-// The kept edges in the frontier's order (column after column, each column's in graph order),
-// tile t's from tile_offsets[t]: rows_out (the chosen row's position), pos_out (the edge's
-// position in the graph).
+// The kept edges in the frontier's order (column after column, each column's in graph order):
+// rows_out (the chosen row's position), pos_out (the edge's position in the graph). One tile
+// per block, taken by ticket; a tile's place in the output is the kept edges of the tiles
+// before it (a single-pass scan, scan.cuh; state: 1 + tiles words, zero before the launch).
 extern "C" __global__ void gs_kept_edges(const gs_idx* __restrict__ indptr,
                                          const gs_idx* __restrict__ rows,
                                          const gs_i64* __restrict__ cols, gs_i64 C,
                                          const gs_i64* __restrict__ ptr,
                                          const int* __restrict__ newpos,
-                                         const gs_i64* __restrict__ tile_offsets,
+                                         gs_u64* __restrict__ state,
                                          gs_i64* __restrict__ rows_out,
                                          gs_i64* __restrict__ pos_out) {
-    GS_TILES(g0, lo, hi, ptr, C) {
-        gs_i64 base = tile_offsets[g0 / gs_tile];
-        for (int j = 0; j < GS_ITEMS; ++j) {
-            const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
-            gs_i64 c, shift, e = 0;
-            int p = -1;
-            if (g < gs_E) {
-                e = gs_frontier_edge(indptr, cols, ptr, lo, hi, 0, g, &c, &shift);
-                p = newpos[(gs_i64)rows[e]];
-            }
-            gs_i64 total;
-            const gs_i64 at = base + gs_block_exclusive(p >= 0, &total);
-            if (p >= 0) {
-                rows_out[at] = p;
-                pos_out[at] = e;
-            }
-            base += total;
+    const gs_i64 E = ptr[C];
+    const gs_i64 size = (gs_i64)blockDim.x * GS_ITEMS;
+    const gs_i64 tile = gs_scan_ticket(state);
+    const gs_i64 g0 = tile * size;
+    gs_i64 lo, hi;
+    gs_tile_columns(ptr, C, g0, min(E, g0 + size), &lo, &hi);
+    int p[GS_ITEMS];
+    gs_i64 e[GS_ITEMS];
+    gs_i64 mine = 0;
+    for (int j = 0; j < GS_ITEMS; ++j) {
+        const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
+        gs_i64 c, shift;
+        p[j] = -1;
+        e[j] = 0;
+        if (g < E) {
+            e[j] = gs_frontier_edge(indptr, cols, ptr, lo, hi, 0, g, &c, &shift);
+            p[j] = newpos[(gs_i64)rows[e[j]]];
         }
+        mine += p[j] >= 0;
+    }
+    gs_i64 total;
+    gs_block_exclusive(mine, &total);
+    gs_i64 base = gs_scan_exclusive(state, tile, total);
+    for (int j = 0; j < GS_ITEMS; ++j) {
+        gs_i64 count;
+        const gs_i64 at = base + gs_block_exclusive(p[j] >= 0, &count);
+        if (p[j] >= 0) {
+            rows_out[at] = p[j];
+            pos_out[at] = e[j];
+        }
+        base += count;
     }
 }
 

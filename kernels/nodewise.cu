@@ -49,59 +49,24 @@ __device__ __forceinline__ gs_i64 gs_sample_count(const gs_idx* __restrict__ ind
     return replace ? (deg > 0 ? k : 0) : (deg < k ? deg : k);
 }
 
-// One launch: every column's count, the result's indptr by a single-pass scan (scan.cuh),
-// then the draws. Block t (by ticket) takes columns t * blockDim .. (one per thread).
-//
-// The frontier's ids are checked here: an id outside [0, M) sets err (err[0]: a negative
-// one, err[1]: one >= M, err[2] / err[3]: the smallest / largest such id, err[4]: any) and
-// reads node 0 instead, so nothing reads out of bounds; the host reads err[4] with the
-// program's sizes and raises (gsample.validate.fail_if). state: scan.cuh's words, then
-// err, all zero before the launch.
-//
-// Column c's edges go to indptr_out[c] ..., in column order: rows_out (the graph's row,
-// + b * n in a super-batch) and pos_out (the edge's position in the graph). Without
-// replacement a column of deg <= k edges keeps them all; else Floyd's k draws (draw i: t =
-// uniform_int(word(col, i), j + 1), j = deg - k + i; t, or j when t was drawn before); with
-// replacement draw i takes uniform_int(word(col, i), deg). The draws are sorted (insertion
-// sort in the output: k is small) before the gather.
-extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
-                                             const gs_idx* __restrict__ rows,
-                                             const gs_i64* __restrict__ cols, gs_i64 C,
-                                             const gs_i64* __restrict__ ncols, gs_i64 n,
-                                             gs_i64 M, gs_i64 k, int replace,
-                                             const gs_u64* __restrict__ key,
-                                             gs_u64* state, gs_i64 tiles,
-                                             gs_i64* __restrict__ indptr_out,
-                                             gs_i64* __restrict__ rows_out,
-                                             gs_i64* __restrict__ pos_out) {
-    const gs_i64 m = gs_count(ncols, C);
-    const gs_i64 t = gs_scan_ticket(state);
-    const gs_i64 c = t * blockDim.x + threadIdx.x;
-    gs_i64* err = (gs_i64*)(state + 1 + tiles);
-    gs_i64 id = 0, cnt = 0;
-    if (c < m) {
-        id = cols[c];
-        if (id < 0 || id >= M) {
-            if (id < 0) { err[0] = 1; atomicMin((long long*)&err[2], (long long)id); }
-            else { err[1] = 1; atomicMax((long long*)&err[3], (long long)id); }
-            err[4] = 1;
-            id = 0;
-        }
-        cnt = gs_sample_count(indptr, n > 0 ? id % n : id, k, replace);
-    }
-    gs_i64 tile_total;
-    const gs_i64 local = gs_block_exclusive(cnt, &tile_total);
-    const gs_i64 out = gs_scan_exclusive(state, t, tile_total) + local;
-    if (c < C) indptr_out[c + 1] = out + cnt;
-    if (c == 0) indptr_out[0] = 0;
-    if (cnt == 0) return;
+// Column c (graph id `id`, its edges from `out`) drawn by one warp: its draws, sorted, and
+// their edges gathered.
+__device__ __forceinline__ void gs_sample_column(const gs_idx* __restrict__ indptr,
+                                                 const gs_idx* __restrict__ rows,
+                                                 const gs_i64* __restrict__ cols, gs_i64 m,
+                                                 gs_i64 n, gs_i64 k, int replace,
+                                                 const gs_u64* __restrict__ key, gs_i64 c,
+                                                 gs_i64 id, gs_i64 out, int lane,
+                                                 gs_i64* __restrict__ rows_out,
+                                                 gs_i64* __restrict__ pos_out) {
+    const unsigned FULL = 0xFFFFFFFFu;
     const gs_i64 b = n > 0 ? id / n : 0;
     const gs_i64 v = id - b * n;
     const gs_i64 start = (gs_i64)indptr[v];
     const gs_i64 deg = (gs_i64)indptr[v + 1] - start;
     const gs_i64 shift = b * n;
     if (!replace && deg <= k) {
-        for (gs_i64 j = 0; j < deg; ++j) {
+        for (gs_i64 j = lane; j < deg; j += 32) {
             rows_out[out + j] = (gs_i64)rows[start + j] + shift;
             pos_out[out + j] = start + j;
         }
@@ -110,6 +75,33 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
     // the column's position within its batch keys its draws (DESIGN §3)
     const gs_i64 position = n > 0 ? c - gs_first_at_least(cols, m, b * n) : c;
     const gs_u64 base = gs_combine(key[0], (gs_i64)key[1] + b);
+    if (k <= 32) {
+        gs_i64 d = 0;
+        if (lane < k) {
+            const gs_u64 w = gs_word(base, position, lane);
+            d = gs_uniform_int(w, replace ? deg : deg - k + lane + 1);
+        }
+        if (!replace) {                      // Floyd: lanes before i hold their final draws
+            const gs_i64 first = d;
+            for (int i = 1; i < k; ++i) {
+                const gs_i64 ti = __shfl_sync(FULL, first, i);
+                const unsigned seen = __ballot_sync(FULL, lane < i && d == ti);
+                if (lane == i && seen) d = deg - k + i;
+            }
+        }
+        int rank = 0;                        // the draws before this one in sorted order
+        for (int q = 0; q < k; ++q) {
+            const gs_i64 dq = __shfl_sync(FULL, d, q);
+            rank += dq < d || (dq == d && q < lane);
+        }
+        if (lane < k) {
+            const gs_i64 e = start + d;
+            rows_out[out + rank] = (gs_i64)rows[e] + shift;
+            pos_out[out + rank] = e;
+        }
+        return;
+    }
+    if (lane != 0) return;
     gs_i64* S = pos_out + out;               // the draws, then sorted in place
     for (gs_i64 i = 0; i < k; ++i) {
         const gs_u64 w = gs_word(base, position, i);
@@ -131,5 +123,73 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
         const gs_i64 e = start + S[i];
         rows_out[out + i] = (gs_i64)rows[e] + shift;
         S[i] = e;
+    }
+}
+
+// One launch: every column's count, the result's indptr by a single-pass scan (scan.cuh),
+// then the draws. Block t (by ticket) takes the T = warps * per_warp columns t * T ..: a
+// thread counts each, then a warp draws each column (per_warp of them, one after another),
+// so a small frontier (512 seeds: per_warp 1) still spreads over the GPU, a super-batch's
+// (10**6 columns: up to 32 each) needs few tiles, and the k <= 32 draws of a column run on
+// its lanes at once.
+//
+// The frontier's ids are checked here: an id outside [0, M) sets err (err[0]: a negative
+// one, err[1]: one >= M, err[2] / err[3]: the smallest / largest such id, err[4]: any) and
+// reads node 0 instead, so nothing reads out of bounds; the host reads err[4] with the
+// program's sizes and raises (gsample.validate.fail_if). state: scan.cuh's words, then
+// err, all zero before the launch.
+//
+// Column c's edges go to indptr_out[c] ..., in column order: rows_out (the graph's row,
+// + b * n in a super-batch) and pos_out (the edge's position in the graph). Without
+// replacement a column of deg <= k edges keeps them all; else Floyd's k draws (draw i: t =
+// uniform_int(word(col, i), j + 1), j = deg - k + i; t, or j when t was drawn before); with
+// replacement draw i takes uniform_int(word(col, i), deg). The draws are sorted before the
+// gather: lane i of the warp makes draw i and writes it at its rank; past 32 draws lane 0
+// makes them one after another (an insertion sort in the output).
+extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
+                                             const gs_idx* __restrict__ rows,
+                                             const gs_i64* __restrict__ cols, gs_i64 C,
+                                             const gs_i64* __restrict__ ncols, gs_i64 n,
+                                             gs_i64 M, gs_i64 k, int replace,
+                                             const gs_u64* __restrict__ key,
+                                             gs_u64* state, gs_i64 tiles, gs_i64 per_warp,
+                                             gs_i64* __restrict__ indptr_out,
+                                             gs_i64* __restrict__ rows_out,
+                                             gs_i64* __restrict__ pos_out) {
+    __shared__ gs_i64 s_id[256], s_out[256], s_cnt[256];    // blockDim <= 256
+    const int lane = threadIdx.x & 31;
+    const gs_i64 T = (gs_i64)(blockDim.x >> 5) * per_warp;      // columns per tile
+    const gs_i64 m = gs_count(ncols, C);
+    const gs_i64 t = gs_scan_ticket(state);
+    gs_i64* err = (gs_i64*)(state + 1 + tiles);
+    {
+        const gs_i64 c = t * T + threadIdx.x;
+        gs_i64 id = 0, cnt = 0;
+        if (threadIdx.x < T && c < m) {
+            id = cols[c];
+            if (id < 0 || id >= M) {
+                if (id < 0) { err[0] = 1; atomicMin((long long*)&err[2], (long long)id); }
+                else { err[1] = 1; atomicMax((long long*)&err[3], (long long)id); }
+                err[4] = 1;
+                id = 0;
+            }
+            cnt = gs_sample_count(indptr, n > 0 ? id % n : id, k, replace);
+        }
+        gs_i64 tile_total;
+        const gs_i64 local = gs_block_exclusive(cnt, &tile_total);
+        const gs_i64 out = gs_scan_exclusive(state, t, tile_total) + local;
+        if (threadIdx.x < T && c < C) indptr_out[c + 1] = out + cnt;
+        if (c == 0) indptr_out[0] = 0;
+        s_id[threadIdx.x] = id;
+        s_out[threadIdx.x] = out;
+        s_cnt[threadIdx.x] = cnt;
+        __syncthreads();
+    }
+    for (gs_i64 r = 0; r < per_warp; ++r) {
+        const gs_i64 j = (threadIdx.x >> 5) * per_warp + r;     // the tile's column
+        if (j >= T || s_cnt[j] == 0) continue;                  // the same for the warp
+        const gs_i64 c = t * T + j, id = s_id[j], out = s_out[j];
+        gs_sample_column(indptr, rows, cols, m, n, k, replace, key, c, id, out, lane,
+                         rows_out, pos_out);
     }
 }

@@ -147,8 +147,8 @@ def trim_copies(values: list, sizes: list) -> list:
         elif w[0] == "c":
             c = w[1]
             get = lambda i: None if i is None else copies[i]  # noqa: E731
-            out.append(CSC(w[2], get(c.indptr), get(c.rows), get(c.row_ids), get(c.col_ids),
-                           get(c.values), get(c.eids)))
+            out.append(CSC.of(w[2], get(c.indptr), get(c.rows), get(c.row_ids),
+                              get(c.col_ids), get(c.values), get(c.eids)))
         else:
             out.append(w[1])
     return out

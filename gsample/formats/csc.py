@@ -70,6 +70,16 @@ class CSC(IdSpaces):
     values: Optional[torch.Tensor] = None
     eids: Optional[torch.Tensor] = None
 
+    @classmethod
+    def of(cls, num_nodes, indptr, rows, row_ids=None, col_ids=None, values=None,
+           eids=None) -> "CSC":
+        """``CSC(...)`` without the frozen dataclass's ``__init__`` (a ``setattr`` per field):
+        for the runtime's hot paths, which build one per mini-batch and output."""
+        obj = object.__new__(cls)
+        obj.__dict__.update(num_nodes=num_nodes, indptr=indptr, rows=rows, row_ids=row_ids,
+                            col_ids=col_ids, values=values, eids=eids)
+        return obj
+
     # ------------------------------------------------------------------ sizes
     @property
     def num_rows(self) -> int:

@@ -222,7 +222,8 @@ def split_matrix(M, bnd: Bounds, n: int, copies: int) -> list:
         (None if M.values is None else M.values[e_lo:e_hi], edges_n),
         (None if M.eids is None else M.eids[e_lo:e_hi], edges_n))]
     none = (None,) * copies
-    return [CSC(n, *fields) for fields in zip(*(none if p is None else p for p in parts))]
+    make = CSC.of
+    return [make(n, *fields) for fields in zip(*(none if p is None else p for p in parts))]
 
 
 # ----------------------------------------------------------------------------- dense code

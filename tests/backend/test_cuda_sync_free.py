@@ -103,6 +103,29 @@ def test_bad_seeds_raise_after_the_deferred_read_back(graph):
     assert_same(after, _both(graphsage, graph, seeds)[0])
 
 
+@pytest.mark.parametrize("k", [1, 10, 32, 40])
+@pytest.mark.parametrize("replace", [False, True])
+@pytest.mark.parametrize("C", [100, 40_000, 600_000])
+def test_sampling_warps_take_one_or_many_columns(graph, k, replace, C):
+    """The sampling kernel's warps draw one column each on small frontiers and up to 32 on
+    large ones (a super-batch's), k <= 32 draws on the lanes and more on one lane: every way
+    gives the torch backend's edges, in its order."""
+    from gsample.backend.torch import select
+    n = graph.num_nodes
+    cols = (torch.arange(C, device="cuda") * 7919) % n
+    prefix = key_prefix(11, 0)
+    key = DeviceKey(torch.tensor([_signed(prefix), 4], device="cuda"), prefix, 4)
+    s = nodewise.slice_individual_sample(graph.csc, cols, k, replace, key)
+    (sizes,), _ = read_counts([s])
+    got = trim(s, sizes)
+    want = select.individual_sample(gs.Matrix(graph.csc)[:, cols].csc, k, replace,
+                                    combine(prefix, 4))
+    assert torch.equal(got.indptr, want.indptr)
+    assert torch.equal(got.eids, want.eids)
+    assert torch.equal(got.rows, want.row_ids[want.rows] if want.row_ids is not None
+                       else want.rows)
+
+
 @pytest.mark.parametrize("copies", [1, 3])
 def test_all_nodes_of_a_bounded_sample(graph, copies):
     """The frontier kernels on a bounded sample equal the torch ``all_nodes`` (a super-batch:

@@ -10,12 +10,13 @@ idled (H100, products-sized: the kept-edge pass of FastGCN took 0.84 ms a layer)
   one over the rows, the exact sums of :mod:`.rowsum` (the same bits as the row sums of the
   built slice, ``compute.reduce``). It takes a bounded frontier and a super-batch's
   encoded one.
-* ``slice_collective_sample`` (without replacement, one mini-batch) reads back twice: the
-  frontier's edge and candidate counts before the draws (with every check flag pending,
-  so a bad ``node_probs`` raises there), and the kept edge count before the output is
-  allocated. The draws are the torch backend's keys (``select.Draws.row_keys``) over all
-  candidates (compacted), the ``k`` smallest chosen by ``torch.topk`` (keys of distinct rows
-  differ but for a 64-bit hash collision), so samples equal the torch backend's.
+* ``slice_collective_sample`` (without replacement, one mini-batch) reads back once, before
+  the output is allocated: the frontier's edges, its candidate rows and the kept edges (with
+  every check flag pending, so a bad ``node_probs`` raises there). The draws are the torch
+  backend's keys (``select.Draws.row_keys``), one per row of the row space (the largest
+  int64 for a row that is not a candidate), the ``k`` smallest chosen by ``torch.topk``
+  (keys of distinct rows differ but for a 64-bit hash collision), so samples equal the
+  torch backend's.
 
 Other inputs (replacement, a super-batch's collective draws, a sub-matrix, other reductions)
 run the exact implementations.
@@ -36,7 +37,7 @@ from .nodewise import _exact, _frontier, _opt
 _THREADS = 256
 _TILE = 4 * _THREADS             # frontier edges per tile (GS_ITEMS per thread)
 _GRID = 1024                     # blocks of the kernels whose edge count stays on the device
-_MAX_GRID = 65535 * 4
+_NOT_A_ROW = 2 ** 63 - 1         # the sort key of a row that is not a candidate
 
 
 def _graph(A) -> bool:
@@ -108,56 +109,50 @@ def slice_collective_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
     params = _params(indptr)
     cand = torch.empty(R, dtype=torch.uint8, device=dev)
     memset(cand, 0)
-    ncand_d = torch.empty(1, dtype=torch.int64, device=dev)
-    memset(ncand_d, 0)
+    # per column: kept edges (col_counts), then their pointer (indptr_out); the candidates
+    scratch = torch.empty(2 * C + 2, dtype=torch.int64, device=dev)
+    memset(scratch, 0)
+    col_counts, indptr_out, ncand_d = scratch[:C], scratch[C:2 * C + 1], scratch[2 * C + 1:]
     ptr = _frontier_ptr(indptr, buf, ncols, 0)
     if C:
         launch("layerwise", "gs_frontier_rows", _GRID * _THREADS, indptr, rows, buf, C, ptr, 0,
                cand, block=_THREADS, grid=_GRID, params=params)
-    keys = torch.empty((2, R), dtype=torch.int64, device=dev)       # compacted keys, rows
+    keys = torch.empty(R, dtype=torch.int64, device=dev)    # INT64_MAX: not a candidate
     p = None if node_probs is None else node_probs.contiguous()
     dtypes = (_FLOATS[p.dtype],) if p is not None else ("float",)
-    launch("layerwise", "gs_row_sort_keys", R, cand, R, _opt(p), key.tensor, 0, keys[0],
-           keys[1], ncand_d, dtypes=dtypes)
-    # read back 1: the frontier's edges and candidates (and every pending check flag)
-    scalars = [ptr[C:], ncand_d] + ([ncols] if ncols is not None else [])
-    edges, ncand, *m = V.read_back(scalars)
-    Cx = m[0] if m else C
-    cols = buf[:Cx]
-    if p is not None and edges and not ncand:
-        raise ValueError(V.NO_POSITIVE_ROW)
-    take = min(k, ncand)
-    if take == 0:
-        chosen = keys[1, :0]
-    elif take == ncand:                                 # every candidate
-        chosen = torch.sort(keys[1, :ncand]).values
-    else:                                               # the k smallest keys among them
-        at = torch.topk(keys[0, :ncand], take, largest=False, sorted=False).indices
-        chosen = torch.sort(keys[1, :ncand][at]).values
+    launch("layerwise", "gs_row_sort_keys", R, cand, R, _opt(p), key.tensor, 0, keys, ncand_d,
+           dtypes=dtypes)
+    # the k smallest keys over every row (no read-back of the candidate count: the keys of
+    # non-candidates are the largest), rows ascending; R marks a draw past the candidates
+    take = min(k, R)
+    if take == R:
+        vals, at = torch.sort(keys)
+    else:
+        vals, at = torch.topk(keys, take, largest=False, sorted=False)
+    chosen = torch.sort(torch.where(vals == _NOT_A_ROW, R, at)).values
     newpos = torch.empty(R, dtype=torch.int32, device=dev)
     memset(newpos, 0xFF)                                              # -1: not chosen
-    launch("layerwise", "gs_scatter_positions", take, chosen, take, newpos)
-    tiles = -(-edges // _TILE)
-    # kept edges per column and per tile, and their prefixes (from zero)
-    scratch = torch.empty(2 * (Cx + tiles + 1), dtype=torch.int64, device=dev)
-    memset(scratch, 0)
-    col_counts, tile_counts = scratch[:Cx], scratch[Cx:Cx + tiles]
-    indptr_out = scratch[Cx + tiles:2 * Cx + tiles + 1]
-    tile_offsets = scratch[2 * Cx + tiles + 1:]
-    if tiles:
-        launch("layerwise", "gs_kept_counts", tiles * _THREADS, indptr, rows, cols, Cx, ptr,
-               newpos, col_counts, tile_counts, block=_THREADS,
-               grid=min(tiles, _MAX_GRID), params=params)
+    launch("layerwise", "gs_scatter_positions", take, chosen, take, R, newpos)
+    if C:
+        launch("layerwise", "gs_kept_counts", _GRID * _THREADS, indptr, rows, buf, C, ptr,
+               newpos, col_counts, block=_THREADS, grid=_GRID, params=params)
         torch.cumsum(col_counts, 0, out=indptr_out[1:])
-        torch.cumsum(tile_counts, 0, out=tile_offsets[1:])
-    # read back 2: the kept edges, to allocate the result exactly
-    (kept,) = V.read_back([indptr_out[-1:]]) if Cx else (0,)
+    # the one read-back: the frontier's edges and columns, the candidates and the kept edges
+    # (and every pending check flag: a bad node_probs raises here)
+    scalars = [ptr[C:], ncand_d, indptr_out[-1:]] + ([ncols] if ncols is not None else [])
+    edges, ncand, kept, *m = V.read_back(scalars)
+    if p is not None and edges and not ncand:
+        raise ValueError(V.NO_POSITIVE_ROW)
+    Cx = m[0] if m else C
+    cols, indptr_out, chosen = buf[:Cx], indptr_out[:Cx + 1], chosen[:min(take, ncand)]
     rows_out = torch.empty(kept, dtype=torch.int64, device=dev)
     pos = torch.empty(kept, dtype=torch.int64, device=dev)
-    if tiles and kept:
+    if kept:
+        tiles = -(-edges // _TILE)
+        state = torch.empty(1 + tiles, dtype=torch.int64, device=dev)
+        memset(state, 0)
         launch("layerwise", "gs_kept_edges", tiles * _THREADS, indptr, rows, cols, Cx, ptr,
-               newpos, tile_offsets, rows_out, pos, block=_THREADS,
-               grid=min(tiles, _MAX_GRID), params=params)
+               newpos, state, rows_out, pos, block=_THREADS, grid=tiles, params=params)
     return CSC(num_nodes=A.num_nodes, indptr=indptr_out, rows=rows_out, row_ids=chosen,
                col_ids=cols, values=None if A.values is None else A.values[pos],
                eids=pos if A.eids is None else A.eids[pos])

@@ -29,6 +29,7 @@ from .module import launch, memset
 
 _TILE = 1024                     # items per tile of the frontier kernels (GS_TILE)
 _THREADS = 256
+_WARPS = _THREADS // 32
 
 
 def _exact(value):
@@ -90,7 +91,10 @@ def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
     C, dev = buf.numel(), buf.device
     M = A.num_nodes * key.copies if n else A.num_nodes
     indptr_g, rows_g = _index_arrays(A)
-    tiles = (C + _THREADS - 1) // _THREADS
+    # a warp per column; several per warp once there are enough blocks without (a tile per
+    # block and a short chain of tiles for the scan)
+    per_warp = max(1, min(32, C // (_WARPS * 2048)))
+    tiles = -(-C // (_WARPS * per_warp))
     state = torch.empty(1 + tiles + 5, dtype=torch.int64, device=dev)
     memset(state, 0)
     indptr = torch.empty(C + 1, dtype=torch.int64, device=dev)
@@ -103,8 +107,8 @@ def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
     if C == 0:
         memset(indptr, 0)
     launch("nodewise", "gs_sample_uniform", tiles * _THREADS, indptr_g, rows_g, buf, C,
-           _opt(ncols), n, M, k, replace, key.tensor, state, tiles, indptr, rows, pos,
-           block=_THREADS, grid=tiles, params=_params(indptr_g))
+           _opt(ncols), n, M, k, replace, key.tensor, state, tiles, per_warp, indptr, rows,
+           pos, block=_THREADS, grid=tiles, params=_params(indptr_g))
     err = state[1 + tiles:]
     V.fail_if(err[4:5], IndexError, _id_error("cols", M), err[:4])
     out = CSC(num_nodes=M, indptr=indptr, rows=rows, row_ids=None, col_ids=buf,
