@@ -370,6 +370,7 @@ class _SuperBatcher:
         self.fixed_state = fixed_state
         self.compiled_graph_device = A.device
         self.programs: dict = {}
+        self._shifts: dict = {}
         self.program(1)                 # refusals (state, unsupported code) surface now
 
     def program(self, copies: int):
@@ -389,14 +390,26 @@ class _SuperBatcher:
     def run(self, parts: list, epoch_seed: int, first: int, observe=None) -> list:
         """The outputs of mini-batches ``first, first + 1, ...`` (seeds ``parts``)."""
         from .runtime import interpret, run
-        n = self.num_nodes
         args = dict(self.args)
-        args[self.seeds_name] = torch.cat([s + b * n for b, s in enumerate(parts)])
+        args[self.seeds_name] = self._encode(parts)
         graph, program = self.program(len(parts))
         with batch_scope(epoch_seed, first):
             if program is None:
                 return interpret(graph, args, self.backend)
             return run(program, args, observe)
+
+    def _encode(self, parts: list) -> torch.Tensor:
+        """The super-batch's seeds: batch ``b``'s ids ``+ b * n``, in batch order (a launch
+        or two: a block of equal mini-batches is a (N, B) view plus a per-batch shift)."""
+        n, N, B = self.num_nodes, len(parts), parts[0].numel()
+        flat = torch.cat(parts)
+        if any(p.numel() != B for p in parts):
+            return torch.cat([s + b * n for b, s in enumerate(parts)])
+        shift = self._shifts.get((N, flat.device))
+        if shift is None:
+            shift = self._shifts[(N, flat.device)] = \
+                (torch.arange(N, device=flat.device) * n).unsqueeze(1)
+        return (flat.view(N, B) + shift).view(-1)
 
     def measure(self, seeds: torch.Tensor, epoch_seed: int):
         """Sample mini-batch 0 alone: ``(its outputs, its estimated bytes)``."""

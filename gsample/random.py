@@ -360,6 +360,16 @@ class DeviceKey:
     static: bool = False       # ``tensor`` is a view of its program's key buffer (the same
                                # memory every call)
 
+    @classmethod
+    def of(cls, tensor, prefix: int, first: int, copies: int = 1, num_nodes: int = 0,
+           static: bool = False) -> "DeviceKey":
+        """``DeviceKey(...)`` without the frozen dataclass's ``__init__`` (the runtime makes
+        one per random op and call)."""
+        obj = object.__new__(cls)
+        obj.__dict__.update(tensor=tensor, prefix=prefix, first=first, copies=copies,
+                            num_nodes=num_nodes, static=static)
+        return obj
+
     def host(self):
         if self.copies == 1 and self.num_nodes == 0:
             return combine(self.prefix, self.first)

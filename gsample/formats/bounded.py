@@ -155,19 +155,23 @@ def trim_copies(values: list, sizes: list) -> list:
 
 
 def _copy_parts(parts: list) -> list:
-    """Copies of tensors ``parts``: one ``torch.cat`` per (dtype, device), then views."""
-    groups: dict = {}
-    for i, t in enumerate(parts):
-        groups.setdefault((t.dtype, t.device), []).append(i)
+    """Copies of tensors ``parts``: one ``torch.cat`` per (dtype, device), then views of it
+    (one ``split``: a call, not a slice per part)."""
+    first = parts[0] if parts else None
+    if first is not None and all(t.dtype == first.dtype and t.device == first.device
+                                 for t in parts):
+        groups = {None: range(len(parts))}          # the usual case: one dtype, one device
+    else:
+        groups = {}
+        for i, t in enumerate(parts):
+            groups.setdefault((t.dtype, t.device), []).append(i)
     copies = [None] * len(parts)
     for idx in groups.values():
-        flat = torch.cat([parts[i].reshape(-1) for i in idx])
-        at = 0
-        for i in idx:
-            t = parts[i]
-            n = t.numel()
-            copies[i] = flat[at:at + n] if t.dim() == 1 else flat[at:at + n].view(t.shape)
-            at += n
+        flat = torch.cat([parts[i] if parts[i].dim() == 1 else parts[i].reshape(-1)
+                          for i in idx])
+        pieces = flat.split([parts[i].numel() for i in idx])
+        for i, piece in zip(idx, pieces):
+            copies[i] = piece if parts[i].dim() == 1 else piece.view(parts[i].shape)
     return copies
 
 

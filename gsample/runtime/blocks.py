@@ -203,14 +203,14 @@ def split_matrix(M, bnd: Bounds, n: int, copies: int) -> list:
     b_of = torch.repeat_interleave(batch, cols_d[1:] - cols_d[:-1] + 1, output_size=C + copies)
     at = torch.arange(C + copies, device=dev) - b_of + bnd.cols[0]
     indptr = M.indptr[at] - edges_d[b_of]
-    E = bnd.edges[-1] - bnd.edges[0]
-    e_of = owners(edges_d, E)
-    rows = M.rows[bnd.edges[0]:bnd.edges[-1]] - rows_d[e_of]      # each batch's local rows
-    col_ids = None if M.col_ids is None else \
-        M.col_ids[bnd.cols[0]:bnd.cols[-1]] - n * owners(cols_d, C)
-    R = bnd.rows[-1] - bnd.rows[0]
-    row_ids = None if M.row_ids is None else \
-        M.row_ids[bnd.rows[0]:bnd.rows[-1]] - n * owners(rows_d, R)
+    # ids are b * n + v: v is id % n (one launch, no batch of each position needed)
+    rows = M.rows[bnd.edges[0]:bnd.edges[-1]]
+    if M.row_ids is None:           # rows are ids of the super-batch's graph
+        rows = rows % n
+    else:                           # rows index the row space: each batch's start off
+        rows = rows - rows_d[owners(edges_d, bnd.edges[-1] - bnd.edges[0])]
+    col_ids = None if M.col_ids is None else M.col_ids[bnd.cols[0]:bnd.cols[-1]] % n
+    row_ids = None if M.row_ids is None else M.row_ids[bnd.rows[0]:bnd.rows[-1]] % n
     # each batch's pieces as views, one torch.split per field (a C++ call, not a slice each)
     cols_n = [bnd.cols[b + 1] - bnd.cols[b] for b in range(copies)]
     edges_n = [bnd.edges[b + 1] - bnd.edges[b] for b in range(copies)]

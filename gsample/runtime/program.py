@@ -189,7 +189,7 @@ def _device_keys(program: Program, env: list, keys: list, batch: int) -> None:
         views = program.key_views = [dev[2 * i:2 * i + 2] for i in range(len(keys))]
     for view_, (slot, prefix, batches) in zip(views, keys):
         copies, n = batches if batches is not None else (1, 0)
-        env[slot] = DeviceKey(view_, prefix[0], batch, copies, n, static=True)
+        env[slot] = DeviceKey.of(view_, prefix[0], batch, copies, n, True)
 
 
 _PREFIXES: dict = {}
