@@ -223,22 +223,24 @@ extern "C" __global__ void gs_frontier_rows(const gs_idx* __restrict__ indptr,
 // Sort keys of the rows (select.Draws.row_keys), keys[r] for every row r of the row space:
 // a candidate's (a row holding a frontier edge, with p[r] > 0 when weighted) is uniform
 // word(0, v) >> 1 or weighted exponential(word(0, v)) / p[r] (float64; its bits order like
-// the number: it is > 0), for v = r (or r - b * n in batch b, keyed by its batch); every
-// other row's is INT64_MAX, above all of them. *ncand counts the candidates.
+// the number: it is > 0), for v = r (or r - b * n in batch b, keyed by its batch; p of the
+// batch, or with `shared` the one p all batches share); every other row's is INT64_MAX,
+// above all of them. *ncand counts the candidates.
 extern "C" __global__ void gs_row_sort_keys(const unsigned char* __restrict__ cand, gs_i64 R,
-                                            const gs_t* __restrict__ probs,
+                                            const gs_t* __restrict__ probs, int shared,
                                             const gs_u64* __restrict__ key, gs_i64 n,
                                             gs_i64* __restrict__ keys,
                                             gs_i64* __restrict__ ncand) {
     for (gs_i64 r = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; r < R;
          r += (gs_i64)gridDim.x * blockDim.x) {
-        const bool is = cand[r] && (probs == nullptr || (double)probs[r] > 0.0);
+        const gs_i64 b = n > 0 ? r / n : 0;
+        const gs_i64 pr = shared ? r - b * n : r;        // the batches share one probs
+        const bool is = cand[r] && (probs == nullptr || (double)probs[pr] > 0.0);
         gs_i64 k = 0x7FFFFFFFFFFFFFFFLL;
         if (is) {
-            const gs_i64 b = n > 0 ? r / n : 0;
             const gs_u64 w = gs_word(gs_combine(key[0], (gs_i64)key[1] + b), 0, r - b * n);
             k = probs == nullptr ? (gs_i64)(w >> 1)
-                : __double_as_longlong(__ddiv_rn(gs_exponential(w), (double)probs[r]));
+                : __double_as_longlong(__ddiv_rn(gs_exponential(w), (double)probs[pr]));
         }
         keys[r] = k;
         const unsigned lanes = __ballot_sync(__activemask(), is);      // one add per warp
@@ -257,11 +259,12 @@ extern "C" __global__ void gs_scatter_positions(const gs_i64* __restrict__ chose
 }
 
 // The frontier edges of a chosen row that each column keeps: counts[c] (zero before the
-// launch; the lanes of a warp on one column add once).
+// launch; the lanes of a warp on one column add once). n > 0: a super-batch (rows of batch b
+// at b * n), as for every kernel here.
 extern "C" __global__ void gs_kept_counts(const gs_idx* __restrict__ indptr,
                                           const gs_idx* __restrict__ rows,
                                           const gs_i64* __restrict__ cols, gs_i64 C,
-                                          const gs_i64* __restrict__ ptr,
+                                          const gs_i64* __restrict__ ptr, gs_i64 n,
                                           const int* __restrict__ newpos,
                                           gs_i64* __restrict__ counts) {
     GS_TILES(g0, lo, hi, ptr, C) {
@@ -270,8 +273,8 @@ extern "C" __global__ void gs_kept_counts(const gs_idx* __restrict__ indptr,
             gs_i64 c = -1, shift;
             bool keep = false;
             if (g < gs_E) {
-                const gs_i64 e = gs_frontier_edge(indptr, cols, ptr, lo, hi, 0, g, &c, &shift);
-                keep = newpos[(gs_i64)rows[e]] >= 0;
+                const gs_i64 e = gs_frontier_edge(indptr, cols, ptr, lo, hi, n, g, &c, &shift);
+                keep = newpos[(gs_i64)rows[e] + shift] >= 0;
             }
             const unsigned peers = __match_any_sync(0xFFFFFFFFu,
                                                     (unsigned long long)(keep ? c : -1));
@@ -288,7 +291,7 @@ extern "C" __global__ void gs_kept_counts(const gs_idx* __restrict__ indptr,
 extern "C" __global__ void gs_kept_edges(const gs_idx* __restrict__ indptr,
                                          const gs_idx* __restrict__ rows,
                                          const gs_i64* __restrict__ cols, gs_i64 C,
-                                         const gs_i64* __restrict__ ptr,
+                                         const gs_i64* __restrict__ ptr, gs_i64 n,
                                          const int* __restrict__ newpos,
                                          gs_u64* __restrict__ state,
                                          gs_i64* __restrict__ rows_out,
@@ -308,8 +311,8 @@ extern "C" __global__ void gs_kept_edges(const gs_idx* __restrict__ indptr,
         p[j] = -1;
         e[j] = 0;
         if (g < E) {
-            e[j] = gs_frontier_edge(indptr, cols, ptr, lo, hi, 0, g, &c, &shift);
-            p[j] = newpos[(gs_i64)rows[e[j]]];
+            e[j] = gs_frontier_edge(indptr, cols, ptr, lo, hi, n, g, &c, &shift);
+            p[j] = newpos[(gs_i64)rows[e[j]] + shift];
         }
         mine += p[j] >= 0;
     }

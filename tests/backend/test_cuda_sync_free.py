@@ -259,6 +259,33 @@ def test_layer_wise_kernels_cut_columns_into_equal_tiles():
             assert torch.equal(s.values, want.values)
 
 
+@pytest.mark.parametrize("probs", [None, "shared", "per batch"])
+@pytest.mark.parametrize("k", [1, 300, 20_000])
+def test_super_batched_collective_sample_equals_the_torch_backend(graph, probs, k):
+    """A super-batch's collective draws run on the kernels (each batch's k rows among its
+    own, over a padded frontier) and give the torch backend's super-batched sample."""
+    from gsample.backend.cuda import layerwise
+    from gsample.backend.torch import fused_select
+    n, N = graph.num_nodes, 3
+    parts = [_seeds(150 + 40 * b, n, 20 + b) for b in range(N)]
+    enc = torch.cat([p + b * n for b, p in enumerate(parts)])
+    padded = BoundedIds(torch.cat([enc, enc[:9]]), torch.tensor([enc.numel()], device="cuda"))
+    g = torch.Generator().manual_seed(k)
+    p = None
+    if probs is not None:
+        p = torch.rand(n if probs == "shared" else N * n, generator=g) ** 3
+        p[::7] = 0
+        p = p.cuda()
+    prefix = key_prefix(13, 2)
+    key = DeviceKey(torch.tensor([_signed(prefix), 5], device="cuda"), prefix, 5, N, n)
+    want = fused_select.slice_collective_sample(graph.csc, enc, k, False, key.host(), p)
+    for frontier in (enc, padded):
+        got = layerwise.slice_collective_sample(graph.csc, frontier, k, False, key, p)
+        assert got.num_nodes == want.num_nodes == N * n
+        for f in ("indptr", "rows", "row_ids", "col_ids", "eids"):
+            assert torch.equal(getattr(got, f), getattr(want, f)), f
+
+
 @pytest.mark.parametrize("sampler", ["ladies", "fastgcn", "uniform"])
 def test_layer_wise_samplers_equal_the_torch_backend(graph, normalized, sampler):
     from helpers import example

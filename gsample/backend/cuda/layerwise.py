@@ -18,8 +18,10 @@ idled (H100, products-sized: the kept-edge pass of FastGCN took 0.84 ms a layer)
   (keys of distinct rows differ but for a 64-bit hash collision), so samples equal the
   torch backend's.
 
-Other inputs (replacement, a super-batch's collective draws, a sub-matrix, other reductions)
-run the exact implementations.
+A super-batch (a :class:`~gsample.random.DeviceKey` of ``copies`` mini-batches) runs the same
+kernels over the block-diagonal row space, each batch drawing its ``k`` rows among its own
+(one ``torch.topk`` over a ``(copies, n)`` view). Other inputs (replacement, a sub-matrix,
+other reductions) run the exact implementations.
 """
 from __future__ import annotations
 
@@ -97,14 +99,17 @@ def slice_collective_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
                             node_probs=None) -> CSC:
     """``A[:, cols].collective_sample(k, node_probs, replace)``: ``k`` rows for the frontier,
     every frontier edge of a chosen row kept (see the module docstring)."""
+    N, n = (key.copies, key.num_nodes) if key.copies > 1 else (1, 0)
+    R = A.num_nodes * N                                   # the (block-diagonal) row space
     probs_ok = node_probs is None or (node_probs.dtype in _FLOATS and node_probs.is_cuda
-                                      and node_probs.dim() == 1)
-    if replace or key.copies > 1 or not _graph(A) or not probs_ok:
+                                      and node_probs.dim() == 1
+                                      and node_probs.numel() in (A.num_nodes, R))
+    if replace or not _graph(A) or not probs_ok:
         return sampling.slice_collective_sample(A, _exact(cols), k, replace, key.host(),
                                                 None if node_probs is None
                                                 else _exact(node_probs))
     buf, ncols = _frontier(cols)
-    C, dev, R = buf.numel(), buf.device, A.num_nodes
+    C, dev = buf.numel(), buf.device
     indptr, rows = _index_arrays(A)
     params = _params(indptr)
     cand = torch.empty(R, dtype=torch.uint8, device=dev)
@@ -113,47 +118,64 @@ def slice_collective_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
     scratch = torch.empty(2 * C + 2, dtype=torch.int64, device=dev)
     memset(scratch, 0)
     col_counts, indptr_out, ncand_d = scratch[:C], scratch[C:2 * C + 1], scratch[2 * C + 1:]
-    ptr = _frontier_ptr(indptr, buf, ncols, 0)
+    ptr = _frontier_ptr(indptr, buf, ncols, n)
     if C:
-        launch("layerwise", "gs_frontier_rows", _GRID * _THREADS, indptr, rows, buf, C, ptr, 0,
+        launch("layerwise", "gs_frontier_rows", _GRID * _THREADS, indptr, rows, buf, C, ptr, n,
                cand, block=_THREADS, grid=_GRID, params=params)
     keys = torch.empty(R, dtype=torch.int64, device=dev)    # INT64_MAX: not a candidate
     p = None if node_probs is None else node_probs.contiguous()
+    shared = p is not None and p.numel() != R                # the batches share one
     dtypes = (_FLOATS[p.dtype],) if p is not None else ("float",)
-    launch("layerwise", "gs_row_sort_keys", R, cand, R, _opt(p), key.tensor, 0, keys, ncand_d,
-           dtypes=dtypes)
-    # the k smallest keys over every row (no read-back of the candidate count: the keys of
-    # non-candidates are the largest), rows ascending; R marks a draw past the candidates
-    take = min(k, R)
-    if take == R:
-        vals, at = torch.sort(keys)
+    launch("layerwise", "gs_row_sort_keys", R, cand, R, _opt(p), shared, key.tensor, n, keys,
+           ncand_d, dtypes=dtypes)
+    # each batch's k smallest keys over all its rows (no read-back of the candidate count:
+    # the keys of non-candidates are the largest), rows ascending; R marks a draw past the
+    # candidates (they sort last)
+    rows_per = A.num_nodes
+    take = min(k, rows_per)
+    per = keys.view(N, rows_per)
+    if take == rows_per:
+        vals, at = torch.sort(per, dim=1)
     else:
-        vals, at = torch.topk(keys, take, largest=False, sorted=False)
-    chosen = torch.sort(torch.where(vals == _NOT_A_ROW, R, at)).values
+        vals, at = torch.topk(per, take, dim=1, largest=False, sorted=False)
+    if N > 1:
+        at = at + torch.arange(0, R, rows_per, device=dev).unsqueeze(1)
+    chosen = torch.sort(torch.where(vals == _NOT_A_ROW, R, at).view(-1)).values
+    valid = (vals != _NOT_A_ROW).sum().reshape(1) if N > 1 else None
+    if N > 1 and p is not None and C:
+        # as each mini-batch checks its own: a batch with frontier edges needs a candidate
+        batch = torch.div(buf, n, rounding_mode="floor").clamp_(0, N - 1)
+        edges_b = torch.zeros(N, dtype=torch.int64, device=dev).index_add_(
+            0, batch, ptr[1:] - ptr[:-1])
+        V.fail_if(((edges_b > 0) & (vals == _NOT_A_ROW).all(dim=1)).any(), ValueError,
+                  V.NO_POSITIVE_ROW)
     newpos = torch.empty(R, dtype=torch.int32, device=dev)
     memset(newpos, 0xFF)                                              # -1: not chosen
-    launch("layerwise", "gs_scatter_positions", take, chosen, take, R, newpos)
+    launch("layerwise", "gs_scatter_positions", chosen.numel(), chosen, chosen.numel(), R,
+           newpos)
     if C:
-        launch("layerwise", "gs_kept_counts", _GRID * _THREADS, indptr, rows, buf, C, ptr,
+        launch("layerwise", "gs_kept_counts", _GRID * _THREADS, indptr, rows, buf, C, ptr, n,
                newpos, col_counts, block=_THREADS, grid=_GRID, params=params)
         torch.cumsum(col_counts, 0, out=indptr_out[1:])
-    # the one read-back: the frontier's edges and columns, the candidates and the kept edges
-    # (and every pending check flag: a bad node_probs raises here)
-    scalars = [ptr[C:], ncand_d, indptr_out[-1:]] + ([ncols] if ncols is not None else [])
-    edges, ncand, kept, *m = V.read_back(scalars)
+    # the one read-back: the frontier's edges and columns, the candidates, the rows drawn and
+    # the kept edges (and every pending check flag: a bad node_probs raises here)
+    scalars = [ptr[C:], ncand_d, indptr_out[-1:]] + ([valid] if valid is not None else []) \
+        + ([ncols] if ncols is not None else [])
+    edges, ncand, kept, *rest = V.read_back(scalars)
     if p is not None and edges and not ncand:
         raise ValueError(V.NO_POSITIVE_ROW)
-    Cx = m[0] if m else C
-    cols, indptr_out, chosen = buf[:Cx], indptr_out[:Cx + 1], chosen[:min(take, ncand)]
+    drawn = rest.pop(0) if valid is not None else min(take, ncand)
+    Cx = rest[0] if rest else C
+    cols, indptr_out, chosen = buf[:Cx], indptr_out[:Cx + 1], chosen[:drawn]
     rows_out = torch.empty(kept, dtype=torch.int64, device=dev)
     pos = torch.empty(kept, dtype=torch.int64, device=dev)
     if kept:
         tiles = -(-edges // _TILE)
         state = torch.empty(1 + tiles, dtype=torch.int64, device=dev)
         memset(state, 0)
-        launch("layerwise", "gs_kept_edges", tiles * _THREADS, indptr, rows, cols, Cx, ptr,
+        launch("layerwise", "gs_kept_edges", tiles * _THREADS, indptr, rows, cols, Cx, ptr, n,
                newpos, state, rows_out, pos, block=_THREADS, grid=tiles, params=params)
-    return CSC(num_nodes=A.num_nodes, indptr=indptr_out, rows=rows_out, row_ids=chosen,
+    return CSC(num_nodes=R, indptr=indptr_out, rows=rows_out, row_ids=chosen,
                col_ids=cols, values=None if A.values is None else A.values[pos],
                eids=pos if A.eids is None else A.eids[pos])
 
