@@ -225,12 +225,12 @@ extern "C" __global__ void gs_frontier_rows(const gs_idx* __restrict__ indptr,
 // word(0, v) >> 1 or weighted exponential(word(0, v)) / p[r] (float64; its bits order like
 // the number: it is > 0), for v = r (or r - b * n in batch b, keyed by its batch; p of the
 // batch, or with `shared` the one p all batches share); every other row's is INT64_MAX,
-// above all of them. *ncand counts the candidates.
+// above all of them (the k smallest keys of a batch then say how many candidates it has,
+// up to k: no counter every candidate would add to).
 extern "C" __global__ void gs_row_sort_keys(const unsigned char* __restrict__ cand, gs_i64 R,
                                             const gs_t* __restrict__ probs, int shared,
                                             const gs_u64* __restrict__ key, gs_i64 n,
-                                            gs_i64* __restrict__ keys,
-                                            gs_i64* __restrict__ ncand) {
+                                            gs_i64* __restrict__ keys) {
     for (gs_i64 r = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; r < R;
          r += (gs_i64)gridDim.x * blockDim.x) {
         const gs_i64 b = n > 0 ? r / n : 0;
@@ -243,9 +243,6 @@ extern "C" __global__ void gs_row_sort_keys(const unsigned char* __restrict__ ca
                 : __double_as_longlong(__ddiv_rn(gs_exponential(w), (double)probs[pr]));
         }
         keys[r] = k;
-        const unsigned lanes = __ballot_sync(__activemask(), is);      // one add per warp
-        if (is && (int)(threadIdx.x & 31) == __ffs(lanes) - 1)
-            atomicAdd((unsigned long long*)ncand, (unsigned long long)__popc(lanes));
     }
 }
 

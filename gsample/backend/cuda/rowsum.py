@@ -22,7 +22,7 @@ class RowSums:
 
     def __init__(self, R: int, dtype: torch.dtype, device: torch.device):
         self.R, self.dtype = R, dtype
-        self.scratch = torch.empty(4 * max(R, 1), dtype=torch.int64, device=device)
+        self.scratch = torch.empty(3 * max(R, 1), dtype=torch.int64, device=device)
         memset(self.scratch, 0)
         words = self.scratch[:R].view(torch.int32)       # R exponents, then R flags
         self.emax, self.flags = words[:R], words[R:2 * R]

@@ -1,0 +1,167 @@
+// Kernel family "topk": the k smallest keys of each batch, exactly, in a fixed number of
+// launches and without reading a count back to the host (host code:
+// gsample/backend/cuda/topk.py). torch.topk over 2.4M keys took 0.21 ms of host time
+// (a launch per radix pass and digit); these are six launches whatever the keys.
+//
+// keys: N batches of n int64 keys each (batch b's at b * n ..), every key >= 0; INT64_MAX
+// marks "not a candidate" and is never chosen. A key is 63 bits: its top 12 bits are its
+// level-1 digit, the next 12 its level-2 digit, the next 12 its level-3 digit. Per batch, a
+// histogram of level-1 digits gives the digit t1 where the k-th smallest key lies (those
+// below it are chosen); a histogram of the level-2 digits of the keys in t1 gives t2 the
+// same way, and so on; the keys of (t1, t2, t3) (those sharing their top 36 bits: a float64
+// key's exponent and 24 bits of mantissa) are "ties", sorted by the host
+// (torch.sort of a (N, cap) buffer) and the smallest of them fill the k. Histograms are
+// counted in shared memory per block (weighted keys crowd a few digits: global atomics on
+// them serialised, 0.7 ms a call) and added to the batch's once per block.
+// (The last pass reads the tie set's digits: 12 bits of 63 are left after three.)
+#include "hash.cuh"
+#include "scan.cuh"
+
+#define GS_BINS 4096
+#define GS_NONE 0x7FFFFFFFFFFFFFFFLL
+
+__device__ __forceinline__ gs_i64 gs_digit(gs_i64 key, gs_i64 level) {
+    return (key >> (63 - 12 * level)) & 0xFFF;
+}
+
+// Whether key's digits before `level` are its batch's thresholds (thr: 3 per batch).
+__device__ __forceinline__ bool gs_in_bin(gs_i64 key, gs_i64 level, const gs_i64* thr) {
+    for (int l = 1; l < level; ++l)
+        if (gs_digit(key, l) != thr[l - 1]) return false;
+    return true;
+}
+
+// hist[b][digit] of the candidates' level-`level` digits, over those whose earlier digits are
+// their batch's thresholds (thr[b * 3 + l - 1] for level l). Block i counts rows i * chunk ..
+// in shared memory as its first row's batch (a row of a later batch, past a batch boundary,
+// adds to the global histogram itself).
+extern "C" __global__ void gs_topk_histogram(const gs_i64* __restrict__ keys, gs_i64 R,
+                                             gs_i64 n, gs_i64 level,
+                                             const gs_i64* __restrict__ thr,
+                                             unsigned int* __restrict__ hist) {
+    __shared__ unsigned int h[GS_BINS];
+    for (int i = threadIdx.x; i < GS_BINS; i += blockDim.x) h[i] = 0;
+    __syncthreads();
+    const gs_i64 chunk = (R + gridDim.x - 1) / gridDim.x;
+    const gs_i64 lo = blockIdx.x * chunk;
+    const gs_i64 hi = lo + chunk < R ? lo + chunk : R;
+    const gs_i64 b0 = lo < R ? lo / n : 0;
+    for (gs_i64 r = lo + threadIdx.x; r < hi; r += blockDim.x) {
+        const gs_i64 key = keys[r];
+        if (key == GS_NONE) continue;
+        const gs_i64 b = r / n;
+        if (!gs_in_bin(key, level, thr + 3 * b)) continue;
+        const gs_i64 d = gs_digit(key, level);
+        if (b == b0) atomicAdd(&h[d], 1u);
+        else atomicAdd(&hist[b * GS_BINS + d], 1u);
+    }
+    __syncthreads();
+    if (lo >= R) return;
+    for (int i = threadIdx.x; i < GS_BINS; i += blockDim.x)
+        if (h[i]) atomicAdd(&hist[b0 * GS_BINS + i], h[i]);
+}
+
+// Append `x` at counter[0] (and up) from every lane that has one: one atomic per group of
+// lanes on the same counter (call from every lane of the warp).
+__device__ __forceinline__ void gs_append(bool has, gs_i64* counter, gs_i64 slot,
+                                          gs_i64* where) {
+    const unsigned peers = __match_any_sync(0xFFFFFFFFu, has ? (unsigned long long)slot
+                                                             : ~0ULL);
+    const int lane = threadIdx.x & 31, leader = __ffs(peers) - 1;
+    gs_i64 base = 0;
+    if (has && lane == leader)
+        base = (gs_i64)atomicAdd((unsigned long long*)counter, (unsigned long long)__popc(peers));
+    base = __shfl_sync(peers, base, leader);
+    *where = base + __popc(peers & ((1u << lane) - 1));
+}
+
+// One block per batch: the digit t where batch b's need-th smallest key lies (need = k, less
+// the keys already below at earlier levels), and the keys below it (below[b], added to).
+// Without that many keys, t = GS_BINS: every key is below. (blockDim 1024: 4 digits a
+// thread.)
+extern "C" __global__ void gs_topk_threshold(const unsigned int* __restrict__ hist, gs_i64 k,
+                                             gs_i64 level, gs_i64* __restrict__ thr,
+                                             gs_i64* __restrict__ below) {
+    __shared__ gs_i64 found_t, found_below;
+    const gs_i64 b = blockIdx.x;
+    const unsigned int* h = hist + b * GS_BINS;
+    const int per = GS_BINS / blockDim.x;
+    const gs_i64 need = k - below[b];             // level 2: what level 1 left
+    gs_i64 mine = 0;
+    for (int j = 0; j < per; ++j) mine += h[threadIdx.x * per + j];
+    gs_i64 total;
+    const gs_i64 before = gs_block_exclusive(mine, &total);
+    if (threadIdx.x == 0) {
+        found_t = GS_BINS;
+        found_below = total;
+    }
+    __syncthreads();
+    if (need > 0 && before < need && need <= before + mine) {        // one thread: the crossing
+        gs_i64 acc = before;
+        for (int j = 0; j < per; ++j) {
+            const gs_i64 c = h[threadIdx.x * per + j];
+            if (acc + c >= need) {
+                found_t = threadIdx.x * per + j;
+                found_below = acc;
+                break;
+            }
+            acc += c;
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        thr[b * 3 + level - 1] = need > 0 ? found_t : -1;   // -1: no key needed past here
+        below[b] += need > 0 ? found_below : 0;
+    }
+}
+
+// Each candidate below its batch's threshold goes to chosen[b][...] (at most k a batch);
+// each tie to ties[b][...] (keys, then rows; past cap, counted only: the host falls back).
+// counts: N chosen, then N ties, zero before the launch.
+extern "C" __global__ void gs_topk_select(const gs_i64* __restrict__ keys, gs_i64 R, gs_i64 n,
+                                          gs_i64 k, const gs_i64* __restrict__ thr, gs_i64 N,
+                                          gs_i64 cap, gs_i64* __restrict__ counts,
+                                          gs_i64* __restrict__ chosen,
+                                          gs_i64* __restrict__ tie_keys,
+                                          gs_i64* __restrict__ tie_rows) {
+    const gs_i64 stride = (gs_i64)gridDim.x * blockDim.x;
+    const gs_i64 warp0 = (blockIdx.x * (gs_i64)blockDim.x + threadIdx.x) & ~31LL;
+    for (gs_i64 base = warp0; base < R; base += stride) {     // whole warps: appends below
+        const gs_i64 r = base + (threadIdx.x & 31);
+        const gs_i64 key = r < R ? keys[r] : GS_NONE;
+        const gs_i64 b = r < R ? r / n : 0;
+        bool sure = false, tie = false;
+        if (key != GS_NONE) {
+            tie = true;                           // every digit so far on the thresholds
+            for (int l = 1; l <= 3 && tie; ++l) {
+                const gs_i64 d = gs_digit(key, l), t = thr[b * 3 + l - 1];
+                sure = d < t;
+                tie = d == t;
+            }
+        }
+        gs_i64 at;
+        gs_append(sure, &counts[b], b, &at);
+        if (sure) chosen[b * k + at] = r;
+        gs_append(tie, &counts[N + b], b, &at);
+        if (tie && at < cap) {
+            tie_keys[b * cap + at] = key;
+            tie_rows[b * cap + at] = r;
+        }
+    }
+}
+
+// Fill each batch's k: after its counts[b] sure rows, its smallest ties (sorted: their rows
+// in tie order), and R (no row) where the batch has fewer candidates than k.
+extern "C" __global__ void gs_topk_fill(const gs_i64* __restrict__ counts,
+                                        const gs_i64* __restrict__ tie_rows, gs_i64 N,
+                                        gs_i64 k, gs_i64 cap, gs_i64 R,
+                                        gs_i64* __restrict__ chosen) {
+    for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < N * k;
+         i += (gs_i64)gridDim.x * blockDim.x) {
+        const gs_i64 b = i / k, j = i - b * k;
+        if (j < counts[b]) continue;                               // a sure row
+        const gs_i64 t = j - counts[b];
+        const gs_i64 ties = counts[N + b] < cap ? counts[N + b] : cap;
+        chosen[i] = t < ties ? tie_rows[b * cap + t] : R;
+    }
+}

@@ -1,0 +1,83 @@
+"""The exact radix select of ``kernels/topk.cu`` against ``torch.topk`` (skipped without a
+GPU)."""
+import pytest
+import torch
+
+pytestmark = [pytest.mark.cuda,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
+
+NONE = 2 ** 63 - 1
+
+
+def _keys(N, n, share, seed, uniform=True):
+    g = torch.Generator().manual_seed(seed)
+    if uniform:
+        keys = torch.randint(0, 2 ** 63 - 1, (N * n,), generator=g)
+    else:                       # float64 bits of exponential / p: few exponents, many ties
+        e = -torch.log(torch.rand(N * n, generator=g, dtype=torch.float64))
+        p = torch.rand(N * n, generator=g, dtype=torch.float64) ** 4 + 1e-9
+        keys = (e / p).view(torch.int64)
+    keys[torch.rand(N * n, generator=g) < share] = NONE
+    return keys.cuda()
+
+
+def _want(keys, N, n, k):
+    """Per batch, the set of rows of its k smallest candidate keys (by torch)."""
+    out = []
+    for b in range(N):
+        part = keys[b * n:(b + 1) * n]
+        vals, at = torch.topk(part, k, largest=False)
+        out.append(set((at[vals != NONE] + b * n).tolist()))
+    return out
+
+
+@pytest.mark.parametrize("N, n, k, share", [(1, 100_000, 4000, 0.5), (1, 5000, 4000, 0.5),
+                                            (3, 50_000, 300, 0.9), (4, 20_000, 1, 0.0),
+                                            (2, 3000, 2999, 0.999)])
+@pytest.mark.parametrize("uniform", [True, False])
+def test_smallest_equals_torch_topk(N, n, k, share, uniform):
+    from gsample.backend.cuda import topk
+    keys = _keys(N, n, share, seed=n + k, uniform=uniform)
+    rows, overflow = topk.smallest(keys, N, n, k)
+    assert rows.shape == (N, k) and not bool(overflow)
+    want = _want(keys, N, n, k)
+    for b in range(N):
+        got = rows[b]
+        real = got[got < N * n]
+        assert set(real.tolist()) == want[b]
+        assert real.numel() == len(want[b])          # no row twice; R past the candidates
+
+
+def test_more_ties_than_the_buffer_are_reported():
+    """Keys sharing their top 24 bits beyond the tie buffer set the overflow flag (the
+    collective sampler then selects with torch.topk)."""
+    from gsample.backend.cuda import topk
+    n = 3 * topk.CAP
+    keys = (torch.full((n,), 12345, dtype=torch.int64) << 31) + torch.arange(n)
+    rows, overflow = topk.smallest(keys.cuda(), 1, n, 10)
+    assert bool(overflow)
+    few = keys.clone()
+    few[topk.CAP // 2:] += 1 << 39                   # the ties now fit
+    rows, overflow = topk.smallest(few.cuda(), 1, n, 10)
+    assert not bool(overflow)
+    assert sorted(rows[0].tolist()) == list(range(10))
+
+
+def test_collective_sampling_falls_back_on_too_many_ties(monkeypatch):
+    """The radix select draws torch.topk's sample; with no tie buffer every selection
+    overflows (the k-th key always has its tie): the sampler selects again with torch.topk
+    and draws the same sample."""
+    import gsample as gs
+    from gsample.backend.cuda import layerwise, topk
+    from gsample.random import DeviceKey, _signed, key_prefix
+    A = gs.datasets.rmat(20_000, 200_000, seed=2).to("cuda").csc
+    cols = torch.arange(0, 20_000, 7, device="cuda")
+    prefix = key_prefix(3, 1)
+    key = DeviceKey(torch.tensor([_signed(prefix), 0], device="cuda"), prefix, 0)
+    want = layerwise.slice_collective_sample(A, cols, 500, False, key, _select="torch")
+    radix = layerwise.slice_collective_sample(A, cols, 500, False, key, _select="radix")
+    monkeypatch.setattr(topk, "CAP", 0)
+    fallen_back = layerwise.slice_collective_sample(A, cols, 500, False, key, _select="radix")
+    for got in (radix, fallen_back):
+        for f in ("indptr", "rows", "row_ids", "col_ids", "eids"):
+            assert torch.equal(getattr(got, f), getattr(want, f)), f
