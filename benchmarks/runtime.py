@@ -34,6 +34,7 @@ of the epoch times to ``--out``, and prints a table with the issue's targets.
         --seeds 4096 --repeats 1 --super-batch 4 --out /tmp/rt   # CPU smoke test
 """
 import functools
+import os
 import pathlib
 import statistics
 import sys
@@ -361,9 +362,12 @@ def _versions() -> dict:
         out["cupy"] = cupy.__version__
     except ImportError:
         pass
+    # GSAMPLE_COMMIT first: a copy of the tree (a GPU machine's) may carry stale git metadata
+    out["commit"] = os.environ.get("GSAMPLE_COMMIT")
     try:
-        out["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, text=True,
-                                       capture_output=True).stdout.strip() or None
+        out["commit"] = out["commit"] or subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, text=True,
+            capture_output=True).stdout.strip() or None
     except OSError:
         pass
     return out
