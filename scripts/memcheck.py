@@ -51,7 +51,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-_RESULT = re.compile(r"^(\S+::\S+) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b", re.M)
+# a test id may hold spaces (a parametrize id such as "per batch"): up to the first outcome
+_RESULT = re.compile(r"^(\S+::.+?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b", re.M)
 _SUMMARY = re.compile(r"^========= ERROR SUMMARY: (\d+) errors?", re.M)
 # an error report's first line ("========= Invalid __global__ read ...", "========= Program hit
 # cudaErrorIllegalAddress ..."); its detail lines are indented, pytest's rules have no space

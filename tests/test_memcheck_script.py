@@ -63,7 +63,8 @@ def test_a_chunk_past_the_deadline_is_killed_and_left_to_do(tmp_path):
 
 def test_parse_log_reads_outcomes_and_memcheck_summary():
     log = "\n".join([
-        "tests/t.py::test_a[cuda-1] PASSED                 [ 50%]",
+        "tests/t.py::test_a[cuda-1] PASSED                 [ 33%]",
+        "tests/t.py::test_c[1-per batch] PASSED            [ 66%]",
         "tests/t.py::test_b FAILED                         [100%]",
         "========= Invalid __global__ read of size 8 bytes",
         "=========     at gs_gather_segments+0x1f0",
@@ -73,7 +74,8 @@ def test_parse_log_reads_outcomes_and_memcheck_summary():
         "============================== 1 passed, 1 failed in 3.1s =========================",
     ])
     outcomes, errors, reports = memcheck.parse_log(log)
-    assert outcomes == {"tests/t.py::test_a[cuda-1]": "PASSED", "tests/t.py::test_b": "FAILED"}
+    assert outcomes == {"tests/t.py::test_a[cuda-1]": "PASSED", "tests/t.py::test_b": "FAILED",
+                        "tests/t.py::test_c[1-per batch]": "PASSED"}   # an id with a space
     assert (errors, reports) == (3, 3)
     clean = "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors"
     assert memcheck.parse_log(clean)[1:] == (0, 0)

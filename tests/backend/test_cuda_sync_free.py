@@ -259,7 +259,7 @@ def test_layer_wise_kernels_cut_columns_into_equal_tiles():
             assert torch.equal(s.values, want.values)
 
 
-@pytest.mark.parametrize("probs", [None, "shared", "per batch"])
+@pytest.mark.parametrize("probs", [None, "shared", "per_batch"])
 @pytest.mark.parametrize("k", [1, 300, 20_000])
 def test_super_batched_collective_sample_equals_the_torch_backend(graph, probs, k):
     """A super-batch's collective draws run on the kernels (each batch's k rows among its
