@@ -108,7 +108,8 @@ def _trimmed_csc(value, sizes: list, cut) -> CSC:
         ncols, at = sizes[1], 2
     nrows = sizes[at] if value.nrows is not None else None
     return CSC(c.num_nodes, cut(c.indptr, ncols + 1), cut(c.rows, nnz),
-               c.row_ids if nrows is None else cut(c.row_ids, nrows),
+               None if c.row_ids is None else cut(c.row_ids, c.row_ids.numel()
+                                                  if nrows is None else nrows),
                None if c.col_ids is None else cut(c.col_ids, ncols),
                None if c.values is None else cut(c.values, nnz),
                None if c.eids is None else cut(c.eids, nnz))

@@ -1,0 +1,40 @@
+"""Bounded values trimmed to their counts: views, or copies in one launch per dtype."""
+import torch
+
+from gsample.formats.bounded import BoundedCSC, BoundedIds, copy_all, trim, trim_copies
+from gsample.formats.csc import CSC
+
+
+def _bounded():
+    c = CSC(10, torch.tensor([0, 2, 3, 3]), torch.tensor([0, 1, 1, 9]),
+            row_ids=torch.tensor([4, 5]), col_ids=torch.tensor([1, 2, 3]),
+            values=torch.tensor([0.5, 1.5, 2.5, 9.0]), eids=torch.tensor([7, 8, 9, 9]))
+    return BoundedCSC(c, ncols=torch.tensor([2]))
+
+
+def _fields(c):
+    return [None if getattr(c, f) is None else getattr(c, f).tolist()
+            for f in ("indptr", "rows", "row_ids", "col_ids", "values", "eids")]
+
+
+def test_trim_keeps_the_counted_part_and_a_fixed_row_space():
+    b = _bounded()
+    want = [[0, 2, 3], [0, 1, 1], [4, 5], [1, 2], [0.5, 1.5, 2.5], [7, 8, 9]]
+    assert _fields(trim(b, [3, 2])) == want
+    assert trim(b, [3, 2]).rows.data_ptr() == b.csc.rows.data_ptr()          # views
+    copied = trim(b, [3, 2], copy=True)
+    assert _fields(copied) == want
+    for f in ("indptr", "rows", "row_ids", "col_ids", "values", "eids"):     # nothing shared
+        assert getattr(copied, f).data_ptr() != getattr(b.csc, f).data_ptr(), f
+
+
+def test_trim_copies_mixes_ids_matrices_tensors_and_others():
+    ids = BoundedIds(torch.tensor([3, 1, 4, 1, 5]), torch.tensor([3]))
+    t = torch.arange(6.0).view(2, 3)
+    out = trim_copies([ids, _bounded(), t, "x", None], [[3], [3, 2], [], [], []])
+    assert out[0].tolist() == [3, 1, 4]
+    assert _fields(out[1])[0] == [0, 2, 3]
+    assert torch.equal(out[2], t) and out[2].data_ptr() != t.data_ptr()
+    assert out[3:] == ["x", None]
+    whole = copy_all([_bounded().csc])[0]
+    assert _fields(whole) == _fields(_bounded().csc)
