@@ -259,6 +259,11 @@ def check_rows(A, rows, trusted=(), **_):
     return {"rows": rows}
 
 
+def check_rows_cols(A, rows, cols, trusted=(), **_):
+    """``A[rows, cols]``: the column slice's and the row slice's checks."""
+    return {**check_cols(A, cols, trusted), **check_rows(A, rows, trusted)}
+
+
 def check_edge_map(A, other=None, **_):
     if other is None:
         return {}

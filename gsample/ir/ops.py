@@ -232,6 +232,7 @@ class Op(enum.Enum):
     # extract
     SLICE_COLS = "slice_cols"
     SLICE_ROWS = "slice_rows"
+    SLICE_ROWS_COLS = "slice_rows_cols"  # A[rows, cols] without the column slice (a pass's)
     # compute
     EDGE_MAP = "edge_map"              # A (op) scalar / edge tensor / same-sparsity matrix
     EDGE_BROADCAST = "edge_broadcast"  # A.mul/div/add/sub(v, axis)
@@ -379,6 +380,13 @@ _DEFS = [
     OpDef(Op.SLICE_ROWS, P, Step.EXTRACT, (_A, In("rows", Align.NEW_ROWS)), (), M,
           check=V.check_rows, estimate=_slice_rows,
           bound=lambda A, ins, at: Size(A.nnz, _n(ins, "rows"), A.cols), doc="A[rows, :]"),
+    OpDef(Op.SLICE_ROWS_COLS, P, Step.EXTRACT,
+          (_A, In("rows", Align.NEW_ROWS), In("cols", Align.NEW_COLS)), (), M,
+          check=V.check_rows_cols,
+          estimate=lambda A, ins, at: _slice_rows(_slice_cols(A, ins, at), ins, at),
+          bound=lambda A, ins, at: Size(A.nnz, _n(ins, "rows"), _n(ins, "cols")),
+          doc="A[rows, cols] (the rows of the column slice) without building the column "
+              "slice; made by fuse_extract_extract"),
     # compute
     OpDef(Op.EDGE_MAP, P, Step.COMPUTE, (_A, In("other", Align.EDGES, optional=True,
                                               edge_values=True)),

@@ -20,6 +20,7 @@ from .cse import cse
 from .dce import dce
 from .fuse_edge_map import fuse_edge_map, fuse_edge_map_reduce
 from .fuse_extract_reduce import fuse_extract_reduce
+from .fuse_extract_extract import fuse_extract_extract
 from .fuse_extract_select import fuse_extract_select
 from .layout import select_layouts
 from .preprocess import preprocess
@@ -39,6 +40,10 @@ PIPELINE: list = [
                           "a plain reduction) and before extract-select fusion: once a slice's "
                           "reductions read the graph directly, a slice feeding only its "
                           "sampling ops fuses with them too"),
+    (fuse_extract_extract, "with the other extract fusions, before layout selection (which "
+                           "prices the fused slice, not a column slice that is never built); "
+                           "a slice it fuses has one user, a row slice, so it takes nothing "
+                           "from extract-select fusion"),
     (fuse_extract_select, "last rewrite, after pre-processing and edge-map fusion: by now "
                           "slice ** 2 reads a cached graph-level matrix (graph-level probs) "
                           "and a slice feeds only its sampling ops when nothing else needs "

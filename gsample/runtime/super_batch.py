@@ -142,6 +142,18 @@ def stateful_inputs(graph: Graph, seeds: str = "seeds") -> list:
     return out
 
 
+def _unfuse_row_col_slices(g: Graph) -> None:
+    """Each ``SLICE_ROWS_COLS`` (``A[rows, cols]``, fused by ``fuse_extract_extract``) back
+    into its column slice and row slice: the block encoding runs a column slice of the graph
+    once for every batch (decoded, then re-encoded) and the row slice on that, where the fused
+    op would run batch by batch."""
+    for node in list(g.nodes):
+        if node.op is Op.SLICE_ROWS_COLS:
+            sl = g.add(Op.SLICE_COLS, {"A": node.input("A"), "cols": node.input("cols")}, {},
+                       Kind.MATRIX, before=node)
+            node.op, node.inputs = Op.SLICE_ROWS, {"A": sl, "rows": node.input("rows")}
+
+
 class _Rewrite:
     def __init__(self, graph: Graph, copies: int, n: int, seeds: str, fixed_state: bool):
         self.g, self.N, self.n, self.seeds, self.fixed = graph, copies, n, seeds, fixed_state
@@ -214,6 +226,7 @@ class _Rewrite:
                 "weights, bandit biases: PASS-style samplers); a super-batch samples its "
                 "mini-batches before any update. If they stay fixed while the loader runs, "
                 "say so: gs.DataLoader(..., super_batch=4, fixed_state=True)")
+        _unfuse_row_col_slices(g)
         for node in list(g.nodes):
             op = node.op
             if op is Op.INPUT:

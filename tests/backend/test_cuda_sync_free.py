@@ -286,6 +286,36 @@ def test_super_batched_collective_sample_equals_the_torch_backend(graph, probs, 
             assert torch.equal(getattr(got, f), getattr(want, f)), f
 
 
+@pytest.mark.parametrize("weighted_graph", [False, True])
+def test_rows_of_a_column_slice_equal_the_torch_backend(graph, weighted, weighted_graph):
+    """A[rows, cols] on the layer-wise kernels (SLICE_ROWS_COLS): the rows in their order,
+    repeated and padding columns, hubs; the two slices' result edge for edge."""
+    from gsample.backend.cuda import layerwise
+    from gsample.backend.torch import extract as T
+    G = weighted if weighted_graph else graph
+    n = G.num_nodes
+    nodes = _seeds(3000, n, 31)
+    cols = torch.cat([nodes, nodes[:50]])
+    padded = BoundedIds(torch.cat([cols, cols[:11]]), torch.tensor([cols.numel()], device="cuda"))
+    want = T.slice_rows_cols(G.csc, nodes, cols)
+    for frontier in (cols, padded):
+        got = layerwise.slice_rows_cols(G.csc, nodes, frontier)
+        for f in ("indptr", "rows", "row_ids", "col_ids", "values", "eids"):
+            a, b = getattr(got, f), getattr(want, f)
+            assert (a is None and b is None) or torch.equal(a, b), f
+    assert want.nnz > 0
+
+
+def test_shadow_compiles_to_the_fused_slice_and_equals_the_torch_backend(graph):
+    from helpers import example
+    fn = example("shadow").shadow
+    seeds = _seeds(256, graph.num_nodes, 32)
+    program = gs.compile(fn, backend="cuda").program(graph, seeds)
+    assert any(n.op.value == "slice_rows_cols" for n in program.nodes)
+    ref, got = _both(fn, graph, seeds)
+    assert_same(got, ref)
+
+
 @pytest.mark.parametrize("sampler", ["ladies", "fastgcn", "uniform"])
 def test_layer_wise_samplers_equal_the_torch_backend(graph, normalized, sampler):
     from helpers import example

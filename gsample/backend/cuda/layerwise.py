@@ -1,5 +1,6 @@
 """Layer-wise sampling on the GPU without the frontier's slice (``kernels/layerwise.cu``):
-``A[:, cols].sum(axis=1)`` (``SLICE_REDUCE``) and ``A[:, cols].collective_sample(k)``.
+``A[:, cols].sum(axis=1)`` (``SLICE_REDUCE``), ``A[:, cols].collective_sample(k)``, and
+``A[rows, cols]`` (``SLICE_ROWS_COLS``: the same kept-edge kernels, the rows given).
 
 Every kernel runs over the frontier's edges in tiles of equal size (the frontier's edge
 pointer, one single-pass scan, says which column an edge belongs to), not a block per column:
@@ -195,6 +196,48 @@ def slice_collective_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
                eids=pos if A.eids is None else A.eids[pos])
 
 
+# ----------------------------------------------------------------------------- A[rows, cols]
+def slice_rows_cols(A: CSC, rows: torch.Tensor, cols: torch.Tensor) -> CSC:
+    """``A[rows, cols]`` (``SLICE_ROWS_COLS``): the frontier's edges whose row is in ``rows``
+    (unique ids), kept as the collective sampler keeps a chosen row's, without the column
+    slice: each row's position in ``rows`` scattered over the graph's rows, then the kept
+    counts, one read-back, the kept edges. Another ``A`` (not the whole graph) runs the two
+    slices' kernels."""
+    if not _graph(A):
+        return extract.slice_rows(extract.slice_cols(A, cols), rows)
+    buf, ncols = _frontier(cols)
+    rows = rows.to(torch.int64).contiguous()
+    C, dev, R = buf.numel(), buf.device, A.num_nodes
+    indptr, rows_g = _index_arrays(A)
+    params = _params(indptr)
+    newpos = torch.empty(R, dtype=torch.int32, device=dev)
+    memset(newpos, 0xFF)                                              # -1: not a row
+    launch("layerwise", "gs_scatter_positions", rows.numel(), rows, rows.numel(), R, newpos)
+    scratch = torch.empty(2 * C + 1, dtype=torch.int64, device=dev)
+    memset(scratch, 0)
+    col_counts, indptr_out = scratch[:C], scratch[C:2 * C + 1]
+    ptr = _frontier_ptr(indptr, buf, ncols, 0)
+    if C:
+        launch("layerwise", "gs_kept_counts", _GRID * _THREADS, indptr, rows_g, buf, C, ptr, 0,
+               newpos, col_counts, block=_THREADS, grid=_GRID, params=params)
+        torch.cumsum(col_counts, 0, out=indptr_out[1:])
+    edges, kept, *m = V.read_back([ptr[C:], indptr_out[-1:]] + ([ncols] if ncols is not None
+                                                                 else []))
+    Cx = m[0] if m else C
+    cols, indptr_out = buf[:Cx], indptr_out[:Cx + 1]
+    rows_out = torch.empty(kept, dtype=torch.int64, device=dev)
+    pos = torch.empty(kept, dtype=torch.int64, device=dev)
+    if kept:
+        tiles = -(-edges // _TILE)
+        state = torch.empty(1 + tiles, dtype=torch.int64, device=dev)
+        memset(state, 0)
+        launch("layerwise", "gs_kept_edges", tiles * _THREADS, indptr, rows_g, cols, Cx, ptr, 0,
+               newpos, state, rows_out, pos, block=_THREADS, grid=tiles, params=params)
+    return CSC(num_nodes=A.num_nodes, indptr=indptr_out, rows=rows_out, row_ids=rows,
+               col_ids=cols, values=None if A.values is None else A.values[pos],
+               eids=pos if A.eids is None else A.eids[pos])
+
+
 def register(backend) -> None:
     """Register these as the CUDA backend's implementations that take bounded frontiers."""
     from ...ir import Op
@@ -202,6 +245,7 @@ def register(backend) -> None:
                      bounded_out=False)
     backend.register(Op.SLICE_COLLECTIVE_SAMPLE, ("csc",), slice_collective_sample,
                      sync_free=True, syncs=True, bounded_out=False)
+    backend.register(Op.SLICE_ROWS_COLS, ("csc",), slice_rows_cols, syncs=True)
 
 
-__all__ = ["slice_reduce", "slice_collective_sample", "register"]
+__all__ = ["slice_reduce", "slice_collective_sample", "slice_rows_cols", "register"]

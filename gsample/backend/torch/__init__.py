@@ -18,6 +18,7 @@ _CSC_CSR = ("csc", "csr", "csr-compact")
 IMPLS = {
     Op.SLICE_COLS: (extract.slice_cols, _CSC),
     Op.SLICE_ROWS: (layout_ops.slice_rows, _CSC_CSR),
+    Op.SLICE_ROWS_COLS: (extract.slice_rows_cols, _CSC),
     Op.TRANSPOSE: (layout_ops.transpose, _ANY),
     Op.EDGE_MAP: (layout_ops.edge_map, _ANY),
     Op.EDGE_BROADCAST: (compute.edge_broadcast, _ANY),

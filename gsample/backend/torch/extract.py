@@ -31,6 +31,12 @@ def slice_rows(A: CSC, rows: torch.Tensor) -> CSC:
     return replace(out, rows=local[keep], row_ids=rows)
 
 
+def slice_rows_cols(A: CSC, rows: torch.Tensor, cols: torch.Tensor) -> CSC:
+    """``A[rows, cols]``: ``slice_rows(slice_cols(A, cols), rows)`` (the reference of the
+    fused op ``SLICE_ROWS_COLS``; its backends need not build the column slice)."""
+    return slice_rows(slice_cols(A, cols), rows)
+
+
 def transpose(A: CSC) -> CSC:
     """``A.T``: rows become columns; the new column space is the old row space."""
     csc = A
