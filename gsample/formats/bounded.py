@@ -107,12 +107,12 @@ def _trimmed_csc(value, sizes: list, cut) -> CSC:
     if value.ncols is not None:
         ncols, at = sizes[1], 2
     nrows = sizes[at] if value.nrows is not None else None
-    return CSC(c.num_nodes, cut(c.indptr, ncols + 1), cut(c.rows, nnz),
-               None if c.row_ids is None else cut(c.row_ids, c.row_ids.numel()
-                                                  if nrows is None else nrows),
-               None if c.col_ids is None else cut(c.col_ids, ncols),
-               None if c.values is None else cut(c.values, nnz),
-               None if c.eids is None else cut(c.eids, nnz))
+    return CSC.of(c.num_nodes, cut(c.indptr, ncols + 1), cut(c.rows, nnz),
+                  None if c.row_ids is None else cut(c.row_ids, c.row_ids.numel()
+                                                     if nrows is None else nrows),
+                  None if c.col_ids is None else cut(c.col_ids, ncols),
+                  None if c.values is None else cut(c.values, nnz),
+                  None if c.eids is None else cut(c.eids, nnz))
 
 
 def trim_copies(values: list, sizes: list) -> list:
@@ -120,7 +120,8 @@ def trim_copies(values: list, sizes: list) -> list:
     a replayed CUDA graph's memory, which the next replay overwrites), made in one
     ``torch.cat`` per dtype and device: a launch per dtype, not one per tensor. Values that
     are not bounded (``sizes`` entry unused) are copied whole (tensors, CSCs) or kept."""
-    parts, where = [], []          # the slices to copy; per value, how to rebuild it
+    # the slices to copy, and per value how to rebuild it (a CSC of indices into the copies)
+    parts, where = [], []
 
     def take(t, n=None):
         if t is None:
@@ -134,7 +135,7 @@ def trim_copies(values: list, sizes: list) -> list:
         elif isinstance(v, BoundedCSC):
             where.append(("c", _trimmed_csc(v, sz, take), v.csc.num_nodes))
         elif isinstance(v, CSC):
-            where.append(("c", CSC(v.num_nodes, *(take(getattr(v, f)) for f in _FIELDS)),
+            where.append(("c", CSC.of(v.num_nodes, *(take(getattr(v, f)) for f in _FIELDS)),
                           v.num_nodes))
         elif isinstance(v, torch.Tensor):
             where.append(("t", take(v)))
