@@ -148,7 +148,9 @@ def cmd_ir(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
     p = argparse.ArgumentParser(prog="python -m gsample", description=DESCRIPTION)
+    p.add_argument("--version", action="version", version=f"gsample {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     ir = sub.add_parser(
         "ir", help="print a sampler's IR before and after each compiler pass (gs.explain)",

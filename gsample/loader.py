@@ -33,6 +33,66 @@ class Batch:
     index: int
     out: Any
 
+    # conversions (issue 12): the mappings live in gsample/output/{pyg,dgl}.py
+    def to_pyg(self, x=None, y=None):
+        """This mini-batch as PyG's ``NeighborLoader`` returns one: a ``Data``.
+
+        Parameters
+        ----------
+        x, y : Tensor with one row per graph node (shape (N, ...)), or callable, optional
+            Features / labels, gathered by ``n_id`` (a callable is called with ``n_id``).
+            Default: the batch's ``features`` / ``labels`` attributes when it has them.
+
+        Returns
+        -------
+        torch_geometric.data.Data
+            ``edge_index`` (2, E) in local ids, ``n_id`` (n,) with the seeds first,
+            ``e_id`` (E,), ``batch_size`` = B, ``input_id``, ``num_sampled_nodes`` and
+            ``num_sampled_edges`` per hop (not for an induced subgraph), ``edge_weight``
+            when the sampled matrices have values, ``x`` / ``y``. The mapping of every
+            sampler shape (DGL-style blocks re-sampling the frontier, PyG-style blocks,
+            layer-wise blocks, induced subgraphs) is in :mod:`gsample.output.pyg`; no
+            ``(edge id, destination)`` message appears twice.
+
+        Examples
+        --------
+        >>> data = batch.to_pyg(x=features, y=labels)
+        >>> out = model(data.x, data.edge_index)[:data.batch_size]
+        """
+        from .output import pyg
+        x = getattr(self, "features", None) if x is None else x
+        y = getattr(self, "labels", None) if y is None else y
+        return pyg.to_data(pyg.pyg_sample(self.out, self.seeds), x, y)
+
+    def to_sampler_output(self, input_id=None):
+        """This mini-batch as a ``torch_geometric.sampler.SamplerOutput`` (``node``, local
+        ``row`` -> ``col``, ``edge``, per-hop counts; ``metadata = (input_id, None)``, with
+        ``input_id`` default ``arange(B)``). See :meth:`to_pyg`.
+
+        Examples
+        --------
+        >>> out = batch.to_sampler_output()
+        >>> out.node[:len(batch.seeds)]          # the seeds
+        """
+        from .output import pyg
+        return pyg.to_sampler_output(pyg.pyg_sample(self.out, self.seeds), input_id)
+
+    def to_dgl(self, x=None, y=None):
+        """This mini-batch as DGL message-flow graphs (``dgl.create_block``), input layer
+        first, destination nodes first among sources, ``dgl.NID`` / ``dgl.EID`` set; an
+        induced subgraph becomes one ``dgl.graph``. Needs DGL (torch < 2.3); the mapping is
+        in :mod:`gsample.output.dgl`.
+
+        Examples
+        --------
+        >>> blocks = batch.to_dgl(x=features, y=labels)
+        >>> blocks[-1].dstdata[dgl.NID]          # the seeds
+        """
+        from .output import dgl
+        x = getattr(self, "features", None) if x is None else x
+        y = getattr(self, "labels", None) if y is None else y
+        return dgl.to_dgl(self.out, self.seeds, x, y)
+
 
 class DataLoader:
     """Iterate over mini-batches of seeds, sampling each with ``sampler_fn``.
