@@ -1,47 +1,37 @@
-"""Compile time (cold, warm cache) and compiled vs eager epoch time, GraphSAGE and LADIES.
+"""Compile time (cold, warm cache) and compiled vs eager epochs, with the epochs timed by the
+harness (``python -m gsample.bench``).
 
-For each workload, in one process:
+Per workload (GraphSAGE and LADIES by default):
 
 * compile time, cold: the first call of a fresh ``gs.compile`` sampler on one mini-batch
   (trace + passes + the once-per-graph pre-computation of ``CACHED`` values + the run),
   and its parts: trace + passes alone (``sampler.program``, fresh sampler);
-* compile time, warm: a call that hits the cache (same static arguments, same kinds), and
-  the cache lookup alone; an eager call of the same mini-batch for reference;
-* epoch time: eager and compiled epochs (``gs.DataLoader``, mini-batches of
-  ``--batch-size`` over ``--seeds`` seeds), one warm-up epoch each, then ``--repeats``
-  epochs alternating eager / compiled; medians. The sampled edge counts of the two must
-  agree (they are the same samples).
-* layout selection: the same compiled epochs with the layout pass forced to all-CSC
-  (``gsample.passes.layout.pipeline("csc")``), measured in the same rotation; the record
-  names the cost table the compiles used (``GSAMPLE_CALIBRATION``, ``python -m gsample
-  calibrate``).
+* compile time, warm: a call that hits the cache, the cache lookup alone, and an eager call
+  of the same mini-batch for reference (medians of ``--repeats``);
+* epochs (the harness's modes): ``gsample eager``, ``compiled`` (the default pipeline) and
+  ``compiled, all-CSC layouts`` (``gsample.passes.layout.pipeline("csc")``): what layout
+  selection buys; the record names the cost table the compiles used.
 
-Writes JSON with device, date, command and the pipeline's passes to ``benchmarks/results/``.
+Writes ``benchmarks/results/compile_time_<graph>_<device>_<UTC>.json``.
 
-    python benchmarks/compile_time.py --snap ../shared/data/web-NotreDame.txt.gz
-    python benchmarks/compile_time.py                  # an R-MAT graph
+    python benchmarks/compile_time.py --device cpu --graph ../shared/data/web-NotreDame.txt.gz
 """
 import functools
-import pathlib
 import statistics
 import sys
 
+import torch
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import gsample as gs  # noqa: E402
-import gsample.runtime.cached  # noqa: E402
-import gsample.cost  # noqa: E402
-# epoch_time also puts examples/ on sys.path
-from epoch_time import (WORKLOADS, benchmark_parser, epoch, load, timed,  # noqa: E402
-                        write_record)
-from ladies import normalize  # noqa: E402
-from gsample.passes.layout import pipeline as layout_pipeline  # noqa: E402
+import gsample as gs
+import gsample.cost
+import gsample.runtime.cached
+from gsample.bench import Mode, cli
+from gsample.bench.measure import timed
+from gsample.passes.layout import pipeline as layout_pipeline
 
 
 def compile_times(fn, A, batch, kwargs, repeats, device):
-    """Seconds: cold first call, trace + passes, warm call, cache lookup, eager call."""
+    """Median seconds: cold first call, trace + passes, warm call, cache lookup, eager call."""
     cold, compile_only, warm, lookup, eager = [], [], [], [], []
     for _ in range(repeats):
         gsample.runtime.cached._VALUES.clear()              # cold: no pre-computed values
@@ -63,60 +53,36 @@ def compile_times(fn, A, batch, kwargs, repeats, device):
             "cold_first_call_s_all": cold, "trace_and_passes_s_all": compile_only}
 
 
-def epoch_times(fn, A, seeds, kwargs, batch_size, repeats):
-    """Median eager and compiled epoch seconds, measured alternately after a warm-up each;
-    compiled twice: the default pipeline, and with layout selection off (all CSC)."""
-    eager_fn = functools.partial(fn, **kwargs)
-    compiled_fn = functools.partial(gs.compile(fn), **kwargs)
-    csc_fn = functools.partial(gs.compile(fn, passes=layout_pipeline("csc")), **kwargs)
-    _, edges_eager = epoch(A, eager_fn, seeds, batch_size)                   # warm-up
-    _, edges_compiled = epoch(A, compiled_fn, seeds, batch_size)             # warm-up, trace
-    _, edges_csc = epoch(A, csc_fn, seeds, batch_size)
-    assert edges_eager == edges_compiled == edges_csc, (edges_eager, edges_compiled, edges_csc)
-    eager, compiled, csc = [], [], []
-    for _ in range(repeats):
-        t, e = epoch(A, eager_fn, seeds, batch_size)
-        eager.append(t)
-        t, c = epoch(A, compiled_fn, seeds, batch_size)
-        compiled.append(t)
-        t, k = epoch(A, csc_fn, seeds, batch_size)
-        csc.append(t)
-        assert e == c == k == edges_eager
-    te, tc, tk = statistics.median(eager), statistics.median(compiled), statistics.median(csc)
-    return {"eager_epoch_s_median": te, "compiled_epoch_s_median": tc,
-            "compiled_speedup": te / tc, "eager_epoch_s_all": eager,
-            "compiled_epoch_s_all": compiled, "sampled_edges": edges_eager,
-            "compiled_sampled_edges_per_s": edges_eager / tc,
-            "compiled_all_csc_epoch_s_median": tk, "compiled_all_csc_epoch_s_all": csc,
-            "layout_selection_speedup": tk / tc}
+def modes(w, device, args):
+    return {"gsample eager": Mode(functools.partial(w.fn, **w.kw), {}, "eager"),
+            "compiled": Mode(functools.partial(gs.compile(w.fn), **w.kw), {}, "compiled"),
+            "compiled, all-CSC layouts": Mode(functools.partial(
+                gs.compile(w.fn, passes=layout_pipeline("csc")), **w.kw), {}, "compiled")}
 
 
 def main(argv=None):
-    args = benchmark_parser(__doc__, "epochs (and cold compiles) per median").parse_args(argv)
+    args = cli.parse(argv, name="compile_time", workloads=["graphsage", "ladies"], peers=[],
+                     device="cpu")
     from gsample.passes import PIPELINE
-    device, A, seeds = load(args)
-    batch = seeds[:args.batch_size]
-    results = []
-    for key in args.workloads:
-        name, fn, kwargs, normalized = WORKLOADS[key]
-        G = normalize(A) if normalized else A
-        c = compile_times(fn, G, batch, kwargs, args.repeats, device)
-        e = epoch_times(fn, G, seeds, kwargs, args.batch_size, args.repeats)
-        results.append({"workload": name, "compile": c, "epoch": e})
-        print(f"{name:20s} compile: cold first call {c['cold_first_call_s'] * 1e3:7.1f} ms "
-              f"(trace + passes {c['trace_and_passes_s'] * 1e3:.1f} ms), warm call "
-              f"{c['warm_call_s'] * 1e3:.1f} ms (lookup {c['cache_lookup_s'] * 1e6:.0f} us), "
-              f"eager call {c['eager_call_s'] * 1e3:.1f} ms")
-        print(f"{'':20s} epoch:   eager {e['eager_epoch_s_median']:.3f} s, compiled "
-              f"{e['compiled_epoch_s_median']:.3f} s (median of {args.repeats}; eager / compiled "
-              f"= {e['compiled_speedup']:.2f}x), {e['sampled_edges']:,} edges")
-        print(f"{'':20s} layouts: compiled all-CSC {e['compiled_all_csc_epoch_s_median']:.3f} s "
-              f"(selected / all-CSC = {e['layout_selection_speedup']:.2f}x faster)")
-    write_record("compile_time", args, argv, device, A, repeats=args.repeats, backend="torch",
-                 pipeline=[(e[0] if isinstance(e, tuple) else e).__name__ for e in PIPELINE],
-                 layout_cost_table=gs.cost.table_for(device, A.num_nodes).source,
-                 results=results)
+
+    def extra(w, entry, device, args):
+        batch = torch.randperm(w.A.num_nodes, generator=torch.Generator().manual_seed(0))
+        entry["compile"] = compile_times(w.fn, w.G, batch[:w.batch_size].to(device), w.kw,
+                                         args.repeats, device)
+        entry["layout_cost_table"] = gs.cost.table_for(device, w.A.num_nodes).source
+        entry["pipeline"] = [(e[0] if isinstance(e, tuple) else e).__name__ for e in PIPELINE]
+    record = cli.run(args, modes=modes, extra=extra)
+    print("\n".join(cli.report.table_lines(record)))
+    for name, e in record["workloads"].items():
+        c = e.get("compile")
+        if c:
+            print(f"{name:10s} compile: cold first call {c['cold_first_call_s'] * 1e3:7.1f} ms "
+                  f"(trace + passes {c['trace_and_passes_s'] * 1e3:.1f} ms), warm call "
+                  f"{c['warm_call_s'] * 1e3:.1f} ms (lookup {c['cache_lookup_s'] * 1e6:.0f} us),"
+                  f" eager call {c['eager_call_s'] * 1e3:.1f} ms")
+    print(f"wrote {record['path']}")
+    return 1 if record["failures"] else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,13 +1,14 @@
 """torch_cluster's random-walk operator: from an installed ``torch_cluster``, or built from its
 sdist.
 
-``benchmarks/walks.py`` compares gsample's walks with ``torch_cluster.random_walk`` (the kernel
-behind PyG's ``Node2Vec``): ``torch.ops.torch_cluster.random_walk(rowptr, col, start,
-walk_length, p, q) -> (node_seq, edge_seq)``, a walk of ``walk_length`` steps from each node of
-``start`` over the CSR graph ``rowptr, col`` (uniform for ``p == q == 1``, node2vec's rejection
-sampling otherwise). ``node_seq`` has shape ``(len(start), walk_length + 1)``, ``edge_seq``
-``(len(start), walk_length)``: the positions in ``col`` of the steps' edges, ``-1`` where the
-walk stood still on a node with no out-edges.
+The harness (``python -m gsample.bench``, ``gsample/bench/peers.py``) times gsample's walks
+beside ``torch_cluster.random_walk`` (the kernel behind PyG's ``Node2Vec``):
+``torch.ops.torch_cluster.random_walk(rowptr, col, start, walk_length, p, q) -> (node_seq,
+edge_seq)``, a walk of ``walk_length`` steps from each node of ``start`` over the CSR graph
+``rowptr, col`` (uniform for ``p == q == 1``, node2vec's rejection sampling otherwise).
+``node_seq`` has shape ``(len(start), walk_length + 1)``, ``edge_seq`` ``(len(start),
+walk_length)``: the positions in ``col`` of the steps' edges, ``-1`` where the walk stood
+still on a node with no out-edges.
 
 The GPU machines reach no package registry, so ``pip install torch_cluster`` cannot run there,
 and no wheel matches their torch; building the whole sdist (every operator, CPU and CUDA, for

@@ -8,33 +8,18 @@ sets fire to ``x`` of its neighbours that have not burned yet, chosen uniformly
 entry 19: ``p = 0.7``, depth 2. The fire spreads along in-edges (the direction
 every gsample op reads; pass the transposed graph for out-links).
 
-gsample has no operator for a per-node random count: ``individual_sample(k)``
-takes one Python ``int`` ``k`` for every column, and there is no op that draws a
-random number per node or an edge filter that may empty a column. This version
-builds the law exactly from the ops there are:
+Each hop is written with gsample's keyed random values:
 
-1. the count: a walk from each burning node with ``stop_prob = 1 - p`` and
-   ``jump_prob = p`` (every step stops with probability ``1 - p``, else jumps,
-   never follows an edge, so no dead end stops it early) survives
-   ``min(x, max_burn)`` steps, ``x`` geometric as above;
-2. the choice: a uniform ``max_burn``-subset ``S_K`` of the unburned in-neighbours
-   (weighted sampling with 0/1 weights: uniform among the 1s), then nested
-   uniform subsets ``S_{j} = S_{j+1}.individual_sample(j)`` down to ``S_1``; an
-   edge's rank is the first ``j`` with it in ``S_j``, and the ranks of a column
-   are a uniformly random order, so the edges of rank ``<= x`` are a uniform
-   ``x``-subset;
-3. the filter: ``S_K.individual_sample(max_burn, probs=rank <= x)`` keeps exactly
-   the edges of positive probability; columns with nothing to burn are dropped
-   first (an all-zero column is an error).
+1. the count: ``A.random_count(frontier, "geometric", p)``, one ``x`` per burning node;
+2. the choice: ``A.random_uniform`` of the rows of the frontier's in-edges, one uniform per
+   edge, orders each node's unburned in-neighbours uniformly at random (``argsort``); the
+   first ``x`` of that order burn (a uniform ``x``-subset, all of them when there are fewer);
+3. the filter: ``filter_edges(burns)`` keeps those edges; the columns of nodes that burn
+   nothing (``x = 0``, or no unburned in-neighbour) are dropped first by a column slice.
 
-The differences from the paper's process: ``x`` is capped at ``max_burn`` (it
-matters only when ``x > max_burn``, probability ``p^(max_burn + 1)``: 5.6e-4 for
-``p = 0.7`` and the default 20, and the node has more than ``max_burn`` unburned
-in-neighbours); the nodes of one hop burn in parallel, so two of them may set the
-same unburned node on fire (the sequential process would not let the second
-one choose it); and a hop costs a walk and ``max_burn + 1`` select ops where a
-native ``individual_sample(k)`` with ``k`` a per-column tensor (or a per-node
-random number op and an edge filter) would need one.
+The difference from the paper's process: the nodes of one hop burn in parallel, so two of
+them may set the same unburned node on fire (the sequential process would not let the
+second one choose it).
 
 Run it from the repository root (after ``pip install -e .``)::
 
@@ -62,7 +47,7 @@ def _candidates(sub, burned):
     return keep.to(torch.float32)
 
 
-def forest_fire(A, seeds, p=0.7, depth=2, max_burn=20):
+def forest_fire(A, seeds, p=0.7, depth=2):
     """Burn ``depth`` hops of forest fire from the seeds.
 
     Parameters
@@ -73,11 +58,9 @@ def forest_fire(A, seeds, p=0.7, depth=2, max_burn=20):
         Global ids of the nodes that burn first (unique).
     p : float
         Forward burning probability, ``0 <= p < 1``: a burning node sets fire to
-        ``min(x, max_burn)`` unburned in-neighbours, ``P(x) = (1 - p) p^x``.
+        ``min(x, f)`` of its ``f`` unburned in-neighbours, ``P(x) = (1 - p) p^x``.
     depth : int
         Hops the fire spreads.
-    max_burn : int
-        Cap on the count (and the number of nested select ops per hop).
 
     Returns
     -------
@@ -104,38 +87,44 @@ def forest_fire(A, seeds, p=0.7, depth=2, max_burn=20):
     blocks = []
     for _ in range(depth):
         # 1. how many in-neighbours each frontier node sets on fire
-        walks = A.random_walk(frontier, max_burn, stop_prob=1 - p, jump_prob=p)
-        count = (walks[:, 1:] >= 0).sum(1)                  # min(x, max_burn), (F,)
+        count = A.random_count(frontier, "geometric", p=p)           # x, (F,)
         # 2. the unburned in-neighbours; keep the nodes that burn something
         sub = A[:, frontier]
         unburned = (sub ** 0 * _candidates(sub, burned)).sum(axis=0)   # per frontier node
         fire = torch.logical_and(count > 0, unburned > 0)     # (`&` would block super_batch)
         sub, count = sub[:, frontier[fire]], count[fire]
-        # 3. a uniformly random order of each node's unburned in-neighbours
-        chain = [sub.individual_sample(max_burn, probs=_candidates(sub, burned))]  # S_K
-        for j in range(max_burn - 1, 0, -1):
-            chain.append(chain[-1].individual_sample(j))          # S_j: uniform in S_{j+1}
-        cand = chain[0]
-        eid = cand.edges()[2]
-        inside = sum(torch.isin(eid, s.edges()[2]).to(torch.int64) for s in chain[1:])
-        rank = max_burn - inside                                  # 1 .. max_burn
-        # 4. the first `count` of that order burn
-        limit = (cand ** 0).mul(count.to(torch.float32), axis=0).values   # count per edge
-        s = cand.individual_sample(max_burn, probs=(rank <= limit).to(torch.float32))
+        # 3. a uniformly random order of each node's unburned in-neighbours: the first
+        # `count` of it burn
+        rows, cols, _ = sub.edges()
+        ok = _candidates(sub, burned) > 0
+        order = torch.where(ok, A.random_uniform(rows), 2.0)         # the others last
+        limit = (sub ** 0).mul(count.to(torch.float32), axis=0).values   # count per edge
+        burns = torch.logical_and(ok, _rank_in_column(cols, order) < limit)
+        s = sub.filter_edges(burns)
         blocks.append(s)
         frontier = s.row()                                        # newly burned, unique
         burned = torch.cat([burned, frontier])
     return blocks, burned
 
 
+def _rank_in_column(cols, key):
+    """Each edge's rank by ``key`` (ascending, ties by position) among the edges of its
+    column, shape (E,); ``cols``: the edges' columns (node ids, one column per id)."""
+    by_key = torch.argsort(key, stable=True)
+    order = by_key[torch.argsort(cols[by_key], stable=True)]
+    sorted_cols = cols[order]
+    first = torch.searchsorted(sorted_cols, sorted_cols)         # where each column starts
+    rank = torch.arange(order.numel(), device=cols.device) - first   # in sorted order
+    return rank[torch.argsort(order)]                            # (no in-place write)
+
+
 def main(argv=None):
     p = graph_parser(__doc__)
     p.add_argument("--p", type=float, default=0.7, help="forward burning probability")
     p.add_argument("--depth", type=int, default=2)
-    p.add_argument("--max-burn", type=int, default=20)
     args = p.parse_args(argv)
     A = load_graph(args)
-    sampler = functools.partial(forest_fire, p=args.p, depth=args.depth, max_burn=args.max_burn)
+    sampler = functools.partial(forest_fire, p=args.p, depth=args.depth)
     gs.manual_seed(0)
     seeds = seed_nodes(A.num_nodes, args.batch_size * args.batches)
     loader = gs.DataLoader(A, sampler, seeds, args.batch_size)

@@ -8,24 +8,13 @@ in-edges with probability ``min(1, k / deg(c))`` (``k`` in expectation, all of t
 the others too: the layers reach fewer distinct nodes than GraphSAGE's. Fanouts ``[10, 10,
 10]`` (DESIGN §7); the blocks keep the graph's edge values (no importance weights: LABOR-0).
 
-What the DSL lacks, and how this file works around it:
+The per-row variates are ``A.random_uniform(rows)``: one keyed uniform per candidate row
+(its position among the candidates keys it, so the draws are independent per row, per layer
+and per mini-batch, and equal eager / compiled / super-batched / on the CUDA backend).
 
-* **A keyed uniform per row.** No operator returns random numbers; ``collective_sample``
-  computes one keyed word per row internally (``word(0, row id)``) but only exposes the
-  ``k`` rows of smallest key, and ``individual_sample`` keys its draws by column. The
-  numbers come from ``A.random_walk(rows, 2, jump_prob=1.0)``: every step of such a walk
-  is a jump to a node drawn uniformly from ``[0, N)`` with gsample's keyed hash (walker =
-  the row's position among the candidates, so the draws are independent per row and per
-  mini-batch, equal eager / compiled / CUDA); the two jumps ``j1, j2`` give
-  ``u = (j1 N + j2 + 0.5) / N**2``, uniform on a grid of ``N**2`` points
-  (``|P(u <= t) - t| <= 0.5 / N**2``).
-* **Keeping the edges a mask selects.** There is no edge filter. ``individual_sample(N,
-  probs=mask)`` keeps exactly the positive-probability edges of a column (``N`` >= any
-  degree), but raises on a column whose probabilities are all zero, which happens when no
-  row passes a column's threshold (probability about ``exp(-k)`` for a column of high
-  degree). Such a column samples with probability 1 on every edge instead, and is then
-  emptied: ``s.T[passing, :].T`` drops it (a row slice of the transpose; a column slice
-  of an empty frontier is an error) and ``[:, frontier]`` brings it back, empty.
+A column keeps the edges that pass its threshold: ``sub.filter_edges(keep)``, which keeps
+every column, an empty one included (no row passes a column's threshold with probability
+about ``exp(-k)`` for a column of high degree).
 
 Super-batching: ``gs.DataLoader(..., super_batch=4)`` works.
 
@@ -46,7 +35,7 @@ def labor(A, seeds, fanouts=(10, 10, 10)):
     Parameters
     ----------
     A : gs.Matrix, shape (N, N)
-        The graph (``N ** 2 < 2 ** 53``).
+        The graph.
     seeds : LongTensor, shape (B,)
         Global ids of the mini-batch's target nodes (unique).
     fanouts : sequence of int
@@ -65,28 +54,15 @@ def labor(A, seeds, fanouts=(10, 10, 10)):
     for k in fanouts:
         sub = A[:, seeds]
         rows = sub.row()                                   # candidate rows, ascending
-        u = row_uniforms(A, rows)                          # (R,): one per row, all columns
+        u = A.random_uniform(rows)                         # (R,): one per row, all columns
         r, _, _ = sub.edges()
         ones = sub * 0.0 + 1.0
         deg = ones.mul(ones.sum(axis=0), axis=0).values    # (E,): the edge's column degree
         keep = u[torch.searchsorted(rows, r)] <= k / deg.double()      # (E,): u_r <= k / deg
-        passing = (ones * keep.double()).sum(axis=0) > 0   # (C,): columns keeping an edge
-        alive = ones.mul(passing.double(), axis=0).values > 0          # (E,): such a column's
-        probs = torch.where(alive, keep, True).double()    # 1 on the others: never all zero
-        s = sub.individual_sample(A.num_nodes, probs=probs)            # the positive edges
-        s = s.T[seeds[passing], :].T[:, seeds]             # the other columns emptied
+        s = sub.filter_edges(keep)
         blocks.append(s)
         seeds = s.all_nodes()                              # frontier first, then new rows
     return blocks
-
-
-def row_uniforms(A, rows):
-    """One float64 uniform in (0, 1) per entry of ``rows`` (shape (R,)), from gsample's
-    keyed draws: two uniform jumps ``j1, j2`` in ``[0, N)`` of a walk per row give
-    ``(j1 N + j2 + 0.5) / N**2``."""
-    n = A.num_nodes
-    jumps = A.random_walk(rows, 2, jump_prob=1.0)          # (R, 3): the row, then 2 jumps
-    return ((jumps[:, 1] * n + jumps[:, 2]).double() + 0.5) / float(n * n)
 
 
 def main(argv=None):

@@ -2,11 +2,15 @@
 the nodes (for an undirected graph), as used to sample nodes without degree bias.
 
 At node ``v`` the walk proposes a uniform in-neighbour ``u`` and moves there with
-probability ``min(1, deg(v) / deg(u))``, else stays at ``v`` (``deg``: in-degree). The move
-probabilities depend on the graph only, so the walk is a weighted walk on the graph plus a
-self-loop per node: edge ``u -> v`` weighs ``min(1 / deg(v), 1 / deg(u))`` and ``v``'s
-self-loop the rest, ``1 - sum``. :func:`mh_graph` builds that graph once; the sampler is
-then one weighted ``random_walk`` (alias tables, built once per graph when compiled).
+probability ``min(1, deg(v) / deg(u))``, else stays at ``v`` (``deg``: in-degree); a node
+without in-edges ends the walk. Written as one step of ``gs.walk`` (:func:`mh_step`): the
+proposal is a one-step ``random_walk``, the coin a uniform number keyed by the walker
+(:func:`uniforms`), the degrees a graph-level value that a compiled sampler computes once
+per graph. Compiled, the step is traced once and copied ``length`` times.
+
+:func:`mh_graph` gives the same law as a graph: edge ``u -> v`` weighs ``min(1 / deg(v),
+1 / deg(u))`` and a self-loop at ``v`` the rest, so a weighted ``random_walk`` on it (alias
+tables) is the same Markov chain; the tests check the walks against it.
 
 Run it from the repository root (after ``pip install -e .``)::
 
@@ -37,8 +41,8 @@ def mh_graph(A):
 
     Examples
     --------
-    >>> M = mh_graph(A)
-    >>> walks = gs.compile(metropolis_hastings)(M, seeds)
+    >>> M = mh_graph(A)                     # the chain of metropolis_hastings(A, ...)
+    >>> walks = M.random_walk(seeds, 80, probs=M.values)
     """
     src, dst, _ = A.edges()
     n = A.num_nodes
@@ -52,13 +56,13 @@ def mh_graph(A):
                                      weight=torch.cat([w, stay[nodes]]))
 
 
-def metropolis_hastings(M, seeds, length=80):
-    """One Metropolis-Hastings walk per seed on ``M = mh_graph(A)``.
+def metropolis_hastings(A, seeds, length=80):
+    """One Metropolis-Hastings walk per seed on ``A``.
 
     Parameters
     ----------
-    M : gs.Matrix, shape (N, N)
-        :func:`mh_graph` of the graph.
+    A : gs.Matrix, shape (N, N)
+        The graph (its weights are ignored; ``N ** 2 < 2 ** 53``).
     seeds : LongTensor, shape (B,)
         Start nodes.
     length : int
@@ -67,16 +71,35 @@ def metropolis_hastings(M, seeds, length=80):
     Returns
     -------
     LongTensor, shape (B, length + 1)
-        Each step moves to an in-neighbour or stays (the same node twice in a row).
+        Each step moves to an in-neighbour or stays (the same node twice in a row); ``-1``
+        after a node without in-edges.
     """
-    return M.random_walk(seeds, length, probs=M.values)
+    return gs.walk(mh_step, A, seeds, length)
+
+
+def mh_step(A, cur, prev, t):
+    """A ``gs.walk`` step: propose a uniform in-neighbour, accept it with probability
+    ``min(1, deg(cur) / deg(proposal))``."""
+    deg = (A ** 0).sum(axis=0)                         # in-degrees: once per graph
+    proposal = A.random_walk(cur, 1)[:, 1]             # -1 at a node without in-edges
+    ratio = deg[cur] / deg[proposal.clamp(min=0)]      # inf for a proposal without in-edges
+    move = uniforms(A, cur) < ratio
+    return torch.where(proposal < 0, -1, torch.where(move, proposal, cur))
+
+
+def uniforms(A, ids):
+    """One float64 uniform in (0, 1) per entry of ``ids`` (shape (n,)), keyed by the entry's
+    position: two uniform jumps ``j1, j2`` in ``[0, N)`` of a walk give ``(j1 N + j2 + 0.5) /
+    N**2`` (a grid of ``N**2`` points: ``|P(u <= x) - x| <= 0.5 / N**2``)."""
+    n = A.num_nodes
+    jumps = A.random_walk(ids, 2, jump_prob=1.0)
+    return ((jumps[:, 1] * n + jumps[:, 2]).double() + 0.5) / float(n * n)
 
 
 def main(argv=None):
     args = walk_parser(__doc__).parse_args(argv)
-    M = mh_graph(load_graph(args))
-    run_walks("metropolis_hastings", M, functools.partial(metropolis_hastings,
-                                                          length=args.length), args)
+    run_walks("metropolis_hastings", load_graph(args),
+              functools.partial(metropolis_hastings, length=args.length), args)
 
 
 if __name__ == "__main__":

@@ -7,17 +7,18 @@ one of its in-neighbours drawn uniformly, and the edge it moved along is sampled
 evaluates it with 100 roots per sample and 100 steps, c-saw with a frontier of 2000 (the
 mini-batch size here: ``--batch-size 2000``).
 
-In the DSL a step is two select operators: ``A[:, frontier].compact().T.collective_sample(
-1, node_probs=deg, replace=True)`` draws one row of the transposed slice, i.e. one frontier
-entry, with probability proportional to its degree (a frontier node without in-edges has
-an empty row and is never picked), and ``A[:, v].individual_sample(1)`` draws its uniform
-in-neighbour. Together they pick every in-edge of the frontier with the same probability
-``1 / sum(deg)``. Frontier entries on the same node are interchangeable, so the first one
-is replaced. What the DSL lacks: a loop over steps (each step depends on the last, so the
-``length`` steps are unrolled when the sampler is traced: compiling 100 steps takes about
-1.5 s, and the trace grows with ``length``), and a way to draw one edge uniformly from a
-whole matrix in one operator. When every frontier node is a dead end the walk stops (the
-remaining steps sample nothing).
+The walk is ``gs.walk`` of one step, :func:`frontier_step`: the frontier is the walk's
+positions (one walker per root) and the sampled edges its state. A step is two select
+operators: ``A[:, frontier].compact().T.collective_sample(1, node_probs=deg, replace=True)``
+draws one row of the transposed slice, i.e. one frontier entry, with probability
+proportional to its degree (a frontier node without in-edges has an empty row and is never
+picked), and ``A[:, v].individual_sample(1)`` draws its uniform in-neighbour. Together they
+pick every in-edge of the frontier with the same probability ``1 / sum(deg)``. Frontier
+entries on the same node are interchangeable, so the first one is replaced. Compiled, the
+step is traced once (twice: the first step apart) and copied ``length`` times into the
+program, where a Python loop would be traced ``length`` times. What the DSL still lacks: a
+way to draw one edge uniformly from a whole matrix in one operator. When every frontier
+node is a dead end the walk stops (the remaining steps sample nothing).
 
 Super-batching: ``gs.DataLoader(..., super_batch=4)`` works.
 
@@ -56,20 +57,25 @@ def multi_root_walk(A, roots, length=100):
     frontier : LongTensor, shape (m,)
         The walkers' final nodes.
     """
-    frontier = roots
-    src, dst, eid = [], [], []
-    for _ in range(length):
-        sub = A[:, frontier].compact()                       # rows: the in-neighbours only
-        deg = (sub * 0.0 + 1.0).sum(axis=0)                  # (m,): in-degree of each walker
-        v = sub.T.collective_sample(1, node_probs=deg, replace=True).row_ids   # (1,) or (0,)
-        r, c, e = A[:, v].individual_sample(1).edges()       # its uniform in-neighbour
-        match = torch.isin(frontier, v)
-        first = torch.logical_and(match, torch.cumsum(match, 0) == 1)
-        frontier = frontier.masked_scatter(first, r)         # the walker moves
-        src.append(r)
-        dst.append(c)
-        eid.append(e)
-    return torch.cat(src), torch.cat(dst), torch.cat(eid), frontier
+    empty = roots[:0].to(torch.int64)
+    walks, (src, dst, eid) = gs.walk(frontier_step, A, roots, length,
+                                     state=(empty, empty, empty))
+    return src, dst, eid, walks[:, -1]
+
+
+def frontier_step(A, frontier, prev, t, sampled):
+    """One step of :func:`multi_root_walk` (a ``gs.walk`` step): a frontier entry drawn in
+    proportion to its in-degree moves to a uniform in-neighbour; the edge joins ``sampled``
+    (``(src, dst, eid)`` so far). Returns the next frontier and the edges."""
+    sub = A[:, frontier].compact()                       # rows: the in-neighbours only
+    deg = (sub * 0.0 + 1.0).sum(axis=0)                  # (m,): in-degree of each walker
+    v = sub.T.collective_sample(1, node_probs=deg, replace=True).row_ids   # (1,) or (0,)
+    r, c, e = A[:, v].individual_sample(1).edges()       # its uniform in-neighbour
+    match = torch.isin(frontier, v)
+    first = torch.logical_and(match, torch.cumsum(match, 0) == 1)
+    src, dst, eid = sampled
+    return (frontier.masked_scatter(first, r),           # the walker moves
+            (torch.cat([src, r]), torch.cat([dst, c]), torch.cat([eid, e])))
 
 
 def main(argv=None):

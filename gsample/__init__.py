@@ -7,7 +7,7 @@
 >>> s.shape
 (1000, 8)
 """
-from . import datasets
+from . import datasets, distributed
 from .backend import current_backend, use_backend
 from .compiler import CompiledSampler, compile
 from .explain import explain
@@ -15,7 +15,8 @@ from .hetero import HeteroGraph
 from .loader import Batch, DataLoader
 from .matrix import Matrix, sddmm
 from .random import initial_seed, manual_seed
+from .walks import walk
 
 __version__ = "0.1.0"
 
-__all__ = ["compile", "CompiledSampler", "explain", "Matrix", "sddmm", "manual_seed", "initial_seed", "DataLoader", "Batch", "datasets", "use_backend", "current_backend", "HeteroGraph"]
+__all__ = ["compile", "CompiledSampler", "explain", "Matrix", "sddmm", "manual_seed", "initial_seed", "DataLoader", "Batch", "datasets", "distributed", "use_backend", "current_backend", "HeteroGraph", "walk"]

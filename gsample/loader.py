@@ -199,6 +199,22 @@ class DataLoader:
         samples in the caller's thread: a sampling thread running ahead of the loop
         lost more to the hand-overs (the GIL) than it won (H100, compiled GraphSAGE
         [25, 10] one mini-batch at a time: 0.276 s an epoch against 0.107 s).
+    distributed : bool
+        Yield only this process's share of every epoch (one process per device, as
+        ``torch.utils.data.DistributedSampler`` splits a dataset): every rank orders the
+        epoch alike, pads it by repeating its first mini-batches to a multiple of the world
+        size and takes a contiguous block of ``ceil(M / world_size)`` of its ``M``
+        mini-batches (:mod:`gsample.distributed.split`). ``rank`` and ``world_size`` are read
+        from ``torch.distributed`` (initialised first) unless given. A mini-batch keeps its
+        global index (``Batch.index``), which keys its draws: the ranks' mini-batches together
+        are the single-process epoch, sample for sample, whatever the graph's placement
+        (:func:`gsample.distributed.place`). Give every rank the same ``seed`` (or the same
+        ``gs.manual_seed``). A partitioned graph (:class:`gsample.distributed.PartitionedMatrix`)
+        sets this itself, and its sampler runs eagerly (a ``gs.compile``'d one as its
+        Python function), without ``super_batch``.
+    rank, world_size : int, optional
+        This process's rank and the number of ranks: give both to split without
+        ``torch.distributed`` (or to override what it says).
 
     Attributes
     ----------
@@ -258,10 +274,24 @@ class DataLoader:
                  drop_last: bool = False, seed: int | None = None, progress: bool = False,
                  super_batch=None, memory_budget: int | None = None,
                  fixed_state: bool = False, features=None, labels=None,
-                 feature_cache: int = 0, pipeline: bool = True):
+                 feature_cache: int = 0, pipeline: bool = True, distributed: bool = False,
+                 rank: int | None = None, world_size: int | None = None):
+        from .distributed.split import resolve_ranks
         from .matrix import Matrix
-        if not isinstance(A, Matrix):
+        partitioned = getattr(A, "placement", None) == "partitioned"
+        if not isinstance(A, Matrix) and not partitioned:
             raise TypeError(f"A: expected a gs.Matrix, got {type(A).__name__}")
+        self.rank, self.world_size = resolve_ranks(distributed, rank, world_size)
+        if partitioned:            # its ranks sample together: the loader splits as they do
+            if (rank is not None or world_size is not None) \
+                    and (self.rank, self.world_size) != (A.rank, A.world_size):
+                raise ValueError(f"rank, world_size: the partitioned graph is rank {A.rank} "
+                                 f"of {A.world_size}, got {self.rank} of {self.world_size}")
+            self.rank, self.world_size = A.rank, A.world_size
+            if super_batch is not None:
+                raise ValueError("super_batch: not supported on a partitioned graph (its "
+                                 "samplers run eagerly, exchanging frontiers between ranks)")
+            sampler_fn = _eager(sampler_fn)
         if not callable(sampler_fn):
             raise TypeError("sampler_fn: must be callable as sampler_fn(A, seeds)")
         self.A = A
@@ -300,6 +330,13 @@ class DataLoader:
         self._pipelines_open = 0        # epochs whose pipeline is running
 
     def __len__(self) -> int:
+        """Mini-batches this process yields per epoch (its share, when distributed)."""
+        n = self.num_batches
+        return n if self.world_size == 1 else math.ceil(n / self.world_size) if n else 0
+
+    @property
+    def num_batches(self) -> int:
+        """Mini-batches of the whole epoch (over all ranks)."""
         n = self.seeds.numel()
         return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
 
@@ -320,15 +357,22 @@ class DataLoader:
             # hash_tensor(epoch_seed, -1, pos), its constant first half folded on the host
             keys = sort_key(combine_tensor(combine(epoch_seed, -1), pos))
             order = order[torch.argsort(keys, stable=True)]
-        parts = list(order.split(self.batch_size))[:len(self)]       # one call, not a slice each
-        bar = tqdm(total=len(parts), disable=not self.progress, desc="sampling", unit="batch")
+        parts = list(order.split(self.batch_size))[:self.num_batches]   # one call, not a slice each
+        # this rank's mini-batches: runs of consecutive global indices (all of them, alone)
+        from .distributed.split import rank_batches
+        runs = [(first, parts[first:first + n])
+                for first, n in rank_batches(len(parts), self.rank, self.world_size)]
+        mine = [p for _, run in runs for p in run]
+        bar = tqdm(total=len(mine), disable=not self.progress, desc="sampling", unit="batch")
         # groups: the mini-batches of one sampling run (one, or a super-batch's N), handed
         # between the stages together (one hand-over per run, not per mini-batch)
-        groups = ([b] for b in self._one_by_one(parts, epoch_seed)) if self._super is None \
-            else self._super_batches(parts, epoch_seed)
+        if self._super is None:
+            groups = ([b] for first, run in runs for b in self._one_by_one(run, epoch_seed, first))
+        else:
+            groups = (g for first, run in runs for g in self._super_batches(run, epoch_seed, first))
         self.sample_seconds = self.gather_seconds = 0.0
         gathers = self.feature_store is not None or self.label_store is not None
-        if self.pipeline and gathers and not self._stateful() and not self._one_run(parts):
+        if self.pipeline and gathers and not self._stateful() and not self._one_run(mine):
             from .pipeline import pipelined
             batches = pipelined(self, groups)
         else:
@@ -389,30 +433,30 @@ class DataLoader:
                 out = self.sampler_fn(self.A, batch_seeds)
             yield Batch(seeds=batch_seeds, index=i, out=out)
 
-    def _super_batches(self, parts: list, epoch_seed: int):
-        """The epoch's batches in groups, a group per sampling run (a super-batch's
-        mini-batches, or one mini-batch)."""
+    def _super_batches(self, parts: list, epoch_seed: int, base: int = 0):
+        """The batches ``base, base + 1, ...`` (seeds ``parts``) in groups, a group per
+        sampling run (a super-batch's mini-batches, or one mini-batch)."""
         i = 0
         if self.super_batch_size is None and parts:         # "auto": measure batch 0 first
             try:
-                outs, self.batch_bytes = self._super.measure(parts[0], epoch_seed)
+                outs, self.batch_bytes = self._super.measure(parts[0], epoch_seed, base)
             except Exception as error:      # noqa: BLE001 - re-run one by one, see below
-                yield from self._explain_failure(parts[:1], epoch_seed, 0, error)
+                yield from self._explain_failure(parts[:1], epoch_seed, base, error)
             budget = self.memory_budget or _default_budget(self.A.device)
             self.memory_cap = max(1, min(len(parts), budget // max(self.batch_bytes, 1)))
-            yield [Batch(seeds=parts[0], index=0, out=outs[0])]
+            yield [Batch(seeds=parts[0], index=base, out=outs[0])]
             i = 1
             if self.memory_cap > 1:
-                chosen = yield from self._time_sizes(parts, epoch_seed)
+                chosen = yield from self._time_sizes(parts, epoch_seed, base)
                 i, self.super_batch_size = chosen
             else:
                 self.super_batch_size = 1
         if self.super_batch == "auto" and self.super_batch_size == 1:
-            yield from ([b] for b in self._one_by_one(parts[i:], epoch_seed, i))  # no gain
+            yield from ([b] for b in self._one_by_one(parts[i:], epoch_seed, base + i))  # no gain
             return
         while i < len(parts):
             block = parts[i:i + self.super_batch_size]
-            yield from self._block(block, epoch_seed, i)
+            yield from self._block(block, epoch_seed, base + i)
             i += len(block)
 
     def _block(self, block: list, epoch_seed: int, first: int):
@@ -430,7 +474,7 @@ class DataLoader:
             yield from self._explain_failure(block, epoch_seed, first, error)
         return [Batch(seeds=block[b], index=first + b, out=out) for b, out in enumerate(outs)]
 
-    def _time_sizes(self, parts: list, epoch_seed: int):
+    def _time_sizes(self, parts: list, epoch_seed: int, base: int = 0):
         """``"auto"``: time super-batches of 1, 2, 4, ... mini-batches (within the memory
         cap), each size three times so that the one-off work of its first two runs
         (lowering and compiling, then capturing a CUDA graph) is not counted, and keep the
@@ -449,9 +493,9 @@ class DataLoader:
                     torch.cuda.synchronize(self.A.device)
                 start = time.perf_counter()
                 if N == 1:              # as without super-batching; an error raises here
-                    batches = [next(self._one_by_one(block, epoch_seed, i))]
+                    batches = [next(self._one_by_one(block, epoch_seed, base + i))]
                 else:
-                    batches = yield from self._sample_block(block, epoch_seed, i)
+                    batches = yield from self._sample_block(block, epoch_seed, base + i)
                 if cuda:
                     torch.cuda.synchronize(self.A.device)
                 seconds = (time.perf_counter() - start) / N
@@ -507,7 +551,7 @@ def _super_batch_options(super_batch, memory_budget):
 def _default_budget(device: torch.device) -> int:
     """``"auto"``'s budget when none is given: half the free memory of a GPU; on the CPU, the
     size of a core's L2 cache (2 MiB when unknown), as a super-batch pays there only while
-    its values stay in cache (measured: ``benchmarks/epoch_time.py --super-batch``)."""
+    its values stay in cache (measured: ``python -m gsample.bench --modes super``)."""
     if device.type == "cuda":
         return torch.cuda.mem_get_info(device)[0] // 2
     try:
@@ -517,6 +561,16 @@ def _default_budget(device: torch.device) -> int:
         return int(size.rstrip("KMG")) * scale
     except (OSError, ValueError):
         return 2 << 20
+
+
+def _eager(sampler_fn):
+    """``sampler_fn`` with a ``gs.compile``'d sampler inside replaced by its Python function
+    (what a partitioned graph runs: its ops exchange frontiers, eagerly)."""
+    from .compiler import CompiledSampler
+    fn, args, kwargs = _unwrap(sampler_fn)
+    if not isinstance(fn, CompiledSampler):
+        return sampler_fn
+    return functools.partial(fn.fn, *args, **kwargs) if args or kwargs else fn.fn
 
 
 def _unwrap(fn):
@@ -614,8 +668,8 @@ class _SuperBatcher:
                 (torch.arange(N, device=flat.device) * n).unsqueeze(1)
         return (flat.view(N, B) + shift).view(-1)
 
-    def measure(self, seeds: torch.Tensor, epoch_seed: int):
-        """Sample mini-batch 0 alone: ``(its outputs, its estimated bytes)``."""
+    def measure(self, seeds: torch.Tensor, epoch_seed: int, index: int = 0):
+        """Sample mini-batch ``index`` alone: ``(its outputs, its estimated bytes)``."""
         from .runtime.super_batch import GRAPH
         seen, total, alive = set(), 0, []
 
@@ -634,7 +688,7 @@ class _SuperBatcher:
         if cuda:
             torch.cuda.reset_peak_memory_stats(seeds.device)
             start = torch.cuda.memory_allocated(seeds.device)
-        outs = self.run([seeds], epoch_seed, 0, observe)
+        outs = self.run([seeds], epoch_seed, index, observe)
         if cuda:
             total = max(total, torch.cuda.max_memory_allocated(seeds.device) - start)
         return outs, total

@@ -23,6 +23,7 @@ from .backend import current_backend, get_backend, run_op
 from .ir import SDDMM_OPS, Effect, Op, info
 from .random import next_op_key
 from .formats.csc import CSC, segment_ptr
+from .formats.placement import offload, place, placement_of
 
 
 def _run(ir_op: Op, /, **kwargs):
@@ -59,7 +60,7 @@ def _alias_table(csc: CSC, probs: torch.Tensor) -> torch.Tensor:
     hit = _ALIAS.get(csc)
     if hit is not None and hit[0] == stamp and hit[1]() is probs:
         return hit[2]
-    table = _run(Op.ALIAS_TABLE, A=csc, probs=probs)
+    table = offload(csc, _run(Op.ALIAS_TABLE, A=csc, probs=probs))   # UVA: in host memory
     _ALIAS[csc] = (stamp, weakref.ref(probs), table)
     return table
 
@@ -276,20 +277,57 @@ class Matrix:
         """The underlying storage (see :class:`gsample.formats.CSC`)."""
         return self._csc
 
-    def to(self, device) -> "Matrix":
-        """This matrix with every tensor on ``device``.
+    @property
+    def placement(self) -> str:
+        """Where the arrays live: ``"device"`` (the memory of :attr:`device`), ``"uva"``
+        (pinned host memory that the GPU :attr:`device` reads through unified virtual
+        addressing) or ``"shared"`` (CPU memory shared by the processes of a host,
+        :mod:`gsample.distributed`). See :meth:`to`."""
+        return placement_of(self._csc)
+
+    def to(self, device, placement: str = "device", budget: Optional[int] = None) -> "Matrix":
+        """This matrix for ``device``: its arrays in the device's memory, or in pinned host memory.
+
+        Parameters
+        ----------
+        device : torch.device or str
+            Where samples are made (and returned).
+        placement : {"device", "uva", "auto"}
+            ``"device"``: every array in the device's memory. ``"uva"`` (a CUDA device):
+            the arrays stay in pinned host memory and the GPU reads them in place through
+            unified virtual addressing, only what a sampler touches crossing the bus; a
+            graph larger than the GPU's memory can be sampled so, and the samples are
+            identical to the device-resident graph's. ``"auto"``: ``"device"`` when the
+            graph takes at most half of the GPU's free memory (of ``budget``), else
+            ``"uva"`` (:mod:`gsample.formats.placement`). Both backends run on a UVA
+            matrix: the CUDA backend's kernels and PyTorch's read the mapped arrays alike
+            (an op over the whole graph, such as ``A.sum(axis=0)``, reads all of it over
+            the bus, and its result is a device tensor).
+        budget : int, optional
+            With ``"auto"``: decide as if the GPU had ``budget`` bytes free.
+
+        Returns
+        -------
+        Matrix
+            ``placement`` is ``"device"`` or ``"uva"`` (:attr:`placement`).
 
         Examples
         --------
         >>> A.to("cpu").device
         device(type='cpu')
+        >>> H = A.to("cuda", placement="uva")             # pinned host memory, read by the GPU
+        >>> H.placement
+        'uva'
+        >>> A.to("cuda", placement="auto", budget=1 << 20).placement    # pretend a 1 MiB GPU
+        'uva'
         """
-        return Matrix(self._csc.to(torch.device(device)))
+        return Matrix(place(self._csc, device, placement, budget))
 
     def __repr__(self) -> str:
         r, c = self.shape
         return (f"Matrix(num_nodes={self.num_nodes}, shape=({r}, {c}), num_edges={self.num_edges}, "
-                f"device={self.device}, weighted={self._csc.values is not None})")
+                f"device={self.device}, placement={self.placement!r}, "
+                f"weighted={self._csc.values is not None})")
 
     # ------------------------------------------------------------------ extract
     def _index(self, key):
@@ -440,7 +478,8 @@ class Matrix:
         return Matrix(_run(Op.TRANSPOSE, A=self._csc))
 
     # ------------------------------------------------------------------ select
-    def individual_sample(self, k: int, probs=None, replace: bool = False) -> "Matrix":
+    def individual_sample(self, k: int, probs=None, replace: bool = False,
+                          method: str = "cdf") -> "Matrix":
         """Sample ``k`` edges in every column (node-wise sampling).
 
         Parameters
@@ -455,6 +494,14 @@ class Matrix:
         replace : bool
             With replacement every non-empty column returns exactly ``k`` edges
             (repeats appear as repeated edges).
+        method : {"cdf", "alias"}
+            How weighted draws with replacement are made: ``"cdf"`` (default) searches
+            each draw in the column's running sum of ``probs``; ``"alias"`` reads alias
+            tables (Walker's method: one slot and one coin per draw), built once per graph
+            in a compiled sampler when ``probs`` depend on the graph only (pre-processing,
+            Skywalker+'s offline mode), else per call for the frontier's columns. The same
+            distribution, other draws. Needs ``replace=True`` when ``probs`` is given;
+            without ``probs`` it changes nothing.
 
         Returns
         -------
@@ -476,9 +523,15 @@ class Matrix:
         --------
         >>> s = A[:, seeds].individual_sample(10)                   # GraphSAGE layer
         >>> s = A[:, seeds].individual_sample(5, probs=A[:, seeds].values, replace=True)
+        >>> sub = A[:, seeds]
+        >>> s = sub.individual_sample(5, probs=sub, replace=True, method="alias")
         """
         k = V.count(k)
         replace = V.flag(replace, "replace")
+        method = info(Op.INDIVIDUAL_SAMPLE).attribute("method").check(method)
+        if method == "alias" and probs is not None and not replace:
+            raise ValueError("method: 'alias' draws with replacement (replace=True); without "
+                             "replacement weighted draws use exponential keys (method='cdf')")
         p = None
         if probs is not None:
             if isinstance(probs, Matrix):
@@ -487,7 +540,9 @@ class Matrix:
                                      "as the matrix being sampled")
                 probs = probs.values
             p = V.as_tensor(probs, "probs", self.device)
-        return Matrix(_run(Op.INDIVIDUAL_SAMPLE, A=self._csc, probs=p, k=k, replace=replace))
+        extra = {"method": method} if method != "cdf" else {}
+        return Matrix(_run(Op.INDIVIDUAL_SAMPLE, A=self._csc, probs=p, k=k, replace=replace,
+                           **extra))
 
     def collective_sample(self, k: int, node_probs=None, replace: bool = False) -> "Matrix":
         """Sample ``k`` rows for the whole matrix (layer-wise sampling).
@@ -603,6 +658,104 @@ class Matrix:
         return _run(Op.RANDOM_WALK, A=self._csc, seeds=seeds, alias=alias, length=length,
                     p=p, q=q, stop_prob=stop_prob, restart_prob=restart_prob,
                     jump_prob=jump_prob)
+
+    def filter_edges(self, keep) -> "Matrix":
+        """The edges a mask keeps; every column stays, possibly empty.
+
+        Parameters
+        ----------
+        keep : BoolTensor, shape (E,)
+            One flag per edge, in the order of ``values`` and ``edges()``.
+
+        Returns
+        -------
+        Matrix
+            Same row and column spaces; the kept edges in their order, with their values and
+            edge ids. A column none of whose edges is kept is empty (where
+            ``individual_sample`` with 0/1 ``probs`` would refuse an all-zero column).
+
+        Examples
+        --------
+        >>> sub = A[:, seeds]
+        >>> heavy = sub.filter_edges(sub.values > 0.5)
+        >>> heavy.shape == sub.shape
+        True
+        """
+        return Matrix(_run(Op.FILTER_EDGES, A=self._csc, keep=keep))
+
+    # ------------------------------------------------------------------ keyed random values
+    def random_uniform(self, nodes) -> torch.Tensor:
+        """One uniform random number per entry of ``nodes``, keyed by the entry's position.
+
+        Parameters
+        ----------
+        nodes : LongTensor, shape (C,)
+            Node ids of this graph (a frontier, a matrix's rows ``sub.row()``, the rows of
+            its edges ``sub.edges()[0]``, walkers' positions); repeats are independent
+            entries. Only the positions key the draws; the ids place a super-batch's
+            entries in their mini-batches.
+
+        Returns
+        -------
+        DoubleTensor, shape (C,)
+            ``u[i]`` uniform in ``[0, 1)`` on the grid of ``2**-53``.
+
+        Notes
+        -----
+        Entry ``i`` draws ``word(seed, op ordinal, mini-batch, i, 0)`` (DESIGN §3) and ``u =
+        (word >> 11) * 2**-53``: the values are the same on every run, eager and compiled,
+        super-batched or not, on the torch and the CUDA backend (bit for bit). ``A`` must be
+        the whole graph. For LABOR's per-row variates, Metropolis-Hastings' acceptance coin,
+        random ranks (``argsort`` of one per edge).
+
+        Examples
+        --------
+        >>> sub = A[:, seeds]
+        >>> u = A.random_uniform(sub.row())                  # one per candidate row (LABOR)
+        >>> u.dtype, u.shape == sub.row().shape
+        (torch.float64, True)
+        """
+        return _run(Op.RANDOM_UNIFORM, A=self._csc, nodes=nodes)
+
+    def random_count(self, nodes, dist: str = "geometric", p: float = 0.5,
+                     n: Optional[int] = None) -> torch.Tensor:
+        """One random count per entry of ``nodes``, keyed by the entry's position.
+
+        Parameters
+        ----------
+        nodes : LongTensor, shape (C,)
+            Node ids of this graph, as :meth:`random_uniform` takes them.
+        dist : {"geometric", "binomial"}
+            ``"geometric"``: ``P(x) = (1 - p) p^x``, ``x = 0, 1, ...`` (successes before the
+            first failure; mean ``p / (1 - p)``), ``p < 1``. ``"binomial"``: successes in
+            ``n`` trials of probability ``p``.
+        p : float
+            In ``[0, 1]``.
+        n : int, optional
+            The binomial's trials, ``0 <= n <= 2**20`` (only with ``"binomial"``).
+
+        Returns
+        -------
+        LongTensor, shape (C,)
+
+        Notes
+        -----
+        Each entry draws one word, keyed as :meth:`random_uniform`'s, and inverts the law's
+        survival function, tabulated once on the host as 53-bit integers
+        (:func:`gsample.random.count_table`): ``P(x >= j)`` is exact up to ``2**-53``, and the
+        counts are the same on every device, eager and compiled, super-batched or not.
+
+        Examples
+        --------
+        >>> x = A.random_count(frontier, "geometric", p=0.7)     # forest fire's burn counts
+        >>> k = A.random_count(frontier, "binomial", p=0.5, n=10)
+        >>> bool((k <= 10).all())
+        True
+        """
+        d = info(Op.RANDOM_COUNT)
+        attrs = {a.name: a.check(v) for a, v in zip(d.attributes, (dist, p, n))}
+        d.attrs_check(**attrs)
+        return _run(Op.RANDOM_COUNT, A=self._csc, nodes=nodes, **attrs)
 
     # ------------------------------------------------------------------ finalize
     def row(self) -> torch.Tensor:

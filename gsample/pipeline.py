@@ -160,7 +160,7 @@ def pipelined(loader, groups):
     # (an epoch of this loader still open, its iterator kept alive by the caller, keeps its
     # threads: this one gets threads of its own)
     own = loader._workers is None or loader._pipelines_open > 0
-    workers = ThreadPoolExecutor(max_workers=2, thread_name_prefix="gsample") if own \
+    workers = ThreadPoolExecutor(max_workers=2, thread_name_prefix=f"gsample-{id(loader):x}") if own \
         else loader._workers
     if loader._workers is None:
         loader._workers = workers

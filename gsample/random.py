@@ -20,7 +20,8 @@ splitmix64 finaliser. From ``r`` (an unsigned 64-bit value):
 * a uniform integer in ``[0, n)`` is ``(r >> 1) % n`` (relative bias below
   ``n / 2**63``);
 * a uniform double in ``[0, 1)`` is ``(r >> 11) * 2**-53``;
-* a unit exponential is ``-log(((r >> 11) + 0.5) * 2**-53)``.
+* a unit exponential is ``-log(((r >> 11) + 0.5) * 2**-53)``;
+* a count of a tabulated law is ``#{j : (r >> 11) < T_j}`` (:func:`count_table`).
 
 The stream
 ----------
@@ -33,6 +34,8 @@ not depend on what ran before it.
 from __future__ import annotations
 
 import contextlib
+import functools
+import math
 import threading
 from dataclasses import dataclass
 from typing import Optional
@@ -170,6 +173,56 @@ def exponential(r: torch.Tensor) -> torch.Tensor:
     """float64 unit exponentials from random words ``r`` (never 0, never inf)."""
     u = (_srl(r, 11).to(torch.float64) + 0.5) * (2.0 ** -53)
     return -torch.log(u)
+
+
+def count_from_words(r: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    """Counts from random words ``r`` by inversion: ``#{j : (r >> 11) < T_j}`` for the
+    non-increasing thresholds ``T`` of :func:`count_table`, given ascending (``T`` reversed,
+    int64, on ``r``'s device). Integer comparisons only: the same counts on every device."""
+    if table.numel() == 0:
+        return torch.zeros_like(r)
+    u = _srl(r, 11)
+    return table.numel() - torch.searchsorted(table, u, right=True)
+
+
+@functools.lru_cache(maxsize=64)
+def count_table(dist: str, p: float, n=None) -> tuple:
+    """The thresholds ``T_j = floor(P(X >= j) * 2**53)``, ``j = 1, 2, ...`` while positive,
+    of a count ``X`` with law ``dist``: ``"geometric"`` (``P(x) = (1 - p) p^x``, ``x >= 0``)
+    or ``"binomial"`` (``n`` trials of probability ``p``). ``X = #{j : U < T_j}`` for ``U``
+    uniform in ``[0, 2**53)`` then has ``P(X >= j) = P(j)`` up to ``2**-53``. Computed once
+    on the host (exact Python floats and ints), so both backends compare against the same
+    integers.
+
+    Examples
+    --------
+    >>> count_table("geometric", 0.5)[:3] == (2 ** 52, 2 ** 51, 2 ** 50)
+    True
+    """
+    one = 1 << 53
+    if p <= 0.0 or (dist == "binomial" and not n):
+        return ()
+    if dist == "geometric":
+        out, j = [], 1
+        while True:
+            t = math.floor(p ** j * one)
+            if t <= 0:
+                return tuple(out)
+            out.append(t)
+            j += 1
+    if p >= 1.0:
+        return (one,) * n
+    lp, lq, lg = math.log(p), math.log1p(-p), math.lgamma(n + 1)
+    pmf = [math.exp(lg - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq)
+           for i in range(n + 1)]
+    sf, acc = [0.0] * (n + 1), 0.0
+    for i in range(n, 0, -1):           # P(X >= i), the small terms added first
+        acc += pmf[i]
+        sf[i] = acc
+    out = [min(one, math.floor(sf[j] * one)) for j in range(1, n + 1)]
+    while out and out[-1] == 0:
+        out.pop()
+    return tuple(out)
 
 
 def sort_key(r: torch.Tensor) -> torch.Tensor:

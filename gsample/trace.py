@@ -220,9 +220,13 @@ class _Converter:
                 continue
             att = d.attribute(key)
             value = _static(value, key, att.what)
-            attrs[key] = att.check(value) if att.check is not None else value
+            value = att.check(value) if att.check is not None else value
+            if att.required or value != att.default:     # an optional one at its default is
+                attrs[key] = value                         # left off the node (it applies)
         if "op" in d.attrs:
             attrs["op"] = name
+        if d.attrs_check is not None:
+            d.attrs_check(**{**{t.name: t.default for t in d.attributes}, **attrs})
         if d.effect is Effect.RANDOM:
             return self.random(d.op, inputs, attrs)
         return self.g.add(d.op, inputs, attrs)

@@ -377,8 +377,9 @@ def check_collective(A, node_probs=None, cols=None, trusted=(), in_kernel=(), **
     if cols is not None and "cols" not in trusted:
         out["cols"] = _frontier_ids(A, cols, trusted, in_kernel)
     if node_probs is not None:
+        # in_kernel: the sampler's kernel checks the values (finite, >= 0) itself
         p = out["node_probs"] = probabilities(node_probs, "node_probs", A.num_rows, A.device,
-                                              "row")
+                                              "row", values="node_probs" not in in_kernel)
         # the fused A[:, cols].collective_sample checks this in its host code, before its
         # draws (choose_rows): here it would gather the frontier's edges a second time
         if cols is None and A.nnz:
@@ -420,6 +421,26 @@ def check_random_walk(A, seeds, alias=None, length=0, p=1.0, q=1.0, stop_prob=0.
     if "seeds" in trusted:
         return {}
     return {"seeds": ids(seeds, "seeds", A.num_nodes, A.device)}
+
+
+def check_random_draws(A, nodes, trusted=(), **_):
+    """``A.random_uniform`` / ``A.random_count``: the whole graph (its node count decodes a
+    super-batch's frontier) and node ids in range."""
+    _whole_graph(A, "random_uniform / random_count")
+    if "nodes" in trusted:
+        return {}
+    return {"nodes": ids(nodes, "nodes", A.num_nodes, A.device)}
+
+
+def check_filter_edges(A, keep, **_):
+    """``A.filter_edges``: one bool per edge."""
+    t = as_tensor(keep, "keep", A.device)
+    if t.dtype != torch.bool:
+        raise TypeError(f"keep: must be a bool tensor (one flag per edge), got dtype {t.dtype}")
+    if t.dim() != 1 or t.shape[0] != A.nnz:
+        raise ValueError(f"keep: expected one flag per edge (shape ({A.nnz},)), got shape "
+                         f"{tuple(t.shape)}")
+    return {"keep": t}
 
 
 def check_fused(A, program, **operands):

@@ -12,17 +12,19 @@
 // id b * n + v is node v of batch b (columns and rows of a batch are contiguous and batches
 // ascending, so "ascending ids" groups the rows by batch).
 //
-// Sizes come from the buffers' bounds only. Two launches for one mini-batch:
+// Sizes come from the buffers' bounds only. Two launches for one mini-batch (three with
+// row_ids):
 //   gs_nodes_mark       the columns' first positions (hash table, atomicMin) and two bitmaps:
 //                       R over the rows (ids in [0, M), or local rows) of the edges, and
 //                       K over [0, M), the columns (only without row_ids);
+//   gs_nodes_drop_cols  (with row_ids only) R's local rows whose id is a column cleared;
 //   gs_nodes_scan_emit  per tile of items (columns of the buffer, then words of the
 //                       bitmaps): how many it emits (first-occurring columns; bits of
 //                       R & ~K), its offset by a single-pass scan (scan.cuh), the ids written
 //                       to their place, the bitmap words cleared again (the bitmaps are kept
 //                       all zero between calls: no clearing launch).
 // A super-batch interleaves the batches (each its columns, then its rows), which needs every
-// batch's totals before any id is placed: four launches, gs_nodes_mark, gs_nodes_count (per
+// batch's totals before any id is placed: four launches (five with row_ids), gs_nodes_mark, gs_nodes_count (per
 // tile and per batch), gs_nodes_prefix (each batch's offsets), gs_nodes_emit.
 #include "scan.cuh"
 
@@ -63,20 +65,28 @@ extern "C" __global__ void gs_nodes_mark(const gs_i64* __restrict__ cols, gs_i64
     }
 }
 
-// The bits of word w of R whose rows are not among the columns.
+// With row_ids: drop from R the local rows whose id is among the columns (the columns' hash
+// table is complete once gs_nodes_mark has run), a thread per local row. The lookups ran
+// inside the scans before, up to 128 dependent probes per thread on one or two blocks
+// (LADIES, 4000 chosen rows: 0.22 ms a layer on an H200, most of the layer's critical path).
+extern "C" __global__ void gs_nodes_drop_cols(const gs_i64* __restrict__ row_ids,
+                                              gs_i64 nrows,
+                                              const gs_u64* __restrict__ keys, gs_i64 mask,
+                                              unsigned int* R) {
+    GS_LOOP(r, nrows) {
+        const unsigned int bit = 1u << (r & 31);
+        if ((R[r >> 5] & bit) && gs_table_contains(keys, mask, (gs_u64)row_ids[r]))
+            atomicAnd(&R[r >> 5], ~bit);
+    }
+}
+
+// The bits of word w of R whose rows are not among the columns (with row_ids, R has been
+// through gs_nodes_drop_cols).
 __device__ __forceinline__ unsigned int gs_new_rows(const unsigned int* R,
                                                     const unsigned int* K, gs_i64 w,
-                                                    gs_i64 W, const gs_i64* __restrict__ row_ids,
-                                                    const gs_u64* __restrict__ keys,
-                                                    gs_i64 mask) {
+                                                    gs_i64 W, const gs_i64* __restrict__ row_ids) {
     if (w >= W) return 0u;
-    if (row_ids == nullptr) return R[w] & ~K[w];
-    unsigned int bits = R[w];
-    for (unsigned int b = bits; b; b &= b - 1) {
-        const int j = __ffs(b) - 1;
-        if (gs_table_contains(keys, mask, (gs_u64)row_ids[w * 32 + j])) bits &= ~(1u << j);
-    }
-    return bits;
+    return row_ids == nullptr ? R[w] & ~K[w] : R[w];
 }
 
 // The id of bit j of word w of R.
@@ -119,7 +129,7 @@ extern "C" __global__ void gs_nodes_count(const gs_i64* __restrict__ cols, gs_i6
             }
         } else {
             const gs_i64 w = (t - col_tiles) * GS_TILE + threadIdx.x * GS_PER_THREAD + j;
-            unsigned int bits = gs_new_rows(R, K, w, W, row_ids, keys, mask);
+            unsigned int bits = gs_new_rows(R, K, w, W, row_ids);
             mine += __popc(bits);
             if (N > 1 && row_ids != nullptr) {       // per bit: local rows need not follow ids
                 for (unsigned int b = bits; b; b &= b - 1)
@@ -217,7 +227,7 @@ extern "C" __global__ void gs_nodes_emit(const gs_i64* __restrict__ cols, gs_i64
         const gs_i64 w0 = (t - col_tiles) * GS_TILE + threadIdx.x * GS_PER_THREAD;
         unsigned int bits[GS_PER_THREAD];
         for (int j = 0; j < GS_PER_THREAD; ++j) {
-            bits[j] = gs_new_rows(R, K, w0 + j, W, row_ids, keys, mask);
+            bits[j] = gs_new_rows(R, K, w0 + j, W, row_ids);
             mine += __popc(bits[j]);
         }
         const gs_i64 rank = offset - all_cols + gs_block_exclusive(mine, &block_total);
@@ -257,7 +267,7 @@ extern "C" __global__ void gs_nodes_scan_emit(const gs_i64* __restrict__ cols, g
         const gs_i64 w0 = (t - col_tiles) * GS_TILE + threadIdx.x * GS_PER_THREAD;
         unsigned int bits[GS_PER_THREAD];
         for (int j = 0; j < GS_PER_THREAD; ++j) {
-            bits[j] = gs_new_rows(R, K, w0 + j, W, row_ids, keys, mask);
+            bits[j] = gs_new_rows(R, K, w0 + j, W, row_ids);
             mine += __popc(bits[j]);
         }
         const gs_i64 local = gs_block_exclusive(mine, &tile_total);

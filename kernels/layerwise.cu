@@ -139,12 +139,14 @@ extern "C" __global__ void gs_rowsum_exponents(const gs_idx* __restrict__ indptr
             const gs_i64 e = gs_frontier_edge(indptr, cols, ptr, lo, hi, n, g, &c, &shift);
             const double x = gs_value(values, e);
             const gs_i64 r = (gs_i64)rows[e] + shift;
+            // a plain read first: a hub row is in most columns of a layer's frontier, and
+            // atomics on its one word queued at the L2 (its exponent is soon at its max)
             if (isnan(x)) atomicOr(&flags[r], GS_NAN);
             else if (isinf(x)) atomicOr(&flags[r], x > 0 ? GS_POS_INF : GS_NEG_INF);
             else if (x != 0.0) {
                 int ex;
                 frexp(x, &ex);                      // |x| < 2 ** ex
-                atomicMax(&emax[r], ex + GS_EXP_BIAS);
+                if (emax[r] < ex + GS_EXP_BIAS) atomicMax(&emax[r], ex + GS_EXP_BIAS);
             }
         }
     }
@@ -215,7 +217,8 @@ extern "C" __global__ void gs_frontier_rows(const gs_idx* __restrict__ indptr,
             if (g >= gs_E) break;
             gs_i64 c, shift;
             const gs_i64 e = gs_frontier_edge(indptr, cols, ptr, lo, hi, n, g, &c, &shift);
-            cand[(gs_i64)rows[e] + shift] = 1;
+            const gs_i64 r = (gs_i64)rows[e] + shift;
+            if (!cand[r]) cand[r] = 1;              // a read first: hub rows (see above)
         }
     }
 }
@@ -227,14 +230,23 @@ extern "C" __global__ void gs_frontier_rows(const gs_idx* __restrict__ indptr,
 // batch, or with `shared` the one p all batches share); every other row's is INT64_MAX,
 // above all of them (the k smallest keys of a batch then say how many candidates it has,
 // up to k: no counter every candidate would add to).
+// With probs, each value of probs is also checked once (the compiled program's check of
+// node_probs, in the pass that reads them anyway): bad[0] = 1 when one is NaN or infinite,
+// bad[1] = 1 when one is negative (bad: zero before the launch; read back by the caller).
 extern "C" __global__ void gs_row_sort_keys(const unsigned char* __restrict__ cand, gs_i64 R,
                                             const gs_t* __restrict__ probs, int shared,
                                             const gs_u64* __restrict__ key, gs_i64 n,
-                                            gs_i64* __restrict__ keys) {
+                                            gs_i64* __restrict__ keys,
+                                            gs_i64* __restrict__ bad) {
     for (gs_i64 r = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; r < R;
          r += (gs_i64)gridDim.x * blockDim.x) {
         const gs_i64 b = n > 0 ? r / n : 0;
         const gs_i64 pr = shared ? r - b * n : r;        // the batches share one probs
+        if (probs != nullptr && (!shared || b == 0)) {
+            const double x = (double)probs[pr];
+            if (isnan(x) || isinf(x)) bad[0] = 1;
+            else if (x < 0.0) bad[1] = 1;
+        }
         const bool is = cand[r] && (probs == nullptr || (double)probs[pr] > 0.0);
         gs_i64 k = 0x7FFFFFFFFFFFFFFFLL;
         if (is) {
@@ -343,7 +355,7 @@ extern "C" __global__ void gs_rowsum_edges_exponents(const gs_i64* __restrict__ 
         else if (x != 0.0) {
             int ex;
             frexp(x, &ex);
-            atomicMax(&emax[r], ex + GS_EXP_BIAS);
+            if (emax[r] < ex + GS_EXP_BIAS) atomicMax(&emax[r], ex + GS_EXP_BIAS);   // (hub rows)
         }
     }
 }

@@ -17,7 +17,7 @@ have power (a wrong law is rejected):
   (not ``b / sum(b)``), and the loader samples in step with the bandit's updates;
 * MVS: the pairs of chosen candidates follow two sequential draws in proportion to the
   gradient norm (not ``g_a g_b``);
-* forest fire: the number of nodes a seed sets on fire is ``min(x, max_burn, f)``, ``x``
+* forest fire: the number of nodes a seed sets on fire is ``min(x, f)``, ``x``
   geometric with ``P(x) = 0.3 * 0.7^x`` and ``f`` its unburned in-neighbours (a randomised
   PIT and Kolmogorov-Smirnov; ``p = 0.6`` is rejected), and a seed that sets one fire picks
   it uniformly among its in-neighbours (chi-square; the weight-proportional law is rejected);
@@ -39,7 +39,6 @@ from helpers import (assert_same, check_compiled_equals_eager, example, loader_o
                      random_seeds, run_seeded)
 
 import gsample as gs
-from gsample.runtime import Options
 
 P_MIN = 1e-3
 NAMES = ["weighted_neighbors", "vrgcn", "gcn_bs", "mvs", "forest_fire", "snowball"]
@@ -491,7 +490,7 @@ def test_forest_fire_structure(graph):
         assert all(v in pos for v in cols.tolist())
         assert [pos[v] for v in cols.tolist()] == sorted(pos[v] for v in cols.tolist())
         n = per_column(G, c, cols)
-        assert bool((n >= 1).all()) and bool((n <= 20).all())
+        assert bool((n >= 1).all())
         assert not torch.isin(r, before).any()                          # unburned only
         pair = c * G.N + r
         assert pair.unique().numel() == pair.numel()                    # once per column
@@ -518,10 +517,10 @@ def fire_counts(G, seeds, p, seed):
     return got, f, s
 
 
-def count_pit(got, f, p, cap=20, seed=0):
-    """Randomised PIT of ``got ~ min(x, cap, f)``, ``P(x) = (1 - p) p^x`` (seeds with f > 0)."""
+def count_pit(got, f, p, seed=0):
+    """Randomised PIT of ``got ~ min(x, f)``, ``P(x) = (1 - p) p^x`` (seeds with f > 0)."""
     keep = f > 0
-    c, m = got[keep].double(), torch.clamp(f[keep], max=cap).double()
+    c, m = got[keep].double(), f[keep].double()
     cdf_below = torch.where(c > 0, 1 - p ** c, torch.zeros_like(c))           # P(< c)
     at = torch.where(c < m, (1 - p) * p ** c, p ** m)                          # P(= c)
     v = torch.rand(c.numel(), generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
@@ -532,7 +531,7 @@ def test_forest_fire_counts_are_geometric(graph):
     G = graph
     seeds = G.seeds(6000, seed=8)
     got, f, _ = fire_counts(G, seeds, 0.7, seed=9)
-    assert bool((got <= torch.clamp(f, max=20)).all())
+    assert bool((got <= f).all())
     assert int((f > 0).sum()) > 2000
     p = st.kstest(count_pit(got, f, 0.7), "uniform").pvalue
     wrong = st.kstest(count_pit(got, f, 0.6), "uniform").pvalue
@@ -636,13 +635,6 @@ def assert_agree(got, ref, uniform, what):
     assert both >= 0.999 * either, f"{what}: {both} of {either} edges agree"
 
 
-#: workloads whose fused ``A[:, seeds].individual_sample(k, probs=...)`` the CUDA backend
-#: marks sync-free while, with ``probs``, it runs the exact path that reads sizes back: a
-#: CUDA-graph capture of it fails (the second call). Compared without CUDA graphs; the
-#: bug itself is ``test_cuda_graphs_capture_weighted_neighbors``.
-NO_GRAPHS = {"weighted_neighbors", "weighted_neighbors-replace"}
-
-
 def cuda_workload(name):
     G = Table(gs.datasets.rmat(3000, 60000, seed=4, weighted=True))
     fn, A, kwargs, fixed, uniform = workloads(G)[name]
@@ -661,9 +653,8 @@ def test_cuda_backend_equals_torch_backend(name):
     G, fn, A, kwargs, fixed, uniform = cuda_workload(name)
     batch = 64
     seeds = random_seeds(4 * batch, 3, G.N).cuda()
-    runtime = Options(cuda_graphs=False) if name in NO_GRAPHS else None
     torch_fn = functools.partial(gs.compile(fn, backend="torch"), **kwargs)
-    cuda_fn = functools.partial(gs.compile(fn, backend="cuda", runtime=runtime), **kwargs)
+    cuda_fn = functools.partial(gs.compile(fn, backend="cuda"), **kwargs)
     for call in range(3):
         ref = run_seeded(torch_fn, A, seeds[:batch], seed=21 + call)
         got = run_seeded(cuda_fn, A, seeds[:batch], seed=21 + call)
@@ -678,13 +669,10 @@ def test_cuda_backend_equals_torch_backend(name):
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
-@pytest.mark.xfail(reason="gsample bug: the CUDA backend's fused weighted slice + "
-                          "individual_sample is marked sync-free but reads sizes back "
-                          "(formats.csc.gather_segments), so its CUDA-graph capture fails",
-                   strict=False)
 def test_cuda_graphs_capture_weighted_neighbors():
-    """The default runtime (CUDA graphs on) captures weighted neighbour sampling from the
-    second call on; it must sample what the torch backend samples."""
+    """The default runtime (CUDA graphs on) runs weighted neighbour sampling call after call
+    (its weighted sampler lowers to the exact kernel, outside any captured region:
+    ``tests/runtime/test_lower.py``); it must sample what the torch backend samples."""
     pytest.importorskip("cupy")
     G, fn, A, kwargs, _, _ = cuda_workload("weighted_neighbors")
     seeds = random_seeds(64, 3, G.N).cuda()

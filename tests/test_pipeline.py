@@ -87,22 +87,25 @@ def test_an_error_surfaces_at_its_mini_batch(small_graph, pipeline):
     assert got == [0, 1, 2]
 
 
-def stage_threads():
-    return [t for t in threading.enumerate() if t.name.startswith("gsample")]
+def stage_threads(loader=None):
+    """The live stage threads of ``loader`` (of every loader when None): threads of loaders
+    of earlier tests in this process may not be collected yet."""
+    prefix = "gsample" if loader is None else f"gsample-{id(loader):x}"
+    return [t for t in threading.enumerate() if t.name.startswith(prefix)]
 
 
 def test_leaving_the_loop_stops_the_stages(small_graph):
     loader = gs.DataLoader(small_graph, samplers()["graphsage"], torch.arange(2000), 16,
                            features=torch.zeros(2000, 3))
     for batch in loader:
-        assert len(stage_threads()) == 2          # sampling and gathering
+        assert len(stage_threads(loader)) == 2        # sampling and gathering
         assert loader._pipelines_open == 1
         if batch.index == 2:
             break
     del batch
     assert loader._pipelines_open == 0           # the stages returned
     assert len(list(loader)) == len(loader)      # the next epoch runs in full
-    assert len(stage_threads()) == 2             # in the same two threads, kept
+    assert len(stage_threads(loader)) == 2      # in the same two threads, kept
 
 
 def test_without_features_or_labels_batches_are_sampled_in_the_callers_thread(small_graph):

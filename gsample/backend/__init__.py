@@ -54,6 +54,11 @@ class Impl:
         ``gsample.validate.fail_if``: the runtime's boundary check only converts them.
     bounded_out : bool
         ``fn`` (sync-free) may return a bounded value.
+    without : tuple of str
+        Optional inputs or attributes of the op that ``fn`` does not take (e.g.
+        ``("probs",)``: uniform draws only). A node that has one of them runs another
+        implementation of the op (:meth:`Backend.impl`): ``fn`` never sees it, so it cannot
+        fall back inside itself.
     """
     fn: Callable
     backend: str
@@ -61,6 +66,11 @@ class Impl:
     syncs: bool = True
     checks: tuple = ()
     bounded_out: bool = False
+    without: tuple = ()
+
+    def takes(self, given) -> bool:
+        """Whether ``fn`` takes a node with inputs and attributes ``given`` (names)."""
+        return not set(self.without) & set(given)
 
 
 class Backend:
@@ -74,24 +84,30 @@ class Backend:
 
     def register(self, op: Op, layouts, fn: Callable, sync_free: bool = False,
                  checks: tuple = (), syncs: Optional[bool] = None,
-                 bounded_out: Optional[bool] = None) -> None:
+                 bounded_out: Optional[bool] = None, without: tuple = ()) -> None:
         """Register ``fn`` for ``op`` on each of ``layouts``; ``sync_free``: a variant that
         takes bounded values and device keys, used where the runtime allows it (by default it
         never reads back and may return bounded values); ``checks``: the inputs whose id
-        ranges its kernels check (see :class:`Impl`)."""
+        ranges its kernels check; ``without``: the op's optional inputs (or attributes) ``fn``
+        does not take (see :class:`Impl`)."""
         table = self.sync_free_impls if sync_free else self.impls
         syncs = (not sync_free) if syncs is None else syncs
         bounded_out = sync_free if bounded_out is None else bounded_out
         for layout in layouts:
             table[op, layout] = Impl(fn, self.name, sync_free=sync_free, syncs=syncs,
-                                     checks=tuple(checks), bounded_out=bounded_out)
+                                     checks=tuple(checks), bounded_out=bounded_out,
+                                     without=tuple(without))
 
-    def impl(self, op: Op, layout: str = "csc", sync_free: bool = False) -> Optional[Impl]:
-        """The implementation of ``op`` on ``layout`` (its sync-free variant when asked for
-        and registered)."""
-        if sync_free and (op, layout) in self.sync_free_impls:
-            return self.sync_free_impls[op, layout]
-        return self.impls.get((op, layout))
+    def impl(self, op: Op, layout: str = "csc", sync_free: bool = False,
+             given: tuple = ()) -> Optional[Impl]:
+        """The implementation of ``op`` on ``layout`` for a node with inputs and attributes
+        ``given`` (names): its sync-free variant when asked for, registered and taking them,
+        else the exact one (None if that does not take them either)."""
+        for table in ((self.sync_free_impls, self.impls) if sync_free else (self.impls,)):
+            impl = table.get((op, layout))
+            if impl is not None and impl.takes(given):
+                return impl
+        return None
 
     def supports(self, op: Op) -> bool:
         return any(o is op for o, _ in self.impls)
@@ -165,13 +181,16 @@ def use_backend(name: str):
 
 
 def resolve(backend: Backend, op: Op, A=None, layout: Optional[str] = None,
-            inputs: Optional[dict] = None, sync_free: bool = False) -> Impl:
+            inputs: Optional[dict] = None, sync_free: bool = False, given=None) -> Impl:
     """The implementation that runs ``op`` on ``backend`` for a matrix ``A`` (or a known
-    ``layout``): the backend's own, else the torch reference's (the per-op fallback of
-    DESIGN §2: same device, same results)."""
+    ``layout``) and a node with inputs and attributes ``given`` (names; default: the keys
+    of ``inputs`` that are not None): the backend's own that takes them, else the torch
+    reference's (the per-op fallback of DESIGN §2: same device, same results)."""
     if layout is None:
         layout = "csc" if A is None else name_of(A)
-    impl = backend.impl(op, layout, sync_free)
+    if given is None:
+        given = tuple(k for k, v in (inputs or {}).items() if v is not None)
+    impl = backend.impl(op, layout, sync_free, tuple(given))
     if impl is not None and (inputs is None or backend.runs_here(inputs)):
         return impl
     ref = get_backend("torch").impl(op, layout)

@@ -76,6 +76,8 @@ class Align(enum.Enum):
     NODE_SET = ("set", True)         # unique ids: the columns first, then new rows
     WALKS = ("walks", True)          # a row of node ids (a walk, -1 after a stop) per node of
                                      # the op's frontier (its NEW_COLS input)
+    ENTRIES = ("entries", False)     # one value per entry of the op's frontier (its NEW_COLS
+                                     # input), in that order
 
     @property
     def along(self) -> str:
@@ -107,6 +109,8 @@ class In:
     optional: bool = False
     matrix: bool = False             # the op's matrix (``A``, ``graph``)
     edge_values: bool = False        # a gs.Matrix given here is taken by its values
+    derived: Optional["Op"] = None   # never given by the user: pre-processing may set it to
+                                     # derived(A, the op's weights) when those are graph-level
 
 
 @dataclass(frozen=True)
@@ -138,7 +142,8 @@ class Size:
         """The length of a tensor lined up with a matrix of these sizes as ``align`` says."""
         return {"rows": self.rows, "cols": self.cols, "edges": self.nnz,
                 "ids": self.nonempty_rows, "set": self.cols + self.nonempty_rows,
-                "new cols": self.cols, "new rows": self.rows, "walks": self.cols}[align.along]
+                "new cols": self.cols, "new rows": self.rows, "walks": self.cols,
+                "entries": self.cols}[align.along]
 
 
 @dataclass(frozen=True)
@@ -167,6 +172,8 @@ class OpDef:
     batched: bool = False        # on a graph, takes a super-batch's encoded frontier itself
                                  # (attrs["batches"]), as random ops do
     check: Optional[Callable] = None   # data checks: check(**inputs, **attrs)
+    attrs_check: Optional[Callable] = None   # the static attributes together (each
+                                             # checked alone first): attrs_check(**attrs)
     estimate: Optional[Callable] = None   # (A, ins, attrs) -> Size: expected sizes
     bound: Optional[Callable] = None      # (A, ins, attrs) -> Size: upper bounds
     capture: Capture = field(default_factory=Capture)
@@ -259,6 +266,9 @@ class Op(enum.Enum):
     SLICE_COLLECTIVE_SAMPLE = "slice_collective_sample"  # A[:, cols].collective_sample(k)
     ALIAS_TABLE = "alias_table"        # per-column alias tables of static edge weights
     RANDOM_WALK = "random_walk"        # A.random_walk(seeds, length, ...)
+    RANDOM_UNIFORM = "random_uniform"  # A.random_uniform(nodes): a keyed uniform per entry
+    RANDOM_COUNT = "random_count"      # A.random_count(nodes, dist, p, n): a count per entry
+    FILTER_EDGES = "filter_edges"      # A.filter_edges(keep): the edges a mask keeps
     # finalize
     ROW = "row"
     COLUMN = "column"
@@ -354,6 +364,44 @@ def _walk(A, ins, at):
     return Size(rows=_n(ins, "seeds"), cols=at["length"] + 1)
 
 
+def _per_entry(A, ins, at):
+    # exact: one value per entry of the frontier
+    return Size(rows=_n(ins, "nodes"))
+
+
+#: the laws of ``random_count``
+COUNT_DISTS = ("geometric", "binomial")
+
+
+def _count_attrs(dist="geometric", p=0.5, n=None, **_):
+    """``random_count``'s attributes together (each is checked on its own first)."""
+    if dist == "geometric" and p >= 1.0:
+        raise ValueError(f"p: a geometric count needs p < 1 (P(x) = (1 - p) p^x), got {p}")
+    top = math.exp(-53 * math.log(2) / MAX_TRIALS)     # p**j * 2**53 >= 1 for MAX_TRIALS j
+    if dist == "geometric" and p > top:
+        raise ValueError(f"p: a geometric count needs p <= {top:.6f} (one threshold per count "
+                         f"is tabulated, {MAX_TRIALS} at most), got {p}")
+    if dist == "geometric" and n is not None:
+        raise ValueError("n: the number of trials is for dist='binomial'; a geometric count "
+                         "has none")
+    if dist == "binomial" and n is None:
+        raise ValueError("n: dist='binomial' needs the number of trials n (an int >= 0)")
+
+
+def _trials(n):
+    if n is None:
+        return None
+    n = V.count(n, "n")
+    if n > MAX_TRIALS:
+        raise ValueError(f"n: at most {MAX_TRIALS} trials (one threshold per count is "
+                         f"tabulated), got {n}")
+    return n
+
+
+#: the largest binomial ``n`` of ``random_count``
+MAX_TRIALS = 1 << 20
+
+
 #: the probabilities a walk step may take instead of moving to a neighbour
 WALK_PROBS = ("stop_prob", "restart_prob", "jump_prob")
 
@@ -373,6 +421,11 @@ _A = In("A", matrix=True)
 _K = Attr("k", lambda k: V.count(k, "k"), what="int")
 _REPLACE = Attr("replace", lambda r: V.flag(r, "replace"), False, what="bool")
 _AXIS = Attr("axis", V.axis, what="int")
+#: how weighted individual draws with replacement are made: inverse CDF or alias tables
+SAMPLE_METHODS = ("cdf", "alias")
+_METHOD = Attr("method", _choice("method", SAMPLE_METHODS), "cdf", what="str", example="cdf",
+               required=False)
+_ALIAS_IN = In("alias", Align.EDGES, optional=True, derived=Op.ALIAS_TABLE)
 _FUSED_DOC = (
     "edge maps and broadcasts evaluated in one pass over A's values. Inputs: A and operands "
     "'0', '1', ... (tensors). 'program' is a tuple of steps (op, operand, reverse, scalar, "
@@ -462,20 +515,23 @@ _DEFS = [
               "super-batch's encoded frontier and axis 1 gives the N * n encoded rows"),
     # select
     OpDef(Op.INDIVIDUAL_SAMPLE, R, Step.SELECT,
-          (_A, In("probs", Align.EDGES, optional=True, edge_values=True)), (_K, _REPLACE), M,
+          (_A, In("probs", Align.EDGES, optional=True, edge_values=True), _ALIAS_IN),
+          (_K, _REPLACE, _METHOD), M,
           check=V.check_individual, estimate=_individual, bound=_individual_bound,
           capture=Capture(methods=("individual_sample",)),
-          doc="A.individual_sample(k, probs, replace)"),
+          doc="A.individual_sample(k, probs, replace, method); 'alias': alias tables of A "
+              "for probs (alias_table), set by pre-processing for method 'alias'"),
     OpDef(Op.COLLECTIVE_SAMPLE, R, Step.SELECT,
           (_A, In("node_probs", Align.ROWS, optional=True)), (_K, _REPLACE), M,
           check=V.check_collective, estimate=_collective, bound=_collective_bound,
           capture=Capture(methods=("collective_sample",)),
           doc="A.collective_sample(k, node_probs, replace)"),
     OpDef(Op.SLICE_INDIVIDUAL_SAMPLE, R, Step.SELECT,
-          (_A, In("cols", Align.NEW_COLS), In("probs", Align.EDGES, optional=True)),
-          (_K, _REPLACE), M, check=V.check_individual, estimate=_fused(_individual),
+          (_A, In("cols", Align.NEW_COLS), In("probs", Align.EDGES, optional=True), _ALIAS_IN),
+          (_K, _REPLACE, _METHOD), M, check=V.check_individual, estimate=_fused(_individual),
           bound=_fused_bound(_individual_bound),
-          doc="A[:, cols].individual_sample(k) without the slice (probs: aligned with A's edges)"),
+          doc="A[:, cols].individual_sample(k) without the slice (probs, alias: aligned with "
+              "A's edges)"),
     OpDef(Op.SLICE_COLLECTIVE_SAMPLE, R, Step.SELECT,
           (_A, In("cols", Align.NEW_COLS), In("node_probs", Align.ROWS, optional=True)),
           (_K, _REPLACE), M, check=V.check_collective, estimate=_fused(_collective),
@@ -496,6 +552,28 @@ _DEFS = [
                           derive={"alias": Op.ALIAS_TABLE}),
           doc="A.random_walk(seeds, length, probs, p, q, stop_prob, restart_prob, jump_prob): "
               "a LongTensor (len(seeds), length + 1) of in-neighbour walks, -1 after a stop"),
+    OpDef(Op.RANDOM_UNIFORM, R, Step.SELECT, (_A, In("nodes", Align.NEW_COLS)), (), T,
+          out=Align.ENTRIES, check=V.check_random_draws, estimate=_per_entry,
+          bound=_per_entry, capture=Capture(methods=("random_uniform",)),
+          doc="A.random_uniform(nodes): a float64 uniform in [0, 1) per entry of nodes, "
+              "(word >> 11) * 2**-53 of the entry's key (its position in nodes, draw 0)"),
+    OpDef(Op.RANDOM_COUNT, R, Step.SELECT, (_A, In("nodes", Align.NEW_COLS)),
+          (Attr("dist", _choice("dist", COUNT_DISTS), "geometric", what="str",
+                example="geometric"),
+           Attr("p", lambda x: V.probability(x, "p"), 0.5, what="float", example=0.5),
+           Attr("n", _trials, None, what="int", example=None, required=False)), T,
+          out=Align.ENTRIES, check=V.check_random_draws, attrs_check=_count_attrs,
+          estimate=_per_entry, bound=_per_entry, capture=Capture(methods=("random_count",)),
+          doc="A.random_count(nodes, dist, p, n): an int64 count per entry of nodes, "
+              "geometric (P(x) = (1 - p) p^x) or binomial(n, p), by inversion of one keyed "
+              "word per entry against a table of thresholds (gsample.random.count_table)"),
+    OpDef(Op.FILTER_EDGES, P, Step.SELECT, (_A, In("keep", Align.EDGES)), (), M,
+          check=V.check_filter_edges,
+          estimate=lambda A, ins, at: Size(A.nnz / 2, A.rows, A.cols), bound=_same,
+          capture=Capture(methods=("filter_edges",)),
+          doc="A.filter_edges(keep): the edges where keep (bool, (E,)) is True, in order, "
+              "with their values and edge ids; the row and column spaces unchanged (a "
+              "column may become empty)"),
     # finalize
     OpDef(Op.ROW, P, Step.FINALIZE, (_A,), (), T, out=Align.ROW_SET,
           capture=Capture(methods=("row",)), doc="A.row()"),

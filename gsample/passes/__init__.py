@@ -23,6 +23,7 @@ from .fuse_extract_reduce import fuse_extract_reduce
 from .fuse_extract_extract import fuse_extract_extract
 from .fuse_extract_select import fuse_extract_select
 from .layout import select_layouts
+from .alias_tables import alias_tables
 from .preprocess import preprocess
 
 #: the passes, in order, each with why it runs at that point
@@ -49,6 +50,9 @@ PIPELINE: list = [
                           "and a slice feeds only its sampling ops when nothing else needs "
                           "it, so A[:, cols].individual_sample(k) fuses and never builds "
                           "the slice"),
+    (alias_tables, "pre-processing's offline mode, after extract-select fusion, which makes a "
+                   "slice's weights the graph's: alias tables of graph-level weights are "
+                   "built once per graph"),
     (select_layouts, "after every rewrite, so the cost model prices the ops that really run "
                      "(fused ones included) and each conversion is placed once; before DCE, "
                      "which then drops what a conversion made unused"),

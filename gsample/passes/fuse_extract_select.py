@@ -49,12 +49,11 @@ _VALUES_KEY = ("fuse_extract_select", "values of the graph")
 
 def _weights_input(op: Op) -> str:
     """The name of a sampling op's optional weight input (``probs`` or ``node_probs``)."""
-    (name,) = [n for n in info(op).input_names() if n != "A"]
-    return name
+    return info(op).weights
 
 
-# a fused op takes the slice's A and cols, plus the same weight input as the op it replaces
-assert all(set(info(f).input_names()) == {"A", "cols", _weights_input(op)}
+# a fused op takes the slice's A and cols, plus the inputs of the op it replaces
+assert all(set(info(f).input_names()) == {"cols"} | set(info(op).input_names())
            for op, f in _FUSED.items()), "the op table's fused sampling ops changed their inputs"
 
 
@@ -125,6 +124,8 @@ def _plan(node: Node, sl: Node):
     """``(node, G2 or None)`` when ``node`` (a sampling op on the slice ``sl``) can be fused;
     None when its weights are aligned with the slice only."""
     weights = node.input(_weights_input(node.op))
+    if any(node.input(i.name) is not None for i in node.info.inputs if i.derived is not None):
+        return None                         # derived from the slice (a pass made it): keep it
     if weights is None or node.op is not Op.INDIVIDUAL_SAMPLE:
         return node, None
     g2 = _graph_level_probs(weights, sl)

@@ -26,6 +26,14 @@ Two rewrites:
 
 Random ops are never hoisted, moved or dropped; attributes (op ordinals) are kept.
 A value the output returns directly is the cached object itself: treat it as read-only.
+
+Derived inputs (:mod:`.alias_tables`, Skywalker+'s offline mode): an op input the op table
+declares ``derived`` (the alias tables of ``individual_sample(..., method="alias")``) is
+built from the op's matrix and weights when both are frontier-independent, and hoisted as
+above: once per graph. It runs after extract-select fusion, which is what makes a slice's
+weights graph-level (``A[:, seeds]`` sampled by its own values reads the graph's values).
+Otherwise the op builds what it needs per call (online mode), the same values: alias tables
+are column-local (``gsample.backend.torch.alias``), so samples do not change.
 """
 from __future__ import annotations
 
@@ -137,8 +145,16 @@ def preprocess(graph: Graph) -> Graph:
     """Hoist frontier-independent compute into ``CACHED`` nodes (see the module doc)."""
     graphs = _graphs(graph)
     _drop_unused(graph, _commute(graph, graphs))
+    _hoist(graph, graphs, list(graph.nodes))
+    # what only hoisted values read is gone from the batch (DCE's job otherwise)
+    _drop_unused(graph, [n for n in graph.nodes if graphs.get(n) is not None])
+    return graph
+
+
+def _hoist(graph: Graph, graphs: dict, nodes: list) -> None:
+    """Rewrite 2 on ``nodes``: each hoistable one a per-batch node uses becomes ``CACHED``."""
     users, shared = graph.users(), {}
-    for node in list(graph.nodes):
+    for node in nodes:
         per_batch = [u for u in users[node] if not _hoistable(u, graphs)]
         if not _hoistable(node, graphs) or not per_batch:
             continue
@@ -153,6 +169,3 @@ def preprocess(graph: Graph) -> Graph:
             for k, v in u.inputs.items():
                 if v is node:
                     u.inputs[k] = shared[source, key]
-    # what only hoisted values read is gone from the batch (DCE's job otherwise)
-    _drop_unused(graph, [n for n in graph.nodes if graphs.get(n) is not None])
-    return graph

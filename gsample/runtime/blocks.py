@@ -167,13 +167,17 @@ def split(value, bnd=None, *, spec, n: int, copies: int) -> list:
     reduction over the graph's rows), ``"ids"``
     (ids, batch by batch), ``"rows"``, ``"cols"``, ``"edges"`` of the matrix whose
     :class:`Bounds` are ``bnd`` (``" ids"`` appended: they hold node ids), a tuple of
-    those for a tuple value, ``"matrix"`` for a super-batch matrix, or ``"walks"``
-    (:func:`split_walks`). Ids are decoded.
+    those for a tuple value, ``"matrix"`` for a super-batch matrix, ``"walks"``
+    (:func:`split_walks`), or ``"entries"`` (one value per entry of the encoded frontier
+    given as ``bnd``, e.g. ``random_uniform``'s). Ids are decoded.
     """
     if spec == "matrix":
         return split_matrix(value, bnd, n, copies)
     if spec == "walks":
         return split_walks(value, n, copies)
+    if spec == "entries":           # a value per entry of the encoded frontier `bnd`
+        ptr = batch_ptr(bnd // n, copies)
+        return [_part(value, ptr[b], ptr[b + 1], 0) for b in range(copies)]
     if spec == "nodes":             # one value per node of the graph, batch after batch
         return [_part(value, b * n, (b + 1) * n, 0) for b in range(copies)]
     if isinstance(spec, tuple):

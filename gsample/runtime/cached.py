@@ -6,6 +6,7 @@ import weakref
 import torch
 
 from ..formats.csc import CSC
+from ..formats.placement import offload
 from ..ir import Op
 
 _VALUES: "weakref.WeakKeyDictionary[CSC, dict]" = weakref.WeakKeyDictionary()
@@ -43,6 +44,7 @@ class CachedValue:
             if device not in self.lowered:
                 self.lowered[device] = lower(self.program, self.backend, self.options, device)
             out = run(self.lowered[device], {self.name: Matrix(graph)})
-            hit = per_graph[self.key] = (self.program, stamp,
-                                         out.csc if isinstance(out, Matrix) else out)
+            # of a graph in pinned host memory (UVA), edge-sized values go there too
+            out = offload(graph, out.csc if isinstance(out, Matrix) else out)
+            hit = per_graph[self.key] = (self.program, stamp, out)
         return hit[2]

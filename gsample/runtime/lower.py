@@ -3,8 +3,9 @@
 Done once per cache key. For every node it decides, ahead of any call:
 
 * which function runs it: the backend's implementation of the op on the layout its matrix
-  has (the layout pass recorded it), its sync-free variant where the options allow, or
-  the torch reference's (:func:`gsample.backend.resolve`); dense user code as traced;
+  has (the layout pass recorded it), its sync-free variant where the options allow and it
+  takes the node's inputs and attributes (``Impl.without``), or the torch reference's
+  (:func:`gsample.backend.resolve`); dense user code as traced;
 * which checks run: the op's data check (its :class:`~gsample.ir.ops.OpDef`) where
   untrusted data enters it — the program's arguments, constants, dense user code's
   results, graph-level values — and never on ids the program's own ops made (a frontier
@@ -130,11 +131,15 @@ class _Lowering:
         A = node.inputs.get("A")
         layout = A.meta.get("layout", "csc") if A is not None else "csc"
         layout = getattr(layout, "value", layout)
-        impl = resolve(self.backend, node.op, layout=layout, sync_free=self.options.sync_free)
+        # the node's inputs and attributes pick among the implementations: a sync-free one
+        # that does not take one the node has (Impl.without) is passed over for the exact one
+        given = (*node.inputs, *node.attrs)
+        impl = resolve(self.backend, node.op, layout=layout, sync_free=self.options.sync_free,
+                       given=given)
         if "batches" in node.attrs and node.is_random and not impl.sync_free:
             # a super-batched draw the backend has no kernel for runs the reference code,
             # which takes the mini-batches' keys (gsample.random.BatchKeys)
-            impl = resolve(get_backend("torch"), node.op, layout=layout)
+            impl = resolve(get_backend("torch"), node.op, layout=layout, given=given)
         inputs = {k: self.slot[v] for k, v in node.inputs.items()}
         # a super-batched random op checks each mini-batch's inputs in its own code
         if d.check is not None and "batches" not in node.attrs:
@@ -183,7 +188,7 @@ class _Lowering:
         self.emit(_Check(d.check, names, attrs, trusted, checked, in_kernel),
                   [inputs[k] for k in names], outs,
                   f"check {node.op.value}({', '.join(checked)})"
-                  + (f" [{', '.join(in_kernel)}: range in the kernel]" if in_kernel else ""),
+                  + (f" [{', '.join(in_kernel)}: checked in the kernel]" if in_kernel else ""),
                   node, syncs=reads)
         return {**inputs, **dict(zip(checked, outs))}
 

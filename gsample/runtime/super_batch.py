@@ -78,7 +78,7 @@ GRAPH, ENC, LIST = "graph-level", "encoded", "per-batch"
 _SPEC = {Align.ROWS: "rows", Align.COLS: "cols", Align.EDGES: "edges", Align.ROW_IDS: "rows ids",
          Align.COL_IDS: "cols ids", Align.EDGE_IDS: "edges ids", Align.ROW_SET: "ids",
          Align.NODE_SET: "set", Align.NEW_COLS: "col_ids", Align.NEW_ROWS: "row_ids",
-         Align.WALKS: "walks"}
+         Align.WALKS: "walks", Align.ENTRIES: "entries"}
 
 
 def super_batch(copies: int, num_nodes: int, seeds: str = "seeds", fixed_state: bool = False):
@@ -187,7 +187,9 @@ class _Rewrite:
             self._refuse(f"the op table does not say how the result of {v.op.value} lines up "
                          "with its matrix (gsample.ir.ops)")
         args = [v]
-        if M is not None:           # where each batch's rows, columns and edges start in M
+        if spec == "entries":       # one value per entry of the frontier M (encoded ids)
+            args.append(M)
+        elif M is not None:         # where each batch's rows, columns and edges start in M
             args.append(self._memo(("bounds", M), lambda: self._helper(
                 blocks.bounds, [M], {"n": self.n, "copies": self.N}, ENC, before=before)))
         kwargs = {"spec": spec, "n": self.n, "copies": self.N}
@@ -358,6 +360,8 @@ class _Rewrite:
                 self.spec[node] = ("nodes", None)
             elif self._alignment(node, None) == "walks":  # a row per frontier node, encoded
                 self.spec[node] = ("walks", None)
+            elif self._alignment(node, None) == "entries":    # a value per frontier entry
+                self.spec[node] = ("entries", enc_cols)
             else:
                 self._refuse(f"the op table does not say how the result of {node.op.value} "
                              "lines up with its matrix as rows of the graph (gsample.ir.ops)")

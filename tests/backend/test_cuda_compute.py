@@ -377,7 +377,7 @@ def _draws(A, sampler, seeds):
 
 
 def _agreement(x, y):
-    """Fraction of first-layer edges that are identical (as benchmarks/determinism.py)."""
+    """Fraction of first-layer edges that are identical (as the bench harness's draw check)."""
     same = total = 0
     for bx, by in zip(x, y):
         ex, ey = bx[0][2], by[0][2]

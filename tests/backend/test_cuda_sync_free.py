@@ -159,6 +159,30 @@ def test_all_nodes_of_a_bounded_sample(graph, copies):
         assert torch.equal(exact.rows[e0:e1] - b * n, one.rows)
 
 
+@pytest.mark.parametrize("copies", [1, 3])
+def test_all_nodes_of_a_collective_sample(graph, copies):
+    """``all_nodes`` of a sample whose row space is its chosen rows (``row_ids``, here 3000
+    of them, many also columns: those are dropped by ``gs_nodes_drop_cols``) equals the torch
+    ``all_nodes``, one mini-batch and a super-batch, and leaves the bitmaps all zero."""
+    from gsample.backend.cuda import layerwise
+    n = graph.num_nodes
+    parts = [_seeds(400, n, 20 + b) for b in range(copies)]
+    cols = torch.cat([p + b * n for b, p in enumerate(parts)])
+    prefix = key_prefix(5, 0)
+    key = DeviceKey(torch.tensor([_signed(prefix), 0], device="cuda"), prefix, 0, copies,
+                    n if copies > 1 else 0)
+    s = layerwise.slice_collective_sample(graph.csc, cols, 3000, False, key)
+    assert s.row_ids is not None and s.row_ids.numel() > 0
+    in_cols = torch.isin(s.row_ids, cols)
+    assert in_cols.any() and not in_cols.all()       # both kinds of chosen rows occur
+    batches = (copies, n) if copies > 1 else None
+    nodes = nodewise.all_nodes(s, batches)
+    (sizes,), _ = read_counts([nodes])
+    assert torch.equal(trim(nodes, sizes), finalize.all_nodes(s, batches))
+    R, K = nodewise._bitmaps(torch.device("cuda"), 1)
+    assert not R.any() and not K.any(), "the bitmaps are left all zero"
+
+
 def test_super_batched_loader_equals_one_by_one(graph):
     sampler = functools.partial(gs.compile(graphsage, backend="cuda"), fanouts=(10, 5))
     seeds = _seeds(2000, graph.num_nodes, 6)
@@ -360,6 +384,19 @@ def test_ladies_reads_back_once_per_layer_and_checks_its_probabilities(normalize
         return sub.collective_sample(k, node_probs=p)
     with pytest.raises(ValueError, match="node_probs: contains negative values"):
         gs.compile(bad_bias, backend="cuda")(normalized, seeds)
+    # the values are checked by the sampler's kernel (the check step only converts them),
+    # one mini-batch or a super-batch, NaN as well as negative
+    labels = [s.label for s in program.steps]
+    assert any("node_probs: checked in the kernel" in x for x in labels), labels
+    with pytest.raises(ValueError, match="node_probs: contains negative values"):
+        list(gs.DataLoader(normalized, gs.compile(bad_bias, backend="cuda"), seeds, 128,
+                           super_batch=4))
+
+    def nan_bias(A, seeds, k=100):
+        sub = A[:, seeds]
+        return sub.collective_sample(k, node_probs=(sub ** 2).sum(axis=1) * float("nan"))
+    with pytest.raises(ValueError, match="node_probs: contains NaN or infinite values"):
+        gs.compile(nan_bias, backend="cuda")(normalized, seeds)
 
 
 # ----------------------------------------------------------------------------- CUDA graphs
@@ -394,6 +431,9 @@ def test_a_replay_survives_the_scratch_growing(graph):
     reads the old ones, which must stay allocated (and zero) rather than become another
     tensor's memory (found by the runtime benchmark: one-at-a-time samples changed after a
     super-batched epoch)."""
+    from gsample.runtime import cuda_graphs
+    if not cuda_graphs.enabled():     # scripts/memcheck.py turns the graphs off
+        pytest.skip("CUDA graphs are off in this process (GSAMPLE_CUDA_GRAPHS=0 or no caching)")
     sampler = gs.compile(graphsage, backend="cuda")
     reference = gs.compile(graphsage, backend="torch")
     seeds = _seeds(300, graph.num_nodes, 40)

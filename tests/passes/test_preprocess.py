@@ -166,6 +166,7 @@ def test_idempotent_and_in_the_pipeline(A):
     assert [e[0] for e in PIPELINE].index(preprocess) == [e[0] for e in PIPELINE].index(cse) + 1
 
 
+# ----------------------------------------------------------------------------- alias tables
 # ----------------------------------------------------------------------------- samples
 def _example_calls(A):
     nodes = seeds(64)

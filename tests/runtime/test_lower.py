@@ -27,7 +27,7 @@ def test_graphsage_lowers_to_one_call_per_op_and_one_read_back(A):
                                         Op.SLICE_INDIVIDUAL_SAMPLE]
     assert all(s.graph_safe and "sync-free" in s.label for s in ops)
     checks = [s for s in p.steps if s.label.startswith("check")]
-    assert len(checks) == 1 and "range in the kernel" in checks[0].label, \
+    assert len(checks) == 1 and "checked in the kernel" in checks[0].label, \
         "the seeds are converted at the boundary; the frontier all_nodes makes is trusted"
     assert p.num_syncs == 1 and p.deferred
     assert (p.region.start, p.region.stop) == (1, 4), "every kernel in one CUDA graph"
@@ -85,3 +85,65 @@ def test_explain_prints_the_lowered_program(A, capsys):
     text = gs.explain(graphsage, A, torch.arange(10), file=False)
     section = text[text.index("== lowered program"):text.index("== summary")]
     assert "torch.slice_individual_sample[csc]" in section and "frees" in section
+
+
+# ----------------------------------------------------------------------------- impl choice
+def _neighbours(A, seeds, weighted=False, k=5):
+    sub = A[:, seeds]
+    s = sub.individual_sample(k, probs=sub ** 2 if weighted else None)
+    return s, s.all_nodes()
+
+
+def _samplers(p):
+    """The steps that run the node-wise sampler (not its checks or trims)."""
+    return [s for s in p.steps if s.label.startswith("cuda.slice_individual_sample[")]
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["uniform", "probs"])
+def test_a_node_with_probs_lowers_to_the_sampler_that_takes_them(A, weighted):
+    """The CUDA backend's sync-free node-wise sampler is uniform only (registered
+    ``without=("probs",)``): a fused weighted sample lowers to the exact sampler, which reads
+    sizes back and so stays out of any CUDA-graph region; a uniform one keeps the sync-free
+    kernel. Decided at lowering, on the node's inputs, without a GPU."""
+    from gsample.backend.cuda import nodewise, sampling
+    W = gs.datasets.rmat(1000, 10000, seed=0, weighted=True)
+    graph = gs.compile(_neighbours).program(W, torch.arange(10), weighted=weighted)
+    (step,) = _samplers(lower(graph, "cuda", Options(), "cuda:0"))
+    if weighted:
+        assert step.fn is sampling.slice_individual_sample, step.label
+        assert "sync-free" not in step.label and step.syncs and not step.graph_safe
+        assert step.node.inputs.keys() >= {"probs"}
+    else:
+        assert step.fn is nodewise.slice_individual_sample, step.label
+        assert "sync-free" in step.label and step.graph_safe and not step.syncs
+
+
+def test_weighted_neighbours_lower_to_no_region_reading_back(A):
+    """``examples/weighted_neighbors.py`` (probs = the graph's values): no step inside a
+    CUDA-graph region reads back (the bug: its sampler was marked sync-free)."""
+    fn = example("weighted_neighbors").weighted_neighbors
+    W = gs.datasets.rmat(1000, 10000, seed=0, weighted=True)
+    p = _program(fn, W, fanouts=(5, 3))
+    samplers = _samplers(p)
+    assert len(samplers) == 2 and all(not s.graph_safe for s in samplers)
+    if p.region is not None:
+        assert all(s.graph_safe and not s.syncs for s in p.region.steps)
+
+
+def test_backend_impl_passes_over_a_variant_without_an_input():
+    """``Backend.impl``: a sync-free variant registered ``without`` an input is chosen only
+    for nodes that lack that input; the exact implementation otherwise."""
+    from gsample.backend import Backend, resolve
+    be = Backend()
+    exact, fast = (lambda **kw: "exact"), (lambda **kw: "fast")
+    be.register(Op.SLICE_INDIVIDUAL_SAMPLE, ("csc",), exact)
+    be.register(Op.SLICE_INDIVIDUAL_SAMPLE, ("csc",), fast, sync_free=True, without=("probs",))
+    op = Op.SLICE_INDIVIDUAL_SAMPLE
+    assert be.impl(op, "csc", sync_free=True, given=("A", "cols")).fn is fast
+    assert be.impl(op, "csc", sync_free=True, given=("A", "cols", "probs")).fn is exact
+    assert be.impl(op, "csc", sync_free=False, given=("A", "cols")).fn is exact
+    assert resolve(be, op, layout="csc", sync_free=True, given=("A", "cols", "probs")).fn \
+        is exact
+    # eagerly, inputs given as None are not inputs the node has
+    assert resolve(be, op, layout="csc", sync_free=True,
+                   inputs={"A": None, "cols": 1, "probs": None}).fn is fast

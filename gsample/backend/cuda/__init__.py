@@ -14,6 +14,9 @@ Kernels for every op the IR lowers to, by family (``kernels/README.md``):
 * ``walk.cu``: random walks, every step of every walker (of a mini-batch or a super-batch)
   in one launch.
 
+``random_uniform`` / ``random_count`` (one hash per entry) run torch code on the device,
+sync-free (:mod:`.draws`); so does ``filter_edges`` (:mod:`.edge_filter`).
+
 Ops with no kernel (graph structure, layout conversions other than CSC) and inputs a kernel
 does not take (CPU tensors, non-CSC layouts, some dtypes) run the torch backend's code
 (the executor falls back per op: :func:`gsample.backend.run_op`). Samples are bit-equal to
@@ -24,7 +27,8 @@ from __future__ import annotations
 
 from ...ir import Op
 from .. import Backend
-from . import compute, edge_map, extract, finalize, layerwise, nodewise, sampling, walk
+from . import (compute, draws, edge_filter, edge_map, extract, finalize, layerwise, nodewise,
+               sampling, walk)
 
 _CSC = ("csc",)
 #: op -> (its kernels' host code, the layouts it takes); the rest runs the torch code
@@ -70,6 +74,8 @@ class CudaBackend(Backend):
         nodewise.register(self)          # sync-free variants (kernels/nodewise.cu, frontier.cu)
         layerwise.register(self)         # and of the layer-wise ops (kernels/layerwise.cu)
         walk.register(self)              # and of random walks (kernels/walk.cu)
+        draws.register(self)             # keyed values per entry (torch code, sync-free)
+        edge_filter.register(self)       # and the edge filter (bounded result)
 
     def runs_here(self, inputs: dict) -> bool:
         """Graphs on a GPU; inputs on the CPU run the torch code where they are."""

@@ -15,7 +15,8 @@ same ``indptr``, ``rows``, ``row_ids``, ``col_ids``, ``values`` and ``eids`` (sa
 
 A whole graph with fewer than 2**31 nodes and edges (and at least :data:`INT32_MIN_EDGES`
 edges) is read through a cached int32 copy of its ``indptr`` and ``rows`` (the kernels are
-compiled for ``GS_IDX=int``), halving the gathers' traffic; outputs stay int64.
+compiled for ``GS_IDX=int``), halving the gathers' traffic; outputs stay int64. A graph in
+pinned host memory (``placement="uva"``) is read as it is, in place.
 
 The array-level functions :func:`gather_segments`, :func:`member_positions` and
 :func:`filter_members` serve the CSR and COO layouts: CSR row slicing is the segment
@@ -36,6 +37,7 @@ import torch
 from ...ir import Op
 from ...formats.layouts import CSR
 from ...formats.csc import CSC, segment_ptr
+from ...formats.placement import is_mapped
 from ..torch import layout_ops
 
 #: whole graphs with at least this many edges are read through an int32 copy of their
@@ -206,8 +208,13 @@ def _index_arrays(A: CSC):
         stamp = (indptr.data_ptr(), indptr._version, rows.data_ptr(), rows._version)
         cached = _NARROW.get(A)
         if cached is None or cached[0] != stamp:
-            cached = (stamp, indptr.to(torch.int32).contiguous(),
-                      rows.to(torch.int32).contiguous())
+            if is_mapped(rows) or is_mapped(indptr):
+                # a graph in pinned host memory (placement "uva") is read in place: a
+                # narrowed copy would take device memory the size of the graph's edges
+                cached = (stamp, indptr.contiguous(), rows.contiguous())
+            else:
+                cached = (stamp, indptr.to(torch.int32).contiguous(),
+                          rows.to(torch.int32).contiguous())
             _NARROW[A] = cached
         return cached[1], cached[2]
     return indptr.contiguous(), rows.contiguous()

@@ -112,6 +112,8 @@ def slice_collective_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
                                       and node_probs.dim() == 1
                                       and node_probs.numel() in (A.num_nodes, R))
     if replace or k == 0 or not _graph(A) or not probs_ok:
+        if node_probs is not None:                 # (the kernel path checks them itself)
+            V._finite_nonnegative(node_probs, "node_probs")
         return sampling.slice_collective_sample(A, _exact(cols), k, replace, key.host(),
                                                 None if node_probs is None
                                                 else _exact(node_probs))
@@ -121,10 +123,11 @@ def slice_collective_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
     params = _params(indptr)
     cand = torch.empty(R, dtype=torch.uint8, device=dev)
     memset(cand, 0)
-    # per column: kept edges (col_counts), then their pointer (indptr_out)
-    scratch = torch.empty(2 * C + 1, dtype=torch.int64, device=dev)
+    # per column: kept edges (col_counts), then their pointer (indptr_out), then the two
+    # flags of node_probs' check (gs_row_sort_keys)
+    scratch = torch.empty(2 * C + 3, dtype=torch.int64, device=dev)
     memset(scratch, 0)
-    col_counts, indptr_out = scratch[:C], scratch[C:2 * C + 1]
+    col_counts, indptr_out, bad = scratch[:C], scratch[C:2 * C + 1], scratch[2 * C + 1:]
     ptr = _frontier_ptr(indptr, buf, ncols, n)
     if C:
         launch("layerwise", "gs_frontier_rows", _GRID * _THREADS, indptr, rows, buf, C, ptr, n,
@@ -134,7 +137,7 @@ def slice_collective_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
     shared = p is not None and p.numel() != R                # the batches share one
     dtypes = (_FLOATS[p.dtype],) if p is not None else ("float",)
     launch("layerwise", "gs_row_sort_keys", R, cand, R, _opt(p), shared, key.tensor, n, keys,
-           dtypes=dtypes)
+           bad, dtypes=dtypes)
     # each batch's k smallest keys over all its rows (no read-back of the candidate count:
     # the keys of non-candidates are the largest), rows ascending; R marks a draw past the
     # candidates (they sort last)
@@ -174,9 +177,13 @@ def slice_collective_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
         torch.cumsum(col_counts, 0, out=indptr_out[1:])
     # the one read-back: the frontier's edges and columns, the rows drawn and the kept edges
     # (and every pending check flag: a bad node_probs raises here)
-    scalars = [ptr[C:], valid, indptr_out[-1:]] + ([ncols] if ncols is not None else []) \
-        + ([overflow] if overflow is not None else [])
-    edges, drawn, kept, *rest = V.read_back(scalars)
+    scalars = [ptr[C:], valid, indptr_out[-1:], bad[:1], bad[1:]] \
+        + ([ncols] if ncols is not None else []) + ([overflow] if overflow is not None else [])
+    edges, drawn, kept, not_finite, negative, *rest = V.read_back(scalars)
+    if not_finite:
+        raise ValueError("node_probs: contains NaN or infinite values")
+    if negative:
+        raise ValueError(f"node_probs: contains negative values (min {float(p.min())})")
     if overflow is not None and rest.pop():           # too many ties: torch.topk instead
         return slice_collective_sample(A, cols, k, replace, key, node_probs, _select="torch")
     if p is not None and edges and not drawn:          # (k >= 1 here)
@@ -243,8 +250,10 @@ def register(backend) -> None:
     from ...ir import Op
     backend.register(Op.SLICE_REDUCE, ("csc",), slice_reduce, sync_free=True,
                      bounded_out=False)
+    # node_probs' values are checked by gs_row_sort_keys (read back with the sizes): the
+    # program's check step does only their dtype and shape (six launches less a layer)
     backend.register(Op.SLICE_COLLECTIVE_SAMPLE, ("csc",), slice_collective_sample,
-                     sync_free=True, syncs=True, bounded_out=False)
+                     sync_free=True, syncs=True, bounded_out=False, checks=("node_probs",))
     backend.register(Op.SLICE_ROWS_COLS, ("csc",), slice_rows_cols, syncs=True)
 
 

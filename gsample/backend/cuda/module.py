@@ -14,6 +14,7 @@ import functools
 import hashlib
 import os
 import pathlib
+import struct
 
 import numpy as np
 import torch
@@ -105,24 +106,42 @@ def _cache_dir() -> pathlib.Path:
     return path
 
 
-def _arg(x):
-    """A kernel argument as the C value ``cuLaunchKernel`` copies: a tensor's device pointer
-    (passed by value: no copy), an int as 64 bits (the kernels take ``long long``), a bool as
-    a 32-bit int, a float as a double."""
+def _arg(x) -> int:
+    """A kernel argument as the 64 bits ``cuLaunchKernel`` copies from its slot: a tensor's
+    device pointer (passed by value: no copy), an int as 64 bits (the kernels take ``long
+    long``), a bool as an int (a kernel's ``int`` reads the slot's low 32 bits: little-endian),
+    a float as a double's bits."""
     if x.__class__ is int:
-        return ctypes.c_int64(x) if x < 2 ** 63 else ctypes.c_uint64(x)
+        return x - (1 << 64) if x >= 1 << 63 else x
     if isinstance(x, torch.Tensor):
         if not x.is_cuda or not x.is_contiguous():
             raise ValueError("kernel arguments must be contiguous CUDA tensors")
-        return ctypes.c_uint64(x.data_ptr())
+        return x.data_ptr()
     if isinstance(x, (bool, np.bool_)):
-        return ctypes.c_int32(int(x))
+        return int(x)
     if isinstance(x, (int, np.integer)):
         x = int(x)
-        return ctypes.c_int64(x) if x < 2 ** 63 else ctypes.c_uint64(x)
+        return x - (1 << 64) if x >= 1 << 63 else x
     if isinstance(x, (float, np.floating)):
-        return ctypes.c_double(float(x))
+        return _DOUBLE_BITS.unpack(_DOUBLE.pack(float(x)))[0]
     raise TypeError(f"kernel argument of type {type(x).__name__}")
+
+
+_DOUBLE, _DOUBLE_BITS = struct.Struct("<d"), struct.Struct("<q")
+_ARRAYS: dict = {}
+
+
+def _params(values: list):
+    """The ``void**`` array ``cuLaunchKernel`` takes: one 64-bit slot per argument in one
+    ctypes array (kept alive by the returned tuple), and pointers to the slots (two ctypes
+    objects a launch, not one per argument: 40% of a launch's host time went there)."""
+    n = max(len(values), 1)
+    types = _ARRAYS.get(n)
+    if types is None:
+        types = _ARRAYS[n] = (ctypes.c_int64 * n, ctypes.c_void_p * n)
+    slots = types[0](*values)
+    base = ctypes.addressof(slots)
+    return slots, types[1](*range(base, base + 8 * n, 8))
 
 
 _FUNCTIONS: dict = {}
@@ -152,8 +171,7 @@ def launch(family: str, name: str, n: int, *args, block: int = BLOCK, grid=None,
         kernel = _FUNCTIONS[fkey] = module(family, **key, device=index).get_function(name)
     if grid is None:
         grid = int(min((n + block - 1) // block, 65535 * 4))
-    values = [_arg(a) for a in args]
-    params = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.addressof(v) for v in values])
+    slots, params = _params([_arg(a) for a in args])
     stream = torch._C._cuda_getCurrentRawStream(index)
     if cp.cuda.runtime.getDevice() != index:
         with cp.cuda.Device(index):

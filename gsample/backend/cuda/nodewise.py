@@ -8,9 +8,11 @@ return bounded values whose sizes stay on the device. Buffers come from bounds k
 the inputs' buffer sizes: ``k`` edges per column of the frontier's buffer, columns plus
 sampled edges for ``all_nodes``. Samples are bit for bit the torch backend's (the same
 Floyd draws, with the same keys; a super-batch's columns draw with their mini-batch's key
-and their position within it). Inputs outside what the kernels take (weighted sampling, a
-matrix other than the whole graph, a sub-matrix's row space) are trimmed (one read-back)
-and run the exact implementation.
+and their position within it). Weighted sampling is not taken: the sampler is registered
+``without=("probs", "alias", "method")``, so lowering picks the exact implementation for a
+node with ``probs`` (no hidden read-back inside a step marked sync-free, which would break
+a CUDA graph's capture). Matrices outside what the kernels take (other than the whole graph, a
+sub-matrix's row space) are trimmed (one read-back) and run the exact implementation.
 
 The frontier kernels keep two bitmaps over the id space per (device, size), all zero
 between calls (each call clears the words it set): no clearing launch.
@@ -56,7 +58,7 @@ def _id_error(name: str, M: int):
     return message
 
 
-def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey, probs=None):
+def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey):
     """``A[:, cols].individual_sample(k, replace=replace)``, uniform, sync-free, one launch.
 
     Parameters
@@ -70,8 +72,7 @@ def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
         As ``individual_sample``.
     key : gsample.random.DeviceKey
         The op's key (a super-batch's: ``copies`` mini-batches of ``num_nodes`` nodes).
-    probs : Tensor, optional
-        Edge weights: not taken here (the exact implementation runs).
+        Uniform draws only: no ``probs`` (``sampling.slice_individual_sample`` takes them).
 
     Returns
     -------
@@ -81,12 +82,11 @@ def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
     """
     n = key.num_nodes if key.copies > 1 else 0
     C = (cols.data if isinstance(cols, BoundedIds) else cols).numel()
-    if probs is not None or A.row_ids is not None or A.col_ids is not None \
+    if A.row_ids is not None or A.col_ids is not None \
             or not A.indptr.is_cuda or _too_large(C * k, A.indptr.device):
         exact = _exact(cols)
         V.ids(exact, "cols", A.num_nodes * max(key.copies, 1), exact.device, allow_empty=False)
-        return sampling.slice_individual_sample(A, exact, k, replace, key.host(),
-                                                None if probs is None else _exact(probs))
+        return sampling.slice_individual_sample(A, exact, k, replace, key.host())
     buf, ncols = _frontier(cols)
     C, dev = buf.numel(), buf.device
     M = A.num_nodes * key.copies if n else A.num_nodes
@@ -158,8 +158,8 @@ def all_nodes(A, batches=None):
     Columns first (first occurrence), then the new rows in row-space order (ascending ids
     when the row space is all nodes; else in ``row_ids`` order, e.g. a collective sample's
     chosen rows); with ``batches`` ``(N, n)``, grouped by mini-batch. ``A`` is a
-    :class:`BoundedCSC` or a CSC. Two launches for one mini-batch (four for a super-batch),
-    see ``kernels/frontier.cu``.
+    :class:`BoundedCSC` or a CSC. Two launches for one mini-batch (four for a super-batch;
+    one more with ``row_ids``), see ``kernels/frontier.cu``.
 
     Returns
     -------
@@ -191,6 +191,9 @@ def all_nodes(A, batches=None):
     rid, mask = _opt(row_ids), size - 1
     launch("frontier", "gs_nodes_mark", max(C + E, 2 * N), cols, C, _opt(ncols), rows, E, nnz,
            rid, table[0], table[1], mask, slot, R, K, counters, 2 * N if N > 1 else 0)
+    if row_ids is not None and row_ids.numel():
+        launch("frontier", "gs_nodes_drop_cols", row_ids.numel(), row_ids, row_ids.numel(),
+               table[0], mask, R)
     if N == 1:
         state = torch.empty(1 + tiles, dtype=torch.int64, device=dev)
         memset(state, 0)
@@ -212,8 +215,9 @@ def all_nodes(A, batches=None):
 def register(backend) -> None:
     """Register these as the CUDA backend's sync-free implementations."""
     from ...ir import Op
+    # uniform only: a node with probs (alias tables, a method) lowers to the exact sampler
     backend.register(Op.SLICE_INDIVIDUAL_SAMPLE, ("csc",), slice_individual_sample,
-                     sync_free=True, checks=("cols",))
+                     sync_free=True, checks=("cols",), without=("probs", "alias", "method"))
     backend.register(Op.ALL_NODES, ("csc",), all_nodes, sync_free=True)
 
 

@@ -53,6 +53,9 @@ class CudaDraws:
                _f64(before), _i64(last), _i64(cols), cols.numel(), k, out)
         return out
 
+    #: alias draws: the torch code on the device's tensors (no read-back; a gather per draw)
+    alias = select.Draws.alias
+
     @staticmethod
     def row_keys(gid, key, probs=None):
         if probs is None:
@@ -97,15 +100,16 @@ def _draws(key):
     return CudaDraws if isinstance(key, int) else select.Draws
 
 
-def individual_sample(A, k, replace, key, probs=None):
+def individual_sample(A, k, replace, key, probs=None, method="cdf", alias=None):
     """Individual sampling with every draw (uniform and weighted) as kernels."""
-    return select.individual_sample(A, k, replace, key, probs, draws=_draws(key))
+    return select.individual_sample(A, k, replace, key, probs, draws=_draws(key),
+                                    method=method, alias=alias)
 
 
-def slice_individual_sample(A, cols, k, replace, key, probs=None):
+def slice_individual_sample(A, cols, k, replace, key, probs=None, method="cdf", alias=None):
     """The fused slice + individual sample, with the draws as kernels."""
     return fused_select.slice_individual_sample(A, cols, k, replace, key, probs,
-                                                draws=_draws(key))
+                                                draws=_draws(key), method=method, alias=alias)
 
 
 def collective_sample(A, k, replace, key, node_probs=None):

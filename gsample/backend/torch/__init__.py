@@ -10,6 +10,8 @@ from ...ir import Op
 from .. import Backend
 from . import (
     compute,
+    draws,
+    edge_filter,
     extract,
     finalize,
     fused_reduce,
@@ -53,6 +55,9 @@ IMPLS = {
     Op.TO_LAYOUT: (layout_ops.to_layout, _ANY),
     Op.ALIAS_TABLE: (walk.alias_table, _CSC),
     Op.RANDOM_WALK: (walk.random_walk, _CSC),
+    Op.RANDOM_UNIFORM: (draws.random_uniform, _CSC),
+    Op.RANDOM_COUNT: (draws.random_count, _CSC),
+    Op.FILTER_EDGES: (edge_filter.filter_edges, _CSC),
 }
 
 

@@ -39,8 +39,9 @@ from dataclasses import replace as dc_replace
 from ... import validate as V
 from ...random import BatchKeys
 from ...formats.csc import CSC, gather_segments
+from . import alias as _alias
 from .batched import encode_columns, frontier
-from .select import Draws, choose_rows, keep_rows, select_in_columns
+from .select import Draws, _method, choose_rows, keep_rows, select_in_columns
 
 
 def _result(A: CSC, cols: torch.Tensor, indptr: torch.Tensor, edges: torch.Tensor,
@@ -58,7 +59,8 @@ def _result(A: CSC, cols: torch.Tensor, indptr: torch.Tensor, edges: torch.Tenso
 
 
 def slice_individual_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, key: int,
-                            probs: Optional[torch.Tensor] = None, draws=Draws) -> CSC:
+                            probs: Optional[torch.Tensor] = None, draws=Draws,
+                            method: str = "cdf", alias: Optional[torch.Tensor] = None) -> CSC:
     """``A[:, cols].individual_sample(k, probs[slice edges], replace)`` without the slice.
 
     Parameters
@@ -71,6 +73,12 @@ def slice_individual_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, k
         As ``select.individual_sample``.
     probs : Tensor, shape (A.nnz,), optional
         Edge weights aligned with ``A``'s edges.
+    method : {"cdf", "alias"}
+        How weighted draws with replacement are made (``select``'s module docstring).
+    alias : LongTensor, shape (A.nnz, 2), optional
+        ``A``'s alias tables for ``probs`` (the ``alias_table`` op, built once per graph by
+        pre-processing); None with ``method="alias"`` builds the frontier's columns' tables
+        from ``probs`` here (the same tables: they are column-local).
 
     Returns
     -------
@@ -78,17 +86,32 @@ def slice_individual_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, k
         Row space of ``A``, column space ``cols``; bit-identical to the unfused result.
     """
     if isinstance(key, BatchKeys):
-        return _batched_individual(A, cols, k, replace, key, probs)
+        return _batched_individual(A, cols, k, replace, key, probs, method, alias)
     indptr_a, seg = A.column_segments(cols)
     starts = indptr_a[seg]
     deg = indptr_a[seg + 1] - starts
-    probs_s = None
-    if probs is not None and k > 0:
-        # weighted sampling reads every weight of the frontier's columns (and only those)
-        index, _ = gather_segments(indptr_a, seg)
-        probs_s = probs[index]
-    indptr, col, offset = select_in_columns(deg, k, replace, key, probs_s, draws)
+    probs_s, table = _frontier_weights(indptr_a, seg, deg, starts, k, replace, probs, method,
+                                       alias)
+    indptr, col, offset = select_in_columns(deg, k, replace, key, probs_s, draws, method, table)
     return _result(A, cols, indptr, starts[col] + offset)
+
+
+def _frontier_weights(indptr_a, seg, deg, starts, k, replace, probs, method, alias):
+    """The frontier's weights (``probs`` gathered at its columns' edges) and, for alias
+    draws from tables built beforehand, the local form of their rows."""
+    if probs is None or k == 0:
+        return None, None
+    # weighted sampling reads every weight of the frontier's columns (and only those)
+    index, _ = gather_segments(indptr_a, seg)
+    return probs[index], _table(alias, index, starts, deg, replace, probs, method)
+
+
+def _table(alias, index, starts, deg, replace, probs, method):
+    """The local form of ``alias`` at the edges ``index`` (None: no table built beforehand,
+    or no alias draws)."""
+    if alias is None or not _method(method, replace, probs):
+        return None
+    return _alias.local(alias, index, starts.repeat_interleave(deg, output_size=index.numel()))
 
 
 def slice_collective_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, key: int,
@@ -136,22 +159,26 @@ def _per_batch_weights(w, name: str, length: int, copies: int, what: str):
     return w.shape[0] != length or copies == 1
 
 
-def _batched_individual(A: CSC, cols, k, replace, key: BatchKeys, probs):
+def _batched_individual(A: CSC, cols, k, replace, key: BatchKeys, probs, method="cdf",
+                        alias=None):
     n, copies = key.num_nodes, key.copies
     nodes, batch, ptr = frontier(cols, n, copies)
     indptr_a, seg = A.column_segments(nodes)
     starts = indptr_a[seg]
     deg = indptr_a[seg + 1] - starts
-    probs_s = None
+    probs_s = table = None
     if probs is not None:
         own = _per_batch_weights(probs, "probs", A.nnz, copies, "edge")
         index, indptr_s = gather_segments(indptr_a, seg)
+        # tables built beforehand are the graph's (shared weights), read at the graph's edges
+        table = _table(None if own else alias, index, starts, deg, replace, probs, method)
         if own:                         # batch b's weights follow the b batches before it
             index = index + A.nnz * torch.repeat_interleave(batch, deg, output_size=index.numel())
         probs_s = probs[index]
         V._finite_nonnegative(probs_s, "probs")
         V.edge_probs(probs_s, indptr_s, nodes)
-    indptr, col, offset = select_in_columns(deg, k, replace, key.columns(cols, batch, ptr), probs_s)
+    indptr, col, offset = select_in_columns(deg, k, replace, key.columns(cols, batch, ptr),
+                                            probs_s, method=method, table=table)
     return encode_columns(_result(A, nodes, indptr, starts[col] + offset), cols, n, copies)
 
 

@@ -19,8 +19,14 @@ individual, weighted, ``replace=False``
     offset). This is the distribution of ``k`` sequential draws proportional to
     weight, each without replacement. Zero-weight edges are never chosen.
 individual, weighted, ``replace=True``
-    Inverse CDF: draw ``t`` finds ``uniform_float(word(c, t)) * total`` in the
-    column's running sum (float64, weights scaled by the column's largest).
+    Inverse CDF (``method="cdf"``, the default): draw ``t`` finds
+    ``uniform_float(word(c, t)) * total`` in the column's running sum (float64, weights
+    scaled by the column's largest). Alias tables (``method="alias"``): draw ``t`` takes
+    slot ``s = uniform_int(word(c, 2t), deg)`` of the column's table and keeps it when
+    ``word(c, 2t + 1) >> 11 < threshold[s]``, else its alias (:mod:`.alias`: a column's
+    table depends on its own weights only, so a table built on the whole graph once and
+    one built on a slice per call draw the same edges). The same distribution, other
+    draws; ``method="alias"`` needs ``replace=True``.
 collective
     Candidates are the rows with at least one edge (and positive ``node_probs``).
     Without replacement: row ``g`` (global id) gets ``sort_key(word(0, g))`` or
@@ -55,6 +61,10 @@ from ... import validate as V
 from ...random import (BatchKeys, ColumnKeys, batch_ptr, exponential, hash_tensor, sort_key,
                        uniform_float, uniform_int, words)
 from ...formats.csc import CSC, segment_ptr
+from . import alias as _alias
+
+#: how weighted draws with replacement are made (``individual_sample``'s ``method``)
+METHODS = ("cdf", "alias")
 
 #: draws past which sampling with replacement first checks that its results fit in memory
 _LARGE = 1 << 26
@@ -170,6 +180,10 @@ class Draws:
         e = torch.searchsorted(cum, before[rep] + u * total[rep], right=True)
         return torch.minimum(e, last[rep])
 
+    #: alias draws (:func:`.alias.draw_with_replacement`): ``alias(cols, deg, k, key, start,
+    #: threshold, alias)``, offsets shape (n * k,), draw-major per column
+    alias = staticmethod(_alias.draw_with_replacement)
+
     @staticmethod
     def row_keys(gid, key, probs=None):
         """Keys of candidate rows of global ids ``gid`` (the ``k`` smallest win).
@@ -199,7 +213,8 @@ class Draws:
 
 
 def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
-                      probs: Optional[torch.Tensor] = None, draws=Draws):
+                      probs: Optional[torch.Tensor] = None, draws=Draws, method: str = "cdf",
+                      table: Optional[tuple] = None):
     """Individual sampling over ``C`` columns known by their degrees alone.
 
     Parameters
@@ -215,6 +230,12 @@ def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
         the column slice). Uniform sampling never needs the edges themselves.
     draws : object with the methods of :class:`Draws`
         Who makes the draws (:class:`Draws`: tensor code; or a backend's kernels).
+    method : {"cdf", "alias"}
+        How weighted draws with replacement are made (the module docstring).
+    table : tuple of LongTensor, optional
+        ``method="alias"``: the columns' alias tables in local form (:func:`.alias.local`:
+        thresholds and offsets, shape (sum(deg),) each), when built beforehand (offline);
+        None builds them here from ``probs`` (online).
 
     Returns
     -------
@@ -224,6 +245,7 @@ def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
         Each selected edge's column and offset within that column, in CSC order.
     """
     C = deg.numel()
+    alias = _method(method, replace, probs)
     nnz = int(deg.sum()) if C else 0
     if k == 0 or nnz == 0:
         empty = deg.new_zeros(0)
@@ -231,6 +253,8 @@ def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
     if replace and C * k > _LARGE:          # the bound first: the exact count costs a sync
         n = int((deg > 0).sum())
         V.fits(n * k, 32, deg.device, "k", f"{n} columns x k = {k} draws with replacement")
+    if alias:
+        return _alias_with(deg, k, key, probs, draws, table)
     if probs is not None and replace and isinstance(key, ColumnKeys):
         return _weighted_with_per_batch(deg, k, key, probs, draws)
     if probs is None and not replace:
@@ -265,14 +289,45 @@ def _weighted_with_per_batch(deg, k, key: ColumnKeys, probs, draws):
 
 
 def individual_sample(A: CSC, k: int, replace: bool, key: int,
-                      probs: Optional[torch.Tensor] = None, draws=Draws) -> CSC:
-    """``k`` edges per column; see the module docstring for the exact algorithms."""
+                      probs: Optional[torch.Tensor] = None, draws=Draws, method: str = "cdf",
+                      alias: Optional[torch.Tensor] = None) -> CSC:
+    """``k`` edges per column; see the module docstring for the exact algorithms.
+
+    ``alias``: with ``method="alias"``, ``A``'s alias tables (the ``alias_table`` op's value
+    for ``probs``), else built here."""
     csc = A
     if isinstance(key, BatchKeys):          # a super-batch: per-column keys, checked here
         probs = V.check_individual(csc, probs=probs).get("probs", probs)
         key = key.columns(csc.global_cols())
-    indptr, col, offset = select_in_columns(csc.degrees(), k, replace, key, probs, draws)
+    deg = csc.degrees()
+    table = None
+    if alias is not None and _method(method, replace, probs):
+        table = _alias.local(alias, torch.arange(csc.nnz, device=deg.device),
+                             csc.indptr[:-1].repeat_interleave(deg, output_size=csc.nnz))
+    indptr, col, offset = select_in_columns(deg, k, replace, key, probs, draws, method, table)
     return csc.take_edges(csc.indptr[col] + offset, indptr)
+
+
+def _method(method: str, replace: bool, probs) -> bool:
+    """Whether the draws use alias tables (``method``, checked: "alias" needs ``replace``)."""
+    if method not in METHODS:
+        raise ValueError(f"method: must be one of {METHODS}, got {method!r}")
+    if method == "alias" and probs is not None and not replace:
+        raise ValueError("method: 'alias' draws with replacement (replace=True); without "
+                         "replacement weighted draws use exponential keys (method='cdf')")
+    return method == "alias" and probs is not None
+
+
+def _alias_with(deg, k, key, probs, draws, table):
+    # O(k) per column, as uniform draws, plus one coin each (the module docstring)
+    if table is None:
+        table = _alias.alias_columns(deg, probs)
+    threshold, alias = table
+    nz = torch.nonzero(deg > 0).squeeze(1)
+    start = segment_ptr(deg)[:-1]
+    off = draws.alias(nz, deg, k, key, start, threshold, alias)
+    counts = torch.where(deg > 0, k, 0)
+    return segment_ptr(counts), nz.repeat_interleave(k), _sort_rows(off, k)
 
 
 def _uniform_without(deg, k, key, draws):

@@ -34,17 +34,7 @@ whose walks are the torch code's bit for bit; without a compiler, or with
 
 Alias tables (``alias_table``)
 ------------------------------
-Per column of ``D`` edges with weights ``w`` (normalised to mean 1): a table of ``D`` slots,
-slot ``i`` keeping edge ``i`` with probability ``prob[i]`` and its alias edge otherwise, so a
-uniform slot and one coin draw an edge with probability ``w_i / sum(w)`` (Walker 1977).
-Built without a sequential sweep: with the light edges (``w <= 1``) and heavy ones
-(``w > 1``) each in column order, ``G_i`` the light gaps ``1 - w`` before light ``i`` and
-``X_j`` the heavy excesses ``w - 1`` up to heavy ``j``, light ``i`` aliases the first heavy
-with ``X_j > G_i``, and heavy ``j`` keeps ``1 + X_j - G*`` of its own slot (``G*`` the gaps up
-to the first light whose running gap reaches ``X_j``) and aliases the next heavy (the last one
-keeps its slot whole): what Vose's sweep gives, as two ``searchsorted`` over running sums
-(Hübschle-Schneider and Sanders, 2019). The result is a LongTensor ``(E, 2)``: the threshold
-as 53-bit fixed point (``prob * 2**53``) and the alias's edge index (absolute, CSC order).
+Built by :mod:`.alias` (layout, construction and why it is exact and column-local there).
 """
 from __future__ import annotations
 
@@ -52,6 +42,7 @@ import weakref
 
 import torch
 
+from ...formats import placement
 from ...formats.csc import CSC
 from ...random import (
     GOLDEN,
@@ -59,104 +50,19 @@ from ...random import (
     BatchKeys,
     ColumnKeys,
     _signed,
-    _srl,
     combine_tensor,
     mix64_tensor,
     uniform_float,
     uniform_int,
 )
 from . import walk_native
-from .compute import _segment
+from .alias import alias_draw, alias_table  # noqa: F401  (alias_table: the op's impl)
 
 #: draw ids of one step: ``step * STRIDE + slot``
 STRIDE = 1 << 32
 DECIDE, JUMP, FIRST = 0, 1, 2
-#: a threshold of 1.0 (``word >> 11`` is below it always)
-ONE = 1 << 53
 #: rejection attempts past which a walk is a bug, not bad luck (acceptance >= min/max)
 MAX_ATTEMPTS = 1 << 20
-
-
-# ----------------------------------------------------------------------------- alias tables
-def alias_table(A: CSC, probs: torch.Tensor) -> torch.Tensor:
-    """Alias tables of every column of ``A`` for edge weights ``probs``.
-
-    Parameters
-    ----------
-    A : CSC
-        The graph.
-    probs : Tensor, shape (E,)
-        Non-negative weights, positive somewhere in every column with edges.
-
-    Returns
-    -------
-    LongTensor, shape (E, 2)
-        Per edge slot: threshold (``prob * 2**53``) and alias edge index.
-
-    Examples
-    --------
-    >>> t = alias_table(A.csc, A.values)
-    >>> t.shape == (A.num_edges, 2)
-    True
-    """
-    E, dev = A.nnz, A.device
-    out = torch.empty((E, 2), dtype=torch.int64, device=dev)
-    if E == 0:
-        return out
-    deg = A.degrees()
-    col = A.edge_cols()
-    w = probs.to(torch.float64)
-    total = _segment(w, "sum", deg)
-    wn = w * (deg.to(torch.float64) / torch.where(total > 0, total, 1.0))[col]
-    heavy = wn > 1.0
-    idx = torch.arange(E, device=dev)
-    li, hi = idx[~heavy], idx[heavy]
-    lc, hc = col[~heavy], col[heavy]
-    gap, exc = 1.0 - wn[li], wn[hi] - 1.0
-    g_incl, x_incl = torch.cumsum(gap, 0), torch.cumsum(exc, 0)
-    # per column: where its lights / heavies start and end in li / hi, and the running sums
-    # before it (the two series restart at every column)
-    C = deg.numel()
-    l_ptr = _ptr(lc, C)
-    h_ptr = _ptr(hc, C)
-    g_base = torch.cat([g_incl.new_zeros(1), g_incl])[l_ptr]          # (C + 1,)
-    x_base = torch.cat([x_incl.new_zeros(1), x_incl])[h_ptr]
-    thresh = torch.empty(E, dtype=torch.float64, device=dev)
-    alias = idx.clone()
-    # lights: the first heavy of the column with X_j > G_i (G_i: the gaps before light i)
-    g_excl_local = g_incl - gap - g_base[lc]
-    has_heavy = h_ptr[lc + 1] > h_ptr[lc]
-    j = torch.searchsorted(x_incl, x_base[lc] + g_excl_local, right=True)
-    j = torch.minimum(torch.maximum(j, h_ptr[lc]), h_ptr[lc + 1] - 1)
-    thresh[li] = wn[li]
-    if hi.numel():
-        alias[li] = torch.where(has_heavy, hi[j.clamp(0, hi.numel() - 1)], li)
-        # heavies: keep 1 + X_j - G* of the own slot, alias the next heavy of the column
-        x_local = x_incl - x_base[hc]
-        last = torch.arange(hi.numel(), device=dev) == h_ptr[hc + 1] - 1
-        has_light = l_ptr[hc + 1] > l_ptr[hc]
-        i = torch.searchsorted(g_incl, g_base[hc] + x_local, right=False)
-        i = torch.minimum(torch.maximum(i, l_ptr[hc]), l_ptr[hc + 1] - 1)
-        g_star = g_incl[i.clamp(0, max(li.numel() - 1, 0))] - g_base[hc] if li.numel() \
-            else torch.zeros_like(x_local)
-        keep = (1.0 + x_local - g_star).clamp(0.0, 1.0)
-        whole = last | ~has_light
-        thresh[hi] = torch.where(whole, 1.0, keep)
-        nxt = torch.arange(1, hi.numel() + 1, device=dev).clamp(max=hi.numel() - 1)
-        alias[hi] = torch.where(whole, hi, hi[nxt])
-    out[:, 0] = torch.round(thresh.clamp(0.0, 1.0) * float(ONE)).to(torch.int64)
-    out[:, 1] = alias
-    return out
-
-
-def _ptr(group: torch.Tensor, C: int) -> torch.Tensor:
-    """Offsets (C + 1,) of the groups ``0..C-1`` in the sorted ``group``."""
-    return torch.searchsorted(group, torch.arange(C + 1, device=group.device))
-
-
-def alias_draw(table: torch.Tensor, e: torch.Tensor, word: torch.Tensor) -> torch.Tensor:
-    """The edge the alias slot ``e`` gives for the coin ``word`` (shapes (n,))."""
-    return torch.where(_srl(word, 11) < table[e, 0], e, table[e, 1])
 
 
 # ----------------------------------------------------------------------------- edge tests
@@ -171,6 +77,12 @@ def sorted_rows(A: CSC) -> tuple:
     hit = _SORTED.get(A)
     if hit is not None and hit[0] == stamp:
         return hit[1]
+    twin = placement.host_twin(A)
+    if twin is not None:       # a graph in pinned host memory (UVA): built on the host, kept
+        rows, keys = sorted_rows(twin)          # there and read by the GPU in place
+        out = tuple(placement.to_host_mapped(t, A.device) for t in (rows, keys))
+        _SORTED[A] = (stamp, out)
+        return out
     keys = A.edge_cols() * A.num_nodes + A.rows
     rows = A.rows
     if keys.numel() > 1 and bool((keys[1:] < keys[:-1]).any()):

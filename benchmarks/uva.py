@@ -1,0 +1,254 @@
+"""GraphSAGE [25, 10] on a graph in pinned host memory (UVA) against the same graph on the
+device, in one run (issue 15).
+
+The products-sized R-MAT graph of DESIGN §8 (2.4M nodes, 120M edges) is generated on the GPU
+with a fixed seed, then placed twice: on the device (``A.to("cuda")``) and in pinned host
+memory read by the GPU through unified virtual addressing (``A.to("cuda", placement="uva")``;
+``"auto"`` with a ``budget`` below the graph's size picks the same, as for a GPU too small for
+it). Both samplers are ``gs.compile(graphsage, backend="cuda")`` through ``gs.DataLoader``:
+one mini-batch at a time and super-batched. Per (placement, mode): epoch time (median of
+``--repeats`` after a warm-up epoch, and the spread) and sampled edges per second. Before
+timing, the first ``--check-batches`` mini-batches of each mode are compared: the UVA samples
+must be identical to the device-resident ones. In the same run: the device memory each
+placement takes, and the random-read rate of int64 words from device memory and from pinned
+host memory through UVA (the physical bound of sampling a graph in host memory).
+
+Published anchor: gSampler over UVA on an A100, ogbn-papers100M, GraphSAGE [20, 15, 10],
+about 0.94 s per 196k seeds.
+
+Writes ``uva_<graph>_cuda.json`` (device, date, command, versions, commit) and a PNG of the
+epoch times to ``--out``, and prints a table.
+
+    python benchmarks/uva.py                  # products-sized; under 4 minutes on an H100
+    python benchmarks/uva.py --quick          # 200k nodes, 4M edges
+"""
+import argparse
+import datetime
+import functools
+import json
+import os
+import pathlib
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "examples"))
+
+import gsample as gs  # noqa: E402
+from gsample.formats.placement import graph_bytes  # noqa: E402
+from graphsage import graphsage  # noqa: E402
+
+#: gSampler's published UVA figure: seconds per 196,608 seeds (A100, papers100M, [20, 15, 10])
+PUBLISHED = {"system": "gSampler (UVA), A100", "graph": "ogbn-papers100M",
+             "sampler": "GraphSAGE [20, 15, 10]", "epoch_s": 0.94}
+
+
+def parser():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--num-nodes", type=int, default=2_400_000)
+    p.add_argument("--num-edges", type=int, default=120_000_000)
+    p.add_argument("--seeds", type=int, default=196_608)
+    p.add_argument("--batch-size", type=int, default=512)
+    p.add_argument("--fanouts", type=int, nargs="+", default=[25, 10])
+    p.add_argument("--super-batch", type=int, nargs="*", default=[64],
+                   help="super-batch sizes to time besides one mini-batch at a time")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--check-batches", type=int, default=8)
+    p.add_argument("--quick", action="store_true", help="a small graph (200k nodes, 4M edges)")
+    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    return p
+
+
+def sync():
+    torch.cuda.synchronize()
+
+
+def blocks_equal(x, y) -> bool:
+    """Two samplers' outputs (lists of gs.Matrix) hold identical samples."""
+    if len(x) != len(y):
+        return False
+    for a, b in zip(x, y):
+        ca, cb = a.csc, b.csc
+        for name in ("indptr", "rows", "col_ids", "eids"):
+            ta, tb = getattr(ca, name), getattr(cb, name)
+            if (ta is None) != (tb is None) or (ta is not None and not torch.equal(ta, tb)):
+                return False
+    return True
+
+
+def loader(G, sampler, seeds, bs, super_batch):
+    kw = {} if super_batch is None else {"super_batch": super_batch}
+    return gs.DataLoader(G, sampler, seeds, bs, seed=0, **kw)
+
+
+def epoch_time(load):
+    """``(seconds, sampled edges)`` of one pass over the loader ``load``."""
+    sync()
+    start, edges = time.perf_counter(), 0
+    for b in load:
+        edges += sum(m.num_edges for m in b.out)
+    sync()
+    return time.perf_counter() - start, edges
+
+
+def measure(load, repeats):
+    epoch_time(load)                                # warm-up: compiles, captures, caches
+    runs = [epoch_time(load) for _ in range(repeats)]
+    times = [t for t, _ in runs]
+    return {"epoch_s": statistics.median(times), "epoch_s_all": times,
+            "spread_s": max(times) - min(times), "sampled_edges": runs[-1][1],
+            "edges_per_s": runs[-1][1] / statistics.median(times)}
+
+
+def random_reads(t: torch.Tensor, n: int = 1 << 24, repeats: int = 5) -> dict:
+    """Random int64 reads per second (and GB/s of words) from ``t`` (device or UVA)."""
+    idx = torch.randint(t.numel(), (n,), device="cuda")
+    t[idx]
+    sync()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        t[idx]
+        sync()
+        times.append(time.perf_counter() - start)
+    s = statistics.median(times)
+    return {"reads_per_s": n / s, "GB_per_s": n * t.element_size() / s / 1e9}
+
+
+def versions() -> dict:
+    out = {"torch": torch.__version__, "gsample": gs.__version__}
+    try:
+        import cupy
+        out["cupy"] = cupy.__version__
+    except ImportError:
+        pass
+    out["commit"] = os.environ.get("GSAMPLE_COMMIT")
+    try:
+        out["commit"] = out["commit"] or subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, text=True,
+            capture_output=True).stdout.strip() or None
+    except OSError:
+        pass
+    return out
+
+
+def plot(path, rows, title):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    modes = list(dict.fromkeys(r["mode"] for r in rows))
+    fig, ax = plt.subplots(figsize=(1.8 + 2.2 * len(modes), 3.8))
+    width = 0.38
+    labels = {"device": "graph on the device", "uva": "graph in host memory (UVA)"}
+    for j, (placement, color) in enumerate((("device", "#3a7bd5"), ("uva", "#e07b39"))):
+        vals = [next((r["epoch_s"] for r in rows
+                      if r["mode"] == m and r["placement"] == placement), 0) for m in modes]
+        bars = ax.bar([i + (j - 0.5) * width for i in range(len(modes))], vals, width,
+                      label=labels[placement], color=color)
+        ax.bar_label(bars, fmt="%.3g", fontsize=7)
+    ax.set_xticks(range(len(modes)), modes, fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("epoch s")
+    ax.legend(fontsize=7)
+    ax.set_title(title, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    print(f"wrote {path}")
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    if args.quick:
+        args.num_nodes, args.num_edges, args.seeds = 200_000, 4_000_000, 32_768
+    if not torch.cuda.is_available():
+        raise SystemExit("benchmarks/uva.py: needs a CUDA GPU (UVA reads pinned host memory "
+                         "from one)")
+    t0 = time.perf_counter()
+    device = torch.device("cuda", torch.cuda.current_device())
+    name = torch.cuda.get_device_name(device)
+    print(f"device: {name}")
+    start = time.perf_counter()
+    A = gs.datasets.rmat(args.num_nodes, args.num_edges, seed=0, device=device)
+    sync()
+    gen_s = time.perf_counter() - start
+    nbytes = graph_bytes(A.csc)
+    print(f"graph: {A.num_nodes:,} nodes, {A.num_edges:,} edges, {nbytes / 1e9:.2f} GB, "
+          f"generated in {gen_s:.1f} s")
+    start = time.perf_counter()
+    before = torch.cuda.memory_allocated(device)
+    H = A.to(device, placement="auto", budget=nbytes)     # a GPU the graph does not fit
+    sync()
+    uva_place_s = time.perf_counter() - start
+    uva_device_bytes = torch.cuda.memory_allocated(device) - before
+    assert H.placement == "uva", H.placement
+    print(f"placed in pinned host memory in {uva_place_s:.1f} s; device memory it takes: "
+          f"{uva_device_bytes / 1e6:.1f} MB")
+    reads = {"device": random_reads(A.csc.rows), "uva": random_reads(H.csc.rows)}
+    for k, v in reads.items():
+        print(f"random int64 reads, {k}: {v['reads_per_s'] / 1e9:.3f} G/s "
+              f"({v['GB_per_s']:.1f} GB/s of words)")
+    perm = torch.randperm(A.num_nodes, generator=torch.Generator().manual_seed(0))
+    seeds = perm[:args.seeds].to(device)
+    fanouts = tuple(args.fanouts)
+    fn = functools.partial(gs.compile(graphsage, backend="cuda"), fanouts=fanouts)
+
+    modes = [("one at a time", None)] + [(f"super-batched {n}", n) for n in args.super_batch]
+    checks, rows = {}, []
+    check_seeds = seeds[:args.batch_size * args.check_batches]
+    for mode, sb in modes:
+        outs = [[b.out for b in loader(G, fn, check_seeds, args.batch_size, sb)]
+                for G in (A, H)]
+        same = len(outs[0]) == len(outs[1]) and all(
+            blocks_equal(x, y) for x, y in zip(*outs))
+        checks[mode] = same
+        print(f"  {mode}: UVA samples identical to the device graph's: {same}", flush=True)
+        for placement, G in (("device", A), ("uva", H)):
+            r = measure(loader(G, fn, seeds, args.batch_size, sb), args.repeats)
+            rows.append({"placement": placement, "mode": mode, "super_batch": sb, **r})
+            print(f"  {placement:6s} {mode:18s} epoch {r['epoch_s']:.4f} s "
+                  f"(spread {r['spread_s']:.4f}), {r['edges_per_s'] / 1e6:.1f} M edges/s",
+                  flush=True)
+    for r in rows:
+        dev = next(x for x in rows if x["mode"] == r["mode"] and x["placement"] == "device")
+        r["x_device"] = r["epoch_s"] / dev["epoch_s"]
+    record = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "device": name, "host": platform.node(), "versions": versions(),
+        "command": " ".join(["python", "benchmarks/uva.py"] + (sys.argv[1:] if argv is None
+                                                                else list(argv))),
+        "graph": f"rmat({args.num_nodes}, {args.num_edges}, seed=0)",
+        "num_nodes": A.num_nodes, "num_edges": A.num_edges, "graph_bytes": nbytes,
+        "seeds": args.seeds, "batch_size": args.batch_size, "fanouts": list(fanouts),
+        "generate_s": gen_s, "uva_place_s": uva_place_s,
+        "uva_device_bytes": uva_device_bytes, "random_reads": reads,
+        "identical_samples": checks, "results": rows, "published": PUBLISHED,
+        "total_s": time.perf_counter() - t0,
+    }
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"uva{'_quick' if args.quick else ''}_rmat_cuda.json"
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"wrote {path}")
+    plot(path.with_suffix(".png"), rows, f"GraphSAGE {list(fanouts)}, {A.num_nodes:,} nodes, "
+         f"{A.num_edges:,} edges, {args.seeds:,} seeds; {name}")
+    print(f"{'placement':9s} {'mode':18s} {'epoch s':>9s} {'spread':>8s} {'M edges/s':>10s} "
+          f"{'x device':>9s}")
+    for r in rows:
+        print(f"{r['placement']:9s} {r['mode']:18s} {r['epoch_s']:9.4f} {r['spread_s']:8.4f} "
+              f"{r['edges_per_s'] / 1e6:10.1f} {r['x_device']:9.2f}")
+    print(f"published: {PUBLISHED['system']}, {PUBLISHED['graph']}, {PUBLISHED['sampler']}: "
+          f"{PUBLISHED['epoch_s']} s per 196k seeds")
+    print(f"total {record['total_s']:.0f} s")
+    if not all(checks.values()):
+        raise SystemExit("UVA samples differ from the device graph's")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""``A.random_uniform`` and ``A.random_count`` on the GPU, sync-free.
+
+One hash per entry is all they do, so there is no kernel of their own: the torch
+reference's code (:mod:`gsample.backend.torch.draws`) runs on the CUDA tensors, with the
+op's key finished on the device (:class:`~gsample.random.DeviceKey`) and a super-batch's
+positions found by a search on the device. Nothing is read back to the host (CUDA-graph
+safe), and the values are the torch backend's bit for bit (integer hashing, exact
+conversions). A frontier in a bounded buffer (:class:`~gsample.formats.bounded.BoundedIds`)
+gives a bounded result of the same count.
+"""
+from __future__ import annotations
+
+from ...formats.bounded import BoundedIds
+from ...ir import Op
+from ...random import DeviceKey, count_from_words, uniform_float
+from ..torch import draws as reference
+
+
+def _words(nodes, key):
+    """``(words, count or None)`` of a frontier, exact or bounded."""
+    if isinstance(nodes, BoundedIds):
+        return reference.entry_words(key, nodes.data, valid=nodes.count), nodes.count
+    if isinstance(key, DeviceKey) and key.num_nodes:        # a super-batch: ids checked
+        from ... import validate as V                         # (deferred: no read-back)
+        nodes = V.ids(nodes, "nodes", key.num_nodes * key.copies, nodes.device)
+    return reference.entry_words(key, nodes), None
+
+
+def _out(values, count):
+    return values if count is None else BoundedIds(values, count)
+
+
+def random_uniform(A, nodes, key):
+    """:func:`gsample.backend.torch.draws.random_uniform`, sync-free."""
+    words, count = _words(nodes, key)
+    return _out(uniform_float(words), count)
+
+
+def random_count(A, nodes, key, dist: str = "geometric", p: float = 0.5, n=None):
+    """:func:`gsample.backend.torch.draws.random_count`, sync-free (the thresholds are
+    copied to the device once per law)."""
+    words, count = _words(nodes, key)
+    return _out(count_from_words(words, reference.table(dist, p, n, words.device)), count)
+
+
+def register(backend) -> None:
+    """Register both ops with the CUDA backend (eager calls and the sync-free runtime)."""
+    for op, fn in ((Op.RANDOM_UNIFORM, random_uniform), (Op.RANDOM_COUNT, random_count)):
+        backend.register(op, ("csc",), fn, syncs=False)
+        backend.register(op, ("csc",), fn, sync_free=True, syncs=False)
+
+
+__all__ = ["random_uniform", "random_count", "register"]

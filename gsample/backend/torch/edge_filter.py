@@ -1,0 +1,46 @@
+"""``A.filter_edges(keep)``: the edges a mask keeps, every column kept (possibly empty).
+
+Edge ``e`` (in CSC order) stays when ``keep[e]``; it moves to position ``csum[e]``, the
+kept edges before it, and column ``c`` then spans ``csum[indptr[c]] .. csum[indptr[c + 1]]``.
+"""
+from __future__ import annotations
+
+import torch
+
+from ...formats.csc import CSC
+
+
+def kept_indptr(A: CSC, keep: torch.Tensor) -> tuple:
+    """``(indptr, csum)``: the filtered matrix's column pointer, shape (C + 1,), and the
+    kept edges before each edge, shape (E + 1,)."""
+    csum = torch.zeros(keep.numel() + 1, dtype=torch.int64, device=keep.device)
+    torch.cumsum(keep, 0, out=csum[1:])
+    return csum[A.indptr], csum
+
+
+def filter_edges(A: CSC, keep: torch.Tensor) -> CSC:
+    """``A.filter_edges(keep)``.
+
+    Parameters
+    ----------
+    A : CSC
+        Any matrix, shape (R, C), ``E`` edges.
+    keep : BoolTensor, shape (E,)
+        Which edges stay (checked).
+
+    Returns
+    -------
+    CSC
+        ``A``'s row and column spaces; the kept edges in their order, with their values and
+        edge ids.
+
+    Examples
+    --------
+    >>> sub = A[:, seeds]
+    >>> s = gs.Matrix(filter_edges(sub.csc, sub.values > 0.5))
+    """
+    indptr, _ = kept_indptr(A, keep)
+    return A.take_edges(torch.nonzero(keep).squeeze(1), indptr)
+
+
+__all__ = ["filter_edges", "kept_indptr"]

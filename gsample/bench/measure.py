@@ -1,0 +1,188 @@
+"""Timing of the harness: epochs, their median and spread, peak memory, kernels and host syncs
+per mini-batch on a GPU, the device's random-gather bandwidth and the machine's load.
+
+Every figure of :mod:`gsample.bench` comes from here, so that all modes and peers are timed
+the same way: one warm-up epoch, then the median of ``repeats`` epochs, the device
+synchronised around every epoch, outputs counted after the clock stops.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import statistics
+import time
+
+import torch
+
+import gsample as gs
+
+#: CPU-side CUDA calls that wait for the device (a host synchronisation each)
+SYNCS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy")
+
+
+def sync(device):
+    """Wait for ``device``'s queued work (a no-op on the CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed(fn, device):
+    """``(seconds, fn())``, the device synchronised before and after."""
+    sync(device)
+    start = time.perf_counter()
+    out = fn()
+    sync(device)
+    return time.perf_counter() - start, out
+
+
+def load_average():
+    """The machine's 1-minute load average (``None`` where the OS has none): other processes
+    share the cores, and the record says how busy they were."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
+def gather_bandwidth(device, src_elems: int, idx_elems: int, dtype=torch.int64,
+                     repeats: int = 10) -> dict:
+    """Random-gather bandwidth of ``device``: GB/s of ``x[idx]``.
+
+    Parameters
+    ----------
+    device : torch.device
+    src_elems : int
+        Size of the gathered array ``x`` (of ``dtype``).
+    idx_elems : int
+        Number of random int64 indices.
+    dtype : torch.dtype
+    repeats : int
+        Timed gathers after a warm-up; the median is kept.
+
+    Returns
+    -------
+    dict
+        ``GB_per_s`` (bytes = indices read + values read + values written), ``bytes``,
+        ``seconds_median`` and the sizes.
+
+    Examples
+    --------
+    >>> gather_bandwidth(torch.device("cpu"), 1 << 20, 1 << 18)["GB_per_s"] > 0
+    True
+    """
+    g = torch.Generator(device=device).manual_seed(0)
+    x = torch.arange(src_elems, device=device).to(dtype)
+    idx = torch.randint(0, src_elems, (idx_elems,), device=device, generator=g)
+    out = torch.empty(idx_elems, dtype=dtype, device=device)
+    torch.index_select(x, 0, idx, out=out)                       # warm-up
+    times = []
+    for _ in range(repeats):
+        if device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            torch.index_select(x, 0, idx, out=out)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        else:
+            times.append(timed(lambda: torch.index_select(x, 0, idx, out=out), device)[0])
+    assert torch.equal(out, x[idx])
+    t = statistics.median(times)
+    nbytes = idx_elems * (idx.element_size() + 2 * x.element_size())
+    return {"dtype": str(dtype).replace("torch.", ""), "src_elems": src_elems,
+            "idx_elems": idx_elems, "bytes": nbytes, "seconds_median": t,
+            "GB_per_s": nbytes / t / 1e9}
+
+
+def batch_list(G, seeds, batch_size):
+    """The mini-batches of a fresh ``gs.DataLoader(..., seed=0)``'s first epoch, in order:
+    the peers sample these, the gsample modes the same loader's epochs."""
+    loader = gs.DataLoader(G, lambda A, s: None, seeds, batch_size=batch_size, seed=0)
+    return [b.seeds for b in loader]
+
+
+def epoch_runner(outputs, device, count):
+    """One epoch as ``run() -> (seconds, units)``: ``outputs()`` returns an iterable of the
+    epoch's sampler outputs (a ``gs.DataLoader``'s, a peer's own loader's, or calls over
+    mini-batches), drawn inside the clock; ``count(out)`` runs after it stops."""
+    def run():
+        sync(device)
+        start = time.perf_counter()
+        outs = list(outputs())
+        sync(device)
+        seconds = time.perf_counter() - start
+        return seconds, sum(count(o) for o in outs)
+    return run
+
+
+def loader_epoch(loader, device, count):
+    """:func:`epoch_runner` of a ``gs.DataLoader`` (made once, as a training loop does)."""
+    return epoch_runner(lambda: (b.out for b in loader), device, count)
+
+
+def calls_epoch(sample, batches, device, count):
+    """:func:`epoch_runner` of ``sample(seeds)`` over the mini-batches ``batches``."""
+    return epoch_runner(lambda: (sample(s) for s in batches), device, count)
+
+
+def measure(run, repeats: int, device) -> dict:
+    """One warm-up call of ``run`` (compiles, caches, CUDA graph captures), then ``repeats``.
+
+    Returns
+    -------
+    dict
+        ``epoch_s_median``, ``epoch_s_all``, ``spread_s`` (max - min), ``warmup_epoch_s``,
+        ``units`` (of the last epoch), ``units_per_s``, ``peak_memory_bytes`` and its kind,
+        ``load_avg`` (the machine's, after the epochs).
+    """
+    if device.type == "cuda":
+        sync(device)
+        torch.cuda.reset_peak_memory_stats(device)
+    warm, _ = run()
+    runs = [run() for _ in range(repeats)]
+    times = [r[0] for r in runs]
+    med = statistics.median(times)
+    units = runs[-1][1]
+    row = {"epoch_s_median": med, "epoch_s_all": times, "spread_s": max(times) - min(times),
+           "warmup_epoch_s": warm, "units": units, "units_per_s": units / med if med else None}
+    if device.type == "cuda":
+        row["peak_memory_bytes"] = torch.cuda.max_memory_allocated(device)
+        row["peak_memory_kind"] = "torch.cuda.max_memory_allocated"
+    else:
+        row["peak_memory_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        row["peak_memory_kind"] = "process_peak_rss"
+    row["load_avg"] = load_average()
+    return row
+
+
+def profile_counts(run, num_batches: int, device) -> dict:
+    """Kernels, memcpys, memsets and host syncs per mini-batch of ``run()`` (which samples
+    ``num_batches`` mini-batches), and GPU busy and wall milliseconds per mini-batch, from
+    ``torch.profiler``; ``{}`` off CUDA."""
+    if device.type != "cuda":
+        return {}
+    from torch.profiler import ProfilerActivity, profile
+    sync(device)
+    start = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        run()
+        sync(device)
+    wall = time.perf_counter() - start
+    kernels = memcpys = memsets = syncs = 0
+    busy = 0.0
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            name = e.name.lower()
+            if "memcpy" in name:
+                memcpys += 1
+            elif "memset" in name:
+                memsets += 1
+            else:
+                kernels += 1
+            busy += e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total
+        elif e.name in SYNCS:
+            syncs += 1
+    n = max(num_batches, 1)
+    return {"kernels_per_batch": kernels / n, "memcpys_per_batch": memcpys / n,
+            "memsets_per_batch": memsets / n, "syncs_per_batch": syncs / n,
+            "gpu_busy_ms_per_batch": busy / 1e3 / n, "wall_ms_per_batch": wall * 1e3 / n}

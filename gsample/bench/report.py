@@ -1,0 +1,257 @@
+"""The harness's output: the JSON record (device, date, versions, commit, command), a PNG per
+workload, the printed table, and the README's table made from the newest records."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import pathlib
+import platform
+import re
+import subprocess
+
+import torch
+
+import gsample as gs
+
+RESULT_PATTERN = "bench_*.json"
+README_BEGIN, README_END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+
+def device_name(device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    n = torch.get_num_threads()
+    return f"{platform.processor() or platform.machine()} CPU, {n} thread{'s' * (n != 1)}"
+
+
+def versions() -> dict:
+    out = {"python": platform.python_version(), "torch": torch.__version__,
+           "gsample": getattr(gs, "__version__", None)}
+    for mod in ("numpy", "matplotlib", "cupy", "torch_cluster", "torch_geometric",
+                "torch_sparse", "pyg_lib", "dgl"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except Exception:                           # noqa: BLE001 - not installed, or broken
+            out[mod] = None
+    return out
+
+
+def as_typed(arg: str, root) -> str:
+    """``arg``, a path under the checkout's parent folder written relative to the checkout
+    (``../shared/data/...``), as one would type it to run the recorded command there."""
+    key, eq, value = arg.partition("=") if arg.startswith("--") else ("", "", arg)
+    if not value or not os.path.exists(value):
+        return arg
+    path, parent = os.path.abspath(value), os.path.dirname(os.path.abspath(root))
+    if os.path.commonpath([path, parent]) != parent:
+        return arg
+    return key + eq + os.path.relpath(path, root)
+
+
+def new_record(args, device, A, root, **fields) -> dict:
+    """A run's record before its workloads: when, where, what ran (``args``), the graph,
+    then ``fields``."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return {
+        "harness": "gsample.bench", "date": now.isoformat(timespec="seconds"),
+        "stamp": now.strftime("%Y%m%dT%H%M%SZ"),
+        "device": device_name(device), "device_type": device.type,
+        "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
+        "versions": versions(), "commit": git_commit(root),
+        "command": " ".join(["python -m gsample.bench"] + [as_typed(a, root) for a in args.argv]),
+        "graph": as_typed(args.graph, root), "num_nodes": A.num_nodes, "num_edges": A.num_edges,
+        "quick": args.quick, "repeats": args.repeats, "seeds": args.seeds,
+        "batch_caps": args.caps, "super_batch": args.super_batch,
+        "peak_memory_kind": ("torch.cuda.max_memory_allocated, per mode" if device.type == "cuda"
+                             else "process_peak_rss (ru_maxrss, monotone over the run)"),
+        **fields, "workloads": {}, "failures": [], "complete": False, "pngs": {}}
+
+
+def git_commit(root):
+    """``$GSAMPLE_COMMIT`` (a copied tree's git metadata may be stale), else HEAD, with
+    ``+dirty`` when tracked files differ from it."""
+    if os.environ.get("GSAMPLE_COMMIT"):
+        return os.environ["GSAMPLE_COMMIT"]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, text=True,
+                                capture_output=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, text=True, capture_output=True, timeout=10).stdout
+        return f"{commit}{'+dirty' if dirty.strip() else ''}" if commit else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _color(kind):
+    return {"plain": "#999999", "peer": "#55a868", "eager": "#e08a3a"}.get(kind, "#3a7bd5")
+
+
+def plot(path, name, entry, title):
+    """Epoch time (log scale, min-max whiskers, the gather bound dashed) and throughput of
+    every mode and peer of one workload."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = list(entry["modes"].items())
+    labels = [m.replace("compiled, ", "") for m, _ in rows]
+    colors = [_color(r["kind"]) for _, r in rows]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    ax = axes[0]
+    med = [r["epoch_s_median"] for _, r in rows]
+    lo = [r["epoch_s_median"] - min(r["epoch_s_all"]) for _, r in rows]
+    hi = [max(r["epoch_s_all"]) - r["epoch_s_median"] for _, r in rows]
+    bars = ax.bar(range(len(rows)), med, color=colors, yerr=[lo, hi], capsize=3)
+    ax.bar_label(bars, fmt="%.3g", fontsize=7)
+    if entry.get("bound"):
+        ax.axhline(entry["bound"]["epoch_s"], color="k", ls="--", lw=1, label="gather bound")
+        ax.legend(fontsize=7)
+    ax.set_yscale("log")
+    ax.set_ylabel(f"epoch s ({entry['batches']} x {entry['batch_size']}; median, min-max)")
+    ax.set_xticks(range(len(rows)), labels, rotation=30, ha="right", fontsize=7)
+    ax = axes[1]
+    bars = ax.bar(range(len(rows)), [r["units_per_s"] or 0 for _, r in rows], color=colors)
+    ax.bar_label(bars, fmt="%.3g", fontsize=7)
+    ax.set_ylabel(f"{entry['unit']} / s")
+    ax.set_xticks(range(len(rows)), labels, rotation=30, ha="right", fontsize=7)
+    fig.suptitle(f"{name}: {title}", fontsize=9)
+    missing = [f"{peer}: {why.split(':')[0].split(';')[0]}"
+               for peer, why in entry.get("peers_not_run", {}).items()]
+    if missing:                                      # what could not be compared, and why
+        fig.text(0.01, 0.01, "not run: " + "; ".join(missing), fontsize=7, color="#555555")
+    fig.tight_layout(rect=(0, 0.04 if missing else 0, 1, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_all(record, folder, stem) -> dict:
+    """A PNG per workload of ``record``, ``<folder>/<stem>_<workload>.png``: ``{workload:
+    file name}``."""
+    pngs = {}
+    for name, entry in record["workloads"].items():
+        if "modes" in entry:
+            png = pathlib.Path(folder) / f"{stem}_{name}.png"
+            plot(png, name, entry, f"{record['graph']}, {record['device']}")
+            pngs[name] = png.name
+    return pngs
+
+
+def _fmt(v, spec, none="-"):
+    return none if v is None else format(v, spec)
+
+
+def table_lines(record) -> list:
+    """Every (workload, mode) of a record as markdown rows (printed at the end of a run)."""
+    gpu = record.get("device_type") == "cuda"
+    lines = [f"{record['device']}, graph {record['graph']} ({record['num_nodes']:,} nodes, "
+             f"{record['num_edges']:,} edges), {record['date']}, commit {record.get('commit')}",
+             "",
+             "| workload | mode | epoch s (median) | spread s | units/s | peak MiB | x bound | "
+             + ("kernels/b | syncs/b | " if gpu else "") + "agrees |",
+             "|---|---|---:|---:|---:|---:|---:|" + ("---:|---:|" if gpu else "") + "---|"]
+    for name, e in record["workloads"].items():
+        if "error" in e:
+            lines.append(f"| {name} | error | | | | | | {e['error'][:60]} |")
+            continue
+        unit = "steps" if e["unit"] == "walk steps" else "edges"
+        for mode, r in e["modes"].items():
+            mem = r.get("peak_memory_bytes")
+            gpu_cols = (f"{_fmt(r.get('kernels_per_batch'), '.1f')} | "
+                        f"{_fmt(r.get('syncs_per_batch'), '.2f')} | ") if gpu else ""
+            lines.append(
+                f"| {name} | {mode} | {r['epoch_s_median']:.4f} | {r['spread_s']:.4f} | "
+                f"{(r['units_per_s'] or 0):,.0f} {unit} | "
+                f"{_fmt(mem and mem / 2**20, ',.0f')} | {_fmt(r.get('x_bound'), '.1f')} | "
+                f"{gpu_cols}{_fmt(e['agreement'].get(mode), '.4f')} |")
+        for peer, why in e.get("peers_not_run", {}).items():
+            lines.append(f"| {name} | {peer} | {why[:70]} | | | | |" + (" | |" if gpu else "")
+                         + " |")
+    g = record.get("random_gather")
+    if g:
+        lines += ["", f"random gather (int64): {g['GB_per_s']:.2f} GB/s; peak memory: "
+                      f"{record.get('peak_memory_kind')}; load average "
+                      f"{record.get('load_avg_start')} -> {record.get('load_avg_end')}"]
+    return lines
+
+
+#: the README table's columns: (header, mode labels it takes, the fastest of them)
+COLUMNS = (("eager", ("gsample eager",)),
+           ("compiled, torch", ("compiled, torch backend",)),
+           ("compiled, cuda", ("compiled, cuda backend",)),
+           ("super-batched (best N)", None),
+           ("plain PyTorch", ("plain PyTorch",)),
+           ("peers", ("torch_cluster random_walk", "PyG NeighborLoader",
+                      "PyG ShaDowKHopSampler", "DGL")))
+
+
+def readme_table(record) -> list:
+    """One record as a compact markdown table: a row per workload, epoch seconds per mode
+    (the fastest super-batch, each peer that ran), and the gather bound."""
+    lines = [f"**{record['device']}**, {record['graph']} ({record['num_nodes']:,} nodes, "
+             f"{record['num_edges']:,} edges), {record['date'][:10]}, "
+             f"`{record['command']}` (`benchmarks/results/{record.get('file', '')}`); "
+             f"random gather {record['random_gather']['GB_per_s']:.3g} GB/s"
+             + (f", load average {record.get('load_avg_start')} -> {record.get('load_avg_end')} "
+                f"on {record.get('cpu_count')} cores" if record.get("device_type") == "cpu"
+                else "") +
+             f"; epoch seconds, median of {record['repeats']}:", "",
+             "| workload | batches | " + " | ".join(h for h, _ in COLUMNS) +
+             " | gather bound | agree |",
+             "|---|---:|" + "---:|" * len(COLUMNS) + "---:|---|"]
+    for name, e in record["workloads"].items():
+        if "error" in e:
+            lines.append(f"| {name} | error: {e['error'][:60]} |" + " |" * (len(COLUMNS) + 2))
+            continue
+        cells = []
+        for header, labels in COLUMNS:
+            if labels is None:
+                sup = {m: r for m, r in e["modes"].items() if r["kind"] == "super"}
+                best = min(sup, key=lambda m: sup[m]["epoch_s_median"], default=None)
+                cells.append("-" if best is None else
+                             f"{sup[best]['epoch_s_median']:.3g} ({best.rsplit(' ', 1)[1]})")
+            elif header == "peers":
+                got = [f"{m.split()[0]} {e['modes'][m]['epoch_s_median']:.3g}"
+                       for m in labels if m in e["modes"]]
+                cells.append(", ".join(got) or "-")
+            else:
+                r = next((e["modes"][m] for m in labels if m in e["modes"]), None)
+                cells.append("-" if r is None else f"{r['epoch_s_median']:.3g}")
+        agree = min(e["agreement"].values()) if e["agreement"] else None
+        lines.append(f"| {name} | {e['batches']} x {e['batch_size']} | " + " | ".join(cells) +
+                     f" | {e['bound']['epoch_s']:.2g} | {_fmt(agree, '.4f')} |")
+    return lines
+
+
+def newest_records(folder) -> list:
+    """The newest ``gsample.bench`` record per (device type, graph) in ``folder``, GPU
+    first (newest by the record's ``date``, the file's mtime breaking ties)."""
+    best = {}
+    for p in pathlib.Path(folder).glob(RESULT_PATTERN):
+        try:
+            r = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        if r.get("harness") != "gsample.bench" or r.get("quick"):
+            continue
+        key = (r.get("device_type"), r.get("graph"))
+        rank = (r.get("date", ""), p.stat().st_mtime)
+        if key not in best or rank > best[key][0]:
+            best[key] = (rank, {**r, "file": p.name})
+    return [v[1] for k, v in sorted(best.items(), key=lambda kv: (kv[0][0] != "cuda",
+                                                                  str(kv[0][1])))]
+
+
+def readme_block(records) -> str:
+    body = ["<!-- generated by scripts/bench_table.py from the newest record per device and "
+            "graph; do not edit by hand -->"]
+    for r in records:
+        body += [""] + readme_table(r)
+    return "\n".join(body)
+
+
+def replace_block(text: str, block: str) -> str:
+    """``text`` with what lies between the bench markers replaced by ``block``."""
+    pattern = re.compile(re.escape(README_BEGIN) + ".*?" + re.escape(README_END), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"no {README_BEGIN} ... {README_END} block")
+    return pattern.sub(lambda _: f"{README_BEGIN}\n{block}\n{README_END}", text, count=1)

@@ -1,0 +1,219 @@
+"""The workloads of DESIGN §8 and the gsample modes the harness times for each.
+
+==========  ====  ===============================================  ==========  ==========
+workload    §8    sampler (``examples/``)                          mini-batch  weighted
+==========  ====  ===============================================  ==========  ==========
+graphsage   W1    ``graphsage``, fanouts (25, 10)                  512         no
+deepwalk    W2    ``deepwalk``, length 80                          1024        no
+node2vec    W3    ``node2vec``, length 80, p = 2, q = 0.5          1024        yes
+ladies      W4    ``ladies`` on ``normalize(A)``, 3 x 4000         512         yes
+fastgcn     W5    ``fastgcn``, 2 x 2000, degree = ``A.sum(axis=1)``  512         yes
+shadow      W5    ``shadow``, fanouts (10, 10)                     512         no
+pass        W5    ``pass_sampler``, fanouts (10, 10), F = 32       64          yes
+==========  ====  ===============================================  ==========  ==========
+
+The samplers are the repository's ``examples/``, imported by path: the harness needs a
+source checkout (``examples/`` and ``benchmarks/`` beside the package, or
+``$GSAMPLE_REPO``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import pathlib
+import sys
+from typing import Callable, NamedTuple
+
+import torch
+
+import gsample as gs
+
+ALL_WORKLOADS = ("graphsage", "deepwalk", "node2vec", "ladies", "fastgcn", "shadow", "pass")
+DESIGN_IDS = {"graphsage": "W1", "deepwalk": "W2", "node2vec": "W3", "ladies": "W4",
+              "fastgcn": "W5", "shadow": "W5", "pass": "W5"}
+WALKS = ("deepwalk", "node2vec")
+WEIGHTED = ("ladies", "fastgcn", "node2vec", "pass")
+AGREEMENT_BATCHES = 4
+#: the determinism contract (DESIGN §3): uniform draws identical everywhere; weighted ones may
+#: round their probabilities differently across backends, so at least this share agrees
+WEIGHTED_MIN_AGREEMENT = 0.999
+MODE_KEYS = ("eager", "torch", "cuda", "super")
+
+
+class HarnessError(RuntimeError):
+    """The harness cannot run here (no source checkout, bad ``--graph``, too small a graph)."""
+
+
+def repo_root() -> pathlib.Path:
+    """The source checkout holding ``benchmarks/`` and ``examples/``."""
+    here = pathlib.Path(__file__).resolve().parents[2]
+    for c in (os.environ.get("GSAMPLE_REPO"), here):
+        if c and (pathlib.Path(c) / "benchmarks" / "baselines.py").is_file() and \
+                (pathlib.Path(c) / "examples" / "graphsage.py").is_file():
+            return pathlib.Path(c).resolve()
+    raise HarnessError(
+        "gsample.bench needs the repository's benchmarks/ and examples/ folders (the samplers "
+        f"and baselines it times); none found beside the package at {here} - run it from a "
+        "source checkout (pip install -e .) or set GSAMPLE_REPO to one")
+
+
+def import_repo(root: pathlib.Path):
+    """Put ``examples/`` and ``benchmarks/`` on ``sys.path``; the plain-PyTorch baselines."""
+    for sub in ("examples", "benchmarks"):
+        p = str(root / sub)
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    import baselines
+    return baselines
+
+
+@dataclasses.dataclass
+class Workload:
+    """One workload on one graph: what every mode and peer samples."""
+    name: str
+    fn: Callable                  # the gsample sampler, fn(G, seeds, **kw)
+    G: "gs.Matrix"                # the graph it samples (LADIES: normalised)
+    A: "gs.Matrix"                # the graph as given (the peers' input)
+    kw: dict
+    batch_size: int
+    loader: dict                  # DataLoader options super-batching needs
+    walk_pq: tuple | None = None  # (p, q) of a walk
+
+    @property
+    def walk(self) -> bool:
+        return self.name in WALKS
+
+    @property
+    def unit(self) -> str:
+        return "walk steps" if self.walk else "sampled edges"
+
+    def required_agreement(self) -> float:
+        return WEIGHTED_MIN_AGREEMENT if self.name in WEIGHTED else 1.0
+
+
+def workload(name: str, A, batch_size=None, walk_length: int = 80) -> Workload:
+    """The :class:`Workload` ``name`` on graph ``A`` (on ``A``'s device)."""
+    import deepwalk  # examples/, on sys.path after import_repo
+    import fastgcn
+    import graphsage
+    import ladies
+    import node2vec
+    import pass_sampler
+    import shadow
+    bs = batch_size or (1024 if name in WALKS else 64 if name == "pass" else 512)
+    if name == "graphsage":
+        return Workload(name, graphsage.graphsage, A, A, {"fanouts": (25, 10)}, bs, {})
+    if name == "ladies":
+        return Workload(name, ladies.ladies, ladies.normalize(A), A, {"layers": (4000,) * 3},
+                        bs, {})
+    if name == "fastgcn":
+        return Workload(name, fastgcn.fastgcn, A, A,
+                        {"layers": (2000, 2000), "degree": A.sum(axis=1)}, bs,
+                        {"fixed_state": True})
+    if name == "shadow":
+        return Workload(name, shadow.shadow, A, A, {"fanouts": (10, 10)}, bs, {})
+    if name == "pass":
+        inputs = {k: v.to(A.device) for k, v in pass_sampler.random_inputs(A.num_nodes).items()}
+        return Workload(name, pass_sampler.pass_sampler, A, A, {"fanouts": (10, 10), **inputs},
+                        bs, {"fixed_state": True})
+    if name == "deepwalk":
+        return Workload(name, deepwalk.deepwalk, A, A, {"length": walk_length}, bs, {},
+                        (1.0, 1.0))
+    if name == "node2vec":
+        return Workload(name, node2vec.node2vec, A, A, {"length": walk_length, "p": 2.0,
+                                                         "q": 0.5}, bs, {}, (2.0, 0.5))
+    raise HarnessError(f"unknown workload {name!r} (one of {', '.join(ALL_WORKLOADS)})")
+
+
+class Mode(NamedTuple):
+    """A gsample mode: the sampler, its extra ``gs.DataLoader`` options, and its kind
+    (``eager``, ``compiled`` or ``super``: how it is drawn and coloured)."""
+    sampler: Callable
+    options: dict
+    kind: str
+
+
+def make_modes(w: Workload, device, super_batches, keys=MODE_KEYS) -> dict:
+    """``{label: Mode}``: eager, compiled on the torch backend, on the CUDA backend (a GPU
+    only) and super-batched ``N`` for each of ``super_batches`` (on the CUDA backend on a GPU,
+    the torch one on the CPU), those of ``keys`` (:data:`MODE_KEYS`). The first is the
+    reference of the agreement check."""
+    kw = w.kw
+    backend = "cuda" if device.type == "cuda" else "torch"
+    modes = {}
+    if "eager" in keys:
+        modes["gsample eager"] = Mode(functools.partial(w.fn, **kw), {}, "eager")
+    if "torch" in keys:
+        modes["compiled, torch backend"] = Mode(
+            functools.partial(gs.compile(w.fn, backend="torch"), **kw), {}, "compiled")
+    if "cuda" in keys and backend == "cuda":
+        modes["compiled, cuda backend"] = Mode(
+            functools.partial(gs.compile(w.fn, backend="cuda"), **kw), {}, "compiled")
+    if "super" in keys:
+        compiled = functools.partial(gs.compile(w.fn, backend=backend), **kw)
+        for n in super_batches:
+            modes[f"compiled, super-batched {n}"] = Mode(
+                compiled, {"super_batch": n, **w.loader}, "super")
+    return modes
+
+
+def _matrices(out):
+    if isinstance(out, gs.Matrix):
+        return [out]
+    if isinstance(out, (list, tuple)):
+        return [m for o in out for m in _matrices(o)]
+    return []
+
+
+def count(out) -> int:
+    """Sampled edges of a sampler's output (blocks; a subgraph and its nodes; baseline
+    ``Block``s) or walk steps of a walk tensor (entries after the start that are not -1)."""
+    if isinstance(out, torch.Tensor):
+        return int((out[:, 1:] >= 0).sum()) if out.dim() == 2 else 0
+    if isinstance(out, gs.Matrix) or hasattr(out, "_fields") and hasattr(out, "num_edges"):
+        return out.num_edges
+    if isinstance(out, (list, tuple)):
+        return sum(count(o) for o in out)
+    return 0
+
+
+def agreement(x_blocks, y_blocks) -> float:
+    """Share of sampled edges two runs both drew: Jaccard of their (layer, row, column,
+    edge id) sets (1.0: the same samples)."""
+    def edges(blocks):
+        found = set()
+        for i, b in enumerate(blocks):
+            rows, cols, eids = (t.cpu() for t in b.edges())
+            found |= {(i, *e) for e in zip(rows.tolist(), cols.tolist(), eids.tolist())}
+        return found
+    a, b = edges(x_blocks), edges(y_blocks)
+    return len(a & b) / max(len(a | b), 1)
+
+
+def draw(w: Workload, mode: Mode, seeds, batches: int = AGREEMENT_BATCHES):
+    """The outputs of ``mode`` on the first ``batches`` mini-batches of ``seeds``, from
+    ``gs.manual_seed(0)`` and loader seed 1 (super-batches capped at ``batches``)."""
+    options = dict(mode.options)
+    if isinstance(options.get("super_batch"), int):
+        options["super_batch"] = min(options["super_batch"], batches)
+    gs.manual_seed(0)
+    loader = gs.DataLoader(w.G, mode.sampler, seeds[:batches * w.batch_size], w.batch_size,
+                           seed=1, **options)
+    return [b.out for b in loader]
+
+
+def agreement_of(w: Workload, modes: dict, seeds, extra=None) -> dict:
+    """``{label: agreement with the first mode}`` on the first mini-batches; ``extra``:
+    ``{label: outputs}`` drawn elsewhere (the CPU's, a second draw) to compare too."""
+    outs = {m: draw(w, mode, seeds) for m, mode in modes.items()}
+    outs.update(extra or {})
+    ref = next(iter(outs.values()))
+    result = {}
+    for m, got in outs.items():
+        if w.walk:
+            a, b = torch.cat(ref).cpu(), torch.cat(got).cpu()
+            result[m] = float((a == b).double().mean()) if a.shape == b.shape else 0.0
+        else:
+            result[m] = agreement(_matrices(ref), _matrices(got))
+    return result

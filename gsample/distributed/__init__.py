@@ -1,0 +1,34 @@
+"""Sampling with several processes, one per device, through ``torch.distributed``.
+
+NCCL on GPUs, gloo on CPUs; start the processes with ``torchrun`` or
+``torch.multiprocessing.spawn`` and initialise the process group first. Two pieces:
+
+* **the graph** (:func:`place`): replicated on every rank's device, in memory shared by the
+  ranks of a host (pinned and read by each GPU through UVA), or partitioned by edge-balanced
+  ranges of columns (:class:`PartitionedMatrix`, whose node-wise sampling and walks exchange
+  frontiers between the ranks); a rule picks one from the graph's size and the ranks' device
+  memory (:func:`choose_placement`), and ``placement=`` overrides it;
+* **the seeds**: ``gs.DataLoader(G, sampler, seeds, batch_size, seed=0, distributed=True)``
+  gives each rank its share of every epoch's mini-batches, as
+  ``torch.utils.data.DistributedSampler`` does (:mod:`gsample.distributed.split`).
+
+A mini-batch's draws are keyed by its global index, never by the rank (DESIGN §3), so the
+ranks' mini-batches together are the single-process epoch, sample for sample, under every
+placement.
+
+Examples
+--------
+>>> import torch.distributed as dist, gsample as gs
+>>> dist.init_process_group("nccl")                          # torchrun --nproc-per-node 4
+>>> torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+>>> A = gs.datasets.rmat(2_400_000, 120_000_000, seed=0) if dist.get_rank() == 0 else None
+>>> G = gs.distributed.place(A)                              # "auto"
+>>> for batch in gs.DataLoader(G, graphsage, train_ids, 512, seed=0, distributed=True):
+...     train(batch)                                         # batch.index: the global index
+"""
+from .partition import PartitionedMatrix, edge_balanced_bounds
+from .place import PLACEMENTS, choose_placement, place
+from .split import rank_batches, resolve_ranks
+
+__all__ = ["place", "choose_placement", "PLACEMENTS", "PartitionedMatrix", "rank_batches",
+           "resolve_ranks", "edge_balanced_bounds"]

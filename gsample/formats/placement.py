@@ -1,0 +1,315 @@
+"""Where a graph's arrays live: device memory, or pinned host memory a GPU reads (UVA).
+
+``A.to("cuda", placement=...)`` (:meth:`gsample.Matrix.to`) takes one of :data:`PLACEMENTS`:
+
+``"device"``
+    Every array in the device's memory (the default).
+``"uva"``
+    The CSC arrays (``indptr``, ``rows``, edge ids, values) stay in *pinned host memory* and
+    the GPU reads them in place through unified virtual addressing: a pinned buffer's host
+    address is a valid device address (CUDA Runtime API, "Unified Addressing"). Each array is
+    handed to PyTorch as a CUDA tensor *at that address* (through the CUDA Array Interface,
+    :func:`map_host`), so every kernel of both backends, PyTorch's included, reads it as it
+    reads device memory, and only what a sampler touches crosses the bus (a column's
+    ``indptr`` entries and the rows and edge ids of the edges it keeps). Results are device
+    tensors. A graph larger than the GPU's memory can be sampled so, and samples are
+    identical to the device-resident graph's (the same values are read).
+``"auto"``
+    ``"device"`` when the graph takes at most :data:`DEVICE_SHARE` of the device's free
+    memory (or of ``budget`` bytes, which pretends a smaller GPU), else ``"uva"``
+    (:func:`choose`).
+
+Graph-level arrays derived from a UVA graph stay in host memory too: node2vec's sorted rows
+are built on the host; edge-sized values a compiled sampler hoists (alias tables, ``A ** 2``)
+are computed on the device as for a device-resident graph (so they are the same bits), then
+moved into pinned host memory (:func:`offload`). The CUDA backend reads a UVA graph as int64 in
+place (no int32 copy). A matrix reports where it lives in ``A.placement``: ``"device"``,
+``"uva"``, or ``"shared"`` (CPU arrays in shared memory, one copy for the processes of a host:
+:mod:`gsample.distributed`).
+
+Examples
+--------
+>>> A = gs.datasets.rmat(100_000, 2_000_000, seed=0)
+>>> H = A.to("cuda", placement="uva")        # arrays pinned in host memory, read by the GPU
+>>> H.placement, H.device
+('uva', device(type='cuda', index=0))
+>>> A.to("cuda", placement="auto", budget=1 << 20).placement   # a 1 MiB GPU: UVA
+'uva'
+"""
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from dataclasses import fields
+from typing import Optional
+
+import torch
+
+from .csc import CSC
+
+PLACEMENTS = ("device", "uva", "auto")
+#: ``"auto"`` keeps a graph on the device while it takes at most this share of the free
+#: memory: the rest holds a sampler's buffers, the CUDA backend's int32 index copies of a
+#: large graph (half the index arrays again), features and the model
+DEVICE_SHARE = 0.5
+_FIELDS = tuple(f.name for f in fields(CSC) if f.name != "num_nodes")
+
+# storage address -> its _HostArray (weak: an entry lives as long as some mapped tensor's
+# storage, which holds the _HostArray through its deleter)
+_MAPPED: "weakref.WeakValueDictionary[int, _HostArray]" = weakref.WeakValueDictionary()
+# storage address -> holder of a shared-memory CPU array (gsample.distributed)
+_SHARED: "weakref.WeakValueDictionary[int, object]" = weakref.WeakValueDictionary()
+
+
+class _HostArray:
+    """A pinned host storage, described to PyTorch as CUDA memory (CUDA Array Interface v2:
+    a byte array at the host address, which UVA makes a device address too). Held by the
+    deleter of every CUDA tensor made from it, so ``host`` lives while they do."""
+
+    def __init__(self, host: torch.Tensor, on_free=None):
+        storage = host.untyped_storage()
+        self.host = host
+        self.nbytes = storage.nbytes()
+        self.__cuda_array_interface__ = {"shape": (self.nbytes,), "typestr": "|u1",
+                                         "data": (storage.data_ptr(), False), "version": 2,
+                                         "strides": None}
+        if on_free is not None:
+            weakref.finalize(self, on_free).atexit = False     # the process's end frees it all
+
+
+def _cuda_device(device) -> torch.device:
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
+def require_cuda(what: str) -> None:
+    """Raise a clear error where pinned (page-locked, device-mapped) memory is asked for
+    without CUDA: pinning is a CUDA driver call."""
+    if not torch.cuda.is_available():
+        raise RuntimeError(f"{what}: pinning host memory for a GPU to read (UVA) needs CUDA, "
+                           "and torch.cuda.is_available() is False")
+
+
+def map_host(host: torch.Tensor, device, on_free=None) -> torch.Tensor:
+    """A CUDA tensor on ``device`` at the address of the pinned CPU tensor ``host``: the same
+    memory, no copy (the GPU reads it over the bus, through unified virtual addressing).
+
+    Parameters
+    ----------
+    host : Tensor
+        A pinned CPU tensor (``tensor.pin_memory()``, or memory registered with
+        ``cudaHostRegister``).
+    device : torch.device or str
+        The GPU that reads it.
+    on_free : callable, optional
+        Called once the last tensor mapping this storage is freed (e.g. to unregister it).
+
+    Returns
+    -------
+    Tensor
+        ``host``'s dtype, shape and strides, ``is_cuda``; writes are visible on both sides.
+
+    Examples
+    --------
+    >>> h = torch.arange(4).pin_memory()
+    >>> d = map_host(h, "cuda")
+    >>> d.data_ptr() == h.data_ptr(), int(d.sum())
+    (True, 6)
+    """
+    device = _cuda_device(device)
+    if host.numel() == 0:
+        return torch.empty(host.shape, dtype=host.dtype, device=device)
+    ptr = host.untyped_storage().data_ptr()
+    array = _MAPPED.get(ptr)
+    if array is None or array.nbytes < host.untyped_storage().nbytes():
+        array = _HostArray(host, on_free)
+        _MAPPED[ptr] = array
+    base = torch.as_tensor(array, device=device)       # uint8, the whole storage
+    if base.data_ptr() != ptr or base.device != device:
+        raise RuntimeError(f"placement='uva': PyTorch copied the pinned buffer instead of "
+                           f"mapping it (to {base.device}); map it on the device that was "
+                           "current when it was pinned")
+    return base.view(host.dtype).as_strided(host.shape, host.stride(), host.storage_offset())
+
+
+def is_mapped(t) -> bool:
+    """Whether ``t`` is a CUDA tensor in pinned host memory (made by :func:`map_host`)."""
+    return isinstance(t, torch.Tensor) and t.is_cuda and t.numel() > 0 \
+        and t.untyped_storage().data_ptr() in _MAPPED
+
+
+def host_of(t: torch.Tensor) -> Optional[torch.Tensor]:
+    """The CPU tensor over the same pinned memory as the mapped ``t`` (None when ``t`` is not
+    mapped)."""
+    if not is_mapped(t):
+        return None
+    array = _MAPPED[t.untyped_storage().data_ptr()]
+    return torch.empty(0, dtype=t.dtype).set_(array.host.untyped_storage(), t.storage_offset(),
+                                              t.shape, t.stride())
+
+
+def pinned(t: torch.Tensor) -> torch.Tensor:
+    """``t`` in pinned host memory: itself when it is pinned already, else a pinned copy
+    (from a GPU: one device-to-host copy)."""
+    if t.device.type == "cpu" and t.is_pinned():
+        return t
+    if is_mapped(t):
+        return host_of(t)
+    if t.device.type == "cpu":
+        return t.detach().contiguous().pin_memory()
+    out = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)     # one copy from the device
+    out.copy_(t.detach())
+    return out
+
+
+def to_host_mapped(t: torch.Tensor, device) -> torch.Tensor:
+    """``t`` moved to pinned host memory and mapped for ``device`` (no-op when it is mapped)."""
+    if is_mapped(t):
+        return t
+    return map_host(pinned(t), device)
+
+
+def mark_shared(t: torch.Tensor, holder) -> None:
+    """Record that the CPU tensor ``t`` lives in memory shared by the processes of a host
+    (``holder`` keeps the record while it lives)."""
+    if t.numel():
+        _SHARED[t.untyped_storage().data_ptr()] = holder
+
+
+def _arrays(csc: CSC):
+    return [getattr(csc, name) for name in _FIELDS]
+
+
+def placement_of(csc: CSC) -> str:
+    """``"uva"`` (arrays in pinned host memory read by a GPU), ``"shared"`` (CPU arrays in
+    shared memory) or ``"device"``."""
+    arrays = [t for t in _arrays(csc) if isinstance(t, torch.Tensor) and t.numel()]
+    if any(is_mapped(t) for t in arrays):
+        return "uva"
+    if arrays and all(t.device.type == "cpu" and t.untyped_storage().data_ptr() in _SHARED
+                      for t in arrays):
+        return "shared"
+    return "device"
+
+
+def host_twin(csc: CSC) -> Optional[CSC]:
+    """The same matrix over the host memory of a UVA graph (CPU tensors, no copy; arrays
+    kept on the device are copied), or None for a graph that is not in host memory."""
+    if not is_mapped(csc.rows) and not is_mapped(csc.indptr):
+        return None
+    host = {name: None if t is None else (host_of(t) if is_mapped(t) else t.cpu())
+            for name, t in zip(_FIELDS, _arrays(csc))}
+    return CSC(csc.num_nodes, **host)
+
+
+def graph_bytes(csc: CSC) -> int:
+    """Bytes of a matrix's arrays (``indptr``, ``rows``, ids, values, edge ids)."""
+    return sum(t.numel() * t.element_size() for t in _arrays(csc) if t is not None)
+
+
+def free_memory(device) -> int:
+    """Free bytes of a GPU's memory (``torch.cuda.mem_get_info``)."""
+    return torch.cuda.mem_get_info(_cuda_device(device))[0]
+
+
+def choose(nbytes: int, free: int) -> str:
+    """The ``"auto"`` rule: ``"device"`` when a graph of ``nbytes`` takes at most
+    :data:`DEVICE_SHARE` of ``free`` bytes, else ``"uva"``.
+
+    Examples
+    --------
+    >>> choose(10 << 30, 80 << 30), choose(50 << 30, 80 << 30)
+    ('device', 'uva')
+    """
+    return "device" if nbytes <= DEVICE_SHARE * free else "uva"
+
+
+def _check(placement, budget) -> None:
+    if not isinstance(placement, str) or placement not in PLACEMENTS:
+        raise ValueError(f"placement: must be one of {PLACEMENTS}, got {placement!r}")
+    if budget is not None:
+        if isinstance(budget, bool) or not isinstance(budget, int):
+            raise TypeError(f"budget: must be an int (bytes of device memory), got "
+                            f"{type(budget).__name__}")
+        if budget < 0:
+            raise ValueError(f"budget: must be >= 0 bytes, got {budget}")
+        if placement != "auto":
+            raise ValueError("budget: only used with placement='auto' (it pretends the GPU "
+                             "has that many bytes free)")
+
+
+def place(csc: CSC, device, placement: str = "device", budget: Optional[int] = None) -> CSC:
+    """``csc`` with its arrays placed for ``device`` (see the module docstring).
+
+    Parameters
+    ----------
+    csc : CSC
+        The matrix (on any device, or in host memory already).
+    device : torch.device or str
+        Where its samples are made.
+    placement : {"device", "uva", "auto"}
+    budget : int, optional
+        With ``"auto"``: bytes of device memory to decide with instead of the free memory.
+
+    Returns
+    -------
+    CSC
+    """
+    _check(placement, budget)
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"device: {e}") from None
+    if placement != "device" and device.type != "cuda":
+        if placement == "uva":
+            raise ValueError(f"placement: 'uva' keeps the graph in pinned host memory for a "
+                             f"GPU to read; device must be a CUDA device, got {device}")
+        placement = "device"                    # "auto" on the CPU: nothing to choose
+    if device.type == "cuda" and placement != "uva" and not torch.cuda.is_available():
+        raise RuntimeError(f"device: {device} needs a CUDA GPU, and torch.cuda.is_available() "
+                           "is False")
+    if placement == "auto":
+        free = budget if budget is not None else free_memory(device)
+        placement = choose(graph_bytes(csc), free)
+    if placement == "uva":
+        require_cuda("placement='uva'")
+        device = _cuda_device(device)
+        with torch.cuda.device(device):     # pinned while the reading GPU is current
+            return CSC(csc.num_nodes, **{n: None if t is None else to_host_mapped(t, device)
+                                         for n, t in zip(_FIELDS, _arrays(csc))})
+    twin = host_twin(csc)
+    source = twin if twin is not None else csc
+    return source.to(device)
+
+
+def offload(graph: CSC, value):
+    """``value`` (a tensor, CSC, or a list / tuple / dict of them) with its edge-sized tensors
+    moved into pinned host memory, mapped for the GPU, when ``graph`` is a UVA graph: the
+    graph-level values a sampler derives from it (alias tables, hoisted edge maps) then stay
+    out of device memory as the graph does. Anything else is returned as it is."""
+    if graph.nnz == 0 or placement_of(graph) != "uva":
+        return value
+    return _offload(value, graph.nnz, graph.device)
+
+
+def _offload(value, nnz: int, device):
+    if isinstance(value, torch.Tensor):
+        if value.is_cuda and value.numel() >= nnz and not is_mapped(value):
+            return to_host_mapped(value, device)
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):   # CSC, CSR, COO
+        return dataclasses.replace(value, **{
+            f.name: _offload(getattr(value, f.name), nnz, device)
+            for f in fields(value) if isinstance(getattr(value, f.name), torch.Tensor)})
+    if isinstance(value, (list, tuple)):
+        return type(value)(_offload(v, nnz, device) for v in value)
+    if isinstance(value, dict):
+        return {k: _offload(v, nnz, device) for k, v in value.items()}
+    return value
+
+
+__all__ = ["PLACEMENTS", "DEVICE_SHARE", "place", "choose", "graph_bytes", "free_memory",
+           "placement_of", "host_twin", "map_host", "is_mapped", "host_of", "pinned",
+           "to_host_mapped", "offload", "mark_shared", "require_cuda"]

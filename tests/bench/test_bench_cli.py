@@ -1,0 +1,178 @@
+"""``python -m gsample.bench`` (issue 14): the quick CPU run writes its record and PNGs, every
+workload agrees across its modes; a disagreement or an error fails the run, speed never does;
+bad options are refused by name."""
+import functools
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import gsample.bench as bench
+from gsample.bench import cli, workloads
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SMALL = ["--quick", "--device", "cpu", "--graph", "rmat:4000:40000", "--seeds", "512",
+         "--repeats", "1", "--super-batch", "2", "--batch-size", "128", "--walk-length", "10"]
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    return env
+
+
+def _record(out: pathlib.Path) -> dict:
+    (path,) = out.glob(bench.RESULT_PATTERN)
+    return json.loads(path.read_text())
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    r = subprocess.run([sys.executable, "-m", "gsample.bench", *SMALL, "--out", str(out)],
+                       cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+    return r, out
+
+
+def test_quick_run_writes_record_and_plots(quick_run):
+    r, out = quick_run
+    assert r.returncode == 0, r.stderr[-3000:]
+    rec = _record(out)
+    for key in ("date", "device", "versions", "commit", "command", "graph", "num_nodes",
+                "num_edges", "random_gather", "byte_model", "load_avg_start", "workloads"):
+        assert key in rec
+    assert rec["ok"] and rec["complete"] and rec["failures"] == []
+    assert rec["versions"]["torch"] == torch.__version__ and rec["random_gather"]["GB_per_s"] > 0
+    assert rec["command"].startswith("python -m gsample.bench --quick")
+    assert set(rec["workloads"]) == set(bench.ALL_WORKLOADS)
+    for name, e in rec["workloads"].items():
+        assert "error" not in e, e.get("traceback")
+        assert e["agreement_ok"] and e["batch_size"] == 128 and e["batches"] == 4
+        # the determinism contract: identical draws on the CPU's torch backend, and again
+        assert set(e["agreement"].values()) == {1.0}
+        assert "compiled, super-batched 2, drawn again" in e["agreement"]
+        modes = e["modes"]
+        assert {"gsample eager", "compiled, torch backend", "compiled, super-batched 2"} <= \
+            set(modes)
+        assert ("plain PyTorch" in modes) == (name not in bench.WALKS)
+        gsample_units = {r["units"] for r in modes.values() if r["kind"] not in ("plain", "peer")}
+        assert len(gsample_units) == 1 and gsample_units.pop() > 0   # the same samples
+        for m in modes.values():
+            assert 0 < m["epoch_s_median"] <= max(m["epoch_s_all"])
+            assert m["units"] > 0 and m["units_per_s"] > 0
+            assert m["spread_s"] == max(m["epoch_s_all"]) - min(m["epoch_s_all"])
+            assert m["peak_memory_kind"] == "process_peak_rss"
+        assert e["bound"]["epoch_s"] > 0
+        for peer, why in e["peers_not_run"].items():
+            assert why.startswith(("not ", "none ")), (peer, why)
+    pytest.importorskip("matplotlib")
+    assert set(rec["pngs"]) == set(bench.ALL_WORKLOADS)
+    for png in rec["pngs"].values():
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_printed_table_has_every_mode(quick_run):
+    r, out = quick_run
+    assert "| graphsage | compiled, torch backend |" in r.stdout
+    assert "| deepwalk | gsample eager |" in r.stdout
+    assert "| pass | plain PyTorch |" in r.stdout
+
+
+def _run(tmp_path, *extra, **hooks):
+    return cli.run(cli.parse([*SMALL, "--no-plots", "--out", str(tmp_path), *extra]), **hooks)
+
+
+def test_a_disagreement_fails_the_run(tmp_path, capsys):
+    def broken(w, device, args):
+        modes = cli.default_modes(w, device, args)
+        m = modes["compiled, torch backend"]
+        # other fanouts: not the samples eager draws
+        modes["compiled, torch backend"] = m._replace(
+            sampler=functools.partial(m.sampler, fanouts=(3, 2)))
+        return modes
+    rec = _run(tmp_path, "--workloads", "graphsage", modes=broken)
+    e = rec["workloads"]["graphsage"]
+    assert not e["agreement_ok"] and e["agreement"]["compiled, torch backend"] < 1.0
+    assert not rec["ok"] and "disagree" in rec["failures"][0]
+    assert _record(tmp_path)["failures"] == rec["failures"]
+
+
+def test_main_exits_1_on_a_failure_and_records_it(tmp_path, monkeypatch, capsys):
+    def boom(*a, **k):
+        raise RuntimeError("sampler exploded")
+    monkeypatch.setattr(cli, "workload", boom)
+    code = bench.main([*SMALL, "--workloads", "deepwalk", "--no-plots", "--out", str(tmp_path)])
+    assert code == 1
+    assert "sampler exploded" in _record(tmp_path)["workloads"]["deepwalk"]["error"]
+    assert "FAILED" in capsys.readouterr().err
+
+
+def test_a_slow_mode_does_not_fail_the_run(tmp_path):
+    def slow(w, device, args):
+        modes = cli.default_modes(w, device, args)
+        m = modes["gsample eager"]
+
+        def crawl(A, seeds, **kw):
+            import time
+            time.sleep(0.05)
+            return m.sampler(A, seeds, **kw)
+        modes["gsample eager"] = m._replace(sampler=crawl)
+        return modes
+    rec = _run(tmp_path, "--workloads", "graphsage", "--peers", modes=slow)
+    modes = rec["workloads"]["graphsage"]["modes"]
+    assert rec["ok"] and modes["gsample eager"]["epoch_s_median"] >= 4 * 0.05
+    assert modes["gsample eager"]["epoch_s_median"] > modes["compiled, torch backend"][
+        "epoch_s_median"]
+
+
+def test_capped_epochs_are_scaled_to_the_full_epoch(tmp_path):
+    rec = _run(tmp_path, "--workloads", "graphsage", "--peers", "--batches", "graphsage=2")
+    e = rec["workloads"]["graphsage"]
+    assert e["batches"] == 2 and e["epoch_scale"] == 2.0
+    for r in e["modes"].values():
+        assert r["epoch_s_full"] == pytest.approx(2 * r["epoch_s_median"])
+
+
+def test_without_a_checkout_it_says_so(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("GSAMPLE_REPO", raising=False)
+    site = tmp_path / "site" / "gsample" / "bench"                  # an installed wheel
+    monkeypatch.setattr(workloads, "__file__", str(site / "workloads.py"))
+    assert bench.main([*SMALL, "--out", str(tmp_path)]) == 2
+    assert "benchmarks/ and examples/" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--graph", "rmat:big:1"], "--graph rmat:big:1"),
+    (["--graph", "/no/such/graph.txt"], "--graph /no/such/graph.txt: no such file"),
+])
+def test_a_bad_graph_is_refused_by_name(tmp_path, capsys, argv, needle):
+    assert bench.main([*SMALL, "--out", str(tmp_path), *argv]) == 2
+    assert needle in capsys.readouterr().err
+    assert not list(tmp_path.glob(bench.RESULT_PATTERN))
+
+
+def test_bad_caps_and_workloads_are_refused(capsys):
+    with pytest.raises(SystemExit):
+        cli.parse([*SMALL, "--batches", "graphsage"])
+    assert "--batches" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.parse([*SMALL, "--workloads", "nope"])
+    assert "--workloads" in capsys.readouterr().err
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+def test_gpu_run_checks_cpu_draws_and_profiles(tmp_path):
+    rec = cli.run(cli.parse(["--quick", "--device", "cuda", "--graph", "rmat:20000:200000",
+                             "--repeats", "1", "--no-plots", "--out", str(tmp_path)]))
+    assert rec["ok"], rec["failures"]
+    for name, e in rec["workloads"].items():
+        need = e["agreement_required"]
+        assert e["agreement"]["gsample eager on the CPU"] >= need
+        cuda = e["modes"]["compiled, cuda backend"]
+        assert cuda["kernels_per_batch"] > 0 and cuda["syncs_per_batch"] >= 0
+        assert cuda["peak_memory_kind"] == "torch.cuda.max_memory_allocated"

@@ -1,0 +1,146 @@
+"""``gsample.bench.report`` and ``scripts/bench_table.py``: the README block comes from the
+newest full record per device and graph, between its markers and nowhere else."""
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from gsample.bench import report
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _mode(kind, t, units=1000):
+    return {"kind": kind, "epoch_s_median": t, "epoch_s_all": [t, t * 1.1], "spread_s": t * 0.1,
+            "units": units, "units_per_s": units / t, "peak_memory_bytes": 2 ** 20,
+            "x_bound": t / 0.001}
+
+
+def _record(date, device_type="cpu", graph="rmat:10:20", quick=False, t=0.5):
+    return {"harness": "gsample.bench", "date": date, "device": f"{device_type} device",
+            "device_type": device_type, "graph": graph, "num_nodes": 10, "num_edges": 20,
+            "command": "python -m gsample.bench", "repeats": 5, "quick": quick,
+            "commit": "abc", "random_gather": {"GB_per_s": 3.0},
+            "workloads": {"graphsage": {
+                "unit": "sampled edges", "batch_size": 512, "batches": 40,
+                "agreement": {"gsample eager": 1.0, "compiled, torch backend": 1.0},
+                "bound": {"epoch_s": 0.001},
+                "peers_not_run": {"DGL": "not installed; why"},
+                "modes": {"gsample eager": _mode("eager", t),
+                          "compiled, torch backend": _mode("compiled", t / 2),
+                          "compiled, super-batched 8": _mode("super", t / 3),
+                          "compiled, super-batched 40": _mode("super", t / 4),
+                          "plain PyTorch": _mode("plain", t / 5),
+                          "PyG NeighborLoader": _mode("peer", t / 6)}}}}
+
+
+@pytest.fixture
+def results(tmp_path):
+    d = tmp_path / "results"
+    d.mkdir()
+    recs = {"old_cpu": _record("2026-11-01T00:00:00+00:00", t=9.0),
+            "new_cpu": _record("2026-11-02T00:00:00+00:00", t=0.5),
+            "quick_cpu": _record("2026-11-03T00:00:00+00:00", quick=True, t=7.0),
+            "gpu": _record("2026-11-01T00:00:00+00:00", device_type="cuda", t=0.25),
+            "other_graph": _record("2026-10-01T00:00:00+00:00", graph="web.txt.gz", t=3.0)}
+    for k, r in recs.items():
+        (d / f"bench_{k}.json").write_text(json.dumps(r))
+    (d / "bench_broken.json").write_text("{not json")
+    (d / "ablation_x.json").write_text(json.dumps(_record("2027-01-01T00:00:00+00:00")))
+    return d
+
+
+def test_newest_record_per_device_and_graph_gpu_first(results):
+    got = report.newest_records(results)
+    assert [(r["device_type"], r["graph"], r["file"]) for r in got] == [
+        ("cuda", "rmat:10:20", "bench_gpu.json"),
+        ("cpu", "rmat:10:20", "bench_new_cpu.json"),
+        ("cpu", "web.txt.gz", "bench_other_graph.json")]
+
+
+def test_readme_table_takes_the_fastest_super_batch_and_the_peers():
+    lines = report.readme_table(_record("2026-11-02T00:00:00+00:00", t=1.2))
+    row = next(line for line in lines if line.startswith("| graphsage |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[:8] == ["graphsage", "40 x 512", "1.2", "0.6", "-", "0.3 (40)", "0.24",
+                         "PyG 0.2"]
+    assert cells[8:] == ["0.001", "1.0000"]
+
+
+def test_replace_block_touches_only_the_block():
+    text = "# t\n\nbefore\n<!-- bench:begin -->\nold\n<!-- bench:end -->\nafter\n"
+    assert report.replace_block(text, "new") == \
+        "# t\n\nbefore\n<!-- bench:begin -->\nnew\n<!-- bench:end -->\nafter\n"
+    with pytest.raises(ValueError, match="bench:begin"):
+        report.replace_block("no markers", "new")
+
+
+def _table(*argv):
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_table.py"), *argv],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def test_bench_table_writes_then_checks_the_readme(results, tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- bench:begin -->\n<!-- bench:end -->\nrest\n")
+    args = ["--results", str(results), "--readme", str(readme)]
+    stale = _table(*args, "--check")
+    assert stale.returncode == 1 and "stale" in stale.stderr
+    assert _table(*args, "--write").returncode == 0
+    text = readme.read_text()
+    assert text.startswith("intro\n<!-- bench:begin -->\n") and text.endswith(
+        "<!-- bench:end -->\nrest\n")
+    assert "bench_gpu.json" in text and "bench_new_cpu.json" in text
+    assert "bench_old_cpu.json" not in text and "bench_quick_cpu.json" not in text
+    assert _table(*args, "--check").returncode == 0
+
+
+def test_bench_table_without_records_or_markers_fails(results, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = _table("--results", str(empty))
+    assert r.returncode == 1 and "no bench_*.json" in r.stderr
+    readme = tmp_path / "README.md"
+    readme.write_text("no block here\n")
+    r = _table("--results", str(results), "--readme", str(readme), "--write")
+    assert r.returncode == 1 and "bench:begin" in r.stderr
+    assert readme.read_text() == "no block here\n"
+
+
+def test_full_table_lists_every_mode_and_why_a_peer_did_not_run(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(_record("2026-11-02T00:00:00+00:00")))
+    r = _table("--full", str(path))
+    assert r.returncode == 0
+    assert "| graphsage | compiled, super-batched 40 | 0.1250 |" in r.stdout
+    assert "| graphsage | DGL | not installed; why |" in r.stdout
+
+
+def test_plot_draws_a_png_per_workload_beside_the_record(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "bench_x_cuda_1.json"
+    path.write_text(json.dumps(_record("2026-11-02T00:00:00+00:00", device_type="cuda")))
+    r = _table("--plot", str(path))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(path.read_text())["pngs"] == {"graphsage": "bench_x_cuda_1_graphsage.png"}
+    assert (tmp_path / "bench_x_cuda_1_graphsage.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_paths_beside_the_checkout_are_recorded_as_typed_from_it(tmp_path):
+    root, data = tmp_path / "main", tmp_path / "shared" / "data"
+    root.mkdir()
+    data.mkdir(parents=True)
+    (data / "g.txt").write_text("")
+    assert report.as_typed(str(data / "g.txt"), root) == "../shared/data/g.txt"
+    assert report.as_typed(f"--graph={data / 'g.txt'}", root) == "--graph=../shared/data/g.txt"
+    assert report.as_typed("rmat:10:20", root) == "rmat:10:20"
+    assert report.as_typed("/", root) == "/"                      # outside: unchanged
+
+
+def test_the_readme_block_is_made_from_the_committed_records():
+    """README.md's table is the newest records' (run ``scripts/bench_table.py --write`` after
+    adding one to ``benchmarks/results``)."""
+    r = _table("--check")
+    assert r.returncode == 0, r.stderr

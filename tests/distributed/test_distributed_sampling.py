@@ -1,0 +1,203 @@
+"""gsample.distributed with 2 gloo processes on the CPU (torch.multiprocessing.spawn).
+
+One spawn runs everything (``_worker``) and saves what each rank sampled; the tests compare it
+with one process. Under every placement (replicated, shared memory, partitioned; the graph
+given on rank 0 only, or on every rank) the ranks' mini-batches of an epoch are the
+single-process epoch, sample for sample: node-wise sampling with and without replacement
+(weighted edges, so values travel too), compiled and eager, super-batched, and walks with and
+without stop / restart / jump. Bad arguments raise clear errors on every rank.
+"""
+import datetime
+import functools
+import math
+import socket
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+import gsample as gs
+from helpers import assert_same
+
+N, E, BATCH = 700, 9000, 48
+SEEDS = torch.arange(0, N, 2)                    # 350 seeds: 8 mini-batches, 4 per rank
+PLACEMENTS = ("replicated", "shared", "partitioned")
+
+
+def graph():
+    return gs.datasets.rmat(N, E, seed=5, weighted=True)
+
+
+def sage(A, seeds, fanouts=(6, 3), replace=False):
+    blocks = []
+    for k in fanouts:
+        s = A[:, seeds].individual_sample(k, replace=replace)
+        blocks.append(s)
+        seeds = s.all_nodes()
+    return blocks
+
+
+def deepwalk(A, seeds):
+    return A.random_walk(seeds, 7)
+
+
+def teleporting_walk(A, seeds):
+    return A.random_walk(seeds, 7, stop_prob=0.1, restart_prob=0.05, jump_prob=0.05)
+
+
+SAMPLERS = {
+    "graphsage": sage,
+    "graphsage compiled": gs.compile(sage),
+    "with replacement": functools.partial(sage, replace=True),
+    "deepwalk": deepwalk,
+    "teleporting walk": teleporting_walk,
+}
+
+
+def _epoch(G, sampler, **kw):
+    loader = gs.DataLoader(G, sampler, SEEDS, BATCH, seed=0, **kw)
+    return len(loader), [(b.index, b.out) for b in loader]
+
+
+def _error(call):
+    try:
+        call()
+    except Exception as e:      # noqa: BLE001 - recorded for the test to check
+        return type(e).__name__, str(e)
+    return None
+
+
+def _worker(rank, world, port, out):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world, timeout=datetime.timedelta(seconds=60))
+    try:
+        A = graph() if rank == 0 else None
+        res = {}
+        for placement in PLACEMENTS:
+            G = gs.distributed.place(A, placement)
+            res[placement, "placement"] = G.placement
+            for name, sampler in SAMPLERS.items():
+                res[placement, name] = _epoch(G, sampler, distributed=True)
+        own = graph()                                  # every rank gives the graph
+        for placement in ("replicated", "partitioned"):
+            G = gs.distributed.place(own, placement)
+            res[placement + ", own graph", "graphsage"] = _epoch(G, sage, distributed=True)
+        G = gs.distributed.place(own, "replicated")
+        res["replicated", "super-batched"] = _epoch(G, SAMPLERS["graphsage compiled"],
+                                                    distributed=True, super_batch=2)
+        res["auto", "large budget"] = gs.distributed.place(A, budget=1 << 40).placement
+        res["auto", "small budget"] = gs.distributed.place(A, budget=1 << 10).placement
+        P = gs.distributed.place(A, "partitioned")
+        few = SEEDS[:4]
+        res["errors"] = {
+            "weighted": _error(lambda: P[:, few].individual_sample(3, probs=torch.ones(E))),
+            "collective": _error(lambda: P[:, few].collective_sample(3)),
+            "node2vec": _error(lambda: P.random_walk(few, 3, p=2.0)),
+            "weighted walk": _error(lambda: P.random_walk(few, 3, probs=torch.ones(E))),
+            "sum": _error(lambda: P.sum(axis=0)),
+            "rows": _error(lambda: P[few, :]),
+            "out of range": _error(lambda: P[:, torch.tensor([N])]),
+            "k": _error(lambda: P[:, few].individual_sample(-1)),
+            "super_batch": _error(lambda: gs.DataLoader(P, sage, SEEDS, BATCH, super_batch=2)),
+            "placement": _error(lambda: gs.distributed.place(A, "everywhere")),
+            "budget": _error(lambda: gs.distributed.place(A, "shared", budget=5)),
+            "not a graph": _error(lambda: gs.distributed.place("graph", "shared")),
+            "no graph": _error(lambda: gs.distributed.place(None, "shared")),
+            "sub-matrix": _error(lambda: gs.distributed.place(own[:, few], "replicated")),
+        }
+        torch.save(res, f"{out}/rank{rank}.pt")
+    finally:
+        dist.destroy_process_group()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def ranks(tmp_path_factory):
+    out = tmp_path_factory.mktemp("distributed")
+    mp.spawn(_worker, args=(2, _free_port(), str(out)), nprocs=2)
+    return [torch.load(out / f"rank{r}.pt", weights_only=False) for r in range(2)]
+
+
+@pytest.fixture(scope="module")
+def single():
+    """Every sampler's epoch in one process."""
+    A = graph()
+    return {name: dict(_epoch(A, sampler)[1]) for name, sampler in SAMPLERS.items()}
+
+
+def _union(ranks, key, reference):
+    """The ranks' mini-batches of ``key``, checked against ``reference`` batch by batch."""
+    seen = {}
+    for r, res in enumerate(ranks):
+        length, batches = res[key]
+        assert length == len(batches) == math.ceil(len(reference) / 2)
+        for index, out in batches:
+            assert_same(out, reference[index], f"{key}, rank {r}, mini-batch {index}")
+            seen[index] = out
+    assert sorted(seen) == sorted(reference)
+
+
+@pytest.mark.parametrize("sampler", list(SAMPLERS))
+@pytest.mark.parametrize("placement", PLACEMENTS)
+def test_every_placement_samples_the_single_process_epoch(ranks, single, placement, sampler):
+    _union(ranks, (placement, sampler), single[sampler])
+
+
+@pytest.mark.parametrize("key", [("replicated, own graph", "graphsage"),
+                                 ("partitioned, own graph", "graphsage"),
+                                 ("replicated", "super-batched")])
+def test_graphs_given_on_every_rank_and_super_batches(ranks, single, key):
+    _union(ranks, key, single["graphsage"])
+
+
+def test_placements_report_where_the_graph_lives(ranks):
+    for res in ranks:
+        assert res["replicated", "placement"] == "device"
+        assert res["shared", "placement"] == "shared"         # CPU ranks: one copy, shared
+        assert res["partitioned", "placement"] == "partitioned"
+        assert res["auto", "large budget"] == "device"        # fits: replicated
+        assert res["auto", "small budget"] == "shared"        # a CPU never partitions
+
+
+def test_partitioned_rank_holds_about_half_the_edges():
+    from gsample.distributed import edge_balanced_bounds
+    A = graph()
+    bounds = edge_balanced_bounds(A.csc.indptr, 2)
+    halves = [int(A.csc.indptr[bounds[r + 1]] - A.csc.indptr[bounds[r]]) for r in range(2)]
+    assert sum(halves) == E and abs(halves[0] - halves[1]) <= 0.05 * E
+
+
+@pytest.mark.parametrize("what, error, match", [
+    ("weighted", "NotImplementedError", "probs .*partitioned.*'replicated' or 'shared'"),
+    ("collective", "NotImplementedError", "collective_sample: not supported on a partitioned"),
+    ("node2vec", "NotImplementedError", "p, q \\(node2vec walks\\)"),
+    ("weighted walk", "NotImplementedError", "probs \\(weighted walks\\)"),
+    ("sum", "NotImplementedError", "sum: not supported on a partitioned graph"),
+    ("rows", "NotImplementedError", "A\\[rows, :\\]"),
+    ("out of range", "IndexError", "cols: node id 700 is out of range"),
+    ("k", "ValueError", "k: must be >= 0"),
+    ("super_batch", "ValueError", "super_batch: not supported on a partitioned graph"),
+    ("placement", "ValueError", "placement: must be one of"),
+    ("budget", "ValueError", "budget: only used with placement='auto'"),
+    ("not a graph", "TypeError", "A: expected a gs.Matrix"),
+    ("no graph", "ValueError", "A: rank 0 must pass the graph"),
+    ("sub-matrix", "ValueError", "A: must be a whole graph"),
+])
+def test_bad_arguments_raise_clear_errors_on_every_rank(ranks, what, error, match):
+    import re
+    for res in ranks:
+        got = res["errors"][what]
+        assert got is not None, f"{what}: no error"
+        assert got[0] == error and re.search(match, got[1]), got
+
+
+def test_place_needs_an_initialised_group():
+    with pytest.raises(RuntimeError, match="torch.distributed is not initialised"):
+        gs.distributed.place(graph(), "replicated")
