@@ -24,8 +24,9 @@
 //                       to their place, the bitmap words cleared again (the bitmaps are kept
 //                       all zero between calls: no clearing launch).
 // A super-batch interleaves the batches (each its columns, then its rows), which needs every
-// batch's totals before any id is placed: four launches (five with row_ids), gs_nodes_mark, gs_nodes_count (per
-// tile and per batch), gs_nodes_prefix (each batch's offsets), gs_nodes_emit.
+// batch's totals before any id is placed: four launches (five with row_ids), gs_nodes_mark,
+// gs_nodes_count (per tile and per batch), gs_nodes_prefix (each batch's offsets),
+// gs_nodes_emit.
 #include "scan.cuh"
 
 #define GS_THREADS 256

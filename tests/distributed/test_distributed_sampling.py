@@ -18,7 +18,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 import gsample as gs
-from helpers import assert_same
+from helpers import assert_same, graphsage
 
 N, E, BATCH = 700, 9000, 48
 SEEDS = torch.arange(0, N, 2)                    # 350 seeds: 8 mini-batches, 4 per rank
@@ -30,12 +30,7 @@ def graph():
 
 
 def sage(A, seeds, fanouts=(6, 3), replace=False):
-    blocks = []
-    for k in fanouts:
-        s = A[:, seeds].individual_sample(k, replace=replace)
-        blocks.append(s)
-        seeds = s.all_nodes()
-    return blocks
+    return graphsage(A, seeds, fanouts, replace)
 
 
 def deepwalk(A, seeds):
