@@ -19,6 +19,8 @@ from .workloads import (ALL_WORKLOADS, DESIGN_IDS, MODE_KEYS, WALKS, HarnessErro
                         agreement_of, count, draw, import_repo, make_modes, repo_root, workload)
 
 PEER_KEYS = ("plain", "torch_cluster", "pyg", "dgl")
+#: the modes --slow-batches times on a prefix of the epoch
+SLOW_MODES = ("gsample eager", "compiled, torch backend")
 BYTES_PER_EDGE, BYTES_PER_STEP = 16, 32
 BYTE_MODEL = ("sampled edge: its 8-byte row id gathered + 8-byte id written; walk step: 2 "
               "indptr reads + 1 row read + 1 id written (8 bytes each); candidates scanned but "
@@ -76,6 +78,11 @@ def parser():
     p.add_argument("--torch-cluster-node2vec", action="store_true",
                    help="on CUDA, run torch_cluster's node2vec too "
                         "(see gsample.bench.peers.CLUSTER_NODE2VEC_CUDA)")
+    p.add_argument("--slow-batches", type=_positive, default=None,
+                   help="time 'gsample eager' and 'compiled, torch backend' (the torch code, "
+                        "10-100x slower than the kernels on a GPU) over the epoch's first N "
+                        "mini-batches only, scaled to the epoch (default 16 on a GPU, all "
+                        "on the CPU)")
     p.add_argument("--profile-batches", type=functools.partial(_positive, zero_ok=True), default=8,
                    help="mini-batches profiled per mode on a GPU (kernels, syncs)")
     p.add_argument("--threads", type=_positive, default=None,
@@ -112,6 +119,10 @@ def parse(argv=None, **defaults):
         p.error(f"--batches: expected WORKLOAD=N, got {' '.join(caps)}")
     args.super_batch = args.super_batch or ([4] if args.quick else [16, 64] if gpu else [8])
     args.repeats = args.repeats or (3 if args.quick else 5)
+    if args.slow_batches is None and gpu and not args.quick:
+        # the walks' eager and torch-backend modes took 21 to 77 s each over 48 mini-batches
+        # on an H100 (2026-11-26): the whole run did not fit the device's 10 minutes
+        args.slow_batches = 16
     args.peers = list(PEER_KEYS) if args.peers is None else args.peers
     return args
 
@@ -182,8 +193,13 @@ def run_workload(name, A, device, seeds, args, baselines, modes_fn, extra, cpu_g
              "agreement_ok": all(v >= need for v in agree.values()), "modes": {}}
     for label, mode in modes.items():
         log(f"{name}: {label}")
-        loader = gs.DataLoader(w.G, mode.sampler, epoch, w.batch_size, seed=0, **mode.options)
+        part = epoch
+        if args.slow_batches and label in SLOW_MODES:
+            part = epoch[:args.slow_batches * w.batch_size]
+        loader = gs.DataLoader(w.G, mode.sampler, part, w.batch_size, seed=0, **mode.options)
         row = measure.measure(measure.loader_epoch(loader, device, count), args.repeats, device)
+        if part.numel() < epoch.numel():        # timed on a prefix: scaled to the epoch
+            row = measure.scaled(row, epoch.numel() / part.numel())
         if mode.options.get("super_batch") == "auto":
             row["super_batch_size"] = loader.super_batch_size
         entry["modes"][label] = {"kind": mode.kind, **row,

@@ -125,6 +125,18 @@ def calls_epoch(sample, batches, device, count):
     return epoch_runner(lambda: (sample(s) for s in batches), device, count)
 
 
+def scaled(row: dict, factor: float) -> dict:
+    """``row`` of :func:`measure` timed on a prefix of the epoch, scaled to the epoch: times
+    and units times ``factor`` (a rate stays), with ``timed_fraction = 1 / factor``."""
+    out = dict(row)
+    for k in ("epoch_s_median", "spread_s", "warmup_epoch_s"):
+        out[k] = row[k] * factor
+    out["epoch_s_all"] = [t * factor for t in row["epoch_s_all"]]
+    out["units"] = round(row["units"] * factor)
+    out["timed_fraction"] = 1 / factor
+    return out
+
+
 def measure(run, repeats: int, device) -> dict:
     """One warm-up call of ``run`` (compiles, caches, CUDA graph captures), then ``repeats``.
 

@@ -137,6 +137,30 @@ def test_capped_epochs_are_scaled_to_the_full_epoch(tmp_path):
         assert r["epoch_s_full"] == pytest.approx(2 * r["epoch_s_median"])
 
 
+def test_slow_modes_are_timed_on_a_prefix_and_scaled(tmp_path):
+    """``--slow-batches 1``: eager and the torch backend time the first mini-batch of the
+    4-batch epoch, reported for the whole epoch (a sleep of 0.05 s a call: at least 0.2 s);
+    the other modes run the whole epoch."""
+    def slow(w, device, args):
+        modes = cli.default_modes(w, device, args)
+        m = modes["gsample eager"]
+
+        def crawl(A, seeds, **kw):
+            import time
+            time.sleep(0.05)
+            return m.sampler(A, seeds, **kw)
+        modes["gsample eager"] = m._replace(sampler=crawl)
+        return modes
+    rec = _run(tmp_path, "--workloads", "graphsage", "--peers", "--slow-batches", "1",
+               modes=slow)
+    modes = rec["workloads"]["graphsage"]["modes"]
+    eager = modes["gsample eager"]
+    assert eager["timed_fraction"] == pytest.approx(1 / 4)
+    assert eager["epoch_s_median"] >= 4 * 0.05                 # scaled to the 4 mini-batches
+    assert modes["compiled, torch backend"]["timed_fraction"] == pytest.approx(1 / 4)
+    assert "timed_fraction" not in modes["compiled, super-batched 2"]
+
+
 def test_without_a_checkout_it_says_so(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("GSAMPLE_REPO", raising=False)
     site = tmp_path / "site" / "gsample" / "bench"                  # an installed wheel
