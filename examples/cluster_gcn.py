@@ -11,9 +11,9 @@ The mini-batch's ``seeds`` are part ids, not nodes:
 batch_size=20)`` shuffles the parts every epoch and puts 20 in each mini-batch. Part ids
 must be smaller than the graph's node count (the loader checks seeds as node ids).
 Nothing here is random but the loader's shuffle: a mini-batch's subgraph is a function
-of its parts. Read ``sub, nodes = batch.out`` directly: ``batch.to_pyg()`` and a loader's
-``features=`` / ``labels=`` put a mini-batch's seeds first among its nodes, which would
-add the part ids as if they were node ids. ``super_batch`` works (the subgraphs are
+of its parts. Give the loader ``seeds_are_nodes=False``: ``batch.n_id``, its ``features=``
+/ ``labels=`` rows and ``batch.to_pyg()`` then take the subgraph's nodes alone (with the
+default, the part ids would come first as if they were node ids). ``super_batch`` works (the subgraphs are
 made one mini-batch at a time inside the run: ``A[nodes, nodes]`` with per-batch
 ``nodes``), with the same subgraphs.
 

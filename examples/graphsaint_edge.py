@@ -27,9 +27,9 @@ subgraph on a 2-core CPU.)
 The mini-batch's ``seeds`` are not roots: their values are ignored; a mini-batch is a
 place in the epoch, whose draws are keyed by the epoch's seed and its index (DESIGN §3):
 ``gs.DataLoader(A, partial(graphsaint_edge, column=node_column(A)), torch.arange(S),
-batch_size=1)`` gives ``S`` independent subgraphs an epoch. Read ``sub, nodes =
-batch.out`` directly: ``batch.to_pyg()`` and a loader's ``features=`` / ``labels=`` put
-a mini-batch's seeds first among its nodes, which would add the seed values as node ids.
+batch_size=1)`` gives ``S`` independent subgraphs an epoch. The seeds are not nodes:
+give the loader ``seeds_are_nodes=False`` so that ``batch.n_id``, its ``features=`` /
+``labels=`` rows and ``batch.to_pyg()`` take the subgraph's nodes alone.
 ``super_batch`` is refused with a ``ValueError`` ("samplers with more than one gs.Matrix
 argument are not supported"): the helper column is a second matrix.
 

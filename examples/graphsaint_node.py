@@ -12,10 +12,10 @@ The mini-batch's ``seeds`` are not roots: their values are ignored. GraphSAINT p
 nodes from the whole graph, so a mini-batch is only a place in the epoch: its draws are
 keyed by the epoch's seed and its index (DESIGN §3), and ``gs.DataLoader(A,
 graphsaint_node, torch.arange(S), batch_size=1)`` gives ``S`` independent subgraphs an
-epoch (a larger ``batch_size`` gives fewer, not larger, subgraphs). Because the seeds are
-not nodes, read ``sub, nodes = batch.out`` directly: ``batch.to_pyg()`` and a loader's
-``features=`` / ``labels=`` put a mini-batch's seeds first among its nodes, which here
-would add the seed values as if they were node ids.
+epoch (a larger ``batch_size`` gives fewer, not larger, subgraphs). The seeds are not
+nodes: give the loader ``seeds_are_nodes=False``, and ``batch.n_id``, its ``features=`` /
+``labels=`` rows and ``batch.to_pyg()`` take the subgraph's nodes alone (with the default,
+the seed values would come first as if they were node ids).
 
 ``super_batch`` is refused with a ``ValueError`` ("collective_sample samples the whole
 graph, not a frontier's columns"): the super-batching pass runs random ops once for the

@@ -36,6 +36,10 @@ class Batch:
         The loader's ``features`` rows of ``n_id``, on the graph's device.
     y : Tensor, shape (n,) or (n, C), or None
         The loader's ``labels`` rows of ``n_id`` (``y[:len(seeds)]``: the seeds' labels).
+    seeds_are_nodes : bool
+        False when the seeds are not node ids (ClusterGCN's part ids, GraphSAINT's draw
+        counters: ``DataLoader(..., seeds_are_nodes=False)``): ``n_id`` and the conversions
+        then start from the induced subgraph's nodes (:attr:`node_seeds`), not the seeds.
     """
 
     seeds: torch.Tensor
@@ -44,6 +48,24 @@ class Batch:
     n_id: torch.Tensor | None = None
     x: torch.Tensor | None = None
     y: torch.Tensor | None = None
+    seeds_are_nodes: bool = True
+
+    @property
+    def node_seeds(self) -> torch.Tensor:
+        """The nodes ``n_id`` and the conversions put first, shape (B,) or (n,): the seeds,
+        or, when they are not node ids, every node of the induced subgraph ``out = (sub,
+        nodes)`` (all of them are the mini-batch's targets, as in PyG's GraphSAINT and
+        ClusterGCN loaders: ``to_pyg().batch_size == len(nodes)``)."""
+        if self.seeds_are_nodes:
+            return self.seeds
+        from .matrix import Matrix
+        out = self.out
+        if not (isinstance(out, (list, tuple)) and len(out) == 2
+                and isinstance(out[0], Matrix) and isinstance(out[1], torch.Tensor)):
+            raise TypeError("seeds_are_nodes=False: the sampler must return an induced "
+                            "subgraph and its nodes, (A[nodes, nodes], nodes); it returned "
+                            f"{type(out).__name__}")
+        return out[1].to(torch.int64)
 
     def _rows(self, table: str, gathered: str):
         """What ``to_pyg`` / ``to_dgl`` gather ``x`` / ``y`` from by default: the batch's
@@ -95,7 +117,7 @@ class Batch:
         from .output import pyg
         x = self._rows("features", "x") if x is None else x
         y = self._rows("labels", "y") if y is None else y
-        return pyg.to_data(pyg.pyg_sample(self.out, self.seeds), x, y)
+        return pyg.to_data(pyg.pyg_sample(self.out, self.node_seeds), x, y)
 
     def to_sampler_output(self, input_id=None):
         """This mini-batch as a ``torch_geometric.sampler.SamplerOutput`` (``node``, local
@@ -108,7 +130,7 @@ class Batch:
         >>> out.node[:len(batch.seeds)]          # the seeds
         """
         from .output import pyg
-        return pyg.to_sampler_output(pyg.pyg_sample(self.out, self.seeds), input_id)
+        return pyg.to_sampler_output(pyg.pyg_sample(self.out, self.node_seeds), input_id)
 
     def to_dgl(self, x=None, y=None):
         """This mini-batch as DGL message-flow graphs (``dgl.create_block``), input layer
@@ -124,7 +146,7 @@ class Batch:
         from .output import dgl
         x = self._rows("features", "x") if x is None else x
         y = self._rows("labels", "y") if y is None else y
-        return dgl.to_dgl(self.out, self.seeds, x, y)
+        return dgl.to_dgl(self.out, self.node_seeds, x, y)
 
 
 class DataLoader:
@@ -212,6 +234,12 @@ class DataLoader:
         ``gs.manual_seed``). A partitioned graph (:class:`gsample.distributed.PartitionedMatrix`)
         sets this itself, and its sampler runs eagerly (a ``gs.compile``'d one as its
         Python function), without ``super_batch``.
+    seeds_are_nodes : bool
+        True (default): the seeds are node ids, first in every mini-batch's ``n_id`` and
+        conversions. False: they only name the mini-batch (ClusterGCN's part ids,
+        GraphSAINT's draw counters); the sampler returns ``(A[nodes, nodes], nodes)`` and
+        ``n_id``, the gathered ``features`` / ``labels`` and ``to_pyg()`` / ``to_dgl()`` take
+        ``nodes`` alone (:attr:`Batch.node_seeds`).
     rank, world_size : int, optional
         This process's rank and the number of ranks: give both to split without
         ``torch.distributed`` (or to override what it says).
@@ -275,7 +303,8 @@ class DataLoader:
                  super_batch=None, memory_budget: int | None = None,
                  fixed_state: bool = False, features=None, labels=None,
                  feature_cache: int = 0, pipeline: bool = True, distributed: bool = False,
-                 rank: int | None = None, world_size: int | None = None):
+                 rank: int | None = None, world_size: int | None = None,
+                 seeds_are_nodes: bool = True):
         from .distributed.split import resolve_ranks
         from .matrix import Matrix
         partitioned = getattr(A, "placement", None) == "partitioned"
@@ -324,6 +353,7 @@ class DataLoader:
             raise ValueError("feature_cache: caches rows of features; none were given")
         self.label_store = None if labels is None else FeatureStore(labels, A, "labels")
         self.pipeline = V.flag(pipeline, "pipeline")
+        self.seeds_are_nodes = V.flag(seeds_are_nodes, "seeds_are_nodes")
         self.sample_seconds = self.gather_seconds = 0.0
         self._streams = None
         self._workers = None            # the pipeline's stage threads (gsample.pipeline)
@@ -417,7 +447,7 @@ class DataLoader:
             return batch
         from .features import batch_nodes
         start = time.perf_counter()
-        batch.n_id = batch_nodes(batch.out, batch.seeds)
+        batch.n_id = batch_nodes(batch.out, batch.node_seeds)
         if self.feature_store is not None:
             batch.x = self.feature_store(batch.n_id)
         if self.label_store is not None:
@@ -431,7 +461,8 @@ class DataLoader:
         for i, batch_seeds in enumerate(parts, first):
             with batch_scope(epoch_seed, i):
                 out = self.sampler_fn(self.A, batch_seeds)
-            yield Batch(seeds=batch_seeds, index=i, out=out)
+            yield Batch(seeds=batch_seeds, index=i, out=out,
+                        seeds_are_nodes=self.seeds_are_nodes)
 
     def _super_batches(self, parts: list, epoch_seed: int, base: int = 0):
         """The batches ``base, base + 1, ...`` (seeds ``parts``) in groups, a group per
@@ -444,7 +475,8 @@ class DataLoader:
                 yield from self._explain_failure(parts[:1], epoch_seed, base, error)
             budget = self.memory_budget or _default_budget(self.A.device)
             self.memory_cap = max(1, min(len(parts), budget // max(self.batch_bytes, 1)))
-            yield [Batch(seeds=parts[0], index=base, out=outs[0])]
+            yield [Batch(seeds=parts[0], index=base, out=outs[0],
+                         seeds_are_nodes=self.seeds_are_nodes)]
             i = 1
             if self.memory_cap > 1:
                 chosen = yield from self._time_sizes(parts, epoch_seed, base)
@@ -472,7 +504,8 @@ class DataLoader:
             outs = self._super.run(block, epoch_seed, first)
         except Exception as error:      # noqa: BLE001 - re-run one by one, see below
             yield from self._explain_failure(block, epoch_seed, first, error)
-        return [Batch(seeds=block[b], index=first + b, out=out) for b, out in enumerate(outs)]
+        return [Batch(seeds=block[b], index=first + b, out=out,
+                      seeds_are_nodes=self.seeds_are_nodes) for b, out in enumerate(outs)]
 
     def _time_sizes(self, parts: list, epoch_seed: int, base: int = 0):
         """``"auto"``: time super-batches of 1, 2, 4, ... mini-batches (within the memory

@@ -280,6 +280,40 @@ def test_to_pyg(rmat):
     assert not torch.equal(n_id, b.out[1])
 
 
+@pytest.mark.parametrize("name", ["cluster_gcn", "graphsaint_node", "graphsaint_edge"])
+@pytest.mark.parametrize("super_batch", [None, 2])
+def test_seeds_that_are_not_nodes(name, super_batch, rmat):
+    """``seeds_are_nodes=False`` (part ids, draw counters): ``n_id``, the gathered features
+    and labels, ``to_pyg()`` and ``to_sampler_output()`` take the subgraph's nodes alone,
+    every one a target (``batch_size = len(nodes)``), with or without super-batching (where
+    the sampler allows it); a sampler that returns blocks is refused, naming the option."""
+    pytest.importorskip("torch_geometric")
+    fn, seeds, batch = workload(name, rmat)
+    if super_batch and name != "cluster_gcn":
+        pytest.skip("GraphSAINT refuses super_batch (see its docstring)")
+    X = torch.randn(rmat.N, 3)
+    y = torch.arange(rmat.N) * 7
+    loader = gs.DataLoader(rmat.A, fn, seeds, batch, seed=2, features=X, labels=y,
+                           seeds_are_nodes=False, super_batch=super_batch)
+    for b in loader:
+        sub, nodes = b.out
+        assert torch.equal(b.n_id, nodes) and torch.equal(b.node_seeds, nodes)
+        assert torch.equal(b.x, X[nodes]) and torch.equal(b.y, y[nodes])
+        data = b.to_pyg()
+        assert torch.equal(data.n_id, nodes) and data.batch_size == nodes.numel()
+        assert torch.equal(data.x, X[nodes]) and torch.equal(data.y, y[nodes])
+        assert torch.equal(data.n_id[data.edge_index[0]], rmat.src[data.e_id])
+        assert torch.equal(data.n_id[data.edge_index[1]], rmat.dst[data.e_id])
+        assert data.e_id.numel() == sub.num_edges
+        assert torch.equal(b.to_sampler_output().node, nodes)
+    with pytest.raises(TypeError, match="seeds_are_nodes"):
+        gs.DataLoader(rmat.A, fn, seeds, batch, seeds_are_nodes="no")
+    blocks = gs.DataLoader(rmat.A, lambda A, s: [A[:, s].individual_sample(2)], seeds, batch,
+                           seeds_are_nodes=False)
+    with pytest.raises(TypeError, match="seeds_are_nodes=False: the sampler must return"):
+        next(iter(blocks)).to_pyg()
+
+
 # ----------------------------------------------------------------------------- loaders
 @pytest.mark.parametrize("name", NAMES)
 def test_loader_and_super_batch(name, graph):
