@@ -43,6 +43,7 @@ def _super(x):
 
 
 def parser():
+    """The harness's argparse parser (``python -m gsample.bench --help``)."""
     p = argparse.ArgumentParser(prog="python -m gsample.bench",
                                 description="One benchmark harness: every workload of DESIGN "
                                             "§8 beside its peers and the gather bound.")
@@ -144,6 +145,8 @@ def load_graph(spec: str, device):
 
 
 def default_modes(w, device, args):
+    """``{label: Mode}`` of the gsample modes ``args.modes`` asks for on ``device``
+    (:func:`gsample.bench.workloads.make_modes`, super-batched for each ``--super-batch``)."""
     return make_modes(w, device, args.super_batch, args.modes)
 
 
@@ -168,6 +171,8 @@ def _profile(what, w, seeds, batches, device, args):
 
 
 def run_workload(name, A, device, seeds, args, baselines, modes_fn, extra, cpu_graph, log):
+    """Check that the modes of workload ``name`` draw the same samples, then time
+    each mode and each peer that runs here; returns the record's entry of the workload."""
     w = workload(name, A, args.batch_size, args.walk_length)
     full = seeds[:args.seeds // w.batch_size * w.batch_size]
     epoch = full[:args.caps[name] * w.batch_size] if name in args.caps else full

@@ -123,6 +123,8 @@ def default_sdist(root):
 
 
 def torch_cluster_peer(w: Workload, batches, device, sdist, node2vec_on_cuda=False):
+    """torch_cluster's ``random_walk`` on the workload's CSC (built from ``sdist`` when it
+    does not import): a :class:`Peer`, or a string saying why it cannot run."""
     op, version = torch_cluster_op(sdist)
     if op is None:
         return version
@@ -175,6 +177,9 @@ def _pyg_check(w, loader):
 
 
 def pyg_peer(w: Workload, batches, device):
+    """PyG's ``NeighborLoader`` (GraphSAGE) or ``ShaDowKHopSampler`` (ShaDow) over the
+    same mini-batches, on the CPU: a :class:`Peer`, a string saying why it cannot run, or
+    None for a workload PyG has no sampler of."""
     if w.name not in ("graphsage", "shadow"):
         return None
     try:
@@ -207,6 +212,9 @@ def pyg_peer(w: Workload, batches, device):
 
 # ----------------------------------------------------------------------------- DGL
 def dgl_peer(w: Workload, batches, device):
+    """DGL's neighbour sampling / random walks over the same mini-batches, where DGL
+    imports: a :class:`Peer`, a string saying why it cannot run, or None for a workload
+    DGL has no sampler of."""
     if w.name not in ("graphsage", "deepwalk", "node2vec"):
         return None
     try:

@@ -38,6 +38,7 @@ def filter_edges(A, keep: torch.Tensor) -> BoundedCSC:
 
 
 def register(backend) -> None:
+    """Register the sync-free edge filter as the CUDA backend's ``FILTER_EDGES``."""
     backend.register(Op.FILTER_EDGES, ("csc",), filter_edges, sync_free=True)
 
 
