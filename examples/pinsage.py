@@ -12,9 +12,10 @@ the walks alone.
 
 The walks are one ``A.random_walk`` (every draw keyed, DESIGN §3); counting and the top-k
 are plain torch code on them. The neighbours are not edges of ``A`` (they are up to
-``length`` hops away), and the DSL has no operator that builds a ``gs.Matrix`` from dense
-``(row, col, value)`` tensors inside a sampler, so the sample is returned as dense
-``(B, k)`` tensors, not as a block.
+``length`` hops away): :func:`pinsage` returns them as dense ``(B, k)`` tensors, and
+:func:`pinsage_block` as a block (``A.from_neighbors``: column ``i`` the seed, its
+neighbours the rows, the visit counts the values), which converts and chains as a sampled
+block does.
 
 Super-batching: ``gs.DataLoader(..., super_batch=4)`` works (the walks of all the
 mini-batches run in one walk launch; the counting runs per mini-batch).
@@ -69,6 +70,25 @@ def pinsage(A, seeds, num_walks=100, length=3, restart_prob=0.5, k=10):
                           restart_prob=restart_prob)                   # (B * W, L + 1)
     visits = walks[:, 1:].reshape(-1, num_walks * length)              # (B, W * L)
     return top_visited(visits, seeds, k, A.num_nodes, num_walks * length)
+
+
+def pinsage_block(A, seeds, num_walks=100, length=3, restart_prob=0.5, k=10):
+    """:func:`pinsage` as a block: column ``i`` is ``seeds[i]`` and holds its ``k`` most
+    visited nodes (fewer when its walks visited fewer), their visit counts as values
+    (``A.from_neighbors``). Same parameters as :func:`pinsage`.
+
+    Returns
+    -------
+    gs.Matrix, shape (N, B)
+        The neighbours as a block: ``to_pyg()`` gives PinSAGE's ``edge_index`` (neighbour
+        -> seed) with the counts as ``edge_weight``; ``all_nodes()`` the next frontier.
+
+    Examples
+    --------
+    >>> block = gs.compile(pinsage_block)(A, seeds)
+    """
+    neighbors, weights = pinsage(A, seeds, num_walks, length, restart_prob, k)
+    return A.from_neighbors(seeds, neighbors, weights)
 
 
 def top_visited(visits, seeds, k, num_nodes, most):

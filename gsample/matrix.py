@@ -683,6 +683,40 @@ class Matrix:
         """
         return Matrix(_run(Op.FILTER_EDGES, A=self._csc, keep=keep))
 
+    def from_neighbors(self, cols, neighbors, values=None) -> "Matrix":
+        """A block built from dense per-column neighbour lists (PinSAGE's top visited nodes,
+        any neighbours a sampler computed with torch code), on this graph's nodes.
+
+        Parameters
+        ----------
+        cols : LongTensor, shape (C,)
+            The block's columns: node ids of this graph (the whole graph).
+        neighbors : LongTensor, shape (C, K)
+            Row ``j``: the node ids column ``j`` holds, ``-1`` where there is none (every
+            entry ``>= 0`` is kept; repeats too). They need not be edges of the graph.
+        values : Tensor, shape (C, K), optional
+            The entries' values (weights), floating point.
+
+        Returns
+        -------
+        Matrix
+            Shape ``(N, C)``, the row space this graph's nodes (as a column slice's),
+            ``(neighbors >= 0).sum()`` entries, column by column and by id within a column
+            (as a sampled block's); ``values`` as its values.
+            It converts (``to_pyg``, ``all_nodes``) and chains like a sampled block; its
+            entries have no edge ids of the graph (``edges()`` gives their positions).
+            Compiled, it super-batches.
+
+        Examples
+        --------
+        >>> nbrs, w = top_visited(...)                    # (B, k) ids, -1 padded; weights
+        >>> block = A.from_neighbors(seeds, nbrs, w)      # column i: seed i's neighbours
+        >>> block.shape == (A.num_nodes, len(seeds))
+        True
+        """
+        return Matrix(_run(Op.FROM_NEIGHBORS, A=self._csc, cols=cols, neighbors=neighbors,
+                           values=values))
+
     # ------------------------------------------------------------------ keyed random values
     def random_uniform(self, nodes) -> torch.Tensor:
         """One uniform random number per entry of ``nodes``, keyed by the entry's position.

@@ -432,6 +432,43 @@ def check_random_draws(A, nodes, trusted=(), **_):
     return {"nodes": ids(nodes, "nodes", A.num_nodes, A.device)}
 
 
+def check_from_neighbors(A, cols, neighbors, values=None, trusted=(), **_):
+    """``A.from_neighbors``: the whole graph (its node count decodes a super-batch), column
+    ids in range, one row of neighbour ids per column (``-1`` pads), values of the same
+    shape, floating point."""
+    _whole_graph(A, "from_neighbors")
+    out = {}
+    C = None
+    if "cols" not in trusted:
+        out["cols"] = ids(cols, "cols", A.num_nodes, A.device)
+        C = out["cols"].numel()
+    t = as_tensor(neighbors, "neighbors", A.device)
+    if t.dtype == torch.bool or t.dtype not in _INT_DTYPES:
+        raise TypeError(f"neighbors: node ids must be an integer tensor, got dtype {t.dtype}")
+    C = C if C is not None else (cols.shape[0] if isinstance(cols, torch.Tensor) else None)
+    if t.dim() != 2 or (C is not None and t.shape[0] != C):
+        raise ValueError(f"neighbors: expected one row of ids per column (shape ({C}, K)), "
+                         f"got shape {tuple(t.shape)}")
+    if "neighbors" not in trusted:
+        t = t.to(torch.int64)
+        if t.numel():
+            lo, hi = torch.aminmax(t)
+            fail_if(lo < -1, IndexError, lambda v: f"neighbors: node id {v} is negative "
+                    "(-1 is the padding)", lo)
+            fail_if(hi >= A.num_nodes, IndexError, lambda v: f"neighbors: node id {v} is out "
+                    f"of range for a graph of {A.num_nodes} nodes", hi)
+        out["neighbors"] = t
+    if values is not None:
+        v = as_tensor(values, "values", A.device)
+        if not v.is_floating_point():
+            raise TypeError(f"values: must be floating point, got dtype {v.dtype}")
+        if tuple(v.shape) != tuple(t.shape):
+            raise ValueError(f"values: expected one value per entry of neighbors (shape "
+                             f"{tuple(t.shape)}), got shape {tuple(v.shape)}")
+        out["values"] = v
+    return out
+
+
 def check_filter_edges(A, keep, **_):
     """``A.filter_edges``: one bool per edge."""
     t = as_tensor(keep, "keep", A.device)

@@ -255,6 +255,8 @@ class Op(enum.Enum):
     RANDOM_UNIFORM = "random_uniform"  # A.random_uniform(nodes): a keyed uniform per entry
     RANDOM_COUNT = "random_count"      # A.random_count(nodes, dist, p, n): a count per entry
     FILTER_EDGES = "filter_edges"      # A.filter_edges(keep): the edges a mask keeps
+    FROM_NEIGHBORS = "from_neighbors"  # A.from_neighbors(cols, neighbors): a block of dense
+                                       # per-column neighbour lists
     # finalize
     ROW = "row"
     COLUMN = "column"

@@ -29,7 +29,7 @@ from .opdef import (BROADCAST_OPS, EXAMPLE_PROGRAM, LAYOUTS, MAP_OPS, REDUCE_OPS
                     Align, Attr, Capture, Effect, In, Kind, Op, OpDef, Size, Step, _choice)
 from .size_rules import (COUNT_DISTS, WALK_PROBS, _collective, _collective_bound,
                          _count_attrs, _fused, _fused_bound, _individual, _individual_bound, _n,
-                         _per_entry, _positive, _same, _slice_cols, _slice_rows, _tensor,
+                         _neighbor_lists, _per_entry, _positive, _same, _slice_cols, _slice_rows, _tensor,
                          _trials, _walk, _walk_prob)
 
 # ----------------------------------------------------------------------------- the table
@@ -192,6 +192,14 @@ _DEFS = [
           doc="A.filter_edges(keep): the edges where keep (bool, (E,)) is True, in order, "
               "with their values and edge ids; the row and column spaces unchanged (a "
               "column may become empty)"),
+    OpDef(Op.FROM_NEIGHBORS, P, Step.SELECT,
+          (_A, In("cols", Align.NEW_COLS), In("neighbors", Align.WALKS),
+           In("values", Align.ENTRIES, optional=True)), (), M, batched=True,
+          check=V.check_from_neighbors, estimate=_neighbor_lists,
+          capture=Capture(methods=("from_neighbors",)),
+          doc="A.from_neighbors(cols, neighbors, values=None): a block whose column j is "
+              "cols[j] and holds the ids neighbors[j] (a (C, K) row, -1 after its last), "
+              "with values[j] as values; A's row space (its nodes), any ids (not edges)"),
     # finalize
     OpDef(Op.ROW, P, Step.FINALIZE, (_A,), (), T, out=Align.ROW_SET,
           capture=Capture(methods=("row",)), doc="A.row()"),

@@ -72,6 +72,12 @@ def _walk(A, ins, at):
     return Size(rows=_n(ins, "seeds"), cols=at["length"] + 1)
 
 
+def _neighbor_lists(A, ins, at):
+    # estimate: the columns, a few entries each (the lists' width is not a known size)
+    cols = _n(ins, "cols")
+    return Size(nnz=10 * cols, rows=A.rows, cols=cols)
+
+
 def _per_entry(A, ins, at):
     # exact: one value per entry of the frontier
     return Size(rows=_n(ins, "nodes"))

@@ -14,6 +14,7 @@ from . import (
     edge_filter,
     extract,
     finalize,
+    from_neighbors,
     fused_reduce,
     fused_select,
     layout_ops,
@@ -58,6 +59,7 @@ IMPLS = {
     Op.RANDOM_UNIFORM: (draws.random_uniform, _CSC),
     Op.RANDOM_COUNT: (draws.random_count, _CSC),
     Op.FILTER_EDGES: (edge_filter.filter_edges, _CSC),
+    Op.FROM_NEIGHBORS: (from_neighbors.from_neighbors, _CSC),
 }
 
 
