@@ -12,7 +12,8 @@ from .backend import current_backend, use_backend
 from .compiler import CompiledSampler, compile
 from .explain import explain
 from .hetero import HeteroGraph
-from .loader import Batch, DataLoader
+from .batch import Batch
+from .loader import DataLoader
 from .matrix import Matrix, sddmm
 from .random import initial_seed, manual_seed
 from .walks import walk

@@ -64,7 +64,7 @@ def _get(q: queue.Queue, stop: threading.Event):
 
 
 def _tensors(batch):
-    from .loader import _tensors
+    from .super_batcher import _tensors
     yield from _tensors(batch.out)
     yield from (t for t in (batch.seeds, batch.n_id, batch.x, batch.y) if t is not None)
 

@@ -21,7 +21,7 @@ def samplers():
 
 def tensors(batch):
     """Every tensor of a batch, in a fixed order."""
-    from gsample.loader import _tensors
+    from gsample.super_batcher import _tensors
     out = list(_tensors(batch.out))
     return out + [t for t in (batch.seeds, batch.n_id, batch.x, batch.y) if t is not None]
 

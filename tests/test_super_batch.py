@@ -24,7 +24,7 @@ import pytest
 import torch
 
 import gsample as gs
-from gsample.loader import _SuperBatcher
+from gsample.super_batcher import _SuperBatcher
 from gsample.random import (BatchKeys, ColumnKeys, combine_tensor, hash_tensor, op_key,
                             uniform_int, words)
 from helpers import assert_same, example, graphsage, random_seeds, weighted_sampler

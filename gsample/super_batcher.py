@@ -1,0 +1,165 @@
+"""The loader's super-batching: ``gs.DataLoader(..., super_batch=N | "auto")`` runs a
+sampler's program for N mini-batches at once (:class:`_SuperBatcher`), with the checks of
+its options and ``"auto"``'s default memory budget."""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import torch
+
+from .random import batch_scope
+
+
+def _super_batch_options(super_batch, memory_budget):
+    """Check ``super_batch`` (None, an int >= 1 or "auto") and ``memory_budget``."""
+    if super_batch is not None and super_batch != "auto":
+        if isinstance(super_batch, bool) or not isinstance(super_batch, int):
+            raise TypeError(f"super_batch: must be a positive int or 'auto', got {super_batch!r}")
+        if super_batch < 1:
+            raise ValueError(f"super_batch: must be >= 1 (or 'auto'), got {super_batch}")
+    if memory_budget is not None:
+        if isinstance(memory_budget, bool) or not isinstance(memory_budget, int):
+            raise TypeError(f"memory_budget: must be a positive int (bytes), got {memory_budget!r}")
+        if memory_budget < 1:
+            raise ValueError(f"memory_budget: must be >= 1 byte, got {memory_budget}")
+        if super_batch != "auto":
+            raise ValueError("memory_budget: only used with super_batch='auto' (it picks the "
+                             "largest super-batch that fits)")
+    return super_batch, memory_budget
+
+
+def _default_budget(device: torch.device) -> int:
+    """``"auto"``'s budget when none is given: half the free memory of a GPU; on the CPU, the
+    size of a core's L2 cache (2 MiB when unknown), as a super-batch pays there only while
+    its values stay in cache (measured: ``python -m gsample.bench --modes super``)."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0] // 2
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cache/index2/size") as f:
+            size = f.read().strip().upper()
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1:], 1)
+        return int(size.rstrip("KMG")) * scale
+    except (OSError, ValueError):
+        return 2 << 20
+
+
+def _unwrap(fn):
+    """``(function, positional args, keyword args)`` of nested ``functools.partial``s."""
+    args, kwargs = (), {}
+    while isinstance(fn, functools.partial):
+        args, kwargs = fn.args + args, {**fn.keywords, **kwargs}
+        fn = fn.func
+    return fn, args, kwargs
+
+
+def _tensors(value):
+    """Every tensor inside ``value`` (matrices, storage forms, lists, tuples, dicts)."""
+    from .matrix import Matrix
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, Matrix):
+        yield from _tensors(value.csc)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            yield from _tensors(getattr(value, f.name))
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _tensors(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _tensors(v)
+
+
+class _SuperBatcher:
+    """A sampler's program, super-batched: runs N mini-batches at once."""
+
+    def __init__(self, A, sampler_fn, seeds: torch.Tensor, fixed_state: bool):
+        from .compiler import CompiledSampler, compile
+        from .trace import TraceError
+        fn, args, kwargs = _unwrap(sampler_fn)
+        try:
+            self.compiled = fn if isinstance(fn, CompiledSampler) else compile(fn)
+        except TypeError as e:
+            raise TypeError(f"sampler_fn: super_batch needs a function to compile ({e})") from e
+        call = (*args, A, seeds)
+        try:
+            bound = self.compiled.signature.bind(*call, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"sampler_fn: cannot be called as sampler_fn(A, seeds): {e}") from e
+        self.seeds_name = next(k for k, v in bound.arguments.items() if v is seeds)
+        self.args, static, self.num_nodes = self.compiled._split(call, kwargs)
+        self.compiled._check_device(self.args)
+        self.backend = self.compiled._backend()
+        try:
+            self.base = self.compiled._program(self.args, static, self.num_nodes, self.backend)
+        except TraceError as e:
+            raise ValueError(f"super_batch: the sampler must compile with gs.compile: {e}") from e
+        self.fixed_state = fixed_state
+        self.compiled_graph_device = A.device
+        self.programs: dict = {}
+        self._shifts: dict = {}
+        self.program(1)                 # refusals (state, unsupported code) surface now
+
+    def program(self, copies: int):
+        """``(IR, lowered program)`` for ``copies`` mini-batches (built once per count)."""
+        if copies not in self.programs:
+            from .passes import optimize
+            from .runtime import lower
+            from .runtime.super_batch import super_batch
+            graph = optimize(self.base, [super_batch(
+                copies, self.num_nodes, self.seeds_name, self.fixed_state)])
+            options = self.compiled.runtime
+            device = str(self.compiled_graph_device)
+            self.programs[copies] = (graph, lower(graph, self.backend, options, device)
+                                     if options.lowered else None)
+        return self.programs[copies]
+
+    def run(self, parts: list, epoch_seed: int, first: int, observe=None) -> list:
+        """The outputs of mini-batches ``first, first + 1, ...`` (seeds ``parts``)."""
+        from .runtime import interpret, run
+        args = dict(self.args)
+        args[self.seeds_name] = self._encode(parts)
+        graph, program = self.program(len(parts))
+        with batch_scope(epoch_seed, first):
+            if program is None:
+                return interpret(graph, args, self.backend)
+            return run(program, args, observe)
+
+    def _encode(self, parts: list) -> torch.Tensor:
+        """The super-batch's seeds: batch ``b``'s ids ``+ b * n``, in batch order (a launch
+        or two: a block of equal mini-batches is a (N, B) view plus a per-batch shift)."""
+        n, N, B = self.num_nodes, len(parts), parts[0].numel()
+        flat = torch.cat(parts)
+        if any(p.numel() != B for p in parts):
+            return torch.cat([s + b * n for b, s in enumerate(parts)])
+        shift = self._shifts.get((N, flat.device))
+        if shift is None:
+            shift = self._shifts[(N, flat.device)] = \
+                (torch.arange(N, device=flat.device) * n).unsqueeze(1)
+        return (flat.view(N, B) + shift).view(-1)
+
+    def measure(self, seeds: torch.Tensor, epoch_seed: int, index: int = 0):
+        """Sample mini-batch ``index`` alone: ``(its outputs, its estimated bytes)``."""
+        from .runtime.super_batch import GRAPH
+        seen, total, alive = set(), 0, []
+
+        def observe(node, value):
+            nonlocal total
+            shared = node is not None and node.meta.get("super_batch") == GRAPH
+            for t in _tensors(value):
+                storage = t.untyped_storage()
+                key = (storage.data_ptr(), str(t.device))
+                if key not in seen:
+                    seen.add(key)
+                    alive.append(t)      # no address is reused (and missed) while measuring
+                    total += 0 if shared else storage.nbytes()
+
+        cuda = seeds.device.type == "cuda"
+        if cuda:
+            torch.cuda.reset_peak_memory_stats(seeds.device)
+            start = torch.cuda.memory_allocated(seeds.device)
+        outs = self.run([seeds], epoch_seed, index, observe)
+        if cuda:
+            total = max(total, torch.cuda.max_memory_allocated(seeds.device) - start)
+        return outs, total
