@@ -34,7 +34,6 @@ import json
 import os
 import pathlib
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -49,6 +48,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
 
 import gsample as gs  # noqa: E402
+from deepwalk import deepwalk  # noqa: E402  (examples/: W2)
+from graphsage import graphsage  # noqa: E402  (examples/: W1)
 
 PLACEMENTS = ("replicated", "shared", "partitioned")
 WORKLOADS = {"W1 GraphSAGE [25, 10]": "graphsage", "W2 DeepWalk L=80": "deepwalk"}
@@ -75,20 +76,6 @@ def parser():
     return p
 
 
-# ----------------------------------------------------------------------------- samplers
-def graphsage(A, seeds, fanouts=(25, 10)):
-    blocks = []
-    for k in fanouts:
-        s = A[:, seeds].individual_sample(k)
-        blocks.append(s)
-        seeds = s.all_nodes()
-    return blocks
-
-
-def deepwalk(A, seeds, length=80):
-    return A.random_walk(seeds, length)
-
-
 def fingerprint(out) -> tuple:
     """An exact summary of a mini-batch's samples: ``(size, checksum)`` (int64 sums)."""
     if isinstance(out, torch.Tensor):                       # walks
@@ -109,7 +96,7 @@ def sync(device):
 
 
 # ----------------------------------------------------------------------------- one rank
-def _worker(rank, world, port, cfg, out_dir):
+def _worker(rank, world, url, cfg, out_dir):
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")        # never NVLink multicast
     cuda = cfg["device"] == "cuda"
     if cuda:
@@ -118,7 +105,7 @@ def _worker(rank, world, port, cfg, out_dir):
     else:
         torch.set_num_threads(1)           # a CPU rank is one core, as a GPU rank is one GPU
         device = torch.device("cpu")
-    dist.init_process_group("nccl" if cuda else "gloo", init_method=f"tcp://127.0.0.1:{port}",
+    dist.init_process_group("nccl" if cuda else "gloo", init_method=url,
                             rank=rank, world_size=world,
                             timeout=datetime.timedelta(minutes=10))
     try:
@@ -178,17 +165,13 @@ def _time(G, sampler, seeds, bs, device, cfg):
 
 
 # ----------------------------------------------------------------------------- the run
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def run_world(world, cfg, out):
     d = pathlib.Path(out) / f"world{world}"
     d.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    mp.spawn(_worker, args=(world, _free_port(), cfg, str(d)), nprocs=world)
+    url = gs.distributed.local_init_method()
+    mp.spawn(_worker, args=(world, url, cfg, str(d)), nprocs=world)
     ranks = [json.loads((d / f"rank{r}.json").read_text()) for r in range(world)]
     for f in d.iterdir():
         f.unlink()

@@ -437,15 +437,12 @@ def check_from_neighbors(A, cols, neighbors, values=None, trusted=(), **_):
     ids in range, one row of neighbour ids per column (``-1`` pads), values of the same
     shape, floating point."""
     _whole_graph(A, "from_neighbors")
-    out = {}
-    C = None
-    if "cols" not in trusted:
-        out["cols"] = ids(cols, "cols", A.num_nodes, A.device)
-        C = out["cols"].numel()
+    out = {} if "cols" in trusted else {"cols": ids(cols, "cols", A.num_nodes, A.device)}
+    c = out.get("cols", cols)
+    C = c.shape[0] if isinstance(c, torch.Tensor) else None   # a trusted frontier may be bounded
     t = as_tensor(neighbors, "neighbors", A.device)
     if t.dtype == torch.bool or t.dtype not in _INT_DTYPES:
         raise TypeError(f"neighbors: node ids must be an integer tensor, got dtype {t.dtype}")
-    C = C if C is not None else (cols.shape[0] if isinstance(cols, torch.Tensor) else None)
     if t.dim() != 2 or (C is not None and t.shape[0] != C):
         raise ValueError(f"neighbors: expected one row of ids per column (shape ({C}, K)), "
                          f"got shape {tuple(t.shape)}")

@@ -198,3 +198,27 @@ def loader_outputs(A, sampler, seeds, batch_size, **options):
     """The outputs of one ``gs.DataLoader`` epoch, in order (unshuffled, a fixed epoch seed)."""
     return [b.out for b in gs.DataLoader(A, sampler, seeds, batch_size, shuffle=False, seed=7,
                                          **options)]
+
+
+def check_super_batched(A, fn, seeds, batch_size, n):
+    """``gs.compile(fn)`` through a loader super-batched ``n`` draws, mini-batch by mini-batch,
+    what the eager function draws one mini-batch at a time (:func:`loader_outputs`)."""
+    ref = loader_outputs(A, fn, seeds, batch_size)
+    loader = gs.DataLoader(A, gs.compile(fn), seeds, batch_size, shuffle=False, seed=7,
+                           super_batch=n)
+    assert loader.super_batch_size == n
+    got = [b.out for b in loader]
+    assert len(got) == len(ref) == -(-len(seeds) // batch_size)
+    for i, (g, r) in enumerate(zip(got, ref)):
+        assert_same(g, r, f"super_batch={n}, batch {i}")
+
+
+def ops(graph):
+    """The ops of an IR graph's nodes, in order."""
+    return [n.op for n in graph.nodes]
+
+
+def cached(graph):
+    """An IR graph's CACHED nodes (values pre-computed once per graph)."""
+    from gsample.ir import Op
+    return [n for n in graph.nodes if n.op is Op.CACHED]

@@ -7,8 +7,24 @@ with gloo, GPU tensors with NCCL.
 """
 from __future__ import annotations
 
+import socket
+
 import torch
 import torch.distributed as dist
+
+
+def local_init_method() -> str:
+    """An ``init_method`` for processes of one host (``torch.multiprocessing.spawn``): TCP on
+    the loopback at a port free now.
+
+    Examples
+    --------
+    >>> url = local_init_method()                     # 'tcp://127.0.0.1:49211'
+    >>> mp.spawn(worker, args=(world, url), nprocs=world)   # worker: init_process_group(..., init_method=url)
+    """
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"tcp://127.0.0.1:{s.getsockname()[1]}"
 
 
 def group_ranks(group=None) -> tuple:

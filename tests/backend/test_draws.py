@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 import scipy.stats as st
 import torch
-from helpers import assert_same, check_compiled_equals_eager, loader_outputs, run_seeded
+from helpers import (assert_same, check_compiled_equals_eager, check_super_batched, loader_outputs,
+                     run_seeded)
 
 import gsample as gs
 from gsample.backend.cuda import draws as cuda_draws
@@ -70,14 +71,7 @@ def test_compiled_equals_eager(A):
 @pytest.mark.parametrize("n", [1, 4])
 def test_super_batched_loader_equals_one_batch_at_a_time(A, n):
     seeds = torch.randperm(2000, generator=torch.Generator().manual_seed(1))[:180]
-    ref = loader_outputs(A, layer, seeds, 32)                    # eager, batch by batch
-    loader = gs.DataLoader(A, gs.compile(layer), seeds, 32, shuffle=False, seed=7,
-                           super_batch=n)
-    assert loader.super_batch_size == n
-    got = [b.out for b in loader]
-    assert len(got) == len(ref) == 6
-    for i, (g, r) in enumerate(zip(got, ref)):
-        assert_same(g, r, f"super_batch={n}, batch {i}")
+    check_super_batched(A, layer, seeds, 32, n)                  # 6 mini-batches
 
 
 def test_device_keys_give_the_host_keys_values():

@@ -5,7 +5,8 @@ super-batched == one mini-batch at a time, bad arguments, and (marked ``cuda``) 
 backend against the torch backend."""
 import pytest
 import torch
-from helpers import assert_same, check_compiled_equals_eager, loader_outputs, run_seeded
+from helpers import (assert_same, check_compiled_equals_eager, check_super_batched, loader_outputs,
+                     run_seeded)
 
 import gsample as gs
 from gsample.backend.cuda import edge_filter as cuda_filter
@@ -58,15 +59,8 @@ def test_sync_free_variant_equals_the_reference(A):
 def test_compiled_and_super_batched_equal_eager(A):
     seeds = torch.randperm(2000, generator=torch.Generator().manual_seed(2))[:180]
     check_compiled_equals_eager(heavy, A, seeds[:32], calls=2)
-    ref = loader_outputs(A, heavy, seeds, 32)
     for n in (1, 4):
-        loader = gs.DataLoader(A, gs.compile(heavy), seeds, 32, shuffle=False, seed=7,
-                               super_batch=n)
-        assert loader.super_batch_size == n
-        got = [b.out for b in loader]
-        assert len(got) == len(ref) == 6
-        for i, (g, r) in enumerate(zip(got, ref)):
-            assert_same(g, r, f"super_batch={n}, batch {i}")
+        check_super_batched(A, heavy, seeds, 32, n)
 
 
 @pytest.mark.parametrize("keep,exc,match", [

@@ -111,17 +111,20 @@ def test_main_exits_1_on_a_failure_and_records_it(tmp_path, monkeypatch, capsys)
     assert "FAILED" in capsys.readouterr().err
 
 
-def test_a_slow_mode_does_not_fail_the_run(tmp_path):
-    def slow(w, device, args):
-        modes = cli.default_modes(w, device, args)
-        m = modes["gsample eager"]
+def slow(w, device, args):
+    """The default modes, with eager sleeping 0.05 s a mini-batch."""
+    modes = cli.default_modes(w, device, args)
+    m = modes["gsample eager"]
 
-        def crawl(A, seeds, **kw):
-            import time
-            time.sleep(0.05)
-            return m.sampler(A, seeds, **kw)
-        modes["gsample eager"] = m._replace(sampler=crawl)
-        return modes
+    def crawl(A, seeds, **kw):
+        import time
+        time.sleep(0.05)
+        return m.sampler(A, seeds, **kw)
+    modes["gsample eager"] = m._replace(sampler=crawl)
+    return modes
+
+
+def test_a_slow_mode_does_not_fail_the_run(tmp_path):
     rec = _run(tmp_path, "--workloads", "graphsage", "--peers", modes=slow)
     modes = rec["workloads"]["graphsage"]["modes"]
     assert rec["ok"] and modes["gsample eager"]["epoch_s_median"] >= 4 * 0.05
@@ -141,16 +144,6 @@ def test_slow_modes_are_timed_on_a_prefix_and_scaled(tmp_path):
     """``--slow-batches 1``: eager and the torch backend time the first mini-batch of the
     4-batch epoch, reported for the whole epoch (a sleep of 0.05 s a call: at least 0.2 s);
     the other modes run the whole epoch."""
-    def slow(w, device, args):
-        modes = cli.default_modes(w, device, args)
-        m = modes["gsample eager"]
-
-        def crawl(A, seeds, **kw):
-            import time
-            time.sleep(0.05)
-            return m.sampler(A, seeds, **kw)
-        modes["gsample eager"] = m._replace(sampler=crawl)
-        return modes
     rec = _run(tmp_path, "--workloads", "graphsage", "--peers", "--slow-batches", "1",
                modes=slow)
     modes = rec["workloads"]["graphsage"]["modes"]

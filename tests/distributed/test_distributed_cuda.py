@@ -6,7 +6,6 @@ single-GPU epoch, sample for sample, for GraphSAGE compiled on the CUDA backend 
 import datetime
 import functools
 import os
-import socket
 
 import pytest
 import torch
@@ -42,10 +41,10 @@ def _epoch(G, sampler, device, **kw):
     return {b.index: _cpu(b.out) for b in loader}
 
 
-def _worker(rank, world, port, out):
+def _worker(rank, world, url, out):
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")      # never NVLink multicast
     torch.cuda.set_device(rank)
-    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+    dist.init_process_group("nccl", init_method=url, rank=rank,
                             world_size=world, timeout=datetime.timedelta(seconds=120))
     try:
         A = gs.datasets.rmat(N, E, seed=4, weighted=True) if rank == 0 else None
@@ -61,17 +60,13 @@ def _worker(rank, world, port, out):
         dist.destroy_process_group()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.mark.parametrize("world", [1, 2])
 def test_every_placement_on_gpus_samples_the_single_gpu_epoch(tmp_path, world):
     if torch.cuda.device_count() < world:
         pytest.skip(f"needs {world} GPUs")
-    mp.spawn(_worker, args=(world, _free_port(), str(tmp_path)), nprocs=world)
+    url = gs.distributed.local_init_method()
+    mp.spawn(_worker, args=(world, url, str(tmp_path)), nprocs=world)
     ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(world)]
     A = gs.datasets.rmat(N, E, seed=4, weighted=True).to("cuda")
     for name, sampler in samplers().items():

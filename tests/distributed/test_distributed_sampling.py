@@ -10,7 +10,6 @@ without stop / restart / jump. Bad arguments raise clear errors on every rank.
 import datetime
 import functools
 import math
-import socket
 
 import pytest
 import torch
@@ -63,9 +62,9 @@ def _error(call):
     return None
 
 
-def _worker(rank, world, port, out):
+def _worker(rank, world, url, out):
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+    dist.init_process_group("gloo", init_method=url, rank=rank,
                             world_size=world, timeout=datetime.timedelta(seconds=60))
     try:
         A = graph() if rank == 0 else None
@@ -107,16 +106,11 @@ def _worker(rank, world, port, out):
         dist.destroy_process_group()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory):
     out = tmp_path_factory.mktemp("distributed")
-    mp.spawn(_worker, args=(2, _free_port(), str(out)), nprocs=2)
+    mp.spawn(_worker, args=(2, gs.distributed.local_init_method(), str(out)), nprocs=2)
     return [torch.load(out / f"rank{r}.pt", weights_only=False) for r in range(2)]
 
 

@@ -8,20 +8,13 @@ import gsample as gs
 from gsample.ir import Op, format_lines
 from gsample.passes.alias_tables import alias_tables
 import helpers
+from helpers import cached, ops
 from helpers import random_seeds as seeds
 
 
 @pytest.fixture(scope="module")
 def A():
     return gs.datasets.rmat(2000, 30000, seed=1, weighted=True)
-
-
-def ops(graph):
-    return [n.op for n in graph.nodes]
-
-
-def cached(graph):
-    return [n for n in graph.nodes if n.op is Op.CACHED]
 
 
 def alias_layer(A, seeds, w=None, method="alias"):

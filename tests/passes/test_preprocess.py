@@ -19,7 +19,7 @@ from gsample.passes.cse import cse
 from gsample.passes.dce import dce
 from gsample.passes.preprocess import preprocess
 import helpers
-from helpers import example, ladies_layer, same
+from helpers import cached, example, ladies_layer, ops, same
 from helpers import random_seeds as seeds
 
 PASSES = [cse, preprocess, dce]
@@ -31,14 +31,6 @@ programs = functools.partial(helpers.programs, passes=PASSES)  # (traced IR, opt
 @pytest.fixture(scope="module")
 def A():
     return gs.datasets.rmat(2000, 30000, seed=1, weighted=True)
-
-
-def ops(graph):
-    return [n.op for n in graph.nodes]
-
-
-def cached(graph):
-    return [n for n in graph.nodes if n.op is Op.CACHED]
 
 
 # ----------------------------------------------------------------------------- samplers
