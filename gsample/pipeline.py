@@ -33,6 +33,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
+from .runtime.cuda_graphs import CAPTURE_LOCK
+
 #: groups (sampling runs' mini-batches) waiting between two stages
 DEPTH = 1
 _DONE = object()
@@ -144,8 +146,11 @@ def pipelined(loader, groups):
                 try:
                     if cuda:
                         loader._streams[1].wait_event(done)
-                    for batch in group:
-                        gathered.append(loader._gather(batch, sync(1)))
+                    # not while the sampling thread captures a CUDA graph: gathering reads
+                    # sizes back, which CUDA refused there (the lock is free but for that)
+                    with CAPTURE_LOCK if cuda else contextlib.nullcontext():
+                        for batch in group:
+                            gathered.append(loader._gather(batch, sync(1)))
                 except BaseException as error:  # noqa: BLE001 - raised in the loop, in order
                     if gathered:
                         _put(ready, (gathered, event(1)), stop)

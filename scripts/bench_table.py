@@ -1,15 +1,20 @@
 """The README's benchmark table, made from the newest ``python -m gsample.bench`` records.
 
-    python scripts/bench_table.py                  # print the block (newest record per
-                                                   # device and graph in benchmarks/results)
+    python scripts/bench_table.py                  # print the block (a table per device and
+                                                   # graph in benchmarks/results, each
+                                                   # workload from the newest record that has
+                                                   # it)
     python scripts/bench_table.py --write          # put it between README.md's markers
     python scripts/bench_table.py --check          # exit 1 when README.md's block is stale
     python scripts/bench_table.py --full RECORD    # every mode of one record (long table)
     python scripts/bench_table.py --plot RECORD    # (re)draw its PNGs beside it (a GPU run
                                                    # can bring back its JSON alone)
 
-Quick (CI) records are left out. The block lies between ``<!-- bench:begin -->`` and
-``<!-- bench:end -->`` in README.md; nothing else of the file is touched.
+A GPU run may come in parts (``--workloads shadow pass`` after a run that held the others):
+the parts make one table, with a header line per record naming the workloads taken from it
+(:func:`gsample.bench.report.newest_records`). Quick (CI) records are left out. The block
+lies between ``<!-- bench:begin -->`` and ``<!-- bench:end -->`` in README.md; nothing else
+of the file is touched.
 """
 import argparse
 import json
@@ -65,7 +70,8 @@ def main(argv=None) -> int:
             return 1
         return 0
     readme.write_text(new)
-    print(f"wrote the benchmark block of {readme} ({len(records)} records)")
+    n = sum(len(r.get("sources", [r])) for r in records)
+    print(f"wrote the benchmark block of {readme} ({len(records)} tables from {n} records)")
     return 0
 
 

@@ -1,5 +1,6 @@
 """The harness's output: the JSON record (device, date, versions, commit, command), a PNG per
-workload, the printed table, and the README's table made from the newest records."""
+workload, the printed table, and the README's table made from the newest records (each
+workload from the newest record per device and graph that has it)."""
 from __future__ import annotations
 
 import datetime
@@ -13,6 +14,8 @@ import subprocess
 import torch
 
 import gsample as gs
+
+from .workloads import ALL_WORKLOADS
 
 RESULT_PATTERN = "bench_*.json"
 README_BEGIN, README_END = "<!-- bench:begin -->", "<!-- bench:end -->"
@@ -187,20 +190,46 @@ COLUMNS = (("eager", ("gsample eager",)),
                       "PyG ShaDowKHopSampler", "DGL")))
 
 
+def _source_text(record) -> str:
+    """What the README says of one record: its date, command, file, random-gather bandwidth
+    and (CPU) load average."""
+    return (f"{record['date'][:10]}, `{record['command']}` "
+            f"(`benchmarks/results/{record.get('file', '')}`); "
+            f"random gather {record['random_gather']['GB_per_s']:.3g} GB/s"
+            + (f", load average {record.get('load_avg_start')} -> {record.get('load_avg_end')} "
+               f"on {record.get('cpu_count')} cores" if record.get("device_type") == "cpu"
+               else ""))
+
+
+def _header(record) -> list:
+    """The lines above a README table: one record's, or, for a merged record (see
+    :func:`merge_records`) of several, a line per source record naming its workloads."""
+    sources = record.get("sources") or [record]
+    size = (f"{record['graph']} ({record['num_nodes']:,} nodes, "
+            f"{record['num_edges']:,} edges)")
+    if len(sources) == 1:
+        return [f"**{record['device']}**, {size}, {_source_text(sources[0])}; "
+                f"epoch seconds, median of {record['repeats']}:"]
+    devices = " / ".join(dict.fromkeys(s["device"] for s in sources))
+    repeats = {s["repeats"] for s in sources}
+    lines = [f"**{devices}**, {size}, each workload from the newest of {len(sources)} records "
+             "that has it; epoch seconds, median of "
+             + (f"{repeats.pop()}:" if len(repeats) == 1 else "each record's repeats:"), ""]
+    for s in sources:
+        lines.append(f"- {', '.join(s['taken'])}: {s['device']}, {_source_text(s)}"
+                     + (f"; median of {s['repeats']}" if len(repeats) > 1 else ""))
+    return lines
+
+
 def readme_table(record) -> list:
     """One record as a compact markdown table: a row per workload, epoch seconds per mode
-    (the fastest super-batch, each peer that ran), and the gather bound."""
-    lines = [f"**{record['device']}**, {record['graph']} ({record['num_nodes']:,} nodes, "
-             f"{record['num_edges']:,} edges), {record['date'][:10]}, "
-             f"`{record['command']}` (`benchmarks/results/{record.get('file', '')}`); "
-             f"random gather {record['random_gather']['GB_per_s']:.3g} GB/s"
-             + (f", load average {record.get('load_avg_start')} -> {record.get('load_avg_end')} "
-                f"on {record.get('cpu_count')} cores" if record.get("device_type") == "cpu"
-                else "") +
-             f"; epoch seconds, median of {record['repeats']}:", "",
-             "| workload | batches | " + " | ".join(h for h, _ in COLUMNS) +
-             " | gather bound | agree |",
-             "|---|---:|" + "---:|" * len(COLUMNS) + "---:|---|"]
+    (the fastest super-batch, each peer that ran), and the gather bound. A merged record
+    (:func:`merge_records`) gets a header line per source record, naming its workloads."""
+    lines = _header(record) + [
+        "",
+        "| workload | batches | " + " | ".join(h for h, _ in COLUMNS) +
+        " | gather bound | agree |",
+        "|---|---:|" + "---:|" * len(COLUMNS) + "---:|---|"]
     for name, e in record["workloads"].items():
         if "error" in e:
             lines.append(f"| {name} | error: {e['error'][:60]} |" + " |" * (len(COLUMNS) + 2))
@@ -225,10 +254,62 @@ def readme_table(record) -> list:
     return lines
 
 
+def merge_records(records) -> dict:
+    """One record whose workloads are each taken from the first of ``records`` that has it.
+
+    Parameters
+    ----------
+    records : list of dict
+        ``gsample.bench`` records of one device type and graph, newest first, each with its
+        ``file`` name (as :func:`newest_records` adds it).
+
+    Returns
+    -------
+    dict
+        The newest contributing record's fields, with ``workloads`` the merged workloads (in
+        :data:`~gsample.bench.workloads.ALL_WORKLOADS` order, unknown names last) and
+        ``sources`` the contributing records (without their ``workloads``), in the order of
+        their first workload in the table, each with ``taken``: the names of the workloads
+        taken from it. A workload's entry is the newest record's even when it is an error.
+    """
+    taken = {}                                       # workload -> index into records
+    for i, r in enumerate(records):
+        for name in r.get("workloads", {}):
+            taken.setdefault(name, i)
+    order = sorted(taken, key=lambda n: ALL_WORKLOADS.index(n) if n in ALL_WORKLOADS
+                   else len(ALL_WORKLOADS))
+    sources = {}                                     # index -> source, in table order
+    for name in order:
+        i = taken[name]
+        if i not in sources:
+            sources[i] = {**{k: v for k, v in records[i].items() if k != "workloads"},
+                          "taken": []}
+        sources[i]["taken"].append(name)
+    newest = records[min(sources, default=0)]
+    return {**newest, "workloads": {n: records[taken[n]]["workloads"][n] for n in order},
+            "sources": list(sources.values())}
+
+
 def newest_records(folder) -> list:
-    """The newest ``gsample.bench`` record per (device type, graph) in ``folder``, GPU
-    first (newest by the record's ``date``, the file's mtime breaking ties)."""
-    best = {}
+    """Per (device type, graph) in ``folder``, the ``gsample.bench`` records merged so that
+    each workload comes from the newest record that has it (:func:`merge_records`), GPU
+    first.
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        Where the ``bench_*.json`` records lie. Quick (CI) records, other harnesses' files
+        and unreadable ones are left out.
+
+    Returns
+    -------
+    list of dict
+        A merged record per (device type, graph), sorted GPU first, then by graph. Newest is
+        by the record's ``date``, the file's mtime breaking ties; ``file`` is the newest
+        contributing record's file name, and ``sources`` lists every contributing record
+        (one when a single record holds all the workloads).
+    """
+    groups = {}
     for p in pathlib.Path(folder).glob(RESULT_PATTERN):
         try:
             r = json.loads(p.read_text())
@@ -238,16 +319,15 @@ def newest_records(folder) -> list:
             continue
         key = (r.get("device_type"), r.get("graph"))
         rank = (r.get("date", ""), p.stat().st_mtime)
-        if key not in best or rank > best[key][0]:
-            best[key] = (rank, {**r, "file": p.name})
-    return [v[1] for k, v in sorted(best.items(), key=lambda kv: (kv[0][0] != "cuda",
-                                                                  str(kv[0][1])))]
+        groups.setdefault(key, []).append((rank, {**r, "file": p.name}))
+    return [merge_records([r for _, r in sorted(groups[k], key=lambda x: x[0], reverse=True)])
+            for k in sorted(groups, key=lambda k: (k[0] != "cuda", str(k[1])))]
 
 
 def readme_block(records) -> str:
     """The README's generated benchmark block (between the markers) for ``records``."""
-    body = ["<!-- generated by scripts/bench_table.py from the newest record per device and "
-            "graph; do not edit by hand -->"]
+    body = ["<!-- generated by scripts/bench_table.py: per device and graph, each workload from "
+            "the newest record that has it; do not edit by hand -->"]
     for r in records:
         body += [""] + readme_table(r)
     return "\n".join(body)

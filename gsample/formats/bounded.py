@@ -33,6 +33,29 @@ from .csc import CSC
 #: (pinned tensor, (data_ptr, dtype) -> index) of scalars a replayed CUDA graph copied out
 #: itself (set by gsample.runtime.cuda_graphs); read_scalars then only waits
 READ_BACK = contextvars.ContextVar("gsample_graph_read_back", default=None)
+#: set while a program's steps after a replayed CUDA graph run: a result that would keep a
+#: view of the graph's memory (which the next replay overwrites) keeps a copy instead
+COPY_OUT = contextvars.ContextVar("gsample_copy_out", default=False)
+
+
+class PendingSizes:
+    """The state between the two phases of a two-phase implementation
+    (``gsample.backend.Impl.finish``): ``scalars``, the 1-element device tensors its finish
+    reads back. A CUDA graph that ran the first phase copies them to pinned memory itself,
+    so that the finish's read-back only waits."""
+    scalars: list = []
+
+
+class NotCapturable(RuntimeError):
+    """Raised before a read-back that a CUDA graph being captured would refuse (the exact
+    fallback of a sync-free implementation, for inputs its kernels do not take): the runtime
+    ends the capture, drops it and runs those steps eagerly from then on."""
+
+
+def refuse_capture() -> None:
+    """Raise :class:`NotCapturable` when the current CUDA stream is being captured."""
+    if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+        raise NotCapturable("a read-back inside a CUDA graph capture")
 
 
 @dataclass(frozen=True, eq=False)
@@ -209,6 +232,7 @@ def read_scalars(scalars: list) -> list:
         return []
     if not scalars[0].is_cuda:
         return [int(t.reshape(-1)[0]) for t in scalars]
+    refuse_capture()
     done = READ_BACK.get()
     if done is not None:            # a replayed CUDA graph copied these to pinned memory
         pinned, known = done

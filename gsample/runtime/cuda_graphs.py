@@ -1,22 +1,26 @@
 """Capturing the sync-free part of a program as a CUDA graph, and replaying it.
 
-A lowered program's longest run of steps that never read back to the host (sync-free
-implementations: every size stays on the device) is its *region*. With
-``Options(cuda_graphs=True)`` on a GPU, the first call of a given shape runs eagerly (it
-compiles the kernels and allocates the scratch they keep), the second captures the region
-into a ``torch.cuda.CUDAGraph`` and every later call replays it: one launch instead of a
+A lowered program's runs of steps that never read back to the host (sync-free
+implementations: every size stays on the device; the first phase of a two-phase op, which
+ends where its sizes are read; dense user code known to be elementwise or a reduction) are
+its *regions*: a node-wise sampler has one, a layer-wise one one per layer. With
+``Options(cuda_graphs=True)`` on a GPU, the first call of a given shape runs a region
+eagerly (it compiles the kernels and allocates the scratch they keep), the second captures
+it into a ``torch.cuda.CUDAGraph`` and every later call replays it: one launch instead of a
 Python call, allocations and a launch per kernel.
 
 What changes between calls goes into the capture's static buffers before a replay: the
-region's tensor inputs (the converted seeds, any tensor computed before it) are copied in,
-and so are the random keys (``gsample.random.DeviceKey``: the kernels read their keys from
-the device). Matrices (the graph, values cached per graph) must be the very objects the
+region's tensor inputs (the converted seeds, any tensor computed before it; a frontier in a
+bounded buffer, captured with a buffer of a power-of-two size so that frontiers of varying
+bounds share a few graphs) are copied in, and so are the random keys
+(``gsample.random.DeviceKey``: the kernels read their keys from the device). Matrices (the graph, values cached per graph) must be the very objects the
 graph was captured with, as the kernels read them in place; another object (or one written
 in place since) captures again, and a captured graph keeps its matrices alive (freed, their
 id and memory could be another matrix's). Scratch the kernels keep between calls is never
 freed while a graph may read it (``backend.cuda.nodewise._bitmaps``). Check flags recorded
-during the capture are recorded again at each replay, and the program's final read-back
-copies every result out of the graph's memory, which the next replay overwrites.
+during the capture are recorded again at each replay; steps after a replay keep copies of
+what they take from the graph's memory (``formats.bounded.COPY_OUT``), and the program's
+final read-back copies every result out of it, as the next replay overwrites it.
 
 Nothing is captured where PyTorch cannot capture (its caching allocator off:
 ``PYTORCH_NO_CUDA_MEMORY_CACHING=1`` allocates with ``cudaMalloc``, which a capture
@@ -26,14 +30,15 @@ for plain PyTorch code); the region then runs eagerly, drawing the same samples.
 """
 from __future__ import annotations
 
-import contextvars
 import os
+import threading
 from dataclasses import dataclass, field, replace
 
 import torch
 
 from .. import validate as V
-from ..formats.bounded import READ_BACK, Bounded, copy_all, counts
+from ..formats.bounded import (READ_BACK, Bounded, BoundedIds, NotCapturable, PendingSizes,
+                               copy_all, counts)
 from ..formats.csc import CSC
 from ..random import DeviceKey
 
@@ -49,10 +54,18 @@ def enabled() -> bool:
             and os.environ.get("GSAMPLE_CUDA_GRAPHS", "1") != "0")
 
 
-def region(program) -> tuple:
-    """``(start, stop)`` of the program's longest run of sync-free implementation steps
-    (at least two of them) that reads no matrix made by an earlier step (only the graph and
-    values cached per graph, which stay the same objects from call to call), or None."""
+#: held while a graph is captured; the pipelined DataLoader's gathering thread holds it
+#: while it gathers (its eager ops read sizes back, which a capture in progress in another
+#: thread has refused: CUDA suite, H100, 2026-11-26, ``cudaErrorStreamCaptureUnsupported``)
+CAPTURE_LOCK = threading.Lock()
+
+
+def regions(program) -> list:
+    """``[(start, stop), ...]``: every run of sync-free steps of the program
+    (``Step.graph_safe``; at least two, or a two-phase op's device part) that reads no
+    matrix made by an earlier step (only the graph and values cached per graph, which stay
+    the same objects from call to call), in order. A layer-wise sampler has one per layer:
+    its read-back of the layer's sizes ends each."""
     from ..ir import Kind, Op
     made_by = {}
     for s in program.steps:
@@ -80,8 +93,23 @@ def region(program) -> tuple:
         start = None
     if start is not None:
         runs.append((start, len(program.steps)))
-    runs = [r for r in runs if r[1] - r[0] >= 2]
-    return max(runs, key=lambda r: r[1] - r[0]) if runs else None
+    # a run starts after the steps that convert the caller's tensors (which may be on the
+    # host, or a list): its graph then replays whatever device the seeds come from
+    arguments = {slot for _, slot, matrix in program.inputs if not matrix}
+    trimmed = []
+    for begin, end in runs:
+        while begin < end and arguments & set(program.steps[begin].args):
+            begin += 1
+        trimmed.append((begin, end))
+    # one step alone is not worth a graph, unless it is a two-phase op's device part
+    return [r for r in trimmed if r[1] - r[0] >= 2
+            or any(s.device_part for s in program.steps[r[0]:r[1]])]
+
+
+def bucket(n: int) -> int:
+    """The buffer size a bounded input of bound ``n`` is captured with: the next power of
+    two (at least 256), so that the varying bounds of a frontier share a few graphs."""
+    return max(256, 1 << max(0, int(n) - 1).bit_length())
 
 
 @dataclass
@@ -93,6 +121,7 @@ class _Captured:
     scalars: object = None             # pinned copy of the results' counts and check flags,
     known: dict = field(default_factory=dict)   # made by the graph: (ptr, dtype) -> index
     matrices: list = field(default_factory=list)  # read in place: kept alive (their ids key it)
+    storages: frozenset = frozenset()  # of the outputs: what a replay overwrites
 
 
 class Region:
@@ -106,6 +135,7 @@ class Region:
         self.outputs = sorted(made)
         self.captured: dict = {}
         self.seen: set = set()
+        self.refused: set = set()             # keys whose steps read back (run eagerly)
         self.enabled = enabled()
 
     def _key(self, env: list):
@@ -113,33 +143,45 @@ class Region:
         for slot in self.inputs:
             v = env[slot]
             if isinstance(v, torch.Tensor):
+                if not v.is_cuda:             # a host tensor's copy cannot be captured
+                    return None
                 key.append(("t", v.shape, v.dtype, v.device))
             elif isinstance(v, DeviceKey):
                 key.append(("k", v.copies, v.num_nodes))
             elif isinstance(v, CSC):
                 key.append(("m", id(v), v.indptr.data_ptr(), v.indptr._version,
                             v.rows._version))
+            elif isinstance(v, BoundedIds):   # a frontier: its buffer's size bucketed
+                key.append(("b", bucket(v.bound), v.data.dtype, v.device))
             elif isinstance(v, Bounded):
-                return None                   # not captured: bounded inputs come from steps
+                return None                   # not captured: a bounded matrix
+            elif isinstance(v, list) or hasattr(v, "__array__"):
+                return None                   # ids on the host: converted by a copy
             else:
                 plain = isinstance(v, (int, float, str, bool, type(None)))
                 key.append(("v", type(v).__qualname__, v if plain else id(v)))
         return tuple(key)
 
-    def run(self, env: list, run_steps) -> bool:
+    def run(self, env: list, run_steps):
         """Run the region on ``env``: replay its graph, capture it, or (the first time for
-        this key) run it eagerly. Returns True when the results live in a graph's memory."""
+        this key) run it eagerly. Returns the storages of its results when they live in a
+        graph's memory (a frozenset), else None."""
         key = self._key(env)
-        if key is None or not self.enabled:
+        if key is None or not self.enabled or key in self.refused:
             run_steps(self.steps, env)
-            return False
+            return None
         cap = self.captured.get(key)
         if cap is None and (key not in self.seen or len(self.captured) >= MAX_GRAPHS):
             self.seen.add(key)                # warm-up: kernels compiled, scratch allocated
             run_steps(self.steps, env)
-            return False
+            return None
         if cap is None:
-            cap = self.captured[key] = self._capture(env, run_steps)
+            try:
+                cap = self.captured[key] = self._capture(env, run_steps)
+            except NotCapturable:             # an exact fallback: this key runs eagerly
+                self.refused.add(key)
+                run_steps(self.steps, env)
+                return None
         else:
             self._load(cap, env)
             cap.graph.replay()
@@ -150,7 +192,7 @@ class Region:
             env[slot] = value
         if cap.scalars is not None:         # the graph copied them out: read without a copy
             READ_BACK.set((cap.scalars, cap.known))
-        return True
+        return cap.storages
 
     def _load(self, cap: _Captured, env: list) -> None:
         for slot, static in cap.statics.items():
@@ -158,6 +200,9 @@ class Region:
             if isinstance(v, DeviceKey):
                 if v.tensor.data_ptr() != static.tensor.data_ptr():   # not the program's own
                     static.tensor.copy_(v.tensor, non_blocking=True)
+            elif isinstance(v, BoundedIds):  # the ids, then the count (padding: unspecified)
+                static.data[:v.bound].copy_(v.data, non_blocking=True)
+                static.count.copy_(v.count, non_blocking=True)
             else:
                 static.copy_(v, non_blocking=True)
 
@@ -169,6 +214,11 @@ class Region:
                 statics[slot] = v if v.static else replace(v, tensor=v.tensor.clone())
             elif isinstance(v, torch.Tensor):
                 statics[slot] = v.clone()
+            elif isinstance(v, BoundedIds):
+                # padding past the bound: node 0, a valid id (as padding may be read)
+                data = torch.zeros(bucket(v.bound), dtype=v.data.dtype, device=v.device)
+                data[:v.bound].copy_(v.data)
+                statics[slot] = BoundedIds(data, v.count.clone())
         work = list(env)
         for slot, static in statics.items():
             work[slot] = static
@@ -179,12 +229,20 @@ class Region:
         pinned = None
         # thread_local: the pipelined DataLoader captures in its sampling thread while the
         # caller's thread trains (allocates, syncs); "global" would refuse those calls there
-        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-            run_steps(self.steps, work)
-            # the counts of the bounded results and the check flags, copied to pinned host
-            # memory by the graph itself: the read-back after a replay only waits
+        with CAPTURE_LOCK, torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            try:
+                run_steps(self.steps, work)
+            except NotCapturable:             # raised before any read-back: a clean end
+                if record is not None:
+                    del record.failures[before:]
+                raise
+            # the counts of the bounded results, the sizes a two-phase step's finish reads
+            # and the check flags, copied to pinned host memory by the graph itself: the
+            # read-back after a replay only waits
             scalars = [t for s in self.outputs if isinstance(work[s], Bounded)
                        for t in counts(work[s])]
+            scalars += [t for s in self.outputs if isinstance(work[s], PendingSizes)
+                        for t in work[s].scalars]
             scalars += [f[0] for f in (record.failures[before:] if record is not None else [])]
             if scalars:
                 pinned = torch.empty(len(scalars), dtype=torch.int64, pin_memory=True)
@@ -195,15 +253,28 @@ class Region:
             del record.failures[before:]
         known = {} if pinned is None else \
             {(t.data_ptr(), t.dtype): i for i, t in enumerate(scalars)}
-        cap = _Captured(graph, statics, {s: work[s] for s in self.outputs}, failures,
-                        pinned, known, [env[s] for s in self.inputs if isinstance(env[s], CSC)])
+        outputs = {s: work[s] for s in self.outputs}
+        cap = _Captured(graph, statics, outputs, failures, pinned, known,
+                        [env[s] for s in self.inputs if isinstance(env[s], CSC)],
+                        frozenset(p for v in outputs.values() for p in storages(v)))
         graph.replay()
         return cap
 
 
-#: set while a program's steps after a replayed region run: trims copy out of its memory
-COPY_OUT = contextvars.ContextVar("gsample_copy_out", default=False)
-
+def storages(value):
+    """The storages (data pointers) of the tensors of a runtime value: a tensor, a CSC, a
+    bounded value (a value a replayed graph left is known by them: so are its views)."""
+    if isinstance(value, torch.Tensor):
+        return (value.untyped_storage().data_ptr(),)
+    if isinstance(value, BoundedIds):
+        return storages(value.data)
+    if isinstance(value, Bounded):
+        value = value.csc
+    if isinstance(value, CSC):
+        return tuple(t.untyped_storage().data_ptr() for t in (
+            value.indptr, value.rows, value.row_ids, value.col_ids, value.values, value.eids)
+            if t is not None)
+    return ()
 
 
 def copy_out(value):

@@ -20,17 +20,49 @@ from __future__ import annotations
 
 import inspect
 import operator
+
+import torch
+
 from .. import validate as V
 from ..backend import get_backend, resolve
-from ..formats.bounded import Bounded, counts, trim, trim_copies
+from ..formats.bounded import COPY_OUT, Bounded, counts, trim, trim_copies
 from ..formats.csc import CSC
 from ..ir import Graph, Kind, Op, Ref, info, map_template
-from .cuda_graphs import COPY_OUT, copy_out
+from .cuda_graphs import copy_out, storages
 from .options import Options
 from .program import Program, Step
 
 #: values read as ids by ops: when a gsample op made them, they are in range by construction
 _UNTRUSTED = (Op.INPUT, Op.CONSTANT, Op.DENSE, Op.CACHED)
+
+#: dense user code a CUDA graph may capture: elementwise arithmetic and reductions, whose
+#: results' shapes follow from their inputs' shapes (nothing read back). Anything else
+#: (indexing, perhaps by a mask; nonzero; unique; ``.item()``; ``.to``) ends a region.
+_CAPTURABLE_METHODS = frozenset({
+    "sum", "mean", "prod", "amax", "amin", "cumsum", "softmax", "log_softmax",
+    "clamp", "clamp_min", "clamp_max", "sqrt", "rsqrt", "pow", "exp", "log", "log1p", "abs",
+    "neg", "reciprocal", "square", "sigmoid", "tanh", "relu", "float", "double", "half",
+    "mul", "div", "add", "sub", "__add__", "__sub__", "__mul__", "__truediv__", "__pow__",
+    "__neg__", "__radd__", "__rsub__", "__rmul__", "__rtruediv__", "__rpow__"})
+_CAPTURABLE_FUNCTIONS = frozenset({
+    operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.neg,
+    operator.gt, operator.ge, operator.lt, operator.le, operator.eq, operator.ne,
+    torch.sqrt, torch.rsqrt, torch.exp, torch.log, torch.abs, torch.clamp, torch.maximum,
+    torch.minimum, torch.sigmoid, torch.tanh, torch.softmax})
+
+
+def _capturable(fn, template) -> bool:
+    """Whether dense code ``fn`` (called with ``template``) may be captured in a CUDA graph:
+    see :data:`_CAPTURABLE_METHODS`; ``torch.where`` only with three arguments (one is
+    ``nonzero``)."""
+    if isinstance(fn, tuple):
+        return fn[1] in _CAPTURABLE_METHODS
+    if fn is torch.where:
+        return len(template[0]) + len(template[1]) == 3
+    try:
+        return fn in _CAPTURABLE_FUNCTIONS
+    except TypeError:                         # an unhashable callable
+        return False
 
 
 def lower(graph: Graph, backend: str = "torch", options: Options = Options(),
@@ -109,10 +141,8 @@ class _Lowering:
         self.p.inputs, self.p.keys = tuple(self.inputs), tuple(self.keys)
         self.release()
         if self.options.cuda_graphs and self.p.deferred:
-            from .cuda_graphs import Region, region
-            span = region(self.p)
-            if span is not None:
-                self.p.region = Region(self.p, *span)
+            from .cuda_graphs import Region, regions
+            self.p.regions = [Region(self.p, *span) for span in regions(self.p)]
         return self.p
 
     def dense(self, node):
@@ -123,8 +153,9 @@ class _Lowering:
         fn = node.attrs["fn"]
         label = f".{fn[1]}" if isinstance(fn, tuple) else getattr(
             fn, "__qualname__", getattr(fn, "__name__", type(fn).__name__))
-        self.emit(_dense_call(fn, node.attrs["template"], names), slots, self.slot[node],
-                  f"dense {label}", node)
+        step = self.emit(_dense_call(fn, node.attrs["template"], names), slots,
+                         self.slot[node], f"dense {label}", node)
+        step.graph_safe = self.p.deferred and _capturable(fn, node.attrs["template"])
 
     def sparse(self, node):
         d = info(node.op)
@@ -159,6 +190,14 @@ class _Lowering:
         self.slot[node] = self.new_slot(node.name)
         fn, args = _bind(impl.fn, provided)
         label = f"{impl.backend}.{node.op.value}[{layout}]" + (" sync-free" if impl.sync_free else "")
+        if impl.finish is not None:
+            # two phases: the device work (a region may capture it), then the read-back
+            pending = self.new_slot(f"{node.name}.pending")
+            first = self.emit(fn, args, pending, label + ": device part", node)
+            first.graph_safe = first.device_part = self.gpu
+            self.emit(impl.finish, [pending], self.slot[node], label + ": read back, finish",
+                      node, syncs=self.gpu)
+            return
         step = self.emit(fn, args, self.slot[node], label, node, syncs=impl.syncs and self.gpu)
         step.graph_safe = self.gpu and impl.sync_free and not impl.syncs
         if impl.sync_free and impl.bounded_out:
@@ -185,11 +224,14 @@ class _Lowering:
         in_kernel = tuple(k for k in in_kernel if k in checked) if self.options.boundary_checks \
             else ()
         reads = self.gpu and not self.p.deferred and not set(checked) <= set(in_kernel)
-        self.emit(_Check(d.check, names, attrs, trusted, checked, in_kernel),
-                  [inputs[k] for k in names], outs,
-                  f"check {node.op.value}({', '.join(checked)})"
-                  + (f" [{', '.join(in_kernel)}: checked in the kernel]" if in_kernel else ""),
-                  node, syncs=reads)
+        step = self.emit(_Check(d.check, names, attrs, trusted, checked, in_kernel),
+                         [inputs[k] for k in names], outs,
+                         f"check {node.op.value}({', '.join(checked)})"
+                         + (f" [{', '.join(in_kernel)}: checked in the kernel]" if in_kernel
+                            else ""), node, syncs=reads)
+        # deferred, a check only records device flags (a region leaves out one that leads
+        # it on an argument, see cuda_graphs.regions: a host tensor's conversion copies)
+        step.graph_safe = self.p.deferred
         return {**inputs, **dict(zip(checked, outs))}
 
     def output(self, node):
@@ -201,13 +243,18 @@ class _Lowering:
                       "trim", node, syncs=True)
         template = node.attrs["template"]
         where = dict(zip(names, slots))
+        trimmed = set(pending)           # copies after a replay: no need to look at them
 
         def output(env, raw):
-            """The returned structure; values whose ids are in ``raw`` live in a CUDA graph's
-            memory (a replayed region's untrimmed results) and are copied out."""
+            """The returned structure; values with a tensor whose storage is in ``raw`` live
+            in a CUDA graph's memory (a replayed region's untrimmed results, or views of
+            them) and are copied out."""
             def get(ref):
-                v = env[where[ref.name]]
-                return _wrap(copy_out(v) if id(v) in raw else v)
+                slot = where[ref.name]
+                v = env[slot]
+                if raw and slot not in trimmed and not raw.isdisjoint(storages(v)):
+                    v = copy_out(v)
+                return _wrap(v)
             return map_template(template, get)
         self.p.output = output
 

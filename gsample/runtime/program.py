@@ -17,7 +17,7 @@ from ..ir import Graph
 import torch
 
 from ..random import BatchKeys, DeviceKey, _signed, _stream, key_prefix, op_key
-from .cuda_graphs import COPY_OUT, READ_BACK
+from ..formats.bounded import COPY_OUT, READ_BACK
 from .options import Options
 
 
@@ -35,7 +35,9 @@ class Step:
     release: tuple = ()
     node: Any = None
     syncs: bool = False          # the step may read a size or flag back to the host
-    graph_safe: bool = False     # a sync-free kernel step: may be captured in a CUDA graph
+    graph_safe: bool = False     # reads nothing back (a sync-free kernel, a device part, a
+                                 # deferred check, capturable dense code): a graph may hold it
+    device_part: bool = False    # the first phase of a two-phase implementation
 
 
 @dataclass
@@ -65,6 +67,9 @@ class Program:
         Data checks on GPU tensors are deferred to the program's final read-back.
     slot_names : list
         A name per slot (for printing).
+    regions : list of cuda_graphs.Region
+        The runs of steps captured as CUDA graphs (a node-wise sampler has one, a
+        layer-wise one one per layer), in program order.
     """
     graph: Graph
     backend: str
@@ -78,9 +83,14 @@ class Program:
     deferred: bool = False
     slot_names: list = field(default_factory=list)
     device: str = "cpu"
-    region: Any = None           # the steps captured as a CUDA graph (cuda_graphs.Region)
+    regions: list = field(default_factory=list)   # steps captured as CUDA graphs, in order
     key_buffers: Any = None      # (pinned, its numpy view, device, event) of device keys
     key_views: Any = None        # the device buffer's view per key
+
+    @property
+    def region(self):
+        """The longest of :attr:`regions` (a ``cuda_graphs.Region``), or None."""
+        return max(self.regions, key=lambda r: r.stop - r.start, default=None)
 
     @property
     def num_syncs(self) -> int:
@@ -99,9 +109,9 @@ class Program:
             lines.append(f"  key {name(slot)} = op key of ordinal {ordinal}"
                          + (f" for {batches[0]} mini-batches" if batches else "")
                          + (" (on the device)" if on_device else ""))
-        if self.region is not None:
-            lines.append(f"  steps [{self.region.start}] .. [{self.region.stop - 1}]: one CUDA "
-                         "graph per argument shape, replayed from the third call on")
+        for r in self.regions:
+            lines.append(f"  steps [{r.start}] .. [{r.stop - 1}]: one CUDA graph per argument "
+                         "shape, replayed from the third call on")
         for i, s in enumerate(self.steps):
             outs = s.out if isinstance(s.out, tuple) else (s.out,)
             lhs = ", ".join(name(o) for o in outs)
@@ -145,23 +155,28 @@ def run(program: Program, args: dict, observe: Optional[Callable] = None):
         _steps(program.steps, env, observe)
         return program.output(env, ())
     with V.deferred():
-        r = program.region
-        if r is None or observe is not None:
+        if not program.regions or observe is not None:
             _steps(program.steps, env, observe)
             return program.output(env, ())
-        _steps(program.steps[:r.start], env, None)
-        in_graph = r.run(env, lambda steps, e: _steps(steps, e, None))
-        if not in_graph:
-            _steps(program.steps[r.stop:], env, None)
-            return program.output(env, ())
-        # the region's results live in the graph's memory, which the next replay overwrites:
-        # trims copy them out; results returned untrimmed are copied at the output
-        raw = {id(env[s]) for s in r.outputs}
-        token = COPY_OUT.set(True)
+        raw, at, token = set(), 0, None
         try:
-            _steps(program.steps[r.stop:], env, None)
+            for r in program.regions:
+                _steps(program.steps[at:r.start], env, None)
+                READ_BACK.set(None)
+                in_graph = r.run(env, lambda steps, e: _steps(steps, e, None))
+                if in_graph is not None:
+                    # the region's results live in the graph's memory, which the next replay
+                    # overwrites: the steps after it keep copies of what they take from it,
+                    # and results returned as they are (or views of them) are copied at the
+                    # output
+                    raw = raw | in_graph if raw else in_graph
+                    if token is None:
+                        token = COPY_OUT.set(True)
+                at = r.stop
+            _steps(program.steps[at:], env, None)
         finally:
-            COPY_OUT.reset(token)
+            if token is not None:
+                COPY_OUT.reset(token)
             READ_BACK.set(None)
         return program.output(env, raw)
 

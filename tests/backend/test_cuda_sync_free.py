@@ -474,3 +474,114 @@ def test_gsample_cuda_graphs_0_runs_the_region_eagerly(graph, monkeypatch):
     for _ in range(3):
         other(graph, seeds)
     assert len(other.lowered(graph, seeds).region.captured) == 1     # the control
+
+
+def _uniform_layers(A, seeds, k=300):
+    s = A[:, seeds].collective_sample(k)
+    return [s, A[:, s.all_nodes()].collective_sample(k)]
+
+
+def _scaled_ladies(A, seeds, scale, k=200):
+    """Two LADIES-like layers whose probabilities are scaled by an argument (a NaN scale
+    makes them invalid after the graphs were captured)."""
+    blocks = []
+    for _ in range(2):
+        sub = A[:, seeds]
+        p = (sub ** 2).sum(axis=1) * scale
+        s = sub.collective_sample(k, node_probs=p / p.sum().clamp(min=1e-30))
+        blocks.append(s)
+        seeds = s.all_nodes()
+    return blocks
+
+
+@pytest.mark.parametrize("sampler", ["ladies", "uniform"])
+def test_layer_wise_regions_replay_every_call_s_own_samples(graph, normalized, sampler):
+    """A layer-wise sampler captures one CUDA graph per layer (its row sums, probabilities
+    and the device part of its collective sampler, up to the layer's read-back) and replays
+    them from the third call of a shape on: every call still draws its own samples (those
+    of the torch backend), results survive later replays, the frontiers' varying bounds
+    share a few graphs, and the super-batched loader draws the same."""
+    from gsample.runtime import cuda_graphs
+    from helpers import example
+    if not cuda_graphs.enabled():     # scripts/memcheck.py turns the graphs off
+        pytest.skip("CUDA graphs are off in this process (GSAMPLE_CUDA_GRAPHS=0 or no caching)")
+    if sampler == "ladies":
+        fn, G, layers = functools.partial(example("ladies").ladies, layers=(300, 300, 300)), \
+            normalized, 3
+    else:
+        fn, G, layers = _uniform_layers, graph, 2
+    compiled, reference = gs.compile(fn, backend="cuda"), gs.compile(fn, backend="torch")
+    seeds = [_seeds(256, G.num_nodes, 50 + i) for i in range(7)]
+    gs.manual_seed(8)
+    got = [compiled(G, s) for s in seeds]                   # eager, capture, replays
+    gs.manual_seed(8)
+    want = [reference(G, s) for s in seeds]
+    for g, w in zip(got, want):
+        if sampler == "uniform":
+            assert_same(g, w)
+        else:
+            assert _agreement(g, w) >= 0.999       # float rounding of the probabilities
+    program = compiled.lowered(G, seeds[0])
+    assert len(program.regions) == layers, program.format()
+    assert all(1 <= len(r.captured) <= 3 for r in program.regions), \
+        [len(r.captured) for r in program.regions]
+    pool = torch.cat(seeds)
+    one = [b.out for b in gs.DataLoader(G, compiled, pool, 256, seed=3)]
+    for _ in range(2):                                      # the second epoch replays
+        sb = [b.out for b in gs.DataLoader(G, compiled, pool, 256, seed=3, super_batch=3)]
+        assert len(sb) == len(one)
+        for a, b in zip(sb, one):
+            if sampler == "uniform":
+                assert_same(a, b)
+            else:
+                assert _agreement(a, b) >= 0.999
+
+
+def test_bad_probabilities_raise_after_the_layers_replay(normalized):
+    """Probabilities checked in the captured kernels still raise, naming ``node_probs``,
+    when a replayed graph computed them; the next good call draws as the torch backend."""
+    from gsample.runtime import cuda_graphs
+    if not cuda_graphs.enabled():
+        pytest.skip("CUDA graphs are off in this process (GSAMPLE_CUDA_GRAPHS=0 or no caching)")
+    compiled = gs.compile(_scaled_ladies, backend="cuda")
+    reference = gs.compile(_scaled_ladies, backend="torch")
+    seeds = _seeds(256, normalized.num_nodes, 60)
+    one = torch.ones((), device="cuda")
+    for _ in range(4):
+        compiled(normalized, seeds, one)
+    assert all(r.captured for r in compiled.lowered(normalized, seeds, one).regions)
+    with pytest.raises(ValueError, match="node_probs: contains NaN or infinite values"):
+        compiled(normalized, seeds, torch.full((), float("nan"), device="cuda"))
+    with pytest.raises(ValueError, match="node_probs: contains negative values"):
+        compiled(normalized, seeds, -one)
+    gs.manual_seed(4)
+    got = compiled(normalized, seeds, one)
+    gs.manual_seed(4)
+    assert _agreement(got, reference(normalized, seeds, one)) >= 0.999
+
+
+def _probs_and_a_view(A, seeds, k=100):
+    """Returns a probability vector computed inside a captured region, and a view of it."""
+    sub = A[:, seeds]
+    p = (sub ** 2).sum(axis=1)
+    p = p / p.sum().clamp(min=1e-30)
+    return sub.collective_sample(k, node_probs=p), p, p[:50]
+
+
+def test_results_in_a_graph_s_memory_and_views_of_them_are_copied_out(normalized):
+    """Dense values a replayed region computed are returned as copies, views of them too:
+    the next replay must not change what an earlier call returned."""
+    from gsample.runtime import cuda_graphs
+    if not cuda_graphs.enabled():
+        pytest.skip("CUDA graphs are off in this process (GSAMPLE_CUDA_GRAPHS=0 or no caching)")
+    compiled = gs.compile(_probs_and_a_view, backend="cuda")
+    reference = gs.compile(_probs_and_a_view, backend="torch")
+    seeds = [_seeds(256, normalized.num_nodes, 70 + i) for i in range(5)]
+    got = [compiled(normalized, s) for s in seeds]            # eager, capture, replays
+    assert compiled.lowered(normalized, seeds[0]).regions[0].captured
+    for g, s in zip(got, seeds):
+        _, p, view = reference(normalized, s)
+        assert torch.allclose(g[1], p, rtol=1e-5, atol=1e-12)
+        assert torch.equal(g[2], g[1][:50])
+        assert g[2].untyped_storage().data_ptr() != got[-1][2].untyped_storage().data_ptr() \
+            or g is got[-1]

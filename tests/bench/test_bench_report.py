@@ -60,6 +60,62 @@ def test_newest_record_per_device_and_graph_gpu_first(results):
         ("cpu", "web.txt.gz", "bench_other_graph.json")]
 
 
+def _partial(date, t, names, device_type="cuda", quick=False, repeats=5):
+    """A record holding only ``names``, each a copy of :func:`_record`'s graphsage entry
+    scaled by ``t`` (so a row tells which record it came from)."""
+    r = _record(date, device_type=device_type, quick=quick, t=t)
+    entry = r["workloads"]["graphsage"]
+    r.update(workloads={n: entry for n in names}, complete=False, repeats=repeats,
+             command=f"python -m gsample.bench --workloads {' '.join(names)}")
+    return r
+
+
+def _eager(block, name):
+    row = next(line for line in block.splitlines() if line.startswith(f"| {name} |"))
+    return row.strip("|").split("|")[2].strip()
+
+
+def test_partial_records_merge_each_workload_from_the_newest_that_has_it(tmp_path):
+    d = tmp_path / "results"
+    d.mkdir()
+    recs = {"bench_a_cuda_part1.json": _partial("2026-11-26T09:00:00+00:00", 1.0,
+                                                ["graphsage", "deepwalk", "node2vec"]),
+            "bench_a_cuda_part2.json": _partial("2026-11-26T10:00:00+00:00", 2.0,
+                                                ["pass", "node2vec", "shadow"]),
+            "bench_a_cuda_quick.json": _partial("2026-11-27T00:00:00+00:00", 7.0,
+                                                ["graphsage", "pass"], quick=True)}
+    for name, r in recs.items():
+        (d / name).write_text(json.dumps(r))
+    (got,) = report.newest_records(d)
+    assert list(got["workloads"]) == ["graphsage", "deepwalk", "node2vec", "shadow", "pass"]
+    assert [(s["file"], s["taken"]) for s in got["sources"]] == [
+        ("bench_a_cuda_part1.json", ["graphsage", "deepwalk"]),
+        ("bench_a_cuda_part2.json", ["node2vec", "shadow", "pass"])]
+    assert got["file"] == "bench_a_cuda_part2.json"               # the newest contributing
+    block = report.readme_block([got])
+    assert {n: _eager(block, n) for n in got["workloads"]} == {   # eager = t: which record
+        "graphsage": "1", "deepwalk": "1", "node2vec": "2", "shadow": "2", "pass": "2"}
+    assert block.count("bench_a_cuda_part1.json") == 1
+    assert block.count("bench_a_cuda_part2.json") == 1
+    assert "bench_a_cuda_quick.json" not in block                 # quick: left out
+    assert "- graphsage, deepwalk: cuda device, 2026-11-26, `python -m gsample.bench " \
+        "--workloads graphsage deepwalk node2vec` (`benchmarks/results/" \
+        "bench_a_cuda_part1.json`); random gather 3 GB/s" in block
+    assert "- node2vec, shadow, pass: cuda device, 2026-11-26" in block
+    assert "each workload from the newest of 2 records that has it; epoch seconds, median " \
+        "of 5:" in block
+    assert sum(line.startswith("| workload |") for line in block.splitlines()) == 1
+
+
+def test_a_single_source_keeps_the_one_record_header(results):
+    (gpu, *_) = report.newest_records(results)
+    assert [s["file"] for s in gpu["sources"]] == ["bench_gpu.json"]
+    plain = {**gpu}
+    del plain["sources"]
+    assert report.readme_table(gpu) == report.readme_table(plain)
+    assert report.readme_table(gpu)[0].startswith("**cuda device**, rmat:10:20 (10 nodes, ")
+
+
 def test_readme_table_takes_the_fastest_super_batch_and_the_peers():
     lines = report.readme_table(_record("2026-11-02T00:00:00+00:00", t=1.2))
     row = next(line for line in lines if line.startswith("| graphsage |"))

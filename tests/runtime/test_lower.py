@@ -1,6 +1,8 @@
 """Lowering (``gsample.runtime.lower``): one resolved call per op, checks only where data
 enters, release points, CUDA-graph regions; all without a GPU (lowering for the ``cuda``
 backend resolves implementations, it runs none)."""
+import operator
+
 import pytest
 import torch
 
@@ -46,12 +48,43 @@ def test_release_points_free_every_slot_after_its_last_reader(A):
             assert slot in p.steps[i].release, (p.slot_names[slot], p.format())
 
 
-def test_ladies_has_no_graph_region_and_per_layer_reads(A):
+def test_ladies_lowers_to_a_graph_region_per_layer_ending_at_its_read_back(A):
+    """LADIES' collective sampler runs in two steps (device part, read-back); each layer's
+    frontier row sums, its dense probabilities, their check and the device part form one
+    CUDA-graph region, and the read-back ends it: three regions, three reads per call."""
     lad = example("ladies")
     p = _program(lad.ladies, lad.normalize(A), layers=(50, 50, 50))
-    assert p.region is None                      # its sync-free runs read fresh matrices
     ops = [s.node.op for s in p.steps if s.label.startswith("cuda.") and "sync-free" in s.label]
-    assert ops.count(Op.SLICE_REDUCE) == 3 and ops.count(Op.SLICE_COLLECTIVE_SAMPLE) == 3
+    assert ops.count(Op.SLICE_REDUCE) == 3 and ops.count(Op.SLICE_COLLECTIVE_SAMPLE) == 6
+    assert len(p.regions) == 3
+    for r in p.regions:
+        labels = [s.label for s in r.steps]
+        assert labels[0].startswith("cuda.slice_reduce") and labels[-1].endswith("device part")
+        assert any(lab.startswith("dense truediv") for lab in labels)
+        assert all(s.graph_safe and not s.syncs for s in r.steps)
+        finish = p.steps[r.stop]
+        assert finish.syncs and finish.label.endswith("read back, finish")
+    first = p.regions[0]
+    assert not set(p.steps[first.start - 1].args).isdisjoint(
+        {slot for _, slot, m in p.inputs if not m}), \
+        "the step converting the caller's seeds stays out (they may be on the host)"
+    reads = [s for s in p.steps if s.syncs]
+    assert len(reads) == 7          # 3 finishes, 3 column sums (reduce), the final read-back
+    assert "steps [%d] .. [%d]: one CUDA graph" % (first.start, first.stop - 1) in p.format()
+
+
+def test_dense_code_joins_a_region_only_when_it_cannot_read_back(A):
+    """Elementwise dense code and reductions may be captured; indexing (perhaps by a mask,
+    whose result's size is read back) and ``nonzero`` may not."""
+    from gsample.runtime.lower import _capturable
+    assert _capturable(operator.truediv, ((None, None), {}))
+    assert _capturable((torch.Tensor, "sum"), ((None,), {}))
+    assert _capturable(torch.where, ((None, None, None), {}))
+    assert not _capturable(torch.where, ((None,), {}))
+    assert not _capturable(operator.getitem, ((None, None), {}))
+    assert not _capturable((torch.Tensor, "nonzero"), ((None,), {}))
+    assert not _capturable((torch.Tensor, "item"), ((None,), {}))
+    assert not _capturable(lambda x: x, ((None,), {}))
 
 
 @pytest.mark.parametrize("options, device", [(Options(cuda_graphs=False), "cuda:0"),

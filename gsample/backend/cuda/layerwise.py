@@ -26,9 +26,12 @@ other reductions) run the exact implementations.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import torch
 
 from ... import validate as V
+from ...formats.bounded import COPY_OUT, PendingSizes, copy_all, refuse_capture
 from ...formats.csc import CSC
 from ...random import DeviceKey
 from . import compute, extract, sampling, topk
@@ -76,7 +79,8 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
     vals = A.values
     ok = (op == "sum" and axis == 1 and _graph(A)
           and (vals is None or (vals.dtype in _FLOATS and vals.dim() == 1)))
-    if not ok:
+    if not ok:                       # exact code, which reads sizes back: not in a graph
+        refuse_capture()
         from ..torch import fused_reduce
         exact = _exact(cols)
         if batches is None:
@@ -102,21 +106,37 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
 
 
 # ----------------------------------------------------------------------------- collective
+@dataclass
+class Pending(PendingSizes):
+    """:func:`collective_start`'s queued work, which :func:`collective_finish` reads back."""
+    args: tuple                    # (A, cols, k, replace, key, node_probs, select)
+    fallback: bool                 # the exact implementation runs it all in the finish
+    scalars: list = field(default_factory=list)   # read back: edges, drawn, kept, flags...
+    state: tuple = ()              # (buf, ncols, ptr, indptr_out, chosen, newpos, radix)
+
+
 def slice_collective_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
                             node_probs=None, _select: str = None) -> CSC:
     """``A[:, cols].collective_sample(k, node_probs, replace)``: ``k`` rows for the frontier,
-    every frontier edge of a chosen row kept (see the module docstring)."""
+    every frontier edge of a chosen row kept (see the module docstring); the two phases
+    :func:`collective_start` and :func:`collective_finish` in one call."""
+    return collective_finish(collective_start(A, cols, k, replace, key, node_probs, _select))
+
+
+def collective_start(A: CSC, cols, k: int, replace: bool, key: DeviceKey, node_probs=None,
+                     _select: str = None) -> Pending:
+    """The device part of :func:`slice_collective_sample`: candidate rows, their keys, each
+    batch's ``k`` smallest, the kept counts; nothing read back (a CUDA graph may capture
+    it). Inputs another implementation runs (replacement, a sub-matrix, ``k == 0``, other
+    probabilities) only pass through, to the finish."""
+    args = (A, cols, k, replace, key, node_probs, _select)
     N, n = (key.copies, key.num_nodes) if key.copies > 1 else (1, 0)
     R = A.num_nodes * N                                   # the (block-diagonal) row space
     probs_ok = node_probs is None or (node_probs.dtype in _FLOATS and node_probs.is_cuda
                                       and node_probs.dim() == 1
                                       and node_probs.numel() in (A.num_nodes, R))
     if replace or k == 0 or not _graph(A) or not probs_ok:
-        if node_probs is not None:                 # (the kernel path checks them itself)
-            V._finite_nonnegative(node_probs, "node_probs")
-        return sampling.slice_collective_sample(A, _exact(cols), k, replace, key.host(),
-                                                None if node_probs is None
-                                                else _exact(node_probs))
+        return Pending(args, fallback=True)
     buf, ncols = _frontier(cols)
     C, dev = buf.numel(), buf.device
     indptr, rows = _index_arrays(A)
@@ -145,8 +165,8 @@ def slice_collective_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
     take = min(k, rows_per)
     overflow = None
     select = _select or SELECT
-    if select == "auto":
-        select = "radix" if N > 1 else "torch"
+    if select == "auto":                 # in a CUDA graph its launches cost nothing
+        select = "radix" if N > 1 or torch.cuda.is_current_stream_capturing() else "torch"
     if select == "radix" and take < rows_per:          # kernels/topk.cu; else torch's
         picked, overflow = topk.smallest(keys, N, rows_per, take)
     else:
@@ -175,21 +195,41 @@ def slice_collective_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
         launch("layerwise", "gs_kept_counts", _GRID * _THREADS, indptr, rows, buf, C, ptr, n,
                newpos, col_counts, block=_THREADS, grid=_GRID, params=params)
         torch.cumsum(col_counts, 0, out=indptr_out[1:])
-    # the one read-back: the frontier's edges and columns, the rows drawn and the kept edges
-    # (and every pending check flag: a bad node_probs raises here)
+    # read back by the finish: the frontier's edges and columns, the rows drawn and the
+    # kept edges (and every pending check flag: a bad node_probs raises there)
     scalars = [ptr[C:], valid, indptr_out[-1:], bad[:1], bad[1:]] \
         + ([ncols] if ncols is not None else []) + ([overflow] if overflow is not None else [])
-    edges, drawn, kept, not_finite, negative, *rest = V.read_back(scalars)
+    return Pending(args, False, scalars,
+                   (buf, ncols, ptr, indptr_out, chosen, newpos, overflow is not None))
+
+
+def collective_finish(pending: Pending) -> CSC:
+    """The read-back of :func:`collective_start`'s sizes (and of every check flag pending),
+    then the kept edges: the sample. After a replayed CUDA graph (``COPY_OUT``) the values
+    it keeps from the graph's memory are copies."""
+    A, cols, k, replace, key, node_probs, _select = pending.args
+    if pending.fallback:
+        if node_probs is not None:                 # (the kernel path checks them itself)
+            V._finite_nonnegative(node_probs, "node_probs")
+        return sampling.slice_collective_sample(A, _exact(cols), k, replace, key.host(),
+                                                None if node_probs is None
+                                                else _exact(node_probs))
+    buf, ncols, ptr, indptr_out, chosen, newpos, radix = pending.state
+    edges, drawn, kept, not_finite, negative, *rest = V.read_back(pending.scalars)
     if not_finite:
         raise ValueError("node_probs: contains NaN or infinite values")
     if negative:
-        raise ValueError(f"node_probs: contains negative values (min {float(p.min())})")
-    if overflow is not None and rest.pop():           # too many ties: torch.topk instead
+        raise ValueError(f"node_probs: contains negative values (min {float(node_probs.min())})")
+    if radix and rest.pop():                       # too many ties: torch.topk instead
         return slice_collective_sample(A, cols, k, replace, key, node_probs, _select="torch")
-    if p is not None and edges and not drawn:          # (k >= 1 here)
+    if node_probs is not None and edges and not drawn:          # (k >= 1 here)
         raise ValueError(V.NO_POSITIVE_ROW)
-    Cx = rest[0] if rest else C
+    Cx = rest[0] if rest else buf.numel()
     cols, indptr_out, chosen = buf[:Cx], indptr_out[:Cx + 1], chosen[:drawn]
+    if COPY_OUT.get():                  # kept: not views of the graph's memory (one copy)
+        cols, indptr_out, chosen = copy_all([cols, indptr_out, chosen])
+    dev, n = buf.device, key.num_nodes if key.copies > 1 else 0
+    indptr, rows = _index_arrays(A)
     rows_out = torch.empty(kept, dtype=torch.int64, device=dev)
     pos = torch.empty(kept, dtype=torch.int64, device=dev)
     if kept:
@@ -197,9 +237,9 @@ def slice_collective_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
         state = torch.empty(1 + tiles, dtype=torch.int64, device=dev)
         memset(state, 0)
         launch("layerwise", "gs_kept_edges", tiles * _THREADS, indptr, rows, cols, Cx, ptr, n,
-               newpos, state, rows_out, pos, block=_THREADS, grid=tiles, params=params)
-    return CSC(num_nodes=R, indptr=indptr_out, rows=rows_out, row_ids=chosen,
-               col_ids=cols, values=None if A.values is None else A.values[pos],
+               newpos, state, rows_out, pos, block=_THREADS, grid=tiles, params=_params(indptr))
+    return CSC(num_nodes=A.num_nodes * max(key.copies, 1), indptr=indptr_out, rows=rows_out,
+               row_ids=chosen, col_ids=cols, values=None if A.values is None else A.values[pos],
                eids=pos if A.eids is None else A.eids[pos])
 
 
@@ -252,9 +292,12 @@ def register(backend) -> None:
                      bounded_out=False)
     # node_probs' values are checked by gs_row_sort_keys (read back with the sizes): the
     # program's check step does only their dtype and shape (six launches less a layer)
-    backend.register(Op.SLICE_COLLECTIVE_SAMPLE, ("csc",), slice_collective_sample,
-                     sync_free=True, syncs=True, bounded_out=False, checks=("node_probs",))
+    # two phases: a CUDA graph captures the device part (one per layer of LADIES)
+    backend.register(Op.SLICE_COLLECTIVE_SAMPLE, ("csc",), collective_start,
+                     sync_free=True, syncs=False, bounded_out=False, checks=("node_probs",),
+                     finish=collective_finish)
     backend.register(Op.SLICE_ROWS_COLS, ("csc",), slice_rows_cols, syncs=True)
 
 
-__all__ = ["slice_reduce", "slice_collective_sample", "slice_rows_cols", "register"]
+__all__ = ["slice_reduce", "slice_collective_sample", "collective_start", "collective_finish",
+           "Pending", "slice_rows_cols", "register"]

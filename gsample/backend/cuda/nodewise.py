@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 
 from ... import validate as V
-from ...formats.bounded import BoundedCSC, BoundedIds, read_counts, trim
+from ...formats.bounded import BoundedCSC, BoundedIds, read_counts, refuse_capture, trim
 from ...formats.csc import CSC
 from ...random import DeviceKey
 from . import finalize, sampling
@@ -84,6 +84,7 @@ def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey)
     C = (cols.data if isinstance(cols, BoundedIds) else cols).numel()
     if A.row_ids is not None or A.col_ids is not None \
             or not A.indptr.is_cuda or _too_large(C * k, A.indptr.device):
+        refuse_capture()                        # the exact code reads sizes back
         exact = _exact(cols)
         V.ids(exact, "cols", A.num_nodes * max(key.copies, 1), exact.device, allow_empty=False)
         return sampling.slice_individual_sample(A, exact, k, replace, key.host())
