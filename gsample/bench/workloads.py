@@ -181,14 +181,23 @@ def count(out) -> int:
 def agreement(x_blocks, y_blocks) -> float:
     """Share of sampled edges two runs both drew: Jaccard of their (layer, row, column,
     edge id) sets (1.0: the same samples)."""
-    def edges(blocks):
-        found = set()
+    # vectorised (a Python set of ShaDow's subgraph edges took minutes on a GPU run): the
+    # distinct (layer, row, column, edge id) rows of each run, then the rows both have
+    def edges(blocks, device):
+        parts = []
         for i, b in enumerate(blocks):
-            rows, cols, eids = (t.cpu() for t in b.edges())
-            found |= {(i, *e) for e in zip(rows.tolist(), cols.tolist(), eids.tolist())}
-        return found
-    a, b = edges(x_blocks), edges(y_blocks)
-    return len(a & b) / max(len(a | b), 1)
+            rows, cols, eids = (t.to(device=device, dtype=torch.int64) for t in b.edges())
+            parts.append(torch.stack([torch.full_like(rows, i), rows, cols, eids], 1))
+        if not parts:
+            return torch.empty((0, 4), dtype=torch.int64, device=device)
+        return torch.unique(torch.cat(parts), dim=0)
+    first = next((b for b in list(x_blocks) + list(y_blocks)), None)
+    device = first.edges()[0].device if first is not None else "cpu"
+    a, b = edges(x_blocks, device), edges(y_blocks, device)
+    if not len(a) and not len(b):
+        return 0.0
+    _, times = torch.unique(torch.cat([a, b]), dim=0, return_counts=True)
+    return int((times == 2).sum()) / max(times.numel(), 1)
 
 
 def draw(w: Workload, mode: Mode, seeds, batches: int = AGREEMENT_BATCHES):

@@ -193,3 +193,24 @@ def test_gpu_run_checks_cpu_draws_and_profiles(tmp_path):
         cuda = e["modes"]["compiled, cuda backend"]
         assert cuda["kernels_per_batch"] > 0 and cuda["syncs_per_batch"] >= 0
         assert cuda["peak_memory_kind"] == "torch.cuda.max_memory_allocated"
+
+
+def test_agreement_is_the_jaccard_of_the_sampled_edge_sets():
+    """``workloads.agreement``: the share of (layer, row, column, edge id) both runs drew
+    (Jaccard); 1.0 for the same samples, 0.0 for empty ones."""
+    import gsample as gs
+    A = gs.datasets.rmat(500, 4000, seed=2)
+    seeds = torch.arange(0, 500, 7)
+    gs.manual_seed(0)
+    x = [A[:, seeds].individual_sample(3), A[:, seeds[:20]].individual_sample(2)]
+    gs.manual_seed(1)
+    y = [A[:, seeds].individual_sample(3), x[1]]
+    assert workloads.agreement(x, x) == 1.0
+
+    def edge_set(blocks):
+        return {(i, *e) for i, b in enumerate(blocks)
+                for e in zip(*(t.tolist() for t in b.edges()))}
+    a, b = edge_set(x), edge_set(y)
+    assert workloads.agreement(x, y) == pytest.approx(len(a & b) / len(a | b))
+    assert 0.0 < workloads.agreement(x, y) < 1.0
+    assert workloads.agreement([], []) == 0.0
