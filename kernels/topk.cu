@@ -9,8 +9,8 @@
 // histogram of level-1 digits gives the digit t1 where the k-th smallest key lies (those
 // below it are chosen); a histogram of the level-2 digits of the keys in t1 gives t2 the
 // same way, and so on; the keys of (t1, t2, t3) (those sharing their top 36 bits: a float64
-// key's exponent and 24 bits of mantissa) are "ties", sorted by the host
-// (torch.sort of a (N, cap) buffer) and the smallest of them fill the k. Histograms are
+// key's exponent and 24 bits of mantissa) are "ties", ranked by (key, row) in the last
+// launch, and the smallest of them fill the k. Histograms are
 // counted in shared memory per block (weighted keys crowd a few digits: global atomics on
 // them serialised, 0.7 ms a call) and added to the batch's once per block.
 // (The last pass reads the tie set's digits: 12 bits of 63 are left after three.)
@@ -18,6 +18,7 @@
 #include "scan.cuh"
 
 #define GS_BINS 4096
+#define GS_TIE_CAP 1024          // ties kept per batch at most (gsample/backend/cuda/topk.py CAP)
 #define GS_NONE 0x7FFFFFFFFFFFFFFFLL
 
 __device__ __forceinline__ gs_i64 gs_digit(gs_i64 key, gs_i64 level) {
@@ -150,18 +151,35 @@ extern "C" __global__ void gs_topk_select(const gs_i64* __restrict__ keys, gs_i6
     }
 }
 
-// Fill each batch's k: after its counts[b] sure rows, its smallest ties (sorted: their rows
-// in tie order), and R (no row) where the batch has fewer candidates than k.
+// Fill each batch's k (one block per batch): after its counts[b] sure rows, its smallest
+// ties, and R (no row) where the batch has fewer candidates than k. A tie's place is its rank
+// among the batch's ties by (key, row) -- counted in shared memory, O(ties^2 / threads): a
+// few ties a batch, at most cap (the host falls back past it) -- so equal keys (a 64-bit hash
+// collision) still choose the same rows every run.
 extern "C" __global__ void gs_topk_fill(const gs_i64* __restrict__ counts,
+                                        const gs_i64* __restrict__ tie_keys,
                                         const gs_i64* __restrict__ tie_rows, gs_i64 N,
                                         gs_i64 k, gs_i64 cap, gs_i64 R,
                                         gs_i64* __restrict__ chosen) {
-    for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < N * k;
-         i += (gs_i64)gridDim.x * blockDim.x) {
-        const gs_i64 b = i / k, j = i - b * k;
-        if (j < counts[b]) continue;                               // a sure row
-        const gs_i64 t = j - counts[b];
-        const gs_i64 ties = counts[N + b] < cap ? counts[N + b] : cap;
-        chosen[i] = t < ties ? tie_rows[b * cap + t] : R;
+    __shared__ gs_i64 tie_key[GS_TIE_CAP], tie_row[GS_TIE_CAP];
+    const gs_i64 b = blockIdx.x;
+    const gs_i64 sure = counts[b];
+    gs_i64 ties = counts[N + b] < cap ? counts[N + b] : cap;
+    ties = ties < GS_TIE_CAP ? ties : GS_TIE_CAP;
+    for (gs_i64 t = threadIdx.x; t < ties; t += blockDim.x) {
+        tie_key[t] = tie_keys[b * cap + t];
+        tie_row[t] = tie_rows[b * cap + t];
     }
+    __syncthreads();
+    for (gs_i64 t = threadIdx.x; t < ties; t += blockDim.x) {
+        const gs_i64 key = tie_key[t], row = tie_row[t];
+        gs_i64 rank = 0;
+        for (gs_i64 j = 0; j < ties; ++j) {
+            const gs_i64 kj = tie_key[j];
+            rank += kj < key || (kj == key && tie_row[j] < row);
+        }
+        if (sure + rank < k) chosen[b * k + sure + rank] = row;
+    }
+    for (gs_i64 j = sure + ties + threadIdx.x; j < k; j += blockDim.x)
+        chosen[b * k + j] = R;                                   // past the candidates
 }

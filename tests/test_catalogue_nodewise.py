@@ -16,7 +16,10 @@ have power (a wrong law is rejected):
 * GCN-BS: each draw picks an edge with probability ``(1 - eta) b / sum(b) + eta / n``
   (not ``b / sum(b)``), and the loader samples in step with the bandit's updates;
 * MVS: the pairs of chosen candidates follow two sequential draws in proportion to the
-  gradient norm (not ``g_a g_b``);
+  gradient norm (not ``g_a g_b``); with ``--law independent`` (minimal variance sampling),
+  each candidate is kept ``Binomial(n, p_i)`` times in ``n`` draws, ``p_i = min(1, g_i / mu)``
+  (not ``min(1, K g_i / sum g)``), and the number kept follows the Poisson-binomial law of
+  independent coins (not a fixed size);
 * forest fire: the number of nodes a seed sets on fire is ``min(x, f)``, ``x``
   geometric with ``P(x) = 0.3 * 0.7^x`` and ``f`` its unburned in-neighbours (a randomised
   PIT and Kolmogorov-Smirnov; ``p = 0.6`` is rejected), and a seed that sets one fire picks
@@ -179,13 +182,15 @@ def workloads(G):
         "gcn_bs": (example("gcn_bs").gcn_bs, G.A, {"bias": bias, "fanouts": (4, 3)},
                    True, False),
         "mvs": (example("mvs").mvs, G.A, {"grad_norm": grad, "batch_size": 8}, True, False),
+        "mvs-independent": (example("mvs").mvs_independent, G.A,
+                            {"grad_norm": grad, "batch_size": 8}, True, False),
         "forest_fire": (example("forest_fire").forest_fire, G.A, {}, False, True),
         "snowball": (example("snowball").snowball, G.A, {}, False, True),
     }
 
 
 WORKLOADS = ["weighted_neighbors", "weighted_neighbors-replace", "vrgcn", "gcn_bs", "mvs",
-             "forest_fire", "snowball"]
+             "mvs-independent", "forest_fire", "snowball"]
 
 
 # ============================================================================= loaders
@@ -470,6 +475,127 @@ def test_mvs_draws_follow_the_gradient_norms(small):
     print(f"mvs pairs: p = {p:.4f}, product law p = {wrong:.2e}")
     assert p > P_MIN
     assert wrong < P_MIN                                                  # power
+
+
+def mvs_threshold(g, p):
+    """``mu`` read back from ``p = min(1, g / mu)`` where ``p < 1`` (all must agree)."""
+    free = p < 1
+    assert bool(free.any())
+    mu = g[free] / p[free]
+    torch.testing.assert_close(mu, mu[:1].expand_as(mu), rtol=1e-9, atol=0)
+    return float(mu[0])
+
+
+def test_mvs_independent_structure(graph):
+    """Chosen: candidates with in-edges and ``g > 0``, in order, with every in-edge; ``p``
+    is ``min(1, g / mu)`` with ``sum_candidates p = min(batch_size, #positive)``; compiled
+    equals eager."""
+    G = graph
+    m = example("mvs")
+    cands = G.seeds(512)
+    grad = torch.rand(G.N, generator=torch.Generator().manual_seed(2))
+    grad[cands[:50]] = 0                                               # never kept
+    heavy = cands[50:53]
+    grad[heavy] = 100.0                                                # p = 1: always kept
+    block, chosen, prob = run_seeded(m.mvs_independent, G.A, cands, grad_norm=grad,
+                                     batch_size=64)
+    eligible = cands[(G.in_deg[cands] > 0) & (grad[cands] > 0)]
+    assert torch.isin(chosen, eligible).all() and chosen.unique().numel() == chosen.numel()
+    assert torch.isin(heavy[G.in_deg[heavy] > 0], chosen).all()
+    order = {v: i for i, v in enumerate(cands.tolist())}                 # candidates' order
+    assert [order[v] for v in chosen.tolist()] == sorted(order[v] for v in chosen.tolist())
+    assert torch.equal(block.column(), chosen)
+    r, c, e = G.check_edges(block)
+    assert torch.equal(torch.sort(e).values, G.in_edges(chosen))        # 1 hop: every in-edge
+    torch.testing.assert_close(block.values, G.vals[e])
+    assert prob.dtype == torch.float64 and prob.shape == chosen.shape
+    assert bool((prob > 0).all()) and bool((prob <= 1).all())
+    g = grad.double()
+    mu = mvs_threshold(g[chosen], prob)
+    assert torch.equal(prob == 1, g[chosen] >= mu)
+    expected = torch.clamp(g[eligible] / mu, max=1.0).sum()
+    assert abs(float(expected) - min(64, eligible.numel())) < 1e-9
+    assert abs(chosen.numel() - 64) < 4 * 64 ** 0.5                    # K on average
+    # batch_size >= the positive candidates: every one kept, with p = 1
+    _, chosen, prob = run_seeded(m.mvs_independent, G.A, cands, grad_norm=grad,
+                                 batch_size=10_000)
+    assert torch.equal(chosen, eligible) and bool((prob == 1).all())
+    check_compiled_equals_eager(m.mvs_independent, G.A, cands, grad_norm=grad, calls=2,
+                                distinct=True)
+
+
+def poisson_binomial(p):
+    """P(sum of independent Bernoulli(p_i) = s), s = 0 .. len(p)."""
+    pmf = np.ones(1)
+    for q in p:
+        pmf = np.convolve(pmf, [1 - q, q])
+    return pmf
+
+
+def mvs_independent_fit(counts, sizes, p, n):
+    """p-values of ``n`` draws of independent coins ``p`` (0 < p < 1): the inclusion counts
+    (``sum (c - n p)^2 / (n p (1 - p))``, chi-square with one degree per coin) and the
+    numbers kept (Pearson against the Poisson-binomial law, bins of expected count >= 5)."""
+    stat = ((counts - n * p) ** 2 / (n * p * (1 - p))).sum()
+    marginal = st.chi2.sf(stat, len(p))
+    expected, observed = n * poisson_binomial(p), np.bincount(sizes, minlength=len(p) + 1)
+    edges = [0]                                              # bins [edges[i], edges[i + 1])
+    for s in range(len(expected)):
+        if expected[edges[-1]:s + 1].sum() >= 5 and expected[s + 1:].sum() >= 5:
+            edges.append(s + 1)
+    edges.append(len(expected))
+    e = np.add.reduceat(expected, edges[:-1])
+    o = np.add.reduceat(observed, edges[:-1])
+    return marginal, st.chi2.sf(((o - e) ** 2 / e).sum(), len(e) - 1)
+
+
+def test_mvs_independent_keeps_each_candidate_with_its_probability(small):
+    """1000 draws of one pool of 12 (super-batched by 100): the 8 uncertain candidates'
+    inclusion counts are Binomial(1000, min(1, g / mu)) (not ``min(1, K g / sum g)``), the
+    2 with ``p = 1`` are always kept and those without in-edges or with ``g = 0`` never;
+    the number kept follows the Poisson-binomial law (not a fixed size)."""
+    G = small
+    m = example("mvs")
+    pool = G.seeds(400, seed=6)
+    live = pool[G.in_deg[pool] > 0]
+    pool = torch.cat([live[:11], pool[G.in_deg[pool] == 0][:1]])    # last: no in-edges
+    assert pool.numel() == 12
+    grad = torch.zeros(G.N)
+    grad[pool] = torch.tensor([0.05, 0.1, 0.2, 0.3, 0.5, 0.8, 1.2, 2.0, 8.0, 20.0, 0.0, 5.0])
+    g = grad[pool].double()[:10]
+    K, n = 4, 1000
+    sampler = functools.partial(gs.compile(m.mvs_independent), grad_norm=grad, batch_size=K)
+    gs.manual_seed(7)
+    loader = gs.DataLoader(G.A, sampler, pool.repeat(n), 12, shuffle=False, super_batch=100,
+                           fixed_state=True)
+    outs = [b.out for b in loader]
+    assert len(outs) == n
+    index = {v: i for i, v in enumerate(pool.tolist())}
+    counts, sizes, prob = np.zeros(12), [], np.full(12, np.nan)
+    for _, chosen, pr in outs:
+        at = [index[v] for v in chosen.tolist()]
+        counts[at] += 1
+        sizes.append(len(at))
+        prob[at] = pr.numpy()                                   # the same every draw
+    mu = mvs_threshold(g[:8], torch.from_numpy(prob[:8]))
+    p = np.minimum(1, g.numpy() / mu)
+    assert abs(p.sum() - K) < 1e-9
+    np.testing.assert_allclose(prob[:10], p, rtol=1e-12)
+    assert (p[:8] < 1).all() and (p[8:] == 1).all()
+    assert (counts[8:10] == n).all() and (counts[10:] == 0).all()
+    marginal, size = mvs_independent_fit(counts[:8], np.array(sizes) - 2, p[:8], n)
+    q = np.minimum(1, K * g.numpy() / g.sum().item())[:8]            # proportional, uncapped
+    wrong_marginal, _ = mvs_independent_fit(counts[:8], np.array(sizes) - 2, q, n)
+    fixed = np.zeros(n, dtype=int) + K - 2                             # a fixed size (mvs's)
+    _, wrong_size = mvs_independent_fit(counts[:8], fixed, p[:8], n)
+    assert marginal > P_MIN and size > P_MIN
+    assert wrong_marginal < P_MIN and wrong_size < P_MIN              # power
+
+
+def test_mvs_main_runs_the_independent_law(capsys):
+    example("mvs").main(["--num-nodes", "2000", "--num-edges", "20000", "--batches", "2",
+                         "--batch-size", "64", "--mvs-batch", "16", "--law", "independent"])
+    assert capsys.readouterr().out.startswith("mvs: 2 batches of 64 ")
 
 
 # ============================================================================= 19: forest fire

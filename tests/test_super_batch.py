@@ -347,6 +347,14 @@ def test_state_dependent_samplers_are_refused_unless_fixed(graph):
         gs.DataLoader(graph, biased, torch.arange(64), BATCH, super_batch="auto")
     gs.DataLoader(graph, biased, torch.arange(64), BATCH, super_batch=2, fixed_state=True)
 
+    # MVS proper: its draws are compared with probabilities of the norms, and the block of
+    # the rows kept is sliced: the norms decide the sample, so they are state
+    mvs = functools.partial(example("mvs").mvs_independent,
+                            grad_norm=torch.rand(graph.num_nodes), batch_size=8)
+    with pytest.raises(ValueError, match="super_batch: .*depend on grad_norm"):
+        gs.DataLoader(graph, mvs, torch.arange(64), BATCH, super_batch=2)
+    gs.DataLoader(graph, mvs, torch.arange(64), BATCH, super_batch=2, fixed_state=True)
+
     def features_only(A, seeds, X):            # a tensor that feeds no draw: not state
         s = A[:, seeds].individual_sample(3)
         return s, X[s.row()]

@@ -116,16 +116,32 @@ def super_batch(copies: int, num_nodes: int, seeds: str = "seeds", fixed_state: 
     return super_batch
 
 
+#: ops that are not sparse ops of the graph (their results leave, or stay dense)
+_NOT_SPARSE = (Op.INPUT, Op.CONSTANT, Op.DENSE, Op.GETITEM, Op.CACHED, Op.OUTPUT)
+
+
 def stateful_inputs(graph: Graph, seeds: str = "seeds") -> list:
-    """Names of the tensor inputs (and tensor constants) the program's random ops read,
-    directly or through any computation: state that may change between mini-batches.
+    """Names of the tensor inputs (and tensor constants) the program's random ops read (or
+    its sparse ops that read values computed from their draws), directly or through any
+    computation: state that may change between mini-batches.
 
     Examples
     --------
     >>> stateful_inputs(gs.compile(pass_sampler).program(A, seeds, X, W1, W2, W3))
     ['X', 'W1', 'W2', 'W3']
     """
-    reach, stack = set(), [n for n in graph.nodes if n.is_random]
+    # the random ops, and the sparse ops that read what was computed from their draws (the
+    # block of the rows an MVS sampler keeps: its draws compared with probabilities from a
+    # tensor argument); values computed from a sample that only leave the program (features
+    # gathered for its rows) are not state
+    drawn, roots = set(), []
+    for n in graph.nodes:                       # (nodes are in program order)
+        reads_draw = any(v in drawn for v in n.inputs.values())
+        if n.is_random or reads_draw:
+            drawn.add(n)
+        if n.is_random or (reads_draw and n.op not in _NOT_SPARSE):
+            roots.append(n)
+    reach, stack = set(), roots
     while stack:
         n = stack.pop()
         if n not in reach:

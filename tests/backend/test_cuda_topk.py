@@ -81,3 +81,20 @@ def test_collective_sampling_falls_back_on_too_many_ties(monkeypatch):
     for got in (radix, fallen_back):
         for f in ("indptr", "rows", "row_ids", "col_ids", "eids"):
             assert torch.equal(getattr(got, f), getattr(want, f)), f
+
+
+def test_equal_keys_choose_the_smallest_rows_every_time():
+    """Ties are ranked by (key, row) in the fill kernel: equal keys (a 64-bit collision)
+    across the k-th place choose the lowest rows, the same on every call, whatever order
+    the select kernel appended them in."""
+    from gsample.backend.cuda import topk
+    n, k = 700, 10
+    keys = torch.full((2 * n,), 7 << 40, dtype=torch.int64)
+    keys[n:] = 9 << 40                                   # batch 1: another key, all equal
+    keys[n + 3] = 1 << 40                                # ... but one smaller
+    runs = [topk.smallest(keys.cuda(), 2, n, k) for _ in range(5)]
+    for rows, overflow in runs:
+        assert not bool(overflow)
+        assert sorted(rows[0].tolist()) == list(range(k))
+        # batch 1: row n + 3's smaller key, then the lowest rows of the equal ones
+        assert sorted(rows[1].tolist()) == list(range(n, n + k))

@@ -11,12 +11,15 @@ import torch
 from .module import launch, memset
 
 BINS = 1 << 12
-#: ties kept per batch (keys sharing their top 36 bits with the k-th smallest: a few)
+#: ties kept per batch (keys sharing their top 36 bits with the k-th smallest: a few); the
+#: fill ranks them in shared memory (GS_TIE_CAP of kernels/topk.cu: not more)
 CAP = 1024
 #: a key that is not a candidate (never chosen)
 NONE = 2 ** 63 - 1
 #: blocks of the passes over the keys (each counts its share in shared memory)
 _HIST_BLOCKS = 2048
+#: threads of the fill's block per batch (it ranks up to CAP ties)
+_FILL_THREADS = 512
 
 
 def smallest(keys: torch.Tensor, copies: int, n: int, k: int):
@@ -49,8 +52,8 @@ def smallest(keys: torch.Tensor, copies: int, n: int, k: int):
     memset(small, 0)
     thr, below, counts = small[:3 * N], small[3 * N:4 * N], small[4 * N:]
     chosen = torch.empty(N * k, dtype=torch.int64, device=dev)
-    tie_keys = torch.full((N, CAP), NONE, dtype=torch.int64, device=dev)
-    tie_rows = torch.empty(N * CAP, dtype=torch.int64, device=dev)
+    ties = torch.empty(2 * N * CAP, dtype=torch.int64, device=dev)   # keys, then rows
+    tie_keys, tie_rows = ties[:N * CAP], ties[N * CAP:]
     grid = min(-(-R // 256), _HIST_BLOCKS)
     for level in (1, 2, 3):
         memset(hist, 0)
@@ -59,9 +62,9 @@ def smallest(keys: torch.Tensor, copies: int, n: int, k: int):
                grid=N)
     launch("topk", "gs_topk_select", R, keys, R, n, k, thr, N, CAP, counts, chosen, tie_keys,
            tie_rows, grid=grid)
-    order = torch.sort(tie_keys, dim=1).indices
-    ties = tie_rows.view(N, CAP).gather(1, order)
-    launch("topk", "gs_topk_fill", N * k, counts, ties, N, k, CAP, R, chosen)
+    # ties ranked in the kernel (a torch.sort of the (N, CAP) buffer took 36 us a layer)
+    launch("topk", "gs_topk_fill", N * _FILL_THREADS, counts, tie_keys, tie_rows, N, k, CAP, R,
+           chosen, block=_FILL_THREADS, grid=N)
     overflow = (counts[N:] > CAP).any().reshape(1)
     return chosen.view(N, k), overflow
 
