@@ -346,7 +346,7 @@ def check_individual(A, probs=None, cols=None, trusted=(), in_kernel=(), **_):
     out = {}
     if cols is not None and "cols" not in trusted:
         cols = out["cols"] = _frontier_ids(A, cols, trusted, in_kernel)
-    if probs is None:
+    if probs is None or "probs" in trusted:     # (trusted: checked with their alias tables)
         return out
     probs = out["probs"] = probabilities(probs, "probs", A.nnz, A.device, "edge", values=False)
     if cols is None:

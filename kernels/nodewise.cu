@@ -1,5 +1,5 @@
 // Kernel family "nodewise": A[:, cols].individual_sample(k) (uniform, with or without
-// replacement) in one launch, without the slice and without reading a size back to the host (host code:
+// replacement; weighted with replacement from alias tables) in one launch, without the slice and without reading a size back to the host (host code:
 // gsample/backend/cuda/nodewise.py; the algorithms, which these reproduce draw for draw,
 // are stated in gsample/backend/torch/select.py).
 //
@@ -49,12 +49,27 @@ __device__ __forceinline__ gs_i64 gs_sample_count(const gs_idx* __restrict__ ind
     return replace ? (deg > 0 ? k : 0) : (deg < k ? deg : k);
 }
 
+// Weighted draw i of a column (with replacement) from the graph's alias tables (the
+// alias_table op: per edge e, table[2e] the threshold scaled to 2**53, table[2e + 1] the
+// alias edge): slot s = uniform_int(word(col, 2i), deg), kept when word(col, 2i + 1) >> 11
+// is below its threshold, else its alias (as gsample.backend.torch.alias.
+// draw_with_replacement). Returns the draw's offset within the column.
+__device__ __forceinline__ gs_i64 gs_alias_draw(const gs_i64* __restrict__ alias, gs_u64 base,
+                                                gs_i64 position, gs_i64 i, gs_i64 start,
+                                                gs_i64 deg) {
+    const gs_i64 s = gs_uniform_int(gs_word(base, position, 2 * i), deg);
+    const gs_u64 coin = gs_word(base, position, 2 * i + 1);
+    const gs_i64 e = start + s;
+    return (gs_i64)(coin >> 11) < alias[2 * e] ? s : alias[2 * e + 1] - start;
+}
+
 // Column c (graph id `id`, its edges from `out`) drawn by one warp: its draws, sorted, and
-// their edges gathered.
+// their edges gathered (alias: weighted draws from the alias tables, with replacement).
 __device__ __forceinline__ void gs_sample_column(const gs_idx* __restrict__ indptr,
                                                  const gs_idx* __restrict__ rows,
                                                  const gs_i64* __restrict__ cols, gs_i64 m,
                                                  gs_i64 n, gs_i64 k, int replace,
+                                                 const gs_i64* __restrict__ alias,
                                                  const gs_u64* __restrict__ key, gs_i64 c,
                                                  gs_i64 id, gs_i64 out, int lane,
                                                  gs_i64* __restrict__ rows_out,
@@ -77,7 +92,9 @@ __device__ __forceinline__ void gs_sample_column(const gs_idx* __restrict__ indp
     const gs_u64 base = gs_combine(key[0], (gs_i64)key[1] + b);
     if (k <= 32) {
         gs_i64 d = 0;
-        if (lane < k) {
+        if (lane < k && alias) {
+            d = gs_alias_draw(alias, base, position, lane, start, deg);
+        } else if (lane < k) {
             const gs_u64 w = gs_word(base, position, lane);
             d = gs_uniform_int(w, replace ? deg : deg - k + lane + 1);
         }
@@ -106,7 +123,9 @@ __device__ __forceinline__ void gs_sample_column(const gs_idx* __restrict__ indp
     for (gs_i64 i = 0; i < k; ++i) {
         const gs_u64 w = gs_word(base, position, i);
         gs_i64 d;
-        if (replace) {
+        if (alias) {
+            d = gs_alias_draw(alias, base, position, i, start, deg);
+        } else if (replace) {
             d = gs_uniform_int(w, deg);
         } else {
             const gs_i64 j = deg - k + i;
@@ -143,7 +162,8 @@ __device__ __forceinline__ void gs_sample_column(const gs_idx* __restrict__ indp
 // + b * n in a super-batch) and pos_out (the edge's position in the graph). Without
 // replacement a column of deg <= k edges keeps them all; else Floyd's k draws (draw i: t =
 // uniform_int(word(col, i), j + 1), j = deg - k + i; t, or j when t was drawn before); with
-// replacement draw i takes uniform_int(word(col, i), deg). The draws are sorted before the
+// replacement draw i takes uniform_int(word(col, i), deg), or with alias tables (non-null
+// `alias`, replace set) the weighted draw of gs_alias_draw. The draws are sorted before the
 // gather: lane i of the warp makes draw i and writes it at its rank; past 32 draws lane 0
 // makes them one after another (an insertion sort in the output).
 extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
@@ -151,6 +171,7 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
                                              const gs_i64* __restrict__ cols, gs_i64 C,
                                              const gs_i64* __restrict__ ncols, gs_i64 n,
                                              gs_i64 M, gs_i64 k, int replace,
+                                             const gs_i64* __restrict__ alias,
                                              const gs_u64* __restrict__ key,
                                              gs_u64* state, gs_i64 tiles, gs_i64 per_warp,
                                              gs_i64* __restrict__ indptr_out,
@@ -189,7 +210,7 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
         const gs_i64 j = (threadIdx.x >> 5) * per_warp + r;     // the tile's column
         if (j >= T || s_cnt[j] == 0) continue;                  // the same for the warp
         const gs_i64 c = t * T + j, id = s_id[j], out = s_out[j];
-        gs_sample_column(indptr, rows, cols, m, n, k, replace, key, c, id, out, lane,
+        gs_sample_column(indptr, rows, cols, m, n, k, replace, alias, key, c, id, out, lane,
                          rows_out, pos_out);
     }
 }

@@ -59,6 +59,9 @@ class Impl:
         ``("probs",)``: uniform draws only). A node that has one of them runs another
         implementation of the op (:meth:`Backend.impl`): ``fn`` never sees it, so it cannot
         fall back inside itself.
+    unless : tuple of str
+        Inputs that make ``fn`` take a node ``without`` would pass over (all of them given:
+        e.g. ``("alias",)``: weighted draws from alias tables, but not other weighted ones).
     finish : callable, optional
         A two-phase implementation's second phase: ``fn`` then only queues device work
         (no read-back, so a CUDA graph may capture it) and returns a pending state, and
@@ -73,10 +76,12 @@ class Impl:
     bounded_out: bool = False
     without: tuple = ()
     finish: Optional[Callable] = None
+    unless: tuple = ()
 
     def takes(self, given) -> bool:
         """Whether ``fn`` takes a node with inputs and attributes ``given`` (names)."""
-        return not set(self.without) & set(given)
+        given = set(given)
+        return not set(self.without) & given or bool(self.unless) and set(self.unless) <= given
 
 
 class Backend:
@@ -91,20 +96,21 @@ class Backend:
     def register(self, op: Op, layouts, fn: Callable, sync_free: bool = False,
                  checks: tuple = (), syncs: Optional[bool] = None,
                  bounded_out: Optional[bool] = None, without: tuple = (),
-                 finish: Optional[Callable] = None) -> None:
+                 finish: Optional[Callable] = None, unless: tuple = ()) -> None:
         """Register ``fn`` for ``op`` on each of ``layouts``; ``sync_free``: a variant that
         takes bounded values and device keys, used where the runtime allows it (by default it
         never reads back and may return bounded values); ``checks``: the inputs whose id
         ranges its kernels check; ``without``: the op's optional inputs (or attributes) ``fn``
-        does not take; ``finish``: the second phase of a two-phase ``fn`` (see
-        :class:`Impl`)."""
+        does not take (``unless`` the inputs named there are all given); ``finish``: the
+        second phase of a two-phase ``fn`` (see :class:`Impl`)."""
         table = self.sync_free_impls if sync_free else self.impls
         syncs = (not sync_free) if syncs is None else syncs
         bounded_out = sync_free if bounded_out is None else bounded_out
         for layout in layouts:
             table[op, layout] = Impl(fn, self.name, sync_free=sync_free, syncs=syncs,
                                      checks=tuple(checks), bounded_out=bounded_out,
-                                     without=tuple(without), finish=finish)
+                                     without=tuple(without), finish=finish,
+                                     unless=tuple(unless))
 
     def impl(self, op: Op, layout: str = "csc", sync_free: bool = False,
              given: tuple = ()) -> Optional[Impl]:

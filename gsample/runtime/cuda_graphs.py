@@ -13,10 +13,12 @@ What changes between calls goes into the capture's static buffers before a repla
 region's tensor inputs (the converted seeds, any tensor computed before it; a frontier in a
 bounded buffer, captured with a buffer of a power-of-two size so that frontiers of varying
 bounds share a few graphs) are copied in, and so are the random keys
-(``gsample.random.DeviceKey``: the kernels read their keys from the device). Matrices (the graph, values cached per graph) must be the very objects the
-graph was captured with, as the kernels read them in place; another object (or one written
-in place since) captures again, and a captured graph keeps its matrices alive (freed, their
-id and memory could be another matrix's). Scratch the kernels keep between calls is never
+(``gsample.random.DeviceKey``: the kernels read their keys from the device). Matrices (the
+graph, values cached per graph, tensors of the graph alone such as a cached matrix's
+values) must be the very objects (or storage) the graph was captured with, as the kernels
+read them in place; another object (or one written in place since) captures again, and a
+captured graph keeps its matrices alive (freed, their id and memory could be another
+matrix's). Scratch the kernels keep between calls is never
 freed while a graph may read it (``backend.cuda.nodewise._bitmaps``). Check flags recorded
 during the capture are recorded again at each replay; steps after a replay keep copies of
 what they take from the graph's memory (``formats.bounded.COPY_OUT``), and the program's
@@ -133,6 +135,8 @@ class Region:
         made = {o for s in self.steps for o in ((s.out,) if isinstance(s.out, int) else s.out)}
         self.inputs = sorted({a for s in self.steps for a in s.args} - made)
         self.outputs = sorted(made)
+        # tensors of the graph alone (a cached matrix's values): read in place, as matrices
+        self.in_place = set(self.inputs) & set(program.graph_slots)
         self.captured: dict = {}
         self.seen: set = set()
         self.refused: set = set()             # keys whose steps read back (run eagerly)
@@ -145,7 +149,10 @@ class Region:
             if isinstance(v, torch.Tensor):
                 if not v.is_cuda:             # a host tensor's copy cannot be captured
                     return None
-                key.append(("t", v.shape, v.dtype, v.device))
+                if slot in self.in_place:     # read in place: the same storage, unchanged
+                    key.append(("p", v.data_ptr(), v._version, v.shape, v.dtype))
+                else:
+                    key.append(("t", v.shape, v.dtype, v.device))
             elif isinstance(v, DeviceKey):
                 key.append(("k", v.copies, v.num_nodes))
             elif isinstance(v, CSC):
@@ -212,7 +219,7 @@ class Region:
             v = env[slot]
             if isinstance(v, DeviceKey):       # the program's key buffer stays in place
                 statics[slot] = v if v.static else replace(v, tensor=v.tensor.clone())
-            elif isinstance(v, torch.Tensor):
+            elif isinstance(v, torch.Tensor) and slot not in self.in_place:
                 statics[slot] = v.clone()
             elif isinstance(v, BoundedIds):
                 # padding past the bound: node 0, a valid id (as padding may be read)
@@ -255,7 +262,8 @@ class Region:
             {(t.data_ptr(), t.dtype): i for i, t in enumerate(scalars)}
         outputs = {s: work[s] for s in self.outputs}
         cap = _Captured(graph, statics, outputs, failures, pinned, known,
-                        [env[s] for s in self.inputs if isinstance(env[s], CSC)],
+                        [env[s] for s in self.inputs
+                         if isinstance(env[s], CSC) or s in self.in_place],
                         frozenset(p for v in outputs.values() for p in storages(v)))
         graph.replay()
         return cap

@@ -27,7 +27,7 @@ from .. import validate as V
 from ..backend import get_backend, resolve
 from ..formats.bounded import COPY_OUT, Bounded, counts, trim, trim_copies
 from ..formats.csc import CSC
-from ..ir import Graph, Kind, Op, Ref, info, map_template
+from ..ir import Align, Graph, Kind, Op, Ref, info, map_template
 from .cuda_graphs import copy_out, storages
 from .options import Options
 from .program import Program, Step
@@ -88,6 +88,10 @@ class _Lowering:
         self.p.deferred = options.boundary_checks and options.sync_free and self.gpu
         self.slot: dict = {}
         self.bounded: set = set()         # slots a sync-free step may have left bounded
+        # values of the graph alone (the input matrices, values cached per graph, what
+        # deterministic sparse ops make of them, e.g. the values of a cached matrix): the
+        # same storage every call, so a CUDA graph reads them in place (cuda_graphs.Region)
+        self.graph_level: set = set()
         self.inputs, self.keys = [], []
 
     # ------------------------------------------------------------------ slots
@@ -118,6 +122,8 @@ class _Lowering:
             if op is Op.INPUT:
                 s = self.slot[node] = self.new_slot(node.attrs["name"])
                 self.inputs.append((node.attrs["name"], s, node.kind is Kind.MATRIX))
+                if node.kind is Kind.MATRIX:
+                    self.graph_level.add(node)
             elif op is Op.CONSTANT:
                 self.slot[node] = self.new_slot(node.name, node.attrs["value"])
             elif op is Op.DENSE:
@@ -134,11 +140,13 @@ class _Lowering:
                 self.emit(CachedValue(node, self.backend.name, self.options),
                           [self.slot[node.inputs["graph"]]], self.slot[node],
                           f"cached[{node.name}]", node)
+                self.graph_level.add(node)
             elif op is Op.OUTPUT:
                 self.output(node)
             else:
                 self.sparse(node)
         self.p.inputs, self.p.keys = tuple(self.inputs), tuple(self.keys)
+        self.p.graph_slots = frozenset(self.slot[n] for n in self.graph_level)
         self.release()
         if self.options.cuda_graphs and self.p.deferred:
             from .cuda_graphs import Region, regions
@@ -159,6 +167,9 @@ class _Lowering:
 
     def sparse(self, node):
         d = info(node.op)
+        if not node.is_random and node.inputs and all(v in self.graph_level
+                                                      for v in node.inputs.values()):
+            self.graph_level.add(node)
         A = node.inputs.get("A")
         layout = A.meta.get("layout", "csc") if A is not None else "csc"
         layout = getattr(layout, "value", layout)
@@ -211,6 +222,12 @@ class _Lowering:
             # operands) are checked wherever they come from: any arithmetic may have made them
             trusted = tuple(k for k, v in node.inputs.items() if v.op not in _UNTRUSTED
                             and d.input(k).align is not None and d.input(k).align.ids)
+            # a table derived once per graph (alias tables: the alias_tables pass) was made by
+            # its op from weights that op checked: neither is checked again per call
+            derived = tuple(i.name for i in d.inputs
+                            if i.derived is not None and node.inputs.get(i.name) is not None)
+            if derived and d.weights is not None:
+                trusted += derived + (d.weights,)
         else:                             # every input, every time (as an eager call)
             trusted = ()
         checked = tuple(k for k in node.inputs if not d.input(k).matrix and k not in trusted)
@@ -229,9 +246,13 @@ class _Lowering:
                          f"check {node.op.value}({', '.join(checked)})"
                          + (f" [{', '.join(in_kernel)}: checked in the kernel]" if in_kernel
                             else ""), node, syncs=reads)
-        # deferred, a check only records device flags (a region leaves out one that leads
-        # it on an argument, see cuda_graphs.regions: a host tensor's conversion copies)
-        step.graph_safe = self.p.deferred
+        # deferred, a check records device flags (a region leaves out one that leads it on
+        # an argument, see cuda_graphs.regions: a host tensor's conversion copies); one of
+        # edge weights gathers the frontier's edges, whose count it reads back
+        w = d.weights
+        gathers = (w is not None and w in checked and w not in in_kernel
+                   and d.input(w).align is Align.EDGES)
+        step.graph_safe = self.p.deferred and not gathers
         return {**inputs, **dict(zip(checked, outs))}
 
     def output(self, node):

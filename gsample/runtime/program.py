@@ -84,6 +84,7 @@ class Program:
     slot_names: list = field(default_factory=list)
     device: str = "cpu"
     regions: list = field(default_factory=list)   # steps captured as CUDA graphs, in order
+    graph_slots: frozenset = frozenset()   # slots of values of the graph alone (read in place)
     key_buffers: Any = None      # (pinned, its numpy view, device, event) of device keys
     key_views: Any = None        # the device buffer's view per key
 

@@ -246,3 +246,37 @@ def test_cuda_draws_what_the_cpu_draws(graph, backend):
     gpu_batches = loader_outputs(G, fn, seeds.cuda(), 40, super_batch=4)
     for i, (g, r) in enumerate(zip(gpu_batches, cpu_batches)):
         assert_same([b.to("cpu") for b in g], r, f"super-batched, batch {i}")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+@pytest.mark.parametrize("fanouts", [(6, 4), (40, 3)], ids=["warp", "serial"])
+def test_the_cuda_alias_kernel_draws_the_cpu_samples_call_after_call(graph, fanouts):
+    """Weighted draws from the graph's alias tables run the sync-free node-wise kernel
+    (``gs_alias_draw`` of kernels/nodewise.cu: a lane per draw up to 32, one lane past it),
+    lowered as a step a CUDA graph captures: every call (eager, captured, replayed, new
+    seeds each) and every super-batch draws the CPU torch backend's samples."""
+    pytest.importorskip("cupy")
+    from gsample.backend.cuda import nodewise
+    from gsample.runtime import cuda_graphs
+    G = graph.to("cuda")
+    fn, ref = gs.compile(static_sampler, backend="cuda"), gs.compile(static_sampler)
+    seeds = [torch.randint(0, graph.num_nodes, (160,),
+                           generator=torch.Generator().manual_seed(20 + i)) for i in range(5)]
+    program = fn.lowered(G, seeds[0].cuda(), fanouts=fanouts)
+    samplers = [s for s in program.steps if s.node is not None
+                and s.node.op is Op.SLICE_INDIVIDUAL_SAMPLE and s.label.startswith("cuda.")]
+    assert len(samplers) == len(fanouts), program.format()
+    assert all(s.fn is nodewise.slice_individual_sample and s.graph_safe for s in samplers)
+    for i, s in enumerate(seeds):
+        got = run_seeded(fn, G, s.cuda(), fanouts=fanouts, seed=i)
+        want = run_seeded(ref, graph, s, fanouts=fanouts, seed=i)
+        assert_same([b.to("cpu") for b in got], want, f"call {i}")
+    if cuda_graphs.enabled():
+        assert any(r.captured for r in program.regions), "the alias draws are captured"
+    pool = torch.cat(seeds)
+    sb = loader_outputs(G, functools.partial(fn, fanouts=fanouts), pool.cuda(), 160,
+                        super_batch=3)
+    one = loader_outputs(graph, functools.partial(ref, fanouts=fanouts), pool, 160)
+    for i, (g, r) in enumerate(zip(sb, one)):
+        assert_same([b.to("cpu") for b in g], r, f"super-batched, batch {i}")

@@ -151,6 +151,50 @@ def test_a_node_with_probs_lowers_to_the_sampler_that_takes_them(A, weighted):
         assert "sync-free" in step.label and step.graph_safe and not step.syncs
 
 
+def _alias_layers(A, seeds, fanouts=(5, 3)):
+    blocks = []
+    for k in fanouts:
+        sub = A[:, seeds]
+        s = sub.individual_sample(k, probs=sub ** 2 + 0.5, replace=True, method="alias")
+        blocks.append(s)
+        seeds = s.all_nodes()
+    return blocks
+
+
+def test_alias_draws_lower_to_the_sync_free_sampler_cdf_draws_do_not(A):
+    """``method="alias"`` with weights of the graph alone gets the graph's alias tables
+    (an ``alias`` input): the sync-free kernel takes it (registered ``without`` probs
+    ``unless`` an alias table is given), and both layers are one CUDA-graph region; inverse-
+    CDF draws of the same weights, or tables built per call, lower to the exact sampler."""
+    from gsample.backend.cuda import nodewise, sampling
+    W = gs.datasets.rmat(1000, 10000, seed=0, weighted=True)
+    p = _program(_alias_layers, W)
+    samplers = _samplers(p)
+    assert len(samplers) == 2 and all(s.fn is nodewise.slice_individual_sample
+                                      and s.graph_safe and "sync-free" in s.label
+                                      for s in samplers), p.format()
+    assert all(s.node.inputs.get("alias") is not None for s in samplers)
+    (region,) = p.regions
+    assert all(region.start <= p.steps.index(s) < region.stop for s in samplers)
+
+    def cdf_layers(A, seeds):
+        sub = A[:, seeds]
+        return sub.individual_sample(5, probs=sub ** 2 + 0.5, replace=True)
+    (step,) = _samplers(_program(cdf_layers, W))
+    assert step.fn is sampling.slice_individual_sample and not step.graph_safe
+    # their checks gather the frontier's edge weights (a read-back): never in a region
+    checks = [s for s in _program(_cdf_two_layers, W).steps
+              if s.label.startswith("check") and "probs" in s.label]
+    assert len(checks) == 2 and not any(s.graph_safe for s in checks)
+
+
+def _cdf_two_layers(A, seeds):
+    sub = A[:, seeds]
+    s = sub.individual_sample(5, probs=sub ** 2 + 0.5, replace=True)
+    sub = A[:, s.all_nodes()]
+    return s, sub.individual_sample(3, probs=sub ** 2 + 0.5, replace=True)
+
+
 def test_weighted_neighbours_lower_to_no_region_reading_back(A):
     """``examples/weighted_neighbors.py`` (probs = the graph's values): no step inside a
     CUDA-graph region reads back (the bug: its sampler was marked sync-free)."""

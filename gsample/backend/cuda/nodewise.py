@@ -8,10 +8,12 @@ return bounded values whose sizes stay on the device. Buffers come from bounds k
 the inputs' buffer sizes: ``k`` edges per column of the frontier's buffer, columns plus
 sampled edges for ``all_nodes``. Samples are bit for bit the torch backend's (the same
 Floyd draws, with the same keys; a super-batch's columns draw with their mini-batch's key
-and their position within it). Weighted sampling is not taken: the sampler is registered
-``without=("probs", "alias", "method")``, so lowering picks the exact implementation for a
-node with ``probs`` (no hidden read-back inside a step marked sync-free, which would break
-a CUDA graph's capture). Matrices outside what the kernels take (other than the whole graph, a
+and their position within it). Weighted sampling is taken only from the graph's alias tables
+(``method="alias"``, with replacement; the tables built once per graph by the
+``alias_tables`` pass): the sampler is registered ``without=("probs", "method")`` ``unless``
+an ``alias`` input is there, so lowering picks the exact implementation for any other node
+with ``probs`` (no hidden read-back inside a step marked sync-free, which would break a CUDA
+graph's capture). Matrices outside what the kernels take (other than the whole graph, a
 sub-matrix's row space) are trimmed (one read-back) and run the exact implementation.
 
 The frontier kernels keep two bitmaps over the id space per (device, size), all zero
@@ -58,8 +60,10 @@ def _id_error(name: str, M: int):
     return message
 
 
-def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey):
-    """``A[:, cols].individual_sample(k, replace=replace)``, uniform, sync-free, one launch.
+def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
+                            probs=None, method: str = "cdf", alias=None):
+    """``A[:, cols].individual_sample(k, replace=replace)``, uniform or (with the graph's
+    alias tables) weighted, sync-free, one launch.
 
     Parameters
     ----------
@@ -72,7 +76,12 @@ def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey)
         As ``individual_sample``.
     key : gsample.random.DeviceKey
         The op's key (a super-batch's: ``copies`` mini-batches of ``num_nodes`` nodes).
-        Uniform draws only: no ``probs`` (``sampling.slice_individual_sample`` takes them).
+    probs, method, alias
+        Weighted draws are taken with ``method="alias"``, ``replace`` and ``alias``, the
+        graph's alias tables for ``probs`` (LongTensor, shape (A.nnz, 2): the
+        ``alias_table`` op's value, built once per graph; the draws read only the tables).
+        Other weighted draws are not taken (registered ``without`` them, see
+        :func:`register`): ``sampling.slice_individual_sample`` makes them.
 
     Returns
     -------
@@ -82,12 +91,16 @@ def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey)
     """
     n = key.num_nodes if key.copies > 1 else 0
     C = (cols.data if isinstance(cols, BoundedIds) else cols).numel()
-    if A.row_ids is not None or A.col_ids is not None \
+    weighted = probs is not None
+    tables = weighted and method == "alias" and replace and alias is not None \
+        and alias.is_cuda and alias.shape == (A.nnz, 2)
+    if A.row_ids is not None or A.col_ids is not None or (weighted and not tables) \
             or not A.indptr.is_cuda or _too_large(C * k, A.indptr.device):
         refuse_capture()                        # the exact code reads sizes back
         exact = _exact(cols)
         V.ids(exact, "cols", A.num_nodes * max(key.copies, 1), exact.device, allow_empty=False)
-        return sampling.slice_individual_sample(A, exact, k, replace, key.host())
+        return sampling.slice_individual_sample(A, exact, k, replace, key.host(), probs,
+                                                method, alias)
     buf, ncols = _frontier(cols)
     C, dev = buf.numel(), buf.device
     M = A.num_nodes * key.copies if n else A.num_nodes
@@ -107,9 +120,10 @@ def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey)
         memset(pos, 0)                         # padding: valid positions to gather at
     if C == 0:
         memset(indptr, 0)
+    table = alias.to(torch.int64).contiguous() if tables else None
     launch("nodewise", "gs_sample_uniform", tiles * _THREADS, indptr_g, rows_g, buf, C,
-           _opt(ncols), n, M, k, replace, key.tensor, state, tiles, per_warp, indptr, rows,
-           pos, block=_THREADS, grid=tiles, params=_params(indptr_g))
+           _opt(ncols), n, M, k, replace, _opt(table), key.tensor, state, tiles, per_warp,
+           indptr, rows, pos, block=_THREADS, grid=tiles, params=_params(indptr_g))
     err = state[1 + tiles:]
     V.fail_if(err[4:5], IndexError, _id_error("cols", M), err[:4])
     out = CSC(num_nodes=M, indptr=indptr, rows=rows, row_ids=None, col_ids=buf,
@@ -216,9 +230,12 @@ def all_nodes(A, batches=None):
 def register(backend) -> None:
     """Register these as the CUDA backend's sync-free implementations."""
     from ...ir import Op
-    # uniform only: a node with probs (alias tables, a method) lowers to the exact sampler
+    # uniform, or weighted from the graph's alias tables (an ``alias`` input: the
+    # alias_tables pass adds it for method="alias" with weights of the graph alone); other
+    # weighted nodes lower to the exact sampler
     backend.register(Op.SLICE_INDIVIDUAL_SAMPLE, ("csc",), slice_individual_sample,
-                     sync_free=True, checks=("cols",), without=("probs", "alias", "method"))
+                     sync_free=True, checks=("cols",), without=("probs", "method"),
+                     unless=("alias",))
     backend.register(Op.ALL_NODES, ("csc",), all_nodes, sync_free=True)
 
 
