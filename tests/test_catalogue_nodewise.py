@@ -431,15 +431,10 @@ def test_gcn_bs_loader_samples_in_step_with_the_updates(small):
 
 
 # ============================================================================= 17: MVS
-def test_mvs_structure(graph):
-    G = graph
-    m = example("mvs")
-    grad = torch.rand(G.N, generator=torch.Generator().manual_seed(2))
-    grad[G.seeds(512)[:50]] = 0                                        # never drawn
-    cands = G.seeds(512)
-    block, chosen, prob = run_seeded(m.mvs, G.A, cands, grad_norm=grad, batch_size=64)
+def _check_mvs_block(G, cands, grad, block, chosen):
+    """An MVS sample: distinct eligible candidates (in-edges, positive norm) in the
+    candidates' order, the block their every in-edge with its value; returns the eligible."""
     eligible = cands[(G.in_deg[cands] > 0) & (grad[cands] > 0)]
-    assert chosen.numel() == min(64, eligible.numel())
     assert torch.isin(chosen, eligible).all() and chosen.unique().numel() == chosen.numel()
     order = {v: i for i, v in enumerate(cands.tolist())}                 # candidates' order
     assert [order[v] for v in chosen.tolist()] == sorted(order[v] for v in chosen.tolist())
@@ -447,6 +442,18 @@ def test_mvs_structure(graph):
     r, c, e = G.check_edges(block)
     assert torch.equal(torch.sort(e).values, G.in_edges(chosen))        # 1 hop: every in-edge
     torch.testing.assert_close(block.values, G.vals[e])
+    return eligible
+
+
+def test_mvs_structure(graph):
+    G = graph
+    m = example("mvs")
+    grad = torch.rand(G.N, generator=torch.Generator().manual_seed(2))
+    grad[G.seeds(512)[:50]] = 0                                        # never drawn
+    cands = G.seeds(512)
+    block, chosen, prob = run_seeded(m.mvs, G.A, cands, grad_norm=grad, batch_size=64)
+    eligible = _check_mvs_block(G, cands, grad, block, chosen)
+    assert chosen.numel() == min(64, eligible.numel())
     torch.testing.assert_close(prob.double(), grad[chosen].double() / grad[cands].double().sum(),
                                rtol=1e-5, atol=1e-9)
     check_compiled_equals_eager(m.mvs, G.A, cands, grad_norm=grad, calls=1)
@@ -499,15 +506,8 @@ def test_mvs_independent_structure(graph):
     grad[heavy] = 100.0                                                # p = 1: always kept
     block, chosen, prob = run_seeded(m.mvs_independent, G.A, cands, grad_norm=grad,
                                      batch_size=64)
-    eligible = cands[(G.in_deg[cands] > 0) & (grad[cands] > 0)]
-    assert torch.isin(chosen, eligible).all() and chosen.unique().numel() == chosen.numel()
+    eligible = _check_mvs_block(G, cands, grad, block, chosen)
     assert torch.isin(heavy[G.in_deg[heavy] > 0], chosen).all()
-    order = {v: i for i, v in enumerate(cands.tolist())}                 # candidates' order
-    assert [order[v] for v in chosen.tolist()] == sorted(order[v] for v in chosen.tolist())
-    assert torch.equal(block.column(), chosen)
-    r, c, e = G.check_edges(block)
-    assert torch.equal(torch.sort(e).values, G.in_edges(chosen))        # 1 hop: every in-edge
-    torch.testing.assert_close(block.values, G.vals[e])
     assert prob.dtype == torch.float64 and prob.shape == chosen.shape
     assert bool((prob > 0).all()) and bool((prob <= 1).all())
     g = grad.double()
