@@ -43,7 +43,7 @@ class PendingSizes:
     (``gsample.backend.Impl.finish``): ``scalars``, the 1-element device tensors its finish
     reads back. A CUDA graph that ran the first phase copies them to pinned memory itself,
     so that the finish's read-back only waits."""
-    scalars: list = []
+    scalars: tuple = ()
 
 
 class NotCapturable(RuntimeError):
