@@ -11,13 +11,17 @@ idled (H100, products-sized: the kept-edge pass of FastGCN took 0.84 ms a layer)
   one over the rows, the exact sums of :mod:`.rowsum` (the same bits as the row sums of the
   built slice, ``compute.reduce``). It takes a bounded frontier and a super-batch's
   encoded one.
-* ``slice_collective_sample`` (without replacement, one mini-batch) reads back once, before
-  the output is allocated: the frontier's edges, its candidate rows and the kept edges (with
-  every check flag pending, so a bad ``node_probs`` raises there). The draws are the torch
-  backend's keys (``select.Draws.row_keys``), one per row of the row space (the largest
-  int64 for a row that is not a candidate), the ``k`` smallest chosen by ``torch.topk`` or,
-  in a super-batch, by an exact radix select (:mod:`.topk`; keys of distinct rows differ
-  but for a 64-bit hash collision), so samples equal the torch backend's.
+* ``slice_collective_sample`` (without replacement) runs in two phases, two steps of a
+  lowered program: :func:`collective_start` queues every launch up to the kept counts and
+  reads nothing back (a CUDA graph captures it: one per layer of LADIES), and
+  :func:`collective_finish` reads back once, before the output is allocated: the frontier's
+  edges, its candidate rows and the kept edges (with every check flag pending, so a bad
+  ``node_probs`` raises there). The draws are the torch backend's keys
+  (``select.Draws.row_keys``), one per row of the row space (the largest int64 for a row
+  that is not a candidate), the ``k`` smallest chosen by an exact radix select (:mod:`.topk`,
+  in a super-batch or a graph being captured) or ``torch.topk`` (one mini-batch run
+  eagerly: fewer launches); keys of distinct rows differ but for a 64-bit hash collision,
+  so samples equal the torch backend's.
 
 A super-batch (a :class:`~gsample.random.DeviceKey` of ``copies`` mini-batches) runs the same
 kernels over the block-diagonal row space, each batch drawing its ``k`` rows among its own
@@ -45,7 +49,8 @@ _TILE = 4 * _THREADS             # frontier edges per tile (GS_ITEMS per thread)
 _GRID = 1024                     # blocks of the kernels whose edge count stays on the device
 _NOT_A_ROW = 2 ** 63 - 1         # the sort key of a row that is not a candidate
 #: how collective sampling picks each batch's k smallest keys: "radix" (kernels/topk.cu),
-#: "torch" (torch.topk) or "auto": radix for a super-batch, torch.topk for one mini-batch
+#: "torch" (torch.topk) or "auto": radix for a super-batch or inside a CUDA graph capture,
+#: torch.topk for one mini-batch run eagerly
 #: (H100, same process, epoch of 384: LADIES SB32 0.66 s against 0.91, FastGCN SB32 0.53
 #: against 0.64; one at a time the radix select's launches cost more host time than they
 #: save, 3.12 s against 2.96)
