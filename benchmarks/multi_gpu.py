@@ -35,7 +35,6 @@ import os
 import pathlib
 import platform
 import statistics
-import subprocess
 import sys
 import time
 
@@ -48,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
 
 import gsample as gs  # noqa: E402
+from gsample.bench.report import git_commit  # noqa: E402
 from deepwalk import deepwalk  # noqa: E402  (examples/: W2)
 from graphsage import graphsage  # noqa: E402  (examples/: W1)
 
@@ -247,17 +247,6 @@ def plot(path, rows, title):
     print(f"wrote {path}")
 
 
-def _commit():
-    """``$GSAMPLE_COMMIT`` (a copy of the tree may carry stale git metadata), else git's HEAD."""
-    if os.environ.get("GSAMPLE_COMMIT"):
-        return os.environ["GSAMPLE_COMMIT"]
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, text=True,
-                              capture_output=True).stdout.strip() or None
-    except OSError:
-        return None
-
-
 def main(argv=None):
     args = parser().parse_args(argv)
     if args.quick:
@@ -289,7 +278,7 @@ def main(argv=None):
         **cfg,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "device": name, "torch": torch.__version__, "gsample": gs.__version__,
-        "commit": _commit(),
+        "commit": git_commit(ROOT),
         "command": " ".join(["python", "benchmarks/multi_gpu.py"] +
                             (sys.argv[1:] if argv is None else list(argv))),
         "graph": f"rmat({args.num_nodes}, {args.num_edges}, seed=0)",

@@ -26,11 +26,9 @@ import argparse
 import datetime
 import functools
 import json
-import os
 import pathlib
 import platform
 import statistics
-import subprocess
 import sys
 import time
 
@@ -41,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
 
 import gsample as gs  # noqa: E402
+from gsample.bench.report import git_commit  # noqa: E402
 from gsample.formats.placement import graph_bytes  # noqa: E402
 from graphsage import graphsage  # noqa: E402
 
@@ -128,13 +127,7 @@ def versions() -> dict:
         out["cupy"] = cupy.__version__
     except ImportError:
         pass
-    out["commit"] = os.environ.get("GSAMPLE_COMMIT")
-    try:
-        out["commit"] = out["commit"] or subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=ROOT, text=True,
-            capture_output=True).stdout.strip() or None
-    except OSError:
-        pass
+    out["commit"] = git_commit(ROOT)
     return out
 
 

@@ -8,7 +8,7 @@ import torch
 import torch.distributed as dist
 
 from ..formats.csc import CSC
-from ..formats.placement import DEVICE_SHARE, free_memory, graph_bytes
+from ..formats.placement import DEVICE_SHARE, check_options, free_memory, graph_bytes
 from ..matrix import Matrix
 from .comm import default_device, group_ranks
 from .partition import PartitionedMatrix, edge_balanced_bounds, local_part
@@ -66,20 +66,6 @@ def _graph_problem(A):
     return None
 
 
-def _check(placement, budget):
-    """The options (the same on every rank)."""
-    if not isinstance(placement, str) or placement not in PLACEMENTS:
-        raise ValueError(f"placement: must be one of {PLACEMENTS}, got {placement!r}")
-    if budget is not None:
-        if isinstance(budget, bool) or not isinstance(budget, int):
-            raise TypeError(f"budget: must be an int (bytes per rank), got "
-                            f"{type(budget).__name__}")
-        if budget < 0:
-            raise ValueError(f"budget: must be >= 0 bytes, got {budget}")
-        if placement != "auto":
-            raise ValueError("budget: only used with placement='auto'")
-
-
 def place(A: Optional[Matrix], placement: str = "auto", device=None, *,
           budget: Optional[int] = None, group=None):
     """Place a graph for sampling on every rank of a process group (call it on all of them).
@@ -120,7 +106,7 @@ def place(A: Optional[Matrix], placement: str = "auto", device=None, *,
     >>> loader = gs.DataLoader(G, graphsage, train_ids, 512, seed=0, distributed=True)
     """
     rank, world = group_ranks(group)
-    _check(placement, budget)
+    check_options(placement, budget, PLACEMENTS, "bytes per rank")
     device = default_device(group) if device is None else torch.device(device)
     if device.type == "cuda" and device.index is None:
         device = torch.device("cuda", torch.cuda.current_device())

@@ -226,13 +226,16 @@ def choose(nbytes: int, free: int) -> str:
     return "device" if nbytes <= DEVICE_SHARE * free else "uva"
 
 
-def _check(placement, budget) -> None:
-    if not isinstance(placement, str) or placement not in PLACEMENTS:
-        raise ValueError(f"placement: must be one of {PLACEMENTS}, got {placement!r}")
+def check_options(placement, budget, choices=PLACEMENTS,
+                  unit: str = "bytes of device memory") -> None:
+    """``placement`` one of ``choices``; ``budget`` None or an int of ``unit`` >= 0, given
+    only with ``"auto"`` (a clear error naming the argument; ``gs.distributed.place`` checks
+    its options with its own choices)."""
+    if not isinstance(placement, str) or placement not in choices:
+        raise ValueError(f"placement: must be one of {choices}, got {placement!r}")
     if budget is not None:
         if isinstance(budget, bool) or not isinstance(budget, int):
-            raise TypeError(f"budget: must be an int (bytes of device memory), got "
-                            f"{type(budget).__name__}")
+            raise TypeError(f"budget: must be an int ({unit}), got {type(budget).__name__}")
         if budget < 0:
             raise ValueError(f"budget: must be >= 0 bytes, got {budget}")
         if placement != "auto":
@@ -257,7 +260,7 @@ def place(csc: CSC, device, placement: str = "device", budget: Optional[int] = N
     -------
     CSC
     """
-    _check(placement, budget)
+    check_options(placement, budget)
     try:
         device = torch.device(device)
     except (RuntimeError, TypeError) as e:
