@@ -192,7 +192,7 @@ def agreement(x_blocks, y_blocks) -> float:
             return torch.empty((0, 4), dtype=torch.int64, device=device)
         return torch.unique(torch.cat(parts), dim=0)
     first = next((b for b in list(x_blocks) + list(y_blocks)), None)
-    device = first.edges()[0].device if first is not None else "cpu"
+    device = first.device if first is not None else "cpu"
     a, b = edges(x_blocks, device), edges(y_blocks, device)
     if not len(a) and not len(b):
         return 0.0
