@@ -18,6 +18,7 @@
 // intrinsics alike); float64 steps are the _rn intrinsics (never flushed). No step is
 // contracted into an FMA, so a product is rounded before it is added, as torch's separate
 // mul and sum round it.
+#include "scan.cuh"
 #include "search.cuh"
 
 #ifndef GS_DTYPE0
@@ -194,16 +195,36 @@ extern "C" __global__ void gs_edge_dot(const gs_t* __restrict__ u, const gs_t* _
     }
 }
 
-// ----------------------------------------------------------------------------- one launch
-// The same tree for one feature (F = 1) in one launch without a read-back: a warp per
-// segment; lane i reduces chunk i of each group of 32 consecutive chunks, left to right,
-// and lane 0 feeds the chunk results, in order, into a stack of partial groups, one per
-// level (a full group of 32 becomes one term of the level above). At the end the partial
-// groups are closed from the bottom up: each is the last chunk of its level. So every term
-// meets the same operations in the same order as in gs_seg_chunks + gs_seg_finish, level by
-// level: bit-equal results (the tree does not depend on the launch).
-#define GS_LEVELS 8                          // 32 ** 8 = 2 ** 40 terms per segment
+// ----------------------------------------------------------------------------- one feature
+// The same tree for one feature (F = 1) without a read-back. The tree is aligned on offsets
+// from a segment's start, so a group of GS_GROUP = 32 * 32 consecutive terms starting at
+// ptr[s] + GS_GROUP * g (the last group of a segment may be shorter) reduces to one value
+// alone: the fold, in order, of its chunks' folds (the second level of the tree, or the
+// root when the group is the whole segment). A segment of G >= 2 groups gives the tree over
+// its G group values as leaves (the levels above the second only see those values), and a
+// segment of one group gives that group's value. So:
+//   gs_seg_group_ptr     gptr: the exclusive running sum of ceil(length_s / GS_GROUP), in
+//                        one single-pass scan (no read-back); the host sizes gval by a
+//                        bound, (P + (GS_GROUP - 1) * S) / GS_GROUP;
+//   gs_seg_groups        a warp per group of any segment (balanced: a hub column of a
+//                        million edges is 977 warps), its value to gval[gptr[s] + g];
+//   gs_seg_groups_finish a warp per segment: the tree over its group values, the same way
+//                        (blocks of GS_GROUP leaves, each folded as a group, their values
+//                        fed in order into a stack of partial groups, gs_push / gs_close),
+//                        divided by the length for a mean, 0 for an empty segment.
+// gs_seg_warp (a warp walks its whole segment: one launch, but a hub is one warp's serial
+// work) computes the same tree in one launch; compute.segment_reduce no longer launches it,
+// tests and benchmarks compare the two.
+#define GS_LEVELS 8                          // 32 ** 8 leaves per stack
+#define GS_GROUP 1024                        // terms per group: CHUNK ** 2
+#define GS_SEG_BLOCK 128                     // threads per block of the staged kernels
+#define GS_SEG_WARPS (GS_SEG_BLOCK / 32)
+#ifndef GS_BATCH
+#define GS_BATCH 16                          // loads a lane keeps in flight (divides 32)
+#endif
 
+// Feed v, the next value of a sequence, into a stack of partial groups (acc[l], cnt[l]:
+// level l's open group of 32): a full group of 32 becomes one value of the level above.
 __device__ __forceinline__ void gs_push(gs_t* acc, int* cnt, gs_t v, gs_i64 op) {
     for (int l = 0; l < GS_LEVELS; ++l) {
         acc[l] = cnt[l] == 0 ? v : gs_combine_op(acc[l], v, op);
@@ -213,6 +234,194 @@ __device__ __forceinline__ void gs_push(gs_t* acc, int* cnt, gs_t v, gs_i64 op) 
     }
 }
 
+// The tree of a non-empty sequence fed through gs_push: close the partial groups from the
+// bottom up (each is the last chunk of its level); the top group is the root's one chunk.
+__device__ __forceinline__ gs_t gs_close(gs_t* acc, int* cnt, gs_i64 op) {
+    int top = GS_LEVELS - 1;
+    while (cnt[top] == 0) --top;
+    for (int l = 0; l < top; ++l) {
+        if (cnt[l] == 0) continue;
+        const gs_t closed = acc[l];
+        cnt[l] = 0;
+        acc[l + 1] = cnt[l + 1] == 0 ? closed : gs_combine_op(acc[l + 1], closed, op);
+        ++cnt[l + 1];
+    }
+    return acc[top];
+}
+
+// The value of one group: n (1 .. GS_GROUP) terms at positions start .. start + n - 1, cut
+// into chunks of 32; lane i folds chunk i left to right, then the chunk values are folded
+// in chunk order (every lane computes it: the result is the warp's). The terms are read
+// coalesced, GS_BATCH chunks at a time (lane l reads term 32 k + l; past the end it
+// re-reads the last term, so a batch's loads are unconditional and all in flight at once),
+// into sm, the warp's 32 x 33 staging area (padded: the writes and the chunk-wise reads are
+// free of bank conflicts). The operand tests are hoisted out of the unrolled loads (as
+// gs_term with one feature). Call with the whole warp.
+__device__ __forceinline__ gs_t gs_fold_group(gs_t* sm, int lane, gs_i64 start, int n,
+                                              const gs_i64* __restrict__ perm,
+                                              const gs_t* __restrict__ x,
+                                              const gs_i64* __restrict__ gidx,
+                                              const gs_t* __restrict__ d, gs_i64 op) {
+    const gs_i64 last = start + n - 1;
+    __syncwarp();                            // the previous group's reads of sm are done
+#pragma unroll 1
+    for (int h = 0; h < 32 && 32 * h < n; h += GS_BATCH) {   // GS_BATCH loads in flight
+        gs_t r[GS_BATCH];
+        if (perm == nullptr && d == nullptr) {
+            if (x) {
+#pragma unroll
+                for (int k = 0; k < GS_BATCH; ++k) {
+                    const gs_i64 p = start + 32 * (h + k) + lane;
+                    r[k] = x[p < last ? p : last];
+                }
+            } else {
+#pragma unroll
+                for (int k = 0; k < GS_BATCH; ++k) r[k] = (gs_t)1;
+            }
+        } else {
+            gs_i64 item[GS_BATCH];
+#pragma unroll
+            for (int k = 0; k < GS_BATCH; ++k) {
+                const gs_i64 p = start + 32 * (h + k) + lane;
+                item[k] = p < last ? p : last;
+            }
+            if (perm) {
+#pragma unroll
+                for (int k = 0; k < GS_BATCH; ++k) item[k] = perm[item[k]];
+            }
+            if (x) {
+#pragma unroll
+                for (int k = 0; k < GS_BATCH; ++k) r[k] = x[item[k]];
+            }
+            if (d) {
+#pragma unroll
+                for (int k = 0; k < GS_BATCH; ++k) item[k] = gidx[item[k]];
+                if (x) {                      // torch multiplies by a tensor of ones: exact
+#pragma unroll
+                    for (int k = 0; k < GS_BATCH; ++k) r[k] = gs_mul(r[k], d[item[k]]);
+                } else {
+#pragma unroll
+                    for (int k = 0; k < GS_BATCH; ++k) r[k] = d[item[k]];
+                }
+            } else if (!x) {
+#pragma unroll
+                for (int k = 0; k < GS_BATCH; ++k) r[k] = (gs_t)1;
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < GS_BATCH; ++k) sm[33 * (h + k) + lane] = r[k];
+    }
+    __syncwarp();
+    const int chunks = (n + 31) >> 5;
+    gs_t v = (gs_t)0;
+    if (lane < chunks) {
+        const gs_t* __restrict__ c = sm + 33 * lane;
+        const int m = n - 32 * lane < 32 ? n - 32 * lane : 32;
+        v = c[0];
+        for (int t = 1; t < m; ++t) v = gs_combine_op(v, c[t], op);
+    }
+    gs_t acc = __shfl_sync(0xFFFFFFFFu, v, 0);
+    for (int j = 1; j < chunks; ++j) acc = gs_combine_op(acc, __shfl_sync(0xFFFFFFFFu, v, j), op);
+    return acc;
+}
+
+// gs_owner for a whole warp (every lane gets the answer): the last s in [0, n) with
+// ptr[s] <= x, for a non-decreasing ptr with ptr[0] <= x, by a 32-ary search (the lanes
+// probe 32 evenly spaced entries a round: log32(n) rounds of one load each, where a
+// thread's binary search waits for log2(n) loads one after the other). Reads ptr[1 .. n - 1].
+__device__ __forceinline__ gs_i64 gs_owner_warp(const gs_i64* __restrict__ ptr, gs_i64 n,
+                                                gs_i64 x, int lane) {
+    gs_i64 lo = 0, hi = n;                   // ptr[lo] <= x; the answer is in [lo, hi)
+    while (hi - lo > 1) {
+        const gs_i64 step = (hi - lo + 31) >> 5;
+        const gs_i64 m = lo + step * lane;
+        const bool le = lane == 0 || (m < hi && ptr[m] <= x);
+        const unsigned below = __ballot_sync(0xFFFFFFFFu, le);   // a prefix of the lanes
+        lo += step * (31 - __clz(below));
+        hi = lo + step < hi ? lo + step : hi;
+    }
+    return lo;
+}
+
+// gptr[s] = the groups of segments before s (ceil(length / GS_GROUP) each), gptr[S] all of
+// them: one thread per segment, a single-pass scan across the blocks (scan.cuh; state: 1 +
+// blocks words, zero before the launch), so the group pointer is one launch and a memset.
+extern "C" __global__ void gs_seg_group_ptr(const gs_i64* __restrict__ ptr, gs_i64 S,
+                                            gs_u64* __restrict__ state,
+                                            gs_i64* __restrict__ gptr) {
+    const gs_i64 tile = gs_scan_ticket(state);
+    const gs_i64 s = tile * blockDim.x + threadIdx.x;
+    const gs_i64 g = s < S ? (ptr[s + 1] - ptr[s] + (GS_GROUP - 1)) / GS_GROUP : 0;
+    gs_i64 sum;
+    const gs_i64 local = gs_block_exclusive(g, &sum);
+    const gs_i64 before = gs_scan_exclusive(state, tile, sum);
+    if (s < S) gptr[s] = before + local;
+    if (s == S - 1) gptr[S] = before + local + g;
+}
+
+// Phase 1 (launch with GS_SEG_BLOCK threads a block): warp q < min(gptr[S], Q) reduces
+// group g = q - gptr[s] of its segment s (found by a search in gptr), terms
+// ptr[s] + GS_GROUP * g .. on, and writes gval[q]. Q: the host's bound on the groups
+// ((P + (GS_GROUP - 1) * S) / GS_GROUP), the size of gval.
+extern "C" __global__ void __launch_bounds__(GS_SEG_BLOCK)
+gs_seg_groups(const gs_i64* __restrict__ ptr, const gs_i64* __restrict__ gptr, gs_i64 S,
+              gs_i64 Q, const gs_i64* __restrict__ perm, const gs_t* __restrict__ x,
+              const gs_i64* __restrict__ gidx, const gs_t* __restrict__ d, gs_i64 op,
+              gs_t* __restrict__ gval) {
+    __shared__ gs_t stage[GS_SEG_WARPS][32 * 33];
+    const int lane = threadIdx.x & 31;
+    gs_t* sm = stage[threadIdx.x >> 5];
+    const gs_i64 warps = ((gs_i64)gridDim.x * blockDim.x) >> 5;
+    const gs_i64 total = gptr[S] < Q ? gptr[S] : Q;
+    for (gs_i64 q = ((gs_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; q < total;
+         q += warps) {
+        const gs_i64 s = gs_owner_warp(gptr, S, q, lane); // gptr[s] <= q < gptr[s + 1]
+        const gs_i64 start = ptr[s] + (q - gptr[s]) * GS_GROUP;
+        const gs_i64 left = ptr[s + 1] - start;
+        const int n = left < GS_GROUP ? (int)left : GS_GROUP;
+        const gs_t v = gs_fold_group(sm, lane, start, n, perm, x, gidx, d, op);
+        if (lane == 0) gval[q] = v;
+    }
+}
+
+// Phase 2 (launch with GS_SEG_BLOCK threads a block): a warp per segment; its group values
+// gval[gptr[s] .. gptr[s + 1] - 1] are the leaves of the rest of the tree.
+extern "C" __global__ void __launch_bounds__(GS_SEG_BLOCK)
+gs_seg_groups_finish(const gs_i64* __restrict__ ptr, const gs_i64* __restrict__ gptr,
+                     gs_i64 S, const gs_t* __restrict__ gval, gs_i64 op, gs_i64 mean,
+                     gs_t* __restrict__ out) {
+    __shared__ gs_t stage[GS_SEG_WARPS][32 * 33];
+    const int lane = threadIdx.x & 31;
+    gs_t* sm = stage[threadIdx.x >> 5];
+    const gs_i64 warps = ((gs_i64)gridDim.x * blockDim.x) >> 5;
+    for (gs_i64 s = ((gs_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; s < S; s += warps) {
+        const gs_i64 a = gptr[s], b = gptr[s + 1];
+        gs_t v = (gs_t)0;
+        if (b - a == 1) {
+            v = gval[a];                                   // one group: the segment's value
+        } else if (b - a > 1) {
+            gs_t acc[GS_LEVELS];
+            int cnt[GS_LEVELS];
+            for (int l = 0; l < GS_LEVELS; ++l) cnt[l] = 0;
+            for (gs_i64 g = a; g < b; g += GS_GROUP) {     // 1,024 groups: a 2 ** 20 segment
+                const int n = b - g < GS_GROUP ? (int)(b - g) : GS_GROUP;
+                const gs_t u = gs_fold_group(sm, lane, g, n, nullptr, gval, nullptr, nullptr,
+                                             op);
+                if (lane == 0) gs_push(acc, cnt, u, op);
+            }
+            if (lane == 0) v = gs_close(acc, cnt, op);
+        }
+        if (lane == 0) {
+            if (b > a && mean) v = gs_div(v, (gs_t)(ptr[s + 1] - ptr[s]));
+            out[s] = v;
+        }
+    }
+}
+
+// One launch, a warp per segment; lane i reduces chunk i of each group of 32 consecutive
+// chunks, left to right, and lane 0 feeds the chunk results, in order, into the stack
+// (gs_push); at the end gs_close. So every term meets the same operations in the same
+// order as in gs_seg_chunks + gs_seg_finish, level by level: bit-equal results.
 extern "C" __global__ void gs_seg_warp(const gs_i64* __restrict__ ptr, gs_i64 S,
                                        const gs_i64* __restrict__ perm,
                                        const gs_t* __restrict__ x,
@@ -244,17 +453,8 @@ extern "C" __global__ void gs_seg_warp(const gs_i64* __restrict__ ptr, gs_i64 S,
         }
         if (lane != 0) continue;
         gs_t v = (gs_t)0;
-        if (b > a) {                          // close the partial groups, bottom up
-            int top = GS_LEVELS - 1;
-            while (cnt[top] == 0) --top;
-            for (int l = 0; l < top; ++l) {
-                if (cnt[l] == 0) continue;
-                const gs_t closed = acc[l];
-                cnt[l] = 0;
-                acc[l + 1] = cnt[l + 1] == 0 ? closed : gs_combine_op(acc[l + 1], closed, op);
-                ++cnt[l + 1];
-            }
-            v = acc[top];                     // the top group is the root's one chunk
+        if (b > a) {
+            v = gs_close(acc, cnt, op);
             if (mean) v = gs_div(v, (gs_t)(b - a));
         }
         out[s] = v;

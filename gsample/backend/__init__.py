@@ -67,6 +67,9 @@ class Impl:
         (no read-back, so a CUDA graph may capture it) and returns a pending state, and
         ``finish(state)`` reads its sizes back and returns the op's result. The runtime runs
         them as two steps (the op is ``finish(fn(...))``).
+    batch_keys : bool
+        ``fn`` (not sync-free) also takes a super-batch's keys (``gsample.random.BatchKeys``);
+        else a super-batched random op runs the torch backend's code, which does.
     """
     fn: Callable
     backend: str
@@ -77,6 +80,7 @@ class Impl:
     without: tuple = ()
     finish: Optional[Callable] = None
     unless: tuple = ()
+    batch_keys: bool = False
 
     def takes(self, given) -> bool:
         """Whether ``fn`` takes a node with inputs and attributes ``given`` (names)."""
@@ -96,13 +100,15 @@ class Backend:
     def register(self, op: Op, layouts, fn: Callable, sync_free: bool = False,
                  checks: tuple = (), syncs: Optional[bool] = None,
                  bounded_out: Optional[bool] = None, without: tuple = (),
-                 finish: Optional[Callable] = None, unless: tuple = ()) -> None:
+                 finish: Optional[Callable] = None, unless: tuple = (),
+                 batch_keys: bool = False) -> None:
         """Register ``fn`` for ``op`` on each of ``layouts``; ``sync_free``: a variant that
         takes bounded values and device keys, used where the runtime allows it (by default it
         never reads back and may return bounded values); ``checks``: the inputs whose id
         ranges its kernels check; ``without``: the op's optional inputs (or attributes) ``fn``
         does not take (``unless`` the inputs named there are all given); ``finish``: the
-        second phase of a two-phase ``fn`` (see :class:`Impl`)."""
+        second phase of a two-phase ``fn``; ``batch_keys``: it takes a super-batch's keys
+        (see :class:`Impl`)."""
         table = self.sync_free_impls if sync_free else self.impls
         syncs = (not sync_free) if syncs is None else syncs
         bounded_out = sync_free if bounded_out is None else bounded_out
@@ -110,7 +116,7 @@ class Backend:
             table[op, layout] = Impl(fn, self.name, sync_free=sync_free, syncs=syncs,
                                      checks=tuple(checks), bounded_out=bounded_out,
                                      without=tuple(without), finish=finish,
-                                     unless=tuple(unless))
+                                     unless=tuple(unless), batch_keys=batch_keys)
 
     def impl(self, op: Op, layout: str = "csc", sync_free: bool = False,
              given: tuple = ()) -> Optional[Impl]:

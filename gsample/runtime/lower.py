@@ -178,7 +178,8 @@ class _Lowering:
         given = (*node.inputs, *node.attrs)
         impl = resolve(self.backend, node.op, layout=layout, sync_free=self.options.sync_free,
                        given=given)
-        if "batches" in node.attrs and node.is_random and not impl.sync_free:
+        if "batches" in node.attrs and node.is_random and not impl.sync_free \
+                and not impl.batch_keys:
             # a super-batched draw the backend has no kernel for runs the reference code,
             # which takes the mini-batches' keys (gsample.random.BatchKeys)
             impl = resolve(get_backend("torch"), node.op, layout=layout, given=given)

@@ -33,7 +33,7 @@ import gsample as gs
 from gsample.backend import get_backend
 from gsample.backend.cuda import compute as cc
 from gsample.backend.cuda import convert
-from gsample.backend.cuda.module import KERNELS, full_source
+from gsample.backend.cuda.module import KERNELS, full_source, launch
 from gsample.backend.torch import compute as tc
 from gsample.ir import Op
 from gsample.formats.csc import CSC, segment_ptr
@@ -194,6 +194,155 @@ def test_nan_and_inf(mats):
             assert torch.equal(got.isnan(), ref.isnan()), (op, axis)
             assert torch.equal(got.isinf(), ref.isinf()), (op, axis)
     assert bool(cc.reduce(A, "max", 0)[0].isnan())
+
+
+# ----------------------------------------------------------------------------- one feature
+# segment_reduce with one feature runs gs_seg_groups (a warp per 1,024-term group of any
+# segment) + gs_seg_groups_finish (a warp per segment over its group values): bit-equal to
+# the tree (reference_segment_reduce) and to the one-launch gs_seg_warp on every length
+# case: empty segments first, in the middle and last; 1, 31, 32, 33 terms (one chunk or
+# two), 1023 / 1024 / 1025 (one group or two), 32 * 1024 +- 1, 1024 ** 2 and 1024 ** 2 + 1
+# (the last phase: one block of group values, or two), 2,500,000 (three blocks), among
+# thousands of short segments.
+HUB_LENS = [0, 1, 31, 32, 33, 0, 1023, 1024, 1025, 32 * 1024 - 1, 32 * 1024 + 1, 0,
+            2_500_000, 5, 1024 ** 2, 1024 ** 2 + 1, 3]
+ONE_FEATURE = ["x", "ones", "perm", "spmm", "spmm_t", "spmm_ones"]
+
+
+SHORT = 1500             # short segments between HUB_LENS[:12] and HUB_LENS[12:], and after
+BIG = 12 + SHORT         # the segment of 2,500,000 terms
+
+
+def one_feature_lens(seed=0):
+    g = _gen(seed)
+    short = torch.randint(0, 70, (2 * SHORT,), generator=g)
+    short[::13] = 0
+    lens = torch.cat([torch.tensor(HUB_LENS[:12]), short[:SHORT], torch.tensor(HUB_LENS[12:]),
+                      short[SHORT:], torch.tensor([0])])
+    assert int(lens[BIG]) == 2_500_000
+    return lens
+
+
+def one_feature_terms(lens, dtype, variant, op, seed=0):
+    """ptr and the operands of one feature: x (random magnitudes over 8 decades, so the
+    order shows in a sum), perm, gidx, d as ``variant`` asks; the segment of 1,025 terms
+    holds only zeros: -0.0 (a sum keeps the sign), or for max both signs (the first of
+    equal terms wins); for max also NaN terms (two payloads: the last NaN wins)."""
+    g = _gen(seed)
+    ptr = segment_ptr(lens)
+    P = int(lens.sum())
+    x = torch.randn(P, generator=g, dtype=torch.float64) * torch.logspace(-4, 4, P,
+                                                                          dtype=torch.float64)
+    zeros = slice(int(ptr[8]), int(ptr[9]))           # the segment of 1,025 terms
+    sign = torch.randint(0, 2, (1025,), generator=g).bool() | (op != "max")
+    x[zeros] = torch.where(sign, -0.0, 0.0).double()
+    x = x.to(dtype)
+    if op == "max":
+        bits = torch.int32 if dtype == torch.float32 else torch.int64
+        nan1 = torch.tensor(float("nan"), dtype=dtype).view(bits) | 1
+        nan2 = torch.tensor(float("nan"), dtype=dtype).view(bits) | 2
+        where = [int(ptr[4]) + 5, int(ptr[4]) + 20, int(ptr[9]) + 31 * 1024 + 7,
+                 int(ptr[BIG]) + 1_500_000, int(ptr[BIG]) + 2_400_000]
+        xb = x.view(bits)
+        for i, w in enumerate(where):
+            xb[w] = nan1 if i % 2 == 0 else nan2
+    N = 5000
+    gidx = torch.randint(0, N, (P,), generator=g)
+    d = (torch.rand(N, generator=g, dtype=torch.float64) + 0.5).to(dtype)
+    perm = torch.randperm(P, generator=g)
+    use = {"x": (x, None, None, None), "ones": (None, None, None, None),
+           "perm": (x, perm, None, None), "spmm": (x, perm, gidx, d),
+           "spmm_t": (x, None, gidx, d), "spmm_ones": (None, perm, gidx, d)}[variant]
+    return ptr, P, [None if t is None else t.cuda() for t in use]
+
+
+def assert_bits(got, want):
+    """Bit for bit, signed zeros and NaN payloads included."""
+    assert got.dtype == want.dtype and got.shape == want.shape
+    bits = torch.int32 if got.dtype == torch.float32 else torch.int64
+    diff = (got.contiguous().view(bits) != want.contiguous().view(bits)).nonzero()
+    assert diff.numel() == 0, f"{diff.numel()} segments differ, first {diff[:5].tolist()}"
+
+
+@pytest.fixture(scope="module")
+def one_lens():
+    return one_feature_lens()
+
+
+@gpu
+@pytest.mark.parametrize("variant", ONE_FEATURE)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("op", ["sum", "max", "mean"])
+def test_one_feature_groups_bit_equal_the_tree(one_lens, op, dtype, variant):
+    ptr, P, (x, perm, gidx, d) = one_feature_terms(one_lens, dtype, variant, op)
+    ptr = ptr.cuda()
+    args = (ptr, op, P, dtype)
+    kw = dict(x=x, perm=perm, gidx=gidx, d=d)
+    got = twice(lambda: cc.segment_reduce(*args, **kw))
+    assert got.shape == (one_lens.numel(), 1)
+    assert_bits(got, cc.reference_segment_reduce(*args, **kw))
+    assert_bits(got, cc.segment_reduce_warp(*args, **kw))
+    empty = (one_lens == 0).cuda()
+    assert bool((got[empty].view(-1) == 0).all()) and bool((~got[empty].signbit()).all())
+    if op == "max" and variant == "x":                # segments 4, 9 and BIG hold NaNs
+        assert got.view(-1).isnan().nonzero().view(-1).tolist() == [4, 9, BIG]
+    elif op == "max" and variant != "ones" and variant != "spmm_ones":
+        assert bool(got.isnan().any())
+
+
+@gpu
+def test_one_feature_group_pointer_and_bound(one_lens):
+    ptr = segment_ptr(one_lens).cuda()
+    S, P = one_lens.numel(), int(one_lens.sum())
+    blocks = -(-S // 256)
+    state = torch.zeros(1 + blocks, dtype=torch.int64, device="cuda")
+    gptr = torch.full((S + 1,), -1, dtype=torch.int64, device="cuda")
+    launch("segment_reduce", "gs_seg_group_ptr", blocks * 256, ptr, S, state, gptr,
+           grid=blocks, dtypes=("float",))
+    assert torch.equal(gptr, cc.group_ptr(ptr))
+    assert int(gptr[-1]) <= cc.group_bound(P, S)
+
+
+@gpu
+@pytest.mark.parametrize("lens", [[0, 0, 7, 0], [1], [1024], [1025], [0] * 40 + [3],
+                                  [5_000_000], [40] * 100_000])
+def test_one_feature_small_cases(lens, monkeypatch):
+    """A lone segment, all but one empty, a single 5,000,000-term hub, many equal ones; the
+    grouped kernels and, up to ONE_LAUNCH terms, the one launch (both paths each time)."""
+    lens = torch.tensor(lens)
+    ptr, P = segment_ptr(lens).cuda(), int(lens.sum())
+    x = (torch.rand(P, generator=_gen(3)) * 2 - 1).cuda()
+    for one_launch in (0, cc.ONE_LAUNCH):
+        monkeypatch.setattr(cc, "ONE_LAUNCH", one_launch)
+        for op in ("sum", "max", "mean"):
+            got = cc.segment_reduce(ptr, op, P, torch.float32, x=x)
+            assert_bits(got, cc.reference_segment_reduce(ptr, op, P, torch.float32, x=x))
+
+
+@gpu
+def test_one_feature_is_sync_free_and_replays_in_a_cuda_graph(one_lens):
+    ptr, P, (x, _, _, _) = one_feature_terms(one_lens, torch.float32, "x", "sum")
+    ptr = ptr.cuda()
+    cc.segment_reduce(ptr, "sum", P, torch.float32, x=x)          # compiled, warm
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        cc.segment_reduce(ptr, "max", P, torch.float32, x=x)
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):                                # warm on the side stream
+        cc.segment_reduce(ptr, "mean", P, torch.float32, x=x)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = cc.segment_reduce(ptr, "mean", P, torch.float32, x=x)
+    for seed in (1, 2):
+        x.copy_((torch.rand(P, generator=_gen(seed)) - 0.5).cuda())
+        graph.replay()
+        torch.cuda.synchronize()
+        assert_bits(out, cc.reference_segment_reduce(ptr, "mean", P, torch.float32, x=x))
 
 
 # ----------------------------------------------------------------------------- SpMM
@@ -450,6 +599,110 @@ def test_twin_follows_the_documented_order(op):
         part = x[int(ptr[s]):int(ptr[s + 1])].numpy()
         want = _python_tree(part, op) if n else np.float32(0)
         assert got[s].numpy().view(np.int32) == np.asarray(want, np.float32).view(np.int32), s
+
+
+def _fold_groups(t, op):
+    """Each group of 1,024 consecutive terms of ``t`` folded as gs_fold_group does: every
+    chunk of 32 left to right, then the chunk values in order (vectorised over groups)."""
+    n = t.numel()
+    G = -(-n // 1024)
+    pad = torch.zeros(G * 1024, dtype=t.dtype)
+    pad[:n] = t
+    valid = (torch.arange(G * 1024) < n).view(G, 32, 32)
+    terms = pad.view(G, 32, 32)
+
+    def combine(acc, v):
+        if op == "max":
+            return torch.where(v.isnan() | (v > acc), v, acc)
+        return acc + v
+
+    acc = terms[:, :, 0]
+    for j in range(1, 32):
+        acc = torch.where(valid[:, :, j], combine(acc, terms[:, :, j]), acc)
+    chunk_valid = valid[:, :, 0]
+    out = acc[:, 0]
+    for j in range(1, 32):
+        out = torch.where(chunk_valid[:, j], combine(out, acc[:, j]), out)
+    return out
+
+
+def _grouped_model(ptr, op, x):
+    """The order of gs_seg_groups + gs_seg_groups_finish (and their stack, gs_push /
+    gs_close) in torch / numpy scalars: group values, then per segment the tree over them."""
+    lens = (ptr[1:] - ptr[:-1]).tolist()
+    out = []
+    for s, n in enumerate(lens):
+        if n == 0:
+            out.append(torch.zeros((), dtype=x.dtype))
+            continue
+        gval = _fold_groups(x[int(ptr[s]):int(ptr[s + 1])], op)
+        if gval.numel() == 1:
+            v = gval[0]
+        else:
+            acc, cnt = [None] * 8, [0] * 8
+
+            def comb(a, b):
+                if op == "max":
+                    return b if (bool(b.isnan()) or bool(b > a)) else a
+                return a + b
+
+            def push(v):
+                for l in range(8):
+                    acc[l] = v if cnt[l] == 0 else comb(acc[l], v)
+                    cnt[l] += 1
+                    if cnt[l] < 32:
+                        return
+                    v, cnt[l] = acc[l], 0
+
+            for u in _fold_groups(gval, op):
+                push(u)
+            top = max(l for l in range(8) if cnt[l])
+            for l in range(top):
+                if cnt[l]:
+                    acc[l + 1] = acc[l] if cnt[l + 1] == 0 else comb(acc[l + 1], acc[l])
+                    cnt[l], cnt[l + 1] = 0, cnt[l + 1] + 1
+            v = acc[top]
+        out.append(v / n if op == "mean" else v)
+    return torch.stack(out).reshape(-1, 1)
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "mean"])
+def test_grouped_order_is_the_tree(op):
+    """The decomposition behind the one-feature kernels, on the CPU: groups of 1,024 terms
+    aligned on a segment's start, then the tree over the group values (a stack fed in
+    blocks of 1,024 of them), give the tree's bits on every length case."""
+    lens = torch.tensor([0, 1, 31, 32, 33, 0, 1023, 1024, 1025, 32 * 1024 - 1, 32 * 1024 + 1,
+                         0, 1024 ** 2, 1024 ** 2 + 1, 3 * 1024 ** 2 + 5000, 7, 0])
+    g = _gen(4)
+    P = int(lens.sum())
+    x = (torch.randn(P, generator=g, dtype=torch.float64)
+         * torch.logspace(-4, 4, P, dtype=torch.float64)).float()
+    ptr = segment_ptr(lens)
+    if op == "max":
+        x[int(ptr[4]) + 3] = float("nan")
+        x[int(ptr[14]) + 2_000_000] = float("nan")
+        x[int(ptr[8]):int(ptr[9])] = torch.where(torch.rand(1025, generator=g) < 0.5, -0.0, 0.0)
+    got = _grouped_model(ptr, op, x)
+    want = cc.reference_segment_reduce(ptr, op, P, torch.float32, x=x)
+    assert torch.equal(got.view(torch.int32), want.view(torch.int32))
+
+
+def test_group_ptr_and_bound():
+    lens = torch.tensor([0, 1, 1023, 1024, 1025, 0, 5000, 1024 ** 2 + 1, 0])
+    gptr = cc.group_ptr(segment_ptr(lens))
+    want = [0]
+    for n in lens.tolist():
+        want.append(want[-1] + -(-n // 1024))
+    assert gptr.tolist() == want and gptr.dtype == torch.int64
+    assert cc.group_ptr(segment_ptr(lens), group=32).tolist()[-1] == sum(-(-n // 32) for n in
+                                                                         lens.tolist())
+    g = _gen(5)
+    for _ in range(20):
+        lens = torch.randint(0, 3000, (int(torch.randint(1, 50, (1,), generator=g)),),
+                             generator=g)
+        total = int(cc.group_ptr(segment_ptr(lens))[-1])
+        bound = cc.group_bound(int(lens.sum()), lens.numel())
+        assert total <= bound <= -(-int(lens.sum()) // 1024) + lens.numel()
 
 
 def test_twin_matches_torch_backend_on_cpu(small_graph):

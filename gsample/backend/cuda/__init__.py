@@ -60,6 +60,9 @@ IMPLS = {
 
 #: ops whose code above never reads a size back to the host (views and per-edge kernels)
 NO_READ_BACK = frozenset({Op.COLUMN, Op.ROW_IDS, Op.COL_IDS, Op.EDGE_BROADCAST})
+#: random ops whose code above also takes a super-batch's keys: the torch code with the
+#: column statistics of weighted draws as kernels (``sampling.BatchDraws``: no atomics)
+BATCH_KEYS = frozenset({Op.INDIVIDUAL_SAMPLE, Op.SLICE_INDIVIDUAL_SAMPLE})
 
 
 class CudaBackend(Backend):
@@ -70,7 +73,8 @@ class CudaBackend(Backend):
     def __init__(self):
         super().__init__()
         for op, (fn, layouts) in IMPLS.items():
-            self.register(op, layouts, fn, syncs=op not in NO_READ_BACK)
+            self.register(op, layouts, fn, syncs=op not in NO_READ_BACK,
+                          batch_keys=op in BATCH_KEYS)
         nodewise.register(self)          # sync-free variants (kernels/nodewise.cu, frontier.cu)
         layerwise.register(self)         # and of the layer-wise ops (kernels/layerwise.cu)
         walk.register(self)              # and of random walks (kernels/walk.cu)

@@ -4,8 +4,9 @@ SDDMM and edge broadcasts, with the torch backend's signatures and dtype rules.
 Reductions (``reduce``, ``spmm``, ``spmm_t``) add in a fixed order, never with float
 atomics (DESIGN §3), so two runs are bit-identical. Row sums of one feature are exact
 instead (:mod:`.rowsum`: 128-bit integer sums, order-free), so a column slice's row sums
-are the same bits built or fused (``SLICE_REDUCE``). With one feature the tree runs in one
-launch without a read-back (a warp per segment, ``gs_seg_warp``); with several, level by
+are the same bits built or fused (``SLICE_REDUCE``). With one feature the tree runs without
+a read-back, load-balanced (:func:`segment_reduce`: a warp per group of ``GROUP`` terms of
+any segment, then a warp per segment over its group values); with several, level by
 level. The order is a ``CHUNK``-ary tree per
 segment (a column in CSC order, or a row in CSR order through :func:`convert.to_csr`'s
 stable permutation, without materialising permuted values): the segment's terms are cut
@@ -35,10 +36,17 @@ from ...formats.csc import CSC, segment_ptr
 from ..torch import compute as ref
 from ..torch import fused_compute
 from . import convert, rowsum
-from .module import launch
+from .module import BLOCK, launch, memset
 
 #: terms per chunk (a thread's serial work per tree level)
 CHUNK = 32
+#: terms per group (``GS_GROUP``): the one-feature kernels' unit of work, a warp's
+GROUP = CHUNK * CHUNK
+#: threads per block of ``gs_seg_groups`` / ``gs_seg_groups_finish`` (``GS_SEG_BLOCK``)
+GROUP_BLOCK = 128
+#: one-feature reductions of at most this many terms run ``gs_seg_warp`` (one launch; its
+#: longest segment, at most this long, is one warp's serial work: ~4.6 ns a term, H100)
+ONE_LAUNCH = 1 << 14
 _FLOATS = {torch.float32: "float", torch.float64: "double"}
 _NULL = np.uint64(0)
 SUM, MAX = 0, 1                                    # GS_SUM, GS_MAX
@@ -90,6 +98,25 @@ def plan(ptr: torch.Tensor, num_positions: int, chunk: int = CHUNK):
     host = torch.stack(stats).tolist()
     return [(segment_ptr((lens + (chunk ** l - 1)) // chunk ** l), host[l])
             for l in range(1, levels(host[0], chunk) + 1)]
+
+
+def group_ptr(ptr: torch.Tensor, group: int = GROUP) -> torch.Tensor:
+    """Where each segment's groups start: the exclusive running sum of
+    ``ceil(length_s / group)``, shape (S + 1,), on ``ptr``'s device (no host sync).
+
+    Group ``g`` of segment ``s`` holds positions ``ptr[s] + group * g`` .. (at most
+    ``group`` of them) and is number ``gptr[s] + g`` of all; the tree of :func:`plan` reduces
+    it to one value alone (it is aligned on the segment's start). The CUDA path computes
+    the same pointer in one launch (``gs_seg_group_ptr``, a single-pass scan).
+    """
+    lens = ptr[1:] - ptr[:-1]
+    return segment_ptr(torch.div(lens + (group - 1), group, rounding_mode="floor"))
+
+
+def group_bound(num_positions: int, num_segments: int, group: int = GROUP) -> int:
+    """An upper bound of ``group_ptr(ptr)[-1]`` known on the host:
+    ``sum ceil(len_s / group) <= (P + (group - 1) * S) // group``."""
+    return (num_positions + (group - 1) * num_segments) // group
 
 
 def _features(x, d) -> int:
@@ -190,13 +217,55 @@ def segment_reduce(ptr: torch.Tensor, op: str, num_positions: int, dtype: torch.
     """
     S = ptr.numel() - 1
     if S > 0 and num_positions > 0 and _features(x, d) == 1:
-        # one feature: the same tree in one launch, no read-back (kernels: gs_seg_warp)
-        out = torch.empty((S, 1), dtype=dtype, device=ptr.device)
+        return _one_feature(ptr, op, num_positions, dtype, x, perm, gidx, d)
+    return _tree(ptr, op, num_positions, dtype, x, perm, gidx, d, _step_cuda, _finish_cuda)
+
+
+def _one_feature(ptr, op, num_positions, dtype, x, perm, gidx, d) -> torch.Tensor:
+    """The tree for one feature, no read-back, balanced: the group pointer (one single-pass
+    scan, ``gs_seg_group_ptr``: :func:`group_ptr` on the device), a warp per group of
+    ``GROUP`` terms of any segment (``gs_seg_groups``; a column of 10**6 edges is 977 warps),
+    then a warp per segment over its group values (``gs_seg_groups_finish``): bit-equal to
+    :func:`reference_segment_reduce`. Sizes are host-known bounds (:func:`group_bound`), so
+    it runs inside CUDA graphs. At most :data:`ONE_LAUNCH` terms take ``gs_seg_warp`` (one
+    launch: a warp per whole segment), which costs less host time than the three launches
+    (LADIES's column sums of a kept block, H100: 0.045 against 0.105 ms a call) and at
+    most ``ONE_LAUNCH`` serial terms of GPU time."""
+    if num_positions <= ONE_LAUNCH:
+        return segment_reduce_warp(ptr, op, num_positions, dtype, x, perm, gidx, d)
+    ptr, S, dev = _i64(ptr), ptr.numel() - 1, ptr.device
+    key = dict(dtypes=(_FLOATS[dtype],))
+    code = MAX if op == "max" else SUM
+    blocks = -(-S // BLOCK)
+    scratch = torch.empty(1 + blocks + S + 1, dtype=torch.int64, device=dev)
+    state, gptr = scratch[:1 + blocks], scratch[1 + blocks:]
+    memset(state, 0)
+    launch("segment_reduce", "gs_seg_group_ptr", blocks * BLOCK, ptr, S, state, gptr,
+           grid=blocks, **key)
+    Q = group_bound(num_positions, S)
+    gval = torch.empty(Q, dtype=dtype, device=dev)
+    launch("segment_reduce", "gs_seg_groups", Q * 32, ptr, gptr, S, Q, _ptr(perm), _ptr(x),
+           _ptr(gidx), _ptr(d), code, gval, block=GROUP_BLOCK, **key)
+    out = torch.empty((S, 1), dtype=dtype, device=dev)
+    launch("segment_reduce", "gs_seg_groups_finish", S * 32, ptr, gptr, S, gval, code,
+           int(op == "mean"), out, block=GROUP_BLOCK, **key)
+    return out
+
+
+def segment_reduce_warp(ptr, op, num_positions, dtype, x=None, perm=None, gidx=None,
+                        d=None) -> torch.Tensor:
+    """The same one-feature tree in one launch, a warp walking each whole segment
+    (``gs_seg_warp``; a hub is one warp's serial work): what :func:`segment_reduce` ran
+    before the grouped kernels, kept for tests and benchmarks (bit-equal to both)."""
+    S = ptr.numel() - 1
+    if _features(x, d) != 1:
+        raise ValueError("segment_reduce_warp: one feature only")
+    out = torch.zeros((max(S, 0), 1), dtype=dtype, device=ptr.device)
+    if S > 0 and num_positions > 0:
         launch("segment_reduce", "gs_seg_warp", S * 32, _i64(ptr), S, _ptr(perm), _ptr(x),
                _ptr(gidx), _ptr(d), MAX if op == "max" else SUM, int(op == "mean"), out,
                dtypes=(_FLOATS[dtype],))
-        return out
-    return _tree(ptr, op, num_positions, dtype, x, perm, gidx, d, _step_cuda, _finish_cuda)
+    return out
 
 
 def reference_segment_reduce(ptr, op, num_positions, dtype, x=None, perm=None, gidx=None,

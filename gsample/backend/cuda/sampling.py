@@ -3,7 +3,10 @@
 The host code (degrees, running sums, output layout, sorting) is the torch backend's
 (:func:`gsample.backend.torch.select.select_in_columns`, :func:`~gsample.backend.torch.
 select.choose_rows`); only the draws run as kernels, equal to ``select.Draws`` (same
-words, same Floyd draws, same float steps rounded one by one, same binary search).
+words, same Floyd draws, same float steps rounded one by one, same binary search). The
+column statistics of weighted draws with replacement (each column's largest weight and last
+positive edge) are a segment reduction and a scan here, not the torch code's atomic
+scatters (float64 ``amax`` atomics on a hub column's one address); the same values.
 """
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import torch
 
 from ...random import MASK64
 from ..torch import fused_select, select
+from .compute import segment_reduce
 from .module import launch
 
 
@@ -21,8 +25,35 @@ def _base(key: int) -> int:
     return key & MASK64
 
 
+def column_max(indptr, col, w):
+    """``select.Draws.column_max`` without atomics: a warp per column (``gs_seg_warp``).
+
+    The max is exact, so the values are the scatter's; no host read-back.
+    """
+    top = segment_reduce(indptr, "max", w.numel(), torch.float64, x=w).squeeze(1)
+    # a column of -0.0 weights: +0.0 (-0.0 + 0.0), as the CPU's scatter (its start wins;
+    # the GPU's atomics give either sign, by their order)
+    return top.add_(0.0)
+
+
+def last_positive(indptr, col, w):
+    """``select.Draws.last_positive`` from a running count (torch code, no host read-back).
+
+    A column's last positive edge is the ``n``-th positive edge overall (``n``: those up to
+    the column's end): the first edge whose running count reaches ``n``, a binary search.
+    """
+    # cumsum scans a 1-D tensor device-wide (CUB); cummax would scan it in one block
+    seen = torch.cumsum(w > 0, 0)
+    before = torch.cat([seen.new_zeros(1), seen])           # positive edges before each
+    end, start = before[indptr[1:]], before[indptr[:-1]]
+    return torch.where(end > start, torch.searchsorted(seen, end), -1)
+
+
 class CudaDraws:
     """``select.Draws`` with the draws as kernels (one thread per draw or candidate)."""
+
+    column_max = staticmethod(column_max)
+    last_positive = staticmethod(last_positive)
 
     @staticmethod
     def with_replacement(cols, deg, k, key):
@@ -95,9 +126,18 @@ def hash_words(key: int, col: torch.Tensor, draw: torch.Tensor) -> torch.Tensor:
     return out
 
 
+class BatchDraws(select.Draws):
+    """A super-batch's draws: ``select.Draws`` (per-batch keys), with :class:`CudaDraws`'
+    column statistics (no atomics)."""
+
+    column_max = staticmethod(column_max)
+    last_positive = staticmethod(last_positive)
+
+
 def _draws(key):
-    """The kernels for one op key; a super-batch's per-batch keys take the torch draws."""
-    return CudaDraws if isinstance(key, int) else select.Draws
+    """The kernels for one op key; a super-batch's per-batch keys take the torch draws,
+    with the column statistics of the kernels' (:class:`BatchDraws`)."""
+    return CudaDraws if isinstance(key, int) else BatchDraws
 
 
 def individual_sample(A, k, replace, key, probs=None, method="cdf", alias=None):
@@ -117,7 +157,7 @@ def collective_sample(A, k, replace, key, node_probs=None):
     return select.collective_sample(A, k, replace, key, node_probs, draws=_draws(key))
 
 
-def slice_collective_sample(A, cols, k, replace, key, node_probs=None):
+def slice_collective_sample(A, cols, k, replace, key, node_probs=None, probs_in_slice=False):
     """The fused slice + collective sample, with the row keys / row draws as kernels."""
     return fused_select.slice_collective_sample(A, cols, k, replace, key, node_probs,
                                                 draws=_draws(key))

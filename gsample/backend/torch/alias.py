@@ -51,7 +51,7 @@ MAX_DEGREE = 1 << 30
 _LOW = (1 << 31) - 1
 
 
-def alias_columns(deg: torch.Tensor, probs: torch.Tensor) -> tuple:
+def alias_columns(deg: torch.Tensor, probs: torch.Tensor, column_max=None) -> tuple:
     """Alias tables of columns given by their degrees and concatenated weights (local form).
 
     Parameters
@@ -61,6 +61,10 @@ def alias_columns(deg: torch.Tensor, probs: torch.Tensor) -> tuple:
     probs : Tensor, shape (sum(deg),)
         Non-negative finite weights, column after column; positive somewhere in every column
         with edges (checked by the callers' input checks).
+    column_max : callable, optional
+        ``column_max(ptr, col, w)``: each column's largest weight, as
+        ``select.Draws.column_max`` (a backend's draws may compute it without atomics);
+        None: a scatter.
 
     Returns
     -------
@@ -88,7 +92,10 @@ def alias_columns(deg: torch.Tensor, probs: torch.Tensor) -> tuple:
     offset = torch.arange(E, device=dev) - ptr[col]
     # 1. integer weights relative to the column's largest (exact on every device)
     w = probs.to(torch.float64)
-    top = torch.zeros(C, dtype=torch.float64, device=dev).scatter_reduce_(0, col, w, "amax")
+    if column_max is None:
+        top = torch.zeros(C, dtype=torch.float64, device=dev).scatter_reduce_(0, col, w, "amax")
+    else:
+        top = column_max(ptr, col, w)
     bits = torch.frexp(deg.to(torch.float64)).exponent.to(torch.int64)     # bitlen(D)
     K = torch.clamp(62 - 2 * bits, max=52)
     scale = torch.bitwise_left_shift(torch.ones_like(K), K).to(torch.float64)   # 2**K, exact

@@ -86,7 +86,7 @@ def slice_individual_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, k
         Row space of ``A``, column space ``cols``; bit-identical to the unfused result.
     """
     if isinstance(key, BatchKeys):
-        return _batched_individual(A, cols, k, replace, key, probs, method, alias)
+        return _batched_individual(A, cols, k, replace, key, probs, method, alias, draws)
     indptr_a, seg = A.column_segments(cols)
     starts = indptr_a[seg]
     deg = indptr_a[seg + 1] - starts
@@ -115,7 +115,8 @@ def _table(alias, index, starts, deg, replace, probs, method):
 
 
 def slice_collective_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, key: int,
-                            node_probs: Optional[torch.Tensor] = None, draws=Draws) -> CSC:
+                            node_probs: Optional[torch.Tensor] = None, draws=Draws,
+                            probs_in_slice: bool = False) -> CSC:
     """``A[:, cols].collective_sample(k, node_probs, replace)`` without the slice's values.
 
     Parameters
@@ -130,6 +131,9 @@ def slice_collective_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, k
         One weight per row of ``A``'s row space.
     draws
         Who makes the draws (``select.Draws`` or a backend's kernels).
+    probs_in_slice : bool
+        ``node_probs`` is 0 off the slice's rows (``passes.probs_support``): a hint for
+        kernels that would mark those rows; this code gathers them anyway.
 
     Returns
     -------
@@ -160,7 +164,7 @@ def _per_batch_weights(w, name: str, length: int, copies: int, what: str):
 
 
 def _batched_individual(A: CSC, cols, k, replace, key: BatchKeys, probs, method="cdf",
-                        alias=None):
+                        alias=None, draws=Draws):
     n, copies = key.num_nodes, key.copies
     nodes, batch, ptr = frontier(cols, n, copies)
     indptr_a, seg = A.column_segments(nodes)
@@ -178,7 +182,7 @@ def _batched_individual(A: CSC, cols, k, replace, key: BatchKeys, probs, method=
         V._finite_nonnegative(probs_s, "probs")
         V.edge_probs(probs_s, indptr_s, nodes)
     indptr, col, offset = select_in_columns(deg, k, replace, key.columns(cols, batch, ptr),
-                                            probs_s, method=method, table=table)
+                                            probs_s, draws, method=method, table=table)
     return encode_columns(_result(A, nodes, indptr, starts[col] + offset), cols, n, copies)
 
 

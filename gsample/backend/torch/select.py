@@ -180,6 +180,25 @@ class Draws:
         e = torch.searchsorted(cum, before[rep] + u * total[rep], right=True)
         return torch.minimum(e, last[rep])
 
+    @staticmethod
+    def column_max(indptr, col, w):
+        """Largest weight of each column (float64, shape (C,); 0 for an empty column).
+
+        ``w`` (float64, ``>= 0``, shape (E,)) holds the columns' edge weights in column
+        order: column ``c``'s at ``indptr[c]:indptr[c + 1]`` (``indptr`` shape (C + 1,)),
+        ``col`` (shape (E,)) is each edge's column.
+        """
+        out = torch.zeros(indptr.numel() - 1, dtype=torch.float64, device=w.device)
+        return out.scatter_reduce_(0, col, w, "amax")
+
+    @staticmethod
+    def last_positive(indptr, col, w):
+        """Position (in ``w``) of each column's last edge with ``w > 0`` (LongTensor, shape
+        (C,); -1 where none); the arguments as :meth:`column_max`."""
+        last = torch.full((indptr.numel() - 1,), -1, dtype=torch.int64, device=w.device)
+        pos = (w > 0).nonzero().squeeze(1)
+        return last.scatter_reduce_(0, col[pos], pos, "amax")
+
     #: alias draws (:func:`.alias.draw_with_replacement`): ``alias(cols, deg, k, key, start,
     #: threshold, alias)``, offsets shape (n * k,), draw-major per column
     alias = staticmethod(_alias.draw_with_replacement)
@@ -321,7 +340,7 @@ def _method(method: str, replace: bool, probs) -> bool:
 def _alias_with(deg, k, key, probs, draws, table):
     # O(k) per column, as uniform draws, plus one coin each (the module docstring)
     if table is None:
-        table = _alias.alias_columns(deg, probs)
+        table = _alias.alias_columns(deg, probs, draws.column_max)
     threshold, alias = table
     nz = torch.nonzero(deg > 0).squeeze(1)
     start = segment_ptr(deg)[:-1]
@@ -369,21 +388,18 @@ def _weighted_without(indptr, col, offset, probs, k, key, draws=Draws) -> torch.
 
 def _weighted_with(indptr, col, probs, k, key, draws=Draws):
     """Drawn edges (ascending positions) and their columns: inverse CDF per column."""
-    C = indptr.numel() - 1
     # Scale each column by its largest weight (exact, order-free) before the running sum,
     # so one column's weights are never rounded against the totals of the columns before it.
     w = probs.to(torch.float64)
-    colmax = torch.zeros(C, dtype=torch.float64, device=w.device)
-    colmax.scatter_reduce_(0, col, w, "amax")
+    colmax = draws.column_max(indptr, col, w)
     w = w / colmax[col].clamp_min(torch.finfo(torch.float64).tiny)
     cum = torch.cumsum(w, 0)
     before = torch.cat([cum.new_zeros(1), cum])[indptr]      # running sum at each column start
     total = before[1:] - before[:-1]
     drawn = torch.nonzero(total > 0).squeeze(1)
     # float rounding may step past a column's last positive edge; draws pull it back to last
-    last = torch.full((C,), -1, dtype=torch.int64, device=w.device)
-    pos = (w > 0).nonzero().squeeze(1)
-    last.scatter_reduce_(0, col[pos], pos, "amax")
+    # (of the scaled weights: a tiny weight may scale to 0)
+    last = draws.last_positive(indptr, col, w)
     e = draws.inverse_cdf(cum, before, last, drawn, k, key)
     e, order = torch.sort(e, stable=True)
     return e, drawn.repeat_interleave(k)[order]
