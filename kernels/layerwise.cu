@@ -233,6 +233,8 @@ extern "C" __global__ void gs_frontier_rows(const gs_idx* __restrict__ indptr,
 // With probs, each value of probs is also checked once (the compiled program's check of
 // node_probs, in the pass that reads them anyway): bad[0] = 1 when one is NaN or infinite,
 // bad[1] = 1 when one is negative (bad: zero before the launch; read back by the caller).
+// cand null: the rows with p[r] > 0 are the candidates (probs are 0 off the slice's rows:
+// the probs_support pass said so).
 extern "C" __global__ void gs_row_sort_keys(const unsigned char* __restrict__ cand, gs_i64 R,
                                             const gs_t* __restrict__ probs, int shared,
                                             const gs_u64* __restrict__ key, gs_i64 n,
@@ -247,7 +249,8 @@ extern "C" __global__ void gs_row_sort_keys(const unsigned char* __restrict__ ca
             if (isnan(x) || isinf(x)) bad[0] = 1;
             else if (x < 0.0) bad[1] = 1;
         }
-        const bool is = cand[r] && (probs == nullptr || (double)probs[pr] > 0.0);
+        const bool is = (cand == nullptr || cand[r])
+                        && (probs == nullptr || (double)probs[pr] > 0.0);
         gs_i64 k = 0x7FFFFFFFFFFFFFFFLL;
         if (is) {
             const gs_u64 w = gs_word(gs_combine(key[0], (gs_i64)key[1] + b), 0, r - b * n);
@@ -265,6 +268,40 @@ extern "C" __global__ void gs_scatter_positions(const gs_i64* __restrict__ chose
     for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < k;
          i += (gs_i64)gridDim.x * blockDim.x)
         if (chosen[i] < R) newpos[chosen[i]] = (int)i;
+}
+
+// mark[picked[i]] = 1 for the rows drawn (mark starts all 0; entries at or past R are not
+// rows: fewer candidates than draws).
+extern "C" __global__ void gs_mark_rows(const gs_i64* __restrict__ picked, gs_i64 k, gs_i64 R,
+                                        unsigned char* __restrict__ mark) {
+    for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < k;
+         i += (gs_i64)gridDim.x * blockDim.x)
+        if (picked[i] < R) mark[picked[i]] = 1;
+}
+
+// The marked rows in row order, in one pass (a single-pass scan, scan.cuh): chosen[i] is
+// the i-th marked row, newpos[r] its position i (-1 for a row not marked). Each thread takes
+// GS_ITEMS consecutive rows of its block's tile (state: 1 + tiles words, zero before).
+extern "C" __global__ void gs_chosen_rows(const unsigned char* __restrict__ mark, gs_i64 R,
+                                          gs_u64* __restrict__ state,
+                                          gs_i64* __restrict__ chosen,
+                                          int* __restrict__ newpos) {
+    const gs_i64 tile = gs_scan_ticket(state);
+    const gs_i64 r0 = (tile * blockDim.x + threadIdx.x) * GS_ITEMS;
+    bool m[GS_ITEMS];
+    gs_i64 count = 0;
+    for (int j = 0; j < GS_ITEMS; ++j) {
+        m[j] = r0 + j < R && mark[r0 + j];
+        count += m[j];
+    }
+    gs_i64 sum;
+    const gs_i64 local = gs_block_exclusive(count, &sum);
+    gs_i64 at = gs_scan_exclusive(state, tile, sum) + local;
+    for (int j = 0; j < GS_ITEMS; ++j) {
+        if (r0 + j >= R) break;
+        if (m[j]) chosen[at] = r0 + j;
+        newpos[r0 + j] = m[j] ? (int)at++ : -1;
+    }
 }
 
 // The frontier edges of a chosen row that each column keeps: counts[c] (zero before the

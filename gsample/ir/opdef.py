@@ -155,6 +155,8 @@ class OpDef:
     variadic: Optional[Align] = None   # numbered inputs "0", "1", ... (their alignment;
     takes_any: bool = False            # takes_any: numbered inputs of any kind)
     keeps_layout: bool = False   # a matrix result stays in the layout A was read in
+    edges: Optional[str] = None  # a matrix result's edges: "same" as A's (values changed,
+                                 # or the layout), a "subset" of A's; None: not said
     batched: bool = False        # on a graph, takes a super-batch's encoded frontier itself
                                  # (attrs["batches"]), as random ops do
     check: Optional[Callable] = None   # data checks: check(**inputs, **attrs)

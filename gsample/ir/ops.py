@@ -65,7 +65,7 @@ _DEFS = [
           Kind.ANY, doc="a graph-only value computed once per graph and reused (its layout is "
                         "its program's)"),
     OpDef(Op.TO_LAYOUT, P, Step.COMPUTE, (_A,), (Attr("layout", _choice("layout", LAYOUTS)),),
-          M, keeps_layout=False, estimate=_same, bound=_same,
+          M, keeps_layout=False, edges="same", estimate=_same, bound=_same,
           doc="A in layout 'layout' (csc, csr, csr-compact or coo); exact, samples unchanged"),
     # extract
     OpDef(Op.SLICE_COLS, P, Step.EXTRACT, (_A, In("cols", Align.NEW_COLS)), (), M,
@@ -86,11 +86,11 @@ _DEFS = [
                                               edge_values=True)),
           (Attr("op", _choice("op", MAP_OPS), example="mul"), Attr("reverse", example=False),
            Attr("scalar", example=2.0)), M,
-          keeps_layout=True, check=V.check_edge_map, estimate=_same, bound=_same,
+          keeps_layout=True, edges="same", check=V.check_edge_map, estimate=_same, bound=_same,
           capture=Capture(), doc="A * x, A + x, A ** p, ... (x: scalar attr, or an edge tensor)"),
     OpDef(Op.EDGE_BROADCAST, P, Step.COMPUTE, (_A, In("vector", Align.AXIS)),
           (Attr("op", _choice("op", BROADCAST_OPS), example="div"), _AXIS), M,
-          keeps_layout=True,
+          keeps_layout=True, edges="same",
           check=V.check_broadcast, estimate=_same, bound=_same,
           capture=Capture(methods=BROADCAST_OPS, params={"v": "vector"}), doc="A.div(v, axis)"),
     OpDef(Op.REDUCE, P, Step.COMPUTE, (_A,),
@@ -102,7 +102,7 @@ _DEFS = [
           check=V.check_spmm_t, doc="A.T @ D"),
     OpDef(Op.SDDMM, P, Step.COMPUTE, (_A, In("u", Align.ROWS), In("v", Align.COLS)),
           (Attr("op", _choice("op", SDDMM_OPS), example="mul"),), M, keeps_layout=True,
-          check=V.check_sddmm,
+          edges="same", check=V.check_sddmm,
           estimate=_same, bound=_same, doc="gs.sddmm(A, U, V, op)"),
     OpDef(Op.TRANSPOSE, P, Step.COMPUTE, (_A,), (), M,
           estimate=lambda A, ins, at: Size(A.nnz, A.cols, A.rows),
@@ -115,8 +115,8 @@ _DEFS = [
     OpDef(Op.COL_IDS, P, Step.FINALIZE, (_A,), (), T, out=Align.COL_IDS,
           capture=Capture(properties=("col_ids",)), doc="A.col_ids"),
     OpDef(Op.FUSED_EDGE_MAP, P, Step.COMPUTE, (_A,), (Attr("program", example=EXAMPLE_PROGRAM),), M,
-          variadic=Align.STEPS, keeps_layout=True, check=V.check_fused, estimate=_same,
-          bound=_same, doc=_FUSED_DOC),
+          variadic=Align.STEPS, keeps_layout=True, edges="same", check=V.check_fused,
+          estimate=_same, bound=_same, doc=_FUSED_DOC),
     OpDef(Op.FUSED_EDGE_MAP_REDUCE, P, Step.COMPUTE, (_A,),
           (Attr("program", example=EXAMPLE_PROGRAM),
            Attr("op", _choice("op", REDUCE_OPS), example="sum"), _AXIS), T, out=Align.AXIS,
@@ -152,8 +152,12 @@ _DEFS = [
               "A's edges)"),
     OpDef(Op.SLICE_COLLECTIVE_SAMPLE, R, Step.SELECT,
           (_A, In("cols", Align.NEW_COLS), In("node_probs", Align.ROWS, optional=True)),
-          (_K, _REPLACE), M, check=V.check_collective, estimate=_fused(_collective),
-          doc="A[:, cols].collective_sample(k) without the slice"),
+          (_K, _REPLACE, Attr("probs_in_slice", lambda v: V.flag(v, "probs_in_slice"), False,
+                              what="bool", example=False, required=False)), M,
+          check=V.check_collective, estimate=_fused(_collective),
+          doc="A[:, cols].collective_sample(k) without the slice; probs_in_slice (set by the "
+              "probs_support pass): node_probs is 0 at every row without an edge in the "
+              "slice, so its positive rows are the candidates"),
     OpDef(Op.ALIAS_TABLE, P, Step.COMPUTE, (_A, In("probs", Align.EDGES, edge_values=True)), (),
           T, out=Align.EDGES, check=V.check_alias_table,
           doc="alias tables of A's columns for weights 'probs' (E,): a LongTensor (E, 2), "
@@ -186,7 +190,7 @@ _DEFS = [
               "geometric (P(x) = (1 - p) p^x) or binomial(n, p), by inversion of one keyed "
               "word per entry against a table of thresholds (gsample.random.count_table)"),
     OpDef(Op.FILTER_EDGES, P, Step.SELECT, (_A, In("keep", Align.EDGES)), (), M,
-          check=V.check_filter_edges,
+          edges="subset", check=V.check_filter_edges,
           estimate=lambda A, ins, at: Size(A.nnz / 2, A.rows, A.cols), bound=_same,
           capture=Capture(methods=("filter_edges",)),
           doc="A.filter_edges(keep): the edges where keep (bool, (E,)) is True, in order, "

@@ -24,6 +24,7 @@ from .fuse_extract_extract import fuse_extract_extract
 from .fuse_extract_select import fuse_extract_select
 from .layout import select_layouts
 from .alias_tables import alias_tables
+from .probs_support import probs_support
 from .preprocess import preprocess
 
 #: the passes, in order, each with why it runs at that point
@@ -53,6 +54,9 @@ PIPELINE: list = [
     (alias_tables, "pre-processing's offline mode, after extract-select fusion, which makes a "
                    "slice's weights the graph's: alias tables of graph-level weights are "
                    "built once per graph"),
+    (probs_support, "after extract-select and extract-reduce fusion, which make the fused "
+                    "collective sampler and the slice's row reductions it relates (its "
+                    "node_probs vanish off the slice's rows: no marking pass over them)"),
     (select_layouts, "after every rewrite, so the cost model prices the ops that really run "
                      "(fused ones included) and each conversion is placed once; before DCE, "
                      "which then drops what a conversion made unused"),

@@ -114,27 +114,32 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
 @dataclass
 class Pending(PendingSizes):
     """:func:`collective_start`'s queued work, which :func:`collective_finish` reads back."""
-    args: tuple                    # (A, cols, k, replace, key, node_probs, select)
+    args: tuple                    # (A, cols, k, replace, key, node_probs, select, in slice)
     fallback: bool                 # the exact implementation runs it all in the finish
     scalars: list = field(default_factory=list)   # read back: edges, drawn, kept, flags...
     state: tuple = ()              # (buf, ncols, ptr, indptr_out, chosen, newpos, radix)
 
 
 def slice_collective_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
-                            node_probs=None, _select: str = None) -> CSC:
+                            node_probs=None, probs_in_slice: bool = False,
+                            _select: str = None) -> CSC:
     """``A[:, cols].collective_sample(k, node_probs, replace)``: ``k`` rows for the frontier,
     every frontier edge of a chosen row kept (see the module docstring); the two phases
     :func:`collective_start` and :func:`collective_finish` in one call."""
-    return collective_finish(collective_start(A, cols, k, replace, key, node_probs, _select))
+    return collective_finish(collective_start(A, cols, k, replace, key, node_probs,
+                                              probs_in_slice, _select))
 
 
 def collective_start(A: CSC, cols, k: int, replace: bool, key: DeviceKey, node_probs=None,
-                     _select: str = None) -> Pending:
+                     probs_in_slice: bool = False, _select: str = None) -> Pending:
     """The device part of :func:`slice_collective_sample`: candidate rows, their keys, each
     batch's ``k`` smallest, the kept counts; nothing read back (a CUDA graph may capture
     it). Inputs another implementation runs (replacement, a sub-matrix, ``k == 0``, other
-    probabilities) only pass through, to the finish."""
-    args = (A, cols, k, replace, key, node_probs, _select)
+    probabilities) only pass through, to the finish. ``probs_in_slice``: ``node_probs`` is 0
+    at every row without an edge in the slice (``passes.probs_support``), so its positive
+    rows are the candidates and the slice's rows are not marked (a pass over its edges
+    less)."""
+    args = (A, cols, k, replace, key, node_probs, probs_in_slice, _select)
     N, n = (key.copies, key.num_nodes) if key.copies > 1 else (1, 0)
     R = A.num_nodes * N                                   # the (block-diagonal) row space
     probs_ok = node_probs is None or (node_probs.dtype in _FLOATS and node_probs.is_cuda
@@ -146,23 +151,26 @@ def collective_start(A: CSC, cols, k: int, replace: bool, key: DeviceKey, node_p
     C, dev = buf.numel(), buf.device
     indptr, rows = _index_arrays(A)
     params = _params(indptr)
-    cand = torch.empty(R, dtype=torch.uint8, device=dev)
-    memset(cand, 0)
+    p = None if node_probs is None else node_probs.contiguous()
+    shared = p is not None and p.numel() != R                # the batches share one
+    # the candidates: rows with an edge in the slice (and p > 0); with probs_in_slice, p > 0
+    cand = None
+    if p is None or shared or not probs_in_slice:
+        cand = torch.empty(R, dtype=torch.uint8, device=dev)
+        memset(cand, 0)
     # per column: kept edges (col_counts), then their pointer (indptr_out), then the two
     # flags of node_probs' check (gs_row_sort_keys)
     scratch = torch.empty(2 * C + 3, dtype=torch.int64, device=dev)
     memset(scratch, 0)
     col_counts, indptr_out, bad = scratch[:C], scratch[C:2 * C + 1], scratch[2 * C + 1:]
     ptr = _frontier_ptr(indptr, buf, ncols, n)
-    if C:
+    if C and cand is not None:
         launch("layerwise", "gs_frontier_rows", _GRID * _THREADS, indptr, rows, buf, C, ptr, n,
                cand, block=_THREADS, grid=_GRID, params=params)
     keys = torch.empty(R, dtype=torch.int64, device=dev)    # INT64_MAX: not a candidate
-    p = None if node_probs is None else node_probs.contiguous()
-    shared = p is not None and p.numel() != R                # the batches share one
     dtypes = (_FLOATS[p.dtype],) if p is not None else ("float",)
-    launch("layerwise", "gs_row_sort_keys", R, cand, R, _opt(p), shared, key.tensor, n, keys,
-           bad, dtypes=dtypes)
+    launch("layerwise", "gs_row_sort_keys", R, _opt(cand), R, _opt(p), shared, key.tensor, n,
+           keys, bad, dtypes=dtypes)
     # each batch's k smallest keys over all its rows (no read-back of the candidate count:
     # the keys of non-candidates are the largest), rows ascending; R marks a draw past the
     # candidates (they sort last)
@@ -184,7 +192,6 @@ def collective_start(A: CSC, cols, k: int, replace: bool, key: DeviceKey, node_p
             at = at + torch.arange(0, R, rows_per, device=dev).unsqueeze(1)
         picked = torch.where(vals != _NOT_A_ROW, at, R)
     drawn_d = picked < R                               # a candidate: min(k, candidates)
-    chosen = torch.sort(picked.view(-1)).values
     valid = drawn_d.sum().reshape(1)
     if N > 1 and p is not None and C:
         # as each mini-batch checks its own: a batch with frontier edges needs a candidate
@@ -192,10 +199,7 @@ def collective_start(A: CSC, cols, k: int, replace: bool, key: DeviceKey, node_p
         edges_b = torch.zeros(N, dtype=torch.int64, device=dev).index_add_(
             0, batch, ptr[1:] - ptr[:-1])
         V.fail_if(((edges_b > 0) & ~drawn_d.any(dim=1)).any(), ValueError, V.NO_POSITIVE_ROW)
-    newpos = torch.empty(R, dtype=torch.int32, device=dev)
-    memset(newpos, 0xFF)                                              # -1: not chosen
-    launch("layerwise", "gs_scatter_positions", chosen.numel(), chosen, chosen.numel(), R,
-           newpos)
+    chosen, newpos = _positions(picked.reshape(-1), R, N > 1)
     if C:
         launch("layerwise", "gs_kept_counts", _GRID * _THREADS, indptr, rows, buf, C, ptr, n,
                newpos, col_counts, block=_THREADS, grid=_GRID, params=params)
@@ -208,11 +212,39 @@ def collective_start(A: CSC, cols, k: int, replace: bool, key: DeviceKey, node_p
                    (buf, ncols, ptr, indptr_out, chosen, newpos, overflow is not None))
 
 
+def _positions(picked: torch.Tensor, R: int, sort: bool) -> tuple:
+    """The rows drawn ascending (``chosen``: its first ``min(k, candidates)`` entries) and each
+    one's position there (``newpos``, int32 per row of the row space, -1: not drawn).
+
+    One mini-batch: a mark per row and one scan over the row space (a ``torch.sort`` of the
+    drawn rows took 28 us a LADIES layer, H100); a super-batch sorts, as its row space is N
+    graphs' (the scan's pass over it cost more than sorting N * k rows: FastGCN SB64).
+    """
+    dev = picked.device
+    newpos = torch.empty(R, dtype=torch.int32, device=dev)
+    if sort:
+        chosen = torch.sort(picked).values
+        memset(newpos, 0xFF)                                          # -1: not chosen
+        launch("layerwise", "gs_scatter_positions", chosen.numel(), chosen, chosen.numel(), R,
+               newpos)
+        return chosen, newpos
+    marks = torch.empty(R, dtype=torch.uint8, device=dev)
+    memset(marks, 0)
+    launch("layerwise", "gs_mark_rows", picked.numel(), picked, picked.numel(), R, marks)
+    chosen = torch.empty(picked.numel(), dtype=torch.int64, device=dev)
+    tiles = -(-R // _TILE)
+    order = torch.empty(1 + tiles, dtype=torch.int64, device=dev)
+    memset(order, 0)
+    launch("layerwise", "gs_chosen_rows", tiles * _THREADS, marks, R, order, chosen, newpos,
+           block=_THREADS, grid=tiles)
+    return chosen, newpos
+
+
 def collective_finish(pending: Pending) -> CSC:
     """The read-back of :func:`collective_start`'s sizes (and of every check flag pending),
     then the kept edges: the sample. After a replayed CUDA graph (``COPY_OUT``) the values
     it keeps from the graph's memory are copies."""
-    A, cols, k, replace, key, node_probs, _select = pending.args
+    A, cols, k, replace, key, node_probs, probs_in_slice, _select = pending.args
     if pending.fallback:
         if node_probs is not None:                 # (the kernel path checks them itself)
             V._finite_nonnegative(node_probs, "node_probs")
@@ -226,7 +258,8 @@ def collective_finish(pending: Pending) -> CSC:
     if negative:
         raise ValueError(f"node_probs: contains negative values (min {float(node_probs.min())})")
     if radix and rest.pop():                       # too many ties: torch.topk instead
-        return slice_collective_sample(A, cols, k, replace, key, node_probs, _select="torch")
+        return slice_collective_sample(A, cols, k, replace, key, node_probs, probs_in_slice,
+                                       _select="torch")
     if node_probs is not None and edges and not drawn:          # (k >= 1 here)
         raise ValueError(V.NO_POSITIVE_ROW)
     Cx = rest[0] if rest else buf.numel()
