@@ -5,8 +5,9 @@ NCCL on GPUs, gloo on CPUs; start the processes with ``torchrun`` or
 
 * **the graph** (:func:`place`): replicated on every rank's device, in memory shared by the
   ranks of a host (pinned and read by each GPU through UVA), or partitioned by edge-balanced
-  ranges of columns (:class:`PartitionedMatrix`, whose node-wise sampling and walks exchange
-  frontiers between the ranks); a rule picks one from the graph's size and the ranks' device
+  ranges of columns (:class:`PartitionedMatrix`, whose node-wise sampling, uniform or
+  weighted, and walks, uniform, weighted or node2vec, exchange frontiers between the ranks);
+  a rule picks one from the graph's size and the ranks' device
   memory (:func:`choose_placement`), and ``placement=`` overrides it;
 * **the seeds**: ``gs.DataLoader(G, sampler, seeds, batch_size, seed=0, distributed=True)``
   gives each rank its share of every epoch's mini-batches, as

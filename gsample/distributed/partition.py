@@ -3,39 +3,44 @@
 Rank ``r`` owns the columns (the in-edges) of nodes ``bounds[r] <= v < bounds[r + 1]``, the
 ranges cut where the edge count reaches ``r * E / world_size``, and keeps only their CSC on its
 device. A sampler sees a :class:`PartitionedMatrix` and runs eagerly; an operator over a
-frontier that spans ranges exchanges it:
+frontier that spans ranges exchanges it. Every sample is the single-process one, bit for bit
+(DESIGN §3: draws are keyed by the mini-batch and the column's position in the frontier,
+never by the rank):
 
-``A[:, cols].individual_sample(k, replace=...)`` (uniform)
-    each rank sends every frontier column to its owner with the column's position in the
-    frontier and the op's key (one all-to-all); the owner draws exactly what the
-    single-process sampler draws for that column (the same keys: DESIGN §3, the column
-    position of the requesting frontier) and sends back per column its edge count, then the
-    edges' rows, edge ids and values (two all-to-alls). The result is an ordinary
-    ``gs.Matrix`` on the rank's device, identical to the single-process sample.
-``A.random_walk(seeds, length, stop_prob=..., restart_prob=..., jump_prob=...)`` (uniform)
-    each step sends every walk still going to the owner of its current node (with its walker
-    hash and root), which takes the step as ``gsample.backend.torch.walk`` does, and answers
-    with the next node: two all-to-alls per step, the walks identical to the single-process
-    ones.
+``A[:, cols].individual_sample(k, probs=..., replace=..., method=...)``
+    uniform or weighted, drawn by the columns' owners or by the requesting rank
+    (:mod:`gsample.distributed.partition_sampling` says which, and how they exchange).
+``A.random_walk(seeds, length, probs=..., p=..., q=..., stop_prob=..., ...)``
+    uniform, weighted or node2vec, each step taken by the owner of the walk's current node
+    (:mod:`gsample.distributed.partition_walks`).
 
-Every other operator, weighted sampling and node2vec (whose edge test needs the previous
-node's column, on another rank) raise ``NotImplementedError`` naming a placement that runs
-them ("replicated" or "shared").
+The draws are the torch code's (``gsample.backend.torch.select`` and ``.walk``) on the rank's
+device: bit for bit the single-device samples of the torch backend (the default for eager
+ops); a single GPU under ``gs.use_backend("cuda")`` draws weighted node-wise samples within
+DESIGN §3's bound of them (99.9% of draws), the others bit for bit.
+
+Checks of data that differ between ranks (probabilities) are agreed: when they fail on one
+rank, every rank raises (that rank's error), so that none is left waiting in a collective.
+Every other operator (``collective_sample``, reductions, slices with rows, ...) raises
+``NotImplementedError`` naming a placement that runs it ("replicated" or "shared").
 """
 from __future__ import annotations
 
 import math
+import numbers
 from types import SimpleNamespace
+from typing import Optional
 
 import torch
+import torch.distributed as dist
 
 from .. import validate as V
-from ..backend.torch.select import select_in_columns
-from ..backend.torch.walk import STRIDE, _general_step, thresholds
 from ..formats.csc import CSC, gather_segments, segment_ptr
 from ..matrix import Matrix
-from ..random import ColumnKeys, _signed, combine_tensor, next_op_key
+from ..random import next_op_key
 from .comm import Route, all_to_all, group_sums
+from .partition_sampling import _mapped, _sample, _sample_here
+from .partition_walks import _Walks
 
 
 def edge_balanced_bounds(indptr: torch.Tensor, world_size: int) -> list:
@@ -64,20 +69,30 @@ def local_part(csc: CSC, lo: int, hi: int) -> CSC:
                values=None if csc.values is None else csc.values[e0:e1], eids=eids)
 
 
+#: what a partitioned graph runs (the other operators' error says so)
+SUPPORTED = ("A[:, cols].individual_sample (uniform or weighted, with or without "
+             "replacement), A[:, cols].values and scalar edge maps of A[:, cols], and "
+             "A.random_walk (uniform, weighted, node2vec, with stop / restart / jump)")
+
+
 def _unsupported(what: str) -> NotImplementedError:
     return NotImplementedError(
         f"{what}: not supported on a partitioned graph (placement='partitioned' runs "
-        "A[:, cols].individual_sample(k) and A.random_walk(...), uniform); place the graph "
-        "'replicated' or 'shared' (gsample.distributed.place) for it")
+        f"{SUPPORTED}); place the graph 'replicated' or 'shared' (gsample.distributed.place) "
+        "for it")
 
 
-class PartitionedMatrix:
+class PartitionedMatrix(_Walks):
     """This rank's part of a graph partitioned by edge-balanced column ranges.
 
     Made by :func:`gsample.distributed.place`. A sampler written with the Matrix API runs on
-    it eagerly (``A[:, cols].individual_sample(k)``, ``.all_nodes()`` and the rest on the
-    sampled matrices, ``A.random_walk``); every rank must run the same operators in the same
-    order (as the ranks of one epoch do, through ``gs.DataLoader``).
+    it eagerly (``A[:, cols].individual_sample(k)``, uniform or weighted, ``.all_nodes()``
+    and the rest on the sampled matrices, ``A.random_walk``, uniform, weighted or node2vec);
+    every rank must run the same operators in the same order (as the ranks of one epoch do,
+    through ``gs.DataLoader``). Samples are the single-process ones, bit for bit (the docstrings
+    of :mod:`~gsample.distributed.partition_sampling` and
+    :mod:`~gsample.distributed.partition_walks` say how each operator exchanges its
+    frontier).
 
     Attributes
     ----------
@@ -87,6 +102,9 @@ class PartitionedMatrix:
         ``world_size + 1`` column bounds; this rank owns ``bounds[rank]:bounds[rank + 1]``.
     local : CSC
         This rank's columns (local ``indptr``; global rows and edge ids) on its device.
+    first_edge : int
+        The position (in the whole graph's CSC order) of this rank's first edge: its edges
+        are ``first_edge .. first_edge + local.nnz - 1`` of an edge-aligned tensor.
     rank, world_size, group
         Where this part sits in the process group.
 
@@ -94,20 +112,25 @@ class PartitionedMatrix:
     --------
     >>> P = gs.distributed.place(A, "partitioned")          # every rank of the group
     >>> s = P[:, seeds].individual_sample(10)               # a gs.Matrix, as on one process
+    >>> sub = P[:, seeds]
+    >>> s = sub.individual_sample(5, probs=sub, replace=True)       # by edge weight
+    >>> walks = P.random_walk(seeds, 80, p=2.0, q=0.5)      # node2vec, shape (B, 81)
     """
 
     placement = "partitioned"
 
     def __init__(self, local: CSC, bounds: list, num_nodes: int, num_edges: int, rank: int,
-                 world_size: int, group=None):
+                 world_size: int, group=None, first_edge: Optional[int] = None):
         self.local, self.bounds = local, list(bounds)
         self.num_nodes, self.num_edges = num_nodes, num_edges
         self.rank, self.world_size, self.group = rank, world_size, group
         self.lo = self.bounds[rank]
+        self._first_edge = first_edge
         self._cuts = torch.tensor(self.bounds[1:-1], dtype=torch.int64, device=self.device)
         self._deg = local.indptr[1:] - local.indptr[:-1]
         self._checks = SimpleNamespace(num_nodes=num_nodes, device=self.device, row_ids=None,
                                        col_ids=None)
+        self._own_alias = None              # (values' version, alias tables of its values)
 
     @property
     def device(self) -> torch.device:
@@ -116,6 +139,15 @@ class PartitionedMatrix:
     @property
     def shape(self) -> tuple:
         return (self.num_nodes, self.num_nodes)
+
+    @property
+    def first_edge(self) -> int:
+        if self._first_edge is None:        # made by hand: the ranks' edge counts (collective)
+            counts = torch.zeros(self.world_size, dtype=torch.int64, device=self.device)
+            counts[self.rank] = self.local.nnz
+            dist.all_reduce(counts, group=self.group)
+            self._first_edge = int(counts[:self.rank].sum())
+        return self._first_edge
 
     def owner(self, ids: torch.Tensor) -> torch.Tensor:
         """The rank owning the column of each node of ``ids``."""
@@ -144,103 +176,160 @@ class PartitionedMatrix:
         return _Frontier(self, V.ids(key[1], "cols", self.num_nodes, self.device,
                                      allow_empty=False))
 
-    def random_walk(self, seeds, length: int, probs=None, p: float = 1.0, q: float = 1.0,
-                    stop_prob: float = 0.0, restart_prob: float = 0.0,
-                    jump_prob: float = 0.0) -> torch.Tensor:
-        """``gs.Matrix.random_walk`` (uniform, with stop / restart / jump), the steps exchanged
-        between the ranks: the walks are the single-process ones. Shape (W, length + 1)."""
-        length = V.count(length, "length")
-        p, q = V.positive(p, "p"), V.positive(q, "q")
-        stop_prob = V.probability(stop_prob, "stop_prob")
-        restart_prob = V.probability(restart_prob, "restart_prob")
-        jump_prob = V.probability(jump_prob, "jump_prob")
-        if probs is not None:
-            raise _unsupported("probs (weighted walks)")
-        if p != 1.0 or q != 1.0:
-            raise _unsupported("p, q (node2vec walks)")
-        seeds = V.check_random_walk(self._checks, seeds, length=length, stop_prob=stop_prob,
-                                    restart_prob=restart_prob, jump_prob=jump_prob)["seeds"]
-        key = next_op_key()                    # after the checks, as an eager op takes it
-        return self._walk(seeds, length, key, thresholds(stop_prob, restart_prob, jump_prob))
-
-    def _walk(self, seeds, length, key, cs):
-        W, dev, local = seeds.numel(), self.device, self.local
-        out = torch.full((W, length + 1), -1, dtype=torch.int64, device=dev)
-        out[:, 0] = seeds
-        at = torch.arange(W, device=dev)
-        h = combine_tensor(key, at)           # the walker's hash: the first half of every key
-        root = cur = seeds
-        one = torch.ones((), dtype=torch.float64, device=dev)
-        weights = (one, one, one, 1.0)        # node2vec's, unused
-        for t in range(length):
-            route = Route(torch.stack([cur, h, root], 1), self.owner(cur), self.world_size,
-                          self.group)
-            v, hv, rv = (route.received[:, i] for i in range(3))
-            v = v - self.lo
-            step = _general_step(t, t * STRIDE, hv, v, None, rv, self._deg[v], local.indptr,
-                                 local.rows, None, self.num_nodes, None, cs, weights, False, dev)
-            nxt = route.answer(step)
-            out[at, t + 1] = nxt
-            going = nxt >= 0
-            at, h, root, cur = at[going], h[going], root[going], nxt[going]
-        return out
-
 
 class _Frontier:
-    """``A[:, cols]`` of a :class:`PartitionedMatrix`: what can be sampled from it."""
+    """``A[:, cols]`` of a :class:`PartitionedMatrix`: what can be sampled from it.
 
-    def __init__(self, A: PartitionedMatrix, cols: torch.Tensor):
-        self.A, self.cols = A, cols
+    Its edges stay with their owners; ``.values`` fetches them. Scalar edge maps (``sub **
+    2``, ``2 * sub + 1``) give frontiers whose values the owners compute, elementwise, as one
+    process does: as ``probs`` they are drawn by the owners too.
+    """
+
+    def __init__(self, A: PartitionedMatrix, cols: torch.Tensor, maps: tuple = (),
+                 fetched: Optional[dict] = None):
+        self.A, self.cols, self._maps = A, cols, maps
+        # what was fetched of the slice (degrees, the graph's values): shared with edge maps
+        self._fetched = {} if fetched is None else fetched
 
     def __getattr__(self, name):
         if not name.startswith("_") and hasattr(Matrix, name):
             raise _unsupported(f"A[:, cols].{name}")
         raise AttributeError(f"'A[:, cols]' of a partitioned graph has no attribute {name!r}")
 
+    @property
+    def shape(self) -> tuple:
+        return (self.A.num_nodes, self.cols.numel())
+
+    # ------------------------------------------------------------------ scalar edge maps
+    def _edge_map(self, op: str, other, reverse: bool = False) -> "_Frontier":
+        if isinstance(other, bool) or not isinstance(other, numbers.Real):
+            raise _unsupported(f"other: an edge map of A[:, cols] with a "
+                               f"{type(other).__name__} (a Python number only)")
+        return _Frontier(self.A, self.cols, self._maps + ((op, other, reverse),), self._fetched)
+
+    def __add__(self, other): return self._edge_map("add", other)
+    def __radd__(self, other): return self._edge_map("add", other, True)
+    def __sub__(self, other): return self._edge_map("sub", other)
+    def __rsub__(self, other): return self._edge_map("sub", other, True)
+    def __mul__(self, other): return self._edge_map("mul", other)
+    def __rmul__(self, other): return self._edge_map("mul", other, True)
+    def __truediv__(self, other): return self._edge_map("div", other)
+    def __rtruediv__(self, other): return self._edge_map("div", other, True)
+    def __pow__(self, other): return self._edge_map("pow", other)
+    def __neg__(self):
+        return _Frontier(self.A, self.cols, self._maps + (("neg", None, False),), self._fetched)
+
+    # ------------------------------------------------------------------ fetched from the owners
+    def _fetch(self, values: bool) -> dict:
+        """The frontier's column degrees (``"deg"``, shape (C,)) and, with ``values``, the
+        graph's values of its edges in slice order (``"values"``, shape (E_slice,)), asked of
+        their owners once (every rank calls it)."""
+        got = self._fetched
+        if "deg" in got and (not values or "values" in got):
+            return got
+        A, cols = self.A, self.cols
+        route = Route(cols.unsqueeze(1), A.owner(cols), A.world_size, A.group)
+        v = route.received[:, 0] - A.lo
+        deg = A._deg[v]
+        sent = all_to_all(deg, route.sent, route.got, route.group)    # in the order sent
+        got["deg"] = torch.empty_like(sent)
+        got["deg"][route.order] = sent
+        if values:
+            index, _ = gather_segments(A.local.indptr, v)
+            back = route.answer_grouped(A.local.value_tensor()[index],
+                                        group_sums(deg, route.got), group_sums(sent, route.sent))
+            inv = torch.empty_like(route.order)
+            inv[route.order] = torch.arange(cols.numel(), device=cols.device)
+            got["values"] = back[gather_segments(segment_ptr(sent), inv)[0]]
+        return got
+
+    @property
+    def values(self) -> torch.Tensor:
+        """Edge values of the slice, shape (E_slice,), in its edge order (column after
+        column, each in the graph's CSC order; 1.0 when the graph has none), as
+        ``gs.Matrix.values`` of ``A[:, cols]``: fetched from the columns' owners (every rank
+        must ask, as for any operator). A tensor computed from them is a valid ``probs``.
+
+        Examples
+        --------
+        >>> sub = P[:, seeds]
+        >>> s = sub.individual_sample(5, probs=sub.values.sqrt())
+        """
+        return _mapped(self._fetch(True)["values"], self._maps)
+
+    def _same_columns(self, other: "_Frontier") -> bool:
+        return other.A is self.A and (other.cols is self.cols or (
+            other.cols.shape == self.cols.shape and torch.equal(other.cols, self.cols)))
+
+    # ------------------------------------------------------------------ sampling
     def individual_sample(self, k: int, probs=None, replace: bool = False,
                           method: str = "cdf") -> Matrix:
-        """``gs.Matrix.individual_sample`` (uniform), each column drawn by its owner rank with
-        the single-process keys: the same sample. Returns a ``gs.Matrix`` on this rank's
-        device (row space of all nodes, column space ``cols``). ``method`` only concerns
-        weighted draws (not supported here)."""
+        """``gs.Matrix.individual_sample`` on a partitioned graph: the single-process sample.
+
+        Parameters
+        ----------
+        k : int
+            Edges per column, ``>= 0``.
+        probs : A[:, cols], a scalar edge map of it, or Tensor, optional
+            Unnormalised probabilities: this frontier itself (the graph's edge values, as
+            ``probs=sub`` on one process), a scalar edge map of it (``sub ** 2``), or a
+            tensor of shape (E_slice,) aligned with the slice's edges (as ``sub.values``
+            gives them). Finite, non-negative, not all zero in a column with edges (checked
+            on every rank together). ``None``: uniform.
+        replace : bool
+            With replacement every non-empty column returns exactly ``k`` edges.
+        method : {"cdf", "alias"}
+            How weighted draws with replacement are made (as on one process; ``"alias"``
+            needs ``replace=True`` when ``probs`` is given).
+
+        Returns
+        -------
+        gs.Matrix, shape (N, C)
+            On this rank's device: row space all nodes, column space ``cols``, each column's
+            chosen edges (rows, edge ids, values) in the graph's order.
+
+        Notes
+        -----
+        Uniform draws, and weighted ones of the owners' weights (``probs`` the frontier or
+        an edge map of it) without replacement or with ``method="alias"``, are made by each
+        column's owner with the single-process keys (the column's position in the frontier):
+        one request, ``k`` edges per column back. Inverse-CDF draws with replacement take one
+        running sum over the whole frontier (its rounding decides rare draws), and a tensor
+        ``probs`` lives here: then this rank fetches the columns' degrees (and weights),
+        draws exactly as one process does, and fetches the chosen edges.
+
+        Examples
+        --------
+        >>> sub = P[:, seeds]
+        >>> s = sub.individual_sample(10)                                    # uniform
+        >>> s = sub.individual_sample(10, probs=sub)                         # by edge weight
+        >>> s = sub.individual_sample(5, probs=sub ** 2, replace=True, method="alias")
+        >>> s.shape == (P.num_nodes, len(seeds))
+        True
+        """
         k = V.count(k)
         replace = V.flag(replace, "replace")
         if method not in ("cdf", "alias"):
             raise ValueError(f"method: must be 'cdf' or 'alias', got {method!r}")
-        if probs is not None:
-            raise _unsupported("probs (weighted individual_sample)")
-        key = next_op_key()
-        return Matrix(_sample(self.A, self.cols, k, replace, key))
+        if method == "alias" and probs is not None and not replace:
+            raise ValueError("method: 'alias' draws with replacement (replace=True); without "
+                             "replacement weighted draws use exponential keys (method='cdf')")
+        A = self.A
+        if probs is None:
+            return Matrix(_sample(A, self.cols, k, replace, next_op_key(), self._maps))
+        if isinstance(probs, _Frontier):
+            if not self._same_columns(probs):
+                raise ValueError("probs: a probability matrix must have the same sparsity as "
+                                 "the matrix being sampled")
+            if not replace or method == "alias":       # column-local draws: by the owners
+                return Matrix(_sample(A, self.cols, k, replace, None, self._maps,
+                                      probs._maps, method))
+            probs = probs.values                       # the frontier's running sum: here
+        elif isinstance(probs, (Matrix, PartitionedMatrix)):
+            raise ValueError("probs: on a partitioned graph, A[:, cols] itself, a scalar edge "
+                             "map of it (sub ** 2) or a tensor of one probability per edge "
+                             f"of the slice (sub.values); got {type(probs).__name__}")
+        return Matrix(_sample_here(self, k, replace, probs, method))
 
 
-def _sample(A: PartitionedMatrix, cols: torch.Tensor, k: int, replace: bool, key: int) -> CSC:
-    dev, C, local = A.device, cols.numel(), A.local
-    position = torch.arange(C, device=dev)
-    request = torch.stack([cols, position, torch.full_like(cols, _signed(key))], 1)
-    route = Route(request, A.owner(cols), A.world_size, A.group)
-    # the owner's part: the single-process draws of each column it was sent
-    v = route.received[:, 0] - A.lo
-    starts = local.indptr[v]
-    keys = ColumnKeys(route.received[:, 2], route.received[:, 1], [0, v.numel()], ())
-    ptr, col, offset = select_in_columns(A._deg[v], k, replace, keys)
-    edges = starts[col] + offset
-    counts = ptr[1:] - ptr[:-1]
-    per_sender = group_sums(counts, route.got)
-    # back to the requesters: the edge count of each column (in the order they were sent),
-    # then the edges, grouped by owner as the columns were
-    back = all_to_all(counts, route.sent, route.got, route.group)
-    per_owner = group_sums(back, route.sent)
-    data = torch.stack([local.rows[edges], local.eids[edges]], 1)
-    got = route.answer_grouped(data, per_sender, per_owner)
-    values = None
-    if local.values is not None:
-        values = route.answer_grouped(local.values[edges], per_sender, per_owner)
-    # in frontier order: column c's edges are segment inv[c] of what came back
-    inv = torch.empty_like(route.order)
-    inv[route.order] = position
-    index, indptr = gather_segments(segment_ptr(back), inv)
-    return CSC(A.num_nodes, indptr, got[index, 0], col_ids=cols,
-               values=None if values is None else values[index], eids=got[index, 1])
-
-
-__all__ = ["PartitionedMatrix", "edge_balanced_bounds", "local_part"]
+__all__ = ["PartitionedMatrix", "edge_balanced_bounds", "local_part", "SUPPORTED"]

@@ -81,7 +81,8 @@ def place(A: Optional[Matrix], placement: str = "auto", device=None, *,
         read by each GPU through unified virtual addressing (``placement == "uva"``), or read
         by CPU ranks directly (``"shared"``). ``"partitioned"``: rank ``r`` keeps the columns
         of an edge-balanced range of nodes on its device and operators exchange frontiers
-        (:mod:`gsample.distributed.partition`: uniform node-wise sampling and walks).
+        (:mod:`gsample.distributed.partition`: node-wise sampling, uniform or weighted, and
+        walks, uniform, weighted or node2vec).
         ``"auto"``: :func:`choose_placement` with the graph's bytes and the least free
         device memory of the ranks (or ``budget``).
     device : torch.device or str, optional
@@ -150,7 +151,8 @@ def place(A: Optional[Matrix], placement: str = "auto", device=None, *,
     bounds = edge_balanced_bounds(csc.indptr.cpu(), world)
     # a copy of this rank's columns only (views would keep the whole graph's memory alive)
     local = _copy(local_part(csc, bounds[rank], bounds[rank + 1]), device)
-    return PartitionedMatrix(local, bounds, num_nodes, num_edges, rank, world, group)
+    return PartitionedMatrix(local, bounds, num_nodes, num_edges, rank, world, group,
+                             first_edge=int(csc.indptr[bounds[rank]]))
 
 
 def _copy(csc: CSC, device) -> CSC:

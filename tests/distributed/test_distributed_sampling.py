@@ -4,8 +4,11 @@ One spawn runs everything (``_worker``) and saves what each rank sampled; the te
 with one process. Under every placement (replicated, shared memory, partitioned; the graph
 given on rank 0 only, or on every rank) the ranks' mini-batches of an epoch are the
 single-process epoch, sample for sample: node-wise sampling with and without replacement
-(weighted edges, so values travel too), compiled and eager, super-batched, and walks with and
-without stop / restart / jump. Bad arguments raise clear errors on every rank.
+(weighted edges, so values travel too), uniform and weighted (by the edge values, an edge map
+of them, a tensor computed from ``sub.values``; exponential keys, inverse CDF, alias tables),
+compiled and eager, super-batched, and walks with and without stop / restart / jump,
+weighted (the graph's values, a tensor) and node2vec. Bad arguments raise clear errors on
+every rank, also when only one rank's probabilities are bad.
 """
 import datetime
 import functools
@@ -22,6 +25,7 @@ from helpers import assert_same, graphsage
 N, E, BATCH = 700, 9000, 48
 SEEDS = torch.arange(0, N, 2)                    # 350 seeds: 8 mini-batches, 4 per rank
 PLACEMENTS = ("replicated", "shared", "partitioned")
+VALUE_COLS = torch.tensor([5, 699, 0, 350, 5, 12])   # both ranks' columns, a repeat
 
 
 def graph():
@@ -40,12 +44,63 @@ def teleporting_walk(A, seeds):
     return A.random_walk(seeds, 7, stop_prob=0.1, restart_prob=0.05, jump_prob=0.05)
 
 
+def weighted(A, seeds, fanouts=(6, 3), replace=False, probs=lambda sub: sub, method="cdf"):
+    """examples/weighted_neighbors.py, ``probs`` made from each layer's slice."""
+    blocks = []
+    for k in fanouts:
+        sub = A[:, seeds]
+        s = sub.individual_sample(k, probs=probs(sub), replace=replace, method=method)
+        blocks.append(s)
+        seeds = s.all_nodes()
+    return blocks
+
+
+def weighted_with_replacement(A, seeds):
+    return weighted(A, seeds, replace=True)
+
+
+def edge_tensor(sub):
+    return torch.sqrt(sub.values) + (sub.values > 2).to(sub.values.dtype)
+
+
+def weighted_walk(A, seeds):
+    return A.random_walk(seeds, 7, probs=A)
+
+
+def tensor_walk(A, seeds):
+    return A.random_walk(seeds, 7, probs=1.0 + (torch.arange(A.num_edges) % 5).double())
+
+
+def node2vec(A, seeds):
+    return A.random_walk(seeds, 7, p=2.0, q=0.5)
+
+
+def teleporting_node2vec(A, seeds):
+    return A.random_walk(seeds, 7, probs=A, p=0.5, q=2.0, stop_prob=0.05, restart_prob=0.05,
+                         jump_prob=0.05)
+
+
 SAMPLERS = {
     "graphsage": sage,
     "graphsage compiled": gs.compile(sage),
     "with replacement": functools.partial(sage, replace=True),
     "deepwalk": deepwalk,
     "teleporting walk": teleporting_walk,
+    # weighted node-wise: drawn by the owners (exponential keys, alias tables) or here
+    "weighted": weighted,
+    "weighted, squared": functools.partial(weighted, probs=lambda sub: sub ** 2),
+    "weighted with replacement": functools.partial(weighted, replace=True),
+    "weighted alias": functools.partial(weighted, replace=True, method="alias",
+                                        probs=lambda sub: 2 * sub + 1),
+    "weighted tensor": functools.partial(weighted, probs=edge_tensor),
+    "weighted tensor with replacement": functools.partial(weighted, probs=edge_tensor,
+                                                          replace=True),
+    "weighted compiled": gs.compile(weighted_with_replacement),
+    # weighted and second-order walks
+    "weighted walk": weighted_walk,
+    "weighted walk, tensor": tensor_walk,
+    "node2vec": node2vec,
+    "weighted node2vec with teleports": teleporting_node2vec,
 }
 
 
@@ -84,12 +139,30 @@ def _worker(rank, world, url, out):
         res["auto", "large budget"] = gs.distributed.place(A, budget=1 << 40).placement
         res["auto", "small budget"] = gs.distributed.place(A, budget=1 << 10).placement
         P = gs.distributed.place(A, "partitioned")
+        res["values"] = (P[:, VALUE_COLS] ** 2).values          # fetched from the owners
         few = SEEDS[:4]
+        sub = P[:, few]
+        bad_here = sub.values.clone()
+        if rank == 1:
+            bad_here[0] = -1.0
         res["errors"] = {
-            "weighted": _error(lambda: P[:, few].individual_sample(3, probs=torch.ones(E))),
+            "probs shape": _error(lambda: sub.individual_sample(3, probs=torch.ones(E))),
+            "probs zero": _error(lambda: sub.individual_sample(3, probs=sub * 0)),
+            "probs zero tensor": _error(
+                lambda: sub.individual_sample(3, probs=torch.zeros_like(sub.values))),
+            "probs bad on rank 1": _error(lambda: sub.individual_sample(3, probs=bad_here)),
+            "probs matrix": _error(lambda: sub.individual_sample(3, probs=own)),
+            "probs other frontier": _error(
+                lambda: sub.individual_sample(3, probs=P[:, SEEDS[4:8]])),
+            "alias without replacement": _error(
+                lambda: sub.individual_sample(3, probs=sub, method="alias")),
+            "edge map with a tensor": _error(lambda: sub * torch.ones(3)),
             "collective": _error(lambda: P[:, few].collective_sample(3)),
-            "node2vec": _error(lambda: P.random_walk(few, 3, p=2.0)),
-            "weighted walk": _error(lambda: P.random_walk(few, 3, probs=torch.ones(E))),
+            "walk probs shape": _error(lambda: P.random_walk(few, 3, probs=torch.ones(5))),
+            "walk probs negative": _error(
+                lambda: P.random_walk(few, 3, probs=-torch.ones(P.num_edges))),
+            "walk probs matrix": _error(lambda: P.random_walk(few, 3, probs=own)),
+            "walk p": _error(lambda: P.random_walk(few, 3, p=0.0)),
             "sum": _error(lambda: P.sum(axis=0)),
             "rows": _error(lambda: P[few, :]),
             "out of range": _error(lambda: P[:, torch.tensor([N])]),
@@ -164,10 +237,22 @@ def test_partitioned_rank_holds_about_half_the_edges():
 
 
 @pytest.mark.parametrize("what, error, match", [
-    ("weighted", "NotImplementedError", "probs .*partitioned.*'replicated' or 'shared'"),
+    ("probs shape", "ValueError", "probs: expected one probability per edge "
+                                  "\\(shape \\(\\d+,\\)\\)"),
+    ("probs zero", "ValueError", "probs: column \\d \\(node \\d+\\) has edges but all its "
+                                 "probabilities are zero"),
+    ("probs zero tensor", "ValueError", "probs: column \\d \\(node \\d+\\) has edges but all"),
+    ("probs bad on rank 1", "ValueError", "probs: contains negative values"),
+    ("probs matrix", "ValueError", "probs: on a partitioned graph, A\\[:, cols\\] itself"),
+    ("probs other frontier", "ValueError", "probs: a probability matrix must have the same"),
+    ("alias without replacement", "ValueError", "method: 'alias' draws with replacement"),
+    ("edge map with a tensor", "NotImplementedError", "other: an edge map of A\\[:, cols\\] "
+                                                      "with a Tensor .*'replicated' or 'shared'"),
     ("collective", "NotImplementedError", "collective_sample: not supported on a partitioned"),
-    ("node2vec", "NotImplementedError", "p, q \\(node2vec walks\\)"),
-    ("weighted walk", "NotImplementedError", "probs \\(weighted walks\\)"),
+    ("walk probs shape", "ValueError", "probs: expected one probability per edge \\(shape"),
+    ("walk probs negative", "ValueError", "probs: contains negative values"),
+    ("walk probs matrix", "ValueError", "probs: on a partitioned graph, the graph itself"),
+    ("walk p", "ValueError", "p: must be"),
     ("sum", "NotImplementedError", "sum: not supported on a partitioned graph"),
     ("rows", "NotImplementedError", "A\\[rows, :\\]"),
     ("out of range", "IndexError", "cols: node id 700 is out of range"),
@@ -185,6 +270,22 @@ def test_bad_arguments_raise_clear_errors_on_every_rank(ranks, what, error, matc
         got = res["errors"][what]
         assert got is not None, f"{what}: no error"
         assert got[0] == error and re.search(match, got[1]), got
+
+
+def test_a_check_failing_on_one_rank_raises_on_every_rank(ranks):
+    # rank 1's probabilities are negative, rank 0's fine: rank 0 raises rank 1's error (and
+    # both went on to the next operators: no rank was left waiting in a collective)
+    assert ranks[1]["errors"]["probs bad on rank 1"][1] == "probs: contains negative values " \
+        "(min -1.0)"
+    assert ranks[0]["errors"]["probs bad on rank 1"] == (
+        "ValueError", "probs: contains negative values (min -1.0) (on rank 1 of the partitioned "
+        "graph's group)")
+
+
+def test_partitioned_slice_values_are_the_single_process_ones(ranks):
+    expect = (graph()[:, VALUE_COLS] ** 2).values
+    for res in ranks:
+        assert torch.equal(res["values"], expect)
 
 
 def test_place_needs_an_initialised_group():
