@@ -257,10 +257,10 @@ def scalar_or_edges(x, name: str, nnz: int, device):
 # are in range by construction and are not checked again. Values (probabilities, operands)
 # are always checked: they may come from user data through any arithmetic.
 
-def check_cols(A, cols, trusted=(), **_):
+def check_cols(A, cols, trusted=(), in_kernel=(), **_):
     if "cols" in trusted:
         return {}
-    return {"cols": ids(cols, "cols", A.num_nodes, A.device, allow_empty=False)}
+    return {"cols": _frontier_ids(A, cols, trusted, in_kernel)}
 
 
 def _frontier_ids(A, cols, trusted, in_kernel):

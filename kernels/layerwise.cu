@@ -32,13 +32,22 @@ typedef GS_DTYPE0 gs_t;
 #define GS_NEG_INF 4
 
 // Column c of the frontier: its graph node's edge range and the row offset of its batch;
-// false for a padding column.
+// false for a padding column. With M > 0 an id outside [0, M) is checked here (err, as
+// kernels/nodewise.cu's: err[0] a negative one, err[1] one >= M, err[2] / err[3] the
+// smallest / largest such id, err[4] any) and is an empty column, so no kernel reads out of
+// bounds (the others reach a column's edges only through ptr).
 __device__ __forceinline__ bool gs_column(const gs_idx* __restrict__ indptr,
                                           const gs_i64* __restrict__ cols, gs_i64 c, gs_i64 m,
-                                          gs_i64 n, gs_i64* start, gs_i64* end,
-                                          gs_i64* shift) {
+                                          gs_i64 n, gs_i64 M, gs_i64* __restrict__ err,
+                                          gs_i64* start, gs_i64* end, gs_i64* shift) {
     if (c >= m) return false;
     const gs_i64 id = cols[c];
+    if (M > 0 && (id < 0 || id >= M)) {
+        if (id < 0) { err[0] = 1; atomicMin((long long*)&err[2], (long long)id); }
+        else { err[1] = 1; atomicMax((long long*)&err[3], (long long)id); }
+        err[4] = 1;
+        return false;
+    }
     const gs_i64 b = n > 0 ? id / n : 0;
     const gs_i64 v = id - b * n;
     *start = (gs_i64)indptr[v];
@@ -62,17 +71,19 @@ __device__ __forceinline__ double gs_value(const gs_t* __restrict__ values, gs_i
 
 // ptr[c] = the edges of the frontier's columns before c (padding columns, c >= *ncols, have
 // none); ptr[C] = all of them. A tile of blockDim columns per block, scanned across the
-// blocks in one pass (scan.cuh); state: 1 + tiles words, zero before the launch.
+// blocks in one pass (scan.cuh); state: 1 + tiles words, zero before the launch. M > 0:
+// the ids are checked against [0, M) (gs_column; err: 5 words, zero before the launch).
 extern "C" __global__ void gs_frontier_ptr(const gs_idx* __restrict__ indptr,
                                            const gs_i64* __restrict__ cols, gs_i64 C,
                                            const gs_i64* __restrict__ ncols, gs_i64 n,
                                            gs_u64* __restrict__ state,
-                                           gs_i64* __restrict__ ptr) {
+                                           gs_i64* __restrict__ ptr, gs_i64 M,
+                                           gs_i64* __restrict__ err) {
     const gs_i64 m = ncols == nullptr ? C : *ncols;
     const gs_i64 tile = gs_scan_ticket(state);
     const gs_i64 c = tile * blockDim.x + threadIdx.x;
     gs_i64 start = 0, end = 0, shift;
-    if (c < C) gs_column(indptr, cols, c, m, n, &start, &end, &shift);
+    if (c < C) gs_column(indptr, cols, c, m, n, M, err, &start, &end, &shift);
     const gs_i64 deg = end - start;
     gs_i64 sum;
     const gs_i64 local = gs_block_exclusive(deg, &sum);

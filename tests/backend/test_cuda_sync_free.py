@@ -14,7 +14,7 @@ from gsample.backend.torch import finalize
 from gsample.formats.bounded import BoundedCSC, BoundedIds, read_counts, trim
 from gsample.random import DeviceKey, _signed, combine, key_prefix
 from gsample.runtime import Options
-from helpers import assert_same, graphsage
+from helpers import assert_same, example, graphsage
 
 pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
@@ -101,6 +101,29 @@ def test_bad_seeds_raise_after_the_deferred_read_back(graph):
     gs.manual_seed(3)
     after = sampler(graph, seeds)                     # the program is fine after the errors
     assert_same(after, _both(graphsage, graph, seeds)[0])
+
+
+def test_bad_seeds_of_a_layer_wise_sampler_raise(normalized):
+    """LADIES's frontier ids are checked by its first kernel (gs_frontier_ptr), not by a
+    check step: the same errors, eagerly and compiled, and nothing read out of bounds."""
+    fn = functools.partial(example("ladies").ladies, layers=(50, 50))
+    sampler = gs.compile(fn, backend="cuda")
+    seeds = _seeds(64, normalized.num_nodes, 4)
+    gs.manual_seed(3)
+    before = sampler(normalized, seeds)
+    steps = [s.label for s in sampler.lowered(normalized, seeds).steps]
+    assert any("cols: checked in the kernel" in label for label in steps), steps
+    bad = seeds.clone()
+    bad[7] = normalized.num_nodes + 5
+    for f in (sampler, sampler, fn):                  # capture, replay, eager
+        with pytest.raises(IndexError, match=f"cols: node id {normalized.num_nodes + 5} is "
+                                             "out of range"):
+            f(normalized, bad)
+    bad[7] = -3
+    with pytest.raises(IndexError, match="cols: node id -3 is negative"):
+        sampler(normalized, bad)
+    gs.manual_seed(3)
+    assert_same(sampler(normalized, seeds), before)   # the program is fine after the errors
 
 
 @pytest.mark.parametrize("k", [1, 10, 32, 40])

@@ -42,7 +42,7 @@ from . import compute, extract, sampling, topk
 from .extract import _index_arrays, _params
 from .module import launch, memset
 from .rowsum import FLOATS as _FLOATS, RowSums
-from .nodewise import _exact, _frontier, _opt
+from .nodewise import _exact, _frontier, _id_error, _opt
 
 _THREADS = 256
 _TILE = 4 * _THREADS             # frontier edges per tile (GS_ITEMS per thread)
@@ -61,19 +61,23 @@ def _graph(A) -> bool:
     return isinstance(A, CSC) and A.indptr.is_cuda and A.row_ids is None and A.col_ids is None
 
 
-def _frontier_ptr(indptr, buf: torch.Tensor, ncols, n: int) -> torch.Tensor:
+def _frontier_ptr(indptr, buf: torch.Tensor, ncols, n: int, M: int = 0) -> torch.Tensor:
     """The frontier's edge pointer (C + 1 entries: its columns' edges, padding columns none),
-    in one launch (a single-pass scan)."""
+    in one launch (a single-pass scan). ``M > 0``: the kernel also checks the ids against
+    ``[0, M)`` (a bad one is an empty column, and a deferred ``fail_if`` names it)."""
     C = buf.numel()
     ptr = torch.empty(C + 1, dtype=torch.int64, device=buf.device)
     if C == 0:
         memset(ptr, 0)
         return ptr
     grid = -(-C // _THREADS)
-    state = torch.empty(1 + grid, dtype=torch.int64, device=buf.device)
+    state = torch.empty(1 + grid + 5, dtype=torch.int64, device=buf.device)
     memset(state, 0)
+    err = state[1 + grid:]
     launch("layerwise", "gs_frontier_ptr", grid * _THREADS, indptr, buf, C, _opt(ncols), n,
-           state, ptr, block=_THREADS, grid=grid, params=_params(indptr))
+           state, ptr, M, err, block=_THREADS, grid=grid, params=_params(indptr))
+    if M:
+        V.fail_if(err[4:5], IndexError, _id_error("cols", M), err[:4])
     return ptr
 
 
@@ -88,6 +92,8 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
         refuse_capture()
         from ..torch import fused_reduce
         exact = _exact(cols)
+        V.ids(exact, "cols", A.num_nodes * (batches[0] if batches else 1), exact.device,
+              allow_empty=False)
         if batches is None:
             return compute.reduce(extract.slice_cols(A, exact), op, axis)
         return fused_reduce.slice_reduce(A, exact, op, axis, batches)
@@ -100,7 +106,7 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
     if C == 0:
         return sums.finish()
     key = {"params": _params(indptr), **sums.key}
-    ptr = _frontier_ptr(indptr, buf, ncols, n)
+    ptr = _frontier_ptr(indptr, buf, ncols, n, A.num_nodes * N)    # the ids checked there
     v = _opt(None if vals is None else vals.contiguous())
     # the edge count stays on the device: a fixed grid strides over the tiles
     launch("layerwise", "gs_rowsum_exponents", _GRID * _THREADS, indptr, rows, v, buf, C, ptr,
@@ -326,8 +332,10 @@ def slice_rows_cols(A: CSC, rows: torch.Tensor, cols: torch.Tensor) -> CSC:
 def register(backend) -> None:
     """Register these as the CUDA backend's implementations that take bounded frontiers."""
     from ...ir import Op
+    # the frontier's ids are checked by gs_frontier_ptr (the program's check step only
+    # converts them: an aminmax, two comparisons and a clamp less a call)
     backend.register(Op.SLICE_REDUCE, ("csc",), slice_reduce, sync_free=True,
-                     bounded_out=False)
+                     bounded_out=False, checks=("cols",))
     # node_probs' values are checked by gs_row_sort_keys (read back with the sizes): the
     # program's check step does only their dtype and shape (six launches less a layer)
     # two phases: a CUDA graph captures the device part (one per layer of LADIES)
