@@ -30,8 +30,8 @@ place in the epoch, whose draws are keyed by the epoch's seed and its index (DES
 batch_size=1)`` gives ``S`` independent subgraphs an epoch. The seeds are not nodes:
 give the loader ``seeds_are_nodes=False`` so that ``batch.n_id``, its ``features=`` /
 ``labels=`` rows and ``batch.to_pyg()`` take the subgraph's nodes alone.
-``super_batch`` is refused with a ``ValueError`` ("samplers with more than one gs.Matrix
-argument are not supported"): the helper column is a second matrix.
+``super_batch`` works, with the same subgraphs: the helper column is a second matrix, of
+the graph's node count, which a super-batch encodes as it does the graph.
 
 Run it from the repository root (after ``pip install -e .``)::
 

@@ -17,12 +17,10 @@ nodes: give the loader ``seeds_are_nodes=False``, and ``batch.n_id``, its ``feat
 ``labels=`` rows and ``batch.to_pyg()`` take the subgraph's nodes alone (with the default,
 the seed values would come first as if they were node ids).
 
-``super_batch`` is refused with a ``ValueError`` ("collective_sample samples the whole
-graph, not a frontier's columns"): the super-batching pass runs random ops once for the
-block-diagonal graph of N mini-batches and needs a frontier to key each batch's draws.
-``A.T[:, torch.arange(A.num_nodes)]`` in place of ``A.T`` is such a frontier (it
-super-batches, with the same samples), but slices the whole graph for every mini-batch:
-twice as slow as this version compiled on web-NotreDame (68 against 34 ms a subgraph).
+``gs.DataLoader(..., super_batch=N)`` works, with the same subgraphs: the draw on the
+whole graph (no frontier to key the mini-batches by) runs once per mini-batch of the
+super-batch, each with its own mini-batch's key, and the rest (``row``, the induced
+subgraph) once for the N mini-batches (``gsample.runtime.super_batch``).
 
 Run it from the repository root (after ``pip install -e .``)::
 

@@ -143,8 +143,8 @@ def main(argv=None):
     seeds = torch.randperm(args.papers, generator=torch.Generator().manual_seed(0))
     seeds = seeds[:args.batch_size * args.batches].to(args.device)
     for restart in (0.0, args.restart):
-        # the loader calls sampler(A, seeds): the other relation goes in by keyword
-        # (one mini-batch at a time: super-batching takes samplers of one matrix only)
+        # the loader calls sampler(A, seeds): the other relation goes in by keyword (the
+        # relations share one node count, so super_batch=N would work too)
         sampler = functools.partial(fn, written_by=H[WRITTEN_BY], traversals=args.traversals,
                                     restart_prob=restart)
         loader = gs.DataLoader(H[WRITES], sampler, seeds, args.batch_size, seed=0)

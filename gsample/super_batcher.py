@@ -107,8 +107,10 @@ class _SuperBatcher:
             from .passes import optimize
             from .runtime import lower
             from .runtime.super_batch import super_batch
+            from .matrix import Matrix
+            counts = {k: v.num_nodes for k, v in self.args.items() if isinstance(v, Matrix)}
             graph = optimize(self.base, [super_batch(
-                copies, self.num_nodes, self.seeds_name, self.fixed_state)])
+                copies, self.num_nodes, self.seeds_name, self.fixed_state, counts)])
             options = self.compiled.runtime
             device = str(self.compiled_graph_device)
             self.programs[copies] = (graph, lower(graph, self.backend, options, device)

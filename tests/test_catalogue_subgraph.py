@@ -9,8 +9,8 @@ On a weighted R-MAT graph and on web-NotreDame (skipped when ../shared/data lack
   roots and SEAL's pair first, Cluster-GCN's parts, GraphSAINT's nodes drawn only where
   the law puts mass), and brute-force node sets where the sampler is deterministic;
 * compiled equals eager, and ``gs.DataLoader`` samples (one by one, and with
-  ``super_batch=4`` where the sampler allows it: equal to one by one; GraphSAINT-node and
-  -edge refuse it with a ``ValueError``).
+  ``super_batch=4``: equal to one by one, GraphSAINT-node's draws on the whole graph
+  included).
 
 Laws (a 5,000-node weighted R-MAT graph, fixed seeds, DESIGN §7's budgets), each also
 rejecting a wrong law (power):
@@ -41,9 +41,6 @@ from helpers import check_compiled_equals_eager, difference, example, random_see
 P_MIN = 1e-3
 NAMES = ["graphsaint_node", "graphsaint_edge", "graphsaint_rw", "cluster_gcn", "seal",
          "seal_ppr"]
-#: samplers that super_batch refuses, and the refusal
-REFUSED = {"graphsaint_node": "collective_sample samples the whole graph",
-           "graphsaint_edge": "more than one gs.Matrix argument"}
 #: samplers whose every random op is uniform (or that draw nothing): CUDA equals torch
 UNIFORM = {"graphsaint_rw", "cluster_gcn", "seal"}
 
@@ -285,12 +282,10 @@ def test_to_pyg(rmat):
 def test_seeds_that_are_not_nodes(name, super_batch, rmat):
     """``seeds_are_nodes=False`` (part ids, draw counters): ``n_id``, the gathered features
     and labels, ``to_pyg()`` and ``to_sampler_output()`` take the subgraph's nodes alone,
-    every one a target (``batch_size = len(nodes)``), with or without super-batching (where
-    the sampler allows it); a sampler that returns blocks is refused, naming the option."""
+    every one a target (``batch_size = len(nodes)``), with or without super-batching; a
+    sampler that returns blocks is refused, naming the option."""
     pytest.importorskip("torch_geometric")
     fn, seeds, batch = workload(name, rmat)
-    if super_batch and name != "cluster_gcn":
-        pytest.skip("GraphSAINT refuses super_batch (see its docstring)")
     X = torch.randn(rmat.N, 3)
     y = torch.arange(rmat.N) * 7
     loader = gs.DataLoader(rmat.A, fn, seeds, batch, seed=2, features=X, labels=y,
@@ -318,17 +313,14 @@ def test_seeds_that_are_not_nodes(name, super_batch, rmat):
 @pytest.mark.parametrize("name", NAMES)
 def test_loader_and_super_batch(name, graph):
     """One by one (eager) every mini-batch has the structure; compiled and super-batched
-    by 4 it is the same, or ``super_batch`` is refused with a clear ``ValueError``."""
+    by 4 it is the same (GraphSAINT-node's draws on the whole graph run once per mini-batch
+    of the super-batch, GraphSAINT-edge's helper matrix has the graph's node count)."""
     fn, seeds, batch = workload(name, graph)
     ref = list(gs.DataLoader(graph.A, fn, seeds, batch, seed=6))
     assert len(ref) == seeds.numel() // batch
     for b in ref:
         check_sample(name, graph, b.seeds, b.out)
     compiled = functools.partial(gs.compile(fn.func), **fn.keywords)
-    if name in REFUSED:
-        with pytest.raises(ValueError, match=REFUSED[name]):
-            gs.DataLoader(graph.A, compiled, seeds, batch, seed=6, super_batch=4)
-        return
     got = list(gs.DataLoader(graph.A, compiled, seeds, batch, seed=6, super_batch=4))
     assert [b.index for b in got] == [b.index for b in ref]
     for g, r in zip(got, ref):

@@ -9,7 +9,12 @@ program (``gsample.passes.super_batch``). Checked here, on every device:
 * more samplers, through the default pipeline and through the unoptimised program (the
   unfused ops on the encoded graph): weighted and uniform, with and without replacement,
   collective sampling, per-batch scalars, whole-graph row slices, products, tuples;
-* samplers whose draws depend on tensor arguments are refused unless ``fixed_state``;
+* random ops on the whole graph (no frontier: GraphSAINT's node and edge draws) run once
+  per mini-batch, each with its own key: GraphSAINT node / edge / random walk and more,
+  N = 2 and 3 with a last partial super-batch, equal to one by one; the stream after a
+  super-batch is where mini-batch ``first``'s run leaves it, and a later random op draws alike;
+* samplers whose draws depend on tensor arguments are refused unless ``fixed_state``, and
+  so are matrix arguments whose node count is not the graph's;
 * an error in a mini-batch surfaces at that batch, after the batches before it;
 * ``"auto"`` times sizes that fit the budget and keeps the fastest (1 for a tiny one);
   bad arguments fail in the constructor, naming the argument;
@@ -25,9 +30,11 @@ import torch
 
 import gsample as gs
 from gsample.super_batcher import _SuperBatcher
-from gsample.random import (BatchKeys, ColumnKeys, combine_tensor, hash_tensor, op_key,
-                            uniform_int, words)
-from helpers import assert_same, example, graphsage, random_seeds, weighted_sampler
+from gsample.random import (BatchKeys, ColumnKeys, _stream, batch_scope, combine_tensor,
+                            hash_tensor, op_key, uniform_int, words)
+from gsample.runtime import Options, interpret, run
+from helpers import (assert_same, example, graphsage, loader_outputs, random_seeds,
+                     weighted_sampler)
 
 BATCH, NUM_SEEDS = 32, 180                   # 6 batches, the last one of 20 seeds
 COUNTS = (1, 2, 3, 4, 50)
@@ -206,6 +213,27 @@ def walks(A, seeds, weighted=False, p=1.0, q=1.0, stop_prob=0.0, jump_prob=0.0):
     return w, w[:, -1]
 
 
+def whole_graph_sample(A, seeds):
+    return A.individual_sample(2), A[:, seeds].individual_sample(2)
+
+
+def whole_graph_then_frontier(A, seeds, replace=False):
+    """Draws on the whole graph (no frontier), then a random op on a frontier after them."""
+    s = A.individual_sample(2, probs=A ** 2, replace=replace)   # every column of the graph
+    rows = A.T.collective_sample(40, replace=True).row()         # 40 draws over the nodes
+    f = A[:, torch.cat([seeds, rows])].individual_sample(3)
+    return s, rows, f
+
+
+def whole_graph_per_batch_probs(A, seeds):
+    """Draws on the whole graph by probabilities of the mini-batch: its frontier's row sums
+    (a sparse op's encoded value, split per batch) and dense code on them (per batch)."""
+    p = A[:, seeds].sum(axis=1)                 # (n,): 0 off the frontier's in-neighbours
+    a = A.collective_sample(10, node_probs=p, replace=True)
+    b = A.collective_sample(10, node_probs=p / p.sum() + 1e-3)
+    return a, b, b.row()
+
+
 MORE = {
     "weighted": (weighted_individual, {}),
     "weighted-replace": (weighted_individual, {"replace": True}),
@@ -224,6 +252,9 @@ MORE = {
     "walk": (walks, {}),
     "walk-weighted-node2vec": (walks, {"weighted": True, "p": 2.0, "q": 0.5}),
     "walk-stop-jump": (walks, {"stop_prob": 0.1, "jump_prob": 0.2}),
+    "whole-graph": (whole_graph_sample, {}),
+    "whole-graph-then-frontier": (whole_graph_then_frontier, {}),
+    "whole-graph-per-batch-probs": (whole_graph_per_batch_probs, {}),
 }
 
 
@@ -237,6 +268,108 @@ def test_more_samplers_super_batched_equal_one_by_one(name, passes, graph, devic
     sampler = functools.partial(gs.compile(fn, passes=passes), **kwargs)
     _, got = epochs(A, sampler, seeds, super_batch=4, fixed_state=True)
     assert_same_batches(got, ref, name)
+
+
+# ----------------------------------------------------------------------------- whole graph
+def whole_graph_workloads(A):
+    """name -> (sampler, seeds, batch size): samplers with random ops on the whole graph (no
+    frontier), each in 5 mini-batches (super-batches of 2 and 3 end with a partial one)."""
+    saint_edge = example("graphsaint_edge")
+    node, rw = example("graphsaint_node").graphsaint_node, example("graphsaint_rw").graphsaint_rw
+    draws = torch.arange(5, device=A.device)          # GraphSAINT's seeds: draw counters
+    frontier = random_seeds(5 * BATCH - 7, 8).to(A.device)
+    return {
+        "graphsaint_node": (functools.partial(node, budget=200), draws, 1),
+        "graphsaint_node-normalized": (functools.partial(node, budget=200, normalized=True),
+                                       draws, 1),
+        "graphsaint_edge": (functools.partial(saint_edge.graphsaint_edge, budget=150,
+                                              column=saint_edge.node_column(A)), draws, 1),
+        "graphsaint_rw": (functools.partial(rw, length=3), frontier, BATCH),
+        "whole-graph-then-frontier": (functools.partial(whole_graph_then_frontier),
+                                      frontier, BATCH),
+        "whole-graph-replace": (functools.partial(whole_graph_then_frontier, replace=True),
+                                frontier, BATCH),
+        "whole-graph-per-batch-probs": (functools.partial(whole_graph_per_batch_probs),
+                                        frontier, BATCH),
+    }
+
+
+@pytest.mark.parametrize("name", ["graphsaint_node", "graphsaint_node-normalized",
+                                  "graphsaint_edge", "graphsaint_rw",
+                                  "whole-graph-then-frontier", "whole-graph-replace",
+                                  "whole-graph-per-batch-probs"])
+def test_whole_graph_draws_super_batched_equal_one_by_one(name, graph, device):
+    """A random op on the whole graph runs once per mini-batch of the super-batch, each with
+    its own key: every batch equals the eager one-by-one batch, N = 2 and 3 (5 batches)."""
+    A = graph.to(device)
+    fn, seeds, batch = whole_graph_workloads(A)[name]
+    ref = loader_outputs(A, fn, seeds, batch)                          # eager, one by one
+    assert len(ref) == 5
+    compiled = functools.partial(gs.compile(fn.func), *fn.args, **fn.keywords)
+    for N in (2, 3):
+        assert_same(loader_outputs(A, compiled, seeds, batch, super_batch=N), ref,
+                    f"{name}, super_batch={N}")
+
+
+@pytest.mark.parametrize("lowered", [True, False], ids=["lowered", "interpreted"])
+def test_a_super_batch_leaves_the_stream_where_its_first_mini_batch_does(lowered, graph):
+    """Run directly, a super-batch of mini-batches 10, 11, 12 returns each one's own sample
+    (keys of batch ``first + b``), and the stream then stands where mini-batch 10's run
+    leaves it: the same ordinal, and the next draw is the same."""
+    sampler = gs.compile(whole_graph_then_frontier, runtime=Options(lowered=lowered))
+    seeds = random_seeds(3 * BATCH - 5, 9)
+    parts = [seeds[:BATCH], seeds[BATCH:2 * BATCH], seeds[2 * BATCH:]]
+    sb = _SuperBatcher(graph, sampler, parts[0], fixed_state=False)
+    ir, program = sb.program(3)
+    assert (program is None) is not lowered
+    assert [n.attrs.get("per_batch") for n in ir.random_nodes()] == \
+        [frozenset(), frozenset(), None]               # two whole-graph draws, one on seeds
+    args = dict(sb.args, seeds=sb._encode(parts))
+    with batch_scope(4, 10):
+        outs = run(program, args) if lowered else interpret(ir, args)
+        ordinal = _stream().ordinal
+        after = graph[:, seeds].individual_sample(2)
+    for b, part in enumerate(parts):
+        with batch_scope(4, 10 + b):
+            assert_same(outs[b], sampler(graph, part), f"batch {10 + b}")
+            if b == 0:
+                assert _stream().ordinal == ordinal == ir.num_random == 3
+                assert_same(graph[:, seeds].individual_sample(2), after, "the next draw")
+    # through the loader: the caller's stream after an epoch is where one by one leaves it
+    gs.manual_seed(9)
+    list(gs.DataLoader(graph, whole_graph_then_frontier, seeds, BATCH))
+    after = graph[:, seeds].individual_sample(2)
+    gs.manual_seed(9)
+    list(gs.DataLoader(graph, sampler, seeds, BATCH, super_batch=2))
+    assert_same(graph[:, seeds].individual_sample(2), after)
+
+
+def test_a_heterogeneous_sampler_of_two_relations_super_batches():
+    """A heterogeneous graph's relations share one node count: a sampler taking two of them
+    (``examples/metapath_walk.py``) super-batches, equal to one by one."""
+    m = example("metapath_walk")
+    H = m.academic_graph(300, 800, 20)
+    seeds = torch.randperm(800, generator=torch.Generator().manual_seed(0))[:5 * 16 - 3]
+    kwargs = {"written_by": H[m.WRITTEN_BY], "traversals": 2, "restart_prob": 0.3}
+    ref = loader_outputs(H[m.WRITES], functools.partial(m.paper_author_paper, **kwargs),
+                         seeds, 16)
+    compiled = functools.partial(gs.compile(m.paper_author_paper), **kwargs)
+    for N in (2, 3):
+        assert_same(loader_outputs(H[m.WRITES], compiled, seeds, 16, super_batch=N), ref)
+
+
+def test_whole_graph_draws_that_read_state_are_refused_unless_fixed(graph):
+    def by_state(A, seeds, v):
+        return A.collective_sample(10, node_probs=v, replace=True), A[:, seeds].row()
+    v = torch.rand(graph.num_nodes, generator=torch.Generator().manual_seed(2)) + 0.1
+    sampler = functools.partial(by_state, v=v)
+    seeds = random_seeds(5 * BATCH - 7, 8)
+    with pytest.raises(ValueError, match="super_batch: .*depend on v.*fixed_state=True"):
+        gs.DataLoader(graph, sampler, seeds, BATCH, super_batch=2)
+    ref = loader_outputs(graph, sampler, seeds, BATCH)
+    compiled = functools.partial(gs.compile(by_state), v=v)
+    assert_same(loader_outputs(graph, compiled, seeds, BATCH, super_batch=3,
+                               fixed_state=True), ref)
 
 
 # ----------------------------------------------------------------------------- keys
@@ -362,10 +495,6 @@ def test_state_dependent_samplers_are_refused_unless_fixed(graph):
                   torch.arange(64), BATCH, super_batch=2)
 
 
-def whole_graph_sample(A, seeds):
-    return A.individual_sample(2), A[:, seeds].individual_sample(2)
-
-
 def in_place(A, seeds):
     nodes = A[:, seeds].individual_sample(2).row()
     nodes.add_(0)
@@ -383,19 +512,26 @@ def two_graphs(A, seeds, B):
 
 
 @pytest.mark.parametrize("sampler, match", [
-    (whole_graph_sample, "samples the whole graph"),
     (in_place, "writes in place"),
     (branching, "must compile with gs.compile"),
-], ids=["whole-graph-sample", "in-place", "untraceable"])
+], ids=["in-place", "untraceable"])
 def test_programs_that_cannot_be_super_batched_are_refused(graph, sampler, match):
     with pytest.raises(ValueError, match=f"super_batch: .*{match}"):
         gs.DataLoader(graph, sampler, torch.arange(64), BATCH, super_batch=2)
 
 
-def test_two_matrix_arguments_are_refused(graph):
-    with pytest.raises(ValueError, match="super_batch: .*more than one gs.Matrix"):
-        gs.DataLoader(graph, functools.partial(two_graphs, B=graph), torch.arange(64), BATCH,
+def test_matrix_arguments_of_another_node_count_are_refused(graph):
+    """A second matrix is encoded as the graph is (``b * n + v``): it must have ``n`` nodes."""
+    other = gs.datasets.rmat(1500, 8000, seed=1)
+    with pytest.raises(ValueError, match="super_batch: .*more than one gs.Matrix argument .*"
+                                         "node count \\(2000\\); 'B' has 1500"):
+        gs.DataLoader(graph, functools.partial(two_graphs, B=other), torch.arange(64), BATCH,
                       super_batch=2)
+    seeds = random_seeds(5 * BATCH - 7, 6)
+    sampler = functools.partial(two_graphs, B=gs.datasets.rmat(2000, 8000, seed=1))
+    ref = loader_outputs(graph, sampler, seeds, BATCH)
+    compiled = functools.partial(gs.compile(two_graphs), B=sampler.keywords["B"])
+    assert_same(loader_outputs(graph, compiled, seeds, BATCH, super_batch=3), ref)
 
 
 # ----------------------------------------------------------------------------- errors

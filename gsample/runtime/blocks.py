@@ -15,6 +15,10 @@ The pass puts the helpers below into the program as ``DENSE`` nodes:
 * :class:`PerBatch` (dense code, or a sparse op as :class:`RunOp`, run once per batch) and
   :class:`Assemble` (the N outputs).
 
+The lowering (and the interpreter) run a random op on the whole graph (no frontier: the
+rewrite marks it ``per_batch``) as :class:`PerBatchDraw`: once per batch, each with its
+mini-batch's op key.
+
 The sampling code (``select``, ``fused_select``) takes a :class:`gsample.random.BatchKeys`
 and uses :func:`frontier` and :func:`encode_columns` for the graph-level sampling ops.
 
@@ -292,6 +296,36 @@ class RunOp:
         if check is not None:
             kwargs.update(check(**kwargs))
         return get_backend("torch").run(self.op, **kwargs)
+
+
+class PerBatchDraw:
+    """A random op on the whole graph (no frontier) run once per mini-batch of a super-batch.
+
+    ``fn`` is the op's implementation (``fn(**inputs, **attrs, key=...)``, a backend's
+    :class:`gsample.backend.Impl` function). Called with the op's inputs, in ``names``
+    order, then the op's :class:`gsample.random.BatchKeys`: batch ``b`` runs ``fn`` on its
+    own inputs (those in ``per_batch`` are lists, one value per batch; the others are
+    shared), checked by ``check`` as a mini-batch's call checks them, with the op key of
+    mini-batch ``first + b`` (``keys.keys[b]``): exactly the mini-batch's own draw. Returns
+    the list of the ``copies`` results.
+    """
+
+    def __init__(self, fn, names: tuple, attrs: dict, per_batch: frozenset, check=None,
+                 label: str = ""):
+        self.fn, self.names, self.attrs, self.per_batch = fn, tuple(names), attrs, per_batch
+        self.check = check
+        self.__name__ = self.__qualname__ = f"per_batch_draw({label or _label(fn)})"
+
+    def __call__(self, *values) -> list:
+        *values, keys = values
+        out = []
+        for b, key in enumerate(keys.keys):
+            kwargs = {k: v[b] if k in self.per_batch else v for k, v in zip(self.names, values)}
+            kwargs.update(self.attrs)
+            if self.check is not None:
+                kwargs.update(self.check(**kwargs))
+            out.append(self.fn(**kwargs, key=key))
+        return out
 
 
 class Assemble:

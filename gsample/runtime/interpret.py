@@ -6,7 +6,7 @@ checks all its inputs as an eager call does. Samples are the lowered program's.
 """
 from __future__ import annotations
 
-from ..backend import get_backend, run_op
+from ..backend import get_backend, resolve, run_op
 from ..ir import Graph, Op, info, map_template
 from ..random import BatchKeys, _stream, op_key
 from .lower import _wrap
@@ -47,6 +47,9 @@ def interpret(graph: Graph, args: dict, backend: str = "torch"):
             return map_template(node.attrs["template"], lambda ref: _wrap(get(ref)))
         else:
             d = info(op)
+            if "per_batch" in node.attrs:           # a super-batch's draw on the whole graph
+                env[node] = _per_batch_draw(node, d, be, env, seed, base, batch)
+                continue
             kwargs = {name: env[v] for name, v in node.inputs.items()}
             kwargs.update({name: node.attrs[name] for name in d.attrs if name in node.attrs})
             batches = node.attrs.get("batches")            # a super-batched random op
@@ -59,3 +62,16 @@ def interpret(graph: Graph, args: dict, backend: str = "torch"):
             value = run_op(be if batches is None else get_backend("torch"), op, kwargs)
         env[node] = value
     raise AssertionError("graph without an OUTPUT node")
+
+
+def _per_batch_draw(node, d, be, env, seed, base, batch):
+    """A random op on the whole graph in a super-batch: once per mini-batch, each with its
+    own key (:class:`gsample.runtime.blocks.PerBatchDraw`)."""
+    from .blocks import PerBatchDraw
+    names = tuple(node.inputs)
+    attrs = {a: node.attrs[a] for a in d.attrs if a in node.attrs}
+    A = env[node.inputs["A"]]
+    impl = resolve(be, node.op, A, inputs={"A": A}, given=(*names, *attrs))
+    keys = BatchKeys.of(seed, base + node.attrs["ordinal"], batch, *node.attrs["batches"])
+    draw = PerBatchDraw(impl.fn, names, attrs, node.attrs["per_batch"], d.check)
+    return draw(*[env[node.inputs[k]] for k in names], keys)

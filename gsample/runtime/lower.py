@@ -176,6 +176,8 @@ class _Lowering:
         # the node's inputs and attributes pick among the implementations: a sync-free one
         # that does not take one the node has (Impl.without) is passed over for the exact one
         given = (*node.inputs, *node.attrs)
+        if "per_batch" in node.attrs:           # a super-batch's draw on the whole graph
+            return self.per_batch_draw(node, d, layout, given)
         impl = resolve(self.backend, node.op, layout=layout, sync_free=self.options.sync_free,
                        given=given)
         if "batches" in node.attrs and node.is_random and not impl.sync_free \
@@ -214,6 +216,26 @@ class _Lowering:
         step.graph_safe = self.gpu and impl.sync_free and not impl.syncs
         if impl.sync_free and impl.bounded_out:
             self.bounded.add(self.slot[node])
+
+    def per_batch_draw(self, node, d, layout: str, given: tuple) -> None:
+        """A random op on the whole graph in a super-batch (``attrs["per_batch"]``, see
+        ``gsample.runtime.super_batch``): the backend's exact implementation once per
+        mini-batch (:class:`~gsample.runtime.blocks.PerBatchDraw`), each with its own op key
+        from the op's :class:`~gsample.random.BatchKeys` and its inputs checked as the
+        mini-batch's call checks them."""
+        from .blocks import PerBatchDraw
+        impl = resolve(self.backend, node.op, layout=layout, given=given)
+        fn = impl.fn if impl.finish is None else _then(impl.fn, impl.finish)
+        names = tuple(node.inputs)
+        slots = [self.slot[node.inputs[k]] for k in names]
+        self.exact(slots, node)
+        key = self.new_slot(f"key{node.attrs['ordinal']}")
+        self.keys.append((key, node.attrs["ordinal"], node.attrs["batches"], False))
+        self.slot[node] = self.new_slot(node.name)
+        label = f"{impl.backend}.{node.op.value}[{layout}]"
+        attrs = {a: node.attrs[a] for a in d.attrs if a in node.attrs}
+        self.emit(PerBatchDraw(fn, names, attrs, node.attrs["per_batch"], d.check, label),
+                  [*slots, key], self.slot[node], f"per batch: {label}", node, syncs=self.gpu)
 
     def check(self, node, d, inputs: dict, in_kernel: tuple = ()) -> dict:
         """A check step before ``node`` for what enters it untrusted; returns the slots the
@@ -347,6 +369,14 @@ class _Check:
         kwargs = dict(zip(self.names, values))
         out = self.check(**kwargs, **self.attrs, trusted=self.trusted, **self.extra)
         return tuple(out.get(k, kwargs[k]) for k in self.checked)
+
+
+def _then(fn, finish):
+    """A two-phase implementation as one call: ``finish(fn(...))``."""
+    def call(**kwargs):
+        return finish(fn(**kwargs))
+    call.__qualname__ = getattr(fn, "__qualname__", "two_phase")
+    return call
 
 
 def _trim(*values):

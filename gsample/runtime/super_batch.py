@@ -28,18 +28,30 @@ names. Rules (helpers: ``gsample.runtime.blocks``):
   position within its batch; a walk's rows, one per frontier node, come out encoded and
   grouped by batch); a pure one (``A[:, cols]``) slices the decoded columns
   and re-encodes the slice;
+* a random op on the graph itself (a graph-level matrix: ``A``, ``A.T``, a value cached
+  per graph) without a frontier (GraphSAINT-node's draws from every node) runs once per
+  batch: the op stays itself (its op and ordinal), ``attrs["per_batch"]`` names its
+  per-batch inputs (encoded ones split, per-batch ones as they are, graph-level ones
+  shared) and ``attrs["batches"] = (N, n)`` gives it ``BatchKeys``; the lowering (and the
+  interpreter) run the backend's implementation of the op for batch ``b`` with
+  mini-batch ``first + b``'s op key (``blocks.PerBatchDraw``), each batch's inputs checked
+  as its own call checks them. Its result is per batch, as dense code's;
 * dense code (opaque torch code) runs once per batch, on each input's batch-``b`` part,
   decoded to exactly what the mini-batch program would see. So does a pure sparse op
   the encoding cannot run once: a whole-graph op with per-batch inputs (``A[rows, :]``),
   or an edge operand computed per batch (it may be a scalar, whose type promotion is
   the batch's own); its per-batch matrices are joined (encoded) where a sparse op reads
-  them. A random op on the whole graph (no frontier) is refused;
+  them;
 * the output is split into the N batches' outputs.
 
-Refused, with a ``ValueError`` naming ``super_batch``: a sampler whose random draws
-depend on tensor arguments (model weights, bandit biases: state that may change between
-mini-batches) unless ``fixed_state``; dense code that writes in place; more than one
-matrix argument.
+Several matrix arguments are encoded alike (node ``v`` of batch ``b`` is ``b * n + v`` in
+each), so each must have the graph's ``n`` nodes (``node_counts``; a heterogeneous graph's
+relations share one ``N``). Refused, with a ``ValueError`` naming ``super_batch``: a sampler
+whose random draws depend on tensor arguments (model weights, bandit biases: state that
+may change between mini-batches) unless ``fixed_state`` (a draw on the whole graph too:
+``A.collective_sample(k, node_probs=v)`` with ``v`` an argument); dense code that writes in
+place; a matrix argument with another node count (or several matrix arguments without
+``node_counts``); an op whose alignments the op table does not give.
 
 Example (GraphSAGE, N = 2)::
 
@@ -52,6 +64,16 @@ Example (GraphSAGE, N = 2)::
     ...
     %out = dense(0=%p0, 1=%p1) {fn=assemble_batches}       [out of batch 0, of batch 1]
     %output = output(0=%out)
+
+GraphSAINT-node, a draw on the whole graph (N = 3)::
+
+    %p = cached(graph=%A) {program=..}                     (n,): shared by the batches
+    %AT = cached(graph=%A) {program=..}                    A.T
+    %d = collective_sample(A=%AT, node_probs=%p) {k=6000, replace=True, ordinal=0,
+                           batches=(3, n), per_batch=frozenset()}   [batch 0's, 1's, 2's]
+    %j = dense(0=%d) {fn=join_matrices}                    one encoded matrix
+    %nodes = row(A=%j)                                     ids b * n + v, batch by batch
+    ...
 
 and LADIES's bias, dense code between sparse ops::
 
@@ -81,7 +103,8 @@ _SPEC = {Align.ROWS: "rows", Align.COLS: "cols", Align.EDGES: "edges", Align.ROW
          Align.WALKS: "walks", Align.ENTRIES: "entries"}
 
 
-def super_batch(copies: int, num_nodes: int, seeds: str = "seeds", fixed_state: bool = False):
+def super_batch(copies: int, num_nodes: int, seeds: str = "seeds", fixed_state: bool = False,
+                node_counts: dict = None):
     """The super-batching pass for ``copies`` mini-batches of a graph of ``num_nodes`` nodes.
 
     Parameters
@@ -96,6 +119,10 @@ def super_batch(copies: int, num_nodes: int, seeds: str = "seeds", fixed_state: 
     fixed_state : bool
         The caller's word that tensor inputs feeding random ops do not change between
         mini-batches (else such a program is refused).
+    node_counts : dict, optional
+        Node count of each ``gs.Matrix`` argument, by name: a sampler with several matrix
+        arguments is rewritten only when every one has ``num_nodes`` nodes (each is then
+        encoded as the graph is); without it, such a sampler is refused.
 
     Returns
     -------
@@ -112,7 +139,7 @@ def super_batch(copies: int, num_nodes: int, seeds: str = "seeds", fixed_state: 
         raise ValueError("super_batch: must be >= 1")
 
     def super_batch(graph: Graph) -> Graph:
-        return _Rewrite(graph, copies, num_nodes, seeds, fixed_state).run()
+        return _Rewrite(graph, copies, num_nodes, seeds, fixed_state, node_counts).run()
     return super_batch
 
 
@@ -173,8 +200,10 @@ def _unfuse_row_col_slices(g: Graph) -> None:
 
 
 class _Rewrite:
-    def __init__(self, graph: Graph, copies: int, n: int, seeds: str, fixed_state: bool):
+    def __init__(self, graph: Graph, copies: int, n: int, seeds: str, fixed_state: bool,
+                 node_counts: dict = None):
         self.g, self.N, self.n, self.seeds, self.fixed = graph, copies, n, seeds, fixed_state
+        self.node_counts = node_counts
         self.space: dict = {}     # node -> GRAPH / ENC / LIST
         self.spec: dict = {}      # encoded node -> (split spec or tuple, or "matrix"; matrix)
         self.memo: dict = {}
@@ -231,8 +260,19 @@ class _Rewrite:
     # ------------------------------------------------------------------ the rewrite
     def run(self) -> Graph:
         g = self.g
-        if sum(n.op is Op.INPUT and n.kind is Kind.MATRIX for n in g.nodes) > 1:
-            self._refuse("samplers with more than one gs.Matrix argument are not supported")
+        matrices = [n.attrs["name"] for n in g.nodes if n.op is Op.INPUT and n.kind is Kind.MATRIX]
+        if len(matrices) > 1:
+            # every matrix is encoded as the graph is (node v of batch b: b * n + v)
+            counts = self.node_counts
+            if counts is None:
+                self._refuse("samplers with more than one gs.Matrix argument are not supported "
+                             "(unless the node count of each is given: node_counts)")
+            other = {m: counts.get(m) for m in matrices if counts.get(m) != self.n}
+            if other:
+                self._refuse(
+                    "samplers with more than one gs.Matrix argument are supported only when "
+                    f"all have the graph's node count ({self.n}); "
+                    + ", ".join(f"{m!r} has {c}" for m, c in other.items()))
         if not any(n.op is Op.INPUT and n.attrs["name"] == self.seeds for n in g.nodes):
             self._refuse(f"the program has no input {self.seeds!r} (the seeds)")
         if any(n.writes_in_place for n in g.nodes):
@@ -320,6 +360,8 @@ class _Rewrite:
             self.spec[A] = ("matrix", A)
         if self.space[A] is GRAPH and self._on_graph(node, where, random):
             return
+        if random and self.space[A] is GRAPH:           # no frontier: the whole graph
+            return self._draw_per_batch(node)
         # a batch's scalar (0-dim) edge operand meets its own edges only when run per batch
         scalar = any(self.space[ins[k]] is LIST and a == "edges" for k, a in where.items())
         if not random and (self.space[A] is GRAPH or scalar):
@@ -327,8 +369,6 @@ class _Rewrite:
             return self._as_per_batch(
                 node, blocks.RunOp(node.op, {k: node.attrs[k] for k in node.info.attrs}),
                 ((), {k: Ref(i) for k, i in names.items()}), {names[k]: v for k, v in ins.items()})
-        if self.space[A] is GRAPH:
-            self._refuse(f"{node.op.value} samples the whole graph, not a frontier's columns")
         for k, a in where.items():                      # an encoded matrix: run once, as is
             ins[k] = self._encoded(ins[k], node, k, a in ("col_ids", "row_ids"))
         if random:
@@ -342,6 +382,20 @@ class _Rewrite:
             self.spec[node] = ("ids", None)
         else:
             self.spec[node] = (out, None if out == "ids" else A)
+
+    def _draw_per_batch(self, node: Node):
+        """A random op on the graph itself without a frontier (GraphSAINT's node draws from
+        the whole graph): it runs once per batch, batch ``b`` with mini-batch ``first + b``'s
+        key and its inputs as that mini-batch sees them (``blocks.PerBatchDraw``, which the
+        lowering and the interpreter build for ``attrs["per_batch"]``: the names of its
+        per-batch inputs). Its result is per batch (the rewrite's LIST)."""
+        ins = node.inputs
+        per = frozenset(k for k, v in ins.items() if self.space[v] is not GRAPH)
+        node.inputs = {k: self._split(v, node) if self.space[v] is ENC else v
+                       for k, v in ins.items()}
+        node.attrs["batches"] = (self.N, self.n)
+        node.attrs["per_batch"] = per
+        self.space[node] = LIST
 
     def _alignment(self, node: Node, name):
         """How input ``name`` (None: the result) lines up with the op's matrix, as a

@@ -6,6 +6,8 @@
   a column slice of the graph reads decoded columns and is re-encoded;
 * dense code runs per batch only when it reads per-batch values (graph-level dense code,
   as FastGCN's normalisation of a degree argument, stays as it is: once);
+* a random op on the whole graph (no frontier) stays itself, marked to draw once per batch
+  (its per-batch inputs split), with a per-batch result;
 * the rewrite reads the op definitions' alignments: without one it refuses, naming it;
 * state detection (tensor arguments and captured tensors reaching a random op);
 * run directly, the rewritten program returns the N batches' own outputs.
@@ -163,3 +165,35 @@ def test_the_rewritten_program_returns_each_batch_s_output(A, copies):
     for b, p in enumerate(parts):
         with batch_scope(11, 4 + b):               # mini-batch 4 + b, on its own
             assert_same(outs[b], fn(L, p, layers=(30, 30)), f"batch {b}")
+
+
+def whole_graph(A, seeds):
+    p = A[:, seeds].sum(axis=1)                       # encoded: split for the draw
+    drawn = A.T.collective_sample(5, replace=True)     # graph-level inputs only
+    return A.collective_sample(4, node_probs=p, replace=True), drawn.row()
+
+
+@pytest.mark.parametrize("passes", [None, []], ids=["optimised", "as-traced"])
+def test_a_random_op_on_the_whole_graph_draws_once_per_batch(A, passes):
+    """No frontier to key the batches by: the op stays itself (op, ordinal), marked to run
+    once per batch (``per_batch``: its per-batch inputs, split; graph-level ones shared),
+    and its result is per batch; the lowering runs ``blocks.PerBatchDraw`` with the op's
+    ``BatchKeys``, a sparse reader joins the N matrices."""
+    before = program(whole_graph, A, passes=passes)
+    g = rewrite(before)
+    assert [(n.op, n.attrs["ordinal"]) for n in g.random_nodes()] == \
+        [(n.op, n.attrs["ordinal"]) for n in before.random_nodes()]
+    draw_t, draw_a = sorted(g.random_nodes(), key=lambda n: n.attrs["ordinal"])
+    assert draw_t.attrs["per_batch"] == frozenset() and draw_a.attrs["per_batch"] == {"node_probs"}
+    assert all(n.attrs["batches"] == (3, N_NODES) and n.meta["super_batch"] == LIST
+               for n in (draw_t, draw_a))
+    split = draw_a.inputs["node_probs"]
+    # the fused slice's sums are n per batch; unfused, the rows of the encoded slice
+    assert fn_of(split) is blocks.split
+    assert split.attrs["template"][1]["spec"] == ("nodes" if passes is None else "rows")
+    (row,) = [n for n in g.nodes if n.op is Op.ROW]
+    assert fn_of(row.inputs["A"]) is blocks.join_matrices
+    from gsample.runtime import lower
+    text = lower(g, "torch").format()
+    assert text.count("per batch: torch.collective_sample[csc]") == 2
+    assert "op key of ordinal 0 for 3 mini-batches" in text
