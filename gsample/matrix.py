@@ -19,7 +19,7 @@ import torch
 import torch.fx
 
 from . import validate as V
-from .backend import current_backend, get_backend, run_op
+from .backend import current_backend, get_backend, resolve, run_op
 from .ir import SDDMM_OPS, Effect, Op, info
 from .random import next_op_key
 from .formats.csc import CSC, segment_ptr
@@ -34,11 +34,15 @@ def _run(ir_op: Op, /, **kwargs):
     random op takes the next ordinal of the stream (after its checks passed).
     """
     d = info(ir_op)
+    backend = get_backend(current_backend())
     if d.check is not None:
-        kwargs.update(d.check(**kwargs))
+        # inputs the backend's code checks itself (``Impl.checks``) are only converted here,
+        # as a compiled program's check does
+        own = resolve(backend, ir_op, kwargs.get("A"), inputs=kwargs).checks
+        kwargs.update(d.check(**kwargs, **({"in_kernel": own} if own else {})))
     if d.effect is Effect.RANDOM:
         kwargs["key"] = next_op_key()
-    return run_op(get_backend(current_backend()), ir_op, kwargs)
+    return run_op(backend, ir_op, kwargs)
 
 
 def _sorted_csc(src: torch.Tensor, dst: torch.Tensor, num_nodes: int, weight) -> CSC:

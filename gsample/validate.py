@@ -349,14 +349,29 @@ def check_individual(A, probs=None, cols=None, trusted=(), in_kernel=(), **_):
     if probs is None or "probs" in trusted:     # (trusted: checked with their alias tables)
         return out
     probs = out["probs"] = probabilities(probs, "probs", A.nnz, A.device, "edge", values=False)
+    if "probs" in in_kernel:        # the sampler's code checks the values (the CUDA backend's:
+        return out                  # with its draws, select.select_in_columns' ``nodes``)
     if cols is None:
         p, indptr, cols = probs, A.indptr, A.global_cols()
     else:                                   # fused op: check the frontier's edges only
         index, indptr, cols = _frontier(A, cols)
         p = probs[index]
-    _finite_nonnegative(p, "probs")
-    edge_probs(p, indptr, cols)
+    column_probs(p, indptr, cols)
     return out
+
+
+def column_probs(p, indptr, cols, at_once: bool = False) -> None:
+    """Edge probabilities ``p`` in column order (``indptr``; ``cols``: the columns' node ids):
+    finite, non-negative, a positive one in every column with edges, with the errors of
+    :func:`check_individual`. ``at_once``: raise now, also inside :func:`deferred` (a
+    kernel's flags, already read back, found a failure; this names it)."""
+    token = _DEFERRED.set(None) if at_once else None
+    try:
+        _finite_nonnegative(p, "probs")
+        edge_probs(p, indptr, cols)
+    finally:
+        if token is not None:
+            _DEFERRED.reset(token)
 
 
 def _finite_nonnegative(t, name):

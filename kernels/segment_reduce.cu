@@ -18,6 +18,7 @@
 // intrinsics alike); float64 steps are the _rn intrinsics (never flushed). No step is
 // contracted into an FMA, so a product is rounded before it is added, as torch's separate
 // mul and sum round it.
+#include "groups.cuh"
 #include "scan.cuh"
 #include "search.cuh"
 
@@ -214,9 +215,8 @@ extern "C" __global__ void gs_edge_dot(const gs_t* __restrict__ u, const gs_t* _
 //                        divided by the length for a mean, 0 for an empty segment.
 // gs_seg_warp (a warp walks its whole segment: one launch, but a hub is one warp's serial
 // work) computes the same tree in one launch; compute.segment_reduce no longer launches it,
-// tests and benchmarks compare the two.
+// tests and benchmarks compare the two. GS_GROUP and gs_owner_warp: groups.cuh.
 #define GS_LEVELS 8                          // 32 ** 8 leaves per stack
-#define GS_GROUP 1024                        // terms per group: CHUNK ** 2
 #define GS_SEG_BLOCK 128                     // threads per block of the staged kernels
 #define GS_SEG_WARPS (GS_SEG_BLOCK / 32)
 #ifndef GS_BATCH
@@ -323,24 +323,6 @@ __device__ __forceinline__ gs_t gs_fold_group(gs_t* sm, int lane, gs_i64 start, 
     gs_t acc = __shfl_sync(0xFFFFFFFFu, v, 0);
     for (int j = 1; j < chunks; ++j) acc = gs_combine_op(acc, __shfl_sync(0xFFFFFFFFu, v, j), op);
     return acc;
-}
-
-// gs_owner for a whole warp (every lane gets the answer): the last s in [0, n) with
-// ptr[s] <= x, for a non-decreasing ptr with ptr[0] <= x, by a 32-ary search (the lanes
-// probe 32 evenly spaced entries a round: log32(n) rounds of one load each, where a
-// thread's binary search waits for log2(n) loads one after the other). Reads ptr[1 .. n - 1].
-__device__ __forceinline__ gs_i64 gs_owner_warp(const gs_i64* __restrict__ ptr, gs_i64 n,
-                                                gs_i64 x, int lane) {
-    gs_i64 lo = 0, hi = n;                   // ptr[lo] <= x; the answer is in [lo, hi)
-    while (hi - lo > 1) {
-        const gs_i64 step = (hi - lo + 31) >> 5;
-        const gs_i64 m = lo + step * lane;
-        const bool le = lane == 0 || (m < hi && ptr[m] <= x);
-        const unsigned below = __ballot_sync(0xFFFFFFFFu, le);   // a prefix of the lanes
-        lo += step * (31 - __clz(below));
-        hi = lo + step < hi ? lo + step : hi;
-    }
-    return lo;
 }
 
 // gptr[s] = the groups of segments before s (ceil(length / GS_GROUP) each), gptr[S] all of

@@ -50,8 +50,9 @@ class Impl:
     syncs : bool
         ``fn`` reads a size back to the host (a host synchronisation on a GPU).
     checks : tuple of str
-        Inputs whose data (id ranges) ``fn``'s kernels check themselves, reporting through
-        ``gsample.validate.fail_if``: the runtime's boundary check only converts them.
+        Inputs whose data (id ranges, weights' values) ``fn``'s kernels check themselves,
+        reporting through ``gsample.validate.fail_if`` or with their own read-back: the
+        runtime's boundary check, and an eager call's, only converts them.
     bounded_out : bool
         ``fn`` (sync-free) may return a bounded value.
     without : tuple of str

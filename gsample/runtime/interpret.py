@@ -59,7 +59,14 @@ def interpret(graph: Graph, args: dict, backend: str = "torch"):
                 kwargs["key"] = op_key(seed, base + node.attrs["ordinal"], batch) \
                     if not batches else BatchKeys.of(seed, base + node.attrs["ordinal"], batch,
                                                      *batches)
-            value = run_op(be if batches is None else get_backend("torch"), op, kwargs)
+            # a super-batched op runs the torch code (it takes BatchKeys, encoded frontiers)
+            # unless the backend's own takes a super-batch's keys (Impl.batch_keys), as
+            # lowering decides
+            here = be
+            if batches is not None and not (node.is_random and resolve(
+                    be, op, kwargs.get("A"), inputs=kwargs).batch_keys):
+                here = get_backend("torch")
+            value = run_op(here, op, kwargs)
         env[node] = value
     raise AssertionError("graph without an OUTPUT node")
 

@@ -6,6 +6,8 @@ Kernels for every op the IR lowers to, by family (``kernels/README.md``):
   a device hash table for membership, int32 reads of a large graph);
 * ``sampling.cu``: the draws of individual (uniform and weighted) and collective sampling,
   plain and fused with the column slice;
+* ``cdf.cu``: weighted draws with replacement by inverse CDF, running sums per column (a
+  super-batch draws as its mini-batches, no loop), the weights checked by device flags;
 * ``segment_reduce.cu`` + ``convert.cu``: segment reductions, SpMM, SDDMM, edge
   broadcasts, and the CSC -> CSR / COO pieces they need;
 * ``edge_map.cu`` + :mod:`.codegen`: generated kernels for fused edge maps (and the map of a
@@ -20,8 +22,10 @@ sync-free (:mod:`.draws`); so does ``filter_edges`` (:mod:`.edge_filter`).
 Ops with no kernel (graph structure, layout conversions other than CSC) and inputs a kernel
 does not take (CPU tensors, non-CSC layouts, some dtypes) run the torch backend's code
 (the executor falls back per op: :func:`gsample.backend.run_op`). Samples are bit-equal to
-the torch backend's; reductions add in a fixed order of their own (bit-reproducible, equal
-to the torch backend's results up to float rounding).
+the torch backend's, except weighted draws with replacement by inverse CDF (running sums
+per column here, over all columns there: the same draws up to float rounding, DESIGN §3);
+reductions add in a fixed order of their own (bit-reproducible, equal to the torch
+backend's results up to float rounding).
 """
 from __future__ import annotations
 
@@ -63,6 +67,10 @@ NO_READ_BACK = frozenset({Op.COLUMN, Op.ROW_IDS, Op.COL_IDS, Op.EDGE_BROADCAST})
 #: random ops whose code above also takes a super-batch's keys: the torch code with the
 #: column statistics of weighted draws as kernels (``sampling.BatchDraws``: no atomics)
 BATCH_KEYS = frozenset({Op.INDIVIDUAL_SAMPLE, Op.SLICE_INDIVIDUAL_SAMPLE})
+#: inputs whose values the code above checks itself (the runtime's check only converts
+#: them): edge weights, with the draws (``sampling.weighted_with``: device flags read back
+#: with the sizes)
+CHECKS = {Op.INDIVIDUAL_SAMPLE: ("probs",), Op.SLICE_INDIVIDUAL_SAMPLE: ("probs",)}
 
 
 class CudaBackend(Backend):
@@ -74,7 +82,7 @@ class CudaBackend(Backend):
         super().__init__()
         for op, (fn, layouts) in IMPLS.items():
             self.register(op, layouts, fn, syncs=op not in NO_READ_BACK,
-                          batch_keys=op in BATCH_KEYS)
+                          batch_keys=op in BATCH_KEYS, checks=CHECKS.get(op, ()))
         nodewise.register(self)          # sync-free variants (kernels/nodewise.cu, frontier.cu)
         layerwise.register(self)         # and of the layer-wise ops (kernels/layerwise.cu)
         walk.register(self)              # and of random walks (kernels/walk.cu)

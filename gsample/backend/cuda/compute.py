@@ -107,10 +107,28 @@ def group_ptr(ptr: torch.Tensor, group: int = GROUP) -> torch.Tensor:
     Group ``g`` of segment ``s`` holds positions ``ptr[s] + group * g`` .. (at most
     ``group`` of them) and is number ``gptr[s] + g`` of all; the tree of :func:`plan` reduces
     it to one value alone (it is aligned on the segment's start). The CUDA path computes
-    the same pointer in one launch (``gs_seg_group_ptr``, a single-pass scan).
+    the same pointer in one launch (:func:`group_pointer`).
     """
     lens = ptr[1:] - ptr[:-1]
     return segment_ptr(torch.div(lens + (group - 1), group, rounding_mode="floor"))
+
+
+def group_pointer(ptr: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """:func:`group_ptr` of ``GROUP``-term groups on the GPU: one memset and one launch
+    (``gs_seg_group_ptr``, a single-pass scan), no host sync.
+
+    ``ptr`` (LongTensor, shape (S + 1,), ``S >= 1``) on a CUDA device; ``dtype`` (float32 or
+    float64) picks the module that holds the kernel, so callers that also reduce values of
+    that dtype load one module. Returns the group pointer, shape (S + 1,).
+    """
+    ptr, S = _i64(ptr), ptr.numel() - 1
+    blocks = -(-S // BLOCK)
+    scratch = torch.empty(1 + blocks + S + 1, dtype=torch.int64, device=ptr.device)
+    state, gptr = scratch[:1 + blocks], scratch[1 + blocks:]
+    memset(state, 0)
+    launch("segment_reduce", "gs_seg_group_ptr", blocks * BLOCK, ptr, S, state, gptr,
+           grid=blocks, dtypes=(_FLOATS[dtype],))
+    return gptr
 
 
 def group_bound(num_positions: int, num_segments: int, group: int = GROUP) -> int:
@@ -236,12 +254,7 @@ def _one_feature(ptr, op, num_positions, dtype, x, perm, gidx, d) -> torch.Tenso
     ptr, S, dev = _i64(ptr), ptr.numel() - 1, ptr.device
     key = dict(dtypes=(_FLOATS[dtype],))
     code = MAX if op == "max" else SUM
-    blocks = -(-S // BLOCK)
-    scratch = torch.empty(1 + blocks + S + 1, dtype=torch.int64, device=dev)
-    state, gptr = scratch[:1 + blocks], scratch[1 + blocks:]
-    memset(state, 0)
-    launch("segment_reduce", "gs_seg_group_ptr", blocks * BLOCK, ptr, S, state, gptr,
-           grid=blocks, **key)
+    gptr = group_pointer(ptr, dtype)
     Q = group_bound(num_positions, S)
     gval = torch.empty(Q, dtype=dtype, device=dev)
     launch("segment_reduce", "gs_seg_groups", Q * 32, ptr, gptr, S, Q, _ptr(perm), _ptr(x),

@@ -1,21 +1,41 @@
-"""CUDA draws for individual and collective sampling (``kernels/sampling.cu``).
+"""CUDA draws for individual and collective sampling (``kernels/sampling.cu``,
+``kernels/cdf.cu``).
 
-The host code (degrees, running sums, output layout, sorting) is the torch backend's
+The host code (degrees, output layout, sorting) is the torch backend's
 (:func:`gsample.backend.torch.select.select_in_columns`, :func:`~gsample.backend.torch.
-select.choose_rows`); only the draws run as kernels, equal to ``select.Draws`` (same
+select.choose_rows`); the draws run as kernels, equal to ``select.Draws`` (same
 words, same Floyd draws, same float steps rounded one by one, same binary search). The
 column statistics of weighted draws with replacement (each column's largest weight and last
 positive edge) are a segment reduction and a scan here, not the torch code's atomic
 scatters (float64 ``amax`` atomics on a hub column's one address); the same values.
+
+Weighted draws with replacement by inverse CDF are this backend's own
+(:func:`weighted_with`, ``kernels/cdf.cu`` states the definition): each column's running
+sum restarts at the column, in an order fixed by offsets from its start, so a mini-batch
+draws the same edges alone, inside a super-batch, eager or compiled; they agree with the
+torch backend's draws (one running sum over all columns) up to float rounding (DESIGN §3).
+The weights are checked in the same kernels (device flags) and read back with the draws'
+count: one host synchronisation a call. The backend registers ``checks=("probs",)``: every
+weighted sampler here checks ``probs``' values itself (the other draws by the torch checks,
+``select_in_columns``' ``nodes``), unless they came with alias tables built from checked
+weights.
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 
-from ...random import MASK64
+from ... import validate as V
+from ...formats.csc import segment_ptr
+from ...random import MASK64, ColumnKeys
 from ..torch import fused_select, select
-from .compute import segment_reduce
-from .module import launch
+from .compute import GROUP_BLOCK, group_bound, group_pointer, segment_reduce
+from .module import BLOCK, launch, memset
+
+_FLOATS = {torch.float32: "float", torch.float64: "double"}
+_NULL = np.uint64(0)                      # a null pointer argument
+#: draws per column that the kernel sorts itself (a warp's lanes); more: a torch sort
+_SORTED_IN_KERNEL = 32
 
 
 def _base(key: int) -> int:
@@ -49,11 +69,87 @@ def last_positive(indptr, col, w):
     return torch.where(end > start, torch.searchsorted(seen, end), -1)
 
 
+def weighted_with(deg, k, key, probs, nodes=None):
+    """Weighted draws with replacement by inverse CDF, per column (``kernels/cdf.cu``).
+
+    What :func:`~gsample.backend.torch.select.select_in_columns` returns for ``probs``,
+    ``replace=True`` and ``method="cdf"``: each column with a positive weight draws ``k``
+    edges, in ascending offset. Before the one read-back (the draws' count and the checks'
+    flags): the columns' largest weights (``segment_reduce``'s max), the group pointer
+    (``compute.group_pointer``), a warp per group of 1,024 edges (``gs_cdf_groups``: a hub
+    spreads over the grid), a thread per column (``gs_cdf_columns``: its groups' offsets,
+    the result's ``indptr``); after it, a thread per draw (``gs_cdf_draws``).
+
+    Parameters
+    ----------
+    deg : LongTensor, shape (C,)
+        Edges in each column (CUDA).
+    k : int
+        Draws per column.
+    key : int or ColumnKeys
+        The op's key (draw ``t`` of column ``c``: ``word(key, c, t)``), or a super-batch's
+        per-column keys (``word(base[c], position[c], t)``).
+    probs : Tensor, shape (sum(deg),)
+        The columns' edge weights in column order.
+    nodes : LongTensor, shape (C,), optional
+        The columns' node ids when ``probs`` comes unchecked: then a NaN, infinite or
+        negative weight, or a column with edges and no positive weight (flagged by the
+        kernels), raises ``validate.check_individual``'s ValueError, naming such a column by
+        position and node, before anything is returned. None: the caller checked them (a
+        column with no positive weight draws nothing, as in ``select_in_columns``).
+
+    Returns
+    -------
+    indptr : LongTensor, shape (C + 1,)
+    col, offset : LongTensor, shape (n * k,)
+        ``n``: the columns with a positive weight; as ``select_in_columns``.
+    """
+    C, E, dev = deg.numel(), probs.numel(), deg.device
+    indptr = segment_ptr(deg)
+    if C == 0 or E == 0:
+        return indptr, deg.new_zeros(0), deg.new_zeros(0)
+    w = (probs if probs.dtype in _FLOATS else probs.double()).contiguous()
+    dtypes = (_FLOATS[w.dtype],)
+    colmax = segment_reduce(indptr, "max", E, w.dtype, x=w)        # exact: any order
+    gptr = group_pointer(indptr, w.dtype)
+    Q, blocks = group_bound(E, C), -(-C // BLOCK)
+    f64 = torch.empty(E + 2 * Q + C, dtype=torch.float64, device=dev)
+    local, gsum, goff, total = f64.split([E, Q, Q, C])
+    i64 = torch.empty(2 + blocks + C + 1, dtype=torch.int64, device=dev)
+    flags, state, optr = i64[:1], i64[1:2 + blocks], i64[2 + blocks:]
+    memset(i64[:2 + blocks], 0)
+    launch("cdf", "gs_cdf_groups", Q * 32, indptr, gptr, C, Q, w, colmax, local, gsum, flags,
+           block=GROUP_BLOCK, dtypes=dtypes)
+    launch("cdf", "gs_cdf_columns", blocks * BLOCK, gptr, C, k, gsum, goff, total, state, optr,
+           flags, grid=blocks, dtypes=dtypes)
+    count, bad = V.read_back([optr[C:], flags])
+    if bad and nodes is not None:       # the torch checks name the failure, in their order
+        V.column_probs(probs, indptr, nodes, at_once=True)
+    if count > select._LARGE:
+        V.fits(count, 32, dev, "k", f"{count // k} columns x k = {k} draws with replacement")
+    col = torch.empty(count, dtype=torch.int64, device=dev)
+    offset = torch.empty(count, dtype=torch.int64, device=dev)
+    if count:
+        n = count // k
+        W = k if k > _SORTED_IN_KERNEL else 1 << (k - 1).bit_length()   # lanes a column
+        if isinstance(key, ColumnKeys):           # a super-batch: each column its batch's key
+            base, cbase, cpos = 0, key.base.contiguous(), key.position.contiguous()
+        else:
+            base, cbase, cpos = _base(key), _NULL, _NULL
+        launch("cdf", "gs_cdf_draws", -(-n * W // 32) * 32, base, cbase, cpos, indptr, gptr, C,
+               optr, k, W, n, local, goff, total, col, offset, dtypes=dtypes)
+        if k > _SORTED_IN_KERNEL:
+            offset = torch.sort(offset.view(n, k), dim=1).values.view(-1)
+    return optr, col, offset
+
+
 class CudaDraws:
-    """``select.Draws`` with the draws as kernels (one thread per draw or candidate)."""
+    """``select.Draws`` with the draws as kernels (one thread per draw or candidate), and
+    weighted draws with replacement of this backend's own (:func:`weighted_with`)."""
 
     column_max = staticmethod(column_max)
     last_positive = staticmethod(last_positive)
+    weighted_with = staticmethod(weighted_with)
 
     @staticmethod
     def with_replacement(cols, deg, k, key):
@@ -128,28 +224,33 @@ def hash_words(key: int, col: torch.Tensor, draw: torch.Tensor) -> torch.Tensor:
 
 class BatchDraws(select.Draws):
     """A super-batch's draws: ``select.Draws`` (per-batch keys), with :class:`CudaDraws`'
-    column statistics (no atomics)."""
+    column statistics (no atomics) and weighted draws with replacement (per-column keys:
+    no loop over the batches)."""
 
     column_max = staticmethod(column_max)
     last_positive = staticmethod(last_positive)
+    weighted_with = staticmethod(weighted_with)
 
 
 def _draws(key):
     """The kernels for one op key; a super-batch's per-batch keys take the torch draws,
-    with the column statistics of the kernels' (:class:`BatchDraws`)."""
+    with the column statistics and weighted draws of the kernels' (:class:`BatchDraws`)."""
     return CudaDraws if isinstance(key, int) else BatchDraws
 
 
 def individual_sample(A, k, replace, key, probs=None, method="cdf", alias=None):
-    """Individual sampling with every draw (uniform and weighted) as kernels."""
+    """Individual sampling with every draw (uniform and weighted) as kernels; ``probs``'
+    values are checked here (with alias tables: when the tables were built)."""
     return select.individual_sample(A, k, replace, key, probs, draws=_draws(key),
-                                    method=method, alias=alias)
+                                    method=method, alias=alias, checked=alias is not None)
 
 
 def slice_individual_sample(A, cols, k, replace, key, probs=None, method="cdf", alias=None):
-    """The fused slice + individual sample, with the draws as kernels."""
+    """The fused slice + individual sample, with the draws as kernels (``probs`` as
+    :func:`individual_sample`)."""
     return fused_select.slice_individual_sample(A, cols, k, replace, key, probs,
-                                                draws=_draws(key), method=method, alias=alias)
+                                                draws=_draws(key), method=method, alias=alias,
+                                                checked=alias is not None)
 
 
 def collective_sample(A, k, replace, key, node_probs=None):

@@ -60,7 +60,8 @@ def _result(A: CSC, cols: torch.Tensor, indptr: torch.Tensor, edges: torch.Tenso
 
 def slice_individual_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, key: int,
                             probs: Optional[torch.Tensor] = None, draws=Draws,
-                            method: str = "cdf", alias: Optional[torch.Tensor] = None) -> CSC:
+                            method: str = "cdf", alias: Optional[torch.Tensor] = None,
+                            checked: bool = True) -> CSC:
     """``A[:, cols].individual_sample(k, probs[slice edges], replace)`` without the slice.
 
     Parameters
@@ -79,6 +80,9 @@ def slice_individual_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, k
         ``A``'s alias tables for ``probs`` (the ``alias_table`` op, built once per graph by
         pre-processing); None with ``method="alias"`` builds the frontier's columns' tables
         from ``probs`` here (the same tables: they are column-local).
+    checked : bool
+        False: ``probs``' values come unchecked (a backend that registers
+        ``checks=("probs",)``); the frontier's are checked with the draws.
 
     Returns
     -------
@@ -90,16 +94,19 @@ def slice_individual_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, k
     indptr_a, seg = A.column_segments(cols)
     starts = indptr_a[seg]
     deg = indptr_a[seg + 1] - starts
-    probs_s, table = _frontier_weights(indptr_a, seg, deg, starts, k, replace, probs, method,
-                                       alias)
-    indptr, col, offset = select_in_columns(deg, k, replace, key, probs_s, draws, method, table)
+    probs_s, table = _frontier_weights(indptr_a, seg, deg, starts, k > 0 or not checked,
+                                       replace, probs, method, alias)
+    nodes = None if checked else cols
+    indptr, col, offset = select_in_columns(deg, k, replace, key, probs_s, draws, method, table,
+                                            nodes)
     return _result(A, cols, indptr, starts[col] + offset)
 
 
-def _frontier_weights(indptr_a, seg, deg, starts, k, replace, probs, method, alias):
-    """The frontier's weights (``probs`` gathered at its columns' edges) and, for alias
-    draws from tables built beforehand, the local form of their rows."""
-    if probs is None or k == 0:
+def _frontier_weights(indptr_a, seg, deg, starts, needed, replace, probs, method, alias):
+    """The frontier's weights (``probs`` gathered at its columns' edges, when ``needed``: a
+    draw or a check reads them) and, for alias draws from tables built beforehand, the local
+    form of their rows."""
+    if probs is None or not needed:
         return None, None
     # weighted sampling reads every weight of the frontier's columns (and only those)
     index, _ = gather_segments(indptr_a, seg)
@@ -173,16 +180,15 @@ def _batched_individual(A: CSC, cols, k, replace, key: BatchKeys, probs, method=
     probs_s = table = None
     if probs is not None:
         own = _per_batch_weights(probs, "probs", A.nnz, copies, "edge")
-        index, indptr_s = gather_segments(indptr_a, seg)
+        index, _ = gather_segments(indptr_a, seg)
         # tables built beforehand are the graph's (shared weights), read at the graph's edges
         table = _table(None if own else alias, index, starts, deg, replace, probs, method)
         if own:                         # batch b's weights follow the b batches before it
             index = index + A.nnz * torch.repeat_interleave(batch, deg, output_size=index.numel())
-        probs_s = probs[index]
-        V._finite_nonnegative(probs_s, "probs")
-        V.edge_probs(probs_s, indptr_s, nodes)
+        probs_s = probs[index]              # checked by select_in_columns (nodes)
     indptr, col, offset = select_in_columns(deg, k, replace, key.columns(cols, batch, ptr),
-                                            probs_s, draws, method=method, table=table)
+                                            probs_s, draws, method=method, table=table,
+                                            nodes=nodes)
     return encode_columns(_result(A, nodes, indptr, starts[col] + offset), cols, n, copies)
 
 

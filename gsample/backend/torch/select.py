@@ -45,6 +45,11 @@ sampling chooses ``k`` rows per batch (a segmented top-k with each batch's row k
 each batch: each batch's sample is bit for bit the one it would draw on its own. The
 inputs are checked per batch here (the executor leaves super-batched ops to this code).
 
+The CUDA backend draws weighted samples with replacement by its own kernels
+(``Draws.weighted_with``: ``gsample.backend.cuda.sampling``): the same inverse CDF, with
+running sums that restart at every column (a super-batch needs no per-batch loop); the
+draws agree with these on at least 99.9% (float rounding, DESIGN §3).
+
 The algorithms are written once, over columns described only by their degrees
 (:func:`select_in_columns`, :func:`choose_rows`, :func:`keep_rows`); the public
 functions here apply them to a materialised matrix and ``fused_select`` applies them
@@ -134,7 +139,9 @@ class Draws:
     these methods to :func:`select_in_columns` / :func:`choose_rows`; the host code around
     them (degrees, running sums, sorting, output layout) is shared. Every method is a pure
     function of its arguments and the op key; a kernel implementation must return the
-    same values (the same bits).
+    same values (the same bits). A backend's object may also have ``weighted_with(deg, k,
+    key, probs, nodes)``: weighted draws with replacement of its own, by its definition
+    (:func:`select_in_columns` then hands them over whole).
     """
 
     @staticmethod
@@ -233,7 +240,7 @@ class Draws:
 
 def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
                       probs: Optional[torch.Tensor] = None, draws=Draws, method: str = "cdf",
-                      table: Optional[tuple] = None):
+                      table: Optional[tuple] = None, nodes: Optional[torch.Tensor] = None):
     """Individual sampling over ``C`` columns known by their degrees alone.
 
     Parameters
@@ -255,6 +262,15 @@ def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
         ``method="alias"``: the columns' alias tables in local form (:func:`.alias.local`:
         thresholds and offsets, shape (sum(deg),) each), when built beforehand (offline);
         None builds them here from ``probs`` (online).
+    nodes : LongTensor, shape (C,), optional
+        The columns' node ids when ``probs`` comes unchecked: its values are checked here,
+        before any draw (finite, non-negative, a positive one in every column with edges;
+        ``validate.check_individual``'s errors, a bad column named by position and node).
+        None: the caller checked them.
+
+    Weighted draws with replacement (``method="cdf"``) go to ``draws.weighted_with(deg, k,
+    key, probs, nodes)`` when the draws have it (the CUDA backend's kernels: per-column
+    running sums, the checks as device flags, one read-back); it returns what this does.
 
     Returns
     -------
@@ -265,6 +281,11 @@ def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
     """
     C = deg.numel()
     alias = _method(method, replace, probs)
+    weighted_with = getattr(draws, "weighted_with", None)
+    if probs is not None and replace and not alias and weighted_with is not None:
+        return weighted_with(deg, k, key, probs, nodes)
+    if probs is not None and nodes is not None:
+        V.column_probs(probs, segment_ptr(deg), nodes)
     nnz = int(deg.sum()) if C else 0
     if k == 0 or nnz == 0:
         empty = deg.new_zeros(0)
@@ -309,21 +330,24 @@ def _weighted_with_per_batch(deg, k, key: ColumnKeys, probs, draws):
 
 def individual_sample(A: CSC, k: int, replace: bool, key: int,
                       probs: Optional[torch.Tensor] = None, draws=Draws, method: str = "cdf",
-                      alias: Optional[torch.Tensor] = None) -> CSC:
+                      alias: Optional[torch.Tensor] = None, checked: bool = True) -> CSC:
     """``k`` edges per column; see the module docstring for the exact algorithms.
 
     ``alias``: with ``method="alias"``, ``A``'s alias tables (the ``alias_table`` op's value
-    for ``probs``), else built here."""
+    for ``probs``), else built here. ``checked=False``: ``probs``' values come unchecked (a
+    backend that registers ``checks=("probs",)``) and are checked with the draws."""
     csc = A
     if isinstance(key, BatchKeys):          # a super-batch: per-column keys, checked here
-        probs = V.check_individual(csc, probs=probs).get("probs", probs)
-        key = key.columns(csc.global_cols())
+        probs = V.check_individual(csc, probs=probs, in_kernel=("probs",)).get("probs", probs)
+        key, checked = key.columns(csc.global_cols()), False
     deg = csc.degrees()
     table = None
     if alias is not None and _method(method, replace, probs):
         table = _alias.local(alias, torch.arange(csc.nnz, device=deg.device),
                              csc.indptr[:-1].repeat_interleave(deg, output_size=csc.nnz))
-    indptr, col, offset = select_in_columns(deg, k, replace, key, probs, draws, method, table)
+    nodes = None if checked or probs is None else csc.global_cols()
+    indptr, col, offset = select_in_columns(deg, k, replace, key, probs, draws, method, table,
+                                            nodes)
     return csc.take_edges(csc.indptr[col] + offset, indptr)
 
 
