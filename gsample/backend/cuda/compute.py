@@ -268,13 +268,16 @@ def _one_feature(ptr, op, num_positions, dtype, x, perm, gidx, d) -> torch.Tenso
 def segment_reduce_warp(ptr, op, num_positions, dtype, x=None, perm=None, gidx=None,
                         d=None) -> torch.Tensor:
     """The same one-feature tree in one launch, a warp walking each whole segment
-    (``gs_seg_warp``; a hub is one warp's serial work): what :func:`segment_reduce` ran
-    before the grouped kernels, kept for tests and benchmarks (bit-equal to both)."""
+    (``gs_seg_warp``; a hub is one warp's serial work): :func:`segment_reduce`'s path for
+    at most :data:`ONE_LAUNCH` terms (bit-equal to the grouped kernels)."""
     S = ptr.numel() - 1
     if _features(x, d) != 1:
         raise ValueError("segment_reduce_warp: one feature only")
-    out = torch.zeros((max(S, 0), 1), dtype=dtype, device=ptr.device)
-    if S > 0 and num_positions > 0:
+    work = S > 0 and num_positions > 0
+    # the kernel writes every segment (0 where empty): no fill launch before it
+    out = (torch.empty if work else torch.zeros)((max(S, 0), 1), dtype=dtype,
+                                                 device=ptr.device)
+    if work:
         launch("segment_reduce", "gs_seg_warp", S * 32, _i64(ptr), S, _ptr(perm), _ptr(x),
                _ptr(gidx), _ptr(d), MAX if op == "max" else SUM, int(op == "mean"), out,
                dtypes=(_FLOATS[dtype],))

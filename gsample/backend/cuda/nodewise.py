@@ -193,15 +193,17 @@ def all_nodes(A, batches=None):
     N, n = batches if batches is not None else (1, 0)
     W = ((csc.num_nodes if row_ids is None else row_ids.numel()) + 31) // 32   # words of R
     size = 1 << max(2 * C, 32).bit_length()   # hash slots: a power of two >= 2 C
-    table = torch.empty((2, size), dtype=torch.int64, device=dev)
-    memset(table, 0xFF)                       # free keys, the atomicMin start
-    slot = torch.empty(max(C, 1), dtype=torch.int64, device=dev)
     R, K = _bitmaps(dev, max(W, (csc.num_nodes + 31) // 32))
-    counters = torch.empty(max(2 * N, 1), dtype=torch.int64, device=dev)
     col_tiles = (C + _TILE - 1) // _TILE
     tiles = col_tiles + (W + _TILE - 1) // _TILE
-    out = torch.empty(C + E, dtype=torch.int64, device=dev)
-    count = torch.empty(1, dtype=torch.int64, device=dev)
+    # one allocation (a call's host time is mostly allocations and launches): the hash table,
+    # the scan's state (one mini-batch), the count, the counters, each column's slot, the ids
+    nc = max(2 * N, 1)
+    lens = (2 * size, 1 + tiles if N == 1 else 0, 1, nc, max(C, 1), C + E)
+    scratch = torch.empty(sum(lens), dtype=torch.int64, device=dev)
+    table, state, count, counters, slot, out = scratch.split(lens)
+    table = table.view(2, size)
+    memset(table, 0xFF)                       # free keys, the atomicMin start
     nnz = csc.indptr[-1:]                      # padding columns are empty: the edge count
     rid, mask = _opt(row_ids), size - 1
     launch("frontier", "gs_nodes_mark", max(C + E, 2 * N), cols, C, _opt(ncols), rows, E, nnz,
@@ -210,7 +212,6 @@ def all_nodes(A, batches=None):
         launch("frontier", "gs_nodes_drop_cols", row_ids.numel(), row_ids, row_ids.numel(),
                table[0], mask, R)
     if N == 1:
-        state = torch.empty(1 + tiles, dtype=torch.int64, device=dev)
         memset(state, 0)
         launch("frontier", "gs_nodes_scan_emit", tiles * _THREADS, cols, C, _opt(ncols),
                table[0], table[1], mask, slot, rid, R, K, W, col_tiles, tiles, state, out, count,
