@@ -157,6 +157,8 @@ class OpDef:
     keeps_layout: bool = False   # a matrix result stays in the layout A was read in
     edges: Optional[str] = None  # a matrix result's edges: "same" as A's (values changed,
                                  # or the layout), a "subset" of A's; None: not said
+    structure_only: bool = False  # reads only A's structure (edges, row and column ids),
+                                  # never its values
     batched: bool = False        # on a graph, takes a super-batch's encoded frontier itself
                                  # (attrs["batches"]), as random ops do
     check: Optional[Callable] = None   # data checks: check(**inputs, **attrs)

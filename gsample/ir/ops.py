@@ -110,9 +110,9 @@ _DEFS = [
           capture=Capture(properties=("T",)), doc="A.T"),
     OpDef(Op.VALUES, P, Step.COMPUTE, (_A,), (), T, out=Align.EDGES,
           capture=Capture(properties=("values",)), doc="A.values"),
-    OpDef(Op.ROW_IDS, P, Step.FINALIZE, (_A,), (), T, out=Align.ROW_IDS,
+    OpDef(Op.ROW_IDS, P, Step.FINALIZE, (_A,), (), T, out=Align.ROW_IDS, structure_only=True,
           capture=Capture(properties=("row_ids",)), doc="A.row_ids"),
-    OpDef(Op.COL_IDS, P, Step.FINALIZE, (_A,), (), T, out=Align.COL_IDS,
+    OpDef(Op.COL_IDS, P, Step.FINALIZE, (_A,), (), T, out=Align.COL_IDS, structure_only=True,
           capture=Capture(properties=("col_ids",)), doc="A.col_ids"),
     OpDef(Op.FUSED_EDGE_MAP, P, Step.COMPUTE, (_A,), (Attr("program", example=EXAMPLE_PROGRAM),), M,
           variadic=Align.STEPS, keeps_layout=True, edges="same", check=V.check_fused,
@@ -205,12 +205,12 @@ _DEFS = [
               "cols[j] and holds the ids neighbors[j] (a (C, K) row, -1 after its last), "
               "with values[j] as values; A's row space (its nodes), any ids (not edges)"),
     # finalize
-    OpDef(Op.ROW, P, Step.FINALIZE, (_A,), (), T, out=Align.ROW_SET,
+    OpDef(Op.ROW, P, Step.FINALIZE, (_A,), (), T, out=Align.ROW_SET, structure_only=True,
           capture=Capture(methods=("row",)), doc="A.row()"),
-    OpDef(Op.COLUMN, P, Step.FINALIZE, (_A,), (), T, out=Align.COL_IDS,
+    OpDef(Op.COLUMN, P, Step.FINALIZE, (_A,), (), T, out=Align.COL_IDS, structure_only=True,
           capture=Capture(methods=("column",)), doc="A.column()"),
     OpDef(Op.ALL_NODES, P, Step.FINALIZE, (_A,), (Attr("batches", required=False),), T,
-          out=Align.NODE_SET, capture=Capture(methods=("all_nodes",)),
+          out=Align.NODE_SET, structure_only=True, capture=Capture(methods=("all_nodes",)),
           doc="A.all_nodes(); 'batches' (N, n): A is a super-batch of N mini-batches of n "
               "nodes, and the ids come grouped by mini-batch (each its columns, then rows)"),
     OpDef(Op.EDGES, P, Step.FINALIZE, (_A,), (), Kind.TUPLE,

@@ -25,6 +25,7 @@ from .fuse_extract_select import fuse_extract_select
 from .layout import select_layouts
 from .alias_tables import alias_tables
 from .probs_support import probs_support
+from .structure_reads import structure_reads
 from .preprocess import preprocess
 
 #: the passes, in order, each with why it runs at that point
@@ -57,6 +58,9 @@ PIPELINE: list = [
     (probs_support, "after extract-select and extract-reduce fusion, which make the fused "
                     "collective sampler and the slice's row reductions it relates (its "
                     "node_probs vanish off the slice's rows: no marking pass over them)"),
+    (structure_reads, "after the rewrites that make value maps (fused edge maps) and before "
+                      "layout selection and DCE: a reader of a matrix's structure reads "
+                      "past maps of its values, which may then be left to the output only"),
     (select_layouts, "after every rewrite, so the cost model prices the ops that really run "
                      "(fused ones included) and each conversion is placed once; before DCE, "
                      "which then drops what a conversion made unused"),

@@ -147,6 +147,10 @@ class _Lowering:
                 self.sparse(node)
         self.p.inputs, self.p.keys = tuple(self.inputs), tuple(self.keys)
         self.p.graph_slots = frozenset(self.slot[n] for n in self.graph_level)
+        if self.gpu and self.options.sync_free:
+            # host work the next device launch does not wait for runs after that launch
+            from .schedule import sink
+            self.p.steps = sink(self.p.steps)
         self.release()
         if self.options.cuda_graphs and self.p.deferred:
             from .cuda_graphs import Region, regions

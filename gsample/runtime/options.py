@@ -23,8 +23,9 @@ class Options:
         checks all its inputs, as eagerly.
     sync_free : bool
         Use backends' sync-free implementations: sizes stay on the device, buffers come
-        from bounds, a program reads sizes (and deferred check flags) back once, at its end.
-        False: every op reads its sizes back as it goes.
+        from bounds, a program reads sizes (and deferred check flags) back once, at its end;
+        on a GPU, host work the next device launch does not wait for runs after it
+        (``gsample.runtime.schedule``). False: every op reads its sizes back as it goes.
     cuda_graphs : bool
         Capture the longest run of sync-free steps of a program (its *region*) as a CUDA
         graph per argument shapes and replay it (``gsample.runtime.cuda_graphs``; on a GPU,

@@ -243,14 +243,15 @@ def test_in_the_pipeline_before_the_final_dce():
     names = [e[0] for e in PIPELINE]
     # the last rewrite of the program: after it only the derived inputs of the fused ops
     # (alias tables of the graph-level weights fusion made), an attribute of the fused
-    # collective sampler (probs_support), layout selection (which prices the fused ops) and
-    # the final DCE
+    # collective sampler (probs_support), structure readers past value maps, layout
+    # selection (which prices the fused ops) and the final DCE
     from gsample.passes.layout import select_layouts
     from gsample.passes.alias_tables import alias_tables
     from gsample.passes.probs_support import probs_support
+    from gsample.passes.structure_reads import structure_reads
     assert names[-1] is dce
     assert names[names.index(fuse_extract_select) + 1:-1] == [alias_tables, probs_support,
-                                                               select_layouts]
+                                                               structure_reads, select_layouts]
     if any(getattr(e[0], "__name__", "") == "preprocess" for e in PIPELINE):
         assert names.index(fuse_extract_select) > [e[0].__name__ for e in PIPELINE].index(
             "preprocess")
