@@ -16,7 +16,8 @@ import gsample as gs
 
 from . import measure, peers, report
 from .workloads import (ALL_WORKLOADS, DESIGN_IDS, MODE_KEYS, WALKS, HarnessError, Mode,
-                        agreement_of, count, draw, import_repo, make_modes, repo_root, workload)
+                        agreement_of, count, draw, host_count, import_repo, make_modes,
+                        repo_root, workload)
 
 PEER_KEYS = ("plain", "torch_cluster", "pyg", "dgl")
 #: the modes --slow-batches times on a prefix of the epoch
@@ -202,7 +203,8 @@ def run_workload(name, A, device, seeds, args, baselines, modes_fn, extra, cpu_g
         if args.slow_batches and label in SLOW_MODES:
             part = epoch[:args.slow_batches * w.batch_size]
         loader = gs.DataLoader(w.G, mode.sampler, part, w.batch_size, seed=0, **mode.options)
-        row = measure.measure(measure.loader_epoch(loader, device, count), args.repeats, device)
+        row = measure.measure(measure.loader_epoch(loader, device, count, host_count),
+                              args.repeats, device)
         if part.numel() < epoch.numel():        # timed on a prefix: scaled to the epoch
             row = measure.scaled(row, epoch.numel() / part.numel())
         if mode.options.get("super_batch") == "auto":

@@ -3,7 +3,11 @@ per mini-batch on a GPU, the device's random-gather bandwidth and the machine's 
 
 Every figure of :mod:`gsample.bench` comes from here, so that all modes and peers are timed
 the same way: one warm-up epoch, then the median of ``repeats`` epochs, the device
-synchronised around every epoch, outputs counted after the clock stops.
+synchronised around every epoch. Outputs are dropped as they come, as a training loop drops
+each mini-batch, where their size is known on the host (blocks, subgraphs: ``host_count``);
+those whose count reads the device (walk tensors) are kept and counted after the clock
+stops. (Keeping a whole epoch of LADIES's blocks alive cost its one-at-a-time epoch ~10%:
+the caching allocator no longer recycles a batch's blocks for the next; H100, 2026-11-26.)
 """
 from __future__ import annotations
 
@@ -101,28 +105,36 @@ def batch_list(G, seeds, batch_size):
     return [b.seeds for b in loader]
 
 
-def epoch_runner(outputs, device, count):
+def epoch_runner(outputs, device, count, host_count=None):
     """One epoch as ``run() -> (seconds, units)``: ``outputs()`` returns an iterable of the
     epoch's sampler outputs (a ``gs.DataLoader``'s, a peer's own loader's, or calls over
-    mini-batches), drawn inside the clock; ``count(out)`` runs after it stops."""
+    mini-batches), drawn inside the clock. ``host_count(out)``, when given, counts an
+    output as it comes if it can without reading the device (else None), and the output is
+    dropped; the others are kept and ``count(out)`` runs after the clock stops."""
     def run():
         sync(device)
         start = time.perf_counter()
-        outs = list(outputs())
+        units, later = 0, []
+        for out in outputs():
+            n = None if host_count is None else host_count(out)
+            if n is None:
+                later.append(out)
+            else:
+                units += n
         sync(device)
         seconds = time.perf_counter() - start
-        return seconds, sum(count(o) for o in outs)
+        return seconds, units + sum(count(o) for o in later)
     return run
 
 
-def loader_epoch(loader, device, count):
+def loader_epoch(loader, device, count, host_count=None):
     """:func:`epoch_runner` of a ``gs.DataLoader`` (made once, as a training loop does)."""
-    return epoch_runner(lambda: (b.out for b in loader), device, count)
+    return epoch_runner(lambda: (b.out for b in loader), device, count, host_count)
 
 
-def calls_epoch(sample, batches, device, count):
+def calls_epoch(sample, batches, device, count, host_count=None):
     """:func:`epoch_runner` of ``sample(seeds)`` over the mini-batches ``batches``."""
-    return epoch_runner(lambda: (sample(s) for s in batches), device, count)
+    return epoch_runner(lambda: (sample(s) for s in batches), device, count, host_count)
 
 
 def scaled(row: dict, factor: float) -> dict:

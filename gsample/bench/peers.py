@@ -25,7 +25,7 @@ from typing import Callable, NamedTuple
 import torch
 
 from .measure import calls_epoch, epoch_runner
-from .workloads import Workload, count
+from .workloads import Workload, count, host_count
 
 #: why DGL does not run with this environment's torch (checked 2026-11-26, dgl 2.1.0 installed
 #: with ``pip --target`` beside the torch 2.13 venv)
@@ -270,7 +270,7 @@ def build(w: Workload, batches, device, args, baselines):
         if sample is None:
             notes["plain PyTorch"] = "none in benchmarks/baselines.py (no walk baseline)"
         else:
-            add("plain PyTorch", Peer(calls_epoch(sample, batches, device, count),
+            add("plain PyTorch", Peer(calls_epoch(sample, batches, device, count, host_count),
                                       _plain_check(w, sample),
                                       "benchmarks/baselines.py: torch's random stream", sample))
     if "torch_cluster" in args.peers and w.walk:

@@ -178,6 +178,20 @@ def count(out) -> int:
     return 0
 
 
+def host_count(out):
+    """:func:`count` where it reads nothing from the device (blocks, subgraphs: their edge
+    counts are host ints), else None (a walk tensor's steps)."""
+    if isinstance(out, torch.Tensor):
+        return None
+    if isinstance(out, gs.Matrix) or hasattr(out, "_fields") and hasattr(out, "num_edges"):
+        n = out.num_edges
+        return n if isinstance(n, int) else None
+    if isinstance(out, (list, tuple)):
+        parts = [host_count(o) for o in out]
+        return None if None in parts else sum(parts)
+    return 0
+
+
 def agreement(x_blocks, y_blocks) -> float:
     """Share of sampled edges two runs both drew: Jaccard of their (layer, row, column,
     edge id) sets (1.0: the same samples)."""

@@ -214,3 +214,31 @@ def test_agreement_is_the_jaccard_of_the_sampled_edge_sets():
     assert workloads.agreement(x, y) == pytest.approx(len(a & b) / len(a | b))
     assert 0.0 < workloads.agreement(x, y) < 1.0
     assert workloads.agreement([], []) == 0.0
+
+
+def test_epochs_drop_outputs_counted_on_the_host():
+    """A block's edges are counted as it comes and the block dropped (as a training loop
+    drops it); a walk tensor, whose count reads the device, is kept and counted after."""
+    import weakref
+    import gsample as gs
+    from gsample.bench import measure
+    A = gs.datasets.rmat(500, 4000, seed=0)
+    blocks = [A[:, torch.arange(i, i + 20)] for i in range(0, 60, 20)]
+    walk = torch.tensor([[0, 1, -1], [2, -1, -1]])
+    assert workloads.host_count(blocks) == workloads.count(blocks)
+    assert workloads.host_count(walk) is None and workloads.host_count([blocks[0], walk]) is None
+    alive = []
+
+    def outputs():
+        for i in range(0, 60, 20):
+            out = [A[:, torch.arange(i, i + 20)]]              # fresh tensors each time
+            alive.append(weakref.ref(out[0].csc.rows))
+            yield out
+    run = measure.epoch_runner(outputs, torch.device("cpu"), workloads.count,
+                               workloads.host_count)
+    seconds, units = run()
+    assert units == workloads.count(blocks) and seconds >= 0
+    assert all(r() is None for r in alive), "host-counted outputs are not kept"
+    run = measure.epoch_runner(lambda: iter([walk, walk]), torch.device("cpu"),
+                               workloads.count, workloads.host_count)
+    assert run()[1] == 2 * workloads.count(walk) == 2
