@@ -49,6 +49,20 @@ class DataLoader:
         ``sampler_fn`` must be a ``gs.compile``'d sampler
         (or a ``functools.partial`` of one) or a function ``gs.compile`` can trace,
         which is then compiled here with the default passes. Default: off.
+
+        On a partitioned graph (:class:`gsample.distributed.PartitionedMatrix`), an int
+        ``N``: the sampler runs eagerly once for N consecutive mini-batches of the rank (a
+        *round*, :mod:`gsample.distributed.partition_batches`), so that every exchange
+        between the ranks carries the N mini-batches' frontiers at once (``N`` times fewer
+        collectives); it gets its seeds as one value per mini-batch, and code other than the
+        partitioned operators runs once per mini-batch. Node-wise sampling (uniform or
+        weighted) and walks are super-batched; Python control flow on a per-batch value
+        (``if``, ``len`` of a tensor, ...), a per-batch ``k`` and in-place writes into a
+        tensor the mini-batches share raise a ``ValueError`` naming ``super_batch`` on
+        every rank. Every rank must pass the same ``N`` (checked, together, when the loader
+        is made: every rank makes it); every rank has ``ceil(M / world_size)`` mini-batches,
+        so all run the same rounds, the last one holding the remainder. ``"auto"`` is
+        refused there (the ranks would time and pick sizes of their own).
     memory_budget : int, optional
         Bytes a super-batch may use, with ``super_batch="auto"``. Default: half of a GPU's
         free memory; on the CPU the L2 cache size, as a super-batch only pays there while
@@ -100,7 +114,7 @@ class DataLoader:
         (:func:`gsample.distributed.place`). Give every rank the same ``seed`` (or the same
         ``gs.manual_seed``). A partitioned graph (:class:`gsample.distributed.PartitionedMatrix`)
         sets this itself, and its sampler runs eagerly (a ``gs.compile``'d one as its
-        Python function), without ``super_batch``.
+        Python function), N mini-batches per round with ``super_batch=N``.
     seeds_are_nodes : bool
         True (default): the seeds are node ids, first in every mini-batch's ``n_id`` and
         conversions. False: they only name the mini-batch (ClusterGCN's part ids,
@@ -184,9 +198,6 @@ class DataLoader:
                 raise ValueError(f"rank, world_size: the partitioned graph is rank {A.rank} "
                                  f"of {A.world_size}, got {self.rank} of {self.world_size}")
             self.rank, self.world_size = A.rank, A.world_size
-            if super_batch is not None:
-                raise ValueError("super_batch: not supported on a partitioned graph (its "
-                                 "samplers run eagerly, exchanging frontiers between ranks)")
             sampler_fn = _eager(sampler_fn)
         if not callable(sampler_fn):
             raise TypeError("sampler_fn: must be callable as sampler_fn(A, seeds)")
@@ -210,7 +221,8 @@ class DataLoader:
         self.memory_cap = None
         self.auto_times: dict = {}
         self._super = None
-        if self.super_batch is not None:          # traced now: refusals come from here
+        self._partitioned = partitioned
+        if self.super_batch is not None and not partitioned:   # traced now: refusals from here
             self._super = _SuperBatcher(A, sampler_fn, self.seeds[:self.batch_size],
                                         self.fixed_state)
         from .features import FeatureStore
@@ -225,6 +237,20 @@ class DataLoader:
         self._streams = None
         self._workers = None            # the pipeline's stage threads (gsample.pipeline)
         self._pipelines_open = 0        # epochs whose pipeline is running
+        if self.super_batch is not None and partitioned:      # every rank, together
+            from .distributed.partition_batches import agree
+            refused = None
+            if self.super_batch == "auto":
+                refused = ("'auto' is not supported on a partitioned graph (each rank would "
+                           "time sizes on its own mini-batches, and the ranks must sample the "
+                           "same rounds); give the number of mini-batches, e.g. super_batch=8")
+            elif self._stateful():
+                refused = ("the sampler is given tensors (functools.partial), state that may "
+                           "change between mini-batches (model weights, bandit biases); a "
+                           "super-batch samples its mini-batches before any update. If they "
+                           "stay fixed while the loader runs, say so: gs.DataLoader(..., "
+                           "super_batch=4, fixed_state=True)")
+            agree(A, self.super_batch, refused, len(self))
 
     def __len__(self) -> int:
         """Mini-batches this process yields per epoch (its share, when distributed)."""
@@ -263,7 +289,9 @@ class DataLoader:
         bar = tqdm(total=len(mine), disable=not self.progress, desc="sampling", unit="batch")
         # groups: the mini-batches of one sampling run (one, or a super-batch's N), handed
         # between the stages together (one hand-over per run, not per mini-batch)
-        if self._super is None:
+        if self._partitioned and self.super_batch is not None:
+            groups = self._rounds(runs, epoch_seed)
+        elif self._super is None:
             groups = ([b] for first, run in runs for b in self._one_by_one(run, epoch_seed, first))
         else:
             groups = (g for first, run in runs for g in self._super_batches(run, epoch_seed, first))
@@ -282,7 +310,7 @@ class DataLoader:
     def _one_run(self, parts: list) -> bool:
         """Whether the epoch is sampled in at most one run (no mini-batches, or a super-batch
         holding all of them): then no stage has anything to overlap with."""
-        size = self.super_batch_size if self._super is not None else 1
+        size = self.super_batch_size if self.super_batch is not None else 1
         return len(parts) == 0 or (size is not None and size >= len(parts))
 
     def _stateful(self) -> bool:
@@ -324,8 +352,11 @@ class DataLoader:
         self.gather_seconds += time.perf_counter() - start
         return batch
 
-    def _one_by_one(self, parts: list, epoch_seed: int, first: int = 0):
-        for i, batch_seeds in enumerate(parts, first):
+    def _one_by_one(self, parts: list, epoch_seed: int, first: int = 0, indices=None):
+        """The batches ``first, first + 1, ...`` (or ``indices``), seeds ``parts``, sampled
+        one by one."""
+        for i, batch_seeds in zip(range(first, first + len(parts)) if indices is None
+                                  else indices, parts):
             with batch_scope(epoch_seed, i):
                 out = self.sampler_fn(self.A, batch_seeds)
             yield Batch(seeds=batch_seeds, index=i, out=out,
@@ -357,6 +388,30 @@ class DataLoader:
             block = parts[i:i + self.super_batch_size]
             yield from self._block(block, epoch_seed, base + i)
             i += len(block)
+
+    def _rounds(self, runs: list, epoch_seed: int):
+        """A partitioned graph's super-batches: this rank's mini-batches (``runs``: ``(first
+        index, seeds of each)``) ``super_batch_size`` at a time, each group sampled in one
+        round whose exchanges carry them all (:mod:`gsample.distributed.partition_batches`).
+        Every rank has as many mini-batches (``rank_batches`` pads the epoch), so the ranks
+        run as many rounds, each as many mini-batches; a group may span the wrap-around of
+        the padding (its indices need not be consecutive: each keys its own draws)."""
+        from .distributed.partition_batches import is_refusal, sample_round
+        items = [(first + j, p) for first, run in runs for j, p in enumerate(run)]
+        for i in range(0, len(items), self.super_batch_size):
+            group = items[i:i + self.super_batch_size]
+            indices, block = [j for j, _ in group], [p for _, p in group]
+            if len(group) == 1:             # a round of one: as without super-batching
+                yield list(self._one_by_one(block, epoch_seed, indices=indices))
+                continue
+            try:
+                outs = sample_round(self.A, self.sampler_fn, block, indices, epoch_seed)
+            except Exception as error:      # noqa: BLE001 - re-run one by one, see below
+                if is_refusal(error):       # raised alike on every rank, at the same point
+                    raise
+                yield from self._explain_failure(block, epoch_seed, indices[0], error, indices)
+            yield [Batch(seeds=p, index=j, out=out, seeds_are_nodes=self.seeds_are_nodes)
+                   for (j, p), out in zip(group, outs)]
 
     def _block(self, block: list, epoch_seed: int, first: int):
         """Sample the mini-batches ``first, ...`` (seeds ``block``) in one run; yield them
@@ -410,11 +465,14 @@ class DataLoader:
             return i, 1
         return i, min(self.auto_times, key=self.auto_times.get)
 
-    def _explain_failure(self, block: list, epoch_seed: int, first: int, error: Exception):
+    def _explain_failure(self, block: list, epoch_seed: int, first: int, error: Exception,
+                         indices=None):
         """A super-batch raised: sample its mini-batches one by one. The first one that
         raises yields the batches before it, then raises its own error (as without
-        super-batching); if none does, the super-batch itself is at fault."""
-        done, failed, batches = [], None, self._one_by_one(block, epoch_seed, first)
+        super-batching); if none does, the super-batch itself is at fault. (On a partitioned
+        graph every rank does so together: a failing exchange raises on every rank.)"""
+        done, failed = [], None
+        batches = self._one_by_one(block, epoch_seed, first, indices)
         while failed is None and len(done) < len(block):
             try:
                 done.append(next(batches))
@@ -424,6 +482,13 @@ class DataLoader:
             if done:
                 yield done
             raise failed
+        if self._partitioned:
+            which = ", ".join(map(str, indices or range(first, first + len(block))))
+            raise ValueError(f"super_batch: mini-batches {which} sample one by one but not in "
+                             f"one round on a partitioned graph ({type(error).__name__}: "
+                             f"{error}): the sampler cannot be super-batched there "
+                             "(gsample.distributed.partition_batches says what can); sample "
+                             "without super_batch") from error
         raise RuntimeError(f"super_batch: sampling mini-batches {first}..{first + len(block) - 1} "
                            f"in one run failed ({type(error).__name__}: {error}) although they "
                            "sample one by one; use a smaller super_batch (or 'auto' with a "

@@ -11,7 +11,9 @@ NCCL on GPUs, gloo on CPUs; start the processes with ``torchrun`` or
   memory (:func:`choose_placement`), and ``placement=`` overrides it;
 * **the seeds**: ``gs.DataLoader(G, sampler, seeds, batch_size, seed=0, distributed=True)``
   gives each rank its share of every epoch's mini-batches, as
-  ``torch.utils.data.DistributedSampler`` does (:mod:`gsample.distributed.split`).
+  ``torch.utils.data.DistributedSampler`` does (:mod:`gsample.distributed.split`); with
+  ``super_batch=N`` on a partitioned graph each rank samples N of them per round, every
+  exchange carrying all N (:mod:`gsample.distributed.partition_batches`).
 
 A mini-batch's draws are keyed by its global index, never by the rank (DESIGN §3), so the
 ranks' mini-batches together are the single-process epoch, sample for sample, under every

@@ -19,6 +19,12 @@ device: bit for bit the single-device samples of the torch backend (the default 
 ops); a single GPU under ``gs.use_backend("cuda")`` draws weighted node-wise samples within
 DESIGN §3's bound of them (99.9% of draws), the others bit for bit.
 
+``gs.DataLoader(P, sampler, seeds, B, super_batch=N)`` samples N mini-batches of a rank in
+one round: the sampler runs once, each operator above exchanging the N mini-batches'
+frontiers at once, each column keyed by its own mini-batch (the single-device super-batch's
+``BatchKeys`` / ``ColumnKeys``), and the results split back, the same bits as one by one
+(:mod:`gsample.distributed.partition_batches`).
+
 Checks of data that differ between ranks (probabilities) are agreed: when they fail on one
 rank, every rank raises (that rank's error), so that none is left waiting in a collective.
 Every other operator (``collective_sample``, reductions, slices with rows, ...) raises
@@ -26,6 +32,7 @@ Every other operator (``collective_sample``, reductions, slices with rows, ...) 
 """
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from types import SimpleNamespace
@@ -39,6 +46,7 @@ from ..formats.csc import CSC, gather_segments, segment_ptr
 from ..matrix import Matrix
 from ..random import next_op_key
 from .comm import Route, all_to_all, group_sums
+from .partition_batches import active_round
 from .partition_sampling import _mapped, _sample, _sample_here
 from .partition_walks import _Walks
 
@@ -92,7 +100,9 @@ class PartitionedMatrix(_Walks):
     through ``gs.DataLoader``). Samples are the single-process ones, bit for bit (the docstrings
     of :mod:`~gsample.distributed.partition_sampling` and
     :mod:`~gsample.distributed.partition_walks` say how each operator exchanges its
-    frontier).
+    frontier); ``gs.DataLoader(..., super_batch=N)`` runs the sampler once for N
+    mini-batches, every exchange carrying all N
+    (:mod:`~gsample.distributed.partition_batches`).
 
     Attributes
     ----------
@@ -173,6 +183,10 @@ class PartitionedMatrix(_Walks):
             raise _unsupported("A[rows, :] and A[rows, cols]")
         if isinstance(key[1], int) and not isinstance(key[1], bool):
             key = (key[0], [key[1]])
+        run = active_round()
+        if run is not None:              # a super-batch: its mini-batches' frontiers at once
+            cols, ptr = run.join_ids(key[1], "cols", self, allow_empty=False)
+            return _Frontier(self, cols, batches=(run, ptr))
         return _Frontier(self, V.ids(key[1], "cols", self.num_nodes, self.device,
                                      allow_empty=False))
 
@@ -183,13 +197,19 @@ class _Frontier:
     Its edges stay with their owners; ``.values`` fetches them. Scalar edge maps (``sub **
     2``, ``2 * sub + 1``) give frontiers whose values the owners compute, elementwise, as one
     process does: as ``probs`` they are drawn by the owners too.
+
+    In a super-batch (:mod:`gsample.distributed.partition_batches`) ``cols`` holds the N
+    mini-batches' columns one mini-batch after the other and ``batches`` is ``(round,
+    ptr)``: mini-batch ``b``'s columns are ``cols[ptr[b]:ptr[b + 1]]``; every exchange
+    carries them all, and what the sampler gets back holds one value per mini-batch.
     """
 
     def __init__(self, A: PartitionedMatrix, cols: torch.Tensor, maps: tuple = (),
-                 fetched: Optional[dict] = None):
+                 fetched: Optional[dict] = None, batches: Optional[tuple] = None):
         self.A, self.cols, self._maps = A, cols, maps
         # what was fetched of the slice (degrees, the graph's values): shared with edge maps
         self._fetched = {} if fetched is None else fetched
+        self._batches = batches
 
     def __getattr__(self, name):
         if not name.startswith("_") and hasattr(Matrix, name):
@@ -198,6 +218,9 @@ class _Frontier:
 
     @property
     def shape(self) -> tuple:
+        if self._batches is not None:
+            run, ptr = self._batches
+            return run.each([(self.A.num_nodes, c1 - c0) for c0, c1 in zip(ptr[:-1], ptr[1:])])
         return (self.A.num_nodes, self.cols.numel())
 
     # ------------------------------------------------------------------ scalar edge maps
@@ -205,7 +228,8 @@ class _Frontier:
         if isinstance(other, bool) or not isinstance(other, numbers.Real):
             raise _unsupported(f"other: an edge map of A[:, cols] with a "
                                f"{type(other).__name__} (a Python number only)")
-        return _Frontier(self.A, self.cols, self._maps + ((op, other, reverse),), self._fetched)
+        return _Frontier(self.A, self.cols, self._maps + ((op, other, reverse),), self._fetched,
+                         self._batches)
 
     def __add__(self, other): return self._edge_map("add", other)
     def __radd__(self, other): return self._edge_map("add", other, True)
@@ -217,7 +241,8 @@ class _Frontier:
     def __rtruediv__(self, other): return self._edge_map("div", other, True)
     def __pow__(self, other): return self._edge_map("pow", other)
     def __neg__(self):
-        return _Frontier(self.A, self.cols, self._maps + (("neg", None, False),), self._fetched)
+        return _Frontier(self.A, self.cols, self._maps + (("neg", None, False),), self._fetched,
+                         self._batches)
 
     # ------------------------------------------------------------------ fetched from the owners
     def _fetch(self, values: bool) -> dict:
@@ -255,9 +280,17 @@ class _Frontier:
         >>> sub = P[:, seeds]
         >>> s = sub.individual_sample(5, probs=sub.values.sqrt())
         """
-        return _mapped(self._fetch(True)["values"], self._maps)
+        got = self._fetch(True)
+        values = _mapped(got["values"], self._maps)
+        if self._batches is None:
+            return values
+        run, ptr = self._batches
+        return run.split_edges(values, got["deg"], ptr)
 
     def _same_columns(self, other: "_Frontier") -> bool:
+        mine, theirs = self._batches, other._batches
+        if (mine is None) != (theirs is None) or (mine is not None and mine[1] != theirs[1]):
+            return False
         return other.A is self.A and (other.cols is self.cols or (
             other.cols.shape == self.cols.shape and torch.equal(other.cols, self.cols)))
 
@@ -307,6 +340,9 @@ class _Frontier:
         >>> s.shape == (P.num_nodes, len(seeds))
         True
         """
+        run, ptr = (None, None) if self._batches is None else self._batches
+        if run is not None:
+            run.shared(k=k, replace=replace, method=method)
         k = V.count(k)
         replace = V.flag(replace, "replace")
         if method not in ("cdf", "alias"):
@@ -315,21 +351,30 @@ class _Frontier:
             raise ValueError("method: 'alias' draws with replacement (replace=True); without "
                              "replacement weighted draws use exponential keys (method='cdf')")
         A = self.A
+
+        def key():          # the op's key (a super-batch: each column its mini-batch's)
+            return next_op_key() if run is None else run.column_keys(self.cols, ptr)
+
+        def out(csc: CSC):
+            return Matrix(csc) if run is None else run.split_matrix(csc, ptr)
+
         if probs is None:
-            return Matrix(_sample(A, self.cols, k, replace, next_op_key(), self._maps))
+            return out(_sample(A, self.cols, k, replace, key(), self._maps))
         if isinstance(probs, _Frontier):
             if not self._same_columns(probs):
                 raise ValueError("probs: a probability matrix must have the same sparsity as "
                                  "the matrix being sampled")
             if not replace or method == "alias":       # column-local draws: by the owners
-                return Matrix(_sample(A, self.cols, k, replace, None, self._maps,
-                                      probs._maps, method))
+                return out(_sample(A, self.cols, k, replace, key(), self._maps, probs._maps,
+                                   method))
             probs = probs.values                       # the frontier's running sum: here
         elif isinstance(probs, (Matrix, PartitionedMatrix)):
             raise ValueError("probs: on a partitioned graph, A[:, cols] itself, a scalar edge "
                              "map of it (sub ** 2) or a tensor of one probability per edge "
                              f"of the slice (sub.values); got {type(probs).__name__}")
-        return Matrix(_sample_here(self, k, replace, probs, method))
+        if run is not None:                  # one tensor per mini-batch: joined (and checked)
+            probs = functools.partial(run.join_edges, probs, ptr=ptr)
+        return out(_sample_here(self, k, replace, probs, method, key()))
 
 
 __all__ = ["PartitionedMatrix", "edge_balanced_bounds", "local_part", "SUPPORTED"]

@@ -21,6 +21,11 @@ every rank agrees on.
     by the requesting rank: it fetches the columns' degrees (and their weights), draws as one
     process does (``select_in_columns`` over the whole frontier) and fetches the chosen edges
     from their owners.
+
+In a super-batch (:mod:`gsample.distributed.partition_batches`) the frontier holds N
+mini-batches' columns, and each column's key (sent with the request, or used here) is its
+mini-batch's, with its position within its mini-batch (``ColumnKeys``): the same exchanges,
+once for the N mini-batches; inverse-CDF running sums start again at each mini-batch.
 """
 from __future__ import annotations
 
@@ -34,7 +39,7 @@ from .. import validate as V
 from ..backend.torch.compute import map_values
 from ..backend.torch.select import select_in_columns
 from ..formats.csc import CSC, gather_segments, segment_ptr
-from ..random import ColumnKeys, _signed, next_op_key
+from ..random import ColumnKeys, _signed
 from .comm import Route, all_to_all, group_sums
 
 if TYPE_CHECKING:                      # (partition.py imports this module)
@@ -96,15 +101,18 @@ def _check_probs(p, indptr: torch.Tensor, position: torch.Tensor,
 
 def _sample(A: PartitionedMatrix, cols: torch.Tensor, k: int, replace: bool, key,
             maps: tuple = (), weights: Optional[tuple] = None, method: str = "cdf") -> CSC:
-    """Each column of ``cols`` drawn by its owner. ``key``: the op's key (taken here when
-    ``weights`` are given); ``maps``: the frontier's edge maps (its values); ``weights``: None
-    (uniform) or the edge maps making the probabilities of the graph's values (checked by
-    the owners, on every rank together)."""
+    """Each column of ``cols`` drawn by its owner. ``key``: the op's key, or a super-batch's
+    :class:`~gsample.random.ColumnKeys` (each column its mini-batch's key and its position
+    within its mini-batch: :mod:`gsample.distributed.partition_batches`), which travels with
+    the request; ``maps``: the frontier's edge maps (its values); ``weights``: None (uniform)
+    or the edge maps making the probabilities of the graph's values (checked by the owners,
+    on every rank together)."""
     dev, C, local = A.device, cols.numel(), A.local
     position = torch.arange(C, device=dev)
-    if weights is not None:           # the key travels with the request, before the checks
-        key = next_op_key()
-    request = torch.stack([cols, position, torch.full_like(cols, _signed(key))], 1)
+    if isinstance(key, ColumnKeys):
+        request = torch.stack([cols, key.position, key.base], 1)
+    else:
+        request = torch.stack([cols, position, torch.full_like(cols, _signed(key))], 1)
     route = Route(request, A.owner(cols), A.world_size, A.group)
     # the owner's part: the single-process draws of each column it was sent
     v = route.received[:, 0] - A.lo
@@ -141,16 +149,21 @@ def _sample(A: PartitionedMatrix, cols: torch.Tensor, k: int, replace: bool, key
                values=None if values is None else values[index], eids=got[index, 1])
 
 
-def _sample_here(F: _Frontier, k: int, replace: bool, probs, method: str) -> CSC:
+def _sample_here(F: _Frontier, k: int, replace: bool, probs, method: str, key) -> CSC:
     """Weighted draws made by the requesting rank over its whole frontier, as one process
-    makes them (the columns' degrees fetched), then the chosen edges fetched."""
+    makes them (the columns' degrees fetched), then the chosen edges fetched. ``key``: the
+    op's key or a super-batch's ``ColumnKeys`` (each mini-batch's running sum then starts at
+    0, as on its own: ``select_in_columns``); ``probs``: a tensor, or a function of the
+    columns' degrees giving one (checked on every rank together)."""
     A, cols, local = F.A, F.cols, F.A.local
     deg = F._fetch(False)["deg"]
+    position = key.position if isinstance(key, ColumnKeys) else \
+        torch.arange(cols.numel(), device=A.device)
 
     def draw():
-        p = _check_probs(probs, segment_ptr(deg), torch.arange(cols.numel(), device=A.device),
-                         cols)
-        return select_in_columns(deg, k, replace, next_op_key(), p, method=method)
+        p = probs(deg) if callable(probs) else probs        # (a super-batch's: joined here)
+        p = _check_probs(p, segment_ptr(deg), position, cols)
+        return select_in_columns(deg, k, replace, key, p, method=method)
 
     ptr, col, offset = _together(A, draw)
     nodes = cols[col]

@@ -14,6 +14,11 @@
     the walker's first attempt accepted either way), and keeps each walker's first accepted
     attempt; rounds of attempts (4, then 16, then 64 at a time, as one process batches them;
     an all-reduce and three collectives each) repeat until no rank has a walker pending.
+
+In a super-batch (:mod:`gsample.distributed.partition_batches`) the N mini-batches' walkers
+walk together (the same collectives, once for the N), walker ``w`` of mini-batch ``b``
+hashed with ``b``'s key and its position within ``b`` (``ColumnKeys``), as the
+single-device super-batched walk hashes it.
 """
 from __future__ import annotations
 
@@ -25,7 +30,7 @@ from ..backend.torch.alias import alias_draw, alias_table
 from ..backend.torch.walk import (DECIDE, FIRST, MAX_ATTEMPTS, STRIDE, _general_step, _word,
                                   has_edge, sorted_rows, thresholds)
 from ..matrix import Matrix
-from ..random import combine_tensor, next_op_key, uniform_float, uniform_int
+from ..random import ColumnKeys, combine_tensor, next_op_key, uniform_float, uniform_int
 from .comm import Route
 from .partition_sampling import _check_probs, _together
 
@@ -70,6 +75,12 @@ class _Walks:
         >>> P.random_walk(seeds, 80, probs=P, p=2.0, q=0.5).shape      # weighted node2vec
         torch.Size([1024, 81])
         """
+        from .partition_batches import active_round
+        run, ptr = active_round(), None
+        if run is not None:             # a super-batch: its mini-batches' walkers at once
+            run.shared(length=length, probs=probs, p=p, q=q, stop_prob=stop_prob,
+                       restart_prob=restart_prob, jump_prob=jump_prob)
+            seeds, ptr = run.join_ids(seeds, "seeds", self)
         length = V.count(length, "length")
         p, q = V.positive(p, "p"), V.positive(q, "q")
         stop_prob = V.probability(stop_prob, "stop_prob")
@@ -84,14 +95,17 @@ class _Walks:
         seeds = V.check_random_walk(self._checks, seeds, length=length, stop_prob=stop_prob,
                                     restart_prob=restart_prob, jump_prob=jump_prob)["seeds"]
         alias = None if probs is None else self._alias_tables(probs)
-        key = next_op_key()                    # after the checks, as an eager op takes it
+        # after the checks, as an eager op takes it (a super-batch: walker w of mini-batch b
+        # draws with b's key and its position within b)
+        key = next_op_key() if run is None else run.column_keys(seeds, ptr)
         pq = None
         if p != 1.0 or q != 1.0:                       # node2vec's weights, as the torch code's
             inv_p, inv_q = 1.0 / p, 1.0 / q
             pq = tuple(torch.tensor(v, dtype=torch.float64, device=self.device)
                        for v in (inv_p, 1.0, inv_q)) + (max(inv_p, 1.0, inv_q),)
-        return self._walk(seeds, length, key, thresholds(stop_prob, restart_prob, jump_prob),
-                          alias, pq)
+        out = self._walk(seeds, length, key, thresholds(stop_prob, restart_prob, jump_prob),
+                         alias, pq)
+        return out if run is None else run.split_rows(out, ptr)
 
     def _alias_tables(self, probs) -> torch.Tensor:
         """Alias tables of this rank's columns (local edge positions) for walk weights
@@ -125,7 +139,9 @@ class _Walks:
         out = torch.full((W, length + 1), -1, dtype=torch.int64, device=dev)
         out[:, 0] = seeds
         at = torch.arange(W, device=dev)
-        h = combine_tensor(key, at)           # the walker's hash: the first half of every key
+        # the walker's hash: the first half of every key
+        h = combine_tensor(key.base, key.position) if isinstance(key, ColumnKeys) else \
+            combine_tensor(key, at)
         root = cur = seeds
         prev = None
         one = torch.ones((), dtype=torch.float64, device=dev)
