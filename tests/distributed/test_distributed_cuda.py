@@ -1,7 +1,8 @@
 """gsample.distributed on GPUs with NCCL (``-m cuda``): one rank per GPU, 1 and (where the
 machine has them) 2 GPUs. Under every placement (replicated on each GPU, shared pinned host
 memory read through UVA, partitioned with NCCL all-to-alls) the ranks' mini-batches are the
-single-GPU epoch, sample for sample, for GraphSAGE compiled on the CUDA backend and DeepWalk.
+single-GPU epoch, sample for sample, for GraphSAGE compiled on the CUDA backend, DeepWalk,
+weighted node-wise sampling with and without replacement, and node2vec.
 """
 import datetime
 import functools
@@ -21,10 +22,25 @@ N, E, BATCH, NUM_SEEDS = 20_000, 400_000, 256, 2560
 PLACEMENTS = ("replicated", "shared", "partitioned")
 
 
+def _weighted(A, seeds, replace=False):
+    """Two layers of weighted node-wise sampling, the slice's own values as weights (eager,
+    the torch backend's draws: the partitioned operators' too)."""
+    blocks = []
+    for k in (8, 4):
+        sub = A[:, seeds]
+        s = sub.individual_sample(k, probs=sub, replace=replace)
+        blocks.append(s)
+        seeds = s.all_nodes()
+    return blocks
+
+
 def samplers():
     return {"graphsage": functools.partial(gs.compile(graphsage, backend="cuda"),
                                            fanouts=(25, 10)),
-            "deepwalk": lambda A, seeds: A.random_walk(seeds, 20)}
+            "deepwalk": lambda A, seeds: A.random_walk(seeds, 20),
+            "weighted": _weighted,
+            "weighted with replacement": functools.partial(_weighted, replace=True),
+            "node2vec": lambda A, seeds: A.random_walk(seeds, 20, p=2.0, q=0.5)}
 
 
 def _cpu(out):
