@@ -30,11 +30,12 @@ def movable(step) -> bool:
     """Whether :func:`sink` may move ``step``: a pure sparse op's call (not one a CUDA graph
     may hold), or a check of its inputs that reads nothing back (it moves with the op, which
     it precedes)."""
+    from .lower import _Check, _trim
     node = step.node
     if node is None or node.op in _STRUCTURE or node.info.effect is not Effect.PURE \
-            or step.device_part or getattr(step.fn, "__name__", "") == "_trim":
+            or step.device_part or step.fn is _trim:
         return False
-    if step.label.startswith("check "):
+    if isinstance(step.fn, _Check):
         return not step.syncs
     return not step.graph_safe
 

@@ -24,8 +24,10 @@ class _Node:
 
 
 def _step(name, op, args, out, syncs=False, graph_safe=False, check=False):
+    from gsample.runtime.lower import _Check
     label = f"check {name}" if check else name
-    return Step(lambda *a: None, tuple(args), out, label, node=_Node(op), syncs=syncs,
+    fn = _Check(None, (), {}, (), ()) if check else (lambda *a: None)
+    return Step(fn, tuple(args), out, label, node=_Node(op), syncs=syncs,
                 graph_safe=graph_safe)
 
 
