@@ -26,11 +26,11 @@ import torch
 import torch.distributed as dist
 
 from .. import validate as V
-from ..backend.torch.alias import alias_draw, alias_table
-from ..backend.torch.walk import (DECIDE, FIRST, MAX_ATTEMPTS, STRIDE, _general_step, _word,
-                                  has_edge, sorted_rows, thresholds)
+from ..backend.torch.alias import alias_table
+from ..backend.torch.walk import (DECIDE, STRIDE, _general_step, _word, attempts, has_edge,
+                                  sorted_rows, take_first, thresholds)
 from ..matrix import Matrix
-from ..random import ColumnKeys, combine_tensor, next_op_key, uniform_float, uniform_int
+from ..random import ColumnKeys, combine_tensor, next_op_key, uniform_float
 from .comm import Route
 from .partition_sampling import _check_probs, _together
 
@@ -182,16 +182,8 @@ class _Walks:
         pend = moves.nonzero().squeeze(1)
         attempt, k = 0, 4
         while self._anyone(pend.numel()):
-            if attempt >= MAX_ATTEMPTS:
-                raise RuntimeError("random_walk: node2vec rejection sampling ran past its "
-                                   "bound of 2**20 attempts (p or q too extreme)")
             m = pend.numel()
-            hp = h[pend].repeat_interleave(k)
-            slot = base + FIRST + 3 * (attempt + torch.arange(k, device=dev).repeat(m))
-            at = pend.repeat_interleave(k)
-            e = local.indptr[v[at]] + uniform_int(combine_tensor(hp, slot), deg[at])
-            if alias is not None:
-                e = alias_draw(alias, e, combine_tensor(hp, slot + 1))
+            hp, slot, at, e = attempts(h, pend, attempt, k, base, local.indptr, v, deg, alias)
             x, u = local.rows[e], prev[at]
             r = uniform_float(combine_tensor(hp, slot + 2)) * amax
             back = x == u
@@ -204,11 +196,7 @@ class _Walks:
             ask = ((if_edge != if_not) & before).nonzero().squeeze(1)
             ok = if_not.clone()
             ok[ask] = torch.where(self._has_edges(x[ask], u[ask]), if_edge[ask], if_not[ask])
-            ok = ok.view(m, k)
-            hit = ok.any(1)
-            first = torch.argmax(ok.to(torch.int8), 1)
-            nxt[pend[hit]] = x.view(m, k)[hit, first[hit]]
-            pend = pend[~hit]
+            pend = take_first(ok, x, pend, k, nxt)
             attempt, k = attempt + k, min(4 * k, 64)
         return nxt
 

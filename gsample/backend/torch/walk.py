@@ -284,18 +284,7 @@ def _general_step(t, base, h, cur, prev, root, deg, indptr, rows, alias, N, keys
     # fewer rounds of small tensor ops; the draws are the same
     attempt, k = 0, (4 if node2vec and prev is not None else 1)
     while pend.numel():
-        if attempt >= MAX_ATTEMPTS:
-            raise RuntimeError("random_walk: node2vec rejection sampling ran past its bound "
-                               "of 2**20 attempts (p or q too extreme)")
-        # attempts attempt .. attempt + k - 1 of every pending walker at once; the first
-        # accepted one counts (as when they run one by one)
-        m = pend.numel()
-        hp = h[pend].repeat_interleave(k)
-        slot = base + FIRST + 3 * (attempt + torch.arange(k, device=dev).repeat(m))
-        at = pend.repeat_interleave(k)
-        e = indptr[cur[at]] + uniform_int(combine_tensor(hp, slot), deg[at])
-        if alias is not None:
-            e = alias_draw(alias, e, combine_tensor(hp, slot + 1))
+        hp, slot, at, e = attempts(h, pend, attempt, k, base, indptr, cur, deg, alias)
         x = rows[e]
         if not (node2vec and prev is not None):
             nxt[pend] = x
@@ -304,13 +293,40 @@ def _general_step(t, base, h, cur, prev, root, deg, indptr, rows, alias, N, keys
         # float64 throughout: the CUDA kernel compares the same doubles
         alpha = torch.where(has_edge(keys, N, x, u), one, iq)
         alpha = torch.where(x == u, ip, alpha)
-        ok = (uniform_float(combine_tensor(hp, slot + 2)) * amax < alpha).view(m, k)
-        hit = ok.any(1)
-        first = torch.argmax(ok.to(torch.int8), 1)
-        nxt[pend[hit]] = x.view(m, k)[hit, first[hit]]
-        pend = pend[~hit]
+        ok = uniform_float(combine_tensor(hp, slot + 2)) * amax < alpha
+        pend = take_first(ok, x, pend, k, nxt)
         attempt, k = attempt + k, min(4 * k, 64)
     return nxt
+
+
+def attempts(h, pend, attempt: int, k: int, base: int, indptr, cur, deg, alias=None):
+    """Attempts ``attempt .. attempt + k - 1`` of every pending walker at once (node2vec's
+    rejection; the first accepted one counts, as when they run one by one): ``(hp, slot, at,
+    e)``, each of ``len(pend) * k`` entries, walker-major: the walkers' hashes, the attempts'
+    draw slots (``slot + 2``: the acceptance word), the walkers' positions in ``pend``'s
+    arrays and the drawn edges (by ``alias`` tables when given)."""
+    if attempt >= MAX_ATTEMPTS:
+        raise RuntimeError("random_walk: node2vec rejection sampling ran past its bound "
+                           "of 2**20 attempts (p or q too extreme)")
+    m = pend.numel()
+    hp = h[pend].repeat_interleave(k)
+    slot = base + FIRST + 3 * (attempt + torch.arange(k, device=pend.device).repeat(m))
+    at = pend.repeat_interleave(k)
+    e = indptr[cur[at]] + uniform_int(combine_tensor(hp, slot), deg[at])
+    if alias is not None:
+        e = alias_draw(alias, e, combine_tensor(hp, slot + 1))
+    return hp, slot, at, e
+
+
+def take_first(ok, x, pend, k: int, nxt):
+    """Each pending walker's first accepted attempt of its ``k`` (``ok``, ``x``: walker-major,
+    as :func:`attempts`) into ``nxt``; returns the walkers still pending."""
+    m = pend.numel()
+    ok = ok.view(m, k)
+    hit = ok.any(1)
+    first = torch.argmax(ok.to(torch.int8), 1)
+    nxt[pend[hit]] = x.view(m, k)[hit, first[hit]]
+    return pend[~hit]
 
 
 def _word(h: torch.Tensor, draw: int) -> torch.Tensor:
