@@ -80,26 +80,6 @@ extern "C" __global__ void gs_exp_keys(gs_u64 base, const gs_i64* __restrict__ c
     }
 }
 
-// Weighted with replacement, inverse CDF: draw t of column c = cols[i] (out[i * k + t], one
-// thread per draw) takes u = uniform_float(word(c, t)), target = before[c] + u * (before[c+1]
-// - before[c]), the first e in cum[0:nnz] with cum[e] > target, then min(e, last[c]).
-extern "C" __global__ void gs_inverse_cdf(gs_u64 base, const double* __restrict__ cum, gs_i64 nnz,
-                                          const double* __restrict__ before,
-                                          const gs_i64* __restrict__ last,
-                                          const gs_i64* __restrict__ cols, gs_i64 n, gs_i64 k,
-                                          gs_i64* __restrict__ out) {
-    const gs_i64 total = n * k;
-    for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < total;
-         i += (gs_i64)gridDim.x * blockDim.x) {
-        const gs_i64 c = cols[i / k];
-        const double u = gs_uniform_float(gs_word(base, c, i % k));
-        const double b = before[c];
-        const double target = __dadd_rn(b, __dmul_rn(u, __dsub_rn(before[c + 1], b)));
-        const gs_i64 e = gs_search_right(cum, nnz, target);
-        out[i] = e < last[c] ? e : last[c];
-    }
-}
-
 // ----------------------------------------------------------------------------- collective
 // Row keys without replacement, one thread per candidate row of global id gid[i]:
 // uniform: sort_key(word(0, gid)) = word >> 1 (int64).

@@ -106,35 +106,6 @@ def test_exp_keys_equal_torch(cuda, dtype):
     assert got.dtype == torch.float64 and torch.equal(ref, got)
 
 
-def _cdf_inputs(seed, C=3000):
-    """``_weighted_with``'s running sums for random columns (zero weights included)."""
-    g = _gen(seed)
-    deg = torch.randint(0, 200, (C,), generator=g)
-    deg[7] = 500_000
-    nnz = int(deg.sum())
-    w = torch.rand(nnz, generator=g, dtype=torch.float64) ** 4
-    w[torch.rand(nnz, generator=g) < 0.2] = 0
-    indptr = torch.cat([torch.zeros(1, dtype=torch.long), deg.cumsum(0)]).cuda()
-    w = w.cuda()
-    col = torch.repeat_interleave(torch.arange(C).cuda(), deg.cuda())
-    cum = torch.cumsum(w, 0)
-    before = torch.cat([cum.new_zeros(1), cum])[indptr]
-    last = torch.full((C,), -1, dtype=torch.long, device="cuda")
-    pos = (w > 0).nonzero().squeeze(1)
-    last.scatter_reduce_(0, col[pos], pos, "amax")
-    cols = torch.nonzero(before[1:] > before[:-1]).squeeze(1)
-    return cum, before, last, cols
-
-
-@pytest.mark.parametrize("k", [1, 7, 100])
-def test_inverse_cdf_equal_torch(cuda, k):
-    cum, before, last, cols = _cdf_inputs(k)
-    key = op_key(8, 2, 0)
-    ref = select.Draws.inverse_cdf(cum, before, last, cols, k, key)
-    got = cuda.CudaDraws.inverse_cdf(cum, before, last, cols, k, key)
-    assert torch.equal(ref, got)
-
-
 @pytest.mark.parametrize("weighted", [False, True])
 def test_row_keys_equal_torch(cuda, weighted):
     g = _gen(5)

@@ -1,6 +1,5 @@
-"""The column statistics of weighted draws with replacement in ``gsample.backend.cuda.sampling``
-(``column_max``: a segment reduction; ``last_positive``: a running count and a binary
-search) against ``select.Draws``' atomic scatters, bit for bit.
+"""The column statistic of weighted draws in ``gsample.backend.cuda.sampling`` (``column_max``:
+a segment reduction) against ``select.Draws``' atomic scatter, bit for bit.
 
 On the CPU the segment reduction runs as its torch replay (``reference_segment_reduce``,
 the kernel's tree step for step), so the hooks, the super-batch's ``BatchDraws`` and the
@@ -23,7 +22,7 @@ from gsample.formats.csc import segment_ptr
 from gsample.random import BatchKeys, op_key
 from helpers import example, random_seeds
 
-HOOKS = ("column_max", "last_positive")
+HOOKS = ("column_max",)
 
 
 def _gen(seed):
@@ -67,32 +66,6 @@ def tree_on_cpu(monkeypatch):
 
 
 # ----------------------------------------------------------------------------- CPU
-@pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize("first_empty", [True, False])
-def test_last_positive_scan_equals_the_scatter(seed, first_empty):
-    indptr, col, w = _columns(seed, first_empty=first_empty)
-    assert _bits_equal(sampling.last_positive(indptr, col, w),
-                       select.Draws.last_positive(indptr, col, w))
-
-
-@pytest.mark.parametrize("deg, w", [
-    ([0, 0, 0, 0], []),
-    ([3], [0.0, 0.0, -0.0]),
-    ([0, 3, 0], [0.0, 1.0, 0.0]),
-    ([1, 0, 2], [2.0, 0.0, 3.0]),
-    ([1, 0, 2], [2.0, 3.0, 0.0]),
-    ([0, 0, 3], [2.0, 0.0, 0.0]),
-    ([2, 1], [1.0, 1.0, 0.0]),
-])
-def test_last_positive_small_cases(deg, w):
-    deg = torch.tensor(deg)
-    indptr = segment_ptr(deg)
-    col = torch.repeat_interleave(torch.arange(deg.numel()), deg)
-    w = torch.tensor(w, dtype=torch.float64)
-    assert _bits_equal(sampling.last_positive(indptr, col, w),
-                       select.Draws.last_positive(indptr, col, w))
-
-
 @pytest.mark.parametrize("seed", [0, 1])
 def test_column_max_tree_equals_the_scatter(tree_on_cpu, seed):
     indptr, col, w = _columns(seed)

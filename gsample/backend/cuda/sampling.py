@@ -4,10 +4,9 @@
 The host code (degrees, output layout, sorting) is the torch backend's
 (:func:`gsample.backend.torch.select.select_in_columns`, :func:`~gsample.backend.torch.
 select.choose_rows`); the draws run as kernels, equal to ``select.Draws`` (same
-words, same Floyd draws, same float steps rounded one by one, same binary search). The
-column statistics of weighted draws with replacement (each column's largest weight and last
-positive edge) are a segment reduction and a scan here, not the torch code's atomic
-scatters (float64 ``amax`` atomics on a hub column's one address); the same values.
+words, same Floyd draws, same float steps rounded one by one). Each column's largest weight
+(alias tables, the inverse CDF's scaling) is a segment reduction here, not the torch code's
+atomic scatter (float64 ``amax`` atomics on a hub column's one address); the same values.
 
 Weighted draws with replacement by inverse CDF are this backend's own
 (:func:`weighted_with`, ``kernels/cdf.cu`` states the definition): each column's running
@@ -46,7 +45,8 @@ def _base(key: int) -> int:
 
 
 def column_max(indptr, col, w):
-    """``select.Draws.column_max`` without atomics: a warp per column (``gs_seg_warp``).
+    """``select.Draws.column_max`` without atomics (``compute.segment_reduce``: balanced over
+    a hub column's edges).
 
     The max is exact, so the values are the scatter's; no host read-back.
     """
@@ -54,19 +54,6 @@ def column_max(indptr, col, w):
     # a column of -0.0 weights: +0.0 (-0.0 + 0.0), as the CPU's scatter (its start wins;
     # the GPU's atomics give either sign, by their order)
     return top.add_(0.0)
-
-
-def last_positive(indptr, col, w):
-    """``select.Draws.last_positive`` from a running count (torch code, no host read-back).
-
-    A column's last positive edge is the ``n``-th positive edge overall (``n``: those up to
-    the column's end): the first edge whose running count reaches ``n``, a binary search.
-    """
-    # cumsum scans a 1-D tensor device-wide (CUB); cummax would scan it in one block
-    seen = torch.cumsum(w > 0, 0)
-    before = torch.cat([seen.new_zeros(1), seen])           # positive edges before each
-    end, start = before[indptr[1:]], before[indptr[:-1]]
-    return torch.where(end > start, torch.searchsorted(seen, end), -1)
 
 
 def weighted_with(deg, k, key, probs, nodes=None):
@@ -148,7 +135,6 @@ class CudaDraws:
     weighted draws with replacement of this backend's own (:func:`weighted_with`)."""
 
     column_max = staticmethod(column_max)
-    last_positive = staticmethod(last_positive)
     weighted_with = staticmethod(weighted_with)
 
     @staticmethod
@@ -170,14 +156,6 @@ class CudaDraws:
         out = torch.empty(col.numel(), dtype=torch.float64, device=col.device)
         launch("sampling", "gs_exp_keys", out.numel(), _base(key), _i64(col), _i64(offset),
                _f64(probs), col.numel(), out)
-        return out
-
-    @staticmethod
-    def inverse_cdf(cum, before, last, cols, k, key):
-        out = torch.empty(cols.numel() * k, dtype=torch.int64, device=cols.device)
-        cum = _f64(cum)
-        launch("sampling", "gs_inverse_cdf", out.numel(), _base(key), cum, cum.numel(),
-               _f64(before), _i64(last), _i64(cols), cols.numel(), k, out)
         return out
 
     #: alias draws: the torch code on the device's tensors (no read-back; a gather per draw)
@@ -228,7 +206,6 @@ class BatchDraws(select.Draws):
     no loop over the batches)."""
 
     column_max = staticmethod(column_max)
-    last_positive = staticmethod(last_positive)
     weighted_with = staticmethod(weighted_with)
 
 

@@ -198,14 +198,6 @@ class Draws:
         out = torch.zeros(indptr.numel() - 1, dtype=torch.float64, device=w.device)
         return out.scatter_reduce_(0, col, w, "amax")
 
-    @staticmethod
-    def last_positive(indptr, col, w):
-        """Position (in ``w``) of each column's last edge with ``w > 0`` (LongTensor, shape
-        (C,); -1 where none); the arguments as :meth:`column_max`."""
-        last = torch.full((indptr.numel() - 1,), -1, dtype=torch.int64, device=w.device)
-        pos = (w > 0).nonzero().squeeze(1)
-        return last.scatter_reduce_(0, col[pos], pos, "amax")
-
     #: alias draws (:func:`.alias.draw_with_replacement`): ``alias(cols, deg, k, key, start,
     #: threshold, alias)``, offsets shape (n * k,), draw-major per column
     alias = staticmethod(_alias.draw_with_replacement)
@@ -423,7 +415,9 @@ def _weighted_with(indptr, col, probs, k, key, draws=Draws):
     drawn = torch.nonzero(total > 0).squeeze(1)
     # float rounding may step past a column's last positive edge; draws pull it back to last
     # (of the scaled weights: a tiny weight may scale to 0)
-    last = draws.last_positive(indptr, col, w)
+    last = torch.full((indptr.numel() - 1,), -1, dtype=torch.int64, device=w.device)
+    pos = (w > 0).nonzero().squeeze(1)
+    last.scatter_reduce_(0, col[pos], pos, "amax")
     e = draws.inverse_cdf(cum, before, last, drawn, k, key)
     e, order = torch.sort(e, stable=True)
     return e, drawn.repeat_interleave(k)[order]
