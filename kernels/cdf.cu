@@ -62,10 +62,9 @@ gs_cdf_groups(const gs_i64* __restrict__ ptr, const gs_i64* __restrict__ gptr, g
     gs_u64 bad = 0;
     for (gs_i64 q = ((gs_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; q < total;
          q += warps) {
-        const gs_i64 c = gs_owner_warp(gptr, C, q, lane);    // gptr[c] <= q < gptr[c + 1]
-        const gs_i64 start = ptr[c] + (q - gptr[c]) * GS_GROUP;
-        const gs_i64 left = ptr[c + 1] - start;
-        const int n = left < GS_GROUP ? (int)left : GS_GROUP;
+        gs_i64 start;
+        int n;
+        const gs_i64 c = gs_group(ptr, gptr, C, q, lane, &start, &n);
         const double m = (double)colmax[c];
         const double scale = m > GS_TINY ? m : GS_TINY;     // torch: clamp_min(tiny)
         __syncwarp();                                         // sm's previous group is done

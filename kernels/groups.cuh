@@ -28,3 +28,15 @@ __device__ __forceinline__ gs_i64 gs_owner_warp(const gs_i64* __restrict__ ptr, 
     }
     return lo;
 }
+
+// Group q of the groups numbered by gptr (a warp's call: every lane gets the answer): its
+// segment (returned), its first position (*start) and its length (*n, at most GS_GROUP).
+__device__ __forceinline__ gs_i64 gs_group(const gs_i64* __restrict__ ptr,
+                                           const gs_i64* __restrict__ gptr, gs_i64 S, gs_i64 q,
+                                           int lane, gs_i64* start, int* n) {
+    const gs_i64 s = gs_owner_warp(gptr, S, q, lane);       // gptr[s] <= q < gptr[s + 1]
+    *start = ptr[s] + (q - gptr[s]) * GS_GROUP;
+    const gs_i64 left = ptr[s + 1] - *start;
+    *n = left < GS_GROUP ? (int)left : GS_GROUP;
+    return s;
+}

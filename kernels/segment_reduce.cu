@@ -214,8 +214,9 @@ extern "C" __global__ void gs_edge_dot(const gs_t* __restrict__ u, const gs_t* _
 //                        fed in order into a stack of partial groups, gs_push / gs_close),
 //                        divided by the length for a mean, 0 for an empty segment.
 // gs_seg_warp (a warp walks its whole segment: one launch, but a hub is one warp's serial
-// work) computes the same tree in one launch; compute.segment_reduce no longer launches it,
-// tests and benchmarks compare the two. GS_GROUP and gs_owner_warp: groups.cuh.
+// work) computes the same tree in one launch; compute.segment_reduce takes it for at most
+// ONE_LAUNCH terms (less host time than three launches), tests compare the two. GS_GROUP,
+// gs_owner_warp and gs_group (a group's segment and range): groups.cuh.
 #define GS_LEVELS 8                          // 32 ** 8 leaves per stack
 #define GS_SEG_BLOCK 128                     // threads per block of the staged kernels
 #define GS_SEG_WARPS (GS_SEG_BLOCK / 32)
@@ -357,10 +358,9 @@ gs_seg_groups(const gs_i64* __restrict__ ptr, const gs_i64* __restrict__ gptr, g
     const gs_i64 total = gptr[S] < Q ? gptr[S] : Q;
     for (gs_i64 q = ((gs_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; q < total;
          q += warps) {
-        const gs_i64 s = gs_owner_warp(gptr, S, q, lane); // gptr[s] <= q < gptr[s + 1]
-        const gs_i64 start = ptr[s] + (q - gptr[s]) * GS_GROUP;
-        const gs_i64 left = ptr[s + 1] - start;
-        const int n = left < GS_GROUP ? (int)left : GS_GROUP;
+        gs_i64 start;
+        int n;
+        gs_group(ptr, gptr, S, q, lane, &start, &n);
         const gs_t v = gs_fold_group(sm, lane, start, n, perm, x, gidx, d, op);
         if (lane == 0) gval[q] = v;
     }
