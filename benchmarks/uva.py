@@ -6,10 +6,13 @@ with a fixed seed, then placed twice: on the device (``A.to("cuda")``) and in pi
 memory read by the GPU through unified virtual addressing (``A.to("cuda", placement="uva")``;
 ``"auto"`` with a ``budget`` below the graph's size picks the same, as for a GPU too small for
 it). Both samplers are ``gs.compile(graphsage, backend="cuda")`` through ``gs.DataLoader``:
-one mini-batch at a time and super-batched. Per (placement, mode): epoch time (median of
+one mini-batch at a time and super-batched, and the UVA graph again with GPU caches of its
+busiest columns (``cache=`` bytes, ``--cache-mb``): by out-degree per byte (the default) and
+by the column reads of ``--presample-batches`` mini-batches of other seeds (``cache_priority=``,
+GNNLab's presampling); the hit rate of the edge reads is recorded. Per (placement, mode): epoch time (median of
 ``--repeats`` after a warm-up epoch, and the spread) and sampled edges per second. Before
 timing, the first ``--check-batches`` mini-batches of each mode are compared: the UVA samples
-must be identical to the device-resident ones. In the same run: the device memory each
+(with and without a cache) must be identical to the device-resident ones. In the same run: the device memory each
 placement takes, and the random-read rate of int64 words from device memory and from pinned
 host memory through UVA (the physical bound of sampling a graph in host memory).
 
@@ -57,6 +60,11 @@ def parser():
     p.add_argument("--fanouts", type=int, nargs="+", default=[25, 10])
     p.add_argument("--super-batch", type=int, nargs="*", default=[64],
                    help="super-batch sizes to time besides one mini-batch at a time")
+    p.add_argument("--cache-mb", type=int, nargs="*", default=[256, 1024],
+                   help="GPU cache budgets (MiB) of the UVA graph to time besides none")
+    p.add_argument("--presample-batches", type=int, default=64,
+                   help="mini-batches of other seeds whose column reads set a presampled "
+                        "cache's priority (0: no presampled caches)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--check-batches", type=int, default=8)
     p.add_argument("--quick", action="store_true", help="a small graph (200k nodes, 4M edges)")
@@ -105,6 +113,15 @@ def measure(load, repeats):
             "edges_per_s": runs[-1][1] / statistics.median(times)}
 
 
+def presample(A, sampler, seeds, bs):
+    """Edges read per column (shape (N,)) by ``sampler`` over the mini-batches of ``seeds``."""
+    reads = torch.zeros(A.num_nodes, dtype=torch.float64, device=A.device)
+    for b in loader(A, sampler, seeds, bs, None):
+        for m in b.out:
+            reads.index_add_(0, m.csc.col_ids, m.csc.indptr.diff().double())
+    return reads
+
+
 def random_reads(t: torch.Tensor, n: int = 1 << 24, repeats: int = 5) -> dict:
     """Random int64 reads per second (and GB/s of words) from ``t`` (device or UVA)."""
     idx = torch.randint(t.numel(), (n,), device="cuda")
@@ -136,14 +153,17 @@ def plot(path, rows, title):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     modes = list(dict.fromkeys(r["mode"] for r in rows))
+    placements = list(dict.fromkeys(r["placement"] for r in rows))
     fig, ax = plt.subplots(figsize=(1.8 + 2.2 * len(modes), 3.8))
-    width = 0.38
+    width = 0.8 / len(placements)
     labels = {"device": "graph on the device", "uva": "graph in host memory (UVA)"}
-    for j, (placement, color) in enumerate((("device", "#3a7bd5"), ("uva", "#e07b39"))):
+    colors = ("#3a7bd5", "#e07b39", "#e0b139", "#8bc34a", "#9c27b0")
+    for j, placement in enumerate(placements):
         vals = [next((r["epoch_s"] for r in rows
                       if r["mode"] == m and r["placement"] == placement), 0) for m in modes]
-        bars = ax.bar([i + (j - 0.5) * width for i in range(len(modes))], vals, width,
-                      label=labels[placement], color=color)
+        bars = ax.bar([i + (j - (len(placements) - 1) / 2) * width for i in range(len(modes))],
+                      vals, width, label=labels.get(placement, placement),
+                      color=colors[j % len(colors)])
         ax.bar_label(bars, fmt="%.3g", fontsize=7)
     ax.set_xticks(range(len(modes)), modes, fontsize=8)
     ax.set_yscale("log")
@@ -183,30 +203,50 @@ def main(argv=None):
     assert H.placement == "uva", H.placement
     print(f"placed in pinned host memory in {uva_place_s:.1f} s; device memory it takes: "
           f"{uva_device_bytes / 1e6:.1f} MB")
-    reads = {"device": random_reads(A.csc.rows), "uva": random_reads(H.csc.rows)}
-    for k, v in reads.items():
-        print(f"random int64 reads, {k}: {v['reads_per_s'] / 1e9:.3f} G/s "
-              f"({v['GB_per_s']:.1f} GB/s of words)")
     perm = torch.randperm(A.num_nodes, generator=torch.Generator().manual_seed(0))
     seeds = perm[:args.seeds].to(device)
     fanouts = tuple(args.fanouts)
     fn = functools.partial(gs.compile(graphsage, backend="cuda"), fanouts=fanouts)
-
+    others = perm[args.seeds:args.seeds + args.presample_batches * args.batch_size].to(device)
+    policies = [("", None)]
+    if others.numel():
+        policies.append((" presampled", presample(A, fn, others, args.batch_size)))
+    graphs = [("device", A), ("uva", H)]
+    for mb in args.cache_mb:
+        for label, priority in policies:
+            start = time.perf_counter()
+            G = A.to(device, placement="uva", cache=mb << 20, cache_priority=priority)
+            sync()
+            c = G.cache
+            print(f"UVA with a {mb} MiB{label} cache: {c.columns:,} columns, {c.edges:,} edges "
+                  f"({c.edges / A.num_edges:.1%}), {c.nbytes / 1e6:.1f} MB, built in "
+                  f"{time.perf_counter() - start:.1f} s")
+            graphs.append((f"uva, {mb} MiB{label} cache", G))
+    reads = {"device": random_reads(A.csc.rows), "uva": random_reads(H.csc.rows)}
+    for k, v in reads.items():
+        print(f"random int64 reads, {k}: {v['reads_per_s'] / 1e9:.3f} G/s "
+              f"({v['GB_per_s']:.1f} GB/s of words)")
     modes = [("one at a time", None)] + [(f"super-batched {n}", n) for n in args.super_batch]
     checks, rows = {}, []
     check_seeds = seeds[:args.batch_size * args.check_batches]
     for mode, sb in modes:
         outs = [[b.out for b in loader(G, fn, check_seeds, args.batch_size, sb)]
-                for G in (A, H)]
-        same = len(outs[0]) == len(outs[1]) and all(
-            blocks_equal(x, y) for x, y in zip(*outs))
+                for _, G in graphs]
+        same = all(len(o) == len(outs[0]) and all(blocks_equal(x, y) for x, y in zip(o, outs[0]))
+                   for o in outs[1:])
         checks[mode] = same
-        print(f"  {mode}: UVA samples identical to the device graph's: {same}", flush=True)
-        for placement, G in (("device", A), ("uva", H)):
+        print(f"  {mode}: UVA samples (each cache) identical to the device graph's: {same}",
+              flush=True)
+        for placement, G in graphs:
+            if G.cache is not None:
+                G.cache.reset()
             r = measure(loader(G, fn, seeds, args.batch_size, sb), args.repeats)
+            if G.cache is not None:
+                r["cache"] = G.cache.stats()
             rows.append({"placement": placement, "mode": mode, "super_batch": sb, **r})
-            print(f"  {placement:6s} {mode:18s} epoch {r['epoch_s']:.4f} s "
-                  f"(spread {r['spread_s']:.4f}), {r['edges_per_s'] / 1e6:.1f} M edges/s",
+            hit = f", hit rate {r['cache']['hit_rate']:.3f}" if "cache" in r else ""
+            print(f"  {placement:30s} {mode:18s} epoch {r['epoch_s']:.4f} s "
+                  f"(spread {r['spread_s']:.4f}), {r['edges_per_s'] / 1e6:.1f} M edges/s{hit}",
                   flush=True)
     for r in rows:
         dev = next(x for x in rows if x["mode"] == r["mode"] and x["placement"] == "device")
@@ -219,8 +259,11 @@ def main(argv=None):
         "graph": f"rmat({args.num_nodes}, {args.num_edges}, seed=0)",
         "num_nodes": A.num_nodes, "num_edges": A.num_edges, "graph_bytes": nbytes,
         "seeds": args.seeds, "batch_size": args.batch_size, "fanouts": list(fanouts),
+        "presample_batches": args.presample_batches,
         "generate_s": gen_s, "uva_place_s": uva_place_s,
         "uva_device_bytes": uva_device_bytes, "random_reads": reads,
+        "caches": {p: {k: v for k, v in G.cache.stats().items()
+                       if k in ("bytes", "columns", "edges")} for p, G in graphs if G.cache},
         "identical_samples": checks, "results": rows, "published": PUBLISHED,
         "total_s": time.perf_counter() - t0,
     }
@@ -231,11 +274,12 @@ def main(argv=None):
     print(f"wrote {path}")
     plot(path.with_suffix(".png"), rows, f"GraphSAGE {list(fanouts)}, {A.num_nodes:,} nodes, "
          f"{A.num_edges:,} edges, {args.seeds:,} seeds; {name}")
-    print(f"{'placement':9s} {'mode':18s} {'epoch s':>9s} {'spread':>8s} {'M edges/s':>10s} "
-          f"{'x device':>9s}")
+    print(f"{'placement':30s} {'mode':18s} {'epoch s':>9s} {'spread':>8s} {'M edges/s':>10s} "
+          f"{'x device':>9s} {'hit rate':>9s}")
     for r in rows:
-        print(f"{r['placement']:9s} {r['mode']:18s} {r['epoch_s']:9.4f} {r['spread_s']:8.4f} "
-              f"{r['edges_per_s'] / 1e6:10.1f} {r['x_device']:9.2f}")
+        hit = f"{r['cache']['hit_rate']:9.3f}" if "cache" in r else f"{'-':>9s}"
+        print(f"{r['placement']:30s} {r['mode']:18s} {r['epoch_s']:9.4f} {r['spread_s']:8.4f} "
+              f"{r['edges_per_s'] / 1e6:10.1f} {r['x_device']:9.2f} {hit}")
     print(f"published: {PUBLISHED['system']}, {PUBLISHED['graph']}, {PUBLISHED['sampler']}: "
           f"{PUBLISHED['epoch_s']} s per 196k seeds")
     print(f"total {record['total_s']:.0f} s")

@@ -23,6 +23,7 @@ from .backend import current_backend, get_backend, resolve, run_op
 from .ir import SDDMM_OPS, Effect, Op, info
 from .random import next_op_key
 from .formats.csc import CSC, segment_ptr
+from .formats.cache import cache_of
 from .formats.placement import offload, place, placement_of
 
 
@@ -289,7 +290,15 @@ class Matrix:
         :mod:`gsample.distributed`). See :meth:`to`."""
         return placement_of(self._csc)
 
-    def to(self, device, placement: str = "device", budget: Optional[int] = None) -> "Matrix":
+    @property
+    def cache(self):
+        """The GPU cache of a UVA matrix's most-read adjacency
+        (:class:`gsample.formats.cache.GraphCache`: ``.stats()`` gives its hit rate), or None.
+        See :meth:`to`."""
+        return cache_of(self._csc)
+
+    def to(self, device, placement: str = "device", budget: Optional[int] = None,
+           cache: Optional[int] = None, cache_priority=None) -> "Matrix":
         """This matrix for ``device``: its arrays in the device's memory, or in pinned host memory.
 
         Parameters
@@ -309,6 +318,15 @@ class Matrix:
             the bus, and its result is a device tensor).
         budget : int, optional
             With ``"auto"``: decide as if the GPU had ``budget`` bytes free.
+        cache : int, optional
+            With ``"uva"`` (or ``"auto"`` choosing it): bytes of device memory for a cache
+            of the adjacency sampling reads most: ``indptr``, then the rows and edge ids of
+            the columns of most expected reads per byte (:mod:`gsample.formats.cache`;
+            column slicing and node-wise sampling read them from the device; :attr:`cache`
+            reports its hit rate). Samples are the same with or without it.
+        cache_priority : Tensor, shape (N,), optional
+            Expected reads of each node's column (e.g. counted on a few presampled
+            mini-batches); default: out-degrees.
 
         Returns
         -------
@@ -324,8 +342,10 @@ class Matrix:
         'uva'
         >>> A.to("cuda", placement="auto", budget=1 << 20).placement    # pretend a 1 MiB GPU
         'uva'
+        >>> A.to("cuda", placement="uva", cache=64 << 20).cache.nbytes <= 64 << 20
+        True
         """
-        return Matrix(place(self._csc, device, placement, budget))
+        return Matrix(place(self._csc, device, placement, budget, cache, cache_priority))
 
     def __repr__(self) -> str:
         r, c = self.shape

@@ -26,17 +26,39 @@ typedef GS_IDX gs_idx;
 
 // ----------------------------------------------------------------------------- segments
 // Start and length of segment seg[i] of indptr (nseg segments, nseg + 1 entries); a segment
-// outside [0, nseg) (-1: a column outside a sub-matrix's column space) is empty.
+// outside [0, nseg) (-1: a column outside a sub-matrix's column space) is empty. counters
+// non-null (a UVA graph's GPU cache, gsample/formats/cache.py): counters[0] += the edges the
+// segments hold, counters[1] += those of cached ones (slot[seg[i]] >= 0); a warp's sums, one
+// atomic each (the loop runs whole warps: blockDim is a multiple of 32).
 extern "C" __global__ void gs_segment_counts(const gs_idx* __restrict__ indptr, gs_i64 nseg,
                                              const gs_i64* __restrict__ seg, gs_i64 n,
                                              gs_i64* __restrict__ starts,
-                                             gs_i64* __restrict__ counts) {
-    GS_LOOP(i, n) {
-        const gs_i64 s = seg[i];
-        const bool ok = s >= 0 && s < nseg;
-        const gs_i64 a = ok ? (gs_i64)indptr[s] : 0;
-        starts[i] = a;
-        counts[i] = ok ? (gs_i64)indptr[s + 1] - a : 0;
+                                             gs_i64* __restrict__ counts,
+                                             const gs_i64* __restrict__ slot,
+                                             gs_i64* __restrict__ counters) {
+    const gs_i64 stride = (gs_i64)gridDim.x * blockDim.x;
+    for (gs_i64 w = blockIdx.x * (gs_i64)blockDim.x + (threadIdx.x & ~31); w < n; w += stride) {
+        const gs_i64 i = w + (threadIdx.x & 31);
+        gs_i64 reads = 0, hits = 0;
+        if (i < n) {
+            const gs_i64 s = seg[i];
+            const bool ok = s >= 0 && s < nseg;
+            const gs_i64 a = ok ? (gs_i64)indptr[s] : 0;
+            starts[i] = a;
+            reads = ok ? (gs_i64)indptr[s + 1] - a : 0;
+            counts[i] = reads;
+            hits = slot != nullptr && reads > 0 && slot[s] >= 0 ? reads : 0;
+        }
+        if (counters != nullptr) {
+            for (int d = 16; d > 0; d >>= 1) {
+                reads += __shfl_down_sync(0xFFFFFFFFu, reads, d);
+                hits += __shfl_down_sync(0xFFFFFFFFu, hits, d);
+            }
+            if ((threadIdx.x & 31) == 0 && reads > 0) {
+                atomicAdd((unsigned long long*)&counters[0], (unsigned long long)reads);
+                atomicAdd((unsigned long long*)&counters[1], (unsigned long long)hits);
+            }
+        }
     }
 }
 
@@ -44,20 +66,28 @@ extern "C" __global__ void gs_segment_counts(const gs_idx* __restrict__ indptr, 
 // selected segment s owning it in new_indptr (nseg + 1 entries, exclusive scan of the
 // counts, new_indptr[nseg] == total); its source edge is starts[s] + p - new_indptr[s].
 // index[p] = that edge; rows_out[p] = rows[edge] and eids_out[p] = eids[edge] where the
-// input pointer is not null (the same pass, so no second gather over the edges).
+// input pointer is not null (the same pass, so no second gather over the edges), read from
+// a UVA graph's GPU cache where the column is cached (slot non-null: column seg[s]'s edges
+// at crows / ceids + slot[seg[s]]; the same values).
 extern "C" __global__ void gs_gather_segments(const gs_i64* __restrict__ new_indptr, gs_i64 nseg,
                                               const gs_i64* __restrict__ starts, gs_i64 total,
                                               const gs_idx* __restrict__ rows,
                                               const gs_i64* __restrict__ eids,
                                               gs_i64* __restrict__ index,
                                               gs_i64* __restrict__ rows_out,
-                                              gs_i64* __restrict__ eids_out) {
+                                              gs_i64* __restrict__ eids_out,
+                                              const gs_i64* __restrict__ seg,
+                                              const gs_i64* __restrict__ slot,
+                                              const gs_idx* __restrict__ crows,
+                                              const gs_i64* __restrict__ ceids) {
     GS_LOOP(p, total) {
         const gs_i64 s = gs_owner(new_indptr, nseg, p);
-        const gs_i64 e = starts[s] + (p - new_indptr[s]);
+        const gs_i64 off = p - new_indptr[s];
+        const gs_i64 e = starts[s] + off;
+        const gs_i64 c = slot != nullptr ? slot[seg[s]] : -1;    // s is not empty: seg[s] valid
         index[p] = e;
-        if (rows != nullptr) rows_out[p] = (gs_i64)rows[e];
-        if (eids != nullptr) eids_out[p] = eids[e];
+        if (rows != nullptr) rows_out[p] = (gs_i64)(c >= 0 ? crows[c + off] : rows[e]);
+        if (eids != nullptr) eids_out[p] = c >= 0 && ceids != nullptr ? ceids[c + off] : eids[e];
     }
 }
 

@@ -72,18 +72,31 @@ __device__ __forceinline__ void gs_sample_column(const gs_idx* __restrict__ indp
                                                  const gs_i64* __restrict__ alias,
                                                  const gs_u64* __restrict__ key, gs_i64 c,
                                                  gs_i64 id, gs_i64 out, int lane,
+                                                 const gs_i64* __restrict__ slot,
+                                                 const gs_idx* __restrict__ crows,
+                                                 const gs_i64* __restrict__ eids,
+                                                 const gs_i64* __restrict__ ceids,
                                                  gs_i64* __restrict__ rows_out,
-                                                 gs_i64* __restrict__ pos_out) {
+                                                 gs_i64* __restrict__ pos_out,
+                                                 gs_i64* __restrict__ eids_out) {
     const unsigned FULL = 0xFFFFFFFFu;
     const gs_i64 b = n > 0 ? id / n : 0;
     const gs_i64 v = id - b * n;
     const gs_i64 start = (gs_i64)indptr[v];
     const gs_i64 deg = (gs_i64)indptr[v + 1] - start;
     const gs_i64 shift = b * n;
+    // the column's rows and edge ids: the graph's, or the GPU cache's copy (same values)
+    const gs_idx* R = rows + start;
+    const gs_i64* I = eids != nullptr ? eids + start : nullptr;
+    if (slot != nullptr && slot[v] >= 0) {
+        R = crows + slot[v];
+        if (I != nullptr) I = ceids + slot[v];
+    }
     if (!replace && deg <= k) {
         for (gs_i64 j = lane; j < deg; j += 32) {
-            rows_out[out + j] = (gs_i64)rows[start + j] + shift;
+            rows_out[out + j] = (gs_i64)R[j] + shift;
             pos_out[out + j] = start + j;
+            if (I != nullptr) eids_out[out + j] = I[j];
         }
         return;
     }
@@ -112,9 +125,9 @@ __device__ __forceinline__ void gs_sample_column(const gs_idx* __restrict__ indp
             rank += dq < d || (dq == d && q < lane);
         }
         if (lane < k) {
-            const gs_i64 e = start + d;
-            rows_out[out + rank] = (gs_i64)rows[e] + shift;
-            pos_out[out + rank] = e;
+            rows_out[out + rank] = (gs_i64)R[d] + shift;
+            pos_out[out + rank] = start + d;
+            if (I != nullptr) eids_out[out + rank] = I[d];
         }
         return;
     }
@@ -139,9 +152,10 @@ __device__ __forceinline__ void gs_sample_column(const gs_idx* __restrict__ indp
         S[q] = d;
     }
     for (gs_i64 i = 0; i < k; ++i) {
-        const gs_i64 e = start + S[i];
-        rows_out[out + i] = (gs_i64)rows[e] + shift;
-        S[i] = e;
+        const gs_i64 d = S[i];
+        rows_out[out + i] = (gs_i64)R[d] + shift;
+        if (I != nullptr) eids_out[out + i] = I[d];
+        S[i] = start + d;
     }
 }
 
@@ -151,6 +165,12 @@ __device__ __forceinline__ void gs_sample_column(const gs_idx* __restrict__ indp
 // so a small frontier (512 seeds: per_warp 1) still spreads over the GPU, a super-batch's
 // (10**6 columns: up to 32 each) needs few tiles, and the k <= 32 draws of a column run on
 // its lanes at once.
+//
+// A graph in pinned host memory may have a GPU cache (gsample/formats/cache.py): slot[v] >= 0
+// puts column v's rows at crows + slot[v] (and its edge ids at ceids + slot[v]); slot null:
+// none. eids non-null: the kernel also writes each edge's id to eids_out (from the cache
+// where it has them). counters non-null: counters[0] += the edges read, counters[1] += those
+// of cached columns (a warp's sums, one atomic each).
 //
 // The frontier's ids are checked here: an id outside [0, M) sets err (err[0]: a negative
 // one, err[1]: one >= M, err[2] / err[3]: the smallest / largest such id, err[4]: any) and
@@ -176,7 +196,13 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
                                              gs_u64* state, gs_i64 tiles, gs_i64 per_warp,
                                              gs_i64* __restrict__ indptr_out,
                                              gs_i64* __restrict__ rows_out,
-                                             gs_i64* __restrict__ pos_out) {
+                                             gs_i64* __restrict__ pos_out,
+                                             const gs_i64* __restrict__ slot,
+                                             const gs_idx* __restrict__ crows,
+                                             const gs_i64* __restrict__ eids,
+                                             const gs_i64* __restrict__ ceids,
+                                             gs_i64* __restrict__ eids_out,
+                                             gs_i64* __restrict__ counters) {
     __shared__ gs_i64 s_id[256], s_out[256], s_cnt[256];    // blockDim <= 256
     const int lane = threadIdx.x & 31;
     const gs_i64 T = (gs_i64)(blockDim.x >> 5) * per_warp;      // columns per tile
@@ -196,6 +222,18 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
             }
             cnt = gs_sample_count(indptr, n > 0 ? id % n : id, k, replace);
         }
+        if (counters != nullptr) {              // uniform: every thread of the block is here
+            gs_i64 reads = cnt;
+            gs_i64 hits = slot != nullptr && cnt > 0 && slot[n > 0 ? id % n : id] >= 0 ? cnt : 0;
+            for (int d = 16; d > 0; d >>= 1) {
+                reads += __shfl_down_sync(0xFFFFFFFFu, reads, d);
+                hits += __shfl_down_sync(0xFFFFFFFFu, hits, d);
+            }
+            if (lane == 0 && reads > 0) {
+                atomicAdd((unsigned long long*)&counters[0], (unsigned long long)reads);
+                atomicAdd((unsigned long long*)&counters[1], (unsigned long long)hits);
+            }
+        }
         gs_i64 tile_total;
         const gs_i64 local = gs_block_exclusive(cnt, &tile_total);
         const gs_i64 out = gs_scan_exclusive(state, t, tile_total) + local;
@@ -211,6 +249,6 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
         if (j >= T || s_cnt[j] == 0) continue;                  // the same for the warp
         const gs_i64 c = t * T + j, id = s_id[j], out = s_out[j];
         gs_sample_column(indptr, rows, cols, m, n, k, replace, alias, key, c, id, out, lane,
-                         rows_out, pos_out);
+                         slot, crows, eids, ceids, rows_out, pos_out, eids_out);
     }
 }

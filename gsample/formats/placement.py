@@ -45,6 +45,7 @@ from typing import Optional
 
 import torch
 
+from .cache import build as build_cache, check_cache
 from .csc import CSC
 
 PLACEMENTS = ("device", "uva", "auto")
@@ -243,7 +244,8 @@ def check_options(placement, budget, choices=PLACEMENTS,
                              "has that many bytes free)")
 
 
-def place(csc: CSC, device, placement: str = "device", budget: Optional[int] = None) -> CSC:
+def place(csc: CSC, device, placement: str = "device", budget: Optional[int] = None,
+          cache: Optional[int] = None, cache_priority=None) -> CSC:
     """``csc`` with its arrays placed for ``device`` (see the module docstring).
 
     Parameters
@@ -255,12 +257,17 @@ def place(csc: CSC, device, placement: str = "device", budget: Optional[int] = N
     placement : {"device", "uva", "auto"}
     budget : int, optional
         With ``"auto"``: bytes of device memory to decide with instead of the free memory.
+    cache : int, optional
+        Where the graph goes to UVA: bytes of device memory for a cache of its most-read
+        adjacency (:mod:`gsample.formats.cache`), its columns by ``cache_priority`` (shape
+        (N,): expected reads per node; None: out-degrees) per byte.
 
     Returns
     -------
     CSC
     """
     check_options(placement, budget)
+    check_cache(cache, placement, cache_priority, csc.num_nodes)
     try:
         device = torch.device(device)
     except (RuntimeError, TypeError) as e:
@@ -280,8 +287,9 @@ def place(csc: CSC, device, placement: str = "device", budget: Optional[int] = N
         require_cuda("placement='uva'")
         device = _cuda_device(device)
         with torch.cuda.device(device):     # pinned while the reading GPU is current
-            return CSC(csc.num_nodes, **{n: None if t is None else to_host_mapped(t, device)
-                                         for n, t in zip(_FIELDS, _arrays(csc))})
+            mapped = CSC(csc.num_nodes, **{n: None if t is None else to_host_mapped(t, device)
+                                           for n, t in zip(_FIELDS, _arrays(csc))})
+            return mapped if not cache else build_cache(mapped, cache, device, cache_priority)
     twin = host_twin(csc)
     source = twin if twin is not None else csc
     return source.to(device)

@@ -16,7 +16,8 @@ same ``indptr``, ``rows``, ``row_ids``, ``col_ids``, ``values`` and ``eids`` (sa
 A whole graph with fewer than 2**31 nodes and edges (and at least :data:`INT32_MIN_EDGES`
 edges) is read through a cached int32 copy of its ``indptr`` and ``rows`` (the kernels are
 compiled for ``GS_IDX=int``), halving the gathers' traffic; outputs stay int64. A graph in
-pinned host memory (``placement="uva"``) is read as it is, in place.
+pinned host memory (``placement="uva"``) is read as it is, in place, the columns its GPU
+cache holds from the device (:mod:`gsample.formats.cache`).
 
 The array-level functions :func:`gather_segments`, :func:`member_positions` and
 :func:`filter_members` serve the CSR and COO layouts: CSR row slicing is the segment
@@ -37,6 +38,7 @@ import torch
 from ...ir import Op
 from ...formats.layouts import CSR
 from ...formats.csc import CSC, segment_ptr
+from ...formats.cache import cache_of
 from ...formats.placement import is_mapped
 from ..torch import layout_ops
 
@@ -63,23 +65,28 @@ class _Cuda:
     """Launchers of ``kernels/extract.cu``; ``GS_IDX`` follows the index-typed argument."""
 
     @staticmethod
-    def segment_counts(indptr, seg):
+    def segment_counts(indptr, seg, cache=None):
         from .module import launch
         starts, counts = (torch.empty(seg.numel(), dtype=torch.int64, device=seg.device)
                           for _ in range(2))
         launch("extract", "gs_segment_counts", seg.numel(), indptr, indptr.numel() - 1, seg,
-               seg.numel(), starts, counts, params=_params(indptr))
+               seg.numel(), starts, counts, _opt(None if cache is None else cache.slot),
+               _opt(None if cache is None else cache.counters), params=_params(indptr))
         return starts, counts
 
     @staticmethod
-    def gather(new_indptr, starts, total, rows=None, eids=None):
+    def gather(new_indptr, starts, total, rows=None, eids=None, seg=None, cache=None):
         from .module import launch
         out = lambda: torch.empty(total, dtype=torch.int64, device=starts.device)  # noqa: E731
         index = out()
         rows_out = None if rows is None else out()
         eids_out = None if eids is None else out()
+        cached = cache is not None and cache.slot is not None
+        seg, slot, crows, ceids = (seg, cache.slot, cache.rows, cache.eids) if cached \
+            else (None, None, None, None)
         launch("extract", "gs_gather_segments", total, new_indptr, starts.numel(), starts,
                total, _opt(rows), _opt(eids), index, _opt(rows_out), _opt(eids_out),
+               _opt(seg), _opt(slot), _opt(crows), _opt(ceids),
                params=() if rows is None else _params(rows))
         return index, rows_out, eids_out
 
@@ -139,20 +146,33 @@ class _Twin:
     """Pure-torch twins of :class:`_Cuda`, the kernels' contract in tensor ops (CPU tests)."""
 
     @staticmethod
-    def segment_counts(indptr, seg):
+    def segment_counts(indptr, seg, cache=None):
         ok = (seg >= 0) & (seg < indptr.numel() - 1)
         s = torch.where(ok, seg, 0)
         starts = torch.where(ok, indptr[s].long(), 0)
         end = indptr[torch.where(ok, seg + 1, 0)].long()     # no read past the end
-        return starts, torch.where(ok, end - starts, 0)
+        counts = torch.where(ok, end - starts, 0)
+        if cache is not None:
+            hit = (cache.slot[s] >= 0) & ok if cache.slot is not None else ok & False
+            cache.counters += torch.stack([counts.sum(), counts[hit].sum()])
+        return starts, counts
 
     @staticmethod
-    def gather(new_indptr, starts, total, rows=None, eids=None):
+    def gather(new_indptr, starts, total, rows=None, eids=None, seg=None, cache=None):
         p = torch.arange(total, device=starts.device)
         s = torch.searchsorted(new_indptr[:starts.numel()], p, right=True) - 1   # gs_owner
-        index = starts[s] + (p - new_indptr[s])
-        return (index, None if rows is None else rows[index].long(),
-                None if eids is None else eids[index])
+        off = p - new_indptr[s]
+        index = starts[s] + off
+        rows_out = None if rows is None else rows[index].long()
+        eids_out = None if eids is None else eids[index]
+        if cache is not None and cache.slot is not None:     # cached columns: the cache's
+            c = cache.slot[seg[s]]
+            at = torch.nonzero(c >= 0).squeeze(1)
+            if rows_out is not None:
+                rows_out[at] = cache.rows[c[at] + off[at]]
+            if eids_out is not None and cache.eids is not None:
+                eids_out[at] = cache.eids[c[at] + off[at]]
+        return index, rows_out, eids_out
 
     @staticmethod
     def positions(space, ids):
@@ -245,13 +265,14 @@ def _same_device(a, b, name):
 
 
 # ----------------------------------------------------------------------------- array level
-def _gather(indptr, seg, rows=None, eids=None):
-    """Segment gather: ``(index, new_indptr, rows_out, eids_out)``; ``seg`` int64."""
+def _gather(indptr, seg, rows=None, eids=None, cache=None):
+    """Segment gather: ``(index, new_indptr, rows_out, eids_out)``; ``seg`` int64 (node ids
+    where ``cache``, a whole UVA graph's GPU cache, is given: cached columns read from it)."""
     K = _kernels(seg)
-    starts, counts = K.segment_counts(indptr, seg)
+    starts, counts = K.segment_counts(indptr, seg, cache)
     new_indptr = segment_ptr(counts)
     total = int(new_indptr[-1])
-    index, rows_out, eids_out = K.gather(new_indptr, starts, total, rows, eids)
+    index, rows_out, eids_out = K.gather(new_indptr, starts, total, rows, eids, seg, cache)
     return index, new_indptr, rows_out, eids_out
 
 
@@ -370,7 +391,8 @@ def slice_cols(A: CSC, cols: torch.Tensor) -> CSC:
     if A.col_ids is not None:             # -1 (outside the column space): an empty column
         seg = member_positions(A.col_ids, seg)[0]
     indptr, rows = _index_arrays(A)
-    index, new_indptr, rows_out, eids_out = _gather(indptr, seg, rows, _eids(A))
+    cache = cache_of(A) if rows.dtype == torch.int64 else None     # a whole UVA graph's
+    index, new_indptr, rows_out, eids_out = _gather(indptr, seg, rows, _eids(A), cache)
     return replace(A, indptr=new_indptr, rows=rows_out.to(A.rows.dtype), col_ids=cols,
                    values=None if A.values is None else A.values[index],
                    eids=_finish_eids(A, index, eids_out))

@@ -25,10 +25,11 @@ import torch
 
 from ... import validate as V
 from ...formats.bounded import BoundedCSC, BoundedIds, read_counts, refuse_capture, trim
+from ...formats.cache import cache_of
 from ...formats.csc import CSC
 from ...random import DeviceKey
 from . import finalize, sampling
-from .extract import _index_arrays, _params
+from .extract import _eids, _index_arrays, _params
 from .module import launch, memset
 
 _TILE = 1024                     # items per tile of the frontier kernels (GS_TILE)
@@ -121,14 +122,23 @@ def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
     if C == 0:
         memset(indptr, 0)
     table = alias.to(torch.int64).contiguous() if tables else None
+    # a UVA graph's GPU cache: cached columns' rows and edge ids read from the device, the
+    # edge ids gathered by the kernel (through the cache) rather than by torch (the bus)
+    cache = cache_of(A) if rows_g.dtype == torch.int64 else None
+    eids_g = _eids(A) if cache is not None else None
+    eids = torch.zeros(E, dtype=torch.int64, device=dev) if eids_g is not None else None
+    slot, crows, ceids, counters = (0, 0, 0, 0) if cache is None else (
+        _opt(cache.slot), cache.rows, _opt(cache.eids), cache.counters)
     launch("nodewise", "gs_sample_uniform", tiles * _THREADS, indptr_g, rows_g, buf, C,
            _opt(ncols), n, M, k, replace, _opt(table), key.tensor, state, tiles, per_warp,
-           indptr, rows, pos, block=_THREADS, grid=tiles, params=_params(indptr_g))
+           indptr, rows, pos, slot, crows, _opt(eids_g), ceids, _opt(eids), counters,
+           block=_THREADS, grid=tiles, params=_params(indptr_g))
     err = state[1 + tiles:]
     V.fail_if(err[4:5], IndexError, _id_error("cols", M), err[:4])
+    if eids is None:
+        eids = pos if A.eids is None else A.eids[pos]
     out = CSC(num_nodes=M, indptr=indptr, rows=rows, row_ids=None, col_ids=buf,
-              values=None if A.values is None else A.values[pos],
-              eids=pos if A.eids is None else A.eids[pos])
+              values=None if A.values is None else A.values[pos], eids=eids)
     return BoundedCSC(out, ncols)
 
 

@@ -1,0 +1,219 @@
+"""The GPU cache of a UVA graph (gsample.formats.cache): ``A.to("cuda", placement="uva",
+cache=bytes)``.
+
+On the CPU: which columns a budget holds (whole columns of highest in-degree, greedily, a
+brute-force check) and the errors naming ``cache``. On a GPU (``-m cuda``): what the cache
+holds (the device ``indptr``, each cached column's rows and edge ids at its slot), samples
+identical to the device-resident graph's and to the uncached UVA graph's (GraphSAGE one
+mini-batch at a time, super-batched, eager; walks and LADIES, which read the device
+``indptr``), and read counters equal to what the samples imply: every sampled edge read
+once, the hits exactly the edges of cached columns.
+"""
+import functools
+
+import numpy as np
+import pytest
+import torch
+
+import gsample as gs
+from gsample.formats import cache as C
+from gsample.formats import placement as P
+from helpers import assert_same, example, graphsage
+
+cuda = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
+
+
+# ----------------------------------------------------------------------------- CPU
+def test_the_budget_holds_the_highest_in_degree_columns_whole():
+    indptr = torch.tensor([0, 5, 6, 9, 9, 14])           # degrees 5, 1, 3, 0, 5
+    assert C.choose_columns(indptr, 0, 8).tolist() == []
+    assert C.choose_columns(indptr, 39, 8).tolist() == []          # 5 edges need 40 bytes
+    assert C.choose_columns(indptr, 40, 8).tolist() == [0]         # ties: smaller id first
+    assert C.choose_columns(indptr, 80, 8).tolist() == [0, 4]
+    assert C.choose_columns(indptr, 104, 8).tolist() == [0, 2, 4]
+    # the next column in degree order does not fit: no smaller one is taken instead
+    assert C.choose_columns(indptr, 100, 8).tolist() == [0, 4]
+    assert C.choose_columns(indptr, 10 ** 9, 16).tolist() == [0, 1, 2, 4]   # never empty ones
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_chosen_columns_are_the_greedy_prefix_by_degree(seed):
+    rng = np.random.default_rng(seed)
+    deg = rng.zipf(1.7, size=300).clip(max=500)
+    deg[rng.random(300) < 0.2] = 0
+    indptr = torch.tensor(np.concatenate([[0], np.cumsum(deg)]))
+    budget = int(rng.integers(0, 16 * deg.sum()))
+    got = C.choose_columns(indptr, budget, 16).tolist()
+    order = sorted(range(300), key=lambda v: (-deg[v], v))
+    want, used = [], 0
+    for v in order:
+        if used + 16 * deg[v] > budget:
+            break
+        used += 16 * deg[v]
+        want.append(v)
+    assert got == sorted(v for v in want if deg[v] > 0)
+    assert 16 * deg[got].sum() <= budget
+
+
+def test_a_priority_ranks_columns_by_expected_reads_per_byte():
+    indptr = torch.tensor([0, 5, 6, 9, 9, 14])           # degrees 5, 1, 3, 0, 5
+    priority = torch.tensor([10.0, 1.0, 9.0, 100.0, 0.0])  # per byte: 2, 1, 3, -, 0
+    assert C.choose_columns(indptr, 24, 8, priority).tolist() == [2]
+    assert C.choose_columns(indptr, 71, 8, priority).tolist() == [0, 2]
+    assert C.choose_columns(indptr, 72, 8, priority).tolist() == [0, 1, 2]
+    assert C.choose_columns(indptr, 10 ** 6, 8, priority).tolist() == [0, 1, 2, 4]
+    A = gs.Matrix.from_edge_index(torch.tensor([[0, 0, 0, 1], [1, 2, 3, 0]]), num_nodes=4)
+    assert C.out_degrees(A.csc).tolist() == [3, 1, 0, 0]
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"cache": 10}, ValueError, "cache: only used with placement='uva' or 'auto'"),
+    ({"placement": "device", "cache": 10}, ValueError, "cache: only used with"),
+    ({"placement": "uva", "cache": -1}, ValueError, "cache: must be >= 0 bytes"),
+    ({"placement": "uva", "cache": 1.5}, TypeError, "cache: must be an int"),
+    ({"placement": "auto", "cache": True}, TypeError, "cache: must be an int"),
+    ({"placement": "uva", "cache_priority": torch.ones(2000)}, ValueError,
+     "cache_priority: only used with cache="),
+    ({"placement": "uva", "cache": 10, "cache_priority": torch.ones(3)}, ValueError,
+     "cache_priority: expected a real tensor of shape \\(2000,\\)"),
+    ({"placement": "uva", "cache": 10, "cache_priority": -torch.ones(2000)}, ValueError,
+     "cache_priority: must be finite and >= 0"),
+])
+def test_bad_cache_arguments_name_the_argument(small_graph, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        small_graph.to("cuda", **kwargs)
+
+
+def test_a_graph_without_uva_has_no_cache(small_graph):
+    assert small_graph.cache is None and C.cache_of(None) is None
+
+
+def test_column_slicing_reads_cached_columns_from_the_cache(small_graph):
+    """The CUDA backend's slicing code with its kernels' CPU twins (``extract._Twin``): cached
+    columns' rows and edge ids come from the cache (a cache of altered copies shows it), the
+    others from the graph, and the counters add every column's edges and the cached ones'."""
+    from gsample.backend.cuda import extract
+    A = small_graph.csc
+    deg = A.indptr.diff()
+    cols = C.choose_columns(A.indptr, 16 * int(deg.sum()) // 4, 16)
+    index, ptr = gs.formats.gather_segments(A.indptr, cols)
+    slot = torch.full((A.num_nodes,), -1, dtype=torch.int64)
+    slot[cols] = ptr[:-1]
+    shift = 10 ** 6                                     # altered copies: visible when read
+    cache = C.GraphCache(slot, A.rows[index] + shift, A.eids[index] + shift, cols.numel(), 0,
+                         torch.zeros(2, dtype=torch.int64))
+    frontier = torch.tensor([cols[0], 7, cols[-1], 7, 1999, cols[0]])
+    plain = extract.slice_cols(A, frontier)
+    C._CACHES[A] = cache
+    try:
+        got = extract.slice_cols(A, frontier)
+    finally:
+        del C._CACHES[A]
+    cached = (slot[frontier] >= 0).repeat_interleave(deg[frontier])
+    assert torch.equal(got.indptr, plain.indptr) and cached.any() and not cached.all()
+    assert torch.equal(got.rows, plain.rows + shift * cached)
+    assert torch.equal(got.eids, plain.eids + shift * cached)
+    assert cache.counters.tolist() == [int(deg[frontier].sum()), int(cached.sum())]
+
+
+# ----------------------------------------------------------------------------- GPU
+@pytest.fixture(scope="module")
+def graphs():
+    """A device-resident graph (with int64 edge ids), the same in pinned host memory without a
+    cache, and with caches of about a third of its edges, of its ``indptr`` alone, and of
+    all of it."""
+    A = gs.datasets.rmat(60_000, 1_300_000, seed=2, weighted=True, device="cuda")
+    n, E = A.num_nodes, A.num_edges
+    head = 8 * (n + 1) + 8 * n
+    return {"device": A, "uva": A.to("cuda", placement="uva"),
+            "third": A.to("cuda", placement="uva", cache=head + 16 * E // 3),
+            "indptr": A.to("cuda", placement="uva", cache=8 * (n + 1)),
+            "all": A.to("cuda", placement="auto", budget=0, cache=head + 16 * E),
+            "presampled": A.to("cuda", placement="uva", cache=head + 16 * E // 3,
+                               cache_priority=torch.arange(n, 0, -1, device="cuda"))}
+
+
+@pytest.mark.parametrize("dummy", [pytest.param(0, marks=cuda)])
+def test_the_cache_holds_indptr_and_the_chosen_columns(graphs, dummy):
+    A, H = graphs["device"], graphs["third"]
+    cache = H.cache
+    assert H.placement == "uva" and graphs["uva"].cache is None
+    assert not P.is_mapped(H.csc.indptr) and torch.equal(H.csc.indptr, A.csc.indptr)
+    assert P.is_mapped(H.csc.rows) and P.is_mapped(H.csc.eids)
+    cols = torch.nonzero(cache.slot >= 0).squeeze(1)
+    assert cols.numel() == cache.columns > 0
+    n = A.num_nodes
+    rest = 16 * A.num_edges // 3
+    want = C.choose_columns(A.csc.indptr, rest, 16, C.out_degrees(A.csc))   # by out-degree
+    assert torch.equal(cols.cpu(), want)
+    assert torch.equal(C.out_degrees(H.csc), C.out_degrees(A.csc))
+    index, ptr = gs.formats.gather_segments(A.csc.indptr, cols)
+    assert torch.equal(cache.slot[cols], ptr[:-1])
+    assert torch.equal(cache.rows, A.csc.rows[index])
+    assert torch.equal(cache.eids, A.csc.eids[index])
+    assert cache.nbytes == 8 * (n + 1) + 8 * n + 16 * cache.edges
+    assert cache.edges <= A.num_edges // 3 + 1
+    only = graphs["indptr"].cache
+    assert only.slot is None and only.columns == 0 and only.nbytes == 8 * (n + 1)
+    assert graphs["all"].cache.edges == A.num_edges
+
+
+def _epoch(G, sampler, batches=6, **kw):
+    seeds = torch.arange(0, 512 * batches, device=G.device) * 7 % G.num_nodes
+    gs.manual_seed(0)
+    return [(b.index, b.out) for b in gs.DataLoader(G, sampler, seeds, 512, seed=4, **kw)]
+
+
+def _expected_reads(out, graph, cache, sliced):
+    """(edges read, edges of cached columns read) of a GraphSAGE epoch's blocks: each
+    column's sampled edges, or all its edges where the frontier is ``sliced`` first (eager)."""
+    reads = hits = 0
+    for _, blocks in out:
+        for block in blocks:
+            cols = block.csc.col_ids
+            counts = graph.csc.indptr.diff()[cols] if sliced else block.csc.indptr.diff()
+            reads += int(counts.sum())
+            hits += int(counts[cache.slot[cols] >= 0].sum())
+    return reads, hits
+
+
+@pytest.mark.parametrize("mode", [pytest.param(m, marks=cuda)
+                                  for m in ("eager", "compiled", "super-batched")])
+def test_graphsage_through_the_cache_samples_the_same_and_counts_its_reads(graphs, mode):
+    fn = graphsage if mode == "eager" else gs.compile(graphsage, backend="cuda")
+    sampler = functools.partial(fn, fanouts=(25, 10))
+    kw = {"super_batch": 3} if mode == "super-batched" else {}
+    H = graphs["third"]
+    with gs.use_backend("cuda"):
+        want = _epoch(graphs["device"], sampler, **kw)
+        assert_same(_epoch(graphs["uva"], sampler, **kw), want)
+        H.cache.reset()
+        got = _epoch(H, sampler, **kw)
+        assert_same(got, want)
+        stats = H.cache.stats()
+        reads, hits = _expected_reads(got, graphs["device"], H.cache, mode == "eager")
+        assert (stats["reads"], stats["hits"]) == (reads, hits)
+        assert 0 < hits < reads and stats["hit_rate"] == hits / reads
+        for name in ("indptr", "all", "presampled"):
+            G = graphs[name]
+            G.cache.reset()
+            assert_same(_epoch(G, sampler, **kw), want)
+            s = G.cache.stats()
+            expect = {"indptr": 0, "all": reads}.get(name) if name != "presampled" else \
+                _expected_reads(got, graphs["device"], G.cache, mode == "eager")[1]
+            assert s["reads"] == reads and s["hits"] == expect
+    H.cache.reset()
+    assert H.cache.stats()["reads"] == 0 and np.isnan(H.cache.stats()["hit_rate"])
+
+
+@pytest.mark.parametrize("dummy", [pytest.param(0, marks=cuda)])
+def test_walks_and_ladies_read_the_cached_graph_alike(graphs, dummy):
+    A, H = graphs["device"], graphs["third"]
+    with gs.use_backend("cuda"):
+        walker = gs.compile(lambda G, seeds: G.random_walk(seeds, 20, p=2.0, q=0.5),
+                            backend="cuda")
+        assert_same(_epoch(H, walker, batches=3), _epoch(A, walker, batches=3))
+    ladies = example("ladies")
+    sampler = functools.partial(gs.compile(ladies.ladies, backend="cuda"), layers=(500, 500))
+    assert_same(_epoch(ladies.normalize(H), sampler, batches=3),
+                _epoch(ladies.normalize(A), sampler, batches=3))
