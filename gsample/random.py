@@ -435,6 +435,41 @@ class DeviceKey:
                          self.num_nodes)
 
 
+@dataclass(frozen=True)
+class KeyRange:
+    """The keys of an op that takes several consecutive op ordinals (a fused walk: one per
+    random op of every step), each the key a random op of that ordinal would get.
+
+    Attributes
+    ----------
+    keys : tuple
+        Per ordinal, in order: an op key (int), a super-batch's :class:`BatchKeys`, or a
+        :class:`DeviceKey`.
+    tensor : LongTensor, shape (count, 2), optional
+        With device keys: their ``(prefix, first)`` rows, contiguous (the program's key
+        buffer), for a kernel that reads them all.
+    """
+
+    keys: tuple
+    tensor: Optional[torch.Tensor] = None
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def host(self) -> tuple:
+        """The keys as the torch code takes them (ints, or :class:`BatchKeys`)."""
+        return tuple(k.host() if isinstance(k, DeviceKey) else k for k in self.keys)
+
+    @classmethod
+    def of(cls, seed: int, ordinal: int, count: int, batch: int, batches=None) -> "KeyRange":
+        """Host keys of ordinals ``ordinal .. ordinal + count - 1`` (``batches``: a
+        super-batch's ``(copies, num_nodes)``)."""
+        if batches is None:
+            return cls(tuple(op_key(seed, ordinal + i, batch) for i in range(count)))
+        return cls(tuple(BatchKeys.of(seed, ordinal + i, batch, *batches)
+                         for i in range(count)))
+
+
 def key_prefix(seed: int, ordinal: int) -> int:
     """``combine(combine(0, seed), ordinal)``: the part of :func:`op_key` before the batch."""
     return combine(combine(0, seed), ordinal)

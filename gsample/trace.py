@@ -192,6 +192,8 @@ class _Converter:
             return g.add(Op.OUTPUT, inputs, {"template": self.template(args[0], inputs)})
         if op == "call_method" and _is_matrix(args[0]):
             return self.method(target, _bind(target, args[0], args[1:], kwargs))
+        if getattr(target, "_gs_op", None) is Op.FUSED_WALK:     # gsample.walk_fusion
+            return target.convert(self, args)
         if op == "call_function" and node.meta["gs_kind"] in (Kind.MATRIX, Kind.TENSOR) \
                 and any(_is_matrix(a) or _kind(a) is Kind.TUPLE for a in args):
             return self.function(target, args, kwargs)

@@ -438,6 +438,17 @@ def check_random_walk(A, seeds, alias=None, length=0, p=1.0, q=1.0, stop_prob=0.
     return {"seeds": ids(seeds, "seeds", A.num_nodes, A.device)}
 
 
+def check_fused_walk(A, seeds, length=0, trusted=(), **_):
+    """A fused ``gs.walk`` (``fused_walk``): the whole graph and seeds in range (the ids its
+    steps compute are checked where its body reads them)."""
+    _whole_graph(A, "gs.walk")
+    fits(len(seeds) * (length + 1), 8, A.device, "length", f"{len(seeds)} walks of {length} "
+         "steps")
+    if "seeds" in trusted:
+        return {}
+    return {"seeds": ids(seeds, "seeds", A.num_nodes, A.device)}
+
+
 def check_random_draws(A, nodes, trusted=(), **_):
     """``A.random_uniform`` / ``A.random_count``: the whole graph (its node count decodes a
     super-batch's frontier) and node ids in range."""

@@ -5,12 +5,16 @@ t)``, which maps every walker's position to its next one with Matrix operators a
 code (Metropolis-Hastings, multi-root / frontier sampling, metapaths over edge types).
 
 In a compiled sampler (``gs.compile``) ``step`` is traced once per *phase* (``t = step %
-period``; the first step, whose positions are the seeds themselves, once more) and the trace
-is copied ``length`` times into the program: the user's Python runs a handful of times
-whatever the length, and the copies are ordinary ops, so every pass, super-batching and both
-backends apply to them. The random ops of step ``s`` take the op ordinals right after those
-of step ``s - 1``, in program order, exactly as a hand-written Python loop over the same
-``step`` (eager or compiled): the samples are that loop's, bit for bit (DESIGN §3).
+period``; the first step, whose positions are the seeds themselves, once more). When every
+traced body is per-walker code (``gsample.ir.walk_body``: uniform walks from the walkers'
+positions, gathers of graph-level vectors such as degrees, elementwise arithmetic), the walk
+is one ``FUSED_WALK`` op holding the bodies (``gsample.walk_fusion``): one generated kernel
+per mini-batch on the CUDA backend, the bodies' torch code step by step on the torch one.
+Otherwise (or with ``fuse=False``) the trace is copied ``length`` times into the program:
+the copies are ordinary ops, so every pass, super-batching and both backends apply to them.
+Either way the random ops of step ``s`` take the op ordinals right after those of step
+``s - 1``, in program order, exactly as a hand-written Python loop over the same ``step``
+(eager or compiled): the samples are that loop's, bit for bit (DESIGN §3).
 """
 from __future__ import annotations
 
@@ -23,7 +27,8 @@ from . import validate as V
 from .matrix import Matrix
 
 
-def walk(step: Callable, A, seeds, length: int, state=None, period: int = 1):
+def walk(step: Callable, A, seeds, length: int, state=None, period: int = 1,
+         fuse: bool = True):
     """Walks of ``length`` steps, each step written by the user as one DSL function.
 
     Parameters
@@ -51,6 +56,9 @@ def walk(step: Callable, A, seeds, length: int, state=None, period: int = 1):
         counters. It is not masked for stopped walkers.
     period : int
         The phases of ``t``, ``>= 1`` (``len(metapath)`` for a metapath walk).
+    fuse : bool
+        Compiled: make the walk one fused op when its step is per-walker code (the module
+        docstring); False: unroll it. The samples are the same.
 
     Returns
     -------
@@ -60,9 +68,9 @@ def walk(step: Callable, A, seeds, length: int, state=None, period: int = 1):
 
     Notes
     -----
-    Compiled, the walk is traced once per phase and unrolled in the IR (the module
-    docstring); a step's graph-level values (degrees, ``A ** 2``) are hoisted out of every
-    step by pre-processing and merged by CSE. Eager, it is the plain loop.
+    Compiled, the walk is traced once per phase and fused into one op, or unrolled in the
+    IR (the module docstring); a step's graph-level values (degrees, ``A ** 2``) are
+    computed once per graph by pre-processing. Eager, it is the plain loop.
 
     Examples
     --------
@@ -79,6 +87,7 @@ def walk(step: Callable, A, seeds, length: int, state=None, period: int = 1):
     length, period = V.count(length, "length"), V.count(period, "period")
     if period < 1:
         raise ValueError("period: must be >= 1")
+    fuse = V.flag(fuse, "fuse")
     has_state = state is not None
     traced = _tracer(A, seeds, state)
     if traced is None:
@@ -90,6 +99,11 @@ def walk(step: Callable, A, seeds, length: int, state=None, period: int = 1):
         run = _one_step
     else:
         run = _Inliner(traced, step, has_state)
+        if fuse and not has_state:
+            from .walk_fusion import try_fuse
+            fused = try_fuse(traced, run, A, seeds, length, period)
+            if fused is not None:
+                return fused
     cols, cur, prev = [seeds], seeds, seeds
     for s in range(length):
         nxt, state = run(step, A, cur, prev, s % period, s == 0, state, has_state)
@@ -156,15 +170,20 @@ class _Inliner:
         self.outer, self.step, self.has_state = tracer, step, has_state
         self.bodies: dict = {}
 
-    def __call__(self, step, A, cur, prev, t, first, state, has_state):
-        args = (A, cur, prev, state)
+    def body(self, args, t, first) -> tuple:
+        """``(fx graph, placeholders)`` of the step's body for ``args`` (traced once)."""
         leaves = _leaves(args)
         # a body is traced for which leaves are traced values (a state that starts as a
         # plain tensor and becomes a traced one is traced again)
         key = (first, t, tuple(isinstance(v, fx.Proxy) for v in leaves))
         if key not in self.bodies:
             self.bodies[key] = self._trace(args, leaves, t, first)
-        body, places = self.bodies[key]
+        return self.bodies[key]
+
+    def __call__(self, step, A, cur, prev, t, first, state, has_state):
+        args = (A, cur, prev, state)
+        leaves = _leaves(args)
+        body, places = self.body(args, t, first)
         val_map = {ph: leaves[i].node for ph, i in places}
         out = self.outer.graph.graph_copy(body, val_map)
         nxt, state = fx.node.map_arg(out, self.outer.proxy)

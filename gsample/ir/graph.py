@@ -53,6 +53,13 @@ class Node:
         return info(self.op).effect is Effect.RANDOM
 
     @property
+    def ordinals(self) -> range:
+        """The op ordinals a random op takes: its ``ordinal``, or ``num_ordinals`` of them
+        from there (a fused walk takes one per random op of every step)."""
+        first = self.attrs["ordinal"]
+        return range(first, first + self.attrs.get("num_ordinals", 1))
+
+    @property
     def writes_in_place(self) -> bool:
         """Dense code that writes into an argument (``x.add_()``, ``out=``, ``inplace=True``).
 
@@ -263,7 +270,7 @@ class Graph:
             if n.is_random:
                 if "ordinal" not in n.attrs:
                     raise VerifyError(f"{n}: random op without an op ordinal")
-                ordinals.append(n.attrs["ordinal"])
+                ordinals.extend(n.ordinals)
             seen.add(n)
         if len(set(ordinals)) != len(ordinals):
             raise VerifyError(f"random ops share an op ordinal: {sorted(ordinals)}")

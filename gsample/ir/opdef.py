@@ -258,6 +258,7 @@ class Op(enum.Enum):
     RANDOM_WALK = "random_walk"        # A.random_walk(seeds, length, ...)
     RANDOM_UNIFORM = "random_uniform"  # A.random_uniform(nodes): a keyed uniform per entry
     RANDOM_COUNT = "random_count"      # A.random_count(nodes, dist, p, n): a count per entry
+    FUSED_WALK = "fused_walk"          # gs.walk(step, A, seeds, length): every step in one op
     FILTER_EDGES = "filter_edges"      # A.filter_edges(keep): the edges a mask keeps
     FROM_NEIGHBORS = "from_neighbors"  # A.from_neighbors(cols, neighbors): a block of dense
                                        # per-column neighbour lists

@@ -51,6 +51,13 @@ _FUSED_DOC = (
     "scalar (operand None), operand[e] (axis None: one value per edge), operand[col(e)] "
     "(axis 0) or operand[row(e)] (axis 1); x = op(y, x) if reverse else op(x, y); dtype "
     "promotion as edge_map (gsample.passes.fuse_edge_map documents it)")
+_FUSED_WALK_DOC = (
+    "gs.walk(step, A, seeds, length) as one op (made by gsample.walks when the step is "
+    "per-walker): 'first' and 'phases' are the step's bodies (gsample.ir.walk_body: small "
+    "programs of per-walker code), the first step's and step s's = phases[s % len(phases)]; "
+    "operands '0', '1', ... are graph-level values the bodies read (degrees). Takes "
+    "attrs['num_ordinals'] op ordinals from attrs['ordinal'] on: step s's random op j has "
+    "the ordinal the unrolled program gives it. A LongTensor (len(seeds), length + 1)")
 
 _DEFS = [
     OpDef(Op.INPUT, P, Step.GRAPH, (), (Attr("name"), Attr("kind")), Kind.ANY,
@@ -174,6 +181,11 @@ _DEFS = [
                           derive={"alias": Op.ALIAS_TABLE}),
           doc="A.random_walk(seeds, length, probs, p, q, stop_prob, restart_prob, jump_prob): "
               "a LongTensor (len(seeds), length + 1) of in-neighbour walks, -1 after a stop"),
+    OpDef(Op.FUSED_WALK, R, Step.SELECT, (_A, In("seeds", Align.NEW_COLS)),
+          (Attr("first"), Attr("phases"),
+           Attr("length", lambda n: V.count(n, "length"), what="int", example=8)), T,
+          out=Align.WALKS, variadic=Align.ROWS, check=V.check_fused_walk, estimate=_walk,
+          bound=_walk, doc=_FUSED_WALK_DOC),
     OpDef(Op.RANDOM_UNIFORM, R, Step.SELECT, (_A, In("nodes", Align.NEW_COLS)), (), T,
           out=Align.ENTRIES, check=V.check_random_draws, estimate=_per_entry,
           bound=_per_entry, capture=Capture(methods=("random_uniform",)),

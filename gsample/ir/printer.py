@@ -12,6 +12,8 @@ def _attr(value) -> str:
         return f"tensor{tuple(value.shape)}"
     if isinstance(value, Graph):
         return f"<program of {len(value.nodes)} nodes>"
+    if isinstance(value, tuple) and any(isinstance(v, Graph) for v in value):
+        return "(" + ", ".join(_attr(v) for v in value) + ")"      # a fused walk's phases
     if isinstance(value, tuple) and len(value) == 2 and value[0] == "method":
         return f".{value[1]}()"
     if callable(value):

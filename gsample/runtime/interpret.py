@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..backend import get_backend, resolve, run_op
 from ..ir import Graph, Op, info, map_template
-from ..random import BatchKeys, _stream, op_key
+from ..random import BatchKeys, KeyRange, _stream, op_key
 from .lower import _wrap
 
 
@@ -55,7 +55,10 @@ def interpret(graph: Graph, args: dict, backend: str = "torch"):
             batches = node.attrs.get("batches")            # a super-batched random op
             if batches is None and d.check is not None:
                 kwargs.update(d.check(**kwargs))
-            if node.is_random:
+            if node.is_random and "num_ordinals" in node.attrs:     # a fused walk
+                kwargs["key"] = KeyRange.of(seed, base + node.attrs["ordinal"],
+                                            len(node.ordinals), batch, batches)
+            elif node.is_random:
                 kwargs["key"] = op_key(seed, base + node.attrs["ordinal"], batch) \
                     if not batches else BatchKeys.of(seed, base + node.attrs["ordinal"], batch,
                                                      *batches)

@@ -201,9 +201,11 @@ class _Lowering:
                 provided[a] = self.const(node.attrs[a])
         if node.is_random:
             key = self.new_slot(f"key{node.attrs['ordinal']}")
-            # a sync-free kernel computes its key on the device from (prefix, batch)
+            # a sync-free kernel computes its key on the device from (prefix, batch); an op
+            # taking several ordinals (a fused walk) gets their KeyRange
             self.keys.append((key, node.attrs["ordinal"], node.attrs.get("batches"),
-                              impl.sync_free))
+                              impl.sync_free, len(node.ordinals) if
+                              "num_ordinals" in node.attrs else 0))
             provided["key"] = key
         self.slot[node] = self.new_slot(node.name)
         fn, args = _bind(impl.fn, provided)
@@ -234,7 +236,7 @@ class _Lowering:
         slots = [self.slot[node.inputs[k]] for k in names]
         self.exact(slots, node)
         key = self.new_slot(f"key{node.attrs['ordinal']}")
-        self.keys.append((key, node.attrs["ordinal"], node.attrs["batches"], False))
+        self.keys.append((key, node.attrs["ordinal"], node.attrs["batches"], False, 0))
         self.slot[node] = self.new_slot(node.name)
         label = f"{impl.backend}.{node.op.value}[{layout}]"
         attrs = {a: node.attrs[a] for a in d.attrs if a in node.attrs}

@@ -16,7 +16,7 @@ from .. import validate as V
 from ..ir import Graph
 import torch
 
-from ..random import BatchKeys, DeviceKey, _signed, _stream, key_prefix, op_key
+from ..random import BatchKeys, DeviceKey, KeyRange, _signed, _stream, key_prefix, op_key
 from ..formats.bounded import COPY_OUT, READ_BACK
 from .options import Options
 
@@ -55,10 +55,12 @@ class Program:
         The slot template: constants filled in, everything else None.
     inputs : tuple of (name, slot, is_matrix)
         Where each argument goes (a matrix as its CSC).
-    keys : tuple of (slot, ordinal, batches, on_device)
+    keys : tuple of (slot, ordinal, batches, on_device, count)
         Random-op key slots: the op ordinal of each random op, its super-batch shape
-        ``(N, n)`` or None, and whether its implementation takes a
-        :class:`~gsample.random.DeviceKey` (all of a call's are copied to the device at once).
+        ``(N, n)`` or None, whether its implementation takes a
+        :class:`~gsample.random.DeviceKey` (all of a call's are copied to the device at once),
+        and, for an op taking ``count`` ordinals from ``ordinal`` on (a fused walk), that
+        count (the slot then holds their :class:`~gsample.random.KeyRange`; 0: one key).
     output : callable
         ``env -> the returned structure``.
     num_random : int
@@ -106,8 +108,10 @@ class Program:
                  f"{', checks deferred to the end' if self.deferred else ''}"]
         for name_, slot, matrix in self.inputs:
             lines.append(f"  in  {name(slot)} = argument {name_!r}" + (" (CSC)" if matrix else ""))
-        for slot, ordinal, batches, on_device in self.keys:
-            lines.append(f"  key {name(slot)} = op key of ordinal {ordinal}"
+        for slot, ordinal, batches, on_device, count in self.keys:
+            what = f"op keys of ordinals {ordinal}..{ordinal + count - 1}" if count \
+                else f"op key of ordinal {ordinal}"
+            lines.append(f"  key {name(slot)} = {what}"
                          + (f" for {batches[0]} mini-batches" if batches else "")
                          + (" (on the device)" if on_device else ""))
         for r in self.regions:
@@ -144,9 +148,12 @@ def run(program: Program, args: dict, observe: Optional[Callable] = None):
         value = args[name]
         env[slot] = value.csc if matrix else value
     device_keys = []
-    for slot, ordinal, batches, on_device in program.keys:
+    for slot, ordinal, batches, on_device, count in program.keys:
         if on_device:
-            device_keys.append((slot, _prefix(seed, base + ordinal), batches))
+            device_keys.extend((slot, _prefix(seed, base + ordinal + i), batches, count)
+                               for i in range(max(count, 1)))
+        elif count:
+            env[slot] = KeyRange.of(seed, base + ordinal, count, batch, batches)
         else:
             env[slot] = op_key(seed, base + ordinal, batch) if batches is None \
                 else BatchKeys.of(seed, base + ordinal, batch, *batches)
@@ -195,7 +202,7 @@ def _device_keys(program: Program, env: list, keys: list, batch: int) -> None:
     host, view, dev, done = bufs
     if not program.deferred:           # else the previous call ended with a read-back
         done.synchronize()
-    for i, (_, prefix, _) in enumerate(keys):
+    for i, (_, prefix, _, _) in enumerate(keys):
         view[2 * i], view[2 * i + 1] = prefix[1], batch
     dev.copy_(host, non_blocking=True)
     if not program.deferred:
@@ -203,9 +210,16 @@ def _device_keys(program: Program, env: list, keys: list, batch: int) -> None:
     views = program.key_views
     if views is None:
         views = program.key_views = [dev[2 * i:2 * i + 2] for i in range(len(keys))]
-    for view_, (slot, prefix, batches) in zip(views, keys):
+    ranges: dict = {}
+    for i, (view_, (slot, prefix, batches, count)) in enumerate(zip(views, keys)):
         copies, n = batches if batches is not None else (1, 0)
-        env[slot] = DeviceKey.of(view_, prefix[0], batch, copies, n, True)
+        key = DeviceKey.of(view_, prefix[0], batch, copies, n, True)
+        if not count:
+            env[slot] = key
+        else:                  # a range's keys are consecutive rows of the buffer
+            ranges.setdefault(slot, (i, []))[1].append(key)
+    for slot, (i, range_keys) in ranges.items():
+        env[slot] = KeyRange(tuple(range_keys), dev[2 * i:2 * (i + len(range_keys))].view(-1, 2))
 
 
 _PREFIXES: dict = {}

@@ -158,3 +158,50 @@ def test_modules_compile_with_our_options_only(monkeypatch, tmp_path):
     assert not any("ftz=true" in o for o in options)
     assert "#define GS_TEST_KEY 1" in source
     assert len(list((tmp_path / "kernels").glob("sampling-*.bin"))) == 1
+
+
+# generated fused walks (gsample/backend/cuda/walk_codegen.py): Metropolis-Hastings (gathers
+# of float32 degrees, int64 and float64 arithmetic, a division by a Python number, where),
+# and a two-phase step (stop / restart / jump walks, clamps, comparisons, and / or, casts)
+def _fused_walk_kernels():
+    import torch
+    import gsample as gs
+    from gsample.backend.cuda import walk_codegen
+    from gsample.ir import Op
+    from helpers import example
+
+    def phased(A, cur, prev, t):
+        nxt = A.random_walk(cur, 1 + t, stop_prob=0.1, restart_prob=0.2 * t,
+                            jump_prob=0.1)[:, -1]
+        deg = (A ** 0).sum(axis=0).double()
+        far = (deg[nxt.clamp(min=0)] / (deg[cur] + 1.0)).float().clamp(max=3.0) > 1.5
+        return torch.where(far | (nxt == prev), -cur - 1, nxt).clamp(min=-1)
+    A = gs.datasets.rmat(300, 2400, seed=2)
+    mh = example("metropolis_hastings")
+    fns = {"metropolis_hastings": lambda A, seeds: mh.metropolis_hastings(A, seeds, 6),
+           "phased": lambda A, seeds: gs.walk(phased, A, seeds, 7, period=2)}
+    out = {}
+    for name, fn in fns.items():
+        program = gs.compile(fn).program(A, torch.arange(5))
+        node = next(n for n in program.nodes if n.op is Op.FUSED_WALK)
+        operands = {k: v for k, v in node.inputs.items() if k.isdigit()}
+        values = {k: torch.zeros(300, dtype=torch.float64 if name == "phased" else torch.float32)
+                  for k in operands}
+        out[name] = walk_codegen.generate(node.attrs["first"], node.attrs["phases"], values)
+    return out
+
+
+@pytest.mark.skipif(nvcc is None, reason="nvcc not installed")
+@pytest.mark.parametrize("name", ["metropolis_hastings", "phased"])
+def test_generated_fused_walk_compiles_to_ptx(name, tmp_path):
+    from gsample.backend.cuda import walk_codegen
+    kernel = _fused_walk_kernels()[name]
+    src = tmp_path / "fused_walk_generated.cu"
+    src.write_text(walk_codegen.source(kernel))
+    out = tmp_path / "fused_walk_generated.ptx"
+    done = subprocess.run([nvcc, "-ptx", "-arch=sm_90", *OPTIONS, str(src), "-o", str(out)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr + "\n" + kernel.step
+    ptx = out.read_text()
+    assert ".entry gs_fused_walk" in ptx
+    assert "fma." not in ptx          # every float step rounded on its own, as torch's

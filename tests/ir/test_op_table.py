@@ -22,7 +22,8 @@ def test_only_select_ops_are_random():
     random = {op for op, d in ir.OPS.items() if d.effect is ir.Effect.RANDOM}
     assert random == {ir.Op.INDIVIDUAL_SAMPLE, ir.Op.COLLECTIVE_SAMPLE,
                       ir.Op.SLICE_INDIVIDUAL_SAMPLE, ir.Op.SLICE_COLLECTIVE_SAMPLE,
-                      ir.Op.RANDOM_WALK, ir.Op.RANDOM_UNIFORM, ir.Op.RANDOM_COUNT}
+                      ir.Op.RANDOM_WALK, ir.Op.RANDOM_UNIFORM, ir.Op.RANDOM_COUNT,
+                      ir.Op.FUSED_WALK}
     assert all(ir.info(op).step is ir.Step.SELECT for op in random)
 
 

@@ -14,7 +14,8 @@ Kernels for every op the IR lowers to, by family (``kernels/README.md``):
   fused edge-map-reduce);
 * ``relabel.cu``: unique / relabel (first-occurrence order) for the finalize ops;
 * ``walk.cu``: random walks, every step of every walker (of a mini-batch or a super-batch)
-  in one launch.
+  in one launch; ``fused_walk.cu`` + :mod:`.walk_codegen`: a ``gs.walk`` of a per-walker step
+  (Metropolis-Hastings) likewise, its step generated as straight-line C.
 
 ``random_uniform`` / ``random_count`` (one hash per entry) run torch code on the device,
 sync-free (:mod:`.draws`); so does ``filter_edges`` (:mod:`.edge_filter`).
@@ -31,8 +32,8 @@ from __future__ import annotations
 
 from ...ir import Op
 from .. import Backend
-from . import (compute, draws, edge_filter, edge_map, extract, finalize, layerwise, nodewise,
-               sampling, walk)
+from . import (compute, draws, edge_filter, edge_map, extract, finalize, fused_walk, layerwise,
+               nodewise, sampling, walk)
 
 _CSC = ("csc",)
 #: op -> (its kernels' host code, the layouts it takes); the rest runs the torch code
@@ -59,6 +60,7 @@ IMPLS = {
     Op.ROW_IDS: (finalize.row_ids, _CSC),
     Op.COL_IDS: (finalize.col_ids, _CSC),
     Op.RANDOM_WALK: (walk.random_walk, _CSC),                   # kernels/walk.cu
+    Op.FUSED_WALK: (fused_walk.fused_walk, _CSC),               # generated: fused_walk.cu
 }
 
 
@@ -86,6 +88,7 @@ class CudaBackend(Backend):
         nodewise.register(self)          # sync-free variants (kernels/nodewise.cu, frontier.cu)
         layerwise.register(self)         # and of the layer-wise ops (kernels/layerwise.cu)
         walk.register(self)              # and of random walks (kernels/walk.cu)
+        fused_walk.register(self)        # and of fused gs.walk steps (kernels/fused_walk.cu)
         draws.register(self)             # keyed values per entry (torch code, sync-free)
         edge_filter.register(self)       # and the edge filter (bounded result)
 

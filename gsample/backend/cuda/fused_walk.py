@@ -1,0 +1,91 @@
+"""A fused walk (``FUSED_WALK``) on the GPU: every step of every walker in one generated
+kernel launch (``kernels/fused_walk.cu`` + :mod:`.walk_codegen`).
+
+One thread per walker loops over the steps and runs the step's body as straight-line C:
+its ``random_walk``\\ s are ``gs_random_walk``'s own walker (``kernels/walkstep.cuh``) with
+the keys of their op ordinals, its arithmetic PyTorch's CUDA arithmetic, so the walks are
+the torch backend's (:mod:`gsample.backend.torch.fused_walk`), bit for bit. Keys come as a
+:class:`~gsample.random.KeyRange`: device keys (the program's key buffer: the kernel combines
+each ordinal's prefix with the mini-batch, so a super-batch's walkers are one launch too), or
+host keys (copied to the device). Bodies :mod:`.walk_codegen` cannot type exactly, CPU
+tensors and a super-batch with host keys run the torch code (on the same device).
+"""
+from __future__ import annotations
+
+import torch
+
+from ... import validate as V
+from ...formats.bounded import BoundedIds
+from ...formats.csc import CSC
+from ...random import BatchKeys, DeviceKey, KeyRange, _signed
+from ..torch import fused_walk as reference
+from . import walk_codegen
+from .module import launch
+
+#: threads per block: a mini-batch of walkers is small, so small blocks spread it over SMs
+_THREADS = 64
+
+
+def kernel_for(A: CSC, seeds, first, phases: tuple, operands: dict, key):
+    """The generated kernel of this walk, or None (the torch code runs)."""
+    if not A.indptr.is_cuda or not isinstance(key, KeyRange) or not len(key):
+        return None
+    k0 = key.keys[0]
+    if isinstance(k0, BatchKeys) or isinstance(k0, DeviceKey) and key.tensor is None:
+        return None
+    if any(not (isinstance(o, torch.Tensor) and o.is_cuda) for o in operands.values()):
+        return None
+    try:
+        return walk_codegen.generate(first, phases, operands)
+    except walk_codegen.Unsupported:
+        return None
+
+
+def fused_walk(A: CSC, seeds, first, phases: tuple, length: int, key, **operands):
+    """As :func:`gsample.backend.torch.fused_walk.fused_walk`, in one kernel launch.
+
+    Examples
+    --------
+    >>> sampler = gs.compile(metropolis_hastings, backend="cuda")
+    >>> walks = sampler(A.to("cuda"), seeds.cuda(), length=80)     # one gs_fused_walk launch
+    """
+    if isinstance(seeds, BoundedIds):            # one row per seed: its exact size first
+        from .nodewise import _exact
+        seeds = _exact(seeds)
+    kernel = kernel_for(A, seeds, first, phases, operands, key)
+    if kernel is None:
+        return reference.fused_walk(A, seeds, first, phases, length, key, **operands)
+    W, dev = seeds.numel(), seeds.device
+    out = torch.empty((W, length + 1), dtype=torch.int64, device=dev)    # every entry written
+    if W == 0:
+        return out
+    k0 = key.keys[0]
+    if key.tensor is not None:                   # (prefix, first) rows of the key buffer
+        keys, direct = key.tensor.contiguous(), False
+        n = k0.num_nodes if k0.copies > 1 else 0
+    else:                                        # host op keys, one per ordinal
+        keys = torch.tensor([_signed(k) for k in key.keys], dtype=torch.int64, device=dev)
+        direct, n = True, 0
+    ptrs = [operands[name].contiguous() for name in kernel.operands]
+    lens = [p.numel() for p in ptrs]
+    ptrs += [0] * (walk_codegen.MAX_OPERANDS - len(ptrs))
+    lens += [0] * (walk_codegen.MAX_OPERANDS - len(lens))
+    failed = torch.zeros(1, dtype=torch.int32, device=dev)
+    launch("fused_walk", "gs_fused_walk", W, A.indptr.to(torch.int64).contiguous(),
+           A.rows.to(torch.int64).contiguous(), seeds.to(torch.int64).contiguous(), W, length,
+           A.num_nodes, keys, bool(direct), n, *ptrs, *lens, out, failed, block=_THREADS,
+           **kernel.key)
+    V.fail_if(failed[0] != 0, IndexError, "gs.walk: a step computed a node id out of range "
+              f"(every id must be in [0, {A.num_nodes}))")
+    return out
+
+
+def register(backend) -> None:
+    """Register the sync-free variant (device keys). It may run the torch code, which reads
+    sizes back for a super-batch, so it is not marked free of read-backs."""
+    from ...ir import Op
+    backend.register(Op.FUSED_WALK, ("csc",), fused_walk, sync_free=True, syncs=True,
+                     bounded_out=False)
+
+
+__all__ = ["fused_walk", "kernel_for", "register"]

@@ -1,0 +1,88 @@
+// One walker's random walk (A.random_walk), shared by the walk kernels: gs_random_walk
+// (kernels/walk.cu: every walker of a mini-batch or super-batch) and the generated fused
+// gs.walk steps (kernels/fused_walk.cu: a short walk per step of a user's step). The
+// algorithm and its draws are gsample/backend/torch/walk.py's (walk.cu's header says how).
+#pragma once
+#include "hash.cuh"
+
+#define GS_WALK_STRIDE (1LL << 32)
+#define GS_WALK_MAX_ATTEMPTS (1LL << 20)
+
+// Whether src is among the sorted rows [lo, hi) (the edge src -> column)
+__device__ __forceinline__ bool gs_has_row(const gs_i64* __restrict__ rows, gs_i64 lo,
+                                           gs_i64 hi, gs_i64 src) {
+    while (lo < hi) {
+        const gs_i64 mid = lo + ((hi - lo) >> 1);
+        const gs_i64 r = rows[mid];
+        if (r == src) return true;
+        if (r < src) lo = mid + 1; else hi = mid;
+    }
+    return false;
+}
+
+// the first index in [0, m) whose ids[i] >= x (ids grouped by batch, batches ascending)
+__device__ __forceinline__ gs_i64 gs_walk_first_at_least(const gs_i64* __restrict__ ids,
+                                                         gs_i64 m, gs_i64 x) {
+    gs_i64 lo = 0, hi = m;
+    while (lo < hi) {
+        const gs_i64 mid = lo + ((hi - lo) >> 1);
+        if (ids[mid] < x) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+// Walker `pos` of the op keyed `k` from node id - shift (its id in the super-batch: id; shift
+// = b * n, or 0): writes o[0 .. L] (the id, the steps + shift, -1 after a stop), as one
+// thread of gs_random_walk does.
+__device__ __forceinline__ void gs_walk_one(
+        const gs_i64* __restrict__ indptr, const gs_i64* __restrict__ rows,
+        const gs_i64* __restrict__ sorted_rows, const gs_i64* __restrict__ alias,
+        gs_i64 L, gs_i64 N, gs_u64 k, gs_i64 pos, gs_i64 id, gs_i64 shift,
+        int node2vec, double inv_p, double inv_q, double amax,
+        double c1, double c2, double c3, gs_i64* o, int* __restrict__ failed) {
+    const gs_i64 root = id - shift;
+    o[0] = id;
+    gs_i64 cur = root, prev = -1, t = 0;
+    for (; t < L; ++t) {
+        const gs_i64 base = t * GS_WALK_STRIDE;
+        gs_i64 nxt = -1;
+        bool move = true;
+        if (c3 > 0.0) {
+            const double u = gs_uniform_float(gs_word(k, pos, base));
+            if (u < c1) break;                                   // the walk stops
+            if (u < c2) { nxt = root; move = false; }            // back to the root
+            else if (u < c3) {                                   // anywhere
+                nxt = gs_uniform_int(gs_word(k, pos, base + 1), N);
+                move = false;
+            }
+        }
+        if (move) {
+            const gs_i64 lo = indptr[cur], deg = indptr[cur + 1] - lo;
+            if (deg == 0) break;                                 // no in-edges
+            const bool second = node2vec && t > 0;
+            const gs_i64 plo = second ? indptr[prev] : 0;
+            const gs_i64 phi = second ? indptr[prev + 1] : 0;
+            for (gs_i64 a = 0;; ++a) {
+                const gs_i64 slot = base + 2 + 3 * a;
+                gs_i64 e = lo + gs_uniform_int(gs_word(k, pos, slot), deg);
+                if (alias != nullptr) {
+                    const gs_u64 coin = gs_word(k, pos, slot + 1) >> 11;
+                    if (!(coin < (gs_u64)alias[2 * e])) e = alias[2 * e + 1];
+                }
+                const gs_i64 x = rows[e];
+                if (!second) { nxt = x; break; }
+                const double alpha = x == prev ? inv_p
+                    : (gs_has_row(sorted_rows, plo, phi, x) ? 1.0 : inv_q);
+                const double u = __dmul_rn(gs_uniform_float(gs_word(k, pos, slot + 2)),
+                                           amax);
+                if (u < alpha) { nxt = x; break; }
+                if (a + 1 >= GS_WALK_MAX_ATTEMPTS) { atomicExch(failed, 1); break; }
+            }
+            if (nxt < 0) break;
+        }
+        o[t + 1] = nxt + shift;
+        prev = cur;
+        cur = nxt;
+    }
+    for (++t; t <= L; ++t) o[t] = -1;                            // after a stop
+}

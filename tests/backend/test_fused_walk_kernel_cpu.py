@@ -1,0 +1,130 @@
+"""The generated fused-walk kernel (``kernels/fused_walk.cu`` + ``walk_codegen``) on the CPU:
+its source compiled as C++ (CUDA's names as plain C++, one thread for every walker) walks
+as the torch backend's fused walk does, step for step: the keys of each step's ordinals, the
+walkers' positions, a super-batch's keys and encoding, the inlined walks and the body's
+arithmetic. CI has no GPU; ``test_cuda_fused_walk.py`` is the GPU comparison. (On the CPU,
+torch divides a tensor by a Python number exactly where its CUDA kernel, and so the generated
+code, multiplies by the reciprocal; the walks here are long enough to cross no such tie.)"""
+import ctypes
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+import torch
+
+import gsample as gs
+from gsample.backend.cuda import walk_codegen
+from gsample.backend.torch import fused_walk as reference
+from gsample.ir import Op
+from gsample.random import KeyRange, _signed, key_prefix
+from helpers import example
+
+KERNELS = pathlib.Path(__file__).resolve().parents[2] / "kernels"
+CXX = shutil.which("g++") or shutil.which("c++")
+
+SHIM = r"""
+#include <cmath>
+using std::isnan;
+#define __device__
+#define __forceinline__ inline
+#define __global__
+#define __restrict__
+struct gs_dim3 { long long x; };
+static gs_dim3 blockIdx = {0}, threadIdx = {0}, blockDim = {1}, gridDim = {1};
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline float __fsqrt_rn(float a) { return std::sqrt(a); }
+static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __dsub_rn(double a, double b) { return a - b; }
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __ddiv_rn(double a, double b) { return a / b; }
+static inline double __dsqrt_rn(double a) { return std::sqrt(a); }
+static inline double __ll2double_rn(long long a) { return (double)a; }
+static inline float __ll2float_rn(long long a) { return (float)a; }
+static inline float __double2float_rn(double a) { return (float)a; }
+template <typename T> static inline T atomicCAS(T* p, T c, T v) { T o = *p; if (o == c) *p = v; return o; }
+template <typename T> static inline T atomicMin(T* p, T v) { T o = *p; if (v < o) *p = v; return o; }
+static inline int atomicExch(int* p, int v) { int o = *p; *p = v; return o; }
+"""
+
+
+def build(tmp, kernel):
+    src = walk_codegen.source(kernel)
+    (tmp / "fw.cpp").write_text(SHIM + src)
+    lib = tmp / "libfw.so"
+    done = subprocess.run([CXX, "-O1", "-std=c++17", "-ffp-contract=off", f"-I{KERNELS}",
+                           "-shared", "-fPIC", str(tmp / "fw.cpp"), "-o", str(lib)],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return ctypes.CDLL(str(lib))
+
+
+def run_kernel(lib, A, seeds, length, keys, direct, n, operands, names):
+    W = seeds.numel()
+    out = torch.empty((W, length + 1), dtype=torch.int64)
+    failed = torch.zeros(1, dtype=torch.int32)
+    ops = [operands[k].contiguous() for k in names]
+    P = ctypes.c_void_p
+    ptrs = [P(o.data_ptr()) for o in ops] + [P(0)] * (8 - len(ops))
+    lens = [ctypes.c_longlong(o.numel()) for o in ops] + [ctypes.c_longlong(0)] * (8 - len(ops))
+    c = A.csc
+    lib.gs_fused_walk(P(c.indptr.data_ptr()), P(c.rows.data_ptr()), P(seeds.data_ptr()),
+                      ctypes.c_longlong(W), ctypes.c_longlong(length),
+                      ctypes.c_longlong(A.num_nodes), P(keys.data_ptr()), ctypes.c_int(direct),
+                      ctypes.c_longlong(n), *ptrs, *lens, P(out.data_ptr()),
+                      P(failed.data_ptr()))
+    return out, int(failed[0])
+
+
+@pytest.fixture(scope="module")
+def mh_walk(tmp_path_factory):
+    if CXX is None:
+        pytest.skip("no C++ compiler")
+    mh = example("metropolis_hastings")
+    A = gs.datasets.rmat(3000, 30000, seed=6)
+    node = next(n for n in gs.compile(mh.metropolis_hastings).program(
+        A, torch.arange(4), length=30).nodes if n.op is Op.FUSED_WALK)
+    deg = (A ** 0).sum(axis=0)
+    kernel = walk_codegen.generate(node.attrs["first"], node.attrs["phases"], {"0": deg})
+    return A, node, {"0": deg}, build(tmp_path_factory.mktemp("fw"), kernel), kernel
+
+
+def test_generated_kernel_walks_as_the_torch_code(mh_walk):
+    A, node, operands, lib, kernel = mh_walk
+    seeds = torch.randint(0, A.num_nodes, (2000,), generator=torch.Generator().manual_seed(2))
+    key = KeyRange.of(seed=11, ordinal=3, count=node.attrs["num_ordinals"], batch=5)
+    want = reference.fused_walk(A.csc, seeds, node.attrs["first"], node.attrs["phases"], 30,
+                                key, **operands)
+    keys = torch.tensor([_signed(k) for k in key.keys], dtype=torch.int64)
+    got, failed = run_kernel(lib, A, seeds, 30, keys, 1, 0, operands, kernel.operands)
+    assert failed == 0 and int((want[:, -1] < 0).sum()) > 0
+    assert torch.equal(got, want)
+
+
+def test_generated_kernel_super_batch(mh_walk):
+    """Device keys (prefix, first mini-batch) and encoded seeds of 3 mini-batches: each
+    batch's walks are its own (torch code with BatchKeys), encoded."""
+    A, node, operands, lib, kernel = mh_walk
+    n, count, copies = A.num_nodes, node.attrs["num_ordinals"], 3
+    gen = torch.Generator().manual_seed(3)
+    seeds = torch.cat([torch.randint(0, n, (m,), generator=gen) + b * n
+                       for b, m in enumerate((400, 0, 250))])
+    key = KeyRange.of(seed=4, ordinal=0, count=count, batch=7, batches=(copies, n))
+    want = reference.fused_walk(A.csc, seeds, node.attrs["first"], node.attrs["phases"], 30,
+                                key, **operands)
+    rows = torch.tensor([[_signed(key_prefix(4, i)), 7] for i in range(count)],
+                        dtype=torch.int64)
+    got, failed = run_kernel(lib, A, seeds, 30, rows, 0, n, operands, kernel.operands)
+    assert failed == 0 and torch.equal(got, want)
+    assert torch.equal(got[:, 0], seeds)
+
+
+def test_ids_out_of_range_set_the_flag(mh_walk):
+    A, node, operands, lib, kernel = mh_walk
+    keys = torch.zeros(node.attrs["num_ordinals"], dtype=torch.int64)
+    _, failed = run_kernel(lib, A, torch.tensor([A.num_nodes + 5]), 30, keys, 1, 0,
+                           operands, kernel.operands)
+    assert failed == 1
