@@ -20,7 +20,6 @@ import json
 import pathlib
 import statistics
 import sys
-import time
 
 import torch
 
@@ -29,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
 
 import gsample as gs  # noqa: E402
+from gsample.bench.measure import sync, timed  # noqa: E402
 from gsample.bench.report import git_commit  # noqa: E402
 from metropolis_hastings import mh_step  # noqa: E402
 
@@ -51,18 +51,9 @@ def mh(A, seeds, length, fuse):
     return gs.walk(mh_step, A, seeds, length, fuse=fuse)
 
 
-def sync(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def epoch(load, device):
-    sync(device)
-    start = time.perf_counter()
-    for _ in load:
-        pass
-    sync(device)
-    return time.perf_counter() - start
+    """Seconds of one pass over the loader (each mini-batch dropped as it comes)."""
+    return timed(lambda: sum(1 for _ in load), device)[0]
 
 
 def kernels_per_batch(sampler, A, seeds, device) -> int:

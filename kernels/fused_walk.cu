@@ -58,7 +58,7 @@ extern "C" __global__ void gs_fused_walk(
         const gs_i64 id = seeds[w];
         const gs_i64 b = n > 0 ? id / n : 0;
         const gs_i64 shift = b * n;
-        const gs_i64 pos = n > 0 ? w - gs_walk_first_at_least(seeds, W, shift) : w;
+        const gs_i64 pos = n > 0 ? w - gs_first_at_least(seeds, W, shift) : w;
         gs_i64* __restrict__ o = out + w * (L + 1);
         o[0] = id;
         gs_i64 cur = id - shift, prev = cur, at = 0;

@@ -31,17 +31,6 @@ __device__ __forceinline__ gs_i64 gs_count(const gs_i64* __restrict__ ncols, gs_
     return ncols == nullptr ? C : *ncols;
 }
 
-// the first index in [0, m) whose cols[i] >= x (cols grouped by batch, batches ascending)
-__device__ __forceinline__ gs_i64 gs_first_at_least(const gs_i64* __restrict__ cols,
-                                                    gs_i64 m, gs_i64 x) {
-    gs_i64 lo = 0, hi = m;
-    while (lo < hi) {
-        const gs_i64 mid = lo + ((hi - lo) >> 1);
-        if (cols[mid] < x) lo = mid + 1; else hi = mid;
-    }
-    return lo;
-}
-
 // The edges column c samples (0 for padding columns).
 __device__ __forceinline__ gs_i64 gs_sample_count(const gs_idx* __restrict__ indptr, gs_i64 v,
                                                   gs_i64 k, int replace) {

@@ -14,3 +14,15 @@ __device__ __forceinline__ gs_i64 gs_owner(const T* __restrict__ ptr, gs_i64 n, 
     }
     return lo;
 }
+
+// The first index in [0, m) whose ids[i] >= x (ids non-decreasing: a super-batch's ids
+// b * n + v grouped by batch, batches ascending), m when none is.
+__device__ __forceinline__ gs_i64 gs_first_at_least(const gs_i64* __restrict__ ids, gs_i64 m,
+                                                    gs_i64 x) {
+    gs_i64 lo = 0, hi = m;
+    while (lo < hi) {
+        const gs_i64 mid = lo + ((hi - lo) >> 1);
+        if (ids[mid] < x) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}

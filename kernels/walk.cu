@@ -29,7 +29,7 @@ extern "C" __global__ void gs_random_walk(
         const gs_i64 b = n > 0 ? id / n : 0;
         const gs_i64 shift = b * n;
         const gs_u64 k = key == nullptr ? key0 : gs_combine(key[0], (gs_i64)key[1] + b);
-        const gs_i64 pos = n > 0 ? w - gs_walk_first_at_least(seeds, W, shift) : w;
+        const gs_i64 pos = n > 0 ? w - gs_first_at_least(seeds, W, shift) : w;
         gs_walk_one(indptr, rows, sorted_rows, alias, L, N, k, pos, id, shift, node2vec,
                     inv_p, inv_q, amax, c1, c2, c3, out + w * (L + 1), failed);
     }

@@ -4,6 +4,7 @@
 // algorithm and its draws are gsample/backend/torch/walk.py's (walk.cu's header says how).
 #pragma once
 #include "hash.cuh"
+#include "search.cuh"
 
 #define GS_WALK_STRIDE (1LL << 32)
 #define GS_WALK_MAX_ATTEMPTS (1LL << 20)
@@ -18,17 +19,6 @@ __device__ __forceinline__ bool gs_has_row(const gs_i64* __restrict__ rows, gs_i
         if (r < src) lo = mid + 1; else hi = mid;
     }
     return false;
-}
-
-// the first index in [0, m) whose ids[i] >= x (ids grouped by batch, batches ascending)
-__device__ __forceinline__ gs_i64 gs_walk_first_at_least(const gs_i64* __restrict__ ids,
-                                                         gs_i64 m, gs_i64 x) {
-    gs_i64 lo = 0, hi = m;
-    while (lo < hi) {
-        const gs_i64 mid = lo + ((hi - lo) >> 1);
-        if (ids[mid] < x) lo = mid + 1; else hi = mid;
-    }
-    return lo;
 }
 
 // Walker `pos` of the op keyed `k` from node id - shift (its id in the super-batch: id; shift

@@ -19,6 +19,10 @@
     memory (or of ``budget`` bytes, which pretends a smaller GPU), else ``"uva"``
     (:func:`choose`).
 
+``cache=`` bytes (with ``"uva"``, or ``"auto"`` choosing it) keep a GPU cache of the graph's
+``indptr`` and busiest columns (:mod:`gsample.formats.cache`; ``A.cache.stats()`` gives its
+hit rate).
+
 Graph-level arrays derived from a UVA graph stay in host memory too: node2vec's sorted rows
 are built on the host; edge-sized values a compiled sampler hoists (alias tables, ``A ** 2``)
 are computed on the device as for a device-resident graph (so they are the same bits), then

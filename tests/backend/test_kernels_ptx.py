@@ -85,6 +85,18 @@ GENERATED = {
 }
 
 
+def _generated_ptx(source: str, family: str, code: str, tmp_path) -> str:
+    """The PTX of a generated kernel source (nvcc with our options; ``code``, the generated
+    part, shown when it fails)."""
+    src = tmp_path / f"{family}_generated.cu"
+    src.write_text(source)
+    out = tmp_path / f"{family}_generated.ptx"
+    done = subprocess.run([nvcc, "-ptx", "-arch=sm_90", *OPTIONS, str(src), "-o", str(out)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr + "\n" + code
+    return out.read_text()
+
+
 @pytest.mark.skipif(nvcc is None, reason="nvcc not installed")
 @pytest.mark.parametrize("has_values", [True, False], ids=["values", "ones"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -93,13 +105,7 @@ def test_generated_edge_map_compiles_to_ptx(name, dtype, has_values, tmp_path):
     import torch
     from gsample.backend.cuda import codegen
     kernel = codegen.generate(GENERATED[name], getattr(torch, dtype), has_values)
-    src = tmp_path / "edge_map_generated.cu"
-    src.write_text(codegen.source(kernel))
-    out = tmp_path / "edge_map_generated.ptx"
-    done = subprocess.run([nvcc, "-ptx", "-arch=sm_90", *OPTIONS, str(src), "-o", str(out)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr + "\n" + kernel.expr
-    ptx = out.read_text()
+    ptx = _generated_ptx(codegen.source(kernel), "edge_map", kernel.expr, tmp_path)
     assert ".entry gs_edge_map" in ptx
     # no contraction of the separately rounded steps (powf's own libdevice code aside)
     if not any(op == "pow" for op, *_ in GENERATED[name]):
@@ -196,12 +202,6 @@ def _fused_walk_kernels():
 def test_generated_fused_walk_compiles_to_ptx(name, tmp_path):
     from gsample.backend.cuda import walk_codegen
     kernel = _fused_walk_kernels()[name]
-    src = tmp_path / "fused_walk_generated.cu"
-    src.write_text(walk_codegen.source(kernel))
-    out = tmp_path / "fused_walk_generated.ptx"
-    done = subprocess.run([nvcc, "-ptx", "-arch=sm_90", *OPTIONS, str(src), "-o", str(out)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr + "\n" + kernel.step
-    ptx = out.read_text()
+    ptx = _generated_ptx(walk_codegen.source(kernel), "fused_walk", kernel.step, tmp_path)
     assert ".entry gs_fused_walk" in ptx
     assert "fma." not in ptx          # every float step rounded on its own, as torch's

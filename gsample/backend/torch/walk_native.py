@@ -116,7 +116,7 @@ static inline void start(const Walk& A, Walker& s, gs_i64 w) {
     const gs_i64 b = A.n > 0 ? id / A.n : 0;
     s.shift = b * A.n;
     const gs_u64 k = A.key == nullptr ? A.key0 : gs_combine(A.key[0], (gs_i64)A.key[1] + b);
-    const gs_i64 pos = A.n > 0 ? w - gs_walk_first_at_least(A.seeds, A.W, s.shift) : w;
+    const gs_i64 pos = A.n > 0 ? w - gs_first_at_least(A.seeds, A.W, s.shift) : w;
     s.h = gs_combine(k, pos);
     s.o = A.out + w * (A.L + 1);
     s.root = id - s.shift;
@@ -336,7 +336,9 @@ def _build():
         version = subprocess.run([cxx, "--version"], capture_output=True, text=True,
                                  check=False).stdout
         digest = hashlib.sha256("\0".join(
-            [SHIM, DRIVER, (kernels / "walk.cu").read_text(), (kernels / "hash.cuh").read_text(),
+            [SHIM, DRIVER, (kernels / "walk.cu").read_text(),
+             # every header walk.cu may include (walkstep.cuh, hash.cuh, search.cuh, ...)
+             *(h.read_text() for h in sorted(kernels.glob("*.cuh"))),
              " ".join(OPTIONS + OPENMP), cxx, version]).encode()).hexdigest()[:32]
         cache = _cache_dir()
         lib = cache / f"walk-{digest}.so"
