@@ -4,7 +4,8 @@ kernel per mini-batch on the CUDA backend) against the same walk unrolled (``fus
 
 The workload is the Metropolis-Hastings walk of ``examples/metropolis_hastings.py`` (length 80,
 mini-batch 1024) on the products-sized R-MAT graph of DESIGN §8 (or ``--quick``: 200k nodes,
-4M edges). Per mode, through ``gs.DataLoader``: epoch time (median of ``--repeats`` after a
+4M edges). Per mode (fused, fused super-batched ``--super-batch``, unrolled), through
+``gs.DataLoader``: epoch time (median of ``--repeats`` after a
 warm-up epoch), and from ``torch.profiler`` over one mini-batch the kernels launched. The
 first mini-batches of both modes are compared first: the walks must be identical.
 
@@ -40,6 +41,8 @@ def parser():
     p.add_argument("--seeds", type=int, default=196_608)
     p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--length", type=int, default=80)
+    p.add_argument("--super-batch", type=int, default=64,
+                   help="also time the fused walk super-batched so (0: not)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--device", default="cuda")
     p.add_argument("--quick", action="store_true", help="200k nodes, 4M edges, 32k seeds")
@@ -89,20 +92,30 @@ def main(argv=None):
              for m, s in samplers.items()}
     same = all(torch.equal(x, y) for x, y in zip(first["fused"], first["unrolled"]))
     print(f"fused walks identical to the unrolled program's: {same}")
+    if args.super_batch:
+        sb = [b.out for b in gs.DataLoader(A, samplers["fused"], seeds[:4 * args.batch_size],
+                                           args.batch_size, seed=0, super_batch=args.super_batch)]
+        same = same and all(torch.equal(x, y) for x, y in zip(sb, first["fused"]))
+        print(f"super-batched {args.super_batch} identical too: {same}")
     rows = []
-    for mode, sampler in samplers.items():
-        load = gs.DataLoader(A, sampler, seeds, args.batch_size, seed=0)
+    modes = [(m, s, None) for m, s in samplers.items()]
+    if args.super_batch:
+        modes.insert(1, (f"fused, super-batched {args.super_batch}", samplers["fused"],
+                         args.super_batch))
+    for mode, sampler, n in modes:
+        kw = {} if n is None else {"super_batch": n}
+        load = gs.DataLoader(A, sampler, seeds, args.batch_size, seed=0, **kw)
         epoch(load, device)                                  # warm-up: compile, caches
         times = [epoch(load, device) for _ in range(args.repeats)]
         nodes = sampler.program(A, seeds[:args.batch_size]).nodes
-        row = {"mode": mode, "epoch_s": statistics.median(times), "epoch_s_all": times,
-               "ir_nodes": len(nodes),
-               "kernels_per_batch": kernels_per_batch(sampler, A, seeds[:args.batch_size],
-                                                      device)}
+        row = {"mode": mode, "super_batch": n, "epoch_s": statistics.median(times),
+               "epoch_s_all": times, "ir_nodes": len(nodes),
+               "kernels_per_batch": None if n else kernels_per_batch(
+                   sampler, A, seeds[:args.batch_size], device)}
         rows.append(row)
-        print(f"  {mode:9s} epoch {row['epoch_s']:.4f} s, {row['ir_nodes']} IR nodes, "
+        print(f"  {mode:26s} epoch {row['epoch_s']:.4f} s, {row['ir_nodes']} IR nodes, "
               f"{row['kernels_per_batch']} kernels per mini-batch", flush=True)
-    speedup = rows[1]["epoch_s"] / rows[0]["epoch_s"]
+    speedup = rows[-1]["epoch_s"] / rows[0]["epoch_s"]
     print(f"fused / unrolled: {speedup:.1f}x faster")
     record = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
