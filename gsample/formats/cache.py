@@ -59,7 +59,7 @@ class GraphCache:
     slot : LongTensor, shape (N,), on the GPU, or None
         Column ``v``'s edges start at ``rows[slot[v]]`` in the cache, or ``slot[v] == -1``;
         None when the budget holds no column (the cache is the device ``indptr`` alone).
-    rows : LongTensor, shape (E_c,), on the GPU
+    rows : Tensor, shape (E_c,), on the GPU, the graph's index dtype
         The cached columns' rows, in column order, each column's in the graph's order.
     eids : LongTensor, shape (E_c,), or None
         Their edge ids (when the graph has int64 edge ids).
@@ -67,6 +67,7 @@ class GraphCache:
         Cached columns.
     nbytes : int
         Device bytes the cache takes (``indptr``, ``slot``, ``rows``, ``eids``).
+        ``indptr`` keeps the graph's dtype, the slots are int64.
     counters : LongTensor, shape (2,), on the GPU
         Edges read by the kernels that read through the cache, and those it served.
     """
@@ -180,13 +181,14 @@ def build(csc: CSC, nbytes: int, device: torch.device,
     None: out-degrees) per byte. A budget below ``indptr``'s size caches nothing (``csc``
     is returned as it is)."""
     n = csc.num_cols
-    indptr_bytes = 8 * (n + 1)
+    indptr_bytes = csc.indptr.element_size() * (n + 1)
     if nbytes < indptr_bytes or csc.col_ids is not None or csc.row_ids is not None:
         return csc
-    indptr = csc.indptr.to(device=device, dtype=torch.int64, copy=True)
+    # the same dtypes as the graph's, so kernels read the cache as the graph (GS_IDX)
+    indptr = csc.indptr.to(device=device, copy=True)
     out = replace(csc, indptr=indptr)
     eids = csc.eids if csc.eids is not None and csc.eids.dtype == torch.int64 else None
-    edge_bytes = 8 + (8 if eids is not None else 0)
+    edge_bytes = csc.rows.element_size() + (8 if eids is not None else 0)
     rest = nbytes - indptr_bytes - SLOT_BYTES * n
     if rest > 0:
         priority = out_degrees(csc) if priority is None else priority
@@ -198,7 +200,7 @@ def build(csc: CSC, nbytes: int, device: torch.device,
         index, starts = gather_segments(indptr, cols)
         slot = torch.full((n,), -1, dtype=torch.int64, device=device)
         slot[cols] = starts[:-1]
-        rows = csc.rows[index].to(torch.int64)              # read once over the bus
+        rows = csc.rows[index]                              # read once over the bus
         cached_eids = eids[index] if eids is not None else None
         total += SLOT_BYTES * n + rows.numel() * edge_bytes
     _CACHES[out] = GraphCache(slot, rows, cached_eids, 0 if slot is None else cols.numel(),

@@ -88,12 +88,16 @@ def test_a_graph_without_uva_has_no_cache(small_graph):
     assert small_graph.cache is None and C.cache_of(None) is None
 
 
-def test_column_slicing_reads_cached_columns_from_the_cache(small_graph):
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
+def test_column_slicing_reads_cached_columns_from_the_cache(small_graph, dtype):
     """The CUDA backend's slicing code with its kernels' CPU twins (``extract._Twin``): cached
     columns' rows and edge ids come from the cache (a cache of altered copies shows it), the
-    others from the graph, and the counters add every column's edges and the cached ones'."""
+    others from the graph, and the counters add every column's edges and the cached ones'.
+    The cache keeps the graph's index dtype (int32 here too), as the kernels read both alike."""
+    from dataclasses import replace
     from gsample.backend.cuda import extract
     A = small_graph.csc
+    A = replace(A, indptr=A.indptr.to(dtype), rows=A.rows.to(dtype))
     deg = A.indptr.diff()
     cols = C.choose_columns(A.indptr, 16 * int(deg.sum()) // 4, 16)
     index, ptr = gs.formats.gather_segments(A.indptr, cols)
@@ -102,6 +106,7 @@ def test_column_slicing_reads_cached_columns_from_the_cache(small_graph):
     shift = 10 ** 6                                     # altered copies: visible when read
     cache = C.GraphCache(slot, A.rows[index] + shift, A.eids[index] + shift, cols.numel(), 0,
                          torch.zeros(2, dtype=torch.int64))
+    assert extract._cache(A, A.rows) is None                   # not registered yet
     frontier = torch.tensor([cols[0], 7, cols[-1], 7, 1999, cols[0]])
     plain = extract.slice_cols(A, frontier)
     C._CACHES[A] = cache
@@ -110,6 +115,7 @@ def test_column_slicing_reads_cached_columns_from_the_cache(small_graph):
     finally:
         del C._CACHES[A]
     cached = (slot[frontier] >= 0).repeat_interleave(deg[frontier])
+    assert got.rows.dtype == plain.rows.dtype == dtype
     assert torch.equal(got.indptr, plain.indptr) and cached.any() and not cached.all()
     assert torch.equal(got.rows, plain.rows + shift * cached)
     assert torch.equal(got.eids, plain.eids + shift * cached)

@@ -169,7 +169,7 @@ class _Twin:
             c = cache.slot[seg[s]]
             at = torch.nonzero(c >= 0).squeeze(1)
             if rows_out is not None:
-                rows_out[at] = cache.rows[c[at] + off[at]]
+                rows_out[at] = cache.rows[c[at] + off[at]].long()
             if eids_out is not None and cache.eids is not None:
                 eids_out[at] = cache.eids[c[at] + off[at]]
         return index, rows_out, eids_out
@@ -244,6 +244,13 @@ def _eids(A: CSC):
     """``A.eids`` when a kernel can gather it (int64), else ``None`` (gathered by torch)."""
     e = A.eids
     return e.contiguous() if e is not None and e.dtype == torch.int64 else None
+
+
+def _cache(A: CSC, rows: torch.Tensor):
+    """A whole UVA graph's GPU cache (:mod:`gsample.formats.cache`) where the kernels can read
+    it as they read ``rows`` (the index arrays they were given: the same dtype), else None."""
+    cache = cache_of(A)
+    return cache if cache is not None and cache.rows.dtype == rows.dtype else None
 
 
 def _finish_eids(A: CSC, index, gathered):
@@ -391,7 +398,7 @@ def slice_cols(A: CSC, cols: torch.Tensor) -> CSC:
     if A.col_ids is not None:             # -1 (outside the column space): an empty column
         seg = member_positions(A.col_ids, seg)[0]
     indptr, rows = _index_arrays(A)
-    cache = cache_of(A) if rows.dtype == torch.int64 else None     # a whole UVA graph's
+    cache = _cache(A, rows)
     index, new_indptr, rows_out, eids_out = _gather(indptr, seg, rows, _eids(A), cache)
     return replace(A, indptr=new_indptr, rows=rows_out.to(A.rows.dtype), col_ids=cols,
                    values=None if A.values is None else A.values[index],

@@ -25,11 +25,10 @@ import torch
 
 from ... import validate as V
 from ...formats.bounded import BoundedCSC, BoundedIds, read_counts, refuse_capture, trim
-from ...formats.cache import cache_of
 from ...formats.csc import CSC
 from ...random import DeviceKey
 from . import finalize, sampling
-from .extract import _eids, _index_arrays, _params
+from .extract import _cache, _eids, _index_arrays, _params
 from .module import launch, memset
 
 _TILE = 1024                     # items per tile of the frontier kernels (GS_TILE)
@@ -124,7 +123,7 @@ def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
     table = alias.to(torch.int64).contiguous() if tables else None
     # a UVA graph's GPU cache: cached columns' rows and edge ids read from the device, the
     # edge ids gathered by the kernel (through the cache) rather than by torch (the bus)
-    cache = cache_of(A) if rows_g.dtype == torch.int64 else None
+    cache = _cache(A, rows_g)
     eids_g = _eids(A) if cache is not None else None
     eids = torch.zeros(E, dtype=torch.int64, device=dev) if eids_g is not None else None
     slot, crows, ceids, counters = (0, 0, 0, 0) if cache is None else (
