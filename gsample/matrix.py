@@ -80,7 +80,24 @@ def _weight(weight, name: str, nnz: int, device):
     return w if w.is_floating_point() else w.to(torch.float32)
 
 
-class Matrix:
+class EdgeMapOperators:
+    """Python's arithmetic operators as edge maps (``A * 2``, ``1 / A``, ``A ** 2``, ``-A``),
+    for a class that defines ``_edge_map(op, other, reverse=False)`` and ``_negate()``:
+    :class:`Matrix`, and the partitioned graph's column slice (``gsample.distributed``)."""
+
+    def __add__(self, other): return self._edge_map("add", other)
+    def __radd__(self, other): return self._edge_map("add", other, True)
+    def __sub__(self, other): return self._edge_map("sub", other)
+    def __rsub__(self, other): return self._edge_map("sub", other, True)
+    def __mul__(self, other): return self._edge_map("mul", other)
+    def __rmul__(self, other): return self._edge_map("mul", other, True)
+    def __truediv__(self, other): return self._edge_map("div", other)
+    def __rtruediv__(self, other): return self._edge_map("div", other, True)
+    def __pow__(self, other): return self._edge_map("pow", other)
+    def __neg__(self): return self._negate()
+
+
+class Matrix(EdgeMapOperators):
     """A sparse adjacency matrix over global node ids.
 
     Build one with :meth:`from_edge_index`, :meth:`from_csc`, :meth:`from_scipy`,
@@ -413,17 +430,8 @@ class Matrix:
         return Matrix(_run(Op.EDGE_MAP, A=self._csc, op=op, reverse=reverse, scalar=scalar,
                            other=tensor))
 
-    def __add__(self, other): return self._edge_map("add", other)
-    def __radd__(self, other): return self._edge_map("add", other, True)
-    def __sub__(self, other): return self._edge_map("sub", other)
-    def __rsub__(self, other): return self._edge_map("sub", other, True)
-    def __mul__(self, other): return self._edge_map("mul", other)
-    def __rmul__(self, other): return self._edge_map("mul", other, True)
-    def __truediv__(self, other): return self._edge_map("div", other)
-    def __rtruediv__(self, other): return self._edge_map("div", other, True)
-    def __pow__(self, other): return self._edge_map("pow", other)
-    def __neg__(self): return Matrix(_run(Op.EDGE_MAP, A=self._csc, op="neg", reverse=False,
-                                          scalar=None))
+    def _negate(self) -> "Matrix":
+        return Matrix(_run(Op.EDGE_MAP, A=self._csc, op="neg", reverse=False, scalar=None))
 
     # ------------------------------------------------------------------ compute: broadcasts
     def _broadcast(self, op: str, v, axis) -> "Matrix":

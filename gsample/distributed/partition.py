@@ -43,7 +43,7 @@ import torch.distributed as dist
 
 from .. import validate as V
 from ..formats.csc import CSC, gather_segments, segment_ptr
-from ..matrix import Matrix
+from ..matrix import EdgeMapOperators, Matrix
 from ..random import next_op_key
 from .comm import Route, all_to_all, group_sums
 from .partition_batches import active_round
@@ -191,7 +191,7 @@ class PartitionedMatrix(_Walks):
                                      allow_empty=False))
 
 
-class _Frontier:
+class _Frontier(EdgeMapOperators):
     """``A[:, cols]`` of a :class:`PartitionedMatrix`: what can be sampled from it.
 
     Its edges stay with their owners; ``.values`` fetches them. Scalar edge maps (``sub **
@@ -231,16 +231,7 @@ class _Frontier:
         return _Frontier(self.A, self.cols, self._maps + ((op, other, reverse),), self._fetched,
                          self._batches)
 
-    def __add__(self, other): return self._edge_map("add", other)
-    def __radd__(self, other): return self._edge_map("add", other, True)
-    def __sub__(self, other): return self._edge_map("sub", other)
-    def __rsub__(self, other): return self._edge_map("sub", other, True)
-    def __mul__(self, other): return self._edge_map("mul", other)
-    def __rmul__(self, other): return self._edge_map("mul", other, True)
-    def __truediv__(self, other): return self._edge_map("div", other)
-    def __rtruediv__(self, other): return self._edge_map("div", other, True)
-    def __pow__(self, other): return self._edge_map("pow", other)
-    def __neg__(self):
+    def _negate(self) -> "_Frontier":
         return _Frontier(self.A, self.cols, self._maps + (("neg", None, False),), self._fetched,
                          self._batches)
 
