@@ -222,3 +222,24 @@ def cached(graph):
     """An IR graph's CACHED nodes (values pre-computed once per graph)."""
     from gsample.ir import Op
     return [n for n in graph.nodes if n.op is Op.CACHED]
+
+
+def spawn_ranks(worker, out, world=2) -> list:
+    """Run ``worker(rank, world, init_method, out)`` in ``world`` gloo processes
+    (``torch.multiprocessing.spawn``) and load what each rank saved to ``out/rank<r>.pt``."""
+    import torch.multiprocessing as mp
+    mp.spawn(worker, args=(world, gs.distributed.local_init_method(), str(out)), nprocs=world)
+    return [torch.load(pathlib.Path(out) / f"rank{r}.pt", weights_only=False)
+            for r in range(world)]
+
+
+def assert_stream_after_loader(graph, plain, sampler, seeds, batch, super_batch):
+    """After an epoch of ``sampler`` super-batched, the caller's random stream is where an
+    epoch of ``plain`` one mini-batch at a time leaves it (the next draw is the same)."""
+    gs.manual_seed(9)
+    list(gs.DataLoader(graph, plain, seeds, batch))
+    after = graph[:, seeds].individual_sample(2)
+    gs.manual_seed(9)
+    list(gs.DataLoader(graph, sampler, seeds, batch, super_batch=super_batch))
+    assert_same(graph[:, seeds].individual_sample(2), after)
+

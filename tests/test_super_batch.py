@@ -33,8 +33,8 @@ from gsample.super_batcher import _SuperBatcher
 from gsample.random import (BatchKeys, ColumnKeys, _stream, batch_scope, combine_tensor,
                             hash_tensor, op_key, uniform_int, words)
 from gsample.runtime import Options, interpret, run
-from helpers import (assert_same, example, graphsage, loader_outputs, random_seeds,
-                     weighted_sampler)
+from helpers import (assert_same, assert_stream_after_loader, example, graphsage,
+                     loader_outputs, random_seeds, weighted_sampler)
 
 BATCH, NUM_SEEDS = 32, 180                   # 6 batches, the last one of 20 seeds
 COUNTS = (1, 2, 3, 4, 50)
@@ -143,12 +143,7 @@ def test_a_plain_function_is_compiled_by_the_loader(graph):
     _, got = epochs(graph, sampler, seeds, count=2, super_batch=4)
     assert_same_batches(got, ref, "plain function, two epochs")
     # the stream after the loader is where one-by-one sampling leaves it
-    gs.manual_seed(9)
-    list(gs.DataLoader(graph, sampler, seeds, BATCH))
-    after = graph[:, seeds].individual_sample(2)
-    gs.manual_seed(9)
-    list(gs.DataLoader(graph, sampler, seeds, BATCH, super_batch=3))
-    assert_same(graph[:, seeds].individual_sample(2), after)
+    assert_stream_after_loader(graph, sampler, sampler, seeds, BATCH, 3)
 
 
 # ----------------------------------------------------------------------------- more samplers
@@ -336,12 +331,7 @@ def test_a_super_batch_leaves_the_stream_where_its_first_mini_batch_does(lowered
                 assert _stream().ordinal == ordinal == ir.num_random == 3
                 assert_same(graph[:, seeds].individual_sample(2), after, "the next draw")
     # through the loader: the caller's stream after an epoch is where one by one leaves it
-    gs.manual_seed(9)
-    list(gs.DataLoader(graph, whole_graph_then_frontier, seeds, BATCH))
-    after = graph[:, seeds].individual_sample(2)
-    gs.manual_seed(9)
-    list(gs.DataLoader(graph, sampler, seeds, BATCH, super_batch=2))
-    assert_same(graph[:, seeds].individual_sample(2), after)
+    assert_stream_after_loader(graph, whole_graph_then_frontier, sampler, seeds, BATCH, 2)
 
 
 def test_a_heterogeneous_sampler_of_two_relations_super_batches():

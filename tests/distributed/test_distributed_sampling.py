@@ -17,10 +17,9 @@ import math
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 import gsample as gs
-from helpers import assert_same, graphsage
+from helpers import assert_same, graphsage, spawn_ranks
 
 N, E, BATCH = 700, 9000, 48
 SEEDS = torch.arange(0, N, 2)                    # 350 seeds: 8 mini-batches, 4 per rank
@@ -183,9 +182,7 @@ def _worker(rank, world, url, out):
 
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory):
-    out = tmp_path_factory.mktemp("distributed")
-    mp.spawn(_worker, args=(2, gs.distributed.local_init_method(), str(out)), nprocs=2)
-    return [torch.load(out / f"rank{r}.pt", weights_only=False) for r in range(2)]
+    return spawn_ranks(_worker, tmp_path_factory.mktemp("distributed"))
 
 
 @pytest.fixture(scope="module")

@@ -19,10 +19,9 @@ import re
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 import gsample as gs
-from helpers import assert_same
+from helpers import assert_same, spawn_ranks
 from test_distributed_sampling import SAMPLERS, SEEDS, _error, graph
 
 BATCH = 40                                  # 350 seeds: 9 mini-batches, the last of 30
@@ -130,9 +129,7 @@ def _worker(rank, world, url, out):
 
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory):
-    out = tmp_path_factory.mktemp("partitioned_super_batch")
-    mp.spawn(_worker, args=(2, gs.distributed.local_init_method(), str(out)), nprocs=2)
-    return [torch.load(out / f"rank{r}.pt", weights_only=False) for r in range(2)]
+    return spawn_ranks(_worker, tmp_path_factory.mktemp("partitioned_super_batch"))
 
 
 @functools.cache
