@@ -9,8 +9,11 @@ lookups or re-validation.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
+
+import numpy as np
 
 from .. import validate as V
 from ..ir import Graph
@@ -88,7 +91,7 @@ class Program:
     regions: list = field(default_factory=list)   # steps captured as CUDA graphs, in order
     graph_slots: frozenset = frozenset()   # slots of values of the graph alone (read in place)
     key_buffers: Any = None      # (pinned, its numpy view, device, event) of device keys
-    key_views: Any = None        # the device buffer's view per key
+    key_views: Any = None        # per key slot: (its first row, its rows of the device buffer)
 
     @property
     def region(self):
@@ -150,8 +153,8 @@ def run(program: Program, args: dict, observe: Optional[Callable] = None):
     device_keys = []
     for slot, ordinal, batches, on_device, count in program.keys:
         if on_device:
-            device_keys.extend((slot, _prefix(seed, base + ordinal + i), batches, count)
-                               for i in range(max(count, 1)))
+            device_keys.append((slot, _prefixes(seed, base + ordinal, max(count, 1)), batches,
+                                count))
         elif count:
             env[slot] = KeyRange.of(seed, base + ordinal, count, batch, batches)
         else:
@@ -193,46 +196,73 @@ def _device_keys(program: Program, env: list, keys: list, batch: int) -> None:
     """Every device key of a call in one copy into the program's key buffer, from its pinned
     twin (no synchronisation; the buffers stay in place, so a captured CUDA graph reads the
     new keys where it read the old ones). The copy of the previous call is done: every such
-    program ends with a read-back, and the event recorded after the copy is waited for."""
+    program ends with a read-back, and the event recorded after the copy is waited for.
+    ``keys``: per key slot ``(slot, (prefixes, their int64 bits), batches, count)``; a range
+    (``count`` ordinals, a fused walk) takes consecutive rows, written at once."""
     bufs = program.key_buffers
     if bufs is None:
-        host = torch.empty(2 * len(keys), dtype=torch.int64, pin_memory=True)
-        dev = torch.empty(2 * len(keys), dtype=torch.int64, device=program.device)
+        rows = sum(len(p[0]) for _, p, _, _ in keys)
+        host = torch.empty(2 * rows, dtype=torch.int64, pin_memory=True)
+        dev = torch.empty(2 * rows, dtype=torch.int64, device=program.device)
         bufs = program.key_buffers = (host, host.numpy(), dev, torch.cuda.Event())
+        at, views = 0, []
+        for _, (raw, _), _, _ in keys:        # each slot's rows of the device buffer
+            views.append((at, dev[2 * at:2 * (at + len(raw))]))
+            at += len(raw)
+        program.key_views = views
     host, view, dev, done = bufs
     if not program.deferred:           # else the previous call ended with a read-back
         done.synchronize()
-    for i, (_, prefix, _, _) in enumerate(keys):
-        view[2 * i], view[2 * i + 1] = prefix[1], batch
+    for (at, _), (_, (raw, bits), _, _) in zip(program.key_views, keys):
+        if len(raw) == 1:
+            view[2 * at], view[2 * at + 1] = bits, batch
+        else:
+            view[2 * at:2 * (at + len(raw)):2] = bits
+            view[2 * at + 1:2 * (at + len(raw)):2] = batch
     dev.copy_(host, non_blocking=True)
     if not program.deferred:
         done.record()
-    views = program.key_views
-    if views is None:
-        views = program.key_views = [dev[2 * i:2 * i + 2] for i in range(len(keys))]
-    ranges: dict = {}
-    for i, (view_, (slot, prefix, batches, count)) in enumerate(zip(views, keys)):
+    for (_, rows), (slot, (raw, _), batches, count) in zip(program.key_views, keys):
         copies, n = batches if batches is not None else (1, 0)
-        key = DeviceKey.of(view_, prefix[0], batch, copies, n, True)
         if not count:
-            env[slot] = key
-        else:                  # a range's keys are consecutive rows of the buffer
-            ranges.setdefault(slot, (i, []))[1].append(key)
-    for slot, (i, range_keys) in ranges.items():
-        env[slot] = KeyRange(tuple(range_keys), dev[2 * i:2 * (i + len(range_keys))].view(-1, 2))
+            env[slot] = DeviceKey.of(rows, raw[0], batch, copies, n, True)
+        else:                  # the kernel reads the rows; DeviceKeys only if asked for
+            env[slot] = KeyRange(_DeviceKeys(rows, raw, batch, copies, n), rows.view(-1, 2))
+
+
+class _DeviceKeys(Sequence):
+    """The :class:`DeviceKey` of each row of a key range, made when read (a fused walk's
+    kernel reads the rows themselves; the torch code asks for the keys)."""
+
+    def __init__(self, rows, prefixes, batch, copies, n):
+        self.rows, self.prefixes, self.batch, self.copies, self.n = (rows, prefixes, batch,
+                                                                     copies, n)
+
+    def __len__(self) -> int:
+        return len(self.prefixes)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        return DeviceKey.of(self.rows[2 * i:2 * i + 2], self.prefixes[i], self.batch,
+                            self.copies, self.n, True)
 
 
 _PREFIXES: dict = {}
 
 
-def _prefix(seed: int, ordinal: int) -> tuple:
-    """``(key_prefix(seed, ordinal), its int64 bits)``, remembered (a few per epoch)."""
-    hit = _PREFIXES.get((seed, ordinal))
+def _prefixes(seed: int, ordinal: int, count: int) -> tuple:
+    """``(key_prefix(seed, o) for the count ordinals from ordinal on, their int64 bits)``:
+    a tuple and, for a range, a numpy array (a single key's bits: an int); remembered (a few
+    per epoch)."""
+    hit = _PREFIXES.get((seed, ordinal, count))
     if hit is None:
         if len(_PREFIXES) > 4096:
             _PREFIXES.clear()
-        prefix = key_prefix(seed, ordinal)
-        hit = _PREFIXES[(seed, ordinal)] = (prefix, _signed(prefix))
+        raw = tuple(key_prefix(seed, ordinal + i) for i in range(count))
+        bits = _signed(raw[0]) if count == 1 else np.array([_signed(p) for p in raw],
+                                                            dtype=np.int64)
+        hit = _PREFIXES[(seed, ordinal, count)] = (raw, bits)
     return hit
 
 
