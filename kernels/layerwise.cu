@@ -12,7 +12,12 @@
 // integers at the row's largest binary exponent (pass 1), summed in 128 bits by integer
 // atomics (pass 2: integer addition is associative, so the result does not depend on the
 // order threads run in: bit-reproducible), converted back once (pass 3). Non-finite terms
-// follow IEEE: NaN, or +inf and -inf, give NaN; else an infinity wins.
+// follow IEEE: NaN, or +inf and -inf, give NaN; else an infinity wins. The exponents, flags
+// and the sums' low and high words are four arrays (gsample/backend/cuda/rowsum.py): the
+// passes read the exponents and add to the low words of rows at random, and interleaving
+// the exponents with the flags and the low words with the high ones spread those reads over
+// twice the memory (H100, LADIES super-batched 64: the two passes took 0.47 against 0.38 ms
+// a mini-batch).
 #include "hash.cuh"
 #include "scan.cuh"
 #include "search.cuh"
@@ -31,6 +36,14 @@ typedef GS_DTYPE0 gs_t;
 #define GS_POS_INF 2
 #define GS_NEG_INF 4
 
+// The batch of an encoded id (id / n; n > 0), by a 32-bit division where both fit (a 64-bit
+// one is a long subroutine, run here for every row of a super-batch's row space).
+__device__ __forceinline__ gs_i64 gs_batch(gs_i64 id, gs_i64 n) {
+    if ((gs_u64)id <= 0xFFFFFFFFULL && (gs_u64)n <= 0xFFFFFFFFULL)
+        return (gs_i64)((unsigned)id / (unsigned)n);
+    return id / n;
+}
+
 // Column c of the frontier: its graph node's edge range and the row offset of its batch;
 // false for a padding column. With M > 0 an id outside [0, M) is checked here (err, as
 // kernels/nodewise.cu's: err[0] a negative one, err[1] one >= M, err[2] / err[3] the
@@ -48,7 +61,7 @@ __device__ __forceinline__ bool gs_column(const gs_idx* __restrict__ indptr,
         err[4] = 1;
         return false;
     }
-    const gs_i64 b = n > 0 ? id / n : 0;
+    const gs_i64 b = n > 0 ? gs_batch(id, n) : 0;
     const gs_i64 v = id - b * n;
     *start = (gs_i64)indptr[v];
     *end = (gs_i64)indptr[v + 1];
@@ -59,6 +72,7 @@ __device__ __forceinline__ bool gs_column(const gs_idx* __restrict__ indptr,
 __device__ __forceinline__ double gs_value(const gs_t* __restrict__ values, gs_i64 e) {
     return values == nullptr ? 1.0 : (double)values[e];
 }
+
 
 // ----------------------------------------------------------------------------- frontier edges
 // The kernels below run over the frontier's edges, not its columns: a block per column left
@@ -92,49 +106,143 @@ extern "C" __global__ void gs_frontier_ptr(const gs_idx* __restrict__ indptr,
     if (c == C - 1) ptr[C] = before + local + deg;
 }
 
-// The columns [lo, hi] holding the frontier edges g0 .. g1 - 1 of a tile (thread 0 searches,
-// the block shares them; call from every thread).
-__device__ __forceinline__ void gs_tile_columns(const gs_i64* __restrict__ ptr, gs_i64 C,
-                                                gs_i64 g0, gs_i64 g1, gs_i64* lo,
-                                                gs_i64* hi) {
+// A tile's columns [lo, hi] (those holding its frontier edges g0 .. g1 - 1; thread 0
+// searches, the block shares them). With `stage`, when they are at most GS_STAGE, the block
+// also keeps each one's edge pointer, first graph edge and batch offset in shared memory,
+// read once per column: an edge's column is then a search in shared memory and its graph
+// edge an addition, not a search of the frontier's pointer and three dependent loads (the
+// kept-edge passes: 0.10 against 0.11 ms a mini-batch, LADIES super-batched 64, H100; the
+// row-sum passes, whose atomics bound them, ran no faster, and are not staged).
+#define GS_STAGE 256
+
+struct gs_tile_t {
+    gs_i64 lo, hi;
+    const gs_i64* ptr;          // staged columns (shared memory); null: not staged
+    const gs_i64* base;         // graph edge of frontier edge g: base[i] + g
+    const gs_i64* shift;        // row offset of the column's batch
+};
+
+// call from every thread: it synchronises the block
+__device__ __forceinline__ gs_tile_t gs_tile_columns(const gs_idx* __restrict__ indptr,
+                                                     const gs_i64* __restrict__ cols,
+                                                     const gs_i64* __restrict__ ptr, gs_i64 C,
+                                                     gs_i64 n, gs_i64 g0, gs_i64 g1,
+                                                     bool stage) {
     __shared__ gs_i64 bounds[2];
+    __shared__ gs_i64 s_ptr[GS_STAGE], s_base[GS_STAGE], s_shift[GS_STAGE];
     __syncthreads();                                   // the previous tile's readers are done
     if (threadIdx.x == 0) {
         bounds[0] = gs_owner(ptr, C, g0);
         bounds[1] = gs_owner(ptr, C, g1 - 1);
     }
     __syncthreads();
-    *lo = bounds[0];
-    *hi = bounds[1];
+    gs_tile_t t;
+    t.lo = bounds[0];
+    t.hi = bounds[1];
+    t.ptr = t.base = t.shift = nullptr;
+    const gs_i64 m = t.hi - t.lo + 1;
+    if (stage && m <= GS_STAGE) {                      // (the same for the whole block)
+        for (gs_i64 i = threadIdx.x; i < m; i += blockDim.x) {
+            const gs_i64 c = t.lo + i, p0 = ptr[c];
+            s_ptr[i] = p0;
+            if (ptr[c + 1] > p0) {      // an empty column (a bad id's too) owns no edge
+                const gs_i64 id = cols[c];
+                const gs_i64 b = n > 0 ? gs_batch(id, n) : 0;
+                s_base[i] = (gs_i64)indptr[id - b * n] - p0;
+                s_shift[i] = b * n;
+            }
+        }
+        __syncthreads();
+        t.ptr = s_ptr;
+        t.base = s_base;
+        t.shift = s_shift;
+    }
+    return t;
 }
 
-// Frontier edge g, in columns [lo, hi]: its column (*c), its edge in the graph (returned) and
-// its batch's row offset (*shift).
-__device__ __forceinline__ gs_i64 gs_frontier_edge(const gs_idx* __restrict__ indptr,
+// Frontier edge g of tile t: its column (*c), its edge in the graph (returned) and its
+// batch's row offset (*shift).
+__device__ __forceinline__ gs_i64 gs_frontier_edge(const gs_tile_t& t,
+                                                   const gs_idx* __restrict__ indptr,
                                                    const gs_i64* __restrict__ cols,
-                                                   const gs_i64* __restrict__ ptr, gs_i64 lo,
-                                                   gs_i64 hi, gs_i64 n, gs_i64 g, gs_i64* c,
-                                                   gs_i64* shift) {
-    const gs_i64 at = lo + gs_owner(ptr + lo, hi - lo + 1, g);
+                                                   const gs_i64* __restrict__ ptr, gs_i64 n,
+                                                   gs_i64 g, gs_i64* c, gs_i64* shift) {
+    if (t.ptr != nullptr) {
+        const gs_i64 i = gs_owner(t.ptr, t.hi - t.lo + 1, g);
+        *c = t.lo + i;
+        *shift = t.shift[i];
+        return t.base[i] + g;
+    }
+    const gs_i64 at = t.lo + gs_owner(ptr + t.lo, t.hi - t.lo + 1, g);
     const gs_i64 id = cols[at];
-    const gs_i64 b = n > 0 ? id / n : 0;
+    const gs_i64 b = n > 0 ? gs_batch(id, n) : 0;
     *c = at;
     *shift = b * n;
     return (gs_i64)indptr[id - b * n] + (g - ptr[at]);
 }
 
-// for each tile of the frontier's E = ptr[C] edges (grid-stride), with g0 its first edge,
-// lo..hi its columns; every thread of the block runs every iteration
-#define GS_TILES(g0, lo, hi, ptr, C)                                                  \
+// for each tile of the frontier's E = ptr[C] edges (grid-stride), with g0 its first edge and
+// t its columns (staged or not: gs_tile_columns); every thread of the block runs every
+// iteration (the kernel's parameters indptr, cols and n are read)
+#define GS_TILES(g0, t, ptr, C, stage)                                                \
     const gs_i64 gs_E = (ptr)[C];                                                     \
     const gs_i64 gs_tile = (gs_i64)blockDim.x * GS_ITEMS;                             \
-    for (gs_i64 g0 = blockIdx.x * gs_tile, lo, hi;                                    \
-         g0 < gs_E && (gs_tile_columns(ptr, C, g0, min(gs_E, g0 + gs_tile), &lo, &hi), true); \
+    gs_tile_t t;                                                                      \
+    for (gs_i64 g0 = blockIdx.x * gs_tile;                                            \
+         g0 < gs_E && (t = gs_tile_columns(indptr, cols, ptr, C, n, g0,               \
+                                           min(gs_E, g0 + gs_tile), stage), true);    \
          g0 += gridDim.x * gs_tile)
 
+// The items of a tile this thread takes, loaded for all GS_ITEMS before any is used (the
+// loads of independent edges in flight together): frontier edge g0 + j * blockDim +
+// threadIdx's column c[j] (-1: none), graph edge e[j] and row r[j] (-1: none).
+#define GS_LOAD_ITEMS(g0, t, r, e, c)                                                 \
+    gs_i64 r[GS_ITEMS], e[GS_ITEMS], c[GS_ITEMS];                                     \
+    _Pragma("unroll")                                                                 \
+    for (int j = 0; j < GS_ITEMS; ++j) {                                              \
+        const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;                   \
+        r[j] = c[j] = -1;                                                             \
+        e[j] = 0;                                                                     \
+        if (g < gs_E) {                                                               \
+            gs_i64 shift;                                                             \
+            e[j] = gs_frontier_edge(t, indptr, cols, ptr, n, g, &c[j], &shift);       \
+            r[j] = (gs_i64)rows[e[j]] + shift;                                        \
+        }                                                                             \
+    }
+
 // ----------------------------------------------------------------------------- row sums
-// Pass 1: per row, the largest exponent of its finite nonzero terms (emax, biased), and
+// Pass 1 for term x of row r: the row's largest exponent of its finite nonzero terms, and
 // flags of its non-finite ones.
+__device__ __forceinline__ void gs_rowsum_note(int* __restrict__ emax, int* __restrict__ flags,
+                                               gs_i64 r, double x) {
+    if (isnan(x)) atomicOr(&flags[r], GS_NAN);
+    else if (isinf(x)) atomicOr(&flags[r], x > 0 ? GS_POS_INF : GS_NEG_INF);
+    else if (x != 0.0) {
+        int ex;
+        frexp(x, &ex);                                  // |x| < 2 ** ex
+        // a plain read first: a hub row is in most columns of a layer's frontier, and
+        // atomics on its one word queued at the L2 (its exponent is soon at its max)
+        if (emax[r] < ex + GS_EXP_BIAS) atomicMax(&emax[r], ex + GS_EXP_BIAS);
+    }
+}
+
+// Pass 2 for term x of row r, whose largest exponent is em (biased): sum += round(x *
+// 2 ** (62 - em)), a 128-bit two's complement integer in (lo, hi): the carry out of lo is
+// counted by the thread whose addition made it.
+__device__ __forceinline__ void gs_rowsum_term(gs_u64* __restrict__ lo, gs_u64* __restrict__ hi,
+                                               gs_i64 r, double x, int em) {
+    const gs_i64 q = (gs_i64)llrint(ldexp(x, 62 - (em - GS_EXP_BIAS)));
+    const gs_u64 old = atomicAdd((unsigned long long*)&lo[r], (unsigned long long)q);
+    const gs_u64 carry = (old + (gs_u64)q) < old ? 1ULL : 0ULL;
+    const gs_u64 high = carry + (q < 0 ? ~0ULL : 0ULL);
+    if (high) atomicAdd((unsigned long long*)&hi[r], (unsigned long long)high);
+}
+
+__device__ __forceinline__ bool gs_finite_nonzero(double x) {
+    return x != 0.0 && !isnan(x) && !isinf(x);
+}
+
+// Pass 1 over the frontier's edges.
 extern "C" __global__ void gs_rowsum_exponents(const gs_idx* __restrict__ indptr,
                                                const gs_idx* __restrict__ rows,
                                                const gs_t* __restrict__ values,
@@ -142,29 +250,18 @@ extern "C" __global__ void gs_rowsum_exponents(const gs_idx* __restrict__ indptr
                                                const gs_i64* __restrict__ ptr, gs_i64 n,
                                                int* __restrict__ emax,
                                                int* __restrict__ flags) {
-    GS_TILES(g0, lo, hi, ptr, C) {
+    GS_TILES(g0, t, ptr, C, false) {
         for (int j = 0; j < GS_ITEMS; ++j) {
             const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
             if (g >= gs_E) break;
             gs_i64 c, shift;
-            const gs_i64 e = gs_frontier_edge(indptr, cols, ptr, lo, hi, n, g, &c, &shift);
-            const double x = gs_value(values, e);
-            const gs_i64 r = (gs_i64)rows[e] + shift;
-            // a plain read first: a hub row is in most columns of a layer's frontier, and
-            // atomics on its one word queued at the L2 (its exponent is soon at its max)
-            if (isnan(x)) atomicOr(&flags[r], GS_NAN);
-            else if (isinf(x)) atomicOr(&flags[r], x > 0 ? GS_POS_INF : GS_NEG_INF);
-            else if (x != 0.0) {
-                int ex;
-                frexp(x, &ex);                      // |x| < 2 ** ex
-                if (emax[r] < ex + GS_EXP_BIAS) atomicMax(&emax[r], ex + GS_EXP_BIAS);
-            }
+            const gs_i64 e = gs_frontier_edge(t, indptr, cols, ptr, n, g, &c, &shift);
+            gs_rowsum_note(emax, flags, (gs_i64)rows[e] + shift, gs_value(values, e));
         }
     }
 }
 
-// Pass 2: sum[r] += round(x * 2 ** (62 - emax[r])), a 128-bit two's complement integer in
-// (lo, hi): the carry out of lo is counted by the thread whose addition made it.
+// Pass 2 over the frontier's edges.
 extern "C" __global__ void gs_rowsum_add(const gs_idx* __restrict__ indptr,
                                          const gs_idx* __restrict__ rows,
                                          const gs_t* __restrict__ values,
@@ -173,21 +270,18 @@ extern "C" __global__ void gs_rowsum_add(const gs_idx* __restrict__ indptr,
                                          const int* __restrict__ emax,
                                          gs_u64* __restrict__ lo_words,
                                          gs_u64* __restrict__ hi_words) {
-    GS_TILES(g0, lo, hi, ptr, C) {
+    GS_TILES(g0, t, ptr, C, false) {
+        // one term after the other: with the four of a thread's atomics in flight at once
+        // the pass took 0.31 against 0.27 ms a mini-batch (LADIES super-batched 64, H100)
         for (int j = 0; j < GS_ITEMS; ++j) {
             const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
             if (g >= gs_E) break;
             gs_i64 c, shift;
-            const gs_i64 e = gs_frontier_edge(indptr, cols, ptr, lo, hi, n, g, &c, &shift);
+            const gs_i64 e = gs_frontier_edge(t, indptr, cols, ptr, n, g, &c, &shift);
             const double x = gs_value(values, e);
-            if (x == 0.0 || isnan(x) || isinf(x)) continue;
+            if (!gs_finite_nonzero(x)) continue;
             const gs_i64 r = (gs_i64)rows[e] + shift;
-            const gs_i64 q = (gs_i64)llrint(ldexp(x, 62 - (emax[r] - GS_EXP_BIAS)));
-            const gs_u64 old = atomicAdd((unsigned long long*)&lo_words[r],
-                                         (unsigned long long)q);
-            const gs_u64 carry = (old + (gs_u64)q) < old ? 1ULL : 0ULL;
-            const gs_u64 high = carry + (q < 0 ? ~0ULL : 0ULL);
-            if (high) atomicAdd((unsigned long long*)&hi_words[r], (unsigned long long)high);
+            gs_rowsum_term(lo_words, hi_words, r, x, emax[r]);
         }
     }
 }
@@ -222,15 +316,11 @@ extern "C" __global__ void gs_frontier_rows(const gs_idx* __restrict__ indptr,
                                             const gs_i64* __restrict__ cols, gs_i64 C,
                                             const gs_i64* __restrict__ ptr, gs_i64 n,
                                             unsigned char* __restrict__ cand) {
-    GS_TILES(g0, lo, hi, ptr, C) {
-        for (int j = 0; j < GS_ITEMS; ++j) {
-            const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
-            if (g >= gs_E) break;
-            gs_i64 c, shift;
-            const gs_i64 e = gs_frontier_edge(indptr, cols, ptr, lo, hi, n, g, &c, &shift);
-            const gs_i64 r = (gs_i64)rows[e] + shift;
-            if (!cand[r]) cand[r] = 1;              // a read first: hub rows (see above)
-        }
+    GS_TILES(g0, t, ptr, C, true) {
+        GS_LOAD_ITEMS(g0, t, r, e, c)
+#pragma unroll
+        for (int j = 0; j < GS_ITEMS; ++j)
+            if (r[j] >= 0 && !cand[r[j]]) cand[r[j]] = 1;     // a read first: hub rows (above)
     }
 }
 
@@ -253,7 +343,7 @@ extern "C" __global__ void gs_row_sort_keys(const unsigned char* __restrict__ ca
                                             gs_i64* __restrict__ bad) {
     for (gs_i64 r = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; r < R;
          r += (gs_i64)gridDim.x * blockDim.x) {
-        const gs_i64 b = n > 0 ? r / n : 0;
+        const gs_i64 b = n > 0 ? gs_batch(r, n) : 0;
         const gs_i64 pr = shared ? r - b * n : r;        // the batches share one probs
         if (probs != nullptr && (!shared || b == 0)) {
             const double x = (double)probs[pr];
@@ -290,6 +380,21 @@ extern "C" __global__ void gs_mark_rows(const gs_i64* __restrict__ picked, gs_i6
         if (picked[i] < R) mark[picked[i]] = 1;
 }
 
+// bits[r / 32] bit r % 32 set for the rows drawn (bits start all 0; entries of picked at or
+// past R are not rows): the kept-edge passes test a row there, in R / 8 bytes that stay in
+// the L2 (newpos, 4 bytes a row, did not: a super-batch's row space is N graphs').
+extern "C" __global__ void gs_mark_bits(const gs_i64* __restrict__ picked, gs_i64 k, gs_i64 R,
+                                        unsigned* __restrict__ bits) {
+    for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < k;
+         i += (gs_i64)gridDim.x * blockDim.x)
+        if (picked[i] < R) atomicOr(&bits[picked[i] >> 5], 1u << (picked[i] & 31));
+}
+
+__device__ __forceinline__ bool gs_drawn(const unsigned* __restrict__ bits,
+                                         const int* __restrict__ newpos, gs_i64 r) {
+    return bits != nullptr ? (bits[r >> 5] >> (r & 31)) & 1u : newpos[r] >= 0;
+}
+
 // The marked rows in row order, in one pass (a single-pass scan, scan.cuh): chosen[i] is
 // the i-th marked row, newpos[r] its position i (-1 for a row not marked). Each thread takes
 // GS_ITEMS consecutive rows of its block's tile (state: 1 + tiles words, zero before).
@@ -316,27 +421,27 @@ extern "C" __global__ void gs_chosen_rows(const unsigned char* __restrict__ mark
 }
 
 // The frontier edges of a chosen row that each column keeps: counts[c] (zero before the
-// launch; the lanes of a warp on one column add once). n > 0: a super-batch (rows of batch b
-// at b * n), as for every kernel here.
+// launch; the lanes of a warp on one column add once). A row is chosen where its bit is set
+// (bits, gs_mark_bits) or, with bits null, where newpos[r] >= 0. n > 0: a super-batch (rows
+// of batch b at b * n), as for every kernel here.
 extern "C" __global__ void gs_kept_counts(const gs_idx* __restrict__ indptr,
                                           const gs_idx* __restrict__ rows,
                                           const gs_i64* __restrict__ cols, gs_i64 C,
                                           const gs_i64* __restrict__ ptr, gs_i64 n,
                                           const int* __restrict__ newpos,
+                                          const unsigned* __restrict__ bits,
                                           gs_i64* __restrict__ counts) {
-    GS_TILES(g0, lo, hi, ptr, C) {
+    GS_TILES(g0, t, ptr, C, true) {
+        GS_LOAD_ITEMS(g0, t, r, e, c)
+        bool keep[GS_ITEMS];
+#pragma unroll
+        for (int j = 0; j < GS_ITEMS; ++j) keep[j] = r[j] >= 0 && gs_drawn(bits, newpos, r[j]);
+#pragma unroll
         for (int j = 0; j < GS_ITEMS; ++j) {
-            const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
-            gs_i64 c = -1, shift;
-            bool keep = false;
-            if (g < gs_E) {
-                const gs_i64 e = gs_frontier_edge(indptr, cols, ptr, lo, hi, n, g, &c, &shift);
-                keep = newpos[(gs_i64)rows[e] + shift] >= 0;
-            }
             const unsigned peers = __match_any_sync(0xFFFFFFFFu,
-                                                    (unsigned long long)(keep ? c : -1));
-            if (keep && (int)(threadIdx.x & 31) == __ffs(peers) - 1)
-                atomicAdd((unsigned long long*)&counts[c], (unsigned long long)__popc(peers));
+                                                    (unsigned long long)(keep[j] ? c[j] : -1));
+            if (keep[j] && (int)(threadIdx.x & 31) == __ffs(peers) - 1)
+                atomicAdd((unsigned long long*)&counts[c[j]], (unsigned long long)__popc(peers));
         }
     }
 }
@@ -350,6 +455,7 @@ extern "C" __global__ void gs_kept_edges(const gs_idx* __restrict__ indptr,
                                          const gs_i64* __restrict__ cols, gs_i64 C,
                                          const gs_i64* __restrict__ ptr, gs_i64 n,
                                          const int* __restrict__ newpos,
+                                         const unsigned* __restrict__ bits,
                                          gs_u64* __restrict__ state,
                                          gs_i64* __restrict__ rows_out,
                                          gs_i64* __restrict__ pos_out) {
@@ -357,20 +463,14 @@ extern "C" __global__ void gs_kept_edges(const gs_idx* __restrict__ indptr,
     const gs_i64 size = (gs_i64)blockDim.x * GS_ITEMS;
     const gs_i64 tile = gs_scan_ticket(state);
     const gs_i64 g0 = tile * size;
-    gs_i64 lo, hi;
-    gs_tile_columns(ptr, C, g0, min(E, g0 + size), &lo, &hi);
+    const gs_i64 gs_E = E;
+    const gs_tile_t t = gs_tile_columns(indptr, cols, ptr, C, n, g0, min(E, g0 + size), true);
+    GS_LOAD_ITEMS(g0, t, r, e, c)
     int p[GS_ITEMS];
-    gs_i64 e[GS_ITEMS];
     gs_i64 mine = 0;
+#pragma unroll
     for (int j = 0; j < GS_ITEMS; ++j) {
-        const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
-        gs_i64 c, shift;
-        p[j] = -1;
-        e[j] = 0;
-        if (g < E) {
-            e[j] = gs_frontier_edge(indptr, cols, ptr, lo, hi, n, g, &c, &shift);
-            p[j] = newpos[(gs_i64)rows[e[j]] + shift];
-        }
+        p[j] = r[j] >= 0 && gs_drawn(bits, newpos, r[j]) ? newpos[r[j]] : -1;
         mine += p[j] >= 0;
     }
     gs_i64 total;
@@ -389,23 +489,15 @@ extern "C" __global__ void gs_kept_edges(const gs_idx* __restrict__ indptr,
 
 // ----------------------------------------------------------------------------- row sums of a matrix
 // The same exact row sums over a materialised matrix's edges (rows[e], values[e]), one
-// thread per edge: A.sum(axis=1) gives the same bits whether or not its slice was built.
+// thread per edge, in the same scratch (finished by gs_rowsum_finish): A.sum(axis=1) gives
+// the same bits whether or not its slice was built.
 extern "C" __global__ void gs_rowsum_edges_exponents(const gs_i64* __restrict__ rows,
                                                      const gs_t* __restrict__ values, gs_i64 E,
                                                      int* __restrict__ emax,
                                                      int* __restrict__ flags) {
     for (gs_i64 e = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; e < E;
-         e += (gs_i64)gridDim.x * blockDim.x) {
-        const double x = gs_value(values, e);
-        const gs_i64 r = rows[e];
-        if (isnan(x)) atomicOr(&flags[r], GS_NAN);
-        else if (isinf(x)) atomicOr(&flags[r], x > 0 ? GS_POS_INF : GS_NEG_INF);
-        else if (x != 0.0) {
-            int ex;
-            frexp(x, &ex);
-            if (emax[r] < ex + GS_EXP_BIAS) atomicMax(&emax[r], ex + GS_EXP_BIAS);   // (hub rows)
-        }
-    }
+         e += (gs_i64)gridDim.x * blockDim.x)
+        gs_rowsum_note(emax, flags, rows[e], gs_value(values, e));
 }
 
 extern "C" __global__ void gs_rowsum_edges_add(const gs_i64* __restrict__ rows,
@@ -415,12 +507,8 @@ extern "C" __global__ void gs_rowsum_edges_add(const gs_i64* __restrict__ rows,
     for (gs_i64 e = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; e < E;
          e += (gs_i64)gridDim.x * blockDim.x) {
         const double x = gs_value(values, e);
-        if (x == 0.0 || isnan(x) || isinf(x)) continue;
+        if (!gs_finite_nonzero(x)) continue;
         const gs_i64 r = rows[e];
-        const gs_i64 q = (gs_i64)llrint(ldexp(x, 62 - (emax[r] - GS_EXP_BIAS)));
-        const gs_u64 old = atomicAdd((unsigned long long*)&lo[r], (unsigned long long)q);
-        const gs_u64 carry = (old + (gs_u64)q) < old ? 1ULL : 0ULL;
-        const gs_u64 high = carry + (q < 0 ? ~0ULL : 0ULL);
-        if (high) atomicAdd((unsigned long long*)&hi[r], (unsigned long long)high);
+        gs_rowsum_term(lo, hi, r, x, emax[r]);
     }
 }

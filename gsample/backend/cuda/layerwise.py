@@ -21,7 +21,8 @@ idled (H100, products-sized: the kept-edge pass of FastGCN took 0.84 ms a layer)
   that is not a candidate), the ``k`` smallest chosen by an exact radix select (:mod:`.topk`,
   in a super-batch or a graph being captured) or ``torch.topk`` (one mini-batch run
   eagerly: fewer launches); keys of distinct rows differ but for a 64-bit hash collision,
-  so samples equal the torch backend's.
+  so samples equal the torch backend's. The kept-edge passes test a row's bit (a bit per row
+  of the row space, in the L2) before they read its position.
 
 A super-batch (a :class:`~gsample.random.DeviceKey` of ``copies`` mini-batches) runs the same
 kernels over the block-diagonal row space, each batch drawing its ``k`` rows among its own
@@ -102,10 +103,10 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
     C = buf.numel()
     dtype = torch.float32 if vals is None else vals.dtype
     indptr, rows = _index_arrays(A)
-    sums = RowSums(A.num_nodes * N, dtype, buf.device)
+    sums = RowSums(A.num_nodes * N, dtype, buf.device, _params(indptr))
     if C == 0:
         return sums.finish()
-    key = {"params": _params(indptr), **sums.key}
+    key = sums.key
     ptr = _frontier_ptr(indptr, buf, ncols, n, A.num_nodes * N)    # the ids checked there
     v = _opt(None if vals is None else vals.contiguous())
     # the edge count stays on the device: a fixed grid strides over the tiles
@@ -123,7 +124,7 @@ class Pending(PendingSizes):
     args: tuple                    # (A, cols, k, replace, key, node_probs, select, in slice)
     fallback: bool                 # the exact implementation runs it all in the finish
     scalars: list = field(default_factory=list)   # read back: edges, drawn, kept, flags...
-    state: tuple = ()              # (buf, ncols, ptr, indptr_out, chosen, newpos, radix)
+    state: tuple = ()     # (buf, ncols, ptr, indptr_out, chosen, newpos, bits, radix)
 
 
 def slice_collective_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
@@ -206,16 +207,26 @@ def collective_start(A: CSC, cols, k: int, replace: bool, key: DeviceKey, node_p
             0, batch, ptr[1:] - ptr[:-1])
         V.fail_if(((edges_b > 0) & ~drawn_d.any(dim=1)).any(), ValueError, V.NO_POSITIVE_ROW)
     chosen, newpos = _positions(picked.reshape(-1), R, N > 1)
+    bits = _drawn_bits(picked.reshape(-1), R)          # what the kept-edge passes test
     if C:
         launch("layerwise", "gs_kept_counts", _GRID * _THREADS, indptr, rows, buf, C, ptr, n,
-               newpos, col_counts, block=_THREADS, grid=_GRID, params=params)
+               newpos, _opt(bits), col_counts, block=_THREADS, grid=_GRID, params=params)
         torch.cumsum(col_counts, 0, out=indptr_out[1:])
     # read back by the finish: the frontier's edges and columns, the rows drawn and the
     # kept edges (and every pending check flag: a bad node_probs raises there)
     scalars = [ptr[C:], valid, indptr_out[-1:], bad[:1], bad[1:]] \
         + ([ncols] if ncols is not None else []) + ([overflow] if overflow is not None else [])
     return Pending(args, False, scalars,
-                   (buf, ncols, ptr, indptr_out, chosen, newpos, overflow is not None))
+                   (buf, ncols, ptr, indptr_out, chosen, newpos, bits, overflow is not None))
+
+
+def _drawn_bits(picked: torch.Tensor, R: int) -> torch.Tensor:
+    """A bit per row of the row space, set for the rows drawn (``picked``; entries ``>= R``
+    are none): what the kept-edge kernels test (R / 8 bytes, L2-resident)."""
+    bits = torch.empty(R // 32 + 1, dtype=torch.int32, device=picked.device)
+    memset(bits, 0)
+    launch("layerwise", "gs_mark_bits", picked.numel(), picked, picked.numel(), R, bits)
+    return bits
 
 
 def _positions(picked: torch.Tensor, R: int, sort: bool) -> tuple:
@@ -257,7 +268,7 @@ def collective_finish(pending: Pending) -> CSC:
         return sampling.slice_collective_sample(A, _exact(cols), k, replace, key.host(),
                                                 None if node_probs is None
                                                 else _exact(node_probs))
-    buf, ncols, ptr, indptr_out, chosen, newpos, radix = pending.state
+    buf, ncols, ptr, indptr_out, chosen, newpos, bits, radix = pending.state
     edges, drawn, kept, not_finite, negative, *rest = V.read_back(pending.scalars)
     if not_finite:
         raise ValueError("node_probs: contains NaN or infinite values")
@@ -281,7 +292,8 @@ def collective_finish(pending: Pending) -> CSC:
         state = torch.empty(1 + tiles, dtype=torch.int64, device=dev)
         memset(state, 0)
         launch("layerwise", "gs_kept_edges", tiles * _THREADS, indptr, rows, cols, Cx, ptr, n,
-               newpos, state, rows_out, pos, block=_THREADS, grid=tiles, params=_params(indptr))
+               newpos, _opt(bits), state, rows_out, pos, block=_THREADS, grid=tiles,
+               params=_params(indptr))
     return CSC(num_nodes=A.num_nodes * max(key.copies, 1), indptr=indptr_out, rows=rows_out,
                row_ids=chosen, col_ids=cols, values=None if A.values is None else A.values[pos],
                eids=pos if A.eids is None else A.eids[pos])
@@ -310,7 +322,7 @@ def slice_rows_cols(A: CSC, rows: torch.Tensor, cols: torch.Tensor) -> CSC:
     ptr = _frontier_ptr(indptr, buf, ncols, 0)
     if C:
         launch("layerwise", "gs_kept_counts", _GRID * _THREADS, indptr, rows_g, buf, C, ptr, 0,
-               newpos, col_counts, block=_THREADS, grid=_GRID, params=params)
+               newpos, 0, col_counts, block=_THREADS, grid=_GRID, params=params)
         torch.cumsum(col_counts, 0, out=indptr_out[1:])
     edges, kept, *m = V.read_back([ptr[C:], indptr_out[-1:]] + ([ncols] if ncols is not None
                                                                  else []))
@@ -323,7 +335,7 @@ def slice_rows_cols(A: CSC, rows: torch.Tensor, cols: torch.Tensor) -> CSC:
         state = torch.empty(1 + tiles, dtype=torch.int64, device=dev)
         memset(state, 0)
         launch("layerwise", "gs_kept_edges", tiles * _THREADS, indptr, rows_g, cols, Cx, ptr, 0,
-               newpos, state, rows_out, pos, block=_THREADS, grid=tiles, params=params)
+               newpos, 0, state, rows_out, pos, block=_THREADS, grid=tiles, params=params)
     return CSC(num_nodes=A.num_nodes, indptr=indptr_out, rows=rows_out, row_ids=rows,
                col_ids=cols, values=None if A.values is None else A.values[pos],
                eids=pos if A.eids is None else A.eids[pos])

@@ -20,14 +20,14 @@ FLOATS = {torch.float32: "float", torch.float64: "double"}
 class RowSums:
     """Scratch and the finishing pass of one exact row-sum over ``R`` rows."""
 
-    def __init__(self, R: int, dtype: torch.dtype, device: torch.device):
+    def __init__(self, R: int, dtype: torch.dtype, device: torch.device, params=()):
         self.R, self.dtype = R, dtype
         self.scratch = torch.empty(3 * max(R, 1), dtype=torch.int64, device=device)
         memset(self.scratch, 0)
         words = self.scratch[:R].view(torch.int32)       # R exponents, then R flags
         self.emax, self.flags = words[:R], words[R:2 * R]
         self.lo, self.hi = self.scratch[R:2 * R], self.scratch[2 * R:3 * R]
-        self.key = {"dtypes": (FLOATS[dtype],)}
+        self.key = {"dtypes": (FLOATS[dtype],), "params": tuple(params)}
 
     def finish(self) -> torch.Tensor:
         out = torch.empty(self.R, dtype=self.dtype, device=self.scratch.device)
