@@ -207,6 +207,7 @@ class _Rewrite:
         self.space: dict = {}     # node -> GRAPH / ENC / LIST
         self.spec: dict = {}      # encoded node -> (split spec or tuple, or "matrix"; matrix)
         self.memo: dict = {}
+        self.scalars: set = set()   # per-batch values that are a 0-dim tensor in every batch
 
     # ------------------------------------------------------------------ helpers
     def _helper(self, fn, args: list, kwargs: dict, space: str, kind=Kind.ANY, before=None,
@@ -321,8 +322,46 @@ class _Rewrite:
     def _dense(self, node: Node):
         if all(self.space[v] is GRAPH for v in node.inputs.values()):
             self.space[node] = GRAPH
-        else:
-            self._as_per_batch(node, node.attrs["fn"], node.attrs["template"], node.inputs)
+        elif not self._elementwise(node):
+            fn, template = node.attrs["fn"], node.attrs["template"]
+            inputs = node.inputs
+            self._as_per_batch(node, fn, template, inputs)
+            if blocks.full_reduction(fn, template) and self._rows_or_scalar(inputs):
+                self.scalars.add(node)                  # p.sum(): a 0-dim tensor per batch
+            elif blocks.exact_elementwise(fn, template) and all(
+                    v in self.scalars or self._constant(v) for v in inputs.values()):
+                self.scalars.add(node)                  # p.sum().clamp(min=...)
+
+    def _rows_or_scalar(self, inputs: dict) -> bool:
+        return all(self._nodes(v) or v in self.scalars for v in inputs.values())
+
+    def _nodes(self, v: Node) -> bool:
+        """``v`` is encoded with ``n`` rows per batch (a reduction over the graph's rows)."""
+        return self.space[v] is ENC and self.spec.get(v, (None,))[0] == "nodes"
+
+    def _constant(self, v: Node) -> bool:
+        """``v`` is a number or a 0-dim tensor, the same for every batch."""
+        if v.op is not Op.CONSTANT:
+            return False
+        c = v.attrs["value"]
+        return isinstance(c, (bool, int, float)) or (isinstance(c, torch.Tensor) and c.dim() == 0)
+
+    def _elementwise(self, node: Node) -> bool:
+        """Exact elementwise dense code on a vector over the graph's rows, per-batch 0-dim
+        tensors and constants (LADIES' ``p / p.sum()``) runs once for all batches
+        (``blocks.Elementwise``); its result is encoded as its vector operand is."""
+        fn, template = node.attrs["fn"], node.attrs["template"]
+        ins = node.inputs
+        nodes = frozenset(k for k, v in ins.items() if self._nodes(v))
+        if not nodes or not blocks.exact_elementwise(fn, template) or not all(
+                k in nodes or v in self.scalars or self._constant(v) for k, v in ins.items()):
+            return False
+        scalars = frozenset(k for k, v in ins.items() if v in self.scalars)
+        node.attrs = {"fn": blocks.Elementwise(fn, template, nodes, scalars, self.N, self.n),
+                      "template": ((), {k: Ref(k) for k in ins})}
+        self.space[node] = ENC
+        self.spec[node] = ("nodes", None)
+        return True
 
     def _getitem(self, node: Node):
         x = node.input("x")

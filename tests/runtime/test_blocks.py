@@ -35,3 +35,90 @@ def test_bounds_of_every_layout_are_those_of_its_csc(layout):
     assert want.cols == [sum(p.num_cols for p in parts[:b]) for b in range(5)]
     got = blocks.bounds(convert(M, layout), n, 4)
     assert (got.cols, got.rows, got.edges) == (want.cols, want.rows, want.edges)
+
+
+def test_a_batch_part_is_a_view_only_where_it_starts_as_a_fresh_tensor_would():
+    """``split``: a batch's part of an encoded vector is a view where it starts 512-byte
+    aligned (as a fresh allocation), else a copy (reductions vectorise by alignment)."""
+    def aligned_vector(size):           # a vector starting 512-byte aligned
+        base = torch.arange(size + 128, dtype=torch.float32)
+        skip = (-base.data_ptr() % 512) // 4
+        return base[skip:skip + size]
+    aligned = aligned_vector(4 * 128)                                # n = 128: 512 bytes
+    parts = blocks.split(aligned, spec="nodes", n=128, copies=4)
+    assert all(p.data_ptr() == aligned.data_ptr() + b * 512 for b, p in enumerate(parts))
+    odd = aligned_vector(4 * 100)                                    # n = 100: 400 bytes
+    parts = blocks.split(odd, spec="nodes", n=100, copies=4)
+    assert parts[0].data_ptr() == odd.data_ptr()                     # starts aligned: a view
+    assert all(p.untyped_storage().data_ptr() != odd.untyped_storage().data_ptr()
+               for p in parts[1:])                                   # the others: copies
+    for b, p in enumerate(parts):
+        assert torch.equal(p, odd[b * 100:(b + 1) * 100]) and p.is_contiguous()
+
+
+def _elementwise(fn, template, nodes, scalars, n=37, copies=5):
+    return blocks.Elementwise(fn, template, frozenset(nodes), frozenset(scalars), copies, n)
+
+
+@pytest.mark.parametrize("case", ["div", "clamp", "where", "compare", "graph-scalar"])
+def test_elementwise_code_runs_once_with_each_batchs_bits(case, monkeypatch):
+    """One call over the (N, n) view equals the code run batch by batch, bit for bit, and
+    it is one call (the per-batch path is not taken)."""
+    import operator
+    from gsample.ir.graph import Ref
+    N, n = 5, 37
+    g = torch.Generator().manual_seed(3)
+    p = torch.rand(N * n, generator=g, dtype=torch.float64) * 1e-3
+    sums = [p[b * n:(b + 1) * n].sum() for b in range(N)]
+    fn, template, inputs = {
+        "div": (operator.truediv, ((Ref("p"), Ref("s")), {}), {"p": p, "s": sums}),
+        "clamp": (("method", "clamp"), ((Ref("p"),), {"min": Ref("s")}),
+                  {"p": p, "s": sums}),
+        "where": (torch.where, ((Ref("c"), Ref("p"), Ref("s")), {}),
+                  {"c": p > 5e-4, "p": p, "s": sums}),
+        "compare": (operator.gt, ((Ref("p"), Ref("s")), {}), {"p": p, "s": [s / n for s in sums]}),
+        "graph-scalar": (operator.mul, ((Ref("p"), Ref("k")), {}), {"p": p, "k": 3.0}),
+    }[case]
+    nodes = {k for k, v in inputs.items() if isinstance(v, torch.Tensor) and v.dim() == 1
+             and v.dtype == p.dtype}
+    scalars = {k for k, v in inputs.items() if isinstance(v, list)}
+    if case == "where":
+        nodes, inputs["c"] = nodes | {"c"}, inputs["c"]
+    e = _elementwise(fn, template, nodes, scalars, n, N)
+    want = torch.cat([e._batch(inputs, b) for b in range(N)])
+    batched = e._batched(inputs)
+    if case == "where":        # a bool condition with float values: dtypes differ, per batch
+        assert batched is None
+    else:
+        assert batched is not None and batched.dtype == want.dtype
+        assert torch.equal(batched, want)
+    assert torch.equal(e(**inputs), want)
+
+
+def test_elementwise_code_falls_back_per_batch_where_a_stack_would_promote_otherwise():
+    """float32 rows over a float64 0-dim sum: a mini-batch computes in float32 (a 0-dim
+    tensor does not promote a dimensioned one), a (N, 1) stack would promote to float64;
+    the code then runs batch by batch, and the results are the mini-batches' own."""
+    import operator
+    from gsample.ir.graph import Ref
+    N, n = 3, 11
+    p = torch.rand(N * n, dtype=torch.float32)
+    sums = [p[b * n:(b + 1) * n].double().sum() for b in range(N)]
+    e = _elementwise(operator.truediv, ((Ref("p"), Ref("s")), {}), {"p"}, {"s"}, n, N)
+    assert e._batched({"p": p, "s": sums}) is None
+    got = e(p=p, s=sums)
+    assert got.dtype == torch.float32
+    assert torch.equal(got, torch.cat([p[b * n:(b + 1) * n] / sums[b] for b in range(N)]))
+
+
+def test_exact_elementwise_table():
+    import operator
+    from gsample.ir.graph import Ref
+    assert blocks.exact_elementwise(operator.truediv, ((Ref("a"), Ref("b")), {}))
+    assert blocks.exact_elementwise(("method", "clamp"), ((Ref("a"),), {"min": 0.0}))
+    # a + alpha * b is fused on a CPU's vector path only; exp rounds apart there
+    assert not blocks.exact_elementwise(torch.add, ((Ref("a"), Ref("b")), {"alpha": 2}))
+    assert not blocks.exact_elementwise(torch.exp, ((Ref("a"),), {}))
+    assert not blocks.exact_elementwise(("method", "exp"), ((Ref("a"),), {}))
+    assert blocks.full_reduction(("method", "sum"), ((Ref("a"),), {}))
+    assert not blocks.full_reduction(("method", "sum"), ((Ref("a"), 0), {}))

@@ -97,7 +97,9 @@ def test_dense_code_runs_per_batch_only_on_per_batch_values(A):
     # p[s.row_ids], once per layer: per batch
     assert len(per_batch) == 2 and all(isinstance(fn_of(n), blocks.PerBatch) for n in per_batch)
     text = format_lines(rewrite(program(example("ladies").ladies, A, layers=(20, 20))))
-    assert "fn=per_batch(.sum())" in text and "fn=per_batch(truediv)" in text
+    # p / p.sum().clamp(...): the sums per batch, the division once for all batches
+    assert "fn=per_batch(.sum())" in text and "fn=per_batch(.clamp())" in text
+    assert "fn=batched(truediv)" in text and "fn=per_batch(truediv)" not in text
 
 
 def test_the_rewrite_reads_the_op_table(A, monkeypatch):
