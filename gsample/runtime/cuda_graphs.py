@@ -32,6 +32,8 @@ for plain PyTorch code); the region then runs eagerly, drawing the same samples.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import threading
 from dataclasses import dataclass, field, replace
@@ -236,7 +238,8 @@ class Region:
         pinned = None
         # thread_local: the pipelined DataLoader captures in its sampling thread while the
         # caller's thread trains (allocates, syncs); "global" would refuse those calls there
-        with CAPTURE_LOCK, torch.cuda.graph(graph, capture_error_mode="thread_local"):
+        with CAPTURE_LOCK, _gc_paused(), torch.cuda.graph(graph,
+                                                          capture_error_mode="thread_local"):
             try:
                 run_steps(self.steps, work)
             except NotCapturable:             # raised before any read-back: a clean end
@@ -267,6 +270,22 @@ class Region:
                         frozenset(p for v in outputs.values() for p in storages(v)))
         graph.replay()
         return cap
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Python's cyclic garbage collection paused while a graph is captured (``torch.cuda.graph``
+    collects once before it starts): a collection inside a capture may free an earlier
+    program's CUDA graph, whose reset is not permitted while a stream captures and
+    invalidates the capture (a GraphSAGE capture failed so in the CUDA suite once a
+    super-batch's parts became views, which moved when cycles were collected)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def storages(value):

@@ -234,3 +234,27 @@ def test_backend_impl_passes_over_a_variant_without_an_input():
     # eagerly, inputs given as None are not inputs the node has
     assert resolve(be, op, layout="csc", sync_free=True,
                    inputs={"A": None, "cols": 1, "probs": None}).fn is fast
+
+
+def test_the_cyclic_gc_is_paused_while_a_graph_is_captured():
+    """A collection inside a capture may free an earlier CUDA graph, which invalidates the
+    capture (seen in the CUDA suite): ``Region._capture`` captures inside ``_gc_paused``,
+    which restores the collector's state afterwards, also when the capture raises."""
+    import gc
+    import inspect
+    from gsample.runtime import cuda_graphs
+    assert "_gc_paused()" in inspect.getsource(cuda_graphs.Region._capture)
+    assert gc.isenabled()
+    with cuda_graphs._gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), cuda_graphs._gc_paused():
+        raise RuntimeError("capture failed")
+    assert gc.isenabled()
+    gc.disable()
+    try:                                     # a caller that had it off keeps it off
+        with cuda_graphs._gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
