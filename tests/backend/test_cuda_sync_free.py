@@ -250,7 +250,8 @@ def normalized(graph):
 def test_slice_reduce_rows_exact_and_reproducible(normalized):
     """A[:, cols].sum(axis=1) by the 128-bit integer sums: float64-accurate (so within a
     float32 rounding of the torch backend's float32 sums), the same bits every run, and
-    IEEE's NaN / inf rules; a super-batch's encoded frontier gives every batch's rows."""
+    IEEE's NaN / inf rules; a super-batch's encoded frontier gives every batch's rows (summed
+    by chunk of rows, ``_chunked_row_sums``: the same bits)."""
     from gsample.backend.cuda import layerwise
     from gsample.backend.torch import fused_reduce
     A = normalized.csc
@@ -274,6 +275,15 @@ def test_slice_reduce_rows_exact_and_reproducible(normalized):
     both = layerwise.slice_reduce(A, enc, "sum", 1, batches=(2, n))
     assert torch.equal(both[:n], got)
     assert torch.equal(both[n:], layerwise.slice_reduce(A, cols[:500], "sum", 1))
+    # a super-batch sums by chunk of 2048 rows (n = 20,000: the last chunk is partial): the
+    # same bits, NaN and inf included, and a bad id raises
+    nan_both = layerwise.slice_reduce(B, enc, "sum", 1, batches=(2, n))
+    torch.testing.assert_close(nan_both[:n], g, rtol=0, atol=0, equal_nan=True)
+    torch.testing.assert_close(nan_both[n:], layerwise.slice_reduce(B, cols[:500], "sum", 1),
+                               rtol=0, atol=0, equal_nan=True)
+    with pytest.raises(IndexError, match="cols"):
+        layerwise.slice_reduce(A, torch.cat([enc, torch.tensor([2 * n], device="cuda")]), "sum",
+                               1, batches=(2, n))
 
 
 def test_layer_wise_kernels_cut_columns_into_equal_tiles():

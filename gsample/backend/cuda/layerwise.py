@@ -103,18 +103,52 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
     C = buf.numel()
     dtype = torch.float32 if vals is None else vals.dtype
     indptr, rows = _index_arrays(A)
+    v = _opt(None if vals is None else vals.contiguous())
+    if N > 1 and C:                  # a super-batch: by chunk of rows, one read-back
+        refuse_capture()
+        return _chunked_row_sums(indptr, rows, v, buf, ncols, C, n, A.num_nodes * N, dtype)
     sums = RowSums(A.num_nodes * N, dtype, buf.device, _params(indptr))
     if C == 0:
         return sums.finish()
     key = sums.key
     ptr = _frontier_ptr(indptr, buf, ncols, n, A.num_nodes * N)    # the ids checked there
-    v = _opt(None if vals is None else vals.contiguous())
     # the edge count stays on the device: a fixed grid strides over the tiles
     launch("layerwise", "gs_rowsum_exponents", _GRID * _THREADS, indptr, rows, v, buf, C, ptr,
            n, sums.emax, sums.flags, block=_THREADS, grid=_GRID, **key)
     launch("layerwise", "gs_rowsum_add", _GRID * _THREADS, indptr, rows, v, buf, C, ptr, n,
            sums.emax, sums.lo, sums.hi, block=_THREADS, grid=_GRID, **key)
     return sums.finish()
+
+
+_CHUNK = 2048                    # rows of a chunk (GS_CHUNK of kernels/layerwise.cu)
+
+
+def _chunked_row_sums(indptr, rows, v, buf, ncols, C: int, n: int, R: int,
+                      dtype: torch.dtype) -> torch.Tensor:
+    """A super-batch's row sums (the same bits as the passes over its row space): the
+    frontier's nonzero terms counted and placed by chunk of rows, one read-back of their
+    number, then a block per chunk sums them in shared memory and writes every row."""
+    dev = buf.device
+    K = -(-R // _CHUNK)
+    key = {"params": _params(indptr), "dtypes": (_FLOATS[dtype],)}
+    ptr = _frontier_ptr(indptr, buf, ncols, n, R)                  # the ids checked there
+    starts = torch.empty(2 * (K + 1), dtype=torch.int64, device=dev)
+    memset(starts, 0)
+    counts, starts = starts[:K + 1], starts[K + 1:]
+    launch("layerwise", "gs_rowsum_chunk_counts", _GRID * _THREADS, indptr, rows, v, buf, C,
+           ptr, n, counts, block=_THREADS, grid=_GRID, **key)
+    torch.cumsum(counts[:K], 0, out=starts[1:])
+    (terms,) = V.read_back([starts[K:]])        # (and a bad frontier id raises here)
+    local = torch.empty(terms, dtype=torch.int32, device=dev)
+    xs = torch.empty(terms, dtype=dtype, device=dev)
+    if terms:
+        cursor = starts[:K].clone()
+        launch("layerwise", "gs_rowsum_chunk_fill", _GRID * _THREADS, indptr, rows, v, buf, C,
+               ptr, n, cursor, local, xs, block=_THREADS, grid=_GRID, **key)
+    out = torch.empty(R, dtype=dtype, device=dev)
+    launch("layerwise", "gs_rowsum_chunks", K * _THREADS, starts, local, xs, R, out,
+           block=_THREADS, grid=K, **key)
+    return out
 
 
 # ----------------------------------------------------------------------------- collective
