@@ -7,10 +7,12 @@ pointer, one single-pass scan, says which column an edge belongs to), not a bloc
 on an R-MAT graph a hub's column of 10**5 edges kept one block busy while the rest of the GPU
 idled (H100, products-sized: the kept-edge pass of FastGCN took 0.84 ms a layer).
 
-* ``slice_reduce`` (sum over rows) is sync-free: two passes over the frontier's edges and
-  one over the rows, the exact sums of :mod:`.rowsum` (the same bits as the row sums of the
-  built slice, ``compute.reduce``). It takes a bounded frontier and a super-batch's
-  encoded one.
+* ``slice_reduce`` (sum over rows) is sync-free for one mini-batch: two passes over the
+  frontier's edges and one over the rows, the exact sums of :mod:`.rowsum` (the same bits as
+  the row sums of the built slice, ``compute.reduce``); it takes a bounded frontier. A
+  super-batch's (an encoded frontier over N graphs' rows, whose accumulators missed the L2)
+  goes by chunk of rows, with one read-back of its term count (:func:`_chunked_row_sums`):
+  the same bits.
 * ``slice_collective_sample`` (without replacement) runs in two phases, two steps of a
   lowered program: :func:`collective_start` queues every launch up to the kept counts and
   reads nothing back (a CUDA graph captures it: one per layer of LADIES), and
