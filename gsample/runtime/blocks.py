@@ -306,8 +306,7 @@ EXACT_ELEMENTWISE = frozenset({
     torch.neg})
 EXACT_METHODS = frozenset({
     "add", "sub", "mul", "div", "true_divide", "clamp", "clamp_min", "clamp_max", "minimum",
-    "maximum", "sqrt", "abs", "neg", "where", "__add__", "__sub__", "__mul__", "__truediv__",
-    "__radd__", "__rsub__", "__rmul__", "__rtruediv__", "__neg__"})
+    "maximum", "sqrt", "abs", "neg", "where"})     # (operators trace to operator.*)
 #: keywords that make an exact function inexact or not elementwise (``a + alpha * b`` is
 #: fused on a CPU's vector path only; ``out=`` writes in place)
 _INEXACT_KWARGS = frozenset({"alpha", "rounding_mode", "out"})
