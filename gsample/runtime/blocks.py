@@ -12,7 +12,8 @@ The pass puts the helpers below into the program as ``DENSE`` nodes:
   :func:`tile` (a graph-level value -> one copy per batch) where a sparse op takes them;
 * :func:`bounds` and :func:`split` (a value -> its N parts, ids decoded, as the mini-batch
   would have seen it) where dense code or the output reads it;
-* :class:`PerBatch` (dense code, or a sparse op as :class:`RunOp`, run once per batch) and
+* :class:`PerBatch` (dense code, or a sparse op as :class:`RunOp`, run once per batch),
+  :class:`Elementwise` and :func:`gather` (dense code run once for all batches) and
   :class:`Assemble` (the N outputs).
 
 The lowering (and the interpreter) run a random op on the whole graph (no frontier: the
@@ -177,6 +178,16 @@ def _part(value: torch.Tensor, lo: int, hi: int, shift) -> torch.Tensor:
     return part.clone()
 
 
+def _aligned_rows(value, n: int, copies: int) -> bool:
+    """Whether every batch's ``n`` rows of ``value`` start :data:`_ALIGN`-aligned (so
+    :func:`_part` would make each a view)."""
+    if not isinstance(value, torch.Tensor) or value.dim() == 0 or value.shape[0] != n * copies \
+            or not value.is_contiguous():
+        return False
+    row = value.stride(0) * value.element_size()
+    return value.data_ptr() % _ALIGN == 0 and (n * row) % _ALIGN == 0
+
+
 def split(value, bnd=None, *, spec, n: int, copies: int) -> list:
     """The ``copies`` parts of a super-batch value, as each mini-batch would see it.
 
@@ -197,6 +208,8 @@ def split(value, bnd=None, *, spec, n: int, copies: int) -> list:
         ptr = batch_ptr(bnd // n, copies)
         return [_part(value, ptr[b], ptr[b + 1], 0) for b in range(copies)]
     if spec == "nodes":             # one value per node of the graph, batch after batch
+        if _aligned_rows(value, n, copies):      # every part a view: one call makes them
+            return list(value.view(copies, n, *value.shape[1:]).unbind(0))
         return [_part(value, b * n, (b + 1) * n, 0) for b in range(copies)]
     if isinstance(spec, tuple):
         parts = [split(v, bnd, spec=s, n=n, copies=copies) for v, s in zip(value, spec)]
@@ -259,6 +272,32 @@ def split_matrix(M, bnd: Bounds, n: int, copies: int) -> list:
     none = (None,) * copies
     make = CSC.of
     return [make(n, *fields) for fields in zip(*(none if p is None else p for p in parts))]
+
+
+def gather(x, ids: torch.Tensor, n: int = None):
+    """``x[ids]`` for encoded node ids (batch ``b``'s node ``v`` is ``b * n + v``): each
+    batch's part is ``x_b[v]``, its own ``x[ids]``, in batch order.
+
+    Parameters
+    ----------
+    x : Tensor, shape (N * n, ...) or (n, ...)
+        Encoded, a value per node of every batch (``n=None``), or graph-level, shared by
+        the batches (``n`` given: the ids are decoded, ``ids % n``).
+    ids : LongTensor, shape (K,)
+        Encoded ids, grouped by batch.
+
+    Returns
+    -------
+    Tensor, shape (K, ...)
+
+    Examples
+    --------
+    >>> gather(torch.tensor([0., 1., 2., 10., 11., 12.]), torch.tensor([1, 3, 5]))
+    tensor([ 1., 10., 12.])
+    >>> gather(torch.tensor([0., 1., 2.]), torch.tensor([1, 3, 5]), n=3)
+    tensor([1., 0., 2.])
+    """
+    return x[ids] if n is None else x[torch.remainder(ids, n)]
 
 
 # ----------------------------------------------------------------------------- dense code
@@ -388,6 +427,40 @@ class Elementwise:
         if not isinstance(out, torch.Tensor) or tuple(out.shape) != (N, n):
             return None
         return out.reshape(N * n)
+
+
+class Scalars(PerBatch):
+    """Exact elementwise dense code (:func:`exact_elementwise`) on per-batch 0-dim tensors
+    (those in ``per_batch``: lists, one a batch) and constants, run once: each list stacked
+    into an ``(N,)`` tensor, one call, the result unbound into the batches' 0-dim tensors
+    (LADIES' ``p.sum().clamp(min=...)``: one launch where the batches took ``N``). Where the
+    operands do not allow it (another dtype or device, a tensor constant: a stack would
+    promote types otherwise than 0-dim tensors do) the code runs batch by batch: the same
+    values either way."""
+
+    def __init__(self, fn, template, per_batch: frozenset, copies: int):
+        super().__init__(fn, template, per_batch, copies)
+        self.__name__ = self.__qualname__ = f"batched({_label(fn)})"
+
+    def __call__(self, **inputs) -> list:
+        first = inputs[next(iter(self.per_batch))][0]
+        if not isinstance(first, torch.Tensor):
+            return super().__call__(**inputs)
+        args = {}
+        for k, v in inputs.items():
+            if k in self.per_batch:
+                if not all(isinstance(x, torch.Tensor) and x.dim() == 0 and x.dtype == first.dtype
+                           and x.device == first.device for x in v):
+                    return super().__call__(**inputs)
+                args[k] = torch.stack(v)
+            elif isinstance(v, torch.Tensor):
+                return super().__call__(**inputs)
+            else:
+                args[k] = v
+        out = _call(self.fn, *map_template(self.template, lambda ref: args[ref.name]))
+        if not isinstance(out, torch.Tensor) or tuple(out.shape) != (self.copies,):
+            return super().__call__(**inputs)
+        return list(out.unbind())
 
 
 class RunOp:

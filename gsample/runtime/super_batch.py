@@ -41,7 +41,11 @@ names. Rules (helpers: ``gsample.runtime.blocks``):
   the encoding cannot run once: a whole-graph op with per-batch inputs (``A[rows, :]``),
   or an edge operand computed per batch (it may be a scalar, whose type promotion is
   the batch's own); its per-batch matrices are joined (encoded) where a sparse op reads
-  them;
+  them. Two kinds run once for all batches, with each batch's own bits: exact
+  elementwise code on a vector over the graph's rows, per-batch scalars and constants
+  (``blocks.Elementwise``: LADIES' ``p / p.sum()``), and a gather of such a vector (or a
+  graph-level one) at ids a sparse op aligned with its matrix (``blocks.gather``:
+  ``p[s.row_ids]``);
 * the output is split into the N batches' outputs.
 
 Several matrix arguments are encoded alike (node ``v`` of batch ``b`` is ``b * n + v`` in
@@ -77,12 +81,14 @@ GraphSAINT-node, a draw on the whole graph (N = 3)::
 
 and LADIES's bias, dense code between sparse ops::
 
-    %sub = dense(0=%sub0, 1=%seeds) {fn=encode_columns}    the slice, rows encoded
-    %p = reduce(A=%sub) {op='sum', axis=1}                 (N * n,): every batch's rows
-    %pb = dense(0=%p, 1=%bounds) {fn=split}                N vectors of n
-    %q = dense(0=%pb, 1=%..) {fn=per_batch(truediv)}       p / p.sum(), batch by batch
-    %qj = dense(0=%q) {fn=join}                            (N * n,) again
-    %s = slice_collective_sample(A=%A, cols=%seeds, node_probs=%qj) {k=4000, batches=(2, n)}
+    %p = slice_reduce(A=%A2, cols=%seeds) {op='sum', axis=1, batches=(2, n)}
+                                                           (N * n,): every batch's rows
+    %pb = dense(0=%p) {fn=split}                           N views of n values
+    %t = dense(0=%pb) {fn=per_batch(.sum())}               each batch's own sum
+    %q = dense(0=%p, 1=%t) {fn=batched(truediv)}           p / p.sum(): once, (N * n,)
+    %s = slice_collective_sample(A=%A, cols=%seeds, node_probs=%q) {k=4000, batches=(2, n)}
+    %r = row_ids(A=%s)                                     ids b * n + v
+    %w = dense(0=%q, 1=%r) {fn=gather}                     p[s.row_ids]: once
 """
 from __future__ import annotations
 
@@ -322,15 +328,18 @@ class _Rewrite:
     def _dense(self, node: Node):
         if all(self.space[v] is GRAPH for v in node.inputs.values()):
             self.space[node] = GRAPH
-        elif not self._elementwise(node):
+        elif not self._elementwise(node) and not self._gather(node):
             fn, template = node.attrs["fn"], node.attrs["template"]
             inputs = node.inputs
+            scalar = blocks.exact_elementwise(fn, template) and all(
+                v in self.scalars or self._constant(v) for v in inputs.values())
             self._as_per_batch(node, fn, template, inputs)
             if blocks.full_reduction(fn, template) and self._rows_or_scalar(inputs):
                 self.scalars.add(node)                  # p.sum(): a 0-dim tensor per batch
-            elif blocks.exact_elementwise(fn, template) and all(
-                    v in self.scalars or self._constant(v) for v in inputs.values()):
-                self.scalars.add(node)                  # p.sum().clamp(min=...)
+            elif scalar:                                # p.sum().clamp(min=...): at once
+                per = frozenset(k for k, v in inputs.items() if v in self.scalars)
+                node.attrs["fn"] = blocks.Scalars(fn, template, per, self.N)
+                self.scalars.add(node)
 
     def _rows_or_scalar(self, inputs: dict) -> bool:
         return all(self._nodes(v) or v in self.scalars for v in inputs.values())
@@ -361,6 +370,29 @@ class _Rewrite:
                       "template": ((), {k: Ref(k) for k in ins})}
         self.space[node] = ENC
         self.spec[node] = ("nodes", None)
+        return True
+
+    def _gather(self, node: Node) -> bool:
+        """``x[ids]``, ``ids`` the encoded node ids a sparse op aligned with its matrix
+        (``s.row_ids``: batch ``b``'s ``b * n + v``) and ``x`` a value over the graph's nodes,
+        encoded (``n`` rows per batch) or graph-level: one gather for all batches
+        (``blocks.gather``), each batch's part ``x_b[v]`` in batch order, exactly what it
+        gathers alone (LADIES' and FastGCN's ``p[s.row_ids]``: no split, no per-batch
+        launches, no read-back of the sample's bounds before the next layer)."""
+        fn, (args, kwargs) = node.attrs["fn"], node.attrs["template"]
+        if fn is not operator.getitem or kwargs or len(args) != 2 \
+                or not all(isinstance(a, Ref) for a in args):
+            return False
+        x, ids = (node.inputs[a.name] for a in args)
+        spec, M = self.spec.get(ids, (None, None)) if self.space[ids] is ENC else (None, None)
+        along, _, what = spec.partition(" ") if isinstance(spec, str) else ("", "", "")
+        if what != "ids" or M is None or not (self._nodes(x) or self.space[x] is GRAPH):
+            return False
+        node.attrs = {"fn": blocks.gather, "template": (
+            (Ref(args[0].name), Ref(args[1].name)),
+            {"n": None if self._nodes(x) else self.n})}
+        self.space[node] = ENC
+        self.spec[node] = (along, M)
         return True
 
     def _getitem(self, node: Node):

@@ -47,6 +47,12 @@ def test_a_batch_part_is_a_view_only_where_it_starts_as_a_fresh_tensor_would():
     aligned = aligned_vector(4 * 128)                                # n = 128: 512 bytes
     parts = blocks.split(aligned, spec="nodes", n=128, copies=4)
     assert all(p.data_ptr() == aligned.data_ptr() + b * 512 for b, p in enumerate(parts))
+    assert all(p.shape == (128,) and p.stride() == (1,) for p in parts)
+    wide = aligned_vector(4 * 128 * 3).view(4 * 128, 3)                # rows of 3 values
+    parts = blocks.split(wide, spec="nodes", n=128, copies=4)
+    assert all(p.data_ptr() == wide.data_ptr() + b * 1536 and p.shape == (128, 3)
+               and p.stride() == (3, 1) and torch.equal(p, wide[b * 128:(b + 1) * 128])
+               for b, p in enumerate(parts))
     odd = aligned_vector(4 * 100)                                    # n = 100: 400 bytes
     parts = blocks.split(odd, spec="nodes", n=100, copies=4)
     assert parts[0].data_ptr() == odd.data_ptr()                     # starts aligned: a view
@@ -111,6 +117,34 @@ def test_elementwise_code_falls_back_per_batch_where_a_stack_would_promote_other
     assert torch.equal(got, torch.cat([p[b * n:(b + 1) * n] / sums[b] for b in range(N)]))
 
 
+@pytest.mark.parametrize("case", ["clamp", "sum of two", "mixed dtypes", "tensor constant"])
+def test_scalar_code_runs_once_with_each_batch_s_bits(case):
+    """Exact elementwise code on per-batch 0-dim tensors (p.sum().clamp(min=...)) runs once
+    over their stack where that promotes as 0-dim tensors do, else batch by batch: each
+    batch gets its own value, dtype and shape either way."""
+    import operator
+    from gsample.ir.graph import Ref
+    N = 4
+    g = torch.Generator().manual_seed(3)
+    s = [torch.rand((), generator=g) * 1e-29 for _ in range(N)]
+    t = [torch.rand((), generator=g, dtype=torch.float64 if case == "mixed dtypes"
+                    else torch.float32) for _ in range(N)]
+    if case in ("clamp", "tensor constant"):
+        fn, template = ("method", "clamp"), ((Ref("s"),), {"min": 1e-30})
+        per, inputs = {"s"}, {"s": s}
+        if case == "tensor constant":        # a float64 0-dim constant: promotes per batch
+            fn, template = operator.mul, ((Ref("s"), Ref("c")), {})
+            inputs["c"] = torch.tensor(3.0, dtype=torch.float64)
+    else:
+        fn, template = operator.add, ((Ref("s"), Ref("t")), {})
+        per, inputs = {"s", "t"}, {"s": s, "t": t}
+    got = blocks.Scalars(fn, template, frozenset(per), N)(**inputs)
+    own = blocks.PerBatch(fn, template, frozenset(per), N)(**inputs)
+    assert len(got) == N
+    for a, b in zip(got, own):
+        assert a.dim() == 0 and a.dtype == b.dtype and torch.equal(a, b)
+
+
 def test_exact_elementwise_table():
     import operator
     from gsample.ir.graph import Ref
@@ -122,3 +156,18 @@ def test_exact_elementwise_table():
     assert not blocks.exact_elementwise(("method", "exp"), ((Ref("a"),), {}))
     assert blocks.full_reduction(("method", "sum"), ((Ref("a"),), {}))
     assert not blocks.full_reduction(("method", "sum"), ((Ref("a"), 0), {}))
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_gather_at_encoded_ids_is_each_batch_s_own(shared):
+    """``x[s.row_ids]`` once for all batches (a value over the graph's nodes, encoded or
+    shared, at encoded ids) is the batches' own gathers, in batch order, value for value
+    (rows of a 2-D value too)."""
+    n, N = 50, 3
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(n if shared else N * n, 2, generator=g)
+    ids = [torch.sort(torch.randperm(n, generator=g)[:7 + b]).values for b in range(N)]
+    enc = torch.cat([v + b * n for b, v in enumerate(ids)])
+    own = torch.cat([(x if shared else x[b * n:(b + 1) * n])[v] for b, v in enumerate(ids)])
+    got = blocks.gather(x, enc, n if shared else None)
+    assert got.dtype == x.dtype and torch.equal(got, own)

@@ -94,12 +94,18 @@ def test_dense_code_runs_per_batch_only_on_per_batch_values(A):
     per_batch = [n for n in dense if n.meta["super_batch"] == LIST]
     # p = degree / degree.sum().clamp(...): graph-level, computed once, its code unchanged
     assert len(shared) == 3 and not any(isinstance(fn_of(n), blocks.PerBatch) for n in shared)
-    # p[s.row_ids], once per layer: per batch
-    assert len(per_batch) == 2 and all(isinstance(fn_of(n), blocks.PerBatch) for n in per_batch)
+    # p[s.row_ids], once per layer: one gather of the encoded rows (their ids decoded)
+    assert not per_batch
+    gathers = [n for n in dense if fn_of(n) is blocks.gather]
+    assert len(gathers) == 2 and all(n.attrs["template"][1] == {"n": N_NODES} for n in gathers)
     text = format_lines(rewrite(program(example("ladies").ladies, A, layers=(20, 20))))
-    # p / p.sum().clamp(...): the sums per batch, the division once for all batches
-    assert "fn=per_batch(.sum())" in text and "fn=per_batch(.clamp())" in text
+    # p / p.sum().clamp(...): the sums per batch, the clamp and the division once for all
+    assert "fn=per_batch(.sum())" in text and "fn=batched(.clamp())" in text
     assert "fn=batched(truediv)" in text and "fn=per_batch(truediv)" not in text
+    assert "fn=per_batch(.clamp())" not in text
+    # p[s.row_ids] on the encoded p: one gather, nothing split before the output
+    assert text.count("fn=gather") == 2 and "per_batch(getitem)" not in text
+    assert text.count("fn=bounds") == 2          # the two blocks' bounds, for the output
 
 
 def test_the_rewrite_reads_the_op_table(A, monkeypatch):
