@@ -1,25 +1,27 @@
 // Kernel family "topk": the k smallest keys of each batch, exactly, in a fixed number of
 // launches and without reading a count back to the host (host code:
 // gsample/backend/cuda/topk.py). torch.topk over 2.4M keys took 0.21 ms of host time
-// (a launch per radix pass and digit); these are six launches whatever the keys.
+// (a launch per radix pass and digit); these are eight launches whatever the keys.
 //
-// keys: N batches of n int64 keys each (batch b's at b * n ..), every key >= 0; INT64_MAX
-// marks "not a candidate" and is never chosen. A key is 63 bits: its top 12 bits are its
-// level-1 digit, the next 12 its level-2 digit, the next 12 its level-3 digit. Per batch, a
-// histogram of level-1 digits gives the digit t1 where the k-th smallest key lies (those
-// below it are chosen); a histogram of the level-2 digits of the keys in t1 gives t2 the
-// same way, and so on; the keys of (t1, t2, t3) (those sharing their top 36 bits: a float64
-// key's exponent and 24 bits of mantissa) are "ties", ranked by (key, row) in the last
-// launch, and the smallest of them fill the k. Histograms are
-// counted in shared memory per block (weighted keys crowd a few digits: global atomics on
-// them serialised, 0.7 ms a call) and added to the batch's once per block.
+// The candidates come compacted: keys[i] and rows[i] for i in [lo[b], hi[b]) are batch b's
+// (N batches; every key >= 0; lo and hi on the device, in any order within a batch), so the
+// passes read the candidates only, not a key per row of the row space (H100, LADIES
+// super-batched: a fifth of the rows were candidates), B blocks per batch. A key is 63
+// bits: its top 12 bits are its level-1 digit, the next 12 its level-2 digit, the next 12
+// its level-3 digit. Per batch, a histogram of level-1 digits gives the digit t1 where the
+// k-th smallest key lies (those below it are chosen); a histogram of the level-2 digits of
+// the keys in t1 gives t2
+// the same way, and so on; the keys of (t1, t2, t3) (those sharing their top 36 bits: a
+// float64 key's exponent and 24 bits of mantissa) are "ties", ranked by (key, row) in the
+// last launch, and the smallest of them fill the k. Histograms are counted in shared memory
+// per block (weighted keys crowd a few digits: global atomics on them serialised, 0.7 ms a
+// call) and added to the batch's once per block.
 // (The last pass reads the tie set's digits: 12 bits of 63 are left after three.)
 #include "hash.cuh"
 #include "scan.cuh"
 
 #define GS_BINS 4096
 #define GS_TIE_CAP 1024          // ties kept per batch at most (gsample/backend/cuda/topk.py CAP)
-#define GS_NONE 0x7FFFFFFFFFFFFFFFLL
 
 __device__ __forceinline__ gs_i64 gs_digit(gs_i64 key, gs_i64 level) {
     return (key >> (63 - 12 * level)) & 0xFFF;
@@ -32,34 +34,39 @@ __device__ __forceinline__ bool gs_in_bin(gs_i64 key, gs_i64 level, const gs_i64
     return true;
 }
 
+// The part of batch b's candidates block x of its B takes: [*first, *last).
+__device__ __forceinline__ void gs_topk_share(const gs_i64* __restrict__ lo,
+                                              const gs_i64* __restrict__ hi, gs_i64 b,
+                                              gs_i64 x, gs_i64 B, gs_i64* first, gs_i64* last) {
+    const gs_i64 a = lo[b], m = hi[b] - a;
+    const gs_i64 chunk = (m + B - 1) / B;
+    *first = a + x * chunk < a + m ? a + x * chunk : a + m;
+    *last = *first + chunk < a + m ? *first + chunk : a + m;
+}
+
 // hist[b][digit] of the candidates' level-`level` digits, over those whose earlier digits are
-// their batch's thresholds (thr[b * 3 + l - 1] for level l). Block i counts rows i * chunk ..
-// in shared memory as its first row's batch (a row of a later batch, past a batch boundary,
-// adds to the global histogram itself).
-extern "C" __global__ void gs_topk_histogram(const gs_i64* __restrict__ keys, gs_i64 R,
-                                             gs_i64 n, gs_i64 level,
-                                             const gs_i64* __restrict__ thr,
+// their batch's thresholds (thr[b * 3 + l - 1] for level l). Block b * B + x counts its
+// share of batch b's in shared memory, then adds it to the batch's.
+extern "C" __global__ void gs_topk_histogram(const gs_i64* __restrict__ keys,
+                                             const gs_i64* __restrict__ lo,
+                                             const gs_i64* __restrict__ hi, gs_i64 B,
+                                             gs_i64 level, const gs_i64* __restrict__ thr,
                                              unsigned int* __restrict__ hist) {
     __shared__ unsigned int h[GS_BINS];
     for (int i = threadIdx.x; i < GS_BINS; i += blockDim.x) h[i] = 0;
     __syncthreads();
-    const gs_i64 chunk = (R + gridDim.x - 1) / gridDim.x;
-    const gs_i64 lo = blockIdx.x * chunk;
-    const gs_i64 hi = lo + chunk < R ? lo + chunk : R;
-    const gs_i64 b0 = lo < R ? lo / n : 0;
-    for (gs_i64 r = lo + threadIdx.x; r < hi; r += blockDim.x) {
-        const gs_i64 key = keys[r];
-        if (key == GS_NONE) continue;
-        const gs_i64 b = r / n;
-        if (!gs_in_bin(key, level, thr + 3 * b)) continue;
-        const gs_i64 d = gs_digit(key, level);
-        if (b == b0) atomicAdd(&h[d], 1u);
-        else atomicAdd(&hist[b * GS_BINS + d], 1u);
+    const gs_i64 b = blockIdx.x / B;
+    gs_i64 first, last;
+    gs_topk_share(lo, hi, b, blockIdx.x - b * B, B, &first, &last);
+    const gs_i64* t = thr + 3 * b;
+    for (gs_i64 i = first + threadIdx.x; i < last; i += blockDim.x) {
+        const gs_i64 key = keys[i];
+        if (gs_in_bin(key, level, t)) atomicAdd(&h[gs_digit(key, level)], 1u);
     }
     __syncthreads();
-    if (lo >= R) return;
+    if (first >= last) return;
     for (int i = threadIdx.x; i < GS_BINS; i += blockDim.x)
-        if (h[i]) atomicAdd(&hist[b0 * GS_BINS + i], h[i]);
+        if (h[i]) atomicAdd(&hist[b * GS_BINS + i], h[i]);
 }
 
 // Append `x` at counter[0] (and up) from every lane that has one: one atomic per group of
@@ -116,37 +123,42 @@ extern "C" __global__ void gs_topk_threshold(const unsigned int* __restrict__ hi
     }
 }
 
-// Each candidate below its batch's threshold goes to chosen[b][...] (at most k a batch);
-// each tie to ties[b][...] (keys, then rows; past cap, counted only: the host falls back).
-// counts: N chosen, then N ties, zero before the launch.
-extern "C" __global__ void gs_topk_select(const gs_i64* __restrict__ keys, gs_i64 R, gs_i64 n,
-                                          gs_i64 k, const gs_i64* __restrict__ thr, gs_i64 N,
+// Each candidate below its batch's threshold goes to chosen[b][...] (its row; at most k a
+// batch); each tie to ties[b][...] (keys, then rows; past cap, counted only: the host falls
+// back). counts: N chosen, then N ties, zero before the launch. Blocks as the histogram's.
+extern "C" __global__ void gs_topk_select(const gs_i64* __restrict__ keys,
+                                          const gs_i64* __restrict__ rows,
+                                          const gs_i64* __restrict__ lo,
+                                          const gs_i64* __restrict__ hi, gs_i64 B, gs_i64 N,
+                                          gs_i64 k, const gs_i64* __restrict__ thr,
                                           gs_i64 cap, gs_i64* __restrict__ counts,
                                           gs_i64* __restrict__ chosen,
                                           gs_i64* __restrict__ tie_keys,
                                           gs_i64* __restrict__ tie_rows) {
-    const gs_i64 stride = (gs_i64)gridDim.x * blockDim.x;
-    const gs_i64 warp0 = (blockIdx.x * (gs_i64)blockDim.x + threadIdx.x) & ~31LL;
-    for (gs_i64 base = warp0; base < R; base += stride) {     // whole warps: appends below
-        const gs_i64 r = base + (threadIdx.x & 31);
-        const gs_i64 key = r < R ? keys[r] : GS_NONE;
-        const gs_i64 b = r < R ? r / n : 0;
+    const gs_i64 b = blockIdx.x / B;
+    gs_i64 first, last;
+    gs_topk_share(lo, hi, b, blockIdx.x - b * B, B, &first, &last);
+    const gs_i64* t = thr + 3 * b;
+    // whole warps (the appends below): the block's threads in turn
+    for (gs_i64 i = first + threadIdx.x; i - (threadIdx.x & 31) < last; i += blockDim.x) {
         bool sure = false, tie = false;
-        if (key != GS_NONE) {
+        gs_i64 key = 0;
+        if (i < last) {
+            key = keys[i];
             tie = true;                           // every digit so far on the thresholds
             for (int l = 1; l <= 3 && tie; ++l) {
-                const gs_i64 d = gs_digit(key, l), t = thr[b * 3 + l - 1];
-                sure = d < t;
-                tie = d == t;
+                const gs_i64 d = gs_digit(key, l);
+                sure = d < t[l - 1];
+                tie = d == t[l - 1];
             }
         }
         gs_i64 at;
         gs_append(sure, &counts[b], b, &at);
-        if (sure) chosen[b * k + at] = r;
+        if (sure) chosen[b * k + at] = rows[i];
         gs_append(tie, &counts[N + b], b, &at);
         if (tie && at < cap) {
             tie_keys[b * cap + at] = key;
-            tie_rows[b * cap + at] = r;
+            tie_rows[b * cap + at] = rows[i];
         }
     }
 }

@@ -318,29 +318,41 @@ def test_layer_wise_kernels_cut_columns_into_equal_tiles():
 
 @pytest.mark.parametrize("probs", [None, "shared", "per_batch"])
 @pytest.mark.parametrize("k", [1, 300, 20_000])
-def test_super_batched_collective_sample_equals_the_torch_backend(graph, probs, k):
+@pytest.mark.parametrize("N, room", [(3, None), (3, 1), (3, 0), (1, None)])
+def test_super_batched_collective_sample_equals_the_torch_backend(graph, probs, k, N, room,
+                                                                  monkeypatch):
     """A super-batch's collective draws run on the kernels (each batch's k rows among its
-    own, over a padded frontier) and give the torch backend's super-batched sample."""
+    own, over a padded frontier) and give the torch backend's super-batched sample, its
+    kept edges listed and sorted (room None), counted per column after the list ran out of
+    room (1), or counted per column from the start (0; one mini-batch always is)."""
     from gsample.backend.cuda import layerwise
     from gsample.backend.torch import fused_select
-    n, N = graph.num_nodes, 3
+    monkeypatch.setattr(layerwise, "_LAST_KEPT", {})
+    if room is not None:
+        monkeypatch.setattr(layerwise, "_list_room", lambda *args: room)
+    listed = []
+    real = layerwise._kept_listed
+    monkeypatch.setattr(layerwise, "_kept_listed", lambda *a: listed.append(1) or real(*a))
+    n = graph.num_nodes
     parts = [_seeds(150 + 40 * b, n, 20 + b) for b in range(N)]
     enc = torch.cat([p + b * n for b, p in enumerate(parts)])
     padded = BoundedIds(torch.cat([enc, enc[:9]]), torch.tensor([enc.numel()], device="cuda"))
     g = torch.Generator().manual_seed(k)
     p = None
     if probs is not None:
-        p = torch.rand(n if probs == "shared" else N * n, generator=g) ** 3
+        p = torch.rand(n if probs == "shared" or N == 1 else N * n, generator=g) ** 3
         p[::7] = 0
         p = p.cuda()
     prefix = key_prefix(13, 2)
-    key = DeviceKey(torch.tensor([_signed(prefix), 5], device="cuda"), prefix, 5, N, n)
+    key = DeviceKey(torch.tensor([_signed(prefix), 5], device="cuda"), prefix, 5, N,
+                    n if N > 1 else 0)
     want = fused_select.slice_collective_sample(graph.csc, enc, k, False, key.host(), p)
     for frontier in (enc, padded):
         got = layerwise.slice_collective_sample(graph.csc, frontier, k, False, key, p)
         assert got.num_nodes == want.num_nodes == N * n
         for f in ("indptr", "rows", "row_ids", "col_ids", "eids"):
             assert torch.equal(getattr(got, f), getattr(want, f)), f
+    assert bool(listed) == (room is None and N > 1)    # (the first call lists, at least)
 
 
 @pytest.mark.parametrize("weighted_graph", [False, True])

@@ -86,7 +86,7 @@ class CudaBackend(Backend):
             self.register(op, layouts, fn, syncs=op not in NO_READ_BACK,
                           batch_keys=op in BATCH_KEYS, checks=CHECKS.get(op, ()))
         nodewise.register(self)          # sync-free variants (kernels/nodewise.cu, frontier.cu)
-        layerwise.register(self)         # and of the layer-wise ops (kernels/layerwise.cu)
+        layerwise.register(self)         # and of the layer-wise ops (layerwise.cu, rowsum.cu)
         walk.register(self)              # and of random walks (kernels/walk.cu)
         fused_walk.register(self)        # and of fused gs.walk steps (kernels/fused_walk.cu)
         draws.register(self)             # keyed values per entry (torch code, sync-free)

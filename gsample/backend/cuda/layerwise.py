@@ -19,12 +19,16 @@ idled (H100, products-sized: the kept-edge pass of FastGCN took 0.84 ms a layer)
   :func:`collective_finish` reads back once, before the output is allocated: the frontier's
   edges, its candidate rows and the kept edges (with every check flag pending, so a bad
   ``node_probs`` raises there). The draws are the torch backend's keys
-  (``select.Draws.row_keys``), one per row of the row space (the largest int64 for a row
-  that is not a candidate), the ``k`` smallest chosen by an exact radix select (:mod:`.topk`,
-  in a super-batch or a graph being captured) or ``torch.topk`` (one mini-batch run
-  eagerly: fewer launches); keys of distinct rows differ but for a 64-bit hash collision,
-  so samples equal the torch backend's. The kept-edge passes test a row's bit (a bit per row
-  of the row space, in the L2) before they read its position.
+  (``select.Draws.row_keys``), the ``k`` smallest chosen by an exact radix select over the
+  candidates' keys, compacted by batch (:mod:`.topk`, in a super-batch or a graph being
+  captured), or by ``torch.topk`` over a key per row of the row space (the largest int64
+  for a row that is not a candidate; one mini-batch run eagerly: fewer launches); keys of
+  distinct rows differ but for a 64-bit hash collision, so samples equal the torch
+  backend's. The kept-edge passes test a row's bit (a bit per row of the row space, in the
+  L2) before they read its position. They count the kept edges per column, and the finish
+  takes them in the frontier's order in a second pass; a super-batch that keeps few of its
+  frontier's edges lists them instead, and the finish sorts the list (:func:`_list_room`:
+  a pass over the frontier's edges less).
 
 A super-batch (a :class:`~gsample.random.DeviceKey` of ``copies`` mini-batches) runs the same
 kernels over the block-diagonal row space, each batch drawing its ``k`` rows among its own
@@ -48,9 +52,19 @@ from .rowsum import FLOATS as _FLOATS, RowSums
 from .nodewise import _exact, _frontier, _id_error, _opt
 
 _THREADS = 256
-_TILE = 4 * _THREADS             # frontier edges per tile (GS_ITEMS per thread)
+_ITEMS = 4                       # GS_ITEMS of kernels/layerwise.cu
+_TILE = _ITEMS * _THREADS        # frontier edges per tile (GS_ITEMS per thread)
 _GRID = 1024                     # blocks of the kernels whose edge count stays on the device
 _NOT_A_ROW = 2 ** 63 - 1         # the sort key of a row that is not a candidate
+#: room for the kept edges of a super-batch's collective sample as a list (_list_room):
+#: _KEPT_ROOM a draw, at least _KEPT_MIN (LADIES on the products-sized R-MAT keeps about 3
+#: a draw); past it, the finish counts them per column (a pass over the frontier's edges)
+_KEPT_ROOM, _KEPT_MIN = 8, 1 << 16
+#: a list only while the last sample kept at most one frontier edge in _LIST_SHARE
+_LIST_SHARE = 16
+#: (graph's indptr address, key prefix, k, copies) -> (kept edges, frontier edges) of the
+#: op's last super-batch
+_LAST_KEPT: dict = {}
 #: how collective sampling picks each batch's k smallest keys: "radix" (kernels/topk.cu),
 #: "torch" (torch.topk) or "auto": radix for a super-batch or inside a CUDA graph capture,
 #: torch.topk for one mini-batch run eagerly
@@ -115,14 +129,14 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
     key = sums.key
     ptr = _frontier_ptr(indptr, buf, ncols, n, A.num_nodes * N)    # the ids checked there
     # the edge count stays on the device: a fixed grid strides over the tiles
-    launch("layerwise", "gs_rowsum_exponents", _GRID * _THREADS, indptr, rows, v, buf, C, ptr,
+    launch("rowsum", "gs_rowsum_exponents", _GRID * _THREADS, indptr, rows, v, buf, C, ptr,
            n, sums.emax, sums.flags, block=_THREADS, grid=_GRID, **key)
-    launch("layerwise", "gs_rowsum_add", _GRID * _THREADS, indptr, rows, v, buf, C, ptr, n,
+    launch("rowsum", "gs_rowsum_add", _GRID * _THREADS, indptr, rows, v, buf, C, ptr, n,
            sums.emax, sums.lo, sums.hi, block=_THREADS, grid=_GRID, **key)
     return sums.finish()
 
 
-_CHUNK = 2048                    # rows of a chunk (GS_CHUNK of kernels/layerwise.cu)
+_CHUNK = 2048                    # rows of a chunk (GS_CHUNK of kernels/rowsum.cu)
 
 
 def _chunked_row_sums(indptr, rows, v, buf, ncols, C: int, n: int, R: int,
@@ -137,18 +151,19 @@ def _chunked_row_sums(indptr, rows, v, buf, ncols, C: int, n: int, R: int,
     starts = torch.empty(2 * (K + 1), dtype=torch.int64, device=dev)
     memset(starts, 0)
     counts, starts = starts[:K + 1], starts[K + 1:]
-    launch("layerwise", "gs_rowsum_chunk_counts", _GRID * _THREADS, indptr, rows, v, buf, C,
+    launch("rowsum", "gs_rowsum_chunk_counts", _GRID * _THREADS, indptr, rows, v, buf, C,
            ptr, n, counts, block=_THREADS, grid=_GRID, **key)
     torch.cumsum(counts[:K], 0, out=starts[1:])
     (terms,) = V.read_back([starts[K:]])        # (and a bad frontier id raises here)
-    local = torch.empty(terms, dtype=torch.int32, device=dev)
-    xs = torch.empty(terms, dtype=dtype, device=dev)
+    # a term: its value and its row in the chunk, one struct of two values' size (gs_term_t)
+    found = torch.empty(terms, dtype=torch.int64 if dtype == torch.float32 else
+                        torch.complex128, device=dev)
     if terms:
         cursor = starts[:K].clone()
-        launch("layerwise", "gs_rowsum_chunk_fill", _GRID * _THREADS, indptr, rows, v, buf, C,
-               ptr, n, cursor, local, xs, block=_THREADS, grid=_GRID, **key)
+        launch("rowsum", "gs_rowsum_chunk_fill", _GRID * _THREADS, indptr, rows, v, buf, C,
+               ptr, n, cursor, found, block=_THREADS, grid=_GRID, **key)
     out = torch.empty(R, dtype=dtype, device=dev)
-    launch("layerwise", "gs_rowsum_chunks", K * _THREADS, starts, local, xs, R, out,
+    launch("rowsum", "gs_rowsum_chunks", K * _THREADS, starts, found, R, out,
            block=_THREADS, grid=K, **key)
     return out
 
@@ -160,7 +175,7 @@ class Pending(PendingSizes):
     args: tuple                    # (A, cols, k, replace, key, node_probs, select, in slice)
     fallback: bool                 # the exact implementation runs it all in the finish
     scalars: list = field(default_factory=list)   # read back: edges, drawn, kept, flags...
-    state: tuple = ()     # (buf, ncols, ptr, indptr_out, chosen, newpos, bits, radix)
+    state: tuple = ()     # (buf, ncols, ptr, kept, chosen, newpos, bits, radix, room)
 
 
 def slice_collective_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
@@ -176,7 +191,7 @@ def slice_collective_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
 def collective_start(A: CSC, cols, k: int, replace: bool, key: DeviceKey, node_probs=None,
                      probs_in_slice: bool = False, _select: str = None) -> Pending:
     """The device part of :func:`slice_collective_sample`: candidate rows, their keys, each
-    batch's ``k`` smallest, the kept counts; nothing read back (a CUDA graph may capture
+    batch's ``k`` smallest, the kept counts (or list); nothing read back (a CUDA graph may capture
     it). Inputs another implementation runs (replacement, a sub-matrix, ``k == 0``, other
     probabilities) only pass through, to the finish. ``probs_in_slice``: ``node_probs`` is 0
     at every row without an edge in the slice (``passes.probs_support``), so its positive
@@ -202,30 +217,39 @@ def collective_start(A: CSC, cols, k: int, replace: bool, key: DeviceKey, node_p
         cand = torch.empty(R, dtype=torch.uint8, device=dev)
         memset(cand, 0)
     # per column: kept edges (col_counts), then their pointer (indptr_out), then the two
-    # flags of node_probs' check (gs_row_sort_keys)
-    scratch = torch.empty(2 * C + 3, dtype=torch.int64, device=dev)
+    # flags of node_probs' check (gs_row_key); a list's count instead of the first two
+    room = _list_room(indptr, key.prefix, k, N)
+    scratch = torch.empty((1 if room else 2 * C + 1) + 2, dtype=torch.int64, device=dev)
     memset(scratch, 0)
-    col_counts, indptr_out, bad = scratch[:C], scratch[C:2 * C + 1], scratch[2 * C + 1:]
+    bad = scratch[-2:]
     ptr = _frontier_ptr(indptr, buf, ncols, n)
     if C and cand is not None:
         launch("layerwise", "gs_frontier_rows", _GRID * _THREADS, indptr, rows, buf, C, ptr, n,
                cand, block=_THREADS, grid=_GRID, params=params)
-    keys = torch.empty(R, dtype=torch.int64, device=dev)    # INT64_MAX: not a candidate
     dtypes = (_FLOATS[p.dtype],) if p is not None else ("float",)
-    launch("layerwise", "gs_row_sort_keys", R, _opt(cand), R, _opt(p), shared, key.tensor, n,
-           keys, bad, dtypes=dtypes)
-    # each batch's k smallest keys over all its rows (no read-back of the candidate count:
-    # the keys of non-candidates are the largest), rows ascending; R marks a draw past the
-    # candidates (they sort last)
+    # each batch's k smallest keys among its candidates, rows ascending; R marks a draw past
+    # the candidates (no read-back of their count)
     rows_per = A.num_nodes
     take = min(k, rows_per)
     overflow = None
     select = _select or SELECT
     if select == "auto":                 # in a CUDA graph its launches cost nothing
         select = "radix" if N > 1 or torch.cuda.is_current_stream_capturing() else "torch"
-    if select == "radix" and take < rows_per:          # kernels/topk.cu; else torch's
-        picked, overflow = topk.smallest(keys, N, rows_per, take)
-    else:
+    if select == "radix" and take < rows_per:
+        # kernels/topk.cu over the candidates' keys, compacted by batch (batch b's from
+        # b * rows_per up to its cursor)
+        bounds = torch.arange(0, R, rows_per, device=dev).repeat(2)
+        lo, at = bounds[:N], bounds[N:]
+        found = torch.empty(2 * R, dtype=torch.int64, device=dev)
+        ckeys, crows = found[:R], found[R:]
+        launch("layerwise", "gs_row_keys_compact", -(-R // _ITEMS), _opt(cand), R, _opt(p),
+               shared, key.tensor, n, rows_per, at, ckeys, crows, bad, block=_THREADS,
+               dtypes=dtypes)
+        picked, overflow = topk.smallest_compact(ckeys, crows, lo, at, N, take, R)
+    else:                                # a key per row (INT64_MAX: not a candidate)
+        keys = torch.empty(R, dtype=torch.int64, device=dev)
+        launch("layerwise", "gs_row_sort_keys", R, _opt(cand), R, _opt(p), shared, key.tensor,
+               n, keys, bad, dtypes=dtypes)
         per = keys.view(N, rows_per)
         if take == rows_per:
             vals, at = torch.sort(per, dim=1)
@@ -244,16 +268,48 @@ def collective_start(A: CSC, cols, k: int, replace: bool, key: DeviceKey, node_p
         V.fail_if(((edges_b > 0) & ~drawn_d.any(dim=1)).any(), ValueError, V.NO_POSITIVE_ROW)
     chosen, newpos = _positions(picked.reshape(-1), R, N > 1)
     bits = _drawn_bits(picked.reshape(-1), R)          # what the kept-edge passes test
-    if C:
-        launch("layerwise", "gs_kept_counts", _GRID * _THREADS, indptr, rows, buf, C, ptr, n,
-               newpos, _opt(bits), col_counts, block=_THREADS, grid=_GRID, params=params)
-        torch.cumsum(col_counts, 0, out=indptr_out[1:])
+    if room:    # the kept edges (a chosen row's) listed by their place in the frontier
+        kept_n, kept = scratch[:1], torch.empty(room, dtype=torch.int64, device=dev)
+        if C:
+            launch("layerwise", "gs_kept_append", _GRID * _THREADS, indptr, rows, buf, C, ptr,
+                   n, newpos, _opt(bits), kept_n, room, kept, block=_THREADS, grid=_GRID,
+                   params=params)
+    else:       # counted per column (the finish takes the edges in order)
+        col_counts, kept = scratch[:C], scratch[C:2 * C + 1]
+        if C:
+            launch("layerwise", "gs_kept_counts", _GRID * _THREADS, indptr, rows, buf, C, ptr,
+                   n, newpos, _opt(bits), col_counts, block=_THREADS, grid=_GRID,
+                   params=params)
+            torch.cumsum(col_counts, 0, out=kept[1:])
+        kept_n = kept[-1:]
     # read back by the finish: the frontier's edges and columns, the rows drawn and the
     # kept edges (and every pending check flag: a bad node_probs raises there)
-    scalars = [ptr[C:], valid, indptr_out[-1:], bad[:1], bad[1:]] \
+    scalars = [ptr[C:], valid, kept_n, bad[:1], bad[1:]] \
         + ([ncols] if ncols is not None else []) + ([overflow] if overflow is not None else [])
     return Pending(args, False, scalars,
-                   (buf, ncols, ptr, indptr_out, chosen, newpos, bits, overflow is not None))
+                   (buf, ncols, ptr, kept, chosen, newpos, bits, overflow is not None, room))
+
+
+def _list_room(indptr, prefix: int, k: int, copies: int) -> int:
+    """Room for the kept edges of a super-batch's collective sample as a list (0: counted
+    per column instead; one mini-batch always is). A list, sorted in the finish, spares a
+    pass over the frontier's edges where it keeps few of them (LADIES' second and third
+    layers: one in 200); where the op's last super-batch (its key's ``prefix``: the epoch's
+    seed and the op's ordinal) kept more than one in :data:`_LIST_SHARE` (LADIES' first
+    layer, FastGCN's second: about half) the ordered passes cost less, and the room grows to
+    what it kept."""
+    if copies == 1:
+        return 0
+    last = _LAST_KEPT.get((indptr.data_ptr(), prefix, k, copies))
+    if last is not None and last[0] * _LIST_SHARE > last[1]:
+        return 0
+    return max(_KEPT_ROOM * copies * k, _KEPT_MIN, 0 if last is None else 2 * last[0])
+
+
+def _note_kept(indptr, prefix: int, k: int, copies: int, kept: int, edges: int) -> None:
+    if len(_LAST_KEPT) >= 1024:        # (a new prefix each epoch)
+        _LAST_KEPT.clear()
+    _LAST_KEPT[(indptr.data_ptr(), prefix, k, copies)] = (kept, edges)
 
 
 def _drawn_bits(picked: torch.Tensor, R: int) -> torch.Tensor:
@@ -304,8 +360,8 @@ def collective_finish(pending: Pending) -> CSC:
         return sampling.slice_collective_sample(A, _exact(cols), k, replace, key.host(),
                                                 None if node_probs is None
                                                 else _exact(node_probs))
-    buf, ncols, ptr, indptr_out, chosen, newpos, bits, radix = pending.state
-    edges, drawn, kept, not_finite, negative, *rest = V.read_back(pending.scalars)
+    buf, ncols, ptr, kept, chosen, newpos, bits, radix, room = pending.state
+    edges, drawn, K, not_finite, negative, *rest = V.read_back(pending.scalars)
     if not_finite:
         raise ValueError("node_probs: contains NaN or infinite values")
     if negative:
@@ -316,23 +372,66 @@ def collective_finish(pending: Pending) -> CSC:
     if node_probs is not None and edges and not drawn:          # (k >= 1 here)
         raise ValueError(V.NO_POSITIVE_ROW)
     Cx = rest[0] if rest else buf.numel()
-    cols, indptr_out, chosen = buf[:Cx], indptr_out[:Cx + 1], chosen[:drawn]
+    cols, chosen = buf[:Cx], chosen[:drawn]
+    indptr_out = None if room else kept[:Cx + 1]
     if COPY_OUT.get():                  # kept: not views of the graph's memory (one copy)
-        cols, indptr_out, chosen = copy_all([cols, indptr_out, chosen])
-    dev, n = buf.device, key.num_nodes if key.copies > 1 else 0
+        cols, chosen = copy_all([cols, chosen])
+        indptr_out = None if room else indptr_out.clone()
+    n = key.num_nodes if key.copies > 1 else 0
     indptr, rows = _index_arrays(A)
+    if room:
+        _note_kept(indptr, key.prefix, k, key.copies, K, edges)
+    if room and K <= room:              # the list, in the frontier's order
+        g = torch.sort(kept[:K]).values
+        rows_out, pos = _kept_listed(indptr, rows, cols, Cx, ptr, n, newpos, g)
+        indptr_out = torch.searchsorted(g, ptr[:Cx + 1])
+    else:                               # counted per column; the edges in order
+        if room:                        # (more than the list's room: counted now)
+            indptr_out = _kept_counts(indptr, rows, cols, Cx, ptr, n, newpos, bits)
+        rows_out, pos = _kept_edges(indptr, rows, cols, Cx, ptr, n, newpos, bits, edges, K)
+    return CSC(num_nodes=A.num_nodes * max(key.copies, 1), indptr=indptr_out, rows=rows_out,
+               row_ids=chosen, col_ids=cols, values=None if A.values is None else A.values[pos],
+               eids=pos if A.eids is None else A.eids[pos])
+
+
+def _kept_listed(indptr, rows, cols, C: int, ptr, n: int, newpos, g) -> tuple:
+    """The kept edges at the frontier's places ``g`` (ascending): each one's chosen row's
+    position and graph edge (``rows_out``, ``pos``)."""
+    K = g.numel()
+    rows_out = torch.empty(K, dtype=torch.int64, device=g.device)
+    pos = torch.empty(K, dtype=torch.int64, device=g.device)
+    launch("layerwise", "gs_kept_listed", K, indptr, rows, cols, C, ptr, n, newpos, g, K,
+           rows_out, pos, params=_params(indptr))
+    return rows_out, pos
+
+
+def _kept_counts(indptr, rows, cols, C: int, ptr, n: int, newpos, bits) -> torch.Tensor:
+    """The kept edges' column pointer (``C + 1`` entries; a pass over the frontier's edges)."""
+    indptr_out = torch.empty(2 * C + 1, dtype=torch.int64, device=cols.device)
+    memset(indptr_out, 0)
+    counts, indptr_out = indptr_out[C + 1:], indptr_out[:C + 1]
+    if C:
+        launch("layerwise", "gs_kept_counts", _GRID * _THREADS, indptr, rows, cols, C, ptr, n,
+               newpos, _opt(bits), counts, block=_THREADS, grid=_GRID, params=_params(indptr))
+        torch.cumsum(counts, 0, out=indptr_out[1:])
+    return indptr_out
+
+
+def _kept_edges(indptr, rows, cols, C: int, ptr, n: int, newpos, bits, edges: int,
+                kept: int) -> tuple:
+    """The ``kept`` edges of the frontier's ``edges`` in its order (a pass over them):
+    each one's chosen row's position and graph edge (``rows_out``, ``pos``)."""
+    dev = cols.device
     rows_out = torch.empty(kept, dtype=torch.int64, device=dev)
     pos = torch.empty(kept, dtype=torch.int64, device=dev)
     if kept:
         tiles = -(-edges // _TILE)
         state = torch.empty(1 + tiles, dtype=torch.int64, device=dev)
         memset(state, 0)
-        launch("layerwise", "gs_kept_edges", tiles * _THREADS, indptr, rows, cols, Cx, ptr, n,
+        launch("layerwise", "gs_kept_edges", tiles * _THREADS, indptr, rows, cols, C, ptr, n,
                newpos, _opt(bits), state, rows_out, pos, block=_THREADS, grid=tiles,
                params=_params(indptr))
-    return CSC(num_nodes=A.num_nodes * max(key.copies, 1), indptr=indptr_out, rows=rows_out,
-               row_ids=chosen, col_ids=cols, values=None if A.values is None else A.values[pos],
-               eids=pos if A.eids is None else A.eids[pos])
+    return rows_out, pos
 
 
 # ----------------------------------------------------------------------------- A[rows, cols]
@@ -348,30 +447,16 @@ def slice_rows_cols(A: CSC, rows: torch.Tensor, cols: torch.Tensor) -> CSC:
     rows = rows.to(torch.int64).contiguous()
     C, dev, R = buf.numel(), buf.device, A.num_nodes
     indptr, rows_g = _index_arrays(A)
-    params = _params(indptr)
     newpos = torch.empty(R, dtype=torch.int32, device=dev)
     memset(newpos, 0xFF)                                              # -1: not a row
     launch("layerwise", "gs_scatter_positions", rows.numel(), rows, rows.numel(), R, newpos)
-    scratch = torch.empty(2 * C + 1, dtype=torch.int64, device=dev)
-    memset(scratch, 0)
-    col_counts, indptr_out = scratch[:C], scratch[C:2 * C + 1]
     ptr = _frontier_ptr(indptr, buf, ncols, 0)
-    if C:
-        launch("layerwise", "gs_kept_counts", _GRID * _THREADS, indptr, rows_g, buf, C, ptr, 0,
-               newpos, 0, col_counts, block=_THREADS, grid=_GRID, params=params)
-        torch.cumsum(col_counts, 0, out=indptr_out[1:])
+    indptr_out = _kept_counts(indptr, rows_g, buf, C, ptr, 0, newpos, None)
     edges, kept, *m = V.read_back([ptr[C:], indptr_out[-1:]] + ([ncols] if ncols is not None
                                                                  else []))
     Cx = m[0] if m else C
     cols, indptr_out = buf[:Cx], indptr_out[:Cx + 1]
-    rows_out = torch.empty(kept, dtype=torch.int64, device=dev)
-    pos = torch.empty(kept, dtype=torch.int64, device=dev)
-    if kept:
-        tiles = -(-edges // _TILE)
-        state = torch.empty(1 + tiles, dtype=torch.int64, device=dev)
-        memset(state, 0)
-        launch("layerwise", "gs_kept_edges", tiles * _THREADS, indptr, rows_g, cols, Cx, ptr, 0,
-               newpos, 0, state, rows_out, pos, block=_THREADS, grid=tiles, params=params)
+    rows_out, pos = _kept_edges(indptr, rows_g, cols, Cx, ptr, 0, newpos, None, edges, kept)
     return CSC(num_nodes=A.num_nodes, indptr=indptr_out, rows=rows_out, row_ids=rows,
                col_ids=cols, values=None if A.values is None else A.values[pos],
                eids=pos if A.eids is None else A.eids[pos])
@@ -384,7 +469,7 @@ def register(backend) -> None:
     # converts them: an aminmax, two comparisons and a clamp less a call)
     backend.register(Op.SLICE_REDUCE, ("csc",), slice_reduce, sync_free=True,
                      bounded_out=False, checks=("cols",))
-    # node_probs' values are checked by gs_row_sort_keys (read back with the sizes): the
+    # node_probs' values are checked by gs_row_key (read back with the sizes): the
     # program's check step does only their dtype and shape (six launches less a layer)
     # two phases: a CUDA graph captures the device part (one per layer of LADIES)
     backend.register(Op.SLICE_COLLECTIVE_SAMPLE, ("csc",), collective_start,

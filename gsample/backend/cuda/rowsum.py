@@ -1,4 +1,4 @@
-"""Exact per-row sums on the GPU (``kernels/layerwise.cu``): ``A.sum(axis=1)``.
+"""Exact per-row sums on the GPU (``kernels/rowsum.cu``): ``A.sum(axis=1)``.
 
 Each row's terms become 62-bit fixed-point integers at the row's largest binary exponent and
 are added in 128-bit integers by atomics: integer addition is associative, so the sum is the
@@ -31,7 +31,7 @@ class RowSums:
 
     def finish(self) -> torch.Tensor:
         out = torch.empty(self.R, dtype=self.dtype, device=self.scratch.device)
-        launch("layerwise", "gs_rowsum_finish", self.R, self.emax, self.flags, self.lo,
+        launch("rowsum", "gs_rowsum_finish", self.R, self.emax, self.flags, self.lo,
                self.hi, self.R, out, **self.key)
         return out
 
@@ -43,6 +43,6 @@ def edge_row_sums(rows: torch.Tensor, values, R: int, dtype: torch.dtype) -> tor
     rows = rows.to(torch.int64).contiguous()
     v = 0 if values is None else values.to(dtype).contiguous()
     E = rows.numel()
-    launch("layerwise", "gs_rowsum_edges_exponents", E, rows, v, E, s.emax, s.flags, **s.key)
-    launch("layerwise", "gs_rowsum_edges_add", E, rows, v, E, s.emax, s.lo, s.hi, **s.key)
+    launch("rowsum", "gs_rowsum_edges_exponents", E, rows, v, E, s.emax, s.flags, **s.key)
+    launch("rowsum", "gs_rowsum_edges_add", E, rows, v, E, s.emax, s.lo, s.hi, **s.key)
     return s.finish()

@@ -1,5 +1,7 @@
 """The ``k`` smallest keys of each batch on the GPU (``kernels/topk.cu``): an exact radix
-select of three 12-bit digits in eight launches, for collective sampling.
+select of three 12-bit digits in eight launches, for collective sampling, over the
+candidates compacted (:func:`smallest_compact`, what the collective sampler calls) or a key
+per row (:func:`smallest`, which compacts them first).
 
 ``torch.topk`` over the 2.4M row keys of a products-sized graph spent 0.21 ms of host time
 per call (H100: a launch per radix pass), more than the rest of a LADIES layer's draws.
@@ -16,8 +18,8 @@ BINS = 1 << 12
 CAP = 1024
 #: a key that is not a candidate (never chosen)
 NONE = 2 ** 63 - 1
-#: blocks of the passes over the keys (each counts its share in shared memory)
-_HIST_BLOCKS = 2048
+#: blocks of the passes over the keys (each counts its share of a batch's in shared memory)
+_BLOCKS = 1024
 #: threads of the fill's block per batch (it ranks up to CAP ties)
 _FILL_THREADS = 512
 
@@ -46,7 +48,18 @@ def smallest(keys: torch.Tensor, copies: int, n: int, k: int):
     --------
     >>> rows, overflow = smallest(keys, 1, keys.numel(), 4000)   # doctest: +SKIP
     """
-    dev, R, N = keys.device, keys.numel(), copies
+    rows = torch.nonzero(keys != NONE).view(-1)          # the candidates, compacted
+    bounds = torch.searchsorted(rows, torch.arange(0, (copies + 1) * n, n, device=keys.device))
+    return smallest_compact(keys[rows], rows, bounds[:-1], bounds[1:], copies, k, copies * n)
+
+
+def smallest_compact(keys: torch.Tensor, rows: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor,
+                     copies: int, k: int, R: int):
+    """:func:`smallest` over compacted candidates: batch ``b``'s are ``keys[i]`` (``>= 0``)
+    of rows ``rows[i]`` for ``lo[b] <= i < hi[b]``, in any order (``lo``, ``hi``: LongTensors
+    of ``copies`` positions, on the device). ``k >= 1``; ``R`` marks "no row" in the result
+    (the row space's size)."""
+    dev, N = keys.device, copies
     hist = torch.empty(N * BINS, dtype=torch.int32, device=dev)
     small = torch.empty(6 * N, dtype=torch.int64, device=dev)     # thr (3 a batch), below, counts
     memset(small, 0)
@@ -54,14 +67,16 @@ def smallest(keys: torch.Tensor, copies: int, n: int, k: int):
     chosen = torch.empty(N * k, dtype=torch.int64, device=dev)
     ties = torch.empty(2 * N * CAP, dtype=torch.int64, device=dev)   # keys, then rows
     tie_keys, tie_rows = ties[:N * CAP], ties[N * CAP:]
-    grid = min(-(-R // 256), _HIST_BLOCKS)
+    # blocks per batch: their candidates are counted on the device
+    B = max(1, _BLOCKS // N)
     for level in (1, 2, 3):
         memset(hist, 0)
-        launch("topk", "gs_topk_histogram", R, keys, R, n, level, thr, hist, grid=grid)
+        launch("topk", "gs_topk_histogram", N * B * 256, keys, lo, hi, B, level, thr, hist,
+               grid=N * B)
         launch("topk", "gs_topk_threshold", N * 1024, hist, k, level, thr, below, block=1024,
                grid=N)
-    launch("topk", "gs_topk_select", R, keys, R, n, k, thr, N, CAP, counts, chosen, tie_keys,
-           tie_rows, grid=grid)
+    launch("topk", "gs_topk_select", N * B * 256, keys, rows, lo, hi, B, N, k, thr, CAP, counts,
+           chosen, tie_keys, tie_rows, grid=N * B)
     # ties ranked in the kernel (a torch.sort of the (N, CAP) buffer took 36 us a layer)
     launch("topk", "gs_topk_fill", N * _FILL_THREADS, counts, tie_keys, tie_rows, N, k, CAP, R,
            chosen, block=_FILL_THREADS, grid=N)
@@ -69,4 +84,4 @@ def smallest(keys: torch.Tensor, copies: int, n: int, k: int):
     return chosen.view(N, k), overflow
 
 
-__all__ = ["smallest", "BINS", "CAP", "NONE"]
+__all__ = ["smallest", "smallest_compact", "BINS", "CAP", "NONE"]

@@ -1,0 +1,288 @@
+// Kernel family "rowsum": exact row sums, A[:, cols].sum(axis=1) over a frontier of the graph
+// without its column slice, and A.sum(axis=1) over a matrix's edges (host code:
+// gsample/backend/cuda/rowsum.py and layerwise.py; semantics:
+// gsample/backend/torch/fused_reduce.py).
+//
+// Row sums (A[:, cols].sum(axis=1)) add exactly: each row's terms become 62-bit fixed-point
+// integers at the row's largest binary exponent (pass 1), summed in 128 bits by integer
+// atomics (pass 2: integer addition is associative, so the result does not depend on the
+// order threads run in: bit-reproducible), converted back once (pass 3). Non-finite terms
+// follow IEEE: NaN, or +inf and -inf, give NaN; else an infinity wins. The exponents, flags
+// and the sums' low and high words are four arrays (gsample/backend/cuda/rowsum.py): the
+// passes read the exponents and add to the low words of rows at random, and interleaving
+// the exponents with the flags and the low words with the high ones spread those reads over
+// twice the memory (H100, LADIES super-batched 64: the two passes took 0.47 against 0.38 ms
+// a mini-batch).
+#include "frontier_tiles.cuh"
+
+#define GS_EXP_BIAS 1100                    // stored exponents: e + bias >= 1 (0: no term)
+#define GS_NAN 1
+#define GS_POS_INF 2
+#define GS_NEG_INF 4
+
+// ----------------------------------------------------------------------------- row sums
+// Pass 1 for term x of row r: the row's largest exponent of its finite nonzero terms, and
+// flags of its non-finite ones.
+__device__ __forceinline__ void gs_rowsum_note(int* __restrict__ emax, int* __restrict__ flags,
+                                               gs_i64 r, double x) {
+    if (isnan(x)) atomicOr(&flags[r], GS_NAN);
+    else if (isinf(x)) atomicOr(&flags[r], x > 0 ? GS_POS_INF : GS_NEG_INF);
+    else if (x != 0.0) {
+        int ex;
+        frexp(x, &ex);                                  // |x| < 2 ** ex
+        // a plain read first: a hub row is in most columns of a layer's frontier, and
+        // atomics on its one word queued at the L2 (its exponent is soon at its max)
+        if (emax[r] < ex + GS_EXP_BIAS) atomicMax(&emax[r], ex + GS_EXP_BIAS);
+    }
+}
+
+// Pass 2 for term x of row r, whose largest exponent is em (biased): sum += round(x *
+// 2 ** (62 - em)), a 128-bit two's complement integer in (lo, hi): the carry out of lo is
+// counted by the thread whose addition made it.
+__device__ __forceinline__ void gs_rowsum_term(gs_u64* __restrict__ lo, gs_u64* __restrict__ hi,
+                                               gs_i64 r, double x, int em) {
+    const gs_i64 q = (gs_i64)llrint(ldexp(x, 62 - (em - GS_EXP_BIAS)));
+    const gs_u64 old = atomicAdd((unsigned long long*)&lo[r], (unsigned long long)q);
+    const gs_u64 carry = (old + (gs_u64)q) < old ? 1ULL : 0ULL;
+    const gs_u64 high = carry + (q < 0 ? ~0ULL : 0ULL);
+    if (high) atomicAdd((unsigned long long*)&hi[r], (unsigned long long)high);
+}
+
+// gs_rowsum_term for a sum in shared memory, as four 32-bit words w[0..3] (least significant
+// first; lo = w[0] + w[1] * 2**32, hi = w[2] + w[3] * 2**32): shared memory adds 32-bit words
+// natively where a 64-bit atomicAdd is a compare-and-swap loop (ATOMS.CAST.SPIN.64, sm_90),
+// which spun on a hub row's sum (its thousands of terms in one chunk). Each carry out of a
+// word is added to the next by the thread whose addition made it: the same integer.
+__device__ __forceinline__ void gs_rowsum_term_words(unsigned* __restrict__ w, double x,
+                                                     int em) {
+    const gs_i64 q = (gs_i64)llrint(ldexp(x, 62 - (em - GS_EXP_BIAS)));
+    const unsigned sign = q < 0 ? 0xFFFFFFFFu : 0u;          // the high words of q
+    const unsigned part[4] = {(unsigned)q, (unsigned)((gs_u64)q >> 32), sign, sign};
+    unsigned carry = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        // part + carry: at most 2**32, a carry of its own when part is all ones
+        const unsigned add = part[i] + carry;
+        unsigned next = add < part[i] ? 1u : 0u;
+        if (add) {
+            const unsigned old = atomicAdd(&w[i], add);
+            next += old + add < old ? 1u : 0u;
+        }
+        carry = next;
+    }
+}
+
+__device__ __forceinline__ bool gs_finite_nonzero(double x) {
+    return x != 0.0 && !isnan(x) && !isinf(x);
+}
+
+// Pass 1 over the frontier's edges.
+extern "C" __global__ void gs_rowsum_exponents(const gs_idx* __restrict__ indptr,
+                                               const gs_idx* __restrict__ rows,
+                                               const gs_t* __restrict__ values,
+                                               const gs_i64* __restrict__ cols, gs_i64 C,
+                                               const gs_i64* __restrict__ ptr, gs_i64 n,
+                                               int* __restrict__ emax,
+                                               int* __restrict__ flags) {
+    GS_TILES(g0, t, ptr, C, false) {
+        for (int j = 0; j < GS_ITEMS; ++j) {
+            const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
+            if (g >= gs_E) break;
+            gs_i64 c, shift;
+            const gs_i64 e = gs_frontier_edge(t, indptr, cols, ptr, n, g, &c, &shift);
+            gs_rowsum_note(emax, flags, (gs_i64)rows[e] + shift, gs_value(values, e));
+        }
+    }
+}
+
+// Pass 2 over the frontier's edges.
+extern "C" __global__ void gs_rowsum_add(const gs_idx* __restrict__ indptr,
+                                         const gs_idx* __restrict__ rows,
+                                         const gs_t* __restrict__ values,
+                                         const gs_i64* __restrict__ cols, gs_i64 C,
+                                         const gs_i64* __restrict__ ptr, gs_i64 n,
+                                         const int* __restrict__ emax,
+                                         gs_u64* __restrict__ lo_words,
+                                         gs_u64* __restrict__ hi_words) {
+    GS_TILES(g0, t, ptr, C, false) {
+        // one term after the other: with the four of a thread's atomics in flight at once
+        // the pass took 0.31 against 0.27 ms a mini-batch (LADIES super-batched 64, H100)
+        for (int j = 0; j < GS_ITEMS; ++j) {
+            const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
+            if (g >= gs_E) break;
+            gs_i64 c, shift;
+            const gs_i64 e = gs_frontier_edge(t, indptr, cols, ptr, n, g, &c, &shift);
+            const double x = gs_value(values, e);
+            if (!gs_finite_nonzero(x)) continue;
+            const gs_i64 r = (gs_i64)rows[e] + shift;
+            gs_rowsum_term(lo_words, hi_words, r, x, emax[r]);
+        }
+    }
+}
+
+// A row's sum from its exponent em, flags f and 128-bit (lo, hi): the value pass 3 writes.
+__device__ __forceinline__ gs_t gs_rowsum_value(int em, int f, gs_u64 lo, gs_u64 hi) {
+    double v;
+    if ((f & GS_NAN) || ((f & GS_POS_INF) && (f & GS_NEG_INF))) v = nan("");
+    else if (f & GS_POS_INF) v = __longlong_as_double(0x7FF0000000000000LL);
+    else if (f & GS_NEG_INF) v = __longlong_as_double(0xFFF0000000000000LL);
+    else if (em == 0) v = 0.0;
+    else {
+        const double whole = __dadd_rn(__dmul_rn((double)(long long)hi, 0x1.0p64),
+                                       (double)lo);
+        v = ldexp(whole, em - GS_EXP_BIAS - 62);
+    }
+    return (gs_t)v;
+}
+
+// Pass 3: out[r] for every row of the row space (0 where no term).
+extern "C" __global__ void gs_rowsum_finish(const int* __restrict__ emax,
+                                            const int* __restrict__ flags,
+                                            const gs_u64* __restrict__ lo,
+                                            const gs_u64* __restrict__ hi, gs_i64 R,
+                                            gs_t* __restrict__ out) {
+    for (gs_i64 r = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; r < R;
+         r += (gs_i64)gridDim.x * blockDim.x)
+        out[r] = emax[r] == 0 && flags[r] == 0 ? (gs_t)0
+                                               : gs_rowsum_value(emax[r], flags[r], lo[r], hi[r]);
+}
+
+// ----------------------------------------------------------------------------- row sums by chunk
+// A super-batch's row space is N graphs' rows: the passes above add into accumulators that
+// miss the L2 (LADIES super-batched 64, H100: 0.27 ms of atomics a mini-batch). Here the
+// frontier's nonzero terms are first grouped by chunk of GS_CHUNK consecutive rows (a
+// count, then a fill: each chunk's terms contiguous, in any order), then a block per chunk
+// sums them in shared memory with the same exact arithmetic (the same bits) and writes all
+// its rows' sums: no row-space scratch, memset or finishing pass.
+#define GS_CHUNK_BITS 11
+#define GS_CHUNK (1 << GS_CHUNK_BITS)
+
+// The chunk of frontier edge g's row (-1: no edge, or a zero term, which adds nothing), and
+// its row and value.
+#define GS_CHUNK_ITEMS(g0, t, ch, r, x)                                               \
+    GS_LOAD_ITEMS(g0, t, r, e, c)                                                     \
+    gs_i64 ch[GS_ITEMS];                                                              \
+    double x[GS_ITEMS];                                                               \
+    _Pragma("unroll")                                                                 \
+    for (int j = 0; j < GS_ITEMS; ++j) {                                              \
+        x[j] = r[j] >= 0 ? gs_value(values, e[j]) : 0.0;                              \
+        ch[j] = x[j] != 0.0 ? r[j] >> GS_CHUNK_BITS : -1;                              \
+    }
+
+// counts[k] = the frontier's nonzero terms in chunk k (zero before the launch; the lanes of
+// a warp on one chunk add once).
+extern "C" __global__ void gs_rowsum_chunk_counts(const gs_idx* __restrict__ indptr,
+                                                  const gs_idx* __restrict__ rows,
+                                                  const gs_t* __restrict__ values,
+                                                  const gs_i64* __restrict__ cols, gs_i64 C,
+                                                  const gs_i64* __restrict__ ptr, gs_i64 n,
+                                                  gs_i64* __restrict__ counts) {
+    GS_TILES(g0, t, ptr, C, true) {
+        GS_CHUNK_ITEMS(g0, t, ch, r, x)
+#pragma unroll
+        for (int j = 0; j < GS_ITEMS; ++j) {
+            const unsigned peers = __match_any_sync(0xFFFFFFFFu, (unsigned long long)ch[j]);
+            if (ch[j] >= 0 && (int)(threadIdx.x & 31) == __ffs(peers) - 1)
+                atomicAdd((unsigned long long*)&counts[ch[j]], (unsigned long long)__popc(peers));
+        }
+    }
+}
+
+// A term of a chunk: its value and its row in the chunk, written with one store (as two
+// arrays, the fill's two scattered stores a term took 0.16 ms a mini-batch, LADIES
+// super-batched 64, H100, against 0.12). (Placing a block's terms by chunk in shared
+// memory, a global atomic per block and chunk, took 0.18 ms: each block's runs of places
+// spread the writes over more of the L2 than the chunks' cursors do.)
+struct alignas(2 * sizeof(gs_t)) gs_term_t {
+    gs_t x;
+    int local;
+};
+
+// Each nonzero term at its chunk's next place: cursor[k] starts at the chunk's first place
+// (the counts' exclusive sum) and ends at the next chunk's.
+extern "C" __global__ void gs_rowsum_chunk_fill(const gs_idx* __restrict__ indptr,
+                                                const gs_idx* __restrict__ rows,
+                                                const gs_t* __restrict__ values,
+                                                const gs_i64* __restrict__ cols, gs_i64 C,
+                                                const gs_i64* __restrict__ ptr, gs_i64 n,
+                                                gs_i64* __restrict__ cursor,
+                                                gs_term_t* __restrict__ terms) {
+    GS_TILES(g0, t, ptr, C, true) {
+        GS_CHUNK_ITEMS(g0, t, ch, r, x)
+        const int lane = threadIdx.x & 31;
+#pragma unroll
+        for (int j = 0; j < GS_ITEMS; ++j) {
+            const unsigned peers = __match_any_sync(0xFFFFFFFFu, (unsigned long long)ch[j]);
+            const int leader = __ffs(peers) - 1;
+            gs_i64 base = 0;
+            if (ch[j] >= 0 && lane == leader)
+                base = (gs_i64)atomicAdd((unsigned long long*)&cursor[ch[j]],
+                                         (unsigned long long)__popc(peers));
+            base = __shfl_sync(peers, base, leader);
+            if (ch[j] >= 0) {
+                gs_term_t term;
+                term.x = (gs_t)x[j];
+                term.local = (int)(r[j] & (GS_CHUNK - 1));
+                terms[base + __popc(peers & ((1u << lane) - 1u))] = term;
+            }
+        }
+    }
+}
+
+// Block k: the sums of rows k * GS_CHUNK .. (k + 1) * GS_CHUNK - 1 (below R) from the chunk's
+// terms starts[k] .. starts[k + 1] - 1, exactly as passes 1-3 compute them.
+extern "C" __global__ void gs_rowsum_chunks(const gs_i64* __restrict__ starts,
+                                            const gs_term_t* __restrict__ terms, gs_i64 R,
+                                            gs_t* __restrict__ out) {
+    __shared__ int emax[GS_CHUNK], flags[GS_CHUNK];
+    __shared__ unsigned words[GS_CHUNK][4];              // a row's 128-bit sum
+    const gs_i64 k = blockIdx.x, first = k * GS_CHUNK;
+    for (int i = threadIdx.x; i < GS_CHUNK; i += blockDim.x) {
+        emax[i] = flags[i] = 0;
+        words[i][0] = words[i][1] = words[i][2] = words[i][3] = 0;
+    }
+    __syncthreads();
+    const gs_i64 a = starts[k], b = starts[k + 1];
+    for (gs_i64 i = a + threadIdx.x; i < b; i += blockDim.x) {
+        const gs_term_t term = terms[i];
+        gs_rowsum_note(emax, flags, term.local, (double)term.x);
+    }
+    __syncthreads();
+    for (gs_i64 i = a + threadIdx.x; i < b; i += blockDim.x) {
+        const gs_term_t term = terms[i];
+        const double x = (double)term.x;
+        if (gs_finite_nonzero(x)) gs_rowsum_term_words(words[term.local], x, emax[term.local]);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < GS_CHUNK && first + i < R; i += blockDim.x) {
+        const unsigned* w = words[i];
+        out[first + i] = gs_rowsum_value(emax[i], flags[i], w[0] | ((gs_u64)w[1] << 32),
+                                         w[2] | ((gs_u64)w[3] << 32));
+    }
+}
+
+// ----------------------------------------------------------------------------- row sums of a matrix
+// The same exact row sums over a materialised matrix's edges (rows[e], values[e]), one
+// thread per edge, in the same scratch (finished by gs_rowsum_finish): A.sum(axis=1) gives
+// the same bits whether or not its slice was built.
+extern "C" __global__ void gs_rowsum_edges_exponents(const gs_i64* __restrict__ rows,
+                                                     const gs_t* __restrict__ values, gs_i64 E,
+                                                     int* __restrict__ emax,
+                                                     int* __restrict__ flags) {
+    for (gs_i64 e = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; e < E;
+         e += (gs_i64)gridDim.x * blockDim.x)
+        gs_rowsum_note(emax, flags, rows[e], gs_value(values, e));
+}
+
+extern "C" __global__ void gs_rowsum_edges_add(const gs_i64* __restrict__ rows,
+                                               const gs_t* __restrict__ values, gs_i64 E,
+                                               const int* __restrict__ emax,
+                                               gs_u64* __restrict__ lo, gs_u64* __restrict__ hi) {
+    for (gs_i64 e = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; e < E;
+         e += (gs_i64)gridDim.x * blockDim.x) {
+        const double x = gs_value(values, e);
+        if (!gs_finite_nonzero(x)) continue;
+        const gs_i64 r = rows[e];
+        gs_rowsum_term(lo, hi, r, x, emax[r]);
+    }
+}
