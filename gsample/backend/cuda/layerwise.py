@@ -375,8 +375,8 @@ def collective_finish(pending: Pending) -> CSC:
     cols, chosen = buf[:Cx], chosen[:drawn]
     indptr_out = None if room else kept[:Cx + 1]
     if COPY_OUT.get():                  # kept: not views of the graph's memory (one copy)
-        cols, chosen = copy_all([cols, chosen])
-        indptr_out = None if room else indptr_out.clone()
+        cols, chosen, *counted = copy_all([cols, chosen] + ([] if room else [indptr_out]))
+        indptr_out = counted[0] if counted else None
     n = key.num_nodes if key.copies > 1 else 0
     indptr, rows = _index_arrays(A)
     if room:
