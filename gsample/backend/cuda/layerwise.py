@@ -296,8 +296,8 @@ def _list_room(indptr, prefix: int, k: int, copies: int) -> int:
     pass over the frontier's edges where it keeps few of them (LADIES' second and third
     layers: one in 200); where the op's last super-batch (its key's ``prefix``: the epoch's
     seed and the op's ordinal) kept more than one in :data:`_LIST_SHARE` (LADIES' first
-    layer, FastGCN's second: about half) the ordered passes cost less, and the room grows to
-    what it kept."""
+    layer: about one in five; FastGCN's second, whose hub rows keep about a million edges a
+    mini-batch) the ordered passes cost less, and the room grows to what it kept."""
     if copies == 1:
         return 0
     last = _LAST_KEPT.get((indptr.data_ptr(), prefix, k, copies))
