@@ -61,24 +61,29 @@ extern "C" __global__ void gs_frontier_rows(const gs_idx* __restrict__ indptr,
 // the probs_support pass said so).
 #define GS_NOT_A_ROW 0x7FFFFFFFFFFFFFFFLL
 
-__device__ __forceinline__ gs_i64 gs_row_key(const unsigned char* __restrict__ cand,
-                                             const gs_t* __restrict__ probs, int shared,
-                                             const gs_u64* __restrict__ key, gs_i64 n,
-                                             gs_i64 r, gs_i64* __restrict__ bad) {
+__device__ __forceinline__ bool gs_is_candidate(const unsigned char* __restrict__ cand,
+                                                const gs_t* __restrict__ probs, int shared,
+                                                gs_i64 n, gs_i64 r, gs_i64* __restrict__ bad) {
+    if (probs == nullptr) return cand == nullptr || cand[r];
     const gs_i64 b = n > 0 ? gs_batch(r, n) : 0;
-    const gs_i64 pr = shared ? r - b * n : r;            // the batches share one probs
-    double x = 0.0;
-    if (probs != nullptr) {
-        x = (double)probs[pr];
-        if (bad != nullptr && (!shared || b == 0)) {       // (null: checked already)
-            if (isnan(x) || isinf(x)) bad[0] = 1;
-            else if (x < 0.0) bad[1] = 1;
-        }
+    const double x = (double)probs[shared ? r - b * n : r];   // the batches share one probs
+    if (!shared || b == 0) {
+        if (isnan(x) || isinf(x)) bad[0] = 1;
+        else if (x < 0.0) bad[1] = 1;
     }
-    if ((cand != nullptr && !cand[r]) || (probs != nullptr && !(x > 0.0))) return GS_NOT_A_ROW;
+    return (cand == nullptr || cand[r]) && x > 0.0;
+}
+
+// The sort key of row r, a candidate.
+__device__ __forceinline__ gs_i64 gs_candidate_key(const gs_t* __restrict__ probs, int shared,
+                                                   const gs_u64* __restrict__ key, gs_i64 n,
+                                                   gs_i64 r) {
+    const gs_i64 b = n > 0 ? gs_batch(r, n) : 0;
     const gs_u64 w = gs_word(gs_combine(key[0], (gs_i64)key[1] + b), 0, r - b * n);
-    return probs == nullptr ? (gs_i64)(w >> 1)
-                            : __double_as_longlong(__ddiv_rn(gs_exponential(w), x));
+    return probs == nullptr
+        ? (gs_i64)(w >> 1)
+        : __double_as_longlong(__ddiv_rn(gs_exponential(w),
+                                         (double)probs[shared ? r - b * n : r]));
 }
 
 // keys[r] for every row r of the row space (torch.topk selects from them).
@@ -89,21 +94,8 @@ extern "C" __global__ void gs_row_sort_keys(const unsigned char* __restrict__ ca
                                             gs_i64* __restrict__ bad) {
     for (gs_i64 r = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; r < R;
          r += (gs_i64)gridDim.x * blockDim.x)
-        keys[r] = gs_row_key(cand, probs, shared, key, n, r, bad);
-}
-
-// Whether row r is a candidate (gs_row_key's test, and its check of probs).
-__device__ __forceinline__ bool gs_is_candidate(const unsigned char* __restrict__ cand,
-                                                const gs_t* __restrict__ probs, int shared,
-                                                gs_i64 n, gs_i64 r, gs_i64* __restrict__ bad) {
-    if (probs == nullptr) return cand == nullptr || cand[r];
-    const gs_i64 b = n > 0 ? gs_batch(r, n) : 0;
-    const double x = (double)probs[shared ? r - b * n : r];
-    if (!shared || b == 0) {
-        if (isnan(x) || isinf(x)) bad[0] = 1;
-        else if (x < 0.0) bad[1] = 1;
-    }
-    return (cand == nullptr || cand[r]) && x > 0.0;
+        keys[r] = gs_is_candidate(cand, probs, shared, n, r, bad)
+                  ? gs_candidate_key(probs, shared, key, n, r) : GS_NOT_A_ROW;
 }
 
 // The candidates' keys compacted by batch (the radix select of kernels/topk.cu reads them,
@@ -111,9 +103,8 @@ __device__ __forceinline__ bool gs_is_candidate(const unsigned char* __restrict_
 // all rows took 0.18 ms a mini-batch, a fifth of them candidates; over the candidates 0.07
 // ms): batch b's go to ckeys / crows (their rows) from its cursor at[b] up (at[b] starts
 // at the batch's first place, b * per: per rows a batch, room for all; it ends past the
-// last), in no order. A warp takes 32 * GS_ITEMS
-// consecutive rows, lists its candidates in shared memory and computes their keys 32 at a
-// time: a key is a hash, a logarithm and a division in float64, and with one row a lane
+// last), in no order. A warp takes 32 * GS_ITEMS consecutive rows, lists its candidates
+// in shared memory and computes their keys 32 at a time: a key is a hash, a logarithm and a division in float64, and with one row a lane
 // every lane waited for the warp's candidates (0.073 against 0.057 ms a mini-batch, LADIES
 // super-batched 64, H100); within one batch it adds them to the cursor at once (an atomic).
 #define GS_KEY_WARPS 8
@@ -149,7 +140,7 @@ gs_row_keys_compact(const unsigned char* __restrict__ cand, gs_i64 R,
         first = __shfl_sync(0xFFFFFFFFu, first, 0);
         for (int i = lane; i < m; i += 32) {
             const gs_i64 r = base + list[i];
-            const gs_i64 k = gs_row_key(nullptr, probs, shared, key, n, r, nullptr);
+            const gs_i64 k = gs_candidate_key(probs, shared, key, n, r);
             const gs_i64 to = one ? first + i
                                   : (gs_i64)atomicAdd((unsigned long long*)&at[gs_batch(r, per)],
                                                       1ULL);

@@ -217,7 +217,7 @@ def collective_start(A: CSC, cols, k: int, replace: bool, key: DeviceKey, node_p
         cand = torch.empty(R, dtype=torch.uint8, device=dev)
         memset(cand, 0)
     # per column: kept edges (col_counts), then their pointer (indptr_out), then the two
-    # flags of node_probs' check (gs_row_key); a list's count instead of the first two
+    # flags of node_probs' check (gs_is_candidate); a list's count instead of the first two
     room = _list_room(indptr, key.prefix, k, N)
     scratch = torch.empty((1 if room else 2 * C + 1) + 2, dtype=torch.int64, device=dev)
     memset(scratch, 0)
@@ -275,12 +275,7 @@ def collective_start(A: CSC, cols, k: int, replace: bool, key: DeviceKey, node_p
                    n, newpos, _opt(bits), kept_n, room, kept, block=_THREADS, grid=_GRID,
                    params=params)
     else:       # counted per column (the finish takes the edges in order)
-        col_counts, kept = scratch[:C], scratch[C:2 * C + 1]
-        if C:
-            launch("layerwise", "gs_kept_counts", _GRID * _THREADS, indptr, rows, buf, C, ptr,
-                   n, newpos, _opt(bits), col_counts, block=_THREADS, grid=_GRID,
-                   params=params)
-            torch.cumsum(col_counts, 0, out=kept[1:])
+        kept = _kept_counts(indptr, rows, buf, C, ptr, n, newpos, bits, scratch[:2 * C + 1])
         kept_n = kept[-1:]
     # read back by the finish: the frontier's edges and columns, the rows drawn and the
     # kept edges (and every pending check flag: a bad node_probs raises there)
@@ -405,11 +400,14 @@ def _kept_listed(indptr, rows, cols, C: int, ptr, n: int, newpos, g) -> tuple:
     return rows_out, pos
 
 
-def _kept_counts(indptr, rows, cols, C: int, ptr, n: int, newpos, bits) -> torch.Tensor:
-    """The kept edges' column pointer (``C + 1`` entries; a pass over the frontier's edges)."""
-    indptr_out = torch.empty(2 * C + 1, dtype=torch.int64, device=cols.device)
-    memset(indptr_out, 0)
-    counts, indptr_out = indptr_out[C + 1:], indptr_out[:C + 1]
+def _kept_counts(indptr, rows, cols, C: int, ptr, n: int, newpos, bits,
+                 scratch=None) -> torch.Tensor:
+    """The kept edges' column pointer (``C + 1`` entries; a pass over the frontier's edges),
+    in ``scratch`` (``2 * C + 1`` int64, zero: the pointer, then the counts) when given."""
+    if scratch is None:
+        scratch = torch.empty(2 * C + 1, dtype=torch.int64, device=cols.device)
+        memset(scratch, 0)
+    counts, indptr_out = scratch[C + 1:], scratch[:C + 1]
     if C:
         launch("layerwise", "gs_kept_counts", _GRID * _THREADS, indptr, rows, cols, C, ptr, n,
                newpos, _opt(bits), counts, block=_THREADS, grid=_GRID, params=_params(indptr))
@@ -469,7 +467,7 @@ def register(backend) -> None:
     # converts them: an aminmax, two comparisons and a clamp less a call)
     backend.register(Op.SLICE_REDUCE, ("csc",), slice_reduce, sync_free=True,
                      bounded_out=False, checks=("cols",))
-    # node_probs' values are checked by gs_row_key (read back with the sizes): the
+    # node_probs' values are checked by gs_is_candidate (read back with the sizes): the
     # program's check step does only their dtype and shape (six launches less a layer)
     # two phases: a CUDA graph captures the device part (one per layer of LADIES)
     backend.register(Op.SLICE_COLLECTIVE_SAMPLE, ("csc",), collective_start,
