@@ -7,11 +7,14 @@ one on the CPU), each a harness mode:
 
 1. ``interpreted``: ``Options(lowered=False)``: the IR run node by node, every op checking
    its inputs, sizes read back op by op (the runtime before lowering);
-2. ``lowered``: ``Options(boundary_checks=False, sync_free=False, cuda_graphs=False)``;
-3. ``+ boundary checks``: ``Options(sync_free=False, cuda_graphs=False)``;
-4. ``+ sync-free``: ``Options(cuda_graphs=False)``;
-5. ``+ CUDA graphs``: ``Options()``;
-6. ``+ super-batched N`` for each ``--super-batch`` (default 16 64).
+2. ``lowered``: ``Options(boundary_checks=False, sync_free=False, cuda_graphs=False,
+   overlap=False)``;
+3. ``+ boundary checks``: ``Options(sync_free=False, cuda_graphs=False, overlap=False)``;
+4. ``+ sync-free``: ``Options(cuda_graphs=False, overlap=False)``;
+5. ``+ CUDA graphs``: ``Options(overlap=False)``;
+6. ``+ two in flight``: ``Options()``: the loader keeps two calls in flight, one's host work
+   overlapping the other's device work (``gsample.runtime.overlap``);
+7. ``+ super-batched N`` for each ``--super-batch`` (default 16 64).
 
 The harness checks they draw the same samples, times them (kernels and host syncs per
 mini-batch on a GPU) and writes ``benchmarks/results/ablation_runtime_<graph>_<device>_<UTC>
@@ -30,10 +33,12 @@ from gsample.runtime import Options
 
 CONFIGS = [
     ("interpreted", Options(lowered=False)),
-    ("lowered", Options(boundary_checks=False, sync_free=False, cuda_graphs=False)),
-    ("+ boundary checks", Options(sync_free=False, cuda_graphs=False)),
-    ("+ sync-free", Options(cuda_graphs=False)),
-    ("+ CUDA graphs", Options()),
+    ("lowered", Options(boundary_checks=False, sync_free=False, cuda_graphs=False,
+                        overlap=False)),
+    ("+ boundary checks", Options(sync_free=False, cuda_graphs=False, overlap=False)),
+    ("+ sync-free", Options(cuda_graphs=False, overlap=False)),
+    ("+ CUDA graphs", Options(overlap=False)),
+    ("+ two in flight", Options()),
 ]
 
 
@@ -42,7 +47,7 @@ def configurations(w, device, args):
     modes = {c: Mode(functools.partial(gs.compile(w.fn, backend=backend, runtime=o), **w.kw),
                      {}, "compiled") for c, o in CONFIGS}
     for n in args.super_batch:
-        modes[f"+ super-batched {n}"] = Mode(modes["+ CUDA graphs"].sampler,
+        modes[f"+ super-batched {n}"] = Mode(modes["+ two in flight"].sampler,
                                              {"super_batch": n, **w.loader}, "super")
     return modes
 

@@ -21,6 +21,7 @@ from .ir import Graph, Kind
 from .ir.graph import debug_level  # noqa: F401  (GSAMPLE_DEBUG, read at each compile and call)
 from .matrix import Matrix
 from .runtime import Options, interpret, lower, run
+from .runtime.program import start
 
 
 def execute(graph: Graph, args: dict, backend: str = "torch", observe=None,
@@ -195,6 +196,21 @@ class CompiledSampler:
         if program is None:
             return interpret(graph, dynamic, backend)
         return run(program, dynamic, _print_step if debug_level() >= 3 else None)
+
+    def begin(self, *args, **kwargs):
+        """This call as a generator pausing where it waits for the device
+        (:func:`gsample.runtime.program.start`), or None where it would not pause (no
+        lowered program, a CPU program, the runtime's ``overlap`` off,
+        ``GSAMPLE_DEBUG=3``); a ``gs.DataLoader`` keeps two such calls in flight
+        (:mod:`gsample.runtime.overlap`). Its value (``StopIteration.value``) is what the
+        call returns."""
+        dynamic, static, num_nodes = self._split(args, kwargs)
+        self._check_device(dynamic)
+        graph, program = self._entry(dynamic, static, num_nodes, self._backend())
+        if program is None or not self.runtime.overlap or not program.pauses \
+                or debug_level() >= 3:
+            return None
+        return start(program, dynamic)
 
     def clear_cache(self) -> None:
         self._cache.clear()

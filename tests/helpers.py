@@ -34,6 +34,31 @@ def example(name):
     return module
 
 
+def host_syncs(fn) -> list:
+    """The host synchronisations ``fn()`` makes on the GPU: what PyTorch's sync debug mode
+    warns of (a stream's or the device's wait, a blocking copy), and each wait for a CUDA
+    event (``torch.cuda.Event.synchronize``: a replayed graph's read-back), which that mode
+    does not see."""
+    import warnings
+    from unittest import mock
+    torch.cuda.synchronize()
+    waits = []
+    original = torch.cuda.Event.synchronize
+
+    def counted(event):
+        waits.append("torch.cuda.Event.synchronize")
+        return original(event)
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught, \
+                mock.patch.object(torch.cuda.Event, "synchronize", counted):
+            warnings.simplefilter("always")
+            fn()
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    return [str(w.message) for w in caught if "synchroniz" in str(w.message)] + waits
+
+
 def random_seeds(n=64, seed=1, num_nodes=2000):
     """The first ``n`` of a fixed permutation of ``num_nodes`` node ids (``seed`` picks it)."""
     return torch.randperm(num_nodes, generator=torch.Generator().manual_seed(seed))[:n]

@@ -30,8 +30,9 @@ import torch
 
 from .csc import CSC
 
-#: (pinned tensor, (data_ptr, dtype) -> index) of scalars a replayed CUDA graph copied out
-#: itself (set by gsample.runtime.cuda_graphs); read_scalars then only waits
+#: (pinned tensor, (data_ptr, dtype) -> index, a CUDA event recorded after the replay) of
+#: scalars a replayed CUDA graph copied out itself (set by gsample.runtime.cuda_graphs);
+#: read_scalars then only waits for the event
 READ_BACK = contextvars.ContextVar("gsample_graph_read_back", default=None)
 #: set while a program's steps after a replayed CUDA graph run: a result that would keep a
 #: view of the graph's memory (which the next replay overwrites) keeps a copy instead
@@ -235,10 +236,10 @@ def read_scalars(scalars: list) -> list:
     refuse_capture()
     done = READ_BACK.get()
     if done is not None:            # a replayed CUDA graph copied these to pinned memory
-        pinned, known = done
+        pinned, known, replayed = done
         at = [known.get((t.data_ptr(), t.dtype)) for t in scalars]
         if None not in at:
-            _synchronize(scalars[0].device)
+            replayed.synchronize()  # the graph's end (work queued after it need not be done)
             host = pinned.numpy()
             return [int(host[i]) for i in at]
     ints = torch.empty(len(scalars), dtype=torch.int64, pin_memory=True)

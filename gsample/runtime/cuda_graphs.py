@@ -33,6 +33,7 @@ for plain PyTorch code); the region then runs eagerly, drawing the same samples.
 from __future__ import annotations
 
 import contextlib
+import copy
 import gc
 import os
 import threading
@@ -126,6 +127,8 @@ class _Captured:
     known: dict = field(default_factory=dict)   # made by the graph: (ptr, dtype) -> index
     matrices: list = field(default_factory=list)  # read in place: kept alive (their ids key it)
     storages: frozenset = frozenset()  # of the outputs: what a replay overwrites
+    done: object = None                # recorded after each replay: what the read-back waits
+                                       # for (not the stream: another lane's work may follow)
 
 
 class Region:
@@ -143,6 +146,12 @@ class Region:
         self.seen: set = set()
         self.refused: set = set()             # keys whose steps read back (run eagerly)
         self.enabled = enabled()
+
+    def fresh(self) -> "Region":
+        """These steps with no graph captured yet (another lane's, ``Program.lane``)."""
+        other = copy.copy(self)
+        other.captured, other.seen, other.refused = {}, set(), set()
+        return other
 
     def _key(self, env: list):
         key = []
@@ -200,7 +209,8 @@ class Region:
         for slot, value in cap.outputs.items():
             env[slot] = value
         if cap.scalars is not None:         # the graph copied them out: read without a copy
-            READ_BACK.set((cap.scalars, cap.known))
+            cap.done.record()
+            READ_BACK.set((cap.scalars, cap.known, cap.done))
         return cap.storages
 
     def _load(self, cap: _Captured, env: list) -> None:
@@ -267,7 +277,8 @@ class Region:
         cap = _Captured(graph, statics, outputs, failures, pinned, known,
                         [env[s] for s in self.inputs
                          if isinstance(env[s], CSC) or s in self.in_place],
-                        frozenset(p for v in outputs.values() for p in storages(v)))
+                        frozenset(p for v in outputs.values() for p in storages(v)),
+                        torch.cuda.Event())
         graph.replay()
         return cap
 

@@ -30,6 +30,11 @@ class Options:
         Capture the longest run of sync-free steps of a program (its *region*) as a CUDA
         graph per argument shapes and replay it (``gsample.runtime.cuda_graphs``; on a GPU,
         unless ``GSAMPLE_CUDA_GRAPHS=0`` or PyTorch's caching allocator is off).
+    overlap : bool
+        A ``gs.DataLoader`` running the sampler one mini-batch at a time on a GPU keeps two
+        calls in flight where a program reads sizes back before its end (a layer-wise
+        sampler, each layer): while the host finishes one mini-batch's layer the device
+        runs the other's (``gsample.runtime.overlap``). Same samples, in the same order.
 
     Examples
     --------
@@ -41,9 +46,10 @@ class Options:
     boundary_checks: bool = True
     sync_free: bool = True
     cuda_graphs: bool = True
+    overlap: bool = True
 
     def __post_init__(self):
-        for name in ("lowered", "boundary_checks", "sync_free", "cuda_graphs"):
+        for name in ("lowered", "boundary_checks", "sync_free", "cuda_graphs", "overlap"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"runtime: Options.{name} must be True or False, got "
                                 f"{getattr(self, name)!r}")

@@ -9,8 +9,9 @@ lookups or re-validation.
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -92,11 +93,48 @@ class Program:
     graph_slots: frozenset = frozenset()   # slots of values of the graph alone (read in place)
     key_buffers: Any = None      # (pinned, its numpy view, device, event) of device keys
     key_views: Any = None        # per key slot: (its first row, its rows of the device buffer)
+    lanes: dict = field(default_factory=dict, repr=False)   # lane number (>= 1) -> program
+    busy: set = field(default_factory=set, repr=False)      # lanes a call in flight holds
+
+    def acquire(self) -> tuple:
+        """``(number, program)`` of a lane no call in flight holds, held until
+        :meth:`release`: lane 0 is this program; another (made on first use) has the same
+        steps with CUDA graphs and a device key buffer of its own, since a call paused in
+        :func:`start` keeps values in its lane's (two calls in flight, or a direct call
+        while a loader's is paused, or another thread's call)."""
+        with _LANE_LOCK:
+            number = 0
+            while number in self.busy:
+                number += 1
+            self.busy.add(number)
+            if number == 0:
+                return 0, self
+            lane = self.lanes.get(number)
+            if lane is None:
+                lane = self.lanes[number] = replace(self, key_buffers=None, key_views=None,
+                                                    lanes={}, busy=set())
+                lane.regions = [r.fresh() for r in self.regions]
+            return number, lane
+
+    def release(self, number: int) -> None:
+        """Give lane ``number`` back (see :meth:`acquire`)."""
+        self.busy.discard(number)
 
     @property
     def region(self):
         """The longest of :attr:`regions` (a ``cuda_graphs.Region``), or None."""
         return max(self.regions, key=lambda r: r.stop - r.start, default=None)
+
+    @property
+    def pauses(self) -> int:
+        """Where a call of it pauses (:func:`start`) on a GPU: after each CUDA graph, or,
+        without graphs, before each step that may read back (but the first); on the CPU,
+        nowhere (0)."""
+        if not str(self.device).startswith("cuda"):
+            return 0
+        if self.deferred and self.regions:
+            return len(self.regions)
+        return sum(s.syncs for s in self.steps[1:])
 
     @property
     def num_syncs(self) -> int:
@@ -131,6 +169,9 @@ class Program:
         return "\n".join(lines)
 
 
+_LANE_LOCK = threading.Lock()
+
+
 def _const(value) -> str:
     text = repr(value) if not hasattr(value, "shape") else f"tensor{tuple(value.shape)}"
     return text if len(text) <= 24 else text[:21] + "..."
@@ -143,6 +184,31 @@ def run(program: Program, args: dict, observe: Optional[Callable] = None):
     by ``program.num_random``, as the eager program would. ``observe(node, value)``, when
     given, is called after each step (the loader's memory estimate; ``GSAMPLE_DEBUG=3``).
     """
+    calls = start(program, args, observe)
+    try:
+        while True:
+            next(calls)
+    except StopIteration as done:
+        return done.value
+
+
+def start(program: Program, args: dict, observe: Optional[Callable] = None):
+    """:func:`run` as a generator that pauses where the host would wait for the device:
+    after each CUDA graph's launch (before the read-back of its sizes) and, without
+    graphs, before each step that may read back. Its return value (``StopIteration.value``)
+    is the program's output. Everything that reads gsample's random stream runs before the
+    first pause. Each call holds a lane of the program (:meth:`Program.acquire`) until it
+    ends: calls paused in turn (``gsample.runtime.overlap``, each in a context of its own)
+    never share CUDA graphs or key buffers.
+    """
+    number, lane = program.acquire()
+    try:
+        return (yield from _start(lane, args, observe))
+    finally:
+        program.release(number)
+
+
+def _start(program: Program, args: dict, observe):
     stream = _stream()
     seed, base, batch = stream.seed, stream.ordinal, stream.batch_index
     stream.ordinal += program.num_random
@@ -163,11 +229,11 @@ def run(program: Program, args: dict, observe: Optional[Callable] = None):
     if device_keys:
         _device_keys(program, env, device_keys, batch)
     if not program.deferred:
-        _steps(program.steps, env, observe)
+        yield from _paused_steps(program.steps, env, observe)
         return program.output(env, ())
     with V.deferred():
         if not program.regions or observe is not None:
-            _steps(program.steps, env, observe)
+            yield from _paused_steps(program.steps, env, observe)
             return program.output(env, ())
         raw, at, token = set(), 0, None
         try:
@@ -184,12 +250,28 @@ def run(program: Program, args: dict, observe: Optional[Callable] = None):
                     if token is None:
                         token = COPY_OUT.set(True)
                 at = r.stop
+                yield                    # the graph is queued: its read-back comes next
             _steps(program.steps[at:], env, None)
         finally:
             if token is not None:
                 COPY_OUT.reset(token)
             READ_BACK.set(None)
         return program.output(env, raw)
+
+
+def _paused_steps(steps: list, env: list, observe):
+    """:func:`_steps`, pausing (a generator) before each step that may read back (with
+    ``observe``: never)."""
+    if observe is not None or not any(s.syncs for s in steps):
+        _steps(steps, env, observe)
+        return
+    at = 0
+    for i, s in enumerate(steps):
+        if s.syncs and i > at:
+            _steps(steps[at:i], env, None)
+            at = i
+            yield
+    _steps(steps[at:], env, None)
 
 
 def _device_keys(program: Program, env: list, keys: list, batch: int) -> None:

@@ -2,7 +2,6 @@
 runtime's bounded values and deferred checks) against the torch backend, sample for sample,
 and its host synchronisations counted (skipped without a GPU)."""
 import functools
-import warnings
 
 import pytest
 import torch
@@ -14,7 +13,7 @@ from gsample.backend.torch import finalize
 from gsample.formats.bounded import BoundedCSC, BoundedIds, read_counts, trim
 from gsample.random import DeviceKey, _signed, combine, key_prefix
 from gsample.runtime import Options
-from helpers import assert_same, example, graphsage
+from helpers import assert_same, example, graphsage, host_syncs
 
 pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
@@ -76,16 +75,8 @@ def test_the_program_is_sync_free_and_reads_back_once(graph):
     assert len(ops) == 3 and all("sync-free" in s.label for s in ops), program.format()
     for _ in range(2):                       # warm: kernels compiled, the CUDA graph captured
         sampler(graph, seeds)
-    torch.cuda.synchronize()
-    torch.cuda.set_sync_debug_mode("warn")
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            sampler(graph, seeds)
-    finally:
-        torch.cuda.set_sync_debug_mode(0)
-    syncs = [w for w in caught if "synchroniz" in str(w.message)]
-    assert len(syncs) == 1, [str(w.message) for w in syncs]
+    syncs = host_syncs(lambda: sampler(graph, seeds))
+    assert len(syncs) == 1, syncs
 
 
 def test_bad_seeds_raise_after_the_deferred_read_back(graph):
@@ -411,17 +402,10 @@ def test_ladies_reads_back_once_per_layer_and_checks_its_probabilities(normalize
     seeds = _seeds(512, normalized.num_nodes, 12)
     program = sampler.lowered(normalized, seeds, layers=(500, 500, 500))
     assert program.num_syncs <= 7, program.format()
-    sampler(normalized, seeds, layers=(500, 500, 500))
-    torch.cuda.synchronize()
-    torch.cuda.set_sync_debug_mode("warn")
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            sampler(normalized, seeds, layers=(500, 500, 500))
-    finally:
-        torch.cuda.set_sync_debug_mode(0)
-    syncs = [w for w in caught if "synchroniz" in str(w.message)]
-    assert len(syncs) <= 6, [str(w.message) for w in syncs]
+    for _ in range(2):                       # warm: kernels compiled, the CUDA graphs captured
+        sampler(normalized, seeds, layers=(500, 500, 500))
+    syncs = host_syncs(lambda: sampler(normalized, seeds, layers=(500, 500, 500)))
+    assert len(syncs) <= 6, syncs
 
     def bad_bias(A, seeds, k=100):
         sub = A[:, seeds]

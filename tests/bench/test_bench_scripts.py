@@ -21,7 +21,7 @@ def _record(out, prefix):
 @pytest.mark.parametrize("script, modes", [
     ("ablation", ["eager", "+ compute passes", "+ layout", "+ super-batching (2)"]),
     ("ablation_runtime", ["interpreted", "lowered", "+ boundary checks", "+ sync-free",
-                          "+ CUDA graphs", "+ super-batched 2"]),
+                          "+ CUDA graphs", "+ two in flight", "+ super-batched 2"]),
     ("compile_time", ["gsample eager", "compiled", "compiled, all-CSC layouts"]),
     ("runtime", ["compiled, torch backend", "compiled, super-batched 2", "plain PyTorch"]),
 ])

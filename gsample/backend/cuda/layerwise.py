@@ -49,7 +49,7 @@ from . import compute, extract, sampling, topk
 from .extract import _index_arrays, _params
 from .module import launch, memset
 from .rowsum import FLOATS as _FLOATS, RowSums
-from .nodewise import _exact, _frontier, _id_error, _opt
+from .nodewise import _at, _exact, _frontier, _id_error, _opt
 
 _THREADS = 256
 _ITEMS = 4                       # GS_ITEMS of kernels/layerwise.cu
@@ -385,8 +385,8 @@ def collective_finish(pending: Pending) -> CSC:
             indptr_out = _kept_counts(indptr, rows, cols, Cx, ptr, n, newpos, bits)
         rows_out, pos = _kept_edges(indptr, rows, cols, Cx, ptr, n, newpos, bits, edges, K)
     return CSC(num_nodes=A.num_nodes * max(key.copies, 1), indptr=indptr_out, rows=rows_out,
-               row_ids=chosen, col_ids=cols, values=None if A.values is None else A.values[pos],
-               eids=pos if A.eids is None else A.eids[pos])
+               row_ids=chosen, col_ids=cols, values=_at(A.values, pos),
+               eids=pos if A.eids is None else _at(A.eids, pos))
 
 
 def _kept_listed(indptr, rows, cols, C: int, ptr, n: int, newpos, g) -> tuple:
@@ -456,8 +456,8 @@ def slice_rows_cols(A: CSC, rows: torch.Tensor, cols: torch.Tensor) -> CSC:
     cols, indptr_out = buf[:Cx], indptr_out[:Cx + 1]
     rows_out, pos = _kept_edges(indptr, rows_g, cols, Cx, ptr, 0, newpos, None, edges, kept)
     return CSC(num_nodes=A.num_nodes, indptr=indptr_out, rows=rows_out, row_ids=rows,
-               col_ids=cols, values=None if A.values is None else A.values[pos],
-               eids=pos if A.eids is None else A.eids[pos])
+               col_ids=cols, values=_at(A.values, pos),
+               eids=pos if A.eids is None else _at(A.eids, pos))
 
 
 def register(backend) -> None:

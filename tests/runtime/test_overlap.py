@@ -1,0 +1,229 @@
+"""Calls in flight (``gsample.runtime.overlap``): the scheduler on plain generators (CPU),
+the pauses and lanes of lowered programs (lowering for the ``cuda`` backend runs nothing),
+and a ``gs.DataLoader`` keeping two layer-wise calls in flight on a GPU, sample for sample
+what one call after the other draws."""
+import contextvars
+import functools
+
+import pytest
+import torch
+
+import gsample as gs
+from gsample.random import _stream, batch_scope
+from gsample.runtime import Options, lower, run
+from gsample.runtime.overlap import Call, interleave
+from gsample.runtime.program import start
+from helpers import assert_same, example, graphsage
+
+_WHO = contextvars.ContextVar("test_overlap_who", default=None)
+
+
+def _call(i, log, pauses, fail_at=None):
+    """A generator standing for a program's call: sets its context, pauses ``pauses``
+    times, checking its context and the random stream each time, returns ``i * 10``."""
+    def calls():
+        _WHO.set(i)
+        stream = _stream()
+        mine = (stream.seed, stream.batch_index)
+        stream.ordinal += 3                        # as run() advances the stream
+        log.append(("start", i))
+        try:
+            for p in range(pauses):
+                yield
+                assert _WHO.get() == i, "another call's context"
+                assert (stream.seed, stream.batch_index, stream.ordinal) == (*mine, 3), \
+                    "another call's stream"
+                if p == fail_at:
+                    raise ValueError(f"call {i} failed")
+                log.append(("step", i))
+            log.append(("end", i))
+            return i * 10
+        finally:
+            log.append(("closed", i))
+    return calls
+
+
+def _run(n, depth, pauses=lambda i: 1 + i % 3):
+    log = []
+
+    def begin(i):
+        in_flight = {j for what, j in log if what == "start"} \
+            - {j for what, j in log if what == "closed"}
+        assert len(in_flight) < depth, f"{in_flight} in flight when {i} starts"
+        return Call(_call(i, log, pauses(i)), (99, 0, i))
+
+    return list(interleave(range(n), begin, depth)), log
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_results_come_in_order_with_depth_calls_in_flight(depth):
+    stream = _stream()
+    outer = (stream.seed, stream.ordinal, stream.batch_index)
+    out, log = _run(7, depth)
+    assert out == [(i, i * 10) for i in range(7)]
+    assert (stream.seed, stream.ordinal, stream.batch_index) == outer, "the stream restored"
+    assert _WHO.get() is None, "each call ran in its own context"
+    starts = [e for e in log if e[0] == "start"]
+    assert [i for _, i in starts] == list(range(7))
+    first_end = log.index(("end", 0))
+    in_flight = sum(1 for e in log[:first_end] if e[0] == "start")
+    assert in_flight == depth, f"{in_flight} calls started before the first ended: {log}"
+
+
+def test_an_error_surfaces_at_its_call_after_the_calls_before_it():
+    log, got = [], []
+    with pytest.raises(ValueError, match="call 3 failed"):
+        for i, value in interleave(range(8), lambda i: Call(
+                _call(i, log, 3, fail_at=1 if i == 3 else None), (1, 0, i)), 2):
+            got.append(i)
+    assert got == [0, 1, 2]
+    started = {i for what, i in log if what == "start"}
+    closed = {i for what, i in log if what == "closed"}
+    assert started == closed, "every call started was ended or closed"
+    assert max(started) <= 4, "no call started past the one after the failure"
+
+
+def test_a_consumer_that_stops_early_closes_the_calls_in_flight():
+    log = []
+    calls = interleave(range(6), lambda i: Call(_call(i, log, 4), (1, 0, i)), 2)
+    assert next(calls) == (0, 0)
+    calls.close()
+    started = {i for what, i in log if what == "start"}
+    assert started == {i for what, i in log if what == "closed"} and len(started) >= 2
+
+
+def test_a_call_without_pauses_and_a_raising_start():
+    def begin(i):
+        if i == 2:
+            def bad():
+                raise TypeError("seeds: bad")
+            return Call(bad, (0, 0, i))
+        return Call(_call(i, [], 0), (0, 0, i))
+    got = []
+    with pytest.raises(TypeError, match="seeds: bad"):
+        for i, value in interleave(range(5), begin, 2):
+            got.append(value)
+    assert got == [0, 10]
+
+
+# ----------------------------------------------------------------------------- programs
+@pytest.fixture(scope="module")
+def A():
+    return gs.datasets.rmat(1000, 10000, seed=0)
+
+
+def _program(fn, G, **kwargs):
+    graph = gs.compile(fn).program(G, torch.arange(10), **kwargs)
+    return lower(graph, "cuda", Options(), "cuda:0")
+
+
+def test_layer_wise_programs_pause_after_each_layer_s_graph(A):
+    ladies = functools.partial(example("ladies").ladies, layers=(50, 50, 50))
+    p = _program(ladies, example("ladies").normalize(A))
+    assert p.pauses == len(p.regions) == 3, p.format()
+    assert _program(graphsage, A).pauses == 1
+    assert p.acquire() == (0, p)
+    number, other = p.acquire()                 # lane 0 is held: another lane
+    assert number == 1 and other is not p and p.acquire()[0] == 2
+    assert other.steps is p.steps and other.key_buffers is None and not other.busy
+    assert all(a is not b and (a.start, a.stop) == (b.start, b.stop) and not b.captured
+               for a, b in zip(p.regions, other.regions)), "graphs of its own"
+    p.release(0)
+    assert p.acquire() == (0, p) and p.busy == {0, 1, 2}
+    for n in (0, 1, 2):
+        p.release(n)
+    assert p.acquire() == (0, p) and p.acquire() == (1, other), "a lane is made once"
+    cpu = lower(gs.compile(graphsage).program(A, torch.arange(10)), "torch", Options(), "cpu")
+    assert cpu.pauses == 0
+
+
+def test_start_returns_what_run_returns(A):
+    graph = gs.compile(graphsage).program(A, torch.arange(10))
+    program = lower(graph, "torch", Options(), "cpu")
+    seeds = torch.arange(40)
+    gs.manual_seed(1)
+    want = run(program, {"A": A, "seeds": seeds})
+    gs.manual_seed(1)
+    call = Call(lambda: start(program, {"A": A, "seeds": seeds}), (_stream().seed, 0, 0))
+    assert call.done and call.error is None
+    assert_same(call.value, want)
+    assert not program.busy, "the call's lane given back"
+    program.acquire()                             # as if a call held lane 0, paused
+    gs.manual_seed(1)
+    assert_same(run(program, {"A": A, "seeds": seeds}), want)
+    assert list(program.lanes) == [1] and program.busy == {0}, "it ran on lane 1"
+
+
+def test_options_overlap_must_be_a_bool():
+    with pytest.raises(TypeError, match="Options.overlap"):
+        Options(overlap=1)
+
+
+# ----------------------------------------------------------------------------- on a GPU
+@pytest.mark.parametrize("sampler", ["ladies", "graphsage"])
+@pytest.mark.parametrize("graphs", [True, False])
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+def test_a_loader_with_two_calls_in_flight_draws_what_one_at_a_time_draws(sampler, graphs):
+    """Epochs through a ``gs.DataLoader`` (two calls in flight, on two lanes) equal the
+    sampler's calls one after the other and the loader with ``overlap`` off, bit for bit,
+    in order, over the warm-up, capturing and replaying calls of both lanes (and with CUDA
+    graphs off, where the calls pause before each read-back); the outer stream moves as
+    without overlap."""
+    G = gs.datasets.rmat(20_000, 300_000, seed=4).to("cuda")
+    if sampler == "ladies":
+        G = example("ladies").normalize(G)
+        fn = functools.partial(example("ladies").ladies, layers=(300, 300, 300))
+    else:
+        fn = functools.partial(graphsage, fanouts=(10, 5))
+    runtime = Options(cuda_graphs=graphs)
+    compiled = gs.compile(fn, backend="cuda", runtime=runtime)
+    alone = gs.compile(fn, backend="cuda", runtime=Options(cuda_graphs=graphs, overlap=False))
+    seeds = torch.randperm(G.num_nodes, generator=torch.Generator().manual_seed(0))[:1800]
+    seeds = seeds.cuda()
+    loader = gs.DataLoader(G, compiled, seeds, 256, seed=5)
+    reference = gs.DataLoader(G, alone, seeds, 256, seed=5)
+    assert loader._overlaps() and not reference._overlaps()
+    probe = seeds[:300]
+    with batch_scope(9, 9):
+        alone_out = alone(G, probe)
+    for epoch in range(3):
+        gs.manual_seed(epoch)
+        got = []
+        for batch in loader:             # a direct call while the loader has one in flight
+            got.append(batch)
+            with batch_scope(9, 9):
+                assert_same(compiled(G, probe), alone_out, f"a direct call, epoch {epoch}")
+        after = _stream().ordinal
+        gs.manual_seed(epoch)
+        want = list(reference)
+        assert _stream().ordinal == after
+        assert [b.index for b in got] == list(range(len(want))) == [b.index for b in want]
+        for a, b in zip(got, want):
+            assert_same(a.out, b.out, f"epoch {epoch}, batch {a.index}")
+            assert torch.equal(a.seeds, b.seeds)
+    program = compiled.lowered(G, seeds[:256])
+    # the loader's two calls held lanes 0 and 1, the direct calls between them lane 2
+    assert program.pauses >= 1 and sorted(program.lanes) == [1, 2] and not program.busy
+    from gsample.runtime import cuda_graphs
+    if graphs and cuda_graphs.enabled():
+        assert all(r.captured for r in program.lanes[1].regions), "lane 1 replays its own"
+        for r0, r1 in zip(program.regions, program.lanes[1].regions):
+            ptrs = lambda r: {id(c.graph) for c in r.captured.values()}  # noqa: E731
+            assert not ptrs(r0) & ptrs(r1)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+def test_no_calls_in_flight_where_a_training_step_may_change_the_sampler_s_state():
+    from helpers import weighted_sampler
+    G = gs.datasets.rmat(2_000, 20_000, seed=1).to("cuda")
+    v = torch.ones(G.num_nodes, device="cuda")
+    compiled = gs.compile(weighted_sampler, backend="cuda")
+    seeds = torch.arange(600, device="cuda")
+    stateful = gs.DataLoader(G, functools.partial(compiled, v=v), seeds, 100)
+    assert not stateful._overlaps()
+    fixed = gs.DataLoader(G, functools.partial(compiled, v=v), seeds, 100, fixed_state=True)
+    assert fixed._overlaps() and len(list(fixed)) == 6
+    eager = gs.DataLoader(G, functools.partial(graphsage, fanouts=(5,)), seeds, 100)
+    assert not eager._overlaps()
