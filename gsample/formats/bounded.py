@@ -23,6 +23,7 @@ program's results in one host synchronisation at its end (:func:`counts`, then
 from __future__ import annotations
 
 import contextvars
+import functools
 from dataclasses import dataclass
 from typing import Optional
 
@@ -55,8 +56,14 @@ class NotCapturable(RuntimeError):
 
 def refuse_capture() -> None:
     """Raise :class:`NotCapturable` when the current CUDA stream is being captured."""
-    if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+    if _cuda() and torch.cuda.is_current_stream_capturing():
         raise NotCapturable("a read-back inside a CUDA graph capture")
+
+
+@functools.lru_cache(maxsize=None)
+def _cuda() -> bool:
+    # once: torch.cuda.is_available() reads the environment and asks NVML on every call
+    return torch.cuda.is_available()
 
 
 @dataclass(frozen=True, eq=False)
@@ -212,14 +219,19 @@ def copy_all(values: list) -> list:
 
 
 def _synchronize(device: torch.device) -> None:
-    """Wait for torch's current stream on ``device`` (its ``Stream`` object cached by raw
-    handle: ``torch.cuda.current_stream`` costs more than the wait on a replayed graph)."""
+    """Wait for torch's current stream on ``device``."""
+    current_stream(device).synchronize()
+
+
+def current_stream(device: torch.device):
+    """torch's current stream on ``device`` as a ``torch.cuda.Stream``, cached by its raw
+    handle (``torch.cuda.current_stream`` costs more than the wait on a replayed graph)."""
     index = device.index if device.index is not None else torch.cuda.current_device()
     raw = torch._C._cuda_getCurrentRawStream(index)
     stream = _STREAMS.get(raw)
     if stream is None:
         stream = _STREAMS[raw] = torch.cuda.current_stream(index)
-    stream.synchronize()
+    return stream
 
 
 _STREAMS: dict = {}

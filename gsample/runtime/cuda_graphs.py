@@ -43,10 +43,12 @@ import torch
 
 from .. import validate as V
 from ..formats.bounded import (READ_BACK, Bounded, BoundedIds, NotCapturable, PendingSizes,
-                               copy_all, counts)
+                               copy_all, counts, current_stream)
 from ..formats.csc import CSC
 from ..random import DeviceKey
 
+
+_CUDA = torch.device("cuda")
 
 #: graphs kept per region (argument shapes; a new one past this runs eagerly)
 MAX_GRAPHS = 8
@@ -209,7 +211,7 @@ class Region:
         for slot, value in cap.outputs.items():
             env[slot] = value
         if cap.scalars is not None:         # the graph copied them out: read without a copy
-            cap.done.record()
+            cap.done.record(current_stream(_CUDA))     # (the current device's)
             READ_BACK.set((cap.scalars, cap.known, cap.done))
         return cap.storages
 
