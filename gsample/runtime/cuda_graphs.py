@@ -150,7 +150,7 @@ class Region:
         self.enabled = enabled()
 
     def fresh(self) -> "Region":
-        """These steps with no graph captured yet (another lane's, ``Program.lane``)."""
+        """These steps with no graph captured yet (another lane's, ``Program.acquire``)."""
         other = copy.copy(self)
         other.captured, other.seen, other.refused = {}, set(), set()
         return other
