@@ -157,7 +157,7 @@ def trim_copies(values: list, sizes: list) -> list:
     def take(t, n=None):
         if t is None:
             return None
-        parts.append(t[:n] if n is not None else t)
+        parts.append((t, n))               # the first n entries (None: all of t)
         return len(parts) - 1
 
     for v, sz in zip(values, sizes):
@@ -188,23 +188,37 @@ def trim_copies(values: list, sizes: list) -> list:
 
 
 def _copy_parts(parts: list) -> list:
-    """Copies of tensors ``parts``: one ``torch.cat`` per (dtype, device), then views of it
-    (one ``split``: a call, not a slice per part)."""
-    first = parts[0] if parts else None
+    """Copies of the first ``n`` entries of each ``(tensor, n)`` of ``parts`` (``n`` None:
+    all): one ``torch.cat`` per (dtype, device), then views of it from one ``split`` (a
+    call, not a slice per part). One-dimensional buffers whose unused tails are small
+    (at most the entries used, plus 64K) are copied whole, their tails split off unused: no
+    slice of each on the host either."""
+    first = parts[0][0] if parts else None
     if first is not None and all(t.dtype == first.dtype and t.device == first.device
-                                 for t in parts):
+                                 for t, _ in parts):
         groups = {None: range(len(parts))}          # the usual case: one dtype, one device
     else:
         groups = {}
-        for i, t in enumerate(parts):
+        for i, (t, _) in enumerate(parts):
             groups.setdefault((t.dtype, t.device), []).append(i)
     copies = [None] * len(parts)
     for idx in groups.values():
-        flat = torch.cat([parts[i] if parts[i].dim() == 1 else parts[i].reshape(-1)
-                          for i in idx])
-        pieces = flat.split([parts[i].numel() for i in idx])
-        for i, piece in zip(idx, pieces):
-            copies[i] = piece if parts[i].dim() == 1 else piece.view(parts[i].shape)
+        tensors = [parts[i][0] for i in idx]
+        used = [t.shape[0] if n is None else n for t, n in (parts[i] for i in idx)]
+        whole = sum(t.numel() for t in tensors)
+        if all(t.dim() == 1 for t in tensors) and whole <= 2 * sum(used) + (1 << 16):
+            sizes = []
+            for t, n in zip(tensors, used):
+                sizes += (n, t.numel() - n)
+            pieces = torch.cat(tensors).split(sizes)[::2]
+            for i, piece in zip(idx, pieces):
+                copies[i] = piece
+            continue
+        cut = [t if t.shape[0] == n else t[:n] for t, n in zip(tensors, used)]
+        flat = torch.cat([t if t.dim() == 1 else t.reshape(-1) for t in cut])
+        pieces = flat.split([t.numel() for t in cut])
+        for i, t, piece in zip(idx, cut, pieces):
+            copies[i] = piece if t.dim() == 1 else piece.view(t.shape)
     return copies
 
 

@@ -38,3 +38,22 @@ def test_trim_copies_mixes_ids_matrices_tensors_and_others():
     assert out[3:] == ["x", None]
     whole = copy_all([_bounded().csc])[0]
     assert _fields(whole) == _fields(_bounded().csc)
+
+
+def test_copies_of_short_counts_in_long_buffers_and_of_2d_values():
+    """Both ways of copying: buffers whose unused tails are short are copied whole and their
+    tails split off; a long tail (a count far below its bound) or a 2-D tensor is sliced
+    first. Either way every copy is exact and shares nothing with its source."""
+    long = BoundedIds(torch.arange(200_000), torch.tensor([10]))
+    short = BoundedIds(torch.arange(7), torch.tensor([5]))
+    t2 = torch.arange(12.0).view(4, 3)
+    c = CSC(10, torch.tensor([0, 2, 4]), torch.tensor([1, 2, 3, 4]),
+            values=torch.arange(8.0).view(4, 2))
+    out = trim_copies([long, short, t2, c], [[10], [5], [], []])
+    assert out[0].tolist() == list(range(10)) and out[1].tolist() == list(range(5))
+    assert torch.equal(out[2], t2) and torch.equal(out[3].values, c.values)
+    assert out[3].values.shape == (4, 2) and torch.equal(out[3].rows, c.rows)
+    sources = {long.data.data_ptr(), short.data.data_ptr(), t2.data_ptr(), c.values.data_ptr()}
+    assert not sources & {o.untyped_storage().data_ptr() for o in out[:3]}
+    few = trim_copies([short, short], [[0], [7]])             # an empty count, a full one
+    assert few[0].numel() == 0 and few[1].tolist() == list(range(7))

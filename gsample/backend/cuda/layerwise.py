@@ -384,9 +384,8 @@ def collective_finish(pending: Pending) -> CSC:
         if room:                        # (more than the list's room: counted now)
             indptr_out = _kept_counts(indptr, rows, cols, Cx, ptr, n, newpos, bits)
         rows_out, pos = _kept_edges(indptr, rows, cols, Cx, ptr, n, newpos, bits, edges, K)
-    return CSC(num_nodes=A.num_nodes * max(key.copies, 1), indptr=indptr_out, rows=rows_out,
-               row_ids=chosen, col_ids=cols, values=_at(A.values, pos),
-               eids=pos if A.eids is None else _at(A.eids, pos))
+    return CSC.of(A.num_nodes * max(key.copies, 1), indptr_out, rows_out, chosen, cols,
+                  _at(A.values, pos), pos if A.eids is None else _at(A.eids, pos))
 
 
 def _kept_listed(indptr, rows, cols, C: int, ptr, n: int, newpos, g) -> tuple:

@@ -15,6 +15,7 @@ import hashlib
 import os
 import pathlib
 import struct
+import threading
 
 import numpy as np
 import torch
@@ -128,21 +129,28 @@ def _arg(x) -> int:
 
 
 _DOUBLE, _DOUBLE_BITS = struct.Struct("<d"), struct.Struct("<q")
-_ARRAYS: dict = {}
+_SLOTS = threading.local()
 
 
 def _params(values: list):
-    """The ``void**`` array ``cuLaunchKernel`` takes: one 64-bit slot per argument in one
-    ctypes array (kept alive by the returned tuple), and pointers to the slots: two ctypes
-    objects a launch, where a ctypes value per argument was made before (LADIES launches
-    about 45 of our kernels a mini-batch, each with 8 to 14 arguments)."""
+    """The ``void**`` array ``cuLaunchKernel`` takes: one 64-bit slot per argument in a
+    ctypes array and pointers to the slots, made once per argument count and thread and
+    refilled per launch (the driver copies the arguments when the kernel is launched, so a
+    launch may reuse them; a thread of its own: the pipelined loader launches from two).
+    A ctypes value per argument, then two ctypes objects a launch, were made before
+    (LADIES launches about 18 of our kernels a mini-batch, each with 8 to 16 arguments)."""
     n = max(len(values), 1)
-    types = _ARRAYS.get(n)
-    if types is None:
-        types = _ARRAYS[n] = (ctypes.c_int64 * n, ctypes.c_void_p * n)
-    slots = types[0](*values)
-    base = ctypes.addressof(slots)
-    return slots, types[1](*range(base, base + 8 * n, 8))
+    arrays = getattr(_SLOTS, "arrays", None)
+    if arrays is None:
+        arrays = _SLOTS.arrays = {}
+    held = arrays.get(n)
+    if held is None:
+        slots = (ctypes.c_int64 * n)()
+        base = ctypes.addressof(slots)
+        pointers = (ctypes.c_void_p * n)(*range(base, base + 8 * n, 8))
+        held = arrays[n] = (slots, pointers, ctypes.addressof(pointers))
+    held[0][:len(values)] = values
+    return held
 
 
 _FUNCTIONS: dict = {}
@@ -172,15 +180,14 @@ def launch(family: str, name: str, n: int, *args, block: int = BLOCK, grid=None,
         kernel = _FUNCTIONS[fkey] = module(family, **key, device=index).get_function(name)
     if grid is None:
         grid = int(min((n + block - 1) // block, 65535 * 4))
-    slots, params = _params([_arg(a) for a in args])
+    params = _params([_arg(a) for a in args])[2]
     stream = torch._C._cuda_getCurrentRawStream(index)
     if cp.cuda.runtime.getDevice() != index:
         with cp.cuda.Device(index):
             cp.cuda.driver.launchKernel(kernel.ptr, grid, 1, 1, block, 1, 1, 0, stream,
-                                        ctypes.addressof(params), 0)
+                                        params, 0)
     else:
-        cp.cuda.driver.launchKernel(kernel.ptr, grid, 1, 1, block, 1, 1, 0, stream,
-                                    ctypes.addressof(params), 0)
+        cp.cuda.driver.launchKernel(kernel.ptr, grid, 1, 1, block, 1, 1, 0, stream, params, 0)
 
 
 def memset(t: torch.Tensor, byte: int) -> None:
