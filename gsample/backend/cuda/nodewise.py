@@ -146,8 +146,8 @@ def _opt(t):
 
 
 def _at(t, pos):
-    """``t[pos]`` along the first dimension (None for None): ``index_select``, which costs
-    the host a third of advanced indexing's dispatch (``pos``: positions the kernels made)."""
+    """``t[pos]`` along the first dimension (None for None), as ``index_select`` (``pos``:
+    positions the kernels made, all in range)."""
     return None if t is None else t.index_select(0, pos)
 
 
