@@ -204,13 +204,22 @@ class CompiledSampler:
         ``GSAMPLE_DEBUG=3``); a ``gs.DataLoader`` keeps two such calls in flight
         (:mod:`gsample.runtime.overlap`). Its value (``StopIteration.value``) is what the
         call returns."""
+        planned = self.plan(*args, **kwargs)
+        return None if planned is None else start(*planned)
+
+    def plan(self, *args, **kwargs):
+        """``(program, arguments)`` of this call where it would pause (see :meth:`begin`),
+        else None: ``start(program, arguments)`` runs it. A loader plans its epoch's first
+        mini-batch and starts the others with their seeds in its place (same program: the
+        same static arguments, graph and tensor signature), sparing each call the binding
+        and cache lookup."""
         dynamic, static, num_nodes = self._split(args, kwargs)
         self._check_device(dynamic)
         graph, program = self._entry(dynamic, static, num_nodes, self._backend())
         if program is None or not self.runtime.overlap or not program.pauses \
                 or debug_level() >= 3:
             return None
-        return start(program, dynamic)
+        return program, dynamic
 
     def clear_cache(self) -> None:
         self._cache.clear()

@@ -391,16 +391,30 @@ class DataLoader:
         lane, context and stream state); the batches come out in order, an error at its
         mini-batch."""
         from .runtime.overlap import Call, interleave
+        from .runtime.program import start
         fn, args, kwargs = _unwrap(self.sampler_fn)
+        # how the epoch's calls start, from its first: ("start", program, its arguments, the
+        # seeds' name), the same program with each batch's seeds in place; ("plain",) where
+        # it does not pause; ("plan",) where the seeds' argument is not found: each planned
+        plan = []
 
         def begin(pair):
             i, batch_seeds = pair
 
             def call():
-                calls = fn.begin(*args, self.A, batch_seeds, **kwargs)
-                if calls is None:            # a program that does not pause: one call
-                    calls = _ended(fn(*args, self.A, batch_seeds, **kwargs))
-                return calls
+                how = plan[0] if plan else ("plan",)
+                if how[0] == "start":
+                    return start(how[1], {**how[2], how[3]: batch_seeds})
+                planned = None if how[0] == "plain" else \
+                    fn.plan(*args, self.A, batch_seeds, **kwargs)
+                if not plan:
+                    names = [] if planned is None else \
+                        [n for n, v in planned[1].items() if v is batch_seeds]
+                    plan.append(("plain",) if planned is None else ("plan",) if len(names) != 1
+                                else ("start", *planned, names[0]))
+                if planned is None:          # a program that does not pause: one call
+                    return _ended(fn(*args, self.A, batch_seeds, **kwargs))
+                return start(*planned)
             return Call(call, (epoch_seed & MASK64, 0, i))
 
         for (i, batch_seeds), out in interleave(pairs, begin, depth=2):
