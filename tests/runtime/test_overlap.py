@@ -154,6 +154,14 @@ def test_start_returns_what_run_returns(A):
     assert list(program.lanes) == [1] and program.busy == {0}, "it ran on lane 1"
 
 
+def test_a_cpu_call_never_pauses(A):
+    """On the CPU a compiled sampler's call has no device to wait for: nothing to plan or
+    begin (the loader calls it as it is)."""
+    sampler = gs.compile(graphsage)
+    assert sampler.plan(A, torch.arange(8)) is None and sampler.begin(A, torch.arange(8)) is None
+    assert sampler.traces == 1, "planned once: the program of the call, cached"
+
+
 def test_options_overlap_must_be_a_bool():
     with pytest.raises(TypeError, match="Options.overlap"):
         Options(overlap=1)
