@@ -195,6 +195,15 @@ def test_a_loader_with_two_calls_in_flight_draws_what_one_at_a_time_draws(sample
     probe = seeds[:300]
     with batch_scope(9, 9):
         alone_out = alone(G, probe)
+    with batch_scope(9, 9):                     # a call as a generator, drained
+        calls, paused = compiled.begin(G, probe), 0
+        try:
+            while True:
+                next(calls)
+                paused += 1
+        except StopIteration as end:
+            assert_same(end.value, alone_out)
+    assert paused == compiled.lowered(G, probe).pauses >= 1
     for epoch in range(3):
         gs.manual_seed(epoch)
         got = []
