@@ -203,7 +203,18 @@ class CompiledSampler:
         lowered program, a CPU program, the runtime's ``overlap`` off,
         ``GSAMPLE_DEBUG=3``); a ``gs.DataLoader`` keeps two such calls in flight
         (:mod:`gsample.runtime.overlap`). Its value (``StopIteration.value``) is what the
-        call returns."""
+        call returns.
+
+        Examples
+        --------
+        >>> calls = sampler.begin(A, seeds)          # None on the CPU: call sampler(A, seeds)
+        >>> next(calls)                              # the first layer's graph is queued
+        >>> try:
+        ...     while True:
+        ...         next(calls)
+        ... except StopIteration as end:
+        ...     blocks = end.value                   # what sampler(A, seeds) returns
+        """
         planned = self.plan(*args, **kwargs)
         return None if planned is None else start(*planned)
 
@@ -212,7 +223,13 @@ class CompiledSampler:
         else None: ``start(program, arguments)`` runs it. A loader plans its epoch's first
         mini-batch and starts the others with their seeds in its place (same program: the
         same static arguments, graph and tensor signature), sparing each call the binding
-        and cache lookup."""
+        and cache lookup.
+
+        Examples
+        --------
+        >>> program, arguments = sampler.plan(A, first_seeds)
+        >>> calls = start(program, {**arguments, "seeds": next_seeds})   # gsample.runtime.program
+        """
         dynamic, static, num_nodes = self._split(args, kwargs)
         self._check_device(dynamic)
         graph, program = self._entry(dynamic, static, num_nodes, self._backend())
