@@ -393,28 +393,25 @@ class DataLoader:
         from .runtime.overlap import Call, interleave
         from .runtime.program import start
         fn, args, kwargs = _unwrap(self.sampler_fn)
-        # how the epoch's calls start, from its first: ("start", program, its arguments, the
-        # seeds' name), the same program with each batch's seeds in place; ("plain",) where
-        # it does not pause; ("plan",) where the seeds' argument is not found: each planned
+        # the epoch's program, its arguments and the seeds' name, from its first call (the
+        # others start it with their seeds in place); None: each call made as it is
         plan = []
 
         def begin(pair):
             i, batch_seeds = pair
 
             def call():
-                how = plan[0] if plan else ("plan",)
-                if how[0] == "start":
-                    return start(how[1], {**how[2], how[3]: batch_seeds})
-                planned = None if how[0] == "plain" else \
-                    fn.plan(*args, self.A, batch_seeds, **kwargs)
                 if not plan:
+                    planned = fn.plan(*args, self.A, batch_seeds, **kwargs)
                     names = [] if planned is None else \
                         [n for n, v in planned[1].items() if v is batch_seeds]
-                    plan.append(("plain",) if planned is None else ("plan",) if len(names) != 1
-                                else ("start", *planned, names[0]))
-                if planned is None:          # a program that does not pause: one call
-                    return _ended(fn(*args, self.A, batch_seeds, **kwargs))
-                return start(*planned)
+                    plan.append((*planned, names[0]) if len(names) == 1 else None)
+                    if planned is not None:
+                        return start(*planned)
+                elif plan[0] is not None:
+                    program, arguments, name = plan[0]
+                    return start(program, {**arguments, name: batch_seeds})
+                return _ended(fn(*args, self.A, batch_seeds, **kwargs))   # as it is
             return Call(call, (epoch_seed & MASK64, 0, i))
 
         for (i, batch_seeds), out in interleave(pairs, begin, depth=2):

@@ -229,11 +229,11 @@ def _start(program: Program, args: dict, observe):
     if device_keys:
         _device_keys(program, env, device_keys, batch)
     if not program.deferred:
-        yield from _paused_steps(program.steps, env, observe)
+        yield from _paused_steps(program, env, observe)
         return program.output(env, ())
     with V.deferred():
         if not program.regions or observe is not None:
-            yield from _paused_steps(program.steps, env, observe)
+            yield from _paused_steps(program, env, observe)
             return program.output(env, ())
         raw, at, token = set(), 0, None
         try:
@@ -259,10 +259,11 @@ def _start(program: Program, args: dict, observe):
         return program.output(env, raw)
 
 
-def _paused_steps(steps: list, env: list, observe):
-    """:func:`_steps`, pausing (a generator) before each step that may read back (with
-    ``observe``: never)."""
-    if observe is not None or not any(s.syncs for s in steps):
+def _paused_steps(program: Program, env: list, observe):
+    """The program's steps, pausing (a generator) before each step that may read back where
+    it pauses at all (:attr:`Program.pauses`: on a GPU; with ``observe``: never)."""
+    steps = program.steps
+    if observe is not None or not program.pauses:   # (the CPU: no scan of the steps)
         _steps(steps, env, observe)
         return
     at = 0

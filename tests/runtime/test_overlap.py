@@ -244,3 +244,29 @@ def test_no_calls_in_flight_where_a_training_step_may_change_the_sampler_s_state
     assert fixed._overlaps() and len(list(fixed)) == 6
     eager = gs.DataLoader(G, functools.partial(graphsage, fanouts=(5,)), seeds, 100)
     assert not eager._overlaps()
+
+
+@pytest.mark.parametrize("planned", [False, True])
+def test_the_loader_s_calls_in_flight_start_the_epoch_s_planned_program(A, monkeypatch,
+                                                                          planned):
+    """The loader's two-in-flight path, on the CPU: without a plan (a program that does not
+    pause) each call is made as it is; with one, the epoch's first call is planned once and
+    the others start that program with their own seeds. Either way the batches equal the
+    loader's one-by-one calls, in order."""
+    from gsample.compiler import CompiledSampler
+    sampler = functools.partial(gs.compile(graphsage), fanouts=(5, 3))
+    seeds = torch.randperm(A.num_nodes, generator=torch.Generator().manual_seed(1))[:700]
+    want = [b.out for b in gs.DataLoader(A, sampler, seeds, 128, seed=4)]
+    plans = []
+    if planned:                       # as on a GPU: a plan (the CPU program just never pauses)
+        def plan(self, *args, **kwargs):
+            dynamic, static, num_nodes = self._split(args, kwargs)
+            plans.append(args)
+            return self._entry(dynamic, static, num_nodes, self._backend())[1], dynamic
+        monkeypatch.setattr(CompiledSampler, "plan", plan)
+    monkeypatch.setattr(gs.DataLoader, "_overlaps", lambda self: True)
+    got = list(gs.DataLoader(A, sampler, seeds, 128, seed=4))
+    assert [b.index for b in got] == list(range(len(want))) == [0, 1, 2, 3, 4, 5]
+    for b, w in zip(got, want):
+        assert_same(b.out, w, f"batch {b.index}")
+    assert len(plans) == (1 if planned else 0), "planned once an epoch"
