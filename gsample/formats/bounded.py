@@ -31,9 +31,8 @@ import torch
 
 from .csc import CSC
 
-#: (pinned tensor, (data_ptr, dtype) -> index, a CUDA event recorded after the replay) of
-#: scalars a replayed CUDA graph copied out itself (set by gsample.runtime.cuda_graphs);
-#: read_scalars then only waits for the event
+#: the ``replayed.Replayed`` of the CUDA graph just replayed (set by runtime.cuda_graphs):
+#: read_scalars then only waits for its event and reads what the graph copied out itself
 READ_BACK = contextvars.ContextVar("gsample_graph_read_back", default=None)
 #: set while a program's steps after a replayed CUDA graph run: a result that would keep a
 #: view of the graph's memory (which the next replay overwrites) keeps a copy instead
@@ -260,13 +259,11 @@ def read_scalars(scalars: list) -> list:
     if not scalars[0].is_cuda:
         return [int(t.reshape(-1)[0]) for t in scalars]
     refuse_capture()
-    done = READ_BACK.get()
-    if done is not None:            # a replayed CUDA graph copied these to pinned memory
-        pinned, known, replayed = done
-        at = [known.get((t.data_ptr(), t.dtype)) for t in scalars]
+    replayed = READ_BACK.get()
+    if replayed is not None:        # a replayed CUDA graph copied these to pinned memory
+        at = [replayed.known.get((t.data_ptr(), t.dtype)) for t in scalars]
         if None not in at:
-            replayed.synchronize()  # the graph's end (work queued after it need not be done)
-            host = pinned.numpy()
+            host = replayed.wait()
             return [int(host[i]) for i in at]
     ints = torch.empty(len(scalars), dtype=torch.int64, pin_memory=True)
     bools = torch.empty(len(scalars), dtype=torch.bool, pin_memory=True)

@@ -22,7 +22,11 @@ matrix's). Scratch the kernels keep between calls is never
 freed while a graph may read it (``backend.cuda.nodewise._bitmaps``). Check flags recorded
 during the capture are recorded again at each replay; steps after a replay keep copies of
 what they take from the graph's memory (``formats.bounded.COPY_OUT``), and the program's
-final read-back copies every result out of it, as the next replay overwrites it.
+final read-back copies every result out of it, as the next replay overwrites it. A region
+right before that read-back packs the results it trims at its end (``kernels/pack.cu``: the
+used part of each buffer, one after another), so that, once the counts are read, that copy
+is one copy of the packed buffer split into views (``formats.replayed.ReplayedTrim``, planned
+once per graph).
 
 Nothing is captured where PyTorch cannot capture (its caching allocator off:
 ``PYTORCH_NO_CUDA_MEMORY_CACHING=1`` allocates with ``cudaMalloc``, which a capture
@@ -44,6 +48,7 @@ import torch
 from .. import validate as V
 from ..formats.bounded import (READ_BACK, Bounded, BoundedIds, NotCapturable, PendingSizes,
                                copy_all, counts, current_stream)
+from ..formats.replayed import Replayed, pack_groups, packable, trim_parts
 from ..formats.csc import CSC
 from ..random import DeviceKey
 
@@ -125,12 +130,11 @@ class _Captured:
     statics: dict                      # slot -> the static value the graph reads
     outputs: dict                      # slot -> the value the graph leaves there
     failures: list = field(default_factory=list)
-    scalars: object = None             # pinned copy of the results' counts and check flags,
-    known: dict = field(default_factory=dict)   # made by the graph: (ptr, dtype) -> index
+    replayed: object = None            # formats.replayed.Replayed: the results' counts and
+                                       # check flags the graph copies to pinned memory
     matrices: list = field(default_factory=list)  # read in place: kept alive (their ids key it)
     storages: frozenset = frozenset()  # of the outputs: what a replay overwrites
-    done: object = None                # recorded after each replay: what the read-back waits
-                                       # for (not the stream: another lane's work may follow)
+    held: tuple = ()                   # what the graph reads besides (the pack's descriptions)
 
 
 class Region:
@@ -144,6 +148,11 @@ class Region:
         self.outputs = sorted(made)
         # tensors of the graph alone (a cached matrix's values): read in place, as matrices
         self.in_place = set(self.inputs) & set(program.graph_slots)
+        # results the output's trim takes right after this region: packed by the graph at
+        # its end (one copy out of its memory after a replay, formats.replayed.ReplayedTrim)
+        after = program.steps[stop] if stop < len(program.steps) else None
+        self.packed = tuple(after.args) if after is not None and after.trim \
+            and after.args and set(after.args) <= made else ()
         self.captured: dict = {}
         self.seen: set = set()
         self.refused: set = set()             # keys whose steps read back (run eagerly)
@@ -194,6 +203,8 @@ class Region:
         if cap is None and (key not in self.seen or len(self.captured) >= MAX_GRAPHS):
             self.seen.add(key)                # warm-up: kernels compiled, scratch allocated
             run_steps(self.steps, env)
+            if self.packed:
+                _prepare_pack([env[s] for s in self.packed])
             return None
         if cap is None:
             try:
@@ -210,9 +221,9 @@ class Region:
             record.failures.extend(cap.failures)
         for slot, value in cap.outputs.items():
             env[slot] = value
-        if cap.scalars is not None:         # the graph copied them out: read without a copy
-            cap.done.record(current_stream(_CUDA))     # (the current device's)
-            READ_BACK.set((cap.scalars, cap.known, cap.done))
+        if cap.replayed is not None:       # the graph copied them out: read without a copy
+            cap.replayed.done.record(current_stream(_CUDA))     # (the current device's)
+            READ_BACK.set(cap.replayed)
         return cap.storages
 
     def _load(self, cap: _Captured, env: list) -> None:
@@ -248,6 +259,8 @@ class Region:
         graph = torch.cuda.CUDAGraph()
         torch.cuda.current_stream().synchronize()
         pinned = None
+        desc = torch.empty(24 * len(self.packed), dtype=torch.int64, pin_memory=True) \
+            if self.packed else None          # room for the packed parts' descriptions
         # thread_local: the pipelined DataLoader captures in its sampling thread while the
         # caller's thread trains (allocates, syncs); "global" would refuse those calls there
         with CAPTURE_LOCK, _gc_paused(), torch.cuda.graph(graph,
@@ -266,6 +279,8 @@ class Region:
             scalars += [t for s in self.outputs if isinstance(work[s], PendingSizes)
                         for t in work[s].scalars]
             scalars += [f[0] for f in (record.failures[before:] if record is not None else [])]
+            packed, held = _pack([work[s] for s in self.packed], desc) if self.packed \
+                else (None, ())
             if scalars:
                 pinned = torch.empty(len(scalars), dtype=torch.int64, pin_memory=True)
                 pinned.copy_(torch.cat([t.reshape(1).to(torch.int64) for t in scalars]),
@@ -273,16 +288,47 @@ class Region:
         failures = list(record.failures[before:]) if record is not None else []
         if record is not None:
             del record.failures[before:]
-        known = {} if pinned is None else \
-            {(t.data_ptr(), t.dtype): i for i, t in enumerate(scalars)}
         outputs = {s: work[s] for s in self.outputs}
-        cap = _Captured(graph, statics, outputs, failures, pinned, known,
+        replayed = None if pinned is None else \
+            Replayed(pinned, scalars, [*outputs.values(), *(f[0] for f in failures)],
+                     packed=packed)
+        cap = _Captured(graph, statics, outputs, failures, replayed,
                         [env[s] for s in self.inputs
                          if isinstance(env[s], CSC) or s in self.in_place],
-                        frozenset(p for v in outputs.values() for p in storages(v)),
-                        torch.cuda.Event())
+                        frozenset(p for v in outputs.values() for p in storages(v)), held)
         graph.replay()
         return cap
+
+
+def _pack(values: list, desc) -> tuple:
+    """Inside a capture: ``values`` (the results the output's trim takes) packed by the
+    graph, each :func:`~gsample.formats.replayed.pack_groups` group's used prefixes one after
+    another in a buffer of its own. Returns ``((values, buffers), held)``: the first for
+    :class:`~gsample.formats.replayed.Replayed` (None where they cannot be packed), then what
+    the graph reads and must outlive it (``desc``, pinned, holds the parts' descriptions,
+    which each replay copies to the device)."""
+    parts, _ = trim_parts(values)
+    if not values or not packable(parts) or 4 * len(parts) > desc.numel():
+        return None, ()
+    from ..backend.cuda.pack import pack_parts
+    buffers, held, at = [], [desc], 0
+    for dtype, idx in pack_groups(parts):
+        group = [parts[i] for i in idx]
+        out = torch.empty(sum(t.numel() for t, _, _ in group), dtype=dtype,
+                          device=group[0][0].device)
+        held.append(pack_parts(group, out, desc[at:at + 4 * len(group)]))
+        buffers.append(out)
+        at += 4 * len(group)
+    return (values, buffers), tuple(held)
+
+
+def _prepare_pack(values: list) -> None:
+    """Load the pack kernels for ``values`` (a warm-up run's results) before a capture."""
+    parts, _ = trim_parts(values)
+    if values and packable(parts) and parts[0][0].is_cuda:
+        from ..backend.cuda.pack import prepare
+        for dtype, _ in pack_groups(parts):
+            prepare(dtype, parts[0][0].device)
 
 
 @contextlib.contextmanager

@@ -42,6 +42,8 @@ class Step:
     graph_safe: bool = False     # reads nothing back (a sync-free kernel, a device part, a
                                  # deferred check, capturable dense code): a graph may hold it
     device_part: bool = False    # the first phase of a two-phase implementation
+    trim: bool = False           # the output's trim: a CUDA graph right before it packs
+                                 # what it trims (cuda_graphs.Region)
 
 
 @dataclass

@@ -156,6 +156,17 @@ def _params(values: list):
 _FUNCTIONS: dict = {}
 
 
+def function(family: str, name: str, index: int, **key):
+    """Kernel ``name`` of ``family`` on GPU ``index`` (``key``: :func:`module`'s), compiled
+    and loaded once: before a CUDA graph capture that launches it first (a module is not
+    loaded while a stream captures)."""
+    fkey = (family, name, index, tuple(sorted(key.items())) if key else ())
+    kernel = _FUNCTIONS.get(fkey)
+    if kernel is None:
+        kernel = _FUNCTIONS[fkey] = module(family, **key, device=index).get_function(name)
+    return kernel
+
+
 def launch(family: str, name: str, n: int, *args, block: int = BLOCK, grid=None, **key) -> None:
     """Run kernel ``name`` of ``family`` over ``n`` work items (grid-stride) on torch's stream.
 
@@ -174,10 +185,9 @@ def launch(family: str, name: str, n: int, *args, block: int = BLOCK, grid=None,
             break
     if index is None:
         index = torch.cuda.current_device()
-    fkey = (family, name, index, tuple(sorted(key.items())) if key else ())
-    kernel = _FUNCTIONS.get(fkey)
+    kernel = _FUNCTIONS.get((family, name, index, tuple(sorted(key.items())) if key else ()))
     if kernel is None:
-        kernel = _FUNCTIONS[fkey] = module(family, **key, device=index).get_function(name)
+        kernel = function(family, name, index, **key)
     if grid is None:
         grid = int(min((n + block - 1) // block, 65535 * 4))
     params = _params([_arg(a) for a in args])[2]

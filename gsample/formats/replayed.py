@@ -1,0 +1,188 @@
+"""A replayed CUDA graph's results read back and copied out of its memory.
+
+A captured graph copies the counts of its bounded results (and its check flags) to pinned
+host memory itself, and may pack the results its program's output trims
+(``kernels/pack.cu``): :class:`Replayed` is what the read-back after a replay reads
+(``bounded.READ_BACK``), :class:`ReplayedTrim` the trim of those results planned once per
+graph (``gsample.runtime.cuda_graphs`` captures, ``gsample.runtime.lower``'s trim uses it).
+"""
+from __future__ import annotations
+
+import torch
+
+from .bounded import _FIELDS, BoundedCSC, BoundedIds, _copy_parts
+from .csc import CSC
+
+
+def trim_parts(values) -> tuple:
+    """How :func:`trim_copies` takes ``values`` apart, as ``(parts, recipes)``.
+
+    ``parts``: per buffer to copy, ``(tensor, count, add)``: its first ``count + add``
+    entries (``count``: a 1-element device tensor of the value's, or None: ``add``
+    entries). ``recipes``: per value, how to rebuild it from the copies: ``("t", part)``,
+    ``("c", num_nodes, (part of each CSC field or None))`` or ``("v", value)`` (kept).
+    """
+    parts, recipes = [], []
+
+    def take(t, count=None, add=0):
+        if t is None:
+            return None
+        parts.append((t, count, add))
+        return len(parts) - 1
+
+    for v in values:
+        if isinstance(v, BoundedIds):
+            recipes.append(("t", take(v.data, v.count)))
+        elif isinstance(v, BoundedCSC):
+            c = v.csc
+            nnz = c.indptr[-1:]
+            cols = (v.ncols, 0) if v.ncols is not None else (None, c.num_cols)
+            rows = (v.nrows, 0) if v.nrows is not None or c.row_ids is None \
+                else (None, c.row_ids.numel())
+            recipes.append(("c", c.num_nodes, (
+                take(c.indptr, cols[0], cols[1] + 1), take(c.rows, nnz),
+                take(c.row_ids, *rows), take(c.col_ids, *cols), take(c.values, nnz),
+                take(c.eids, nnz))))
+        elif isinstance(v, CSC):
+            recipes.append(("c", v.num_nodes, tuple(
+                None if t is None else take(t, None, t.shape[0])
+                for t in (getattr(v, f) for f in _FIELDS))))
+        elif isinstance(v, torch.Tensor):
+            recipes.append(("t", take(v, None, v.shape[0])))
+        else:
+            recipes.append(("v", v))
+    return parts, recipes
+
+
+def packable(parts: list) -> bool:
+    """Whether a graph can pack ``parts`` (:func:`trim_parts`'s) on the device: contiguous
+    1-D buffers, int64 counts."""
+    return bool(parts) and all(t.dim() == 1 and t.is_contiguous()
+                               and (c is None or c.dtype == torch.int64) for t, c, _ in parts)
+
+
+def pack_groups(parts: list) -> list:
+    """``[(dtype, [part indices])]``: ``parts`` by dtype, in order (a packed buffer each)."""
+    groups: dict = {}
+    for i, (t, _, _) in enumerate(parts):
+        groups.setdefault(t.dtype, []).append(i)
+    return list(groups.items())
+
+
+class Replayed:
+    """What a CUDA graph copies to pinned host memory itself at the end of each replay (the
+    counts of its bounded results, the sizes a two-phase step's finish reads, its check
+    flags), and the event recorded after each replay: the read-back after a replay only
+    waits for that event (not the stream: another lane's work may follow) and reads.
+
+    Parameters
+    ----------
+    pinned : LongTensor, shape (S,), pinned
+        The graph's copy of ``scalars``.
+    scalars : list of Tensor
+        The 1-element device tensors the graph copies, in order.
+    made : iterable
+        The graph's results and check flags (objects its capture keeps alive): the values
+        whose trims :meth:`plan` may remember.
+    done : torch.cuda.Event, optional
+        Recorded after each replay (default: a new one).
+    packed : tuple, optional
+        ``(values, buffers)``: results the graph packs at its end, and per
+        :func:`pack_groups` group of their :func:`trim_parts` the buffer it packs them in
+        (each part's used prefix, one after another).
+    """
+
+    def __init__(self, pinned, scalars: list, made, done=None, packed=None):
+        self.pinned = pinned
+        self.host = pinned.numpy()                  # a view: what each replay copies in
+        self.known = {(t.data_ptr(), t.dtype): i for i, t in enumerate(scalars)}
+        self.done = torch.cuda.Event() if done is None else done
+        self.made = frozenset(id(v) for v in made)
+        self.packed = None if packed is None else (tuple(map(id, packed[0])), packed[1])
+        self.plans: dict = {}
+
+    def wait(self):
+        """The pinned scalars (a NumPy view) once the replay has ended."""
+        self.done.synchronize()
+        return self.host
+
+    def plan(self, values: tuple, flags: list):
+        """The :class:`ReplayedTrim` of ``values`` and ``flags`` (check flags, 0-dim bool
+        tensors), remembered, or None where any of them is not the graph's own or a count
+        of theirs is not in pinned memory (then they are read the usual way)."""
+        key = (*map(id, values), *map(id, flags))
+        plan = self.plans.get(key)
+        if plan is None:
+            # the graph keeps these objects alive: their ids stay theirs
+            if not self.made.issuperset(key) or len(self.plans) >= 64:
+                return None
+            packed = self.packed
+            buffers = packed[1] if packed is not None and packed[0] == key[:len(values)] \
+                else None
+            plan = self.plans[key] = ReplayedTrim.of(values, flags, self.known, buffers)
+        return plan or None
+
+
+class ReplayedTrim:
+    """``trim_copies`` of a replayed graph's results, planned once: the positions of their
+    counts (and of the flags read with them) in the graph's pinned scalars, the buffers to
+    copy and how long each is as a function of the counts, and how to rebuild each value
+    from the copies. Per call: one wait, one NumPy read, then, where the graph packed the
+    results (:func:`pack_groups`), one copy of each packed buffer's used part split into
+    views, else one ``torch.cat`` per dtype."""
+
+    def __init__(self, index, sizes, parts, lengths, recipes, groups=None):
+        self.index, self.sizes = index, sizes     # pinned positions; the first `sizes` counts
+        self.parts, self.lengths, self.recipes = parts, lengths, recipes
+        self.groups = groups                      # [(packed buffer, part indices)] or None
+
+    @classmethod
+    def of(cls, values: tuple, flags: list, known: dict, buffers=None):
+        """The plan, or False where a count or flag is not among ``known``; ``buffers``:
+        where the graph packed ``values`` (:class:`Replayed`'s ``packed``)."""
+        parts, recipes = trim_parts(values)
+        index, at = [], {}
+
+        def pos(t) -> int:                # a count's position among the counts read
+            key = (t.data_ptr(), t.dtype)
+            if key not in at:
+                index.append(known[key])
+                at[key] = len(index) - 1
+            return at[key]
+
+        try:
+            lengths = [(-1 if c is None else pos(c), add, t.shape[0]) for t, c, add in parts]
+            sizes = len(index)
+            index += [known[(f.data_ptr(), f.dtype)] for f in flags]
+        except KeyError:
+            return False
+        groups = None if buffers is None else \
+            [(b, idx) for b, (_, idx) in zip(buffers, pack_groups(parts))]
+        return cls(index, sizes, [t for t, _, _ in parts], lengths, recipes, groups)
+
+    def read(self, replayed: Replayed) -> tuple:
+        """``(counts, flags)`` of this replay (Python ints), once it has ended."""
+        host = replayed.wait()[self.index].tolist()
+        return host[:self.sizes], host[self.sizes:]
+
+    def copies(self, sizes: list) -> tuple:
+        """The exact values, copies of the graph's buffers (``sizes``: :meth:`read`'s)."""
+        n = [add if j < 0 else min(max(sizes[j] + add, 0), cap)
+             for j, add, cap in self.lengths]
+        if self.groups is None:
+            copies = _copy_parts(list(zip(self.parts, n)))
+        else:                             # packed by the graph: one copy, split into views
+            copies = [None] * len(n)
+            for buffer, idx in self.groups:
+                used = [n[i] for i in idx]
+                for i, piece in zip(idx, buffer[:sum(used)].clone().split(used)):
+                    copies[i] = piece
+        out = []
+        for r in self.recipes:
+            if r[0] == "t":
+                out.append(copies[r[1]])
+            elif r[0] == "c":
+                out.append(CSC.of(r[1], *(None if i is None else copies[i] for i in r[2])))
+            else:
+                out.append(r[1])
+        return tuple(out)

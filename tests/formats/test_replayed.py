@@ -1,0 +1,108 @@
+"""A replayed CUDA graph's results: their counts and flags read from its pinned copy, and
+their trim planned once (packed by the graph, or not), equal to ``trim_copies`` (CPU
+tensors stand in for the graph's buffers)."""
+import torch
+
+from gsample.formats.bounded import BoundedIds, counts, trim_copies
+from gsample.formats.replayed import Replayed, pack_groups, packable, trim_parts
+from test_bounded import _bounded, _fields
+
+
+class _Ended:
+    """A replay's event that has passed (these tests run on the CPU)."""
+
+    def synchronize(self):
+        pass
+
+
+def _replayed(values, flags=()):
+    """A Replayed whose pinned scalars hold the counts of ``values``, then ``flags``, as a
+    captured graph's copy would (here plain host tensors)."""
+    scalars = [t for v in values for t in counts(v)] + list(flags)
+    host = torch.tensor([int(t.reshape(-1)[0]) for t in scalars], dtype=torch.int64)
+    return Replayed(host, scalars, [*values, *flags], done=_Ended())
+
+
+def test_a_replayed_graphs_trim_planned_once_equals_trim_copies():
+    """The plan of a replayed graph's results reads their counts and flags from its pinned
+    copy and copies exactly what ``trim_copies`` copies; it is remembered (its values are the
+    graph's own objects) and read again after the graph's buffers change."""
+    ids = BoundedIds(torch.tensor([3, 1, 4, 1, 5]), torch.tensor([3]))
+    b, plain, t = _bounded(), _bounded().csc, torch.arange(6.0).view(2, 3)
+    flag = torch.tensor(False)
+    values = (ids, b, plain, t, "x")
+    r = _replayed(values, [flag])
+    plan = r.plan(values, [flag])
+    assert plan is r.plan(values, [flag])                       # remembered
+    sizes, hits = plan.read(r)
+    assert sorted(sizes) == [2, 3, 3] and hits == [0]          # (in the plan's order)
+    got = plan.copies(sizes)
+    want = trim_copies(list(values), [[3], [3, 2], [], [], []])
+    assert got[0].tolist() == want[0].tolist() == [3, 1, 4]
+    assert _fields(got[1]) == _fields(want[1]) and _fields(got[2]) == _fields(plain)
+    assert torch.equal(got[3], t) and got[3].data_ptr() != t.data_ptr() and got[4] == "x"
+    assert got[1].rows.untyped_storage().data_ptr() != b.csc.rows.data_ptr()
+    # the next replay: new counts in the same pinned copy, new contents in the same buffers
+    r.host[0], r.host[1], r.host[2] = 5, 1, 1
+    ids.data[:] = torch.tensor([9, 8, 7, 6, 5])
+    sizes, _ = plan.read(r)
+    got = plan.copies(sizes)
+    assert got[0].tolist() == [9, 8, 7, 6, 5]
+    assert _fields(got[1])[:2] == [[0, 2], [0]] and _fields(got[1])[3] == [1]
+    r.host[3] = 1                                                # the flag set
+    assert plan.read(r)[1] == [1]
+
+
+def test_a_replayed_graphs_trim_is_not_planned_for_values_not_its_own():
+    """Values the graph did not make (a later step's), or counts it did not copy out, are
+    read the usual way (no plan), and nothing is remembered for them."""
+    ids = BoundedIds(torch.tensor([3, 1, 4]), torch.tensor([2]))
+    r = _replayed((ids,))
+    other = BoundedIds(torch.tensor([3, 1, 4]), torch.tensor([2]))
+    assert r.plan((other,), []) is None and r.plan((ids,), [torch.tensor(True)]) is None
+    assert not r.plans
+    blind = Replayed(torch.zeros(1, dtype=torch.int64), [torch.tensor([0])], [ids],
+                     done=_Ended())                              # ids' count not copied out
+    assert blind.plan((ids,), []) is None
+
+
+def _packed(values):
+    """What a graph's pack leaves (``backend.cuda.pack``): per dtype group of the values'
+    parts, each part's used prefix one after another, then junk up to the capacity."""
+    parts, _ = trim_parts(values)
+    buffers = []
+    for dtype, idx in pack_groups(parts):
+        used = [parts[i][0][:(0 if parts[i][1] is None else int(parts[i][1].reshape(-1)[0]))
+                            + parts[i][2]] for i in idx]
+        cap = sum(parts[i][0].numel() for i in idx)
+        flat = torch.cat(used)
+        buffers.append(torch.cat([flat, torch.full((cap - flat.numel(),), 99, dtype=dtype)]))
+    return buffers
+
+
+def test_a_packed_replay_is_copied_out_in_one_copy_a_dtype_and_equals_trim_copies():
+    """Where the graph packed the values it trims, the plan copies each packed buffer's used
+    part once and splits it into the values' fields: the same values as ``trim_copies``,
+    sharing nothing with the graph's buffers; other values (not the packed ones, or in
+    another order) are copied the usual way."""
+    ids = BoundedIds(torch.tensor([3, 1, 4, 1, 5]), torch.tensor([3]))
+    b, t = _bounded(), torch.arange(6.0)
+    values = (b, ids, t, "x")
+    parts, _ = trim_parts(values)
+    assert packable(parts) and [d for d, _ in pack_groups(parts)] == [torch.int64,
+                                                                      torch.float32]
+    buffers = _packed(values)
+    r = Replayed(_replayed(values).pinned, [c for v in values for c in counts(v)],
+                 values, done=_Ended(), packed=(values, buffers))
+    plan = r.plan(values, [])
+    assert plan.groups is not None and [g[0] for g in plan.groups] == buffers
+    got = plan.copies(plan.read(r)[0])
+    want = trim_copies(list(values), [[3, 2], [3], [], []])
+    assert _fields(got[0]) == _fields(want[0]) and got[1].tolist() == [3, 1, 4]
+    assert torch.equal(got[2], t) and got[3] == "x"
+    assert {g.untyped_storage().data_ptr() for g in (got[0].rows, got[1], got[2])}.isdisjoint(
+        {buf.untyped_storage().data_ptr() for buf in buffers})
+    other = r.plan((ids, b), [])                  # not the packed values: the usual copy
+    assert other.groups is None
+    assert other.copies(other.read(r)[0])[0].tolist() == [3, 1, 4]
+    assert not packable(trim_parts([torch.zeros(2, 3)])[0])          # 2-D: not packed
