@@ -37,6 +37,7 @@ for plain PyTorch code); the region then runs eagerly, drawing the same samples.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import copy
 import gc
 import os
@@ -57,6 +58,11 @@ _CUDA = torch.device("cuda")
 
 #: graphs kept per region (argument shapes; a new one past this runs eagerly)
 MAX_GRAPHS = 8
+
+#: ``(pinned keys, device keys)`` of a call whose keys the next region copies to the device
+#: (``runtime.program._device_keys``): its captured graph copies them at each replay, so a
+#: replayed call makes no copy of its own; an eager run copies them first
+KEY_COPY = contextvars.ContextVar("gsample_key_copy", default=None)
 
 
 def enabled() -> bool:
@@ -135,6 +141,7 @@ class _Captured:
     matrices: list = field(default_factory=list)  # read in place: kept alive (their ids key it)
     storages: frozenset = frozenset()  # of the outputs: what a replay overwrites
     held: tuple = ()                   # what the graph reads besides (the pack's descriptions)
+    keys: tuple = None                 # (pinned, device) keys the graph copies (KEY_COPY)
 
 
 class Region:
@@ -195,26 +202,34 @@ class Region:
         """Run the region on ``env``: replay its graph, capture it, or (the first time for
         this key) run it eagerly. Returns the storages of its results when they live in a
         graph's memory (a frozenset), else None."""
+        keys = KEY_COPY.get()                 # the call's keys, to copy to the device
+        if keys is not None:
+            KEY_COPY.set(None)
         key = self._key(env)
         if key is None or not self.enabled or key in self.refused:
+            _copy_keys(keys)
             run_steps(self.steps, env)
             return None
         cap = self.captured.get(key)
         if cap is None and (key not in self.seen or len(self.captured) >= MAX_GRAPHS):
             self.seen.add(key)                # warm-up: kernels compiled, scratch allocated
+            _copy_keys(keys)
             run_steps(self.steps, env)
             if self.packed:
                 _prepare_pack([env[s] for s in self.packed])
             return None
         if cap is None:
             try:
-                cap = self.captured[key] = self._capture(env, run_steps)
+                cap = self.captured[key] = self._capture(env, run_steps, keys)
             except NotCapturable:             # an exact fallback: this key runs eagerly
                 self.refused.add(key)
+                _copy_keys(keys)
                 run_steps(self.steps, env)
                 return None
         else:
             self._load(cap, env)
+            if keys is not None and (cap.keys is None or cap.keys[0] is not keys[0]):
+                _copy_keys(keys)              # (captured without this copy)
             cap.graph.replay()
         record = V._DEFERRED.get()
         if record is not None:
@@ -238,7 +253,7 @@ class Region:
             else:
                 static.copy_(v, non_blocking=True)
 
-    def _capture(self, env: list, run_steps) -> _Captured:
+    def _capture(self, env: list, run_steps, keys=None) -> _Captured:
         statics = {}
         for slot in self.inputs:
             v = env[slot]
@@ -266,6 +281,7 @@ class Region:
         with CAPTURE_LOCK, _gc_paused(), torch.cuda.graph(graph,
                                                           capture_error_mode="thread_local"):
             try:
+                _copy_keys(keys)              # the graph copies each replay's keys itself
                 run_steps(self.steps, work)
             except NotCapturable:             # raised before any read-back: a clean end
                 if record is not None:
@@ -295,7 +311,8 @@ class Region:
         cap = _Captured(graph, statics, outputs, failures, replayed,
                         [env[s] for s in self.inputs
                          if isinstance(env[s], CSC) or s in self.in_place],
-                        frozenset(p for v in outputs.values() for p in storages(v)), held)
+                        frozenset(p for v in outputs.values() for p in storages(v)), held,
+                        keys)
         graph.replay()
         return cap
 
@@ -320,6 +337,12 @@ def _pack(values: list, desc) -> tuple:
         buffers.append(out)
         at += 4 * len(group)
     return (values, buffers), tuple(held)
+
+
+def _copy_keys(keys) -> None:
+    """A call's keys to the device (``KEY_COPY``'s pair, or nothing for None)."""
+    if keys is not None:
+        keys[1].copy_(keys[0], non_blocking=True)
 
 
 def _prepare_pack(values: list) -> None:

@@ -22,6 +22,7 @@ import torch
 
 from ..random import BatchKeys, DeviceKey, KeyRange, _signed, _stream, key_prefix, op_key
 from ..formats.bounded import COPY_OUT, READ_BACK
+from .cuda_graphs import KEY_COPY
 from .options import Options
 
 
@@ -95,6 +96,7 @@ class Program:
     graph_slots: frozenset = frozenset()   # slots of values of the graph alone (read in place)
     key_buffers: Any = None      # (pinned, its numpy view, device, event) of device keys
     key_views: Any = None        # per key slot: (its first row, its rows of the device buffer)
+    keys_in_region: bool = False  # the first region copies the device keys (none read before)
     lanes: dict = field(default_factory=dict, repr=False)   # lane number (>= 1) -> program
     busy: set = field(default_factory=set, repr=False)      # lanes a call in flight holds
 
@@ -228,8 +230,11 @@ def _start(program: Program, args: dict, observe):
         else:
             env[slot] = op_key(seed, base + ordinal, batch) if batches is None \
                 else BatchKeys.of(seed, base + ordinal, batch, *batches)
+    # the keys' copy to the device: done by the first region (its graph copies them on
+    # replay) where no step before it reads them, else now
+    in_region = program.keys_in_region and program.deferred and observe is None
     if device_keys:
-        _device_keys(program, env, device_keys, batch)
+        _device_keys(program, env, device_keys, batch, in_region)
     if not program.deferred:
         yield from _paused_steps(program, env, observe)
         return program.output(env, ())
@@ -258,6 +263,7 @@ def _start(program: Program, args: dict, observe):
             if token is not None:
                 COPY_OUT.reset(token)
             READ_BACK.set(None)
+            KEY_COPY.set(None)           # (a call that failed before its first region)
         return program.output(env, raw)
 
 
@@ -277,13 +283,16 @@ def _paused_steps(program: Program, env: list, observe):
     _steps(steps[at:], env, None)
 
 
-def _device_keys(program: Program, env: list, keys: list, batch: int) -> None:
+def _device_keys(program: Program, env: list, keys: list, batch: int,
+                 in_region: bool = False) -> None:
     """Every device key of a call in one copy into the program's key buffer, from its pinned
     twin (no synchronisation; the buffers stay in place, so a captured CUDA graph reads the
     new keys where it read the old ones). The copy of the previous call is done: every such
     program ends with a read-back, and the event recorded after the copy is waited for.
     ``keys``: per key slot ``(slot, (prefixes, their int64 bits), batches, count)``; a range
-    (``count`` ordinals, a fused walk) takes consecutive rows, written at once."""
+    (``count`` ordinals, a fused walk) takes consecutive rows, written at once. With
+    ``in_region`` the copy is left to the program's first region
+    (``cuda_graphs.KEY_COPY``: a replayed graph copies them itself, one call fewer)."""
     bufs = program.key_buffers
     if bufs is None:
         rows = sum(len(p[0]) for _, p, _, _ in keys)
@@ -304,7 +313,10 @@ def _device_keys(program: Program, env: list, keys: list, batch: int) -> None:
         else:
             view[2 * at:2 * (at + len(raw)):2] = bits
             view[2 * at + 1:2 * (at + len(raw)):2] = batch
-    dev.copy_(host, non_blocking=True)
+    if in_region:
+        KEY_COPY.set((host, dev))
+    else:
+        dev.copy_(host, non_blocking=True)
     if not program.deferred:
         done.record()
     for (_, rows), (slot, (raw, _), batches, count) in zip(program.key_views, keys):

@@ -85,9 +85,10 @@ def test_parts_must_be_flat_tensors_of_out_s_dtype():
 
 
 def test_graphsage_replays_copy_its_packed_results_out():
-    """A node-wise sampler's graph packs the blocks its output trims; replays copy them out
-    of that buffer (one copy, split into views) and still draw the torch backend's samples,
-    each call's results surviving the next replays."""
+    """A node-wise sampler's graph packs the blocks its output trims and copies each call's
+    keys to the device itself; replays copy the blocks out of that buffer (one copy, split
+    into views) and still draw the torch backend's samples (each call's own keys), each
+    call's results surviving the next replays."""
     _graphs_or_skip()
     A = gs.datasets.rmat(20_000, 300_000, seed=4).to("cuda")
     sampler = gs.compile(graphsage, backend="cuda")
@@ -98,8 +99,11 @@ def test_graphsage_replays_copy_its_packed_results_out():
     gs.manual_seed(2)
     for g, s in zip(got, seeds):
         assert_same(g, reference(A, s))
-    region = sampler.lowered(A, seeds[0]).region
+    program = sampler.lowered(A, seeds[0])
+    assert program.keys_in_region          # its replays copy their keys in the graph
+    region = program.region
     (cap,) = region.captured.values()
+    assert cap.keys is not None and cap.keys[0] is program.key_buffers[0]
     assert region.packed and cap.replayed.packed is not None
     plans = [p for p in cap.replayed.plans.values() if p]
     assert len(plans) == 1 and plans[0].groups is not None
