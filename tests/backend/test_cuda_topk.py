@@ -3,10 +3,21 @@ GPU)."""
 import pytest
 import torch
 
+from gsample.backend.cuda import topk
+
 pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
 
 NONE = 2 ** 63 - 1
+
+
+def _smallest(keys, copies, n, k):
+    """``topk.smallest_compact`` over a key per row (``NONE``: not a candidate) of ``copies``
+    batches of ``n`` rows, compacted the way the collective sampler's kernels compact them."""
+    rows = torch.nonzero(keys != NONE).view(-1)
+    bounds = torch.searchsorted(rows, torch.arange(0, (copies + 1) * n, n, device=keys.device))
+    return topk.smallest_compact(keys[rows], rows, bounds[:-1], bounds[1:], copies, k,
+                                 copies * n)
 
 
 def _keys(N, n, share, seed, uniform=True):
@@ -36,9 +47,8 @@ def _want(keys, N, n, k):
                                             (2, 3000, 2999, 0.999)])
 @pytest.mark.parametrize("uniform", [True, False])
 def test_smallest_equals_torch_topk(N, n, k, share, uniform):
-    from gsample.backend.cuda import topk
     keys = _keys(N, n, share, seed=n + k, uniform=uniform)
-    rows, overflow = topk.smallest(keys, N, n, k)
+    rows, overflow = _smallest(keys, N, n, k)
     assert rows.shape == (N, k) and not bool(overflow)
     want = _want(keys, N, n, k)
     for b in range(N):
@@ -51,14 +61,13 @@ def test_smallest_equals_torch_topk(N, n, k, share, uniform):
 def test_more_ties_than_the_buffer_are_reported():
     """Keys sharing their top 24 bits beyond the tie buffer set the overflow flag (the
     collective sampler then selects with torch.topk)."""
-    from gsample.backend.cuda import topk
     n = 3 * topk.CAP
     keys = (torch.full((n,), 12345, dtype=torch.int64) << 31) + torch.arange(n)
-    rows, overflow = topk.smallest(keys.cuda(), 1, n, 10)
+    rows, overflow = _smallest(keys.cuda(), 1, n, 10)
     assert bool(overflow)
     few = keys.clone()
     few[topk.CAP // 2:] += 1 << 39                   # the ties now fit
-    rows, overflow = topk.smallest(few.cuda(), 1, n, 10)
+    rows, overflow = _smallest(few.cuda(), 1, n, 10)
     assert not bool(overflow)
     assert sorted(rows[0].tolist()) == list(range(10))
 
@@ -87,12 +96,11 @@ def test_equal_keys_choose_the_smallest_rows_every_time():
     """Ties are ranked by (key, row) in the fill kernel: equal keys (a 64-bit collision)
     across the k-th place choose the lowest rows, the same on every call, whatever order
     the select kernel appended them in."""
-    from gsample.backend.cuda import topk
     n, k = 700, 10
     keys = torch.full((2 * n,), 7 << 40, dtype=torch.int64)
     keys[n:] = 9 << 40                                   # batch 1: another key, all equal
     keys[n + 3] = 1 << 40                                # ... but one smaller
-    runs = [topk.smallest(keys.cuda(), 2, n, k) for _ in range(5)]
+    runs = [_smallest(keys.cuda(), 2, n, k) for _ in range(5)]
     for rows, overflow in runs:
         assert not bool(overflow)
         assert sorted(rows[0].tolist()) == list(range(k))

@@ -1,7 +1,6 @@
 """The ``k`` smallest keys of each batch on the GPU (``kernels/topk.cu``): an exact radix
 select of three 12-bit digits in eight launches, for collective sampling, over the
-candidates compacted (:func:`smallest_compact`, what the collective sampler calls) or a key
-per row (:func:`smallest`, which compacts them first).
+candidates compacted by batch (:func:`smallest_compact`).
 
 ``torch.topk`` over the 2.4M row keys of a products-sized graph spent 0.21 ms of host time
 per call (H100: a launch per radix pass), more than the rest of a LADIES layer's draws.
@@ -24,41 +23,37 @@ _BLOCKS = 1024
 _FILL_THREADS = 512
 
 
-def smallest(keys: torch.Tensor, copies: int, n: int, k: int):
-    """Rows of the ``k`` smallest keys of each of ``copies`` batches of ``n`` keys.
+def smallest_compact(keys: torch.Tensor, rows: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor,
+                     copies: int, k: int, R: int):
+    """Rows of the ``k`` smallest keys of each of ``copies`` batches of compacted candidates.
 
     Parameters
     ----------
-    keys : LongTensor, shape (copies * n,)
-        Keys ``>= 0``; :data:`NONE` for rows that are not candidates. Batch ``b``'s are
-        ``keys[b * n:(b + 1) * n]``.
-    copies, n, k : int
-        ``1 <= k <= n``.
+    keys : LongTensor, shape (M,)
+        The candidates' keys, ``>= 0``; batch ``b``'s are ``keys[lo[b]:hi[b]]``, in any order.
+    rows : LongTensor, shape (M,)
+        Each candidate's row.
+    lo, hi : LongTensor, shape (copies,), on the device
+    copies, k : int
+        ``k >= 1``.
+    R : int
+        What marks "no row" in the result (the row space's size).
 
     Returns
     -------
     chosen : LongTensor, shape (copies, k)
-        Global rows ``b * n + v`` of each batch's ``k`` smallest keys, in no order;
-        ``copies * n`` (no row) past a batch's candidates.
+        Each batch's rows of its ``k`` smallest keys, in no order; ``R`` past a batch's
+        candidates.
     overflow : LongTensor, shape (1,)
         Nonzero when some batch had more than :data:`CAP` ties (``chosen`` is then
         incomplete: use ``torch.topk``). Read it back with the caller's counts.
 
     Examples
     --------
-    >>> rows, overflow = smallest(keys, 1, keys.numel(), 4000)   # doctest: +SKIP
+    >>> rows = torch.nonzero(row_keys != NONE).view(-1)          # doctest: +SKIP
+    >>> at = torch.tensor([0, rows.numel()], device=rows.device)
+    >>> chosen, overflow = smallest_compact(row_keys[rows], rows, at[:1], at[1:], 1, 4000, R)
     """
-    rows = torch.nonzero(keys != NONE).view(-1)          # the candidates, compacted
-    bounds = torch.searchsorted(rows, torch.arange(0, (copies + 1) * n, n, device=keys.device))
-    return smallest_compact(keys[rows], rows, bounds[:-1], bounds[1:], copies, k, copies * n)
-
-
-def smallest_compact(keys: torch.Tensor, rows: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor,
-                     copies: int, k: int, R: int):
-    """:func:`smallest` over compacted candidates: batch ``b``'s are ``keys[i]`` (``>= 0``)
-    of rows ``rows[i]`` for ``lo[b] <= i < hi[b]``, in any order (``lo``, ``hi``: LongTensors
-    of ``copies`` positions, on the device). ``k >= 1``; ``R`` marks "no row" in the result
-    (the row space's size)."""
     dev, N = keys.device, copies
     hist = torch.empty(N * BINS, dtype=torch.int32, device=dev)
     small = torch.empty(6 * N, dtype=torch.int64, device=dev)     # thr (3 a batch), below, counts
@@ -84,4 +79,4 @@ def smallest_compact(keys: torch.Tensor, rows: torch.Tensor, lo: torch.Tensor, h
     return chosen.view(N, k), overflow
 
 
-__all__ = ["smallest", "smallest_compact", "BINS", "CAP", "NONE"]
+__all__ = ["smallest_compact", "BINS", "CAP", "NONE"]
