@@ -155,7 +155,7 @@ class _Lowering:
         if self.options.cuda_graphs and self.p.deferred:
             from .cuda_graphs import Region, regions
             self.p.regions = [Region(self.p, *span) for span in regions(self.p)]
-            if self.p.regions:       # the first region copies the keys if nothing reads them before
+            if self.p.regions:       # the first region copies the keys (none read before it)
                 device = {slot for slot, _, _, on_device, _ in self.p.keys if on_device}
                 first = self.p.regions[0].start
                 self.p.keys_in_region = bool(device) and not any(

@@ -30,9 +30,10 @@ def pack_parts(parts: list, out: torch.Tensor, desc_host: torch.Tensor) -> torch
         1-element int64 CUDA tensor (None: no count) and the number added to it.
     out : Tensor, shape (T,), at least the parts' total length
     desc_host : LongTensor, shape (>= 4 * len(parts),), pinned
-        Host room for the parts' descriptions, copied to the device by this call: when
-        captured in a CUDA graph, each replay copies it again, so it must be kept alive and
-        unchanged as long as the graph.
+        Host room for the parts' descriptions, copied to the device by this call (async:
+        keep it unchanged until the stream has run the copy); when captured in a CUDA graph,
+        each replay copies it again, so it must be kept alive and unchanged as long as the
+        graph.
 
     Returns
     -------
