@@ -123,26 +123,71 @@ def trim(value, sizes: list, copy: bool = False):
     buffers are reused, as a replayed CUDA graph's are)."""
     if copy:
         return trim_copies([value], [sizes])[0]
-    if isinstance(value, BoundedIds):
-        return value.data[:sizes[0]]
-    if isinstance(value, BoundedCSC):
-        return _trimmed_csc(value, sizes, lambda t, n: t[:n])
-    return value
+    if not isinstance(value, Bounded):
+        return value
+    parts, recipes = trim_parts([value])
+    return rebuild(recipes, [t[:n] for (t, _, _), n in zip(parts, lengths(parts, [sizes]))])[0]
 
 
-def _trimmed_csc(value, sizes: list, cut) -> CSC:
-    c = value.csc
-    nnz, at = sizes[0], 1
-    ncols = c.num_cols
-    if value.ncols is not None:
-        ncols, at = sizes[1], 2
-    nrows = sizes[at] if value.nrows is not None else None
-    return CSC.of(c.num_nodes, cut(c.indptr, ncols + 1), cut(c.rows, nnz),
-                  None if c.row_ids is None else cut(c.row_ids, c.row_ids.numel()
-                                                     if nrows is None else nrows),
-                  None if c.col_ids is None else cut(c.col_ids, ncols),
-                  None if c.values is None else cut(c.values, nnz),
-                  None if c.eids is None else cut(c.eids, nnz))
+def trim_parts(values) -> tuple:
+    """How a trim takes ``values`` apart (one definition for views, copies and a CUDA
+    graph's packed copies): ``(parts, recipes)``.
+
+    ``parts``: per buffer, ``(tensor, at, add)``: its first ``c + add`` entries, ``c`` the
+    ``j``-th of ``counts(values[i])`` for ``at = (i, j)``, or ``add`` entries for ``at``
+    None (a value that is not bounded, a buffer of fixed length). ``recipes``: per value, how
+    :func:`rebuild` makes it from the parts' pieces: ``("t", part)``, ``("c", num_nodes,
+    (part of each CSC field or None))`` or ``("v", value)`` (kept as it is).
+    """
+    parts, recipes = [], []
+
+    def take(t, at=None, add=0):
+        if t is None:
+            return None
+        parts.append((t, at, add))
+        return len(parts) - 1
+
+    for i, v in enumerate(values):
+        if isinstance(v, BoundedIds):
+            recipes.append(("t", take(v.data, (i, 0))))
+        elif isinstance(v, BoundedCSC):           # counts: nnz, then ncols, nrows if any
+            c = v.csc
+            cols = ((i, 1), 0) if v.ncols is not None else (None, c.num_cols)
+            rows = ((i, 1 + (v.ncols is not None)), 0) if v.nrows is not None \
+                else (None, 0 if c.row_ids is None else c.row_ids.numel())
+            recipes.append(("c", c.num_nodes, (
+                take(c.indptr, cols[0], cols[1] + 1), take(c.rows, (i, 0)),
+                take(c.row_ids, *rows), take(c.col_ids, *cols), take(c.values, (i, 0)),
+                take(c.eids, (i, 0)))))
+        elif isinstance(v, CSC):
+            recipes.append(("c", v.num_nodes, tuple(
+                take(t, None, 0 if t is None else t.shape[0])
+                for t in (getattr(v, f) for f in _FIELDS))))
+        elif isinstance(v, torch.Tensor):
+            recipes.append(("t", take(v, None, v.shape[0])))
+        else:
+            recipes.append(("v", v))
+    return parts, recipes
+
+
+def lengths(parts: list, sizes: list) -> list:
+    """Each of :func:`trim_parts`' ``parts``' length given ``sizes`` (per value, its counts
+    read back), clamped into ``[0, len(tensor)]``."""
+    return [add if at is None else min(max(sizes[at[0]][at[1]] + add, 0), t.shape[0])
+            for t, at, add in parts]
+
+
+def rebuild(recipes: list, pieces: list) -> list:
+    """The values of :func:`trim_parts`' ``recipes`` from their parts' ``pieces``."""
+    out = []
+    for r in recipes:
+        if r[0] == "t":
+            out.append(pieces[r[1]])
+        elif r[0] == "c":
+            out.append(CSC.of(r[1], *[None if k is None else pieces[k] for k in r[2]]))
+        else:
+            out.append(r[1])
+    return out
 
 
 def trim_copies(values: list, sizes: list) -> list:
@@ -150,40 +195,9 @@ def trim_copies(values: list, sizes: list) -> list:
     a replayed CUDA graph's memory, which the next replay overwrites), made in one
     ``torch.cat`` per dtype and device: a launch per dtype, not one per tensor. Values that
     are not bounded (``sizes`` entry unused) are copied whole (tensors, CSCs) or kept."""
-    # the slices to copy, and per value how to rebuild it (a CSC of indices into the copies)
-    parts, where = [], []
-
-    def take(t, n=None):
-        if t is None:
-            return None
-        parts.append((t, n))               # the first n entries (None: all of t)
-        return len(parts) - 1
-
-    for v, sz in zip(values, sizes):
-        if isinstance(v, BoundedIds):
-            where.append(("t", take(v.data, sz[0])))
-        elif isinstance(v, BoundedCSC):
-            where.append(("c", _trimmed_csc(v, sz, take), v.csc.num_nodes))
-        elif isinstance(v, CSC):
-            where.append(("c", CSC.of(v.num_nodes, *(take(getattr(v, f)) for f in _FIELDS)),
-                          v.num_nodes))
-        elif isinstance(v, torch.Tensor):
-            where.append(("t", take(v)))
-        else:
-            where.append(("v", v))
-    copies = _copy_parts(parts)
-    out = []
-    for w in where:
-        if w[0] == "t":
-            out.append(copies[w[1]])
-        elif w[0] == "c":
-            c = w[1]
-            get = lambda i: None if i is None else copies[i]  # noqa: E731
-            out.append(CSC.of(w[2], get(c.indptr), get(c.rows), get(c.row_ids),
-                              get(c.col_ids), get(c.values), get(c.eids)))
-        else:
-            out.append(w[1])
-    return out
+    parts, recipes = trim_parts(values)
+    return rebuild(recipes, _copy_parts([(t, n) for (t, _, _), n
+                                         in zip(parts, lengths(parts, sizes))]))
 
 
 def _copy_parts(parts: list) -> list:

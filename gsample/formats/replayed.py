@@ -10,52 +10,23 @@ from __future__ import annotations
 
 import torch
 
-from .bounded import _FIELDS, BoundedCSC, BoundedIds, _copy_parts
-from .csc import CSC
+from .bounded import _copy_parts, counts, lengths, rebuild, trim_parts
 
 
-def trim_parts(values) -> tuple:
-    """How :func:`trim_copies` takes ``values`` apart, as ``(parts, recipes)``.
-
-    ``parts``: per buffer to copy, ``(tensor, count, add)``: its first ``count + add``
-    entries (``count``: a 1-element device tensor of the value's, or None: ``add``
-    entries). ``recipes``: per value, how to rebuild it from the copies: ``("t", part)``,
-    ``("c", num_nodes, (part of each CSC field or None))`` or ``("v", value)`` (kept).
-    """
-    parts, recipes = [], []
-
-    def take(t, count=None, add=0):
-        if t is None:
-            return None
-        parts.append((t, count, add))
-        return len(parts) - 1
-
-    for v in values:
-        if isinstance(v, BoundedIds):
-            recipes.append(("t", take(v.data, v.count)))
-        elif isinstance(v, BoundedCSC):
-            c = v.csc
-            nnz = c.indptr[-1:]
-            cols = (v.ncols, 0) if v.ncols is not None else (None, c.num_cols)
-            rows = (v.nrows, 0) if v.nrows is not None or c.row_ids is None \
-                else (None, c.row_ids.numel())
-            recipes.append(("c", c.num_nodes, (
-                take(c.indptr, cols[0], cols[1] + 1), take(c.rows, nnz),
-                take(c.row_ids, *rows), take(c.col_ids, *cols), take(c.values, nnz),
-                take(c.eids, nnz))))
-        elif isinstance(v, CSC):
-            recipes.append(("c", v.num_nodes, tuple(
-                None if t is None else take(t, None, t.shape[0])
-                for t in (getattr(v, f) for f in _FIELDS))))
-        elif isinstance(v, torch.Tensor):
-            recipes.append(("t", take(v, None, v.shape[0])))
-        else:
-            recipes.append(("v", v))
-    return parts, recipes
+def counted(values, parts: list) -> list:
+    """:func:`~gsample.formats.bounded.trim_parts`' ``parts`` of ``values`` as
+    ``(tensor, count, add)``: ``count`` the device tensor of its length's count (or None)."""
+    have = {}
+    out = []
+    for t, at, add in parts:
+        if at is not None and at[0] not in have:
+            have[at[0]] = counts(values[at[0]])
+        out.append((t, None if at is None else have[at[0]][at[1]], add))
+    return out
 
 
 def packable(parts: list) -> bool:
-    """Whether a graph can pack ``parts`` (:func:`trim_parts`'s) on the device: contiguous
+    """Whether a graph can pack ``parts`` (:func:`counted`'s) on the device: contiguous
     1-D buffers, int64 counts."""
     return bool(parts) and all(t.dim() == 1 and t.is_contiguous()
                                and (c is None or c.dtype == torch.int64) for t, c, _ in parts)
@@ -88,7 +59,7 @@ class Replayed:
         Recorded after each replay (default: a new one).
     packed : tuple, optional
         ``(values, buffers)``: results the graph packs at its end, and per
-        :func:`pack_groups` group of their :func:`trim_parts` the buffer it packs them in
+        :func:`pack_groups` group of their :func:`counted` parts the buffer it packs them in
         (each part's used prefix, one after another).
     """
 
@@ -131,9 +102,9 @@ class ReplayedTrim:
     results (:func:`pack_groups`), one copy of each packed buffer's used part split into
     views, else one ``torch.cat`` per dtype."""
 
-    def __init__(self, index, sizes, parts, lengths, recipes, groups=None):
+    def __init__(self, index, sizes, parts, recipes, groups=None):
         self.index, self.sizes = index, sizes     # pinned positions; the first `sizes` counts
-        self.parts, self.lengths, self.recipes = parts, lengths, recipes
+        self.parts, self.recipes = parts, recipes  # trim_parts', lengths by read()'s counts
         self.groups = groups                      # [(packed buffer, part indices)] or None
 
     @classmethod
@@ -141,24 +112,22 @@ class ReplayedTrim:
         """The plan, or False where a count or flag is not among ``known``; ``buffers``:
         where the graph packed ``values`` (:class:`Replayed`'s ``packed``)."""
         parts, recipes = trim_parts(values)
-        index, at = [], {}
-
-        def pos(t) -> int:                # a count's position among the counts read
-            key = (t.data_ptr(), t.dtype)
-            if key not in at:
-                index.append(known[key])
-                at[key] = len(index) - 1
-            return at[key]
-
+        counted_parts = counted(values, parts)
+        index, place, at = [], {}, []     # each count read once; a part's: its place
         try:
-            lengths = [(-1 if c is None else pos(c), add, t.shape[0]) for t, c, add in parts]
+            for _, c, _ in counted_parts:
+                if c is not None and id(c) not in place:
+                    place[id(c)] = len(index)
+                    index.append(known[(c.data_ptr(), c.dtype)])
+                at.append(None if c is None else (0, place[id(c)]))
             sizes = len(index)
             index += [known[(f.data_ptr(), f.dtype)] for f in flags]
         except KeyError:
             return False
         groups = None if buffers is None else \
-            [(b, idx) for b, (_, idx) in zip(buffers, pack_groups(parts))]
-        return cls(index, sizes, [t for t, _, _ in parts], lengths, recipes, groups)
+            [(b, idx) for b, (_, idx) in zip(buffers, pack_groups(counted_parts))]
+        return cls(index, sizes, [(t, a, add) for (t, _, add), a in zip(parts, at)],
+                   recipes, groups)
 
     def read(self, replayed: Replayed) -> tuple:
         """``(counts, flags)`` of this replay (Python ints), once it has ended."""
@@ -167,22 +136,13 @@ class ReplayedTrim:
 
     def copies(self, sizes: list) -> tuple:
         """The exact values, copies of the graph's buffers (``sizes``: :meth:`read`'s)."""
-        n = [add if j < 0 else min(max(sizes[j] + add, 0), cap)
-             for j, add, cap in self.lengths]
+        n = lengths(self.parts, [sizes])
         if self.groups is None:
-            copies = _copy_parts(list(zip(self.parts, n)))
+            pieces = _copy_parts([(t, k) for (t, _, _), k in zip(self.parts, n)])
         else:                             # packed by the graph: one copy, split into views
-            copies = [None] * len(n)
+            pieces = [None] * len(n)
             for buffer, idx in self.groups:
                 used = [n[i] for i in idx]
                 for i, piece in zip(idx, buffer[:sum(used)].clone().split(used)):
-                    copies[i] = piece
-        out = []
-        for r in self.recipes:
-            if r[0] == "t":
-                out.append(copies[r[1]])
-            elif r[0] == "c":
-                out.append(CSC.of(r[1], *(None if i is None else copies[i] for i in r[2])))
-            else:
-                out.append(r[1])
-        return tuple(out)
+                    pieces[i] = piece
+        return tuple(rebuild(self.recipes, pieces))

@@ -49,7 +49,8 @@ import torch
 from .. import validate as V
 from ..formats.bounded import (READ_BACK, Bounded, BoundedIds, NotCapturable, PendingSizes,
                                copy_all, counts, current_stream)
-from ..formats.replayed import Replayed, pack_groups, packable, trim_parts
+from ..formats.bounded import trim_parts
+from ..formats.replayed import Replayed, counted, pack_groups, packable
 from ..formats.csc import CSC
 from ..random import DeviceKey
 
@@ -324,7 +325,7 @@ def _pack(values: list, desc) -> tuple:
     :class:`~gsample.formats.replayed.Replayed` (None where they cannot be packed), then what
     the graph reads and must outlive it (``desc``, pinned, holds the parts' descriptions,
     which each replay copies to the device)."""
-    parts, _ = trim_parts(values)
+    parts = counted(values, trim_parts(values)[0])
     if not values or not packable(parts) or 4 * len(parts) > desc.numel():
         return None, ()
     from ..backend.cuda.pack import pack_parts
@@ -347,7 +348,7 @@ def _copy_keys(keys) -> None:
 
 def _prepare_pack(values: list) -> None:
     """Load the pack kernels for ``values`` (a warm-up run's results) before a capture."""
-    parts, _ = trim_parts(values)
+    parts = counted(values, trim_parts(values)[0])
     if values and packable(parts) and parts[0][0].is_cuda:
         from ..backend.cuda.pack import prepare
         for dtype, _ in pack_groups(parts):

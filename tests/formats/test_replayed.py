@@ -3,8 +3,8 @@ their trim planned once (packed by the graph, or not), equal to ``trim_copies`` 
 tensors stand in for the graph's buffers)."""
 import torch
 
-from gsample.formats.bounded import BoundedIds, counts, trim_copies
-from gsample.formats.replayed import Replayed, pack_groups, packable, trim_parts
+from gsample.formats.bounded import BoundedIds, counts, trim_copies, trim_parts
+from gsample.formats.replayed import Replayed, counted, pack_groups, packable
 from test_bounded import _bounded, _fields
 
 
@@ -69,7 +69,7 @@ def test_a_replayed_graphs_trim_is_not_planned_for_values_not_its_own():
 def _packed(values):
     """What a graph's pack leaves (``backend.cuda.pack``): per dtype group of the values'
     parts, each part's used prefix one after another, then junk up to the capacity."""
-    parts, _ = trim_parts(values)
+    parts = counted(values, trim_parts(values)[0])
     buffers = []
     for dtype, idx in pack_groups(parts):
         used = [parts[i][0][:(0 if parts[i][1] is None else int(parts[i][1].reshape(-1)[0]))
@@ -88,7 +88,7 @@ def test_a_packed_replay_is_copied_out_in_one_copy_a_dtype_and_equals_trim_copie
     ids = BoundedIds(torch.tensor([3, 1, 4, 1, 5]), torch.tensor([3]))
     b, t = _bounded(), torch.arange(6.0)
     values = (b, ids, t, "x")
-    parts, _ = trim_parts(values)
+    parts = counted(values, trim_parts(values)[0])
     assert packable(parts) and [d for d, _ in pack_groups(parts)] == [torch.int64,
                                                                       torch.float32]
     buffers = _packed(values)
@@ -105,4 +105,5 @@ def test_a_packed_replay_is_copied_out_in_one_copy_a_dtype_and_equals_trim_copie
     other = r.plan((ids, b), [])                  # not the packed values: the usual copy
     assert other.groups is None
     assert other.copies(other.read(r)[0])[0].tolist() == [3, 1, 4]
-    assert not packable(trim_parts([torch.zeros(2, 3)])[0])          # 2-D: not packed
+    flat = torch.zeros(2, 3)
+    assert not packable(counted([flat], trim_parts([flat])[0]))      # 2-D: not packed
