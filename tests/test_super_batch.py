@@ -136,6 +136,26 @@ def test_cuda_backend_super_batched_equals_one_by_one(name, graph):
         assert len(a & b) >= 0.999 * len(a | b), f"{name} batch {r.index}"
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+def test_a_super_batch_s_cuda_graph_holds_its_first_sample_and_replays(graph):
+    """A super-batched GraphSAGE program is one CUDA graph from its first sample on (the
+    encoded seeds are copied in): it is captured and replayed over four epochs, every batch
+    equal to one-by-one sampling."""
+    pytest.importorskip("cupy")
+    from gsample.runtime import cuda_graphs
+    A = graph.to("cuda")
+    seeds = random_seeds(NUM_SEEDS, 2, A.num_nodes).to("cuda")
+    sampler = functools.partial(gs.compile(example("graphsage").graphsage, backend="cuda"))
+    _, ref = epochs(A, sampler, seeds, 4)
+    loader, got = epochs(A, sampler, seeds, 4, super_batch=2)
+    assert_same_batches(got, ref, "graphsage, cuda backend, super_batch=2, replayed")
+    program = loader._super.program(2)[1]
+    assert program.region.start == 0 and program.keys_in_region
+    if cuda_graphs.enabled():
+        assert program.region.captured, "the super-batch's graph was captured"
+
+
 def test_a_plain_function_is_compiled_by_the_loader(graph):
     seeds = random_seeds(NUM_SEEDS, 3)
     sampler = functools.partial(example("graphsage").graphsage, fanouts=(5, 5))

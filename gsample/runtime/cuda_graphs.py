@@ -112,12 +112,15 @@ def regions(program) -> list:
         start = None
     if start is not None:
         runs.append((start, len(program.steps)))
-    # a run starts after the steps that convert the caller's tensors (which may be on the
-    # host, or a list): its graph then replays whatever device the seeds come from
+    # a run starts after the checks that convert the caller's tensors (which may be on the
+    # host, or a list): its graph then replays whatever device the seeds come from. Another
+    # step reading an argument stays (a super-batch's encoded seeds, on the device: the
+    # graph copies them in; a host tensor is not captured, see Region._key)
     arguments = {slot for _, slot, matrix in program.inputs if not matrix}
     trimmed = []
     for begin, end in runs:
-        while begin < end and arguments & set(program.steps[begin].args):
+        while begin < end and program.steps[begin].check \
+                and arguments & set(program.steps[begin].args):
             begin += 1
         trimmed.append((begin, end))
     # one step alone is not worth a graph, unless it is a two-phase op's device part

@@ -286,7 +286,7 @@ class _Lowering:
         w = d.weights
         gathers = (w is not None and w in checked and w not in in_kernel
                    and d.input(w).align is Align.EDGES)
-        step.graph_safe = self.p.deferred and not gathers
+        step.graph_safe, step.check = self.p.deferred and not gathers, True
         return {**inputs, **dict(zip(checked, outs))}
 
     def output(self, node):

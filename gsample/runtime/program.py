@@ -45,6 +45,8 @@ class Step:
     device_part: bool = False    # the first phase of a two-phase implementation
     trim: bool = False           # the output's trim: a CUDA graph right before it packs
                                  # what it trims (cuda_graphs.Region)
+    check: bool = False          # a data check: converts what it checks (a caller's list
+                                 # or host tensor is copied; cuda_graphs.regions)
 
 
 @dataclass

@@ -80,6 +80,30 @@ def test_ladies_lowers_to_a_graph_region_per_layer_ending_at_its_read_back(A):
     assert "steps [%d] .. [%d]: one CUDA graph" % (first.start, first.stop - 1) in p.format()
 
 
+def test_a_super_batch_s_first_sample_joins_its_graph_region(A):
+    """A super-batch's seeds come encoded on the device, unchecked: its first sample is
+    captured with the rest (a region after it would read the bounded matrix it makes, a
+    new object each call, and never be captured); one mini-batch's seeds are converted by
+    a check that stays out."""
+    import functools
+    from gsample.matrix import Matrix
+    from gsample.passes import optimize
+    from gsample.runtime.super_batch import super_batch
+    from gsample.super_batcher import _SuperBatcher
+    sampler = functools.partial(gs.compile(graphsage), fanouts=(5, 3))
+    sb = _SuperBatcher(A, sampler, torch.arange(10), False)
+    counts = {k: v.num_nodes for k, v in sb.args.items() if isinstance(v, Matrix)}
+    graph = optimize(sb.base, [super_batch(8, sb.num_nodes, sb.seeds_name, False, counts)])
+    p = lower(graph, "cuda", Options(), "cuda:0")
+    seeds = next(slot for name, slot, _ in p.inputs if name == "seeds")
+    assert not any(s.check for s in p.steps)
+    assert (p.region.start, p.region.stop) == (0, 3) and seeds in p.steps[0].args
+    assert [s.node.op for s in p.region.steps] == [Op.SLICE_INDIVIDUAL_SAMPLE, Op.ALL_NODES,
+                                                   Op.SLICE_INDIVIDUAL_SAMPLE]
+    one = _program(graphsage, A)
+    assert one.steps[0].check and one.region.start == 1
+
+
 def test_dense_code_joins_a_region_only_when_it_cannot_read_back(A):
     """Elementwise dense code and reductions may be captured; indexing (perhaps by a mask,
     whose result's size is read back) and ``nonzero`` may not."""
