@@ -146,7 +146,7 @@ def test_a_super_batch_s_cuda_graph_holds_its_first_sample_and_replays(graph):
     from gsample.runtime import cuda_graphs
     A = graph.to("cuda")
     seeds = random_seeds(NUM_SEEDS, 2, A.num_nodes).to("cuda")
-    sampler = functools.partial(gs.compile(example("graphsage").graphsage, backend="cuda"))
+    sampler = gs.compile(example("graphsage").graphsage, backend="cuda")
     _, ref = epochs(A, sampler, seeds, 4)
     loader, got = epochs(A, sampler, seeds, 4, super_batch=2)
     assert_same_batches(got, ref, "graphsage, cuda backend, super_batch=2, replayed")
