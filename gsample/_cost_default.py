@@ -6,7 +6,11 @@ Used when this device has no calibration, and always with ``GSAMPLE_CALIBRATION=
     GSAMPLE_CACHE=/tmp/c python -m gsample calibrate --num-nodes 262144 --threads 1 --repeats 7
 
 on cpu x86_64 1 threads, torch 2.13.0+cpu, 2026-11-22; coefficients ``(a, b, c, d)`` of
-``a + b*E + c*R + d*C`` microseconds, rounded to 4 significant digits.
+``a + b*E + c*R + d*C`` microseconds, rounded to 4 significant digits. ``fused_edge_normalize``
+(added 2026-11-26) is priced as what it runs, ``fused_edge_map_reduce`` then
+``edge_broadcast`` of the same layout and axis (the sum of their coefficients): timed on
+another day, this machine's noise (2-3x these intercepts) would have priced it apart from
+the rest of the table; a calibration (``python -m gsample calibrate``) times it as any op.
 """
 
 DEFAULT_SOURCE = "built-in default (cpu x86_64 1 threads, 262144 nodes, 2026-11-22)"
@@ -73,6 +77,14 @@ DEFAULT_COEFFICIENTS: dict = {
     "fused_edge_map_reduce/csr/axis1": (35.46, 0.01093, 0.008671, 0.0),
     "fused_edge_map_reduce/csr-compact/axis0": (37.8, 0.01796, 9.848e-06, 0.0),
     "fused_edge_map_reduce/csr-compact/axis1": (39.75, 0.01244, 0.0001558, 0.01025),
+    "fused_edge_normalize/csc/axis0": (46.85, 0.009836, 1.36e-05, 0.02585),
+    "fused_edge_normalize/csc/axis1": (44.28, 0.04038, 0.005052, 0.01896),
+    "fused_edge_normalize/csr/axis0": (46.08, 0.02091, 0.002636, 0.0),
+    "fused_edge_normalize/csr/axis1": (49.02, 0.01636, 0.01126, 0.0),
+    "fused_edge_normalize/csr-compact/axis0": (44.01, 0.02002, 1.096e-05, 0.0),
+    "fused_edge_normalize/csr-compact/axis1": (52.44, 0.01799, 0.0001578, 0.01025),
+    "fused_edge_normalize/coo/axis0": (35.2, 0.008645, 1.48e-07, 0.00538),
+    "fused_edge_normalize/coo/axis1": (34.97, 0.04309, 0.004989, 0.0),
     "fused_edge_map_reduce/coo/axis0": (28.66, 0.006558, 0.0, 0.00538),
     "fused_edge_map_reduce/coo/axis1": (28.55, 0.04079, 0.004988, 0.0),
     "row/csc": (4.69, 0.02927, 0.0, 0.0),

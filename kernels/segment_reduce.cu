@@ -28,65 +28,7 @@
 
 typedef GS_DTYPE0 gs_t;
 
-// ----------------------------------------------------------------------------- arithmetic
-__device__ __forceinline__ float gs_add(float a, float b) {
-    float r; asm("add.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
-}
-__device__ __forceinline__ float gs_sub(float a, float b) {
-    float r; asm("sub.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
-}
-__device__ __forceinline__ float gs_mul(float a, float b) {
-    float r; asm("mul.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
-}
-__device__ __forceinline__ float gs_div(float a, float b) {
-    float r; asm("div.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r;
-}
-__device__ __forceinline__ bool gs_gt(float a, float b) {     // a > b, subnormals kept
-    unsigned r;
-    asm("{\n\t.reg .pred p;\n\tsetp.gt.f32 p, %1, %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
-        : "=r"(r) : "f"(a), "f"(b));
-    return r != 0;
-}
-__device__ __forceinline__ bool gs_isnan(float a) {
-    unsigned r;
-    asm("{\n\t.reg .pred p;\n\tsetp.nan.f32 p, %1, %1;\n\tselp.u32 %0, 1, 0, p;\n\t}"
-        : "=r"(r) : "f"(a));
-    return r != 0;
-}
-__device__ __forceinline__ double gs_add(double a, double b) { return __dadd_rn(a, b); }
-__device__ __forceinline__ double gs_sub(double a, double b) { return __dsub_rn(a, b); }
-__device__ __forceinline__ double gs_mul(double a, double b) { return __dmul_rn(a, b); }
-__device__ __forceinline__ double gs_div(double a, double b) { return __ddiv_rn(a, b); }
-__device__ __forceinline__ bool gs_gt(double a, double b) { return a > b; }
-__device__ __forceinline__ bool gs_isnan(double a) { return a != a; }
-
-// op codes shared with compute.py
-#define GS_SUM 0
-#define GS_MAX 1
-#define GS_OP_ADD 0
-#define GS_OP_SUB 1
-#define GS_OP_MUL 2
-#define GS_OP_DIV 3
-// where a per-edge operand is read (compute.py: PER_EDGE, PER_COL, PER_ROW)
-#define GS_AT_EDGE 0
-#define GS_AT_COL 1
-#define GS_AT_ROW 2
-
-// max propagates NaN (as torch's segment max): a NaN term wins, and once the running
-// value is NaN no comparison is true
-__device__ __forceinline__ gs_t gs_combine_op(gs_t acc, gs_t t, gs_i64 op) {
-    if (op == GS_MAX) return (gs_isnan(t) || gs_gt(t, acc)) ? t : acc;
-    return gs_add(acc, t);
-}
-
-__device__ __forceinline__ gs_t gs_binary(gs_t a, gs_t b, gs_i64 op) {
-    switch (op) {
-        case GS_OP_ADD: return gs_add(a, b);
-        case GS_OP_SUB: return gs_sub(a, b);
-        case GS_OP_MUL: return gs_mul(a, b);
-        default: return gs_div(a, b);
-    }
-}
+#include "tree.cuh"                          // arithmetic, op codes, gs_push / gs_close
 
 // ----------------------------------------------------------------------------- reductions
 // The term at position p for feature f: item = perm ? perm[p] : p, then
@@ -217,38 +159,11 @@ extern "C" __global__ void gs_edge_dot(const gs_t* __restrict__ u, const gs_t* _
 // work) computes the same tree in one launch; compute.segment_reduce takes it for at most
 // ONE_LAUNCH terms (less host time than three launches), tests compare the two. GS_GROUP,
 // gs_owner_warp and gs_group (a group's segment and range): groups.cuh.
-#define GS_LEVELS 8                          // 32 ** 8 leaves per stack
 #define GS_SEG_BLOCK 128                     // threads per block of the staged kernels
 #define GS_SEG_WARPS (GS_SEG_BLOCK / 32)
 #ifndef GS_BATCH
 #define GS_BATCH 16                          // loads a lane keeps in flight (divides 32)
 #endif
-
-// Feed v, the next value of a sequence, into a stack of partial groups (acc[l], cnt[l]:
-// level l's open group of 32): a full group of 32 becomes one value of the level above.
-__device__ __forceinline__ void gs_push(gs_t* acc, int* cnt, gs_t v, gs_i64 op) {
-    for (int l = 0; l < GS_LEVELS; ++l) {
-        acc[l] = cnt[l] == 0 ? v : gs_combine_op(acc[l], v, op);
-        if (++cnt[l] < 32) return;
-        v = acc[l];                          // a full group: one term of the level above
-        cnt[l] = 0;
-    }
-}
-
-// The tree of a non-empty sequence fed through gs_push: close the partial groups from the
-// bottom up (each is the last chunk of its level); the top group is the root's one chunk.
-__device__ __forceinline__ gs_t gs_close(gs_t* acc, int* cnt, gs_i64 op) {
-    int top = GS_LEVELS - 1;
-    while (cnt[top] == 0) --top;
-    for (int l = 0; l < top; ++l) {
-        if (cnt[l] == 0) continue;
-        const gs_t closed = acc[l];
-        cnt[l] = 0;
-        acc[l + 1] = cnt[l + 1] == 0 ? closed : gs_combine_op(acc[l + 1], closed, op);
-        ++cnt[l + 1];
-    }
-    return acc[top];
-}
 
 // The value of one group: n (1 .. GS_GROUP) terms at positions start .. start + n - 1, cut
 // into chunks of 32; lane i folds chunk i left to right, then the chunk values are folded

@@ -146,6 +146,11 @@ def _cases(op, A):
         Op.FUSED_EDGE_MAP_REDUCE: [dict(program=_program(), op=o, axis=a,
                                         **_fused_operands(A, g))
                                    for o in ("sum", "max") for a in (0, 1)],
+        Op.FUSED_EDGE_NORMALIZE: [dict(program=p, reduce=r, op=o, axis=a,
+                                       **(_fused_operands(A, g) if p else {}))
+                                  for p in (_program(), ()) for r, o in (("sum", "div"),
+                                                                         ("max", "sub"))
+                                  for a in (0, 1)],
     }[op]
 
 
@@ -178,7 +183,8 @@ def _wrap(x):
 @pytest.mark.parametrize("op", LAYOUT_OPS, ids=lambda o: o.value)
 def test_every_op_on_every_accepted_layout_equals_its_csc_result(A, op):
     if A.values is not None and A.values.dim() == 2 and op in (
-            Op.FUSED_EDGE_MAP, Op.FUSED_EDGE_MAP_REDUCE, Op.SPMM, Op.SPMM_T):
+            Op.FUSED_EDGE_MAP, Op.FUSED_EDGE_MAP_REDUCE, Op.FUSED_EDGE_NORMALIZE, Op.SPMM,
+            Op.SPMM_T):
         pytest.skip("SpMM takes (E,) values; fused maps meet (E, F) values as edge_map does")
     be = get_backend("torch")
     layouts = [n for n in TORCH.layouts(op) if n != "csc"]

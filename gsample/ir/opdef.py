@@ -247,6 +247,8 @@ class Op(enum.Enum):
     COL_IDS = "col_ids"                # A.col_ids
     FUSED_EDGE_MAP = "fused_edge_map"  # a chain of edge maps and broadcasts, one evaluation
     FUSED_EDGE_MAP_REDUCE = "fused_edge_map_reduce"  # that chain, then a reduction
+    FUSED_EDGE_NORMALIZE = "fused_edge_normalize"  # that chain, then each value combined
+                                                   # with its column's (row's) reduction
     SLICE_REDUCE = "slice_reduce"      # A[:, cols].sum/max/mean(axis) without the slice
     TO_LAYOUT = "to_layout"            # the same matrix in another layout (gsample.formats)
     # select

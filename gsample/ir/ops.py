@@ -130,6 +130,16 @@ _DEFS = [
           variadic=Align.STEPS, check=V.check_fused,
           doc="a fused_edge_map program, then A.sum/max/mean(axis) of its values in the same "
               "evaluation"),
+    OpDef(Op.FUSED_EDGE_NORMALIZE, P, Step.COMPUTE, (_A,),
+          (Attr("program", example=EXAMPLE_PROGRAM),
+           Attr("reduce", _choice("reduce", REDUCE_OPS), example="sum"),
+           Attr("op", _choice("op", BROADCAST_OPS), example="div"), _AXIS), M,
+          variadic=Align.STEPS, keeps_layout=True, edges="same", check=V.check_fused,
+          estimate=_same, bound=_same,
+          doc="a fused_edge_map program's values x, then x.op(x.reduce(axis), axis) in one "
+              "op: X.div(X.sum(axis=0), axis=0), a column normalisation, without the "
+              "reduction's vector or the mapped matrix between them (made by "
+              "fuse_edge_normalize)"),
     OpDef(Op.SLICE_REDUCE, P, Step.COMPUTE, (_A, In("cols", Align.NEW_COLS)),
           (Attr("op", _choice("op", REDUCE_OPS), example="sum"), _AXIS,
            Attr("batches", required=False)), T, out=Align.AXIS, batched=True,

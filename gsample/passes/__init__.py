@@ -19,6 +19,7 @@ from ..ir import Graph
 from .cse import cse
 from .dce import dce
 from .fuse_edge_map import fuse_edge_map, fuse_edge_map_reduce
+from .fuse_edge_normalize import fuse_edge_normalize
 from .fuse_extract_reduce import fuse_extract_reduce
 from .fuse_extract_extract import fuse_extract_extract
 from .fuse_extract_select import fuse_extract_select
@@ -39,6 +40,9 @@ PIPELINE: list = [
     (fuse_edge_map_reduce, "after edge-map fusion: a reduction used as the only consumer of "
                            "a fused chain (or of single maps) absorbs it, so the mapped "
                            "matrix is never built"),
+    (fuse_edge_normalize, "after edge-map-reduce fusion, which leaves a reduction whose "
+                          "input is also read by a broadcast of its result (X.div(X.sum(0), "
+                          "0)); the three, and the maps making X, become one op"),
     (fuse_extract_reduce, "after edge-map fusion (a reduction that absorbed a map is no longer "
                           "a plain reduction) and before extract-select fusion: once a slice's "
                           "reductions read the graph directly, a slice feeding only its "

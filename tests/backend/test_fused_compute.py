@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 import gsample as gs
 from gsample.backend import get_backend
 from gsample.backend.torch import compute
-from gsample.backend.torch.fused_compute import fused_edge_map, fused_edge_map_reduce
+from gsample.backend.torch.fused_compute import (fused_edge_map, fused_edge_map_reduce,
+                                                 fused_edge_normalize)
 from gsample.ir import Op
 
 N, F = 40, 3
@@ -123,6 +124,32 @@ def test_fused_edge_map_reduce_equals_unfused(device, seed, weights, slice_rows,
     assert_identical(fused_edge_map_reduce(A, program, op, axis, **operands), expected)
 
 
+@SETTINGS
+@given(seed=st.integers(0, 2**16), weights=st.sampled_from([None, torch.float32, torch.float64]),
+       slice_rows=st.booleans(), specs=st.lists(step, min_size=0, max_size=5),
+       reduce=st.sampled_from(["sum", "max", "mean"]),
+       op=st.sampled_from(["add", "sub", "mul", "div"]), axis=st.integers(0, 1),
+       layout=st.sampled_from(["csc", "csr", "csr-compact", "coo"]))
+def test_fused_edge_normalize_equals_unfused(device, seed, weights, slice_rows, specs, reduce,
+                                             op, axis, layout):
+    """``X.op(X.reduce(axis), axis)`` of the chain's ``X``, in one call, on every layout the
+    torch backend registers it for: the unfused ops' bits (an empty program: ``A`` itself)."""
+    from gsample.backend.torch import layout_ops
+    from gsample.formats.layouts import convert
+    A = matrix(seed, weights, device, slice_rows)
+    unfused, program, operands = build(A, specs, seed, device)
+    expected = compute.edge_broadcast(unfused, op, compute.reduce(unfused, reduce, axis), axis)
+    got = fused_edge_normalize(A, program, reduce, op, axis, **operands)
+    assert got.same_structure(expected)
+    assert_identical(got.values, expected.values)
+    other = convert(layout_ops.fused_edge_normalize(convert(A, layout), program, reduce, op,
+                                                    axis, **operands), "csc").values
+    # another layout holds the edges in another order: torch's CPU pow may round an element
+    # apart by where it sits in a vector register, and a NaN's sign and payload may differ
+    # (tests/test_layouts.py compares the layouts' bits on programs without pow)
+    torch.testing.assert_close(other, expected.values, equal_nan=True)
+
+
 def test_backend_runs_fused_ops_by_table_names(device):
     A = matrix(0, torch.float32, device, slice_rows=False)
     v = torch.rand(A.num_cols, device=device) + 0.5
@@ -135,6 +162,11 @@ def test_backend_runs_fused_ops_by_table_names(device):
     assert_identical(out.values, ref.values)
     red = be.run(Op.FUSED_EDGE_MAP_REDUCE, A=A, program=program[:1], op="sum", axis=1)
     assert_identical(red, compute.reduce(compute.edge_map(A, "pow", scalar=2), "sum", 1))
+    norm = be.run(Op.FUSED_EDGE_NORMALIZE, A=A, program=program[:1], reduce="sum", op="div",
+                  axis=0)
+    X = compute.edge_map(A, "pow", scalar=2)
+    assert_identical(norm.values, compute.edge_broadcast(X, "div", compute.reduce(X, "sum", 0),
+                                                         0).values)
 
 
 def test_empty_matrix(device):

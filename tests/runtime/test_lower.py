@@ -70,13 +70,14 @@ def test_ladies_lowers_to_a_graph_region_per_layer_ending_at_its_read_back(A):
         moved = after[:after.index(finish)]
         assert all(not s.graph_safe or s.label.startswith("check ") for s in moved)
         assert (r is p.regions[0]) == (not moved), [s.label for s in moved]
-        assert {s.node.op for s in moved} <= {Op.EDGE_BROADCAST, Op.REDUCE}
+        assert {s.node.op for s in moved} <= {Op.FUSED_EDGE_NORMALIZE}
     first = p.regions[0]
     assert not set(p.steps[first.start - 1].args).isdisjoint(
         {slot for _, slot, m in p.inputs if not m}), \
         "the step converting the caller's seeds stays out (they may be on the host)"
     reads = [s for s in p.steps if s.syncs]
-    assert len(reads) == 7          # 3 finishes, 3 column sums (reduce), the final read-back
+    assert len(reads) == 7          # 3 finishes, 3 column normalisations (their sums), the
+                                    # final read-back
     assert "steps [%d] .. [%d]: one CUDA graph" % (first.start, first.stop - 1) in p.format()
 
 

@@ -111,18 +111,18 @@ def test_dense_code_runs_per_batch_only_on_per_batch_values(A):
 def test_the_rewrite_reads_the_op_table(A, monkeypatch):
     import dataclasses
     ladies = program(example("ladies").ladies, A, layers=(20, 20))
+    unfused = program(example("ladies").ladies, A, layers=(20, 20), passes=[])
     d = op_table.OPS[Op.EDGE_BROADCAST]
     unaligned = tuple(dataclasses.replace(i, align=None) for i in d.inputs)
     monkeypatch.setitem(op_table.OPS, Op.EDGE_BROADCAST, dataclasses.replace(d, inputs=unaligned))
     with pytest.raises(ValueError, match="super_batch: .*input 'vector' of edge_broadcast.*ir.ops"):
-        rewrite(ladies)
+        rewrite(unfused)
     monkeypatch.undo()
     for op in (Op.REDUCE, Op.SLICE_REDUCE):                  # its result: how to cut it?
         monkeypatch.undo()
         monkeypatch.setitem(op_table.OPS, op, dataclasses.replace(op_table.OPS[op], out=None))
         with pytest.raises(ValueError, match=f"super_batch: .*result of {op.value}.*ir.ops"):
-            rewrite(ladies if op is Op.SLICE_REDUCE else program(
-                example("ladies").ladies, A, layers=(20, 20), passes=[]))
+            rewrite(ladies if op is Op.SLICE_REDUCE else unfused)
 
 
 BIAS = torch.rand(N_NODES) + 0.1

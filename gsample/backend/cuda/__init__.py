@@ -12,6 +12,9 @@ Kernels for every op the IR lowers to, by family (``kernels/README.md``):
   broadcasts, and the CSC -> CSR / COO pieces they need;
 * ``edge_map.cu`` + :mod:`.codegen`: generated kernels for fused edge maps (and the map of a
   fused edge-map-reduce);
+* ``normalize.cu``: a fused column normalisation (``X.div(X.sum(axis=0), axis=0)``) in one
+  launch (``tree.cuh``: the reductions' exact arithmetic and tree, shared with
+  ``segment_reduce.cu``);
 * ``relabel.cu``: unique / relabel (first-occurrence order) for the finalize ops;
 * ``walk.cu``: random walks, every step of every walker (of a mini-batch or a super-batch)
   in one launch; ``fused_walk.cu`` + :mod:`.walk_codegen`: a ``gs.walk`` of a per-walker step
@@ -33,7 +36,7 @@ from __future__ import annotations
 from ...ir import Op
 from .. import Backend
 from . import (compute, draws, edge_filter, edge_map, extract, finalize, fused_walk, layerwise,
-               nodewise, sampling, walk)
+               nodewise, normalize, sampling, walk)
 
 _CSC = ("csc",)
 #: op -> (its kernels' host code, the layouts it takes); the rest runs the torch code
@@ -52,6 +55,7 @@ IMPLS = {
     Op.EDGE_BROADCAST: (compute.edge_broadcast, _CSC),
     Op.FUSED_EDGE_MAP: (edge_map.fused_edge_map, _CSC),         # generated kernels
     Op.FUSED_EDGE_MAP_REDUCE: (edge_map.fused_edge_map_reduce, _CSC),
+    Op.FUSED_EDGE_NORMALIZE: (normalize.fused_edge_normalize, _CSC),    # kernels/normalize.cu
     Op.ROW: (finalize.row, _CSC),                               # kernels/relabel.cu
     Op.ALL_NODES: (finalize.all_nodes, _CSC),
     Op.COMPACT: (finalize.compact, _CSC),

@@ -38,6 +38,7 @@ IMPLS = {
     Op.REDUCE: (layout_ops.reduce, _ANY),
     Op.FUSED_EDGE_MAP: (layout_ops.fused_edge_map, _ANY),
     Op.FUSED_EDGE_MAP_REDUCE: (layout_ops.fused_edge_map_reduce, _ANY),
+    Op.FUSED_EDGE_NORMALIZE: (layout_ops.fused_edge_normalize, _ANY),
     Op.SLICE_REDUCE: (fused_reduce.slice_reduce, _CSC),
     Op.SPMM: (layout_ops.spmm, _ANY),
     Op.SPMM_T: (layout_ops.spmm_t, _ANY),

@@ -72,6 +72,41 @@ def fused_edge_map_reduce(A: CSC, program: tuple, op: str, axis: int, **operands
     return reduce_values(A, _evaluate(A, program, operands), op, axis)
 
 
+def fused_edge_normalize(A: CSC, program: tuple, reduce: str, op: str, axis: int,
+                         **operands) -> CSC:
+    """``A`` with values ``x.op(x.reduce(axis), axis)`` where ``x = program(values)``.
+
+    Parameters
+    ----------
+    A : CSC, shape (R, C)
+        The matrix; the result has its sparsity.
+    program : tuple of (op, operand, reverse, scalar, axis)
+        The steps making ``x`` (see the module docstring; empty: ``A``'s own values).
+    reduce : str
+        ``sum``, ``max`` or ``mean``: per column (``axis=0``) or per row (``axis=1``).
+    op : str
+        ``add``, ``sub``, ``mul`` or ``div``: each value with its column's (row's) reduction.
+    axis : int
+    **operands : Tensor
+        As :func:`fused_edge_map`'s.
+
+    Returns
+    -------
+    CSC, shape (R, C)
+        The same bits as ``X = fused_edge_map(A, program)``, ``X.op(X.reduce(axis), axis)``
+        (``X.div(X.sum(axis=0), axis=0)``: every column with edges sums to 1).
+    """
+    v = _evaluate(A, program, operands)
+    return normalized(A, v, reduce_values(A, v, reduce, axis), op, axis)
+
+
+def normalized(A, v: Optional[torch.Tensor], r: torch.Tensor, op: str, axis: int):
+    """``A`` (any layout) with values ``op(v, r[col])`` (``axis=0``) or ``op(v, r[row])``: an
+    edge broadcast of ``r`` on values ``v`` (None: ``A``'s own), as the unfused op makes it."""
+    y = r[A.edge_cols()] if axis == 0 else r[A.rows]
+    return A.with_values(map_values(v, A, op, False, y))
+
+
 def reduce_values(A: CSC, v: Optional[torch.Tensor], op: str, axis: int) -> torch.Tensor:
     """The reduction of :func:`fused_edge_map_reduce` over values ``v`` on ``A``'s edges
     (None: ``A``'s own); shared with the CUDA backend, whose map is a generated kernel."""

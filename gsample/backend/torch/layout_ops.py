@@ -109,6 +109,14 @@ def fused_edge_map_reduce(A: Sparse, program: tuple, op: str, axis: int, **opera
     return reduce_values(A, v, op, axis)
 
 
+def fused_edge_normalize(A: Sparse, program: tuple, reduce: str, op: str, axis: int,
+                         **operands) -> Sparse:
+    """``fused_compute.fused_edge_normalize`` on any layout (its reduction as
+    :func:`reduce_values`, the broadcast as the CSC code's)."""
+    v = fused_compute._evaluate(A, program, _operands(A, program, operands))
+    return fused_compute.normalized(A, v, reduce_values(A, v, reduce, axis), op, axis)
+
+
 def values(A: Sparse) -> torch.Tensor:
     """``A.values`` in CSC order (1.0 where the matrix has none)."""
     return A.to_csc_order(A.value_tensor()) if isinstance(A, CSR) else A.value_tensor()
