@@ -67,4 +67,3 @@ def fused_edge_map_reduce(A: CSC, program: tuple, op: str, axis: int, **operands
     """As :func:`fused_compute.fused_edge_map_reduce`: the generated map, then the
     segment-reduce kernels (:func:`.compute.reduce_values`: fixed-order, deterministic)."""
     return compute.reduce_values(A, _evaluate(A, program, operands), op, axis)
-
