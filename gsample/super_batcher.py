@@ -128,6 +128,19 @@ class _SuperBatcher:
                 return interpret(graph, args, self.backend)
             return run(program, args, observe)
 
+    def start(self, parts: list):
+        """:meth:`run` as a generator pausing where the host would wait for the device
+        (:func:`gsample.runtime.program.start`); its return value is the outputs. Run it
+        with the stream at the first mini-batch's (``batch_scope``, or an overlap ``Call``)."""
+        from .runtime import interpret
+        from .runtime.program import start
+        args = dict(self.args)
+        args[self.seeds_name] = self._encode(parts)
+        graph, program = self.program(len(parts))
+        if program is None:
+            return _returns(lambda: interpret(graph, args, self.backend))
+        return start(program, args)
+
     def _encode(self, parts: list) -> torch.Tensor:
         """The super-batch's seeds: batch ``b``'s ids ``+ b * n``, in batch order (a launch
         or two: a block of equal mini-batches is a (N, B) view plus a per-batch shift)."""
@@ -165,3 +178,9 @@ class _SuperBatcher:
         if cuda:
             total = max(total, torch.cuda.max_memory_allocated(seeds.device) - start)
         return outs, total
+
+
+def _returns(fn):
+    """A generator that returns ``fn()`` at its first step, pausing nowhere."""
+    return fn()
+    yield  # noqa: unreachable - makes this a generator

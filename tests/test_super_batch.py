@@ -567,9 +567,12 @@ def outcome(loader):
     return got, None
 
 
+@pytest.mark.parametrize("overlapped", [False, True], ids=["alone", "two-in-flight"])
 @pytest.mark.parametrize("super_batch", [3, "auto"])
 @pytest.mark.parametrize("where", [0, 2])
-def test_an_error_surfaces_at_its_mini_batch(where, super_batch):
+def test_an_error_surfaces_at_its_mini_batch(where, super_batch, overlapped, monkeypatch):
+    if overlapped:          # a GPU's path (two super-batches in flight), forced here
+        monkeypatch.setattr(gs.DataLoader, "_overlaps", lambda self, fn=None: fn is not None)
     bad = 7
     A = zero_weight_graph(bad)
     assert A[:, torch.tensor([bad])].num_edges > 0
@@ -594,6 +597,42 @@ def test_a_super_batch_failure_where_batches_succeed_is_reported(graph, monkeypa
     assert got == [] and isinstance(error, RuntimeError)
     assert "super_batch: sampling mini-batches 0..1 in one run failed" in str(error)
     assert "out of memory" in str(error)
+
+
+# ----------------------------------------------------------------------------- in flight
+@pytest.mark.parametrize("name", ["graphsage", "ladies"])
+def test_two_super_batches_in_flight_draw_what_one_at_a_time_draws(name, graph, monkeypatch):
+    """The loader's path with two super-batches in flight (a GPU's: forced here, where
+    programs never pause) yields every batch, in order, equal to one-by-one sampling,
+    with a last partial super-batch; each super-batch is one call started at its first
+    mini-batch's stream state."""
+    from gsample.runtime import overlap
+    fn, A, kwargs, _ = workloads(graph)[name]
+    seeds = random_seeds(NUM_SEEDS, 3, A.num_nodes)
+    _, ref = epochs(A, functools.partial(fn, **kwargs), seeds, 2)
+    monkeypatch.setattr(gs.DataLoader, "_overlaps", lambda self, fn=None: fn is not None)
+    started = []
+    make = overlap.Call.__init__
+
+    def record(self, begin, stream):
+        started.append(stream[2])
+        make(self, begin, stream)
+    monkeypatch.setattr(overlap.Call, "__init__", record)
+    compiled = functools.partial(gs.compile(fn), **kwargs)
+    for N in (2, 4):
+        started.clear()
+        loader, got = epochs(A, compiled, seeds, 2, super_batch=N)
+        assert_same_batches(got, ref, f"{name}, super_batch={N}, two in flight")
+        assert started == list(range(0, len(ref[0]), N)) * 2, "a call per super-batch"
+
+
+def test_auto_keeps_two_super_batches_in_flight_only_where_two_fit(graph):
+    loader = gs.DataLoader(graph, graphsage, torch.arange(640), BATCH, super_batch="auto",
+                           memory_budget=1000)
+    loader.batch_bytes = 100
+    assert loader._two_fit(5) and not loader._two_fit(6)
+    fixed = gs.DataLoader(graph, graphsage, torch.arange(640), BATCH, super_batch=64)
+    assert fixed._two_fit(64)
 
 
 # ----------------------------------------------------------------------------- "auto"

@@ -34,7 +34,9 @@ class Options:
         A ``gs.DataLoader`` running the sampler one mini-batch at a time on a GPU keeps two
         calls in flight where a program reads sizes back before its end (a layer-wise
         sampler, each layer): while the host finishes one mini-batch's layer the device
-        runs the other's (``gsample.runtime.overlap``). Same samples, in the same order.
+        runs the other's (``gsample.runtime.overlap``); super-batched, two super-batches
+        (the host splits one's outputs while the device samples the next). Same samples, in
+        the same order.
 
     Examples
     --------
