@@ -2,15 +2,16 @@
 ``FUSED_EDGE_NORMALIZE``.
 
 ``X.op(X.reduce(axis=0), axis=0)`` where ``X`` is ``A``'s values or one edge broadcast of
-them (LADIES: ``s.div(p[s.row_ids], axis=1)`` normalised per column) runs as one kernel, a
-warp per column: the map, the reduction in the segment-reduce kernels' tree order and the
-broadcast, each step the unfused kernel's own arithmetic, so the values are the unfused
-ops' bits (``gs_edge_binary``, ``gs_seg_warp``, ``gs_edge_binary``). One launch and one
-allocation where the map, the reduction and the broadcast took three of each and their
-checks (host time, measured: 40-67 us each a LADIES layer, H100 host). Anything else (a
-longer program, per-row reductions, (E, F) values, mixed dtypes, more than
-``compute.ONE_LAUNCH`` edges, where a hub column would be one warp's serial work) runs the
-map, reduction and broadcast kernels one after the other (:func:`composed`).
+them by a per-column or per-row vector of their dtype (LADIES: ``s.div(p[s.row_ids],
+axis=1)`` normalised per column) runs as one kernel, a warp per column: the map, the
+reduction in the segment-reduce kernels' tree order and the broadcast, each step the
+unfused kernel's own arithmetic, so the values are the unfused ops' bits
+(``gs_edge_binary``, ``gs_seg_warp``, ``gs_edge_binary``). One launch and one allocation
+where the map, the reduction and the broadcast took three of each and their checks (host
+time, measured: 40-67 us each a LADIES layer, H100 host). Anything else (a longer program,
+per-row reductions, (E, F) values, mixed dtypes, more than ``compute.ONE_LAUNCH`` edges,
+where a hub column would be one warp's serial work) runs the map, reduction and broadcast
+kernels one after the other (:func:`composed`).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from .module import launch
 _NULL = np.uint64(0)
 _FLOATS = {torch.float32: "float", torch.float64: "double"}
 _NONE = -1                                        # GS_NORM_NONE: no map step
-_AT = {None: compute.AT_EDGE, 0: compute.AT_COL, 1: compute.AT_ROW}
+_AT = {0: compute.AT_COL, 1: compute.AT_ROW}      # a broadcast step's vector: per column / row
 
 
 def _one_launch(A: CSC, program: tuple, reduce: str, op: str, axis: int, operands: dict):
@@ -38,7 +39,7 @@ def _one_launch(A: CSC, program: tuple, reduce: str, op: str, axis: int, operand
         return (v.dtype if v is not None else torch.float32), None, _NONE, 0
     mop, name, reverse, _scalar, at = program[0]
     y = operands.get(name) if name is not None else None
-    if mop not in compute.BINARY_OPS or reverse or not isinstance(y, torch.Tensor) \
+    if at is None or mop not in compute.BINARY_OPS or reverse or not isinstance(y, torch.Tensor) \
             or y.dim() != 1 or y.dtype not in _FLOATS or y.device != A.device \
             or (v is not None and v.dtype != y.dtype):
         return None
