@@ -118,17 +118,17 @@ class _SuperBatcher:
         return self.programs[copies]
 
     def run(self, parts: list, epoch_seed: int, first: int, observe=None) -> list:
-        """The outputs of mini-batches ``first, first + 1, ...`` (seeds ``parts``)."""
-        from .runtime import interpret, run
-        args = dict(self.args)
-        args[self.seeds_name] = self._encode(parts)
-        graph, program = self.program(len(parts))
+        """The outputs of mini-batches ``first, first + 1, ...`` (seeds ``parts``);
+        ``observe(node, value)`` after each step (:meth:`measure`)."""
         with batch_scope(epoch_seed, first):
-            if program is None:
-                return interpret(graph, args, self.backend)
-            return run(program, args, observe)
+            calls = self.start(parts, observe)
+            try:
+                while True:
+                    next(calls)
+            except StopIteration as done:
+                return done.value
 
-    def start(self, parts: list):
+    def start(self, parts: list, observe=None):
         """:meth:`run` as a generator pausing where the host would wait for the device
         (:func:`gsample.runtime.program.start`); its return value is the outputs. Run it
         with the stream at the first mini-batch's (``batch_scope``, or an overlap ``Call``)."""
@@ -139,7 +139,7 @@ class _SuperBatcher:
         graph, program = self.program(len(parts))
         if program is None:
             return _returns(lambda: interpret(graph, args, self.backend))
-        return start(program, args)
+        return start(program, args, observe)
 
     def _encode(self, parts: list) -> torch.Tensor:
         """The super-batch's seeds: batch ``b``'s ids ``+ b * n``, in batch order (a launch

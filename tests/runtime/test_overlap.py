@@ -168,6 +168,16 @@ def test_options_overlap_must_be_a_bool():
 
 
 # ----------------------------------------------------------------------------- on a GPU
+def _workload(sampler: str, device: str):
+    """``(graph, sampler)`` of the GPU tests: LADIES 3 x 300 (on the normalised graph) or
+    GraphSAGE [10, 5] on an R-MAT graph of 20,000 nodes."""
+    G = gs.datasets.rmat(20_000, 300_000, seed=4).to(device)
+    if sampler == "ladies":
+        return (example("ladies").normalize(G),
+                functools.partial(example("ladies").ladies, layers=(300, 300, 300)))
+    return G, functools.partial(graphsage, fanouts=(10, 5))
+
+
 @pytest.mark.parametrize("sampler", ["ladies", "graphsage"])
 @pytest.mark.parametrize("graphs", [True, False])
 @pytest.mark.cuda
@@ -178,12 +188,7 @@ def test_a_loader_with_two_calls_in_flight_draws_what_one_at_a_time_draws(sample
     in order, over the warm-up, capturing and replaying calls of both lanes (and with CUDA
     graphs off, where the calls pause before each read-back); the outer stream moves as
     without overlap."""
-    G = gs.datasets.rmat(20_000, 300_000, seed=4).to("cuda")
-    if sampler == "ladies":
-        G = example("ladies").normalize(G)
-        fn = functools.partial(example("ladies").ladies, layers=(300, 300, 300))
-    else:
-        fn = functools.partial(graphsage, fanouts=(10, 5))
+    G, fn = _workload(sampler, "cuda")
     runtime = Options(cuda_graphs=graphs)
     compiled = gs.compile(fn, backend="cuda", runtime=runtime)
     alone = gs.compile(fn, backend="cuda", runtime=Options(cuda_graphs=graphs, overlap=False))
@@ -237,12 +242,7 @@ def test_a_loader_with_two_super_batches_in_flight_draws_what_one_at_a_time_draw
     """Super-batched epochs with two super-batches in flight (two lanes of the program,
     each capturing and replaying its own CUDA graphs) equal the loader with ``overlap``
     off, bit for bit, in order, a last partial super-batch included."""
-    G = gs.datasets.rmat(20_000, 300_000, seed=4).to("cuda")
-    if sampler == "ladies":
-        G = example("ladies").normalize(G)
-        fn = functools.partial(example("ladies").ladies, layers=(300, 300, 300))
-    else:
-        fn = functools.partial(graphsage, fanouts=(10, 5))
+    G, fn = _workload(sampler, "cuda")
     compiled = gs.compile(fn, backend="cuda")
     alone = gs.compile(fn, backend="cuda", runtime=Options(overlap=False))
     seeds = torch.randperm(G.num_nodes, generator=torch.Generator().manual_seed(0))[:3300]
