@@ -48,6 +48,24 @@ def load_average():
         return None
 
 
+def host_loop_ms(iterations: int = 200_000) -> float:
+    """Milliseconds a fixed pure-Python loop takes per million iterations on the core this
+    process runs on: the host's speed at that moment. A sampler's host work (its launches, a
+    mini-batch's Python objects) follows it, and a lent machine's cores differ about two-fold
+    from one another and from minute to minute (H100 hosts, 2026-11-26: 34-76 ms), so each
+    epoch's record says how fast its host was.
+
+    Examples
+    --------
+    >>> host_loop_ms() > 0
+    True
+    """
+    start, total = time.perf_counter(), 0
+    for i in range(iterations):
+        total += i & 7
+    return (time.perf_counter() - start) * 1e3 * 1_000_000 / iterations
+
+
 def gather_bandwidth(device, src_elems: int, idx_elems: int, dtype=torch.int64,
                      repeats: int = 10) -> dict:
     """Random-gather bandwidth of ``device``: GB/s of ``x[idx]``.
@@ -156,19 +174,24 @@ def measure(run, repeats: int, device) -> dict:
     -------
     dict
         ``epoch_s_median``, ``epoch_s_all``, ``spread_s`` (max - min), ``warmup_epoch_s``,
-        ``units`` (of the last epoch), ``units_per_s``, ``peak_memory_bytes`` and its kind,
-        ``load_avg`` (the machine's, after the epochs).
+        ``units`` (of the last epoch), ``units_per_s``, ``host_loop_ms`` (median) and
+        ``host_loop_ms_all`` (:func:`host_loop_ms` right before each timed epoch),
+        ``peak_memory_bytes`` and its kind, ``load_avg`` (the machine's, after the epochs).
     """
     if device.type == "cuda":
         sync(device)
         torch.cuda.reset_peak_memory_stats(device)
     warm, _ = run()
-    runs = [run() for _ in range(repeats)]
+    runs, loops = [], []
+    for _ in range(repeats):
+        loops.append(host_loop_ms())            # the host's speed right before the epoch
+        runs.append(run())
     times = [r[0] for r in runs]
     med = statistics.median(times)
     units = runs[-1][1]
     row = {"epoch_s_median": med, "epoch_s_all": times, "spread_s": max(times) - min(times),
-           "warmup_epoch_s": warm, "units": units, "units_per_s": units / med if med else None}
+           "warmup_epoch_s": warm, "units": units, "units_per_s": units / med if med else None,
+           "host_loop_ms": statistics.median(loops), "host_loop_ms_all": loops}
     if device.type == "cuda":
         row["peak_memory_bytes"] = torch.cuda.max_memory_allocated(device)
         row["peak_memory_kind"] = "torch.cuda.max_memory_allocated"

@@ -177,6 +177,11 @@ def table_lines(record) -> list:
         lines += ["", f"random gather (int64): {g['GB_per_s']:.2f} GB/s; peak memory: "
                       f"{record.get('peak_memory_kind')}; load average "
                       f"{record.get('load_avg_start')} -> {record.get('load_avg_end')}"]
+    loops = [ms for e in record.get("workloads", {}).values() if "modes" in e
+             for r in e["modes"].values() for ms in r.get("host_loop_ms_all", ())]
+    if loops:
+        lines.append(f"host speed (a pure-Python loop before each epoch, ms per million "
+                     f"iterations): {min(loops):.0f} to {max(loops):.0f}")
     return lines
 
 

@@ -5,6 +5,7 @@ import functools
 import json
 import os
 import pathlib
+import statistics
 import subprocess
 import sys
 
@@ -65,6 +66,8 @@ def test_quick_run_writes_record_and_plots(quick_run):
             assert 0 < m["epoch_s_median"] <= max(m["epoch_s_all"])
             assert m["units"] > 0 and m["units_per_s"] > 0
             assert m["spread_s"] == max(m["epoch_s_all"]) - min(m["epoch_s_all"])
+            assert len(m["host_loop_ms_all"]) == len(m["epoch_s_all"])
+            assert m["host_loop_ms"] == statistics.median(m["host_loop_ms_all"]) > 0
             assert m["peak_memory_kind"] == "process_peak_rss"
         assert e["bound"]["epoch_s"] > 0
         for peer, why in e["peers_not_run"].items():
