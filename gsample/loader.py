@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import time
 from collections.abc import Callable
@@ -390,38 +391,50 @@ class DataLoader:
                 and self.A.device.type == "cuda" and not self._stateful())
 
     def _overlapped(self, pairs, epoch_seed: int):
-        """``(index, seeds)`` pairs sampled with two calls in flight
-        (:func:`gsample.runtime.overlap.interleave`): while the host finishes one mini-batch's
-        layer, the GPU runs the other's. Each call draws what it draws alone (its own
-        lane, context and stream state); the batches come out in order, an error at its
-        mini-batch."""
-        from .runtime.overlap import Call, interleave
-        from .runtime.program import start
+        """``(index, seeds)`` pairs sampled with two calls in flight: while the host finishes
+        one mini-batch's layer, the GPU runs the other's. Each call draws what it draws alone
+        (its own lane and stream state); the batches come out in order, an error at its
+        mini-batch. The epoch's program, its arguments and the seeds' name come from its
+        first call's plan (the others start it with their seeds in place); a program that
+        pauses once per call (a node-wise sampler: one CUDA graph, then its read-back) is
+        launched and landed in turn on two lanes the epoch holds
+        (:func:`gsample.runtime.overlap.in_turn`), any other call is a
+        :class:`~gsample.runtime.overlap.Call` of :func:`gsample.runtime.overlap.interleave`
+        (a context of its own: deferred checks, read-back state), or made as it is where
+        nothing was planned."""
+        from .runtime.overlap import Call, Lanes, in_turn, interleave
+        from .runtime.program import land, launch, settle, start
         fn, args, kwargs = _unwrap(self.sampler_fn)
-        # the epoch's program, its arguments and the seeds' name, from its first call (the
-        # others start it with their seeds in place); None: each call made as it is
-        plan = []
-
-        def begin(pair):
-            i, batch_seeds = pair
-
-            def call():
-                if not plan:
-                    planned = fn.plan(*args, self.A, batch_seeds, **kwargs)
-                    names = [] if planned is None else \
-                        [n for n, v in planned[1].items() if v is batch_seeds]
-                    plan.append((*planned, names[0]) if len(names) == 1 else None)
-                    if planned is not None:
-                        return start(*planned)
-                elif plan[0] is not None:
-                    program, arguments, name = plan[0]
-                    return start(program, {**arguments, name: batch_seeds})
-                return _returns(lambda: fn(*args, self.A, batch_seeds, **kwargs))  # as it is
-            return Call(call, (epoch_seed & MASK64, 0, i))
-
-        for (i, batch_seeds), out in interleave(pairs, begin, depth=2):
-            yield Batch(seeds=batch_seeds, index=i, out=out,
-                        seeds_are_nodes=self.seeds_are_nodes)
+        pairs = iter(pairs)
+        first = next(pairs, None)
+        if first is None:
+            return
+        pairs = itertools.chain([first], pairs)
+        planned = fn.plan(*args, self.A, first[1], **kwargs)
+        names = [] if planned is None else [n for n, v in planned[1].items() if v is first[1]]
+        program, arguments = planned if len(names) == 1 else (None, None)
+        seed, lanes = epoch_seed & MASK64, Lanes()
+        if program is not None and program.one_region:
+            go = lambda pair: launch(lanes.next(program),                # noqa: E731
+                                     {**arguments, names[0]: pair[1]}, (seed, 0, pair[0]))
+            calls = in_turn(pairs, go, land, settle)
+        else:
+            def begin(pair):
+                i, batch_seeds = pair
+                if program is not None:
+                    call = lambda: start(program, {**arguments, names[0]: batch_seeds})  # noqa
+                else:                                                   # as it is
+                    call = lambda: _returns(lambda: fn(*args, self.A, batch_seeds,  # noqa
+                                                       **kwargs))
+                return Call(call, (seed, 0, i))
+            calls = interleave(pairs, begin, depth=2)
+        try:
+            for (i, batch_seeds), out in calls:
+                yield Batch(seeds=batch_seeds, index=i, out=out,
+                            seeds_are_nodes=self.seeds_are_nodes)
+        finally:
+            calls.close()
+            lanes.release()
 
     def _super_batches(self, parts: list, epoch_seed: int, base: int = 0):
         """The batches ``base, base + 1, ...`` (seeds ``parts``) in groups, a group per
@@ -464,23 +477,34 @@ class DataLoader:
 
     def _overlapped_blocks(self, blocks: list, epoch_seed: int):
         """``blocks`` (``(first index, seeds of each)``) sampled with two super-batches in
-        flight (:func:`gsample.runtime.overlap.interleave`): the host splits one
-        super-batch's outputs into its mini-batches while the GPU samples the next. A
-        super-batch that raises is re-run one by one at its turn, as alone
-        (``_explain_failure``)."""
-        from .runtime.overlap import Call, interleave
-
-        def begin(item):
-            first, block = item
-            return Call(lambda: self._super.start(block), (epoch_seed & MASK64, 0, first))
-
-        calls = interleave(blocks, begin, depth=2)
-        for first, block in blocks:
-            try:
-                _, outs = next(calls)
-            except Exception as error:      # noqa: BLE001 - re-run one by one, see above
-                yield from self._explain_failure(block, epoch_seed, first, error)
-            yield self._batches(block, first, outs)
+        flight: the host splits one super-batch's outputs into its mini-batches while the GPU
+        samples the next. A program of one CUDA graph (a node-wise sampler's) is launched,
+        settled and landed in turn on two lanes (:func:`gsample.runtime.overlap.in_turn`:
+        its read-backs before the next super-batch's graph is queued, the split after), any
+        other is a :class:`~gsample.runtime.overlap.Call` of
+        :func:`~gsample.runtime.overlap.interleave`. A super-batch that raises is re-run one
+        by one at its turn, as alone (``_explain_failure``)."""
+        from .runtime.overlap import Call, Lanes, in_turn, interleave
+        from .runtime.program import land, settle
+        seed, lanes = epoch_seed & MASK64, Lanes()
+        programs = [self._super.program(n)[1] for n in {len(block) for _, block in blocks}]
+        if all(p is not None and p.one_region for p in programs):
+            calls = in_turn(blocks, lambda item: self._super.launch(
+                item[1], lanes.next(self._super.program(len(item[1]))[1]),
+                (seed, 0, item[0])), land, settle)
+        else:
+            calls = interleave(blocks, lambda item: Call(
+                lambda: self._super.start(item[1]), (seed, 0, item[0])), depth=2)
+        try:
+            for first, block in blocks:
+                try:
+                    _, outs = next(calls)
+                except Exception as error:      # noqa: BLE001 - re-run one by one, see above
+                    yield from self._explain_failure(block, epoch_seed, first, error)
+                yield self._batches(block, first, outs)
+        finally:
+            calls.close()
+            lanes.release()
 
     def _rounds(self, runs: list, epoch_seed: int):
         """A partitioned graph's super-batches: this rank's mini-batches (``runs``: ``(first

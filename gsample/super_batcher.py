@@ -141,6 +141,16 @@ class _SuperBatcher:
             return _returns(lambda: interpret(graph, args, self.backend))
         return start(program, args, observe)
 
+    def launch(self, parts: list, lane, stream: tuple) -> list:
+        """:meth:`start`'s call launched on ``lane`` (a lane of ``self.program(len(parts))``'s
+        one-region program) with the random stream at ``stream`` (``(seed, 0, first
+        mini-batch)``): :func:`gsample.runtime.program.launch`'s flight, for its ``settle``
+        and ``land`` (which returns the outputs)."""
+        from .runtime.program import launch
+        args = dict(self.args)
+        args[self.seeds_name] = self._encode(parts)
+        return launch(lane, args, stream)
+
     def _encode(self, parts: list) -> torch.Tensor:
         """The super-batch's seeds: batch ``b``'s ids ``+ b * n``, in batch order (a launch
         or two: a block of equal mini-batches is a (N, B) view plus a per-batch shift)."""

@@ -170,11 +170,17 @@ def trim_parts(values) -> tuple:
     return parts, recipes
 
 
-def lengths(parts: list, sizes: list) -> list:
+def lengths(parts: list, sizes: list, limits: list = None) -> list:
     """Each of :func:`trim_parts`' ``parts``' length given ``sizes`` (per value, its counts
-    read back), clamped into ``[0, len(tensor)]``."""
-    return [add if at is None else min(max(sizes[at[0]][at[1]] + add, 0), t.shape[0])
-            for t, at, add in parts]
+    read back), clamped into ``[0, len(tensor)]``; ``limits``: :func:`limits` of ``parts``
+    (a trim planned once passes its own)."""
+    return [add if at is None else min(max(sizes[at[0]][at[1]] + add, 0), top)
+            for at, add, top in (limits if limits is not None else _limits(parts))]
+
+
+def _limits(parts: list) -> list:
+    """``(at, add, buffer length)`` of each of :func:`trim_parts`' ``parts``."""
+    return [(at, add, t.shape[0]) for t, at, add in parts]
 
 
 def rebuild(recipes: list, pieces: list) -> list:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .bounded import _copy_parts, counts, lengths, rebuild, trim_parts
+from .bounded import _copy_parts, _limits, counts, lengths, rebuild, trim_parts
 
 
 def counted(values, parts: list) -> list:
@@ -106,6 +106,9 @@ class ReplayedTrim:
         self.index, self.sizes = index, sizes     # pinned positions; the first `sizes` counts
         self.parts, self.recipes = parts, recipes  # trim_parts', lengths by read()'s counts
         self.groups = groups                      # [(packed buffer, part indices)] or None
+        self.limits = _limits(parts)              # lengths()' view of the parts
+        self.whole = groups is not None and len(groups) == 1 \
+            and list(groups[0][1]) == list(range(len(parts)))   # one buffer, parts in order
 
     @classmethod
     def of(cls, values: tuple, flags: list, known: dict, buffers=None):
@@ -136,9 +139,11 @@ class ReplayedTrim:
 
     def copies(self, sizes: list) -> tuple:
         """The exact values, copies of the graph's buffers (``sizes``: :meth:`read`'s)."""
-        n = lengths(self.parts, [sizes])
+        n = lengths(self.parts, [sizes], self.limits)
         if self.groups is None:
             pieces = _copy_parts([(t, k) for (t, _, _), k in zip(self.parts, n)])
+        elif self.whole:                  # one packed buffer: one copy, split into views
+            pieces = self.groups[0][0][:sum(n)].clone().split(n)
         else:                             # packed by the graph: one copy, split into views
             pieces = [None] * len(n)
             for buffer, idx in self.groups:

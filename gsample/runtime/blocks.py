@@ -158,6 +158,12 @@ def bounds(M, n: int, copies: int) -> Bounds:
     return Bounds(c, r, e, both)
 
 
+# what the lowering reads of these dense steps (``Step.syncs``, a scheduling hint: a step
+# that may read back waits for the device): bounds reads them back; a split finds each
+# batch's part on the host where it is delimited by ids (``batch_ptr``)
+bounds.reads_back = True
+
+
 #: a batch's part of a value is a view where it starts this aligned (the alignment of a
 #: fresh CUDA allocation), else a copy
 _ALIGN = 512
@@ -220,6 +226,16 @@ def split(value, bnd=None, *, spec, n: int, copies: int) -> list:
     else:
         ptr = getattr(bnd, along)
     return [_part(value, ptr[b], ptr[b + 1], b * n if ids else 0) for b in range(copies)]
+
+
+def _split_reads_back(spec, **_) -> bool:
+    """Whether :func:`split` with ``spec`` reads back (its parts found on the host)."""
+    if isinstance(spec, tuple):
+        return any(_split_reads_back(s) for s in spec)
+    return spec in ("walks", "entries") or spec.partition(" ")[0] == "ids"
+
+
+split.reads_back = _split_reads_back
 
 
 def split_walks(walks: torch.Tensor, n: int, copies: int) -> list:

@@ -37,7 +37,6 @@ for plain PyTorch code); the region then runs eagerly, drawing the same samples.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import copy
 import gc
 import os
@@ -59,12 +58,6 @@ _CUDA = torch.device("cuda")
 
 #: graphs kept per region (argument shapes; a new one past this runs eagerly)
 MAX_GRAPHS = 8
-
-#: ``(pinned keys, device keys)`` of a call whose keys the next region copies to the device
-#: (``runtime.program._device_keys``): its captured graph copies them at each replay, so a
-#: replayed call makes no copy of its own; an eager run copies them first
-KEY_COPY = contextvars.ContextVar("gsample_key_copy", default=None)
-
 
 def enabled() -> bool:
     """Whether regions may be captured in this process (see the module's docstring)."""
@@ -145,7 +138,7 @@ class _Captured:
     matrices: list = field(default_factory=list)  # read in place: kept alive (their ids key it)
     storages: frozenset = frozenset()  # of the outputs: what a replay overwrites
     held: tuple = ()                   # what the graph reads besides (the pack's descriptions)
-    keys: tuple = None                 # (pinned, device) keys the graph copies (KEY_COPY)
+    keys: tuple = None                 # (pinned, device) keys the graph copies (Region.run)
 
 
 class Region:
@@ -202,39 +195,44 @@ class Region:
                 key.append(("v", type(v).__qualname__, v if plain else id(v)))
         return tuple(key)
 
-    def run(self, env: list, run_steps):
+    def run(self, env: list, run_steps, keys=None):
         """Run the region on ``env``: replay its graph, capture it, or (the first time for
-        this key) run it eagerly. Returns the storages of its results when they live in a
-        graph's memory (a frozenset), else None."""
-        keys = KEY_COPY.get()                 # the call's keys, to copy to the device
-        if keys is not None:
-            KEY_COPY.set(None)
+        this key) run it eagerly. ``keys``: ``(pinned, device)`` buffers of the call's random
+        keys to copy to the device first (``runtime.program._device_keys``: a captured graph
+        copies them at each replay, so a replayed call makes no copy of its own). Returns the
+        storages of its results when they live in a graph's memory (a frozenset), else
+        None."""
         key = self._key(env)
+        cap = self.captured.get(key) if key is not None else None
+        if cap is not None:                   # the steady state: a replay
+            self._load(cap, env)
+            if keys is not None and (cap.keys is None or cap.keys[0] is not keys[0]):
+                _copy_keys(keys)              # (captured without this copy)
+            cap.graph.replay()
+            return self._replayed(cap, env)
         if key is None or not self.enabled or key in self.refused:
             _copy_keys(keys)
             run_steps(self.steps, env)
             return None
-        cap = self.captured.get(key)
-        if cap is None and (key not in self.seen or len(self.captured) >= MAX_GRAPHS):
+        if key not in self.seen or len(self.captured) >= MAX_GRAPHS:
             self.seen.add(key)                # warm-up: kernels compiled, scratch allocated
             _copy_keys(keys)
             run_steps(self.steps, env)
             if self.packed:
                 _prepare_pack([env[s] for s in self.packed])
             return None
-        if cap is None:
-            try:
-                cap = self.captured[key] = self._capture(env, run_steps, keys)
-            except NotCapturable:             # an exact fallback: this key runs eagerly
-                self.refused.add(key)
-                _copy_keys(keys)
-                run_steps(self.steps, env)
-                return None
-        else:
-            self._load(cap, env)
-            if keys is not None and (cap.keys is None or cap.keys[0] is not keys[0]):
-                _copy_keys(keys)              # (captured without this copy)
-            cap.graph.replay()
+        try:
+            cap = self.captured[key] = self._capture(env, run_steps, keys)
+        except NotCapturable:                 # an exact fallback: this key runs eagerly
+            self.refused.add(key)
+            _copy_keys(keys)
+            run_steps(self.steps, env)
+            return None
+        return self._replayed(cap, env)
+
+    def _replayed(self, cap: _Captured, env: list):
+        """After a capture or a replay of ``cap``: its check flags recorded, its results in
+        ``env``, the event its read-back waits for recorded."""
         record = V._DEFERRED.get()
         if record is not None:
             record.failures.extend(cap.failures)
@@ -344,7 +342,7 @@ def _pack(values: list, desc) -> tuple:
 
 
 def _copy_keys(keys) -> None:
-    """A call's keys to the device (``KEY_COPY``'s pair, or nothing for None)."""
+    """A call's keys to the device (``Region.run``'s ``keys`` pair, or nothing for None)."""
     if keys is not None:
         keys[1].copy_(keys[0], non_blocking=True)
 

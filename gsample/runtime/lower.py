@@ -171,7 +171,8 @@ class _Lowering:
         label = f".{fn[1]}" if isinstance(fn, tuple) else getattr(
             fn, "__qualname__", getattr(fn, "__name__", type(fn).__name__))
         step = self.emit(_dense_call(fn, node.attrs["template"], names), slots,
-                         self.slot[node], f"dense {label}", node)
+                         self.slot[node], f"dense {label}", node,
+                         syncs=_reads_back(fn, node.attrs["template"]))
         step.graph_safe = self.p.deferred and _capturable(fn, node.attrs["template"])
 
     def sparse(self, node):
@@ -435,6 +436,14 @@ def _dense_call(fn, template, names):
             return getattr(args[0], method)(*args[1:], **kwargs)
         return fn(*args, **kwargs)
     return call
+
+
+def _reads_back(fn, template) -> bool:
+    """Whether dense code may read back: what it declares (``fn.reads_back``, a bool or a
+    function of its keyword arguments: the runtime's super-batch helpers), else False (user
+    code: a read-back in it only waits)."""
+    says = getattr(fn, "reads_back", False)
+    return bool(says(**template[1]) if callable(says) else says)
 
 
 def _wrap(value):

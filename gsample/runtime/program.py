@@ -9,6 +9,7 @@ lookups or re-validation.
 """
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -22,7 +23,6 @@ import torch
 
 from ..random import BatchKeys, DeviceKey, KeyRange, _signed, _stream, key_prefix, op_key
 from ..formats.bounded import COPY_OUT, READ_BACK
-from .cuda_graphs import KEY_COPY
 from .options import Options
 
 
@@ -143,6 +143,27 @@ class Program:
         return sum(s.syncs for s in self.steps[1:])
 
     @property
+    def one_region(self) -> bool:
+        """Whether a call pauses once, after its one CUDA graph region (a node-wise sampler
+        on a GPU): :func:`launch` and :func:`land` make its two halves."""
+        return self.deferred and len(self.regions) == 1 and str(self.device).startswith("cuda")
+
+    @functools.cached_property
+    def settles(self) -> Optional[int]:
+        """Where a one-region program's call has read back all it will before its end: the
+        index after its last step past the region that may read back (``Step.syncs``), but
+        for its final step, when any (a super-batch's bounds, between its trims and the
+        split of its outputs); else None. The steps after it (host work, the final
+        read-back of what the graph copied to the host itself) never wait for device work
+        queued after the call's: :func:`settle` runs the steps before it."""
+        if not self.one_region:
+            return None
+        stop = self.regions[0].stop
+        last = max((i for i in range(stop, len(self.steps) - 1) if self.steps[i].syncs),
+                   default=None)
+        return None if last is None else last + 1
+
+    @property
     def num_syncs(self) -> int:
         """Steps that may read back to the host (an upper count per call)."""
         return sum(s.syncs for s in self.steps)
@@ -218,28 +239,17 @@ def _start(program: Program, args: dict, observe):
     stream = _stream()
     seed, base, batch = stream.seed, stream.ordinal, stream.batch_index
     stream.ordinal += program.num_random
-    env = list(program.env)
-    for name, slot, matrix in program.inputs:
-        value = args[name]
-        env[slot] = value.csc if matrix else value
-    device_keys = []
-    for slot, ordinal, batches, on_device, count in program.keys:
-        if on_device:
-            device_keys.append((slot, _prefixes(seed, base + ordinal, max(count, 1)), batches,
-                                count))
-        elif count:
-            env[slot] = KeyRange.of(seed, base + ordinal, count, batch, batches)
-        else:
-            env[slot] = op_key(seed, base + ordinal, batch) if batches is None \
-                else BatchKeys.of(seed, base + ordinal, batch, *batches)
     # the keys' copy to the device: done by the first region (its graph copies them on
     # replay) where no step before it reads them, else now
     in_region = program.keys_in_region and program.deferred and observe is None
-    if device_keys:
-        _device_keys(program, env, device_keys, batch, in_region)
+    env, keys = _bind(program, args, seed, base, batch, in_region)
     if not program.deferred:
         yield from _paused_steps(program, env, observe)
         return program.output(env, ())
+    if program.one_region and observe is None:            # one pause: a node-wise sampler
+        flight = _launch(program, env, keys)
+        yield                            # the graph is queued: its read-back comes next
+        return land(flight)
     with V.deferred():
         if not program.regions or observe is not None:
             yield from _paused_steps(program, env, observe)
@@ -249,7 +259,8 @@ def _start(program: Program, args: dict, observe):
             for r in program.regions:
                 _steps(program.steps[at:r.start], env, None)
                 READ_BACK.set(None)
-                in_graph = r.run(env, lambda steps, e: _steps(steps, e, None))
+                in_graph = r.run(env, _run, keys)
+                keys = None                  # (the first region copied them)
                 if in_graph is not None:
                     # the region's results live in the graph's memory, which the next replay
                     # overwrites: the steps after it keep copies of what they take from it,
@@ -265,8 +276,124 @@ def _start(program: Program, args: dict, observe):
             if token is not None:
                 COPY_OUT.reset(token)
             READ_BACK.set(None)
-            KEY_COPY.set(None)           # (a call that failed before its first region)
         return program.output(env, raw)
+
+
+def _bind(program: Program, args: dict, seed: int, base: int, batch: int,
+          in_region: bool) -> tuple:
+    """``(env, keys)``: the slots of a call filled with its arguments, constants and random
+    keys (op ``i`` of the program drawing with op ordinal ``base + i`` of stream ``seed``,
+    mini-batch ``batch``); ``keys``: the device keys' ``(pinned, device)`` buffers the first
+    region copies (``in_region``), else None (copied already)."""
+    env = list(program.env)
+    for name, slot, matrix in program.inputs:
+        value = args[name]
+        env[slot] = value.csc if matrix else value
+    device_keys = []
+    for slot, ordinal, batches, on_device, count in program.keys:
+        if on_device:
+            device_keys.append((slot, _prefixes(seed, base + ordinal, max(count, 1)), batches,
+                                count))
+        elif count:
+            env[slot] = KeyRange.of(seed, base + ordinal, count, batch, batches)
+        else:
+            env[slot] = op_key(seed, base + ordinal, batch) if batches is None \
+                else BatchKeys.of(seed, base + ordinal, batch, *batches)
+    keys = _device_keys(program, env, device_keys, batch, in_region) if device_keys else None
+    return env, keys
+
+
+def launch(program: Program, args: dict, stream: tuple) -> list:
+    """The first half of a call of a program that pauses once (one CUDA graph region, the
+    read-back of its sizes after it: a node-wise sampler): its checks run and its graph is
+    queued (or the region runs eagerly, the first calls of a shape). With :func:`land`, what
+    :func:`start` does without a generator, for a caller keeping two calls in flight on two
+    lanes of the program it holds (``gsample.runtime.overlap.in_turn``): no context of its
+    own per call, nothing of gsample's random stream read or moved.
+
+    Parameters
+    ----------
+    program : Program
+        A lane (:meth:`Program.acquire`) of a program with one region, on a GPU.
+    args : dict
+        ``name -> gs.Matrix or tensor``, as for :func:`run`.
+    stream : tuple of int
+        ``(seed, ordinal, batch_index)``: the random stream the call draws from (a loader's
+        mini-batch: its epoch's seed, 0 and its index).
+
+    Returns
+    -------
+    list
+        The call in flight, for :func:`settle` and :func:`land`.
+
+    Examples
+    --------
+    >>> flight = launch(lane, {"A": A, "seeds": seeds}, (seed, 0, 7))
+    >>> out = land(flight)               # == the call's result, with the stream at (seed, 0, 7)
+    """
+    seed, base, batch = stream
+    env, keys = _bind(program, args, seed, base, batch, program.keys_in_region)
+    return _launch(program, env, keys)
+
+
+def _launch(program: Program, env: list, keys) -> list:
+    """:func:`launch` once the slots are bound: the checks before the region, then the
+    region, under a deferred-check record of the call's own (contextvars set and reset
+    here: another call may run between this and :func:`land`)."""
+    record, region = V.Deferred(), program.regions[0]
+    deferring, reading = V._DEFERRED.set(record), READ_BACK.set(None)
+    try:
+        _steps(program.steps[:region.start], env, None)
+        raw = region.run(env, _run, keys)
+        return [program, env, record, raw, READ_BACK.get(), region.stop]
+    finally:
+        READ_BACK.reset(reading)
+        V._DEFERRED.reset(deferring)
+
+
+def settle(flight: list) -> None:
+    """Run a call :func:`launch` started up to where it has read back all it will before its
+    end (:attr:`Program.settles`; nothing where None): a caller queues the next call's
+    device work after this, so that these read-backs wait for this call's work alone
+    (``gsample.runtime.overlap.in_turn``)."""
+    program = flight[0]
+    if program.settles is not None and flight[5] < program.settles:
+        _rest(flight, program.settles)
+        flight[5] = program.settles
+
+
+def land(flight: list):
+    """The rest of a call :func:`launch` started (its read-backs, trims and any check's
+    error; after :func:`settle`, its host work and final read-back); returns what the call
+    returns."""
+    program, env, record, raw = flight[:4]
+    deferring = V._DEFERRED.set(record)
+    try:
+        _rest(flight, len(program.steps))
+        return program.output(env, raw or ())
+    finally:
+        V._DEFERRED.reset(deferring)
+
+
+def _rest(flight: list, stop: int) -> None:
+    """The steps of a call in flight from where it is to ``stop``, in its read-back state
+    (its deferred checks' record, the replayed graph's scalars, copies out of its memory)."""
+    program, env, record, raw, replayed, at = flight
+    deferring, reading = V._DEFERRED.set(record), READ_BACK.set(replayed)
+    # the graph's results: copied out of its memory by the steps after it and the output
+    copying = COPY_OUT.set(True) if raw is not None else None
+    try:
+        _steps(program.steps[at:stop], env, None)
+    finally:
+        if copying is not None:
+            COPY_OUT.reset(copying)
+        READ_BACK.reset(reading)
+        V._DEFERRED.reset(deferring)
+
+
+def _run(steps: list, env: list) -> None:
+    """A region's steps, run eagerly or captured (``cuda_graphs.Region.run``'s runner)."""
+    _steps(steps, env, None)
 
 
 def _paused_steps(program: Program, env: list, observe):
@@ -286,15 +413,16 @@ def _paused_steps(program: Program, env: list, observe):
 
 
 def _device_keys(program: Program, env: list, keys: list, batch: int,
-                 in_region: bool = False) -> None:
+                 in_region: bool = False):
     """Every device key of a call in one copy into the program's key buffer, from its pinned
     twin (no synchronisation; the buffers stay in place, so a captured CUDA graph reads the
     new keys where it read the old ones). The copy of the previous call is done: every such
     program ends with a read-back, and the event recorded after the copy is waited for.
     ``keys``: per key slot ``(slot, (prefixes, their int64 bits), batches, count)``; a range
     (``count`` ordinals, a fused walk) takes consecutive rows, written at once. With
-    ``in_region`` the copy is left to the program's first region
-    (``cuda_graphs.KEY_COPY``: a replayed graph copies them itself, one call fewer)."""
+    ``in_region`` the copy is left to the program's first region: the ``(pinned, device)``
+    buffers are returned for its ``Region.run`` (a replayed graph copies them itself, one
+    call fewer); else None."""
     bufs = program.key_buffers
     if bufs is None:
         rows = sum(len(p[0]) for _, p, _, _ in keys)
@@ -315,9 +443,7 @@ def _device_keys(program: Program, env: list, keys: list, batch: int,
         else:
             view[2 * at:2 * (at + len(raw)):2] = bits
             view[2 * at + 1:2 * (at + len(raw)):2] = batch
-    if in_region:
-        KEY_COPY.set((host, dev))
-    else:
+    if not in_region:
         dev.copy_(host, non_blocking=True)
     if not program.deferred:
         done.record()
@@ -327,6 +453,7 @@ def _device_keys(program: Program, env: list, keys: list, batch: int,
             env[slot] = DeviceKey.of(rows, raw[0], batch, copies, n, True)
         else:                  # the kernel reads the rows; DeviceKeys only if asked for
             env[slot] = KeyRange(_DeviceKeys(rows, raw, batch, copies, n), rows.view(-1, 2))
+    return (host, dev) if in_region else None
 
 
 class _DeviceKeys(Sequence):

@@ -171,3 +171,18 @@ def test_a_gather_at_encoded_ids_is_each_batch_s_own(shared):
     own = torch.cat([(x if shared else x[b * n:(b + 1) * n])[v] for b, v in enumerate(ids)])
     got = blocks.gather(x, enc, n if shared else None)
     assert got.dtype == x.dtype and torch.equal(got, own)
+
+
+def test_the_helpers_say_which_of_them_read_back():
+    """The lowering's ``Step.syncs`` of the super-batch helpers (a scheduling hint): bounds
+    read back; a split does where its parts are found on the host (by ids, walks or entries),
+    not for matrices and node-aligned values."""
+    from gsample.runtime.lower import _reads_back
+    assert _reads_back(blocks.bounds, ((), {"n": 5, "copies": 2}))
+    for spec, reads in (("matrix", False), ("nodes", False), ("rows", False),
+                        ("edges ids", False), ("ids", True), ("walks", True),
+                        ("entries", True), (("matrix", "nodes"), False),
+                        (("matrix", "ids"), True)):
+        assert _reads_back(blocks.split, ((), {"spec": spec, "n": 5, "copies": 2})) == reads, spec
+    assert not _reads_back(blocks.Assemble(None, frozenset(), 2), ((), {}))
+    assert not _reads_back(torch.add, ((), {}))

@@ -103,6 +103,14 @@ def test_a_super_batch_s_first_sample_joins_its_graph_region(A):
                                                    Op.SLICE_INDIVIDUAL_SAMPLE]
     one = _program(graphsage, A)
     assert one.steps[0].check and one.region.start == 1
+    # its bounds read back, its splits of matrices do not: a call has read back all it will
+    # before its end (but for its final read-back) after the last bounds (Program.settles)
+    labels = [s.label for s in p.steps]
+    bounds = [i for i, s in enumerate(p.steps) if s.label == "dense bounds"]
+    assert len(bounds) == 2 and all(p.steps[i].syncs for i in bounds), labels
+    assert not any(s.syncs for s in p.steps if s.label == "dense split"), labels
+    assert p.one_region and p.settles == bounds[-1] + 1 < len(p.steps) - 1, labels
+    assert one.one_region and one.settles is None, "one mini-batch: its final read-back only"
 
 
 def test_dense_code_joins_a_region_only_when_it_cannot_read_back(A):

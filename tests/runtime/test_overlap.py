@@ -11,7 +11,7 @@ import torch
 import gsample as gs
 from gsample.random import _stream, batch_scope
 from gsample.runtime import Options, lower, run
-from gsample.runtime.overlap import Call, interleave
+from gsample.runtime.overlap import Call, in_turn, interleave
 from gsample.runtime.program import start
 from helpers import assert_same, example, graphsage
 
@@ -106,6 +106,97 @@ def test_a_call_without_pauses_and_a_raising_start():
     assert got == [0, 10]
 
 
+def _turns(n, fail_launch=None, fail_land=None, settles=False, fail_settle=None):
+    """``in_turn`` over ``range(n)`` with a log of launches, settles (``settles``) and lands
+    (a launch, settle or land of item ``fail_*`` raising)."""
+    log = []
+
+    def settle(flight):
+        i = flight["item"]
+        log.append(("settle", i))
+        if i == fail_settle:
+            raise ValueError(f"bounds of {i}")
+
+    def launch(i):
+        log.append(("launch", i))
+        if i == fail_launch:
+            raise TypeError(f"seeds of {i}: bad")
+        return {"item": i}
+
+    def land(flight):
+        i = flight["item"]
+        log.append(("land", i))
+        if i == fail_land:
+            raise IndexError(f"call {i}: node id out of range")
+        return i * 10
+    return in_turn(range(n), launch, land, settle if settles else None), log
+
+
+def test_in_turn_lands_in_order_each_after_the_next_one_is_launched():
+    calls, log = _turns(5)
+    assert list(calls) == [(i, i * 10) for i in range(5)]
+    assert log == [("launch", 0), ("launch", 1), ("land", 0), ("launch", 2), ("land", 1),
+                   ("launch", 3), ("land", 2), ("launch", 4), ("land", 3), ("land", 4)]
+    calls, log = _turns(0)
+    assert list(calls) == [] and log == []
+
+
+def test_in_turn_settles_each_call_before_the_next_is_launched():
+    """With ``settle``: a call's read-backs come before the next call's device work is
+    queued, its host work (land) after, while the device runs the next one."""
+    calls, log = _turns(4, settles=True)
+    out = []
+    for i, value in calls:
+        out.append(value)
+        log.append(("yield", i))
+    assert out == [0, 10, 20, 30]
+    assert log == [("launch", 0), ("settle", 0),
+                   ("launch", 1), ("land", 0), ("settle", 1), ("yield", 0),
+                   ("launch", 2), ("land", 1), ("settle", 2), ("yield", 1),
+                   ("launch", 3), ("land", 2), ("settle", 3), ("yield", 2),
+                   ("land", 3), ("yield", 3)]
+    calls, log = _turns(5, settles=True, fail_settle=2)
+    got = []
+    with pytest.raises(ValueError, match="bounds of 2"):
+        for i, value in calls:
+            got.append(value)
+    assert got == [0, 10] and ("launch", 3) not in log and ("land", 2) not in log
+
+
+def test_lanes_hand_out_two_lanes_of_each_program_in_turn(A):
+    from gsample.runtime.overlap import Lanes
+    p = _program(graphsage, A)
+    q = _program(functools.partial(example("ladies").ladies, layers=(50,)),
+                 example("ladies").normalize(A))
+    lanes = Lanes()
+    got = [lanes.next(p), lanes.next(p), lanes.next(q), lanes.next(p), lanes.next(q)]
+    assert got[0] is p and got[1] is p.lanes[1] and got[3] is p, "alternating"
+    assert got[2] is q and got[4] is q.lanes[1]
+    assert p.busy == {0, 1} == q.busy and p.acquire()[0] == 2, "held until released"
+    p.release(2)
+    lanes.release()
+    assert not p.busy and not q.busy and lanes.next(p) is p
+
+
+def test_in_turn_raises_a_failed_launch_at_its_turn_and_launches_nothing_after_it():
+    calls, log = _turns(6, fail_launch=3)
+    got = []
+    with pytest.raises(TypeError, match="seeds of 3: bad"):
+        for i, value in calls:
+            got.append(value)
+    assert got == [0, 10, 20], "the items before it come out first"
+    assert ("launch", 4) not in log and ("land", 3) not in log
+
+
+def test_in_turn_raises_a_failed_land_at_its_turn():
+    calls, log = _turns(6, fail_land=2)
+    got = []
+    with pytest.raises(IndexError, match="call 2: node id out of range"):
+        for i, value in calls:
+            got.append(value)
+    assert got == [0, 10] and log[-1] == ("land", 2) and ("launch", 4) not in log
+
+
 # ----------------------------------------------------------------------------- programs
 @pytest.fixture(scope="module")
 def A():
@@ -121,7 +212,11 @@ def test_layer_wise_programs_pause_after_each_layer_s_graph(A):
     ladies = functools.partial(example("ladies").ladies, layers=(50, 50, 50))
     p = _program(ladies, example("ladies").normalize(A))
     assert p.pauses == len(p.regions) == 3, p.format()
-    assert _program(graphsage, A).pauses == 1
+    node_wise = _program(graphsage, A)
+    assert node_wise.pauses == 1 and node_wise.one_region and not p.one_region, \
+        "a node-wise sampler's calls are launched and landed (runtime.program.launch)"
+    assert not lower(gs.compile(graphsage).program(A, torch.arange(10)), "cuda",
+                     Options(cuda_graphs=False), "cuda:0").one_region
     assert p.acquire() == (0, p)
     number, other = p.acquire()                 # lane 0 is held: another lane
     assert number == 1 and other is not p and p.acquire()[0] == 2
@@ -134,7 +229,7 @@ def test_layer_wise_programs_pause_after_each_layer_s_graph(A):
         p.release(n)
     assert p.acquire() == (0, p) and p.acquire() == (1, other), "a lane is made once"
     cpu = lower(gs.compile(graphsage).program(A, torch.arange(10)), "torch", Options(), "cpu")
-    assert cpu.pauses == 0
+    assert cpu.pauses == 0 and not cpu.one_region
 
 
 def test_start_returns_what_run_returns(A):
@@ -209,6 +304,8 @@ def test_a_loader_with_two_calls_in_flight_draws_what_one_at_a_time_draws(sample
         except StopIteration as end:
             assert_same(end.value, alone_out)
     assert paused == compiled.lowered(G, probe).pauses >= 1
+    # GraphSAGE with graphs: launched and landed on two lanes (overlap.in_turn); else Calls
+    assert compiled.lowered(G, probe).one_region == (sampler == "graphsage" and graphs)
     for epoch in range(3):
         gs.manual_seed(epoch)
         got = []
@@ -235,6 +332,50 @@ def test_a_loader_with_two_calls_in_flight_draws_what_one_at_a_time_draws(sample
             assert not ptrs(r0) & ptrs(r1)
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+def test_launch_and_land_are_a_node_wise_call_in_two_halves():
+    """``launch`` then ``land`` on two lanes, calls alternating (each launched before the
+    one before it lands, through the warm-up, capture and replays of both lanes' graphs),
+    equal the sampler's calls bit for bit and leave gsample's stream where it was; a bad
+    seed raises its clear error at ``land``, and the lane draws exactly after it."""
+    from gsample.runtime.program import land, launch
+    G, fn = _workload("graphsage", "cuda")
+    compiled = gs.compile(fn, backend="cuda")
+    seeds = torch.randperm(G.num_nodes, generator=torch.Generator().manual_seed(2))[:2048]
+    parts = list(seeds.cuda().split(256))
+    program, arguments = compiled.plan(G, parts[0])
+    assert program.one_region
+    name = next(n for n, v in arguments.items() if v is parts[0])
+    want = []
+    for i, s in enumerate(parts):
+        with batch_scope(11, i):
+            want.append(compiled(G, s))
+    (n0, lane0), (n1, lane1) = program.acquire(), program.acquire()
+    try:
+        outer = (_stream().seed, _stream().ordinal, _stream().batch_index)
+        flights, got = [], []
+        for i, s in enumerate(parts):
+            flights.append(launch((lane0, lane1)[i % 2], {**arguments, name: s}, (11, 0, i)))
+            if i:
+                got.append(land(flights[i - 1]))
+        got.append(land(flights[-1]))
+        assert (_stream().seed, _stream().ordinal, _stream().batch_index) == outer
+        for i, (a, b) in enumerate(zip(got, want)):
+            assert_same(a, b, f"call {i}")
+        bad = parts[1].clone()
+        bad[7] = G.num_nodes + 3
+        with pytest.raises(IndexError, match="cols"):
+            land(launch(lane1, {**arguments, name: bad}, (11, 0, 1)))
+        assert_same(land(launch(lane1, {**arguments, name: parts[1]}, (11, 0, 1))), want[1])
+    finally:
+        program.release(n0)
+        program.release(n1)
+    from gsample.runtime import cuda_graphs
+    if cuda_graphs.enabled():
+        assert lane0.regions[0].captured and lane1.regions[0].captured
+
+
 @pytest.mark.parametrize("sampler", ["ladies", "graphsage"])
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
@@ -259,6 +400,8 @@ def test_a_loader_with_two_super_batches_in_flight_draws_what_one_at_a_time_draw
             assert torch.equal(a.seeds, b.seeds)
     program = loader._super.program(4)[1]
     assert sorted(program.lanes) == [1] and not program.busy, "two super-batches in flight"
+    # GraphSAGE's (one graph): settled (its bounds read back) before the next is launched
+    assert (program.settles is not None) == (sampler == "graphsage") == program.one_region
     from gsample.runtime import cuda_graphs
     if cuda_graphs.enabled():
         assert all(r.captured for r in program.lanes[1].regions), "lane 1 replays its own"
