@@ -228,7 +228,11 @@ def test_epochs_drop_outputs_counted_on_the_host():
     A = gs.datasets.rmat(500, 4000, seed=0)
     blocks = [A[:, torch.arange(i, i + 20)] for i in range(0, 60, 20)]
     walk = torch.tensor([[0, 1, -1], [2, -1, -1]])
-    assert workloads.host_count(blocks) == workloads.count(blocks)
+    assert workloads.host_count(blocks) == workloads.count(blocks) == \
+        sum(int(b.csc.rows.numel()) for b in blocks) > 0
+    assert workloads.host_count(tuple(blocks)) == workloads.count(blocks)
+    assert workloads.host_count([blocks, [blocks[0]]]) == workloads.count(blocks) + \
+        blocks[0].num_edges, "nested lists"
     assert workloads.host_count(walk) is None and workloads.host_count([blocks[0], walk]) is None
     alive = []
 
