@@ -177,8 +177,7 @@ def table_lines(record) -> list:
         lines += ["", f"random gather (int64): {g['GB_per_s']:.2f} GB/s; peak memory: "
                       f"{record.get('peak_memory_kind')}; load average "
                       f"{record.get('load_avg_start')} -> {record.get('load_avg_end')}"]
-    loops = [ms for e in record.get("workloads", {}).values() if "modes" in e
-             for r in e["modes"].values() for ms in r.get("host_loop_ms_all", ())]
+    loops = _host_loops(record)
     if loops:
         lines.append(f"host speed (a pure-Python loop before each epoch, ms per million "
                      f"iterations): {min(loops):.0f} to {max(loops):.0f}")
@@ -196,14 +195,23 @@ COLUMNS = (("eager", ("gsample eager",)),
 
 
 def _source_text(record) -> str:
-    """What the README says of one record: its date, command, file, random-gather bandwidth
-    and (CPU) load average."""
+    """What the README says of one record: its date, command, file, random-gather bandwidth,
+    host speed (where recorded) and (CPU) load average."""
+    loops = sorted(record["host_loops"] if "host_loops" in record else _host_loops(record))
     return (f"{record['date'][:10]}, `{record['command']}` "
             f"(`benchmarks/results/{record.get('file', '')}`); "
             f"random gather {record['random_gather']['GB_per_s']:.3g} GB/s"
+            + (f"; host speed (a pure-Python loop before each epoch) {loops[len(loops) // 2]:.0f}"
+               f" ms per million iterations, {loops[0]:.0f} to {loops[-1]:.0f}" if loops else "")
             + (f", load average {record.get('load_avg_start')} -> {record.get('load_avg_end')} "
                f"on {record.get('cpu_count')} cores" if record.get("device_type") == "cpu"
                else ""))
+
+
+def _host_loops(record) -> list:
+    """Every epoch's ``host_loop_ms`` of a record (none before they were recorded)."""
+    return [ms for e in record.get("workloads", {}).values() if "modes" in e
+            for r in e["modes"].values() for ms in r.get("host_loop_ms_all", ())]
 
 
 def _header(record) -> list:
@@ -275,7 +283,8 @@ def merge_records(records) -> dict:
         :data:`~gsample.bench.workloads.ALL_WORKLOADS` order, unknown names last) and
         ``sources`` the contributing records (without their ``workloads``), in the order of
         their first workload in the table, each with ``taken``: the names of the workloads
-        taken from it. A workload's entry is the newest record's even when it is an error.
+        taken from it, and ``host_loops``: their epochs' host speeds (``host_loop_ms_all``).
+        A workload's entry is the newest record's even when it is an error.
     """
     taken = {}                                       # workload -> index into records
     for i, r in enumerate(records):
@@ -288,8 +297,10 @@ def merge_records(records) -> dict:
         i = taken[name]
         if i not in sources:
             sources[i] = {**{k: v for k, v in records[i].items() if k != "workloads"},
-                          "taken": []}
+                          "taken": [], "host_loops": []}
         sources[i]["taken"].append(name)
+        sources[i]["host_loops"] += _host_loops({"workloads": {name: records[i]["workloads"]
+                                                               [name]}})
     newest = records[min(sources, default=0)]
     return {**newest, "workloads": {n: records[taken[n]]["workloads"][n] for n in order},
             "sources": list(sources.values())}

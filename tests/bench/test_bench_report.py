@@ -107,6 +107,28 @@ def test_partial_records_merge_each_workload_from_the_newest_that_has_it(tmp_pat
     assert sum(line.startswith("| workload |") for line in block.splitlines()) == 1
 
 
+def test_the_header_says_how_fast_each_source_s_host_was(tmp_path):
+    """Epochs recorded with their host's speed (``host_loop_ms_all``): each source's line
+    gives the median and range over the workloads taken from it; older records, none."""
+    d = tmp_path / "results"
+    d.mkdir()
+    old = _partial("2026-11-26T09:00:00+00:00", 1.0, ["graphsage", "deepwalk"])
+    new = _partial("2026-11-26T10:00:00+00:00", 2.0, ["deepwalk", "shadow"])
+    new["workloads"] = {n: json.loads(json.dumps(e)) for n, e in new["workloads"].items()}
+    for n, loops in (("deepwalk", [40.0, 90.0]), ("shadow", [60.0, 70.0])):
+        for m in new["workloads"][n]["modes"].values():
+            m["host_loop_ms_all"] = loops
+    (d / "bench_a_cuda_1.json").write_text(json.dumps(old))
+    (d / "bench_a_cuda_2.json").write_text(json.dumps(new))
+    (got,) = report.newest_records(d)
+    block = report.readme_block([got])
+    line = next(x for x in block.splitlines() if x.startswith("- deepwalk, shadow:"))
+    assert line.endswith("host speed (a pure-Python loop before each epoch) 70 ms per "
+                         "million iterations, 40 to 90"), line
+    assert "host speed" not in next(x for x in block.splitlines()
+                                    if x.startswith("- graphsage:"))
+
+
 def test_a_single_source_keeps_the_one_record_header(results):
     (gpu, *_) = report.newest_records(results)
     assert [s["file"] for s in gpu["sources"]] == ["bench_gpu.json"]
