@@ -172,8 +172,8 @@ def trim_parts(values) -> tuple:
 
 def lengths(parts: list, sizes: list, limits: list = None) -> list:
     """Each of :func:`trim_parts`' ``parts``' length given ``sizes`` (per value, its counts
-    read back), clamped into ``[0, len(tensor)]``; ``limits``: :func:`limits` of ``parts``
-    (a trim planned once passes its own)."""
+    read back), clamped into ``[0, len(tensor)]``; ``limits``: ``_limits(parts)`` (a trim
+    planned once passes its own)."""
     return [add if at is None else min(max(sizes[at[0]][at[1]] + add, 0), top)
             for at, add, top in (limits if limits is not None else _limits(parts))]
 

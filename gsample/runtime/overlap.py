@@ -13,10 +13,11 @@ its own state of gsample's random stream, so it draws exactly what it draws alon
 come out in order, and an error surfaces at its call, after the calls before it.
 
 A program that pauses once per call (one CUDA graph, then its read-backs: a node-wise
-sampler, one mini-batch or one super-batch at a time) needs none of that machinery: :func:`in_turn` launches a
-call, then lands the one before it (:func:`gsample.runtime.program.launch` and ``land``, on
-the two lanes of :class:`Lanes`), and a super-batch settles its read-backs before the next
-one's graph is queued on the same stream (``settle``), so that they do not wait for it.
+sampler, one mini-batch or one super-batch at a time) needs none of that machinery:
+:func:`in_turn` launches a call, then lands the one before it
+(:func:`gsample.runtime.program.launch` and ``land``, on the two lanes of :class:`Lanes`),
+and a super-batch settles its read-backs before the next one's graph is queued on the same
+stream (``settle``), so that they do not wait for it.
 """
 from __future__ import annotations
 
@@ -149,8 +150,8 @@ def in_turn(items: Iterable, launch: Callable, land: Callable,
     per call. For programs that pause once per call (one CUDA graph, then its read-back:
     :func:`gsample.runtime.program.launch`, :func:`~gsample.runtime.program.settle` and
     :func:`~gsample.runtime.program.land` on two lanes the caller holds, :class:`Lanes`),
-    whose calls are a few hundred microseconds of host work where :func:`interleave`'s
-    machinery costs a sixth of it (GraphSAGE [25, 10], mini-batches of 512, H100 host).
+    whose calls are a few hundred microseconds of host work, about a seventh of it
+    :func:`interleave`'s machinery (GraphSAGE [25, 10], mini-batches of 512, H100 host).
 
     With ``settle``, each call's read-backs are made before the next call is launched (its
     device work queued after them, on the same stream, would otherwise be waited for): the

@@ -155,12 +155,6 @@ def test_in_turn_settles_each_call_before_the_next_is_launched():
                    ("launch", 2), ("land", 1), ("settle", 2), ("yield", 1),
                    ("launch", 3), ("land", 2), ("settle", 3), ("yield", 2),
                    ("land", 3), ("yield", 3)]
-    calls, log = _turns(5, settles=True, fail_settle=2)
-    got = []
-    with pytest.raises(ValueError, match="bounds of 2"):
-        for i, value in calls:
-            got.append(value)
-    assert got == [0, 10] and ("launch", 3) not in log and ("land", 2) not in log
 
 
 def test_lanes_hand_out_two_lanes_of_each_program_in_turn(A):
@@ -178,23 +172,21 @@ def test_lanes_hand_out_two_lanes_of_each_program_in_turn(A):
     assert not p.busy and not q.busy and lanes.next(p) is p
 
 
-def test_in_turn_raises_a_failed_launch_at_its_turn_and_launches_nothing_after_it():
-    calls, log = _turns(6, fail_launch=3)
+@pytest.mark.parametrize("fail, error, match, before, never", [
+    ({"fail_launch": 3}, TypeError, "seeds of 3: bad", [0, 10, 20], [("launch", 4), ("land", 3)]),
+    ({"fail_land": 2}, IndexError, "call 2: node id out of range", [0, 10], [("launch", 4)]),
+    ({"fail_settle": 2, "settles": True}, ValueError, "bounds of 2", [0, 10],
+     [("launch", 3), ("land", 2)])])
+def test_in_turn_raises_a_failure_at_its_item_s_turn(fail, error, match, before, never):
+    """A launch, settle or land that raises does so after the items before it came out;
+    nothing is launched after a failed launch or settle, nor after the item a land failed."""
+    calls, log = _turns(6, **fail)
     got = []
-    with pytest.raises(TypeError, match="seeds of 3: bad"):
+    with pytest.raises(error, match=match):
         for i, value in calls:
             got.append(value)
-    assert got == [0, 10, 20], "the items before it come out first"
-    assert ("launch", 4) not in log and ("land", 3) not in log
-
-
-def test_in_turn_raises_a_failed_land_at_its_turn():
-    calls, log = _turns(6, fail_land=2)
-    got = []
-    with pytest.raises(IndexError, match="call 2: node id out of range"):
-        for i, value in calls:
-            got.append(value)
-    assert got == [0, 10] and log[-1] == ("land", 2) and ("launch", 4) not in log
+    assert got == before, "the items before it come out first"
+    assert not set(never) & set(log), log
 
 
 # ----------------------------------------------------------------------------- programs
