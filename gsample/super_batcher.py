@@ -134,8 +134,7 @@ class _SuperBatcher:
         with the stream at the first mini-batch's (``batch_scope``, or an overlap ``Call``)."""
         from .runtime import interpret
         from .runtime.program import start
-        args = dict(self.args)
-        args[self.seeds_name] = self._encode(parts)
+        args = self._args(parts)
         graph, program = self.program(len(parts))
         if program is None:
             return _returns(lambda: interpret(graph, args, self.backend))
@@ -147,9 +146,14 @@ class _SuperBatcher:
         mini-batch)``): :func:`gsample.runtime.program.launch`'s flight, for its ``settle``
         and ``land`` (which returns the outputs)."""
         from .runtime.program import launch
+        return launch(lane, self._args(parts), stream)
+
+    def _args(self, parts: list) -> dict:
+        """The super-batch's arguments: the sampler's, its seeds those of ``parts``
+        encoded."""
         args = dict(self.args)
         args[self.seeds_name] = self._encode(parts)
-        return launch(lane, args, stream)
+        return args
 
     def _encode(self, parts: list) -> torch.Tensor:
         """The super-batch's seeds: batch ``b``'s ids ``+ b * n``, in batch order (a launch
