@@ -142,8 +142,15 @@ class Bounds:
 
 
 def bounds(M, n: int, copies: int) -> Bounds:
-    """The :class:`Bounds` of a super-batch matrix ``M`` (any layout), read back at once."""
+    """The :class:`Bounds` of a super-batch matrix ``M`` (any layout), read back at once
+    (a CSC on a GPU: one launch, ``gsample.backend.cuda.split``)."""
     dev = M.device
+    if dev.type == "cuda":
+        from ..backend.cuda import split as cuda_split
+        if cuda_split.applies(M):
+            both = cuda_split.batch_bounds(M, n, copies)
+            c, r, e = both.tolist()
+            return Bounds(c, r, e, both)
     batches = torch.arange(copies + 1, device=dev)
     # ids are grouped by batch, batches ascending (the encoding's invariant): a search each
     cols = batches * n if M.col_ids is None else torch.searchsorted(M.col_ids // n, batches)
@@ -252,10 +259,14 @@ def split_matrix(M, bnd: Bounds, n: int, copies: int) -> list:
     """The ``copies`` mini-batch matrices (CSC, ``n`` nodes) of a super-batch matrix.
 
     Vectorised: each of ``indptr``, ``rows``, ``row_ids`` and ``col_ids`` is decoded for all
-    batches at once (a handful of launches whatever ``copies`` is), and each batch's matrix
-    holds views of them (equal to its own matrix, value for value)."""
+    batches at once (a handful of launches whatever ``copies`` is; on a GPU one kernel,
+    ``gsample.backend.cuda.split``, with ``bnd`` from :func:`bounds`), and each batch's
+    matrix holds views of them (equal to its own matrix, value for value)."""
     M = M if isinstance(M, CSC) else _to_csc(M)
     dev = M.device
+    decoded = _decoded(M, bnd, n)
+    if decoded is not None:
+        return _parts(M, bnd, n, copies, *decoded)
     cols_d, rows_d, edges_d = bnd.device
     batch = torch.arange(copies, device=dev)
 
@@ -275,6 +286,24 @@ def split_matrix(M, bnd: Bounds, n: int, copies: int) -> list:
         rows = rows - rows_d[owners(edges_d, bnd.edges[-1] - bnd.edges[0])]
     col_ids = None if M.col_ids is None else M.col_ids[bnd.cols[0]:bnd.cols[-1]] % n
     row_ids = None if M.row_ids is None else M.row_ids[bnd.rows[0]:bnd.rows[-1]] % n
+    return _parts(M, bnd, n, copies, indptr, rows, col_ids, row_ids)
+
+
+def _decoded(M: CSC, bnd: Bounds, n: int):
+    """``(indptr, rows, col_ids, row_ids)`` of every batch decoded by the GPU's kernels (two
+    launches where the torch ops take about fifteen), or None where they do not apply (the
+    CPU, other index types, bounds without their device copy)."""
+    if M.device.type != "cuda" or bnd.device is None:
+        return None
+    from ..backend.cuda import split as cuda_split
+    if not cuda_split.applies(M):
+        return None
+    return cuda_split.split_decode(M, bnd.cols, bnd.rows, bnd.edges, bnd.device, n)
+
+
+def _parts(M: CSC, bnd: Bounds, n: int, copies: int, indptr, rows, col_ids, row_ids) -> list:
+    """The batches' matrices: views of the decoded fields (every batch's, one after
+    another) and of ``M``'s values and edge ids."""
     # each batch's pieces as views, one torch.split per field (a C++ call, not a slice each)
     cols_n = [bnd.cols[b + 1] - bnd.cols[b] for b in range(copies)]
     edges_n = [bnd.edges[b + 1] - bnd.edges[b] for b in range(copies)]
