@@ -298,6 +298,9 @@ extern "C" __global__ void gs_kept_listed(const gs_idx* __restrict__ indptr,
 // against 0.089 ms a mini-batch, LADIES super-batched 64, H100); a tile's place in the
 // output is the kept edges of the tiles before it (a single-pass scan, scan.cuh; state:
 // 1 + tiles words, zero before the launch).
+// With vsize 4 or 8, each kept edge's value (values: the graph's, vsize bytes an edge, copied
+// as bits) goes to values_out at its place; with eids, its edge id to eids_out: the gathers
+// the host ran after the pass (an index_select each, ~18 us of host time, H100 host).
 extern "C" __global__ void gs_kept_edges(const gs_idx* __restrict__ indptr,
                                          const gs_idx* __restrict__ rows,
                                          const gs_i64* __restrict__ cols, gs_i64 C,
@@ -306,7 +309,11 @@ extern "C" __global__ void gs_kept_edges(const gs_idx* __restrict__ indptr,
                                          const unsigned* __restrict__ bits,
                                          gs_u64* __restrict__ state,
                                          gs_i64* __restrict__ rows_out,
-                                         gs_i64* __restrict__ pos_out) {
+                                         gs_i64* __restrict__ pos_out,
+                                         const void* __restrict__ values,
+                                         void* __restrict__ values_out, int vsize,
+                                         const gs_i64* __restrict__ eids,
+                                         gs_i64* __restrict__ eids_out) {
     const gs_i64 E = ptr[C];
     const gs_i64 size = (gs_i64)blockDim.x * GS_ITEMS;
     const gs_i64 tile = gs_scan_ticket(state);
@@ -329,6 +336,12 @@ extern "C" __global__ void gs_kept_edges(const gs_idx* __restrict__ indptr,
         if (p[j] >= 0) {
             rows_out[at] = p[j];
             pos_out[at] = e[j];
+            if (vsize == 4)
+                static_cast<unsigned*>(values_out)[at] = static_cast<const unsigned*>(values)[e[j]];
+            else if (vsize == 8)
+                static_cast<unsigned long long*>(values_out)[at] =
+                    static_cast<const unsigned long long*>(values)[e[j]];
+            if (eids != nullptr) eids_out[at] = eids[e[j]];
             ++at;
         }
     }

@@ -307,6 +307,33 @@ def test_layer_wise_kernels_cut_columns_into_equal_tiles():
             assert torch.equal(s.values, want.values)
 
 
+@pytest.mark.parametrize("values", ["float32", "float64", "float16", "two per edge", None])
+def test_the_kept_edge_pass_gathers_values_and_edge_ids(weighted, values):
+    """One mini-batch's kept-edge pass writes each kept edge's value (4- or 8-byte entries)
+    and id (a graph with edge ids of its own) as it goes; other values (2-byte, a row per
+    edge) are gathered after it: every field the torch backend's."""
+    from dataclasses import replace
+    from gsample.backend.cuda import layerwise
+    from gsample.backend.torch import fused_select
+    csc = weighted.csc
+    g = torch.Generator().manual_seed(11)
+    v = torch.rand(csc.nnz, generator=g, dtype=torch.float64)
+    v = None if values is None else v.view(-1, 1).repeat(1, 2) if values == "two per edge" \
+        else v.to(getattr(torch, values))
+    A = replace(csc, values=None if v is None else v.cuda(),
+                eids=torch.randperm(csc.nnz, generator=g).cuda())
+    cols = _seeds(300, csc.num_nodes, 2)
+    for k in (1, 700):
+        prefix = key_prefix(6, k)
+        key = DeviceKey(torch.tensor([_signed(prefix), 2], device="cuda"), prefix, 2)
+        want = fused_select.slice_collective_sample(A, cols, k, False, key.host(), None)
+        got = layerwise.slice_collective_sample(A, cols, k, False, key)
+        assert got.nnz > 0
+        for f in ("indptr", "rows", "row_ids", "col_ids", "values", "eids"):
+            a, b = getattr(got, f), getattr(want, f)
+            assert (a is None and b is None) or (a.dtype == b.dtype and torch.equal(a, b)), f
+
+
 @pytest.mark.parametrize("probs", [None, "shared", "per_batch"])
 @pytest.mark.parametrize("k", [1, 300, 20_000])
 @pytest.mark.parametrize("N, room", [(3, None), (3, 1), (3, 0), (1, None)])

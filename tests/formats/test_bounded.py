@@ -57,3 +57,18 @@ def test_copies_of_short_counts_in_long_buffers_and_of_2d_values():
     assert not sources & {o.untyped_storage().data_ptr() for o in out[:3]}
     few = trim_copies([short, short], [[0], [7]])             # an empty count, a full one
     assert few[0].numel() == 0 and few[1].tolist() == list(range(7))
+
+
+def test_copy_all_of_plain_vectors_is_one_copy_split_and_others_take_the_trim():
+    """Vectors of one dtype (a collective sample's columns, rows and pointer): copies, views
+    of one new buffer; mixed dtypes, a 2-D tensor or a CSC: copied as the trim copies them."""
+    a, b, c = torch.arange(5), torch.arange(3) + 10, torch.arange(0)
+    out = copy_all([a, b, c])
+    assert [o.tolist() for o in out] == [a.tolist(), b.tolist(), []]
+    assert len({o.untyped_storage().data_ptr() for o in out}) == 1
+    assert out[0].untyped_storage().data_ptr() not in {a.data_ptr(), b.data_ptr()}
+    mixed = copy_all([a, torch.arange(4.0), torch.ones(2, 2), "x"])
+    assert mixed[0].tolist() == a.tolist() and mixed[1].tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert torch.equal(mixed[2], torch.ones(2, 2)) and mixed[3] == "x"
+    assert mixed[0].data_ptr() != a.data_ptr()
+    assert copy_all([]) == []

@@ -383,7 +383,11 @@ def collective_finish(pending: Pending) -> CSC:
     else:                               # counted per column; the edges in order
         if room:                        # (more than the list's room: counted now)
             indptr_out = _kept_counts(indptr, rows, cols, Cx, ptr, n, newpos, bits)
-        rows_out, pos = _kept_edges(indptr, rows, cols, Cx, ptr, n, newpos, bits, edges, K)
+        rows_out, pos, values, eids = _kept_edges(indptr, rows, cols, Cx, ptr, n, newpos,
+                                                  bits, edges, K, A.values, A.eids)
+        return CSC.of(A.num_nodes * max(key.copies, 1), indptr_out, rows_out, chosen, cols,
+                      values if values is not None else _at(A.values, pos),
+                      pos if A.eids is None else eids if eids is not None else _at(A.eids, pos))
     return CSC.of(A.num_nodes * max(key.copies, 1), indptr_out, rows_out, chosen, cols,
                   _at(A.values, pos), pos if A.eids is None else _at(A.eids, pos))
 
@@ -415,20 +419,33 @@ def _kept_counts(indptr, rows, cols, C: int, ptr, n: int, newpos, bits,
 
 
 def _kept_edges(indptr, rows, cols, C: int, ptr, n: int, newpos, bits, edges: int,
-                kept: int) -> tuple:
+                kept: int, values=None, eids=None) -> tuple:
     """The ``kept`` edges of the frontier's ``edges`` in its order (a pass over them):
-    each one's chosen row's position and graph edge (``rows_out``, ``pos``)."""
+    each one's chosen row's position and graph edge (``rows_out``, ``pos``), and, where
+    given, its value and edge id (``values``: the graph's, 1-D of 4- or 8-byte entries;
+    ``eids``: int64), gathered by the same pass. Returns ``(rows_out, pos, values_out,
+    eids_out)``: ``values_out`` / ``eids_out`` None where not given or not gathered (other
+    shapes or entry sizes: the caller gathers them)."""
     dev = cols.device
-    rows_out = torch.empty(kept, dtype=torch.int64, device=dev)
-    pos = torch.empty(kept, dtype=torch.int64, device=dev)
+    vsize = values.element_size() if values is not None and values.is_cuda \
+        and values.dim() == 1 and values.element_size() in (4, 8) and values.is_contiguous() \
+        else 0
+    take_eids = eids is not None and eids.is_cuda and eids.dtype == torch.int64 \
+        and eids.dim() == 1 and eids.is_contiguous()
+    tiles = -(-edges // _TILE) if kept else 0
+    # one allocation: the rows, the positions, the edge ids, the scan's state
+    lens = (kept, kept, kept if take_eids else 0, 1 + tiles if kept else 0)
+    rows_out, pos, eids_out, state = torch.empty(sum(lens), dtype=torch.int64,
+                                                 device=dev).split(lens)
+    values_out = torch.empty(kept, dtype=values.dtype, device=dev) if vsize else None
     if kept:
-        tiles = -(-edges // _TILE)
-        state = torch.empty(1 + tiles, dtype=torch.int64, device=dev)
         memset(state, 0)
         launch("layerwise", "gs_kept_edges", tiles * _THREADS, indptr, rows, cols, C, ptr, n,
-               newpos, _opt(bits), state, rows_out, pos, block=_THREADS, grid=tiles,
+               newpos, _opt(bits), state, rows_out, pos, values if vsize else 0,
+               _opt(values_out), vsize, eids if take_eids else 0,
+               eids_out if take_eids else 0, block=_THREADS, grid=tiles,
                params=_params(indptr))
-    return rows_out, pos
+    return rows_out, pos, values_out, eids_out if take_eids else None
 
 
 # ----------------------------------------------------------------------------- A[rows, cols]
@@ -453,7 +470,8 @@ def slice_rows_cols(A: CSC, rows: torch.Tensor, cols: torch.Tensor) -> CSC:
                                                                  else []))
     Cx = m[0] if m else C
     cols, indptr_out = buf[:Cx], indptr_out[:Cx + 1]
-    rows_out, pos = _kept_edges(indptr, rows_g, cols, Cx, ptr, 0, newpos, None, edges, kept)
+    rows_out, pos, _, _ = _kept_edges(indptr, rows_g, cols, Cx, ptr, 0, newpos, None, edges,
+                                      kept)
     return CSC(num_nodes=A.num_nodes, indptr=indptr_out, rows=rows_out, row_ids=rows,
                col_ids=cols, values=_at(A.values, pos),
                eids=pos if A.eids is None else _at(A.eids, pos))
