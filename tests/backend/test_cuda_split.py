@@ -42,14 +42,14 @@ def _cuda(m):
 @pytest.mark.parametrize("empty", [(), (0,), (2, 3), (0, 1, 2, 3, 4, 5, 6)])
 def test_split_is_the_torch_split_and_gives_back_the_joined_batches(row_space, empty):
     """Batches with no columns anywhere (the first, in a row, all of them; batch 5's columns
-    have no edges): the
-    kernels' bounds and parts equal the torch ops', field for field, and each part is the
-    mini-batch matrix the super-batch was joined from."""
+    have no edges): the kernels' bounds and parts equal the torch ops', field for field, and
+    each part is the mini-batch matrix the super-batch was joined from."""
     g = torch.Generator().manual_seed(7 + len(empty) + 10 * row_space)
     n, copies = 50, 7
     parts = [_batch(g, n, 0 if b in empty else int(torch.randint(1, 9, (1,), generator=g)),
                     0 if b == 5 else 4, row_space, values=b % 2 == 0, eids=True)
              for b in range(copies)]
+    # (a joined matrix has values where any batch has: 1.0 for a batch without, as here)
     parts = [p if p.values is not None else
              CSC(**{**p.__dict__, "values": torch.ones(p.nnz)}) for p in parts]
     M = _cuda(blocks.join_matrices(parts, n))

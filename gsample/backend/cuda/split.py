@@ -5,12 +5,11 @@ the bounds of each batch in one launch, every batch's fields decoded in another,
 its kernel costs the GPU)."""
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 
 from ...formats.csc import CSC
 from .module import launch
+from .nodewise import _opt
 
 
 def applies(M) -> bool:
@@ -99,7 +98,3 @@ def split_decode(M: CSC, cols: list, rows: list, edges: list, device_bounds: tor
     row_ids = None if M.row_ids is None else out[at:at + Rn]
     return out[:P], out[P:P + E], col_ids, row_ids
 
-
-def _opt(t: Optional[torch.Tensor]):
-    """A kernel's optional pointer: the tensor, or 0 (null)."""
-    return 0 if t is None else t
