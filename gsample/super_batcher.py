@@ -120,13 +120,9 @@ class _SuperBatcher:
     def run(self, parts: list, epoch_seed: int, first: int, observe=None) -> list:
         """The outputs of mini-batches ``first, first + 1, ...`` (seeds ``parts``);
         ``observe(node, value)`` after each step (:meth:`measure`)."""
+        from .runtime.program import finish
         with batch_scope(epoch_seed, first):
-            calls = self.start(parts, observe)
-            try:
-                while True:
-                    next(calls)
-            except StopIteration as done:
-                return done.value
+            return finish(self.start(parts, observe))
 
     def start(self, parts: list, observe=None):
         """:meth:`run` as a generator pausing where the host would wait for the device

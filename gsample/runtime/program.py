@@ -211,7 +211,12 @@ def run(program: Program, args: dict, observe: Optional[Callable] = None):
     by ``program.num_random``, as the eager program would. ``observe(node, value)``, when
     given, is called after each step (the loader's memory estimate; ``GSAMPLE_DEBUG=3``).
     """
-    calls = start(program, args, observe)
+    return finish(start(program, args, observe))
+
+
+def finish(calls):
+    """The return value of a generator of :func:`start`'s kind, run to its end without
+    pausing (a call made alone)."""
     try:
         while True:
             next(calls)

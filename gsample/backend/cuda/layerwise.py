@@ -383,11 +383,10 @@ def collective_finish(pending: Pending) -> CSC:
     else:                               # counted per column; the edges in order
         if room:                        # (more than the list's room: counted now)
             indptr_out = _kept_counts(indptr, rows, cols, Cx, ptr, n, newpos, bits)
-        rows_out, pos, values, eids = _kept_edges(indptr, rows, cols, Cx, ptr, n, newpos,
-                                                  bits, edges, K, A.values, A.eids)
+        rows_out, _, values, eids = _kept_edges(indptr, rows, cols, Cx, ptr, n, newpos, bits,
+                                                edges, K, A.values, A.eids)
         return CSC.of(A.num_nodes * max(key.copies, 1), indptr_out, rows_out, chosen, cols,
-                      values if values is not None else _at(A.values, pos),
-                      pos if A.eids is None else eids if eids is not None else _at(A.eids, pos))
+                      values, eids)
     return CSC.of(A.num_nodes * max(key.copies, 1), indptr_out, rows_out, chosen, cols,
                   _at(A.values, pos), pos if A.eids is None else _at(A.eids, pos))
 
@@ -421,11 +420,10 @@ def _kept_counts(indptr, rows, cols, C: int, ptr, n: int, newpos, bits,
 def _kept_edges(indptr, rows, cols, C: int, ptr, n: int, newpos, bits, edges: int,
                 kept: int, values=None, eids=None) -> tuple:
     """The ``kept`` edges of the frontier's ``edges`` in its order (a pass over them):
-    each one's chosen row's position and graph edge (``rows_out``, ``pos``), and, where
-    given, its value and edge id (``values``: the graph's, 1-D of 4- or 8-byte entries;
-    ``eids``: int64), gathered by the same pass. Returns ``(rows_out, pos, values_out,
-    eids_out)``: ``values_out`` / ``eids_out`` None where not given or not gathered (other
-    shapes or entry sizes: the caller gathers them)."""
+    ``(rows_out, pos, values_out, eids_out)``, each one's chosen row's position, graph edge,
+    value (of the graph's ``values``; None for None) and edge id (of its ``eids``; ``pos``
+    for None). The pass writes the values (1-D, 4- or 8-byte entries: copied as bits) and
+    the ids (int64) as it goes; others are gathered after it."""
     dev = cols.device
     vsize = values.element_size() if values is not None and values.is_cuda \
         and values.dim() == 1 and values.element_size() in (4, 8) and values.is_contiguous() \
@@ -445,7 +443,11 @@ def _kept_edges(indptr, rows, cols, C: int, ptr, n: int, newpos, bits, edges: in
                _opt(values_out), vsize, eids if take_eids else 0,
                eids_out if take_eids else 0, block=_THREADS, grid=tiles,
                params=_params(indptr))
-    return rows_out, pos, values_out, eids_out if take_eids else None
+    if not vsize:
+        values_out = _at(values, pos)
+    if not take_eids:
+        eids_out = pos if eids is None else _at(eids, pos)
+    return rows_out, pos, values_out, eids_out
 
 
 # ----------------------------------------------------------------------------- A[rows, cols]
@@ -470,11 +472,10 @@ def slice_rows_cols(A: CSC, rows: torch.Tensor, cols: torch.Tensor) -> CSC:
                                                                  else []))
     Cx = m[0] if m else C
     cols, indptr_out = buf[:Cx], indptr_out[:Cx + 1]
-    rows_out, pos, _, _ = _kept_edges(indptr, rows_g, cols, Cx, ptr, 0, newpos, None, edges,
-                                      kept)
+    rows_out, _, values, eids = _kept_edges(indptr, rows_g, cols, Cx, ptr, 0, newpos, None,
+                                            edges, kept, A.values, A.eids)
     return CSC(num_nodes=A.num_nodes, indptr=indptr_out, rows=rows_out, row_ids=rows,
-               col_ids=cols, values=_at(A.values, pos),
-               eids=pos if A.eids is None else _at(A.eids, pos))
+               col_ids=cols, values=values, eids=eids)
 
 
 def register(backend) -> None:
