@@ -16,11 +16,12 @@ extern "C" __global__ void gs_edge_cols(const gs_i64* __restrict__ indptr, gs_i6
     }
 }
 
-// Edges per row: counts[rows[e]] += 1 (counts: R zeros on entry; rows[e] in [0, R)).
+// Edges per row: counts[rows[e]] += 1 (counts: R zeros on entry; rows[e] in [0, R) for a
+// matrix, guarded all the same: a row outside counts nowhere).
 extern "C" __global__ void gs_row_counts(const gs_i64* __restrict__ rows, gs_i64 E,
-                                         gs_u64* __restrict__ counts) {
+                                         gs_u64* __restrict__ counts, gs_i64 R) {
     for (gs_i64 e = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; e < E;
          e += (gs_i64)gridDim.x * blockDim.x) {
-        atomicAdd(&counts[rows[e]], 1ULL);
+        if (gs_in_range(rows[e], R)) atomicAdd(&counts[rows[e]], 1ULL);
     }
 }

@@ -42,7 +42,7 @@ extern "C" __global__ void gs_segment_counts(const gs_idx* __restrict__ indptr, 
         gs_i64 reads = 0, hits = 0;
         if (i < n) {
             const gs_i64 s = seg[i];
-            const bool ok = s >= 0 && s < nseg;
+            const bool ok = gs_in_range(s, nseg);
             const gs_i64 a = ok ? (gs_i64)indptr[s] : 0;
             starts[i] = a;
             reads = ok ? (gs_i64)indptr[s + 1] - a : 0;
@@ -148,7 +148,7 @@ extern "C" __global__ void gs_map_rows(const gs_idx* __restrict__ rows, gs_i64 n
                                        gs_i64* __restrict__ out) {
     GS_LOOP(e, n) {
         const gs_i64 r = (gs_i64)rows[e];
-        out[e] = (r >= 0 && r < nmap) ? rowmap[r] : GS_NONE;
+        out[e] = gs_in_range(r, nmap) ? rowmap[r] : GS_NONE;
     }
 }
 

@@ -27,6 +27,12 @@
 // batch's totals before any id is placed: four launches (five with row_ids), gs_nodes_mark,
 // gs_nodes_count (per tile and per batch), gs_nodes_prefix (each batch's offsets),
 // gs_nodes_emit.
+//
+// Ids are guarded where they index memory (gs_in_range), whoever made them: a column id or a
+// row id (row_ids) outside [0, M) counts as id 0, an edge's row outside the row space (ids
+// [0, M), or local rows [0, NR) with row_ids) marks nothing, and each sets *flag (a word kept
+// zero between calls, past the bitmaps' words); the emitting launch moves it to count[1] and
+// clears it, and the host raises on it (gsample.validate.fail_if).
 #include "scan.cuh"
 
 #define GS_THREADS 256
@@ -37,8 +43,16 @@
     for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < (n);   \
          i += (gs_i64)gridDim.x * blockDim.x)
 
+// Column p's id, guarded: cols[p] in [0, M), else 0.
+__device__ __forceinline__ gs_i64 gs_col_id(const gs_i64* __restrict__ cols, gs_i64 p,
+                                            gs_i64 M) {
+    const gs_i64 id = cols[p];
+    return gs_in_range(id, M) ? id : 0;
+}
+
 // Columns first (positions < m), then the edges' rows (nnz = *nnz of them); counters[0:2N]
-// zeroed for gs_nodes_count.
+// zeroed for gs_nodes_count. M: the id space; NR: the rows' space (M, or with row_ids their
+// number); a column or row outside its space sets *flag (see the header).
 extern "C" __global__ void gs_nodes_mark(const gs_i64* __restrict__ cols, gs_i64 C,
                                          const gs_i64* __restrict__ ncols,
                                          const gs_i64* __restrict__ rows, gs_i64 E,
@@ -47,7 +61,8 @@ extern "C" __global__ void gs_nodes_mark(const gs_i64* __restrict__ cols, gs_i64
                                          gs_u64* keys, gs_u64* vals, gs_i64 mask,
                                          gs_i64* __restrict__ slot,
                                          unsigned int* R, unsigned int* K,
-                                         gs_i64* __restrict__ counters, gs_i64 ncounters) {
+                                         gs_i64* __restrict__ counters, gs_i64 ncounters,
+                                         gs_i64 M, gs_i64 NR, unsigned int* flag) {
     const gs_i64 m = ncols == nullptr ? C : *ncols;
     const gs_i64 e_end = *nnz;
     const gs_i64 total = C + E > ncounters ? C + E : ncounters;
@@ -55,14 +70,26 @@ extern "C" __global__ void gs_nodes_mark(const gs_i64* __restrict__ cols, gs_i64
         if (i < ncounters) counters[i] = 0;
         if (i < C) {
             if (i < m) {
-                const gs_i64 id = cols[i];
+                gs_i64 id = cols[i];
+                if (!gs_in_range(id, M)) { *flag = 1u; id = 0; }
                 slot[i] = gs_table_insert(keys, vals, mask, (gs_u64)id, (gs_u64)i);
                 if (row_ids == nullptr) atomicOr(&K[id >> 5], 1u << (id & 31));
             }
         } else if (i - C < e_end) {
             const gs_i64 id = rows[i - C];
-            atomicOr(&R[id >> 5], 1u << (id & 31));
+            if (gs_in_range(id, NR)) atomicOr(&R[id >> 5], 1u << (id & 31));
+            else *flag = 1u;
         }
+    }
+}
+
+// The emitting launch's last thread: the flag to count[1], the flag cleared (the mark launch
+// before it set it; nothing else in this launch touches it).
+__device__ __forceinline__ void gs_take_flag(unsigned int* flag, gs_i64* __restrict__ count,
+                                             gs_i64 t, gs_i64 tiles) {
+    if (t == tiles - 1 && threadIdx.x == 0) {
+        count[1] = *flag;
+        *flag = 0u;
     }
 }
 
@@ -70,11 +97,13 @@ extern "C" __global__ void gs_nodes_mark(const gs_i64* __restrict__ cols, gs_i64
 // table is complete once gs_nodes_mark has run), a thread per local row. The lookups ran
 // inside the scans before, up to 128 dependent probes per thread on one or two blocks
 // (LADIES, 4000 chosen rows: 0.22 ms a layer on an H200, most of the layer's critical path).
+// A row id outside [0, M) sets *flag (the emitting launch reads it as 0).
 extern "C" __global__ void gs_nodes_drop_cols(const gs_i64* __restrict__ row_ids,
                                               gs_i64 nrows,
                                               const gs_u64* __restrict__ keys, gs_i64 mask,
-                                              unsigned int* R) {
+                                              unsigned int* R, gs_i64 M, unsigned int* flag) {
     GS_LOOP(r, nrows) {
+        if (!gs_in_range(row_ids[r], M)) *flag = 1u;
         const unsigned int bit = 1u << (r & 31);
         if ((R[r >> 5] & bit) && gs_table_contains(keys, mask, (gs_u64)row_ids[r]))
             atomicAnd(&R[r >> 5], ~bit);
@@ -90,11 +119,14 @@ __device__ __forceinline__ unsigned int gs_new_rows(const unsigned int* R,
     return row_ids == nullptr ? R[w] & ~K[w] : R[w];
 }
 
-// The id of bit j of word w of R.
+// The id of bit j of word w of R (a row id outside [0, M): 0; R holds only local rows in
+// range, gs_nodes_mark guards them).
 __device__ __forceinline__ gs_i64 gs_row_id(const gs_i64* __restrict__ row_ids, gs_i64 w,
-                                            int j) {
+                                            int j, gs_i64 M) {
     const gs_i64 r = w * 32 + j;
-    return row_ids == nullptr ? r : row_ids[r];
+    if (row_ids == nullptr) return r;
+    const gs_i64 id = row_ids[r];
+    return gs_in_range(id, M) ? id : 0;
 }
 
 __device__ __forceinline__ bool gs_first_col(const gs_u64* vals, const gs_i64* slot,
@@ -112,7 +144,7 @@ extern "C" __global__ void gs_nodes_count(const gs_i64* __restrict__ cols, gs_i6
                                           const gs_i64* __restrict__ row_ids,
                                           const unsigned int* __restrict__ R,
                                           const unsigned int* __restrict__ K, gs_i64 W,
-                                          gs_i64 n, gs_i64 N, gs_i64 col_tiles,
+                                          gs_i64 n, gs_i64 N, gs_i64 col_tiles, gs_i64 M,
                                           gs_i64* __restrict__ counters,
                                           gs_i64* __restrict__ tile_counts) {
     __shared__ gs_i64 total;
@@ -126,7 +158,8 @@ extern "C" __global__ void gs_nodes_count(const gs_i64* __restrict__ cols, gs_i6
             const gs_i64 p = t * GS_TILE + threadIdx.x * GS_PER_THREAD + j;
             if (gs_first_col(vals, slot, p, m)) {
                 ++mine;
-                if (N > 1) atomicAdd((unsigned long long*)&counters[cols[p] / n], 1ULL);
+                if (N > 1) atomicAdd((unsigned long long*)&counters[gs_col_id(cols, p, M) / n],
+                                     1ULL);
             }
         } else {
             const gs_i64 w = (t - col_tiles) * GS_TILE + threadIdx.x * GS_PER_THREAD + j;
@@ -134,7 +167,8 @@ extern "C" __global__ void gs_nodes_count(const gs_i64* __restrict__ cols, gs_i6
             mine += __popc(bits);
             if (N > 1 && row_ids != nullptr) {       // per bit: local rows need not follow ids
                 for (unsigned int b = bits; b; b &= b - 1)
-                    atomicAdd((unsigned long long*)&counters[N + gs_row_id(row_ids, w, __ffs(b) - 1) / n],
+                    atomicAdd((unsigned long long*)&counters[N + gs_row_id(row_ids, w,
+                                                                           __ffs(b) - 1, M) / n],
                               1ULL);
                 bits = 0u;
             }
@@ -181,14 +215,14 @@ template <typename Place>
 __device__ __forceinline__ void gs_emit_rows(unsigned int* R, unsigned int* K, gs_i64 W,
                                              const gs_i64* __restrict__ row_ids,
                                              const unsigned int* bits, gs_i64 w0, gs_i64 rank,
-                                             gs_i64* __restrict__ out, Place place) {
+                                             gs_i64 M, gs_i64* __restrict__ out, Place place) {
     for (int j = 0; j < GS_PER_THREAD; ++j) {
         const gs_i64 w = w0 + j;
         if (w >= W) break;
         R[w] = 0u;
         if (row_ids == nullptr) K[w] = 0u;
         for (unsigned int b = bits[j]; b; b &= b - 1) {
-            const gs_i64 id = gs_row_id(row_ids, w, __ffs(b) - 1);
+            const gs_i64 id = gs_row_id(row_ids, w, __ffs(b) - 1, M);
             out[place(id, rank++)] = id;
         }
     }
@@ -205,12 +239,14 @@ extern "C" __global__ void gs_nodes_emit(const gs_i64* __restrict__ cols, gs_i64
                                          gs_i64 n, gs_i64 N, gs_i64 col_tiles, gs_i64 tiles,
                                          const gs_i64* __restrict__ counters,
                                          const gs_i64* __restrict__ tile_counts,
-                                         gs_i64* __restrict__ out, gs_i64* __restrict__ count) {
+                                         gs_i64* __restrict__ out, gs_i64* __restrict__ count,
+                                         gs_i64 M, unsigned int* flag) {
     const gs_i64 m = ncols == nullptr ? C : *ncols;
     const gs_i64 t = blockIdx.x;
     const gs_i64 offset = gs_block_sum(tile_counts, t);        // items emitted before the tile
     const gs_i64 all_cols = gs_block_sum(tile_counts, col_tiles);
     if (t == tiles - 1 && threadIdx.x == 0) count[0] = offset + tile_counts[t];
+    gs_take_flag(flag, count, t, tiles);
     gs_i64 mine = 0, block_total;
     if (t < col_tiles) {
         const gs_i64 p0 = t * GS_TILE + threadIdx.x * GS_PER_THREAD;
@@ -219,7 +255,7 @@ extern "C" __global__ void gs_nodes_emit(const gs_i64* __restrict__ cols, gs_i64
         for (int j = 0; j < GS_PER_THREAD; ++j) {
             const gs_i64 p = p0 + j;
             if (!gs_first_col(vals, slot, p, m)) continue;
-            const gs_i64 id = cols[p];
+            const gs_i64 id = gs_col_id(cols, p, M);
             // super-batch: the rows of the batches before this column's come first
             const gs_i64 rows_before = N > 1 ? counters[N + id / n] : 0;
             out[rows_before + rank++] = id;
@@ -233,7 +269,7 @@ extern "C" __global__ void gs_nodes_emit(const gs_i64* __restrict__ cols, gs_i64
         }
         const gs_i64 rank = offset - all_cols + gs_block_exclusive(mine, &block_total);
         // the columns of this row's batch and of the batches before come first
-        gs_emit_rows(R, K, W, row_ids, bits, w0, rank, out, [&](gs_i64 id, gs_i64 r) {
+        gs_emit_rows(R, K, W, row_ids, bits, w0, rank, M, out, [&](gs_i64 id, gs_i64 r) {
             return (N > 1 ? counters[id / n] : all_cols) + r;
         });
     }
@@ -250,9 +286,11 @@ extern "C" __global__ void gs_nodes_scan_emit(const gs_i64* __restrict__ cols, g
                                               unsigned int* R, unsigned int* K, gs_i64 W,
                                               gs_i64 col_tiles, gs_i64 tiles, gs_u64* state,
                                               gs_i64* __restrict__ out,
-                                              gs_i64* __restrict__ count) {
+                                              gs_i64* __restrict__ count, gs_i64 M,
+                                              unsigned int* flag) {
     const gs_i64 m = ncols == nullptr ? C : *ncols;
     const gs_i64 t = gs_scan_ticket(state);
+    gs_take_flag(flag, count, t, tiles);
     gs_i64 mine = 0, tile_total;
     if (t < col_tiles) {
         const gs_i64 p0 = t * GS_TILE + threadIdx.x * GS_PER_THREAD;
@@ -262,7 +300,7 @@ extern "C" __global__ void gs_nodes_scan_emit(const gs_i64* __restrict__ cols, g
         if (t == tiles - 1 && threadIdx.x == 0) count[0] = rank - local + tile_total;
         for (int j = 0; j < GS_PER_THREAD; ++j) {
             const gs_i64 p = p0 + j;
-            if (gs_first_col(vals, slot, p, m)) out[rank++] = cols[p];
+            if (gs_first_col(vals, slot, p, m)) out[rank++] = gs_col_id(cols, p, M);
         }
     } else {
         const gs_i64 w0 = (t - col_tiles) * GS_TILE + threadIdx.x * GS_PER_THREAD;
@@ -274,7 +312,7 @@ extern "C" __global__ void gs_nodes_scan_emit(const gs_i64* __restrict__ cols, g
         const gs_i64 local = gs_block_exclusive(mine, &tile_total);
         const gs_i64 rank = gs_scan_exclusive(state, t, tile_total) + local;
         if (t == tiles - 1 && threadIdx.x == 0) count[0] = rank - local + tile_total;
-        gs_emit_rows(R, K, W, row_ids, bits, w0, rank, out,
+        gs_emit_rows(R, K, W, row_ids, bits, w0, rank, M, out,
                      [](gs_i64, gs_i64 r) { return r; });
     }
 }

@@ -28,17 +28,18 @@ __device__ __forceinline__ gs_i64 gs_batch(gs_i64 id, gs_i64 n) {
 }
 
 // Column c of the frontier: its graph node's edge range and the row offset of its batch;
-// false for a padding column. With M > 0 an id outside [0, M) is checked here (err, as
+// false for a padding column. An id outside [0, M) (M: the graph's nodes, times the
+// mini-batches of a super-batch) is checked here, whoever made the frontier (err, as
 // kernels/nodewise.cu's: err[0] a negative one, err[1] one >= M, err[2] / err[3] the
-// smallest / largest such id, err[4] any) and is an empty column, so no kernel reads out of
-// bounds (the others reach a column's edges only through ptr).
+// smallest / largest such id, err[4] any), and is an empty column, so no kernel reads out of
+// bounds (the others reach a column's edges only through ptr, and only non-empty ones).
 __device__ __forceinline__ bool gs_column(const gs_idx* __restrict__ indptr,
                                           const gs_i64* __restrict__ cols, gs_i64 c, gs_i64 m,
                                           gs_i64 n, gs_i64 M, gs_i64* __restrict__ err,
                                           gs_i64* start, gs_i64* end, gs_i64* shift) {
     if (c >= m) return false;
     const gs_i64 id = cols[c];
-    if (M > 0 && (id < 0 || id >= M)) {
+    if (!gs_in_range(id, M)) {
         if (id < 0) { err[0] = 1; atomicMin((long long*)&err[2], (long long)id); }
         else { err[1] = 1; atomicMax((long long*)&err[3], (long long)id); }
         err[4] = 1;

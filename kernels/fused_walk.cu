@@ -7,7 +7,9 @@
 // vectors of m<i> entries), and sets `nxt`; a random_walk in it is gs_walk_one
 // (walkstep.cuh) from the walker's position with the key of its op ordinal `at + j`; `at`
 // advances by the body's random ops. Ids are checked where they are read (gs_fw_id,
-// gs_fw_index): one out of range sets *failed (an IndexError on the host) and reads node 0.
+// gs_fw_index): one out of range sets failed[0] (an IndexError on the host) and reads node 0.
+// A seed outside [0, M) (M: the graph's N nodes, or a super-batch's copies * n ids), whoever
+// made it, walks nowhere (its row all -1) and sets failed[1].
 //
 // Keys: with `direct`, keys[j] is the key of the op's ordinal j; otherwise keys[2j] is its
 // prefix and keys[2j + 1] the first mini-batch index (the program's device key buffer), and
@@ -29,7 +31,7 @@ __device__ __forceinline__ gs_u64 gs_fw_key(const gs_u64* __restrict__ keys, int
 
 // a walk's start node: in [0, N), else the failure flag (and node 0)
 __device__ __forceinline__ gs_i64 gs_fw_id(gs_i64 x, gs_i64 N, int* failed) {
-    if (x >= 0 && x < N) return x;
+    if (gs_in_range(x, N)) return x;
     atomicExch(failed, 1);
     return 0;
 }
@@ -37,7 +39,7 @@ __device__ __forceinline__ gs_i64 gs_fw_id(gs_i64 x, gs_i64 N, int* failed) {
 // an index into a vector of m entries, negative ones from the end (as torch indexes)
 __device__ __forceinline__ gs_i64 gs_fw_index(gs_i64 x, gs_i64 m, int* failed) {
     const gs_i64 i = x < 0 ? x + m : x;
-    if (i >= 0 && i < m) return i;
+    if (gs_in_range(i, m)) return i;
     atomicExch(failed, 1);
     return 0;
 }
@@ -48,7 +50,7 @@ __device__ __forceinline__ gs_i64 gs_fw_min(gs_i64 a, gs_i64 b) { return b < a ?
 extern "C" __global__ void gs_fused_walk(
         const gs_i64* __restrict__ indptr, const gs_i64* __restrict__ rows,
         const gs_i64* __restrict__ seeds, gs_i64 W, gs_i64 L, gs_i64 N,
-        const gs_u64* __restrict__ keys, int direct, gs_i64 n,
+        const gs_u64* __restrict__ keys, int direct, gs_i64 n, gs_i64 M,
         const void* o0, const void* o1, const void* o2, const void* o3,
         const void* o4, const void* o5, const void* o6, const void* o7,
         gs_i64 m0, gs_i64 m1, gs_i64 m2, gs_i64 m3, gs_i64 m4, gs_i64 m5, gs_i64 m6,
@@ -58,8 +60,13 @@ extern "C" __global__ void gs_fused_walk(
         const gs_i64 id = seeds[w];
         const gs_i64 b = n > 0 ? id / n : 0;
         const gs_i64 shift = b * n;
-        const gs_i64 pos = n > 0 ? w - gs_first_at_least(seeds, W, shift) : w;
         gs_i64* __restrict__ o = out + w * (L + 1);
+        if (!gs_in_range(id, M) || !gs_in_range(id - shift, N)) {
+            failed[1] = 1;
+            for (gs_i64 s = 0; s <= L; ++s) o[s] = -1;
+            continue;
+        }
+        const gs_i64 pos = n > 0 ? w - gs_first_at_least(seeds, W, shift) : w;
         o[0] = id;
         gs_i64 cur = id - shift, prev = cur, at = 0;
         for (gs_i64 s = 0; s < L; ++s) {

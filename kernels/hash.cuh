@@ -9,6 +9,14 @@ typedef long long gs_i64;
 
 #define GS_GOLDEN 0x9E3779B97F4A7C15ULL
 
+// Whether `id` lies in [0, bound): one unsigned compare at the id's full width, so a negative
+// id (a huge unsigned one) fails it too. Every kernel that indexes memory with an id guards
+// the index with this, whoever made the id (kernels/README.md, "Ids"); never through a 32-bit
+// cast, which would let 2**32 + 1 through as 1.
+__device__ __forceinline__ bool gs_in_range(gs_i64 id, gs_i64 bound) {
+    return (unsigned long long)id < (unsigned long long)bound;
+}
+
 __device__ __forceinline__ gs_u64 gs_mix64(gs_u64 z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
@@ -49,7 +57,8 @@ __device__ __forceinline__ double gs_exponential(gs_u64 r) {
 // depend on the order threads run in). Both arrays start as all ones (GS_FREE).
 #define GS_FREE 0xFFFFFFFFFFFFFFFFULL
 
-// Insert `key` with position `pos`; returns its slot.
+// Insert `key` (>= 0: GS_FREE is -1, so callers guard their ids first) with position `pos`;
+// returns its slot.
 __device__ __forceinline__ gs_i64 gs_table_insert(gs_u64* keys, gs_u64* vals, gs_i64 mask,
                                                   gs_u64 key, gs_u64 pos) {
     gs_i64 s = (gs_i64)(gs_mix64(key) & (gs_u64)mask);

@@ -11,8 +11,9 @@
 
 // ptr[c] = the edges of the frontier's columns before c (padding columns, c >= *ncols, have
 // none); ptr[C] = all of them. A tile of blockDim columns per block, scanned across the
-// blocks in one pass (scan.cuh); state: 1 + tiles words, zero before the launch. M > 0:
-// the ids are checked against [0, M) (gs_column; err: 5 words, zero before the launch).
+// blocks in one pass (scan.cuh); state: 1 + tiles words, zero before the launch. The ids
+// are checked against [0, M) (gs_column; err: 5 words, zero before the launch): a bad one
+// is an empty column, which no later pass over the frontier's edges reads.
 extern "C" __global__ void gs_frontier_ptr(const gs_idx* __restrict__ indptr,
                                            const gs_i64* __restrict__ cols, gs_i64 C,
                                            const gs_i64* __restrict__ ncols, gs_i64 n,
@@ -151,13 +152,14 @@ gs_row_keys_compact(const unsigned char* __restrict__ cand, gs_i64 R,
     }
 }
 
-// newpos[chosen[i]] = i for the chosen rows (newpos starts all -1; entries of chosen at or
-// past R are not rows: fewer candidates than draws).
+// newpos[chosen[i]] = i for the chosen rows (newpos starts all -1; entries of chosen outside
+// [0, R) are not rows: R marks fewer candidates than draws, and A[rows, cols]'s rows are
+// guarded here too, whatever checked them before).
 extern "C" __global__ void gs_scatter_positions(const gs_i64* __restrict__ chosen, gs_i64 k,
                                                 gs_i64 R, int* __restrict__ newpos) {
     for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < k;
          i += (gs_i64)gridDim.x * blockDim.x)
-        if (chosen[i] < R) newpos[chosen[i]] = (int)i;
+        if (gs_in_range(chosen[i], R)) newpos[chosen[i]] = (int)i;
 }
 
 // mark[picked[i]] = 1 for the rows drawn (mark starts all 0; entries at or past R are not
@@ -166,7 +168,7 @@ extern "C" __global__ void gs_mark_rows(const gs_i64* __restrict__ picked, gs_i6
                                         unsigned char* __restrict__ mark) {
     for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < k;
          i += (gs_i64)gridDim.x * blockDim.x)
-        if (picked[i] < R) mark[picked[i]] = 1;
+        if (gs_in_range(picked[i], R)) mark[picked[i]] = 1;
 }
 
 // bits[r / 32] bit r % 32 set for the rows drawn (bits start all 0; entries of picked at or
@@ -176,7 +178,7 @@ extern "C" __global__ void gs_mark_bits(const gs_i64* __restrict__ picked, gs_i6
                                         unsigned* __restrict__ bits) {
     for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < k;
          i += (gs_i64)gridDim.x * blockDim.x)
-        if (picked[i] < R) atomicOr(&bits[picked[i] >> 5], 1u << (picked[i] & 31));
+        if (gs_in_range(picked[i], R)) atomicOr(&bits[picked[i] >> 5], 1u << (picked[i] & 31));
 }
 
 __device__ __forceinline__ bool gs_drawn(const unsigned* __restrict__ bits,

@@ -162,10 +162,11 @@ __device__ __forceinline__ void gs_sample_column(const gs_idx* __restrict__ indp
 // of cached columns (a warp's sums, one atomic each).
 //
 // The frontier's ids are checked here: an id outside [0, M) sets err (err[0]: a negative
-// one, err[1]: one >= M, err[2] / err[3]: the smallest / largest such id, err[4]: any) and
-// reads node 0 instead, so nothing reads out of bounds; the host reads err[4] with the
-// program's sizes and raises (gsample.validate.fail_if). state: scan.cuh's words, then
-// err, all zero before the launch.
+// one, err[1]: one >= M, err[2] / err[3]: the smallest / largest such id, err[4]: any) and is
+// an empty column whose id is 0 in cols_out, the frontier's clamped copy (the result's
+// col_ids: whatever reads the result reads ids in range); the host reads err[4] with the
+// program's sizes and raises (gsample.validate.fail_if). Padding columns are 0 in cols_out.
+// state: scan.cuh's words, then err, all zero before the launch.
 //
 // Column c's edges go to indptr_out[c] ..., in column order: rows_out (the graph's row,
 // + b * n in a super-batch) and pos_out (the edge's position in the graph). Without
@@ -191,7 +192,8 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
                                              const gs_i64* __restrict__ eids,
                                              const gs_i64* __restrict__ ceids,
                                              gs_i64* __restrict__ eids_out,
-                                             gs_i64* __restrict__ counters) {
+                                             gs_i64* __restrict__ counters,
+                                             gs_i64* __restrict__ cols_out) {
     __shared__ gs_i64 s_id[256], s_out[256], s_cnt[256];    // blockDim <= 256
     const int lane = threadIdx.x & 31;
     const gs_i64 T = (gs_i64)(blockDim.x >> 5) * per_warp;      // columns per tile
@@ -203,14 +205,16 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
         gs_i64 id = 0, cnt = 0;
         if (threadIdx.x < T && c < m) {
             id = cols[c];
-            if (id < 0 || id >= M) {
+            if (gs_in_range(id, M)) {
+                cnt = gs_sample_count(indptr, n > 0 ? id % n : id, k, replace);
+            } else {
                 if (id < 0) { err[0] = 1; atomicMin((long long*)&err[2], (long long)id); }
                 else { err[1] = 1; atomicMax((long long*)&err[3], (long long)id); }
                 err[4] = 1;
-                id = 0;
+                id = 0;                         // an empty column (cnt 0) of id 0
             }
-            cnt = gs_sample_count(indptr, n > 0 ? id % n : id, k, replace);
         }
+        if (threadIdx.x < T && c < C) cols_out[c] = id;
         if (counters != nullptr) {              // uniform: every thread of the block is here
             gs_i64 reads = cnt;
             gs_i64 hits = slot != nullptr && cnt > 0 && slot[n > 0 ? id % n : id] >= 0 ? cnt : 0;

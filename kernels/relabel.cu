@@ -18,13 +18,17 @@
 
 // Insert ids[i] (i < n); slot[i] gets the slot that holds it. keys/vals start at GS_EMPTY.
 // Plain (volatile) reads first: a key never changes once set and vals only decrease, so a
-// stale read only costs an atomic; repeated ids then contend far less on one slot.
+// stale read only costs an atomic; repeated ids then contend far less on one slot. A
+// negative id (-1 is GS_EMPTY itself) is never inserted: slot[i] = -1, and it is neither
+// a first occurrence nor labelled (the host refuses negative ids; this keeps the table
+// whole whatever it is given).
 extern "C" __global__ void gs_hash_insert(const gs_i64* __restrict__ ids, gs_i64 n,
                                           gs_u64* keys, gs_u64* vals, gs_i64 mask,
                                           gs_i64* __restrict__ slot) {
     for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < n;
          i += (gs_i64)gridDim.x * blockDim.x) {
         const gs_u64 key = (gs_u64)ids[i];
+        if (ids[i] < 0) { slot[i] = -1; continue; }
         gs_i64 s = (gs_i64)(gs_mix64(key) & (gs_u64)mask);
         for (gs_i64 probe = 0; probe <= mask; ++probe) {   // bounded: never spins forever
             gs_u64 seen = ((volatile gs_u64*)keys)[s];
@@ -45,7 +49,7 @@ extern "C" __global__ void gs_first_flags(const gs_u64* __restrict__ vals,
                                           int* __restrict__ flags) {
     for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < n;
          i += (gs_i64)gridDim.x * blockDim.x) {
-        flags[i] = vals[slot[i]] == (gs_u64)i;
+        flags[i] = slot[i] >= 0 && vals[slot[i]] == (gs_u64)i;
     }
 }
 
@@ -68,7 +72,7 @@ extern "C" __global__ void gs_first_inverse(const gs_u64* __restrict__ vals,
                                             gs_i64* __restrict__ inv) {
     for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < n;
          i += (gs_i64)gridDim.x * blockDim.x) {
-        inv[i] = rank[(gs_i64)vals[slot[i]]] - 1;
+        inv[i] = slot[i] >= 0 ? rank[(gs_i64)vals[slot[i]]] - 1 : -1;
     }
 }
 
@@ -108,7 +112,7 @@ extern "C" __global__ void gs_mark_rows(const gs_i64* __restrict__ rows, gs_i64 
     for (gs_i64 e = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; e < n;
          e += (gs_i64)gridDim.x * blockDim.x) {
         const gs_i64 r = rows[e];
-        if (r >= 0 && r < R) flags[r] = 1;
+        if (gs_in_range(r, R)) flags[r] = 1;
     }
 }
 
@@ -120,7 +124,7 @@ extern "C" __global__ void gs_rank_rows(const gs_i64* __restrict__ rows, gs_i64 
     for (gs_i64 e = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; e < n;
          e += (gs_i64)gridDim.x * blockDim.x) {
         const gs_i64 r = rows[e];
-        out[e] = (r >= 0 && r < R) ? rank[r] - 1 : -1;
+        out[e] = gs_in_range(r, R) ? rank[r] - 1 : -1;
     }
 }
 

@@ -12,6 +12,12 @@
 // seeds are ids b * n + v grouped by batch, walker w walks node v of the graph with batch b's
 // key combine(key[0], key[1] + b) as position w - (first walker of b), and writes its ids
 // encoded (+ b * n; -1 stays -1).
+//
+// Seeds are guarded here, whoever made them (a seed from an earlier op of the program may
+// be one whose check flag is still on its way to the host): a seed outside [0, M) (M: the
+// graph's N nodes, or the super-batch's copies * n ids) walks nowhere, its row all -1, and
+// sets failed[1], which the host raises as an IndexError; node2vec's rejection loop running
+// past its bound sets failed[0].
 #include "walkstep.cuh"
 
 extern "C" __global__ void gs_random_walk(
@@ -19,7 +25,7 @@ extern "C" __global__ void gs_random_walk(
         const gs_i64* __restrict__ sorted_rows,    // each column's rows ascending (node2vec)
         const gs_i64* __restrict__ alias,          // (E, 2) threshold, alias edge; or null
         const gs_i64* __restrict__ seeds, gs_i64 W, gs_i64 L, gs_i64 N,
-        gs_u64 key0, const gs_u64* __restrict__ key, gs_i64 n,
+        gs_u64 key0, const gs_u64* __restrict__ key, gs_i64 n, gs_i64 M,
         int node2vec, double inv_p, double inv_q, double amax,
         double c1, double c2, double c3,
         gs_i64* __restrict__ out, int* __restrict__ failed) {
@@ -28,6 +34,11 @@ extern "C" __global__ void gs_random_walk(
         const gs_i64 id = seeds[w];
         const gs_i64 b = n > 0 ? id / n : 0;
         const gs_i64 shift = b * n;
+        if (!gs_in_range(id, M) || !gs_in_range(id - shift, N)) {
+            failed[1] = 1;
+            for (gs_i64 t = 0; t <= L; ++t) out[w * (L + 1) + t] = -1;
+            continue;
+        }
         const gs_u64 k = key == nullptr ? key0 : gs_combine(key[0], (gs_i64)key[1] + b);
         const gs_i64 pos = n > 0 ? w - gs_first_at_least(seeds, W, shift) : w;
         gs_walk_one(indptr, rows, sorted_rows, alias, L, N, k, pos, id, shift, node2vec,

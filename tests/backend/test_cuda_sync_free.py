@@ -2,11 +2,13 @@
 runtime's bounded values and deferred checks) against the torch backend, sample for sample,
 and its host synchronisations counted (skipped without a GPU)."""
 import functools
+from dataclasses import replace
 
 import pytest
 import torch
 
 import gsample as gs
+from gsample import validate as V
 from gsample.backend.cuda import extract as X
 from gsample.backend.cuda import nodewise
 from gsample.backend.torch import finalize
@@ -160,7 +162,7 @@ def test_all_nodes_of_a_bounded_sample(graph, copies):
     exact = trim(s, sizes_s)
     want = finalize.all_nodes(exact, batches)
     assert torch.equal(trim(nodes, sizes_n), want)
-    R, K = nodewise._bitmaps(torch.device("cuda"), 1)
+    R, K, _ = nodewise._bitmaps(torch.device("cuda"), 1)       # K: the flag word too
     assert not R.any() and not K.any(), "the bitmaps are left all zero"
     # the sample itself: each mini-batch's columns drew with its own key and positions
     for b, p in enumerate(parts):
@@ -193,8 +195,69 @@ def test_all_nodes_of_a_collective_sample(graph, copies):
     nodes = nodewise.all_nodes(s, batches)
     (sizes,), _ = read_counts([nodes])
     assert torch.equal(trim(nodes, sizes), finalize.all_nodes(s, batches))
-    R, K = nodewise._bitmaps(torch.device("cuda"), 1)
+    R, K, _ = nodewise._bitmaps(torch.device("cuda"), 1)       # K: the flag word too
     assert not R.any() and not K.any(), "the bitmaps are left all zero"
+
+
+BAD_IDS = [-1, -(2 ** 40), 2 ** 31, 2 ** 32 + 1, 2 ** 40, 2 ** 62, 2 ** 63 - 1]
+
+
+def _frontier_and_key(graph, copies: int, seed: int):
+    """A (super-batch's) frontier of 200 nodes a mini-batch and its device key."""
+    n = graph.num_nodes
+    cols = torch.cat([_seeds(200, n, seed + b) + b * n for b in range(copies)])
+    prefix = key_prefix(7, 1)
+    key = DeviceKey(torch.tensor([_signed(prefix), 0], device="cuda"), prefix, 0, copies,
+                    n if copies > 1 else 0)
+    return cols, key
+
+
+@pytest.mark.parametrize("bad", BAD_IDS + ["N"])
+def test_the_sampler_keeps_a_clamped_frontier(graph, bad):
+    """A bad frontier id is an empty column of id 0 in the result's ``col_ids`` (the kernel's
+    clamped copy: the caller's tensor is unchanged), and raises an IndexError naming ``cols``
+    when the deferred flags are read."""
+    cols, key = _frontier_and_key(graph, 1, 3)
+    cols[17] = graph.num_nodes if bad == "N" else bad
+    before = cols.clone()
+    with V.deferred():
+        s = nodewise.slice_individual_sample(graph.csc, cols, 5, False, key)
+        ids, indptr = s.csc.col_ids, s.csc.indptr
+        assert torch.equal(cols, before) and ids.data_ptr() != cols.data_ptr()
+        assert int(ids[17]) == 0, "the clamped copy holds node 0"
+        assert torch.equal(ids[:17], cols[:17]) and torch.equal(ids[18:], cols[18:])
+        assert int(indptr[18]) == int(indptr[17]), "a bad column is empty"
+        with pytest.raises(IndexError, match="cols: node id"):
+            V.read_back([])                  # the recorded flags, as the runtime reads them
+
+
+@pytest.mark.parametrize("bad", BAD_IDS + ["M"])
+@pytest.mark.parametrize("copies", [1, 3])
+@pytest.mark.parametrize("where", ["col_ids", "rows", "row_ids"])
+def test_all_nodes_guards_ids_it_did_not_make(graph, bad, copies, where):
+    """``all_nodes`` of a matrix holding an id outside its space (a column, an edge's row, or
+    a row id of its row space; ``M``: the matrix's node count, a super-batch's ``copies *
+    n``): its kernels read and write nothing through it, raise an IndexError naming
+    ``all_nodes``, and leave the bitmaps and the flag zero, so the next call equals the torch
+    code."""
+    cols, key = _frontier_and_key(graph, copies, 30)
+    batches = (copies, graph.num_nodes) if copies > 1 else None
+    if where == "row_ids":             # a collective sample: local rows, a row space of ids
+        from gsample.backend.cuda import layerwise
+        good = layerwise.slice_collective_sample(graph.csc, cols, 3000, False, key)
+    else:                              # a node-wise sample: rows are node ids
+        s = nodewise.slice_individual_sample(graph.csc, cols, 7, False, key)
+        (sizes,), _ = read_counts([s])
+        good = trim(s, sizes)
+    field = getattr(good, where).clone()
+    field[3] = good.num_nodes if bad == "M" else bad
+    with pytest.raises(IndexError, match="all_nodes: a node id"):
+        nodewise.all_nodes(replace(good, **{where: field}), batches)   # eager: raises at once
+    R, K, flag = nodewise._bitmaps(torch.device("cuda"), 1)
+    assert not R.any() and not K.any() and int(flag) == 0
+    nodes = nodewise.all_nodes(good, batches)
+    (sizes,), _ = read_counts([nodes])
+    assert torch.equal(trim(nodes, sizes), finalize.all_nodes(good, batches))
 
 
 def test_super_batched_loader_equals_one_by_one(graph):

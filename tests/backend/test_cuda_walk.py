@@ -91,3 +91,39 @@ def test_cuda_bad_seeds_raise(graphs):
         f(G, torch.tensor([0, 50_000], device="cuda"))
     with gs.use_backend("cuda"), pytest.raises(IndexError, match="seeds: node id -3"):
         G.random_walk(torch.tensor([-3], device="cuda"), 4)
+
+
+@pytest.mark.parametrize("bad", [-1, -(2 ** 40), 2 ** 31, 2 ** 32 + 1, 2 ** 40, 2 ** 63 - 1, "M"])
+@pytest.mark.parametrize("copies", [1, 3])
+@pytest.mark.parametrize("node2vec", [False, True])
+def test_the_kernel_guards_seeds_it_did_not_check(graphs, bad, copies, node2vec):
+    """A seed outside the id space that reaches the kernel (one made by an earlier op whose
+    flag is still pending) walks nowhere, its row all -1, the other walkers walk as without
+    it, and the call raises an IndexError naming ``seeds`` when the flags are read (``M``:
+    the graph's nodes, a super-batch's ``copies * n`` ids)."""
+    from gsample import validate as V
+    from gsample.backend.cuda import walk as cuda_walk
+    from gsample.random import DeviceKey, _signed, key_prefix
+    _, G = graphs
+    n = G.num_nodes
+    gen = torch.Generator().manual_seed(9)
+    seeds = torch.cat([torch.randint(0, n, (300,), generator=gen) + b * n
+                       for b in range(copies)]).cuda()
+    prefix = key_prefix(7, 3)
+    key = DeviceKey(torch.tensor([_signed(prefix), 0], device="cuda"), prefix, 0, copies,
+                    n if copies > 1 else 0)
+    kw = {"p": 2.0, "q": 0.5} if node2vec else {}
+    want = cuda_walk.random_walk_sync_free(G.csc, seeds, 20, key, **kw)
+    value = copies * n if bad == "M" else bad
+    at = 0 if value < 0 else seeds.numel() - 1   # where the batches stay grouped by id
+    bad_seeds = seeds.clone()
+    bad_seeds[at] = value
+    with V.deferred():
+        got = cuda_walk.random_walk_sync_free(G.csc, bad_seeds, 20, key, **kw)
+        assert bool((got[at] == -1).all()), "a bad seed walks nowhere"
+        keep = torch.ones(seeds.numel(), dtype=torch.bool, device="cuda")
+        keep[at] = False
+        if copies == 1 or at != 0:          # (a super-batch's first walker moved a position)
+            assert torch.equal(got[keep], want[keep])
+        with pytest.raises(IndexError, match="seeds: a node id is out of range"):
+            V.read_back([])

@@ -62,10 +62,12 @@ def build(tmp, kernel):
     return ctypes.CDLL(str(lib))
 
 
-def run_kernel(lib, A, seeds, length, keys, direct, n, operands, names):
+def run_kernel(lib, A, seeds, length, keys, direct, n, operands, names, copies=1):
+    """The kernel's walks and its two flags (a step's id out of range, a seed out of
+    range): ``(out, [failed_step, failed_seed])``."""
     W = seeds.numel()
     out = torch.empty((W, length + 1), dtype=torch.int64)
-    failed = torch.zeros(1, dtype=torch.int32)
+    failed = torch.zeros(2, dtype=torch.int32)
     ops = [operands[k].contiguous() for k in names]
     P = ctypes.c_void_p
     ptrs = [P(o.data_ptr()) for o in ops] + [P(0)] * (8 - len(ops))
@@ -74,9 +76,9 @@ def run_kernel(lib, A, seeds, length, keys, direct, n, operands, names):
     lib.gs_fused_walk(P(c.indptr.data_ptr()), P(c.rows.data_ptr()), P(seeds.data_ptr()),
                       ctypes.c_longlong(W), ctypes.c_longlong(length),
                       ctypes.c_longlong(A.num_nodes), P(keys.data_ptr()), ctypes.c_int(direct),
-                      ctypes.c_longlong(n), *ptrs, *lens, P(out.data_ptr()),
-                      P(failed.data_ptr()))
-    return out, int(failed[0])
+                      ctypes.c_longlong(n), ctypes.c_longlong(A.num_nodes * copies), *ptrs,
+                      *lens, P(out.data_ptr()), P(failed.data_ptr()))
+    return out, failed.tolist()
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +102,7 @@ def test_generated_kernel_walks_as_the_torch_code(mh_walk):
                                 key, **operands)
     keys = torch.tensor([_signed(k) for k in key.keys], dtype=torch.int64)
     got, failed = run_kernel(lib, A, seeds, 30, keys, 1, 0, operands, kernel.operands)
-    assert failed == 0 and int((want[:, -1] < 0).sum()) > 0
+    assert failed == [0, 0] and int((want[:, -1] < 0).sum()) > 0
     assert torch.equal(got, want)
 
 
@@ -117,14 +119,15 @@ def test_generated_kernel_super_batch(mh_walk):
                                 key, **operands)
     rows = torch.tensor([[_signed(key_prefix(4, i)), 7] for i in range(count)],
                         dtype=torch.int64)
-    got, failed = run_kernel(lib, A, seeds, 30, rows, 0, n, operands, kernel.operands)
-    assert failed == 0 and torch.equal(got, want)
+    got, failed = run_kernel(lib, A, seeds, 30, rows, 0, n, operands, kernel.operands,
+                             copies=copies)
+    assert failed == [0, 0] and torch.equal(got, want)
     assert torch.equal(got[:, 0], seeds)
 
 
 def test_ids_out_of_range_set_the_flag(mh_walk):
     A, node, operands, lib, kernel = mh_walk
     keys = torch.zeros(node.attrs["num_ordinals"], dtype=torch.int64)
-    _, failed = run_kernel(lib, A, torch.tensor([A.num_nodes + 5]), 30, keys, 1, 0,
-                           operands, kernel.operands)
-    assert failed == 1
+    got, failed = run_kernel(lib, A, torch.tensor([A.num_nodes + 5]), 30, keys, 1, 0,
+                             operands, kernel.operands)
+    assert failed == [0, 1] and bool((got == -1).all())     # a bad seed walks nowhere

@@ -64,15 +64,16 @@ def run_kernel(fn, A, seeds, length, key, alias=None, p=1.0, q=1.0, stop_prob=0.
     keys = None if device_key is None else \
         torch.tensor([_signed(device_key[0]), device_key[1]], dtype=torch.int64)
     c1, c2, c3 = reference.thresholds(stop_prob, restart_prob, jump_prob)
-    failed = torch.zeros(1, dtype=torch.int32)
+    failed = torch.zeros(2, dtype=torch.int32)
     ptr = lambda t: ctypes.c_void_p(0 if t is None else t.data_ptr())
     i64, f64 = ctypes.c_int64, ctypes.c_double
+    M = A.num_nodes * (int(seeds.max()) // n + 1 if n and W else 1)      # the seeds' id space
     fn(ptr(A.indptr), ptr(A.rows), ptr(srows), ptr(alias), ptr(seeds), i64(W), i64(length),
-       i64(A.num_nodes), ctypes.c_uint64(0 if key is None else key), ptr(keys), i64(n),
+       i64(A.num_nodes), ctypes.c_uint64(0 if key is None else key), ptr(keys), i64(n), i64(M),
        ctypes.c_int(int(node2vec)),
        f64(1.0 / p), f64(1.0 / q), f64(max(1.0 / p, 1.0, 1.0 / q)), f64(c1), f64(c2), f64(c3),
        ptr(out), ptr(failed))
-    assert int(failed[0]) == 0
+    assert failed.tolist() == [0, 0]
     return out
 
 

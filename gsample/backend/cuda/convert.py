@@ -89,7 +89,7 @@ def row_counts(rows: torch.Tensor, num_rows: int) -> torch.Tensor:
     if not on_gpu(rows):
         return torch.bincount(rows, minlength=num_rows)
     counts = torch.zeros(num_rows, dtype=torch.int64, device=rows.device)
-    launch("convert", "gs_row_counts", rows.numel(), _i64(rows), rows.numel(), counts)
+    launch("convert", "gs_row_counts", rows.numel(), _i64(rows), rows.numel(), counts, num_rows)
     return counts
 
 

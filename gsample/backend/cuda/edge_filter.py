@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import torch
 
-from ...formats.bounded import BoundedCSC, read_counts, trim
+from ...formats.bounded import BoundedCSC
 from ...formats.csc import CSC
 from ...ir import Op
 from ..torch.edge_filter import kept_indptr
+from .nodewise import _exact
 
 
 def filter_edges(A, keep: torch.Tensor) -> BoundedCSC:
     """:func:`gsample.backend.torch.edge_filter.filter_edges`, sync-free (a bounded ``A``
-    is trimmed first: one read-back, as the node-wise samplers do)."""
-    if isinstance(A, BoundedCSC):
-        (sizes,), _ = read_counts([A])
-        A = trim(A, sizes)
+    is trimmed first: one read-back, with the pending check flags, as the node-wise
+    samplers do)."""
+    A = _exact(A)
     indptr, csum = kept_indptr(A, keep)
     E = keep.numel()
     dest = torch.where(keep, csum[:-1], E)            # dropped edges: the spare slot E

@@ -20,7 +20,7 @@ from ...formats.csc import CSC
 from ...random import BatchKeys, DeviceKey, KeyRange, _signed
 from ..torch import fused_walk as reference
 from . import walk_codegen
-from .module import launch
+from .module import launch, memset
 
 #: threads per block: a mini-batch of walkers is small, so small blocks spread it over SMs
 _THREADS = 64
@@ -66,16 +66,20 @@ def fused_walk(A: CSC, seeds, first, phases: tuple, length: int, key, **operands
     else:                                        # host op keys, one per ordinal
         keys = torch.tensor([_signed(k) for k in key.keys], dtype=torch.int64, device=dev)
         direct, n = True, 0
+    M = k0.copies * n if n else A.num_nodes      # the seeds' id space
     ptrs = [operands[name].contiguous() for name in kernel.operands]
     lens = [p.numel() for p in ptrs]
     ptrs += [0] * (walk_codegen.MAX_OPERANDS - len(ptrs))
     lens += [0] * (walk_codegen.MAX_OPERANDS - len(lens))
-    failed = torch.zeros(1, dtype=torch.int32, device=dev)
+    failed = torch.empty(2, dtype=torch.int32, device=dev)     # a step's ids, the seeds
+    memset(failed, 0)
     launch("fused_walk", "gs_fused_walk", W, A.indptr.to(torch.int64).contiguous(),
            A.rows.to(torch.int64).contiguous(), seeds.to(torch.int64).contiguous(), W, length,
-           A.num_nodes, keys, bool(direct), n, *ptrs, *lens, out, failed, block=_THREADS,
+           A.num_nodes, keys, bool(direct), n, M, *ptrs, *lens, out, failed, block=_THREADS,
            **kernel.key)
-    V.fail_if(failed[0] != 0, IndexError, "gs.walk: a step computed a node id out of range "
+    V.fail_if(failed[1:], IndexError, f"seeds: a node id is out of range for a graph of {M} "
+              "nodes")
+    V.fail_if(failed[:1], IndexError, "gs.walk: a step computed a node id out of range "
               f"(every id must be in [0, {A.num_nodes}))")
     return out
 

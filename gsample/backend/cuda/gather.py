@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .module import launch
+from ... import validate as V
+from .module import launch, memset
 
 #: the machine word a row is moved in, by size in bytes (the kernel's GS_WORD)
 WORDS = {16: "uint4", 8: "unsigned long long", 4: "unsigned int", 2: "unsigned short",
@@ -52,7 +53,9 @@ def gather_rows(host: torch.Tensor, ids: torch.Tensor, out: torch.Tensor,
     host : Tensor, shape (N, ...), pinned CPU memory, contiguous
         The whole table.
     ids : LongTensor, shape (n,), on the GPU
-        Rows to read, each in ``[0, N)`` (not checked here: the caller's ids).
+        Rows to read, each in ``[0, N)``: the kernel guards them, and one outside raises an
+        ``IndexError`` naming ``n_id`` (a deferred :func:`gsample.validate.fail_if`: at once
+        unless the runtime defers checks; the kernel read row 0 for it).
     out : Tensor, shape (n, ...), on the GPU, contiguous, ``host``'s dtype
         Where the rows go.
     cache : Tensor, shape (C, ...), on the GPU, optional
@@ -75,14 +78,20 @@ def gather_rows(host: torch.Tensor, ids: torch.Tensor, out: torch.Tensor,
     """
     n = ids.numel()
     row_bytes = host[0].numel() * host.element_size() if host.shape[0] else 0
+    if n and not host.shape[0]:
+        raise IndexError(f"n_id: the table has no rows; {n} ids asked for")
     if n == 0 or row_bytes == 0:
         return out
     address = device_pointer(host) if host_address is None else host_address
     bases = [address, out.data_ptr()] + ([cache.data_ptr()] if cache is not None else [])
     size = word_size(row_bytes, *bases)
     words = row_bytes // size
+    bad = torch.empty(1, dtype=torch.int32, device=out.device)
+    memset(bad, 0)
     launch("gather", "gs_gather_rows", n * words, address,
            cache if cache is not None else _NULL, slot if slot is not None else _NULL,
-           ids.contiguous(), n, words, out, hits if hits is not None else _NULL,
-           params=(("WORD", WORDS[size]),))
+           ids.to(torch.int64).contiguous(), n, words, out, hits if hits is not None else _NULL,
+           host.shape[0], bad, params=(("WORD", WORDS[size]),))
+    V.fail_if(bad, IndexError, f"n_id: a row id is out of range for a table of {host.shape[0]} "
+              "rows")
     return out

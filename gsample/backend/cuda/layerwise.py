@@ -78,10 +78,11 @@ def _graph(A) -> bool:
     return isinstance(A, CSC) and A.indptr.is_cuda and A.row_ids is None and A.col_ids is None
 
 
-def _frontier_ptr(indptr, buf: torch.Tensor, ncols, n: int, M: int = 0) -> torch.Tensor:
+def _frontier_ptr(indptr, buf: torch.Tensor, ncols, n: int, M: int) -> torch.Tensor:
     """The frontier's edge pointer (C + 1 entries: its columns' edges, padding columns none),
-    in one launch (a single-pass scan). ``M > 0``: the kernel also checks the ids against
-    ``[0, M)`` (a bad one is an empty column, and a deferred ``fail_if`` names it)."""
+    in one launch (a single-pass scan). The kernel also checks the ids against ``[0, M)``
+    (``M``: the graph's nodes times the mini-batches), whoever made them: a bad one is an
+    empty column, and a deferred ``fail_if`` names it."""
     C = buf.numel()
     ptr = torch.empty(C + 1, dtype=torch.int64, device=buf.device)
     if C == 0:
@@ -93,8 +94,7 @@ def _frontier_ptr(indptr, buf: torch.Tensor, ncols, n: int, M: int = 0) -> torch
     err = state[1 + grid:]
     launch("layerwise", "gs_frontier_ptr", grid * _THREADS, indptr, buf, C, _opt(ncols), n,
            state, ptr, M, err, block=_THREADS, grid=grid, params=_params(indptr))
-    if M:
-        V.fail_if(err[4:5], IndexError, _id_error("cols", M), err[:4])
+    V.fail_if(err[4:5], IndexError, _id_error("cols", M), err[:4])
     return ptr
 
 
@@ -222,7 +222,7 @@ def collective_start(A: CSC, cols, k: int, replace: bool, key: DeviceKey, node_p
     scratch = torch.empty((1 if room else 2 * C + 1) + 2, dtype=torch.int64, device=dev)
     memset(scratch, 0)
     bad = scratch[-2:]
-    ptr = _frontier_ptr(indptr, buf, ncols, n)
+    ptr = _frontier_ptr(indptr, buf, ncols, n, R)
     if C and cand is not None:
         launch("layerwise", "gs_frontier_rows", _GRID * _THREADS, indptr, rows, buf, C, ptr, n,
                cand, block=_THREADS, grid=_GRID, params=params)
@@ -466,7 +466,7 @@ def slice_rows_cols(A: CSC, rows: torch.Tensor, cols: torch.Tensor) -> CSC:
     newpos = torch.empty(R, dtype=torch.int32, device=dev)
     memset(newpos, 0xFF)                                              # -1: not a row
     launch("layerwise", "gs_scatter_positions", rows.numel(), rows, rows.numel(), R, newpos)
-    ptr = _frontier_ptr(indptr, buf, ncols, 0)
+    ptr = _frontier_ptr(indptr, buf, ncols, 0, R)
     indptr_out = _kept_counts(indptr, rows_g, buf, C, ptr, 0, newpos, None)
     edges, kept, *m = V.read_back([ptr[C:], indptr_out[-1:]] + ([ncols] if ncols is not None
                                                                  else []))

@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 
 from ... import validate as V
-from ...formats.bounded import BoundedCSC, BoundedIds, read_counts, refuse_capture, trim
+from ...formats.bounded import BoundedCSC, BoundedIds, counts, refuse_capture, trim
 from ...formats.csc import CSC
 from ...random import DeviceKey
 from . import finalize, sampling
@@ -37,10 +37,11 @@ _WARPS = _THREADS // 32
 
 
 def _exact(value):
-    """A bounded value trimmed (one read-back), for the exact implementations."""
+    """A bounded value trimmed, for the exact implementations: its sizes are read back
+    together with every pending check flag (:func:`gsample.validate.read_back`), so a call
+    whose ids were flagged raises there, before any size its bad ids made is used."""
     if isinstance(value, (BoundedIds, BoundedCSC)):
-        (sizes,), _ = read_counts([value])
-        return trim(value, sizes)
+        return trim(value, V.read_back(counts(value)))
     return value
 
 
@@ -71,7 +72,8 @@ def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
         The graph (no row or column space of its own).
     cols : LongTensor (C,) or BoundedIds
         The frontier (global ids; in a super-batch, ids ``b * n + v``). Its ids are checked
-        by the kernel (a deferred :func:`gsample.validate.fail_if`).
+        by the kernel (a deferred :func:`gsample.validate.fail_if`): a bad one is an empty
+        column, of id 0 in the result's ``col_ids`` (never the caller's tensor, unchanged).
     k, replace
         As ``individual_sample``.
     key : gsample.random.DeviceKey
@@ -111,7 +113,8 @@ def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
     tiles = -(-C // (_WARPS * per_warp))
     state = torch.empty(1 + tiles + 5, dtype=torch.int64, device=dev)
     memset(state, 0)
-    indptr = torch.empty(C + 1, dtype=torch.int64, device=dev)
+    # one allocation: the result's indptr, then its col_ids (the frontier's clamped copy)
+    indptr, col_ids = torch.empty(2 * C + 1, dtype=torch.int64, device=dev).split((C + 1, C))
     E = C * k
     gathers = A.values is not None or A.eids is not None
     rows = torch.empty(E, dtype=torch.int64, device=dev)
@@ -131,12 +134,12 @@ def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
     launch("nodewise", "gs_sample_uniform", tiles * _THREADS, indptr_g, rows_g, buf, C,
            _opt(ncols), n, M, k, replace, _opt(table), key.tensor, state, tiles, per_warp,
            indptr, rows, pos, slot, crows, _opt(eids_g), ceids, _opt(eids), counters,
-           block=_THREADS, grid=tiles, params=_params(indptr_g))
+           col_ids, block=_THREADS, grid=tiles, params=_params(indptr_g))
     err = state[1 + tiles:]
     V.fail_if(err[4:5], IndexError, _id_error("cols", M), err[:4])
     if eids is None:
         eids = pos if A.eids is None else _at(A.eids, pos)
-    out = CSC(num_nodes=M, indptr=indptr, rows=rows, row_ids=None, col_ids=buf,
+    out = CSC(num_nodes=M, indptr=indptr, rows=rows, row_ids=None, col_ids=col_ids,
               values=_at(A.values, pos), eids=eids)
     return BoundedCSC(out, ncols)
 
@@ -164,22 +167,22 @@ _RETIRED: list = []
 
 
 def _bitmaps(device: torch.device, words: int):
-    """Two all-zero bitmaps of at least ``words`` 32-bit words, per device (the kernels leave
-    them all zero; samplers on one device share them: one stream per device at a time, as
-    the runtime runs). Allocated outside any CUDA graph capture (a region's first call runs
+    """Two all-zero bitmaps of at least ``words`` 32-bit words, per device, and a flag word
+    past them (the kernels leave all of it zero; samplers on one device share them: one
+    stream per device at a time, as the runtime runs). Allocated outside any CUDA graph capture (a region's first call runs
     eagerly), so replays share them too. Outgrown bitmaps are kept, never freed: a captured
     graph reads and clears the ones it was captured with (freed, their memory would be
     another tensor's). Sizes at least double, so all of them take at most twice the
     largest."""
     key = device.index
     have = _SCRATCH.get(key)
-    if have is None or have.shape[1] < words:
+    if have is None or have.shape[1] <= words:
         if have is not None:
             _RETIRED.append(have)
             words = max(words, 2 * have.shape[1])
-        have = torch.zeros((2, max(words, 1024)), dtype=torch.int32, device=device)
+        have = torch.zeros((2, max(words + 1, 1024)), dtype=torch.int32, device=device)
         _SCRATCH[key] = have
-    return have[0], have[1]
+    return have[0], have[1], have[1, -1:]
 
 
 def all_nodes(A, batches=None):
@@ -190,6 +193,10 @@ def all_nodes(A, batches=None):
     chosen rows); with ``batches`` ``(N, n)``, grouped by mini-batch. ``A`` is a
     :class:`BoundedCSC` or a CSC. Two launches for one mini-batch (four for a super-batch;
     one more with ``row_ids``), see ``kernels/frontier.cu``.
+
+    Ids are guarded in the kernels: a column id outside ``[0, num_nodes)`` counts as 0 and
+    an edge's row outside the row space marks nothing; either raises an ``IndexError``
+    (a deferred :func:`gsample.validate.fail_if`: the matrix was not the sample of a graph).
 
     Returns
     -------
@@ -208,13 +215,15 @@ def all_nodes(A, batches=None):
     N, n = batches if batches is not None else (1, 0)
     W = ((csc.num_nodes if row_ids is None else row_ids.numel()) + 31) // 32   # words of R
     size = 1 << max(2 * C, 32).bit_length()   # hash slots: a power of two >= 2 C
-    R, K = _bitmaps(dev, max(W, (csc.num_nodes + 31) // 32))
+    R, K, flag = _bitmaps(dev, max(W, (csc.num_nodes + 31) // 32))
+    M, NR = csc.num_nodes, csc.num_nodes if row_ids is None else row_ids.numel()
     col_tiles = (C + _TILE - 1) // _TILE
-    tiles = col_tiles + (W + _TILE - 1) // _TILE
+    tiles = max(col_tiles + (W + _TILE - 1) // _TILE, 1)       # >= 1: a tile writes the count
     # one allocation (a call's host time is mostly allocations and launches): the hash table,
-    # the scan's state (one mini-batch), the count, the counters, each column's slot, the ids
+    # the scan's state (one mini-batch), the count and the flag, the counters, each column's
+    # slot, the ids
     nc = max(2 * N, 1)
-    lens = (2 * size, 1 + tiles if N == 1 else 0, 1, nc, max(C, 1), C + E)
+    lens = (2 * size, 1 + tiles if N == 1 else 0, 2, nc, max(C, 1), C + E)
     scratch = torch.empty(sum(lens), dtype=torch.int64, device=dev)
     table, state, count, counters, slot, out = scratch.split(lens)
     table = table.view(2, size)
@@ -222,25 +231,33 @@ def all_nodes(A, batches=None):
     nnz = csc.indptr[-1:]                      # padding columns are empty: the edge count
     rid, mask = _opt(row_ids), size - 1
     launch("frontier", "gs_nodes_mark", max(C + E, 2 * N), cols, C, _opt(ncols), rows, E, nnz,
-           rid, table[0], table[1], mask, slot, R, K, counters, 2 * N if N > 1 else 0)
+           rid, table[0], table[1], mask, slot, R, K, counters, 2 * N if N > 1 else 0, M, NR,
+           flag)
     if row_ids is not None and row_ids.numel():
         launch("frontier", "gs_nodes_drop_cols", row_ids.numel(), row_ids, row_ids.numel(),
-               table[0], mask, R)
+               table[0], mask, R, M, flag)
     if N == 1:
         memset(state, 0)
         launch("frontier", "gs_nodes_scan_emit", tiles * _THREADS, cols, C, _opt(ncols),
                table[0], table[1], mask, slot, rid, R, K, W, col_tiles, tiles, state, out, count,
-               block=_THREADS, grid=tiles)
-        return BoundedIds(out, count)
+               M, flag, block=_THREADS, grid=tiles)
+        return _flagged(out, count, M)
     tile_counts = torch.empty(tiles, dtype=torch.int64, device=dev)
     launch("frontier", "gs_nodes_count", tiles * _THREADS, cols, C, _opt(ncols), table[0],
-           table[1], mask, slot, rid, R, K, W, n, N, col_tiles, counters, tile_counts,
+           table[1], mask, slot, rid, R, K, W, n, N, col_tiles, M, counters, tile_counts,
            block=_THREADS, grid=tiles)
     launch("frontier", "gs_nodes_prefix", 1, counters, N, block=1, grid=1)
     launch("frontier", "gs_nodes_emit", tiles * _THREADS, cols, C, _opt(ncols), table[0],
            table[1], mask, slot, rid, R, K, W, n, N, col_tiles, tiles, counters, tile_counts,
-           out, count, block=_THREADS, grid=tiles)
-    return BoundedIds(out, count)
+           out, count, M, flag, block=_THREADS, grid=tiles)
+    return _flagged(out, count, M)
+
+
+def _flagged(out, count, M: int) -> BoundedIds:
+    """``all_nodes``' result, its kernels' flag (``count[1]``) raising a deferred error."""
+    V.fail_if(count[1:], IndexError, f"all_nodes: a node id of the matrix is outside "
+              f"[0, {M}) (not a sample of this graph)")
+    return BoundedIds(out, count[:1])
 
 
 def register(backend) -> None:

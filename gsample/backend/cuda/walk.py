@@ -5,8 +5,9 @@ with the same draws, so the walks are the torch backend's, bit for bit: uniform,
 (alias tables, built by the ``alias_table`` op: once per graph in a compiled sampler),
 node2vec (the edge test is a binary search in the sorted rows of the previous node's
 column, sorted once per graph when the CSC does not keep them so) and the stop / restart /
-jump variants. Nothing is read back but the (deferred) flag of a rejection loop that ran
-past its bound, which a correct input never sets.
+jump variants. Nothing is read back but two (deferred) flags: a rejection loop that ran past
+its bound, which a correct input never sets, and a seed outside the graph, which the kernel
+guards whoever made it (its walk is all ``-1``) and the host raises as an ``IndexError``.
 
 Two entry points: :func:`random_walk` (eager calls and the plain runtime: an ``int`` key)
 and :func:`random_walk_sync_free` (the sync-free runtime: a
@@ -23,7 +24,7 @@ from ...formats.bounded import BoundedIds
 from ...formats.csc import CSC
 from ...random import BatchKeys, ColumnKeys, DeviceKey
 from ..torch import walk as reference
-from .module import launch
+from .module import launch, memset
 
 #: threads per block: a mini-batch of walkers is small, so small blocks spread it over SMs
 _THREADS = 64
@@ -64,7 +65,7 @@ def random_walk(A: CSC, seeds: torch.Tensor, length: int, key, alias=None, p: fl
             "restart_prob": restart_prob, "jump_prob": jump_prob}
     if not A.indptr.is_cuda or isinstance(key, (BatchKeys, ColumnKeys)):
         return reference.random_walk(A, seeds, length, key, **args)
-    return _launch(A, seeds, length, int(key), None, 0, **args)
+    return _launch(A, seeds, length, int(key), None, 0, A.num_nodes, **args)
 
 
 def random_walk_sync_free(A: CSC, seeds, length: int, key: DeviceKey, alias=None,
@@ -86,11 +87,14 @@ def random_walk_sync_free(A: CSC, seeds, length: int, key: DeviceKey, alias=None
     if not A.indptr.is_cuda:
         return reference.random_walk(A, seeds, length, key.host(), **args)
     n = key.num_nodes if key.copies > 1 else 0
-    return _launch(A, seeds, length, 0, key.tensor, n, **args)
+    return _launch(A, seeds, length, 0, key.tensor, n, key.copies * n if n else A.num_nodes,
+                   **args)
 
 
-def _launch(A: CSC, seeds, length: int, key0: int, key_tensor, n: int, alias, p, q,
+def _launch(A: CSC, seeds, length: int, key0: int, key_tensor, n: int, M: int, alias, p, q,
             stop_prob, restart_prob, jump_prob) -> torch.Tensor:
+    """One launch of ``gs_random_walk`` (``M``: the seeds' id space, the graph's nodes or a
+    super-batch's ``copies * n`` ids)."""
     W, L, dev = seeds.numel(), length, seeds.device
     out = torch.empty((W, L + 1), dtype=torch.int64, device=dev)    # every entry written
     if W == 0:
@@ -102,15 +106,17 @@ def _launch(A: CSC, seeds, length: int, key0: int, key_tensor, n: int, alias, p,
     srows = reference.sorted_rows(A)[0].contiguous() if node2vec else rows
     inv_p, inv_q = 1.0 / p, 1.0 / q
     c1, c2, c3 = reference.thresholds(stop_prob, restart_prob, jump_prob)
-    # only node2vec's rejection loop can run past its bound (then it sets the flag)
-    failed = torch.zeros(1, dtype=torch.int32, device=dev) if node2vec else None
+    # failed[0]: node2vec's rejection loop ran past its bound; failed[1]: a seed out of range
+    failed = torch.empty(2, dtype=torch.int32, device=dev)
+    memset(failed, 0)
     table = 0 if alias is None else alias.contiguous()
     launch("walk", "gs_random_walk", W, indptr, rows, srows, table, seeds, W, L, A.num_nodes,
-           key0, 0 if key_tensor is None else key_tensor, n, bool(node2vec), inv_p, inv_q,
-           max(inv_p, 1.0, inv_q), c1, c2, c3, out, 0 if failed is None else failed,
-           block=_THREADS)
-    if failed is not None:
-        V.fail_if(failed[0] != 0, RuntimeError, "random_walk: node2vec rejection sampling "
+           key0, 0 if key_tensor is None else key_tensor, n, M, bool(node2vec), inv_p, inv_q,
+           max(inv_p, 1.0, inv_q), c1, c2, c3, out, failed, block=_THREADS)
+    V.fail_if(failed[1:], IndexError, f"seeds: a node id is out of range for a graph of {M} "
+              "nodes")
+    if node2vec:
+        V.fail_if(failed[:1], RuntimeError, "random_walk: node2vec rejection sampling "
                   "ran past its bound of 2**20 attempts (p or q too extreme)")
     return out
 

@@ -252,7 +252,7 @@ def _native(A: CSC, seeds, length: int, key, alias, p, q, stop_prob, restart_pro
     return walk_native.random_walk(
         A.indptr.contiguous(), rows, srows, None if alias is None else alias.contiguous(),
         seeds, int(length), N, 0 if prefix is not None else int(key), prefix, n, node2vec,
-        1.0 / p, 1.0 / q, c1, c2, c3)
+        1.0 / p, 1.0 / q, c1, c2, c3, space=hi)
 
 
 def _encode(out: torch.Tensor, shift) -> torch.Tensor:

@@ -246,31 +246,33 @@ template <typename F> static void parallel(int threads, int openmp, F body) {
 
 // The walks of gs_random_walk's arguments on `threads` threads, `group` walkers in flight per
 // thread; `kernel`: run gs_random_walk itself instead (one walker at a time per thread).
-// Returns the kernel's `failed` flag.
+// Returns the kernel's flags: 1, node2vec's rejection ran past its bound; 2, a seed outside
+// [0, M) (the driver's walkers take seeds the host checked; the kernel guards its own).
 extern "C" int gs_random_walk_cpu(
         const gs_i64* indptr, const gs_i64* rows, const gs_i64* sorted_rows, const gs_i64* alias,
         const gs_i64* seeds, gs_i64 W, gs_i64 L, gs_i64 N, gs_u64 key0, const gs_u64* key,
-        gs_i64 n, int node2vec, double inv_p, double inv_q, double amax, double c1, double c2,
-        double c3, gs_i64* out, int threads, int openmp, int group, int kernel) {
-    int failed = 0;
+        gs_i64 n, gs_i64 M, int node2vec, double inv_p, double inv_q, double amax, double c1,
+        double c2, double c3, gs_i64* out, int threads, int openmp, int group, int kernel) {
+    int failed[2] = {0, 0};
     if (kernel) {
         gs_cpu::parallel(threads, openmp, [&](int i, int of) {
             blockIdx.x = i;
             gridDim.x = of;
-            gs_random_walk(indptr, rows, sorted_rows, alias, seeds, W, L, N, key0, key, n,
-                           node2vec, inv_p, inv_q, amax, c1, c2, c3, out, &failed);
+            gs_random_walk(indptr, rows, sorted_rows, alias, seeds, W, L, N, key0, key, n, M,
+                           node2vec, inv_p, inv_q, amax, c1, c2, c3, out, failed);
         });
     } else if (L <= 0) {
         for (gs_i64 w = 0; w < W; ++w) out[w] = seeds[w];
     } else {
         const gs_cpu::Walk A{indptr, rows, sorted_rows, alias, seeds, W, L, N, key0, key, n,
-                             node2vec, inv_p, inv_q, amax, c1, c2, c3, out, &failed};
+                             node2vec, inv_p, inv_q, amax, c1, c2, c3, out, failed};
         gs_i64 next = 0;
         if (group < 1) group = 1;
         if (group > GS_CPU_GROUP_MAX) group = GS_CPU_GROUP_MAX;
         gs_cpu::parallel(threads, openmp, [&](int, int) { gs_cpu::run(A, &next, group); });
     }
-    return __atomic_load_n(&failed, __ATOMIC_RELAXED);
+    return __atomic_load_n(&failed[0], __ATOMIC_RELAXED)
+        | (__atomic_load_n(&failed[1], __ATOMIC_RELAXED) << 1);
 }
 """
 
@@ -366,7 +368,7 @@ def _build():
                       "run in torch", RuntimeWarning, stacklevel=3)
         return None
     i64, f64, ptr = ctypes.c_int64, ctypes.c_double, ctypes.c_void_p
-    fn.argtypes = [ptr, ptr, ptr, ptr, ptr, i64, i64, i64, ctypes.c_uint64, ptr, i64,
+    fn.argtypes = [ptr, ptr, ptr, ptr, ptr, i64, i64, i64, ctypes.c_uint64, ptr, i64, i64,
                    ctypes.c_int, f64, f64, f64, f64, f64, f64, ptr, ctypes.c_int, ctypes.c_int,
                    ctypes.c_int, ctypes.c_int]
     fn.restype = ctypes.c_int
@@ -410,12 +412,15 @@ def device_key(keys: tuple):
 # ----------------------------------------------------------------------------- walks
 def random_walk(indptr, rows, sorted_rows, alias, seeds, length: int, num_nodes: int, key0: int,
                 prefix, n: int, node2vec: bool, inv_p: float, inv_q: float, c1: float,
-                c2: float, c3: float, kernel=None):
+                c2: float, c3: float, kernel=None, space: int | None = None):
     """The kernel's walks (``out``, shape (W, length + 1)) for CPU int64 tensors, or None
     when the native path is unavailable. ``prefix`` (an int, with ``n``): a super-batch's
     key (:func:`device_key`), else ``key0`` is the op's key; ``kernel`` (default
     :data:`KERNEL`): run the kernel itself, one walker at a time per thread (tests compare it
-    with the driver). Raises when node2vec's rejection runs past its bound."""
+    with the driver); ``space``: the seeds' id space (default ``num_nodes``; a super-batch's
+    ``copies * n``), which the caller has checked them against (the kernel guards them all
+    the same). Raises when node2vec's rejection runs past its bound, or an ``IndexError``
+    when the kernel met a seed outside ``[0, space)``."""
     fn = build()
     if fn is None:
         return None
@@ -428,9 +433,12 @@ def random_walk(indptr, rows, sorted_rows, alias, seeds, length: int, num_nodes:
                                     (W * max(length, 1)) // STEPS_PER_THREAD))
     ptr = lambda t: None if t is None else t.data_ptr()            # noqa: E731
     failed = fn(ptr(indptr), ptr(rows), ptr(sorted_rows), ptr(alias), ptr(seeds), W, length,
-                num_nodes, key0 & MASK64, ptr(key), n, int(node2vec), inv_p, inv_q,
-                max(inv_p, 1.0, inv_q), c1, c2, c3, ptr(out), threads, int(os.getpid() == _PID),
-                GROUP, int(KERNEL if kernel is None else kernel))
+                num_nodes, key0 & MASK64, ptr(key), n, num_nodes if space is None else space,
+                int(node2vec), inv_p, inv_q, max(inv_p, 1.0, inv_q), c1, c2, c3, ptr(out),
+                threads, int(os.getpid() == _PID), GROUP, int(KERNEL if kernel is None else kernel))
+    if failed & 2:
+        raise IndexError("seeds: a node id is out of range for a graph of "
+                         f"{num_nodes if space is None else space} nodes")
     if failed:
         raise RuntimeError("random_walk: node2vec rejection sampling ran past its bound of "
                            "2**20 attempts (p or q too extreme)")

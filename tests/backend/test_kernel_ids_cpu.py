@@ -1,0 +1,242 @@
+"""The kernels' id handling on their CPU twins, under AddressSanitizer, with ids drawn by
+hypothesis: no read or write through an id outside its array, whatever the ids.
+
+``kernels/walk.cu``, ``gather.cu``, ``relabel.cu`` and ``convert.cu`` are compiled as C++
+(one thread runs every grid-stride loop, CUDA's names defined as plain C++, as
+``test_walk_kernel_cpu.py`` does) into one program built with ``-fsanitize=address``, whose
+arrays are exact-size heap allocations: a read or write past one, before one, or through a
+wild id ends the program with a report, which fails the test. CI has no GPU; the GPU's
+proof is compute-sanitizer's memcheck on the same kernels (``scripts/memcheck.py``,
+``tests/test_adversarial_ids.py``).
+
+The protocol: the test writes an op code and int64 arrays (each its length first) to the
+program's stdin and reads the arrays it writes back.
+"""
+import pathlib
+import shutil
+import struct
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import gsample as gs
+from gsample.backend.torch import walk as reference
+
+KERNELS = pathlib.Path(__file__).resolve().parents[2] / "kernels"
+CXX = shutil.which("g++") or shutil.which("c++")
+
+SHIM = r"""
+#include <cmath>
+#include <cstdio>
+#include <cstdint>
+#include <vector>
+#define __device__
+#define __forceinline__ inline
+#define __global__
+#define __restrict__
+struct gs_dim3 { long long x; };
+static gs_dim3 blockIdx = {0}, threadIdx = {0}, blockDim = {1}, gridDim = {1};
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __dadd_rn(double a, double b) { return a + b; }
+template <typename T> static inline T atomicCAS(T* p, T c, T v) { T o = *p; if (o == c) *p = v; return o; }
+template <typename T> static inline T atomicMin(T* p, T v) { T o = *p; if (v < o) *p = v; return o; }
+template <typename T> static inline T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }
+static inline int atomicExch(int* p, int v) { int o = *p; *p = v; return o; }
+#include "walk.cu"
+#include "gather.cu"
+#include "relabel.cu"
+#include "convert.cu"
+
+typedef std::vector<long long> vec;
+
+static vec get() {                      // one array: its length, then its entries
+    long long n = 0;
+    if (fread(&n, 8, 1, stdin) != 1) return vec();
+    vec v(n);
+    if (n && fread(v.data(), 8, n, stdin) != (size_t)n) return vec();
+    return v;
+}
+
+template <typename T> static void put(const std::vector<T>& v) {
+    long long n = v.size();
+    fwrite(&n, 8, 1, stdout);
+    for (const T& x : v) { long long y = (long long)x; fwrite(&y, 8, 1, stdout); }
+}
+
+// every array below is its own exact-size allocation: AddressSanitizer's redzones bound it
+template <typename T> static std::vector<T> copy(const vec& v) { return std::vector<T>(v.begin(), v.end()); }
+
+int main() {
+    const vec op = get();
+    if (op.empty()) return 2;
+    if (op[0] == 1) {                   // gs_random_walk
+        const vec indptr = get(), rows = get(), srows = get(), seeds = get(), p = get();
+        const long long W = seeds.size(), L = p[0], N = p[1], n = p[2], M = p[3];
+        const double inv_p = 1.0 / (p[4] / 8.0), inv_q = 1.0 / (p[5] / 8.0);
+        std::vector<long long> out(W * (L + 1));
+        std::vector<int> failed(2, 0);
+        std::vector<unsigned long long> key = {(unsigned long long)p[6], 0ULL};
+        gs_random_walk(indptr.data(), rows.data(), srows.data(), nullptr, seeds.data(), W, L,
+                       N, 0ULL, key.data(), n, M, p[4] != p[5] || p[4] != 8, inv_p, inv_q,
+                       fmax(fmax(inv_p, 1.0), inv_q), 0.0, 0.0, 0.0, out.data(), failed.data());
+        put(out);
+        put(failed);
+    } else if (op[0] == 2) {            // gs_gather_rows (int32 words), with a device cache
+        const vec table = get(), ids = get(), slot = get(), cache = get(), p = get();
+        const long long N = p[0], words = p[1], n = ids.size();
+        std::vector<unsigned int> t = copy<unsigned int>(table), c = copy<unsigned int>(cache);
+        std::vector<unsigned int> out(n * words);
+        std::vector<unsigned long long> hits(1, 0);
+        std::vector<int> bad(1, 0);
+        gs_gather_rows(t.data(), c.data(), slot.data(), ids.data(), n, words, out.data(),
+                       hits.data(), N, bad.data());
+        put(out);
+        put(bad);
+    } else if (op[0] == 3) {            // unique ids in first-occurrence order and labels
+        const vec ids = get();
+        const long long n = ids.size();
+        long long size = 32;
+        while (size < 2 * n) size *= 2;
+        std::vector<unsigned long long> keys(size, ~0ULL), vals(size, ~0ULL);
+        std::vector<long long> slot(n), rank(n), uniq, inv(n);
+        std::vector<int> flags(n);
+        gs_hash_insert(ids.data(), n, keys.data(), vals.data(), size - 1, slot.data());
+        gs_first_flags(vals.data(), slot.data(), n, flags.data());
+        long long count = 0;
+        for (long long i = 0; i < n; ++i) rank[i] = count += flags[i];
+        uniq.resize(count);
+        gs_select_flagged(flags.data(), rank.data(), n, ids.data(), 1, uniq.data());
+        gs_first_inverse(vals.data(), slot.data(), rank.data(), n, inv.data());
+        put(uniq);
+        put(inv);
+    } else if (op[0] == 4) {            // gs_row_counts
+        const vec rows = get(), p = get();
+        std::vector<unsigned long long> counts(p[0], 0ULL);
+        gs_row_counts(rows.data(), rows.size(), counts.data(), p[0]);
+        put(counts);
+    } else {
+        return 2;
+    }
+    return 0;
+}
+"""
+
+#: ids no kernel may read or write through (N: the graph's nodes or the table's rows)
+BAD = (-1, -2, -(2 ** 40), 2 ** 31, 2 ** 32 + 1, 2 ** 40, 2 ** 62, 2 ** 63 - 1, -(2 ** 63))
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory):
+    if CXX is None:
+        pytest.skip("no C++ compiler")
+    d = tmp_path_factory.mktemp("ids_cpu")
+    (d / "ids.cpp").write_text(SHIM)
+    exe = d / "ids"
+    done = subprocess.run([CXX, "-O1", "-g", "-std=c++17", "-ffp-contract=off",
+                           "-fsanitize=address", "-fno-omit-frame-pointer", f"-I{KERNELS}",
+                           str(d / "ids.cpp"), "-o", str(exe)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode and "sanitize" in done.stderr:
+        pytest.skip(f"no AddressSanitizer runtime: {done.stderr[-300:]}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return exe
+
+
+def run(exe, code: int, *arrays) -> list:
+    """Run op ``code`` on int64 ``arrays``; the arrays it writes back (NumPy int64)."""
+    data = struct.pack("<qq", 1, code)
+    for a in arrays:
+        a = np.asarray(a, dtype=np.int64)
+        data += struct.pack("<q", a.size) + a.tobytes()
+    done = subprocess.run([str(exe)], input=data, capture_output=True, check=False,
+                          env={"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0"})
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
+    out, at = [], 0
+    while at < len(done.stdout):
+        (n,) = struct.unpack_from("<q", done.stdout, at)
+        out.append(np.frombuffer(done.stdout, dtype=np.int64, count=n, offset=at + 8))
+        at += 8 + 8 * n
+    return out
+
+
+def _ids(N: int):
+    """Ids in range, mixed with the adversarial ones and any int64."""
+    return st.lists(st.one_of(st.integers(0, N - 1), st.sampled_from(BAD),
+                              st.integers(-(2 ** 63), 2 ** 63 - 1)), min_size=1, max_size=48)
+
+
+GRAPH = gs.datasets.rmat(300, 3000, seed=5).csc
+N = GRAPH.num_nodes
+SROWS = reference.sorted_rows(GRAPH)[0]
+SETTINGS = settings(max_examples=30, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@SETTINGS
+@given(seeds=_ids(N), node2vec=st.booleans(), copies=st.integers(1, 3))
+def test_walk_guards_its_seeds(program, seeds, node2vec, copies):
+    """A seed outside [0, M) walks nowhere (its row all -1) and sets the flag; the other
+    walkers walk as they do with that seed replaced (a walker's draws depend on its own
+    position only). ``copies > 1``: a super-batch's encoded ids, M = copies * N."""
+    M, n = N * copies, N if copies > 1 else 0
+    seeds = sorted(seeds) if n else seeds          # a super-batch's ids grouped by batch
+    ok = np.array([0 <= s < M for s in seeds])
+    p, q = (16, 4) if node2vec else (8, 8)           # p, q in eighths: 2.0 and 0.5
+    params = [12, N, n, M, p, q, 977]
+    args = (GRAPH.indptr, GRAPH.rows, SROWS)
+    out, failed = run(program, 1, *args, seeds, params)
+    out = out.reshape(len(seeds), 13)
+    assert failed.tolist() == [0, int(not ok.all())]
+    assert (out[~ok] == -1).all()
+    # the same walkers in the same positions: one mini-batch's walker w is position w (a
+    # bad seed replaced by node 0); a super-batch's is its place in its batch (the bad seeds,
+    # sorted, lie before the first batch or past the last: the good ones alone)
+    fixed = [s for s, good in zip(seeds, ok) if good] if n else \
+        [s if good else 0 for s, good in zip(seeds, ok)]
+    if not fixed:
+        return
+    want, clean = run(program, 1, *args, fixed, params)
+    assert clean.tolist() == [0, 0]
+    want = want.reshape(len(fixed), 13)
+    assert np.array_equal(out[ok], want if n else want[ok])
+
+
+@SETTINGS
+@given(ids=_ids(40), cached=st.booleans())
+def test_gather_guards_its_ids(program, ids, cached):
+    """A row id outside the table reads row 0 instead and sets the flag; the others read
+    their row (from the cache where it holds them)."""
+    rows, words = 40, 3
+    table = np.arange(rows * words, dtype=np.int64)
+    slot = np.where(np.arange(rows) % 3 == 0, np.arange(rows) // 3, -1) if cached \
+        else np.full(rows, -1)
+    cache = table.reshape(rows, words)[::3].reshape(-1) if cached else np.zeros(0)
+    out, bad = run(program, 2, table, ids, slot, cache, [rows, words])
+    ok = np.array([0 <= i < rows for i in ids])
+    assert bad.tolist() == [int(not ok.all())]
+    good = np.array(ids, dtype=object)[ok].astype(np.int64)
+    assert np.array_equal(out.reshape(len(ids), words)[ok], table.reshape(rows, words)[good])
+
+
+@SETTINGS
+@given(ids=_ids(50))
+def test_relabel_table_never_takes_a_negative_id(program, ids):
+    """Negative ids (-1 is the table's empty key) are never inserted: neither unique nor
+    labelled; the rest keep first-occurrence order (as torch's unique of the ids >= 0)."""
+    uniq, inv = run(program, 3, ids)
+    kept = [i for i in ids if i >= 0]
+    want = list(dict.fromkeys(kept))
+    assert uniq.tolist() == want
+    assert inv.tolist() == [want.index(i) if i >= 0 else -1 for i in ids]
+
+
+@SETTINGS
+@given(rows=_ids(20))
+def test_row_counts_guard_their_rows(program, rows):
+    (counts,) = run(program, 4, rows, [20])
+    kept = torch.tensor([r for r in rows if 0 <= r < 20], dtype=torch.int64)
+    assert counts.tolist() == torch.bincount(kept, minlength=20).tolist()
