@@ -6,9 +6,13 @@
 >>> s = A[:, torch.arange(8)].individual_sample(5)
 >>> s.shape
 (1000, 8)
+
+Ops run on the backend ``gs.use_backend`` sets, ``"auto"`` by default: the CUDA backend's
+kernels for a graph on a GPU where CuPy runs (``pip install gsample[cuda]``), the torch
+backend otherwise; ``gs.backend_for(A)`` names the one a graph gets.
 """
 from . import datasets, distributed
-from .backend import current_backend, use_backend
+from .backend import backend_for, current_backend, use_backend
 from .compiler import CompiledSampler, compile
 from .explain import explain
 from .hetero import HeteroGraph
@@ -20,4 +24,6 @@ from .walks import walk
 
 __version__ = "0.1.0"
 
-__all__ = ["compile", "CompiledSampler", "explain", "Matrix", "sddmm", "manual_seed", "initial_seed", "DataLoader", "Batch", "datasets", "distributed", "use_backend", "current_backend", "HeteroGraph", "walk"]
+__all__ = ["compile", "CompiledSampler", "explain", "Matrix", "sddmm", "manual_seed",
+           "initial_seed", "DataLoader", "Batch", "datasets", "distributed", "use_backend",
+           "current_backend", "backend_for", "HeteroGraph", "walk"]

@@ -2,11 +2,13 @@
 
 A :class:`CompiledSampler` keeps, per cache key, one optimised program (IR) and its lowered
 form (``gsample.runtime``). The key is the static arguments' values and, for every traced
-argument, its kind, dtype, device and layout (and the graph's node count), and the backend.
-A new static value re-traces; old constants are never reused. A call binds its arguments,
-finds the entry, and runs the lowered program (``gsample.runtime.run``): checks at the
-program's boundary, resolved calls, random op ``i`` drawing with op ordinal ``stream + i``
-so that compiled and eager runs draw the same samples (DESIGN §3).
+argument, its kind, dtype, device and layout (and the graph's node count), and the backend
+the call resolves to (``"auto"``, the default setting, is resolved per call for the graph's
+device: :func:`gsample.backend_for`). A new static value re-traces; old constants are never
+reused. A call binds its arguments, finds the entry, and runs the lowered program
+(``gsample.runtime.run``): checks at the program's boundary, resolved calls, random op ``i``
+drawing with op ordinal ``stream + i`` so that compiled and eager runs draw the same samples
+(DESIGN §3).
 """
 from __future__ import annotations
 
@@ -16,10 +18,12 @@ from typing import Callable, Optional
 
 import torch
 
-from .backend import current_backend, get_backend
+from .backend import (auto_backend, backend_for, check_name, cuda_problem, current_backend,
+                      get_backend)
 from .ir import Graph, Kind
 from .ir.graph import debug_level  # noqa: F401  (GSAMPLE_DEBUG, read at each compile and call)
 from .matrix import Matrix
+from .passes import PIPELINE
 from .runtime import Options, interpret, lower, run
 from .runtime.program import start
 
@@ -42,6 +46,68 @@ def _print_step(node, value) -> None:
 
 
 # ----------------------------------------------------------------------------- compile
+def _pass_name(entry) -> str:
+    fn = entry[0] if isinstance(entry, tuple) else entry
+    return getattr(fn, "__name__", type(fn).__name__)
+
+
+def check_passes(passes) -> Optional[list]:
+    """``passes`` as :func:`compile` and :func:`gsample.explain` take them, checked: None
+    (the default pipeline), or a list (or tuple) whose entries are ``Graph -> Graph``
+    callables, ``(callable, why)`` pairs, or names of the passes of
+    :data:`gsample.passes.PIPELINE` (each replaced by its pipeline entry).
+
+    Parameters
+    ----------
+    passes : list, tuple or None
+
+    Returns
+    -------
+    list or None
+
+    Raises
+    ------
+    TypeError
+        ``passes`` is not a list or tuple (a single pass or name included), or an entry is
+        none of the above; the message names ``passes`` (or ``passes[i]``).
+    ValueError
+        A name is not a pass of the pipeline (the message lists them).
+
+    Examples
+    --------
+    >>> [f.__name__ for f, _ in check_passes(["cse", "dce"])]
+    ['cse', 'dce']
+    >>> check_passes("cse")
+    Traceback (most recent call last):
+    TypeError: passes: expected a list of passes ...
+    """
+    if passes is None:
+        return None
+    what = ("a list of passes (Graph -> Graph callables, (callable, why) pairs, or names "
+            "of gsample.passes.PIPELINE's passes)")
+    if isinstance(passes, str):
+        raise TypeError(f"passes: expected {what}, got the str {passes!r}; write "
+                        f"passes=[{passes!r}]")
+    if not isinstance(passes, (list, tuple)):
+        hint = f"; write passes=[{_pass_name(passes)}]" if callable(passes) else ""
+        raise TypeError(f"passes: expected {what}, got {type(passes).__name__}{hint}")
+    named = {_pass_name(e): e for e in PIPELINE}
+    out = []
+    for i, entry in enumerate(passes):
+        if isinstance(entry, str):
+            if entry not in named:
+                raise ValueError(f"passes[{i}]: no pass named {entry!r} in "
+                                 f"gsample.passes.PIPELINE; its passes: "
+                                 + ", ".join(repr(n) for n in named))
+            entry = named[entry]
+        elif not (callable(entry) or isinstance(entry, tuple) and entry
+                  and callable(entry[0])):
+            raise TypeError(f"passes[{i}]: expected a Graph -> Graph callable, a (callable, "
+                            f"why) pair or a pass name, got {type(entry).__name__}")
+        out.append(entry)
+    return out
+
+
 def _hashable(value, name: str):
     """The cache-key part of a static argument: its value *and* type, recursively (so ``1``,
     ``1.0`` and ``True``, or ``[25, 10]`` and ``(25, 10)``, never share a program)."""
@@ -78,12 +144,16 @@ class CompiledSampler:
     ----------
     fn : callable
         The original (eager) function.
+    backend : str or None
+        ``backend=`` as given (None: the ``gs.use_backend`` setting at each call);
+        :meth:`backend_for` names the backend a call on a graph runs.
     """
 
     def __init__(self, fn: Callable, passes: Optional[list] = None,
                  backend: Optional[str] = None, runtime: Optional[Options] = None):
         if backend is not None:
-            get_backend(backend)                  # an unknown name fails here, clearly
+            check_name(backend)                   # an unknown name fails here, clearly
+        passes = check_passes(passes)
         if runtime is not None and not isinstance(runtime, Options):
             raise TypeError(f"runtime: expected gsample.runtime.Options, got "
                             f"{type(runtime).__name__}")
@@ -92,6 +162,11 @@ class CompiledSampler:
         self.backend = backend
         self.runtime = runtime or Options()
         self.signature = inspect.signature(fn)
+        if any(q.kind is q.VAR_POSITIONAL for q in self.signature.parameters.values()):
+            # the tracer binds every argument by name; *args has none
+            raise TypeError(f"fn: a compiled sampler's parameters must be named; "
+                            f"{getattr(fn, '__name__', 'fn')} takes *args (name them, e.g. "
+                            "def sampler(A, seeds, fanouts=(25, 10)))")
         self._cache: dict = {}
         self._plans: dict = {}
         self.traces = 0
@@ -136,9 +211,36 @@ class CompiledSampler:
             raise TypeError(f"{self.fn.__name__}: a compiled sampler needs a gs.Matrix argument")
         return dynamic, static, num_nodes
 
-    def _backend(self) -> str:
-        """The backend a call runs on: ``backend=``, else the ``gs.use_backend`` one."""
-        return self.backend or current_backend()
+    def _backend(self, dynamic: Optional[dict] = None) -> str:
+        """The backend a call on the traced arguments ``dynamic`` runs on: ``backend=``,
+        else the ``gs.use_backend`` setting, ``"auto"`` resolved for the device of the
+        first matrix (once probed, a dictionary lookup: this is on every call's path).
+        Without ``dynamic`` (a caller that has not bound the call), ``"auto"`` is resolved
+        for the current GPU, ``"torch"`` when there is none or its kernels cannot run (a
+        graph on the CPU runs the torch code whatever the name)."""
+        name = self.backend or current_backend()
+        if name != "auto":
+            return name
+        if dynamic is not None:
+            for v in dynamic.values():
+                if v.__class__ is Matrix or isinstance(v, Matrix):
+                    indptr = v.csc.indptr
+                    return auto_backend(indptr.device) if indptr.is_cuda else "torch"
+        if torch.cuda.is_available() and cuda_problem(torch.cuda.current_device()) is None:
+            return "cuda"
+        return "torch"
+
+    def backend_for(self, A) -> str:
+        """The backend whose code a call of this sampler on graph ``A`` runs: ``"torch"``
+        or ``"cuda"`` (:func:`gsample.backend_for` of ``A`` and this sampler's
+        ``backend``).
+
+        Examples
+        --------
+        >>> gs.compile(graphsage).backend_for(A.to("cuda"))    # CuPy installed
+        'cuda'
+        """
+        return backend_for(A, self.backend)
 
     def _check_device(self, dynamic) -> None:
         """An explicit ``backend="cuda"`` needs the graph on a GPU (under
@@ -156,12 +258,12 @@ class CompiledSampler:
     def program(self, *args, **kwargs) -> Graph:
         """The optimised IR this call would run (tracing it if needed)."""
         dynamic, static, num_nodes = self._split(args, kwargs)
-        return self._program(dynamic, static, num_nodes, self._backend())
+        return self._program(dynamic, static, num_nodes, self._backend(dynamic))
 
     def lowered(self, *args, **kwargs):
         """The lowered program (``gsample.runtime.Program``) this call would run."""
         dynamic, static, num_nodes = self._split(args, kwargs)
-        return self._entry(dynamic, static, num_nodes, self._backend())[1]
+        return self._entry(dynamic, static, num_nodes, self._backend(dynamic))[1]
 
     def _program(self, dynamic, static, num_nodes, backend) -> Graph:
         return self._entry(dynamic, static, num_nodes, backend)[0]
@@ -191,7 +293,7 @@ class CompiledSampler:
     def __call__(self, *args, **kwargs):
         dynamic, static, num_nodes = self._split(args, kwargs)   # once per call: a hot path
         self._check_device(dynamic)
-        backend = self._backend()
+        backend = self._backend(dynamic)
         graph, program = self._entry(dynamic, static, num_nodes, backend)
         if program is None:
             return interpret(graph, dynamic, backend)
@@ -232,7 +334,7 @@ class CompiledSampler:
         """
         dynamic, static, num_nodes = self._split(args, kwargs)
         self._check_device(dynamic)
-        graph, program = self._entry(dynamic, static, num_nodes, self._backend())
+        graph, program = self._entry(dynamic, static, num_nodes, self._backend(dynamic))
         if program is None or not self.runtime.overlap or not program.pauses \
                 or debug_level() >= 3:
             return None
@@ -255,13 +357,17 @@ def compile(fn: Optional[Callable] = None, *, passes: Optional[list] = None,
     ----------
     fn : callable
         ``fn(A, seeds, ...)``, written with the Matrix API.
-    passes : list of callables, optional
-        ``Graph -> Graph`` passes to run instead of ``gsample.passes.PIPELINE``
-        (``[]`` runs the traced program as is).
-    backend : str, optional
-        ``"torch"`` (CPU and CUDA tensors) or ``"cuda"`` (CuPy kernels where it has them,
-        the torch code on the GPU elsewhere; the graph must be on a GPU). Default: the
-        backend current at each call (``gs.use_backend``; ``"torch"`` unless set).
+    passes : list, optional
+        Passes to run instead of ``gsample.passes.PIPELINE``, in order: ``Graph -> Graph``
+        callables, ``(callable, why)`` pairs, or names of the pipeline's passes
+        (``["cse", "dce"]``); ``[]`` runs the traced program as is.
+    backend : {"auto", "torch", "cuda"}, optional
+        ``"auto"``: the CUDA backend for a graph on a GPU where CuPy's kernels run, the
+        torch backend otherwise (resolved per call for the graph's device:
+        :func:`gsample.backend_for`); ``"torch"`` (CPU and CUDA tensors: the reference);
+        ``"cuda"`` (CuPy kernels where it has them, the torch code on the GPU elsewhere; the
+        graph must be on a GPU). Default: the setting current at each call
+        (``gs.use_backend``; ``"auto"`` unless set).
     runtime : gsample.runtime.Options, optional
         What the runtime may do (lowering, boundary checks, sync-free implementations,
         CUDA graphs); all on by default. Samples are the same with every setting.
@@ -269,6 +375,14 @@ def compile(fn: Optional[Callable] = None, *, passes: Optional[list] = None,
     Returns
     -------
     CompiledSampler
+
+    Raises
+    ------
+    TypeError
+        ``fn`` is not callable, ``passes`` is not a list of passes, ``runtime`` is not an
+        ``Options``.
+    ValueError
+        ``backend`` is not one of the names above, or a name in ``passes`` is no pass.
 
     Examples
     --------
@@ -280,9 +394,12 @@ def compile(fn: Optional[Callable] = None, *, passes: Optional[list] = None,
     ...         blocks.append(s)
     ...         seeds = s.all_nodes()
     ...     return blocks
-    >>> blocks = graphsage(A, torch.arange(512))
+    >>> blocks = graphsage(A, torch.arange(512))   # a graph on a GPU: the CUDA kernels
     """
-    if fn is None:
+    if fn is None:                  # @gs.compile(...): bad options fail here, not at the def
+        passes = check_passes(passes)
+        if backend is not None:
+            check_name(backend)
         return lambda f: CompiledSampler(f, passes, backend, runtime)
     if not callable(fn):
         raise TypeError(f"fn: expected a function, got {type(fn).__name__}")

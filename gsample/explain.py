@@ -23,13 +23,15 @@ for a function in a file (see :mod:`gsample.__main__`).
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import torch
 
-from .compiler import CompiledSampler
+from .backend import backend_for, cuda_problem, current_backend, get_backend
+from .compiler import CompiledSampler, check_passes
 from .ir import Graph, Kind, Op, VerifyError, format_lines, format_table, to_dot
 from .matrix import Matrix
 
@@ -171,7 +173,28 @@ def _programs(report: _Report, graph: Graph, prefix: str = "") -> int:
     return count
 
 
+def _backend_text(sampler: CompiledSampler, dynamic: dict) -> str:
+    """Which backend a call on ``dynamic`` runs, and why: ``backend 'cuda' (auto: ...)``."""
+    device = next(v.device for v in dynamic.values() if isinstance(v, Matrix))
+    runs = backend_for(device, sampler.backend)
+    setting = sampler.backend or current_backend()
+    if setting != "auto":
+        asked = f"backend={setting!r}" if sampler.backend else f"gs.use_backend({setting!r})"
+        if runs != setting:
+            return (f"backend {runs!r} ({asked}, but the graph is on the CPU: every op runs "
+                    "the torch backend's code)")
+        return f"backend {runs!r} ({asked})"
+    if device.type != "cuda":
+        return f"backend {runs!r} (auto: the graph is on the CPU)"
+    if runs == "cuda":
+        return (f"backend 'cuda' (auto: the graph is on {device} and CuPy's kernels run "
+                "there; gs.use_backend('torch') forces the reference)")
+    return (f"backend 'torch' (auto: the graph is on {device}, but the CUDA backend's kernels "
+            f"cannot run there: {cuda_problem(device)}; pip install gsample[cuda])")
+
+
 def _passes_of(fn, passes) -> list:
+    passes = check_passes(passes)
     if passes is None and isinstance(fn, CompiledSampler):
         passes = fn.passes
     if passes is None:
@@ -198,26 +221,30 @@ def explain(fn: Callable, *example_args, passes: Optional[list] = None, format: 
         only looked at for their kind, dtype, shape and device. (A sampler parameter
         called ``passes``, ``format`` or ``file`` must be passed positionally.)
     passes : list, optional
-        The passes to run, ``Graph -> Graph`` callables or ``(callable, why)``
-        pairs. Default: ``fn.passes`` for a compiled sampler, else
-        :data:`gsample.passes.PIPELINE`.
+        The passes to run, ``Graph -> Graph`` callables, ``(callable, why)`` pairs or
+        names of the pipeline's passes (as ``gs.compile`` takes them). Default:
+        ``fn.passes`` for a compiled sampler, else :data:`gsample.passes.PIPELINE`.
     format : {"lines", "table", "dot"}
         How each IR is printed: one line per node, a table, or graphviz dot (prose
         becomes ``//`` comments, so the whole report is a valid multi-graph dot file:
         ``... | dot -Tsvg -O``).
-    file : file-like, None or False
-        Where to print the report: ``None`` (default) is ``sys.stdout``; ``False``
-        prints nothing and only returns it.
+    file : file-like, str, os.PathLike, None or False
+        Where to print the report: an object with ``write`` (an open file), a path (the
+        file is created or overwritten, UTF-8), ``None`` (default: ``sys.stdout``), or
+        ``False`` (prints nothing, only returns it).
 
     Returns
     -------
     str
-        The report: arguments, traced IR, one section per pass (``changed`` with the
-        IR after it, or ``unchanged``), the optimised IR, the layout of every sparse
-        value, and the programs of ``CACHED`` and fused nodes.
+        The report: arguments and the backend the call runs on (``backend 'cuda' (auto:
+        ...)``, :func:`gsample.backend_for`), traced IR, one section per pass (``changed``
+        with the IR after it, or ``unchanged``), the optimised IR, the layout of every
+        sparse value, and the programs of ``CACHED`` and fused nodes.
 
     Raises
     ------
+    TypeError
+        ``file`` is none of the above, or ``passes`` is not a list of passes.
     gsample.trace.TraceError
         ``fn`` cannot be compiled (the message names the line).
     gsample.ir.VerifyError
@@ -245,6 +272,7 @@ def explain(fn: Callable, *example_args, passes: Optional[list] = None, format: 
 
     if format not in FORMATS:
         raise ValueError(f"format: must be one of {FORMATS}, got {format!r}")
+    _check_file(file)
     sampler = fn if isinstance(fn, CompiledSampler) else CompiledSampler(fn)
     entries = _passes_of(fn, passes)
     dynamic, static, num_nodes = sampler._split(example_args, example_kwargs)
@@ -259,18 +287,19 @@ def explain(fn: Callable, *example_args, passes: Optional[list] = None, format: 
         report.comment(f"  traced  {k:<{width}}  {_describe_arg(v)}")
     for k, v in static.items():
         report.comment(f"  static  {k:<{width}}  {_short(v)}")
+    backend = sampler._backend(dynamic)
+    report.comment(f"  {_backend_text(sampler, dynamic)}")
     if isinstance(fn, CompiledSampler):
-        key = sampler._key(dynamic, static, num_nodes, sampler._backend())
+        key = sampler._key(dynamic, static, num_nodes, backend)
         report.comment(f"  compiled sampler: {len(sampler._cache)} program(s) cached, "
                        f"{'including' if key in sampler._cache else 'not yet'} this call's; "
                        f"{sampler.traces} trace(s) so far")
 
     # 2. the traced IR
     kinds = {k: Kind.MATRIX if isinstance(v, Matrix) else Kind.TENSOR for k, v in dynamic.items()}
-    from .backend import get_backend
     traced = trace(sampler.fn, kinds, static, num_nodes)
-    traced.target = get_backend(sampler._backend()).target()   # as the compiler does
-    traced = annotate_inputs(traced, dynamic, sampler._backend())
+    traced.target = get_backend(backend).target()   # as the compiler does
+    traced = annotate_inputs(traced, dynamic, backend)
     report.heading(f"traced IR: {len(traced.nodes)} nodes, {traced.num_random} random ops")
     report.graph(traced, f"{name}_traced")
 
@@ -349,9 +378,9 @@ def explain(fn: Callable, *example_args, passes: Optional[list] = None, format: 
 
     # 7. the lowered program
     from .runtime import lower
-    backend = sampler._backend()
     device = next(str(v.device) for v in dynamic.values() if isinstance(v, Matrix))
-    report.heading(f"lowered program (gsample.runtime, backend {backend!r} on {device})")
+    runs = backend_for(device, sampler.backend)
+    report.heading(f"lowered program (gsample.runtime, backend {runs!r} on {device})")
     try:
         report.comment(lower(final, backend, sampler.runtime, device).format())
     except (NotImplementedError, TypeError) as e:     # e.g. a pass claimed a layout no op runs
@@ -376,8 +405,21 @@ def _names(names: list, limit: int = 12) -> str:
     return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
 
 
+def _check_file(file) -> None:
+    if file is None or file is False or isinstance(file, (str, os.PathLike)) or \
+            callable(getattr(file, "write", None)):
+        return
+    raise TypeError(f"file: expected a file-like object (with write()), a path (str or "
+                    f"os.PathLike), None (stdout) or False (no output), got "
+                    f"{type(file).__name__}")
+
+
 def _emit(text: str, file) -> None:
     if file is False:
+        return
+    if isinstance(file, (str, os.PathLike)):
+        with open(file, "w", encoding="utf-8") as out:
+            out.write(text)
         return
     out = sys.stdout if file is None else file
     out.write(text)

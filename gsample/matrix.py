@@ -19,7 +19,7 @@ import torch
 import torch.fx
 
 from . import validate as V
-from .backend import current_backend, get_backend, resolve, run_op
+from .backend import eager_backend, resolve, run_op
 from .ir import SDDMM_OPS, Effect, Op, info
 from .random import next_op_key
 from .formats.csc import CSC, segment_ptr
@@ -29,13 +29,14 @@ from .formats.placement import offload, place, placement_of
 
 def _run(ir_op: Op, /, **kwargs):
     """Run one op eagerly: its data checks (which also convert its inputs as the op takes
-    them), then the backend.
+    them), then the backend: the current setting (``gs.use_backend``), ``"auto"`` resolved
+    for the matrix's device (``gsample.backend.backend_for``).
 
     ``kwargs`` are the op's inputs and attributes as the op table names them; a
     random op takes the next ordinal of the stream (after its checks passed).
     """
     d = info(ir_op)
-    backend = get_backend(current_backend())
+    backend = eager_backend(kwargs.get("A"))
     if d.check is not None:
         # inputs the backend's code checks itself (``Impl.checks``) are only converted here,
         # as a compiled program's check does

@@ -15,7 +15,8 @@ os.environ.setdefault("GSAMPLE_CALIBRATION", "default")
 if os.environ.get("PYTEST_XDIST_WORKER"):
     torch.set_num_threads(1)
 
-DATA = pathlib.Path(os.environ.get("GSAMPLE_DATA", pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+DATA = pathlib.Path(os.environ.get(
+    "GSAMPLE_DATA", pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 
 _GPU = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
 DEVICES = [
@@ -28,13 +29,26 @@ DEVICES = [
 @pytest.fixture(params=DEVICES)
 def device(request):
     """Each test using it runs on the CPU and, where a GPU exists, on CUDA tensors with
-    the torch backend and again with the CUDA backend (``gs.use_backend("cuda")``: eager
+    the torch backend (``gs.use_backend("torch")``: the default, ``"auto"``, would pick the
+    kernels there) and again with the CUDA backend (``gs.use_backend("cuda")``: eager
     ops and compiled samplers made without ``backend=`` run its kernels)."""
     if request.param == "cuda-kernels":
         with gs.use_backend("cuda"):
             yield torch.device("cuda")
+    elif request.param == "cuda":
+        with gs.use_backend("torch"):
+            yield torch.device("cuda")
     else:
         yield torch.device(request.param)
+
+
+@pytest.fixture(autouse=True)
+def _backend_setting_restored():
+    """A test that sets the backend with a plain ``gs.use_backend(name)`` call leaves the
+    next test the setting it found."""
+    before = gs.current_backend()
+    yield
+    gs.use_backend(before)
 
 
 def snap_path(name: str) -> pathlib.Path:

@@ -38,7 +38,14 @@ AGREEMENT_BATCHES = 4
 #: the determinism contract (DESIGN §3): uniform draws identical everywhere; weighted ones may
 #: round their probabilities differently across backends, so at least this share agrees
 WEIGHTED_MIN_AGREEMENT = 0.999
-MODE_KEYS = ("eager", "torch", "cuda", "super")
+#: ``--modes``: ``bare`` is ``@gs.compile`` without ``backend=`` (the default, ``"auto"``:
+#: the CUDA backend's kernels on a GPU), one at a time and super-batched, beside the modes
+#: that name their backend; a GPU only (on the CPU it is the torch backend's mode again)
+MODE_KEYS = ("eager", "torch", "cuda", "super", "bare")
+
+
+#: the label of the ``bare`` mode (super-batched: ``BARE + ", super-batched N"``)
+BARE = "compiled, bare @gs.compile"
 
 
 class HarnessError(RuntimeError):
@@ -135,10 +142,12 @@ class Mode(NamedTuple):
 
 
 def make_modes(w: Workload, device, super_batches, keys=MODE_KEYS) -> dict:
-    """``{label: Mode}``: eager, compiled on the torch backend, on the CUDA backend (a GPU
-    only) and super-batched ``N`` for each of ``super_batches`` (on the CUDA backend on a GPU,
-    the torch one on the CPU), those of ``keys`` (:data:`MODE_KEYS`). The first is the
-    reference of the agreement check."""
+    """``{label: Mode}``: eager (on the default backend: the CUDA kernels on a GPU where CuPy
+    runs), compiled on the torch backend, on the CUDA backend (a GPU only), super-batched
+    ``N`` for each of ``super_batches`` (on the CUDA backend on a GPU, the torch one on the
+    CPU), and, on a GPU, ``bare``: a sampler compiled without ``backend=``, one at a time
+    and super-batched ``N`` (what ``@gs.compile`` gives a user who names no backend); those
+    of ``keys`` (:data:`MODE_KEYS`). The first is the reference of the agreement check."""
     kw = w.kw
     backend = "cuda" if device.type == "cuda" else "torch"
     modes = {}
@@ -155,6 +164,12 @@ def make_modes(w: Workload, device, super_batches, keys=MODE_KEYS) -> dict:
         for n in super_batches:
             modes[f"compiled, super-batched {n}"] = Mode(
                 compiled, {"super_batch": n, **w.loader}, "super")
+    if "bare" in keys and device.type == "cuda":
+        bare = functools.partial(gs.compile(w.fn), **kw)
+        modes[BARE] = Mode(bare, {}, "compiled")
+        for n in super_batches:
+            modes[f"{BARE}, super-batched {n}"] = Mode(
+                bare, {"super_batch": n, **w.loader}, "super")
     return modes
 
 

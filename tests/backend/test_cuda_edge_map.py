@@ -175,8 +175,9 @@ def test_compiled_sampler_with_generated_kernels_equals_eager(cuda_edge_map, sma
     for n in fused:                          # each runs as a generated kernel, not the fallback
         codegen.generate(n.attrs["program"], torch.float32, True)
     for s in (0, 1):
-        gs.manual_seed(s)
-        eager = weighted_sampler(A, seeds, v)
+        with gs.use_backend("torch"):          # the reference (by default: the kernels)
+            gs.manual_seed(s)
+            eager = weighted_sampler(A, seeds, v)
         gs.manual_seed(s)
         got = compiled(A, seeds, v)
         for x, y in zip(eager, got):

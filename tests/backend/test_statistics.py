@@ -72,7 +72,7 @@ def _record(key: str, p: float) -> None:
 
 def _where(device) -> str:
     """Device and backend of a result, e.g. ``cuda/cuda`` for the CUDA backend's kernels."""
-    return f"{torch.device(device).type}/{gs.current_backend()}"
+    return f"{torch.device(device).type}/{gs.backend_for(device)}"
 
 
 def check(name: str, p: float, device) -> float:

@@ -60,6 +60,7 @@ def _epoch(G, sampler, device, **kw):
 def _worker(rank, world, url, out):
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")      # never NVLink multicast
     torch.cuda.set_device(rank)
+    gs.use_backend("torch")          # eager samplers: the draws the partitioned operators make
     dist.init_process_group("nccl", init_method=url, rank=rank,
                             world_size=world, timeout=datetime.timedelta(seconds=120))
     try:
@@ -86,7 +87,8 @@ def test_every_placement_on_gpus_samples_the_single_gpu_epoch(tmp_path, world):
     ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(world)]
     A = gs.datasets.rmat(N, E, seed=4, weighted=True).to("cuda")
     for name, sampler in samplers().items():
-        single = _epoch(A, sampler, A.device)
+        with gs.use_backend("torch"):            # as the ranks (by default: the kernels)
+            single = _epoch(A, sampler, A.device)
         for placement in PLACEMENTS:
             seen = {}
             for res in ranks:
