@@ -38,6 +38,7 @@ import ast
 import importlib.util
 import inspect
 import pathlib
+import re
 import sys
 
 DESCRIPTION = "gsample: graph sampling compiled from sparse-matrix programs."
@@ -46,6 +47,43 @@ DESCRIPTION = "gsample: graph sampling compiled from sparse-matrix programs."
 def _plain(text: str) -> str:
     """The module docstring without its reST markup, for ``--help``."""
     return text.replace(":func:", "").replace("``", "").replace("`", "").replace("::", ":")
+
+
+def _int_at_least(low: int):
+    """An argparse ``type``: an integer ``>= low`` that fits in int64 (argparse adds the
+    option's name: ``argument --batch-size: must be an integer >= 1, got '-3'``)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            value = None
+        if value is None or not low <= value < 2 ** 63:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {text!r}")
+        return value
+    return parse
+
+
+_POSITIVE, _NON_NEGATIVE = _int_at_least(1), _int_at_least(0)
+
+
+def _device(text: str) -> str:
+    """An argparse ``type``: ``cpu``, ``cuda`` or ``cuda:N``."""
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", text):
+        raise argparse.ArgumentTypeError(f"expected cpu, cuda or cuda:N, got {text!r}")
+    return text
+
+
+class _GraphOption(argparse.Action):
+    """``--graph rmat`` or ``--graph snap PATH`` (PATH an existing file), checked as parsed."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        kind, *rest = values
+        if not ((kind == "rmat" and not rest) or (kind == "snap" and len(rest) == 1)):
+            raise argparse.ArgumentError(self, f"expected 'rmat' or 'snap PATH', got "
+                                               f"{' '.join(values)!r}")
+        if kind == "snap" and not pathlib.Path(rest[0]).is_file():
+            raise argparse.ArgumentError(self, f"{rest[0]}: no such file")
+        setattr(namespace, self.dest, values)
 
 
 def _parse_arg(text: str):
@@ -82,12 +120,16 @@ def _load(target: str):
 def _graph(args):
     import gsample as gs
     kind, *rest = args.graph
-    if kind == "rmat" and not rest:
-        return (gs.datasets.rmat(args.num_nodes, args.num_edges, seed=args.seed,
-                                 weighted=args.weighted),
-                f"R-MAT({args.num_nodes}, {args.num_edges}, seed={args.seed})")
-    if kind == "snap" and len(rest) == 1:
-        return gs.datasets.read_snap(rest[0]), rest[0]
+    try:       # the library's message names the argument (a size that cannot be allocated)
+        if kind == "rmat" and not rest:
+            return (gs.datasets.rmat(args.num_nodes, args.num_edges, seed=args.seed,
+                                     weighted=args.weighted),
+                    f"R-MAT({args.num_nodes}, {args.num_edges}, seed={args.seed})")
+        if kind == "snap" and len(rest) == 1:
+            return gs.datasets.read_snap(rest[0]), rest[0]
+    except (ValueError, TypeError) as e:
+        option = "--graph" if kind == "snap" else "--num-nodes / --num-edges"
+        raise SystemExit(f"error: {option}: {e}") from None
     raise SystemExit(f"error: --graph {' '.join(args.graph)}: expected 'rmat' or 'snap PATH'")
 
 
@@ -158,12 +200,17 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     ir.add_argument("target", metavar="FILE.py:FUNCTION", help="the sampler function")
     ir.add_argument("--graph", nargs="+", default=["rmat"], metavar=("{rmat,snap}", "PATH"),
+                    action=_GraphOption,
                     help="example graph: a generated R-MAT graph (default) or a SNAP edge list")
-    ir.add_argument("--num-nodes", type=int, default=2000, help="R-MAT nodes (default 2000)")
-    ir.add_argument("--num-edges", type=int, default=20000, help="R-MAT edges (default 20000)")
+    ir.add_argument("--num-nodes", type=_POSITIVE, default=2000,
+                    help="R-MAT nodes, >= 1 (default 2000)")
+    ir.add_argument("--num-edges", type=_NON_NEGATIVE, default=20000,
+                    help="R-MAT edges, >= 0 (default 20000)")
     ir.add_argument("--weighted", action="store_true", help="R-MAT edge weights in [1, 5)")
-    ir.add_argument("--batch-size", type=int, default=64, help="seeds passed (default 64)")
-    ir.add_argument("--seed", type=int, default=0, help="graph, seeds and gs.manual_seed")
+    ir.add_argument("--batch-size", type=_POSITIVE, default=64,
+                    help="seeds passed, >= 1 (default 64)")
+    ir.add_argument("--seed", type=_NON_NEGATIVE, default=0,
+                    help="graph, seeds and gs.manual_seed, >= 0 (default 0)")
     ir.add_argument("--format", choices=["lines", "table", "dot"], default="lines",
                     help="IR printer (default lines)")
     ir.add_argument("--arg", type=_parse_arg, action="append", default=[], metavar="NAME=VALUE",
@@ -178,13 +225,18 @@ def build_parser() -> argparse.ArgumentParser:
                     "the device, fit a + b*E + c*R + d*C per key and cache the table for "
                     "(device, graph-size bucket) in $GSAMPLE_CACHE or ~/.cache/gsample "
                     "(see gsample.calibrate). Compiles read it; they never time anything.")
-    cal.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
-    cal.add_argument("--num-nodes", type=int, nargs="+", default=[4 ** 9], metavar="N",
-                     help="synthetic graph size(s); one table per size bucket (default 262144)")
-    cal.add_argument("--avg-degree", type=int, default=8, help="edges per node (default 8)")
-    cal.add_argument("--repeats", type=int, default=5, help="timed runs per size (fastest)")
-    cal.add_argument("--threads", type=int, default=None,
-                     help="torch CPU threads while timing (default: torch's); part of the key")
+    cal.add_argument("--device", type=_device, default="cpu",
+                     help="cpu (default), cuda or cuda:N")
+    cal.add_argument("--num-nodes", type=_POSITIVE, nargs="+", default=[4 ** 9], metavar="N",
+                     help="synthetic graph size(s), >= 1; one table per size bucket (default "
+                          "262144)")
+    cal.add_argument("--avg-degree", type=_POSITIVE, default=8,
+                     help="edges per node, >= 1 (default 8)")
+    cal.add_argument("--repeats", type=_POSITIVE, default=5,
+                     help="timed runs per size, >= 1 (the fastest is kept; default 5)")
+    cal.add_argument("--threads", type=_POSITIVE, default=None,
+                     help="torch CPU threads while timing, >= 1 (default: torch's); part of "
+                          "the key")
     cal.add_argument("--backend", choices=["torch", "cuda"], default="torch",
                      help="backend to time: compiles for it read this table (default torch)")
     cal.set_defaults(run=cmd_calibrate)

@@ -44,7 +44,8 @@ def read_snap(path, num_nodes=None, relabel: bool = False, undirected: bool = Fa
     (325729, 1497134)
     """
     from .matrix import Matrix
-    path = os.fspath(path)
+    path = _path(path)
+    relabel, undirected = V.flag(relabel, "relabel"), V.flag(undirected, "undirected")
     if not os.path.exists(path):
         raise FileNotFoundError(f"path: no such file: {path}")
     opener = gzip.open if path.endswith(".gz") else open
@@ -81,7 +82,7 @@ def rmat(num_nodes: int, num_edges: int, seed: int = 0, a: float = 0.57, b: floa
     num_nodes, num_edges : int
         Size of the graph, ``N`` and ``E``.
     seed : int
-        The graph is a pure function of the arguments and ``seed``.
+        The graph is a pure function of the arguments and ``seed`` (any integer).
     a, b, c : float
         Quadrant probabilities (top-left, top-right, bottom-left).
     weighted : bool
@@ -90,6 +91,8 @@ def rmat(num_nodes: int, num_edges: int, seed: int = 0, a: float = 0.57, b: floa
         Where to generate (a GPU generates products-sized graphs in seconds).
     progress : bool
         Show a tqdm bar over edge chunks.
+    chunk : int
+        Edges generated per step (``>= 1``); bounds the working memory, not the result.
 
     Returns
     -------
@@ -107,9 +110,13 @@ def rmat(num_nodes: int, num_edges: int, seed: int = 0, a: float = 0.57, b: floa
     num_edges = V.count(num_edges, "num_edges")
     if num_nodes == 0 and num_edges:
         raise ValueError("num_nodes: a graph with edges needs at least one node")
-    if not (min(a, b, c) >= 0 and a + b + c <= 1):
+    a, b, c = (V.probability(x, n) for x, n in ((a, "a"), (b, "b"), (c, "c")))
+    if a + b + c > 1:
         raise ValueError(f"a, b, c: must be probabilities with a + b + c <= 1, got {a}, {b}, {c}")
-    device = torch.device(device)
+    seed = V.seed(seed)
+    weighted, progress = V.flag(weighted, "weighted"), V.flag(progress, "progress")
+    chunk = V.count(chunk, "chunk", low=1)
+    device = V.device(device)
     V.fits(num_nodes + 1, 16, device, "num_nodes", f"a graph of {num_nodes} nodes")
     V.fits(num_edges, 48, device, "num_edges", f"generating {num_edges} edges")
     levels = max(1, (num_nodes - 1).bit_length())
@@ -150,9 +157,10 @@ def planted_partition(num_nodes: int = 20_000, num_classes: int = 8, avg_degree:
     edges joins a uniformly chosen node ``u`` to a node of ``u``'s class with probability
     ``homophily``, else to a uniformly chosen node (of any class), and is stored in both
     directions (self-loops and repeats dropped). Features are the class's centroid, drawn
-    from ``N(0, I)``, plus ``N(0, noise^2 I)``: with the defaults the nearest centroid to a node's own features
-    is its class's for about 57 % of the nodes, to the mean of its neighbours' for about
-    77 %, so a GNN's accuracy means something. Drawn on the CPU from ``torch.Generator(seed)``.
+    from ``N(0, I)``, plus ``N(0, noise^2 I)``: with the defaults the nearest centroid to a
+    node's own features is its class's for about 57 % of the nodes, to the mean of its
+    neighbours' for about 77 %, so a GNN's accuracy means something. Drawn on the CPU from
+    ``torch.Generator(seed)``.
 
     Parameters
     ----------
@@ -190,14 +198,20 @@ def planted_partition(num_nodes: int = 20_000, num_classes: int = 8, avg_degree:
     num_classes = V.count(num_classes, "num_classes")
     if not 1 <= num_classes <= num_nodes:
         raise ValueError(f"num_classes: must be in [1, num_nodes = {num_nodes}], got {num_classes}")
-    if not avg_degree >= 0:
-        raise ValueError(f"avg_degree: must be >= 0, got {avg_degree}")
-    if not 0 <= homophily <= 1:
-        raise ValueError(f"homophily: must be in [0, 1], got {homophily}")
+    avg_degree = V.real(avg_degree, "avg_degree", low=0.0)
+    homophily = V.real(homophily, "homophily", 0.0, 1.0)
     num_features = V.count(num_features, "num_features")
-    if not noise >= 0:
-        raise ValueError(f"noise: must be >= 0, got {noise}")
-    g = torch.Generator().manual_seed(int(seed))
+    noise = V.real(noise, "noise", low=0.0)
+    device = V.device(device)
+    # the sizes first, so that one too large is named rather than failing in the allocator:
+    # per node its class, order and features (x and its noise, float32); per drawn edge
+    # its ends, draws and keys (int64, both directions)
+    V.fits(num_nodes, 40, "cpu", "num_nodes", f"{num_nodes} nodes")
+    V.fits(num_nodes * num_features, 8, "cpu", "num_features",
+           f"{num_nodes} x {num_features} features")
+    V.fits(int(num_nodes * avg_degree / 2), 96, "cpu", "avg_degree",
+           f"{num_nodes} nodes of average degree {avg_degree}")
+    g = torch.Generator().manual_seed(V.seed(seed) & (2 ** 64 - 1))   # as gs.manual_seed
     n, k = num_nodes, num_classes
     y = (torch.arange(n) % k)[torch.randperm(n, generator=g)]
     members = torch.argsort(y, stable=True)                  # nodes grouped by class
@@ -217,7 +231,6 @@ def planted_partition(num_nodes: int = 20_000, num_classes: int = 8, avg_degree:
     centroids = torch.randn(k, num_features, generator=g)
     x = centroids[y] + noise * torch.randn(n, num_features, generator=g)
     A = Matrix.from_edge_index(ei, num_nodes=n)
-    device = torch.device(device)
     return A.to(device), x.to(device), y.to(device)
 
 
@@ -249,7 +262,8 @@ def cora(path=None, device="cpu"):
     (2708, 1433, 7)
     """
     from .matrix import Matrix
-    path = os.fspath(path) if path is not None else default_data_path("cora.npz")
+    path = _path(path) if path is not None else default_data_path("cora.npz")
+    device = V.device(device)
     if not os.path.exists(path):
         raise FileNotFoundError(f"path: no such file: {path}")
     d = np.load(path, allow_pickle=False)
@@ -264,8 +278,16 @@ def cora(path=None, device="cpu"):
     frow = torch.repeat_interleave(torch.arange(n), fptr[1:] - fptr[:-1])
     x[frow, torch.from_numpy(d["attr_indices"].astype(np.int64))] = 1.0
     y = torch.from_numpy(d["labels"].astype(np.int64))
-    device = torch.device(device)
     return Matrix.from_edge_index(ei, num_nodes=n).to(device), x.to(device), y.to(device)
+
+
+def _path(path) -> str:
+    """``path`` as a str (a TypeError naming it when it is not a path)."""
+    try:
+        return os.fspath(path)
+    except TypeError:
+        raise TypeError(f"path: expected a str or os.PathLike, got {type(path).__name__}") \
+            from None
 
 
 def default_data_path(name: str) -> str:

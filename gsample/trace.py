@@ -24,6 +24,7 @@ from typing import Any
 import torch
 import torch.fx as fx
 
+from . import validate as V
 from .ir import METHODS, PROPERTIES, SDDMM_OPS, Effect, Graph, Kind, Op, Ref, info
 from .matrix import Matrix
 
@@ -277,7 +278,9 @@ class _Converter:
         A, other = (right, left) if reverse else (left, right)
         inputs, scalar = {"A": self.env[A]}, None
         if isinstance(other, numbers.Real) and not isinstance(other, bool):
-            scalar = other
+            # (a Fraction, an int past int64: checked and made a Python number now, as the
+            # eager call's check does, not left for torch to fail on at run time)
+            scalar = V.scalar_or_edges(other, "other", 0, None)
         else:
             inputs["other"] = self.as_edge_values(other)
         return g.add(Op.EDGE_MAP, inputs, {"op": _ARITH[target], "reverse": reverse,

@@ -5,6 +5,18 @@ Documented behaviours instead of errors: a non-contiguous tensor is copied to a
 contiguous one; int8/16/32 and uint8 ids are widened to int64; Python lists and NumPy
 arrays are turned into tensors on the matrix's device.
 
+Value dtypes. Edge values are real floating point. Integer and bool values promote as
+PyTorch promotes them against the matrix's float values (``torch.ones(3) * mask``): an
+integer or bool weight (``from_edge_index(weight=...)``, ``from_csc``, ``from_scipy``)
+becomes float32, an edge map, broadcast or ``A @ D`` with an integer or bool operand gives
+float values, and an SDDMM of two integer or bool operands is taken in float32 (as an edge
+map's integer result is). Probabilities (``probs``, ``node_probs``, walk weights) must be
+floating point already, as ``torch.multinomial`` requires: an integer or bool tensor there
+is a TypeError. Complex values are a TypeError naming the argument wherever they enter
+(constructors, scalars and tensors of edge maps, broadcasts, products, probabilities),
+raised before anything is cast: PyTorch would drop the imaginary part with a warning only.
+Sparse tensors are a TypeError too (pass ``.to_dense()``).
+
 Data checks that need a tensor's values (id ranges, finite probabilities) go through
 :func:`fail_if`. Eagerly, and on the CPU, it raises at once (on a GPU that reads one flag
 back: a host synchronisation). Inside :func:`deferred` on a GPU it records the flag
@@ -95,9 +107,24 @@ def deferring(t: torch.Tensor) -> bool:
     return _DEFERRED.get() is not None and t.is_cuda
 
 
+def not_complex(dtype, name: str, fix: str = "pass x.real or x.abs()") -> None:
+    """Raise a TypeError naming ``name`` for a complex ``dtype`` (torch or NumPy): gsample's
+    values are real, and a cast would drop the imaginary part with a warning only. ``fix``:
+    what the message tells the caller to do."""
+    if (dtype.is_complex if isinstance(dtype, torch.dtype)
+            else np.issubdtype(dtype, np.complexfloating)):
+        raise TypeError(f"{name}: complex values (dtype {dtype}) are not supported; gsample's "
+                        f"edge values, probabilities and operands are real ({fix})")
+
+
 def as_tensor(x, name: str, device) -> torch.Tensor:
-    """``x`` as a tensor on ``device``; lists and arrays are converted, tensors must match."""
+    """``x`` as a dense, real, contiguous tensor on ``device``; lists and arrays are
+    converted, tensors must be on ``device`` (complex and sparse tensors: TypeError)."""
     if isinstance(x, torch.Tensor):
+        if x.layout != torch.strided:
+            raise TypeError(f"{name}: sparse tensors (layout {x.layout}) are not supported; "
+                            "pass a dense tensor (.to_dense())")
+        not_complex(x.dtype, name)
         if device is not None and x.device != torch.device(device):
             raise ValueError(f"{name}: tensor is on {x.device} but the matrix is on {device}; "
                              f"move it with .to({str(device)!r})")
@@ -105,7 +132,9 @@ def as_tensor(x, name: str, device) -> torch.Tensor:
     if isinstance(x, (list, tuple, range, np.ndarray)) or isinstance(x, numbers.Number):
         arr = np.asarray(x)
         if arr.dtype == object:
-            raise TypeError(f"{name}: cannot convert {type(x).__name__} to a tensor")
+            raise TypeError(f"{name}: cannot convert {type(x).__name__} to a tensor (its "
+                            "elements must all be numbers, integers within 64 bits)")
+        not_complex(arr.dtype, name)
         return torch.as_tensor(arr, device=device)
     raise TypeError(f"{name}: expected a tensor, got {type(x).__name__}")
 
@@ -146,12 +175,12 @@ def unique_ids(t: torch.Tensor, name: str) -> None:
                 "row ids must be unique", s[1:][torch.argmax(dup.to(torch.int8))])
 
 
-def count(k, name: str = "k") -> int:
-    """Check a sample size: a non-negative Python or NumPy integer."""
+def count(k, name: str = "k", low: int = 0) -> int:
+    """Check a sample size: a Python or NumPy integer ``>= low`` (0 by default)."""
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (numbers.Integral,)):
         raise TypeError(f"{name}: must be an int, got {type(k).__name__}")
-    if k < 0:
-        raise ValueError(f"{name}: must be >= 0, got {k}")
+    if k < low:
+        raise ValueError(f"{name}: must be >= {low}, got {k}")
     if k > 2**63 - 1:
         raise ValueError(f"{name}: {k} does not fit in int64")
     return int(k)
@@ -200,6 +229,46 @@ def positive(x, name: str) -> float:
     return float(x)
 
 
+def real(x, name: str, low: float = -float("inf"), high: float = float("inf")) -> float:
+    """A finite real number in ``[low, high]`` (as a Python float)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{name}: must be a real number, got {type(x).__name__}")
+    v = float(x)
+    if not np.isfinite(v):
+        raise ValueError(f"{name}: must be finite, got {x}")
+    if not low <= v <= high:
+        what = (f">= {low}" if high == float("inf") else f"<= {high}" if low == -float("inf")
+                else f"in [{low}, {high}]")
+        raise ValueError(f"{name}: must be {what}, got {x}")
+    return v
+
+
+def seed(x, name: str = "seed") -> int:
+    """A random seed: any Python or NumPy integer (as an int)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Integral):
+        raise TypeError(f"{name}: must be an int, got {type(x).__name__}")
+    return int(x)
+
+
+def device(x, name: str = "device") -> torch.device:
+    """A CPU or CUDA device, given as a ``torch.device``, its name or a GPU index; a CUDA
+    device needs a GPU here (a RuntimeError naming ``name`` otherwise)."""
+    if isinstance(x, bool) or not isinstance(x, (str, torch.device, int)):
+        raise TypeError(f"{name}: expected a torch.device or a device name ('cpu', 'cuda', "
+                        f"'cuda:0'), got {type(x).__name__}")
+    try:
+        d = torch.device(x)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(f"{name}: {x!r} is not a device; use 'cpu', 'cuda' or 'cuda:N'") \
+            from None
+    if d.type not in ("cpu", "cuda"):
+        raise ValueError(f"{name}: gsample runs on 'cpu' or 'cuda' devices, got {str(d)!r}")
+    if d.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"{name}: {str(d)!r} needs a CUDA GPU, and "
+                           "torch.cuda.is_available() is False")
+    return d
+
+
 def axis(a) -> int:
     if isinstance(a, bool) or a not in (0, 1):
         raise ValueError(f"axis: must be 0 (one value per column) or 1 (one value per row), "
@@ -231,11 +300,20 @@ def probabilities(p, name: str, length: int, device, what: str,
 
 
 def scalar_or_edges(x, name: str, nnz: int, device):
-    """An edge-map operand: a real scalar, or a tensor of shape (E,) or (E, F)."""
-    if isinstance(x, bool):
+    """An edge-map operand: a real scalar (returned as a Python int or float), or a tensor
+    of shape (), (E,) or (E, F)."""
+    if isinstance(x, (bool, np.bool_)):
         raise TypeError(f"{name}: expected a number or an edge-aligned tensor, got bool")
-    if isinstance(x, numbers.Real):
-        return x
+    if isinstance(x, numbers.Integral):
+        if not -2 ** 63 <= x < 2 ** 63:
+            raise ValueError(f"{name}: the integer {x} does not fit in int64; pass it as a "
+                             "float")
+        return int(x)
+    if isinstance(x, numbers.Real):     # NumPy scalars, fractions: as Python floats
+        return float(x)
+    if isinstance(x, numbers.Complex):
+        raise TypeError(f"{name}: complex values ({x!r}) are not supported; gsample's edge "
+                        "values are real")
     t = as_tensor(x, name, device)
     if t.dim() == 0:
         return t
@@ -317,6 +395,10 @@ def check_sddmm(A, u, v, **_):
     v = vector_(v, "V", A.num_cols, A.device, "column of A")
     if u.dim() != v.dim() or (u.dim() == 2 and u.shape[1] != v.shape[1]):
         raise ValueError(f"U, V: feature shapes differ: {tuple(u.shape)} and {tuple(v.shape)}")
+    if not torch.promote_types(u.dtype, v.dtype).is_floating_point:
+        # edge values are floating point (the module doc): integer or bool features are
+        # multiplied in float32, as an edge map's integer result is made float32
+        u, v = u.to(torch.float32), v.to(torch.float32)
     return {"u": u, "v": v}
 
 
@@ -332,7 +414,8 @@ def _frontier(A, cols):
 
 
 def edge_probs(p, indptr, cols) -> None:
-    """Per column ``indptr`` of edge probabilities ``p``: at least one positive where it has edges."""
+    """Per column ``indptr`` of edge probabilities ``p``: at least one positive where it has
+    edges."""
     positive = torch.cat([p.new_zeros(1, dtype=torch.int64), torch.cumsum((p > 0).long(), 0)])
     starts, ends = indptr[:-1], indptr[1:]
     empty = (positive[ends] - positive[starts] == 0) & (ends > starts)

@@ -85,6 +85,8 @@ def walk(step: Callable, A, seeds, length: int, state=None, period: int = 1,
         raise TypeError(f"step: expected a function step(A, cur, prev, t), got "
                         f"{type(step).__name__}")
     length, period = V.count(length, "length"), V.count(period, "period")
+    if length >= 1 << 31:                # random_walk's limit: a traced walk unrolls its steps
+        raise ValueError(f"length: must be < 2**31, got {length}")
     if period < 1:
         raise ValueError("period: must be >= 1")
     fuse = V.flag(fuse, "fuse")
@@ -96,6 +98,8 @@ def walk(step: Callable, A, seeds, length: int, state=None, period: int = 1,
             raise TypeError(f"A: expected a gs.Matrix or a tuple of them, got "
                             f"{type(A).__name__}")
         seeds = V.ids(seeds, "seeds", matrices[0].num_nodes, matrices[0].device)
+        V.fits(seeds.numel() * (length + 1), 8, seeds.device, "length",
+               f"{seeds.numel()} walks of {length} steps")
         run = _one_step
     else:
         run = _Inliner(traced, step, has_state)

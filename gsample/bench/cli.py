@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import pathlib
+import re
 import sys
 import time
 import traceback
@@ -33,14 +34,86 @@ CAPS = {"quick": ["pass=8"], "cpu": ["pass=40"],
 
 
 def _positive(x, zero_ok=False):
-    v = int(x)
-    if v < (0 if zero_ok else 1):
-        raise argparse.ArgumentTypeError(f"must be {'>= 0' if zero_ok else '>= 1'}, got {v}")
+    """An argparse ``type``: an integer >= 1 (>= 0 with ``zero_ok``)."""
+    low = 0 if zero_ok else 1
+    try:
+        v = int(x, 10) if isinstance(x, str) else None
+    except ValueError:
+        v = None
+    if v is None or v < low:
+        raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {x!r}")
     return v
 
 
 def _super(x):
-    return x if x == "auto" else _positive(x)
+    """An argparse ``type``: ``auto`` or an integer >= 1."""
+    if x == "auto":
+        return x
+    try:
+        return _positive(x)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be 'auto' or an integer >= 1, got {x!r}") \
+            from None
+
+
+def _cap(x):
+    """An argparse ``type``: ``WORKLOAD=N`` (a workload's epoch cap), kept as the text."""
+    name, sep, n = x.partition("=")
+    try:
+        ok = bool(sep) and name in ALL_WORKLOADS and _positive(n) > 0
+    except argparse.ArgumentTypeError:
+        ok = False
+    if not ok:
+        raise argparse.ArgumentTypeError(f"expected WORKLOAD=N (WORKLOAD one of "
+                                         f"{', '.join(ALL_WORKLOADS)}; N >= 1), got {x!r}")
+    return x
+
+
+def graph_problem(spec: str):
+    """What is wrong with a ``--graph`` value (None when nothing is): ``rmat:N:E`` with
+    ``N >= 1`` and ``E >= 0`` integers, ``cora``, or an existing SNAP edge list."""
+    if spec.startswith("rmat:"):
+        parts = spec.split(":")
+        try:
+            ok = len(parts) == 3 and int(parts[1], 10) >= 1 and int(parts[2], 10) >= 0
+        except ValueError:
+            ok = False
+        return None if ok else "expected rmat:NUM_NODES:NUM_EDGES (integers, NUM_NODES >= 1)"
+    if spec == "cora" or os.path.isfile(spec):
+        return None
+    return "no such file (expected rmat:N:E, cora or a SNAP path)"
+
+
+class _GraphOption(argparse.Action):
+    """``--graph``, checked as it is parsed (:func:`graph_problem`)."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        problem = graph_problem(value)
+        if problem is not None:
+            parser.error(f"--graph {value}: {problem}")
+        setattr(namespace, self.dest, value)
+
+
+def _name(x):
+    """An argparse ``type``: a file-name prefix (letters, digits, ``_``, ``-``, ``.``)."""
+    if not re.fullmatch(r"[\w.-]+", x) or x in (".", ".."):
+        raise argparse.ArgumentTypeError(f"must be a file-name prefix (letters, digits, _ - "
+                                         f"and .; no path), got {x!r}")
+    return x
+
+
+def _out_dir(x):
+    """An argparse ``type``: a directory, or a path where one can be made."""
+    if os.path.exists(x) and not os.path.isdir(x):
+        raise argparse.ArgumentTypeError(f"{x}: exists and is not a directory")
+    return x
+
+
+def _file(x):
+    """An argparse ``type``: an existing file."""
+    if not os.path.isfile(x):
+        raise argparse.ArgumentTypeError(f"{x}: no such file")
+    return x
 
 
 def parser():
@@ -51,7 +124,7 @@ def parser():
     p.add_argument("--workloads", nargs="+", choices=ALL_WORKLOADS, default=list(ALL_WORKLOADS))
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
                    choices=("cpu", "cuda"))
-    p.add_argument("--graph", default=None,
+    p.add_argument("--graph", default=None, action=_GraphOption,
                    help="rmat:NODES:EDGES (generated on the device, seed 0), a SNAP edge list, "
                         "or cora (default: GPU rmat:2400000:120000000; CPU $GSAMPLE_DATA or "
                         f"../shared/data/{NOTREDAME}, else rmat:300000:3000000; --quick "
@@ -60,7 +133,7 @@ def parser():
                    help="seeds per epoch (default GPU 196608, CPU 10240, --quick 2048)")
     p.add_argument("--batch-size", type=_positive, default=None,
                    help="seeds per mini-batch (default 512; walks 1024; PASS 64)")
-    p.add_argument("--batches", nargs="*", default=None, metavar="WORKLOAD=N",
+    p.add_argument("--batches", nargs="*", type=_cap, default=None, metavar="WORKLOAD=N",
                    help="cap a workload's epoch at N mini-batches; its times are also "
                         f"reported scaled to the full epoch (default {CAPS})")
     p.add_argument("--super-batch", nargs="+", type=_super, default=None,
@@ -73,7 +146,7 @@ def parser():
                    help="gsample modes: eager, compiled on the torch / cuda backend, super")
     p.add_argument("--peers", nargs="*", choices=PEER_KEYS, default=None,
                    help="peers to run where they can (default all)")
-    p.add_argument("--torch-cluster-sdist", default=None,
+    p.add_argument("--torch-cluster-sdist", type=_file, default=None,
                    help="torch_cluster's sdist, built when torch_cluster does not import "
                         "(default $GSAMPLE_TORCH_CLUSTER_SDIST or .whl/torch_cluster-*.tar.gz; "
                         "--quick: only when given)")
@@ -95,8 +168,9 @@ def parser():
     p.add_argument("--quick", action="store_true",
                    help="CI set: a small generated graph, few mini-batches, 3 repeats")
     p.add_argument("--no-plots", action="store_true")
-    p.add_argument("--out", default=None, help="default <repo>/benchmarks/results")
-    p.add_argument("--name", default="bench", help="the record's file name prefix")
+    p.add_argument("--out", type=_out_dir, default=None,
+                   help="a directory (default <repo>/benchmarks/results)")
+    p.add_argument("--name", type=_name, default="bench", help="the record's file name prefix")
     return p
 
 
@@ -130,18 +204,23 @@ def parse(argv=None, **defaults):
 
 
 def load_graph(spec: str, device):
-    """``(graph, tag)`` of ``--graph``."""
+    """``(graph, tag)`` of ``--graph`` (checked again: a calling script's default was not
+    parsed)."""
+    problem = graph_problem(spec)
+    if problem is not None:
+        raise HarnessError(f"--graph {spec}: {problem}")
     if spec.startswith("rmat:"):
+        _, n, e = spec.split(":")
+        n, e = int(n), int(e)
         try:
-            _, n, e = spec.split(":")
-            n, e = int(n), int(e)
-        except ValueError:
-            raise HarnessError(f"--graph {spec}: expected rmat:NUM_NODES:NUM_EDGES") from None
-        return gs.datasets.rmat(n, e, seed=0, device=device), f"rmat{n}x{e}"
+            return gs.datasets.rmat(n, e, seed=0, device=device), f"rmat{n}x{e}"
+        except ValueError as err:           # a size that cannot be allocated, by name
+            raise HarnessError(f"--graph {spec}: {err}") from None
     if spec == "cora":
-        return gs.datasets.cora(device=device)[0], "cora"
-    if not os.path.exists(spec):
-        raise HarnessError(f"--graph {spec}: no such file (expected rmat:N:E, cora or a SNAP path)")
+        try:
+            return gs.datasets.cora(device=device)[0], "cora"
+        except FileNotFoundError as err:       # $GSAMPLE_DATA/cora.npz, by path
+            raise HarnessError(f"--graph cora: {err}") from None
     return gs.datasets.read_snap(spec).to(device), pathlib.Path(spec).name.split(".")[0]
 
 
@@ -310,7 +389,11 @@ def main(argv=None, modes=None, extra=None, **defaults) -> int:
     and its draws agree, 1 otherwise (never because of speed), 2 when the harness cannot
     run."""
     try:
-        record = run(parse(argv, **defaults), modes=modes, extra=extra)
+        args = parse(argv, **defaults)
+    except SystemExit as e:           # argparse refused an option (it said why) or --help
+        return e.code if isinstance(e.code, int) else 2
+    try:
+        record = run(args, modes=modes, extra=extra)
     except HarnessError as e:
         print(f"gsample.bench: error: {e}", file=sys.stderr)
         return 2

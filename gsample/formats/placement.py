@@ -43,10 +43,12 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import weakref
 from dataclasses import fields
 from typing import Optional
 
+import numpy as np
 import torch
 
 from .cache import build as build_cache, check_cache
@@ -239,7 +241,7 @@ def check_options(placement, budget, choices=PLACEMENTS,
     if not isinstance(placement, str) or placement not in choices:
         raise ValueError(f"placement: must be one of {choices}, got {placement!r}")
     if budget is not None:
-        if isinstance(budget, bool) or not isinstance(budget, int):
+        if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, numbers.Integral):
             raise TypeError(f"budget: must be an int ({unit}), got {type(budget).__name__}")
         if budget < 0:
             raise ValueError(f"budget: must be >= 0 bytes, got {budget}")
@@ -274,8 +276,9 @@ def place(csc: CSC, device, placement: str = "device", budget: Optional[int] = N
     check_cache(cache, placement, cache_priority, csc.num_nodes)
     try:
         device = torch.device(device)
-    except (RuntimeError, TypeError) as e:
-        raise ValueError(f"device: {e}") from None
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(f"device: {device!r} is not a device; use 'cpu', 'cuda' or "
+                         "'cuda:N'") from None
     if placement != "device" and device.type != "cuda":
         if placement == "uva":
             raise ValueError(f"placement: 'uva' keeps the graph in pinned host memory for a "

@@ -102,6 +102,8 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
                 j = n_dst + int(torch.nonzero(deg[n_dst:])[-1])
                 raise IndexError(f"{name}: destination id {j} is out of range for node "
                                  f"type {d!r} ({n_dst} nodes)")
+            V.fits(self._size + 1, 16, csc.device, "num_nodes",
+                   f"relations over {self._size} nodes (the largest node type's count)")
             return Matrix(_resize(csc, self._size))
         if isinstance(value, torch.Tensor):
             ei = V.as_tensor(value, name, None)

@@ -79,7 +79,14 @@ def metapath_walk(relations: Sequence[Matrix], seeds, restart_prob=0.0) -> torch
     >>> walks.shape == (len(papers), 3)
     True
     """
+    if isinstance(relations, (Matrix, torch.Tensor, str)) or not isinstance(relations,
+                                                                             Sequence):
+        raise TypeError(f"relations: expected a list of gs.Matrix (one per step), got "
+                        f"{type(relations).__name__}")
     mats = list(relations)
+    for t, m in enumerate(mats):
+        if not isinstance(m, (Matrix, torch.fx.Proxy)):
+            raise TypeError(f"relations[{t}]: expected a gs.Matrix, got {type(m).__name__}")
     probs = _step_probs(restart_prob, len(mats), "restart_prob")
     return _walk(mats, seeds, probs, [None] * len(mats))
 
@@ -91,7 +98,13 @@ def _step_probs(restart_prob, steps: int, name: str) -> list:
                         "value), not a tensor")
     if isinstance(restart_prob, numbers.Real):
         return [V.probability(restart_prob, name)] * steps
-    probs = list(restart_prob)
+    try:
+        if isinstance(restart_prob, (str, bytes)):
+            raise TypeError
+        probs = list(restart_prob)
+    except TypeError:
+        raise TypeError(f"{name}: must be a float or a sequence of floats, got "
+                        f"{type(restart_prob).__name__}") from None
     if len(probs) != steps:
         raise ValueError(f"{name}: expected one probability per step ({steps}), got "
                          f"{len(probs)}")
@@ -105,7 +118,8 @@ def _walk(mats: list, seeds, probs: list, movable: list) -> torch.Tensor:
     if not mats:
         if isinstance(seeds, torch.fx.Proxy):
             return seeds.to(torch.int64).unsqueeze(1)
-        return V.as_tensor(seeds, "seeds", None).to(torch.int64).unsqueeze(1)
+        # no graph to bound the ids: their type and shape only
+        return V.ids(seeds, "seeds", 0, None, check_range=False).unsqueeze(1)
     if not isinstance(seeds, torch.fx.Proxy):     # the root of a restart: a checked tensor
         seeds = V.ids(seeds, "seeds", mats[0].num_nodes, mats[0].device)
     period = _period(mats, probs, movable)
