@@ -112,8 +112,9 @@ class Batch:
 
     def to_sampler_output(self, input_id=None):
         """This mini-batch as a ``torch_geometric.sampler.SamplerOutput`` (``node``, local
-        ``row`` -> ``col``, ``edge``, per-hop counts; ``metadata = (input_id, None)``, with
-        ``input_id`` default ``arange(B)``). See :meth:`to_pyg`.
+        ``row`` -> ``col``, ``edge``, per-hop counts; ``metadata = (input_id, None,
+        edge_weight)``, with ``input_id`` default ``arange(B)`` and ``edge_weight`` the
+        edge values ``to_pyg()`` gives, or None). See :meth:`to_pyg`.
 
         Examples
         --------

@@ -15,19 +15,37 @@ CPU table for a graph on a GPU is pinned (``pin_memory()``: a copy, unless it is
 already) and read by the GPU itself through unified virtual addressing, only the rows a
 mini-batch needs crossing the bus (``kernels/gather.cu``; without CuPy, the CPU gathers and
 copies). ``cache_bytes`` keeps the rows of the highest in-degree nodes in device memory
-(hits are counted: ``FeatureStore.hit_rate``).
+(hits are counted: ``FeatureStore.hit_rate``); only where such a cache can exist, a table that
+is not on the graph's device already: elsewhere (a CPU graph, or a table on the graph's GPU) no
+cache is made and ``hit_rate`` is None.
+
+A sparse table (``torch.sparse`` COO, CSR, CSC, BSR or BSC; bag-of-words features) is kept
+sparse, as CSR, where it is: each mini-batch's rows are gathered from it and made dense, so
+``Batch.x`` is dense (``(n, F)``) without a dense copy of the whole table. A sparse table of
+labels of shape ``(N,)`` is made dense once (it holds one value per node).
+
+Ids: :class:`FeatureStore` called with ``n_id`` checks them (``IndexError`` naming ``n_id`` for
+an id outside ``[0, N)``) before any row is read; the loader's own gathers read ids it made
+from the sample (an induced subgraph's ``nodes``, which the sampler returns, are checked by
+:func:`batch_nodes`).
 """
 from __future__ import annotations
 
+import numbers
+import warnings
+
+import numpy as np
 import torch
 
+from . import validate as V
+from .formats.csc import gather_segments
 from .matrix import Matrix
 
 #: bytes per node of the cache's slot map (node -> cache row, or -1), counted in the budget
 SLOT_BYTES = 8
 
 
-def batch_nodes(out, seeds: torch.Tensor) -> torch.Tensor:
+def batch_nodes(out, seeds: torch.Tensor, num_nodes: int | None = None) -> torch.Tensor:
     """The nodes of one mini-batch whose rows ``DataLoader`` gathers (``Batch.n_id``).
 
     Parameters
@@ -37,6 +55,10 @@ def batch_nodes(out, seeds: torch.Tensor) -> torch.Tensor:
         nodes.
     seeds : LongTensor, shape (B,)
         The mini-batch's seeds (global ids).
+    num_nodes : int, optional
+        The graph's nodes: given, an induced subgraph's ``nodes`` (made by the sampler, not
+        by a gsample op) must lie in ``[0, num_nodes)`` (``IndexError`` otherwise), as rows
+        are then read with them.
 
     Returns
     -------
@@ -55,8 +77,13 @@ def batch_nodes(out, seeds: torch.Tensor) -> torch.Tensor:
         out = [out]
     if isinstance(out, (list, tuple)) and len(out) == 2 and isinstance(out[0], Matrix) \
             and isinstance(out[1], torch.Tensor):
-        return _append_new(seeds, out[1].to(torch.int64))
-    if isinstance(out, (list, tuple)) and out and all(isinstance(m, Matrix) for m in out):
+        nodes = out[1].to(torch.int64)
+        if num_nodes is not None:
+            V.ids(nodes, "batch.out (the induced subgraph's nodes)", num_nodes, None)
+        return _append_new(seeds, nodes)
+    if isinstance(out, (list, tuple)) and not out:      # zero hops: the seeds alone
+        return seeds
+    if isinstance(out, (list, tuple)) and all(isinstance(m, Matrix) for m in out):
         chained = _chained(out, seeds)
         return chained if chained is not None else _hop_by_hop(out, seeds)
     raise TypeError("features / labels: the loader gathers rows for samplers that return "
@@ -103,12 +130,21 @@ def _append_new(node: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     return torch.cat([node, ids[torch.sort(first).values]])
 
 
+#: sparse layouts a table may have (kept as CSR, :func:`_as_csr`)
+_SPARSE = (torch.sparse_coo, torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr,
+           torch.sparse_bsc)
+
+
 def _check_table(table, name: str, num_nodes: int, device: torch.device) -> torch.Tensor:
     """Validate a per-node table: ``(N, F)`` features (floating point) or ``(N,)`` /
-    ``(N, C)`` labels; on the CPU or the graph's device."""
+    ``(N, C)`` labels; on the CPU or the graph's device; dense, or sparse (returned as CSR,
+    or dense for a 1-D table: see the module docstring)."""
     if not isinstance(table, torch.Tensor):
         raise TypeError(f"{name}: expected a torch.Tensor with one row per graph node, got "
                         f"{type(table).__name__}")
+    if table.layout != torch.strided and table.layout not in _SPARSE:
+        raise TypeError(f"{name}: tensors of layout {table.layout} are not supported; pass a "
+                        "dense tensor (or a torch.sparse one)")
     shape = tuple(table.shape)
     if name == "features":
         if table.dim() != 2 or shape[0] != num_nodes:
@@ -127,7 +163,62 @@ def _check_table(table, name: str, num_nodes: int, device: torch.device) -> torc
     if table.device.type != "cpu" and table.device != device:
         raise ValueError(f"{name}: is on {table.device} but the graph is on {device} (give "
                          "it on the graph's device, or on the CPU to be read from host memory)")
+    if table.layout != torch.strided:
+        table = table.to_dense() if table.dim() == 1 else _as_csr(table, name)
     return table
+
+
+def _as_csr(table: torch.Tensor, name: str) -> torch.Tensor:
+    """A 2-D sparse table as CSR (rows are gathered from its row pointer), scalar values."""
+    with warnings.catch_warnings():     # PyTorch's "CSR support is in beta": ours to mind
+        warnings.filterwarnings("ignore", "Sparse CSR tensor support", UserWarning)
+        return _to_csr(table, name)
+
+
+def _to_csr(table: torch.Tensor, name: str) -> torch.Tensor:
+    if table.layout == torch.sparse_coo:
+        if table.dense_dim():
+            raise TypeError(f"{name}: a sparse COO table with dense dimensions (hybrid, "
+                            f"dense_dim {table.dense_dim()}) is not supported; pass "
+                            ".to_dense() or a 2-D sparse tensor")
+        return table.coalesce().to_sparse_csr()
+    if table.layout != torch.sparse_csr:
+        table = table.to_sparse_coo().coalesce().to_sparse_csr()
+    if table.values().dim() != 1:
+        raise TypeError(f"{name}: a sparse CSR table with dense dimensions (hybrid) is not "
+                        "supported; pass .to_dense() or a 2-D sparse tensor")
+    return table
+
+
+def csr_rows(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """Rows ``ids`` of a CSR table, dense: ``table.to_dense()[ids]`` without the dense table.
+
+    Parameters
+    ----------
+    table : sparse CSR Tensor, shape (N, F)
+        Scalar values (no dense dimensions).
+    ids : LongTensor, shape (n,), on the table's device
+        Rows, each in ``[0, N)`` (not checked here).
+
+    Returns
+    -------
+    Tensor, shape (n, F), dense, the table's dtype and device
+
+    Examples
+    --------
+    >>> X = torch.tensor([[0., 2.], [3., 0.]]).to_sparse_csr()
+    >>> csr_rows(X, torch.tensor([1, 1, 0]))
+    tensor([[3., 0.],
+            [3., 0.],
+            [0., 2.]])
+    """
+    crow, col, val = table.crow_indices(), table.col_indices(), table.values()
+    index, ptr = gather_segments(crow.to(torch.int64), ids)
+    owner = torch.repeat_interleave(torch.arange(ids.numel(), device=ids.device), ptr.diff(),
+                                    output_size=index.numel())
+    out = torch.zeros((ids.numel(), table.shape[1]), dtype=val.dtype, device=val.device)
+    out[owner, col[index].to(torch.int64)] = val[index]
+    return out
 
 
 def _device(device: torch.device) -> torch.device:
@@ -143,7 +234,8 @@ class FeatureStore:
     Parameters
     ----------
     table : Tensor, shape (N, F) (``name="features"``) or (N,) / (N, C) (labels)
-        One row per graph node; on the graph's device, or on the CPU.
+        One row per graph node; on the graph's device, or on the CPU; dense or
+        ``torch.sparse`` (see the module docstring).
     A : gs.Matrix, shape (N, N)
         The graph: its device is where rows go, its in-degrees rank the cache.
     name : str
@@ -151,39 +243,61 @@ class FeatureStore:
     cache_bytes : int
         Device memory for the rows of the highest in-degree nodes (ties: smaller id
         first), ``SLOT_BYTES`` per graph node of it for the map from node to cache row;
-        0: no cache. Used where the table is not on the graph's device already (a CPU
-        table for a GPU graph; on a CPU graph the cache only copies, which the tests use).
+        0: no cache. A cache is made only where the table is not on the graph's device (a
+        CPU table for a GPU graph); elsewhere the rows are read in place, nothing is
+        cached, and ``hit_rate`` is None. Not for a sparse table (``ValueError``).
+    always_cache : bool
+        Make the cache even where the table is on the graph's device (a CPU graph: it then
+        only copies rows), so that its logic can be tested without a GPU. The loader never
+        sets it.
 
     Attributes
     ----------
     mode : str
         ``"device"`` (indexed where it is), ``"uva"`` (a pinned host table read by the
-        GPU), ``"host"`` (gathered by the CPU, then copied).
+        GPU), ``"host"`` (gathered by the CPU, then copied), ``"sparse"`` (a CSR table's
+        rows gathered where it is, made dense, then copied).
     cached_rows : int
         Rows in the cache.
     lookups : int
         Rows asked for so far; ``hits`` (read from the device) of them the cache served.
+    hit_rate : float or None
+        ``hits / lookups``; None where no cache exists.
 
     Examples
     --------
     >>> store = FeatureStore(X, A, cache_bytes=256 << 20)        # X: (N, F) on the CPU
     >>> rows = store(torch.tensor([4, 2], device=A.device))      # (2, F) on A's device
-    >>> store.hit_rate
+    >>> store.hit_rate                                           # A on a GPU; else None
     0.5
     """
 
-    def __init__(self, table, A: Matrix, name: str = "features", cache_bytes: int = 0):
-        if isinstance(cache_bytes, bool) or not isinstance(cache_bytes, int) or cache_bytes < 0:
+    def __init__(self, table, A: Matrix, name: str = "features", cache_bytes: int = 0,
+                 always_cache: bool = False):
+        if isinstance(cache_bytes, (bool, np.bool_)) or not isinstance(cache_bytes,
+                                                                      numbers.Integral):
+            raise TypeError(f"feature_cache: expected a byte count (an int >= 0), got "
+                            f"{cache_bytes!r}")
+        if cache_bytes < 0:
             raise ValueError(f"feature_cache: expected a byte count >= 0, got {cache_bytes!r}")
+        cache_bytes = int(cache_bytes)
         self.name = name
         self.device = _device(A.device)
         table = _check_table(table, name, A.num_nodes, self.device)
-        self.row_bytes = table[0].numel() * table.element_size() if len(table) else 0
+        self.num_rows = A.num_nodes
         self.lookups, self._hits = 0, None
         self.cache, self.slot, self.cached_rows = None, None, 0
-        if table.device == self.device and not (cache_bytes and self.device.type == "cpu"):
-            # already where rows are needed: no cache (on a CPU graph one is still built
-            # when asked for, serving copies: the tests check the cache's logic there)
+        if table.layout == torch.sparse_csr:
+            if cache_bytes and table.device != self.device:
+                raise ValueError("feature_cache: not supported with a sparse features table "
+                                 "(its rows are gathered from the CSR where it is); pass "
+                                 "features.to_dense() to cache rows on the device")
+            self.mode, self.table, self.row_bytes = "sparse", table, 0
+            return
+        self.row_bytes = table[0].numel() * table.element_size() if len(table) else 0
+        if table.device == self.device and not (cache_bytes and always_cache):
+            # already where rows are needed: nothing to cache (on a CPU graph the tests
+            # still build one, always_cache, to check the cache's logic there)
             self.mode, self.table = "device", table
             return
         table = table.cpu().contiguous()
@@ -219,19 +333,46 @@ class FeatureStore:
 
     @property
     def hits(self) -> int:
-        """Rows the cache served so far (a read from the device)."""
+        """Rows the cache served so far (a read from the device; 0 without a cache)."""
         return 0 if self._hits is None else int(self._hits.item())
 
     @property
-    def hit_rate(self) -> float:
-        """``hits / lookups`` (0.0 before the first lookup)."""
+    def hit_rate(self) -> float | None:
+        """``hits / lookups`` (0.0 before the first lookup); None where no cache exists
+        (``cache_bytes`` 0, or a table on the graph's device: rows read in place)."""
+        if self.cache is None:
+            return None
         return self.hits / self.lookups if self.lookups else 0.0
 
-    def __call__(self, n_id: torch.Tensor) -> torch.Tensor:
-        """Rows ``table[n_id]`` on the graph's device, shape ``(len(n_id), ...)``."""
+    def __call__(self, n_id) -> torch.Tensor:
+        """Rows ``table[n_id]`` on the graph's device, shape ``(len(n_id), ...)``.
+
+        Parameters
+        ----------
+        n_id : LongTensor, shape (n,)
+            Global node ids (a tensor on any device, a list or an array); each in ``[0, N)``:
+            checked before any row is read (``IndexError`` naming ``n_id``; on a GPU one
+            host read of the check's flag).
+
+        Examples
+        --------
+        >>> store(torch.tensor([0, 5]))                      # (2, F)
+        >>> store(torch.tensor([5000]))                      # N = 1000
+        Traceback (most recent call last):
+        IndexError: n_id: node id 5000 is out of range for a graph of 1000 nodes
+        """
+        return self._rows(V.ids(n_id, "n_id", self.num_rows, None))
+
+    def _rows(self, n_id: torch.Tensor) -> torch.Tensor:
+        """:meth:`__call__` without the check of the ids: for ids made by the loader from a
+        sample (every id a gsample op made is in range; :func:`batch_nodes` checks the
+        rest)."""
         self.lookups += n_id.numel()
         if self.mode == "device":
             return self.table[n_id.to(self.table.device)]
+        if self.mode == "sparse":
+            rows = csr_rows(self.table, n_id.to(self.table.device))
+            return rows.to(self.device, non_blocking=True)
         n_id = n_id.to(self.device)
         if self.mode == "uva":
             from .backend.cuda.gather import device_pointer, gather_rows
@@ -261,4 +402,4 @@ def _cupy() -> bool:
     return True
 
 
-__all__ = ["FeatureStore", "batch_nodes"]
+__all__ = ["FeatureStore", "batch_nodes", "csr_rows"]

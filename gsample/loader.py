@@ -5,13 +5,16 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import numbers
 import time
 from collections.abc import Callable
 
+import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from . import validate as V
+from .backend import backend_for
 from .batch import Batch
 from .random import MASK64, _stream, batch_scope, combine, combine_tensor, op_key, sort_key
 from .super_batcher import (_SuperBatcher, _default_budget, _returns, _super_batch_options,
@@ -28,8 +31,11 @@ class DataLoader:
     sampler_fn : callable
         ``sampler_fn(A, seeds) -> out``; bind extra arguments with
         ``functools.partial``.
-    seeds : LongTensor, shape (S,)
-        All seeds of an epoch (global node ids).
+    seeds : LongTensor, shape (S,), or BoolTensor, shape (N,)
+        All seeds of an epoch (global node ids), at least one; or a boolean mask over the
+        graph's ``N`` nodes, meaning its nonzero ids (``data.train_mask``). An empty set
+        is a ``ValueError`` (an epoch of no mini-batch; PyG's loaders, ``gsample.pyg``,
+        keep PyG's empty epoch instead).
     batch_size : int
         Seeds per mini-batch, ``B >= 1``.
     shuffle : bool
@@ -38,9 +44,10 @@ class DataLoader:
     drop_last : bool
         Drop the last mini-batch when it is smaller than ``batch_size``.
     seed : int, optional
-        Seed of the loader's stream. Default: drawn from gsample's stream when an
-        epoch starts, so ``gs.manual_seed`` controls it. Epoch ``e`` of a loader
-        uses its own stream either way, so epochs differ and are reproducible.
+        Seed of the loader's stream (any int; its stream is keyed by it modulo ``2**64``).
+        Default: drawn from gsample's stream when an epoch starts, so ``gs.manual_seed``
+        controls it. Epoch ``e`` of a loader uses its own stream either way, so epochs
+        differ and are reproducible.
     progress : bool
         Show a tqdm bar over the mini-batches.
     super_batch : int or "auto", optional
@@ -82,14 +89,19 @@ class DataLoader:
         then carries ``n_id`` (its nodes, the seeds first: :func:`gsample.features.batch_nodes`)
         and ``x = features[n_id]`` on the graph's device. A CPU table for a GPU graph is
         pinned (a copy, unless it is pinned already) and read by the GPU through UVA,
-        only the rows a mini-batch needs crossing the bus (:mod:`gsample.features`).
+        only the rows a mini-batch needs crossing the bus (:mod:`gsample.features`). A
+        ``torch.sparse`` table stays sparse (as CSR): each mini-batch's rows are gathered
+        from it and made dense, so ``x`` is dense.
     labels : Tensor, shape (N,) or (N, C), optional
         Node labels (integer or floating point), gathered as ``y = labels[n_id]``.
     feature_cache : int
         Bytes of device memory for a cache of the highest in-degree nodes' feature rows
         (8 bytes per graph node of it for the node -> row map), used where ``features``
-        is not on the graph's device; ``feature_store.hit_rate`` reports how many rows
-        it served. Default 0: none.
+        is not on the graph's device (a CPU table for a GPU graph);
+        ``feature_store.hit_rate`` reports how many rows it served. Where no cache can
+        exist (a CPU graph, or ``features`` on the graph's GPU: rows are read in place)
+        none is made and ``hit_rate`` is None, so one script runs on either. Not for a
+        sparse ``features`` table (``ValueError``). Default 0: none.
     pipeline : bool
         Overlap the stages (default True) when the loader gathers ``features`` or
         ``labels``: a background thread samples mini-batch
@@ -138,7 +150,9 @@ class DataLoader:
     auto_times : dict
         ``"auto"``: seconds per mini-batch of every super-batch size it timed.
     feature_store, label_store : gsample.features.FeatureStore or None
-        Where ``x`` / ``y`` come from (``feature_store.hit_rate``: the cache's hits).
+        Where ``x`` / ``y`` come from (``feature_store.hit_rate``: the cache's hits, None
+        without a cache). Calling one with ids, ``feature_store(n_id)``, checks them
+        (``IndexError`` naming ``n_id`` for an id outside ``[0, N)``).
     sample_seconds, gather_seconds : float
         The last epoch's time spent sampling and gathering, summed over its mini-batches
         (host time of the stage's thread; pipelined on a GPU, each stage waits for its
@@ -217,15 +231,14 @@ class DataLoader:
             raise TypeError("sampler_fn: must be callable as sampler_fn(A, seeds)")
         self.A = A
         self.sampler_fn = sampler_fn
-        self.seeds = V.ids(seeds, "seeds", A.num_nodes, A.device)
-        self.batch_size = V.count(batch_size, "batch_size")
-        if self.batch_size == 0:
-            raise ValueError("batch_size: must be >= 1")
+        self.seeds = seed_ids(seeds, "seeds", A.num_nodes, A.device)
+        if self.seeds.numel() == 0:
+            raise ValueError("seeds: no seeds (an empty tensor, or a mask with no True entry): "
+                             "an epoch would have no mini-batch; give at least one node id")
+        self.batch_size = batch_count(batch_size)
         self.shuffle = V.flag(shuffle, "shuffle")
         self.drop_last = V.flag(drop_last, "drop_last")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise TypeError(f"seed: must be an int or None, got {type(seed).__name__}")
-        self.seed = seed
+        self.seed = seed_value(seed)
         self.progress = V.flag(progress, "progress")
         self._epoch = 0
         self.super_batch, self.memory_budget = _super_batch_options(super_batch, memory_budget)
@@ -277,6 +290,15 @@ class DataLoader:
         n = self.seeds.numel()
         return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
 
+    @property
+    def backend(self) -> str:
+        """The backend whose code samples this loader's graph, ``"torch"`` or ``"cuda"``
+        (:func:`gsample.backend_for` of the graph, with a compiled sampler's ``backend=``);
+        the progress bar shows it."""
+        from .compiler import CompiledSampler     # imported where used, as elsewhere here
+        fn = _unwrap(self.sampler_fn)[0]
+        return backend_for(self.A, fn.backend if isinstance(fn, CompiledSampler) else None)
+
     def _epoch_seed(self) -> int:
         if self.seed is not None:
             return combine(combine(0, self.seed), self._epoch)
@@ -300,7 +322,8 @@ class DataLoader:
         runs = [(first, parts[first:first + n])
                 for first, n in rank_batches(len(parts), self.rank, self.world_size)]
         mine = [p for _, run in runs for p in run]
-        bar = tqdm(total=len(mine), disable=not self.progress, desc="sampling", unit="batch")
+        bar = tqdm(total=len(mine), disable=not self.progress, unit="batch",
+                   desc=f"sampling ({self.backend} backend)")
         # groups: the mini-batches of one sampling run (one, or a super-batch's N), handed
         # between the stages together (one hand-over per run, not per mini-batch)
         if self._partitioned and self.super_batch is not None:
@@ -356,11 +379,13 @@ class DataLoader:
             return batch
         from .features import batch_nodes
         start = time.perf_counter()
-        batch.n_id = batch_nodes(batch.out, batch.node_seeds)
+        # n_id is the sample's (every id a gsample op made is in range; batch_nodes checks
+        # the induced subgraph's nodes a sampler returns): the stores' unchecked gather
+        batch.n_id = batch_nodes(batch.out, batch.node_seeds, self.A.num_nodes)
         if self.feature_store is not None:
-            batch.x = self.feature_store(batch.n_id)
+            batch.x = self.feature_store._rows(batch.n_id)
         if self.label_store is not None:
-            batch.y = self.label_store(batch.n_id)
+            batch.y = self.label_store._rows(batch.n_id)
         if sync is not None:
             sync()
         self.gather_seconds += time.perf_counter() - start
@@ -614,6 +639,79 @@ class DataLoader:
                            f"in one run failed ({type(error).__name__}: {error}) although they "
                            "sample one by one; use a smaller super_batch (or 'auto' with a "
                            "memory_budget)") from error
+
+
+def batch_count(batch_size) -> int:
+    """``batch_size`` checked: an int (Python or NumPy) ``>= 1``.
+
+    Examples
+    --------
+    >>> batch_count(0)
+    Traceback (most recent call last):
+    ValueError: batch_size: must be >= 1, got 0
+    """
+    if isinstance(batch_size, (bool, np.bool_)) or not isinstance(batch_size, numbers.Integral):
+        raise TypeError(f"batch_size: must be an int, got {type(batch_size).__name__}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size: must be >= 1, got {batch_size}")
+    return int(batch_size)
+
+
+def seed_value(seed) -> int | None:
+    """A loader's ``seed``: None, or an int (Python or NumPy; any value: its stream is keyed
+    by it modulo ``2**64``).
+
+    Examples
+    --------
+    >>> seed_value(np.int64(3))
+    3
+    """
+    if seed is None:
+        return None
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed: must be an int or None, got {type(seed).__name__}")
+    return int(seed)
+
+
+def seed_ids(x, name: str, num_nodes: int, device) -> torch.Tensor:
+    """Seeds given as node ids or as a boolean mask over the graph's nodes, as node ids.
+
+    Parameters
+    ----------
+    x : LongTensor of shape (S,), BoolTensor of shape (num_nodes,), list or array
+        Node ids, or a mask meaning its nonzero ids (in ascending order).
+    name : str
+        The argument's name, for errors.
+    num_nodes : int
+        The graph's nodes.
+    device : torch.device or None
+        Where a tensor must be (None: anywhere); lists and arrays are made there.
+
+    Returns
+    -------
+    LongTensor, shape (S,)
+        Ids checked as :func:`gsample.validate.ids` checks them (possibly empty).
+
+    Examples
+    --------
+    >>> seed_ids(torch.tensor([True, False, True]), "seeds", 3, None)
+    tensor([0, 2])
+    >>> seed_ids(torch.tensor([True, False]), "seeds", 3, None)
+    Traceback (most recent call last):
+    ValueError: seeds: a boolean mask needs one entry per graph node, shape (3,); got (2,)
+    """
+    if isinstance(x, (list, tuple)) and not x:         # no ids (NumPy would make floats)
+        x = torch.empty(0, dtype=torch.int64, device=device)
+    if not isinstance(x, torch.Tensor) and (isinstance(x, np.ndarray) and x.dtype == np.bool_
+                                            or isinstance(x, (list, tuple))
+                                            and all(isinstance(v, bool) for v in x)):
+        x = V.as_tensor(x, name, device)
+    if isinstance(x, torch.Tensor) and x.dtype == torch.bool:
+        if x.dim() != 1 or x.numel() != num_nodes:
+            raise ValueError(f"{name}: a boolean mask needs one entry per graph node, shape "
+                             f"({num_nodes},); got {tuple(x.shape)}")
+        x = V.as_tensor(x, name, device).nonzero().view(-1)
+    return V.ids(x, name, num_nodes, device)
 
 
 def _eager(sampler_fn):

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
+import numbers
 
+import numpy as np
 import torch
 
 from .random import batch_scope
@@ -13,20 +16,27 @@ from .random import batch_scope
 
 def _super_batch_options(super_batch, memory_budget):
     """Check ``super_batch`` (None, an int >= 1 or "auto") and ``memory_budget``."""
-    if super_batch is not None and super_batch != "auto":
-        if isinstance(super_batch, bool) or not isinstance(super_batch, int):
+    if super_batch is not None and not (isinstance(super_batch, str) and super_batch == "auto"):
+        if _not_int(super_batch):
             raise TypeError(f"super_batch: must be a positive int or 'auto', got {super_batch!r}")
+        super_batch = int(super_batch)
         if super_batch < 1:
             raise ValueError(f"super_batch: must be >= 1 (or 'auto'), got {super_batch}")
     if memory_budget is not None:
-        if isinstance(memory_budget, bool) or not isinstance(memory_budget, int):
+        if _not_int(memory_budget):
             raise TypeError(f"memory_budget: must be a positive int (bytes), got {memory_budget!r}")
+        memory_budget = int(memory_budget)
         if memory_budget < 1:
             raise ValueError(f"memory_budget: must be >= 1 byte, got {memory_budget}")
         if super_batch != "auto":
             raise ValueError("memory_budget: only used with super_batch='auto' (it picks the "
                              "largest super-batch that fits)")
     return super_batch, memory_budget
+
+
+def _not_int(x) -> bool:
+    """Whether ``x`` is not an integer (Python or NumPy; bools are not)."""
+    return isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Integral)
 
 
 def _default_budget(device: torch.device) -> int:
@@ -72,12 +82,33 @@ def _tensors(value):
 
 
 class _SuperBatcher:
-    """A sampler's program, super-batched: runs N mini-batches at once."""
+    """A sampler's program, super-batched: runs N mini-batches at once.
+
+    The mini-batches' seeds must be checked node ids (``gs.DataLoader`` checks every seed
+    once, when it is made): batch ``b``'s ids become ``b * n + v``, so an unchecked id past
+    one batch's end would be a node of the next. Such an id reads and writes nothing out of
+    bounds (the kernels guard every id), but it is not reported as the user's id."""
 
     def __init__(self, A, sampler_fn, seeds: torch.Tensor, fixed_state: bool):
         from .compiler import CompiledSampler, compile
         from .trace import TraceError
         fn, args, kwargs = _unwrap(sampler_fn)
+        # a super-batch replaces the seeds by name and gs.compile traces with every argument
+        # passed by name: a *args / **kwargs parameter has no name to pass them by
+        try:
+            params = inspect.signature(fn.fn if isinstance(fn, CompiledSampler) else fn)
+        except (TypeError, ValueError):
+            params = None                       # (compile names the problem below)
+        packed = [] if params is None else \
+            [p for p in params.parameters.values() if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if packed:
+            name = getattr(fn, "__name__", type(fn).__name__)
+            stars = ", ".join(("*" if p.kind == p.VAR_POSITIONAL else "**") + p.name
+                              for p in packed)
+            raise TypeError(f"sampler_fn: super_batch needs a sampler whose parameters are all "
+                            f"named (e.g. def {name}(A, seeds, fanouts=(25, 10))); {name} "
+                            f"takes {stars}. Name its parameters, or sample without "
+                            "super_batch")
         try:
             self.compiled = fn if isinstance(fn, CompiledSampler) else compile(fn)
         except TypeError as e:
@@ -87,10 +118,13 @@ class _SuperBatcher:
             bound = self.compiled.signature.bind(*call, **kwargs)
         except TypeError as e:
             raise TypeError(f"sampler_fn: cannot be called as sampler_fn(A, seeds): {e}") from e
-        self.seeds_name = next(k for k, v in bound.arguments.items() if v is seeds)
+        self.seeds_name = next((k for k, v in bound.arguments.items() if v is seeds), None)
+        if self.seeds_name is None:         # e.g. a partial binding a parameter twice
+            raise TypeError("sampler_fn: super_batch could not find the parameter that takes "
+                            "the seeds in sampler_fn(A, seeds)")
         self.args, static, self.num_nodes = self.compiled._split(call, kwargs)
         self.compiled._check_device(self.args)
-        self.backend = self.compiled._backend()
+        self.backend = self.compiled._backend(self.args)
         try:
             self.base = self.compiled._program(self.args, static, self.num_nodes, self.backend)
         except TraceError as e:

@@ -113,16 +113,18 @@ def hot_nodes(A, rows):
 
 
 def test_cache_holds_the_hottest_rows_and_counts_hits(small_graph):
-    """On a CPU graph the cache path runs too (it only copies there): the rows equal the
-    table's, the cache holds the highest in-degree nodes within the budget, and the hit rate
-    is the share of looked-up rows that are among them."""
+    """On a CPU graph the loader makes no cache (``hit_rate`` None: rows are read in place);
+    a store made with ``always_cache`` runs the cache path there (it only copies), for its
+    logic: the rows equal the table's, the cache holds the highest in-degree nodes within the
+    budget, and the hit rate is the share of looked-up rows that are among them."""
     A = small_graph
     X, _ = tables(A, F=5)
     rows = 150
     budget = SLOT_BYTES * A.num_nodes + rows * 5 * 4 + 19        # 19 bytes: not a whole row
     loader = gs.DataLoader(A, samplers()["graphsage"], torch.arange(0, 2000, 3), 128, seed=4,
                            features=X, feature_cache=budget)
-    store = loader.feature_store
+    assert loader.feature_store.hit_rate is None and loader.feature_store.cached_rows == 0
+    store = loader.feature_store = FeatureStore(X, A, cache_bytes=budget, always_cache=True)
     assert store.cached_rows == rows and store.cache_bytes <= budget
     hot = hot_nodes(A, rows)
     looked, hits = 0, 0
@@ -140,7 +142,8 @@ def test_cache_holds_the_hottest_rows_and_counts_hits(small_graph):
 
 def test_a_budget_below_the_slot_map_caches_nothing(small_graph):
     X, _ = tables(small_graph)
-    store = FeatureStore(X, small_graph, cache_bytes=SLOT_BYTES * small_graph.num_nodes - 1)
+    store = FeatureStore(X, small_graph, cache_bytes=SLOT_BYTES * small_graph.num_nodes - 1,
+                         always_cache=True)
     assert store.cached_rows == 0
     assert torch.equal(store(torch.tensor([3, 1, 3])), X[[3, 1, 3]])
     assert store.hit_rate == 0.0
@@ -160,8 +163,7 @@ def test_host_rows_read_by_the_gpu(small_graph, dtype, F, cache, pinned, kernels
     X = torch.randn(A.num_nodes, F).to(dtype)
     X = X.pin_memory() if pinned else X
     budget = SLOT_BYTES * A.num_nodes + 300 * F * X.element_size() if cache else 0
-    ctx = gs.use_backend("cuda") if kernels else torch.no_grad()
-    with ctx:
+    with gs.use_backend("cuda" if kernels else "torch"):
         loader = gs.DataLoader(A, samplers()["graphsage"], torch.arange(0, 2000, 5,
                                device="cuda"), 100, seed=0, features=X, feature_cache=budget)
         store = loader.feature_store

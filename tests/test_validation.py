@@ -208,7 +208,7 @@ CASES = [
     ("loader_seed_float", lambda A, S: gs.DataLoader(A, _noop, L(0.0, dtype=torch.float32), batch_size=1),
      TypeError, r"\bseeds\b"),
     ("loader_seed_bool", lambda A, S: gs.DataLoader(A, _noop, L(True, dtype=torch.bool), batch_size=1),
-     TypeError, r"\bseeds\b"),
+     ValueError, r"\bseeds\b: a boolean mask needs one entry per graph node"),
     ("loader_seed_2d", lambda A, S: gs.DataLoader(A, _noop, torch.zeros(2, 2, dtype=torch.long), batch_size=1),
      ValueError, r"\bseeds\b"),
     ("loader_seed_device", lambda A, S: gs.DataLoader(A, _noop, L(0, device=META), batch_size=1),

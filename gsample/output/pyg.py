@@ -4,9 +4,10 @@ The mapping, for each shape a sampler function may return (``gs.Batch.out``):
 
 * **Blocks** (a list of matrices, first hop first, as ``examples/graphsage.py``,
   ``examples/graphsage_pyg.py``, ``examples/ladies.py`` and ``examples/fastgcn.py``
-  return; a single matrix is one block). Block ``l`` holds hop ``l + 1``'s edges
-  ``row -> column``. PyG samples each node once, at the hop after the one that first
-  reached it, so hop ``h`` keeps the edges of block ``h - 1`` whose destination column
+  return; a single matrix is one block; no block, zero hops, is the seeds alone). Block
+  ``l`` holds hop ``l + 1``'s edges ``row -> column``. PyG samples each node once, at the
+  hop after the one that first reached it, so hop ``h`` keeps the edges of block ``h - 1``
+  whose destination column
 
   1. was reached by hop ``h - 1`` (it is in ``n_id`` already; a column only reachable
      through dropped edges could never send a message to a seed),
@@ -112,8 +113,8 @@ def pyg_sample(out: Any, seeds: torch.Tensor) -> PygSample:
     if isinstance(out, (list, tuple)) and len(out) == 2 and isinstance(out[0], Matrix) \
             and isinstance(out[1], torch.Tensor):
         return _induced(out[0], out[1], seeds)
-    if isinstance(out, (list, tuple)) and out and all(isinstance(m, Matrix) for m in out):
-        return _blocks(list(out), seeds)
+    if isinstance(out, (list, tuple)) and all(isinstance(m, Matrix) for m in out):
+        return _blocks(list(out), seeds)        # no block (zero hops): the seeds alone
     raise TypeError("batch.out: to_pyg() takes a sampler's blocks (a gs.Matrix or a list of "
                     "them, first hop first) or an induced subgraph (subgraph, nodes); got "
                     f"{_describe(out)}")
@@ -173,9 +174,11 @@ def _blocks(blocks: list, seeds: torch.Tensor) -> PygSample:
             weights.append(csc.value_tensor()[mask])
         num_nodes.append(new.numel())
         num_edges.append(src.numel())
-    src, dst = torch.cat(rows), torch.cat(cols)
+    none = seeds.new_empty(0)
+    src, dst = torch.cat(rows) if rows else none, torch.cat(cols) if cols else none
     return PygSample(node=node, row=_local(node, src), col=_local(node, dst),
-                     edge=torch.cat(edges), weight=torch.cat(weights) if weighted else None,
+                     edge=torch.cat(edges) if edges else none,
+                     weight=torch.cat(weights) if weighted else None,
                      batch_size=seeds.numel(), num_sampled_nodes=num_nodes,
                      num_sampled_edges=num_edges)
 
@@ -205,7 +208,8 @@ def gather(table, node: torch.Tensor, name: str):
     Parameters
     ----------
     table : Tensor of shape (N, ...), callable, or None
-        One row per graph node (indexed on its own device), or ``f(node) -> rows``.
+        One row per graph node (indexed on its own device), or ``f(node) -> rows``. A
+        ``torch.sparse`` table gives sparse COO rows, as PyG's loaders slice one.
     node : LongTensor, shape (n,)
         Global ids.
     name : str
@@ -228,6 +232,10 @@ def gather(table, node: torch.Tensor, name: str):
     if node.numel() and int(node.max()) >= table.shape[0]:
         raise ValueError(f"{name}: has {table.shape[0]} rows but the mini-batch reaches node "
                          f"{int(node.max())}")
+    if table.layout != torch.strided:       # sparse: rows of a COO table (PyG's filter_data)
+        if table.layout != torch.sparse_coo:
+            table = table.to_sparse_coo()
+        return table.index_select(0, node.to(table.device))
     return table[node.to(table.device)]
 
 
@@ -246,8 +254,11 @@ def to_sampler_output(sample: PygSample, input_id: torch.Tensor | None = None,
                       seed_time: torch.Tensor | None = None):
     """``torch_geometric.sampler.SamplerOutput`` of a mapped mini-batch.
 
-    ``metadata`` is ``(input_id, seed_time)`` as PyG's ``NodeLoader`` reads it
-    (``input_id`` defaults to ``arange(B)``).
+    ``metadata`` is ``(input_id, seed_time, edge_weight)``: the first two as PyG's
+    ``NodeLoader`` reads them (``input_id`` defaults to ``arange(B)``), then the sampled
+    matrices' edge values in ``edge`` order (LADIES' and FastGCN's importance weights), or
+    None; PyG's loaders drop the third when they rebuild the batch from their ``Data``
+    (``gsample.pyg.with_edge_weight`` puts it on the batch).
 
     Examples
     --------
@@ -261,7 +272,7 @@ def to_sampler_output(sample: PygSample, input_id: torch.Tensor | None = None,
     return SamplerOutput(node=sample.node, row=sample.row, col=sample.col, edge=sample.edge,
                          batch=None, num_sampled_nodes=sample.num_sampled_nodes,
                          num_sampled_edges=sample.num_sampled_edges,
-                         metadata=(input_id, seed_time))
+                         metadata=(input_id, seed_time, sample.weight))
 
 
 def to_data(sample: PygSample, x=None, y=None, input_id: torch.Tensor | None = None):
