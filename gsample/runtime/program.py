@@ -208,7 +208,8 @@ def run(program: Program, args: dict, observe: Optional[Callable] = None):
     """Run ``program`` on ``args`` (``name -> gs.Matrix or tensor``) and return its output.
 
     Random op ``i`` draws with op ordinal ``stream.ordinal + i``; the stream then advances
-    by ``program.num_random``, as the eager program would. ``observe(node, value)``, when
+    by ``program.num_random``, as the eager program would (a call that raises gives them
+    back: it drew nothing the caller sees). ``observe(node, value)``, when
     given, is called after each step (the loader's memory estimate; ``GSAMPLE_DEBUG=3``).
     """
     return finish(start(program, args, observe))
@@ -244,6 +245,19 @@ def _start(program: Program, args: dict, observe):
     stream = _stream()
     seed, base, batch = stream.seed, stream.ordinal, stream.batch_index
     stream.ordinal += program.num_random
+    try:
+        return (yield from _call(program, args, observe, seed, base, batch))
+    except Exception:
+        # a call that raises (a bad argument's check) returns no sample, so it gives its
+        # ordinals back, unless a call started after it has taken more: the next call draws
+        # what it would have drawn had the failed one not been made
+        if stream.ordinal == base + program.num_random:
+            stream.ordinal = base
+        raise
+
+
+def _call(program: Program, args: dict, observe, seed: int, base: int, batch: int):
+    """:func:`_start`'s call, drawing with op ordinals from ``base`` on."""
     # the keys' copy to the device: done by the first region (its graph copies them on
     # replay) where no step before it reads them, else now
     in_region = program.keys_in_region and program.deferred and observe is None
