@@ -17,6 +17,26 @@ from gsample.ir import format_lines
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 
 
+# ----------------------------------------------------------------------------- kernels as C++
+#: CUDA's names as plain C++, for the tests that compile a kernel source for the CPU: one
+#: "thread" (block 0, thread 0 of a 1 x 1 grid) runs every grid-stride loop; atomics act on
+#: plain memory
+CUDA_AS_CPP = r"""
+#include <cmath>
+#define __device__
+#define __forceinline__ inline
+#define __global__
+#define __restrict__
+struct gs_dim3 { long long x; };
+static gs_dim3 blockIdx = {0}, threadIdx = {0}, blockDim = {1}, gridDim = {1};
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __dadd_rn(double a, double b) { return a + b; }
+template <typename T> static inline T atomicCAS(T* p, T c, T v) { T o = *p; if (o == c) *p = v; return o; }
+template <typename T> static inline T atomicMin(T* p, T v) { T o = *p; if (v < o) *p = v; return o; }
+template <typename T> static inline T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }
+static inline int atomicExch(int* p, int v) { int o = *p; *p = v; return o; }
+"""
+
 # ----------------------------------------------------------------------------- examples
 @functools.cache
 def example(name):

@@ -2,8 +2,8 @@
 hypothesis: no read or write through an id outside its array, whatever the ids.
 
 ``kernels/walk.cu``, ``gather.cu``, ``relabel.cu`` and ``convert.cu`` are compiled as C++
-(one thread runs every grid-stride loop, CUDA's names defined as plain C++, as
-``test_walk_kernel_cpu.py`` does) into one program built with ``-fsanitize=address``, whose
+(one thread runs every grid-stride loop, CUDA's names defined as plain C++:
+``helpers.CUDA_AS_CPP``) into one program built with ``-fsanitize=address``, whose
 arrays are exact-size heap allocations: a read or write past one, before one, or through a
 wild id ends the program with a report, which fails the test. CI has no GPU; the GPU's
 proof is compute-sanitizer's memcheck on the same kernels (``scripts/memcheck.py``,
@@ -25,27 +25,15 @@ from hypothesis import strategies as st
 
 import gsample as gs
 from gsample.backend.torch import walk as reference
+from helpers import CUDA_AS_CPP
 
 KERNELS = pathlib.Path(__file__).resolve().parents[2] / "kernels"
 CXX = shutil.which("g++") or shutil.which("c++")
 
-SHIM = r"""
-#include <cmath>
+SHIM = CUDA_AS_CPP + r"""
 #include <cstdio>
 #include <cstdint>
 #include <vector>
-#define __device__
-#define __forceinline__ inline
-#define __global__
-#define __restrict__
-struct gs_dim3 { long long x; };
-static gs_dim3 blockIdx = {0}, threadIdx = {0}, blockDim = {1}, gridDim = {1};
-static inline double __dmul_rn(double a, double b) { return a * b; }
-static inline double __dadd_rn(double a, double b) { return a + b; }
-template <typename T> static inline T atomicCAS(T* p, T c, T v) { T o = *p; if (o == c) *p = v; return o; }
-template <typename T> static inline T atomicMin(T* p, T v) { T o = *p; if (v < o) *p = v; return o; }
-template <typename T> static inline T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }
-static inline int atomicExch(int* p, int v) { int o = *p; *p = v; return o; }
 #include "walk.cu"
 #include "gather.cu"
 #include "relabel.cu"
@@ -68,7 +56,9 @@ template <typename T> static void put(const std::vector<T>& v) {
 }
 
 // every array below is its own exact-size allocation: AddressSanitizer's redzones bound it
-template <typename T> static std::vector<T> copy(const vec& v) { return std::vector<T>(v.begin(), v.end()); }
+template <typename T> static std::vector<T> copy(const vec& v) {
+    return std::vector<T>(v.begin(), v.end());
+}
 
 int main() {
     const vec op = get();

@@ -14,27 +14,12 @@ import torch
 import gsample as gs
 from gsample.backend.torch import walk as reference
 from gsample.random import BatchKeys, _signed, key_prefix, op_key
+from helpers import CUDA_AS_CPP
 
 KERNELS = pathlib.Path(__file__).resolve().parents[2] / "kernels"
 CXX = shutil.which("g++") or shutil.which("c++")
 
-# CUDA's names as plain C++: one "thread" (block 0, thread 0 of a 1 x 1 grid) walks every
-# walker through the kernel's grid-stride loop; atomics act on plain memory
-SHIM = r"""
-#include <cmath>
-#define __device__
-#define __forceinline__ inline
-#define __global__
-#define __restrict__
-struct gs_dim3 { long long x; };
-static gs_dim3 blockIdx = {0}, threadIdx = {0}, blockDim = {1}, gridDim = {1};
-static inline double __dmul_rn(double a, double b) { return a * b; }
-static inline double __dadd_rn(double a, double b) { return a + b; }
-template <typename T> static inline T atomicCAS(T* p, T c, T v) { T o = *p; if (o == c) *p = v; return o; }
-template <typename T> static inline T atomicMin(T* p, T v) { T o = *p; if (v < o) *p = v; return o; }
-static inline int atomicExch(int* p, int v) { int o = *p; *p = v; return o; }
-#include "walk.cu"
-"""
+SHIM = CUDA_AS_CPP + '#include "walk.cu"\n'
 
 
 @pytest.fixture(scope="module")
