@@ -7,6 +7,8 @@ test module, ``tests/passes/`` included, imports this file as ``helpers``.
 import functools
 import importlib.util
 import pathlib
+import shutil
+import subprocess
 import sys
 
 import torch
@@ -36,6 +38,21 @@ template <typename T> static inline T atomicMin(T* p, T v) { T o = *p; if (v < o
 template <typename T> static inline T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }
 static inline int atomicExch(int* p, int v) { int o = *p; *p = v; return o; }
 """
+KERNELS = pathlib.Path(__file__).resolve().parents[1] / "kernels"
+#: the C++ compiler the kernels-as-C++ tests build with (None: those tests skip)
+CXX = shutil.which("g++") or shutil.which("c++")
+
+
+def build_cpp(source: str, out: pathlib.Path, *options: str) -> subprocess.CompletedProcess:
+    """Compile ``source`` (which includes kernel sources from ``kernels/``) to ``out`` (a
+    program, or a library with ``-shared -fPIC``) with the kernels' float rules: no
+    contraction, since the kernels round each product before they compare it. Returns the
+    finished compiler run (its ``returncode`` and ``stderr`` for the caller to assert on)."""
+    src = out.with_suffix(".cpp")
+    src.write_text(source)
+    return subprocess.run([CXX, "-O1", "-std=c++17", "-ffp-contract=off", f"-I{KERNELS}",
+                           *options, str(src), "-o", str(out)],
+                          capture_output=True, text=True, check=False)
 
 # ----------------------------------------------------------------------------- examples
 @functools.cache

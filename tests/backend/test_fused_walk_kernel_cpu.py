@@ -6,9 +6,6 @@ arithmetic. CI has no GPU; ``test_cuda_fused_walk.py`` is the GPU comparison. (O
 torch divides a tensor by a Python number exactly where its CUDA kernel, and so the generated
 code, multiplies by the reciprocal; the walks here are long enough to cross no such tie.)"""
 import ctypes
-import pathlib
-import shutil
-import subprocess
 
 import pytest
 import torch
@@ -18,10 +15,8 @@ from gsample.backend.cuda import walk_codegen
 from gsample.backend.torch import fused_walk as reference
 from gsample.ir import Op
 from gsample.random import KeyRange, _signed, key_prefix
-from helpers import example
+from helpers import CXX, build_cpp, example
 
-KERNELS = pathlib.Path(__file__).resolve().parents[2] / "kernels"
-CXX = shutil.which("g++") or shutil.which("c++")
 
 SHIM = r"""
 #include <cmath>
@@ -53,11 +48,8 @@ static inline int atomicExch(int* p, int v) { int o = *p; *p = v; return o; }
 
 def build(tmp, kernel):
     src = walk_codegen.source(kernel)
-    (tmp / "fw.cpp").write_text(SHIM + src)
     lib = tmp / "libfw.so"
-    done = subprocess.run([CXX, "-O1", "-std=c++17", "-ffp-contract=off", f"-I{KERNELS}",
-                           "-shared", "-fPIC", str(tmp / "fw.cpp"), "-o", str(lib)],
-                          capture_output=True, text=True, check=False)
+    done = build_cpp(SHIM + src, lib, "-shared", "-fPIC")
     assert done.returncode == 0, done.stderr[-3000:]
     return ctypes.CDLL(str(lib))
 

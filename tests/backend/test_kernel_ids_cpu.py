@@ -12,8 +12,6 @@ proof is compute-sanitizer's memcheck on the same kernels (``scripts/memcheck.py
 The protocol: the test writes an op code and int64 arrays (each its length first) to the
 program's stdin and reads the arrays it writes back.
 """
-import pathlib
-import shutil
 import struct
 import subprocess
 
@@ -25,10 +23,8 @@ from hypothesis import strategies as st
 
 import gsample as gs
 from gsample.backend.torch import walk as reference
-from helpers import CUDA_AS_CPP
+from helpers import CUDA_AS_CPP, CXX, build_cpp
 
-KERNELS = pathlib.Path(__file__).resolve().parents[2] / "kernels"
-CXX = shutil.which("g++") or shutil.which("c++")
 
 SHIM = CUDA_AS_CPP + r"""
 #include <cstdio>
@@ -123,13 +119,8 @@ BAD = (-1, -2, -(2 ** 40), 2 ** 31, 2 ** 32 + 1, 2 ** 40, 2 ** 62, 2 ** 63 - 1, 
 def program(tmp_path_factory):
     if CXX is None:
         pytest.skip("no C++ compiler")
-    d = tmp_path_factory.mktemp("ids_cpu")
-    (d / "ids.cpp").write_text(SHIM)
-    exe = d / "ids"
-    done = subprocess.run([CXX, "-O1", "-g", "-std=c++17", "-ffp-contract=off",
-                           "-fsanitize=address", "-fno-omit-frame-pointer", f"-I{KERNELS}",
-                           str(d / "ids.cpp"), "-o", str(exe)],
-                          capture_output=True, text=True, check=False)
+    exe = tmp_path_factory.mktemp("ids_cpu") / "ids"
+    done = build_cpp(SHIM, exe, "-g", "-fsanitize=address", "-fno-omit-frame-pointer")
     if done.returncode and "sanitize" in done.stderr:
         pytest.skip(f"no AddressSanitizer runtime: {done.stderr[-300:]}")
     assert done.returncode == 0, done.stderr[-3000:]

@@ -4,9 +4,6 @@ reference's walks bit for bit. CI has no GPU; this catches a kernel that drifts 
 ``gsample/backend/torch/walk.py`` (draw slots, comparisons, alias and edge tests) without
 one. The GPU comparison itself is ``test_cuda_walk.py``."""
 import ctypes
-import pathlib
-import shutil
-import subprocess
 
 import pytest
 import torch
@@ -14,10 +11,8 @@ import torch
 import gsample as gs
 from gsample.backend.torch import walk as reference
 from gsample.random import BatchKeys, _signed, key_prefix, op_key
-from helpers import CUDA_AS_CPP
+from helpers import CUDA_AS_CPP, CXX, build_cpp
 
-KERNELS = pathlib.Path(__file__).resolve().parents[2] / "kernels"
-CXX = shutil.which("g++") or shutil.which("c++")
 
 SHIM = CUDA_AS_CPP + '#include "walk.cu"\n'
 
@@ -26,13 +21,8 @@ SHIM = CUDA_AS_CPP + '#include "walk.cu"\n'
 def kernel(tmp_path_factory):
     if CXX is None:
         pytest.skip("no C++ compiler")
-    d = tmp_path_factory.mktemp("walk_cpu")
-    (d / "walk_cpu.cpp").write_text(SHIM)
-    lib = d / "libwalk.so"
-    # no contraction: the kernel's products are rounded before they are compared, as here
-    done = subprocess.run([CXX, "-O1", "-std=c++17", "-ffp-contract=off", f"-I{KERNELS}",
-                           "-shared", "-fPIC", str(d / "walk_cpu.cpp"), "-o", str(lib)],
-                          capture_output=True, text=True, check=False)
+    lib = tmp_path_factory.mktemp("walk_cpu") / "libwalk.so"
+    done = build_cpp(SHIM, lib, "-shared", "-fPIC")
     assert done.returncode == 0, done.stderr
     return ctypes.CDLL(str(lib)).gs_random_walk
 
