@@ -1,4 +1,5 @@
-"""Shared fixtures: devices to parametrise over and the real SNAP graphs when present."""
+"""Shared fixtures: devices to parametrise over, the real SNAP graphs when present, and a
+recorder of the ops the torch backend runs (`ran_ops`)."""
 import os
 import pathlib
 
@@ -6,6 +7,7 @@ import pytest
 import torch
 
 import gsample as gs
+from gsample.backend import get_backend
 
 # the layout pass prices plans with the built-in cost table, not a calibration a developer
 # may have cached for this machine: every test sees the same plans
@@ -69,3 +71,18 @@ def notredame():
 def small_graph():
     """A 2,000-node R-MAT graph with weights, on the CPU."""
     return gs.datasets.rmat(2000, 30000, seed=1, weighted=True)
+
+
+@pytest.fixture
+def ran_ops(monkeypatch):
+    """Records every op the torch backend runs from now on."""
+    backend = get_backend("torch")
+    calls = []
+    original = backend.run
+
+    def run(ir_op, *args, **attrs):
+        calls.append(ir_op)
+        return original(ir_op, *args, **attrs)
+
+    monkeypatch.setattr(backend, "run", run)
+    return calls

@@ -25,7 +25,6 @@ from torch_geometric.data import Data, HeteroData
 
 import gsample as gs
 from gsample import __main__ as gs_cli
-from gsample.backend import get_backend
 from gsample.bench import cli as bench_cli
 from gsample.hetero import metapath_walk
 
@@ -480,20 +479,6 @@ def test_bad_input_is_a_clear_error_naming_the_argument(call, exc, match):
         with pytest.raises(exc, match=match):
             call()
 
-
-@pytest.fixture
-def ran_ops(monkeypatch):
-    """Records every op the torch backend runs from now on."""
-    backend = get_backend("torch")
-    calls = []
-    original = backend.run
-
-    def run(ir_op, *args, **attrs):
-        calls.append(ir_op)
-        return original(ir_op, *args, **attrs)
-
-    monkeypatch.setattr(backend, "run", run)
-    return calls
 
 
 @pytest.mark.parametrize("call, exc, match", [c[1:] for c in COMPLEX_CASES],

@@ -13,7 +13,6 @@ import pytest
 import torch
 
 import gsample as gs
-from gsample.backend import get_backend
 
 # 0->1, 2->1, 3->1, 1->2, 2->2, 0->3, 4->0; node 5 isolated
 EI = torch.tensor([[0, 2, 3, 1, 2, 0, 4], [1, 1, 1, 2, 2, 3, 0]])
@@ -25,20 +24,6 @@ E = EI.shape[1]
 def A():
     return gs.Matrix.from_edge_index(EI, num_nodes=N, weight=torch.arange(1.0, E + 1))
 
-
-@pytest.fixture
-def ran_ops(monkeypatch):
-    """Records every op the torch backend runs from now on."""
-    backend = get_backend("torch")
-    calls = []
-    original = backend.run
-
-    def run(ir_op, *args, **attrs):
-        calls.append(ir_op)
-        return original(ir_op, *args, **attrs)
-
-    monkeypatch.setattr(backend, "run", run)
-    return calls
 
 
 def L(*x, dtype=torch.int64, device=None):
