@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import numbers
 import time
 from collections.abc import Callable
 
@@ -235,10 +234,10 @@ class DataLoader:
         if self.seeds.numel() == 0:
             raise ValueError("seeds: no seeds (an empty tensor, or a mask with no True entry): "
                              "an epoch would have no mini-batch; give at least one node id")
-        self.batch_size = batch_count(batch_size)
+        self.batch_size = V.count(batch_size, "batch_size", low=1)
         self.shuffle = V.flag(shuffle, "shuffle")
         self.drop_last = V.flag(drop_last, "drop_last")
-        self.seed = seed_value(seed)
+        self.seed = V.seed(seed, none_ok=True)
         self.progress = V.flag(progress, "progress")
         self._epoch = 0
         self.super_batch, self.memory_budget = _super_batch_options(super_batch, memory_budget)
@@ -639,38 +638,6 @@ class DataLoader:
                            f"in one run failed ({type(error).__name__}: {error}) although they "
                            "sample one by one; use a smaller super_batch (or 'auto' with a "
                            "memory_budget)") from error
-
-
-def batch_count(batch_size) -> int:
-    """``batch_size`` checked: an int (Python or NumPy) ``>= 1``.
-
-    Examples
-    --------
-    >>> batch_count(0)
-    Traceback (most recent call last):
-    ValueError: batch_size: must be >= 1, got 0
-    """
-    if isinstance(batch_size, (bool, np.bool_)) or not isinstance(batch_size, numbers.Integral):
-        raise TypeError(f"batch_size: must be an int, got {type(batch_size).__name__}")
-    if batch_size < 1:
-        raise ValueError(f"batch_size: must be >= 1, got {batch_size}")
-    return int(batch_size)
-
-
-def seed_value(seed) -> int | None:
-    """A loader's ``seed``: None, or an int (Python or NumPy; any value: its stream is keyed
-    by it modulo ``2**64``).
-
-    Examples
-    --------
-    >>> seed_value(np.int64(3))
-    3
-    """
-    if seed is None:
-        return None
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
-        raise TypeError(f"seed: must be an int or None, got {type(seed).__name__}")
-    return int(seed)
 
 
 def seed_ids(x, name: str, num_nodes: int, device) -> torch.Tensor:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import torch
 
 from . import validate as V
-from .loader import batch_count, seed_ids, seed_value
+from .loader import seed_ids
 from .matrix import Matrix
 from .output import pyg as _out
 from .random import MASK64, _stream, batch_scope, combine, hash_tensor, op_key, sort_key
@@ -287,7 +287,7 @@ class Sampler(_Base):
         _require()
         if not callable(sampler_fn):
             raise TypeError("sampler_fn: must be callable as sampler_fn(A, seeds)")
-        seed = seed_value(seed)
+        seed = V.seed(seed, none_ok=True)
         self.A = _graph(graph)
         self.sampler_fn = sampler_fn
         self.seed = _default_seed() if seed is None else seed & MASK64
@@ -634,8 +634,8 @@ class NeighborLoader(torch.utils.data.DataLoader):
                                  f"({input_nodes.numel()},); got {tuple(input_id.shape)}")
         elif mask:                       # PyG reports a mask's seeds by their node ids
             input_id = input_nodes
-        batch_size = batch_count(batch_size)
-        seed = seed_value(seed)
+        batch_size = V.count(batch_size, "batch_size", low=1)
+        seed = V.seed(seed, none_ok=True)
         seed = _default_seed() if seed is None else seed
         for name, f in (("transform", transform),
                         ("transform_sampler_output", transform_sampler_output)):

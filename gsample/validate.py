@@ -243,10 +243,14 @@ def real(x, name: str, low: float = -float("inf"), high: float = float("inf")) -
     return v
 
 
-def seed(x, name: str = "seed") -> int:
-    """A random seed: any Python or NumPy integer (as an int)."""
+def seed(x, name: str = "seed", none_ok: bool = False):
+    """A random seed: any Python or NumPy integer (as an int); with ``none_ok``, None too
+    (returned as is)."""
+    if none_ok and x is None:
+        return None
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Integral):
-        raise TypeError(f"{name}: must be an int, got {type(x).__name__}")
+        raise TypeError(f"{name}: must be an int{' or None' if none_ok else ''}, got "
+                        f"{type(x).__name__}")
     return int(x)
 
 
