@@ -22,18 +22,11 @@ import gsample as gs
 import gsample.backend as backend_mod
 from gsample.backend import BackendWarning, eager_backend
 from gsample.passes import cse, dce
-from helpers import random_seeds
+from helpers import graphsage, random_seeds
 
 README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
 
 
-def graphsage(A, seeds, fanouts=(5, 3)):
-    blocks = []
-    for k in fanouts:
-        s = A[:, seeds].individual_sample(k)
-        blocks.append(s)
-        seeds = s.all_nodes()
-    return blocks
 
 
 def _same_blocks(x, y) -> bool:
