@@ -23,7 +23,7 @@ import sys
 import torch
 
 import gsample as gs
-import gsample.cost
+import gsample.cost.table
 import gsample.runtime.cached
 from gsample.bench import Mode, cli
 from gsample.bench.measure import timed

@@ -4,7 +4,7 @@ PyG's ``NeighborLoader`` samples every node once: hop ``h`` samples the in-neigh
 the nodes *first reached* at hop ``h - 1`` (the seeds at hop 1), never again those of
 nodes already sampled. ``examples/graphsage.py`` is DGL-style instead: every hop
 re-samples the whole frontier, seeds included. Both map to PyG's mini-batch with
-``batch.to_pyg()`` (``gsample.output.pyg``); this one loses no samples there, and is what
+``batch.to_pyg()`` (``gsample.interop.pyg.data``); this one loses no samples there, and is what
 ``gsample.pyg.NeighborLoader`` runs.
 
 Run it from the repository root (after ``pip install -e .``)::

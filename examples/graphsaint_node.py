@@ -20,7 +20,7 @@ the seed values would come first as if they were node ids).
 ``gs.DataLoader(..., super_batch=N)`` works, with the same subgraphs: the draw on the
 whole graph (no frontier to key the mini-batches by) runs once per mini-batch of the
 super-batch, each with its own mini-batch's key, and the rest (``row``, the induced
-subgraph) once for the N mini-batches (``gsample.runtime.super_batch``).
+subgraph) once for the N mini-batches (``gsample.passes.super_batch``).
 
 Run it from the repository root (after ``pip install -e .``)::
 

@@ -6,7 +6,7 @@ them (PyG's ``SAGEConv`` or ``GraphConv``), a split, an epoch loop and full-batc
 
 The model reads a mini-batch DGL-style: one ``edge_index`` per block, in local ids of
 ``batch.n_id`` (the loader's node order: seeds first, and each block's columns a prefix of
-it, see ``gsample.features.batch_nodes``). Layer ``j`` of an ``L``-layer model runs on block
+it, see ``gsample.loader.features.batch_nodes``). Layer ``j`` of an ``L``-layer model runs on block
 ``L - 1 - j`` (the input layer on the outermost hop) and computes the first ``C`` rows of
 ``h``, the block's columns; the last layer's rows are the seeds'. ``Batch.to_pyg()`` gives one
 joined ``edge_index`` with PyG's hop semantics instead (and ``num_sampled_nodes`` for

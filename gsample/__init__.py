@@ -11,16 +11,16 @@ Ops run on the backend ``gs.use_backend`` sets, ``"auto"`` by default: the CUDA 
 kernels for a graph on a GPU where CuPy runs (``pip install gsample[cuda]``), the torch
 backend otherwise; ``gs.backend_for(A)`` names the one a graph gets.
 """
-from . import datasets, distributed
-from .backend import backend_for, current_backend, use_backend
-from .compiler import CompiledSampler, compile
-from .explain import explain
-from .hetero import HeteroGraph
-from .batch import Batch
-from .loader import DataLoader
-from .matrix import Matrix, sddmm
-from .random import initial_seed, manual_seed
-from .walks import walk
+from gsample import datasets, distributed
+from gsample.backend import backend_for, current_backend, use_backend
+from gsample.compiler.compiled import CompiledSampler, compile
+from gsample.compiler.explain import explain
+from gsample.hetero import HeteroGraph
+from gsample.loader.batch import Batch
+from gsample.loader.dataloader import DataLoader
+from gsample.matrix.sparse import Matrix, sddmm
+from gsample.base.random import initial_seed, manual_seed
+from gsample.capture.walks import walk
 
 __version__ = "0.1.0"
 

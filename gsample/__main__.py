@@ -1,8 +1,8 @@
 """Command line: ``python -m gsample ir path/to/file.py:function`` and
 ``python -m gsample calibrate [--device cuda]`` (op costs for the layout pass, see
-:mod:`gsample.calibrate`).
+:mod:`gsample.cost.calibrate`).
 
-Prints :func:`gsample.explain` for a sampler function defined in a Python file: the
+Prints :func:`gsample.compiler.explain` for a sampler function defined in a Python file: the
 traced IR, each pass with ``changed`` / ``unchanged`` and the IR after it, the
 optimised IR, the layouts chosen and the programs of cached nodes. Nothing is sampled.
 
@@ -137,7 +137,7 @@ def example_arguments(module, fn, A, args) -> dict:
     """Keyword arguments for ``fn`` by the rules in this module's docstring."""
     import torch
 
-    from .compiler import CompiledSampler
+    from gsample.compiler.compiled import CompiledSampler
     target = fn.fn if isinstance(fn, CompiledSampler) else fn
     params = list(inspect.signature(target).parameters.values())
     if not params:
@@ -170,7 +170,7 @@ def example_arguments(module, fn, A, args) -> dict:
 
 def cmd_ir(args) -> int:
     import gsample as gs
-    from .trace import TraceError
+    from gsample.capture.trace import TraceError
 
     module, fn = _load(args.target)
     A, what = _graph(args)
@@ -190,7 +190,7 @@ def cmd_ir(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from gsample import __version__
     p = argparse.ArgumentParser(prog="python -m gsample", description=DESCRIPTION)
     p.add_argument("--version", action="version", version=f"gsample {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -224,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Time every layout-dependent op and conversion on synthetic matrices on "
                     "the device, fit a + b*E + c*R + d*C per key and cache the table for "
                     "(device, graph-size bucket) in $GSAMPLE_CACHE or ~/.cache/gsample "
-                    "(see gsample.calibrate). Compiles read it; they never time anything.")
+                    "(see gsample.cost.calibrate). Compiles read it; they never time anything.")
     cal.add_argument("--device", type=_device, default="cpu",
                      help="cpu (default), cuda or cuda:N")
     cal.add_argument("--num-nodes", type=_POSITIVE, nargs="+", default=[4 ** 9], metavar="N",
@@ -246,7 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_calibrate(args) -> int:
     import torch
 
-    from .calibrate import calibrate
+    from gsample.cost.calibrate import calibrate
     if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
         raise SystemExit(f"error: --device {args.device}: no CUDA GPU here")
     if args.threads is not None:

@@ -148,7 +148,7 @@ def alone(bad: int, device) -> torch.Tensor:
 # ----------------------------------------------------------------------------- checks
 def check_index_error(error: BaseException, names, bad: int, what: str) -> None:
     """``error`` is the documented ``IndexError``: its message starts with one of ``names``
-    and a colon (``"cols: node id ..."``, as :func:`gsample.validate.ids` and the CUDA
+    and a colon (``"cols: node id ..."``, as :func:`gsample.base.validate.ids` and the CUDA
     kernels' flags word it) and names the id itself (``node id <bad>``: not a clamped,
     wrapped or encoded one)."""
     message = str(error)

@@ -57,7 +57,7 @@ import gsample as gs
 from adversarial import (alone, assert_exact, bad_ids, good_seeds, planted,
                          raises_index_error, seeded, specs)
 from gsample.backend.cuda import extract as X
-from gsample.features import SLOT_BYTES
+from gsample.loader.features import SLOT_BYTES
 from gsample.runtime import cuda_graphs
 
 #: the CPU graph (small: the CPU part stays fast) and the GPU graph (issue 32's repro size)

@@ -302,7 +302,7 @@ def test_explain_names_the_backend_and_why(small_graph):
 def test_explain_on_a_gpu_graph_says_auto_and_the_fallback(small_graph, probe, monkeypatch):
     """The report's backend line for a graph on a GPU, kernels running or not (the line
     only; the rest of the report would lower for the GPU)."""
-    from gsample.explain import _backend_text
+    from gsample.compiler.explain import _backend_text
     f = gs.compile(graphsage)
     dynamic, _, _ = f._split((small_graph, torch.arange(8)), {})
     _gpu_graph(monkeypatch, small_graph)

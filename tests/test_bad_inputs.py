@@ -552,7 +552,7 @@ def test_numpy_and_rational_scalars_work_as_python_numbers():
 
 
 def test_the_documented_value_rules_are_in_validate():
-    import gsample.validate as V
+    import gsample.base.validate as V
     doc = " ".join(V.__doc__.split())
     for words in ("Complex values are a TypeError", "Integer and bool values promote",
                   "must be floating point already"):

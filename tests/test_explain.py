@@ -14,7 +14,7 @@ import gsample as gs
 from gsample.__main__ import main as cli
 from gsample.ir import Kind, Op, VerifyError, format_lines, format_table
 from gsample.passes import PIPELINE
-from gsample.trace import TraceError
+from gsample.capture.trace import TraceError
 from helpers import graphsage as sage
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

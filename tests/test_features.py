@@ -8,7 +8,7 @@ import torch
 from helpers import example
 
 import gsample as gs
-from gsample.features import SLOT_BYTES, FeatureStore, _chained, _hop_by_hop, batch_nodes
+from gsample.loader.features import SLOT_BYTES, FeatureStore, _chained, _hop_by_hop, batch_nodes
 
 _GPU = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
 

@@ -20,7 +20,7 @@ from torch_geometric.loader import NodeLoader
 from torch_geometric.sampler import NeighborSampler, NegativeSampling, NodeSamplerInput
 from torch_geometric.sampler.base import SubgraphType
 
-import gsample.pyg as gp
+import gsample.interop.pyg.loader as gp
 
 N = 600
 

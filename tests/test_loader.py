@@ -2,7 +2,7 @@
 import torch
 
 import gsample as gs
-from gsample.random import batch_scope, combine
+from gsample.base.random import batch_scope, combine
 
 
 def sage(A, seeds):

@@ -9,7 +9,7 @@ import torch
 from helpers import example
 
 import gsample as gs
-from gsample.features import SLOT_BYTES, FeatureStore, csr_rows
+from gsample.loader.features import SLOT_BYTES, FeatureStore, csr_rows
 
 _GPU = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
 

@@ -21,7 +21,7 @@ def samplers():
 
 def tensors(batch):
     """Every tensor of a batch, in a fixed order."""
-    from gsample.super_batcher import _tensors
+    from gsample.runtime.super_batcher import _tensors
     out = list(_tensors(batch.out))
     return out + [t for t in (batch.seeds, batch.n_id, batch.x, batch.y) if t is not None]
 
@@ -69,7 +69,7 @@ def test_default_seed_follows_manual_seed(small_graph):
 
 
 def failing(A, seeds, bad=3):
-    from gsample.random import _stream
+    from gsample.base.random import _stream
     if _stream().batch_index == bad:
         raise IndexError("seeds: node 10**9 is out of range")
     return A[:, seeds].individual_sample(3)

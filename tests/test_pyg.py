@@ -17,7 +17,7 @@ from torch_geometric.loader import LinkLoader, NodeLoader
 from torch_geometric.sampler import NegativeSampling, NodeSamplerInput
 from torch_geometric.utils import subgraph, trim_to_layer
 
-import gsample.pyg as gp
+import gsample.interop.pyg.loader as gp
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 import torch
 
 import gsample as gs
-from gsample import random as R
+from gsample.base import random as R
 
 # splitmix64 reference outputs for state 1234567 (the generator adds GOLDEN, then mixes):
 # combine(h, i) = mix64(h + (i + 1) * GOLDEN) is exactly that generator's i-th output.

@@ -29,9 +29,8 @@ import pytest
 import torch
 
 import gsample as gs
-from gsample.super_batcher import _SuperBatcher
-from gsample.random import (BatchKeys, ColumnKeys, _stream, batch_scope, combine_tensor,
-                            hash_tensor, op_key, uniform_int, words)
+from gsample.runtime.super_batcher import _SuperBatcher
+from gsample.base.random import BatchKeys, ColumnKeys, _stream, batch_scope, combine_tensor, hash_tensor, op_key, uniform_int, words
 from gsample.runtime import Options, interpret, run
 from helpers import (assert_same, assert_stream_after_loader, example, graphsage,
                      loader_outputs, random_seeds, weighted_sampler)

@@ -4,7 +4,7 @@
   compiled program gives what the eager function gives;
 * static arguments are specialised: a new value re-traces, an old one hits the cache,
   and the cache key also covers the traced arguments' dtype, device and layout;
-* control flow on a traced value raises :class:`gsample.trace.TraceError` naming the
+* control flow on a traced value raises :class:`gsample.capture.trace.TraceError` naming the
   file and line and saying what to do instead.
 
 The traced IR is checked with ``passes=[]`` so these tests do not depend on the
@@ -16,9 +16,9 @@ import pytest
 import torch
 
 import gsample as gs
-from gsample.compiler import CompiledSampler
+from gsample.compiler.compiled import CompiledSampler
 from gsample.ir import Kind, Op
-from gsample.trace import TraceError
+from gsample.capture.trace import TraceError
 from helpers import assert_same
 from helpers import graphsage as sage
 

@@ -29,9 +29,9 @@ from typing import Callable, Optional
 # module's namespace to it
 import torch as _torch
 
-from ..formats.layouts import name_of
-from ..ir import Op
-from ..ir.graph import Target
+from gsample.formats.layouts import name_of
+from gsample.ir import Op
+from gsample.ir.graph import Target
 
 
 def kernels_dir() -> pathlib.Path:
@@ -64,7 +64,7 @@ class Impl:
         ``fn`` reads a size back to the host (a host synchronisation on a GPU).
     checks : tuple of str
         Inputs whose data (id ranges, weights' values) ``fn``'s kernels check themselves,
-        reporting through ``gsample.validate.fail_if`` or with their own read-back: the
+        reporting through ``gsample.base.validate.fail_if`` or with their own read-back: the
         runtime's boundary check, and an eager call's, only converts them. Such an ``fn``
         builds every output from clamped ids only (a bad frontier column is an empty
         column, and the result's ``col_ids`` is the frontier's clamped copy, never the
@@ -77,9 +77,9 @@ class Impl:
     flag is still pending, an earlier op), with one unsigned compare at the id's full
     width, ``(unsigned long long) id < (unsigned long long) bound`` (never through a
     32-bit cast); a bad id is clamped (or its item made empty) and flagged, and the flag
-    raises through ``gsample.validate.fail_if``: a flagged call raises, the next call is
+    raises through ``gsample.base.validate.fail_if``: a flagged call raises, the next call is
     unharmed. Host code that reads a bounded value's size reads the pending flags with it
-    (``gsample.validate.read_back``).
+    (``gsample.base.validate.read_back``).
     bounded_out : bool
         ``fn`` (sync-free) may return a bounded value.
     without : tuple of str
@@ -96,7 +96,7 @@ class Impl:
         ``finish(state)`` reads its sizes back and returns the op's result. The runtime runs
         them as two steps (the op is ``finish(fn(...))``).
     batch_keys : bool
-        ``fn`` (not sync-free) also takes a super-batch's keys (``gsample.random.BatchKeys``);
+        ``fn`` (not sync-free) also takes a super-batch's keys (``gsample.base.random.BatchKeys``);
         else a super-batched random op runs the torch backend's code, which does.
     """
     fn: Callable
@@ -162,7 +162,7 @@ class Backend:
 
     def layouts(self, op: Op) -> tuple:
         """The layouts this backend runs ``op`` on (CSC first)."""
-        from ..formats.layouts import NAMES
+        from gsample.formats.layouts import NAMES
         return tuple(lay for lay in NAMES if (op, lay) in self.impls)
 
     def target(self) -> Target:
@@ -204,10 +204,10 @@ def get_backend(name: str = "torch") -> Backend:
     if be is not None:
         return be
     if name == "torch":
-        from .torch import TorchBackend
+        from gsample.backend.torch import TorchBackend
         be = TorchBackend()
     elif name == "cuda":
-        from .cuda import CudaBackend
+        from gsample.backend.cuda import CudaBackend
         be = CudaBackend()
     elif name == "auto":
         raise ValueError("backend: 'auto' picks a backend per graph; "

@@ -1,7 +1,7 @@
 """``python -m gsample.bench``: see :mod:`gsample.bench`."""
 import sys
 
-from . import main
+from gsample.bench import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -15,8 +15,8 @@ import torch
 
 import gsample as gs
 
-from . import measure, peers, report
-from .workloads import (ALL_WORKLOADS, DESIGN_IDS, MODE_KEYS, WALKS, HarnessError, Mode,
+from gsample.bench import measure, peers, report
+from gsample.bench.workloads import (ALL_WORKLOADS, DESIGN_IDS, MODE_KEYS, WALKS, HarnessError, Mode,
                         agreement_of, count, draw, host_count, import_repo, make_modes,
                         repo_root, workload)
 

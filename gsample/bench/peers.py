@@ -24,8 +24,8 @@ from typing import Callable, NamedTuple
 
 import torch
 
-from .measure import calls_epoch, epoch_runner
-from .workloads import Workload, count, host_count
+from gsample.bench.measure import calls_epoch, epoch_runner
+from gsample.bench.workloads import Workload, count, host_count
 
 #: why DGL does not run with this environment's torch (checked 2026-11-26, dgl 2.1.0 installed
 #: with ``pip --target`` beside the torch 2.13 venv)

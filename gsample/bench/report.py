@@ -15,7 +15,7 @@ import torch
 
 import gsample as gs
 
-from .workloads import ALL_WORKLOADS
+from gsample.bench.workloads import ALL_WORKLOADS
 
 RESULT_PATTERN = "bench_*.json"
 README_BEGIN, README_END = "<!-- bench:begin -->", "<!-- bench:end -->"

@@ -41,14 +41,14 @@ from typing import Optional
 import torch
 import torch.distributed as dist
 
-from .. import validate as V
-from ..formats.csc import CSC, gather_segments, segment_ptr
-from ..matrix import EdgeMapOperators, Matrix
-from ..random import next_op_key
-from .comm import Route, all_to_all, group_sums
-from .partition_batches import active_round
-from .partition_sampling import _mapped, _sample, _sample_here
-from .partition_walks import _Walks
+from gsample.base import validate as V
+from gsample.formats.csc import CSC, gather_segments, segment_ptr
+from gsample.matrix.sparse import EdgeMapOperators, Matrix
+from gsample.base.random import next_op_key
+from gsample.distributed.comm import Route, all_to_all, group_sums
+from gsample.distributed.partition_batches import active_round
+from gsample.distributed.partition_sampling import _mapped, _sample, _sample_here
+from gsample.distributed.partition_walks import _Walks
 
 
 def edge_balanced_bounds(indptr: torch.Tensor, world_size: int) -> list:

@@ -10,7 +10,7 @@ exchange carries the N mini-batches' frontiers at once:
   tensor per mini-batch;
 * ``P[:, cols]`` and ``P.random_walk(seeds, ...)`` join the mini-batches' columns (walkers)
   one mini-batch after the other, each column keyed as single-device super-batching keys it
-  (DESIGN §3; :class:`gsample.random.BatchKeys` / :class:`~gsample.random.ColumnKeys`: its
+  (DESIGN §3; :class:`gsample.base.random.BatchKeys` / :class:`~gsample.base.random.ColumnKeys`: its
   mini-batch's key ``op_key(seed, op ordinal, batch index)`` and its position *within its
   mini-batch's frontier*), exchange once for all N, and return a :class:`PerBatch` of the
   mini-batches' results (``gs.Matrix`` samples, slice values, walks), split back;
@@ -55,9 +55,9 @@ from typing import Optional
 import torch
 import torch.distributed as dist
 
-from .. import validate as V
-from ..formats.csc import CSC, segment_ptr
-from ..random import MASK64, BatchKeys, ColumnKeys, _stream, batch_scope, op_key
+from gsample.base import validate as V
+from gsample.formats.csc import CSC, segment_ptr
+from gsample.base.random import MASK64, BatchKeys, ColumnKeys, _stream, batch_scope, op_key
 
 _active = threading.local()
 
@@ -168,7 +168,7 @@ class Round:
 
     def split_matrix(self, csc: CSC, ptr: list) -> "PerBatch":
         """A sample of the joined frontier as the mini-batches' samples (``gs.Matrix``)."""
-        from ..matrix import Matrix
+        from gsample.matrix.sparse import Matrix
         ends = csc.indptr[torch.tensor(ptr, device=csc.indptr.device)].tolist()
         out = []
         for c0, c1, e0, e1 in zip(ptr[:-1], ptr[1:], ends[:-1], ends[1:]):
@@ -221,7 +221,7 @@ def _pick(x, b: int):
 def _split(x, b: int):
     """Mini-batch ``b``'s output from a round's output (:func:`_pick`, into named tuples and
     frontiers too)."""
-    from .partition import _Frontier
+    from gsample.distributed.partition import _Frontier
     if isinstance(x, PerBatch):
         return x._items[b]
     if isinstance(x, tuple) and hasattr(x, "_fields"):
@@ -431,7 +431,7 @@ def agree(A, super_batch, refused: Optional[str], batches: int) -> None:
     together (made where the loader is: every rank of ``A``'s group must make it): a rank's
     refusal (``refused``: why, or None) raises on every rank, and the ranks must give the
     same N and have the same number of mini-batches (``batches``), hence of rounds."""
-    from .partition_sampling import _together
+    from gsample.distributed.partition_sampling import _together
 
     def check():
         if refused is not None:

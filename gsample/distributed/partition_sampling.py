@@ -35,15 +35,15 @@ from typing import TYPE_CHECKING, Optional
 import torch
 import torch.distributed as dist
 
-from .. import validate as V
-from ..backend.torch.compute import map_values
-from ..backend.torch.select import select_in_columns
-from ..formats.csc import CSC, gather_segments, segment_ptr
-from ..random import ColumnKeys, _signed
-from .comm import Route, all_to_all, group_sums
+from gsample.base import validate as V
+from gsample.backend.torch.compute import map_values
+from gsample.backend.torch.select import select_in_columns
+from gsample.formats.csc import CSC, gather_segments, segment_ptr
+from gsample.base.random import ColumnKeys, _signed
+from gsample.distributed.comm import Route, all_to_all, group_sums
 
 if TYPE_CHECKING:                      # (partition.py imports this module)
-    from .partition import PartitionedMatrix, _Frontier
+    from gsample.distributed.partition import PartitionedMatrix, _Frontier
 
 
 #: errors of checks that :func:`_together` agrees on
@@ -102,7 +102,7 @@ def _check_probs(p, indptr: torch.Tensor, position: torch.Tensor,
 def _sample(A: PartitionedMatrix, cols: torch.Tensor, k: int, replace: bool, key,
             maps: tuple = (), weights: Optional[tuple] = None, method: str = "cdf") -> CSC:
     """Each column of ``cols`` drawn by its owner. ``key``: the op's key, or a super-batch's
-    :class:`~gsample.random.ColumnKeys` (each column its mini-batch's key and its position
+    :class:`~gsample.base.random.ColumnKeys` (each column its mini-batch's key and its position
     within its mini-batch: :mod:`gsample.distributed.partition_batches`), which travels with
     the request; ``maps``: the frontier's edge maps (its values); ``weights``: None (uniform)
     or the edge maps making the probabilities of the graph's values (checked by the owners,

@@ -25,14 +25,14 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from .. import validate as V
-from ..backend.torch.alias import alias_table
-from ..backend.torch.walk import (DECIDE, STRIDE, _general_step, _word, attempts, has_edge,
+from gsample.base import validate as V
+from gsample.backend.torch.alias import alias_table
+from gsample.backend.torch.walk import (DECIDE, STRIDE, _general_step, _word, attempts, has_edge,
                                   sorted_rows, take_first, thresholds)
-from ..matrix import Matrix
-from ..random import ColumnKeys, combine_tensor, next_op_key, uniform_float
-from .comm import Route
-from .partition_sampling import _check_probs, _together
+from gsample.matrix.sparse import Matrix
+from gsample.base.random import ColumnKeys, combine_tensor, next_op_key, uniform_float
+from gsample.distributed.comm import Route
+from gsample.distributed.partition_sampling import _check_probs, _together
 
 
 class _Walks:
@@ -75,7 +75,7 @@ class _Walks:
         >>> P.random_walk(seeds, 80, probs=P, p=2.0, q=0.5).shape      # weighted node2vec
         torch.Size([1024, 81])
         """
-        from .partition_batches import active_round
+        from gsample.distributed.partition_batches import active_round
         run, ptr = active_round(), None
         if run is not None:             # a super-batch: its mini-batches' walkers at once
             run.shared(length=length, probs=probs, p=p, q=q, stop_prob=stop_prob,
@@ -86,7 +86,7 @@ class _Walks:
         stop_prob = V.probability(stop_prob, "stop_prob")
         restart_prob = V.probability(restart_prob, "restart_prob")
         jump_prob = V.probability(jump_prob, "jump_prob")
-        from .partition import PartitionedMatrix, _Frontier    # (it imports this module)
+        from gsample.distributed.partition import PartitionedMatrix, _Frontier    # (it imports this module)
         if isinstance(probs, (Matrix, _Frontier)) or (
                 isinstance(probs, PartitionedMatrix) and probs is not self):
             raise ValueError("probs: on a partitioned graph, the graph itself (probs=A: its "

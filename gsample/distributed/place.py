@@ -7,12 +7,12 @@ from typing import Optional
 import torch
 import torch.distributed as dist
 
-from ..formats.csc import CSC
-from ..formats.placement import DEVICE_SHARE, check_options, free_memory, graph_bytes
-from ..matrix import Matrix
-from .comm import default_device, group_ranks
-from .partition import PartitionedMatrix, edge_balanced_bounds, local_part
-from .shared import one_host, publish, register
+from gsample.formats.csc import CSC
+from gsample.formats.placement import DEVICE_SHARE, check_options, free_memory, graph_bytes
+from gsample.matrix.sparse import Matrix
+from gsample.distributed.comm import default_device, group_ranks
+from gsample.distributed.partition import PartitionedMatrix, edge_balanced_bounds, local_part
+from gsample.distributed.shared import one_host, publish, register
 
 PLACEMENTS = ("auto", "replicated", "shared", "partitioned")
 _ARRAYS = ("indptr", "rows", "values", "eids")

@@ -18,7 +18,7 @@ import uuid
 import torch
 import torch.distributed as dist
 
-from ..formats.placement import map_host, mark_shared
+from gsample.formats.placement import map_host, mark_shared
 
 #: cudaHostRegisterPortable | cudaHostRegisterMapped
 _REGISTER_FLAGS = 0x01 | 0x02

@@ -29,7 +29,7 @@ from typing import Optional
 
 import torch
 
-from .csc import CSC
+from gsample.formats.csc import CSC
 
 #: the ``replayed.Replayed`` of the CUDA graph just replayed (set by runtime.cuda_graphs):
 #: read_scalars then only waits for its event and reads what the graph copied out itself

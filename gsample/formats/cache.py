@@ -41,7 +41,7 @@ from typing import Optional
 
 import torch
 
-from .csc import CSC, gather_segments
+from gsample.formats.csc import CSC, gather_segments
 
 #: bytes of a node's slot (int64)
 SLOT_BYTES = 8

@@ -36,7 +36,7 @@ from typing import Optional, Union
 
 import torch
 
-from .csc import CSC, IdSpaces, segment_ptr
+from gsample.formats.csc import CSC, IdSpaces, segment_ptr
 
 
 def _inverse(perm: torch.Tensor) -> torch.Tensor:

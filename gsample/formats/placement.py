@@ -51,8 +51,8 @@ from typing import Optional
 import numpy as np
 import torch
 
-from .cache import build as build_cache, check_cache
-from .csc import CSC
+from gsample.formats.cache import build as build_cache, check_cache
+from gsample.formats.csc import CSC
 
 PLACEMENTS = ("device", "uva", "auto")
 #: ``"auto"`` keeps a graph on the device while it takes at most this share of the free

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .bounded import _copy_parts, _limits, counts, lengths, rebuild, trim_parts
+from gsample.formats.bounded import _copy_parts, _limits, counts, lengths, rebuild, trim_parts
 
 
 def counted(values, parts: list) -> list:

@@ -12,12 +12,12 @@ from typing import Optional
 
 import torch
 
-from .. import validate as V
-from ..formats.csc import CSC
-from ..matrix import Matrix
-from .output import PyGOutput
-from .sampling import SamplingMethods
-from .walks import WalkMethods
+from gsample.base import validate as V
+from gsample.formats.csc import CSC
+from gsample.matrix.sparse import Matrix
+from gsample.interop.pyg.hetero import PyGOutput
+from gsample.hetero.sampling import SamplingMethods
+from gsample.hetero.walks import WalkMethods
 
 EdgeType = tuple
 """``(src_type, relation, dst_type)``, three strings."""

@@ -10,10 +10,10 @@ from collections.abc import Mapping
 
 import torch
 
-from .. import validate as V
-from ..formats.csc import CSC
-from ..matrix import Matrix
-from ..random import next_op_key
+from gsample.base import validate as V
+from gsample.formats.csc import CSC
+from gsample.matrix.sparse import Matrix
+from gsample.base.random import next_op_key
 
 
 class SamplingMethods:

@@ -13,9 +13,9 @@ from typing import Sequence
 import torch
 import torch.fx
 
-from .. import validate as V
-from ..matrix import Matrix
-from ..walks import walk as dsl_walk
+from gsample.base import validate as V
+from gsample.matrix.sparse import Matrix
+from gsample.capture.walks import walk as dsl_walk
 
 DIRECTIONS = ("in", "out")
 

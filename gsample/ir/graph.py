@@ -13,7 +13,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .ops import Effect, Kind, Op, info
+from gsample.ir.ops import Effect, Kind, Op, info
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .. import validate as V
-from .opdef import (BROADCAST_OPS, EXAMPLE_PROGRAM, LAYOUTS, MAP_OPS, REDUCE_OPS, SDDMM_OPS,
+from gsample.base import validate as V
+from gsample.ir.opdef import (BROADCAST_OPS, EXAMPLE_PROGRAM, LAYOUTS, MAP_OPS, REDUCE_OPS, SDDMM_OPS,
                     Align, Attr, Capture, Effect, In, Kind, Op, OpDef, Size, Step, _choice)
-from .size_rules import (COUNT_DISTS, WALK_PROBS, _collective, _collective_bound,
+from gsample.ir.size_rules import (COUNT_DISTS, WALK_PROBS, _collective, _collective_bound,
                          _count_attrs, _fused, _fused_bound, _individual, _individual_bound, _n,
                          _neighbor_lists, _per_entry, _positive, _same, _slice_cols, _slice_rows, _tensor,
                          _trials, _walk, _walk_prob)
@@ -52,7 +52,7 @@ _FUSED_DOC = (
     "(axis 0) or operand[row(e)] (axis 1); x = op(y, x) if reverse else op(x, y); dtype "
     "promotion as edge_map (gsample.passes.fuse_edge_map documents it)")
 _FUSED_WALK_DOC = (
-    "gs.walk(step, A, seeds, length) as one op (made by gsample.walks when the step is "
+    "gs.walk(step, A, seeds, length) as one op (made by gsample.capture.walks when the step is "
     "per-walker): 'first' and 'phases' are the step's bodies (gsample.ir.walk_body: small "
     "programs of per-walker code), the first step's and step s's = phases[s % len(phases)]; "
     "operands '0', '1', ... are graph-level values the bodies read (degrees). Takes "
@@ -210,7 +210,7 @@ _DEFS = [
           estimate=_per_entry, bound=_per_entry, capture=Capture(methods=("random_count",)),
           doc="A.random_count(nodes, dist, p, n): an int64 count per entry of nodes, "
               "geometric (P(x) = (1 - p) p^x) or binomial(n, p), by inversion of one keyed "
-              "word per entry against a table of thresholds (gsample.random.count_table)"),
+              "word per entry against a table of thresholds (gsample.base.random.count_table)"),
     OpDef(Op.FILTER_EDGES, P, Step.SELECT, (_A, In("keep", Align.EDGES)), (), M,
           edges="subset", check=V.check_filter_edges,
           estimate=lambda A, ins, at: Size(A.nnz / 2, A.rows, A.cols), bound=_same,

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import torch
 
-from .graph import Graph, Ref
-from .ops import info
+from gsample.ir.graph import Graph, Ref
+from gsample.ir.ops import info
 
 
 def _attr(value) -> str:

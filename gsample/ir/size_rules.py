@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from .. import validate as V
-from .opdef import Attr, Size
+from gsample.base import validate as V
+from gsample.ir.opdef import Attr, Size
 
 # (A, ins, attrs) -> Size; A: the input matrix's sizes, ins: every input's (None when unknown)
 _DEFAULT_TENSOR = 512

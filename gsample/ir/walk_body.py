@@ -28,8 +28,8 @@ from typing import Optional
 
 import torch
 
-from .graph import Graph, Ref
-from .opdef import Kind, Op
+from gsample.ir.graph import Graph, Ref
+from gsample.ir.opdef import Kind, Op
 
 GRAPH, WALKER, WALKS, MATRIX = "graph", "walker", "walks", "matrix"
 #: the longest ``random_walk`` a body may take per step

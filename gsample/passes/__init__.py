@@ -7,7 +7,7 @@ pass never changes samples: random ops keep their op ordinals, so the program
 draws what the eager function draws (DESIGN §3).
 
 Super-batching is not a pass of the pipeline but part of lowering
-(:func:`gsample.runtime.super_batch.super_batch`): ``gs.DataLoader(..., super_batch=N)``
+(:func:`gsample.passes.super_batch.super_batch`): ``gs.DataLoader(..., super_batch=N)``
 rewrites an optimised program to sample N mini-batches in one run.
 """
 from __future__ import annotations
@@ -15,19 +15,19 @@ from __future__ import annotations
 import sys
 from typing import Callable, Optional
 
-from ..ir import Graph
-from .cse import cse
-from .dce import dce
-from .fuse_edge_map import fuse_edge_map, fuse_edge_map_reduce
-from .fuse_edge_normalize import fuse_edge_normalize
-from .fuse_extract_reduce import fuse_extract_reduce
-from .fuse_extract_extract import fuse_extract_extract
-from .fuse_extract_select import fuse_extract_select
-from .layout import select_layouts
-from .alias_tables import alias_tables
-from .probs_support import probs_support
-from .structure_reads import structure_reads
-from .preprocess import preprocess
+from gsample.ir import Graph
+from gsample.passes.cse import cse
+from gsample.passes.dce import dce
+from gsample.passes.fuse_edge_map import fuse_edge_map, fuse_edge_map_reduce
+from gsample.passes.fuse_edge_normalize import fuse_edge_normalize
+from gsample.passes.fuse_extract_reduce import fuse_extract_reduce
+from gsample.passes.fuse_extract_extract import fuse_extract_extract
+from gsample.passes.fuse_extract_select import fuse_extract_select
+from gsample.passes.layout import select_layouts
+from gsample.passes.alias_tables import alias_tables
+from gsample.passes.probs_support import probs_support
+from gsample.passes.structure_reads import structure_reads
+from gsample.passes.preprocess import preprocess
 
 #: the passes, in order, each with why it runs at that point
 PIPELINE: list = [
@@ -80,8 +80,8 @@ def optimize(graph: Graph, passes: Optional[list] = None, trace: Optional[Callab
     uses it). With ``GSAMPLE_DEBUG >= 1`` the IR is verified after every pass; with
     ``>= 2`` the IR is printed after every pass that changed it.
     """
-    from ..ir.graph import debug_level
-    from ..ir.printer import format_lines
+    from gsample.ir.graph import debug_level
+    from gsample.ir.printer import format_lines
     level = debug_level()
     g = graph.copy()
     for entry in (PIPELINE if passes is None else passes):

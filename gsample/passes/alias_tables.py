@@ -10,9 +10,9 @@ the same samples: a column's table depends on that column's weights only.
 """
 from __future__ import annotations
 
-from ..ir import Graph
-from ..ir.ops import info
-from .preprocess import _drop_unused, _graphs, _hoist
+from gsample.ir import Graph
+from gsample.ir.ops import info
+from gsample.passes.preprocess import _drop_unused, _graphs, _hoist
 
 
 def alias_tables(graph: Graph) -> Graph:

@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from .. import cost
-from ..ir import Graph, Kind, Op, Size
-from ..ir import estimate as op_estimate
+from gsample.cost import table as cost
+from gsample.ir import Graph, Kind, Op, Size
+from gsample.ir import estimate as op_estimate
 
 #: calls a once-per-graph (cached) conversion is spread over
 AMORTIZE = 100

@@ -9,8 +9,8 @@ is anything that reads a value such code writes (its value depends on the order)
 """
 from __future__ import annotations
 
-from ..ir import Effect, Graph, Op, info
-from ..ir.graph import attr_key
+from gsample.ir import Effect, Graph, Op, info
+from gsample.ir.graph import attr_key
 
 
 def _key(node):

@@ -7,7 +7,7 @@ in place is a side effect and always stays.
 """
 from __future__ import annotations
 
-from ..ir import Graph, Op
+from gsample.ir import Graph, Op
 
 
 def dce(graph: Graph) -> Graph:

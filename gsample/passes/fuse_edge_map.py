@@ -33,7 +33,7 @@ random ops, their ordinals and so the samples do not change.
 """
 from __future__ import annotations
 
-from ..ir import Graph, Node, Op
+from gsample.ir import Graph, Node, Op
 
 #: ops whose output is a matrix with ``A``'s sparsity and values mapped edge by edge
 _MAPS = (Op.EDGE_MAP, Op.EDGE_BROADCAST, Op.FUSED_EDGE_MAP)

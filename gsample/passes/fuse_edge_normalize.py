@@ -23,8 +23,8 @@ in-process ABBA: 0.716 -> 0.584 s an epoch, q25).
 """
 from __future__ import annotations
 
-from ..ir import Graph, Op
-from .fuse_edge_map import _MAPS, _chain, _program
+from gsample.ir import Graph, Op
+from gsample.passes.fuse_edge_map import _MAPS, _chain, _program
 
 
 def _normalised(node, users: dict):

@@ -12,8 +12,8 @@ Nothing random is involved, so no op ordinal moves.
 """
 from __future__ import annotations
 
-from ..ir import Graph, Op
-from .fuse_extract_select import _live, _sparsity_root
+from gsample.ir import Graph, Op
+from gsample.passes.fuse_extract_select import _live, _sparsity_root
 
 
 def fuse_extract_extract(graph: Graph) -> Graph:

@@ -11,8 +11,8 @@ no slice, no edge count read back. The slice itself stays while anything else re
 """
 from __future__ import annotations
 
-from ..ir import Graph, Op
-from .fuse_extract_select import _live, _sparsity_root
+from gsample.ir import Graph, Op
+from gsample.passes.fuse_extract_select import _live, _sparsity_root
 
 
 def fuse_extract_reduce(graph: Graph) -> Graph:

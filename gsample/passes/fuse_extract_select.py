@@ -34,7 +34,7 @@ the fused ops' ``probs``) are removed here; anything else is left to DCE.
 """
 from __future__ import annotations
 
-from ..ir import Graph, Kind, Node, Op, Ref, info
+from gsample.ir import Graph, Kind, Node, Op, Ref, info
 
 #: the random op -> its fused form
 _FUSED = {

@@ -31,12 +31,12 @@ import math
 from collections import defaultdict
 from typing import Optional
 
-from .. import cost
-from ..formats.layouts import NAMES
-from ..ir import Graph, Kind, Op, Ref, info
-from .cost_model import Pricer, estimate, example_graph
-from .dce import dce
-from .preprocess import program_key
+from gsample.cost import table as cost
+from gsample.formats.layouts import NAMES
+from gsample.ir import Graph, Kind, Op, Ref, info
+from gsample.passes.cost_model import Pricer, estimate, example_graph
+from gsample.passes.dce import dce
+from gsample.passes.preprocess import program_key
 
 _SWEEPS = 8
 #: a move must save this share of its ops' CSC cost (plus 1 us): on small values the fitted
@@ -223,7 +223,7 @@ def pipeline(force: Optional[str] = None) -> list:
     --------
     >>> sampler = gs.compile(ladies, passes=pipeline("csc"))     # layout selection off
     """
-    from . import PIPELINE
+    from gsample.passes import PIPELINE
     if force is None:
         return list(PIPELINE)
     return [(forced(force), why) if fn is select_layouts else (fn, why) for fn, why in PIPELINE]

@@ -38,8 +38,8 @@ are column-local (``gsample.backend.torch.alias``), so samples do not change.
 from __future__ import annotations
 
 
-from ..ir import Effect, Graph, Kind, Node, Op, Ref, info
-from ..ir.graph import attr_key, structure_key
+from gsample.ir import Effect, Graph, Kind, Node, Op, Ref, info
+from gsample.ir.graph import attr_key, structure_key
 
 _SLICES = (Op.SLICE_COLS, Op.SLICE_ROWS)
 

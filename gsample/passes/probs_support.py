@@ -29,7 +29,7 @@ import operator
 
 import torch
 
-from ..ir import Align, Graph, Node, Op, Ref
+from gsample.ir import Align, Graph, Node, Op, Ref
 
 #: dense functions f with f(0, ...) == 0 (or NaN) in the argument at these positions
 #: (None: every argument); methods as the tracer records them, ("method", name)

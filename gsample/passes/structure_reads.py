@@ -15,7 +15,7 @@ Example::
 """
 from __future__ import annotations
 
-from ..ir import Graph
+from gsample.ir import Graph
 
 
 def structure_reads(graph: Graph) -> Graph:

@@ -5,9 +5,9 @@ import weakref
 
 import torch
 
-from ..formats.csc import CSC
-from ..formats.placement import offload
-from ..ir import Op
+from gsample.formats.csc import CSC
+from gsample.formats.placement import offload
+from gsample.ir import Op
 
 _VALUES: "weakref.WeakKeyDictionary[CSC, dict]" = weakref.WeakKeyDictionary()
 
@@ -37,9 +37,9 @@ class CachedValue:
                                            *self.consts) if isinstance(t, torch.Tensor))
         hit = per_graph.get(self.key)
         if hit is None or hit[1] != stamp:
-            from ..matrix import Matrix
-            from .lower import lower
-            from .program import run
+            from gsample.matrix.sparse import Matrix
+            from gsample.runtime.lower import lower
+            from gsample.runtime.program import run
             device = str(graph.device)
             if device not in self.lowered:
                 self.lowered[device] = lower(self.program, self.backend, self.options, device)

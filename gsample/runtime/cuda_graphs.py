@@ -13,7 +13,7 @@ What changes between calls goes into the capture's static buffers before a repla
 region's tensor inputs (the converted seeds, any tensor computed before it; a frontier in a
 bounded buffer, captured with a buffer of a power-of-two size so that frontiers of varying
 bounds share a few graphs) are copied in, and so are the random keys
-(``gsample.random.DeviceKey``: the kernels read their keys from the device). Matrices (the
+(``gsample.base.random.DeviceKey``: the kernels read their keys from the device). Matrices (the
 graph, values cached per graph, tensors of the graph alone such as a cached matrix's
 values) must be the very objects (or storage) the graph was captured with, as the kernels
 read them in place; another object (or one written in place since) captures again, and a
@@ -45,13 +45,13 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-from .. import validate as V
-from ..formats.bounded import (READ_BACK, Bounded, BoundedIds, NotCapturable, PendingSizes,
+from gsample.base import validate as V
+from gsample.formats.bounded import (READ_BACK, Bounded, BoundedIds, NotCapturable, PendingSizes,
                                copy_all, counts, current_stream)
-from ..formats.bounded import trim_parts
-from ..formats.replayed import Replayed, counted, pack_groups, packable
-from ..formats.csc import CSC
-from ..random import DeviceKey
+from gsample.formats.bounded import trim_parts
+from gsample.formats.replayed import Replayed, counted, pack_groups, packable
+from gsample.formats.csc import CSC
+from gsample.base.random import DeviceKey
 
 
 _CUDA = torch.device("cuda")
@@ -78,7 +78,7 @@ def regions(program) -> list:
     matrix made by an earlier step (only the graph and values cached per graph, which stay
     the same objects from call to call), in order. A layer-wise sampler has one per layer:
     its read-back of the layer's sizes ends each."""
-    from ..ir import Kind, Op
+    from gsample.ir import Kind, Op
     made_by = {}
     for s in program.steps:
         for o in ((s.out,) if isinstance(s.out, int) else s.out):
@@ -329,7 +329,7 @@ def _pack(values: list, desc) -> tuple:
     parts = counted(values, trim_parts(values)[0])
     if not values or not packable(parts) or 4 * len(parts) > desc.numel():
         return None, ()
-    from ..backend.cuda.pack import pack_parts
+    from gsample.backend.cuda.pack import pack_parts
     buffers, held, at = [], [desc], 0
     for dtype, idx in pack_groups(parts):
         group = [parts[i] for i in idx]
@@ -351,7 +351,7 @@ def _prepare_pack(values: list) -> None:
     """Load the pack kernels for ``values`` (a warm-up run's results) before a capture."""
     parts = counted(values, trim_parts(values)[0])
     if values and packable(parts) and parts[0][0].is_cuda:
-        from ..backend.cuda.pack import prepare
+        from gsample.backend.cuda.pack import prepare
         for dtype, _ in pack_groups(parts):
             prepare(dtype, parts[0][0].device)
 

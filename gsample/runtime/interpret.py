@@ -6,10 +6,10 @@ checks all its inputs as an eager call does. Samples are the lowered program's.
 """
 from __future__ import annotations
 
-from ..backend import get_backend, resolve, run_op
-from ..ir import Graph, Op, info, map_template
-from ..random import BatchKeys, KeyRange, _stream, op_key
-from .lower import _wrap
+from gsample.backend import get_backend, resolve, run_op
+from gsample.ir import Graph, Op, info, map_template
+from gsample.base.random import BatchKeys, KeyRange, _stream, op_key
+from gsample.runtime.lower import _wrap
 
 
 def _call_dense(fn, template, env_get):
@@ -21,9 +21,9 @@ def _call_dense(fn, template, env_get):
 
 def interpret(graph: Graph, args: dict, backend: str = "torch"):
     """Run ``graph`` on ``args`` (``name -> gs.Matrix or tensor``) node by node."""
-    from ..matrix import Matrix
-    from .cached import CachedValue
-    from .options import Options
+    from gsample.matrix.sparse import Matrix
+    from gsample.runtime.cached import CachedValue
+    from gsample.runtime.options import Options
     be = get_backend(backend)
     stream = _stream()
     seed, base, batch = stream.seed, stream.ordinal, stream.batch_index
@@ -76,8 +76,8 @@ def interpret(graph: Graph, args: dict, backend: str = "torch"):
 
 def _per_batch_draw(node, d, be, env, seed, base, batch):
     """A random op on the whole graph in a super-batch: once per mini-batch, each with its
-    own key (:class:`gsample.runtime.blocks.PerBatchDraw`)."""
-    from .blocks import PerBatchDraw
+    own key (:class:`gsample.runtime.block_diagonal.PerBatchDraw`)."""
+    from gsample.runtime.block_diagonal import PerBatchDraw
     names = tuple(node.inputs)
     attrs = {a: node.attrs[a] for a in d.attrs if a in node.attrs}
     A = env[node.inputs["A"]]

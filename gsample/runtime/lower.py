@@ -23,14 +23,14 @@ import operator
 
 import torch
 
-from .. import validate as V
-from ..backend import get_backend, resolve
-from ..formats.bounded import COPY_OUT, READ_BACK, Bounded, counts, trim, trim_copies
-from ..formats.csc import CSC
-from ..ir import Align, Graph, Kind, Op, Ref, info, map_template
-from .cuda_graphs import copy_out, storages
-from .options import Options
-from .program import Program, Step
+from gsample.base import validate as V
+from gsample.backend import get_backend, resolve
+from gsample.formats.bounded import COPY_OUT, READ_BACK, Bounded, counts, trim, trim_copies
+from gsample.formats.csc import CSC
+from gsample.ir import Align, Graph, Kind, Op, Ref, info, map_template
+from gsample.runtime.cuda_graphs import copy_out, storages
+from gsample.runtime.options import Options
+from gsample.runtime.program import Program, Step
 
 #: values read as ids by ops: when a gsample op made them, they are in range by construction
 _UNTRUSTED = (Op.INPUT, Op.CONSTANT, Op.DENSE, Op.CACHED)
@@ -135,7 +135,7 @@ class _Lowering:
                 self.emit(operator.getitem, [x, self.const(node.attrs["index"])],
                           self.slot[node], f"getitem[{node.attrs['index']}]", node)
             elif op is Op.CACHED:
-                from .cached import CachedValue
+                from gsample.runtime.cached import CachedValue
                 self.slot[node] = self.new_slot(node.name)
                 self.emit(CachedValue(node, self.backend.name, self.options),
                           [self.slot[node.inputs["graph"]]], self.slot[node],
@@ -149,11 +149,11 @@ class _Lowering:
         self.p.graph_slots = frozenset(self.slot[n] for n in self.graph_level)
         if self.gpu and self.options.sync_free:
             # host work the next device launch does not wait for runs after that launch
-            from .schedule import sink
+            from gsample.runtime.schedule import sink
             self.p.steps = sink(self.p.steps)
         self.release()
         if self.options.cuda_graphs and self.p.deferred:
-            from .cuda_graphs import Region, regions
+            from gsample.runtime.cuda_graphs import Region, regions
             self.p.regions = [Region(self.p, *span) for span in regions(self.p)]
             if self.p.regions:       # the first region copies the keys (none read before it)
                 device = {slot for slot, _, _, on_device, _ in self.p.keys if on_device}
@@ -193,7 +193,7 @@ class _Lowering:
         if "batches" in node.attrs and node.is_random and not impl.sync_free \
                 and not impl.batch_keys:
             # a super-batched draw the backend has no kernel for runs the reference code,
-            # which takes the mini-batches' keys (gsample.random.BatchKeys)
+            # which takes the mini-batches' keys (gsample.base.random.BatchKeys)
             impl = resolve(get_backend("torch"), node.op, layout=layout, given=given)
         inputs = {k: self.slot[v] for k, v in node.inputs.items()}
         # a super-batched random op checks each mini-batch's inputs in its own code
@@ -231,11 +231,11 @@ class _Lowering:
 
     def per_batch_draw(self, node, d, layout: str, given: tuple) -> None:
         """A random op on the whole graph in a super-batch (``attrs["per_batch"]``, see
-        ``gsample.runtime.super_batch``): the backend's exact implementation once per
-        mini-batch (:class:`~gsample.runtime.blocks.PerBatchDraw`), each with its own op key
-        from the op's :class:`~gsample.random.BatchKeys` and its inputs checked as the
+        ``gsample.passes.super_batch``): the backend's exact implementation once per
+        mini-batch (:class:`~gsample.runtime.block_diagonal.PerBatchDraw`), each with its own op key
+        from the op's :class:`~gsample.base.random.BatchKeys` and its inputs checked as the
         mini-batch's call checks them."""
-        from .blocks import PerBatchDraw
+        from gsample.runtime.block_diagonal import PerBatchDraw
         impl = resolve(self.backend, node.op, layout=layout, given=given)
         fn = impl.fn if impl.finish is None else _then(impl.fn, impl.finish)
         names = tuple(node.inputs)
@@ -447,7 +447,7 @@ def _reads_back(fn, template) -> bool:
 
 
 def _wrap(value):
-    from ..matrix import Matrix
+    from gsample.matrix.sparse import Matrix
     return Matrix(value) if isinstance(value, CSC) else value
 
 

@@ -25,7 +25,7 @@ import contextvars
 from collections import deque
 from typing import Callable, Iterable, Iterator, Optional
 
-from ..random import _stream
+from gsample.base.random import _stream
 
 
 class Call:

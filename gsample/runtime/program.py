@@ -17,13 +17,13 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .. import validate as V
-from ..ir import Graph
+from gsample.base import validate as V
+from gsample.ir import Graph
 import torch
 
-from ..random import BatchKeys, DeviceKey, KeyRange, _signed, _stream, key_prefix, op_key
-from ..formats.bounded import COPY_OUT, READ_BACK
-from .options import Options
+from gsample.base.random import BatchKeys, DeviceKey, KeyRange, _signed, _stream, key_prefix, op_key
+from gsample.formats.bounded import COPY_OUT, READ_BACK
+from gsample.runtime.options import Options
 
 
 @dataclass
@@ -67,9 +67,9 @@ class Program:
     keys : tuple of (slot, ordinal, batches, on_device, count)
         Random-op key slots: the op ordinal of each random op, its super-batch shape
         ``(N, n)`` or None, whether its implementation takes a
-        :class:`~gsample.random.DeviceKey` (all of a call's are copied to the device at once),
+        :class:`~gsample.base.random.DeviceKey` (all of a call's are copied to the device at once),
         and, for an op taking ``count`` ordinals from ``ordinal`` on (a fused walk), that
-        count (the slot then holds their :class:`~gsample.random.KeyRange`; 0: one key).
+        count (the slot then holds their :class:`~gsample.base.random.KeyRange`; 0: one key).
     output : callable
         ``env -> the returned structure``.
     num_random : int

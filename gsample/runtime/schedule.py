@@ -20,7 +20,7 @@ Example (LADIES, one layer to the next)::
 """
 from __future__ import annotations
 
-from ..ir import Effect, Op
+from gsample.ir import Effect, Op
 
 #: steps of these ops stay in place (not sparse ops: program structure, dense code)
 _STRUCTURE = frozenset({Op.INPUT, Op.CONSTANT, Op.DENSE, Op.GETITEM, Op.CACHED, Op.OUTPUT})
@@ -30,7 +30,7 @@ def movable(step) -> bool:
     """Whether :func:`sink` may move ``step``: a pure sparse op's call (not one a CUDA graph
     may hold), or a check of its inputs that reads nothing back (it moves with the op, which
     it precedes)."""
-    from .lower import _Check, _trim
+    from gsample.runtime.lower import _Check, _trim
     node = step.node
     if node is None or node.op in _STRUCTURE or node.info.effect is not Effect.PURE \
             or step.device_part or step.fn is _trim:

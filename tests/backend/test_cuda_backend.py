@@ -6,7 +6,7 @@ import gsample as gs
 from gsample.backend import get_backend
 from gsample.backend.torch import fused_select, select
 from gsample.ir import Op
-from gsample.random import hash_tensor, op_key
+from gsample.base.random import hash_tensor, op_key
 
 pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]

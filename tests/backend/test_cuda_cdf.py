@@ -24,10 +24,10 @@ import pytest
 import torch
 
 import gsample as gs
-from gsample import validate as V
+from gsample.base import validate as V
 from gsample.backend.torch import fused_select, select
 from gsample.formats.csc import CSC, segment_ptr
-from gsample.random import BatchKeys, ColumnKeys, op_key, uniform_float, words
+from gsample.base.random import BatchKeys, ColumnKeys, op_key, uniform_float, words
 from helpers import assert_same, example, random_seeds
 
 GROUP, CHUNK = 1024, 32

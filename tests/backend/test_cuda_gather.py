@@ -4,7 +4,7 @@ kernel and raise (skipped without a GPU)."""
 import pytest
 import torch
 
-from gsample import validate as V
+from gsample.base import validate as V
 from gsample.backend.cuda.gather import gather_rows
 
 pytestmark = [pytest.mark.cuda,

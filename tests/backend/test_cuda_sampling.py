@@ -19,7 +19,7 @@ from gsample.backend.cuda import compute, sampling
 from gsample.backend.torch import select
 from gsample.backend.torch.alias import alias_columns
 from gsample.formats.csc import segment_ptr
-from gsample.random import BatchKeys, op_key
+from gsample.base.random import BatchKeys, op_key
 from helpers import example, random_seeds
 
 HOOKS = ("column_max",)

@@ -1,12 +1,12 @@
 """``kernels/split.cu``: a super-batch matrix's bounds and its mini-batch matrices made by two
-launches, against the torch ops of ``gsample.runtime.blocks`` (the reference) and against the
+launches, against the torch ops of ``gsample.runtime.block_diagonal`` (the reference) and against the
 mini-batch matrices the super-batch was joined from (skipped without a GPU)."""
 import pytest
 import torch
 
 from gsample.backend.cuda import split as cuda_split
 from gsample.formats.csc import CSC
-from gsample.runtime import blocks
+from gsample.runtime import block_diagonal as blocks
 
 pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]

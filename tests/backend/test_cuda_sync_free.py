@@ -8,12 +8,12 @@ import pytest
 import torch
 
 import gsample as gs
-from gsample import validate as V
+from gsample.base import validate as V
 from gsample.backend.cuda import extract as X
 from gsample.backend.cuda import nodewise
 from gsample.backend.torch import finalize
 from gsample.formats.bounded import BoundedCSC, BoundedIds, read_counts, trim
-from gsample.random import DeviceKey, _signed, combine, key_prefix
+from gsample.base.random import DeviceKey, _signed, combine, key_prefix
 from gsample.runtime import Options
 from helpers import assert_same, example, graphsage, host_syncs
 

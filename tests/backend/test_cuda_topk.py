@@ -78,7 +78,7 @@ def test_collective_sampling_falls_back_on_too_many_ties(monkeypatch):
     and draws the same sample."""
     import gsample as gs
     from gsample.backend.cuda import layerwise, topk
-    from gsample.random import DeviceKey, _signed, key_prefix
+    from gsample.base.random import DeviceKey, _signed, key_prefix
     A = gs.datasets.rmat(20_000, 200_000, seed=2).to("cuda").csc
     cols = torch.arange(0, 20_000, 7, device="cuda")
     prefix = key_prefix(3, 1)

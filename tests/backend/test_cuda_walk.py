@@ -10,7 +10,7 @@ import gsample as gs
 from gsample.backend import get_backend
 from gsample.backend.torch import walk as reference
 from gsample.ir import Op
-from gsample.random import op_key
+from gsample.base.random import op_key
 
 pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
@@ -101,9 +101,9 @@ def test_the_kernel_guards_seeds_it_did_not_check(graphs, bad, copies, node2vec)
     flag is still pending) walks nowhere, its row all -1, the other walkers walk as without
     it, and the call raises an IndexError naming ``seeds`` when the flags are read (``M``:
     the graph's nodes, a super-batch's ``copies * n`` ids)."""
-    from gsample import validate as V
+    from gsample.base import validate as V
     from gsample.backend.cuda import walk as cuda_walk
-    from gsample.random import DeviceKey, _signed, key_prefix
+    from gsample.base.random import DeviceKey, _signed, key_prefix
     _, G = graphs
     n = G.num_nodes
     gen = torch.Generator().manual_seed(9)

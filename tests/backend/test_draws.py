@@ -26,8 +26,7 @@ import gsample as gs
 from gsample.backend.cuda import draws as cuda_draws
 from gsample.backend.torch import draws
 from gsample.formats.bounded import BoundedIds
-from gsample.random import (BatchKeys, DeviceKey, _signed, count_from_words, count_table,
-                            key_prefix, op_key)
+from gsample.base.random import BatchKeys, DeviceKey, _signed, count_from_words, count_table, key_prefix, op_key
 
 P_MIN = 1e-3
 

@@ -14,7 +14,7 @@ import gsample as gs
 from gsample.backend.cuda import walk_codegen
 from gsample.backend.torch import fused_walk as reference
 from gsample.ir import Op
-from gsample.random import KeyRange, _signed, key_prefix
+from gsample.base.random import KeyRange, _signed, key_prefix
 from helpers import CXX, build_cpp, example
 
 

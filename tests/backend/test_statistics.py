@@ -46,7 +46,7 @@ import scipy.stats as st
 import torch
 
 import gsample as gs
-from gsample.random import batch_scope
+from gsample.base.random import batch_scope
 
 P_MIN = 1e-3
 

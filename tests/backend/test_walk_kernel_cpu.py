@@ -10,7 +10,7 @@ import torch
 
 import gsample as gs
 from gsample.backend.torch import walk as reference
-from gsample.random import BatchKeys, _signed, key_prefix, op_key
+from gsample.base.random import BatchKeys, _signed, key_prefix, op_key
 from helpers import CUDA_AS_CPP, CXX, build_cpp
 
 

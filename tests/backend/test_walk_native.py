@@ -12,7 +12,7 @@ import torch
 
 import gsample as gs
 from gsample.backend.torch import walk, walk_native
-from gsample.random import MASK64, BatchKeys, combine, key_prefix, mix64, op_key
+from gsample.base.random import MASK64, BatchKeys, combine, key_prefix, mix64, op_key
 
 pytestmark = pytest.mark.skipif(not walk_native.available(),
                                 reason="no native CPU walk (no C++ compiler, or disabled)")

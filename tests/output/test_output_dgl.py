@@ -12,7 +12,7 @@ import torch
 from helpers import example
 
 import gsample as gs
-from gsample.output.pyg import pyg_sample
+from gsample.interop.pyg.data import pyg_sample
 
 
 class FakeGraph:

@@ -17,7 +17,7 @@ from torch_geometric.nn import SAGEConv
 from torch_geometric.sampler import SamplerOutput
 from torch_geometric.utils import trim_to_layer
 
-from gsample.output.pyg import pyg_sample
+from gsample.interop.pyg.data import pyg_sample
 
 
 # ----------------------------------------------------------------------------- graphs

@@ -14,8 +14,8 @@ import pytest
 import torch
 
 import gsample as gs
-from gsample import cost
-from gsample.calibrate import calibrate, fit, layout_ops
+from gsample.cost import table as cost
+from gsample.cost.calibrate import calibrate, fit, layout_ops
 from gsample.ir import Kind, Op
 from gsample.formats.layouts import NAMES
 from gsample.passes import PIPELINE
@@ -305,7 +305,7 @@ def test_calibrate_command_line(monkeypatch, capsys):
         calls.append((device, n, repeats, degree, backend))
         return {"device": "dev", "bucket": cost.bucket(n), "coefficients": {}, "path": "p"}
 
-    monkeypatch.setattr("gsample.calibrate.calibrate", fake)
+    monkeypatch.setattr("gsample.cost.calibrate.calibrate", fake)
     assert cli.main(["calibrate", "--num-nodes", "1000", "5000", "--repeats", "2"]) == 0
     assert calls == [("cpu", 1000, 2, 8, "torch"), ("cpu", 5000, 2, 8, "torch")]
     assert "bucket 5" in capsys.readouterr().out

@@ -87,10 +87,10 @@ def test_a_super_batch_s_first_sample_joins_its_graph_region(A):
     new object each call, and never be captured); one mini-batch's seeds are converted by
     a check that stays out."""
     import functools
-    from gsample.matrix import Matrix
+    from gsample.matrix.sparse import Matrix
     from gsample.passes import optimize
-    from gsample.runtime.super_batch import super_batch
-    from gsample.super_batcher import _SuperBatcher
+    from gsample.passes.super_batch import super_batch
+    from gsample.runtime.super_batcher import _SuperBatcher
     sampler = functools.partial(gs.compile(graphsage), fanouts=(5, 3))
     sb = _SuperBatcher(A, sampler, torch.arange(10), False)
     counts = {k: v.num_nodes for k, v in sb.args.items() if isinstance(v, Matrix)}

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import gsample as gs
-from gsample.random import _stream, batch_scope
+from gsample.base.random import _stream, batch_scope
 from gsample.runtime import Options, lower, run
 from gsample.runtime.overlap import Call, in_turn, interleave
 from gsample.runtime.program import start
@@ -422,7 +422,7 @@ def test_the_loader_s_calls_in_flight_start_the_epoch_s_planned_program(A, monke
     pause) each call is made as it is; with one, the epoch's first call is planned once and
     the others start that program with their own seeds. Either way the batches equal the
     loader's one-by-one calls, in order."""
-    from gsample.compiler import CompiledSampler
+    from gsample.compiler.compiled import CompiledSampler
     sampler = functools.partial(gs.compile(graphsage), fanouts=(5, 3))
     seeds = torch.randperm(A.num_nodes, generator=torch.Generator().manual_seed(1))[:700]
     want = [b.out for b in gs.DataLoader(A, sampler, seeds, 128, seed=4)]

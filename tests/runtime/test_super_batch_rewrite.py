@@ -1,4 +1,4 @@
-"""The super-batching rewrite (``gsample.runtime.super_batch``), structurally.
+"""The super-batching rewrite (``gsample.passes.super_batch``), structurally.
 
 * the rewritten program verifies; random ops keep their names and op ordinals and are
   marked to draw for N batches; the stream's ordinal count is unchanged;
@@ -18,13 +18,13 @@ import pytest
 import torch
 
 import gsample as gs
-from gsample.runtime import blocks
-from gsample.compiler import execute
+from gsample.runtime import block_diagonal as blocks
+from gsample.compiler.compiled import execute
 from gsample.ir import Op, format_lines
 from gsample.ir import ops as op_table
 from gsample.passes import PIPELINE, optimize
-from gsample.runtime.super_batch import GRAPH, LIST, stateful_inputs, super_batch
-from gsample.random import batch_scope
+from gsample.passes.super_batch import GRAPH, LIST, stateful_inputs, super_batch
+from gsample.base.random import batch_scope
 from helpers import assert_same, example, random_seeds
 
 N_NODES = 1000

@@ -33,9 +33,9 @@ backend's results up to float rounding).
 """
 from __future__ import annotations
 
-from ...ir import Op
-from .. import Backend
-from . import (compute, draws, edge_filter, edge_map, extract, finalize, fused_walk, layerwise,
+from gsample.ir import Op
+from gsample.backend import Backend
+from gsample.backend.cuda import (compute, draws, edge_filter, edge_map, extract, finalize, fused_walk, layerwise,
                nodewise, normalize, sampling, walk)
 
 _CSC = ("csc",)

@@ -221,5 +221,5 @@ def plan(A, program: tuple, operands: dict) -> EdgeMapKernel:
 
 def source(kernel: EdgeMapKernel) -> str:
     """The full CUDA source compiled for ``kernel`` (for nvcc in tests)."""
-    from .module import full_source
+    from gsample.backend.cuda.module import full_source
     return full_source("edge_map", **kernel.key)

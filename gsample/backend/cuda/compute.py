@@ -32,11 +32,11 @@ from typing import Optional
 import numpy as np
 import torch
 
-from ...formats.csc import CSC, segment_ptr
-from ..torch import compute as ref
-from ..torch import fused_compute
-from . import convert, rowsum
-from .module import BLOCK, launch, memset
+from gsample.formats.csc import CSC, segment_ptr
+from gsample.backend.torch import compute as ref
+from gsample.backend.torch import fused_compute
+from gsample.backend.cuda import convert, rowsum
+from gsample.backend.cuda.module import BLOCK, launch, memset
 
 #: terms per chunk (a thread's serial work per tree level)
 CHUNK = 32

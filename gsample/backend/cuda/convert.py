@@ -19,8 +19,8 @@ import weakref
 
 import torch
 
-from ...formats.csc import CSC, segment_ptr
-from .module import launch
+from gsample.formats.csc import CSC, segment_ptr
+from gsample.backend.cuda.module import launch
 
 #: a CSC with at least this many edges keeps its CSR permutation (as do graph-level ones)
 CACHE_MIN_EDGES = 1 << 22
@@ -68,7 +68,7 @@ def csr_cols(csc: CSC, perm: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"perm: expected shape ({csc.nnz},), got {tuple(perm.shape)}")
     if not on_gpu(csc.indptr):
         return csc.edge_cols()[perm]
-    from .extract import _Cuda     # the transpose's kernel (kernels/extract.cu), no eids
+    from gsample.backend.cuda.extract import _Cuda     # the transpose's kernel (kernels/extract.cu), no eids
     return _Cuda.perm_cols(_i64(csc.indptr), _i64(perm))[0]
 
 

@@ -2,7 +2,7 @@
 
 One hash per entry is all they do, so there is no kernel of their own: the torch
 reference's code (:mod:`gsample.backend.torch.draws`) runs on the CUDA tensors, with the
-op's key finished on the device (:class:`~gsample.random.DeviceKey`) and a super-batch's
+op's key finished on the device (:class:`~gsample.base.random.DeviceKey`) and a super-batch's
 positions found by a search on the device. Nothing is read back to the host (CUDA-graph
 safe), and the values are the torch backend's bit for bit (integer hashing, exact
 conversions). A frontier in a bounded buffer (:class:`~gsample.formats.bounded.BoundedIds`)
@@ -10,10 +10,10 @@ gives a bounded result of the same count.
 """
 from __future__ import annotations
 
-from ...formats.bounded import BoundedIds
-from ...ir import Op
-from ...random import DeviceKey, count_from_words, uniform_float
-from ..torch import draws as reference
+from gsample.formats.bounded import BoundedIds
+from gsample.ir import Op
+from gsample.base.random import DeviceKey, count_from_words, uniform_float
+from gsample.backend.torch import draws as reference
 
 
 def _words(nodes, key):
@@ -21,7 +21,7 @@ def _words(nodes, key):
     if isinstance(nodes, BoundedIds):
         return reference.entry_words(key, nodes.data, valid=nodes.count), nodes.count
     if isinstance(key, DeviceKey) and key.num_nodes:        # a super-batch: ids checked
-        from ... import validate as V                         # (deferred: no read-back)
+        from gsample.base import validate as V                         # (deferred: no read-back)
         nodes = V.ids(nodes, "nodes", key.num_nodes * key.copies, nodes.device)
     return reference.entry_words(key, nodes), None
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import torch
 
-from ...formats.bounded import BoundedCSC
-from ...formats.csc import CSC
-from ...ir import Op
-from ..torch.edge_filter import kept_indptr
-from .nodewise import _exact
+from gsample.formats.bounded import BoundedCSC
+from gsample.formats.csc import CSC
+from gsample.ir import Op
+from gsample.backend.torch.edge_filter import kept_indptr
+from gsample.backend.cuda.nodewise import _exact
 
 
 def filter_edges(A, keep: torch.Tensor) -> BoundedCSC:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...formats.csc import CSC
-from ..torch import fused_compute
-from . import codegen, compute
-from .module import launch
+from gsample.formats.csc import CSC
+from gsample.backend.torch import fused_compute
+from gsample.backend.cuda import codegen, compute
+from gsample.backend.cuda.module import launch
 
 _NULL = np.uint64(0)
 

@@ -35,12 +35,12 @@ from dataclasses import replace
 
 import torch
 
-from ...ir import Op
-from ...formats.layouts import CSR
-from ...formats.csc import CSC, segment_ptr
-from ...formats.cache import cache_of
-from ...formats.placement import is_mapped
-from ..torch import layout_ops
+from gsample.ir import Op
+from gsample.formats.layouts import CSR
+from gsample.formats.csc import CSC, segment_ptr
+from gsample.formats.cache import cache_of
+from gsample.formats.placement import is_mapped
+from gsample.backend.torch import layout_ops
 
 #: whole graphs with at least this many edges are read through an int32 copy of their
 #: ``indptr`` / ``rows`` (``None``: never). Tests set 0 to force the int32 path.
@@ -66,7 +66,7 @@ class _Cuda:
 
     @staticmethod
     def segment_counts(indptr, seg, cache=None):
-        from .module import launch
+        from gsample.backend.cuda.module import launch
         starts, counts = (torch.empty(seg.numel(), dtype=torch.int64, device=seg.device)
                           for _ in range(2))
         launch("extract", "gs_segment_counts", seg.numel(), indptr, indptr.numel() - 1, seg,
@@ -76,7 +76,7 @@ class _Cuda:
 
     @staticmethod
     def gather(new_indptr, starts, total, rows=None, eids=None, seg=None, cache=None):
-        from .module import launch
+        from gsample.backend.cuda.module import launch
         out = lambda: torch.empty(total, dtype=torch.int64, device=starts.device)  # noqa: E731
         index = out()
         rows_out = None if rows is None else out()
@@ -92,7 +92,7 @@ class _Cuda:
 
     @staticmethod
     def positions(space, ids):
-        from .module import launch
+        from gsample.backend.cuda.module import launch
         out = torch.full((ids.numel(),), -1, dtype=torch.int64, device=ids.device)
         if space.numel() == 0 or ids.numel() == 0:
             return out
@@ -108,7 +108,7 @@ class _Cuda:
 
     @staticmethod
     def map_rows(rows, rowmap):
-        from .module import launch
+        from gsample.backend.cuda.module import launch
         out = torch.empty(rows.numel(), dtype=torch.int64, device=rows.device)
         launch("extract", "gs_map_rows", rows.numel(), rows, rows.numel(), rowmap,
                rowmap.numel(), out, params=_params(rows))
@@ -116,7 +116,7 @@ class _Cuda:
 
     @staticmethod
     def compact(local, kept, total, eids=None):
-        from .module import launch
+        from gsample.backend.cuda.module import launch
         out = lambda: torch.empty(total, dtype=torch.int64, device=local.device)  # noqa: E731
         keep, rows_out = out(), out()
         eids_out = None if eids is None else out()
@@ -126,7 +126,7 @@ class _Cuda:
 
     @staticmethod
     def perm_cols(indptr, perm, eids=None):
-        from .module import launch
+        from gsample.backend.cuda.module import launch
         cols = torch.empty(perm.numel(), dtype=torch.int64, device=perm.device)
         eids_out = None if eids is None else torch.empty_like(cols)
         launch("extract", "gs_perm_cols", perm.numel(), indptr, indptr.numel() - 1, perm,
@@ -135,7 +135,7 @@ class _Cuda:
 
     @staticmethod
     def lower_bounds(sorted_rows, m):
-        from .module import launch
+        from gsample.backend.cuda.module import launch
         out = torch.empty(m, dtype=torch.int64, device=sorted_rows.device)
         launch("extract", "gs_lower_bounds", m, sorted_rows, sorted_rows.numel(), m, out,
                params=_params(sorted_rows))
@@ -362,7 +362,7 @@ def filter_members(space: torch.Tensor, ids: torch.Tensor):
 # ----------------------------------------------------------------------------- ops
 def _reference(op: Op, **kwargs):
     """Another layout than CSC (CSR, COO): the torch backend's code for it."""
-    from .. import get_backend
+    from gsample.backend import get_backend
     return get_backend("torch").run(op, **kwargs)
 
 

@@ -15,10 +15,10 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from ...formats.csc import CSC
-from ..torch import finalize as reference
-from ..torch.finalize import col_ids, column, row_ids  # noqa: F401  (views: no kernel)
-from .module import launch
+from gsample.formats.csc import CSC
+from gsample.backend.torch import finalize as reference
+from gsample.backend.torch.finalize import col_ids, column, row_ids  # noqa: F401  (views: no kernel)
+from gsample.backend.cuda.module import launch
 
 #: the hash table has at least this many slots
 MIN_TABLE = 32

@@ -5,7 +5,7 @@ One thread per walker loops over the steps and runs the step's body as straight-
 its ``random_walk``\\ s are ``gs_random_walk``'s own walker (``kernels/walkstep.cuh``) with
 the keys of their op ordinals, its arithmetic PyTorch's CUDA arithmetic, so the walks are
 the torch backend's (:mod:`gsample.backend.torch.fused_walk`), bit for bit. Keys come as a
-:class:`~gsample.random.KeyRange`: device keys (the program's key buffer: the kernel combines
+:class:`~gsample.base.random.KeyRange`: device keys (the program's key buffer: the kernel combines
 each ordinal's prefix with the mini-batch, so a super-batch's walkers are one launch too), or
 host keys (copied to the device). Bodies :mod:`.walk_codegen` cannot type exactly, CPU
 tensors and a super-batch with host keys run the torch code (on the same device).
@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import torch
 
-from ... import validate as V
-from ...formats.bounded import BoundedIds
-from ...formats.csc import CSC
-from ...random import BatchKeys, DeviceKey, KeyRange, _signed
-from ..torch import fused_walk as reference
-from . import walk_codegen
-from .module import launch, memset
+from gsample.base import validate as V
+from gsample.formats.bounded import BoundedIds
+from gsample.formats.csc import CSC
+from gsample.base.random import BatchKeys, DeviceKey, KeyRange, _signed
+from gsample.backend.torch import fused_walk as reference
+from gsample.backend.cuda import walk_codegen
+from gsample.backend.cuda.module import launch, memset
 
 #: threads per block: a mini-batch of walkers is small, so small blocks spread it over SMs
 _THREADS = 64
@@ -50,7 +50,7 @@ def fused_walk(A: CSC, seeds, first, phases: tuple, length: int, key, **operands
     >>> walks = sampler(A.to("cuda"), seeds.cuda(), length=80)     # one gs_fused_walk launch
     """
     if isinstance(seeds, BoundedIds):            # one row per seed: its exact size first
-        from .nodewise import _exact
+        from gsample.backend.cuda.nodewise import _exact
         seeds = _exact(seeds)
     kernel = kernel_for(A, seeds, first, phases, operands, key)
     if kernel is None:
@@ -87,7 +87,7 @@ def fused_walk(A: CSC, seeds, first, phases: tuple, length: int, key, **operands
 def register(backend) -> None:
     """Register the sync-free variant (device keys). It may run the torch code, which reads
     sizes back for a super-batch, so it is not marked free of read-backs."""
-    from ...ir import Op
+    from gsample.ir import Op
     backend.register(Op.FUSED_WALK, ("csc",), fused_walk, sync_free=True, syncs=True,
                      bounded_out=False)
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ... import validate as V
-from .module import launch, memset
+from gsample.base import validate as V
+from gsample.backend.cuda.module import launch, memset
 
 #: the machine word a row is moved in, by size in bytes (the kernel's GS_WORD)
 WORDS = {16: "uint4", 8: "unsigned long long", 4: "unsigned int", 2: "unsigned short",
@@ -54,7 +54,7 @@ def gather_rows(host: torch.Tensor, ids: torch.Tensor, out: torch.Tensor,
         The whole table.
     ids : LongTensor, shape (n,), on the GPU
         Rows to read, each in ``[0, N)``: the kernel guards them, and one outside raises an
-        ``IndexError`` naming ``n_id`` (a deferred :func:`gsample.validate.fail_if`: at once
+        ``IndexError`` naming ``n_id`` (a deferred :func:`gsample.base.validate.fail_if`: at once
         unless the runtime defers checks; the kernel read row 0 for it).
     out : Tensor, shape (n, ...), on the GPU, contiguous, ``host``'s dtype
         Where the rows go.

@@ -30,7 +30,7 @@ idled (H100, products-sized: the kept-edge pass of FastGCN took 0.84 ms a layer)
   frontier's edges lists them instead, and the finish sorts the list (:func:`_list_room`:
   a pass over the frontier's edges less).
 
-A super-batch (a :class:`~gsample.random.DeviceKey` of ``copies`` mini-batches) runs the same
+A super-batch (a :class:`~gsample.base.random.DeviceKey` of ``copies`` mini-batches) runs the same
 kernels over the block-diagonal row space, each batch drawing its ``k`` rows among its own
 (one select over all of them). Other inputs (replacement, a sub-matrix,
 other reductions) run the exact implementations.
@@ -41,15 +41,15 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ... import validate as V
-from ...formats.bounded import COPY_OUT, PendingSizes, copy_all, refuse_capture
-from ...formats.csc import CSC
-from ...random import DeviceKey
-from . import compute, extract, sampling, topk
-from .extract import _index_arrays, _params
-from .module import launch, memset
-from .rowsum import FLOATS as _FLOATS, RowSums
-from .nodewise import _at, _exact, _frontier, _id_error, _opt
+from gsample.base import validate as V
+from gsample.formats.bounded import COPY_OUT, PendingSizes, copy_all, refuse_capture
+from gsample.formats.csc import CSC
+from gsample.base.random import DeviceKey
+from gsample.backend.cuda import compute, extract, sampling, topk
+from gsample.backend.cuda.extract import _index_arrays, _params
+from gsample.backend.cuda.module import launch, memset
+from gsample.backend.cuda.rowsum import FLOATS as _FLOATS, RowSums
+from gsample.backend.cuda.nodewise import _at, _exact, _frontier, _id_error, _opt
 
 _THREADS = 256
 _ITEMS = 4                       # GS_ITEMS of kernels/layerwise.cu
@@ -107,7 +107,7 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
           and (vals is None or (vals.dtype in _FLOATS and vals.dim() == 1)))
     if not ok:                       # exact code, which reads sizes back: not in a graph
         refuse_capture()
-        from ..torch import fused_reduce
+        from gsample.backend.torch import fused_reduce
         exact = _exact(cols)
         V.ids(exact, "cols", A.num_nodes * (batches[0] if batches else 1), exact.device,
               allow_empty=False)
@@ -480,7 +480,7 @@ def slice_rows_cols(A: CSC, rows: torch.Tensor, cols: torch.Tensor) -> CSC:
 
 def register(backend) -> None:
     """Register these as the CUDA backend's implementations that take bounded frontiers."""
-    from ...ir import Op
+    from gsample.ir import Op
     # the frontier's ids are checked by gs_frontier_ptr (the program's check step only
     # converts them: an aminmax, two comparisons and a clamp less a call)
     backend.register(Op.SLICE_REDUCE, ("csc",), slice_reduce, sync_free=True,

@@ -20,7 +20,7 @@ import threading
 import numpy as np
 import torch
 
-from .. import kernels_dir
+from gsample.backend import kernels_dir
 
 KERNELS = kernels_dir()         # gsample/_kernels when installed, else kernels/
 # ---

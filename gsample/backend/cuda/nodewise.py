@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import torch
 
-from ... import validate as V
-from ...formats.bounded import BoundedCSC, BoundedIds, counts, refuse_capture, trim
-from ...formats.csc import CSC
-from ...random import DeviceKey
-from . import finalize, sampling
-from .extract import _cache, _eids, _index_arrays, _params
-from .module import launch, memset
+from gsample.base import validate as V
+from gsample.formats.bounded import BoundedCSC, BoundedIds, counts, refuse_capture, trim
+from gsample.formats.csc import CSC
+from gsample.base.random import DeviceKey
+from gsample.backend.cuda import finalize, sampling
+from gsample.backend.cuda.extract import _cache, _eids, _index_arrays, _params
+from gsample.backend.cuda.module import launch, memset
 
 _TILE = 1024                     # items per tile of the frontier kernels (GS_TILE)
 _THREADS = 256
@@ -38,7 +38,7 @@ _WARPS = _THREADS // 32
 
 def _exact(value):
     """A bounded value trimmed, for the exact implementations: its sizes are read back
-    together with every pending check flag (:func:`gsample.validate.read_back`), so a call
+    together with every pending check flag (:func:`gsample.base.validate.read_back`), so a call
     whose ids were flagged raises there, before any size its bad ids made is used."""
     if isinstance(value, (BoundedIds, BoundedCSC)):
         return trim(value, V.read_back(counts(value)))
@@ -72,11 +72,11 @@ def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
         The graph (no row or column space of its own).
     cols : LongTensor (C,) or BoundedIds
         The frontier (global ids; in a super-batch, ids ``b * n + v``). Its ids are checked
-        by the kernel (a deferred :func:`gsample.validate.fail_if`): a bad one is an empty
+        by the kernel (a deferred :func:`gsample.base.validate.fail_if`): a bad one is an empty
         column, of id 0 in the result's ``col_ids`` (never the caller's tensor, unchanged).
     k, replace
         As ``individual_sample``.
-    key : gsample.random.DeviceKey
+    key : gsample.base.random.DeviceKey
         The op's key (a super-batch's: ``copies`` mini-batches of ``num_nodes`` nodes).
     probs, method, alias
         Weighted draws are taken with ``method="alias"``, ``replace`` and ``alias``, the
@@ -196,7 +196,7 @@ def all_nodes(A, batches=None):
 
     Ids are guarded in the kernels: a column id outside ``[0, num_nodes)`` counts as 0 and
     an edge's row outside the row space marks nothing; either raises an ``IndexError``
-    (a deferred :func:`gsample.validate.fail_if`: the matrix was not the sample of a graph).
+    (a deferred :func:`gsample.base.validate.fail_if`: the matrix was not the sample of a graph).
 
     Returns
     -------
@@ -262,7 +262,7 @@ def _flagged(out, count, M: int) -> BoundedIds:
 
 def register(backend) -> None:
     """Register these as the CUDA backend's sync-free implementations."""
-    from ...ir import Op
+    from gsample.ir import Op
     # uniform, or weighted from the graph's alias tables (an ``alias`` input: the
     # alias_tables pass adds it for method="alias" with weights of the graph alone); other
     # weighted nodes lower to the exact sampler

@@ -18,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...formats.csc import CSC
-from . import compute, edge_map
-from .module import launch
+from gsample.formats.csc import CSC
+from gsample.backend.cuda import compute, edge_map
+from gsample.backend.cuda.module import launch
 
 _NULL = np.uint64(0)
 _FLOATS = {torch.float32: "float", torch.float64: "double"}

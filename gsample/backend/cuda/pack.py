@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from .gather import WORDS
-from .module import function, launch
+from gsample.backend.cuda.gather import WORDS
+from gsample.backend.cuda.module import function, launch
 
 
 def prepare(dtype: torch.dtype, device: torch.device) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from .module import launch, memset
+from gsample.backend.cuda.module import launch, memset
 
 FLOATS = {torch.float32: "float", torch.float64: "double"}
 

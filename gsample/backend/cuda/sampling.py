@@ -24,12 +24,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ... import validate as V
-from ...formats.csc import segment_ptr
-from ...random import MASK64, ColumnKeys
-from ..torch import fused_select, select
-from .compute import GROUP_BLOCK, group_bound, group_pointer, segment_reduce
-from .module import BLOCK, launch, memset
+from gsample.base import validate as V
+from gsample.formats.csc import segment_ptr
+from gsample.base.random import MASK64, ColumnKeys
+from gsample.backend.torch import fused_select, select
+from gsample.backend.cuda.compute import GROUP_BLOCK, group_bound, group_pointer, segment_reduce
+from gsample.backend.cuda.module import BLOCK, launch, memset
 
 _FLOATS = {torch.float32: "float", torch.float64: "double"}
 _NULL = np.uint64(0)                      # a null pointer argument

@@ -1,15 +1,15 @@
 """A super-batch matrix cut into its mini-batch matrices on the GPU (``kernels/split.cu``):
 the bounds of each batch in one launch, every batch's fields decoded in another, where
-``gsample.runtime.blocks.bounds`` and ``split_matrix`` ran about fifteen torch ops a matrix
+``gsample.runtime.block_diagonal.bounds`` and ``split_matrix`` ran about fifteen torch ops a matrix
 (a super-batch of GraphSAGE [25, 10] splits two a call; each op costs the host more than
 its kernel costs the GPU)."""
 from __future__ import annotations
 
 import torch
 
-from ...formats.csc import CSC
-from .module import launch
-from .nodewise import _opt
+from gsample.formats.csc import CSC
+from gsample.backend.cuda.module import launch
+from gsample.backend.cuda.nodewise import _opt
 
 
 def applies(M) -> bool:

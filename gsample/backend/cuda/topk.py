@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from .module import launch, memset
+from gsample.backend.cuda.module import launch, memset
 
 BINS = 1 << 12
 #: ties kept per batch (keys sharing their top 36 bits with the k-th smallest: a few); the

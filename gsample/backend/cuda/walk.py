@@ -11,7 +11,7 @@ guards whoever made it (its walk is all ``-1``) and the host raises as an ``Inde
 
 Two entry points: :func:`random_walk` (eager calls and the plain runtime: an ``int`` key)
 and :func:`random_walk_sync_free` (the sync-free runtime: a
-:class:`~gsample.random.DeviceKey` the kernel reads on the device, so a captured CUDA graph
+:class:`~gsample.base.random.DeviceKey` the kernel reads on the device, so a captured CUDA graph
 replays with new keys, and which may stand for a super-batch: the N mini-batches' walkers in
 the same single launch).
 """
@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import torch
 
-from ... import validate as V
-from ...formats.bounded import BoundedIds
-from ...formats.csc import CSC
-from ...random import BatchKeys, ColumnKeys, DeviceKey
-from ..torch import walk as reference
-from .module import launch, memset
+from gsample.base import validate as V
+from gsample.formats.bounded import BoundedIds
+from gsample.formats.csc import CSC
+from gsample.base.random import BatchKeys, ColumnKeys, DeviceKey
+from gsample.backend.torch import walk as reference
+from gsample.backend.cuda.module import launch, memset
 
 #: threads per block: a mini-batch of walkers is small, so small blocks spread it over SMs
 _THREADS = 64
@@ -43,7 +43,7 @@ def random_walk(A: CSC, seeds: torch.Tensor, length: int, key, alias=None, p: fl
         Start nodes (checked by the caller).
     length : int
         Steps per walk.
-    key : int or gsample.random.DeviceKey
+    key : int or gsample.base.random.DeviceKey
         The op's key (a super-batch's keys: :func:`random_walk_sync_free`).
     alias, p, q, stop_prob, restart_prob, jump_prob
         As :func:`gsample.backend.torch.walk.random_walk`.
@@ -80,7 +80,7 @@ def random_walk_sync_free(A: CSC, seeds, length: int, key: DeviceKey, alias=None
     are read back first: a walk's result has one row per seed.
     """
     if isinstance(seeds, BoundedIds):
-        from .nodewise import _exact
+        from gsample.backend.cuda.nodewise import _exact
         seeds = _exact(seeds)
     args = {"alias": alias, "p": p, "q": q, "stop_prob": stop_prob,
             "restart_prob": restart_prob, "jump_prob": jump_prob}
@@ -123,7 +123,7 @@ def _launch(A: CSC, seeds, length: int, key0: int, key_tensor, n: int, M: int, a
 
 def register(backend) -> None:
     """Register the sync-free variant (the plain one is in the backend's ``IMPLS``)."""
-    from ...ir import Op
+    from gsample.ir import Op
     backend.register(Op.RANDOM_WALK, ("csc",), random_walk_sync_free, sync_free=True,
                      syncs=False, bounded_out=False)
 

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 
 import torch
 
-from ...ir import Op, Ref
-from ...ir.walk_body import dense_form
-from ..torch.walk import thresholds
-from .codegen import Unsupported, cast_scalar, literal
-from .codegen import _reciprocal as reciprocal
+from gsample.ir import Op, Ref
+from gsample.ir.walk_body import dense_form
+from gsample.backend.torch.walk import thresholds
+from gsample.backend.cuda.codegen import Unsupported, cast_scalar, literal
+from gsample.backend.cuda.codegen import _reciprocal as reciprocal
 
 MAX_OPERANDS = 8
 _C = {torch.bool: "bool", torch.int64: "gs_i64", torch.float32: "float",
@@ -245,7 +245,7 @@ def _block(body, ptr, dtypes) -> str:
 
 def source(kernel: FusedWalkKernel) -> str:
     """The full CUDA source compiled for ``kernel`` (for nvcc in tests)."""
-    from .module import full_source
+    from gsample.backend.cuda.module import full_source
     return full_source("fused_walk", **kernel.key)
 
 

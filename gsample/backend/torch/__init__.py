@@ -5,10 +5,10 @@ code also takes CSR (plain or compact) and COO forms (``layout_ops``) on those.
 """
 from __future__ import annotations
 
-from ...formats.layouts import NAMES
-from ...ir import Op
-from .. import Backend
-from . import (
+from gsample.formats.layouts import NAMES
+from gsample.ir import Op
+from gsample.backend import Backend
+from gsample.backend.torch import (
     compute,
     draws,
     edge_filter,

@@ -41,8 +41,8 @@ from __future__ import annotations
 
 import torch
 
-from ...formats.csc import CSC, segment_ptr
-from ...random import _srl, uniform_int, words
+from gsample.formats.csc import CSC, segment_ptr
+from gsample.base.random import _srl, uniform_int, words
 
 #: a threshold of 1.0 (``word >> 11`` is below it always)
 ONE = 1 << 53

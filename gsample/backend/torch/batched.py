@@ -2,7 +2,7 @@
 nodes, node ``v`` of batch ``b`` being ``b * n + v``): the torch sampling code's helpers.
 
 The rest of super-batching (splitting and joining values, per-batch dense code) belongs to
-the runtime (``gsample.runtime.blocks``), which uses these too.
+the runtime (``gsample.runtime.block_diagonal``), which uses these too.
 """
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import torch
 
-from ... import validate as V
-from ...formats.csc import CSC
-from ...random import batch_ptr
+from gsample.base import validate as V
+from gsample.formats.csc import CSC
+from gsample.base.random import batch_ptr
 
 
 def frontier(cols: torch.Tensor, n: int, copies: int, name: str = "cols"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ...formats.csc import CSC
+from gsample.formats.csc import CSC
 
 BINARY = {
     "add": torch.add,

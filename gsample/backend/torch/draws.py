@@ -6,10 +6,10 @@ its position within that mini-batch, so every value is the one the mini-batch dr
 
 * ``random_uniform``: ``(word >> 11) * 2**-53``, a float64 in ``[0, 1)`` (exact: 53 bits);
 * ``random_count``: ``#{j : (word >> 11) < T_j}`` for the thresholds ``T`` of
-  :func:`gsample.random.count_table` (integer comparisons).
+  :func:`gsample.base.random.count_table` (integer comparisons).
 
 The values are the same on every device. The code is torch operators on the inputs'
-device; with a :class:`~gsample.random.DeviceKey` (the CUDA backend's sync-free runtime,
+device; with a :class:`~gsample.base.random.DeviceKey` (the CUDA backend's sync-free runtime,
 which registers these functions) it reads no size back to the host: the key is finished
 on the device, and a super-batch's positions come from a search on the device.
 """
@@ -17,16 +17,8 @@ from __future__ import annotations
 
 import torch
 
-from ... import validate as V
-from ...random import (
-    BatchKeys,
-    DeviceKey,
-    combine_tensor,
-    count_from_words,
-    count_table,
-    hash_tensor,
-    uniform_float,
-)
+from gsample.base import validate as V
+from gsample.base.random import BatchKeys, DeviceKey, combine_tensor, count_from_words, count_table, hash_tensor, uniform_float
 
 _TABLES: dict = {}
 
@@ -76,7 +68,7 @@ def random_uniform(A, nodes: torch.Tensor, key) -> torch.Tensor:
 
     Examples
     --------
-    >>> from gsample.random import op_key
+    >>> from gsample.base.random import op_key
     >>> u = random_uniform(A.csc, torch.tensor([3, 3]), op_key(0, 0, 0))   # two draws
     """
     return uniform_float(entry_words(key, nodes))

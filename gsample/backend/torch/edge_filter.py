@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from ...formats.csc import CSC
+from gsample.formats.csc import CSC
 
 
 def kept_indptr(A: CSC, keep: torch.Tensor) -> tuple:

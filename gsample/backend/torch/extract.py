@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import torch
 
-from ...formats.csc import CSC, gather_segments, locate, segment_ptr
+from gsample.formats.csc import CSC, gather_segments, locate, segment_ptr
 
 
 def slice_cols(A: CSC, cols: torch.Tensor) -> CSC:

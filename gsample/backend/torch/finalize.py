@@ -5,8 +5,8 @@ from dataclasses import replace
 
 import torch
 
-from ...formats.csc import CSC
-from .batched import batch_order
+from gsample.formats.csc import CSC
+from gsample.backend.torch.batched import batch_order
 
 
 def row(A: CSC) -> torch.Tensor:

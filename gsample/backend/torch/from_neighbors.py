@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from ...formats.csc import CSC
+from gsample.formats.csc import CSC
 
 
 def from_neighbors(A: CSC, cols: torch.Tensor, neighbors: torch.Tensor, values=None,

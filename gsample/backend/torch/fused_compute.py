@@ -26,8 +26,8 @@ from typing import Optional
 
 import torch
 
-from ...formats.csc import CSC
-from .compute import _by_rows, _segment, map_values
+from gsample.formats.csc import CSC
+from gsample.backend.torch.compute import _by_rows, _segment, map_values
 
 
 def _evaluate(A: CSC, program: tuple, operands: dict) -> Optional[torch.Tensor]:

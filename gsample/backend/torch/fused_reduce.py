@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import torch
 
-from ...formats.layouts import to_csr
-from . import extract, layout_ops
-from .batched import encode_columns, frontier
+from gsample.formats.layouts import to_csr
+from gsample.backend.torch import extract, layout_ops
+from gsample.backend.torch.batched import encode_columns, frontier
 
 
 def slice_reduce(A, cols: torch.Tensor, op: str, axis: int, batches=None) -> torch.Tensor:

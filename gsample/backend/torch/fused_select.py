@@ -21,9 +21,9 @@ slice: the slice's probabilities are ``probs`` gathered at the slice's edges.
 ``node_probs`` has one value per row of ``A``'s row space (a column slice keeps
 the row space).
 
-Super-batches: with a :class:`gsample.random.BatchKeys` key, ``A`` is the graph and
+Super-batches: with a :class:`gsample.base.random.BatchKeys` key, ``A`` is the graph and
 ``cols`` a frontier of the block-diagonal graph of N mini-batches (ids ``b * n + v``,
-see :mod:`gsample.runtime.blocks`); the result is that graph's sample, every batch's part bit for bit
+see :mod:`gsample.runtime.block_diagonal`); the result is that graph's sample, every batch's part bit for bit
 the mini-batch's own. ``probs`` may then be the graph's (``(A.nnz,)``, shared by the
 batches) or one per batch (``(N * A.nnz,)``), ``node_probs`` likewise ``(n,)`` or
 ``(N * n,)``. These inputs are checked here, per batch.
@@ -36,12 +36,12 @@ import torch
 
 from dataclasses import replace as dc_replace
 
-from ... import validate as V
-from ...random import BatchKeys
-from ...formats.csc import CSC, gather_segments
-from . import alias as _alias
-from .batched import encode_columns, frontier
-from .select import Draws, _method, choose_rows, keep_rows, select_in_columns
+from gsample.base import validate as V
+from gsample.base.random import BatchKeys
+from gsample.formats.csc import CSC, gather_segments
+from gsample.backend.torch import alias as _alias
+from gsample.backend.torch.batched import encode_columns, frontier
+from gsample.backend.torch.select import Draws, _method, choose_rows, keep_rows, select_in_columns
 
 
 def _result(A: CSC, cols: torch.Tensor, indptr: torch.Tensor, edges: torch.Tensor,

@@ -1,4 +1,4 @@
-"""A fused walk (``FUSED_WALK``, made by ``gsample.walk_fusion``) on PyTorch tensors: the
+"""A fused walk (``FUSED_WALK``, made by ``gsample.capture.walk_fusion``) on PyTorch tensors: the
 semantic reference.
 
 It runs the step bodies (``gsample.ir.walk_body``) step after step with the torch code the
@@ -7,7 +7,7 @@ through this backend's :func:`.walk.random_walk` with the key of its ordinal (ch
 unrolled program checks it), the columns stacked as ``gs.walk`` stacks them. The walks are
 therefore the unrolled program's, bit for bit, on any device.
 
-A super-batch (encoded seeds ``b * n + v`` and :class:`~gsample.random.BatchKeys`) runs the
+A super-batch (encoded seeds ``b * n + v`` and :class:`~gsample.base.random.BatchKeys`) runs the
 steps mini-batch by mini-batch on the decoded seeds, each with its own keys, and encodes the
 walks (``-1`` stays ``-1``): exactly the mini-batches' own walks.
 """
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import torch
 
-from ...formats.csc import CSC
-from ...ir import Op, info, map_template
-from ...ir.walk_body import body_of
-from ...random import BatchKeys, KeyRange, batch_ptr
-from . import walk as walks
+from gsample.formats.csc import CSC
+from gsample.ir import Op, info, map_template
+from gsample.ir.walk_body import body_of
+from gsample.base.random import BatchKeys, KeyRange, batch_ptr
+from gsample.backend.torch import walk as walks
 
 
 def fused_walk(A: CSC, seeds: torch.Tensor, first, phases: tuple, length: int, key,
@@ -36,7 +36,7 @@ def fused_walk(A: CSC, seeds: torch.Tensor, first, phases: tuple, length: int, k
         The first step's body and the later steps' (step ``s``: ``phases[s % period]``).
     length : int
         Steps.
-    key : gsample.random.KeyRange
+    key : gsample.base.random.KeyRange
         One key per ordinal of the op, in order (ints, ``BatchKeys`` or ``DeviceKey``).
     **operands : tensor
         The bodies' graph-level inputs ``"0"``, ``"1"``, ...

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import torch
 
-from ...formats.layouts import COO, CSR, Sparse, convert
-from ...formats.csc import CSC, gather_segments, locate, segment_ptr
-from . import compute, extract, finalize, fused_compute
-from .compute import _by_rows, _segment, _weighted
+from gsample.formats.layouts import COO, CSR, Sparse, convert
+from gsample.formats.csc import CSC, gather_segments, locate, segment_ptr
+from gsample.backend.torch import compute, extract, finalize, fused_compute
+from gsample.backend.torch.compute import _by_rows, _segment, _weighted
 
 
 def to_layout(A: Sparse, layout: str) -> Sparse:

@@ -1,6 +1,6 @@
 """Select: individual (node-wise) and collective (layer-wise) sampling on PyTorch tensors.
 
-Every draw takes its random word from ``gsample.random.hash_tensor`` keyed by the
+Every draw takes its random word from ``gsample.base.random.hash_tensor`` keyed by the
 op's key prefix, the column's position in the frontier and a draw or edge id, so
 the result depends on nothing else (DESIGN §3). The algorithms, which the CUDA
 backend implements identically:
@@ -37,7 +37,7 @@ collective
 Selected edges keep their column's order (CSC order) in the output.
 
 Super-batches (``gsample.passes.super_batch``): ``key`` may be a
-:class:`gsample.random.BatchKeys`, for a matrix of the block-diagonal graph of N
+:class:`gsample.base.random.BatchKeys`, for a matrix of the block-diagonal graph of N
 mini-batches (ids ``b * n + v``, each batch's columns and rows contiguous). Every
 column then draws with its batch's key and its position within its batch, collective
 sampling chooses ``k`` rows per batch (a segmented top-k with each batch's row keys
@@ -62,11 +62,10 @@ from typing import Optional
 
 import torch
 
-from ... import validate as V
-from ...random import (BatchKeys, ColumnKeys, batch_ptr, exponential, hash_tensor, sort_key,
-                       uniform_float, uniform_int, words)
-from ...formats.csc import CSC, segment_ptr
-from . import alias as _alias
+from gsample.base import validate as V
+from gsample.base.random import BatchKeys, ColumnKeys, batch_ptr, exponential, hash_tensor, sort_key, uniform_float, uniform_int, words
+from gsample.formats.csc import CSC, segment_ptr
+from gsample.backend.torch import alias as _alias
 
 #: how weighted draws with replacement are made (``individual_sample``'s ``method``)
 METHODS = ("cdf", "alias")
@@ -242,7 +241,7 @@ def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
         keys its draws).
     k, replace, key
         As :func:`individual_sample`; ``key`` may also be a super-batch's
-        :class:`gsample.random.ColumnKeys` (each column its batch's key and position).
+        :class:`gsample.base.random.ColumnKeys` (each column its batch's key and position).
     probs : Tensor, shape (sum(deg),), optional
         Weights of the columns' edges, concatenated in column order (the edge order of
         the column slice). Uniform sampling never needs the edges themselves.

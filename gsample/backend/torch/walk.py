@@ -5,7 +5,7 @@ Walks (``A.random_walk``)
 Walker ``w`` (its position in ``seeds``, the column position of DESIGN §3) starts at
 ``out[w, 0] = seeds[w]``; step ``t`` (``0 <= t < length``) goes from ``v = out[w, t]`` to
 ``out[w, t + 1]``. Every draw of step ``t`` is ``word(w, t * STRIDE + slot)`` of the op's key
-(``gsample.random``), so a draw depends on (seed, op ordinal, batch, walker, step, slot) only:
+(``gsample.base.random``), so a draw depends on (seed, op ordinal, batch, walker, step, slot) only:
 
 1. with ``c1 = stop_prob``, ``c2 = c1 + restart_prob``, ``c3 = c2 + jump_prob`` (Python
    floats) and ``u = uniform_float(word(w, t * STRIDE + DECIDE))`` (only when ``c3 > 0``):
@@ -42,21 +42,11 @@ import weakref
 
 import torch
 
-from ...formats import placement
-from ...formats.csc import CSC
-from ...random import (
-    GOLDEN,
-    MASK64,
-    BatchKeys,
-    ColumnKeys,
-    _signed,
-    combine_tensor,
-    mix64_tensor,
-    uniform_float,
-    uniform_int,
-)
-from . import walk_native
-from .alias import alias_draw, alias_table  # noqa: F401  (alias_table: the op's impl)
+from gsample.formats import placement
+from gsample.formats.csc import CSC
+from gsample.base.random import GOLDEN, MASK64, BatchKeys, ColumnKeys, _signed, combine_tensor, mix64_tensor, uniform_float, uniform_int
+from gsample.backend.torch import walk_native
+from gsample.backend.torch.alias import alias_draw, alias_table  # noqa: F401  (alias_table: the op's impl)
 
 #: draw ids of one step: ``step * STRIDE + slot``
 STRIDE = 1 << 32
@@ -127,7 +117,7 @@ def random_walk(A: CSC, seeds: torch.Tensor, length: int, key, alias=None, p: fl
     length : int
         Steps per walk.
     key : int
-        The op's key (``gsample.random.op_key``).
+        The op's key (``gsample.base.random.op_key``).
     alias : LongTensor, shape (E, 2), optional
         Alias tables of static weights (:func:`alias_table`); None: uniform.
     p, q : float

@@ -32,8 +32,8 @@ import warnings
 
 import torch
 
-from ...random import MASK64, GOLDEN, _M1, _M2, _signed, combine
-from .. import kernels_dir
+from gsample.base.random import MASK64, GOLDEN, _M1, _M2, _signed, combine
+from gsample.backend import kernels_dir
 
 # CUDA's names as plain C++ (as tests/backend/test_walk_kernel_cpu.py compiles the kernel), then
 # kernels/walk.cu itself: its device functions (the hash, the draws, the edge test) and its
@@ -382,7 +382,7 @@ def available() -> bool:
 
 # ----------------------------------------------------------------------------- keys
 def _unmix64(z: int) -> int:
-    """The inverse of :func:`gsample.random.mix64` (a bijection of 64-bit words)."""
+    """The inverse of :func:`gsample.base.random.mix64` (a bijection of 64-bit words)."""
     z = _unxorshift(z, 31)
     z = (z * pow(_M2, -1, 1 << 64)) & MASK64
     z = _unxorshift(z, 27)

@@ -1,0 +1,606 @@
+"""Input checks (DESIGN §6): every bad input becomes a clear Python exception that
+names the argument, raised before any backend op could read out of bounds.
+
+Documented behaviours instead of errors: a non-contiguous tensor is copied to a
+contiguous one; int8/16/32 and uint8 ids are widened to int64; Python lists and NumPy
+arrays are turned into tensors on the matrix's device.
+
+Value dtypes. Edge values are real floating point. Integer and bool values promote as
+PyTorch promotes them against the matrix's float values (``torch.ones(3) * mask``): an
+integer or bool weight (``from_edge_index(weight=...)``, ``from_csc``, ``from_scipy``)
+becomes float32, an edge map, broadcast or ``A @ D`` with an integer or bool operand gives
+float values, and an SDDMM of two integer or bool operands is taken in float32 (as an edge
+map's integer result is). Probabilities (``probs``, ``node_probs``, walk weights) must be
+floating point already, as ``torch.multinomial`` requires: an integer or bool tensor there
+is a TypeError. Complex values are a TypeError naming the argument wherever they enter
+(constructors, scalars and tensors of edge maps, broadcasts, products, probabilities),
+raised before anything is cast: PyTorch would drop the imaginary part with a warning only.
+Sparse tensors are a TypeError too (pass ``.to_dense()``).
+
+Data checks that need a tensor's values (id ranges, finite probabilities) go through
+:func:`fail_if`. Eagerly, and on the CPU, it raises at once (on a GPU that reads one flag
+back: a host synchronisation). Inside :func:`deferred` on a GPU it records the flag
+instead; the compiled runtime reads every recorded flag together with the sizes it reads
+back anyway, once per call, and raises the first failure's exception then, before any
+result is returned. Ids checked that way are clamped into range first, so no kernel
+reads out of bounds while the flag is in flight.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import numbers
+import os
+from typing import Callable, Union
+
+import numpy as np
+import torch
+
+_INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+
+# ----------------------------------------------------------------------------- failures
+_DEFERRED: contextvars.ContextVar = contextvars.ContextVar("gsample_deferred", default=None)
+
+
+class Deferred:
+    """Failures recorded on the device: ``(flag, exception type, message, details)``."""
+
+    def __init__(self):
+        self.failures: list = []
+
+    def flags(self) -> list:
+        """The recorded flags (0-dim bool tensors), in order."""
+        return [f[0] for f in self.failures]
+
+    def raise_first(self, values: list) -> None:
+        """Raise the first failure whose flag read back True (``values``: the flags)."""
+        for (flag, exc, message, details), hit in zip(self.failures, values):
+            if hit:
+                raise exc(message(*[d.tolist() for d in details]) if callable(message)
+                          else message)
+
+
+@contextlib.contextmanager
+def deferred():
+    """Record :func:`fail_if` failures of CUDA tensors instead of reading them back; yields
+    the :class:`Deferred` record (its flags are to be read once, then ``raise_first``)."""
+    record = Deferred()
+    token = _DEFERRED.set(record)
+    try:
+        yield record
+    finally:
+        _DEFERRED.reset(token)
+
+
+def fail_if(bad: torch.Tensor, exc: type, message: Union[str, Callable], *details) -> None:
+    """Raise ``exc(message)`` when the 0-dim bool tensor ``bad`` is True.
+
+    ``message`` may be a function of the ``details`` (tensors, read back only on failure).
+    Inside :func:`deferred` a CUDA flag is recorded instead of read (see the module doc).
+    """
+    record = _DEFERRED.get()
+    if record is not None and bad.is_cuda:
+        record.failures.append((bad, exc, message, details))
+        return
+    if bool(bad):
+        raise exc(message(*[d.tolist() for d in details]) if callable(message) else message)
+
+
+def read_back(scalars: list) -> list:
+    """The values (ints) of device scalars ``scalars`` (1-element tensors), read back
+    together with every pending deferred check flag in one host synchronisation; the first
+    failed check raises its error (before any value is returned)."""
+    from gsample.formats.bounded import read_scalars
+    record = _DEFERRED.get()
+    flags = record.flags() if record is not None else []
+    host = read_scalars(list(scalars) + flags)
+    hits = host[len(scalars):]
+    if any(hits):
+        record.raise_first(hits)
+    if record is not None:
+        record.failures.clear()
+    return host[:len(scalars)]
+
+
+def deferring(t: torch.Tensor) -> bool:
+    """Whether checks of ``t`` are being deferred (then ids must be clamped)."""
+    return _DEFERRED.get() is not None and t.is_cuda
+
+
+def not_complex(dtype, name: str, fix: str = "pass x.real or x.abs()") -> None:
+    """Raise a TypeError naming ``name`` for a complex ``dtype`` (torch or NumPy): gsample's
+    values are real, and a cast would drop the imaginary part with a warning only. ``fix``:
+    what the message tells the caller to do."""
+    if (dtype.is_complex if isinstance(dtype, torch.dtype)
+            else np.issubdtype(dtype, np.complexfloating)):
+        raise TypeError(f"{name}: complex values (dtype {dtype}) are not supported; gsample's "
+                        f"edge values, probabilities and operands are real ({fix})")
+
+
+def as_tensor(x, name: str, device) -> torch.Tensor:
+    """``x`` as a dense, real, contiguous tensor on ``device``; lists and arrays are
+    converted, tensors must be on ``device`` (complex and sparse tensors: TypeError)."""
+    if isinstance(x, torch.Tensor):
+        if x.layout != torch.strided:
+            raise TypeError(f"{name}: sparse tensors (layout {x.layout}) are not supported; "
+                            "pass a dense tensor (.to_dense())")
+        not_complex(x.dtype, name)
+        if device is not None and x.device != torch.device(device):
+            raise ValueError(f"{name}: tensor is on {x.device} but the matrix is on {device}; "
+                             f"move it with .to({str(device)!r})")
+        return x.contiguous()
+    if isinstance(x, (list, tuple, range, np.ndarray)) or isinstance(x, numbers.Number):
+        arr = np.asarray(x)
+        if arr.dtype == object:
+            raise TypeError(f"{name}: cannot convert {type(x).__name__} to a tensor (its "
+                            "elements must all be numbers, integers within 64 bits)")
+        not_complex(arr.dtype, name)
+        return torch.as_tensor(arr, device=device)
+    raise TypeError(f"{name}: expected a tensor, got {type(x).__name__}")
+
+
+def ids(x, name: str, num_nodes: int, device, *, allow_empty: bool = True,
+        check_range: bool = True) -> torch.Tensor:
+    """Check node ids: 1-D, integer, in ``[0, num_nodes)``; returns int64 (shape (n,)).
+
+    ``check_range=False``: the conversions and host checks only (the caller's kernel checks
+    the range itself and reports it through :func:`fail_if`)."""
+    t = as_tensor(x, name, device)
+    if t.dtype == torch.bool or t.dtype not in _INT_DTYPES:
+        raise TypeError(f"{name}: node ids must be an integer tensor, got dtype {t.dtype}")
+    if t.dim() != 1:
+        raise ValueError(f"{name}: node ids must be 1-D, got shape {tuple(t.shape)}")
+    if t.numel() == 0:
+        if not allow_empty:
+            raise ValueError(f"{name}: empty frontier (no node ids); sample from at least one node")
+        return t.to(torch.int64)
+    t = t.to(torch.int64)
+    if not check_range:
+        return t
+    lo, hi = torch.aminmax(t)
+    fail_if(lo < 0, IndexError, lambda v: f"{name}: node id {v} is negative", lo)
+    fail_if(hi >= num_nodes, IndexError, lambda v: f"{name}: node id {v} is out of range for a "
+            f"graph of {num_nodes} nodes", hi)
+    if deferring(t):                    # nothing may read out of bounds before the flag is read
+        t = t.clamp(0, max(num_nodes - 1, 0))
+    return t
+
+
+def unique_ids(t: torch.Tensor, name: str) -> None:
+    """Raise when ``t`` repeats an id."""
+    if t.numel() > 1:
+        s = torch.sort(t).values
+        dup = s[1:] == s[:-1]
+        fail_if(dup.any(), ValueError, lambda v: f"{name}: node {v} appears more than once; "
+                "row ids must be unique", s[1:][torch.argmax(dup.to(torch.int8))])
+
+
+def count(k, name: str = "k", low: int = 0) -> int:
+    """Check a sample size: a Python or NumPy integer ``>= low`` (0 by default)."""
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (numbers.Integral,)):
+        raise TypeError(f"{name}: must be an int, got {type(k).__name__}")
+    if k < low:
+        raise ValueError(f"{name}: must be >= {low}, got {k}")
+    if k > 2**63 - 1:
+        raise ValueError(f"{name}: {k} does not fit in int64")
+    return int(k)
+
+
+def memory_bytes(device) -> int:
+    """The memory of ``device``: a GPU's total memory, or the host's physical memory."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).total_memory
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def fits(elements: int, bytes_each: int, device, name: str, what: str) -> None:
+    """Raise a ValueError naming ``name`` when ``elements`` values of ``bytes_each`` bytes
+    (``what``, for the message) cannot fit in ``device``'s memory: before the allocator
+    would fail with a message about storage sizes."""
+    need = elements * bytes_each
+    have = memory_bytes(device)
+    if need > have:
+        raise ValueError(f"{name}: {what} would need about {need:.3g} bytes, more than the "
+                         f"{torch.device(device).type} device's {have:.3g}")
+
+
+def flag(x, name: str) -> bool:
+    if not isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"{name}: must be True or False, got {x!r}")
+    return bool(x)
+
+
+def probability(x, name: str) -> float:
+    """A probability: a real number in [0, 1] (as a Python float)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{name}: must be a number in [0, 1], got {type(x).__name__}")
+    if not 0.0 <= float(x) <= 1.0:
+        raise ValueError(f"{name}: must be a probability in [0, 1], got {x}")
+    return float(x)
+
+
+def positive(x, name: str) -> float:
+    """A finite real number > 0 (as a Python float)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{name}: must be a positive number, got {type(x).__name__}")
+    if not (np.isfinite(float(x)) and float(x) > 0):
+        raise ValueError(f"{name}: must be finite and > 0, got {x}")
+    return float(x)
+
+
+def real(x, name: str, low: float = -float("inf"), high: float = float("inf")) -> float:
+    """A finite real number in ``[low, high]`` (as a Python float)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{name}: must be a real number, got {type(x).__name__}")
+    v = float(x)
+    if not np.isfinite(v):
+        raise ValueError(f"{name}: must be finite, got {x}")
+    if not low <= v <= high:
+        what = (f">= {low}" if high == float("inf") else f"<= {high}" if low == -float("inf")
+                else f"in [{low}, {high}]")
+        raise ValueError(f"{name}: must be {what}, got {x}")
+    return v
+
+
+def seed(x, name: str = "seed", none_ok: bool = False):
+    """A random seed: any Python or NumPy integer (as an int); with ``none_ok``, None too
+    (returned as is)."""
+    if none_ok and x is None:
+        return None
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Integral):
+        raise TypeError(f"{name}: must be an int{' or None' if none_ok else ''}, got "
+                        f"{type(x).__name__}")
+    return int(x)
+
+
+def device(x, name: str = "device") -> torch.device:
+    """A CPU or CUDA device, given as a ``torch.device``, its name or a GPU index; a CUDA
+    device needs a GPU here (a RuntimeError naming ``name`` otherwise)."""
+    if isinstance(x, bool) or not isinstance(x, (str, torch.device, int)):
+        raise TypeError(f"{name}: expected a torch.device or a device name ('cpu', 'cuda', "
+                        f"'cuda:0'), got {type(x).__name__}")
+    try:
+        d = torch.device(x)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(f"{name}: {x!r} is not a device; use 'cpu', 'cuda' or 'cuda:N'") \
+            from None
+    if d.type not in ("cpu", "cuda"):
+        raise ValueError(f"{name}: gsample runs on 'cpu' or 'cuda' devices, got {str(d)!r}")
+    if d.type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"{name}: {str(d)!r} needs a CUDA GPU, and "
+                           "torch.cuda.is_available() is False")
+    return d
+
+
+def axis(a) -> int:
+    if isinstance(a, bool) or a not in (0, 1):
+        raise ValueError(f"axis: must be 0 (one value per column) or 1 (one value per row), "
+                         f"got {a!r}")
+    return int(a)
+
+
+def vector(v, name: str, length: int, device, what: str) -> torch.Tensor:
+    """A dense vector with one value per ``what``; shape (length,) or (length, F)."""
+    t = as_tensor(v, name, device)
+    if t.dim() not in (1, 2) or t.shape[0] != length:
+        raise ValueError(f"{name}: expected one value per {what} (shape ({length},) or "
+                         f"({length}, F)), got shape {tuple(t.shape)}")
+    return t
+
+
+def probabilities(p, name: str, length: int, device, what: str,
+                  values: bool = True) -> torch.Tensor:
+    """Floating values of shape (length,); with ``values`` also finite and non-negative."""
+    t = as_tensor(p, name, device)
+    if not t.is_floating_point():
+        raise TypeError(f"{name}: probabilities must be floating point, got dtype {t.dtype}")
+    if t.dim() != 1 or t.shape[0] != length:
+        raise ValueError(f"{name}: expected one probability per {what} (shape ({length},)), "
+                         f"got shape {tuple(t.shape)}")
+    if values:
+        _finite_nonnegative(t, name)
+    return t
+
+
+def scalar_or_edges(x, name: str, nnz: int, device):
+    """An edge-map operand: a real scalar (returned as a Python int or float), or a tensor
+    of shape (), (E,) or (E, F)."""
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected a number or an edge-aligned tensor, got bool")
+    if isinstance(x, numbers.Integral):
+        if not -2 ** 63 <= x < 2 ** 63:
+            raise ValueError(f"{name}: the integer {x} does not fit in int64; pass it as a "
+                             "float")
+        return int(x)
+    if isinstance(x, numbers.Real):     # NumPy scalars, fractions: as Python floats
+        return float(x)
+    if isinstance(x, numbers.Complex):
+        raise TypeError(f"{name}: complex values ({x!r}) are not supported; gsample's edge "
+                        "values are real")
+    t = as_tensor(x, name, device)
+    if t.dim() == 0:
+        return t
+    if t.dim() not in (1, 2) or t.shape[0] != nnz:
+        raise ValueError(f"{name}: expected a scalar or one value per edge (shape ({nnz},) or "
+                         f"({nnz}, F)), got shape {tuple(t.shape)}")
+    return t
+
+
+# ----------------------------------------------------------------------------- per-op data checks
+# Each op's definition (gsample.ir.ops) names its check; it runs on the op's inputs where
+# untrusted data enters the op: every eager call, and a compiled program's boundary (its
+# arguments and what dense user code computed), never on values a program's ops made.
+# Static arguments (k, replace, axis, op names) are checked where they are given.
+
+# Each returns the inputs it checked, converted as the op takes them (ids as int64 tensors
+# on the matrix's device, ...): eager calls and compiled programs pass those on. ``trusted``
+# names id inputs a compiled program's own ops made (a frontier from all_nodes): their ids
+# are in range by construction and are not checked again. Values (probabilities, operands)
+# are always checked: they may come from user data through any arithmetic.
+
+def check_cols(A, cols, trusted=(), in_kernel=(), **_):
+    if "cols" in trusted:
+        return {}
+    return {"cols": _frontier_ids(A, cols, trusted, in_kernel)}
+
+
+def _frontier_ids(A, cols, trusted, in_kernel):
+    """A frontier's ids, converted; range-checked unless the op's kernel does it."""
+    return ids(cols, "cols", A.num_nodes, A.device, allow_empty=False,
+               check_range="cols" not in in_kernel)
+
+
+def check_rows(A, rows, trusted=(), **_):
+    if "rows" in trusted:
+        return {}
+    rows = ids(rows, "rows", A.num_nodes, A.device)
+    unique_ids(rows, "rows")
+    return {"rows": rows}
+
+
+def check_rows_cols(A, rows, cols, trusted=(), **_):
+    """``A[rows, cols]``: the column slice's and the row slice's checks."""
+    return {**check_cols(A, cols, trusted), **check_rows(A, rows, trusted)}
+
+
+def check_edge_map(A, other=None, **_):
+    if other is None:
+        return {}
+    return {"other": scalar_or_edges(other, "other", A.nnz, A.device)}
+
+
+def check_broadcast(A, vector, axis, **_):
+    n, what = (A.num_cols, "column") if axis == 0 else (A.num_rows, "row")
+    v = vector_(vector, "v", n, A.device, what)
+    if v.dim() != 1:
+        raise ValueError(f"v: broadcast needs one scalar per {what}, got shape {tuple(v.shape)}")
+    return {"vector": v}
+
+
+def _scalar_values(A):
+    if A.values is not None and A.values.dim() != 1:
+        raise ValueError(f"A: A @ D needs one value per edge; A has values of shape "
+                         f"{tuple(A.values.shape)} (reduce them to (E,) first)")
+
+
+def check_spmm(A, dense, **_):
+    _scalar_values(A)
+    return {"dense": vector_(dense, "D", A.num_cols, A.device, "column of A")}
+
+
+def check_spmm_t(A, dense, **_):
+    _scalar_values(A)
+    return {"dense": vector_(dense, "D", A.num_rows, A.device, "row of A")}
+
+
+def check_sddmm(A, u, v, **_):
+    u = vector_(u, "U", A.num_rows, A.device, "row of A")
+    v = vector_(v, "V", A.num_cols, A.device, "column of A")
+    if u.dim() != v.dim() or (u.dim() == 2 and u.shape[1] != v.shape[1]):
+        raise ValueError(f"U, V: feature shapes differ: {tuple(u.shape)} and {tuple(v.shape)}")
+    if not torch.promote_types(u.dtype, v.dtype).is_floating_point:
+        # edge values are floating point (the module doc): integer or bool features are
+        # multiplied in float32, as an edge map's integer result is made float32
+        u, v = u.to(torch.float32), v.to(torch.float32)
+    return {"u": u, "v": v}
+
+
+def _frontier(A, cols):
+    """``(index, indptr)`` of the edges of ``A[:, cols]`` (see ``formats.gather_segments``);
+    a bounded frontier is read back first."""
+    from gsample.formats.bounded import BoundedIds
+    from gsample.formats.csc import gather_segments
+    if isinstance(cols, BoundedIds):
+        (n,) = read_back([cols.count])
+        cols = cols.data[:n]
+    return (*gather_segments(*A.column_segments(cols)), cols)
+
+
+def edge_probs(p, indptr, cols) -> None:
+    """Per column ``indptr`` of edge probabilities ``p``: at least one positive where it has
+    edges."""
+    positive = torch.cat([p.new_zeros(1, dtype=torch.int64), torch.cumsum((p > 0).long(), 0)])
+    starts, ends = indptr[:-1], indptr[1:]
+    empty = (positive[ends] - positive[starts] == 0) & (ends > starts)
+    if empty.numel():
+        c = torch.argmax(empty.to(torch.int8))
+        fail_if(empty.any(), ValueError, lambda c, n: f"probs: column {c} (node {n}) has edges "
+                "but all its probabilities are zero", c, cols[c])
+
+
+def check_individual(A, probs=None, cols=None, trusted=(), in_kernel=(), **_):
+    out = {}
+    if cols is not None and "cols" not in trusted:
+        cols = out["cols"] = _frontier_ids(A, cols, trusted, in_kernel)
+    if probs is None or "probs" in trusted:     # (trusted: checked with their alias tables)
+        return out
+    probs = out["probs"] = probabilities(probs, "probs", A.nnz, A.device, "edge", values=False)
+    if "probs" in in_kernel:        # the sampler's code checks the values (the CUDA backend's:
+        return out                  # with its draws, select.select_in_columns' ``nodes``)
+    if cols is None:
+        p, indptr, cols = probs, A.indptr, A.global_cols()
+    else:                                   # fused op: check the frontier's edges only
+        index, indptr, cols = _frontier(A, cols)
+        p = probs[index]
+    column_probs(p, indptr, cols)
+    return out
+
+
+def column_probs(p, indptr, cols, at_once: bool = False) -> None:
+    """Edge probabilities ``p`` in column order (``indptr``; ``cols``: the columns' node ids):
+    finite, non-negative, a positive one in every column with edges, with the errors of
+    :func:`check_individual`. ``at_once``: raise now, also inside :func:`deferred` (a
+    kernel's flags, already read back, found a failure; this names it)."""
+    token = _DEFERRED.set(None) if at_once else None
+    try:
+        _finite_nonnegative(p, "probs")
+        edge_probs(p, indptr, cols)
+    finally:
+        if token is not None:
+            _DEFERRED.reset(token)
+
+
+def _finite_nonnegative(t, name):
+    if t.numel():
+        # one pass over t: a NaN makes both extremes NaN, an infinity one of them
+        lo, hi = torch.aminmax(t)
+        fail_if(~(torch.isfinite(lo) & torch.isfinite(hi)), ValueError,
+                f"{name}: contains NaN or infinite values")
+        fail_if(lo < 0, ValueError, lambda v: f"{name}: contains negative values (min {v})", lo)
+
+
+#: the error of collective sampling when no row with edges has a positive probability
+NO_POSITIVE_ROW = "node_probs: zero on every row that has edges; nothing can be sampled"
+
+
+def check_collective(A, node_probs=None, cols=None, trusted=(), in_kernel=(), **_):
+    out = {}
+    if cols is not None and "cols" not in trusted:
+        out["cols"] = _frontier_ids(A, cols, trusted, in_kernel)
+    if node_probs is not None:
+        # in_kernel: the sampler's kernel checks the values (finite, >= 0) itself
+        p = out["node_probs"] = probabilities(node_probs, "node_probs", A.num_rows, A.device,
+                                              "row", values="node_probs" not in in_kernel)
+        # the fused A[:, cols].collective_sample checks this in its host code, before its
+        # draws (choose_rows): here it would gather the frontier's edges a second time
+        if cols is None and A.nnz:
+            fail_if(~(p[A.rows] > 0).any(), ValueError, NO_POSITIVE_ROW)
+    return out
+
+
+def _whole_graph(A, what: str) -> None:
+    if A.row_ids is not None or A.col_ids is not None:
+        raise ValueError(f"A: {what} needs the whole graph (a matrix whose rows and columns "
+                         "are all nodes), not a sub-matrix; walk on the graph itself")
+
+
+def check_alias_table(A, probs, **_):
+    """Static walk weights: one finite, non-negative value per edge, and a positive one in
+    every column that has edges (a walker there must be able to move)."""
+    _whole_graph(A, "walk weights (probs)")
+    p = probabilities(probs, "probs", A.nnz, A.device, "edge", values=False)
+    if p.dim() == 1 and p.numel():
+        _finite_nonnegative(p, "probs")
+        edge_probs(p, A.indptr, A.global_cols())
+    return {"probs": p}
+
+
+def check_random_walk(A, seeds, alias=None, length=0, p=1.0, q=1.0, stop_prob=0.0,
+                      restart_prob=0.0, jump_prob=0.0, trusted=(), **_):
+    """``A.random_walk``: the whole graph, seeds in range, the step probabilities summing to
+    at most 1 (``alias``, made by the ``alias_table`` op from checked weights, is not
+    re-checked)."""
+    _whole_graph(A, "random_walk")
+    total = stop_prob + restart_prob + jump_prob
+    if total > 1.0 + 1e-12:
+        raise ValueError(f"stop_prob, restart_prob, jump_prob: must sum to at most 1, got "
+                         f"{stop_prob} + {restart_prob} + {jump_prob} = {total}")
+    if length >= 1 << 31:               # a step's draws are numbered step * 2**32 + slot
+        raise ValueError(f"length: must be < 2**31, got {length}")
+    fits(len(seeds) * (length + 1), 8, A.device, "length", f"{len(seeds)} walks of {length} "
+         "steps")
+    if "seeds" in trusted:
+        return {}
+    return {"seeds": ids(seeds, "seeds", A.num_nodes, A.device)}
+
+
+def check_fused_walk(A, seeds, length=0, trusted=(), **_):
+    """A fused ``gs.walk`` (``fused_walk``): the whole graph and seeds in range (the ids its
+    steps compute are checked where its body reads them)."""
+    _whole_graph(A, "gs.walk")
+    fits(len(seeds) * (length + 1), 8, A.device, "length", f"{len(seeds)} walks of {length} "
+         "steps")
+    if "seeds" in trusted:
+        return {}
+    return {"seeds": ids(seeds, "seeds", A.num_nodes, A.device)}
+
+
+def check_random_draws(A, nodes, trusted=(), **_):
+    """``A.random_uniform`` / ``A.random_count``: the whole graph (its node count decodes a
+    super-batch's frontier) and node ids in range."""
+    _whole_graph(A, "random_uniform / random_count")
+    if "nodes" in trusted:
+        return {}
+    return {"nodes": ids(nodes, "nodes", A.num_nodes, A.device)}
+
+
+def check_from_neighbors(A, cols, neighbors, values=None, trusted=(), **_):
+    """``A.from_neighbors``: the whole graph (its node count decodes a super-batch), column
+    ids in range, one row of neighbour ids per column (``-1`` pads), values of the same
+    shape, floating point."""
+    _whole_graph(A, "from_neighbors")
+    out = {} if "cols" in trusted else {"cols": ids(cols, "cols", A.num_nodes, A.device)}
+    c = out.get("cols", cols)
+    C = c.shape[0] if isinstance(c, torch.Tensor) else None   # a trusted frontier may be bounded
+    t = as_tensor(neighbors, "neighbors", A.device)
+    if t.dtype == torch.bool or t.dtype not in _INT_DTYPES:
+        raise TypeError(f"neighbors: node ids must be an integer tensor, got dtype {t.dtype}")
+    if t.dim() != 2 or (C is not None and t.shape[0] != C):
+        raise ValueError(f"neighbors: expected one row of ids per column (shape ({C}, K)), "
+                         f"got shape {tuple(t.shape)}")
+    if "neighbors" not in trusted:
+        t = t.to(torch.int64)
+        if t.numel():
+            lo, hi = torch.aminmax(t)
+            fail_if(lo < -1, IndexError, lambda v: f"neighbors: node id {v} is negative "
+                    "(-1 is the padding)", lo)
+            fail_if(hi >= A.num_nodes, IndexError, lambda v: f"neighbors: node id {v} is out "
+                    f"of range for a graph of {A.num_nodes} nodes", hi)
+        out["neighbors"] = t
+    if values is not None:
+        v = as_tensor(values, "values", A.device)
+        if not v.is_floating_point():
+            raise TypeError(f"values: must be floating point, got dtype {v.dtype}")
+        if tuple(v.shape) != tuple(t.shape):
+            raise ValueError(f"values: expected one value per entry of neighbors (shape "
+                             f"{tuple(t.shape)}), got shape {tuple(v.shape)}")
+        out["values"] = v
+    return out
+
+
+def check_filter_edges(A, keep, **_):
+    """``A.filter_edges``: one bool per edge."""
+    t = as_tensor(keep, "keep", A.device)
+    if t.dtype != torch.bool:
+        raise TypeError(f"keep: must be a bool tensor (one flag per edge), got dtype {t.dtype}")
+    if t.dim() != 1 or t.shape[0] != A.nnz:
+        raise ValueError(f"keep: expected one flag per edge (shape ({A.nnz},)), got shape "
+                         f"{tuple(t.shape)}")
+    return {"keep": t}
+
+
+def check_fused(A, program, **operands):
+    """The checks of the unfused edge maps and broadcasts, step by step."""
+    out = {}
+    for _op, name, _reverse, _scalar, axis in program:
+        if name is None:
+            continue
+        if axis is None:
+            out[name] = check_edge_map(A, other=operands[name])["other"]
+        else:
+            out[name] = check_broadcast(A, vector=operands[name], axis=axis)["vector"]
+    return out
+
+
+vector_ = vector

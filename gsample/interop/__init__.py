@@ -1,0 +1,3 @@
+"""Interoperation with PyG and DGL: mini-batches as PyG ``Data`` / ``HeteroData`` and DGL
+blocks, and PyG's loader API (``NeighborLoader``, ``Sampler``) over gsample samplers.
+Neither library is imported before a conversion asks for it."""

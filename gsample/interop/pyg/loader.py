@@ -1,0 +1,700 @@
+"""PyG integration: any gsample sampler inside PyG's loaders, and a drop-in ``NeighborLoader``.
+
+* :class:`Sampler` is a ``torch_geometric.sampler.BaseSampler``: PyG's ``NodeLoader`` and
+  ``LinkLoader`` (with PyG's negative sampling) run a gsample sampler function through it.
+* :class:`NeighborLoader` takes PyG's ``NeighborLoader`` arguments (``num_neighbors``,
+  ``input_nodes``, ``batch_size``, ``shuffle``, ``replace``, ``transform``,
+  ``transform_sampler_output``, ``filter_per_worker``, ``input_id``) and samples with
+  :func:`neighbor_sample`, PyG's hop semantics written in the gsample DSL. PyG's other
+  arguments (:data:`PYG_ONLY`: temporal, disjoint or induced sampling, ...) are a
+  ``TypeError`` naming them at any value but the one meaning what gsample does, before
+  torch's ``DataLoader`` sees them.
+* :func:`with_edge_weight`: the transform that puts a sampler's edge values (LADIES' and
+  FastGCN's importance weights) on PyG's ``NodeLoader`` / ``LinkLoader`` batches as
+  ``edge_weight``, as ``Batch.to_pyg()`` does (PyG rebuilds a batch from its ``Data`` by
+  ``e_id``, which drops them).
+
+Determinism (DESIGN §3, consequence 5): every mini-batch is sampled inside
+``gsample.base.random.batch_scope(epoch_seed, key)``, so its draws depend on the seed, the
+epoch and ``key`` only, never on the process or worker that draws it, nor on the batches
+drawn before it in that process (a worker holds a copy of the random stream, so drawing
+from the stream itself made batches 0 and 1 of two workers identical). ``key`` is the
+mini-batch's index in :class:`NeighborLoader` (which therefore samples exactly what
+``gs.DataLoader(A, neighbor_sample, input_nodes, batch_size, shuffle, seed=seed)``
+samples), and, inside PyG's own loaders, which do not tell a sampler the index, a hash of
+the mini-batch's ``input_id`` set (its examples' positions in ``input_nodes``), which
+identifies the mini-batch within an epoch. PyG's negative sampling draws from torch's
+generator, which :class:`Sampler` seeds from the same key.
+"""
+from __future__ import annotations
+
+import collections
+import enum
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from gsample.base import validate as V
+from gsample.loader.dataloader import seed_ids
+from gsample.matrix.sparse import Matrix
+from gsample.interop.pyg import data as _out
+from gsample.base.random import MASK64, _stream, batch_scope, combine, hash_tensor, op_key, sort_key
+
+try:
+    from torch_geometric.sampler import BaseSampler as _Base
+except ImportError:           # the module imports without PyG; using it raises (_require)
+    _Base = object
+
+
+def _require():
+    if _Base is object:
+        raise ImportError("gsample.pyg needs PyTorch Geometric: pip install 'gsample[pyg]'")
+
+
+@dataclass(frozen=True)
+class PygOnly:
+    """A PyG loader argument gsample's loaders do not take as a parameter of their own.
+
+    Attributes
+    ----------
+    accepted : tuple
+        The values that mean what gsample does anyway (PyG's default, or a hint that
+        changes nothing); any other value is refused.
+    why : str
+        Why another value is refused, and what to use instead (the ``TypeError``'s text).
+    """
+
+    accepted: tuple
+    why: str
+
+
+_TEMPORAL = "temporal sampling (input_time, time_attr, temporal_strategy) is not supported yet"
+_ANY_BOOL = (False, True)
+
+#: Every argument of PyG's ``NeighborLoader``, ``NodeLoader`` and ``NeighborSampler`` that
+#: :class:`NeighborLoader` does not take as a parameter: the one table its checks read
+#: (``tests/test_interop_errors.py`` reads PyG's signatures, so a new PyG argument fails a
+#: test until it is added here or taken).
+PYG_ONLY = {
+    "input_time": PygOnly((None,), _TEMPORAL),
+    "time_attr": PygOnly((None,), _TEMPORAL),
+    "temporal_strategy": PygOnly(("uniform",), _TEMPORAL),
+    "sample_direction": PygOnly(("forward",), "backward (temporal) sampling is not supported "
+                                "yet"),
+    "subgraph_type": PygOnly(("directional",), "gsample samples PyG's default, directional "
+                             "subgraphs; for an induced subgraph of the sampled nodes write "
+                             "the sampler with A[nodes, nodes] (examples/shadow.py) and run it "
+                             "through gsample.pyg.Sampler in PyG's NodeLoader"),
+    "directed": PygOnly((True,), "directed=False is PyG's deprecated "
+                        "subgraph_type='induced', which gsample does not sample yet (see "
+                        "subgraph_type)"),
+    "disjoint": PygOnly((False,), "disjoint subgraphs, one per seed, are not supported yet"),
+    "weight_attr": PygOnly((None,), "weighted neighbour sampling is not in this loader yet; "
+                           "write it in the DSL (examples/weighted_neighbors.py) and run it "
+                           "through gsample.pyg.Sampler in PyG's NodeLoader"),
+    "neighbor_sampler": PygOnly((None,), "a PyG NeighborSampler samples with PyG, not "
+                                "gsample; run a gsample sampler through gsample.pyg.Sampler in "
+                                "PyG's NodeLoader instead"),
+    "node_sampler": PygOnly((None,), "this loader samples with gsample.pyg.neighbor_sample; "
+                            "for another sampler pass gsample.pyg.Sampler to PyG's NodeLoader"),
+    "custom_cls": PygOnly((None,), "remote feature and graph stores are not supported yet; "
+                          "pass a torch_geometric Data"),
+    # hints that change nothing here: gsample builds its own CSC from the Data (sorted or
+    # not), and worker processes get the graph's tensors as torch shares a dataset's
+    "is_sorted": PygOnly(_ANY_BOOL, "a hint, True or False: gsample builds its own CSC "
+                         "from the Data either way"),
+    "share_memory": PygOnly(_ANY_BOOL, "a hint, True or False: worker processes get the "
+                            "graph's tensors as torch shares a dataset's either way"),
+}
+
+#: ``torch.utils.data.DataLoader`` arguments the loaders make themselves
+_OWN = ("dataset", "sampler", "batch_sampler", "collate_fn")
+#: every argument of ``torch.utils.data.DataLoader`` (the rest of a loader's ``**kwargs``)
+_DATALOADER_ARGS = frozenset(inspect.signature(torch.utils.data.DataLoader).parameters)
+
+
+def _accepted(value, accepted: tuple) -> bool:
+    """Whether ``value`` is one of ``accepted`` (PyG's enums, as ``SubgraphType``, by value;
+    ``True`` is not ``1``)."""
+    if isinstance(value, enum.Enum):
+        value = value.value
+    return any(value is a or (type(value) is type(a) and value == a) for a in accepted)
+
+
+def _shown(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"<tensor of shape {tuple(value.shape)}>"
+    if isinstance(value, enum.Enum):
+        return repr(value.value)
+    text = repr(value)
+    return text if len(text) <= 60 else f"<{type(value).__name__}>"
+
+
+def check_pyg_arguments(loader: str, kwargs: dict) -> dict:
+    """Refuse the PyG arguments a loader does not take (:data:`PYG_ONLY`) and any other
+    keyword torch's ``DataLoader`` would not take either, naming it; returns ``kwargs``
+    without the accepted ones of :data:`PYG_ONLY` (what is left goes to the ``DataLoader``).
+
+    Parameters
+    ----------
+    loader : str
+        The loader's name, for the messages (``"NeighborLoader"``).
+    kwargs : dict
+        The loader's ``**kwargs``.
+
+    Examples
+    --------
+    >>> check_pyg_arguments("NeighborLoader", {"subgraph_type": "induced"})
+    Traceback (most recent call last):
+    TypeError: gsample.pyg.NeighborLoader: subgraph_type='induced' is not supported yet (...)
+    >>> check_pyg_arguments("NeighborLoader", {"is_sorted": True, "num_workers": 2})
+    {'num_workers': 2}
+    """
+    rest = {}
+    for name, value in kwargs.items():
+        rule = PYG_ONLY.get(name)
+        if rule is not None:
+            if not _accepted(value, rule.accepted):
+                raise TypeError(f"gsample.pyg.{loader}: {name}={_shown(value)} is not "
+                                f"supported yet ({rule.why})")
+        elif name in _OWN:
+            raise TypeError(f"gsample.pyg.{loader}: {name} is not an argument (the loader "
+                            "makes its own)")
+        elif name not in _DATALOADER_ARGS:
+            raise TypeError(f"gsample.pyg.{loader}: unexpected keyword argument {name!r} "
+                            f"(neither an argument of PyG's {loader} nor of "
+                            "torch.utils.data.DataLoader)")
+        else:
+            rest[name] = value
+    return rest
+
+
+def neighbor_sample(A, seeds, num_neighbors=(25, 10), replace: bool = False):
+    """PyG's neighbour sampling in the DSL: each hop samples only the nodes it first reached.
+
+    Parameters
+    ----------
+    A : gs.Matrix, shape (N, N)
+        The graph; column ``j`` holds the in-edges of ``j``.
+    seeds : LongTensor, shape (B,)
+        The mini-batch's nodes (global ids, unique).
+    num_neighbors : sequence of int
+        In-neighbours sampled per node at each hop; ``-1`` keeps all of them.
+    replace : bool
+        Sample with replacement.
+
+    Returns
+    -------
+    list of gs.Matrix
+        ``blocks[h]``'s columns are the nodes first reached at hop ``h`` (the seeds for
+        ``h = 0``) in ascending id order, each with its sampled in-edges.
+
+    Examples
+    --------
+    >>> blocks = neighbor_sample(A, seeds, (15, 10))
+    >>> data = gs.Batch(seeds, 0, blocks).to_pyg()
+    """
+    blocks, frontier, seen = [], seeds, seeds
+    for k in num_neighbors:
+        sub = A[:, frontier]
+        s = sub if k < 0 else sub.individual_sample(k, replace=replace)
+        blocks.append(s)
+        rows = s.row()                                   # reached, ascending id
+        frontier = rows[~torch.isin(rows, seen)]         # first reached at this hop
+        seen = torch.cat([seen, frontier])
+    return blocks
+
+
+def batch_key(input_id: torch.Tensor) -> int:
+    """A mini-batch's key from the set of its ``input_id``: a hash of the set (order does not
+    matter), below ``2**62`` (a batch index of :func:`gsample.base.random.batch_scope`).
+
+    Parameters
+    ----------
+    input_id : LongTensor, shape (B,)
+        The mini-batch's examples' positions in the loader's input.
+
+    Examples
+    --------
+    >>> batch_key(torch.tensor([4, 2])) == batch_key(torch.tensor([2, 4]))
+    True
+    """
+    ids = input_id.reshape(-1).to(torch.int64)
+    h = hash_tensor(0x5EED, torch.zeros_like(ids), ids).sum()     # wraps modulo 2**64
+    return combine(ids.numel(), int(h) & MASK64) & ((1 << 62) - 1)
+
+
+def _default_seed() -> int:
+    """A seed drawn from gsample's stream (takes one ordinal, as ``gs.DataLoader`` does)."""
+    stream = _stream()
+    key = op_key(stream.seed, stream.ordinal, stream.batch_index)
+    stream.ordinal += 1
+    return key
+
+
+def _graph(graph) -> Matrix:
+    if isinstance(graph, Matrix):
+        return graph
+    if hasattr(graph, "edge_index"):
+        if graph.edge_index is None:            # a Data of nodes only: no edge to sample
+            return Matrix.from_edge_index(torch.empty(2, 0, dtype=torch.int64),
+                                          num_nodes=graph.num_nodes)
+        return Matrix.from_pyg(graph, weight=None)
+    raise TypeError(f"graph: expected a gs.Matrix or a torch_geometric Data, got "
+                    f"{type(graph).__name__}")
+
+
+class Sampler(_Base):
+    """A ``torch_geometric.sampler.BaseSampler`` running a gsample sampler function.
+
+    Parameters
+    ----------
+    graph : gs.Matrix or torch_geometric.data.Data
+        The graph (a ``Data`` is read with ``gs.Matrix.from_pyg``, unweighted, so edge
+        ids are positions in ``data.edge_index``).
+    sampler_fn : callable
+        ``sampler_fn(A, seeds) -> out``, plain or ``gs.compile``'d; ``out`` is blocks or
+        an induced subgraph, mapped as :mod:`gsample.interop.pyg.data` says.
+    seed : int, optional
+        Seed of the sampler's stream; default drawn from gsample's stream now.
+
+    Notes
+    -----
+    Mini-batch keys: see :mod:`gsample.pyg`. With PyG's loaders the key is the set of
+    the mini-batch's ``input_id``; ``shuffle=True`` gives other mini-batches, hence other
+    draws, every epoch; without shuffling an epoch repeats the last one's draws unless
+    :meth:`set_epoch` is called (before the epoch's iterator starts its workers).
+    Results are on the device of the input nodes PyG passes (the CPU), as PyG's
+    ``filter_data`` indexes the ``Data``'s tensors with them.
+
+    Edge values (importance weights: LADIES, FastGCN) travel in the node-level
+    ``SamplerOutput``'s ``metadata = (input_id, seed_time, edge_weight)``; PyG's loaders
+    drop them when they rebuild the batch from the ``Data``: give the loader
+    ``transform=gsample.pyg.with_edge_weight`` to get them as ``batch.edge_weight``.
+
+    Examples
+    --------
+    >>> from torch_geometric.loader import NodeLoader
+    >>> sampler = gsample.pyg.Sampler(data, functools.partial(graphsage, fanouts=(10, 5)))
+    >>> for batch in NodeLoader(data, sampler, input_nodes=train_idx, batch_size=512):
+    ...     out = model(batch.x, batch.edge_index)[:batch.batch_size]
+    """
+
+    def __init__(self, graph, sampler_fn: Callable, seed: int | None = None):
+        _require()
+        if not callable(sampler_fn):
+            raise TypeError("sampler_fn: must be callable as sampler_fn(A, seeds)")
+        seed = V.seed(seed, none_ok=True)
+        self.A = _graph(graph)
+        self.sampler_fn = sampler_fn
+        self.seed = _default_seed() if seed is None else seed & MASK64
+        self.epoch = 0
+
+    @property
+    def num_nodes(self) -> int:
+        return self.A.num_nodes
+
+    def set_epoch(self, epoch: int) -> None:
+        """Draw epoch ``epoch``'s samples (keys ``(seed, epoch, mini-batch)``)."""
+        self.epoch = V.count(epoch, "epoch")
+
+    def epoch_seed(self) -> int:
+        return combine(combine(0, self.seed), self.epoch)
+
+    def sample(self, seeds: torch.Tensor, key: int):
+        """``sampler_fn(A, seeds)`` as mini-batch ``key`` of the current epoch.
+
+        Parameters
+        ----------
+        seeds : LongTensor, shape (B,)
+            Global ids.
+        key : int
+            The mini-batch's index (``0 <= key < 2**62``).
+
+        Examples
+        --------
+        >>> blocks = sampler.sample(torch.tensor([0, 5, 9]), key=3)   # what batch 3 draws
+        """
+        seeds = V.ids(seeds, "seeds", self.A.num_nodes, None).to(self.A.device)
+        with batch_scope(self.epoch_seed(), key):
+            return self.sampler_fn(self.A, seeds)
+
+    def _output(self, seeds: torch.Tensor, key: int, metadata=None):
+        """The ``SamplerOutput`` of mini-batch ``key`` on the seeds' device; ``metadata``
+        ``(input_id, seed_time)`` gets the edge values (or None) as a third entry, and the
+        batch is remembered for :func:`with_edge_weight`."""
+        sample = _out.pyg_sample(self.sample(seeds, key), seeds.to(self.A.device))
+        input_id, seed_time = metadata or (None, None)
+        out = _out.to_sampler_output(sample, input_id, seed_time)
+        device = seeds.device
+        weight = None if sample.weight is None else sample.weight.to(device)
+        out = out.__class__(node=out.node.to(device), row=out.row.to(device),
+                            col=out.col.to(device), edge=out.edge.to(device),
+                            num_sampled_nodes=out.num_sampled_nodes,
+                            num_sampled_edges=out.num_sampled_edges,
+                            metadata=(out.metadata[0], seed_time, weight))
+        _remember(key, out.edge, weight)
+        return out
+
+    def sample_from_nodes(self, index, **kwargs):
+        """PyG's node-level entry point: ``index`` is a ``NodeSamplerInput``; returns a
+        ``SamplerOutput`` with ``metadata = (input_id, seed_time, edge_weight)``
+        (``edge_weight``: the sampled matrices' values in ``edge`` order, or None; PyG's
+        ``NodeLoader`` reads the first two, :func:`with_edge_weight` puts the third on the
+        batch)."""
+        if index.time is not None:
+            raise ValueError("index: temporal sampling (input_time) is not supported yet")
+        input_id = index.input_id                # None: the seeds' positions, as PyG's
+        if input_id is None:
+            input_id = torch.arange(index.node.numel())
+        return self._output(index.node, batch_key(input_id), (input_id, None))
+
+    def sample_from_edges(self, index, neg_sampling=None):
+        """PyG's link-level entry point (``LinkLoader``): ``index`` is an
+        ``EdgeSamplerInput``; negatives come from PyG's ``neg_sampling`` with torch's
+        generator seeded from the mini-batch's key; the seeds are both endpoints, unique
+        (as PyG's ``NeighborSampler``), and ``metadata`` holds PyG's ``edge_label_index``
+        and ``edge_label`` (or the triplet indices)."""
+        from torch_geometric.sampler.neighbor_sampler import edge_sample
+        if index.time is not None:
+            raise ValueError("index: temporal sampling (edge_label_time) is not supported yet")
+        key = batch_key(index.input_id)
+
+        def sample_fn(seed, seed_time):
+            return self._output(seed, key)
+
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(combine(self.epoch_seed(), key) & ((1 << 63) - 1))
+            return edge_sample(index, sample_fn, self.A.num_nodes, disjoint=False,
+                               node_time=None, neg_sampling=neg_sampling)
+
+
+#: the last mini-batches :class:`Sampler` drew in this process, by key: ``(edge ids, edge
+#: values or None)``, for :func:`with_edge_weight` (PyG runs a loader's transform right
+#: after its sampler, in the same process: a few entries are enough; the oldest go first)
+_RECENT: collections.OrderedDict = collections.OrderedDict()
+_RECENT_SIZE = 8
+
+
+def _remember(key: int, edge: torch.Tensor, weight) -> None:
+    _RECENT[key] = (edge, weight)
+    _RECENT.move_to_end(key)
+    while len(_RECENT) > _RECENT_SIZE:
+        _RECENT.popitem(last=False)
+
+
+def with_edge_weight(data):
+    """PyG loader transform: the sampler's edge values as ``data.edge_weight``.
+
+    PyG's ``NodeLoader`` and ``LinkLoader`` rebuild a mini-batch from their ``Data`` by the
+    sampled edge ids (``e_id``), so the values a gsample sampler gives its edges (LADIES'
+    and FastGCN's importance weights, which ``Batch.to_pyg()`` puts in ``edge_weight``) do
+    not reach the batch. :class:`Sampler` keeps them in its ``SamplerOutput``'s
+    ``metadata`` and remembers its last mini-batches; this transform, given as the
+    loader's ``transform=`` (first, if composed: ``T.Compose([gp.with_edge_weight, ...])``),
+    looks its batch up by ``input_id`` and sets ``edge_weight`` (aligned with
+    ``edge_index`` and ``e_id``); a batch whose sampler gave no values gets none.
+
+    It must run in the process that sampled the batch: PyG's default for a ``Data`` on
+    the CPU (``filter_per_worker=True``), or any loader without worker processes. Else,
+    and when the batch's edges are not those the sampler drew (a
+    ``transform_sampler_output`` that changes them), it raises a ``RuntimeError``.
+
+    Parameters
+    ----------
+    data : torch_geometric.data.Data
+        A mini-batch of PyG's ``NodeLoader`` / ``LinkLoader`` over :class:`Sampler`
+        (``input_id``, ``e_id``).
+
+    Returns
+    -------
+    torch_geometric.data.Data
+        ``data``, with ``edge_weight`` of shape ``(E,)`` (or ``(E, F)``) when the sampler's
+        matrices have values.
+
+    Examples
+    --------
+    >>> sampler = gp.Sampler(ladies.normalize(A), functools.partial(ladies.ladies,
+    ...                                                         layers=(512, 512)))
+    >>> loader = NodeLoader(data, sampler, batch_size=256, transform=gp.with_edge_weight)
+    >>> batch = next(iter(loader))
+    >>> out = model(batch.x, batch.edge_index, batch.edge_weight)
+    """
+    if getattr(data, "input_id", None) is None or getattr(data, "e_id", None) is None:
+        raise TypeError("data: expected a mini-batch of PyG's NodeLoader or LinkLoader over "
+                        "gsample.pyg.Sampler (with input_id and e_id)")
+    entry = _RECENT.pop(batch_key(data.input_id), None)
+    if entry is None:
+        raise RuntimeError("with_edge_weight: gsample.pyg.Sampler did not sample this "
+                           "mini-batch in this process; the transform must run where the "
+                           "batch was sampled: give the loader filter_per_worker=True (PyG's "
+                           "default for a Data on the CPU) or num_workers=0")
+    edge, weight = entry
+    if not torch.equal(edge, data.e_id.to(edge.device)):
+        raise RuntimeError("with_edge_weight: the batch's edges (e_id) are not those "
+                           "gsample.pyg.Sampler drew for it (a transform_sampler_output that "
+                           "changes edges, or a transform before this one?)")
+    if weight is not None:
+        data.edge_weight = weight
+    return data
+
+
+class _EpochBatches(torch.utils.data.Sampler):
+    """Yields ``(epoch_seed, i)`` for every mini-batch of the current epoch, in the main
+    process, so the epoch travels with each index to whichever worker samples it. The
+    loader sets ``epoch_seed`` when an epoch starts (torch may iterate a sampler more than
+    once per epoch: its worker iterator resets it on creation)."""
+
+    def __init__(self, num_batches: int):
+        self.num_batches, self.epoch_seed = num_batches, 0
+
+    def __len__(self) -> int:
+        return self.num_batches
+
+    def __iter__(self):
+        return iter([(self.epoch_seed, i) for i in range(self.num_batches)])
+
+
+class _MiniBatches(torch.utils.data.Dataset):
+    """Mini-batch ``(epoch_seed, i)``: its seeds (as ``gs.DataLoader`` orders an epoch),
+    sampled in ``batch_scope(epoch_seed, i)`` and, where PyG would (``filter_per_worker``),
+    joined with the ``Data``'s attributes (:meth:`filter`, PyG's ``filter_fn``)."""
+
+    def __init__(self, data, A, fn, input_nodes, input_id, batch_size, shuffle, transform,
+                 transform_sampler_output, filter_per_worker):
+        self.data, self.A, self.fn = data, A, fn
+        self.input_nodes, self.input_id = input_nodes, input_id
+        self.batch_size, self.shuffle = batch_size, shuffle
+        self.transform, self.transform_sampler_output = transform, transform_sampler_output
+        self.filter_per_worker = filter_per_worker
+        self._order = (None, None)                 # (epoch_seed, positions): one per epoch
+
+    def positions(self, epoch_seed: int) -> torch.Tensor:
+        """This epoch's order of the input positions (``gs.DataLoader``'s shuffle)."""
+        if self._order[0] != epoch_seed:
+            pos = torch.arange(self.input_nodes.numel(), device=self.input_nodes.device)
+            if self.shuffle:
+                keys = sort_key(hash_tensor(epoch_seed, torch.full_like(pos, -1), pos))
+                pos = pos[torch.argsort(keys, stable=True)]
+            self._order = (epoch_seed, pos)
+        return self._order[1]
+
+    def __getitem__(self, item):
+        epoch_seed, i = item
+        positions = self.positions(epoch_seed)[i * self.batch_size:(i + 1) * self.batch_size]
+        out = self.sample(positions, epoch_seed, i)
+        return self.filter(out) if self.filter_per_worker else out
+
+    def sample(self, positions: torch.Tensor, epoch_seed: int, key: int):
+        """The ``SamplerOutput`` of the input positions ``positions`` drawn as mini-batch
+        ``key`` (``metadata = (input_id, None, edge_weight)``, as :class:`Sampler`'s)."""
+        from torch_geometric.sampler import SamplerOutput
+        seeds = self.input_nodes[positions]
+        with batch_scope(epoch_seed, key):
+            out = self.fn(self.A, seeds.to(self.A.device))
+        s = _out.pyg_sample(out, seeds.to(self.A.device))
+        cpu = self.input_nodes.device
+        input_id = positions if self.input_id is None else self.input_id[positions]
+        weight = None if s.weight is None else s.weight.to(cpu)
+        return SamplerOutput(node=s.node.to(cpu), row=s.row.to(cpu), col=s.col.to(cpu),
+                             edge=s.edge.to(cpu), num_sampled_nodes=s.num_sampled_nodes,
+                             num_sampled_edges=s.num_sampled_edges,
+                             metadata=(input_id, None, weight))
+
+    def filter(self, out):
+        """PyG's ``filter_fn``: ``transform_sampler_output``, then the ``Data``'s attributes
+        of the sampled nodes and edges, PyG's fields, ``edge_weight`` when the sample has
+        edge values, then ``transform``."""
+        from torch_geometric.loader.utils import filter_data
+        if self.transform_sampler_output is not None:
+            out = self.transform_sampler_output(out)
+        data = filter_data(self.data, out.node, out.row, out.col, out.edge, None)
+        if "n_id" not in data:
+            data.n_id = out.node
+        if out.edge is not None and "e_id" not in data:
+            data.e_id = out.edge
+        data.num_sampled_nodes, data.num_sampled_edges = \
+            out.num_sampled_nodes, out.num_sampled_edges
+        input_id = out.metadata[0]
+        data.input_id, data.batch_size = input_id, input_id.numel()
+        weight = out.metadata[2] if len(out.metadata) > 2 else None
+        if weight is not None:
+            data.edge_weight = weight
+        return data if self.transform is None else self.transform(data)
+
+
+def _identity(x):
+    return x
+
+
+class NeighborLoader(torch.utils.data.DataLoader):
+    """PyG's ``NeighborLoader``, sampled by gsample (:func:`neighbor_sample`, compiled).
+
+    Parameters
+    ----------
+    data : torch_geometric.data.Data
+        The graph and its node / edge attributes (``x``, ``y``, ``edge_attr``, ... are
+        sliced into each mini-batch as PyG's loader does: dense, or sparse COO; another
+        sparse layout is a ``TypeError`` naming the attribute). A ``Data`` without
+        ``edge_index`` is a graph of no edge.
+    num_neighbors : list of int
+        In-neighbours per node at each hop (``-1``: all; none: the seeds alone).
+    input_nodes : LongTensor of shape (S,), or BoolTensor of shape (N,), optional
+        Seed nodes: ids, or a mask over the ``N`` nodes (its nonzero ids; another length
+        is a ``ValueError``); default all nodes. Empty: an epoch of no mini-batch, as PyG's.
+    batch_size : int
+        Seeds per mini-batch, ``>= 1``.
+    shuffle : bool
+        Shuffle the seeds every epoch (gsample's hash permutation, as ``gs.DataLoader``).
+    replace : bool
+        Sample with replacement.
+    drop_last : bool
+        Drop the last, smaller mini-batch.
+    seed : int, optional
+        The loader's seed; default drawn from gsample's stream now. Epoch ``e`` draws with
+        ``combine(combine(0, seed), e)``, mini-batch ``i`` with index ``i``: the samples
+        ``gs.DataLoader(..., seed=seed)`` draws, whatever ``num_workers``.
+    graph : gs.Matrix, optional
+        The graph as a gsample matrix (e.g. already on a GPU; then keep
+        ``num_workers=0``); default ``gs.Matrix.from_pyg(data, weight=None)``. Its edge
+        values, when it has any, become each batch's ``edge_weight``.
+    compile : bool
+        Compile the sampler with ``gs.compile`` (default True).
+    transform : callable, optional
+        Applied to each mini-batch's ``Data``.
+    transform_sampler_output : callable, optional
+        Applied to each mini-batch's ``SamplerOutput`` before the ``Data`` is built from
+        it (PyG's; ``metadata = (input_id, None, edge_weight)``).
+    filter_per_worker : bool, optional
+        Build each batch's ``Data`` in the worker process that sampled it (True) or in the
+        main process (False); default, as PyG: True unless ``data`` is on a GPU.
+    input_id : Tensor, shape (S,), optional
+        What each seed is reported as in ``batch.input_id`` (PyG's); default its position
+        in ``input_nodes``, or, for a mask, its node id (as PyG).
+    **kwargs
+        ``torch.utils.data.DataLoader`` options: ``num_workers``, ``persistent_workers``,
+        ``pin_memory``, ... PyG's other arguments are in :data:`PYG_ONLY`: each is a
+        ``TypeError`` naming it unless its value means what gsample does (e.g.
+        ``subgraph_type="directional"``, ``disjoint=False``); an argument neither PyG's
+        loader nor torch's takes is a ``TypeError`` too.
+
+    Examples
+    --------
+    >>> loader = gsample.pyg.NeighborLoader(data, num_neighbors=[25, 10], batch_size=512,
+    ...                                     input_nodes=data.train_mask, shuffle=True)
+    >>> for batch in loader:
+    ...     out = model(batch.x, batch.edge_index)[:batch.batch_size]
+    >>> gsample.pyg.NeighborLoader(data, [25, 10], subgraph_type="induced")
+    Traceback (most recent call last):
+    TypeError: gsample.pyg.NeighborLoader: subgraph_type='induced' is not supported yet (...)
+    """
+
+    def __init__(self, data, num_neighbors, input_nodes=None, batch_size: int = 1,
+                 shuffle: bool = False, replace: bool = False, drop_last: bool = False,
+                 seed: int | None = None, graph: Matrix | None = None,
+                 compile: bool = True, transform: Callable | None = None,
+                 transform_sampler_output: Callable | None = None,
+                 filter_per_worker: bool | None = None, input_id=None, **kwargs):
+        _require()
+        kwargs = check_pyg_arguments("NeighborLoader", kwargs)   # before anything is built
+        if not hasattr(data, "edge_index"):
+            raise TypeError("data: expected a torch_geometric Data (heterogeneous graphs and "
+                            "remote feature / graph stores are not supported by "
+                            f"gsample.pyg.NeighborLoader yet), got {type(data).__name__}")
+        for key, value in data.items():         # PyG's filter_data slices these per batch
+            if isinstance(value, torch.Tensor) and value.layout not in (torch.strided,
+                                                                        torch.sparse_coo):
+                raise TypeError(f"data.{key}: a sparse tensor of layout {value.layout} cannot "
+                                "be sliced per mini-batch (PyG's filter_data takes dense and "
+                                f"sparse COO tensors); pass data.{key}.to_sparse_coo() or "
+                                ".to_dense()")
+        if isinstance(num_neighbors, dict):
+            raise TypeError("num_neighbors: a dict per edge type (heterogeneous sampling) is "
+                            "not supported yet; give a list of ints >= -1, one per hop")
+        if isinstance(num_neighbors, int) or not all(
+                isinstance(k, int) and not isinstance(k, bool) and k >= -1
+                for k in num_neighbors):
+            raise TypeError("num_neighbors: expected a list of ints >= -1 (one per hop), got "
+                            f"{num_neighbors!r}")
+        A = _graph(data) if graph is None else graph
+        if not isinstance(A, Matrix) or A.num_nodes != data.num_nodes:
+            raise ValueError("graph: expected a gs.Matrix of the data's "
+                             f"{data.num_nodes} nodes")
+        mask = isinstance(input_nodes, torch.Tensor) and input_nodes.dtype == torch.bool
+        if input_nodes is None:
+            input_nodes = torch.arange(data.num_nodes)
+        input_nodes = seed_ids(input_nodes, "input_nodes", data.num_nodes, None).cpu()
+        if input_id is not None:
+            input_id = V.as_tensor(input_id, "input_id", None).cpu()
+            if input_id.dim() != 1 or input_id.numel() != input_nodes.numel():
+                raise ValueError(f"input_id: expected one entry per input node, shape "
+                                 f"({input_nodes.numel()},); got {tuple(input_id.shape)}")
+        elif mask:                       # PyG reports a mask's seeds by their node ids
+            input_id = input_nodes
+        batch_size = V.count(batch_size, "batch_size", low=1)
+        seed = V.seed(seed, none_ok=True)
+        seed = _default_seed() if seed is None else seed
+        for name, f in (("transform", transform),
+                        ("transform_sampler_output", transform_sampler_output)):
+            if f is not None and not callable(f):
+                raise TypeError(f"{name}: must be callable or None, got {type(f).__name__}")
+        if filter_per_worker is None:    # PyG's inference: a Data on a GPU filters in main
+            filter_per_worker = not getattr(data, "is_cuda", False)
+        replace = V.flag(replace, "replace")
+        fn = functools.partial(neighbor_sample, num_neighbors=tuple(num_neighbors),
+                               replace=replace)
+        if V.flag(compile, "compile"):
+            from gsample.compiler.compiled import compile as gs_compile
+            fn = functools.partial(gs_compile(neighbor_sample),
+                                   num_neighbors=tuple(num_neighbors), replace=replace)
+        n = input_nodes.numel()
+        num_batches = n // batch_size if V.flag(drop_last, "drop_last") else -(-n // batch_size)
+        self.num_neighbors, self.replace, self.graph = list(num_neighbors), replace, A
+        self.seed = seed & MASK64
+        self.epoch = 0
+        self.batches = _EpochBatches(num_batches)
+        dataset = _MiniBatches(data, A, fn, input_nodes, input_id, batch_size,
+                               V.flag(shuffle, "shuffle"), transform, transform_sampler_output,
+                               V.flag(filter_per_worker, "filter_per_worker"))
+        super().__init__(dataset, batch_size=None, sampler=self.batches,
+                         collate_fn=_identity, **kwargs)
+
+    def __iter__(self):
+        """An epoch: its seed is ``combine(combine(0, seed), epoch)``, as ``gs.DataLoader``'s."""
+        self.batches.epoch_seed = combine(combine(0, self.seed), self.epoch)
+        self.epoch += 1
+        return super().__iter__()
+
+    def _get_iterator(self):
+        """torch's iterator; with ``filter_per_worker=False`` each batch's ``Data`` is built
+        in this process (PyG's ``DataLoaderIterator``)."""
+        iterator = super()._get_iterator()
+        if self.dataset.filter_per_worker:
+            return iterator
+        from torch_geometric.loader.base import DataLoaderIterator
+        return DataLoaderIterator(iterator, self.dataset.filter)
+
+    def __call__(self, index):
+        """PyG's ``loader(index)``: the mini-batch of the input positions ``index`` (into
+        ``input_nodes``), drawn now as mini-batch ``batch_key(index)`` of the current
+        epoch (the last one started; epoch 0 before any).
+
+        Examples
+        --------
+        >>> batch = loader([0, 5])          # seeds input_nodes[0] and input_nodes[5]
+        >>> batch.n_id[:2]
+        """
+        positions = V.ids(index, "index", self.dataset.input_nodes.numel(), None).cpu()
+        epoch_seed = combine(combine(0, self.seed), max(self.epoch - 1, 0))
+        return self.dataset.filter(self.dataset.sample(positions, epoch_seed,
+                                                       batch_key(positions)))
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}()"
+
+
+__all__ = ["NeighborLoader", "PYG_ONLY", "PygOnly", "Sampler", "batch_key",
+           "check_pyg_arguments", "neighbor_sample", "with_edge_weight"]

@@ -1,0 +1,909 @@
+"""``gs.Matrix``: the graph and every sub-matrix of it (DESIGN §1).
+
+Entry ``(i, j)`` is the edge ``i -> j``: column ``j`` holds the in-edges of node
+``j``. A sub-matrix keeps global row and column ids. Axis convention, as in
+PyTorch: ``A.sum(axis=0)`` reduces over rows and gives one value per column;
+``A.sum(axis=1)`` gives one value per row.
+
+Shapes used in the docstrings: ``N`` nodes in the graph, ``R`` rows in the
+matrix's row space (``N`` unless rows were sliced, sampled or compacted), ``C``
+columns (the frontier, repeats allowed), ``E`` edges.
+"""
+from __future__ import annotations
+
+import numbers
+import weakref
+from typing import Optional
+
+import torch
+import torch.fx
+
+from gsample.base import validate as V
+from gsample.backend import eager_backend, resolve, run_op
+from gsample.ir import SDDMM_OPS, Effect, Op, info
+from gsample.base.random import next_op_key
+from gsample.formats.csc import CSC, segment_ptr
+from gsample.formats.cache import cache_of
+from gsample.formats.placement import offload, place, placement_of
+
+
+def _run(ir_op: Op, /, **kwargs):
+    """Run one op eagerly: its data checks (which also convert its inputs as the op takes
+    them), then the backend: the current setting (``gs.use_backend``), ``"auto"`` resolved
+    for the matrix's device (``gsample.backend.backend_for``).
+
+    ``kwargs`` are the op's inputs and attributes as the op table names them; a
+    random op takes the next ordinal of the stream (after its checks passed).
+    """
+    d = info(ir_op)
+    backend = eager_backend(kwargs.get("A"))
+    if d.check is not None:
+        # inputs the backend's code checks itself (``Impl.checks``) are only converted here,
+        # as a compiled program's check does
+        own = resolve(backend, ir_op, kwargs.get("A"), inputs=kwargs).checks
+        kwargs.update(d.check(**kwargs, **({"in_kernel": own} if own else {})))
+    if d.effect is Effect.RANDOM:
+        kwargs["key"] = next_op_key()
+    return run_op(backend, ir_op, kwargs)
+
+
+def _sorted_csc(src: torch.Tensor, dst: torch.Tensor, num_nodes: int, weight) -> CSC:
+    """CSC of edges ``src -> dst``; within a column by row id, then by input position."""
+    perm = torch.argsort(src, stable=True)
+    perm = perm[torch.argsort(dst[perm], stable=True)]
+    indptr = segment_ptr(torch.bincount(dst, minlength=num_nodes))
+    return CSC(num_nodes, indptr, src[perm], values=None if weight is None else weight[perm],
+               eids=perm)
+
+
+_ALIAS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _alias_table(csc: CSC, probs: torch.Tensor) -> torch.Tensor:
+    """The ``alias_table`` op for eager walks, kept per graph for the last weights seen
+    (the same tensor, unchanged: the tables are reused, as a compiled sampler's are)."""
+    stamp = (id(probs), probs._version, csc.rows._version)
+    hit = _ALIAS.get(csc)
+    if hit is not None and hit[0] == stamp and hit[1]() is probs:
+        return hit[2]
+    table = offload(csc, _run(Op.ALIAS_TABLE, A=csc, probs=probs))   # UVA: in host memory
+    _ALIAS[csc] = (stamp, weakref.ref(probs), table)
+    return table
+
+
+def _weight(weight, name: str, nnz: int, device):
+    if weight is None:
+        return None
+    w = V.as_tensor(weight, name, device)
+    if w.dim() != 1 or w.shape[0] != nnz:
+        raise ValueError(f"{name}: expected one value per edge (shape ({nnz},)), "
+                         f"got shape {tuple(w.shape)}")
+    return w if w.is_floating_point() else w.to(torch.float32)
+
+
+class EdgeMapOperators:
+    """Python's arithmetic operators as edge maps (``A * 2``, ``1 / A``, ``A ** 2``, ``-A``),
+    for a class that defines ``_edge_map(op, other, reverse=False)`` and ``_negate()``:
+    :class:`Matrix`, and the partitioned graph's column slice (``gsample.distributed``)."""
+
+    def __add__(self, other): return self._edge_map("add", other)
+    def __radd__(self, other): return self._edge_map("add", other, True)
+    def __sub__(self, other): return self._edge_map("sub", other)
+    def __rsub__(self, other): return self._edge_map("sub", other, True)
+    def __mul__(self, other): return self._edge_map("mul", other)
+    def __rmul__(self, other): return self._edge_map("mul", other, True)
+    def __truediv__(self, other): return self._edge_map("div", other)
+    def __rtruediv__(self, other): return self._edge_map("div", other, True)
+    def __pow__(self, other): return self._edge_map("pow", other)
+    def __neg__(self): return self._negate()
+
+
+class Matrix(EdgeMapOperators):
+    """A sparse adjacency matrix over global node ids.
+
+    Build one with :meth:`from_edge_index`, :meth:`from_csc`, :meth:`from_scipy`,
+    :meth:`from_networkx`, :meth:`from_pyg`, :func:`gsample.datasets.read_snap` or
+    :func:`gsample.datasets.rmat`. Every operator returns a new matrix or tensor.
+
+    Examples
+    --------
+    >>> import torch, gsample as gs
+    >>> A = gs.Matrix.from_edge_index(torch.tensor([[0, 1, 2], [1, 2, 0]]))
+    >>> A.num_nodes, A.num_edges
+    (3, 3)
+    >>> A[:, torch.tensor([2])].row()
+    tensor([1])
+    """
+
+    __slots__ = ("_csc",)
+
+    def __init__(self, csc: CSC):
+        if not isinstance(csc, CSC):
+            raise TypeError("Matrix: build one with Matrix.from_edge_index, from_csc, from_scipy, "
+                            "from_networkx or from_pyg")
+        self._csc = csc
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_edge_index(cls, edge_index, num_nodes: Optional[int] = None, weight=None) -> "Matrix":
+        """The graph of edges ``edge_index[0] -> edge_index[1]``.
+
+        Parameters
+        ----------
+        edge_index : LongTensor, shape (2, E)
+            Source and destination ids; entry ``(src, dst)`` is set, so column
+            ``dst`` holds the in-edges of ``dst``.
+        num_nodes : int, optional
+            Number of nodes ``N``; default ``edge_index.max() + 1``.
+        weight : Tensor, shape (E,), optional
+            Edge weights (the matrix's values); default 1.0 everywhere.
+
+        Returns
+        -------
+        Matrix
+            ``N x N``; original edge ids are positions in ``edge_index``.
+
+        Examples
+        --------
+        >>> A = gs.Matrix.from_edge_index(torch.tensor([[0, 0], [1, 2]]), num_nodes=4)
+        >>> A[:, torch.tensor([1, 2])].edges()
+        (tensor([0, 0]), tensor([1, 2]), tensor([0, 1]))
+        """
+        ei = V.as_tensor(edge_index, "edge_index", None)
+        if ei.dtype == torch.bool or ei.dtype not in V._INT_DTYPES:
+            raise TypeError(f"edge_index: must be an integer tensor, got dtype {ei.dtype}")
+        if ei.dim() != 2 or ei.shape[0] != 2:
+            raise ValueError(f"edge_index: expected shape (2, E), got {tuple(ei.shape)}")
+        ei = ei.to(torch.int64)
+        if num_nodes is None:
+            num_nodes = int(ei.max()) + 1 if ei.numel() else 0
+        num_nodes = V.count(num_nodes, "num_nodes")
+        V.fits(num_nodes + 1, 16, ei.device, "num_nodes", f"a graph of {num_nodes} nodes")
+        V.ids(ei[0], "edge_index[0] (sources)", num_nodes, ei.device)
+        V.ids(ei[1], "edge_index[1] (destinations)", num_nodes, ei.device)
+        w = _weight(weight, "weight", ei.shape[1], ei.device)
+        return cls(_sorted_csc(ei[0].contiguous(), ei[1].contiguous(), num_nodes, w))
+
+    @classmethod
+    def from_csc(cls, indptr, indices, num_nodes: Optional[int] = None, weight=None) -> "Matrix":
+        """The graph whose column ``j`` holds rows ``indices[indptr[j]:indptr[j + 1]]``.
+
+        Parameters
+        ----------
+        indptr : LongTensor, shape (N + 1,)
+            Non-decreasing offsets, ``indptr[0] == 0`` and ``indptr[-1] == E``.
+        indices : LongTensor, shape (E,)
+            Source (row) id of each edge.
+        num_nodes : int, optional
+            Must equal ``len(indptr) - 1`` when given (the matrix is square).
+        weight : Tensor, shape (E,), optional
+            Edge weights.
+
+        Examples
+        --------
+        >>> A = gs.Matrix.from_csc(torch.tensor([0, 1, 3]), torch.tensor([1, 0, 1]))
+        >>> A.sum(axis=0)
+        tensor([1., 2.])
+        """
+        ptr = V.as_tensor(indptr, "indptr", None)
+        idx = V.as_tensor(indices, "indices", ptr.device)
+        for t, name in ((ptr, "indptr"), (idx, "indices")):
+            if t.dtype == torch.bool or t.dtype not in V._INT_DTYPES or t.dim() != 1:
+                raise TypeError(f"{name}: must be a 1-D integer tensor, got dtype {t.dtype} "
+                                f"and shape {tuple(t.shape)}")
+        if ptr.numel() == 0:
+            raise ValueError("indptr: must have at least one element (N + 1 offsets)")
+        n = ptr.numel() - 1
+        if num_nodes is not None and V.count(num_nodes, "num_nodes") != n:
+            raise ValueError(f"num_nodes: {num_nodes} does not match len(indptr) - 1 = {n}")
+        ptr = ptr.to(torch.int64)
+        if int(ptr[0]) != 0 or int(ptr[-1]) != idx.numel():
+            raise ValueError(f"indptr: must start at 0 and end at len(indices) = {idx.numel()}, "
+                             f"got {int(ptr[0])} and {int(ptr[-1])}")
+        if n and bool((ptr[1:] < ptr[:-1]).any()):
+            raise ValueError("indptr: must be non-decreasing (an int32 indptr overflows past "
+                             "2**31 - 1 edges: pass int64)")
+        rows = V.ids(idx, "indices", n, ptr.device)
+        dst = torch.repeat_interleave(torch.arange(n, device=ptr.device), ptr[1:] - ptr[:-1])
+        return cls(_sorted_csc(rows, dst, n, _weight(weight, "weight", idx.numel(), ptr.device)))
+
+    @classmethod
+    def from_scipy(cls, matrix, weight: bool = True) -> "Matrix":
+        """From a square ``scipy.sparse`` matrix; entry ``(i, j)`` is the edge ``i -> j``.
+
+        Parameters
+        ----------
+        matrix : scipy.sparse matrix or array, shape (N, N)
+        weight : bool
+            Keep the stored values as edge weights (default) or drop them.
+
+        Examples
+        --------
+        >>> import scipy.sparse as sp
+        >>> A = gs.Matrix.from_scipy(sp.coo_matrix(([2.0], ([0], [1])), shape=(2, 2)))
+        >>> A.values
+        tensor([2.])
+        """
+        from gsample.matrix.convert import from_scipy
+        return from_scipy(cls, matrix, weight)
+
+    @classmethod
+    def from_networkx(cls, graph, weight: Optional[str] = None) -> "Matrix":
+        """From a networkx graph; nodes are numbered in ``graph.nodes`` order.
+
+        An undirected graph gives both directions of every edge but self-loops (ids
+        ``0..m-1`` for ``u -> v`` as listed by ``graph.edges``, then ``v -> u`` for the
+        edges with ``u != v``, in the same order).
+        ``weight`` names the edge attribute to use as weight (missing: 1.0).
+
+        Examples
+        --------
+        >>> import networkx as nx
+        >>> gs.Matrix.from_networkx(nx.path_graph(3)).num_edges
+        4
+        """
+        from gsample.matrix.convert import from_networkx
+        return from_networkx(cls, graph, weight)
+
+    @classmethod
+    def from_pyg(cls, data, weight: Optional[str] = "edge_weight") -> "Matrix":
+        """From a PyG ``Data`` (``edge_index`` is source -> target, PyG's default flow).
+
+        ``weight`` names an edge attribute to use as weights when present.
+
+        Examples
+        --------
+        >>> from torch_geometric.data import Data
+        >>> gs.Matrix.from_pyg(Data(edge_index=torch.tensor([[0], [1]]), num_nodes=2)).num_edges
+        1
+        """
+        from gsample.matrix.convert import from_pyg
+        return from_pyg(cls, data, weight)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def num_nodes(self) -> int:
+        """Nodes in the graph (the size of the global id space)."""
+        return self._csc.num_nodes
+
+    @property
+    def num_edges(self) -> int:
+        """Edges stored in this matrix, ``E``."""
+        return self._csc.nnz
+
+    @property
+    def shape(self) -> tuple:
+        """``(R, C)``: rows in the row space, columns in the column space."""
+        return (self._csc.num_rows, self._csc.num_cols)
+
+    @property
+    def device(self) -> torch.device:
+        return self._csc.device
+
+    @property
+    def values(self) -> torch.Tensor:
+        """Edge values (weights), shape (E,) (or (E, F) after a feature SDDMM); 1.0 when none."""
+        return self._csc.value_tensor()
+
+    @property
+    def row_ids(self) -> torch.Tensor:
+        """Global ids of the row space, shape (R,), aligned with ``sum(axis=1)``."""
+        return self._csc.all_row_ids()
+
+    @property
+    def col_ids(self) -> torch.Tensor:
+        """Global ids of the columns, shape (C,), aligned with ``sum(axis=0)``."""
+        return self._csc.global_cols()
+
+    @property
+    def csc(self) -> CSC:
+        """The underlying storage (see :class:`gsample.formats.CSC`)."""
+        return self._csc
+
+    @property
+    def placement(self) -> str:
+        """Where the arrays live: ``"device"`` (the memory of :attr:`device`), ``"uva"``
+        (pinned host memory that the GPU :attr:`device` reads through unified virtual
+        addressing) or ``"shared"`` (CPU memory shared by the processes of a host,
+        :mod:`gsample.distributed`). See :meth:`to`."""
+        return placement_of(self._csc)
+
+    @property
+    def cache(self):
+        """The GPU cache of a UVA matrix's most-read adjacency
+        (:class:`gsample.formats.cache.GraphCache`: ``.stats()`` gives its hit rate), or None.
+        See :meth:`to`."""
+        return cache_of(self._csc)
+
+    def to(self, device, placement: str = "device", budget: Optional[int] = None,
+           cache: Optional[int] = None, cache_priority=None) -> "Matrix":
+        """This matrix for ``device``: its arrays in the device's memory, or in pinned host memory.
+
+        Parameters
+        ----------
+        device : torch.device or str
+            Where samples are made (and returned).
+        placement : {"device", "uva", "auto"}
+            ``"device"``: every array in the device's memory. ``"uva"`` (a CUDA device):
+            the arrays stay in pinned host memory and the GPU reads them in place through
+            unified virtual addressing, only what a sampler touches crossing the bus; a
+            graph larger than the GPU's memory can be sampled so, and the samples are
+            identical to the device-resident graph's. ``"auto"``: ``"device"`` when the
+            graph takes at most half of the GPU's free memory (of ``budget``), else
+            ``"uva"`` (:mod:`gsample.formats.placement`). Both backends run on a UVA
+            matrix: the CUDA backend's kernels and PyTorch's read the mapped arrays alike
+            (an op over the whole graph, such as ``A.sum(axis=0)``, reads all of it over
+            the bus, and its result is a device tensor).
+        budget : int, optional
+            With ``"auto"``: decide as if the GPU had ``budget`` bytes free.
+        cache : int, optional
+            With ``"uva"`` (or ``"auto"`` choosing it): bytes of device memory for a cache
+            of the adjacency sampling reads most: ``indptr``, then the rows and edge ids of
+            the columns of most expected reads per byte (:mod:`gsample.formats.cache`;
+            column slicing and node-wise sampling read them from the device; :attr:`cache`
+            reports its hit rate). Samples are the same with or without it.
+        cache_priority : Tensor, shape (N,), optional
+            Expected reads of each node's column (e.g. counted on a few presampled
+            mini-batches); default: out-degrees.
+
+        Returns
+        -------
+        Matrix
+            ``placement`` is ``"device"`` or ``"uva"`` (:attr:`placement`).
+
+        Examples
+        --------
+        >>> A.to("cpu").device
+        device(type='cpu')
+        >>> H = A.to("cuda", placement="uva")             # pinned host memory, read by the GPU
+        >>> H.placement
+        'uva'
+        >>> A.to("cuda", placement="auto", budget=1 << 20).placement    # pretend a 1 MiB GPU
+        'uva'
+        >>> A.to("cuda", placement="uva", cache=64 << 20).cache.nbytes <= 64 << 20
+        True
+        """
+        return Matrix(place(self._csc, device, placement, budget, cache, cache_priority))
+
+    def __repr__(self) -> str:
+        r, c = self.shape
+        return (f"Matrix(num_nodes={self.num_nodes}, shape=({r}, {c}), num_edges={self.num_edges}, "
+                f"device={self.device}, placement={self.placement!r}, "
+                f"weighted={self._csc.values is not None})")
+
+    # ------------------------------------------------------------------ extract
+    def _index(self, key):
+        """A slice or an int as ids; anything else as given (the op's check converts it)."""
+        if isinstance(key, slice):
+            if key == slice(None):
+                return None
+            return torch.arange(self.num_nodes, device=self.device)[key]
+        if isinstance(key, numbers.Integral) and not isinstance(key, bool):
+            return [key]
+        return key
+
+    def __getitem__(self, key) -> "Matrix":
+        """``A[:, cols]``, ``A[rows, :]`` or ``A[rows, cols]``: a sub-matrix.
+
+        Parameters
+        ----------
+        key : tuple (rows, cols)
+            Each a 1-D integer tensor of global ids, a list, or ``:``. ``cols`` may
+            repeat a node (each repeat is its own column, sampled independently);
+            ``rows`` may not. Ids outside this matrix's spaces give empty rows or
+            columns.
+
+        Returns
+        -------
+        Matrix
+            Shape ``(len(rows) or R, len(cols) or C)``, keeping global ids, edge
+            values and edge ids.
+
+        Examples
+        --------
+        >>> sub = A[:, torch.tensor([0, 2])]      # in-edges of nodes 0 and 2
+        >>> sub.column()
+        tensor([0, 2])
+        """
+        if not isinstance(key, tuple) or len(key) != 2:
+            raise TypeError("Matrix indexing: use A[rows, cols], e.g. A[:, seeds]")
+        rows = self._index(key[0])
+        cols = self._index(key[1])
+        if rows is not None:                # checked before the column slice runs
+            rows = V.check_rows(self._csc, rows)["rows"]
+        csc = self._csc
+        if cols is not None:
+            csc = _run(Op.SLICE_COLS, A=csc, cols=cols)
+        if rows is not None:
+            csc = _run(Op.SLICE_ROWS, A=csc, rows=rows)
+        return Matrix(csc)
+
+    # ------------------------------------------------------------------ compute: edge maps
+    def _edge_map(self, op: str, other, reverse: bool = False) -> "Matrix":
+        if isinstance(other, Matrix):
+            if not self._csc.same_structure(other._csc):
+                raise ValueError("other: matrices in an edge-map must have the same sparsity "
+                                 "(derive one from the other with edge-map operators)")
+            other = other.values
+        other = V.scalar_or_edges(other, "other", self.num_edges, self.device)
+        tensor = other if isinstance(other, torch.Tensor) else None
+        scalar = None if tensor is not None else other
+        return Matrix(_run(Op.EDGE_MAP, A=self._csc, op=op, reverse=reverse, scalar=scalar,
+                           other=tensor))
+
+    def _negate(self) -> "Matrix":
+        return Matrix(_run(Op.EDGE_MAP, A=self._csc, op="neg", reverse=False, scalar=None))
+
+    # ------------------------------------------------------------------ compute: broadcasts
+    def _broadcast(self, op: str, v, axis) -> "Matrix":
+        v = V.as_tensor(v, "v", self.device)
+        return Matrix(_run(Op.EDGE_BROADCAST, A=self._csc, op=op, vector=v, axis=V.axis(axis)))
+
+    def mul(self, v, axis: int) -> "Matrix":
+        """Multiply every edge by a per-column (``axis=0``) or per-row (``axis=1``) value.
+
+        Parameters
+        ----------
+        v : Tensor, shape (C,) for ``axis=0`` (edge ``(i, j)`` uses ``v[j]``, the
+            shape ``sum(axis=0)`` returns) or (R,) for ``axis=1`` (uses ``v[i]``).
+        axis : {0, 1}
+
+        Examples
+        --------
+        >>> sub = A[:, seeds]
+        >>> normalised = sub.div(sub.sum(axis=0), axis=0)   # columns sum to 1
+        """
+        return self._broadcast("mul", v, axis)
+
+    def div(self, v, axis: int) -> "Matrix":
+        """Divide every edge by a per-column or per-row value (see :meth:`mul`)."""
+        return self._broadcast("div", v, axis)
+
+    def add(self, v, axis: int) -> "Matrix":
+        """Add a per-column or per-row value to every edge (see :meth:`mul`)."""
+        return self._broadcast("add", v, axis)
+
+    def sub(self, v, axis: int) -> "Matrix":
+        """Subtract a per-column or per-row value from every edge (see :meth:`mul`)."""
+        return self._broadcast("sub", v, axis)
+
+    # ------------------------------------------------------------------ compute: reductions
+    def _reduce(self, op: str, axis) -> torch.Tensor:
+        return _run(Op.REDUCE, A=self._csc, op=op, axis=V.axis(axis))
+
+    def sum(self, axis: int) -> torch.Tensor:
+        """Sum of edge values per column (``axis=0``, shape (C,)) or per row (``axis=1``, (R,)).
+
+        An empty column or row sums to 0. Sums are bit-reproducible run to run.
+
+        Examples
+        --------
+        >>> in_degree = A.sum(axis=0)          # one value per column
+        >>> ladies_bias = (A[:, seeds] ** 2).sum(axis=1)   # one value per row
+        """
+        return self._reduce("sum", axis)
+
+    def max(self, axis: int) -> torch.Tensor:
+        """Largest edge value per column (``axis=0``) or row (``axis=1``); 0 where empty."""
+        return self._reduce("max", axis)
+
+    def mean(self, axis: int) -> torch.Tensor:
+        """Mean edge value per column (``axis=0``) or row (``axis=1``); 0 where empty."""
+        return self._reduce("mean", axis)
+
+    # ------------------------------------------------------------------ compute: products
+    def __matmul__(self, dense) -> torch.Tensor:
+        """``A @ D``: ``D`` has one row per column, shape (C,) or (C, F); returns (R,) or (R, F).
+
+        Examples
+        --------
+        >>> out = A[:, seeds] @ torch.ones(len(seeds))   # per-row sum over the frontier
+        """
+        return _run(Op.SPMM, A=self._csc, dense=V.as_tensor(dense, "D", self.device))
+
+    @property
+    def T(self) -> "Matrix":
+        """The transpose: rows become columns, shape ``(C, R)``.
+
+        ``A.T @ D`` with ``D`` of one row per row of ``A`` (shape (R, F)) gives
+        ``(C, F)``: the sum over each column's in-edges, as GNN aggregation needs.
+        """
+        return Matrix(_run(Op.TRANSPOSE, A=self._csc))
+
+    # ------------------------------------------------------------------ select
+    def individual_sample(self, k: int, probs=None, replace: bool = False,
+                          method: str = "cdf") -> "Matrix":
+        """Sample ``k`` edges in every column (node-wise sampling).
+
+        Parameters
+        ----------
+        k : int
+            Edges per column, ``k >= 0``. Without replacement a column with fewer
+            than ``k`` edges (or positive-probability edges) returns all of them.
+        probs : Matrix or Tensor, optional
+            Unnormalised probabilities: a matrix of the same sparsity (``A ** 2``)
+            or a tensor of shape (E,). Finite, non-negative, and not all zero in a
+            column that has edges. ``None`` samples uniformly.
+        replace : bool
+            With replacement every non-empty column returns exactly ``k`` edges
+            (repeats appear as repeated edges).
+        method : {"cdf", "alias"}
+            How weighted draws with replacement are made: ``"cdf"`` (default) searches
+            each draw in the column's running sum of ``probs``; ``"alias"`` reads alias
+            tables (Walker's method: one slot and one coin per draw), built once per graph
+            in a compiled sampler when ``probs`` depend on the graph only (pre-processing,
+            Skywalker+'s offline mode), else per call for the frontier's columns. The same
+            distribution, other draws. Needs ``replace=True`` when ``probs`` is given;
+            without ``probs`` it changes nothing.
+
+        Returns
+        -------
+        Matrix
+            Same row and column spaces; each column keeps its selected edges in
+            their original order, with their values and edge ids.
+
+        Notes
+        -----
+        Uniform sampling without replacement is exactly uniform over k-subsets.
+        Weighted sampling without replacement has the distribution of ``k``
+        sequential draws, each proportional to weight among the edges not yet
+        drawn (exponential keys, as A-Res); the marginal inclusion probability is
+        therefore *not* proportional to weight. Every draw is keyed by the seed,
+        the op ordinal, the mini-batch index and the column's position in the
+        frontier, so repeated columns draw independently.
+
+        Examples
+        --------
+        >>> s = A[:, seeds].individual_sample(10)                   # GraphSAGE layer
+        >>> s = A[:, seeds].individual_sample(5, probs=A[:, seeds].values, replace=True)
+        >>> sub = A[:, seeds]
+        >>> s = sub.individual_sample(5, probs=sub, replace=True, method="alias")
+        """
+        k = V.count(k)
+        replace = V.flag(replace, "replace")
+        method = info(Op.INDIVIDUAL_SAMPLE).attribute("method").check(method)
+        if method == "alias" and probs is not None and not replace:
+            raise ValueError("method: 'alias' draws with replacement (replace=True); without "
+                             "replacement weighted draws use exponential keys (method='cdf')")
+        p = None
+        if probs is not None:
+            if isinstance(probs, Matrix):
+                if not self._csc.same_structure(probs._csc):
+                    raise ValueError("probs: a probability matrix must have the same sparsity "
+                                     "as the matrix being sampled")
+                probs = probs.values
+            p = V.as_tensor(probs, "probs", self.device)
+        extra = {"method": method} if method != "cdf" else {}
+        return Matrix(_run(Op.INDIVIDUAL_SAMPLE, A=self._csc, probs=p, k=k, replace=replace,
+                           **extra))
+
+    def collective_sample(self, k: int, node_probs=None, replace: bool = False) -> "Matrix":
+        """Sample ``k`` rows for the whole matrix (layer-wise sampling).
+
+        Every edge of a chosen row is kept. Rows without edges are never chosen.
+
+        Parameters
+        ----------
+        k : int
+            Rows to draw, ``k >= 0``; without replacement, if fewer than ``k``
+            rows qualify, all of them are returned.
+        node_probs : Tensor, shape (R,), optional
+            One unnormalised probability per row of the row space (e.g.
+            ``(sub ** 2).sum(axis=1)``); finite, non-negative, positive on at least
+            one row with edges. ``None`` samples uniformly among rows with edges.
+        replace : bool
+            Draw ``k`` times with replacement; a row drawn twice appears once.
+
+        Returns
+        -------
+        Matrix
+            Row space = the chosen rows, in row-space order (ascending global id
+            for a column slice of the graph); columns unchanged.
+
+        Notes
+        -----
+        Without replacement the weighted form follows sequential draws
+        proportional to ``node_probs`` (exponential keys), and the uniform form is
+        exactly uniform over k-subsets of the rows with edges.
+
+        Examples
+        --------
+        >>> sub = A[:, seeds]
+        >>> p = (sub ** 2).sum(axis=1)
+        >>> s = sub.collective_sample(4000, node_probs=p)           # LADIES layer
+        """
+        k = V.count(k)
+        replace = V.flag(replace, "replace")
+        p = None
+        if node_probs is not None:
+            p = V.as_tensor(node_probs, "node_probs", self.device)
+        return Matrix(_run(Op.COLLECTIVE_SAMPLE, A=self._csc, node_probs=p, k=k, replace=replace))
+
+    # ------------------------------------------------------------------ walks
+    def random_walk(self, seeds, length: int, probs=None, p: float = 1.0, q: float = 1.0,
+                    stop_prob: float = 0.0, restart_prob: float = 0.0,
+                    jump_prob: float = 0.0) -> torch.Tensor:
+        """Random walks along in-edges, one per seed (DeepWalk, node2vec, PPR, ...).
+
+        Each step moves from node ``v`` to a row of column ``v`` (an in-neighbour: the
+        direction every select op reads), chosen uniformly, or in proportion to ``probs``,
+        and for node2vec reweighted by the previous node.
+
+        Parameters
+        ----------
+        seeds : LongTensor, shape (W,)
+            Start nodes; repeats are independent walkers.
+        length : int
+            Steps per walk, ``>= 0``.
+        probs : Matrix or Tensor, optional
+            Static edge weights, one per edge of ``A`` (e.g. ``A.values``): finite,
+            non-negative, positive somewhere in every column with edges. Sampled through
+            alias tables, built once per graph in a compiled sampler when they depend on
+            the graph only (pre-processing), else per call.
+        p, q : float
+            node2vec (Grover and Leskovec, 2016): from the second step on, a candidate
+            ``x`` of the current node after previous node ``u`` has weight ``1/p`` when
+            ``x == u``, ``1`` when ``x -> u`` is an edge, ``1/q`` otherwise (times its
+            static weight). ``p = q = 1`` (default) is the first-order walk.
+        stop_prob : float
+            Probability that a walk ends before each step (PPR / walks with termination).
+        restart_prob : float
+            Probability that a step goes back to the walk's seed (random walk with restart).
+        jump_prob : float
+            Probability that a step goes to a node drawn uniformly from all ``N`` nodes.
+
+        Returns
+        -------
+        LongTensor, shape (W, length + 1)
+            Row ``w`` is walker ``w``'s walk: ``seeds[w]``, then one node per step; once a
+            walk stops (at a node without in-edges, or by ``stop_prob``) the rest is ``-1``.
+
+        Notes
+        -----
+        ``stop_prob + restart_prob + jump_prob <= 1``; one uniform draw per step decides
+        among stop, restart, jump and a move, in that order. Every draw is keyed by the
+        seed, the op ordinal, the mini-batch, the walker's position in ``seeds``, the step
+        and the draw (DESIGN §3): walks are reproducible, eager equals compiled, and the
+        CUDA backend gives the same walks. ``A`` must be the whole graph.
+
+        Examples
+        --------
+        >>> walks = A.random_walk(seeds, 80)                        # DeepWalk
+        >>> walks = A.random_walk(seeds, 80, p=2.0, q=0.5)          # node2vec
+        >>> walks = A.random_walk(seeds, 80, stop_prob=0.15)        # PPR
+        >>> walks.shape == (len(seeds), 81)
+        True
+        """
+        length = V.count(length, "length")
+        p, q = V.positive(p, "p"), V.positive(q, "q")
+        stop_prob = V.probability(stop_prob, "stop_prob")
+        restart_prob = V.probability(restart_prob, "restart_prob")
+        jump_prob = V.probability(jump_prob, "jump_prob")
+        alias = None
+        if probs is not None:
+            if isinstance(probs, Matrix):
+                if not self._csc.same_structure(probs._csc):
+                    raise ValueError("probs: a weight matrix must have the same sparsity as "
+                                     "the graph")
+                probs = probs.values
+            probs = V.as_tensor(probs, "probs", self.device)
+            alias = _alias_table(self._csc, probs)
+        return _run(Op.RANDOM_WALK, A=self._csc, seeds=seeds, alias=alias, length=length,
+                    p=p, q=q, stop_prob=stop_prob, restart_prob=restart_prob,
+                    jump_prob=jump_prob)
+
+    def filter_edges(self, keep) -> "Matrix":
+        """The edges a mask keeps; every column stays, possibly empty.
+
+        Parameters
+        ----------
+        keep : BoolTensor, shape (E,)
+            One flag per edge, in the order of ``values`` and ``edges()``.
+
+        Returns
+        -------
+        Matrix
+            Same row and column spaces; the kept edges in their order, with their values and
+            edge ids. A column none of whose edges is kept is empty (where
+            ``individual_sample`` with 0/1 ``probs`` would refuse an all-zero column).
+
+        Examples
+        --------
+        >>> sub = A[:, seeds]
+        >>> heavy = sub.filter_edges(sub.values > 0.5)
+        >>> heavy.shape == sub.shape
+        True
+        """
+        return Matrix(_run(Op.FILTER_EDGES, A=self._csc, keep=keep))
+
+    def from_neighbors(self, cols, neighbors, values=None) -> "Matrix":
+        """A block built from dense per-column neighbour lists (PinSAGE's top visited nodes,
+        any neighbours a sampler computed with torch code), on this graph's nodes.
+
+        Parameters
+        ----------
+        cols : LongTensor, shape (C,)
+            The block's columns: node ids of this graph (the whole graph).
+        neighbors : LongTensor, shape (C, K)
+            Row ``j``: the node ids column ``j`` holds, ``-1`` where there is none (every
+            entry ``>= 0`` is kept; repeats too). They need not be edges of the graph.
+        values : Tensor, shape (C, K), optional
+            The entries' values (weights), floating point.
+
+        Returns
+        -------
+        Matrix
+            Shape ``(N, C)``, the row space this graph's nodes (as a column slice's),
+            ``(neighbors >= 0).sum()`` entries, column by column and by id within a column
+            (as a sampled block's); ``values`` as its values.
+            It converts (``to_pyg``, ``all_nodes``) and chains like a sampled block; its
+            entries have no edge ids of the graph (``edges()`` gives their positions).
+            Compiled, it super-batches.
+
+        Examples
+        --------
+        >>> nbrs, w = top_visited(...)                    # (B, k) ids, -1 padded; weights
+        >>> block = A.from_neighbors(seeds, nbrs, w)      # column i: seed i's neighbours
+        >>> block.shape == (A.num_nodes, len(seeds))
+        True
+        """
+        return Matrix(_run(Op.FROM_NEIGHBORS, A=self._csc, cols=cols, neighbors=neighbors,
+                           values=values))
+
+    # ------------------------------------------------------------------ keyed random values
+    def random_uniform(self, nodes) -> torch.Tensor:
+        """One uniform random number per entry of ``nodes``, keyed by the entry's position.
+
+        Parameters
+        ----------
+        nodes : LongTensor, shape (C,)
+            Node ids of this graph (a frontier, a matrix's rows ``sub.row()``, the rows of
+            its edges ``sub.edges()[0]``, walkers' positions); repeats are independent
+            entries. Only the positions key the draws; the ids place a super-batch's
+            entries in their mini-batches.
+
+        Returns
+        -------
+        DoubleTensor, shape (C,)
+            ``u[i]`` uniform in ``[0, 1)`` on the grid of ``2**-53``.
+
+        Notes
+        -----
+        Entry ``i`` draws ``word(seed, op ordinal, mini-batch, i, 0)`` (DESIGN §3) and ``u =
+        (word >> 11) * 2**-53``: the values are the same on every run, eager and compiled,
+        super-batched or not, on the torch and the CUDA backend (bit for bit). ``A`` must be
+        the whole graph. For LABOR's per-row variates, Metropolis-Hastings' acceptance coin,
+        random ranks (``argsort`` of one per edge).
+
+        Examples
+        --------
+        >>> sub = A[:, seeds]
+        >>> u = A.random_uniform(sub.row())                  # one per candidate row (LABOR)
+        >>> u.dtype, u.shape == sub.row().shape
+        (torch.float64, True)
+        """
+        return _run(Op.RANDOM_UNIFORM, A=self._csc, nodes=nodes)
+
+    def random_count(self, nodes, dist: str = "geometric", p: float = 0.5,
+                     n: Optional[int] = None) -> torch.Tensor:
+        """One random count per entry of ``nodes``, keyed by the entry's position.
+
+        Parameters
+        ----------
+        nodes : LongTensor, shape (C,)
+            Node ids of this graph, as :meth:`random_uniform` takes them.
+        dist : {"geometric", "binomial"}
+            ``"geometric"``: ``P(x) = (1 - p) p^x``, ``x = 0, 1, ...`` (successes before the
+            first failure; mean ``p / (1 - p)``), ``p < 1``. ``"binomial"``: successes in
+            ``n`` trials of probability ``p``.
+        p : float
+            In ``[0, 1]``.
+        n : int, optional
+            The binomial's trials, ``0 <= n <= 2**20`` (only with ``"binomial"``).
+
+        Returns
+        -------
+        LongTensor, shape (C,)
+
+        Notes
+        -----
+        Each entry draws one word, keyed as :meth:`random_uniform`'s, and inverts the law's
+        survival function, tabulated once on the host as 53-bit integers
+        (:func:`gsample.base.random.count_table`): ``P(x >= j)`` is exact up to ``2**-53``, and the
+        counts are the same on every device, eager and compiled, super-batched or not.
+
+        Examples
+        --------
+        >>> x = A.random_count(frontier, "geometric", p=0.7)     # forest fire's burn counts
+        >>> k = A.random_count(frontier, "binomial", p=0.5, n=10)
+        >>> bool((k <= 10).all())
+        True
+        """
+        d = info(Op.RANDOM_COUNT)
+        attrs = {a.name: a.check(v) for a, v in zip(d.attributes, (dist, p, n))}
+        d.attrs_check(**attrs)
+        return _run(Op.RANDOM_COUNT, A=self._csc, nodes=nodes, **attrs)
+
+    # ------------------------------------------------------------------ finalize
+    def row(self) -> torch.Tensor:
+        """Global ids of the rows that hold at least one edge, in row-space order, shape (R',).
+
+        Examples
+        --------
+        >>> A[:, seeds].individual_sample(10).row()    # the sampled neighbours
+        """
+        return _run(Op.ROW, A=self._csc)
+
+    def column(self) -> torch.Tensor:
+        """Global ids of the columns (the frontier, repeats kept), shape (C,)."""
+        return _run(Op.COLUMN, A=self._csc)
+
+    def all_nodes(self) -> torch.Tensor:
+        """The next frontier: columns first, then new rows; unique, shape (n,).
+
+        Columns keep their first occurrence order; rows not among the columns
+        follow in row-space order.
+
+        Examples
+        --------
+        >>> seeds = A[:, seeds].individual_sample(10).all_nodes()
+        """
+        return _run(Op.ALL_NODES, A=self._csc)
+
+    def edges(self):
+        """``(row ids, column ids, original edge ids)``, each a LongTensor of shape (E,).
+
+        Examples
+        --------
+        >>> src, dst, eid = A[:, seeds].individual_sample(10).edges()
+        """
+        return _run(Op.EDGES, A=self._csc)
+
+    def compact(self) -> "Matrix":
+        """This matrix with the rows that have no edges dropped from its row space.
+
+        Examples
+        --------
+        >>> sub = A[:, seeds].compact()
+        >>> sub.shape[0] == len(sub.row())
+        True
+        """
+        return Matrix(_run(Op.COMPACT, A=self._csc))
+
+
+def sddmm(A: Matrix, U, V_, op: str = "dot") -> Matrix:
+    """Sampled dense-dense product: edge ``(i, j)`` gets ``op(U[i], V[j])``.
+
+    Parameters
+    ----------
+    A : Matrix
+        The sparsity pattern, shape (R, C).
+    U : Tensor, shape (R, F) or (R,)
+        One row per row of ``A``'s row space.
+    V : Tensor, shape (C, F) or (C,)
+        One row per column of ``A``.
+    op : {"dot", "add", "sub", "mul", "div"}
+        ``dot`` gives one value per edge (shape (E,)); the others are elementwise
+        (shape (E, F)).
+
+    Returns
+    -------
+    Matrix
+        ``A``'s sparsity with the results as values.
+
+    Examples
+    --------
+    >>> sub = A[:, seeds].compact()
+    >>> att = gs.sddmm(sub, X[sub.row_ids] @ W, X[seeds] @ W)   # PASS attention
+    """
+    if isinstance(A, torch.fx.Proxy):          # being traced by @gs.compile
+        return A.tracer.create_proxy("call_function", sddmm, (A, U, V_), {"op": op})
+    if not isinstance(A, Matrix):
+        raise TypeError(f"A: expected a gs.Matrix, got {type(A).__name__}")
+    if op not in SDDMM_OPS:
+        raise ValueError(f"op: must be one of {SDDMM_OPS}, got {op!r}")
+    u, v = V.as_tensor(U, "U", A.device), V.as_tensor(V_, "V", A.device)
+    return Matrix(_run(Op.SDDMM, A=A.csc, u=u, v=v, op=op))
+
+
+sddmm._gs_op = Op.SDDMM      # how the tracer recognises it

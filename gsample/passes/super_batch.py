@@ -1,0 +1,517 @@
+"""Super-batching: one run of a program samples N mini-batches (DESIGN §3 and §4).
+
+``super_batch(N, n)`` makes a pass that rewrites a sampler's (optimised) program into
+one that takes the N mini-batches' seeds at once and returns a list of N outputs, each
+equal (same samples, same tensors) to the program's output for that mini-batch alone.
+It is not in ``gsample.passes.PIPELINE``: it is part of lowering, and
+``gs.DataLoader(..., super_batch=N)`` applies it to an optimised program.
+
+Block-diagonal ids. The N batches become one graph ``diag(A, ..., A)`` of ``N * n``
+nodes: node ``v`` of batch ``b`` is ``b * n + v``. A column slice of the graph at encoded
+columns gives each edge the row of its column's batch, so every later sparse op (per-row
+reductions, ``unique``, ``compact``, ``all_nodes``, row slices) works per batch by itself
+and runs *once* for the N batches. Each batch's columns, rows and edges stay contiguous
+and in batch order; ``all_nodes`` (columns first, then rows) is regrouped by batch.
+
+Values have one of three forms: *graph-level* (the graph, ``CACHED`` values, constants,
+tensor arguments, and pure code on those only: shared, computed once), *encoded* (the
+result of a sparse op, or the seeds: one value for the N batches) and *per batch* (a
+list of N values: what dense code returns). The op definitions' alignments (``gsample.ir.Align``) say how each
+tensor input and result lines up with the op's matrix; the rewrite never matches op
+names. Rules (helpers: ``gsample.runtime.block_diagonal``):
+
+* a sparse op on an encoded matrix runs as is; a per-batch tensor input is joined
+  (ids encoded, values concatenated), a graph-level one tiled (one copy per batch);
+* a sparse op on the graph itself with a frontier (a ``"col_ids"`` input) is the
+  block-diagonal graph's op: a random one gets ``attrs["batches"] = (N, n)``
+  (``BatchKeys``: batch ``b`` draws with mini-batch ``first + b``'s key and each column's
+  position within its batch; a walk's rows, one per frontier node, come out encoded and
+  grouped by batch); a pure one (``A[:, cols]``) slices the decoded columns
+  and re-encodes the slice;
+* a random op on the graph itself (a graph-level matrix: ``A``, ``A.T``, a value cached
+  per graph) without a frontier (GraphSAINT-node's draws from every node) runs once per
+  batch: the op stays itself (its op and ordinal), ``attrs["per_batch"]`` names its
+  per-batch inputs (encoded ones split, per-batch ones as they are, graph-level ones
+  shared) and ``attrs["batches"] = (N, n)`` gives it ``BatchKeys``; the lowering (and the
+  interpreter) run the backend's implementation of the op for batch ``b`` with
+  mini-batch ``first + b``'s op key (``blocks.PerBatchDraw``), each batch's inputs checked
+  as its own call checks them. Its result is per batch, as dense code's;
+* dense code (opaque torch code) runs once per batch, on each input's batch-``b`` part,
+  decoded to exactly what the mini-batch program would see. So does a pure sparse op
+  the encoding cannot run once: a whole-graph op with per-batch inputs (``A[rows, :]``),
+  or an edge operand computed per batch (it may be a scalar, whose type promotion is
+  the batch's own); its per-batch matrices are joined (encoded) where a sparse op reads
+  them. Two kinds run once for all batches, with each batch's own bits: exact
+  elementwise code on a vector over the graph's rows, per-batch scalars and constants
+  (``blocks.Elementwise``: LADIES' ``p / p.sum()``), and a gather of such a vector (or a
+  graph-level one) at ids a sparse op aligned with its matrix (``blocks.gather``:
+  ``p[s.row_ids]``);
+* the output is split into the N batches' outputs.
+
+Several matrix arguments are encoded alike (node ``v`` of batch ``b`` is ``b * n + v`` in
+each), so each must have the graph's ``n`` nodes (``node_counts``; a heterogeneous graph's
+relations share one ``N``). Refused, with a ``ValueError`` naming ``super_batch``: a sampler
+whose random draws depend on tensor arguments (model weights, bandit biases: state that
+may change between mini-batches) unless ``fixed_state`` (a draw on the whole graph too:
+``A.collective_sample(k, node_probs=v)`` with ``v`` an argument); dense code that writes in
+place; a matrix argument with another node count (or several matrix arguments without
+``node_counts``); an op whose alignments the op table does not give.
+
+Example (GraphSAGE, N = 2)::
+
+    %seeds = input() {name='seeds'}                        ids b * n + v
+    %s0 = slice_individual_sample(A=%A, cols=%seeds) {k=25, ordinal=0, batches=(2, n)}
+    %f = all_nodes(A=%s0) {batches=(2, n)}                 columns then rows, per batch
+    %s1 = slice_individual_sample(A=%A, cols=%f) {k=10, ordinal=1, batches=(2, n)}
+    %b0 = dense(0=%s0) {fn=bounds}
+    %p0 = dense(0=%s0, 1=%b0) {fn=split}                   the 2 batches' blocks
+    ...
+    %out = dense(0=%p0, 1=%p1) {fn=assemble_batches}       [out of batch 0, of batch 1]
+    %output = output(0=%out)
+
+GraphSAINT-node, a draw on the whole graph (N = 3)::
+
+    %p = cached(graph=%A) {program=..}                     (n,): shared by the batches
+    %AT = cached(graph=%A) {program=..}                    A.T
+    %d = collective_sample(A=%AT, node_probs=%p) {k=6000, replace=True, ordinal=0,
+                           batches=(3, n), per_batch=frozenset()}   [batch 0's, 1's, 2's]
+    %j = dense(0=%d) {fn=join_matrices}                    one encoded matrix
+    %nodes = row(A=%j)                                     ids b * n + v, batch by batch
+    ...
+
+and LADIES's bias, dense code between sparse ops::
+
+    %p = slice_reduce(A=%A2, cols=%seeds) {op='sum', axis=1, batches=(2, n)}
+                                                           (N * n,): every batch's rows
+    %pb = dense(0=%p) {fn=split}                           N views of n values
+    %t = dense(0=%pb) {fn=per_batch(.sum())}               each batch's own sum
+    %q = dense(0=%p, 1=%t) {fn=batched(truediv)}           p / p.sum(): once, (N * n,)
+    %s = slice_collective_sample(A=%A, cols=%seeds, node_probs=%q) {k=4000, batches=(2, n)}
+    %r = row_ids(A=%s)                                     ids b * n + v
+    %w = dense(0=%q, 1=%r) {fn=gather}                     p[s.row_ids]: once
+"""
+from __future__ import annotations
+
+import operator
+
+import torch
+
+from gsample.base import validate as V
+from gsample.ir import Align, Effect, Graph, Kind, Node, Op, Ref
+from gsample.runtime import block_diagonal as blocks
+
+GRAPH, ENC, LIST = "graph-level", "encoded", "per-batch"
+#: an alignment as ``blocks.split`` names it ("col_ids" / "row_ids": ids that become the
+#: result's columns / rows, which the encoding joins or tiles as ids)
+_SPEC = {Align.ROWS: "rows", Align.COLS: "cols", Align.EDGES: "edges", Align.ROW_IDS: "rows ids",
+         Align.COL_IDS: "cols ids", Align.EDGE_IDS: "edges ids", Align.ROW_SET: "ids",
+         Align.NODE_SET: "set", Align.NEW_COLS: "col_ids", Align.NEW_ROWS: "row_ids",
+         Align.WALKS: "walks", Align.ENTRIES: "entries"}
+
+
+def super_batch(copies: int, num_nodes: int, seeds: str = "seeds", fixed_state: bool = False,
+                node_counts: dict = None):
+    """The super-batching pass for ``copies`` mini-batches of a graph of ``num_nodes`` nodes.
+
+    Parameters
+    ----------
+    copies : int
+        N, mini-batches per run (``>= 1``).
+    num_nodes : int
+        n, the graph's node count (ids of batch ``b`` are ``b * n + v``).
+    seeds : str
+        Name of the program's per-batch input (the seeds); every other tensor input is
+        the same for all batches.
+    fixed_state : bool
+        The caller's word that tensor inputs feeding random ops do not change between
+        mini-batches (else such a program is refused).
+    node_counts : dict, optional
+        Node count of each ``gs.Matrix`` argument, by name: a sampler with several matrix
+        arguments is rewritten only when every one has ``num_nodes`` nodes (each is then
+        encoded as the graph is); without it, such a sampler is refused.
+
+    Returns
+    -------
+    callable
+        ``Graph -> Graph``: the rewritten program returns a list of ``copies`` outputs.
+
+    Examples
+    --------
+    >>> program = gs.compile(graphsage).program(A, seeds)
+    >>> sb = gsample.passes.optimize(program, [super_batch(4, A.num_nodes)])
+    """
+    copies, num_nodes = V.count(copies, "super_batch"), V.count(num_nodes, "num_nodes")
+    if copies == 0:
+        raise ValueError("super_batch: must be >= 1")
+
+    def super_batch(graph: Graph) -> Graph:
+        return _Rewrite(graph, copies, num_nodes, seeds, fixed_state, node_counts).run()
+    return super_batch
+
+
+#: ops that are not sparse ops of the graph (their results leave, or stay dense)
+_NOT_SPARSE = (Op.INPUT, Op.CONSTANT, Op.DENSE, Op.GETITEM, Op.CACHED, Op.OUTPUT)
+
+
+def stateful_inputs(graph: Graph, seeds: str = "seeds") -> list:
+    """Names of the tensor inputs (and tensor constants) the program's random ops read (or
+    its sparse ops that read values computed from their draws), directly or through any
+    computation: state that may change between mini-batches.
+
+    Examples
+    --------
+    >>> stateful_inputs(gs.compile(pass_sampler).program(A, seeds, X, W1, W2, W3))
+    ['X', 'W1', 'W2', 'W3']
+    """
+    # the random ops, and the sparse ops that read what was computed from their draws (the
+    # block of the rows an MVS sampler keeps: its draws compared with probabilities from a
+    # tensor argument); values computed from a sample that only leave the program (features
+    # gathered for its rows) are not state
+    drawn, roots = set(), []
+    for n in graph.nodes:                       # (nodes are in program order)
+        reads_draw = any(v in drawn for v in n.inputs.values())
+        if n.is_random or reads_draw:
+            drawn.add(n)
+        if n.is_random or (reads_draw and n.op not in _NOT_SPARSE):
+            roots.append(n)
+    reach, stack = set(), roots
+    while stack:
+        n = stack.pop()
+        if n not in reach:
+            reach.add(n)
+            stack.extend(n.inputs.values())
+    out = []
+    for n in graph.nodes:
+        if n not in reach:
+            continue
+        if n.op is Op.INPUT and n.kind is Kind.TENSOR and n.attrs["name"] != seeds:
+            out.append(n.attrs["name"])
+        # a captured tensor (here or in a graph-level program) may be updated in place too
+        consts = n.attrs["program"].nodes if n.op is Op.CACHED else [n]
+        out += [f"a tensor constant (%{c.name})" for c in consts
+                if c.op is Op.CONSTANT and isinstance(c.attrs["value"], torch.Tensor)]
+    return out
+
+
+def _unfuse_row_col_slices(g: Graph) -> None:
+    """Each ``SLICE_ROWS_COLS`` (``A[rows, cols]``, fused by ``fuse_extract_extract``) back
+    into its column slice and row slice: the block encoding runs a column slice of the graph
+    once for every batch (decoded, then re-encoded) and the row slice on that, where the fused
+    op would run batch by batch."""
+    for node in list(g.nodes):
+        if node.op is Op.SLICE_ROWS_COLS:
+            sl = g.add(Op.SLICE_COLS, {"A": node.input("A"), "cols": node.input("cols")}, {},
+                       Kind.MATRIX, before=node)
+            node.op, node.inputs = Op.SLICE_ROWS, {"A": sl, "rows": node.input("rows")}
+
+
+class _Rewrite:
+    def __init__(self, graph: Graph, copies: int, n: int, seeds: str, fixed_state: bool,
+                 node_counts: dict = None):
+        self.g, self.N, self.n, self.seeds, self.fixed = graph, copies, n, seeds, fixed_state
+        self.node_counts = node_counts
+        self.space: dict = {}     # node -> GRAPH / ENC / LIST
+        self.spec: dict = {}      # encoded node -> (split spec or tuple, or "matrix"; matrix)
+        self.memo: dict = {}
+        self.scalars: set = set()   # per-batch values that are a 0-dim tensor in every batch
+
+    # ------------------------------------------------------------------ helpers
+    def _helper(self, fn, args: list, kwargs: dict, space: str, kind=Kind.ANY, before=None,
+                after=None) -> Node:
+        """A DENSE node calling ``fn(*args, **kwargs)`` (args: IR nodes)."""
+        if after is not None:
+            before = self.g.nodes[self.g.nodes.index(after) + 1]
+        inputs = {str(i): a for i, a in enumerate(args)}
+        template = (tuple(Ref(k) for k in inputs), kwargs)
+        node = self.g.add(Op.DENSE, inputs, {"fn": fn, "template": template}, kind, before=before)
+        self.space[node] = space
+        return node
+
+    def _memo(self, key, make) -> Node:
+        if key not in self.memo:
+            self.memo[key] = make()
+        return self.memo[key]
+
+    def _split(self, v: Node, before: Node) -> Node:
+        """``v``'s N parts (a per-batch list), decoded."""
+        spec, M = self.spec[v]
+        if spec is None:
+            self._refuse(f"the op table does not say how the result of {v.op.value} lines up "
+                         "with its matrix (gsample.ir.ops)")
+        args = [v]
+        if spec == "entries":       # one value per entry of the frontier M (encoded ids)
+            args.append(M)
+        elif M is not None:         # where each batch's rows, columns and edges start in M
+            args.append(self._memo(("bounds", M), lambda: self._helper(
+                blocks.bounds, [M], {"n": self.n, "copies": self.N}, ENC, before=before)))
+        kwargs = {"spec": spec, "n": self.n, "copies": self.N}
+        return self._memo(("split", v), lambda: self._helper(blocks.split, args, kwargs, LIST,
+                                                             before=before))
+
+    def _encoded(self, v: Node, before: Node, name: str, ids: bool, tile: bool = True) -> Node:
+        """``v`` as a sparse op's input of the super-batch: joined, tiled or as it is."""
+        space = self.space[v]
+        if space is LIST:
+            return self._memo(("join", v, ids), lambda: self._helper(
+                blocks.join, [v], {"n": self.n, "ids": ids, "name": name}, ENC, Kind.TENSOR,
+                before=before))
+        if space is GRAPH and (tile or ids):
+            return self._memo(("tile", v, ids), lambda: self._helper(
+                blocks.tile, [v], {"n": self.n, "copies": self.N, "ids": ids, "name": name},
+                ENC, Kind.TENSOR, before=before))
+        return v
+
+    def _refuse(self, why: str):
+        raise ValueError(f"super_batch: {why}")
+
+    # ------------------------------------------------------------------ the rewrite
+    def run(self) -> Graph:
+        g = self.g
+        matrices = [n.attrs["name"] for n in g.nodes if n.op is Op.INPUT and n.kind is Kind.MATRIX]
+        if len(matrices) > 1:
+            # every matrix is encoded as the graph is (node v of batch b: b * n + v)
+            counts = self.node_counts
+            if counts is None:
+                self._refuse("samplers with more than one gs.Matrix argument are not supported "
+                             "(unless the node count of each is given: node_counts)")
+            other = {m: counts.get(m) for m in matrices if counts.get(m) != self.n}
+            if other:
+                self._refuse(
+                    "samplers with more than one gs.Matrix argument are supported only when "
+                    f"all have the graph's node count ({self.n}); "
+                    + ", ".join(f"{m!r} has {c}" for m, c in other.items()))
+        if not any(n.op is Op.INPUT and n.attrs["name"] == self.seeds for n in g.nodes):
+            self._refuse(f"the program has no input {self.seeds!r} (the seeds)")
+        if any(n.writes_in_place for n in g.nodes):
+            self._refuse("the sampler has dense code that writes in place; it would run once "
+                         "per super-batch instead of once per mini-batch")
+        state = stateful_inputs(g, self.seeds)
+        if state and not self.fixed:
+            self._refuse(
+                f"the sampler's random draws depend on {', '.join(state)}, tensor arguments "
+                "besides the graph and the seeds that may change between mini-batches (model "
+                "weights, bandit biases: PASS-style samplers); a super-batch samples its "
+                "mini-batches before any update. If they stay fixed while the loader runs, "
+                "say so: gs.DataLoader(..., super_batch=4, fixed_state=True)")
+        _unfuse_row_col_slices(g)
+        for node in list(g.nodes):
+            op = node.op
+            if op is Op.INPUT:
+                per_batch = node.kind is not Kind.MATRIX and node.attrs["name"] == self.seeds
+                self.space[node] = ENC if per_batch else GRAPH
+                if per_batch:
+                    self.spec[node] = ("ids", None)
+            elif op in (Op.CONSTANT, Op.CACHED):
+                self.space[node] = GRAPH
+            elif op is Op.DENSE:
+                self._dense(node)
+            elif op is Op.GETITEM:
+                self._getitem(node)
+            elif op is Op.OUTPUT:
+                self._output(node)
+            else:
+                self._sparse(node)
+        for node in g.nodes:
+            node.meta["super_batch"] = self.space[node]
+        return g
+
+    def _as_per_batch(self, node: Node, fn, template, inputs: dict):
+        """Make ``node`` a DENSE node running ``fn`` once per batch on ``inputs`` (named as
+        ``template`` names them: encoded ones split, graph-level ones shared)."""
+        per = frozenset(k for k, v in inputs.items() if self.space[v] is not GRAPH)
+        node.inputs = {k: self._split(v, node) if self.space[v] is ENC else v
+                       for k, v in inputs.items()}
+        node.op, self.space[node] = Op.DENSE, LIST     # kind kept: a sparse reader joins it
+        node.attrs = {"fn": blocks.PerBatch(fn, template, per, self.N),
+                      "template": ((), {k: Ref(k) for k in node.inputs})}
+
+    def _dense(self, node: Node):
+        if all(self.space[v] is GRAPH for v in node.inputs.values()):
+            self.space[node] = GRAPH
+        elif not self._elementwise(node) and not self._gather(node):
+            fn, template = node.attrs["fn"], node.attrs["template"]
+            inputs = node.inputs
+            scalar = blocks.exact_elementwise(fn, template) and all(
+                v in self.scalars or self._constant(v) for v in inputs.values())
+            self._as_per_batch(node, fn, template, inputs)
+            if blocks.full_reduction(fn, template) and self._rows_or_scalar(inputs):
+                self.scalars.add(node)                  # p.sum(): a 0-dim tensor per batch
+            elif scalar:                                # p.sum().clamp(min=...): at once
+                per = frozenset(k for k, v in inputs.items() if v in self.scalars)
+                node.attrs["fn"] = blocks.Scalars(fn, template, per, self.N)
+                self.scalars.add(node)
+
+    def _rows_or_scalar(self, inputs: dict) -> bool:
+        return all(self._nodes(v) or v in self.scalars for v in inputs.values())
+
+    def _nodes(self, v: Node) -> bool:
+        """``v`` is encoded with ``n`` rows per batch (a reduction over the graph's rows)."""
+        return self.space[v] is ENC and self.spec.get(v, (None,))[0] == "nodes"
+
+    def _constant(self, v: Node) -> bool:
+        """``v`` is a number or a 0-dim tensor, the same for every batch."""
+        if v.op is not Op.CONSTANT:
+            return False
+        c = v.attrs["value"]
+        return isinstance(c, (bool, int, float)) or (isinstance(c, torch.Tensor) and c.dim() == 0)
+
+    def _elementwise(self, node: Node) -> bool:
+        """Exact elementwise dense code on a vector over the graph's rows, per-batch 0-dim
+        tensors and constants (LADIES' ``p / p.sum()``) runs once for all batches
+        (``blocks.Elementwise``); its result is encoded as its vector operand is."""
+        fn, template = node.attrs["fn"], node.attrs["template"]
+        ins = node.inputs
+        nodes = frozenset(k for k, v in ins.items() if self._nodes(v))
+        if not nodes or not blocks.exact_elementwise(fn, template) or not all(
+                k in nodes or v in self.scalars or self._constant(v) for k, v in ins.items()):
+            return False
+        scalars = frozenset(k for k, v in ins.items() if v in self.scalars)
+        node.attrs = {"fn": blocks.Elementwise(fn, template, nodes, scalars, self.N, self.n),
+                      "template": ((), {k: Ref(k) for k in ins})}
+        self.space[node] = ENC
+        self.spec[node] = ("nodes", None)
+        return True
+
+    def _gather(self, node: Node) -> bool:
+        """``x[ids]``, ``ids`` the encoded node ids a sparse op aligned with its matrix
+        (``s.row_ids``: batch ``b``'s ``b * n + v``) and ``x`` a value over the graph's nodes,
+        encoded (``n`` rows per batch) or graph-level: one gather for all batches
+        (``blocks.gather``), each batch's part ``x_b[v]`` in batch order, exactly what it
+        gathers alone (LADIES' and FastGCN's ``p[s.row_ids]``: no split, no per-batch
+        launches, no read-back of the sample's bounds before the next layer)."""
+        fn, (args, kwargs) = node.attrs["fn"], node.attrs["template"]
+        if fn is not operator.getitem or kwargs or len(args) != 2 \
+                or not all(isinstance(a, Ref) for a in args):
+            return False
+        x, ids = (node.inputs[a.name] for a in args)
+        spec, M = self.spec.get(ids, (None, None)) if self.space[ids] is ENC else (None, None)
+        along, _, what = spec.partition(" ") if isinstance(spec, str) else ("", "", "")
+        if what != "ids" or M is None or not (self._nodes(x) or self.space[x] is GRAPH):
+            return False
+        node.attrs = {"fn": blocks.gather, "template": (
+            (Ref(args[0].name), Ref(args[1].name)),
+            {"n": None if self._nodes(x) else self.n})}
+        self.space[node] = ENC
+        self.spec[node] = (along, M)
+        return True
+
+    def _getitem(self, node: Node):
+        x = node.input("x")
+        self.space[node] = self.space[x]
+        if self.space[x] is ENC:
+            spec, M = self.spec[x]
+            self.spec[node] = (spec[node.attrs["index"]], M)
+        elif self.space[x] is LIST:                   # a tuple per batch: index each
+            self._as_per_batch(node, operator.getitem, ((Ref("0"), node.attrs["index"]), {}),
+                               {"0": x})
+
+    def _output(self, node: Node):
+        per = frozenset(k for k, v in node.inputs.items() if self.space[v] is not GRAPH)
+        inputs = {k: self._split(v, node) if self.space[v] is ENC else v
+                  for k, v in node.inputs.items()}
+        asm = self.g.add(Op.DENSE, inputs, {
+            "fn": blocks.Assemble(node.attrs["template"], per, self.N),
+            "template": ((), {k: Ref(k) for k in inputs})}, Kind.ANY, before=node)
+        self.space[asm] = self.space[node] = LIST
+        node.inputs, node.attrs = {"0": asm}, {**node.attrs, "template": Ref("0")}
+
+    def _sparse(self, node: Node):
+        ins = node.inputs
+        random = node.info.effect is Effect.RANDOM
+        if not random and all(self.space[v] is GRAPH for v in ins.values()):
+            self.space[node] = GRAPH                    # graph-level compute: once
+            return
+        A = ins.get("A")
+        if A is None or A.kind is not Kind.MATRIX:
+            self._refuse(f"{node.op.value} cannot be super-batched (no matrix input)")
+        where = {k: self._alignment(node, k) for k in ins if k != "A"}
+        if self.space[A] is LIST:                       # matrices sampled batch by batch
+            A = ins["A"] = self._memo(("join", A), lambda: self._helper(
+                blocks.join_matrices, [A], {"n": self.n}, ENC, Kind.MATRIX, before=node))
+            self.spec[A] = ("matrix", A)
+        if self.space[A] is GRAPH and self._on_graph(node, where, random):
+            return
+        if random and self.space[A] is GRAPH:           # no frontier: the whole graph
+            return self._draw_per_batch(node)
+        # a batch's scalar (0-dim) edge operand meets its own edges only when run per batch
+        scalar = any(self.space[ins[k]] is LIST and a == "edges" for k, a in where.items())
+        if not random and (self.space[A] is GRAPH or scalar):
+            names = {k: str(i) for i, k in enumerate(ins)}             # dense: 0, 1, ...
+            return self._as_per_batch(
+                node, blocks.RunOp(node.op, {k: node.attrs[k] for k in node.info.attrs}),
+                ((), {k: Ref(i) for k, i in names.items()}), {names[k]: v for k, v in ins.items()})
+        for k, a in where.items():                      # an encoded matrix: run once, as is
+            ins[k] = self._encoded(ins[k], node, k, a in ("col_ids", "row_ids"))
+        if random:
+            node.attrs["batches"] = (self.N, self.n)
+        self.space[node] = ENC
+        out = self._alignment(node, None)
+        if node.kind is Kind.MATRIX:
+            self.spec[node] = ("matrix", node)
+        elif out == "set":                              # columns then rows, batch by batch
+            node.attrs["batches"] = (self.N, self.n)
+            self.spec[node] = ("ids", None)
+        else:
+            self.spec[node] = (out, None if out == "ids" else A)
+
+    def _draw_per_batch(self, node: Node):
+        """A random op on the graph itself without a frontier (GraphSAINT's node draws from
+        the whole graph): it runs once per batch, batch ``b`` with mini-batch ``first + b``'s
+        key and its inputs as that mini-batch sees them (``blocks.PerBatchDraw``, which the
+        lowering and the interpreter build for ``attrs["per_batch"]``: the names of its
+        per-batch inputs). Its result is per batch (the rewrite's LIST)."""
+        ins = node.inputs
+        per = frozenset(k for k, v in ins.items() if self.space[v] is not GRAPH)
+        node.inputs = {k: self._split(v, node) if self.space[v] is ENC else v
+                       for k, v in ins.items()}
+        node.attrs["batches"] = (self.N, self.n)
+        node.attrs["per_batch"] = per
+        self.space[node] = LIST
+
+    def _alignment(self, node: Node, name):
+        """How input ``name`` (None: the result) lines up with the op's matrix, as a
+        ``blocks.split`` spec (the op's definition says it, ``AXIS``/``STEPS`` resolved)."""
+        a = node.info.alignment(name, node.attrs)
+        if a is None:
+            if name is not None:
+                self._refuse(f"the op table does not say how input {name!r} of "
+                             f"{node.op.value} lines up with its matrix (gsample.ir.ops)")
+            return None
+        return tuple(_SPEC[x] for x in a) if isinstance(a, tuple) else _SPEC[a]
+
+    def _on_graph(self, node: Node, where: dict, random: bool) -> bool:
+        """A sparse op on the graph itself with a frontier: the block-diagonal graph's op.
+        False when there is no frontier or (a pure op) its weights are per batch."""
+        cols = [k for k, a in where.items() if a == "col_ids"]
+        ins = node.inputs
+        if not cols or (not random and any(self.space[ins[k]] is not GRAPH
+                                           for k in where if k != cols[0])):
+            return False
+        c = cols[0]
+        enc_cols = ins[c] = self._encoded(ins[c], node, c, True)
+        for k in where:                                 # weights: joined, or shared as they are
+            if k != c:
+                ins[k] = self._encoded(ins[k], node, k, False, tile=False)
+        self.space[node] = ENC
+        if random or node.info.batched:       # the op takes the encoded frontier itself
+            node.attrs["batches"] = (self.N, self.n)
+            if node.kind is Kind.MATRIX:
+                self.spec[node] = ("matrix", node)
+            elif self._alignment(node, None) == "rows":   # rows of the graph: n per batch
+                self.spec[node] = ("nodes", None)
+            elif self._alignment(node, None) == "walks":  # a row per frontier node, encoded
+                self.spec[node] = ("walks", None)
+            elif self._alignment(node, None) == "entries":    # a value per frontier entry
+                self.spec[node] = ("entries", enc_cols)
+            else:
+                self._refuse(f"the op table does not say how the result of {node.op.value} "
+                             "lines up with its matrix as rows of the graph (gsample.ir.ops)")
+            return True
+        ins[c] = self._helper(blocks.decode_cols, [enc_cols], {"n": self.n, "copies": self.N},
+                              ENC, Kind.TENSOR, before=node)
+        enc = self._helper(blocks.encode_columns, [node, enc_cols],
+                           {"n": self.n, "copies": self.N}, ENC, Kind.MATRIX, after=node)
+        self.g.replace_uses(node, enc)
+        enc.inputs["0"] = node
+        self.spec[enc] = ("matrix", enc)
+        return True

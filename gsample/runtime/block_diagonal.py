@@ -1,0 +1,574 @@
+"""Super-batching at run time: N mini-batches as one block-diagonal graph.
+
+A super-batched program (``gsample.passes.super_batch``) samples mini-batches
+``0 .. N-1`` of a block at once, on the block-diagonal graph ``diag(A, ..., A)`` of
+``N * n`` nodes: node ``v`` of batch ``b`` has the id ``b * n + v``. Every value keeps
+each batch's part contiguous and in batch order (a frontier's columns, a row space,
+a matrix's edges, a list of ids), so batch ``b``'s part of a value is one range of it.
+The pass puts the helpers below into the program as ``DENSE`` nodes:
+
+* :func:`decode_cols` / :func:`encode_columns` around a column slice of the graph;
+* :func:`join` (per-batch values -> one value, ids encoded), :func:`join_matrices` and
+  :func:`tile` (a graph-level value -> one copy per batch) where a sparse op takes them;
+* :func:`bounds` and :func:`split` (a value -> its N parts, ids decoded, as the mini-batch
+  would have seen it) where dense code or the output reads it;
+* :class:`PerBatch` (dense code, or a sparse op as :class:`RunOp`, run once per batch),
+  :class:`Elementwise` and :func:`gather` (dense code run once for all batches) and
+  :class:`Assemble` (the N outputs).
+
+The lowering (and the interpreter) run a random op on the whole graph (no frontier: the
+rewrite marks it ``per_batch``) as :class:`PerBatchDraw`: once per batch, each with its
+mini-batch's op key.
+
+The sampling code (``select``, ``fused_select``) takes a :class:`gsample.base.random.BatchKeys`
+and uses :func:`frontier` and :func:`encode_columns` for the graph-level sampling ops.
+
+Examples
+--------
+>>> enc = torch.tensor([3, 7, 10 + 3])             # n = 10: nodes 3, 7 of batch 0, 3 of batch 1
+>>> [p.tolist() for p in split(enc, spec="ids", n=10, copies=2)]
+[[3, 7], [3]]
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+
+import torch
+
+from gsample.base import validate as V
+from gsample.formats.csc import CSC, segment_ptr
+from gsample.ir.graph import map_template
+from gsample.base.random import batch_ptr
+
+
+# ----------------------------------------------------------------------------- frontiers
+# (shared with the torch backend's super-batched sampling, which defines them)
+from gsample.backend.torch.batched import batch_order, encode_columns, frontier  # noqa: E402,F401
+
+
+def decode_cols(cols: torch.Tensor, n: int, copies: int) -> torch.Tensor:
+    """The node ids of an encoded frontier (shape (C,)), checked as :func:`frontier` does."""
+    return frontier(cols, n, copies)[0]
+
+
+# ----------------------------------------------------------------------------- N parts -> one
+def join(values: list, n: int, ids: bool, name: str):
+    """One value from the batches' values (a sparse op's tensor input).
+
+    ``ids``: node ids, checked as the op would check them and encoded (batch ``b``'s
+    ``v`` becomes ``b * n + v``), concatenated. Otherwise tensors are concatenated along
+    their first dimension (rows, columns and edges of a super-batch are the batches'
+    ones in batch order); scalars (numbers, 0-dim tensors) must agree between batches.
+    """
+    if ids:
+        parts = [V.ids(v, name, n, v.device if isinstance(v, torch.Tensor) else None) + b * n
+                 for b, v in enumerate(values)]
+        return torch.cat(parts)
+    if any(not isinstance(v, torch.Tensor) or v.dim() == 0 for v in values):
+        if not all(_same_scalar(values[0], v) for v in values[1:]):
+            raise ValueError(f"{name}: a scalar that differs between the mini-batches of a "
+                             "super-batch (super_batch): pass one value per edge instead")
+        return values[0]
+    return torch.cat(values)
+
+
+def _same_scalar(a, b) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.dim() == b.dim() == 0 and a.dtype == b.dtype and a.device == b.device \
+            and bool(torch.equal(a, b))
+    return not isinstance(a, torch.Tensor) and type(a) is type(b) and a == b
+
+
+def tile(value, n: int, copies: int, ids: bool, name: str):
+    """A graph-level value given to a sparse op of a super-batch: one copy per batch."""
+    if ids:
+        v = V.ids(value, name, n, value.device)
+        return (v + n * torch.arange(copies, device=v.device, dtype=v.dtype)[:, None]).reshape(-1)
+    if not isinstance(value, torch.Tensor) or value.dim() == 0:
+        return value
+    return value.repeat(copies, *([1] * (value.dim() - 1)))
+
+
+def join_matrices(parts: list, n: int) -> CSC:
+    """The super-batch matrix of the batches' matrices (each over ``n`` nodes): batch ``b``'s
+    columns, rows and edges follow those of the batches before it, its ids encoded."""
+    parts = [p if isinstance(p, CSC) else _to_csc(p) for p in parts]
+    copies, dev = len(parts), parts[0].device
+    rows_before = [0]
+    for p in parts:
+        rows_before.append(rows_before[-1] + p.num_rows)
+    edges_before = [0]
+    for p in parts:
+        edges_before.append(edges_before[-1] + p.nnz)
+
+    def ids(field, every):          # None when every batch's is None (all nodes)
+        if all(getattr(p, field) is None for p in parts):
+            return None
+        return torch.cat([every(p) + b * n for b, p in enumerate(parts)])
+
+    def per_edge(field, every):
+        if all(getattr(p, field) is None for p in parts):
+            return None
+        return torch.cat([every(p) for p in parts])
+    like = next((p.values.dtype for p in parts if p.values is not None), torch.float32)
+    return CSC(
+        num_nodes=copies * n,
+        indptr=torch.cat([parts[0].indptr[:1]] + [p.indptr[1:] + edges_before[b]
+                                                   for b, p in enumerate(parts)]).to(dev),
+        rows=torch.cat([p.rows + rows_before[b] for b, p in enumerate(parts)]),
+        row_ids=ids("row_ids", CSC.all_row_ids),
+        col_ids=ids("col_ids", CSC.global_cols),
+        values=per_edge("values", lambda p: p.value_tensor(like)),
+        eids=per_edge("eids", CSC.eid_tensor),
+    )
+
+
+def _to_csc(M):
+    from gsample.formats.layouts import to_csc         # outputs are CSC; any other form converts exactly
+    return to_csc(M)
+
+
+# ----------------------------------------------------------------------------- one -> N parts
+@dataclass(frozen=True)
+class Bounds:
+    """Where each batch's columns, rows and edges start in a super-batch matrix (lists of
+    ``copies + 1`` positions; edges in CSC order), and the same on the device (``device``:
+    a ``(3, copies + 1)`` LongTensor) for vectorised splits."""
+    cols: list
+    rows: list
+    edges: list
+    device: torch.Tensor = None
+
+
+def bounds(M, n: int, copies: int) -> Bounds:
+    """The :class:`Bounds` of a super-batch matrix ``M`` (any layout), read back at once
+    (a CSC on a GPU: one launch, ``gsample.backend.cuda.split``)."""
+    dev = M.device
+    if dev.type == "cuda":
+        from gsample.backend.cuda import split as cuda_split
+        if cuda_split.applies(M):
+            both = cuda_split.batch_bounds(M, n, copies)
+            c, r, e = both.tolist()
+            return Bounds(c, r, e, both)
+    batches = torch.arange(copies + 1, device=dev)
+    # ids are grouped by batch, batches ascending (the encoding's invariant): a search each
+    cols = batches * n if M.col_ids is None else torch.searchsorted(M.col_ids // n, batches)
+    rows = batches * n if M.row_ids is None else torch.searchsorted(M.row_ids // n, batches)
+    if isinstance(M, CSC):
+        edges = M.indptr[cols]
+    else:                           # CSR / COO: count each batch's edges
+        col_batch = M.global_cols()[M.edge_cols()] // n
+        edges = segment_ptr(torch.bincount(col_batch, minlength=copies))
+    both = torch.stack([cols, rows, edges])
+    c, r, e = both.tolist()
+    return Bounds(c, r, e, both)
+
+
+# what the lowering reads of these dense steps (``Step.syncs``, a scheduling hint: a step
+# that may read back waits for the device): bounds reads them back; a split finds each
+# batch's part on the host where it is delimited by ids (``batch_ptr``)
+bounds.reads_back = True
+
+
+#: a batch's part of a value is a view where it starts this aligned (the alignment of a
+#: fresh CUDA allocation), else a copy
+_ALIGN = 512
+
+
+def _part(value: torch.Tensor, lo: int, hi: int, shift) -> torch.Tensor:
+    # each batch's tensor must look exactly as the mini-batch's own: same strides and an
+    # alignment a fresh tensor would have, so reductions on it (vectorised by alignment)
+    # round alike. A view where the part starts 512-byte aligned (a LADIES row space of n =
+    # 2.4M float32: every batch's), else a copy (copying every batch's part of three row
+    # spaces cost 46 us a mini-batch, LADIES super-batched 64, H100)
+    part = value[lo:hi]
+    if shift:
+        return part - shift
+    if part.is_contiguous() and (value.data_ptr() + lo * value.stride(0) * value.element_size()) \
+            % _ALIGN == 0:
+        return part
+    return part.clone()
+
+
+def _aligned_rows(value, n: int, copies: int) -> bool:
+    """Whether every batch's ``n`` rows of ``value`` start :data:`_ALIGN`-aligned (so
+    :func:`_part` would make each a view)."""
+    if not isinstance(value, torch.Tensor) or value.dim() == 0 or value.shape[0] != n * copies \
+            or not value.is_contiguous():
+        return False
+    row = value.stride(0) * value.element_size()
+    return value.data_ptr() % _ALIGN == 0 and (n * row) % _ALIGN == 0
+
+
+def split(value, bnd=None, *, spec, n: int, copies: int) -> list:
+    """The ``copies`` parts of a super-batch value, as each mini-batch would see it.
+
+    ``spec`` says how ``value`` lines up (``gsample.passes.super_batch`` names the op
+    definitions' alignments so): ``"nodes"`` (``n`` values per batch, e.g. a per-row
+    reduction over the graph's rows), ``"ids"``
+    (ids, batch by batch), ``"rows"``, ``"cols"``, ``"edges"`` of the matrix whose
+    :class:`Bounds` are ``bnd`` (``" ids"`` appended: they hold node ids), a tuple of
+    those for a tuple value, ``"matrix"`` for a super-batch matrix, ``"walks"``
+    (:func:`split_walks`), or ``"entries"`` (one value per entry of the encoded frontier
+    given as ``bnd``, e.g. ``random_uniform``'s). Ids are decoded.
+    """
+    if spec == "matrix":
+        return split_matrix(value, bnd, n, copies)
+    if spec == "walks":
+        return split_walks(value, n, copies)
+    if spec == "entries":           # a value per entry of the encoded frontier `bnd`
+        ptr = batch_ptr(bnd // n, copies)
+        return [_part(value, ptr[b], ptr[b + 1], 0) for b in range(copies)]
+    if spec == "nodes":             # one value per node of the graph, batch after batch
+        if _aligned_rows(value, n, copies):      # every part a view: one call makes them
+            return list(value.view(copies, n, *value.shape[1:]).unbind(0))
+        return [_part(value, b * n, (b + 1) * n, 0) for b in range(copies)]
+    if isinstance(spec, tuple):
+        parts = [split(v, bnd, spec=s, n=n, copies=copies) for v, s in zip(value, spec)]
+        return [tuple(p[b] for p in parts) for b in range(copies)]
+    along, _, ids = spec.partition(" ")
+    if along == "ids":
+        ptr, ids = batch_ptr(value // n, copies), "ids"
+    else:
+        ptr = getattr(bnd, along)
+    return [_part(value, ptr[b], ptr[b + 1], b * n if ids else 0) for b in range(copies)]
+
+
+def _split_reads_back(spec, **_) -> bool:
+    """Whether :func:`split` with ``spec`` reads back (its parts found on the host)."""
+    if isinstance(spec, tuple):
+        return any(_split_reads_back(s) for s in spec)
+    return spec in ("walks", "entries") or spec.partition(" ")[0] == "ids"
+
+
+split.reads_back = _split_reads_back
+
+
+def split_walks(walks: torch.Tensor, n: int, copies: int) -> list:
+    """The ``copies`` mini-batches' walks of a super-batch's walks (shape (W, L + 1): a row
+    per walker, grouped by batch, ids ``b * n + v``, ``-1`` after a stop): decoded in one
+    pass, then views of it, one per batch (a launch or two whatever ``copies`` is; the
+    views keep the super-batch's tensor alive while any of them is)."""
+    ptr = batch_ptr(walks[:, 0] // n, copies)
+    plain = torch.where(walks >= 0, walks % n, walks)
+    return list(plain.split([ptr[b + 1] - ptr[b] for b in range(copies)]))
+
+
+def split_matrix(M, bnd: Bounds, n: int, copies: int) -> list:
+    """The ``copies`` mini-batch matrices (CSC, ``n`` nodes) of a super-batch matrix.
+
+    Vectorised: each of ``indptr``, ``rows``, ``row_ids`` and ``col_ids`` is decoded for all
+    batches at once (a handful of launches whatever ``copies`` is; on a GPU one kernel,
+    ``gsample.backend.cuda.split``, with ``bnd`` from :func:`bounds`), and each batch's
+    matrix holds views of them (equal to its own matrix, value for value)."""
+    M = M if isinstance(M, CSC) else _to_csc(M)
+    dev = M.device
+    decoded = _decoded(M, bnd, n)
+    if decoded is not None:
+        return _parts(M, bnd, n, copies, *decoded)
+    cols_d, rows_d, edges_d = bnd.device
+    batch = torch.arange(copies, device=dev)
+
+    def owners(ptr_d, total):     # the batch of each of `total` positions delimited by ptr_d
+        return torch.repeat_interleave(batch, ptr_d[1:] - ptr_d[:-1], output_size=total)
+
+    # indptr: batch b's column pointer (c1 - c0 + 1 entries) at c0 + b, minus its first edge
+    C = bnd.cols[-1] - bnd.cols[0]
+    b_of = torch.repeat_interleave(batch, cols_d[1:] - cols_d[:-1] + 1, output_size=C + copies)
+    at = torch.arange(C + copies, device=dev) - b_of + bnd.cols[0]
+    indptr = M.indptr[at] - edges_d[b_of]
+    # ids are b * n + v: v is id % n (one launch, no batch of each position needed)
+    rows = M.rows[bnd.edges[0]:bnd.edges[-1]]
+    if M.row_ids is None:           # rows are ids of the super-batch's graph
+        rows = rows % n
+    else:                           # rows index the row space: each batch's start off
+        rows = rows - rows_d[owners(edges_d, bnd.edges[-1] - bnd.edges[0])]
+    col_ids = None if M.col_ids is None else M.col_ids[bnd.cols[0]:bnd.cols[-1]] % n
+    row_ids = None if M.row_ids is None else M.row_ids[bnd.rows[0]:bnd.rows[-1]] % n
+    return _parts(M, bnd, n, copies, indptr, rows, col_ids, row_ids)
+
+
+def _decoded(M: CSC, bnd: Bounds, n: int):
+    """``(indptr, rows, col_ids, row_ids)`` of every batch decoded by the GPU's kernels (two
+    launches where the torch ops take about fifteen), or None where they do not apply (the
+    CPU, other index types, bounds without their device copy)."""
+    if M.device.type != "cuda" or bnd.device is None:
+        return None
+    from gsample.backend.cuda import split as cuda_split
+    if not cuda_split.applies(M):
+        return None
+    return cuda_split.split_decode(M, bnd.cols, bnd.rows, bnd.edges, bnd.device, n)
+
+
+def _parts(M: CSC, bnd: Bounds, n: int, copies: int, indptr, rows, col_ids, row_ids) -> list:
+    """The batches' matrices: views of the decoded fields (every batch's, one after
+    another) and of ``M``'s values and edge ids."""
+    # each batch's pieces as views, one torch.split per field (a C++ call, not a slice each)
+    cols_n = [bnd.cols[b + 1] - bnd.cols[b] for b in range(copies)]
+    edges_n = [bnd.edges[b + 1] - bnd.edges[b] for b in range(copies)]
+    e_lo, e_hi = bnd.edges[0], bnd.edges[-1]
+    parts = [indptr.split([c + 1 for c in cols_n]), rows.split(edges_n)]
+    parts += [None if t is None else t.split(sizes) for t, sizes in (
+        (row_ids, [bnd.rows[b + 1] - bnd.rows[b] for b in range(copies)]),
+        (col_ids, cols_n),
+        (None if M.values is None else M.values[e_lo:e_hi], edges_n),
+        (None if M.eids is None else M.eids[e_lo:e_hi], edges_n))]
+    none = (None,) * copies
+    make = CSC.of
+    return [make(n, *fields) for fields in zip(*(none if p is None else p for p in parts))]
+
+
+def gather(x, ids: torch.Tensor, n: int = None):
+    """``x[ids]`` for encoded node ids (batch ``b``'s node ``v`` is ``b * n + v``): each
+    batch's part is ``x_b[v]``, its own ``x[ids]``, in batch order.
+
+    Parameters
+    ----------
+    x : Tensor, shape (N * n, ...) or (n, ...)
+        Encoded, a value per node of every batch (``n=None``), or graph-level, shared by
+        the batches (``n`` given: the ids are decoded, ``ids % n``).
+    ids : LongTensor, shape (K,)
+        Encoded ids, grouped by batch.
+
+    Returns
+    -------
+    Tensor, shape (K, ...)
+
+    Examples
+    --------
+    >>> gather(torch.tensor([0., 1., 2., 10., 11., 12.]), torch.tensor([1, 3, 5]))
+    tensor([ 1., 10., 12.])
+    >>> gather(torch.tensor([0., 1., 2.]), torch.tensor([1, 3, 5]), n=3)
+    tensor([1., 0., 2.])
+    """
+    return x[ids] if n is None else x[torch.remainder(ids, n)]
+
+
+# ----------------------------------------------------------------------------- dense code
+def _call(fn, args, kwargs):
+    if isinstance(fn, tuple):                     # ("method", name)
+        return getattr(args[0], fn[1])(*args[1:], **kwargs)
+    return fn(*args, **kwargs)
+
+
+def _label(fn) -> str:
+    if isinstance(fn, tuple):
+        return f".{fn[1]}()"
+    return getattr(fn, "__qualname__", getattr(fn, "__name__", type(fn).__name__))
+
+
+class PerBatch:
+    """A dense node's code run once per batch of a super-batch.
+
+    Called with the node's inputs by name; those in ``per_batch`` are lists (one value
+    per batch), the others are shared (graph-level). Returns the list of the results.
+    """
+
+    def __init__(self, fn, template, per_batch: frozenset, copies: int):
+        self.fn, self.template, self.per_batch, self.copies = fn, template, per_batch, copies
+        self.__name__ = self.__qualname__ = f"per_batch({_label(fn)})"
+
+    def __call__(self, **inputs) -> list:
+        out = []
+        for b in range(self.copies):
+            get = lambda ref: inputs[ref.name][b] if ref.name in self.per_batch \
+                else inputs[ref.name]  # noqa: E731
+            out.append(_call(self.fn, *map_template(self.template, get)))
+        return out
+
+
+#: dense code that runs once over a super-batch's values (:class:`Elementwise`): IEEE
+#: arithmetic exact per element, whose result does not depend on where the element sits
+#: (vectorised or not, CPU or GPU), so one call over ``N * n`` values gives every batch's
+#: own bits (not transcendental functions: a CPU's vector and scalar code round apart)
+EXACT_ELEMENTWISE = frozenset({
+    operator.add, operator.sub, operator.mul, operator.truediv, operator.neg, operator.pos,
+    operator.abs, operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
+    torch.add, torch.sub, torch.mul, torch.div, torch.true_divide, torch.where, torch.clamp,
+    torch.clamp_min, torch.clamp_max, torch.minimum, torch.maximum, torch.sqrt, torch.abs,
+    torch.neg})
+EXACT_METHODS = frozenset({
+    "add", "sub", "mul", "div", "true_divide", "clamp", "clamp_min", "clamp_max", "minimum",
+    "maximum", "sqrt", "abs", "neg", "where"})     # (operators trace to operator.*)
+#: keywords that make an exact function inexact or not elementwise (``a + alpha * b`` is
+#: fused on a CPU's vector path only; ``out=`` writes in place)
+_INEXACT_KWARGS = frozenset({"alpha", "rounding_mode", "out"})
+#: full reductions: a 0-dim tensor per batch when called with no argument but the tensor
+FULL_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "amax", "amin", "prod"})
+
+
+def exact_elementwise(fn, template) -> bool:
+    """Whether dense code ``fn`` (a traced function or ``("method", name)``) called as
+    ``template`` is in :data:`EXACT_ELEMENTWISE` / :data:`EXACT_METHODS`."""
+    exact = fn[1] in EXACT_METHODS if isinstance(fn, tuple) else fn in EXACT_ELEMENTWISE
+    return exact and not (_INEXACT_KWARGS & set(template[1]))
+
+
+def full_reduction(fn, template) -> bool:
+    """Whether ``fn`` called as ``template`` is a tensor method reducing all its elements
+    (``p.sum()``): a 0-dim tensor."""
+    return isinstance(fn, tuple) and fn[1] in FULL_REDUCTIONS and len(template[0]) == 1 \
+        and not template[1]
+
+
+class Elementwise:
+    """Exact elementwise dense code (:func:`exact_elementwise`) run once for a super-batch.
+
+    Called with the node's inputs by name: those in ``nodes`` are encoded values with ``n``
+    rows per batch (``(N * n,)``, batch ``b``'s rows ``b * n ..``), those in ``scalars``
+    lists of one 0-dim tensor per batch, the others shared constants. The ``N`` mini-batch
+    results (shape ``(n,)``) are the rows of one call over the ``(N, n)`` view of each
+    encoded value and the ``(N, 1)`` stack of each batch's scalar, returned encoded
+    (``(N * n,)``). Where the operands do not allow it (another shape, device or dtype: a
+    stack would promote types otherwise than a 0-dim tensor does), the code runs batch by
+    batch, its results concatenated: the same values either way.
+    """
+
+    def __init__(self, fn, template, nodes: frozenset, scalars: frozenset, copies: int,
+                 n: int):
+        self.fn, self.template, self.nodes, self.scalars = fn, template, nodes, scalars
+        self.copies, self.n = copies, n
+        self.__name__ = self.__qualname__ = f"batched({_label(fn)})"
+
+    def __call__(self, **inputs) -> torch.Tensor:
+        batched = self._batched(inputs)
+        if batched is not None:
+            return batched
+        return torch.cat([self._batch(inputs, b) for b in range(self.copies)])
+
+    def _batch(self, inputs: dict, b: int):
+        n = self.n
+
+        def get(ref):
+            v = inputs[ref.name]
+            if ref.name in self.nodes:
+                return _part(v, b * n, (b + 1) * n, 0)
+            return v[b] if ref.name in self.scalars else v
+        return _call(self.fn, *map_template(self.template, get))
+
+    def _batched(self, inputs: dict):
+        N, n = self.copies, self.n
+        first = inputs[next(iter(self.nodes))]
+        dev, dtype = first.device, first.dtype
+        if dtype in (torch.float16, torch.bfloat16):    # (scalar special cases on a CPU)
+            return None
+        args = {}
+        for k, v in inputs.items():
+            if k in self.nodes:
+                if v.dim() != 1 or v.numel() != N * n or v.dtype != dtype:
+                    return None
+                args[k] = v.view(N, n)
+            elif k in self.scalars:
+                if not all(isinstance(x, torch.Tensor) and x.dim() == 0 and x.dtype == dtype
+                           and x.device == dev for x in v):
+                    return None
+                args[k] = torch.stack(v).view(N, 1)
+            elif isinstance(v, torch.Tensor) and (v.dtype != dtype or v.dim() != 0):
+                return None
+            else:
+                args[k] = v
+        out = _call(self.fn, *map_template(self.template, lambda ref: args[ref.name]))
+        if not isinstance(out, torch.Tensor) or tuple(out.shape) != (N, n):
+            return None
+        return out.reshape(N * n)
+
+
+class Scalars(PerBatch):
+    """Exact elementwise dense code (:func:`exact_elementwise`) on per-batch 0-dim tensors
+    (those in ``per_batch``: lists, one a batch) and constants, run once: each list stacked
+    into an ``(N,)`` tensor, one call, the result unbound into the batches' 0-dim tensors
+    (LADIES' ``p.sum().clamp(min=...)``: one launch where the batches took ``N``). Where the
+    operands do not allow it (another dtype or device, a tensor constant: a stack would
+    promote types otherwise than 0-dim tensors do) the code runs batch by batch: the same
+    values either way."""
+
+    def __init__(self, fn, template, per_batch: frozenset, copies: int):
+        super().__init__(fn, template, per_batch, copies)
+        self.__name__ = self.__qualname__ = f"batched({_label(fn)})"
+
+    def __call__(self, **inputs) -> list:
+        first = inputs[next(iter(self.per_batch))][0]
+        if not isinstance(first, torch.Tensor):
+            return super().__call__(**inputs)
+        args = {}
+        for k, v in inputs.items():
+            if k in self.per_batch:
+                if not all(isinstance(x, torch.Tensor) and x.dim() == 0 and x.dtype == first.dtype
+                           and x.device == first.device for x in v):
+                    return super().__call__(**inputs)
+                args[k] = torch.stack(v)
+            elif isinstance(v, torch.Tensor):
+                return super().__call__(**inputs)
+            else:
+                args[k] = v
+        out = _call(self.fn, *map_template(self.template, lambda ref: args[ref.name]))
+        if not isinstance(out, torch.Tensor) or tuple(out.shape) != (self.copies,):
+            return super().__call__(**inputs)
+        return list(out.unbind())
+
+
+class RunOp:
+    """One sparse op on one batch's inputs (checked, then the torch backend's code): what
+    :class:`PerBatch` runs for an op the block encoding cannot run once for all batches."""
+
+    def __init__(self, op, attrs: dict):
+        self.op, self.attrs = op, attrs
+        self.__name__ = self.__qualname__ = op.value
+
+    def __call__(self, **inputs):
+        from gsample.backend import get_backend
+        from gsample.ir import info
+        kwargs = {**inputs, **self.attrs}
+        check = info(self.op).check
+        if check is not None:
+            kwargs.update(check(**kwargs))
+        return get_backend("torch").run(self.op, **kwargs)
+
+
+class PerBatchDraw:
+    """A random op on the whole graph (no frontier) run once per mini-batch of a super-batch.
+
+    ``fn`` is the op's implementation (``fn(**inputs, **attrs, key=...)``, a backend's
+    :class:`gsample.backend.Impl` function). Called with the op's inputs, in ``names``
+    order, then the op's :class:`gsample.base.random.BatchKeys`: batch ``b`` runs ``fn`` on its
+    own inputs (those in ``per_batch`` are lists, one value per batch; the others are
+    shared), checked by ``check`` as a mini-batch's call checks them, with the op key of
+    mini-batch ``first + b`` (``keys.keys[b]``): exactly the mini-batch's own draw. Returns
+    the list of the ``copies`` results.
+    """
+
+    def __init__(self, fn, names: tuple, attrs: dict, per_batch: frozenset, check=None,
+                 label: str = ""):
+        self.fn, self.names, self.attrs, self.per_batch = fn, tuple(names), attrs, per_batch
+        self.check = check
+        self.__name__ = self.__qualname__ = f"per_batch_draw({label or _label(fn)})"
+
+    def __call__(self, *values) -> list:
+        *values, keys = values
+        out = []
+        for b, key in enumerate(keys.keys):
+            kwargs = {k: v[b] if k in self.per_batch else v for k, v in zip(self.names, values)}
+            kwargs.update(self.attrs)
+            if self.check is not None:
+                kwargs.update(self.check(**kwargs))
+            out.append(self.fn(**kwargs, key=key))
+        return out
+
+
+class Assemble:
+    """The program's output, once per batch: a list of ``copies`` outputs shaped as the
+    mini-batch program's (its ``template``), matrices wrapped as ``gs.Matrix``."""
+
+    def __init__(self, template, per_batch: frozenset, copies: int):
+        self.template, self.per_batch, self.copies = template, per_batch, copies
+        self.__name__ = self.__qualname__ = "assemble_batches"
+
+    def __call__(self, **inputs) -> list:
+        from gsample.matrix.sparse import Matrix
+
+        def wrap(value):
+            return Matrix(value) if isinstance(value, CSC) else value
+        return [map_template(self.template, lambda ref: wrap(
+            inputs[ref.name][b] if ref.name in self.per_batch else inputs[ref.name]))
+            for b in range(self.copies)]
