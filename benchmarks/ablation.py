@@ -19,6 +19,7 @@ are its own (``python -m gsample.bench --help``).
     python benchmarks/ablation.py --device cpu --graph rmat:20000:400000 --seeds 4096 \\
         --super-batch 4
 """
+
 import functools
 import sys
 
@@ -40,21 +41,33 @@ def configurations(w, device, args):
         def run(A, seeds):
             with gs.use_backend(backend):
                 return fn(A, seeds, **w.kw)
+
         return run
+
     compiled = gs.compile(w.fn, backend=backend)
-    modes = {"eager": Mode(on(w.fn), {}, "eager"),
-             "+ compute passes": Mode(on(gs.compile(w.fn, passes=COMPUTE_PASSES,
-                                                    backend=backend)), {}, "compiled"),
-             "+ layout": Mode(on(compiled), {}, "compiled")}
+    modes = {
+        "eager": Mode(on(w.fn), {}, "eager"),
+        "+ compute passes": Mode(
+            on(gs.compile(w.fn, passes=COMPUTE_PASSES, backend=backend)), {}, "compiled"
+        ),
+        "+ layout": Mode(on(compiled), {}, "compiled"),
+    }
     for n in args.super_batch:
-        modes[f"+ super-batching ({n})"] = Mode(functools.partial(compiled, **w.kw),
-                                                {"super_batch": n, **w.loader}, "super")
+        modes[f"+ super-batching ({n})"] = Mode(
+            functools.partial(compiled, **w.kw), {"super_batch": n, **w.loader}, "super"
+        )
     return modes
 
 
 def main(argv=None):
-    return cli.main(argv, modes=configurations, name="ablation",
-                    workloads=["graphsage", "ladies"], peers=[], super_batch=["auto"])
+    return cli.main(
+        argv,
+        modes=configurations,
+        name="ablation",
+        workloads=["graphsage", "ladies"],
+        peers=[],
+        super_batch=["auto"],
+    )
 
 
 if __name__ == "__main__":

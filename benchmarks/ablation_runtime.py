@@ -24,6 +24,7 @@ mini-batch on a GPU) and writes ``benchmarks/results/ablation_runtime_<graph>_<d
     python benchmarks/ablation_runtime.py --device cpu --graph rmat:20000:200000 \\
         --seeds 4096 --repeats 1 --super-batch 4 --out /tmp/abl
 """
+
 import functools
 import sys
 
@@ -33,8 +34,7 @@ from gsample.runtime import Options
 
 CONFIGS = [
     ("interpreted", Options(lowered=False)),
-    ("lowered", Options(boundary_checks=False, sync_free=False, cuda_graphs=False,
-                        overlap=False)),
+    ("lowered", Options(boundary_checks=False, sync_free=False, cuda_graphs=False, overlap=False)),
     ("+ boundary checks", Options(sync_free=False, cuda_graphs=False, overlap=False)),
     ("+ sync-free", Options(cuda_graphs=False, overlap=False)),
     ("+ CUDA graphs", Options(overlap=False)),
@@ -44,17 +44,28 @@ CONFIGS = [
 
 def configurations(w, device, args):
     backend = "cuda" if device.type == "cuda" else "torch"
-    modes = {c: Mode(functools.partial(gs.compile(w.fn, backend=backend, runtime=o), **w.kw),
-                     {}, "compiled") for c, o in CONFIGS}
+    modes = {
+        c: Mode(
+            functools.partial(gs.compile(w.fn, backend=backend, runtime=o), **w.kw), {}, "compiled"
+        )
+        for c, o in CONFIGS
+    }
     for n in args.super_batch:
-        modes[f"+ super-batched {n}"] = Mode(modes["+ two in flight"].sampler,
-                                             {"super_batch": n, **w.loader}, "super")
+        modes[f"+ super-batched {n}"] = Mode(
+            modes["+ two in flight"].sampler, {"super_batch": n, **w.loader}, "super"
+        )
     return modes
 
 
 def main(argv=None):
-    return cli.main(argv, modes=configurations, name="ablation_runtime",
-                    workloads=["graphsage", "ladies"], peers=[], super_batch=[16, 64])
+    return cli.main(
+        argv,
+        modes=configurations,
+        name="ablation_runtime",
+        workloads=["graphsage", "ladies"],
+        peers=[],
+        super_batch=[16, 64],
+    )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ target: a bare sampler within 10% of ``backend="cuda"``).
     python benchmarks/bare_vs_cuda.py                          # the harness's GPU graph
     python benchmarks/bare_vs_cuda.py --graph rmat:200000:2000000 --repeats 3
 """
+
 import argparse
 import pathlib
 import statistics
@@ -22,9 +23,9 @@ import torch
 import gsample as gs
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
-from deepwalk import deepwalk  # noqa: E402  (examples/ is not a package)
-from graphsage import graphsage  # noqa: E402
-from ladies import ladies, normalize  # noqa: E402
+from deepwalk import deepwalk
+from graphsage import graphsage
+from ladies import ladies, normalize
 
 
 def epoch(fn, A, seeds, batch_size: int, **options) -> float:
@@ -49,25 +50,33 @@ def main(argv=None) -> None:
     _, nodes, edges = args.graph.split(":")
     A = gs.datasets.rmat(int(nodes), int(edges), seed=0, device="cuda")
     seeds = torch.randperm(A.num_nodes, generator=torch.Generator().manual_seed(0))
-    seeds = seeds[:args.seeds].cuda()
-    cases = [("graphsage", graphsage, A, 512), ("ladies", ladies, normalize(A), 512),
-             ("deepwalk", deepwalk, A, 1024)]
-    print(f"{torch.cuda.get_device_name()}, {args.graph}, {args.seeds} seeds, "
-          f"median of {args.repeats} alternating epochs")
+    seeds = seeds[: args.seeds].cuda()
+    cases = [
+        ("graphsage", graphsage, A, 512),
+        ("ladies", ladies, normalize(A), 512),
+        ("deepwalk", deepwalk, A, 1024),
+    ]
+    print(
+        f"{torch.cuda.get_device_name()}, {args.graph}, {args.seeds} seeds, "
+        f"median of {args.repeats} alternating epochs"
+    )
     for name, fn, G, batch_size in cases:
         for options in ({}, {"super_batch": args.super_batch}):
             modes = {"cuda": gs.compile(fn, backend="cuda"), "bare": gs.compile(fn)}
             assert modes["bare"].backend_for(G) == "cuda", "auto did not pick the kernels"
             for f in modes.values():
-                epoch(f, G, seeds, batch_size, **options)     # trace, lower, capture
+                epoch(f, G, seeds, batch_size, **options)  # trace, lower, capture
             times = {m: [] for m in modes}
             for _ in range(args.repeats):
                 for m, f in modes.items():
                     times[m].append(epoch(f, G, seeds, batch_size, **options))
             med = {m: statistics.median(v) for m, v in times.items()}
             how = f"super-batched {args.super_batch}" if options else "one at a time"
-            print(f"{name:9s} {how:18s} cuda {med['cuda']:.4f} s  bare {med['bare']:.4f} s  "
-                  f"bare / cuda {med['bare'] / med['cuda']:.3f}", flush=True)
+            print(
+                f"{name:9s} {how:18s} cuda {med['cuda']:.4f} s  bare {med['bare']:.4f} s  "
+                f"bare / cuda {med['bare'] / med['cuda']:.3f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

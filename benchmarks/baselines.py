@@ -10,18 +10,19 @@ gsample's; ``tests/test_benchmark_baselines.py`` holds them to those semantics.
 A sampled layer is a :class:`Block`: ``indptr`` over the frontier ``cols`` (global ids),
 ``rows`` the global id of each kept edge's source (CSC order), and ``values`` (layer-wise).
 """
+
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import torch
 
 
 class Block(NamedTuple):
-    indptr: torch.Tensor            # (C + 1,)
-    rows: torch.Tensor              # (E,) global source ids, column by column
-    cols: torch.Tensor              # (C,) global ids of the frontier
-    values: Optional[torch.Tensor] = None
+    indptr: torch.Tensor  # (C + 1,)
+    rows: torch.Tensor  # (E,) global source ids, column by column
+    cols: torch.Tensor  # (C,) global ids of the frontier
+    values: torch.Tensor | None = None
 
     @property
     def num_edges(self) -> int:
@@ -41,8 +42,9 @@ def frontier_edges(indptr: torch.Tensor, cols: torch.Tensor):
     deg = indptr[cols + 1] - start
     ptr = _exclusive_cumsum(deg)
     total = int(ptr[-1])
-    col = torch.repeat_interleave(torch.arange(cols.numel(), device=cols.device), deg,
-                                  output_size=total)
+    col = torch.repeat_interleave(
+        torch.arange(cols.numel(), device=cols.device), deg, output_size=total
+    )
     pos = torch.arange(total, device=cols.device) + (start - ptr[:-1])[col]
     return ptr, col, pos
 
@@ -66,13 +68,14 @@ def sage_layer(indptr, indices, cols, k: int) -> Block:
     ptr, col, pos = frontier_edges(indptr, cols)
     deg = ptr[1:] - ptr[:-1]
     big_col = deg > k
-    keep = ~big_col[col]                                  # small columns: every edge
-    big = (~keep).nonzero().squeeze(1)                    # edges of big columns, CSC order
+    keep = ~big_col[col]  # small columns: every edge
+    big = (~keep).nonzero().squeeze(1)  # edges of big columns, CSC order
     if big.numel():
         bcol = col[big]
-        keys = bcol.to(torch.float64) + torch.rand(big.numel(), dtype=torch.float64,
-                                                   device=cols.device)
-        order = torch.sort(keys).indices                  # columns stay grouped, shuffled inside
+        keys = bcol.to(torch.float64) + torch.rand(
+            big.numel(), dtype=torch.float64, device=cols.device
+        )
+        order = torch.sort(keys).indices  # columns stay grouped, shuffled inside
         bptr = _exclusive_cumsum(torch.where(big_col, deg, 0))
         rank = torch.arange(big.numel(), device=cols.device) - bptr[bcol]
         keep[big[order[rank < k]]] = True
@@ -100,7 +103,7 @@ def ladies_layer(indptr, indices, values, num_nodes: int, cols, k: int) -> Block
     in-edge of the frontier from a chosen row is kept, weighted by ``1 / p(row)``, and each
     column is normalised to sum to 1.
     """
-    ptr, col, pos = frontier_edges(indptr, cols)
+    _ptr, col, pos = frontier_edges(indptr, cols)
     rows, w = indices[pos], values[pos]
     p = torch.zeros(num_nodes, dtype=w.dtype, device=w.device).index_add_(0, rows, w * w)
     p = p / p.sum().clamp(min=1e-30)
@@ -142,10 +145,9 @@ def fastgcn_layer(indptr, indices, values, num_nodes: int, cols, k: int, p) -> B
     the node probabilities ``p`` among the rows with an edge into the frontier and ``p > 0``
     (all of them when there are at most ``k``); every frontier in-edge from a chosen row is
     kept with value ``w / p[row]``; each column is normalised to sum to 1."""
-    ptr, col, pos = frontier_edges(indptr, cols)
+    _ptr, col, pos = frontier_edges(indptr, cols)
     rows = indices[pos]
-    w = torch.ones(pos.numel(), dtype=p.dtype, device=p.device) if values is None \
-        else values[pos]
+    w = torch.ones(pos.numel(), dtype=p.dtype, device=p.device) if values is None else values[pos]
     has = torch.zeros(num_nodes, dtype=torch.bool, device=rows.device)
     has[rows] = True
     cand = (has & (p > 0)).nonzero().squeeze(1)
@@ -169,7 +171,7 @@ def fastgcn(indptr, indices, values, num_nodes: int, seeds, layers=(2000, 2000),
 # ----------------------------------------------------------------------------- ShaDow-KHop
 def induced(indptr, indices, num_nodes: int, nodes) -> Block:
     """Every edge of the graph between two of ``nodes`` (columns = ``nodes``)."""
-    ptr, col, pos = frontier_edges(indptr, nodes)
+    _ptr, col, pos = frontier_edges(indptr, nodes)
     inside = torch.zeros(num_nodes, dtype=torch.bool, device=nodes.device)
     inside[nodes] = True
     rows = indices[pos]
@@ -196,7 +198,7 @@ def pass_layer(indptr, indices, values, num_nodes: int, cols, k: int, X, W1, W2,
     ptr, col, pos = frontier_edges(indptr, cols)
     rows = indices[pos]
     w = torch.ones(pos.numel(), device=cols.device) if values is None else values[pos]
-    uniq, local = torch.unique(rows, return_inverse=True)        # the compacted row space
+    uniq, local = torch.unique(rows, return_inverse=True)  # the compacted row space
     u, v = X[uniq], X[cols]
     att1 = ((u @ W1)[local] * (v @ W1)[col]).sum(1)
     att2 = ((u @ W2)[local] * (v @ W2)[col]).sum(1)
@@ -207,20 +209,21 @@ def pass_layer(indptr, indices, values, num_nodes: int, cols, k: int, X, W1, W2,
     deg = ptr[1:] - ptr[:-1]
     nz = (deg > 0).nonzero().squeeze(1)
     cum = torch.cumsum(att.double(), 0)
-    before = torch.cat([cum.new_zeros(1), cum])[ptr]                # running sum at each column
+    before = torch.cat([cum.new_zeros(1), cum])[ptr]  # running sum at each column
     total = before[1:] - before[:-1]
     draw_col = nz.repeat_interleave(k)
-    target = before[draw_col] + torch.rand(draw_col.numel(), dtype=torch.float64,
-                                           device=cols.device) * total[draw_col]
+    target = (
+        before[draw_col]
+        + torch.rand(draw_col.numel(), dtype=torch.float64, device=cols.device) * total[draw_col]
+    )
     e = torch.searchsorted(cum, target, right=True)
     e = torch.minimum(torch.maximum(e, ptr[draw_col]), ptr[draw_col + 1] - 1)
-    e = torch.sort(e).values                                        # column order
+    e = torch.sort(e).values  # column order
     counts = torch.where(deg > 0, k, 0)
     return Block(_exclusive_cumsum(counts), rows[e], cols)
 
 
-def pass_sampler(indptr, indices, values, num_nodes: int, seeds, X, W1, W2, W3,
-                 fanouts=(10, 10)):
+def pass_sampler(indptr, indices, values, num_nodes: int, seeds, X, W1, W2, W3, fanouts=(10, 10)):
     """PASS: ``fanouts[l]`` draws with replacement per frontier node by learned attention."""
     blocks = []
     for k in fanouts:

@@ -14,6 +14,7 @@ first mini-batches of both modes are compared first: the walks must be identical
 
 Writes ``fused_walk_rmat_<device>.json`` (device, date, command, commit) to ``--out``.
 """
+
 import argparse
 import datetime
 import functools
@@ -28,10 +29,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
 
-import gsample as gs  # noqa: E402
-from gsample.bench.measure import sync, timed  # noqa: E402
-from gsample.bench.report import git_commit  # noqa: E402
-from metropolis_hastings import mh_step  # noqa: E402
+from metropolis_hastings import mh_step
+
+import gsample as gs
+from gsample.bench.measure import sync, timed
+from gsample.bench.report import git_commit
 
 
 def parser():
@@ -41,8 +43,12 @@ def parser():
     p.add_argument("--seeds", type=int, default=196_608)
     p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--length", type=int, default=80)
-    p.add_argument("--super-batch", type=int, default=64,
-                   help="also time the fused walk super-batched so (0: not)")
+    p.add_argument(
+        "--super-batch",
+        type=int,
+        default=64,
+        help="also time the fused walk super-batched so (0: not)",
+    )
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--device", default="cuda")
     p.add_argument("--quick", action="store_true", help="200k nodes, 4M edges, 32k seeds")
@@ -64,13 +70,19 @@ def kernels_per_batch(sampler, A, seeds, device) -> int:
     if device.type != "cuda":
         return -1
     from torch.profiler import ProfilerActivity, profile
+
     sampler(A, seeds)
     sync(device)
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         sampler(A, seeds)
         sync(device)
-    return sum(1 for e in prof.events() if e.device_type.name == "CUDA"
-               and "memcpy" not in e.name.lower() and "memset" not in e.name.lower())
+    return sum(
+        1
+        for e in prof.events()
+        if e.device_type.name == "CUDA"
+        and "memcpy" not in e.name.lower()
+        and "memset" not in e.name.lower()
+    )
 
 
 def main(argv=None):
@@ -81,50 +93,83 @@ def main(argv=None):
     backend = "cuda" if device.type == "cuda" else "torch"
     A = gs.datasets.rmat(args.num_nodes, args.num_edges, seed=0, device=device)
     perm = torch.randperm(A.num_nodes, generator=torch.Generator().manual_seed(0))
-    seeds = perm[:args.seeds].to(device)
+    seeds = perm[: args.seeds].to(device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     print(f"device: {name}; graph {A.num_nodes:,} nodes, {A.num_edges:,} edges")
-    samplers = {mode: gs.compile(functools.partial(mh, length=args.length, fuse=fuse),
-                                 backend=backend)
-                for mode, fuse in (("fused", True), ("unrolled", False))}
-    first = {m: [b.out for b in gs.DataLoader(A, s, seeds[:4 * args.batch_size],
-                                               args.batch_size, seed=0)]
-             for m, s in samplers.items()}
+    samplers = {
+        mode: gs.compile(functools.partial(mh, length=args.length, fuse=fuse), backend=backend)
+        for mode, fuse in (("fused", True), ("unrolled", False))
+    }
+    first = {
+        m: [
+            b.out
+            for b in gs.DataLoader(A, s, seeds[: 4 * args.batch_size], args.batch_size, seed=0)
+        ]
+        for m, s in samplers.items()
+    }
     same = all(torch.equal(x, y) for x, y in zip(first["fused"], first["unrolled"]))
     print(f"fused walks identical to the unrolled program's: {same}")
     if args.super_batch:
-        sb = [b.out for b in gs.DataLoader(A, samplers["fused"], seeds[:4 * args.batch_size],
-                                           args.batch_size, seed=0, super_batch=args.super_batch)]
+        sb = [
+            b.out
+            for b in gs.DataLoader(
+                A,
+                samplers["fused"],
+                seeds[: 4 * args.batch_size],
+                args.batch_size,
+                seed=0,
+                super_batch=args.super_batch,
+            )
+        ]
         same = same and all(torch.equal(x, y) for x, y in zip(sb, first["fused"]))
         print(f"super-batched {args.super_batch} identical too: {same}")
     rows = []
     modes = [(m, s, None) for m, s in samplers.items()]
     if args.super_batch:
-        modes.insert(1, (f"fused, super-batched {args.super_batch}", samplers["fused"],
-                         args.super_batch))
+        modes.insert(
+            1, (f"fused, super-batched {args.super_batch}", samplers["fused"], args.super_batch)
+        )
     for mode, sampler, n in modes:
         kw = {} if n is None else {"super_batch": n}
         load = gs.DataLoader(A, sampler, seeds, args.batch_size, seed=0, **kw)
-        epoch(load, device)                                  # warm-up: compile, caches
+        epoch(load, device)  # warm-up: compile, caches
         times = [epoch(load, device) for _ in range(args.repeats)]
-        nodes = sampler.program(A, seeds[:args.batch_size]).nodes
-        row = {"mode": mode, "super_batch": n, "epoch_s": statistics.median(times),
-               "epoch_s_all": times, "ir_nodes": len(nodes),
-               "kernels_per_batch": None if n else kernels_per_batch(
-                   sampler, A, seeds[:args.batch_size], device)}
+        nodes = sampler.program(A, seeds[: args.batch_size]).nodes
+        row = {
+            "mode": mode,
+            "super_batch": n,
+            "epoch_s": statistics.median(times),
+            "epoch_s_all": times,
+            "ir_nodes": len(nodes),
+            "kernels_per_batch": None
+            if n
+            else kernels_per_batch(sampler, A, seeds[: args.batch_size], device),
+        }
         rows.append(row)
-        print(f"  {mode:26s} epoch {row['epoch_s']:.4f} s, {row['ir_nodes']} IR nodes, "
-              f"{row['kernels_per_batch']} kernels per mini-batch", flush=True)
+        print(
+            f"  {mode:26s} epoch {row['epoch_s']:.4f} s, {row['ir_nodes']} IR nodes, "
+            f"{row['kernels_per_batch']} kernels per mini-batch",
+            flush=True,
+        )
     speedup = rows[-1]["epoch_s"] / rows[0]["epoch_s"]
     print(f"fused / unrolled: {speedup:.1f}x faster")
     record = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "device": name, "torch": torch.__version__, "commit": git_commit(ROOT),
-        "command": " ".join(["python", "benchmarks/fused_walk.py"]
-                            + (sys.argv[1:] if argv is None else list(argv))),
-        "graph": f"rmat({args.num_nodes}, {args.num_edges}, seed=0)", "seeds": args.seeds,
-        "batch_size": args.batch_size, "length": args.length, "workload": "Metropolis-Hastings",
-        "identical": same, "results": rows, "fused_speedup": speedup}
+        "device": name,
+        "torch": torch.__version__,
+        "commit": git_commit(ROOT),
+        "command": " ".join(
+            ["python", "benchmarks/fused_walk.py"] + (sys.argv[1:] if argv is None else list(argv))
+        ),
+        "graph": f"rmat({args.num_nodes}, {args.num_edges}, seed=0)",
+        "seeds": args.seeds,
+        "batch_size": args.batch_size,
+        "length": args.length,
+        "workload": "Metropolis-Hastings",
+        "identical": same,
+        "results": rows,
+        "fused_speedup": speedup,
+    }
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"fused_walk{'_quick' if args.quick else ''}_rmat_{device.type}.json"

@@ -27,6 +27,7 @@ the throughputs to ``--out``; prints a table. Must finish in under 5 minutes.
     python benchmarks/multi_gpu.py --quick                    # a small graph
     python benchmarks/multi_gpu.py --device cpu --quick       # 1 and 2 gloo processes
 """
+
 import argparse
 import datetime
 import functools
@@ -46,10 +47,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
 
-import gsample as gs  # noqa: E402
-from gsample.bench.report import git_commit  # noqa: E402
-from deepwalk import deepwalk  # noqa: E402  (examples/: W2)
-from graphsage import graphsage  # noqa: E402  (examples/: W1)
+from deepwalk import deepwalk
+from graphsage import graphsage
+
+import gsample as gs
+from gsample.bench.report import git_commit
 
 PLACEMENTS = ("replicated", "shared", "partitioned")
 WORKLOADS = {"W1 GraphSAGE [25, 10]": "graphsage", "W2 DeepWalk L=80": "deepwalk"}
@@ -58,8 +60,13 @@ WORKLOADS = {"W1 GraphSAGE [25, 10]": "graphsage", "W2 DeepWalk L=80": "deepwalk
 def parser():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
-    p.add_argument("--world-sizes", type=int, nargs="+", default=None,
-                   help="processes per run (default: 1 2 4 GPUs, those present; 1 2 on CPUs)")
+    p.add_argument(
+        "--world-sizes",
+        type=int,
+        nargs="+",
+        default=None,
+        help="processes per run (default: 1 2 4 GPUs, those present; 1 2 on CPUs)",
+    )
     p.add_argument("--placements", nargs="+", default=list(PLACEMENTS), choices=PLACEMENTS)
     p.add_argument("--num-nodes", type=int, default=2_400_000)
     p.add_argument("--num-edges", type=int, default=120_000_000)
@@ -67,18 +74,23 @@ def parser():
     p.add_argument("--sage-batch", type=int, default=512)
     p.add_argument("--walk-batch", type=int, default=1024)
     p.add_argument("--walk-length", type=int, default=80)
-    p.add_argument("--max-batches", type=int, default=96,
-                   help="mini-batches timed per epoch (0: all); times scaled to the epoch")
+    p.add_argument(
+        "--max-batches",
+        type=int,
+        default=96,
+        help="mini-batches timed per epoch (0: all); times scaled to the epoch",
+    )
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--quick", action="store_true",
-                   help="a small graph: 100k nodes, 2M edges, 16,384 seeds")
+    p.add_argument(
+        "--quick", action="store_true", help="a small graph: 100k nodes, 2M edges, 16,384 seeds"
+    )
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     return p
 
 
 def fingerprint(out) -> tuple:
     """An exact summary of a mini-batch's samples: ``(size, checksum)`` (int64 sums)."""
-    if isinstance(out, torch.Tensor):                       # walks
+    if isinstance(out, torch.Tensor):  # walks
         w = out.to(torch.int64)
         pos = torch.arange(1, w.shape[1] + 1, device=w.device)
         return int((w >= 0).sum()) - w.shape[0], int((w * pos).sum())
@@ -97,17 +109,21 @@ def sync(device):
 
 # ----------------------------------------------------------------------------- one rank
 def _worker(rank, world, url, cfg, out_dir):
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")        # never NVLink multicast
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # never NVLink multicast
     cuda = cfg["device"] == "cuda"
     if cuda:
         torch.cuda.set_device(rank)
         device = torch.device("cuda", rank)
     else:
-        torch.set_num_threads(1)           # a CPU rank is one core, as a GPU rank is one GPU
+        torch.set_num_threads(1)  # a CPU rank is one core, as a GPU rank is one GPU
         device = torch.device("cpu")
-    dist.init_process_group("nccl" if cuda else "gloo", init_method=url,
-                            rank=rank, world_size=world,
-                            timeout=datetime.timedelta(minutes=10))
+    dist.init_process_group(
+        "nccl" if cuda else "gloo",
+        init_method=url,
+        rank=rank,
+        world_size=world,
+        timeout=datetime.timedelta(minutes=10),
+    )
     try:
         res = _run(rank, world, device, cfg)
         (pathlib.Path(out_dir) / f"rank{rank}.json").write_text(json.dumps(res))
@@ -121,18 +137,20 @@ def _run(rank, world, device, cfg):
     sync(device)
     res = {"generate_s": time.perf_counter() - start}
     perm = torch.randperm(A.num_nodes, generator=torch.Generator().manual_seed(0))
-    seeds = perm[:cfg["seeds"]].to(device)
+    seeds = perm[: cfg["seeds"]].to(device)
     backend = "cuda" if device.type == "cuda" else "torch"
     samplers = {
         "graphsage": (gs.compile(graphsage, backend=backend), cfg["sage_batch"]),
-        "deepwalk": (functools.partial(gs.compile(deepwalk, backend=backend),
-                                       length=cfg["walk_length"]), cfg["walk_batch"]),
+        "deepwalk": (
+            functools.partial(gs.compile(deepwalk, backend=backend), length=cfg["walk_length"]),
+            cfg["walk_batch"],
+        ),
     }
     for placement in cfg["placements"]:
         start = time.perf_counter()
         try:
             G = gs.distributed.place(A, placement, device=device)
-        except Exception as e:                     # noqa: BLE001 - recorded (raised on all)
+        except Exception as e:
             res[placement] = {"error": repr(e)}
             continue
         sync(device)
@@ -146,9 +164,9 @@ def _run(rank, world, device, cfg):
 def _time(G, sampler, seeds, bs, device, cfg):
     total = -(-seeds.numel() // bs)
     timed = min(total, cfg["max_batches"]) if cfg["max_batches"] else total
-    loader = gs.DataLoader(G, sampler, seeds[:timed * bs], bs, seed=0, distributed=True)
+    loader = gs.DataLoader(G, sampler, seeds[: timed * bs], bs, seed=0, distributed=True)
     batches = {}
-    for b in loader:                       # the warm-up epoch: compiles, and fingerprints
+    for b in loader:  # the warm-up epoch: compiles, and fingerprints
         batches[b.index] = fingerprint(b.out)
     times = []
     for _ in range(cfg["repeats"]):
@@ -160,11 +178,16 @@ def _time(G, sampler, seeds, bs, device, cfg):
         sync(device)
         dist.barrier()
         times.append(time.perf_counter() - start)
-    return {"times": times, "timed_batches": timed, "epoch_batches": total,
-            "fingerprints": {str(k): v for k, v in batches.items()}}
+    return {
+        "times": times,
+        "timed_batches": timed,
+        "epoch_batches": total,
+        "fingerprints": {str(k): v for k, v in batches.items()},
+    }
 
 
 # ----------------------------------------------------------------------------- the run
+
 
 def run_world(world, cfg, out):
     d = pathlib.Path(out) / f"world{world}"
@@ -182,8 +205,9 @@ def run_world(world, cfg, out):
 def summarise(world, ranks, cfg, reference, rows):
     for placement in cfg["placements"]:
         if "error" in ranks[0][placement]:
-            rows.append({"world": world, "placement": placement,
-                         "error": ranks[0][placement]["error"]})
+            rows.append(
+                {"world": world, "placement": placement, "error": ranks[0][placement]["error"]}
+            )
             continue
         for label, name in WORKLOADS.items():
             per = [r[placement][name] for r in ranks]
@@ -195,46 +219,65 @@ def summarise(world, ranks, cfg, reference, rows):
             bs = cfg["sage_batch"] if name == "graphsage" else cfg["walk_batch"]
             edges = sum(v[0] for v in fps.values())
             ref = reference.setdefault(name, fps)
-            rows.append({
-                "world": world, "placement": placement, "workload": label,
-                "graph_placement": ranks[0][placement]["graph"],
-                "epoch_s": median * scale, "timed_s": median,
-                "timed_batches": per[0]["timed_batches"],
-                "seeds_per_s": min(per[0]["timed_batches"] * bs, cfg["seeds"]) / median,
-                "edges_per_s": edges / median,
-                "identical_to_single": fps == ref,
-                "place_s": max(r[placement]["place_s"] for r in ranks),
-            })
+            rows.append(
+                {
+                    "world": world,
+                    "placement": placement,
+                    "workload": label,
+                    "graph_placement": ranks[0][placement]["graph"],
+                    "epoch_s": median * scale,
+                    "timed_s": median,
+                    "timed_batches": per[0]["timed_batches"],
+                    "seeds_per_s": min(per[0]["timed_batches"] * bs, cfg["seeds"]) / median,
+                    "edges_per_s": edges / median,
+                    "identical_to_single": fps == ref,
+                    "place_s": max(r[placement]["place_s"] for r in ranks),
+                }
+            )
 
 
 def efficiency(rows):
     for r in rows:
         if "error" in r:
             continue
-        base = [x for x in rows if "error" not in x and x["placement"] == r["placement"]
-                and x["workload"] == r["workload"]]
+        base = [
+            x
+            for x in rows
+            if "error" not in x
+            and x["placement"] == r["placement"]
+            and x["workload"] == r["workload"]
+        ]
         one = min(base, key=lambda x: x["world"])
-        r["scaling_efficiency"] = (r["seeds_per_s"] / one["seeds_per_s"]) * one["world"] \
-            / r["world"]
+        r["scaling_efficiency"] = (
+            (r["seeds_per_s"] / one["seeds_per_s"]) * one["world"] / r["world"]
+        )
 
 
 def plot(path, rows, title):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, len(WORKLOADS), figsize=(5.2 * len(WORKLOADS), 3.8),
-                             squeeze=False)
+
+    fig, axes = plt.subplots(1, len(WORKLOADS), figsize=(5.2 * len(WORKLOADS), 3.8), squeeze=False)
     for ax, label in zip(axes[0], WORKLOADS):
         for placement in PLACEMENTS:
-            mine = sorted((r for r in rows if r.get("workload") == label
-                           and r["placement"] == placement), key=lambda r: r["world"])
+            mine = sorted(
+                (r for r in rows if r.get("workload") == label and r["placement"] == placement),
+                key=lambda r: r["world"],
+            )
             if not mine:
                 continue
             xs, ys = [r["world"] for r in mine], [r["edges_per_s"] / 1e6 for r in mine]
             ax.plot(xs, ys, marker="o", label=placement)
             for r, x, y in zip(mine, xs, ys):
-                ax.annotate(f"{r['scaling_efficiency']:.0%}", (x, y), fontsize=7,
-                            textcoords="offset points", xytext=(4, 4))
+                ax.annotate(
+                    f"{r['scaling_efficiency']:.0%}",
+                    (x, y),
+                    fontsize=7,
+                    textcoords="offset points",
+                    xytext=(4, 4),
+                )
         ax.set_xticks(sorted({r["world"] for r in rows}))
         ax.set_xlabel("processes (GPUs)")
         ax.set_ylabel("M sampled edges / s" if "GraphSAGE" in label else "M walk steps / s")
@@ -259,9 +302,21 @@ def main(argv=None):
     available = torch.cuda.device_count() if cuda else os.cpu_count()
     worlds = args.world_sizes or ([1, 2, 4] if cuda else [1, 2])
     worlds = sorted(w for w in set(worlds) if w <= available) if cuda else sorted(set(worlds))
-    cfg = {k: getattr(args, k) for k in ("device", "placements", "num_nodes", "num_edges",
-                                         "seeds", "sage_batch", "walk_batch", "walk_length",
-                                         "max_batches", "repeats")}
+    cfg = {
+        k: getattr(args, k)
+        for k in (
+            "device",
+            "placements",
+            "num_nodes",
+            "num_edges",
+            "seeds",
+            "sage_batch",
+            "walk_batch",
+            "walk_length",
+            "max_batches",
+            "repeats",
+        )
+    }
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     name = torch.cuda.get_device_name(0) if cuda else f"{platform.machine()} CPU"
     print(f"device: {name}; world sizes {worlds}; placements {args.placements}", flush=True)
@@ -277,28 +332,40 @@ def main(argv=None):
     record = {
         **cfg,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "device": name, "torch": torch.__version__, "gsample": gs.__version__,
+        "device": name,
+        "torch": torch.__version__,
+        "gsample": gs.__version__,
         "commit": git_commit(ROOT),
-        "command": " ".join(["python", "benchmarks/multi_gpu.py"] +
-                            (sys.argv[1:] if argv is None else list(argv))),
+        "command": " ".join(
+            ["python", "benchmarks/multi_gpu.py"] + (sys.argv[1:] if argv is None else list(argv))
+        ),
         "graph": f"rmat({args.num_nodes}, {args.num_edges}, seed=0)",
-        "world_sizes": worlds, "spawn_s": spawn_s, "results": rows,
+        "world_sizes": worlds,
+        "spawn_s": spawn_s,
+        "results": rows,
         "total_s": time.perf_counter() - t0,
     }
     path = out / f"multi_gpu{'_quick' if args.quick else ''}_rmat_{args.device}.json"
     path.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {path}")
-    plot(path.with_suffix(".png"), rows, f"{args.num_nodes:,} nodes, {args.num_edges:,} edges, "
-         f"{args.seeds:,} seeds; {name}")
-    print(f"{'n':>2s} {'placement':12s} {'workload':24s} {'epoch s':>9s} {'M edges/s':>10s} "
-          f"{'seeds/s':>10s} {'eff.':>6s} same")
+    plot(
+        path.with_suffix(".png"),
+        rows,
+        f"{args.num_nodes:,} nodes, {args.num_edges:,} edges, {args.seeds:,} seeds; {name}",
+    )
+    print(
+        f"{'n':>2s} {'placement':12s} {'workload':24s} {'epoch s':>9s} {'M edges/s':>10s} "
+        f"{'seeds/s':>10s} {'eff.':>6s} same"
+    )
     for r in rows:
         if "error" in r:
             print(f"{r['world']:2d} {r['placement']:12s} error: {r['error'][:70]}")
             continue
-        print(f"{r['world']:2d} {r['placement']:12s} {r['workload']:24s} {r['epoch_s']:9.4f} "
-              f"{r['edges_per_s'] / 1e6:10.2f} {r['seeds_per_s']:10.0f} "
-              f"{r['scaling_efficiency']:6.0%} {r['identical_to_single']}")
+        print(
+            f"{r['world']:2d} {r['placement']:12s} {r['workload']:24s} {r['epoch_s']:9.4f} "
+            f"{r['edges_per_s'] / 1e6:10.2f} {r['seeds_per_s']:10.0f} "
+            f"{r['scaling_efficiency']:6.0%} {r['identical_to_single']}"
+        )
     print(f"total {record['total_s']:.0f} s")
     if not all(r.get("identical_to_single", True) for r in rows):
         raise SystemExit("some placement's samples differ from the single-process run's")

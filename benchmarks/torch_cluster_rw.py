@@ -30,6 +30,7 @@ only loads it. The operator registers itself (``torch::RegisterOperators`` in ``
 
     python benchmarks/torch_cluster_rw.py .whl/torch_cluster-1.6.3.tar.gz    # build, check, time
 """
+
 from __future__ import annotations
 
 import os
@@ -103,9 +104,13 @@ def _extract(tar: tarfile.TarFile, root: str, src: str):
     """The sdist's ``csrc`` into ``root/src/csrc``; written beside and renamed into place, so
     that processes building at the same time never see half a tree."""
     os.makedirs(root, exist_ok=True)
-    members = [m for m in tar.getmembers()
-               if m.name.count("/") >= 1 and m.name.split("/", 2)[1] == "csrc"
-               and (m.isfile() or m.isdir())]
+    members = [
+        m
+        for m in tar.getmembers()
+        if m.name.count("/") >= 1
+        and m.name.split("/", 2)[1] == "csrc"
+        and (m.isfile() or m.isdir())
+    ]
     if not members:
         raise ValueError(f"sdist: {tar.name} has no csrc/ folder")
     tmp = tempfile.mkdtemp(prefix="extract-", dir=root)
@@ -117,7 +122,7 @@ def _extract(tar: tarfile.TarFile, root: str, src: str):
         shutil.rmtree(src, ignore_errors=True)
         try:
             os.rename(staged, src)
-        except OSError:                      # another process put its copy there first
+        except OSError:  # another process put its copy there first
             if not os.path.isfile(os.path.join(src, SOURCES[0])):
                 raise
     finally:
@@ -129,12 +134,13 @@ def _build(src: str, root: str, verbose: bool):
     sources and flags in ``root/build-<cpu|cuda>``)."""
     from torch.utils.cpp_extension import CUDA_HOME
     from torch.utils.cpp_extension import load as load_extension
+
     cuda = torch.cuda.is_available() and CUDA_HOME is not None and torch.version.hip is None
     sources = [os.path.join(src, s) for s in SOURCES]
     cflags = ["-O2", "-Wno-sign-compare"]
     info = torch.__config__.parallel_info()
     if "backend: OpenMP" in info and "OpenMP not found" not in info and sys.platform != "darwin":
-        cflags += ["-DAT_PARALLEL_OPENMP", "-fopenmp"]     # as torch_cluster's setup.py does
+        cflags += ["-DAT_PARALLEL_OPENMP", "-fopenmp"]  # as torch_cluster's setup.py does
     env = {"MAX_JOBS": str(os.cpu_count() or 1)}
     if cuda:
         sources.append(os.path.join(src, CUDA_SOURCE))
@@ -145,14 +151,19 @@ def _build(src: str, root: str, verbose: bool):
     build = os.path.join(root, f"build-{kind}")
     os.makedirs(build, exist_ok=True)
     saved = {k: os.environ.get(k) for k in env}
-    for k, v in env.items():                           # the caller's settings win
+    for k, v in env.items():  # the caller's settings win
         os.environ.setdefault(k, v)
     try:
-        load_extension(name=f"gsample_torch_cluster_rw_{kind}", sources=sources,
-                       extra_cflags=cflags,
-                       extra_cuda_cflags=["-O2", "-DWITH_CUDA", "--expt-relaxed-constexpr"],
-                       extra_include_paths=[os.path.join(src, "csrc")], build_directory=build,
-                       is_python_module=False, verbose=verbose)
+        load_extension(
+            name=f"gsample_torch_cluster_rw_{kind}",
+            sources=sources,
+            extra_cflags=cflags,
+            extra_cuda_cflags=["-O2", "-DWITH_CUDA", "--expt-relaxed-constexpr"],
+            extra_include_paths=[os.path.join(src, "csrc")],
+            build_directory=build,
+            is_python_module=False,
+            verbose=verbose,
+        )
     finally:
         for k, v in saved.items():
             if v is None:
@@ -191,7 +202,7 @@ def _main(argv):
     print(f"torch_cluster {version}: random_walk ready in {time.perf_counter() - t:.1f} s")
     device = "cuda" if torch.cuda.is_available() else "cpu"
     n = 1000
-    rowptr = torch.arange(0, 2 * n + 1, 2, device=device)          # ring: i -> i - 1, i + 1
+    rowptr = torch.arange(0, 2 * n + 1, 2, device=device)  # ring: i -> i - 1, i + 1
     col = torch.stack([torch.arange(n) - 1, torch.arange(n) + 1], 1).remainder(n).flatten()
     check_walks(op, rowptr, col.to(device), torch.arange(n, device=device), 20)
     check_walks(op, rowptr, col.to(device), torch.arange(n, device=device), 20, 0.5, 2.0)

@@ -27,6 +27,7 @@ training split would be about 2,350 mini-batches an epoch, about 19,000 in all: 
 minutes on a GPU at ~10 ms a mini-batch (GraphSAGE's sampling alone took ~6 ms a batch of 512
 on an H200, ``results/epoch_time_rmat_cuda.json``).
 """
+
 import argparse
 import datetime
 import functools
@@ -37,7 +38,7 @@ import statistics
 import sys
 import time
 
-_T0 = time.perf_counter()          # progress lines count from here (imports of torch, PyG)
+_T0 = time.perf_counter()  # progress lines count from here (imports of torch, PyG)
 
 import torch
 
@@ -66,12 +67,19 @@ def parse(argv=None):
     p.add_argument("--fanouts", type=int, nargs="+", default=[10, 5])
     p.add_argument("--layers", type=int, nargs="+", default=[2048, 2048])
     p.add_argument("--batch-size", type=int, default=512)
-    p.add_argument("--train-nodes", type=int, default=None,
-                   help="seeds per epoch (default: the 60 %% training split)")
+    p.add_argument(
+        "--train-nodes",
+        type=int,
+        default=None,
+        help="seeds per epoch (default: the 60 %% training split)",
+    )
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--host-features", action="store_true",
-                   help="keep features and labels on the CPU (a GPU reads them through UVA)")
+    p.add_argument(
+        "--host-features",
+        action="store_true",
+        help="keep features and labels on the CPU (a GPU reads them through UVA)",
+    )
     p.add_argument("--feature-cache", type=int, default=0, help="bytes of GPU feature cache")
     p.add_argument("--super-batch", default=None, help="an int or 'auto'")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
@@ -81,63 +89,90 @@ def parse(argv=None):
 def main(argv=None):
     args = parse(argv)
     device = torch.device(args.device)
-    log(f"generating the graph: planted_partition({args.num_nodes} nodes, avg degree "
-        f"{args.avg_degree}, {args.features} features) on the CPU, then to {device}")
-    A, x, y = gs.datasets.planted_partition(args.num_nodes, avg_degree=args.avg_degree,
-                                            num_features=args.features, device=device)
+    log(
+        f"generating the graph: planted_partition({args.num_nodes} nodes, avg degree "
+        f"{args.avg_degree}, {args.features} features) on the CPU, then to {device}"
+    )
+    A, x, y = gs.datasets.planted_partition(
+        args.num_nodes, avg_degree=args.avg_degree, num_features=args.features, device=device
+    )
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     log(f"graph: {A.num_nodes} nodes, {A.num_edges} edges; features {tuple(x.shape)}")
     if args.host_features:
         x, y = x.cpu(), y.cpu()
     train_ids, _, _ = split(y)
-    train_ids = train_ids.to(device)[:args.train_nodes]
-    log(f"split: {train_ids.numel()} training seeds, "
-        f"{-(-train_ids.numel() // args.batch_size)} mini-batches of {args.batch_size}")
-    backend = "cuda" if device.type == "cuda" else "torch"      # the kernels on a GPU
+    train_ids = train_ids.to(device)[: args.train_nodes]
+    log(
+        f"split: {train_ids.numel()} training seeds, "
+        f"{-(-train_ids.numel() // args.batch_size)} mini-batches of {args.batch_size}"
+    )
+    backend = "cuda" if device.type == "cuda" else "torch"  # the kernels on a GPU
     if args.sampler == "ladies":
         A = normalize(A)
-        sampler = functools.partial(gs.compile(ladies, backend=backend),
-                                    layers=tuple(args.layers))
+        sampler = functools.partial(gs.compile(ladies, backend=backend), layers=tuple(args.layers))
         conv = "graph"
     else:
-        sampler = functools.partial(gs.compile(graphsage, backend=backend),
-                                    fanouts=tuple(args.fanouts))
+        sampler = functools.partial(
+            gs.compile(graphsage, backend=backend), fanouts=tuple(args.fanouts)
+        )
         conv = "sage"
-    super_batch = None if args.super_batch is None else \
-        (args.super_batch if args.super_batch == "auto" else int(args.super_batch))
+    super_batch = (
+        None
+        if args.super_batch is None
+        else (args.super_batch if args.super_batch == "auto" else int(args.super_batch))
+    )
     modes = {}
     for pipeline in (True, False):
         torch.manual_seed(0)
         model = Net(x.shape[1], args.hidden, int(y.max()) + 1, conv=conv).to(device)
-        loader = gs.DataLoader(A, sampler, train_ids, args.batch_size, seed=0, features=x,
-                               labels=y, feature_cache=args.feature_cache, pipeline=pipeline,
-                               super_batch=super_batch)
+        loader = gs.DataLoader(
+            A,
+            sampler,
+            train_ids,
+            args.batch_size,
+            seed=0,
+            features=x,
+            labels=y,
+            feature_cache=args.feature_cache,
+            pipeline=pipeline,
+            super_batch=super_batch,
+        )
         optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
         modes[pipeline] = {"model": model, "loader": loader, "optimizer": optimizer, "epochs": []}
-    log(f"models and loaders made ({args.sampler}, feature store "
-        f"{modes[True]['loader'].feature_store.mode})")
+    log(
+        f"models and loaders made ({args.sampler}, feature store "
+        f"{modes[True]['loader'].feature_store.mode})"
+    )
     first_loss = {}
-    for r in range(args.repeats + 1):              # epoch 0: warm-up (compiles, captures)
+    for r in range(args.repeats + 1):  # epoch 0: warm-up (compiles, captures)
         for pipeline, m in modes.items():
             name = "pipelined" if pipeline else "one stage at a time"
             log(f"{name}, epoch {r}{' (warm-up)' if r == 0 else ''}: started")
-            torch.manual_seed(r)                    # the same dropout masks in both modes
-            s = train_epoch(m["model"], m["loader"], m["optimizer"],
-                            log=lambda msg, name=name, r=r: log(f"{name}, epoch {r}: {msg}"),
-                            log_every=max(1, -(-len(m["loader"]) // 10)))
+            torch.manual_seed(r)  # the same dropout masks in both modes
+            s = train_epoch(
+                m["model"],
+                m["loader"],
+                m["optimizer"],
+                log=lambda msg, name=name, r=r: log(f"{name}, epoch {r}: {msg}"),
+                log_every=max(1, -(-len(m["loader"]) // 10)),
+            )
             if r == 0:
                 first_loss[pipeline] = s["loss"]
             else:
                 m["epochs"].append(s)
-            log(f"{name:>20}, epoch {r}: "
+            log(
+                f"{name:>20}, epoch {r}: "
                 f"{s['epoch']:.3f} s (sampling {s['sample']:.3f}, gathering "
-                f"{s['gather']:.3f}, training {s['train']:.3f}), loss {s['loss']:.4f}")
+                f"{s['gather']:.3f}, training {s['train']:.3f}), loss {s['loss']:.4f}"
+            )
     report = {}
     for pipeline, m in modes.items():
         name = "pipelined" if pipeline else "not pipelined"
-        med = {k: statistics.median(e[k] for e in m["epochs"])
-               for k in ("epoch", "sample", "gather", "train")}
+        med = {
+            k: statistics.median(e[k] for e in m["epochs"])
+            for k in ("epoch", "sample", "gather", "train")
+        }
         store = m["loader"].feature_store
         med["feature_mode"] = store.mode
         med["cache_hit_rate"] = store.hit_rate if store.cache is not None else None
@@ -145,20 +180,36 @@ def main(argv=None):
         med["epochs"] = [e["epoch"] for e in m["epochs"]]
         report[name] = med
     on, off = report["pipelined"]["epoch"], report["not pipelined"]["epoch"]
-    print(f"median epoch: pipelined {on:.3f} s, not pipelined {off:.3f} s ({off / on:.2f}x); "
-          f"first-epoch loss {first_loss[True]:.6f} / {first_loss[False]:.6f}; "
-          f"{len(modes[True]['loader'])} mini-batches per epoch", flush=True)
+    print(
+        f"median epoch: pipelined {on:.3f} s, not pipelined {off:.3f} s ({off / on:.2f}x); "
+        f"first-epoch loss {first_loss[True]:.6f} / {first_loss[False]:.6f}; "
+        f"{len(modes[True]['loader'])} mini-batches per epoch",
+        flush=True,
+    )
     if report["pipelined"]["cache_hit_rate"] is not None:
         print(f"feature cache hit rate: {report['pipelined']['cache_hit_rate']:.3f}", flush=True)
-    dev = torch.cuda.get_device_name(device) if device.type == "cuda" else \
-        f"{platform.machine()} CPU, {torch.get_num_threads()} threads"
+    dev = (
+        torch.cuda.get_device_name(device)
+        if device.type == "cuda"
+        else f"{platform.machine()} CPU, {torch.get_num_threads()} threads"
+    )
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"train_pipeline_{device.type}{'_uva' if args.host_features else ''}.json"
-    path.write_text(json.dumps({
-        "device": dev, "date": datetime.date.today().isoformat(), "command": " ".join(sys.argv),
-        "args": vars(args), "graph": {"nodes": A.num_nodes, "edges": A.num_edges},
-        "speedup": off / on, "results": report}, indent=1))
+    path.write_text(
+        json.dumps(
+            {
+                "device": dev,
+                "date": datetime.date.today().isoformat(),
+                "command": " ".join(sys.argv),
+                "args": vars(args),
+                "graph": {"nodes": A.num_nodes, "edges": A.num_edges},
+                "speedup": off / on,
+                "results": report,
+            },
+            indent=1,
+        )
+    )
     log(f"wrote {path}")
     return report
 

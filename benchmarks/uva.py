@@ -25,6 +25,7 @@ epoch times to ``--out``, and prints a table.
     python benchmarks/uva.py                  # products-sized; under 4 minutes on an H100
     python benchmarks/uva.py --quick          # 200k nodes, 4M edges
 """
+
 import argparse
 import datetime
 import functools
@@ -41,14 +42,19 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
 
-import gsample as gs  # noqa: E402
-from gsample.bench.report import git_commit  # noqa: E402
-from gsample.formats.placement import graph_bytes  # noqa: E402
-from graphsage import graphsage  # noqa: E402
+from graphsage import graphsage
+
+import gsample as gs
+from gsample.bench.report import git_commit
+from gsample.formats.placement import graph_bytes
 
 #: gSampler's published UVA figure: seconds per 196,608 seeds (A100, papers100M, [20, 15, 10])
-PUBLISHED = {"system": "gSampler (UVA), A100", "graph": "ogbn-papers100M",
-             "sampler": "GraphSAGE [20, 15, 10]", "epoch_s": 0.94}
+PUBLISHED = {
+    "system": "gSampler (UVA), A100",
+    "graph": "ogbn-papers100M",
+    "sampler": "GraphSAGE [20, 15, 10]",
+    "epoch_s": 0.94,
+}
 
 
 def parser():
@@ -58,13 +64,27 @@ def parser():
     p.add_argument("--seeds", type=int, default=196_608)
     p.add_argument("--batch-size", type=int, default=512)
     p.add_argument("--fanouts", type=int, nargs="+", default=[25, 10])
-    p.add_argument("--super-batch", type=int, nargs="*", default=[64],
-                   help="super-batch sizes to time besides one mini-batch at a time")
-    p.add_argument("--cache-mb", type=int, nargs="*", default=[256, 1024],
-                   help="GPU cache budgets (MiB) of the UVA graph to time besides none")
-    p.add_argument("--presample-batches", type=int, default=64,
-                   help="mini-batches of other seeds whose column reads set a presampled "
-                        "cache's priority (0: no presampled caches)")
+    p.add_argument(
+        "--super-batch",
+        type=int,
+        nargs="*",
+        default=[64],
+        help="super-batch sizes to time besides one mini-batch at a time",
+    )
+    p.add_argument(
+        "--cache-mb",
+        type=int,
+        nargs="*",
+        default=[256, 1024],
+        help="GPU cache budgets (MiB) of the UVA graph to time besides none",
+    )
+    p.add_argument(
+        "--presample-batches",
+        type=int,
+        default=64,
+        help="mini-batches of other seeds whose column reads set a presampled "
+        "cache's priority (0: no presampled caches)",
+    )
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--check-batches", type=int, default=8)
     p.add_argument("--quick", action="store_true", help="a small graph (200k nodes, 4M edges)")
@@ -105,12 +125,16 @@ def epoch_time(load):
 
 
 def measure(load, repeats):
-    epoch_time(load)                                # warm-up: compiles, captures, caches
+    epoch_time(load)  # warm-up: compiles, captures, caches
     runs = [epoch_time(load) for _ in range(repeats)]
     times = [t for t, _ in runs]
-    return {"epoch_s": statistics.median(times), "epoch_s_all": times,
-            "spread_s": max(times) - min(times), "sampled_edges": runs[-1][1],
-            "edges_per_s": runs[-1][1] / statistics.median(times)}
+    return {
+        "epoch_s": statistics.median(times),
+        "epoch_s_all": times,
+        "spread_s": max(times) - min(times),
+        "sampled_edges": runs[-1][1],
+        "edges_per_s": runs[-1][1] / statistics.median(times),
+    }
 
 
 def presample(A, sampler, seeds, bs):
@@ -141,6 +165,7 @@ def versions() -> dict:
     out = {"torch": torch.__version__, "gsample": gs.__version__}
     try:
         import cupy
+
         out["cupy"] = cupy.__version__
     except ImportError:
         pass
@@ -150,8 +175,10 @@ def versions() -> dict:
 
 def plot(path, rows, title):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     modes = list(dict.fromkeys(r["mode"] for r in rows))
     placements = list(dict.fromkeys(r["placement"] for r in rows))
     fig, ax = plt.subplots(figsize=(1.8 + 2.2 * len(modes), 3.8))
@@ -159,11 +186,17 @@ def plot(path, rows, title):
     labels = {"device": "graph on the device", "uva": "graph in host memory (UVA)"}
     colors = ("#3a7bd5", "#e07b39", "#e0b139", "#8bc34a", "#9c27b0")
     for j, placement in enumerate(placements):
-        vals = [next((r["epoch_s"] for r in rows
-                      if r["mode"] == m and r["placement"] == placement), 0) for m in modes]
-        bars = ax.bar([i + (j - (len(placements) - 1) / 2) * width for i in range(len(modes))],
-                      vals, width, label=labels.get(placement, placement),
-                      color=colors[j % len(colors)])
+        vals = [
+            next((r["epoch_s"] for r in rows if r["mode"] == m and r["placement"] == placement), 0)
+            for m in modes
+        ]
+        bars = ax.bar(
+            [i + (j - (len(placements) - 1) / 2) * width for i in range(len(modes))],
+            vals,
+            width,
+            label=labels.get(placement, placement),
+            color=colors[j % len(colors)],
+        )
         ax.bar_label(bars, fmt="%.3g", fontsize=7)
     ax.set_xticks(range(len(modes)), modes, fontsize=8)
     ax.set_yscale("log")
@@ -181,8 +214,9 @@ def main(argv=None):
     if args.quick:
         args.num_nodes, args.num_edges, args.seeds = 200_000, 4_000_000, 32_768
     if not torch.cuda.is_available():
-        raise SystemExit("benchmarks/uva.py: needs a CUDA GPU (UVA reads pinned host memory "
-                         "from one)")
+        raise SystemExit(
+            "benchmarks/uva.py: needs a CUDA GPU (UVA reads pinned host memory from one)"
+        )
     t0 = time.perf_counter()
     device = torch.device("cuda", torch.cuda.current_device())
     name = torch.cuda.get_device_name(device)
@@ -192,22 +226,26 @@ def main(argv=None):
     sync()
     gen_s = time.perf_counter() - start
     nbytes = graph_bytes(A.csc)
-    print(f"graph: {A.num_nodes:,} nodes, {A.num_edges:,} edges, {nbytes / 1e9:.2f} GB, "
-          f"generated in {gen_s:.1f} s")
+    print(
+        f"graph: {A.num_nodes:,} nodes, {A.num_edges:,} edges, {nbytes / 1e9:.2f} GB, "
+        f"generated in {gen_s:.1f} s"
+    )
     start = time.perf_counter()
     before = torch.cuda.memory_allocated(device)
-    H = A.to(device, placement="auto", budget=nbytes)     # a GPU the graph does not fit
+    H = A.to(device, placement="auto", budget=nbytes)  # a GPU the graph does not fit
     sync()
     uva_place_s = time.perf_counter() - start
     uva_device_bytes = torch.cuda.memory_allocated(device) - before
     assert H.placement == "uva", H.placement
-    print(f"placed in pinned host memory in {uva_place_s:.1f} s; device memory it takes: "
-          f"{uva_device_bytes / 1e6:.1f} MB")
+    print(
+        f"placed in pinned host memory in {uva_place_s:.1f} s; device memory it takes: "
+        f"{uva_device_bytes / 1e6:.1f} MB"
+    )
     perm = torch.randperm(A.num_nodes, generator=torch.Generator().manual_seed(0))
-    seeds = perm[:args.seeds].to(device)
+    seeds = perm[: args.seeds].to(device)
     fanouts = tuple(args.fanouts)
     fn = functools.partial(gs.compile(graphsage, backend="cuda"), fanouts=fanouts)
-    others = perm[args.seeds:args.seeds + args.presample_batches * args.batch_size].to(device)
+    others = perm[args.seeds : args.seeds + args.presample_batches * args.batch_size].to(device)
     policies = [("", None)]
     if others.numel():
         policies.append((" presampled", presample(A, fn, others, args.batch_size)))
@@ -218,25 +256,32 @@ def main(argv=None):
             G = A.to(device, placement="uva", cache=mb << 20, cache_priority=priority)
             sync()
             c = G.cache
-            print(f"UVA with a {mb} MiB{label} cache: {c.columns:,} columns, {c.edges:,} edges "
-                  f"({c.edges / A.num_edges:.1%}), {c.nbytes / 1e6:.1f} MB, built in "
-                  f"{time.perf_counter() - start:.1f} s")
+            print(
+                f"UVA with a {mb} MiB{label} cache: {c.columns:,} columns, {c.edges:,} edges "
+                f"({c.edges / A.num_edges:.1%}), {c.nbytes / 1e6:.1f} MB, built in "
+                f"{time.perf_counter() - start:.1f} s"
+            )
             graphs.append((f"uva, {mb} MiB{label} cache", G))
     reads = {"device": random_reads(A.csc.rows), "uva": random_reads(H.csc.rows)}
     for k, v in reads.items():
-        print(f"random int64 reads, {k}: {v['reads_per_s'] / 1e9:.3f} G/s "
-              f"({v['GB_per_s']:.1f} GB/s of words)")
+        print(
+            f"random int64 reads, {k}: {v['reads_per_s'] / 1e9:.3f} G/s "
+            f"({v['GB_per_s']:.1f} GB/s of words)"
+        )
     modes = [("one at a time", None)] + [(f"super-batched {n}", n) for n in args.super_batch]
     checks, rows = {}, []
-    check_seeds = seeds[:args.batch_size * args.check_batches]
+    check_seeds = seeds[: args.batch_size * args.check_batches]
     for mode, sb in modes:
-        outs = [[b.out for b in loader(G, fn, check_seeds, args.batch_size, sb)]
-                for _, G in graphs]
-        same = all(len(o) == len(outs[0]) and all(blocks_equal(x, y) for x, y in zip(o, outs[0]))
-                   for o in outs[1:])
+        outs = [[b.out for b in loader(G, fn, check_seeds, args.batch_size, sb)] for _, G in graphs]
+        same = all(
+            len(o) == len(outs[0]) and all(blocks_equal(x, y) for x, y in zip(o, outs[0]))
+            for o in outs[1:]
+        )
         checks[mode] = same
-        print(f"  {mode}: UVA samples (each cache) identical to the device graph's: {same}",
-              flush=True)
+        print(
+            f"  {mode}: UVA samples (each cache) identical to the device graph's: {same}",
+            flush=True,
+        )
         for placement, G in graphs:
             if G.cache is not None:
                 G.cache.reset()
@@ -245,26 +290,42 @@ def main(argv=None):
                 r["cache"] = G.cache.stats()
             rows.append({"placement": placement, "mode": mode, "super_batch": sb, **r})
             hit = f", hit rate {r['cache']['hit_rate']:.3f}" if "cache" in r else ""
-            print(f"  {placement:30s} {mode:18s} epoch {r['epoch_s']:.4f} s "
-                  f"(spread {r['spread_s']:.4f}), {r['edges_per_s'] / 1e6:.1f} M edges/s{hit}",
-                  flush=True)
+            print(
+                f"  {placement:30s} {mode:18s} epoch {r['epoch_s']:.4f} s "
+                f"(spread {r['spread_s']:.4f}), {r['edges_per_s'] / 1e6:.1f} M edges/s{hit}",
+                flush=True,
+            )
     for r in rows:
         dev = next(x for x in rows if x["mode"] == r["mode"] and x["placement"] == "device")
         r["x_device"] = r["epoch_s"] / dev["epoch_s"]
     record = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "device": name, "host": platform.node(), "versions": versions(),
-        "command": " ".join(["python", "benchmarks/uva.py"] + (sys.argv[1:] if argv is None
-                                                                else list(argv))),
+        "device": name,
+        "host": platform.node(),
+        "versions": versions(),
+        "command": " ".join(
+            ["python", "benchmarks/uva.py"] + (sys.argv[1:] if argv is None else list(argv))
+        ),
         "graph": f"rmat({args.num_nodes}, {args.num_edges}, seed=0)",
-        "num_nodes": A.num_nodes, "num_edges": A.num_edges, "graph_bytes": nbytes,
-        "seeds": args.seeds, "batch_size": args.batch_size, "fanouts": list(fanouts),
+        "num_nodes": A.num_nodes,
+        "num_edges": A.num_edges,
+        "graph_bytes": nbytes,
+        "seeds": args.seeds,
+        "batch_size": args.batch_size,
+        "fanouts": list(fanouts),
         "presample_batches": args.presample_batches,
-        "generate_s": gen_s, "uva_place_s": uva_place_s,
-        "uva_device_bytes": uva_device_bytes, "random_reads": reads,
-        "caches": {p: {k: v for k, v in G.cache.stats().items()
-                       if k in ("bytes", "columns", "edges")} for p, G in graphs if G.cache},
-        "identical_samples": checks, "results": rows, "published": PUBLISHED,
+        "generate_s": gen_s,
+        "uva_place_s": uva_place_s,
+        "uva_device_bytes": uva_device_bytes,
+        "random_reads": reads,
+        "caches": {
+            p: {k: v for k, v in G.cache.stats().items() if k in ("bytes", "columns", "edges")}
+            for p, G in graphs
+            if G.cache
+        },
+        "identical_samples": checks,
+        "results": rows,
+        "published": PUBLISHED,
         "total_s": time.perf_counter() - t0,
     }
     out = pathlib.Path(args.out)
@@ -272,16 +333,26 @@ def main(argv=None):
     path = out / f"uva{'_quick' if args.quick else ''}_rmat_cuda.json"
     path.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {path}")
-    plot(path.with_suffix(".png"), rows, f"GraphSAGE {list(fanouts)}, {A.num_nodes:,} nodes, "
-         f"{A.num_edges:,} edges, {args.seeds:,} seeds; {name}")
-    print(f"{'placement':30s} {'mode':18s} {'epoch s':>9s} {'spread':>8s} {'M edges/s':>10s} "
-          f"{'x device':>9s} {'hit rate':>9s}")
+    plot(
+        path.with_suffix(".png"),
+        rows,
+        f"GraphSAGE {list(fanouts)}, {A.num_nodes:,} nodes, "
+        f"{A.num_edges:,} edges, {args.seeds:,} seeds; {name}",
+    )
+    print(
+        f"{'placement':30s} {'mode':18s} {'epoch s':>9s} {'spread':>8s} {'M edges/s':>10s} "
+        f"{'x device':>9s} {'hit rate':>9s}"
+    )
     for r in rows:
         hit = f"{r['cache']['hit_rate']:9.3f}" if "cache" in r else f"{'-':>9s}"
-        print(f"{r['placement']:30s} {r['mode']:18s} {r['epoch_s']:9.4f} {r['spread_s']:8.4f} "
-              f"{r['edges_per_s'] / 1e6:10.1f} {r['x_device']:9.2f} {hit}")
-    print(f"published: {PUBLISHED['system']}, {PUBLISHED['graph']}, {PUBLISHED['sampler']}: "
-          f"{PUBLISHED['epoch_s']} s per 196k seeds")
+        print(
+            f"{r['placement']:30s} {r['mode']:18s} {r['epoch_s']:9.4f} {r['spread_s']:8.4f} "
+            f"{r['edges_per_s'] / 1e6:10.1f} {r['x_device']:9.2f} {hit}"
+        )
+    print(
+        f"published: {PUBLISHED['system']}, {PUBLISHED['graph']}, {PUBLISHED['sampler']}: "
+        f"{PUBLISHED['epoch_s']} s per 196k seeds"
+    )
     print(f"total {record['total_s']:.0f} s")
     if not all(checks.values()):
         raise SystemExit("UVA samples differ from the device graph's")

@@ -25,12 +25,13 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/asgcn.py                           # an R-MAT graph, random features
     python examples/asgcn.py --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 
 import torch
+from common import graph_parser, load_graph, run_batches
 
 import gsample as gs
-from common import graph_parser, load_graph, run_batches
 
 
 def asgcn(A, seeds, X, W, layers=(512, 512)):
@@ -60,21 +61,21 @@ def asgcn(A, seeds, X, W, layers=(512, 512)):
     """
     blocks = []
     for k in layers:
-        sub = A[:, seeds].compact()                         # rows: the frontier's in-neighbours
-        rows = sub.row_ids                                  # (R,), ascending
-        p = (sub ** 2).sum(axis=1).sqrt()                   # (R,)
-        h_u = X[rows] @ W[:, 0]                             # (R,)
-        h_v = X[seeds] @ W[:, 1]                            # (C,)
+        sub = A[:, seeds].compact()  # rows: the frontier's in-neighbours
+        rows = sub.row_ids  # (R,), ascending
+        p = (sub**2).sum(axis=1).sqrt()  # (R,)
+        h_u = X[rows] @ W[:, 0]  # (R,)
+        h_v = X[seeds] @ W[:, 1]  # (C,)
         att = (torch.relu(h_u + h_v.sum()) + 1) / k
         q = p * att * (torch.relu(h_u) + 1)
         q = q / q.sum().clamp(min=1e-30)
-        s = sub.collective_sample(k, node_probs=q)          # rows: the chosen ones
-        at = torch.searchsorted(rows, s.row_ids)            # their positions in ``rows``
-        w = gs.sddmm(s, h_u[at], h_v, "add")                # edge (u, v): h_u + h_v
-        n = torch.ones_like(q[at]).sum()                    # rows drawn (a 0-dim tensor)
+        s = sub.collective_sample(k, node_probs=q)  # rows: the chosen ones
+        at = torch.searchsorted(rows, s.row_ids)  # their positions in ``rows``
+        w = gs.sddmm(s, h_u[at], h_v, "add")  # edge (u, v): h_u + h_v
+        n = torch.ones_like(q[at]).sum()  # rows drawn (a 0-dim tensor)
         s = (w * 0.0 + (torch.relu(w.values) + 1) / n).div(q[at], axis=1)
         blocks.append(s)
-        seeds = s.all_nodes()                               # frontier first, then new rows
+        seeds = s.all_nodes()  # frontier first, then new rows
     return blocks
 
 
@@ -89,8 +90,10 @@ def random_inputs(num_nodes, num_features=32, seed=0):
     """
     g = torch.Generator().manual_seed(seed)
     bound = (6.0 / (num_features + 2)) ** 0.5
-    return {"X": torch.randn(num_nodes, num_features, generator=g),
-            "W": (torch.rand(num_features, 2, generator=g) * 2 - 1) * bound}
+    return {
+        "X": torch.randn(num_nodes, num_features, generator=g),
+        "W": (torch.rand(num_features, 2, generator=g) * 2 - 1) * bound,
+    }
 
 
 def main(argv=None):
@@ -99,8 +102,9 @@ def main(argv=None):
     p.add_argument("--num-features", type=int, default=32)
     args = p.parse_args(argv)
     A = load_graph(args)
-    sampler = functools.partial(asgcn, layers=args.layers,
-                                **random_inputs(A.num_nodes, args.num_features))
+    sampler = functools.partial(
+        asgcn, layers=args.layers, **random_inputs(A.num_nodes, args.num_features)
+    )
     run_batches("asgcn", A, sampler, args)
 
 

@@ -11,6 +11,7 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/biased_deepwalk.py                 # a weighted R-MAT graph, length 100
     python examples/biased_deepwalk.py --bias degree --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 
 import torch
@@ -47,9 +48,9 @@ def biased_deepwalk(A, seeds, length=100, bias="weight"):
     if bias == "weight":
         probs = A.values
     elif bias == "degree":
-        ones = A ** 0                                       # 1.0 on every edge
-        degree = ones.sum(axis=0) + ones.sum(axis=1)        # in + out degree, per node
-        probs = ones.mul(degree, axis=1)                    # edge i -> j weighs deg(i)
+        ones = A**0  # 1.0 on every edge
+        degree = ones.sum(axis=0) + ones.sum(axis=1)  # in + out degree, per node
+        probs = ones.mul(degree, axis=1)  # edge i -> j weighs deg(i)
     else:
         raise ValueError(f"bias: must be 'weight' or 'degree', got {bias!r}")
     return A.random_walk(seeds, length, probs=probs)

@@ -22,6 +22,7 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/cluster_gcn.py                     # an R-MAT graph, 1500 random parts
     python examples/cluster_gcn.py --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 
 import torch
@@ -71,11 +72,14 @@ def main(argv=None):
     A = load_graph(args)
     parts = random_partition(A.num_nodes, args.parts)
     gs.manual_seed(0)
-    loader = gs.DataLoader(A, functools.partial(cluster_gcn, parts=parts),
-                           torch.arange(args.parts), args.batch_size)
+    loader = gs.DataLoader(
+        A, functools.partial(cluster_gcn, parts=parts), torch.arange(args.parts), args.batch_size
+    )
     elapsed, edges = epoch(loader)
-    print(f"cluster_gcn: {len(loader)} batches of {args.batch_size} parts, "
-          f"{edges} sampled edges, {edges / elapsed:,.0f} sampled edges/s")
+    print(
+        f"cluster_gcn: {len(loader)} batches of {args.batch_size} parts, "
+        f"{edges} sampled edges, {edges / elapsed:,.0f} sampled edges/s"
+    )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ Not needed to use a sampler: each example's sampler function is self-contained. 
 scripts in ``examples/`` import this file as ``common`` (their folder is on ``sys.path``
 when they run as scripts; ``examples/demo.py`` and ``benchmarks/`` rely on the same).
 """
+
 import argparse
 import time
 
@@ -61,8 +62,10 @@ def run_batches(name, A, sampler, args):
     seeds = seed_nodes(A.num_nodes, args.batch_size * args.batches)
     loader = gs.DataLoader(A, sampler, seeds, args.batch_size)
     elapsed, edges = epoch(loader)
-    print(f"{name}: {len(loader)} batches of {args.batch_size} seeds, "
-          f"{edges} sampled edges, {edges / elapsed:,.0f} sampled edges/s")
+    print(
+        f"{name}: {len(loader)} batches of {args.batch_size} seeds, "
+        f"{edges} sampled edges, {edges / elapsed:,.0f} sampled edges/s"
+    )
 
 
 def walk_parser(description, *, length=80, batch_size=1024, batches=10):
@@ -91,5 +94,7 @@ def run_walks(name, A, sampler, args):
     if A.device.type == "cuda":
         torch.cuda.synchronize()
     elapsed = time.perf_counter() - start
-    print(f"{name}: {len(loader)} batches of {args.batch_size} walks, {steps} steps, "
-          f"{steps / elapsed:,.0f} steps/s")
+    print(
+        f"{name}: {len(loader)} batches of {args.batch_size} walks, {steps} steps, "
+        f"{steps / elapsed:,.0f} steps/s"
+    )

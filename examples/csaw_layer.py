@@ -16,6 +16,7 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/csaw_layer.py                      # an R-MAT graph
     python examples/csaw_layer.py --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 
 from common import graph_parser, load_graph, run_batches
@@ -45,9 +46,9 @@ def csaw_layer(A, seeds, layers=(2000, 2000)):
     """
     blocks = []
     for k in layers:
-        s = A[:, seeds].collective_sample(k)     # k rows, uniform among rows with edges
+        s = A[:, seeds].collective_sample(k)  # k rows, uniform among rows with edges
         blocks.append(s)
-        seeds = s.all_nodes()                    # frontier first, then the chosen rows
+        seeds = s.all_nodes()  # frontier first, then the chosen rows
     return blocks
 
 

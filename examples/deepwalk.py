@@ -9,6 +9,7 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/deepwalk.py                        # an R-MAT graph, length 80
     python examples/deepwalk.py --snap ../shared/data/web-NotreDame.txt.gz --device cuda
 """
+
 import functools
 
 from common import load_graph, run_walks, walk_parser
@@ -41,8 +42,7 @@ def deepwalk(A, seeds, length=80):
 
 def main(argv=None):
     args = walk_parser(__doc__).parse_args(argv)
-    run_walks("deepwalk", load_graph(args), functools.partial(deepwalk, length=args.length),
-              args)
+    run_walks("deepwalk", load_graph(args), functools.partial(deepwalk, length=args.length), args)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ class centroid), and an excerpt of ``gs.explain`` of the sampler. Run from the r
     python examples/demo.py                     # on the CPU, under a minute on 2 cores
     python examples/demo.py --device cuda --num-nodes 2000000
 """
+
 import argparse
 import functools
 import re
@@ -61,28 +62,46 @@ def main(argv=None):
     args = p.parse_args(argv)
 
     start = time.perf_counter()
-    A, x, y = gs.datasets.planted_partition(args.num_nodes, args.num_classes, seed=args.seed,
-                                            device=args.device)
-    print(f"graph: planted partition, {A.num_nodes:,} nodes, {A.num_edges:,} edges, "
-          f"{args.num_classes} classes, {x.shape[1]} features, on {A.device} "
-          f"({time.perf_counter() - start:.1f} s to generate)")
+    A, x, y = gs.datasets.planted_partition(
+        args.num_nodes, args.num_classes, seed=args.seed, device=args.device
+    )
+    print(
+        f"graph: planted partition, {A.num_nodes:,} nodes, {A.num_edges:,} edges, "
+        f"{args.num_classes} classes, {x.shape[1]} features, on {A.device} "
+        f"({time.perf_counter() - start:.1f} s to generate)"
+    )
     fanouts = tuple(args.fanouts)
     sampler = gs.compile(graphsage)
-    print(f"training a 2-layer GraphSAGE (SAGEConv, hidden 64) on GraphSAGE {list(fanouts)} "
-          f"mini-batches of {args.batch_size}, pipeline {'on' if args.pipeline else 'off'}:")
-    result = run(A, x, y, functools.partial(sampler, fanouts=fanouts), epochs=args.epochs,
-                 full_epochs=args.full_epochs, batch_size=args.batch_size,
-                 pipeline=args.pipeline, seed=args.seed)
+    print(
+        f"training a 2-layer GraphSAGE (SAGEConv, hidden 64) on GraphSAGE {list(fanouts)} "
+        f"mini-batches of {args.batch_size}, pipeline {'on' if args.pipeline else 'off'}:"
+    )
+    result = run(
+        A,
+        x,
+        y,
+        functools.partial(sampler, fanouts=fanouts),
+        epochs=args.epochs,
+        full_epochs=args.full_epochs,
+        batch_size=args.batch_size,
+        pipeline=args.pipeline,
+        seed=args.seed,
+    )
     train_ids, _, test_ids = split(y, seed=args.seed)
     loader = result["loader"]
     result["features_alone"] = centroid_accuracy(x, y, train_ids, test_ids)
-    print(f"test accuracy: sampled GraphSAGE {result['sampled']:.3f}, full-batch PyG "
-          f"{result['full']:.3f}, features alone (nearest centroid) "
-          f"{result['features_alone']:.3f}")
-    print(f"mini-batches per epoch: {len(loader)}; epoch times "
-          + ", ".join(f"{s['epoch']:.2f}" for s in result["epochs"]) + " s")
+    print(
+        f"test accuracy: sampled GraphSAGE {result['sampled']:.3f}, full-batch PyG "
+        f"{result['full']:.3f}, features alone (nearest centroid) "
+        f"{result['features_alone']:.3f}"
+    )
+    print(
+        f"mini-batches per epoch: {len(loader)}; epoch times "
+        + ", ".join(f"{s['epoch']:.2f}" for s in result["epochs"])
+        + " s"
+    )
     print("\nthe sampler, compiled (excerpt of gs.explain(sampler, A, seeds, fanouts=...)):")
-    print(explain_excerpt(sampler, A, train_ids[:args.batch_size].to(A.device), fanouts))
+    print(explain_excerpt(sampler, A, train_ids[: args.batch_size].to(A.device), fanouts))
     return result
 
 

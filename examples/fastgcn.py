@@ -10,6 +10,7 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/fastgcn.py                         # an R-MAT graph
     python examples/fastgcn.py --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 
 from common import graph_parser, load_graph, run_batches
@@ -39,16 +40,16 @@ def fastgcn(A, seeds, layers=(2000, 2000), degree=None):
         ``blocks[l].all_nodes()``.
     """
     if degree is None:
-        degree = A.sum(axis=1)                           # (N,): one value per row
-    p = degree / degree.sum().clamp(min=1e-30)           # probabilities (0 / 0 guarded)
+        degree = A.sum(axis=1)  # (N,): one value per row
+    p = degree / degree.sum().clamp(min=1e-30)  # probabilities (0 / 0 guarded)
     blocks = []
     for k in layers:
-        sub = A[:, seeds]                                # row space: all N nodes
-        s = sub.collective_sample(k, node_probs=p)       # row space: the k chosen rows
-        s = s.div(p[s.row_ids], axis=1)                  # importance weight 1 / p(row)
-        s = s.div(s.sum(axis=0), axis=0)                 # columns sum to 1
+        sub = A[:, seeds]  # row space: all N nodes
+        s = sub.collective_sample(k, node_probs=p)  # row space: the k chosen rows
+        s = s.div(p[s.row_ids], axis=1)  # importance weight 1 / p(row)
+        s = s.div(s.sum(axis=0), axis=0)  # columns sum to 1
         blocks.append(s)
-        seeds = s.all_nodes()                            # frontier first, then new rows
+        seeds = s.all_nodes()  # frontier first, then new rows
     return blocks
 
 

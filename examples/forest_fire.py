@@ -26,13 +26,14 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/forest_fire.py                     # an R-MAT graph
     python examples/forest_fire.py --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 import time
 
 import torch
+from common import graph_parser, load_graph, seed_nodes
 
 import gsample as gs
-from common import graph_parser, load_graph, seed_nodes
 
 
 def _candidates(sub, burned):
@@ -87,22 +88,22 @@ def forest_fire(A, seeds, p=0.7, depth=2):
     blocks = []
     for _ in range(depth):
         # 1. how many in-neighbours each frontier node sets on fire
-        count = A.random_count(frontier, "geometric", p=p)           # x, (F,)
+        count = A.random_count(frontier, "geometric", p=p)  # x, (F,)
         # 2. the unburned in-neighbours; keep the nodes that burn something
         sub = A[:, frontier]
-        unburned = (sub ** 0 * _candidates(sub, burned)).sum(axis=0)   # per frontier node
-        fire = torch.logical_and(count > 0, unburned > 0)     # (`&` would block super_batch)
+        unburned = (sub**0 * _candidates(sub, burned)).sum(axis=0)  # per frontier node
+        fire = torch.logical_and(count > 0, unburned > 0)  # (`&` would block super_batch)
         sub, count = sub[:, frontier[fire]], count[fire]
         # 3. a uniformly random order of each node's unburned in-neighbours: the first
         # `count` of it burn
         rows, cols, _ = sub.edges()
         ok = _candidates(sub, burned) > 0
-        order = torch.where(ok, A.random_uniform(rows), 2.0)         # the others last
-        limit = (sub ** 0).mul(count.to(torch.float32), axis=0).values   # count per edge
+        order = torch.where(ok, A.random_uniform(rows), 2.0)  # the others last
+        limit = (sub**0).mul(count.to(torch.float32), axis=0).values  # count per edge
         burns = torch.logical_and(ok, _rank_in_column(cols, order) < limit)
         s = sub.filter_edges(burns)
         blocks.append(s)
-        frontier = s.row()                                        # newly burned, unique
+        frontier = s.row()  # newly burned, unique
         burned = torch.cat([burned, frontier])
     return blocks, burned
 
@@ -113,9 +114,9 @@ def _rank_in_column(cols, key):
     by_key = torch.argsort(key, stable=True)
     order = by_key[torch.argsort(cols[by_key], stable=True)]
     sorted_cols = cols[order]
-    first = torch.searchsorted(sorted_cols, sorted_cols)         # where each column starts
-    rank = torch.arange(order.numel(), device=cols.device) - first   # in sorted order
-    return rank[torch.argsort(order)]                            # (no in-place write)
+    first = torch.searchsorted(sorted_cols, sorted_cols)  # where each column starts
+    rank = torch.arange(order.numel(), device=cols.device) - first  # in sorted order
+    return rank[torch.argsort(order)]  # (no in-place write)
 
 
 def main(argv=None):
@@ -134,8 +135,10 @@ def main(argv=None):
         edges += sum(b.num_edges for b in blocks)
         nodes += burned.numel()
     elapsed = time.perf_counter() - start
-    print(f"forest_fire: {len(loader)} batches of {args.batch_size} seeds, {nodes} burned nodes, "
-          f"{edges} burned edges, {edges / elapsed:,.0f} edges/s")
+    print(
+        f"forest_fire: {len(loader)} batches of {args.batch_size} seeds, {nodes} burned nodes, "
+        f"{edges} burned edges, {edges / elapsed:,.0f} edges/s"
+    )
 
 
 if __name__ == "__main__":

@@ -33,12 +33,13 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/gcn_bs.py                          # an R-MAT graph
     python examples/gcn_bs.py --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 
 import torch
+from common import graph_parser, load_graph, seed_nodes
 
 import gsample as gs
-from common import graph_parser, load_graph, seed_nodes
 
 
 def gcn_bs(A, seeds, bias, fanouts=(10, 10), eta=0.4):
@@ -71,12 +72,12 @@ def gcn_bs(A, seeds, bias, fanouts=(10, 10), eta=0.4):
     blocks = []
     for k in fanouts:
         sub = A[:, seeds]
-        ones = sub ** 0                                    # 1 on every edge
-        w = ones * bias[sub.edges()[2]]                    # w_vu on the frontier's edges
+        ones = sub**0  # 1 on every edge
+        w = ones * bias[sub.edges()[2]]  # w_vu on the frontier's edges
         q = (1 - eta) * w.div(w.sum(axis=0), axis=0) + ones.div(ones.sum(axis=0), axis=0) * eta
-        s = q.individual_sample(k, probs=q, replace=True)   # values: q of the drawn edges
+        s = q.individual_sample(k, probs=q, replace=True)  # values: q of the drawn edges
         blocks.append(s)
-        seeds = s.all_nodes()                              # frontier first, then new
+        seeds = s.all_nodes()  # frontier first, then new
     return blocks
 
 
@@ -107,19 +108,19 @@ def bandit_update(bias, A, blocks, h, fanouts=(10, 10), delta=1e-3):
     bounded reward removes).
     """
     alpha = A.values
-    if alpha is not None:                            # alpha by original edge id
+    if alpha is not None:  # alpha by original edge id
         alpha = alpha[torch.argsort(A.edges()[2])].double()
-    degree = (A ** 0).sum(axis=0)                    # n(u)
+    degree = (A**0).sum(axis=0)  # n(u)
     norm2 = (h.double() ** 2).sum(1)
     for s, k in zip(blocks, fanouts):
         src, dst, eid = s.edges()
         q = s.values.double()
         a = 1.0 if alpha is None else alpha[eid]
-        reward = a ** 2 * norm2[src] / (k * q ** 2)
+        reward = a**2 * norm2[src] / (k * q**2)
         step = torch.zeros(bias.numel(), dtype=torch.float64, device=bias.device)
         step.index_add_(0, eid, delta * reward / (q * degree[dst].double()))
         bias.mul_(torch.exp(step.clamp(max=10.0)).to(bias.dtype))
-    if bias.max() > 1e20:                            # keep in range: q is scale-free
+    if bias.max() > 1e20:  # keep in range: q is scale-free
         bias.div_(bias.max()).clamp_(min=1e-30)
 
 
@@ -130,13 +131,13 @@ def main(argv=None):
     p.add_argument("--num-features", type=int, default=16)
     args = p.parse_args(argv)
     A = load_graph(args)
-    bias = torch.ones(A.num_edges)                    # EXP3 starts uniform
+    bias = torch.ones(A.num_edges)  # EXP3 starts uniform
     h = torch.randn(A.num_nodes, args.num_features, generator=torch.Generator().manual_seed(0))
-    h = h / h.norm(dim=1, keepdim=True)              # stand-in embeddings, unit norm
+    h = h / h.norm(dim=1, keepdim=True)  # stand-in embeddings, unit norm
     sampler = functools.partial(gcn_bs, bias=bias, fanouts=args.fanouts, eta=args.eta)
     gs.manual_seed(0)
     seeds = seed_nodes(A.num_nodes, args.batch_size * args.batches)
-    loader = gs.DataLoader(A, sampler, seeds, args.batch_size)   # in step with the updates
+    loader = gs.DataLoader(A, sampler, seeds, args.batch_size)  # in step with the updates
     drawn = torch.zeros(A.num_edges, dtype=torch.bool)
     for batch in loader:
         # a training step would run here on batch.out and give h; the reward reads it
@@ -144,9 +145,11 @@ def main(argv=None):
         for b in batch.out:
             drawn[b.edges()[2]] = True
         spread = torch.log(bias.max() / bias.min())
-        print(f"batch {batch.index}: {sum(b.num_edges for b in batch.out)} sampled edges, "
-              f"{int(drawn.sum())} distinct edges rewarded so far, "
-              f"log(max / min weight) {spread:.2f}")
+        print(
+            f"batch {batch.index}: {sum(b.num_edges for b in batch.out)} sampled edges, "
+            f"{int(drawn.sum())} distinct edges rewarded so far, "
+            f"log(max / min weight) {spread:.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/graphsage.py                       # an R-MAT graph
     python examples/graphsage.py --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 
 from common import graph_parser, load_graph, run_batches
@@ -36,9 +37,9 @@ def graphsage(A, seeds, fanouts=(25, 10)):
     """
     blocks = []
     for k in fanouts:
-        s = A[:, seeds].individual_sample(k)   # k in-neighbours per frontier node
+        s = A[:, seeds].individual_sample(k)  # k in-neighbours per frontier node
         blocks.append(s)
-        seeds = s.all_nodes()                  # frontier first, then new neighbours
+        seeds = s.all_nodes()  # frontier first, then new neighbours
     return blocks
 
 

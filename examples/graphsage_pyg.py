@@ -12,6 +12,7 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/graphsage_pyg.py                   # an R-MAT graph
     python examples/graphsage_pyg.py --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 
 import torch
@@ -39,10 +40,10 @@ def graphsage_pyg(A, seeds, fanouts=(25, 10)):
     """
     blocks, frontier, seen = [], seeds, seeds
     for k in fanouts:
-        s = A[:, frontier].individual_sample(k)    # k in-neighbours per frontier node
+        s = A[:, frontier].individual_sample(k)  # k in-neighbours per frontier node
         blocks.append(s)
-        rows = s.row()                             # every neighbour reached, ascending id
-        frontier = rows[~torch.isin(rows, seen)]   # only the ones no hop reached before
+        rows = s.row()  # every neighbour reached, ascending id
+        frontier = rows[~torch.isin(rows, seen)]  # only the ones no hop reached before
         seen = torch.cat([seen, frontier])
     return blocks
 

@@ -38,6 +38,7 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/graphsaint_edge.py                 # an R-MAT graph
     python examples/graphsaint_edge.py --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 
 import torch
@@ -61,7 +62,7 @@ def node_column(A):
 def edge_probabilities(A):
     """``1 / deg_out(u) + 1 / deg_in(v)`` on every edge ``u -> v``: a matrix of ``A``'s
     sparsity (unnormalised; degrees count edges, whatever the weights)."""
-    ones = A ** 0                                   # the sparsity, every value 1
+    ones = A**0  # the sparsity, every value 1
     deg_in, deg_out = ones.sum(axis=0), ones.sum(axis=1)
     return ones.div(deg_out, axis=1) + ones.div(deg_in, axis=0)
 
@@ -93,11 +94,11 @@ def graphsaint_edge(A, seeds, column, budget=4000, return_edges=False):
         kept, by ascending destination (parallel edges are one pair, drawn with their
         summed probability).
     """
-    P = edge_probabilities(A)                       # compiled: computed once per graph
-    mass = P.sum(axis=0)                            # (N,): sum of p over each node's in-edges
+    P = edge_probabilities(A)  # compiled: computed once per graph
+    mass = P.sum(axis=0)  # (N,): sum of p over each node's in-edges
     hub = column[:, torch.zeros(1, dtype=torch.long, device=seeds.device)]
     dst = hub.individual_sample(budget, probs=hub.mul(mass, axis=1), replace=True).edges()[0]
-    src = A.random_walk(dst, 1, probs=P)[:, 1]      # one in-edge of each, by p (alias tables)
+    src = A.random_walk(dst, 1, probs=P)[:, 1]  # one in-edge of each, by p (alias tables)
     nodes = torch.unique(torch.cat([dst, src]))
     if return_edges:
         return A[nodes, nodes], nodes, torch.stack([src, dst])

@@ -27,6 +27,7 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/graphsaint_node.py                 # an R-MAT graph
     python examples/graphsaint_node.py --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 
 from common import graph_parser, load_graph, run_batches
@@ -40,8 +41,8 @@ def node_probabilities(A, normalized=False):
     ``u``), the paper's ``||A~[:, v]||^2``. Nodes without in-edges get 0 (never drawn).
     """
     if normalized:
-        A = A.div(A.sum(axis=1), axis=1)            # row-normalised: A~ = D^-1 A
-    return (A ** 2).sum(axis=0)                     # (N,): one value per column
+        A = A.div(A.sum(axis=1), axis=1)  # row-normalised: A~ = D^-1 A
+    return (A**2).sum(axis=0)  # (N,): one value per column
 
 
 def graphsaint_node(A, seeds, budget=6000, normalized=False):
@@ -74,7 +75,7 @@ def graphsaint_node(A, seeds, budget=6000, normalized=False):
     probability ``1 - (1 - p(v) / sum(p)) ** budget``.
     """
     p = node_probabilities(A, normalized)
-    drawn = A.T.collective_sample(budget, node_probs=p, replace=True)   # rows: drawn nodes
+    drawn = A.T.collective_sample(budget, node_probs=p, replace=True)  # rows: drawn nodes
     nodes = drawn.row()
     return A[nodes, nodes], nodes
 

@@ -17,6 +17,7 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/graphsaint_rw.py                   # an R-MAT graph
     python examples/graphsaint_rw.py --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 
 import torch
@@ -47,9 +48,9 @@ def graphsaint_rw(A, seeds, length=4, return_walks=False):
     walks : LongTensor, shape (r, length + 1)
         Only with ``return_walks``: row ``i`` is root ``i``'s walk, ``-1`` after it stops.
     """
-    walks = A.random_walk(seeds, length)            # (r, length + 1): the roots, then steps
+    walks = A.random_walk(seeds, length)  # (r, length + 1): the roots, then steps
     visited = walks[:, 1:].reshape(-1)
-    others = torch.unique(visited[visited >= 0])    # ascending
+    others = torch.unique(visited[visited >= 0])  # ascending
     nodes = torch.cat([seeds, others[~torch.isin(others, seeds)]])
     if return_walks:
         return A[nodes, nodes], nodes, walks

@@ -23,6 +23,7 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/labor.py                           # an R-MAT graph
     python examples/labor.py --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 
 import torch
@@ -53,15 +54,15 @@ def labor(A, seeds, fanouts=(10, 10, 10)):
     blocks = []
     for k in fanouts:
         sub = A[:, seeds]
-        rows = sub.row()                                   # candidate rows, ascending
-        u = A.random_uniform(rows)                         # (R,): one per row, all columns
+        rows = sub.row()  # candidate rows, ascending
+        u = A.random_uniform(rows)  # (R,): one per row, all columns
         r, _, _ = sub.edges()
         ones = sub * 0.0 + 1.0
-        deg = ones.mul(ones.sum(axis=0), axis=0).values    # (E,): the edge's column degree
-        keep = u[torch.searchsorted(rows, r)] <= k / deg.double()      # (E,): u_r <= k / deg
+        deg = ones.mul(ones.sum(axis=0), axis=0).values  # (E,): the edge's column degree
+        keep = u[torch.searchsorted(rows, r)] <= k / deg.double()  # (E,): u_r <= k / deg
         s = sub.filter_edges(keep)
         blocks.append(s)
-        seeds = s.all_nodes()                              # frontier first, then new rows
+        seeds = s.all_nodes()  # frontier first, then new rows
     return blocks
 
 

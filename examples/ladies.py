@@ -10,10 +10,10 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/ladies.py                          # an R-MAT graph
     python examples/ladies.py --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 
 import torch
-
 from common import graph_parser, load_graph, run_batches
 
 
@@ -31,8 +31,8 @@ def normalize(A):
         Same edges; edge ``(i, j)`` has value ``w_ij / sqrt(d_out(i) * d_in(j))``,
         where ``d_out = A.sum(axis=1)`` and ``d_in = A.sum(axis=0)``.
     """
-    d_out, d_in = A.sum(axis=1), A.sum(axis=0)          # one value per row / per column
-    d_out = torch.where(d_out > 0, d_out, 1.0)          # a zero degree has no edge to scale
+    d_out, d_in = A.sum(axis=1), A.sum(axis=0)  # one value per row / per column
+    d_out = torch.where(d_out > 0, d_out, 1.0)  # a zero degree has no edge to scale
     d_in = torch.where(d_in > 0, d_in, 1.0)
     return A.div(d_out.sqrt(), axis=1).div(d_in.sqrt(), axis=0)
 
@@ -59,14 +59,14 @@ def ladies(A, seeds, layers=(4000, 4000, 4000)):
     """
     blocks = []
     for k in layers:
-        sub = A[:, seeds]                                # row space: all N nodes
-        p = (sub ** 2).sum(axis=1)                       # (N,): one value per row
-        p = p / p.sum().clamp(min=1e-30)                 # probabilities (0 / 0 guarded)
-        s = sub.collective_sample(k, node_probs=p)       # row space: the k chosen rows
-        s = s.div(p[s.row_ids], axis=1)                  # importance weight 1 / p(row)
-        s = s.div(s.sum(axis=0), axis=0)                 # columns sum to 1
+        sub = A[:, seeds]  # row space: all N nodes
+        p = (sub**2).sum(axis=1)  # (N,): one value per row
+        p = p / p.sum().clamp(min=1e-30)  # probabilities (0 / 0 guarded)
+        s = sub.collective_sample(k, node_probs=p)  # row space: the k chosen rows
+        s = s.div(p[s.row_ids], axis=1)  # importance weight 1 / p(row)
+        s = s.div(s.sum(axis=0), axis=0)  # columns sum to 1
         blocks.append(s)
-        seeds = s.all_nodes()                            # frontier first, then new rows
+        seeds = s.all_nodes()  # frontier first, then new rows
     return blocks
 
 
@@ -75,7 +75,7 @@ def main(argv=None):
     p.add_argument("--layers", type=int, nargs="+", default=[4000, 4000, 4000])
     args = p.parse_args(argv)
     A = load_graph(args)
-    A = normalize(A)                                     # once, before sampling
+    A = normalize(A)  # once, before sampling
     sampler = functools.partial(ladies, layers=args.layers)
     run_batches("ladies", A, sampler, args)
 

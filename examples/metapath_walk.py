@@ -17,6 +17,7 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/metapath_walk.py
     python examples/metapath_walk.py --restart 0.3 --traversals 10 --eager
 """
+
 import argparse
 import functools
 import time
@@ -32,8 +33,9 @@ PUBLISHED_IN = ("paper", "published_in", "venue")
 PUBLISHES = ("venue", "publishes", "paper")
 
 
-def academic_graph(num_authors=20_000, num_papers=50_000, num_venues=200, seed=0,
-                   device="cpu") -> gs.HeteroGraph:
+def academic_graph(
+    num_authors=20_000, num_papers=50_000, num_venues=200, seed=0, device="cpu"
+) -> gs.HeteroGraph:
     """A reproducible authors-papers-venues graph with skewed productivity.
 
     Every paper has 1 to 4 distinct authors (up to 4 draws, repeats merged) and one venue. Authors and venues are drawn
@@ -64,7 +66,7 @@ def academic_graph(num_authors=20_000, num_papers=50_000, num_venues=200, seed=0
     """
     g = torch.Generator().manual_seed(seed)
     w_author = 1.0 / (torch.arange(num_authors, dtype=torch.float64) + 10)
-    w_author = w_author[torch.randperm(num_authors, generator=g)]        # hubs spread out
+    w_author = w_author[torch.randperm(num_authors, generator=g)]  # hubs spread out
     per_paper = torch.randint(1, 5, (num_papers,), generator=g)
     picks = torch.multinomial(w_author, num_papers * 4, replacement=True, generator=g)
     picks = picks.reshape(num_papers, 4)
@@ -74,10 +76,10 @@ def academic_graph(num_authors=20_000, num_papers=50_000, num_venues=200, seed=0
     w_venue = 1.0 / (torch.arange(num_venues, dtype=torch.float64) + 10)
     venue = torch.multinomial(w_venue, num_papers, replacement=True, generator=g)
     pv = torch.stack([torch.arange(num_papers), venue])
-    H = gs.HeteroGraph({WRITES: pairs, WRITTEN_BY: pairs.flip(0), PUBLISHED_IN: pv,
-                        PUBLISHES: pv.flip(0)},
-                       num_nodes={"author": num_authors, "paper": num_papers,
-                                  "venue": num_venues})
+    H = gs.HeteroGraph(
+        {WRITES: pairs, WRITTEN_BY: pairs.flip(0), PUBLISHED_IN: pv, PUBLISHES: pv.flip(0)},
+        num_nodes={"author": num_authors, "paper": num_papers, "venue": num_venues},
+    )
     return H.to(device)
 
 
@@ -113,8 +115,9 @@ def paper_author_paper(writes, seeds, written_by, traversals=1, restart_prob=0.0
     >>> walks = gs.compile(paper_author_paper)(H[WRITES], papers, H[WRITTEN_BY], 3)
     >>> walks[:, 0::2]            # papers
     """
-    return metapath_walk([writes, written_by] * traversals, seeds,
-                         restart_prob=[0.0, restart_prob] * traversals)
+    return metapath_walk(
+        [writes, written_by] * traversals, seeds, restart_prob=[0.0, restart_prob] * traversals
+    )
 
 
 def visit_counts(walks, num_nodes, columns):
@@ -141,12 +144,13 @@ def main(argv=None):
     print(H)
     fn = paper_author_paper if args.eager else gs.compile(paper_author_paper)
     seeds = torch.randperm(args.papers, generator=torch.Generator().manual_seed(0))
-    seeds = seeds[:args.batch_size * args.batches].to(args.device)
+    seeds = seeds[: args.batch_size * args.batches].to(args.device)
     for restart in (0.0, args.restart):
         # the loader calls sampler(A, seeds): the other relation goes in by keyword (the
         # relations share one node count, so super_batch=N would work too)
-        sampler = functools.partial(fn, written_by=H[WRITTEN_BY], traversals=args.traversals,
-                                    restart_prob=restart)
+        sampler = functools.partial(
+            fn, written_by=H[WRITTEN_BY], traversals=args.traversals, restart_prob=restart
+        )
         loader = gs.DataLoader(H[WRITES], sampler, seeds, args.batch_size, seed=0)
         start, steps, stopped = time.perf_counter(), 0, 0
         for batch in loader:
@@ -155,9 +159,11 @@ def main(argv=None):
         if H.device.type == "cuda":
             torch.cuda.synchronize()
         elapsed = time.perf_counter() - start
-        print(f"paper-author-paper x{args.traversals}, restart {restart}: "
-              f"{seeds.numel()} walks, {steps} steps, {stopped} stopped, "
-              f"{steps / elapsed:,.0f} steps/s")
+        print(
+            f"paper-author-paper x{args.traversals}, restart {restart}: "
+            f"{seeds.numel()} walks, {steps} steps, {stopped} stopped, "
+            f"{steps / elapsed:,.0f} steps/s"
+        )
 
     # one walk of a mixed metapath through the graph's own API: paper -> author -> paper ->
     # venue -> paper, with restarts to the root on the steps that reach a paper
@@ -169,10 +175,16 @@ def main(argv=None):
     # written forward (PyG / DGL's convention) along the reverse relations: the reverse of
     # written_by is writes, edge for edge and in the same order, so the walks are identical
     gs.manual_seed(0)
-    fwd = H.metapath_walk(seeds[:8], [WRITTEN_BY, WRITES, PUBLISHED_IN, PUBLISHES],
-                          restart_prob=args.restart, direction="out")
-    print("direction='out' on the forward metapath gives the same walks:",
-          bool(torch.equal(fwd, walks)))
+    fwd = H.metapath_walk(
+        seeds[:8],
+        [WRITTEN_BY, WRITES, PUBLISHED_IN, PUBLISHES],
+        restart_prob=args.restart,
+        direction="out",
+    )
+    print(
+        "direction='out' on the forward metapath gives the same walks:",
+        bool(torch.equal(fwd, walks)),
+    )
 
     # importance by restart walks (PinSAGE-style): the papers most visited from one seed
     root = seeds[:1].repeat(2000)
@@ -181,8 +193,10 @@ def main(argv=None):
     counts = visit_counts(walks, args.papers, slice(2, None, 2))
     counts[seeds[0]] = 0
     top = torch.topk(counts, 5)
-    print(f"paper {int(seeds[0])}: most visited papers {top.indices.tolist()} "
-          f"({top.values.tolist()} visits)")
+    print(
+        f"paper {int(seeds[0])}: most visited papers {top.indices.tolist()} "
+        f"({top.values.tolist()} visits)"
+    )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ Run it from the repository root (after ``pip install -e .``)::
 
     python examples/metropolis_hastings.py --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 
 import torch
@@ -47,13 +48,12 @@ def mh_graph(A):
     src, dst, _ = A.edges()
     n = A.num_nodes
     deg = torch.bincount(dst, minlength=n).to(torch.float64)
-    inv = torch.where(deg > 0, 1.0 / deg.clamp(min=1), torch.inf)   # 1 / deg(u), inf at 0
+    inv = torch.where(deg > 0, 1.0 / deg.clamp(min=1), torch.inf)  # 1 / deg(u), inf at 0
     w = torch.minimum(inv[dst], inv[src])
     stay = (1.0 - torch.zeros(n, dtype=torch.float64).index_add_(0, dst, w)).clamp(min=0.0)
     nodes = torch.nonzero(deg > 0).squeeze(1)
     edge_index = torch.stack([torch.cat([src, nodes]), torch.cat([dst, nodes])])
-    return gs.Matrix.from_edge_index(edge_index, num_nodes=n,
-                                     weight=torch.cat([w, stay[nodes]]))
+    return gs.Matrix.from_edge_index(edge_index, num_nodes=n, weight=torch.cat([w, stay[nodes]]))
 
 
 def metropolis_hastings(A, seeds, length=80):
@@ -80,9 +80,9 @@ def metropolis_hastings(A, seeds, length=80):
 def mh_step(A, cur, prev, t):
     """A ``gs.walk`` step: propose a uniform in-neighbour, accept it with probability
     ``min(1, deg(cur) / deg(proposal))``."""
-    deg = (A ** 0).sum(axis=0)                         # in-degrees: once per graph
-    proposal = A.random_walk(cur, 1)[:, 1]             # -1 at a node without in-edges
-    ratio = deg[cur] / deg[proposal.clamp(min=0)]      # inf for a proposal without in-edges
+    deg = (A**0).sum(axis=0)  # in-degrees: once per graph
+    proposal = A.random_walk(cur, 1)[:, 1]  # -1 at a node without in-edges
+    ratio = deg[cur] / deg[proposal.clamp(min=0)]  # inf for a proposal without in-edges
     move = uniforms(A, cur) < ratio
     return torch.where(proposal < 0, -1, torch.where(move, proposal, cur))
 
@@ -98,8 +98,12 @@ def uniforms(A, ids):
 
 def main(argv=None):
     args = walk_parser(__doc__).parse_args(argv)
-    run_walks("metropolis_hastings", load_graph(args),
-              functools.partial(metropolis_hastings, length=args.length), args)
+    run_walks(
+        "metropolis_hastings",
+        load_graph(args),
+        functools.partial(metropolis_hastings, length=args.length),
+        args,
+    )
 
 
 if __name__ == "__main__":

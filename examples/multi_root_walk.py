@@ -27,6 +27,7 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/multi_root_walk.py                 # 100 roots, 100 steps (NextDoor)
     python examples/multi_root_walk.py --batch-size 2000 --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 import time
 
@@ -58,8 +59,7 @@ def multi_root_walk(A, roots, length=100):
         The walkers' final nodes.
     """
     empty = roots[:0].to(torch.int64)
-    walks, (src, dst, eid) = gs.walk(frontier_step, A, roots, length,
-                                     state=(empty, empty, empty))
+    walks, (src, dst, eid) = gs.walk(frontier_step, A, roots, length, state=(empty, empty, empty))
     return src, dst, eid, walks[:, -1]
 
 
@@ -67,15 +67,17 @@ def frontier_step(A, frontier, prev, t, sampled):
     """One step of :func:`multi_root_walk` (a ``gs.walk`` step): a frontier entry drawn in
     proportion to its in-degree moves to a uniform in-neighbour; the edge joins ``sampled``
     (``(src, dst, eid)`` so far). Returns the next frontier and the edges."""
-    sub = A[:, frontier].compact()                       # rows: the in-neighbours only
-    deg = (sub * 0.0 + 1.0).sum(axis=0)                  # (m,): in-degree of each walker
-    v = sub.T.collective_sample(1, node_probs=deg, replace=True).row_ids   # (1,) or (0,)
-    r, c, e = A[:, v].individual_sample(1).edges()       # its uniform in-neighbour
+    sub = A[:, frontier].compact()  # rows: the in-neighbours only
+    deg = (sub * 0.0 + 1.0).sum(axis=0)  # (m,): in-degree of each walker
+    v = sub.T.collective_sample(1, node_probs=deg, replace=True).row_ids  # (1,) or (0,)
+    r, c, e = A[:, v].individual_sample(1).edges()  # its uniform in-neighbour
     match = torch.isin(frontier, v)
     first = torch.logical_and(match, torch.cumsum(match, 0) == 1)
     src, dst, eid = sampled
-    return (frontier.masked_scatter(first, r),           # the walker moves
-            (torch.cat([src, r]), torch.cat([dst, c]), torch.cat([eid, e])))
+    return (
+        frontier.masked_scatter(first, r),  # the walker moves
+        (torch.cat([src, r]), torch.cat([dst, c]), torch.cat([eid, e])),
+    )
 
 
 def main(argv=None):
@@ -87,13 +89,15 @@ def main(argv=None):
     gs.manual_seed(0)
     roots = seed_nodes(A.num_nodes, args.batch_size * args.batches)
     loader = gs.DataLoader(A, sampler, roots, args.batch_size)
-    sampler(A, roots[:args.batch_size])          # compile first (the steps are unrolled)
+    sampler(A, roots[: args.batch_size])  # compile first (the steps are unrolled)
     start, edges = time.perf_counter(), 0
     for batch in loader:
         edges += batch.out[0].numel()
     elapsed = time.perf_counter() - start
-    print(f"multi_root_walk: {len(loader)} batches of {args.batch_size} roots, "
-          f"{edges} sampled edges, {edges / elapsed:,.0f} sampled edges/s")
+    print(
+        f"multi_root_walk: {len(loader)} batches of {args.batch_size} roots, "
+        f"{edges} sampled edges, {edges / elapsed:,.0f} sampled edges/s"
+    )
 
 
 if __name__ == "__main__":

@@ -38,10 +38,10 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/mvs.py --law independent          # minimal variance sampling proper
     python examples/mvs.py --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 
 import torch
-
 from common import graph_parser, load_graph, run_batches
 
 
@@ -82,10 +82,10 @@ def mvs(A, candidates, grad_norm, batch_size=64):
     loader runs, as between MVS-GNN's snapshots), and without it samples in step
     with the training loop.
     """
-    pool = A[:, candidates].T                       # rows: the candidates; their in-edges
-    g = grad_norm[pool.row_ids]                     # one probability per candidate
+    pool = A[:, candidates].T  # rows: the candidates; their in-edges
+    g = grad_norm[pool.row_ids]  # one probability per candidate
     chosen = pool.collective_sample(batch_size, node_probs=g).row_ids
-    block = A[:, chosen]                            # 1 hop: every in-edge of the chosen
+    block = A[:, chosen]  # 1 hop: every in-edge of the chosen
     return block, chosen, grad_norm[chosen] / g.sum()
 
 
@@ -148,25 +148,25 @@ def mvs_independent(A, candidates, grad_norm, batch_size=64):
     ``gs.DataLoader(..., super_batch=N)`` asks for ``fixed_state=True`` (the norms stay
     fixed while the loader runs, as between MVS-GNN's snapshots) and refuses otherwise.
     """
-    pool = A[:, candidates].T                       # rows: the candidates; their in-edges
-    ids = pool.row_ids                              # (C,): the candidates, in order
-    has_edges = (pool ** 0).sum(axis=1) > 0         # (C,): in-degree > 0
+    pool = A[:, candidates].T  # rows: the candidates; their in-edges
+    ids = pool.row_ids  # (C,): the candidates, in order
+    has_edges = (pool**0).sum(axis=1) > 0  # (C,): in-degree > 0
     g = torch.where(has_edges, grad_norm[ids].to(torch.float64), 0.0)
-    p = _keep_probabilities(g, batch_size)          # (C,): min(1, g / mu)
-    keep = A.random_uniform(ids) < p                # (C,): independent coins
+    p = _keep_probabilities(g, batch_size)  # (C,): min(1, g / mu)
+    keep = A.random_uniform(ids) < p  # (C,): independent coins
     chosen = ids[keep]
-    block = A[:, chosen]                            # 1 hop: every in-edge of the chosen
+    block = A[:, chosen]  # 1 hop: every in-edge of the chosen
     return block, chosen, p[keep]
 
 
 def _keep_probabilities(g, batch_size):
     """``min(1, g / mu)`` with ``sum min(1, g / mu) = min(batch_size, #(g > 0))``, shape of
     ``g`` (float64, non-negative, not all 0); :func:`mvs_independent`'s Notes derive it."""
-    s = torch.sort(g, descending=True).values                       # (C,): s_0 >= s_1 >= ...
-    tail = torch.flip(torch.cumsum(torch.flip(s, [0]), 0), [0])     # T_r = s_r + s_{r+1} + ...
-    K = torch.clamp((g > 0).sum(), max=batch_size)                  # expected size
-    left = K - (torch.cumsum(torch.ones_like(s, dtype=torch.long), 0) - 1)   # K - r
-    capped = torch.logical_and(left > 0, s * left > tail).sum()      # r: the largest, p = 1
+    s = torch.sort(g, descending=True).values  # (C,): s_0 >= s_1 >= ...
+    tail = torch.flip(torch.cumsum(torch.flip(s, [0]), 0), [0])  # T_r = s_r + s_{r+1} + ...
+    K = torch.clamp((g > 0).sum(), max=batch_size)  # expected size
+    left = K - (torch.cumsum(torch.ones_like(s, dtype=torch.long), 0) - 1)  # K - r
+    capped = torch.logical_and(left > 0, s * left > tail).sum()  # r: the largest, p = 1
     mu = tail[capped] / (K - capped)
     return torch.clamp(g / mu, max=1.0)
 
@@ -174,11 +174,14 @@ def _keep_probabilities(g, batch_size):
 def main(argv=None):
     p = graph_parser(__doc__, batch_size=512)
     p.add_argument("--mvs-batch", type=int, default=64, help="nodes drawn per pool")
-    p.add_argument("--law", choices=["without-replacement", "independent"],
-                   default="without-replacement",
-                   help="without-replacement: --mvs-batch sequential draws in proportion "
-                        "to g (mvs); independent: each candidate kept with probability "
-                        "min(1, g / mu), --mvs-batch on average (mvs_independent)")
+    p.add_argument(
+        "--law",
+        choices=["without-replacement", "independent"],
+        default="without-replacement",
+        help="without-replacement: --mvs-batch sequential draws in proportion "
+        "to g (mvs); independent: each candidate kept with probability "
+        "min(1, g / mu), --mvs-batch on average (mvs_independent)",
+    )
     args = p.parse_args(argv)
     A = load_graph(args)
     # stand-in gradient norms: a refreshed snapshot would come from the model

@@ -11,6 +11,7 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/node2vec.py                        # p = 2, q = 0.5, length 80
     python examples/node2vec.py --snap ../shared/data/web-NotreDame.txt.gz --device cuda
 """
+
 import functools
 
 from common import load_graph, run_walks, walk_parser

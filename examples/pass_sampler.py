@@ -10,12 +10,13 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/pass_sampler.py                    # an R-MAT graph
     python examples/pass_sampler.py --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 
 import torch
+from common import graph_parser, load_graph, run_batches
 
 import gsample as gs
-from common import graph_parser, load_graph, run_batches
 
 
 def pass_sampler(A, seeds, X, W1, W2, W3, fanouts=(10, 10)):
@@ -46,16 +47,16 @@ def pass_sampler(A, seeds, X, W1, W2, W3, fanouts=(10, 10)):
     """
     blocks = []
     for k in fanouts:
-        sub = A[:, seeds].compact()                            # row space: rows with edges
-        u, v = X[sub.row_ids], X[seeds]                        # (R, F), (C, F)
-        att1 = gs.sddmm(sub, u @ W1, v @ W1).values            # (E,): one dot per edge
+        sub = A[:, seeds].compact()  # row space: rows with edges
+        u, v = X[sub.row_ids], X[seeds]  # (R, F), (C, F)
+        att1 = gs.sddmm(sub, u @ W1, v @ W1).values  # (E,): one dot per edge
         att2 = gs.sddmm(sub, u @ W2, v @ W2).values
-        att3 = sub.div(sub.sum(axis=0), axis=0).values         # weight / column sum
-        scores = torch.stack([att1, att2, att3], dim=1)        # (E, 3)
+        att3 = sub.div(sub.sum(axis=0), axis=0).values  # weight / column sum
+        scores = torch.stack([att1, att2, att3], dim=1)  # (E, 3)
         att = torch.relu(scores @ torch.softmax(W3, dim=0)).squeeze(1) + 1e-9
         s = sub.individual_sample(k, probs=att, replace=True)
         blocks.append(s)
-        seeds = s.all_nodes()                                  # frontier first, then new rows
+        seeds = s.all_nodes()  # frontier first, then new rows
     return blocks
 
 
@@ -84,8 +85,9 @@ def main(argv=None):
     p.add_argument("--num-features", type=int, default=32)
     args = p.parse_args(argv)
     A = load_graph(args)
-    sampler = functools.partial(pass_sampler, fanouts=args.fanouts,
-                                **random_inputs(A.num_nodes, args.num_features))
+    sampler = functools.partial(
+        pass_sampler, fanouts=args.fanouts, **random_inputs(A.num_nodes, args.num_features)
+    )
     run_batches("pass", A, sampler, args)
 
 

@@ -25,6 +25,7 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/pinsage.py                         # an R-MAT graph
     python examples/pinsage.py --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 import time
 
@@ -66,9 +67,10 @@ def pinsage(A, seeds, num_walks=100, length=3, restart_prob=0.5, k=10):
     --------
     >>> nbrs, w = gs.compile(pinsage)(A, seeds)
     """
-    walks = A.random_walk(seeds.repeat_interleave(num_walks), length,
-                          restart_prob=restart_prob)                   # (B * W, L + 1)
-    visits = walks[:, 1:].reshape(-1, num_walks * length)              # (B, W * L)
+    walks = A.random_walk(
+        seeds.repeat_interleave(num_walks), length, restart_prob=restart_prob
+    )  # (B * W, L + 1)
+    visits = walks[:, 1:].reshape(-1, num_walks * length)  # (B, W * L)
     return top_visited(visits, seeds, k, A.num_nodes, num_walks * length)
 
 
@@ -95,13 +97,13 @@ def top_visited(visits, seeds, k, num_nodes, most):
     """Per row of ``visits`` (shape (B, V), -1 for no visit), the ``k`` most frequent ids
     other than ``seeds[row]``: ``(ids (B, k) -1-padded, counts (B, k) float32)``; ``most``
     is an upper bound of a count (``V``). Plain torch code, deterministic."""
-    row = torch.cumsum(torch.ones_like(seeds), 0) - 1                  # 0 .. B - 1
+    row = torch.cumsum(torch.ones_like(seeds), 0) - 1  # 0 .. B - 1
     row = row.unsqueeze(1).expand_as(visits)
     # torch.logical_and, not `&`: the super-batch pass takes operator.and_ (its name ends
     # in '_') for an in-place write and refuses the sampler
     keep = torch.logical_and(visits >= 0, visits != seeds.unsqueeze(1))
     pair, count = torch.unique(row[keep] * num_nodes + visits[keep], return_counts=True)
-    r, node = pair // num_nodes, pair % num_nodes                      # sorted by (r, node)
+    r, node = pair // num_nodes, pair % num_nodes  # sorted by (r, node)
     # by row, then count descending; the stable sort keeps ascending ids among equal counts
     order = torch.sort(r * (most + 1) + (most - count), stable=True).indices
     r, node, count = r[order], node[order], count[order]
@@ -122,8 +124,13 @@ def main(argv=None):
     p.add_argument("--k", type=int, default=10)
     args = p.parse_args(argv)
     A = load_graph(args)
-    sampler = functools.partial(gs.compile(pinsage), num_walks=args.num_walks,
-                                length=args.length, restart_prob=args.restart_prob, k=args.k)
+    sampler = functools.partial(
+        gs.compile(pinsage),
+        num_walks=args.num_walks,
+        length=args.length,
+        restart_prob=args.restart_prob,
+        k=args.k,
+    )
     gs.manual_seed(0)
     seeds = seed_nodes(A.num_nodes, args.batch_size * args.batches)
     loader = gs.DataLoader(A, sampler, seeds, args.batch_size)
@@ -131,8 +138,10 @@ def main(argv=None):
     for batch in loader:
         found += int((batch.out[0] >= 0).sum())
     elapsed = time.perf_counter() - start
-    print(f"pinsage: {len(loader)} batches of {args.batch_size} seeds, {found} neighbours, "
-          f"{len(seeds) * args.num_walks * args.length / elapsed:,.0f} walk steps/s")
+    print(
+        f"pinsage: {len(loader)} batches of {args.batch_size} seeds, {found} neighbours, "
+        f"{len(seeds) * args.num_walks * args.length / elapsed:,.0f} walk steps/s"
+    )
 
 
 if __name__ == "__main__":

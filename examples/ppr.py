@@ -11,6 +11,7 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/ppr.py --alpha 0.15
     python examples/ppr.py --variant restart --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 
 import torch

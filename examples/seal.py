@@ -31,6 +31,7 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/seal.py                            # random pairs of an R-MAT graph
     python examples/seal.py --bias ppr --fanouts 10 10 --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 
 import torch
@@ -44,8 +45,17 @@ def ppr_visits(A, seeds, num_walks=100, alpha=0.15, length=20):
     return torch.bincount(walks[walks >= 0], minlength=A.num_nodes).to(torch.float32)
 
 
-def seal(A, seeds, hops=2, fanouts=None, bias="uniform", num_walks=100, alpha=0.15,
-         walk_length=20, smoothing=0.01):
+def seal(
+    A,
+    seeds,
+    hops=2,
+    fanouts=None,
+    bias="uniform",
+    num_walks=100,
+    alpha=0.15,
+    walk_length=20,
+    smoothing=0.01,
+):
     """The enclosing subgraph of one target pair.
 
     Parameters
@@ -82,12 +92,12 @@ def seal(A, seeds, hops=2, fanouts=None, bias="uniform", num_walks=100, alpha=0.
         score = ppr_visits(A, seeds, num_walks, alpha, walk_length) + smoothing
     nodes = seeds
     for h in range(hops):
-        sub = A[:, nodes]                           # every in-edge of the frontier
+        sub = A[:, nodes]  # every in-edge of the frontier
         if fanouts is not None and bias == "uniform":
             sub = sub.individual_sample(fanouts[h])
         elif fanouts is not None:
-            sub = sub.individual_sample(fanouts[h], probs=(sub ** 0).mul(score, axis=1))
-        nodes = sub.all_nodes()                     # frontier first, then new nodes
+            sub = sub.individual_sample(fanouts[h], probs=(sub**0).mul(score, axis=1))
+        nodes = sub.all_nodes()  # frontier first, then new nodes
     return A[nodes, nodes], nodes
 
 
@@ -99,7 +109,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     A = load_graph(args)
     sampler = functools.partial(seal, hops=args.hops, fanouts=args.fanouts, bias=args.bias)
-    run_batches("seal", A, sampler, args)      # mini-batches of 2 random nodes: random pairs
+    run_batches("seal", A, sampler, args)  # mini-batches of 2 random nodes: random pairs
 
 
 if __name__ == "__main__":

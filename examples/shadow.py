@@ -9,6 +9,7 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/shadow.py                          # an R-MAT graph
     python examples/shadow.py --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 
 from common import graph_parser, load_graph, run_batches
@@ -35,7 +36,7 @@ def shadow(A, seeds, fanouts=(10, 10)):
     """
     nodes = seeds
     for k in fanouts:
-        nodes = A[:, nodes].individual_sample(k).all_nodes()   # frontier first, then new
+        nodes = A[:, nodes].individual_sample(k).all_nodes()  # frontier first, then new
     return A[nodes, nodes], nodes
 
 

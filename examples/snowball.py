@@ -17,6 +17,7 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/snowball.py                        # an R-MAT graph
     python examples/snowball.py --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 
 from common import graph_parser, load_graph, run_batches
@@ -51,9 +52,9 @@ def snowball(A, seeds, depth=2):
     """
     blocks = []
     for _ in range(depth):
-        s = A[:, seeds]                      # every in-edge of the frontier
+        s = A[:, seeds]  # every in-edge of the frontier
         blocks.append(s)
-        seeds = s.all_nodes()                # frontier first, then the new wave
+        seeds = s.all_nodes()  # frontier first, then the new wave
     return blocks
 
 

@@ -12,6 +12,7 @@ it, see ``gsample.loader.features.batch_nodes``). Layer ``j`` of an ``L``-layer 
 joined ``edge_index`` with PyG's hop semantics instead (and ``num_sampled_nodes`` for
 ``trim_to_layer``): a PyG-style model could train on that with no helper at all.
 """
+
 import itertools
 import time
 from dataclasses import dataclass
@@ -65,13 +66,16 @@ def block_layers(batch):
 
     def local(ids):
         return order[torch.searchsorted(sorted_ids, ids)]
+
     layers = []
     for block in reversed(batch.out):
         csc = block.csc
         cols = csc.global_cols()
-        if not torch.equal(n_id[:cols.numel()], cols):
-            raise ValueError("batch.out: a block's columns are not a prefix of batch.n_id "
-                             "(a DGL-style sampler is needed; use batch.to_pyg() otherwise)")
+        if not torch.equal(n_id[: cols.numel()], cols):
+            raise ValueError(
+                "batch.out: a block's columns are not a prefix of batch.n_id "
+                "(a DGL-style sampler is needed; use batch.to_pyg() otherwise)"
+            )
         src = local(csc.global_rows(csc.rows))
         dst = csc.edge_cols()
         weight = None if csc.values is None else csc.value_tensor()
@@ -101,8 +105,11 @@ class Net(torch.nn.Module):
     def __init__(self, in_dim, hidden, out_dim, num_layers=2, conv="sage", dropout=0.5):
         super().__init__()
         dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
-        make = (lambda i, o: SAGEConv(i, o)) if conv == "sage" else \
-            (lambda i, o: GraphConv(i, o, aggr="add"))
+        make = (
+            (lambda i, o: SAGEConv(i, o))
+            if conv == "sage"
+            else (lambda i, o: GraphConv(i, o, aggr="add"))
+        )
         self.convs = torch.nn.ModuleList(make(i, o) for i, o in itertools.pairwise(dims))
         self.weighted = conv != "sage"
         self.dropout = dropout
@@ -119,16 +126,17 @@ class Net(torch.nn.Module):
     def forward(self, x, layers):
         h = x
         for j, (conv, layer) in enumerate(zip(self.convs, layers)):
-            h = self._act(self._conv(conv, h, h[:layer.num_dst], layer.edge_index,
-                                     layer.edge_weight), j == len(self.convs) - 1)
+            h = self._act(
+                self._conv(conv, h, h[: layer.num_dst], layer.edge_index, layer.edge_weight),
+                j == len(self.convs) - 1,
+            )
         return h
 
     def full(self, x, edge_index, edge_weight=None):
         """Every node's output on the whole graph (evaluation, and the full-batch model)."""
         h = x
         for j, conv in enumerate(self.convs):
-            h = self._act(self._conv(conv, h, h, edge_index, edge_weight),
-                          j == len(self.convs) - 1)
+            h = self._act(self._conv(conv, h, h, edge_index, edge_weight), j == len(self.convs) - 1)
         return h
 
 
@@ -196,13 +204,27 @@ def train_epoch(model, loader, optimizer, log=None, log_every=0):
         train += time.perf_counter() - t
         if every and i % every == 0:
             log(f"batch {i} / {len(loader)}")
-    return {"epoch": time.perf_counter() - start, "train": train, "sample": loader.sample_seconds,
-                "gather": loader.gather_seconds,
-                "loss": float(torch.stack(losses).mean()) if losses else float("nan")}
+    return {
+        "epoch": time.perf_counter() - start,
+        "train": train,
+        "sample": loader.sample_seconds,
+        "gather": loader.gather_seconds,
+        "loss": float(torch.stack(losses).mean()) if losses else float("nan"),
+    }
 
 
-def train_full_batch(model, x, edge_index, y, train_ids, val_ids, epochs, lr=0.01,
-                     weight_decay=5e-4, edge_weight=None):
+def train_full_batch(
+    model,
+    x,
+    edge_index,
+    y,
+    train_ids,
+    val_ids,
+    epochs,
+    lr=0.01,
+    weight_decay=5e-4,
+    edge_weight=None,
+):
     """Train ``model`` full-batch (PyG's usual way); returns the state with the best
     validation accuracy loaded, and that accuracy."""
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
@@ -220,9 +242,25 @@ def train_full_batch(model, x, edge_index, y, train_ids, val_ids, epochs, lr=0.0
     return best
 
 
-def run(A, x, y, sampler, *, conv="sage", epochs=30, full_epochs=200, batch_size=256,
-        hidden=64, lr=0.01, weight_decay=5e-4, pipeline=True, seed=0, full_weight=None,
-        baseline=True, log=print):
+def run(
+    A,
+    x,
+    y,
+    sampler,
+    *,
+    conv="sage",
+    epochs=30,
+    full_epochs=200,
+    batch_size=256,
+    hidden=64,
+    lr=0.01,
+    weight_decay=5e-4,
+    pipeline=True,
+    seed=0,
+    full_weight=None,
+    baseline=True,
+    log=print,
+):
     """Train a 2-layer model with ``sampler`` mini-batches and, with ``baseline``, the same
     model full-batch, on one split of ``y``; print one line per epoch and the results.
 
@@ -248,13 +286,22 @@ def run(A, x, y, sampler, *, conv="sage", epochs=30, full_epochs=200, batch_size
         ``epoch``, ``train``, ``sample``, ``gather`` seconds, ``loss``, ``val``).
     """
     import gsample as gs
+
     torch.manual_seed(seed)
     gs.manual_seed(seed)
     train_ids, val_ids, test_ids = split(y, seed=seed)
     x_dev, y_dev = x.to(A.device), y.to(A.device)
     edge_index, _ = graph_edges(A)
-    loader = gs.DataLoader(A, sampler, train_ids.to(A.device), batch_size, seed=seed,
-                           features=x, labels=y, pipeline=pipeline)
+    loader = gs.DataLoader(
+        A,
+        sampler,
+        train_ids.to(A.device),
+        batch_size,
+        seed=seed,
+        features=x,
+        labels=y,
+        pipeline=pipeline,
+    )
     classes = int(y.max()) + 1
     model = Net(x.shape[1], hidden, classes, conv=conv).to(A.device)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
@@ -265,16 +312,31 @@ def run(A, x, y, sampler, *, conv="sage", epochs=30, full_epochs=200, batch_size
         stats.append(s)
         if s["val"] > best:
             best, state = s["val"], {k: v.clone() for k, v in model.state_dict().items()}
-        log(f"  epoch {e:2d}: sampling {s['sample']:.3f} s, gathering {s['gather']:.3f} s, "
+        log(
+            f"  epoch {e:2d}: sampling {s['sample']:.3f} s, gathering {s['gather']:.3f} s, "
             f"training {s['train']:.3f} s, epoch {s['epoch']:.3f} s; loss {s['loss']:.3f}, "
-            f"val acc {s['val']:.3f}")
+            f"val acc {s['val']:.3f}"
+        )
     model.load_state_dict(state)
-    result = {"sampled": evaluate(model, x_dev, edge_index, y_dev, test_ids, full_weight),
-                  "epochs": stats, "loader": loader}
+    result = {
+        "sampled": evaluate(model, x_dev, edge_index, y_dev, test_ids, full_weight),
+        "epochs": stats,
+        "loader": loader,
+    }
     if baseline:
         torch.manual_seed(seed)
         full = Net(x.shape[1], hidden, classes, conv=conv).to(A.device)
-        train_full_batch(full, x_dev, edge_index, y_dev, train_ids, val_ids, full_epochs, lr,
-                         weight_decay, full_weight)
+        train_full_batch(
+            full,
+            x_dev,
+            edge_index,
+            y_dev,
+            train_ids,
+            val_ids,
+            full_epochs,
+            lr,
+            weight_decay,
+            full_weight,
+        )
         result["full"] = evaluate(full, x_dev, edge_index, y_dev, test_ids, full_weight)
     return result

@@ -10,6 +10,7 @@ best validation epoch)::
     python examples/train_graphsage.py --data planted --device cuda
     python examples/train_graphsage.py --no-pipeline --quick
 """
+
 import argparse
 import functools
 import os
@@ -57,13 +58,26 @@ def main(argv=None):
         return None
     A, x, y = data
     sampler = functools.partial(gs.compile(graphsage), fanouts=tuple(args.fanouts))
-    print(f"{args.data}: {A.num_nodes:,} nodes, {A.num_edges:,} edges, {x.shape[1]} features, "
-          f"{int(y.max()) + 1} classes; GraphSAGE {args.fanouts}, mini-batch {args.batch_size}, "
-          f"pipeline {'on' if args.pipeline else 'off'}, {A.device}")
-    result = run(A, x, y, sampler, epochs=args.epochs, full_epochs=args.full_epochs,
-                 batch_size=args.batch_size, pipeline=args.pipeline, seed=args.seed)
-    print(f"test accuracy: sampled (gsample) {result['sampled']:.3f}, full-batch PyG "
-          f"{result['full']:.3f} (difference {result['sampled'] - result['full']:+.3f})")
+    print(
+        f"{args.data}: {A.num_nodes:,} nodes, {A.num_edges:,} edges, {x.shape[1]} features, "
+        f"{int(y.max()) + 1} classes; GraphSAGE {args.fanouts}, mini-batch {args.batch_size}, "
+        f"pipeline {'on' if args.pipeline else 'off'}, {A.device}"
+    )
+    result = run(
+        A,
+        x,
+        y,
+        sampler,
+        epochs=args.epochs,
+        full_epochs=args.full_epochs,
+        batch_size=args.batch_size,
+        pipeline=args.pipeline,
+        seed=args.seed,
+    )
+    print(
+        f"test accuracy: sampled (gsample) {result['sampled']:.3f}, full-batch PyG "
+        f"{result['full']:.3f} (difference {result['sampled'] - result['full']:+.3f})"
+    )
     return result
 
 

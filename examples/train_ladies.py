@@ -9,6 +9,7 @@ weights scaled to sum to 1. Cora by default (skipped when absent), a 60/20/20 sp
     python examples/train_ladies.py
     python examples/train_ladies.py --data planted --layers 2048 2048 --device cuda
 """
+
 import functools
 import sys
 
@@ -37,16 +38,30 @@ def main(argv=None):
     if data is None:
         return None
     A, x, y = data
-    A = normalize(A)                             # once, before sampling
+    A = normalize(A)  # once, before sampling
     sampler = functools.partial(gs.compile(ladies), layers=tuple(args.layers))
-    print(f"{args.data}: {A.num_nodes:,} nodes, {A.num_edges:,} edges, {x.shape[1]} features, "
-          f"{int(y.max()) + 1} classes; LADIES {args.layers}, mini-batch {args.batch_size}, "
-          f"pipeline {'on' if args.pipeline else 'off'}, {A.device}")
-    result = run(A, x, y, sampler, conv="graph", epochs=args.epochs,
-                 full_epochs=args.full_epochs, batch_size=args.batch_size,
-                 pipeline=args.pipeline, seed=args.seed, full_weight=column_normalised(A))
-    print(f"test accuracy: sampled (gsample) {result['sampled']:.3f}, full-batch PyG "
-          f"{result['full']:.3f} (difference {result['sampled'] - result['full']:+.3f})")
+    print(
+        f"{args.data}: {A.num_nodes:,} nodes, {A.num_edges:,} edges, {x.shape[1]} features, "
+        f"{int(y.max()) + 1} classes; LADIES {args.layers}, mini-batch {args.batch_size}, "
+        f"pipeline {'on' if args.pipeline else 'off'}, {A.device}"
+    )
+    result = run(
+        A,
+        x,
+        y,
+        sampler,
+        conv="graph",
+        epochs=args.epochs,
+        full_epochs=args.full_epochs,
+        batch_size=args.batch_size,
+        pipeline=args.pipeline,
+        seed=args.seed,
+        full_weight=column_normalised(A),
+    )
+    print(
+        f"test accuracy: sampled (gsample) {result['sampled']:.3f}, full-batch PyG "
+        f"{result['full']:.3f} (difference {result['sampled'] - result['full']:+.3f})"
+    )
     return result
 
 

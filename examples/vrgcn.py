@@ -20,11 +20,13 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/vrgcn.py                         # an R-MAT graph
     python examples/vrgcn.py --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 import time
 
-import gsample as gs
 from common import graph_parser, load_graph, seed_nodes
+
+import gsample as gs
 
 
 def normalize(A):
@@ -68,16 +70,16 @@ def vrgcn(P, seeds, fanouts=(2, 2)):
     argument: ``super_batch=4`` in ``gs.DataLoader`` samples exactly what one
     mini-batch at a time samples, and the CUDA backend samples the same edges.
     """
-    degree = (P ** 0).sum(axis=0)                       # n(u): in-edges of every node
+    degree = (P**0).sum(axis=0)  # n(u): in-edges of every node
     blocks, history = [], []
     for k in fanouts:
         full = P[:, seeds]
-        history.append(full)                            # P hbar: every in-edge
-        s = full.individual_sample(k)                   # S(u): k in-neighbours, uniform
+        history.append(full)  # P hbar: every in-edge
+        s = full.individual_sample(k)  # S(u): k in-neighbours, uniform
         n = degree[seeds]
-        s = s.mul(n / n.clamp(max=k).clamp(min=1), axis=0)   # n(u) / |S(u)|
+        s = s.mul(n / n.clamp(max=k).clamp(min=1), axis=0)  # n(u) / |S(u)|
         blocks.append(s)
-        seeds = s.all_nodes()                           # frontier first, then new
+        seeds = s.all_nodes()  # frontier first, then new
     return blocks, history
 
 
@@ -96,8 +98,10 @@ def main(argv=None):
         sampled += sum(b.num_edges for b in blocks)
         full += sum(h.num_edges for h in history)
     elapsed = time.perf_counter() - start
-    print(f"vrgcn: {len(loader)} batches of {args.batch_size} seeds, {sampled} sampled edges, "
-          f"{full} history edges, {(sampled + full) / elapsed:,.0f} edges/s")
+    print(
+        f"vrgcn: {len(loader)} batches of {args.batch_size} seeds, {sampled} sampled edges, "
+        f"{full} history edges, {(sampled + full) / elapsed:,.0f} edges/s"
+    )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ Run it from the repository root (after ``pip install -e .``)::
 
     python examples/walk_with_jump.py --jump 0.1
 """
+
 import functools
 
 from common import load_graph, run_walks, walk_parser

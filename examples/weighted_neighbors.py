@@ -19,12 +19,13 @@ Run it from the repository root (after ``pip install -e .``)::
     python examples/weighted_neighbors.py --replace --fanouts 5 5 5
     python examples/weighted_neighbors.py --snap ../shared/data/web-NotreDame.txt.gz
 """
+
 import functools
 
 import torch
+from common import graph_parser, run_batches
 
 import gsample as gs
-from common import graph_parser, run_batches
 
 
 def weighted_neighbors(A, seeds, fanouts=(25, 10), replace=False):
@@ -59,9 +60,9 @@ def weighted_neighbors(A, seeds, fanouts=(25, 10), replace=False):
     blocks = []
     for k in fanouts:
         sub = A[:, seeds]
-        s = sub.individual_sample(k, probs=sub, replace=replace)   # probs = edge weights
+        s = sub.individual_sample(k, probs=sub, replace=replace)  # probs = edge weights
         blocks.append(s)
-        seeds = s.all_nodes()                                      # frontier first, then new
+        seeds = s.all_nodes()  # frontier first, then new
     return blocks
 
 
@@ -70,7 +71,7 @@ def main(argv=None):
     p.add_argument("--fanouts", type=int, nargs="+", default=[25, 10])
     p.add_argument("--replace", action="store_true", help="draw with replacement")
     args = p.parse_args(argv)
-    if args.snap:                                   # SNAP graphs have no weights: draw some
+    if args.snap:  # SNAP graphs have no weights: draw some
         A = gs.datasets.read_snap(args.snap)
         src, dst, _ = A.edges()
         w = 1 + 4 * torch.rand(A.num_edges, generator=torch.Generator().manual_seed(0))

@@ -11,19 +11,35 @@ Ops run on the backend ``gs.use_backend`` sets, ``"auto"`` by default: the CUDA 
 kernels for a graph on a GPU where CuPy runs (``pip install gsample[cuda]``), the torch
 backend otherwise; ``gs.backend_for(A)`` names the one a graph gets.
 """
+
 from gsample import datasets, distributed
 from gsample.backend import backend_for, current_backend, use_backend
+from gsample.base.random import initial_seed, manual_seed
+from gsample.capture.walks import walk
 from gsample.compiler.compiled import CompiledSampler, compile
 from gsample.compiler.explain import explain
 from gsample.hetero import HeteroGraph
 from gsample.loader.batch import Batch
 from gsample.loader.dataloader import DataLoader
 from gsample.matrix.sparse import Matrix, sddmm
-from gsample.base.random import initial_seed, manual_seed
-from gsample.capture.walks import walk
 
 __version__ = "0.1.0"
 
-__all__ = ["compile", "CompiledSampler", "explain", "Matrix", "sddmm", "manual_seed",
-           "initial_seed", "DataLoader", "Batch", "datasets", "distributed", "use_backend",
-           "current_backend", "backend_for", "HeteroGraph", "walk"]
+__all__ = [
+    "Batch",
+    "CompiledSampler",
+    "DataLoader",
+    "HeteroGraph",
+    "Matrix",
+    "backend_for",
+    "compile",
+    "current_backend",
+    "datasets",
+    "distributed",
+    "explain",
+    "initial_seed",
+    "manual_seed",
+    "sddmm",
+    "use_backend",
+    "walk",
+]

@@ -31,6 +31,7 @@ Examples::
     python -m gsample ir examples/pass_sampler.py:pass_sampler --format dot | dot -Tsvg -O
     python -m gsample ir examples/shadow.py:shadow --graph snap ../shared/data/web-NotreDame.txt.gz
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,14 +53,16 @@ def _plain(text: str) -> str:
 def _int_at_least(low: int):
     """An argparse ``type``: an integer ``>= low`` that fits in int64 (argparse adds the
     option's name: ``argument --batch-size: must be an integer >= 1, got '-3'``)."""
+
     def parse(text: str) -> int:
         try:
             value = int(text, 10)
         except ValueError:
             value = None
-        if value is None or not low <= value < 2 ** 63:
+        if value is None or not low <= value < 2**63:
             raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {text!r}")
         return value
+
     return parse
 
 
@@ -79,8 +82,9 @@ class _GraphOption(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         kind, *rest = values
         if not ((kind == "rmat" and not rest) or (kind == "snap" and len(rest) == 1)):
-            raise argparse.ArgumentError(self, f"expected 'rmat' or 'snap PATH', got "
-                                               f"{' '.join(values)!r}")
+            raise argparse.ArgumentError(
+                self, f"expected 'rmat' or 'snap PATH', got {' '.join(values)!r}"
+            )
         if kind == "snap" and not pathlib.Path(rest[0]).is_file():
             raise argparse.ArgumentError(self, f"{rest[0]}: no such file")
         setattr(namespace, self.dest, values)
@@ -107,7 +111,7 @@ def _load(target: str):
     file = pathlib.Path(path)
     if not file.is_file():
         raise SystemExit(f"error: {path}: no such file")
-    sys.path.insert(0, str(file.resolve().parent))     # so the file's sibling imports work
+    sys.path.insert(0, str(file.resolve().parent))  # so the file's sibling imports work
     spec = importlib.util.spec_from_file_location(f"gsample_cli_{file.stem}", file)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -119,12 +123,16 @@ def _load(target: str):
 
 def _graph(args):
     import gsample as gs
+
     kind, *rest = args.graph
-    try:       # the library's message names the argument (a size that cannot be allocated)
+    try:  # the library's message names the argument (a size that cannot be allocated)
         if kind == "rmat" and not rest:
-            return (gs.datasets.rmat(args.num_nodes, args.num_edges, seed=args.seed,
-                                     weighted=args.weighted),
-                    f"R-MAT({args.num_nodes}, {args.num_edges}, seed={args.seed})")
+            return (
+                gs.datasets.rmat(
+                    args.num_nodes, args.num_edges, seed=args.seed, weighted=args.weighted
+                ),
+                f"R-MAT({args.num_nodes}, {args.num_edges}, seed={args.seed})",
+            )
         if kind == "snap" and len(rest) == 1:
             return gs.datasets.read_snap(rest[0]), rest[0]
     except (ValueError, TypeError) as e:
@@ -138,6 +146,7 @@ def example_arguments(module, fn, A, args) -> dict:
     import torch
 
     from gsample.compiler.compiled import CompiledSampler
+
     target = fn.fn if isinstance(fn, CompiledSampler) else fn
     params = list(inspect.signature(target).parameters.values())
     if not params:
@@ -145,14 +154,16 @@ def example_arguments(module, fn, A, args) -> dict:
     given = dict(args.arg)
     unknown = set(given) - {p.name for p in params}
     if unknown:
-        raise SystemExit(f"error: --arg {', '.join(sorted(unknown))}: not a parameter of "
-                         f"{target.__name__}{inspect.signature(target)}")
+        raise SystemExit(
+            f"error: --arg {', '.join(sorted(unknown))}: not a parameter of "
+            f"{target.__name__}{inspect.signature(target)}"
+        )
     kwargs = {params[0].name: A}
     names = [p.name for p in params]
     seeds_name = "seeds" if "seeds" in names else (names[1] if len(names) > 1 else None)
     if seeds_name is not None and seeds_name not in given:
         g = torch.Generator().manual_seed(args.seed)
-        kwargs[seeds_name] = torch.randperm(A.num_nodes, generator=g)[:args.batch_size]
+        kwargs[seeds_name] = torch.randperm(A.num_nodes, generator=g)[: args.batch_size]
     kwargs.update(given)
     extra = getattr(module, "random_inputs", None)
     if callable(extra):
@@ -160,11 +171,16 @@ def example_arguments(module, fn, A, args) -> dict:
             if name in names and name not in kwargs:
                 kwargs[name] = value
     for p in params:
-        if p.name not in kwargs and p.default is inspect.Parameter.empty \
-                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            raise SystemExit(f"error: parameter {p.name!r} of {target.__name__} has no default; "
-                             f"pass --arg {p.name}=VALUE, or define random_inputs(num_nodes) "
-                             "in the file to supply tensors")
+        if (
+            p.name not in kwargs
+            and p.default is inspect.Parameter.empty
+            and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        ):
+            raise SystemExit(
+                f"error: parameter {p.name!r} of {target.__name__} has no default; "
+                f"pass --arg {p.name}=VALUE, or define random_inputs(num_nodes) "
+                "in the file to supply tensors"
+            )
     return kwargs
 
 
@@ -191,54 +207,100 @@ def cmd_ir(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from gsample import __version__
+
     p = argparse.ArgumentParser(prog="python -m gsample", description=DESCRIPTION)
     p.add_argument("--version", action="version", version=f"gsample {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     ir = sub.add_parser(
-        "ir", help="print a sampler's IR before and after each compiler pass (gs.explain)",
+        "ir",
+        help="print a sampler's IR before and after each compiler pass (gs.explain)",
         description=_plain("\n\n".join(__doc__.split("\n\n")[1:7])),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ir.add_argument("target", metavar="FILE.py:FUNCTION", help="the sampler function")
-    ir.add_argument("--graph", nargs="+", default=["rmat"], metavar=("{rmat,snap}", "PATH"),
-                    action=_GraphOption,
-                    help="example graph: a generated R-MAT graph (default) or a SNAP edge list")
-    ir.add_argument("--num-nodes", type=_POSITIVE, default=2000,
-                    help="R-MAT nodes, >= 1 (default 2000)")
-    ir.add_argument("--num-edges", type=_NON_NEGATIVE, default=20000,
-                    help="R-MAT edges, >= 0 (default 20000)")
+    ir.add_argument(
+        "--graph",
+        nargs="+",
+        default=["rmat"],
+        metavar=("{rmat,snap}", "PATH"),
+        action=_GraphOption,
+        help="example graph: a generated R-MAT graph (default) or a SNAP edge list",
+    )
+    ir.add_argument(
+        "--num-nodes", type=_POSITIVE, default=2000, help="R-MAT nodes, >= 1 (default 2000)"
+    )
+    ir.add_argument(
+        "--num-edges", type=_NON_NEGATIVE, default=20000, help="R-MAT edges, >= 0 (default 20000)"
+    )
     ir.add_argument("--weighted", action="store_true", help="R-MAT edge weights in [1, 5)")
-    ir.add_argument("--batch-size", type=_POSITIVE, default=64,
-                    help="seeds passed, >= 1 (default 64)")
-    ir.add_argument("--seed", type=_NON_NEGATIVE, default=0,
-                    help="graph, seeds and gs.manual_seed, >= 0 (default 0)")
-    ir.add_argument("--format", choices=["lines", "table", "dot"], default="lines",
-                    help="IR printer (default lines)")
-    ir.add_argument("--arg", type=_parse_arg, action="append", default=[], metavar="NAME=VALUE",
-                    help="set a parameter (a Python literal, else a string); repeatable")
-    ir.add_argument("--no-normalize", action="store_true",
-                    help="do not pass the graph through the file's normalize(A)")
+    ir.add_argument(
+        "--batch-size", type=_POSITIVE, default=64, help="seeds passed, >= 1 (default 64)"
+    )
+    ir.add_argument(
+        "--seed",
+        type=_NON_NEGATIVE,
+        default=0,
+        help="graph, seeds and gs.manual_seed, >= 0 (default 0)",
+    )
+    ir.add_argument(
+        "--format",
+        choices=["lines", "table", "dot"],
+        default="lines",
+        help="IR printer (default lines)",
+    )
+    ir.add_argument(
+        "--arg",
+        type=_parse_arg,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set a parameter (a Python literal, else a string); repeatable",
+    )
+    ir.add_argument(
+        "--no-normalize",
+        action="store_true",
+        help="do not pass the graph through the file's normalize(A)",
+    )
     ir.add_argument("--no-passes", action="store_true", help="show the traced IR only")
     ir.set_defaults(run=cmd_ir)
     cal = sub.add_parser(
-        "calibrate", help="measure op and conversion costs on a device for the layout pass",
+        "calibrate",
+        help="measure op and conversion costs on a device for the layout pass",
         description="Time every layout-dependent op and conversion on synthetic matrices on "
-                    "the device, fit a + b*E + c*R + d*C per key and cache the table for "
-                    "(device, graph-size bucket) in $GSAMPLE_CACHE or ~/.cache/gsample "
-                    "(see gsample.cost.calibrate). Compiles read it; they never time anything.")
-    cal.add_argument("--device", type=_device, default="cpu",
-                     help="cpu (default), cuda or cuda:N")
-    cal.add_argument("--num-nodes", type=_POSITIVE, nargs="+", default=[4 ** 9], metavar="N",
-                     help="synthetic graph size(s), >= 1; one table per size bucket (default "
-                          "262144)")
-    cal.add_argument("--avg-degree", type=_POSITIVE, default=8,
-                     help="edges per node, >= 1 (default 8)")
-    cal.add_argument("--repeats", type=_POSITIVE, default=5,
-                     help="timed runs per size, >= 1 (the fastest is kept; default 5)")
-    cal.add_argument("--threads", type=_POSITIVE, default=None,
-                     help="torch CPU threads while timing, >= 1 (default: torch's); part of "
-                          "the key")
-    cal.add_argument("--backend", choices=["torch", "cuda"], default="torch",
-                     help="backend to time: compiles for it read this table (default torch)")
+        "the device, fit a + b*E + c*R + d*C per key and cache the table for "
+        "(device, graph-size bucket) in $GSAMPLE_CACHE or ~/.cache/gsample "
+        "(see gsample.cost.calibrate). Compiles read it; they never time anything.",
+    )
+    cal.add_argument("--device", type=_device, default="cpu", help="cpu (default), cuda or cuda:N")
+    cal.add_argument(
+        "--num-nodes",
+        type=_POSITIVE,
+        nargs="+",
+        default=[4**9],
+        metavar="N",
+        help="synthetic graph size(s), >= 1; one table per size bucket (default 262144)",
+    )
+    cal.add_argument(
+        "--avg-degree", type=_POSITIVE, default=8, help="edges per node, >= 1 (default 8)"
+    )
+    cal.add_argument(
+        "--repeats",
+        type=_POSITIVE,
+        default=5,
+        help="timed runs per size, >= 1 (the fastest is kept; default 5)",
+    )
+    cal.add_argument(
+        "--threads",
+        type=_POSITIVE,
+        default=None,
+        help="torch CPU threads while timing, >= 1 (default: torch's); part of the key",
+    )
+    cal.add_argument(
+        "--backend",
+        choices=["torch", "cuda"],
+        default="torch",
+        help="backend to time: compiles for it read this table (default torch)",
+    )
     cal.set_defaults(run=cmd_calibrate)
     return p
 
@@ -247,15 +309,18 @@ def cmd_calibrate(args) -> int:
     import torch
 
     from gsample.cost.calibrate import calibrate
+
     if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
         raise SystemExit(f"error: --device {args.device}: no CUDA GPU here")
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     for n in args.num_nodes:
         entry = calibrate(args.device, n, args.repeats, args.avg_degree, backend=args.backend)
-        print(f"{entry['device']} ({args.backend} backend), bucket {entry['bucket']} "
-              f"({n:,} nodes): "
-              f"{len(entry['coefficients'])} costs written to {entry['path']}")
+        print(
+            f"{entry['device']} ({args.backend} backend), bucket {entry['bucket']} "
+            f"({n:,} nodes): "
+            f"{len(entry['coefficients'])} costs written to {entry['path']}"
+        )
     return 0
 
 

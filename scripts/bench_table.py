@@ -16,6 +16,7 @@ the parts make one table, with a header line per record naming the workloads tak
 lies between ``<!-- bench:begin -->`` and ``<!-- bench:end -->`` in README.md; nothing else
 of the file is touched.
 """
+
 import argparse
 import json
 import pathlib
@@ -24,7 +25,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gsample.bench import report  # noqa: E402
+from gsample.bench import report
 
 
 def main(argv=None) -> int:
@@ -49,8 +50,10 @@ def main(argv=None) -> int:
         return 0
     records = report.newest_records(args.results)
     if not records:
-        print(f"bench_table: no {report.RESULT_PATTERN} record of gsample.bench in "
-              f"{args.results}", file=sys.stderr)
+        print(
+            f"bench_table: no {report.RESULT_PATTERN} record of gsample.bench in {args.results}",
+            file=sys.stderr,
+        )
         return 1
     block = report.readme_block(records)
     if not (args.write or args.check):
@@ -65,8 +68,11 @@ def main(argv=None) -> int:
         return 1
     if args.check:
         if new != text:
-            print(f"bench_table: {readme}'s benchmark block is stale: run "
-                  "python scripts/bench_table.py --write", file=sys.stderr)
+            print(
+                f"bench_table: {readme}'s benchmark block is stale: run "
+                "python scripts/bench_table.py --write",
+                file=sys.stderr,
+            )
             return 1
         return 0
     readme.write_text(new)

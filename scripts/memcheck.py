@@ -37,6 +37,7 @@ From the repository root, on a GPU machine::
 Exit status: 0 when every selected test passed under memcheck with 0 errors, 1 when a test
 failed or memcheck reported an error, 3 when tests are left to do (call again).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,11 +65,11 @@ class ChunkResult:
     """What one sanitized pytest process did."""
 
     name: str
-    tests: list            # node ids it was given
-    outcomes: dict         # node id -> PASSED / FAILED / ERROR / SKIPPED ...
-    memcheck_errors: int   # memcheck's ERROR SUMMARY (-1: no summary, the process was killed)
-    reports: int           # memcheck error reports in the log ("Invalid ...", "Program hit ...")
-    returncode: int        # None when killed at the deadline
+    tests: list  # node ids it was given
+    outcomes: dict  # node id -> PASSED / FAILED / ERROR / SKIPPED ...
+    memcheck_errors: int  # memcheck's ERROR SUMMARY (-1: no summary, the process was killed)
+    reports: int  # memcheck error reports in the log ("Invalid ...", "Program hit ...")
+    returncode: int  # None when killed at the deadline
     seconds: float
 
     @property
@@ -90,9 +91,22 @@ def parse_log(text: str) -> tuple[dict, int, int]:
 
 def collect(selection: list[str]) -> list[str]:
     """Node ids of ``selection`` in collection order (``pytest --collect-only -q``)."""
-    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
-                          "-p", "no:xdist", "-p", "no:cacheprovider", *selection],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:xdist",
+            "-p",
+            "no:cacheprovider",
+            *selection,
+        ],
+        capture_output=True,
+        text=True,
+    )
     ids = [line.strip() for line in out.stdout.splitlines() if "::" in line]
     if out.returncode not in (0, 5) or (not ids and out.returncode != 5):
         raise RuntimeError(f"pytest could not collect {selection}:\n{out.stdout}\n{out.stderr}")
@@ -101,20 +115,40 @@ def collect(selection: list[str]) -> list[str]:
 
 def command(tests: list[str], sanitizer: str, sanitizer_args: list[str]) -> list[str]:
     """The command that runs ``tests`` (node ids) in one pytest process under memcheck."""
-    pytest = [sys.executable, "-m", "pytest", "-v", "-p", "no:xdist", "-p", "no:cacheprovider",
-              "--durations=10", *tests]
-    if sanitizer == "none":                       # for tests of this script (no GPU)
+    pytest = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-v",
+        "-p",
+        "no:xdist",
+        "-p",
+        "no:cacheprovider",
+        "--durations=10",
+        *tests,
+    ]
+    if sanitizer == "none":  # for tests of this script (no GPU)
         return pytest
-    return [sanitizer, "--tool", "memcheck", "--error-exitcode", "1",
-            "--show-backtrace", "device", *sanitizer_args, *pytest]
+    return [
+        sanitizer,
+        "--tool",
+        "memcheck",
+        "--error-exitcode",
+        "1",
+        "--show-backtrace",
+        "device",
+        *sanitizer_args,
+        *pytest,
+    ]
 
 
 #: environment of each allocator choice: every tensor an allocation of its own (nocache,
 #: async; CUDA graphs off), or PyTorch's caching allocator with graphs replayed (cached)
-ALLOCATORS = {"nocache": {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "GSAMPLE_CUDA_GRAPHS": "0"},
-              "async": {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync",
-                        "GSAMPLE_CUDA_GRAPHS": "0"},
-              "cached": {}}
+ALLOCATORS = {
+    "nocache": {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1", "GSAMPLE_CUDA_GRAPHS": "0"},
+    "async": {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync", "GSAMPLE_CUDA_GRAPHS": "0"},
+    "cached": {},
+}
 
 
 def run_chunk(name, tests, log_dir: Path, end: float, cmd, allocator="nocache") -> ChunkResult:
@@ -134,29 +168,59 @@ def run_chunk(name, tests, log_dir: Path, end: float, cmd, allocator="nocache") 
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--jobs", type=int, default=8, help="sanitized processes at once")
     p.add_argument("--chunk", type=int, default=25, help="tests per process")
-    p.add_argument("--deadline", type=float, default=570.0,
-                   help="seconds: all chunks stop at it (their unfinished tests stay to do)")
-    p.add_argument("--start-margin", type=float, default=60.0,
-                   help="seconds: no chunk starts later than this before the deadline")
+    p.add_argument(
+        "--deadline",
+        type=float,
+        default=570.0,
+        help="seconds: all chunks stop at it (their unfinished tests stay to do)",
+    )
+    p.add_argument(
+        "--start-margin",
+        type=float,
+        default=60.0,
+        help="seconds: no chunk starts later than this before the deadline",
+    )
     p.add_argument("--log-dir", type=Path, default=Path("memcheck"), help="one log per chunk")
-    p.add_argument("--done", type=Path, action="append", default=[],
-                   help="more lists of tests that passed already (read only; LOG_DIR/done.txt, "
-                        "where this run appends, is always read)")
-    p.add_argument("--sanitizer", default="compute-sanitizer",
-                   help="the sanitizer executable ('none': plain pytest, for tests)")
-    p.add_argument("--sanitizer-arg", action="append", default=[], dest="sanitizer_args",
-                   help="one word of an extra sanitizer option, e.g. --sanitizer-arg=--kernel-name "
-                        "--sanitizer-arg=kns=gs_ (check only gsample's kernels)")
-    p.add_argument("--allocator", choices=sorted(ALLOCATORS), default="nocache",
-                   help="how PyTorch allocates: cudaMalloc per tensor (nocache), "
-                        "cudaMallocAsync per tensor (async), both without CUDA graphs, or its "
-                        "caching allocator, CUDA graphs replayed (cached)")
-    p.add_argument("selection", nargs="*", default=["-m", "cuda", "tests"],
-                   help="pytest arguments that select the tests (after --)")
+    p.add_argument(
+        "--done",
+        type=Path,
+        action="append",
+        default=[],
+        help="more lists of tests that passed already (read only; LOG_DIR/done.txt, "
+        "where this run appends, is always read)",
+    )
+    p.add_argument(
+        "--sanitizer",
+        default="compute-sanitizer",
+        help="the sanitizer executable ('none': plain pytest, for tests)",
+    )
+    p.add_argument(
+        "--sanitizer-arg",
+        action="append",
+        default=[],
+        dest="sanitizer_args",
+        help="one word of an extra sanitizer option, e.g. --sanitizer-arg=--kernel-name "
+        "--sanitizer-arg=kns=gs_ (check only gsample's kernels)",
+    )
+    p.add_argument(
+        "--allocator",
+        choices=sorted(ALLOCATORS),
+        default="nocache",
+        help="how PyTorch allocates: cudaMalloc per tensor (nocache), "
+        "cudaMallocAsync per tensor (async), both without CUDA graphs, or its "
+        "caching allocator, CUDA graphs replayed (cached)",
+    )
+    p.add_argument(
+        "selection",
+        nargs="*",
+        default=["-m", "cuda", "tests"],
+        help="pytest arguments that select the tests (after --)",
+    )
     a = p.parse_args(argv)
     for name in ("jobs", "chunk"):
         if getattr(a, name) < 1:
@@ -171,22 +235,27 @@ def main(argv=None) -> int:
     a.log_dir.mkdir(parents=True, exist_ok=True)
     done_file = a.log_dir / "done.txt"
     done = set()
-    for path in [done_file, *a.done]:             # one node id per line, '#' comments
+    for path in [done_file, *a.done]:  # one node id per line, '#' comments
         if path.exists():
-            done |= {ln.strip() for ln in path.read_text().splitlines()
-                     if ln.strip() and not ln.startswith("#")}
+            done |= {
+                ln.strip()
+                for ln in path.read_text().splitlines()
+                if ln.strip() and not ln.startswith("#")
+            }
 
     todo = [t for t in collect(a.selection) if t not in done]
-    chunks = [todo[i:i + a.chunk] for i in range(0, len(todo), a.chunk)]
+    chunks = [todo[i : i + a.chunk] for i in range(0, len(todo), a.chunk)]
     start = time.monotonic()
     end = start + a.deadline
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    print(f"{len(done)} done before, {len(todo)} to run in {len(chunks)} chunks of "
-          f"<= {a.chunk}, {a.jobs} at once, allocator {a.allocator}")
+    print(
+        f"{len(done)} done before, {len(todo)} to run in {len(chunks)} chunks of "
+        f"<= {a.chunk}, {a.jobs} at once, allocator {a.allocator}"
+    )
 
     def job(i_tests):
         i, tests = i_tests
-        if time.monotonic() > end - a.start_margin:   # too late to finish anything
+        if time.monotonic() > end - a.start_margin:  # too late to finish anything
             return ChunkResult(f"{stamp}-{i:03d}", tests, {}, -1, 0, None, 0.0)
         cmd = command(tests, a.sanitizer, a.sanitizer_args)
         return run_chunk(f"{stamp}-{i:03d}", tests, a.log_dir, end, cmd, a.allocator)
@@ -214,21 +283,31 @@ def report(results: list[ChunkResult], done_before: int, log_dir: Path) -> int:
     lines, bad, left = [], [], []
     for r in results:
         counts = {o: sum(v == o for v in r.outcomes.values()) for o in set(r.outcomes.values())}
-        lines.append(f"{r.name}: {len(r.tests)} tests, {counts or 'none finished'}, "
-                     f"memcheck errors {r.memcheck_errors if r.memcheck_errors >= 0 else '?'}, "
-                     f"error reports {r.reports}, {r.seconds:.0f} s"
-                     + ("" if r.returncode is not None else
-                        " (killed at the deadline)" if r.seconds else " (not started: deadline)"))
+        lines.append(
+            f"{r.name}: {len(r.tests)} tests, {counts or 'none finished'}, "
+            f"memcheck errors {r.memcheck_errors if r.memcheck_errors >= 0 else '?'}, "
+            f"error reports {r.reports}, {r.seconds:.0f} s"
+            + (
+                ""
+                if r.returncode is not None
+                else " (killed at the deadline)"
+                if r.seconds
+                else " (not started: deadline)"
+            )
+        )
         bad += [t for t, o in r.outcomes.items() if o in ("FAILED", "ERROR")]
         left += r.unfinished
         if r.memcheck_errors > 0 or r.reports > 0:
             bad.append(f"{r.name}: memcheck errors")
-        elif r.returncode not in (None, 0) and not any(o in ("FAILED", "ERROR")
-                                                       for o in r.outcomes.values()):
+        elif r.returncode not in (None, 0) and not any(
+            o in ("FAILED", "ERROR") for o in r.outcomes.values()
+        ):
             bad.append(f"{r.name}: exit status {r.returncode} (see its log)")
     passed = sum(o == "PASSED" for r in results for o in r.outcomes.values())
-    lines.append(f"passed now {passed}, before {done_before}; failed or memcheck errors "
-                 f"{len(bad)}; not finished {len(left)}")
+    lines.append(
+        f"passed now {passed}, before {done_before}; failed or memcheck errors "
+        f"{len(bad)}; not finished {len(left)}"
+    )
     lines += [f"  BAD {t}" for t in bad] + [f"  LEFT {t}" for t in left]
     text = "\n".join(lines)
     print(text)

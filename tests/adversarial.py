@@ -7,19 +7,20 @@ anything, and the process goes on sampling exactly what it sampled before (DESIG
 ``tests/`` is on ``sys.path`` while pytest runs (see ``tests/helpers.py``), so the test module
 imports this one as ``adversarial``.
 """
+
 from __future__ import annotations
 
 import functools
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 import pytest
 import torch
+from helpers import difference, example
 
 import gsample as gs
-from helpers import difference, example
 
 #: the seed every reference and every call after a failure starts from (``gs.manual_seed``)
 SEED = 11
@@ -30,7 +31,7 @@ def bad_ids(num_nodes: int) -> list:
     past int32 (``2**31``), one that a 32-bit cast turns into a valid id (``2**32 + 1`` is 1),
     far past any allocation, and the extremes of int64."""
     n = num_nodes
-    return [n, n + 1, -1, -2 ** 40, 2 ** 31, 2 ** 32 + 1, 2 ** 40, 2 ** 62, 2 ** 63 - 1]
+    return [n, n + 1, -1, -(2**40), 2**31, 2**32 + 1, 2**40, 2**62, 2**63 - 1]
 
 
 # ----------------------------------------------------------------------------- samplers
@@ -61,7 +62,7 @@ class Spec:
     cpu: dict = field(default_factory=dict)
     gpu: dict = field(default_factory=dict)
     names: tuple = ("seeds", "cols")
-    prepare: Optional[Callable] = None
+    prepare: Callable | None = None
     batch: int = 512
     gathers: bool = True
 
@@ -82,40 +83,61 @@ def specs() -> dict:
     return {
         # node-wise: uniform (sync-free kernel, all_nodes), weighted without replacement
         # (the exact path) and with it (alias tables), LABOR (per-row draws, edge filter)
-        "graphsage": Spec(ex("graphsage").graphsage, {"fanouts": (10, 5)},
-                          {"fanouts": (25, 10)}),
-        "weighted_neighbors": Spec(ex("weighted_neighbors").weighted_neighbors,
-                                   {"fanouts": (10, 5)}, {"fanouts": (25, 10)}),
+        "graphsage": Spec(ex("graphsage").graphsage, {"fanouts": (10, 5)}, {"fanouts": (25, 10)}),
+        "weighted_neighbors": Spec(
+            ex("weighted_neighbors").weighted_neighbors, {"fanouts": (10, 5)}, {"fanouts": (25, 10)}
+        ),
         "weighted_neighbors_replace": Spec(
             ex("weighted_neighbors").weighted_neighbors,
-            {"fanouts": (10, 5), "replace": True}, {"fanouts": (25, 10), "replace": True}),
+            {"fanouts": (10, 5), "replace": True},
+            {"fanouts": (25, 10), "replace": True},
+        ),
         "labor": Spec(ex("labor").labor, {"fanouts": (5, 5)}, {"fanouts": (10, 10, 10)}),
         # node-wise, then the induced subgraph (a row slice through a hash table)
         "shadow": Spec(ex("shadow").shadow, {"fanouts": (5, 5)}, {"fanouts": (10, 10)}),
         # layer-wise: probabilities from the frontier, from the whole graph, none
-        "ladies": Spec(ex("ladies").ladies, {"layers": (256, 256)},
-                       {"layers": (4000, 4000, 4000)}, prepare=_normalized),
-        "fastgcn": Spec(ex("fastgcn").fastgcn, {"layers": (256, 256)},
-                        {"layers": (2000, 2000)}),
-        "csaw_layer": Spec(ex("csaw_layer").csaw_layer, {"layers": (256, 256)},
-                           {"layers": (2000, 2000)}),
+        "ladies": Spec(
+            ex("ladies").ladies,
+            {"layers": (256, 256)},
+            {"layers": (4000, 4000, 4000)},
+            prepare=_normalized,
+        ),
+        "fastgcn": Spec(ex("fastgcn").fastgcn, {"layers": (256, 256)}, {"layers": (2000, 2000)}),
+        "csaw_layer": Spec(
+            ex("csaw_layer").csaw_layer, {"layers": (256, 256)}, {"layers": (2000, 2000)}
+        ),
         # walks: uniform, second order, stop, jump, the fused gs.walk step
-        "deepwalk": Spec(ex("deepwalk").deepwalk, {"length": 10}, {"length": 80},
-                         names=("seeds",), gathers=False),
-        "node2vec": Spec(ex("node2vec").node2vec, {"length": 10}, {"length": 80},
-                         names=("seeds",), gathers=False),
-        "ppr": Spec(ex("ppr").ppr, {"length": 10}, {"length": 80},
-                    names=("seeds",), gathers=False),
-        "walk_with_jump": Spec(ex("walk_with_jump").walk_with_jump, {"length": 10},
-                               {"length": 80}, names=("seeds",), gathers=False),
-        "metropolis_hastings": Spec(ex("metropolis_hastings").metropolis_hastings,
-                                    {"length": 10}, {"length": 80}, names=("seeds",),
-                                    gathers=False),
+        "deepwalk": Spec(
+            ex("deepwalk").deepwalk, {"length": 10}, {"length": 80}, names=("seeds",), gathers=False
+        ),
+        "node2vec": Spec(
+            ex("node2vec").node2vec, {"length": 10}, {"length": 80}, names=("seeds",), gathers=False
+        ),
+        "ppr": Spec(ex("ppr").ppr, {"length": 10}, {"length": 80}, names=("seeds",), gathers=False),
+        "walk_with_jump": Spec(
+            ex("walk_with_jump").walk_with_jump,
+            {"length": 10},
+            {"length": 80},
+            names=("seeds",),
+            gathers=False,
+        ),
+        "metropolis_hastings": Spec(
+            ex("metropolis_hastings").metropolis_hastings,
+            {"length": 10},
+            {"length": 80},
+            names=("seeds",),
+            gathers=False,
+        ),
         # subgraph: a walk's induced subgraph; SEAL's PPR-biased enclosing subgraph of a pair
-        "graphsaint_rw": Spec(ex("graphsaint_rw").graphsaint_rw, {"length": 4},
-                              {"length": 4}, names=("seeds",)),
-        "seal": Spec(ex("seal").seal, {"fanouts": (10, 10), "bias": "ppr", "num_walks": 20},
-                     {"fanouts": (10, 10), "bias": "ppr"}, batch=2),
+        "graphsaint_rw": Spec(
+            ex("graphsaint_rw").graphsaint_rw, {"length": 4}, {"length": 4}, names=("seeds",)
+        ),
+        "seal": Spec(
+            ex("seal").seal,
+            {"fanouts": (10, 10), "bias": "ppr", "num_walks": 20},
+            {"fanouts": (10, 10), "bias": "ppr"},
+            batch=2,
+        ),
     }
 
 
@@ -152,14 +174,17 @@ def check_index_error(error: BaseException, names, bad: int, what: str) -> None:
     kernels' flags word it) and names the id itself (``node id <bad>``: not a clamped,
     wrapped or encoded one)."""
     message = str(error)
-    assert isinstance(error, IndexError), \
-        f"{what}: expected an IndexError naming {' or '.join(names)}, got " \
+    assert isinstance(error, IndexError), (
+        f"{what}: expected an IndexError naming {' or '.join(names)}, got "
         f"{type(error).__name__}: {message}"
-    assert re.match(rf"({'|'.join(map(re.escape, names))}):", message), \
-        f"{what}: the message does not start with the argument's name " \
+    )
+    assert re.match(rf"({'|'.join(map(re.escape, names))}):", message), (
+        f"{what}: the message does not start with the argument's name "
         f"({' or '.join(names)}): {message!r}"
-    assert f"node id {bad}" in message and not re.search(rf"node id {bad}\d", message), \
+    )
+    assert f"node id {bad}" in message and not re.search(rf"node id {bad}\d", message), (
         f"{what}: the message does not name the bad id {bad}: {message!r}"
+    )
 
 
 def raises_index_error(call: Callable, names, bad: int, what: str) -> None:
@@ -167,7 +192,7 @@ def raises_index_error(call: Callable, names, bad: int, what: str) -> None:
     anything it returns instead is a silent failure."""
     try:
         out = call()
-    except Exception as error:      # noqa: BLE001 - every kind is checked and reported
+    except Exception as error:
         check_index_error(error, names, bad, what)
         return
     pytest.fail(f"{what}: no error; the call returned {_brief(out)}")

@@ -1,5 +1,6 @@
 """Shared fixtures: devices to parametrise over, the real SNAP graphs when present, and a
 recorder of the ops the torch backend runs (`ran_ops`)."""
+
 import os
 import pathlib
 
@@ -17,14 +18,17 @@ os.environ.setdefault("GSAMPLE_CALIBRATION", "default")
 if os.environ.get("PYTEST_XDIST_WORKER"):
     torch.set_num_threads(1)
 
-DATA = pathlib.Path(os.environ.get(
-    "GSAMPLE_DATA", pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+DATA = pathlib.Path(
+    os.environ.get(
+        "GSAMPLE_DATA", pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    )
+)
 
 _GPU = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
 DEVICES = [
     "cpu",
-    pytest.param("cuda", marks=_GPU),            # the torch backend on CUDA tensors
-    pytest.param("cuda-kernels", marks=_GPU),    # the CUDA backend: CuPy kernels
+    pytest.param("cuda", marks=_GPU),  # the torch backend on CUDA tensors
+    pytest.param("cuda-kernels", marks=_GPU),  # the CUDA backend: CuPy kernels
 ]
 
 

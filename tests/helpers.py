@@ -4,6 +4,7 @@
 mode, importing ``tests/conftest.py`` (not in a package) puts its folder there, so every
 test module, ``tests/passes/`` included, imports this file as ``helpers``.
 """
+
 import functools
 import importlib.util
 import pathlib
@@ -50,9 +51,23 @@ def build_cpp(source: str, out: pathlib.Path, *options: str) -> subprocess.Compl
     finished compiler run (its ``returncode`` and ``stderr`` for the caller to assert on)."""
     src = out.with_suffix(".cpp")
     src.write_text(source)
-    return subprocess.run([CXX, "-O1", "-std=c++17", "-ffp-contract=off", f"-I{KERNELS}",
-                           *options, str(src), "-o", str(out)],
-                          capture_output=True, text=True, check=False)
+    return subprocess.run(
+        [
+            CXX,
+            "-O1",
+            "-std=c++17",
+            "-ffp-contract=off",
+            f"-I{KERNELS}",
+            *options,
+            str(src),
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
 
 # ----------------------------------------------------------------------------- examples
 @functools.cache
@@ -78,6 +93,7 @@ def host_syncs(fn) -> list:
     does not see."""
     import warnings
     from unittest import mock
+
     torch.cuda.synchronize()
     waits = []
     original = torch.cuda.Event.synchronize
@@ -85,10 +101,13 @@ def host_syncs(fn) -> list:
     def counted(event):
         waits.append("torch.cuda.Event.synchronize")
         return original(event)
+
     torch.cuda.set_sync_debug_mode("warn")
     try:
-        with warnings.catch_warnings(record=True) as caught, \
-                mock.patch.object(torch.cuda.Event, "synchronize", counted):
+        with (
+            warnings.catch_warnings(record=True) as caught,
+            mock.patch.object(torch.cuda.Event, "synchronize", counted),
+        ):
             warnings.simplefilter("always")
             fn()
     finally:
@@ -104,7 +123,7 @@ def random_seeds(n=64, seed=1, num_nodes=2000):
 def ladies_layer(A, seeds, k=100):
     """One LADIES layer: rows drawn by their squared column-slice weights."""
     sub = A[:, seeds]
-    p = (sub ** 2).sum(axis=1)
+    p = (sub**2).sum(axis=1)
     return sub.collective_sample(k, node_probs=p / p.sum())
 
 
@@ -126,9 +145,10 @@ def _tensor_difference(a, b):
     if not isinstance(b, torch.Tensor):
         return f"a tensor vs {type(b).__name__}"
     if (a.dtype, a.shape, a.device) != (b.dtype, b.shape, b.device):
-        return (f"{a.dtype} {tuple(a.shape)} on {a.device} vs "
-                f"{b.dtype} {tuple(b.shape)} on {b.device}")
-    if a.is_floating_point() or a.is_complex():           # NaN equals NaN, nothing else
+        return (
+            f"{a.dtype} {tuple(a.shape)} on {a.device} vs {b.dtype} {tuple(b.shape)} on {b.device}"
+        )
+    if a.is_floating_point() or a.is_complex():  # NaN equals NaN, nothing else
         nan = a.isnan()
         if not torch.equal(nan, b.isnan()):
             return "NaN at different places"
@@ -154,8 +174,9 @@ def difference(a, b, where="out"):
         if a.shape != b.shape:
             return f"{where}: shapes {a.shape} vs {b.shape}"
         views = list(zip(("rows", "cols", "edge ids"), a.edges(), b.edges()))
-        views += [(what, getattr(a, what), getattr(b, what))
-                  for what in ("row_ids", "col_ids", "values")]
+        views += [
+            (what, getattr(a, what), getattr(b, what)) for what in ("row_ids", "col_ids", "values")
+        ]
         for what, x, y in views:
             d = _tensor_difference(x, y)
             if d:
@@ -182,7 +203,7 @@ def difference(a, b, where="out"):
             return f"{where}: lengths {len(a)} vs {len(b)}"
         if isinstance(a, dict) and a.keys() != b.keys():
             return f"{where}: keys {list(a)} vs {list(b)}"
-        for k in (a if isinstance(a, dict) else range(len(a))):
+        for k in a if isinstance(a, dict) else range(len(a)):
             d = difference(a[k], b[k], f"{where}[{k!r}]")
             if d:
                 return d
@@ -215,8 +236,7 @@ def programs(fn, *args, passes=None, **kwargs):
     return before, after
 
 
-def check_compiled_equals_eager(fn, *args, passes=None, calls=2, seed=0, distinct=False,
-                                **kwargs):
+def check_compiled_equals_eager(fn, *args, passes=None, calls=2, seed=0, distinct=False, **kwargs):
     """Compile ``fn`` with ``passes`` (``None``: the default pipeline) and check it samples
     as eager: ``calls`` compiled calls after ``gs.manual_seed(seed)`` return exactly what
     ``calls`` eager calls return after the same seed. With ``distinct``, consecutive calls
@@ -231,8 +251,9 @@ def check_compiled_equals_eager(fn, *args, passes=None, calls=2, seed=0, distinc
         d = difference(c, e, f"call {i}")
         assert d is None, d + "\n" + format_lines(compiled.program(*args, **kwargs))
     if distinct:
-        assert all(not same(x, y) for x, y in zip(got, got[1:])), \
+        assert all(not same(x, y) for x, y in zip(got, got[1:])), (
             "the stream did not advance between the calls"
+        )
     return compiled
 
 
@@ -241,7 +262,7 @@ def weighted_sampler(A, seeds, v, fanouts=(5, 5)):
     blocks = []
     for k in fanouts:
         sub = A[:, seeds]
-        probs = ((sub ** 2) * 3 + 0.1).div(v[sub.col_ids], axis=0)
+        probs = ((sub**2) * 3 + 0.1).div(v[sub.col_ids], axis=0)
         bias = (sub.add(v[sub.row_ids], axis=1) ** 2).sum(axis=1)
         s = sub.individual_sample(k, probs=probs)
         blocks.append(s)
@@ -258,16 +279,19 @@ def run_seeded(fn, *args, seed=0, **kwargs):
 
 def loader_outputs(A, sampler, seeds, batch_size, **options):
     """The outputs of one ``gs.DataLoader`` epoch, in order (unshuffled, a fixed epoch seed)."""
-    return [b.out for b in gs.DataLoader(A, sampler, seeds, batch_size, shuffle=False, seed=7,
-                                         **options)]
+    return [
+        b.out
+        for b in gs.DataLoader(A, sampler, seeds, batch_size, shuffle=False, seed=7, **options)
+    ]
 
 
 def check_super_batched(A, fn, seeds, batch_size, n):
     """``gs.compile(fn)`` through a loader super-batched ``n`` draws, mini-batch by mini-batch,
     what the eager function draws one mini-batch at a time (:func:`loader_outputs`)."""
     ref = loader_outputs(A, fn, seeds, batch_size)
-    loader = gs.DataLoader(A, gs.compile(fn), seeds, batch_size, shuffle=False, seed=7,
-                           super_batch=n)
+    loader = gs.DataLoader(
+        A, gs.compile(fn), seeds, batch_size, shuffle=False, seed=7, super_batch=n
+    )
     assert loader.super_batch_size == n
     got = [b.out for b in loader]
     assert len(got) == len(ref) == -(-len(seeds) // batch_size)
@@ -283,6 +307,7 @@ def ops(graph):
 def cached(graph):
     """An IR graph's CACHED nodes (values pre-computed once per graph)."""
     from gsample.ir import Op
+
     return [n for n in graph.nodes if n.op is Op.CACHED]
 
 
@@ -290,9 +315,9 @@ def spawn_ranks(worker, out, world=2) -> list:
     """Run ``worker(rank, world, init_method, out)`` in ``world`` gloo processes
     (``torch.multiprocessing.spawn``) and load what each rank saved to ``out/rank<r>.pt``."""
     import torch.multiprocessing as mp
+
     mp.spawn(worker, args=(world, gs.distributed.local_init_method(), str(out)), nprocs=world)
-    return [torch.load(pathlib.Path(out) / f"rank{r}.pt", weights_only=False)
-            for r in range(world)]
+    return [torch.load(pathlib.Path(out) / f"rank{r}.pt", weights_only=False) for r in range(world)]
 
 
 def assert_stream_after_loader(graph, plain, sampler, seeds, batch, super_batch):
@@ -304,4 +329,3 @@ def assert_stream_after_loader(graph, plain, sampler, seeds, batch, super_batch)
     gs.manual_seed(9)
     list(gs.DataLoader(graph, sampler, seeds, batch, super_batch=super_batch))
     assert_same(graph[:, seeds].individual_sample(2), after)
-

@@ -44,18 +44,26 @@ caching allocator and the graphs for the replays (exit status 3: call again, it 
         --log-dir memcheck-ids-cached -- -m cuda tests/test_adversarial_ids.py \\
         -k "test_cuda_graph_replay"
 """
+
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Optional
 
 import pytest
 import torch
+from adversarial import (
+    alone,
+    assert_exact,
+    bad_ids,
+    good_seeds,
+    planted,
+    raises_index_error,
+    seeded,
+    specs,
+)
 
 import gsample as gs
-from adversarial import (alone, assert_exact, bad_ids, good_seeds, planted,
-                         raises_index_error, seeded, specs)
 from gsample.backend.cuda import extract as X
 from gsample.loader.features import SLOT_BYTES
 from gsample.runtime import cuda_graphs
@@ -63,8 +71,8 @@ from gsample.runtime import cuda_graphs
 #: the CPU graph (small: the CPU part stays fast) and the GPU graph (issue 32's repro size)
 CPU_GRAPH = dict(num_nodes=20_000, num_edges=200_000)
 GPU_GRAPH = dict(num_nodes=200_000, num_edges=1_000_000)
-EPOCH_SEED = 7          # the loaders' and super-batches' epoch seed
-FEATURES = 16           # feature columns
+EPOCH_SEED = 7  # the loaders' and super-batches' epoch seed
+FEATURES = 16  # feature columns
 
 SAMPLERS = list(specs())
 GATHERING = [n for n in SAMPLERS if specs()[n].gathers]
@@ -78,15 +86,17 @@ class Target:
 
     device: torch.device
     backend: str
-    int32: Optional[bool] = None        # None: the library's default
+    int32: bool | None = None  # None: the library's default
 
 
 CPU = pytest.param(Target(torch.device("cpu"), "torch"), id="cpu-torch")
 CUDA_TORCH = pytest.param(Target(torch.device("cuda"), "torch"), id="cuda-torch", marks=_GPU)
-KERNELS_64 = pytest.param(Target(torch.device("cuda"), "cuda", False), id="cuda-kernels-int64",
-                          marks=_GPU)
-KERNELS_32 = pytest.param(Target(torch.device("cuda"), "cuda", True), id="cuda-kernels-int32",
-                          marks=_GPU)
+KERNELS_64 = pytest.param(
+    Target(torch.device("cuda"), "cuda", False), id="cuda-kernels-int64", marks=_GPU
+)
+KERNELS_32 = pytest.param(
+    Target(torch.device("cuda"), "cuda", True), id="cuda-kernels-int32", marks=_GPU
+)
 ALL = [CPU, CUDA_TORCH, KERNELS_64, KERNELS_32]
 GPU_ONLY = [CUDA_TORCH, KERNELS_64, KERNELS_32]
 # a graph in pinned host memory is read as int64 in place (no int32 copy: extract.py), and a
@@ -100,7 +110,7 @@ def target(request, monkeypatch) -> Target:
     t: Target = request.param
     if t.backend == "cuda":
         pytest.importorskip("cupy")
-    if t.int32 is not None:          # 0: every whole graph through int32; None: never
+    if t.int32 is not None:  # 0: every whole graph through int32; None: never
         monkeypatch.setattr(X, "INT32_MIN_EDGES", 0 if t.int32 else None)
     return t
 
@@ -117,13 +127,20 @@ _GRAPHS: dict = {}
 
 def base_graph(device: torch.device) -> gs.Matrix:
     """The weighted R-MAT graph of ``device`` (made once per process)."""
-    return _keep(("base", device.type), lambda: gs.datasets.rmat(
-        **(GPU_GRAPH if device.type == "cuda" else CPU_GRAPH), seed=0, weighted=True,
-        device=device))
+    return _keep(
+        ("base", device.type),
+        lambda: gs.datasets.rmat(
+            **(GPU_GRAPH if device.type == "cuda" else CPU_GRAPH),
+            seed=0,
+            weighted=True,
+            device=device,
+        ),
+    )
 
 
-def graph(name: str, device: torch.device, placement: str = "device",
-          cache: bool = False) -> gs.Matrix:
+def graph(
+    name: str, device: torch.device, placement: str = "device", cache: bool = False
+) -> gs.Matrix:
     """The graph sampler ``name`` takes on ``device`` (its ``prepare`` applied), on the
     device or (``placement="uva"``) in pinned host memory, with a GPU cache of its
     ``indptr`` and part of its columns (``cache``: room for about a quarter of its edges)."""
@@ -135,11 +152,12 @@ def graph(name: str, device: torch.device, placement: str = "device",
             A = spec.prepare(A)
         if placement == "uva":
             nbytes = None
-            if cache:              # indptr and slots (16 bytes a node), then ~1/4 of the rows
+            if cache:  # indptr and slots (16 bytes a node), then ~1/4 of the rows
                 nbytes = 16 * (A.num_nodes + 1) + 16 * A.num_edges // 4
             A = A.to(device, placement="uva", cache=nbytes)
             assert A.placement == "uva" and (A.cache is not None) == cache
         return A
+
     return _keep((spec.prepare, device.type, placement, cache), make)
 
 
@@ -155,8 +173,7 @@ def _arrays(A: gs.Matrix) -> dict:
     """CPU copies of every array a sampler reads of ``A``: its CSC, its GPU cache and the
     CUDA backend's int32 copy of its index arrays (where made)."""
     csc = A.csc
-    out = {f: getattr(csc, f) for f in ("indptr", "rows", "row_ids", "col_ids", "values",
-                                        "eids")}
+    out = {f: getattr(csc, f) for f in ("indptr", "rows", "row_ids", "col_ids", "values", "eids")}
     if A.cache is not None:
         out.update({f"cache.{f}": getattr(A.cache, f) for f in ("slot", "rows", "eids")})
     narrow = X._NARROW.get(csc)
@@ -174,10 +191,11 @@ def _graphs_intact():
     yield
     for key, (A, made) in _GRAPHS.items():
         for field, value in _arrays(A).items():
-            narrowed = field.startswith("int32 ")      # (a UVA graph's "copy" is int64)
+            narrowed = field.startswith("int32 ")  # (a UVA graph's "copy" is int64)
             want = made[field.removeprefix("int32 ")]
-            assert torch.equal(value.to(want.dtype) if narrowed else value, want), \
+            assert torch.equal(value.to(want.dtype) if narrowed else value, want), (
                 f"graph {key}: its {field} changed"
+            )
 
 
 def sampler(name: str, target: Target, compiled: bool = True):
@@ -190,14 +208,16 @@ def sampler(name: str, target: Target, compiled: bool = True):
 
 def eager(fn, target: Target):
     """``fn`` run eagerly on ``target``'s backend."""
+
     @functools.wraps(fn)
     def call(*args, **kwargs):
         with gs.use_backend(target.backend):
             return fn(*args, **kwargs)
+
     return call
 
 
-def seeds_for(name: str, A: gs.Matrix, target: Target, n: Optional[int] = None) -> torch.Tensor:
+def seeds_for(name: str, A: gs.Matrix, target: Target, n: int | None = None) -> torch.Tensor:
     """``n`` (default: a mini-batch of ``name``) distinct good seeds on ``target``'s device."""
     spec = specs()[name]
     return good_seeds(A.num_nodes, spec.batch if n is None else n, name).to(target.device)
@@ -214,17 +234,27 @@ def check_calls(name: str, target: Target, A: gs.Matrix, what: str) -> None:
     one = good[:1]
     ref, ref_one = seeded(fn, A, good), seeded(fn, A, one)
     plain = eager(sampler(name, target, compiled=False), target)
-    calls = [("compiled", fn, ref, ref_one),
-             ("eager", plain, seeded(plain, A, good), seeded(plain, A, one))]
+    calls = [
+        ("compiled", fn, ref, ref_one),
+        ("eager", plain, seeded(plain, A, good), seeded(plain, A, one)),
+    ]
     for how, call, r, r_one in calls:
         for bad in bad_ids(A.num_nodes):
             seeds, pos = planted(good, bad, name, what)
-            raises_index_error(lambda: seeded(call, A, seeds), spec.names, bad,
-                               f"{what}, {how}, {bad} at {pos} of {len(seeds)}")
-            if how == "compiled":             # (the eager reference is checked once, below)
+            raises_index_error(
+                lambda: seeded(call, A, seeds),
+                spec.names,
+                bad,
+                f"{what}, {how}, {bad} at {pos} of {len(seeds)}",
+            )
+            if how == "compiled":  # (the eager reference is checked once, below)
                 assert_exact(seeded(call, A, good), r, f"{what}, {how}, after {bad}")
-            raises_index_error(lambda: seeded(call, A, alone(bad, target.device)), spec.names,
-                               bad, f"{what}, {how}, {bad} alone")
+            raises_index_error(
+                lambda: seeded(call, A, alone(bad, target.device)),
+                spec.names,
+                bad,
+                f"{what}, {how}, {bad} alone",
+            )
             if how == "compiled":
                 assert_exact(seeded(call, A, one), r_one, f"{what}, {how}, one seed after {bad}")
         assert_exact(seeded(call, A, good), r, f"{what}, {how}, after every bad id")
@@ -246,8 +276,12 @@ def test_uva(name, target):
 @targets(UVA)
 @pytest.mark.parametrize("name", SAMPLERS)
 def test_uva_cache(name, target):
-    check_calls(name, target, graph(name, target.device, "uva", cache=True),
-                f"{name}, UVA graph with a GPU cache")
+    check_calls(
+        name,
+        target,
+        graph(name, target.device, "uva", cache=True),
+        f"{name}, UVA graph with a GPU cache",
+    )
 
 
 @targets(ALL)
@@ -261,19 +295,26 @@ def test_a_failed_call_draws_nothing(name, target):
     spec = specs()[name]
     A = graph(name, target.device)
     good = seeds_for(name, A, target)
-    for how, fn in (("eager", eager(sampler(name, target, compiled=False), target)),
-                    ("compiled", sampler(name, target))):
+    for how, fn in (
+        ("eager", eager(sampler(name, target, compiled=False), target)),
+        ("compiled", sampler(name, target)),
+    ):
         ref = seeded(fn, A, good)
         for bad in bad_ids(A.num_nodes):
             seeds, _ = planted(good, bad, name, "stream")
-            raises_index_error(lambda: seeded(fn, A, seeds), spec.names, bad,
-                               f"{name}, {how}, {bad}")
-            assert_exact(fn(A, good), ref, f"{name}, {how}: the good call right after the "
-                         f"call refused for {bad} (the stream moved)")
+            raises_index_error(
+                lambda: seeded(fn, A, seeds), spec.names, bad, f"{name}, {how}, {bad}"
+            )
+            assert_exact(
+                fn(A, good),
+                ref,
+                f"{name}, {how}: the good call right after the "
+                f"call refused for {bad} (the stream moved)",
+            )
 
 
 # ----------------------------------------------------------------------------- CUDA graphs
-WARM_CALLS = 4          # a region runs eagerly, is captured, then replayed from the third call
+WARM_CALLS = 4  # a region runs eagerly, is captured, then replayed from the third call
 #: samplers whose CUDA-backend programs are documented to hold CUDA graph regions (a node-wise
 #: sampler one, a layer-wise one one per layer: gsample/runtime/cuda_graphs.py): checked to be
 #: captured, so that their bad calls are replays (the others' may run eagerly)
@@ -296,21 +337,27 @@ def test_cuda_graph_replay(name, target):
             assert_exact(seeded(fn, A, seeds), ref, f"{what}, good call {i + 1}")
         if name in CAPTURED and target.backend == "cuda" and cuda_graphs.enabled():
             program = fn.func.lowered(A, seeds, **fn.keywords)
-            assert any(r.captured for r in program.regions), \
+            assert any(r.captured for r in program.regions), (
                 f"{what}: nothing captured after {WARM_CALLS} calls"
+            )
         for bad in bad_ids(A.num_nodes):
-            bad_seeds = planted(seeds, bad, name, what)[0] if seeds.numel() > 1 \
+            bad_seeds = (
+                planted(seeds, bad, name, what)[0]
+                if seeds.numel() > 1
                 else alone(bad, target.device)
-            raises_index_error(lambda: seeded(fn, A, bad_seeds), spec.names, bad,
-                               f"{what}, {bad} {where}")
-            for i in range(2):        # the next replay, and the one after it
-                assert_exact(seeded(fn, A, seeds), ref, f"{what}, good call {i + 1} after "
-                             f"{bad} {where}")
+            )
+            raises_index_error(
+                lambda: seeded(fn, A, bad_seeds), spec.names, bad, f"{what}, {bad} {where}"
+            )
+            for i in range(2):  # the next replay, and the one after it
+                assert_exact(
+                    seeded(fn, A, seeds), ref, f"{what}, good call {i + 1} after {bad} {where}"
+                )
 
 
 # ----------------------------------------------------------------------------- super-batches
 SUPER_BATCH = 2
-BATCHES = 3             # mini-batches of a loader's epoch: two super-batches, the last of one
+BATCHES = 3  # mini-batches of a loader's epoch: two super-batches, the last of one
 
 
 def epoch(A, fn, seeds, batch, **options) -> list:
@@ -334,14 +381,25 @@ def test_loader_super_batch(name, target):
     assert len(ref) == BATCHES
     for bad in bad_ids(A.num_nodes):
         bad_seeds, pos = planted(seeds, bad, name, what)
-        raises_index_error(lambda: gs.DataLoader(A, fn, bad_seeds, spec.batch,
-                                                 super_batch=SUPER_BATCH),
-                           ("seeds",), bad, f"{what}, {bad} at {pos} of the epoch's seeds")
-        raises_index_error(lambda: gs.DataLoader(A, fn, alone(bad, target.device),
-                                                 spec.batch, super_batch=SUPER_BATCH),
-                           ("seeds",), bad, f"{what}, {bad} alone")
-        assert_exact(epoch(A, fn, seeds, spec.batch, super_batch=SUPER_BATCH), ref,
-                     f"{what}, the epoch after {bad}")
+        raises_index_error(
+            lambda: gs.DataLoader(A, fn, bad_seeds, spec.batch, super_batch=SUPER_BATCH),
+            ("seeds",),
+            bad,
+            f"{what}, {bad} at {pos} of the epoch's seeds",
+        )
+        raises_index_error(
+            lambda: gs.DataLoader(
+                A, fn, alone(bad, target.device), spec.batch, super_batch=SUPER_BATCH
+            ),
+            ("seeds",),
+            bad,
+            f"{what}, {bad} alone",
+        )
+        assert_exact(
+            epoch(A, fn, seeds, spec.batch, super_batch=SUPER_BATCH),
+            ref,
+            f"{what}, the epoch after {bad}",
+        )
 
 
 # ----------------------------------------------------------------------------- features
@@ -351,8 +409,7 @@ def table(A: gs.Matrix) -> torch.Tensor:
     return torch.randn(A.num_nodes, FEATURES, generator=g)
 
 
-def check_gather(name: str, target: Target, features: torch.Tensor, cache: int,
-                 mode: str) -> None:
+def check_gather(name: str, target: Target, features: torch.Tensor, cache: int, mode: str) -> None:
     """A loader's feature store (``mode``: where its rows come from) called with a user's
     ``n_id`` holding a bad id raises the documented error naming ``n_id``; the good
     gather right after returns the reference rows, and a new loader the reference epoch."""
@@ -363,8 +420,16 @@ def check_gather(name: str, target: Target, features: torch.Tensor, cache: int,
     seeds = seeds_for(name, A, target, 2 * spec.batch)
 
     def run_epoch():
-        loader = gs.DataLoader(A, fn, seeds, spec.batch, shuffle=False, seed=EPOCH_SEED,
-                               features=features, feature_cache=cache)
+        loader = gs.DataLoader(
+            A,
+            fn,
+            seeds,
+            spec.batch,
+            shuffle=False,
+            seed=EPOCH_SEED,
+            features=features,
+            feature_cache=cache,
+        )
         return loader, [(b.out, b.n_id, b.x) for b in loader]
 
     loader, ref = run_epoch()
@@ -376,11 +441,13 @@ def check_gather(name: str, target: Target, features: torch.Tensor, cache: int,
     assert_exact(rows, ref[0][2], f"{what}, the store's rows")
     for bad in bad_ids(A.num_nodes):
         bad_n_id, pos = planted(n_id, bad, name, what)
-        raises_index_error(lambda: store(bad_n_id), ("n_id",), bad,
-                           f"{what}, {bad} at {pos} of {len(n_id)}")
+        raises_index_error(
+            lambda: store(bad_n_id), ("n_id",), bad, f"{what}, {bad} at {pos} of {len(n_id)}"
+        )
         assert_exact(store(n_id), rows, f"{what}, after {bad}")
-        raises_index_error(lambda: store(alone(bad, target.device)), ("n_id",), bad,
-                           f"{what}, {bad} alone")
+        raises_index_error(
+            lambda: store(alone(bad, target.device)), ("n_id",), bad, f"{what}, {bad} alone"
+        )
         assert_exact(store(n_id[:1]), rows[:1], f"{what}, one row after {bad}")
     assert_exact(run_epoch()[1], ref, f"{what}, a new loader's epoch")
 
@@ -402,8 +469,9 @@ def test_feature_gather_cached(name, target):
     table is on the graph's device already: a CPU graph has none.)"""
     A = graph(name, target.device)
     features = table(A)
-    cache = SLOT_BYTES * A.num_nodes \
-        + features[0].numel() * features.element_size() * (A.num_nodes // 4)
+    cache = SLOT_BYTES * A.num_nodes + features[0].numel() * features.element_size() * (
+        A.num_nodes // 4
+    )
     check_gather(name, target, features, cache, "uva" if _cupy() else "host")
 
 
@@ -418,7 +486,7 @@ def test_feature_gather_uva(name, target):
 
 def _cupy() -> bool:
     try:
-        import cupy  # noqa: F401
+        import cupy
     except ImportError:
         return False
     return True

@@ -8,6 +8,7 @@ The CPU tests simulate a GPU where they need one: the CuPy probe
 (``gsample.backend._probe_cuda``) is replaced, and a device ``cuda:0`` is only looked at,
 never allocated on. The tests marked ``cuda`` run on a GPU with CuPy.
 """
+
 import functools
 import pathlib
 import re
@@ -17,22 +18,22 @@ import warnings
 
 import pytest
 import torch
+from helpers import graphsage, random_seeds
 
 import gsample as gs
 import gsample.backend as backend_mod
 from gsample.backend import BackendWarning, eager_backend
 from gsample.passes import cse, dce
-from helpers import graphsage, random_seeds
 
 README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
-
-
 
 
 def _same_blocks(x, y) -> bool:
     return len(x) == len(y) and all(
         all(torch.equal(a.cpu(), b.cpu()) for a, b in zip(p.edges(), q.edges()))
-        and torch.equal(p.col_ids.cpu(), q.col_ids.cpu()) for p, q in zip(x, y))
+        and torch.equal(p.col_ids.cpu(), q.col_ids.cpu())
+        for p, q in zip(x, y)
+    )
 
 
 @pytest.fixture
@@ -45,6 +46,7 @@ def probe(monkeypatch):
     def fake(index):
         state.calls.append(index)
         return state.result
+
     monkeypatch.setattr(backend_mod, "_probe_cuda", fake)
     monkeypatch.setattr(backend_mod, "_PROBED", {})
     monkeypatch.setattr(backend_mod, "_WARNED", False)
@@ -53,6 +55,7 @@ def probe(monkeypatch):
 
 class _OnGpu:
     """A graph's CSC reporting ``cuda:0`` as its device (its tensors stay on the CPU)."""
+
     device = torch.device("cuda", 0)
     indptr = types.SimpleNamespace(device=device, is_cuda=True)
 
@@ -86,7 +89,7 @@ def test_auto_is_the_default_and_a_cpu_graph_runs_torch(small_graph):
     gs.manual_seed(3)
     assert _same_blocks(got, graphsage(A, seeds))
     assert f.lowered(A, seeds).backend == "torch"
-    assert [key[-1] for key in f._cache] == ["torch"]        # resolved before the cache key
+    assert [key[-1] for key in f._cache] == ["torch"]  # resolved before the cache key
 
 
 def test_auto_shares_the_torch_program_and_forced_names_keep_theirs(small_graph):
@@ -103,13 +106,12 @@ def test_auto_shares_the_torch_program_and_forced_names_keep_theirs(small_graph)
         f(A, seeds)
     assert f.traces == 2 and sorted(key[-1] for key in f._cache) == ["cuda", "torch"]
     pinned = gs.compile(graphsage, backend="auto")
-    with gs.use_backend("cuda"):                     # backend= wins over the setting
+    with gs.use_backend("cuda"):  # backend= wins over the setting
         pinned(A, seeds)
     assert pinned.backend == "auto" and [key[-1] for key in pinned._cache] == ["torch"]
 
 
-def test_auto_resolves_per_graph_device_in_compiled_samplers(small_graph, probe,
-                                                             monkeypatch):
+def test_auto_resolves_per_graph_device_in_compiled_samplers(small_graph, probe, monkeypatch):
     """A graph on a GPU: ``"cuda"`` where the probe says CuPy's kernels run, ``"torch"``
     where it does not; the two resolutions are different cache keys."""
     A, seeds = small_graph, random_seeds(16, 3, small_graph.num_nodes)
@@ -124,14 +126,15 @@ def test_auto_resolves_per_graph_device_in_compiled_samplers(small_graph, probe,
     assert gs.compile(graphsage, backend="torch")._backend(dynamic) == "torch"
     with gs.use_backend("torch"):
         assert f._backend(dynamic) == gs.backend_for(A) == "torch"
-    assert probe.calls == [0]                       # probed once for the process
+    assert probe.calls == [0]  # probed once for the process
 
 
 def _csc_on(device: str):
     """A stand-in for a sparse matrix on ``device`` (what an eager op's backend reads)."""
     device = torch.device(device)
-    return types.SimpleNamespace(indptr=types.SimpleNamespace(
-        device=device, is_cuda=device.type == "cuda"))
+    return types.SimpleNamespace(
+        indptr=types.SimpleNamespace(device=device, is_cuda=device.type == "cuda")
+    )
 
 
 def test_eager_ops_resolve_auto_per_matrix(probe, small_graph):
@@ -141,7 +144,7 @@ def test_eager_ops_resolve_auto_per_matrix(probe, small_graph):
     assert eager_backend(None).name == "torch"
     with gs.use_backend("torch"):
         assert eager_backend(_csc_on("cuda:0")).name == "torch"
-    with gs.use_backend("cuda"):                 # a CPU matrix then runs the torch code
+    with gs.use_backend("cuda"):  # a CPU matrix then runs the torch code
         assert eager_backend(_csc_on("cpu")).name == "cuda"
     assert probe.calls == [0]
     backend_mod._PROBED.clear()
@@ -154,8 +157,9 @@ def test_backend_for_takes_graphs_tensors_and_devices(small_graph):
     assert gs.backend_for(torch.device("cpu")) == gs.backend_for(torch.zeros(2)) == "torch"
     with pytest.raises(TypeError, match="graph: expected a gs.Matrix, a tensor or a device"):
         gs.backend_for([1, 2])
-    with pytest.raises(ValueError, match="backend: unknown backend 'gpu'; expected one of "
-                                         "'auto', 'torch', 'cuda'"):
+    with pytest.raises(
+        ValueError, match="backend: unknown backend 'gpu'; expected one of 'auto', 'torch', 'cuda'"
+    ):
         gs.backend_for(small_graph, "gpu")
     with pytest.raises(ValueError, match="'auto' picks a backend per graph"):
         backend_mod.get_backend("auto")
@@ -167,7 +171,7 @@ def test_missing_cupy_on_a_gpu_warns_once_per_process(probe):
         warnings.simplefilter("always")
         assert gs.backend_for("cuda:0") == "torch"
         assert gs.backend_for(torch.device("cuda", 0)) == "torch"
-        assert gs.backend_for("cuda:1") == "torch"           # another GPU: probed, no warning
+        assert gs.backend_for("cuda:1") == "torch"  # another GPU: probed, no warning
         assert gs.backend_for("cuda:1") == "torch"
     ours = [w for w in seen if issubclass(w.category, BackendWarning)]
     assert len(ours) == 1, [str(w.message) for w in seen]
@@ -175,8 +179,8 @@ def test_missing_cupy_on_a_gpu_warns_once_per_process(probe):
     assert "cuda:0" in text and "CuPy is not installed" in text
     assert "torch backend runs instead" in text and "pip install gsample[cuda]" in text
     assert "gs.use_backend('torch')" in text
-    assert ours[0].filename == __file__                    # points at the user's line
-    assert probe.calls == [0, 1]                           # once per GPU
+    assert ours[0].filename == __file__  # points at the user's line
+    assert probe.calls == [0, 1]  # once per GPU
 
 
 def test_a_kernel_that_fails_to_launch_warns_with_the_reason(probe):
@@ -187,14 +191,14 @@ def test_a_kernel_that_fails_to_launch_warns_with_the_reason(probe):
 
 def test_no_probe_and_no_warning_where_auto_is_not_asked_for(probe):
     with warnings.catch_warnings():
-        warnings.simplefilter("error")                      # any warning fails the test
+        warnings.simplefilter("error")  # any warning fails the test
         assert gs.backend_for("cuda:0", "torch") == "torch"
         assert gs.backend_for("cuda:0", "cuda") == "cuda"
         with gs.use_backend("torch"):
             assert gs.backend_for("cuda:0") == "torch"
         assert gs.backend_for("cpu") == "torch"
         probe.result = None
-        assert gs.backend_for("cuda:0") == "cuda"             # kernels run: no warning
+        assert gs.backend_for("cuda:0") == "cuda"  # kernels run: no warning
     assert probe.calls == [0]
 
 
@@ -214,9 +218,8 @@ def test_use_backend_as_a_context_manager_restores_nested_and_after_errors():
         with gs.use_backend("cuda"):
             assert gs.current_backend() == "cuda"
         assert gs.current_backend() == "torch"
-        with pytest.raises(RuntimeError):
-            with gs.use_backend("cuda"):
-                raise RuntimeError("inside")
+        with pytest.raises(RuntimeError), gs.use_backend("cuda"):
+            raise RuntimeError("inside")
         assert gs.current_backend() == "torch"
     assert gs.current_backend() == "auto"
 
@@ -231,7 +234,7 @@ def test_a_plain_call_inside_a_with_is_undone_at_its_exit():
 
 
 def test_a_use_backend_object_entered_later_or_again():
-    ctx = gs.use_backend("cuda")                 # a call: set now
+    ctx = gs.use_backend("cuda")  # a call: set now
     assert gs.current_backend() == "cuda"
     gs.use_backend("torch")
     for _ in range(2):
@@ -247,6 +250,7 @@ def test_use_backend_is_per_thread():
     def other():
         gs.use_backend("cuda")
         seen.append(gs.current_backend())
+
     t = threading.Thread(target=other)
     t.start()
     t.join()
@@ -258,19 +262,20 @@ def test_unknown_backend_names_raise_and_change_nothing(name):
     message = f"name: unknown backend {name!r}; expected one of 'auto', 'torch', 'cuda'"
     with pytest.raises(ValueError, match=re.escape(message)):
         gs.use_backend(name)
-    with pytest.raises(ValueError, match=re.escape(message)):
-        with gs.use_backend(name):
-            pass
+    with pytest.raises(ValueError, match=re.escape(message)), gs.use_backend(name):
+        pass
     assert gs.current_backend() == "auto"
     with pytest.raises(ValueError, match=re.escape(f"backend: unknown backend {name!r}")):
         gs.compile(graphsage, backend=name)
     with pytest.raises(ValueError, match=re.escape(f"backend: unknown backend {name!r}")):
-        gs.compile(backend=name)                  # the decorator form: at once
+        gs.compile(backend=name)  # the decorator form: at once
 
 
 def test_a_backend_name_that_is_not_a_string_raises_a_type_error():
-    with pytest.raises(TypeError, match="name: expected a backend name, one of 'auto', "
-                                        "'torch', 'cuda', got NoneType"):
+    with pytest.raises(
+        TypeError,
+        match="name: expected a backend name, one of 'auto', 'torch', 'cuda', got NoneType",
+    ):
         gs.use_backend(None)
     with pytest.raises(TypeError, match="backend: expected a backend name"):
         gs.compile(graphsage, backend=1)
@@ -281,8 +286,9 @@ def test_the_device_fixture_picks_the_backend_its_name_says(device):
     would make ``"auto"`` pick the kernels for ``cuda``: the fixture forces the torch one)."""
     kernels = gs.current_backend() == "cuda"
     assert gs.backend_for(device) == ("cuda" if kernels else "torch")
-    assert gs.current_backend() in (("torch",) if device.type == "cuda" and not kernels
-                                    else ("auto", "cuda"))
+    assert gs.current_backend() in (
+        ("torch",) if device.type == "cuda" and not kernels else ("auto", "cuda")
+    )
 
 
 # ----------------------------------------------------------------------------- explain
@@ -295,44 +301,60 @@ def test_explain_names_the_backend_and_why(small_graph):
     assert "  backend 'torch' (backend='torch')" in text.splitlines()
     with gs.use_backend("cuda"):
         text = gs.explain(graphsage, A, seeds, file=False)
-    assert ("backend 'torch' (gs.use_backend('cuda'), but the graph is on the CPU: every op "
-            "runs the torch backend's code)") in text
+    assert (
+        "backend 'torch' (gs.use_backend('cuda'), but the graph is on the CPU: every op "
+        "runs the torch backend's code)"
+    ) in text
 
 
 def test_explain_on_a_gpu_graph_says_auto_and_the_fallback(small_graph, probe, monkeypatch):
     """The report's backend line for a graph on a GPU, kernels running or not (the line
     only; the rest of the report would lower for the GPU)."""
     from gsample.compiler.explain import _backend_text
+
     f = gs.compile(graphsage)
     dynamic, _, _ = f._split((small_graph, torch.arange(8)), {})
     _gpu_graph(monkeypatch, small_graph)
     with pytest.warns(BackendWarning):
         assert _backend_text(f, dynamic) == (
             "backend 'torch' (auto: the graph is on cuda:0, but the CUDA backend's kernels "
-            "cannot run there: CuPy is not installed; pip install gsample[cuda])")
+            "cannot run there: CuPy is not installed; pip install gsample[cuda])"
+        )
     backend_mod._PROBED.clear()
     probe.result = None
     assert _backend_text(f, dynamic).startswith(
-        "backend 'cuda' (auto: the graph is on cuda:0 and CuPy's kernels run there")
+        "backend 'cuda' (auto: the graph is on cuda:0 and CuPy's kernels run there"
+    )
 
 
 # ----------------------------------------------------------------------------- passes=
 def test_passes_must_be_a_list(small_graph):
     start = "passes: expected a list of passes (Graph -> Graph callables, (callable, why) "
-    with pytest.raises(TypeError, match=re.escape(start) + ".*got the str 'cse'; write "
-                                        "passes=\\['cse'\\]"):
+    with pytest.raises(
+        TypeError, match=re.escape(start) + ".*got the str 'cse'; write passes=\\['cse'\\]"
+    ):
         gs.compile(graphsage, passes="cse")
     with pytest.raises(TypeError, match=re.escape(start)):
-        gs.compile(passes="cse")                        # the decorator form: at once
+        gs.compile(passes="cse")  # the decorator form: at once
     with pytest.raises(TypeError, match="got function; write passes=\\[cse\\]"):
         gs.compile(graphsage, passes=cse)
-    with pytest.raises(TypeError, match=re.escape("passes[1]: expected a Graph -> Graph "
-                                                  "callable, a (callable, why) pair or a "
-                                                  "pass name, got int")):
+    with pytest.raises(
+        TypeError,
+        match=re.escape(
+            "passes[1]: expected a Graph -> Graph "
+            "callable, a (callable, why) pair or a "
+            "pass name, got int"
+        ),
+    ):
         gs.compile(graphsage, passes=[cse, 3])
-    with pytest.raises(ValueError, match=re.escape("passes[0]: no pass named 'CSE' in "
-                                                   "gsample.passes.PIPELINE; its passes: "
-                                                   "'cse', 'preprocess'")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "passes[0]: no pass named 'CSE' in "
+            "gsample.passes.PIPELINE; its passes: "
+            "'cse', 'preprocess'"
+        ),
+    ):
         gs.compile(graphsage, passes=["CSE"])
     with pytest.raises(TypeError, match=re.escape(start)):
         gs.explain(graphsage, small_graph, torch.arange(8), passes="cse", file=False)
@@ -340,8 +362,10 @@ def test_passes_must_be_a_list(small_graph):
 
 def test_pass_names_run_the_pipeline_passes(small_graph):
     A, seeds = small_graph, random_seeds(32, 4, small_graph.num_nodes)
-    by_name, by_fn = gs.compile(graphsage, passes=["cse", "dce"]), \
-        gs.compile(graphsage, passes=(cse, dce))
+    by_name, by_fn = (
+        gs.compile(graphsage, passes=["cse", "dce"]),
+        gs.compile(graphsage, passes=(cse, dce)),
+    )
     assert [e[0] for e in by_name.passes] == [cse, dce]
     assert str(by_name.program(A, seeds)) == str(by_fn.program(A, seeds))
     gs.manual_seed(1)
@@ -350,7 +374,7 @@ def test_pass_names_run_the_pipeline_passes(small_graph):
     assert _same_blocks(x, by_fn(A, seeds))
     text = gs.explain(graphsage, A, seeds, passes=["cse", "dce"], file=False)
     assert "pass 1/2 cse" in text and "pass 2/2 dce" in text
-    assert "why here: merge repeated pure computations first" in text   # the pipeline's why
+    assert "why here: merge repeated pure computations first" in text  # the pipeline's why
 
 
 # ----------------------------------------------------------------------------- file=
@@ -360,17 +384,24 @@ def test_explain_writes_to_a_path(small_graph, tmp_path):
     assert (tmp_path / "out.txt").read_text(encoding="utf-8") == text
     assert text.startswith("gs.explain: graphsage(")
     (tmp_path / "old.txt").write_text("stale " * 10_000)
-    assert gs.explain(graphsage, A, seeds, file=tmp_path / "old.txt") == \
-        (tmp_path / "old.txt").read_text(encoding="utf-8")     # os.PathLike, overwritten
+    assert gs.explain(graphsage, A, seeds, file=tmp_path / "old.txt") == (
+        tmp_path / "old.txt"
+    ).read_text(encoding="utf-8")  # os.PathLike, overwritten
 
 
 @pytest.mark.parametrize("bad", [3, True, b"out.txt", object()])
 def test_explain_refuses_other_files_before_tracing(small_graph, bad):
     def broken(A, seeds):
         raise AssertionError("traced although file= was bad")
-    with pytest.raises(TypeError, match=re.escape("file: expected a file-like object (with "
-                                                  "write()), a path (str or os.PathLike), "
-                                                  "None (stdout) or False (no output), got ")):
+
+    with pytest.raises(
+        TypeError,
+        match=re.escape(
+            "file: expected a file-like object (with "
+            "write()), a path (str or os.PathLike), "
+            "None (stdout) or False (no output), got "
+        ),
+    ):
         gs.explain(broken, small_graph, torch.arange(8), file=bad)
 
 
@@ -386,8 +417,11 @@ def test_the_readme_tour_runs_as_written():
     A, sampler = space["A"], space["graphsage"]
     assert isinstance(sampler, gs.CompiledSampler) and sampler.traces == 1
     assert space["src"].numel() > 0
-    gpu = torch.cuda.is_available() and backend_mod.cuda_problem(A.device) is None \
-        if A.device.type == "cuda" else False
+    gpu = (
+        torch.cuda.is_available() and backend_mod.cuda_problem(A.device) is None
+        if A.device.type == "cuda"
+        else False
+    )
     want = "cuda" if gpu else "torch"
     assert gs.backend_for(A) == sampler.backend_for(A) == want
     assert [key[-1] for key in sampler._cache] == [want]
@@ -416,13 +450,14 @@ def test_gpu_bare_compile_is_the_cuda_backend(fanouts):
     assert _same_blocks(got, want)
     assert bare.lowered(A, seeds, fanouts).backend == "cuda"
     assert [key[-1] for key in bare._cache] == ["cuda"]
-    assert "  backend 'cuda' (auto: the graph is on cuda:0" in \
-        gs.explain(bare, A, seeds, fanouts, file=False)
+    assert "  backend 'cuda' (auto: the graph is on cuda:0" in gs.explain(
+        bare, A, seeds, fanouts, file=False
+    )
     gs.manual_seed(2)
-    eager = graphsage(A, seeds, fanouts)             # eager ops: the kernels too
+    eager = graphsage(A, seeds, fanouts)  # eager ops: the kernels too
     assert eager_backend(A.csc).name == "cuda"
     assert _same_blocks(eager, want)
-    with gs.use_backend("torch"):                    # the reference, still the same samples
+    with gs.use_backend("torch"):  # the reference, still the same samples
         assert bare.backend_for(A) == "torch"
         gs.manual_seed(2)
         assert _same_blocks(bare(A, seeds, fanouts), want)
@@ -447,6 +482,7 @@ def test_gpu_bare_super_batched_and_walks_equal_the_cuda_backend():
 
     def deepwalk(A, seeds, length=20):
         return A.random_walk(seeds, length)
+
     walk_bare = functools.partial(gs.compile(deepwalk), length=20)
     walk_cuda = functools.partial(gs.compile(deepwalk, backend="cuda"), length=20)
     for options in ({}, {"super_batch": 4}):

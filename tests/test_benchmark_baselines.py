@@ -11,6 +11,7 @@ benchmarks print meaningless, so each one is held to its sampler's definition:
 * ShaDow: exactly the edges the node set induces;
 * PASS: ``k`` draws with replacement per column with an edge, from that column's edges.
 """
+
 import pathlib
 import sys
 
@@ -19,7 +20,7 @@ import torch
 from scipy import stats
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
-import baselines as B  # noqa: E402
+import baselines as B
 
 N = 300
 
@@ -30,7 +31,7 @@ def graph():
     g = torch.Generator().manual_seed(0)
     src = torch.randint(0, N, (6000,), generator=g)
     dst = torch.randint(0, N, (6000,), generator=g)
-    key = torch.unique(dst * N + src)                     # sorted by column, then row
+    key = torch.unique(dst * N + src)  # sorted by column, then row
     rows, cols = key % N, key // N
     indptr = B._exclusive_cumsum(torch.bincount(cols, minlength=N))
     values = torch.rand(rows.numel(), generator=g) + 0.1
@@ -38,26 +39,27 @@ def graph():
 
 
 def edge_set(indptr, indices, cols):
-    return {(int(indices[e]), int(c)) for c in cols
-            for e in range(int(indptr[c]), int(indptr[c + 1]))}
+    return {
+        (int(indices[e]), int(c)) for c in cols for e in range(int(indptr[c]), int(indptr[c + 1]))
+    }
 
 
 def block_edges(b):
     out = []
     for j, c in enumerate(b.cols.tolist()):
-        out += [(int(r), c) for r in b.rows[b.indptr[j]:b.indptr[j + 1]]]
+        out += [(int(r), c) for r in b.rows[b.indptr[j] : b.indptr[j + 1]]]
     return out
 
 
 def test_frontier_edges_lists_every_in_edge_of_the_frontier(graph):
-    indptr, indices, _ = graph
+    indptr, _indices, _ = graph
     cols = torch.tensor([5, 0, 299, 5])
     ptr, col, pos = B.frontier_edges(indptr, cols)
     assert ptr.tolist() == [0] + torch.cumsum(indptr[cols + 1] - indptr[cols], 0).tolist()
     for c in range(cols.numel()):
-        got = pos[ptr[c]:ptr[c + 1]].tolist()
+        got = pos[ptr[c] : ptr[c + 1]].tolist()
         assert got == list(range(int(indptr[cols[c]]), int(indptr[cols[c] + 1])))
-        assert (col[ptr[c]:ptr[c + 1]] == c).all()
+        assert (col[ptr[c] : ptr[c + 1]] == c).all()
 
 
 def test_next_frontier_keeps_the_columns_first_then_new_rows_ascending():
@@ -76,7 +78,7 @@ def test_graphsage_takes_min_k_distinct_in_edges_per_column(graph):
         deg = indptr[cols + 1] - indptr[cols]
         assert torch.equal(b.indptr[1:] - b.indptr[:-1], deg.clamp(max=k))
         edges = block_edges(b)
-        assert len(set(edges)) == len(edges)              # without replacement
+        assert len(set(edges)) == len(edges)  # without replacement
         assert set(edges) <= edge_set(indptr, indices, cols.tolist())
         cols = B.next_frontier(cols, b.rows, N)
 
@@ -86,10 +88,10 @@ def test_graphsage_draws_each_edge_of_a_column_uniformly(graph):
     c = int(torch.argmax(indptr[1:] - indptr[:-1]))
     deg, k, trials = int(indptr[c + 1] - indptr[c]), 4, 3000
     torch.manual_seed(1)
-    b = B.sage_layer(indptr, indices, torch.full((trials,), c), k)   # one column, many times
-    assert all(len(set(b.rows[i * k:(i + 1) * k].tolist())) == k for i in range(trials))
+    b = B.sage_layer(indptr, indices, torch.full((trials,), c), k)  # one column, many times
+    assert all(len(set(b.rows[i * k : (i + 1) * k].tolist())) == k for i in range(trials))
     hits = torch.bincount(b.rows, minlength=N)
-    observed = hits[indices[indptr[c]:indptr[c + 1]]].double()
+    observed = hits[indices[indptr[c] : indptr[c + 1]]].double()
     assert int(observed.sum()) == k * trials
     assert stats.chisquare(observed.numpy()).pvalue > 1e-3, f"degree {deg}"
 
@@ -110,8 +112,10 @@ def test_layer_wise_keeps_every_frontier_edge_of_at_most_k_chosen_rows(name, gra
     frontier = edge_set(indptr, indices, seeds.tolist())
     assert sorted(block_edges(b)) == sorted(e for e in frontier if e[0] in chosen)
     sums = torch.zeros(seeds.numel()).index_add_(
-        0, torch.repeat_interleave(torch.arange(seeds.numel()), b.indptr[1:] - b.indptr[:-1]),
-        b.values)
+        0,
+        torch.repeat_interleave(torch.arange(seeds.numel()), b.indptr[1:] - b.indptr[:-1]),
+        b.values,
+    )
     has = (b.indptr[1:] - b.indptr[:-1]) > 0
     assert torch.allclose(sums[has], torch.ones(int(has.sum())))
 
@@ -119,7 +123,7 @@ def test_layer_wise_keeps_every_frontier_edge_of_at_most_k_chosen_rows(name, gra
 def test_ladies_keeps_every_row_when_there_are_at_most_k(graph):
     indptr, indices, values = graph
     seeds = torch.tensor([3, 4])
-    b = B.ladies_layer(indptr, indices, values, N, seeds, 10 ** 6)
+    b = B.ladies_layer(indptr, indices, values, N, seeds, 10**6)
     assert sorted(block_edges(b)) == sorted(edge_set(indptr, indices, [3, 4]))
 
 
@@ -128,9 +132,8 @@ def test_ladies_draws_rows_by_their_squared_weights(graph):
     its squared weights into the frontier."""
     indptr, indices, values = graph
     seeds = torch.tensor([10, 11, 12])
-    ptr, col, pos = B.frontier_edges(indptr, seeds)
-    p = torch.zeros(N, dtype=torch.float64).index_add_(0, indices[pos],
-                                                      values[pos].double() ** 2)
+    _ptr, _col, pos = B.frontier_edges(indptr, seeds)
+    p = torch.zeros(N, dtype=torch.float64).index_add_(0, indices[pos], values[pos].double() ** 2)
     torch.manual_seed(3)
     counts = torch.zeros(N)
     for _ in range(4000):

@@ -1,6 +1,7 @@
 """The scale benchmarks run end to end: ``benchmarks/multi_gpu.py`` with 2 gloo processes on a
 tiny graph (every placement's samples identical to one process's, or it exits with an error),
 and on a GPU (``-m cuda``) ``benchmarks/uva.py --quick`` and ``multi_gpu.py --quick``."""
+
 import importlib
 import json
 import pathlib
@@ -22,13 +23,32 @@ def _load(name):
 
 def test_multi_process_benchmark_on_cpus(tmp_path):
     bench = _load("multi_gpu")
-    bench.main(["--device", "cpu", "--num-nodes", "3000", "--num-edges", "30000",
-                "--seeds", "1024", "--walk-length", "10", "--repeats", "1",
-                "--world-sizes", "1", "2", "--out", str(tmp_path)])
+    bench.main(
+        [
+            "--device",
+            "cpu",
+            "--num-nodes",
+            "3000",
+            "--num-edges",
+            "30000",
+            "--seeds",
+            "1024",
+            "--walk-length",
+            "10",
+            "--repeats",
+            "1",
+            "--world-sizes",
+            "1",
+            "2",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     record = json.loads((tmp_path / "multi_gpu_rmat_cpu.json").read_text())
     rows = record["results"]
-    assert {(r["world"], r["placement"]) for r in rows} == \
-        {(w, p) for w in (1, 2) for p in ("replicated", "shared", "partitioned")}
+    assert {(r["world"], r["placement"]) for r in rows} == {
+        (w, p) for w in (1, 2) for p in ("replicated", "shared", "partitioned")
+    }
     assert all(r["identical_to_single"] and r["epoch_s"] > 0 for r in rows)
     assert (tmp_path / "multi_gpu_rmat_cpu.png").stat().st_size > 0
 

@@ -30,6 +30,7 @@ The CUDA test (marked ``cuda``, skipped without a GPU) compares ``backend="cuda"
 torch backend, called directly and through ``gs.DataLoader`` (one by one and super-batched
 by 4): exactly for the uniform samplers, on at least 99.9% of the edges for the weighted ones.
 """
+
 import collections
 import functools
 import itertools
@@ -38,8 +39,14 @@ import numpy as np
 import pytest
 import scipy.stats as st
 import torch
-from helpers import (assert_same, check_compiled_equals_eager, example, loader_outputs,
-                     random_seeds, run_seeded)
+from helpers import (
+    assert_same,
+    check_compiled_equals_eager,
+    example,
+    loader_outputs,
+    random_seeds,
+    run_seeded,
+)
 
 import gsample as gs
 
@@ -111,7 +118,7 @@ def check_frontiers(blocks, seeds):
     for s in blocks:
         assert torch.equal(s.column(), cols)
         nodes = s.all_nodes()
-        assert torch.equal(nodes[:cols.numel()], cols)                    # frontier first
+        assert torch.equal(nodes[: cols.numel()], cols)  # frontier first
         assert nodes.unique().numel() == nodes.numel()
         assert set(nodes.tolist()) == set(cols.tolist()) | set(s.row().tolist())
         cols = nodes
@@ -125,7 +132,7 @@ def per_column(G, c, cols):
 
 def column_draws(m, k):
     """The edge ids of a matrix whose every column holds exactly ``k`` edges, shape (C, k)."""
-    r, c, e = m.edges()
+    _r, c, e = m.edges()
     C = m.shape[1]
     assert e.numel() == C * k
     assert torch.equal(c.view(C, k), m.column().unsqueeze(1).expand(C, k))
@@ -156,8 +163,13 @@ def pair_counts(pairs, cands):
 def sequential_pair_law(combos, weight):
     """P({a, b}) of two draws without replacement, each in proportion to ``weight``."""
     W = sum(weight.values())
-    return np.array([weight[a] / W * weight[b] / (W - weight[a]) +
-                     weight[b] / W * weight[a] / (W - weight[b]) for a, b in combos])
+    return np.array(
+        [
+            weight[a] / W * weight[b] / (W - weight[a])
+            + weight[b] / W * weight[a] / (W - weight[b])
+            for a, b in combos
+        ]
+    )
 
 
 def matrices(out):
@@ -174,23 +186,45 @@ def workloads(G):
     bias = 0.1 + torch.rand(G.E, generator=torch.Generator().manual_seed(3))
     grad = torch.rand(G.N, generator=torch.Generator().manual_seed(4))
     return {
-        "weighted_neighbors": (example("weighted_neighbors").weighted_neighbors, G.A,
-                               {"fanouts": (5, 3)}, False, False),
-        "weighted_neighbors-replace": (example("weighted_neighbors").weighted_neighbors, G.A,
-                                       {"fanouts": (5, 3), "replace": True}, False, False),
+        "weighted_neighbors": (
+            example("weighted_neighbors").weighted_neighbors,
+            G.A,
+            {"fanouts": (5, 3)},
+            False,
+            False,
+        ),
+        "weighted_neighbors-replace": (
+            example("weighted_neighbors").weighted_neighbors,
+            G.A,
+            {"fanouts": (5, 3), "replace": True},
+            False,
+            False,
+        ),
         "vrgcn": (example("vrgcn").vrgcn, example("vrgcn").normalize(G.A), {}, False, True),
-        "gcn_bs": (example("gcn_bs").gcn_bs, G.A, {"bias": bias, "fanouts": (4, 3)},
-                   True, False),
+        "gcn_bs": (example("gcn_bs").gcn_bs, G.A, {"bias": bias, "fanouts": (4, 3)}, True, False),
         "mvs": (example("mvs").mvs, G.A, {"grad_norm": grad, "batch_size": 8}, True, False),
-        "mvs-independent": (example("mvs").mvs_independent, G.A,
-                            {"grad_norm": grad, "batch_size": 8}, True, False),
+        "mvs-independent": (
+            example("mvs").mvs_independent,
+            G.A,
+            {"grad_norm": grad, "batch_size": 8},
+            True,
+            False,
+        ),
         "forest_fire": (example("forest_fire").forest_fire, G.A, {}, False, True),
         "snowball": (example("snowball").snowball, G.A, {}, False, True),
     }
 
 
-WORKLOADS = ["weighted_neighbors", "weighted_neighbors-replace", "vrgcn", "gcn_bs", "mvs",
-             "mvs-independent", "forest_fire", "snowball"]
+WORKLOADS = [
+    "weighted_neighbors",
+    "weighted_neighbors-replace",
+    "vrgcn",
+    "gcn_bs",
+    "mvs",
+    "mvs-independent",
+    "forest_fire",
+    "snowball",
+]
 
 
 # ============================================================================= loaders
@@ -206,8 +240,9 @@ def test_compiled_and_super_batched_equal_eager(name, small):
     assert len(ref) == 6
     compiled = functools.partial(gs.compile(fn), **kwargs)
     for n in (1, 4):
-        loader = gs.DataLoader(A, compiled, seeds, 32, shuffle=False, seed=7, super_batch=n,
-                               fixed_state=fixed)
+        loader = gs.DataLoader(
+            A, compiled, seeds, 32, shuffle=False, seed=7, super_batch=n, fixed_state=fixed
+        )
         assert loader.super_batch_size == n
         got = [b.out for b in loader]
         for i, (g, r) in enumerate(zip(got, ref)):
@@ -238,21 +273,22 @@ def test_main_runs(name, capsys):
 @pytest.mark.parametrize("replace", [False, True], ids=["without", "with"])
 def test_weighted_neighbors_structure(graph, fanouts, replace):
     G, seeds = graph, graph.seeds(256)
-    fn = functools.partial(example("weighted_neighbors").weighted_neighbors, fanouts=fanouts,
-                           replace=replace)
+    fn = functools.partial(
+        example("weighted_neighbors").weighted_neighbors, fanouts=fanouts, replace=replace
+    )
     blocks = run_seeded(fn, G.A, seeds)
     assert len(blocks) == len(fanouts)
     check_frontiers(blocks, seeds)
     for s, k in zip(blocks, fanouts):
-        r, c, e = G.check_edges(s)
-        torch.testing.assert_close(s.values, G.vals[e])                  # weights kept
+        _r, c, e = G.check_edges(s)
+        torch.testing.assert_close(s.values, G.vals[e])  # weights kept
         cols = s.column()
         deg = G.in_deg[cols]
         if replace:
             assert torch.equal(per_column(G, c, cols), torch.where(deg > 0, k, 0))
         else:
             assert torch.equal(per_column(G, c, cols), deg.clamp(max=k))
-            assert e.unique().numel() == e.numel()                        # distinct edges
+            assert e.unique().numel() == e.numel()  # distinct edges
     if fanouts == (10, 5):
         check_compiled_equals_eager(fn, G.A, seeds, calls=1)
 
@@ -264,12 +300,12 @@ def test_weighted_neighbors_with_replacement_follow_the_weights(graph):
     reps, k = 1500, 4
     cols = nodes.repeat_interleave(reps)
     fn = example("weighted_neighbors").weighted_neighbors
-    s, = run_seeded(gs.compile(fn), G.A, cols, seed=3, fanouts=(k,), replace=True)
+    (s,) = run_seeded(gs.compile(fn), G.A, cols, seed=3, fanouts=(k,), replace=True)
     draws = column_draws(s, k)
     right, uniform = [], []
     for i, v in enumerate(nodes.tolist()):
         eids = G.in_edges(torch.tensor([v]))
-        got = draws[i * reps:(i + 1) * reps].reshape(-1)
+        got = draws[i * reps : (i + 1) * reps].reshape(-1)
         counts = [(got == e).sum().item() for e in eids.tolist()]
         assert sum(counts) == reps * k
         right.append((counts, G.vals[eids].double().numpy()))
@@ -277,7 +313,7 @@ def test_weighted_neighbors_with_replacement_follow_the_weights(graph):
     p, wrong = chi2_sum(right), chi2_sum(uniform)
     print(f"weighted, with replacement ({G.N} nodes): p = {p:.4f}, uniform law p = {wrong:.2e}")
     assert p > P_MIN
-    assert wrong < P_MIN                                                  # power
+    assert wrong < P_MIN  # power
 
 
 def test_weighted_neighbors_without_replacement_follow_sequential_draws(graph):
@@ -287,19 +323,19 @@ def test_weighted_neighbors_without_replacement_follow_sequential_draws(graph):
     nodes = G.simple_nodes(5, 4, 6, seed=1)
     reps = 20000
     fn = example("weighted_neighbors").weighted_neighbors
-    s, = run_seeded(gs.compile(fn), G.A, nodes.repeat_interleave(reps), seed=4, fanouts=(2,))
+    (s,) = run_seeded(gs.compile(fn), G.A, nodes.repeat_interleave(reps), seed=4, fanouts=(2,))
     draws = column_draws(s, 2)
     right, product = [], []
     for i, v in enumerate(nodes.tolist()):
         eids = G.in_edges(torch.tensor([v])).tolist()
-        combos, counts = pair_counts(draws[i * reps:(i + 1) * reps], eids)
+        combos, counts = pair_counts(draws[i * reps : (i + 1) * reps], eids)
         w = {e: float(G.vals[e]) for e in eids}
         right.append((counts, sequential_pair_law(combos, w)))
         product.append((counts, np.array([w[a] * w[b] for a, b in combos])))
     p, wrong = chi2_sum(right), chi2_sum(product)
     print(f"weighted, without replacement: p = {p:.4f}, product law p = {wrong:.2e}")
     assert p > P_MIN
-    assert wrong < P_MIN                                                  # power
+    assert wrong < P_MIN  # power
 
 
 # ============================================================================= 12: VR-GCN
@@ -308,7 +344,7 @@ def test_vrgcn_structure(graph):
     m = example("vrgcn")
     P = m.normalize(G.A)
     colsum = torch.zeros(G.N, dtype=torch.float64).index_add_(0, G.cols, G.vals.double())
-    p_edge = G.vals.double() / colsum[G.cols]                           # P by edge id
+    p_edge = G.vals.double() / colsum[G.cols]  # P by edge id
     blocks, history = run_seeded(m.vrgcn, P, seeds)
     assert len(blocks) == len(history) == 2
     check_frontiers(blocks, seeds)
@@ -320,13 +356,14 @@ def test_vrgcn_structure(graph):
         assert torch.equal(torch.sort(he).values, G.in_edges(cols))
         torch.testing.assert_close(h.values.double(), p_edge[he], rtol=1e-5, atol=1e-7)
         # sampled: min(2, n(u)) distinct in-edges, P scaled by n(u) / min(2, n(u))
-        r, c, e = G.check_edges(s)
+        _r, c, e = G.check_edges(s)
         deg = G.in_deg[cols]
         assert torch.equal(per_column(G, c, cols), deg.clamp(max=k))
         assert e.unique().numel() == e.numel()
         n = G.in_deg[c].double()
-        torch.testing.assert_close(s.values.double(), p_edge[e] * n / n.clamp(max=k),
-                                   rtol=1e-5, atol=1e-7)
+        torch.testing.assert_close(
+            s.values.double(), p_edge[e] * n / n.clamp(max=k), rtol=1e-5, atol=1e-7
+        )
         # the history term sums to the full aggregation; the sampled one estimates it
         sums = s.sum(axis=0)
         assert bool((sums[deg <= k] - h.sum(axis=0)[deg <= k]).abs().max() < 1e-4)
@@ -339,20 +376,21 @@ def test_vrgcn_samples_uniform_pairs(graph):
     m = example("vrgcn")
     nodes = G.simple_nodes(3, 4, 7, seed=2)
     reps = 4000
-    blocks, _ = run_seeded(gs.compile(m.vrgcn), m.normalize(G.A), nodes.repeat_interleave(reps),
-                    seed=5, fanouts=(2,))
+    blocks, _ = run_seeded(
+        gs.compile(m.vrgcn), m.normalize(G.A), nodes.repeat_interleave(reps), seed=5, fanouts=(2,)
+    )
     draws = column_draws(blocks[0], 2)
     right, product = [], []
     for i, v in enumerate(nodes.tolist()):
         eids = G.in_edges(torch.tensor([v])).tolist()
-        combos, counts = pair_counts(draws[i * reps:(i + 1) * reps], eids)
+        combos, counts = pair_counts(draws[i * reps : (i + 1) * reps], eids)
         w = {e: float(G.vals[e]) for e in eids}
         right.append((counts, np.ones(len(combos))))
         product.append((counts, np.array([w[a] * w[b] for a, b in combos])))
     p, wrong = chi2_sum(right), chi2_sum(product)
     print(f"vrgcn pairs: p = {p:.4f}, weight-product law p = {wrong:.2e}")
     assert p > P_MIN
-    assert wrong < P_MIN                                                  # power
+    assert wrong < P_MIN  # power
 
 
 # ============================================================================= 15: GCN-BS
@@ -371,11 +409,12 @@ def test_gcn_bs_structure(graph):
     blocks = run_seeded(m.gcn_bs, G.A, seeds, bias=bias, fanouts=(10, 10), eta=0.4)
     check_frontiers(blocks, seeds)
     for s, k in zip(blocks, (10, 10)):
-        r, c, e = G.check_edges(s)
+        _r, c, e = G.check_edges(s)
         cols = s.column()
         assert torch.equal(per_column(G, c, cols), torch.where(G.in_deg[cols] > 0, k, 0))
-        torch.testing.assert_close(s.values.double(), gcn_bs_law(G, bias, cols, 0.4)[e],
-                                   rtol=1e-4, atol=1e-7)
+        torch.testing.assert_close(
+            s.values.double(), gcn_bs_law(G, bias, cols, 0.4)[e], rtol=1e-4, atol=1e-7
+        )
     check_compiled_equals_eager(m.gcn_bs, G.A, seeds, bias=bias, calls=1)
 
 
@@ -387,21 +426,28 @@ def test_gcn_bs_draws_follow_the_bandit_law(graph):
     bias = torch.rand(G.E, generator=torch.Generator().manual_seed(1)) ** 3 + 1e-3
     nodes = G.simple_nodes(5, 3, 8, seed=3)
     reps, k = 1000, 4
-    blocks = run_seeded(gs.compile(m.gcn_bs), G.A, nodes.repeat_interleave(reps), seed=6,
-                 bias=bias, fanouts=(k,), eta=0.4)
+    blocks = run_seeded(
+        gs.compile(m.gcn_bs),
+        G.A,
+        nodes.repeat_interleave(reps),
+        seed=6,
+        bias=bias,
+        fanouts=(k,),
+        eta=0.4,
+    )
     draws = column_draws(blocks[0], k)
     q = gcn_bs_law(G, bias, nodes, 0.4)
     right, greedy = [], []
     for i, v in enumerate(nodes.tolist()):
         eids = G.in_edges(torch.tensor([v]))
-        got = draws[i * reps:(i + 1) * reps].reshape(-1)
+        got = draws[i * reps : (i + 1) * reps].reshape(-1)
         counts = [(got == e).sum().item() for e in eids.tolist()]
         right.append((counts, q[eids].numpy()))
         greedy.append((counts, bias[eids].double().numpy()))
     p, wrong = chi2_sum(right), chi2_sum(greedy)
     print(f"gcn_bs draws: p = {p:.4f}, law without exploration p = {wrong:.2e}")
     assert p > P_MIN
-    assert wrong < P_MIN                                                  # power
+    assert wrong < P_MIN  # power
 
 
 def test_gcn_bs_loader_samples_in_step_with_the_updates(small):
@@ -417,10 +463,10 @@ def test_gcn_bs_loader_samples_in_step_with_the_updates(small):
     before, changed = bias.clone(), 0
     for batch in loader:
         for s in batch.out:
-            _, c, e = s.edges()
-            torch.testing.assert_close(s.values.double(),
-                                       gcn_bs_law(G, before, s.column(), 0.4)[e],
-                                       rtol=1e-4, atol=1e-7)
+            _, _c, e = s.edges()
+            torch.testing.assert_close(
+                s.values.double(), gcn_bs_law(G, before, s.column(), 0.4)[e], rtol=1e-4, atol=1e-7
+            )
         m.bandit_update(bias, G.A, batch.out, h, (5, 5))
         changed += int(not torch.equal(bias, before))
         assert bool(torch.isfinite(bias).all()) and bool((bias > 0).all())
@@ -436,11 +482,11 @@ def _check_mvs_block(G, cands, grad, block, chosen):
     candidates' order, the block their every in-edge with its value; returns the eligible."""
     eligible = cands[(G.in_deg[cands] > 0) & (grad[cands] > 0)]
     assert torch.isin(chosen, eligible).all() and chosen.unique().numel() == chosen.numel()
-    order = {v: i for i, v in enumerate(cands.tolist())}                 # candidates' order
+    order = {v: i for i, v in enumerate(cands.tolist())}  # candidates' order
     assert [order[v] for v in chosen.tolist()] == sorted(order[v] for v in chosen.tolist())
     assert torch.equal(block.column(), chosen)
-    r, c, e = G.check_edges(block)
-    assert torch.equal(torch.sort(e).values, G.in_edges(chosen))        # 1 hop: every in-edge
+    _r, _c, e = G.check_edges(block)
+    assert torch.equal(torch.sort(e).values, G.in_edges(chosen))  # 1 hop: every in-edge
     torch.testing.assert_close(block.values, G.vals[e])
     return eligible
 
@@ -449,13 +495,14 @@ def test_mvs_structure(graph):
     G = graph
     m = example("mvs")
     grad = torch.rand(G.N, generator=torch.Generator().manual_seed(2))
-    grad[G.seeds(512)[:50]] = 0                                        # never drawn
+    grad[G.seeds(512)[:50]] = 0  # never drawn
     cands = G.seeds(512)
     block, chosen, prob = run_seeded(m.mvs, G.A, cands, grad_norm=grad, batch_size=64)
     eligible = _check_mvs_block(G, cands, grad, block, chosen)
     assert chosen.numel() == min(64, eligible.numel())
-    torch.testing.assert_close(prob.double(), grad[chosen].double() / grad[cands].double().sum(),
-                               rtol=1e-5, atol=1e-9)
+    torch.testing.assert_close(
+        prob.double(), grad[chosen].double() / grad[cands].double().sum(), rtol=1e-5, atol=1e-9
+    )
     check_compiled_equals_eager(m.mvs, G.A, cands, grad_norm=grad, calls=1)
 
 
@@ -471,8 +518,7 @@ def test_mvs_draws_follow_the_gradient_norms(small):
     sampler = functools.partial(gs.compile(m.mvs), grad_norm=grad, batch_size=2)
     seeds = pool.repeat(3000)
     gs.manual_seed(7)
-    loader = gs.DataLoader(G.A, sampler, seeds, 6, shuffle=False, super_batch=100,
-                           fixed_state=True)
+    loader = gs.DataLoader(G.A, sampler, seeds, 6, shuffle=False, super_batch=100, fixed_state=True)
     pairs = torch.stack([b.out[1] for b in loader])
     assert pairs.shape == (3000, 2)
     combos, counts = pair_counts(pairs, pool.tolist())
@@ -481,7 +527,7 @@ def test_mvs_draws_follow_the_gradient_norms(small):
     wrong = chi2_sum([(counts, np.array([g[a] * g[b] for a, b in combos]))])
     print(f"mvs pairs: p = {p:.4f}, product law p = {wrong:.2e}")
     assert p > P_MIN
-    assert wrong < P_MIN                                                  # power
+    assert wrong < P_MIN  # power
 
 
 def mvs_threshold(g, p):
@@ -501,11 +547,10 @@ def test_mvs_independent_structure(graph):
     m = example("mvs")
     cands = G.seeds(512)
     grad = torch.rand(G.N, generator=torch.Generator().manual_seed(2))
-    grad[cands[:50]] = 0                                               # never kept
+    grad[cands[:50]] = 0  # never kept
     heavy = cands[50:53]
-    grad[heavy] = 100.0                                                # p = 1: always kept
-    block, chosen, prob = run_seeded(m.mvs_independent, G.A, cands, grad_norm=grad,
-                                     batch_size=64)
+    grad[heavy] = 100.0  # p = 1: always kept
+    block, chosen, prob = run_seeded(m.mvs_independent, G.A, cands, grad_norm=grad, batch_size=64)
     eligible = _check_mvs_block(G, cands, grad, block, chosen)
     assert torch.isin(heavy[G.in_deg[heavy] > 0], chosen).all()
     assert prob.dtype == torch.float64 and prob.shape == chosen.shape
@@ -515,13 +560,13 @@ def test_mvs_independent_structure(graph):
     assert torch.equal(prob == 1, g[chosen] >= mu)
     expected = torch.clamp(g[eligible] / mu, max=1.0).sum()
     assert abs(float(expected) - min(64, eligible.numel())) < 1e-9
-    assert abs(chosen.numel() - 64) < 4 * 64 ** 0.5                    # K on average
+    assert abs(chosen.numel() - 64) < 4 * 64**0.5  # K on average
     # batch_size >= the positive candidates: every one kept, with p = 1
-    _, chosen, prob = run_seeded(m.mvs_independent, G.A, cands, grad_norm=grad,
-                                 batch_size=10_000)
+    _, chosen, prob = run_seeded(m.mvs_independent, G.A, cands, grad_norm=grad, batch_size=10_000)
     assert torch.equal(chosen, eligible) and bool((prob == 1).all())
-    check_compiled_equals_eager(m.mvs_independent, G.A, cands, grad_norm=grad, calls=2,
-                                distinct=True)
+    check_compiled_equals_eager(
+        m.mvs_independent, G.A, cands, grad_norm=grad, calls=2, distinct=True
+    )
 
 
 def poisson_binomial(p):
@@ -539,9 +584,9 @@ def mvs_independent_fit(counts, sizes, p, n):
     stat = ((counts - n * p) ** 2 / (n * p * (1 - p))).sum()
     marginal = st.chi2.sf(stat, len(p))
     expected, observed = n * poisson_binomial(p), np.bincount(sizes, minlength=len(p) + 1)
-    edges = [0]                                              # bins [edges[i], edges[i + 1])
+    edges = [0]  # bins [edges[i], edges[i + 1])
     for s in range(len(expected)):
-        if expected[edges[-1]:s + 1].sum() >= 5 and expected[s + 1:].sum() >= 5:
+        if expected[edges[-1] : s + 1].sum() >= 5 and expected[s + 1 :].sum() >= 5:
             edges.append(s + 1)
     edges.append(len(expected))
     e = np.add.reduceat(expected, edges[:-1])
@@ -558,7 +603,7 @@ def test_mvs_independent_keeps_each_candidate_with_its_probability(small):
     m = example("mvs")
     pool = G.seeds(400, seed=6)
     live = pool[G.in_deg[pool] > 0]
-    pool = torch.cat([live[:11], pool[G.in_deg[pool] == 0][:1]])    # last: no in-edges
+    pool = torch.cat([live[:11], pool[G.in_deg[pool] == 0][:1]])  # last: no in-edges
     assert pool.numel() == 12
     grad = torch.zeros(G.N)
     grad[pool] = torch.tensor([0.05, 0.1, 0.2, 0.3, 0.5, 0.8, 1.2, 2.0, 8.0, 20.0, 0.0, 5.0])
@@ -566,8 +611,9 @@ def test_mvs_independent_keeps_each_candidate_with_its_probability(small):
     K, n = 4, 1000
     sampler = functools.partial(gs.compile(m.mvs_independent), grad_norm=grad, batch_size=K)
     gs.manual_seed(7)
-    loader = gs.DataLoader(G.A, sampler, pool.repeat(n), 12, shuffle=False, super_batch=100,
-                           fixed_state=True)
+    loader = gs.DataLoader(
+        G.A, sampler, pool.repeat(n), 12, shuffle=False, super_batch=100, fixed_state=True
+    )
     outs = [b.out for b in loader]
     assert len(outs) == n
     index = {v: i for i, v in enumerate(pool.tolist())}
@@ -576,7 +622,7 @@ def test_mvs_independent_keeps_each_candidate_with_its_probability(small):
         at = [index[v] for v in chosen.tolist()]
         counts[at] += 1
         sizes.append(len(at))
-        prob[at] = pr.numpy()                                   # the same every draw
+        prob[at] = pr.numpy()  # the same every draw
     mu = mvs_threshold(g[:8], torch.from_numpy(prob[:8]))
     p = np.minimum(1, g.numpy() / mu)
     assert abs(p.sum() - K) < 1e-9
@@ -584,17 +630,31 @@ def test_mvs_independent_keeps_each_candidate_with_its_probability(small):
     assert (p[:8] < 1).all() and (p[8:] == 1).all()
     assert (counts[8:10] == n).all() and (counts[10:] == 0).all()
     marginal, size = mvs_independent_fit(counts[:8], np.array(sizes) - 2, p[:8], n)
-    q = np.minimum(1, K * g.numpy() / g.sum().item())[:8]            # proportional, uncapped
+    q = np.minimum(1, K * g.numpy() / g.sum().item())[:8]  # proportional, uncapped
     wrong_marginal, _ = mvs_independent_fit(counts[:8], np.array(sizes) - 2, q, n)
-    fixed = np.zeros(n, dtype=int) + K - 2                             # a fixed size (mvs's)
+    fixed = np.zeros(n, dtype=int) + K - 2  # a fixed size (mvs's)
     _, wrong_size = mvs_independent_fit(counts[:8], fixed, p[:8], n)
     assert marginal > P_MIN and size > P_MIN
-    assert wrong_marginal < P_MIN and wrong_size < P_MIN              # power
+    assert wrong_marginal < P_MIN and wrong_size < P_MIN  # power
 
 
 def test_mvs_main_runs_the_independent_law(capsys):
-    example("mvs").main(["--num-nodes", "2000", "--num-edges", "20000", "--batches", "2",
-                         "--batch-size", "64", "--mvs-batch", "16", "--law", "independent"])
+    example("mvs").main(
+        [
+            "--num-nodes",
+            "2000",
+            "--num-edges",
+            "20000",
+            "--batches",
+            "2",
+            "--batch-size",
+            "64",
+            "--mvs-batch",
+            "16",
+            "--law",
+            "independent",
+        ]
+    )
     assert capsys.readouterr().out.startswith("mvs: 2 batches of 64 ")
 
 
@@ -604,7 +664,7 @@ def test_forest_fire_structure(graph):
     m = example("forest_fire")
     blocks, burned = run_seeded(m.forest_fire, G.A, seeds)
     assert len(blocks) == 2
-    assert torch.equal(burned[:seeds.numel()], seeds)
+    assert torch.equal(burned[: seeds.numel()], seeds)
     assert burned.unique().numel() == burned.numel()
     before, frontier, at = seeds, seeds, seeds.numel()
     for s in blocks:
@@ -617,11 +677,11 @@ def test_forest_fire_structure(graph):
         assert [pos[v] for v in cols.tolist()] == sorted(pos[v] for v in cols.tolist())
         n = per_column(G, c, cols)
         assert bool((n >= 1).all())
-        assert not torch.isin(r, before).any()                          # unburned only
+        assert not torch.isin(r, before).any()  # unburned only
         pair = c * G.N + r
-        assert pair.unique().numel() == pair.numel()                    # once per column
+        assert pair.unique().numel() == pair.numel()  # once per column
         new = s.row()
-        assert torch.equal(burned[at:at + new.numel()], new)
+        assert torch.equal(burned[at : at + new.numel()], new)
         at += new.numel()
         before, frontier = torch.cat([before, new]), new
     assert at == burned.numel()
@@ -647,8 +707,8 @@ def count_pit(got, f, p, seed=0):
     """Randomised PIT of ``got ~ min(x, f)``, ``P(x) = (1 - p) p^x`` (seeds with f > 0)."""
     keep = f > 0
     c, m = got[keep].double(), f[keep].double()
-    cdf_below = torch.where(c > 0, 1 - p ** c, torch.zeros_like(c))           # P(< c)
-    at = torch.where(c < m, (1 - p) * p ** c, p ** m)                          # P(= c)
+    cdf_below = torch.where(c > 0, 1 - p**c, torch.zeros_like(c))  # P(< c)
+    at = torch.where(c < m, (1 - p) * p**c, p**m)  # P(= c)
     v = torch.rand(c.numel(), generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
     return (cdf_below + v * at).numpy()
 
@@ -663,7 +723,7 @@ def test_forest_fire_counts_are_geometric(graph):
     wrong = st.kstest(count_pit(got, f, 0.6), "uniform").pvalue
     print(f"forest fire counts: p = {p:.4f}, p_burn = 0.6 p = {wrong:.2e}")
     assert p > P_MIN
-    assert wrong < P_MIN                                                  # power
+    assert wrong < P_MIN  # power
 
 
 def test_forest_fire_burns_uniform_in_neighbours(graph):
@@ -672,17 +732,18 @@ def test_forest_fire_burns_uniform_in_neighbours(graph):
     (so all of them are unburned), 200 mini-batches of them, super-batched by 20."""
     G = graph
     nodes = G.simple_nodes(600, 3, 6, seed=15)
-    linked = torch.isin(G.rows, nodes) & torch.isin(G.cols, nodes)      # seed -> seed edges
+    linked = torch.isin(G.rows, nodes) & torch.isin(G.cols, nodes)  # seed -> seed edges
     nodes = nodes[~torch.isin(nodes, torch.cat([G.rows[linked], G.cols[linked]]))][:200]
     m = example("forest_fire")
     sampler = functools.partial(gs.compile(m.forest_fire), depth=1)
     gs.manual_seed(16)
-    loader = gs.DataLoader(G.A, sampler, nodes.repeat(200), nodes.numel(), shuffle=False,
-                           super_batch=20)
+    loader = gs.DataLoader(
+        G.A, sampler, nodes.repeat(200), nodes.numel(), shuffle=False, super_batch=20
+    )
     counts = collections.Counter()
     for batch in loader:
         _, c, e = batch.out[0][0].edges()
-        one = torch.bincount(c, minlength=G.N)[c] == 1                  # columns that set one fire
+        one = torch.bincount(c, minlength=G.N)[c] == 1  # columns that set one fire
         counts.update(e[one].tolist())
     right, weighted = [], []
     for v in nodes.tolist():
@@ -696,7 +757,7 @@ def test_forest_fire_burns_uniform_in_neighbours(graph):
     p, wrong = chi2_sum(right), chi2_sum(weighted)
     print(f"forest fire, one fire: p = {p:.4f}, weight-proportional law p = {wrong:.2e}")
     assert p > P_MIN
-    assert wrong < P_MIN                                                  # power
+    assert wrong < P_MIN  # power
 
 
 # ============================================================================= 20: snowball
@@ -706,8 +767,8 @@ def test_snowball_structure(graph):
     assert len(blocks) == 2
     check_frontiers(blocks, seeds)
     for s in blocks:
-        r, c, e = G.check_edges(s)
-        assert torch.equal(torch.sort(e).values, G.in_edges(s.column()))   # every in-edge
+        _r, _c, e = G.check_edges(s)
+        assert torch.equal(torch.sort(e).values, G.in_edges(s.column()))  # every in-edge
         torch.testing.assert_close(s.values, G.vals[e])
     hop1 = torch.cat([seeds, G.rows[torch.isin(G.cols, seeds)]]).unique()
     hop2 = torch.cat([hop1, G.rows[torch.isin(G.cols, hop1)]]).unique()
@@ -721,8 +782,7 @@ def test_snowball_seeds_are_uniform(small):
     a law favouring the low ids is rejected."""
     G = small
     pool = G.seeds(50, seed=13)
-    loader = gs.DataLoader(G.A, gs.compile(example("snowball").snowball), pool, 10,
-                           super_batch=5)
+    loader = gs.DataLoader(G.A, gs.compile(example("snowball").snowball), pool, 10, super_batch=5)
     gs.manual_seed(14)
     counts = collections.Counter()
     for _ in range(300):
@@ -742,14 +802,15 @@ def test_snowball_seeds_are_uniform(small):
     wrong = pvalue(np.linspace(1.5, 0.5, n))
     print(f"snowball seeds: p = {p:.4f}, tilted law p = {wrong:.2e}")
     assert p > P_MIN
-    assert wrong < P_MIN                                                  # power
+    assert wrong < P_MIN  # power
 
 
 # ============================================================================= CUDA
 def sampled_edges(out):
     """The edges of an output as a multiset of (matrix, row, col, edge id)."""
-    return collections.Counter((i, *e) for i, m in enumerate(matrices(out))
-                               for e in zip(*(t.tolist() for t in m.edges())))
+    return collections.Counter(
+        (i, *e) for i, m in enumerate(matrices(out)) for e in zip(*(t.tolist() for t in m.edges()))
+    )
 
 
 def assert_agree(got, ref, uniform, what):

@@ -26,6 +26,7 @@ rejecting a wrong law (power):
   current node's in-neighbours (candidates in the order of their weight), Kolmogorov-
   Smirnov against the uniform law.
 """
+
 import functools
 from dataclasses import dataclass
 
@@ -33,14 +34,13 @@ import numpy as np
 import pytest
 import scipy.stats as st
 import torch
+from helpers import check_compiled_equals_eager, difference, example, random_seeds
 from scipy.special import comb
 
 import gsample as gs
-from helpers import check_compiled_equals_eager, difference, example, random_seeds
 
 P_MIN = 1e-3
-NAMES = ["graphsaint_node", "graphsaint_edge", "graphsaint_rw", "cluster_gcn", "seal",
-         "seal_ppr"]
+NAMES = ["graphsaint_node", "graphsaint_edge", "graphsaint_rw", "cluster_gcn", "seal", "seal_ppr"]
 #: samplers whose every random op is uniform (or that draw nothing): CUDA equals torch
 UNIFORM = {"graphsaint_rw", "cluster_gcn", "seal"}
 
@@ -48,9 +48,9 @@ UNIFORM = {"graphsaint_rw", "cluster_gcn", "seal"}
 @dataclass
 class Graph:
     A: gs.Matrix
-    src: torch.Tensor       # (E,) source of each original edge id
-    dst: torch.Tensor       # (E,) destination of each original edge id
-    vals: torch.Tensor      # (E,) value of each original edge id
+    src: torch.Tensor  # (E,) source of each original edge id
+    dst: torch.Tensor  # (E,) destination of each original edge id
+    vals: torch.Tensor  # (E,) value of each original edge id
     name: str
 
     @classmethod
@@ -103,23 +103,31 @@ def workload(name, G):
     parts and 20 a mini-batch, SEAL's 2 hops from a pair)."""
     A, N = G.A, G.N
     if name == "graphsaint_node":
-        return (functools.partial(example(name).graphsaint_node, budget=6000),
-                torch.arange(2), 1)
+        return (functools.partial(example(name).graphsaint_node, budget=6000), torch.arange(2), 1)
     if name == "graphsaint_edge":
         m = example(name)
-        return (functools.partial(m.graphsaint_edge, column=m.node_column(A), budget=4000),
-                torch.arange(2), 1)
+        return (
+            functools.partial(m.graphsaint_edge, column=m.node_column(A), budget=4000),
+            torch.arange(2),
+            1,
+        )
     if name == "graphsaint_rw":
-        return (functools.partial(example(name).graphsaint_rw, length=4),
-                random_seeds(2 * 2000, 1, N), 2000)
+        return (
+            functools.partial(example(name).graphsaint_rw, length=4),
+            random_seeds(2 * 2000, 1, N),
+            2000,
+        )
     if name == "cluster_gcn":
         m = example(name)
         parts = m.random_partition(N, 1500)
         return functools.partial(m.cluster_gcn, parts=parts), torch.arange(80), 20
     fanouts = {"seal": None, "seal_ppr": (10, 10)}[name]
     bias = {"seal": "uniform", "seal_ppr": "ppr"}[name]
-    return (functools.partial(example("seal").seal, hops=2, fanouts=fanouts, bias=bias),
-            random_seeds(8, 2, N), 2)
+    return (
+        functools.partial(example("seal").seal, hops=2, fanouts=fanouts, bias=bias),
+        random_seeds(8, 2, N),
+        2,
+    )
 
 
 # ----------------------------------------------------------------------------- structure
@@ -155,8 +163,8 @@ def check_sample(name, G, seeds, out):
             assert torch.equal(dst, dst.sort().values)
             assert torch.equal(nodes, torch.cat([src, dst]).unique())
     elif name == "graphsaint_rw":
-        assert torch.equal(nodes[:seeds.numel()], seeds)                     # roots first
-        rest = nodes[seeds.numel():]
+        assert torch.equal(nodes[: seeds.numel()], seeds)  # roots first
+        rest = nodes[seeds.numel() :]
         assert torch.equal(rest, rest.sort().values)
         reach = seeds
         for _ in range(4):
@@ -176,16 +184,16 @@ def check_sample(name, G, seeds, out):
         parts = example("cluster_gcn").random_partition(G.N, 1500)
         assert seeds.unique().numel() == seeds.numel() == 20
         assert torch.equal(nodes, torch.isin(parts, seeds).nonzero().squeeze(1))
-    else:                                               # seal, seal_ppr
+    else:  # seal, seal_ppr
         u, v = seeds.tolist()
         pair = [u, v] if u != v else [u]
-        assert nodes[:len(pair)].tolist() == pair                          # the pair first
+        assert nodes[: len(pair)].tolist() == pair  # the pair first
         two_hop = G.in_hop(G.in_hop(seeds))
-        if name == "seal":                              # exactly the 2-hop neighbourhood
+        if name == "seal":  # exactly the 2-hop neighbourhood
             assert torch.equal(nodes.sort().values, two_hop)
             one_hop = G.in_hop(seeds)
             k = one_hop.numel()
-            assert set(nodes[:k].tolist()) == set(one_hop.tolist())         # hop by hop
+            assert set(nodes[:k].tolist()) == set(one_hop.tolist())  # hop by hop
         else:
             assert bool(torch.isin(nodes, two_hop).all())
             assert nodes.numel() <= 2 + 2 * 10 + 22 * 10
@@ -195,8 +203,9 @@ def check_sample(name, G, seeds, out):
 def test_structure_and_compiled_equals_eager(name, graph):
     fn, seeds, batch = workload(name, graph)
     s = seeds[:batch]
-    compiled = check_compiled_equals_eager(fn, graph.A, s, calls=2,
-                                           distinct=name.startswith("graphsaint"))
+    compiled = check_compiled_equals_eager(
+        fn, graph.A, s, calls=2, distinct=name.startswith("graphsaint")
+    )
     gs.manual_seed(0)
     check_sample(name, graph, s, compiled(graph.A, s))
 
@@ -205,8 +214,9 @@ def test_returned_draws_and_walks(graph):
     """The optional outputs (GraphSAINT-edge's draws, GraphSAINT-RW's walks)."""
     m = example("graphsaint_edge")
     gs.manual_seed(1)
-    out = gs.compile(m.graphsaint_edge)(graph.A, torch.arange(1), m.node_column(graph.A),
-                                        return_edges=True)
+    out = gs.compile(m.graphsaint_edge)(
+        graph.A, torch.arange(1), m.node_column(graph.A), return_edges=True
+    )
     check_sample("graphsaint_edge", graph, torch.arange(1), out)
     seeds = random_seeds(2000, 3, graph.N)
     out = gs.compile(example("graphsaint_rw").graphsaint_rw)(graph.A, seeds, return_walks=True)
@@ -230,9 +240,10 @@ def test_cluster_gcn_epoch_covers_every_node_once(graph):
     m = example("cluster_gcn")
     parts = m.random_partition(graph.N, 1500)
     sizes = torch.bincount(parts, minlength=1500)
-    assert int(sizes.max() - sizes.min()) <= 1                          # balanced
-    loader = gs.DataLoader(graph.A, functools.partial(m.cluster_gcn, parts=parts),
-                           torch.arange(1500), 20, seed=0)
+    assert int(sizes.max() - sizes.min()) <= 1  # balanced
+    loader = gs.DataLoader(
+        graph.A, functools.partial(m.cluster_gcn, parts=parts), torch.arange(1500), 20, seed=0
+    )
     seen = torch.zeros(graph.N, dtype=torch.long)
     for batch in loader:
         seen[batch.out[1]] += 1
@@ -245,8 +256,9 @@ def test_seal_pair_handling(rmat):
     u = int(rmat.dst[0])
     sub, nodes = seal(rmat.A, torch.tensor([u, u]))
     check_induced(rmat, sub, nodes)
-    assert nodes[0] == u and torch.equal(nodes.sort().values,
-                                         rmat.in_hop(rmat.in_hop(torch.tensor([u]))))
+    assert nodes[0] == u and torch.equal(
+        nodes.sort().values, rmat.in_hop(rmat.in_hop(torch.tensor([u])))
+    )
     a, b = int(rmat.src[0]), int(rmat.dst[0])
     sub, nodes = seal(rmat.A, torch.tensor([a, b]))
     r, c, _ = sub.edges()
@@ -273,7 +285,7 @@ def test_to_pyg(rmat):
     fn, seeds, batch = workload("cluster_gcn", rmat)
     b = next(iter(gs.DataLoader(rmat.A, fn, seeds, batch, seed=2)))
     n_id = b.to_pyg().n_id
-    assert torch.equal(n_id[:batch], b.seeds)                   # part ids taken for nodes
+    assert torch.equal(n_id[:batch], b.seeds)  # part ids taken for nodes
     assert not torch.equal(n_id, b.out[1])
 
 
@@ -288,8 +300,17 @@ def test_seeds_that_are_not_nodes(name, super_batch, rmat):
     fn, seeds, batch = workload(name, rmat)
     X = torch.randn(rmat.N, 3)
     y = torch.arange(rmat.N) * 7
-    loader = gs.DataLoader(rmat.A, fn, seeds, batch, seed=2, features=X, labels=y,
-                           seeds_are_nodes=False, super_batch=super_batch)
+    loader = gs.DataLoader(
+        rmat.A,
+        fn,
+        seeds,
+        batch,
+        seed=2,
+        features=X,
+        labels=y,
+        seeds_are_nodes=False,
+        super_batch=super_batch,
+    )
     for b in loader:
         sub, nodes = b.out
         assert torch.equal(b.n_id, nodes) and torch.equal(b.node_seeds, nodes)
@@ -303,8 +324,9 @@ def test_seeds_that_are_not_nodes(name, super_batch, rmat):
         assert torch.equal(b.to_sampler_output().node, nodes)
     with pytest.raises(TypeError, match="seeds_are_nodes"):
         gs.DataLoader(rmat.A, fn, seeds, batch, seeds_are_nodes="no")
-    blocks = gs.DataLoader(rmat.A, lambda A, s: [A[:, s].individual_sample(2)], seeds, batch,
-                           seeds_are_nodes=False)
+    blocks = gs.DataLoader(
+        rmat.A, lambda A, s: [A[:, s].individual_sample(2)], seeds, batch, seeds_are_nodes=False
+    )
     with pytest.raises(TypeError, match="seeds_are_nodes=False: the sampler must return"):
         next(iter(blocks)).to_pyg()
 
@@ -344,7 +366,7 @@ def inclusion_pvalue(counts, q, k, runs, bins=20, terms=40):
     counts, q = np.asarray(counts, dtype=np.float64), np.asarray(q, dtype=np.float64)
     assert counts[q == 0].sum() == 0, "an item of probability 0 was drawn"
     counts, q = counts[q > 0], q[q > 0]
-    a = np.exp(k * np.log1p(-q))                        # P(missed by all k draws)
+    a = np.exp(k * np.log1p(-q))  # P(missed by all k draws)
     pi = 1 - a
     var = pi * a
     order = np.argsort(pi, kind="stable")
@@ -355,9 +377,9 @@ def inclusion_pvalue(counts, q, k, runs, bins=20, terms=40):
     r = np.where(a > 1e-30, q / (1 - q), 0.0)
     assert k * r.max() ** 2 < 5, "the covariance series would converge slowly"
     cov = np.diag(np.bincount(b, var, bins))
-    for j in range(1, terms + 1):                       # (1 - r_u r_v)^k - 1, term by term
-        s = np.bincount(b, a * r ** j, bins)
-        same = np.bincount(b, (a * r ** j) ** 2, bins)  # u == v is not a pair
+    for j in range(1, terms + 1):  # (1 - r_u r_v)^k - 1, term by term
+        s = np.bincount(b, a * r**j, bins)
+        same = np.bincount(b, (a * r**j) ** 2, bins)  # u == v is not a pair
         cov += comb(k, j) * (-1) ** j * (np.outer(s, s) - np.diag(same))
     d = np.bincount(b, counts, bins) - runs * np.bincount(b, pi, bins)
     return st.chi2.sf(d @ np.linalg.solve(runs * cov, d), bins)
@@ -373,7 +395,7 @@ def test_graphsaint_node_inclusion_law(law_graph):
     for batch in gs.DataLoader(G.A, fn, torch.arange(runs), 1, seed=11):
         counts[batch.out[1]] += 1
     w = G.vals.double()
-    squared = torch.zeros(G.N, dtype=torch.float64).index_add_(0, G.dst, w ** 2)
+    squared = torch.zeros(G.N, dtype=torch.float64).index_add_(0, G.dst, w**2)
     plain = torch.zeros(G.N, dtype=torch.float64).index_add_(0, G.dst, w)
     p = inclusion_pvalue(counts.numpy(), (squared / squared.sum()).numpy(), 6000, runs)
     print(f"graphsaint_node inclusion: p = {p:.3g}")
@@ -386,16 +408,14 @@ def test_graphsaint_node_normalized_law(law_graph):
     unnormalised law: power)."""
     G = law_graph
     runs = 60
-    fn = gs.compile(functools.partial(example("graphsaint_node").graphsaint_node,
-                                      normalized=True))
+    fn = gs.compile(functools.partial(example("graphsaint_node").graphsaint_node, normalized=True))
     counts = torch.zeros(G.N, dtype=torch.float64)
     for batch in gs.DataLoader(G.A, fn, torch.arange(runs), 1, seed=12):
         counts[batch.out[1]] += 1
     w = G.vals.double()
     deg_out = torch.zeros(G.N, dtype=torch.float64).index_add_(0, G.src, w)
-    normed = torch.zeros(G.N, dtype=torch.float64).index_add_(
-        0, G.dst, (w / deg_out[G.src]) ** 2)
-    squared = torch.zeros(G.N, dtype=torch.float64).index_add_(0, G.dst, w ** 2)
+    normed = torch.zeros(G.N, dtype=torch.float64).index_add_(0, G.dst, (w / deg_out[G.src]) ** 2)
+    squared = torch.zeros(G.N, dtype=torch.float64).index_add_(0, G.dst, w**2)
     p = inclusion_pvalue(counts.numpy(), (normed / normed.sum()).numpy(), 6000, runs)
     print(f"graphsaint_node normalized inclusion: p = {p:.3g}")
     assert p > P_MIN
@@ -410,8 +430,9 @@ def test_graphsaint_edge_inclusion_law(law_graph):
     G = law_graph
     runs = 100
     m = example("graphsaint_edge")
-    fn = gs.compile(functools.partial(m.graphsaint_edge, column=m.node_column(G.A),
-                                      return_edges=True))
+    fn = gs.compile(
+        functools.partial(m.graphsaint_edge, column=m.node_column(G.A), return_edges=True)
+    )
     N = G.N
     pair, inv = torch.unique(G.src * N + G.dst, return_inverse=True)
     counts = torch.zeros(pair.numel(), dtype=torch.float64)
@@ -438,15 +459,14 @@ def pit(G, cur, nxt, weight, seed=0):
     under candidate-edge weights ``weight`` (one per edge id), candidates ordered by their
     graph weight (then id): Uniform(0, 1) exactly when the steps follow ``weight``."""
     N, n = G.N, cur.numel()
-    order = torch.argsort(G.dst * N + G.src)                # edges by (column, row)
+    order = torch.argsort(G.dst * N + G.src)  # edges by (column, row)
     ptr = torch.searchsorted(G.dst[order], torch.arange(N + 1))
     deg = ptr[cur + 1] - ptr[cur]
     step = torch.arange(n).repeat_interleave(deg)
     e = order[ptr[cur][step] + torch.arange(step.numel()) - (torch.cumsum(deg, 0) - deg)[step]]
     x, w = G.src[e], weight[e]
-    key_pair, inv = torch.unique(step * N + x, return_inverse=True)   # (step, candidate)
-    key = torch.zeros(key_pair.numel(), dtype=torch.float64).index_add_(
-        0, inv, G.vals[e].double())
+    key_pair, inv = torch.unique(step * N + x, return_inverse=True)  # (step, candidate)
+    key = torch.zeros(key_pair.numel(), dtype=torch.float64).index_add_(0, inv, G.vals[e].double())
     chosen = key[torch.searchsorted(key_pair, torch.arange(n) * N + nxt)]
     k, c = key[inv], chosen[step]
     before = (k < c) | ((k == c) & (x < nxt[step]))
@@ -461,8 +481,7 @@ def pit(G, cur, nxt, weight, seed=0):
 def test_graphsaint_rw_step_law(law_graph):
     """Each walk step is a uniform in-edge of the current node (not one by weight: power)."""
     G = law_graph
-    fn = gs.compile(functools.partial(example("graphsaint_rw").graphsaint_rw,
-                                      return_walks=True))
+    fn = gs.compile(functools.partial(example("graphsaint_rw").graphsaint_rw, return_walks=True))
     steps = []
     for batch in gs.DataLoader(G.A, fn, random_seeds(4000, 5, G.N), 2000, seed=14):
         walks = batch.out[2]
@@ -480,8 +499,13 @@ def test_graphsaint_rw_step_law(law_graph):
 
 # ----------------------------------------------------------------------------- CUDA
 def to_cuda(fn):
-    return functools.partial(fn.func, **{k: v.to("cuda") if isinstance(v, (torch.Tensor,
-                                         gs.Matrix)) else v for k, v in fn.keywords.items()})
+    return functools.partial(
+        fn.func,
+        **{
+            k: v.to("cuda") if isinstance(v, (torch.Tensor, gs.Matrix)) else v
+            for k, v in fn.keywords.items()
+        },
+    )
 
 
 def compare(name, G, pairs, what):
@@ -519,8 +543,7 @@ def test_cuda_backend_equals_torch_backend(name, rmat):
     fn, seeds, batch = workload(name, rmat)
     A = rmat.A.to("cuda")
     torch_compiled = functools.partial(gs.compile(fn.func, backend="torch"), **fn.keywords)
-    cuda_compiled = functools.partial(gs.compile(fn.func, backend="cuda"),
-                                      **to_cuda(fn).keywords)
+    cuda_compiled = functools.partial(gs.compile(fn.func, backend="cuda"), **to_cuda(fn).keywords)
     pairs = []
     for call in range(2):
         gs.manual_seed(30 + call)

@@ -21,6 +21,7 @@ at a time. The laws, at fixed seeds, each checked at p > ``P_MIN`` and shown to 
 The CUDA tests (marked ``cuda``, skipped without a GPU) compare the CUDA backend with the
 torch backend, called directly and through ``gs.DataLoader`` with ``super_batch=4``.
 """
+
 import collections
 import functools
 
@@ -28,8 +29,14 @@ import numpy as np
 import pytest
 import scipy.stats as st
 import torch
-from helpers import (assert_same, check_compiled_equals_eager, example, loader_outputs,
-                     random_seeds, run_seeded)
+from helpers import (
+    assert_same,
+    check_compiled_equals_eager,
+    example,
+    loader_outputs,
+    random_seeds,
+    run_seeded,
+)
 
 import gsample as gs
 
@@ -83,7 +90,7 @@ def check_frontiers(blocks, seeds):
     for s in blocks:
         assert torch.equal(s.column(), cols)
         nodes = s.all_nodes()
-        assert torch.equal(nodes[:cols.numel()], cols)
+        assert torch.equal(nodes[: cols.numel()], cols)
         assert nodes.unique().numel() == nodes.numel()
         assert set(nodes.tolist()) == set(cols.tolist()) | set(s.row().tolist())
         cols = nodes
@@ -130,8 +137,7 @@ def test_pinsage_structure(graph):
     assert bool(ok.all()), "each step is an in-edge or a restart to the seed"
     visits = walks[:, 1:].reshape(256, 300)
     for i in range(256):
-        counts = collections.Counter(x for x in visits[i].tolist() if x >= 0 and
-                                     x != int(seeds[i]))
+        counts = collections.Counter(x for x in visits[i].tolist() if x >= 0 and x != int(seeds[i]))
         top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
         n = len(top)
         assert nbrs[i, :n].tolist() == [v for v, _ in top]
@@ -140,7 +146,7 @@ def test_pinsage_structure(graph):
     assert int((nbrs >= 0).sum()) > 256 * 2
 
 
-TINY_IN = {0: [1, 2, 3], 1: [0, 2], 2: [4], 3: [1, 4, 5], 4: [0, 3], 5: []}   # 5: a dead end
+TINY_IN = {0: [1, 2, 3], 1: [0, 2], 2: [4], 3: [1, 4, 5], 4: [0, 3], 5: []}  # 5: a dead end
 
 
 def tiny_graph():
@@ -187,7 +193,7 @@ def test_pinsage_visit_counts_follow_the_walk_law():
     total = np.array([float(weights[nbrs == v].sum()) for v in others])
     n = copies * 100
     right = quadratic_pvalue(total, n, mean, cov)
-    _, wrong_mean, wrong_cov = visit_law(seed, 3, 0.4)                  # power
+    _, wrong_mean, wrong_cov = visit_law(seed, 3, 0.4)  # power
     wrong = quadratic_pvalue(total, n, wrong_mean, wrong_cov)
     print(f"pinsage visit counts: p = {right:.4g} (restart 0.4: {wrong:.3g})")
     assert right > P_MIN and wrong < P_MIN
@@ -207,7 +213,7 @@ def replay(G, roots, out, length):
     for t, (s, d) in enumerate(zip(src.tolist(), dst.tolist())):
         assert d in frontier, f"step {t}: {d} is not in the frontier"
         frontier[frontier.index(d)] = s
-    if src.numel() < length:       # stopped: every walker on a dead end
+    if src.numel() < length:  # stopped: every walker on a dead end
         assert bool((G.in_deg[torch.tensor(frontier)] == 0).all())
     assert final.tolist() == frontier
 
@@ -242,13 +248,13 @@ def test_multi_root_walk_first_step_law(small):
     outs = loader_outputs(G.A, fn, roots.repeat(T), roots.numel(), super_batch=100)
     eid = torch.cat([o[2] for o in outs])
     assert eid.numel() == T
-    cand = torch.isin(G.cols, roots).nonzero().squeeze(1)             # the roots' in-edges
+    cand = torch.isin(G.cols, roots).nonzero().squeeze(1)  # the roots' in-edges
     counts = torch.bincount(eid, minlength=G.A.num_edges)[cand].numpy()
     assert counts.sum() == T
     right = chi2_multinomial(counts, np.ones(cand.numel()))
     wrong = chi2_multinomial(counts, 1.0 / G.in_deg[G.cols[cand]].double().numpy())
     print(f"multi-root walk first step: p = {right:.4g} (uniform walker: {wrong:.3g})")
-    assert right > P_MIN and wrong < P_MIN                              # power: wrong
+    assert right > P_MIN and wrong < P_MIN  # power: wrong
 
 
 # ============================================================================= c-saw layer
@@ -258,7 +264,7 @@ def check_rows_blocks(G, blocks, seeds, layers):
     assert len(blocks) == len(layers)
     check_frontiers(blocks, seeds)
     for s, k in zip(blocks, layers):
-        r, c, e = G.check_edges(s)
+        _r, _c, e = G.check_edges(s)
         cols = s.column()
         into = torch.isin(G.cols, cols)
         cand = G.rows[into].unique()
@@ -313,7 +319,7 @@ def test_csaw_layer_rows_are_uniform(small):
     links = torch.bincount(G.rows[into], minlength=G.N)[cand].double().numpy()
     right, wrong = pvalue(np.full(n, T * p)), pvalue(T * k * links / links.sum())
     print(f"c-saw layer rows: p = {right:.4g} (by edge count: {wrong:.3g})")
-    assert right > P_MIN and wrong < P_MIN                              # power: wrong
+    assert right > P_MIN and wrong < P_MIN  # power: wrong
 
 
 # ============================================================================= AS-GCN
@@ -325,8 +331,11 @@ def asgcn_bias(G, cols, X, W, k):
     """Brute-force AS-GCN row probabilities ``q`` (shape (N,), float64) for a frontier."""
     X, W = X.double(), W.double()
     into = torch.isin(G.cols, cols)
-    p = torch.zeros(G.N, dtype=torch.float64).index_add_(0, G.rows[into],
-                                                         G.vals[into].double() ** 2).sqrt()
+    p = (
+        torch.zeros(G.N, dtype=torch.float64)
+        .index_add_(0, G.rows[into], G.vals[into].double() ** 2)
+        .sqrt()
+    )
     h_u = X @ W[:, 0]
     hv_sum = (X[cols] @ W[:, 1]).sum()
     q = p * (torch.relu(h_u + hv_sum) + 1) / k * (torch.relu(h_u) + 1)
@@ -357,10 +366,11 @@ def test_asgcn_draws_follow_the_bias(small):
     G, T = small, 3000
     seeds = frontier_for_law(G)
     inputs = asgcn_inputs(G.N)
-    inputs["W"] = inputs["W"] * 4                                       # a marked model bias
+    inputs["W"] = inputs["W"] * 4  # a marked model bias
     fn = functools.partial(gs.compile(example("asgcn").asgcn), layers=(1,), **inputs)
-    outs = loader_outputs(G.A, fn, seeds.repeat(T), seeds.numel(), super_batch=100,
-                          fixed_state=True)
+    outs = loader_outputs(
+        G.A, fn, seeds.repeat(T), seeds.numel(), super_batch=100, fixed_state=True
+    )
     drawn = torch.cat([o[0].row_ids for o in outs])
     assert drawn.numel() == T
     q = asgcn_bias(G, seeds, inputs["X"], inputs["W"], 1)
@@ -368,11 +378,16 @@ def test_asgcn_draws_follow_the_bias(small):
     counts = torch.bincount(drawn, minlength=G.N)[cand].numpy()
     assert counts.sum() == T
     into = torch.isin(G.cols, seeds)
-    p = torch.zeros(G.N, dtype=torch.float64).index_add_(0, G.rows[into],
-                                                         G.vals[into].double() ** 2).sqrt()
+    p = (
+        torch.zeros(G.N, dtype=torch.float64)
+        .index_add_(0, G.rows[into], G.vals[into].double() ** 2)
+        .sqrt()
+    )
     right = chi2_multinomial(counts, q[cand].numpy())
-    wrong = (chi2_multinomial(counts, p[cand].numpy()),                 # power: p alone
-             chi2_multinomial(counts, np.ones(cand.numel())))          # power: uniform
+    wrong = (
+        chi2_multinomial(counts, p[cand].numpy()),  # power: p alone
+        chi2_multinomial(counts, np.ones(cand.numel())),
+    )  # power: uniform
     print(f"as-gcn draws: p = {right:.4g} (p alone: {wrong[0]:.3g}, uniform: {wrong[1]:.3g})")
     assert right > P_MIN and max(wrong) < P_MIN
 
@@ -400,21 +415,23 @@ def test_labor_structure(graph):
     assert len(blocks) == 3
     check_frontiers(blocks, seeds)
     for s in blocks:
-        r, c, e = G.check_edges(s)
+        _r, _c, e = G.check_edges(s)
         cols = s.column()
         assert s.shape == (G.N, cols.numel())
         assert e.unique().numel() == e.numel()
         torch.testing.assert_close(s.values, G.vals[e], rtol=0, atol=0)
-        into = torch.isin(G.cols, cols).nonzero().squeeze(1)           # candidate edges
+        into = torch.isin(G.cols, cols).nonzero().squeeze(1)  # candidate edges
         kept = torch.isin(into, e)
         deg = G.in_deg[G.cols[into]]
         assert bool(kept[deg <= 10].all()), "columns of degree <= k keep every edge"
         # per row: the kept columns' degrees lie below the dropped ones'
         row = G.rows[into]
         big = torch.full((G.N,), -1, dtype=torch.int64).scatter_reduce(
-            0, row[kept], deg[kept], "amax")
+            0, row[kept], deg[kept], "amax"
+        )
         low = torch.full((G.N,), 1 << 40, dtype=torch.int64).scatter_reduce(
-            0, row[~kept], deg[~kept], "amin")
+            0, row[~kept], deg[~kept], "amin"
+        )
         assert bool((big < low).all()), "no single threshold per row explains the block"
         assert 0 < int(kept.sum()) < kept.numel()
 
@@ -430,8 +447,9 @@ def labor_graph():
     src, dst = [], []
     for g in range(GADGETS):
         o = g * STRIDE
-        src += [o + r for r in range(40)] + [o + r for r in range(25)] + \
-            [o + r for r in range(40, 45)]
+        src += (
+            [o + r for r in range(40)] + [o + r for r in range(25)] + [o + r for r in range(40, 45)]
+        )
         dst += [o + 45] * 40 + [o + 46] * 30
     A = gs.Matrix.from_edge_index(torch.tensor([src, dst]), num_nodes=GADGETS * STRIDE)
     return Table(A)
@@ -441,8 +459,9 @@ def labor_runs(G, k, calls):
     """``kept[t, e]``: whether edge ``e`` (edge ids in gadget order, 70 per gadget) was kept
     in trial ``t`` (``calls`` calls of one LABOR layer on every gadget's two columns)."""
     fn = gs.compile(labor_fn())
-    cols = torch.stack([torch.arange(GADGETS) * STRIDE + 45,
-                        torch.arange(GADGETS) * STRIDE + 46], 1).reshape(-1)
+    cols = torch.stack(
+        [torch.arange(GADGETS) * STRIDE + 45, torch.arange(GADGETS) * STRIDE + 46], 1
+    ).reshape(-1)
     kept = []
     for call in range(calls):
         (s,) = run_seeded(fn, G.A, cols, fanouts=(k,), seed=100 + call)
@@ -450,7 +469,7 @@ def labor_runs(G, k, calls):
         mask = torch.zeros(G.A.num_edges, dtype=torch.bool)
         mask[s.edges()[2]] = True
         kept.append(mask.view(GADGETS, 70))
-    return torch.cat(kept)            # (calls * GADGETS, 70): edges 0..39 of a, 40..69 of b
+    return torch.cat(kept)  # (calls * GADGETS, 70): edges 0..39 of a, 40..69 of b
 
 
 def test_labor_inclusion_and_shared_rows():
@@ -458,18 +477,19 @@ def test_labor_inclusion_and_shared_rows():
     kept = labor_runs(G, k, 10)
     T = kept.shape[0]
     counts = kept.sum(0).double()
-    for sl, p in ((slice(0, 40), k / 40), (slice(40, 70), k / 30)):   # a column's rows
+    for sl, p in ((slice(0, 40), k / 40), (slice(40, 70), k / 30)):  # a column's rows
         right = chi2_binomial(counts[sl], T, np.full(counts[sl].numel(), p))
         wrong = chi2_binomial(counts[sl], T, np.full(counts[sl].numel(), 1.15 * p))
-        print(f"labor inclusion, degree {round(k / p)}: p = {right:.4g} (1.15 k / deg: "
-              f"{wrong:.3g})")
-        assert right > P_MIN and wrong < P_MIN                          # power: wrong
+        print(
+            f"labor inclusion, degree {round(k / p)}: p = {right:.4g} (1.15 k / deg: {wrong:.3g})"
+        )
+        assert right > P_MIN and wrong < P_MIN  # power: wrong
     # the 25 shared rows: edge r of a and edge 40 + r of b; kept by both with probability
     # min(1/4, 1/3) (one uniform per row), not 1/4 * 1/3 (independent draws)
     a, b = kept[:, :25], kept[:, 40:65]
     both, n = int((a & b).sum()), a.numel()
     right = st.binomtest(both, n, k / 40).pvalue
-    wrong = st.binomtest(both, n, (k / 40) * (k / 30)).pvalue        # power: independent
+    wrong = st.binomtest(both, n, (k / 40) * (k / 30)).pvalue  # power: independent
     print(f"labor shared rows: p = {right:.4g} (independent draws: {wrong:.3g})")
     assert right > P_MIN and wrong < P_MIN
     assert not bool((a & ~b).any()), "a row kept by a (u <= 1/4) is kept by b (u <= 1/3)"
@@ -483,7 +503,7 @@ def test_labor_empty_columns():
     T = kept.shape[0]
     empty = int((~kept[:, :40]).all(1).sum())
     right = st.binomtest(empty, T, (39 / 40) ** 40).pvalue
-    wrong = st.binomtest(empty, T, 0.42).pvalue                         # power
+    wrong = st.binomtest(empty, T, 0.42).pvalue  # power
     print(f"labor empty columns: p = {right:.4g} (0.42: {wrong:.3g})")
     assert right > P_MIN and wrong < P_MIN
     both = int(((~kept[:, :40]).all(1) & (~kept[:, 40:]).all(1)).sum())
@@ -496,11 +516,20 @@ def workloads(G, small=False):
     return {
         "pinsage": (pinsage_fn(), {}, False, 64, True),
         "multi_root_walk": (mrw_fn(), {"length": 20 if small else 100}, False, 100, True),
-        "csaw_layer": (example("csaw_layer").csaw_layer,
-                       {"layers": (300, 300)} if small else {}, False, 512, True),
-        "asgcn": (example("asgcn").asgcn, dict(asgcn_inputs(G.N),
-                                               **({"layers": (64, 64)} if small else {})),
-                  True, 256, False),
+        "csaw_layer": (
+            example("csaw_layer").csaw_layer,
+            {"layers": (300, 300)} if small else {},
+            False,
+            512,
+            True,
+        ),
+        "asgcn": (
+            example("asgcn").asgcn,
+            dict(asgcn_inputs(G.N), **({"layers": (64, 64)} if small else {})),
+            True,
+            256,
+            False,
+        ),
         "labor": (labor_fn(), {}, False, 512, True),
     }
 
@@ -512,11 +541,12 @@ def test_super_batch_equals_one_by_one(name, small):
     fn, kwargs, fixed, batch, _ = workloads(small, small=True)[name]
     seeds = small.seeds(6 * min(batch, 64) - 20, seed=4)
     batch = min(batch, 64)
-    ref = loader_outputs(small.A, functools.partial(fn, **kwargs), seeds, batch)   # eager
+    ref = loader_outputs(small.A, functools.partial(fn, **kwargs), seeds, batch)  # eager
     compiled = functools.partial(gs.compile(fn), **kwargs)
     for N in (3, 4):
-        loader = gs.DataLoader(small.A, compiled, seeds, batch, shuffle=False, seed=7,
-                               super_batch=N, fixed_state=fixed)
+        loader = gs.DataLoader(
+            small.A, compiled, seeds, batch, shuffle=False, seed=7, super_batch=N, fixed_state=fixed
+        )
         assert loader.super_batch_size == N
         got = [b.out for b in loader]
         assert len(got) == len(ref) == 6
@@ -525,8 +555,7 @@ def test_super_batch_equals_one_by_one(name, small):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_main_runs(name, capsys):
-    argv = ["--num-nodes", "2000", "--num-edges", "20000", "--batches", "2", "--batch-size",
-            "64"]
+    argv = ["--num-nodes", "2000", "--num-edges", "20000", "--batches", "2", "--batch-size", "64"]
     if name == "multi_root_walk":
         argv += ["--length", "10"]
     example(name).main(argv)
@@ -537,8 +566,9 @@ def test_main_runs(name, capsys):
 # ----------------------------------------------------------------------------- CUDA
 def sampled_edges(out):
     """The edges of an output as a set of (matrix, row, col, edge id)."""
-    mats = [m for m in (out if isinstance(out, (list, tuple)) else [out])
-            if isinstance(m, gs.Matrix)]
+    mats = [
+        m for m in (out if isinstance(out, (list, tuple)) else [out]) if isinstance(m, gs.Matrix)
+    ]
     return {(i, *e) for i, m in enumerate(mats) for e in zip(*(t.tolist() for t in m.edges()))}
 
 

@@ -10,16 +10,17 @@
 Every test runs with ``GSAMPLE_DEBUG=1``, so the default pipeline is verified after each
 of its passes on every program compiled here.
 """
+
 import functools
 
 import pytest
 import torch
+from helpers import assert_same, example, graphsage, random_seeds
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gsample as gs
 from gsample.ir import Op, VerifyError
-from helpers import assert_same, example, graphsage, random_seeds
 
 
 @pytest.fixture(autouse=True)
@@ -31,7 +32,7 @@ def outcome(fn, *args, **kwargs):
     """``("ok", result)`` or ``("error", type, message)``."""
     try:
         return ("ok", fn(*args, **kwargs))
-    except Exception as e:      # noqa: BLE001 - compared between eager and compiled
+    except Exception as e:
         return ("error", type(e), str(e))
 
 
@@ -48,26 +49,45 @@ def workloads(A):
         "graphsage": (example("graphsage").graphsage, A, {}),
         "graphsage-3": (example("graphsage").graphsage, A, {"fanouts": (15, 10, 5)}),
         "ladies": (example("ladies").ladies, example("ladies").normalize(A), {}),
-        "ladies-small": (example("ladies").ladies, example("ladies").normalize(A),
-                         {"layers": (64, 64)}),
+        "ladies-small": (
+            example("ladies").ladies,
+            example("ladies").normalize(A),
+            {"layers": (64, 64)},
+        ),
         "fastgcn": (example("fastgcn").fastgcn, A, {"layers": (300, 300)}),
-        "fastgcn-degree": (example("fastgcn").fastgcn, A, {"layers": (300, 300),
-                                                          "degree": A.sum(axis=1)}),
+        "fastgcn-degree": (
+            example("fastgcn").fastgcn,
+            A,
+            {"layers": (300, 300), "degree": A.sum(axis=1)},
+        ),
         "shadow": (example("shadow").shadow, A, {}),
-        "pass_sampler": (example("pass_sampler").pass_sampler, A,
-                         example("pass_sampler").random_inputs(N, num_features=8, hidden=16)),
+        "pass_sampler": (
+            example("pass_sampler").pass_sampler,
+            A,
+            example("pass_sampler").random_inputs(N, num_features=8, hidden=16),
+        ),
     }
 
 
-NAMES = ["graphsage", "graphsage-3", "ladies", "ladies-small", "fastgcn", "fastgcn-degree",
-         "shadow", "pass_sampler"]
+NAMES = [
+    "graphsage",
+    "graphsage-3",
+    "ladies",
+    "ladies-small",
+    "fastgcn",
+    "fastgcn-degree",
+    "shadow",
+    "pass_sampler",
+]
 
 
 def workload(name, graph, device, num_seeds, seed):
     """Example ``name``'s (function, graph, keyword arguments, seeds), all on ``device``."""
     fn, A, kwargs = workloads(graph)[name]
-    kwargs = {k: v.to(device) if isinstance(v, (torch.Tensor, gs.Matrix)) else v
-              for k, v in kwargs.items()}
+    kwargs = {
+        k: v.to(device) if isinstance(v, (torch.Tensor, gs.Matrix)) else v
+        for k, v in kwargs.items()
+    }
     return fn, A.to(device), kwargs, random_seeds(num_seeds, seed, A.num_nodes).to(device)
 
 
@@ -96,16 +116,22 @@ def test_example_compiled_equals_eager_through_the_dataloader(name, weighted_gra
     compiled = gs.compile(fn)
     for loader_seed in (None,) if name.startswith("ladies") else (None, 4):
         gs.manual_seed(21)
-        eager = list(gs.DataLoader(A, functools.partial(fn, **kwargs), seeds, batch_size=64,
-                                   seed=loader_seed))
+        eager = list(
+            gs.DataLoader(
+                A, functools.partial(fn, **kwargs), seeds, batch_size=64, seed=loader_seed
+            )
+        )
         gs.manual_seed(21)
-        comp = list(gs.DataLoader(A, functools.partial(compiled, **kwargs), seeds,
-                                  batch_size=64, seed=loader_seed))
-        assert len(eager) == len(comp) == 3            # the last batch holds 8 seeds
+        comp = list(
+            gs.DataLoader(
+                A, functools.partial(compiled, **kwargs), seeds, batch_size=64, seed=loader_seed
+            )
+        )
+        assert len(eager) == len(comp) == 3  # the last batch holds 8 seeds
         for e, c in zip(eager, comp):
             assert e.index == c.index and torch.equal(e.seeds, c.seeds)
             assert_same(e.out, c.out, f"{name} batch {e.index}")
-    assert compiled.traces == 1                        # a smaller last batch is not a re-trace
+    assert compiled.traces == 1  # a smaller last batch is not a re-trace
 
 
 def test_every_example_program_keeps_its_random_ops(weighted_graph):
@@ -115,8 +141,9 @@ def test_every_example_program_keeps_its_random_ops(weighted_graph):
         traced = gs.compile(fn, passes=[]).program(A, torch.arange(8), **kwargs)
         optimised = gs.compile(fn).program(A, torch.arange(8), **kwargs)
         assert optimised.num_random == traced.num_random
-        assert sorted(n.attrs["ordinal"] for n in optimised.random_nodes()) == \
-            sorted(n.attrs["ordinal"] for n in traced.random_nodes()), name
+        assert sorted(n.attrs["ordinal"] for n in optimised.random_nodes()) == sorted(
+            n.attrs["ordinal"] for n in traced.random_nodes()
+        ), name
 
 
 # ----------------------------------------------------------------------------- hypothesis
@@ -128,7 +155,7 @@ def weighted_individual(A, seeds, fanouts=(2,), replace=False):
     blocks = []
     for k in fanouts:
         sub = A[:, seeds]
-        s = sub.individual_sample(k, probs=sub ** 2, replace=replace)
+        s = sub.individual_sample(k, probs=sub**2, replace=replace)
         s = s.div(s.sum(axis=0), axis=0)
         blocks.append(s)
         seeds = s.all_nodes()
@@ -139,7 +166,7 @@ def collective(A, seeds, fanouts=(2,), replace=False):
     blocks = []
     for k in fanouts:
         sub = A[:, seeds]
-        p = (sub ** 2).sum(axis=1)
+        p = (sub**2).sum(axis=1)
         p = p / p.sum().clamp(min=1e-30)
         s = sub.collective_sample(k, node_probs=p, replace=replace)
         s = s.div(p[s.row_ids], axis=1)
@@ -158,13 +185,22 @@ def problems(draw):
     node = st.integers(0, n - 1)
     src = draw(st.lists(node, min_size=m, max_size=m))
     dst = draw(st.lists(node, min_size=m, max_size=m))
-    weight = draw(st.lists(st.one_of(st.just(0.0), st.floats(0.0625, 8.0, width=32)),
-                           min_size=m, max_size=m))
+    weight = draw(
+        st.lists(st.one_of(st.just(0.0), st.floats(0.0625, 8.0, width=32)), min_size=m, max_size=m)
+    )
     weighted = draw(st.booleans())
     seeds = draw(st.lists(node, min_size=1, max_size=12))
     fanouts = tuple(draw(st.lists(st.integers(0, 6), min_size=1, max_size=3)))
-    return dict(n=n, src=src, dst=dst, weight=weight if weighted else None, seeds=seeds,
-                fanouts=fanouts, replace=draw(st.booleans()), seed=draw(st.integers(0, 2**63)))
+    return dict(
+        n=n,
+        src=src,
+        dst=dst,
+        weight=weight if weighted else None,
+        seeds=seeds,
+        fanouts=fanouts,
+        replace=draw(st.booleans()),
+        seed=draw(st.integers(0, 2**63)),
+    )
 
 
 @pytest.mark.parametrize("sampler", list(SAMPLERS))
@@ -208,11 +244,13 @@ def drop_first_slice(graph):
 
 def test_debug_level_1_verifies_after_every_pass(monkeypatch, weighted_graph):
     seeds = torch.arange(16)
-    for broken, match in ((reuse_ordinal_0, "share an op ordinal"),
-                          (drop_first_slice, "not defined before")):
+    for broken, match in (
+        (reuse_ordinal_0, "share an op ordinal"),
+        (drop_first_slice, "not defined before"),
+    ):
         with pytest.raises(VerifyError, match=match):
             gs.compile(two_layer, passes=[broken])(weighted_graph, seeds)
-        with pytest.raises(VerifyError, match=match):          # also as a (pass, why) entry
+        with pytest.raises(VerifyError, match=match):  # also as a (pass, why) entry
             gs.compile(two_layer, passes=[(broken, "why")]).program(weighted_graph, seeds)
     # with the verifier off, the subtly broken pass runs and silently draws wrong samples
     monkeypatch.setenv("GSAMPLE_DEBUG", "0")
@@ -226,24 +264,25 @@ def test_debug_level_1_verifies_after_every_pass(monkeypatch, weighted_graph):
 
 
 def test_debug_levels_2_and_3_print_passes_and_nodes(monkeypatch, capsys, weighted_graph):
-    def renumber(graph):                                        # a pass that changes names
+    def renumber(graph):  # a pass that changes names
         for n in graph.nodes:
             n.name = "x_" + n.name
         return graph
 
     def identity(graph):
         return graph
+
     seeds = torch.arange(16)
     monkeypatch.setenv("GSAMPLE_DEBUG", "2")
     gs.compile(two_layer, passes=[renumber, identity])(weighted_graph, seeds)
     err = capsys.readouterr().err
     assert "[gsample] after renumber:" in err and "%x_" in err
-    assert "after identity" not in err                          # unchanged: not printed
+    assert "after identity" not in err  # unchanged: not printed
     monkeypatch.setenv("GSAMPLE_DEBUG", "3")
     gs.compile(two_layer, passes=[])(weighted_graph, seeds)
     out = capsys.readouterr().out
     assert "individual_sample -> matrix" in out and "slice_cols -> matrix" in out
-    monkeypatch.setenv("GSAMPLE_DEBUG", "not a number")         # treated as 0
+    monkeypatch.setenv("GSAMPLE_DEBUG", "not a number")  # treated as 0
     gs.compile(two_layer, passes=[reuse_ordinal_0])(weighted_graph, seeds)
 
 
@@ -253,7 +292,7 @@ def test_a_program_per_backend(small_graph):
     f = gs.compile(graphsage)
     seeds = random_seeds(16, 1, small_graph.num_nodes)
     f(small_graph, seeds)
-    with gs.use_backend("cuda"):          # CPU tensors: every op runs the torch code
+    with gs.use_backend("cuda"):  # CPU tensors: every op runs the torch code
         f(small_graph, seeds)
     f(small_graph, seeds)
     assert f.traces == 2 and len(f._cache) == 2

@@ -1,4 +1,5 @@
 """``gs.datasets.planted_partition`` (communities a GNN can find) and ``gs.datasets.cora``."""
+
 import pytest
 import torch
 from conftest import DATA
@@ -11,12 +12,12 @@ def test_planted_partition_structure():
     A, x, y = gs.datasets.planted_partition(3000, num_classes=6, num_features=10, seed=2)
     assert x.shape == (3000, 10) and x.dtype == torch.float32
     assert y.shape == (3000,) and y.dtype == torch.int64
-    assert torch.equal(torch.bincount(y), torch.full((6,), 500))        # balanced
+    assert torch.equal(torch.bincount(y), torch.full((6,), 500))  # balanced
     r, c, _ = A.edges()
-    assert not bool((r == c).any())                                      # no self-loops
+    assert not bool((r == c).any())  # no self-loops
     key = r * 3000 + c
-    assert key.unique().numel() == key.numel()                           # no repeats
-    assert torch.equal(torch.sort(key).values, torch.sort(c * 3000 + r).values)   # symmetric
+    assert key.unique().numel() == key.numel()  # no repeats
+    assert torch.equal(torch.sort(key).values, torch.sort(c * 3000 + r).values)  # symmetric
     again = gs.datasets.planted_partition(3000, num_classes=6, num_features=10, seed=2)
     assert torch.equal(again[0].edges()[2], A.edges()[2]) and torch.equal(again[1], x)
     other = gs.datasets.planted_partition(3000, num_classes=6, num_features=10, seed=3)
@@ -39,10 +40,11 @@ def test_planted_partition_homophily_is_binomial():
     """An edge stays inside its class with probability h + (1 - h) / C (the in-class draw,
     or a uniform node that happens to share the class); few repeats at this density."""
     h, k = 0.6, 8
-    A, _, y = gs.datasets.planted_partition(20_000, num_classes=k, avg_degree=4, homophily=h,
-                                            seed=0)
+    A, _, y = gs.datasets.planted_partition(
+        20_000, num_classes=k, avg_degree=4, homophily=h, seed=0
+    )
     r, c, _ = A.edges()
-    keep = r < c                                                         # each edge once
+    keep = r < c  # each edge once
     inside = int((y[r[keep]] == y[c[keep]]).sum())
     test = stats.binomtest(inside, int(keep.sum()), h + (1 - h) / k)
     assert test.pvalue > 1e-3, (inside, int(keep.sum()), test.pvalue)
@@ -55,6 +57,7 @@ def test_planted_partition_features_carry_the_classes_plus_noise():
 
     def accuracy(h):
         return float((torch.cdist(h, centroids).argmin(1) == y).float().mean())
+
     r, c, _ = A.edges()
     degree = torch.bincount(c, minlength=A.num_nodes).clamp(min=1)
     mean = torch.zeros_like(x).index_add_(0, c, x[r]) / degree[:, None]
@@ -63,10 +66,17 @@ def test_planted_partition_features_carry_the_classes_plus_noise():
     assert accuracy(mean) > own + 0.1
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"num_classes": 0}, "num_classes: must be in"), ({"num_classes": 11}, "num_classes"),
-    ({"homophily": 1.5}, "homophily: must be in"), ({"avg_degree": -1}, "avg_degree"),
-    ({"noise": -0.1}, "noise: must be >= 0"), ({"num_nodes": -5}, "num_nodes")])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"num_classes": 0}, "num_classes: must be in"),
+        ({"num_classes": 11}, "num_classes"),
+        ({"homophily": 1.5}, "homophily: must be in"),
+        ({"avg_degree": -1}, "avg_degree"),
+        ({"noise": -0.1}, "noise: must be >= 0"),
+        ({"num_nodes": -5}, "num_nodes"),
+    ],
+)
 def test_planted_partition_checks_arguments(kwargs, message):
     args = {"num_nodes": 10} | kwargs
     with pytest.raises((ValueError, TypeError), match=message):
@@ -78,7 +88,7 @@ def test_cora():
     if not path.exists():
         pytest.skip(f"{path} not present")
     A, x, y = gs.datasets.cora(path)
-    assert A.num_nodes == x.shape[0] == y.shape[0] == 2708       # the data README's sizes
+    assert A.num_nodes == x.shape[0] == y.shape[0] == 2708  # the data README's sizes
     assert x.shape[1] == 1433 and int(y.max()) + 1 == 7
     assert set(x.unique().tolist()) == {0.0, 1.0}
     r, c, _ = A.edges()

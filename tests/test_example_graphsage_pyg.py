@@ -1,6 +1,7 @@
 """``examples/graphsage_pyg.py``: PyG's hop semantics (each node sampled once, at the hop after
 the one that first reached it), checked against the graph's edge table; compiled equals
 eager; the script runs."""
+
 import pytest
 import torch
 from helpers import example
@@ -31,11 +32,11 @@ def test_structure(small_graph, device, fanouts):
         cols = m.col_ids
         counts = torch.bincount(m.csc.edge_cols(), minlength=cols.numel())
         assert torch.equal(counts, deg[cols].clamp(max=k))
-        assert e.unique().numel() == e.numel()                   # without replacement
+        assert e.unique().numel() == e.numel()  # without replacement
         if h + 1 < len(blocks):
             nxt = blocks[h + 1].col_ids
             reached = r.unique()
-            assert torch.equal(nxt, reached[~torch.isin(reached, seen)])   # new only
+            assert torch.equal(nxt, reached[~torch.isin(reached, seen)])  # new only
             assert not bool(torch.isin(nxt, seen).any())
             seen = torch.cat([seen, nxt])
 
@@ -52,6 +53,7 @@ def test_compiled_equals_eager(small_graph):
 
 
 def test_main_runs(capsys):
-    example("graphsage_pyg").main(["--num-nodes", "3000", "--num-edges", "30000",
-                                   "--batches", "2", "--batch-size", "64"])
+    example("graphsage_pyg").main(
+        ["--num-nodes", "3000", "--num-edges", "30000", "--batches", "2", "--batch-size", "64"]
+    )
     assert "graphsage_pyg: 2 batches of 64 seeds" in capsys.readouterr().out

@@ -5,14 +5,15 @@ Each sampler runs on a small weighted R-MAT graph, a larger unweighted one and, 
 graph's own edge table (``A.edges()`` indexed by original edge id), not with another
 gsample operator.
 """
+
 import gzip
 from dataclasses import dataclass
 
 import pytest
 import torch
+from helpers import example, random_seeds, same
 
 import gsample as gs
-from helpers import example, random_seeds, same
 
 NAMES = ["graphsage", "ladies", "fastgcn", "shadow", "pass_sampler"]
 
@@ -20,17 +21,20 @@ NAMES = ["graphsage", "ladies", "fastgcn", "shadow", "pass_sampler"]
 @dataclass
 class Graph:
     A: gs.Matrix
-    rows: torch.Tensor      # (E,) source of each original edge id
-    cols: torch.Tensor      # (E,) destination of each original edge id
-    vals: torch.Tensor      # (E,) weight of each original edge id
-    in_deg: torch.Tensor    # (N,) edges per column
+    rows: torch.Tensor  # (E,) source of each original edge id
+    cols: torch.Tensor  # (E,) destination of each original edge id
+    vals: torch.Tensor  # (E,) weight of each original edge id
+    in_deg: torch.Tensor  # (N,) edges per column
     name: str
 
     @classmethod
     def of(cls, A, name):
         r, c, e = A.edges()
-        rows, cols, vals = (torch.empty_like(r), torch.empty_like(c),
-                            torch.empty(e.numel(), dtype=A.values.dtype))
+        rows, cols, vals = (
+            torch.empty_like(r),
+            torch.empty_like(c),
+            torch.empty(e.numel(), dtype=A.values.dtype),
+        )
         rows[e], cols[e], vals[e] = r, c, A.values
         return cls(A, rows, cols, vals, torch.bincount(cols, minlength=A.num_nodes), name)
 
@@ -62,7 +66,7 @@ def check_frontiers(blocks, seeds):
     for s in blocks:
         assert torch.equal(s.column(), cols)
         nodes = s.all_nodes()
-        assert torch.equal(nodes[:cols.numel()], cols)                   # frontier first
+        assert torch.equal(nodes[: cols.numel()], cols)  # frontier first
         assert nodes.unique().numel() == nodes.numel()
         assert set(nodes.tolist()) == set(cols.tolist()) | set(s.row().tolist())
         cols = nodes
@@ -100,8 +104,8 @@ def test_graphsage(graph):
     assert len(blocks) == 2
     check_frontiers(blocks, seeds)
     for s, k in zip(blocks, (25, 10)):
-        r, c, e = check_edges(G, s)
-        assert e.unique().numel() == e.numel()                            # no replacement
+        _r, c, e = check_edges(G, s)
+        assert e.unique().numel() == e.numel()  # no replacement
         cols = s.column()
         assert torch.equal(per_column(G, c, cols), G.in_deg[cols].clamp(max=k))
 
@@ -122,13 +126,13 @@ def check_layerwise(G, blocks, seeds, layers, vals, bias):
     assert len(blocks) == len(layers)
     check_frontiers(blocks, seeds)
     for s, k in zip(blocks, layers):
-        r, c, e = check_edges(G, s)
+        _r, c, e = check_edges(G, s)
         cols = s.column()
         in_frontier = torch.isin(G.cols, cols)
-        candidates = G.rows[in_frontier].unique()                          # rows with edges
+        candidates = G.rows[in_frontier].unique()  # rows with edges
         chosen = s.row_ids
         assert s.shape == (chosen.numel(), cols.numel())
-        assert chosen.numel() == min(k, candidates.numel())                # <= k rows, exactly
+        assert chosen.numel() == min(k, candidates.numel())  # <= k rows, exactly
         assert torch.isin(chosen, candidates).all()
         # every edge of a chosen row to the frontier is kept, once
         expected_eids = (in_frontier & torch.isin(G.rows, chosen)).nonzero().squeeze(1)
@@ -136,8 +140,9 @@ def check_layerwise(G, blocks, seeds, layers, vals, bias):
         # importance weighting by 1 / p(row), then columns with edges sum to 1
         p = bias(cols)
         assert (p[chosen] > 0).all()
-        torch.testing.assert_close(s.values.double(), layerwise_expected(G, s, p, vals),
-                                   rtol=1e-4, atol=1e-6)
+        torch.testing.assert_close(
+            s.values.double(), layerwise_expected(G, s, p, vals), rtol=1e-4, atol=1e-6
+        )
         sums, has = s.sum(axis=0), per_column(G, c, cols) > 0
         torch.testing.assert_close(sums[has], torch.ones_like(sums[has]), rtol=1e-4, atol=1e-5)
         assert (sums[~has] == 0).all()
@@ -149,8 +154,9 @@ def test_ladies(graph):
     d_out = torch.zeros(G.A.num_nodes).index_add_(0, G.rows, G.vals)
     d_in = torch.zeros(G.A.num_nodes).index_add_(0, G.cols, G.vals)
     norm = G.vals / (d_out[G.rows] * d_in[G.cols]).sqrt()
-    torch.testing.assert_close(example("ladies").normalize(G.A).values,
-                               norm[G.A.edges()[2]], rtol=1e-5, atol=1e-7)
+    torch.testing.assert_close(
+        example("ladies").normalize(G.A).values, norm[G.A.edges()[2]], rtol=1e-5, atol=1e-7
+    )
 
     def bias(cols):
         mask = torch.isin(G.cols, cols)
@@ -176,7 +182,7 @@ def test_fastgcn(graph):
 def test_shadow(graph):
     G, seeds = graph, graph.seeds(512)
     sub, nodes = run("shadow", G, seeds)
-    assert torch.equal(nodes[:seeds.numel()], seeds)
+    assert torch.equal(nodes[: seeds.numel()], seeds)
     assert nodes.unique().numel() == nodes.numel()
     # nodes lie within 2 in-hops of the seeds
     hop1 = torch.cat([seeds, G.rows[torch.isin(G.cols, seeds)]]).unique()
@@ -185,7 +191,7 @@ def test_shadow(graph):
     # the result is exactly the induced subgraph A[nodes, nodes]
     assert sub.shape == (nodes.numel(), nodes.numel())
     assert torch.equal(sub.row_ids, nodes) and torch.equal(sub.column(), nodes)
-    r, c, e = check_edges(G, sub)
+    _r, _c, e = check_edges(G, sub)
     induced = (torch.isin(G.rows, nodes) & torch.isin(G.cols, nodes)).nonzero().squeeze(1)
     assert torch.equal(torch.sort(e).values, induced)
     torch.testing.assert_close(sub.values, G.vals[e])
@@ -197,10 +203,10 @@ def test_pass(graph):
     assert len(blocks) == 2
     check_frontiers(blocks, seeds)
     for s, k in zip(blocks, (10, 10)):
-        r, c, e = check_edges(G, s)
+        _r, c, _e = check_edges(G, s)
         cols = s.column()
         deg = G.in_deg[cols]
-        assert torch.equal(per_column(G, c, cols), torch.where(deg > 0, k, 0))   # replacement
+        assert torch.equal(per_column(G, c, cols), torch.where(deg > 0, k, 0))  # replacement
         # row space after compact(): the frontier's in-neighbours, ascending
         assert torch.equal(s.row_ids, G.rows[torch.isin(G.cols, cols)].unique())
 
@@ -209,11 +215,11 @@ def test_pass_follows_attention(small_graph):
     """Edges whose attention is ~0 (relu clips them) are essentially never drawn."""
     G = Graph.of(small_graph, "weighted-rmat")
     inputs = pass_inputs(G)
-    inputs["W3"] = torch.tensor([[10.0], [-10.0], [-10.0]])    # all weight on att1 = <XW1, XW1>
+    inputs["W3"] = torch.tensor([[10.0], [-10.0], [-10.0]])  # all weight on att1 = <XW1, XW1>
     seeds = G.seeds(64)
     gs.manual_seed(0)
     (s,) = example("pass_sampler").pass_sampler(G.A, seeds, fanouts=(50,), **inputs)
-    r, c, e = check_edges(G, s)
+    r, c, _e = check_edges(G, s)
     proj = inputs["X"] @ inputs["W1"]
     att1 = (proj[r] * proj[c]).sum(1)
     # columns with at least one positive-attention edge only draw positive-attention edges
@@ -230,6 +236,7 @@ def busy_node(G, lo=12, hi=40):
 
 def chi2_pvalue(counts, expected):
     from scipy.stats import chisquare
+
     return chisquare(counts.double().numpy(), expected.double().numpy()).pvalue
 
 
@@ -267,7 +274,7 @@ def test_pass_draws_follow_attention(small_graph):
     counts = torch.bincount(e, minlength=G.A.num_edges)[edges_of_v]
     assert counts.sum() == T * k
     expected = T * k * att.double() / att.double().sum()
-    big = expected >= 5                                   # chi-square needs >= 5 expected
+    big = expected >= 5  # chi-square needs >= 5 expected
     assert counts[~big].sum() <= max(5.0, 3 * float(expected[~big].sum()))
     counts, expected = counts[big], expected[big]
     assert chi2_pvalue(counts, expected * counts.sum() / expected.sum()) > 1e-3
@@ -279,7 +286,7 @@ def test_same_seed_same_sample(name, graph):
     seeds = graph.seeds(64 if name == "pass_sampler" else 512)
     first = run(name, graph, seeds, seed=0)
     assert same(first, run(name, graph, seeds, seed=0))
-    if graph.name != "weighted-rmat":          # 2,000 nodes: LADIES / FastGCN keep them all
+    if graph.name != "weighted-rmat":  # 2,000 nodes: LADIES / FastGCN keep them all
         assert not same(first, run(name, graph, seeds, seed=1))
 
 
@@ -302,8 +309,9 @@ def test_frontier_without_in_edges(name, small_graph):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_main_runs(name, capsys):
-    example(name).main(["--num-nodes", "2000", "--num-edges", "20000", "--batches", "2",
-                        "--batch-size", "64"])
+    example(name).main(
+        ["--num-nodes", "2000", "--num-edges", "20000", "--batches", "2", "--batch-size", "64"]
+    )
     out = capsys.readouterr().out
     assert "2 batches of 64 seeds" in out and "sampled edges/s" in out
 

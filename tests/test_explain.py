@@ -1,5 +1,6 @@
 """``gs.explain`` and ``python -m gsample ir``: the IR before and after each pass, which
 passes changed it, the layouts chosen, and the programs of cached nodes."""
+
 import io
 import os
 import pathlib
@@ -9,13 +10,13 @@ import sys
 
 import pytest
 import torch
+from helpers import graphsage as sage
 
 import gsample as gs
 from gsample.__main__ import main as cli
+from gsample.capture.trace import TraceError
 from gsample.ir import Kind, Op, VerifyError, format_lines, format_table
 from gsample.passes import PIPELINE
-from gsample.capture.trace import TraceError
-from helpers import graphsage as sage
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -28,7 +29,7 @@ def ladies_like(A, seeds, layers=(20, 20)):
     blocks = []
     for k in layers:
         sub = A[:, seeds]
-        p = (sub ** 2).sum(axis=1)
+        p = (sub**2).sum(axis=1)
         s = sub.collective_sample(k, node_probs=p / p.sum())
         blocks.append(s.div(s.sum(axis=0), axis=0))
         seeds = s.all_nodes()
@@ -85,8 +86,9 @@ def test_traced_and_optimised_ir_are_the_compilers(A, seeds):
     optimised = compiled.program(A, seeds)
     assert "\n".join(section(text, "traced IR")) == format_lines(traced)
     final = section(text, "optimised IR")
-    assert [re.sub(r"_\d+", "", line) for line in final] == \
-        [re.sub(r"_\d+", "", line) for line in format_lines(optimised).splitlines()]
+    assert [re.sub(r"_\d+", "", line) for line in final] == [
+        re.sub(r"_\d+", "", line) for line in format_lines(optimised).splitlines()
+    ]
     assert text.startswith("gs.explain: ladies_like(A, seeds, layers=(20, 20))")
     assert re.search(r"traced\s+A\s+matrix 500 nodes, 5,000 edges, torch.float32 values", text)
     assert re.search(r"static\s+layers\s+\(20, 20\)", text)
@@ -113,6 +115,7 @@ def test_a_layout_chosen_by_a_pass_is_reported(A, seeds):
             if n.op is Op.SLICE_COLS:
                 n.meta["layout"] = "csr"
         return graph
+
     text = gs.explain(graphsage, A, seeds, passes=[(choose_csr, "a test layout")], file=False)
     assert "== pass 1/1 choose_csr: changed ==" in text
     assert "why here: a test layout" in text
@@ -131,7 +134,7 @@ def test_compiled_sampler_passes_are_used_and_none_is_fine(A, seeds):
     text = gs.explain(compiled, A, seeds, fanouts=(2,), file=False)
     assert "1 program(s) cached, not yet this call's; 1 trace(s) so far" in text
     assert "static  fanouts  (2,)" in text
-    assert compiled.traces == 1                       # explain does not touch the cache
+    assert compiled.traces == 1  # explain does not touch the cache
 
 
 def test_cached_programs_are_printed(A, seeds):
@@ -154,7 +157,7 @@ def test_formats_and_output(A, seeds, capsys):
     assert format_table(gs.compile(graphsage, passes=[]).program(A, seeds)) in table
     dot = gs.explain(graphsage, A, seeds, format="dot", file=False)
     depth = 0
-    for line in dot.splitlines():                     # prose is // comments, the rest dot
+    for line in dot.splitlines():  # prose is // comments, the rest dot
         if depth == 0 and line:
             assert line.startswith("//") or line.startswith("digraph "), line
         depth += line.count("{") - line.count("}")
@@ -173,6 +176,7 @@ def test_a_pass_that_breaks_the_ir_is_named(A, seeds):
     def breaker(graph):
         graph.remove([n for n in graph.nodes if n.op is Op.SLICE_COLS])
         return graph
+
     buf = io.StringIO()
     with pytest.raises(VerifyError, match=r"pass breaker \(#1 of 1\) left an invalid IR"):
         gs.explain(graphsage, A, seeds, passes=[breaker], file=buf)
@@ -184,6 +188,7 @@ def test_trace_errors_propagate(A, seeds):
         if A[:, seeds].sum(axis=0).sum() > 0:
             return A
         return A
+
     with pytest.raises(TraceError, match="test_explain.py"):
         gs.explain(bad, A, seeds, file=False)
 
@@ -191,12 +196,23 @@ def test_trace_errors_propagate(A, seeds):
 # ----------------------------------------------------------------------------- the CLI
 def run_cli(*args):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "gsample", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "gsample", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
-@pytest.mark.parametrize("target, op", [("examples/graphsage.py:graphsage", "individual_sample"),
-                                        ("examples/ladies.py:ladies", "collective_sample")])
+@pytest.mark.parametrize(
+    "target, op",
+    [
+        ("examples/graphsage.py:graphsage", "individual_sample"),
+        ("examples/ladies.py:ladies", "collective_sample"),
+    ],
+)
 def test_cli_prints_the_ir(target, op):
     r = run_cli("ir", target)
     assert r.returncode == 0, r.stderr
@@ -205,8 +221,9 @@ def test_cli_prints_the_ir(target, op):
     for title in ("traced IR", "optimised IR", "layouts", "summary"):
         assert f"== {title}" in out
     assert re.search(rf"^%\w+ = {op}\(", out, re.M)
-    assert len(re.findall(r"^== pass \d+/\d+ \w+: (?:changed|unchanged) ==$", out, re.M)) \
-        == len(PIPELINE)
+    assert len(re.findall(r"^== pass \d+/\d+ \w+: (?:changed|unchanged) ==$", out, re.M)) == len(
+        PIPELINE
+    )
     if "ladies" in target:
         assert "through ladies.normalize" in out
         assert "static  layers  (4000, 4000, 4000)" in out
@@ -220,21 +237,50 @@ def test_cli_help():
 
 
 def test_cli_arguments_in_process(capsys, tmp_path):
-    assert cli(["ir", str(ROOT / "examples/pass_sampler.py:pass_sampler"), "--arg",
-                "fanouts=[2]", "--format", "table", "--num-nodes", "300", "--num-edges",
-                "3000", "--batch-size", "8"]) == 0
+    assert (
+        cli(
+            [
+                "ir",
+                str(ROOT / "examples/pass_sampler.py:pass_sampler"),
+                "--arg",
+                "fanouts=[2]",
+                "--format",
+                "table",
+                "--num-nodes",
+                "300",
+                "--num-edges",
+                "3000",
+                "--batch-size",
+                "8",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "traced  W3" in out and "static  fanouts  [2]" in out
     assert "seeds    tensor torch.int64 (8,)" in out
-    assert cli(["ir", str(ROOT / "examples/shadow.py:shadow"), "--no-passes", "--format",
-                "dot", "--weighted"]) == 0
+    assert (
+        cli(
+            [
+                "ir",
+                str(ROOT / "examples/shadow.py:shadow"),
+                "--no-passes",
+                "--format",
+                "dot",
+                "--weighted",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "// == passes: none ==" in out and "digraph" in out
     # a function whose tensor parameter nobody supplies
     f = tmp_path / "mine.py"
-    f.write_text("def needs_w(A, seeds, W):\n    return A[:, seeds] * W[seeds][0]\n"
-                 "def branchy(A, seeds):\n    if len(seeds) > 2:\n        return A\n"
-                 "    return A\n")
+    f.write_text(
+        "def needs_w(A, seeds, W):\n    return A[:, seeds] * W[seeds][0]\n"
+        "def branchy(A, seeds):\n    if len(seeds) > 2:\n        return A\n"
+        "    return A\n"
+    )
     with pytest.raises(SystemExit, match="parameter 'W' of needs_w has no default; pass --arg"):
         cli(["ir", f"{f}:needs_w"])
     with pytest.raises(SystemExit, match="no function 'nothing'"):

@@ -1,6 +1,7 @@
 """``gs.DataLoader(..., features=X, labels=y)`` (``gsample/features.py``): which nodes a batch
 gathers (``n_id``), the rows it gets (device, pinned host memory read by the GPU, a cache of
 the highest in-degree nodes and its hit rate) and the checks of the arguments."""
+
 import functools
 
 import pytest
@@ -16,8 +17,7 @@ _GPU = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reas
 def samplers():
     return {
         "graphsage": functools.partial(example("graphsage").graphsage, fanouts=(5, 5)),
-        "graphsage_pyg": functools.partial(example("graphsage_pyg").graphsage_pyg,
-                                           fanouts=(5, 5)),
+        "graphsage_pyg": functools.partial(example("graphsage_pyg").graphsage_pyg, fanouts=(5, 5)),
         "ladies": functools.partial(example("ladies").ladies, layers=(64, 64)),
         "shadow": functools.partial(example("shadow").shadow, fanouts=(4, 4)),
     }
@@ -29,8 +29,9 @@ def graph_for(name, A):
 
 def tables(A, F=6, seed=0):
     g = torch.Generator().manual_seed(seed)
-    return torch.randn(A.num_nodes, F, generator=g), torch.randint(0, 7, (A.num_nodes,),
-                                                                  generator=g)
+    return torch.randn(A.num_nodes, F, generator=g), torch.randint(
+        0, 7, (A.num_nodes,), generator=g
+    )
 
 
 # ----------------------------------------------------------------------------- n_id
@@ -43,13 +44,13 @@ def test_dgl_style_n_id_is_the_last_frontier(small_graph, name):
     gs.manual_seed(3)
     blocks = samplers()[name](A, seeds)
     n_id = batch_nodes(blocks, seeds)
-    assert _chained(blocks, seeds) is not None             # the shortcut was taken
-    assert torch.equal(n_id, _hop_by_hop(blocks, seeds))    # and gives the definition's
+    assert _chained(blocks, seeds) is not None  # the shortcut was taken
+    assert torch.equal(n_id, _hop_by_hop(blocks, seeds))  # and gives the definition's
     assert torch.equal(n_id, blocks[-1].all_nodes())
     assert n_id.unique().numel() == n_id.numel()
     for m in blocks:
         cols = m.csc.global_cols()
-        assert torch.equal(n_id[:cols.numel()], cols)
+        assert torch.equal(n_id[: cols.numel()], cols)
         assert bool(torch.isin(m.row(), n_id).all())
 
 
@@ -58,13 +59,14 @@ def test_pyg_style_and_induced_n_id_match_to_pyg(small_graph):
     pytest.importorskip("torch_geometric")
     seeds = torch.arange(5, 2000, 41)
     for name in ("graphsage_pyg", "shadow"):
-        loader = gs.DataLoader(small_graph, samplers()[name], seeds, batch_size=16, seed=2,
-                               labels=torch.arange(2000))
+        loader = gs.DataLoader(
+            small_graph, samplers()[name], seeds, batch_size=16, seed=2, labels=torch.arange(2000)
+        )
         for batch in loader:
             assert torch.equal(batch.n_id, batch.to_pyg().n_id), name
-            if name == "graphsage_pyg":                       # not chained: the definition
+            if name == "graphsage_pyg":  # not chained: the definition
                 assert _chained(batch.out, batch.seeds) is None
-            assert torch.equal(batch.n_id[:batch.seeds.numel()], batch.seeds)
+            assert torch.equal(batch.n_id[: batch.seeds.numel()], batch.seeds)
 
 
 def test_n_id_refuses_other_outputs():
@@ -77,8 +79,15 @@ def test_n_id_refuses_other_outputs():
 def test_rows_are_the_tables_rows_of_n_id(small_graph, device, name):
     A = graph_for(name, small_graph).to(device)
     X, y = tables(A)
-    loader = gs.DataLoader(A, samplers()[name], torch.arange(0, 2000, 7, device=device), 64,
-                           seed=0, features=X.to(device), labels=y.to(device))
+    loader = gs.DataLoader(
+        A,
+        samplers()[name],
+        torch.arange(0, 2000, 7, device=device),
+        64,
+        seed=0,
+        features=X.to(device),
+        labels=y.to(device),
+    )
     n = 0
     for batch in loader:
         assert batch.x.device == batch.y.device == batch.n_id.device == A.device
@@ -99,8 +108,9 @@ def test_to_pyg_reads_the_gathered_rows(small_graph):
     X, y = tables(small_graph)
     for name in ("graphsage", "ladies"):
         A = graph_for(name, small_graph)
-        for batch in gs.DataLoader(A, samplers()[name], torch.arange(0, 2000, 9), 100,
-                                   seed=1, features=X, labels=y):
+        for batch in gs.DataLoader(
+            A, samplers()[name], torch.arange(0, 2000, 9), 100, seed=1, features=X, labels=y
+        ):
             data = batch.to_pyg()
             assert torch.equal(data.x, X[data.n_id]) and torch.equal(data.y, y[data.n_id])
 
@@ -120,9 +130,16 @@ def test_cache_holds_the_hottest_rows_and_counts_hits(small_graph):
     A = small_graph
     X, _ = tables(A, F=5)
     rows = 150
-    budget = SLOT_BYTES * A.num_nodes + rows * 5 * 4 + 19        # 19 bytes: not a whole row
-    loader = gs.DataLoader(A, samplers()["graphsage"], torch.arange(0, 2000, 3), 128, seed=4,
-                           features=X, feature_cache=budget)
+    budget = SLOT_BYTES * A.num_nodes + rows * 5 * 4 + 19  # 19 bytes: not a whole row
+    loader = gs.DataLoader(
+        A,
+        samplers()["graphsage"],
+        torch.arange(0, 2000, 3),
+        128,
+        seed=4,
+        features=X,
+        feature_cache=budget,
+    )
     assert loader.feature_store.hit_rate is None and loader.feature_store.cached_rows == 0
     store = loader.feature_store = FeatureStore(X, A, cache_bytes=budget, always_cache=True)
     assert store.cached_rows == rows and store.cache_bytes <= budget
@@ -142,15 +159,17 @@ def test_cache_holds_the_hottest_rows_and_counts_hits(small_graph):
 
 def test_a_budget_below_the_slot_map_caches_nothing(small_graph):
     X, _ = tables(small_graph)
-    store = FeatureStore(X, small_graph, cache_bytes=SLOT_BYTES * small_graph.num_nodes - 1,
-                         always_cache=True)
+    store = FeatureStore(
+        X, small_graph, cache_bytes=SLOT_BYTES * small_graph.num_nodes - 1, always_cache=True
+    )
     assert store.cached_rows == 0
     assert torch.equal(store(torch.tensor([3, 1, 3])), X[[3, 1, 3]])
     assert store.hit_rate == 0.0
 
 
-@pytest.mark.parametrize("dtype, F", [(torch.float32, 64), (torch.float16, 3),
-                                      (torch.bfloat16, 1), (torch.float64, 5)])
+@pytest.mark.parametrize(
+    "dtype, F", [(torch.float32, 64), (torch.float16, 3), (torch.bfloat16, 1), (torch.float64, 5)]
+)
 @pytest.mark.parametrize("cache", [False, True])
 @pytest.mark.parametrize("pinned", [False, True])
 @pytest.mark.parametrize("kernels", [False, True])
@@ -164,12 +183,19 @@ def test_host_rows_read_by_the_gpu(small_graph, dtype, F, cache, pinned, kernels
     X = X.pin_memory() if pinned else X
     budget = SLOT_BYTES * A.num_nodes + 300 * F * X.element_size() if cache else 0
     with gs.use_backend("cuda" if kernels else "torch"):
-        loader = gs.DataLoader(A, samplers()["graphsage"], torch.arange(0, 2000, 5,
-                               device="cuda"), 100, seed=0, features=X, feature_cache=budget)
+        loader = gs.DataLoader(
+            A,
+            samplers()["graphsage"],
+            torch.arange(0, 2000, 5, device="cuda"),
+            100,
+            seed=0,
+            features=X,
+            feature_cache=budget,
+        )
         store = loader.feature_store
         assert store.mode == "uva" and store.table.is_pinned()
         if pinned:
-            assert store.table.data_ptr() == X.data_ptr()       # no copy
+            assert store.table.data_ptr() == X.data_ptr()  # no copy
         hot = hot_nodes(small_graph, store.cached_rows)
         hits = 0
         for batch in loader:
@@ -187,20 +213,35 @@ def test_bad_tables_are_refused_naming_the_argument(small_graph):
     f = samplers()["graphsage"]
     s = torch.arange(8)
     cases = [
-        ({"features": torch.randn(n)}, ValueError, (r"features: expected shape \(N, F\) "
-                                                     r"with N = 2000 graph nodes, got \(2000,\)")),
+        (
+            {"features": torch.randn(n)},
+            ValueError,
+            (
+                r"features: expected shape \(N, F\) "
+                r"with N = 2000 graph nodes, got \(2000,\)"
+            ),
+        ),
         ({"features": torch.randn(n + 1, 3)}, ValueError, r"features: .*got \(2001, 3\)"),
-        ({"features": torch.ones(n, 3, dtype=torch.int64)}, TypeError,
-         "features: expected a floating-point dtype, got torch.int64"),
+        (
+            {"features": torch.ones(n, 3, dtype=torch.int64)},
+            TypeError,
+            "features: expected a floating-point dtype, got torch.int64",
+        ),
         ({"features": [[0.0]] * n}, TypeError, "features: expected a torch.Tensor"),
-        ({"features": torch.randn(n, 3, device="meta")}, ValueError,
-         "features: is on meta but the graph is on cpu"),
+        (
+            {"features": torch.randn(n, 3, device="meta")},
+            ValueError,
+            "features: is on meta but the graph is on cpu",
+        ),
         ({"labels": torch.zeros(n, 2, 2)}, ValueError, r"labels: expected shape \(N,\) or"),
         ({"labels": torch.zeros(n - 1)}, ValueError, r"labels: .*got \(1999,\)"),
         ({"labels": torch.zeros(n, dtype=torch.bool)}, TypeError, "labels: expected an integer"),
         ({"feature_cache": 100}, ValueError, "feature_cache: caches rows of features"),
-        ({"features": torch.randn(n, 3), "feature_cache": -1}, ValueError,
-         "feature_cache: expected a byte count >= 0"),
+        (
+            {"features": torch.randn(n, 3), "feature_cache": -1},
+            ValueError,
+            "feature_cache: expected a byte count >= 0",
+        ),
         ({"pipeline": "yes"}, TypeError, "pipeline"),
     ]
     for kwargs, error, message in cases:
@@ -209,7 +250,8 @@ def test_bad_tables_are_refused_naming_the_argument(small_graph):
 
 
 def test_non_contiguous_features_are_gathered(small_graph):
-    X = torch.randn(6, small_graph.num_nodes).T              # (N, 6), not contiguous
-    batch = next(iter(gs.DataLoader(small_graph, samplers()["graphsage"], torch.arange(8), 8,
-                                    features=X)))
+    X = torch.randn(6, small_graph.num_nodes).T  # (N, 6), not contiguous
+    batch = next(
+        iter(gs.DataLoader(small_graph, samplers()["graphsage"], torch.arange(8), 8, features=X))
+    )
     assert torch.equal(batch.x, X[batch.n_id])

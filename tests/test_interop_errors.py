@@ -3,6 +3,7 @@
 through), the PyG arguments they do take behave as PyG's, importance weights reach PyG's
 ``NodeLoader`` / ``LinkLoader`` batches as ``edge_weight``, and masks and sparse tables are
 taken as PyG takes them."""
+
 import functools
 import inspect
 
@@ -14,10 +15,9 @@ import gsample as gs
 
 pytest.importorskip("torch_geometric")
 from torch_geometric.data import Data, HeteroData
-from torch_geometric.loader import LinkLoader
+from torch_geometric.loader import LinkLoader, NodeLoader
 from torch_geometric.loader import NeighborLoader as PygNeighborLoader
-from torch_geometric.loader import NodeLoader
-from torch_geometric.sampler import NeighborSampler, NegativeSampling, NodeSamplerInput
+from torch_geometric.sampler import NegativeSampling, NeighborSampler, NodeSamplerInput
 from torch_geometric.sampler.base import SubgraphType
 
 import gsample.interop.pyg.loader as gp
@@ -34,8 +34,12 @@ def data():
     ei = torch.empty(2, A.num_edges, dtype=torch.long)
     ei[0, eid], ei[1, eid] = src, dst
     g = torch.Generator().manual_seed(1)
-    return Data(edge_index=ei, x=torch.randn(N, 3, generator=g),
-                w=torch.rand(A.num_edges, generator=g) + 0.5, num_nodes=N)
+    return Data(
+        edge_index=ei,
+        x=torch.randn(N, 3, generator=g),
+        w=torch.rand(A.num_edges, generator=g) + 0.5,
+        num_nodes=N,
+    )
 
 
 def same_batches(a, b):
@@ -62,7 +66,7 @@ def test_every_pyg_argument_is_taken_or_in_the_table():
     only PyG's arguments."""
     own = set(inspect.signature(gp.NeighborLoader.__init__).parameters)
     pyg = pyg_arguments()
-    assert "subgraph_type" in pyg and "disjoint" in pyg          # the signatures were read
+    assert "subgraph_type" in pyg and "disjoint" in pyg  # the signatures were read
     missing = [name for name in pyg if name not in own and name not in gp.PYG_ONLY]
     assert missing == []
     assert sorted(set(gp.PYG_ONLY) - set(pyg)) == []
@@ -97,11 +101,15 @@ def test_pyg_only_arguments_are_refused_naming_themselves(data, name):
     assert "DataLoader.__init__" not in str(info.value)
 
 
-@pytest.mark.parametrize("value", ["bidirectional", SubgraphType.induced,
-                                   SubgraphType.bidirectional])
+@pytest.mark.parametrize(
+    "value", ["bidirectional", SubgraphType.induced, SubgraphType.bidirectional]
+)
 def test_other_subgraph_types_are_refused(data, value):
-    with pytest.raises(TypeError, match=r"subgraph_type='(induced|bidirectional)' is not "
-                                        r"supported yet \(.*examples/shadow\.py"):
+    with pytest.raises(
+        TypeError,
+        match=r"subgraph_type='(induced|bidirectional)' is not "
+        r"supported yet \(.*examples/shadow\.py",
+    ):
         gp.NeighborLoader(data, [3], subgraph_type=value)
 
 
@@ -112,17 +120,22 @@ def test_accepted_values_sample_what_the_defaults_sample(data):
         for value in rule.accepted:
             got = gp.NeighborLoader(data, [4, 2], batch_size=100, seed=3, **{name: value})
             same_batches(got, ref)
-    got = gp.NeighborLoader(data, [4, 2], batch_size=100, seed=3,
-                            subgraph_type=SubgraphType.directional)
+    got = gp.NeighborLoader(
+        data, [4, 2], batch_size=100, seed=3, subgraph_type=SubgraphType.directional
+    )
     same_batches(got, ref)
 
 
 def test_unknown_and_own_keywords_name_themselves(data):
-    with pytest.raises(TypeError, match=r"NeighborLoader: unexpected keyword argument "
-                                        r"'fanouts' \(neither"):
+    with pytest.raises(
+        TypeError,
+        match=r"NeighborLoader: unexpected keyword argument "
+        r"'fanouts' \(neither",
+    ):
         gp.NeighborLoader(data, [3], fanouts=[3])
-    with pytest.raises(TypeError, match="NeighborLoader: unexpected keyword argument "
-                                        "'edge_label_index'"):
+    with pytest.raises(
+        TypeError, match="NeighborLoader: unexpected keyword argument 'edge_label_index'"
+    ):
         gp.NeighborLoader(data, [3], edge_label_index=data.edge_index)
     for name in ("dataset", "batch_sampler", "collate_fn"):
         with pytest.raises(TypeError, match=rf"NeighborLoader: {name} is not an argument"):
@@ -143,10 +156,16 @@ def test_other_bad_arguments_name_themselves(data):
         ({"compile": None}, TypeError, "compile"),
         ({"batch_size": -2}, ValueError, "batch_size: must be >= 1, got -2"),
         ({"seed": 1.5}, TypeError, "seed: must be an int"),
-        ({"input_nodes": torch.ones(N - 1, dtype=torch.bool)}, ValueError,
-         r"input_nodes: a boolean mask needs one entry per graph node, shape \(600,\)"),
-        ({"input_nodes": torch.arange(5), "input_id": torch.arange(4)}, ValueError,
-         r"input_id: expected one entry per input node, shape \(5,\)"),
+        (
+            {"input_nodes": torch.ones(N - 1, dtype=torch.bool)},
+            ValueError,
+            r"input_nodes: a boolean mask needs one entry per graph node, shape \(600,\)",
+        ),
+        (
+            {"input_nodes": torch.arange(5), "input_id": torch.arange(4)},
+            ValueError,
+            r"input_id: expected one entry per input node, shape \(5,\)",
+        ),
     ]
     for kwargs, error, message in cases:
         args = {"data": data, "num_neighbors": [3], **kwargs}
@@ -157,23 +176,27 @@ def test_other_bad_arguments_name_themselves(data):
 # ----------------------------------------------------------------------------- PyG's options
 def test_filter_in_the_main_process_gives_the_same_batches(data):
     ref = list(gp.NeighborLoader(data, [4, 2], batch_size=150, shuffle=True, seed=2))
-    main = gp.NeighborLoader(data, [4, 2], batch_size=150, shuffle=True, seed=2,
-                             filter_per_worker=False)
+    main = gp.NeighborLoader(
+        data, [4, 2], batch_size=150, shuffle=True, seed=2, filter_per_worker=False
+    )
     same_batches(main, ref)
-    workers = gp.NeighborLoader(data, [4, 2], batch_size=150, shuffle=True, seed=2,
-                                filter_per_worker=False, num_workers=2)
+    workers = gp.NeighborLoader(
+        data, [4, 2], batch_size=150, shuffle=True, seed=2, filter_per_worker=False, num_workers=2
+    )
     same_batches(workers, ref)
 
 
 def test_transform_sampler_output_runs_before_the_data_is_built(data):
     """Swapping each edge's ends in the SamplerOutput swaps them in the batch."""
+
     def flip(out):
         out.row, out.col = out.col, out.row
         return out
 
     ref = list(gp.NeighborLoader(data, [4, 2], batch_size=150, seed=2))
-    got = list(gp.NeighborLoader(data, [4, 2], batch_size=150, seed=2,
-                                 transform_sampler_output=flip))
+    got = list(
+        gp.NeighborLoader(data, [4, 2], batch_size=150, seed=2, transform_sampler_output=flip)
+    )
     for a, b in zip(got, ref, strict=True):
         assert torch.equal(a.edge_index, b.edge_index.flip(0))
         assert torch.equal(a.e_id, b.e_id)
@@ -183,12 +206,13 @@ def test_input_id_as_pyg_reports_it(data):
     mask = torch.zeros(N, dtype=torch.bool)
     mask[::7] = True
     for batch in gp.NeighborLoader(data, [2], input_nodes=mask, batch_size=30, seed=0):
-        assert torch.equal(batch.input_id, batch.n_id[:batch.batch_size])   # PyG: node ids
+        assert torch.equal(batch.input_id, batch.n_id[: batch.batch_size])  # PyG: node ids
     ids = torch.arange(100, 200)
     labels = torch.arange(1000, 1100)
-    for i, batch in enumerate(gp.NeighborLoader(data, [2], input_nodes=ids, input_id=labels,
-                                                batch_size=40, seed=0)):
-        assert torch.equal(batch.input_id, labels[i * 40:(i + 1) * 40])
+    for i, batch in enumerate(
+        gp.NeighborLoader(data, [2], input_nodes=ids, input_id=labels, batch_size=40, seed=0)
+    ):
+        assert torch.equal(batch.input_id, labels[i * 40 : (i + 1) * 40])
 
 
 def test_loader_call_samples_the_given_positions(data):
@@ -227,11 +251,17 @@ def expected_weights(sampler, seeds, key):
 def test_importance_weights_reach_node_loader_batches(data, num_workers):
     sampler = ladies_sampler(data)
     train = torch.arange(0, N, 3)
-    loader = NodeLoader(data, sampler, input_nodes=train, batch_size=64,
-                        transform=gp.with_edge_weight, num_workers=num_workers)
+    loader = NodeLoader(
+        data,
+        sampler,
+        input_nodes=train,
+        batch_size=64,
+        transform=gp.with_edge_weight,
+        num_workers=num_workers,
+    )
     n = 0
     for batch in loader:
-        seeds = batch.n_id[:batch.batch_size]
+        seeds = batch.n_id[: batch.batch_size]
         ref = expected_weights(sampler, seeds, gp.batch_key(batch.input_id))
         assert torch.equal(batch.e_id, ref.e_id)
         assert torch.equal(batch.edge_index, ref.edge_index)
@@ -258,10 +288,16 @@ def test_sampler_output_metadata_carries_the_weights(data):
 def test_importance_weights_reach_link_loader_batches(data):
     sampler = ladies_sampler(data, seed=6)
     label_index = data.edge_index[:, :120]
-    loader = LinkLoader(data, sampler, edge_label_index=label_index, batch_size=40,
-                        neg_sampling=NegativeSampling("binary"), transform=gp.with_edge_weight)
+    loader = LinkLoader(
+        data,
+        sampler,
+        edge_label_index=label_index,
+        batch_size=40,
+        neg_sampling=NegativeSampling("binary"),
+        transform=gp.with_edge_weight,
+    )
     for batch in loader:
-        seeds = batch.n_id[:batch.num_sampled_nodes[0]]
+        seeds = batch.n_id[: batch.num_sampled_nodes[0]]
         ref = expected_weights(sampler, seeds, gp.batch_key(batch.input_id))
         assert torch.equal(batch.e_id, ref.e_id)
         assert torch.equal(batch.edge_weight, ref.edge_weight)
@@ -275,18 +311,30 @@ def test_unweighted_samplers_get_no_edge_weight(data):
 
 def test_with_edge_weight_refuses_what_it_cannot_match(data):
     sampler = ladies_sampler(data)
-    loader = NodeLoader(data, sampler, batch_size=64, transform=gp.with_edge_weight,
-                        filter_per_worker=False, num_workers=2)
-    with pytest.raises(RuntimeError, match="did not sample this mini-batch in this process.*"
-                                           "filter_per_worker=True"):
+    loader = NodeLoader(
+        data,
+        sampler,
+        batch_size=64,
+        transform=gp.with_edge_weight,
+        filter_per_worker=False,
+        num_workers=2,
+    )
+    with pytest.raises(
+        RuntimeError, match="did not sample this mini-batch in this process.*filter_per_worker=True"
+    ):
         next(iter(loader))
 
     def drop_one(out):
         out.row, out.col, out.edge = out.row[1:], out.col[1:], out.edge[1:]
         return out
 
-    loader = NodeLoader(data, sampler, batch_size=64, transform=gp.with_edge_weight,
-                        transform_sampler_output=drop_one)
+    loader = NodeLoader(
+        data,
+        sampler,
+        batch_size=64,
+        transform=gp.with_edge_weight,
+        transform_sampler_output=drop_one,
+    )
     with pytest.raises(RuntimeError, match=r"the batch's edges \(e_id\) are not those"):
         next(iter(loader))
     with pytest.raises(TypeError, match="data: expected a mini-batch"):
@@ -304,7 +352,7 @@ def test_a_graph_of_no_edge_and_zero_hops(data):
     seeds alone."""
     for graph, hops in ((Data(num_nodes=N), [3]), (data, [])):
         for batch in gp.NeighborLoader(graph, hops, batch_size=256, seed=0):
-            assert torch.equal(batch.n_id, batch.n_id[:batch.batch_size])
+            assert torch.equal(batch.n_id, batch.n_id[: batch.batch_size])
             assert batch.e_id.numel() == 0 and batch.num_sampled_nodes[0] == batch.batch_size
 
 
@@ -313,10 +361,13 @@ def test_a_graph_of_no_edge_and_zero_hops(data):
 def test_sparse_attributes_pyg_cannot_slice_are_refused_up_front(data):
     coo = Data(edge_index=data.edge_index, x=data.x.to_sparse(), num_nodes=N)
     batch = next(iter(gp.NeighborLoader(coo, [3], batch_size=50, seed=0)))
-    assert torch.equal(batch.x.to_dense(), data.x[batch.n_id])         # PyG slices COO
+    assert torch.equal(batch.x.to_dense(), data.x[batch.n_id])  # PyG slices COO
     csr = Data(edge_index=data.edge_index, x=data.x.to_sparse_csr(), num_nodes=N)
-    with pytest.raises(TypeError, match=r"data\.x: a sparse tensor of layout "
-                                        r"torch\.sparse_csr cannot be sliced"):
+    with pytest.raises(
+        TypeError,
+        match=r"data\.x: a sparse tensor of layout "
+        r"torch\.sparse_csr cannot be sliced",
+    ):
         gp.NeighborLoader(csr, [3], batch_size=50)
 
 
@@ -330,5 +381,5 @@ def test_to_pyg_slices_a_sparse_table_as_pyg_does(data):
     batch = gs.Batch(seeds=seeds, index=0, out=gp.neighbor_sample(A, seeds, (3,)))
     for table in (X.to_sparse(), X.to_sparse_csr()):
         x = batch.to_pyg(x=table).x
-        assert x.layout == torch.sparse_coo                       # PyG's filter_data's layout
+        assert x.layout == torch.sparse_coo  # PyG's filter_data's layout
         assert torch.equal(x.to_dense(), X[batch.to_pyg().n_id])

@@ -5,6 +5,7 @@ Each constructor is checked against a dense reference built independently from
 its input, and for the documented edge order: within a column, edges are ordered
 by row id, then by original edge id.
 """
+
 import gzip
 
 import networkx as nx
@@ -12,9 +13,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+from conftest import snap_path
 
 import gsample as gs
-from conftest import snap_path
 
 
 def dense(M: gs.Matrix) -> torch.Tensor:
@@ -36,29 +37,31 @@ def same_edges(A, B) -> bool:
 
 def csc_order(src, dst):
     """Expected edges() of a graph from an edge list: by dst, then src, then position."""
-    return sorted(((s, d, e) for e, (s, d) in enumerate(zip(src, dst))), key=lambda t: (t[1], t[0], t[2]))
+    return sorted(
+        ((s, d, e) for e, (s, d) in enumerate(zip(src, dst))), key=lambda t: (t[1], t[0], t[2])
+    )
 
 
 # ----------------------------------------------------------------------------- from_edge_index
 def test_from_edge_index_defaults():
-    src, dst = [3, 0, 3, 0, 2, 1], [1, 1, 1, 1, 0, 3]        # repeated edges, unsorted
+    src, dst = [3, 0, 3, 0, 2, 1], [1, 1, 1, 1, 0, 3]  # repeated edges, unsorted
     A = gs.Matrix.from_edge_index(torch.tensor([src, dst]))
-    assert A.num_nodes == 4                                   # max id + 1
+    assert A.num_nodes == 4  # max id + 1
     assert A.num_edges == 6 and A.shape == (4, 4)
-    assert triples(A) == csc_order(src, dst)                  # ties by original edge id
+    assert triples(A) == csc_order(src, dst)  # ties by original edge id
     assert torch.equal(A.values, torch.ones(6))
     ref = torch.zeros(4, 4, dtype=torch.float64)
     for s, d in zip(src, dst):
         ref[s, d] += 1
     assert torch.equal(dense(A), ref)
-    assert torch.equal(A.sum(axis=0), ref.sum(0).float())       # in-degree per column
+    assert torch.equal(A.sum(axis=0), ref.sum(0).float())  # in-degree per column
 
 
 def test_from_edge_index_weights_and_num_nodes():
     src, dst = [2, 0, 1, 2], [0, 2, 2, 2]
     w = torch.tensor([0.5, 1.5, 2.5, 3.5])
     A = gs.Matrix.from_edge_index(torch.tensor([src, dst]), num_nodes=6, weight=w)
-    assert A.num_nodes == 6 and A.shape == (6, 6)             # nodes 3..5 isolated
+    assert A.num_nodes == 6 and A.shape == (6, 6)  # nodes 3..5 isolated
     order = csc_order(src, dst)
     assert triples(A) == order
     assert torch.equal(A.values, w[[e for _, _, e in order]])
@@ -87,7 +90,7 @@ def test_from_edge_index_lists_empty_and_int32():
 # ----------------------------------------------------------------------------- from_csc
 def test_from_csc_unsorted_rows():
     indptr = torch.tensor([0, 3, 3, 5, 6])
-    indices = torch.tensor([2, 0, 3, 1, 0, 2])                # column 0 unsorted, column 2 unsorted
+    indices = torch.tensor([2, 0, 3, 1, 0, 2])  # column 0 unsorted, column 2 unsorted
     w = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
     A = gs.Matrix.from_csc(indptr, indices, weight=w)
     assert A.num_nodes == 4 and A.num_edges == 6
@@ -117,7 +120,7 @@ def test_from_csc_matches_from_edge_index():
     assert torch.equal(dense(A), dense(B))
     a, b = A.edges(), B.edges()
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
-    assert torch.equal(order[a[2]], b[2])          # A's edge ids are positions in the CSC input
+    assert torch.equal(order[a[2]], b[2])  # A's edge ids are positions in the CSC input
 
 
 # ----------------------------------------------------------------------------- from_scipy
@@ -130,8 +133,13 @@ def test_from_scipy(fmt, weight):
     data = rng.uniform(0.5, 2.0, 120).astype(np.float32)
     coo = sp.coo_matrix((data, (row, col)), shape=(n, n))
     coo.sum_duplicates()
-    m = {"coo": coo, "csr": coo.tocsr(), "csc": coo.tocsc(),
-         "coo_array": sp.coo_array(coo), "csr_array": sp.csr_array(coo)}[fmt]
+    m = {
+        "coo": coo,
+        "csr": coo.tocsr(),
+        "csc": coo.tocsc(),
+        "coo_array": sp.coo_array(coo),
+        "csr_array": sp.csr_array(coo),
+    }[fmt]
     A = gs.Matrix.from_scipy(m, weight=weight)
     assert A.num_nodes == n and A.num_edges == coo.nnz
     ref = m.toarray().astype(np.float64) if weight else (m.toarray() != 0).astype(np.float64)
@@ -146,10 +154,12 @@ def test_from_scipy(fmt, weight):
 
 
 def test_from_scipy_int_data_and_duplicates():
-    m = sp.coo_matrix((np.array([2, 3, 4]), (np.array([0, 0, 1]), np.array([1, 1, 0]))), shape=(3, 3))
+    m = sp.coo_matrix(
+        (np.array([2, 3, 4]), (np.array([0, 0, 1]), np.array([1, 1, 0]))), shape=(3, 3)
+    )
     A = gs.Matrix.from_scipy(m)
     assert A.values.is_floating_point()
-    assert A.num_edges == 3                          # duplicates are kept as parallel edges
+    assert A.num_edges == 3  # duplicates are kept as parallel edges
     assert dense(A)[0, 1] == 5 and dense(A)[1, 0] == 4
     with pytest.raises(ValueError, match=r"\bmatrix\b.*square"):
         gs.Matrix.from_scipy(sp.coo_matrix((2, 3)))
@@ -160,10 +170,10 @@ def test_from_scipy_int_data_and_duplicates():
 # ----------------------------------------------------------------------------- from_networkx
 def test_from_networkx_directed_weights():
     G = nx.DiGraph()
-    G.add_nodes_from([3, 1, 0, 2, 9])                          # order defines the numbering
+    G.add_nodes_from([3, 1, 0, 2, 9])  # order defines the numbering
     G.add_edge(3, 1, w=2.0)
     G.add_edge(1, 0, w=0.5)
-    G.add_edge(0, 3)                                           # missing attribute -> 1.0
+    G.add_edge(0, 3)  # missing attribute -> 1.0
     G.add_edge(2, 1, w=4.0)
     A = gs.Matrix.from_networkx(G, weight="w")
     assert A.num_nodes == 5 and A.num_edges == 4
@@ -212,7 +222,7 @@ def test_from_networkx_non_integer_labels():
     G.add_edge("berlin", "paris")
     G.add_node(frozenset({"lonely"}))
     A = gs.Matrix.from_networkx(G, weight="weight")
-    nodes = list(G.nodes)                      # paris, ('x', 1), berlin, frozenset
+    nodes = list(G.nodes)  # paris, ('x', 1), berlin, frozenset
     assert A.num_nodes == 4
     assert np.allclose(dense(A).numpy(), nx.to_numpy_array(G, nodelist=nodes, weight="weight"))
     assert sorted((r, c) for r, c, _ in triples(A)) == sorted([(0, 1), (1, 2), (2, 0)])
@@ -231,13 +241,14 @@ def test_from_networkx_multigraph_and_empty():
 # ----------------------------------------------------------------------------- from_pyg
 def test_from_pyg():
     from torch_geometric.data import Data
+
     ei = torch.tensor([[0, 2, 1, 2], [1, 1, 3, 0]])
     w = torch.tensor([0.5, 1.0, 2.0, 4.0])
     data = Data(edge_index=ei, edge_weight=w, num_nodes=6)
     A = gs.Matrix.from_pyg(data)
     assert A.num_nodes == 6 and A.num_edges == 4
     ref = torch.zeros(6, 6, dtype=torch.float64)
-    ref[ei[0], ei[1]] = w.double()                 # source -> target, PyG's default flow
+    ref[ei[0], ei[1]] = w.double()  # source -> target, PyG's default flow
     assert torch.equal(dense(A), ref)
     assert triples(A) == csc_order(ei[0].tolist(), ei[1].tolist())
     # no weights: all ones; weight=None ignores edge_weight
@@ -251,6 +262,7 @@ def test_from_pyg():
 def test_from_pyg_matches_pyg_neighbourhoods():
     from torch_geometric.data import Data
     from torch_geometric.utils import to_scipy_sparse_matrix
+
     g = torch.Generator().manual_seed(3)
     ei = torch.randint(0, 40, (2, 300), generator=g)
     A = gs.Matrix.from_pyg(Data(edge_index=ei, num_nodes=40))
@@ -288,9 +300,9 @@ def _write(tmp_path, name, text):
 def test_read_snap(tmp_path, name):
     p = _write(tmp_path, name, SNAP_TEXT)
     A = gs.datasets.read_snap(p)
-    assert A.num_nodes == 41 and A.num_edges == 6              # largest id + 1
+    assert A.num_nodes == 41 and A.num_edges == 6  # largest id + 1
     src, dst = zip(*SNAP_EDGES)
-    assert triples(A) == csc_order(src, dst)                   # ids = line positions
+    assert triples(A) == csc_order(src, dst)  # ids = line positions
     assert torch.equal(A.values, torch.ones(6))
     B = gs.datasets.read_snap(str(p), num_nodes=50)
     assert B.num_nodes == 50 and triples(B) == triples(A)
@@ -300,7 +312,7 @@ def test_read_snap(tmp_path, name):
 def test_read_snap_relabel_undirected(tmp_path, name):
     p = _write(tmp_path, name, SNAP_TEXT)
     A = gs.datasets.read_snap(p, relabel=True)
-    relabel = {10: 0, 20: 1, 30: 2, 40: 3}                    # ascending order of the ids
+    relabel = {10: 0, 20: 1, 30: 2, 40: 3}  # ascending order of the ids
     assert A.num_nodes == 4
     src = [relabel[s] for s, _ in SNAP_EDGES]
     dst = [relabel[d] for _, d in SNAP_EDGES]
@@ -359,7 +371,7 @@ def test_read_snap_epinions():
 
 # ----------------------------------------------------------------------------- rmat
 def test_rmat_exact_reproducible_in_range():
-    n, m = 3000, 40_000                          # n not a power of two: ids are folded
+    n, m = 3000, 40_000  # n not a power of two: ids are folded
     A = gs.datasets.rmat(n, m, seed=0)
     assert A.num_nodes == n and A.num_edges == m
     r, c, e = A.edges()
@@ -395,12 +407,12 @@ def test_rmat_weighted():
     w = A.values
     assert w.is_floating_point() and w.shape == (20_000,)
     assert float(w.min()) >= 1.0 and float(w.max()) < 5.0
-    assert float(w.min()) < 1.1 and float(w.max()) > 4.9     # the whole range is used
+    assert float(w.min()) < 1.1 and float(w.max()) > 4.9  # the whole range is used
     assert abs(float(w.mean()) - 3.0) < 0.05
     B = gs.datasets.rmat(2000, 20_000, seed=4, weighted=True)
     assert torch.equal(A.values, B.values)
     U = gs.datasets.rmat(2000, 20_000, seed=4)
-    assert same_edges(U, A)                      # weights do not change the structure
+    assert same_edges(U, A)  # weights do not change the structure
 
 
 def test_rmat_edge_cases():

@@ -9,14 +9,24 @@ backend or runtime; passes import no backend or runtime code; backends import no
 runtime or user-facing module; the torch backend imports nothing of the CUDA one; the base
 layers import nothing above them.
 """
+
 import ast
 import pathlib
 
 import pytest
 
 PKG = pathlib.Path(__file__).resolve().parents[1] / "gsample"
-TOP = ("compiler", "matrix", "loader", "trace", "explain", "datasets", "convert", "calibrate",
-       "__main__")
+TOP = (
+    "compiler",
+    "matrix",
+    "loader",
+    "trace",
+    "explain",
+    "datasets",
+    "convert",
+    "calibrate",
+    "__main__",
+)
 
 
 def _module(path: pathlib.Path) -> str:
@@ -38,13 +48,13 @@ def _imports(path: pathlib.Path) -> set:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
-                base = base[:len(base) - node.level + 1]
+                base = base[: len(base) - node.level + 1]
                 name = ".".join(base + ([node.module] if node.module else []))
             else:
                 name = node.module or ""
             if name.startswith("gsample"):
                 out.add(name)
-                out |= {f"{name}.{a.name}" for a in node.names}   # "from . import x"
+                out |= {f"{name}.{a.name}" for a in node.names}  # "from . import x"
     return out
 
 
@@ -56,8 +66,14 @@ def _under(name: str, layer: str) -> bool:
 
 
 def _violations(layer: str, forbidden: tuple) -> list:
-    return sorted(f"{m} imports {i}" for m, imps in MODULES.items() if _under(m, layer)
-                  for i in imps for f in forbidden if _under(i, f))
+    return sorted(
+        f"{m} imports {i}"
+        for m, imps in MODULES.items()
+        if _under(m, layer)
+        for i in imps
+        for f in forbidden
+        if _under(i, f)
+    )
 
 
 RULES = [

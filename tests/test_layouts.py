@@ -5,33 +5,40 @@ identical), a CSR keeps CSC order within each row, a compact CSR stores exactly 
 with edges. Ops: every op whose op-table ``accepts`` lists CSR or COO gives, on each such
 layout (a compact CSR included), bit for bit what it gives on the CSC.
 """
+
 import pytest
 import torch
+from helpers import assert_same_csc, difference
 
 import gsample as gs
 from gsample.backend import get_backend
 from gsample.backend.torch import extract, select
-from gsample.ir import OPS, Kind, Op, info
-from gsample.formats.layouts import COO, CSR, NAMES, convert, name_of, to_csc, to_csr
 from gsample.formats.csc import CSC
-from helpers import assert_same_csc, difference
-
+from gsample.formats.layouts import COO, CSR, NAMES, convert, name_of, to_csc, to_csr
+from gsample.ir import OPS, Kind, Op, info
 
 
 def _matrices():
     """Matrices with every kind of row and column space, values and edge ids."""
     g = torch.Generator().manual_seed(3)
     A = gs.datasets.rmat(300, 3000, seed=2, weighted=True).csc
-    U = gs.datasets.rmat(300, 2000, seed=4).csc                     # no values, no eids
-    cols = torch.randint(0, 300, (60,), generator=g)                 # repeats
-    sub = extract.slice_cols(A, cols)                                # row space: all nodes
-    rows = torch.randperm(300, generator=g)[:120]                    # a shuffled row space
+    U = gs.datasets.rmat(300, 2000, seed=4).csc  # no values, no eids
+    cols = torch.randint(0, 300, (60,), generator=g)  # repeats
+    sub = extract.slice_cols(A, cols)  # row space: all nodes
+    rows = torch.randperm(300, generator=g)[:120]  # a shuffled row space
     picked = extract.slice_rows(sub, rows)
-    sampled = select.collective_sample(sub, 20, False, 99)           # a small row space
-    feats = sub.with_values(torch.randn(sub.nnz, 3, generator=g))    # (E, F) values
+    sampled = select.collective_sample(sub, 20, False, 99)  # a small row space
+    feats = sub.with_values(torch.randn(sub.nnz, 3, generator=g))  # (E, F) values
     empty = extract.slice_cols(U, torch.tensor([], dtype=torch.int64))
-    return {"graph": A, "unweighted": U, "slice": sub, "rows_sliced": picked,
-            "sampled": sampled, "features": feats, "empty": empty}
+    return {
+        "graph": A,
+        "unweighted": U,
+        "slice": sub,
+        "rows_sliced": picked,
+        "sampled": sampled,
+        "features": feats,
+        "empty": empty,
+    }
 
 
 MATRICES = _matrices()
@@ -51,9 +58,14 @@ def test_conversion_round_trip_is_exact(A, layout):
     assert_same_csc(to_csc(x), A)
 
 
-@pytest.mark.parametrize("path", [("csr", "coo", "csr-compact", "csc"),
-                                  ("coo", "csr-compact", "csr", "coo", "csc"),
-                                  ("csr-compact", "coo", "csc")])
+@pytest.mark.parametrize(
+    "path",
+    [
+        ("csr", "coo", "csr-compact", "csc"),
+        ("coo", "csr-compact", "csr", "coo", "csc"),
+        ("csr-compact", "coo", "csc"),
+    ],
+)
 def test_conversions_between_non_csc_layouts_are_exact(A, path):
     x = A
     for layout in path:
@@ -81,8 +93,9 @@ def test_csr_keeps_csc_order_within_rows(A):
         rows = r.rows
         assert bool((rows[1:] >= rows[:-1]).all()), "rows must be non-decreasing"
         same_row = rows[1:] == rows[:-1]
-        assert bool((r.perm[1:][same_row] > r.perm[:-1][same_row]).all()), \
+        assert bool((r.perm[1:][same_row] > r.perm[:-1][same_row]).all()), (
             "within a row, edges must keep their CSC order"
+        )
         # each edge is the CSC edge perm[e]: same row, column, value and id
         assert torch.equal(rows, A.rows[r.perm])
         assert torch.equal(r.cols, A.edge_cols()[r.perm])
@@ -110,47 +123,73 @@ def test_convert_names_a_bad_layout():
 
 # ----------------------------------------------------------------------------- ops
 def _program():
-    return (("pow", None, False, 2, None), ("mul", "0", False, None, None),
-            ("div", "1", False, None, 0), ("add", "2", True, None, 1))
+    return (
+        ("pow", None, False, 2, None),
+        ("mul", "0", False, None, None),
+        ("div", "1", False, None, 0),
+        ("add", "2", True, None, 1),
+    )
 
 
 def _fused_operands(A, g):
-    return {"0": torch.randn(A.nnz, generator=g), "1": torch.rand(A.num_cols, generator=g) + 0.5,
-            "2": torch.rand(A.num_rows, generator=g)}
+    return {
+        "0": torch.randn(A.nnz, generator=g),
+        "1": torch.rand(A.num_cols, generator=g) + 0.5,
+        "2": torch.rand(A.num_rows, generator=g),
+    }
 
 
 def _cases(op, A):
     """Keyword arguments to run ``op`` with on ``A`` (a list: one call each)."""
     g = torch.Generator().manual_seed(11)
     E, R, C = A.nnz, A.num_rows, A.num_cols
-    maps = [dict(op="mul", reverse=False, scalar=2.5), dict(op="pow", reverse=False, scalar=2),
-            dict(op="sub", reverse=True, scalar=None, other=torch.randn(E, generator=g))]
+    maps = [
+        dict(op="mul", reverse=False, scalar=2.5),
+        dict(op="pow", reverse=False, scalar=2),
+        dict(op="sub", reverse=True, scalar=None, other=torch.randn(E, generator=g)),
+    ]
     reductions = [dict(op=o, axis=a) for o in ("sum", "max", "mean") for a in (0, 1)]
     return {
         Op.TO_LAYOUT: [dict(layout=n) for n in NAMES],
         Op.SLICE_ROWS: [dict(rows=torch.randperm(A.num_nodes, generator=g)[:90])],
         Op.EDGE_MAP: maps,
-        Op.EDGE_BROADCAST: [dict(op="div", vector=torch.rand(C, generator=g) + 0.5, axis=0),
-                            dict(op="add", vector=torch.rand(R, generator=g), axis=1)],
+        Op.EDGE_BROADCAST: [
+            dict(op="div", vector=torch.rand(C, generator=g) + 0.5, axis=0),
+            dict(op="add", vector=torch.rand(R, generator=g), axis=1),
+        ],
         Op.REDUCE: reductions,
-        Op.SPMM: [dict(dense=torch.randn(C, generator=g)),
-                  dict(dense=torch.randn(C, 3, generator=g))],
-        Op.SPMM_T: [dict(dense=torch.randn(R, generator=g)),
-                    dict(dense=torch.randn(R, 3, generator=g))],
-        Op.SDDMM: [dict(u=torch.randn(R, 4, generator=g), v=torch.randn(C, 4, generator=g),
-                        op="dot"),
-                   dict(u=torch.randn(R, generator=g), v=torch.randn(C, generator=g), op="sub")],
-        Op.TRANSPOSE: [{}], Op.VALUES: [{}], Op.ROW_IDS: [{}], Op.COL_IDS: [{}], Op.ROW: [{}],
-        Op.COLUMN: [{}], Op.ALL_NODES: [{}], Op.EDGES: [{}],
+        Op.SPMM: [
+            dict(dense=torch.randn(C, generator=g)),
+            dict(dense=torch.randn(C, 3, generator=g)),
+        ],
+        Op.SPMM_T: [
+            dict(dense=torch.randn(R, generator=g)),
+            dict(dense=torch.randn(R, 3, generator=g)),
+        ],
+        Op.SDDMM: [
+            dict(u=torch.randn(R, 4, generator=g), v=torch.randn(C, 4, generator=g), op="dot"),
+            dict(u=torch.randn(R, generator=g), v=torch.randn(C, generator=g), op="sub"),
+        ],
+        Op.TRANSPOSE: [{}],
+        Op.VALUES: [{}],
+        Op.ROW_IDS: [{}],
+        Op.COL_IDS: [{}],
+        Op.ROW: [{}],
+        Op.COLUMN: [{}],
+        Op.ALL_NODES: [{}],
+        Op.EDGES: [{}],
         Op.FUSED_EDGE_MAP: [dict(program=_program(), **_fused_operands(A, g))],
-        Op.FUSED_EDGE_MAP_REDUCE: [dict(program=_program(), op=o, axis=a,
-                                        **_fused_operands(A, g))
-                                   for o in ("sum", "max") for a in (0, 1)],
-        Op.FUSED_EDGE_NORMALIZE: [dict(program=p, reduce=r, op=o, axis=a,
-                                       **(_fused_operands(A, g) if p else {}))
-                                  for p in (_program(), ()) for r, o in (("sum", "div"),
-                                                                         ("max", "sub"))
-                                  for a in (0, 1)],
+        Op.FUSED_EDGE_MAP_REDUCE: [
+            dict(program=_program(), op=o, axis=a, **_fused_operands(A, g))
+            for o in ("sum", "max")
+            for a in (0, 1)
+        ],
+        Op.FUSED_EDGE_NORMALIZE: [
+            dict(program=p, reduce=r, op=o, axis=a, **(_fused_operands(A, g) if p else {}))
+            for p in (_program(), ())
+            for r, o in (("sum", "div"), ("max", "sub"))
+            for a in (0, 1)
+        ],
     }[op]
 
 
@@ -164,8 +203,9 @@ def test_layout_ops_are_the_ones_with_kernels_for_them():
         assert _cases(op, MATRICES["graph"])
     sampling = [op for op, d in OPS.items() if d.effect.value == "random"]
     for be in (TORCH, get_backend("cuda")):
-        assert sampling and all(be.layouts(op) == ("csc",) for op in sampling), \
+        assert sampling and all(be.layouts(op) == ("csc",) for op in sampling), (
             "sampling ops draw on the CSC only (DESIGN §3)"
+        )
 
 
 def _as_csc(x):
@@ -182,16 +222,25 @@ def _wrap(x):
 
 @pytest.mark.parametrize("op", LAYOUT_OPS, ids=lambda o: o.value)
 def test_every_op_on_every_accepted_layout_equals_its_csc_result(A, op):
-    if A.values is not None and A.values.dim() == 2 and op in (
-            Op.FUSED_EDGE_MAP, Op.FUSED_EDGE_MAP_REDUCE, Op.FUSED_EDGE_NORMALIZE, Op.SPMM,
-            Op.SPMM_T):
+    if (
+        A.values is not None
+        and A.values.dim() == 2
+        and op
+        in (
+            Op.FUSED_EDGE_MAP,
+            Op.FUSED_EDGE_MAP_REDUCE,
+            Op.FUSED_EDGE_NORMALIZE,
+            Op.SPMM,
+            Op.SPMM_T,
+        )
+    ):
         pytest.skip("SpMM takes (E,) values; fused maps meet (E, F) values as edge_map does")
     be = get_backend("torch")
     layouts = [n for n in TORCH.layouts(op) if n != "csc"]
     for kwargs in _cases(op, A):
         try:
             want = _wrap(_as_csc(be.run(op, A=A, **kwargs)))
-        except RuntimeError as e:           # e.g. (E, F) values in A @ D: not on CSC either
+        except RuntimeError as e:  # e.g. (E, F) values in A @ D: not on CSC either
             for name in layouts:
                 with pytest.raises(type(e)):
                     be.run(op, A=convert(A, name), **kwargs)
@@ -209,6 +258,7 @@ def test_every_op_on_every_accepted_layout_equals_its_csc_result(A, op):
 def test_cuda_backend_hands_other_layouts_to_the_torch_code(device):
     """The CUDA kernels take CSC; a CSR or COO input runs the torch code on its device."""
     from gsample.backend import run_op
+
     cuda, torch_be = get_backend("cuda"), get_backend("torch")
     A = MATRICES["slice"].to(device)
     want = torch_be.run(Op.REDUCE, A=A, op="sum", axis=1)

@@ -1,4 +1,5 @@
 """gs.DataLoader: order, sizes, shuffling, and the batch index in every random key."""
+
 import torch
 
 import gsample as gs
@@ -19,7 +20,7 @@ def test_batches_in_order_with_sizes(small_graph):
     assert [b.seeds.numel() for b in batches] == [300, 300, 300, 100]
     assert torch.equal(torch.cat([b.seeds for b in batches]), seeds)
     for b in batches:
-        assert torch.equal(b.out[1][:b.seeds.numel()], b.seeds)   # seeds lead all_nodes
+        assert torch.equal(b.out[1][: b.seeds.numel()], b.seeds)  # seeds lead all_nodes
     dropped = gs.DataLoader(small_graph, sage, seeds, batch_size=300, drop_last=True, seed=0)
     assert len(dropped) == len(list(dropped)) == 3
 
@@ -53,8 +54,10 @@ def test_batch_depends_only_on_epoch_seed_index_and_seeds(small_graph):
 
 def test_default_seed_follows_manual_seed(small_graph):
     seeds = torch.arange(500)
+
     def run():
         return [b.out[0] for b in gs.DataLoader(small_graph, sage, seeds, batch_size=128)]
+
     gs.manual_seed(11)
     first, second = run(), run()
     gs.manual_seed(11)

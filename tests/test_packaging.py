@@ -1,5 +1,6 @@
 """The package that installs: a built wheel carries every CUDA source of ``kernels/``, an
 installed copy's CUDA backend finds them, ``python -m gsample --version``, the ``pyg`` extra."""
+
 import email.parser
 import os
 import pathlib
@@ -26,9 +27,23 @@ def wheel(tmp_path_factory):
     shutil.copytree(ROOT / "gsample", tree / "gsample", ignore=ignore)
     shutil.copytree(ROOT / "kernels", tree / "kernels", ignore=ignore)
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", ".", "--no-deps",
-                    "--no-build-isolation", "-q", "-w", str(out)],
-                   cwd=tree, check=True, timeout=120)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            ".",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+        ],
+        cwd=tree,
+        check=True,
+        timeout=120,
+    )
     (path,) = out.glob("gsample-*.whl")
     return path
 
@@ -45,8 +60,21 @@ def test_wheel_lists_every_kernel_source(wheel):
 @pytest.mark.slow
 def test_installed_copy_resolves_every_kernel(wheel, tmp_path):
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
-                    str(target), str(wheel)], check=True, timeout=120)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "-q",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        check=True,
+        timeout=120,
+    )
     probe = (
         "import pathlib, sys, gsample\n"
         "from gsample.backend.cuda import module as m\n"
@@ -57,13 +85,21 @@ def test_installed_copy_resolves_every_kernel(wheel, tmp_path):
         "        text = m.full_source(name[:-3])\n"
         "        assert text.endswith((m.KERNELS / name).read_text()), name\n"
         "    assert (m.KERNELS / name).is_file(), name\n"
-        "print('ok', len(sys.argv) - 1)\n")
+        "print('ok', len(sys.argv) - 1)\n"
+    )
     env = {**os.environ, "PYTHONPATH": str(target)}
-    run = subprocess.run([sys.executable, "-c", probe, *SOURCES], cwd=tmp_path, env=env,
-                         check=False, capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-c", probe, *SOURCES],
+        cwd=tmp_path,
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     package, kernels, ok = run.stdout.split("\n")[:3]
-    assert pathlib.Path(package) == (target / "gsample").resolve()      # the installed copy
+    assert pathlib.Path(package) == (target / "gsample").resolve()  # the installed copy
     assert pathlib.Path(kernels) == (target / "gsample" / "_kernels").resolve()
     assert ok == f"ok {len(SOURCES)}"
 
@@ -81,22 +117,31 @@ def test_wheel_metadata_version_and_pyg_extra(wheel):
 
 def test_source_tree_kernels_are_found():
     from gsample.backend.cuda import module
+
     assert module.KERNELS.resolve() == (ROOT / "kernels").resolve()
 
 
 def test_version_flag():
-    run = subprocess.run([sys.executable, "-m", "gsample", "--version"], check=False,
-                         capture_output=True,
-                         text=True, timeout=60, cwd=ROOT)
+    run = subprocess.run(
+        [sys.executable, "-m", "gsample", "--version"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert run.returncode == 0 and run.stdout.strip() == f"gsample {gsample.__version__}"
 
 
 def test_pyg_modules_need_only_torch_geometric():
     """What the pyg extra must pull: every third-party module the PyG conversions import."""
     import ast
+
     third_party = set()
-    for path in (ROOT / "gsample" / "interop" / "pyg" / "data.py",
-                 ROOT / "gsample" / "interop" / "pyg" / "loader.py"):
+    for path in (
+        ROOT / "gsample" / "interop" / "pyg" / "data.py",
+        ROOT / "gsample" / "interop" / "pyg" / "loader.py",
+    ):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 third_party |= {a.name.split(".")[0] for a in node.names}

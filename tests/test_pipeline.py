@@ -1,6 +1,7 @@
 """The pipelined ``gs.DataLoader`` (``gsample/pipeline.py``): the same batches, exactly, in the
 same order as without it; errors at their mini-batch; the caller's context in the stages;
 stages stopped when the loop leaves; samplers with state run in step with the loop."""
+
 import functools
 import threading
 
@@ -22,6 +23,7 @@ def samplers():
 def tensors(batch):
     """Every tensor of a batch, in a fixed order."""
     from gsample.runtime.super_batcher import _tensors
+
     out = list(_tensors(batch.out))
     return out + [t for t in (batch.seeds, batch.n_id, batch.x, batch.y) if t is not None]
 
@@ -48,13 +50,22 @@ def test_identical_batches_with_and_without_pipelining(small_graph, device, name
     seeds = torch.arange(0, 2000, 11, device=device)
     runs = {}
     for pipeline in (False, True):
-        loader = gs.DataLoader(A, samplers()[name], seeds, 16, seed=5, features=X, labels=y,
-                               super_batch=super_batch, pipeline=pipeline)
-        runs[pipeline] = [list(loader), list(loader)]          # two epochs
+        loader = gs.DataLoader(
+            A,
+            samplers()[name],
+            seeds,
+            16,
+            seed=5,
+            features=X,
+            labels=y,
+            super_batch=super_batch,
+            pipeline=pipeline,
+        )
+        runs[pipeline] = [list(loader), list(loader)]  # two epochs
         assert len(runs[pipeline][0]) == len(loader) == 12
     for epoch in (0, 1):
         same(runs[False][epoch], runs[True][epoch])
-    assert not torch.equal(runs[True][0][0].seeds, runs[True][1][0].seeds)   # epochs differ
+    assert not torch.equal(runs[True][0][0].seeds, runs[True][1][0].seeds)  # epochs differ
 
 
 def test_default_seed_follows_manual_seed(small_graph):
@@ -62,14 +73,25 @@ def test_default_seed_follows_manual_seed(small_graph):
     runs = []
     for pipeline in (False, True, True):
         gs.manual_seed(11)
-        runs.append(list(gs.DataLoader(small_graph, f, torch.arange(300), 64,
-                                       pipeline=pipeline, labels=torch.arange(2000))))
+        runs.append(
+            list(
+                gs.DataLoader(
+                    small_graph,
+                    f,
+                    torch.arange(300),
+                    64,
+                    pipeline=pipeline,
+                    labels=torch.arange(2000),
+                )
+            )
+        )
     same(runs[0], runs[1])
     same(runs[1], runs[2])
 
 
 def failing(A, seeds, bad=3):
     from gsample.base.random import _stream
+
     if _stream().batch_index == bad:
         raise IndexError("seeds: node 10**9 is out of range")
     return A[:, seeds].individual_sample(3)
@@ -78,8 +100,9 @@ def failing(A, seeds, bad=3):
 @pytest.mark.parametrize("pipeline", [False, True])
 def test_an_error_surfaces_at_its_mini_batch(small_graph, pipeline):
     X = torch.zeros(small_graph.num_nodes, 2)
-    loader = gs.DataLoader(small_graph, failing, torch.arange(200), 20, pipeline=pipeline,
-                           features=X)
+    loader = gs.DataLoader(
+        small_graph, failing, torch.arange(200), 20, pipeline=pipeline, features=X
+    )
     got = []
     with pytest.raises(IndexError, match="seeds: node"):
         for batch in loader:
@@ -95,17 +118,18 @@ def stage_threads(loader=None):
 
 
 def test_leaving_the_loop_stops_the_stages(small_graph):
-    loader = gs.DataLoader(small_graph, samplers()["graphsage"], torch.arange(2000), 16,
-                           features=torch.zeros(2000, 3))
+    loader = gs.DataLoader(
+        small_graph, samplers()["graphsage"], torch.arange(2000), 16, features=torch.zeros(2000, 3)
+    )
     for batch in loader:
-        assert len(stage_threads(loader)) == 2        # sampling and gathering
+        assert len(stage_threads(loader)) == 2  # sampling and gathering
         assert loader._pipelines_open == 1
         if batch.index == 2:
             break
     del batch
-    assert loader._pipelines_open == 0           # the stages returned
-    assert len(list(loader)) == len(loader)      # the next epoch runs in full
-    assert len(stage_threads(loader)) == 2      # in the same two threads, kept
+    assert loader._pipelines_open == 0  # the stages returned
+    assert len(list(loader)) == len(loader)  # the next epoch runs in full
+    assert len(stage_threads(loader)) == 2  # in the same two threads, kept
 
 
 def test_without_features_or_labels_batches_are_sampled_in_the_callers_thread(small_graph):
@@ -116,24 +140,38 @@ def test_without_features_or_labels_batches_are_sampled_in_the_callers_thread(sm
     def recording(A, seeds):
         threads.append(threading.current_thread().name)
         return A[:, seeds].individual_sample(2)
+
     list(gs.DataLoader(small_graph, recording, torch.arange(64), 16))
     assert threads == [threading.current_thread().name] * 4
     threads.clear()
-    loader = gs.DataLoader(small_graph, gs.compile(recording), torch.arange(64), 16,
-                           super_batch=4, labels=torch.arange(2000))
+    loader = gs.DataLoader(
+        small_graph,
+        gs.compile(recording),
+        torch.arange(64),
+        16,
+        super_batch=4,
+        labels=torch.arange(2000),
+    )
     list(loader)
-    assert loader._pipelines_open == 0 and loader._workers is None    # one run: inline
+    assert loader._pipelines_open == 0 and loader._workers is None  # one run: inline
 
 
 def test_an_epoch_kept_open_does_not_block_the_next(small_graph):
     """The loader's stage threads are kept between epochs; an epoch whose iterator the caller
     still holds keeps them busy, so the next epoch gets threads of its own."""
-    loader = gs.DataLoader(small_graph, samplers()["graphsage"], torch.arange(2000), 16,
-                           features=torch.zeros(2000, 3), seed=0, shuffle=False)
+    loader = gs.DataLoader(
+        small_graph,
+        samplers()["graphsage"],
+        torch.arange(2000),
+        16,
+        features=torch.zeros(2000, 3),
+        seed=0,
+        shuffle=False,
+    )
     held = iter(loader)
     first = next(held)
     assert len(list(loader)) == len(loader)
-    rest = list(held)                            # the held epoch goes on where it was
+    rest = list(held)  # the held epoch goes on where it was
     assert [b.index for b in [first, *rest]] == list(range(len(loader)))
     assert loader._pipelines_open == 0
 
@@ -144,12 +182,14 @@ def test_stages_see_the_callers_context_and_run_in_threads(small_graph):
     def recording(A, seeds):
         seen.append((gs.current_backend(), threading.current_thread().name))
         return A[:, seeds].individual_sample(2)
-    with gs.use_backend("cuda"):                 # a CPU graph: torch code, as eager ops do
-        list(gs.DataLoader(small_graph, recording, torch.arange(64), 16,
-                           labels=torch.arange(2000)))
+
+    with gs.use_backend("cuda"):  # a CPU graph: torch code, as eager ops do
+        list(gs.DataLoader(small_graph, recording, torch.arange(64), 16, labels=torch.arange(2000)))
     assert [backend for backend, _ in seen] == ["cuda"] * 4
-    assert all(thread.startswith("gsample") and thread != threading.current_thread().name
-               for _, thread in seen)
+    assert all(
+        thread.startswith("gsample") and thread != threading.current_thread().name
+        for _, thread in seen
+    )
 
 
 def test_a_sampler_with_state_runs_in_step_with_the_loop(small_graph):
@@ -160,6 +200,7 @@ def test_a_sampler_with_state_runs_in_step_with_the_loop(small_graph):
     def weighted(A, seeds, w):
         threads.append(threading.current_thread().name)
         return A[:, seeds].individual_sample(2, probs=w[A[:, seeds].edges()[2]])
+
     w = torch.ones(small_graph.num_edges)
     f = functools.partial(weighted, w=w)
     y = torch.arange(2000)
@@ -172,7 +213,13 @@ def test_a_sampler_with_state_runs_in_step_with_the_loop(small_graph):
 
 def test_stage_times_are_recorded(small_graph):
     for pipeline in (False, True):
-        loader = gs.DataLoader(small_graph, samplers()["graphsage"], torch.arange(512), 64,
-                               features=torch.zeros(2000, 8), pipeline=pipeline)
+        loader = gs.DataLoader(
+            small_graph,
+            samplers()["graphsage"],
+            torch.arange(512),
+            64,
+            features=torch.zeros(2000, 8),
+            pipeline=pipeline,
+        )
         list(loader)
         assert loader.sample_seconds > 0 and loader.gather_seconds > 0

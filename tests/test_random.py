@@ -1,4 +1,5 @@
 """The counter-based hash and the determinism contract (DESIGN §3)."""
+
 import torch
 
 import gsample as gs
@@ -6,8 +7,13 @@ from gsample.base import random as R
 
 # splitmix64 reference outputs for state 1234567 (the generator adds GOLDEN, then mixes):
 # combine(h, i) = mix64(h + (i + 1) * GOLDEN) is exactly that generator's i-th output.
-SPLITMIX_1234567 = [6457827717110365317, 3203168211198807973, 9817491932198370423,
-                    4593380528125082431, 16408922859458223821]
+SPLITMIX_1234567 = [
+    6457827717110365317,
+    3203168211198807973,
+    9817491932198370423,
+    4593380528125082431,
+    16408922859458223821,
+]
 
 
 def test_combine_is_splitmix64():
@@ -16,20 +22,25 @@ def test_combine_is_splitmix64():
 
 def test_tensor_hash_bit_equal_to_python(device):
     g = torch.Generator().manual_seed(0)
-    x = torch.randint(-2**63, 2**63 - 1, (20000,), dtype=torch.int64, generator=g)
+    x = torch.randint(-(2**63), 2**63 - 1, (20000,), dtype=torch.int64, generator=g)
     got = R.mix64_tensor(x.to(device)).cpu().tolist()
     assert got == [R._signed(R.mix64(v & R.MASK64)) for v in x.tolist()]
     base = R.op_key(2**64 - 1, 3, 7)
     cols = torch.randint(0, 2**40, (5000,), generator=g)
     draws = torch.randint(0, 2**62, (5000,), generator=g)
     got = R.hash_tensor(base, cols.to(device), draws.to(device)).cpu().tolist()
-    ref = [R._signed(R.combine(R.combine(base, c), d)) for c, d in zip(cols.tolist(), draws.tolist())]
+    ref = [
+        R._signed(R.combine(R.combine(base, c), d)) for c, d in zip(cols.tolist(), draws.tolist())
+    ]
     assert got == ref
 
 
 def test_derived_variates(device):
-    r = R.hash_tensor(R.op_key(1, 2, 3), torch.zeros(100000, dtype=torch.int64, device=device),
-                      torch.arange(100000, device=device))
+    r = R.hash_tensor(
+        R.op_key(1, 2, 3),
+        torch.zeros(100000, dtype=torch.int64, device=device),
+        torch.arange(100000, device=device),
+    )
     u = R.uniform_float(r)
     assert u.dtype == torch.float64 and bool((u >= 0).all()) and bool((u < 1).all())
     assert abs(float(u.mean()) - 0.5) < 0.01
@@ -64,7 +75,7 @@ def test_random_ops_take_one_ordinal_pure_ops_none(small_graph):
     gs.manual_seed(0)
     stream = R._stream()
     sub = small_graph[:, torch.arange(10)]
-    (sub ** 2).sum(axis=1)
+    (sub**2).sum(axis=1)
     sub.all_nodes()
     assert stream.ordinal == 0
     sub.individual_sample(2)
@@ -90,17 +101,24 @@ def test_column_position_not_node_id_keys_draws(small_graph):
     hub = int(torch.argmax(small_graph.sum(axis=0)))
     gs.manual_seed(0)
     s = small_graph[:, torch.full((2,), hub)].individual_sample(5)
-    _, cols, eids = s.edges()
+    _, _cols, eids = s.edges()
     assert not torch.equal(eids[:5], eids[5:]), "two walkers on one node must draw independently"
 
 
 def _all_kinds(A, seeds):
     sub = A[:, seeds]
-    p = (sub ** 2).sum(axis=1)
-    return [sub.individual_sample(4), sub.individual_sample(4, replace=True),
-            sub.collective_sample(30), sub.collective_sample(30, replace=True)], \
-        [sub.individual_sample(4, probs=sub.values), sub.individual_sample(4, probs=sub.values, replace=True),
-         sub.collective_sample(30, node_probs=p), sub.collective_sample(30, node_probs=p, replace=True)]
+    p = (sub**2).sum(axis=1)
+    return [
+        sub.individual_sample(4),
+        sub.individual_sample(4, replace=True),
+        sub.collective_sample(30),
+        sub.collective_sample(30, replace=True),
+    ], [
+        sub.individual_sample(4, probs=sub.values),
+        sub.individual_sample(4, probs=sub.values, replace=True),
+        sub.collective_sample(30, node_probs=p),
+        sub.collective_sample(30, node_probs=p, replace=True),
+    ]
 
 
 def test_cpu_and_device_give_the_same_samples(small_graph, device):

@@ -5,6 +5,7 @@ It compiles C++ (about a minute; CUDA too where a GPU is present), so it runs on
 ``GSAMPLE_BUILD_TORCH_CLUSTER=1``. The sdist is ``$GSAMPLE_TORCH_CLUSTER_SDIST``, else
 ``.whl/torch_cluster-1.6.3.tar.gz`` in the checkout (an installed torch_cluster is used first).
 """
+
 import os
 import pathlib
 import sys
@@ -14,16 +15,26 @@ import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-import torch_cluster_rw as R  # noqa: E402
+import torch_cluster_rw as R
 
-pytestmark = pytest.mark.skipif(os.environ.get("GSAMPLE_BUILD_TORCH_CLUSTER") != "1",
-                                reason="compiles torch_cluster's random walk: set "
-                                       "GSAMPLE_BUILD_TORCH_CLUSTER=1")
+pytestmark = pytest.mark.skipif(
+    os.environ.get("GSAMPLE_BUILD_TORCH_CLUSTER") != "1",
+    reason="compiles torch_cluster's random walk: set GSAMPLE_BUILD_TORCH_CLUSTER=1",
+)
 
-SDIST = pathlib.Path(os.environ.get("GSAMPLE_TORCH_CLUSTER_SDIST",
-                                    ROOT / ".whl" / "torch_cluster-1.6.3.tar.gz"))
-DEVICES = ["cpu", pytest.param("cuda", marks=[
-    pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")])]
+SDIST = pathlib.Path(
+    os.environ.get("GSAMPLE_TORCH_CLUSTER_SDIST", ROOT / ".whl" / "torch_cluster-1.6.3.tar.gz")
+)
+DEVICES = [
+    "cpu",
+    pytest.param(
+        "cuda",
+        marks=[
+            pytest.mark.cuda,
+            pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"),
+        ],
+    ),
+]
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +56,7 @@ def ring(n):
 def random_graph(n, m, seed):
     """A random CSR graph with repeats, self-loops and nodes without edges."""
     g = torch.Generator().manual_seed(seed)
-    src = torch.randint(0, n, (m,), generator=g) // 2 * 2      # odd nodes have no edges
+    src = torch.randint(0, n, (m,), generator=g) // 2 * 2  # odd nodes have no edges
     dst = torch.randint(0, n, (m,), generator=g)
     order = torch.argsort(src * n + dst)
     src, dst = src[order], dst[order]
@@ -62,7 +73,7 @@ def test_ring_walks_follow_edges(op, device, p, q):
     start = torch.arange(500).repeat(3).to(device)
     nodes, _ = R.check_walks(op, rowptr.to(device), col.to(device), start, 16, p, q)
     step = (nodes[:, 1:] - nodes[:, :-1]).remainder(500)
-    assert bool(((step == 1) | (step == 499)).all())            # one node left or right
+    assert bool(((step == 1) | (step == 499)).all())  # one node left or right
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -81,5 +92,6 @@ def test_version_from_the_sdist():
     if not SDIST.is_file():
         pytest.skip(f"{SDIST} not present")
     import tarfile
+
     with tarfile.open(SDIST) as tar:
-        assert R._version(tar, str(SDIST)) == SDIST.name[len("torch_cluster-"):-len(".tar.gz")]
+        assert R._version(tar, str(SDIST)) == SDIST.name[len("torch_cluster-") : -len(".tar.gz")]

@@ -10,6 +10,7 @@ whatever the degrees; a Kolmogorov-Smirnov test compares it with the uniform law
 restarts and jumps are counted against their binomial laws. A check passes at p >
 ``P_MIN``; each also rejects a wrong law (power).
 """
+
 import functools
 
 import numpy as np
@@ -21,8 +22,7 @@ from helpers import example
 import gsample as gs
 
 P_MIN = 1e-3
-NAMES = ["deepwalk", "biased_deepwalk", "node2vec", "ppr", "walk_with_jump",
-         "metropolis_hastings"]
+NAMES = ["deepwalk", "biased_deepwalk", "node2vec", "ppr", "walk_with_jump", "metropolis_hastings"]
 
 
 @pytest.fixture(scope="module", params=["rmat", "notredame"])
@@ -46,9 +46,13 @@ def sampler(name, A):
     if name == "metropolis_hastings":
         return A, functools.partial(m.metropolis_hastings, length=20)
     fn = getattr(m, name)
-    kw = {"deepwalk": {"length": 20}, "biased_deepwalk": {"length": 20},
-          "node2vec": {"length": 20, "p": 2.0, "q": 0.5}, "ppr": {"length": 20, "alpha": 0.15},
-          "walk_with_jump": {"length": 20, "jump": 0.1}}[name]
+    kw = {
+        "deepwalk": {"length": 20},
+        "biased_deepwalk": {"length": 20},
+        "node2vec": {"length": 20, "p": 2.0, "q": 0.5},
+        "ppr": {"length": 20, "alpha": 0.15},
+        "walk_with_jump": {"length": 20, "jump": 0.1},
+    }[name]
     return A, functools.partial(fn, **kw)
 
 
@@ -90,7 +94,7 @@ def test_example_structure_and_compiled_equals_eager(graph, name):
     assert cur.numel() > 1000
     edge = is_edge(law_graph(name, A), nxt, cur)
     if name == "walk_with_jump":
-        assert 0 < int((~edge).sum()) < 0.2 * cur.numel()          # jumps, at about 10%
+        assert 0 < int((~edge).sum()) < 0.2 * cur.numel()  # jumps, at about 10%
     else:
         assert bool(edge.all()), "every step is an in-edge of the node it leaves"
 
@@ -107,7 +111,7 @@ def pit(A, cur, nxt, weight, order, seed=0):
     first = torch.cumsum(deg, 0) - deg
     e = ptr[cur][step] + torch.arange(step.numel()) - first[step]
     w, x, n = weight(step, e), rows[e], cur.numel()
-    pair, inv = torch.unique(step * N + x, return_inverse=True)     # (step, candidate node)
+    pair, inv = torch.unique(step * N + x, return_inverse=True)  # (step, candidate node)
     key = torch.zeros(pair.numel(), dtype=torch.float64).index_add_(0, inv, order(step, e))
     chosen = key[torch.searchsorted(pair, torch.arange(n) * N + nxt)]
     k, c = key[inv], chosen[step]
@@ -133,12 +137,12 @@ def node2vec_weight(A, prev, p, q):
         neighbour = torch.isin(u * A.num_nodes + x, keys)
         w = torch.where(neighbour, 1.0, 1.0 / q).double()
         w = torch.where(x == u, 1.0 / p, w)
-        return torch.where(u < 0, 1.0, w)                     # first step: first order
+        return torch.where(u < 0, 1.0, w)  # first step: first order
+
     return weight
 
 
-@pytest.mark.parametrize("name", ["deepwalk", "biased_deepwalk", "node2vec",
-                                  "metropolis_hastings"])
+@pytest.mark.parametrize("name", ["deepwalk", "biased_deepwalk", "node2vec", "metropolis_hastings"])
 def test_step_law(graph, name):
     A, fn = sampler(name, graph)
     gs.manual_seed(1)
@@ -155,7 +159,7 @@ def test_step_law(graph, name):
     else:
         right, wrong, order = values, ones, values
     assert ks(pit(A, cur, nxt, right, order)) > P_MIN
-    assert ks(pit(A, cur, nxt, wrong, order)) < P_MIN                   # power
+    assert ks(pit(A, cur, nxt, wrong, order)) < P_MIN  # power
 
 
 def test_ppr_termination_rate(graph):
@@ -169,7 +173,7 @@ def test_ppr_termination_rate(graph):
     stops = int((tried & (nxt < 0)).sum())
     n = int(tried.sum())
     assert st.binomtest(stops, n, 0.15).pvalue > P_MIN
-    assert st.binomtest(stops, n, 0.165).pvalue < P_MIN                 # power
+    assert st.binomtest(stops, n, 0.165).pvalue < P_MIN  # power
 
 
 def test_ppr_restart_rate(graph):
@@ -182,7 +186,7 @@ def test_ppr_restart_rate(graph):
     far = ~is_edge(graph, root, cur)
     hits, n = int(((nxt == root) & far).sum()), int(far.sum())
     assert st.binomtest(hits, n, 0.3).pvalue > P_MIN
-    assert st.binomtest(hits, n, 0.33).pvalue < P_MIN                   # power
+    assert st.binomtest(hits, n, 0.33).pvalue < P_MIN  # power
 
 
 def test_jump_rate(graph):
@@ -199,4 +203,4 @@ def test_jump_rate(graph):
     z = (jumps - p.sum()) / np.sqrt((p * (1 - p)).sum())
     assert 2 * st.norm.sf(abs(z)) > P_MIN
     z_wrong = (jumps - 1.1 * p.sum()) / np.sqrt((p * (1 - p)).sum())
-    assert 2 * st.norm.sf(abs(z_wrong)) < P_MIN                         # power
+    assert 2 * st.norm.sf(abs(z_wrong)) < P_MIN  # power

@@ -5,15 +5,16 @@ loop draw, bit for bit (it takes their op ordinals), one by one and super-batche
 one fused op, no per-step copies; a step that is not per-walker code is unrolled as before
 and is still correct.
 """
+
 import functools
 import io
 
 import pytest
 import torch
+from helpers import assert_same, example, loader_outputs, run_seeded
 
 import gsample as gs
 from gsample.ir import Op
-from helpers import assert_same, example, loader_outputs, run_seeded
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +35,7 @@ def mh_sampler(fuse):
 
     def sampler(A, seeds, length=20):
         return gs.walk(mh.mh_step, A, seeds, length, fuse=fuse)
+
     return sampler
 
 
@@ -43,7 +45,7 @@ def phased(A, cur, prev, t):
         nxt = A.random_walk(cur, 1, stop_prob=0.2)[:, 1]
     else:
         nxt = A.random_walk(cur, 2, restart_prob=0.3, jump_prob=0.1)[:, 2]
-    deg = (A ** 0).sum(axis=0)
+    deg = (A**0).sum(axis=0)
     lazy = deg[nxt.clamp(min=0)] > deg[cur] * 1.5
     return torch.where(lazy & (nxt != prev), cur, nxt)
 
@@ -86,6 +88,7 @@ def test_later_draws_keep_their_ordinals(graph):
     def sampler(A, seeds, fuse):
         walks = gs.walk(mh.mh_step, A, seeds, 5, fuse=fuse)
         return walks, A.random_walk(walks[:, -1].clamp(min=0), 3)
+
     seeds = seeds_of(100)
     fused = run_seeded(gs.compile(functools.partial(sampler, fuse=True)), graph, seeds, seed=2)
     flat = run_seeded(gs.compile(functools.partial(sampler, fuse=False)), graph, seeds, seed=2)
@@ -99,13 +102,15 @@ def test_phases_are_fused(graph):
 
     def sampler(A, seeds, fuse):
         return gs.walk(phased, A, seeds, 11, period=2, fuse=fuse)
+
     fused = gs.compile(functools.partial(sampler, fuse=True))
     program = fused.program(graph, seeds)
     assert ops(program).count(Op.FUSED_WALK) == 1 and Op.RANDOM_WALK not in ops(program)
     want = run_seeded(functools.partial(sampler, fuse=False), graph, seeds, seed=9)
-    assert int((want < 0).sum()) > 0                      # some walkers stop
-    assert torch.equal(run_seeded(gs.compile(functools.partial(sampler, fuse=False)), graph,
-                                  seeds, seed=9), want)
+    assert int((want < 0).sum()) > 0  # some walkers stop
+    assert torch.equal(
+        run_seeded(gs.compile(functools.partial(sampler, fuse=False)), graph, seeds, seed=9), want
+    )
     assert torch.equal(run_seeded(fused, graph, seeds, seed=9), want)
 
 
@@ -115,6 +120,7 @@ def test_other_steps_are_unrolled_and_correct(graph, step):
 
     def sampler(A, seeds):
         return gs.walk(step, A, seeds, 6)
+
     compiled = gs.compile(sampler)
     program = compiled.program(graph, seeds)
     assert Op.FUSED_WALK not in ops(program)
@@ -130,6 +136,7 @@ def test_a_step_with_state_is_unrolled(graph):
 
     def sampler(A, seeds):
         return gs.walk(step, A, seeds, 4, state=torch.zeros_like(seeds))
+
     seeds = seeds_of(50)
     assert Op.FUSED_WALK not in ops(gs.compile(sampler).program(graph, seeds))
     got, want = (run_seeded(f, graph, seeds, seed=3) for f in (gs.compile(sampler), sampler))
@@ -159,8 +166,9 @@ def test_bad_ids_raise(graph):
     with pytest.raises(IndexError, match="seeds"):
         compiled(graph, torch.tensor([2000]))
 
-    def escapes(A, cur, prev, t):                         # walks off the graph at step 2
+    def escapes(A, cur, prev, t):  # walks off the graph at step 2
         return A.random_walk(cur, 1)[:, 1].clamp(min=0) + 5000 * (t + 1)
+
     sampler = gs.compile(lambda A, seeds: gs.walk(escapes, A, seeds, 3))
     assert Op.FUSED_WALK in ops(sampler.program(graph, seeds_of(4)))
     with pytest.raises(IndexError, match="seeds"):
@@ -169,8 +177,7 @@ def test_bad_ids_raise(graph):
 
 def test_explain_shows_one_fused_op(graph):
     mh = example("metropolis_hastings")
-    text = gs.explain(mh.metropolis_hastings, graph, seeds_of(10), length=80,
-                      file=io.StringIO())
+    text = gs.explain(mh.metropolis_hastings, graph, seeds_of(10), length=80, file=io.StringIO())
     optimised = text.split("== optimised IR")[1].split("==\n", 1)[1].split("\n\n")[0]
     assert optimised.count("fused_walk(") == 1 and "random_walk(" not in optimised
     assert "num_ordinals=160" in optimised

@@ -7,14 +7,15 @@ step is traced once per phase, whatever the length. Distribution: a Metropolis-H
 step (``examples/metropolis_hastings.py``) moves from a node as its chain says (chi-square,
 with a power check). Errors name the argument.
 """
+
 import functools
 
 import pytest
 import scipy.stats as st
 import torch
+from helpers import assert_same, example, loader_outputs, run_seeded
 
 import gsample as gs
-from helpers import assert_same, example, loader_outputs, run_seeded
 
 P_MIN = 1e-3
 
@@ -64,7 +65,7 @@ def test_equals_the_hand_written_loop(graph):
     seeds = seeds_of(500)
     ref = run_seeded(loop, graph, seeds, seed=3)
     assert ref.shape == (500, 26) and torch.equal(ref[:, 0], seeds)
-    assert 0 < int((ref < 0).sum()) and bool(((ref[:, :-1] < 0) <= (ref[:, 1:] < 0)).all())
+    assert int((ref < 0).sum()) > 0 and bool(((ref[:, :-1] < 0) <= (ref[:, 1:] < 0)).all())
     assert torch.equal(run_seeded(dsl, graph, seeds, seed=3), ref), "eager"
     compiled = gs.compile(dsl)
     for call in range(2):
@@ -79,13 +80,16 @@ def test_the_step_is_traced_once_per_phase(graph):
     def counted(A, cur, prev, t):
         calls.append(t)
         return backtrack_averse(A, cur, prev, t)
+
     program = gs.compile(lambda A, seeds: gs.walk(counted, A, seeds, 40)).program(
-        graph, seeds_of(10))
+        graph, seeds_of(10)
+    )
     assert len(calls) == 2, "the first step and the others"
     assert program.num_random == 80, "two random ops per step, each with its own ordinal"
     calls.clear()
     gs.compile(lambda A, seeds: gs.walk(counted, A, seeds, 40, period=3)).program(
-        graph, seeds_of(10))
+        graph, seeds_of(10)
+    )
     assert sorted(calls) == [0, 0, 1, 2]
 
 
@@ -108,11 +112,12 @@ def test_phases_state_and_several_matrices(graph):
             nonlocal visits
             nxt, visits = step(mats, cur, prev, t, visits)
             return nxt
+
         return hand_written(one, (A, B), seeds, 9, period=2), visits
 
     seeds = seeds_of(300)
     walks, visits = run_seeded(sampler, graph, seeds, B, seed=6)
-    ref, ref_visits = run_seeded(by_hand, graph, seeds, B, seed=6)
+    ref, _ref_visits = run_seeded(by_hand, graph, seeds, B, seed=6)
     assert torch.equal(walks, ref)
     got = run_seeded(gs.compile(sampler), graph, seeds, B, seed=6)
     assert torch.equal(got[0], ref)
@@ -138,8 +143,9 @@ def mh_law(src, dst, deg, v):
     ``u -> v``, ``min(1/deg v, 1/deg u)`` (``1/deg v`` when ``u`` has no in-edges: always
     accepted), the rest a stay."""
     nbrs = src[dst == v]
-    w = torch.minimum(torch.full(nbrs.shape, 1.0 / float(deg[v]), dtype=torch.float64),
-                      1.0 / deg[nbrs].double())
+    w = torch.minimum(
+        torch.full(nbrs.shape, 1.0 / float(deg[v]), dtype=torch.float64), 1.0 / deg[nbrs].double()
+    )
     nodes = torch.unique(torch.cat([nbrs, torch.tensor([v])]))
     law = torch.zeros(nodes.numel(), dtype=torch.float64)
     law.index_add_(0, torch.searchsorted(nodes, nbrs), w)
@@ -154,20 +160,30 @@ def test_metropolis_hastings_moves_as_its_chain(graph):
     src, dst, _ = graph.edges()
     deg = torch.bincount(dst, minlength=graph.num_nodes)
     # a node whose in-neighbours' degrees straddle its own: the acceptance matters
-    v = next(int(x) for x in torch.nonzero((deg >= 6) & (deg <= 15)).squeeze(1)
-             if int(deg[src[dst == x]].max()) >= 3 * int(deg[x])
-             and int(deg[src[dst == x]].min()) <= int(deg[x]))
+    v = next(
+        int(x)
+        for x in torch.nonzero((deg >= 6) & (deg <= 15)).squeeze(1)
+        if int(deg[src[dst == x]].max()) >= 3 * int(deg[x])
+        and int(deg[src[dst == x]].min()) <= int(deg[x])
+    )
     T = 20_000
-    walks = run_seeded(gs.compile(mh.metropolis_hastings), graph,
-                       torch.full((T,), v, dtype=torch.int64), length=1, seed=8)
+    walks = run_seeded(
+        gs.compile(mh.metropolis_hastings),
+        graph,
+        torch.full((T,), v, dtype=torch.int64),
+        length=1,
+        seed=8,
+    )
     nodes, law = mh_law(src, dst, deg, v)
     assert bool(torch.isin(walks[:, 1], nodes).all())
-    counts = torch.bincount(torch.searchsorted(nodes, walks[:, 1].contiguous()),
-                            minlength=nodes.numel()).numpy()
+    counts = torch.bincount(
+        torch.searchsorted(nodes, walks[:, 1].contiguous()), minlength=nodes.numel()
+    ).numpy()
     assert st.chisquare(counts, T * law.numpy()).pvalue > P_MIN
     proposal = torch.zeros_like(law).index_add_(
-        0, torch.searchsorted(nodes, src[dst == v]), torch.ones(int(deg[v]), dtype=torch.float64))
-    moved = proposal.numpy() > 0                 # the stays at v only through a self-loop
+        0, torch.searchsorted(nodes, src[dst == v]), torch.ones(int(deg[v]), dtype=torch.float64)
+    )
+    moved = proposal.numpy() > 0  # the stays at v only through a self-loop
     wrong = proposal.numpy()[moved] / proposal.numpy()[moved].sum()
     assert st.chisquare(counts[moved], counts[moved].sum() * wrong).pvalue < P_MIN
 
@@ -210,6 +226,7 @@ def test_cuda_draws_what_the_cpu_draws(graph, backend):
         assert torch.equal(run_seeded(fn, G, seeds.cuda(), seed=3).cpu(), ref), f"call {call}"
     mh = example("metropolis_hastings")
     cpu = loader_outputs(graph, gs.compile(mh.metropolis_hastings), seeds, 125)
-    gpu = loader_outputs(G, gs.compile(mh.metropolis_hastings, backend=backend), seeds.cuda(),
-                         125, super_batch=4)
+    gpu = loader_outputs(
+        G, gs.compile(mh.metropolis_hastings, backend=backend), seeds.cuda(), 125, super_batch=4
+    )
     assert_same([g.cpu() for g in gpu], cpu)

@@ -14,6 +14,7 @@ where CuPy's kernels run (probed once per process and GPU; where they cannot, on
 :class:`BackendWarning` says how to install them and the torch backend runs), the torch
 backend for any other graph. ``"torch"`` and ``"cuda"`` force one.
 """
+
 from __future__ import annotations
 
 import contextvars
@@ -22,8 +23,9 @@ import pathlib
 import sys
 import threading
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 # under another name: importing the subpackage gsample.backend.torch binds "torch" in this
 # module's namespace to it
@@ -99,6 +101,7 @@ class Impl:
         ``fn`` (not sync-free) also takes a super-batch's keys (``gsample.base.random.BatchKeys``);
         else a super-batched random op runs the torch backend's code, which does.
     """
+
     fn: Callable
     backend: str
     sync_free: bool = False
@@ -106,14 +109,14 @@ class Impl:
     checks: tuple = ()
     bounded_out: bool = False
     without: tuple = ()
-    finish: Optional[Callable] = None
+    finish: Callable | None = None
     unless: tuple = ()
     batch_keys: bool = False
 
     def takes(self, given) -> bool:
         """Whether ``fn`` takes a node with inputs and attributes ``given`` (names)."""
         given = set(given)
-        return not set(self.without) & given or bool(self.unless) and set(self.unless) <= given
+        return not set(self.without) & given or (bool(self.unless) and set(self.unless) <= given)
 
 
 class Backend:
@@ -125,11 +128,20 @@ class Backend:
         self.impls: dict = {}
         self.sync_free_impls: dict = {}
 
-    def register(self, op: Op, layouts, fn: Callable, sync_free: bool = False,
-                 checks: tuple = (), syncs: Optional[bool] = None,
-                 bounded_out: Optional[bool] = None, without: tuple = (),
-                 finish: Optional[Callable] = None, unless: tuple = (),
-                 batch_keys: bool = False) -> None:
+    def register(
+        self,
+        op: Op,
+        layouts,
+        fn: Callable,
+        sync_free: bool = False,
+        checks: tuple = (),
+        syncs: bool | None = None,
+        bounded_out: bool | None = None,
+        without: tuple = (),
+        finish: Callable | None = None,
+        unless: tuple = (),
+        batch_keys: bool = False,
+    ) -> None:
         """Register ``fn`` for ``op`` on each of ``layouts``; ``sync_free``: a variant that
         takes bounded values and device keys, used where the runtime allows it (by default it
         never reads back and may return bounded values); ``checks``: the inputs whose id
@@ -141,17 +153,26 @@ class Backend:
         syncs = (not sync_free) if syncs is None else syncs
         bounded_out = sync_free if bounded_out is None else bounded_out
         for layout in layouts:
-            table[op, layout] = Impl(fn, self.name, sync_free=sync_free, syncs=syncs,
-                                     checks=tuple(checks), bounded_out=bounded_out,
-                                     without=tuple(without), finish=finish,
-                                     unless=tuple(unless), batch_keys=batch_keys)
+            table[op, layout] = Impl(
+                fn,
+                self.name,
+                sync_free=sync_free,
+                syncs=syncs,
+                checks=tuple(checks),
+                bounded_out=bounded_out,
+                without=tuple(without),
+                finish=finish,
+                unless=tuple(unless),
+                batch_keys=batch_keys,
+            )
 
-    def impl(self, op: Op, layout: str = "csc", sync_free: bool = False,
-             given: tuple = ()) -> Optional[Impl]:
+    def impl(
+        self, op: Op, layout: str = "csc", sync_free: bool = False, given: tuple = ()
+    ) -> Impl | None:
         """The implementation of ``op`` on ``layout`` for a node with inputs and attributes
         ``given`` (names): its sync-free variant when asked for, registered and taking them,
         else the exact one (None if that does not take them either)."""
-        for table in ((self.sync_free_impls, self.impls) if sync_free else (self.impls,)):
+        for table in (self.sync_free_impls, self.impls) if sync_free else (self.impls,):
             impl = table.get((op, layout))
             if impl is not None and impl.takes(given):
                 return impl
@@ -163,6 +184,7 @@ class Backend:
     def layouts(self, op: Op) -> tuple:
         """The layouts this backend runs ``op`` on (CSC first)."""
         from gsample.formats.layouts import NAMES
+
         return tuple(lay for lay in NAMES if (op, lay) in self.impls)
 
     def target(self) -> Target:
@@ -205,13 +227,17 @@ def get_backend(name: str = "torch") -> Backend:
         return be
     if name == "torch":
         from gsample.backend.torch import TorchBackend
+
         be = TorchBackend()
     elif name == "cuda":
         from gsample.backend.cuda import CudaBackend
+
         be = CudaBackend()
     elif name == "auto":
-        raise ValueError("backend: 'auto' picks a backend per graph; "
-                         "gsample.backend_for(A) names the one it picks for A")
+        raise ValueError(
+            "backend: 'auto' picks a backend per graph; "
+            "gsample.backend_for(A) names the one it picks for A"
+        )
     else:
         raise ValueError(f"backend: unknown backend {name!r}; available: 'torch', 'cuda'")
     return _BACKENDS.setdefault(name, be)
@@ -230,11 +256,15 @@ def check_name(name, arg: str = "backend") -> str:
     ValueError: name: unknown backend 'gpu'; expected one of 'auto', 'torch', 'cuda'
     """
     if not isinstance(name, str):
-        raise TypeError(f"{arg}: expected a backend name, one of 'auto', 'torch', 'cuda', "
-                        f"got {type(name).__name__}")
+        raise TypeError(
+            f"{arg}: expected a backend name, one of 'auto', 'torch', 'cuda', "
+            f"got {type(name).__name__}"
+        )
     if name not in CHOICES:
-        raise ValueError(f"{arg}: unknown backend {name!r}; expected one of "
-                         + ", ".join(repr(c) for c in CHOICES))
+        raise ValueError(
+            f"{arg}: unknown backend {name!r}; expected one of "
+            + ", ".join(repr(c) for c in CHOICES)
+        )
     return name
 
 
@@ -282,15 +312,15 @@ class use_backend:
     >>> gs.use_backend("auto")
     """
 
-    __slots__ = ("name", "_previous", "_used")
+    __slots__ = ("_previous", "_used", "name")
 
     def __init__(self, name: str):
         self.name = check_name(name, "name")
         self._previous = _CURRENT.get()
-        _CURRENT.set(self.name)              # a plain call takes effect here
+        _CURRENT.set(self.name)  # a plain call takes effect here
         self._used = False
 
-    def __enter__(self) -> "use_backend":
+    def __enter__(self) -> use_backend:
         current = _CURRENT.get()
         # ``with gs.use_backend(x):`` is already set (by __init__); an object made earlier
         # and entered later, or entered again, sets it now and restores what it finds
@@ -320,19 +350,20 @@ _WARNED = False
 _PROBE_SOURCE = 'extern "C" __global__ void gs_probe(int* out) { out[0] = 42; }'
 
 
-def _probe_cuda(index: int) -> Optional[str]:
+def _probe_cuda(index: int) -> str | None:
     """None when a CuPy kernel compiles, loads and runs on GPU ``index``, else the reason."""
     if importlib.util.find_spec("cupy") is None:
         return "CuPy is not installed"
     try:
-        import cupy as cp                      # optional dependency (pip install gsample[cuda])
+        import cupy as cp  # optional dependency (pip install gsample[cuda])
         from cupy.cuda import compiler, function
-    except Exception as e:                     # ImportError, or its CUDA libraries failing
+    except Exception as e:  # ImportError, or its CUDA libraries failing
         return f"CuPy does not import ({type(e).__name__}: {e})"
     try:
         major, minor = _torch.cuda.get_device_capability(index)
-        binary, _ = compiler.compile_using_nvrtc(_PROBE_SOURCE, arch=f"{major}{minor}",
-                                                 filename="gs_probe.cu")
+        binary, _ = compiler.compile_using_nvrtc(
+            _PROBE_SOURCE, arch=f"{major}{minor}", filename="gs_probe.cu"
+        )
         binary = binary.encode() if isinstance(binary, str) else bytes(binary)
         with cp.cuda.Device(index):
             mod = function.Module()
@@ -346,7 +377,7 @@ def _probe_cuda(index: int) -> Optional[str]:
     return None
 
 
-def cuda_problem(device) -> Optional[str]:
+def cuda_problem(device) -> str | None:
     """Why the CUDA backend's kernels cannot run on CUDA device ``device`` (None: they can).
 
     Probed once per process and GPU: CuPy imports, and a one-thread kernel compiles
@@ -365,8 +396,7 @@ def cuda_problem(device) -> Optional[str]:
     if index in _PROBED:
         return _PROBED[index]
     if _torch.cuda.is_available() and _torch.cuda.is_current_stream_capturing():
-        return None if importlib.util.find_spec("cupy") is not None else \
-            "CuPy is not installed"
+        return None if importlib.util.find_spec("cupy") is not None else "CuPy is not installed"
     with _PROBE_LOCK:
         if index not in _PROBED:
             _PROBED[index] = _probe_cuda(index)
@@ -375,9 +405,9 @@ def cuda_problem(device) -> Optional[str]:
 
 def _warn_fallback(device, problem: str) -> None:
     global _WARNED
-    if _WARNED:                              # every call on a fallen-back GPU graph: cheap
+    if _WARNED:  # every call on a fallen-back GPU graph: cheap
         return
-    with _PROBE_LOCK:                        # two threads falling back at once: one warning
+    with _PROBE_LOCK:  # two threads falling back at once: one warning
         if _WARNED:
             return
         _WARNED = True
@@ -386,7 +416,9 @@ def _warn_fallback(device, problem: str) -> None:
         f"{problem}. The torch backend runs instead (correct, but many times slower on a "
         f"GPU). Install the kernels with `pip install gsample[cuda]` (CuPy for CUDA 13), or "
         f"call gs.use_backend('torch') to choose the torch backend and silence this warning.",
-        BackendWarning, stacklevel=_caller_level())
+        BackendWarning,
+        stacklevel=_caller_level(),
+    )
 
 
 def _caller_level() -> int:
@@ -419,14 +451,15 @@ def _device_of(graph) -> _torch.device:
         return graph
     if isinstance(graph, (str, int)):
         return _torch.device(graph)
-    device = getattr(graph, "device", None)       # gs.Matrix, a sparse format, a tensor
+    device = getattr(graph, "device", None)  # gs.Matrix, a sparse format, a tensor
     if isinstance(device, _torch.device):
         return device
-    raise TypeError(f"graph: expected a gs.Matrix, a tensor or a device, got "
-                    f"{type(graph).__name__}")
+    raise TypeError(
+        f"graph: expected a gs.Matrix, a tensor or a device, got {type(graph).__name__}"
+    )
 
 
-def backend_for(graph, backend: Optional[str] = None) -> str:
+def backend_for(graph, backend: str | None = None) -> str:
     """The backend whose code runs ops on ``graph``: ``"torch"`` or ``"cuda"``.
 
     ``backend`` (default: the current setting, :func:`current_backend`) is resolved for the
@@ -470,15 +503,22 @@ def eager_backend(A) -> Backend:
     name = _CURRENT.get()
     if name == "auto":
         name = "torch"
-        indptr = getattr(A, "indptr", None)          # every sparse format has one
+        indptr = getattr(A, "indptr", None)  # every sparse format has one
         if indptr is not None and indptr.is_cuda and auto_backend(indptr.device) == "cuda":
             name = "cuda"
     be = _BACKENDS.get(name)
     return be if be is not None else get_backend(name)
 
 
-def resolve(backend: Backend, op: Op, A=None, layout: Optional[str] = None,
-            inputs: Optional[dict] = None, sync_free: bool = False, given=None) -> Impl:
+def resolve(
+    backend: Backend,
+    op: Op,
+    A=None,
+    layout: str | None = None,
+    inputs: dict | None = None,
+    sync_free: bool = False,
+    given=None,
+) -> Impl:
     """The implementation that runs ``op`` on ``backend`` for a matrix ``A`` (or a known
     ``layout``) and a node with inputs and attributes ``given`` (names; default: the keys
     of ``inputs`` that are not None): the backend's own that takes them, else the torch

@@ -31,6 +31,7 @@ runs a block (one mini-batch of a :class:`gsample.DataLoader`) with its own seed
 and batch index and ordinals restarting at 0, so that a mini-batch's samples do
 not depend on what ran before it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -38,7 +39,6 @@ import functools
 import math
 import threading
 from dataclasses import dataclass
-from typing import Optional
 
 import torch
 
@@ -113,9 +113,13 @@ def hash_tensor(base, column_position: torch.Tensor, draw: torch.Tensor) -> torc
         ``combine(combine(base, column_position), draw)`` for each element.
     """
     n = column_position.numel()
-    if (column_position.device.type == "cpu" and n > _CHUNK and column_position.dim() == 1
-            and draw.shape == column_position.shape
-            and (not isinstance(base, torch.Tensor) or base.shape == column_position.shape)):
+    if (
+        column_position.device.type == "cpu"
+        and n > _CHUNK
+        and column_position.dim() == 1
+        and draw.shape == column_position.shape
+        and (not isinstance(base, torch.Tensor) or base.shape == column_position.shape)
+    ):
         return _hash_chunked(base, column_position, draw)
     return combine_tensor(combine_tensor(base, column_position), draw)
 
@@ -129,7 +133,7 @@ def _mix_(z: torch.Tensor, t: torch.Tensor) -> None:
     """:func:`mix64_tensor` in place (``t``: scratch of ``z``'s shape)."""
     for shift, mul in ((30, _S_M1), (27, _S_M2), (31, None)):
         torch.bitwise_right_shift(z, shift, out=t)
-        t &= (1 << (64 - shift)) - 1                   # a logical shift
+        t &= (1 << (64 - shift)) - 1  # a logical shift
         z ^= t
         if mul is not None:
             z *= mul
@@ -146,13 +150,13 @@ def _hash_chunked(base, col: torch.Tensor, draw: torch.Tensor, index=None) -> to
     scratch = torch.empty(_CHUNK, dtype=torch.int64)
     for i in range(0, n, _CHUNK):
         j = min(n, i + _CHUNK)
-        z, t = out[i:j], scratch[:j - i]
+        z, t = out[i:j], scratch[: j - i]
         at = slice(i, j) if index is None else index[i:j]
-        torch.add(col[at], 1, out=z)                   # combine(base, col)
+        torch.add(col[at], 1, out=z)  # combine(base, col)
         z *= _S_GOLDEN
         z += b[at] if per_element else b
         _mix_(z, t)
-        torch.add(draw[i:j], 1, out=t)                 # combine(., draw)
+        torch.add(draw[i:j], 1, out=t)  # combine(., draw)
         t *= _S_GOLDEN
         z += t
         _mix_(z, t)
@@ -166,12 +170,12 @@ def uniform_int(r: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
 
 def uniform_float(r: torch.Tensor) -> torch.Tensor:
     """float64 uniform in ``[0, 1)`` from random words ``r`` (53 random bits)."""
-    return _srl(r, 11).to(torch.float64) * (2.0 ** -53)
+    return _srl(r, 11).to(torch.float64) * (2.0**-53)
 
 
 def exponential(r: torch.Tensor) -> torch.Tensor:
     """float64 unit exponentials from random words ``r`` (never 0, never inf)."""
-    u = (_srl(r, 11).to(torch.float64) + 0.5) * (2.0 ** -53)
+    u = (_srl(r, 11).to(torch.float64) + 0.5) * (2.0**-53)
     return -torch.log(u)
 
 
@@ -205,7 +209,7 @@ def count_table(dist: str, p: float, n=None) -> tuple:
     if dist == "geometric":
         out, j = [], 1
         while True:
-            t = math.floor(p ** j * one)
+            t = math.floor(p**j * one)
             if t <= 0:
                 return tuple(out)
             out.append(t)
@@ -213,10 +217,12 @@ def count_table(dist: str, p: float, n=None) -> tuple:
     if p >= 1.0:
         return (one,) * n
     lp, lq, lg = math.log(p), math.log1p(-p), math.lgamma(n + 1)
-    pmf = [math.exp(lg - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq)
-           for i in range(n + 1)]
+    pmf = [
+        math.exp(lg - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq)
+        for i in range(n + 1)
+    ]
     sf, acc = [0.0] * (n + 1), 0.0
-    for i in range(n, 0, -1):           # P(X >= i), the small terms added first
+    for i in range(n, 0, -1):  # P(X >= i), the small terms added first
         acc += pmf[i]
         sf[i] = acc
     out = [min(one, math.floor(sf[j] * one)) for j in range(1, n + 1)]
@@ -315,8 +321,10 @@ def batch_ptr(batch: torch.Tensor, copies: int) -> list:
     # the order check and the positions in one read-back (one host sync on a GPU)
     *ptr, unsorted = torch.cat([ptr, (batch[1:] < batch[:-1]).any().view(1)]).tolist()
     if unsorted:
-        raise RuntimeError("super-batch: ids are not grouped by mini-batch (an internal "
-                           "invariant of gsample.passes.super_batch)")
+        raise RuntimeError(
+            "super-batch: ids are not grouped by mini-batch (an internal "
+            "invariant of gsample.passes.super_batch)"
+        )
     return ptr
 
 
@@ -348,10 +356,10 @@ class BatchKeys:
     num_nodes: int
 
     @classmethod
-    def of(cls, seed: int, ordinal: int, first_batch: int, copies: int,
-           num_nodes: int) -> "BatchKeys":
-        return cls(tuple(op_key(seed, ordinal, first_batch + b) for b in range(copies)),
-                   num_nodes)
+    def of(
+        cls, seed: int, ordinal: int, first_batch: int, copies: int, num_nodes: int
+    ) -> BatchKeys:
+        return cls(tuple(op_key(seed, ordinal, first_batch + b) for b in range(copies)), num_nodes)
 
     @property
     def copies(self) -> int:
@@ -361,8 +369,9 @@ class BatchKeys:
         """The keys as int64 bits, shape (copies,)."""
         return torch.tensor([_signed(k) for k in self.keys], dtype=torch.int64, device=device)
 
-    def columns(self, ids: torch.Tensor, batch: Optional[torch.Tensor] = None,
-                ptr: Optional[list] = None) -> "ColumnKeys":
+    def columns(
+        self, ids: torch.Tensor, batch: torch.Tensor | None = None, ptr: list | None = None
+    ) -> ColumnKeys:
         """The keys of a frontier of encoded column ids ``ids`` (shape (C,)); ``batch``
         (``ids // num_nodes``) and ``ptr`` (its :func:`batch_ptr`) when already known."""
         if batch is None:
@@ -382,19 +391,23 @@ class ColumnKeys:
     the key ``keys[b]``.
     """
 
-    base: torch.Tensor          # (C,) int64 bits
-    position: torch.Tensor      # (C,)
-    ptr: list                   # (copies + 1,)
+    base: torch.Tensor  # (C,) int64 bits
+    position: torch.Tensor  # (C,)
+    ptr: list  # (copies + 1,)
     keys: tuple
 
-    def take(self, cols: torch.Tensor) -> "ColumnKeys":
+    def take(self, cols: torch.Tensor) -> ColumnKeys:
         """The keys of columns ``cols`` (indices into the frontier), in that order."""
         return ColumnKeys(self.base[cols], self.position[cols], self.ptr, self.keys)
 
     def words(self, col: torch.Tensor, draw: torch.Tensor) -> torch.Tensor:
         """Random words of columns ``col`` (indices into the frontier) and draws ``draw``."""
-        if col.device.type == "cpu" and col.dim() == 1 and col.shape == draw.shape \
-                and col.numel() > _CHUNK:
+        if (
+            col.device.type == "cpu"
+            and col.dim() == 1
+            and col.shape == draw.shape
+            and col.numel() > _CHUNK
+        ):
             return _hash_chunked(self.base, self.position, draw, index=col)
         return hash_tensor(self.base[col], self.position[col], draw)
 
@@ -415,24 +428,38 @@ class DeviceKey:
     first: int
     copies: int = 1
     num_nodes: int = 0
-    static: bool = False       # ``tensor`` is a view of its program's key buffer (the same
-                               # memory every call)
+    static: bool = False  # ``tensor`` is a view of its program's key buffer (the same
+    # memory every call)
 
     @classmethod
-    def of(cls, tensor, prefix: int, first: int, copies: int = 1, num_nodes: int = 0,
-           static: bool = False) -> "DeviceKey":
+    def of(
+        cls,
+        tensor,
+        prefix: int,
+        first: int,
+        copies: int = 1,
+        num_nodes: int = 0,
+        static: bool = False,
+    ) -> DeviceKey:
         """``DeviceKey(...)`` without the frozen dataclass's ``__init__`` (the runtime makes
         one per random op and call)."""
         obj = object.__new__(cls)
-        obj.__dict__.update(tensor=tensor, prefix=prefix, first=first, copies=copies,
-                            num_nodes=num_nodes, static=static)
+        obj.__dict__.update(
+            tensor=tensor,
+            prefix=prefix,
+            first=first,
+            copies=copies,
+            num_nodes=num_nodes,
+            static=static,
+        )
         return obj
 
     def host(self):
         if self.copies == 1 and self.num_nodes == 0:
             return combine(self.prefix, self.first)
-        return BatchKeys(tuple(combine(self.prefix, self.first + b) for b in range(self.copies)),
-                         self.num_nodes)
+        return BatchKeys(
+            tuple(combine(self.prefix, self.first + b) for b in range(self.copies)), self.num_nodes
+        )
 
 
 @dataclass(frozen=True)
@@ -451,7 +478,7 @@ class KeyRange:
     """
 
     keys: tuple
-    tensor: Optional[torch.Tensor] = None
+    tensor: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -461,13 +488,12 @@ class KeyRange:
         return tuple(k.host() if isinstance(k, DeviceKey) else k for k in self.keys)
 
     @classmethod
-    def of(cls, seed: int, ordinal: int, count: int, batch: int, batches=None) -> "KeyRange":
+    def of(cls, seed: int, ordinal: int, count: int, batch: int, batches=None) -> KeyRange:
         """Host keys of ordinals ``ordinal .. ordinal + count - 1`` (``batches``: a
         super-batch's ``(copies, num_nodes)``)."""
         if batches is None:
             return cls(tuple(op_key(seed, ordinal + i, batch) for i in range(count)))
-        return cls(tuple(BatchKeys.of(seed, ordinal + i, batch, *batches)
-                         for i in range(count)))
+        return cls(tuple(BatchKeys.of(seed, ordinal + i, batch, *batches) for i in range(count)))
 
 
 def key_prefix(seed: int, ordinal: int) -> int:

@@ -25,13 +25,14 @@ back anyway, once per call, and raises the first failure's exception then, befor
 result is returned. Ids checked that way are clamped into range first, so no kernel
 reads out of bounds while the flag is in flight.
 """
+
 from __future__ import annotations
 
 import contextlib
 import contextvars
 import numbers
 import os
-from typing import Callable, Union
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -56,8 +57,7 @@ class Deferred:
         """Raise the first failure whose flag read back True (``values``: the flags)."""
         for (flag, exc, message, details), hit in zip(self.failures, values):
             if hit:
-                raise exc(message(*[d.tolist() for d in details]) if callable(message)
-                          else message)
+                raise exc(message(*[d.tolist() for d in details]) if callable(message) else message)
 
 
 @contextlib.contextmanager
@@ -72,7 +72,7 @@ def deferred():
         _DEFERRED.reset(token)
 
 
-def fail_if(bad: torch.Tensor, exc: type, message: Union[str, Callable], *details) -> None:
+def fail_if(bad: torch.Tensor, exc: type, message: str | Callable, *details) -> None:
     """Raise ``exc(message)`` when the 0-dim bool tensor ``bad`` is True.
 
     ``message`` may be a function of the ``details`` (tensors, read back only on failure).
@@ -91,15 +91,16 @@ def read_back(scalars: list) -> list:
     together with every pending deferred check flag in one host synchronisation; the first
     failed check raises its error (before any value is returned)."""
     from gsample.formats.bounded import read_scalars
+
     record = _DEFERRED.get()
     flags = record.flags() if record is not None else []
     host = read_scalars(list(scalars) + flags)
-    hits = host[len(scalars):]
+    hits = host[len(scalars) :]
     if any(hits):
         record.raise_first(hits)
     if record is not None:
         record.failures.clear()
-    return host[:len(scalars)]
+    return host[: len(scalars)]
 
 
 def deferring(t: torch.Tensor) -> bool:
@@ -111,10 +112,15 @@ def not_complex(dtype, name: str, fix: str = "pass x.real or x.abs()") -> None:
     """Raise a TypeError naming ``name`` for a complex ``dtype`` (torch or NumPy): gsample's
     values are real, and a cast would drop the imaginary part with a warning only. ``fix``:
     what the message tells the caller to do."""
-    if (dtype.is_complex if isinstance(dtype, torch.dtype)
-            else np.issubdtype(dtype, np.complexfloating)):
-        raise TypeError(f"{name}: complex values (dtype {dtype}) are not supported; gsample's "
-                        f"edge values, probabilities and operands are real ({fix})")
+    if (
+        dtype.is_complex
+        if isinstance(dtype, torch.dtype)
+        else np.issubdtype(dtype, np.complexfloating)
+    ):
+        raise TypeError(
+            f"{name}: complex values (dtype {dtype}) are not supported; gsample's "
+            f"edge values, probabilities and operands are real ({fix})"
+        )
 
 
 def as_tensor(x, name: str, device) -> torch.Tensor:
@@ -122,25 +128,32 @@ def as_tensor(x, name: str, device) -> torch.Tensor:
     converted, tensors must be on ``device`` (complex and sparse tensors: TypeError)."""
     if isinstance(x, torch.Tensor):
         if x.layout != torch.strided:
-            raise TypeError(f"{name}: sparse tensors (layout {x.layout}) are not supported; "
-                            "pass a dense tensor (.to_dense())")
+            raise TypeError(
+                f"{name}: sparse tensors (layout {x.layout}) are not supported; "
+                "pass a dense tensor (.to_dense())"
+            )
         not_complex(x.dtype, name)
         if device is not None and x.device != torch.device(device):
-            raise ValueError(f"{name}: tensor is on {x.device} but the matrix is on {device}; "
-                             f"move it with .to({str(device)!r})")
+            raise ValueError(
+                f"{name}: tensor is on {x.device} but the matrix is on {device}; "
+                f"move it with .to({str(device)!r})"
+            )
         return x.contiguous()
     if isinstance(x, (list, tuple, range, np.ndarray)) or isinstance(x, numbers.Number):
         arr = np.asarray(x)
         if arr.dtype == object:
-            raise TypeError(f"{name}: cannot convert {type(x).__name__} to a tensor (its "
-                            "elements must all be numbers, integers within 64 bits)")
+            raise TypeError(
+                f"{name}: cannot convert {type(x).__name__} to a tensor (its "
+                "elements must all be numbers, integers within 64 bits)"
+            )
         not_complex(arr.dtype, name)
         return torch.as_tensor(arr, device=device)
     raise TypeError(f"{name}: expected a tensor, got {type(x).__name__}")
 
 
-def ids(x, name: str, num_nodes: int, device, *, allow_empty: bool = True,
-        check_range: bool = True) -> torch.Tensor:
+def ids(
+    x, name: str, num_nodes: int, device, *, allow_empty: bool = True, check_range: bool = True
+) -> torch.Tensor:
     """Check node ids: 1-D, integer, in ``[0, num_nodes)``; returns int64 (shape (n,)).
 
     ``check_range=False``: the conversions and host checks only (the caller's kernel checks
@@ -159,9 +172,13 @@ def ids(x, name: str, num_nodes: int, device, *, allow_empty: bool = True,
         return t
     lo, hi = torch.aminmax(t)
     fail_if(lo < 0, IndexError, lambda v: f"{name}: node id {v} is negative", lo)
-    fail_if(hi >= num_nodes, IndexError, lambda v: f"{name}: node id {v} is out of range for a "
-            f"graph of {num_nodes} nodes", hi)
-    if deferring(t):                    # nothing may read out of bounds before the flag is read
+    fail_if(
+        hi >= num_nodes,
+        IndexError,
+        lambda v: f"{name}: node id {v} is out of range for a graph of {num_nodes} nodes",
+        hi,
+    )
+    if deferring(t):  # nothing may read out of bounds before the flag is read
         t = t.clamp(0, max(num_nodes - 1, 0))
     return t
 
@@ -171,8 +188,12 @@ def unique_ids(t: torch.Tensor, name: str) -> None:
     if t.numel() > 1:
         s = torch.sort(t).values
         dup = s[1:] == s[:-1]
-        fail_if(dup.any(), ValueError, lambda v: f"{name}: node {v} appears more than once; "
-                "row ids must be unique", s[1:][torch.argmax(dup.to(torch.int8))])
+        fail_if(
+            dup.any(),
+            ValueError,
+            lambda v: f"{name}: node {v} appears more than once; row ids must be unique",
+            s[1:][torch.argmax(dup.to(torch.int8))],
+        )
 
 
 def count(k, name: str = "k", low: int = 0) -> int:
@@ -201,8 +222,10 @@ def fits(elements: int, bytes_each: int, device, name: str, what: str) -> None:
     need = elements * bytes_each
     have = memory_bytes(device)
     if need > have:
-        raise ValueError(f"{name}: {what} would need about {need:.3g} bytes, more than the "
-                         f"{torch.device(device).type} device's {have:.3g}")
+        raise ValueError(
+            f"{name}: {what} would need about {need:.3g} bytes, more than the "
+            f"{torch.device(device).type} device's {have:.3g}"
+        )
 
 
 def flag(x, name: str) -> bool:
@@ -237,8 +260,13 @@ def real(x, name: str, low: float = -float("inf"), high: float = float("inf")) -
     if not np.isfinite(v):
         raise ValueError(f"{name}: must be finite, got {x}")
     if not low <= v <= high:
-        what = (f">= {low}" if high == float("inf") else f"<= {high}" if low == -float("inf")
-                else f"in [{low}, {high}]")
+        what = (
+            f">= {low}"
+            if high == float("inf")
+            else f"<= {high}"
+            if low == -float("inf")
+            else f"in [{low}, {high}]"
+        )
         raise ValueError(f"{name}: must be {what}, got {x}")
     return v
 
@@ -249,8 +277,9 @@ def seed(x, name: str = "seed", none_ok: bool = False):
     if none_ok and x is None:
         return None
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Integral):
-        raise TypeError(f"{name}: must be an int{' or None' if none_ok else ''}, got "
-                        f"{type(x).__name__}")
+        raise TypeError(
+            f"{name}: must be an int{' or None' if none_ok else ''}, got {type(x).__name__}"
+        )
     return int(x)
 
 
@@ -258,25 +287,28 @@ def device(x, name: str = "device") -> torch.device:
     """A CPU or CUDA device, given as a ``torch.device``, its name or a GPU index; a CUDA
     device needs a GPU here (a RuntimeError naming ``name`` otherwise)."""
     if isinstance(x, bool) or not isinstance(x, (str, torch.device, int)):
-        raise TypeError(f"{name}: expected a torch.device or a device name ('cpu', 'cuda', "
-                        f"'cuda:0'), got {type(x).__name__}")
+        raise TypeError(
+            f"{name}: expected a torch.device or a device name ('cpu', 'cuda', "
+            f"'cuda:0'), got {type(x).__name__}"
+        )
     try:
         d = torch.device(x)
     except (RuntimeError, TypeError, ValueError):
-        raise ValueError(f"{name}: {x!r} is not a device; use 'cpu', 'cuda' or 'cuda:N'") \
-            from None
+        raise ValueError(f"{name}: {x!r} is not a device; use 'cpu', 'cuda' or 'cuda:N'") from None
     if d.type not in ("cpu", "cuda"):
         raise ValueError(f"{name}: gsample runs on 'cpu' or 'cuda' devices, got {str(d)!r}")
     if d.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError(f"{name}: {str(d)!r} needs a CUDA GPU, and "
-                           "torch.cuda.is_available() is False")
+        raise RuntimeError(
+            f"{name}: {str(d)!r} needs a CUDA GPU, and torch.cuda.is_available() is False"
+        )
     return d
 
 
 def axis(a) -> int:
     if isinstance(a, bool) or a not in (0, 1):
-        raise ValueError(f"axis: must be 0 (one value per column) or 1 (one value per row), "
-                         f"got {a!r}")
+        raise ValueError(
+            f"axis: must be 0 (one value per column) or 1 (one value per row), got {a!r}"
+        )
     return int(a)
 
 
@@ -284,20 +316,25 @@ def vector(v, name: str, length: int, device, what: str) -> torch.Tensor:
     """A dense vector with one value per ``what``; shape (length,) or (length, F)."""
     t = as_tensor(v, name, device)
     if t.dim() not in (1, 2) or t.shape[0] != length:
-        raise ValueError(f"{name}: expected one value per {what} (shape ({length},) or "
-                         f"({length}, F)), got shape {tuple(t.shape)}")
+        raise ValueError(
+            f"{name}: expected one value per {what} (shape ({length},) or "
+            f"({length}, F)), got shape {tuple(t.shape)}"
+        )
     return t
 
 
-def probabilities(p, name: str, length: int, device, what: str,
-                  values: bool = True) -> torch.Tensor:
+def probabilities(
+    p, name: str, length: int, device, what: str, values: bool = True
+) -> torch.Tensor:
     """Floating values of shape (length,); with ``values`` also finite and non-negative."""
     t = as_tensor(p, name, device)
     if not t.is_floating_point():
         raise TypeError(f"{name}: probabilities must be floating point, got dtype {t.dtype}")
     if t.dim() != 1 or t.shape[0] != length:
-        raise ValueError(f"{name}: expected one probability per {what} (shape ({length},)), "
-                         f"got shape {tuple(t.shape)}")
+        raise ValueError(
+            f"{name}: expected one probability per {what} (shape ({length},)), "
+            f"got shape {tuple(t.shape)}"
+        )
     if values:
         _finite_nonnegative(t, name)
     return t
@@ -309,21 +346,23 @@ def scalar_or_edges(x, name: str, nnz: int, device):
     if isinstance(x, (bool, np.bool_)):
         raise TypeError(f"{name}: expected a number or an edge-aligned tensor, got bool")
     if isinstance(x, numbers.Integral):
-        if not -2 ** 63 <= x < 2 ** 63:
-            raise ValueError(f"{name}: the integer {x} does not fit in int64; pass it as a "
-                             "float")
+        if not -(2**63) <= x < 2**63:
+            raise ValueError(f"{name}: the integer {x} does not fit in int64; pass it as a float")
         return int(x)
-    if isinstance(x, numbers.Real):     # NumPy scalars, fractions: as Python floats
+    if isinstance(x, numbers.Real):  # NumPy scalars, fractions: as Python floats
         return float(x)
     if isinstance(x, numbers.Complex):
-        raise TypeError(f"{name}: complex values ({x!r}) are not supported; gsample's edge "
-                        "values are real")
+        raise TypeError(
+            f"{name}: complex values ({x!r}) are not supported; gsample's edge values are real"
+        )
     t = as_tensor(x, name, device)
     if t.dim() == 0:
         return t
     if t.dim() not in (1, 2) or t.shape[0] != nnz:
-        raise ValueError(f"{name}: expected a scalar or one value per edge (shape ({nnz},) or "
-                         f"({nnz}, F)), got shape {tuple(t.shape)}")
+        raise ValueError(
+            f"{name}: expected a scalar or one value per edge (shape ({nnz},) or "
+            f"({nnz}, F)), got shape {tuple(t.shape)}"
+        )
     return t
 
 
@@ -339,6 +378,7 @@ def scalar_or_edges(x, name: str, nnz: int, device):
 # are in range by construction and are not checked again. Values (probabilities, operands)
 # are always checked: they may come from user data through any arithmetic.
 
+
 def check_cols(A, cols, trusted=(), in_kernel=(), **_):
     if "cols" in trusted:
         return {}
@@ -347,8 +387,9 @@ def check_cols(A, cols, trusted=(), in_kernel=(), **_):
 
 def _frontier_ids(A, cols, trusted, in_kernel):
     """A frontier's ids, converted; range-checked unless the op's kernel does it."""
-    return ids(cols, "cols", A.num_nodes, A.device, allow_empty=False,
-               check_range="cols" not in in_kernel)
+    return ids(
+        cols, "cols", A.num_nodes, A.device, allow_empty=False, check_range="cols" not in in_kernel
+    )
 
 
 def check_rows(A, rows, trusted=(), **_):
@@ -380,8 +421,10 @@ def check_broadcast(A, vector, axis, **_):
 
 def _scalar_values(A):
     if A.values is not None and A.values.dim() != 1:
-        raise ValueError(f"A: A @ D needs one value per edge; A has values of shape "
-                         f"{tuple(A.values.shape)} (reduce them to (E,) first)")
+        raise ValueError(
+            f"A: A @ D needs one value per edge; A has values of shape "
+            f"{tuple(A.values.shape)} (reduce them to (E,) first)"
+        )
 
 
 def check_spmm(A, dense, **_):
@@ -411,6 +454,7 @@ def _frontier(A, cols):
     a bounded frontier is read back first."""
     from gsample.formats.bounded import BoundedIds
     from gsample.formats.csc import gather_segments
+
     if isinstance(cols, BoundedIds):
         (n,) = read_back([cols.count])
         cols = cols.data[:n]
@@ -425,22 +469,29 @@ def edge_probs(p, indptr, cols) -> None:
     empty = (positive[ends] - positive[starts] == 0) & (ends > starts)
     if empty.numel():
         c = torch.argmax(empty.to(torch.int8))
-        fail_if(empty.any(), ValueError, lambda c, n: f"probs: column {c} (node {n}) has edges "
-                "but all its probabilities are zero", c, cols[c])
+        fail_if(
+            empty.any(),
+            ValueError,
+            lambda c, n: (
+                f"probs: column {c} (node {n}) has edges but all its probabilities are zero"
+            ),
+            c,
+            cols[c],
+        )
 
 
 def check_individual(A, probs=None, cols=None, trusted=(), in_kernel=(), **_):
     out = {}
     if cols is not None and "cols" not in trusted:
         cols = out["cols"] = _frontier_ids(A, cols, trusted, in_kernel)
-    if probs is None or "probs" in trusted:     # (trusted: checked with their alias tables)
+    if probs is None or "probs" in trusted:  # (trusted: checked with their alias tables)
         return out
     probs = out["probs"] = probabilities(probs, "probs", A.nnz, A.device, "edge", values=False)
-    if "probs" in in_kernel:        # the sampler's code checks the values (the CUDA backend's:
-        return out                  # with its draws, select.select_in_columns' ``nodes``)
+    if "probs" in in_kernel:  # the sampler's code checks the values (the CUDA backend's:
+        return out  # with its draws, select.select_in_columns' ``nodes``)
     if cols is None:
         p, indptr, cols = probs, A.indptr, A.global_cols()
-    else:                                   # fused op: check the frontier's edges only
+    else:  # fused op: check the frontier's edges only
         index, indptr, cols = _frontier(A, cols)
         p = probs[index]
     column_probs(p, indptr, cols)
@@ -465,8 +516,11 @@ def _finite_nonnegative(t, name):
     if t.numel():
         # one pass over t: a NaN makes both extremes NaN, an infinity one of them
         lo, hi = torch.aminmax(t)
-        fail_if(~(torch.isfinite(lo) & torch.isfinite(hi)), ValueError,
-                f"{name}: contains NaN or infinite values")
+        fail_if(
+            ~(torch.isfinite(lo) & torch.isfinite(hi)),
+            ValueError,
+            f"{name}: contains NaN or infinite values",
+        )
         fail_if(lo < 0, ValueError, lambda v: f"{name}: contains negative values (min {v})", lo)
 
 
@@ -480,8 +534,14 @@ def check_collective(A, node_probs=None, cols=None, trusted=(), in_kernel=(), **
         out["cols"] = _frontier_ids(A, cols, trusted, in_kernel)
     if node_probs is not None:
         # in_kernel: the sampler's kernel checks the values (finite, >= 0) itself
-        p = out["node_probs"] = probabilities(node_probs, "node_probs", A.num_rows, A.device,
-                                              "row", values="node_probs" not in in_kernel)
+        p = out["node_probs"] = probabilities(
+            node_probs,
+            "node_probs",
+            A.num_rows,
+            A.device,
+            "row",
+            values="node_probs" not in in_kernel,
+        )
         # the fused A[:, cols].collective_sample checks this in its host code, before its
         # draws (choose_rows): here it would gather the frontier's edges a second time
         if cols is None and A.nnz:
@@ -491,8 +551,10 @@ def check_collective(A, node_probs=None, cols=None, trusted=(), in_kernel=(), **
 
 def _whole_graph(A, what: str) -> None:
     if A.row_ids is not None or A.col_ids is not None:
-        raise ValueError(f"A: {what} needs the whole graph (a matrix whose rows and columns "
-                         "are all nodes), not a sub-matrix; walk on the graph itself")
+        raise ValueError(
+            f"A: {what} needs the whole graph (a matrix whose rows and columns "
+            "are all nodes), not a sub-matrix; walk on the graph itself"
+        )
 
 
 def check_alias_table(A, probs, **_):
@@ -506,20 +568,32 @@ def check_alias_table(A, probs, **_):
     return {"probs": p}
 
 
-def check_random_walk(A, seeds, alias=None, length=0, p=1.0, q=1.0, stop_prob=0.0,
-                      restart_prob=0.0, jump_prob=0.0, trusted=(), **_):
+def check_random_walk(
+    A,
+    seeds,
+    alias=None,
+    length=0,
+    p=1.0,
+    q=1.0,
+    stop_prob=0.0,
+    restart_prob=0.0,
+    jump_prob=0.0,
+    trusted=(),
+    **_,
+):
     """``A.random_walk``: the whole graph, seeds in range, the step probabilities summing to
     at most 1 (``alias``, made by the ``alias_table`` op from checked weights, is not
     re-checked)."""
     _whole_graph(A, "random_walk")
     total = stop_prob + restart_prob + jump_prob
     if total > 1.0 + 1e-12:
-        raise ValueError(f"stop_prob, restart_prob, jump_prob: must sum to at most 1, got "
-                         f"{stop_prob} + {restart_prob} + {jump_prob} = {total}")
-    if length >= 1 << 31:               # a step's draws are numbered step * 2**32 + slot
+        raise ValueError(
+            f"stop_prob, restart_prob, jump_prob: must sum to at most 1, got "
+            f"{stop_prob} + {restart_prob} + {jump_prob} = {total}"
+        )
+    if length >= 1 << 31:  # a step's draws are numbered step * 2**32 + slot
         raise ValueError(f"length: must be < 2**31, got {length}")
-    fits(len(seeds) * (length + 1), 8, A.device, "length", f"{len(seeds)} walks of {length} "
-         "steps")
+    fits(len(seeds) * (length + 1), 8, A.device, "length", f"{len(seeds)} walks of {length} steps")
     if "seeds" in trusted:
         return {}
     return {"seeds": ids(seeds, "seeds", A.num_nodes, A.device)}
@@ -529,8 +603,7 @@ def check_fused_walk(A, seeds, length=0, trusted=(), **_):
     """A fused ``gs.walk`` (``fused_walk``): the whole graph and seeds in range (the ids its
     steps compute are checked where its body reads them)."""
     _whole_graph(A, "gs.walk")
-    fits(len(seeds) * (length + 1), 8, A.device, "length", f"{len(seeds)} walks of {length} "
-         "steps")
+    fits(len(seeds) * (length + 1), 8, A.device, "length", f"{len(seeds)} walks of {length} steps")
     if "seeds" in trusted:
         return {}
     return {"seeds": ids(seeds, "seeds", A.num_nodes, A.device)}
@@ -552,29 +625,43 @@ def check_from_neighbors(A, cols, neighbors, values=None, trusted=(), **_):
     _whole_graph(A, "from_neighbors")
     out = {} if "cols" in trusted else {"cols": ids(cols, "cols", A.num_nodes, A.device)}
     c = out.get("cols", cols)
-    C = c.shape[0] if isinstance(c, torch.Tensor) else None   # a trusted frontier may be bounded
+    C = c.shape[0] if isinstance(c, torch.Tensor) else None  # a trusted frontier may be bounded
     t = as_tensor(neighbors, "neighbors", A.device)
     if t.dtype == torch.bool or t.dtype not in _INT_DTYPES:
         raise TypeError(f"neighbors: node ids must be an integer tensor, got dtype {t.dtype}")
     if t.dim() != 2 or (C is not None and t.shape[0] != C):
-        raise ValueError(f"neighbors: expected one row of ids per column (shape ({C}, K)), "
-                         f"got shape {tuple(t.shape)}")
+        raise ValueError(
+            f"neighbors: expected one row of ids per column (shape ({C}, K)), "
+            f"got shape {tuple(t.shape)}"
+        )
     if "neighbors" not in trusted:
         t = t.to(torch.int64)
         if t.numel():
             lo, hi = torch.aminmax(t)
-            fail_if(lo < -1, IndexError, lambda v: f"neighbors: node id {v} is negative "
-                    "(-1 is the padding)", lo)
-            fail_if(hi >= A.num_nodes, IndexError, lambda v: f"neighbors: node id {v} is out "
-                    f"of range for a graph of {A.num_nodes} nodes", hi)
+            fail_if(
+                lo < -1,
+                IndexError,
+                lambda v: f"neighbors: node id {v} is negative (-1 is the padding)",
+                lo,
+            )
+            fail_if(
+                hi >= A.num_nodes,
+                IndexError,
+                lambda v: (
+                    f"neighbors: node id {v} is out of range for a graph of {A.num_nodes} nodes"
+                ),
+                hi,
+            )
         out["neighbors"] = t
     if values is not None:
         v = as_tensor(values, "values", A.device)
         if not v.is_floating_point():
             raise TypeError(f"values: must be floating point, got dtype {v.dtype}")
         if tuple(v.shape) != tuple(t.shape):
-            raise ValueError(f"values: expected one value per entry of neighbors (shape "
-                             f"{tuple(t.shape)}), got shape {tuple(v.shape)}")
+            raise ValueError(
+                f"values: expected one value per entry of neighbors (shape "
+                f"{tuple(t.shape)}), got shape {tuple(v.shape)}"
+            )
         out["values"] = v
     return out
 
@@ -585,8 +672,9 @@ def check_filter_edges(A, keep, **_):
     if t.dtype != torch.bool:
         raise TypeError(f"keep: must be a bool tensor (one flag per edge), got dtype {t.dtype}")
     if t.dim() != 1 or t.shape[0] != A.nnz:
-        raise ValueError(f"keep: expected one flag per edge (shape ({A.nnz},)), got shape "
-                         f"{tuple(t.shape)}")
+        raise ValueError(
+            f"keep: expected one flag per edge (shape ({A.nnz},)), got shape {tuple(t.shape)}"
+        )
     return {"keep": t}
 
 

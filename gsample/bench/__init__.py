@@ -34,9 +34,31 @@ command), a PNG per workload, and the README table (``scripts/bench_table.py``).
 The samplers and baselines are the repository's ``examples/`` and ``benchmarks/``, imported
 by path: the harness needs a source checkout (or ``$GSAMPLE_REPO``), not an installed wheel.
 """
+
 from gsample.bench.cli import main, parse, run
 from gsample.bench.report import RESULT_PATTERN, readme_table, table_lines
-from gsample.bench.workloads import ALL_WORKLOADS, WALKS, WEIGHTED, HarnessError, Mode, make_modes, workload
+from gsample.bench.workloads import (
+    ALL_WORKLOADS,
+    WALKS,
+    WEIGHTED,
+    HarnessError,
+    Mode,
+    make_modes,
+    workload,
+)
 
-__all__ = ["main", "parse", "run", "RESULT_PATTERN", "readme_table", "table_lines",
-           "ALL_WORKLOADS", "WALKS", "WEIGHTED", "HarnessError", "Mode", "make_modes", "workload"]
+__all__ = [
+    "ALL_WORKLOADS",
+    "RESULT_PATTERN",
+    "WALKS",
+    "WEIGHTED",
+    "HarnessError",
+    "Mode",
+    "main",
+    "make_modes",
+    "parse",
+    "readme_table",
+    "run",
+    "table_lines",
+    "workload",
+]

@@ -1,4 +1,5 @@
 """``python -m gsample.bench``: see :mod:`gsample.bench`."""
+
 import sys
 
 from gsample.bench import main

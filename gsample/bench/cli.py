@@ -1,4 +1,5 @@
 """``python -m gsample.bench``: options, the graph, and the run of every workload."""
+
 from __future__ import annotations
 
 import argparse
@@ -14,23 +15,40 @@ import traceback
 import torch
 
 import gsample as gs
-
 from gsample.bench import measure, peers, report
-from gsample.bench.workloads import (ALL_WORKLOADS, DESIGN_IDS, MODE_KEYS, WALKS, HarnessError, Mode,
-                        agreement_of, count, draw, host_count, import_repo, make_modes,
-                        repo_root, workload)
+from gsample.bench.workloads import (
+    ALL_WORKLOADS,
+    DESIGN_IDS,
+    MODE_KEYS,
+    WALKS,
+    HarnessError,
+    Mode,
+    agreement_of,
+    count,
+    draw,
+    host_count,
+    import_repo,
+    make_modes,
+    repo_root,
+    workload,
+)
 
 PEER_KEYS = ("plain", "torch_cluster", "pyg", "dgl")
 #: the modes --slow-batches times on a prefix of the epoch
 SLOW_MODES = ("gsample eager", "compiled, torch backend")
 BYTES_PER_EDGE, BYTES_PER_STEP = 16, 32
-BYTE_MODEL = ("sampled edge: its 8-byte row id gathered + 8-byte id written; walk step: 2 "
-              "indptr reads + 1 row read + 1 id written (8 bytes each); candidates scanned but "
-              "not kept are ignored, so the bound is loose")
+BYTE_MODEL = (
+    "sampled edge: its 8-byte row id gathered + 8-byte id written; walk step: 2 "
+    "indptr reads + 1 row read + 1 id written (8 bytes each); candidates scanned but "
+    "not kept are ignored, so the bound is loose"
+)
 NOTREDAME = "web-NotreDame.txt.gz"
 #: default --batches: epochs capped (and scaled to the full epoch) where a mode is slow
-CAPS = {"quick": ["pass=8"], "cpu": ["pass=40"],
-        "cuda": ["fastgcn=96", "shadow=96", "pass=96", "deepwalk=48", "node2vec=48"]}
+CAPS = {
+    "quick": ["pass=8"],
+    "cpu": ["pass=40"],
+    "cuda": ["fastgcn=96", "shadow=96", "pass=96", "deepwalk=48", "node2vec=48"],
+}
 
 
 def _positive(x, zero_ok=False):
@@ -52,8 +70,7 @@ def _super(x):
     try:
         return _positive(x)
     except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"must be 'auto' or an integer >= 1, got {x!r}") \
-            from None
+        raise argparse.ArgumentTypeError(f"must be 'auto' or an integer >= 1, got {x!r}") from None
 
 
 def _cap(x):
@@ -64,8 +81,9 @@ def _cap(x):
     except argparse.ArgumentTypeError:
         ok = False
     if not ok:
-        raise argparse.ArgumentTypeError(f"expected WORKLOAD=N (WORKLOAD one of "
-                                         f"{', '.join(ALL_WORKLOADS)}; N >= 1), got {x!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected WORKLOAD=N (WORKLOAD one of {', '.join(ALL_WORKLOADS)}; N >= 1), got {x!r}"
+        )
     return x
 
 
@@ -97,8 +115,9 @@ class _GraphOption(argparse.Action):
 def _name(x):
     """An argparse ``type``: a file-name prefix (letters, digits, ``_``, ``-``, ``.``)."""
     if not re.fullmatch(r"[\w.-]+", x) or x in (".", ".."):
-        raise argparse.ArgumentTypeError(f"must be a file-name prefix (letters, digits, _ - "
-                                         f"and .; no path), got {x!r}")
+        raise argparse.ArgumentTypeError(
+            f"must be a file-name prefix (letters, digits, _ - and .; no path), got {x!r}"
+        )
     return x
 
 
@@ -118,58 +137,121 @@ def _file(x):
 
 def parser():
     """The harness's argparse parser (``python -m gsample.bench --help``)."""
-    p = argparse.ArgumentParser(prog="python -m gsample.bench",
-                                description="One benchmark harness: every workload of DESIGN "
-                                            "§8 beside its peers and the gather bound.")
+    p = argparse.ArgumentParser(
+        prog="python -m gsample.bench",
+        description="One benchmark harness: every workload of DESIGN "
+        "§8 beside its peers and the gather bound.",
+    )
     p.add_argument("--workloads", nargs="+", choices=ALL_WORKLOADS, default=list(ALL_WORKLOADS))
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu",
-                   choices=("cpu", "cuda"))
-    p.add_argument("--graph", default=None, action=_GraphOption,
-                   help="rmat:NODES:EDGES (generated on the device, seed 0), a SNAP edge list, "
-                        "or cora (default: GPU rmat:2400000:120000000; CPU $GSAMPLE_DATA or "
-                        f"../shared/data/{NOTREDAME}, else rmat:300000:3000000; --quick "
-                        "rmat:20000:200000)")
-    p.add_argument("--seeds", type=_positive, default=None,
-                   help="seeds per epoch (default GPU 196608, CPU 10240, --quick 2048)")
-    p.add_argument("--batch-size", type=_positive, default=None,
-                   help="seeds per mini-batch (default 512; walks 1024; PASS 64)")
-    p.add_argument("--batches", nargs="*", type=_cap, default=None, metavar="WORKLOAD=N",
-                   help="cap a workload's epoch at N mini-batches; its times are also "
-                        f"reported scaled to the full epoch (default {CAPS})")
-    p.add_argument("--super-batch", nargs="+", type=_super, default=None,
-                   help="mini-batches per super-batch, a mode each; an int or auto "
-                        "(default GPU 16 64, CPU 8, --quick 4)")
-    p.add_argument("--repeats", type=_positive, default=None,
-                   help="timed epochs (default 5; --quick 3)")
+    p.add_argument(
+        "--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=("cpu", "cuda")
+    )
+    p.add_argument(
+        "--graph",
+        default=None,
+        action=_GraphOption,
+        help="rmat:NODES:EDGES (generated on the device, seed 0), a SNAP edge list, "
+        "or cora (default: GPU rmat:2400000:120000000; CPU $GSAMPLE_DATA or "
+        f"../shared/data/{NOTREDAME}, else rmat:300000:3000000; --quick "
+        "rmat:20000:200000)",
+    )
+    p.add_argument(
+        "--seeds",
+        type=_positive,
+        default=None,
+        help="seeds per epoch (default GPU 196608, CPU 10240, --quick 2048)",
+    )
+    p.add_argument(
+        "--batch-size",
+        type=_positive,
+        default=None,
+        help="seeds per mini-batch (default 512; walks 1024; PASS 64)",
+    )
+    p.add_argument(
+        "--batches",
+        nargs="*",
+        type=_cap,
+        default=None,
+        metavar="WORKLOAD=N",
+        help="cap a workload's epoch at N mini-batches; its times are also "
+        f"reported scaled to the full epoch (default {CAPS})",
+    )
+    p.add_argument(
+        "--super-batch",
+        nargs="+",
+        type=_super,
+        default=None,
+        help="mini-batches per super-batch, a mode each; an int or auto "
+        "(default GPU 16 64, CPU 8, --quick 4)",
+    )
+    p.add_argument(
+        "--repeats", type=_positive, default=None, help="timed epochs (default 5; --quick 3)"
+    )
     p.add_argument("--walk-length", type=_positive, default=80)
-    p.add_argument("--modes", nargs="*", choices=MODE_KEYS, default=list(MODE_KEYS),
-                   help="gsample modes: eager, compiled on the torch / cuda backend, super")
-    p.add_argument("--peers", nargs="*", choices=PEER_KEYS, default=None,
-                   help="peers to run where they can (default all)")
-    p.add_argument("--torch-cluster-sdist", type=_file, default=None,
-                   help="torch_cluster's sdist, built when torch_cluster does not import "
-                        "(default $GSAMPLE_TORCH_CLUSTER_SDIST or .whl/torch_cluster-*.tar.gz; "
-                        "--quick: only when given)")
-    p.add_argument("--torch-cluster-node2vec", action="store_true",
-                   help="on CUDA, run torch_cluster's node2vec too "
-                        "(see gsample.bench.peers.CLUSTER_NODE2VEC_CUDA)")
-    p.add_argument("--slow-batches", type=_positive, default=None,
-                   help="time 'gsample eager' and 'compiled, torch backend' (the torch code, "
-                        "10-100x slower than the kernels on a GPU) over the epoch's first N "
-                        "mini-batches only, scaled to the epoch (default 16 on a GPU, all "
-                        "on the CPU)")
-    p.add_argument("--profile-batches", type=functools.partial(_positive, zero_ok=True), default=8,
-                   help="mini-batches profiled per mode on a GPU (kernels, syncs)")
-    p.add_argument("--threads", type=_positive, default=None,
-                   help="torch's CPU threads (default torch's own; 1 keeps a shared, loaded "
-                        "machine from slowing small ops down many times over)")
-    p.add_argument("--no-cpu-check", action="store_true",
-                   help="on CUDA, skip the CPU draw the modes are also compared with")
-    p.add_argument("--quick", action="store_true",
-                   help="CI set: a small generated graph, few mini-batches, 3 repeats")
+    p.add_argument(
+        "--modes",
+        nargs="*",
+        choices=MODE_KEYS,
+        default=list(MODE_KEYS),
+        help="gsample modes: eager, compiled on the torch / cuda backend, super",
+    )
+    p.add_argument(
+        "--peers",
+        nargs="*",
+        choices=PEER_KEYS,
+        default=None,
+        help="peers to run where they can (default all)",
+    )
+    p.add_argument(
+        "--torch-cluster-sdist",
+        type=_file,
+        default=None,
+        help="torch_cluster's sdist, built when torch_cluster does not import "
+        "(default $GSAMPLE_TORCH_CLUSTER_SDIST or .whl/torch_cluster-*.tar.gz; "
+        "--quick: only when given)",
+    )
+    p.add_argument(
+        "--torch-cluster-node2vec",
+        action="store_true",
+        help="on CUDA, run torch_cluster's node2vec too "
+        "(see gsample.bench.peers.CLUSTER_NODE2VEC_CUDA)",
+    )
+    p.add_argument(
+        "--slow-batches",
+        type=_positive,
+        default=None,
+        help="time 'gsample eager' and 'compiled, torch backend' (the torch code, "
+        "10-100x slower than the kernels on a GPU) over the epoch's first N "
+        "mini-batches only, scaled to the epoch (default 16 on a GPU, all "
+        "on the CPU)",
+    )
+    p.add_argument(
+        "--profile-batches",
+        type=functools.partial(_positive, zero_ok=True),
+        default=8,
+        help="mini-batches profiled per mode on a GPU (kernels, syncs)",
+    )
+    p.add_argument(
+        "--threads",
+        type=_positive,
+        default=None,
+        help="torch's CPU threads (default torch's own; 1 keeps a shared, loaded "
+        "machine from slowing small ops down many times over)",
+    )
+    p.add_argument(
+        "--no-cpu-check",
+        action="store_true",
+        help="on CUDA, skip the CPU draw the modes are also compared with",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="CI set: a small generated graph, few mini-batches, 3 repeats",
+    )
     p.add_argument("--no-plots", action="store_true")
-    p.add_argument("--out", type=_out_dir, default=None,
-                   help="a directory (default <repo>/benchmarks/results)")
+    p.add_argument(
+        "--out", type=_out_dir, default=None, help="a directory (default <repo>/benchmarks/results)"
+    )
     p.add_argument("--name", type=_name, default="bench", help="the record's file name prefix")
     return p
 
@@ -182,12 +264,19 @@ def parse(argv=None, **defaults):
     args.argv = list(sys.argv[1:] if argv is None else argv)
     gpu = args.device == "cuda"
     shared = gs.datasets.default_data_path(NOTREDAME)
-    args.graph = args.graph or ("rmat:20000:200000" if args.quick else
-                                "rmat:2400000:120000000" if gpu else
-                                shared if os.path.exists(shared) else "rmat:300000:3000000")
+    args.graph = args.graph or (
+        "rmat:20000:200000"
+        if args.quick
+        else "rmat:2400000:120000000"
+        if gpu
+        else shared
+        if os.path.exists(shared)
+        else "rmat:300000:3000000"
+    )
     args.seeds = args.seeds or (2048 if args.quick else 196_608 if gpu else 10_240)
-    caps = args.batches if args.batches is not None else \
-        CAPS["quick" if args.quick else args.device]
+    caps = (
+        args.batches if args.batches is not None else CAPS["quick" if args.quick else args.device]
+    )
     try:
         args.caps = {k: int(v) for k, v in (c.split("=") for c in caps)}
         assert set(args.caps) <= set(ALL_WORKLOADS) and min(args.caps.values(), default=1) > 0
@@ -214,12 +303,12 @@ def load_graph(spec: str, device):
         n, e = int(n), int(e)
         try:
             return gs.datasets.rmat(n, e, seed=0, device=device), f"rmat{n}x{e}"
-        except ValueError as err:           # a size that cannot be allocated, by name
+        except ValueError as err:  # a size that cannot be allocated, by name
             raise HarnessError(f"--graph {spec}: {err}") from None
     if spec == "cora":
         try:
             return gs.datasets.cora(device=device)[0], "cora"
-        except FileNotFoundError as err:       # $GSAMPLE_DATA/cora.npz, by path
+        except FileNotFoundError as err:  # $GSAMPLE_DATA/cora.npz, by path
             raise HarnessError(f"--graph cora: {err}") from None
     return gs.datasets.read_snap(spec).to(device), pathlib.Path(spec).name.split(".")[0]
 
@@ -238,8 +327,9 @@ def _profile(what, w, seeds, batches, device, args):
     if isinstance(what, Mode):
         size = what.options.get("super_batch")
         n = max(size if isinstance(size, int) else 1, args.profile_batches)
-        loader = gs.DataLoader(w.G, what.sampler, seeds[:n * w.batch_size], w.batch_size,
-                               seed=0, **what.options)
+        loader = gs.DataLoader(
+            w.G, what.sampler, seeds[: n * w.batch_size], w.batch_size, seed=0, **what.options
+        )
         run = measure.loader_epoch(loader, device, lambda o: 0)
     elif what.sample is not None:
         n = min(args.profile_batches, len(batches))
@@ -254,8 +344,8 @@ def run_workload(name, A, device, seeds, args, baselines, modes_fn, extra, cpu_g
     """Check that the modes of workload ``name`` draw the same samples, then time
     each mode and each peer that runs here; returns the record's entry of the workload."""
     w = workload(name, A, args.batch_size, args.walk_length)
-    full = seeds[:args.seeds // w.batch_size * w.batch_size]
-    epoch = full[:args.caps[name] * w.batch_size] if name in args.caps else full
+    full = seeds[: args.seeds // w.batch_size * w.batch_size]
+    epoch = full[: args.caps[name] * w.batch_size] if name in args.caps else full
     if epoch.numel() < w.batch_size or w.batch_size <= 0:
         raise HarnessError(f"{name}: fewer seeds than one mini-batch ({w.batch_size})")
     scale = full.numel() / epoch.numel()
@@ -263,42 +353,56 @@ def run_workload(name, A, device, seeds, args, baselines, modes_fn, extra, cpu_g
     more = {}
     if device.type == "cuda" and cpu_graph is not None and "gsample eager" in modes:
         wc = workload(name, cpu_graph(), args.batch_size, args.walk_length)
-        more["gsample eager on the CPU"] = draw(wc, make_modes(wc, torch.device("cpu"), [],
-                                                                ("eager",))["gsample eager"],
-                                                 epoch.cpu())
+        more["gsample eager on the CPU"] = draw(
+            wc, make_modes(wc, torch.device("cpu"), [], ("eager",))["gsample eager"], epoch.cpu()
+        )
     last = list(modes)[-1]
     more[f"{last}, drawn again"] = draw(w, modes[last], epoch)
     log(f"{name}: agreement of {len(modes) + len(more)} draws")
     agree = agreement_of(w, modes, epoch, more)
     need = w.required_agreement()
-    entry = {"design": DESIGN_IDS[name], "unit": w.unit, "batch_size": w.batch_size,
-             "batches": -(-epoch.numel() // w.batch_size), "epoch_scale": scale,
-             "kwargs": {k: v for k, v in w.kw.items() if not torch.is_tensor(v)},
-             "agreement": agree, "agreement_required": need,
-             "agreement_ok": all(v >= need for v in agree.values()), "modes": {}}
+    entry = {
+        "design": DESIGN_IDS[name],
+        "unit": w.unit,
+        "batch_size": w.batch_size,
+        "batches": -(-epoch.numel() // w.batch_size),
+        "epoch_scale": scale,
+        "kwargs": {k: v for k, v in w.kw.items() if not torch.is_tensor(v)},
+        "agreement": agree,
+        "agreement_required": need,
+        "agreement_ok": all(v >= need for v in agree.values()),
+        "modes": {},
+    }
     for label, mode in modes.items():
         log(f"{name}: {label}")
         part = epoch
         if args.slow_batches and label in SLOW_MODES:
-            part = epoch[:args.slow_batches * w.batch_size]
+            part = epoch[: args.slow_batches * w.batch_size]
         loader = gs.DataLoader(w.G, mode.sampler, part, w.batch_size, seed=0, **mode.options)
-        row = measure.measure(measure.loader_epoch(loader, device, count, host_count),
-                              args.repeats, device)
-        if part.numel() < epoch.numel():        # timed on a prefix: scaled to the epoch
+        row = measure.measure(
+            measure.loader_epoch(loader, device, count, host_count), args.repeats, device
+        )
+        if part.numel() < epoch.numel():  # timed on a prefix: scaled to the epoch
             row = measure.scaled(row, epoch.numel() / part.numel())
         if mode.options.get("super_batch") == "auto":
             row["super_batch_size"] = loader.super_batch_size
-        entry["modes"][label] = {"kind": mode.kind, **row,
-                                 **_profile(mode, w, epoch, None, device, args)}
+        entry["modes"][label] = {
+            "kind": mode.kind,
+            **row,
+            **_profile(mode, w, epoch, None, device, args),
+        }
     batches = measure.batch_list(w.G, epoch, w.batch_size)
     found, entry["peers_not_run"] = peers.build(w, batches, device, args, baselines)
     for label, peer in found.items():
         log(f"{name}: {label}")
         peer.check(batches[0])
         row = measure.measure(peer.run, args.repeats, device)
-        entry["modes"][label] = {"kind": "plain" if label == "plain PyTorch" else "peer",
-                                 "note": peer.note, **row,
-                                 **_profile(peer, w, epoch, batches, device, args)}
+        entry["modes"][label] = {
+            "kind": "plain" if label == "plain PyTorch" else "peer",
+            "note": peer.note,
+            **row,
+            **_profile(peer, w, epoch, batches, device, args),
+        }
     for r in entry["modes"].values():
         r["epoch_s_full"] = r["epoch_s_median"] * scale
     if extra:
@@ -309,12 +413,15 @@ def run_workload(name, A, device, seeds, args, baselines, modes_fn, extra, cpu_g
 def add_bound(entry, walk: bool, gather_gbps: float):
     """Bound seconds = bytes the sampler must touch (:data:`BYTE_MODEL`) / the measured
     random-gather bandwidth, from the first gsample mode's units (all draw the same)."""
-    units = next(r["units"] for r in entry["modes"].values() if r["kind"] not in ("plain",
-                                                                                  "peer"))
+    units = next(r["units"] for r in entry["modes"].values() if r["kind"] not in ("plain", "peer"))
     per = BYTES_PER_STEP if walk else BYTES_PER_EDGE
     bound = units * per / (gather_gbps * 1e9)
-    entry["bound"] = {"bytes": units * per, "bytes_per_unit": per,
-                      "gather_GB_per_s": gather_gbps, "epoch_s": bound}
+    entry["bound"] = {
+        "bytes": units * per,
+        "bytes_per_unit": per,
+        "gather_GB_per_s": gather_gbps,
+        "epoch_s": bound,
+    }
     for r in entry["modes"].values():
         r["x_bound"] = r["epoch_s_median"] / bound if bound else None
 
@@ -330,6 +437,7 @@ def run(args, modes=None, extra=None) -> dict:
 
     def log(msg):
         print(f"[{time.perf_counter() - start:6.1f} s] {msg}", file=sys.stderr, flush=True)
+
     root = repo_root()
     baselines = import_repo(root)
     if args.threads:
@@ -342,29 +450,51 @@ def run(args, modes=None, extra=None) -> dict:
     load_s, (A, tag) = measure.timed(lambda: load_graph(args.graph, device), device)
     log(f"graph {args.graph}: {A.num_nodes:,} nodes, {A.num_edges:,} edges in {load_s:.1f} s")
     n_src = 1 << 26 if device.type == "cuda" else (1 << 20 if args.quick else 1 << 24)
-    gather = measure.gather_bandwidth(device, n_src, n_src // 4, torch.int64,
-                                      repeats=3 if args.quick else 10)
+    gather = measure.gather_bandwidth(
+        device, n_src, n_src // 4, torch.int64, repeats=3 if args.quick else 10
+    )
     log(f"random gather int64: {gather['GB_per_s']:.2f} GB/s")
     perm = torch.randperm(A.num_nodes, generator=torch.Generator().manual_seed(0)).to(device)
     cpu_graph = None if args.no_cpu_check else functools.lru_cache(lambda: A.to("cpu"))
     out = pathlib.Path(args.out) if args.out else root / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
-    record = report.new_record(args, device, A, root, graph_load_s=load_s, random_gather=gather,
-                               byte_model={"bytes_per_sampled_edge": BYTES_PER_EDGE,
-                                           "bytes_per_walk_step": BYTES_PER_STEP,
-                                           "note": BYTE_MODEL},
-                               load_avg_start=measure.load_average())
+    record = report.new_record(
+        args,
+        device,
+        A,
+        root,
+        graph_load_s=load_s,
+        random_gather=gather,
+        byte_model={
+            "bytes_per_sampled_edge": BYTES_PER_EDGE,
+            "bytes_per_walk_step": BYTES_PER_STEP,
+            "note": BYTE_MODEL,
+        },
+        load_avg_start=measure.load_average(),
+    )
     stem = f"{args.name}_{tag}_{device.type}_{record['stamp']}"
     path = out / f"{stem}.json"
     for name in args.workloads:
         try:
-            entry = run_workload(name, A, device, perm, args, baselines, modes or default_modes,
-                                 extra, cpu_graph, log)
+            entry = run_workload(
+                name,
+                A,
+                device,
+                perm,
+                args,
+                baselines,
+                modes or default_modes,
+                extra,
+                cpu_graph,
+                log,
+            )
             add_bound(entry, name in WALKS, gather["GB_per_s"])
             if not entry["agreement_ok"]:
-                record["failures"].append(f"{name}: draws disagree: {entry['agreement']} "
-                                          f"(required >= {entry['agreement_required']})")
-        except Exception as e:                     # recorded, then the run fails
+                record["failures"].append(
+                    f"{name}: draws disagree: {entry['agreement']} "
+                    f"(required >= {entry['agreement_required']})"
+                )
+        except Exception as e:  # recorded, then the run fails
             entry = {"error": repr(e), "traceback": traceback.format_exc()}
             record["failures"].append(f"{name}: {e!r}")
             log(f"{name}: FAILED {e!r}")
@@ -390,7 +520,7 @@ def main(argv=None, modes=None, extra=None, **defaults) -> int:
     run."""
     try:
         args = parse(argv, **defaults)
-    except SystemExit as e:           # argparse refused an option (it said why) or --help
+    except SystemExit as e:  # argparse refused an option (it said why) or --help
         return e.code if isinstance(e.code, int) else 2
     try:
         record = run(args, modes=modes, extra=extra)

@@ -9,6 +9,7 @@ those whose count reads the device (walk tensors) are kept and counted after the
 stops. (Keeping a whole epoch of LADIES's blocks alive cost its one-at-a-time epoch ~10%:
 the caching allocator no longer recycles a batch's blocks for the next; H100, 2026-11-26.)
 """
+
 from __future__ import annotations
 
 import os
@@ -66,8 +67,9 @@ def host_loop_ms(iterations: int = 200_000) -> float:
     return (time.perf_counter() - start) * 1e3 * 1_000_000 / iterations
 
 
-def gather_bandwidth(device, src_elems: int, idx_elems: int, dtype=torch.int64,
-                     repeats: int = 10) -> dict:
+def gather_bandwidth(
+    device, src_elems: int, idx_elems: int, dtype=torch.int64, repeats: int = 10
+) -> dict:
     """Random-gather bandwidth of ``device``: GB/s of ``x[idx]``.
 
     Parameters
@@ -96,7 +98,7 @@ def gather_bandwidth(device, src_elems: int, idx_elems: int, dtype=torch.int64,
     x = torch.arange(src_elems, device=device).to(dtype)
     idx = torch.randint(0, src_elems, (idx_elems,), device=device, generator=g)
     out = torch.empty(idx_elems, dtype=dtype, device=device)
-    torch.index_select(x, 0, idx, out=out)                       # warm-up
+    torch.index_select(x, 0, idx, out=out)  # warm-up
     times = []
     for _ in range(repeats):
         if device.type == "cuda":
@@ -111,9 +113,14 @@ def gather_bandwidth(device, src_elems: int, idx_elems: int, dtype=torch.int64,
     assert torch.equal(out, x[idx])
     t = statistics.median(times)
     nbytes = idx_elems * (idx.element_size() + 2 * x.element_size())
-    return {"dtype": str(dtype).replace("torch.", ""), "src_elems": src_elems,
-            "idx_elems": idx_elems, "bytes": nbytes, "seconds_median": t,
-            "GB_per_s": nbytes / t / 1e9}
+    return {
+        "dtype": str(dtype).replace("torch.", ""),
+        "src_elems": src_elems,
+        "idx_elems": idx_elems,
+        "bytes": nbytes,
+        "seconds_median": t,
+        "GB_per_s": nbytes / t / 1e9,
+    }
 
 
 def batch_list(G, seeds, batch_size):
@@ -129,6 +136,7 @@ def epoch_runner(outputs, device, count, host_count=None):
     mini-batches), drawn inside the clock. ``host_count(out)``, when given, counts an
     output as it comes if it can without reading the device (else None), and the output is
     dropped; the others are kept and ``count(out)`` runs after the clock stops."""
+
     def run():
         sync(device)
         start = time.perf_counter()
@@ -142,6 +150,7 @@ def epoch_runner(outputs, device, count, host_count=None):
         sync(device)
         seconds = time.perf_counter() - start
         return seconds, units + sum(count(o) for o in later)
+
     return run
 
 
@@ -184,14 +193,21 @@ def measure(run, repeats: int, device) -> dict:
     warm, _ = run()
     runs, loops = [], []
     for _ in range(repeats):
-        loops.append(host_loop_ms())            # the host's speed right before the epoch
+        loops.append(host_loop_ms())  # the host's speed right before the epoch
         runs.append(run())
     times = [r[0] for r in runs]
     med = statistics.median(times)
     units = runs[-1][1]
-    row = {"epoch_s_median": med, "epoch_s_all": times, "spread_s": max(times) - min(times),
-           "warmup_epoch_s": warm, "units": units, "units_per_s": units / med if med else None,
-           "host_loop_ms": statistics.median(loops), "host_loop_ms_all": loops}
+    row = {
+        "epoch_s_median": med,
+        "epoch_s_all": times,
+        "spread_s": max(times) - min(times),
+        "warmup_epoch_s": warm,
+        "units": units,
+        "units_per_s": units / med if med else None,
+        "host_loop_ms": statistics.median(loops),
+        "host_loop_ms_all": loops,
+    }
     if device.type == "cuda":
         row["peak_memory_bytes"] = torch.cuda.max_memory_allocated(device)
         row["peak_memory_kind"] = "torch.cuda.max_memory_allocated"
@@ -209,6 +225,7 @@ def profile_counts(run, num_batches: int, device) -> dict:
     if device.type != "cuda":
         return {}
     from torch.profiler import ProfilerActivity, profile
+
     sync(device)
     start = time.perf_counter()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
@@ -230,6 +247,11 @@ def profile_counts(run, num_batches: int, device) -> dict:
         elif e.name in SYNCS:
             syncs += 1
     n = max(num_batches, 1)
-    return {"kernels_per_batch": kernels / n, "memcpys_per_batch": memcpys / n,
-            "memsets_per_batch": memsets / n, "syncs_per_batch": syncs / n,
-            "gpu_busy_ms_per_batch": busy / 1e3 / n, "wall_ms_per_batch": wall * 1e3 / n}
+    return {
+        "kernels_per_batch": kernels / n,
+        "memcpys_per_batch": memcpys / n,
+        "memsets_per_batch": memsets / n,
+        "syncs_per_batch": syncs / n,
+        "gpu_busy_ms_per_batch": busy / 1e3 / n,
+        "wall_ms_per_batch": wall * 1e3 / n,
+    }

@@ -1,6 +1,7 @@
 """The harness's output: the JSON record (device, date, versions, commit, command), a PNG per
 workload, the printed table, and the README's table made from the newest records (each
 workload from the newest record per device and graph that has it)."""
+
 from __future__ import annotations
 
 import datetime
@@ -14,7 +15,6 @@ import subprocess
 import torch
 
 import gsample as gs
-
 from gsample.bench.workloads import ALL_WORKLOADS
 
 RESULT_PATTERN = "bench_*.json"
@@ -32,13 +32,24 @@ def device_name(device) -> str:
 
 def versions() -> dict:
     """Versions of the libraries a record depends on (``None``: not installed or broken)."""
-    out = {"python": platform.python_version(), "torch": torch.__version__,
-           "gsample": getattr(gs, "__version__", None)}
-    for mod in ("numpy", "matplotlib", "cupy", "torch_cluster", "torch_geometric",
-                "torch_sparse", "pyg_lib", "dgl"):
+    out = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "gsample": getattr(gs, "__version__", None),
+    }
+    for mod in (
+        "numpy",
+        "matplotlib",
+        "cupy",
+        "torch_cluster",
+        "torch_geometric",
+        "torch_sparse",
+        "pyg_lib",
+        "dgl",
+    ):
         try:
             out[mod] = __import__(mod).__version__
-        except Exception:                           # noqa: BLE001 - not installed, or broken
+        except Exception:
             out[mod] = None
     return out
 
@@ -60,18 +71,35 @@ def new_record(args, device, A, root, **fields) -> dict:
     then ``fields``."""
     now = datetime.datetime.now(datetime.timezone.utc)
     return {
-        "harness": "gsample.bench", "date": now.isoformat(timespec="seconds"),
+        "harness": "gsample.bench",
+        "date": now.isoformat(timespec="seconds"),
         "stamp": now.strftime("%Y%m%dT%H%M%SZ"),
-        "device": device_name(device), "device_type": device.type,
-        "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
-        "versions": versions(), "commit": git_commit(root),
+        "device": device_name(device),
+        "device_type": device.type,
+        "threads": torch.get_num_threads(),
+        "cpu_count": os.cpu_count(),
+        "versions": versions(),
+        "commit": git_commit(root),
         "command": " ".join(["python -m gsample.bench"] + [as_typed(a, root) for a in args.argv]),
-        "graph": as_typed(args.graph, root), "num_nodes": A.num_nodes, "num_edges": A.num_edges,
-        "quick": args.quick, "repeats": args.repeats, "seeds": args.seeds,
-        "batch_caps": args.caps, "super_batch": args.super_batch,
-        "peak_memory_kind": ("torch.cuda.max_memory_allocated, per mode" if device.type == "cuda"
-                             else "process_peak_rss (ru_maxrss, monotone over the run)"),
-        **fields, "workloads": {}, "failures": [], "complete": False, "pngs": {}}
+        "graph": as_typed(args.graph, root),
+        "num_nodes": A.num_nodes,
+        "num_edges": A.num_edges,
+        "quick": args.quick,
+        "repeats": args.repeats,
+        "seeds": args.seeds,
+        "batch_caps": args.caps,
+        "super_batch": args.super_batch,
+        "peak_memory_kind": (
+            "torch.cuda.max_memory_allocated, per mode"
+            if device.type == "cuda"
+            else "process_peak_rss (ru_maxrss, monotone over the run)"
+        ),
+        **fields,
+        "workloads": {},
+        "failures": [],
+        "complete": False,
+        "pngs": {},
+    }
 
 
 def git_commit(root):
@@ -80,10 +108,16 @@ def git_commit(root):
     if os.environ.get("GSAMPLE_COMMIT"):
         return os.environ["GSAMPLE_COMMIT"]
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, text=True,
-                                capture_output=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=root, text=True, capture_output=True, timeout=10).stdout
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, text=True, capture_output=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            text=True,
+            capture_output=True,
+            timeout=10,
+        ).stdout
         return f"{commit}{'+dirty' if dirty.strip() else ''}" if commit else None
     except (OSError, subprocess.SubprocessError):
         return None
@@ -97,8 +131,10 @@ def plot(path, name, entry, title):
     """Epoch time (log scale, min-max whiskers, the gather bound dashed) and throughput of
     every mode and peer of one workload."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     rows = list(entry["modes"].items())
     labels = [m.replace("compiled, ", "") for m, _ in rows]
     colors = [_color(r["kind"]) for _, r in rows]
@@ -121,9 +157,11 @@ def plot(path, name, entry, title):
     ax.set_ylabel(f"{entry['unit']} / s")
     ax.set_xticks(range(len(rows)), labels, rotation=30, ha="right", fontsize=7)
     fig.suptitle(f"{name}: {title}", fontsize=9)
-    missing = [f"{peer}: {why.split(':')[0].split(';')[0]}"
-               for peer, why in entry.get("peers_not_run", {}).items()]
-    if missing:                                      # what could not be compared, and why
+    missing = [
+        f"{peer}: {why.split(':')[0].split(';')[0]}"
+        for peer, why in entry.get("peers_not_run", {}).items()
+    ]
+    if missing:  # what could not be compared, and why
         fig.text(0.01, 0.01, "not run: " + "; ".join(missing), fontsize=7, color="#555555")
     fig.tight_layout(rect=(0, 0.04 if missing else 0, 1, 1))
     fig.savefig(path, dpi=110)
@@ -149,12 +187,15 @@ def _fmt(v, spec, none="-"):
 def table_lines(record) -> list:
     """Every (workload, mode) of a record as markdown rows (printed at the end of a run)."""
     gpu = record.get("device_type") == "cuda"
-    lines = [f"{record['device']}, graph {record['graph']} ({record['num_nodes']:,} nodes, "
-             f"{record['num_edges']:,} edges), {record['date']}, commit {record.get('commit')}",
-             "",
-             "| workload | mode | epoch s (median) | spread s | units/s | peak MiB | x bound | "
-             + ("kernels/b | syncs/b | " if gpu else "") + "agrees |",
-             "|---|---|---:|---:|---:|---:|---:|" + ("---:|---:|" if gpu else "") + "---|"]
+    lines = [
+        f"{record['device']}, graph {record['graph']} ({record['num_nodes']:,} nodes, "
+        f"{record['num_edges']:,} edges), {record['date']}, commit {record.get('commit')}",
+        "",
+        "| workload | mode | epoch s (median) | spread s | units/s | peak MiB | x bound | "
+        + ("kernels/b | syncs/b | " if gpu else "")
+        + "agrees |",
+        "|---|---|---:|---:|---:|---:|---:|" + ("---:|---:|" if gpu else "") + "---|",
+    ]
     for name, e in record["workloads"].items():
         if "error" in e:
             lines.append(f"| {name} | error | | | | | | {e['error'][:60]} |")
@@ -162,75 +203,109 @@ def table_lines(record) -> list:
         unit = "steps" if e["unit"] == "walk steps" else "edges"
         for mode, r in e["modes"].items():
             mem = r.get("peak_memory_bytes")
-            gpu_cols = (f"{_fmt(r.get('kernels_per_batch'), '.1f')} | "
-                        f"{_fmt(r.get('syncs_per_batch'), '.2f')} | ") if gpu else ""
+            gpu_cols = (
+                (
+                    f"{_fmt(r.get('kernels_per_batch'), '.1f')} | "
+                    f"{_fmt(r.get('syncs_per_batch'), '.2f')} | "
+                )
+                if gpu
+                else ""
+            )
             lines.append(
                 f"| {name} | {mode} | {r['epoch_s_median']:.4f} | {r['spread_s']:.4f} | "
                 f"{(r['units_per_s'] or 0):,.0f} {unit} | "
                 f"{_fmt(mem and mem / 2**20, ',.0f')} | {_fmt(r.get('x_bound'), '.1f')} | "
-                f"{gpu_cols}{_fmt(e['agreement'].get(mode), '.4f')} |")
+                f"{gpu_cols}{_fmt(e['agreement'].get(mode), '.4f')} |"
+            )
         for peer, why in e.get("peers_not_run", {}).items():
-            lines.append(f"| {name} | {peer} | {why[:70]} | | | | |" + (" | |" if gpu else "")
-                         + " |")
+            lines.append(
+                f"| {name} | {peer} | {why[:70]} | | | | |" + (" | |" if gpu else "") + " |"
+            )
     g = record.get("random_gather")
     if g:
-        lines += ["", f"random gather (int64): {g['GB_per_s']:.2f} GB/s; peak memory: "
-                      f"{record.get('peak_memory_kind')}; load average "
-                      f"{record.get('load_avg_start')} -> {record.get('load_avg_end')}"]
+        lines += [
+            "",
+            f"random gather (int64): {g['GB_per_s']:.2f} GB/s; peak memory: "
+            f"{record.get('peak_memory_kind')}; load average "
+            f"{record.get('load_avg_start')} -> {record.get('load_avg_end')}",
+        ]
     loops = _host_loops(record)
     if loops:
-        lines.append(f"host speed (a pure-Python loop before each epoch, ms per million "
-                     f"iterations): {min(loops):.0f} to {max(loops):.0f}")
+        lines.append(
+            f"host speed (a pure-Python loop before each epoch, ms per million "
+            f"iterations): {min(loops):.0f} to {max(loops):.0f}"
+        )
     return lines
 
 
 #: the README table's columns: (header, mode labels it takes, the fastest of them)
-COLUMNS = (("eager", ("gsample eager",)),
-           ("compiled, torch", ("compiled, torch backend",)),
-           ("compiled, cuda", ("compiled, cuda backend",)),
-           ("super-batched (best N)", None),
-           ("plain PyTorch", ("plain PyTorch",)),
-           ("peers", ("torch_cluster random_walk", "PyG NeighborLoader",
-                      "PyG ShaDowKHopSampler", "DGL")))
+COLUMNS = (
+    ("eager", ("gsample eager",)),
+    ("compiled, torch", ("compiled, torch backend",)),
+    ("compiled, cuda", ("compiled, cuda backend",)),
+    ("super-batched (best N)", None),
+    ("plain PyTorch", ("plain PyTorch",)),
+    ("peers", ("torch_cluster random_walk", "PyG NeighborLoader", "PyG ShaDowKHopSampler", "DGL")),
+)
 
 
 def _source_text(record) -> str:
     """What the README says of one record: its date, command, file, random-gather bandwidth,
     host speed (where recorded) and (CPU) load average."""
     loops = sorted(record["host_loops"] if "host_loops" in record else _host_loops(record))
-    return (f"{record['date'][:10]}, `{record['command']}` "
-            f"(`benchmarks/results/{record.get('file', '')}`); "
-            f"random gather {record['random_gather']['GB_per_s']:.3g} GB/s"
-            + (f"; host speed (a pure-Python loop before each epoch) {loops[len(loops) // 2]:.0f}"
-               f" ms per million iterations, {loops[0]:.0f} to {loops[-1]:.0f}" if loops else "")
-            + (f", load average {record.get('load_avg_start')} -> {record.get('load_avg_end')} "
-               f"on {record.get('cpu_count')} cores" if record.get("device_type") == "cpu"
-               else ""))
+    return (
+        f"{record['date'][:10]}, `{record['command']}` "
+        f"(`benchmarks/results/{record.get('file', '')}`); "
+        f"random gather {record['random_gather']['GB_per_s']:.3g} GB/s"
+        + (
+            f"; host speed (a pure-Python loop before each epoch) {loops[len(loops) // 2]:.0f}"
+            f" ms per million iterations, {loops[0]:.0f} to {loops[-1]:.0f}"
+            if loops
+            else ""
+        )
+        + (
+            f", load average {record.get('load_avg_start')} -> {record.get('load_avg_end')} "
+            f"on {record.get('cpu_count')} cores"
+            if record.get("device_type") == "cpu"
+            else ""
+        )
+    )
 
 
 def _host_loops(record) -> list:
     """Every epoch's ``host_loop_ms`` of a record (none before they were recorded)."""
-    return [ms for e in record.get("workloads", {}).values() if "modes" in e
-            for r in e["modes"].values() for ms in r.get("host_loop_ms_all", ())]
+    return [
+        ms
+        for e in record.get("workloads", {}).values()
+        if "modes" in e
+        for r in e["modes"].values()
+        for ms in r.get("host_loop_ms_all", ())
+    ]
 
 
 def _header(record) -> list:
     """The lines above a README table: one record's, or, for a merged record (see
     :func:`merge_records`) of several, a line per source record naming its workloads."""
     sources = record.get("sources") or [record]
-    size = (f"{record['graph']} ({record['num_nodes']:,} nodes, "
-            f"{record['num_edges']:,} edges)")
+    size = f"{record['graph']} ({record['num_nodes']:,} nodes, {record['num_edges']:,} edges)"
     if len(sources) == 1:
-        return [f"**{record['device']}**, {size}, {_source_text(sources[0])}; "
-                f"epoch seconds, median of {record['repeats']}:"]
+        return [
+            f"**{record['device']}**, {size}, {_source_text(sources[0])}; "
+            f"epoch seconds, median of {record['repeats']}:"
+        ]
     devices = " / ".join(dict.fromkeys(s["device"] for s in sources))
     repeats = {s["repeats"] for s in sources}
-    lines = [f"**{devices}**, {size}, each workload from the newest of {len(sources)} records "
-             "that has it; epoch seconds, median of "
-             + (f"{repeats.pop()}:" if len(repeats) == 1 else "each record's repeats:"), ""]
+    lines = [
+        f"**{devices}**, {size}, each workload from the newest of {len(sources)} records "
+        "that has it; epoch seconds, median of "
+        + (f"{repeats.pop()}:" if len(repeats) == 1 else "each record's repeats:"),
+        "",
+    ]
     for s in sources:
-        lines.append(f"- {', '.join(s['taken'])}: {s['device']}, {_source_text(s)}"
-                     + (f"; median of {s['repeats']}" if len(repeats) > 1 else ""))
+        lines.append(
+            f"- {', '.join(s['taken'])}: {s['device']}, {_source_text(s)}"
+            + (f"; median of {s['repeats']}" if len(repeats) > 1 else "")
+        )
     return lines
 
 
@@ -240,9 +315,9 @@ def readme_table(record) -> list:
     (:func:`merge_records`) gets a header line per source record, naming its workloads."""
     lines = _header(record) + [
         "",
-        "| workload | batches | " + " | ".join(h for h, _ in COLUMNS) +
-        " | gather bound | agree |",
-        "|---|---:|" + "---:|" * len(COLUMNS) + "---:|---|"]
+        "| workload | batches | " + " | ".join(h for h, _ in COLUMNS) + " | gather bound | agree |",
+        "|---|---:|" + "---:|" * len(COLUMNS) + "---:|---|",
+    ]
     for name, e in record["workloads"].items():
         if "error" in e:
             lines.append(f"| {name} | error: {e['error'][:60]} |" + " |" * (len(COLUMNS) + 2))
@@ -252,18 +327,27 @@ def readme_table(record) -> list:
             if labels is None:
                 sup = {m: r for m, r in e["modes"].items() if r["kind"] == "super"}
                 best = min(sup, key=lambda m: sup[m]["epoch_s_median"], default=None)
-                cells.append("-" if best is None else
-                             f"{sup[best]['epoch_s_median']:.3g} ({best.rsplit(' ', 1)[1]})")
+                cells.append(
+                    "-"
+                    if best is None
+                    else f"{sup[best]['epoch_s_median']:.3g} ({best.rsplit(' ', 1)[1]})"
+                )
             elif header == "peers":
-                got = [f"{m.split()[0]} {e['modes'][m]['epoch_s_median']:.3g}"
-                       for m in labels if m in e["modes"]]
+                got = [
+                    f"{m.split()[0]} {e['modes'][m]['epoch_s_median']:.3g}"
+                    for m in labels
+                    if m in e["modes"]
+                ]
                 cells.append(", ".join(got) or "-")
             else:
                 r = next((e["modes"][m] for m in labels if m in e["modes"]), None)
                 cells.append("-" if r is None else f"{r['epoch_s_median']:.3g}")
         agree = min(e["agreement"].values()) if e["agreement"] else None
-        lines.append(f"| {name} | {e['batches']} x {e['batch_size']} | " + " | ".join(cells) +
-                     f" | {e['bound']['epoch_s']:.2g} | {_fmt(agree, '.4f')} |")
+        lines.append(
+            f"| {name} | {e['batches']} x {e['batch_size']} | "
+            + " | ".join(cells)
+            + f" | {e['bound']['epoch_s']:.2g} | {_fmt(agree, '.4f')} |"
+        )
     return lines
 
 
@@ -286,24 +370,32 @@ def merge_records(records) -> dict:
         taken from it, and ``host_loops``: their epochs' host speeds (``host_loop_ms_all``).
         A workload's entry is the newest record's even when it is an error.
     """
-    taken = {}                                       # workload -> index into records
+    taken = {}  # workload -> index into records
     for i, r in enumerate(records):
         for name in r.get("workloads", {}):
             taken.setdefault(name, i)
-    order = sorted(taken, key=lambda n: ALL_WORKLOADS.index(n) if n in ALL_WORKLOADS
-                   else len(ALL_WORKLOADS))
-    sources = {}                                     # index -> source, in table order
+    order = sorted(
+        taken, key=lambda n: ALL_WORKLOADS.index(n) if n in ALL_WORKLOADS else len(ALL_WORKLOADS)
+    )
+    sources = {}  # index -> source, in table order
     for name in order:
         i = taken[name]
         if i not in sources:
-            sources[i] = {**{k: v for k, v in records[i].items() if k != "workloads"},
-                          "taken": [], "host_loops": []}
+            sources[i] = {
+                **{k: v for k, v in records[i].items() if k != "workloads"},
+                "taken": [],
+                "host_loops": [],
+            }
         sources[i]["taken"].append(name)
-        sources[i]["host_loops"] += _host_loops({"workloads": {name: records[i]["workloads"]
-                                                               [name]}})
+        sources[i]["host_loops"] += _host_loops(
+            {"workloads": {name: records[i]["workloads"][name]}}
+        )
     newest = records[min(sources, default=0)]
-    return {**newest, "workloads": {n: records[taken[n]]["workloads"][n] for n in order},
-            "sources": list(sources.values())}
+    return {
+        **newest,
+        "workloads": {n: records[taken[n]]["workloads"][n] for n in order},
+        "sources": list(sources.values()),
+    }
 
 
 def newest_records(folder) -> list:
@@ -336,14 +428,18 @@ def newest_records(folder) -> list:
         key = (r.get("device_type"), r.get("graph"))
         rank = (r.get("date", ""), p.stat().st_mtime)
         groups.setdefault(key, []).append((rank, {**r, "file": p.name}))
-    return [merge_records([r for _, r in sorted(groups[k], key=lambda x: x[0], reverse=True)])
-            for k in sorted(groups, key=lambda k: (k[0] != "cuda", str(k[1])))]
+    return [
+        merge_records([r for _, r in sorted(groups[k], key=lambda x: x[0], reverse=True)])
+        for k in sorted(groups, key=lambda k: (k[0] != "cuda", str(k[1])))
+    ]
 
 
 def readme_block(records) -> str:
     """The README's generated benchmark block (between the markers) for ``records``."""
-    body = ["<!-- generated by scripts/bench_table.py: per device and graph, each workload from "
-            "the newest record that has it; do not edit by hand -->"]
+    body = [
+        "<!-- generated by scripts/bench_table.py: per device and graph, each workload from "
+        "the newest record that has it; do not edit by hand -->"
+    ]
     for r in records:
         body += [""] + readme_table(r)
     return "\n".join(body)

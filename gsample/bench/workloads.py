@@ -16,6 +16,7 @@ The samplers are the repository's ``examples/``, imported by path: the harness n
 source checkout (``examples/`` and ``benchmarks/`` beside the package, or
 ``$GSAMPLE_REPO``).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -23,15 +24,23 @@ import functools
 import os
 import pathlib
 import sys
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 
 import gsample as gs
 
 ALL_WORKLOADS = ("graphsage", "deepwalk", "node2vec", "ladies", "fastgcn", "shadow", "pass")
-DESIGN_IDS = {"graphsage": "W1", "deepwalk": "W2", "node2vec": "W3", "ladies": "W4",
-              "fastgcn": "W5", "shadow": "W5", "pass": "W5"}
+DESIGN_IDS = {
+    "graphsage": "W1",
+    "deepwalk": "W2",
+    "node2vec": "W3",
+    "ladies": "W4",
+    "fastgcn": "W5",
+    "shadow": "W5",
+    "pass": "W5",
+}
 WALKS = ("deepwalk", "node2vec")
 WEIGHTED = ("ladies", "fastgcn", "node2vec", "pass")
 AGREEMENT_BATCHES = 4
@@ -56,13 +65,17 @@ def repo_root() -> pathlib.Path:
     """The source checkout holding ``benchmarks/`` and ``examples/``."""
     here = pathlib.Path(__file__).resolve().parents[2]
     for c in (os.environ.get("GSAMPLE_REPO"), here):
-        if c and (pathlib.Path(c) / "benchmarks" / "baselines.py").is_file() and \
-                (pathlib.Path(c) / "examples" / "graphsage.py").is_file():
+        if (
+            c
+            and (pathlib.Path(c) / "benchmarks" / "baselines.py").is_file()
+            and (pathlib.Path(c) / "examples" / "graphsage.py").is_file()
+        ):
             return pathlib.Path(c).resolve()
     raise HarnessError(
         "gsample.bench needs the repository's benchmarks/ and examples/ folders (the samplers "
         f"and baselines it times); none found beside the package at {here} - run it from a "
-        "source checkout (pip install -e .) or set GSAMPLE_REPO to one")
+        "source checkout (pip install -e .) or set GSAMPLE_REPO to one"
+    )
 
 
 def import_repo(root: pathlib.Path):
@@ -72,19 +85,21 @@ def import_repo(root: pathlib.Path):
         if p not in sys.path:
             sys.path.insert(0, p)
     import baselines
+
     return baselines
 
 
 @dataclasses.dataclass
 class Workload:
     """One workload on one graph: what every mode and peer samples."""
+
     name: str
-    fn: Callable                  # the gsample sampler, fn(G, seeds, **kw)
-    G: "gs.Matrix"                # the graph it samples (LADIES: normalised)
-    A: "gs.Matrix"                # the graph as given (the peers' input)
+    fn: Callable  # the gsample sampler, fn(G, seeds, **kw)
+    G: gs.Matrix  # the graph it samples (LADIES: normalised)
+    A: gs.Matrix  # the graph as given (the peers' input)
     kw: dict
     batch_size: int
-    loader: dict                  # DataLoader options super-batching needs
+    loader: dict  # DataLoader options super-batching needs
     walk_pq: tuple | None = None  # (p, q) of a walk
 
     @property
@@ -108,34 +123,57 @@ def workload(name: str, A, batch_size=None, walk_length: int = 80) -> Workload:
     import node2vec
     import pass_sampler
     import shadow
+
     bs = batch_size or (1024 if name in WALKS else 64 if name == "pass" else 512)
     if name == "graphsage":
         return Workload(name, graphsage.graphsage, A, A, {"fanouts": (25, 10)}, bs, {})
     if name == "ladies":
-        return Workload(name, ladies.ladies, ladies.normalize(A), A, {"layers": (4000,) * 3},
-                        bs, {})
+        return Workload(
+            name, ladies.ladies, ladies.normalize(A), A, {"layers": (4000,) * 3}, bs, {}
+        )
     if name == "fastgcn":
-        return Workload(name, fastgcn.fastgcn, A, A,
-                        {"layers": (2000, 2000), "degree": A.sum(axis=1)}, bs,
-                        {"fixed_state": True})
+        return Workload(
+            name,
+            fastgcn.fastgcn,
+            A,
+            A,
+            {"layers": (2000, 2000), "degree": A.sum(axis=1)},
+            bs,
+            {"fixed_state": True},
+        )
     if name == "shadow":
         return Workload(name, shadow.shadow, A, A, {"fanouts": (10, 10)}, bs, {})
     if name == "pass":
         inputs = {k: v.to(A.device) for k, v in pass_sampler.random_inputs(A.num_nodes).items()}
-        return Workload(name, pass_sampler.pass_sampler, A, A, {"fanouts": (10, 10), **inputs},
-                        bs, {"fixed_state": True})
+        return Workload(
+            name,
+            pass_sampler.pass_sampler,
+            A,
+            A,
+            {"fanouts": (10, 10), **inputs},
+            bs,
+            {"fixed_state": True},
+        )
     if name == "deepwalk":
-        return Workload(name, deepwalk.deepwalk, A, A, {"length": walk_length}, bs, {},
-                        (1.0, 1.0))
+        return Workload(name, deepwalk.deepwalk, A, A, {"length": walk_length}, bs, {}, (1.0, 1.0))
     if name == "node2vec":
-        return Workload(name, node2vec.node2vec, A, A, {"length": walk_length, "p": 2.0,
-                                                         "q": 0.5}, bs, {}, (2.0, 0.5))
+        return Workload(
+            name,
+            node2vec.node2vec,
+            A,
+            A,
+            {"length": walk_length, "p": 2.0, "q": 0.5},
+            bs,
+            {},
+            (2.0, 0.5),
+        )
     raise HarnessError(f"unknown workload {name!r} (one of {', '.join(ALL_WORKLOADS)})")
 
 
 class Mode(NamedTuple):
     """A gsample mode: the sampler, its extra ``gs.DataLoader`` options, and its kind
     (``eager``, ``compiled`` or ``super``: how it is drawn and coloured)."""
+
     sampler: Callable
     options: dict
     kind: str
@@ -155,21 +193,25 @@ def make_modes(w: Workload, device, super_batches, keys=MODE_KEYS) -> dict:
         modes["gsample eager"] = Mode(functools.partial(w.fn, **kw), {}, "eager")
     if "torch" in keys:
         modes["compiled, torch backend"] = Mode(
-            functools.partial(gs.compile(w.fn, backend="torch"), **kw), {}, "compiled")
+            functools.partial(gs.compile(w.fn, backend="torch"), **kw), {}, "compiled"
+        )
     if "cuda" in keys and backend == "cuda":
         modes["compiled, cuda backend"] = Mode(
-            functools.partial(gs.compile(w.fn, backend="cuda"), **kw), {}, "compiled")
+            functools.partial(gs.compile(w.fn, backend="cuda"), **kw), {}, "compiled"
+        )
     if "super" in keys:
         compiled = functools.partial(gs.compile(w.fn, backend=backend), **kw)
         for n in super_batches:
             modes[f"compiled, super-batched {n}"] = Mode(
-                compiled, {"super_batch": n, **w.loader}, "super")
+                compiled, {"super_batch": n, **w.loader}, "super"
+            )
     if "bare" in keys and device.type == "cuda":
         bare = functools.partial(gs.compile(w.fn), **kw)
         modes[BARE] = Mode(bare, {}, "compiled")
         for n in super_batches:
             modes[f"{BARE}, super-batched {n}"] = Mode(
-                bare, {"super_batch": n, **w.loader}, "super")
+                bare, {"super_batch": n, **w.loader}, "super"
+            )
     return modes
 
 
@@ -186,7 +228,7 @@ def count(out) -> int:
     ``Block``s) or walk steps of a walk tensor (entries after the start that are not -1)."""
     if isinstance(out, torch.Tensor):
         return int((out[:, 1:] >= 0).sum()) if out.dim() == 2 else 0
-    if isinstance(out, gs.Matrix) or hasattr(out, "_fields") and hasattr(out, "num_edges"):
+    if isinstance(out, gs.Matrix) or (hasattr(out, "_fields") and hasattr(out, "num_edges")):
         return out.num_edges
     if isinstance(out, (list, tuple)):
         return sum(count(o) for o in out)
@@ -203,7 +245,7 @@ def host_count(out):
         return sum(o.num_edges for o in out)
     if isinstance(out, torch.Tensor):
         return None
-    if isinstance(out, gs.Matrix) or hasattr(out, "_fields") and hasattr(out, "num_edges"):
+    if isinstance(out, gs.Matrix) or (hasattr(out, "_fields") and hasattr(out, "num_edges")):
         n = out.num_edges
         return n if isinstance(n, int) else None
     if isinstance(out, (list, tuple)):
@@ -215,6 +257,7 @@ def host_count(out):
 def agreement(x_blocks, y_blocks) -> float:
     """Share of sampled edges two runs both drew: Jaccard of their (layer, row, column,
     edge id) sets (1.0: the same samples)."""
+
     # vectorised (a Python set of ShaDow's subgraph edges took minutes on a GPU run): the
     # distinct (layer, row, column, edge id) rows of each run, then the rows both have
     def edges(blocks, device):
@@ -225,6 +268,7 @@ def agreement(x_blocks, y_blocks) -> float:
         if not parts:
             return torch.empty((0, 4), dtype=torch.int64, device=device)
         return torch.unique(torch.cat(parts), dim=0)
+
     first = next((b for b in list(x_blocks) + list(y_blocks)), None)
     device = first.device if first is not None else "cpu"
     a, b = edges(x_blocks, device), edges(y_blocks, device)
@@ -241,8 +285,9 @@ def draw(w: Workload, mode: Mode, seeds, batches: int = AGREEMENT_BATCHES):
     if isinstance(options.get("super_batch"), int):
         options["super_batch"] = min(options["super_batch"], batches)
     gs.manual_seed(0)
-    loader = gs.DataLoader(w.G, mode.sampler, seeds[:batches * w.batch_size], w.batch_size,
-                           seed=1, **options)
+    loader = gs.DataLoader(
+        w.G, mode.sampler, seeds[: batches * w.batch_size], w.batch_size, seed=1, **options
+    )
     return [b.out for b in loader]
 
 

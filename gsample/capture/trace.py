@@ -11,6 +11,7 @@ capture mechanism; nothing after this file sees it.
 Control flow on a traced value (``if sub.num_edges > 0``, ``len(seeds)``, ``for x in
 t``) cannot be captured; it raises :class:`TraceError` naming the line.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -40,8 +41,13 @@ class TraceError(RuntimeError):
 # capture map: Matrix methods and properties come from the op definitions (Capture); the
 # Python operators on a matrix are edge maps (and @ the SpMM)
 _METHODS, _ATTRS = METHODS, PROPERTIES
-_ARITH = {operator.add: "add", operator.sub: "sub", operator.mul: "mul",
-          operator.truediv: "div", operator.pow: "pow"}
+_ARITH = {
+    operator.add: "add",
+    operator.sub: "sub",
+    operator.mul: "mul",
+    operator.truediv: "div",
+    operator.pow: "pow",
+}
 _DATA_DEPENDENT = ("shape", "num_edges", "device", "csc")
 
 
@@ -79,8 +85,10 @@ class MatrixProxy(fx.Proxy):
 
     def __getattr__(self, name):
         if name in _DATA_DEPENDENT:
-            raise TraceError(f"Matrix.{name} depends on the sampled data and cannot steer a "
-                             "compiled sampler; compute with it through Matrix operators instead")
+            raise TraceError(
+                f"Matrix.{name} depends on the sampled data and cannot steer a "
+                "compiled sampler; compute with it through Matrix operators instead"
+            )
         return super().__getattr__(name)
 
 
@@ -94,7 +102,7 @@ class Tracer(fx.Tracer):
     def create_node(self, kind, target, args, kwargs, name=None, type_expr=None):
         node = super().create_node(kind, target, args, kwargs, name, type_expr)
         node.meta["gs_kind"] = self._infer(kind, target, args)
-        if kind != "placeholder":         # where the user wrote it, for conversion errors
+        if kind != "placeholder":  # where the user wrote it, for conversion errors
             node.meta["gs_where"] = _user_frame(traceback.extract_stack())
         return node
 
@@ -136,8 +144,10 @@ def _bind(method: str, receiver, args, kwargs) -> dict:
 
 def _static(value, name: str, what: str):
     if isinstance(value, fx.Node):
-        raise TraceError(f"{name}: must be a static Python {what} in a compiled sampler (it is "
-                         "traced here); pass it as a plain Python argument")
+        raise TraceError(
+            f"{name}: must be a static Python {what} in a compiled sampler (it is "
+            "traced here); pass it as a plain Python argument"
+        )
     return value
 
 
@@ -165,12 +175,14 @@ class _Converter:
     def template(self, obj, inputs: dict):
         if isinstance(obj, fx.Node):
             if _is_matrix(obj) and not self._allow_matrix:
-                raise TraceError("a gs.Matrix was passed to dense code; use Matrix operators "
-                                 "(or its .values, .row(), .all_nodes(), ...) instead")
+                raise TraceError(
+                    "a gs.Matrix was passed to dense code; use Matrix operators "
+                    "(or its .values, .row(), .all_nodes(), ...) instead"
+                )
             key = str(len(inputs))
             inputs[key] = self.env[obj]
             return Ref(key)
-        if isinstance(obj, (list, tuple)):            # fx's immutable_list becomes a list
+        if isinstance(obj, (list, tuple)):  # fx's immutable_list becomes a list
             items = [self.template(o, inputs) for o in obj]
             if hasattr(obj, "_fields"):
                 return type(obj)(*items)
@@ -194,10 +206,13 @@ class _Converter:
             return g.add(Op.OUTPUT, inputs, {"template": self.template(args[0], inputs)})
         if op == "call_method" and _is_matrix(args[0]):
             return self.method(target, _bind(target, args[0], args[1:], kwargs))
-        if getattr(target, "_gs_op", None) is Op.FUSED_WALK:     # gsample.capture.walk_fusion
+        if getattr(target, "_gs_op", None) is Op.FUSED_WALK:  # gsample.capture.walk_fusion
             return target.convert(self, args)
-        if op == "call_function" and node.meta["gs_kind"] in (Kind.MATRIX, Kind.TENSOR) \
-                and any(_is_matrix(a) or _kind(a) is Kind.TUPLE for a in args):
+        if (
+            op == "call_function"
+            and node.meta["gs_kind"] in (Kind.MATRIX, Kind.TENSOR)
+            and any(_is_matrix(a) or _kind(a) is Kind.TUPLE for a in args)
+        ):
             return self.function(target, args, kwargs)
         if getattr(target, "_gs_op", None) is Op.SDDMM:
             return self.function(target, args, kwargs)
@@ -219,14 +234,15 @@ class _Converter:
                 if value is not None and key in d.capture.derive:
                     inputs[key] = self.derived(d.capture.derive[key], inputs["A"], value)
                 elif value is not None:
-                    inputs[key] = self.as_edge_values(value) if declared.edge_values \
-                        else self.value(value)
+                    inputs[key] = (
+                        self.as_edge_values(value) if declared.edge_values else self.value(value)
+                    )
                 continue
             att = d.attribute(key)
             value = _static(value, key, att.what)
             value = att.check(value) if att.check is not None else value
-            if att.required or value != att.default:     # an optional one at its default is
-                attrs[key] = value                         # left off the node (it applies)
+            if att.required or value != att.default:  # an optional one at its default is
+                attrs[key] = value  # left off the node (it applies)
         if "op" in d.attrs:
             attrs["op"] = name
         if d.attrs_check is not None:
@@ -261,8 +277,11 @@ class _Converter:
         if target is builtins.getattr:
             return g.add(_ATTRS[args[1]], {"A": self.env[args[0]]})
         if target is operator.neg:
-            return g.add(Op.EDGE_MAP, {"A": self.env[args[0]]},
-                         {"op": "neg", "reverse": False, "scalar": None})
+            return g.add(
+                Op.EDGE_MAP,
+                {"A": self.env[args[0]]},
+                {"op": "neg", "reverse": False, "scalar": None},
+            )
         if target is operator.matmul:
             return g.add(Op.SPMM, {"A": self.env[args[0]], "dense": self.value(args[1])})
         if getattr(target, "_gs_op", None) is Op.SDDMM:
@@ -271,8 +290,9 @@ class _Converter:
             A, U, Vv, sop = bound.arguments.values()
             if sop not in SDDMM_OPS:
                 raise TraceError(f"op: must be one of {SDDMM_OPS}, got {sop!r}")
-            return g.add(Op.SDDMM, {"A": self.env[A], "u": self.value(U), "v": self.value(Vv)},
-                         {"op": sop})
+            return g.add(
+                Op.SDDMM, {"A": self.env[A], "u": self.value(U), "v": self.value(Vv)}, {"op": sop}
+            )
         # arithmetic: an edge map with the matrix on either side
         left, right = args
         reverse = not _is_matrix(left)
@@ -284,8 +304,9 @@ class _Converter:
             scalar = V.scalar_or_edges(other, "other", 0, None)
         else:
             inputs["other"] = self.as_edge_values(other)
-        return g.add(Op.EDGE_MAP, inputs, {"op": _ARITH[target], "reverse": reverse,
-                                           "scalar": scalar})
+        return g.add(
+            Op.EDGE_MAP, inputs, {"op": _ARITH[target], "reverse": reverse, "scalar": scalar}
+        )
 
 
 def trace(fn, dynamic: dict, static: dict, num_nodes: int) -> Graph:
@@ -322,8 +343,7 @@ def trace(fn, dynamic: dict, static: dict, num_nodes: int) -> Graph:
         raise TraceError(f"{_user_line(e.__traceback__)}: {e}") from None
     except (fx.proxy.TraceError, RuntimeError, TypeError) as e:
         msg = str(e)
-        if not isinstance(e, fx.proxy.TraceError) and "symbolic" not in msg \
-                and "Proxy" not in msg:
+        if not isinstance(e, fx.proxy.TraceError) and "symbolic" not in msg and "Proxy" not in msg:
             raise
         raise TraceError(
             f"{_user_line(e.__traceback__)}: this line needs the value of a traced tensor or "
@@ -331,7 +351,8 @@ def trace(fn, dynamic: dict, static: dict, num_nodes: int) -> Graph:
             "sampler is traced once per set of static arguments, so control flow may depend "
             "only on static Python values (fanouts, k, layer counts). Use tensor operations "
             "such as torch.where or masks instead, or pass the value as a static argument. "
-            f"(fx: {msg.splitlines()[0]})") from None
+            f"(fx: {msg.splitlines()[0]})"
+        ) from None
     tracer.graph.output(tracer.create_arg(out))
     conv = _Converter(tracer.root)
     for name, kind in dynamic.items():
@@ -348,4 +369,4 @@ def trace(fn, dynamic: dict, static: dict, num_nodes: int) -> Graph:
     return conv.g.verify()
 
 
-__all__: list[Any] = ["trace", "TraceError", "Tracer", "MatrixProxy"]
+__all__: list[Any] = ["MatrixProxy", "TraceError", "Tracer", "trace"]

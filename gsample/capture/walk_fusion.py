@@ -16,6 +16,7 @@ one ``FUSED_WALK`` node instead of ``length`` copies of the body:
 
 Anything else returns None and ``gs.walk`` unrolls as before.
 """
+
 from __future__ import annotations
 
 import torch.fx as fx
@@ -34,18 +35,26 @@ def try_fuse(tracer, inliner, A, seeds, length: int, period: int):
     walk after a refusal traces nothing twice.
     """
     from gsample.capture.trace import MatrixProxy, TraceError
+
     if length < 1 or not isinstance(A, MatrixProxy) or not isinstance(seeds, fx.Proxy):
         return None
     args = (A, seeds, seeds, None)
     try:
         first = _body(inliner, args, 0, True, tracer.root)
-        phases = tuple(_body(inliner, args, t, False, tracer.root)
-                       if any(s % period == t for s in range(1, length)) else None
-                       for t in range(period)) if length > 1 else ()
+        phases = (
+            tuple(
+                _body(inliner, args, t, False, tracer.root)
+                if any(s % period == t for s in range(1, length))
+                else None
+                for t in range(period)
+            )
+            if length > 1
+            else ()
+        )
     except (NotPerWalker, TraceError, KeyError):
         return None
     call = FusedWalkCall(first, phases, length)
-    if call.num_ordinals == 0:             # a step without draws: nothing to key
+    if call.num_ordinals == 0:  # a step without draws: nothing to key
         return None
     return tracer.create_proxy("call_function", call, (A, seeds), {})
 
@@ -53,19 +62,20 @@ def try_fuse(tracer, inliner, A, seeds, length: int, period: int):
 def _body(inliner, args, t: int, first: bool, root) -> tuple:
     """``(IR body, its roles)`` of phase ``t`` (or of the first step)."""
     from gsample.capture.trace import _Converter
+
     graph, places = inliner.body(args, t, first)
     names = {ph: _NAMES[i] for ph, i in places if i in _NAMES}
     conv = _Converter(root)
     for node in graph.nodes:
-        if any(isinstance(a, fx.Node) and a.graph is not graph
-               for a in node.all_input_nodes):
+        if any(isinstance(a, fx.Node) and a.graph is not graph for a in node.all_input_nodes):
             raise NotPerWalker("the step reads a traced value from outside itself")
         if node.op == "placeholder":
             if node not in names:
                 raise NotPerWalker("the step takes a state or several matrices")
             kind = Kind.MATRIX if names[node] == "A" else Kind.TENSOR
-            conv.env[node] = conv.g.add(Op.INPUT, attrs={"name": names[node], "kind": kind},
-                                        kind=kind)
+            conv.env[node] = conv.g.add(
+                Op.INPUT, attrs={"name": names[node], "kind": kind}, kind=kind
+            )
         else:
             conv.env[node] = conv.convert(node)
     body = conv.g.verify()
@@ -85,21 +95,27 @@ class FusedWalkCall:
         plain = tuple(None if p is None else p[0] for p in phases)
         self.num_ordinals = offsets(first[0], plain, length)[-1] if bodies else 0
 
-    def __call__(self, *args):              # never run: converted to IR
+    def __call__(self, *args):  # never run: converted to IR
         raise RuntimeError("fused_walk is an IR op")
 
     def convert(self, conv, args) -> object:
         """The ``FUSED_WALK`` node in ``conv``'s graph (its invariants hoisted there)."""
         g = conv.g
         A, seeds = conv.env[args[0]], conv.value(args[1])
-        operands: dict = {}                 # outer node -> operand name
-        hoisted: dict = {}                  # invariant values added to g, by structure
+        operands: dict = {}  # outer node -> operand name
+        hoisted: dict = {}  # invariant values added to g, by structure
         first = _hoist(g, A, *self.first, operands, hoisted)
-        phases = tuple(None if p is None else _hoist(g, A, *p, operands, hoisted)
-                       for p in self.phases)
+        phases = tuple(
+            None if p is None else _hoist(g, A, *p, operands, hoisted) for p in self.phases
+        )
         inputs = {"A": A, "seeds": seeds, **{name: v for v, name in operands.items()}}
-        attrs = {"first": first, "phases": phases, "length": self.length,
-                 "ordinal": g.num_random, "num_ordinals": self.num_ordinals}
+        attrs = {
+            "first": first,
+            "phases": phases,
+            "length": self.length,
+            "ordinal": g.num_random,
+            "num_ordinals": self.num_ordinals,
+        }
         g.num_random += self.num_ordinals
         return g.add(Op.FUSED_WALK, inputs, attrs)
 
@@ -114,10 +130,10 @@ def _hoist(g: Graph, A, body: Graph, role: dict, operands: dict, hoisted: dict) 
             m[n] = new.add(Op.INPUT, attrs=dict(n.attrs), kind=n.kind)
             if r is MATRIX:
                 outer[n] = A
-        elif r in (GRAPH, MATRIX):          # computed once, in the sampler's graph
+        elif r in (GRAPH, MATRIX):  # computed once, in the sampler's graph
             ins = {k: outer[v] for k, v in n.inputs.items()}
             key = (n.op, tuple(sorted((k, id(v)) for k, v in ins.items())), attr_key(n.attrs))
-            if key not in hoisted:          # the phases' bodies share their invariants
+            if key not in hoisted:  # the phases' bodies share their invariants
                 hoisted[key] = g.add(n.op, ins, n.attrs, n.kind)
             outer[n] = hoisted[key]
         else:
@@ -128,12 +144,13 @@ def _hoist(g: Graph, A, body: Graph, role: dict, operands: dict, hoisted: dict) 
                     continue
                 name = operands.setdefault(outer[v], str(len(operands)))
                 if name not in reads:
-                    reads[name] = new.add(Op.INPUT, attrs={"name": name, "kind": Kind.TENSOR},
-                                          kind=Kind.TENSOR)
+                    reads[name] = new.add(
+                        Op.INPUT, attrs={"name": name, "kind": Kind.TENSOR}, kind=Kind.TENSOR
+                    )
                 ins[k] = reads[name]
             m[n] = new.add(n.op, ins, n.attrs, n.kind)
     new.num_random = body.num_random
     return new.verify()
 
 
-__all__ = ["try_fuse", "FusedWalkCall"]
+__all__ = ["FusedWalkCall", "try_fuse"]

@@ -16,9 +16,10 @@ Either way the random ops of step ``s`` take the op ordinals right after those o
 ``s - 1``, in program order, exactly as a hand-written Python loop over the same ``step``
 (eager or compiled): the samples are that loop's, bit for bit (DESIGN §3).
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.fx as fx
@@ -27,8 +28,7 @@ from gsample.base import validate as V
 from gsample.matrix.sparse import Matrix
 
 
-def walk(step: Callable, A, seeds, length: int, state=None, period: int = 1,
-         fuse: bool = True):
+def walk(step: Callable, A, seeds, length: int, state=None, period: int = 1, fuse: bool = True):
     """Walks of ``length`` steps, each step written by the user as one DSL function.
 
     Parameters
@@ -82,10 +82,11 @@ def walk(step: Callable, A, seeds, length: int, state=None, period: int = 1,
     True
     """
     if not callable(step):
-        raise TypeError(f"step: expected a function step(A, cur, prev, t), got "
-                        f"{type(step).__name__}")
+        raise TypeError(
+            f"step: expected a function step(A, cur, prev, t), got {type(step).__name__}"
+        )
     length, period = V.count(length, "length"), V.count(period, "period")
-    if length >= 1 << 31:                # random_walk's limit: a traced walk unrolls its steps
+    if length >= 1 << 31:  # random_walk's limit: a traced walk unrolls its steps
         raise ValueError(f"length: must be < 2**31, got {length}")
     if period < 1:
         raise ValueError("period: must be >= 1")
@@ -95,16 +96,21 @@ def walk(step: Callable, A, seeds, length: int, state=None, period: int = 1,
     if traced is None:
         matrices = A if isinstance(A, (tuple, list)) else (A,)
         if not matrices or not all(isinstance(m, Matrix) for m in matrices):
-            raise TypeError(f"A: expected a gs.Matrix or a tuple of them, got "
-                            f"{type(A).__name__}")
+            raise TypeError(f"A: expected a gs.Matrix or a tuple of them, got {type(A).__name__}")
         seeds = V.ids(seeds, "seeds", matrices[0].num_nodes, matrices[0].device)
-        V.fits(seeds.numel() * (length + 1), 8, seeds.device, "length",
-               f"{seeds.numel()} walks of {length} steps")
+        V.fits(
+            seeds.numel() * (length + 1),
+            8,
+            seeds.device,
+            "length",
+            f"{seeds.numel()} walks of {length} steps",
+        )
         run = _one_step
     else:
         run = _Inliner(traced, step, has_state)
         if fuse and not has_state:
             from gsample.capture.walk_fusion import try_fuse
+
             fused = try_fuse(traced, run, A, seeds, length, period)
             if fused is not None:
                 return fused
@@ -122,7 +128,7 @@ def walk(step: Callable, A, seeds, length: int, state=None, period: int = 1,
 def _one_step(step, A, cur, prev, t, first, state, has_state):
     """One step: ``step`` on the live walkers' positions (the first step on the seeds)."""
     stopped = None
-    if not first:                              # a stopped walker (-1) at node 0
+    if not first:  # a stopped walker (-1) at node 0
         stopped = cur < 0
         cur, prev = cur.clamp(min=0), prev.clamp(min=0)
     out = step(A, cur, prev, t, state) if has_state else step(A, cur, prev, t)
@@ -132,16 +138,18 @@ def _one_step(step, A, cur, prev, t, first, state, has_state):
         nxt, state = out
     else:
         nxt = out
-    if stopped is not None:                    # stays stopped, whatever step drew for it
+    if stopped is not None:  # stays stopped, whatever step drew for it
         nxt = torch.where(stopped, -1, nxt)
     return nxt, state
 
 
 def _check_next(nxt, seeds, s):
     if not isinstance(nxt, torch.Tensor) or nxt.shape != seeds.shape:
-        raise ValueError(f"step: must return one position per walker (shape "
-                         f"{tuple(seeds.shape)}), got {getattr(nxt, 'shape', type(nxt))} at "
-                         f"step {s}")
+        raise ValueError(
+            f"step: must return one position per walker (shape "
+            f"{tuple(seeds.shape)}), got {getattr(nxt, 'shape', type(nxt))} at "
+            f"step {s}"
+        )
 
 
 # ----------------------------------------------------------------------------- compiled
@@ -195,6 +203,7 @@ class _Inliner:
 
     def _trace(self, args, leaves, t, first):
         from gsample.capture.trace import Tracer
+
         outer = self.outer
         body = Tracer(outer.num_nodes)
         body.root, body.tensor_attrs = outer.root, outer.tensor_attrs

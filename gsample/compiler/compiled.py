@@ -10,26 +10,34 @@ reused. A call binds its arguments, finds the entry, and runs the lowered progra
 drawing with op ordinal ``stream + i`` so that compiled and eager runs draw the same samples
 (DESIGN §3).
 """
+
 from __future__ import annotations
 
 import functools
 import inspect
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import torch
 
-from gsample.backend import (auto_backend, backend_for, check_name, cuda_problem, current_backend,
-                      get_backend)
+from gsample.backend import (
+    auto_backend,
+    backend_for,
+    check_name,
+    cuda_problem,
+    current_backend,
+    get_backend,
+)
 from gsample.ir import Graph, Kind
-from gsample.ir.graph import debug_level  # noqa: F401  (GSAMPLE_DEBUG, read at each compile and call)
+from gsample.ir.graph import debug_level
 from gsample.matrix.sparse import Matrix
 from gsample.passes import PIPELINE
 from gsample.runtime import Options, interpret, lower, run
 from gsample.runtime.program import start
 
 
-def execute(graph: Graph, args: dict, backend: str = "torch", observe=None,
-            options: Options = Options()):
+def execute(
+    graph: Graph, args: dict, backend: str = "torch", observe=None, options: Options = Options()
+):
     """Lower ``graph`` and run it once on ``args`` (``name -> Matrix or tensor``).
 
     A convenience for hand-built graphs and tests; compiled samplers keep their lowered
@@ -41,6 +49,7 @@ def execute(graph: Graph, args: dict, backend: str = "torch", observe=None,
 
 def _print_step(node, value) -> None:
     from gsample.runtime.lower import describe
+
     if node is not None:
         print(f"[gsample] {node.name} = {node.op.value} -> {describe(value)}")
 
@@ -51,7 +60,7 @@ def _pass_name(entry) -> str:
     return getattr(fn, "__name__", type(fn).__name__)
 
 
-def check_passes(passes) -> Optional[list]:
+def check_passes(passes) -> list | None:
     """``passes`` as :func:`compile` and :func:`gsample.compiler.explain` take them, checked: None
     (the default pipeline), or a list (or tuple) whose entries are ``Graph -> Graph``
     callables, ``(callable, why)`` pairs, or names of the passes of
@@ -83,11 +92,14 @@ def check_passes(passes) -> Optional[list]:
     """
     if passes is None:
         return None
-    what = ("a list of passes (Graph -> Graph callables, (callable, why) pairs, or names "
-            "of gsample.passes.PIPELINE's passes)")
+    what = (
+        "a list of passes (Graph -> Graph callables, (callable, why) pairs, or names "
+        "of gsample.passes.PIPELINE's passes)"
+    )
     if isinstance(passes, str):
-        raise TypeError(f"passes: expected {what}, got the str {passes!r}; write "
-                        f"passes=[{passes!r}]")
+        raise TypeError(
+            f"passes: expected {what}, got the str {passes!r}; write passes=[{passes!r}]"
+        )
     if not isinstance(passes, (list, tuple)):
         hint = f"; write passes=[{_pass_name(passes)}]" if callable(passes) else ""
         raise TypeError(f"passes: expected {what}, got {type(passes).__name__}{hint}")
@@ -96,14 +108,16 @@ def check_passes(passes) -> Optional[list]:
     for i, entry in enumerate(passes):
         if isinstance(entry, str):
             if entry not in named:
-                raise ValueError(f"passes[{i}]: no pass named {entry!r} in "
-                                 f"gsample.passes.PIPELINE; its passes: "
-                                 + ", ".join(repr(n) for n in named))
+                raise ValueError(
+                    f"passes[{i}]: no pass named {entry!r} in "
+                    f"gsample.passes.PIPELINE; its passes: " + ", ".join(repr(n) for n in named)
+                )
             entry = named[entry]
-        elif not (callable(entry) or isinstance(entry, tuple) and entry
-                  and callable(entry[0])):
-            raise TypeError(f"passes[{i}]: expected a Graph -> Graph callable, a (callable, "
-                            f"why) pair or a pass name, got {type(entry).__name__}")
+        elif not (callable(entry) or (isinstance(entry, tuple) and entry and callable(entry[0]))):
+            raise TypeError(
+                f"passes[{i}]: expected a Graph -> Graph callable, a (callable, "
+                f"why) pair or a pass name, got {type(entry).__name__}"
+            )
         out.append(entry)
     return out
 
@@ -112,9 +126,11 @@ def _hashable(value, name: str):
     """The cache-key part of a static argument: its value *and* type, recursively (so ``1``,
     ``1.0`` and ``True``, or ``[25, 10]`` and ``(25, 10)``, never share a program)."""
     if isinstance(value, (torch.Tensor, Matrix)):
-        raise TypeError(f"{name}: a tensor or gs.Matrix inside a static argument would be "
-                        "built into the program as a constant; pass it as an argument of "
-                        "its own so that it is traced")
+        raise TypeError(
+            f"{name}: a tensor or gs.Matrix inside a static argument would be "
+            "built into the program as a constant; pass it as an argument of "
+            "its own so that it is traced"
+        )
     if isinstance(value, (list, tuple)):
         return (type(value).__qualname__,) + tuple(_hashable(v, name) for v in value)
     if isinstance(value, dict):
@@ -122,8 +138,10 @@ def _hashable(value, name: str):
     try:
         hash(value)
     except TypeError:
-        raise TypeError(f"{name}: static arguments of a compiled sampler must be hashable "
-                        f"(int, float, str, tuple, None), got {type(value).__name__}") from None
+        raise TypeError(
+            f"{name}: static arguments of a compiled sampler must be hashable "
+            f"(int, float, str, tuple, None), got {type(value).__name__}"
+        ) from None
     return (type(value).__qualname__, value)
 
 
@@ -132,8 +150,15 @@ def _signature_of(value):
     if isinstance(value, Matrix):
         c = value.csc
         vals = None if c.values is None else (c.values.dtype, c.values.dim())
-        return ("matrix", str(c.device), c.num_nodes, "csc", vals,
-                c.row_ids is None, c.col_ids is None)
+        return (
+            "matrix",
+            str(c.device),
+            c.num_nodes,
+            "csc",
+            vals,
+            c.row_ids is None,
+            c.col_ids is None,
+        )
     return ("tensor", value.dtype, str(value.device), value.layout, value.dim())
 
 
@@ -149,14 +174,20 @@ class CompiledSampler:
         :meth:`backend_for` names the backend a call on a graph runs.
     """
 
-    def __init__(self, fn: Callable, passes: Optional[list] = None,
-                 backend: Optional[str] = None, runtime: Optional[Options] = None):
+    def __init__(
+        self,
+        fn: Callable,
+        passes: list | None = None,
+        backend: str | None = None,
+        runtime: Options | None = None,
+    ):
         if backend is not None:
-            check_name(backend)                   # an unknown name fails here, clearly
+            check_name(backend)  # an unknown name fails here, clearly
         passes = check_passes(passes)
         if runtime is not None and not isinstance(runtime, Options):
-            raise TypeError(f"runtime: expected gsample.runtime.Options, got "
-                            f"{type(runtime).__name__}")
+            raise TypeError(
+                f"runtime: expected gsample.runtime.Options, got {type(runtime).__name__}"
+            )
         self.fn = fn
         self.passes = passes
         self.backend = backend
@@ -164,9 +195,11 @@ class CompiledSampler:
         self.signature = inspect.signature(fn)
         if any(q.kind is q.VAR_POSITIONAL for q in self.signature.parameters.values()):
             # the tracer binds every argument by name; *args has none
-            raise TypeError(f"fn: a compiled sampler's parameters must be named; "
-                            f"{getattr(fn, '__name__', 'fn')} takes *args (name them, e.g. "
-                            "def sampler(A, seeds, fanouts=(25, 10)))")
+            raise TypeError(
+                f"fn: a compiled sampler's parameters must be named; "
+                f"{getattr(fn, '__name__', 'fn')} takes *args (name them, e.g. "
+                "def sampler(A, seeds, fanouts=(25, 10)))"
+            )
         self._cache: dict = {}
         self._plans: dict = {}
         self.traces = 0
@@ -181,8 +214,10 @@ class CompiledSampler:
         if plan is None:
             bound = self.signature.bind(*args, **kwargs)
             bound.apply_defaults()
-            simple = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY, p.POSITIONAL_ONLY)
-                         for p in self.signature.parameters.values())
+            simple = all(
+                p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY, p.POSITIONAL_ONLY)
+                for p in self.signature.parameters.values()
+            )
             if not simple:
                 return dict(bound.arguments)
             plan = []
@@ -194,8 +229,9 @@ class CompiledSampler:
                 else:
                     plan.append((name, 2, p.default))
             self._plans[shape] = plan
-        return {name: args[x] if how == 0 else kwargs[x] if how == 1 else x
-                for name, how, x in plan}
+        return {
+            name: args[x] if how == 0 else kwargs[x] if how == 1 else x for name, how, x in plan
+        }
 
     def _split(self, args, kwargs):
         dynamic, static, num_nodes = {}, {}, None
@@ -211,7 +247,7 @@ class CompiledSampler:
             raise TypeError(f"{self.fn.__name__}: a compiled sampler needs a gs.Matrix argument")
         return dynamic, static, num_nodes
 
-    def _backend(self, dynamic: Optional[dict] = None) -> str:
+    def _backend(self, dynamic: dict | None = None) -> str:
         """The backend a call on the traced arguments ``dynamic`` runs on: ``backend=``,
         else the ``gs.use_backend`` setting, ``"auto"`` resolved for the device of the
         first matrix (once probed, a dictionary lookup: this is on every call's path).
@@ -245,15 +281,19 @@ class CompiledSampler:
     def _check_device(self, dynamic) -> None:
         """An explicit ``backend="cuda"`` needs the graph on a GPU (under
         ``gs.use_backend("cuda")`` a CPU graph runs the torch code, as eager ops do)."""
-        if self.backend == "cuda" and any(isinstance(v, Matrix) and v.device.type != "cuda"
-                                          for v in dynamic.values()):
-            raise ValueError("backend: the 'cuda' backend needs the graph on a GPU "
-                             "(A.to('cuda'))")
+        if self.backend == "cuda" and any(
+            isinstance(v, Matrix) and v.device.type != "cuda" for v in dynamic.values()
+        ):
+            raise ValueError("backend: the 'cuda' backend needs the graph on a GPU (A.to('cuda'))")
 
     def _key(self, dynamic, static, num_nodes, backend):
         # the backend is part of the key: the layout pass prices a plan for one backend
-        return (tuple((n, _hashable(v, n)) for n, v in static.items()),
-                tuple((n, _signature_of(v)) for n, v in dynamic.items()), num_nodes, backend)
+        return (
+            tuple((n, _hashable(v, n)) for n, v in static.items()),
+            tuple((n, _signature_of(v)) for n, v in dynamic.items()),
+            num_nodes,
+            backend,
+        )
 
     def program(self, *args, **kwargs) -> Graph:
         """The optimised IR this call would run (tracing it if needed)."""
@@ -273,25 +313,26 @@ class CompiledSampler:
         key = self._key(dynamic, static, num_nodes, backend)
         entry = self._cache.get(key)
         if entry is None:
+            from gsample.capture.trace import trace
             from gsample.passes import optimize
             from gsample.passes.cost_model import annotate_inputs
-            from gsample.capture.trace import trace
-            kinds = {n: Kind.MATRIX if isinstance(v, Matrix) else Kind.TENSOR
-                     for n, v in dynamic.items()}
+
+            kinds = {
+                n: Kind.MATRIX if isinstance(v, Matrix) else Kind.TENSOR for n, v in dynamic.items()
+            }
             graph = trace(self.fn, kinds, static, num_nodes)
-            graph.target = get_backend(backend).target()     # what the passes may plan for
+            graph.target = get_backend(backend).target()  # what the passes may plan for
             # sizes, device and backend of this call: what the layout pass's cost model prices
             annotate_inputs(graph, dynamic, backend)
             graph = optimize(graph, self.passes)
             device = next(str(v.device) for v in dynamic.values() if isinstance(v, Matrix))
-            program = lower(graph, backend, self.runtime, device) if self.runtime.lowered \
-                else None
+            program = lower(graph, backend, self.runtime, device) if self.runtime.lowered else None
             entry = self._cache[key] = [graph, program]
             self.traces += 1
         return entry
 
     def __call__(self, *args, **kwargs):
-        dynamic, static, num_nodes = self._split(args, kwargs)   # once per call: a hot path
+        dynamic, static, num_nodes = self._split(args, kwargs)  # once per call: a hot path
         self._check_device(dynamic)
         backend = self._backend(dynamic)
         graph, program = self._entry(dynamic, static, num_nodes, backend)
@@ -334,9 +375,8 @@ class CompiledSampler:
         """
         dynamic, static, num_nodes = self._split(args, kwargs)
         self._check_device(dynamic)
-        graph, program = self._entry(dynamic, static, num_nodes, self._backend(dynamic))
-        if program is None or not self.runtime.overlap or not program.pauses \
-                or debug_level() >= 3:
+        _graph, program = self._entry(dynamic, static, num_nodes, self._backend(dynamic))
+        if program is None or not self.runtime.overlap or not program.pauses or debug_level() >= 3:
             return None
         return program, dynamic
 
@@ -344,8 +384,13 @@ class CompiledSampler:
         self._cache.clear()
 
 
-def compile(fn: Optional[Callable] = None, *, passes: Optional[list] = None,
-            backend: Optional[str] = None, runtime: Optional[Options] = None):
+def compile(
+    fn: Callable | None = None,
+    *,
+    passes: list | None = None,
+    backend: str | None = None,
+    runtime: Options | None = None,
+):
     """Compile a sampler function: trace it with torch.fx, optimise its IR, run it.
 
     Arguments that are a ``gs.Matrix`` or a tensor are traced; every other argument
@@ -396,7 +441,7 @@ def compile(fn: Optional[Callable] = None, *, passes: Optional[list] = None,
     ...     return blocks
     >>> blocks = graphsage(A, torch.arange(512))   # a graph on a GPU: the CUDA kernels
     """
-    if fn is None:                  # @gs.compile(...): bad options fail here, not at the def
+    if fn is None:  # @gs.compile(...): bad options fail here, not at the def
         passes = check_passes(passes)
         if backend is not None:
             check_name(backend)

@@ -20,13 +20,14 @@ The IR is verified after every pass, whatever ``GSAMPLE_DEBUG`` says, and a pass
 breaks it is named. ``python -m gsample ir file.py:function`` prints the same report
 for a function in a file (see :mod:`gsample.__main__`).
 """
+
 from __future__ import annotations
 
 import functools
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 import torch
 
@@ -41,13 +42,13 @@ FORMATS = ("lines", "table", "dot")
 @dataclass
 class _PassRecord:
     name: str
-    why: Optional[str]
+    why: str | None
     before: str = ""
     after: str = ""
-    graph_text: str = ""        # the IR after the pass, in the requested format
+    graph_text: str = ""  # the IR after the pass, in the requested format
     changed: bool = False
-    removed: list = field(default_factory=list)     # names of the nodes the pass removed
-    added: list = field(default_factory=list)       # and of those it created
+    removed: list = field(default_factory=list)  # names of the nodes the pass removed
+    added: list = field(default_factory=list)  # and of those it created
 
 
 @dataclass
@@ -91,8 +92,10 @@ def _name_of(fn) -> str:
 def _describe_arg(value) -> str:
     if isinstance(value, Matrix):
         vals = "no values" if value.csc.values is None else f"{value.values.dtype} values"
-        return (f"matrix {value.num_nodes:,} nodes, {value.num_edges:,} edges, {vals}, "
-                f"on {value.device}")
+        return (
+            f"matrix {value.num_nodes:,} nodes, {value.num_edges:,} edges, {vals}, "
+            f"on {value.device}"
+        )
     if isinstance(value, torch.Tensor):
         return f"tensor {value.dtype} {tuple(value.shape)}, on {value.device}"
     return repr(value)
@@ -100,7 +103,7 @@ def _describe_arg(value) -> str:
 
 def _short(value, width: int = 70) -> str:
     text = repr(value)
-    return text if len(text) <= width else text[:width - 3] + "..."
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _layout(node) -> tuple:
@@ -134,18 +137,24 @@ def _plan_lines(graph: Graph) -> list:
     if not plan:
         return ["(no layout plan: the layout pass did not run)"]
     forced = f", forced to {plan['forced']}" if plan.get("forced") else ""
-    lines = [f"plan: {plan['conversions']} conversion(s){forced}; estimated "
-             f"{plan['cost_us']:.1f} us per call vs {plan['csc_cost_us']:.1f} us all-CSC "
-             "(layout-dependent ops and conversions)", f"cost table: {plan['table']}"]
+    lines = [
+        f"plan: {plan['conversions']} conversion(s){forced}; estimated "
+        f"{plan['cost_us']:.1f} us per call vs {plan['csc_cost_us']:.1f} us all-CSC "
+        "(layout-dependent ops and conversions)",
+        f"cost table: {plan['table']}",
+    ]
     for n in graph.nodes:
         if n.op is Op.TO_LAYOUT or (n.op is Op.CACHED and "cost_us" in n.meta):
             src = n.inputs.get("A", n.inputs.get("graph"))
-            lines.append(f"  convert %{src.name} -> {n.meta['layout']} as %{n.name}"
-                         f"{' (once per graph)' if n.op is Op.CACHED else ''}: "
-                         f"{n.meta['cost_us']:.1f} us")
+            lines.append(
+                f"  convert %{src.name} -> {n.meta['layout']} as %{n.name}"
+                f"{' (once per graph)' if n.op is Op.CACHED else ''}: "
+                f"{n.meta['cost_us']:.1f} us"
+            )
         elif "reads" in n.meta and n.meta["reads"] != "csc":
-            lines.append(f"  %{n.name} ({n.op.value}) reads {n.meta['reads']}: "
-                         f"{n.meta['cost_us']:.1f} us")
+            lines.append(
+                f"  %{n.name} ({n.op.value}) reads {n.meta['reads']}: {n.meta['cost_us']:.1f} us"
+            )
     return lines
 
 
@@ -159,10 +168,12 @@ def _programs(report: _Report, graph: Graph, prefix: str = "") -> int:
         count += 1
         label = f"{prefix}%{n.name}"
         if isinstance(program, Graph):
-            what = ("computed once per graph, then reused by every call"
-                    if n.op is Op.CACHED else "its program")
-            report.comment(f"{label} = {n.op.value}: {what} "
-                           f"({len(program.nodes)} nodes)")
+            what = (
+                "computed once per graph, then reused by every call"
+                if n.op is Op.CACHED
+                else "its program"
+            )
+            report.comment(f"{label} = {n.op.value}: {what} ({len(program.nodes)} nodes)")
             report.graph(program, f"{label.lstrip('%')}_program", indent="    ")
             count += _programs(report, program, label + "/")
         else:
@@ -181,16 +192,22 @@ def _backend_text(sampler: CompiledSampler, dynamic: dict) -> str:
     if setting != "auto":
         asked = f"backend={setting!r}" if sampler.backend else f"gs.use_backend({setting!r})"
         if runs != setting:
-            return (f"backend {runs!r} ({asked}, but the graph is on the CPU: every op runs "
-                    "the torch backend's code)")
+            return (
+                f"backend {runs!r} ({asked}, but the graph is on the CPU: every op runs "
+                "the torch backend's code)"
+            )
         return f"backend {runs!r} ({asked})"
     if device.type != "cuda":
         return f"backend {runs!r} (auto: the graph is on the CPU)"
     if runs == "cuda":
-        return (f"backend 'cuda' (auto: the graph is on {device} and CuPy's kernels run "
-                "there; gs.use_backend('torch') forces the reference)")
-    return (f"backend 'torch' (auto: the graph is on {device}, but the CUDA backend's kernels "
-            f"cannot run there: {cuda_problem(device)}; pip install gsample[cuda])")
+        return (
+            f"backend 'cuda' (auto: the graph is on {device} and CuPy's kernels run "
+            "there; gs.use_backend('torch') forces the reference)"
+        )
+    return (
+        f"backend 'torch' (auto: the graph is on {device}, but the CUDA backend's kernels "
+        f"cannot run there: {cuda_problem(device)}; pip install gsample[cuda])"
+    )
 
 
 def _passes_of(fn, passes) -> list:
@@ -198,13 +215,20 @@ def _passes_of(fn, passes) -> list:
     if passes is None and isinstance(fn, CompiledSampler):
         passes = fn.passes
     if passes is None:
-        from gsample.passes import PIPELINE      # read at call time: passes register themselves there
+        from gsample.passes import PIPELINE  # read at call time: passes register themselves there
+
         passes = PIPELINE
     return list(passes)
 
 
-def explain(fn: Callable, *example_args, passes: Optional[list] = None, format: str = "lines",
-            file=None, **example_kwargs) -> str:
+def explain(
+    fn: Callable,
+    *example_args,
+    passes: list | None = None,
+    format: str = "lines",
+    file=None,
+    **example_kwargs,
+) -> str:
     """Show how ``@gs.compile`` compiles ``fn``: its IR before and after each pass.
 
     ``fn`` is traced on the example arguments as a compiled call would trace it
@@ -266,9 +290,9 @@ def explain(fn: Callable, *example_args, passes: Optional[list] = None, format: 
     >>> print(text.splitlines()[0])
     gs.explain: graphsage(A, seeds, fanouts=(25, 10))
     """
+    from gsample.capture.trace import trace
     from gsample.passes import optimize
     from gsample.passes.cost_model import annotate_inputs
-    from gsample.capture.trace import trace
 
     if format not in FORMATS:
         raise ValueError(f"format: must be one of {FORMATS}, got {format!r}")
@@ -291,14 +315,16 @@ def explain(fn: Callable, *example_args, passes: Optional[list] = None, format: 
     report.comment(f"  {_backend_text(sampler, dynamic)}")
     if isinstance(fn, CompiledSampler):
         key = sampler._key(dynamic, static, num_nodes, backend)
-        report.comment(f"  compiled sampler: {len(sampler._cache)} program(s) cached, "
-                       f"{'including' if key in sampler._cache else 'not yet'} this call's; "
-                       f"{sampler.traces} trace(s) so far")
+        report.comment(
+            f"  compiled sampler: {len(sampler._cache)} program(s) cached, "
+            f"{'including' if key in sampler._cache else 'not yet'} this call's; "
+            f"{sampler.traces} trace(s) so far"
+        )
 
     # 2. the traced IR
     kinds = {k: Kind.MATRIX if isinstance(v, Matrix) else Kind.TENSOR for k, v in dynamic.items()}
     traced = trace(sampler.fn, kinds, static, num_nodes)
-    traced.target = get_backend(backend).target()   # as the compiler does
+    traced.target = get_backend(backend).target()  # as the compiler does
     traced = annotate_inputs(traced, dynamic, backend)
     report.heading(f"traced IR: {len(traced.nodes)} nodes, {traced.num_random} random ops")
     report.graph(traced, f"{name}_traced")
@@ -313,12 +339,15 @@ def explain(fn: Callable, *example_args, passes: Optional[list] = None, format: 
 
         @functools.wraps(pass_fn)
         def run(graph):
-            names_before = [n.name for n in graph.nodes]     # the pass may work in place
+            names_before = [n.name for n in graph.nodes]  # the pass may work in place
             out = pass_fn(graph)
             names_after = [n.name for n in out.nodes]
-            rec = _PassRecord(pass_name, why,
-                              removed=[n for n in names_before if n not in set(names_after)],
-                              added=[n for n in names_after if n not in set(names_before)])
+            rec = _PassRecord(
+                pass_name,
+                why,
+                removed=[n for n in names_before if n not in set(names_after)],
+                added=[n for n in names_after if n not in set(names_before)],
+            )
             rec.graph_text = _render(out, format, f"{name}_after_{index}_{pass_name}")
             records.append(rec)
             try:
@@ -327,8 +356,9 @@ def explain(fn: Callable, *example_args, passes: Optional[list] = None, format: 
                 report.heading(f"pass {index}/{len(entries)} {pass_name}: BROKE THE IR")
                 report.parts.append(rec.graph_text)
                 _emit(report.text(), file)
-                raise VerifyError(f"pass {pass_name} (#{index} of {len(entries)}) left an "
-                                  f"invalid IR: {e}") from None
+                raise VerifyError(
+                    f"pass {pass_name} (#{index} of {len(entries)}) left an invalid IR: {e}"
+                ) from None
             return out
 
         if not hasattr(run, "__name__"):
@@ -353,8 +383,10 @@ def explain(fn: Callable, *example_args, passes: Optional[list] = None, format: 
             report.parts.append(rec.graph_text)
 
     # 4. the optimised program
-    report.heading(f"optimised IR: {len(final.nodes)} nodes, {final.num_random} random ops "
-                   f"(the program a compiled call runs)")
+    report.heading(
+        f"optimised IR: {len(final.nodes)} nodes, {final.num_random} random ops "
+        f"(the program a compiled call runs)"
+    )
     report.graph(final, f"{name}_optimised")
 
     # 5. layouts
@@ -378,12 +410,13 @@ def explain(fn: Callable, *example_args, passes: Optional[list] = None, format: 
 
     # 7. the lowered program
     from gsample.runtime import lower
+
     device = next(str(v.device) for v in dynamic.values() if isinstance(v, Matrix))
     runs = backend_for(device, sampler.backend)
     report.heading(f"lowered program (gsample.runtime, backend {runs!r} on {device})")
     try:
         report.comment(lower(final, backend, sampler.runtime, device).format())
-    except (NotImplementedError, TypeError) as e:     # e.g. a pass claimed a layout no op runs
+    except (NotImplementedError, TypeError) as e:  # e.g. a pass claimed a layout no op runs
         report.comment(f"cannot be lowered: {e}")
 
     # summary
@@ -406,12 +439,18 @@ def _names(names: list, limit: int = 12) -> str:
 
 
 def _check_file(file) -> None:
-    if file is None or file is False or isinstance(file, (str, os.PathLike)) or \
-            callable(getattr(file, "write", None)):
+    if (
+        file is None
+        or file is False
+        or isinstance(file, (str, os.PathLike))
+        or callable(getattr(file, "write", None))
+    ):
         return
-    raise TypeError(f"file: expected a file-like object (with write()), a path (str or "
-                    f"os.PathLike), None (stdout) or False (no output), got "
-                    f"{type(file).__name__}")
+    raise TypeError(
+        f"file: expected a file-like object (with write()), a path (str or "
+        f"os.PathLike), None (stdout) or False (no output), got "
+        f"{type(file).__name__}"
+    )
 
 
 def _emit(text: str, file) -> None:
@@ -427,4 +466,4 @@ def _emit(text: str, file) -> None:
         out.flush()
 
 
-__all__ = ["explain", "FORMATS"]
+__all__ = ["FORMATS", "explain"]

@@ -12,20 +12,20 @@ weighted by 1 / time so small and large sizes count alike). The result is cached
     python -m gsample calibrate                      # the CPU, 262,144 nodes
     python -m gsample calibrate --device cuda --num-nodes 2400000
 """
+
 from __future__ import annotations
 
 import datetime
 import itertools
 import time
-from typing import Optional
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
-from gsample.cost import table as cost
 from gsample.backend import get_backend, run_op
 from gsample.backend.torch import extract
+from gsample.cost import table as cost
 from gsample.formats.layouts import NAMES, convert
 from gsample.ir import Align, Op, Size, info
 
@@ -56,8 +56,9 @@ def _kwargs(op: Op, A, axis, g) -> dict:
     for name in names:
         a = d.alignment(name, attrs)
         if a is Align.NEW_ROWS:
-            kwargs[name] = torch.randperm(A.num_nodes, generator=g)[
-                :max(1, A.num_nodes // 64)].to(A.device)
+            kwargs[name] = torch.randperm(A.num_nodes, generator=g)[: max(1, A.num_nodes // 64)].to(
+                A.device
+            )
         else:
             kwargs[name] = torch.rand(int(size.length(a)), generator=g).to(A.device) + 0.5
     return kwargs
@@ -66,11 +67,12 @@ def _kwargs(op: Op, A, axis, g) -> dict:
 def samples(num_nodes: int, avg_degree: int = 8, device="cpu", seed: int = 0) -> list:
     """Sub-matrices (CSC) to time on: see the module docstring."""
     from gsample.datasets.synthetic import rmat
+
     G = rmat(num_nodes, num_nodes * avg_degree, seed=seed, weighted=True, device=device).csc
     g = torch.Generator().manual_seed(seed)
     hubs = torch.argsort(G.degrees().cpu(), descending=True, stable=True)
     out = []
-    for frac in (65536, 4096, 256, 16):        # frontiers of 4 to N / 16 nodes
+    for frac in (65536, 4096, 256, 16):  # frontiers of 4 to N / 16 nodes
         n = max(4, num_nodes // frac)
         for cols in (torch.randperm(num_nodes, generator=g)[:n], hubs[:n]):
             sub = extract.slice_cols(G, cols.to(G.device))
@@ -118,9 +120,16 @@ def fit(sizes: np.ndarray, times: np.ndarray) -> tuple:
     return best
 
 
-def calibrate(device="cpu", num_nodes: int = 4 ** 9, repeats: int = 5, avg_degree: int = 8,
-              save: bool = True, progress: bool = True, keys: Optional[list] = None,
-              backend: str = "torch") -> dict:
+def calibrate(
+    device="cpu",
+    num_nodes: int = 4**9,
+    repeats: int = 5,
+    avg_degree: int = 8,
+    save: bool = True,
+    progress: bool = True,
+    keys: list | None = None,
+    backend: str = "torch",
+) -> dict:
     """Time the layout-dependent ops and conversions on ``device`` and fit their costs.
 
     Parameters
@@ -159,11 +168,15 @@ def calibrate(device="cpu", num_nodes: int = 4 ** 9, repeats: int = 5, avg_degre
     be, g = get_backend(backend), torch.Generator().manual_seed(1)
     mats = samples(num_nodes, avg_degree, device)
     target = be.target()
-    jobs = [(cost.op_key(op.value, name, axis), op, name, axis)
-            for op in layout_ops(backend) for name in target.layouts(op)
-            for axis in variants(op)]
-    jobs += [(cost.conversion_key(s, d), Op.TO_LAYOUT, s, d)
-             for s in NAMES for d in NAMES if s != d]
+    jobs = [
+        (cost.op_key(op.value, name, axis), op, name, axis)
+        for op in layout_ops(backend)
+        for name in target.layouts(op)
+        for axis in variants(op)
+    ]
+    jobs += [
+        (cost.conversion_key(s, d), Op.TO_LAYOUT, s, d) for s in NAMES for d in NAMES if s != d
+    ]
     jobs = [j for j in jobs if keys is None or j[0] in keys]
     sizes = np.array([(A.nnz, A.num_rows, A.num_cols) for A in mats], dtype=np.float64)
     coefficients = {}
@@ -178,12 +191,18 @@ def calibrate(device="cpu", num_nodes: int = 4 ** 9, repeats: int = 5, avg_degre
             kwargs["A"] = x
             times.append(_timed(lambda: run_op(be, op, kwargs), device, repeats))
         coefficients[key] = [round(c, 9) for c in fit(sizes, np.array(times))]
-    entry = {"device": cost.device_name(device), "backend": backend,
-             "bucket": cost.bucket(num_nodes),
-             "num_nodes": num_nodes, "avg_degree": avg_degree, "repeats": repeats,
-             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-             "torch": torch.__version__, "samples": sizes.astype(int).tolist(),
-             "coefficients": coefficients}
+    entry = {
+        "device": cost.device_name(device),
+        "backend": backend,
+        "bucket": cost.bucket(num_nodes),
+        "num_nodes": num_nodes,
+        "avg_degree": avg_degree,
+        "repeats": repeats,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "torch": torch.__version__,
+        "samples": sizes.astype(int).tolist(),
+        "coefficients": coefficients,
+    }
     if save:
         entry["path"] = str(cost.save(entry))
     return entry

@@ -20,6 +20,7 @@ The cache is one JSON file, ``$GSAMPLE_CACHE/costs.json`` (default
 ``~/.cache/gsample/costs.json``), keyed by device name and bucket ``round(log4(N))``.
 Nothing is timed at compile time: a missing calibration falls back, it never runs one.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,6 @@ import os
 import pathlib
 import platform
 from dataclasses import dataclass
-from typing import Optional
 
 import torch
 
@@ -51,7 +51,7 @@ class CostTable:
     coefficients: dict
     source: str
 
-    def cost(self, key: str, nnz: float, rows: float, cols: float) -> Optional[float]:
+    def cost(self, key: str, nnz: float, rows: float, cols: float) -> float | None:
         """Estimated microseconds, or ``None`` when the table has no entry for ``key``."""
         c = self.coefficients.get(key)
         if c is None:
@@ -64,7 +64,7 @@ class CostTable:
 DEFAULT = CostTable(DEFAULT_COEFFICIENTS, DEFAULT_SOURCE)
 
 
-def op_key(op: str, layout: str, axis: Optional[int] = None) -> str:
+def op_key(op: str, layout: str, axis: int | None = None) -> str:
     """The table key of op ``op`` (its ``Op`` value) on ``layout``."""
     return f"{op}/{layout}" + ("" if axis is None else f"/axis{axis}")
 
@@ -104,7 +104,7 @@ def _where(entry: dict) -> tuple:
     return entry.get("device"), entry.get("backend", "torch"), entry.get("bucket")
 
 
-def save(entry: dict, path: Optional[pathlib.Path] = None) -> pathlib.Path:
+def save(entry: dict, path: pathlib.Path | None = None) -> pathlib.Path:
     """Add (or replace) a calibration ``entry`` (``device``, ``backend``, ``bucket``,
     ``coefficients``, ...) in the cache file; returns its path."""
     path = path or cache_path()
@@ -112,7 +112,7 @@ def save(entry: dict, path: Optional[pathlib.Path] = None) -> pathlib.Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"format": 1, "tables": tables + [entry]}, indent=1))
-    tmp.replace(path)                           # atomic: a reader never sees half a file
+    tmp.replace(path)  # atomic: a reader never sees half a file
     return path
 
 
@@ -131,12 +131,16 @@ def table_for(device, num_nodes: int, backend: str = "torch") -> CostTable:
     if mode == "default":
         return DEFAULT
     name, b = device_name(device), bucket(num_nodes)
-    mine = [t for t in _read(cache_path()) if _where(t)[:2] == (name, backend)
-            and "coefficients" in t]
+    mine = [
+        t for t in _read(cache_path()) if _where(t)[:2] == (name, backend) and "coefficients" in t
+    ]
     if not mine:
         return DEFAULT
     best = min(mine, key=lambda t: (abs(t["bucket"] - b), -t["bucket"]))
     coefficients = {k: tuple(v) for k, v in best["coefficients"].items()}
-    return CostTable(coefficients, f"calibrated on {name} ({backend} backend), "
-                                   f"{best.get('num_nodes')} nodes (bucket {best['bucket']}), "
-                                   f"{best.get('date', '?')}")
+    return CostTable(
+        coefficients,
+        f"calibrated on {name} ({backend} backend), "
+        f"{best.get('num_nodes')} nodes (bucket {best['bucket']}), "
+        f"{best.get('date', '?')}",
+    )

@@ -1,5 +1,6 @@
 """Graph inputs from files and generators: SNAP edge lists, R-MAT power-law graphs, Cora, and a
 planted-partition graph with features and labels to train on."""
+
 from __future__ import annotations
 
 import gzip
@@ -44,14 +45,15 @@ def read_snap(path, num_nodes=None, relabel: bool = False, undirected: bool = Fa
     (325729, 1497134)
     """
     from gsample.matrix.sparse import Matrix
+
     path = _path(path)
     relabel, undirected = V.flag(relabel, "relabel"), V.flag(undirected, "undirected")
     if not os.path.exists(path):
         raise FileNotFoundError(f"path: no such file: {path}")
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f, warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)     # "input contained no data"
-        try:   # extra columns (timestamps of temporal SNAP graphs) are ignored
+        warnings.simplefilter("ignore", UserWarning)  # "input contained no data"
+        try:  # extra columns (timestamps of temporal SNAP graphs) are ignored
             pairs = np.loadtxt(f, dtype=np.int64, comments="#", usecols=(0, 1), ndmin=2)
         except ValueError as e:
             raise ValueError(f"path: {path} is not a SNAP edge list ({e})") from None
@@ -65,9 +67,18 @@ def read_snap(path, num_nodes=None, relabel: bool = False, undirected: bool = Fa
     return Matrix.from_edge_index(ei, num_nodes=num_nodes)
 
 
-def rmat(num_nodes: int, num_edges: int, seed: int = 0, a: float = 0.57, b: float = 0.19,
-         c: float = 0.19, weighted: bool = False, device="cpu", progress: bool = False,
-         chunk: int = 1 << 22):
+def rmat(
+    num_nodes: int,
+    num_edges: int,
+    seed: int = 0,
+    a: float = 0.57,
+    b: float = 0.19,
+    c: float = 0.19,
+    weighted: bool = False,
+    device="cpu",
+    progress: bool = False,
+    chunk: int = 1 << 22,
+):
     """A reproducible R-MAT power-law graph (Chakrabarti et al.; Graph500 defaults).
 
     Each edge descends ``ceil(log2 num_nodes)`` levels of the adjacency matrix,
@@ -106,6 +117,7 @@ def rmat(num_nodes: int, num_edges: int, seed: int = 0, a: float = 0.57, b: floa
     100000
     """
     from gsample.matrix.sparse import Matrix
+
     num_nodes = V.count(num_nodes, "num_nodes")
     num_edges = V.count(num_edges, "num_edges")
     if num_nodes == 0 and num_edges:
@@ -120,7 +132,7 @@ def rmat(num_nodes: int, num_edges: int, seed: int = 0, a: float = 0.57, b: floa
     V.fits(num_nodes + 1, 16, device, "num_nodes", f"a graph of {num_nodes} nodes")
     V.fits(num_edges, 48, device, "num_edges", f"generating {num_edges} edges")
     levels = max(1, (num_nodes - 1).bit_length())
-    base = combine(combine(0, int(seed)), 0x524D4154)   # "RMAT"
+    base = combine(combine(0, int(seed)), 0x524D4154)  # "RMAT"
     src = torch.empty(num_edges, dtype=torch.int64, device=device)
     dst = torch.empty_like(src)
     starts = range(0, num_edges, chunk)
@@ -134,8 +146,8 @@ def rmat(num_nodes: int, num_edges: int, seed: int = 0, a: float = 0.57, b: floa
             down = u >= a + b
             s = (s << 1) | down.to(torch.int64)
             d = (d << 1) | right.to(torch.int64)
-        src[start:start + e.numel()] = s
-        dst[start:start + e.numel()] = d
+        src[start : start + e.numel()] = s
+        dst[start : start + e.numel()] = d
     if num_nodes:
         nodes = torch.arange(num_nodes, device=device)
         perm = torch.argsort(sort_key(hash_tensor(base, torch.full_like(nodes, -1), nodes)))
@@ -147,9 +159,16 @@ def rmat(num_nodes: int, num_edges: int, seed: int = 0, a: float = 0.57, b: floa
     return Matrix.from_edge_index(torch.stack([src, dst]), num_nodes=num_nodes, weight=weight)
 
 
-def planted_partition(num_nodes: int = 20_000, num_classes: int = 8, avg_degree: float = 12.0,
-                      homophily: float = 0.5, num_features: int = 32, noise: float = 3.5,
-                      seed: int = 0, device="cpu"):
+def planted_partition(
+    num_nodes: int = 20_000,
+    num_classes: int = 8,
+    avg_degree: float = 12.0,
+    homophily: float = 0.5,
+    num_features: int = 32,
+    noise: float = 3.5,
+    seed: int = 0,
+    device="cpu",
+):
     """A graph with planted communities, and node features that carry them plus noise.
 
     A stochastic block model in its planted-partition form: node ``v`` belongs to class
@@ -194,6 +213,7 @@ def planted_partition(num_nodes: int = 20_000, num_classes: int = 8, avg_degree:
     (torch.Size([1000, 32]), 4)
     """
     from gsample.matrix.sparse import Matrix
+
     num_nodes = V.count(num_nodes, "num_nodes")
     num_classes = V.count(num_classes, "num_classes")
     if not 1 <= num_classes <= num_nodes:
@@ -207,14 +227,20 @@ def planted_partition(num_nodes: int = 20_000, num_classes: int = 8, avg_degree:
     # per node its class, order and features (x and its noise, float32); per drawn edge
     # its ends, draws and keys (int64, both directions)
     V.fits(num_nodes, 40, "cpu", "num_nodes", f"{num_nodes} nodes")
-    V.fits(num_nodes * num_features, 8, "cpu", "num_features",
-           f"{num_nodes} x {num_features} features")
-    V.fits(int(num_nodes * avg_degree / 2), 96, "cpu", "avg_degree",
-           f"{num_nodes} nodes of average degree {avg_degree}")
-    g = torch.Generator().manual_seed(V.seed(seed) & (2 ** 64 - 1))   # as gs.manual_seed
+    V.fits(
+        num_nodes * num_features, 8, "cpu", "num_features", f"{num_nodes} x {num_features} features"
+    )
+    V.fits(
+        int(num_nodes * avg_degree / 2),
+        96,
+        "cpu",
+        "avg_degree",
+        f"{num_nodes} nodes of average degree {avg_degree}",
+    )
+    g = torch.Generator().manual_seed(V.seed(seed) & (2**64 - 1))  # as gs.manual_seed
     n, k = num_nodes, num_classes
     y = (torch.arange(n) % k)[torch.randperm(n, generator=g)]
-    members = torch.argsort(y, stable=True)                  # nodes grouped by class
+    members = torch.argsort(y, stable=True)  # nodes grouped by class
     start = torch.searchsorted(y[members], torch.arange(k))
     size = torch.bincount(y, minlength=k)
     m = int(n * avg_degree / 2)
@@ -222,7 +248,7 @@ def planted_partition(num_nodes: int = 20_000, num_classes: int = 8, avg_degree:
     inside = torch.rand(m, generator=g) < homophily
     pick = (torch.rand(m, generator=g) * size[y[u]]).long().clamp(max=size[y[u]] - 1)
     v = torch.where(inside, members[start[y[u]] + pick], torch.randint(0, n, (m,), generator=g))
-    keep = u != v                                            # no self-loops
+    keep = u != v  # no self-loops
     u, v = u[keep], v[keep]
     # Drop repeats: one int64 key per directed edge (ascending key = (src, dst) order, the
     # order of torch.unique(edge_index, dim=1), which is far slower: ~70 s at 2M nodes).
@@ -262,6 +288,7 @@ def cora(path=None, device="cpu"):
     (2708, 1433, 7)
     """
     from gsample.matrix.sparse import Matrix
+
     path = _path(path) if path is not None else default_data_path("cora.npz")
     device = V.device(device)
     if not os.path.exists(path):
@@ -286,15 +313,19 @@ def _path(path) -> str:
     try:
         return os.fspath(path)
     except TypeError:
-        raise TypeError(f"path: expected a str or os.PathLike, got {type(path).__name__}") \
-            from None
+        raise TypeError(f"path: expected a str or os.PathLike, got {type(path).__name__}") from None
 
 
 def default_data_path(name: str) -> str:
     """``$GSAMPLE_DATA/name``, else ``../shared/data/name`` beside the repository."""
     root = os.environ.get("GSAMPLE_DATA") or os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, os.pardir, "shared",
-        "data")
+        os.path.dirname(os.path.abspath(__file__)),
+        os.pardir,
+        os.pardir,
+        os.pardir,
+        "shared",
+        "data",
+    )
     return os.path.normpath(os.path.join(root, name))
 
 

@@ -29,10 +29,19 @@ Examples
 >>> for batch in gs.DataLoader(G, graphsage, train_ids, 512, seed=0, distributed=True):
 ...     train(batch)                                         # batch.index: the global index
 """
+
 from gsample.distributed.comm import local_init_method
 from gsample.distributed.partition import PartitionedMatrix, edge_balanced_bounds
 from gsample.distributed.place import PLACEMENTS, choose_placement, place
 from gsample.distributed.split import rank_batches, resolve_ranks
 
-__all__ = ["place", "choose_placement", "PLACEMENTS", "PartitionedMatrix", "rank_batches",
-           "resolve_ranks", "edge_balanced_bounds", "local_init_method"]
+__all__ = [
+    "PLACEMENTS",
+    "PartitionedMatrix",
+    "choose_placement",
+    "edge_balanced_bounds",
+    "local_init_method",
+    "place",
+    "rank_batches",
+    "resolve_ranks",
+]

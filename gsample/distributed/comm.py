@@ -5,6 +5,7 @@ mini-batches of one epoch, and :mod:`gsample.distributed.split` gives them equal
 a rank with nothing to send still takes part. Tensors live on the rank's device: CPU tensors
 with gloo, GPU tensors with NCCL.
 """
+
 from __future__ import annotations
 
 import socket
@@ -30,8 +31,10 @@ def local_init_method() -> str:
 def group_ranks(group=None) -> tuple:
     """``(rank, world_size)`` of this process in ``group`` (initialised first)."""
     if not (dist.is_available() and dist.is_initialized()):
-        raise RuntimeError("group: torch.distributed is not initialised; call "
-                           "torch.distributed.init_process_group first (one process per device)")
+        raise RuntimeError(
+            "group: torch.distributed is not initialised; call "
+            "torch.distributed.init_process_group first (one process per device)"
+        )
     return dist.get_rank(group), dist.get_world_size(group)
 
 
@@ -79,7 +82,7 @@ class Route:
         counts = torch.bincount(owner, minlength=world_size)
         got = torch.empty_like(counts)
         dist.all_to_all_single(got, counts, group=group)
-        self.sent, self.got = counts.tolist(), got.tolist()   # one read-back for both
+        self.sent, self.got = counts.tolist(), got.tolist()  # one read-back for both
         self.received = all_to_all(rows[self.order], self.got, self.sent, group)
 
     def answer(self, rows: torch.Tensor) -> torch.Tensor:
@@ -107,4 +110,4 @@ def group_sums(counts: torch.Tensor, splits: list) -> list:
     return torch.diff(at, prepend=at.new_zeros(1)).tolist()
 
 
-__all__ = ["group_ranks", "default_device", "all_to_all", "Route", "group_sums"]
+__all__ = ["Route", "all_to_all", "default_device", "group_ranks", "group_sums"]

@@ -30,25 +30,25 @@ rank, every rank raises (that rank's error), so that none is left waiting in a c
 Every other operator (``collective_sample``, reductions, slices with rows, ...) raises
 ``NotImplementedError`` naming a placement that runs it ("replicated" or "shared").
 """
+
 from __future__ import annotations
 
 import functools
 import math
 import numbers
 from types import SimpleNamespace
-from typing import Optional
 
 import torch
 import torch.distributed as dist
 
 from gsample.base import validate as V
-from gsample.formats.csc import CSC, gather_segments, segment_ptr
-from gsample.matrix.sparse import EdgeMapOperators, Matrix
 from gsample.base.random import next_op_key
 from gsample.distributed.comm import Route, all_to_all, group_sums
 from gsample.distributed.partition_batches import active_round
 from gsample.distributed.partition_sampling import _mapped, _sample, _sample_here
 from gsample.distributed.partition_walks import _Walks
+from gsample.formats.csc import CSC, gather_segments, segment_ptr
+from gsample.matrix.sparse import EdgeMapOperators, Matrix
 
 
 def edge_balanced_bounds(indptr: torch.Tensor, world_size: int) -> list:
@@ -61,8 +61,11 @@ def edge_balanced_bounds(indptr: torch.Tensor, world_size: int) -> list:
     [0, 1, 4]
     """
     n, E = indptr.numel() - 1, int(indptr[-1])
-    targets = torch.tensor([math.ceil(r * E / world_size) for r in range(world_size + 1)],
-                           dtype=indptr.dtype, device=indptr.device)
+    targets = torch.tensor(
+        [math.ceil(r * E / world_size) for r in range(world_size + 1)],
+        dtype=indptr.dtype,
+        device=indptr.device,
+    )
     cuts = torch.searchsorted(indptr, targets).clamp_(max=n).tolist()
     cuts[0], cuts[-1] = 0, n
     return cuts
@@ -71,23 +74,30 @@ def edge_balanced_bounds(indptr: torch.Tensor, world_size: int) -> list:
 def local_part(csc: CSC, lo: int, hi: int) -> CSC:
     """The columns ``lo .. hi - 1`` of the graph ``csc`` (rows and edge ids global)."""
     e0, e1 = int(csc.indptr[lo]), int(csc.indptr[hi])
-    eids = torch.arange(e0, e1, device=csc.indptr.device) if csc.eids is None \
-        else csc.eids[e0:e1]
-    return CSC(csc.num_nodes, csc.indptr[lo:hi + 1] - e0, csc.rows[e0:e1],
-               values=None if csc.values is None else csc.values[e0:e1], eids=eids)
+    eids = torch.arange(e0, e1, device=csc.indptr.device) if csc.eids is None else csc.eids[e0:e1]
+    return CSC(
+        csc.num_nodes,
+        csc.indptr[lo : hi + 1] - e0,
+        csc.rows[e0:e1],
+        values=None if csc.values is None else csc.values[e0:e1],
+        eids=eids,
+    )
 
 
 #: what a partitioned graph runs (the other operators' error says so)
-SUPPORTED = ("A[:, cols].individual_sample (uniform or weighted, with or without "
-             "replacement), A[:, cols].values and scalar edge maps of A[:, cols], and "
-             "A.random_walk (uniform, weighted, node2vec, with stop / restart / jump)")
+SUPPORTED = (
+    "A[:, cols].individual_sample (uniform or weighted, with or without "
+    "replacement), A[:, cols].values and scalar edge maps of A[:, cols], and "
+    "A.random_walk (uniform, weighted, node2vec, with stop / restart / jump)"
+)
 
 
 def _unsupported(what: str) -> NotImplementedError:
     return NotImplementedError(
         f"{what}: not supported on a partitioned graph (placement='partitioned' runs "
         f"{SUPPORTED}); place the graph 'replicated' or 'shared' (gsample.distributed.place) "
-        "for it")
+        "for it"
+    )
 
 
 class PartitionedMatrix(_Walks):
@@ -129,8 +139,17 @@ class PartitionedMatrix(_Walks):
 
     placement = "partitioned"
 
-    def __init__(self, local: CSC, bounds: list, num_nodes: int, num_edges: int, rank: int,
-                 world_size: int, group=None, first_edge: Optional[int] = None):
+    def __init__(
+        self,
+        local: CSC,
+        bounds: list,
+        num_nodes: int,
+        num_edges: int,
+        rank: int,
+        world_size: int,
+        group=None,
+        first_edge: int | None = None,
+    ):
         self.local, self.bounds = local, list(bounds)
         self.num_nodes, self.num_edges = num_nodes, num_edges
         self.rank, self.world_size, self.group = rank, world_size, group
@@ -138,9 +157,10 @@ class PartitionedMatrix(_Walks):
         self._first_edge = first_edge
         self._cuts = torch.tensor(self.bounds[1:-1], dtype=torch.int64, device=self.device)
         self._deg = local.indptr[1:] - local.indptr[:-1]
-        self._checks = SimpleNamespace(num_nodes=num_nodes, device=self.device, row_ids=None,
-                                       col_ids=None)
-        self._own_alias = None              # (values' version, alias tables of its values)
+        self._checks = SimpleNamespace(
+            num_nodes=num_nodes, device=self.device, row_ids=None, col_ids=None
+        )
+        self._own_alias = None  # (values' version, alias tables of its values)
 
     @property
     def device(self) -> torch.device:
@@ -152,11 +172,11 @@ class PartitionedMatrix(_Walks):
 
     @property
     def first_edge(self) -> int:
-        if self._first_edge is None:        # made by hand: the ranks' edge counts (collective)
+        if self._first_edge is None:  # made by hand: the ranks' edge counts (collective)
             counts = torch.zeros(self.world_size, dtype=torch.int64, device=self.device)
             counts[self.rank] = self.local.nnz
             dist.all_reduce(counts, group=self.group)
-            self._first_edge = int(counts[:self.rank].sum())
+            self._first_edge = int(counts[: self.rank].sum())
         return self._first_edge
 
     def owner(self, ids: torch.Tensor) -> torch.Tensor:
@@ -164,31 +184,33 @@ class PartitionedMatrix(_Walks):
         return torch.searchsorted(self._cuts, ids, right=True)
 
     def __repr__(self) -> str:
-        return (f"PartitionedMatrix(num_nodes={self.num_nodes}, num_edges={self.num_edges}, "
-                f"rank={self.rank} of {self.world_size}, columns={self.lo}.."
-                f"{self.bounds[self.rank + 1] - 1}, local_edges={self.local.nnz}, "
-                f"device={self.device})")
+        return (
+            f"PartitionedMatrix(num_nodes={self.num_nodes}, num_edges={self.num_edges}, "
+            f"rank={self.rank} of {self.world_size}, columns={self.lo}.."
+            f"{self.bounds[self.rank + 1] - 1}, local_edges={self.local.nnz}, "
+            f"device={self.device})"
+        )
 
     def __getattr__(self, name):
         if not name.startswith("_") and hasattr(Matrix, name):
             raise _unsupported(name)
         raise AttributeError(f"'PartitionedMatrix' object has no attribute {name!r}")
 
-    def __getitem__(self, key) -> "_Frontier":
+    def __getitem__(self, key) -> _Frontier:
         """``A[:, cols]``: a frontier to sample from (only column slices are supported)."""
         if not isinstance(key, tuple) or len(key) != 2:
             raise TypeError("Matrix indexing: use A[rows, cols], e.g. A[:, seeds]")
-        if not (isinstance(key[0], slice) and key[0] == slice(None)) \
-                or isinstance(key[1], slice):
+        if not (isinstance(key[0], slice) and key[0] == slice(None)) or isinstance(key[1], slice):
             raise _unsupported("A[rows, :] and A[rows, cols]")
         if isinstance(key[1], int) and not isinstance(key[1], bool):
             key = (key[0], [key[1]])
         run = active_round()
-        if run is not None:              # a super-batch: its mini-batches' frontiers at once
+        if run is not None:  # a super-batch: its mini-batches' frontiers at once
             cols, ptr = run.join_ids(key[1], "cols", self, allow_empty=False)
             return _Frontier(self, cols, batches=(run, ptr))
-        return _Frontier(self, V.ids(key[1], "cols", self.num_nodes, self.device,
-                                     allow_empty=False))
+        return _Frontier(
+            self, V.ids(key[1], "cols", self.num_nodes, self.device, allow_empty=False)
+        )
 
 
 class _Frontier(EdgeMapOperators):
@@ -204,8 +226,14 @@ class _Frontier(EdgeMapOperators):
     carries them all, and what the sampler gets back holds one value per mini-batch.
     """
 
-    def __init__(self, A: PartitionedMatrix, cols: torch.Tensor, maps: tuple = (),
-                 fetched: Optional[dict] = None, batches: Optional[tuple] = None):
+    def __init__(
+        self,
+        A: PartitionedMatrix,
+        cols: torch.Tensor,
+        maps: tuple = (),
+        fetched: dict | None = None,
+        batches: tuple | None = None,
+    ):
         self.A, self.cols, self._maps = A, cols, maps
         # what was fetched of the slice (degrees, the graph's values): shared with edge maps
         self._fetched = {} if fetched is None else fetched
@@ -224,16 +252,20 @@ class _Frontier(EdgeMapOperators):
         return (self.A.num_nodes, self.cols.numel())
 
     # ------------------------------------------------------------------ scalar edge maps
-    def _edge_map(self, op: str, other, reverse: bool = False) -> "_Frontier":
+    def _edge_map(self, op: str, other, reverse: bool = False) -> _Frontier:
         if isinstance(other, bool) or not isinstance(other, numbers.Real):
-            raise _unsupported(f"other: an edge map of A[:, cols] with a "
-                               f"{type(other).__name__} (a Python number only)")
-        return _Frontier(self.A, self.cols, self._maps + ((op, other, reverse),), self._fetched,
-                         self._batches)
+            raise _unsupported(
+                f"other: an edge map of A[:, cols] with a "
+                f"{type(other).__name__} (a Python number only)"
+            )
+        return _Frontier(
+            self.A, self.cols, self._maps + ((op, other, reverse),), self._fetched, self._batches
+        )
 
-    def _negate(self) -> "_Frontier":
-        return _Frontier(self.A, self.cols, self._maps + (("neg", None, False),), self._fetched,
-                         self._batches)
+    def _negate(self) -> _Frontier:
+        return _Frontier(
+            self.A, self.cols, self._maps + (("neg", None, False),), self._fetched, self._batches
+        )
 
     # ------------------------------------------------------------------ fetched from the owners
     def _fetch(self, values: bool) -> dict:
@@ -247,13 +279,16 @@ class _Frontier(EdgeMapOperators):
         route = Route(cols.unsqueeze(1), A.owner(cols), A.world_size, A.group)
         v = route.received[:, 0] - A.lo
         deg = A._deg[v]
-        sent = all_to_all(deg, route.sent, route.got, route.group)    # in the order sent
+        sent = all_to_all(deg, route.sent, route.got, route.group)  # in the order sent
         got["deg"] = torch.empty_like(sent)
         got["deg"][route.order] = sent
         if values:
             index, _ = gather_segments(A.local.indptr, v)
-            back = route.answer_grouped(A.local.value_tensor()[index],
-                                        group_sums(deg, route.got), group_sums(sent, route.sent))
+            back = route.answer_grouped(
+                A.local.value_tensor()[index],
+                group_sums(deg, route.got),
+                group_sums(sent, route.sent),
+            )
             inv = torch.empty_like(route.order)
             inv[route.order] = torch.arange(cols.numel(), device=cols.device)
             got["values"] = back[gather_segments(segment_ptr(sent), inv)[0]]
@@ -278,16 +313,19 @@ class _Frontier(EdgeMapOperators):
         run, ptr = self._batches
         return run.split_edges(values, got["deg"], ptr)
 
-    def _same_columns(self, other: "_Frontier") -> bool:
+    def _same_columns(self, other: _Frontier) -> bool:
         mine, theirs = self._batches, other._batches
         if (mine is None) != (theirs is None) or (mine is not None and mine[1] != theirs[1]):
             return False
-        return other.A is self.A and (other.cols is self.cols or (
-            other.cols.shape == self.cols.shape and torch.equal(other.cols, self.cols)))
+        return other.A is self.A and (
+            other.cols is self.cols
+            or (other.cols.shape == self.cols.shape and torch.equal(other.cols, self.cols))
+        )
 
     # ------------------------------------------------------------------ sampling
-    def individual_sample(self, k: int, probs=None, replace: bool = False,
-                          method: str = "cdf") -> Matrix:
+    def individual_sample(
+        self, k: int, probs=None, replace: bool = False, method: str = "cdf"
+    ) -> Matrix:
         """``gs.Matrix.individual_sample`` on a partitioned graph: the single-process sample.
 
         Parameters
@@ -339,11 +377,13 @@ class _Frontier(EdgeMapOperators):
         if method not in ("cdf", "alias"):
             raise ValueError(f"method: must be 'cdf' or 'alias', got {method!r}")
         if method == "alias" and probs is not None and not replace:
-            raise ValueError("method: 'alias' draws with replacement (replace=True); without "
-                             "replacement weighted draws use exponential keys (method='cdf')")
+            raise ValueError(
+                "method: 'alias' draws with replacement (replace=True); without "
+                "replacement weighted draws use exponential keys (method='cdf')"
+            )
         A = self.A
 
-        def key():          # the op's key (a super-batch: each column its mini-batch's)
+        def key():  # the op's key (a super-batch: each column its mini-batch's)
             return next_op_key() if run is None else run.column_keys(self.cols, ptr)
 
         def out(csc: CSC):
@@ -353,19 +393,24 @@ class _Frontier(EdgeMapOperators):
             return out(_sample(A, self.cols, k, replace, key(), self._maps))
         if isinstance(probs, _Frontier):
             if not self._same_columns(probs):
-                raise ValueError("probs: a probability matrix must have the same sparsity as "
-                                 "the matrix being sampled")
-            if not replace or method == "alias":       # column-local draws: by the owners
-                return out(_sample(A, self.cols, k, replace, key(), self._maps, probs._maps,
-                                   method))
-            probs = probs.values                       # the frontier's running sum: here
+                raise ValueError(
+                    "probs: a probability matrix must have the same sparsity as "
+                    "the matrix being sampled"
+                )
+            if not replace or method == "alias":  # column-local draws: by the owners
+                return out(
+                    _sample(A, self.cols, k, replace, key(), self._maps, probs._maps, method)
+                )
+            probs = probs.values  # the frontier's running sum: here
         elif isinstance(probs, (Matrix, PartitionedMatrix)):
-            raise ValueError("probs: on a partitioned graph, A[:, cols] itself, a scalar edge "
-                             "map of it (sub ** 2) or a tensor of one probability per edge "
-                             f"of the slice (sub.values); got {type(probs).__name__}")
-        if run is not None:                  # one tensor per mini-batch: joined (and checked)
+            raise ValueError(
+                "probs: on a partitioned graph, A[:, cols] itself, a scalar edge "
+                "map of it (sub ** 2) or a tensor of one probability per edge "
+                f"of the slice (sub.values); got {type(probs).__name__}"
+            )
+        if run is not None:  # one tensor per mini-batch: joined (and checked)
             probs = functools.partial(run.join_edges, probs, ptr=ptr)
         return out(_sample_here(self, k, replace, probs, method, key()))
 
 
-__all__ = ["PartitionedMatrix", "edge_balanced_bounds", "local_part", "SUPPORTED"]
+__all__ = ["SUPPORTED", "PartitionedMatrix", "edge_balanced_bounds", "local_part"]

@@ -46,32 +46,34 @@ the same number of mini-batches (:func:`gsample.distributed.split.rank_batches` 
 epoch), hence the same rounds, which :func:`agree` checks with the ranks' N when the loader
 is made.
 """
+
 from __future__ import annotations
 
 import operator
 import threading
-from typing import Optional
 
 import torch
 import torch.distributed as dist
 
 from gsample.base import validate as V
-from gsample.formats.csc import CSC, segment_ptr
 from gsample.base.random import MASK64, BatchKeys, ColumnKeys, _stream, batch_scope, op_key
+from gsample.formats.csc import CSC, segment_ptr
 
 _active = threading.local()
 
 
-def active_round() -> Optional["Round"]:
+def active_round() -> Round | None:
     """The super-batch round this thread is sampling, or None (also while one mini-batch's
     part of it runs)."""
     return getattr(_active, "run", None)
 
 
 #: why the sampler's code meets per-batch values (the end of the refusals' messages)
-_WHY = ("; on a partitioned graph a super-batch runs the sampler once for its N mini-batches, "
-        "on values that hold one value per mini-batch (gsample.distributed.partition_batches "
-        "says what runs); sample this sampler without super_batch")
+_WHY = (
+    "; on a partitioned graph a super-batch runs the sampler once for its N mini-batches, "
+    "on values that hold one value per mini-batch (gsample.distributed.partition_batches "
+    "says what runs); sample this sampler without super_batch"
+)
 
 
 def refusal(what: str) -> ValueError:
@@ -110,7 +112,7 @@ class Round:
     def copies(self) -> int:
         return len(self.indices)
 
-    def each(self, items) -> "PerBatch":
+    def each(self, items) -> PerBatch:
         return PerBatch(list(items), self)
 
     # ------------------------------------------------------------------ keys
@@ -124,10 +126,12 @@ class Round:
         """The keys of one random op over the joined frontier ``cols`` (mini-batch ``b``'s
         columns ``ptr[b]:ptr[b + 1]``): each column its mini-batch's key and its position
         within its mini-batch."""
-        counts = torch.tensor([c1 - c0 for c0, c1 in zip(ptr[:-1], ptr[1:])],
-                              dtype=torch.int64, device=cols.device)
-        batch = torch.repeat_interleave(torch.arange(self.copies, device=cols.device), counts,
-                                        output_size=cols.numel())
+        counts = torch.tensor(
+            [c1 - c0 for c0, c1 in zip(ptr[:-1], ptr[1:])], dtype=torch.int64, device=cols.device
+        )
+        batch = torch.repeat_interleave(
+            torch.arange(self.copies, device=cols.device), counts, output_size=cols.numel()
+        )
         return self.keys().columns(cols, batch, list(ptr))
 
     # ------------------------------------------------------------------ joining, splitting
@@ -135,9 +139,11 @@ class Round:
         """Refuse per-batch values where an operator takes one value for the round."""
         for name, value in named.items():
             if isinstance(value, PerBatch):
-                raise refusal(f"{name}: one value per mini-batch; a partitioned graph's "
-                              f"operators take the same {name} for the mini-batches of a "
-                              f"round{_WHY}")
+                raise refusal(
+                    f"{name}: one value per mini-batch; a partitioned graph's "
+                    f"operators take the same {name} for the mini-batches of a "
+                    f"round{_WHY}"
+                )
 
     def join_ids(self, ids, name: str, A, allow_empty: bool = True):
         """Node ids for the round's operator: one per mini-batch (a :class:`PerBatch`) or
@@ -145,9 +151,17 @@ class Round:
         each mini-batch's ids converted as its own call converts them (the range checked
         once)."""
         items = ids._items if isinstance(ids, PerBatch) else [ids] * self.copies
-        parts = [V.ids([x] if isinstance(x, int) and not isinstance(x, bool) else x, name,
-                       A.num_nodes, A.device, allow_empty=allow_empty, check_range=False)
-                 for x in items]
+        parts = [
+            V.ids(
+                [x] if isinstance(x, int) and not isinstance(x, bool) else x,
+                name,
+                A.num_nodes,
+                A.device,
+                allow_empty=allow_empty,
+                check_range=False,
+            )
+            for x in items
+        ]
         ptr = [0]
         for p in parts:
             ptr.append(ptr[-1] + p.numel())
@@ -159,36 +173,48 @@ class Round:
         tensor for all), checked per mini-batch as its own call checks them, joined."""
         starts = segment_ptr(deg)[torch.tensor(ptr, device=deg.device)].tolist()
         items = probs._items if isinstance(probs, PerBatch) else [probs] * self.copies
-        parts = [V.probabilities(p, "probs", e1 - e0, deg.device, "edge", values=False)
-                 for p, e0, e1 in zip(items, starts[:-1], starts[1:])]
+        parts = [
+            V.probabilities(p, "probs", e1 - e0, deg.device, "edge", values=False)
+            for p, e0, e1 in zip(items, starts[:-1], starts[1:])
+        ]
         if len({p.dtype for p in parts}) > 1:
-            raise ValueError("super_batch: probs: the mini-batches' probabilities have "
-                             f"different dtypes ({sorted({str(p.dtype) for p in parts})})")
+            raise ValueError(
+                "super_batch: probs: the mini-batches' probabilities have "
+                f"different dtypes ({sorted({str(p.dtype) for p in parts})})"
+            )
         return torch.cat(parts)
 
-    def split_matrix(self, csc: CSC, ptr: list) -> "PerBatch":
+    def split_matrix(self, csc: CSC, ptr: list) -> PerBatch:
         """A sample of the joined frontier as the mini-batches' samples (``gs.Matrix``)."""
         from gsample.matrix.sparse import Matrix
+
         ends = csc.indptr[torch.tensor(ptr, device=csc.indptr.device)].tolist()
         out = []
         for c0, c1, e0, e1 in zip(ptr[:-1], ptr[1:], ends[:-1], ends[1:]):
-            out.append(Matrix(CSC(
-                csc.num_nodes, csc.indptr[c0:c1 + 1] - e0, csc.rows[e0:e1],
-                col_ids=csc.col_ids[c0:c1],
-                values=None if csc.values is None else csc.values[e0:e1],
-                eids=None if csc.eids is None else csc.eids[e0:e1])))
+            out.append(
+                Matrix(
+                    CSC(
+                        csc.num_nodes,
+                        csc.indptr[c0 : c1 + 1] - e0,
+                        csc.rows[e0:e1],
+                        col_ids=csc.col_ids[c0:c1],
+                        values=None if csc.values is None else csc.values[e0:e1],
+                        eids=None if csc.eids is None else csc.eids[e0:e1],
+                    )
+                )
+            )
         return self.each(out)
 
-    def split_edges(self, values: torch.Tensor, deg: torch.Tensor, ptr: list) -> "PerBatch":
+    def split_edges(self, values: torch.Tensor, deg: torch.Tensor, ptr: list) -> PerBatch:
         """Values of the joined slice's edges as the mini-batches' slices' values."""
         ends = segment_ptr(deg)[torch.tensor(ptr, device=deg.device)].tolist()
         return self.each(values[e0:e1] for e0, e1 in zip(ends[:-1], ends[1:]))
 
-    def split_rows(self, t: torch.Tensor, ptr: list) -> "PerBatch":
+    def split_rows(self, t: torch.Tensor, ptr: list) -> PerBatch:
         return self.each(t[r0:r1] for r0, r1 in zip(ptr[:-1], ptr[1:]))
 
     # ------------------------------------------------------------------ per-batch code
-    def map(self, fn, args=(), kwargs=None) -> "PerBatch":
+    def map(self, fn, args=(), kwargs=None) -> PerBatch:
         """``fn`` once per mini-batch, on its part of ``args`` / ``kwargs``, with its random
         stream (its index, its op ordinals) and no round active."""
         s = _stream()
@@ -222,6 +248,7 @@ def _split(x, b: int):
     """Mini-batch ``b``'s output from a round's output (:func:`_pick`, into named tuples and
     frontiers too)."""
     from gsample.distributed.partition import _Frontier
+
     if isinstance(x, PerBatch):
         return x._items[b]
     if isinstance(x, tuple) and hasattr(x, "_fields"):
@@ -232,11 +259,11 @@ def _split(x, b: int):
         return type(x)((k, _split(v, b)) for k, v in x.items())
     if isinstance(x, _Frontier) and x._batches is not None:
         ptr = x._batches[1]
-        return _Frontier(x.A, x.cols[ptr[b]:ptr[b + 1]], x._maps)
+        return _Frontier(x.A, x.cols[ptr[b] : ptr[b + 1]], x._maps)
     return x
 
 
-def _round_of(x) -> Optional[Round]:
+def _round_of(x) -> Round | None:
     if isinstance(x, PerBatch):
         return x._run
     if isinstance(x, (list, tuple)):
@@ -250,9 +277,24 @@ def _round_of(x) -> Optional[Round]:
 
 
 #: in-place operators: on a value shared by the mini-batches they would run N times
-_IN_PLACE = frozenset(f"__i{op}__" for op in (
-    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift",
-    "rshift", "matmul")) | {"__setitem__"}
+_IN_PLACE = frozenset(
+    f"__i{op}__"
+    for op in (
+        "add",
+        "sub",
+        "mul",
+        "truediv",
+        "floordiv",
+        "mod",
+        "pow",
+        "and",
+        "or",
+        "xor",
+        "lshift",
+        "rshift",
+        "matmul",
+    )
+) | {"__setitem__"}
 
 
 def _writes_in_place(func) -> bool:
@@ -264,6 +306,7 @@ def _binary(op, reflected: bool = False):
     def method(self, other):
         args = (other, self) if reflected else (self, other)
         return self._run.map(op, args)
+
     method.__name__ = f"__{'r' if reflected else ''}{op.__name__.strip('_')}__"
     return method
 
@@ -272,6 +315,7 @@ def _in_place(op):
     def method(self, other):
         self._items = self._run.map(op, (self, other))._items
         return self
+
     return method
 
 
@@ -335,8 +379,10 @@ class PerBatch:
         run = _round_of((args, kwargs))
         target = kwargs.get("out", args[0] if args else None)
         if (_writes_in_place(func) or "out" in kwargs) and not isinstance(target, PerBatch):
-            raise refusal(f"{getattr(func, '__name__', func)}: writes one value per mini-batch "
-                          f"in place into a tensor the mini-batches share{_WHY}")
+            raise refusal(
+                f"{getattr(func, '__name__', func)}: writes one value per mini-batch "
+                f"in place into a tensor the mini-batches share{_WHY}"
+            )
         return run.map(func, args, kwargs)
 
     __add__, __radd__ = _binary(operator.add), _binary(operator.add, True)
@@ -375,8 +421,10 @@ class PerBatch:
 
     # ------------------------------------------------------------------ refused
     def _refuse(self, what: str):
-        raise refusal(f"{what} of a per-batch value (Python control flow that depends on the "
-                      f"mini-batch){_WHY}")
+        raise refusal(
+            f"{what} of a per-batch value (Python control flow that depends on the "
+            f"mini-batch){_WHY}"
+        )
 
     def __bool__(self):
         self._refuse("bool()")
@@ -426,7 +474,7 @@ def sample_round(A, sampler_fn, parts: list, indices: list, epoch_seed: int) -> 
     return [_split(out, b) for b in range(run.copies)]
 
 
-def agree(A, super_batch, refused: Optional[str], batches: int) -> None:
+def agree(A, super_batch, refused: str | None, batches: int) -> None:
     """The loader's checks of ``super_batch=N`` on a partitioned graph, on every rank
     together (made where the loader is: every rank of ``A``'s group must make it): a rank's
     refusal (``refused``: why, or None) raises on every rank, and the ranks must give the
@@ -436,19 +484,30 @@ def agree(A, super_batch, refused: Optional[str], batches: int) -> None:
     def check():
         if refused is not None:
             raise refusal(refused)
+
     _together(A, check)
     n = super_batch if isinstance(super_batch, int) else 0
-    t = torch.tensor([n, -n, batches, -batches], dtype=torch.int64,
-                     device=A.device)
+    t = torch.tensor([n, -n, batches, -batches], dtype=torch.int64, device=A.device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX, group=A.group)
     hi_n, lo_n, hi_b, lo_b = t.tolist()
     if hi_n != -lo_n:
-        raise ValueError(f"super_batch: the ranks of a partitioned graph must give the same "
-                         f"super_batch, got values from {-lo_n} to {hi_n}")
+        raise ValueError(
+            f"super_batch: the ranks of a partitioned graph must give the same "
+            f"super_batch, got values from {-lo_n} to {hi_n}"
+        )
     if hi_b != -lo_b:
-        raise ValueError("seeds: the ranks of a partitioned graph must give the same seeds "
-                         f"(their mini-batches per rank range from {-lo_b} to {hi_b})")
+        raise ValueError(
+            "seeds: the ranks of a partitioned graph must give the same seeds "
+            f"(their mini-batches per rank range from {-lo_b} to {hi_b})"
+        )
 
 
-__all__ = ["PerBatch", "Round", "sample_round", "agree", "active_round", "refusal",
-           "is_refusal"]
+__all__ = [
+    "PerBatch",
+    "Round",
+    "active_round",
+    "agree",
+    "is_refusal",
+    "refusal",
+    "sample_round",
+]

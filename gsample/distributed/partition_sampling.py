@@ -27,22 +27,23 @@ mini-batches' columns, and each column's key (sent with the request, or used her
 mini-batch's, with its position within its mini-batch (``ColumnKeys``): the same exchanges,
 once for the N mini-batches; inverse-CDF running sums start again at each mini-batch.
 """
+
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import torch
 import torch.distributed as dist
 
-from gsample.base import validate as V
 from gsample.backend.torch.compute import map_values
 from gsample.backend.torch.select import select_in_columns
-from gsample.formats.csc import CSC, gather_segments, segment_ptr
+from gsample.base import validate as V
 from gsample.base.random import ColumnKeys, _signed
 from gsample.distributed.comm import Route, all_to_all, group_sums
+from gsample.formats.csc import CSC, gather_segments, segment_ptr
 
-if TYPE_CHECKING:                      # (partition.py imports this module)
+if TYPE_CHECKING:  # (partition.py imports this module)
     from gsample.distributed.partition import PartitionedMatrix, _Frontier
 
 
@@ -50,7 +51,7 @@ if TYPE_CHECKING:                      # (partition.py imports this module)
 _ERRORS = (ValueError, TypeError, IndexError, RuntimeError, NotImplementedError)
 
 
-def _together(A: "PartitionedMatrix", fn):
+def _together(A: PartitionedMatrix, fn):
     """``fn()`` on every rank of ``A``'s group; when it raises on some rank, every rank raises
     (a failing rank its own error, the others the first failing rank's, its rank named), so
     that no rank is left waiting in the next collective. One all-reduce when all is well."""
@@ -64,8 +65,9 @@ def _together(A: "PartitionedMatrix", fn):
     if not bool(failed.any()):
         return out
     told = [None] * A.world_size
-    dist.all_gather_object(told, None if error is None else (type(error).__name__, str(error)),
-                           group=A.group)
+    dist.all_gather_object(
+        told, None if error is None else (type(error).__name__, str(error)), group=A.group
+    )
     if error is not None:
         raise error
     r = int(failed.nonzero()[0])
@@ -84,8 +86,9 @@ def _mapped(v: torch.Tensor, maps: tuple) -> torch.Tensor:
     return v
 
 
-def _check_probs(p, indptr: torch.Tensor, position: torch.Tensor,
-                 nodes: torch.Tensor) -> torch.Tensor:
+def _check_probs(
+    p, indptr: torch.Tensor, position: torch.Tensor, nodes: torch.Tensor
+) -> torch.Tensor:
     """The one-process checks of edge probabilities ``p`` (one per edge of the columns
     ``indptr``; finite, non-negative, positive somewhere in every column with edges), with
     its messages; column ``c`` is named by its frontier ``position[c]`` and its node."""
@@ -94,13 +97,23 @@ def _check_probs(p, indptr: torch.Tensor, position: torch.Tensor,
     empty = (positive[indptr[1:]] == positive[indptr[:-1]]) & (indptr[1:] > indptr[:-1])
     if empty.numel() and bool(empty.any()):
         c = int(torch.argmax(empty.to(torch.int8)))
-        raise ValueError(f"probs: column {int(position[c])} (node {int(nodes[c])}) has edges "
-                         "but all its probabilities are zero")
+        raise ValueError(
+            f"probs: column {int(position[c])} (node {int(nodes[c])}) has edges "
+            "but all its probabilities are zero"
+        )
     return p
 
 
-def _sample(A: PartitionedMatrix, cols: torch.Tensor, k: int, replace: bool, key,
-            maps: tuple = (), weights: Optional[tuple] = None, method: str = "cdf") -> CSC:
+def _sample(
+    A: PartitionedMatrix,
+    cols: torch.Tensor,
+    k: int,
+    replace: bool,
+    key,
+    maps: tuple = (),
+    weights: tuple | None = None,
+    method: str = "cdf",
+) -> CSC:
     """Each column of ``cols`` drawn by its owner. ``key``: the op's key, or a super-batch's
     :class:`~gsample.base.random.ColumnKeys` (each column its mini-batch's key and its position
     within its mini-batch: :mod:`gsample.distributed.partition_batches`), which travels with
@@ -122,11 +135,17 @@ def _sample(A: PartitionedMatrix, cols: torch.Tensor, k: int, replace: bool, key
     if weights is None:
         ptr, col, offset = select_in_columns(deg, k, replace, keys)
     else:
+
         def draw():
             index, indptr = gather_segments(local.indptr, v)
-            p = _check_probs(_mapped(local.value_tensor()[index], weights), indptr,
-                             route.received[:, 1], route.received[:, 0])
+            p = _check_probs(
+                _mapped(local.value_tensor()[index], weights),
+                indptr,
+                route.received[:, 1],
+                route.received[:, 0],
+            )
             return select_in_columns(deg, k, replace, keys, p, method=method)
+
         ptr, col, offset = _together(A, draw)
     edges = starts[col] + offset
     counts = ptr[1:] - ptr[:-1]
@@ -139,14 +158,21 @@ def _sample(A: PartitionedMatrix, cols: torch.Tensor, k: int, replace: bool, key
     got = route.answer_grouped(data, per_sender, per_owner)
     values = None
     if local.values is not None or maps:
-        values = route.answer_grouped(_mapped(local.value_tensor()[edges], maps), per_sender,
-                                      per_owner)
+        values = route.answer_grouped(
+            _mapped(local.value_tensor()[edges], maps), per_sender, per_owner
+        )
     # in frontier order: column c's edges are segment inv[c] of what came back
     inv = torch.empty_like(route.order)
     inv[route.order] = position
     index, indptr = gather_segments(segment_ptr(back), inv)
-    return CSC(A.num_nodes, indptr, got[index, 0], col_ids=cols,
-               values=None if values is None else values[index], eids=got[index, 1])
+    return CSC(
+        A.num_nodes,
+        indptr,
+        got[index, 0],
+        col_ids=cols,
+        values=None if values is None else values[index],
+        eids=got[index, 1],
+    )
 
 
 def _sample_here(F: _Frontier, k: int, replace: bool, probs, method: str, key) -> CSC:
@@ -157,11 +183,12 @@ def _sample_here(F: _Frontier, k: int, replace: bool, probs, method: str, key) -
     columns' degrees giving one (checked on every rank together)."""
     A, cols, local = F.A, F.cols, F.A.local
     deg = F._fetch(False)["deg"]
-    position = key.position if isinstance(key, ColumnKeys) else \
-        torch.arange(cols.numel(), device=A.device)
+    position = (
+        key.position if isinstance(key, ColumnKeys) else torch.arange(cols.numel(), device=A.device)
+    )
 
     def draw():
-        p = probs(deg) if callable(probs) else probs        # (a super-batch's: joined here)
+        p = probs(deg) if callable(probs) else probs  # (a super-batch's: joined here)
         p = _check_probs(p, segment_ptr(deg), position, cols)
         return select_in_columns(deg, k, replace, key, p, method=method)
 

@@ -20,19 +20,29 @@ walk together (the same collectives, once for the N), walker ``w`` of mini-batch
 hashed with ``b``'s key and its position within ``b`` (``ColumnKeys``), as the
 single-device super-batched walk hashes it.
 """
+
 from __future__ import annotations
 
 import torch
 import torch.distributed as dist
 
-from gsample.base import validate as V
 from gsample.backend.torch.alias import alias_table
-from gsample.backend.torch.walk import (DECIDE, STRIDE, _general_step, _word, attempts, has_edge,
-                                  sorted_rows, take_first, thresholds)
-from gsample.matrix.sparse import Matrix
+from gsample.backend.torch.walk import (
+    DECIDE,
+    STRIDE,
+    _general_step,
+    _word,
+    attempts,
+    has_edge,
+    sorted_rows,
+    take_first,
+    thresholds,
+)
+from gsample.base import validate as V
 from gsample.base.random import ColumnKeys, combine_tensor, next_op_key, uniform_float
 from gsample.distributed.comm import Route
 from gsample.distributed.partition_sampling import _check_probs, _together
+from gsample.matrix.sparse import Matrix
 
 
 class _Walks:
@@ -40,9 +50,17 @@ class _Walks:
     it reads the partition's ``local``, ``lo``, ``_deg``, ``owner``, ``first_edge``, group
     and checks, and caches the alias tables of ``probs=A`` in ``_own_alias``)."""
 
-    def random_walk(self, seeds, length: int, probs=None, p: float = 1.0, q: float = 1.0,
-                    stop_prob: float = 0.0, restart_prob: float = 0.0,
-                    jump_prob: float = 0.0) -> torch.Tensor:
+    def random_walk(
+        self,
+        seeds,
+        length: int,
+        probs=None,
+        p: float = 1.0,
+        q: float = 1.0,
+        stop_prob: float = 0.0,
+        restart_prob: float = 0.0,
+        jump_prob: float = 0.0,
+    ) -> torch.Tensor:
         """``gs.Matrix.random_walk``, the steps exchanged between the ranks: the walks are the
         single-process ones, bit for bit.
 
@@ -76,35 +94,59 @@ class _Walks:
         torch.Size([1024, 81])
         """
         from gsample.distributed.partition_batches import active_round
+
         run, ptr = active_round(), None
-        if run is not None:             # a super-batch: its mini-batches' walkers at once
-            run.shared(length=length, probs=probs, p=p, q=q, stop_prob=stop_prob,
-                       restart_prob=restart_prob, jump_prob=jump_prob)
+        if run is not None:  # a super-batch: its mini-batches' walkers at once
+            run.shared(
+                length=length,
+                probs=probs,
+                p=p,
+                q=q,
+                stop_prob=stop_prob,
+                restart_prob=restart_prob,
+                jump_prob=jump_prob,
+            )
             seeds, ptr = run.join_ids(seeds, "seeds", self)
         length = V.count(length, "length")
         p, q = V.positive(p, "p"), V.positive(q, "q")
         stop_prob = V.probability(stop_prob, "stop_prob")
         restart_prob = V.probability(restart_prob, "restart_prob")
         jump_prob = V.probability(jump_prob, "jump_prob")
-        from gsample.distributed.partition import PartitionedMatrix, _Frontier    # (it imports this module)
+        from gsample.distributed.partition import (  # (it imports this module)
+            PartitionedMatrix,
+            _Frontier,
+        )
+
         if isinstance(probs, (Matrix, _Frontier)) or (
-                isinstance(probs, PartitionedMatrix) and probs is not self):
-            raise ValueError("probs: on a partitioned graph, the graph itself (probs=A: its "
-                             "values) or a tensor of one weight per edge of the graph (shape "
-                             f"({self.num_edges},)); got {type(probs).__name__}")
-        seeds = V.check_random_walk(self._checks, seeds, length=length, stop_prob=stop_prob,
-                                    restart_prob=restart_prob, jump_prob=jump_prob)["seeds"]
+            isinstance(probs, PartitionedMatrix) and probs is not self
+        ):
+            raise ValueError(
+                "probs: on a partitioned graph, the graph itself (probs=A: its "
+                "values) or a tensor of one weight per edge of the graph (shape "
+                f"({self.num_edges},)); got {type(probs).__name__}"
+            )
+        seeds = V.check_random_walk(
+            self._checks,
+            seeds,
+            length=length,
+            stop_prob=stop_prob,
+            restart_prob=restart_prob,
+            jump_prob=jump_prob,
+        )["seeds"]
         alias = None if probs is None else self._alias_tables(probs)
         # after the checks, as an eager op takes it (a super-batch: walker w of mini-batch b
         # draws with b's key and its position within b)
         key = next_op_key() if run is None else run.column_keys(seeds, ptr)
         pq = None
-        if p != 1.0 or q != 1.0:                       # node2vec's weights, as the torch code's
+        if p != 1.0 or q != 1.0:  # node2vec's weights, as the torch code's
             inv_p, inv_q = 1.0 / p, 1.0 / q
-            pq = tuple(torch.tensor(v, dtype=torch.float64, device=self.device)
-                       for v in (inv_p, 1.0, inv_q)) + (max(inv_p, 1.0, inv_q),)
-        out = self._walk(seeds, length, key, thresholds(stop_prob, restart_prob, jump_prob),
-                         alias, pq)
+            pq = tuple(
+                torch.tensor(v, dtype=torch.float64, device=self.device)
+                for v in (inv_p, 1.0, inv_q)
+            ) + (max(inv_p, 1.0, inv_q),)
+        out = self._walk(
+            seeds, length, key, thresholds(stop_prob, restart_prob, jump_prob), alias, pq
+        )
         return out if run is None else run.split_rows(out, ptr)
 
     def _alias_tables(self, probs) -> torch.Tensor:
@@ -120,15 +162,16 @@ class _Walks:
             if own:
                 w = local.value_tensor()
             else:
-                w = V.probabilities(probs, "probs", self.num_edges, self.device, "edge",
-                                    values=False)
-                w = w[self.first_edge:self.first_edge + local.nnz]
+                w = V.probabilities(
+                    probs, "probs", self.num_edges, self.device, "edge", values=False
+                )
+                w = w[self.first_edge : self.first_edge + local.nnz]
             nodes = torch.arange(self.lo, self.lo + local.num_cols, device=self.device)
             w = _check_probs(w, local.indptr, nodes, nodes)
             return alias_table(local, w)
 
         if not own:
-            _ = self.first_edge                # (a collective, if unknown): on every rank
+            _ = self.first_edge  # (a collective, if unknown): on every rank
         table = _together(self, build)
         if own:
             self._own_alias = (stamp, table)
@@ -140,14 +183,17 @@ class _Walks:
         out[:, 0] = seeds
         at = torch.arange(W, device=dev)
         # the walker's hash: the first half of every key
-        h = combine_tensor(key.base, key.position) if isinstance(key, ColumnKeys) else \
-            combine_tensor(key, at)
+        h = (
+            combine_tensor(key.base, key.position)
+            if isinstance(key, ColumnKeys)
+            else combine_tensor(key, at)
+        )
         root = cur = seeds
         prev = None
         one = torch.ones((), dtype=torch.float64, device=dev)
         weights = (one, one, one, 1.0) if pq is None else pq
         for t in range(length):
-            second = pq is not None and prev is not None      # node2vec from the second step
+            second = pq is not None and prev is not None  # node2vec from the second step
             sent = [cur, h, root] + ([prev] if second else [])
             route = Route(torch.stack(sent, 1), self.owner(cur), self.world_size, self.group)
             got = route.received
@@ -155,9 +201,24 @@ class _Walks:
             if second:
                 step = self._node2vec_step(t, hv, v, got[:, 3], rv, cs, alias, weights)
             else:
-                step = _general_step(t, t * STRIDE, hv, v, None, rv, self._deg[v],
-                                     local.indptr, local.rows, alias, self.num_nodes, None, cs,
-                                     weights, False, dev)
+                step = _general_step(
+                    t,
+                    t * STRIDE,
+                    hv,
+                    v,
+                    None,
+                    rv,
+                    self._deg[v],
+                    local.indptr,
+                    local.rows,
+                    alias,
+                    self.num_nodes,
+                    None,
+                    cs,
+                    weights,
+                    False,
+                    dev,
+                )
             nxt = route.answer(step)
             out[at, t + 1] = nxt
             going = nxt >= 0
@@ -174,9 +235,25 @@ class _Walks:
         deg = self._deg[v]
         ip, one, iq, amax = weights
         # stops, restarts and jumps (rule 1): the torch code's step with nowhere to move
-        nxt = _general_step(t, base, h, v, None, root, torch.zeros_like(deg), local.indptr,
-                            local.rows, None, N, None, cs, weights, False, dev)
-        moves = deg > 0                        # the others move along an in-edge (rule 1)
+        nxt = _general_step(
+            t,
+            base,
+            h,
+            v,
+            None,
+            root,
+            torch.zeros_like(deg),
+            local.indptr,
+            local.rows,
+            None,
+            N,
+            None,
+            cs,
+            weights,
+            False,
+            dev,
+        )
+        moves = deg > 0  # the others move along an in-edge (rule 1)
         if cs[2] > 0.0:
             moves &= uniform_float(_word(h, base + DECIDE)) >= cs[2]
         pend = moves.nonzero().squeeze(1)
@@ -187,8 +264,8 @@ class _Walks:
             x, u = local.rows[e], prev[at]
             r = uniform_float(combine_tensor(hp, slot + 2)) * amax
             back = x == u
-            if_edge = torch.where(back, r < ip, r < one)      # accepted if x -> u is an edge
-            if_not = torch.where(back, r < ip, r < iq)        # ... and if it is not
+            if_edge = torch.where(back, r < ip, r < one)  # accepted if x -> u is an edge
+            if_not = torch.where(back, r < ip, r < iq)  # ... and if it is not
             # the test decides where the two differ; only attempts before the walker's first
             # one accepted either way can count
             sure = (if_edge & if_not).view(m, k)

@@ -1,18 +1,18 @@
 """Placing a graph for the ranks of a process group: replicated, shared, or partitioned."""
+
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 import torch
 import torch.distributed as dist
 
-from gsample.formats.csc import CSC
-from gsample.formats.placement import DEVICE_SHARE, check_options, free_memory, graph_bytes
-from gsample.matrix.sparse import Matrix
 from gsample.distributed.comm import default_device, group_ranks
 from gsample.distributed.partition import PartitionedMatrix, edge_balanced_bounds, local_part
 from gsample.distributed.shared import one_host, publish, register
+from gsample.formats.csc import CSC
+from gsample.formats.placement import DEVICE_SHARE, check_options, free_memory, graph_bytes
+from gsample.matrix.sparse import Matrix
 
 PLACEMENTS = ("auto", "replicated", "shared", "partitioned")
 _ARRAYS = ("indptr", "rows", "values", "eids")
@@ -47,8 +47,9 @@ def _host_share(world_size: int) -> int:
     """A rank's share of the host's available memory (bytes)."""
     try:
         with open("/proc/meminfo") as f:
-            avail = next(int(line.split()[1]) * 1024 for line in f
-                         if line.startswith("MemAvailable:"))
+            avail = next(
+                int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")
+            )
     except (OSError, StopIteration, ValueError):
         avail = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     return avail // world_size
@@ -59,15 +60,17 @@ def _graph_problem(A):
     if A is None:
         return None
     if not isinstance(A, Matrix):
-        return TypeError, (f"A: expected a gs.Matrix (or None on ranks other than 0), got "
-                           f"{type(A).__name__}")
+        return TypeError, (
+            f"A: expected a gs.Matrix (or None on ranks other than 0), got {type(A).__name__}"
+        )
     if A.csc.row_ids is not None or A.csc.col_ids is not None:
         return ValueError, "A: must be a whole graph (rows and columns all nodes), not a sub-matrix"
     return None
 
 
-def place(A: Optional[Matrix], placement: str = "auto", device=None, *,
-          budget: Optional[int] = None, group=None):
+def place(
+    A: Matrix | None, placement: str = "auto", device=None, *, budget: int | None = None, group=None
+):
     """Place a graph for sampling on every rank of a process group (call it on all of them).
 
     Parameters
@@ -123,27 +126,38 @@ def place(A: Optional[Matrix], placement: str = "auto", device=None, *,
     meta = [None]
     if rank == 0:
         meta[0] = (A.num_nodes, A.num_edges, graph_bytes(A.csc))
-    dist.broadcast_object_list(meta, src=dist.get_global_rank(group, 0) if group else 0,
-                               group=group)
+    dist.broadcast_object_list(
+        meta, src=dist.get_global_rank(group, 0) if group else 0, group=group
+    )
     num_nodes, num_edges, nbytes = meta[0]
     if placement == "auto":
-        free = budget if budget is not None else (
-            free_memory(device) if device.type == "cuda" else _host_share(world))
-        least = torch.tensor([free], dtype=torch.int64,
-                             device=device if dist.get_backend(group) == "nccl" else "cpu")
+        free = (
+            budget
+            if budget is not None
+            else (free_memory(device) if device.type == "cuda" else _host_share(world))
+        )
+        least = torch.tensor(
+            [free], dtype=torch.int64, device=device if dist.get_backend(group) == "nccl" else "cpu"
+        )
         dist.all_reduce(least, op=dist.ReduceOp.MIN, group=group)
         placement = choose_placement(nbytes, int(least), world, device.type == "cuda")
     if placement == "shared" or not all(everyone):
-        one_host(group, f"placement={placement!r}" if all(everyone)
-                 else "A: None on some ranks (the graph then comes from rank 0)")
+        one_host(
+            group,
+            f"placement={placement!r}"
+            if all(everyone)
+            else "A: None on some ranks (the graph then comes from rank 0)",
+        )
         arrays = publish({n: getattr(A.csc, n) for n in _ARRAYS} if rank == 0 else None, group)
         csc = CSC(num_nodes, **arrays)
         if placement == "shared":
             if device.type == "cuda":
-                csc = CSC(num_nodes, **{n: None if t is None else register(t, device)
-                                        for n, t in arrays.items()})
+                csc = CSC(
+                    num_nodes,
+                    **{n: None if t is None else register(t, device) for n, t in arrays.items()},
+                )
             return Matrix(csc)
-        own = False                     # the shared copy is only read: this rank copies it
+        own = False  # the shared copy is only read: this rank copies it
     else:
         csc, own = A.csc, True
     if placement == "replicated":
@@ -151,16 +165,30 @@ def place(A: Optional[Matrix], placement: str = "auto", device=None, *,
     bounds = edge_balanced_bounds(csc.indptr.cpu(), world)
     # a copy of this rank's columns only (views would keep the whole graph's memory alive)
     local = _copy(local_part(csc, bounds[rank], bounds[rank + 1]), device)
-    return PartitionedMatrix(local, bounds, num_nodes, num_edges, rank, world, group,
-                             first_edge=int(csc.indptr[bounds[rank]]))
+    return PartitionedMatrix(
+        local,
+        bounds,
+        num_nodes,
+        num_edges,
+        rank,
+        world,
+        group,
+        first_edge=int(csc.indptr[bounds[rank]]),
+    )
 
 
 def _copy(csc: CSC, device) -> CSC:
     """``csc`` copied to ``device`` (a copy even on the CPU: out of the shared memory)."""
-    return CSC(csc.num_nodes, **{n: None if t is None else t.to(device, copy=True)
-                                 for n, t in ((n, getattr(csc, n)) for n in
-                                              ("indptr", "rows", "row_ids", "col_ids",
-                                               "values", "eids"))})
+    return CSC(
+        csc.num_nodes,
+        **{
+            n: None if t is None else t.to(device, copy=True)
+            for n, t in (
+                (n, getattr(csc, n))
+                for n in ("indptr", "rows", "row_ids", "col_ids", "values", "eids")
+            )
+        },
+    )
 
 
 __all__ = ["PLACEMENTS", "choose_placement", "place"]

@@ -8,6 +8,7 @@ samples depend on the epoch's seed and its *global* index only (DESIGN §3), so 
 the ranks' mini-batches is the single-process epoch, sample for sample; contiguous blocks
 keep a rank's super-batches on consecutive indices.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,14 +33,18 @@ def resolve_ranks(distributed, rank, world_size) -> tuple:
     if not isinstance(distributed, bool):
         raise TypeError(f"distributed: must be True or False, got {distributed!r}")
     if (rank is None) != (world_size is None) and not distributed:
-        raise ValueError("rank, world_size: give both (or distributed=True to read them from "
-                         "torch.distributed)")
+        raise ValueError(
+            "rank, world_size: give both (or distributed=True to read them from torch.distributed)"
+        )
     if distributed and (rank is None or world_size is None):
         import torch.distributed as dist
+
         if not (dist.is_available() and dist.is_initialized()):
-            raise RuntimeError("distributed: torch.distributed is not initialised; call "
-                               "torch.distributed.init_process_group first, or pass rank= "
-                               "and world_size=")
+            raise RuntimeError(
+                "distributed: torch.distributed is not initialised; call "
+                "torch.distributed.init_process_group first, or pass rank= "
+                "and world_size="
+            )
         rank = dist.get_rank() if rank is None else rank
         world_size = dist.get_world_size() if world_size is None else world_size
     if rank is None:
@@ -82,4 +87,4 @@ def rank_batches(num_batches: int, rank: int, world_size: int) -> list:
     return runs
 
 
-__all__ = ["resolve_ranks", "rank_batches"]
+__all__ = ["rank_batches", "resolve_ranks"]

@@ -20,12 +20,12 @@ program's results in one host synchronisation at its end (:func:`counts`, then
     The row space is the matrix's (``row_ids`` None: all nodes, or ``nrows`` of a
     ``row_ids`` buffer).
 """
+
 from __future__ import annotations
 
 import contextvars
 import functools
 from dataclasses import dataclass
-from typing import Optional
 
 import torch
 
@@ -44,6 +44,7 @@ class PendingSizes:
     (``gsample.backend.Impl.finish``): ``scalars``, the 1-element device tensors its finish
     reads back. A CUDA graph that ran the first phase copies them to pinned memory itself,
     so that the finish's read-back only waits."""
+
     scalars: tuple = ()
 
 
@@ -59,7 +60,7 @@ def refuse_capture() -> None:
         raise NotCapturable("a read-back inside a CUDA graph capture")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cuda() -> bool:
     # once: torch.cuda.is_available() reads the environment and asks NVML on every call
     return torch.cuda.is_available()
@@ -68,6 +69,7 @@ def _cuda() -> bool:
 @dataclass(frozen=True, eq=False)
 class BoundedIds:
     """Node ids ``data[:count]`` (``data``: LongTensor (L,), ``count``: LongTensor (1,))."""
+
     data: torch.Tensor
     count: torch.Tensor
 
@@ -83,9 +85,10 @@ class BoundedIds:
 @dataclass(frozen=True, eq=False)
 class BoundedCSC:
     """A CSC in bounded buffers (see the module docstring)."""
+
     csc: CSC
-    ncols: Optional[torch.Tensor] = None
-    nrows: Optional[torch.Tensor] = None
+    ncols: torch.Tensor | None = None
+    nrows: torch.Tensor | None = None
 
     @property
     def num_nodes(self) -> int:
@@ -150,19 +153,39 @@ def trim_parts(values) -> tuple:
     for i, v in enumerate(values):
         if isinstance(v, BoundedIds):
             recipes.append(("t", take(v.data, (i, 0))))
-        elif isinstance(v, BoundedCSC):           # counts: nnz, then ncols, nrows if any
+        elif isinstance(v, BoundedCSC):  # counts: nnz, then ncols, nrows if any
             c = v.csc
             cols = ((i, 1), 0) if v.ncols is not None else (None, c.num_cols)
-            rows = ((i, 1 + (v.ncols is not None)), 0) if v.nrows is not None \
+            rows = (
+                ((i, 1 + (v.ncols is not None)), 0)
+                if v.nrows is not None
                 else (None, 0 if c.row_ids is None else c.row_ids.numel())
-            recipes.append(("c", c.num_nodes, (
-                take(c.indptr, cols[0], cols[1] + 1), take(c.rows, (i, 0)),
-                take(c.row_ids, *rows), take(c.col_ids, *cols), take(c.values, (i, 0)),
-                take(c.eids, (i, 0)))))
+            )
+            recipes.append(
+                (
+                    "c",
+                    c.num_nodes,
+                    (
+                        take(c.indptr, cols[0], cols[1] + 1),
+                        take(c.rows, (i, 0)),
+                        take(c.row_ids, *rows),
+                        take(c.col_ids, *cols),
+                        take(c.values, (i, 0)),
+                        take(c.eids, (i, 0)),
+                    ),
+                )
+            )
         elif isinstance(v, CSC):
-            recipes.append(("c", v.num_nodes, tuple(
-                take(t, None, 0 if t is None else t.shape[0])
-                for t in (getattr(v, f) for f in _FIELDS))))
+            recipes.append(
+                (
+                    "c",
+                    v.num_nodes,
+                    tuple(
+                        take(t, None, 0 if t is None else t.shape[0])
+                        for t in (getattr(v, f) for f in _FIELDS)
+                    ),
+                )
+            )
         elif isinstance(v, torch.Tensor):
             recipes.append(("t", take(v, None, v.shape[0])))
         else:
@@ -170,12 +193,14 @@ def trim_parts(values) -> tuple:
     return parts, recipes
 
 
-def lengths(parts: list, sizes: list, limits: list = None) -> list:
+def lengths(parts: list, sizes: list, limits: list | None = None) -> list:
     """Each of :func:`trim_parts`' ``parts``' length given ``sizes`` (per value, its counts
     read back), clamped into ``[0, len(tensor)]``; ``limits``: ``_limits(parts)`` (a trim
     planned once passes its own)."""
-    return [add if at is None else min(max(sizes[at[0]][at[1]] + add, 0), top)
-            for at, add, top in (limits if limits is not None else _limits(parts))]
+    return [
+        add if at is None else min(max(sizes[at[0]][at[1]] + add, 0), top)
+        for at, add, top in (limits if limits is not None else _limits(parts))
+    ]
 
 
 def _limits(parts: list) -> list:
@@ -202,8 +227,9 @@ def trim_copies(values: list, sizes: list) -> list:
     ``torch.cat`` per dtype and device: a launch per dtype, not one per tensor. Values that
     are not bounded (``sizes`` entry unused) are copied whole (tensors, CSCs) or kept."""
     parts, recipes = trim_parts(values)
-    return rebuild(recipes, _copy_parts([(t, n) for (t, _, _), n
-                                         in zip(parts, lengths(parts, sizes))]))
+    return rebuild(
+        recipes, _copy_parts([(t, n) for (t, _, _), n in zip(parts, lengths(parts, sizes))])
+    )
 
 
 def _copy_parts(parts: list) -> list:
@@ -213,9 +239,10 @@ def _copy_parts(parts: list) -> list:
     (at most the entries used, plus 64K) are copied whole, their tails split off unused: no
     slice of each on the host either."""
     first = parts[0][0] if parts else None
-    if first is not None and all(t.dtype == first.dtype and t.device == first.device
-                                 for t, _ in parts):
-        groups = {None: range(len(parts))}          # the usual case: one dtype, one device
+    if first is not None and all(
+        t.dtype == first.dtype and t.device == first.device for t, _ in parts
+    ):
+        groups = {None: range(len(parts))}  # the usual case: one dtype, one device
     else:
         groups = {}
         for i, (t, _) in enumerate(parts):
@@ -249,9 +276,17 @@ def copy_all(values: list) -> list:
     one ``torch.cat`` per dtype and device, then views of it (one launch per dtype, not one
     per tensor: results leaving a CUDA graph's memory)."""
     first = values[0] if values else None
-    if first.__class__ is torch.Tensor and first.dim() == 1 and all(
-            v.__class__ is torch.Tensor and v.dim() == 1 and v.dtype == first.dtype
-            and v.device == first.device for v in values[1:]):
+    if (
+        first.__class__ is torch.Tensor
+        and first.dim() == 1
+        and all(
+            v.__class__ is torch.Tensor
+            and v.dim() == 1
+            and v.dtype == first.dtype
+            and v.device == first.device
+            for v in values[1:]
+        )
+    ):
         # the usual case (a collective sample's columns, rows and pointer): one cat, one
         # split, without the trim's recipes (a third of the host time of that copy)
         return list(torch.cat(values).split([v.shape[0] for v in values]))
@@ -287,7 +322,7 @@ def read_scalars(scalars: list) -> list:
         return [int(t.reshape(-1)[0]) for t in scalars]
     refuse_capture()
     replayed = READ_BACK.get()
-    if replayed is not None:        # a replayed CUDA graph copied these to pinned memory
+    if replayed is not None:  # a replayed CUDA graph copied these to pinned memory
         at = [replayed.known.get((t.data_ptr(), t.dtype)) for t in scalars]
         if None not in at:
             host = replayed.wait()
@@ -297,10 +332,9 @@ def read_scalars(scalars: list) -> list:
     for i, t in enumerate(scalars):
         if t.dtype not in (torch.bool, torch.int64):
             t = t.to(torch.int64)
-        (bools if t.dtype == torch.bool else ints)[i:i + 1].copy_(t.reshape(1), non_blocking=True)
+        (bools if t.dtype == torch.bool else ints)[i : i + 1].copy_(t.reshape(1), non_blocking=True)
     _synchronize(scalars[0].device)
-    return [int(bools[i]) if t.dtype == torch.bool else int(ints[i])
-            for i, t in enumerate(scalars)]
+    return [int(bools[i]) if t.dtype == torch.bool else int(ints[i]) for i, t in enumerate(scalars)]
 
 
 def read_counts(values: list, flags: list = ()) -> tuple:
@@ -310,6 +344,6 @@ def read_counts(values: list, flags: list = ()) -> tuple:
     host = read_scalars([t for p in parts for t in p] + list(flags))
     out, i = [], 0
     for p in parts:
-        out.append(host[i:i + len(p)])
+        out.append(host[i : i + len(p)])
         i += len(p)
     return out, [bool(x) for x in host[i:]]

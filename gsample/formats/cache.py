@@ -32,12 +32,12 @@ Examples
 >>> H.cache.stats()["hit_rate"]                              # edges read from the GPU cache
 0.17
 """
+
 from __future__ import annotations
 
 import math
 import weakref
 from dataclasses import dataclass, replace
-from typing import Optional
 
 import torch
 
@@ -47,7 +47,7 @@ from gsample.formats.csc import CSC, gather_segments
 SLOT_BYTES = 8
 
 # CSC (identity) -> its GraphCache, as long as the CSC lives
-_CACHES: "weakref.WeakKeyDictionary[CSC, GraphCache]" = weakref.WeakKeyDictionary()
+_CACHES: weakref.WeakKeyDictionary[CSC, GraphCache] = weakref.WeakKeyDictionary()
 
 
 @dataclass(eq=False)
@@ -72,9 +72,9 @@ class GraphCache:
         Edges read by the kernels that read through the cache, and those it served.
     """
 
-    slot: Optional[torch.Tensor]
+    slot: torch.Tensor | None
     rows: torch.Tensor
-    eids: Optional[torch.Tensor]
+    eids: torch.Tensor | None
     columns: int
     nbytes: int
     counters: torch.Tensor
@@ -95,8 +95,14 @@ class GraphCache:
             ``hit_rate`` (``hits / reads``, NaN before any read). One host read.
         """
         reads, hits = (int(x) for x in self.counters.tolist())
-        return {"bytes": self.nbytes, "columns": self.columns, "edges": self.edges,
-                "reads": reads, "hits": hits, "hit_rate": hits / reads if reads else math.nan}
+        return {
+            "bytes": self.nbytes,
+            "columns": self.columns,
+            "edges": self.edges,
+            "reads": reads,
+            "hits": hits,
+            "hit_rate": hits / reads if reads else math.nan,
+        }
 
     def reset(self) -> None:
         """Zero the read counters."""
@@ -109,26 +115,35 @@ def check_cache(cache, placement: str, priority=None, num_nodes: int = 0) -> Non
     if priority is not None:
         if cache is None:
             raise ValueError("cache_priority: only used with cache=")
-        if not isinstance(priority, torch.Tensor) or priority.shape != (num_nodes,) \
-                or priority.is_complex() or priority.dtype == torch.bool:
-            raise ValueError(f"cache_priority: expected a real tensor of shape ({num_nodes},), "
-                             f"got {getattr(priority, 'shape', type(priority).__name__)}")
+        if (
+            not isinstance(priority, torch.Tensor)
+            or priority.shape != (num_nodes,)
+            or priority.is_complex()
+            or priority.dtype == torch.bool
+        ):
+            raise ValueError(
+                f"cache_priority: expected a real tensor of shape ({num_nodes},), "
+                f"got {getattr(priority, 'shape', type(priority).__name__)}"
+            )
         if bool((priority < 0).any()) or not bool(priority.isfinite().all()):
             raise ValueError("cache_priority: must be finite and >= 0")
     if cache is None:
         return
     if isinstance(cache, bool) or not isinstance(cache, int):
-        raise TypeError(f"cache: must be an int (bytes of device memory), got "
-                        f"{type(cache).__name__}")
+        raise TypeError(
+            f"cache: must be an int (bytes of device memory), got {type(cache).__name__}"
+        )
     if cache < 0:
         raise ValueError(f"cache: must be >= 0 bytes, got {cache}")
     if placement == "device":
-        raise ValueError("cache: only used with placement='uva' or 'auto' (a graph on the "
-                         "device needs no cache)")
+        raise ValueError(
+            "cache: only used with placement='uva' or 'auto' (a graph on the device needs no cache)"
+        )
 
 
-def choose_columns(indptr: torch.Tensor, nbytes: int, edge_bytes: int,
-                   priority: Optional[torch.Tensor] = None) -> torch.Tensor:
+def choose_columns(
+    indptr: torch.Tensor, nbytes: int, edge_bytes: int, priority: torch.Tensor | None = None
+) -> torch.Tensor:
     """The columns a cache of ``nbytes`` bytes (after ``indptr`` and the slots) holds.
 
     Parameters
@@ -173,8 +188,7 @@ def out_degrees(csc: CSC) -> torch.Tensor:
     return torch.bincount(csc.rows.long(), minlength=csc.num_nodes)
 
 
-def build(csc: CSC, nbytes: int, device: torch.device,
-          priority: Optional[torch.Tensor] = None) -> CSC:
+def build(csc: CSC, nbytes: int, device: torch.device, priority: torch.Tensor | None = None) -> CSC:
     """``csc`` (a UVA graph: arrays mapped from pinned host memory) with a cache of at most
     ``nbytes`` bytes of ``device`` memory (module docstring): its ``indptr`` on the device
     and the cache registered for :func:`cache_of`; columns by ``priority`` (shape (N,), >= 0;
@@ -200,18 +214,31 @@ def build(csc: CSC, nbytes: int, device: torch.device,
         index, starts = gather_segments(indptr, cols)
         slot = torch.full((n,), -1, dtype=torch.int64, device=device)
         slot[cols] = starts[:-1]
-        rows = csc.rows[index]                              # read once over the bus
+        rows = csc.rows[index]  # read once over the bus
         cached_eids = eids[index] if eids is not None else None
         total += SLOT_BYTES * n + rows.numel() * edge_bytes
-    _CACHES[out] = GraphCache(slot, rows, cached_eids, 0 if slot is None else cols.numel(),
-                              total, torch.zeros(2, dtype=torch.int64, device=device))
+    _CACHES[out] = GraphCache(
+        slot,
+        rows,
+        cached_eids,
+        0 if slot is None else cols.numel(),
+        total,
+        torch.zeros(2, dtype=torch.int64, device=device),
+    )
     return out
 
 
-def cache_of(csc) -> Optional[GraphCache]:
+def cache_of(csc) -> GraphCache | None:
     """The :class:`GraphCache` of a matrix's storage, or None."""
     return _CACHES.get(csc) if isinstance(csc, CSC) else None
 
 
-__all__ = ["GraphCache", "build", "cache_of", "check_cache", "choose_columns", "out_degrees",
-           "SLOT_BYTES"]
+__all__ = [
+    "SLOT_BYTES",
+    "GraphCache",
+    "build",
+    "cache_of",
+    "check_cache",
+    "choose_columns",
+    "out_degrees",
+]

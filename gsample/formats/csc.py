@@ -7,10 +7,10 @@ node), and its edges in CSC order over the column space. Within a column, edges
 keep the order of the graph's CSC (by row id, then by original edge id), so every
 sampler sees one canonical order whatever layout later stages choose.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Optional
 
 import torch
 
@@ -20,7 +20,7 @@ class IdSpaces:
     COO forms of :mod:`gsample.formats.layouts` (each has ``num_nodes``, ``rows``, ``row_ids``,
     ``col_ids``, ``values``, ``num_cols``, ``nnz`` and ``device``)."""
 
-    def global_rows(self, local: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def global_rows(self, local: torch.Tensor | None = None) -> torch.Tensor:
         local = self.rows if local is None else local
         return local if self.row_ids is None else self.row_ids[local]
 
@@ -40,7 +40,7 @@ class IdSpaces:
         return self.values
 
 
-@dataclass(frozen=True, eq=False)      # identity semantics: usable as a cache key
+@dataclass(frozen=True, eq=False)  # identity semantics: usable as a cache key
 class CSC(IdSpaces):
     """Compressed sparse columns over a row space and a column space.
 
@@ -65,19 +65,25 @@ class CSC(IdSpaces):
     num_nodes: int
     indptr: torch.Tensor
     rows: torch.Tensor
-    row_ids: Optional[torch.Tensor] = None
-    col_ids: Optional[torch.Tensor] = None
-    values: Optional[torch.Tensor] = None
-    eids: Optional[torch.Tensor] = None
+    row_ids: torch.Tensor | None = None
+    col_ids: torch.Tensor | None = None
+    values: torch.Tensor | None = None
+    eids: torch.Tensor | None = None
 
     @classmethod
-    def of(cls, num_nodes, indptr, rows, row_ids=None, col_ids=None, values=None,
-           eids=None) -> "CSC":
+    def of(cls, num_nodes, indptr, rows, row_ids=None, col_ids=None, values=None, eids=None) -> CSC:
         """``CSC(...)`` without the frozen dataclass's ``__init__`` (a ``setattr`` per field):
         for the runtime's hot paths, which build one per mini-batch and output."""
         obj = object.__new__(cls)
-        obj.__dict__.update(num_nodes=num_nodes, indptr=indptr, rows=rows, row_ids=row_ids,
-                            col_ids=col_ids, values=values, eids=eids)
+        obj.__dict__.update(
+            num_nodes=num_nodes,
+            indptr=indptr,
+            rows=rows,
+            row_ids=row_ids,
+            col_ids=col_ids,
+            values=values,
+            eids=eids,
+        )
         return obj
 
     # ------------------------------------------------------------------ sizes
@@ -113,7 +119,7 @@ class CSC(IdSpaces):
         return self.eids
 
     # ------------------------------------------------------------------ rebuilding
-    def take_edges(self, index: torch.Tensor, indptr: torch.Tensor) -> "CSC":
+    def take_edges(self, index: torch.Tensor, indptr: torch.Tensor) -> CSC:
         """A CSC with the edges at ``index`` (in CSC order) and the new ``indptr``."""
         return replace(
             self,
@@ -135,21 +141,32 @@ class CSC(IdSpaces):
         indptr = torch.cat([self.indptr, self.indptr[-1:]])
         return indptr, torch.where(hit, local, self.num_cols)
 
-    def with_values(self, values: Optional[torch.Tensor]) -> "CSC":
+    def with_values(self, values: torch.Tensor | None) -> CSC:
         return replace(self, values=values)
 
-    def to(self, device) -> "CSC":
-        mv = lambda t: None if t is None else t.to(device)  # noqa: E731
-        return CSC(self.num_nodes, mv(self.indptr), mv(self.rows), mv(self.row_ids),
-                   mv(self.col_ids), mv(self.values), mv(self.eids))
+    def to(self, device) -> CSC:
+        mv = lambda t: None if t is None else t.to(device)
+        return CSC(
+            self.num_nodes,
+            mv(self.indptr),
+            mv(self.rows),
+            mv(self.row_ids),
+            mv(self.col_ids),
+            mv(self.values),
+            mv(self.eids),
+        )
 
-    def same_structure(self, other: "CSC") -> bool:
+    def same_structure(self, other: CSC) -> bool:
         """True when both hold the same edges in the same order (values aside)."""
         if self is other or (self.indptr is other.indptr and self.rows is other.rows):
             return self.row_ids is other.row_ids or _eq(self.row_ids, other.row_ids)
-        return (self.num_nodes == other.num_nodes and _eq(self.indptr, other.indptr)
-                and _eq(self.rows, other.rows) and _eq(self.row_ids, other.row_ids)
-                and _eq(self.col_ids, other.col_ids))
+        return (
+            self.num_nodes == other.num_nodes
+            and _eq(self.indptr, other.indptr)
+            and _eq(self.rows, other.rows)
+            and _eq(self.row_ids, other.row_ids)
+            and _eq(self.col_ids, other.col_ids)
+        )
 
 
 def _eq(a, b) -> bool:
@@ -161,7 +178,7 @@ def _eq(a, b) -> bool:
 def locate(space: torch.Tensor, ids: torch.Tensor):
     """Position of each of ``ids`` in ``space`` (its first occurrence where ``space``
     repeats an id); ``hit`` marks found ones."""
-    sorted_space, order = torch.sort(space, stable=True)   # repeats: the first occurrence
+    sorted_space, order = torch.sort(space, stable=True)  # repeats: the first occurrence
     pos = torch.searchsorted(sorted_space, ids).clamp_(max=max(space.numel() - 1, 0))
     if space.numel() == 0:
         return pos, torch.zeros_like(ids, dtype=torch.bool)
@@ -187,7 +204,8 @@ def gather_segments(indptr: torch.Tensor, seg: torch.Tensor):
     new_indptr = segment_ptr(counts)
     total = int(new_indptr[-1])
     # position p of the output belongs to segment s; its edge is starts[s] + p - new_indptr[s]
-    owner = torch.repeat_interleave(torch.arange(seg.numel(), device=seg.device), counts,
-                                    output_size=total)
+    owner = torch.repeat_interleave(
+        torch.arange(seg.numel(), device=seg.device), counts, output_size=total
+    )
     index = torch.arange(total, device=seg.device) - new_indptr[owner] + starts[owner]
     return index, new_indptr

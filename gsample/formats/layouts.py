@@ -29,10 +29,11 @@ Examples
 >>> bool(torch.equal(back.rows, A.rows) and torch.equal(back.indptr, A.indptr))
 True
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Optional, Union
+from typing import Union
 
 import torch
 
@@ -69,7 +70,7 @@ class _Spaces(IdSpaces):
         """Local column of each edge, in this form's edge order, shape (E,)."""
         return self.cols
 
-    def with_values(self, values: Optional[torch.Tensor]):
+    def with_values(self, values: torch.Tensor | None):
         """The same matrix with ``values`` (shape (E,) or (E, F), in this form's edge order)."""
         return replace(self, values=values)
 
@@ -103,11 +104,11 @@ class CSR(_Spaces):
     indptr: torch.Tensor
     cols: torch.Tensor
     perm: torch.Tensor
-    row_ids: Optional[torch.Tensor] = None
-    col_ids: Optional[torch.Tensor] = None
-    values: Optional[torch.Tensor] = None
-    eids: Optional[torch.Tensor] = None
-    stored_rows: Optional[torch.Tensor] = None
+    row_ids: torch.Tensor | None = None
+    col_ids: torch.Tensor | None = None
+    values: torch.Tensor | None = None
+    eids: torch.Tensor | None = None
+    stored_rows: torch.Tensor | None = None
 
     @property
     def compact(self) -> bool:
@@ -138,16 +139,19 @@ class CSR(_Spaces):
     def to_csc_order(self, t: torch.Tensor) -> torch.Tensor:
         """A per-edge tensor in this CSR's order put back in CSC order."""
         out = torch.empty_like(t)
-        out[self.perm] = t                         # one scatter: no inverse permutation
+        out[self.perm] = t  # one scatter: no inverse permutation
         return out
 
     def full_indptr(self) -> torch.Tensor:
         """The row pointer over every row of the row space, shape (R + 1,) (``indptr``
         itself unless compact)."""
-        return self.indptr if self.stored_rows is None else segment_ptr(
-            self.scatter_rows(self.row_counts()))
+        return (
+            self.indptr
+            if self.stored_rows is None
+            else segment_ptr(self.scatter_rows(self.row_counts()))
+        )
 
-    def with_compact(self, compact: bool) -> "CSR":
+    def with_compact(self, compact: bool) -> CSR:
         """This CSR storing only its non-empty rows (``compact``) or every row: same edges,
         same order; only ``indptr`` and ``stored_rows`` change."""
         if compact == self.compact:
@@ -187,10 +191,10 @@ class COO(_Spaces):
     indptr: torch.Tensor
     rows: torch.Tensor
     cols: torch.Tensor
-    row_ids: Optional[torch.Tensor] = None
-    col_ids: Optional[torch.Tensor] = None
-    values: Optional[torch.Tensor] = None
-    eids: Optional[torch.Tensor] = None
+    row_ids: torch.Tensor | None = None
+    col_ids: torch.Tensor | None = None
+    values: torch.Tensor | None = None
+    eids: torch.Tensor | None = None
 
     def degrees(self) -> torch.Tensor:
         return self.indptr[1:] - self.indptr[:-1]
@@ -280,8 +284,7 @@ def to_coo(A: Sparse) -> COO:
         return A
     if isinstance(A, CSR):
         A = to_csc(A)
-    return COO(A.num_nodes, A.indptr, A.rows, A.edge_cols(), A.row_ids, A.col_ids, A.values,
-               A.eids)
+    return COO(A.num_nodes, A.indptr, A.rows, A.edge_cols(), A.row_ids, A.col_ids, A.values, A.eids)
 
 
 def convert(A: Sparse, layout: str) -> Sparse:

@@ -40,18 +40,19 @@ Examples
 >>> A.to("cuda", placement="auto", budget=1 << 20).placement   # a 1 MiB GPU: UVA
 'uva'
 """
+
 from __future__ import annotations
 
 import dataclasses
 import numbers
 import weakref
 from dataclasses import fields
-from typing import Optional
 
 import numpy as np
 import torch
 
-from gsample.formats.cache import build as build_cache, check_cache
+from gsample.formats.cache import build as build_cache
+from gsample.formats.cache import check_cache
 from gsample.formats.csc import CSC
 
 PLACEMENTS = ("device", "uva", "auto")
@@ -63,9 +64,9 @@ _FIELDS = tuple(f.name for f in fields(CSC) if f.name != "num_nodes")
 
 # storage address -> its _HostArray (weak: an entry lives as long as some mapped tensor's
 # storage, which holds the _HostArray through its deleter)
-_MAPPED: "weakref.WeakValueDictionary[int, _HostArray]" = weakref.WeakValueDictionary()
+_MAPPED: weakref.WeakValueDictionary[int, _HostArray] = weakref.WeakValueDictionary()
 # storage address -> holder of a shared-memory CPU array (gsample.distributed)
-_SHARED: "weakref.WeakValueDictionary[int, object]" = weakref.WeakValueDictionary()
+_SHARED: weakref.WeakValueDictionary[int, object] = weakref.WeakValueDictionary()
 
 
 class _HostArray:
@@ -77,11 +78,15 @@ class _HostArray:
         storage = host.untyped_storage()
         self.host = host
         self.nbytes = storage.nbytes()
-        self.__cuda_array_interface__ = {"shape": (self.nbytes,), "typestr": "|u1",
-                                         "data": (storage.data_ptr(), False), "version": 2,
-                                         "strides": None}
+        self.__cuda_array_interface__ = {
+            "shape": (self.nbytes,),
+            "typestr": "|u1",
+            "data": (storage.data_ptr(), False),
+            "version": 2,
+            "strides": None,
+        }
         if on_free is not None:
-            weakref.finalize(self, on_free).atexit = False     # the process's end frees it all
+            weakref.finalize(self, on_free).atexit = False  # the process's end frees it all
 
 
 def _cuda_device(device) -> torch.device:
@@ -95,8 +100,10 @@ def require_cuda(what: str) -> None:
     """Raise a clear error where pinned (page-locked, device-mapped) memory is asked for
     without CUDA: pinning is a CUDA driver call."""
     if not torch.cuda.is_available():
-        raise RuntimeError(f"{what}: pinning host memory for a GPU to read (UVA) needs CUDA, "
-                           "and torch.cuda.is_available() is False")
+        raise RuntimeError(
+            f"{what}: pinning host memory for a GPU to read (UVA) needs CUDA, "
+            "and torch.cuda.is_available() is False"
+        )
 
 
 def map_host(host: torch.Tensor, device, on_free=None) -> torch.Tensor:
@@ -133,28 +140,35 @@ def map_host(host: torch.Tensor, device, on_free=None) -> torch.Tensor:
     if array is None or array.nbytes < host.untyped_storage().nbytes():
         array = _HostArray(host, on_free)
         _MAPPED[ptr] = array
-    base = torch.as_tensor(array, device=device)       # uint8, the whole storage
+    base = torch.as_tensor(array, device=device)  # uint8, the whole storage
     if base.data_ptr() != ptr or base.device != device:
-        raise RuntimeError(f"placement='uva': PyTorch copied the pinned buffer instead of "
-                           f"mapping it (to {base.device}); map it on the device that was "
-                           "current when it was pinned")
+        raise RuntimeError(
+            f"placement='uva': PyTorch copied the pinned buffer instead of "
+            f"mapping it (to {base.device}); map it on the device that was "
+            "current when it was pinned"
+        )
     return base.view(host.dtype).as_strided(host.shape, host.stride(), host.storage_offset())
 
 
 def is_mapped(t) -> bool:
     """Whether ``t`` is a CUDA tensor in pinned host memory (made by :func:`map_host`)."""
-    return isinstance(t, torch.Tensor) and t.is_cuda and t.numel() > 0 \
+    return (
+        isinstance(t, torch.Tensor)
+        and t.is_cuda
+        and t.numel() > 0
         and t.untyped_storage().data_ptr() in _MAPPED
+    )
 
 
-def host_of(t: torch.Tensor) -> Optional[torch.Tensor]:
+def host_of(t: torch.Tensor) -> torch.Tensor | None:
     """The CPU tensor over the same pinned memory as the mapped ``t`` (None when ``t`` is not
     mapped)."""
     if not is_mapped(t):
         return None
     array = _MAPPED[t.untyped_storage().data_ptr()]
-    return torch.empty(0, dtype=t.dtype).set_(array.host.untyped_storage(), t.storage_offset(),
-                                              t.shape, t.stride())
+    return torch.empty(0, dtype=t.dtype).set_(
+        array.host.untyped_storage(), t.storage_offset(), t.shape, t.stride()
+    )
 
 
 def pinned(t: torch.Tensor) -> torch.Tensor:
@@ -166,7 +180,7 @@ def pinned(t: torch.Tensor) -> torch.Tensor:
         return host_of(t)
     if t.device.type == "cpu":
         return t.detach().contiguous().pin_memory()
-    out = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)     # one copy from the device
+    out = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)  # one copy from the device
     out.copy_(t.detach())
     return out
 
@@ -195,19 +209,22 @@ def placement_of(csc: CSC) -> str:
     arrays = [t for t in _arrays(csc) if isinstance(t, torch.Tensor) and t.numel()]
     if any(is_mapped(t) for t in arrays):
         return "uva"
-    if arrays and all(t.device.type == "cpu" and t.untyped_storage().data_ptr() in _SHARED
-                      for t in arrays):
+    if arrays and all(
+        t.device.type == "cpu" and t.untyped_storage().data_ptr() in _SHARED for t in arrays
+    ):
         return "shared"
     return "device"
 
 
-def host_twin(csc: CSC) -> Optional[CSC]:
+def host_twin(csc: CSC) -> CSC | None:
     """The same matrix over the host memory of a UVA graph (CPU tensors, no copy; arrays
     kept on the device are copied), or None for a graph that is not in host memory."""
     if not is_mapped(csc.rows) and not is_mapped(csc.indptr):
         return None
-    host = {name: None if t is None else (host_of(t) if is_mapped(t) else t.cpu())
-            for name, t in zip(_FIELDS, _arrays(csc))}
+    host = {
+        name: None if t is None else (host_of(t) if is_mapped(t) else t.cpu())
+        for name, t in zip(_FIELDS, _arrays(csc))
+    }
     return CSC(csc.num_nodes, **host)
 
 
@@ -233,8 +250,9 @@ def choose(nbytes: int, free: int) -> str:
     return "device" if nbytes <= DEVICE_SHARE * free else "uva"
 
 
-def check_options(placement, budget, choices=PLACEMENTS,
-                  unit: str = "bytes of device memory") -> None:
+def check_options(
+    placement, budget, choices=PLACEMENTS, unit: str = "bytes of device memory"
+) -> None:
     """``placement`` one of ``choices``; ``budget`` None or an int of ``unit`` >= 0, given
     only with ``"auto"`` (a clear error naming the argument; ``gs.distributed.place`` checks
     its options with its own choices)."""
@@ -246,12 +264,20 @@ def check_options(placement, budget, choices=PLACEMENTS,
         if budget < 0:
             raise ValueError(f"budget: must be >= 0 bytes, got {budget}")
         if placement != "auto":
-            raise ValueError("budget: only used with placement='auto' (it pretends the GPU "
-                             "has that many bytes free)")
+            raise ValueError(
+                "budget: only used with placement='auto' (it pretends the GPU "
+                "has that many bytes free)"
+            )
 
 
-def place(csc: CSC, device, placement: str = "device", budget: Optional[int] = None,
-          cache: Optional[int] = None, cache_priority=None) -> CSC:
+def place(
+    csc: CSC,
+    device,
+    placement: str = "device",
+    budget: int | None = None,
+    cache: int | None = None,
+    cache_priority=None,
+) -> CSC:
     """``csc`` with its arrays placed for ``device`` (see the module docstring).
 
     Parameters
@@ -277,25 +303,34 @@ def place(csc: CSC, device, placement: str = "device", budget: Optional[int] = N
     try:
         device = torch.device(device)
     except (RuntimeError, TypeError, ValueError):
-        raise ValueError(f"device: {device!r} is not a device; use 'cpu', 'cuda' or "
-                         "'cuda:N'") from None
+        raise ValueError(
+            f"device: {device!r} is not a device; use 'cpu', 'cuda' or 'cuda:N'"
+        ) from None
     if placement != "device" and device.type != "cuda":
         if placement == "uva":
-            raise ValueError(f"placement: 'uva' keeps the graph in pinned host memory for a "
-                             f"GPU to read; device must be a CUDA device, got {device}")
-        placement = "device"                    # "auto" on the CPU: nothing to choose
+            raise ValueError(
+                f"placement: 'uva' keeps the graph in pinned host memory for a "
+                f"GPU to read; device must be a CUDA device, got {device}"
+            )
+        placement = "device"  # "auto" on the CPU: nothing to choose
     if device.type == "cuda" and placement != "uva" and not torch.cuda.is_available():
-        raise RuntimeError(f"device: {device} needs a CUDA GPU, and torch.cuda.is_available() "
-                           "is False")
+        raise RuntimeError(
+            f"device: {device} needs a CUDA GPU, and torch.cuda.is_available() is False"
+        )
     if placement == "auto":
         free = budget if budget is not None else free_memory(device)
         placement = choose(graph_bytes(csc), free)
     if placement == "uva":
         require_cuda("placement='uva'")
         device = _cuda_device(device)
-        with torch.cuda.device(device):     # pinned while the reading GPU is current
-            mapped = CSC(csc.num_nodes, **{n: None if t is None else to_host_mapped(t, device)
-                                           for n, t in zip(_FIELDS, _arrays(csc))})
+        with torch.cuda.device(device):  # pinned while the reading GPU is current
+            mapped = CSC(
+                csc.num_nodes,
+                **{
+                    n: None if t is None else to_host_mapped(t, device)
+                    for n, t in zip(_FIELDS, _arrays(csc))
+                },
+            )
             return mapped if not cache else build_cache(mapped, cache, device, cache_priority)
     twin = host_twin(csc)
     source = twin if twin is not None else csc
@@ -317,10 +352,15 @@ def _offload(value, nnz: int, device):
         if value.is_cuda and value.numel() >= nnz and not is_mapped(value):
             return to_host_mapped(value, device)
         return value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):   # CSC, CSR, COO
-        return dataclasses.replace(value, **{
-            f.name: _offload(getattr(value, f.name), nnz, device)
-            for f in fields(value) if isinstance(getattr(value, f.name), torch.Tensor)})
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # CSC, CSR, COO
+        return dataclasses.replace(
+            value,
+            **{
+                f.name: _offload(getattr(value, f.name), nnz, device)
+                for f in fields(value)
+                if isinstance(getattr(value, f.name), torch.Tensor)
+            },
+        )
     if isinstance(value, (list, tuple)):
         return type(value)(_offload(v, nnz, device) for v in value)
     if isinstance(value, dict):
@@ -328,6 +368,21 @@ def _offload(value, nnz: int, device):
     return value
 
 
-__all__ = ["PLACEMENTS", "DEVICE_SHARE", "place", "choose", "graph_bytes", "free_memory",
-           "placement_of", "host_twin", "map_host", "is_mapped", "host_of", "pinned",
-           "to_host_mapped", "offload", "mark_shared", "require_cuda"]
+__all__ = [
+    "DEVICE_SHARE",
+    "PLACEMENTS",
+    "choose",
+    "free_memory",
+    "graph_bytes",
+    "host_of",
+    "host_twin",
+    "is_mapped",
+    "map_host",
+    "mark_shared",
+    "offload",
+    "pinned",
+    "place",
+    "placement_of",
+    "require_cuda",
+    "to_host_mapped",
+]

@@ -6,6 +6,7 @@ host memory itself, and may pack the results its program's output trims
 (``bounded.READ_BACK``), :class:`ReplayedTrim` the trim of those results planned once per
 graph (``gsample.runtime.cuda_graphs`` captures, ``gsample.runtime.lower``'s trim uses it).
 """
+
 from __future__ import annotations
 
 import torch
@@ -28,8 +29,10 @@ def counted(values, parts: list) -> list:
 def packable(parts: list) -> bool:
     """Whether a graph can pack ``parts`` (:func:`counted`'s) on the device: contiguous
     1-D buffers, int64 counts."""
-    return bool(parts) and all(t.dim() == 1 and t.is_contiguous()
-                               and (c is None or c.dtype == torch.int64) for t, c, _ in parts)
+    return bool(parts) and all(
+        t.dim() == 1 and t.is_contiguous() and (c is None or c.dtype == torch.int64)
+        for t, c, _ in parts
+    )
 
 
 def pack_groups(parts: list) -> list:
@@ -65,7 +68,7 @@ class Replayed:
 
     def __init__(self, pinned, scalars: list, made, done=None, packed=None):
         self.pinned = pinned
-        self.host = pinned.numpy()                  # a view: what each replay copies in
+        self.host = pinned.numpy()  # a view: what each replay copies in
         self.known = {(t.data_ptr(), t.dtype): i for i, t in enumerate(scalars)}
         self.done = torch.cuda.Event() if done is None else done
         self.made = frozenset(id(v) for v in made)
@@ -88,8 +91,7 @@ class Replayed:
             if not self.made.issuperset(key) or len(self.plans) >= 64:
                 return None
             packed = self.packed
-            buffers = packed[1] if packed is not None and packed[0] == key[:len(values)] \
-                else None
+            buffers = packed[1] if packed is not None and packed[0] == key[: len(values)] else None
             plan = self.plans[key] = ReplayedTrim.of(values, flags, self.known, buffers)
         return plan or None
 
@@ -103,12 +105,15 @@ class ReplayedTrim:
     views, else one ``torch.cat`` per dtype."""
 
     def __init__(self, index, sizes, parts, recipes, groups=None):
-        self.index, self.sizes = index, sizes     # pinned positions; the first `sizes` counts
+        self.index, self.sizes = index, sizes  # pinned positions; the first `sizes` counts
         self.parts, self.recipes = parts, recipes  # trim_parts', lengths by read()'s counts
-        self.groups = groups                      # [(packed buffer, part indices)] or None
-        self.limits = _limits(parts)              # lengths()' view of the parts
-        self.whole = groups is not None and len(groups) == 1 \
-            and list(groups[0][1]) == list(range(len(parts)))   # one buffer, parts in order
+        self.groups = groups  # [(packed buffer, part indices)] or None
+        self.limits = _limits(parts)  # lengths()' view of the parts
+        self.whole = (
+            groups is not None
+            and len(groups) == 1
+            and list(groups[0][1]) == list(range(len(parts)))
+        )  # one buffer, parts in order
 
     @classmethod
     def of(cls, values: tuple, flags: list, known: dict, buffers=None):
@@ -116,7 +121,7 @@ class ReplayedTrim:
         where the graph packed ``values`` (:class:`Replayed`'s ``packed``)."""
         parts, recipes = trim_parts(values)
         counted_parts = counted(values, parts)
-        index, place, at = [], {}, []     # each count read once; a part's: its place
+        index, place, at = [], {}, []  # each count read once; a part's: its place
         try:
             for _, c, _ in counted_parts:
                 if c is not None and id(c) not in place:
@@ -127,27 +132,31 @@ class ReplayedTrim:
             index += [known[(f.data_ptr(), f.dtype)] for f in flags]
         except KeyError:
             return False
-        groups = None if buffers is None else \
-            [(b, idx) for b, (_, idx) in zip(buffers, pack_groups(counted_parts))]
-        return cls(index, sizes, [(t, a, add) for (t, _, add), a in zip(parts, at)],
-                   recipes, groups)
+        groups = (
+            None
+            if buffers is None
+            else [(b, idx) for b, (_, idx) in zip(buffers, pack_groups(counted_parts))]
+        )
+        return cls(
+            index, sizes, [(t, a, add) for (t, _, add), a in zip(parts, at)], recipes, groups
+        )
 
     def read(self, replayed: Replayed) -> tuple:
         """``(counts, flags)`` of this replay (Python ints), once it has ended."""
         host = replayed.wait()[self.index].tolist()
-        return host[:self.sizes], host[self.sizes:]
+        return host[: self.sizes], host[self.sizes :]
 
     def copies(self, sizes: list) -> tuple:
         """The exact values, copies of the graph's buffers (``sizes``: :meth:`read`'s)."""
         n = lengths(self.parts, [sizes], self.limits)
         if self.groups is None:
             pieces = _copy_parts([(t, k) for (t, _, _), k in zip(self.parts, n)])
-        elif self.whole:                  # one packed buffer: one copy, split into views
-            pieces = self.groups[0][0][:sum(n)].clone().split(n)
-        else:                             # packed by the graph: one copy, split into views
+        elif self.whole:  # one packed buffer: one copy, split into views
+            pieces = self.groups[0][0][: sum(n)].clone().split(n)
+        else:  # packed by the graph: one copy, split into views
             pieces = [None] * len(n)
             for buffer, idx in self.groups:
                 used = [n[i] for i in idx]
-                for i, piece in zip(idx, buffer[:sum(used)].clone().split(used)):
+                for i, piece in zip(idx, buffer[: sum(used)].clone().split(used)):
                     pieces[i] = piece
         return tuple(rebuild(self.recipes, pieces))

@@ -39,7 +39,8 @@ relations, conversion from PyG, checks), :mod:`.sampling` (relation-typed neighb
 sampling), :mod:`.walks` (metapath walks, the DSL :func:`metapath_walk`), :mod:`.output`
 (``HeteroGraph.to_pyg``). ``HeteroGraph`` gathers the methods of the last three.
 """
+
 from gsample.hetero.container import EdgeType, HeteroGraph
 from gsample.hetero.walks import DIRECTIONS, metapath_walk
 
-__all__ = ["HeteroGraph", "metapath_walk", "EdgeType", "DIRECTIONS"]
+__all__ = ["DIRECTIONS", "EdgeType", "HeteroGraph", "metapath_walk"]

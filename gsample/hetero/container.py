@@ -4,20 +4,20 @@ matrix per edge type (``gsample.hetero``'s docstring: *Id spaces*), built from m
 sampling, walk and PyG methods come from :mod:`.sampling`, :mod:`.walks` and
 :mod:`.output`.
 """
+
 from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from typing import Optional
 
 import torch
 
 from gsample.base import validate as V
 from gsample.formats.csc import CSC
-from gsample.matrix.sparse import Matrix
-from gsample.interop.pyg.hetero import PyGOutput
 from gsample.hetero.sampling import SamplingMethods
 from gsample.hetero.walks import WalkMethods
+from gsample.interop.pyg.hetero import PyGOutput
+from gsample.matrix.sparse import Matrix
 
 EdgeType = tuple
 """``(src_type, relation, dst_type)``, three strings."""
@@ -56,14 +56,16 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
     tensor([0, 1])
     """
 
-    __slots__ = ("_num_nodes", "_rel", "_size", "_cache")
+    __slots__ = ("_cache", "_num_nodes", "_rel", "_size")
 
     def __init__(self, relations, num_nodes):
         self._num_nodes = _check_num_nodes(num_nodes)
         self._size = max(self._num_nodes.values(), default=0)
         if not isinstance(relations, Mapping):
-            raise TypeError("relations: expected a dict {(src_type, relation, dst_type): "
-                            f"gs.Matrix or edge_index}}, got {type(relations).__name__}")
+            raise TypeError(
+                "relations: expected a dict {(src_type, relation, dst_type): "
+                f"gs.Matrix or edge_index}}, got {type(relations).__name__}"
+            )
         rel = {}
         device = None
         for et in relations:
@@ -74,8 +76,10 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
             if device is None:
                 device = m.device
             elif m.device != device:
-                raise ValueError(f"relations[{key!r}]: on {m.device}, while other relations "
-                                 f"are on {device}; move them to one device")
+                raise ValueError(
+                    f"relations[{key!r}]: on {m.device}, while other relations "
+                    f"are on {device}; move them to one device"
+                )
             rel[key] = m
         self._rel = dict(sorted(rel.items()))
         self._cache = {}
@@ -87,42 +91,57 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
         if isinstance(value, Matrix):
             csc = value.csc
             if csc.row_ids is not None or csc.col_ids is not None:
-                raise ValueError(f"{name}: a sub-matrix (sliced, sampled or compacted); pass "
-                                 "the relation's whole matrix")
+                raise ValueError(
+                    f"{name}: a sub-matrix (sliced, sampled or compacted); pass "
+                    "the relation's whole matrix"
+                )
             if not isinstance(csc, CSC):
                 raise TypeError(f"{name}: expected a gs.Matrix in CSC form")
             if csc.nnz:
                 hi = int(csc.rows.max())
                 if hi >= self._num_nodes[s]:
-                    raise IndexError(f"{name}: source id {hi} is out of range for node type "
-                                     f"{s!r} ({self._num_nodes[s]} nodes)")
+                    raise IndexError(
+                        f"{name}: source id {hi} is out of range for node type "
+                        f"{s!r} ({self._num_nodes[s]} nodes)"
+                    )
             deg = csc.degrees()
             n_dst = self._num_nodes[d]
             if deg[n_dst:].any():
                 j = n_dst + int(torch.nonzero(deg[n_dst:])[-1])
-                raise IndexError(f"{name}: destination id {j} is out of range for node "
-                                 f"type {d!r} ({n_dst} nodes)")
-            V.fits(self._size + 1, 16, csc.device, "num_nodes",
-                   f"relations over {self._size} nodes (the largest node type's count)")
+                raise IndexError(
+                    f"{name}: destination id {j} is out of range for node "
+                    f"type {d!r} ({n_dst} nodes)"
+                )
+            V.fits(
+                self._size + 1,
+                16,
+                csc.device,
+                "num_nodes",
+                f"relations over {self._size} nodes (the largest node type's count)",
+            )
             return Matrix(_resize(csc, self._size))
         if isinstance(value, torch.Tensor):
             ei = V.as_tensor(value, name, None)
             if ei.dtype == torch.bool or ei.dtype not in V._INT_DTYPES:
-                raise TypeError(f"{name}: an edge_index must be an integer tensor, got dtype "
-                                f"{ei.dtype}")
+                raise TypeError(
+                    f"{name}: an edge_index must be an integer tensor, got dtype {ei.dtype}"
+                )
             if ei.dim() != 2 or ei.shape[0] != 2:
-                raise ValueError(f"{name}: an edge_index must have shape (2, E), got "
-                                 f"{tuple(ei.shape)}")
+                raise ValueError(
+                    f"{name}: an edge_index must have shape (2, E), got {tuple(ei.shape)}"
+                )
             V.ids(ei[0], f"{name}[0] (sources of type {s!r})", self._num_nodes[s], ei.device)
-            V.ids(ei[1], f"{name}[1] (destinations of type {d!r})", self._num_nodes[d],
-                  ei.device)
+            V.ids(ei[1], f"{name}[1] (destinations of type {d!r})", self._num_nodes[d], ei.device)
             return Matrix.from_edge_index(ei, num_nodes=self._size)
-        raise TypeError(f"{name}: expected a gs.Matrix or an edge_index LongTensor (2, E), "
-                        f"got {type(value).__name__}")
+        raise TypeError(
+            f"{name}: expected a gs.Matrix or an edge_index LongTensor (2, E), "
+            f"got {type(value).__name__}"
+        )
 
     @classmethod
-    def from_pyg(cls, data, weight: Optional[str] = "edge_weight",
-                 num_nodes: Optional[dict] = None) -> "HeteroGraph":
+    def from_pyg(
+        cls, data, weight: str | None = "edge_weight", num_nodes: dict | None = None
+    ) -> HeteroGraph:
         """From a PyG ``HeteroData`` (each ``edge_index`` source -> target, local ids).
 
         Parameters
@@ -148,12 +167,16 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
         >>> H.edge_types
         [('author', 'writes', 'paper')]
         """
-        if not (hasattr(data, "node_types") and hasattr(data, "edge_types")
-                and hasattr(data, "metadata")):
-            raise TypeError(f"data: expected a torch_geometric HeteroData, got "
-                            f"{type(data).__name__}")
+        if not (
+            hasattr(data, "node_types")
+            and hasattr(data, "edge_types")
+            and hasattr(data, "metadata")
+        ):
+            raise TypeError(
+                f"data: expected a torch_geometric HeteroData, got {type(data).__name__}"
+            )
         stored, edge_types = data.metadata()
-        node_types = list(stored)                 # + types only named by edge types
+        node_types = list(stored)  # + types only named by edge types
         node_types += [t for et in edge_types for t in (et[0], et[2]) if t not in node_types]
         node_types = list(dict.fromkeys(node_types))
         given = {} if num_nodes is None else dict(num_nodes)
@@ -173,11 +196,13 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
             store = data[et]
             ei = getattr(store, "edge_index", None)
             if ei is None:
-                raise ValueError(f"data[{et!r}]: has no edge_index (a SparseTensor adj_t is "
-                                 "not supported: give edge_index)")
+                raise ValueError(
+                    f"data[{et!r}]: has no edge_index (a SparseTensor adj_t is "
+                    "not supported: give edge_index)"
+                )
             w = store[weight] if weight is not None and weight in store else None
             rels[tuple(et)] = (ei, w)
-        for t, n in counts.items():           # types PyG cannot count: max id + 1
+        for t, n in counts.items():  # types PyG cannot count: max id + 1
             if n is None:
                 ids = [ei[0] for (s, _, _), (ei, _) in rels.items() if s == t and ei.numel()]
                 ids += [ei[1] for (_, _, d), (ei, _) in rels.items() if d == t and ei.numel()]
@@ -189,8 +214,10 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
         mats = {}
         for et, (ei, w) in rels.items():
             if w is not None and w.dim() != 1:
-                raise ValueError(f"weight: data[{et!r}].{weight} must have one value per "
-                                 f"edge, got shape {tuple(w.shape)}")
+                raise ValueError(
+                    f"weight: data[{et!r}].{weight} must have one value per "
+                    f"edge, got shape {tuple(w.shape)}"
+                )
             s, _, d = et
             for t in (s, d):
                 if t not in counts:
@@ -228,8 +255,9 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
         3
         """
         if node_type not in self._num_nodes:
-            raise KeyError(f"node_type: {node_type!r} is not a node type of this graph "
-                           f"({self.node_types})")
+            raise KeyError(
+                f"node_type: {node_type!r} is not a node type of this graph ({self.node_types})"
+            )
         return self._num_nodes[node_type]
 
     @property
@@ -264,10 +292,11 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
             if len(hits) == 1:
                 return hits[0]
             if len(hits) > 1:
-                raise ValueError(f"{name}: relation {key!r} names {len(hits)} edge types "
-                                 f"({hits}); give the (src_type, relation, dst_type) triple")
-        raise ValueError(f"{name}: {key!r} is not an edge type of this graph "
-                         f"({self.edge_types})")
+                raise ValueError(
+                    f"{name}: relation {key!r} names {len(hits)} edge types "
+                    f"({hits}); give the (src_type, relation, dst_type) triple"
+                )
+        raise ValueError(f"{name}: {key!r} is not an edge type of this graph ({self.edge_types})")
 
     def __getitem__(self, edge_type) -> Matrix:
         """The relation's matrix, ``N x N`` over per-type ids (entry ``(i, j)``: source ``i``
@@ -295,7 +324,7 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
         edges = ", ".join(f"{et}: {m.num_edges}" for et, m in self._rel.items())
         return f"HeteroGraph(num_nodes={{{nodes}}}, edges={{{edges}}}, device={self.device})"
 
-    def to(self, device) -> "HeteroGraph":
+    def to(self, device) -> HeteroGraph:
         """This graph with every relation on ``device``.
 
         Examples
@@ -312,13 +341,16 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
 
     def _seed_dict(self, seeds, name: str = "seeds") -> dict:
         if not isinstance(seeds, Mapping):
-            raise TypeError(f"{name}: expected a dict {{node_type: LongTensor of ids}}, got "
-                            f"{type(seeds).__name__}")
+            raise TypeError(
+                f"{name}: expected a dict {{node_type: LongTensor of ids}}, got "
+                f"{type(seeds).__name__}"
+            )
         out = {}
         for t, ids in seeds.items():
             if t not in self._num_nodes:
-                raise ValueError(f"{name}: {t!r} is not a node type of this graph "
-                                 f"({self.node_types})")
+                raise ValueError(
+                    f"{name}: {t!r} is not a node type of this graph ({self.node_types})"
+                )
             out[t] = self._ids(ids, t, f"{name}[{t!r}]")
         return out
 
@@ -326,8 +358,9 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
 # ----------------------------------------------------------------------------- helpers
 def _check_num_nodes(num_nodes) -> dict:
     if not isinstance(num_nodes, Mapping):
-        raise TypeError(f"num_nodes: expected a dict {{node_type: count}}, got "
-                        f"{type(num_nodes).__name__}")
+        raise TypeError(
+            f"num_nodes: expected a dict {{node_type: count}}, got {type(num_nodes).__name__}"
+        )
     out = {}
     for t, n in num_nodes.items():
         if not isinstance(t, str):
@@ -338,14 +371,16 @@ def _check_num_nodes(num_nodes) -> dict:
 
 def _check_edge_type(et, num_nodes: dict) -> tuple:
     if not (isinstance(et, tuple) and len(et) == 3 and all(isinstance(p, str) for p in et)):
-        raise TypeError(f"relations: keys must be (src_type, relation, dst_type) triples of "
-                        f"strings, got {et!r}")
+        raise TypeError(
+            f"relations: keys must be (src_type, relation, dst_type) triples of strings, got {et!r}"
+        )
     for t in (et[0], et[2]):
         if t not in num_nodes:
-            raise ValueError(f"relations: edge type {et!r} names node type {t!r}, which "
-                             f"num_nodes does not list ({sorted(num_nodes)})")
+            raise ValueError(
+                f"relations: edge type {et!r} names node type {t!r}, which "
+                f"num_nodes does not list ({sorted(num_nodes)})"
+            )
     return et
-
 
 
 def _resize(csc: CSC, n: int) -> CSC:
@@ -357,10 +392,9 @@ def _resize(csc: CSC, n: int) -> CSC:
     if n > csc.num_nodes:
         ptr = torch.cat([ptr, ptr[-1:].expand(n - csc.num_nodes)])
     else:
-        ptr = ptr[:n + 1]
+        ptr = ptr[: n + 1]
     eids = csc.eids if csc.eids is not None else torch.arange(csc.nnz, device=csc.device)
     return CSC(n, ptr.contiguous(), csc.rows, None, None, csc.values, eids)
 
 
-
-__all__ = ["HeteroGraph", "EdgeType"]
+__all__ = ["EdgeType", "HeteroGraph"]

@@ -3,6 +3,7 @@
 several hops (PyG's heterogeneous ``NeighborLoader``). One op ordinal per (hop, edge type),
 edge types in sorted order (DESIGN §3).
 """
+
 from __future__ import annotations
 
 import numbers
@@ -11,9 +12,9 @@ from collections.abc import Mapping
 import torch
 
 from gsample.base import validate as V
+from gsample.base.random import next_op_key
 from gsample.formats.csc import CSC
 from gsample.matrix.sparse import Matrix
-from gsample.base.random import next_op_key
 
 
 class SamplingMethods:
@@ -24,6 +25,7 @@ class SamplingMethods:
 
     def _fanout_hops(self, fanouts) -> tuple:
         """``(list of {edge_type: k} per hop, whether hops were given)``."""
+
         def one(f, where):
             if isinstance(f, Mapping):
                 hop = {}
@@ -33,12 +35,17 @@ class SamplingMethods:
                 return dict(sorted(hop.items()))
             return {et: _fanout(f, where) for et in self._rel}
 
-        if isinstance(fanouts, Mapping) and fanouts and all(
-                isinstance(v, (list, tuple)) for v in fanouts.values()):
-            lengths = {len(v) for v in fanouts.values()}     # PyG's {edge_type: [k1, k2]}
+        if (
+            isinstance(fanouts, Mapping)
+            and fanouts
+            and all(isinstance(v, (list, tuple)) for v in fanouts.values())
+        ):
+            lengths = {len(v) for v in fanouts.values()}  # PyG's {edge_type: [k1, k2]}
             if len(lengths) != 1:
-                raise ValueError(f"fanouts: every edge type must list the same number of "
-                                 f"hops, got lengths {sorted(lengths)}")
+                raise ValueError(
+                    f"fanouts: every edge type must list the same number of "
+                    f"hops, got lengths {sorted(lengths)}"
+                )
             hops = [{key: v[h] for key, v in fanouts.items()} for h in range(lengths.pop())]
             return [one(h, f"fanouts (hop {i})") for i, h in enumerate(hops)], True
         if isinstance(fanouts, (list, tuple)):
@@ -46,8 +53,7 @@ class SamplingMethods:
         return [one(fanouts, "fanouts")], False
 
     # ------------------------------------------------------------------ neighbour sampling
-    def sample_neighbors(self, seeds: dict, fanouts, replace: bool = False,
-                         weighted: bool = False):
+    def sample_neighbors(self, seeds: dict, fanouts, replace: bool = False, weighted: bool = False):
         """Relation-typed neighbour sampling: ``k`` in-neighbours per seed and edge type.
 
         For each edge type ``(s, r, d)`` (sorted), ``H[(s, r, d)][:, seeds[d]]
@@ -108,7 +114,7 @@ class SamplingMethods:
                 d = et[2]
                 cols = front.get(d)
                 if cols is None or cols.numel() == 0:
-                    next_op_key()                 # the (hop, edge type)'s ordinal, unused
+                    next_op_key()  # the (hop, edge type)'s ordinal, unused
                     sampled[et] = self._empty(et)
                     continue
                 sub = self._rel[et][:, cols]
@@ -133,13 +139,12 @@ class SamplingMethods:
 
 def _fanout(k, name: str) -> int:
     if isinstance(k, (bool,)) or not isinstance(k, numbers.Integral):
-        raise TypeError(f"{name}: a fanout must be an int (-1 for every in-edge), got "
-                        f"{type(k).__name__}")
+        raise TypeError(
+            f"{name}: a fanout must be an int (-1 for every in-edge), got {type(k).__name__}"
+        )
     if k < -1:
         raise ValueError(f"{name}: a fanout must be >= 0, or -1 for every in-edge; got {k}")
     return int(k)
-
-
 
 
 def _new_nodes(sampled: dict, reached: dict) -> dict:
@@ -155,8 +160,6 @@ def _new_nodes(sampled: dict, reached: dict) -> dict:
             ids = ids[~torch.isin(ids, reached[t])]
         out[t] = ids
     return out
-
-
 
 
 __all__ = ["SamplingMethods"]

@@ -4,18 +4,19 @@ same walk in gsample's DSL for compiled samplers (relations as matrix arguments)
 Ids are per node type (``gsample.hetero``'s docstring, *Id spaces*); every step is one
 ``random_walk(nodes, 1)`` op, so a walk takes one op ordinal per step (DESIGN §3).
 """
+
 from __future__ import annotations
 
 import dataclasses
 import numbers
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 import torch.fx
 
 from gsample.base import validate as V
-from gsample.matrix.sparse import Matrix
 from gsample.capture.walks import walk as dsl_walk
+from gsample.matrix.sparse import Matrix
 
 DIRECTIONS = ("in", "out")
 
@@ -79,10 +80,11 @@ def metapath_walk(relations: Sequence[Matrix], seeds, restart_prob=0.0) -> torch
     >>> walks.shape == (len(papers), 3)
     True
     """
-    if isinstance(relations, (Matrix, torch.Tensor, str)) or not isinstance(relations,
-                                                                             Sequence):
-        raise TypeError(f"relations: expected a list of gs.Matrix (one per step), got "
-                        f"{type(relations).__name__}")
+    if isinstance(relations, (Matrix, torch.Tensor, str)) or not isinstance(relations, Sequence):
+        raise TypeError(
+            f"relations: expected a list of gs.Matrix (one per step), got "
+            f"{type(relations).__name__}"
+        )
     mats = list(relations)
     for t, m in enumerate(mats):
         if not isinstance(m, (Matrix, torch.fx.Proxy)):
@@ -94,8 +96,9 @@ def metapath_walk(relations: Sequence[Matrix], seeds, restart_prob=0.0) -> torch
 def _step_probs(restart_prob, steps: int, name: str) -> list:
     """One checked probability per step (static Python floats)."""
     if isinstance(restart_prob, (torch.Tensor, torch.fx.Proxy)):
-        raise TypeError(f"{name}: must be a float or a sequence of floats (a static "
-                        "value), not a tensor")
+        raise TypeError(
+            f"{name}: must be a float or a sequence of floats (a static value), not a tensor"
+        )
     if isinstance(restart_prob, numbers.Real):
         return [V.probability(restart_prob, name)] * steps
     try:
@@ -103,11 +106,11 @@ def _step_probs(restart_prob, steps: int, name: str) -> list:
             raise TypeError
         probs = list(restart_prob)
     except TypeError:
-        raise TypeError(f"{name}: must be a float or a sequence of floats, got "
-                        f"{type(restart_prob).__name__}") from None
+        raise TypeError(
+            f"{name}: must be a float or a sequence of floats, got {type(restart_prob).__name__}"
+        ) from None
     if len(probs) != steps:
-        raise ValueError(f"{name}: expected one probability per step ({steps}), got "
-                         f"{len(probs)}")
+        raise ValueError(f"{name}: expected one probability per step ({steps}), got {len(probs)}")
     return [V.probability(p, f"{name}[{t}]") for t, p in enumerate(probs)]
 
 
@@ -120,7 +123,7 @@ def _walk(mats: list, seeds, probs: list, movable: list) -> torch.Tensor:
             return seeds.to(torch.int64).unsqueeze(1)
         # no graph to bound the ids: their type and shape only
         return V.ids(seeds, "seeds", 0, None, check_range=False).unsqueeze(1)
-    if not isinstance(seeds, torch.fx.Proxy):     # the root of a restart: a checked tensor
+    if not isinstance(seeds, torch.fx.Proxy):  # the root of a restart: a checked tensor
         seeds = V.ids(seeds, "seeds", mats[0].num_nodes, mats[0].device)
     period = _period(mats, probs, movable)
 
@@ -130,14 +133,14 @@ def _walk(mats: list, seeds, probs: list, movable: list) -> torch.Tensor:
         M, r = ms[t], probs[t]
         nxt = M.random_walk(cur, 1, stop_prob=r)[:, 1]
         if r > 0.0:
-            mask = movable[t] if movable[t] is not None else (M ** 0).sum(axis=0) > 0
+            mask = movable[t] if movable[t] is not None else (M**0).sum(axis=0) > 0
             # torch.logical_and, not `&`: the IR takes operator.and_ (a name ending in "_")
             # for in-place code and would not hoist the mask out of the batch
             restart = torch.logical_and(nxt < 0, mask[cur])
             nxt = torch.where(restart, root, nxt)
         return nxt, root
-    walks, _ = dsl_walk(step, tuple(mats[:period]), seeds, len(mats), state=seeds,
-                        period=period)
+
+    walks, _ = dsl_walk(step, tuple(mats[:period]), seeds, len(mats), state=seeds, period=period)
     return walks
 
 
@@ -146,8 +149,10 @@ def _period(mats: list, probs: list, movable: list) -> int:
     written_by] * 40``: ``gs.walk`` traces one step per phase."""
     n = len(mats)
     for p in range(1, n + 1):
-        if all(mats[i] is mats[i % p] and probs[i] == probs[i % p]
-               and movable[i] is movable[i % p] for i in range(n)):
+        if all(
+            mats[i] is mats[i % p] and probs[i] == probs[i % p] and movable[i] is movable[i % p]
+            for i in range(n)
+        ):
             return p
     return n
 
@@ -169,8 +174,10 @@ class WalkMethods:
         if direction not in DIRECTIONS:
             raise ValueError(f"direction: must be 'in' or 'out', got {direction!r}")
         if isinstance(metapath, (str, tuple)) or not isinstance(metapath, Sequence):
-            raise TypeError("metapath: expected a list of edge types, e.g. "
-                            "[('author', 'writes', 'paper'), ('paper', 'written_by', 'author')]")
+            raise TypeError(
+                "metapath: expected a list of edge types, e.g. "
+                "[('author', 'writes', 'paper'), ('paper', 'written_by', 'author')]"
+            )
         if len(metapath) == 0:
             raise ValueError("metapath: must name at least one edge type")
         ets = [self.edge_type(e, f"metapath[{i}]") for i, e in enumerate(metapath)]
@@ -179,18 +186,23 @@ class WalkMethods:
         for i, et in enumerate(ets):
             if et[frm] != types[-1]:
                 other = "out" if direction == "in" else "in"
-                hint = (f"; these edge types chain with direction={other!r}"
-                        if _chains(ets, other) else "")
+                hint = (
+                    f"; these edge types chain with direction={other!r}"
+                    if _chains(ets, other)
+                    else ""
+                )
                 raise ValueError(
                     f"metapath[{i}]: {et!r} starts from node type {et[frm]!r}, but step {i} "
                     f"is at a node of type {types[-1]!r} (direction={direction!r}: a step "
                     f"moves from an edge type's {'destination' if frm == 2 else 'source'} "
-                    f"to its {'source' if frm == 2 else 'destination'}){hint}")
+                    f"to its {'source' if frm == 2 else 'destination'}){hint}"
+                )
             types.append(et[to])
         return types
 
-    def metapath_walk(self, seeds, metapath, restart_prob=0.0,
-                      direction: str = "in") -> torch.Tensor:
+    def metapath_walk(
+        self, seeds, metapath, restart_prob=0.0, direction: str = "in"
+    ) -> torch.Tensor:
         """Metapath walks (DESIGN §7 #7): one step per edge type of ``metapath``.
 
         Parameters
@@ -248,9 +260,11 @@ class WalkMethods:
         if isinstance(restart_prob, numbers.Real):
             r = V.probability(restart_prob, "restart_prob")
             if r > 0 and types[0] not in types[1:]:
-                raise ValueError(f"restart_prob: no step of this metapath reaches the seeds' "
-                                 f"node type {types[0]!r}, so no step can return a walker "
-                                 "to its root")
+                raise ValueError(
+                    f"restart_prob: no step of this metapath reaches the seeds' "
+                    f"node type {types[0]!r}, so no step can return a walker "
+                    "to its root"
+                )
             probs = [r if types[t + 1] == types[0] else 0.0 for t in range(len(ets))]
         else:
             probs = _step_probs(restart_prob, len(ets), "restart_prob")
@@ -259,10 +273,10 @@ class WalkMethods:
                     raise ValueError(
                         f"restart_prob[{t}]: step {t} reaches node type {types[t + 1]!r}, "
                         f"the root is of type {types[0]!r}; a restart there would put a "
-                        f"{types[0]!r} id in a {types[t + 1]!r} column (give 0)")
+                        f"{types[0]!r} id in a {types[t + 1]!r} column (give 0)"
+                    )
         mats = [self._walk_matrix(et, direction) for et in ets]
-        movable = [self._movable(et, direction) if p > 0 else None
-                   for et, p in zip(ets, probs)]
+        movable = [self._movable(et, direction) if p > 0 else None for et, p in zip(ets, probs)]
         return _walk(mats, seeds, probs, movable)
 
     def reverse(self, edge_type) -> Matrix:
@@ -302,5 +316,4 @@ def _chains(ets: list, direction: str) -> bool:
     return all(a[to] == b[frm] for a, b in zip(ets, ets[1:]))
 
 
-
-__all__ = ["metapath_walk", "WalkMethods", "DIRECTIONS"]
+__all__ = ["DIRECTIONS", "WalkMethods", "metapath_walk"]

@@ -23,22 +23,25 @@ The mapping:
   ``dgl.graph`` over ``nodes`` (seeds first) with ``ndata[dgl.NID]`` and
   ``edata[dgl.EID]``, as DGL's ``ShaDowKHopSampler`` returns.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 import torch
 
-from gsample.matrix.sparse import Matrix
 from gsample.interop.pyg.data import _local, gather, pyg_sample
+from gsample.matrix.sparse import Matrix
 
 
 def _dgl():
     try:
         import dgl
     except ImportError as e:
-        raise ImportError("to_dgl() needs DGL (pip install dgl; DGL does not import with "
-                          f"torch >= 2.3, this is torch {torch.__version__}): {e}") from None
+        raise ImportError(
+            "to_dgl() needs DGL (pip install dgl; DGL does not import with "
+            f"torch >= 2.3, this is torch {torch.__version__}): {e}"
+        ) from None
     return dgl
 
 
@@ -49,10 +52,10 @@ def block_nodes(m: Matrix):
     csc = m.csc
     dst = csc.global_cols()
     local_rows = csc.rows
-    reached = csc.global_rows(torch.unique(local_rows))           # row-space order
+    reached = csc.global_rows(torch.unique(local_rows))  # row-space order
     src = torch.cat([dst, reached[~torch.isin(reached, dst)]])
     edge_src = _local(src, csc.global_rows(local_rows))
-    edge_dst = csc.edge_cols()                                     # the column's position
+    edge_dst = csc.edge_cols()  # the column's position
     return dst, src, edge_src, edge_dst
 
 
@@ -81,36 +84,45 @@ def to_dgl(out: Any, seeds: torch.Tensor, x=None, y=None):
     >>> for layer, block in zip(model.layers, blocks):
     ...     h = layer(block, h)
     """
-    if isinstance(out, (list, tuple)) and len(out) == 2 and isinstance(out[0], Matrix) \
-            and isinstance(out[1], torch.Tensor):
+    if (
+        isinstance(out, (list, tuple))
+        and len(out) == 2
+        and isinstance(out[0], Matrix)
+        and isinstance(out[1], torch.Tensor)
+    ):
         return _subgraph(out[0], out[1], seeds, x, y)
     if isinstance(out, Matrix):
         out = [out]
     if not (isinstance(out, (list, tuple)) and out and all(isinstance(m, Matrix) for m in out)):
-        raise TypeError("batch.out: to_dgl() takes a sampler's blocks (a gs.Matrix or a list "
-                        "of them, first hop first) or an induced subgraph (subgraph, nodes)")
+        raise TypeError(
+            "batch.out: to_dgl() takes a sampler's blocks (a gs.Matrix or a list "
+            "of them, first hop first) or an induced subgraph (subgraph, nodes)"
+        )
     parts = [block_nodes(m) for m in out]
     for layer in range(len(parts) - 1):
         src, nxt = parts[layer][1], parts[layer + 1][0]
         if src.shape != nxt.shape or not bool((src == nxt).all()):
-            raise ValueError(f"batch.out: block {layer + 1}'s columns are not block {layer}'s "
-                             "all_nodes(); DGL blocks need a sampler that re-samples the whole "
-                             "frontier (blocks[l + 1] = A[:, blocks[l].all_nodes()]...); use "
-                             "to_pyg() for one that samples only new nodes")
+            raise ValueError(
+                f"batch.out: block {layer + 1}'s columns are not block {layer}'s "
+                "all_nodes(); DGL blocks need a sampler that re-samples the whole "
+                "frontier (blocks[l + 1] = A[:, blocks[l].all_nodes()]...); use "
+                "to_pyg() for one that samples only new nodes"
+            )
     dgl = _dgl()
     blocks = []
     for m, (dst, src, edge_src, edge_dst) in zip(out, parts):
-        block = dgl.create_block((edge_src, edge_dst), num_src_nodes=src.numel(),
-                                 num_dst_nodes=dst.numel())
+        block = dgl.create_block(
+            (edge_src, edge_dst), num_src_nodes=src.numel(), num_dst_nodes=dst.numel()
+        )
         block.srcdata[dgl.NID] = src
         block.dstdata[dgl.NID] = dst
         block.edata[dgl.EID] = m.csc.eid_tensor()
         if m.csc.values is not None:
             block.edata["edge_weight"] = m.csc.values
         blocks.append(block)
-    blocks.reverse()                                # DGL's order: the input layer first
-    feat = gather(x, parts[-1][1], "x")             # the input layer's source nodes
-    label = gather(y, parts[0][0], "y")             # the seeds' block's destinations
+    blocks.reverse()  # DGL's order: the input layer first
+    feat = gather(x, parts[-1][1], "x")  # the input layer's source nodes
+    label = gather(y, parts[0][0], "y")  # the seeds' block's destinations
     if feat is not None:
         blocks[0].srcdata["feat"] = feat
     if label is not None:
@@ -119,7 +131,7 @@ def to_dgl(out: Any, seeds: torch.Tensor, x=None, y=None):
 
 
 def _subgraph(sub: Matrix, nodes: torch.Tensor, seeds: torch.Tensor, x, y):
-    s = pyg_sample((sub, nodes), seeds)             # the same node order and edges as to_pyg
+    s = pyg_sample((sub, nodes), seeds)  # the same node order and edges as to_pyg
     dgl = _dgl()
     g = dgl.graph((s.row, s.col), num_nodes=s.node.numel())
     g.ndata[dgl.NID] = s.node

@@ -7,11 +7,12 @@ values. Ops with any number of inputs (dense code, the output) name them
 :class:`Ref` where an input goes. A :class:`Graph` is a topologically ordered
 list of nodes ending in one ``OUTPUT``.
 """
+
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from gsample.ir.ops import Effect, Kind, Op, info
 
@@ -19,19 +20,35 @@ from gsample.ir.ops import Effect, Kind, Op, info
 @dataclass(frozen=True)
 class Ref:
     """A place in a template filled by input ``name`` of the node."""
+
     name: str
 
 
 #: the in-place functions of the ``operator`` module (``x &= y`` traces to ``operator.iand``)
-_OPERATOR_IN_PLACE = frozenset({"iadd", "iand", "iconcat", "ifloordiv", "ilshift", "imatmul",
-                                "imod", "imul", "ior", "ipow", "irshift", "isub", "itruediv",
-                                "ixor"})
+_OPERATOR_IN_PLACE = frozenset(
+    {
+        "iadd",
+        "iand",
+        "iconcat",
+        "ifloordiv",
+        "ilshift",
+        "imatmul",
+        "imod",
+        "imul",
+        "ior",
+        "ipow",
+        "irshift",
+        "isub",
+        "itruediv",
+        "ixor",
+    }
+)
 
 
 class Node:
     """One operation of the IR."""
 
-    __slots__ = ("op", "inputs", "attrs", "name", "kind", "meta")
+    __slots__ = ("attrs", "inputs", "kind", "meta", "name", "op")
 
     def __init__(self, op: Op, inputs: dict, attrs: dict, name: str, kind: Kind, meta=None):
         self.op = op
@@ -41,7 +58,7 @@ class Node:
         self.kind = kind
         self.meta = dict(meta or {})
 
-    def input(self, name: str) -> Optional["Node"]:
+    def input(self, name: str) -> Node | None:
         return self.inputs.get(name)
 
     @property
@@ -75,11 +92,16 @@ class Node:
         # operator.and_ / or_ / not_ are pure (their in-place forms are iand / ior): the
         # trailing "_" of a method (x.add_()) or torch function (torch.relu_) means in place
         pure_operator = not isinstance(fn, tuple) and getattr(fn, "__module__", None) in (
-            "operator", "_operator")
+            "operator",
+            "_operator",
+        )
         if pure_operator:
             return name in _OPERATOR_IN_PLACE
-        return (name.endswith("_") and not name.endswith("__")) or "out" in kwargs \
+        return (
+            (name.endswith("_") and not name.endswith("__"))
+            or "out" in kwargs
             or kwargs.get("inplace") is True
+        )
 
     def __repr__(self) -> str:
         return f"%{self.name}"
@@ -101,6 +123,7 @@ def debug_level() -> int:
     """``GSAMPLE_DEBUG``: 0 off; 1 verify the IR after every pass; 2 also print the IR after
     every pass that changed it; 3 also print each step of a program as it runs."""
     import os
+
     try:
         return int(os.environ.get("GSAMPLE_DEBUG", "0"))
     except ValueError:
@@ -114,6 +137,7 @@ def attr_key(value):
     unhashable objects are keyed by identity; a nested :class:`Graph` by its structure.
     CSE merges and pre-processing's cache keys read this one definition."""
     import torch
+
     if isinstance(value, torch.Tensor):
         return ("tensor", id(value))
     if isinstance(value, Graph):
@@ -130,14 +154,17 @@ def attr_key(value):
     return (type(value).__qualname__, value)
 
 
-def structure_key(program: "Graph", skip_input_names: bool = True) -> tuple:
+def structure_key(program: Graph, skip_input_names: bool = True) -> tuple:
     """A structural key of a graph: equal keys compute equal values from equal inputs
     (input names aside, by default)."""
     index = {n: i for i, n in enumerate(program.nodes)}
     key = []
     for n in program.nodes:
-        attrs = {k: v for k, v in n.attrs.items()
-                 if not (skip_input_names and n.op is Op.INPUT and k == "name")}
+        attrs = {
+            k: v
+            for k, v in n.attrs.items()
+            if not (skip_input_names and n.op is Op.INPUT and k == "name")
+        }
         ins = tuple(sorted((k, index[v]) for k, v in n.inputs.items()))
         key.append((n.op, n.kind, ins, attr_key(attrs)))
     return tuple(key)
@@ -151,6 +178,7 @@ class VerifyError(AssertionError):
 class Target:
     """What the backend a program is compiled for runs, as data for the passes (which import
     no backend code): its name and, per op, the layouts it runs the op on (CSC first)."""
+
     name: str = "torch"
     op_layouts: dict = field(default_factory=dict)
 
@@ -178,13 +206,21 @@ class Graph:
     _names: Any = field(default_factory=itertools.count, repr=False)
 
     # ------------------------------------------------------------------ building
-    def add(self, op: Op, inputs: Optional[dict] = None, attrs: Optional[dict] = None,
-            kind: Optional[Kind] = None, name: Optional[str] = None, before: Optional[Node] = None,
-            meta: Optional[dict] = None) -> Node:
+    def add(
+        self,
+        op: Op,
+        inputs: dict | None = None,
+        attrs: dict | None = None,
+        kind: Kind | None = None,
+        name: str | None = None,
+        before: Node | None = None,
+        meta: dict | None = None,
+    ) -> Node:
         """Create a node; append it, or insert it just before ``before``."""
         kind = kind or info(op).kind
-        node = Node(op, inputs or {}, attrs or {}, name or f"{op.value}_{next(self._names)}", kind,
-                    meta)
+        node = Node(
+            op, inputs or {}, attrs or {}, name or f"{op.value}_{next(self._names)}", kind, meta
+        )
         if before is None:
             self.nodes.append(node)
         else:
@@ -214,18 +250,22 @@ class Graph:
         dead = set(nodes)
         self.nodes = [n for n in self.nodes if n not in dead]
 
-    def copy(self) -> "Graph":
+    def copy(self) -> Graph:
         """A deep copy of the node structure (attribute values are shared)."""
         g = Graph(num_random=self.num_random, target=self.target)
         # new names continue after every numbered name already here (a copy of a copy must
         # not hand out a name a pass already used)
-        used = [int(n.name.rsplit("_", 1)[1]) + 1 for n in self.nodes
-                if "_" in n.name and n.name.rsplit("_", 1)[1].isdigit()]
+        used = [
+            int(n.name.rsplit("_", 1)[1]) + 1
+            for n in self.nodes
+            if "_" in n.name and n.name.rsplit("_", 1)[1].isdigit()
+        ]
         g._names = itertools.count(max([len(self.nodes) + 1000, *used]))
         mapping = {}
         for n in self.nodes:
-            c = Node(n.op, {k: mapping[v] for k, v in n.inputs.items()}, n.attrs, n.name, n.kind,
-                     n.meta)
+            c = Node(
+                n.op, {k: mapping[v] for k, v in n.inputs.items()}, n.attrs, n.name, n.kind, n.meta
+            )
             mapping[n] = c
             g.nodes.append(c)
         return g
@@ -234,7 +274,7 @@ class Graph:
         return [n for n in self.nodes if n.is_random]
 
     # ------------------------------------------------------------------ verifier
-    def verify(self) -> "Graph":
+    def verify(self) -> Graph:
         """Check the invariants every pass must keep; raise :class:`VerifyError`."""
         seen, names = set(), set()
         if not self.nodes or self.nodes[-1].op is not Op.OUTPUT:
@@ -257,9 +297,11 @@ class Graph:
             unknown = set() if i.is_variadic else extra
             missing = set(i.required_inputs()) - set(n.inputs)
             if unknown or missing:
-                raise VerifyError(f"{n}: inputs {sorted(n.inputs)} do not match the op table "
-                                  f"{i.input_names()} (unknown {sorted(unknown)}, missing "
-                                  f"{sorted(missing)})")
+                raise VerifyError(
+                    f"{n}: inputs {sorted(n.inputs)} do not match the op table "
+                    f"{i.input_names()} (unknown {sorted(unknown)}, missing "
+                    f"{sorted(missing)})"
+                )
             missing = set(i.required_attrs()) - set(n.attrs)
             if missing:
                 raise VerifyError(f"{n}: attributes {sorted(missing)} missing")

@@ -20,17 +20,51 @@ is not here: each backend registers implementations keyed by
 ``(op, layout)`` (``gsample.backend``), and passes read the capabilities of the backend
 a program is compiled for. Nothing else names ops, input names or argument positions.
 """
+
 from __future__ import annotations
 
-from typing import Optional
-
 from gsample.base import validate as V
-from gsample.ir.opdef import (BROADCAST_OPS, EXAMPLE_PROGRAM, LAYOUTS, MAP_OPS, REDUCE_OPS, SDDMM_OPS,
-                    Align, Attr, Capture, Effect, In, Kind, Op, OpDef, Size, Step, _choice)
-from gsample.ir.size_rules import (COUNT_DISTS, WALK_PROBS, _collective, _collective_bound,
-                         _count_attrs, _fused, _fused_bound, _individual, _individual_bound, _n,
-                         _neighbor_lists, _per_entry, _positive, _same, _slice_cols, _slice_rows, _tensor,
-                         _trials, _walk, _walk_prob)
+from gsample.ir.opdef import (
+    BROADCAST_OPS,
+    EXAMPLE_PROGRAM,
+    LAYOUTS,
+    MAP_OPS,
+    REDUCE_OPS,
+    SDDMM_OPS,
+    Align,
+    Attr,
+    Capture,
+    Effect,
+    In,
+    Kind,
+    Op,
+    OpDef,
+    Size,
+    Step,
+    _choice,
+)
+from gsample.ir.size_rules import (
+    COUNT_DISTS,
+    WALK_PROBS,
+    _collective,
+    _collective_bound,
+    _count_attrs,
+    _fused,
+    _fused_bound,
+    _individual,
+    _individual_bound,
+    _n,
+    _neighbor_lists,
+    _per_entry,
+    _positive,
+    _same,
+    _slice_cols,
+    _slice_rows,
+    _tensor,
+    _trials,
+    _walk,
+    _walk_prob,
+)
 
 # ----------------------------------------------------------------------------- the table
 P, R = Effect.PURE, Effect.RANDOM
@@ -41,8 +75,9 @@ _REPLACE = Attr("replace", lambda r: V.flag(r, "replace"), False, what="bool")
 _AXIS = Attr("axis", V.axis, what="int")
 #: how weighted individual draws with replacement are made: inverse CDF or alias tables
 SAMPLE_METHODS = ("cdf", "alias")
-_METHOD = Attr("method", _choice("method", SAMPLE_METHODS), "cdf", what="str", example="cdf",
-               required=False)
+_METHOD = Attr(
+    "method", _choice("method", SAMPLE_METHODS), "cdf", what="str", example="cdf", required=False
+)
 _ALIAS_IN = In("alias", Align.EDGES, optional=True, derived=Op.ALIAS_TABLE)
 _FUSED_DOC = (
     "edge maps and broadcasts evaluated in one pass over A's values. Inputs: A and operands "
@@ -50,198 +85,566 @@ _FUSED_DOC = (
     "axis), applied in order to each edge value x: op in add/sub/mul/div/pow/neg; y is the "
     "scalar (operand None), operand[e] (axis None: one value per edge), operand[col(e)] "
     "(axis 0) or operand[row(e)] (axis 1); x = op(y, x) if reverse else op(x, y); dtype "
-    "promotion as edge_map (gsample.passes.fuse_edge_map documents it)")
+    "promotion as edge_map (gsample.passes.fuse_edge_map documents it)"
+)
 _FUSED_WALK_DOC = (
     "gs.walk(step, A, seeds, length) as one op (made by gsample.capture.walks when the step is "
     "per-walker): 'first' and 'phases' are the step's bodies (gsample.ir.walk_body: small "
     "programs of per-walker code), the first step's and step s's = phases[s % len(phases)]; "
     "operands '0', '1', ... are graph-level values the bodies read (degrees). Takes "
     "attrs['num_ordinals'] op ordinals from attrs['ordinal'] on: step s's random op j has "
-    "the ordinal the unrolled program gives it. A LongTensor (len(seeds), length + 1)")
+    "the ordinal the unrolled program gives it. A LongTensor (len(seeds), length + 1)"
+)
 
 _DEFS = [
-    OpDef(Op.INPUT, P, Step.GRAPH, (), (Attr("name"), Attr("kind")), Kind.ANY,
-          doc="a traced argument (a matrix arrives as a CSC)"),
+    OpDef(
+        Op.INPUT,
+        P,
+        Step.GRAPH,
+        (),
+        (Attr("name"), Attr("kind")),
+        Kind.ANY,
+        doc="a traced argument (a matrix arrives as a CSC)",
+    ),
     OpDef(Op.CONSTANT, P, Step.GRAPH, (), (Attr("value"),), Kind.ANY, doc="a captured value"),
-    OpDef(Op.DENSE, P, Step.GRAPH, (), (Attr("fn"), Attr("template")), Kind.ANY,
-          takes_any=True, doc="torch code on dense values; 'template' holds the call's arguments"),
+    OpDef(
+        Op.DENSE,
+        P,
+        Step.GRAPH,
+        (),
+        (Attr("fn"), Attr("template")),
+        Kind.ANY,
+        takes_any=True,
+        doc="torch code on dense values; 'template' holds the call's arguments",
+    ),
     OpDef(Op.GETITEM, P, Step.GRAPH, (In("x"),), (Attr("index"),), T, doc="x[index] of a tuple"),
-    OpDef(Op.OUTPUT, P, Step.GRAPH, (), (Attr("template"),), Kind.NONE, takes_any=True,
-          doc="the returned values"),
-    OpDef(Op.CACHED, P, Step.GRAPH, (In("graph", matrix=True),), (Attr("program"), Attr("kind")),
-          Kind.ANY, doc="a graph-only value computed once per graph and reused (its layout is "
-                        "its program's)"),
-    OpDef(Op.TO_LAYOUT, P, Step.COMPUTE, (_A,), (Attr("layout", _choice("layout", LAYOUTS)),),
-          M, keeps_layout=False, edges="same", estimate=_same, bound=_same,
-          doc="A in layout 'layout' (csc, csr, csr-compact or coo); exact, samples unchanged"),
+    OpDef(
+        Op.OUTPUT,
+        P,
+        Step.GRAPH,
+        (),
+        (Attr("template"),),
+        Kind.NONE,
+        takes_any=True,
+        doc="the returned values",
+    ),
+    OpDef(
+        Op.CACHED,
+        P,
+        Step.GRAPH,
+        (In("graph", matrix=True),),
+        (Attr("program"), Attr("kind")),
+        Kind.ANY,
+        doc="a graph-only value computed once per graph and reused (its layout is its program's)",
+    ),
+    OpDef(
+        Op.TO_LAYOUT,
+        P,
+        Step.COMPUTE,
+        (_A,),
+        (Attr("layout", _choice("layout", LAYOUTS)),),
+        M,
+        keeps_layout=False,
+        edges="same",
+        estimate=_same,
+        bound=_same,
+        doc="A in layout 'layout' (csc, csr, csr-compact or coo); exact, samples unchanged",
+    ),
     # extract
-    OpDef(Op.SLICE_COLS, P, Step.EXTRACT, (_A, In("cols", Align.NEW_COLS)), (), M,
-          check=V.check_cols, estimate=_slice_cols,
-          bound=lambda A, ins, at: Size(A.nnz, A.rows, _n(ins, "cols")), doc="A[:, cols]"),
-    OpDef(Op.SLICE_ROWS, P, Step.EXTRACT, (_A, In("rows", Align.NEW_ROWS)), (), M,
-          check=V.check_rows, estimate=_slice_rows,
-          bound=lambda A, ins, at: Size(A.nnz, _n(ins, "rows"), A.cols), doc="A[rows, :]"),
-    OpDef(Op.SLICE_ROWS_COLS, P, Step.EXTRACT,
-          (_A, In("rows", Align.NEW_ROWS), In("cols", Align.NEW_COLS)), (), M,
-          check=V.check_rows_cols,
-          estimate=lambda A, ins, at: _slice_rows(_slice_cols(A, ins, at), ins, at),
-          bound=lambda A, ins, at: Size(A.nnz, _n(ins, "rows"), _n(ins, "cols")),
-          doc="A[rows, cols] (the rows of the column slice) without building the column "
-              "slice; made by fuse_extract_extract"),
+    OpDef(
+        Op.SLICE_COLS,
+        P,
+        Step.EXTRACT,
+        (_A, In("cols", Align.NEW_COLS)),
+        (),
+        M,
+        check=V.check_cols,
+        estimate=_slice_cols,
+        bound=lambda A, ins, at: Size(A.nnz, A.rows, _n(ins, "cols")),
+        doc="A[:, cols]",
+    ),
+    OpDef(
+        Op.SLICE_ROWS,
+        P,
+        Step.EXTRACT,
+        (_A, In("rows", Align.NEW_ROWS)),
+        (),
+        M,
+        check=V.check_rows,
+        estimate=_slice_rows,
+        bound=lambda A, ins, at: Size(A.nnz, _n(ins, "rows"), A.cols),
+        doc="A[rows, :]",
+    ),
+    OpDef(
+        Op.SLICE_ROWS_COLS,
+        P,
+        Step.EXTRACT,
+        (_A, In("rows", Align.NEW_ROWS), In("cols", Align.NEW_COLS)),
+        (),
+        M,
+        check=V.check_rows_cols,
+        estimate=lambda A, ins, at: _slice_rows(_slice_cols(A, ins, at), ins, at),
+        bound=lambda A, ins, at: Size(A.nnz, _n(ins, "rows"), _n(ins, "cols")),
+        doc="A[rows, cols] (the rows of the column slice) without building the column "
+        "slice; made by fuse_extract_extract",
+    ),
     # compute
-    OpDef(Op.EDGE_MAP, P, Step.COMPUTE, (_A, In("other", Align.EDGES, optional=True,
-                                              edge_values=True)),
-          (Attr("op", _choice("op", MAP_OPS), example="mul"), Attr("reverse", example=False),
-           Attr("scalar", example=2.0)), M,
-          keeps_layout=True, edges="same", check=V.check_edge_map, estimate=_same, bound=_same,
-          capture=Capture(), doc="A * x, A + x, A ** p, ... (x: scalar attr, or an edge tensor)"),
-    OpDef(Op.EDGE_BROADCAST, P, Step.COMPUTE, (_A, In("vector", Align.AXIS)),
-          (Attr("op", _choice("op", BROADCAST_OPS), example="div"), _AXIS), M,
-          keeps_layout=True, edges="same",
-          check=V.check_broadcast, estimate=_same, bound=_same,
-          capture=Capture(methods=BROADCAST_OPS, params={"v": "vector"}), doc="A.div(v, axis)"),
-    OpDef(Op.REDUCE, P, Step.COMPUTE, (_A,),
-          (Attr("op", _choice("op", REDUCE_OPS), example="sum"), _AXIS), T,
-          out=Align.AXIS, capture=Capture(methods=REDUCE_OPS), doc="A.sum(axis)"),
-    OpDef(Op.SPMM, P, Step.COMPUTE, (_A, In("dense", Align.COLS)), (), T, out=Align.ROWS,
-          check=V.check_spmm, doc="A @ D"),
-    OpDef(Op.SPMM_T, P, Step.COMPUTE, (_A, In("dense", Align.ROWS)), (), T, out=Align.COLS,
-          check=V.check_spmm_t, doc="A.T @ D"),
-    OpDef(Op.SDDMM, P, Step.COMPUTE, (_A, In("u", Align.ROWS), In("v", Align.COLS)),
-          (Attr("op", _choice("op", SDDMM_OPS), example="mul"),), M, keeps_layout=True,
-          edges="same", check=V.check_sddmm,
-          estimate=_same, bound=_same, doc="gs.sddmm(A, U, V, op)"),
-    OpDef(Op.TRANSPOSE, P, Step.COMPUTE, (_A,), (), M,
-          estimate=lambda A, ins, at: Size(A.nnz, A.cols, A.rows),
-          bound=lambda A, ins, at: Size(A.nnz, A.cols, A.rows),
-          capture=Capture(properties=("T",)), doc="A.T"),
-    OpDef(Op.VALUES, P, Step.COMPUTE, (_A,), (), T, out=Align.EDGES,
-          capture=Capture(properties=("values",)), doc="A.values"),
-    OpDef(Op.ROW_IDS, P, Step.FINALIZE, (_A,), (), T, out=Align.ROW_IDS, structure_only=True,
-          capture=Capture(properties=("row_ids",)), doc="A.row_ids"),
-    OpDef(Op.COL_IDS, P, Step.FINALIZE, (_A,), (), T, out=Align.COL_IDS, structure_only=True,
-          capture=Capture(properties=("col_ids",)), doc="A.col_ids"),
-    OpDef(Op.FUSED_EDGE_MAP, P, Step.COMPUTE, (_A,), (Attr("program", example=EXAMPLE_PROGRAM),), M,
-          variadic=Align.STEPS, keeps_layout=True, edges="same", check=V.check_fused,
-          estimate=_same, bound=_same, doc=_FUSED_DOC),
-    OpDef(Op.FUSED_EDGE_MAP_REDUCE, P, Step.COMPUTE, (_A,),
-          (Attr("program", example=EXAMPLE_PROGRAM),
-           Attr("op", _choice("op", REDUCE_OPS), example="sum"), _AXIS), T, out=Align.AXIS,
-          variadic=Align.STEPS, check=V.check_fused,
-          doc="a fused_edge_map program, then A.sum/max/mean(axis) of its values in the same "
-              "evaluation"),
-    OpDef(Op.FUSED_EDGE_NORMALIZE, P, Step.COMPUTE, (_A,),
-          (Attr("program", example=EXAMPLE_PROGRAM),
-           Attr("reduce", _choice("reduce", REDUCE_OPS), example="sum"),
-           Attr("op", _choice("op", BROADCAST_OPS), example="div"), _AXIS), M,
-          variadic=Align.STEPS, keeps_layout=True, edges="same", check=V.check_fused,
-          estimate=_same, bound=_same,
-          doc="a fused_edge_map program's values x, then x.op(x.reduce(axis), axis) in one "
-              "op: X.div(X.sum(axis=0), axis=0), a column normalisation, without the "
-              "reduction's vector or the mapped matrix between them (made by "
-              "fuse_edge_normalize)"),
-    OpDef(Op.SLICE_REDUCE, P, Step.COMPUTE, (_A, In("cols", Align.NEW_COLS)),
-          (Attr("op", _choice("op", REDUCE_OPS), example="sum"), _AXIS,
-           Attr("batches", required=False)), T, out=Align.AXIS, batched=True,
-          check=V.check_cols,
-          estimate=lambda A, ins, at: Size(rows=_n(ins, "cols") if at["axis"] == 0 else A.rows),
-          bound=lambda A, ins, at: Size(rows=_n(ins, "cols") if at["axis"] == 0 else A.rows),
-          doc="A[:, cols].sum/max/mean(axis) without the slice; 'batches' (N, n): cols is a "
-              "super-batch's encoded frontier and axis 1 gives the N * n encoded rows"),
+    OpDef(
+        Op.EDGE_MAP,
+        P,
+        Step.COMPUTE,
+        (_A, In("other", Align.EDGES, optional=True, edge_values=True)),
+        (
+            Attr("op", _choice("op", MAP_OPS), example="mul"),
+            Attr("reverse", example=False),
+            Attr("scalar", example=2.0),
+        ),
+        M,
+        keeps_layout=True,
+        edges="same",
+        check=V.check_edge_map,
+        estimate=_same,
+        bound=_same,
+        capture=Capture(),
+        doc="A * x, A + x, A ** p, ... (x: scalar attr, or an edge tensor)",
+    ),
+    OpDef(
+        Op.EDGE_BROADCAST,
+        P,
+        Step.COMPUTE,
+        (_A, In("vector", Align.AXIS)),
+        (Attr("op", _choice("op", BROADCAST_OPS), example="div"), _AXIS),
+        M,
+        keeps_layout=True,
+        edges="same",
+        check=V.check_broadcast,
+        estimate=_same,
+        bound=_same,
+        capture=Capture(methods=BROADCAST_OPS, params={"v": "vector"}),
+        doc="A.div(v, axis)",
+    ),
+    OpDef(
+        Op.REDUCE,
+        P,
+        Step.COMPUTE,
+        (_A,),
+        (Attr("op", _choice("op", REDUCE_OPS), example="sum"), _AXIS),
+        T,
+        out=Align.AXIS,
+        capture=Capture(methods=REDUCE_OPS),
+        doc="A.sum(axis)",
+    ),
+    OpDef(
+        Op.SPMM,
+        P,
+        Step.COMPUTE,
+        (_A, In("dense", Align.COLS)),
+        (),
+        T,
+        out=Align.ROWS,
+        check=V.check_spmm,
+        doc="A @ D",
+    ),
+    OpDef(
+        Op.SPMM_T,
+        P,
+        Step.COMPUTE,
+        (_A, In("dense", Align.ROWS)),
+        (),
+        T,
+        out=Align.COLS,
+        check=V.check_spmm_t,
+        doc="A.T @ D",
+    ),
+    OpDef(
+        Op.SDDMM,
+        P,
+        Step.COMPUTE,
+        (_A, In("u", Align.ROWS), In("v", Align.COLS)),
+        (Attr("op", _choice("op", SDDMM_OPS), example="mul"),),
+        M,
+        keeps_layout=True,
+        edges="same",
+        check=V.check_sddmm,
+        estimate=_same,
+        bound=_same,
+        doc="gs.sddmm(A, U, V, op)",
+    ),
+    OpDef(
+        Op.TRANSPOSE,
+        P,
+        Step.COMPUTE,
+        (_A,),
+        (),
+        M,
+        estimate=lambda A, ins, at: Size(A.nnz, A.cols, A.rows),
+        bound=lambda A, ins, at: Size(A.nnz, A.cols, A.rows),
+        capture=Capture(properties=("T",)),
+        doc="A.T",
+    ),
+    OpDef(
+        Op.VALUES,
+        P,
+        Step.COMPUTE,
+        (_A,),
+        (),
+        T,
+        out=Align.EDGES,
+        capture=Capture(properties=("values",)),
+        doc="A.values",
+    ),
+    OpDef(
+        Op.ROW_IDS,
+        P,
+        Step.FINALIZE,
+        (_A,),
+        (),
+        T,
+        out=Align.ROW_IDS,
+        structure_only=True,
+        capture=Capture(properties=("row_ids",)),
+        doc="A.row_ids",
+    ),
+    OpDef(
+        Op.COL_IDS,
+        P,
+        Step.FINALIZE,
+        (_A,),
+        (),
+        T,
+        out=Align.COL_IDS,
+        structure_only=True,
+        capture=Capture(properties=("col_ids",)),
+        doc="A.col_ids",
+    ),
+    OpDef(
+        Op.FUSED_EDGE_MAP,
+        P,
+        Step.COMPUTE,
+        (_A,),
+        (Attr("program", example=EXAMPLE_PROGRAM),),
+        M,
+        variadic=Align.STEPS,
+        keeps_layout=True,
+        edges="same",
+        check=V.check_fused,
+        estimate=_same,
+        bound=_same,
+        doc=_FUSED_DOC,
+    ),
+    OpDef(
+        Op.FUSED_EDGE_MAP_REDUCE,
+        P,
+        Step.COMPUTE,
+        (_A,),
+        (
+            Attr("program", example=EXAMPLE_PROGRAM),
+            Attr("op", _choice("op", REDUCE_OPS), example="sum"),
+            _AXIS,
+        ),
+        T,
+        out=Align.AXIS,
+        variadic=Align.STEPS,
+        check=V.check_fused,
+        doc="a fused_edge_map program, then A.sum/max/mean(axis) of its values in the same "
+        "evaluation",
+    ),
+    OpDef(
+        Op.FUSED_EDGE_NORMALIZE,
+        P,
+        Step.COMPUTE,
+        (_A,),
+        (
+            Attr("program", example=EXAMPLE_PROGRAM),
+            Attr("reduce", _choice("reduce", REDUCE_OPS), example="sum"),
+            Attr("op", _choice("op", BROADCAST_OPS), example="div"),
+            _AXIS,
+        ),
+        M,
+        variadic=Align.STEPS,
+        keeps_layout=True,
+        edges="same",
+        check=V.check_fused,
+        estimate=_same,
+        bound=_same,
+        doc="a fused_edge_map program's values x, then x.op(x.reduce(axis), axis) in one "
+        "op: X.div(X.sum(axis=0), axis=0), a column normalisation, without the "
+        "reduction's vector or the mapped matrix between them (made by "
+        "fuse_edge_normalize)",
+    ),
+    OpDef(
+        Op.SLICE_REDUCE,
+        P,
+        Step.COMPUTE,
+        (_A, In("cols", Align.NEW_COLS)),
+        (
+            Attr("op", _choice("op", REDUCE_OPS), example="sum"),
+            _AXIS,
+            Attr("batches", required=False),
+        ),
+        T,
+        out=Align.AXIS,
+        batched=True,
+        check=V.check_cols,
+        estimate=lambda A, ins, at: Size(rows=_n(ins, "cols") if at["axis"] == 0 else A.rows),
+        bound=lambda A, ins, at: Size(rows=_n(ins, "cols") if at["axis"] == 0 else A.rows),
+        doc="A[:, cols].sum/max/mean(axis) without the slice; 'batches' (N, n): cols is a "
+        "super-batch's encoded frontier and axis 1 gives the N * n encoded rows",
+    ),
     # select
-    OpDef(Op.INDIVIDUAL_SAMPLE, R, Step.SELECT,
-          (_A, In("probs", Align.EDGES, optional=True, edge_values=True), _ALIAS_IN),
-          (_K, _REPLACE, _METHOD), M,
-          check=V.check_individual, estimate=_individual, bound=_individual_bound,
-          capture=Capture(methods=("individual_sample",)),
-          doc="A.individual_sample(k, probs, replace, method); 'alias': alias tables of A "
-              "for probs (alias_table), set by pre-processing for method 'alias'"),
-    OpDef(Op.COLLECTIVE_SAMPLE, R, Step.SELECT,
-          (_A, In("node_probs", Align.ROWS, optional=True)), (_K, _REPLACE), M,
-          check=V.check_collective, estimate=_collective, bound=_collective_bound,
-          capture=Capture(methods=("collective_sample",)),
-          doc="A.collective_sample(k, node_probs, replace)"),
-    OpDef(Op.SLICE_INDIVIDUAL_SAMPLE, R, Step.SELECT,
-          (_A, In("cols", Align.NEW_COLS), In("probs", Align.EDGES, optional=True), _ALIAS_IN),
-          (_K, _REPLACE, _METHOD), M, check=V.check_individual, estimate=_fused(_individual),
-          bound=_fused_bound(_individual_bound),
-          doc="A[:, cols].individual_sample(k) without the slice (probs, alias: aligned with "
-              "A's edges)"),
-    OpDef(Op.SLICE_COLLECTIVE_SAMPLE, R, Step.SELECT,
-          (_A, In("cols", Align.NEW_COLS), In("node_probs", Align.ROWS, optional=True)),
-          (_K, _REPLACE, Attr("probs_in_slice", lambda v: V.flag(v, "probs_in_slice"), False,
-                              what="bool", example=False, required=False)), M,
-          check=V.check_collective, estimate=_fused(_collective),
-          doc="A[:, cols].collective_sample(k) without the slice; probs_in_slice (set by the "
-              "probs_support pass): node_probs is 0 at every row without an edge in the "
-              "slice, so its positive rows are the candidates"),
-    OpDef(Op.ALIAS_TABLE, P, Step.COMPUTE, (_A, In("probs", Align.EDGES, edge_values=True)), (),
-          T, out=Align.EDGES, check=V.check_alias_table,
-          doc="alias tables of A's columns for weights 'probs' (E,): a LongTensor (E, 2), "
-              "per edge slot the threshold (53-bit fixed point) and the alias edge "
-              "(gsample.backend.torch.walk documents the layout); pure: hoisted once per "
-              "graph by pre-processing when probs depend on the graph only"),
-    OpDef(Op.RANDOM_WALK, R, Step.SELECT,
-          (_A, In("seeds", Align.NEW_COLS), In("alias", Align.EDGES, optional=True)),
-          (Attr("length", lambda n: V.count(n, "length"), what="int", example=8),
-           _positive("p"), _positive("q"), *(_walk_prob(n) for n in WALK_PROBS)), T,
-          out=Align.WALKS,
-          check=V.check_random_walk, estimate=_walk, bound=_walk,
-          capture=Capture(methods=("random_walk",), params={"probs": "alias"},
-                          derive={"alias": Op.ALIAS_TABLE}),
-          doc="A.random_walk(seeds, length, probs, p, q, stop_prob, restart_prob, jump_prob): "
-              "a LongTensor (len(seeds), length + 1) of in-neighbour walks, -1 after a stop"),
-    OpDef(Op.FUSED_WALK, R, Step.SELECT, (_A, In("seeds", Align.NEW_COLS)),
-          (Attr("first"), Attr("phases"),
-           Attr("length", lambda n: V.count(n, "length"), what="int", example=8)), T,
-          out=Align.WALKS, variadic=Align.ROWS, check=V.check_fused_walk, estimate=_walk,
-          bound=_walk, doc=_FUSED_WALK_DOC),
-    OpDef(Op.RANDOM_UNIFORM, R, Step.SELECT, (_A, In("nodes", Align.NEW_COLS)), (), T,
-          out=Align.ENTRIES, check=V.check_random_draws, estimate=_per_entry,
-          bound=_per_entry, capture=Capture(methods=("random_uniform",)),
-          doc="A.random_uniform(nodes): a float64 uniform in [0, 1) per entry of nodes, "
-              "(word >> 11) * 2**-53 of the entry's key (its position in nodes, draw 0)"),
-    OpDef(Op.RANDOM_COUNT, R, Step.SELECT, (_A, In("nodes", Align.NEW_COLS)),
-          (Attr("dist", _choice("dist", COUNT_DISTS), "geometric", what="str",
-                example="geometric"),
-           Attr("p", lambda x: V.probability(x, "p"), 0.5, what="float", example=0.5),
-           Attr("n", _trials, None, what="int", example=None, required=False)), T,
-          out=Align.ENTRIES, check=V.check_random_draws, attrs_check=_count_attrs,
-          estimate=_per_entry, bound=_per_entry, capture=Capture(methods=("random_count",)),
-          doc="A.random_count(nodes, dist, p, n): an int64 count per entry of nodes, "
-              "geometric (P(x) = (1 - p) p^x) or binomial(n, p), by inversion of one keyed "
-              "word per entry against a table of thresholds (gsample.base.random.count_table)"),
-    OpDef(Op.FILTER_EDGES, P, Step.SELECT, (_A, In("keep", Align.EDGES)), (), M,
-          edges="subset", check=V.check_filter_edges,
-          estimate=lambda A, ins, at: Size(A.nnz / 2, A.rows, A.cols), bound=_same,
-          capture=Capture(methods=("filter_edges",)),
-          doc="A.filter_edges(keep): the edges where keep (bool, (E,)) is True, in order, "
-              "with their values and edge ids; the row and column spaces unchanged (a "
-              "column may become empty)"),
-    OpDef(Op.FROM_NEIGHBORS, P, Step.SELECT,
-          (_A, In("cols", Align.NEW_COLS), In("neighbors", Align.WALKS),
-           In("values", Align.ENTRIES, optional=True)), (), M, batched=True,
-          check=V.check_from_neighbors, estimate=_neighbor_lists,
-          capture=Capture(methods=("from_neighbors",)),
-          doc="A.from_neighbors(cols, neighbors, values=None): a block whose column j is "
-              "cols[j] and holds the ids neighbors[j] (a (C, K) row, -1 after its last), "
-              "with values[j] as values; A's row space (its nodes), any ids (not edges)"),
+    OpDef(
+        Op.INDIVIDUAL_SAMPLE,
+        R,
+        Step.SELECT,
+        (_A, In("probs", Align.EDGES, optional=True, edge_values=True), _ALIAS_IN),
+        (_K, _REPLACE, _METHOD),
+        M,
+        check=V.check_individual,
+        estimate=_individual,
+        bound=_individual_bound,
+        capture=Capture(methods=("individual_sample",)),
+        doc="A.individual_sample(k, probs, replace, method); 'alias': alias tables of A "
+        "for probs (alias_table), set by pre-processing for method 'alias'",
+    ),
+    OpDef(
+        Op.COLLECTIVE_SAMPLE,
+        R,
+        Step.SELECT,
+        (_A, In("node_probs", Align.ROWS, optional=True)),
+        (_K, _REPLACE),
+        M,
+        check=V.check_collective,
+        estimate=_collective,
+        bound=_collective_bound,
+        capture=Capture(methods=("collective_sample",)),
+        doc="A.collective_sample(k, node_probs, replace)",
+    ),
+    OpDef(
+        Op.SLICE_INDIVIDUAL_SAMPLE,
+        R,
+        Step.SELECT,
+        (_A, In("cols", Align.NEW_COLS), In("probs", Align.EDGES, optional=True), _ALIAS_IN),
+        (_K, _REPLACE, _METHOD),
+        M,
+        check=V.check_individual,
+        estimate=_fused(_individual),
+        bound=_fused_bound(_individual_bound),
+        doc="A[:, cols].individual_sample(k) without the slice (probs, alias: aligned with "
+        "A's edges)",
+    ),
+    OpDef(
+        Op.SLICE_COLLECTIVE_SAMPLE,
+        R,
+        Step.SELECT,
+        (_A, In("cols", Align.NEW_COLS), In("node_probs", Align.ROWS, optional=True)),
+        (
+            _K,
+            _REPLACE,
+            Attr(
+                "probs_in_slice",
+                lambda v: V.flag(v, "probs_in_slice"),
+                False,
+                what="bool",
+                example=False,
+                required=False,
+            ),
+        ),
+        M,
+        check=V.check_collective,
+        estimate=_fused(_collective),
+        doc="A[:, cols].collective_sample(k) without the slice; probs_in_slice (set by the "
+        "probs_support pass): node_probs is 0 at every row without an edge in the "
+        "slice, so its positive rows are the candidates",
+    ),
+    OpDef(
+        Op.ALIAS_TABLE,
+        P,
+        Step.COMPUTE,
+        (_A, In("probs", Align.EDGES, edge_values=True)),
+        (),
+        T,
+        out=Align.EDGES,
+        check=V.check_alias_table,
+        doc="alias tables of A's columns for weights 'probs' (E,): a LongTensor (E, 2), "
+        "per edge slot the threshold (53-bit fixed point) and the alias edge "
+        "(gsample.backend.torch.walk documents the layout); pure: hoisted once per "
+        "graph by pre-processing when probs depend on the graph only",
+    ),
+    OpDef(
+        Op.RANDOM_WALK,
+        R,
+        Step.SELECT,
+        (_A, In("seeds", Align.NEW_COLS), In("alias", Align.EDGES, optional=True)),
+        (
+            Attr("length", lambda n: V.count(n, "length"), what="int", example=8),
+            _positive("p"),
+            _positive("q"),
+            *(_walk_prob(n) for n in WALK_PROBS),
+        ),
+        T,
+        out=Align.WALKS,
+        check=V.check_random_walk,
+        estimate=_walk,
+        bound=_walk,
+        capture=Capture(
+            methods=("random_walk",), params={"probs": "alias"}, derive={"alias": Op.ALIAS_TABLE}
+        ),
+        doc="A.random_walk(seeds, length, probs, p, q, stop_prob, restart_prob, jump_prob): "
+        "a LongTensor (len(seeds), length + 1) of in-neighbour walks, -1 after a stop",
+    ),
+    OpDef(
+        Op.FUSED_WALK,
+        R,
+        Step.SELECT,
+        (_A, In("seeds", Align.NEW_COLS)),
+        (
+            Attr("first"),
+            Attr("phases"),
+            Attr("length", lambda n: V.count(n, "length"), what="int", example=8),
+        ),
+        T,
+        out=Align.WALKS,
+        variadic=Align.ROWS,
+        check=V.check_fused_walk,
+        estimate=_walk,
+        bound=_walk,
+        doc=_FUSED_WALK_DOC,
+    ),
+    OpDef(
+        Op.RANDOM_UNIFORM,
+        R,
+        Step.SELECT,
+        (_A, In("nodes", Align.NEW_COLS)),
+        (),
+        T,
+        out=Align.ENTRIES,
+        check=V.check_random_draws,
+        estimate=_per_entry,
+        bound=_per_entry,
+        capture=Capture(methods=("random_uniform",)),
+        doc="A.random_uniform(nodes): a float64 uniform in [0, 1) per entry of nodes, "
+        "(word >> 11) * 2**-53 of the entry's key (its position in nodes, draw 0)",
+    ),
+    OpDef(
+        Op.RANDOM_COUNT,
+        R,
+        Step.SELECT,
+        (_A, In("nodes", Align.NEW_COLS)),
+        (
+            Attr(
+                "dist", _choice("dist", COUNT_DISTS), "geometric", what="str", example="geometric"
+            ),
+            Attr("p", lambda x: V.probability(x, "p"), 0.5, what="float", example=0.5),
+            Attr("n", _trials, None, what="int", example=None, required=False),
+        ),
+        T,
+        out=Align.ENTRIES,
+        check=V.check_random_draws,
+        attrs_check=_count_attrs,
+        estimate=_per_entry,
+        bound=_per_entry,
+        capture=Capture(methods=("random_count",)),
+        doc="A.random_count(nodes, dist, p, n): an int64 count per entry of nodes, "
+        "geometric (P(x) = (1 - p) p^x) or binomial(n, p), by inversion of one keyed "
+        "word per entry against a table of thresholds (gsample.base.random.count_table)",
+    ),
+    OpDef(
+        Op.FILTER_EDGES,
+        P,
+        Step.SELECT,
+        (_A, In("keep", Align.EDGES)),
+        (),
+        M,
+        edges="subset",
+        check=V.check_filter_edges,
+        estimate=lambda A, ins, at: Size(A.nnz / 2, A.rows, A.cols),
+        bound=_same,
+        capture=Capture(methods=("filter_edges",)),
+        doc="A.filter_edges(keep): the edges where keep (bool, (E,)) is True, in order, "
+        "with their values and edge ids; the row and column spaces unchanged (a "
+        "column may become empty)",
+    ),
+    OpDef(
+        Op.FROM_NEIGHBORS,
+        P,
+        Step.SELECT,
+        (
+            _A,
+            In("cols", Align.NEW_COLS),
+            In("neighbors", Align.WALKS),
+            In("values", Align.ENTRIES, optional=True),
+        ),
+        (),
+        M,
+        batched=True,
+        check=V.check_from_neighbors,
+        estimate=_neighbor_lists,
+        capture=Capture(methods=("from_neighbors",)),
+        doc="A.from_neighbors(cols, neighbors, values=None): a block whose column j is "
+        "cols[j] and holds the ids neighbors[j] (a (C, K) row, -1 after its last), "
+        "with values[j] as values; A's row space (its nodes), any ids (not edges)",
+    ),
     # finalize
-    OpDef(Op.ROW, P, Step.FINALIZE, (_A,), (), T, out=Align.ROW_SET, structure_only=True,
-          capture=Capture(methods=("row",)), doc="A.row()"),
-    OpDef(Op.COLUMN, P, Step.FINALIZE, (_A,), (), T, out=Align.COL_IDS, structure_only=True,
-          capture=Capture(methods=("column",)), doc="A.column()"),
-    OpDef(Op.ALL_NODES, P, Step.FINALIZE, (_A,), (Attr("batches", required=False),), T,
-          out=Align.NODE_SET, structure_only=True, capture=Capture(methods=("all_nodes",)),
-          doc="A.all_nodes(); 'batches' (N, n): A is a super-batch of N mini-batches of n "
-              "nodes, and the ids come grouped by mini-batch (each its columns, then rows)"),
-    OpDef(Op.EDGES, P, Step.FINALIZE, (_A,), (), Kind.TUPLE,
-          out=(Align.EDGE_IDS, Align.EDGE_IDS, Align.EDGES),
-          capture=Capture(methods=("edges",)), doc="A.edges()"),
-    OpDef(Op.COMPACT, P, Step.FINALIZE, (_A,), (), M,
-          estimate=lambda A, ins, at: Size(A.nnz, A.nonempty_rows, A.cols),
-          bound=lambda A, ins, at: Size(A.nnz, min(A.nnz, A.rows), A.cols),
-          capture=Capture(methods=("compact",)), doc="A.compact()"),
+    OpDef(
+        Op.ROW,
+        P,
+        Step.FINALIZE,
+        (_A,),
+        (),
+        T,
+        out=Align.ROW_SET,
+        structure_only=True,
+        capture=Capture(methods=("row",)),
+        doc="A.row()",
+    ),
+    OpDef(
+        Op.COLUMN,
+        P,
+        Step.FINALIZE,
+        (_A,),
+        (),
+        T,
+        out=Align.COL_IDS,
+        structure_only=True,
+        capture=Capture(methods=("column",)),
+        doc="A.column()",
+    ),
+    OpDef(
+        Op.ALL_NODES,
+        P,
+        Step.FINALIZE,
+        (_A,),
+        (Attr("batches", required=False),),
+        T,
+        out=Align.NODE_SET,
+        structure_only=True,
+        capture=Capture(methods=("all_nodes",)),
+        doc="A.all_nodes(); 'batches' (N, n): A is a super-batch of N mini-batches of n "
+        "nodes, and the ids come grouped by mini-batch (each its columns, then rows)",
+    ),
+    OpDef(
+        Op.EDGES,
+        P,
+        Step.FINALIZE,
+        (_A,),
+        (),
+        Kind.TUPLE,
+        out=(Align.EDGE_IDS, Align.EDGE_IDS, Align.EDGES),
+        capture=Capture(methods=("edges",)),
+        doc="A.edges()",
+    ),
+    OpDef(
+        Op.COMPACT,
+        P,
+        Step.FINALIZE,
+        (_A,),
+        (),
+        M,
+        estimate=lambda A, ins, at: Size(A.nnz, A.nonempty_rows, A.cols),
+        bound=lambda A, ins, at: Size(A.nnz, min(A.nnz, A.rows), A.cols),
+        capture=Capture(methods=("compact",)),
+        doc="A.compact()",
+    ),
 ]
 
 OPS: dict = {d.op: d for d in _DEFS}
@@ -258,7 +661,7 @@ def info(op: Op) -> OpDef:
     return OPS[op]
 
 
-def estimate(op: Op, A: Optional[Size], ins: dict, attrs: dict) -> Optional[Size]:
+def estimate(op: Op, A: Size | None, ins: dict, attrs: dict) -> Size | None:
     """Expected sizes of ``op``'s value (the cost model's rule), from its inputs' sizes."""
     d = OPS[op]
     if A is None:
@@ -270,7 +673,7 @@ def estimate(op: Op, A: Optional[Size], ins: dict, attrs: dict) -> Optional[Size
     return None
 
 
-def bound(op: Op, A: Size, ins: dict, attrs: dict) -> Optional[Size]:
+def bound(op: Op, A: Size, ins: dict, attrs: dict) -> Size | None:
     """Upper bounds of ``op``'s value from its inputs' buffer sizes (None: no usable bound)."""
     d = OPS[op]
     if d.bound is not None:

@@ -1,4 +1,5 @@
 """Three views of an IR graph: one line per node, a table, and graphviz dot."""
+
 from __future__ import annotations
 
 import torch
@@ -13,7 +14,7 @@ def _attr(value) -> str:
     if isinstance(value, Graph):
         return f"<program of {len(value.nodes)} nodes>"
     if isinstance(value, tuple) and any(isinstance(v, Graph) for v in value):
-        return "(" + ", ".join(_attr(v) for v in value) + ")"      # a fused walk's phases
+        return "(" + ", ".join(_attr(v) for v in value) + ")"  # a fused walk's phases
     if isinstance(value, tuple) and len(value) == 2 and value[0] == "method":
         return f".{value[1]}()"
     if callable(value):
@@ -24,8 +25,9 @@ def _attr(value) -> str:
 
 
 def _attrs(node) -> str:
-    return ", ".join(f"{k}={_attr(v)}" for k, v in node.attrs.items()
-                     if k not in ("template", "kind"))
+    return ", ".join(
+        f"{k}={_attr(v)}" for k, v in node.attrs.items() if k not in ("template", "kind")
+    )
 
 
 def format_lines(graph: Graph) -> str:
@@ -35,8 +37,12 @@ def format_lines(graph: Graph) -> str:
         ins = ", ".join(f"{k}=%{v.name}" for k, v in n.inputs.items())
         attrs = _attrs(n)
         layout = n.meta.get("layout")
-        lines.append(f"%{n.name} = {n.op.value}({ins})" + (f" {{{attrs}}}" if attrs else "")
-                     + f" : {n.kind.value}" + (f" [{layout}]" if layout else ""))
+        lines.append(
+            f"%{n.name} = {n.op.value}({ins})"
+            + (f" {{{attrs}}}" if attrs else "")
+            + f" : {n.kind.value}"
+            + (f" [{layout}]" if layout else "")
+        )
     return "\n".join(lines)
 
 
@@ -45,12 +51,23 @@ def format_table(graph: Graph) -> str:
     rows = [("node", "op", "step", "effect", "inputs", "attrs", "kind", "layout")]
     for n in graph.nodes:
         i = info(n.op)
-        rows.append((n.name, n.op.value, i.step.value, i.effect.value,
-                     " ".join(f"{k}=%{v.name}" for k, v in n.inputs.items()), _attrs(n),
-                     n.kind.value, str(n.meta.get("layout", "-"))))
+        rows.append(
+            (
+                n.name,
+                n.op.value,
+                i.step.value,
+                i.effect.value,
+                " ".join(f"{k}=%{v.name}" for k, v in n.inputs.items()),
+                _attrs(n),
+                n.kind.value,
+                str(n.meta.get("layout", "-")),
+            )
+        )
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
-    fmt = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
-    return "\n".join([fmt(rows[0]), fmt(tuple("-" * w for w in widths))] + [fmt(r) for r in rows[1:]])
+    fmt = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+    return "\n".join(
+        [fmt(rows[0]), fmt(tuple("-" * w for w in widths))] + [fmt(r) for r in rows[1:]]
+    )
 
 
 def to_dot(graph: Graph, name: str = "gsample") -> str:

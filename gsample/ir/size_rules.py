@@ -1,6 +1,7 @@
 """Size rules and attribute checks of the op table (:mod:`.ops`): each op's estimate (the
 layout pass's cost model) and upper bound (what the runtime allocates), from its inputs'
 sizes; the checks of the random-count and walk-probability attributes."""
+
 from __future__ import annotations
 
 import math
@@ -91,13 +92,16 @@ def _count_attrs(dist="geometric", p=0.5, n=None, **_):
     """``random_count``'s attributes together (each is checked on its own first)."""
     if dist == "geometric" and p >= 1.0:
         raise ValueError(f"p: a geometric count needs p < 1 (P(x) = (1 - p) p^x), got {p}")
-    top = math.exp(-53 * math.log(2) / MAX_TRIALS)     # p**j * 2**53 >= 1 for MAX_TRIALS j
+    top = math.exp(-53 * math.log(2) / MAX_TRIALS)  # p**j * 2**53 >= 1 for MAX_TRIALS j
     if dist == "geometric" and p > top:
-        raise ValueError(f"p: a geometric count needs p <= {top:.6f} (one threshold per count "
-                         f"is tabulated, {MAX_TRIALS} at most), got {p}")
+        raise ValueError(
+            f"p: a geometric count needs p <= {top:.6f} (one threshold per count "
+            f"is tabulated, {MAX_TRIALS} at most), got {p}"
+        )
     if dist == "geometric" and n is not None:
-        raise ValueError("n: the number of trials is for dist='binomial'; a geometric count "
-                         "has none")
+        raise ValueError(
+            "n: the number of trials is for dist='binomial'; a geometric count has none"
+        )
     if dist == "binomial" and n is None:
         raise ValueError("n: dist='binomial' needs the number of trials n (an int >= 0)")
 
@@ -107,8 +111,9 @@ def _trials(n):
         return None
     n = V.count(n, "n")
     if n > MAX_TRIALS:
-        raise ValueError(f"n: at most {MAX_TRIALS} trials (one threshold per count is "
-                         f"tabulated), got {n}")
+        raise ValueError(
+            f"n: at most {MAX_TRIALS} trials (one threshold per count is tabulated), got {n}"
+        )
     return n
 
 

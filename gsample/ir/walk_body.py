@@ -21,10 +21,10 @@ indexed by a walker value (``deg[cur]``), elementwise arithmetic of walker value
 numbers (:data:`BINARY`, ``-x``, ``torch.where``, ``clamp``, ``.double()``, ``.float()``,
 ``.long()``). Anything else raises :class:`NotPerWalker` (``gs.walk`` then unrolls).
 """
+
 from __future__ import annotations
 
 import operator
-from typing import Optional
 
 import torch
 
@@ -35,10 +35,20 @@ GRAPH, WALKER, WALKS, MATRIX = "graph", "walker", "walks", "matrix"
 #: the longest ``random_walk`` a body may take per step
 MAX_STEPS = 16
 #: elementwise binary functions a body may call (as ``a op b``)
-BINARY = {operator.add: "add", operator.sub: "sub", operator.mul: "mul",
-          operator.truediv: "div", operator.lt: "lt", operator.le: "le", operator.gt: "gt",
-          operator.ge: "ge", operator.eq: "eq", operator.ne: "ne", operator.and_: "and",
-          operator.or_: "or"}
+BINARY = {
+    operator.add: "add",
+    operator.sub: "sub",
+    operator.mul: "mul",
+    operator.truediv: "div",
+    operator.lt: "lt",
+    operator.le: "le",
+    operator.gt: "gt",
+    operator.ge: "ge",
+    operator.eq: "eq",
+    operator.ne: "ne",
+    operator.and_: "and",
+    operator.or_: "or",
+}
 #: dtype casts (methods without arguments)
 CASTS = {"double": torch.float64, "float": torch.float32, "long": torch.int64}
 
@@ -48,10 +58,10 @@ class NotPerWalker(Exception):
 
 
 def _number(x) -> bool:
-    return isinstance(x, (int, float))            # bool included (an int)
+    return isinstance(x, (int, float))  # bool included (an int)
 
 
-def dense_form(node) -> Optional[tuple]:
+def dense_form(node) -> tuple | None:
     """``(name, operand refs / numbers, params)`` of a per-walker DENSE node, or None.
 
     Names: ``column`` (``w[:, i]``: params ``i``), ``gather`` (``v[x]``), a :data:`BINARY`
@@ -63,24 +73,40 @@ def dense_form(node) -> Optional[tuple]:
         key = args[1]
         if isinstance(key, Ref):
             return "gather", args, None
-        if (isinstance(key, tuple) and len(key) == 2 and key[0] == slice(None)
-                and isinstance(key[1], int) and not isinstance(key[1], bool)):
+        if (
+            isinstance(key, tuple)
+            and len(key) == 2
+            and key[0] == slice(None)
+            and isinstance(key[1], int)
+            and not isinstance(key[1], bool)
+        ):
             return "column", args[:1], key[1]
         return None
-    if fn in BINARY and len(args) == 2 and not kwargs \
-            and all(isinstance(a, Ref) or _number(a) for a in args):
+    if (
+        fn in BINARY
+        and len(args) == 2
+        and not kwargs
+        and all(isinstance(a, Ref) or _number(a) for a in args)
+    ):
         return BINARY[fn], args, None
     if fn is operator.neg and len(args) == 1 and not kwargs and isinstance(args[0], Ref):
         return "neg", args, None
-    if fn is torch.where and len(args) == 3 and not kwargs and isinstance(args[0], Ref) \
-            and all(isinstance(a, Ref) or _number(a) for a in args[1:]):
+    if (
+        fn is torch.where
+        and len(args) == 3
+        and not kwargs
+        and isinstance(args[0], Ref)
+        and all(isinstance(a, Ref) or _number(a) for a in args[1:])
+    ):
         return "where", args, None
     method = fn[1] if isinstance(fn, tuple) else None
     if (method == "clamp" or fn is torch.clamp) and args and isinstance(args[0], Ref):
         bounds = dict(zip(("min", "max"), args[1:]), **kwargs)
-        if set(bounds) <= {"min", "max"} and len(args) <= 3 \
-                and all(v is None or _number(v) and not isinstance(v, bool)
-                        for v in bounds.values()):
+        if (
+            set(bounds) <= {"min", "max"}
+            and len(args) <= 3
+            and all(v is None or (_number(v) and not isinstance(v, bool)) for v in bounds.values())
+        ):
             return "clamp", args[:1], (bounds.get("min"), bounds.get("max"))
         return None
     if method in CASTS and len(args) == 1 and not kwargs and isinstance(args[0], Ref):
@@ -96,13 +122,14 @@ def roles(body: Graph) -> dict:
         ins = {k: role[v] for k, v in n.inputs.items()}
         if n.op is Op.INPUT:
             name = n.attrs["name"]
-            role[n] = MATRIX if n.kind is Kind.MATRIX else WALKER if name in ("cur", "prev") \
-                else GRAPH
+            role[n] = (
+                MATRIX if n.kind is Kind.MATRIX else WALKER if name in ("cur", "prev") else GRAPH
+            )
         elif n.op is Op.OUTPUT:
             if n.attrs["template"] != (Ref("0"), None) or ins.get("0") != WALKER:
                 raise NotPerWalker("the step must return one position per walker (no state)")
         elif not n.is_random and all(r in (GRAPH, MATRIX) for r in ins.values()):
-            role[n] = MATRIX if n.kind is Kind.MATRIX else GRAPH     # loop-invariant
+            role[n] = MATRIX if n.kind is Kind.MATRIX else GRAPH  # loop-invariant
         elif n.op is Op.RANDOM_WALK:
             a = n.attrs
             if "alias" in n.inputs or a.get("p", 1.0) != 1.0 or a.get("q", 1.0) != 1.0:
@@ -122,7 +149,7 @@ def roles(body: Graph) -> dict:
                 ok = got == [WALKS]
             elif name == "gather":
                 ok = got == [GRAPH, WALKER]
-            else:                   # elementwise: walker values and Python numbers only
+            else:  # elementwise: walker values and Python numbers only
                 ok = bool(got) and all(r == WALKER for r in got)
             if not ok:
                 raise NotPerWalker(f"{name}: of values {got} (per-walker code only)")
@@ -147,5 +174,17 @@ def body_of(first: Graph, phases: tuple, s: int) -> Graph:
     return first if s == 0 else phases[s % len(phases)]
 
 
-__all__ = ["GRAPH", "WALKER", "WALKS", "MATRIX", "MAX_STEPS", "BINARY", "CASTS",
-           "NotPerWalker", "dense_form", "roles", "offsets", "body_of"]
+__all__ = [
+    "BINARY",
+    "CASTS",
+    "GRAPH",
+    "MATRIX",
+    "MAX_STEPS",
+    "WALKER",
+    "WALKS",
+    "NotPerWalker",
+    "body_of",
+    "dense_form",
+    "offsets",
+    "roles",
+]

@@ -1,4 +1,5 @@
 """``gs.Batch``: one mini-batch of ``gs.DataLoader`` and its conversions (PyG, DGL)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -50,12 +51,19 @@ class Batch:
         if self.seeds_are_nodes:
             return self.seeds
         from gsample.matrix.sparse import Matrix
+
         out = self.out
-        if not (isinstance(out, (list, tuple)) and len(out) == 2
-                and isinstance(out[0], Matrix) and isinstance(out[1], torch.Tensor)):
-            raise TypeError("seeds_are_nodes=False: the sampler must return an induced "
-                            "subgraph and its nodes, (A[nodes, nodes], nodes); it returned "
-                            f"{type(out).__name__}")
+        if not (
+            isinstance(out, (list, tuple))
+            and len(out) == 2
+            and isinstance(out[0], Matrix)
+            and isinstance(out[1], torch.Tensor)
+        ):
+            raise TypeError(
+                "seeds_are_nodes=False: the sampler must return an induced "
+                "subgraph and its nodes, (A[nodes, nodes], nodes); it returned "
+                f"{type(out).__name__}"
+            )
         return out[1].to(torch.int64)
 
     def _rows(self, table: str, gathered: str):
@@ -73,9 +81,12 @@ class Batch:
             node = node.to(n_id.device)
             pos = order[torch.searchsorted(n_id[order], node).clamp(max=n_id.numel() - 1)]
             if not bool((n_id[pos] == node).all()):
-                raise ValueError(f"batch.{gathered}: the conversion reaches nodes outside "
-                                 "batch.n_id (pass the whole table instead)")
+                raise ValueError(
+                    f"batch.{gathered}: the conversion reaches nodes outside "
+                    "batch.n_id (pass the whole table instead)"
+                )
             return rows[pos]
+
         return lookup
 
     # conversions (issue 12): the mappings live in gsample/output/{pyg,dgl}.py
@@ -106,6 +117,7 @@ class Batch:
         >>> out = model(data.x, data.edge_index)[:data.batch_size]
         """
         from gsample.interop.pyg import data as pyg
+
         x = self._rows("features", "x") if x is None else x
         y = self._rows("labels", "y") if y is None else y
         return pyg.to_data(pyg.pyg_sample(self.out, self.node_seeds), x, y)
@@ -122,6 +134,7 @@ class Batch:
         >>> out.node[:len(batch.seeds)]          # the seeds
         """
         from gsample.interop.pyg import data as pyg
+
         return pyg.to_sampler_output(pyg.pyg_sample(self.out, self.node_seeds), input_id)
 
     def to_dgl(self, x=None, y=None):
@@ -136,6 +149,7 @@ class Batch:
         >>> blocks[-1].dstdata[dgl.NID]          # the seeds
         """
         from gsample.interop import dgl
+
         x = self._rows("features", "x") if x is None else x
         y = self._rows("labels", "y") if y is None else y
         return dgl.to_dgl(self.out, self.node_seeds, x, y)

@@ -1,5 +1,6 @@
 """Mini-batch iteration: ``gs.DataLoader`` (``gs.Batch``: :mod:`gsample.loader.batch`; super-batching:
 :mod:`gsample.runtime.super_batcher`; the pipelined stages: :mod:`gsample.loader.pipeline`)."""
+
 from __future__ import annotations
 
 import functools
@@ -12,11 +13,25 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from gsample.base import validate as V
 from gsample.backend import backend_for
+from gsample.base import validate as V
+from gsample.base.random import (
+    MASK64,
+    _stream,
+    batch_scope,
+    combine,
+    combine_tensor,
+    op_key,
+    sort_key,
+)
 from gsample.loader.batch import Batch
-from gsample.base.random import MASK64, _stream, batch_scope, combine, combine_tensor, op_key, sort_key
-from gsample.runtime.super_batcher import _SuperBatcher, _default_budget, _returns, _super_batch_options, _unwrap
+from gsample.runtime.super_batcher import (
+    _default_budget,
+    _returns,
+    _super_batch_options,
+    _SuperBatcher,
+    _unwrap,
+)
 
 
 class DataLoader:
@@ -205,24 +220,44 @@ class DataLoader:
     ...     loss = F.cross_entropy(model(batch)[:len(batch.seeds)], batch.y[:len(batch.seeds)])
     """
 
-    def __init__(self, A, sampler_fn: Callable, seeds, batch_size: int, shuffle: bool = True,
-                 drop_last: bool = False, seed: int | None = None, progress: bool = False,
-                 super_batch=None, memory_budget: int | None = None,
-                 fixed_state: bool = False, features=None, labels=None,
-                 feature_cache: int = 0, pipeline: bool = True, distributed: bool = False,
-                 rank: int | None = None, world_size: int | None = None,
-                 seeds_are_nodes: bool = True):
+    def __init__(
+        self,
+        A,
+        sampler_fn: Callable,
+        seeds,
+        batch_size: int,
+        shuffle: bool = True,
+        drop_last: bool = False,
+        seed: int | None = None,
+        progress: bool = False,
+        super_batch=None,
+        memory_budget: int | None = None,
+        fixed_state: bool = False,
+        features=None,
+        labels=None,
+        feature_cache: int = 0,
+        pipeline: bool = True,
+        distributed: bool = False,
+        rank: int | None = None,
+        world_size: int | None = None,
+        seeds_are_nodes: bool = True,
+    ):
         from gsample.distributed.split import resolve_ranks
         from gsample.matrix.sparse import Matrix
+
         partitioned = getattr(A, "placement", None) == "partitioned"
         if not isinstance(A, Matrix) and not partitioned:
             raise TypeError(f"A: expected a gs.Matrix, got {type(A).__name__}")
         self.rank, self.world_size = resolve_ranks(distributed, rank, world_size)
-        if partitioned:            # its ranks sample together: the loader splits as they do
-            if (rank is not None or world_size is not None) \
-                    and (self.rank, self.world_size) != (A.rank, A.world_size):
-                raise ValueError(f"rank, world_size: the partitioned graph is rank {A.rank} "
-                                 f"of {A.world_size}, got {self.rank} of {self.world_size}")
+        if partitioned:  # its ranks sample together: the loader splits as they do
+            if (rank is not None or world_size is not None) and (self.rank, self.world_size) != (
+                A.rank,
+                A.world_size,
+            ):
+                raise ValueError(
+                    f"rank, world_size: the partitioned graph is rank {A.rank} "
+                    f"of {A.world_size}, got {self.rank} of {self.world_size}"
+                )
             self.rank, self.world_size = A.rank, A.world_size
             sampler_fn = _eager(sampler_fn)
         if not callable(sampler_fn):
@@ -231,8 +266,10 @@ class DataLoader:
         self.sampler_fn = sampler_fn
         self.seeds = seed_ids(seeds, "seeds", A.num_nodes, A.device)
         if self.seeds.numel() == 0:
-            raise ValueError("seeds: no seeds (an empty tensor, or a mask with no True entry): "
-                             "an epoch would have no mini-batch; give at least one node id")
+            raise ValueError(
+                "seeds: no seeds (an empty tensor, or a mask with no True entry): "
+                "an epoch would have no mini-batch; give at least one node id"
+            )
         self.batch_size = V.count(batch_size, "batch_size", low=1)
         self.shuffle = V.flag(shuffle, "shuffle")
         self.drop_last = V.flag(drop_last, "drop_last")
@@ -247,12 +284,15 @@ class DataLoader:
         self.auto_times: dict = {}
         self._super = None
         self._partitioned = partitioned
-        if self.super_batch is not None and not partitioned:   # traced now: refusals from here
-            self._super = _SuperBatcher(A, sampler_fn, self.seeds[:self.batch_size],
-                                        self.fixed_state)
+        if self.super_batch is not None and not partitioned:  # traced now: refusals from here
+            self._super = _SuperBatcher(
+                A, sampler_fn, self.seeds[: self.batch_size], self.fixed_state
+            )
         from gsample.loader.features import FeatureStore
-        self.feature_store = None if features is None else \
-            FeatureStore(features, A, "features", feature_cache)
+
+        self.feature_store = (
+            None if features is None else FeatureStore(features, A, "features", feature_cache)
+        )
         if feature_cache and features is None:
             raise ValueError("feature_cache: caches rows of features; none were given")
         self.label_store = None if labels is None else FeatureStore(labels, A, "labels")
@@ -260,21 +300,26 @@ class DataLoader:
         self.seeds_are_nodes = V.flag(seeds_are_nodes, "seeds_are_nodes")
         self.sample_seconds = self.gather_seconds = 0.0
         self._streams = None
-        self._workers = None            # the pipeline's stage threads (gsample.loader.pipeline)
-        self._pipelines_open = 0        # epochs whose pipeline is running
-        if self.super_batch is not None and partitioned:      # every rank, together
+        self._workers = None  # the pipeline's stage threads (gsample.loader.pipeline)
+        self._pipelines_open = 0  # epochs whose pipeline is running
+        if self.super_batch is not None and partitioned:  # every rank, together
             from gsample.distributed.partition_batches import agree
+
             refused = None
             if self.super_batch == "auto":
-                refused = ("'auto' is not supported on a partitioned graph (each rank would "
-                           "time sizes on its own mini-batches, and the ranks must sample the "
-                           "same rounds); give the number of mini-batches, e.g. super_batch=8")
+                refused = (
+                    "'auto' is not supported on a partitioned graph (each rank would "
+                    "time sizes on its own mini-batches, and the ranks must sample the "
+                    "same rounds); give the number of mini-batches, e.g. super_batch=8"
+                )
             elif self._stateful():
-                refused = ("the sampler is given tensors (functools.partial), state that may "
-                           "change between mini-batches (model weights, bandit biases); a "
-                           "super-batch samples its mini-batches before any update. If they "
-                           "stay fixed while the loader runs, say so: gs.DataLoader(..., "
-                           "super_batch=4, fixed_state=True)")
+                refused = (
+                    "the sampler is given tensors (functools.partial), state that may "
+                    "change between mini-batches (model weights, bandit biases); a "
+                    "super-batch samples its mini-batches before any update. If they "
+                    "stay fixed while the loader runs, say so: gs.DataLoader(..., "
+                    "super_batch=4, fixed_state=True)"
+                )
             agree(A, self.super_batch, refused, len(self))
 
     def __len__(self) -> int:
@@ -293,7 +338,10 @@ class DataLoader:
         """The backend whose code samples this loader's graph, ``"torch"`` or ``"cuda"``
         (:func:`gsample.backend_for` of the graph, with a compiled sampler's ``backend=``);
         the progress bar shows it."""
-        from gsample.compiler.compiled import CompiledSampler     # imported where used, as elsewhere here
+        from gsample.compiler.compiled import (
+            CompiledSampler,  # imported where used, as elsewhere here
+        )
+
         fn = _unwrap(self.sampler_fn)[0]
         return backend_for(self.A, fn.backend if isinstance(fn, CompiledSampler) else None)
 
@@ -302,7 +350,7 @@ class DataLoader:
             return combine(combine(0, self.seed), self._epoch)
         stream = _stream()
         key = op_key(stream.seed, stream.ordinal, stream.batch_index)
-        stream.ordinal += 1        # the loader's epoch takes one ordinal of the outer stream
+        stream.ordinal += 1  # the loader's epoch takes one ordinal of the outer stream
         return key
 
     def __iter__(self):
@@ -314,14 +362,21 @@ class DataLoader:
             # hash_tensor(epoch_seed, -1, pos), its constant first half folded on the host
             keys = sort_key(combine_tensor(combine(epoch_seed, -1), pos))
             order = order[torch.argsort(keys, stable=True)]
-        parts = list(order.split(self.batch_size))[:self.num_batches]   # one call, not a slice each
+        parts = list(order.split(self.batch_size))[: self.num_batches]  # one call, not a slice each
         # this rank's mini-batches: runs of consecutive global indices (all of them, alone)
         from gsample.distributed.split import rank_batches
-        runs = [(first, parts[first:first + n])
-                for first, n in rank_batches(len(parts), self.rank, self.world_size)]
+
+        runs = [
+            (first, parts[first : first + n])
+            for first, n in rank_batches(len(parts), self.rank, self.world_size)
+        ]
         mine = [p for _, run in runs for p in run]
-        bar = tqdm(total=len(mine), disable=not self.progress, unit="batch",
-                   desc=f"sampling ({self.backend} backend)")
+        bar = tqdm(
+            total=len(mine),
+            disable=not self.progress,
+            unit="batch",
+            desc=f"sampling ({self.backend} backend)",
+        )
         # groups: the mini-batches of one sampling run (one, or a super-batch's N), handed
         # between the stages together (one hand-over per run, not per mini-batch)
         if self._partitioned and self.super_batch is not None:
@@ -334,6 +389,7 @@ class DataLoader:
         gathers = self.feature_store is not None or self.label_store is not None
         if self.pipeline and gathers and not self._stateful() and not self._one_run(mine):
             from gsample.loader.pipeline import pipelined
+
             batches = pipelined(self, groups)
         else:
             batches = (self._gather(b) for group in self._timed(groups) for b in group)
@@ -376,6 +432,7 @@ class DataLoader:
         if self.feature_store is None and self.label_store is None:
             return batch
         from gsample.loader.features import batch_nodes
+
         start = time.perf_counter()
         # n_id is the sample's (every id a gsample op made is in range; batch_nodes checks
         # the induced subgraph's nodes a sampler returns): the stores' unchecked gather
@@ -400,18 +457,22 @@ class DataLoader:
         for i, batch_seeds in pairs:
             with batch_scope(epoch_seed, i):
                 out = self.sampler_fn(self.A, batch_seeds)
-            yield Batch(seeds=batch_seeds, index=i, out=out,
-                        seeds_are_nodes=self.seeds_are_nodes)
+            yield Batch(seeds=batch_seeds, index=i, out=out, seeds_are_nodes=self.seeds_are_nodes)
 
     def _overlaps(self, fn=None) -> bool:
         """Whether calls of a ``gs.compile``'d sampler (``fn``, default the loader's) keep two
         in flight: its ``runtime`` ``overlap`` on, a graph on a GPU, samples no training step
         may change between them (see ``_stateful``)."""
         from gsample.compiler.compiled import CompiledSampler
+
         fn = _unwrap(self.sampler_fn)[0] if fn is None else fn
-        return (isinstance(fn, CompiledSampler) and fn.runtime.overlap
-                and getattr(self.A, "device", None) is not None
-                and self.A.device.type == "cuda" and not self._stateful())
+        return (
+            isinstance(fn, CompiledSampler)
+            and fn.runtime.overlap
+            and getattr(self.A, "device", None) is not None
+            and self.A.device.type == "cuda"
+            and not self._stateful()
+        )
 
     def _overlapped(self, pairs, epoch_seed: int):
         """``(index, seeds)`` pairs sampled with two calls in flight: while the host finishes
@@ -427,6 +488,7 @@ class DataLoader:
         nothing was planned."""
         from gsample.runtime.overlap import Call, Lanes, in_turn, interleave
         from gsample.runtime.program import land, launch, settle, start
+
         fn, args, kwargs = _unwrap(self.sampler_fn)
         pairs = iter(pairs)
         first = next(pairs, None)
@@ -438,23 +500,26 @@ class DataLoader:
         program, arguments = planned if len(names) == 1 else (None, None)
         seed, lanes = epoch_seed & MASK64, Lanes()
         if program is not None and program.one_region:
-            go = lambda pair: launch(lanes.next(program),                # noqa: E731
-                                     {**arguments, names[0]: pair[1]}, (seed, 0, pair[0]))
+            go = lambda pair: launch(
+                lanes.next(program), {**arguments, names[0]: pair[1]}, (seed, 0, pair[0])
+            )
             calls = in_turn(pairs, go, land, settle)
         else:
+
             def begin(pair):
                 i, batch_seeds = pair
                 if program is not None:
-                    call = lambda: start(program, {**arguments, names[0]: batch_seeds})  # noqa
-                else:                                                   # as it is
-                    call = lambda: _returns(lambda: fn(*args, self.A, batch_seeds,  # noqa
-                                                       **kwargs))
+                    call = lambda: start(program, {**arguments, names[0]: batch_seeds})
+                else:  # as it is
+                    call = lambda: _returns(lambda: fn(*args, self.A, batch_seeds, **kwargs))
                 return Call(call, (seed, 0, i))
+
             calls = interleave(pairs, begin, depth=2)
         try:
             for (i, batch_seeds), out in calls:
-                yield Batch(seeds=batch_seeds, index=i, out=out,
-                            seeds_are_nodes=self.seeds_are_nodes)
+                yield Batch(
+                    seeds=batch_seeds, index=i, out=out, seeds_are_nodes=self.seeds_are_nodes
+                )
         finally:
             calls.close()
             lanes.release()
@@ -463,15 +528,16 @@ class DataLoader:
         """The batches ``base, base + 1, ...`` (seeds ``parts``) in groups, a group per
         sampling run (a super-batch's mini-batches, or one mini-batch)."""
         i = 0
-        if self.super_batch_size is None and parts:         # "auto": measure batch 0 first
+        if self.super_batch_size is None and parts:  # "auto": measure batch 0 first
             try:
                 outs, self.batch_bytes = self._super.measure(parts[0], epoch_seed, base)
-            except Exception as error:      # noqa: BLE001 - re-run one by one, see below
+            except Exception as error:
                 yield from self._explain_failure(parts[:1], epoch_seed, base, error)
             budget = self.memory_budget or _default_budget(self.A.device)
             self.memory_cap = max(1, min(len(parts), budget // max(self.batch_bytes, 1)))
-            yield [Batch(seeds=parts[0], index=base, out=outs[0],
-                         seeds_are_nodes=self.seeds_are_nodes)]
+            yield [
+                Batch(seeds=parts[0], index=base, out=outs[0], seeds_are_nodes=self.seeds_are_nodes)
+            ]
             i = 1
             if self.memory_cap > 1:
                 chosen = yield from self._time_sizes(parts, epoch_seed, base)
@@ -482,7 +548,7 @@ class DataLoader:
             yield from ([b] for b in self._one_by_one(parts[i:], epoch_seed, base + i))  # no gain
             return
         size = self.super_batch_size
-        blocks = [(base + j, parts[j:j + size]) for j in range(i, len(parts), size)]
+        blocks = [(base + j, parts[j : j + size]) for j in range(i, len(parts), size)]
         if len(blocks) > 1 and self._overlaps(self._super.compiled) and self._two_fit(size):
             yield from self._overlapped_blocks(blocks, epoch_seed)
             return
@@ -509,20 +575,29 @@ class DataLoader:
         by one at its turn, as alone (``_explain_failure``)."""
         from gsample.runtime.overlap import Call, Lanes, in_turn, interleave
         from gsample.runtime.program import land, settle
+
         seed, lanes = epoch_seed & MASK64, Lanes()
         programs = [self._super.program(n)[1] for n in {len(block) for _, block in blocks}]
         if all(p is not None and p.one_region for p in programs):
-            calls = in_turn(blocks, lambda item: self._super.launch(
-                item[1], lanes.next(self._super.program(len(item[1]))[1]),
-                (seed, 0, item[0])), land, settle)
+            calls = in_turn(
+                blocks,
+                lambda item: self._super.launch(
+                    item[1], lanes.next(self._super.program(len(item[1]))[1]), (seed, 0, item[0])
+                ),
+                land,
+                settle,
+            )
         else:
-            calls = interleave(blocks, lambda item: Call(
-                lambda: self._super.start(item[1]), (seed, 0, item[0])), depth=2)
+            calls = interleave(
+                blocks,
+                lambda item: Call(lambda: self._super.start(item[1]), (seed, 0, item[0])),
+                depth=2,
+            )
         try:
             for first, block in blocks:
                 try:
                     _, outs = next(calls)
-                except Exception as error:      # noqa: BLE001 - re-run one by one, see above
+                except Exception as error:
                     yield from self._explain_failure(block, epoch_seed, first, error)
                 yield self._batches(block, first, outs)
         finally:
@@ -537,21 +612,24 @@ class DataLoader:
         run as many rounds, each as many mini-batches; a group may span the wrap-around of
         the padding (its indices need not be consecutive: each keys its own draws)."""
         from gsample.distributed.partition_batches import is_refusal, sample_round
+
         items = [(first + j, p) for first, run in runs for j, p in enumerate(run)]
         for i in range(0, len(items), self.super_batch_size):
-            group = items[i:i + self.super_batch_size]
+            group = items[i : i + self.super_batch_size]
             indices, block = [j for j, _ in group], [p for _, p in group]
-            if len(group) == 1:             # a round of one: as without super-batching
+            if len(group) == 1:  # a round of one: as without super-batching
                 yield list(self._one_by_one(block, epoch_seed, indices=indices))
                 continue
             try:
                 outs = sample_round(self.A, self.sampler_fn, block, indices, epoch_seed)
-            except Exception as error:      # noqa: BLE001 - re-run one by one, see below
-                if is_refusal(error):       # raised alike on every rank, at the same point
+            except Exception as error:
+                if is_refusal(error):  # raised alike on every rank, at the same point
                     raise
                 yield from self._explain_failure(block, epoch_seed, indices[0], error, indices)
-            yield [Batch(seeds=p, index=j, out=out, seeds_are_nodes=self.seeds_are_nodes)
-                   for (j, p), out in zip(group, outs)]
+            yield [
+                Batch(seeds=p, index=j, out=out, seeds_are_nodes=self.seeds_are_nodes)
+                for (j, p), out in zip(group, outs)
+            ]
 
     def _block(self, block: list, epoch_seed: int, first: int):
         """Sample the mini-batches ``first, ...`` (seeds ``block``) in one run; yield them
@@ -564,14 +642,16 @@ class DataLoader:
         ``Batch``); a run that raises is re-run one by one (``_explain_failure``)."""
         try:
             outs = self._super.run(block, epoch_seed, first)
-        except Exception as error:      # noqa: BLE001 - re-run one by one, see below
+        except Exception as error:
             yield from self._explain_failure(block, epoch_seed, first, error)
         return self._batches(block, first, outs)
 
     def _batches(self, block: list, first: int, outs: list) -> list:
         """The ``Batch`` of each mini-batch ``first, ...`` (seeds ``block``, outputs ``outs``)."""
-        return [Batch(seeds=block[b], index=first + b, out=out,
-                      seeds_are_nodes=self.seeds_are_nodes) for b, out in enumerate(outs)]
+        return [
+            Batch(seeds=block[b], index=first + b, out=out, seeds_are_nodes=self.seeds_are_nodes)
+            for b, out in enumerate(outs)
+        ]
 
     def _time_sizes(self, parts: list, epoch_seed: int, base: int = 0):
         """``"auto"``: time super-batches of 1, 2, 4, ... mini-batches (within the memory
@@ -585,13 +665,13 @@ class DataLoader:
         every size tried."""
         cuda = self.A.device.type == "cuda"
         i, N, self.auto_times = 1, 1, {}
-        while N <= self.memory_cap and i + 3 * N <= len(parts):
+        while self.memory_cap >= N and i + 3 * N <= len(parts):
             for _ in range(3):
-                block = parts[i:i + N]
+                block = parts[i : i + N]
                 if cuda:
                     torch.cuda.synchronize(self.A.device)
                 start = time.perf_counter()
-                if N == 1:              # as without super-batching; an error raises here
+                if N == 1:  # as without super-batching; an error raises here
                     batches = [next(self._one_by_one(block, epoch_seed, base + i))]
                 else:
                     batches = yield from self._sample_block(block, epoch_seed, base + i)
@@ -603,14 +683,15 @@ class DataLoader:
             self.auto_times[N] = seconds
             best = min(self.auto_times, key=self.auto_times.get)
             if N >= 8 and best != N and seconds > 0.95 * self.auto_times[best]:
-                break          # doubling stopped paying (below 8, a run's fixed cost hides it)
+                break  # doubling stopped paying (below 8, a run's fixed cost hides it)
             N *= 2
-        if not self.auto_times:                             # too few mini-batches to time
+        if not self.auto_times:  # too few mini-batches to time
             return i, 1
         return i, min(self.auto_times, key=self.auto_times.get)
 
-    def _explain_failure(self, block: list, epoch_seed: int, first: int, error: Exception,
-                         indices=None):
+    def _explain_failure(
+        self, block: list, epoch_seed: int, first: int, error: Exception, indices=None
+    ):
         """A super-batch raised: sample its mini-batches one by one. The first one that
         raises yields the batches before it, then raises its own error (as without
         super-batching); if none does, the super-batch itself is at fault. (On a partitioned
@@ -620,7 +701,7 @@ class DataLoader:
         while failed is None and len(done) < len(block):
             try:
                 done.append(next(batches))
-            except Exception as e:      # noqa: BLE001 - raised below, after the batches before
+            except Exception as e:
                 failed = e
         if failed is not None:
             if done:
@@ -628,15 +709,19 @@ class DataLoader:
             raise failed
         if self._partitioned:
             which = ", ".join(map(str, indices or range(first, first + len(block))))
-            raise ValueError(f"super_batch: mini-batches {which} sample one by one but not in "
-                             f"one round on a partitioned graph ({type(error).__name__}: "
-                             f"{error}): the sampler cannot be super-batched there "
-                             "(gsample.distributed.partition_batches says what can); sample "
-                             "without super_batch") from error
-        raise RuntimeError(f"super_batch: sampling mini-batches {first}..{first + len(block) - 1} "
-                           f"in one run failed ({type(error).__name__}: {error}) although they "
-                           "sample one by one; use a smaller super_batch (or 'auto' with a "
-                           "memory_budget)") from error
+            raise ValueError(
+                f"super_batch: mini-batches {which} sample one by one but not in "
+                f"one round on a partitioned graph ({type(error).__name__}: "
+                f"{error}): the sampler cannot be super-batched there "
+                "(gsample.distributed.partition_batches says what can); sample "
+                "without super_batch"
+            ) from error
+        raise RuntimeError(
+            f"super_batch: sampling mini-batches {first}..{first + len(block) - 1} "
+            f"in one run failed ({type(error).__name__}: {error}) although they "
+            "sample one by one; use a smaller super_batch (or 'auto' with a "
+            "memory_budget)"
+        ) from error
 
 
 def seed_ids(x, name: str, num_nodes: int, device) -> torch.Tensor:
@@ -666,16 +751,19 @@ def seed_ids(x, name: str, num_nodes: int, device) -> torch.Tensor:
     Traceback (most recent call last):
     ValueError: seeds: a boolean mask needs one entry per graph node, shape (3,); got (2,)
     """
-    if isinstance(x, (list, tuple)) and not x:         # no ids (NumPy would make floats)
+    if isinstance(x, (list, tuple)) and not x:  # no ids (NumPy would make floats)
         x = torch.empty(0, dtype=torch.int64, device=device)
-    if not isinstance(x, torch.Tensor) and (isinstance(x, np.ndarray) and x.dtype == np.bool_
-                                            or isinstance(x, (list, tuple))
-                                            and all(isinstance(v, bool) for v in x)):
+    if not isinstance(x, torch.Tensor) and (
+        (isinstance(x, np.ndarray) and x.dtype == np.bool_)
+        or (isinstance(x, (list, tuple)) and all(isinstance(v, bool) for v in x))
+    ):
         x = V.as_tensor(x, name, device)
     if isinstance(x, torch.Tensor) and x.dtype == torch.bool:
         if x.dim() != 1 or x.numel() != num_nodes:
-            raise ValueError(f"{name}: a boolean mask needs one entry per graph node, shape "
-                             f"({num_nodes},); got {tuple(x.shape)}")
+            raise ValueError(
+                f"{name}: a boolean mask needs one entry per graph node, shape "
+                f"({num_nodes},); got {tuple(x.shape)}"
+            )
         x = V.as_tensor(x, name, device).nonzero().view(-1)
     return V.ids(x, name, num_nodes, device)
 
@@ -684,6 +772,7 @@ def _eager(sampler_fn):
     """``sampler_fn`` with a ``gs.compile``'d sampler inside replaced by its Python function
     (what a partitioned graph runs: its ops exchange frontiers, eagerly)."""
     from gsample.compiler.compiled import CompiledSampler
+
     fn, args, kwargs = _unwrap(sampler_fn)
     if not isinstance(fn, CompiledSampler):
         return sampler_fn

@@ -29,6 +29,7 @@ an id outside ``[0, N)``) before any row is read; the loader's own gathers read 
 from the sample (an induced subgraph's ``nodes``, which the sampler returns, are checked by
 :func:`batch_nodes`).
 """
+
 from __future__ import annotations
 
 import numbers
@@ -75,20 +76,26 @@ def batch_nodes(out, seeds: torch.Tensor, num_nodes: int | None = None) -> torch
     seeds = seeds.to(torch.int64)
     if isinstance(out, Matrix):
         out = [out]
-    if isinstance(out, (list, tuple)) and len(out) == 2 and isinstance(out[0], Matrix) \
-            and isinstance(out[1], torch.Tensor):
+    if (
+        isinstance(out, (list, tuple))
+        and len(out) == 2
+        and isinstance(out[0], Matrix)
+        and isinstance(out[1], torch.Tensor)
+    ):
         nodes = out[1].to(torch.int64)
         if num_nodes is not None:
             V.ids(nodes, "batch.out (the induced subgraph's nodes)", num_nodes, None)
         return _append_new(seeds, nodes)
-    if isinstance(out, (list, tuple)) and not out:      # zero hops: the seeds alone
+    if isinstance(out, (list, tuple)) and not out:  # zero hops: the seeds alone
         return seeds
     if isinstance(out, (list, tuple)) and all(isinstance(m, Matrix) for m in out):
         chained = _chained(out, seeds)
         return chained if chained is not None else _hop_by_hop(out, seeds)
-    raise TypeError("features / labels: the loader gathers rows for samplers that return "
-                    "blocks (a gs.Matrix or a list of them) or an induced subgraph (subgraph, "
-                    f"nodes); this sampler returned {type(out).__name__}")
+    raise TypeError(
+        "features / labels: the loader gathers rows for samplers that return "
+        "blocks (a gs.Matrix or a list of them) or an induced subgraph (subgraph, "
+        f"nodes); this sampler returned {type(out).__name__}"
+    )
 
 
 def _hop_by_hop(blocks: list, seeds: torch.Tensor) -> torch.Tensor:
@@ -96,7 +103,7 @@ def _hop_by_hop(blocks: list, seeds: torch.Tensor) -> torch.Tensor:
     node = seeds
     for block in blocks:
         csc = block.csc
-        reached = csc.global_rows(torch.unique(csc.rows))      # row-space order
+        reached = csc.global_rows(torch.unique(csc.rows))  # row-space order
         node = _append_new(node, torch.cat([csc.global_cols(), reached]))
     return node
 
@@ -131,8 +138,7 @@ def _append_new(node: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
 
 
 #: sparse layouts a table may have (kept as CSR, :func:`_as_csr`)
-_SPARSE = (torch.sparse_coo, torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr,
-           torch.sparse_bsc)
+_SPARSE = (torch.sparse_coo, torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc)
 
 
 def _check_table(table, name: str, num_nodes: int, device: torch.device) -> torch.Tensor:
@@ -140,29 +146,41 @@ def _check_table(table, name: str, num_nodes: int, device: torch.device) -> torc
     ``(N, C)`` labels; on the CPU or the graph's device; dense, or sparse (returned as CSR,
     or dense for a 1-D table: see the module docstring)."""
     if not isinstance(table, torch.Tensor):
-        raise TypeError(f"{name}: expected a torch.Tensor with one row per graph node, got "
-                        f"{type(table).__name__}")
+        raise TypeError(
+            f"{name}: expected a torch.Tensor with one row per graph node, got "
+            f"{type(table).__name__}"
+        )
     if table.layout != torch.strided and table.layout not in _SPARSE:
-        raise TypeError(f"{name}: tensors of layout {table.layout} are not supported; pass a "
-                        "dense tensor (or a torch.sparse one)")
+        raise TypeError(
+            f"{name}: tensors of layout {table.layout} are not supported; pass a "
+            "dense tensor (or a torch.sparse one)"
+        )
     shape = tuple(table.shape)
     if name == "features":
         if table.dim() != 2 or shape[0] != num_nodes:
-            raise ValueError(f"features: expected shape (N, F) with N = {num_nodes} graph "
-                             f"nodes, got {shape}")
+            raise ValueError(
+                f"features: expected shape (N, F) with N = {num_nodes} graph nodes, got {shape}"
+            )
         if not table.is_floating_point():
-            raise TypeError(f"features: expected a floating-point dtype, got {table.dtype} "
-                            "(convert with .float())")
+            raise TypeError(
+                f"features: expected a floating-point dtype, got {table.dtype} "
+                "(convert with .float())"
+            )
     else:
         if table.dim() not in (1, 2) or shape[0] != num_nodes:
-            raise ValueError(f"{name}: expected shape (N,) or (N, C) with N = {num_nodes} "
-                             f"graph nodes, got {shape}")
+            raise ValueError(
+                f"{name}: expected shape (N,) or (N, C) with N = {num_nodes} "
+                f"graph nodes, got {shape}"
+            )
         if table.dtype == torch.bool or table.is_complex():
-            raise TypeError(f"{name}: expected an integer (classes) or floating-point dtype, "
-                            f"got {table.dtype}")
+            raise TypeError(
+                f"{name}: expected an integer (classes) or floating-point dtype, got {table.dtype}"
+            )
     if table.device.type != "cpu" and table.device != device:
-        raise ValueError(f"{name}: is on {table.device} but the graph is on {device} (give "
-                         "it on the graph's device, or on the CPU to be read from host memory)")
+        raise ValueError(
+            f"{name}: is on {table.device} but the graph is on {device} (give "
+            "it on the graph's device, or on the CPU to be read from host memory)"
+        )
     if table.layout != torch.strided:
         table = table.to_dense() if table.dim() == 1 else _as_csr(table, name)
     return table
@@ -170,7 +188,7 @@ def _check_table(table, name: str, num_nodes: int, device: torch.device) -> torc
 
 def _as_csr(table: torch.Tensor, name: str) -> torch.Tensor:
     """A 2-D sparse table as CSR (rows are gathered from its row pointer), scalar values."""
-    with warnings.catch_warnings():     # PyTorch's "CSR support is in beta": ours to mind
+    with warnings.catch_warnings():  # PyTorch's "CSR support is in beta": ours to mind
         warnings.filterwarnings("ignore", "Sparse CSR tensor support", UserWarning)
         return _to_csr(table, name)
 
@@ -178,15 +196,19 @@ def _as_csr(table: torch.Tensor, name: str) -> torch.Tensor:
 def _to_csr(table: torch.Tensor, name: str) -> torch.Tensor:
     if table.layout == torch.sparse_coo:
         if table.dense_dim():
-            raise TypeError(f"{name}: a sparse COO table with dense dimensions (hybrid, "
-                            f"dense_dim {table.dense_dim()}) is not supported; pass "
-                            ".to_dense() or a 2-D sparse tensor")
+            raise TypeError(
+                f"{name}: a sparse COO table with dense dimensions (hybrid, "
+                f"dense_dim {table.dense_dim()}) is not supported; pass "
+                ".to_dense() or a 2-D sparse tensor"
+            )
         return table.coalesce().to_sparse_csr()
     if table.layout != torch.sparse_csr:
         table = table.to_sparse_coo().coalesce().to_sparse_csr()
     if table.values().dim() != 1:
-        raise TypeError(f"{name}: a sparse CSR table with dense dimensions (hybrid) is not "
-                        "supported; pass .to_dense() or a 2-D sparse tensor")
+        raise TypeError(
+            f"{name}: a sparse CSR table with dense dimensions (hybrid) is not "
+            "supported; pass .to_dense() or a 2-D sparse tensor"
+        )
     return table
 
 
@@ -214,8 +236,9 @@ def csr_rows(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """
     crow, col, val = table.crow_indices(), table.col_indices(), table.values()
     index, ptr = gather_segments(crow.to(torch.int64), ids)
-    owner = torch.repeat_interleave(torch.arange(ids.numel(), device=ids.device), ptr.diff(),
-                                    output_size=index.numel())
+    owner = torch.repeat_interleave(
+        torch.arange(ids.numel(), device=ids.device), ptr.diff(), output_size=index.numel()
+    )
     out = torch.zeros((ids.numel(), table.shape[1]), dtype=val.dtype, device=val.device)
     out[owner, col[index].to(torch.int64)] = val[index]
     return out
@@ -272,12 +295,20 @@ class FeatureStore:
     0.5
     """
 
-    def __init__(self, table, A: Matrix, name: str = "features", cache_bytes: int = 0,
-                 always_cache: bool = False):
-        if isinstance(cache_bytes, (bool, np.bool_)) or not isinstance(cache_bytes,
-                                                                      numbers.Integral):
-            raise TypeError(f"feature_cache: expected a byte count (an int >= 0), got "
-                            f"{cache_bytes!r}")
+    def __init__(
+        self,
+        table,
+        A: Matrix,
+        name: str = "features",
+        cache_bytes: int = 0,
+        always_cache: bool = False,
+    ):
+        if isinstance(cache_bytes, (bool, np.bool_)) or not isinstance(
+            cache_bytes, numbers.Integral
+        ):
+            raise TypeError(
+                f"feature_cache: expected a byte count (an int >= 0), got {cache_bytes!r}"
+            )
         if cache_bytes < 0:
             raise ValueError(f"feature_cache: expected a byte count >= 0, got {cache_bytes!r}")
         cache_bytes = int(cache_bytes)
@@ -289,9 +320,11 @@ class FeatureStore:
         self.cache, self.slot, self.cached_rows = None, None, 0
         if table.layout == torch.sparse_csr:
             if cache_bytes and table.device != self.device:
-                raise ValueError("feature_cache: not supported with a sparse features table "
-                                 "(its rows are gathered from the CSR where it is); pass "
-                                 "features.to_dense() to cache rows on the device")
+                raise ValueError(
+                    "feature_cache: not supported with a sparse features table "
+                    "(its rows are gathered from the CSR where it is); pass "
+                    "features.to_dense() to cache rows on the device"
+                )
             self.mode, self.table, self.row_bytes = "sparse", table, 0
             return
         self.row_bytes = table[0].numel() * table.element_size() if len(table) else 0
@@ -304,7 +337,7 @@ class FeatureStore:
         self.mode = "host"
         if self.device.type == "cuda":
             if not table.is_pinned():
-                table = table.pin_memory()         # a copy: the GPU reads pinned memory only
+                table = table.pin_memory()  # a copy: the GPU reads pinned memory only
             if _cupy():
                 self.mode = "uva"
         self.table = table
@@ -317,7 +350,7 @@ class FeatureStore:
         rows = (cache_bytes - SLOT_BYTES * n) // max(self.row_bytes, 1)
         rows = max(0, min(n, rows))
         degree = A.csc.degrees()
-        hot = torch.argsort(-degree.cpu(), stable=True)[:rows]     # highest in-degree first
+        hot = torch.argsort(-degree.cpu(), stable=True)[:rows]  # highest in-degree first
         self.slot = torch.full((n,), -1, dtype=torch.int64, device=self.device)
         self.slot[hot.to(self.device)] = torch.arange(rows, device=self.device)
         self.cache = self.table[hot].to(self.device)
@@ -376,18 +409,22 @@ class FeatureStore:
         n_id = n_id.to(self.device)
         if self.mode == "uva":
             from gsample.backend.cuda.gather import device_pointer, gather_rows
+
             if self._address is None:
                 self._address = device_pointer(self.table)
-            out = torch.empty((n_id.numel(), *self.table.shape[1:]), dtype=self.table.dtype,
-                              device=self.device)
-            return gather_rows(self.table, n_id, out, self.cache, self.slot, self._hits,
-                               self._address)
+            out = torch.empty(
+                (n_id.numel(), *self.table.shape[1:]), dtype=self.table.dtype, device=self.device
+            )
+            return gather_rows(
+                self.table, n_id, out, self.cache, self.slot, self._hits, self._address
+            )
         if self.cache is None:
             return self.table[n_id.cpu()].to(self.device, non_blocking=True)
         slot = self.slot[n_id]
         hit = slot >= 0
-        out = torch.empty((n_id.numel(), *self.table.shape[1:]), dtype=self.table.dtype,
-                          device=self.device)
+        out = torch.empty(
+            (n_id.numel(), *self.table.shape[1:]), dtype=self.table.dtype, device=self.device
+        )
         out[hit] = self.cache[slot[hit]]
         out[~hit] = self.table[n_id[~hit].cpu()].to(self.device, non_blocking=True)
         self._hits += hit.sum()
@@ -396,7 +433,7 @@ class FeatureStore:
 
 def _cupy() -> bool:
     try:
-        import cupy  # noqa: F401
+        import cupy
     except ImportError:
         return False
     return True

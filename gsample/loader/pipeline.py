@@ -23,6 +23,7 @@ caller's ``contextvars`` context (so ``gs.use_backend`` applies), and batches ar
 An exception in a stage travels down the queues behind the batches made before it and is
 raised in the loop at that mini-batch. Leaving the loop early stops the stages.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -67,6 +68,7 @@ def _get(q: queue.Queue, stop: threading.Event):
 
 def _tensors(batch):
     from gsample.runtime.super_batcher import _tensors
+
     yield from _tensors(batch.out)
     yield from (t for t in (batch.seeds, batch.n_id, batch.x, batch.y) if t is not None)
 
@@ -129,7 +131,7 @@ def pipelined(loader, groups):
                 for group in loader._timed(groups, sync(0)):
                     if not _put(sampled, (group, event(0)), stop):
                         return
-        except BaseException as error:       # noqa: BLE001 - raised in the loop, in order
+        except BaseException as error:
             _put(sampled, _Failure(error), stop)
             return
         _put(sampled, _DONE, stop)
@@ -151,7 +153,7 @@ def pipelined(loader, groups):
                     with CAPTURE_LOCK if cuda else contextlib.nullcontext():
                         for batch in group:
                             gathered.append(loader._gather(batch, sync(1)))
-                except BaseException as error:  # noqa: BLE001 - raised in the loop, in order
+                except BaseException as error:
                     if gathered:
                         _put(ready, (gathered, event(1)), stop)
                     _put(ready, _Failure(error), stop)
@@ -165,8 +167,11 @@ def pipelined(loader, groups):
     # (an epoch of this loader still open, its iterator kept alive by the caller, keeps its
     # threads: this one gets threads of its own)
     own = loader._workers is None or loader._pipelines_open > 0
-    workers = ThreadPoolExecutor(max_workers=2, thread_name_prefix=f"gsample-{id(loader):x}") if own \
+    workers = (
+        ThreadPoolExecutor(max_workers=2, thread_name_prefix=f"gsample-{id(loader):x}")
+        if own
         else loader._workers
+    )
     if loader._workers is None:
         loader._workers = workers
     loader._pipelines_open += 1
@@ -184,7 +189,7 @@ def pipelined(loader, groups):
             if cuda:
                 stream = torch.cuda.current_stream(device)
                 stream.wait_event(done)
-                seen = set()         # a super-batch's outputs are often views of one block
+                seen = set()  # a super-batch's outputs are often views of one block
                 for batch in group:
                     for t in _tensors(batch):
                         if t.is_cuda and t.untyped_storage().data_ptr() not in seen:
@@ -194,7 +199,7 @@ def pipelined(loader, groups):
     finally:
         stop.set()
         for stage in stages:
-            stage.result()          # the stages report their errors through the queues
+            stage.result()  # the stages report their errors through the queues
         loader._pipelines_open -= 1
         if workers is not loader._workers:
             workers.shutdown(wait=False)

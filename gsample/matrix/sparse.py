@@ -9,22 +9,22 @@ Shapes used in the docstrings: ``N`` nodes in the graph, ``R`` rows in the
 matrix's row space (``N`` unless rows were sliced, sampled or compacted), ``C``
 columns (the frontier, repeats allowed), ``E`` edges.
 """
+
 from __future__ import annotations
 
 import numbers
 import weakref
-from typing import Optional
 
 import torch
 import torch.fx
 
-from gsample.base import validate as V
 from gsample.backend import eager_backend, resolve, run_op
-from gsample.ir import SDDMM_OPS, Effect, Op, info
+from gsample.base import validate as V
 from gsample.base.random import next_op_key
-from gsample.formats.csc import CSC, segment_ptr
 from gsample.formats.cache import cache_of
+from gsample.formats.csc import CSC, segment_ptr
 from gsample.formats.placement import offload, place, placement_of
+from gsample.ir import SDDMM_OPS, Effect, Op, info
 
 
 def _run(ir_op: Op, /, **kwargs):
@@ -52,8 +52,9 @@ def _sorted_csc(src: torch.Tensor, dst: torch.Tensor, num_nodes: int, weight) ->
     perm = torch.argsort(src, stable=True)
     perm = perm[torch.argsort(dst[perm], stable=True)]
     indptr = segment_ptr(torch.bincount(dst, minlength=num_nodes))
-    return CSC(num_nodes, indptr, src[perm], values=None if weight is None else weight[perm],
-               eids=perm)
+    return CSC(
+        num_nodes, indptr, src[perm], values=None if weight is None else weight[perm], eids=perm
+    )
 
 
 _ALIAS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -66,7 +67,7 @@ def _alias_table(csc: CSC, probs: torch.Tensor) -> torch.Tensor:
     hit = _ALIAS.get(csc)
     if hit is not None and hit[0] == stamp and hit[1]() is probs:
         return hit[2]
-    table = offload(csc, _run(Op.ALIAS_TABLE, A=csc, probs=probs))   # UVA: in host memory
+    table = offload(csc, _run(Op.ALIAS_TABLE, A=csc, probs=probs))  # UVA: in host memory
     _ALIAS[csc] = (stamp, weakref.ref(probs), table)
     return table
 
@@ -76,8 +77,9 @@ def _weight(weight, name: str, nnz: int, device):
         return None
     w = V.as_tensor(weight, name, device)
     if w.dim() != 1 or w.shape[0] != nnz:
-        raise ValueError(f"{name}: expected one value per edge (shape ({nnz},)), "
-                         f"got shape {tuple(w.shape)}")
+        raise ValueError(
+            f"{name}: expected one value per edge (shape ({nnz},)), got shape {tuple(w.shape)}"
+        )
     return w if w.is_floating_point() else w.to(torch.float32)
 
 
@@ -86,16 +88,35 @@ class EdgeMapOperators:
     for a class that defines ``_edge_map(op, other, reverse=False)`` and ``_negate()``:
     :class:`Matrix`, and the partitioned graph's column slice (``gsample.distributed``)."""
 
-    def __add__(self, other): return self._edge_map("add", other)
-    def __radd__(self, other): return self._edge_map("add", other, True)
-    def __sub__(self, other): return self._edge_map("sub", other)
-    def __rsub__(self, other): return self._edge_map("sub", other, True)
-    def __mul__(self, other): return self._edge_map("mul", other)
-    def __rmul__(self, other): return self._edge_map("mul", other, True)
-    def __truediv__(self, other): return self._edge_map("div", other)
-    def __rtruediv__(self, other): return self._edge_map("div", other, True)
-    def __pow__(self, other): return self._edge_map("pow", other)
-    def __neg__(self): return self._negate()
+    def __add__(self, other):
+        return self._edge_map("add", other)
+
+    def __radd__(self, other):
+        return self._edge_map("add", other, True)
+
+    def __sub__(self, other):
+        return self._edge_map("sub", other)
+
+    def __rsub__(self, other):
+        return self._edge_map("sub", other, True)
+
+    def __mul__(self, other):
+        return self._edge_map("mul", other)
+
+    def __rmul__(self, other):
+        return self._edge_map("mul", other, True)
+
+    def __truediv__(self, other):
+        return self._edge_map("div", other)
+
+    def __rtruediv__(self, other):
+        return self._edge_map("div", other, True)
+
+    def __pow__(self, other):
+        return self._edge_map("pow", other)
+
+    def __neg__(self):
+        return self._negate()
 
 
 class Matrix(EdgeMapOperators):
@@ -119,13 +140,15 @@ class Matrix(EdgeMapOperators):
 
     def __init__(self, csc: CSC):
         if not isinstance(csc, CSC):
-            raise TypeError("Matrix: build one with Matrix.from_edge_index, from_csc, from_scipy, "
-                            "from_networkx or from_pyg")
+            raise TypeError(
+                "Matrix: build one with Matrix.from_edge_index, from_csc, from_scipy, "
+                "from_networkx or from_pyg"
+            )
         self._csc = csc
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_edge_index(cls, edge_index, num_nodes: Optional[int] = None, weight=None) -> "Matrix":
+    def from_edge_index(cls, edge_index, num_nodes: int | None = None, weight=None) -> Matrix:
         """The graph of edges ``edge_index[0] -> edge_index[1]``.
 
         Parameters
@@ -165,7 +188,7 @@ class Matrix(EdgeMapOperators):
         return cls(_sorted_csc(ei[0].contiguous(), ei[1].contiguous(), num_nodes, w))
 
     @classmethod
-    def from_csc(cls, indptr, indices, num_nodes: Optional[int] = None, weight=None) -> "Matrix":
+    def from_csc(cls, indptr, indices, num_nodes: int | None = None, weight=None) -> Matrix:
         """The graph whose column ``j`` holds rows ``indices[indptr[j]:indptr[j + 1]]``.
 
         Parameters
@@ -189,8 +212,10 @@ class Matrix(EdgeMapOperators):
         idx = V.as_tensor(indices, "indices", ptr.device)
         for t, name in ((ptr, "indptr"), (idx, "indices")):
             if t.dtype == torch.bool or t.dtype not in V._INT_DTYPES or t.dim() != 1:
-                raise TypeError(f"{name}: must be a 1-D integer tensor, got dtype {t.dtype} "
-                                f"and shape {tuple(t.shape)}")
+                raise TypeError(
+                    f"{name}: must be a 1-D integer tensor, got dtype {t.dtype} "
+                    f"and shape {tuple(t.shape)}"
+                )
         if ptr.numel() == 0:
             raise ValueError("indptr: must have at least one element (N + 1 offsets)")
         n = ptr.numel() - 1
@@ -198,17 +223,21 @@ class Matrix(EdgeMapOperators):
             raise ValueError(f"num_nodes: {num_nodes} does not match len(indptr) - 1 = {n}")
         ptr = ptr.to(torch.int64)
         if int(ptr[0]) != 0 or int(ptr[-1]) != idx.numel():
-            raise ValueError(f"indptr: must start at 0 and end at len(indices) = {idx.numel()}, "
-                             f"got {int(ptr[0])} and {int(ptr[-1])}")
+            raise ValueError(
+                f"indptr: must start at 0 and end at len(indices) = {idx.numel()}, "
+                f"got {int(ptr[0])} and {int(ptr[-1])}"
+            )
         if n and bool((ptr[1:] < ptr[:-1]).any()):
-            raise ValueError("indptr: must be non-decreasing (an int32 indptr overflows past "
-                             "2**31 - 1 edges: pass int64)")
+            raise ValueError(
+                "indptr: must be non-decreasing (an int32 indptr overflows past "
+                "2**31 - 1 edges: pass int64)"
+            )
         rows = V.ids(idx, "indices", n, ptr.device)
         dst = torch.repeat_interleave(torch.arange(n, device=ptr.device), ptr[1:] - ptr[:-1])
         return cls(_sorted_csc(rows, dst, n, _weight(weight, "weight", idx.numel(), ptr.device)))
 
     @classmethod
-    def from_scipy(cls, matrix, weight: bool = True) -> "Matrix":
+    def from_scipy(cls, matrix, weight: bool = True) -> Matrix:
         """From a square ``scipy.sparse`` matrix; entry ``(i, j)`` is the edge ``i -> j``.
 
         Parameters
@@ -225,10 +254,11 @@ class Matrix(EdgeMapOperators):
         tensor([2.])
         """
         from gsample.matrix.convert import from_scipy
+
         return from_scipy(cls, matrix, weight)
 
     @classmethod
-    def from_networkx(cls, graph, weight: Optional[str] = None) -> "Matrix":
+    def from_networkx(cls, graph, weight: str | None = None) -> Matrix:
         """From a networkx graph; nodes are numbered in ``graph.nodes`` order.
 
         An undirected graph gives both directions of every edge but self-loops (ids
@@ -243,10 +273,11 @@ class Matrix(EdgeMapOperators):
         4
         """
         from gsample.matrix.convert import from_networkx
+
         return from_networkx(cls, graph, weight)
 
     @classmethod
-    def from_pyg(cls, data, weight: Optional[str] = "edge_weight") -> "Matrix":
+    def from_pyg(cls, data, weight: str | None = "edge_weight") -> Matrix:
         """From a PyG ``Data`` (``edge_index`` is source -> target, PyG's default flow).
 
         ``weight`` names an edge attribute to use as weights when present.
@@ -258,6 +289,7 @@ class Matrix(EdgeMapOperators):
         1
         """
         from gsample.matrix.convert import from_pyg
+
         return from_pyg(cls, data, weight)
 
     # ------------------------------------------------------------------ properties
@@ -315,8 +347,14 @@ class Matrix(EdgeMapOperators):
         See :meth:`to`."""
         return cache_of(self._csc)
 
-    def to(self, device, placement: str = "device", budget: Optional[int] = None,
-           cache: Optional[int] = None, cache_priority=None) -> "Matrix":
+    def to(
+        self,
+        device,
+        placement: str = "device",
+        budget: int | None = None,
+        cache: int | None = None,
+        cache_priority=None,
+    ) -> Matrix:
         """This matrix for ``device``: its arrays in the device's memory, or in pinned host memory.
 
         Parameters
@@ -367,9 +405,11 @@ class Matrix(EdgeMapOperators):
 
     def __repr__(self) -> str:
         r, c = self.shape
-        return (f"Matrix(num_nodes={self.num_nodes}, shape=({r}, {c}), num_edges={self.num_edges}, "
-                f"device={self.device}, placement={self.placement!r}, "
-                f"weighted={self._csc.values is not None})")
+        return (
+            f"Matrix(num_nodes={self.num_nodes}, shape=({r}, {c}), num_edges={self.num_edges}, "
+            f"device={self.device}, placement={self.placement!r}, "
+            f"weighted={self._csc.values is not None})"
+        )
 
     # ------------------------------------------------------------------ extract
     def _index(self, key):
@@ -382,7 +422,7 @@ class Matrix(EdgeMapOperators):
             return [key]
         return key
 
-    def __getitem__(self, key) -> "Matrix":
+    def __getitem__(self, key) -> Matrix:
         """``A[:, cols]``, ``A[rows, :]`` or ``A[rows, cols]``: a sub-matrix.
 
         Parameters
@@ -409,7 +449,7 @@ class Matrix(EdgeMapOperators):
             raise TypeError("Matrix indexing: use A[rows, cols], e.g. A[:, seeds]")
         rows = self._index(key[0])
         cols = self._index(key[1])
-        if rows is not None:                # checked before the column slice runs
+        if rows is not None:  # checked before the column slice runs
             rows = V.check_rows(self._csc, rows)["rows"]
         csc = self._csc
         if cols is not None:
@@ -419,27 +459,30 @@ class Matrix(EdgeMapOperators):
         return Matrix(csc)
 
     # ------------------------------------------------------------------ compute: edge maps
-    def _edge_map(self, op: str, other, reverse: bool = False) -> "Matrix":
+    def _edge_map(self, op: str, other, reverse: bool = False) -> Matrix:
         if isinstance(other, Matrix):
             if not self._csc.same_structure(other._csc):
-                raise ValueError("other: matrices in an edge-map must have the same sparsity "
-                                 "(derive one from the other with edge-map operators)")
+                raise ValueError(
+                    "other: matrices in an edge-map must have the same sparsity "
+                    "(derive one from the other with edge-map operators)"
+                )
             other = other.values
         other = V.scalar_or_edges(other, "other", self.num_edges, self.device)
         tensor = other if isinstance(other, torch.Tensor) else None
         scalar = None if tensor is not None else other
-        return Matrix(_run(Op.EDGE_MAP, A=self._csc, op=op, reverse=reverse, scalar=scalar,
-                           other=tensor))
+        return Matrix(
+            _run(Op.EDGE_MAP, A=self._csc, op=op, reverse=reverse, scalar=scalar, other=tensor)
+        )
 
-    def _negate(self) -> "Matrix":
+    def _negate(self) -> Matrix:
         return Matrix(_run(Op.EDGE_MAP, A=self._csc, op="neg", reverse=False, scalar=None))
 
     # ------------------------------------------------------------------ compute: broadcasts
-    def _broadcast(self, op: str, v, axis) -> "Matrix":
+    def _broadcast(self, op: str, v, axis) -> Matrix:
         v = V.as_tensor(v, "v", self.device)
         return Matrix(_run(Op.EDGE_BROADCAST, A=self._csc, op=op, vector=v, axis=V.axis(axis)))
 
-    def mul(self, v, axis: int) -> "Matrix":
+    def mul(self, v, axis: int) -> Matrix:
         """Multiply every edge by a per-column (``axis=0``) or per-row (``axis=1``) value.
 
         Parameters
@@ -455,15 +498,15 @@ class Matrix(EdgeMapOperators):
         """
         return self._broadcast("mul", v, axis)
 
-    def div(self, v, axis: int) -> "Matrix":
+    def div(self, v, axis: int) -> Matrix:
         """Divide every edge by a per-column or per-row value (see :meth:`mul`)."""
         return self._broadcast("div", v, axis)
 
-    def add(self, v, axis: int) -> "Matrix":
+    def add(self, v, axis: int) -> Matrix:
         """Add a per-column or per-row value to every edge (see :meth:`mul`)."""
         return self._broadcast("add", v, axis)
 
-    def sub(self, v, axis: int) -> "Matrix":
+    def sub(self, v, axis: int) -> Matrix:
         """Subtract a per-column or per-row value from every edge (see :meth:`mul`)."""
         return self._broadcast("sub", v, axis)
 
@@ -502,7 +545,7 @@ class Matrix(EdgeMapOperators):
         return _run(Op.SPMM, A=self._csc, dense=V.as_tensor(dense, "D", self.device))
 
     @property
-    def T(self) -> "Matrix":
+    def T(self) -> Matrix:
         """The transpose: rows become columns, shape ``(C, R)``.
 
         ``A.T @ D`` with ``D`` of one row per row of ``A`` (shape (R, F)) gives
@@ -511,8 +554,9 @@ class Matrix(EdgeMapOperators):
         return Matrix(_run(Op.TRANSPOSE, A=self._csc))
 
     # ------------------------------------------------------------------ select
-    def individual_sample(self, k: int, probs=None, replace: bool = False,
-                          method: str = "cdf") -> "Matrix":
+    def individual_sample(
+        self, k: int, probs=None, replace: bool = False, method: str = "cdf"
+    ) -> Matrix:
         """Sample ``k`` edges in every column (node-wise sampling).
 
         Parameters
@@ -563,21 +607,26 @@ class Matrix(EdgeMapOperators):
         replace = V.flag(replace, "replace")
         method = info(Op.INDIVIDUAL_SAMPLE).attribute("method").check(method)
         if method == "alias" and probs is not None and not replace:
-            raise ValueError("method: 'alias' draws with replacement (replace=True); without "
-                             "replacement weighted draws use exponential keys (method='cdf')")
+            raise ValueError(
+                "method: 'alias' draws with replacement (replace=True); without "
+                "replacement weighted draws use exponential keys (method='cdf')"
+            )
         p = None
         if probs is not None:
             if isinstance(probs, Matrix):
                 if not self._csc.same_structure(probs._csc):
-                    raise ValueError("probs: a probability matrix must have the same sparsity "
-                                     "as the matrix being sampled")
+                    raise ValueError(
+                        "probs: a probability matrix must have the same sparsity "
+                        "as the matrix being sampled"
+                    )
                 probs = probs.values
             p = V.as_tensor(probs, "probs", self.device)
         extra = {"method": method} if method != "cdf" else {}
-        return Matrix(_run(Op.INDIVIDUAL_SAMPLE, A=self._csc, probs=p, k=k, replace=replace,
-                           **extra))
+        return Matrix(
+            _run(Op.INDIVIDUAL_SAMPLE, A=self._csc, probs=p, k=k, replace=replace, **extra)
+        )
 
-    def collective_sample(self, k: int, node_probs=None, replace: bool = False) -> "Matrix":
+    def collective_sample(self, k: int, node_probs=None, replace: bool = False) -> Matrix:
         """Sample ``k`` rows for the whole matrix (layer-wise sampling).
 
         Every edge of a chosen row is kept. Rows without edges are never chosen.
@@ -620,9 +669,17 @@ class Matrix(EdgeMapOperators):
         return Matrix(_run(Op.COLLECTIVE_SAMPLE, A=self._csc, node_probs=p, k=k, replace=replace))
 
     # ------------------------------------------------------------------ walks
-    def random_walk(self, seeds, length: int, probs=None, p: float = 1.0, q: float = 1.0,
-                    stop_prob: float = 0.0, restart_prob: float = 0.0,
-                    jump_prob: float = 0.0) -> torch.Tensor:
+    def random_walk(
+        self,
+        seeds,
+        length: int,
+        probs=None,
+        p: float = 1.0,
+        q: float = 1.0,
+        stop_prob: float = 0.0,
+        restart_prob: float = 0.0,
+        jump_prob: float = 0.0,
+    ) -> torch.Tensor:
         """Random walks along in-edges, one per seed (DeepWalk, node2vec, PPR, ...).
 
         Each step moves from node ``v`` to a row of column ``v`` (an in-neighbour: the
@@ -683,16 +740,26 @@ class Matrix(EdgeMapOperators):
         if probs is not None:
             if isinstance(probs, Matrix):
                 if not self._csc.same_structure(probs._csc):
-                    raise ValueError("probs: a weight matrix must have the same sparsity as "
-                                     "the graph")
+                    raise ValueError(
+                        "probs: a weight matrix must have the same sparsity as the graph"
+                    )
                 probs = probs.values
             probs = V.as_tensor(probs, "probs", self.device)
             alias = _alias_table(self._csc, probs)
-        return _run(Op.RANDOM_WALK, A=self._csc, seeds=seeds, alias=alias, length=length,
-                    p=p, q=q, stop_prob=stop_prob, restart_prob=restart_prob,
-                    jump_prob=jump_prob)
+        return _run(
+            Op.RANDOM_WALK,
+            A=self._csc,
+            seeds=seeds,
+            alias=alias,
+            length=length,
+            p=p,
+            q=q,
+            stop_prob=stop_prob,
+            restart_prob=restart_prob,
+            jump_prob=jump_prob,
+        )
 
-    def filter_edges(self, keep) -> "Matrix":
+    def filter_edges(self, keep) -> Matrix:
         """The edges a mask keeps; every column stays, possibly empty.
 
         Parameters
@@ -716,7 +783,7 @@ class Matrix(EdgeMapOperators):
         """
         return Matrix(_run(Op.FILTER_EDGES, A=self._csc, keep=keep))
 
-    def from_neighbors(self, cols, neighbors, values=None) -> "Matrix":
+    def from_neighbors(self, cols, neighbors, values=None) -> Matrix:
         """A block built from dense per-column neighbour lists (PinSAGE's top visited nodes,
         any neighbours a sampler computed with torch code), on this graph's nodes.
 
@@ -747,8 +814,9 @@ class Matrix(EdgeMapOperators):
         >>> block.shape == (A.num_nodes, len(seeds))
         True
         """
-        return Matrix(_run(Op.FROM_NEIGHBORS, A=self._csc, cols=cols, neighbors=neighbors,
-                           values=values))
+        return Matrix(
+            _run(Op.FROM_NEIGHBORS, A=self._csc, cols=cols, neighbors=neighbors, values=values)
+        )
 
     # ------------------------------------------------------------------ keyed random values
     def random_uniform(self, nodes) -> torch.Tensor:
@@ -784,8 +852,9 @@ class Matrix(EdgeMapOperators):
         """
         return _run(Op.RANDOM_UNIFORM, A=self._csc, nodes=nodes)
 
-    def random_count(self, nodes, dist: str = "geometric", p: float = 0.5,
-                     n: Optional[int] = None) -> torch.Tensor:
+    def random_count(
+        self, nodes, dist: str = "geometric", p: float = 0.5, n: int | None = None
+    ) -> torch.Tensor:
         """One random count per entry of ``nodes``, keyed by the entry's position.
 
         Parameters
@@ -859,7 +928,7 @@ class Matrix(EdgeMapOperators):
         """
         return _run(Op.EDGES, A=self._csc)
 
-    def compact(self) -> "Matrix":
+    def compact(self) -> Matrix:
         """This matrix with the rows that have no edges dropped from its row space.
 
         Examples
@@ -896,7 +965,7 @@ def sddmm(A: Matrix, U, V_, op: str = "dot") -> Matrix:
     >>> sub = A[:, seeds].compact()
     >>> att = gs.sddmm(sub, X[sub.row_ids] @ W, X[seeds] @ W)   # PASS attention
     """
-    if isinstance(A, torch.fx.Proxy):          # being traced by @gs.compile
+    if isinstance(A, torch.fx.Proxy):  # being traced by @gs.compile
         return A.tracer.create_proxy("call_function", sddmm, (A, U, V_), {"op": op})
     if not isinstance(A, Matrix):
         raise TypeError(f"A: expected a gs.Matrix, got {type(A).__name__}")
@@ -906,4 +975,4 @@ def sddmm(A: Matrix, U, V_, op: str = "dot") -> Matrix:
     return Matrix(_run(Op.SDDMM, A=A.csc, u=u, v=v, op=op))
 
 
-sddmm._gs_op = Op.SDDMM      # how the tracer recognises it
+sddmm._gs_op = Op.SDDMM  # how the tracer recognises it

@@ -8,6 +8,7 @@ the op that builds it (declared in ``gsample.ir.ops`` as the input's ``derived``
 Weights computed per mini-batch keep the op's own per-call tables (online mode). Both draw
 the same samples: a column's table depends on that column's weights only.
 """
+
 from __future__ import annotations
 
 from gsample.ir import Graph
@@ -35,7 +36,7 @@ def alias_tables(graph: Graph) -> Graph:
                 continue
             src = graphs.get(A), graphs.get(probs)
             if None in src or len(src[0] | src[1]) != 1:
-                continue                        # per batch: the op builds it per call
+                continue  # per batch: the op builds it per call
             key = (i.derived, A, probs)
             if key not in memo:
                 (name,) = [x.name for x in info(i.derived).inputs if not x.matrix]

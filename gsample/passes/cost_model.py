@@ -14,10 +14,10 @@ it reads, at its input's sizes; a conversion is priced at the size of the value 
 divided by :data:`AMORTIZE` when that value is frontier-independent (converted once per
 graph, in a ``CACHED`` node).
 """
+
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 from gsample.cost import table as cost
 from gsample.ir import Graph, Kind, Op, Size
@@ -25,7 +25,7 @@ from gsample.ir import estimate as op_estimate
 
 #: calls a once-per-graph (cached) conversion is spread over
 AMORTIZE = 100
-_DEFAULT_N, _DEFAULT_DEGREE, _DEFAULT_TENSOR = 2 ** 17, 8, 512
+_DEFAULT_N, _DEFAULT_DEGREE, _DEFAULT_TENSOR = 2**17, 8, 512
 
 
 def annotate_inputs(graph: Graph, args: dict, backend: str = "torch") -> Graph:
@@ -33,18 +33,26 @@ def annotate_inputs(graph: Graph, args: dict, backend: str = "torch") -> Graph:
     program, on its ``INPUT`` node (``meta["example"]``): for :func:`estimate` and for
     choosing the cost table."""
     import torch
+
     for n in graph.nodes:
         if n.op is not Op.INPUT or n.attrs["name"] not in args:
             continue
         v = args[n.attrs["name"]]
-        c = getattr(v, "csc", None)           # a gs.Matrix (passes import nothing above them)
+        c = getattr(v, "csc", None)  # a gs.Matrix (passes import nothing above them)
         if c is not None:
-            n.meta["example"] = {"device": str(c.device), "backend": backend,
-                                 "num_nodes": c.num_nodes,
-                                 "nnz": c.nnz, "rows": c.num_rows, "cols": c.num_cols}
+            n.meta["example"] = {
+                "device": str(c.device),
+                "backend": backend,
+                "num_nodes": c.num_nodes,
+                "nnz": c.nnz,
+                "rows": c.num_rows,
+                "cols": c.num_cols,
+            }
         elif isinstance(v, torch.Tensor):
-            n.meta["example"] = {"device": str(v.device),
-                                 "length": int(v.shape[0]) if v.dim() else 1}
+            n.meta["example"] = {
+                "device": str(v.device),
+                "length": int(v.shape[0]) if v.dim() else 1,
+            }
     return graph
 
 
@@ -58,7 +66,7 @@ def example_graph(graph: Graph) -> tuple:
     return "cpu", _DEFAULT_N, "torch"
 
 
-def estimate(graph: Graph, graph_size: Optional[Size] = None) -> dict:
+def estimate(graph: Graph, graph_size: Size | None = None) -> dict:
     """``node -> Size`` for every value of ``graph`` (rules in the module docstring).
 
     Examples
@@ -72,9 +80,11 @@ def estimate(graph: Graph, graph_size: Optional[Size] = None) -> dict:
         ex = n.meta.get("example") or {}
         if n.op is Op.INPUT:
             if n.kind is Kind.MATRIX:
-                sizes[n] = graph_size or (Size(ex["nnz"], ex["rows"], ex["cols"]) if ex else
-                                          Size(_DEFAULT_N * _DEFAULT_DEGREE, _DEFAULT_N,
-                                               _DEFAULT_N))
+                sizes[n] = graph_size or (
+                    Size(ex["nnz"], ex["rows"], ex["cols"])
+                    if ex
+                    else Size(_DEFAULT_N * _DEFAULT_DEGREE, _DEFAULT_N, _DEFAULT_N)
+                )
             else:
                 sizes[n] = Size(rows=ex.get("length", _DEFAULT_TENSOR))
         elif n.op is Op.CACHED:
@@ -87,7 +97,7 @@ def estimate(graph: Graph, graph_size: Optional[Size] = None) -> dict:
         elif n.op is not Op.OUTPUT:
             ins = {k: sizes.get(v) for k, v in n.inputs.items()}
             sizes[n] = op_estimate(n.op, ins.get("A"), ins, n.attrs)
-            if sizes[n] is None and n.kind is not Kind.MATRIX:     # dense code: longest input
+            if sizes[n] is None and n.kind is not Kind.MATRIX:  # dense code: longest input
                 tensors = [x.rows for x in ins.values() if x is not None]
                 sizes[n] = Size(rows=max(tensors)) if tensors else None
     return sizes
@@ -99,7 +109,7 @@ class Pricer:
     def __init__(self, table: cost.CostTable, sizes: dict):
         self.table, self.sizes = table, sizes
 
-    def op(self, node, layout: str) -> Optional[float]:
+    def op(self, node, layout: str) -> float | None:
         """Microseconds of ``node`` reading its matrix input in ``layout``; ``None`` when the
         table does not price it (then every layout costs the same for it: 0)."""
         A = self.sizes.get(node.inputs.get("A"))

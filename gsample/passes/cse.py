@@ -7,6 +7,7 @@ are. Dense nodes call arbitrary Python and are merged only when their function a
 arguments are identical objects. Dense code that writes in place is never merged, nor
 is anything that reads a value such code writes (its value depends on the order).
 """
+
 from __future__ import annotations
 
 from gsample.ir import Effect, Graph, Op, info

@@ -5,6 +5,7 @@ because every random op keeps the op ordinal it was traced with and the stream
 advances by ``graph.num_random`` whatever remains (DESIGN §3). Dense code that writes
 in place is a side effect and always stays.
 """
+
 from __future__ import annotations
 
 from gsample.ir import Graph, Op

@@ -31,6 +31,7 @@ so fused values are bit-identical to the unfused chain. Only pure ops are fused,
 the fused node is put where the chain's last node was, after every operand it reads:
 random ops, their ordinals and so the samples do not change.
 """
+
 from __future__ import annotations
 
 from gsample.ir import Graph, Node, Op
@@ -58,7 +59,7 @@ def _chain(tail: Node, users: dict) -> list:
 
 def _program(chain: list) -> tuple:
     """``(program, operands)``: the chain's steps and ``name -> IR value`` of its operands."""
-    names: dict = {}                        # IR value -> operand name, in order of first use
+    names: dict = {}  # IR value -> operand name, in order of first use
 
     def name(value):
         return names.setdefault(value, str(len(names)))
@@ -66,14 +67,14 @@ def _program(chain: list) -> tuple:
     steps = []
     for n in chain:
         if n.op is Op.EDGE_MAP:
-            other = n.input("other")            # an edge tensor, or None: the scalar attr
+            other = n.input("other")  # an edge tensor, or None: the scalar attr
             if other is None:
                 steps.append((n.attrs["op"], None, n.attrs["reverse"], n.attrs["scalar"], None))
             else:
                 steps.append((n.attrs["op"], name(other), n.attrs["reverse"], None, None))
         elif n.op is Op.EDGE_BROADCAST:
             steps.append((n.attrs["op"], name(n.input("vector")), False, None, n.attrs["axis"]))
-        else:                               # FUSED_EDGE_MAP: rename its operands
+        else:  # FUSED_EDGE_MAP: rename its operands
             for op, operand, reverse, scalar, axis in n.attrs["program"]:
                 operand = None if operand is None else name(n.input(operand))
                 steps.append((op, operand, reverse, scalar, axis))
@@ -94,6 +95,7 @@ def _replace(graph: Graph, chain: list, last: Node, op: Op, attrs: dict) -> Node
 # user), then rewrite them in program order; a rewrite redirects the uses of the node it
 # replaces, so a later chain reads the fused node where it read the replaced one.
 
+
 def fuse_edge_map(graph: Graph) -> Graph:
     """Fuse each chain of two or more edge maps / broadcasts into one ``FUSED_EDGE_MAP``."""
     users = graph.users()
@@ -107,9 +109,17 @@ def fuse_edge_map(graph: Graph) -> Graph:
 def fuse_edge_map_reduce(graph: Graph) -> Graph:
     """Fuse each ``REDUCE`` of an edge-map chain used only by it into ``FUSED_EDGE_MAP_REDUCE``."""
     users = graph.users()
-    found = [(_chain(n.input("A"), users), n) for n in graph.nodes
-             if n.op is Op.REDUCE and _absorbable(n.input("A"), users, into=(Op.REDUCE,))]
+    found = [
+        (_chain(n.input("A"), users), n)
+        for n in graph.nodes
+        if n.op is Op.REDUCE and _absorbable(n.input("A"), users, into=(Op.REDUCE,))
+    ]
     for chain, red in found:
-        _replace(graph, chain, red, Op.FUSED_EDGE_MAP_REDUCE,
-                 {"op": red.attrs["op"], "axis": red.attrs["axis"]})
+        _replace(
+            graph,
+            chain,
+            red,
+            Op.FUSED_EDGE_MAP_REDUCE,
+            {"op": red.attrs["op"], "axis": red.attrs["axis"]},
+        )
     return graph

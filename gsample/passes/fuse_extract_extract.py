@@ -10,6 +10,7 @@ equal tiles of the frontier's edges). Same result, edge for edge and in the same
 rows of ``rows`` in their order, columns as ``cols``, each column's edges in graph order.
 Nothing random is involved, so no op ordinal moves.
 """
+
 from __future__ import annotations
 
 from gsample.ir import Graph, Op
@@ -20,19 +21,27 @@ def fuse_extract_extract(graph: Graph) -> Graph:
     """Fuse each ``SLICE_ROWS(SLICE_COLS(G, cols), rows)`` (see the module doc)."""
     supported = graph.target.op_layouts
     if supported and Op.SLICE_ROWS_COLS not in supported:
-        return graph                        # the backend compiled for cannot run it
+        return graph  # the backend compiled for cannot run it
     live = _live(graph)
     users = graph.users()
     for node in list(graph.nodes):
         if node.op is not Op.SLICE_ROWS or node not in live:
             continue
         sl = node.input("A")
-        if sl.op is not Op.SLICE_COLS or [u for u in users[sl] if u in live] != [node] \
-                or _sparsity_root(sl.input("A")).op is not Op.INPUT:
+        if (
+            sl.op is not Op.SLICE_COLS
+            or [u for u in users[sl] if u in live] != [node]
+            or _sparsity_root(sl.input("A")).op is not Op.INPUT
+        ):
             continue
-        new = graph.add(Op.SLICE_ROWS_COLS, {"A": sl.input("A"), "rows": node.input("rows"),
-                                             "cols": sl.input("cols")},
-                        {}, node.kind, before=node, meta=node.meta)
+        new = graph.add(
+            Op.SLICE_ROWS_COLS,
+            {"A": sl.input("A"), "rows": node.input("rows"), "cols": sl.input("cols")},
+            {},
+            node.kind,
+            before=node,
+            meta=node.meta,
+        )
         graph.replace_uses(node, new)
         graph.remove({node} | ({sl} if all(u is node for u in users[sl]) else set()))
     return graph

@@ -9,6 +9,7 @@ the graph, becomes the reduction of a cached graph-level matrix over the frontie
 no slice, no edge count read back. The slice itself stays while anything else reads it
 (DCE drops it otherwise). The result is the same computation, so samples do not change.
 """
+
 from __future__ import annotations
 
 from gsample.ir import Graph, Op
@@ -25,9 +26,14 @@ def fuse_extract_reduce(graph: Graph) -> Graph:
         sl = node.input("A")
         if sl.op is not Op.SLICE_COLS or _sparsity_root(sl.input("A")).op is not Op.INPUT:
             continue
-        fused = graph.add(Op.SLICE_REDUCE, {"A": sl.input("A"), "cols": sl.input("cols")},
-                          {"op": node.attrs["op"], "axis": node.attrs["axis"]}, node.kind,
-                          before=node, meta=node.meta)
+        fused = graph.add(
+            Op.SLICE_REDUCE,
+            {"A": sl.input("A"), "cols": sl.input("cols")},
+            {"op": node.attrs["op"], "axis": node.attrs["axis"]},
+            node.kind,
+            before=node,
+            meta=node.meta,
+        )
         graph.replace_uses(node, fused)
         dead.append(node)
     graph.remove(dead)

@@ -32,6 +32,7 @@ graph), since the fused ops' input checks index ``A``'s columns by node id.
 Nodes the rewrite leaves unused (the slice, the ``VALUES`` of a slice feeding only
 the fused ops' ``probs``) are removed here; anything else is left to DCE.
 """
+
 from __future__ import annotations
 
 from gsample.ir import Graph, Kind, Node, Op, Ref, info
@@ -53,8 +54,9 @@ def _weights_input(op: Op) -> str:
 
 
 # a fused op takes the slice's A and cols, plus the inputs of the op it replaces
-assert all(set(info(f).input_names()) == {"cols"} | set(info(op).input_names())
-           for op, f in _FUSED.items()), "the op table's fused sampling ops changed their inputs"
+assert all(
+    set(info(f).input_names()) == {"cols"} | set(info(op).input_names()) for op, f in _FUSED.items()
+), "the op table's fused sampling ops changed their inputs"
 
 
 def _program_output(program: Graph):
@@ -103,13 +105,20 @@ def _values_of(graph: Graph, g2: Node, before: Node) -> Node:
     if g2.op is not Op.INPUT:
         return graph.add(Op.VALUES, {"A": g2}, before=before)
     prog = Graph()
-    src = prog.add(Op.INPUT, attrs={"name": "graph", "kind": Kind.MATRIX}, kind=Kind.MATRIX,
-                   name="graph")
+    src = prog.add(
+        Op.INPUT, attrs={"name": "graph", "kind": Kind.MATRIX}, kind=Kind.MATRIX, name="graph"
+    )
     vals = prog.add(Op.VALUES, {"A": src}, name="values")
     prog.add(Op.OUTPUT, {"0": vals}, {"template": Ref("0")}, name="output")
-    return graph.add(Op.CACHED, {"graph": g2}, {"program": prog.verify(), "kind": Kind.TENSOR},
-                     Kind.TENSOR, name=f"values_of_{g2.name}", before=before,
-                     meta={"cache_key": _VALUES_KEY})
+    return graph.add(
+        Op.CACHED,
+        {"graph": g2},
+        {"program": prog.verify(), "kind": Kind.TENSOR},
+        Kind.TENSOR,
+        name=f"values_of_{g2.name}",
+        before=before,
+        meta={"cache_key": _VALUES_KEY},
+    )
 
 
 def _live(graph: Graph) -> set:
@@ -125,7 +134,7 @@ def _plan(node: Node, sl: Node):
     None when its weights are aligned with the slice only."""
     weights = node.input(_weights_input(node.op))
     if any(node.input(i.name) is not None for i in node.info.inputs if i.derived is not None):
-        return None                         # derived from the slice (a pass made it): keep it
+        return None  # derived from the slice (a pass made it): keep it
     if weights is None or node.op is not Op.INDIVIDUAL_SAMPLE:
         return node, None
     g2 = _graph_level_probs(weights, sl)
@@ -138,29 +147,41 @@ def fuse_extract_select(graph: Graph) -> Graph:
     all_users = graph.users()
     users = {n: [u for u in us if u in live] for n, us in all_users.items()}
     for sl in list(graph.nodes):
-        if sl.op is not Op.SLICE_COLS or sl not in live or not users[sl] \
-                or _sparsity_root(sl.input("A")).op is not Op.INPUT:
+        if (
+            sl.op is not Op.SLICE_COLS
+            or sl not in live
+            or not users[sl]
+            or _sparsity_root(sl.input("A")).op is not Op.INPUT
+        ):
             continue
         samples = [u for u in users[sl] if u.op in _FUSED and u.input("A") is sl]
         plans = [_plan(u, sl) for u in samples]
         # the slice's VALUES, read only as the probs of those samples, go with them
-        freed = [u for u in set(users[sl]) if u.op is Op.VALUES and all(
-            v in samples and v.op is Op.INDIVIDUAL_SAMPLE
-            and v.input(_weights_input(v.op)) is u for v in users[u])]
+        freed = [
+            u
+            for u in set(users[sl])
+            if u.op is Op.VALUES
+            and all(
+                v in samples and v.op is Op.INDIVIDUAL_SAMPLE and v.input(_weights_input(v.op)) is u
+                for v in users[u]
+            )
+        ]
         if None in plans or set(samples) | set(freed) != set(users[sl]):
-            continue                        # the slice is needed anyway: leave it as it is
+            continue  # the slice is needed anyway: leave it as it is
         dead = set()
         for node, g2 in plans:
             wname = _weights_input(node.op)
             inputs = {"A": sl.input("A"), "cols": sl.input("cols")}
             if node.input(wname) is not None:
-                inputs[wname] = node.input(wname) if g2 is None else \
-                    _values_of(graph, g2, before=node)
-            new = graph.add(_FUSED[node.op], inputs, dict(node.attrs), node.kind, before=node,
-                            meta=node.meta)
+                inputs[wname] = (
+                    node.input(wname) if g2 is None else _values_of(graph, g2, before=node)
+                )
+            new = graph.add(
+                _FUSED[node.op], inputs, dict(node.attrs), node.kind, before=node, meta=node.meta
+            )
             graph.replace_uses(node, new)
             dead.add(node)
-        for n in freed + [sl]:              # what the rewrite left unused (DCE drops the rest)
+        for n in freed + [sl]:  # what the rewrite left unused (DCE drops the rest)
             if all(u in dead for u in all_users[n]):
                 dead.add(n)
         graph.remove(dead)

@@ -25,11 +25,11 @@ The plan is recorded for ``gs.explain``: ``meta["layout"]`` on every matrix valu
 ``meta["layout_plan"]`` on the output (estimated cost, that of the all-CSC plan, the
 table's source). A graph that already has conversions is left as it is.
 """
+
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Optional
 
 from gsample.cost import table as cost
 from gsample.formats.layouts import NAMES
@@ -53,13 +53,15 @@ class _Planner:
     def __init__(self, graph: Graph, pricer: Pricer):
         self.graph, self.pricer = graph, pricer
         self.priced_choices: dict = {}
-        self.readers = [n for n in graph.nodes
-                        if "A" in n.inputs and n.inputs["A"].kind is Kind.MATRIX]
+        self.readers = [
+            n for n in graph.nodes if "A" in n.inputs and n.inputs["A"].kind is Kind.MATRIX
+        ]
         # the layouts the target backend runs each op on (CSC first)
         self.choices = {n: graph.target.layouts(n.op) for n in self.readers}
-        self.op_cost = {n: {lay: pricer.op(n, lay) for lay in self.choices[n]}
-                        for n in self.readers}
-        for n, costs in self.op_cost.items():   # an unpriced layout is never chosen
+        self.op_cost = {
+            n: {lay: pricer.op(n, lay) for lay in self.choices[n]} for n in self.readers
+        }
+        for n, costs in self.op_cost.items():  # an unpriced layout is never chosen
             if costs["csc"] is None:
                 self.op_cost[n] = dict.fromkeys(costs, 0.0)
                 self.priced_choices[n] = ("csc",)
@@ -69,8 +71,12 @@ class _Planner:
         self.users = graph.users()
         self._conv: dict = {}
         # the structure total() walks, once: (reader, reads A?, value), (value, keeps layout?)
-        self._reads = [(n, key == "A", v) for n in graph.nodes
-                       for key, v in n.inputs.items() if v.kind is Kind.MATRIX]
+        self._reads = [
+            (n, key == "A", v)
+            for n in graph.nodes
+            for key, v in n.inputs.items()
+            if v.kind is Kind.MATRIX
+        ]
         self._values = [(n, _keeps_layout(n)) for n in graph.nodes if n.kind is Kind.MATRIX]
 
     def layouts(self, plan: dict) -> tuple:
@@ -91,8 +97,12 @@ class _Planner:
     def total(self, plan: dict) -> float:
         out, need = self.layouts(plan)
         ops = sum(self.op_cost[n][plan.get(n, "csc")] for n in self.readers)
-        return ops + sum(self.conversion(v, out[v], lay)
-                         for v, lays in need.items() for lay in lays if lay != out[v])
+        return ops + sum(
+            self.conversion(v, out[v], lay)
+            for v, lays in need.items()
+            for lay in lays
+            if lay != out[v]
+        )
 
     def _chain(self, plan: dict, node, layout: str) -> dict:
         """``plan`` with ``node`` and the layout-keeping readers after it moved to ``layout``."""
@@ -108,7 +118,7 @@ class _Planner:
                     stack.append(u)
         return trial
 
-    def search(self, force: Optional[str]) -> dict:
+    def search(self, force: str | None) -> dict:
         if force is not None:
             return {n: force if force in self.choices[n] else "csc" for n in self.readers}
         plan = {n: "csc" for n in self.readers}
@@ -133,8 +143,14 @@ def _convert(graph: Graph, value, layout: str, before):
     """A node holding ``value`` in ``layout``: ``TO_LAYOUT``, or a ``CACHED`` conversion of
     a graph-level value (computed once per graph)."""
     if value.op not in (Op.INPUT, Op.CACHED):
-        return graph.add(Op.TO_LAYOUT, {"A": value}, {"layout": layout}, Kind.MATRIX,
-                         before=before, meta={"layout": layout})
+        return graph.add(
+            Op.TO_LAYOUT,
+            {"A": value},
+            {"layout": layout},
+            Kind.MATRIX,
+            before=before,
+            meta={"layout": layout},
+        )
     if value.op is Op.INPUT:
         program, source = Graph(), value
         root = program.add(Op.INPUT, attrs=dict(value.attrs), kind=Kind.MATRIX, name=value.name)
@@ -142,13 +158,20 @@ def _convert(graph: Graph, value, layout: str, before):
         program, source = value.attrs["program"].copy(), value.inputs["graph"]
         root = program.output.inputs["0"]
         program.remove([program.output])
-    conv = program.add(Op.TO_LAYOUT, {"A": root}, {"layout": layout}, Kind.MATRIX,
-                       meta={"layout": layout})
+    conv = program.add(
+        Op.TO_LAYOUT, {"A": root}, {"layout": layout}, Kind.MATRIX, meta={"layout": layout}
+    )
     program.add(Op.OUTPUT, {"0": conv}, {"template": Ref("0")})
     program.verify()
-    return graph.add(Op.CACHED, {"graph": source}, {"program": program, "kind": Kind.MATRIX},
-                     Kind.MATRIX, name=f"{value.name}_as_{layout.replace('-', '_')}",
-                     before=before, meta={"cache_key": program_key(program), "layout": layout})
+    return graph.add(
+        Op.CACHED,
+        {"graph": source},
+        {"program": program, "kind": Kind.MATRIX},
+        Kind.MATRIX,
+        name=f"{value.name}_as_{layout.replace('-', '_')}",
+        before=before,
+        meta={"cache_key": program_key(program), "layout": layout},
+    )
 
 
 def _apply(graph: Graph, planner: _Planner, plan: dict) -> int:
@@ -173,7 +196,7 @@ def _apply(graph: Graph, planner: _Planner, plan: dict) -> int:
     return len(made)
 
 
-def select_layouts(graph: Graph, force: Optional[str] = None) -> Graph:
+def select_layouts(graph: Graph, force: str | None = None) -> Graph:
     """Choose a layout for every sparse value and make conversions explicit (module doc).
 
     Parameters
@@ -194,7 +217,7 @@ def select_layouts(graph: Graph, force: Optional[str] = None) -> Graph:
         raise ValueError(f"force: a layout name ({', '.join(NAMES)}), got {force!r}")
     if any(n.op is Op.TO_LAYOUT or "layout_plan" in n.meta for n in graph.nodes):
         return graph
-    graph = dce(graph)                  # price only what runs: a dead value needs no layout
+    graph = dce(graph)  # price only what runs: a dead value needs no layout
     device, num_nodes, backend = example_graph(graph)
     pricer = Pricer(cost.table_for(device, num_nodes, backend), estimate(graph))
     planner = _Planner(graph, pricer)
@@ -203,20 +226,27 @@ def select_layouts(graph: Graph, force: Optional[str] = None) -> Graph:
     estimated = planner.total(plan)
     conversions = _apply(graph, planner, plan)
     graph.output.meta["layout_plan"] = {
-        "cost_us": estimated, "csc_cost_us": all_csc, "conversions": conversions,
-        "table": pricer.table.source, "forced": force, "device": device}
+        "cost_us": estimated,
+        "csc_cost_us": all_csc,
+        "conversions": conversions,
+        "table": pricer.table.source,
+        "forced": force,
+        "device": device,
+    }
     return graph
 
 
 def forced(layout: str):
     """A layout pass that forces ``layout`` (see :func:`select_layouts`)."""
+
     def run(graph: Graph) -> Graph:
         return select_layouts(graph, force=layout)
+
     run.__name__ = f"select_layouts_{layout.replace('-', '_')}"
     return run
 
 
-def pipeline(force: Optional[str] = None) -> list:
+def pipeline(force: str | None = None) -> list:
     """``gsample.passes.PIPELINE`` with the layout step forced to ``force`` (``None``: as is).
 
     Examples
@@ -224,6 +254,7 @@ def pipeline(force: Optional[str] = None) -> list:
     >>> sampler = gs.compile(ladies, passes=pipeline("csc"))     # layout selection off
     """
     from gsample.passes import PIPELINE
+
     if force is None:
         return list(PIPELINE)
     return [(forced(force), why) if fn is select_layouts else (fn, why) for fn, why in PIPELINE]

@@ -35,8 +35,8 @@ weights graph-level (``A[:, seeds]`` sampled by its own values reads the graph's
 Otherwise the op builds what it needs per call (online mode), the same values: alias tables
 are column-local (``gsample.backend.torch.alias``), so samples do not change.
 """
-from __future__ import annotations
 
+from __future__ import annotations
 
 from gsample.ir import Effect, Graph, Kind, Node, Op, Ref, info
 from gsample.ir.graph import attr_key, structure_key
@@ -94,11 +94,11 @@ def _program(graph: Graph, root: Node) -> tuple:
     for n in graph.nodes:
         if n in need:
             source = n if n.op is Op.INPUT else source
-            mapping[n] = Node(n.op, {k: mapping[v] for k, v in n.inputs.items()}, n.attrs,
-                              n.name, n.kind, n.meta)
+            mapping[n] = Node(
+                n.op, {k: mapping[v] for k, v in n.inputs.items()}, n.attrs, n.name, n.kind, n.meta
+            )
             prog.nodes.append(mapping[n])
-    prog.add(Op.OUTPUT, {"0": mapping[root]}, {"template": Ref("0")},
-             name=f"output_of_{root.name}")
+    prog.add(Op.OUTPUT, {"0": mapping[root]}, {"template": Ref("0")}, name=f"output_of_{root.name}")
     return prog.verify(), source
 
 
@@ -112,18 +112,20 @@ def _commute(graph: Graph, graphs: dict) -> list:
         while base.op in _SLICES:
             chain.append(base)
             base = base.input("A")
-        if not chain or not (base.op is Op.INPUT and graphs[base] or _hoistable(base, graphs)):
+        if not chain or not ((base.op is Op.INPUT and graphs[base]) or _hoistable(base, graphs)):
             continue
         key = (base, attr_key(node.attrs))
-        if key not in made:                                    # one map per base and attrs
-            made[key] = graph.add(Op.EDGE_MAP, {"A": base}, node.attrs, node.kind,
-                                  before=chain[-1], meta=node.meta)
+        if key not in made:  # one map per base and attrs
+            made[key] = graph.add(
+                Op.EDGE_MAP, {"A": base}, node.attrs, node.kind, before=chain[-1], meta=node.meta
+            )
             graphs[made[key]] = graphs[base]
         value = made[key]
         for s in reversed(chain):
             idx = _index_input(s.op)
-            value = graph.add(s.op, {"A": value, idx: s.input(idx)}, s.attrs, s.kind,
-                              before=node, meta=s.meta)
+            value = graph.add(
+                s.op, {"A": value, idx: s.input(idx)}, s.attrs, s.kind, before=node, meta=s.meta
+            )
             graphs[value] = None
         graph.replace_uses(node, value)
         replaced += [node] + chain
@@ -132,8 +134,11 @@ def _commute(graph: Graph, graphs: dict) -> list:
 
 def _drop_unused(graph: Graph, candidates) -> None:
     """Remove the pure ``candidates`` nothing uses any more (a random op is never one)."""
-    candidates = {n for n in candidates if info(n.op).effect is Effect.PURE
-                  and n.op not in (Op.INPUT, Op.OUTPUT)}
+    candidates = {
+        n
+        for n in candidates
+        if info(n.op).effect is Effect.PURE and n.op not in (Op.INPUT, Op.OUTPUT)
+    }
     users, dead = graph.users(), set()
     for n in reversed(graph.nodes):
         if n in candidates and all(u in dead for u in users[n]):
@@ -159,12 +164,17 @@ def _hoist(graph: Graph, graphs: dict, nodes: list) -> None:
         if not _hoistable(node, graphs) or not per_batch:
             continue
         program, source = _program(graph, node)
-        key = program_key(program)                # the same on every graph it runs on
+        key = program_key(program)  # the same on every graph it runs on
         if (source, key) not in shared:
-            shared[source, key] = graph.add(Op.CACHED, {"graph": source},
-                                            {"program": program, "kind": node.kind}, node.kind,
-                                            name=f"cached_{node.name}", before=node,
-                                            meta={"cache_key": key})
+            shared[source, key] = graph.add(
+                Op.CACHED,
+                {"graph": source},
+                {"program": program, "kind": node.kind},
+                node.kind,
+                name=f"cached_{node.name}",
+                before=node,
+                meta={"cache_key": key},
+            )
         for u in per_batch:
             for k, v in u.inputs.items():
                 if v is node:

@@ -23,6 +23,7 @@ Example (LADIES, one layer)::
     %b = slice_collective_sample(A=%A, cols=%seeds, node_probs=%q) {k=4000,
                                                                     probs_in_slice=True}
 """
+
 from __future__ import annotations
 
 import operator
@@ -34,14 +35,30 @@ from gsample.ir import Align, Graph, Node, Op, Ref
 #: dense functions f with f(0, ...) == 0 (or NaN) in the argument at these positions
 #: (None: every argument); methods as the tracer records them, ("method", name)
 _KEEP_ZERO = {
-    operator.truediv: (0,), torch.div: (0,), torch.true_divide: (0,),
-    ("method", "div"): (0,), ("method", "true_divide"): (0,),
-    operator.mul: None, torch.mul: None, ("method", "mul"): None,
-    operator.neg: (0,), torch.neg: (0,), ("method", "neg"): (0,),
-    torch.abs: (0,), ("method", "abs"): (0,), torch.relu: (0,), ("method", "relu"): (0,),
-    torch.sqrt: (0,), ("method", "sqrt"): (0,), torch.square: (0,), ("method", "square"): (0,),
-    ("method", "float"): (0,), ("method", "double"): (0,), ("method", "to"): (0,),
-    ("method", "contiguous"): (0,), ("method", "clone"): (0,),
+    operator.truediv: (0,),
+    torch.div: (0,),
+    torch.true_divide: (0,),
+    ("method", "div"): (0,),
+    ("method", "true_divide"): (0,),
+    operator.mul: None,
+    torch.mul: None,
+    ("method", "mul"): None,
+    operator.neg: (0,),
+    torch.neg: (0,),
+    ("method", "neg"): (0,),
+    torch.abs: (0,),
+    ("method", "abs"): (0,),
+    torch.relu: (0,),
+    ("method", "relu"): (0,),
+    torch.sqrt: (0,),
+    ("method", "sqrt"): (0,),
+    torch.square: (0,),
+    ("method", "square"): (0,),
+    ("method", "float"): (0,),
+    ("method", "double"): (0,),
+    ("method", "to"): (0,),
+    ("method", "contiguous"): (0,),
+    ("method", "clone"): (0,),
 }
 
 
@@ -60,29 +77,33 @@ def probs_support(graph: Graph) -> Graph:
 def _vanishes_off(v: Node, A: Node, cols: Node, depth: int) -> bool:
     """Whether ``v`` (a tensor over ``A``'s rows) is 0 (or NaN) at every row without an edge
     in ``A[:, cols]``."""
-    if depth > 32:                    # a long chain: not worth following
+    if depth > 32:  # a long chain: not worth following
         return False
     if v.op is Op.DENSE:
         fn = v.attrs["fn"]
         try:
             positions = _KEEP_ZERO.get(fn, False)
-        except TypeError:             # an unhashable callable: not one of ours
+        except TypeError:  # an unhashable callable: not one of ours
             return False
         if positions is False:
             return False
         args, kwargs = v.attrs["template"]
-        if fn == ("method", "to") and any(isinstance(a, Ref) for a in (*args[1:],
-                                                                        *kwargs.values())):
+        if fn == ("method", "to") and any(
+            isinstance(a, Ref) for a in (*args[1:], *kwargs.values())
+        ):
             return False
-        refs = [a for i, a in enumerate(args) if isinstance(a, Ref)
-                and (positions is None or i in positions)]
+        refs = [
+            a
+            for i, a in enumerate(args)
+            if isinstance(a, Ref) and (positions is None or i in positions)
+        ]
         return any(_vanishes_off(v.inputs[r.name], A, cols, depth + 1) for r in refs)
     info = v.info
     # a reduction (its result lines up with its matrix's rows or columns, as its axis says;
     # over no term it is 0) over the rows of a matrix whose edges lie in A[:, cols]
     if info.out is Align.AXIS and info.alignment(None, v.attrs) is Align.ROWS:
         M = v.input("A")
-        if "cols" in v.inputs:        # a fused slice: the reduction of M[:, cols]
+        if "cols" in v.inputs:  # a fused slice: the reduction of M[:, cols]
             return v.input("cols") is cols and _edges_within(M, A)
         return _in_slice(M, A, cols)
     return False

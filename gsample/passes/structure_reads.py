@@ -13,6 +13,7 @@ Example::
     %w = edge_broadcast(A=%s, vector=%v) {op='div', axis=1}
     %f = all_nodes(A=%w)                    becomes    %f = all_nodes(A=%s)
 """
+
 from __future__ import annotations
 
 from gsample.ir import Graph

@@ -90,6 +90,7 @@ and LADIES's bias, dense code between sparse ops::
     %r = row_ids(A=%s)                                     ids b * n + v
     %w = dense(0=%q, 1=%r) {fn=gather}                     p[s.row_ids]: once
 """
+
 from __future__ import annotations
 
 import operator
@@ -103,14 +104,29 @@ from gsample.runtime import block_diagonal as blocks
 GRAPH, ENC, LIST = "graph-level", "encoded", "per-batch"
 #: an alignment as ``blocks.split`` names it ("col_ids" / "row_ids": ids that become the
 #: result's columns / rows, which the encoding joins or tiles as ids)
-_SPEC = {Align.ROWS: "rows", Align.COLS: "cols", Align.EDGES: "edges", Align.ROW_IDS: "rows ids",
-         Align.COL_IDS: "cols ids", Align.EDGE_IDS: "edges ids", Align.ROW_SET: "ids",
-         Align.NODE_SET: "set", Align.NEW_COLS: "col_ids", Align.NEW_ROWS: "row_ids",
-         Align.WALKS: "walks", Align.ENTRIES: "entries"}
+_SPEC = {
+    Align.ROWS: "rows",
+    Align.COLS: "cols",
+    Align.EDGES: "edges",
+    Align.ROW_IDS: "rows ids",
+    Align.COL_IDS: "cols ids",
+    Align.EDGE_IDS: "edges ids",
+    Align.ROW_SET: "ids",
+    Align.NODE_SET: "set",
+    Align.NEW_COLS: "col_ids",
+    Align.NEW_ROWS: "row_ids",
+    Align.WALKS: "walks",
+    Align.ENTRIES: "entries",
+}
 
 
-def super_batch(copies: int, num_nodes: int, seeds: str = "seeds", fixed_state: bool = False,
-                node_counts: dict = None):
+def super_batch(
+    copies: int,
+    num_nodes: int,
+    seeds: str = "seeds",
+    fixed_state: bool = False,
+    node_counts: dict | None = None,
+):
     """The super-batching pass for ``copies`` mini-batches of a graph of ``num_nodes`` nodes.
 
     Parameters
@@ -146,6 +162,7 @@ def super_batch(copies: int, num_nodes: int, seeds: str = "seeds", fixed_state: 
 
     def super_batch(graph: Graph) -> Graph:
         return _Rewrite(graph, copies, num_nodes, seeds, fixed_state, node_counts).run()
+
     return super_batch
 
 
@@ -168,7 +185,7 @@ def stateful_inputs(graph: Graph, seeds: str = "seeds") -> list:
     # tensor argument); values computed from a sample that only leave the program (features
     # gathered for its rows) are not state
     drawn, roots = set(), []
-    for n in graph.nodes:                       # (nodes are in program order)
+    for n in graph.nodes:  # (nodes are in program order)
         reads_draw = any(v in drawn for v in n.inputs.values())
         if n.is_random or reads_draw:
             drawn.add(n)
@@ -188,8 +205,11 @@ def stateful_inputs(graph: Graph, seeds: str = "seeds") -> list:
             out.append(n.attrs["name"])
         # a captured tensor (here or in a graph-level program) may be updated in place too
         consts = n.attrs["program"].nodes if n.op is Op.CACHED else [n]
-        out += [f"a tensor constant (%{c.name})" for c in consts
-                if c.op is Op.CONSTANT and isinstance(c.attrs["value"], torch.Tensor)]
+        out += [
+            f"a tensor constant (%{c.name})"
+            for c in consts
+            if c.op is Op.CONSTANT and isinstance(c.attrs["value"], torch.Tensor)
+        ]
     return out
 
 
@@ -200,24 +220,37 @@ def _unfuse_row_col_slices(g: Graph) -> None:
     op would run batch by batch."""
     for node in list(g.nodes):
         if node.op is Op.SLICE_ROWS_COLS:
-            sl = g.add(Op.SLICE_COLS, {"A": node.input("A"), "cols": node.input("cols")}, {},
-                       Kind.MATRIX, before=node)
+            sl = g.add(
+                Op.SLICE_COLS,
+                {"A": node.input("A"), "cols": node.input("cols")},
+                {},
+                Kind.MATRIX,
+                before=node,
+            )
             node.op, node.inputs = Op.SLICE_ROWS, {"A": sl, "rows": node.input("rows")}
 
 
 class _Rewrite:
-    def __init__(self, graph: Graph, copies: int, n: int, seeds: str, fixed_state: bool,
-                 node_counts: dict = None):
+    def __init__(
+        self,
+        graph: Graph,
+        copies: int,
+        n: int,
+        seeds: str,
+        fixed_state: bool,
+        node_counts: dict | None = None,
+    ):
         self.g, self.N, self.n, self.seeds, self.fixed = graph, copies, n, seeds, fixed_state
         self.node_counts = node_counts
-        self.space: dict = {}     # node -> GRAPH / ENC / LIST
-        self.spec: dict = {}      # encoded node -> (split spec or tuple, or "matrix"; matrix)
+        self.space: dict = {}  # node -> GRAPH / ENC / LIST
+        self.spec: dict = {}  # encoded node -> (split spec or tuple, or "matrix"; matrix)
         self.memo: dict = {}
-        self.scalars: set = set()   # per-batch values that are a 0-dim tensor in every batch
+        self.scalars: set = set()  # per-batch values that are a 0-dim tensor in every batch
 
     # ------------------------------------------------------------------ helpers
-    def _helper(self, fn, args: list, kwargs: dict, space: str, kind=Kind.ANY, before=None,
-                after=None) -> Node:
+    def _helper(
+        self, fn, args: list, kwargs: dict, space: str, kind=Kind.ANY, before=None, after=None
+    ) -> Node:
         """A DENSE node calling ``fn(*args, **kwargs)`` (args: IR nodes)."""
         if after is not None:
             before = self.g.nodes[self.g.nodes.index(after) + 1]
@@ -236,29 +269,54 @@ class _Rewrite:
         """``v``'s N parts (a per-batch list), decoded."""
         spec, M = self.spec[v]
         if spec is None:
-            self._refuse(f"the op table does not say how the result of {v.op.value} lines up "
-                         "with its matrix (gsample.ir.ops)")
+            self._refuse(
+                f"the op table does not say how the result of {v.op.value} lines up "
+                "with its matrix (gsample.ir.ops)"
+            )
         args = [v]
-        if spec == "entries":       # one value per entry of the frontier M (encoded ids)
+        if spec == "entries":  # one value per entry of the frontier M (encoded ids)
             args.append(M)
-        elif M is not None:         # where each batch's rows, columns and edges start in M
-            args.append(self._memo(("bounds", M), lambda: self._helper(
-                blocks.bounds, [M], {"n": self.n, "copies": self.N}, ENC, before=before)))
+        elif M is not None:  # where each batch's rows, columns and edges start in M
+            args.append(
+                self._memo(
+                    ("bounds", M),
+                    lambda: self._helper(
+                        blocks.bounds, [M], {"n": self.n, "copies": self.N}, ENC, before=before
+                    ),
+                )
+            )
         kwargs = {"spec": spec, "n": self.n, "copies": self.N}
-        return self._memo(("split", v), lambda: self._helper(blocks.split, args, kwargs, LIST,
-                                                             before=before))
+        return self._memo(
+            ("split", v), lambda: self._helper(blocks.split, args, kwargs, LIST, before=before)
+        )
 
     def _encoded(self, v: Node, before: Node, name: str, ids: bool, tile: bool = True) -> Node:
         """``v`` as a sparse op's input of the super-batch: joined, tiled or as it is."""
         space = self.space[v]
         if space is LIST:
-            return self._memo(("join", v, ids), lambda: self._helper(
-                blocks.join, [v], {"n": self.n, "ids": ids, "name": name}, ENC, Kind.TENSOR,
-                before=before))
+            return self._memo(
+                ("join", v, ids),
+                lambda: self._helper(
+                    blocks.join,
+                    [v],
+                    {"n": self.n, "ids": ids, "name": name},
+                    ENC,
+                    Kind.TENSOR,
+                    before=before,
+                ),
+            )
         if space is GRAPH and (tile or ids):
-            return self._memo(("tile", v, ids), lambda: self._helper(
-                blocks.tile, [v], {"n": self.n, "copies": self.N, "ids": ids, "name": name},
-                ENC, Kind.TENSOR, before=before))
+            return self._memo(
+                ("tile", v, ids),
+                lambda: self._helper(
+                    blocks.tile,
+                    [v],
+                    {"n": self.n, "copies": self.N, "ids": ids, "name": name},
+                    ENC,
+                    Kind.TENSOR,
+                    before=before,
+                ),
+            )
         return v
 
     def _refuse(self, why: str):
@@ -272,19 +330,24 @@ class _Rewrite:
             # every matrix is encoded as the graph is (node v of batch b: b * n + v)
             counts = self.node_counts
             if counts is None:
-                self._refuse("samplers with more than one gs.Matrix argument are not supported "
-                             "(unless the node count of each is given: node_counts)")
+                self._refuse(
+                    "samplers with more than one gs.Matrix argument are not supported "
+                    "(unless the node count of each is given: node_counts)"
+                )
             other = {m: counts.get(m) for m in matrices if counts.get(m) != self.n}
             if other:
                 self._refuse(
                     "samplers with more than one gs.Matrix argument are supported only when "
                     f"all have the graph's node count ({self.n}); "
-                    + ", ".join(f"{m!r} has {c}" for m, c in other.items()))
+                    + ", ".join(f"{m!r} has {c}" for m, c in other.items())
+                )
         if not any(n.op is Op.INPUT and n.attrs["name"] == self.seeds for n in g.nodes):
             self._refuse(f"the program has no input {self.seeds!r} (the seeds)")
         if any(n.writes_in_place for n in g.nodes):
-            self._refuse("the sampler has dense code that writes in place; it would run once "
-                         "per super-batch instead of once per mini-batch")
+            self._refuse(
+                "the sampler has dense code that writes in place; it would run once "
+                "per super-batch instead of once per mini-batch"
+            )
         state = stateful_inputs(g, self.seeds)
         if state and not self.fixed:
             self._refuse(
@@ -292,7 +355,8 @@ class _Rewrite:
                 "besides the graph and the seeds that may change between mini-batches (model "
                 "weights, bandit biases: PASS-style samplers); a super-batch samples its "
                 "mini-batches before any update. If they stay fixed while the loader runs, "
-                "say so: gs.DataLoader(..., super_batch=4, fixed_state=True)")
+                "say so: gs.DataLoader(..., super_batch=4, fixed_state=True)"
+            )
         _unfuse_row_col_slices(g)
         for node in list(g.nodes):
             op = node.op
@@ -319,11 +383,14 @@ class _Rewrite:
         """Make ``node`` a DENSE node running ``fn`` once per batch on ``inputs`` (named as
         ``template`` names them: encoded ones split, graph-level ones shared)."""
         per = frozenset(k for k, v in inputs.items() if self.space[v] is not GRAPH)
-        node.inputs = {k: self._split(v, node) if self.space[v] is ENC else v
-                       for k, v in inputs.items()}
-        node.op, self.space[node] = Op.DENSE, LIST     # kind kept: a sparse reader joins it
-        node.attrs = {"fn": blocks.PerBatch(fn, template, per, self.N),
-                      "template": ((), {k: Ref(k) for k in node.inputs})}
+        node.inputs = {
+            k: self._split(v, node) if self.space[v] is ENC else v for k, v in inputs.items()
+        }
+        node.op, self.space[node] = Op.DENSE, LIST  # kind kept: a sparse reader joins it
+        node.attrs = {
+            "fn": blocks.PerBatch(fn, template, per, self.N),
+            "template": ((), {k: Ref(k) for k in node.inputs}),
+        }
 
     def _dense(self, node: Node):
         if all(self.space[v] is GRAPH for v in node.inputs.values()):
@@ -332,11 +399,12 @@ class _Rewrite:
             fn, template = node.attrs["fn"], node.attrs["template"]
             inputs = node.inputs
             scalar = blocks.exact_elementwise(fn, template) and all(
-                v in self.scalars or self._constant(v) for v in inputs.values())
+                v in self.scalars or self._constant(v) for v in inputs.values()
+            )
             self._as_per_batch(node, fn, template, inputs)
             if blocks.full_reduction(fn, template) and self._rows_or_scalar(inputs):
-                self.scalars.add(node)                  # p.sum(): a 0-dim tensor per batch
-            elif scalar:                                # p.sum().clamp(min=...): at once
+                self.scalars.add(node)  # p.sum(): a 0-dim tensor per batch
+            elif scalar:  # p.sum().clamp(min=...): at once
                 per = frozenset(k for k, v in inputs.items() if v in self.scalars)
                 node.attrs["fn"] = blocks.Scalars(fn, template, per, self.N)
                 self.scalars.add(node)
@@ -362,12 +430,17 @@ class _Rewrite:
         fn, template = node.attrs["fn"], node.attrs["template"]
         ins = node.inputs
         nodes = frozenset(k for k, v in ins.items() if self._nodes(v))
-        if not nodes or not blocks.exact_elementwise(fn, template) or not all(
-                k in nodes or v in self.scalars or self._constant(v) for k, v in ins.items()):
+        if (
+            not nodes
+            or not blocks.exact_elementwise(fn, template)
+            or not all(k in nodes or v in self.scalars or self._constant(v) for k, v in ins.items())
+        ):
             return False
         scalars = frozenset(k for k, v in ins.items() if v in self.scalars)
-        node.attrs = {"fn": blocks.Elementwise(fn, template, nodes, scalars, self.N, self.n),
-                      "template": ((), {k: Ref(k) for k in ins})}
+        node.attrs = {
+            "fn": blocks.Elementwise(fn, template, nodes, scalars, self.N, self.n),
+            "template": ((), {k: Ref(k) for k in ins}),
+        }
         self.space[node] = ENC
         self.spec[node] = ("nodes", None)
         return True
@@ -380,17 +453,25 @@ class _Rewrite:
         gathers alone (LADIES' and FastGCN's ``p[s.row_ids]``: no split, no per-batch
         launches, no read-back of the sample's bounds before the next layer)."""
         fn, (args, kwargs) = node.attrs["fn"], node.attrs["template"]
-        if fn is not operator.getitem or kwargs or len(args) != 2 \
-                or not all(isinstance(a, Ref) for a in args):
+        if (
+            fn is not operator.getitem
+            or kwargs
+            or len(args) != 2
+            or not all(isinstance(a, Ref) for a in args)
+        ):
             return False
         x, ids = (node.inputs[a.name] for a in args)
         spec, M = self.spec.get(ids, (None, None)) if self.space[ids] is ENC else (None, None)
         along, _, what = spec.partition(" ") if isinstance(spec, str) else ("", "", "")
         if what != "ids" or M is None or not (self._nodes(x) or self.space[x] is GRAPH):
             return False
-        node.attrs = {"fn": blocks.gather, "template": (
-            (Ref(args[0].name), Ref(args[1].name)),
-            {"n": None if self._nodes(x) else self.n})}
+        node.attrs = {
+            "fn": blocks.gather,
+            "template": (
+                (Ref(args[0].name), Ref(args[1].name)),
+                {"n": None if self._nodes(x) else self.n},
+            ),
+        }
         self.space[node] = ENC
         self.spec[node] = (along, M)
         return True
@@ -401,17 +482,26 @@ class _Rewrite:
         if self.space[x] is ENC:
             spec, M = self.spec[x]
             self.spec[node] = (spec[node.attrs["index"]], M)
-        elif self.space[x] is LIST:                   # a tuple per batch: index each
-            self._as_per_batch(node, operator.getitem, ((Ref("0"), node.attrs["index"]), {}),
-                               {"0": x})
+        elif self.space[x] is LIST:  # a tuple per batch: index each
+            self._as_per_batch(
+                node, operator.getitem, ((Ref("0"), node.attrs["index"]), {}), {"0": x}
+            )
 
     def _output(self, node: Node):
         per = frozenset(k for k, v in node.inputs.items() if self.space[v] is not GRAPH)
-        inputs = {k: self._split(v, node) if self.space[v] is ENC else v
-                  for k, v in node.inputs.items()}
-        asm = self.g.add(Op.DENSE, inputs, {
-            "fn": blocks.Assemble(node.attrs["template"], per, self.N),
-            "template": ((), {k: Ref(k) for k in inputs})}, Kind.ANY, before=node)
+        inputs = {
+            k: self._split(v, node) if self.space[v] is ENC else v for k, v in node.inputs.items()
+        }
+        asm = self.g.add(
+            Op.DENSE,
+            inputs,
+            {
+                "fn": blocks.Assemble(node.attrs["template"], per, self.N),
+                "template": ((), {k: Ref(k) for k in inputs}),
+            },
+            Kind.ANY,
+            before=node,
+        )
         self.space[asm] = self.space[node] = LIST
         node.inputs, node.attrs = {"0": asm}, {**node.attrs, "template": Ref("0")}
 
@@ -419,28 +509,35 @@ class _Rewrite:
         ins = node.inputs
         random = node.info.effect is Effect.RANDOM
         if not random and all(self.space[v] is GRAPH for v in ins.values()):
-            self.space[node] = GRAPH                    # graph-level compute: once
+            self.space[node] = GRAPH  # graph-level compute: once
             return
         A = ins.get("A")
         if A is None or A.kind is not Kind.MATRIX:
             self._refuse(f"{node.op.value} cannot be super-batched (no matrix input)")
         where = {k: self._alignment(node, k) for k in ins if k != "A"}
-        if self.space[A] is LIST:                       # matrices sampled batch by batch
-            A = ins["A"] = self._memo(("join", A), lambda: self._helper(
-                blocks.join_matrices, [A], {"n": self.n}, ENC, Kind.MATRIX, before=node))
+        if self.space[A] is LIST:  # matrices sampled batch by batch
+            A = ins["A"] = self._memo(
+                ("join", A),
+                lambda: self._helper(
+                    blocks.join_matrices, [A], {"n": self.n}, ENC, Kind.MATRIX, before=node
+                ),
+            )
             self.spec[A] = ("matrix", A)
         if self.space[A] is GRAPH and self._on_graph(node, where, random):
             return
-        if random and self.space[A] is GRAPH:           # no frontier: the whole graph
+        if random and self.space[A] is GRAPH:  # no frontier: the whole graph
             return self._draw_per_batch(node)
         # a batch's scalar (0-dim) edge operand meets its own edges only when run per batch
         scalar = any(self.space[ins[k]] is LIST and a == "edges" for k, a in where.items())
         if not random and (self.space[A] is GRAPH or scalar):
-            names = {k: str(i) for i, k in enumerate(ins)}             # dense: 0, 1, ...
+            names = {k: str(i) for i, k in enumerate(ins)}  # dense: 0, 1, ...
             return self._as_per_batch(
-                node, blocks.RunOp(node.op, {k: node.attrs[k] for k in node.info.attrs}),
-                ((), {k: Ref(i) for k, i in names.items()}), {names[k]: v for k, v in ins.items()})
-        for k, a in where.items():                      # an encoded matrix: run once, as is
+                node,
+                blocks.RunOp(node.op, {k: node.attrs[k] for k in node.info.attrs}),
+                ((), {k: Ref(i) for k, i in names.items()}),
+                {names[k]: v for k, v in ins.items()},
+            )
+        for k, a in where.items():  # an encoded matrix: run once, as is
             ins[k] = self._encoded(ins[k], node, k, a in ("col_ids", "row_ids"))
         if random:
             node.attrs["batches"] = (self.N, self.n)
@@ -448,7 +545,7 @@ class _Rewrite:
         out = self._alignment(node, None)
         if node.kind is Kind.MATRIX:
             self.spec[node] = ("matrix", node)
-        elif out == "set":                              # columns then rows, batch by batch
+        elif out == "set":  # columns then rows, batch by batch
             node.attrs["batches"] = (self.N, self.n)
             self.spec[node] = ("ids", None)
         else:
@@ -462,8 +559,9 @@ class _Rewrite:
         per-batch inputs). Its result is per batch (the rewrite's LIST)."""
         ins = node.inputs
         per = frozenset(k for k, v in ins.items() if self.space[v] is not GRAPH)
-        node.inputs = {k: self._split(v, node) if self.space[v] is ENC else v
-                       for k, v in ins.items()}
+        node.inputs = {
+            k: self._split(v, node) if self.space[v] is ENC else v for k, v in ins.items()
+        }
         node.attrs["batches"] = (self.N, self.n)
         node.attrs["per_batch"] = per
         self.space[node] = LIST
@@ -474,8 +572,10 @@ class _Rewrite:
         a = node.info.alignment(name, node.attrs)
         if a is None:
             if name is not None:
-                self._refuse(f"the op table does not say how input {name!r} of "
-                             f"{node.op.value} lines up with its matrix (gsample.ir.ops)")
+                self._refuse(
+                    f"the op table does not say how input {name!r} of "
+                    f"{node.op.value} lines up with its matrix (gsample.ir.ops)"
+                )
             return None
         return tuple(_SPEC[x] for x in a) if isinstance(a, tuple) else _SPEC[a]
 
@@ -484,33 +584,48 @@ class _Rewrite:
         False when there is no frontier or (a pure op) its weights are per batch."""
         cols = [k for k, a in where.items() if a == "col_ids"]
         ins = node.inputs
-        if not cols or (not random and any(self.space[ins[k]] is not GRAPH
-                                           for k in where if k != cols[0])):
+        if not cols or (
+            not random and any(self.space[ins[k]] is not GRAPH for k in where if k != cols[0])
+        ):
             return False
         c = cols[0]
         enc_cols = ins[c] = self._encoded(ins[c], node, c, True)
-        for k in where:                                 # weights: joined, or shared as they are
+        for k in where:  # weights: joined, or shared as they are
             if k != c:
                 ins[k] = self._encoded(ins[k], node, k, False, tile=False)
         self.space[node] = ENC
-        if random or node.info.batched:       # the op takes the encoded frontier itself
+        if random or node.info.batched:  # the op takes the encoded frontier itself
             node.attrs["batches"] = (self.N, self.n)
             if node.kind is Kind.MATRIX:
                 self.spec[node] = ("matrix", node)
-            elif self._alignment(node, None) == "rows":   # rows of the graph: n per batch
+            elif self._alignment(node, None) == "rows":  # rows of the graph: n per batch
                 self.spec[node] = ("nodes", None)
             elif self._alignment(node, None) == "walks":  # a row per frontier node, encoded
                 self.spec[node] = ("walks", None)
-            elif self._alignment(node, None) == "entries":    # a value per frontier entry
+            elif self._alignment(node, None) == "entries":  # a value per frontier entry
                 self.spec[node] = ("entries", enc_cols)
             else:
-                self._refuse(f"the op table does not say how the result of {node.op.value} "
-                             "lines up with its matrix as rows of the graph (gsample.ir.ops)")
+                self._refuse(
+                    f"the op table does not say how the result of {node.op.value} "
+                    "lines up with its matrix as rows of the graph (gsample.ir.ops)"
+                )
             return True
-        ins[c] = self._helper(blocks.decode_cols, [enc_cols], {"n": self.n, "copies": self.N},
-                              ENC, Kind.TENSOR, before=node)
-        enc = self._helper(blocks.encode_columns, [node, enc_cols],
-                           {"n": self.n, "copies": self.N}, ENC, Kind.MATRIX, after=node)
+        ins[c] = self._helper(
+            blocks.decode_cols,
+            [enc_cols],
+            {"n": self.n, "copies": self.N},
+            ENC,
+            Kind.TENSOR,
+            before=node,
+        )
+        enc = self._helper(
+            blocks.encode_columns,
+            [node, enc_cols],
+            {"n": self.n, "copies": self.N},
+            ENC,
+            Kind.MATRIX,
+            after=node,
+        )
         self.g.replace_uses(node, enc)
         enc.inputs["0"] = node
         self.spec[enc] = ("matrix", enc)

@@ -4,6 +4,7 @@
 The implementation lives in :mod:`gsample.interop.pyg.loader`; this package is its public
 import path.
 """
+
 from gsample.interop.pyg.loader import (
     PYG_ONLY,
     NeighborLoader,
@@ -15,5 +16,13 @@ from gsample.interop.pyg.loader import (
     with_edge_weight,
 )
 
-__all__ = ["NeighborLoader", "PYG_ONLY", "PygOnly", "Sampler", "batch_key",
-           "check_pyg_arguments", "neighbor_sample", "with_edge_weight"]
+__all__ = [
+    "PYG_ONLY",
+    "NeighborLoader",
+    "PygOnly",
+    "Sampler",
+    "batch_key",
+    "check_pyg_arguments",
+    "neighbor_sample",
+    "with_edge_weight",
+]

@@ -10,9 +10,10 @@ runtime -> backends -> kernels).
   block-diagonal graph (``gs.DataLoader(..., super_batch=N)``);
 * :class:`Options`: the runtime's switches (ablations).
 """
+
 from gsample.runtime.interpret import interpret
 from gsample.runtime.lower import lower
 from gsample.runtime.options import Options
 from gsample.runtime.program import Program, Step, run
 
-__all__ = ["Options", "Program", "Step", "lower", "run", "interpret"]
+__all__ = ["Options", "Program", "Step", "interpret", "lower", "run"]

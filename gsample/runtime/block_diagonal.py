@@ -29,6 +29,7 @@ Examples
 >>> [p.tolist() for p in split(enc, spec="ids", n=10, copies=2)]
 [[3, 7], [3]]
 """
+
 from __future__ import annotations
 
 import operator
@@ -36,15 +37,13 @@ from dataclasses import dataclass
 
 import torch
 
-from gsample.base import validate as V
-from gsample.formats.csc import CSC, segment_ptr
-from gsample.ir.graph import map_template
-from gsample.base.random import batch_ptr
-
-
 # ----------------------------------------------------------------------------- frontiers
 # (shared with the torch backend's super-batched sampling, which defines them)
-from gsample.backend.torch.batched import batch_order, encode_columns, frontier  # noqa: E402,F401
+from gsample.backend.torch.batched import batch_order, encode_columns, frontier
+from gsample.base import validate as V
+from gsample.base.random import batch_ptr
+from gsample.formats.csc import CSC, segment_ptr
+from gsample.ir.graph import map_template
 
 
 def decode_cols(cols: torch.Tensor, n: int, copies: int) -> torch.Tensor:
@@ -62,21 +61,29 @@ def join(values: list, n: int, ids: bool, name: str):
     ones in batch order); scalars (numbers, 0-dim tensors) must agree between batches.
     """
     if ids:
-        parts = [V.ids(v, name, n, v.device if isinstance(v, torch.Tensor) else None) + b * n
-                 for b, v in enumerate(values)]
+        parts = [
+            V.ids(v, name, n, v.device if isinstance(v, torch.Tensor) else None) + b * n
+            for b, v in enumerate(values)
+        ]
         return torch.cat(parts)
     if any(not isinstance(v, torch.Tensor) or v.dim() == 0 for v in values):
         if not all(_same_scalar(values[0], v) for v in values[1:]):
-            raise ValueError(f"{name}: a scalar that differs between the mini-batches of a "
-                             "super-batch (super_batch): pass one value per edge instead")
+            raise ValueError(
+                f"{name}: a scalar that differs between the mini-batches of a "
+                "super-batch (super_batch): pass one value per edge instead"
+            )
         return values[0]
     return torch.cat(values)
 
 
 def _same_scalar(a, b) -> bool:
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        return a.dim() == b.dim() == 0 and a.dtype == b.dtype and a.device == b.device \
+        return (
+            a.dim() == b.dim() == 0
+            and a.dtype == b.dtype
+            and a.device == b.device
             and bool(torch.equal(a, b))
+        )
     return not isinstance(a, torch.Tensor) and type(a) is type(b) and a == b
 
 
@@ -102,7 +109,7 @@ def join_matrices(parts: list, n: int) -> CSC:
     for p in parts:
         edges_before.append(edges_before[-1] + p.nnz)
 
-    def ids(field, every):          # None when every batch's is None (all nodes)
+    def ids(field, every):  # None when every batch's is None (all nodes)
         if all(getattr(p, field) is None for p in parts):
             return None
         return torch.cat([every(p) + b * n for b, p in enumerate(parts)])
@@ -111,11 +118,13 @@ def join_matrices(parts: list, n: int) -> CSC:
         if all(getattr(p, field) is None for p in parts):
             return None
         return torch.cat([every(p) for p in parts])
+
     like = next((p.values.dtype for p in parts if p.values is not None), torch.float32)
     return CSC(
         num_nodes=copies * n,
-        indptr=torch.cat([parts[0].indptr[:1]] + [p.indptr[1:] + edges_before[b]
-                                                   for b, p in enumerate(parts)]).to(dev),
+        indptr=torch.cat(
+            [parts[0].indptr[:1]] + [p.indptr[1:] + edges_before[b] for b, p in enumerate(parts)]
+        ).to(dev),
         rows=torch.cat([p.rows + rows_before[b] for b, p in enumerate(parts)]),
         row_ids=ids("row_ids", CSC.all_row_ids),
         col_ids=ids("col_ids", CSC.global_cols),
@@ -125,7 +134,8 @@ def join_matrices(parts: list, n: int) -> CSC:
 
 
 def _to_csc(M):
-    from gsample.formats.layouts import to_csc         # outputs are CSC; any other form converts exactly
+    from gsample.formats.layouts import to_csc  # outputs are CSC; any other form converts exactly
+
     return to_csc(M)
 
 
@@ -135,6 +145,7 @@ class Bounds:
     """Where each batch's columns, rows and edges start in a super-batch matrix (lists of
     ``copies + 1`` positions; edges in CSC order), and the same on the device (``device``:
     a ``(3, copies + 1)`` LongTensor) for vectorised splits."""
+
     cols: list
     rows: list
     edges: list
@@ -147,6 +158,7 @@ def bounds(M, n: int, copies: int) -> Bounds:
     dev = M.device
     if dev.type == "cuda":
         from gsample.backend.cuda import split as cuda_split
+
         if cuda_split.applies(M):
             both = cuda_split.batch_bounds(M, n, copies)
             c, r, e = both.tolist()
@@ -157,7 +169,7 @@ def bounds(M, n: int, copies: int) -> Bounds:
     rows = batches * n if M.row_ids is None else torch.searchsorted(M.row_ids // n, batches)
     if isinstance(M, CSC):
         edges = M.indptr[cols]
-    else:                           # CSR / COO: count each batch's edges
+    else:  # CSR / COO: count each batch's edges
         col_batch = M.global_cols()[M.edge_cols()] // n
         edges = segment_ptr(torch.bincount(col_batch, minlength=copies))
     both = torch.stack([cols, rows, edges])
@@ -185,8 +197,10 @@ def _part(value: torch.Tensor, lo: int, hi: int, shift) -> torch.Tensor:
     part = value[lo:hi]
     if shift:
         return part - shift
-    if part.is_contiguous() and (value.data_ptr() + lo * value.stride(0) * value.element_size()) \
-            % _ALIGN == 0:
+    if (
+        part.is_contiguous()
+        and (value.data_ptr() + lo * value.stride(0) * value.element_size()) % _ALIGN == 0
+    ):
         return part
     return part.clone()
 
@@ -194,8 +208,12 @@ def _part(value: torch.Tensor, lo: int, hi: int, shift) -> torch.Tensor:
 def _aligned_rows(value, n: int, copies: int) -> bool:
     """Whether every batch's ``n`` rows of ``value`` start :data:`_ALIGN`-aligned (so
     :func:`_part` would make each a view)."""
-    if not isinstance(value, torch.Tensor) or value.dim() == 0 or value.shape[0] != n * copies \
-            or not value.is_contiguous():
+    if (
+        not isinstance(value, torch.Tensor)
+        or value.dim() == 0
+        or value.shape[0] != n * copies
+        or not value.is_contiguous()
+    ):
         return False
     row = value.stride(0) * value.element_size()
     return value.data_ptr() % _ALIGN == 0 and (n * row) % _ALIGN == 0
@@ -217,11 +235,11 @@ def split(value, bnd=None, *, spec, n: int, copies: int) -> list:
         return split_matrix(value, bnd, n, copies)
     if spec == "walks":
         return split_walks(value, n, copies)
-    if spec == "entries":           # a value per entry of the encoded frontier `bnd`
+    if spec == "entries":  # a value per entry of the encoded frontier `bnd`
         ptr = batch_ptr(bnd // n, copies)
         return [_part(value, ptr[b], ptr[b + 1], 0) for b in range(copies)]
-    if spec == "nodes":             # one value per node of the graph, batch after batch
-        if _aligned_rows(value, n, copies):      # every part a view: one call makes them
+    if spec == "nodes":  # one value per node of the graph, batch after batch
+        if _aligned_rows(value, n, copies):  # every part a view: one call makes them
             return list(value.view(copies, n, *value.shape[1:]).unbind(0))
         return [_part(value, b * n, (b + 1) * n, 0) for b in range(copies)]
     if isinstance(spec, tuple):
@@ -270,7 +288,7 @@ def split_matrix(M, bnd: Bounds, n: int, copies: int) -> list:
     cols_d, rows_d, edges_d = bnd.device
     batch = torch.arange(copies, device=dev)
 
-    def owners(ptr_d, total):     # the batch of each of `total` positions delimited by ptr_d
+    def owners(ptr_d, total):  # the batch of each of `total` positions delimited by ptr_d
         return torch.repeat_interleave(batch, ptr_d[1:] - ptr_d[:-1], output_size=total)
 
     # indptr: batch b's column pointer (c1 - c0 + 1 entries) at c0 + b, minus its first edge
@@ -279,13 +297,13 @@ def split_matrix(M, bnd: Bounds, n: int, copies: int) -> list:
     at = torch.arange(C + copies, device=dev) - b_of + bnd.cols[0]
     indptr = M.indptr[at] - edges_d[b_of]
     # ids are b * n + v: v is id % n (one launch, no batch of each position needed)
-    rows = M.rows[bnd.edges[0]:bnd.edges[-1]]
-    if M.row_ids is None:           # rows are ids of the super-batch's graph
+    rows = M.rows[bnd.edges[0] : bnd.edges[-1]]
+    if M.row_ids is None:  # rows are ids of the super-batch's graph
         rows = rows % n
-    else:                           # rows index the row space: each batch's start off
+    else:  # rows index the row space: each batch's start off
         rows = rows - rows_d[owners(edges_d, bnd.edges[-1] - bnd.edges[0])]
-    col_ids = None if M.col_ids is None else M.col_ids[bnd.cols[0]:bnd.cols[-1]] % n
-    row_ids = None if M.row_ids is None else M.row_ids[bnd.rows[0]:bnd.rows[-1]] % n
+    col_ids = None if M.col_ids is None else M.col_ids[bnd.cols[0] : bnd.cols[-1]] % n
+    row_ids = None if M.row_ids is None else M.row_ids[bnd.rows[0] : bnd.rows[-1]] % n
     return _parts(M, bnd, n, copies, indptr, rows, col_ids, row_ids)
 
 
@@ -296,6 +314,7 @@ def _decoded(M: CSC, bnd: Bounds, n: int):
     if M.device.type != "cuda" or bnd.device is None:
         return None
     from gsample.backend.cuda import split as cuda_split
+
     if not cuda_split.applies(M):
         return None
     return cuda_split.split_decode(M, bnd.cols, bnd.rows, bnd.edges, bnd.device, n)
@@ -309,17 +328,21 @@ def _parts(M: CSC, bnd: Bounds, n: int, copies: int, indptr, rows, col_ids, row_
     edges_n = [bnd.edges[b + 1] - bnd.edges[b] for b in range(copies)]
     e_lo, e_hi = bnd.edges[0], bnd.edges[-1]
     parts = [indptr.split([c + 1 for c in cols_n]), rows.split(edges_n)]
-    parts += [None if t is None else t.split(sizes) for t, sizes in (
-        (row_ids, [bnd.rows[b + 1] - bnd.rows[b] for b in range(copies)]),
-        (col_ids, cols_n),
-        (None if M.values is None else M.values[e_lo:e_hi], edges_n),
-        (None if M.eids is None else M.eids[e_lo:e_hi], edges_n))]
+    parts += [
+        None if t is None else t.split(sizes)
+        for t, sizes in (
+            (row_ids, [bnd.rows[b + 1] - bnd.rows[b] for b in range(copies)]),
+            (col_ids, cols_n),
+            (None if M.values is None else M.values[e_lo:e_hi], edges_n),
+            (None if M.eids is None else M.eids[e_lo:e_hi], edges_n),
+        )
+    ]
     none = (None,) * copies
     make = CSC.of
     return [make(n, *fields) for fields in zip(*(none if p is None else p for p in parts))]
 
 
-def gather(x, ids: torch.Tensor, n: int = None):
+def gather(x, ids: torch.Tensor, n: int | None = None):
     """``x[ids]`` for encoded node ids (batch ``b``'s node ``v`` is ``b * n + v``): each
     batch's part is ``x_b[v]``, its own ``x[ids]``, in batch order.
 
@@ -347,7 +370,7 @@ def gather(x, ids: torch.Tensor, n: int = None):
 
 # ----------------------------------------------------------------------------- dense code
 def _call(fn, args, kwargs):
-    if isinstance(fn, tuple):                     # ("method", name)
+    if isinstance(fn, tuple):  # ("method", name)
         return getattr(args[0], fn[1])(*args[1:], **kwargs)
     return fn(*args, **kwargs)
 
@@ -372,8 +395,9 @@ class PerBatch:
     def __call__(self, **inputs) -> list:
         out = []
         for b in range(self.copies):
-            get = lambda ref: inputs[ref.name][b] if ref.name in self.per_batch \
-                else inputs[ref.name]  # noqa: E731
+            get = lambda ref: (
+                inputs[ref.name][b] if ref.name in self.per_batch else inputs[ref.name]
+            )
             out.append(_call(self.fn, *map_template(self.template, get)))
         return out
 
@@ -382,15 +406,55 @@ class PerBatch:
 #: arithmetic exact per element, whose result does not depend on where the element sits
 #: (vectorised or not, CPU or GPU), so one call over ``N * n`` values gives every batch's
 #: own bits (not transcendental functions: a CPU's vector and scalar code round apart)
-EXACT_ELEMENTWISE = frozenset({
-    operator.add, operator.sub, operator.mul, operator.truediv, operator.neg, operator.pos,
-    operator.abs, operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
-    torch.add, torch.sub, torch.mul, torch.div, torch.true_divide, torch.where, torch.clamp,
-    torch.clamp_min, torch.clamp_max, torch.minimum, torch.maximum, torch.sqrt, torch.abs,
-    torch.neg})
-EXACT_METHODS = frozenset({
-    "add", "sub", "mul", "div", "true_divide", "clamp", "clamp_min", "clamp_max", "minimum",
-    "maximum", "sqrt", "abs", "neg", "where"})     # (operators trace to operator.*)
+EXACT_ELEMENTWISE = frozenset(
+    {
+        operator.add,
+        operator.sub,
+        operator.mul,
+        operator.truediv,
+        operator.neg,
+        operator.pos,
+        operator.abs,
+        operator.lt,
+        operator.le,
+        operator.gt,
+        operator.ge,
+        operator.eq,
+        operator.ne,
+        torch.add,
+        torch.sub,
+        torch.mul,
+        torch.div,
+        torch.true_divide,
+        torch.where,
+        torch.clamp,
+        torch.clamp_min,
+        torch.clamp_max,
+        torch.minimum,
+        torch.maximum,
+        torch.sqrt,
+        torch.abs,
+        torch.neg,
+    }
+)
+EXACT_METHODS = frozenset(
+    {
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "true_divide",
+        "clamp",
+        "clamp_min",
+        "clamp_max",
+        "minimum",
+        "maximum",
+        "sqrt",
+        "abs",
+        "neg",
+        "where",
+    }
+)  # (operators trace to operator.*)
 #: keywords that make an exact function inexact or not elementwise (``a + alpha * b`` is
 #: fused on a CPU's vector path only; ``out=`` writes in place)
 _INEXACT_KWARGS = frozenset({"alpha", "rounding_mode", "out"})
@@ -408,8 +472,12 @@ def exact_elementwise(fn, template) -> bool:
 def full_reduction(fn, template) -> bool:
     """Whether ``fn`` called as ``template`` is a tensor method reducing all its elements
     (``p.sum()``): a 0-dim tensor."""
-    return isinstance(fn, tuple) and fn[1] in FULL_REDUCTIONS and len(template[0]) == 1 \
+    return (
+        isinstance(fn, tuple)
+        and fn[1] in FULL_REDUCTIONS
+        and len(template[0]) == 1
         and not template[1]
+    )
 
 
 class Elementwise:
@@ -425,8 +493,7 @@ class Elementwise:
     batch, its results concatenated: the same values either way.
     """
 
-    def __init__(self, fn, template, nodes: frozenset, scalars: frozenset, copies: int,
-                 n: int):
+    def __init__(self, fn, template, nodes: frozenset, scalars: frozenset, copies: int, n: int):
         self.fn, self.template, self.nodes, self.scalars = fn, template, nodes, scalars
         self.copies, self.n = copies, n
         self.__name__ = self.__qualname__ = f"batched({_label(fn)})"
@@ -445,13 +512,14 @@ class Elementwise:
             if ref.name in self.nodes:
                 return _part(v, b * n, (b + 1) * n, 0)
             return v[b] if ref.name in self.scalars else v
+
         return _call(self.fn, *map_template(self.template, get))
 
     def _batched(self, inputs: dict):
         N, n = self.copies, self.n
         first = inputs[next(iter(self.nodes))]
         dev, dtype = first.device, first.dtype
-        if dtype in (torch.float16, torch.bfloat16):    # (scalar special cases on a CPU)
+        if dtype in (torch.float16, torch.bfloat16):  # (scalar special cases on a CPU)
             return None
         args = {}
         for k, v in inputs.items():
@@ -460,8 +528,13 @@ class Elementwise:
                     return None
                 args[k] = v.view(N, n)
             elif k in self.scalars:
-                if not all(isinstance(x, torch.Tensor) and x.dim() == 0 and x.dtype == dtype
-                           and x.device == dev for x in v):
+                if not all(
+                    isinstance(x, torch.Tensor)
+                    and x.dim() == 0
+                    and x.dtype == dtype
+                    and x.device == dev
+                    for x in v
+                ):
                     return None
                 args[k] = torch.stack(v).view(N, 1)
             elif isinstance(v, torch.Tensor) and (v.dtype != dtype or v.dim() != 0):
@@ -494,8 +567,13 @@ class Scalars(PerBatch):
         args = {}
         for k, v in inputs.items():
             if k in self.per_batch:
-                if not all(isinstance(x, torch.Tensor) and x.dim() == 0 and x.dtype == first.dtype
-                           and x.device == first.device for x in v):
+                if not all(
+                    isinstance(x, torch.Tensor)
+                    and x.dim() == 0
+                    and x.dtype == first.dtype
+                    and x.device == first.device
+                    for x in v
+                ):
                     return super().__call__(**inputs)
                 args[k] = torch.stack(v)
             elif isinstance(v, torch.Tensor):
@@ -519,6 +597,7 @@ class RunOp:
     def __call__(self, **inputs):
         from gsample.backend import get_backend
         from gsample.ir import info
+
         kwargs = {**inputs, **self.attrs}
         check = info(self.op).check
         if check is not None:
@@ -538,8 +617,9 @@ class PerBatchDraw:
     the list of the ``copies`` results.
     """
 
-    def __init__(self, fn, names: tuple, attrs: dict, per_batch: frozenset, check=None,
-                 label: str = ""):
+    def __init__(
+        self, fn, names: tuple, attrs: dict, per_batch: frozenset, check=None, label: str = ""
+    ):
         self.fn, self.names, self.attrs, self.per_batch = fn, tuple(names), attrs, per_batch
         self.check = check
         self.__name__ = self.__qualname__ = f"per_batch_draw({label or _label(fn)})"
@@ -569,6 +649,13 @@ class Assemble:
 
         def wrap(value):
             return Matrix(value) if isinstance(value, CSC) else value
-        return [map_template(self.template, lambda ref: wrap(
-            inputs[ref.name][b] if ref.name in self.per_batch else inputs[ref.name]))
-            for b in range(self.copies)]
+
+        return [
+            map_template(
+                self.template,
+                lambda ref: wrap(
+                    inputs[ref.name][b] if ref.name in self.per_batch else inputs[ref.name]
+                ),
+            )
+            for b in range(self.copies)
+        ]

@@ -1,4 +1,5 @@
 """``CACHED`` values: frontier-independent values computed once per graph, then reused."""
+
 from __future__ import annotations
 
 import weakref
@@ -9,7 +10,7 @@ from gsample.formats.csc import CSC
 from gsample.formats.placement import offload
 from gsample.ir import Op
 
-_VALUES: "weakref.WeakKeyDictionary[CSC, dict]" = weakref.WeakKeyDictionary()
+_VALUES: weakref.WeakKeyDictionary[CSC, dict] = weakref.WeakKeyDictionary()
 
 
 class CachedValue:
@@ -25,21 +26,35 @@ class CachedValue:
         self.program = node.attrs["program"]
         self.backend, self.options = backend, options
         self.key = (backend, node.meta.get("cache_key", id(self.program)))
-        self.consts = [n.attrs["value"] for n in self.program.nodes if n.op is Op.CONSTANT
-                       and isinstance(n.attrs["value"], torch.Tensor)]
+        self.consts = [
+            n.attrs["value"]
+            for n in self.program.nodes
+            if n.op is Op.CONSTANT and isinstance(n.attrs["value"], torch.Tensor)
+        ]
         (self.name,) = [n.attrs["name"] for n in self.program.nodes if n.op is Op.INPUT]
         self.lowered = {}
 
     def __call__(self, graph: CSC):
         per_graph = _VALUES.setdefault(graph, {})
-        stamp = tuple(t._version for t in (graph.indptr, graph.rows, graph.row_ids,
-                                           graph.col_ids, graph.values, graph.eids,
-                                           *self.consts) if isinstance(t, torch.Tensor))
+        stamp = tuple(
+            t._version
+            for t in (
+                graph.indptr,
+                graph.rows,
+                graph.row_ids,
+                graph.col_ids,
+                graph.values,
+                graph.eids,
+                *self.consts,
+            )
+            if isinstance(t, torch.Tensor)
+        )
         hit = per_graph.get(self.key)
         if hit is None or hit[1] != stamp:
             from gsample.matrix.sparse import Matrix
             from gsample.runtime.lower import lower
             from gsample.runtime.program import run
+
             device = str(graph.device)
             if device not in self.lowered:
                 self.lowered[device] = lower(self.program, self.backend, self.options, device)

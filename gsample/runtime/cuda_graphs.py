@@ -34,6 +34,7 @@ refuses) or where ``GSAMPLE_CUDA_GRAPHS=0`` says so (``scripts/memcheck.py`` set
 ``cudaMallocAsync``, whose graph allocations compute-sanitizer reports as out of bounds even
 for plain PyTorch code); the region then runs eagerly, drawing the same samples.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -46,24 +47,34 @@ from dataclasses import dataclass, field, replace
 import torch
 
 from gsample.base import validate as V
-from gsample.formats.bounded import (READ_BACK, Bounded, BoundedIds, NotCapturable, PendingSizes,
-                               copy_all, counts, current_stream)
-from gsample.formats.bounded import trim_parts
-from gsample.formats.replayed import Replayed, counted, pack_groups, packable
-from gsample.formats.csc import CSC
 from gsample.base.random import DeviceKey
-
+from gsample.formats.bounded import (
+    READ_BACK,
+    Bounded,
+    BoundedIds,
+    NotCapturable,
+    PendingSizes,
+    copy_all,
+    counts,
+    current_stream,
+    trim_parts,
+)
+from gsample.formats.csc import CSC
+from gsample.formats.replayed import Replayed, counted, pack_groups, packable
 
 _CUDA = torch.device("cuda")
 
 #: graphs kept per region (argument shapes; a new one past this runs eagerly)
 MAX_GRAPHS = 8
 
+
 def enabled() -> bool:
     """Whether regions may be captured in this process (see the module's docstring)."""
-    return (torch.cuda.is_available()
-            and os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING", "0") != "1"
-            and os.environ.get("GSAMPLE_CUDA_GRAPHS", "1") != "0")
+    return (
+        torch.cuda.is_available()
+        and os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING", "0") != "1"
+        and os.environ.get("GSAMPLE_CUDA_GRAPHS", "1") != "0"
+    )
 
 
 #: held while a graph is captured; the pipelined DataLoader's gathering thread holds it
@@ -79,9 +90,10 @@ def regions(program) -> list:
     the same objects from call to call), in order. A layer-wise sampler has one per layer:
     its read-back of the layer's sizes ends each."""
     from gsample.ir import Kind, Op
+
     made_by = {}
     for s in program.steps:
-        for o in ((s.out,) if isinstance(s.out, int) else s.out):
+        for o in (s.out,) if isinstance(s.out, int) else s.out:
             made_by[o] = s
 
     def fresh_matrix(slot, start):
@@ -89,9 +101,14 @@ def regions(program) -> list:
         call, which a graph cannot read in place). A step with one output holds its node's
         value; checks (several outputs) hold the tensors they checked."""
         s = made_by.get(slot)
-        return (s is not None and isinstance(s.out, int) and program.steps.index(s) < start
-                and s.node is not None and s.node.kind is Kind.MATRIX
-                and s.node.op is not Op.CACHED)
+        return (
+            s is not None
+            and isinstance(s.out, int)
+            and program.steps.index(s) < start
+            and s.node is not None
+            and s.node.kind is Kind.MATRIX
+            and s.node.op is not Op.CACHED
+        )
 
     runs, start = [], None
     for i, s in enumerate(program.steps):
@@ -112,13 +129,19 @@ def regions(program) -> list:
     arguments = {slot for _, slot, matrix in program.inputs if not matrix}
     trimmed = []
     for begin, end in runs:
-        while begin < end and program.steps[begin].check \
-                and arguments & set(program.steps[begin].args):
+        while (
+            begin < end
+            and program.steps[begin].check
+            and arguments & set(program.steps[begin].args)
+        ):
             begin += 1
         trimmed.append((begin, end))
     # one step alone is not worth a graph, unless it is a two-phase op's device part
-    return [r for r in trimmed if r[1] - r[0] >= 2
-            or any(s.device_part for s in program.steps[r[0]:r[1]])]
+    return [
+        r
+        for r in trimmed
+        if r[1] - r[0] >= 2 or any(s.device_part for s in program.steps[r[0] : r[1]])
+    ]
 
 
 def bucket(n: int) -> int:
@@ -130,15 +153,15 @@ def bucket(n: int) -> int:
 @dataclass
 class _Captured:
     graph: object
-    statics: dict                      # slot -> the static value the graph reads
-    outputs: dict                      # slot -> the value the graph leaves there
+    statics: dict  # slot -> the static value the graph reads
+    outputs: dict  # slot -> the value the graph leaves there
     failures: list = field(default_factory=list)
-    replayed: object = None            # formats.replayed.Replayed: the results' counts and
-                                       # check flags the graph copies to pinned memory
+    replayed: object = None  # formats.replayed.Replayed: the results' counts and
+    # check flags the graph copies to pinned memory
     matrices: list = field(default_factory=list)  # read in place: kept alive (their ids key it)
     storages: frozenset = frozenset()  # of the outputs: what a replay overwrites
-    held: tuple = ()                   # what the graph reads besides (the pack's descriptions)
-    keys: tuple = None                 # (pinned, device) keys the graph copies (Region.run)
+    held: tuple = ()  # what the graph reads besides (the pack's descriptions)
+    keys: tuple = None  # (pinned, device) keys the graph copies (Region.run)
 
 
 class Region:
@@ -155,14 +178,17 @@ class Region:
         # results the output's trim takes right after this region: packed by the graph at
         # its end (one copy out of its memory after a replay, formats.replayed.ReplayedTrim)
         after = program.steps[stop] if stop < len(program.steps) else None
-        self.packed = tuple(after.args) if after is not None and after.trim \
-            and after.args and set(after.args) <= made else ()
+        self.packed = (
+            tuple(after.args)
+            if after is not None and after.trim and after.args and set(after.args) <= made
+            else ()
+        )
         self.captured: dict = {}
         self.seen: set = set()
-        self.refused: set = set()             # keys whose steps read back (run eagerly)
+        self.refused: set = set()  # keys whose steps read back (run eagerly)
         self.enabled = enabled()
 
-    def fresh(self) -> "Region":
+    def fresh(self) -> Region:
         """These steps with no graph captured yet (another lane's, ``Program.acquire``)."""
         other = copy.copy(self)
         other.captured, other.seen, other.refused = {}, set(), set()
@@ -173,23 +199,22 @@ class Region:
         for slot in self.inputs:
             v = env[slot]
             if isinstance(v, torch.Tensor):
-                if not v.is_cuda:             # a host tensor's copy cannot be captured
+                if not v.is_cuda:  # a host tensor's copy cannot be captured
                     return None
-                if slot in self.in_place:     # read in place: the same storage, unchanged
+                if slot in self.in_place:  # read in place: the same storage, unchanged
                     key.append(("p", v.data_ptr(), v._version, v.shape, v.dtype))
                 else:
                     key.append(("t", v.shape, v.dtype, v.device))
             elif isinstance(v, DeviceKey):
                 key.append(("k", v.copies, v.num_nodes))
             elif isinstance(v, CSC):
-                key.append(("m", id(v), v.indptr.data_ptr(), v.indptr._version,
-                            v.rows._version))
-            elif isinstance(v, BoundedIds):   # a frontier: its buffer's size bucketed
+                key.append(("m", id(v), v.indptr.data_ptr(), v.indptr._version, v.rows._version))
+            elif isinstance(v, BoundedIds):  # a frontier: its buffer's size bucketed
                 key.append(("b", bucket(v.bound), v.data.dtype, v.device))
             elif isinstance(v, Bounded):
-                return None                   # not captured: a bounded matrix
+                return None  # not captured: a bounded matrix
             elif isinstance(v, list) or hasattr(v, "__array__"):
-                return None                   # ids on the host: converted by a copy
+                return None  # ids on the host: converted by a copy
             else:
                 plain = isinstance(v, (int, float, str, bool, type(None)))
                 key.append(("v", type(v).__qualname__, v if plain else id(v)))
@@ -204,10 +229,10 @@ class Region:
         None."""
         key = self._key(env)
         cap = self.captured.get(key) if key is not None else None
-        if cap is not None:                   # the steady state: a replay
+        if cap is not None:  # the steady state: a replay
             self._load(cap, env)
             if keys is not None and (cap.keys is None or cap.keys[0] is not keys[0]):
-                _copy_keys(keys)              # (captured without this copy)
+                _copy_keys(keys)  # (captured without this copy)
             cap.graph.replay()
             return self._replayed(cap, env)
         if key is None or not self.enabled or key in self.refused:
@@ -215,7 +240,7 @@ class Region:
             run_steps(self.steps, env)
             return None
         if key not in self.seen or len(self.captured) >= MAX_GRAPHS:
-            self.seen.add(key)                # warm-up: kernels compiled, scratch allocated
+            self.seen.add(key)  # warm-up: kernels compiled, scratch allocated
             _copy_keys(keys)
             run_steps(self.steps, env)
             if self.packed:
@@ -223,7 +248,7 @@ class Region:
             return None
         try:
             cap = self.captured[key] = self._capture(env, run_steps, keys)
-        except NotCapturable:                 # an exact fallback: this key runs eagerly
+        except NotCapturable:  # an exact fallback: this key runs eagerly
             self.refused.add(key)
             _copy_keys(keys)
             run_steps(self.steps, env)
@@ -238,8 +263,8 @@ class Region:
             record.failures.extend(cap.failures)
         for slot, value in cap.outputs.items():
             env[slot] = value
-        if cap.replayed is not None:       # the graph copied them out: read without a copy
-            cap.replayed.done.record(current_stream(_CUDA))     # (the current device's)
+        if cap.replayed is not None:  # the graph copied them out: read without a copy
+            cap.replayed.done.record(current_stream(_CUDA))  # (the current device's)
             READ_BACK.set(cap.replayed)
         return cap.storages
 
@@ -247,10 +272,10 @@ class Region:
         for slot, static in cap.statics.items():
             v = env[slot]
             if isinstance(v, DeviceKey):
-                if v.tensor.data_ptr() != static.tensor.data_ptr():   # not the program's own
+                if v.tensor.data_ptr() != static.tensor.data_ptr():  # not the program's own
                     static.tensor.copy_(v.tensor, non_blocking=True)
             elif isinstance(v, BoundedIds):  # the ids, then the count (padding: unspecified)
-                static.data[:v.bound].copy_(v.data, non_blocking=True)
+                static.data[: v.bound].copy_(v.data, non_blocking=True)
                 static.count.copy_(v.count, non_blocking=True)
             else:
                 static.copy_(v, non_blocking=True)
@@ -259,14 +284,14 @@ class Region:
         statics = {}
         for slot in self.inputs:
             v = env[slot]
-            if isinstance(v, DeviceKey):       # the program's key buffer stays in place
+            if isinstance(v, DeviceKey):  # the program's key buffer stays in place
                 statics[slot] = v if v.static else replace(v, tensor=v.tensor.clone())
             elif isinstance(v, torch.Tensor) and slot not in self.in_place:
                 statics[slot] = v.clone()
             elif isinstance(v, BoundedIds):
                 # padding past the bound: node 0, a valid id (as padding may be read)
                 data = torch.zeros(bucket(v.bound), dtype=v.data.dtype, device=v.device)
-                data[:v.bound].copy_(v.data)
+                data[: v.bound].copy_(v.data)
                 statics[slot] = BoundedIds(data, v.count.clone())
         work = list(env)
         for slot, static in statics.items():
@@ -276,45 +301,64 @@ class Region:
         graph = torch.cuda.CUDAGraph()
         torch.cuda.current_stream().synchronize()
         pinned = None
-        desc = torch.empty(24 * len(self.packed), dtype=torch.int64, pin_memory=True) \
-            if self.packed else None          # room for the packed parts' descriptions
+        desc = (
+            torch.empty(24 * len(self.packed), dtype=torch.int64, pin_memory=True)
+            if self.packed
+            else None
+        )  # room for the packed parts' descriptions
         # thread_local: the pipelined DataLoader captures in its sampling thread while the
         # caller's thread trains (allocates, syncs); "global" would refuse those calls there
-        with CAPTURE_LOCK, _gc_paused(), torch.cuda.graph(graph,
-                                                          capture_error_mode="thread_local"):
+        with CAPTURE_LOCK, _gc_paused(), torch.cuda.graph(graph, capture_error_mode="thread_local"):
             try:
-                _copy_keys(keys)              # the graph copies each replay's keys itself
+                _copy_keys(keys)  # the graph copies each replay's keys itself
                 run_steps(self.steps, work)
-            except NotCapturable:             # raised before any read-back: a clean end
+            except NotCapturable:  # raised before any read-back: a clean end
                 if record is not None:
                     del record.failures[before:]
                 raise
             # the counts of the bounded results, the sizes a two-phase step's finish reads
             # and the check flags, copied to pinned host memory by the graph itself: the
             # read-back after a replay only waits
-            scalars = [t for s in self.outputs if isinstance(work[s], Bounded)
-                       for t in counts(work[s])]
-            scalars += [t for s in self.outputs if isinstance(work[s], PendingSizes)
-                        for t in work[s].scalars]
+            scalars = [
+                t for s in self.outputs if isinstance(work[s], Bounded) for t in counts(work[s])
+            ]
+            scalars += [
+                t
+                for s in self.outputs
+                if isinstance(work[s], PendingSizes)
+                for t in work[s].scalars
+            ]
             scalars += [f[0] for f in (record.failures[before:] if record is not None else [])]
-            packed, held = _pack([work[s] for s in self.packed], desc) if self.packed \
-                else (None, ())
+            packed, held = (
+                _pack([work[s] for s in self.packed], desc) if self.packed else (None, ())
+            )
             if scalars:
                 pinned = torch.empty(len(scalars), dtype=torch.int64, pin_memory=True)
-                pinned.copy_(torch.cat([t.reshape(1).to(torch.int64) for t in scalars]),
-                             non_blocking=True)
+                pinned.copy_(
+                    torch.cat([t.reshape(1).to(torch.int64) for t in scalars]), non_blocking=True
+                )
         failures = list(record.failures[before:]) if record is not None else []
         if record is not None:
             del record.failures[before:]
         outputs = {s: work[s] for s in self.outputs}
-        replayed = None if pinned is None else \
-            Replayed(pinned, scalars, [*outputs.values(), *(f[0] for f in failures)],
-                     packed=packed)
-        cap = _Captured(graph, statics, outputs, failures, replayed,
-                        [env[s] for s in self.inputs
-                         if isinstance(env[s], CSC) or s in self.in_place],
-                        frozenset(p for v in outputs.values() for p in storages(v)), held,
-                        keys)
+        replayed = (
+            None
+            if pinned is None
+            else Replayed(
+                pinned, scalars, [*outputs.values(), *(f[0] for f in failures)], packed=packed
+            )
+        )
+        cap = _Captured(
+            graph,
+            statics,
+            outputs,
+            failures,
+            replayed,
+            [env[s] for s in self.inputs if isinstance(env[s], CSC) or s in self.in_place],
+            frozenset(p for v in outputs.values() for p in storages(v)),
+            held,
+            keys,
+        )
         graph.replay()
         return cap
 
@@ -330,12 +374,14 @@ def _pack(values: list, desc) -> tuple:
     if not values or not packable(parts) or 4 * len(parts) > desc.numel():
         return None, ()
     from gsample.backend.cuda.pack import pack_parts
+
     buffers, held, at = [], [desc], 0
     for dtype, idx in pack_groups(parts):
         group = [parts[i] for i in idx]
-        out = torch.empty(sum(t.numel() for t, _, _ in group), dtype=dtype,
-                          device=group[0][0].device)
-        held.append(pack_parts(group, out, desc[at:at + 4 * len(group)]))
+        out = torch.empty(
+            sum(t.numel() for t, _, _ in group), dtype=dtype, device=group[0][0].device
+        )
+        held.append(pack_parts(group, out, desc[at : at + 4 * len(group)]))
         buffers.append(out)
         at += 4 * len(group)
     return (values, buffers), tuple(held)
@@ -352,6 +398,7 @@ def _prepare_pack(values: list) -> None:
     parts = counted(values, trim_parts(values)[0])
     if values and packable(parts) and parts[0][0].is_cuda:
         from gsample.backend.cuda.pack import prepare
+
         for dtype, _ in pack_groups(parts):
             prepare(dtype, parts[0][0].device)
 
@@ -382,9 +429,18 @@ def storages(value):
     if isinstance(value, Bounded):
         value = value.csc
     if isinstance(value, CSC):
-        return tuple(t.untyped_storage().data_ptr() for t in (
-            value.indptr, value.rows, value.row_ids, value.col_ids, value.values, value.eids)
-            if t is not None)
+        return tuple(
+            t.untyped_storage().data_ptr()
+            for t in (
+                value.indptr,
+                value.rows,
+                value.row_ids,
+                value.col_ids,
+                value.values,
+                value.eids,
+            )
+            if t is not None
+        )
     return ()
 
 

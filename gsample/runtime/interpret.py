@@ -4,17 +4,18 @@ What compiled samplers ran before lowering existed, kept as the baseline of the 
 ablation: every node builds its arguments in a dictionary, looks its op up, and every op
 checks all its inputs as an eager call does. Samples are the lowered program's.
 """
+
 from __future__ import annotations
 
 from gsample.backend import get_backend, resolve, run_op
-from gsample.ir import Graph, Op, info, map_template
 from gsample.base.random import BatchKeys, KeyRange, _stream, op_key
+from gsample.ir import Graph, Op, info, map_template
 from gsample.runtime.lower import _wrap
 
 
 def _call_dense(fn, template, env_get):
     args, kwargs = map_template(template, env_get)
-    if isinstance(fn, tuple):                     # ("method", name)
+    if isinstance(fn, tuple):  # ("method", name)
         return getattr(args[0], fn[1])(*args[1:], **kwargs)
     return fn(*args, **kwargs)
 
@@ -24,13 +25,14 @@ def interpret(graph: Graph, args: dict, backend: str = "torch"):
     from gsample.matrix.sparse import Matrix
     from gsample.runtime.cached import CachedValue
     from gsample.runtime.options import Options
+
     be = get_backend(backend)
     stream = _stream()
     seed, base, batch = stream.seed, stream.ordinal, stream.batch_index
     stream.ordinal += graph.num_random
     env: dict = {}
     for node in graph.nodes:
-        get = lambda ref, n=node: env[n.inputs[ref.name]]  # noqa: E731
+        get = lambda ref, n=node: env[n.inputs[ref.name]]
         op = node.op
         if op is Op.INPUT:
             value = args[node.attrs["name"]]
@@ -47,27 +49,31 @@ def interpret(graph: Graph, args: dict, backend: str = "torch"):
             return map_template(node.attrs["template"], lambda ref: _wrap(get(ref)))
         else:
             d = info(op)
-            if "per_batch" in node.attrs:           # a super-batch's draw on the whole graph
+            if "per_batch" in node.attrs:  # a super-batch's draw on the whole graph
                 env[node] = _per_batch_draw(node, d, be, env, seed, base, batch)
                 continue
             kwargs = {name: env[v] for name, v in node.inputs.items()}
             kwargs.update({name: node.attrs[name] for name in d.attrs if name in node.attrs})
-            batches = node.attrs.get("batches")            # a super-batched random op
+            batches = node.attrs.get("batches")  # a super-batched random op
             if batches is None and d.check is not None:
                 kwargs.update(d.check(**kwargs))
-            if node.is_random and "num_ordinals" in node.attrs:     # a fused walk
-                kwargs["key"] = KeyRange.of(seed, base + node.attrs["ordinal"],
-                                            len(node.ordinals), batch, batches)
+            if node.is_random and "num_ordinals" in node.attrs:  # a fused walk
+                kwargs["key"] = KeyRange.of(
+                    seed, base + node.attrs["ordinal"], len(node.ordinals), batch, batches
+                )
             elif node.is_random:
-                kwargs["key"] = op_key(seed, base + node.attrs["ordinal"], batch) \
-                    if not batches else BatchKeys.of(seed, base + node.attrs["ordinal"], batch,
-                                                     *batches)
+                kwargs["key"] = (
+                    op_key(seed, base + node.attrs["ordinal"], batch)
+                    if not batches
+                    else BatchKeys.of(seed, base + node.attrs["ordinal"], batch, *batches)
+                )
             # a super-batched op runs the torch code (it takes BatchKeys, encoded frontiers)
             # unless the backend's own takes a super-batch's keys (Impl.batch_keys), as
             # lowering decides
             here = be
-            if batches is not None and not (node.is_random and resolve(
-                    be, op, kwargs.get("A"), inputs=kwargs).batch_keys):
+            if batches is not None and not (
+                node.is_random and resolve(be, op, kwargs.get("A"), inputs=kwargs).batch_keys
+            ):
                 here = get_backend("torch")
             value = run_op(here, op, kwargs)
         env[node] = value
@@ -78,6 +84,7 @@ def _per_batch_draw(node, d, be, env, seed, base, batch):
     """A random op on the whole graph in a super-batch: once per mini-batch, each with its
     own key (:class:`gsample.runtime.block_diagonal.PerBatchDraw`)."""
     from gsample.runtime.block_diagonal import PerBatchDraw
+
     names = tuple(node.inputs)
     attrs = {a: node.attrs[a] for a in d.attrs if a in node.attrs}
     A = env[node.inputs["A"]]

@@ -16,6 +16,7 @@ Done once per cache key. For every node it decides, ahead of any call:
   count and check flag pending;
 * which slot each value lives in, and after which step it is released.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -23,8 +24,8 @@ import operator
 
 import torch
 
-from gsample.base import validate as V
 from gsample.backend import get_backend, resolve
+from gsample.base import validate as V
 from gsample.formats.bounded import COPY_OUT, READ_BACK, Bounded, counts, trim, trim_copies
 from gsample.formats.csc import CSC
 from gsample.ir import Align, Graph, Kind, Op, Ref, info, map_template
@@ -38,17 +39,79 @@ _UNTRUSTED = (Op.INPUT, Op.CONSTANT, Op.DENSE, Op.CACHED)
 #: dense user code a CUDA graph may capture: elementwise arithmetic and reductions, whose
 #: results' shapes follow from their inputs' shapes (nothing read back). Anything else
 #: (indexing, perhaps by a mask; nonzero; unique; ``.item()``; ``.to``) ends a region.
-_CAPTURABLE_METHODS = frozenset({
-    "sum", "mean", "prod", "amax", "amin", "cumsum", "softmax", "log_softmax",
-    "clamp", "clamp_min", "clamp_max", "sqrt", "rsqrt", "pow", "exp", "log", "log1p", "abs",
-    "neg", "reciprocal", "square", "sigmoid", "tanh", "relu", "float", "double", "half",
-    "mul", "div", "add", "sub", "__add__", "__sub__", "__mul__", "__truediv__", "__pow__",
-    "__neg__", "__radd__", "__rsub__", "__rmul__", "__rtruediv__", "__rpow__"})
-_CAPTURABLE_FUNCTIONS = frozenset({
-    operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.neg,
-    operator.gt, operator.ge, operator.lt, operator.le, operator.eq, operator.ne,
-    torch.sqrt, torch.rsqrt, torch.exp, torch.log, torch.abs, torch.clamp, torch.maximum,
-    torch.minimum, torch.sigmoid, torch.tanh, torch.softmax})
+_CAPTURABLE_METHODS = frozenset(
+    {
+        "sum",
+        "mean",
+        "prod",
+        "amax",
+        "amin",
+        "cumsum",
+        "softmax",
+        "log_softmax",
+        "clamp",
+        "clamp_min",
+        "clamp_max",
+        "sqrt",
+        "rsqrt",
+        "pow",
+        "exp",
+        "log",
+        "log1p",
+        "abs",
+        "neg",
+        "reciprocal",
+        "square",
+        "sigmoid",
+        "tanh",
+        "relu",
+        "float",
+        "double",
+        "half",
+        "mul",
+        "div",
+        "add",
+        "sub",
+        "__add__",
+        "__sub__",
+        "__mul__",
+        "__truediv__",
+        "__pow__",
+        "__neg__",
+        "__radd__",
+        "__rsub__",
+        "__rmul__",
+        "__rtruediv__",
+        "__rpow__",
+    }
+)
+_CAPTURABLE_FUNCTIONS = frozenset(
+    {
+        operator.add,
+        operator.sub,
+        operator.mul,
+        operator.truediv,
+        operator.pow,
+        operator.neg,
+        operator.gt,
+        operator.ge,
+        operator.lt,
+        operator.le,
+        operator.eq,
+        operator.ne,
+        torch.sqrt,
+        torch.rsqrt,
+        torch.exp,
+        torch.log,
+        torch.abs,
+        torch.clamp,
+        torch.maximum,
+        torch.minimum,
+        torch.sigmoid,
+        torch.tanh,
+        torch.softmax,
+    }
+)
 
 
 def _capturable(fn, template) -> bool:
@@ -61,12 +124,13 @@ def _capturable(fn, template) -> bool:
         return len(template[0]) + len(template[1]) == 3
     try:
         return fn in _CAPTURABLE_FUNCTIONS
-    except TypeError:                         # an unhashable callable
+    except TypeError:  # an unhashable callable
         return False
 
 
-def lower(graph: Graph, backend: str = "torch", options: Options = Options(),
-          device: str = "cpu") -> Program:
+def lower(
+    graph: Graph, backend: str = "torch", options: Options = Options(), device: str = "cpu"
+) -> Program:
     """Lower ``graph`` for ``backend`` (on a graph stored on ``device``).
 
     Examples
@@ -83,11 +147,16 @@ class _Lowering:
         # a graph on the CPU runs the torch code whatever backend was asked for
         self.backend = get_backend(backend if device.startswith("cuda") else "torch")
         self.gpu = device.startswith("cuda")
-        self.p = Program(graph=graph, backend=self.backend.name, options=options,
-                         num_random=graph.num_random, device=device)
+        self.p = Program(
+            graph=graph,
+            backend=self.backend.name,
+            options=options,
+            num_random=graph.num_random,
+            device=device,
+        )
         self.p.deferred = options.boundary_checks and options.sync_free and self.gpu
         self.slot: dict = {}
-        self.bounded: set = set()         # slots a sync-free step may have left bounded
+        self.bounded: set = set()  # slots a sync-free step may have left bounded
         # values of the graph alone (the input matrices, values cached per graph, what
         # deterministic sparse ops make of them, e.g. the values of a cached matrix): the
         # same storage every call, so a CUDA graph reads them in place (cuda_graphs.Region)
@@ -132,14 +201,24 @@ class _Lowering:
                 x = self.slot[node.inputs["x"]]
                 self.exact([x], node)
                 self.slot[node] = self.new_slot(node.name)
-                self.emit(operator.getitem, [x, self.const(node.attrs["index"])],
-                          self.slot[node], f"getitem[{node.attrs['index']}]", node)
+                self.emit(
+                    operator.getitem,
+                    [x, self.const(node.attrs["index"])],
+                    self.slot[node],
+                    f"getitem[{node.attrs['index']}]",
+                    node,
+                )
             elif op is Op.CACHED:
                 from gsample.runtime.cached import CachedValue
+
                 self.slot[node] = self.new_slot(node.name)
-                self.emit(CachedValue(node, self.backend.name, self.options),
-                          [self.slot[node.inputs["graph"]]], self.slot[node],
-                          f"cached[{node.name}]", node)
+                self.emit(
+                    CachedValue(node, self.backend.name, self.options),
+                    [self.slot[node.inputs["graph"]]],
+                    self.slot[node],
+                    f"cached[{node.name}]",
+                    node,
+                )
                 self.graph_level.add(node)
             elif op is Op.OUTPUT:
                 self.output(node)
@@ -150,16 +229,19 @@ class _Lowering:
         if self.gpu and self.options.sync_free:
             # host work the next device launch does not wait for runs after that launch
             from gsample.runtime.schedule import sink
+
             self.p.steps = sink(self.p.steps)
         self.release()
         if self.options.cuda_graphs and self.p.deferred:
             from gsample.runtime.cuda_graphs import Region, regions
+
             self.p.regions = [Region(self.p, *span) for span in regions(self.p)]
-            if self.p.regions:       # the first region copies the keys (none read before it)
+            if self.p.regions:  # the first region copies the keys (none read before it)
                 device = {slot for slot, _, _, on_device, _ in self.p.keys if on_device}
                 first = self.p.regions[0].start
                 self.p.keys_in_region = bool(device) and not any(
-                    device & set(s.args) for s in self.p.steps[:first])
+                    device & set(s.args) for s in self.p.steps[:first]
+                )
         return self.p
 
     def dense(self, node):
@@ -168,17 +250,28 @@ class _Lowering:
         self.exact(slots, node)
         self.slot[node] = self.new_slot(node.name)
         fn = node.attrs["fn"]
-        label = f".{fn[1]}" if isinstance(fn, tuple) else getattr(
-            fn, "__qualname__", getattr(fn, "__name__", type(fn).__name__))
-        step = self.emit(_dense_call(fn, node.attrs["template"], names), slots,
-                         self.slot[node], f"dense {label}", node,
-                         syncs=_reads_back(fn, node.attrs["template"]))
+        label = (
+            f".{fn[1]}"
+            if isinstance(fn, tuple)
+            else getattr(fn, "__qualname__", getattr(fn, "__name__", type(fn).__name__))
+        )
+        step = self.emit(
+            _dense_call(fn, node.attrs["template"], names),
+            slots,
+            self.slot[node],
+            f"dense {label}",
+            node,
+            syncs=_reads_back(fn, node.attrs["template"]),
+        )
         step.graph_safe = self.p.deferred and _capturable(fn, node.attrs["template"])
 
     def sparse(self, node):
         d = info(node.op)
-        if not node.is_random and node.inputs and all(v in self.graph_level
-                                                      for v in node.inputs.values()):
+        if (
+            not node.is_random
+            and node.inputs
+            and all(v in self.graph_level for v in node.inputs.values())
+        ):
             self.graph_level.add(node)
         A = node.inputs.get("A")
         layout = A.meta.get("layout", "csc") if A is not None else "csc"
@@ -186,12 +279,17 @@ class _Lowering:
         # the node's inputs and attributes pick among the implementations: a sync-free one
         # that does not take one the node has (Impl.without) is passed over for the exact one
         given = (*node.inputs, *node.attrs)
-        if "per_batch" in node.attrs:           # a super-batch's draw on the whole graph
+        if "per_batch" in node.attrs:  # a super-batch's draw on the whole graph
             return self.per_batch_draw(node, d, layout, given)
-        impl = resolve(self.backend, node.op, layout=layout, sync_free=self.options.sync_free,
-                       given=given)
-        if "batches" in node.attrs and node.is_random and not impl.sync_free \
-                and not impl.batch_keys:
+        impl = resolve(
+            self.backend, node.op, layout=layout, sync_free=self.options.sync_free, given=given
+        )
+        if (
+            "batches" in node.attrs
+            and node.is_random
+            and not impl.sync_free
+            and not impl.batch_keys
+        ):
             # a super-batched draw the backend has no kernel for runs the reference code,
             # which takes the mini-batches' keys (gsample.base.random.BatchKeys)
             impl = resolve(get_backend("torch"), node.op, layout=layout, given=given)
@@ -209,20 +307,34 @@ class _Lowering:
             key = self.new_slot(f"key{node.attrs['ordinal']}")
             # a sync-free kernel computes its key on the device from (prefix, batch); an op
             # taking several ordinals (a fused walk) gets their KeyRange
-            self.keys.append((key, node.attrs["ordinal"], node.attrs.get("batches"),
-                              impl.sync_free, len(node.ordinals) if
-                              "num_ordinals" in node.attrs else 0))
+            self.keys.append(
+                (
+                    key,
+                    node.attrs["ordinal"],
+                    node.attrs.get("batches"),
+                    impl.sync_free,
+                    len(node.ordinals) if "num_ordinals" in node.attrs else 0,
+                )
+            )
             provided["key"] = key
         self.slot[node] = self.new_slot(node.name)
         fn, args = _bind(impl.fn, provided)
-        label = f"{impl.backend}.{node.op.value}[{layout}]" + (" sync-free" if impl.sync_free else "")
+        label = f"{impl.backend}.{node.op.value}[{layout}]" + (
+            " sync-free" if impl.sync_free else ""
+        )
         if impl.finish is not None:
             # two phases: the device work (a region may capture it), then the read-back
             pending = self.new_slot(f"{node.name}.pending")
             first = self.emit(fn, args, pending, label + ": device part", node)
             first.graph_safe = first.device_part = self.gpu
-            self.emit(impl.finish, [pending], self.slot[node], label + ": read back, finish",
-                      node, syncs=self.gpu)
+            self.emit(
+                impl.finish,
+                [pending],
+                self.slot[node],
+                label + ": read back, finish",
+                node,
+                syncs=self.gpu,
+            )
             return
         step = self.emit(fn, args, self.slot[node], label, node, syncs=impl.syncs and self.gpu)
         step.graph_safe = self.gpu and impl.sync_free and not impl.syncs
@@ -236,6 +348,7 @@ class _Lowering:
         from the op's :class:`~gsample.base.random.BatchKeys` and its inputs checked as the
         mini-batch's call checks them."""
         from gsample.runtime.block_diagonal import PerBatchDraw
+
         impl = resolve(self.backend, node.op, layout=layout, given=given)
         fn = impl.fn if impl.finish is None else _then(impl.fn, impl.finish)
         names = tuple(node.inputs)
@@ -246,8 +359,14 @@ class _Lowering:
         self.slot[node] = self.new_slot(node.name)
         label = f"{impl.backend}.{node.op.value}[{layout}]"
         attrs = {a: node.attrs[a] for a in d.attrs if a in node.attrs}
-        self.emit(PerBatchDraw(fn, names, attrs, node.attrs["per_batch"], d.check, label),
-                  [*slots, key], self.slot[node], f"per batch: {label}", node, syncs=self.gpu)
+        self.emit(
+            PerBatchDraw(fn, names, attrs, node.attrs["per_batch"], d.check, label),
+            [*slots, key],
+            self.slot[node],
+            f"per batch: {label}",
+            node,
+            syncs=self.gpu,
+        )
 
     def check(self, node, d, inputs: dict, in_kernel: tuple = ()) -> dict:
         """A check step before ``node`` for what enters it untrusted; returns the slots the
@@ -255,38 +374,53 @@ class _Lowering:
         if self.options.boundary_checks:
             # ids the program's own ops made are in range by construction; values (weights,
             # operands) are checked wherever they come from: any arithmetic may have made them
-            trusted = tuple(k for k, v in node.inputs.items() if v.op not in _UNTRUSTED
-                            and d.input(k).align is not None and d.input(k).align.ids)
+            trusted = tuple(
+                k
+                for k, v in node.inputs.items()
+                if v.op not in _UNTRUSTED and d.input(k).align is not None and d.input(k).align.ids
+            )
             # a table derived once per graph (alias tables: the alias_tables pass) was made by
             # its op from weights that op checked: neither is checked again per call
-            derived = tuple(i.name for i in d.inputs
-                            if i.derived is not None and node.inputs.get(i.name) is not None)
+            derived = tuple(
+                i.name
+                for i in d.inputs
+                if i.derived is not None and node.inputs.get(i.name) is not None
+            )
             if derived and d.weights is not None:
                 trusted += derived + (d.weights,)
-        else:                             # every input, every time (as an eager call)
+        else:  # every input, every time (as an eager call)
             trusted = ()
         checked = tuple(k for k in node.inputs if not d.input(k).matrix and k not in trusted)
         if not checked:
             return inputs
         names = tuple(inputs)
-        self.exact([inputs[k] for k in checked], node)     # trusted ids may stay bounded
+        self.exact([inputs[k] for k in checked], node)  # trusted ids may stay bounded
         attrs = {a: node.attrs[a] for a in d.attrs if a in node.attrs}
         outs = tuple(self.new_slot(f"{node.name}.{k}") for k in checked)
         # ids the kernel checks itself are only converted here (no read-back for them)
-        in_kernel = tuple(k for k in in_kernel if k in checked) if self.options.boundary_checks \
-            else ()
+        in_kernel = (
+            tuple(k for k in in_kernel if k in checked) if self.options.boundary_checks else ()
+        )
         reads = self.gpu and not self.p.deferred and not set(checked) <= set(in_kernel)
-        step = self.emit(_Check(d.check, names, attrs, trusted, checked, in_kernel),
-                         [inputs[k] for k in names], outs,
-                         f"check {node.op.value}({', '.join(checked)})"
-                         + (f" [{', '.join(in_kernel)}: checked in the kernel]" if in_kernel
-                            else ""), node, syncs=reads)
+        step = self.emit(
+            _Check(d.check, names, attrs, trusted, checked, in_kernel),
+            [inputs[k] for k in names],
+            outs,
+            f"check {node.op.value}({', '.join(checked)})"
+            + (f" [{', '.join(in_kernel)}: checked in the kernel]" if in_kernel else ""),
+            node,
+            syncs=reads,
+        )
         # deferred, a check records device flags (a region leaves out one that leads it on
         # an argument, see cuda_graphs.regions: a host tensor's conversion copies); one of
         # edge weights gathers the frontier's edges, whose count it reads back
         w = d.weights
-        gathers = (w is not None and w in checked and w not in in_kernel
-                   and d.input(w).align is Align.EDGES)
+        gathers = (
+            w is not None
+            and w in checked
+            and w not in in_kernel
+            and d.input(w).align is Align.EDGES
+        )
         step.graph_safe, step.check = self.p.deferred and not gathers, True
         return {**inputs, **dict(zip(checked, outs))}
 
@@ -295,23 +429,32 @@ class _Lowering:
         slots = [self.slot[node.inputs[k]] for k in names]
         pending = tuple(dict.fromkeys(s for s in slots if s in self.bounded))
         if pending or self.p.deferred:
-            self.emit(_trim, pending, pending, "finish: read counts and check flags back, "
-                      "trim", node, syncs=True).trim = True
+            self.emit(
+                _trim,
+                pending,
+                pending,
+                "finish: read counts and check flags back, trim",
+                node,
+                syncs=True,
+            ).trim = True
         template = node.attrs["template"]
         where = dict(zip(names, slots))
-        trimmed = set(pending)           # copies after a replay: no need to look at them
+        trimmed = set(pending)  # copies after a replay: no need to look at them
 
         def output(env, raw):
             """The returned structure; values with a tensor whose storage is in ``raw`` live
             in a CUDA graph's memory (a replayed region's untrimmed results, or views of
             them) and are copied out."""
+
             def get(ref):
                 slot = where[ref.name]
                 v = env[slot]
                 if raw and slot not in trimmed and not raw.isdisjoint(storages(v)):
                     v = copy_out(v)
                 return _wrap(v)
+
             return map_template(template, get)
+
         self.p.output = output
 
     # ------------------------------------------------------------------ release points
@@ -342,11 +485,14 @@ def _bind(fn, provided: dict):
             break
         if p.name in rest:
             order.append((p.name, rest.pop(p.name)))
-        elif any(q.name in rest for q in params[params.index(p) + 1:]
-                 if q.kind not in (q.VAR_POSITIONAL, q.VAR_KEYWORD)):
+        elif any(
+            q.name in rest
+            for q in params[params.index(p) + 1 :]
+            if q.kind not in (q.VAR_POSITIONAL, q.VAR_KEYWORD)
+        ):
             if p.default is inspect.Parameter.empty:
                 raise TypeError(f"{fn.__qualname__}: no value for {p.name!r}")
-            order.append((p.name, None))          # a default before a later argument
+            order.append((p.name, None))  # a default before a later argument
         else:
             break
     named = sorted((k for k in rest if k.isdigit()), key=int)
@@ -365,6 +511,7 @@ def _bind(fn, provided: dict):
         it = iter(values)
         args = [next(it) if g else defaults[n] for n, g in zip(positions, given)]
         return fn(*args, **dict(zip(named, it)))
+
     call.__qualname__ = fn.__qualname__
     return call, slots
 
@@ -385,8 +532,10 @@ class _Check:
 
 def _then(fn, finish):
     """A two-phase implementation as one call: ``finish(fn(...))``."""
+
     def call(**kwargs):
         return finish(fn(**kwargs))
+
     call.__qualname__ = getattr(fn, "__qualname__", "two_phase")
     return call
 
@@ -411,9 +560,9 @@ def _trim(*values):
     host = V.read_back([t for p in parts for t in p])
     sizes, i = [], 0
     for p in parts:
-        sizes.append(host[i:i + len(p)])
+        sizes.append(host[i : i + len(p)])
         i += len(p)
-    if COPY_OUT.get():                        # results of a replayed CUDA graph: copied out
+    if COPY_OUT.get():  # results of a replayed CUDA graph: copied out
         return tuple(trim_copies(values, sizes))
     return tuple(trim(v, s) if isinstance(v, Bounded) else v for v, s in zip(values, sizes))
 
@@ -421,8 +570,11 @@ def _trim(*values):
 def _dense_call(fn, template, names):
     """The dense node's call as a function of its inputs' values (in ``names`` order)."""
     args_t, kwargs_t = template
-    flat = (all(isinstance(a, Ref) for a in args_t) and not kwargs_t
-            and [a.name for a in args_t] == list(names))
+    flat = (
+        all(isinstance(a, Ref) for a in args_t)
+        and not kwargs_t
+        and [a.name for a in args_t] == list(names)
+    )
     method = fn[1] if isinstance(fn, tuple) else None
     if flat and method is None:
         return fn
@@ -435,6 +587,7 @@ def _dense_call(fn, template, names):
         if method is not None:
             return getattr(args[0], method)(*args[1:], **kwargs)
         return fn(*args, **kwargs)
+
     return call
 
 
@@ -448,12 +601,14 @@ def _reads_back(fn, template) -> bool:
 
 def _wrap(value):
     from gsample.matrix.sparse import Matrix
+
     return Matrix(value) if isinstance(value, CSC) else value
 
 
 def describe(value) -> str:
     """A short description of a runtime value (``GSAMPLE_DEBUG=3``)."""
     import torch
+
     if isinstance(value, CSC):
         return f"matrix {value.num_rows}x{value.num_cols}, {value.nnz} edges"
     if isinstance(value, Bounded):
@@ -463,4 +618,4 @@ def describe(value) -> str:
     return type(value).__name__
 
 
-__all__: list = ["lower", "describe"]
+__all__: list = ["describe", "lower"]

@@ -2,6 +2,7 @@
 
 Every combination draws the same samples; the switches exist for ablations and debugging.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -53,5 +54,6 @@ class Options:
     def __post_init__(self):
         for name in ("lowered", "boundary_checks", "sync_free", "cuda_graphs", "overlap"):
             if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"runtime: Options.{name} must be True or False, got "
-                                f"{getattr(self, name)!r}")
+                raise TypeError(
+                    f"runtime: Options.{name} must be True or False, got {getattr(self, name)!r}"
+                )

@@ -19,11 +19,12 @@ sampler, one mini-batch or one super-batch at a time) needs none of that machine
 and a super-batch settles its read-backs before the next one's graph is queued on the same
 stream (``settle``), so that they do not wait for it.
 """
+
 from __future__ import annotations
 
 import contextvars
 from collections import deque
-from typing import Callable, Iterable, Iterator, Optional
+from collections.abc import Callable, Iterable, Iterator
 
 from gsample.base.random import _stream
 
@@ -72,7 +73,7 @@ class Call:
             self.context.run(next, self.calls)
         except StopIteration as end:
             self.done, self.value = True, end.value
-        except Exception as error:      # noqa: BLE001 - raised in order, by interleave
+        except Exception as error:
             self.done, self.error = True, error
         finally:
             self.stream = (s.seed, s.ordinal, s.batch_index)
@@ -105,8 +106,8 @@ def interleave(items: Iterable, begin: Callable, depth: int = 2) -> Iterator:
     >>> outs = [out for _, out in interleave(range(len(parts)), begin)]
     """
     items = iter(items)
-    order, turn = deque(), deque()       # started (their order), to be advanced next
-    failed = []                          # a call that raised: none is started after it
+    order, turn = deque(), deque()  # started (their order), to be advanced next
+    failed = []  # a call that raised: none is started after it
 
     def fill():
         while len(order) - sum(c.done for _, c in order) < depth and not failed:
@@ -115,7 +116,7 @@ def interleave(items: Iterable, begin: Callable, depth: int = 2) -> Iterator:
                 return
             call = begin(item)
             order.append((item, call))
-            if call.done:                # ended at its first pause (or raised)
+            if call.done:  # ended at its first pause (or raised)
                 ended(call)
             else:
                 turn.append(call)
@@ -131,7 +132,7 @@ def interleave(items: Iterable, begin: Callable, depth: int = 2) -> Iterator:
                 call = turn.popleft()
                 if call.step():
                     ended(call)
-                    fill()           # the next call queued before this one is handed out
+                    fill()  # the next call queued before this one is handed out
                 else:
                     turn.append(call)
             item, call = order.popleft()
@@ -143,8 +144,9 @@ def interleave(items: Iterable, begin: Callable, depth: int = 2) -> Iterator:
             call.close()
 
 
-def in_turn(items: Iterable, launch: Callable, land: Callable,
-            settle: Optional[Callable] = None) -> Iterator:
+def in_turn(
+    items: Iterable, launch: Callable, land: Callable, settle: Callable | None = None
+) -> Iterator:
     """``(item, land(launch(item)))`` of every item, in order, each item launched before the
     one before it lands: two calls in flight, without :class:`Call`'s generator and context
     per call. For programs that pause once per call (one CUDA graph, then its read-back:
@@ -202,7 +204,7 @@ def _launched(item, launch):
         return None
     try:
         return item, launch(item), None
-    except Exception as error:      # noqa: BLE001 - raised at its turn, by in_turn
+    except Exception as error:
         return item, None, error
 
 
@@ -213,7 +215,7 @@ def _settled(ahead, settle):
     try:
         settle(ahead[1])
         return ahead
-    except Exception as error:      # noqa: BLE001 - raised at its turn, by in_turn
+    except Exception as error:
         return ahead[0], None, error
 
 
@@ -232,7 +234,7 @@ class Lanes:
     """
 
     def __init__(self):
-        self.held: dict = {}            # id(program) -> (program, [(number, lane)] x 2, turn)
+        self.held: dict = {}  # id(program) -> (program, [(number, lane)] x 2, turn)
 
     def next(self, program):
         """The lane of ``program`` after the one it handed out last."""

@@ -7,22 +7,22 @@ are released after their last use. Running it (:func:`run`) fills the argument, 
 and random-key slots, then calls the steps in order: no per-node dictionaries, op-table
 lookups or re-validation.
 """
+
 from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Optional
+from typing import Any
 
 import numpy as np
-
-from gsample.base import validate as V
-from gsample.ir import Graph
 import torch
 
+from gsample.base import validate as V
 from gsample.base.random import BatchKeys, DeviceKey, KeyRange, _signed, _stream, key_prefix, op_key
 from gsample.formats.bounded import COPY_OUT, READ_BACK
+from gsample.ir import Graph
 from gsample.runtime.options import Options
 
 
@@ -33,20 +33,21 @@ class Step:
     ``out`` may be a tuple of slots (the step returns that many values); ``release`` lists
     the slots whose last reader this step is; ``label`` says what runs (for ``gs.explain``).
     """
+
     fn: Callable
     args: tuple
     out: Any
     label: str
     release: tuple = ()
     node: Any = None
-    syncs: bool = False          # the step may read a size or flag back to the host
-    graph_safe: bool = False     # reads nothing back (a sync-free kernel, a device part, a
-                                 # deferred check, capturable dense code): a graph may hold it
-    device_part: bool = False    # the first phase of a two-phase implementation
-    trim: bool = False           # the output's trim: a CUDA graph right before it packs
-                                 # what it trims (cuda_graphs.Region)
-    check: bool = False          # a data check: converts what it checks (a caller's list
-                                 # or host tensor is copied; cuda_graphs.regions)
+    syncs: bool = False  # the step may read a size or flag back to the host
+    graph_safe: bool = False  # reads nothing back (a sync-free kernel, a device part, a
+    # deferred check, capturable dense code): a graph may hold it
+    device_part: bool = False  # the first phase of a two-phase implementation
+    trim: bool = False  # the output's trim: a CUDA graph right before it packs
+    # what it trims (cuda_graphs.Region)
+    check: bool = False  # a data check: converts what it checks (a caller's list
+    # or host tensor is copied; cuda_graphs.regions)
 
 
 @dataclass
@@ -82,6 +83,7 @@ class Program:
         The runs of steps captured as CUDA graphs (a node-wise sampler has one, a
         layer-wise one one per layer), in program order.
     """
+
     graph: Graph
     backend: str
     options: Options
@@ -89,18 +91,18 @@ class Program:
     env: list = field(default_factory=list)
     inputs: tuple = ()
     keys: tuple = ()
-    output: Optional[Callable] = None
+    output: Callable | None = None
     num_random: int = 0
     deferred: bool = False
     slot_names: list = field(default_factory=list)
     device: str = "cpu"
-    regions: list = field(default_factory=list)   # steps captured as CUDA graphs, in order
-    graph_slots: frozenset = frozenset()   # slots of values of the graph alone (read in place)
-    key_buffers: Any = None      # (pinned, its numpy view, device, event) of device keys
-    key_views: Any = None        # per key slot: (its first row, its rows of the device buffer)
+    regions: list = field(default_factory=list)  # steps captured as CUDA graphs, in order
+    graph_slots: frozenset = frozenset()  # slots of values of the graph alone (read in place)
+    key_buffers: Any = None  # (pinned, its numpy view, device, event) of device keys
+    key_views: Any = None  # per key slot: (its first row, its rows of the device buffer)
     keys_in_region: bool = False  # the first region copies the device keys (none read before)
-    lanes: dict = field(default_factory=dict, repr=False)   # lane number (>= 1) -> program
-    busy: set = field(default_factory=set, repr=False)      # lanes a call in flight holds
+    lanes: dict = field(default_factory=dict, repr=False)  # lane number (>= 1) -> program
+    busy: set = field(default_factory=set, repr=False)  # lanes a call in flight holds
 
     def acquire(self) -> tuple:
         """``(number, program)`` of a lane no call in flight holds, held until
@@ -117,8 +119,9 @@ class Program:
                 return 0, self
             lane = self.lanes.get(number)
             if lane is None:
-                lane = self.lanes[number] = replace(self, key_buffers=None, key_views=None,
-                                                    lanes={}, busy=set())
+                lane = self.lanes[number] = replace(
+                    self, key_buffers=None, key_views=None, lanes={}, busy=set()
+                )
                 lane.regions = [r.fresh() for r in self.regions]
             return number, lane
 
@@ -149,7 +152,7 @@ class Program:
         return self.deferred and len(self.regions) == 1 and str(self.device).startswith("cuda")
 
     @functools.cached_property
-    def settles(self) -> Optional[int]:
+    def settles(self) -> int | None:
         """Where a one-region program's call has read back all it will before its end: the
         index after its last step past the region that may read back (``Step.syncs``), but
         for its final step, when any (a super-batch's bounds, between its trims and the
@@ -159,8 +162,9 @@ class Program:
         if not self.one_region:
             return None
         stop = self.regions[0].stop
-        last = max((i for i in range(stop, len(self.steps) - 1) if self.steps[i].syncs),
-                   default=None)
+        last = max(
+            (i for i in range(stop, len(self.steps) - 1) if self.steps[i].syncs), default=None
+        )
         return None if last is None else last + 1
 
     @property
@@ -170,26 +174,36 @@ class Program:
 
     def format(self) -> str:
         """One line per step: ``[i] outputs = label(arguments)  frees ...``."""
-        name = lambda i: f"${self.slot_names[i]}"  # noqa: E731
-        lines = [f"lowered program: {len(self.steps)} steps, {len(self.env)} slots, backend "
-                 f"{self.backend!r}, {self.num_syncs} step(s) that may read back to the host"
-                 f"{', checks deferred to the end' if self.deferred else ''}"]
+        name = lambda i: f"${self.slot_names[i]}"
+        lines = [
+            f"lowered program: {len(self.steps)} steps, {len(self.env)} slots, backend "
+            f"{self.backend!r}, {self.num_syncs} step(s) that may read back to the host"
+            f"{', checks deferred to the end' if self.deferred else ''}"
+        ]
         for name_, slot, matrix in self.inputs:
             lines.append(f"  in  {name(slot)} = argument {name_!r}" + (" (CSC)" if matrix else ""))
         for slot, ordinal, batches, on_device, count in self.keys:
-            what = f"op keys of ordinals {ordinal}..{ordinal + count - 1}" if count \
+            what = (
+                f"op keys of ordinals {ordinal}..{ordinal + count - 1}"
+                if count
                 else f"op key of ordinal {ordinal}"
-            lines.append(f"  key {name(slot)} = {what}"
-                         + (f" for {batches[0]} mini-batches" if batches else "")
-                         + (" (on the device)" if on_device else ""))
+            )
+            lines.append(
+                f"  key {name(slot)} = {what}"
+                + (f" for {batches[0]} mini-batches" if batches else "")
+                + (" (on the device)" if on_device else "")
+            )
         for r in self.regions:
-            lines.append(f"  steps [{r.start}] .. [{r.stop - 1}]: one CUDA graph per argument "
-                         "shape, replayed from the third call on")
+            lines.append(
+                f"  steps [{r.start}] .. [{r.stop - 1}]: one CUDA graph per argument "
+                "shape, replayed from the third call on"
+            )
         for i, s in enumerate(self.steps):
             outs = s.out if isinstance(s.out, tuple) else (s.out,)
             lhs = ", ".join(name(o) for o in outs)
-            args = ", ".join(name(a) if self.env[a] is None else _const(self.env[a])
-                             for a in s.args)
+            args = ", ".join(
+                name(a) if self.env[a] is None else _const(self.env[a]) for a in s.args
+            )
             tail = f"   frees {', '.join(name(r) for r in s.release)}" if s.release else ""
             sync = "   [reads back]" if s.syncs else ""
             lines.append(f"  [{i}] {lhs} = {s.label}({args}){sync}{tail}")
@@ -204,7 +218,7 @@ def _const(value) -> str:
     return text if len(text) <= 24 else text[:21] + "..."
 
 
-def run(program: Program, args: dict, observe: Optional[Callable] = None):
+def run(program: Program, args: dict, observe: Callable | None = None):
     """Run ``program`` on ``args`` (``name -> gs.Matrix or tensor``) and return its output.
 
     Random op ``i`` draws with op ordinal ``stream.ordinal + i``; the stream then advances
@@ -225,7 +239,7 @@ def finish(calls):
         return done.value
 
 
-def start(program: Program, args: dict, observe: Optional[Callable] = None):
+def start(program: Program, args: dict, observe: Callable | None = None):
     """:func:`run` as a generator that pauses where the host would wait for the device:
     after each CUDA graph's launch (before the read-back of its sizes) and, without
     graphs, before each step that may read back. Its return value (``StopIteration.value``)
@@ -265,9 +279,9 @@ def _call(program: Program, args: dict, observe, seed: int, base: int, batch: in
     if not program.deferred:
         yield from _paused_steps(program, env, observe)
         return program.output(env, ())
-    if program.one_region and observe is None:            # one pause: a node-wise sampler
+    if program.one_region and observe is None:  # one pause: a node-wise sampler
         flight = _launch(program, env, keys)
-        yield                            # the graph is queued: its read-back comes next
+        yield  # the graph is queued: its read-back comes next
         return land(flight)
     with V.deferred():
         if not program.regions or observe is not None:
@@ -276,10 +290,10 @@ def _call(program: Program, args: dict, observe, seed: int, base: int, batch: in
         raw, at, token = set(), 0, None
         try:
             for r in program.regions:
-                _steps(program.steps[at:r.start], env, None)
+                _steps(program.steps[at : r.start], env, None)
                 READ_BACK.set(None)
                 in_graph = r.run(env, _run, keys)
-                keys = None                  # (the first region copied them)
+                keys = None  # (the first region copied them)
                 if in_graph is not None:
                     # the region's results live in the graph's memory, which the next replay
                     # overwrites: the steps after it keep copies of what they take from it,
@@ -289,7 +303,7 @@ def _call(program: Program, args: dict, observe, seed: int, base: int, batch: in
                     if token is None:
                         token = COPY_OUT.set(True)
                 at = r.stop
-                yield                    # the graph is queued: its read-back comes next
+                yield  # the graph is queued: its read-back comes next
             _steps(program.steps[at:], env, None)
         finally:
             if token is not None:
@@ -298,8 +312,7 @@ def _call(program: Program, args: dict, observe, seed: int, base: int, batch: in
         return program.output(env, raw)
 
 
-def _bind(program: Program, args: dict, seed: int, base: int, batch: int,
-          in_region: bool) -> tuple:
+def _bind(program: Program, args: dict, seed: int, base: int, batch: int, in_region: bool) -> tuple:
     """``(env, keys)``: the slots of a call filled with its arguments, constants and random
     keys (op ``i`` of the program drawing with op ordinal ``base + i`` of stream ``seed``,
     mini-batch ``batch``); ``keys``: the device keys' ``(pinned, device)`` buffers the first
@@ -311,13 +324,17 @@ def _bind(program: Program, args: dict, seed: int, base: int, batch: int,
     device_keys = []
     for slot, ordinal, batches, on_device, count in program.keys:
         if on_device:
-            device_keys.append((slot, _prefixes(seed, base + ordinal, max(count, 1)), batches,
-                                count))
+            device_keys.append(
+                (slot, _prefixes(seed, base + ordinal, max(count, 1)), batches, count)
+            )
         elif count:
             env[slot] = KeyRange.of(seed, base + ordinal, count, batch, batches)
         else:
-            env[slot] = op_key(seed, base + ordinal, batch) if batches is None \
+            env[slot] = (
+                op_key(seed, base + ordinal, batch)
+                if batches is None
                 else BatchKeys.of(seed, base + ordinal, batch, *batches)
+            )
     keys = _device_keys(program, env, device_keys, batch, in_region) if device_keys else None
     return env, keys
 
@@ -362,7 +379,7 @@ def _launch(program: Program, env: list, keys) -> list:
     record, region = V.Deferred(), program.regions[0]
     deferring, reading = V._DEFERRED.set(record), READ_BACK.set(None)
     try:
-        _steps(program.steps[:region.start], env, None)
+        _steps(program.steps[: region.start], env, None)
         raw = region.run(env, _run, keys)
         return [program, env, record, raw, READ_BACK.get(), region.stop]
     finally:
@@ -419,7 +436,7 @@ def _paused_steps(program: Program, env: list, observe):
     """The program's steps, pausing (a generator) before each step that may read back where
     it pauses at all (:attr:`Program.pauses`: on a GPU; with ``observe``: never)."""
     steps = program.steps
-    if observe is not None or not program.pauses:   # (the CPU: no scan of the steps)
+    if observe is not None or not program.pauses:  # (the CPU: no scan of the steps)
         _steps(steps, env, observe)
         return
     at = 0
@@ -431,8 +448,7 @@ def _paused_steps(program: Program, env: list, observe):
     _steps(steps[at:], env, None)
 
 
-def _device_keys(program: Program, env: list, keys: list, batch: int,
-                 in_region: bool = False):
+def _device_keys(program: Program, env: list, keys: list, batch: int, in_region: bool = False):
     """Every device key of a call in one copy into the program's key buffer, from its pinned
     twin (no synchronisation; the buffers stay in place, so a captured CUDA graph reads the
     new keys where it read the old ones). The copy of the previous call is done: every such
@@ -449,19 +465,19 @@ def _device_keys(program: Program, env: list, keys: list, batch: int,
         dev = torch.empty(2 * rows, dtype=torch.int64, device=program.device)
         bufs = program.key_buffers = (host, host.numpy(), dev, torch.cuda.Event())
         at, views = 0, []
-        for _, (raw, _), _, _ in keys:        # each slot's rows of the device buffer
-            views.append((at, dev[2 * at:2 * (at + len(raw))]))
+        for _, (raw, _), _, _ in keys:  # each slot's rows of the device buffer
+            views.append((at, dev[2 * at : 2 * (at + len(raw))]))
             at += len(raw)
         program.key_views = views
     host, view, dev, done = bufs
-    if not program.deferred:           # else the previous call ended with a read-back
+    if not program.deferred:  # else the previous call ended with a read-back
         done.synchronize()
     for (at, _), (_, (raw, bits), _, _) in zip(program.key_views, keys):
         if len(raw) == 1:
             view[2 * at], view[2 * at + 1] = bits, batch
         else:
-            view[2 * at:2 * (at + len(raw)):2] = bits
-            view[2 * at + 1:2 * (at + len(raw)):2] = batch
+            view[2 * at : 2 * (at + len(raw)) : 2] = bits
+            view[2 * at + 1 : 2 * (at + len(raw)) : 2] = batch
     if not in_region:
         dev.copy_(host, non_blocking=True)
     if not program.deferred:
@@ -470,7 +486,7 @@ def _device_keys(program: Program, env: list, keys: list, batch: int,
         copies, n = batches if batches is not None else (1, 0)
         if not count:
             env[slot] = DeviceKey.of(rows, raw[0], batch, copies, n, True)
-        else:                  # the kernel reads the rows; DeviceKeys only if asked for
+        else:  # the kernel reads the rows; DeviceKeys only if asked for
             env[slot] = KeyRange(_DeviceKeys(rows, raw, batch, copies, n), rows.view(-1, 2))
     return (host, dev) if in_region else None
 
@@ -480,8 +496,13 @@ class _DeviceKeys(Sequence):
     kernel reads the rows themselves; the torch code asks for the keys)."""
 
     def __init__(self, rows, prefixes, batch, copies, n):
-        self.rows, self.prefixes, self.batch, self.copies, self.n = (rows, prefixes, batch,
-                                                                     copies, n)
+        self.rows, self.prefixes, self.batch, self.copies, self.n = (
+            rows,
+            prefixes,
+            batch,
+            copies,
+            n,
+        )
 
     def __len__(self) -> int:
         return len(self.prefixes)
@@ -489,8 +510,9 @@ class _DeviceKeys(Sequence):
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        return DeviceKey.of(self.rows[2 * i:2 * i + 2], self.prefixes[i], self.batch,
-                            self.copies, self.n, True)
+        return DeviceKey.of(
+            self.rows[2 * i : 2 * i + 2], self.prefixes[i], self.batch, self.copies, self.n, True
+        )
 
 
 _PREFIXES: dict = {}
@@ -505,8 +527,9 @@ def _prefixes(seed: int, ordinal: int, count: int) -> tuple:
         if len(_PREFIXES) > 4096:
             _PREFIXES.clear()
         raw = tuple(key_prefix(seed, ordinal + i) for i in range(count))
-        bits = _signed(raw[0]) if count == 1 else np.array([_signed(p) for p in raw],
-                                                            dtype=np.int64)
+        bits = (
+            _signed(raw[0]) if count == 1 else np.array([_signed(p) for p in raw], dtype=np.int64)
+        )
         hit = _PREFIXES[(seed, ordinal, count)] = (raw, bits)
     return hit
 

@@ -18,6 +18,7 @@ Example (LADIES, one layer to the next)::
     after:  finish_1, row_ids, getitem, check, check, all_nodes | slice_reduce_2 ...
             collective_start_2 | edge_broadcast, reduce, edge_broadcast, finish_2
 """
+
 from __future__ import annotations
 
 from gsample.ir import Effect, Op
@@ -31,9 +32,15 @@ def movable(step) -> bool:
     may hold), or a check of its inputs that reads nothing back (it moves with the op, which
     it precedes)."""
     from gsample.runtime.lower import _Check, _trim
+
     node = step.node
-    if node is None or node.op in _STRUCTURE or node.info.effect is not Effect.PURE \
-            or step.device_part or step.fn is _trim:
+    if (
+        node is None
+        or node.op in _STRUCTURE
+        or node.info.effect is not Effect.PURE
+        or step.device_part
+        or step.fn is _trim
+    ):
         return False
     if isinstance(step.fn, _Check):
         return not step.syncs
@@ -53,7 +60,7 @@ def sink(steps: list) -> list:
     --------
     >>> program.steps = sink(program.steps)          # before release points are computed
     """
-    out, held, made = [], [], {}          # held: moved steps not yet placed, in order
+    out, held, made = [], [], {}  # held: moved steps not yet placed, in order
 
     def place(chosen: set) -> None:
         """Place the held steps whose ids are in ``chosen``, in order."""
@@ -76,12 +83,12 @@ def sink(steps: list) -> list:
         return found
 
     for step in steps:
-        if movable(step):                     # (after the held steps it reads, in order)
+        if movable(step):  # (after the held steps it reads, in order)
             held.append(step)
             for o in _outs(step):
                 made[o] = step
         elif step.syncs:
-            place({id(s) for s in held})      # the device is waited for here: all of them
+            place({id(s) for s in held})  # the device is waited for here: all of them
             out.append(step)
         else:
             place(needed(step))
@@ -90,4 +97,4 @@ def sink(steps: list) -> list:
     return out
 
 
-__all__ = ["sink", "movable"]
+__all__ = ["movable", "sink"]

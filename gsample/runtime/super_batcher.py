@@ -1,6 +1,7 @@
 """The loader's super-batching: ``gs.DataLoader(..., super_batch=N | "auto")`` runs a
 sampler's program for N mini-batches at once (:class:`_SuperBatcher`), with the checks of
 its options and ``"auto"``'s default memory budget."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,8 +30,10 @@ def _super_batch_options(super_batch, memory_budget):
         if memory_budget < 1:
             raise ValueError(f"memory_budget: must be >= 1 byte, got {memory_budget}")
         if super_batch != "auto":
-            raise ValueError("memory_budget: only used with super_batch='auto' (it picks the "
-                             "largest super-batch that fits)")
+            raise ValueError(
+                "memory_budget: only used with super_batch='auto' (it picks the "
+                "largest super-batch that fits)"
+            )
     return super_batch, memory_budget
 
 
@@ -66,6 +69,7 @@ def _unwrap(fn):
 def _tensors(value):
     """Every tensor inside ``value`` (matrices, storage forms, lists, tuples, dicts)."""
     from gsample.matrix.sparse import Matrix
+
     if isinstance(value, torch.Tensor):
         yield value
     elif isinstance(value, Matrix):
@@ -90,25 +94,34 @@ class _SuperBatcher:
     bounds (the kernels guard every id), but it is not reported as the user's id."""
 
     def __init__(self, A, sampler_fn, seeds: torch.Tensor, fixed_state: bool):
-        from gsample.compiler.compiled import CompiledSampler, compile
         from gsample.capture.trace import TraceError
+        from gsample.compiler.compiled import CompiledSampler, compile
+
         fn, args, kwargs = _unwrap(sampler_fn)
         # a super-batch replaces the seeds by name and gs.compile traces with every argument
         # passed by name: a *args / **kwargs parameter has no name to pass them by
         try:
             params = inspect.signature(fn.fn if isinstance(fn, CompiledSampler) else fn)
         except (TypeError, ValueError):
-            params = None                       # (compile names the problem below)
-        packed = [] if params is None else \
-            [p for p in params.parameters.values() if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+            params = None  # (compile names the problem below)
+        packed = (
+            []
+            if params is None
+            else [
+                p for p in params.parameters.values() if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            ]
+        )
         if packed:
             name = getattr(fn, "__name__", type(fn).__name__)
-            stars = ", ".join(("*" if p.kind == p.VAR_POSITIONAL else "**") + p.name
-                              for p in packed)
-            raise TypeError(f"sampler_fn: super_batch needs a sampler whose parameters are all "
-                            f"named (e.g. def {name}(A, seeds, fanouts=(25, 10))); {name} "
-                            f"takes {stars}. Name its parameters, or sample without "
-                            "super_batch")
+            stars = ", ".join(
+                ("*" if p.kind == p.VAR_POSITIONAL else "**") + p.name for p in packed
+            )
+            raise TypeError(
+                f"sampler_fn: super_batch needs a sampler whose parameters are all "
+                f"named (e.g. def {name}(A, seeds, fanouts=(25, 10))); {name} "
+                f"takes {stars}. Name its parameters, or sample without "
+                "super_batch"
+            )
         try:
             self.compiled = fn if isinstance(fn, CompiledSampler) else compile(fn)
         except TypeError as e:
@@ -119,9 +132,11 @@ class _SuperBatcher:
         except TypeError as e:
             raise TypeError(f"sampler_fn: cannot be called as sampler_fn(A, seeds): {e}") from e
         self.seeds_name = next((k for k, v in bound.arguments.items() if v is seeds), None)
-        if self.seeds_name is None:         # e.g. a partial binding a parameter twice
-            raise TypeError("sampler_fn: super_batch could not find the parameter that takes "
-                            "the seeds in sampler_fn(A, seeds)")
+        if self.seeds_name is None:  # e.g. a partial binding a parameter twice
+            raise TypeError(
+                "sampler_fn: super_batch could not find the parameter that takes "
+                "the seeds in sampler_fn(A, seeds)"
+            )
         self.args, static, self.num_nodes = self.compiled._split(call, kwargs)
         self.compiled._check_device(self.args)
         self.backend = self.compiled._backend(self.args)
@@ -133,28 +148,34 @@ class _SuperBatcher:
         self.compiled_graph_device = A.device
         self.programs: dict = {}
         self._shifts: dict = {}
-        self.program(1)                 # refusals (state, unsupported code) surface now
+        self.program(1)  # refusals (state, unsupported code) surface now
 
     def program(self, copies: int):
         """``(IR, lowered program)`` for ``copies`` mini-batches (built once per count)."""
         if copies not in self.programs:
-            from gsample.passes import optimize
-            from gsample.runtime import lower
-            from gsample.passes.super_batch import super_batch
             from gsample.matrix.sparse import Matrix
+            from gsample.passes import optimize
+            from gsample.passes.super_batch import super_batch
+            from gsample.runtime import lower
+
             counts = {k: v.num_nodes for k, v in self.args.items() if isinstance(v, Matrix)}
-            graph = optimize(self.base, [super_batch(
-                copies, self.num_nodes, self.seeds_name, self.fixed_state, counts)])
+            graph = optimize(
+                self.base,
+                [super_batch(copies, self.num_nodes, self.seeds_name, self.fixed_state, counts)],
+            )
             options = self.compiled.runtime
             device = str(self.compiled_graph_device)
-            self.programs[copies] = (graph, lower(graph, self.backend, options, device)
-                                     if options.lowered else None)
+            self.programs[copies] = (
+                graph,
+                lower(graph, self.backend, options, device) if options.lowered else None,
+            )
         return self.programs[copies]
 
     def run(self, parts: list, epoch_seed: int, first: int, observe=None) -> list:
         """The outputs of mini-batches ``first, first + 1, ...`` (seeds ``parts``);
         ``observe(node, value)`` after each step (:meth:`measure`)."""
         from gsample.runtime.program import finish
+
         with batch_scope(epoch_seed, first):
             return finish(self.start(parts, observe))
 
@@ -164,6 +185,7 @@ class _SuperBatcher:
         with the stream at the first mini-batch's (``batch_scope``, or an overlap ``Call``)."""
         from gsample.runtime import interpret
         from gsample.runtime.program import start
+
         args = self._args(parts)
         graph, program = self.program(len(parts))
         if program is None:
@@ -176,6 +198,7 @@ class _SuperBatcher:
         mini-batch)``): :func:`gsample.runtime.program.launch`'s flight, for its ``settle``
         and ``land`` (which returns the outputs)."""
         from gsample.runtime.program import launch
+
         return launch(lane, self._args(parts), stream)
 
     def _args(self, parts: list) -> dict:
@@ -194,13 +217,15 @@ class _SuperBatcher:
             return torch.cat([s + b * n for b, s in enumerate(parts)])
         shift = self._shifts.get((N, flat.device))
         if shift is None:
-            shift = self._shifts[(N, flat.device)] = \
-                (torch.arange(N, device=flat.device) * n).unsqueeze(1)
+            shift = self._shifts[(N, flat.device)] = (
+                torch.arange(N, device=flat.device) * n
+            ).unsqueeze(1)
         return (flat.view(N, B) + shift).view(-1)
 
     def measure(self, seeds: torch.Tensor, epoch_seed: int, index: int = 0):
         """Sample mini-batch ``index`` alone: ``(its outputs, its estimated bytes)``."""
         from gsample.passes.super_batch import GRAPH
+
         seen, total, alive = set(), 0, []
 
         def observe(node, value):
@@ -211,7 +236,7 @@ class _SuperBatcher:
                 key = (storage.data_ptr(), str(t.device))
                 if key not in seen:
                     seen.add(key)
-                    alive.append(t)      # no address is reused (and missed) while measuring
+                    alive.append(t)  # no address is reused (and missed) while measuring
                     total += 0 if shared else storage.nbytes()
 
         cuda = seeds.device.type == "cuda"

@@ -8,12 +8,14 @@ inverse-CDF path, each with a power check), and the determinism contract of DESI
 method of its own: eager == compiled (tables built once per graph by pre-processing, or per
 call from dynamic weights), super-batched == one by one, CPU == CUDA.
 """
+
 import functools
 
 import numpy as np
 import pytest
 import scipy.stats as st
 import torch
+from helpers import assert_same, check_compiled_equals_eager, loader_outputs, run_seeded
 
 import gsample as gs
 from gsample.backend.torch.alias import ONE, alias_columns, alias_table, local
@@ -21,7 +23,6 @@ from gsample.formats.csc import gather_segments
 from gsample.ir import Op
 from gsample.passes import PIPELINE
 from gsample.passes.alias_tables import alias_tables
-from helpers import assert_same, check_compiled_equals_eager, loader_outputs, run_seeded
 
 P_MIN = 1e-3
 
@@ -66,8 +67,9 @@ def test_a_column_table_depends_on_its_own_weights_only(graph):
     assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
     # and in float32, as a graph's values usually are: the same table as from float64
     w32 = w.float()
-    assert torch.equal(alias_columns(deg, w32[index])[0],
-                       alias_columns(deg, w32[index].double())[0])
+    assert torch.equal(
+        alias_columns(deg, w32[index])[0], alias_columns(deg, w32[index].double())[0]
+    )
 
 
 def test_tables_give_the_weights(graph):
@@ -87,8 +89,10 @@ def test_tables_give_the_weights(graph):
     assert torch.equal(table[:, 1], graph.csc.indptr[col] + alias)
 
 
-@pytest.mark.parametrize("weights", [[1.0, 1.0, 4.0], [0.0, 5.0], [3.0], [2.0, 2.0, 2.0],
-                                     [1e-300, 1.0], [7.0, 0.0, 0.0, 1e-9]])
+@pytest.mark.parametrize(
+    "weights",
+    [[1.0, 1.0, 4.0], [0.0, 5.0], [3.0], [2.0, 2.0, 2.0], [1e-300, 1.0], [7.0, 0.0, 0.0, 1e-9]],
+)
 def test_small_columns(weights):
     w = torch.tensor(weights, dtype=torch.float64)
     thr, al = alias_columns(torch.tensor([len(weights)]), w)
@@ -107,8 +111,7 @@ def hub():
     src = list(range(1, 13)) + [0] * 12
     dst = [0] * 12 + list(range(1, 13))
     w = [float(i) for i in range(1, 13)] + [1.0] * 12
-    return gs.Matrix.from_edge_index(torch.tensor([src, dst]), num_nodes=13,
-                                     weight=torch.tensor(w))
+    return gs.Matrix.from_edge_index(torch.tensor([src, dst]), num_nodes=13, weight=torch.tensor(w))
 
 
 def hub_layer(A, seeds, method="alias"):
@@ -150,7 +153,7 @@ def static_sampler(A, seeds, fanouts=(6, 4), method="alias"):
     blocks = []
     for k in fanouts:
         sub = A[:, seeds]
-        s = sub.individual_sample(k, probs=sub ** 2 + 0.5, replace=True, method=method)
+        s = sub.individual_sample(k, probs=sub**2 + 0.5, replace=True, method=method)
         blocks.append(s)
         seeds = s.all_nodes()
     return blocks
@@ -174,10 +177,13 @@ def test_compiled_equals_eager(graph):
     # offline (a table per graph) and online (built per call: the pass left out) agree
     program = static.program(graph, seeds)
     assert len(_ops(program, Op.CACHED)) >= 2 and all(
-        n.input("alias") is not None for n in _ops(program, Op.SLICE_INDIVIDUAL_SAMPLE))
+        n.input("alias") is not None for n in _ops(program, Op.SLICE_INDIVIDUAL_SAMPLE)
+    )
     online = gs.compile(static_sampler, passes=[e for e in PIPELINE if e[0] is not alias_tables])
-    assert all(n.input("alias") is None
-               for n in _ops(online.program(graph, seeds), Op.SLICE_INDIVIDUAL_SAMPLE))
+    assert all(
+        n.input("alias") is None
+        for n in _ops(online.program(graph, seeds), Op.SLICE_INDIVIDUAL_SAMPLE)
+    )
     assert_same(run_seeded(online, graph, seeds, seed=9), run_seeded(static, graph, seeds, seed=9))
 
 
@@ -209,6 +215,7 @@ def test_alias_needs_replacement(graph):
     def no_replace(A, seeds):
         s = A[:, seeds]
         return s.individual_sample(3, probs=s, method="alias")
+
     with pytest.raises(ValueError, match="method: 'alias' draws with replacement"):
         gs.compile(no_replace)(graph, seeds)
     # without probs the draws are uniform whatever the method
@@ -236,10 +243,11 @@ def test_cuda_draws_what_the_cpu_draws(graph, backend):
     seeds = torch.randint(0, graph.num_nodes, (160,), generator=torch.Generator().manual_seed(9))
     ref = run_seeded(static_sampler, graph, seeds, seed=3)
     with gs.use_backend(backend):
-        assert_same([b.to("cpu") for b in run_seeded(static_sampler, G, seeds.cuda(), seed=3)],
-                    ref, "eager")
+        assert_same(
+            [b.to("cpu") for b in run_seeded(static_sampler, G, seeds.cuda(), seed=3)], ref, "eager"
+        )
     fn = gs.compile(static_sampler, backend=backend)
-    for call in range(3):                 # CUDA graphs capture from the second call on
+    for call in range(3):  # CUDA graphs capture from the second call on
         got = run_seeded(fn, G, seeds.cuda(), seed=3)
         assert_same([b.to("cpu") for b in got], ref, f"compiled, call {call}")
     cpu_batches = loader_outputs(graph, gs.compile(static_sampler), seeds, 40)
@@ -259,13 +267,21 @@ def test_the_cuda_alias_kernel_draws_the_cpu_samples_call_after_call(graph, fano
     pytest.importorskip("cupy")
     from gsample.backend.cuda import nodewise
     from gsample.runtime import cuda_graphs
+
     G = graph.to("cuda")
     fn, ref = gs.compile(static_sampler, backend="cuda"), gs.compile(static_sampler)
-    seeds = [torch.randint(0, graph.num_nodes, (160,),
-                           generator=torch.Generator().manual_seed(20 + i)) for i in range(5)]
+    seeds = [
+        torch.randint(0, graph.num_nodes, (160,), generator=torch.Generator().manual_seed(20 + i))
+        for i in range(5)
+    ]
     program = fn.lowered(G, seeds[0].cuda(), fanouts=fanouts)
-    samplers = [s for s in program.steps if s.node is not None
-                and s.node.op is Op.SLICE_INDIVIDUAL_SAMPLE and s.label.startswith("cuda.")]
+    samplers = [
+        s
+        for s in program.steps
+        if s.node is not None
+        and s.node.op is Op.SLICE_INDIVIDUAL_SAMPLE
+        and s.label.startswith("cuda.")
+    ]
     assert len(samplers) == len(fanouts), program.format()
     assert all(s.fn is nodewise.slice_individual_sample and s.graph_safe for s in samplers)
     for i, s in enumerate(seeds):
@@ -275,8 +291,7 @@ def test_the_cuda_alias_kernel_draws_the_cpu_samples_call_after_call(graph, fano
     if cuda_graphs.enabled():
         assert any(r.captured for r in program.regions), "the alias draws are captured"
     pool = torch.cat(seeds)
-    sb = loader_outputs(G, functools.partial(fn, fanouts=fanouts), pool.cuda(), 160,
-                        super_batch=3)
+    sb = loader_outputs(G, functools.partial(fn, fanouts=fanouts), pool.cuda(), 160, super_batch=3)
     one = loader_outputs(graph, functools.partial(ref, fanouts=fanouts), pool, 160)
     for i, (g, r) in enumerate(zip(sb, one)):
         assert_same([b.to("cpu") for b in g], r, f"super-batched, batch {i}")

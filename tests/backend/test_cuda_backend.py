@@ -1,20 +1,24 @@
 """The CUDA backend against the torch backend, sample for sample (skipped without a GPU)."""
+
 import pytest
 import torch
 
 import gsample as gs
 from gsample.backend import get_backend
 from gsample.backend.torch import fused_select, select
-from gsample.ir import Op
 from gsample.base.random import hash_tensor, op_key
+from gsample.ir import Op
 
-pytestmark = [pytest.mark.cuda,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"),
+]
 
 
 @pytest.fixture(scope="module")
 def cuda():
     from gsample.backend.cuda import sampling
+
     return sampling
 
 
@@ -30,7 +34,7 @@ def hub_graph():
 
 def test_hash_words_bit_equal(cuda):
     g = torch.Generator().manual_seed(1)
-    col = torch.randint(-2**62, 2**62, (100_000,), generator=g).cuda()
+    col = torch.randint(-(2**62), 2**62, (100_000,), generator=g).cuda()
     draw = torch.randint(0, 2**62, (100_000,), generator=g).cuda()
     for key in (0, op_key(7, 3, 2), 2**64 - 1):
         assert torch.equal(cuda.hash_words(key, col, draw), hash_tensor(key, col, draw))
@@ -41,7 +45,7 @@ def test_hash_words_bit_equal(cuda):
 def test_draws_equal_torch(cuda, k, replace):
     deg = torch.randint(0, 3000, (4000,), generator=torch.Generator().manual_seed(k)).cuda()
     deg[::7] = 0
-    deg[5] = 2_000_000                    # a hub: its candidates spread over the whole grid
+    deg[5] = 2_000_000  # a hub: its candidates spread over the whole grid
     key = op_key(11, 4, 9)
     ref = select.select_in_columns(deg, k, replace, key)
     got = select.select_in_columns(deg, k, replace, key, draws=cuda.CudaDraws)
@@ -76,7 +80,7 @@ def test_compiled_on_cuda_backend_equals_eager(hub_graph):
     fused = [n for n in program.nodes if n.op is Op.SLICE_INDIVIDUAL_SAMPLE]
     assert len(fused) == 2 and all(get_backend("cuda").supports(n.op) for n in fused)
     for s in (0, 1):
-        with gs.use_backend("torch"):          # the reference (by default: the kernels)
+        with gs.use_backend("torch"):  # the reference (by default: the kernels)
             gs.manual_seed(s)
             eager = graphsage(hub_graph, seeds)
         gs.manual_seed(s)
@@ -136,6 +140,7 @@ def test_row_draws_equal_torch(cuda, weighted, k):
 def _draws_agreement(a, b) -> float:
     """Share of (column, offset) draws two ``select_in_columns`` results share (multisets)."""
     from collections import Counter
+
     x, y = (Counter(zip(r[1].tolist(), r[2].tolist())) for r in (a, b))
     return sum((x & y).values()) / max(sum((x | y).values()), 1)
 
@@ -183,9 +188,12 @@ def weighted_hub_graph(hub_graph):
 def _edges_agree(a, b):
     """The same columns' counts, and >= 99.9% of the (column, edge id) draws shared."""
     from collections import Counter
+
     assert torch.equal(a.indptr, b.indptr)
-    x, y = (Counter(zip(gs.Matrix(m).edges()[1].tolist(), gs.Matrix(m).edges()[2].tolist()))
-            for m in (a, b))
+    x, y = (
+        Counter(zip(gs.Matrix(m).edges()[1].tolist(), gs.Matrix(m).edges()[2].tolist()))
+        for m in (a, b)
+    )
     assert sum((x & y).values()) >= 0.999 * sum((x | y).values())
 
 
@@ -198,10 +206,14 @@ def test_weighted_individual_op_equals_torch_backend(cuda, weighted_hub_graph, r
     cols = torch.cat([torch.zeros(3, dtype=torch.long), torch.arange(1, 2000, 3)]).cuda()
     key = op_key(5, 0, 1)
     same = _edges_agree if replace else _edges_equal
-    same(fused_select.slice_individual_sample(A.csc, cols, k, replace, key, probs),
-         cuda.slice_individual_sample(A.csc, cols, k, replace, key, probs))
-    same(select.individual_sample(A.csc, k, replace, key, probs),
-         cuda.individual_sample(A.csc, k, replace, key, probs))
+    same(
+        fused_select.slice_individual_sample(A.csc, cols, k, replace, key, probs),
+        cuda.slice_individual_sample(A.csc, cols, k, replace, key, probs),
+    )
+    same(
+        select.individual_sample(A.csc, k, replace, key, probs),
+        cuda.individual_sample(A.csc, k, replace, key, probs),
+    )
 
 
 @pytest.mark.parametrize("weighted", [False, True])
@@ -216,26 +228,31 @@ def test_collective_op_equals_torch_backend(cuda, hub_graph, weighted, replace, 
         node_probs = node_probs.float().cuda()
     cols = torch.cat([torch.zeros(2, dtype=torch.long), torch.arange(1, 30_000, 2)]).cuda()
     key = op_key(6, 3, 2)
-    _edges_equal(fused_select.slice_collective_sample(A, cols, k, replace, key, node_probs),
-                 cuda.slice_collective_sample(A, cols, k, replace, key, node_probs))
-    _edges_equal(select.collective_sample(A, k, replace, key, node_probs),
-                 cuda.collective_sample(A, k, replace, key, node_probs))
+    _edges_equal(
+        fused_select.slice_collective_sample(A, cols, k, replace, key, node_probs),
+        cuda.slice_collective_sample(A, cols, k, replace, key, node_probs),
+    )
+    _edges_equal(
+        select.collective_sample(A, k, replace, key, node_probs),
+        cuda.collective_sample(A, k, replace, key, node_probs),
+    )
 
 
 def test_compiled_ladies_on_cuda_backend_equals_eager(hub_graph):
     from helpers import example
+
     ladies = example("ladies")
     A = ladies.normalize(hub_graph)
     seeds = torch.arange(0, 20_000, 41).cuda()
     layers = (2000, 2000)
-    fn = lambda A, seeds: ladies.ladies(A, seeds, layers=layers)      # noqa: E731
+    fn = lambda A, seeds: ladies.ladies(A, seeds, layers=layers)
     compiled = gs.compile(fn, backend="cuda")
     program = compiled.program(A, seeds)
     ops = [n.op for n in program.nodes]
     collective = [o for o in ops if o in (Op.COLLECTIVE_SAMPLE, Op.SLICE_COLLECTIVE_SAMPLE)]
     assert len(collective) == 2 and all(get_backend("cuda").supports(o) for o in collective)
     for s in (0, 1):
-        with gs.use_backend("torch"):          # the reference (by default: the kernels)
+        with gs.use_backend("torch"):  # the reference (by default: the kernels)
             gs.manual_seed(s)
             eager = fn(A, seeds)
         gs.manual_seed(s)

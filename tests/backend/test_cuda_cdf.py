@@ -17,22 +17,23 @@ super-batch's keys), against the torch backend and the law, a super-batch agains
 mini-batches, PASS compiled against eager and super-batched against one by one, bad weights
 raising the torch path's errors, and one host synchronisation a call.
 """
+
 import functools
 import warnings
 
 import pytest
 import torch
+from helpers import assert_same, example, random_seeds
 
 import gsample as gs
-from gsample.base import validate as V
 from gsample.backend.torch import fused_select, select
-from gsample.formats.csc import CSC, segment_ptr
+from gsample.base import validate as V
 from gsample.base.random import BatchKeys, ColumnKeys, op_key, uniform_float, words
-from helpers import assert_same, example, random_seeds
+from gsample.formats.csc import CSC, segment_ptr
 
 GROUP, CHUNK = 1024, 32
 TINY = torch.finfo(torch.float64).tiny
-LENGTHS = [0, 1, 31, 1023, 1024, 1025, 2 * 1024 + 5, 10 ** 5, 10 ** 6]
+LENGTHS = [0, 1, 31, 1023, 1024, 1025, 2 * 1024 + 5, 10**5, 10**6]
 _GPU = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
 
 
@@ -67,7 +68,7 @@ def cumulative(deg: torch.Tensor, probs: torch.Tensor):
     indptr = segment_ptr(deg)
     E = int(indptr[-1])
     col = torch.repeat_interleave(torch.arange(C), deg)
-    j = torch.arange(E) - indptr[col]                             # offset in the column
+    j = torch.arange(E) - indptr[col]  # offset in the column
     colmax = torch.zeros(C, dtype=torch.float64).scatter_reduce_(0, col, w, "amax")
     x = w / colmax.clamp_min(TINY)[col]
     # chunks of 32 from the column's start: a_t, running sums within the chunk
@@ -75,11 +76,11 @@ def cumulative(deg: torch.Tensor, probs: torch.Tensor):
     cid = chunk_ptr[col] + j // CHUNK
     X = torch.zeros(int(chunk_ptr[-1]), CHUNK, dtype=torch.float64)
     X[cid, j % CHUNK] = x
-    A = _folds(X)                                   # A[:, t + 1] = a_t (zeros pad the end)
+    A = _folds(X)  # A[:, t + 1] = a_t (zeros pad the end)
     # groups of 32 chunks: P_i, the running sum of the group's chunk sums v_i; S = P_chunks
     group_ptr = segment_ptr((deg + GROUP - 1) // GROUP)
     ccol = torch.repeat_interleave(torch.arange(C), chunk_ptr[1:] - chunk_ptr[:-1])
-    cj = torch.arange(cid.max() + 1 if E else 0) - chunk_ptr[ccol]          # chunk in column
+    cj = torch.arange(cid.max() + 1 if E else 0) - chunk_ptr[ccol]  # chunk in column
     Vc = torch.zeros(int(group_ptr[-1]), CHUNK, dtype=torch.float64)
     Vc[group_ptr[ccol] + cj // CHUNK, cj % CHUNK] = A[:, CHUNK]
     P = _folds(Vc)
@@ -111,7 +112,7 @@ def reference(deg, k, key, probs):
     target = uniform_float(words(key, c, t)) * total[c]
     lo, hi = indptr[c], indptr[c + 1]
     e = _first(cum, lo, hi, lambda v, i: v > target[i])
-    past = e == hi                                  # target == T: the first cum == T
+    past = e == hi  # target == T: the first cum == T
     e = torch.where(past, _first(cum, lo, hi, lambda v, i: v >= total[c][i]), e)
     offset = (e - lo).view(n, k).sort(dim=1).values.reshape(-1) if n else e
     return segment_ptr(torch.where(total > 0, k, 0)), c, offset
@@ -133,13 +134,13 @@ def _columns(seed, lengths=LENGTHS, dtype=torch.float64):
     for c in range(deg.numel()):
         s, e = int(indptr[c]), int(indptr[c + 1])
         if e - s >= 3:
-            w[s] = w[(s + e) // 2] = w[e - 1] = 0          # zeros at the start, middle, end
+            w[s] = w[(s + e) // 2] = w[e - 1] = 0  # zeros at the start, middle, end
     tiny = 5e-324 if dtype == torch.float64 else 1e-45
     w[torch.rand(w.numel(), generator=g) < 0.01] = tiny
     zero = [c for c in range(deg.numel()) if 0 < deg[c] < 5000][:3]
-    w[indptr[zero[0]]:indptr[zero[0] + 1]] = 0                   # all-zero columns
-    w[indptr[zero[1]]:indptr[zero[1] + 1]] = 0
-    w[indptr[zero[2]]:indptr[zero[2] + 1]] = tiny                # only subnormals
+    w[indptr[zero[0]] : indptr[zero[0] + 1]] = 0  # all-zero columns
+    w[indptr[zero[1]] : indptr[zero[1] + 1]] = 0
+    w[indptr[zero[2]] : indptr[zero[2] + 1]] = tiny  # only subnormals
     return deg, w.to(dtype)
 
 
@@ -156,14 +157,17 @@ def _super_batch(seed, copies=3, n=1500):
     keys = BatchKeys.of(seed=7, ordinal=1, first_batch=2, copies=copies, num_nodes=n)
     ptr = keys.columns(cols).ptr
     start = segment_ptr(deg)
-    alone = [(deg[a:b], probs[start[a]:start[b]], keys.keys[i])
-             for i, (a, b) in enumerate(zip(ptr[:-1], ptr[1:]))]
+    alone = [
+        (deg[a:b], probs[start[a] : start[b]], keys.keys[i])
+        for i, (a, b) in enumerate(zip(ptr[:-1], ptr[1:]))
+    ]
     return deg, probs, cols, keys, alone
 
 
 def _agreement(a, b):
     """Share of draws two results share: (column, offset) pairs, as multisets."""
     from collections import Counter
+
     x = Counter(zip(a[1].tolist(), a[2].tolist()))
     y = Counter(zip(b[1].tolist(), b[2].tolist()))
     return sum((x & y).values()) / max(sum((x | y).values()), 1)
@@ -182,6 +186,7 @@ def _random_columns(seed, C=4000):
 def _chi_square(draws_of, seed):
     """p-values of the draw frequencies of a few columns against ``w / total``."""
     from scipy.stats import chisquare
+
     g = _gen(seed)
     deg = torch.tensor([7, 12, 40, 3])
     probs = torch.rand(int(deg.sum()), generator=g, dtype=torch.float64) ** 2
@@ -190,9 +195,9 @@ def _chi_square(draws_of, seed):
     _, col, offset = draws_of(deg, k, op_key(3, 1, 4), probs)
     start, out = segment_ptr(deg), []
     for c in range(deg.numel()):
-        p = probs[start[c]:start[c + 1]]
+        p = probs[start[c] : start[c + 1]]
         seen = torch.bincount(offset[col == c], minlength=int(deg[c])).double()
-        assert seen[p == 0].sum() == 0                  # a zero weight is never drawn
+        assert seen[p == 0].sum() == 0  # a zero weight is never drawn
         keep = p > 0
         out.append(chisquare(seen[keep].numpy(), (p[keep] / p.sum() * k).numpy()).pvalue)
     return out
@@ -222,7 +227,7 @@ def test_the_reference_agrees_with_the_torch_backend(k):
     key = op_key(11, 4, 9)
     ref = select.select_in_columns(deg, k, True, key, probs)
     got = reference(deg, k, key, probs)
-    assert torch.equal(got[0], ref[0]) and torch.equal(got[1], ref[1])   # the same columns
+    assert torch.equal(got[0], ref[0]) and torch.equal(got[1], ref[1])  # the same columns
     assert _agreement(got, ref) >= 0.999
 
 
@@ -254,19 +259,20 @@ def test_select_in_columns_hands_cdf_draws_with_replacement_to_the_hook(monkeypa
 
     def loop(*args):
         raise AssertionError("the per-batch loop ran")
+
     _Hook.calls.clear()
     got = select.select_in_columns(deg, 4, True, op_key(1, 2, 3), probs, _Hook)
     assert [c[0] for c in _Hook.calls] == [4]
     for a, b in zip(got, reference(deg, 4, op_key(1, 2, 3), probs)):
         assert torch.equal(a, b)
     monkeypatch.setattr(select, "_weighted_with_per_batch", loop)
-    select.select_in_columns(deg, 4, True, ck, probs, _Hook)        # a super-batch: one call
+    select.select_in_columns(deg, 4, True, ck, probs, _Hook)  # a super-batch: one call
     assert len(_Hook.calls) == 2 and _Hook.calls[1][1] is ck
     for replace, method, p in ((False, "cdf", probs), (True, "alias", probs), (True, "cdf", None)):
         select.select_in_columns(deg, 4, replace, op_key(1, 2, 3), p, _Hook, method)
-    assert len(_Hook.calls) == 2                  # without replacement, alias, uniform: not
+    assert len(_Hook.calls) == 2  # without replacement, alias, uniform: not
     with pytest.raises(AssertionError, match="per-batch loop"):
-        select.select_in_columns(deg, 4, True, ck, probs)           # select.Draws: the loop
+        select.select_in_columns(deg, 4, True, ck, probs)  # select.Draws: the loop
 
 
 def _csc(deg, cols=None, device="cpu"):
@@ -274,34 +280,37 @@ def _csc(deg, cols=None, device="cpu"):
     None: 10 columns)."""
     indptr = segment_ptr(torch.as_tensor(deg))
     rows = torch.arange(int(indptr[-1])) % 5
-    return CSC(10, indptr, rows, col_ids=None if cols is None else torch.as_tensor(cols)).to(
-        device)
+    return CSC(10, indptr, rows, col_ids=None if cols is None else torch.as_tensor(cols)).to(device)
 
 
 #: case -> (the matrix's degrees, its weights; the bad weight of the fused op's frontier, and
 #: whether its last column is all zero)
 BAD = {
-    "nan": ([3, 2, 4], [1, 2, .5, 1, float("nan"), 1, 1, 1, 1], float("nan"), False),
-    "inf": ([3, 2, 4], [1, float("inf"), .5, 1, 1, 1, 1, 1, 1], float("inf"), False),
-    "negative": ([3, 2, 4], [1, 2, .5, 1, 1, 1, -.25, 1, 1], -0.25, False),
-    "zero column": ([3, 0, 2, 4], [1, 2, .5, 0, 0, 1, 1, 1, 1], None, True),
-    "nan and zero column": ([3, 2, 4], [1, 2, .5, 0, 0, 1, 1, float("nan"), 1],
-                            float("nan"), True),
+    "nan": ([3, 2, 4], [1, 2, 0.5, 1, float("nan"), 1, 1, 1, 1], float("nan"), False),
+    "inf": ([3, 2, 4], [1, float("inf"), 0.5, 1, 1, 1, 1, 1, 1], float("inf"), False),
+    "negative": ([3, 2, 4], [1, 2, 0.5, 1, 1, 1, -0.25, 1, 1], -0.25, False),
+    "zero column": ([3, 0, 2, 4], [1, 2, 0.5, 0, 0, 1, 1, 1, 1], None, True),
+    "nan and zero column": (
+        [3, 2, 4],
+        [1, 2, 0.5, 0, 0, 1, 1, float("nan"), 1],
+        float("nan"),
+        True,
+    ),
 }
-FRONTIER = [4, 2, 9]                     # of the 10-column graph below: 4, 1 and 2 edges
+FRONTIER = [4, 2, 9]  # of the 10-column graph below: 4, 1 and 2 edges
 
 
 def _bad(case, device="cpu"):
     """``(A, probs, G, q)``: the op's matrix (columns 7, 3, 9, 4) and weights, the graph and
     the weights of the fused op's ``G[:, FRONTIER]``, for a case of :data:`BAD`."""
     deg, p, value, zero = BAD[case]
-    A = _csc(deg, [7, 3, 9, 4][:len(deg)], device)
+    A = _csc(deg, [7, 3, 9, 4][: len(deg)], device)
     G = _csc([2, 3, 1, 0, 4, 2, 3, 1, 2, 2], device=device)
     q = torch.ones(G.nnz)
     if value is not None:
         q[int(G.indptr[4]) + 1] = value
     if zero:
-        q[int(G.indptr[9]):int(G.indptr[10])] = 0
+        q[int(G.indptr[9]) : int(G.indptr[10])] = 0
     return A, torch.tensor(p).to(device), G, q.to(device)
 
 
@@ -318,21 +327,29 @@ def test_unchecked_probs_are_checked_with_the_draws(case):
     A, probs, G, q = _bad(case)
     want = _message(lambda: V.check_individual(A, probs=probs))
     for replace in (True, False):
-        assert _message(lambda: select.individual_sample(A, 2, replace, 5, probs,
-                                                         checked=False)) == want
+        assert (
+            _message(lambda: select.individual_sample(A, 2, replace, 5, probs, checked=False))
+            == want
+        )
     keys = BatchKeys.of(seed=1, ordinal=0, first_batch=0, copies=1, num_nodes=10)
     assert _message(lambda: select.individual_sample(A, 2, True, keys, probs)) == want
     cols = torch.tensor(FRONTIER)
     want = _message(lambda: V.check_individual(G, probs=q, cols=cols))
-    for k in (2, 0):                                    # k = 0 checks them too
-        assert _message(lambda: fused_select.slice_individual_sample(
-            G, cols, k, True, 5, q, checked=False)) == want
+    for k in (2, 0):  # k = 0 checks them too
+        assert (
+            _message(
+                lambda: fused_select.slice_individual_sample(G, cols, k, True, 5, q, checked=False)
+            )
+            == want
+        )
 
 
 def test_checked_probs_are_not_checked_again(monkeypatch):
     """``checked=True`` (the default: the op's check ran) reads no value of ``probs``."""
+
     def fail(*args, **kwargs):
         raise AssertionError("checked twice")
+
     monkeypatch.setattr(V, "column_probs", fail)
     G = _csc([2, 3, 1, 0, 4, 2, 3, 1, 2, 2])
     probs = torch.rand(G.nnz)
@@ -349,7 +366,7 @@ def test_check_individual_leaves_probs_values_to_the_kernels():
     with pytest.raises(ValueError, match="NaN"):
         V.check_individual(A, probs=bad)
     with pytest.raises(ValueError, match=r"probs: expected one probability per edge"):
-        V.check_individual(A, probs=torch.ones(8), in_kernel=("probs",))   # still converted
+        V.check_individual(A, probs=torch.ones(8), in_kernel=("probs",))  # still converted
     with pytest.raises(TypeError, match="floating point"):
         V.check_individual(A, probs=torch.ones(9, dtype=torch.long), in_kernel=("probs",))
 
@@ -357,6 +374,7 @@ def test_check_individual_leaves_probs_values_to_the_kernels():
 def test_the_cuda_backend_registers_its_probs_checks():
     from gsample.backend import get_backend
     from gsample.ir import Op
+
     be = get_backend("cuda")
     for op in (Op.INDIVIDUAL_SAMPLE, Op.SLICE_INDIVIDUAL_SAMPLE):
         assert be.impl(op, "csc").checks == ("probs",)
@@ -371,6 +389,7 @@ def cuda():
         pytest.skip("no CUDA GPU")
     pytest.importorskip("cupy")
     from gsample.backend.cuda import sampling
+
     return sampling
 
 
@@ -388,10 +407,11 @@ def test_the_kernels_draw_the_reference(cuda, dtype, k, keyed):
     at their start, middle and end, all-zero columns (they draw nothing), subnormals."""
     deg, probs = _columns(k, dtype=dtype)
     key = op_key(8, 2, k)
-    if keyed == "super-batch":                  # two batches of the columns, 100 nodes each
+    if keyed == "super-batch":  # two batches of the columns, 100 nodes each
         ids = torch.arange(deg.numel()) % 100 + (torch.arange(deg.numel()) >= 9) * 100
-        key = BatchKeys.of(seed=3, ordinal=1, first_batch=4, copies=2,
-                           num_nodes=100).columns(ids.cuda())
+        key = BatchKeys.of(seed=3, ordinal=1, first_batch=4, copies=2, num_nodes=100).columns(
+            ids.cuda()
+        )
     _equal(cuda.weighted_with(deg.cuda(), k, key, probs.cuda()), reference(deg, k, key, probs))
 
 
@@ -402,7 +422,7 @@ def test_the_kernels_agree_with_the_torch_backend(cuda, k):
     deg, probs, key = deg.cuda(), probs.cuda(), op_key(11, 4, 9)
     ref = select.select_in_columns(deg, k, True, key, probs)
     got = select.select_in_columns(deg, k, True, key, probs, cuda.CudaDraws)
-    assert torch.equal(got[0], ref[0]) and torch.equal(got[1], ref[1])   # the same columns
+    assert torch.equal(got[0], ref[0]) and torch.equal(got[1], ref[1])  # the same columns
     assert _agreement(got, ref) >= 0.999
     _equal(got, reference(deg, k, key, probs))
 
@@ -411,6 +431,7 @@ def test_the_kernels_agree_with_the_torch_backend(cuda, k):
 def test_the_kernels_fit_the_weights(cuda):
     def draws(deg, k, key, probs):
         return [t.cpu() for t in cuda.weighted_with(deg.cuda(), k, key, probs.cuda())]
+
     assert min(_chi_square(draws, 0)) > 1e-3
 
 
@@ -420,10 +441,13 @@ def test_a_super_batch_draws_its_mini_batches(cuda, k):
     """``BatchDraws`` (per-column keys, one call, no loop over the batches) against each batch
     drawn alone with its own key (``CudaDraws``), bit for bit."""
     deg, probs, cols, keys, alone = _super_batch(2)
-    got = select.select_in_columns(deg.cuda(), k, True, keys.columns(cols.cuda()), probs.cuda(),
-                                   cuda.BatchDraws)
-    parts = [select.select_in_columns(d.cuda(), k, True, key, p.cuda(), cuda.CudaDraws)
-             for d, p, key in alone]
+    got = select.select_in_columns(
+        deg.cuda(), k, True, keys.columns(cols.cuda()), probs.cuda(), cuda.BatchDraws
+    )
+    parts = [
+        select.select_in_columns(d.cuda(), k, True, key, p.cuda(), cuda.CudaDraws)
+        for d, p, key in alone
+    ]
     assert torch.equal(got[2], torch.cat([off for _, _, off in parts]))
     assert torch.equal(got[0][1:] - got[0][:-1], torch.cat([p[1:] - p[:-1] for p, _, _ in parts]))
     _equal(got, reference(deg, k, keys.columns(cols), probs))
@@ -446,6 +470,7 @@ def test_pass_compiled_equals_eager_and_super_batched_equals_one_by_one(cuda, mo
     def counted(*args):
         calls.append(type(args[2]).__name__)
         return hook(*args)
+
     for draws in (cuda.CudaDraws, cuda.BatchDraws):
         monkeypatch.setattr(draws, "weighted_with", staticmethod(counted))
     fn, A, inputs, seeds = _pass()
@@ -455,10 +480,14 @@ def test_pass_compiled_equals_eager_and_super_batched_equals_one_by_one(cuda, mo
     compiled = functools.partial(gs.compile(fn, backend="cuda"), **inputs)
     gs.manual_seed(21)
     assert_same([compiled(A, seeds) for _ in range(2)], eager)
-    assert set(calls) == {"int"} and len(calls) >= 8            # 2 layers, 2 calls, twice
+    assert set(calls) == {"int"} and len(calls) >= 8  # 2 layers, 2 calls, twice
     one = [b.out for b in gs.DataLoader(A, compiled, seeds, 64, shuffle=False, seed=7)]
-    many = [b.out for b in gs.DataLoader(A, compiled, seeds, 64, shuffle=False, seed=7,
-                                         super_batch=4, fixed_state=True)]
+    many = [
+        b.out
+        for b in gs.DataLoader(
+            A, compiled, seeds, 64, shuffle=False, seed=7, super_batch=4, fixed_state=True
+        )
+    ]
     assert "ColumnKeys" in calls
     assert len(one) == len(many) == 4
     for i, (g, r) in enumerate(zip(many, one)):
@@ -478,11 +507,13 @@ def test_bad_probs_raise_the_torch_paths_errors(cuda, case):
     keys = BatchKeys.of(seed=1, ordinal=0, first_batch=0, copies=1, num_nodes=10)
     assert _message(lambda: cuda.individual_sample(A, 2, True, keys, probs)) == want
     with gs.use_backend("cuda"):
-        assert _message(lambda: gs.Matrix(A).individual_sample(2, probs=probs,
-                                                               replace=True)) == want
+        assert (
+            _message(lambda: gs.Matrix(A).individual_sample(2, probs=probs, replace=True)) == want
+        )
 
     def layer(A, p):
         return A.individual_sample(2, probs=p, replace=True)
+
     sampler = gs.compile(layer, backend="cuda")
     labels = [s.label for s in sampler.lowered(gs.Matrix(A), probs).steps]
     assert any("probs: checked in the kernel" in x for x in labels), labels
@@ -499,7 +530,7 @@ def test_one_host_synchronisation_a_call(cuda, k):
     once: the count with the checks' flags."""
     deg, probs = _random_columns(1)
     indptr = segment_ptr(deg)
-    probs[indptr[1:][deg > 0] - 1] = 0.5          # valid: a positive weight in every column
+    probs[indptr[1:][deg > 0] - 1] = 0.5  # valid: a positive weight in every column
     A = CSC(deg.numel(), indptr, torch.arange(int(indptr[-1])) % deg.numel()).to("cuda")
     probs = probs.cuda()
     sb_deg, sb_probs, cols, keys, _ = _super_batch(3)
@@ -508,7 +539,8 @@ def test_one_host_synchronisation_a_call(cuda, k):
     def calls():
         cuda.individual_sample(A, k, True, op_key(1, 2, 3), probs)
         select.select_in_columns(sb_deg, k, True, ck, sb_probs, cuda.BatchDraws)
-    calls()                                       # warm: the kernels compiled
+
+    calls()  # warm: the kernels compiled
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("warn")
     try:

@@ -21,6 +21,7 @@ CPU tests check the host side: the tree's plan, its torch twin against a plain P
 and the torch backend, the CPU paths and the cache of ``convert``, the torch fallback on CPU
 tensors, and that the compiled kernels carry no ``.ftz`` instruction even under ``-ftz=true``.
 """
+
 import gc
 import shutil
 import subprocess
@@ -28,6 +29,7 @@ import subprocess
 import numpy as np
 import pytest
 import torch
+from helpers import example
 
 import gsample as gs
 from gsample.backend import get_backend
@@ -35,16 +37,15 @@ from gsample.backend.cuda import compute as cc
 from gsample.backend.cuda import convert
 from gsample.backend.cuda.module import KERNELS, full_source, launch
 from gsample.backend.torch import compute as tc
-from gsample.ir import Op
 from gsample.formats.csc import CSC, segment_ptr
-from helpers import example
+from gsample.ir import Op
 
 GPU = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
 nvcc = shutil.which("nvcc")
 
 N = 20_000
-HUB = 1_000_000          # column 0 has HUB in-edges, row 1 HUB out-edges
-EMPTY = 50               # the last EMPTY nodes have no edges at all
+HUB = 1_000_000  # column 0 has HUB in-edges, row 1 HUB out-edges
+EMPTY = 50  # the last EMPTY nodes have no edges at all
 
 
 def gpu(fn):
@@ -65,8 +66,12 @@ def hub_graph() -> CSC:
     g = _gen(0)
     hub_src = torch.randint(0, N - EMPTY, (HUB,), generator=g)
     hub_dst = torch.randint(0, N - EMPTY, (HUB,), generator=g)
-    ei = torch.stack([torch.cat([src[keep], hub_src, torch.ones(HUB, dtype=torch.long)]),
-                      torch.cat([dst[keep], torch.zeros(HUB, dtype=torch.long), hub_dst])])
+    ei = torch.stack(
+        [
+            torch.cat([src[keep], hub_src, torch.ones(HUB, dtype=torch.long)]),
+            torch.cat([dst[keep], torch.zeros(HUB, dtype=torch.long), hub_dst]),
+        ]
+    )
     return gs.Matrix.from_edge_index(ei, num_nodes=N).csc
 
 
@@ -75,9 +80,13 @@ def submatrices(csc: CSC) -> dict:
     dev = csc.device
     cols = torch.cat([torch.tensor([0, 1, N - 1, 0]), torch.arange(2, N, 7)]).to(dev)
     rows = torch.cat([torch.tensor([1, 0, N - 3]), torch.arange(3, N, 5)]).to(dev)
-    return {"graph": csc, "cols": M[:, cols].csc, "rows": M[rows, :].csc,
-            "rows_cols": M[rows, cols].csc,
-            "empty": M[:, torch.tensor([N - 1, N - 2], device=dev)].csc}
+    return {
+        "graph": csc,
+        "cols": M[:, cols].csc,
+        "rows": M[rows, :].csc,
+        "rows_cols": M[rows, cols].csc,
+        "empty": M[:, torch.tensor([N - 1, N - 2], device=dev)].csc,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +150,7 @@ def test_reduce(mats, op, axis, shape, dtype, which):
     assert got.dtype == ref.dtype and got.shape == ref.shape
     ptr, perm = csr_args(A, axis)
     exact_sum = axis == 1 and op == "sum" and shape != "EF"
-    if exact_sum:       # row sums are exact (gsample/backend/cuda/rowsum.py), not the tree
+    if exact_sum:  # row sums are exact (gsample/backend/cuda/rowsum.py), not the tree
         want = tc.reduce(as64(A), op, axis)
         tol = dict(rtol=1e-6, atol=0) if dtype == torch.float32 else dict(rtol=1e-12, atol=0)
         torch.testing.assert_close(got.double(), want.double(), **tol)
@@ -149,11 +158,11 @@ def test_reduce(mats, op, axis, shape, dtype, which):
         twin = cc.reference_segment_reduce(ptr, op, A.nnz, got.dtype, x=A.values, perm=perm)
         assert torch.equal(got, twin.reshape(got.shape)), "kernel != its torch twin"
     if op == "max":
-        assert torch.equal(got, ref)                  # order-free
+        assert torch.equal(got, ref)  # order-free
     else:
         torch.testing.assert_close(got, tc.reduce(as64(A), op, axis).to(got.dtype))
     n = A.num_cols if axis == 0 else A.num_rows
-    if which in ("graph", "cols"):                    # an empty column / row gives 0
+    if which in ("graph", "cols"):  # an empty column / row gives 0
         empty = (A.degrees() if axis == 0 else torch.bincount(A.rows, minlength=n)) == 0
         assert bool(empty.any()) and not bool(got[empty].any())
 
@@ -176,7 +185,7 @@ def test_hub_segments_span_several_tree_levels(mats):
     A = mats["graph"]
     assert int(A.degrees()[0]) >= HUB
     assert len(cc.plan(A.indptr, A.nnz)) == cc.levels(int(A.degrees().max())) == 4
-    got = cc.reduce(A, "sum", 1)                          # values None: the row degrees
+    got = cc.reduce(A, "sum", 1)  # values None: the row degrees
     assert torch.equal(got, torch.bincount(A.rows, minlength=N).float())
 
 
@@ -184,9 +193,9 @@ def test_hub_segments_span_several_tree_levels(mats):
 def test_nan_and_inf(mats):
     A = with_values(mats["cols"], "E", torch.float32)
     v = A.values.clone()
-    v[A.indptr[0]] = float("nan")                         # column 0 (the hub)
-    v[A.indptr[1]] = float("inf")                         # column 1
-    v[A.indptr[4]:A.indptr[5]] = -float("inf")            # column 4: only -inf
+    v[A.indptr[0]] = float("nan")  # column 0 (the hub)
+    v[A.indptr[1]] = float("inf")  # column 1
+    v[A.indptr[4] : A.indptr[5]] = -float("inf")  # column 4: only -inf
     A = A.with_values(v)
     for op in ("sum", "max", "mean"):
         for axis in (0, 1):
@@ -204,21 +213,45 @@ def test_nan_and_inf(mats):
 # two), 1023 / 1024 / 1025 (one group or two), 32 * 1024 +- 1, 1024 ** 2 and 1024 ** 2 + 1
 # (the last phase: one block of group values, or two), 2,500,000 (three blocks), among
 # thousands of short segments.
-HUB_LENS = [0, 1, 31, 32, 33, 0, 1023, 1024, 1025, 32 * 1024 - 1, 32 * 1024 + 1, 0,
-            2_500_000, 5, 1024 ** 2, 1024 ** 2 + 1, 3]
+HUB_LENS = [
+    0,
+    1,
+    31,
+    32,
+    33,
+    0,
+    1023,
+    1024,
+    1025,
+    32 * 1024 - 1,
+    32 * 1024 + 1,
+    0,
+    2_500_000,
+    5,
+    1024**2,
+    1024**2 + 1,
+    3,
+]
 ONE_FEATURE = ["x", "ones", "perm", "spmm", "spmm_t", "spmm_ones"]
 
 
-SHORT = 1500             # short segments between HUB_LENS[:12] and HUB_LENS[12:], and after
-BIG = 12 + SHORT         # the segment of 2,500,000 terms
+SHORT = 1500  # short segments between HUB_LENS[:12] and HUB_LENS[12:], and after
+BIG = 12 + SHORT  # the segment of 2,500,000 terms
 
 
 def one_feature_lens(seed=0):
     g = _gen(seed)
     short = torch.randint(0, 70, (2 * SHORT,), generator=g)
     short[::13] = 0
-    lens = torch.cat([torch.tensor(HUB_LENS[:12]), short[:SHORT], torch.tensor(HUB_LENS[12:]),
-                      short[SHORT:], torch.tensor([0])])
+    lens = torch.cat(
+        [
+            torch.tensor(HUB_LENS[:12]),
+            short[:SHORT],
+            torch.tensor(HUB_LENS[12:]),
+            short[SHORT:],
+            torch.tensor([0]),
+        ]
+    )
     assert int(lens[BIG]) == 2_500_000
     return lens
 
@@ -231,9 +264,10 @@ def one_feature_terms(lens, dtype, variant, op, seed=0):
     g = _gen(seed)
     ptr = segment_ptr(lens)
     P = int(lens.sum())
-    x = torch.randn(P, generator=g, dtype=torch.float64) * torch.logspace(-4, 4, P,
-                                                                          dtype=torch.float64)
-    zeros = slice(int(ptr[8]), int(ptr[9]))           # the segment of 1,025 terms
+    x = torch.randn(P, generator=g, dtype=torch.float64) * torch.logspace(
+        -4, 4, P, dtype=torch.float64
+    )
+    zeros = slice(int(ptr[8]), int(ptr[9]))  # the segment of 1,025 terms
     sign = torch.randint(0, 2, (1025,), generator=g).bool() | (op != "max")
     x[zeros] = torch.where(sign, -0.0, 0.0).double()
     x = x.to(dtype)
@@ -241,8 +275,13 @@ def one_feature_terms(lens, dtype, variant, op, seed=0):
         bits = torch.int32 if dtype == torch.float32 else torch.int64
         nan1 = torch.tensor(float("nan"), dtype=dtype).view(bits) | 1
         nan2 = torch.tensor(float("nan"), dtype=dtype).view(bits) | 2
-        where = [int(ptr[4]) + 5, int(ptr[4]) + 20, int(ptr[9]) + 31 * 1024 + 7,
-                 int(ptr[BIG]) + 1_500_000, int(ptr[BIG]) + 2_400_000]
+        where = [
+            int(ptr[4]) + 5,
+            int(ptr[4]) + 20,
+            int(ptr[9]) + 31 * 1024 + 7,
+            int(ptr[BIG]) + 1_500_000,
+            int(ptr[BIG]) + 2_400_000,
+        ]
         xb = x.view(bits)
         for i, w in enumerate(where):
             xb[w] = nan1 if i % 2 == 0 else nan2
@@ -250,9 +289,14 @@ def one_feature_terms(lens, dtype, variant, op, seed=0):
     gidx = torch.randint(0, N, (P,), generator=g)
     d = (torch.rand(N, generator=g, dtype=torch.float64) + 0.5).to(dtype)
     perm = torch.randperm(P, generator=g)
-    use = {"x": (x, None, None, None), "ones": (None, None, None, None),
-           "perm": (x, perm, None, None), "spmm": (x, perm, gidx, d),
-           "spmm_t": (x, None, gidx, d), "spmm_ones": (None, perm, gidx, d)}[variant]
+    use = {
+        "x": (x, None, None, None),
+        "ones": (None, None, None, None),
+        "perm": (x, perm, None, None),
+        "spmm": (x, perm, gidx, d),
+        "spmm_t": (x, None, gidx, d),
+        "spmm_ones": (None, perm, gidx, d),
+    }[variant]
     return ptr, P, [None if t is None else t.cuda() for t in use]
 
 
@@ -284,7 +328,7 @@ def test_one_feature_groups_bit_equal_the_tree(one_lens, op, dtype, variant):
     assert_bits(got, cc.segment_reduce_warp(*args, **kw))
     empty = (one_lens == 0).cuda()
     assert bool((got[empty].view(-1) == 0).all()) and bool((~got[empty].signbit()).all())
-    if op == "max" and variant == "x":                # segments 4, 9 and BIG hold NaNs
+    if op == "max" and variant == "x":  # segments 4, 9 and BIG hold NaNs
         assert got.view(-1).isnan().nonzero().view(-1).tolist() == [4, 9, BIG]
     elif op == "max" and variant != "ones" and variant != "spmm_ones":
         assert bool(got.isnan().any())
@@ -297,15 +341,25 @@ def test_one_feature_group_pointer_and_bound(one_lens):
     blocks = -(-S // 256)
     state = torch.zeros(1 + blocks, dtype=torch.int64, device="cuda")
     gptr = torch.full((S + 1,), -1, dtype=torch.int64, device="cuda")
-    launch("segment_reduce", "gs_seg_group_ptr", blocks * 256, ptr, S, state, gptr,
-           grid=blocks, dtypes=("float",))
+    launch(
+        "segment_reduce",
+        "gs_seg_group_ptr",
+        blocks * 256,
+        ptr,
+        S,
+        state,
+        gptr,
+        grid=blocks,
+        dtypes=("float",),
+    )
     assert torch.equal(gptr, cc.group_ptr(ptr))
     assert int(gptr[-1]) <= cc.group_bound(P, S)
 
 
 @gpu
-@pytest.mark.parametrize("lens", [[0, 0, 7, 0], [1], [1024], [1025], [0] * 40 + [3],
-                                  [5_000_000], [40] * 100_000])
+@pytest.mark.parametrize(
+    "lens", [[0, 0, 7, 0], [1], [1024], [1025], [0] * 40 + [3], [5_000_000], [40] * 100_000]
+)
 def test_one_feature_small_cases(lens, monkeypatch):
     """A lone segment, all but one empty, a single 5,000,000-term hub, many equal ones; the
     grouped kernels and, up to ONE_LAUNCH terms, the one launch (both paths each time)."""
@@ -323,7 +377,7 @@ def test_one_feature_small_cases(lens, monkeypatch):
 def test_one_feature_is_sync_free_and_replays_in_a_cuda_graph(one_lens):
     ptr, P, (x, _, _, _) = one_feature_terms(one_lens, torch.float32, "x", "sum")
     ptr = ptr.cuda()
-    cc.segment_reduce(ptr, "sum", P, torch.float32, x=x)          # compiled, warm
+    cc.segment_reduce(ptr, "sum", P, torch.float32, x=x)  # compiled, warm
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
@@ -332,7 +386,7 @@ def test_one_feature_is_sync_free_and_replays_in_a_cuda_graph(one_lens):
         torch.cuda.set_sync_debug_mode(0)
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):                                # warm on the side stream
+    with torch.cuda.stream(stream):  # warm on the side stream
         cc.segment_reduce(ptr, "mean", P, torch.float32, x=x)
     torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
@@ -346,8 +400,14 @@ def test_one_feature_is_sync_free_and_replays_in_a_cuda_graph(one_lens):
 
 
 # ----------------------------------------------------------------------------- SpMM
-SPMM_DTYPES = [("f32", "f32"), ("none", "f32"), ("none", "i64"), ("f64", "f32"),
-               ("f32", "f64"), ("none", "f64")]
+SPMM_DTYPES = [
+    ("f32", "f32"),
+    ("none", "f32"),
+    ("none", "i64"),
+    ("f64", "f32"),
+    ("f32", "f64"),
+    ("none", "f64"),
+]
 _DT = {"f32": torch.float32, "f64": torch.float64, "i64": torch.int64}
 
 
@@ -361,8 +421,15 @@ def test_spmm(mats, transpose, vals, dense, feat, which):
     A = A.with_values(None) if vals == "none" else with_values(A, "E", _DT[vals], seed=1)
     n = A.num_rows if transpose else A.num_cols
     size = (n,) if feat is None else (n, feat)
-    D = (torch.randint(-3, 4, size, generator=_gen(2)) if dense == "i64"
-         else torch.rand(size, generator=_gen(2)) + 0.25).to(_DT[dense]).cuda()
+    D = (
+        (
+            torch.randint(-3, 4, size, generator=_gen(2))
+            if dense == "i64"
+            else torch.rand(size, generator=_gen(2)) + 0.25
+        )
+        .to(_DT[dense])
+        .cuda()
+    )
     fn, ref_fn = (cc.spmm_t, tc.spmm_t) if transpose else (cc.spmm, tc.spmm)
     got = twice(fn, A, D)
     ref = ref_fn(A, D)
@@ -373,10 +440,9 @@ def test_spmm(mats, transpose, vals, dense, feat, which):
     else:
         (ptr, perm), gidx = convert.to_csr(A), A.edge_cols()
     x = None if A.values is None else A.values.to(dt)
-    twin = cc.reference_segment_reduce(ptr, "sum", A.nnz, dt, x=x, perm=perm, gidx=gidx,
-                                       d=D.to(dt))
+    twin = cc.reference_segment_reduce(ptr, "sum", A.nnz, dt, x=x, perm=perm, gidx=gidx, d=D.to(dt))
     assert torch.equal(got, twin.reshape(got.shape)), "kernel != its torch twin"
-    if dense == "i64" and vals == "none":             # integer sums: exact in any order
+    if dense == "i64" and vals == "none":  # integer sums: exact in any order
         assert torch.equal(got, ref)
     else:
         torch.testing.assert_close(got, ref_fn(as64(A), D.double()).to(dt))
@@ -390,14 +456,15 @@ def test_spmm_integer_valued_equals_torch_backend(mats, transpose):
     n = A.num_rows if transpose else A.num_cols
     D = torch.randint(0, 4, (n, 3), generator=_gen(5)).float().cuda()
     fn, ref_fn = (cc.spmm_t, tc.spmm_t) if transpose else (cc.spmm, tc.spmm)
-    assert torch.equal(fn(A, D), ref_fn(A, D))        # sums < 2**24: exact in any order
+    assert torch.equal(fn(A, D), ref_fn(A, D))  # sums < 2**24: exact in any order
 
 
 # ----------------------------------------------------------------------------- per edge
 @gpu
 @pytest.mark.parametrize("which", ["graph", "rows_cols", "empty"])
-@pytest.mark.parametrize("types", [("f32", "f32"), ("f32", "f64"), ("f64", "f64"),
-                                   ("i64", "f32"), ("i64", "i64")])
+@pytest.mark.parametrize(
+    "types", [("f32", "f32"), ("f32", "f64"), ("f64", "f64"), ("i64", "f32"), ("i64", "i64")]
+)
 @pytest.mark.parametrize("feat", [None, 4, 64])
 @pytest.mark.parametrize("op", ["dot", "add", "sub", "mul", "div"])
 def test_sddmm(mats, op, feat, types, which):
@@ -418,16 +485,25 @@ def test_sddmm(mats, op, feat, types, which):
     assert got.dtype == ref.dtype and got.shape == ref.shape
     if op == "dot" and feat is not None and got.is_floating_point():
         truth = tc.sddmm(A, U.double(), V.double(), op).values.to(got.dtype)
-        torch.testing.assert_close(got, truth)        # a sum over features: rounding order
+        torch.testing.assert_close(got, truth)  # a sum over features: rounding order
     else:
-        assert same(got, ref)                         # one IEEE operation per edge
+        assert same(got, ref)  # one IEEE operation per edge
 
 
 @gpu
 @pytest.mark.parametrize("which", ["graph", "cols", "rows_cols", "empty"])
-@pytest.mark.parametrize("types", [("f32", "f32"), ("f64", "f32"), ("f32", "f64"),
-                                   ("none", "f64"), ("none", "i64"), ("f32", "i64"),
-                                   ("i64", "i64")])
+@pytest.mark.parametrize(
+    "types",
+    [
+        ("f32", "f32"),
+        ("f64", "f32"),
+        ("f32", "f64"),
+        ("none", "f64"),
+        ("none", "i64"),
+        ("f32", "i64"),
+        ("i64", "i64"),
+    ],
+)
 @pytest.mark.parametrize("shape", ["E", "EF"])
 @pytest.mark.parametrize("axis", [0, 1])
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "pow"])
@@ -441,19 +517,22 @@ def test_edge_broadcast_bit_equal(mats, op, axis, shape, types, which):
     else:
         A = with_values(A, shape, _DT[vals], seed=7)
     n = A.num_cols if axis == 0 else A.num_rows
-    v = torch.rand(n, generator=_gen(8)) * 4 - 1 if vec != "i64" else \
-        torch.randint(-3, 4, (n,), generator=_gen(8))
-    v[::11] = 0                                           # x / 0: +-inf, as torch
+    v = (
+        torch.rand(n, generator=_gen(8)) * 4 - 1
+        if vec != "i64"
+        else torch.randint(-3, 4, (n,), generator=_gen(8))
+    )
+    v[::11] = 0  # x / 0: +-inf, as torch
     if op == "pow" and vec == "i64":
-        v = v.abs()                                       # torch: no negative integer powers
+        v = v.abs()  # torch: no negative integer powers
     v = v.to(_DT[vec]).cuda()
     got = twice(cc.edge_broadcast, A, op, v, axis).values
     ref = tc.edge_broadcast(A, op, v, axis).values
-    assert same(got, ref)                                 # one IEEE operation per edge
+    assert same(got, ref)  # one IEEE operation per edge
 
 
 # ----------------------------------------------------------------------------- subnormals
-TINY = 2.0 ** -149       # the smallest float32 subnormal
+TINY = 2.0**-149  # the smallest float32 subnormal
 
 
 @gpu
@@ -462,16 +541,16 @@ def test_float32_subnormals_are_kept(mats):
     2**-149 below 2**-125 add exactly, so every result is compared with ==."""
     A = mats["graph"]
     k = torch.randint(1, 4, (A.nnz,), generator=_gen(9)).cuda()
-    S = A.with_values(k.float() * TINY)                   # every value subnormal
-    assert bool((S.values < 2.0 ** -126).all() and (S.values > 0).all())
+    S = A.with_values(k.float() * TINY)  # every value subnormal
+    assert bool((S.values < 2.0**-126).all() and (S.values > 0).all())
     for op in ("sum", "max", "mean"):
         for axis in (0, 1):
             got, ref = cc.reduce(S, op, axis), tc.reduce(S, op, axis)
             assert torch.equal(got, ref), f"{op} axis {axis}: float32 subnormals flushed?"
     assert float(cc.reduce(S, "max", 0)[0]) == 3 * TINY
     # SpMM with subnormal products: values k * 2**-140, D in {0, .., 3} * 2**-9
-    W = A.with_values(k.float() * 2.0 ** -140)
-    D = (torch.randint(0, 4, (N,), generator=_gen(10)).float() * 2.0 ** -9).cuda()
+    W = A.with_values(k.float() * 2.0**-140)
+    D = (torch.randint(0, 4, (N,), generator=_gen(10)).float() * 2.0**-9).cuda()
     assert torch.equal(cc.spmm(W, D), tc.spmm(W, D))
     assert torch.equal(cc.spmm_t(W, D), tc.spmm_t(W, D))
     # per-edge results in the subnormal range: products and quotients of normal numbers,
@@ -482,7 +561,7 @@ def test_float32_subnormals_are_kept(mats):
     for M, op, vec in ((X, "mul", y), (X, "div", 1 / y), (S, "sub", j), (S, "add", j)):
         got = cc.edge_broadcast(M, op, vec, 0).values
         assert torch.equal(got, tc.edge_broadcast(M, op, vec, 0).values), op
-        assert bool(((got != 0) & (got.abs() < 2.0 ** -126)).any()), op
+        assert bool(((got != 0) & (got.abs() < 2.0**-126)).any()), op
     U = (torch.rand(N, generator=_gen(13)) + 1).cuda() * 1e-20
     assert torch.equal(cc.sddmm(A, U, y, "dot").values, tc.sddmm(A, U, y, "dot").values)
 
@@ -508,13 +587,13 @@ def test_csr_is_cached_per_graph(mats):
     first = convert.to_csr(A)
     again = convert.to_csr(A)
     assert first[1] is again[1] and first[0] is again[0]
-    scaled = A.with_values(torch.ones(A.nnz, device=A.device))          # same structure
+    scaled = A.with_values(torch.ones(A.nnz, device=A.device))  # same structure
     assert convert.to_csr(scaled)[1] is first[1]
-    sub = mats["cols"]                                                # a sub-matrix: per call
+    sub = mats["cols"]  # a sub-matrix: per call
     assert convert.to_csr(sub)[1] is not convert.to_csr(sub)[1]
     B = CSC(A.num_nodes, A.indptr.clone(), A.rows.clone())
     p = convert.to_csr(B)[1]
-    B.rows[:2] = B.rows[:2].flip(0)                                   # written in place
+    B.rows[:2] = B.rows[:2].flip(0)  # written in place
     p2 = convert.to_csr(B)[1]
     assert p2 is not p and torch.equal(p2, torch.argsort(B.rows, stable=True))
 
@@ -546,7 +625,7 @@ def test_compiled_ladies_cuda_backend_draws_the_torch_backends_edges():
     for name in ("torch", "cuda", "cuda again"):
         out[name] = _draws(A, gs.compile(ladies.ladies, backend=name.split()[0]), seeds)
     assert len(out["cuda"]) == 4
-    for bx, by in zip(out["cuda"], out["cuda again"]):               # bit-identical reruns
+    for bx, by in zip(out["cuda"], out["cuda again"]):  # bit-identical reruns
         for a, b in zip(bx, by):
             assert all(torch.equal(p, q) for p, q in zip(a, b))
     agree = _agreement(out["torch"], out["cuda"])
@@ -555,20 +634,30 @@ def test_compiled_ladies_cuda_backend_draws_the_torch_backends_edges():
 
 # ----------------------------------------------------------------------------- CPU: host side
 def test_levels():
-    assert [cc.levels(n) for n in (0, 1, 2, 32, 33, 1024, 1025, 32768, 32769, HUB)] == \
-        [0, 1, 1, 1, 2, 2, 3, 3, 4, 4]
+    assert [cc.levels(n) for n in (0, 1, 2, 32, 33, 1024, 1025, 32768, 32769, HUB)] == [
+        0,
+        1,
+        1,
+        1,
+        2,
+        2,
+        3,
+        3,
+        4,
+        4,
+    ]
 
 
 def test_plan_counts_chunks_per_level():
     lens = torch.randint(0, 100, (5000,), generator=_gen(1))
     lens[::9] = 0
-    lens[17] = 30_000                                  # 3 levels of 32
+    lens[17] = 30_000  # 3 levels of 32
     ptr = segment_ptr(lens)
     levels = cc.plan(ptr, int(lens.sum()))
     assert len(levels) == 3
     for l, (cptr, total) in enumerate(levels, start=1):
         per = cptr[1:] - cptr[:-1]
-        assert torch.equal(per, (lens + 32 ** l - 1) // 32 ** l) and total == int(per.sum())
+        assert torch.equal(per, (lens + 32**l - 1) // 32**l) and total == int(per.sum())
     assert torch.equal(levels[-1][0][1:] - levels[-1][0][:-1], (lens > 0).long())
 
 
@@ -581,7 +670,7 @@ def _python_tree(values, op):
         nxt = []
         for i in range(0, len(level), 32):
             acc = level[i]
-            for t in level[i + 1:i + 32]:
+            for t in level[i + 1 : i + 32]:
                 acc = f32(acc + t) if op == "sum" else (t if (np.isnan(t) or t > acc) else acc)
             nxt.append(acc)
         level = nxt
@@ -596,7 +685,7 @@ def test_twin_follows_the_documented_order(op):
     ptr = segment_ptr(torch.tensor(lens))
     got = cc.reference_segment_reduce(ptr, op, sum(lens), torch.float32, x=x).reshape(-1)
     for s, n in enumerate(lens):
-        part = x[int(ptr[s]):int(ptr[s + 1])].numpy()
+        part = x[int(ptr[s]) : int(ptr[s + 1])].numpy()
         want = _python_tree(part, op) if n else np.float32(0)
         assert got[s].numpy().view(np.int32) == np.asarray(want, np.float32).view(np.int32), s
 
@@ -635,7 +724,7 @@ def _grouped_model(ptr, op, x):
         if n == 0:
             out.append(torch.zeros((), dtype=x.dtype))
             continue
-        gval = _fold_groups(x[int(ptr[s]):int(ptr[s + 1])], op)
+        gval = _fold_groups(x[int(ptr[s]) : int(ptr[s + 1])], op)
         if gval.numel() == 1:
             v = gval[0]
         else:
@@ -671,35 +760,56 @@ def test_grouped_order_is_the_tree(op):
     """The decomposition behind the one-feature kernels, on the CPU: groups of 1,024 terms
     aligned on a segment's start, then the tree over the group values (a stack fed in
     blocks of 1,024 of them), give the tree's bits on every length case."""
-    lens = torch.tensor([0, 1, 31, 32, 33, 0, 1023, 1024, 1025, 32 * 1024 - 1, 32 * 1024 + 1,
-                         0, 1024 ** 2, 1024 ** 2 + 1, 3 * 1024 ** 2 + 5000, 7, 0])
+    lens = torch.tensor(
+        [
+            0,
+            1,
+            31,
+            32,
+            33,
+            0,
+            1023,
+            1024,
+            1025,
+            32 * 1024 - 1,
+            32 * 1024 + 1,
+            0,
+            1024**2,
+            1024**2 + 1,
+            3 * 1024**2 + 5000,
+            7,
+            0,
+        ]
+    )
     g = _gen(4)
     P = int(lens.sum())
-    x = (torch.randn(P, generator=g, dtype=torch.float64)
-         * torch.logspace(-4, 4, P, dtype=torch.float64)).float()
+    x = (
+        torch.randn(P, generator=g, dtype=torch.float64)
+        * torch.logspace(-4, 4, P, dtype=torch.float64)
+    ).float()
     ptr = segment_ptr(lens)
     if op == "max":
         x[int(ptr[4]) + 3] = float("nan")
         x[int(ptr[14]) + 2_000_000] = float("nan")
-        x[int(ptr[8]):int(ptr[9])] = torch.where(torch.rand(1025, generator=g) < 0.5, -0.0, 0.0)
+        x[int(ptr[8]) : int(ptr[9])] = torch.where(torch.rand(1025, generator=g) < 0.5, -0.0, 0.0)
     got = _grouped_model(ptr, op, x)
     want = cc.reference_segment_reduce(ptr, op, P, torch.float32, x=x)
     assert torch.equal(got.view(torch.int32), want.view(torch.int32))
 
 
 def test_group_ptr_and_bound():
-    lens = torch.tensor([0, 1, 1023, 1024, 1025, 0, 5000, 1024 ** 2 + 1, 0])
+    lens = torch.tensor([0, 1, 1023, 1024, 1025, 0, 5000, 1024**2 + 1, 0])
     gptr = cc.group_ptr(segment_ptr(lens))
     want = [0]
     for n in lens.tolist():
         want.append(want[-1] + -(-n // 1024))
     assert gptr.tolist() == want and gptr.dtype == torch.int64
-    assert cc.group_ptr(segment_ptr(lens), group=32).tolist()[-1] == sum(-(-n // 32) for n in
-                                                                         lens.tolist())
+    assert cc.group_ptr(segment_ptr(lens), group=32).tolist()[-1] == sum(
+        -(-n // 32) for n in lens.tolist()
+    )
     g = _gen(5)
     for _ in range(20):
-        lens = torch.randint(0, 3000, (int(torch.randint(1, 50, (1,), generator=g)),),
-                             generator=g)
+        lens = torch.randint(0, 3000, (int(torch.randint(1, 50, (1,), generator=g)),), generator=g)
         total = int(cc.group_ptr(segment_ptr(lens))[-1])
         bound = cc.group_bound(int(lens.sum()), lens.numel())
         assert total <= bound <= -(-int(lens.sum()) // 1024) + lens.numel()
@@ -710,13 +820,15 @@ def test_twin_matches_torch_backend_on_cpu(small_graph):
     for op in ("sum", "max", "mean"):
         for axis in (0, 1):
             ptr, perm = csr_args(A, axis)
-            got = cc.reference_segment_reduce(ptr, op, A.nnz, torch.float32, x=A.values,
-                                              perm=perm).reshape(-1)
+            got = cc.reference_segment_reduce(
+                ptr, op, A.nnz, torch.float32, x=A.values, perm=perm
+            ).reshape(-1)
             torch.testing.assert_close(got, tc.reduce(as64(A), op, axis).float())
     D = torch.rand(A.num_cols, 4, generator=_gen(3))
     (ptr, perm), cols = convert.to_csr(A), A.edge_cols()
-    got = cc.reference_segment_reduce(ptr, "sum", A.nnz, torch.float32, x=A.values, perm=perm,
-                                      gidx=cols, d=D)
+    got = cc.reference_segment_reduce(
+        ptr, "sum", A.nnz, torch.float32, x=A.values, perm=perm, gidx=cols, d=D
+    )
     torch.testing.assert_close(got, tc.spmm(as64(A), D.double()).float())
 
 
@@ -727,10 +839,10 @@ def test_convert_on_cpu_and_its_cache(small_graph):
     assert torch.equal(indptr_r, segment_ptr(torch.bincount(A.rows, minlength=A.num_rows)))
     assert torch.equal(convert.edge_cols(A), A.edge_cols())
     assert torch.equal(convert.csr_cols(A, perm), A.edge_cols()[perm])
-    assert convert.to_csr(A)[1] is perm                                   # graph-level: cached
-    assert convert.to_csr(A.with_values(None))[1] is perm                 # shares the structure
+    assert convert.to_csr(A)[1] is perm  # graph-level: cached
+    assert convert.to_csr(A.with_values(None))[1] is perm  # shares the structure
     sub = small_graph[:, torch.arange(0, 2000, 3)].csc
-    assert convert.to_csr(sub)[1] is not convert.to_csr(sub)[1]          # small: per call
+    assert convert.to_csr(sub)[1] is not convert.to_csr(sub)[1]  # small: per call
     B = CSC(A.num_nodes, A.indptr.clone(), A.rows.clone())
     convert.to_csr(B)
     rows = B.rows
@@ -750,8 +862,9 @@ def test_cpu_tensors_run_the_torch_code(small_graph):
     assert torch.equal(cc.spmm_t(A, D), tc.spmm_t(A, D))
     assert torch.equal(cc.sddmm(A, D, D, "dot").values, tc.sddmm(A, D, D, "dot").values)
     v = torch.rand(A.num_rows)
-    assert torch.equal(cc.edge_broadcast(A, "div", v, 1).values,
-                       tc.edge_broadcast(A, "div", v, 1).values)
+    assert torch.equal(
+        cc.edge_broadcast(A, "div", v, 1).values, tc.edge_broadcast(A, "div", v, 1).values
+    )
 
 
 @pytest.mark.skipif(nvcc is None, reason="nvcc not installed")
@@ -761,14 +874,26 @@ def test_kernels_do_not_flush_subnormals_under_ftz(dtype, tmp_path):
     src = tmp_path / "segment_reduce.cu"
     src.write_text(full_source("segment_reduce", dtypes=(dtype,)))
     out = tmp_path / "segment_reduce.ptx"
-    done = subprocess.run([nvcc, "-ptx", "-arch=sm_90", "-std=c++17", "-ftz=true",
-                           f"-I{KERNELS}", str(src), "-o", str(out)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            nvcc,
+            "-ptx",
+            "-arch=sm_90",
+            "-std=c++17",
+            "-ftz=true",
+            f"-I{KERNELS}",
+            str(src),
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     ptx = out.read_text()
     for name in ("gs_seg_chunks", "gs_seg_finish", "gs_edge_binary", "gs_edge_dot"):
         assert f".entry {name}" in ptx
     suffix = "f32" if dtype == "float" else "f64"
     assert f"add.rn.{suffix}" in ptx and f"div.rn.{suffix}" in ptx
-    assert ".ftz" not in ptx                     # no flushing instruction at all
-    assert "fma." not in ptx                     # products rounded before they are added
+    assert ".ftz" not in ptx  # no flushing instruction at all
+    assert "fma." not in ptx  # products rounded before they are added

@@ -6,14 +6,17 @@ tensors three ways — eager and compiled on the torch backend, compiled on the 
 (CuPy kernels, ``gs.compile(fn, backend="cuda")``), and eager under
 ``gs.use_backend("cuda")`` — after the same ``gs.manual_seed``; skipped without a GPU.
 """
+
 import pytest
 import torch
-
-import gsample as gs
 from helpers import difference, example, random_seeds
 
-pytestmark = [pytest.mark.cuda,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
+import gsample as gs
+
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"),
+]
 
 #: examples whose every random op is uniform: their samples must be identical
 UNIFORM = {"graphsage", "graphsage-3", "shadow"}
@@ -26,8 +29,10 @@ def graph():
 
 def workloads(A):
     N = A.num_nodes
-    pass_inputs = {k: v.cuda() for k, v in
-                   example("pass_sampler").random_inputs(N, num_features=8, hidden=16).items()}
+    pass_inputs = {
+        k: v.cuda()
+        for k, v in example("pass_sampler").random_inputs(N, num_features=8, hidden=16).items()
+    }
     return {
         "graphsage": (example("graphsage").graphsage, A, {}),
         "graphsage-3": (example("graphsage").graphsage, A, {"fanouts": (15, 10, 5)}),
@@ -54,16 +59,19 @@ def agreement(a, b) -> float:
     return len(ea & eb) / max(len(ea | eb), 1)
 
 
-@pytest.mark.parametrize("name", ["graphsage", "graphsage-3", "shadow", "ladies", "fastgcn",
-                                  "pass_sampler"])
+@pytest.mark.parametrize(
+    "name", ["graphsage", "graphsage-3", "shadow", "ladies", "fastgcn", "pass_sampler"]
+)
 def test_example_cuda_backend_equals_torch_backend(name, graph):
     fn, A, kwargs = workloads(graph)[name]
     seeds = random_seeds(256, 3, A.num_nodes).cuda()
     runs = {}
-    for label, sampler, backend in (("torch eager", fn, "torch"),
-                                    ("torch compiled", gs.compile(fn, backend="torch"), "torch"),
-                                    ("cuda compiled", gs.compile(fn, backend="cuda"), "torch"),
-                                    ("cuda eager", fn, "cuda")):
+    for label, sampler, backend in (
+        ("torch eager", fn, "torch"),
+        ("torch compiled", gs.compile(fn, backend="torch"), "torch"),
+        ("cuda compiled", gs.compile(fn, backend="cuda"), "torch"),
+        ("cuda eager", fn, "cuda"),
+    ):
         with gs.use_backend(backend):
             gs.manual_seed(21)
             runs[label] = [sampler(A, seeds, **kwargs) for _ in range(2)]

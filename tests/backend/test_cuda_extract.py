@@ -6,6 +6,7 @@ index arithmetic around the kernels (scans, compaction, int32 copies, empty and 
 columns) is checked without a GPU. Results must be identical to the torch backend's in
 every storage field, dtype included.
 """
+
 import dataclasses
 import functools
 import shutil
@@ -13,15 +14,15 @@ import subprocess
 
 import pytest
 import torch
+from helpers import assert_same, assert_same_csc
 
 import gsample as gs
-from gsample.formats import csc as storage
 from gsample.backend import get_backend
 from gsample.backend.cuda import extract as X
 from gsample.backend.torch import extract as R
-from gsample.ir import Op
+from gsample.formats import csc as storage
 from gsample.formats.csc import CSC
-from helpers import assert_same, assert_same_csc
+from gsample.ir import Op
 
 _GPU = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
 DEVICES = ["cpu", pytest.param("cuda", marks=_GPU)]
@@ -50,7 +51,7 @@ def _skewed_graph(n: int, m: int, seed: int, weighted: bool = True) -> CSC:
     g = _gen(seed)
     src = torch.randint(0, n, (m,), generator=g)
     dst = (torch.rand(m, generator=g) ** 3 * n).long()[torch.randperm(m, generator=g)]
-    dst = torch.randperm(n, generator=g)[dst]                # hubs spread over the ids
+    dst = torch.randperm(n, generator=g)[dst]  # hubs spread over the ids
     w = torch.rand(m, generator=g) * 4 + 1 if weighted else None
     return gs.Matrix.from_edge_index(torch.stack([src, dst]), num_nodes=n, weight=w).csc
 
@@ -70,23 +71,23 @@ def _variants(seed: int, device: str) -> dict:
     rows0 = torch.randperm(n, generator=g)[:1800]
     cols0, rows0 = cols0.to(device), rows0.to(device)
     bare = dataclasses.replace(G, values=None, eids=None)
-    wide = dataclasses.replace(G, values=torch.rand(G.nnz, 3, generator=g,
-                                                    dtype=torch.float64).to(device))
+    wide = dataclasses.replace(
+        G, values=torch.rand(G.nnz, 3, generator=g, dtype=torch.float64).to(device)
+    )
     out = {
-        "graph": G,                                    # float32 values, eids: a permutation
-        "bare": bare,                                  # no values, no eids
-        "wide": wide,                                  # (E, 3) float64 values
-        "col_space": R.slice_cols(G, cols0),           # repeated column ids
+        "graph": G,  # float32 values, eids: a permutation
+        "bare": bare,  # no values, no eids
+        "wide": wide,  # (E, 3) float64 values
+        "col_space": R.slice_cols(G, cols0),  # repeated column ids
         "col_space_bare": R.slice_cols(bare, cols0),
         "row_space": R.slice_rows(G, rows0),
         "both": R.slice_rows(R.slice_cols(G, cols0), rows0),
-        "no_cols": R.slice_cols(G, cols0[:0]),         # 0 columns, 0 edges
+        "no_cols": R.slice_cols(G, cols0[:0]),  # 0 columns, 0 edges
     }
     return out
 
 
-VARIANTS = ["graph", "bare", "wide", "col_space", "col_space_bare", "row_space", "both",
-            "no_cols"]
+VARIANTS = ["graph", "bare", "wide", "col_space", "col_space_bare", "row_space", "both", "no_cols"]
 
 
 def _col_selections(A: CSC, seed: int):
@@ -94,7 +95,7 @@ def _col_selections(A: CSC, seed: int):
     n = A.num_nodes
     dev = A.device
     sel = {
-        "random_repeats": torch.randint(0, n, (700,), generator=g),   # outside ids included
+        "random_repeats": torch.randint(0, n, (700,), generator=g),  # outside ids included
         "one": torch.tensor([int(torch.randint(0, n, (1,), generator=g))]),
         "empty": torch.zeros(0, dtype=torch.long),
     }
@@ -111,7 +112,7 @@ def _row_selections(A: CSC, seed: int):
     n = A.num_nodes
     dev = A.device
     sel = {
-        "random": torch.randperm(n, generator=g)[:900].to(dev),        # outside ids included
+        "random": torch.randperm(n, generator=g)[:900].to(dev),  # outside ids included
         "one": torch.randperm(n, generator=g)[:1].to(dev),
         "empty": torch.zeros(0, dtype=torch.long, device=dev),
         "all_nodes": torch.randperm(n, generator=g).to(dev),
@@ -158,7 +159,7 @@ def test_transpose_equals_torch(device, int32, seed, variant):
     A = _variants(seed, device.type)[variant]
     got, ref = X.transpose(A), R.transpose(A)
     assert_same_csc(got, ref)
-    assert_same_csc(X.transpose(got), R.transpose(ref))          # and back
+    assert_same_csc(X.transpose(got), R.transpose(ref))  # and back
 
 
 def test_selections_are_not_trivial(device):
@@ -175,8 +176,14 @@ def test_selections_are_not_trivial(device):
 def test_repeated_column_space_takes_first_occurrence(device, int32):
     """A column space repeating a node (two different columns 5): the first one counts."""
     t = functools.partial(torch.tensor, device=device)
-    A = CSC(10, t([0, 2, 3, 6, 6]), t([1, 4, 2, 0, 3, 4]), col_ids=t([5, 8, 5, 9]),
-            values=torch.arange(6.0, device=device), eids=t([10, 11, 12, 13, 14, 15]))
+    A = CSC(
+        10,
+        t([0, 2, 3, 6, 6]),
+        t([1, 4, 2, 0, 3, 4]),
+        col_ids=t([5, 8, 5, 9]),
+        values=torch.arange(6.0, device=device),
+        eids=t([10, 11, 12, 13, 14, 15]),
+    )
     out = X.slice_cols(A, t([5, 9, 3, 5]))
     assert out.indptr.tolist() == [0, 2, 2, 2, 4]
     assert out.rows.tolist() == [1, 4, 1, 4]
@@ -190,15 +197,19 @@ def _hub_graph() -> CSC:
     G = _skewed_graph(50_000, 200_000, 3, weighted=False)
     hub = torch.randint(0, 50_000, (1_000_000,), generator=_gen(0))
     end0 = int(G.indptr[1])
-    col0 = torch.sort(torch.cat([G.rows[:end0], hub])).values       # rows sorted in a column
+    col0 = torch.sort(torch.cat([G.rows[:end0], hub])).values  # rows sorted in a column
     indptr = torch.cat([G.indptr[:1], G.indptr[1:] + hub.numel()])
-    return CSC(G.num_nodes, indptr, torch.cat([col0, G.rows[end0:]]),
-               eids=torch.randperm(indptr[-1].item(), generator=_gen(1)))
+    return CSC(
+        G.num_nodes,
+        indptr,
+        torch.cat([col0, G.rows[end0:]]),
+        eids=torch.randperm(indptr[-1].item(), generator=_gen(1)),
+    )
 
 
 def test_hub_column(device, int32):
     """One column of 1,000,000 in-edges, gathered and filtered over the whole grid."""
-    A = dataclasses.replace(_hub_graph().to(device))     # a fresh CSC: its own int32 copy
+    A = dataclasses.replace(_hub_graph().to(device))  # a fresh CSC: its own int32 copy
     _expect_int32_path(A, int32)
     cols = torch.tensor([0, 5, 0, 17, 0, 49_999]).to(device)
     got, ref = X.slice_cols(A, cols), R.slice_cols(A, cols)
@@ -225,7 +236,7 @@ def test_array_level_twins(device):
     ref_pos, ref_hit = storage.locate(space, ids)
     assert torch.equal(hit, ref_hit) and bool(hit.any()) and not bool(hit.all())
     assert torch.equal(pos[hit], ref_pos[hit]) and bool((pos[~hit] == -1).all())
-    pos32, hit32 = X.member_positions(space, ids.int())             # int32 ids (GS_IDX=int)
+    pos32, hit32 = X.member_positions(space, ids.int())  # int32 ids (GS_IDX=int)
     assert torch.equal(pos32, pos) and torch.equal(hit32, hit)
     keep, local = X.filter_members(space, ids)
     assert torch.equal(keep, hit.nonzero().squeeze(1)) and torch.equal(local, pos[keep])
@@ -243,21 +254,34 @@ def test_int32_copy_is_cached_per_graph(monkeypatch):
     assert first[0].dtype == torch.int32 and X._index_arrays(G)[1] is first[1]
     assert torch.equal(first[1].long(), G.rows) and torch.equal(first[0].long(), G.indptr)
     assert X._index_arrays(R.slice_cols(G, torch.arange(5)))[1].dtype == torch.int64
-    G.rows[0] = (int(G.rows[0]) + 1) % G.num_nodes                   # in-place write: remade
+    G.rows[0] = (int(G.rows[0]) + 1) % G.num_nodes  # in-place write: remade
     again = X._index_arrays(G)
     assert again[1] is not first[1] and torch.equal(again[1].long(), G.rows)
-    monkeypatch.setattr(X, "INT32_MIN_EDGES", G.nnz + 1)              # too small a graph
+    monkeypatch.setattr(X, "INT32_MIN_EDGES", G.nnz + 1)  # too small a graph
     assert X._index_arrays(dataclasses.replace(G))[1].dtype == torch.int64
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_kernels_compile_for_int32_ids(tmp_path):
     """test_kernels_ptx compiles the default (int64); the GS_IDX=int build must compile too."""
-    from gsample.backend.cuda.module import KERNELS as kernels, OPTIONS
+    from gsample.backend.cuda.module import KERNELS as kernels
+    from gsample.backend.cuda.module import OPTIONS
+
     out = tmp_path / "extract32.ptx"
-    done = subprocess.run([shutil.which("nvcc"), "-ptx", "-arch=sm_90", *OPTIONS,
-                           "-DGS_IDX=int", f"{kernels}/extract.cu", "-o", str(out)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            shutil.which("nvcc"),
+            "-ptx",
+            "-arch=sm_90",
+            *OPTIONS,
+            "-DGS_IDX=int",
+            f"{kernels}/extract.cu",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     ptx = out.read_text()
     assert ptx.count(".entry") == 8 and ".s32" in ptx
@@ -269,8 +293,17 @@ def _extract_sampler(A, seeds):
     s = sub.individual_sample(5)
     nodes = s.all_nodes()
     induced, by_rows = A[nodes, nodes], A[nodes, :]
-    return (sub, s, by_rows, induced, sub[nodes, :], induced[:, seeds], by_rows[seeds, :],
-            sub.T, induced.T)
+    return (
+        sub,
+        s,
+        by_rows,
+        induced,
+        sub[nodes, :],
+        induced[:, seeds],
+        by_rows[seeds, :],
+        sub.T,
+        induced.T,
+    )
 
 
 @pytest.mark.cuda
@@ -282,20 +315,24 @@ def test_compiled_cuda_equals_torch_backend(monkeypatch, forced_int32, pipeline)
     equals backend "torch" on the same CUDA graph; the slices ran the extract kernels
     (without passes every op stays a CSC op the kernels take)."""
     from gsample.backend.cuda import module
+
     monkeypatch.setattr(X, "INT32_MIN_EDGES", 0 if forced_int32 else None)
     launched = []
     launch = module.launch
-    monkeypatch.setattr(module, "launch",
-                        lambda fam, name, *a, **k: (launched.append((fam, name)),
-                                                    launch(fam, name, *a, **k))[1])
+    monkeypatch.setattr(
+        module,
+        "launch",
+        lambda fam, name, *a, **k: (launched.append((fam, name)), launch(fam, name, *a, **k))[1],
+    )
     passes = None if pipeline == "default" else []
     A = gs.Matrix(_skewed_graph(20_000, 300_000, 5)).to("cuda")
     seeds = torch.randperm(20_000, generator=_gen(2))[:512].cuda()
     program = gs.compile(_extract_sampler, backend="cuda", passes=passes).program(A, seeds)
     ops = {n.op for n in program.nodes}
     assert {Op.SLICE_COLS, Op.SLICE_ROWS, Op.TRANSPOSE} <= ops
-    assert all(get_backend("cuda").supports(op) for op in (Op.SLICE_COLS, Op.SLICE_ROWS,
-                                                           Op.TRANSPOSE))
+    assert all(
+        get_backend("cuda").supports(op) for op in (Op.SLICE_COLS, Op.SLICE_ROWS, Op.TRANSPOSE)
+    )
     for seed in (0, 1):
         gs.manual_seed(seed)
         ref = gs.compile(_extract_sampler, backend="torch", passes=passes)(A, seeds)
@@ -326,6 +363,7 @@ def test_compiled_with_twins_equals_torch_backend(monkeypatch):
     """The host code (with the kernels' twins) in place of the torch ops of a compiled CPU
     sampler: the same samples, every path of the wrappers taken."""
     from gsample.backend import Impl, get_backend
+
     monkeypatch.setattr(X, "INT32_MIN_EDGES", 0)
     A = gs.Matrix(_skewed_graph(5000, 60_000, 6))
     seeds = torch.randperm(5000, generator=_gen(2))[:256]
@@ -334,12 +372,17 @@ def test_compiled_with_twins_equals_torch_backend(monkeypatch):
     called = set()
     for name in ("gather", "positions", "map_rows", "compact", "perm_cols", "lower_bounds"):
         fn = getattr(X._Twin, name)
-        monkeypatch.setattr(X._Twin, name, staticmethod(
-            lambda *a, _fn=fn, _name=name: (called.add(_name), _fn(*a))[1]))
-    for op, fn in ((Op.SLICE_COLS, X.slice_cols), (Op.SLICE_ROWS, X.slice_rows),
-                   (Op.TRANSPOSE, X.transpose)):
+        monkeypatch.setattr(
+            X._Twin,
+            name,
+            staticmethod(lambda *a, _fn=fn, _name=name: (called.add(_name), _fn(*a))[1]),
+        )
+    for op, fn in (
+        (Op.SLICE_COLS, X.slice_cols),
+        (Op.SLICE_ROWS, X.slice_rows),
+        (Op.TRANSPOSE, X.transpose),
+    ):
         monkeypatch.setitem(get_backend("torch").impls, (op, "csc"), Impl(fn, "torch"))
     gs.manual_seed(0)
     assert_same(gs.compile(_extract_sampler, backend="torch", passes=[])(A, seeds), ref)
-    assert called == {"gather", "positions", "map_rows", "compact", "perm_cols",
-                      "lower_bounds"}
+    assert called == {"gather", "positions", "map_rows", "compact", "perm_cols", "lower_bounds"}

@@ -5,6 +5,7 @@ Every GPU result is asserted bit-equal (values, dtype, order) to
 (table sizing, the choice between row flags and hashing) and the argument checks run on
 the CPU.
 """
+
 import pytest
 import torch
 from helpers import assert_same, graphsage
@@ -31,9 +32,9 @@ def _gen(seed):
 @pytest.mark.parametrize("n", [0, 1, 15, 16, 17, 1000, 1024, 1025, 10_000_000, 2**40 + 3])
 def test_table_size_is_the_smallest_power_of_two_at_least_2n(n):
     size = F.table_size(n)
-    assert size & (size - 1) == 0                       # a power of two: mask = size - 1
-    assert size >= 2 * n and size >= F.MIN_TABLE        # at most half full
-    assert size // 2 < max(2 * n, F.MIN_TABLE)          # and no larger than needed
+    assert size & (size - 1) == 0  # a power of two: mask = size - 1
+    assert size >= 2 * n and size >= F.MIN_TABLE  # at most half full
+    assert size // 2 < max(2 * n, F.MIN_TABLE)  # and no larger than needed
 
 
 def test_table_size_rejects_negative_counts():
@@ -45,7 +46,7 @@ def test_row_path_choice():
     assert F.use_row_flags(0, 0) and F.use_row_flags(F.ROW_FLAG_RATIO, 0)
     assert F.use_row_flags(100 * F.ROW_FLAG_RATIO, 100)
     assert not F.use_row_flags(100 * F.ROW_FLAG_RATIO + 1, 100)
-    assert not F.use_row_flags(2_400_000, 12_800)       # first GraphSAGE layer: hash the rows
+    assert not F.use_row_flags(2_400_000, 12_800)  # first GraphSAGE layer: hash the rows
 
 
 def test_arguments_checked_before_any_launch():
@@ -97,7 +98,7 @@ def test_unique_first_equals_torch(name):
     first = torch.full((got.numel(),), ids.numel(), dtype=torch.long, device="cuda")
     first.scatter_reduce_(0, inv, torch.arange(ids.numel(), device="cuda"), "amin")
     assert torch.all(first[1:] > first[:-1])
-    assert torch.equal(F.unique_first(ids), ref)          # same answer again (determinism)
+    assert torch.equal(F.unique_first(ids), ref)  # same answer again (determinism)
 
 
 @cuda_test
@@ -126,15 +127,18 @@ def test_relabel_is_the_position_in_unique_first(name):
     space = _ids(name)
     uniq = T.unique_first(space)
     g = _gen(2)
-    inside = space[torch.randint(0, max(space.numel(), 1), (50_000,), generator=g).cuda()] \
-        if space.numel() else space
+    inside = (
+        space[torch.randint(0, max(space.numel(), 1), (50_000,), generator=g).cuda()]
+        if space.numel()
+        else space
+    )
     outside = torch.tensor([-1, -7, 2**62 + 10**6, 1234567891011], device="cuda")
     outside = outside[~torch.isin(outside, space)]
     ids = torch.cat([inside, outside])
     got = F.relabel(ids, space)
     assert got.dtype == torch.int64
     n_in = inside.numel()
-    assert torch.all(got[n_in:] == -1)                    # not in the space (or negative)
+    assert torch.all(got[n_in:] == -1)  # not in the space (or negative)
     assert torch.all((got[:n_in] >= 0) & (got[:n_in] < uniq.numel()))
     assert torch.equal(uniq[got[:n_in]], inside)
 
@@ -150,14 +154,20 @@ def _matrices(A):
     without edges), node-wise and layer-wise samples, compacted ones, the whole graph."""
     g = _gen(5)
     seeds = torch.randperm(A.num_nodes, generator=g)[:3000].cuda()
-    seeds = torch.cat([seeds, seeds[:50]])                # repeated frontier nodes
+    seeds = torch.cat([seeds, seeds[:50]])  # repeated frontier nodes
     gs.manual_seed(0)
     sub = A[:, seeds]
     sampled = sub.individual_sample(10)
     layer = sub.collective_sample(2000)
-    out = {"slice": sub, "individual": sampled, "collective": layer,
-           "compacted": sampled.compact(), "compacted_slice": sub.compact(),
-           "graph": A, "k0": sub.individual_sample(0)}
+    out = {
+        "slice": sub,
+        "individual": sampled,
+        "collective": layer,
+        "compacted": sampled.compact(),
+        "compacted_slice": sub.compact(),
+        "graph": A,
+        "k0": sub.individual_sample(0),
+    }
     hop = sampled.all_nodes()
     out["second_hop"] = A[:, hop].individual_sample(5)
     return out
@@ -166,7 +176,7 @@ def _matrices(A):
 @cuda_test
 @pytest.mark.parametrize("flags", ["auto", "always", "never"])
 def test_finalize_ops_equal_torch(graph, monkeypatch, flags):
-    if flags != "auto":                                   # both row paths on every matrix
+    if flags != "auto":  # both row paths on every matrix
         monkeypatch.setattr(F, "ROW_FLAG_RATIO", 2**62 if flags == "always" else 0)
     for name, M in _matrices(graph).items():
         A = M.csc
@@ -191,14 +201,14 @@ def test_edge_cols_with_a_hub_and_empty_columns():
     deg = torch.randint(0, 5, (20_000,), generator=g)
     deg[::3] = 0
     deg[0] = deg[-1] = 0
-    deg[777] = 2_000_000                                  # one column of two million edges
+    deg[777] = 2_000_000  # one column of two million edges
     indptr = torch.cat([torch.zeros(1, dtype=torch.long), deg.cumsum(0)]).cuda()
     nnz = int(indptr[-1])
     col_ids = torch.randint(0, 2**40, (deg.numel(),), generator=g).cuda()
     local = torch.repeat_interleave(torch.arange(deg.numel()).cuda(), deg.cuda())
     assert torch.equal(F.edge_cols(indptr, nnz), local)
     assert torch.equal(F.edge_cols(indptr, nnz, col_ids), col_ids[local])
-    assert F.edge_cols(indptr[:1], 0).numel() == 0        # no columns, no edges
+    assert F.edge_cols(indptr[:1], 0).numel() == 0  # no columns, no edges
 
 
 # ----------------------------------------------------------------------------- end to end
@@ -215,12 +225,15 @@ def finalize_sampler(A, seeds, fanouts=(10, 5)):
 
 
 @cuda_test
-@pytest.mark.parametrize("fn, kwargs", [(graphsage, {"fanouts": (15, 10, 5)}),
-                                        (finalize_sampler, {})],
-                         ids=["graphsage_3_layers", "every_finalize_op"])
+@pytest.mark.parametrize(
+    "fn, kwargs",
+    [(graphsage, {"fanouts": (15, 10, 5)}), (finalize_sampler, {})],
+    ids=["graphsage_3_layers", "every_finalize_op"],
+)
 def test_compiled_cuda_backend_equals_torch_backend(graph, monkeypatch, fn, kwargs):
     seeds = torch.randperm(graph.num_nodes, generator=_gen(8))[:512].cuda()
     from gsample.backend.cuda import nodewise
+
     launched = []
     real = F.launch
     for mod in (F, nodewise):

@@ -2,17 +2,20 @@
 same GPU, walk for walk (skipped without a GPU): a compiled ``gs.walk`` of a per-walker step
 is one ``gs_fused_walk`` launch per mini-batch (or super-batch) and draws, bit for bit, what
 the torch backend's fused op and the unrolled program draw (DESIGN §3, consequence 3)."""
+
 import pytest
 import torch
+from helpers import assert_same, example, loader_outputs, run_seeded
 
 import gsample as gs
 from gsample.backend import get_backend
 from gsample.ir import Op
 from gsample.runtime import Options
-from helpers import assert_same, example, loader_outputs, run_seeded
 
-pytestmark = [pytest.mark.cuda,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -29,15 +32,16 @@ def mh(length, fuse=True):
 
 def phased(A, cur, prev, t):
     """Two phases: stop / restart / jump walks, float64 degree ratios, casts, masks."""
-    nxt = A.random_walk(cur, 1 + t, stop_prob=0.05, restart_prob=0.2 * t,
-                        jump_prob=0.1)[:, -1]
-    deg = (A ** 0).sum(axis=0).double()
+    nxt = A.random_walk(cur, 1 + t, stop_prob=0.05, restart_prob=0.2 * t, jump_prob=0.1)[:, -1]
+    deg = (A**0).sum(axis=0).double()
     far = (deg[nxt.clamp(min=0)] / (deg[cur] + 1.0)).float().clamp(max=3.0) > 1.5
     return torch.where(far & (nxt != prev), cur, nxt)
 
 
-STEPS = {"metropolis_hastings": mh(80),
-         "phased": lambda A, seeds: gs.walk(phased, A, seeds, 25, period=2)}
+STEPS = {
+    "metropolis_hastings": mh(80),
+    "phased": lambda A, seeds: gs.walk(phased, A, seeds, 25, period=2),
+}
 
 
 def seeds_of(n, N, seed=1):
@@ -58,7 +62,7 @@ def test_kernel_equals_torch_backend(graphs, name, sync_free):
     cuda = gs.compile(fn, backend="cuda", runtime=runtime)
     assert [n.op for n in cuda.program(G, seeds).nodes].count(Op.FUSED_WALK) == 1
     want = run_seeded(gs.compile(fn, backend="torch"), G, seeds, seed=3)
-    for call in range(3):                 # the third replays a CUDA graph where one is made
+    for call in range(3):  # the third replays a CUDA graph where one is made
         assert torch.equal(run_seeded(cuda, G, seeds, seed=3), want), f"call {call}"
     if name == "metropolis_hastings":
         unrolled = run_seeded(gs.compile(mh(80, fuse=False), backend="cuda"), G, seeds, seed=3)
@@ -80,9 +84,10 @@ def test_one_launch_per_mini_batch(graphs):
     _, G = graphs
     seeds = seeds_of(1024, G.num_nodes)
     sampler = gs.compile(mh(80), backend="cuda")
-    run_seeded(sampler, G, seeds, seed=1)                       # compile, warm up
+    run_seeded(sampler, G, seeds, seed=1)  # compile, warm up
     torch.cuda.synchronize()
     from torch.profiler import ProfilerActivity, profile
+
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(3):
             sampler(G, seeds)
@@ -100,6 +105,7 @@ def test_bad_ids_raise(graphs):
 
     def escapes(A, cur, prev, t):
         return A.random_walk(cur, 1)[:, 1].clamp(min=0) + G.num_nodes
+
     bad = gs.compile(lambda A, seeds: gs.walk(escapes, A, seeds, 3), backend="cuda")
     with pytest.raises(IndexError):
         bad(G, seeds_of(8, G.num_nodes))
@@ -113,4 +119,4 @@ def test_on_a_snap_graph(notredame):
     got = run_seeded(gs.compile(mh(80), backend="cuda"), G, seeds, seed=2)
     assert torch.equal(got, want)
     cpu = run_seeded(gs.compile(mh(80)), notredame, seeds.cpu(), seed=2)
-    assert float((cpu == got.cpu()).double().mean()) >= 0.999    # torch CPU divides exactly
+    assert float((cpu == got.cpu()).double().mean()) >= 0.999  # torch CPU divides exactly

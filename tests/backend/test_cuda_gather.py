@@ -1,14 +1,17 @@
 """``kernels/gather.cu``: feature rows read from pinned host memory by the GPU, with and
 without a device cache, against ``table[ids]``; ids outside the table are guarded by the
 kernel and raise (skipped without a GPU)."""
+
 import pytest
 import torch
 
-from gsample.base import validate as V
 from gsample.backend.cuda.gather import gather_rows
+from gsample.base import validate as V
 
-pytestmark = [pytest.mark.cuda,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"),
+]
 
 ROWS = 5000
 
@@ -39,8 +42,7 @@ def test_rows_equal_the_table(table, cached, dtype):
     assert int(hits) == (int((ids % 3 == 0).sum()) if cached else 0)
 
 
-@pytest.mark.parametrize("bad", [ROWS, -1, -(2 ** 40), 2 ** 31, 2 ** 32 + 1, 2 ** 40, 2 ** 62,
-                                 2 ** 63 - 1])
+@pytest.mark.parametrize("bad", [ROWS, -1, -(2**40), 2**31, 2**32 + 1, 2**40, 2**62, 2**63 - 1])
 @pytest.mark.parametrize("cached", [False, True])
 def test_ids_outside_the_table_raise_and_the_next_call_is_exact(table, bad, cached):
     """The kernel reads row 0 for a bad id (no read leaves the table or the slot map) and

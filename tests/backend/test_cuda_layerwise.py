@@ -1,5 +1,6 @@
 """Host-side choices of the layer-wise kernels' driver (``gsample/backend/cuda/layerwise.py``;
 the kernels themselves: ``test_cuda_sync_free.py``, on a GPU)."""
+
 import torch
 
 from gsample.backend.cuda import layerwise
@@ -16,11 +17,11 @@ def test_the_kept_edges_list_learns_its_room_and_when_not_to_list(monkeypatch):
     assert layerwise._list_room(indptr, op, k, 1) == 0
     first = layerwise._list_room(indptr, op, k, N)
     assert first == max(layerwise._KEPT_ROOM * N * k, layerwise._KEPT_MIN)
-    layerwise._note_kept(indptr, op, k, N, 5 * first, 10 ** 10)          # overflowed
+    layerwise._note_kept(indptr, op, k, N, 5 * first, 10**10)  # overflowed
     assert layerwise._list_room(indptr, op, k, N) == 10 * first
-    assert layerwise._list_room(indptr, other, k, N) == first             # its own record
+    assert layerwise._list_room(indptr, other, k, N) == first  # its own record
     assert layerwise._list_room(indptr, op, k // 2, N) == first // 2
-    edges = 5 * first * layerwise._LIST_SHARE - 1                          # past 1 / 16
+    edges = 5 * first * layerwise._LIST_SHARE - 1  # past 1 / 16
     layerwise._note_kept(indptr, op, k, N, 5 * first, edges)
     assert layerwise._list_room(indptr, op, k, N) == 0
     assert layerwise._list_room(indptr, other, k, N) == first

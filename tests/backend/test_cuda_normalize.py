@@ -7,26 +7,36 @@ no step or one edge broadcast (the one-launch path) or longer (the composed path
 reduction and broadcast op, float32 and float64; a hub column of 15,000 edges (15 groups of
 the reduction tree: ``gs_push`` past its first level); NaN, infinities and zero sums.
 """
+
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_fused_compute import assert_identical, build, matrix
 
 from gsample.backend.torch import fused_compute
 
-from test_fused_compute import assert_identical, build, matrix
-
-pytestmark = [pytest.mark.cuda,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"),
+]
 
 OPS = ["add", "sub", "mul", "div"]
-bcast = st.tuples(st.just("bcast"), st.sampled_from(OPS), st.integers(0, 1), st.just(-1),
-                  st.integers(0, 1))
-scalar = st.tuples(st.just("scalar"), st.sampled_from(OPS + ["pow"]), st.booleans(),
-                   st.sampled_from([2, 0.5, -1, 3.0]))
-SETTINGS = settings(max_examples=200, deadline=None, database=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                           HealthCheck.too_slow])
+bcast = st.tuples(
+    st.just("bcast"), st.sampled_from(OPS), st.integers(0, 1), st.just(-1), st.integers(0, 1)
+)
+scalar = st.tuples(
+    st.just("scalar"),
+    st.sampled_from(OPS + ["pow"]),
+    st.booleans(),
+    st.sampled_from([2, 0.5, -1, 3.0]),
+)
+SETTINGS = settings(
+    max_examples=200,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 def _dtyped(specs, dtype):
@@ -38,6 +48,7 @@ def _unfused(A, program, operands, reduce, op, axis):
     """This backend's unfused ops: the map (an edge broadcast, or the generated kernel of a
     longer program), the reduction, the broadcast."""
     from gsample.backend.cuda import compute, edge_map
+
     if not program:
         X = A
     elif len(program) == 1 and program[0][4] is not None:
@@ -50,20 +61,27 @@ def _unfused(A, program, operands, reduce, op, axis):
 
 def _same_bits(got, want):
     assert got.same_structure(want) and got.values.dtype == want.values.dtype
-    nan = torch.isnan(want.values)              # a NaN's payload: unspecified (IEEE 754)
+    nan = torch.isnan(want.values)  # a NaN's payload: unspecified (IEEE 754)
     assert torch.equal(nan, torch.isnan(got.values))
     assert_identical(got.values[~nan], want.values[~nan])
 
 
 @SETTINGS
-@given(seed=st.integers(0, 2**16), dtype=st.sampled_from([torch.float32, torch.float64]),
-       weighted=st.booleans(), slice_rows=st.booleans(),
-       specs=st.one_of(st.lists(bcast, max_size=1), st.lists(st.one_of(bcast, scalar),
-                                                             min_size=2, max_size=3)),
-       reduce=st.sampled_from(["sum", "max", "mean"]), op=st.sampled_from(OPS),
-       axis=st.integers(0, 1))
+@given(
+    seed=st.integers(0, 2**16),
+    dtype=st.sampled_from([torch.float32, torch.float64]),
+    weighted=st.booleans(),
+    slice_rows=st.booleans(),
+    specs=st.one_of(
+        st.lists(bcast, max_size=1), st.lists(st.one_of(bcast, scalar), min_size=2, max_size=3)
+    ),
+    reduce=st.sampled_from(["sum", "max", "mean"]),
+    op=st.sampled_from(OPS),
+    axis=st.integers(0, 1),
+)
 def test_equals_the_unfused_kernels(seed, dtype, weighted, slice_rows, specs, reduce, op, axis):
     from gsample.backend.cuda import normalize
+
     A = matrix(seed, dtype if weighted else None, "cuda", slice_rows)
     _, program, operands = build(A, _dtyped(specs, dtype), seed, "cuda")
     one = normalize._one_launch(A, program, reduce, op, axis, operands) is not None
@@ -81,6 +99,7 @@ def test_a_hub_column_and_special_values(dtype, reduce):
     of 1,024), then NaN, infinities and a column summing to zero."""
     from gsample.backend.cuda import normalize
     from gsample.formats.csc import CSC
+
     g = torch.Generator().manual_seed(3)
     lens = torch.tensor([0, 15000, 3, 0, 40, 1000, 1])
     E = int(lens.sum())
@@ -95,7 +114,7 @@ def test_a_hub_column_and_special_values(dtype, reduce):
     _same_bits(got, _unfused(A, program, operands, reduce, "div", 0))
     special = values.clone()
     special[15003:15007] = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0])
-    special[15043:15043 + 1000] = 0.0                       # a column of zeros: 0 / 0
+    special[15043 : 15043 + 1000] = 0.0  # a column of zeros: 0 / 0
     Z = A.with_values(special)
     got = normalize.fused_edge_normalize(Z, (), reduce, "sub", 0)
     _same_bits(got, _unfused(Z, (), {}, reduce, "sub", 0))
@@ -107,20 +126,27 @@ def test_what_the_one_launch_path_takes():
     """One launch for no step or one edge broadcast of equal float dtypes, per column, up to
     ``ONE_LAUNCH`` edges; the composed kernels otherwise."""
     from gsample.backend.cuda import compute, normalize
+
     A = matrix(1, torch.float32, "cuda", False)
     w32 = torch.rand(A.num_rows, device="cuda") + 0.5
     div = (("div", "0", False, None, 1),)
     assert normalize._one_launch(A, div, "sum", "div", 0, {"0": w32}) is not None
     assert normalize._one_launch(A, (), "max", "sub", 0, {}) is not None
-    assert normalize._one_launch(A, div, "sum", "div", 1, {"0": w32}) is None     # per row
+    assert normalize._one_launch(A, div, "sum", "div", 1, {"0": w32}) is None  # per row
     assert normalize._one_launch(A, div, "sum", "div", 0, {"0": w32.double()}) is None
     assert normalize._one_launch(A, div + div, "sum", "div", 0, {"0": w32}) is None
     rev = (("div", "0", True, None, 1),)
     assert normalize._one_launch(A, rev, "sum", "div", 0, {"0": w32}) is None
     from gsample.formats.csc import CSC
-    E = compute.ONE_LAUNCH + 1                          # a hub past one warp's share
-    hub = CSC.of(10, torch.tensor([0, E], device="cuda"), torch.zeros(E, dtype=torch.long,
-                 device="cuda"), None, torch.tensor([0], device="cuda"))
+
+    E = compute.ONE_LAUNCH + 1  # a hub past one warp's share
+    hub = CSC.of(
+        10,
+        torch.tensor([0, E], device="cuda"),
+        torch.zeros(E, dtype=torch.long, device="cuda"),
+        None,
+        torch.tensor([0], device="cuda"),
+    )
     assert normalize._one_launch(hub, (), "sum", "div", 0, {}) is None
     got = normalize.fused_edge_normalize(hub, (), "sum", "div", 0)
     ones = torch.ones(E, device="cuda")

@@ -9,18 +9,19 @@ backend's own draws, ``weighted_with``, are ``test_cuda_cdf.py``'s); on a GPU (m
 ``backend="cuda"``: the torch backend's samples up to the weighted contract (DESIGN §3: 99.9%
 of draws).
 """
+
 import warnings
 
 import pytest
 import torch
+from helpers import example, random_seeds
 
 import gsample as gs
 from gsample.backend.cuda import compute, sampling
 from gsample.backend.torch import select
 from gsample.backend.torch.alias import alias_columns
-from gsample.formats.csc import segment_ptr
 from gsample.base.random import BatchKeys, op_key
-from helpers import example, random_seeds
+from gsample.formats.csc import segment_ptr
 
 HOOKS = ("column_max",)
 
@@ -42,10 +43,10 @@ def _columns(seed, C=2000, hub=100_000, first_empty=True, device="cpu"):
     E = int(indptr[-1])
     w = torch.rand(E, generator=g, dtype=torch.float64) ** 4
     w[torch.rand(E, generator=g) < 0.3] = 0
-    w[torch.rand(E, generator=g) < 0.01] = 5e-324                # the least positive double
-    for c in (1, 2, 10, C // 3, C - 2):                        # all-zero columns
-        w[indptr[c]:indptr[c + 1]] = 0
-    w[indptr[4]:indptr[5]] = -0.0
+    w[torch.rand(E, generator=g) < 0.01] = 5e-324  # the least positive double
+    for c in (1, 2, 10, C // 3, C - 2):  # all-zero columns
+        w[indptr[c] : indptr[c + 1]] = 0
+    w[indptr[4] : indptr[5]] = -0.0
     col = torch.repeat_interleave(torch.arange(C), deg, output_size=E)
     return indptr.to(device), col.to(device), w.to(device)
 
@@ -71,10 +72,14 @@ def test_column_max_tree_equals_the_scatter(tree_on_cpu, seed):
     indptr, col, w = _columns(seed)
     got = sampling.column_max(indptr, col, w)
     assert _bits_equal(got, select.Draws.column_max(indptr, col, w))
-    assert got[4].item() == 0 and not got[4].signbit()          # -0.0 weights: 0.0
+    assert got[4].item() == 0 and not got[4].signbit()  # -0.0 weights: 0.0
     empty = torch.zeros(3, dtype=torch.float64)
-    assert _bits_equal(sampling.column_max(segment_ptr(torch.zeros(3, dtype=torch.long)),
-                                           torch.zeros(0, dtype=torch.long), w[:0]), empty)
+    assert _bits_equal(
+        sampling.column_max(
+            segment_ptr(torch.zeros(3, dtype=torch.long)), torch.zeros(0, dtype=torch.long), w[:0]
+        ),
+        empty,
+    )
 
 
 def test_super_batches_take_the_batch_draws():
@@ -103,7 +108,7 @@ def _weighted(seed, copies=3, n=1500):
     probs = torch.rand(int(deg.sum()), generator=g) ** 3
     probs[torch.rand(probs.numel(), generator=g) < 0.2] = 0
     start = segment_ptr(deg)
-    probs[start[3]:start[4]] = 0                  # an all-zero column: it draws nothing
+    probs[start[3] : start[4]] = 0  # an all-zero column: it draws nothing
     keys = BatchKeys.of(seed=7, ordinal=1, first_batch=2, copies=copies, num_nodes=n)
     return deg, probs, keys.columns(cols)
 
@@ -123,7 +128,7 @@ def test_batch_draws_draw_what_the_torch_draws_draw(tree_on_cpu, method, k):
 def test_alias_tables_with_the_tree_max(tree_on_cpu):
     indptr, _, w = _columns(3)
     deg = indptr[1:] - indptr[:-1]
-    w[indptr[:-1][deg > 0]] = 0.5                 # a positive weight in every column
+    w[indptr[:-1][deg > 0]] = 0.5  # a positive weight in every column
     for a, b in zip(alias_columns(deg, w), alias_columns(deg, w, sampling.column_max)):
         assert torch.equal(a, b)
 
@@ -144,7 +149,7 @@ def test_hooks_on_the_gpu_equal_the_scatters(seed, hub, draws):
         assert torch.equal(got, getattr(select.Draws, name)(indptr, col, w)), name
         cpu = getattr(select.Draws, name)(indptr.cpu(), col.cpu(), w.cpu())
         assert _bits_equal(got.cpu(), cpu), name
-    torch.cuda.synchronize()                      # warm (the kernels compiled): no read-back
+    torch.cuda.synchronize()  # warm (the kernels compiled): no read-back
     torch.cuda.set_sync_debug_mode("warn")
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -182,10 +187,13 @@ def test_compiled_pass_on_cuda_agrees_with_the_torch_backend(monkeypatch):
 
     calls = []
     hook = sampling.weighted_with
-    monkeypatch.setattr(sampling.CudaDraws, "weighted_with",
-                        staticmethod(lambda *args: calls.append(args[1]) or hook(*args)))
+    monkeypatch.setattr(
+        sampling.CudaDraws,
+        "weighted_with",
+        staticmethod(lambda *args: calls.append(args[1]) or hook(*args)),
+    )
     got, torch_backend = run("cuda"), run("torch")
-    assert calls == [10, 10] * 2                  # PASS's draws took the kernels, every layer
+    assert calls == [10, 10] * 2  # PASS's draws took the kernels, every layer
     for g, t in zip(got, torch_backend):
         a, b = _sampled_edges(g), _sampled_edges(t)
         assert len(a & b) / max(len(a | b), 1) >= 0.999

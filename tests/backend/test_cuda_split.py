@@ -1,6 +1,7 @@
 """``kernels/split.cu``: a super-batch matrix's bounds and its mini-batch matrices made by two
 launches, against the torch ops of ``gsample.runtime.block_diagonal`` (the reference) and against the
 mini-batch matrices the super-batch was joined from (skipped without a GPU)."""
+
 import pytest
 import torch
 
@@ -8,8 +9,10 @@ from gsample.backend.cuda import split as cuda_split
 from gsample.formats.csc import CSC
 from gsample.runtime import block_diagonal as blocks
 
-pytestmark = [pytest.mark.cuda,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"),
+]
 
 
 def _batch(g, n, cols, edges_per_col, row_space, values, eids):
@@ -24,9 +27,15 @@ def _batch(g, n, cols, edges_per_col, row_space, values, eids):
         rows = torch.randint(0, R, (E,), generator=g)
     else:
         row_ids, rows = None, torch.randint(0, n, (E,), generator=g)
-    return CSC(num_nodes=n, indptr=indptr, rows=rows, row_ids=row_ids, col_ids=col_ids,
-               values=torch.rand(E, generator=g) if values else None,
-               eids=torch.randint(0, 10 * n, (E,), generator=g) if eids else None)
+    return CSC(
+        num_nodes=n,
+        indptr=indptr,
+        rows=rows,
+        row_ids=row_ids,
+        col_ids=col_ids,
+        values=torch.rand(E, generator=g) if values else None,
+        eids=torch.randint(0, 10 * n, (E,), generator=g) if eids else None,
+    )
 
 
 def _fields(m):
@@ -34,8 +43,13 @@ def _fields(m):
 
 
 def _cuda(m):
-    return CSC(num_nodes=m.num_nodes, **{f: None if t is None else t.cuda() for f, t in zip(
-        ("indptr", "rows", "row_ids", "col_ids", "values", "eids"), _fields(m))})
+    return CSC(
+        num_nodes=m.num_nodes,
+        **{
+            f: None if t is None else t.cuda()
+            for f, t in zip(("indptr", "rows", "row_ids", "col_ids", "values", "eids"), _fields(m))
+        },
+    )
 
 
 @pytest.mark.parametrize("row_space", [False, True])
@@ -46,17 +60,28 @@ def test_split_is_the_torch_split_and_gives_back_the_joined_batches(row_space, e
     each part is the mini-batch matrix the super-batch was joined from."""
     g = torch.Generator().manual_seed(7 + len(empty) + 10 * row_space)
     n, copies = 50, 7
-    parts = [_batch(g, n, 0 if b in empty else int(torch.randint(1, 9, (1,), generator=g)),
-                    0 if b == 5 else 4, row_space, values=b % 2 == 0, eids=True)
-             for b in range(copies)]
+    parts = [
+        _batch(
+            g,
+            n,
+            0 if b in empty else int(torch.randint(1, 9, (1,), generator=g)),
+            0 if b == 5 else 4,
+            row_space,
+            values=b % 2 == 0,
+            eids=True,
+        )
+        for b in range(copies)
+    ]
     # (a joined matrix has values where any batch has: 1.0 for a batch without, as here)
-    parts = [p if p.values is not None else
-             CSC(**{**p.__dict__, "values": torch.ones(p.nnz)}) for p in parts]
+    parts = [
+        p if p.values is not None else CSC(**{**p.__dict__, "values": torch.ones(p.nnz)})
+        for p in parts
+    ]
     M = _cuda(blocks.join_matrices(parts, n))
     got_b = blocks.bounds(M, n, copies)
     assert cuda_split.applies(M)
     cpu = blocks.join_matrices(parts, n)
-    want_b = blocks.bounds(cpu, n, copies)                       # the torch ops (on the CPU)
+    want_b = blocks.bounds(cpu, n, copies)  # the torch ops (on the CPU)
     assert (got_b.cols, got_b.rows, got_b.edges) == (want_b.cols, want_b.rows, want_b.edges)
     assert torch.equal(got_b.device.cpu(), want_b.device)
     got = blocks.split_matrix(M, got_b, n, copies)
@@ -73,8 +98,7 @@ def test_the_torch_ops_on_the_gpu_give_the_same_parts(monkeypatch):
     """The GPU's torch path (kernels off) and the kernels: the same bits."""
     g = torch.Generator().manual_seed(3)
     n, copies = 1000, 16
-    parts = [_batch(g, n, 40, 12, False, values=False, eids=True)
-             for b in range(copies)]
+    parts = [_batch(g, n, 40, 12, False, values=False, eids=True) for b in range(copies)]
     M = _cuda(blocks.join_matrices(parts, n))
     fast = blocks.split_matrix(M, blocks.bounds(M, n, copies), n, copies)
     monkeypatch.setattr(cuda_split, "applies", lambda M: False)
@@ -85,10 +109,14 @@ def test_the_torch_ops_on_the_gpu_give_the_same_parts(monkeypatch):
 
 
 def test_other_index_types_take_the_torch_ops():
-    M = CSC(num_nodes=20, indptr=torch.tensor([0, 1], device="cuda"),
-            rows=torch.tensor([3], dtype=torch.int32, device="cuda"),
-            col_ids=torch.tensor([4], device="cuda"))
+    M = CSC(
+        num_nodes=20,
+        indptr=torch.tensor([0, 1], device="cuda"),
+        rows=torch.tensor([3], dtype=torch.int32, device="cuda"),
+        col_ids=torch.tensor([4], device="cuda"),
+    )
     assert not cuda_split.applies(M)
-    assert not cuda_split.applies(CSC(num_nodes=2, indptr=torch.tensor([0, 1]),
-                                      rows=torch.tensor([1])))
+    assert not cuda_split.applies(
+        CSC(num_nodes=2, indptr=torch.tensor([0, 1]), rows=torch.tensor([1]))
+    )
     assert blocks.bounds(M, 10, 2).cols == [0, 1, 1]

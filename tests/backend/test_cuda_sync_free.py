@@ -1,24 +1,27 @@
 """The CUDA backend's sync-free path (``kernels/nodewise.cu``, ``kernels/frontier.cu``, the
 runtime's bounded values and deferred checks) against the torch backend, sample for sample,
 and its host synchronisations counted (skipped without a GPU)."""
+
 import functools
 from dataclasses import replace
 
 import pytest
 import torch
+from helpers import assert_same, example, graphsage, host_syncs
 
 import gsample as gs
-from gsample.base import validate as V
 from gsample.backend.cuda import extract as X
 from gsample.backend.cuda import nodewise
 from gsample.backend.torch import finalize
-from gsample.formats.bounded import BoundedCSC, BoundedIds, read_counts, trim
+from gsample.base import validate as V
 from gsample.base.random import DeviceKey, _signed, combine, key_prefix
+from gsample.formats.bounded import BoundedCSC, BoundedIds, read_counts, trim
 from gsample.runtime import Options
-from helpers import assert_same, example, graphsage, host_syncs
 
-pytestmark = [pytest.mark.cuda,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -72,10 +75,10 @@ def test_the_program_is_sync_free_and_reads_back_once(graph):
     sampler = gs.compile(graphsage, backend="cuda")
     seeds = _seeds(512, graph.num_nodes, 3)
     program = sampler.lowered(graph, seeds)
-    assert program.num_syncs == 1            # the finish (the kernel checks the seeds)
+    assert program.num_syncs == 1  # the finish (the kernel checks the seeds)
     ops = [s for s in program.steps if s.label.startswith("cuda.")]
     assert len(ops) == 3 and all("sync-free" in s.label for s in ops), program.format()
-    for _ in range(2):                       # warm: kernels compiled, the CUDA graph captured
+    for _ in range(2):  # warm: kernels compiled, the CUDA graph captured
         sampler(graph, seeds)
     syncs = host_syncs(lambda: sampler(graph, seeds))
     assert len(syncs) == 1, syncs
@@ -92,7 +95,7 @@ def test_bad_seeds_raise_after_the_deferred_read_back(graph):
     with pytest.raises(IndexError, match="cols: node id -3 is negative"):
         sampler(graph, bad)
     gs.manual_seed(3)
-    after = sampler(graph, seeds)                     # the program is fine after the errors
+    after = sampler(graph, seeds)  # the program is fine after the errors
     assert_same(after, _both(graphsage, graph, seeds)[0])
 
 
@@ -108,15 +111,16 @@ def test_bad_seeds_of_a_layer_wise_sampler_raise(normalized):
     assert any("cols: checked in the kernel" in label for label in steps), steps
     bad = seeds.clone()
     bad[7] = normalized.num_nodes + 5
-    for f in (sampler, sampler, fn):                  # capture, replay, eager
-        with pytest.raises(IndexError, match=f"cols: node id {normalized.num_nodes + 5} is "
-                                             "out of range"):
+    for f in (sampler, sampler, fn):  # capture, replay, eager
+        with pytest.raises(
+            IndexError, match=f"cols: node id {normalized.num_nodes + 5} is out of range"
+        ):
             f(normalized, bad)
     bad[7] = -3
     with pytest.raises(IndexError, match="cols: node id -3 is negative"):
         sampler(normalized, bad)
     gs.manual_seed(3)
-    assert_same(sampler(normalized, seeds), before)   # the program is fine after the errors
+    assert_same(sampler(normalized, seeds), before)  # the program is fine after the errors
 
 
 @pytest.mark.parametrize("k", [1, 10, 32, 40])
@@ -127,6 +131,7 @@ def test_sampling_warps_take_one_or_many_columns(graph, k, replace, C):
     large ones (a super-batch's), k <= 32 draws on the lanes and more on one lane: every way
     gives the torch backend's edges, in its order."""
     from gsample.backend.torch import select
+
     n = graph.num_nodes
     cols = (torch.arange(C, device="cuda") * 7919) % n
     prefix = key_prefix(11, 0)
@@ -134,12 +139,12 @@ def test_sampling_warps_take_one_or_many_columns(graph, k, replace, C):
     s = nodewise.slice_individual_sample(graph.csc, cols, k, replace, key)
     (sizes,), _ = read_counts([s])
     got = trim(s, sizes)
-    want = select.individual_sample(gs.Matrix(graph.csc)[:, cols].csc, k, replace,
-                                    combine(prefix, 4))
+    want = select.individual_sample(
+        gs.Matrix(graph.csc)[:, cols].csc, k, replace, combine(prefix, 4)
+    )
     assert torch.equal(got.indptr, want.indptr)
     assert torch.equal(got.eids, want.eids)
-    assert torch.equal(got.rows, want.row_ids[want.rows] if want.row_ids is not None
-                       else want.rows)
+    assert torch.equal(got.rows, want.row_ids[want.rows] if want.row_ids is not None else want.rows)
 
 
 @pytest.mark.parametrize("copies", [1, 3])
@@ -150,10 +155,17 @@ def test_all_nodes_of_a_bounded_sample(graph, copies):
     parts = [_seeds(200, n, 10 + b, repeats=True) for b in range(copies)]
     cols = torch.cat([p + b * n for b, p in enumerate(parts)])
     prefix = key_prefix(7, 1)
-    key = DeviceKey(torch.tensor([prefix - (1 << 64) if prefix >= 1 << 63 else prefix, 2],
-                                 device="cuda"), prefix, 2, copies, n if copies > 1 else 0)
-    bounded_cols = BoundedIds(torch.cat([cols, torch.zeros(50, dtype=torch.long, device="cuda")]),
-                              torch.tensor([cols.numel()], device="cuda"))
+    key = DeviceKey(
+        torch.tensor([prefix - (1 << 64) if prefix >= 1 << 63 else prefix, 2], device="cuda"),
+        prefix,
+        2,
+        copies,
+        n if copies > 1 else 0,
+    )
+    bounded_cols = BoundedIds(
+        torch.cat([cols, torch.zeros(50, dtype=torch.long, device="cuda")]),
+        torch.tensor([cols.numel()], device="cuda"),
+    )
     s = nodewise.slice_individual_sample(graph.csc, bounded_cols, 7, False, key)
     assert isinstance(s, BoundedCSC) and s.col_bound == cols.numel() + 50
     batches = (copies, n) if copies > 1 else None
@@ -162,13 +174,14 @@ def test_all_nodes_of_a_bounded_sample(graph, copies):
     exact = trim(s, sizes_s)
     want = finalize.all_nodes(exact, batches)
     assert torch.equal(trim(nodes, sizes_n), want)
-    R, K, _ = nodewise._bitmaps(torch.device("cuda"), 1)       # K: the flag word too
+    R, K, _ = nodewise._bitmaps(torch.device("cuda"), 1)  # K: the flag word too
     assert not R.any() and not K.any(), "the bitmaps are left all zero"
     # the sample itself: each mini-batch's columns drew with its own key and positions
     for b, p in enumerate(parts):
         ref = gs.Matrix(graph.csc)[:, p]
         keys = combine(prefix, 2 + b)
         from gsample.backend.torch import select
+
         one = select.individual_sample(ref.csc, 7, False, keys)
         lo = sum(x.numel() for x in parts[:b])
         e0, e1 = int(exact.indptr[lo]), int(exact.indptr[lo + p.numel()])
@@ -181,25 +194,27 @@ def test_all_nodes_of_a_collective_sample(graph, copies):
     of them, many also columns: those are dropped by ``gs_nodes_drop_cols``) equals the torch
     ``all_nodes``, one mini-batch and a super-batch, and leaves the bitmaps all zero."""
     from gsample.backend.cuda import layerwise
+
     n = graph.num_nodes
     parts = [_seeds(400, n, 20 + b) for b in range(copies)]
     cols = torch.cat([p + b * n for b, p in enumerate(parts)])
     prefix = key_prefix(5, 0)
-    key = DeviceKey(torch.tensor([_signed(prefix), 0], device="cuda"), prefix, 0, copies,
-                    n if copies > 1 else 0)
+    key = DeviceKey(
+        torch.tensor([_signed(prefix), 0], device="cuda"), prefix, 0, copies, n if copies > 1 else 0
+    )
     s = layerwise.slice_collective_sample(graph.csc, cols, 3000, False, key)
     assert s.row_ids is not None and s.row_ids.numel() > 0
     in_cols = torch.isin(s.row_ids, cols)
-    assert in_cols.any() and not in_cols.all()       # both kinds of chosen rows occur
+    assert in_cols.any() and not in_cols.all()  # both kinds of chosen rows occur
     batches = (copies, n) if copies > 1 else None
     nodes = nodewise.all_nodes(s, batches)
     (sizes,), _ = read_counts([nodes])
     assert torch.equal(trim(nodes, sizes), finalize.all_nodes(s, batches))
-    R, K, _ = nodewise._bitmaps(torch.device("cuda"), 1)       # K: the flag word too
+    R, K, _ = nodewise._bitmaps(torch.device("cuda"), 1)  # K: the flag word too
     assert not R.any() and not K.any(), "the bitmaps are left all zero"
 
 
-BAD_IDS = [-1, -(2 ** 40), 2 ** 31, 2 ** 32 + 1, 2 ** 40, 2 ** 62, 2 ** 63 - 1]
+BAD_IDS = [-1, -(2**40), 2**31, 2**32 + 1, 2**40, 2**62, 2**63 - 1]
 
 
 def _frontier_and_key(graph, copies: int, seed: int):
@@ -207,8 +222,9 @@ def _frontier_and_key(graph, copies: int, seed: int):
     n = graph.num_nodes
     cols = torch.cat([_seeds(200, n, seed + b) + b * n for b in range(copies)])
     prefix = key_prefix(7, 1)
-    key = DeviceKey(torch.tensor([_signed(prefix), 0], device="cuda"), prefix, 0, copies,
-                    n if copies > 1 else 0)
+    key = DeviceKey(
+        torch.tensor([_signed(prefix), 0], device="cuda"), prefix, 0, copies, n if copies > 1 else 0
+    )
     return cols, key
 
 
@@ -228,7 +244,7 @@ def test_the_sampler_keeps_a_clamped_frontier(graph, bad):
         assert torch.equal(ids[:17], cols[:17]) and torch.equal(ids[18:], cols[18:])
         assert int(indptr[18]) == int(indptr[17]), "a bad column is empty"
         with pytest.raises(IndexError, match="cols: node id"):
-            V.read_back([])                  # the recorded flags, as the runtime reads them
+            V.read_back([])  # the recorded flags, as the runtime reads them
 
 
 @pytest.mark.parametrize("bad", BAD_IDS + ["M"])
@@ -242,17 +258,18 @@ def test_all_nodes_guards_ids_it_did_not_make(graph, bad, copies, where):
     code."""
     cols, key = _frontier_and_key(graph, copies, 30)
     batches = (copies, graph.num_nodes) if copies > 1 else None
-    if where == "row_ids":             # a collective sample: local rows, a row space of ids
+    if where == "row_ids":  # a collective sample: local rows, a row space of ids
         from gsample.backend.cuda import layerwise
+
         good = layerwise.slice_collective_sample(graph.csc, cols, 3000, False, key)
-    else:                              # a node-wise sample: rows are node ids
+    else:  # a node-wise sample: rows are node ids
         s = nodewise.slice_individual_sample(graph.csc, cols, 7, False, key)
         (sizes,), _ = read_counts([s])
         good = trim(s, sizes)
     field = getattr(good, where).clone()
     field[3] = good.num_nodes if bad == "M" else bad
     with pytest.raises(IndexError, match="all_nodes: a node id"):
-        nodewise.all_nodes(replace(good, **{where: field}), batches)   # eager: raises at once
+        nodewise.all_nodes(replace(good, **{where: field}), batches)  # eager: raises at once
     R, K, flag = nodewise._bitmaps(torch.device("cuda"), 1)
     assert not R.any() and not K.any() and int(flag) == 0
     nodes = nodewise.all_nodes(good, batches)
@@ -273,8 +290,12 @@ def test_super_batched_loader_equals_one_by_one(graph):
 def test_every_runtime_option_draws_the_same(graph):
     seeds = _seeds(400, graph.num_nodes, 8)
     outs = []
-    for options in (Options(lowered=False), Options(boundary_checks=False, sync_free=False),
-                    Options(sync_free=False), Options()):
+    for options in (
+        Options(lowered=False),
+        Options(boundary_checks=False, sync_free=False),
+        Options(sync_free=False),
+        Options(),
+    ):
         gs.manual_seed(5)
         outs.append(gs.compile(graphsage, backend="cuda", runtime=options)(graph, seeds))
     for o in outs[1:]:
@@ -298,6 +319,7 @@ def _agreement(a, b):
 @pytest.fixture(scope="module")
 def normalized(graph):
     from helpers import example
+
     return example("ladies").normalize(graph)
 
 
@@ -308,6 +330,7 @@ def test_slice_reduce_rows_exact_and_reproducible(normalized):
     by chunk of rows, ``_chunked_row_sums``: the same bits)."""
     from gsample.backend.cuda import layerwise
     from gsample.backend.torch import fused_reduce
+
     A = normalized.csc
     cols = _seeds(3000, A.num_nodes, 9, repeats=True)
     got = layerwise.slice_reduce(A, cols, "sum", 1)
@@ -333,11 +356,17 @@ def test_slice_reduce_rows_exact_and_reproducible(normalized):
     # same bits, NaN and inf included, and a bad id raises
     nan_both = layerwise.slice_reduce(B, enc, "sum", 1, batches=(2, n))
     torch.testing.assert_close(nan_both[:n], g, rtol=0, atol=0, equal_nan=True)
-    torch.testing.assert_close(nan_both[n:], layerwise.slice_reduce(B, cols[:500], "sum", 1),
-                               rtol=0, atol=0, equal_nan=True)
+    torch.testing.assert_close(
+        nan_both[n:],
+        layerwise.slice_reduce(B, cols[:500], "sum", 1),
+        rtol=0,
+        atol=0,
+        equal_nan=True,
+    )
     with pytest.raises(IndexError, match="cols"):
-        layerwise.slice_reduce(A, torch.cat([enc, torch.tensor([2 * n], device="cuda")]), "sum",
-                               1, batches=(2, n))
+        layerwise.slice_reduce(
+            A, torch.cat([enc, torch.tensor([2 * n], device="cuda")]), "sum", 1, batches=(2, n)
+        )
 
 
 def test_layer_wise_kernels_cut_columns_into_equal_tiles():
@@ -346,6 +375,7 @@ def test_layer_wise_kernels_cut_columns_into_equal_tiles():
     and padding columns give the row sums and the samples of the torch backend."""
     from gsample.backend.cuda import layerwise
     from gsample.backend.torch import fused_reduce, fused_select
+
     g = torch.Generator().manual_seed(8)
     degrees = [0, 1, 1023, 1024, 1025, 2048, 5000, 3, 0, 7]
     dst = torch.repeat_interleave(torch.arange(len(degrees)), torch.tensor(degrees))
@@ -376,15 +406,25 @@ def test_the_kept_edge_pass_gathers_values_and_edge_ids(weighted, values):
     and id (a graph with edge ids of its own) as it goes; other values (2-byte, a row per
     edge) are gathered after it: every field the torch backend's."""
     from dataclasses import replace
+
     from gsample.backend.cuda import layerwise
     from gsample.backend.torch import fused_select
+
     csc = weighted.csc
     g = torch.Generator().manual_seed(11)
     v = torch.rand(csc.nnz, generator=g, dtype=torch.float64)
-    v = None if values is None else v.view(-1, 1).repeat(1, 2) if values == "two per edge" \
+    v = (
+        None
+        if values is None
+        else v.view(-1, 1).repeat(1, 2)
+        if values == "two per edge"
         else v.to(getattr(torch, values))
-    A = replace(csc, values=None if v is None else v.cuda(),
-                eids=torch.randperm(csc.nnz, generator=g).cuda())
+    )
+    A = replace(
+        csc,
+        values=None if v is None else v.cuda(),
+        eids=torch.randperm(csc.nnz, generator=g).cuda(),
+    )
     cols = _seeds(300, csc.num_nodes, 2)
     for k in (1, 700):
         prefix = key_prefix(6, k)
@@ -400,14 +440,16 @@ def test_the_kept_edge_pass_gathers_values_and_edge_ids(weighted, values):
 @pytest.mark.parametrize("probs", [None, "shared", "per_batch"])
 @pytest.mark.parametrize("k", [1, 300, 20_000])
 @pytest.mark.parametrize("N, room", [(3, None), (3, 1), (3, 0), (1, None)])
-def test_super_batched_collective_sample_equals_the_torch_backend(graph, probs, k, N, room,
-                                                                  monkeypatch):
+def test_super_batched_collective_sample_equals_the_torch_backend(
+    graph, probs, k, N, room, monkeypatch
+):
     """A super-batch's collective draws run on the kernels (each batch's k rows among its
     own, over a padded frontier) and give the torch backend's super-batched sample, its
     kept edges listed and sorted (room None), counted per column after the list ran out of
     room (1), or counted per column from the start (0; one mini-batch always is)."""
     from gsample.backend.cuda import layerwise
     from gsample.backend.torch import fused_select
+
     monkeypatch.setattr(layerwise, "_LAST_KEPT", {})
     if room is not None:
         monkeypatch.setattr(layerwise, "_list_room", lambda *args: room)
@@ -425,15 +467,16 @@ def test_super_batched_collective_sample_equals_the_torch_backend(graph, probs, 
         p[::7] = 0
         p = p.cuda()
     prefix = key_prefix(13, 2)
-    key = DeviceKey(torch.tensor([_signed(prefix), 5], device="cuda"), prefix, 5, N,
-                    n if N > 1 else 0)
+    key = DeviceKey(
+        torch.tensor([_signed(prefix), 5], device="cuda"), prefix, 5, N, n if N > 1 else 0
+    )
     want = fused_select.slice_collective_sample(graph.csc, enc, k, False, key.host(), p)
     for frontier in (enc, padded):
         got = layerwise.slice_collective_sample(graph.csc, frontier, k, False, key, p)
         assert got.num_nodes == want.num_nodes == N * n
         for f in ("indptr", "rows", "row_ids", "col_ids", "eids"):
             assert torch.equal(getattr(got, f), getattr(want, f)), f
-    assert bool(listed) == (room is None and N > 1)    # (the first call lists, at least)
+    assert bool(listed) == (room is None and N > 1)  # (the first call lists, at least)
 
 
 @pytest.mark.parametrize("weighted_graph", [False, True])
@@ -442,6 +485,7 @@ def test_rows_of_a_column_slice_equal_the_torch_backend(graph, weighted, weighte
     repeated and padding columns, hubs; the two slices' result edge for edge."""
     from gsample.backend.cuda import layerwise
     from gsample.backend.torch import extract as T
+
     G = weighted if weighted_graph else graph
     n = G.num_nodes
     nodes = _seeds(3000, n, 31)
@@ -458,6 +502,7 @@ def test_rows_of_a_column_slice_equal_the_torch_backend(graph, weighted, weighte
 
 def test_shadow_compiles_to_the_fused_slice_and_equals_the_torch_backend(graph):
     from helpers import example
+
     fn = example("shadow").shadow
     seeds = _seeds(256, graph.num_nodes, 32)
     program = gs.compile(fn, backend="cuda").program(graph, seeds)
@@ -469,38 +514,43 @@ def test_shadow_compiles_to_the_fused_slice_and_equals_the_torch_backend(graph):
 @pytest.mark.parametrize("sampler", ["ladies", "fastgcn", "uniform"])
 def test_layer_wise_samplers_equal_the_torch_backend(graph, normalized, sampler):
     from helpers import example
+
     if sampler == "ladies":
         fn, G, kw = example("ladies").ladies, normalized, {"layers": (300, 300, 300)}
     elif sampler == "fastgcn":
         fn, G, kw = example("fastgcn").fastgcn, graph, {"layers": (300, 300)}
     else:
+
         def fn(A, seeds, k=300):
             s = A[:, seeds].collective_sample(k)
             return [s, A[:, s.all_nodes()].collective_sample(k)]
+
         G, kw = graph, {}
     seeds = _seeds(256, G.num_nodes, 11)
     ref, got = _both(fn, G, seeds, **kw)
     if sampler == "uniform":
-        assert_same(got, ref)                       # uniform draws: identical
+        assert_same(got, ref)  # uniform draws: identical
     else:
-        assert _agreement(got, ref) >= 0.999        # weighted: float rounding of probabilities
+        assert _agreement(got, ref) >= 0.999  # weighted: float rounding of probabilities
 
 
 def test_ladies_reads_back_once_per_layer_and_checks_its_probabilities(normalized):
     from helpers import example
+
     sampler = gs.compile(example("ladies").ladies, backend="cuda")
     seeds = _seeds(512, normalized.num_nodes, 12)
     program = sampler.lowered(normalized, seeds, layers=(500, 500, 500))
     assert program.num_syncs <= 7, program.format()
-    for _ in range(2):                       # warm: kernels compiled, the CUDA graphs captured
+    for _ in range(2):  # warm: kernels compiled, the CUDA graphs captured
         sampler(normalized, seeds, layers=(500, 500, 500))
     syncs = host_syncs(lambda: sampler(normalized, seeds, layers=(500, 500, 500)))
     assert len(syncs) <= 6, syncs
 
     def bad_bias(A, seeds, k=100):
         sub = A[:, seeds]
-        p = (sub ** 2).sum(axis=1) - 1.0              # negative: the check must catch it
+        p = (sub**2).sum(axis=1) - 1.0  # negative: the check must catch it
         return sub.collective_sample(k, node_probs=p)
+
     with pytest.raises(ValueError, match="node_probs: contains negative values"):
         gs.compile(bad_bias, backend="cuda")(normalized, seeds)
     # the values are checked by the sampler's kernel (the check step only converts them),
@@ -508,12 +558,16 @@ def test_ladies_reads_back_once_per_layer_and_checks_its_probabilities(normalize
     labels = [s.label for s in program.steps]
     assert any("node_probs: checked in the kernel" in x for x in labels), labels
     with pytest.raises(ValueError, match="node_probs: contains negative values"):
-        list(gs.DataLoader(normalized, gs.compile(bad_bias, backend="cuda"), seeds, 128,
-                           super_batch=4))
+        list(
+            gs.DataLoader(
+                normalized, gs.compile(bad_bias, backend="cuda"), seeds, 128, super_batch=4
+            )
+        )
 
     def nan_bias(A, seeds, k=100):
         sub = A[:, seeds]
-        return sub.collective_sample(k, node_probs=(sub ** 2).sum(axis=1) * float("nan"))
+        return sub.collective_sample(k, node_probs=(sub**2).sum(axis=1) * float("nan"))
+
     with pytest.raises(ValueError, match="node_probs: contains NaN or infinite values"):
         gs.compile(nan_bias, backend="cuda")(normalized, seeds)
 
@@ -528,7 +582,7 @@ def test_cuda_graph_replays_draw_every_call_s_own_samples(graph, weighted):
     seeds = [_seeds(300, graph.num_nodes, 20 + i) for i in range(5)]
     assert sampler.lowered(graph, seeds[0]).region is not None
     gs.manual_seed(8)
-    got = [sampler(graph, s) for s in seeds]                # eager, capture, replays
+    got = [sampler(graph, s) for s in seeds]  # eager, capture, replays
     gs.manual_seed(8)
     want = [reference(graph, s) for s in seeds]
     for g, w in zip(got, want):
@@ -551,12 +605,13 @@ def test_a_replay_survives_the_scratch_growing(graph):
     tensor's memory (found by the runtime benchmark: one-at-a-time samples changed after a
     super-batched epoch)."""
     from gsample.runtime import cuda_graphs
-    if not cuda_graphs.enabled():     # scripts/memcheck.py turns the graphs off
+
+    if not cuda_graphs.enabled():  # scripts/memcheck.py turns the graphs off
         pytest.skip("CUDA graphs are off in this process (GSAMPLE_CUDA_GRAPHS=0 or no caching)")
     sampler = gs.compile(graphsage, backend="cuda")
     reference = gs.compile(graphsage, backend="torch")
     seeds = _seeds(300, graph.num_nodes, 40)
-    for _ in range(3):                                       # eager, capture, replay
+    for _ in range(3):  # eager, capture, replay
         sampler(graph, seeds)
     assert len(sampler.lowered(graph, seeds).region.captured) == 1
     words = nodewise._SCRATCH[torch.cuda.current_device()].shape[1]
@@ -567,13 +622,14 @@ def test_a_replay_survives_the_scratch_growing(graph):
         got = sampler(graph, seeds)
         gs.manual_seed(i)
         assert_same(got, reference(graph, seeds))
-    assert all(bool((j == -1).all()) for j in junk)          # nothing wrote into them
+    assert all(bool((j == -1).all()) for j in junk)  # nothing wrote into them
 
 
 def test_gsample_cuda_graphs_0_runs_the_region_eagerly(graph, monkeypatch):
     """``GSAMPLE_CUDA_GRAPHS=0`` (scripts/memcheck.py) captures nothing: the same samples."""
     from gsample.runtime import cuda_graphs
-    allowed = cuda_graphs.enabled()          # not under scripts/memcheck.py's allocators
+
+    allowed = cuda_graphs.enabled()  # not under scripts/memcheck.py's allocators
     monkeypatch.setenv("GSAMPLE_CUDA_GRAPHS", "0")
     sampler = gs.compile(graphsage, backend="cuda")
     reference = gs.compile(graphsage, backend="torch")
@@ -592,7 +648,7 @@ def test_gsample_cuda_graphs_0_runs_the_region_eagerly(graph, monkeypatch):
     other = gs.compile(graphsage, backend="cuda")
     for _ in range(3):
         other(graph, seeds)
-    assert len(other.lowered(graph, seeds).region.captured) == 1     # the control
+    assert len(other.lowered(graph, seeds).region.captured) == 1  # the control
 
 
 def _uniform_layers(A, seeds, k=300):
@@ -606,7 +662,7 @@ def _scaled_ladies(A, seeds, scale, k=200):
     blocks = []
     for _ in range(2):
         sub = A[:, seeds]
-        p = (sub ** 2).sum(axis=1) * scale
+        p = (sub**2).sum(axis=1) * scale
         s = sub.collective_sample(k, node_probs=p / p.sum().clamp(min=1e-30))
         blocks.append(s)
         seeds = s.all_nodes()
@@ -620,33 +676,39 @@ def test_layer_wise_regions_replay_every_call_s_own_samples(graph, normalized, s
     them from the third call of a shape on: every call still draws its own samples (those
     of the torch backend), results survive later replays, the frontiers' varying bounds
     share a few graphs, and the super-batched loader draws the same."""
-    from gsample.runtime import cuda_graphs
     from helpers import example
-    if not cuda_graphs.enabled():     # scripts/memcheck.py turns the graphs off
+
+    from gsample.runtime import cuda_graphs
+
+    if not cuda_graphs.enabled():  # scripts/memcheck.py turns the graphs off
         pytest.skip("CUDA graphs are off in this process (GSAMPLE_CUDA_GRAPHS=0 or no caching)")
     if sampler == "ladies":
-        fn, G, layers = functools.partial(example("ladies").ladies, layers=(300, 300, 300)), \
-            normalized, 3
+        fn, G, layers = (
+            functools.partial(example("ladies").ladies, layers=(300, 300, 300)),
+            normalized,
+            3,
+        )
     else:
         fn, G, layers = _uniform_layers, graph, 2
     compiled, reference = gs.compile(fn, backend="cuda"), gs.compile(fn, backend="torch")
     seeds = [_seeds(256, G.num_nodes, 50 + i) for i in range(7)]
     gs.manual_seed(8)
-    got = [compiled(G, s) for s in seeds]                   # eager, capture, replays
+    got = [compiled(G, s) for s in seeds]  # eager, capture, replays
     gs.manual_seed(8)
     want = [reference(G, s) for s in seeds]
     for g, w in zip(got, want):
         if sampler == "uniform":
             assert_same(g, w)
         else:
-            assert _agreement(g, w) >= 0.999       # float rounding of the probabilities
+            assert _agreement(g, w) >= 0.999  # float rounding of the probabilities
     program = compiled.lowered(G, seeds[0])
     assert len(program.regions) == layers, program.format()
-    assert all(1 <= len(r.captured) <= 3 for r in program.regions), \
-        [len(r.captured) for r in program.regions]
+    assert all(1 <= len(r.captured) <= 3 for r in program.regions), [
+        len(r.captured) for r in program.regions
+    ]
     pool = torch.cat(seeds)
     one = [b.out for b in gs.DataLoader(G, compiled, pool, 256, seed=3)]
-    for _ in range(2):                                      # the second epoch replays
+    for _ in range(2):  # the second epoch replays
         sb = [b.out for b in gs.DataLoader(G, compiled, pool, 256, seed=3, super_batch=3)]
         assert len(sb) == len(one)
         for a, b in zip(sb, one):
@@ -660,6 +722,7 @@ def test_bad_probabilities_raise_after_the_layers_replay(normalized):
     """Probabilities checked in the captured kernels still raise, naming ``node_probs``,
     when a replayed graph computed them; the next good call draws as the torch backend."""
     from gsample.runtime import cuda_graphs
+
     if not cuda_graphs.enabled():
         pytest.skip("CUDA graphs are off in this process (GSAMPLE_CUDA_GRAPHS=0 or no caching)")
     compiled = gs.compile(_scaled_ladies, backend="cuda")
@@ -682,7 +745,7 @@ def test_bad_probabilities_raise_after_the_layers_replay(normalized):
 def _probs_and_a_view(A, seeds, k=100):
     """Returns a probability vector computed inside a captured region, and a view of it."""
     sub = A[:, seeds]
-    p = (sub ** 2).sum(axis=1)
+    p = (sub**2).sum(axis=1)
     p = p / p.sum().clamp(min=1e-30)
     return sub.collective_sample(k, node_probs=p), p, p[:50]
 
@@ -691,16 +754,19 @@ def test_results_in_a_graph_s_memory_and_views_of_them_are_copied_out(normalized
     """Dense values a replayed region computed are returned as copies, views of them too:
     the next replay must not change what an earlier call returned."""
     from gsample.runtime import cuda_graphs
+
     if not cuda_graphs.enabled():
         pytest.skip("CUDA graphs are off in this process (GSAMPLE_CUDA_GRAPHS=0 or no caching)")
     compiled = gs.compile(_probs_and_a_view, backend="cuda")
     reference = gs.compile(_probs_and_a_view, backend="torch")
     seeds = [_seeds(256, normalized.num_nodes, 70 + i) for i in range(5)]
-    got = [compiled(normalized, s) for s in seeds]            # eager, capture, replays
+    got = [compiled(normalized, s) for s in seeds]  # eager, capture, replays
     assert compiled.lowered(normalized, seeds[0]).regions[0].captured
     for g, s in zip(got, seeds):
-        _, p, view = reference(normalized, s)
+        _, p, _view = reference(normalized, s)
         assert torch.allclose(g[1], p, rtol=1e-5, atol=1e-12)
         assert torch.equal(g[2], g[1][:50])
-        assert g[2].untyped_storage().data_ptr() != got[-1][2].untyped_storage().data_ptr() \
+        assert (
+            g[2].untyped_storage().data_ptr() != got[-1][2].untyped_storage().data_ptr()
             or g is got[-1]
+        )

@@ -1,14 +1,17 @@
 """The exact radix select of ``kernels/topk.cu`` against ``torch.topk`` (skipped without a
 GPU)."""
+
 import pytest
 import torch
 
 from gsample.backend.cuda import topk
 
-pytestmark = [pytest.mark.cuda,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"),
+]
 
-NONE = 2 ** 63 - 1
+NONE = 2**63 - 1
 
 
 def _smallest(keys, copies, n, k):
@@ -16,15 +19,14 @@ def _smallest(keys, copies, n, k):
     batches of ``n`` rows, compacted the way the collective sampler's kernels compact them."""
     rows = torch.nonzero(keys != NONE).view(-1)
     bounds = torch.searchsorted(rows, torch.arange(0, (copies + 1) * n, n, device=keys.device))
-    return topk.smallest_compact(keys[rows], rows, bounds[:-1], bounds[1:], copies, k,
-                                 copies * n)
+    return topk.smallest_compact(keys[rows], rows, bounds[:-1], bounds[1:], copies, k, copies * n)
 
 
 def _keys(N, n, share, seed, uniform=True):
     g = torch.Generator().manual_seed(seed)
     if uniform:
-        keys = torch.randint(0, 2 ** 63 - 1, (N * n,), generator=g)
-    else:                       # float64 bits of exponential / p: few exponents, many ties
+        keys = torch.randint(0, 2**63 - 1, (N * n,), generator=g)
+    else:  # float64 bits of exponential / p: few exponents, many ties
         e = -torch.log(torch.rand(N * n, generator=g, dtype=torch.float64))
         p = torch.rand(N * n, generator=g, dtype=torch.float64) ** 4 + 1e-9
         keys = (e / p).view(torch.int64)
@@ -36,15 +38,22 @@ def _want(keys, N, n, k):
     """Per batch, the set of rows of its k smallest candidate keys (by torch)."""
     out = []
     for b in range(N):
-        part = keys[b * n:(b + 1) * n]
+        part = keys[b * n : (b + 1) * n]
         vals, at = torch.topk(part, k, largest=False)
         out.append(set((at[vals != NONE] + b * n).tolist()))
     return out
 
 
-@pytest.mark.parametrize("N, n, k, share", [(1, 100_000, 4000, 0.5), (1, 5000, 4000, 0.5),
-                                            (3, 50_000, 300, 0.9), (4, 20_000, 1, 0.0),
-                                            (2, 3000, 2999, 0.999)])
+@pytest.mark.parametrize(
+    "N, n, k, share",
+    [
+        (1, 100_000, 4000, 0.5),
+        (1, 5000, 4000, 0.5),
+        (3, 50_000, 300, 0.9),
+        (4, 20_000, 1, 0.0),
+        (2, 3000, 2999, 0.999),
+    ],
+)
 @pytest.mark.parametrize("uniform", [True, False])
 def test_smallest_equals_torch_topk(N, n, k, share, uniform):
     keys = _keys(N, n, share, seed=n + k, uniform=uniform)
@@ -55,7 +64,7 @@ def test_smallest_equals_torch_topk(N, n, k, share, uniform):
         got = rows[b]
         real = got[got < N * n]
         assert set(real.tolist()) == want[b]
-        assert real.numel() == len(want[b])          # no row twice; R past the candidates
+        assert real.numel() == len(want[b])  # no row twice; R past the candidates
 
 
 def test_more_ties_than_the_buffer_are_reported():
@@ -66,7 +75,7 @@ def test_more_ties_than_the_buffer_are_reported():
     rows, overflow = _smallest(keys.cuda(), 1, n, 10)
     assert bool(overflow)
     few = keys.clone()
-    few[topk.CAP // 2:] += 1 << 39                   # the ties now fit
+    few[topk.CAP // 2 :] += 1 << 39  # the ties now fit
     rows, overflow = _smallest(few.cuda(), 1, n, 10)
     assert not bool(overflow)
     assert sorted(rows[0].tolist()) == list(range(10))
@@ -79,6 +88,7 @@ def test_collective_sampling_falls_back_on_too_many_ties(monkeypatch):
     import gsample as gs
     from gsample.backend.cuda import layerwise, topk
     from gsample.base.random import DeviceKey, _signed, key_prefix
+
     A = gs.datasets.rmat(20_000, 200_000, seed=2).to("cuda").csc
     cols = torch.arange(0, 20_000, 7, device="cuda")
     prefix = key_prefix(3, 1)
@@ -98,8 +108,8 @@ def test_equal_keys_choose_the_smallest_rows_every_time():
     the select kernel appended them in."""
     n, k = 700, 10
     keys = torch.full((2 * n,), 7 << 40, dtype=torch.int64)
-    keys[n:] = 9 << 40                                   # batch 1: another key, all equal
-    keys[n + 3] = 1 << 40                                # ... but one smaller
+    keys[n:] = 9 << 40  # batch 1: another key, all equal
+    keys[n + 3] = 1 << 40  # ... but one smaller
     runs = [_smallest(keys.cuda(), 2, n, k) for _ in range(5)]
     for rows, overflow in runs:
         assert not bool(overflow)

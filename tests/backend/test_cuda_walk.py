@@ -3,17 +3,20 @@
 Uniform walks must be identical (DESIGN §3, consequence 3); weighted and node2vec walks agree
 on at least 99.9% of steps (their comparisons are exact, so in practice all of them).
 """
+
 import pytest
 import torch
 
 import gsample as gs
 from gsample.backend import get_backend
 from gsample.backend.torch import walk as reference
-from gsample.ir import Op
 from gsample.base.random import op_key
+from gsample.ir import Op
 
-pytestmark = [pytest.mark.cuda,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"),
+]
 
 VARIANTS = {
     "deepwalk": ({}, True),
@@ -49,11 +52,12 @@ def test_kernel_equals_torch_backend(graphs, name):
     want_alias = reference.alias_table(A.csc, A.values) if kw.pop("probs", False) else None
     alias = None if want_alias is None else reference.alias_table(G.csc, G.values)
     want = reference.random_walk(A.csc, seeds, 40, key, alias=want_alias, **kw)
-    got = get_backend("cuda").impl(Op.RANDOM_WALK).fn(G.csc, seeds.cuda(), 40, key,
-                                                      alias=alias, **kw)
+    got = (
+        get_backend("cuda").impl(Op.RANDOM_WALK).fn(G.csc, seeds.cuda(), 40, key, alias=alias, **kw)
+    )
     torch_cuda = reference.random_walk(G.csc, seeds.cuda(), 40, key, alias=alias, **kw)
     assert got.shape == want.shape == (20_000, 41)
-    assert torch.equal(torch_cuda, got)            # the same tables on the device: equal
+    assert torch.equal(torch_cuda, got)  # the same tables on the device: equal
     if exact:
         assert torch.equal(got.cpu(), want)
     else:
@@ -69,6 +73,7 @@ def test_compiled_cuda_backend_equals_eager_torch(graphs, name):
 
     def walk(A, seeds):
         return A.random_walk(seeds, 80, probs=A.values if weighted else None, **kw)
+
     seeds = torch.randint(0, A.num_nodes, (1024,), generator=torch.Generator().manual_seed(2))
     gs.manual_seed(5)
     want = walk(A, seeds)
@@ -93,7 +98,7 @@ def test_cuda_bad_seeds_raise(graphs):
         G.random_walk(torch.tensor([-3], device="cuda"), 4)
 
 
-@pytest.mark.parametrize("bad", [-1, -(2 ** 40), 2 ** 31, 2 ** 32 + 1, 2 ** 40, 2 ** 63 - 1, "M"])
+@pytest.mark.parametrize("bad", [-1, -(2**40), 2**31, 2**32 + 1, 2**40, 2**63 - 1, "M"])
 @pytest.mark.parametrize("copies", [1, 3])
 @pytest.mark.parametrize("node2vec", [False, True])
 def test_the_kernel_guards_seeds_it_did_not_check(graphs, bad, copies, node2vec):
@@ -101,21 +106,24 @@ def test_the_kernel_guards_seeds_it_did_not_check(graphs, bad, copies, node2vec)
     flag is still pending) walks nowhere, its row all -1, the other walkers walk as without
     it, and the call raises an IndexError naming ``seeds`` when the flags are read (``M``:
     the graph's nodes, a super-batch's ``copies * n`` ids)."""
-    from gsample.base import validate as V
     from gsample.backend.cuda import walk as cuda_walk
+    from gsample.base import validate as V
     from gsample.base.random import DeviceKey, _signed, key_prefix
+
     _, G = graphs
     n = G.num_nodes
     gen = torch.Generator().manual_seed(9)
-    seeds = torch.cat([torch.randint(0, n, (300,), generator=gen) + b * n
-                       for b in range(copies)]).cuda()
+    seeds = torch.cat(
+        [torch.randint(0, n, (300,), generator=gen) + b * n for b in range(copies)]
+    ).cuda()
     prefix = key_prefix(7, 3)
-    key = DeviceKey(torch.tensor([_signed(prefix), 0], device="cuda"), prefix, 0, copies,
-                    n if copies > 1 else 0)
+    key = DeviceKey(
+        torch.tensor([_signed(prefix), 0], device="cuda"), prefix, 0, copies, n if copies > 1 else 0
+    )
     kw = {"p": 2.0, "q": 0.5} if node2vec else {}
     want = cuda_walk.random_walk_sync_free(G.csc, seeds, 20, key, **kw)
     value = copies * n if bad == "M" else bad
-    at = 0 if value < 0 else seeds.numel() - 1   # where the batches stay grouped by id
+    at = 0 if value < 0 else seeds.numel() - 1  # where the batches stay grouped by id
     bad_seeds = seeds.clone()
     bad_seeds[at] = value
     with V.deferred():
@@ -123,7 +131,7 @@ def test_the_kernel_guards_seeds_it_did_not_check(graphs, bad, copies, node2vec)
         assert bool((got[at] == -1).all()), "a bad seed walks nowhere"
         keep = torch.ones(seeds.numel(), dtype=torch.bool, device="cuda")
         keep[at] = False
-        if copies == 1 or at != 0:          # (a super-batch's first walker moved a position)
+        if copies == 1 or at != 0:  # (a super-batch's first walker moved a position)
             assert torch.equal(got[keep], want[keep])
         with pytest.raises(IndexError, match="seeds: a node id is out of range"):
             V.read_back([])

@@ -15,18 +15,32 @@ backend's sync-free registration, ``gsample.backend.cuda.draws``).
   through ``gs.DataLoader`` (one by one and super-batched by 4), call after call (the
   default runtime replays CUDA graphs from the third call).
 """
+
 import numpy as np
 import pytest
 import scipy.stats as st
 import torch
-from helpers import (assert_same, check_compiled_equals_eager, check_super_batched, loader_outputs,
-                     run_seeded)
+from helpers import (
+    assert_same,
+    check_compiled_equals_eager,
+    check_super_batched,
+    loader_outputs,
+    run_seeded,
+)
 
 import gsample as gs
 from gsample.backend.cuda import draws as cuda_draws
 from gsample.backend.torch import draws
+from gsample.base.random import (
+    BatchKeys,
+    DeviceKey,
+    _signed,
+    count_from_words,
+    count_table,
+    key_prefix,
+    op_key,
+)
 from gsample.formats.bounded import BoundedIds
-from gsample.base.random import BatchKeys, DeviceKey, _signed, count_from_words, count_table, key_prefix, op_key
 
 P_MIN = 1e-3
 
@@ -40,8 +54,12 @@ def layer(A, seeds, p=0.7):
     """Both ops on a frontier the program made (a slice's rows) and on the seeds."""
     sub = A[:, seeds].individual_sample(5)
     rows = sub.row()
-    return (A.random_uniform(rows), rows, A.random_count(seeds, "geometric", p=p),
-            A.random_count(sub.all_nodes(), "binomial", p=0.3, n=7))
+    return (
+        A.random_uniform(rows),
+        rows,
+        A.random_count(seeds, "geometric", p=p),
+        A.random_count(sub.all_nodes(), "binomial", p=0.3, n=7),
+    )
 
 
 # ============================================================================= determinism
@@ -51,14 +69,14 @@ def test_same_seed_same_values_and_positions_key_the_draws(A):
     u2 = run_seeded(A.random_uniform, nodes, seed=3)
     assert torch.equal(u1, u2)
     assert u1.dtype == torch.float64 and u1.shape == (6,)
-    assert u1.unique().numel() == 6                        # repeats are independent entries
+    assert u1.unique().numel() == 6  # repeats are independent entries
     assert not torch.equal(u1, run_seeded(A.random_uniform, nodes, seed=4))
     # the ids do not key the draws (DESIGN §3: the column position does)
     assert torch.equal(u1, run_seeded(A.random_uniform, torch.arange(6), seed=3))
     # exactly the contract's word: (word >> 11) * 2**-53 of (seed, ordinal 0, batch 0, i, 0)
-    assert torch.equal(u1 * 2.0 ** 53, torch.floor(u1 * 2.0 ** 53))
+    assert torch.equal(u1 * 2.0**53, torch.floor(u1 * 2.0**53))
     gs.manual_seed(3)
-    a, b = A.random_uniform(nodes), A.random_uniform(nodes)     # ordinals 0 and 1
+    a, b = A.random_uniform(nodes), A.random_uniform(nodes)  # ordinals 0 and 1
     assert torch.equal(a, u1) and not torch.equal(a, b)
 
 
@@ -70,7 +88,7 @@ def test_compiled_equals_eager(A):
 @pytest.mark.parametrize("n", [1, 4])
 def test_super_batched_loader_equals_one_batch_at_a_time(A, n):
     seeds = torch.randperm(2000, generator=torch.Generator().manual_seed(1))[:180]
-    check_super_batched(A, layer, seeds, 32, n)                  # 6 mini-batches
+    check_super_batched(A, layer, seeds, 32, n)  # 6 mini-batches
 
 
 def test_device_keys_give_the_host_keys_values():
@@ -88,12 +106,15 @@ def test_device_keys_give_the_host_keys_values():
     dk = DeviceKey.of(torch.tensor([_signed(prefix), first]), prefix, first, 3, n)
     want = draws.random_count(None, enc, bk, "binomial", 0.4, 9)
     assert torch.equal(cuda_draws.random_count(None, enc, dk, "binomial", 0.4, 9), want)
-    one = [draws.random_count(None, enc[:2], op_key(seed, ordinal, first), "binomial", 0.4, 9),
-           draws.random_count(None, enc[2:] - 2 * n, op_key(seed, ordinal, first + 2),
-                              "binomial", 0.4, 9)]
-    assert torch.equal(want, torch.cat(one))                     # each batch's own draws
+    one = [
+        draws.random_count(None, enc[:2], op_key(seed, ordinal, first), "binomial", 0.4, 9),
+        draws.random_count(
+            None, enc[2:] - 2 * n, op_key(seed, ordinal, first + 2), "binomial", 0.4, 9
+        ),
+    ]
+    assert torch.equal(want, torch.cat(one))  # each batch's own draws
     # a bounded frontier: the valid prefix's values, the same count
-    padded = BoundedIds(torch.cat([enc, torch.tensor([7, -3, 10 ** 6])]), torch.tensor([5]))
+    padded = BoundedIds(torch.cat([enc, torch.tensor([7, -3, 10**6])]), torch.tensor([5]))
     out = cuda_draws.random_count(None, padded, dk, "binomial", 0.4, 9)
     assert isinstance(out, BoundedIds) and out.count is padded.count
     assert torch.equal(out.data[:5], want)
@@ -111,7 +132,7 @@ def test_uniform_law(A):
     pairs = st.chisquare(np.bincount(cells, minlength=100)).pvalue
     print(f"random_uniform: KS p = {p:.4f}, Beta(1.02, 1) p = {wrong:.2e}, pairs p = {pairs:.4f}")
     assert p > P_MIN and pairs > P_MIN
-    assert wrong < P_MIN                                                  # power
+    assert wrong < P_MIN  # power
 
 
 def _chi2(counts, pmf):
@@ -126,10 +147,15 @@ def _chi2(counts, pmf):
     return st.chisquare(c, e * c.sum() / e.sum()).pvalue
 
 
-@pytest.mark.parametrize("dist,p,n,wrong_p", [("geometric", 0.7, None, 0.69),
-                                              ("geometric", 0.2, None, 0.21),
-                                              ("binomial", 0.3, 12, 0.31),
-                                              ("binomial", 0.95, 40, 0.94)])
+@pytest.mark.parametrize(
+    "dist,p,n,wrong_p",
+    [
+        ("geometric", 0.7, None, 0.69),
+        ("geometric", 0.2, None, 0.21),
+        ("binomial", 0.3, 12, 0.31),
+        ("binomial", 0.95, 40, 0.94),
+    ],
+)
 def test_count_law(A, dist, p, n, wrong_p):
     nodes = torch.randint(0, 2000, (200_000,), generator=torch.Generator().manual_seed(6))
     x = run_seeded(A.random_count, nodes, dist, p, n, seed=7).numpy()
@@ -137,16 +163,17 @@ def test_count_law(A, dist, p, n, wrong_p):
     top = int(x.max()) + 1
     if dist == "binomial":
         assert top <= n + 1
-        law = lambda q: st.binom.pmf(np.arange(n + 1), n, q)  # noqa: E731
+        law = lambda q: st.binom.pmf(np.arange(n + 1), n, q)
         counts = np.bincount(x, minlength=n + 1)
     else:
-        law = lambda q: np.append(st.geom.pmf(np.arange(1, top + 2), 1 - q),  # noqa: E731
-                                  q ** (top + 1))                     # 0 .. top, then > top
+        law = lambda q: np.append(
+            st.geom.pmf(np.arange(1, top + 2), 1 - q), q ** (top + 1)
+        )  # 0 .. top, then > top
         counts = np.append(np.bincount(x, minlength=top + 1), 0)
     right, wrong = _chi2(counts, law(p)), _chi2(counts, law(wrong_p))
     print(f"random_count {dist}(p={p}, n={n}): p = {right:.4f}, p={wrong_p} law p = {wrong:.2e}")
     assert right > P_MIN
-    assert wrong < P_MIN                                                  # power
+    assert wrong < P_MIN  # power
 
 
 def test_count_thresholds_invert_the_survival_function():
@@ -154,37 +181,43 @@ def test_count_thresholds_invert_the_survival_function():
     thresholds themselves, and the tables against scipy's survival functions."""
     for dist, p, n in [("geometric", 0.7, None), ("binomial", 0.3, 12), ("binomial", 1.0, 3)]:
         T = count_table(dist, p, n)
-        sf = (st.binom.sf(np.arange(len(T)), n, p) if dist == "binomial"
-              else p ** np.arange(1, len(T) + 1))
-        np.testing.assert_allclose(np.array(T, float) / 2.0 ** 53, sf, rtol=1e-9, atol=2e-16)
+        sf = (
+            st.binom.sf(np.arange(len(T)), n, p)
+            if dist == "binomial"
+            else p ** np.arange(1, len(T) + 1)
+        )
+        np.testing.assert_allclose(np.array(T, float) / 2.0**53, sf, rtol=1e-9, atol=2e-16)
         asc = torch.tensor(T[::-1], dtype=torch.int64)
         for j, t in enumerate(T[:8], start=1):
-            words = torch.tensor([t - 1, min(t, 2 ** 53 - 1)], dtype=torch.int64) << 11
-            x = count_from_words(words, asc).tolist()             # U = t - 1, then t
-            assert x[0] >= j                                       # U < T_1 .. T_j
-            assert x[1] == sum(u > t for u in T) or t == 2 ** 53   # only the T_i above t
+            words = torch.tensor([t - 1, min(t, 2**53 - 1)], dtype=torch.int64) << 11
+            x = count_from_words(words, asc).tolist()  # U = t - 1, then t
+            assert x[0] >= j  # U < T_1 .. T_j
+            assert x[1] == sum(u > t for u in T) or t == 2**53  # only the T_i above t
     assert count_table("geometric", 0.0) == () and count_table("binomial", 0.5, 0) == ()
-    assert count_table("binomial", 1.0, 3) == (2 ** 53,) * 3
+    assert count_table("binomial", 1.0, 3) == (2**53,) * 3
 
 
 # ============================================================================= bad arguments
-@pytest.mark.parametrize("call,exc,match", [
-    (lambda A: A.random_uniform(torch.tensor([0, 2000])), IndexError, "nodes: node id 2000"),
-    (lambda A: A.random_uniform(torch.tensor([-1])), IndexError, "nodes: node id -1"),
-    (lambda A: A.random_uniform(torch.tensor([0.5])), TypeError, "nodes: node ids must be"),
-    (lambda A: A.random_uniform(torch.zeros(2, 2, dtype=torch.long)), ValueError, "nodes:"),
-    (lambda A: A[:, [1, 2]].random_uniform(torch.tensor([1])), ValueError, "A: "),
-    (lambda A: A.random_count([1], "poisson"), ValueError, "dist: must be one of"),
-    (lambda A: A.random_count([1], p=1.5), ValueError, "p: must be a probability"),
-    (lambda A: A.random_count([1], p="x"), TypeError, "p: must be a number"),
-    (lambda A: A.random_count([1], p=1.0), ValueError, "p: a geometric count needs p < 1"),
-    (lambda A: A.random_count([1], p=0.99999), ValueError, "p: a geometric count needs p <="),
-    (lambda A: A.random_count([1], "binomial", 0.5), ValueError, "n: dist='binomial' needs"),
-    (lambda A: A.random_count([1], "geometric", 0.5, 3), ValueError, "n: the number of"),
-    (lambda A: A.random_count([1], "binomial", 0.5, -1), ValueError, "n: must be >= 0"),
-    (lambda A: A.random_count([1], "binomial", 0.5, 2.0), TypeError, "n: must be an int"),
-    (lambda A: A.random_count([1], "binomial", 0.5, 1 << 21), ValueError, "n: at most"),
-])
+@pytest.mark.parametrize(
+    "call,exc,match",
+    [
+        (lambda A: A.random_uniform(torch.tensor([0, 2000])), IndexError, "nodes: node id 2000"),
+        (lambda A: A.random_uniform(torch.tensor([-1])), IndexError, "nodes: node id -1"),
+        (lambda A: A.random_uniform(torch.tensor([0.5])), TypeError, "nodes: node ids must be"),
+        (lambda A: A.random_uniform(torch.zeros(2, 2, dtype=torch.long)), ValueError, "nodes:"),
+        (lambda A: A[:, [1, 2]].random_uniform(torch.tensor([1])), ValueError, "A: "),
+        (lambda A: A.random_count([1], "poisson"), ValueError, "dist: must be one of"),
+        (lambda A: A.random_count([1], p=1.5), ValueError, "p: must be a probability"),
+        (lambda A: A.random_count([1], p="x"), TypeError, "p: must be a number"),
+        (lambda A: A.random_count([1], p=1.0), ValueError, "p: a geometric count needs p < 1"),
+        (lambda A: A.random_count([1], p=0.99999), ValueError, "p: a geometric count needs p <="),
+        (lambda A: A.random_count([1], "binomial", 0.5), ValueError, "n: dist='binomial' needs"),
+        (lambda A: A.random_count([1], "geometric", 0.5, 3), ValueError, "n: the number of"),
+        (lambda A: A.random_count([1], "binomial", 0.5, -1), ValueError, "n: must be >= 0"),
+        (lambda A: A.random_count([1], "binomial", 0.5, 2.0), TypeError, "n: must be an int"),
+        (lambda A: A.random_count([1], "binomial", 0.5, 1 << 21), ValueError, "n: at most"),
+    ],
+)
 def test_bad_arguments(A, call, exc, match):
     with pytest.raises(exc, match=match):
         call(A)
@@ -194,10 +227,15 @@ def test_bad_arguments_compiled(A):
     sampler = gs.compile(lambda A, seeds: A.random_uniform(seeds))
     with pytest.raises(IndexError, match="nodes: node id 2000"):
         sampler(A, torch.tensor([1, 2000]))
+
     def counts(A, seeds, dist="geometric", p=0.5):
         return A.random_count(seeds, dist, p)
-    for kwargs, match in [({"p": 1.0}, "p: a geometric"), ({"dist": "binomial"}, "n: dist="),
-                          ({"dist": "x"}, "dist: must be one of")]:
+
+    for kwargs, match in [
+        ({"p": 1.0}, "p: a geometric"),
+        ({"dist": "binomial"}, "n: dist="),
+        ({"dist": "x"}, "dist: must be one of"),
+    ]:
         with pytest.raises(ValueError, match=match):
             gs.compile(counts)(A, torch.tensor([1, 2]), **kwargs)
     state = gs.compile(lambda A, seeds, p: A.random_count(seeds, p=p))
@@ -228,6 +266,6 @@ def test_cuda_backend_equals_torch_backend(A):
         assert len(got) == len(ref) == 4
         for i, (g, r) in enumerate(zip(got, ref)):
             assert_same(g, r, f"loader {options}, batch {i}")
-    with gs.use_backend("cuda"):                                        # eager
+    with gs.use_backend("cuda"):  # eager
         got = run_seeded(layer, G, seeds[:64], seed=5)
     assert_same(tuple(t.cpu() for t in got), run_seeded(layer, A, seeds[:64].cpu(), seed=5))

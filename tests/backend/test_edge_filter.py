@@ -3,10 +3,16 @@ sync-free variant, ``gsample.backend.cuda.edge_filter``, run here on CPU tensors
 the kept edges against the matrix's own edge table, empty columns kept, eager == compiled,
 super-batched == one mini-batch at a time, bad arguments, and (marked ``cuda``) the CUDA
 backend against the torch backend."""
+
 import pytest
 import torch
-from helpers import (assert_same, check_compiled_equals_eager, check_super_batched, loader_outputs,
-                     run_seeded)
+from helpers import (
+    assert_same,
+    check_compiled_equals_eager,
+    check_super_batched,
+    loader_outputs,
+    run_seeded,
+)
 
 import gsample as gs
 from gsample.backend.cuda import edge_filter as cuda_filter
@@ -29,7 +35,7 @@ def test_keeps_exactly_the_masked_edges(A):
     seeds = torch.tensor([5, 7, 5, 1999, 0])
     sub = A[:, seeds]
     keep = torch.rand(sub.num_edges, generator=torch.Generator().manual_seed(0)) < 0.4
-    keep[sub.csc.indptr[0]:sub.csc.indptr[1]] = False               # column 0 emptied
+    keep[sub.csc.indptr[0] : sub.csc.indptr[1]] = False  # column 0 emptied
     s = sub.filter_edges(keep)
     assert s.shape == sub.shape and torch.equal(s.column(), seeds)
     r, c, e = sub.edges()
@@ -63,12 +69,15 @@ def test_compiled_and_super_batched_equal_eager(A):
         check_super_batched(A, heavy, seeds, 32, n)
 
 
-@pytest.mark.parametrize("keep,exc,match", [
-    (lambda E: torch.ones(E), TypeError, "keep: must be a bool tensor"),
-    (lambda E: torch.ones(E + 1, dtype=torch.bool), ValueError, "keep: expected one flag"),
-    (lambda E: torch.ones(E, 1, dtype=torch.bool), ValueError, "keep: expected one flag"),
-    (lambda E: "yes", TypeError, "keep: expected a tensor"),
-])
+@pytest.mark.parametrize(
+    "keep,exc,match",
+    [
+        (lambda E: torch.ones(E), TypeError, "keep: must be a bool tensor"),
+        (lambda E: torch.ones(E + 1, dtype=torch.bool), ValueError, "keep: expected one flag"),
+        (lambda E: torch.ones(E, 1, dtype=torch.bool), ValueError, "keep: expected one flag"),
+        (lambda E: "yes", TypeError, "keep: expected a tensor"),
+    ],
+)
 def test_bad_arguments(A, keep, exc, match):
     sub = A[:, torch.arange(10)]
     with pytest.raises(exc, match=match):
@@ -86,9 +95,12 @@ def test_cuda_backend_equals_torch_backend(A):
     G = A.to("cuda")
     seeds = torch.randperm(2000, generator=torch.Generator().manual_seed(3))[:256].cuda()
     torch_fn, cuda_fn = gs.compile(heavy, backend="torch"), gs.compile(heavy, backend="cuda")
-    for call in range(4):                         # CUDA graphs replay from the third call
-        assert_same(run_seeded(cuda_fn, G, seeds[:64], seed=call),
-                    run_seeded(torch_fn, G, seeds[:64], seed=call), f"call {call}")
+    for call in range(4):  # CUDA graphs replay from the third call
+        assert_same(
+            run_seeded(cuda_fn, G, seeds[:64], seed=call),
+            run_seeded(torch_fn, G, seeds[:64], seed=call),
+            f"call {call}",
+        )
     ref = loader_outputs(G, torch_fn, seeds, 64)
     for options in ({}, {"super_batch": 4}):
         got = loader_outputs(G, cuda_fn, seeds, 64, **options)

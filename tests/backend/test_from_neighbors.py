@@ -2,11 +2,12 @@
 lists (issue 13: "a matrix from dense tensors inside a sampler"). Structure exactly as
 specified, eager = compiled, super-batched = one mini-batch at a time, PyG conversion, and
 every bad argument refused by name, eager and compiled."""
+
 import pytest
 import torch
+from helpers import example
 
 import gsample as gs
-from helpers import example
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +19,7 @@ def walk_neighbors(A, seeds, walks=4, length=3):
     """PinSAGE-like: each seed's walk visits (with repeats and -1 after a stop) as its
     neighbour list, weighted 1 per visit."""
     w = A.random_walk(seeds.repeat_interleave(walks), length, restart_prob=0.3)
-    nbrs = w[:, 1:].reshape(-1, walks * length)                   # (B, walks * length)
+    nbrs = w[:, 1:].reshape(-1, walks * length)  # (B, walks * length)
     return A.from_neighbors(seeds, nbrs, (nbrs >= 0).float())
 
 
@@ -29,14 +30,14 @@ def test_structure_is_the_lists_column_by_column(A):
     b = A.from_neighbors(seeds, nbrs, vals)
     c = b.csc
     assert b.shape == (A.num_nodes, 4) and b.num_edges == 7
-    assert c.indptr.tolist() == [0, 2, 2, 5, 7]                     # an empty column stays
-    assert c.rows.tolist() == [1, 2, 0, 5, 6, 7, 7]       # -1 anywhere skipped; by id, repeats
-    assert b.values.tolist() == [2.0, 0.0, 7.0, 8.0, 6.0, 9.0, 10.0]   # follow their entries
+    assert c.indptr.tolist() == [0, 2, 2, 5, 7]  # an empty column stays
+    assert c.rows.tolist() == [1, 2, 0, 5, 6, 7, 7]  # -1 anywhere skipped; by id, repeats
+    assert b.values.tolist() == [2.0, 0.0, 7.0, 8.0, 6.0, 9.0, 10.0]  # follow their entries
     assert torch.equal(b.col_ids, seeds) and c.row_ids is None
     assert torch.equal(b.all_nodes(), torch.tensor([4, 9, 2999, 0, 1, 2, 5, 6, 7]))
     src, dst, _ = b.edges()
     assert src.tolist() == [1, 2, 0, 5, 6, 7, 7] and dst.tolist() == [4, 4, 4, 4, 4, 2999, 2999]
-    assert A.from_neighbors(seeds[:1], torch.tensor([[3]])).csc.values is None   # unweighted
+    assert A.from_neighbors(seeds[:1], torch.tensor([[3]])).csc.values is None  # unweighted
 
 
 def test_compiled_and_super_batched_equal_eager(A):
@@ -45,13 +46,19 @@ def test_compiled_and_super_batched_equal_eager(A):
     eager = walk_neighbors(A, seeds)
     gs.manual_seed(5)
     compiled = gs.compile(walk_neighbors)(A, seeds)
-    for x, y in ((eager.csc.indptr, compiled.csc.indptr), (eager.csc.rows, compiled.csc.rows),
-                 (eager.values, compiled.values), (eager.col_ids, compiled.col_ids)):
+    for x, y in (
+        (eager.csc.indptr, compiled.csc.indptr),
+        (eager.csc.rows, compiled.csc.rows),
+        (eager.values, compiled.values),
+        (eager.col_ids, compiled.col_ids),
+    ):
         assert torch.equal(x, y)
 
     def blocks(**kw):
-        return [b.out for b in gs.DataLoader(A, gs.compile(walk_neighbors), seeds, 64,
-                                             seed=3, **kw)]
+        return [
+            b.out for b in gs.DataLoader(A, gs.compile(walk_neighbors), seeds, 64, seed=3, **kw)
+        ]
+
     one, many = blocks(), blocks(super_batch=4)
     assert len(one) == len(many) == 4
     for x, y in zip(one, many):
@@ -75,21 +82,55 @@ def _bad(A, cols, nbrs, vals=None):
 
 
 @pytest.mark.parametrize("compiled", [False, True])
-@pytest.mark.parametrize("cols, nbrs, vals, exc, needle", [
-    (torch.tensor([1, 2]), torch.tensor([1, 2]), None, ValueError, "neighbors: expected one row"),
-    (torch.tensor([1, 2]), torch.ones(3, 2, dtype=torch.long), None, ValueError,
-     "neighbors: expected one row"),
-    (torch.tensor([1, 2]), torch.ones(2, 2), None, TypeError, "neighbors: node ids must be"),
-    (torch.tensor([1, 2]), torch.tensor([[1, 3000], [2, 3]]), None, IndexError,
-     "neighbors: node id 3000 is out of range"),
-    (torch.tensor([1, 2]), torch.tensor([[1, -2], [2, 3]]), None, IndexError,
-     "neighbors: node id -2 is negative"),
-    (torch.tensor([1, 5000]), torch.tensor([[1], [2]]), None, IndexError, "cols: node id 5000"),
-    (torch.tensor([1, 2]), torch.tensor([[1], [2]]), torch.ones(2, 2), ValueError,
-     "values: expected one value per entry"),
-    (torch.tensor([1, 2]), torch.tensor([[1], [2]]), torch.ones(2, 1, dtype=torch.long),
-     TypeError, "values: must be floating point"),
-])
+@pytest.mark.parametrize(
+    "cols, nbrs, vals, exc, needle",
+    [
+        (
+            torch.tensor([1, 2]),
+            torch.tensor([1, 2]),
+            None,
+            ValueError,
+            "neighbors: expected one row",
+        ),
+        (
+            torch.tensor([1, 2]),
+            torch.ones(3, 2, dtype=torch.long),
+            None,
+            ValueError,
+            "neighbors: expected one row",
+        ),
+        (torch.tensor([1, 2]), torch.ones(2, 2), None, TypeError, "neighbors: node ids must be"),
+        (
+            torch.tensor([1, 2]),
+            torch.tensor([[1, 3000], [2, 3]]),
+            None,
+            IndexError,
+            "neighbors: node id 3000 is out of range",
+        ),
+        (
+            torch.tensor([1, 2]),
+            torch.tensor([[1, -2], [2, 3]]),
+            None,
+            IndexError,
+            "neighbors: node id -2 is negative",
+        ),
+        (torch.tensor([1, 5000]), torch.tensor([[1], [2]]), None, IndexError, "cols: node id 5000"),
+        (
+            torch.tensor([1, 2]),
+            torch.tensor([[1], [2]]),
+            torch.ones(2, 2),
+            ValueError,
+            "values: expected one value per entry",
+        ),
+        (
+            torch.tensor([1, 2]),
+            torch.tensor([[1], [2]]),
+            torch.ones(2, 1, dtype=torch.long),
+            TypeError,
+            "values: must be floating point",
+        ),
+    ],
+)
 def test_bad_arguments_are_refused_by_name(A, compiled, cols, nbrs, vals, exc, needle):
     fn = gs.compile(_bad) if compiled else _bad
     with pytest.raises(exc, match=needle):
@@ -110,7 +151,7 @@ def test_pinsage_block_is_its_dense_output(A):
     block = m.pinsage_block(A, seeds, num_walks=20, length=3, k=5)
     keep = nbrs >= 0
     assert torch.equal(block.csc.indptr[1:] - block.csc.indptr[:-1], keep.sum(1))
-    for i in range(len(seeds)):                      # each seed's neighbours and counts, by id
+    for i in range(len(seeds)):  # each seed's neighbours and counts, by id
         lo, hi = block.csc.indptr[i], block.csc.indptr[i + 1]
         want = sorted(zip(nbrs[i][keep[i]].tolist(), w[i][keep[i]].tolist()))
         assert list(zip(block.csc.rows[lo:hi].tolist(), block.values[lo:hi].tolist())) == want

@@ -7,17 +7,18 @@ collective sampling, for every algorithm and on the corner cases: repeated colum
 zero-degree columns, k above every degree, k = 0, an unweighted graph, and a sliced
 matrix whose column space is not the graph's.
 """
+
 import pytest
 import torch
+from helpers import assert_same_csc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gsample as gs
 from gsample.backend import get_backend
 from gsample.backend.torch import extract, fused_select, select
-from gsample.ir import Op
 from gsample.formats.csc import CSC, gather_segments
-from helpers import assert_same_csc
+from gsample.ir import Op
 
 KEY = 0x1234_5678_9ABC_DEF0
 
@@ -27,8 +28,7 @@ def slice_probs(A: CSC, cols, probs):
     if A.col_ids is None:
         index, _ = gather_segments(A.indptr, cols)
     else:
-        index = extract.slice_cols(A.with_values(torch.arange(A.nnz, device=A.device)),
-                                   cols).values
+        index = extract.slice_cols(A.with_values(torch.arange(A.nnz, device=A.device)), cols).values
     return probs[index]
 
 
@@ -53,13 +53,13 @@ def _graph(device, weighted=True):
     g = torch.Generator().manual_seed(5)
     n = 300
     src = torch.randint(0, n, (4000,), generator=g)
-    dst = torch.randint(0, 60, (4000,), generator=g) * 3      # only multiples of 3 get edges
-    hub = torch.full((500,), 7 * 3)                            # node 21: degree ~ 500+
+    dst = torch.randint(0, 60, (4000,), generator=g) * 3  # only multiples of 3 get edges
+    hub = torch.full((500,), 7 * 3)  # node 21: degree ~ 500+
     src = torch.cat([src, torch.randint(0, n, (500,), generator=g), torch.tensor([5])])
     dst = torch.cat([dst, hub, torch.tensor([5])])
     w = torch.rand(src.numel(), generator=g) + 0.01 if weighted else None
     if w is not None:
-        w[::7] = 0.0                                           # some zero-weight edges
+        w[::7] = 0.0  # some zero-weight edges
     return gs.Matrix.from_edge_index(torch.stack([src, dst]), num_nodes=n, weight=w).csc.to(device)
 
 
@@ -107,7 +107,7 @@ def test_unweighted_graph(device, replace):
 
 def test_zero_degree_frontier_and_single_column(device):
     A = _graph(device)
-    empty_cols = torch.tensor([1, 2, 4, 7, 1], device=device)   # none of them has an in-edge
+    empty_cols = torch.tensor([1, 2, 4, 7, 1], device=device)  # none of them has an in-edge
     for replace in (False, True):
         for probs in (None, A.values):
             out = check_individual(A, empty_cols, 3, replace, probs)
@@ -122,7 +122,7 @@ def test_submatrix_column_space(device):
     """A sliced matrix whose columns are not the graph's (misses give empty columns)."""
     A = _graph(device)
     sub = extract.slice_cols(A, torch.tensor([21, 3, 6, 9, 12, 0], device=device))
-    cols = torch.tensor([6, 21, 100, 6, 0, 21], device=device)    # 100: not in the column space
+    cols = torch.tensor([6, 21, 100, 6, 0, 21], device=device)  # 100: not in the column space
     for replace in (False, True):
         for k in (0, 2, 50):
             check_individual(sub, cols, k, replace)
@@ -164,15 +164,22 @@ def test_registered_and_never_slices(device, monkeypatch):
 
     def boom(*a, **k):
         raise AssertionError("the fused op materialised the slice")
+
     monkeypatch.setattr(extract, "slice_cols", boom)
     assert_same_csc(fused_select.slice_individual_sample(A, cols, 5, False, KEY), want_i)
     assert_same_csc(fused_select.slice_collective_sample(A, cols, 9, False, KEY), want_c)
 
 
 @settings(max_examples=40, deadline=None)
-@given(n=st.integers(1, 40), m=st.integers(0, 300), c=st.integers(0, 30),
-       k=st.integers(0, 12), replace=st.booleans(), weighted=st.booleans(),
-       seed=st.integers(0, 2**32 - 1))
+@given(
+    n=st.integers(1, 40),
+    m=st.integers(0, 300),
+    c=st.integers(0, 30),
+    k=st.integers(0, 12),
+    replace=st.booleans(),
+    weighted=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
 def test_random_graphs(n, m, c, k, replace, weighted, seed):
     g = torch.Generator().manual_seed(seed)
     ei = torch.randint(0, n, (2, m), generator=g)

@@ -5,18 +5,18 @@ walkers' positions, a super-batch's keys and encoding, the inlined walks and the
 arithmetic. CI has no GPU; ``test_cuda_fused_walk.py`` is the GPU comparison. (On the CPU,
 torch divides a tensor by a Python number exactly where its CUDA kernel, and so the generated
 code, multiplies by the reciprocal; the walks here are long enough to cross no such tie.)"""
+
 import ctypes
 
 import pytest
 import torch
+from helpers import CXX, build_cpp, example
 
 import gsample as gs
 from gsample.backend.cuda import walk_codegen
 from gsample.backend.torch import fused_walk as reference
-from gsample.ir import Op
 from gsample.base.random import KeyRange, _signed, key_prefix
-from helpers import CXX, build_cpp, example
-
+from gsample.ir import Op
 
 SHIM = r"""
 #include <cmath>
@@ -65,11 +65,22 @@ def run_kernel(lib, A, seeds, length, keys, direct, n, operands, names, copies=1
     ptrs = [P(o.data_ptr()) for o in ops] + [P(0)] * (8 - len(ops))
     lens = [ctypes.c_longlong(o.numel()) for o in ops] + [ctypes.c_longlong(0)] * (8 - len(ops))
     c = A.csc
-    lib.gs_fused_walk(P(c.indptr.data_ptr()), P(c.rows.data_ptr()), P(seeds.data_ptr()),
-                      ctypes.c_longlong(W), ctypes.c_longlong(length),
-                      ctypes.c_longlong(A.num_nodes), P(keys.data_ptr()), ctypes.c_int(direct),
-                      ctypes.c_longlong(n), ctypes.c_longlong(A.num_nodes * copies), *ptrs,
-                      *lens, P(out.data_ptr()), P(failed.data_ptr()))
+    lib.gs_fused_walk(
+        P(c.indptr.data_ptr()),
+        P(c.rows.data_ptr()),
+        P(seeds.data_ptr()),
+        ctypes.c_longlong(W),
+        ctypes.c_longlong(length),
+        ctypes.c_longlong(A.num_nodes),
+        P(keys.data_ptr()),
+        ctypes.c_int(direct),
+        ctypes.c_longlong(n),
+        ctypes.c_longlong(A.num_nodes * copies),
+        *ptrs,
+        *lens,
+        P(out.data_ptr()),
+        P(failed.data_ptr()),
+    )
     return out, failed.tolist()
 
 
@@ -79,9 +90,12 @@ def mh_walk(tmp_path_factory):
         pytest.skip("no C++ compiler")
     mh = example("metropolis_hastings")
     A = gs.datasets.rmat(3000, 30000, seed=6)
-    node = next(n for n in gs.compile(mh.metropolis_hastings).program(
-        A, torch.arange(4), length=30).nodes if n.op is Op.FUSED_WALK)
-    deg = (A ** 0).sum(axis=0)
+    node = next(
+        n
+        for n in gs.compile(mh.metropolis_hastings).program(A, torch.arange(4), length=30).nodes
+        if n.op is Op.FUSED_WALK
+    )
+    deg = (A**0).sum(axis=0)
     kernel = walk_codegen.generate(node.attrs["first"], node.attrs["phases"], {"0": deg})
     return A, node, {"0": deg}, build(tmp_path_factory.mktemp("fw"), kernel), kernel
 
@@ -90,8 +104,9 @@ def test_generated_kernel_walks_as_the_torch_code(mh_walk):
     A, node, operands, lib, kernel = mh_walk
     seeds = torch.randint(0, A.num_nodes, (2000,), generator=torch.Generator().manual_seed(2))
     key = KeyRange.of(seed=11, ordinal=3, count=node.attrs["num_ordinals"], batch=5)
-    want = reference.fused_walk(A.csc, seeds, node.attrs["first"], node.attrs["phases"], 30,
-                                key, **operands)
+    want = reference.fused_walk(
+        A.csc, seeds, node.attrs["first"], node.attrs["phases"], 30, key, **operands
+    )
     keys = torch.tensor([_signed(k) for k in key.keys], dtype=torch.int64)
     got, failed = run_kernel(lib, A, seeds, 30, keys, 1, 0, operands, kernel.operands)
     assert failed == [0, 0] and int((want[:, -1] < 0).sum()) > 0
@@ -104,15 +119,17 @@ def test_generated_kernel_super_batch(mh_walk):
     A, node, operands, lib, kernel = mh_walk
     n, count, copies = A.num_nodes, node.attrs["num_ordinals"], 3
     gen = torch.Generator().manual_seed(3)
-    seeds = torch.cat([torch.randint(0, n, (m,), generator=gen) + b * n
-                       for b, m in enumerate((400, 0, 250))])
+    seeds = torch.cat(
+        [torch.randint(0, n, (m,), generator=gen) + b * n for b, m in enumerate((400, 0, 250))]
+    )
     key = KeyRange.of(seed=4, ordinal=0, count=count, batch=7, batches=(copies, n))
-    want = reference.fused_walk(A.csc, seeds, node.attrs["first"], node.attrs["phases"], 30,
-                                key, **operands)
-    rows = torch.tensor([[_signed(key_prefix(4, i)), 7] for i in range(count)],
-                        dtype=torch.int64)
-    got, failed = run_kernel(lib, A, seeds, 30, rows, 0, n, operands, kernel.operands,
-                             copies=copies)
+    want = reference.fused_walk(
+        A.csc, seeds, node.attrs["first"], node.attrs["phases"], 30, key, **operands
+    )
+    rows = torch.tensor([[_signed(key_prefix(4, i)), 7] for i in range(count)], dtype=torch.int64)
+    got, failed = run_kernel(
+        lib, A, seeds, 30, rows, 0, n, operands, kernel.operands, copies=copies
+    )
     assert failed == [0, 0] and torch.equal(got, want)
     assert torch.equal(got[:, 0], seeds)
 
@@ -120,6 +137,7 @@ def test_generated_kernel_super_batch(mh_walk):
 def test_ids_out_of_range_set_the_flag(mh_walk):
     A, node, operands, lib, kernel = mh_walk
     keys = torch.zeros(node.attrs["num_ordinals"], dtype=torch.int64)
-    got, failed = run_kernel(lib, A, torch.tensor([A.num_nodes + 5]), 30, keys, 1, 0,
-                             operands, kernel.operands)
-    assert failed == [0, 1] and bool((got == -1).all())     # a bad seed walks nowhere
+    got, failed = run_kernel(
+        lib, A, torch.tensor([A.num_nodes + 5]), 30, keys, 1, 0, operands, kernel.operands
+    )
+    assert failed == [0, 1] and bool((got == -1).all())  # a bad seed walks nowhere

@@ -12,21 +12,23 @@ proof is compute-sanitizer's memcheck on the same kernels (``scripts/memcheck.py
 The protocol: the test writes an op code and int64 arrays (each its length first) to the
 program's stdin and reads the arrays it writes back.
 """
+
 import struct
 import subprocess
 
 import numpy as np
 import pytest
 import torch
+from helpers import CUDA_AS_CPP, CXX, build_cpp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gsample as gs
 from gsample.backend.torch import walk as reference
-from helpers import CUDA_AS_CPP, CXX, build_cpp
 
-
-SHIM = CUDA_AS_CPP + r"""
+SHIM = (
+    CUDA_AS_CPP
+    + r"""
 #include <cstdio>
 #include <cstdint>
 #include <vector>
@@ -110,9 +112,10 @@ int main() {
     return 0;
 }
 """
+)
 
 #: ids no kernel may read or write through (N: the graph's nodes or the table's rows)
-BAD = (-1, -2, -(2 ** 40), 2 ** 31, 2 ** 32 + 1, 2 ** 40, 2 ** 62, 2 ** 63 - 1, -(2 ** 63))
+BAD = (-1, -2, -(2**40), 2**31, 2**32 + 1, 2**40, 2**62, 2**63 - 1, -(2**63))
 
 
 @pytest.fixture(scope="module")
@@ -133,8 +136,13 @@ def run(exe, code: int, *arrays) -> list:
     for a in arrays:
         a = np.asarray(a, dtype=np.int64)
         data += struct.pack("<q", a.size) + a.tobytes()
-    done = subprocess.run([str(exe)], input=data, capture_output=True, check=False,
-                          env={"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0"})
+    done = subprocess.run(
+        [str(exe)],
+        input=data,
+        capture_output=True,
+        check=False,
+        env={"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0"},
+    )
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
     out, at = [], 0
     while at < len(done.stdout):
@@ -146,15 +154,19 @@ def run(exe, code: int, *arrays) -> list:
 
 def _ids(N: int):
     """Ids in range, mixed with the adversarial ones and any int64."""
-    return st.lists(st.one_of(st.integers(0, N - 1), st.sampled_from(BAD),
-                              st.integers(-(2 ** 63), 2 ** 63 - 1)), min_size=1, max_size=48)
+    return st.lists(
+        st.one_of(st.integers(0, N - 1), st.sampled_from(BAD), st.integers(-(2**63), 2**63 - 1)),
+        min_size=1,
+        max_size=48,
+    )
 
 
 GRAPH = gs.datasets.rmat(300, 3000, seed=5).csc
 N = GRAPH.num_nodes
 SROWS = reference.sorted_rows(GRAPH)[0]
-SETTINGS = settings(max_examples=30, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @SETTINGS
@@ -164,9 +176,9 @@ def test_walk_guards_its_seeds(program, seeds, node2vec, copies):
     walkers walk as they do with that seed replaced (a walker's draws depend on its own
     position only). ``copies > 1``: a super-batch's encoded ids, M = copies * N."""
     M, n = N * copies, N if copies > 1 else 0
-    seeds = sorted(seeds) if n else seeds          # a super-batch's ids grouped by batch
+    seeds = sorted(seeds) if n else seeds  # a super-batch's ids grouped by batch
     ok = np.array([0 <= s < M for s in seeds])
-    p, q = (16, 4) if node2vec else (8, 8)           # p, q in eighths: 2.0 and 0.5
+    p, q = (16, 4) if node2vec else (8, 8)  # p, q in eighths: 2.0 and 0.5
     params = [12, N, n, M, p, q, 977]
     args = (GRAPH.indptr, GRAPH.rows, SROWS)
     out, failed = run(program, 1, *args, seeds, params)
@@ -176,8 +188,11 @@ def test_walk_guards_its_seeds(program, seeds, node2vec, copies):
     # the same walkers in the same positions: one mini-batch's walker w is position w (a
     # bad seed replaced by node 0); a super-batch's is its place in its batch (the bad seeds,
     # sorted, lie before the first batch or past the last: the good ones alone)
-    fixed = [s for s, good in zip(seeds, ok) if good] if n else \
-        [s if good else 0 for s, good in zip(seeds, ok)]
+    fixed = (
+        [s for s, good in zip(seeds, ok) if good]
+        if n
+        else [s if good else 0 for s, good in zip(seeds, ok)]
+    )
     if not fixed:
         return
     want, clean = run(program, 1, *args, fixed, params)
@@ -193,8 +208,11 @@ def test_gather_guards_its_ids(program, ids, cached):
     their row (from the cache where it holds them)."""
     rows, words = 40, 3
     table = np.arange(rows * words, dtype=np.int64)
-    slot = np.where(np.arange(rows) % 3 == 0, np.arange(rows) // 3, -1) if cached \
+    slot = (
+        np.where(np.arange(rows) % 3 == 0, np.arange(rows) // 3, -1)
+        if cached
         else np.full(rows, -1)
+    )
     cache = table.reshape(rows, words)[::3].reshape(-1) if cached else np.zeros(0)
     out, bad = run(program, 2, table, ids, slot, cache, [rows, words])
     ok = np.array([0 <= i < rows for i in ids])

@@ -7,6 +7,7 @@ an id bound or a flag pointer among them. A list expanded into a launch (``*ptrs
 generated kernels' operands) counts as its fixed length, ``MAX_OPERANDS`` (the host code
 pads it to that).
 """
+
 import ast
 import pathlib
 import re
@@ -19,8 +20,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 HOST = ROOT / "gsample" / "backend" / "cuda"
 KERNELS = ROOT / "kernels"
 
-_SIGNATURE = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s*)?'
-                        r'(\w+)\s*\(([^{]*?)\)\s*\{', re.S)
+_SIGNATURE = re.compile(
+    r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s*)?'
+    r"(\w+)\s*\(([^{]*?)\)\s*\{",
+    re.S,
+)
 
 
 def kernel_params() -> dict:
@@ -43,8 +47,12 @@ def launches() -> list:
     out = []
     for path in HOST.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                    and node.func.id == "launch" and len(node.args) >= 3):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "launch"
+                and len(node.args) >= 3
+            ):
                 continue
             family, kernel = node.args[0], node.args[1]
             if not (isinstance(family, ast.Constant) and isinstance(kernel, ast.Constant)):
@@ -71,10 +79,14 @@ def test_the_sources_and_launches_are_found():
     assert PARAMS["walk", "gs_random_walk"] >= 20
 
 
-@pytest.mark.parametrize("where, line, family, kernel, count", LAUNCHES,
-                         ids=[f"{w}:{ln}:{k}" for w, ln, _, k, _ in LAUNCHES])
+@pytest.mark.parametrize(
+    "where, line, family, kernel, count",
+    LAUNCHES,
+    ids=[f"{w}:{ln}:{k}" for w, ln, _, k, _ in LAUNCHES],
+)
 def test_launch_passes_every_parameter(where, line, family, kernel, count):
     assert (family, kernel) in PARAMS, f"{where}:{line}: no kernel {kernel} in {family}.cu"
     assert count is not None, f"{where}:{line}: a list of unknown length expanded (STARRED)"
-    assert count == PARAMS[family, kernel], \
+    assert count == PARAMS[family, kernel], (
         f"{where}:{line}: {kernel} takes {PARAMS[family, kernel]} arguments, given {count}"
+    )

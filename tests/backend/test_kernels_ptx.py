@@ -1,4 +1,5 @@
 """CI has no GPU: compile every kernel source to PTX with nvcc so broken CUDA fails here."""
+
 import pathlib
 import shutil
 import subprocess
@@ -20,17 +21,22 @@ def test_there_are_kernel_sources():
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.name)
 def test_kernel_compiles_to_ptx(source, tmp_path):
     out = tmp_path / (source.stem + ".ptx")
-    done = subprocess.run([nvcc, "-ptx", "-arch=sm_90", *OPTIONS, str(source), "-o", str(out)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [nvcc, "-ptx", "-arch=sm_90", *OPTIONS, str(source), "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     ptx = out.read_text()
-    assert ".entry" in ptx            # at least one kernel made it into the module
-    assert ".ftz.f32" not in ptx      # IEEE: float32 subnormals kept, as in PyTorch's kernels
+    assert ".entry" in ptx  # at least one kernel made it into the module
+    assert ".ftz.f32" not in ptx  # IEEE: float32 subnormals kept, as in PyTorch's kernels
 
 
 def test_cuda_backend_needs_a_gpu_graph(small_graph):
     import torch
+
     import gsample as gs
+
     f = gs.compile(lambda A, seeds: A[:, seeds].individual_sample(2), backend="cuda")
     with pytest.raises(ValueError, match="backend: the 'cuda' backend needs the graph on a GPU"):
         f(small_graph, torch.arange(4))
@@ -44,21 +50,36 @@ def test_use_backend_cuda_runs_a_cpu_graph_on_torch(small_graph):
     """Under gs.use_backend("cuda"), samplers compiled without backend= run a CPU graph with
     the torch code, as eager ops do: the same samples, compiled, eager and in a loader."""
     import torch
+
     import gsample as gs
 
     def layer(A, seeds):
         return A[:, seeds].individual_sample(3).edges()[2]
+
     seeds = torch.arange(40)
     gs.manual_seed(5)
     want = layer(small_graph, seeds)
-    plain = [b.out for b in gs.DataLoader(small_graph, layer, seeds, batch_size=20,
-                                          shuffle=False, seed=1, super_batch=2)]
+    plain = [
+        b.out
+        for b in gs.DataLoader(
+            small_graph, layer, seeds, batch_size=20, shuffle=False, seed=1, super_batch=2
+        )
+    ]
     with gs.use_backend("cuda"):
         gs.manual_seed(5)
         assert torch.equal(gs.compile(layer)(small_graph, seeds), want)
-        got = [b.out for b in gs.DataLoader(small_graph, gs.compile(layer), seeds,
-                                            batch_size=20, shuffle=False, seed=1,
-                                            super_batch=2)]
+        got = [
+            b.out
+            for b in gs.DataLoader(
+                small_graph,
+                gs.compile(layer),
+                seeds,
+                batch_size=20,
+                shuffle=False,
+                seed=1,
+                super_batch=2,
+            )
+        ]
     assert len(got) == len(plain) == 2
     assert all(torch.equal(a, b) for a, b in zip(got, plain))
 
@@ -67,21 +88,41 @@ def test_use_backend_cuda_runs_a_cpu_graph_on_torch(small_graph):
 # per-edge / per-column / per-row operands, special and general pow exponents, scalars
 # that need exact literals (1e-300 is 0 in float32), inf and NaN
 GENERATED = {
-    "scalars": (("add", None, False, 2, None), ("sub", None, True, -1.5, None),
-                ("mul", None, False, 1e-300, None), ("div", None, False, 0.5, None),
-                ("div", None, True, -1.5, None), ("neg", None, False, None, None),
-                ("add", None, False, float("inf"), None), ("mul", None, True, float("nan"), None)),
-    "pow": (("pow", None, False, 2, None), ("pow", None, False, 0.5, None),
-            ("pow", None, False, -1, None), ("pow", None, False, 3, None),
-            ("pow", None, False, -2, None), ("pow", None, False, -1.5, None),
-            ("pow", None, False, 1e-300, None), ("pow", None, True, 2, None),
-            ("pow", None, False, 0, None), ("pow", None, False, 1, None)),
-    "operands": (("mul", "0", False, None, None), ("sub", "0", True, None, None),
-                 ("div", "1", False, None, 0), ("add", "1", True, None, 0),
-                 ("sub", "2", False, None, 1), ("div", "2", True, None, 1),
-                 ("pow", "0", False, None, None), ("pow", "3", True, None, None)),
-    "eight_operands": tuple(("add", str(i), i % 2 == 1, None, (None, 0, 1)[i % 3])
-                            for i in range(8)),
+    "scalars": (
+        ("add", None, False, 2, None),
+        ("sub", None, True, -1.5, None),
+        ("mul", None, False, 1e-300, None),
+        ("div", None, False, 0.5, None),
+        ("div", None, True, -1.5, None),
+        ("neg", None, False, None, None),
+        ("add", None, False, float("inf"), None),
+        ("mul", None, True, float("nan"), None),
+    ),
+    "pow": (
+        ("pow", None, False, 2, None),
+        ("pow", None, False, 0.5, None),
+        ("pow", None, False, -1, None),
+        ("pow", None, False, 3, None),
+        ("pow", None, False, -2, None),
+        ("pow", None, False, -1.5, None),
+        ("pow", None, False, 1e-300, None),
+        ("pow", None, True, 2, None),
+        ("pow", None, False, 0, None),
+        ("pow", None, False, 1, None),
+    ),
+    "operands": (
+        ("mul", "0", False, None, None),
+        ("sub", "0", True, None, None),
+        ("div", "1", False, None, 0),
+        ("add", "1", True, None, 0),
+        ("sub", "2", False, None, 1),
+        ("div", "2", True, None, 1),
+        ("pow", "0", False, None, None),
+        ("pow", "3", True, None, None),
+    ),
+    "eight_operands": tuple(
+        ("add", str(i), i % 2 == 1, None, (None, 0, 1)[i % 3]) for i in range(8)
+    ),
 }
 
 
@@ -91,8 +132,11 @@ def _generated_ptx(source: str, family: str, code: str, tmp_path) -> str:
     src = tmp_path / f"{family}_generated.cu"
     src.write_text(source)
     out = tmp_path / f"{family}_generated.ptx"
-    done = subprocess.run([nvcc, "-ptx", "-arch=sm_90", *OPTIONS, str(src), "-o", str(out)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [nvcc, "-ptx", "-arch=sm_90", *OPTIONS, str(src), "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr + "\n" + code
     return out.read_text()
 
@@ -103,7 +147,9 @@ def _generated_ptx(source: str, family: str, code: str, tmp_path) -> str:
 @pytest.mark.parametrize("name", sorted(GENERATED))
 def test_generated_edge_map_compiles_to_ptx(name, dtype, has_values, tmp_path):
     import torch
+
     from gsample.backend.cuda import codegen
+
     kernel = codegen.generate(GENERATED[name], getattr(torch, dtype), has_values)
     ptx = _generated_ptx(codegen.source(kernel), "edge_map", kernel.expr, tmp_path)
     assert ".entry gs_edge_map" in ptx
@@ -118,8 +164,11 @@ def test_modules_compile_with_our_options_only(monkeypatch, tmp_path):
     the binary is kept on disk and reused. CuPy is replaced by a stand-in (CI has none)."""
     import sys
     import types
+
     import torch
+
     from gsample.backend.cuda import module
+
     calls, loaded = [], []
 
     def fake_nvrtc(source, options=(), arch=None, **kwargs):
@@ -130,7 +179,7 @@ def test_modules_compile_with_our_options_only(monkeypatch, tmp_path):
         def load(self, binary):
             loaded.append(binary)
 
-    class Device:                         # ``with cp.cuda.Device(i):``
+    class Device:  # ``with cp.cuda.Device(i):``
         def __init__(self, index=0):
             pass
 
@@ -146,7 +195,7 @@ def test_modules_compile_with_our_options_only(monkeypatch, tmp_path):
     cuda.compiler, cuda.function, cuda.Device = compiler, function, Device
     cuda.nvrtc = types.SimpleNamespace(getVersion=lambda: (13, 0))
     cupy = types.ModuleType("cupy")
-    cupy.cuda = cuda                      # no RawModule: using it would fail
+    cupy.cuda = cuda  # no RawModule: using it would fail
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
     monkeypatch.setenv("GSAMPLE_CACHE", str(tmp_path))
@@ -155,7 +204,7 @@ def test_modules_compile_with_our_options_only(monkeypatch, tmp_path):
     try:
         module.module("sampling", params=(("TEST_KEY", 1),))
         module.module.cache_clear()
-        module.module("sampling", params=(("TEST_KEY", 1),))   # from the disk cache
+        module.module("sampling", params=(("TEST_KEY", 1),))  # from the disk cache
     finally:
         module.module.cache_clear()
     assert len(calls) == 1 and loaded == [b"binary", b"binary"]
@@ -171,28 +220,33 @@ def test_modules_compile_with_our_options_only(monkeypatch, tmp_path):
 # and a two-phase step (stop / restart / jump walks, clamps, comparisons, and / or, casts)
 def _fused_walk_kernels():
     import torch
+    from helpers import example
+
     import gsample as gs
     from gsample.backend.cuda import walk_codegen
     from gsample.ir import Op
-    from helpers import example
 
     def phased(A, cur, prev, t):
-        nxt = A.random_walk(cur, 1 + t, stop_prob=0.1, restart_prob=0.2 * t,
-                            jump_prob=0.1)[:, -1]
-        deg = (A ** 0).sum(axis=0).double()
+        nxt = A.random_walk(cur, 1 + t, stop_prob=0.1, restart_prob=0.2 * t, jump_prob=0.1)[:, -1]
+        deg = (A**0).sum(axis=0).double()
         far = (deg[nxt.clamp(min=0)] / (deg[cur] + 1.0)).float().clamp(max=3.0) > 1.5
         return torch.where(far | (nxt == prev), -cur - 1, nxt).clamp(min=-1)
+
     A = gs.datasets.rmat(300, 2400, seed=2)
     mh = example("metropolis_hastings")
-    fns = {"metropolis_hastings": lambda A, seeds: mh.metropolis_hastings(A, seeds, 6),
-           "phased": lambda A, seeds: gs.walk(phased, A, seeds, 7, period=2)}
+    fns = {
+        "metropolis_hastings": lambda A, seeds: mh.metropolis_hastings(A, seeds, 6),
+        "phased": lambda A, seeds: gs.walk(phased, A, seeds, 7, period=2),
+    }
     out = {}
     for name, fn in fns.items():
         program = gs.compile(fn).program(A, torch.arange(5))
         node = next(n for n in program.nodes if n.op is Op.FUSED_WALK)
         operands = {k: v for k, v in node.inputs.items() if k.isdigit()}
-        values = {k: torch.zeros(300, dtype=torch.float64 if name == "phased" else torch.float32)
-                  for k in operands}
+        values = {
+            k: torch.zeros(300, dtype=torch.float64 if name == "phased" else torch.float32)
+            for k in operands
+        }
         out[name] = walk_codegen.generate(node.attrs["first"], node.attrs["phases"], values)
     return out
 
@@ -201,7 +255,8 @@ def _fused_walk_kernels():
 @pytest.mark.parametrize("name", ["metropolis_hastings", "phased"])
 def test_generated_fused_walk_compiles_to_ptx(name, tmp_path):
     from gsample.backend.cuda import walk_codegen
+
     kernel = _fused_walk_kernels()[name]
     ptx = _generated_ptx(walk_codegen.source(kernel), "fused_walk", kernel.step, tmp_path)
     assert ".entry gs_fused_walk" in ptx
-    assert "fma." not in ptx          # every float step rounded on its own, as torch's
+    assert "fma." not in ptx  # every float step rounded on its own, as torch's

@@ -7,6 +7,7 @@ equal ``D[rows][:, cols]`` (a column per position of ``cols``, repeats included)
 and every reduction, broadcast, product and finalize op is checked against the
 same computation done on ``D`` with plain torch.
 """
+
 import math
 
 import pytest
@@ -21,8 +22,17 @@ import gsample as gs
 # A small weighted graph exercising the corner cases: a self-loop (2 -> 2), nodes
 # without in-edges (4, 6), an isolated node (7), edges listed out of CSC order.
 EDGES = [  # (src, dst, weight)
-    (3, 1, 0.5), (0, 1, 1.5), (6, 0, 2.0), (2, 1, 2.0), (4, 2, 2.5), (1, 2, 3.0),
-    (2, 2, 1.0), (5, 3, 4.0), (0, 3, 1.0), (3, 5, 1.25), (1, 5, 0.25),
+    (3, 1, 0.5),
+    (0, 1, 1.5),
+    (6, 0, 2.0),
+    (2, 1, 2.0),
+    (4, 2, 2.5),
+    (1, 2, 3.0),
+    (2, 2, 1.0),
+    (5, 3, 4.0),
+    (0, 3, 1.0),
+    (3, 5, 1.25),
+    (1, 5, 0.25),
 ]
 N = 8
 
@@ -100,8 +110,11 @@ def ref_edges(edges, cols, rows=None, n=N):
     cols = range(n) if cols is None else [int(c) for c in cols]
     out = []
     for c in cols:
-        col = sorted((s, e) for e, (s, d, _) in enumerate(edges) if d == c
-                     and (rowset is None or s in rowset))
+        col = sorted(
+            (s, e)
+            for e, (s, d, _) in enumerate(edges)
+            if d == c and (rowset is None or s in rowset)
+        )
         out += [(s, c, e) for s, e in col]
     return out
 
@@ -129,7 +142,7 @@ def D():
 
 # A frontier with a repeated node, a node without in-edges (4) and an isolated one (7).
 COLS = [1, 5, 1, 4, 2, 7]
-ROWS = [5, 2, 0, 7, 3]          # unique, unsorted; 7 holds no edge
+ROWS = [5, 2, 0, 7, 3]  # unique, unsorted; 7 holds no edge
 
 
 # ----------------------------------------------------------------------------- the graph
@@ -230,7 +243,7 @@ def _ops():
         "rsub": (lambda M, x: x - M, lambda d, x: x - d),
         "div": (lambda M, x: M / x, lambda d, x: d / x),
         "rdiv": (lambda M, x: x / M, lambda d, x: x / d),
-        "pow": (lambda M, x: M ** x, lambda d, x: d ** x),
+        "pow": (lambda M, x: M**x, lambda d, x: d**x),
     }
 
 
@@ -244,24 +257,24 @@ def test_edge_map(A, D, device, name, kind, on_sub):
     op, ref_op = EDGE_OPS[name]
     M, ref = (A[:, ids(COLS, device)], D[None, COLS]) if on_sub else (A, D)
     # an independent dense operand X, read at each edge's (row, col) position
-    X = (torch.arange(1, 1 + ref.val.numel(), dtype=torch.float64).reshape(ref.val.shape) / 7 + 0.5)
-    X = X.float().double()          # exactly representable in float32
+    X = torch.arange(1, 1 + ref.val.numel(), dtype=torch.float64).reshape(ref.val.shape) / 7 + 0.5
+    X = X.float().double()  # exactly representable in float32
     if kind in ("scalar", "int_scalar"):
         x = 2.5 if kind == "scalar" else 2
         xd = x
         out = op(M, x)
     else:
         xd = X
-        got_ref = dense_of(M)   # positions of the edges in M's (R, C) space
+        got_ref = dense_of(M)  # positions of the edges in M's (R, C) space
         csc = M.csc
         deg = (csc.indptr[1:] - csc.indptr[:-1]).cpu()
         pos = (csc.rows.cpu(), torch.repeat_interleave(torch.arange(M.shape[1]), deg))
         xe = X[pos].float().to(device)
         assert got_ref.mask[pos].all()
-        other = xe if kind == "edge_tensor" else M * 0 + xe    # a same-sparsity Matrix
+        other = xe if kind == "edge_tensor" else M * 0 + xe  # a same-sparsity Matrix
         out = op(M, other)
     assert isinstance(out, gs.Matrix)
-    assert triples(out) == triples(M)               # same sparsity, same edges
+    assert triples(out) == triples(M)  # same sparsity, same edges
     assert out.shape == M.shape
     exp = Dense(ref_op(ref.val, xd), ref.mask)
     assert_dense_equal(out, exp)
@@ -276,7 +289,7 @@ def test_neg(A, D, device):
 
 
 def test_edge_map_zero_values_keep_edges(A, D):
-    out = A - A          # explicit zeros: the edges stay
+    out = A - A  # explicit zeros: the edges stay
     assert out.num_edges == A.num_edges
     assert torch.equal(out.values.cpu(), torch.zeros(A.num_edges))
     assert torch.equal(out.sum(axis=0).cpu(), torch.zeros(N))
@@ -286,7 +299,7 @@ def test_edge_map_unweighted_graph(device):
     A = gs.Matrix.from_edge_index(torch.tensor([[0, 1], [1, 0]], device=device))
     assert torch.equal(A.values.cpu(), torch.ones(2))
     assert torch.equal((A * 3).values.cpu(), torch.full((2,), 3.0))
-    assert torch.equal((A ** 2 + 1).values.cpu(), torch.full((2,), 2.0))
+    assert torch.equal((A**2 + 1).values.cpu(), torch.full((2,), 2.0))
 
 
 # ----------------------------------------------------------------------------- broadcasts
@@ -301,7 +314,7 @@ def test_broadcast(A, D, device, op, axis):
     n = C if axis == 0 else R
     v = torch.arange(1, n + 1, dtype=torch.float64) * 0.75
     out = getattr(M, op)(v.float().to(device), axis)
-    vv = v[None, :] if axis == 0 else v[:, None]     # axis=0: v[j]; axis=1: v[i]
+    vv = v[None, :] if axis == 0 else v[:, None]  # axis=0: v[j]; axis=1: v[i]
     assert triples(out) == triples(M)
     assert_dense_equal(out, Dense(BCAST[op](ref.val, vv), ref.mask))
     # keyword form
@@ -328,7 +341,7 @@ def operand(which, A, D, device):
         return A[:, ids(COLS, device)], D[None, COLS]
     if which == "rows_cols":
         return A[ids(ROWS, device), ids(COLS, device)], D[ROWS, COLS]
-    assert which == "neg"   # negative values: max must not be clipped at 0 on non-empty segments
+    assert which == "neg"  # negative values: max must not be clipped at 0 on non-empty segments
     return -A[:, ids(COLS, device)], Dense(-D[None, COLS].val, D[None, COLS].mask)
 
 
@@ -351,7 +364,9 @@ def test_reductions(A, D, device, op, axis, which):
 def test_reductions_multi_edges(device):
     # a repeated edge is two edges: it counts twice in sum and mean, once per value in max
     ei = torch.tensor([[0, 0, 1], [2, 2, 2]], device=device)
-    A = gs.Matrix.from_edge_index(ei, num_nodes=3, weight=torch.tensor([1.0, 3.0, 2.0], device=device))
+    A = gs.Matrix.from_edge_index(
+        ei, num_nodes=3, weight=torch.tensor([1.0, 3.0, 2.0], device=device)
+    )
     assert A.sum(0).tolist() == [0, 0, 6]
     assert A.mean(0).tolist() == [0, 0, 2]
     assert A.max(0).tolist() == [0, 0, 3]
@@ -410,7 +425,10 @@ def test_transpose(A, D, device, which):
 
 SDDMM = {
     "dot": lambda u, v: (u * v).sum(-1) if u.dim() == 3 else u * v,
-    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "div": torch.div,
 }
 
 
@@ -446,8 +464,8 @@ def test_row_column_all_nodes(A, D, device):
     sub = A[:, ids(cols, device)]
     ref = D[None, cols]
     rows_with_edges = ref.mask.any(1).nonzero().squeeze(1).tolist()
-    assert sub.row().tolist() == rows_with_edges            # row-space order (ascending here)
-    assert sub.column().tolist() == cols                    # repeats kept
+    assert sub.row().tolist() == rows_with_edges  # row-space order (ascending here)
+    assert sub.column().tolist() == cols  # repeats kept
     first = list(dict.fromkeys(cols))
     exp = first + [r for r in rows_with_edges if r not in first]
     assert sub.all_nodes().tolist() == exp
@@ -462,13 +480,13 @@ def test_finalize_in_row_space_order(A, D, device):
     sub = A[ids(rows, device), ids(cols, device)]
     ref = D[rows, cols]
     with_edges = [rows[i] for i in range(len(rows)) if ref.mask[i].any()]
-    assert sub.row().tolist() == with_edges                 # row space order, not sorted
+    assert sub.row().tolist() == with_edges  # row space order, not sorted
     first = list(dict.fromkeys(cols))
     assert sub.all_nodes().tolist() == first + [r for r in with_edges if r not in first]
 
 
 def test_row_of_empty_sample(A, device):
-    s = A[:, ids([4, 6], device)]      # no in-edges
+    s = A[:, ids([4, 6], device)]  # no in-edges
     assert s.num_edges == 0
     assert s.row().tolist() == []
     assert s.all_nodes().tolist() == [4, 6]
@@ -480,8 +498,13 @@ def test_edges_global_ids_and_eids(A, device):
     src = torch.tensor([s for s, _, _ in EDGES])
     dst = torch.tensor([d for _, d, _ in EDGES])
     w = torch.tensor([w for _, _, w in EDGES])
-    for M in (A, A[:, ids(COLS, device)], A[ids(ROWS, device), ids(COLS, device)],
-              A[:, ids(COLS, device)].compact(), A[:, ids(COLS, device)].T.T):
+    for M in (
+        A,
+        A[:, ids(COLS, device)],
+        A[ids(ROWS, device), ids(COLS, device)],
+        A[:, ids(COLS, device)].compact(),
+        A[:, ids(COLS, device)].T.T,
+    ):
         r, c, e = (t.cpu() for t in M.edges())
         assert r.dtype == c.dtype == e.dtype == torch.int64
         assert r.shape == c.shape == e.shape == (M.num_edges,)
@@ -537,8 +560,9 @@ def test_shape_num_nodes_num_edges(A, device):
 @st.composite
 def graphs(draw):
     n = draw(st.integers(1, 12))
-    pairs = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
-                          max_size=40, unique=True))
+    pairs = draw(
+        st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=40, unique=True)
+    )
     ws = draw(st.lists(st.integers(1, 8), min_size=len(pairs), max_size=len(pairs)))
     edges = [(s, d, w / 4) for (s, d), w in zip(pairs, ws)]
     cols = draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=10))
@@ -547,8 +571,12 @@ def graphs(draw):
     return n, edges, cols, rows, feat
 
 
-@settings(max_examples=60, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=60,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(g=graphs())
 def test_property_slicing_reductions_spmm(device, g):
     n, edges, cols, rows, feat = g
@@ -570,8 +598,12 @@ def test_property_slicing_reductions_spmm(device, g):
             torch.testing.assert_close(getattr(sub, op)(axis).cpu().double(), ref.reduce(op, axis))
     R, C = sub.shape
     dense = torch.where(ref.mask, ref.val, 0.0)
-    Xc = torch.arange(C * (feat or 1), dtype=torch.float64).reshape((C,) if feat is None else (C, feat))
-    Xr = torch.arange(R * (feat or 1), dtype=torch.float64).reshape((R,) if feat is None else (R, feat))
+    Xc = torch.arange(C * (feat or 1), dtype=torch.float64).reshape(
+        (C,) if feat is None else (C, feat)
+    )
+    Xr = torch.arange(R * (feat or 1), dtype=torch.float64).reshape(
+        (R,) if feat is None else (R, feat)
+    )
     torch.testing.assert_close((sub @ Xc.to(device)).cpu(), dense @ Xc)
     torch.testing.assert_close((sub.T @ Xr.to(device)).cpu(), dense.T @ Xr)
     row_space = list(range(n)) if rows is None else rows
@@ -580,7 +612,6 @@ def test_property_slicing_reductions_spmm(device, g):
     first = list(dict.fromkeys(cols))
     assert sub.all_nodes().tolist() == first + [r for r in with_edges if r not in first]
     assert triples(sub) == ref_edges(edges, cols, rows, n)
-
 
 
 # ----------------------------------------------------------------------------- feature values

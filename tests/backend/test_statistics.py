@@ -34,6 +34,7 @@ weight, one that ignores weights, a "first writer wins" reservoir, ...) and asse
 the check *rejects* it (p < P_MIN), so that a passing test means something. Those
 p-values are printed with the tag ``(power: must reject)``.
 """
+
 from __future__ import annotations
 
 import collections
@@ -59,8 +60,10 @@ def _print_pvalue_table():
     """Print every recorded p-value once the module has run (visible with ``-s``)."""
     yield
     if _PVALUES:
-        print(f"\n==== p-values of tests/backend/test_statistics.py (pass: p > {P_MIN}; "
-              "power checks must be < it) ====")
+        print(
+            f"\n==== p-values of tests/backend/test_statistics.py (pass: p > {P_MIN}; "
+            "power checks must be < it) ===="
+        )
         for name, p in _PVALUES.items():
             print(f"  {p:11.4g}  {name}")
 
@@ -111,10 +114,14 @@ def star_graph(columns, weighted: bool = False):
             off.append(i)
     n = m + max([1] + [len(([0] * s) if isinstance(s, int) else s) for s in columns])
     weight = torch.tensor(w, dtype=torch.float64) if weighted else None
-    A = gs.Matrix.from_edge_index(torch.tensor([src, dst], dtype=torch.int64), num_nodes=n,
-                                  weight=weight)
-    info = {"offset": np.array(off, dtype=np.int64), "src": np.array(src, dtype=np.int64),
-            "dst": np.array(dst, dtype=np.int64)}
+    A = gs.Matrix.from_edge_index(
+        torch.tensor([src, dst], dtype=torch.int64), num_nodes=n, weight=weight
+    )
+    info = {
+        "offset": np.array(off, dtype=np.int64),
+        "src": np.array(src, dtype=np.int64),
+        "dst": np.array(dst, dtype=np.int64),
+    }
     return A, info
 
 
@@ -133,7 +140,7 @@ def per_column(s: gs.Matrix, info) -> list:
     assert np.array_equal(rows, info["src"][eids]) and np.array_equal(cols, info["dst"][eids])
     offs = info["offset"][eids]
     ptr = s.csc.indptr.cpu().numpy()
-    out = [offs[ptr[c]:ptr[c + 1]] for c in range(len(ptr) - 1)]
+    out = [offs[ptr[c] : ptr[c + 1]] for c in range(len(ptr) - 1)]
     for o in out:
         assert (np.diff(o) >= 0).all(), "selected edges must keep CSC order"
     return out
@@ -234,7 +241,7 @@ def hypergeom_chisq_p(counts, sizes, n: int, k: int, trials: int) -> float:
 
 
 # ============================================================================= 1. uniform, no replacement
-UNI_DEGS = [6, 5, 8, 4, 2]          # node 4 has degree 2: fewer than k for k >= 2
+UNI_DEGS = [6, 5, 8, 4, 2]  # node 4 has degree 2: fewer than k for k >= 2
 
 
 @pytest.mark.parametrize("k", [2, 3, 5])
@@ -248,20 +255,24 @@ def test_uniform_without_replacement_is_uniform_over_subsets(device, k):
     groups = per_column(s, info)
     rng = np.random.default_rng(k)
     for c, n in enumerate(UNI_DEGS):
-        obs = outcomes(groups[c::len(UNI_DEGS)])
+        obs = outcomes(groups[c :: len(UNI_DEGS)])
         law = uniform_subsets(n, k)
         if n <= k:
             assert set(obs) == {tuple(range(n))}, "a column with <= k edges returns all of them"
             continue
         check_law(f"uniform/noreplace n={n} k={k}", obs, law, device)
         # power: a first-k sampler, and one with uniform marginals but consecutive offsets
-        rejects(f"uniform/noreplace n={n} k={k} vs first-k sampler",
-                gof_p([tuple(range(k))] * T, law), device)
-        if 2 <= k <= n - 2:          # (for k = n - 1 every subset is a cyclic window)
+        rejects(
+            f"uniform/noreplace n={n} k={k} vs first-k sampler",
+            gof_p([tuple(range(k))] * T, law),
+            device,
+        )
+        if 2 <= k <= n - 2:  # (for k = n - 1 every subset is a cyclic window)
             starts = rng.integers(0, n, T)
             cyc = [tuple(sorted((s0 + j) % n for j in range(k))) for s0 in starts]
-            rejects(f"uniform/noreplace n={n} k={k} vs cyclic-window sampler", gof_p(cyc, law),
-                    device)
+            rejects(
+                f"uniform/noreplace n={n} k={k} vs cyclic-window sampler", gof_p(cyc, law), device
+            )
 
 
 # ============================================================================= 2. uniform, replacement
@@ -278,27 +289,29 @@ def test_uniform_with_replacement_multisets(device, k):
     assert all(len(g) == k for g in groups), "with replacement every non-empty column gets k"
     rng = np.random.default_rng(k)
     for c, n in enumerate(degs):
-        obs = outcomes(groups[c::len(degs)])
+        obs = outcomes(groups[c :: len(degs)])
         law = iid_draws([1.0] * n, k)
         if n == 1:
             assert set(obs) == {(0,) * k}
             continue
         check_law(f"uniform/replace multiset n={n} k={k}", obs, law, device)
-        pooled = np.bincount(np.concatenate(groups[c::len(degs)]), minlength=n)
+        pooled = np.bincount(np.concatenate(groups[c :: len(degs)]), minlength=n)
         check(f"uniform/replace per-edge counts n={n} k={k}", st.chisquare(pooled).pvalue, device)
         # power: without-replacement draws (never a repeat) and "all k draws equal"
         noreps = [tuple(sorted(rng.choice(n, k, replace=False).tolist())) for _ in range(T)]
         rejects(f"uniform/replace n={n} k={k} vs no-repeat sampler", gof_p(noreps, law), device)
         same = [(int(a),) * k for a in rng.integers(0, n, T)]
-        rejects(f"uniform/replace n={n} k={k} vs one-draw-repeated sampler", gof_p(same, law), device)
+        rejects(
+            f"uniform/replace n={n} k={k} vs one-draw-repeated sampler", gof_p(same, law), device
+        )
 
 
 # ============================================================================= 3. weighted, no replacement
 W_NOREP = [
-    [1, 2, 3, 4, 0, 10],          # a zero-weight edge in the middle
-    [0, 3, 0, 1, 0],              # only two positive edges: fewer than (or equal to) k
+    [1, 2, 3, 4, 0, 10],  # a zero-weight edge in the middle
+    [0, 3, 0, 1, 0],  # only two positive edges: fewer than (or equal to) k
     [1, 1, 2, 3, 5, 0, 8],
-    [0, 0, 0, 6],                 # one positive edge
+    [0, 0, 0, 6],  # one positive edge
 ]
 
 
@@ -313,32 +326,41 @@ def test_weighted_without_replacement_sequential_draws(device, k):
     s = sub.individual_sample(k, probs=sub.values)
     groups = per_column(s, info)
     for c, w in enumerate(W_NOREP):
-        obs = outcomes(groups[c::len(W_NOREP)])
+        obs = outcomes(groups[c :: len(W_NOREP)])
         law = sequential_subsets(w, k)
         if len(law) == 1:
             assert set(obs) == set(law), f"column {w}: must return exactly its positive edges"
             continue
         check_law(f"weighted/noreplace w={w} k={k}", obs, law, device)
-        rejects(f"weighted/noreplace w={w} k={k} vs uniform-over-positive sampler",
-                gof_p(obs, sequential_subsets([float(x > 0) for x in w], k)), device)
+        rejects(
+            f"weighted/noreplace w={w} k={k} vs uniform-over-positive sampler",
+            gof_p(obs, sequential_subsets([float(x > 0) for x in w], k)),
+            device,
+        )
     if k == 2:
         # power against "marginal inclusion proportional to weight" (pi_i = k w_i / W), on
         # the heaviest edge of [1, 1, 2, 3, 5, 0, 8]: 0.8 under that alternative, while the
         # sequential law gives 0.6789...; exact binomial tests on the inclusion count.
         w = W_NOREP[2]
-        inc = sum(6 in o for o in outcomes(groups[2::len(W_NOREP)]))
+        inc = sum(6 in o for o in outcomes(groups[2 :: len(W_NOREP)]))
         pi_seq = marginals(sequential_subsets(w, 2), len(w))[6]
-        check("weighted/noreplace inclusion of heaviest edge (binomial)",
-              st.binomtest(inc, T, pi_seq).pvalue, device)
-        rejects("weighted/noreplace vs inclusion-proportional-to-weight",
-                st.binomtest(inc, T, 2 * 8 / sum(w)).pvalue, device)
+        check(
+            "weighted/noreplace inclusion of heaviest edge (binomial)",
+            st.binomtest(inc, T, pi_seq).pvalue,
+            device,
+        )
+        rejects(
+            "weighted/noreplace vs inclusion-proportional-to-weight",
+            st.binomtest(inc, T, 2 * 8 / sum(w)).pvalue,
+            device,
+        )
 
 
 # ============================================================================= 4. weighted, replacement
 W_REP = [
-    [0, 1, 2, 0, 3, 4, 10, 0],    # zeros first, in the middle and last
-    [5],                          # a single edge
-    [0, 0, 7, 0],                 # a single positive edge among zeros
+    [0, 1, 2, 0, 3, 4, 10, 0],  # zeros first, in the middle and last
+    [5],  # a single edge
+    [0, 0, 7, 0],  # a single positive edge among zeros
 ]
 
 
@@ -352,20 +374,24 @@ def test_weighted_with_replacement_iid_draws(device):
     groups = per_column(s, info)
     assert all(len(g) == k for g in groups)
     for c, w in enumerate(W_REP):
-        obs = outcomes(groups[c::len(W_REP)])
+        obs = outcomes(groups[c :: len(W_REP)])
         law = iid_draws(w, k)
         if len(law) == 1:
             assert set(obs) == set(law), f"column {w}: only its positive edge can be drawn"
             continue
         check_law(f"weighted/replace multiset w={w} k={k}", obs, law, device)
-        pooled = np.bincount(np.concatenate(groups[c::len(W_REP)]), minlength=len(w))
+        pooled = np.bincount(np.concatenate(groups[c :: len(W_REP)]), minlength=len(w))
         pos = np.array(w) > 0
         assert (pooled[~pos] == 0).all(), "zero-weight edges are never drawn"
         exp = np.array(w, dtype=float)[pos] / sum(w) * pooled.sum()
-        check(f"weighted/replace per-edge counts w={w}", st.chisquare(pooled[pos], exp).pvalue,
-              device)
-        rejects(f"weighted/replace w={w} vs uniform-over-positive",
-                gof_p(obs, iid_draws([float(x > 0) for x in w], k)), device)
+        check(
+            f"weighted/replace per-edge counts w={w}", st.chisquare(pooled[pos], exp).pvalue, device
+        )
+        rejects(
+            f"weighted/replace w={w} vs uniform-over-positive",
+            gof_p(obs, iid_draws([float(x > 0) for x in w], k)),
+            device,
+        )
 
 
 def test_weighted_with_replacement_ignores_other_columns_weights(device):
@@ -385,8 +411,11 @@ def test_weighted_with_replacement_ignores_other_columns_weights(device):
     groups = per_column(s, info)
     counts = np.bincount(np.concatenate(groups[1:]), minlength=4)
     w = np.array(cols[1])
-    check("weighted/replace column after a 1e12-weight column",
-          st.chisquare(counts, w / w.sum() * T).pvalue, device)
+    check(
+        "weighted/replace column after a 1e12-weight column",
+        st.chisquare(counts, w / w.sum() * T).pvalue,
+        device,
+    )
 
 
 @pytest.mark.parametrize("replace", [False, True])
@@ -412,7 +441,7 @@ def test_probs_matrix_equals_probs_tensor(device, replace):
     A, info = star_graph(cols, weighted=True)
     T, k = 20000, 2
     sub = A.to(device)[:, frontier(range(len(cols)), T, device)]
-    pm, pt = sub ** 2, sub.values ** 2
+    pm, pt = sub**2, sub.values**2
     gs.manual_seed(5000)
     s1 = sub.individual_sample(k, probs=pm, replace=replace)
     gs.manual_seed(5000)
@@ -425,10 +454,13 @@ def test_probs_matrix_equals_probs_tensor(device, replace):
     for c, w in enumerate(cols):
         w2 = [x * x for x in w]
         law = iid_draws(w2, k) if replace else sequential_subsets(w2, k)
-        check_law(f"probs=sub**2 {mode} w={w}", outcomes(groups[c::len(cols)]), law, device)
+        check_law(f"probs=sub**2 {mode} w={w}", outcomes(groups[c :: len(cols)]), law, device)
         wrong = iid_draws(w, k) if replace else sequential_subsets(w, k)
-        rejects(f"probs=sub**2 {mode} w={w} vs law of unsquared weights",
-                gof_p(outcomes(groups[c::len(cols)]), wrong), device)
+        rejects(
+            f"probs=sub**2 {mode} w={w} vs law of unsquared weights",
+            gof_p(outcomes(groups[c :: len(cols)]), wrong),
+            device,
+        )
 
 
 # ============================================================================= 6-8. collective
@@ -437,7 +469,7 @@ def test_probs_matrix_equals_probs_tensor(device, replace):
 # empty and must never be chosen.
 COL_EDGES = [(2, 0), (3, 0), (6, 0), (3, 1), (4, 1), (6, 1), (7, 1), (5, 8), (0, 8)]
 COL_N = 9
-COL_ROWS = [2, 3, 4, 6, 7]                         # rows with edges in the sub-matrix
+COL_ROWS = [2, 3, 4, 6, 7]  # rows with edges in the sub-matrix
 COL_ROW_DEG = {2: 1, 3: 2, 4: 1, 6: 2, 7: 1}
 # node_probs over the row space (all 9 nodes): positive on empty rows 0, 5 and 8 (must be
 # ignored) and zero on row 6, which has edges (never chosen).
@@ -448,16 +480,16 @@ def _collective_trials(device, k, trials, seed, node_probs=None, replace=False):
     """Chosen rows (sorted tuples of global ids) of ``trials`` successive collective calls."""
     A = gs.Matrix.from_edge_index(torch.tensor(COL_EDGES).T, num_nodes=COL_N).to(device)
     sub = A[:, torch.tensor([0, 1], device=device)]
-    p = None if node_probs is None else torch.tensor(node_probs, dtype=torch.float64,
-                                                     device=device)
+    p = None if node_probs is None else torch.tensor(node_probs, dtype=torch.float64, device=device)
     gs.manual_seed(seed)
     out = []
     for t in range(trials):
         s = sub.collective_sample(k, node_probs=p, replace=replace)
         chosen = tuple(s.row_ids.cpu().tolist())
         assert list(chosen) == sorted(set(chosen)), "chosen rows are unique, in row-space order"
-        assert s.num_edges == sum(COL_ROW_DEG.get(r, 0) for r in chosen), \
+        assert s.num_edges == sum(COL_ROW_DEG.get(r, 0) for r in chosen), (
             "every edge of a chosen row is kept"
+        )
         if t < 20:
             assert tuple(s.row().cpu().tolist()) == chosen, "only rows with edges are chosen"
         out.append(chosen)
@@ -474,8 +506,11 @@ def test_collective_uniform_without_replacement(device, k):
     obs = _collective_trials(device, k, 2000, 6000 + k)
     law = _law_over_rows(uniform_subsets(len(COL_ROWS), k), COL_ROWS)
     check_law(f"collective uniform/noreplace k={k}", obs, law, device)
-    rejects(f"collective uniform/noreplace k={k} vs first-k rows",
-            gof_p([tuple(COL_ROWS[:k])] * len(obs), law), device)
+    rejects(
+        f"collective uniform/noreplace k={k} vs first-k rows",
+        gof_p([tuple(COL_ROWS[:k])] * len(obs), law),
+        device,
+    )
     # fewer candidate rows than k: all of them
     assert _collective_trials(device, 7, 3, 6100) == [tuple(COL_ROWS)] * 3
 
@@ -489,14 +524,20 @@ def test_collective_weighted_without_replacement(device, k):
     w = [COL_P[r] for r in rows]
     law = _law_over_rows(sequential_subsets(w, k), rows)
     check_law(f"collective weighted/noreplace k={k}", obs, law, device)
-    rejects(f"collective weighted/noreplace k={k} vs uniform",
-            gof_p(obs, _law_over_rows(uniform_subsets(len(rows), k), rows)), device)
+    rejects(
+        f"collective weighted/noreplace k={k} vs uniform",
+        gof_p(obs, _law_over_rows(uniform_subsets(len(rows), k), rows)),
+        device,
+    )
     if k == 2:
         # against "inclusion probability proportional to node_probs" (pi = 2 p / W): row 7
         # would be in 80% of samples; the sequential law gives 0.6889.
         inc = sum(7 in o for o in obs)
-        rejects("collective weighted/noreplace vs inclusion-proportional-to-probs",
-                st.binomtest(inc, len(obs), 2 * 4 / 10).pvalue, device)
+        rejects(
+            "collective weighted/noreplace vs inclusion-proportional-to-probs",
+            st.binomtest(inc, len(obs), 2 * 4 / 10).pvalue,
+            device,
+        )
 
 
 @pytest.mark.parametrize("weighted", [False, True])
@@ -504,9 +545,15 @@ def test_collective_weighted_without_replacement(device, k):
 def test_collective_with_replacement(device, weighted, k):
     """k iid draws (uniform over rows with edges, or proportional to node_probs); each drawn
     row is kept once: for k = 2, P({a}) = p_a^2 and P({a, b}) = 2 p_a p_b."""
-    trials = 3000 if k == 2 else (6000 if weighted else 4000)   # smallest cell: p = 1e-3
-    obs = _collective_trials(device, k, trials, 8000 + 10 * k + weighted,
-                             node_probs=COL_P if weighted else None, replace=True)
+    trials = 3000 if k == 2 else (6000 if weighted else 4000)  # smallest cell: p = 1e-3
+    obs = _collective_trials(
+        device,
+        k,
+        trials,
+        8000 + 10 * k + weighted,
+        node_probs=COL_P if weighted else None,
+        replace=True,
+    )
     rows = [2, 3, 4, 7] if weighted else COL_ROWS
     w = [COL_P[r] for r in rows] if weighted else [1.0] * len(rows)
     law = _law_over_rows(iid_draws(w, k, as_set=True), rows)
@@ -515,12 +562,17 @@ def test_collective_with_replacement(device, weighted, k):
     # power: a sampler drawing without replacement never keeps fewer than k rows (here:
     # probability < 1e-6 per trial), and a uniform one has other set frequencies
     short = sum(len(o) < k for o in obs)
-    rejects(f"{name} vs without-replacement sampler ({short} trials kept < k rows)",
-            st.binomtest(short, len(obs), 1e-6).pvalue, device)
+    rejects(
+        f"{name} vs without-replacement sampler ({short} trials kept < k rows)",
+        st.binomtest(short, len(obs), 1e-6).pvalue,
+        device,
+    )
     if weighted:
-        rejects(f"{name} vs uniform draws",
-                gof_p(obs, _law_over_rows(iid_draws([1.0] * len(rows), k, as_set=True), rows)),
-                device)
+        rejects(
+            f"{name} vs uniform draws",
+            gof_p(obs, _law_over_rows(iid_draws([1.0] * len(rows), k, as_set=True), rows)),
+            device,
+        )
 
 
 # ============================================================================= 9. a large column
@@ -534,24 +586,37 @@ def test_large_column_uniform_without_replacement(device):
     s = A.to(device)[:, torch.zeros(T, dtype=torch.int64, device=device)].individual_sample(k)
     groups = per_column(s, info)
     assert all(len(g) == k and len(set(g.tolist())) == k for g in groups)
-    offs = np.stack(groups)                                       # (T, k)
+    offs = np.stack(groups)  # (T, k)
 
     def stats(offs, tag, assert_fn):
         per_edge = np.bincount(offs.ravel(), minlength=n)
-        assert_fn(f"large column per-edge inclusion{tag}",
-                  hypergeom_chisq_p(per_edge, np.ones(n), n, k, T), device)
+        assert_fn(
+            f"large column per-edge inclusion{tag}",
+            hypergeom_chisq_p(per_edge, np.ones(n), n, k, T),
+            device,
+        )
         binned = per_edge.reshape(100, 100).sum(1)
-        assert_fn(f"large column inclusion in 100 offset bins{tag}",
-                  hypergeom_chisq_p(binned, np.full(100, 100), n, k, T), device)
-        first = (offs < k).sum(1)                                  # per trial ~ Hypergeom(n, k, k)
-        assert_fn(f"large column picks among first k offsets, binomial{tag}",
-                  st.binomtest(int(first.sum()), T * k, k / n).pvalue, device)
+        assert_fn(
+            f"large column inclusion in 100 offset bins{tag}",
+            hypergeom_chisq_p(binned, np.full(100, 100), n, k, T),
+            device,
+        )
+        first = (offs < k).sum(1)  # per trial ~ Hypergeom(n, k, k)
+        assert_fn(
+            f"large column picks among first k offsets, binomial{tag}",
+            st.binomtest(int(first.sum()), T * k, k / n).pvalue,
+            device,
+        )
         pmf = st.hypergeom(n, k, k).pmf(np.arange(3))
         exp = np.append(pmf, 1 - pmf.sum()) * T
-        obs = np.array([(first == 0).sum(), (first == 1).sum(), (first == 2).sum(),
-                        (first >= 3).sum()])
-        assert_fn(f"large column per-trial count in first k offsets, hypergeometric{tag}",
-                  st.chisquare(obs, exp).pvalue, device)
+        obs = np.array(
+            [(first == 0).sum(), (first == 1).sum(), (first == 2).sum(), (first >= 3).sum()]
+        )
+        assert_fn(
+            f"large column per-trial count in first k offsets, hypergeometric{tag}",
+            st.chisquare(obs, exp).pvalue,
+            device,
+        )
 
     stats(offs, "", check)
     # power: the same checks reject a reservoir whose slots keep the *first* offset that
@@ -566,11 +631,16 @@ def test_large_column_uniform_without_replacement(device):
     np.minimum.at(first_hit, slot, i[i_idx])
     bad = np.where(first_hit < n, first_hit, bad.ravel()).reshape(T, k)
     per_edge = np.bincount(bad.ravel(), minlength=n)
-    rejects("large column binned inclusion vs first-writer-wins reservoir",
-            hypergeom_chisq_p(per_edge.reshape(100, 100).sum(1), np.full(100, 100), n, k, T),
-            device)
-    rejects("large column first-k binomial vs first-k sampler",
-            st.binomtest(T * k, T * k, k / n).pvalue, device)
+    rejects(
+        "large column binned inclusion vs first-writer-wins reservoir",
+        hypergeom_chisq_p(per_edge.reshape(100, 100).sum(1), np.full(100, 100), n, k, T),
+        device,
+    )
+    rejects(
+        "large column first-k binomial vs first-k sampler",
+        st.binomtest(T * k, T * k, k / n).pvalue,
+        device,
+    )
 
 
 def test_large_column_weighted_with_replacement(device):
@@ -589,10 +659,16 @@ def test_large_column_weighted_with_replacement(device):
     cell = (offs // 1000) * 4 + offs % 4
     obs = np.bincount(cell, minlength=40)
     cw = np.bincount((np.arange(n) // 1000) * 4 + np.arange(n) % 4, weights=w, minlength=40)
-    check("large column weighted/replace 40 cells", st.chisquare(obs, cw / w.sum() * T * k).pvalue,
-          device)
-    rejects("large column weighted/replace vs uniform",
-            st.chisquare(obs, np.full(40, T * k / 40)).pvalue, device)
+    check(
+        "large column weighted/replace 40 cells",
+        st.chisquare(obs, cw / w.sum() * T * k).pvalue,
+        device,
+    )
+    rejects(
+        "large column weighted/replace vs uniform",
+        st.chisquare(obs, np.full(40, T * k / 40)).pvalue,
+        device,
+    )
 
 
 # ============================================================================= 10. zero-degree columns
@@ -630,7 +706,7 @@ def test_zero_degree_columns(device, mode):
     s1, s2 = sample(fr, 10_001), sample(fr + [0, 2, 0], 10_001)
     for a, b in zip(s1.edges(), s2.edges()):
         assert torch.equal(a, b)
-    assert torch.equal(s2.csc.indptr[:len(fr) + 1], s1.csc.indptr)
+    assert torch.equal(s2.csc.indptr[: len(fr) + 1], s1.csc.indptr)
     # statistics of node 1 (weights 1, 2, 3) between empty columns, k = 2
     T = 12000
     sub = A[:, frontier([0, 1, 2], T, device)]
@@ -640,8 +716,12 @@ def test_zero_degree_columns(device, mode):
     assert all(len(g) == 0 for g in groups[0::3] + groups[2::3])
     w = ZD_COLS[1] if weighted else [1.0, 1.0, 1.0]
     law = iid_draws(w, 2) if replace else sequential_subsets(w, 2)
-    check_law(f"zero-degree neighbours: {mode} column between empty columns",
-              outcomes(groups[1::3]), law, device)
+    check_law(
+        f"zero-degree neighbours: {mode} column between empty columns",
+        outcomes(groups[1::3]),
+        law,
+        device,
+    )
 
 
 # ============================================================================= 11. independence, determinism
@@ -668,42 +748,56 @@ def test_repeated_columns_and_successive_calls_are_independent(device, mode):
     law = uniform_subsets(6, 2) if mode == "uniform" else iid_draws(w, 1)
     coincide = sum(p * p for p in law.values())
     gs.manual_seed(11_000)
-    o1 = outcomes(per_column(sub.individual_sample(k, probs=probs, replace=probs is not None),
-                             info))
-    o2 = outcomes(per_column(sub.individual_sample(k, probs=probs, replace=probs is not None),
-                             info))
+    o1 = outcomes(
+        per_column(sub.individual_sample(k, probs=probs, replace=probs is not None), info)
+    )
+    o2 = outcomes(
+        per_column(sub.individual_sample(k, probs=probs, replace=probs is not None), info)
+    )
     even, odd = o1[0::2], o1[1::2]
-    check(f"{mode}: adjacent positions independent (contingency)", _contingency_p(even, odd),
-          device)
+    check(
+        f"{mode}: adjacent positions independent (contingency)", _contingency_p(even, odd), device
+    )
     same = sum(a == b for a, b in zip(even, odd))
-    check(f"{mode}: adjacent positions coincide at chance rate (binomial)",
-          st.binomtest(same, len(even), coincide).pvalue, device)
+    check(
+        f"{mode}: adjacent positions coincide at chance rate (binomial)",
+        st.binomtest(same, len(even), coincide).pvalue,
+        device,
+    )
     check(f"{mode}: successive calls independent (contingency)", _contingency_p(o1, o2), device)
     same = sum(a == b for a, b in zip(o1, o2))
-    check(f"{mode}: successive calls coincide at chance rate (binomial)",
-          st.binomtest(same, T, coincide).pvalue, device)
+    check(
+        f"{mode}: successive calls coincide at chance rate (binomial)",
+        st.binomtest(same, T, coincide).pvalue,
+        device,
+    )
     # power: a sampler keyed by node id instead of column position gives identical columns
-    rejects(f"{mode}: coincidence test vs position-blind sampler",
-            st.binomtest(len(even), len(even), coincide).pvalue, device)
+    rejects(
+        f"{mode}: coincidence test vs position-blind sampler",
+        st.binomtest(len(even), len(even), coincide).pvalue,
+        device,
+    )
 
 
 def test_same_seed_same_samples(device):
     """The same seed gives identical samples (every sampler, including collective ones and a
     mini-batch scope); a different seed or mini-batch index gives different ones."""
-    A, info = star_graph([[1, 2, 3, 4, 5, 6, 7, 8], [2, 0, 1], [1.0] * 30], weighted=True)
+    A, _info = star_graph([[1, 2, 3, 4, 5, 6, 7, 8], [2, 0, 1], [1.0] * 30], weighted=True)
     A = A.to(device)
     fr = frontier([0, 1, 2], 200, device)
 
     def run(seed):
         gs.manual_seed(seed)
         sub = A[:, fr]
-        outs = [sub.individual_sample(3),
-                sub.individual_sample(3, replace=True),
-                sub.individual_sample(3, probs=sub.values),
-                sub.individual_sample(3, probs=sub.values, replace=True),
-                sub.collective_sample(5),
-                sub.collective_sample(5, node_probs=(sub ** 2).sum(axis=1)),
-                sub.collective_sample(5, replace=True)]
+        outs = [
+            sub.individual_sample(3),
+            sub.individual_sample(3, replace=True),
+            sub.individual_sample(3, probs=sub.values),
+            sub.individual_sample(3, probs=sub.values, replace=True),
+            sub.collective_sample(5),
+            sub.collective_sample(5, node_probs=(sub**2).sum(axis=1)),
+            sub.collective_sample(5, replace=True),
+        ]
         return [tuple(t.cpu() for t in o.edges()) for o in outs]
 
     def equal(r1, r2):

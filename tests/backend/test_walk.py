@@ -5,6 +5,7 @@ with another gsample operator. Distributions are in ``test_walk_statistics.py``.
 runs on both CPU paths: the native walk (``walk_native``, when it builds) and the torch code
 (``GSAMPLE_NATIVE_CPU=0``); ``test_walk_native.py`` compares the two bit for bit.
 """
+
 import itertools
 
 import pytest
@@ -23,8 +24,14 @@ VARIANTS = {
     "ppr": {"stop_prob": 0.15},
     "restart": {"restart_prob": 0.3},
     "jump": {"jump_prob": 0.1},
-    "all": {"p": 3.0, "q": 0.7, "stop_prob": 0.05, "restart_prob": 0.1, "jump_prob": 0.1,
-            "probs": "values"},
+    "all": {
+        "p": 3.0,
+        "q": 0.7,
+        "stop_prob": 0.05,
+        "restart_prob": 0.1,
+        "jump_prob": 0.1,
+        "probs": "values",
+    },
 }
 
 
@@ -86,7 +93,7 @@ def test_walks_follow_in_edges(graph, name):
     # a walk stops only at a node without in-edges (or by stop_prob)
     deg = graph.sum(axis=0) > 0
     last = walks.gather(1, ((walks >= 0).sum(1) - 1).unsqueeze(1)).squeeze(1)
-    short = (walks[:, -1] < 0)
+    short = walks[:, -1] < 0
     if not kw.get("stop_prob"):
         assert not bool(deg[last[short]].any())
 
@@ -110,7 +117,7 @@ def test_same_seed_same_walks_and_positions_independent(graph, name):
     b = graph.random_walk(seeds, 10, **kw)
     assert torch.equal(a, b)
     assert len({tuple(r) for r in a.tolist()}) > 100, "repeated seeds walk independently"
-    c = graph.random_walk(seeds, 10, **kw)                 # the next op ordinal
+    c = graph.random_walk(seeds, 10, **kw)  # the next op ordinal
     assert not torch.equal(a, c)
 
 
@@ -121,6 +128,7 @@ def test_compiled_equals_eager(graph, name):
 
     def walk(A, seeds, length=9):
         return A.random_walk(seeds, length, probs=None if probs is None else A.values, **kw)
+
     seeds = torch.randint(0, graph.num_nodes, (257,), generator=torch.Generator().manual_seed(5))
     compiled = gs.compile(walk)
     for s in (0, 11):
@@ -136,10 +144,11 @@ def test_compiled_alias_tables_are_hoisted_or_per_call(graph):
     from gsample.ir import Op
 
     def static(A, seeds):
-        return A.random_walk(seeds, 6, probs=A.values ** 2)
+        return A.random_walk(seeds, 6, probs=A.values**2)
 
     def dynamic(A, seeds, w):
         return A.random_walk(seeds, 6, probs=w)
+
     seeds = torch.arange(100)
     ops = [n.op for n in gs.compile(static).program(graph, seeds).nodes]
     assert Op.CACHED in ops and Op.ALIAS_TABLE not in ops
@@ -156,15 +165,21 @@ def test_compiled_alias_tables_are_hoisted_or_per_call(graph):
 def test_walks_in_a_loader_equal_eager(graph):
     def walk(A, seeds):
         return A.random_walk(seeds, 5, p=2.0, q=0.5)
+
     seeds = torch.arange(200)
-    got = [b.out for b in gs.DataLoader(graph, gs.compile(walk), seeds, batch_size=64,
-                                        shuffle=False, seed=4)]
-    want = [b.out for b in gs.DataLoader(graph, walk, seeds, batch_size=64, shuffle=False,
-                                         seed=4)]
+    got = [
+        b.out
+        for b in gs.DataLoader(graph, gs.compile(walk), seeds, batch_size=64, shuffle=False, seed=4)
+    ]
+    want = [b.out for b in gs.DataLoader(graph, walk, seeds, batch_size=64, shuffle=False, seed=4)]
     assert len(got) == 4 and all(torch.equal(a, b) for a, b in zip(got, want))
     # super-batched: one walk over two mini-batches' walkers at a time, the same walks
-    sb = [b.out for b in gs.DataLoader(graph, walk, seeds, batch_size=64, shuffle=False,
-                                       seed=4, super_batch=2)]
+    sb = [
+        b.out
+        for b in gs.DataLoader(
+            graph, walk, seeds, batch_size=64, shuffle=False, seed=4, super_batch=2
+        )
+    ]
     assert len(sb) == 4 and all(torch.equal(a, b) for a, b in zip(sb, want))
 
 
@@ -176,23 +191,32 @@ BAD = [
     ({"seeds": torch.tensor([-1])}, IndexError, "seeds: node id -1 is negative"),
     ({"length": -1}, ValueError, "length: must be >= 0"),
     ({"length": 2.0}, TypeError, "length: must be an int"),
-    ({"length": 2 ** 31}, ValueError, r"length: must be < 2\*\*31"),
-    ({"seeds": torch.zeros(4096, dtype=torch.int64), "length": 2 ** 31 - 1}, ValueError,
-     "length: 4096 walks of 2147483647 steps would need"),
+    ({"length": 2**31}, ValueError, r"length: must be < 2\*\*31"),
+    (
+        {"seeds": torch.zeros(4096, dtype=torch.int64), "length": 2**31 - 1},
+        ValueError,
+        "length: 4096 walks of 2147483647 steps would need",
+    ),
     ({"p": 0.0}, ValueError, "p: must be finite and > 0"),
     ({"q": float("nan")}, ValueError, "q: must be finite and > 0"),
     ({"q": "1"}, TypeError, "q: must be a positive number"),
     ({"stop_prob": 1.5}, ValueError, "stop_prob: must be a probability in"),
     ({"restart_prob": -0.1}, ValueError, "restart_prob: must be a probability in"),
     ({"jump_prob": True}, TypeError, "jump_prob: must be a number"),
-    ({"stop_prob": 0.6, "jump_prob": 0.6}, ValueError,
-     "stop_prob, restart_prob, jump_prob: must sum to at most 1"),
+    (
+        {"stop_prob": 0.6, "jump_prob": 0.6},
+        ValueError,
+        "stop_prob, restart_prob, jump_prob: must sum to at most 1",
+    ),
     ({"probs": torch.ones(5)}, ValueError, r"probs: expected one probability per edge"),
     ({"probs": "negative"}, ValueError, "probs: contains negative values"),
     ({"probs": "nan"}, ValueError, "probs: contains NaN or infinite values"),
     ({"probs": "int"}, TypeError, "probs: probabilities must be floating point"),
-    ({"probs": "zero-column"}, ValueError,
-     "probs: column .* has edges but all its probabilities are zero"),
+    (
+        {"probs": "zero-column"},
+        ValueError,
+        "probs: column .* has edges but all its probabilities are zero",
+    ),
 ]
 
 
@@ -210,7 +234,7 @@ def _bad_args(A, bad):
         else:
             ptr = A.csc.indptr
             c = int(torch.nonzero(ptr[1:] > ptr[:-1])[0])
-            w[ptr[c]:ptr[c + 1]] = 0.0
+            w[ptr[c] : ptr[c + 1]] = 0.0
         args["probs"] = w
     return args
 
@@ -224,12 +248,16 @@ def test_bad_arguments_raise_naming_them(graph, bad, exc, match):
     # compiled: tensors are checked at the program's boundary, static values when traced
     probs = args.pop("probs", None)
     if probs is None:
+
         def fn(A, seeds):
             return A.random_walk(seeds, length, **args)
+
         call = (graph, seeds)
     else:
+
         def fn(A, seeds, w):
             return A.random_walk(seeds, length, probs=w, **args)
+
         call = (graph, seeds, probs)
     with pytest.raises(exc, match=match):
         gs.compile(fn)(*call)
@@ -249,10 +277,10 @@ def test_edge_test_sorts_an_unsorted_csc_once():
     csc = A.csc
     perm = torch.randperm(csc.nnz, generator=g)
     col = csc.edge_cols()
-    order = torch.argsort(col[perm], stable=True)        # shuffled within each column
+    order = torch.argsort(col[perm], stable=True)  # shuffled within each column
     shuffled = CSC(csc.num_nodes, csc.indptr, csc.rows[perm][order])
     rows, keys = sorted_rows(shuffled)
-    assert sorted_rows(shuffled)[1] is keys                                  # cached
+    assert sorted_rows(shuffled)[1] is keys  # cached
     assert not torch.equal(shuffled.rows, rows)
     src, dst = shuffled.rows, col
     assert bool(has_edge(keys, 500, src, dst).all())

@@ -3,16 +3,16 @@ definitions standing in for CUDA's (one thread runs every walker), must give the
 reference's walks bit for bit. CI has no GPU; this catches a kernel that drifts from
 ``gsample/backend/torch/walk.py`` (draw slots, comparisons, alias and edge tests) without
 one. The GPU comparison itself is ``test_cuda_walk.py``."""
+
 import ctypes
 
 import pytest
 import torch
+from helpers import CUDA_AS_CPP, CXX, build_cpp
 
 import gsample as gs
 from gsample.backend.torch import walk as reference
 from gsample.base.random import BatchKeys, _signed, key_prefix, op_key
-from helpers import CUDA_AS_CPP, CXX, build_cpp
-
 
 SHIM = CUDA_AS_CPP + '#include "walk.cu"\n'
 
@@ -27,27 +27,61 @@ def kernel(tmp_path_factory):
     return ctypes.CDLL(str(lib)).gs_random_walk
 
 
-def run_kernel(fn, A, seeds, length, key, alias=None, p=1.0, q=1.0, stop_prob=0.0,
-               restart_prob=0.0, jump_prob=0.0, device_key=None, n=0):
+def run_kernel(
+    fn,
+    A,
+    seeds,
+    length,
+    key,
+    alias=None,
+    p=1.0,
+    q=1.0,
+    stop_prob=0.0,
+    restart_prob=0.0,
+    jump_prob=0.0,
+    device_key=None,
+    n=0,
+):
     """The host code of ``gsample/backend/cuda/walk.py``, with CPU tensors. ``key``: the op
     key (an int); or ``device_key = (prefix, first)``, the key as the sync-free runtime
     gives it (``n > 0``: a super-batch of ``n``-node mini-batches, seeds encoded)."""
     W = seeds.numel()
-    out = torch.empty((W, length + 1), dtype=torch.int64).fill_(-7)   # the kernel writes all
+    out = torch.empty((W, length + 1), dtype=torch.int64).fill_(-7)  # the kernel writes all
     node2vec = p != 1.0 or q != 1.0
     srows = reference.sorted_rows(A)[0].contiguous() if node2vec else A.rows
-    keys = None if device_key is None else \
-        torch.tensor([_signed(device_key[0]), device_key[1]], dtype=torch.int64)
+    keys = (
+        None
+        if device_key is None
+        else torch.tensor([_signed(device_key[0]), device_key[1]], dtype=torch.int64)
+    )
     c1, c2, c3 = reference.thresholds(stop_prob, restart_prob, jump_prob)
     failed = torch.zeros(2, dtype=torch.int32)
     ptr = lambda t: ctypes.c_void_p(0 if t is None else t.data_ptr())
     i64, f64 = ctypes.c_int64, ctypes.c_double
-    M = A.num_nodes * (int(seeds.max()) // n + 1 if n and W else 1)      # the seeds' id space
-    fn(ptr(A.indptr), ptr(A.rows), ptr(srows), ptr(alias), ptr(seeds), i64(W), i64(length),
-       i64(A.num_nodes), ctypes.c_uint64(0 if key is None else key), ptr(keys), i64(n), i64(M),
-       ctypes.c_int(int(node2vec)),
-       f64(1.0 / p), f64(1.0 / q), f64(max(1.0 / p, 1.0, 1.0 / q)), f64(c1), f64(c2), f64(c3),
-       ptr(out), ptr(failed))
+    M = A.num_nodes * (int(seeds.max()) // n + 1 if n and W else 1)  # the seeds' id space
+    fn(
+        ptr(A.indptr),
+        ptr(A.rows),
+        ptr(srows),
+        ptr(alias),
+        ptr(seeds),
+        i64(W),
+        i64(length),
+        i64(A.num_nodes),
+        ctypes.c_uint64(0 if key is None else key),
+        ptr(keys),
+        i64(n),
+        i64(M),
+        ctypes.c_int(int(node2vec)),
+        f64(1.0 / p),
+        f64(1.0 / q),
+        f64(max(1.0 / p, 1.0, 1.0 / q)),
+        f64(c1),
+        f64(c2),
+        f64(c3),
+        ptr(out),
+        ptr(failed),
+    )
     assert failed.tolist() == [0, 0]
     return out
 
@@ -59,8 +93,14 @@ VARIANTS = {
     "weighted": {"alias": True},
     "node2vec": {"p": 2.0, "q": 0.5},
     "node2vec-odd": {"p": 3.0, "q": 0.7},
-    "everything": {"p": 0.3, "q": 3.0, "alias": True, "stop_prob": 0.01, "restart_prob": 0.05,
-                   "jump_prob": 0.05},
+    "everything": {
+        "p": 0.3,
+        "q": 3.0,
+        "alias": True,
+        "stop_prob": 0.01,
+        "restart_prob": 0.05,
+        "jump_prob": 0.05,
+    },
 }
 
 
@@ -74,8 +114,11 @@ def test_kernel_source_equals_reference(kernel, name, device_key):
     seeds = torch.randint(0, A.num_nodes, (2000,), generator=torch.Generator().manual_seed(1))
     key = op_key(7, 3, 2)
     want = reference.reference_walk(A, seeds, 30, key, **kw)
-    got = run_kernel(kernel, A, seeds, 30, None, device_key=(key_prefix(7, 3), 2), **kw) \
-        if device_key else run_kernel(kernel, A, seeds, 30, key, **kw)
+    got = (
+        run_kernel(kernel, A, seeds, 30, None, device_key=(key_prefix(7, 3), 2), **kw)
+        if device_key
+        else run_kernel(kernel, A, seeds, 30, key, **kw)
+    )
     assert torch.equal(got, want)
 
 
@@ -95,8 +138,8 @@ def test_kernel_source_super_batch_equals_reference(kernel, name):
     got = run_kernel(kernel, A, enc, 25, None, device_key=(key_prefix(7, 3), 5), n=n, **kw)
     assert torch.equal(got, want)
     start = 0
-    for b, s in enumerate(parts):        # each batch's rows: its own walks, ids + b * n
+    for b, s in enumerate(parts):  # each batch's rows: its own walks, ids + b * n
         own = reference.reference_walk(A, s, 25, op_key(7, 3, 5 + b), **kw)
-        part = got[start:start + s.numel()]
+        part = got[start : start + s.numel()]
         assert torch.equal(torch.where(part >= 0, part - b * n, part), own)
         start += s.numel()

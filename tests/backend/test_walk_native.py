@@ -3,6 +3,7 @@ compiled as C++, and its CPU driver) against the torch code (``walk.reference_wa
 bit: every variant, op keys and super-batch keys, the driver with one and several walkers in
 flight and the kernel itself, one thread and several; and the cases that must run the torch
 code instead (``GSAMPLE_NATIVE_CPU=0``, inputs the kernel does not take)."""
+
 import multiprocessing
 import os
 import random
@@ -14,8 +15,9 @@ import gsample as gs
 from gsample.backend.torch import walk, walk_native
 from gsample.base.random import MASK64, BatchKeys, combine, key_prefix, mix64, op_key
 
-pytestmark = pytest.mark.skipif(not walk_native.available(),
-                                reason="no native CPU walk (no C++ compiler, or disabled)")
+pytestmark = pytest.mark.skipif(
+    not walk_native.available(), reason="no native CPU walk (no C++ compiler, or disabled)"
+)
 
 VARIANTS = {
     "deepwalk": {},
@@ -25,8 +27,14 @@ VARIANTS = {
     "node2vec": {"p": 2.0, "q": 0.5},
     "node2vec-odd": {"p": 3.0, "q": 0.7},
     "node2vec-weighted": {"p": 0.25, "q": 4.0, "alias": True},
-    "everything": {"p": 0.3, "q": 3.0, "alias": True, "stop_prob": 0.01, "restart_prob": 0.05,
-                   "jump_prob": 0.05},
+    "everything": {
+        "p": 0.3,
+        "q": 3.0,
+        "alias": True,
+        "stop_prob": 0.01,
+        "restart_prob": 0.05,
+        "jump_prob": 0.05,
+    },
 }
 
 
@@ -43,12 +51,12 @@ def options(A, name):
 
 
 #: (run the kernel itself, threads, walkers in flight per thread)
-CONFIGS = [(False, 1, 8), (False, 3, 8), (False, 2, 1), (False, 1, 32), (True, 1, 1),
-           (True, 3, 1)]
+CONFIGS = [(False, 1, 8), (False, 3, 8), (False, 2, 1), (False, 1, 32), (True, 1, 1), (True, 3, 1)]
 
 
-@pytest.fixture(params=CONFIGS, ids=[f"{'kernel' if k else 'driver'}-{t}t-{g}g"
-                                     for k, t, g in CONFIGS])
+@pytest.fixture(
+    params=CONFIGS, ids=[f"{'kernel' if k else 'driver'}-{t}t-{g}g" for k, t, g in CONFIGS]
+)
 def threads(request, monkeypatch):
     """The native walk's configurations: the driver (walkers in flight) and the kernel."""
     kernel, threads, group = request.param
@@ -60,8 +68,10 @@ def threads(request, monkeypatch):
 
 def native_only(monkeypatch):
     """Make ``walk.random_walk`` fail instead of quietly running the torch code."""
+
     def refuse(*args, **kwargs):
         raise AssertionError("the torch code ran")
+
     monkeypatch.setattr(walk, "reference_walk", refuse)
 
 
@@ -94,7 +104,7 @@ def test_native_super_batch_equals_torch(graph, name, threads, monkeypatch):
     start = 0
     for b, s in enumerate(parts):
         own = walk.random_walk(graph, s, 25, op_key(7, 3, 5 + b), **kw)
-        part = got[start:start + s.numel()]
+        part = got[start : start + s.numel()]
         assert torch.equal(torch.where(part >= 0, part - b * n, part), own)
         start += s.numel()
 
@@ -122,8 +132,10 @@ def test_large_walk_uses_threads_and_equals_torch(graph):
     """The default thread count (a walk big enough for several threads)."""
     seeds = torch.randint(0, graph.num_nodes, (4096,), generator=torch.Generator().manual_seed(2))
     key = op_key(0, 0, 9)
-    assert torch.equal(walk.random_walk(graph, seeds, 40, key, p=2.0, q=0.5),
-                       walk.reference_walk(graph, seeds, 40, key, p=2.0, q=0.5))
+    assert torch.equal(
+        walk.random_walk(graph, seeds, 40, key, p=2.0, q=0.5),
+        walk.reference_walk(graph, seeds, 40, key, p=2.0, q=0.5),
+    )
 
 
 def test_disabled_runs_torch(graph, monkeypatch):
@@ -136,7 +148,7 @@ def test_disabled_runs_torch(graph, monkeypatch):
     assert calls == []
     monkeypatch.setenv("GSAMPLE_NATIVE_CPU", "1")
     assert walk_native.enabled()
-    b = walk.random_walk(graph, seeds, 5, op_key(0, 0, 0))    # the stub, then the torch code
+    b = walk.random_walk(graph, seeds, 5, op_key(0, 0, 0))  # the stub, then the torch code
     assert calls == [1] and torch.equal(a, b)
 
 
@@ -144,16 +156,17 @@ def test_inputs_the_kernel_does_not_take_run_torch(graph, monkeypatch):
     """Out-of-range seeds, super-batch ids out of batch order, keys not of consecutive
     batches: the torch code runs (and gives its result or its error)."""
     n = graph.num_nodes
-    monkeypatch.setattr(walk_native, "random_walk",
-                        lambda *a, **k: pytest.fail("the native walk ran"))
+    monkeypatch.setattr(
+        walk_native, "random_walk", lambda *a, **k: pytest.fail("the native walk ran")
+    )
     with pytest.raises(IndexError):
         walk.random_walk(graph, torch.tensor([0, n]), 3, op_key(0, 0, 0))
     keys = BatchKeys.of(0, 0, 0, 2, n)
     with pytest.raises(RuntimeError, match="not grouped by mini-batch"):
         walk.random_walk(graph, torch.tensor([n + 1, 2]), 3, keys)
-    odd = BatchKeys((op_key(0, 0, 0), op_key(0, 0, 7)), n)           # not consecutive
+    odd = BatchKeys((op_key(0, 0, 0), op_key(0, 0, 7)), n)  # not consecutive
     seeds = torch.tensor([1, 2, n + 3])
-    walk.random_walk(graph, seeds, 3, odd)          # the torch code (else the stub fails)
+    walk.random_walk(graph, seeds, 3, odd)  # the torch code (else the stub fails)
 
 
 def test_device_key_recovers_the_prefix():
@@ -168,7 +181,7 @@ def test_device_key_recovers_the_prefix():
     z = rng.getrandbits(64)
     assert walk_native._unmix64(mix64(z)) == z and mix64(walk_native._unmix64(z)) == z
     assert walk_native.device_key((op_key(0, 0, 0), op_key(0, 0, 2))) is None
-    assert walk_native.device_key((MASK64,)) is not None          # any single key
+    assert walk_native.device_key((MASK64,)) is not None  # any single key
 
 
 def test_rejection_bound_raises(threads):
@@ -190,7 +203,7 @@ def test_forked_child_walks_with_threads(graph, monkeypatch):
     """A child forked after the parent ran OpenMP teams (torch's, the walk's) walks on
     std::threads (libgomp's pool does not survive a fork): no hang, the same walks."""
     monkeypatch.setattr(walk_native, "THREADS", 2)
-    torch.rand(1 << 20).sum()                                   # an OpenMP team of torch's
+    torch.rand(1 << 20).sum()  # an OpenMP team of torch's
     seeds = torch.randint(0, graph.num_nodes, (3000,), generator=torch.Generator().manual_seed(6))
     want = walk.random_walk(graph, seeds, 20, op_key(0, 0, 1))
     ctx = multiprocessing.get_context("fork")

@@ -9,6 +9,7 @@ the weights' distribution exactly, the same as inverse-CDF sampling
 each runs a wrong alternative it must reject (power). Independent trials come from
 repeating a seed: walkers are keyed by their position, so repeats walk independently.
 """
+
 import numpy as np
 import pytest
 import scipy.stats as st
@@ -33,8 +34,7 @@ def hub():
     src = list(range(1, 13)) + [0] * 12 + [(i % 12) + 1 for i in range(2, 14)]
     dst = [0] * 12 + list(range(1, 13)) + list(range(1, 13))
     w = [float(i) for i in range(1, 13)] + [1.0] * 24
-    return gs.Matrix.from_edge_index(torch.tensor([src, dst]), num_nodes=13,
-                                     weight=torch.tensor(w))
+    return gs.Matrix.from_edge_index(torch.tensor([src, dst]), num_nodes=13, weight=torch.tensor(w))
 
 
 def first_steps(A, **kw):
@@ -45,13 +45,13 @@ def first_steps(A, **kw):
 def test_uniform_step(hub):
     counts = torch.bincount(first_steps(hub), minlength=13)[1:]
     assert chisquare(counts, np.ones(12)) > P_MIN
-    assert chisquare(counts, np.arange(1, 13)) < P_MIN                    # power
+    assert chisquare(counts, np.arange(1, 13)) < P_MIN  # power
 
 
 def test_weighted_step_proportional_to_probs(hub):
     counts = torch.bincount(first_steps(hub, probs=hub.values), minlength=13)[1:]
     assert chisquare(counts, np.arange(1, 13)) > P_MIN
-    assert chisquare(counts, np.ones(12)) < P_MIN                         # power
+    assert chisquare(counts, np.ones(12)) < P_MIN  # power
 
 
 def test_alias_tables_give_the_weights_exactly():
@@ -62,10 +62,10 @@ def test_alias_tables_give_the_weights_exactly():
     ptr, col = A.csc.indptr, A.csc.edge_cols()
     w = torch.rand(A.num_edges, generator=g, dtype=torch.float64) ** 12
     w[torch.rand(A.num_edges, generator=g) < 0.3] = 0.0
-    w[ptr[:-1][ptr[1:] > ptr[:-1]]] += 1e-3            # a positive weight in every column
+    w[ptr[:-1][ptr[1:] > ptr[:-1]]] += 1e-3  # a positive weight in every column
     table = alias_table(A.csc, w)
     assert bool((col[table[:, 1]] == col).all()), "an alias stays in its column"
-    prob = table[:, 0].double() / 2.0 ** 53
+    prob = table[:, 0].double() / 2.0**53
     implied = prob.clone().index_add_(0, table[:, 1], 1.0 - prob)
     deg = (ptr[1:] - ptr[:-1])[col].double()
     total = torch.zeros(A.num_nodes, dtype=torch.float64).index_add_(0, col, w)
@@ -77,8 +77,9 @@ def test_alias_matches_inverse_cdf(hub):
     replacement) of the same weights: one distribution (two-sample chi-square)."""
     alias = torch.bincount(first_steps(hub, probs=hub.values), minlength=13)[1:]
     gs.manual_seed(1)
-    s = hub[:, torch.zeros(T, dtype=torch.int64)].individual_sample(1, probs=hub[:, torch.zeros(
-        T, dtype=torch.int64)].values, replace=True)
+    s = hub[:, torch.zeros(T, dtype=torch.int64)].individual_sample(
+        1, probs=hub[:, torch.zeros(T, dtype=torch.int64)].values, replace=True
+    )
     icdf = torch.bincount(s.edges()[0], minlength=13)[1:]
     assert st.chi2_contingency(np.stack([alias.numpy(), icdf.numpy()])).pvalue > P_MIN
     uniform = torch.bincount(first_steps(hub), minlength=13)[1:]
@@ -102,7 +103,7 @@ def test_node2vec_ratio(triangle, p, q):
     second = walks[walks[:, 1] == 1, 2]
     counts = torch.bincount(second, minlength=5)[[0, 2, 3, 4]]
     assert chisquare(counts, [1 / p, 1.0, 1 / q, 1 / q]) > P_MIN
-    assert chisquare(counts, [1.0, 1.0, 1.0, 1.0]) < P_MIN                # power
+    assert chisquare(counts, [1.0, 1.0, 1.0, 1.0]) < P_MIN  # power
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +125,7 @@ def test_ppr_length_is_geometric(regular):
     law = np.where(k < L, (1 - s) ** k * s, (1 - s) ** L)
     assert chisquare(counts, law) > P_MIN
     wrong = np.where(k < L, (1 - 0.17) ** k * 0.17, (1 - 0.17) ** L)
-    assert chisquare(counts, wrong) < P_MIN                               # power
+    assert chisquare(counts, wrong) < P_MIN  # power
 
 
 @pytest.mark.parametrize("rate", [0.1, 0.3])
@@ -135,11 +136,11 @@ def test_restart_rate(regular, rate):
     walks = regular.random_walk(torch.full((4000,), 100), 10, restart_prob=rate)
     cur, nxt = walks[:, :-1].reshape(-1), walks[:, 1:].reshape(-1)
     offset = (100 - cur) % 500
-    far = (offset < 1) | (offset > 4)                  # 100 is not an in-neighbour of cur
+    far = (offset < 1) | (offset > 4)  # 100 is not an in-neighbour of cur
     hits = int(((nxt == 100) & far).sum())
     n = int(far.sum())
     assert st.binomtest(hits, n, rate).pvalue > P_MIN
-    assert st.binomtest(hits, n, rate * 1.1).pvalue < P_MIN               # power
+    assert st.binomtest(hits, n, rate * 1.1).pvalue < P_MIN  # power
 
 
 def test_jump_rate(regular):
@@ -153,7 +154,7 @@ def test_jump_rate(regular):
     jumps = int(((offset < 1) | (offset > 4)).sum())
     p = rate * (1 - 4 / 500)
     assert st.binomtest(jumps, cur.numel(), p).pvalue > P_MIN
-    assert st.binomtest(jumps, cur.numel(), p * 1.1).pvalue < P_MIN        # power
+    assert st.binomtest(jumps, cur.numel(), p * 1.1).pvalue < P_MIN  # power
     # where it lands: uniform over the nodes
     landed = nxt[(offset < 1) | (offset > 4)]
     assert chisquare(torch.bincount(landed % 10, minlength=10), np.ones(10)) > P_MIN

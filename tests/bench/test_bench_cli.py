@@ -1,6 +1,7 @@
 """``python -m gsample.bench`` (issue 14): the quick CPU run writes its record and PNGs, every
 workload agrees across its modes; a disagreement or an error fails the run, speed never does;
 bad options are refused by name."""
+
 import functools
 import json
 import os
@@ -16,8 +17,23 @@ import gsample.bench as bench
 from gsample.bench import cli, workloads
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SMALL = ["--quick", "--device", "cpu", "--graph", "rmat:4000:40000", "--seeds", "512",
-         "--repeats", "1", "--super-batch", "2", "--batch-size", "128", "--walk-length", "10"]
+SMALL = [
+    "--quick",
+    "--device",
+    "cpu",
+    "--graph",
+    "rmat:4000:40000",
+    "--seeds",
+    "512",
+    "--repeats",
+    "1",
+    "--super-batch",
+    "2",
+    "--batch-size",
+    "128",
+    "--walk-length",
+    "10",
+]
 
 
 def _env():
@@ -34,8 +50,14 @@ def _record(out: pathlib.Path) -> dict:
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
-    r = subprocess.run([sys.executable, "-m", "gsample.bench", *SMALL, "--out", str(out)],
-                       cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "gsample.bench", *SMALL, "--out", str(out)],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return r, out
 
 
@@ -43,8 +65,20 @@ def test_quick_run_writes_record_and_plots(quick_run):
     r, out = quick_run
     assert r.returncode == 0, r.stderr[-3000:]
     rec = _record(out)
-    for key in ("date", "device", "versions", "commit", "command", "graph", "num_nodes",
-                "num_edges", "random_gather", "byte_model", "load_avg_start", "workloads"):
+    for key in (
+        "date",
+        "device",
+        "versions",
+        "commit",
+        "command",
+        "graph",
+        "num_nodes",
+        "num_edges",
+        "random_gather",
+        "byte_model",
+        "load_avg_start",
+        "workloads",
+    ):
         assert key in rec
     assert rec["ok"] and rec["complete"] and rec["failures"] == []
     assert rec["versions"]["torch"] == torch.__version__ and rec["random_gather"]["GB_per_s"] > 0
@@ -57,11 +91,12 @@ def test_quick_run_writes_record_and_plots(quick_run):
         assert set(e["agreement"].values()) == {1.0}
         assert "compiled, super-batched 2, drawn again" in e["agreement"]
         modes = e["modes"]
-        assert {"gsample eager", "compiled, torch backend", "compiled, super-batched 2"} <= \
-            set(modes)
+        assert {"gsample eager", "compiled, torch backend", "compiled, super-batched 2"} <= set(
+            modes
+        )
         assert ("plain PyTorch" in modes) == (name not in bench.WALKS)
         gsample_units = {r["units"] for r in modes.values() if r["kind"] not in ("plain", "peer")}
-        assert len(gsample_units) == 1 and gsample_units.pop() > 0   # the same samples
+        assert len(gsample_units) == 1 and gsample_units.pop() > 0  # the same samples
         for m in modes.values():
             assert 0 < m["epoch_s_median"] <= max(m["epoch_s_all"])
             assert m["units"] > 0 and m["units_per_s"] > 0
@@ -79,7 +114,7 @@ def test_quick_run_writes_record_and_plots(quick_run):
 
 
 def test_the_printed_table_has_every_mode(quick_run):
-    r, out = quick_run
+    r, _out = quick_run
     assert "| graphsage | compiled, torch backend |" in r.stdout
     assert "| deepwalk | gsample eager |" in r.stdout
     assert "| pass | plain PyTorch |" in r.stdout
@@ -95,8 +130,10 @@ def test_a_disagreement_fails_the_run(tmp_path, capsys):
         m = modes["compiled, torch backend"]
         # other fanouts: not the samples eager draws
         modes["compiled, torch backend"] = m._replace(
-            sampler=functools.partial(m.sampler, fanouts=(3, 2)))
+            sampler=functools.partial(m.sampler, fanouts=(3, 2))
+        )
         return modes
+
     rec = _run(tmp_path, "--workloads", "graphsage", modes=broken)
     e = rec["workloads"]["graphsage"]
     assert not e["agreement_ok"] and e["agreement"]["compiled, torch backend"] < 1.0
@@ -107,6 +144,7 @@ def test_a_disagreement_fails_the_run(tmp_path, capsys):
 def test_main_exits_1_on_a_failure_and_records_it(tmp_path, monkeypatch, capsys):
     def boom(*a, **k):
         raise RuntimeError("sampler exploded")
+
     monkeypatch.setattr(cli, "workload", boom)
     code = bench.main([*SMALL, "--workloads", "deepwalk", "--no-plots", "--out", str(tmp_path)])
     assert code == 1
@@ -121,8 +159,10 @@ def slow(w, device, args):
 
     def crawl(A, seeds, **kw):
         import time
+
         time.sleep(0.05)
         return m.sampler(A, seeds, **kw)
+
     modes["gsample eager"] = m._replace(sampler=crawl)
     return modes
 
@@ -131,8 +171,10 @@ def test_a_slow_mode_does_not_fail_the_run(tmp_path):
     rec = _run(tmp_path, "--workloads", "graphsage", "--peers", modes=slow)
     modes = rec["workloads"]["graphsage"]["modes"]
     assert rec["ok"] and modes["gsample eager"]["epoch_s_median"] >= 4 * 0.05
-    assert modes["gsample eager"]["epoch_s_median"] > modes["compiled, torch backend"][
-        "epoch_s_median"]
+    assert (
+        modes["gsample eager"]["epoch_s_median"]
+        > modes["compiled, torch backend"]["epoch_s_median"]
+    )
 
 
 def test_capped_epochs_are_scaled_to_the_full_epoch(tmp_path):
@@ -147,28 +189,30 @@ def test_slow_modes_are_timed_on_a_prefix_and_scaled(tmp_path):
     """``--slow-batches 1``: eager and the torch backend time the first mini-batch of the
     4-batch epoch, reported for the whole epoch (a sleep of 0.05 s a call: at least 0.2 s);
     the other modes run the whole epoch."""
-    rec = _run(tmp_path, "--workloads", "graphsage", "--peers", "--slow-batches", "1",
-               modes=slow)
+    rec = _run(tmp_path, "--workloads", "graphsage", "--peers", "--slow-batches", "1", modes=slow)
     modes = rec["workloads"]["graphsage"]["modes"]
     eager = modes["gsample eager"]
     assert eager["timed_fraction"] == pytest.approx(1 / 4)
-    assert eager["epoch_s_median"] >= 4 * 0.05                 # scaled to the 4 mini-batches
+    assert eager["epoch_s_median"] >= 4 * 0.05  # scaled to the 4 mini-batches
     assert modes["compiled, torch backend"]["timed_fraction"] == pytest.approx(1 / 4)
     assert "timed_fraction" not in modes["compiled, super-batched 2"]
 
 
 def test_without_a_checkout_it_says_so(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("GSAMPLE_REPO", raising=False)
-    site = tmp_path / "site" / "gsample" / "bench"                  # an installed wheel
+    site = tmp_path / "site" / "gsample" / "bench"  # an installed wheel
     monkeypatch.setattr(workloads, "__file__", str(site / "workloads.py"))
     assert bench.main([*SMALL, "--out", str(tmp_path)]) == 2
     assert "benchmarks/ and examples/" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["--graph", "rmat:big:1"], "--graph rmat:big:1"),
-    (["--graph", "/no/such/graph.txt"], "--graph /no/such/graph.txt: no such file"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--graph", "rmat:big:1"], "--graph rmat:big:1"),
+        (["--graph", "/no/such/graph.txt"], "--graph /no/such/graph.txt: no such file"),
+    ],
+)
 def test_a_bad_graph_is_refused_by_name(tmp_path, capsys, argv, needle):
     assert bench.main([*SMALL, "--out", str(tmp_path), *argv]) == 2
     assert needle in capsys.readouterr().err
@@ -187,8 +231,22 @@ def test_bad_caps_and_workloads_are_refused(capsys):
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
 def test_gpu_run_checks_cpu_draws_and_profiles(tmp_path):
-    rec = cli.run(cli.parse(["--quick", "--device", "cuda", "--graph", "rmat:20000:200000",
-                             "--repeats", "1", "--no-plots", "--out", str(tmp_path)]))
+    rec = cli.run(
+        cli.parse(
+            [
+                "--quick",
+                "--device",
+                "cuda",
+                "--graph",
+                "rmat:20000:200000",
+                "--repeats",
+                "1",
+                "--no-plots",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+    )
     assert rec["ok"], rec["failures"]
     for name, e in rec["workloads"].items():
         need = e["agreement_required"]
@@ -202,6 +260,7 @@ def test_agreement_is_the_jaccard_of_the_sampled_edge_sets():
     """``workloads.agreement``: the share of (layer, row, column, edge id) both runs drew
     (Jaccard); 1.0 for the same samples, 0.0 for empty ones."""
     import gsample as gs
+
     A = gs.datasets.rmat(500, 4000, seed=2)
     seeds = torch.arange(0, 500, 7)
     gs.manual_seed(0)
@@ -211,8 +270,10 @@ def test_agreement_is_the_jaccard_of_the_sampled_edge_sets():
     assert workloads.agreement(x, x) == 1.0
 
     def edge_set(blocks):
-        return {(i, *e) for i, b in enumerate(blocks)
-                for e in zip(*(t.tolist() for t in b.edges()))}
+        return {
+            (i, *e) for i, b in enumerate(blocks) for e in zip(*(t.tolist() for t in b.edges()))
+        }
+
     a, b = edge_set(x), edge_set(y)
     assert workloads.agreement(x, y) == pytest.approx(len(a & b) / len(a | b))
     assert 0.0 < workloads.agreement(x, y) < 1.0
@@ -223,29 +284,37 @@ def test_epochs_drop_outputs_counted_on_the_host():
     """A block's edges are counted as it comes and the block dropped (as a training loop
     drops it); a walk tensor, whose count reads the device, is kept and counted after."""
     import weakref
+
     import gsample as gs
     from gsample.bench import measure
+
     A = gs.datasets.rmat(500, 4000, seed=0)
     blocks = [A[:, torch.arange(i, i + 20)] for i in range(0, 60, 20)]
     walk = torch.tensor([[0, 1, -1], [2, -1, -1]])
-    assert workloads.host_count(blocks) == workloads.count(blocks) == \
-        sum(int(b.csc.rows.numel()) for b in blocks) > 0
+    assert (
+        workloads.host_count(blocks)
+        == workloads.count(blocks)
+        == sum(int(b.csc.rows.numel()) for b in blocks)
+        > 0
+    )
     assert workloads.host_count(tuple(blocks)) == workloads.count(blocks)
-    assert workloads.host_count([blocks, [blocks[0]]]) == workloads.count(blocks) + \
-        blocks[0].num_edges, "nested lists"
+    assert (
+        workloads.host_count([blocks, [blocks[0]]]) == workloads.count(blocks) + blocks[0].num_edges
+    ), "nested lists"
     assert workloads.host_count(walk) is None and workloads.host_count([blocks[0], walk]) is None
     alive = []
 
     def outputs():
         for i in range(0, 60, 20):
-            out = [A[:, torch.arange(i, i + 20)]]              # fresh tensors each time
+            out = [A[:, torch.arange(i, i + 20)]]  # fresh tensors each time
             alive.append(weakref.ref(out[0].csc.rows))
             yield out
-    run = measure.epoch_runner(outputs, torch.device("cpu"), workloads.count,
-                               workloads.host_count)
+
+    run = measure.epoch_runner(outputs, torch.device("cpu"), workloads.count, workloads.host_count)
     seconds, units = run()
     assert units == workloads.count(blocks) and seconds >= 0
     assert all(r() is None for r in alive), "host-counted outputs are not kept"
-    run = measure.epoch_runner(lambda: iter([walk, walk]), torch.device("cpu"),
-                               workloads.count, workloads.host_count)
+    run = measure.epoch_runner(
+        lambda: iter([walk, walk]), torch.device("cpu"), workloads.count, workloads.host_count
+    )
     assert run()[1] == 2 * workloads.count(walk) == 2

@@ -1,6 +1,7 @@
 """The benchmark scripts that call the harness (``benchmarks/runtime.py``, ``ablation.py``,
 ``ablation_runtime.py``, ``compile_time.py``) run their configurations through it: each
 configuration is a mode of the record, checked to draw the first one's samples."""
+
 import json
 import pathlib
 import sys
@@ -9,8 +10,21 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-TINY = ["--device", "cpu", "--graph", "rmat:2000:20000", "--seeds", "256", "--batch-size",
-        "128", "--repeats", "1", "--no-plots", "--workloads", "graphsage"]
+TINY = [
+    "--device",
+    "cpu",
+    "--graph",
+    "rmat:2000:20000",
+    "--seeds",
+    "256",
+    "--batch-size",
+    "128",
+    "--repeats",
+    "1",
+    "--no-plots",
+    "--workloads",
+    "graphsage",
+]
 
 
 def _record(out, prefix):
@@ -18,13 +32,26 @@ def _record(out, prefix):
     return json.loads(path.read_text())
 
 
-@pytest.mark.parametrize("script, modes", [
-    ("ablation", ["eager", "+ compute passes", "+ layout", "+ super-batching (2)"]),
-    ("ablation_runtime", ["interpreted", "lowered", "+ boundary checks", "+ sync-free",
-                          "+ CUDA graphs", "+ two in flight", "+ super-batched 2"]),
-    ("compile_time", ["gsample eager", "compiled", "compiled, all-CSC layouts"]),
-    ("runtime", ["compiled, torch backend", "compiled, super-batched 2", "plain PyTorch"]),
-])
+@pytest.mark.parametrize(
+    "script, modes",
+    [
+        ("ablation", ["eager", "+ compute passes", "+ layout", "+ super-batching (2)"]),
+        (
+            "ablation_runtime",
+            [
+                "interpreted",
+                "lowered",
+                "+ boundary checks",
+                "+ sync-free",
+                "+ CUDA graphs",
+                "+ two in flight",
+                "+ super-batched 2",
+            ],
+        ),
+        ("compile_time", ["gsample eager", "compiled", "compiled, all-CSC layouts"]),
+        ("runtime", ["compiled, torch backend", "compiled, super-batched 2", "plain PyTorch"]),
+    ],
+)
 def test_script_runs_its_configurations_through_the_harness(tmp_path, capsys, script, modes):
     module = __import__(script)
     assert module.main([*TINY, "--super-batch", "2", "--out", str(tmp_path)]) == 0
@@ -32,7 +59,7 @@ def test_script_runs_its_configurations_through_the_harness(tmp_path, capsys, sc
     assert rec["ok"] and rec["harness"] == "gsample.bench"
     e = rec["workloads"]["graphsage"]
     assert list(e["modes"]) == modes
-    assert set(e["agreement"].values()) == {1.0}                  # uniform: the same samples
+    assert set(e["agreement"].values()) == {1.0}  # uniform: the same samples
     out = capsys.readouterr().out
     assert "| graphsage |" in out and f"{script}_" in out
     if script == "compile_time":
@@ -44,12 +71,25 @@ def test_script_runs_its_configurations_through_the_harness(tmp_path, capsys, sc
 
 def test_runtime_verdicts_judge_the_fastest_mode_of_each_kind():
     import runtime
+
     fast = {"kind": "super", "epoch_s_median": 0.01, "epoch_s_full": 0.01}
-    slow = {"kind": "compiled", "epoch_s_median": 0.5, "epoch_s_full": 0.5,
-            "kernels_per_batch": 9, "syncs_per_batch": 1}
+    slow = {
+        "kind": "compiled",
+        "epoch_s_median": 0.5,
+        "epoch_s_full": 0.5,
+        "kernels_per_batch": 9,
+        "syncs_per_batch": 1,
+    }
     plain = {"kind": "plain", "epoch_s_median": 1.0, "epoch_s_full": 1.0}
-    rec = {"workloads": {"graphsage": {"modes": {"one": slow, "sb": fast, "plain PyTorch": plain}},
-                         "fastgcn": {"modes": {"one": slow, "plain PyTorch": plain}}}}
+    rec = {
+        "workloads": {
+            "graphsage": {"modes": {"one": slow, "sb": fast, "plain PyTorch": plain}},
+            "fastgcn": {"modes": {"one": slow, "plain PyTorch": plain}},
+        }
+    }
     got = {(w, m): met for w, _, m, met in runtime.verdicts(rec)}
-    assert got == {("graphsage", "sb"): True, ("graphsage", "one"): False,
-                   ("fastgcn", "one"): False}
+    assert got == {
+        ("graphsage", "sb"): True,
+        ("graphsage", "one"): False,
+        ("fastgcn", "one"): False,
+    }

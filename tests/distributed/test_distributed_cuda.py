@@ -4,6 +4,7 @@ memory read through UVA, partitioned with NCCL all-to-alls) the ranks' mini-batc
 single-GPU epoch, sample for sample, for GraphSAGE compiled on the CUDA backend, DeepWalk,
 weighted node-wise sampling with and without replacement, and node2vec.
 """
+
 import datetime
 import functools
 import os
@@ -12,12 +13,14 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-
-import gsample as gs
 from helpers import assert_same, graphsage
 
-pytestmark = [pytest.mark.cuda,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
+import gsample as gs
+
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"),
+]
 N, E, BATCH, NUM_SEEDS = 20_000, 400_000, 256, 2560
 PLACEMENTS = ("replicated", "shared", "partitioned")
 
@@ -35,12 +38,13 @@ def _weighted(A, seeds, replace=False):
 
 
 def samplers():
-    return {"graphsage": functools.partial(gs.compile(graphsage, backend="cuda"),
-                                           fanouts=(25, 10)),
-            "deepwalk": lambda A, seeds: A.random_walk(seeds, 20),
-            "weighted": _weighted,
-            "weighted with replacement": functools.partial(_weighted, replace=True),
-            "node2vec": lambda A, seeds: A.random_walk(seeds, 20, p=2.0, q=0.5)}
+    return {
+        "graphsage": functools.partial(gs.compile(graphsage, backend="cuda"), fanouts=(25, 10)),
+        "deepwalk": lambda A, seeds: A.random_walk(seeds, 20),
+        "weighted": _weighted,
+        "weighted with replacement": functools.partial(_weighted, replace=True),
+        "node2vec": lambda A, seeds: A.random_walk(seeds, 20, p=2.0, q=0.5),
+    }
 
 
 def _cpu(out):
@@ -58,11 +62,16 @@ def _epoch(G, sampler, device, **kw):
 
 
 def _worker(rank, world, url, out):
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")      # never NVLink multicast
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # never NVLink multicast
     torch.cuda.set_device(rank)
-    gs.use_backend("torch")          # eager samplers: the draws the partitioned operators make
-    dist.init_process_group("nccl", init_method=url, rank=rank,
-                            world_size=world, timeout=datetime.timedelta(seconds=120))
+    gs.use_backend("torch")  # eager samplers: the draws the partitioned operators make
+    dist.init_process_group(
+        "nccl",
+        init_method=url,
+        rank=rank,
+        world_size=world,
+        timeout=datetime.timedelta(seconds=120),
+    )
     try:
         A = gs.datasets.rmat(N, E, seed=4, weighted=True) if rank == 0 else None
         res = {}
@@ -70,12 +79,12 @@ def _worker(rank, world, url, out):
             G = gs.distributed.place(A, placement)
             res[placement] = G.placement
             for name, sampler in samplers().items():
-                res[placement, name] = _epoch(G, sampler, torch.device("cuda", rank),
-                                              distributed=True)
+                res[placement, name] = _epoch(
+                    G, sampler, torch.device("cuda", rank), distributed=True
+                )
         torch.save(res, f"{out}/rank{rank}.pt")
     finally:
         dist.destroy_process_group()
-
 
 
 @pytest.mark.parametrize("world", [1, 2])
@@ -87,7 +96,7 @@ def test_every_placement_on_gpus_samples_the_single_gpu_epoch(tmp_path, world):
     ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(world)]
     A = gs.datasets.rmat(N, E, seed=4, weighted=True).to("cuda")
     for name, sampler in samplers().items():
-        with gs.use_backend("torch"):            # as the ranks (by default: the kernels)
+        with gs.use_backend("torch"):  # as the ranks (by default: the kernels)
             single = _epoch(A, sampler, A.device)
         for placement in PLACEMENTS:
             seen = {}
@@ -97,5 +106,8 @@ def test_every_placement_on_gpus_samples_the_single_gpu_epoch(tmp_path, world):
                     seen[index] = out
             assert sorted(seen) == sorted(single)
     for res in ranks:
-        assert (res["replicated"], res["shared"], res["partitioned"]) == \
-            ("device", "uva", "partitioned")
+        assert (res["replicated"], res["shared"], res["partitioned"]) == (
+            "device",
+            "uva",
+            "partitioned",
+        )

@@ -10,6 +10,7 @@ compiled and eager, super-batched, and walks with and without stop / restart / j
 weighted (the graph's values, a tensor) and node2vec. Bad arguments raise clear errors on
 every rank, also when only one rank's probabilities are bad.
 """
+
 import datetime
 import functools
 import math
@@ -17,14 +18,14 @@ import math
 import pytest
 import torch
 import torch.distributed as dist
-
-import gsample as gs
 from helpers import assert_same, graphsage, spawn_ranks
 
+import gsample as gs
+
 N, E, BATCH = 700, 9000, 48
-SEEDS = torch.arange(0, N, 2)                    # 350 seeds: 8 mini-batches, 4 per rank
+SEEDS = torch.arange(0, N, 2)  # 350 seeds: 8 mini-batches, 4 per rank
 PLACEMENTS = ("replicated", "shared", "partitioned")
-VALUE_COLS = torch.tensor([5, 699, 0, 350, 5, 12])   # both ranks' columns, a repeat
+VALUE_COLS = torch.tensor([5, 699, 0, 350, 5, 12])  # both ranks' columns, a repeat
 
 
 def graph():
@@ -75,8 +76,9 @@ def node2vec(A, seeds):
 
 
 def teleporting_node2vec(A, seeds):
-    return A.random_walk(seeds, 7, probs=A, p=0.5, q=2.0, stop_prob=0.05, restart_prob=0.05,
-                         jump_prob=0.05)
+    return A.random_walk(
+        seeds, 7, probs=A, p=0.5, q=2.0, stop_prob=0.05, restart_prob=0.05, jump_prob=0.05
+    )
 
 
 SAMPLERS = {
@@ -87,13 +89,15 @@ SAMPLERS = {
     "teleporting walk": teleporting_walk,
     # weighted node-wise: drawn by the owners (exponential keys, alias tables) or here
     "weighted": weighted,
-    "weighted, squared": functools.partial(weighted, probs=lambda sub: sub ** 2),
+    "weighted, squared": functools.partial(weighted, probs=lambda sub: sub**2),
     "weighted with replacement": functools.partial(weighted, replace=True),
-    "weighted alias": functools.partial(weighted, replace=True, method="alias",
-                                        probs=lambda sub: 2 * sub + 1),
+    "weighted alias": functools.partial(
+        weighted, replace=True, method="alias", probs=lambda sub: 2 * sub + 1
+    ),
     "weighted tensor": functools.partial(weighted, probs=edge_tensor),
-    "weighted tensor with replacement": functools.partial(weighted, probs=edge_tensor,
-                                                          replace=True),
+    "weighted tensor with replacement": functools.partial(
+        weighted, probs=edge_tensor, replace=True
+    ),
     "weighted compiled": gs.compile(weighted_with_replacement),
     # weighted and second-order walks
     "weighted walk": weighted_walk,
@@ -111,15 +115,16 @@ def _epoch(G, sampler, **kw):
 def _error(call):
     try:
         call()
-    except Exception as e:      # noqa: BLE001 - recorded for the test to check
+    except Exception as e:
         return type(e).__name__, str(e)
     return None
 
 
 def _worker(rank, world, url, out):
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=url, rank=rank,
-                            world_size=world, timeout=datetime.timedelta(seconds=60))
+    dist.init_process_group(
+        "gloo", init_method=url, rank=rank, world_size=world, timeout=datetime.timedelta(seconds=60)
+    )
     try:
         A = graph() if rank == 0 else None
         res = {}
@@ -128,17 +133,18 @@ def _worker(rank, world, url, out):
             res[placement, "placement"] = G.placement
             for name, sampler in SAMPLERS.items():
                 res[placement, name] = _epoch(G, sampler, distributed=True)
-        own = graph()                                  # every rank gives the graph
+        own = graph()  # every rank gives the graph
         for placement in ("replicated", "partitioned"):
             G = gs.distributed.place(own, placement)
             res[placement + ", own graph", "graphsage"] = _epoch(G, sage, distributed=True)
         G = gs.distributed.place(own, "replicated")
-        res["replicated", "super-batched"] = _epoch(G, SAMPLERS["graphsage compiled"],
-                                                    distributed=True, super_batch=2)
+        res["replicated", "super-batched"] = _epoch(
+            G, SAMPLERS["graphsage compiled"], distributed=True, super_batch=2
+        )
         res["auto", "large budget"] = gs.distributed.place(A, budget=1 << 40).placement
         res["auto", "small budget"] = gs.distributed.place(A, budget=1 << 10).placement
         P = gs.distributed.place(A, "partitioned")
-        res["values"] = (P[:, VALUE_COLS] ** 2).values          # fetched from the owners
+        res["values"] = (P[:, VALUE_COLS] ** 2).values  # fetched from the owners
         few = SEEDS[:4]
         sub = P[:, few]
         bad_here = sub.values.clone()
@@ -148,26 +154,29 @@ def _worker(rank, world, url, out):
             "probs shape": _error(lambda: sub.individual_sample(3, probs=torch.ones(E))),
             "probs zero": _error(lambda: sub.individual_sample(3, probs=sub * 0)),
             "probs zero tensor": _error(
-                lambda: sub.individual_sample(3, probs=torch.zeros_like(sub.values))),
+                lambda: sub.individual_sample(3, probs=torch.zeros_like(sub.values))
+            ),
             "probs bad on rank 1": _error(lambda: sub.individual_sample(3, probs=bad_here)),
             "probs matrix": _error(lambda: sub.individual_sample(3, probs=own)),
             "probs other frontier": _error(
-                lambda: sub.individual_sample(3, probs=P[:, SEEDS[4:8]])),
+                lambda: sub.individual_sample(3, probs=P[:, SEEDS[4:8]])
+            ),
             "alias without replacement": _error(
-                lambda: sub.individual_sample(3, probs=sub, method="alias")),
+                lambda: sub.individual_sample(3, probs=sub, method="alias")
+            ),
             "edge map with a tensor": _error(lambda: sub * torch.ones(3)),
             "collective": _error(lambda: P[:, few].collective_sample(3)),
             "walk probs shape": _error(lambda: P.random_walk(few, 3, probs=torch.ones(5))),
             "walk probs negative": _error(
-                lambda: P.random_walk(few, 3, probs=-torch.ones(P.num_edges))),
+                lambda: P.random_walk(few, 3, probs=-torch.ones(P.num_edges))
+            ),
             "walk probs matrix": _error(lambda: P.random_walk(few, 3, probs=own)),
             "walk p": _error(lambda: P.random_walk(few, 3, p=0.0)),
             "sum": _error(lambda: P.sum(axis=0)),
             "rows": _error(lambda: P[few, :]),
             "out of range": _error(lambda: P[:, torch.tensor([N])]),
             "k": _error(lambda: P[:, few].individual_sample(-1)),
-            "super_batch": _error(lambda: gs.DataLoader(P, sage, SEEDS, BATCH,
-                                                        super_batch="auto")),
+            "super_batch": _error(lambda: gs.DataLoader(P, sage, SEEDS, BATCH, super_batch="auto")),
             "placement": _error(lambda: gs.distributed.place(A, "everywhere")),
             "budget": _error(lambda: gs.distributed.place(A, "shared", budget=5)),
             "not a graph": _error(lambda: gs.distributed.place("graph", "shared")),
@@ -177,7 +186,6 @@ def _worker(rank, world, url, out):
         torch.save(res, f"{out}/rank{rank}.pt")
     finally:
         dist.destroy_process_group()
-
 
 
 @pytest.fixture(scope="module")
@@ -210,9 +218,14 @@ def test_every_placement_samples_the_single_process_epoch(ranks, single, placeme
     _union(ranks, (placement, sampler), single[sampler])
 
 
-@pytest.mark.parametrize("key", [("replicated, own graph", "graphsage"),
-                                 ("partitioned, own graph", "graphsage"),
-                                 ("replicated", "super-batched")])
+@pytest.mark.parametrize(
+    "key",
+    [
+        ("replicated, own graph", "graphsage"),
+        ("partitioned, own graph", "graphsage"),
+        ("replicated", "super-batched"),
+    ],
+)
 def test_graphs_given_on_every_rank_and_super_batches(ranks, single, key):
     _union(ranks, key, single["graphsage"])
 
@@ -220,51 +233,68 @@ def test_graphs_given_on_every_rank_and_super_batches(ranks, single, key):
 def test_placements_report_where_the_graph_lives(ranks):
     for res in ranks:
         assert res["replicated", "placement"] == "device"
-        assert res["shared", "placement"] == "shared"         # CPU ranks: one copy, shared
+        assert res["shared", "placement"] == "shared"  # CPU ranks: one copy, shared
         assert res["partitioned", "placement"] == "partitioned"
-        assert res["auto", "large budget"] == "device"        # fits: replicated
-        assert res["auto", "small budget"] == "shared"        # a CPU never partitions
+        assert res["auto", "large budget"] == "device"  # fits: replicated
+        assert res["auto", "small budget"] == "shared"  # a CPU never partitions
 
 
 def test_partitioned_rank_holds_about_half_the_edges():
     from gsample.distributed import edge_balanced_bounds
+
     A = graph()
     bounds = edge_balanced_bounds(A.csc.indptr, 2)
     halves = [int(A.csc.indptr[bounds[r + 1]] - A.csc.indptr[bounds[r]]) for r in range(2)]
     assert sum(halves) == E and abs(halves[0] - halves[1]) <= 0.05 * E
 
 
-@pytest.mark.parametrize("what, error, match", [
-    ("probs shape", "ValueError", "probs: expected one probability per edge "
-                                  "\\(shape \\(\\d+,\\)\\)"),
-    ("probs zero", "ValueError", "probs: column \\d \\(node \\d+\\) has edges but all its "
-                                 "probabilities are zero"),
-    ("probs zero tensor", "ValueError", "probs: column \\d \\(node \\d+\\) has edges but all"),
-    ("probs bad on rank 1", "ValueError", "probs: contains negative values"),
-    ("probs matrix", "ValueError", "probs: on a partitioned graph, A\\[:, cols\\] itself"),
-    ("probs other frontier", "ValueError", "probs: a probability matrix must have the same"),
-    ("alias without replacement", "ValueError", "method: 'alias' draws with replacement"),
-    ("edge map with a tensor", "NotImplementedError", "other: an edge map of A\\[:, cols\\] "
-                                                      "with a Tensor .*'replicated' or 'shared'"),
-    ("collective", "NotImplementedError", "collective_sample: not supported on a partitioned"),
-    ("walk probs shape", "ValueError", "probs: expected one probability per edge \\(shape"),
-    ("walk probs negative", "ValueError", "probs: contains negative values"),
-    ("walk probs matrix", "ValueError", "probs: on a partitioned graph, the graph itself"),
-    ("walk p", "ValueError", "p: must be"),
-    ("sum", "NotImplementedError", "sum: not supported on a partitioned graph"),
-    ("rows", "NotImplementedError", "A\\[rows, :\\]"),
-    ("out of range", "IndexError", "cols: node id 700 is out of range"),
-    ("k", "ValueError", "k: must be >= 0"),
-    ("super_batch", "ValueError", "super_batch: 'auto' is not supported on a partitioned "
-                                  "graph"),
-    ("placement", "ValueError", "placement: must be one of"),
-    ("budget", "ValueError", "budget: only used with placement='auto'"),
-    ("not a graph", "TypeError", "A: expected a gs.Matrix"),
-    ("no graph", "ValueError", "A: rank 0 must pass the graph"),
-    ("sub-matrix", "ValueError", "A: must be a whole graph"),
-])
+@pytest.mark.parametrize(
+    "what, error, match",
+    [
+        (
+            "probs shape",
+            "ValueError",
+            "probs: expected one probability per edge \\(shape \\(\\d+,\\)\\)",
+        ),
+        (
+            "probs zero",
+            "ValueError",
+            "probs: column \\d \\(node \\d+\\) has edges but all its probabilities are zero",
+        ),
+        ("probs zero tensor", "ValueError", "probs: column \\d \\(node \\d+\\) has edges but all"),
+        ("probs bad on rank 1", "ValueError", "probs: contains negative values"),
+        ("probs matrix", "ValueError", "probs: on a partitioned graph, A\\[:, cols\\] itself"),
+        ("probs other frontier", "ValueError", "probs: a probability matrix must have the same"),
+        ("alias without replacement", "ValueError", "method: 'alias' draws with replacement"),
+        (
+            "edge map with a tensor",
+            "NotImplementedError",
+            "other: an edge map of A\\[:, cols\\] with a Tensor .*'replicated' or 'shared'",
+        ),
+        ("collective", "NotImplementedError", "collective_sample: not supported on a partitioned"),
+        ("walk probs shape", "ValueError", "probs: expected one probability per edge \\(shape"),
+        ("walk probs negative", "ValueError", "probs: contains negative values"),
+        ("walk probs matrix", "ValueError", "probs: on a partitioned graph, the graph itself"),
+        ("walk p", "ValueError", "p: must be"),
+        ("sum", "NotImplementedError", "sum: not supported on a partitioned graph"),
+        ("rows", "NotImplementedError", "A\\[rows, :\\]"),
+        ("out of range", "IndexError", "cols: node id 700 is out of range"),
+        ("k", "ValueError", "k: must be >= 0"),
+        (
+            "super_batch",
+            "ValueError",
+            "super_batch: 'auto' is not supported on a partitioned graph",
+        ),
+        ("placement", "ValueError", "placement: must be one of"),
+        ("budget", "ValueError", "budget: only used with placement='auto'"),
+        ("not a graph", "TypeError", "A: expected a gs.Matrix"),
+        ("no graph", "ValueError", "A: rank 0 must pass the graph"),
+        ("sub-matrix", "ValueError", "A: must be a whole graph"),
+    ],
+)
 def test_bad_arguments_raise_clear_errors_on_every_rank(ranks, what, error, match):
     import re
+
     for res in ranks:
         got = res["errors"][what]
         assert got is not None, f"{what}: no error"
@@ -274,11 +304,13 @@ def test_bad_arguments_raise_clear_errors_on_every_rank(ranks, what, error, matc
 def test_a_check_failing_on_one_rank_raises_on_every_rank(ranks):
     # rank 1's probabilities are negative, rank 0's fine: rank 0 raises rank 1's error (and
     # both went on to the next operators: no rank was left waiting in a collective)
-    assert ranks[1]["errors"]["probs bad on rank 1"][1] == "probs: contains negative values " \
-        "(min -1.0)"
+    assert (
+        ranks[1]["errors"]["probs bad on rank 1"][1] == "probs: contains negative values (min -1.0)"
+    )
     assert ranks[0]["errors"]["probs bad on rank 1"] == (
-        "ValueError", "probs: contains negative values (min -1.0) (on rank 1 of the partitioned "
-        "graph's group)")
+        "ValueError",
+        "probs: contains negative values (min -1.0) (on rank 1 of the partitioned graph's group)",
+    )
 
 
 def test_partitioned_slice_values_are_the_single_process_ones(ranks):

@@ -1,4 +1,5 @@
 """Bounded values trimmed to their counts: views, or copies in one launch per dtype."""
+
 import torch
 
 from gsample.formats.bounded import BoundedCSC, BoundedIds, copy_all, trim, trim_copies
@@ -6,25 +7,33 @@ from gsample.formats.csc import CSC
 
 
 def _bounded():
-    c = CSC(10, torch.tensor([0, 2, 3, 3]), torch.tensor([0, 1, 1, 9]),
-            row_ids=torch.tensor([4, 5]), col_ids=torch.tensor([1, 2, 3]),
-            values=torch.tensor([0.5, 1.5, 2.5, 9.0]), eids=torch.tensor([7, 8, 9, 9]))
+    c = CSC(
+        10,
+        torch.tensor([0, 2, 3, 3]),
+        torch.tensor([0, 1, 1, 9]),
+        row_ids=torch.tensor([4, 5]),
+        col_ids=torch.tensor([1, 2, 3]),
+        values=torch.tensor([0.5, 1.5, 2.5, 9.0]),
+        eids=torch.tensor([7, 8, 9, 9]),
+    )
     return BoundedCSC(c, ncols=torch.tensor([2]))
 
 
 def _fields(c):
-    return [None if getattr(c, f) is None else getattr(c, f).tolist()
-            for f in ("indptr", "rows", "row_ids", "col_ids", "values", "eids")]
+    return [
+        None if getattr(c, f) is None else getattr(c, f).tolist()
+        for f in ("indptr", "rows", "row_ids", "col_ids", "values", "eids")
+    ]
 
 
 def test_trim_keeps_the_counted_part_and_a_fixed_row_space():
     b = _bounded()
     want = [[0, 2, 3], [0, 1, 1], [4, 5], [1, 2], [0.5, 1.5, 2.5], [7, 8, 9]]
     assert _fields(trim(b, [3, 2])) == want
-    assert trim(b, [3, 2]).rows.data_ptr() == b.csc.rows.data_ptr()          # views
+    assert trim(b, [3, 2]).rows.data_ptr() == b.csc.rows.data_ptr()  # views
     copied = trim(b, [3, 2], copy=True)
     assert _fields(copied) == want
-    for f in ("indptr", "rows", "row_ids", "col_ids", "values", "eids"):     # nothing shared
+    for f in ("indptr", "rows", "row_ids", "col_ids", "values", "eids"):  # nothing shared
         assert getattr(copied, f).data_ptr() != getattr(b.csc, f).data_ptr(), f
 
 
@@ -47,15 +56,16 @@ def test_copies_of_short_counts_in_long_buffers_and_of_2d_values():
     long = BoundedIds(torch.arange(200_000), torch.tensor([10]))
     short = BoundedIds(torch.arange(7), torch.tensor([5]))
     t2 = torch.arange(12.0).view(4, 3)
-    c = CSC(10, torch.tensor([0, 2, 4]), torch.tensor([1, 2, 3, 4]),
-            values=torch.arange(8.0).view(4, 2))
+    c = CSC(
+        10, torch.tensor([0, 2, 4]), torch.tensor([1, 2, 3, 4]), values=torch.arange(8.0).view(4, 2)
+    )
     out = trim_copies([long, short, t2, c], [[10], [5], [], []])
     assert out[0].tolist() == list(range(10)) and out[1].tolist() == list(range(5))
     assert torch.equal(out[2], t2) and torch.equal(out[3].values, c.values)
     assert out[3].values.shape == (4, 2) and torch.equal(out[3].rows, c.rows)
     sources = {long.data.data_ptr(), short.data.data_ptr(), t2.data_ptr(), c.values.data_ptr()}
     assert not sources & {o.untyped_storage().data_ptr() for o in out[:3]}
-    few = trim_copies([short, short], [[0], [7]])             # an empty count, a full one
+    few = trim_copies([short, short], [[0], [7]])  # an empty count, a full one
     assert few[0].numel() == 0 and few[1].tolist() == list(range(7))
 
 

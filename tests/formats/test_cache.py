@@ -9,31 +9,32 @@ mini-batch at a time, super-batched, eager; walks and LADIES, which read the dev
 ``indptr``), and read counters equal to what the samples imply: every sampled edge read
 once, the hits exactly the edges of cached columns.
 """
+
 import functools
 
 import numpy as np
 import pytest
 import torch
+from helpers import assert_same, example, graphsage
 
 import gsample as gs
 from gsample.formats import cache as C
 from gsample.formats import placement as P
-from helpers import assert_same, example, graphsage
 
 cuda = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
 
 
 # ----------------------------------------------------------------------------- CPU
 def test_the_budget_holds_the_highest_in_degree_columns_whole():
-    indptr = torch.tensor([0, 5, 6, 9, 9, 14])           # degrees 5, 1, 3, 0, 5
+    indptr = torch.tensor([0, 5, 6, 9, 9, 14])  # degrees 5, 1, 3, 0, 5
     assert C.choose_columns(indptr, 0, 8).tolist() == []
-    assert C.choose_columns(indptr, 39, 8).tolist() == []          # 5 edges need 40 bytes
-    assert C.choose_columns(indptr, 40, 8).tolist() == [0]         # ties: smaller id first
+    assert C.choose_columns(indptr, 39, 8).tolist() == []  # 5 edges need 40 bytes
+    assert C.choose_columns(indptr, 40, 8).tolist() == [0]  # ties: smaller id first
     assert C.choose_columns(indptr, 80, 8).tolist() == [0, 4]
     assert C.choose_columns(indptr, 104, 8).tolist() == [0, 2, 4]
     # the next column in degree order does not fit: no smaller one is taken instead
     assert C.choose_columns(indptr, 100, 8).tolist() == [0, 4]
-    assert C.choose_columns(indptr, 10 ** 9, 16).tolist() == [0, 1, 2, 4]   # never empty ones
+    assert C.choose_columns(indptr, 10**9, 16).tolist() == [0, 1, 2, 4]  # never empty ones
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -56,29 +57,41 @@ def test_chosen_columns_are_the_greedy_prefix_by_degree(seed):
 
 
 def test_a_priority_ranks_columns_by_expected_reads_per_byte():
-    indptr = torch.tensor([0, 5, 6, 9, 9, 14])           # degrees 5, 1, 3, 0, 5
+    indptr = torch.tensor([0, 5, 6, 9, 9, 14])  # degrees 5, 1, 3, 0, 5
     priority = torch.tensor([10.0, 1.0, 9.0, 100.0, 0.0])  # per byte: 2, 1, 3, -, 0
     assert C.choose_columns(indptr, 24, 8, priority).tolist() == [2]
     assert C.choose_columns(indptr, 71, 8, priority).tolist() == [0, 2]
     assert C.choose_columns(indptr, 72, 8, priority).tolist() == [0, 1, 2]
-    assert C.choose_columns(indptr, 10 ** 6, 8, priority).tolist() == [0, 1, 2, 4]
+    assert C.choose_columns(indptr, 10**6, 8, priority).tolist() == [0, 1, 2, 4]
     A = gs.Matrix.from_edge_index(torch.tensor([[0, 0, 0, 1], [1, 2, 3, 0]]), num_nodes=4)
     assert C.out_degrees(A.csc).tolist() == [3, 1, 0, 0]
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    ({"cache": 10}, ValueError, "cache: only used with placement='uva' or 'auto'"),
-    ({"placement": "device", "cache": 10}, ValueError, "cache: only used with"),
-    ({"placement": "uva", "cache": -1}, ValueError, "cache: must be >= 0 bytes"),
-    ({"placement": "uva", "cache": 1.5}, TypeError, "cache: must be an int"),
-    ({"placement": "auto", "cache": True}, TypeError, "cache: must be an int"),
-    ({"placement": "uva", "cache_priority": torch.ones(2000)}, ValueError,
-     "cache_priority: only used with cache="),
-    ({"placement": "uva", "cache": 10, "cache_priority": torch.ones(3)}, ValueError,
-     "cache_priority: expected a real tensor of shape \\(2000,\\)"),
-    ({"placement": "uva", "cache": 10, "cache_priority": -torch.ones(2000)}, ValueError,
-     "cache_priority: must be finite and >= 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"cache": 10}, ValueError, "cache: only used with placement='uva' or 'auto'"),
+        ({"placement": "device", "cache": 10}, ValueError, "cache: only used with"),
+        ({"placement": "uva", "cache": -1}, ValueError, "cache: must be >= 0 bytes"),
+        ({"placement": "uva", "cache": 1.5}, TypeError, "cache: must be an int"),
+        ({"placement": "auto", "cache": True}, TypeError, "cache: must be an int"),
+        (
+            {"placement": "uva", "cache_priority": torch.ones(2000)},
+            ValueError,
+            "cache_priority: only used with cache=",
+        ),
+        (
+            {"placement": "uva", "cache": 10, "cache_priority": torch.ones(3)},
+            ValueError,
+            "cache_priority: expected a real tensor of shape \\(2000,\\)",
+        ),
+        (
+            {"placement": "uva", "cache": 10, "cache_priority": -torch.ones(2000)},
+            ValueError,
+            "cache_priority: must be finite and >= 0",
+        ),
+    ],
+)
 def test_bad_cache_arguments_name_the_argument(small_graph, kwargs, error, match):
     with pytest.raises(error, match=match):
         small_graph.to("cuda", **kwargs)
@@ -95,7 +108,9 @@ def test_column_slicing_reads_cached_columns_from_the_cache(small_graph, dtype):
     others from the graph, and the counters add every column's edges and the cached ones'.
     The cache keeps the graph's index dtype (int32 here too), as the kernels read both alike."""
     from dataclasses import replace
+
     from gsample.backend.cuda import extract
+
     A = small_graph.csc
     A = replace(A, indptr=A.indptr.to(dtype), rows=A.rows.to(dtype))
     deg = A.indptr.diff()
@@ -103,10 +118,16 @@ def test_column_slicing_reads_cached_columns_from_the_cache(small_graph, dtype):
     index, ptr = gs.formats.gather_segments(A.indptr, cols)
     slot = torch.full((A.num_nodes,), -1, dtype=torch.int64)
     slot[cols] = ptr[:-1]
-    shift = 10 ** 6                                     # altered copies: visible when read
-    cache = C.GraphCache(slot, A.rows[index] + shift, A.eids[index] + shift, cols.numel(), 0,
-                         torch.zeros(2, dtype=torch.int64))
-    assert extract._cache(A, A.rows) is None                   # not registered yet
+    shift = 10**6  # altered copies: visible when read
+    cache = C.GraphCache(
+        slot,
+        A.rows[index] + shift,
+        A.eids[index] + shift,
+        cols.numel(),
+        0,
+        torch.zeros(2, dtype=torch.int64),
+    )
+    assert extract._cache(A, A.rows) is None  # not registered yet
     frontier = torch.tensor([cols[0], 7, cols[-1], 7, 1999, cols[0]])
     plain = extract.slice_cols(A, frontier)
     C._CACHES[A] = cache
@@ -131,12 +152,19 @@ def graphs():
     A = gs.datasets.rmat(60_000, 1_300_000, seed=2, weighted=True, device="cuda")
     n, E = A.num_nodes, A.num_edges
     head = 8 * (n + 1) + 8 * n
-    return {"device": A, "uva": A.to("cuda", placement="uva"),
-            "third": A.to("cuda", placement="uva", cache=head + 16 * E // 3),
-            "indptr": A.to("cuda", placement="uva", cache=8 * (n + 1)),
-            "all": A.to("cuda", placement="auto", budget=0, cache=head + 16 * E),
-            "presampled": A.to("cuda", placement="uva", cache=head + 16 * E // 3,
-                               cache_priority=torch.arange(n, 0, -1, device="cuda"))}
+    return {
+        "device": A,
+        "uva": A.to("cuda", placement="uva"),
+        "third": A.to("cuda", placement="uva", cache=head + 16 * E // 3),
+        "indptr": A.to("cuda", placement="uva", cache=8 * (n + 1)),
+        "all": A.to("cuda", placement="auto", budget=0, cache=head + 16 * E),
+        "presampled": A.to(
+            "cuda",
+            placement="uva",
+            cache=head + 16 * E // 3,
+            cache_priority=torch.arange(n, 0, -1, device="cuda"),
+        ),
+    }
 
 
 @pytest.mark.parametrize("dummy", [pytest.param(0, marks=cuda)])
@@ -150,7 +178,7 @@ def test_the_cache_holds_indptr_and_the_chosen_columns(graphs, dummy):
     assert cols.numel() == cache.columns > 0
     n = A.num_nodes
     rest = 16 * A.num_edges // 3
-    want = C.choose_columns(A.csc.indptr, rest, 16, C.out_degrees(A.csc))   # by out-degree
+    want = C.choose_columns(A.csc.indptr, rest, 16, C.out_degrees(A.csc))  # by out-degree
     assert torch.equal(cols.cpu(), want)
     assert torch.equal(C.out_degrees(H.csc), C.out_degrees(A.csc))
     index, ptr = gs.formats.gather_segments(A.csc.indptr, cols)
@@ -183,8 +211,9 @@ def _expected_reads(out, graph, cache, sliced):
     return reads, hits
 
 
-@pytest.mark.parametrize("mode", [pytest.param(m, marks=cuda)
-                                  for m in ("eager", "compiled", "super-batched")])
+@pytest.mark.parametrize(
+    "mode", [pytest.param(m, marks=cuda) for m in ("eager", "compiled", "super-batched")]
+)
 def test_graphsage_through_the_cache_samples_the_same_and_counts_its_reads(graphs, mode):
     fn = graphsage if mode == "eager" else gs.compile(graphsage, backend="cuda")
     sampler = functools.partial(fn, fanouts=(25, 10))
@@ -205,8 +234,11 @@ def test_graphsage_through_the_cache_samples_the_same_and_counts_its_reads(graph
             G.cache.reset()
             assert_same(_epoch(G, sampler, **kw), want)
             s = G.cache.stats()
-            expect = {"indptr": 0, "all": reads}.get(name) if name != "presampled" else \
-                _expected_reads(got, graphs["device"], G.cache, mode == "eager")[1]
+            expect = (
+                {"indptr": 0, "all": reads}.get(name)
+                if name != "presampled"
+                else _expected_reads(got, graphs["device"], G.cache, mode == "eager")[1]
+            )
             assert s["reads"] == reads and s["hits"] == expect
     H.cache.reset()
     assert H.cache.stats()["reads"] == 0 and np.isnan(H.cache.stats()["hit_rate"])
@@ -216,10 +248,11 @@ def test_graphsage_through_the_cache_samples_the_same_and_counts_its_reads(graph
 def test_walks_and_ladies_read_the_cached_graph_alike(graphs, dummy):
     A, H = graphs["device"], graphs["third"]
     with gs.use_backend("cuda"):
-        walker = gs.compile(lambda G, seeds: G.random_walk(seeds, 20, p=2.0, q=0.5),
-                            backend="cuda")
+        walker = gs.compile(lambda G, seeds: G.random_walk(seeds, 20, p=2.0, q=0.5), backend="cuda")
         assert_same(_epoch(H, walker, batches=3), _epoch(A, walker, batches=3))
     ladies = example("ladies")
     sampler = functools.partial(gs.compile(ladies.ladies, backend="cuda"), layers=(500, 500))
-    assert_same(_epoch(ladies.normalize(H), sampler, batches=3),
-                _epoch(ladies.normalize(A), sampler, batches=3))
+    assert_same(
+        _epoch(ladies.normalize(H), sampler, batches=3),
+        _epoch(ladies.normalize(A), sampler, batches=3),
+    )

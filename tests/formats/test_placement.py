@@ -7,14 +7,15 @@ graph, forced onto UVA by a budget: GraphSAGE [25, 10] (eager and compiled, both
 super-batched), LADIES (values hoisted from the graph), and walks (uniform, weighted through
 alias tables, node2vec, PPR).
 """
+
 import functools
 
 import pytest
 import torch
+from helpers import assert_same, example, graphsage
 
 import gsample as gs
 from gsample.formats import placement as P
-from helpers import assert_same, example, graphsage
 
 cuda = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
 
@@ -23,7 +24,7 @@ cuda = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reas
 def test_a_matrix_knows_its_placement(small_graph):
     assert small_graph.placement == "device"
     assert "placement='device'" in repr(small_graph)
-    assert small_graph.to("cpu", placement="auto").placement == "device"   # nothing to choose
+    assert small_graph.to("cpu", placement="auto").placement == "device"  # nothing to choose
     B = small_graph.to("cpu", placement="device")
     assert torch.equal(B.csc.rows, small_graph.csc.rows)
 
@@ -43,29 +44,35 @@ def test_the_auto_rule_keeps_a_graph_on_the_device_while_it_takes_half_the_budge
     assert P.DEVICE_SHARE == 0.5
 
 
-@pytest.mark.parametrize("device, kwargs, error, match", [
-    ("cpu", {"placement": "host"}, ValueError, "placement: must be one of"),
-    ("cpu", {"placement": None}, ValueError, "placement: must be one of"),
-    ("cpu", {"placement": "uva"}, ValueError, "placement: 'uva' .* device must be a CUDA"),
-    ("cpu", {"placement": "auto", "budget": -1}, ValueError, "budget: must be >= 0"),
-    ("cpu", {"placement": "auto", "budget": 1.5}, TypeError, "budget: must be an int"),
-    ("cpu", {"placement": "auto", "budget": True}, TypeError, "budget: must be an int"),
-    ("cpu", {"placement": "uva", "budget": 10}, ValueError, "budget: only used with"),
-    ("cpu", {"budget": 10}, ValueError, "budget: only used with"),
-    ("tpu:0", {"placement": "device"}, ValueError, "device: "),
-    ("cuda:x", {"placement": "uva"}, ValueError, "device: "),
-])
+@pytest.mark.parametrize(
+    "device, kwargs, error, match",
+    [
+        ("cpu", {"placement": "host"}, ValueError, "placement: must be one of"),
+        ("cpu", {"placement": None}, ValueError, "placement: must be one of"),
+        ("cpu", {"placement": "uva"}, ValueError, "placement: 'uva' .* device must be a CUDA"),
+        ("cpu", {"placement": "auto", "budget": -1}, ValueError, "budget: must be >= 0"),
+        ("cpu", {"placement": "auto", "budget": 1.5}, TypeError, "budget: must be an int"),
+        ("cpu", {"placement": "auto", "budget": True}, TypeError, "budget: must be an int"),
+        ("cpu", {"placement": "uva", "budget": 10}, ValueError, "budget: only used with"),
+        ("cpu", {"budget": 10}, ValueError, "budget: only used with"),
+        ("tpu:0", {"placement": "device"}, ValueError, "device: "),
+        ("cuda:x", {"placement": "uva"}, ValueError, "device: "),
+    ],
+)
 def test_bad_placement_arguments_name_the_argument(small_graph, device, kwargs, error, match):
     with pytest.raises(error, match=match):
         small_graph.to(device, **kwargs)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error without CUDA")
-@pytest.mark.parametrize("placement, match", [
-    ("uva", "placement='uva': pinning host memory for a GPU to read \\(UVA\\) needs CUDA"),
-    ("auto", "device: cuda needs a CUDA GPU"),
-    ("device", "device: cuda needs a CUDA GPU"),
-])
+@pytest.mark.parametrize(
+    "placement, match",
+    [
+        ("uva", "placement='uva': pinning host memory for a GPU to read \\(UVA\\) needs CUDA"),
+        ("auto", "device: cuda needs a CUDA GPU"),
+        ("device", "device: cuda needs a CUDA GPU"),
+    ],
+)
 def test_without_cuda_pinning_raises_a_clear_error(small_graph, placement, match):
     with pytest.raises(RuntimeError, match=match):
         small_graph.to("cuda", placement=placement)
@@ -84,7 +91,7 @@ def graphs():
     """``(device-resident, UVA)`` copies of one graph of 2**20+ edges (the CUDA backend reads
     a device graph that large through int32 copies, a UVA one in place), weighted."""
     A = gs.datasets.rmat(60_000, 1_300_000, seed=2, weighted=True, device="cuda")
-    budget = P.graph_bytes(A.csc)                   # pretend a GPU the graph does not fit
+    budget = P.graph_bytes(A.csc)  # pretend a GPU the graph does not fit
     H = A.to("cuda", placement="auto", budget=budget)
     return A, H
 
@@ -97,7 +104,7 @@ def test_uva_arrays_stay_in_pinned_host_memory(graphs, dummy):
     for name in ("indptr", "rows", "values", "eids"):
         mapped, dev = getattr(H.csc, name), getattr(A.csc, name)
         assert P.is_mapped(mapped) and P.host_of(mapped).is_pinned(), name
-        assert torch.equal(mapped, dev), name               # read by device kernels
+        assert torch.equal(mapped, dev), name  # read by device kernels
     torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()
     again = A.to("cuda", placement="uva")
@@ -134,9 +141,17 @@ def test_graphsage_on_uva_equals_the_device_graph(graphs, backend, mode):
 
 
 @pytest.mark.parametrize("backend", [pytest.param(b, marks=cuda) for b in ("torch", "cuda")])
-@pytest.mark.parametrize("walk", [
-    {}, {"p": 2.0, "q": 0.5}, {"stop_prob": 0.15}, {"restart_prob": 0.2, "jump_prob": 0.1},
-    {"probs": "weight"}, {"probs": "degree"}])
+@pytest.mark.parametrize(
+    "walk",
+    [
+        {},
+        {"p": 2.0, "q": 0.5},
+        {"stop_prob": 0.15},
+        {"restart_prob": 0.2, "jump_prob": 0.1},
+        {"probs": "weight"},
+        {"probs": "degree"},
+    ],
+)
 def test_walks_on_uva_equal_the_device_graph(graphs, backend, walk):
     """Weighted walks read alias tables: built once per graph (compiled: hoisted by the
     pre-processing pass, "degree" from whole-graph sums), kept in host memory for UVA."""
@@ -148,6 +163,7 @@ def test_walks_on_uva_equal_the_device_graph(graphs, backend, walk):
         if "probs" in kw:
             return biased(G, seeds, 20, bias=kw["probs"])
         return G.random_walk(seeds, 20, **kw)
+
     with gs.use_backend(backend):
         assert_same(_epoch(H, walker, batches=3), _epoch(A, walker, batches=3))
         compiled = gs.compile(walker, backend=backend)
@@ -160,5 +176,5 @@ def test_ladies_on_uva_equals_the_device_graph(graphs, dummy):
     ladies = example("ladies")
     sampler = functools.partial(gs.compile(ladies.ladies, backend="cuda"), layers=(500, 500))
     An, Hn = ladies.normalize(A), ladies.normalize(H)
-    assert Hn.placement == "uva"            # its structure: the UVA graph's, in host memory
+    assert Hn.placement == "uva"  # its structure: the UVA graph's, in host memory
     assert_same(_epoch(Hn, sampler, batches=3), _epoch(An, sampler, batches=3))

@@ -1,11 +1,12 @@
 """A replayed CUDA graph's results: their counts and flags read from its pinned copy, and
 their trim planned once (packed by the graph, or not), equal to ``trim_copies`` (CPU
 tensors stand in for the graph's buffers)."""
+
 import torch
+from test_bounded import _bounded, _fields
 
 from gsample.formats.bounded import BoundedIds, counts, trim_copies, trim_parts
 from gsample.formats.replayed import Replayed, counted, pack_groups, packable
-from test_bounded import _bounded, _fields
 
 
 class _Ended:
@@ -33,9 +34,9 @@ def test_a_replayed_graphs_trim_planned_once_equals_trim_copies():
     values = (ids, b, plain, t, "x")
     r = _replayed(values, [flag])
     plan = r.plan(values, [flag])
-    assert plan is r.plan(values, [flag])                       # remembered
+    assert plan is r.plan(values, [flag])  # remembered
     sizes, hits = plan.read(r)
-    assert sorted(sizes) == [2, 3, 3] and hits == [0]          # (in the plan's order)
+    assert sorted(sizes) == [2, 3, 3] and hits == [0]  # (in the plan's order)
     got = plan.copies(sizes)
     want = trim_copies(list(values), [[3], [3, 2], [], [], []])
     assert got[0].tolist() == want[0].tolist() == [3, 1, 4]
@@ -49,7 +50,7 @@ def test_a_replayed_graphs_trim_planned_once_equals_trim_copies():
     got = plan.copies(sizes)
     assert got[0].tolist() == [9, 8, 7, 6, 5]
     assert _fields(got[1])[:2] == [[0, 2], [0]] and _fields(got[1])[3] == [1]
-    r.host[3] = 1                                                # the flag set
+    r.host[3] = 1  # the flag set
     assert plan.read(r)[1] == [1]
 
 
@@ -61,8 +62,9 @@ def test_a_replayed_graphs_trim_is_not_planned_for_values_not_its_own():
     other = BoundedIds(torch.tensor([3, 1, 4]), torch.tensor([2]))
     assert r.plan((other,), []) is None and r.plan((ids,), [torch.tensor(True)]) is None
     assert not r.plans
-    blind = Replayed(torch.zeros(1, dtype=torch.int64), [torch.tensor([0])], [ids],
-                     done=_Ended())                              # ids' count not copied out
+    blind = Replayed(
+        torch.zeros(1, dtype=torch.int64), [torch.tensor([0])], [ids], done=_Ended()
+    )  # ids' count not copied out
     assert blind.plan((ids,), []) is None
 
 
@@ -72,8 +74,12 @@ def _packed(values):
     parts = counted(values, trim_parts(values)[0])
     buffers = []
     for dtype, idx in pack_groups(parts):
-        used = [parts[i][0][:(0 if parts[i][1] is None else int(parts[i][1].reshape(-1)[0]))
-                            + parts[i][2]] for i in idx]
+        used = [
+            parts[i][0][
+                : (0 if parts[i][1] is None else int(parts[i][1].reshape(-1)[0])) + parts[i][2]
+            ]
+            for i in idx
+        ]
         cap = sum(parts[i][0].numel() for i in idx)
         flat = torch.cat(used)
         buffers.append(torch.cat([flat, torch.full((cap - flat.numel(),), 99, dtype=dtype)]))
@@ -89,11 +95,15 @@ def test_a_packed_replay_is_copied_out_in_one_copy_a_dtype_and_equals_trim_copie
     b, t = _bounded(), torch.arange(6.0)
     values = (b, ids, t, "x")
     parts = counted(values, trim_parts(values)[0])
-    assert packable(parts) and [d for d, _ in pack_groups(parts)] == [torch.int64,
-                                                                      torch.float32]
+    assert packable(parts) and [d for d, _ in pack_groups(parts)] == [torch.int64, torch.float32]
     buffers = _packed(values)
-    r = Replayed(_replayed(values).pinned, [c for v in values for c in counts(v)],
-                 values, done=_Ended(), packed=(values, buffers))
+    r = Replayed(
+        _replayed(values).pinned,
+        [c for v in values for c in counts(v)],
+        values,
+        done=_Ended(),
+        packed=(values, buffers),
+    )
     plan = r.plan(values, [])
     assert plan.groups is not None and [g[0] for g in plan.groups] == buffers
     got = plan.copies(plan.read(r)[0])
@@ -101,9 +111,10 @@ def test_a_packed_replay_is_copied_out_in_one_copy_a_dtype_and_equals_trim_copie
     assert _fields(got[0]) == _fields(want[0]) and got[1].tolist() == [3, 1, 4]
     assert torch.equal(got[2], t) and got[3] == "x"
     assert {g.untyped_storage().data_ptr() for g in (got[0].rows, got[1], got[2])}.isdisjoint(
-        {buf.untyped_storage().data_ptr() for buf in buffers})
-    other = r.plan((ids, b), [])                  # not the packed values: the usual copy
+        {buf.untyped_storage().data_ptr() for buf in buffers}
+    )
+    other = r.plan((ids, b), [])  # not the packed values: the usual copy
     assert other.groups is None
     assert other.copies(other.read(r)[0])[0].tolist() == [3, 1, 4]
     flat = torch.zeros(2, 3)
-    assert not packable(counted([flat], trim_parts([flat])[0]))      # 2-D: not packed
+    assert not packable(counted([flat], trim_parts([flat])[0]))  # 2-D: not packed

@@ -1,13 +1,13 @@
 """The IR graph: the verifier catches every broken invariant, and the three printers show
 every node (``format_lines``, ``format_table``, ``to_dot``)."""
+
 import re
 
 import pytest
 import torch
 
 import gsample as gs
-from gsample.ir import (Graph, Kind, Op, Ref, VerifyError, format_lines, format_table, info,
-                        to_dot)
+from gsample.ir import Graph, Kind, Op, Ref, VerifyError, format_lines, format_table, info, to_dot
 
 
 def sampler_graph() -> Graph:
@@ -18,11 +18,15 @@ def sampler_graph() -> Graph:
     sub = g.add(Op.SLICE_COLS, {"A": A, "cols": seeds})
     sq = g.add(Op.EDGE_MAP, {"A": sub}, {"op": "pow", "reverse": False, "scalar": 2})
     p = g.add(Op.VALUES, {"A": sq})
-    s = g.add(Op.INDIVIDUAL_SAMPLE, {"A": sub, "probs": p},
-              {"k": 2, "replace": False, "ordinal": 0})
+    s = g.add(
+        Op.INDIVIDUAL_SAMPLE, {"A": sub, "probs": p}, {"k": 2, "replace": False, "ordinal": 0}
+    )
     nodes = g.add(Op.ALL_NODES, {"A": s})
-    t = g.add(Op.INDIVIDUAL_SAMPLE, {"A": g.add(Op.SLICE_COLS, {"A": A, "cols": nodes})},
-              {"k": 1, "replace": True, "ordinal": 1})
+    t = g.add(
+        Op.INDIVIDUAL_SAMPLE,
+        {"A": g.add(Op.SLICE_COLS, {"A": A, "cols": nodes})},
+        {"k": 1, "replace": True, "ordinal": 1},
+    )
     g.num_random = 2
     g.add(Op.OUTPUT, {"0": s, "1": t}, {"template": [Ref("0"), Ref("1")]})
     return g
@@ -41,13 +45,13 @@ def test_a_well_formed_graph_verifies():
 
 def test_a_copy_of_a_copy_never_reuses_a_name():
     g = sampler_graph()
-    for _ in range(3):                     # as a pass adding nodes on each optimize() copy
+    for _ in range(3):  # as a pass adding nodes on each optimize() copy
         g = g.copy()
         A, seeds = g.nodes[0], g.nodes[1]
         first = g.add(Op.SLICE_COLS, {"A": A, "cols": seeds}, before=g.output)
         g.add(Op.SLICE_COLS, {"A": A, "cols": seeds}, before=g.output)
         g.verify()
-        g.remove([first])                  # the graph grows by one node, its names by two
+        g.remove([first])  # the graph grows by one node, its names by two
         g.verify()
     names = [n.name for n in g.nodes]
     assert len(names) == len(set(names))
@@ -58,7 +62,8 @@ def test_traced_graphs_verify():
 
     def fn(A, seeds):
         sub = A[:, seeds]
-        return sub.collective_sample(3, node_probs=(sub ** 2).sum(axis=1)).edges()
+        return sub.collective_sample(3, node_probs=(sub**2).sum(axis=1)).edges()
+
     gs.compile(fn, passes=[]).program(A, torch.arange(4)).verify()
 
 
@@ -67,7 +72,7 @@ def test_use_before_def():
     g = sampler_graph()
     sub = find(g, Op.SLICE_COLS)
     g.nodes.remove(sub)
-    g.nodes.insert(len(g.nodes) - 1, sub)           # defined after its users
+    g.nodes.insert(len(g.nodes) - 1, sub)  # defined after its users
     with pytest.raises(VerifyError, match="is not defined before it"):
         g.verify()
 
@@ -88,7 +93,7 @@ def test_missing_required_input():
 
 def test_optional_input_may_be_absent():
     g = sampler_graph()
-    del find(g, Op.INDIVIDUAL_SAMPLE).inputs["probs"]          # "probs?" is optional
+    del find(g, Op.INDIVIDUAL_SAMPLE).inputs["probs"]  # "probs?" is optional
     g.verify()
 
 
@@ -127,7 +132,7 @@ def test_random_op_without_ordinal_and_ordinal_out_of_range():
 
 def test_output_not_last():
     g = sampler_graph()
-    g.nodes.append(g.nodes.pop(-2))                   # the second sample after the output
+    g.nodes.append(g.nodes.pop(-2))  # the second sample after the output
     with pytest.raises(VerifyError, match="OUTPUT|not defined"):
         g.verify()
     g = sampler_graph()
@@ -148,7 +153,7 @@ def test_empty_graph_and_duplicate_names_and_kinds():
     with pytest.raises(VerifyError, match="duplicate node name"):
         g.verify()
     g = sampler_graph()
-    find(g, Op.ALL_NODES).inputs["A"] = find(g, Op.VALUES)       # a tensor where A goes
+    find(g, Op.ALL_NODES).inputs["A"] = find(g, Op.VALUES)  # a tensor where A goes
     with pytest.raises(VerifyError, match="input A must be a matrix"):
         g.verify()
 
@@ -188,14 +193,15 @@ def test_table_has_a_row_per_node_with_step_and_effect():
 
 
 _DOT_LINE = re.compile(
-    r'^  ("[^"]+") \[label="[^"]*"(, style=filled, fillcolor="#[0-9a-f]{6}")?\];$'   # node
-    r'|^  ("[^"]+") -> ("[^"]+") \[label="[^"]*"\];$'                                 # edge
-    r'|^  node \[[^\]]*\];$')
+    r'^  ("[^"]+") \[label="[^"]*"(, style=filled, fillcolor="#[0-9a-f]{6}")?\];$'  # node
+    r'|^  ("[^"]+") -> ("[^"]+") \[label="[^"]*"\];$'  # edge
+    r"|^  node \[[^\]]*\];$"
+)
 
 
 def test_dot_is_valid_looking_graphviz_with_every_node_and_edge():
     g = sampler_graph()
-    g.nodes[0].attrs["name"] = 'quo"ted'                 # quotes must not break the label
+    g.nodes[0].attrs["name"] = 'quo"ted'  # quotes must not break the label
     dot = to_dot(g, name="sampler")
     lines = dot.splitlines()
     assert lines[0] == 'digraph "sampler" {' and lines[-1] == "}"
@@ -220,6 +226,7 @@ def test_printers_show_tensor_constants_programs_and_dense_functions():
 
     def fn(A, seeds):
         return torch.softmax(A[:, seeds].sum(axis=0) * torch.ones(4), dim=0)
+
     g = gs.compile(fn, passes=[]).program(A, torch.arange(4))
     for text in (format_lines(g), format_table(g), to_dot(g)):
         for n in g.nodes:
@@ -227,11 +234,19 @@ def test_printers_show_tensor_constants_programs_and_dense_functions():
         assert "softmax" in text
 
 
-@pytest.mark.parametrize("fn, in_place", [
-    (__import__("operator").and_, False), (__import__("operator").or_, False),
-    (__import__("operator").iand, True), (__import__("operator").iadd, True),
-    (torch.relu_, True), (torch.relu, False), (("method", "add_"), True),
-    (("method", "add"), False)])
+@pytest.mark.parametrize(
+    "fn, in_place",
+    [
+        (__import__("operator").and_, False),
+        (__import__("operator").or_, False),
+        (__import__("operator").iand, True),
+        (__import__("operator").iadd, True),
+        (torch.relu_, True),
+        (torch.relu, False),
+        (("method", "add_"), True),
+        (("method", "add"), False),
+    ],
+)
 def test_dense_code_written_in_place(fn, in_place):
     """``a & b`` traces to ``operator.and_`` (pure: its name's trailing "_" is not torch's
     in-place mark); ``a &= b`` to ``operator.iand``; ``x.add_()`` and ``torch.relu_`` write."""

@@ -1,5 +1,6 @@
 """The op table declares each op once: effect, ECSF step, inputs and their alignment,
 attributes, checks, size rules and capture; backends declare the layouts they run."""
+
 import pytest
 
 import gsample.ir as ir
@@ -14,16 +15,23 @@ def test_every_op_has_one_definition_and_a_torch_implementation():
     sparse_ops = {op for op in ir.Op if ir.info(op).step is not ir.Step.GRAPH}
     torch_be = get_backend("torch")
     assert {op for op, _ in torch_be.impls} == sparse_ops
-    assert all(torch_be.impl(op, "csc") is not None for op in sparse_ops), \
+    assert all(torch_be.impl(op, "csc") is not None for op in sparse_ops), (
         "the reference runs every op on CSC"
+    )
 
 
 def test_only_select_ops_are_random():
     random = {op for op, d in ir.OPS.items() if d.effect is ir.Effect.RANDOM}
-    assert random == {ir.Op.INDIVIDUAL_SAMPLE, ir.Op.COLLECTIVE_SAMPLE,
-                      ir.Op.SLICE_INDIVIDUAL_SAMPLE, ir.Op.SLICE_COLLECTIVE_SAMPLE,
-                      ir.Op.RANDOM_WALK, ir.Op.RANDOM_UNIFORM, ir.Op.RANDOM_COUNT,
-                      ir.Op.FUSED_WALK}
+    assert random == {
+        ir.Op.INDIVIDUAL_SAMPLE,
+        ir.Op.COLLECTIVE_SAMPLE,
+        ir.Op.SLICE_INDIVIDUAL_SAMPLE,
+        ir.Op.SLICE_COLLECTIVE_SAMPLE,
+        ir.Op.RANDOM_WALK,
+        ir.Op.RANDOM_UNIFORM,
+        ir.Op.RANDOM_COUNT,
+        ir.Op.FUSED_WALK,
+    }
     assert all(ir.info(op).step is ir.Step.SELECT for op in random)
 
 
@@ -50,6 +58,7 @@ def test_capture_maps_come_from_the_definitions():
     assert ir.PROPERTIES["T"] is ir.Op.TRANSPOSE
     # every Matrix method the tracer maps exists on gs.Matrix
     import gsample as gs
+
     assert all(hasattr(gs.Matrix, m) for m in ir.METHODS)
     assert all(hasattr(gs.Matrix, p) for p in ir.PROPERTIES)
 

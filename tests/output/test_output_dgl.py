@@ -2,6 +2,7 @@
 most tests inject a minimal fake ``dgl`` that records what ``create_block`` and ``graph`` are
 called with (DGL's documented API) and check those arguments; the last test runs real DGL
 where it imports."""
+
 import functools
 import itertools
 import sys
@@ -29,10 +30,17 @@ def fake_dgl(monkeypatch):
     dgl.NID, dgl.EID = "_ID", "_ID"
     dgl.calls = []
 
-    def create_block(data_dict, num_src_nodes=None, num_dst_nodes=None, idtype=None,
-                     device=None, node_count_check=True):
-        block = FakeGraph("block", data_dict, num_src_nodes=num_src_nodes,
-                          num_dst_nodes=num_dst_nodes)
+    def create_block(
+        data_dict,
+        num_src_nodes=None,
+        num_dst_nodes=None,
+        idtype=None,
+        device=None,
+        node_count_check=True,
+    ):
+        block = FakeGraph(
+            "block", data_dict, num_src_nodes=num_src_nodes, num_dst_nodes=num_dst_nodes
+        )
         dgl.calls.append(block)
         return block
 
@@ -55,27 +63,29 @@ def edge_table(A):
 
 @pytest.mark.parametrize("name", ["graphsage", "ladies"])
 def test_blocks_as_create_block_arguments(name, fake_dgl, small_graph):
-    fn = {"graphsage": functools.partial(example("graphsage").graphsage, fanouts=(5, 4)),
-          "ladies": functools.partial(example("ladies").ladies, layers=(100, 100))}[name]
+    fn = {
+        "graphsage": functools.partial(example("graphsage").graphsage, fanouts=(5, 4)),
+        "ladies": functools.partial(example("ladies").ladies, layers=(100, 100)),
+    }[name]
     A = example("ladies").normalize(small_graph) if name == "ladies" else small_graph
     seeds = torch.arange(0, 2000, 37)
     gs.manual_seed(0)
     mats = fn(A, seeds)
     X, y = torch.randn(2000, 3), torch.arange(2000)
     blocks = gs.Batch(seeds, 0, mats).to_dgl(x=X, y=y)
-    assert blocks == fake_dgl.calls[::-1]             # DGL's order: the input layer first
+    assert blocks == fake_dgl.calls[::-1]  # DGL's order: the input layer first
     src_of, dst_of = edge_table(A)
     for block, m in zip(blocks[::-1], mats):
-        u, v = block.edges                            # (U, V): local source -> destination
+        u, v = block.edges  # (U, V): local source -> destination
         src, dst = block.srcdata["_ID"], block.dstdata["_ID"]
         assert block.kwargs == {"num_src_nodes": src.numel(), "num_dst_nodes": dst.numel()}
-        assert torch.equal(dst, m.col_ids)                       # the frontier
-        assert torch.equal(src[:dst.numel()], dst)               # destinations first
+        assert torch.equal(dst, m.col_ids)  # the frontier
+        assert torch.equal(src[: dst.numel()], dst)  # destinations first
         assert torch.equal(src, m.all_nodes())
         e = block.edata["_ID"]
         assert torch.equal(src[u], src_of[e]) and torch.equal(dst[v], dst_of[e])
         assert torch.equal(block.edata["edge_weight"], m.values)
-    for outer, inner in itertools.pairwise(blocks):               # layers chain
+    for outer, inner in itertools.pairwise(blocks):  # layers chain
         assert torch.equal(outer.dstdata["_ID"], inner.srcdata["_ID"])
     assert torch.equal(blocks[-1].dstdata["_ID"], seeds)
     assert torch.equal(blocks[0].srcdata["feat"], X[blocks[0].srcdata["_ID"]])
@@ -88,7 +98,7 @@ def test_pyg_style_blocks_are_refused(fake_dgl, small_graph):
     mats = example("graphsage_pyg").graphsage_pyg(small_graph, seeds, (5, 4))
     with pytest.raises(ValueError, match="batch.out: block 1's columns"):
         gs.Batch(seeds, 0, mats).to_dgl()
-    assert fake_dgl.calls == []                       # checked before any DGL call
+    assert fake_dgl.calls == []  # checked before any DGL call
 
 
 def test_induced_subgraph_as_dgl_graph(fake_dgl, small_graph):
@@ -96,15 +106,15 @@ def test_induced_subgraph_as_dgl_graph(fake_dgl, small_graph):
     gs.manual_seed(0)
     out = example("shadow").shadow(small_graph, seeds, (5, 5))
     g = gs.Batch(seeds, 0, out).to_dgl()
-    s = pyg_sample(out, seeds)                  # the same nodes and edges as to_pyg
+    s = pyg_sample(out, seeds)  # the same nodes and edges as to_pyg
     assert g.kind == "graph" and g.kwargs == {"num_nodes": s.node.numel()}
     assert torch.equal(g.edges[0], s.row) and torch.equal(g.edges[1], s.col)
     assert torch.equal(g.ndata["_ID"], s.node) and torch.equal(g.edata["_ID"], s.edge)
-    assert torch.equal(s.node[:len(seeds)], seeds)
+    assert torch.equal(s.node[: len(seeds)], seeds)
 
 
 def test_without_dgl_the_error_says_why(monkeypatch, small_graph):
-    monkeypatch.setitem(sys.modules, "dgl", None)           # import dgl raises ImportError
+    monkeypatch.setitem(sys.modules, "dgl", None)  # import dgl raises ImportError
     seeds = torch.arange(8)
     gs.manual_seed(0)
     batch = gs.Batch(seeds, 0, example("graphsage").graphsage(small_graph, seeds, (3,)))
@@ -122,7 +132,7 @@ def test_real_dgl(small_graph):
     for block, m in zip(blocks[::-1], mats):
         assert block.num_dst_nodes() == m.shape[1] and block.num_edges() == m.num_edges
         src = block.srcdata[dgl.NID]
-        assert torch.equal(src[:block.num_dst_nodes()], block.dstdata[dgl.NID])
+        assert torch.equal(src[: block.num_dst_nodes()], block.dstdata[dgl.NID])
         u, v, e = block.edges(form="all", order="eid")
         r, c, eid = m.edges()
         assert torch.equal(src[u], r) and torch.equal(block.dstdata[dgl.NID][v], c)
@@ -134,6 +144,7 @@ def test_real_dgl_layers_run_on_the_blocks(small_graph):
     sampled edges by hand (destinations read their own features at ``h[:num_dst]``)."""
     dgl = pytest.importorskip("dgl", exc_type=ImportError)
     from dgl.nn import SAGEConv
+
     seeds = torch.arange(0, 2000, 37)
     gs.manual_seed(0)
     mats = example("graphsage").graphsage(small_graph, seeds, (4, 3))
@@ -150,7 +161,7 @@ def test_real_dgl_layers_run_on_the_blocks(small_graph):
         for j, v in enumerate(m.col_ids.tolist()):
             nbrs = r[m.csc.edge_cols() == j].tolist()
             mean = torch.stack([ref[u] for u in nbrs]).mean(0) if nbrs else torch.zeros(5)
-            bias = getattr(conv, "bias", None)             # a parameter in some versions
+            bias = getattr(conv, "bias", None)  # a parameter in some versions
             new[v] = conv.fc_self(ref[v]) + conv.fc_neigh(mean) + (0 if bias is None else bias)
         ref = new
         torch.testing.assert_close(h, torch.stack([ref[v] for v in m.col_ids.tolist()]))

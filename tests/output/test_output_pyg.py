@@ -1,6 +1,7 @@
 """``Batch.to_pyg`` / ``to_sampler_output`` (``gsample/output/pyg.py``): the mapping of every
 sampler shape onto PyG's node-level mini-batch, checked against the graph's edge table, PyG's
 ``trim_to_layer`` and a PyG model, and the no-double-counting rule over a Cora epoch."""
+
 import functools
 
 import numpy as np
@@ -72,7 +73,7 @@ def test_no_message_twice_over_a_cora_epoch(name):
         assert key.unique().numel() == key.numel(), f"batch {batch.index}: a message repeats"
         src, dst = data.n_id[data.edge_index]
         assert torch.equal(src_of[data.e_id], src) and torch.equal(dst_of[data.e_id], dst)
-        assert torch.equal(data.n_id[:data.batch_size], batch.seeds)
+        assert torch.equal(data.n_id[: data.batch_size], batch.seeds)
         assert torch.equal(data.x, x[data.n_id]) and torch.equal(data.y, y[data.n_id])
         total += key.numel()
     assert total > 1000
@@ -100,7 +101,7 @@ def check_hops(data):
     edges = np.concatenate([[0], np.cumsum(data.num_sampled_edges)])
     assert nodes[-1] == data.num_nodes and edges[-1] == data.edge_index.shape[1]
     for h in range(1, len(data.num_sampled_nodes)):
-        hop = data.edge_index[:, edges[h - 1]:edges[h]]
+        hop = data.edge_index[:, edges[h - 1] : edges[h]]
         assert bool((hop[1] < nodes[h - 1]).all()) and bool((hop[0] < nodes[h]).all())
 
 
@@ -112,7 +113,7 @@ def test_blocks_follow_pyg_hop_layout(name, small_graph, device):
     batch = gs.Batch(seeds.to(device), 0, samplers()[name](A, seeds.to(device)))
     data = batch.to_pyg()
     assert data.edge_index.device.type == device.type and data.batch_size == 64
-    assert data.n_id.unique().numel() == data.num_nodes             # each node once
+    assert data.n_id.unique().numel() == data.num_nodes  # each node once
     check_hops(data)
     src_of, dst_of = edge_table(A)
     assert torch.equal(src_of[data.e_id], data.n_id[data.edge_index[0]])
@@ -138,8 +139,8 @@ def test_dgl_style_blocks_keep_exactly_the_first_sample_of_each_node(small_graph
     assert torch.equal(s.edge, torch.cat([e0, e1[new]]))
     assert torch.equal(s.node[s.col], torch.cat([c0, c1[new]]))
     # hop-1 nodes, ascending: exactly block 0's new rows (= block 1's new columns)
-    hop1 = s.node[len(seeds):len(seeds) + s.num_sampled_nodes[1]]
-    assert torch.equal(hop1, blocks[1].col_ids[len(seeds):])
+    hop1 = s.node[len(seeds) : len(seeds) + s.num_sampled_nodes[1]]
+    assert torch.equal(hop1, blocks[1].col_ids[len(seeds) :])
 
 
 def test_pyg_style_blocks_keep_every_sampled_edge(small_graph):
@@ -149,9 +150,9 @@ def test_pyg_style_blocks_keep_every_sampled_edge(small_graph):
     s = pyg_sample(blocks, seeds)
     assert torch.equal(s.edge, torch.cat([m.edges()[2] for m in blocks]))
     offsets = np.cumsum(s.num_sampled_nodes)
-    for h, m in enumerate(blocks):       # hop h's new nodes are block h + 1's columns
+    for h, m in enumerate(blocks):  # hop h's new nodes are block h + 1's columns
         if h + 1 < len(blocks):
-            assert torch.equal(s.node[offsets[h]:offsets[h + 1]], blocks[h + 1].col_ids)
+            assert torch.equal(s.node[offsets[h] : offsets[h + 1]], blocks[h + 1].col_ids)
 
 
 def test_layer_wise_weights_become_edge_weight(small_graph):
@@ -184,7 +185,7 @@ def test_trim_to_layer_gives_the_seeds_the_same_output(small_graph):
             x, ei, _ = trim_to_layer(i, data.num_sampled_nodes, data.num_sampled_edges, x, ei)
             x = conv(x, ei).relu()
         assert x.shape[0] >= data.batch_size
-        torch.testing.assert_close(x[:data.batch_size], full[:data.batch_size])
+        torch.testing.assert_close(x[: data.batch_size], full[: data.batch_size])
 
 
 def test_induced_subgraph(small_graph):
@@ -196,9 +197,11 @@ def test_induced_subgraph(small_graph):
     assert "num_sampled_nodes" not in data
     src_of, dst_of = edge_table(small_graph)
     inside = torch.isin(src_of, nodes) & torch.isin(dst_of, nodes)
-    assert torch.equal(data.e_id.sort().values, inside.nonzero().view(-1))   # every edge once
+    assert torch.equal(data.e_id.sort().values, inside.nonzero().view(-1))  # every edge once
     assert torch.equal(data.n_id[data.edge_index[0]], src_of[data.e_id])
-    assert torch.equal(data.edge_weight, small_graph.values[torch.argsort(small_graph.edges()[2])][data.e_id])
+    assert torch.equal(
+        data.edge_weight, small_graph.values[torch.argsort(small_graph.edges()[2])][data.e_id]
+    )
     out = gs.Batch(seeds, 0, (sub, nodes)).to_sampler_output()
     assert out.num_sampled_nodes is None
 
@@ -211,7 +214,7 @@ def test_features_from_the_batch_or_a_callable(small_graph):
     batch.features, batch.labels = X, (lambda ids: y[ids] * 2)
     data = batch.to_pyg()
     assert torch.equal(data.x, X[data.n_id]) and torch.equal(data.y, 2 * y[data.n_id])
-    assert torch.equal(batch.to_pyg(x=-X).x, -X[data.n_id])         # an argument wins
+    assert torch.equal(batch.to_pyg(x=-X).x, -X[data.n_id])  # an argument wins
 
 
 def test_bad_input_names_the_argument(small_graph):

@@ -1,15 +1,16 @@
 """The alias-table pass: weights of the graph alone get a CACHED alias table (offline);
 weights given per call, or the inverse CDF, get none (the sampler builds what it needs);
 samples unchanged."""
+
+import helpers
 import pytest
 import torch
+from helpers import cached, ops
+from helpers import random_seeds as seeds
 
 import gsample as gs
 from gsample.ir import Op, format_lines
 from gsample.passes.alias_tables import alias_tables
-import helpers
-from helpers import cached, ops
-from helpers import random_seeds as seeds
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +20,7 @@ def A():
 
 def alias_layer(A, seeds, w=None, method="alias"):
     sub = A[:, seeds]
-    probs = sub ** 2 if w is None else (A * w)[:, seeds]
+    probs = sub**2 if w is None else (A * w)[:, seeds]
     return sub.individual_sample(4, probs=probs, replace=True, method=method)
 
 
@@ -38,8 +39,10 @@ def test_alias_tables_of_graph_level_weights_are_cached(A):
     assert Op.ALIAS_TABLE in ops(table.attrs["program"]) and Op.ALIAS_TABLE not in ops(after)
     assert format_lines(alias_tables(after.copy()).verify()) == format_lines(after)
     w = torch.rand(A.num_edges) + 0.1
-    for program in (gs.compile(alias_layer).program(A, seeds(), w),
-                    gs.compile(alias_layer).program(A, seeds(), method="cdf")):
+    for program in (
+        gs.compile(alias_layer).program(A, seeds(), w),
+        gs.compile(alias_layer).program(A, seeds(), method="cdf"),
+    ):
         assert _sample_node(program).input("alias") is None
         assert all(Op.ALIAS_TABLE not in ops(c.attrs["program"]) for c in cached(program))
     helpers.check_compiled_equals_eager(alias_layer, A, seeds(), calls=2, distinct=True)

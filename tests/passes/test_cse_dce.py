@@ -1,4 +1,5 @@
 """CSE and DCE: structural effect, effect-awareness, and samples unchanged."""
+
 import torch
 
 import gsample as gs
@@ -14,15 +15,16 @@ def _ops(compiled, *args):
 def test_cse_merges_repeated_pure_slices_and_keeps_samples(small_graph):
     def f(A, seeds):
         a = A[:, seeds].individual_sample(3)
-        b = A[:, seeds].individual_sample(3)     # same slice, another random op
+        b = A[:, seeds].individual_sample(3)  # same slice, another random op
         return a, b, A[:, seeds].sum(axis=0)
 
     seeds = torch.arange(0, 300, 7)
     plain, merged = gs.compile(f, passes=[]), gs.compile(f, passes=[cse])
     assert _ops(plain, small_graph, seeds).count(Op.SLICE_COLS) == 3
     assert _ops(merged, small_graph, seeds).count(Op.SLICE_COLS) == 1
-    assert _ops(merged, small_graph, seeds).count(Op.INDIVIDUAL_SAMPLE) == 2, \
+    assert _ops(merged, small_graph, seeds).count(Op.INDIVIDUAL_SAMPLE) == 2, (
         "random ops have distinct ordinals and are never merged"
+    )
     merged.program(small_graph, seeds).verify()
     gs.manual_seed(1)
     eager = f(small_graph, seeds)
@@ -47,9 +49,9 @@ def test_cse_never_merges_in_place_code_or_what_it_writes(small_graph):
 
 def test_dce_drops_unused_values_but_keeps_ordinals(small_graph):
     def f(A, seeds):
-        unused = A[:, seeds].individual_sample(4)          # ordinal 0, dropped
-        (A[:, seeds] ** 2).sum(axis=1)                     # dropped
-        return A[:, seeds].individual_sample(2)            # ordinal 1
+        unused = A[:, seeds].individual_sample(4)  # ordinal 0, dropped
+        (A[:, seeds] ** 2).sum(axis=1)  # dropped
+        return A[:, seeds].individual_sample(2)  # ordinal 1
 
     seeds = torch.arange(0, 500, 5)
     c = gs.compile(f, passes=[dce])
@@ -62,8 +64,9 @@ def test_dce_drops_unused_values_but_keeps_ordinals(small_graph):
     after = f(small_graph, seeds)
     gs.manual_seed(4)
     assert torch.equal(c(small_graph, seeds).edges()[2], eager.edges()[2])
-    assert torch.equal(c(small_graph, seeds).edges()[2], after.edges()[2]), \
+    assert torch.equal(c(small_graph, seeds).edges()[2], after.edges()[2]), (
         "the stream advanced by both ordinals"
+    )
 
 
 def test_dce_keeps_in_place_dense_code(small_graph):
@@ -90,8 +93,11 @@ def test_cse_keeps_constants_of_different_types_apart(small_graph):
     eager = f(small_graph, seeds)
     for passes in ([cse], None):
         got = gs.compile(f, passes=passes)(small_graph, seeds)
-        assert [t.dtype for t in got] == [t.dtype for t in eager] == \
-            [torch.int64, torch.float32, torch.int64]
+        assert (
+            [t.dtype for t in got]
+            == [t.dtype for t in eager]
+            == [torch.int64, torch.float32, torch.int64]
+        )
         for x, y in zip(got, eager):
             assert torch.equal(x, y)
     assert _ops(gs.compile(f, passes=[cse]), small_graph, seeds).count(Op.DENSE) == 3

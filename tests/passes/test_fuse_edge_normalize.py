@@ -1,10 +1,13 @@
 """Edge-normalise fusion: ``X.op(X.reduce(axis), axis)`` (and the maps making ``X``) becomes
 one FUSED_EDGE_NORMALIZE where nothing else reads ``X`` or the reduction; compiled results
 stay eager's, bit for bit, and LADIES draws what it draws eagerly."""
+
 import functools
 
 import pytest
 import torch
+from helpers import check_compiled_equals_eager, example
+from helpers import random_seeds as seeds
 
 import gsample as gs
 from gsample.ir import Op
@@ -13,8 +16,6 @@ from gsample.passes.cse import cse
 from gsample.passes.dce import dce
 from gsample.passes.fuse_edge_map import fuse_edge_map, fuse_edge_map_reduce
 from gsample.passes.fuse_edge_normalize import fuse_edge_normalize
-from helpers import check_compiled_equals_eager, example
-from helpers import random_seeds as seeds
 
 PASSES = [cse, fuse_edge_map, fuse_edge_map_reduce, fuse_edge_normalize, dce]
 
@@ -36,13 +37,13 @@ def ops(graph):
 
 def column_normalised(A, seeds, w):
     s = A[:, seeds].individual_sample(5)
-    s = s.div(w[s.row_ids], axis=1)                 # a map making X ...
-    return s.div(s.sum(axis=0), axis=0)             # ... normalised per column
+    s = s.div(w[s.row_ids], axis=1)  # a map making X ...
+    return s.div(s.sum(axis=0), axis=0)  # ... normalised per column
 
 
 def row_centred(A, seeds):
     s = A[:, seeds]
-    return s.sub(s.max(axis=1), axis=1)             # no map: X is the slice itself
+    return s.sub(s.max(axis=1), axis=1)  # no map: X is the slice itself
 
 
 def test_a_normalised_map_becomes_one_op(A):
@@ -88,7 +89,7 @@ def test_ladies_fuses_every_layer_and_samples_as_eager(A):
     lad = example("ladies")
     G = lad.normalize(A)
     fn = functools.partial(lad.ladies, layers=(200, 200, 200))
-    for passes in (PASSES, None):                   # these passes, and the whole pipeline
+    for passes in (PASSES, None):  # these passes, and the whole pipeline
         c = check_compiled_equals_eager(fn, G, seeds(), passes=passes, calls=2, seed=3)
         g = c.program(G, seeds())
         assert ops(g).count(Op.FUSED_EDGE_NORMALIZE) == 3

@@ -1,9 +1,13 @@
 """Extract-Extract fusion: ``A[rows, cols]`` becomes one ``SLICE_ROWS_COLS`` when the column
 slice has no other use and slices the graph; the result is the two slices', edge for edge."""
+
 import functools
 
+import helpers
 import pytest
 import torch
+from helpers import example
+from helpers import random_seeds as seeds
 
 import gsample as gs
 from gsample.backend.torch import extract
@@ -11,13 +15,11 @@ from gsample.ir import Op
 from gsample.passes.cse import cse
 from gsample.passes.dce import dce
 from gsample.passes.fuse_extract_extract import fuse_extract_extract
-import helpers
-from helpers import example
-from helpers import random_seeds as seeds
 
 FUSE = [cse, fuse_extract_extract, dce]
-check_eager = functools.partial(helpers.check_compiled_equals_eager, passes=FUSE, seed=5,
-                                distinct=True)
+check_eager = functools.partial(
+    helpers.check_compiled_equals_eager, passes=FUSE, seed=5, distinct=True
+)
 programs = functools.partial(helpers.programs, passes=FUSE)
 
 
@@ -37,12 +39,12 @@ def induced(A, seeds):
 
 def slice_kept(A, seeds):
     nodes = A[:, seeds].individual_sample(5).all_nodes()
-    frontier = A[:, nodes]                    # returned too: built anyway, nothing to fuse
+    frontier = A[:, nodes]  # returned too: built anyway, nothing to fuse
     return frontier[nodes, :], frontier
 
 
 def slice_of_a_sample(A, seeds):
-    s = A[:, seeds].individual_sample(5)      # not the graph: its rows are not node ids
+    s = A[:, seeds].individual_sample(5)  # not the graph: its rows are not node ids
     return s[s.row()[:3], :]
 
 

@@ -9,9 +9,13 @@ read at graph level (``sub.values``, ``sub ** 2`` after pre-processing); a slice
 with any other user, ``probs`` computed on the slice, or a slice of a sub-matrix
 stay as traced. Samples: every compiled program draws what the eager function draws.
 """
+
 import functools
 
+import helpers
 import pytest
+from helpers import example, graphsage
+from helpers import random_seeds as seeds
 
 import gsample as gs
 from gsample.ir import Op, format_lines
@@ -19,15 +23,13 @@ from gsample.passes import PIPELINE
 from gsample.passes.cse import cse
 from gsample.passes.dce import dce
 from gsample.passes.fuse_extract_select import fuse_extract_select
-import helpers
-from helpers import example, graphsage
-from helpers import random_seeds as seeds
 
 FUSE = [cse, fuse_extract_select, dce]
 # compiled with passes (FUSE unless given): two calls after one seed equal two eager calls
 # and differ from each other (the stream advanced between the calls)
-check_eager = functools.partial(helpers.check_compiled_equals_eager, passes=FUSE, seed=11,
-                                distinct=True)
+check_eager = functools.partial(
+    helpers.check_compiled_equals_eager, passes=FUSE, seed=11, distinct=True
+)
 programs = functools.partial(helpers.programs, passes=FUSE)  # (traced IR, optimised IR)
 
 
@@ -62,7 +64,7 @@ def graphsage_replace(A, seeds, fanouts=(5, 3)):
 
 
 def fastgcn(A, seeds, layers=(200, 200)):
-    p = A.sum(axis=1)                                   # graph-level node bias, (N,)
+    p = A.sum(axis=1)  # graph-level node bias, (N,)
     blocks = []
     for k in layers:
         s = A[:, seeds].collective_sample(k, node_probs=p)
@@ -75,7 +77,7 @@ def ladies(A, seeds, layers=(300, 300), replace=False):
     blocks = []
     for k in layers:
         sub = A[:, seeds]
-        p = (sub ** 2).sum(axis=1)                      # per-batch: depends on the frontier
+        p = (sub**2).sum(axis=1)  # per-batch: depends on the frontier
         s = sub.collective_sample(k, node_probs=p, replace=replace)
         blocks.append(s)
         seeds = s.all_nodes()
@@ -86,7 +88,7 @@ def weighted_sage(A, seeds, fanouts=(6, 3), replace=False):
     blocks = []
     for k in fanouts:
         sub = A[:, seeds]
-        s = sub.individual_sample(k, probs=sub ** 2, replace=replace)
+        s = sub.individual_sample(k, probs=sub**2, replace=replace)
         blocks.append(s)
         seeds = s.all_nodes()
     return blocks
@@ -124,7 +126,7 @@ def test_fastgcn_collective_fuses(A):
     assert not ops(after, Op.SLICE_COLS) and not ops(after, Op.COLLECTIVE_SAMPLE)
     fused = ops(after, Op.SLICE_COLLECTIVE_SAMPLE)
     assert len(fused) == 2 and randoms(after) == randoms(before)
-    assert all(n.input("node_probs").op is Op.REDUCE for n in fused)   # passed through
+    assert all(n.input("node_probs").op is Op.REDUCE for n in fused)  # passed through
     check_eager(fastgcn, A, seeds())
 
 
@@ -153,7 +155,7 @@ def test_weighted_individual_after_preprocessing(A, A1, replace):
     fused = ops(after, Op.SLICE_INDIVIDUAL_SAMPLE)
     assert len(fused) == 2 and not ops(after, Op.INDIVIDUAL_SAMPLE)
     assert randoms(after) == randoms(before)
-    for n in fused:                          # probs = VALUES(CACHED(A ** 2)): graph-level
+    for n in fused:  # probs = VALUES(CACHED(A ** 2)): graph-level
         p = n.input("probs")
         assert p.op is Op.VALUES and p.input("A").op is Op.CACHED
     assert not ops(after, Op.SLICE_COLS)
@@ -163,7 +165,7 @@ def test_weighted_individual_after_preprocessing(A, A1, replace):
 
 @pytest.mark.parametrize("replace", [False, True])
 def test_probs_from_the_slice_values(A, A1, replace):
-    before, after = programs(by_values, A, seeds(), replace=replace)
+    _before, after = programs(by_values, A, seeds(), replace=replace)
     (fused,) = ops(after, Op.SLICE_INDIVIDUAL_SAMPLE)
     assert not ops(after, Op.SLICE_COLS) and not ops(after, Op.VALUES)
     # the graph's values, once per graph (an unweighted graph's ones are not rebuilt per batch)
@@ -176,8 +178,13 @@ def test_probs_from_the_slice_values(A, A1, replace):
 def test_one_slice_many_samples(A):
     def f(A, seeds):
         sub = A[:, seeds]
-        return (sub.individual_sample(4), sub.individual_sample(3, probs=sub.values),
-                sub.collective_sample(50), sub.individual_sample(2, replace=True))
+        return (
+            sub.individual_sample(4),
+            sub.individual_sample(3, probs=sub.values),
+            sub.collective_sample(50),
+            sub.individual_sample(2, replace=True),
+        )
+
     before, after = programs(f, A, seeds())
     assert not ops(after, Op.SLICE_COLS)
     assert len(ops(after, Op.SLICE_INDIVIDUAL_SAMPLE)) == 3
@@ -198,29 +205,38 @@ def _reduces_slice(A, seeds):
 
 def _dense_probs(A, seeds):
     sub = A[:, seeds]
-    return sub.individual_sample(5, probs=sub.values * 2 + 1)     # computed on the slice
+    return sub.individual_sample(5, probs=sub.values * 2 + 1)  # computed on the slice
 
 
 def _other_frontier_probs(A, seeds):
     sub = A[:, seeds]
-    other = A[:, seeds.flip(0)]                                     # same size, other columns
+    other = A[:, seeds.flip(0)]  # same size, other columns
     return sub.individual_sample(5, probs=other.values)
 
 
 def _slice_of_slice(A, seeds):
     sub = A[:, seeds[:40]]
-    return sub[:, seeds[:20]].individual_sample(5)                 # column space: not the graph's
+    return sub[:, seeds[:20]].individual_sample(5)  # column space: not the graph's
 
 
 def _ladies_slice_shared(A, seeds):
     sub = A[:, seeds]
-    return sub.collective_sample(30, node_probs=(sub ** 2).sum(axis=1))
+    return sub.collective_sample(30, node_probs=(sub**2).sum(axis=1))
 
 
-@pytest.mark.parametrize("fn", [_returns_slice, _reduces_slice, _dense_probs,
-                                _other_frontier_probs, _slice_of_slice, _ladies_slice_shared])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        _returns_slice,
+        _reduces_slice,
+        _dense_probs,
+        _other_frontier_probs,
+        _slice_of_slice,
+        _ladies_slice_shared,
+    ],
+)
 def test_left_unfused(A, fn):
-    before, after = programs(fn, A, seeds())
+    _before, after = programs(fn, A, seeds())
     assert not ops(after, Op.SLICE_INDIVIDUAL_SAMPLE) and not ops(after, Op.SLICE_COLLECTIVE_SAMPLE)
     assert format_lines(after) == format_lines(programs(fn, A, seeds(), passes=[cse, dce])[1])
     check_eager(fn, A, seeds())
@@ -229,8 +245,9 @@ def test_left_unfused(A, fn):
 def test_dead_users_do_not_block_fusion(A):
     def f(A, seeds):
         sub = A[:, seeds]
-        sub.sum(axis=0)                      # computed, never used
+        sub.sum(axis=0)  # computed, never used
         return sub.individual_sample(5)
+
     _, after = programs(f, A, seeds(), passes=[cse, fuse_extract_select])
     assert len(ops(after, Op.SLICE_INDIVIDUAL_SAMPLE)) == 1
     _, after = programs(f, A, seeds())
@@ -245,23 +262,28 @@ def test_in_the_pipeline_before_the_final_dce():
     # (alias tables of the graph-level weights fusion made), an attribute of the fused
     # collective sampler (probs_support), structure readers past value maps, layout
     # selection (which prices the fused ops) and the final DCE
-    from gsample.passes.layout import select_layouts
     from gsample.passes.alias_tables import alias_tables
+    from gsample.passes.layout import select_layouts
     from gsample.passes.probs_support import probs_support
     from gsample.passes.structure_reads import structure_reads
+
     assert names[-1] is dce
-    assert names[names.index(fuse_extract_select) + 1:-1] == [alias_tables, probs_support,
-                                                               structure_reads, select_layouts]
+    assert names[names.index(fuse_extract_select) + 1 : -1] == [
+        alias_tables,
+        probs_support,
+        structure_reads,
+        select_layouts,
+    ]
     if any(getattr(e[0], "__name__", "") == "preprocess" for e in PIPELINE):
         assert names.index(fuse_extract_select) > [e[0].__name__ for e in PIPELINE].index(
-            "preprocess")
+            "preprocess"
+        )
 
 
 def _example_calls(A):
     nodes = seeds(64)
     yield example("graphsage").graphsage, (A, nodes), {"fanouts": (25, 10)}
-    yield example("ladies").ladies, (example("ladies").normalize(A), nodes), \
-        {"layers": (400, 400)}
+    yield example("ladies").ladies, (example("ladies").normalize(A), nodes), {"layers": (400, 400)}
     yield example("fastgcn").fastgcn, (A, nodes), {"layers": (200, 200)}
     yield example("shadow").shadow, (A, nodes), {"fanouts": (10, 10)}
 
@@ -272,7 +294,8 @@ def test_examples_with_the_pipeline(A):
     for fn, args, kwargs in _example_calls(A):
         c = check_eager(fn, *args, passes=None, **kwargs)
         g = c.program(*args, **kwargs).verify()
-        fused[fn.__name__] = len(ops(g, Op.SLICE_INDIVIDUAL_SAMPLE)
-                                 + ops(g, Op.SLICE_COLLECTIVE_SAMPLE))
+        fused[fn.__name__] = len(
+            ops(g, Op.SLICE_INDIVIDUAL_SAMPLE) + ops(g, Op.SLICE_COLLECTIVE_SAMPLE)
+        )
     assert fused["graphsage"] == 2 and fused["fastgcn"] == 2 and fused["shadow"] == 2
     assert fused["ladies"] == 2

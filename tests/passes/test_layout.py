@@ -8,22 +8,21 @@ table that favours every other layout) and with each forced layout. Cost model: 
 estimates follow the documented rules; tables come from the cache per device and size
 bucket, or the built-in default; calibration times, fits and caches on a tiny size.
 """
+
 import json
 
 import pytest
 import torch
+from helpers import check_compiled_equals_eager, example, ladies_layer, programs, random_seeds
 
 import gsample as gs
 from gsample.cost import table as cost
 from gsample.cost.calibrate import calibrate, fit, layout_ops
-from gsample.ir import Kind, Op
 from gsample.formats.layouts import NAMES
-from gsample.passes import PIPELINE
-from gsample.passes import cost_model
+from gsample.ir import Kind, Op
+from gsample.passes import PIPELINE, cost_model
 from gsample.passes.fuse_extract_reduce import fuse_extract_reduce
 from gsample.passes.layout import pipeline, select_layouts
-from helpers import (check_compiled_equals_eager, example, ladies_layer, programs,
-                     random_seeds)
 
 FORCED = ("csr", "csr-compact", "coo")
 
@@ -33,7 +32,7 @@ def _default_table(monkeypatch, tmp_path):
     """Deterministic plans: the built-in table, and an empty private cache."""
     monkeypatch.setenv("GSAMPLE_CALIBRATION", "default")
     monkeypatch.setenv("GSAMPLE_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("GSAMPLE_DEBUG", "1")           # verify the IR after every pass
+    monkeypatch.setenv("GSAMPLE_DEBUG", "1")  # verify the IR after every pass
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +52,11 @@ def unfused(entries=PIPELINE):
 
 
 #: per-row work on CSC is dear, a compact CSR and the conversion to it are cheap
-FAVOUR_COMPACT = {"reduce/csc/axis1": (0, 0, 1.0, 0), "reduce/csr-compact/axis1": (0, 0.01, 0, 0),
-                  "to_layout/csc->csr-compact": (0, 0.1, 0, 0)}
+FAVOUR_COMPACT = {
+    "reduce/csc/axis1": (0, 0, 1.0, 0),
+    "reduce/csr-compact/axis1": (0, 0.01, 0, 0),
+    "to_layout/csc->csr-compact": (0, 0.1, 0, 0),
+}
 
 
 def conversions(graph):
@@ -65,18 +67,19 @@ def conversions(graph):
 def test_conversion_goes_where_the_table_makes_it_pay(A, monkeypatch):
     use_table(monkeypatch, FAVOUR_COMPACT)
     lad = example("ladies")
-    _, g = programs(lad.ladies, lad.normalize(A), random_seeds(), layers=(100, 100),
-                    passes=unfused())
+    _, g = programs(
+        lad.ladies, lad.normalize(A), random_seeds(), layers=(100, 100), passes=unfused()
+    )
     convs = conversions(g)
     assert [c.attrs["layout"] for c in convs] == ["csr-compact", "csr-compact"]
-    for c in convs:                      # each feeds exactly the per-row reduction of a slice
+    for c in convs:  # each feeds exactly the per-row reduction of a slice
         assert c.inputs["A"].op is Op.SLICE_COLS
         readers = [n for n in g.nodes if c in n.inputs.values()]
         assert [(r.op, r.attrs["axis"]) for r in readers] == [(Op.REDUCE, 1)]
         assert readers[0].meta["reads"] == "csr-compact"
     plan = g.output.meta["layout_plan"]
     assert plan["cost_us"] < plan["csc_cost_us"] and plan["conversions"] == 2
-    for n in g.nodes:                    # sampling still reads CSC
+    for n in g.nodes:  # sampling still reads CSC
         if n.is_random:
             assert n.inputs["A"].meta["layout"] == "csc"
 
@@ -92,8 +95,10 @@ def test_no_conversion_when_all_csc_is_cheapest(A, monkeypatch):
 
 def test_an_op_the_table_does_not_price_on_a_layout_stays_csc(A, monkeypatch):
     # the compact reduce is unpriced here: it must not look free
-    use_table(monkeypatch, {"reduce/csc/axis1": (0, 0, 1.0, 0),
-                            "to_layout/csc->csr-compact": (0, 0, 0, 0)})
+    use_table(
+        monkeypatch,
+        {"reduce/csc/axis1": (0, 0, 1.0, 0), "to_layout/csc->csr-compact": (0, 0, 0, 0)},
+    )
     _, g = programs(ladies_layer, A, random_seeds())
     assert not conversions(g)
 
@@ -104,8 +109,14 @@ def test_built_in_table_leaves_graphsage_all_csc(A):
 
 
 def test_one_conversion_per_value_and_layout(A, monkeypatch):
-    use_table(monkeypatch, {**FAVOUR_COMPACT, "reduce/csc/axis0": (0, 0, 0, 1.0),
-                            "reduce/csr-compact/axis0": (0, 0, 0, 0)})
+    use_table(
+        monkeypatch,
+        {
+            **FAVOUR_COMPACT,
+            "reduce/csc/axis0": (0, 0, 0, 1.0),
+            "reduce/csr-compact/axis0": (0, 0, 0, 0),
+        },
+    )
 
     def two_reductions(A, seeds):
         sub = A[:, seeds]
@@ -124,15 +135,24 @@ def test_outputs_and_dense_code_get_csc(A):
     _, g = programs(block, A, random_seeds(), passes=[pipeline("coo")[-2]])
     for n in g.nodes:
         if n.op in (Op.OUTPUT, Op.DENSE):
-            assert all(v.meta.get("layout", "csc") == "csc"
-                       for v in n.inputs.values() if v.kind is Kind.MATRIX)
+            assert all(
+                v.meta.get("layout", "csc") == "csc"
+                for v in n.inputs.values()
+                if v.kind is Kind.MATRIX
+            )
     assert conversions(g)[-1].attrs["layout"] == "csc"
     check_compiled_equals_eager(block, A, random_seeds(), passes=pipeline("coo"))
 
 
 def test_graph_level_conversion_is_cached_once_per_graph(A, monkeypatch):
-    use_table(monkeypatch, {"slice_rows/csc": (0, 1.0, 0, 0), "slice_rows/csr": (0, 0, 0, 0),
-                            "to_layout/csc->csr": (0, 1.0, 0, 0)})
+    use_table(
+        monkeypatch,
+        {
+            "slice_rows/csc": (0, 1.0, 0, 0),
+            "slice_rows/csr": (0, 0, 0, 0),
+            "to_layout/csc->csr": (0, 1.0, 0, 0),
+        },
+    )
 
     def rows_of(A, rows):
         return A[rows, :]
@@ -141,8 +161,9 @@ def test_graph_level_conversion_is_cached_once_per_graph(A, monkeypatch):
     _, g = programs(rows_of, A, rows, passes=[select_layouts])
     (cached,) = [n for n in g.nodes if n.op is Op.CACHED]
     assert cached.inputs["graph"].op is Op.INPUT and cached.meta["layout"] == "csr"
-    assert [n.attrs["layout"] for n in cached.attrs["program"].nodes
-            if n.op is Op.TO_LAYOUT] == ["csr"]
+    assert [n.attrs["layout"] for n in cached.attrs["program"].nodes if n.op is Op.TO_LAYOUT] == [
+        "csr"
+    ]
     sampler = check_compiled_equals_eager(rows_of, A, rows, passes=[select_layouts])
     assert sampler(A, random_seeds(30, seed=5)).shape == (30, A.num_nodes)
 
@@ -150,13 +171,19 @@ def test_graph_level_conversion_is_cached_once_per_graph(A, monkeypatch):
 def test_forced_layout_reads_it_wherever_accepted(A):
     lad = example("ladies")
     for force in FORCED:
-        _, g = programs(lad.ladies, lad.normalize(A), random_seeds(), layers=(100, 100),
-                        passes=unfused(pipeline(force)))
+        _, g = programs(
+            lad.ladies,
+            lad.normalize(A),
+            random_seeds(),
+            layers=(100, 100),
+            passes=unfused(pipeline(force)),
+        )
         for n in g.nodes:
             if "reads" in n.meta:
                 want = "csc" if n.is_random or n.op is Op.SLICE_COLS else force
-                assert n.meta["reads"] in (want, "csc") and (n.meta["reads"] == want
-                                                               or force == "coo")
+                assert n.meta["reads"] in (want, "csc") and (
+                    n.meta["reads"] == want or force == "coo"
+                )
         assert g.output.meta["layout_plan"]["forced"] == force
 
 
@@ -178,8 +205,8 @@ def test_pipeline_lists_the_pass_once_before_dce():
 def test_explain_shows_the_plan(A, monkeypatch):
     use_table(monkeypatch, FAVOUR_COMPACT)
     text = gs.explain(ladies_layer, A, random_seeds(), passes=unfused(), file=False)
-    assert "csr-compact" in text[text.index("== layouts"):text.index("== layout plan")]
-    layouts = text[text.index("== layout plan"):text.index("== programs")]
+    assert "csr-compact" in text[text.index("== layouts") : text.index("== layout plan")]
+    layouts = text[text.index("== layout plan") : text.index("== programs")]
     assert "plan: 1 conversion(s)" in layouts
     assert "all-CSC" in layouts and "cost table: test table" in layouts
     assert "reads csr-compact" in layouts and "convert %slice_cols" in layouts
@@ -199,8 +226,12 @@ def example_workloads(A):
 
 
 #: every layout priced far below CSC: the pass converts wherever an op accepts another layout
-FAVOUR_ALL = {cost.op_key(op.value, lay, axis): (0, 0, 0, 0) if lay != "csc" else (1e3, 1, 1, 1)
-              for op in layout_ops() for lay in NAMES for axis in (None, 0, 1)}
+FAVOUR_ALL = {
+    cost.op_key(op.value, lay, axis): (0, 0, 0, 0) if lay != "csc" else (1e3, 1, 1, 1)
+    for op in layout_ops()
+    for lay in NAMES
+    for axis in (None, 0, 1)
+}
 FAVOUR_ALL.update({cost.conversion_key(s, d): (1, 0, 0, 0) for s in NAMES for d in NAMES})
 
 
@@ -233,33 +264,48 @@ def test_size_estimates_follow_the_rules(A):
 def test_tensor_results_take_the_length_the_op_table_aligns_them_with(A):
     """SpMM gives one row per matrix row (after a collective sample: R' = k, fewer than the
     frontier's columns), reduce one per column or row by axis, edges one per edge."""
+
     def layer(A, seeds, X):
         s = A[:, seeds].collective_sample(20)
         return s @ X[s.column()], s.sum(axis=0), s.sum(axis=1), s.edges()[0], s.all_nodes()
+
     g = gs.compile(layer, passes=[]).program(A, random_seeds(64), torch.randn(2000, 4))
     sizes = cost_model.estimate(g)
     s = next(sizes[n] for n in g.nodes if n.op is Op.COLLECTIVE_SAMPLE)
     assert (s.rows, s.cols) == (20, 64)
-    got = {(n.op, n.attrs.get("axis")): sizes[n].rows for n in g.nodes
-           if n.op in (Op.SPMM, Op.REDUCE, Op.EDGES, Op.ALL_NODES)}
-    assert got == {(Op.SPMM, None): 20, (Op.REDUCE, 0): 64, (Op.REDUCE, 1): 20,
-                   (Op.EDGES, None): pytest.approx(s.nnz),
-                   (Op.ALL_NODES, None): pytest.approx(64 + s.nonempty_rows)}
+    got = {
+        (n.op, n.attrs.get("axis")): sizes[n].rows
+        for n in g.nodes
+        if n.op in (Op.SPMM, Op.REDUCE, Op.EDGES, Op.ALL_NODES)
+    }
+    assert got == {
+        (Op.SPMM, None): 20,
+        (Op.REDUCE, 0): 64,
+        (Op.REDUCE, 1): 20,
+        (Op.EDGES, None): pytest.approx(s.nnz),
+        (Op.ALL_NODES, None): pytest.approx(64 + s.nonempty_rows),
+    }
 
 
 def test_table_for_reads_the_cache_by_device_and_bucket(monkeypatch, tmp_path):
     assert cost.table_for("cpu", 1000) is cost.DEFAULT
     monkeypatch.setenv("GSAMPLE_CALIBRATION", "auto")
-    assert cost.table_for("cpu", 1000) is cost.DEFAULT            # nothing cached yet
+    assert cost.table_for("cpu", 1000) is cost.DEFAULT  # nothing cached yet
     name = cost.device_name("cpu")
     for b, a in ((5, 1.0), (9, 2.0)):
-        cost.save({"device": name, "bucket": b, "num_nodes": 4 ** b,
-                   "coefficients": {"reduce/csc/axis1": [a, 0, 0, 0]}})
+        cost.save(
+            {
+                "device": name,
+                "bucket": b,
+                "num_nodes": 4**b,
+                "coefficients": {"reduce/csc/axis1": [a, 0, 0, 0]},
+            }
+        )
     cost.save({"device": "another GPU", "bucket": 7, "coefficients": {"x": [9, 9, 9, 9]}})
     cost.save({"device": name, "backend": "cuda", "bucket": 5, "coefficients": {}})
-    assert cost.table_for("cpu", 4 ** 5, "cuda").coefficients == {}   # per backend
-    assert cost.table_for("cpu", 4 ** 5).cost("reduce/csc/axis1", 0, 0, 0) == 1.0
-    assert cost.table_for("cpu", 4 ** 10).cost("reduce/csc/axis1", 0, 0, 0) == 2.0  # nearest
+    assert cost.table_for("cpu", 4**5, "cuda").coefficients == {}  # per backend
+    assert cost.table_for("cpu", 4**5).cost("reduce/csc/axis1", 0, 0, 0) == 1.0
+    assert cost.table_for("cpu", 4**10).cost("reduce/csc/axis1", 0, 0, 0) == 2.0  # nearest
     assert "calibrated on" in cost.table_for("cpu", 300_000).source
     stored = json.loads(cost.cache_path().read_text())["tables"]
     assert len(stored) == 4 and cost.cache_path().parent == tmp_path / "cache"
@@ -278,12 +324,13 @@ def test_default_table_prices_every_layout_op_and_conversion():
 
 def test_fit_recovers_known_costs():
     import numpy as np
+
     rng = np.random.default_rng(0)
-    sizes = rng.integers(1, 10 ** 6, size=(12, 3)).astype(float)
+    sizes = rng.integers(1, 10**6, size=(12, 3)).astype(float)
     truth = np.array([5.0, 0.02, 0.0, 0.3])
     times = truth[0] + sizes @ truth[1:]
     assert np.allclose(fit(sizes, times), truth, rtol=1e-6, atol=1e-9)
-    assert min(fit(sizes, 10.0 - sizes[:, 0] * 1e-6)) >= 0          # never negative
+    assert min(fit(sizes, 10.0 - sizes[:, 0] * 1e-6)) >= 0  # never negative
 
 
 def test_calibration_times_fits_and_caches(monkeypatch):
@@ -299,6 +346,7 @@ def test_calibration_times_fits_and_caches(monkeypatch):
 
 def test_calibrate_command_line(monkeypatch, capsys):
     from gsample import __main__ as cli
+
     calls = []
 
     def fake(device, n, repeats, degree, backend):

@@ -7,10 +7,14 @@ its eager function draws under the same seed. Caching: one evaluation per graph
 object, shared across calls and re-traces, redone for another graph or after the
 graph is written in place.
 """
+
 import functools
 
+import helpers
 import pytest
 import torch
+from helpers import cached, example, ladies_layer, ops, same
+from helpers import random_seeds as seeds
 
 import gsample as gs
 from gsample.ir import Effect, Op, format_lines, info
@@ -18,9 +22,6 @@ from gsample.passes import PIPELINE
 from gsample.passes.cse import cse
 from gsample.passes.dce import dce
 from gsample.passes.preprocess import preprocess
-import helpers
-from helpers import cached, example, ladies_layer, ops, same
-from helpers import random_seeds as seeds
 
 PASSES = [cse, preprocess, dce]
 # compiled == eager, call after call, from the same seed (passes=PASSES unless given)
@@ -45,16 +46,16 @@ def fastgcn_layer(A, seeds, k=100):
 def test_ladies_like_gets_cached_square_and_a_slice_of_it(A):
     before, after = programs(ladies_layer, A, seeds())
     (m,) = [n for n in before.nodes if n.op is Op.EDGE_MAP]
-    assert m.input("A").op is Op.SLICE_COLS                     # before: map of the slice
+    assert m.input("A").op is Op.SLICE_COLS  # before: map of the slice
     (c,) = cached(after)
     prog = c.attrs["program"].verify()
-    assert ops(prog) == [Op.INPUT, Op.EDGE_MAP, Op.OUTPUT]      # A ** 2 on the whole graph
+    assert ops(prog) == [Op.INPUT, Op.EDGE_MAP, Op.OUTPUT]  # A ** 2 on the whole graph
     assert prog.nodes[1].input("A") is prog.nodes[0] and prog.nodes[1].attrs == m.attrs
     assert prog.nodes[0].attrs == {"name": "A", "kind": gs.ir.Kind.MATRIX}
     assert c.input("graph").op is Op.INPUT and c.kind is gs.ir.Kind.MATRIX
-    assert Op.EDGE_MAP not in ops(after)                       # no per-batch map left
+    assert Op.EDGE_MAP not in ops(after)  # no per-batch map left
     (r,) = [n for n in after.nodes if n.op is Op.REDUCE]
-    sl = r.input("A")                                           # reduce of a slice of it
+    sl = r.input("A")  # reduce of a slice of it
     assert sl.op is Op.SLICE_COLS and sl.input("A") is c and sl.input("cols").op is Op.INPUT
     (s,) = after.random_nodes()
     assert s.input("A").op is Op.SLICE_COLS and s.input("A").input("A").op is Op.INPUT
@@ -67,20 +68,21 @@ def test_fastgcn_like_degree_becomes_cached(A):
     (c,) = cached(after)
     prog = c.attrs["program"]
     assert Op.REDUCE in ops(prog) and prog.nodes[0].op is Op.INPUT
-    assert not any(n.op is Op.REDUCE for n in after.nodes)      # per batch: no degree
+    assert not any(n.op is Op.REDUCE for n in after.nodes)  # per batch: no degree
     (s,) = after.random_nodes()
-    assert s.input("node_probs") is c                           # p itself is cached
+    assert s.input("node_probs") is c  # p itself is cached
     check_eager(fastgcn_layer, A, seeds())
 
 
 def test_frontier_dependent_values_stay(A):
     def fn(A, seeds, X):
         sub = A[:, seeds]
-        col = sub.sum(axis=0)                                   # per batch: reads seeds
-        w = X.sum(dim=1)                                        # reads a tensor input
+        col = sub.sum(axis=0)  # per batch: reads seeds
+        w = X.sum(dim=1)  # reads a tensor input
         s = sub.individual_sample(3)
-        sq = sub * sub.values                                   # an edge tensor operand
+        sq = sub * sub.values  # an edge tensor operand
         return s, col, s.sum(axis=1), w, torch.ones(3) * 2, sq  # constant-only: no graph
+
     X = torch.randn(2000, 4)
     before, after = programs(fn, A, seeds(), X)
     assert not cached(after)
@@ -90,16 +92,17 @@ def test_frontier_dependent_values_stay(A):
 
 def test_random_ops_untouched(A):
     def fn(A, seeds):
-        whole = A.individual_sample(2)                          # random on the whole graph
-        deg = whole.sum(axis=0)                                 # reads a sample: per batch
+        whole = A.individual_sample(2)  # random on the whole graph
+        deg = whole.sum(axis=0)  # reads a sample: per batch
         s = A[:, seeds].individual_sample(5, probs=A[:, seeds] ** 2)
         return s, deg, A.collective_sample(10, node_probs=A.sum(axis=1))
+
     before, after = programs(fn, A, seeds())
-    key = lambda g: [(n.op, n.attrs) for n in g.random_nodes()]  # noqa: E731
+    key = lambda g: [(n.op, n.attrs) for n in g.random_nodes()]
     assert key(before) == key(after) and before.num_random == after.num_random == 3
     for c in cached(after):
         assert all(info(n.op).effect is Effect.PURE for n in c.attrs["program"].nodes)
-    assert len(cached(after)) == 2                              # A ** 2 and A.sum(axis=1)
+    assert len(cached(after)) == 2  # A ** 2 and A.sum(axis=1)
     assert any(n.op is Op.REDUCE and n.input("A").is_random for n in after.nodes)
     check_eager(fn, A, seeds())
 
@@ -107,10 +110,11 @@ def test_random_ops_untouched(A):
 def test_chains_of_maps_and_slices(A):
     def fn(A, seeds, rows):
         return (A[rows, seeds] ** 2 * 0.5 + 1).values, -A[:, seeds]
+
     rows = seeds(300, seed=2).sort().values
-    before, after = programs(fn, A, seeds(), rows)
+    _before, after = programs(fn, A, seeds(), rows)
     progs = [c.attrs["program"] for c in cached(after)]
-    assert sorted(len(p.nodes) for p in progs) == [3, 5]       # neg; pow, mul, add
+    assert sorted(len(p.nodes) for p in progs) == [3, 5]  # neg; pow, mul, add
     assert Op.EDGE_MAP not in ops(after)
     v = [n for n in after.nodes if n.op is Op.VALUES][0].input("A")
     assert v.op is Op.SLICE_ROWS and v.input("A").op is Op.SLICE_COLS
@@ -122,8 +126,9 @@ def test_two_graphs_hoist_each_part_separately(A):
     B = gs.datasets.rmat(2000, 20000, seed=3)
 
     def fn(A, B, seeds):
-        p = A.sum(axis=1) + B.sum(axis=1)                       # reads two graphs
+        p = A.sum(axis=1) + B.sum(axis=1)  # reads two graphs
         return A[:, seeds].collective_sample(50, node_probs=p)
+
     _, after = programs(fn, A, B, seeds())
     cs = cached(after)
     assert len(cs) == 2 and {c.input("graph").attrs["name"] for c in cs} == {"A", "B"}
@@ -135,8 +140,9 @@ def test_two_graphs_hoist_each_part_separately(A):
 def test_in_place_dense_code_is_not_cached(A):
     def fn(A, seeds):
         p = A.sum(axis=1)
-        p = p.index_add_(0, seeds, torch.ones(seeds.shape))      # writes into p every call
+        p = p.index_add_(0, seeds, torch.ones(seeds.shape))  # writes into p every call
         return A[:, seeds].collective_sample(50, node_probs=p), p * 2
+
     _, after = programs(fn, A, seeds())
     assert not cached(after)
     check_eager(fn, A, seeds(), calls=3)
@@ -144,11 +150,12 @@ def test_in_place_dense_code_is_not_cached(A):
 
 def test_values_of_another_type_are_another_program(A):
     def halves(A, seeds, two):
-        deg = A.sum(axis=1).long() // two                       # int64 // 2 vs // 2.0
+        deg = A.sum(axis=1).long() // two  # int64 // 2 vs // 2.0
         return A[:, seeds].collective_sample(20, node_probs=deg.double()), deg
+
     for two in (2, 2.0, 2):
         c = check_eager(halves, A, seeds(), two=two)
-        assert len(cached(c.program(A, seeds(), two=two))) == 2     # deg and deg.double()
+        assert len(cached(c.program(A, seeds(), two=two))) == 2  # deg and deg.double()
         assert c(A, seeds(), two=two)[1].dtype == halves(A, seeds(), two)[1].dtype
 
 
@@ -163,15 +170,22 @@ def test_idempotent_and_in_the_pipeline(A):
 def _example_calls(A):
     nodes = seeds(64)
     yield example("graphsage").graphsage, (A, nodes), {"fanouts": (25, 10)}
-    yield example("ladies").ladies, (example("ladies").normalize(A), nodes), \
-        {"layers": (400, 400, 400)}
+    yield (
+        example("ladies").ladies,
+        (example("ladies").normalize(A), nodes),
+        {"layers": (400, 400, 400)},
+    )
     yield example("fastgcn").fastgcn, (A, nodes), {"layers": (200, 200)}
     yield example("shadow").shadow, (A, nodes), {"fanouts": (10, 10)}
-    yield example("pass_sampler").pass_sampler, (A, nodes), \
-        {"fanouts": (10, 10), **example("pass_sampler").random_inputs(A.num_nodes)}
+    yield (
+        example("pass_sampler").pass_sampler,
+        (A, nodes),
+        {"fanouts": (10, 10), **example("pass_sampler").random_inputs(A.num_nodes)},
+    )
 
-    def ladies_normalizing(A, seeds):                           # normalize inside: hoisted
+    def ladies_normalizing(A, seeds):  # normalize inside: hoisted
         return example("ladies").ladies(example("ladies").normalize(A), seeds, (400, 400))
+
     yield ladies_normalizing, (A, nodes), {}
 
 
@@ -190,32 +204,37 @@ def test_examples_sample_as_eager(A, passes):
 def count_programs(monkeypatch):
     """Counts executions of CACHED programs (the executor's own runs are not counted)."""
     from gsample.runtime import program as runtime_program
+
     runs = []
     real = runtime_program.run
 
     def run(program, args, observe=None):
         graph = program.graph
-        if graph.num_random == 0 and any(n.op is Op.INPUT for n in graph.nodes) \
-                and not any(n.op is Op.CACHED for n in graph.nodes):
+        if (
+            graph.num_random == 0
+            and any(n.op is Op.INPUT for n in graph.nodes)
+            and not any(n.op is Op.CACHED for n in graph.nodes)
+        ):
             runs.append((graph, next(iter(args.values()))))
         return real(program, args, observe)
+
     monkeypatch.setattr(runtime_program, "run", run)
     return runs
 
 
 def test_cached_value_computed_once_across_calls(A, count_programs):
-    A = gs.Matrix(A.csc.to("cpu"))                              # a fresh graph object
+    A = gs.Matrix(A.csc.to("cpu"))  # a fresh graph object
     c = check_eager(fastgcn_layer, A, seeds(), calls=3)
     assert len(count_programs) == 1
-    c(A, seeds(32, seed=5))                                     # another batch: still cached
-    c.clear_cache()                                             # a re-trace: same key
+    c(A, seeds(32, seed=5))  # another batch: still cached
+    c.clear_cache()  # a re-trace: same key
     c(A, seeds())
-    gs.compile(fastgcn_layer)(A, seeds())                       # the default pipeline too
+    gs.compile(fastgcn_layer)(A, seeds())  # the default pipeline too
     assert len(count_programs) == 1 and c.traces == 2
 
 
 def test_each_graph_gets_its_own_value(A, count_programs):
-    A = gs.Matrix(A.csc.to("cpu"))                              # fresh graph objects
+    A = gs.Matrix(A.csc.to("cpu"))  # fresh graph objects
     B = gs.datasets.rmat(2000, 30000, seed=4, weighted=True)
     c = gs.compile(fastgcn_layer, passes=PASSES)
     for G in (A, B, A, B):
@@ -230,18 +249,19 @@ def test_each_graph_gets_its_own_value(A, count_programs):
 def test_in_place_write_to_the_graph_recomputes(count_programs):
     G = gs.datasets.rmat(2000, 30000, seed=5, weighted=True)
     check_eager(ladies_layer, G, seeds(), calls=1)
-    G.csc.values.mul_(torch.linspace(0.5, 2.0, G.csc.nnz))      # a new weighting, in place
+    G.csc.values.mul_(torch.linspace(0.5, 2.0, G.csc.nnz))  # a new weighting, in place
     check_eager(ladies_layer, G, seeds(), calls=2)
     assert len(count_programs) == 2
 
 
 def test_in_place_write_to_a_captured_tensor_recomputes(A, count_programs):
-    bias = torch.ones(2000)                                     # e.g. a bandit's node bias
+    bias = torch.ones(2000)  # e.g. a bandit's node bias
 
     def biased(A, seeds):
         return A[:, seeds].collective_sample(50, node_probs=A.mul(bias, axis=1).sum(axis=1))
+
     c = check_eager(biased, A, seeds())
     assert len(cached(c.program(A, seeds()))) == 1
-    bias[:1000] = 0.01                                          # updated after a batch
+    bias[:1000] = 0.01  # updated after a batch
     check_eager(biased, A, seeds())
     assert len(count_programs) == 2

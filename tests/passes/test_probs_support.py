@@ -2,17 +2,18 @@
 own slice (scaled) is marked ``probs_in_slice``; probabilities that may be positive off the
 slice's rows are not; samples are unchanged (every backend, eager, compiled with and without
 the pass, super-batched)."""
+
 import functools
 
+import helpers
 import pytest
 import torch
+from helpers import random_seeds as seeds
 
 import gsample as gs
 from gsample.ir import Op
 from gsample.passes import PIPELINE
 from gsample.passes.probs_support import probs_support
-import helpers
-from helpers import random_seeds as seeds
 
 
 @pytest.fixture(scope="module")
@@ -22,13 +23,16 @@ def A():
 
 def _marked(fn, A, *args, **kwargs) -> list:
     program = gs.compile(fn).program(A, seeds(), *args, **kwargs)
-    return [n.attrs.get("probs_in_slice", False) for n in program.nodes
-            if n.op is Op.SLICE_COLLECTIVE_SAMPLE]
+    return [
+        n.attrs.get("probs_in_slice", False)
+        for n in program.nodes
+        if n.op is Op.SLICE_COLLECTIVE_SAMPLE
+    ]
 
 
 def ladies_like(A, seeds, k=60, scale="sum"):
     sub = A[:, seeds]
-    p = (sub ** 2).sum(axis=1)                                   # 0 off the slice's rows
+    p = (sub**2).sum(axis=1)  # 0 off the slice's rows
     if scale == "sum":
         p = p / p.sum().clamp(min=1e-30)
     elif scale == "vector":
@@ -39,12 +43,12 @@ def ladies_like(A, seeds, k=60, scale="sum"):
 def positive_off_slice(A, seeds, k=60, how="shift"):
     sub = A[:, seeds]
     if how == "shift":
-        p = sub.sum(axis=1) + 1e-3                               # positive on every row
+        p = sub.sum(axis=1) + 1e-3  # positive on every row
     elif how == "clamp":
         p = sub.sum(axis=1).clamp(min=1e-3)
     elif how == "graph":
-        p = A.sum(axis=1)                                        # the whole graph's rows
-    else:                                                        # another frontier's slice
+        p = A.sum(axis=1)  # the whole graph's rows
+    else:  # another frontier's slice
         p = A[:, seeds[:10] + 1].sum(axis=1)
     return sub.collective_sample(k, node_probs=p)
 
@@ -54,7 +58,8 @@ def test_ladies_probabilities_are_marked(A):
     the pass changes nothing on a second run."""
     example = helpers.example("ladies")
     program = gs.compile(functools.partial(example.ladies, layers=(80, 80))).program(
-        example.normalize(A), seeds())
+        example.normalize(A), seeds()
+    )
     nodes = [n for n in program.nodes if n.op is Op.SLICE_COLLECTIVE_SAMPLE]
     assert len(nodes) == 2 and all(n.attrs["probs_in_slice"] for n in nodes)
     assert _marked(ladies_like, A) == [True]
@@ -94,7 +99,7 @@ def test_samples_unchanged(device, A, scale):
     def nan_probs(A, seeds):
         sub = A[:, seeds]
         p = sub.sum(axis=1)
-        return sub.collective_sample(10, node_probs=p / (p * 0.0))      # 0 / 0: NaN
+        return sub.collective_sample(10, node_probs=p / (p * 0.0))  # 0 / 0: NaN
 
     assert _marked(nan_probs, A) == [True]
     with pytest.raises(ValueError, match="node_probs"):

@@ -1,15 +1,16 @@
 """Lowering (``gsample.runtime.lower``): one resolved call per op, checks only where data
 enters, release points, CUDA-graph regions; all without a GPU (lowering for the ``cuda``
 backend resolves implementations, it runs none)."""
+
 import operator
 
 import pytest
 import torch
+from helpers import example, graphsage
 
 import gsample as gs
 from gsample.ir import Op
 from gsample.runtime import Options, lower, run
-from helpers import example, graphsage
 
 
 @pytest.fixture(scope="module")
@@ -25,12 +26,16 @@ def _program(fn, G, backend="cuda", device="cuda:0", options=Options(), **kwargs
 def test_graphsage_lowers_to_one_call_per_op_and_one_read_back(A):
     p = _program(graphsage, A)
     ops = [s for s in p.steps if s.label.startswith("cuda.")]
-    assert [s.node.op for s in ops] == [Op.SLICE_INDIVIDUAL_SAMPLE, Op.ALL_NODES,
-                                        Op.SLICE_INDIVIDUAL_SAMPLE]
+    assert [s.node.op for s in ops] == [
+        Op.SLICE_INDIVIDUAL_SAMPLE,
+        Op.ALL_NODES,
+        Op.SLICE_INDIVIDUAL_SAMPLE,
+    ]
     assert all(s.graph_safe and "sync-free" in s.label for s in ops)
     checks = [s for s in p.steps if s.label.startswith("check")]
-    assert len(checks) == 1 and "checked in the kernel" in checks[0].label, \
+    assert len(checks) == 1 and "checked in the kernel" in checks[0].label, (
         "the seeds are converted at the boundary; the frontier all_nodes makes is trusted"
+    )
     assert p.num_syncs == 1 and p.deferred
     assert (p.region.start, p.region.stop) == (1, 4), "every kernel in one CUDA graph"
     assert p.steps[-1].label.startswith("finish")
@@ -65,19 +70,19 @@ def test_ladies_lowers_to_a_graph_region_per_layer_ending_at_its_read_back(A):
         # the read-back ends it; between them, the layer before's importance weights and
         # column normalisation (moved there by runtime.schedule: the GPU runs the region
         # while the host does them), after the first region
-        after = p.steps[r.stop:]
+        after = p.steps[r.stop :]
         finish = next(s for s in after if s.label.endswith("read back, finish"))
-        moved = after[:after.index(finish)]
+        moved = after[: after.index(finish)]
         assert all(not s.graph_safe or s.label.startswith("check ") for s in moved)
         assert (r is p.regions[0]) == (not moved), [s.label for s in moved]
         assert {s.node.op for s in moved} <= {Op.FUSED_EDGE_NORMALIZE}
     first = p.regions[0]
     assert not set(p.steps[first.start - 1].args).isdisjoint(
-        {slot for _, slot, m in p.inputs if not m}), \
-        "the step converting the caller's seeds stays out (they may be on the host)"
+        {slot for _, slot, m in p.inputs if not m}
+    ), "the step converting the caller's seeds stays out (they may be on the host)"
     reads = [s for s in p.steps if s.syncs]
-    assert len(reads) == 7          # 3 finishes, 3 column normalisations (their sums), the
-                                    # final read-back
+    assert len(reads) == 7  # 3 finishes, 3 column normalisations (their sums), the
+    # final read-back
     assert "steps [%d] .. [%d]: one CUDA graph" % (first.start, first.stop - 1) in p.format()
 
 
@@ -87,10 +92,12 @@ def test_a_super_batch_s_first_sample_joins_its_graph_region(A):
     new object each call, and never be captured); one mini-batch's seeds are converted by
     a check that stays out."""
     import functools
+
     from gsample.matrix.sparse import Matrix
     from gsample.passes import optimize
     from gsample.passes.super_batch import super_batch
     from gsample.runtime.super_batcher import _SuperBatcher
+
     sampler = functools.partial(gs.compile(graphsage), fanouts=(5, 3))
     sb = _SuperBatcher(A, sampler, torch.arange(10), False)
     counts = {k: v.num_nodes for k, v in sb.args.items() if isinstance(v, Matrix)}
@@ -99,8 +106,11 @@ def test_a_super_batch_s_first_sample_joins_its_graph_region(A):
     seeds = next(slot for name, slot, _ in p.inputs if name == "seeds")
     assert not any(s.check for s in p.steps)
     assert (p.region.start, p.region.stop) == (0, 3) and seeds in p.steps[0].args
-    assert [s.node.op for s in p.region.steps] == [Op.SLICE_INDIVIDUAL_SAMPLE, Op.ALL_NODES,
-                                                   Op.SLICE_INDIVIDUAL_SAMPLE]
+    assert [s.node.op for s in p.region.steps] == [
+        Op.SLICE_INDIVIDUAL_SAMPLE,
+        Op.ALL_NODES,
+        Op.SLICE_INDIVIDUAL_SAMPLE,
+    ]
     one = _program(graphsage, A)
     assert one.steps[0].check and one.region.start == 1
     # its bounds read back, its splits of matrices do not: a call has read back all it will
@@ -117,6 +127,7 @@ def test_dense_code_joins_a_region_only_when_it_cannot_read_back(A):
     """Elementwise dense code and reductions may be captured; indexing (perhaps by a mask,
     whose result's size is read back) and ``nonzero`` may not."""
     from gsample.runtime.lower import _capturable
+
     assert _capturable(operator.truediv, ((None, None), {}))
     assert _capturable((torch.Tensor, "sum"), ((None,), {}))
     assert _capturable(torch.where, ((None, None, None), {}))
@@ -127,8 +138,9 @@ def test_dense_code_joins_a_region_only_when_it_cannot_read_back(A):
     assert not _capturable(lambda x: x, ((None,), {}))
 
 
-@pytest.mark.parametrize("options, device", [(Options(cuda_graphs=False), "cuda:0"),
-                                             (Options(), "cpu")])
+@pytest.mark.parametrize(
+    "options, device", [(Options(cuda_graphs=False), "cuda:0"), (Options(), "cpu")]
+)
 def test_no_region_without_cuda_graphs_or_a_gpu(A, options, device):
     p = _program(graphsage, A, options=options, device=device)
     assert p.region is None
@@ -156,14 +168,14 @@ def test_a_lowered_cpu_program_runs_as_the_interpreter(A):
 
 def test_explain_prints_the_lowered_program(A, capsys):
     text = gs.explain(graphsage, A, torch.arange(10), file=False)
-    section = text[text.index("== lowered program"):text.index("== summary")]
+    section = text[text.index("== lowered program") : text.index("== summary")]
     assert "torch.slice_individual_sample[csc]" in section and "frees" in section
 
 
 # ----------------------------------------------------------------------------- impl choice
 def _neighbours(A, seeds, weighted=False, k=5):
     sub = A[:, seeds]
-    s = sub.individual_sample(k, probs=sub ** 2 if weighted else None)
+    s = sub.individual_sample(k, probs=sub**2 if weighted else None)
     return s, s.all_nodes()
 
 
@@ -179,6 +191,7 @@ def test_a_node_with_probs_lowers_to_the_sampler_that_takes_them(A, weighted):
     sizes back and so stays out of any CUDA-graph region; a uniform one keeps the sync-free
     kernel. Decided at lowering, on the node's inputs, without a GPU."""
     from gsample.backend.cuda import nodewise, sampling
+
     W = gs.datasets.rmat(1000, 10000, seed=0, weighted=True)
     graph = gs.compile(_neighbours).program(W, torch.arange(10), weighted=weighted)
     (step,) = _samplers(lower(graph, "cuda", Options(), "cuda:0"))
@@ -195,7 +208,7 @@ def _alias_layers(A, seeds, fanouts=(5, 3)):
     blocks = []
     for k in fanouts:
         sub = A[:, seeds]
-        s = sub.individual_sample(k, probs=sub ** 2 + 0.5, replace=True, method="alias")
+        s = sub.individual_sample(k, probs=sub**2 + 0.5, replace=True, method="alias")
         blocks.append(s)
         seeds = s.all_nodes()
     return blocks
@@ -207,35 +220,42 @@ def test_alias_draws_lower_to_the_sync_free_sampler_cdf_draws_do_not(A):
     ``unless`` an alias table is given), and both layers are one CUDA-graph region; inverse-
     CDF draws of the same weights, or tables built per call, lower to the exact sampler."""
     from gsample.backend.cuda import nodewise, sampling
+
     W = gs.datasets.rmat(1000, 10000, seed=0, weighted=True)
     p = _program(_alias_layers, W)
     samplers = _samplers(p)
-    assert len(samplers) == 2 and all(s.fn is nodewise.slice_individual_sample
-                                      and s.graph_safe and "sync-free" in s.label
-                                      for s in samplers), p.format()
+    assert len(samplers) == 2 and all(
+        s.fn is nodewise.slice_individual_sample and s.graph_safe and "sync-free" in s.label
+        for s in samplers
+    ), p.format()
     assert all(s.node.inputs.get("alias") is not None for s in samplers)
     (region,) = p.regions
     assert all(region.start <= p.steps.index(s) < region.stop for s in samplers)
 
     def cdf_layers(A, seeds):
         sub = A[:, seeds]
-        return sub.individual_sample(5, probs=sub ** 2 + 0.5, replace=True)
+        return sub.individual_sample(5, probs=sub**2 + 0.5, replace=True)
+
     (step,) = _samplers(_program(cdf_layers, W))
     assert step.fn is sampling.slice_individual_sample and not step.graph_safe
     # their checks only convert the weights: the sampler checks their values with its draws
     # (kernels/cdf.cu's flags, read back with its sizes), so no check gathers the frontier's
     # weights or reads back
-    checks = [s for s in _program(_cdf_two_layers, W).steps
-              if s.label.startswith("check") and "probs" in s.label]
-    assert len(checks) == 2 and all("probs: checked in the kernel" in s.label and not s.syncs
-                                    for s in checks)
+    checks = [
+        s
+        for s in _program(_cdf_two_layers, W).steps
+        if s.label.startswith("check") and "probs" in s.label
+    ]
+    assert len(checks) == 2 and all(
+        "probs: checked in the kernel" in s.label and not s.syncs for s in checks
+    )
 
 
 def _cdf_two_layers(A, seeds):
     sub = A[:, seeds]
-    s = sub.individual_sample(5, probs=sub ** 2 + 0.5, replace=True)
+    s = sub.individual_sample(5, probs=sub**2 + 0.5, replace=True)
     sub = A[:, s.all_nodes()]
-    return s, sub.individual_sample(3, probs=sub ** 2 + 0.5, replace=True)
+    return s, sub.individual_sample(3, probs=sub**2 + 0.5, replace=True)
 
 
 def test_weighted_neighbours_lower_to_no_region_reading_back(A):
@@ -254,6 +274,7 @@ def test_backend_impl_passes_over_a_variant_without_an_input():
     """``Backend.impl``: a sync-free variant registered ``without`` an input is chosen only
     for nodes that lack that input; the exact implementation otherwise."""
     from gsample.backend import Backend, resolve
+
     be = Backend()
     exact, fast = (lambda **kw: "exact"), (lambda **kw: "fast")
     be.register(Op.SLICE_INDIVIDUAL_SAMPLE, ("csc",), exact)
@@ -262,11 +283,14 @@ def test_backend_impl_passes_over_a_variant_without_an_input():
     assert be.impl(op, "csc", sync_free=True, given=("A", "cols")).fn is fast
     assert be.impl(op, "csc", sync_free=True, given=("A", "cols", "probs")).fn is exact
     assert be.impl(op, "csc", sync_free=False, given=("A", "cols")).fn is exact
-    assert resolve(be, op, layout="csc", sync_free=True, given=("A", "cols", "probs")).fn \
-        is exact
+    assert resolve(be, op, layout="csc", sync_free=True, given=("A", "cols", "probs")).fn is exact
     # eagerly, inputs given as None are not inputs the node has
-    assert resolve(be, op, layout="csc", sync_free=True,
-                   inputs={"A": None, "cols": 1, "probs": None}).fn is fast
+    assert (
+        resolve(
+            be, op, layout="csc", sync_free=True, inputs={"A": None, "cols": 1, "probs": None}
+        ).fn
+        is fast
+    )
 
 
 def test_the_cyclic_gc_is_paused_while_a_graph_is_captured():
@@ -275,7 +299,9 @@ def test_the_cyclic_gc_is_paused_while_a_graph_is_captured():
     which restores the collector's state afterwards, also when the capture raises."""
     import gc
     import inspect
+
     from gsample.runtime import cuda_graphs
+
     assert "_gc_paused()" in inspect.getsource(cuda_graphs.Region._capture)
     assert gc.isenabled()
     with cuda_graphs._gc_paused():
@@ -285,7 +311,7 @@ def test_the_cyclic_gc_is_paused_while_a_graph_is_captured():
         raise RuntimeError("capture failed")
     assert gc.isenabled()
     gc.disable()
-    try:                                     # a caller that had it off keeps it off
+    try:  # a caller that had it off keeps it off
         with cuda_graphs._gc_paused():
             pass
         assert not gc.isenabled()

@@ -2,18 +2,19 @@
 the pauses and lanes of lowered programs (lowering for the ``cuda`` backend runs nothing),
 and a ``gs.DataLoader`` keeping two layer-wise calls in flight on a GPU, sample for sample
 what one call after the other draws."""
+
 import contextvars
 import functools
 
 import pytest
 import torch
+from helpers import assert_same, example, graphsage
 
 import gsample as gs
 from gsample.base.random import _stream, batch_scope
 from gsample.runtime import Options, lower, run
 from gsample.runtime.overlap import Call, in_turn, interleave
 from gsample.runtime.program import start
-from helpers import assert_same, example, graphsage
 
 _WHO = contextvars.ContextVar("test_overlap_who", default=None)
 
@@ -21,18 +22,20 @@ _WHO = contextvars.ContextVar("test_overlap_who", default=None)
 def _call(i, log, pauses, fail_at=None):
     """A generator standing for a program's call: sets its context, pauses ``pauses``
     times, checking its context and the random stream each time, returns ``i * 10``."""
+
     def calls():
         _WHO.set(i)
         stream = _stream()
         mine = (stream.seed, stream.batch_index)
-        stream.ordinal += 3                        # as run() advances the stream
+        stream.ordinal += 3  # as run() advances the stream
         log.append(("start", i))
         try:
             for p in range(pauses):
                 yield
                 assert _WHO.get() == i, "another call's context"
-                assert (stream.seed, stream.batch_index, stream.ordinal) == (*mine, 3), \
+                assert (stream.seed, stream.batch_index, stream.ordinal) == (*mine, 3), (
                     "another call's stream"
+                )
                 if p == fail_at:
                     raise ValueError(f"call {i} failed")
                 log.append(("step", i))
@@ -40,6 +43,7 @@ def _call(i, log, pauses, fail_at=None):
             return i * 10
         finally:
             log.append(("closed", i))
+
     return calls
 
 
@@ -47,8 +51,9 @@ def _run(n, depth, pauses=lambda i: 1 + i % 3):
     log = []
 
     def begin(i):
-        in_flight = {j for what, j in log if what == "start"} \
-            - {j for what, j in log if what == "closed"}
+        in_flight = {j for what, j in log if what == "start"} - {
+            j for what, j in log if what == "closed"
+        }
         assert len(in_flight) < depth, f"{in_flight} in flight when {i} starts"
         return Call(_call(i, log, pauses(i)), (99, 0, i))
 
@@ -73,8 +78,9 @@ def test_results_come_in_order_with_depth_calls_in_flight(depth):
 def test_an_error_surfaces_at_its_call_after_the_calls_before_it():
     log, got = [], []
     with pytest.raises(ValueError, match="call 3 failed"):
-        for i, value in interleave(range(8), lambda i: Call(
-                _call(i, log, 3, fail_at=1 if i == 3 else None), (1, 0, i)), 2):
+        for i, value in interleave(
+            range(8), lambda i: Call(_call(i, log, 3, fail_at=1 if i == 3 else None), (1, 0, i)), 2
+        ):
             got.append(i)
     assert got == [0, 1, 2]
     started = {i for what, i in log if what == "start"}
@@ -95,10 +101,13 @@ def test_a_consumer_that_stops_early_closes_the_calls_in_flight():
 def test_a_call_without_pauses_and_a_raising_start():
     def begin(i):
         if i == 2:
+
             def bad():
                 raise TypeError("seeds: bad")
+
             return Call(bad, (0, 0, i))
         return Call(_call(i, [], 0), (0, 0, i))
+
     got = []
     with pytest.raises(TypeError, match="seeds: bad"):
         for i, value in interleave(range(5), begin, 2):
@@ -129,14 +138,25 @@ def _turns(n, fail_launch=None, fail_land=None, settles=False, fail_settle=None)
         if i == fail_land:
             raise IndexError(f"call {i}: node id out of range")
         return i * 10
+
     return in_turn(range(n), launch, land, settle if settles else None), log
 
 
 def test_in_turn_lands_in_order_each_after_the_next_one_is_launched():
     calls, log = _turns(5)
     assert list(calls) == [(i, i * 10) for i in range(5)]
-    assert log == [("launch", 0), ("launch", 1), ("land", 0), ("launch", 2), ("land", 1),
-                   ("launch", 3), ("land", 2), ("launch", 4), ("land", 3), ("land", 4)]
+    assert log == [
+        ("launch", 0),
+        ("launch", 1),
+        ("land", 0),
+        ("launch", 2),
+        ("land", 1),
+        ("launch", 3),
+        ("land", 2),
+        ("launch", 4),
+        ("land", 3),
+        ("land", 4),
+    ]
     calls, log = _turns(0)
     assert list(calls) == [] and log == []
 
@@ -150,18 +170,33 @@ def test_in_turn_settles_each_call_before_the_next_is_launched():
         out.append(value)
         log.append(("yield", i))
     assert out == [0, 10, 20, 30]
-    assert log == [("launch", 0), ("settle", 0),
-                   ("launch", 1), ("land", 0), ("settle", 1), ("yield", 0),
-                   ("launch", 2), ("land", 1), ("settle", 2), ("yield", 1),
-                   ("launch", 3), ("land", 2), ("settle", 3), ("yield", 2),
-                   ("land", 3), ("yield", 3)]
+    assert log == [
+        ("launch", 0),
+        ("settle", 0),
+        ("launch", 1),
+        ("land", 0),
+        ("settle", 1),
+        ("yield", 0),
+        ("launch", 2),
+        ("land", 1),
+        ("settle", 2),
+        ("yield", 1),
+        ("launch", 3),
+        ("land", 2),
+        ("settle", 3),
+        ("yield", 2),
+        ("land", 3),
+        ("yield", 3),
+    ]
 
 
 def test_lanes_hand_out_two_lanes_of_each_program_in_turn(A):
     from gsample.runtime.overlap import Lanes
+
     p = _program(graphsage, A)
-    q = _program(functools.partial(example("ladies").ladies, layers=(50,)),
-                 example("ladies").normalize(A))
+    q = _program(
+        functools.partial(example("ladies").ladies, layers=(50,)), example("ladies").normalize(A)
+    )
     lanes = Lanes()
     got = [lanes.next(p), lanes.next(p), lanes.next(q), lanes.next(p), lanes.next(q)]
     assert got[0] is p and got[1] is p.lanes[1] and got[3] is p, "alternating"
@@ -172,11 +207,26 @@ def test_lanes_hand_out_two_lanes_of_each_program_in_turn(A):
     assert not p.busy and not q.busy and lanes.next(p) is p
 
 
-@pytest.mark.parametrize("fail, error, match, before, never", [
-    ({"fail_launch": 3}, TypeError, "seeds of 3: bad", [0, 10, 20], [("launch", 4), ("land", 3)]),
-    ({"fail_land": 2}, IndexError, "call 2: node id out of range", [0, 10], [("launch", 4)]),
-    ({"fail_settle": 2, "settles": True}, ValueError, "bounds of 2", [0, 10],
-     [("launch", 3), ("land", 2)])])
+@pytest.mark.parametrize(
+    "fail, error, match, before, never",
+    [
+        (
+            {"fail_launch": 3},
+            TypeError,
+            "seeds of 3: bad",
+            [0, 10, 20],
+            [("launch", 4), ("land", 3)],
+        ),
+        ({"fail_land": 2}, IndexError, "call 2: node id out of range", [0, 10], [("launch", 4)]),
+        (
+            {"fail_settle": 2, "settles": True},
+            ValueError,
+            "bounds of 2",
+            [0, 10],
+            [("launch", 3), ("land", 2)],
+        ),
+    ],
+)
 def test_in_turn_raises_a_failure_at_its_item_s_turn(fail, error, match, before, never):
     """A launch, settle or land that raises does so after the items before it came out;
     nothing is launched after a failed launch or settle, nor after the item a land failed."""
@@ -205,16 +255,23 @@ def test_layer_wise_programs_pause_after_each_layer_s_graph(A):
     p = _program(ladies, example("ladies").normalize(A))
     assert p.pauses == len(p.regions) == 3, p.format()
     node_wise = _program(graphsage, A)
-    assert node_wise.pauses == 1 and node_wise.one_region and not p.one_region, \
+    assert node_wise.pauses == 1 and node_wise.one_region and not p.one_region, (
         "a node-wise sampler's calls are launched and landed (runtime.program.launch)"
-    assert not lower(gs.compile(graphsage).program(A, torch.arange(10)), "cuda",
-                     Options(cuda_graphs=False), "cuda:0").one_region
+    )
+    assert not lower(
+        gs.compile(graphsage).program(A, torch.arange(10)),
+        "cuda",
+        Options(cuda_graphs=False),
+        "cuda:0",
+    ).one_region
     assert p.acquire() == (0, p)
-    number, other = p.acquire()                 # lane 0 is held: another lane
+    number, other = p.acquire()  # lane 0 is held: another lane
     assert number == 1 and other is not p and p.acquire()[0] == 2
     assert other.steps is p.steps and other.key_buffers is None and not other.busy
-    assert all(a is not b and (a.start, a.stop) == (b.start, b.stop) and not b.captured
-               for a, b in zip(p.regions, other.regions)), "graphs of its own"
+    assert all(
+        a is not b and (a.start, a.stop) == (b.start, b.stop) and not b.captured
+        for a, b in zip(p.regions, other.regions)
+    ), "graphs of its own"
     p.release(0)
     assert p.acquire() == (0, p) and p.busy == {0, 1, 2}
     for n in (0, 1, 2):
@@ -235,7 +292,7 @@ def test_start_returns_what_run_returns(A):
     assert call.done and call.error is None
     assert_same(call.value, want)
     assert not program.busy, "the call's lane given back"
-    program.acquire()                             # as if a call held lane 0, paused
+    program.acquire()  # as if a call held lane 0, paused
     gs.manual_seed(1)
     assert_same(run(program, {"A": A, "seeds": seeds}), want)
     assert list(program.lanes) == [1] and program.busy == {0}, "it ran on lane 1"
@@ -260,8 +317,10 @@ def _workload(sampler: str, device: str):
     GraphSAGE [10, 5] on an R-MAT graph of 20,000 nodes."""
     G = gs.datasets.rmat(20_000, 300_000, seed=4).to(device)
     if sampler == "ladies":
-        return (example("ladies").normalize(G),
-                functools.partial(example("ladies").ladies, layers=(300, 300, 300)))
+        return (
+            example("ladies").normalize(G),
+            functools.partial(example("ladies").ladies, layers=(300, 300, 300)),
+        )
     return G, functools.partial(graphsage, fanouts=(10, 5))
 
 
@@ -287,7 +346,7 @@ def test_a_loader_with_two_calls_in_flight_draws_what_one_at_a_time_draws(sample
     probe = seeds[:300]
     with batch_scope(9, 9):
         alone_out = alone(G, probe)
-    with batch_scope(9, 9):                     # a call as a generator, drained
+    with batch_scope(9, 9):  # a call as a generator, drained
         calls, paused = compiled.begin(G, probe), 0
         try:
             while True:
@@ -301,7 +360,7 @@ def test_a_loader_with_two_calls_in_flight_draws_what_one_at_a_time_draws(sample
     for epoch in range(3):
         gs.manual_seed(epoch)
         got = []
-        for batch in loader:             # a direct call while the loader has one in flight
+        for batch in loader:  # a direct call while the loader has one in flight
             got.append(batch)
             with batch_scope(9, 9):
                 assert_same(compiled(G, probe), alone_out, f"a direct call, epoch {epoch}")
@@ -317,10 +376,11 @@ def test_a_loader_with_two_calls_in_flight_draws_what_one_at_a_time_draws(sample
     # the loader's two calls held lanes 0 and 1, the direct calls between them lane 2
     assert program.pauses >= 1 and sorted(program.lanes) == [1, 2] and not program.busy
     from gsample.runtime import cuda_graphs
+
     if graphs and cuda_graphs.enabled():
         assert all(r.captured for r in program.lanes[1].regions), "lane 1 replays its own"
         for r0, r1 in zip(program.regions, program.lanes[1].regions):
-            ptrs = lambda r: {id(c.graph) for c in r.captured.values()}  # noqa: E731
+            ptrs = lambda r: {id(c.graph) for c in r.captured.values()}
             assert not ptrs(r0) & ptrs(r1)
 
 
@@ -332,6 +392,7 @@ def test_launch_and_land_are_a_node_wise_call_in_two_halves():
     equal the sampler's calls bit for bit and leave gsample's stream where it was; a bad
     seed raises its clear error at ``land``, and the lane draws exactly after it."""
     from gsample.runtime.program import land, launch
+
     G, fn = _workload("graphsage", "cuda")
     compiled = gs.compile(fn, backend="cuda")
     seeds = torch.randperm(G.num_nodes, generator=torch.Generator().manual_seed(2))[:2048]
@@ -364,6 +425,7 @@ def test_launch_and_land_are_a_node_wise_call_in_two_halves():
         program.release(n0)
         program.release(n1)
     from gsample.runtime import cuda_graphs
+
     if cuda_graphs.enabled():
         assert lane0.regions[0].captured and lane1.regions[0].captured
 
@@ -379,12 +441,12 @@ def test_a_loader_with_two_super_batches_in_flight_draws_what_one_at_a_time_draw
     compiled = gs.compile(fn, backend="cuda")
     alone = gs.compile(fn, backend="cuda", runtime=Options(overlap=False))
     seeds = torch.randperm(G.num_nodes, generator=torch.Generator().manual_seed(0))[:3300]
-    seeds = seeds.cuda()                    # 26 mini-batches: 6 super-batches of 4 and one of 2
+    seeds = seeds.cuda()  # 26 mini-batches: 6 super-batches of 4 and one of 2
     loader = gs.DataLoader(G, compiled, seeds, 128, seed=5, super_batch=4)
     reference = gs.DataLoader(G, alone, seeds, 128, seed=5, super_batch=4)
     assert loader._overlaps(loader._super.compiled)
     assert not reference._overlaps(reference._super.compiled)
-    for epoch in range(4):             # warm-up, capture, replays (lanes 0 and 1)
+    for epoch in range(4):  # warm-up, capture, replays (lanes 0 and 1)
         got, want = list(loader), list(reference)
         assert [b.index for b in got] == list(range(26)) == [b.index for b in want]
         for a, b in zip(got, want):
@@ -395,6 +457,7 @@ def test_a_loader_with_two_super_batches_in_flight_draws_what_one_at_a_time_draw
     # GraphSAGE's (one graph): settled (its bounds read back) before the next is launched
     assert (program.settles is not None) == (sampler == "graphsage") == program.one_region
     from gsample.runtime import cuda_graphs
+
     if cuda_graphs.enabled():
         assert all(r.captured for r in program.lanes[1].regions), "lane 1 replays its own"
 
@@ -403,6 +466,7 @@ def test_a_loader_with_two_super_batches_in_flight_draws_what_one_at_a_time_draw
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
 def test_no_calls_in_flight_where_a_training_step_may_change_the_sampler_s_state():
     from helpers import weighted_sampler
+
     G = gs.datasets.rmat(2_000, 20_000, seed=1).to("cuda")
     v = torch.ones(G.num_nodes, device="cuda")
     compiled = gs.compile(weighted_sampler, backend="cuda")
@@ -416,22 +480,24 @@ def test_no_calls_in_flight_where_a_training_step_may_change_the_sampler_s_state
 
 
 @pytest.mark.parametrize("planned", [False, True])
-def test_the_loader_s_calls_in_flight_start_the_epoch_s_planned_program(A, monkeypatch,
-                                                                          planned):
+def test_the_loader_s_calls_in_flight_start_the_epoch_s_planned_program(A, monkeypatch, planned):
     """The loader's two-in-flight path, on the CPU: without a plan (a program that does not
     pause) each call is made as it is; with one, the epoch's first call is planned once and
     the others start that program with their own seeds. Either way the batches equal the
     loader's one-by-one calls, in order."""
     from gsample.compiler.compiled import CompiledSampler
+
     sampler = functools.partial(gs.compile(graphsage), fanouts=(5, 3))
     seeds = torch.randperm(A.num_nodes, generator=torch.Generator().manual_seed(1))[:700]
     want = [b.out for b in gs.DataLoader(A, sampler, seeds, 128, seed=4)]
     plans = []
-    if planned:                       # as on a GPU: a plan (the CPU program just never pauses)
+    if planned:  # as on a GPU: a plan (the CPU program just never pauses)
+
         def plan(self, *args, **kwargs):
             dynamic, static, num_nodes = self._split(args, kwargs)
             plans.append(args)
             return self._entry(dynamic, static, num_nodes, self._backend())[1], dynamic
+
         monkeypatch.setattr(CompiledSampler, "plan", plan)
     monkeypatch.setattr(gs.DataLoader, "_overlaps", lambda self: True)
     got = list(gs.DataLoader(A, sampler, seeds, 128, seed=4))

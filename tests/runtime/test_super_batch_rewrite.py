@@ -12,20 +12,21 @@
 * state detection (tensor arguments and captured tensors reaching a random op);
 * run directly, the rewritten program returns the N batches' own outputs.
 """
+
 import functools
 
 import pytest
 import torch
+from helpers import assert_same, example, random_seeds
 
 import gsample as gs
-from gsample.runtime import block_diagonal as blocks
+from gsample.base.random import batch_scope
 from gsample.compiler.compiled import execute
 from gsample.ir import Op, format_lines
 from gsample.ir import ops as op_table
 from gsample.passes import PIPELINE, optimize
 from gsample.passes.super_batch import GRAPH, LIST, stateful_inputs, super_batch
-from gsample.base.random import batch_scope
-from helpers import assert_same, example, random_seeds
+from gsample.runtime import block_diagonal as blocks
 
 N_NODES = 1000
 
@@ -58,10 +59,11 @@ def test_random_ops_keep_their_ordinals_and_draw_for_every_batch(name, A):
     before = program(fn, A, **kwargs)
     after = rewrite(before, fixed_state=True)
     assert after.num_random == before.num_random
-    assert [(n.name, n.attrs["ordinal"]) for n in after.random_nodes()] == \
-        [(n.name, n.attrs["ordinal"]) for n in before.random_nodes()]
+    assert [(n.name, n.attrs["ordinal"]) for n in after.random_nodes()] == [
+        (n.name, n.attrs["ordinal"]) for n in before.random_nodes()
+    ]
     assert all(n.attrs["batches"] == (3, N_NODES) for n in after.random_nodes())
-    assert not any("batches" in n.attrs for n in before.random_nodes())   # a copy was rewritten
+    assert not any("batches" in n.attrs for n in before.random_nodes())  # a copy was rewritten
     out = after.output
     assert list(out.inputs) == ["0"] and isinstance(fn_of(out.inputs["0"]), blocks.Assemble)
 
@@ -82,7 +84,7 @@ def test_a_column_slice_of_the_graph_is_decoded_and_re_encoded(A):
     (enc,) = g.users()[sl]
     assert fn_of(enc) is blocks.encode_columns
     (rows,) = [n for n in g.nodes if n.op is Op.SLICE_ROWS]
-    assert rows.inputs["A"] is enc               # a row slice of the encoded slice: as is
+    assert rows.inputs["A"] is enc  # a row slice of the encoded slice: as is
 
 
 def test_dense_code_runs_per_batch_only_on_per_batch_values(A):
@@ -105,11 +107,12 @@ def test_dense_code_runs_per_batch_only_on_per_batch_values(A):
     assert "fn=per_batch(.clamp())" not in text
     # p[s.row_ids] on the encoded p: one gather, nothing split before the output
     assert text.count("fn=gather") == 2 and "per_batch(getitem)" not in text
-    assert text.count("fn=bounds") == 2          # the two blocks' bounds, for the output
+    assert text.count("fn=bounds") == 2  # the two blocks' bounds, for the output
 
 
 def test_the_rewrite_reads_the_op_table(A, monkeypatch):
     import dataclasses
+
     ladies = program(example("ladies").ladies, A, layers=(20, 20))
     unfused = program(example("ladies").ladies, A, layers=(20, 20), passes=[])
     d = op_table.OPS[Op.EDGE_BROADCAST]
@@ -118,7 +121,7 @@ def test_the_rewrite_reads_the_op_table(A, monkeypatch):
     with pytest.raises(ValueError, match="super_batch: .*input 'vector' of edge_broadcast.*ir.ops"):
         rewrite(unfused)
     monkeypatch.undo()
-    for op in (Op.REDUCE, Op.SLICE_REDUCE):                  # its result: how to cut it?
+    for op in (Op.REDUCE, Op.SLICE_REDUCE):  # its result: how to cut it?
         monkeypatch.undo()
         monkeypatch.setitem(op_table.OPS, op, dataclasses.replace(op_table.OPS[op], out=None))
         with pytest.raises(ValueError, match=f"super_batch: .*result of {op.value}.*ir.ops"):
@@ -129,7 +132,7 @@ BIAS = torch.rand(N_NODES) + 0.1
 
 
 def captured_bias(A, seeds):
-    return A[:, seeds].collective_sample(5, node_probs=BIAS)     # a tensor built in
+    return A[:, seeds].collective_sample(5, node_probs=BIAS)  # a tensor built in
 
 
 def features_only(A, seeds, X):
@@ -164,20 +167,20 @@ def test_the_rewritten_program_returns_each_batch_s_output(A, copies):
     fn = gs.compile(example("ladies").ladies)
     L = example("ladies").normalize(A)
     parts = [random_seeds(10 + 7 * b, b, N_NODES) for b in range(copies)]
-    g = rewrite(gs.compile(functools.partial(fn.fn, layers=(30, 30))).program(L, parts[0]),
-                copies)
+    g = rewrite(gs.compile(functools.partial(fn.fn, layers=(30, 30))).program(L, parts[0]), copies)
     with batch_scope(11, 4):
-        outs = execute(g, {"A": L, "seeds": torch.cat([p + b * N_NODES
-                                                       for b, p in enumerate(parts)])})
+        outs = execute(
+            g, {"A": L, "seeds": torch.cat([p + b * N_NODES for b, p in enumerate(parts)])}
+        )
     assert isinstance(outs, list) and len(outs) == copies
     for b, p in enumerate(parts):
-        with batch_scope(11, 4 + b):               # mini-batch 4 + b, on its own
+        with batch_scope(11, 4 + b):  # mini-batch 4 + b, on its own
             assert_same(outs[b], fn(L, p, layers=(30, 30)), f"batch {b}")
 
 
 def whole_graph(A, seeds):
-    p = A[:, seeds].sum(axis=1)                       # encoded: split for the draw
-    drawn = A.T.collective_sample(5, replace=True)     # graph-level inputs only
+    p = A[:, seeds].sum(axis=1)  # encoded: split for the draw
+    drawn = A.T.collective_sample(5, replace=True)  # graph-level inputs only
     return A.collective_sample(4, node_probs=p, replace=True), drawn.row()
 
 
@@ -189,12 +192,15 @@ def test_a_random_op_on_the_whole_graph_draws_once_per_batch(A, passes):
     ``BatchKeys``, a sparse reader joins the N matrices."""
     before = program(whole_graph, A, passes=passes)
     g = rewrite(before)
-    assert [(n.op, n.attrs["ordinal"]) for n in g.random_nodes()] == \
-        [(n.op, n.attrs["ordinal"]) for n in before.random_nodes()]
+    assert [(n.op, n.attrs["ordinal"]) for n in g.random_nodes()] == [
+        (n.op, n.attrs["ordinal"]) for n in before.random_nodes()
+    ]
     draw_t, draw_a = sorted(g.random_nodes(), key=lambda n: n.attrs["ordinal"])
     assert draw_t.attrs["per_batch"] == frozenset() and draw_a.attrs["per_batch"] == {"node_probs"}
-    assert all(n.attrs["batches"] == (3, N_NODES) and n.meta["super_batch"] == LIST
-               for n in (draw_t, draw_a))
+    assert all(
+        n.attrs["batches"] == (3, N_NODES) and n.meta["super_batch"] == LIST
+        for n in (draw_t, draw_a)
+    )
     split = draw_a.inputs["node_probs"]
     # the fused slice's sums are n per batch; unfused, the rows of the encoded slice
     assert fn_of(split) is blocks.split
@@ -202,6 +208,7 @@ def test_a_random_op_on_the_whole_graph_draws_once_per_batch(A, passes):
     (row,) = [n for n in g.nodes if n.op is Op.ROW]
     assert fn_of(row.inputs["A"]) is blocks.join_matrices
     from gsample.runtime import lower
+
     text = lower(g, "torch").format()
     assert text.count("per batch: torch.collective_sample[csc]") == 2
     assert "op key of ordinal 0 for 3 mini-batches" in text

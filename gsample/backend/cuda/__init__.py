@@ -31,40 +31,53 @@ per column here, over all columns there: the same draws up to float rounding, DE
 reductions add in a fixed order of their own (bit-reproducible, equal to the torch
 backend's results up to float rounding).
 """
+
 from __future__ import annotations
 
-from gsample.ir import Op
 from gsample.backend import Backend
-from gsample.backend.cuda import (compute, draws, edge_filter, edge_map, extract, finalize, fused_walk, layerwise,
-               nodewise, normalize, sampling, walk)
+from gsample.backend.cuda import (
+    compute,
+    draws,
+    edge_filter,
+    edge_map,
+    extract,
+    finalize,
+    fused_walk,
+    layerwise,
+    nodewise,
+    normalize,
+    sampling,
+    walk,
+)
+from gsample.ir import Op
 
 _CSC = ("csc",)
 #: op -> (its kernels' host code, the layouts it takes); the rest runs the torch code
 IMPLS = {
-    Op.SLICE_COLS: (extract.slice_cols, _CSC),                  # kernels/extract.cu
-    Op.SLICE_ROWS: (extract.slice_rows, ("csc", "csr", "csr-compact")),   # + segment gather
+    Op.SLICE_COLS: (extract.slice_cols, _CSC),  # kernels/extract.cu
+    Op.SLICE_ROWS: (extract.slice_rows, ("csc", "csr", "csr-compact")),  # + segment gather
     Op.TRANSPOSE: (extract.transpose, _CSC),
-    Op.INDIVIDUAL_SAMPLE: (sampling.individual_sample, _CSC),   # kernels/sampling.cu
+    Op.INDIVIDUAL_SAMPLE: (sampling.individual_sample, _CSC),  # kernels/sampling.cu
     Op.SLICE_INDIVIDUAL_SAMPLE: (sampling.slice_individual_sample, _CSC),
     Op.COLLECTIVE_SAMPLE: (sampling.collective_sample, _CSC),
     Op.SLICE_COLLECTIVE_SAMPLE: (sampling.slice_collective_sample, _CSC),
-    Op.REDUCE: (compute.reduce, _CSC),                          # kernels/segment_reduce.cu
+    Op.REDUCE: (compute.reduce, _CSC),  # kernels/segment_reduce.cu
     Op.SPMM: (compute.spmm, _CSC),
     Op.SPMM_T: (compute.spmm_t, _CSC),
     Op.SDDMM: (compute.sddmm, _CSC),
     Op.EDGE_BROADCAST: (compute.edge_broadcast, _CSC),
-    Op.FUSED_EDGE_MAP: (edge_map.fused_edge_map, _CSC),         # generated kernels
+    Op.FUSED_EDGE_MAP: (edge_map.fused_edge_map, _CSC),  # generated kernels
     Op.FUSED_EDGE_MAP_REDUCE: (edge_map.fused_edge_map_reduce, _CSC),
-    Op.FUSED_EDGE_NORMALIZE: (normalize.fused_edge_normalize, _CSC),    # kernels/normalize.cu
-    Op.ROW: (finalize.row, _CSC),                               # kernels/relabel.cu
+    Op.FUSED_EDGE_NORMALIZE: (normalize.fused_edge_normalize, _CSC),  # kernels/normalize.cu
+    Op.ROW: (finalize.row, _CSC),  # kernels/relabel.cu
     Op.ALL_NODES: (finalize.all_nodes, _CSC),
     Op.COMPACT: (finalize.compact, _CSC),
     Op.EDGES: (finalize.edges, _CSC),
-    Op.COLUMN: (finalize.column, _CSC),                         # views: torch's code
+    Op.COLUMN: (finalize.column, _CSC),  # views: torch's code
     Op.ROW_IDS: (finalize.row_ids, _CSC),
     Op.COL_IDS: (finalize.col_ids, _CSC),
-    Op.RANDOM_WALK: (walk.random_walk, _CSC),                   # kernels/walk.cu
-    Op.FUSED_WALK: (fused_walk.fused_walk, _CSC),               # generated: fused_walk.cu
+    Op.RANDOM_WALK: (walk.random_walk, _CSC),  # kernels/walk.cu
+    Op.FUSED_WALK: (fused_walk.fused_walk, _CSC),  # generated: fused_walk.cu
 }
 
 
@@ -87,14 +100,20 @@ class CudaBackend(Backend):
     def __init__(self):
         super().__init__()
         for op, (fn, layouts) in IMPLS.items():
-            self.register(op, layouts, fn, syncs=op not in NO_READ_BACK,
-                          batch_keys=op in BATCH_KEYS, checks=CHECKS.get(op, ()))
-        nodewise.register(self)          # sync-free variants (kernels/nodewise.cu, frontier.cu)
-        layerwise.register(self)         # and of the layer-wise ops (layerwise.cu, rowsum.cu)
-        walk.register(self)              # and of random walks (kernels/walk.cu)
-        fused_walk.register(self)        # and of fused gs.walk steps (kernels/fused_walk.cu)
-        draws.register(self)             # keyed values per entry (torch code, sync-free)
-        edge_filter.register(self)       # and the edge filter (bounded result)
+            self.register(
+                op,
+                layouts,
+                fn,
+                syncs=op not in NO_READ_BACK,
+                batch_keys=op in BATCH_KEYS,
+                checks=CHECKS.get(op, ()),
+            )
+        nodewise.register(self)  # sync-free variants (kernels/nodewise.cu, frontier.cu)
+        layerwise.register(self)  # and of the layer-wise ops (layerwise.cu, rowsum.cu)
+        walk.register(self)  # and of random walks (kernels/walk.cu)
+        fused_walk.register(self)  # and of fused gs.walk steps (kernels/fused_walk.cu)
+        draws.register(self)  # keyed values per entry (torch code, sync-free)
+        edge_filter.register(self)  # and the edge filter (bounded result)
 
     def runs_here(self, inputs: dict) -> bool:
         """Graphs on a GPU; inputs on the CPU run the torch code where they are."""

@@ -45,10 +45,10 @@ value dtype is not float32 / float64; an operand's dtype differs from the value 
 int beyond 2**53, or a finite float that overflows float32 for float32 values (ATen
 raises for some such exponents); more than 8 distinct operands; ``pow`` by -0.5.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 import torch
@@ -68,12 +68,12 @@ class Unsupported(Exception):
 class EdgeMapKernel:
     """A generated fused edge map: the expression, its operands and what it reads."""
 
-    dtype: torch.dtype       # the value dtype (of the input values, every step and the result)
-    expr: str                # GS_EXPR
-    operands: tuple          # operand names, pointer i = operands[i]
-    reads_values: bool       # the leaf is v[e] (else the literal 1)
-    reads_cols: bool         # some operand is indexed by col[e]
-    reads_rows: bool         # ... by row[e]
+    dtype: torch.dtype  # the value dtype (of the input values, every step and the result)
+    expr: str  # GS_EXPR
+    operands: tuple  # operand names, pointer i = operands[i]
+    reads_values: bool  # the leaf is v[e] (else the literal 1)
+    reads_cols: bool  # some operand is indexed by col[e]
+    reads_rows: bool  # ... by row[e]
 
     @property
     def key(self) -> dict:
@@ -96,7 +96,7 @@ def cast_scalar(s, dtype: torch.dtype):
     """``s`` as ATen casts a wrapped Python number to the value dtype (raises Unsupported)."""
     if isinstance(s, bool) or not isinstance(s, (int, float)):
         raise Unsupported(f"scalar {s!r} is not an int or float")
-    if isinstance(s, int) and abs(s) > 2 ** 53:
+    if isinstance(s, int) and abs(s) > 2**53:
         raise Unsupported(f"int scalar {s} is not exact in float64")
     with np.errstate(over="ignore"):
         x = _NP[dtype](float(s))
@@ -114,20 +114,20 @@ def _reciprocal(x, dtype):
 def _pow_scalar(x: str, s, dtype) -> str:
     """``x ** s`` (tensor ** Python scalar) as ATen's CUDA dispatch computes it."""
     e = cast_scalar(s, dtype)
-    d = float(s)                                  # Scalar::equal compares the Python value
+    d = float(s)  # Scalar::equal compares the Python value
     if d == 0:
-        return literal(1, dtype)                  # pow_Tensor_Scalar_out: fill_(1)
+        return literal(1, dtype)  # pow_Tensor_Scalar_out: fill_(1)
     if d == 1:
-        return x                                  # ... copy_(base)
+        return x  # ... copy_(base)
     if d == 0.5:
-        return f"gs_sqrt({x})"                    # sqrt_kernel_cuda
+        return f"gs_sqrt({x})"  # sqrt_kernel_cuda
     if d == -0.5:
         raise Unsupported("pow by -0.5 is rsqrt in torch (not correctly rounded)")
     if d == -1:
-        return f"gs_div({literal(1, dtype)}, {x})"   # reciprocal_kernel_cuda: 1 / a
-    de = float(e)                                 # the exponent cast to the value dtype
+        return f"gs_div({literal(1, dtype)}, {x})"  # reciprocal_kernel_cuda: 1 / a
+    de = float(e)  # the exponent cast to the value dtype
     if de == 2:
-        return f"gs_sq({x})"                      # base * base
+        return f"gs_sq({x})"  # base * base
     if de == 3:
         return f"gs_pow3({x})"
     if de == -2:
@@ -135,8 +135,9 @@ def _pow_scalar(x: str, s, dtype) -> str:
     return f"gs_pow({x}, {literal(e, dtype)})"
 
 
-def generate(program: tuple, dtype: torch.dtype, has_values: bool,
-             operand_axes: Optional[dict] = None) -> EdgeMapKernel:
+def generate(
+    program: tuple, dtype: torch.dtype, has_values: bool, operand_axes: dict | None = None
+) -> EdgeMapKernel:
     """The kernel of ``program`` on values of ``dtype`` (read from memory if ``has_values``).
 
     The caller has checked that each operand is 1-D with ``dtype`` (:func:`plan`).
@@ -156,13 +157,12 @@ def generate(program: tuple, dtype: torch.dtype, has_values: bool,
             raise Unsupported(f"op {op!r}")
         if name is None:
             s = cast_scalar(scalar, dtype)
-            if op == "div" and not reverse:           # div_true_kernel_cuda: a * (1 / b)
+            if op == "div" and not reverse:  # div_true_kernel_cuda: a * (1 / b)
                 x = f"gs_mul({x}, {literal(_reciprocal(s, dtype), dtype)})"
             elif op == "pow" and not reverse:
                 x = _pow_scalar(x, scalar, dtype)
-            elif op == "pow":                         # scalar ** x; pow_Scalar_out: 1 ** x = 1
-                x = literal(1, dtype) if float(scalar) == 1 else \
-                    f"gs_pow({literal(s, dtype)}, {x})"
+            elif op == "pow":  # scalar ** x; pow_Scalar_out: 1 ** x = 1
+                x = literal(1, dtype) if float(scalar) == 1 else f"gs_pow({literal(s, dtype)}, {x})"
             else:
                 y = literal(s, dtype)
                 x = f"gs_{op}({y}, {x})" if reverse else f"gs_{op}({x}, {y})"
@@ -188,7 +188,7 @@ def value_dtype(A, program: tuple, operands: dict) -> torch.dtype:
     """The dtype of the values every step works in (``map_values``' rule for a missing value)."""
     if A.values is not None:
         return A.values.dtype
-    op, name, *_ = program[0]
+    _op, name, *_ = program[0]
     y = None if name is None else operands[name]
     if isinstance(y, torch.Tensor) and y.is_floating_point():
         return y.dtype
@@ -222,4 +222,5 @@ def plan(A, program: tuple, operands: dict) -> EdgeMapKernel:
 def source(kernel: EdgeMapKernel) -> str:
     """The full CUDA source compiled for ``kernel`` (for nvcc in tests)."""
     from gsample.backend.cuda.module import full_source
+
     return full_source("edge_map", **kernel.key)

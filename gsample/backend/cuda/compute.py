@@ -25,18 +25,17 @@ case (float16 / bfloat16 or integer results, (E, F) values in SpMM, ``pow``, ten
 another device, unexpected shapes) runs the torch backend's code, which also raises its
 errors.
 """
-from __future__ import annotations
 
-from typing import Optional
+from __future__ import annotations
 
 import numpy as np
 import torch
 
-from gsample.formats.csc import CSC, segment_ptr
-from gsample.backend.torch import compute as ref
-from gsample.backend.torch import fused_compute
 from gsample.backend.cuda import convert, rowsum
 from gsample.backend.cuda.module import BLOCK, launch, memset
+from gsample.backend.torch import compute as ref
+from gsample.backend.torch import fused_compute
+from gsample.formats.csc import CSC, segment_ptr
 
 #: terms per chunk (a thread's serial work per tree level)
 CHUNK = 32
@@ -49,13 +48,13 @@ GROUP_BLOCK = 128
 ONE_LAUNCH = 1 << 14
 _FLOATS = {torch.float32: "float", torch.float64: "double"}
 _NULL = np.uint64(0)
-SUM, MAX = 0, 1                                    # GS_SUM, GS_MAX
+SUM, MAX = 0, 1  # GS_SUM, GS_MAX
 BINARY_OPS = {"add": 0, "sub": 1, "mul": 2, "div": 3}
-AT_EDGE, AT_COL, AT_ROW = 0, 1, 2                  # GS_AT_EDGE, GS_AT_COL, GS_AT_ROW
+AT_EDGE, AT_COL, AT_ROW = 0, 1, 2  # GS_AT_EDGE, GS_AT_COL, GS_AT_ROW
 REDUCE_OPS = ("sum", "max", "mean")
 
 
-def _ptr(t: Optional[torch.Tensor]):
+def _ptr(t: torch.Tensor | None):
     return _NULL if t is None else t.contiguous()
 
 
@@ -93,11 +92,12 @@ def plan(ptr: torch.Tensor, num_positions: int, chunk: int = CHUNK):
     """
     lens = ptr[1:] - ptr[:-1]
     top = levels(num_positions, chunk)
-    stats = [lens.max()] + [((lens + (chunk ** l - 1)) // chunk ** l).sum()
-                            for l in range(1, top + 1)]
+    stats = [lens.max()] + [((lens + (chunk**l - 1)) // chunk**l).sum() for l in range(1, top + 1)]
     host = torch.stack(stats).tolist()
-    return [(segment_ptr((lens + (chunk ** l - 1)) // chunk ** l), host[l])
-            for l in range(1, levels(host[0], chunk) + 1)]
+    return [
+        (segment_ptr((lens + (chunk**l - 1)) // chunk**l), host[l])
+        for l in range(1, levels(host[0], chunk) + 1)
+    ]
 
 
 def group_ptr(ptr: torch.Tensor, group: int = GROUP) -> torch.Tensor:
@@ -124,10 +124,19 @@ def group_pointer(ptr: torch.Tensor, dtype: torch.dtype = torch.float64) -> torc
     ptr, S = _i64(ptr), ptr.numel() - 1
     blocks = -(-S // BLOCK)
     scratch = torch.empty(1 + blocks + S + 1, dtype=torch.int64, device=ptr.device)
-    state, gptr = scratch[:1 + blocks], scratch[1 + blocks:]
+    state, gptr = scratch[: 1 + blocks], scratch[1 + blocks :]
     memset(state, 0)
-    launch("segment_reduce", "gs_seg_group_ptr", blocks * BLOCK, ptr, S, state, gptr,
-           grid=blocks, dtypes=(_FLOATS[dtype],))
+    launch(
+        "segment_reduce",
+        "gs_seg_group_ptr",
+        blocks * BLOCK,
+        ptr,
+        S,
+        state,
+        gptr,
+        grid=blocks,
+        dtypes=(_FLOATS[dtype],),
+    )
     return gptr
 
 
@@ -154,29 +163,57 @@ def _tree(ptr, op, num_positions, dtype, x, perm, gidx, d, step, finish):
     code, src = (MAX if op == "max" else SUM), ptr
     for cptr, total in plan(ptr, num_positions):
         x = step(src, cptr, total, F, perm, x, xf, gidx, d, df, code, dtype)
-        src, perm, gidx, d, xf = cptr, None, None, None, F      # next level: the partials
+        src, perm, gidx, d, xf = cptr, None, None, None, F  # next level: the partials
     return finish(ptr, src, F, op == "mean", x, dtype)
 
 
 def _step_cuda(ptr, cptr, total, F, perm, x, xf, gidx, d, df, code, dtype):
     out = torch.empty((total, F), dtype=dtype, device=ptr.device)
-    launch("segment_reduce", "gs_seg_chunks", total * F, ptr, cptr, ptr.numel() - 1, CHUNK, F,
-           total * F, _ptr(perm), _ptr(x), xf, _ptr(gidx), _ptr(d), df, code, out,
-           dtypes=(_FLOATS[dtype],))
+    launch(
+        "segment_reduce",
+        "gs_seg_chunks",
+        total * F,
+        ptr,
+        cptr,
+        ptr.numel() - 1,
+        CHUNK,
+        F,
+        total * F,
+        _ptr(perm),
+        _ptr(x),
+        xf,
+        _ptr(gidx),
+        _ptr(d),
+        df,
+        code,
+        out,
+        dtypes=(_FLOATS[dtype],),
+    )
     return out
 
 
 def _finish_cuda(ptr, cptr, F, mean, x, dtype):
     S = ptr.numel() - 1
     out = torch.empty((S, F), dtype=dtype, device=ptr.device)
-    launch("segment_reduce", "gs_seg_finish", S * F, ptr, cptr, S, F, int(mean), x, out,
-           dtypes=(_FLOATS[dtype],))
+    launch(
+        "segment_reduce",
+        "gs_seg_finish",
+        S * F,
+        ptr,
+        cptr,
+        S,
+        F,
+        int(mean),
+        x,
+        out,
+        dtypes=(_FLOATS[dtype],),
+    )
     return out
 
 
 def _step_torch(ptr, cptr, total, F, perm, x, xf, gidx, d, df, code, dtype):
     c = torch.arange(total, device=ptr.device)
-    s = torch.searchsorted(cptr, c, right=True) - 1        # the last s with cptr[s] <= c
+    s = torch.searchsorted(cptr, c, right=True) - 1  # the last s with cptr[s] <= c
     start = ptr[s] + (c - cptr[s]) * CHUNK
     end = torch.minimum(start + CHUNK, ptr[s + 1])
 
@@ -205,10 +242,16 @@ def _finish_torch(ptr, cptr, F, mean, x, dtype):
     return torch.where(lens > 0, v, torch.zeros((), dtype=dtype, device=v.device))
 
 
-def segment_reduce(ptr: torch.Tensor, op: str, num_positions: int, dtype: torch.dtype,
-                   x: Optional[torch.Tensor] = None, perm: Optional[torch.Tensor] = None,
-                   gidx: Optional[torch.Tensor] = None,
-                   d: Optional[torch.Tensor] = None) -> torch.Tensor:
+def segment_reduce(
+    ptr: torch.Tensor,
+    op: str,
+    num_positions: int,
+    dtype: torch.dtype,
+    x: torch.Tensor | None = None,
+    perm: torch.Tensor | None = None,
+    gidx: torch.Tensor | None = None,
+    d: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Per-segment ``sum`` / ``max`` / ``mean`` of terms, as the kernels' fixed tree.
 
     Parameters
@@ -257,16 +300,44 @@ def _one_feature(ptr, op, num_positions, dtype, x, perm, gidx, d) -> torch.Tenso
     gptr = group_pointer(ptr, dtype)
     Q = group_bound(num_positions, S)
     gval = torch.empty(Q, dtype=dtype, device=dev)
-    launch("segment_reduce", "gs_seg_groups", Q * 32, ptr, gptr, S, Q, _ptr(perm), _ptr(x),
-           _ptr(gidx), _ptr(d), code, gval, block=GROUP_BLOCK, **key)
+    launch(
+        "segment_reduce",
+        "gs_seg_groups",
+        Q * 32,
+        ptr,
+        gptr,
+        S,
+        Q,
+        _ptr(perm),
+        _ptr(x),
+        _ptr(gidx),
+        _ptr(d),
+        code,
+        gval,
+        block=GROUP_BLOCK,
+        **key,
+    )
     out = torch.empty((S, 1), dtype=dtype, device=dev)
-    launch("segment_reduce", "gs_seg_groups_finish", S * 32, ptr, gptr, S, gval, code,
-           int(op == "mean"), out, block=GROUP_BLOCK, **key)
+    launch(
+        "segment_reduce",
+        "gs_seg_groups_finish",
+        S * 32,
+        ptr,
+        gptr,
+        S,
+        gval,
+        code,
+        int(op == "mean"),
+        out,
+        block=GROUP_BLOCK,
+        **key,
+    )
     return out
 
 
-def segment_reduce_warp(ptr, op, num_positions, dtype, x=None, perm=None, gidx=None,
-                        d=None) -> torch.Tensor:
+def segment_reduce_warp(
+    ptr, op, num_positions, dtype, x=None, perm=None, gidx=None, d=None
+) -> torch.Tensor:
     """The same one-feature tree in one launch, a warp walking each whole segment
     (``gs_seg_warp``; a hub is one warp's serial work): :func:`segment_reduce`'s path for
     at most :data:`ONE_LAUNCH` terms (bit-equal to the grouped kernels)."""
@@ -275,17 +346,29 @@ def segment_reduce_warp(ptr, op, num_positions, dtype, x=None, perm=None, gidx=N
         raise ValueError("segment_reduce_warp: one feature only")
     work = S > 0 and num_positions > 0
     # the kernel writes every segment (0 where empty): no fill launch before it
-    out = (torch.empty if work else torch.zeros)((max(S, 0), 1), dtype=dtype,
-                                                 device=ptr.device)
+    out = (torch.empty if work else torch.zeros)((max(S, 0), 1), dtype=dtype, device=ptr.device)
     if work:
-        launch("segment_reduce", "gs_seg_warp", S * 32, _i64(ptr), S, _ptr(perm), _ptr(x),
-               _ptr(gidx), _ptr(d), MAX if op == "max" else SUM, int(op == "mean"), out,
-               dtypes=(_FLOATS[dtype],))
+        launch(
+            "segment_reduce",
+            "gs_seg_warp",
+            S * 32,
+            _i64(ptr),
+            S,
+            _ptr(perm),
+            _ptr(x),
+            _ptr(gidx),
+            _ptr(d),
+            MAX if op == "max" else SUM,
+            int(op == "mean"),
+            out,
+            dtypes=(_FLOATS[dtype],),
+        )
     return out
 
 
-def reference_segment_reduce(ptr, op, num_positions, dtype, x=None, perm=None, gidx=None,
-                             d=None) -> torch.Tensor:
+def reference_segment_reduce(
+    ptr, op, num_positions, dtype, x=None, perm=None, gidx=None, d=None
+) -> torch.Tensor:
     """:func:`segment_reduce` in torch, step for step (same tree, same IEEE operations): on
     any device, bit-equal to the kernels (for tests, and to state the order)."""
     return _tree(ptr, op, num_positions, dtype, x, perm, gidx, d, _step_torch, _finish_torch)
@@ -293,8 +376,9 @@ def reference_segment_reduce(ptr, op, num_positions, dtype, x=None, perm=None, g
 
 # ----------------------------------------------------------------------------- the ops
 def _on(A: CSC, *tensors) -> bool:
-    return convert.on_gpu(A.indptr) and all(t is None or (isinstance(t, torch.Tensor)
-                                                 and t.device == A.device) for t in tensors)
+    return convert.on_gpu(A.indptr) and all(
+        t is None or (isinstance(t, torch.Tensor) and t.device == A.device) for t in tensors
+    )
 
 
 def reduce(A: CSC, op: str, axis: int) -> torch.Tensor:
@@ -303,13 +387,17 @@ def reduce(A: CSC, op: str, axis: int) -> torch.Tensor:
     return reduce_values(A, None, op, axis)
 
 
-def reduce_values(A: CSC, v: Optional[torch.Tensor], op: str, axis: int) -> torch.Tensor:
+def reduce_values(A: CSC, v: torch.Tensor | None, op: str, axis: int) -> torch.Tensor:
     """:func:`reduce` over values ``v`` on ``A``'s edges (None: ``A``'s own), as
     :func:`fused_compute.reduce_values` (the reduction of a fused edge-map-reduce)."""
     v = A.values if v is None else v
-    if (op not in REDUCE_OPS or axis not in (0, 1) or not _on(A, v)
-            or (v is not None and (v.dtype not in _FLOATS or v.dim() not in (1, 2)))):
-        return fused_compute.reduce_values(A, v, op, axis)       # the torch code
+    if (
+        op not in REDUCE_OPS
+        or axis not in (0, 1)
+        or not _on(A, v)
+        or (v is not None and (v.dtype not in _FLOATS or v.dim() not in (1, 2)))
+    ):
+        return fused_compute.reduce_values(A, v, op, axis)  # the torch code
     dtype = torch.float32 if v is None else v.dtype
     if axis == 1 and op == "sum" and (v is None or v.dim() == 1):
         # exact, order-free row sums: the same bits as the fused SLICE_REDUCE (rowsum.py)
@@ -318,28 +406,31 @@ def reduce_values(A: CSC, v: Optional[torch.Tensor], op: str, axis: int) -> torc
         ptr, perm = A.indptr, None
     else:
         ptr, perm = convert.to_csr(A)
-    out = segment_reduce(ptr, op, A.nnz, dtype, x=None if v is None else v.contiguous(),
-                         perm=perm)
+    out = segment_reduce(ptr, op, A.nnz, dtype, x=None if v is None else v.contiguous(), perm=perm)
     return out if v is not None and v.dim() == 2 else out.reshape(-1)
 
 
-def _product_dtype(A: CSC, dense) -> Optional[torch.dtype]:
+def _product_dtype(A: CSC, dense) -> torch.dtype | None:
     """``ref._weighted``'s result dtype when the kernels handle it, else None."""
     vals = A.values
     if not isinstance(dense, torch.Tensor) or not _on(A, dense, vals) or dense.dim() not in (1, 2):
         return None
     if vals is not None and vals.dim() != 1:
         return None
-    vd = vals.dtype if vals is not None else (
-        dense.dtype if dense.is_floating_point() else torch.float32)
+    vd = (
+        vals.dtype
+        if vals is not None
+        else (dense.dtype if dense.is_floating_point() else torch.float32)
+    )
     res = torch.promote_types(dense.dtype, vd)
     return res if res in _FLOATS else None
 
 
 def _spmm(A: CSC, dense, ptr, perm, gidx, dtype):
     w = None if A.values is None else A.values.to(dtype).contiguous()
-    out = segment_reduce(ptr, "sum", A.nnz, dtype, x=w, perm=perm, gidx=gidx,
-                         d=dense.to(dtype).contiguous())
+    out = segment_reduce(
+        ptr, "sum", A.nnz, dtype, x=w, perm=perm, gidx=gidx, d=dense.to(dtype).contiguous()
+    )
     return out if dense.dim() == 2 else out.reshape(-1)
 
 
@@ -365,18 +456,41 @@ def _edge_binary(A: CSC, a, amode, b, bmode, op: str, F: int, dtype) -> torch.Te
     out = torch.empty(A.nnz * F, dtype=dtype, device=A.device)
     af = 1 if a is None or a.dim() == 1 else F
     bf = 1 if b.dim() == 1 else F
-    launch("segment_reduce", "gs_edge_binary", out.numel(), _ptr(a), amode, af, b, bmode, bf,
-           _i64(A.indptr), A.num_cols, _i64(A.rows), A.nnz, F, BINARY_OPS[op], out,
-           dtypes=(_FLOATS[dtype],))
+    launch(
+        "segment_reduce",
+        "gs_edge_binary",
+        out.numel(),
+        _ptr(a),
+        amode,
+        af,
+        b,
+        bmode,
+        bf,
+        _i64(A.indptr),
+        A.num_cols,
+        _i64(A.rows),
+        A.nnz,
+        F,
+        BINARY_OPS[op],
+        out,
+        dtypes=(_FLOATS[dtype],),
+    )
     return out
 
 
 def sddmm(A: CSC, u: torch.Tensor, v: torch.Tensor, op: str) -> CSC:
     """Edge values ``op(U[row], V[col])``; ``dot`` sums over the feature axis."""
-    ok = (isinstance(u, torch.Tensor) and isinstance(v, torch.Tensor) and _on(A, u, v)
-          and (op == "dot" or op in BINARY_OPS) and u.dim() == v.dim() and u.dim() in (1, 2)
-          and u.shape[1:] == v.shape[1:] and u.shape[0] == A.num_rows
-          and v.shape[0] == A.num_cols)
+    ok = (
+        isinstance(u, torch.Tensor)
+        and isinstance(v, torch.Tensor)
+        and _on(A, u, v)
+        and (op == "dot" or op in BINARY_OPS)
+        and u.dim() == v.dim()
+        and u.dim() in (1, 2)
+        and u.shape[1:] == v.shape[1:]
+        and u.shape[0] == A.num_rows
+        and v.shape[0] == A.num_cols
+    )
     dtype = torch.promote_types(u.dtype, v.dtype) if ok else None
     if dtype not in _FLOATS:
         return ref.sddmm(A, u, v, op)
@@ -385,10 +499,22 @@ def sddmm(A: CSC, u: torch.Tensor, v: torch.Tensor, op: str) -> CSC:
     if op != "dot" or u.dim() == 1:
         out = _edge_binary(A, uu, AT_ROW, vv, AT_COL, "mul" if op == "dot" else op, F, dtype)
         return A.with_values(out if u.dim() == 1 else out.view(A.nnz, F))
-    out = torch.zeros(A.nnz, dtype=dtype, device=A.device)      # F == 0: empty sums
+    out = torch.zeros(A.nnz, dtype=dtype, device=A.device)  # F == 0: empty sums
     if F > 0:
-        launch("segment_reduce", "gs_edge_dot", A.nnz, uu, vv, _i64(A.indptr), A.num_cols,
-               _i64(A.rows), A.nnz, F, out, dtypes=(_FLOATS[dtype],))
+        launch(
+            "segment_reduce",
+            "gs_edge_dot",
+            A.nnz,
+            uu,
+            vv,
+            _i64(A.indptr),
+            A.num_cols,
+            _i64(A.rows),
+            A.nnz,
+            F,
+            out,
+            dtypes=(_FLOATS[dtype],),
+        )
     return A.with_values(out)
 
 
@@ -397,18 +523,28 @@ def edge_broadcast(A: CSC, op: str, vector: torch.Tensor, axis: int) -> CSC:
     (``axis=1``); ``vector`` has shape (C,) or (R,), values (E,) or (E, F)."""
     vals = A.values
     n = A.num_cols if axis == 0 else A.num_rows
-    ok = (op in BINARY_OPS and axis in (0, 1) and isinstance(vector, torch.Tensor)
-          and _on(A, vector, vals) and vector.dim() == 1 and vector.shape[0] == n
-          and (vals is None or vals.dim() in (1, 2)))
+    ok = (
+        op in BINARY_OPS
+        and axis in (0, 1)
+        and isinstance(vector, torch.Tensor)
+        and _on(A, vector, vals)
+        and vector.dim() == 1
+        and vector.shape[0] == n
+        and (vals is None or vals.dim() in (1, 2))
+    )
     dtype = None
     if ok:
-        vd = vals.dtype if vals is not None else (
-            vector.dtype if vector.is_floating_point() else torch.float32)
+        vd = (
+            vals.dtype
+            if vals is not None
+            else (vector.dtype if vector.is_floating_point() else torch.float32)
+        )
         dtype = torch.promote_types(vd, vector.dtype)
     if dtype not in _FLOATS:
         return ref.edge_broadcast(A, op, vector, axis)
     F = int(vals.shape[1]) if vals is not None and vals.dim() == 2 else 1
     a = None if vals is None else vals.to(dtype).contiguous()
-    out = _edge_binary(A, a, AT_EDGE, vector.to(dtype).contiguous(),
-                       AT_COL if axis == 0 else AT_ROW, op, F, dtype)
+    out = _edge_binary(
+        A, a, AT_EDGE, vector.to(dtype).contiguous(), AT_COL if axis == 0 else AT_ROW, op, F, dtype
+    )
     return A.with_values(out.view(A.nnz, F) if vals is not None and vals.dim() == 2 else out)

@@ -13,21 +13,22 @@ tensors each one runs its plain-PyTorch twin, with the same results:
   object for the whole graph and graph-level (cached) matrices, so per-row reductions over
   the graph do not sort it on every call; small sub-matrices are converted per call.
 """
+
 from __future__ import annotations
 
 import weakref
 
 import torch
 
-from gsample.formats.csc import CSC, segment_ptr
 from gsample.backend.cuda.module import launch
+from gsample.formats.csc import CSC, segment_ptr
 
 #: a CSC with at least this many edges keeps its CSR permutation (as do graph-level ones)
 CACHE_MIN_EDGES = 1 << 22
 # CSC -> (stamp, indptr_r, perm). CSC has identity semantics (eq=False), so entries die
 # with their matrix; matrices that share indptr and rows (``with_values`` copies, as a
 # chain of edge maps makes) share one entry's tensors.
-_CSR_CACHE: "weakref.WeakKeyDictionary[CSC, tuple]" = weakref.WeakKeyDictionary()
+_CSR_CACHE: weakref.WeakKeyDictionary[CSC, tuple] = weakref.WeakKeyDictionary()
 
 
 def on_gpu(t: torch.Tensor) -> bool:
@@ -68,7 +69,10 @@ def csr_cols(csc: CSC, perm: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"perm: expected shape ({csc.nnz},), got {tuple(perm.shape)}")
     if not on_gpu(csc.indptr):
         return csc.edge_cols()[perm]
-    from gsample.backend.cuda.extract import _Cuda     # the transpose's kernel (kernels/extract.cu), no eids
+    from gsample.backend.cuda.extract import (
+        _Cuda,  # the transpose's kernel (kernels/extract.cu), no eids
+    )
+
     return _Cuda.perm_cols(_i64(csc.indptr), _i64(perm))[0]
 
 
@@ -108,7 +112,7 @@ def csr_permutation(rows: torch.Tensor, num_rows: int) -> torch.Tensor:
     LongTensor, shape (E,)
         Edge (CSC position) at each CSR position; within a row, in CSC order.
     """
-    keys = rows.to(torch.int32) if num_rows < 2 ** 31 else rows
+    keys = rows.to(torch.int32) if num_rows < 2**31 else rows
     return torch.sort(keys, stable=True).indices
 
 
@@ -125,9 +129,8 @@ def _cached(csc: CSC):
     hit = _CSR_CACHE.get(csc)
     if hit is not None and hit[0] == _stamp(csc):
         return hit[1:]
-    for other, entry in list(_CSR_CACHE.items()):     # a matrix sharing the structure
-        if (other.indptr is csc.indptr and other.rows is csc.rows
-                and entry[0] == _stamp(csc)):
+    for other, entry in list(_CSR_CACHE.items()):  # a matrix sharing the structure
+        if other.indptr is csc.indptr and other.rows is csc.rows and entry[0] == _stamp(csc):
             _CSR_CACHE[csc] = entry
             return entry[1:]
     return None

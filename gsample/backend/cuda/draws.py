@@ -8,20 +8,22 @@ safe), and the values are the torch backend's bit for bit (integer hashing, exac
 conversions). A frontier in a bounded buffer (:class:`~gsample.formats.bounded.BoundedIds`)
 gives a bounded result of the same count.
 """
+
 from __future__ import annotations
 
+from gsample.backend.torch import draws as reference
+from gsample.base.random import DeviceKey, count_from_words, uniform_float
 from gsample.formats.bounded import BoundedIds
 from gsample.ir import Op
-from gsample.base.random import DeviceKey, count_from_words, uniform_float
-from gsample.backend.torch import draws as reference
 
 
 def _words(nodes, key):
     """``(words, count or None)`` of a frontier, exact or bounded."""
     if isinstance(nodes, BoundedIds):
         return reference.entry_words(key, nodes.data, valid=nodes.count), nodes.count
-    if isinstance(key, DeviceKey) and key.num_nodes:        # a super-batch: ids checked
-        from gsample.base import validate as V                         # (deferred: no read-back)
+    if isinstance(key, DeviceKey) and key.num_nodes:  # a super-batch: ids checked
+        from gsample.base import validate as V  # (deferred: no read-back)
+
         nodes = V.ids(nodes, "nodes", key.num_nodes * key.copies, nodes.device)
     return reference.entry_words(key, nodes), None
 
@@ -50,4 +52,4 @@ def register(backend) -> None:
         backend.register(op, ("csc",), fn, sync_free=True, syncs=False)
 
 
-__all__ = ["random_uniform", "random_count", "register"]
+__all__ = ["random_count", "random_uniform", "register"]

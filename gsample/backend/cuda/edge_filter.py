@@ -6,15 +6,16 @@ The torch reference (:mod:`gsample.backend.torch.edge_filter`) finds the kept ed
 :class:`~gsample.formats.bounded.BoundedCSC` whose edge count ``indptr[-1]`` stays on the
 device: the same matrix once trimmed, with no kernel of its own (torch operators).
 """
+
 from __future__ import annotations
 
 import torch
 
+from gsample.backend.cuda.nodewise import _exact
+from gsample.backend.torch.edge_filter import kept_indptr
 from gsample.formats.bounded import BoundedCSC
 from gsample.formats.csc import CSC
 from gsample.ir import Op
-from gsample.backend.torch.edge_filter import kept_indptr
-from gsample.backend.cuda.nodewise import _exact
 
 
 def filter_edges(A, keep: torch.Tensor) -> BoundedCSC:
@@ -24,7 +25,7 @@ def filter_edges(A, keep: torch.Tensor) -> BoundedCSC:
     A = _exact(A)
     indptr, csum = kept_indptr(A, keep)
     E = keep.numel()
-    dest = torch.where(keep, csum[:-1], E)            # dropped edges: the spare slot E
+    dest = torch.where(keep, csum[:-1], E)  # dropped edges: the spare slot E
 
     def move(t):
         if t is None:
@@ -32,9 +33,11 @@ def filter_edges(A, keep: torch.Tensor) -> BoundedCSC:
         buf = t.new_empty((E + 1, *t.shape[1:]))
         buf[dest] = t
         return buf[:E]
+
     eids = A.eids if A.eids is not None else torch.arange(E, device=keep.device)
-    return BoundedCSC(CSC.of(A.num_nodes, indptr, move(A.rows), A.row_ids, A.col_ids,
-                             move(A.values), move(eids)))
+    return BoundedCSC(
+        CSC.of(A.num_nodes, indptr, move(A.rows), A.row_ids, A.col_ids, move(A.values), move(eids))
+    )
 
 
 def register(backend) -> None:

@@ -6,15 +6,16 @@ the edges (no intermediate tensors); anything else runs the torch backend's
 is the same map followed by the segment-reduce kernels (:mod:`.compute`), which add in
 their own fixed order: bit-reproducible, equal to the torch backend's up to rounding.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from gsample.formats.csc import CSC
-from gsample.backend.torch import fused_compute
 from gsample.backend.cuda import codegen, compute
 from gsample.backend.cuda.module import launch
+from gsample.backend.torch import fused_compute
+from gsample.formats.csc import CSC
 
 _NULL = np.uint64(0)
 
@@ -36,8 +37,11 @@ def run_kernel(A: CSC, kernel: codegen.EdgeMapKernel, operands: dict) -> torch.T
 
 
 def _on_gpu(A: CSC, program: tuple, operands: dict) -> bool:
-    return A.indptr.is_cuda and all(operands[n].is_cuda for _, n, *_ in program
-                                    if n is not None and isinstance(operands[n], torch.Tensor))
+    return A.indptr.is_cuda and all(
+        operands[n].is_cuda
+        for _, n, *_ in program
+        if n is not None and isinstance(operands[n], torch.Tensor)
+    )
 
 
 def kernel_for(A: CSC, program: tuple, operands: dict):

@@ -28,6 +28,7 @@ The same host code runs on CPU tensors with pure-torch twins of the kernels
 (:class:`_Twin`, same contract line by line), so its index arithmetic is tested without a
 GPU; the backend itself only calls it with CUDA tensors.
 """
+
 from __future__ import annotations
 
 import weakref
@@ -35,20 +36,20 @@ from dataclasses import replace
 
 import torch
 
-from gsample.ir import Op
-from gsample.formats.layouts import CSR
-from gsample.formats.csc import CSC, segment_ptr
-from gsample.formats.cache import cache_of
-from gsample.formats.placement import is_mapped
 from gsample.backend.torch import layout_ops
+from gsample.formats.cache import cache_of
+from gsample.formats.csc import CSC, segment_ptr
+from gsample.formats.layouts import CSR
+from gsample.formats.placement import is_mapped
+from gsample.ir import Op
 
 #: whole graphs with at least this many edges are read through an int32 copy of their
 #: ``indptr`` / ``rows`` (``None``: never). Tests set 0 to force the int32 path.
 INT32_MIN_EDGES = 1 << 20
 
-_NARROW: "weakref.WeakKeyDictionary[CSC, tuple]" = weakref.WeakKeyDictionary()
+_NARROW: weakref.WeakKeyDictionary[CSC, tuple] = weakref.WeakKeyDictionary()
 _INDEX_DTYPES = (torch.int32, torch.int64)
-_I64_MAX = 2 ** 63 - 1
+_I64_MAX = 2**63 - 1
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -67,78 +68,159 @@ class _Cuda:
     @staticmethod
     def segment_counts(indptr, seg, cache=None):
         from gsample.backend.cuda.module import launch
-        starts, counts = (torch.empty(seg.numel(), dtype=torch.int64, device=seg.device)
-                          for _ in range(2))
-        launch("extract", "gs_segment_counts", seg.numel(), indptr, indptr.numel() - 1, seg,
-               seg.numel(), starts, counts, _opt(None if cache is None else cache.slot),
-               _opt(None if cache is None else cache.counters), params=_params(indptr))
+
+        starts, counts = (
+            torch.empty(seg.numel(), dtype=torch.int64, device=seg.device) for _ in range(2)
+        )
+        launch(
+            "extract",
+            "gs_segment_counts",
+            seg.numel(),
+            indptr,
+            indptr.numel() - 1,
+            seg,
+            seg.numel(),
+            starts,
+            counts,
+            _opt(None if cache is None else cache.slot),
+            _opt(None if cache is None else cache.counters),
+            params=_params(indptr),
+        )
         return starts, counts
 
     @staticmethod
     def gather(new_indptr, starts, total, rows=None, eids=None, seg=None, cache=None):
         from gsample.backend.cuda.module import launch
-        out = lambda: torch.empty(total, dtype=torch.int64, device=starts.device)  # noqa: E731
+
+        out = lambda: torch.empty(total, dtype=torch.int64, device=starts.device)
         index = out()
         rows_out = None if rows is None else out()
         eids_out = None if eids is None else out()
         cached = cache is not None and cache.slot is not None
-        seg, slot, crows, ceids = (seg, cache.slot, cache.rows, cache.eids) if cached \
-            else (None, None, None, None)
-        launch("extract", "gs_gather_segments", total, new_indptr, starts.numel(), starts,
-               total, _opt(rows), _opt(eids), index, _opt(rows_out), _opt(eids_out),
-               _opt(seg), _opt(slot), _opt(crows), _opt(ceids),
-               params=() if rows is None else _params(rows))
+        seg, slot, crows, ceids = (
+            (seg, cache.slot, cache.rows, cache.eids) if cached else (None, None, None, None)
+        )
+        launch(
+            "extract",
+            "gs_gather_segments",
+            total,
+            new_indptr,
+            starts.numel(),
+            starts,
+            total,
+            _opt(rows),
+            _opt(eids),
+            index,
+            _opt(rows_out),
+            _opt(eids_out),
+            _opt(seg),
+            _opt(slot),
+            _opt(crows),
+            _opt(ceids),
+            params=() if rows is None else _params(rows),
+        )
         return index, rows_out, eids_out
 
     @staticmethod
     def positions(space, ids):
         from gsample.backend.cuda.module import launch
+
         out = torch.full((ids.numel(),), -1, dtype=torch.int64, device=ids.device)
         if space.numel() == 0 or ids.numel() == 0:
             return out
-        cap = 1 << (2 * space.numel() - 1).bit_length()          # a power of two >= 2n
+        cap = 1 << (2 * space.numel() - 1).bit_length()  # a power of two >= 2n
         table = torch.empty(cap, 2, dtype=torch.int64, device=space.device)
-        table[:, 0] = -1                                         # empty key
-        table[:, 1] = _I64_MAX                                   # atomicMin target
-        launch("extract", "gs_hash_insert", space.numel(), space, space.numel(), table,
-               cap - 1)
-        launch("extract", "gs_hash_lookup", ids.numel(), table, cap - 1, ids, ids.numel(),
-               out, params=_params(ids))
+        table[:, 0] = -1  # empty key
+        table[:, 1] = _I64_MAX  # atomicMin target
+        launch("extract", "gs_hash_insert", space.numel(), space, space.numel(), table, cap - 1)
+        launch(
+            "extract",
+            "gs_hash_lookup",
+            ids.numel(),
+            table,
+            cap - 1,
+            ids,
+            ids.numel(),
+            out,
+            params=_params(ids),
+        )
         return out
 
     @staticmethod
     def map_rows(rows, rowmap):
         from gsample.backend.cuda.module import launch
+
         out = torch.empty(rows.numel(), dtype=torch.int64, device=rows.device)
-        launch("extract", "gs_map_rows", rows.numel(), rows, rows.numel(), rowmap,
-               rowmap.numel(), out, params=_params(rows))
+        launch(
+            "extract",
+            "gs_map_rows",
+            rows.numel(),
+            rows,
+            rows.numel(),
+            rowmap,
+            rowmap.numel(),
+            out,
+            params=_params(rows),
+        )
         return out
 
     @staticmethod
     def compact(local, kept, total, eids=None):
         from gsample.backend.cuda.module import launch
-        out = lambda: torch.empty(total, dtype=torch.int64, device=local.device)  # noqa: E731
+
+        out = lambda: torch.empty(total, dtype=torch.int64, device=local.device)
         keep, rows_out = out(), out()
         eids_out = None if eids is None else out()
-        launch("extract", "gs_compact", local.numel(), local, kept, local.numel(), _opt(eids),
-               keep, rows_out, _opt(eids_out))
+        launch(
+            "extract",
+            "gs_compact",
+            local.numel(),
+            local,
+            kept,
+            local.numel(),
+            _opt(eids),
+            keep,
+            rows_out,
+            _opt(eids_out),
+        )
         return keep, rows_out, eids_out
 
     @staticmethod
     def perm_cols(indptr, perm, eids=None):
         from gsample.backend.cuda.module import launch
+
         cols = torch.empty(perm.numel(), dtype=torch.int64, device=perm.device)
         eids_out = None if eids is None else torch.empty_like(cols)
-        launch("extract", "gs_perm_cols", perm.numel(), indptr, indptr.numel() - 1, perm,
-               perm.numel(), _opt(eids), cols, _opt(eids_out), params=_params(indptr))
+        launch(
+            "extract",
+            "gs_perm_cols",
+            perm.numel(),
+            indptr,
+            indptr.numel() - 1,
+            perm,
+            perm.numel(),
+            _opt(eids),
+            cols,
+            _opt(eids_out),
+            params=_params(indptr),
+        )
         return cols, eids_out
 
     @staticmethod
     def lower_bounds(sorted_rows, m):
         from gsample.backend.cuda.module import launch
+
         out = torch.empty(m, dtype=torch.int64, device=sorted_rows.device)
-        launch("extract", "gs_lower_bounds", m, sorted_rows, sorted_rows.numel(), m, out,
-               params=_params(sorted_rows))
+        launch(
+            "extract",
+            "gs_lower_bounds",
+            m,
+            sorted_rows,
+            sorted_rows.numel(),
+            m,
+            out,
+            params=_params(sorted_rows),
+        )
         return out
 
 
@@ -150,7 +232,7 @@ class _Twin:
         ok = (seg >= 0) & (seg < indptr.numel() - 1)
         s = torch.where(ok, seg, 0)
         starts = torch.where(ok, indptr[s].long(), 0)
-        end = indptr[torch.where(ok, seg + 1, 0)].long()     # no read past the end
+        end = indptr[torch.where(ok, seg + 1, 0)].long()  # no read past the end
         counts = torch.where(ok, end - starts, 0)
         if cache is not None:
             hit = (cache.slot[s] >= 0) & ok if cache.slot is not None else ok & False
@@ -160,12 +242,12 @@ class _Twin:
     @staticmethod
     def gather(new_indptr, starts, total, rows=None, eids=None, seg=None, cache=None):
         p = torch.arange(total, device=starts.device)
-        s = torch.searchsorted(new_indptr[:starts.numel()], p, right=True) - 1   # gs_owner
+        s = torch.searchsorted(new_indptr[: starts.numel()], p, right=True) - 1  # gs_owner
         off = p - new_indptr[s]
         index = starts[s] + off
         rows_out = None if rows is None else rows[index].long()
         eids_out = None if eids is None else eids[index]
-        if cache is not None and cache.slot is not None:     # cached columns: the cache's
+        if cache is not None and cache.slot is not None:  # cached columns: the cache's
             c = cache.slot[seg[s]]
             at = torch.nonzero(c >= 0).squeeze(1)
             if rows_out is not None:
@@ -176,7 +258,7 @@ class _Twin:
 
     @staticmethod
     def positions(space, ids):
-        srt, order = torch.sort(space, stable=True)          # first occurrence, as atomicMin
+        srt, order = torch.sort(space, stable=True)  # first occurrence, as atomicMin
         pos = torch.searchsorted(srt, ids.long()).clamp_(max=max(space.numel() - 1, 0))
         if space.numel() == 0:
             return torch.full((ids.numel(),), -1, dtype=torch.int64, device=ids.device)
@@ -222,9 +304,15 @@ def _index_arrays(A: CSC):
     indptr, rows = A.indptr, A.rows
     if indptr.dtype != rows.dtype or indptr.dtype not in _INDEX_DTYPES:
         indptr, rows = indptr.long(), rows.long()
-    if (indptr.dtype == torch.int64 and INT32_MIN_EDGES is not None
-            and A.row_ids is None and A.col_ids is None and A.nnz >= INT32_MIN_EDGES
-            and A.num_nodes < 2 ** 31 and A.nnz < 2 ** 31):
+    if (
+        indptr.dtype == torch.int64
+        and INT32_MIN_EDGES is not None
+        and A.row_ids is None
+        and A.col_ids is None
+        and A.nnz >= INT32_MIN_EDGES
+        and A.num_nodes < 2**31
+        and A.nnz < 2**31
+    ):
         stamp = (indptr.data_ptr(), indptr._version, rows.data_ptr(), rows._version)
         cached = _NARROW.get(A)
         if cached is None or cached[0] != stamp:
@@ -233,8 +321,11 @@ def _index_arrays(A: CSC):
                 # narrowed copy would take device memory the size of the graph's edges
                 cached = (stamp, indptr.contiguous(), rows.contiguous())
             else:
-                cached = (stamp, indptr.to(torch.int32).contiguous(),
-                          rows.to(torch.int32).contiguous())
+                cached = (
+                    stamp,
+                    indptr.to(torch.int32).contiguous(),
+                    rows.to(torch.int32).contiguous(),
+                )
             _NARROW[A] = cached
         return cached[1], cached[2]
     return indptr.contiguous(), rows.contiguous()
@@ -255,13 +346,18 @@ def _cache(A: CSC, rows: torch.Tensor):
 
 def _finish_eids(A: CSC, index, gathered):
     if A.eids is None:
-        return index                       # as take_edges: the positions are the edge ids
+        return index  # as take_edges: the positions are the edge ids
     return gathered if gathered is not None else A.eids[index]
 
 
 def _int_ids(t: torch.Tensor, name: str) -> torch.Tensor:
-    if not isinstance(t, torch.Tensor) or t.dim() != 1 or t.is_floating_point() \
-            or t.is_complex() or t.dtype == torch.bool:
+    if (
+        not isinstance(t, torch.Tensor)
+        or t.dim() != 1
+        or t.is_floating_point()
+        or t.is_complex()
+        or t.dtype == torch.bool
+    ):
         raise TypeError(f"{name}: expected a 1-D integer tensor")
     return t if t.dtype in _INDEX_DTYPES and t.is_contiguous() else t.long().contiguous()
 
@@ -306,8 +402,9 @@ def gather_segments(indptr: torch.Tensor, seg: torch.Tensor):
     if seg.numel():
         lo, hi = torch.aminmax(seg)
         if int(lo) < 0 or int(hi) >= indptr.numel() - 1:
-            raise IndexError(f"seg: segment ids must be in [0, {indptr.numel() - 1}), got "
-                             f"[{int(lo)}, {int(hi)}]")
+            raise IndexError(
+                f"seg: segment ids must be in [0, {indptr.numel() - 1}), got [{int(lo)}, {int(hi)}]"
+            )
     index, new_indptr, _, _ = _gather(indptr, seg)
     return index, new_indptr
 
@@ -363,6 +460,7 @@ def filter_members(space: torch.Tensor, ids: torch.Tensor):
 def _reference(op: Op, **kwargs):
     """Another layout than CSC (CSR, COO): the torch backend's code for it."""
     from gsample.backend import get_backend
+
     return get_backend("torch").run(op, **kwargs)
 
 
@@ -395,14 +493,19 @@ def slice_cols(A: CSC, cols: torch.Tensor) -> CSC:
         return _reference(Op.SLICE_COLS, A=A, cols=cols)
     seg = _int_ids(cols, "cols").long()
     _same_device(A.indptr, seg, "cols")
-    if A.col_ids is not None:             # -1 (outside the column space): an empty column
+    if A.col_ids is not None:  # -1 (outside the column space): an empty column
         seg = member_positions(A.col_ids, seg)[0]
     indptr, rows = _index_arrays(A)
     cache = _cache(A, rows)
     index, new_indptr, rows_out, eids_out = _gather(indptr, seg, rows, _eids(A), cache)
-    return replace(A, indptr=new_indptr, rows=rows_out.to(A.rows.dtype), col_ids=cols,
-                   values=None if A.values is None else A.values[index],
-                   eids=_finish_eids(A, index, eids_out))
+    return replace(
+        A,
+        indptr=new_indptr,
+        rows=rows_out.to(A.rows.dtype),
+        col_ids=cols,
+        values=None if A.values is None else A.values[index],
+        eids=_finish_eids(A, index, eids_out),
+    )
 
 
 def slice_rows(A: CSC, rows: torch.Tensor) -> CSC:
@@ -420,7 +523,7 @@ def slice_rows(A: CSC, rows: torch.Tensor) -> CSC:
     CSC
         ``m x C``, ``row_ids = rows`` in the given order, the kept edges in ``A``'s order.
     """
-    if isinstance(A, CSR):             # the torch CSR code with these kernels' gather / lookup
+    if isinstance(A, CSR):  # the torch CSR code with these kernels' gather / lookup
         return layout_ops.slice_rows(A, rows, gather=gather_segments, find=_locate)
     if not isinstance(A, CSC):
         return _reference(Op.SLICE_ROWS, A=A, rows=rows)
@@ -428,18 +531,23 @@ def slice_rows(A: CSC, rows: torch.Tensor) -> CSC:
     _same_device(A.indptr, sel, "rows")
     K = _kernels(sel)
     _, erows = _index_arrays(A)
-    if A.row_ids is None:                 # the local rows are global ids: one lookup per edge
+    if A.row_ids is None:  # the local rows are global ids: one lookup per edge
         local = K.positions(sel, erows)
-    else:                                 # look the R rows up once, then map each edge
+    else:  # look the R rows up once, then map each edge
         local = K.map_rows(erows, K.positions(sel, _int_ids(A.row_ids, "A.row_ids")))
     kept = torch.zeros(local.numel() + 1, dtype=torch.int64, device=local.device)
     torch.cumsum(local >= 0, 0, dtype=torch.int64, out=kept[1:])
     keep, rows_out, eids_out = K.compact(local, kept, int(kept[-1]), _eids(A))
     indptr = A.indptr
     counts = kept[indptr[1:]] - kept[indptr[:-1]]
-    return replace(A, indptr=segment_ptr(counts), rows=rows_out, row_ids=rows,
-                   values=None if A.values is None else A.values[keep],
-                   eids=_finish_eids(A, keep, eids_out))
+    return replace(
+        A,
+        indptr=segment_ptr(counts),
+        rows=rows_out,
+        row_ids=rows,
+        values=None if A.values is None else A.values[keep],
+        eids=_finish_eids(A, keep, eids_out),
+    )
 
 
 def transpose(A: CSC) -> CSC:
@@ -459,7 +567,7 @@ def transpose(A: CSC) -> CSC:
         return _reference(Op.TRANSPOSE, A=A)
     K = _kernels(A.indptr)
     indptr, rows = _index_arrays(A)
-    sorted_rows, perm = torch.sort(rows, stable=True)     # stable: the unique permutation
+    sorted_rows, perm = torch.sort(rows, stable=True)  # stable: the unique permutation
     cols, eids_out = K.perm_cols(indptr, perm, _eids(A))
     return CSC(
         num_nodes=A.num_nodes,

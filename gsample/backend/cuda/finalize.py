@@ -8,6 +8,7 @@ row space and scan it (or, when the row space is much larger than the edge list,
 edges' rows and sort only the distinct ones). ``column``, ``row_ids`` and ``col_ids`` are
 views: the torch backend's functions serve as they are.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -15,16 +16,16 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from gsample.formats.csc import CSC
-from gsample.backend.torch import finalize as reference
-from gsample.backend.torch.finalize import col_ids, column, row_ids  # noqa: F401  (views: no kernel)
 from gsample.backend.cuda.module import launch
+from gsample.backend.torch import finalize as reference
+from gsample.backend.torch.finalize import col_ids, column, row_ids
+from gsample.formats.csc import CSC
 
 #: the hash table has at least this many slots
 MIN_TABLE = 32
 #: row() / compact() flag the row space when it has at most this many rows per edge
 ROW_FLAG_RATIO = 16
-_NULL = np.uint64(0)          # a null pointer argument (the kernel ignores it)
+_NULL = np.uint64(0)  # a null pointer argument (the kernel ignores it)
 
 
 # ----------------------------------------------------------------------------- host arithmetic
@@ -83,20 +84,31 @@ class _Table:
 
     def unique(self, ids: torch.Tensor) -> torch.Tensor:
         out = torch.empty(self.count, dtype=torch.int64, device=ids.device)
-        launch("relabel", "gs_select_flagged", self.n, self.flags, self.rank, self.n, ids, True,
-               out)
+        launch(
+            "relabel", "gs_select_flagged", self.n, self.flags, self.rank, self.n, ids, True, out
+        )
         return out
 
     def inverse(self) -> torch.Tensor:
         inv = torch.empty(self.n, dtype=torch.int64, device=self.slot.device)
-        launch("relabel", "gs_first_inverse", self.n, self.vals, self.slot, self.rank, self.n,
-               inv)
+        launch("relabel", "gs_first_inverse", self.n, self.vals, self.slot, self.rank, self.n, inv)
         return inv
 
     def lookup(self, ids: torch.Tensor) -> torch.Tensor:
         out = torch.empty(ids.numel(), dtype=torch.int64, device=ids.device)
-        launch("relabel", "gs_hash_lookup", ids.numel(), self.keys, self.vals, self.mask,
-               self.rank, self.n, ids, ids.numel(), out)
+        launch(
+            "relabel",
+            "gs_hash_lookup",
+            ids.numel(),
+            self.keys,
+            self.vals,
+            self.mask,
+            self.rank,
+            self.n,
+            ids,
+            ids.numel(),
+            out,
+        )
         return out
 
 
@@ -174,7 +186,7 @@ def edge_cols(indptr: torch.Tensor, nnz: int, cols=None) -> torch.Tensor:
         raise ValueError(f"cols: expected {C} entries (one per column), got {cols.numel()}")
     out = torch.empty(nnz, dtype=torch.int64, device=indptr.device)
     cid = None if cols is None else _check_ids(cols, "cols")
-    launch("convert", "gs_edge_cols", nnz, indptr, C, nnz, out)   # kernels/convert.cu
+    launch("convert", "gs_edge_cols", nnz, indptr, C, nnz, out)  # kernels/convert.cu
     return out if cid is None else cid[out].to(cols.dtype)
 
 
@@ -204,8 +216,7 @@ def local_rows(rows: torch.Tensor, num_rows: int, return_inverse: bool = False):
         launch("relabel", "gs_mark_rows", E, r, E, num_rows, flags)
         rank, count = _inclusive_scan(flags)
         local = torch.empty(count, dtype=torch.int64, device=dev)
-        launch("relabel", "gs_select_flagged", num_rows, flags, rank, num_rows, _NULL, False,
-               local)
+        launch("relabel", "gs_select_flagged", num_rows, flags, rank, num_rows, _NULL, False, local)
         if not return_inverse:
             return local
         inv = torch.empty(E, dtype=torch.int64, device=dev)
@@ -213,7 +224,7 @@ def local_rows(rows: torch.Tensor, num_rows: int, return_inverse: bool = False):
         return local, inv
     # a row space far larger than the edges: hash them, then sort only the distinct rows
     uniq, first_inv = _unique_first(r, return_inverse)
-    local, order = torch.sort(uniq)            # distinct keys: the order is unambiguous
+    local, order = torch.sort(uniq)  # distinct keys: the order is unambiguous
     if not return_inverse:
         return local
     position = torch.empty_like(order)

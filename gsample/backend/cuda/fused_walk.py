@@ -10,17 +10,18 @@ each ordinal's prefix with the mini-batch, so a super-batch's walkers are one la
 host keys (copied to the device). Bodies :mod:`.walk_codegen` cannot type exactly, CPU
 tensors and a super-batch with host keys run the torch code (on the same device).
 """
+
 from __future__ import annotations
 
 import torch
 
-from gsample.base import validate as V
-from gsample.formats.bounded import BoundedIds
-from gsample.formats.csc import CSC
-from gsample.base.random import BatchKeys, DeviceKey, KeyRange, _signed
-from gsample.backend.torch import fused_walk as reference
 from gsample.backend.cuda import walk_codegen
 from gsample.backend.cuda.module import launch, memset
+from gsample.backend.torch import fused_walk as reference
+from gsample.base import validate as V
+from gsample.base.random import BatchKeys, DeviceKey, KeyRange, _signed
+from gsample.formats.bounded import BoundedIds
+from gsample.formats.csc import CSC
 
 #: threads per block: a mini-batch of walkers is small, so small blocks spread it over SMs
 _THREADS = 64
@@ -31,7 +32,7 @@ def kernel_for(A: CSC, seeds, first, phases: tuple, operands: dict, key):
     if not A.indptr.is_cuda or not isinstance(key, KeyRange) or not len(key):
         return None
     k0 = key.keys[0]
-    if isinstance(k0, BatchKeys) or isinstance(k0, DeviceKey) and key.tensor is None:
+    if isinstance(k0, BatchKeys) or (isinstance(k0, DeviceKey) and key.tensor is None):
         return None
     if any(not (isinstance(o, torch.Tensor) and o.is_cuda) for o in operands.values()):
         return None
@@ -49,38 +50,58 @@ def fused_walk(A: CSC, seeds, first, phases: tuple, length: int, key, **operands
     >>> sampler = gs.compile(metropolis_hastings, backend="cuda")
     >>> walks = sampler(A.to("cuda"), seeds.cuda(), length=80)     # one gs_fused_walk launch
     """
-    if isinstance(seeds, BoundedIds):            # one row per seed: its exact size first
+    if isinstance(seeds, BoundedIds):  # one row per seed: its exact size first
         from gsample.backend.cuda.nodewise import _exact
+
         seeds = _exact(seeds)
     kernel = kernel_for(A, seeds, first, phases, operands, key)
     if kernel is None:
         return reference.fused_walk(A, seeds, first, phases, length, key, **operands)
     W, dev = seeds.numel(), seeds.device
-    out = torch.empty((W, length + 1), dtype=torch.int64, device=dev)    # every entry written
+    out = torch.empty((W, length + 1), dtype=torch.int64, device=dev)  # every entry written
     if W == 0:
         return out
     k0 = key.keys[0]
-    if key.tensor is not None:                   # (prefix, first) rows of the key buffer
+    if key.tensor is not None:  # (prefix, first) rows of the key buffer
         keys, direct = key.tensor.contiguous(), False
         n = k0.num_nodes if k0.copies > 1 else 0
-    else:                                        # host op keys, one per ordinal
+    else:  # host op keys, one per ordinal
         keys = torch.tensor([_signed(k) for k in key.keys], dtype=torch.int64, device=dev)
         direct, n = True, 0
-    M = k0.copies * n if n else A.num_nodes      # the seeds' id space
+    M = k0.copies * n if n else A.num_nodes  # the seeds' id space
     ptrs = [operands[name].contiguous() for name in kernel.operands]
     lens = [p.numel() for p in ptrs]
     ptrs += [0] * (walk_codegen.MAX_OPERANDS - len(ptrs))
     lens += [0] * (walk_codegen.MAX_OPERANDS - len(lens))
-    failed = torch.empty(2, dtype=torch.int32, device=dev)     # a step's ids, the seeds
+    failed = torch.empty(2, dtype=torch.int32, device=dev)  # a step's ids, the seeds
     memset(failed, 0)
-    launch("fused_walk", "gs_fused_walk", W, A.indptr.to(torch.int64).contiguous(),
-           A.rows.to(torch.int64).contiguous(), seeds.to(torch.int64).contiguous(), W, length,
-           A.num_nodes, keys, bool(direct), n, M, *ptrs, *lens, out, failed, block=_THREADS,
-           **kernel.key)
-    V.fail_if(failed[1:], IndexError, f"seeds: a node id is out of range for a graph of {M} "
-              "nodes")
-    V.fail_if(failed[:1], IndexError, "gs.walk: a step computed a node id out of range "
-              f"(every id must be in [0, {A.num_nodes}))")
+    launch(
+        "fused_walk",
+        "gs_fused_walk",
+        W,
+        A.indptr.to(torch.int64).contiguous(),
+        A.rows.to(torch.int64).contiguous(),
+        seeds.to(torch.int64).contiguous(),
+        W,
+        length,
+        A.num_nodes,
+        keys,
+        bool(direct),
+        n,
+        M,
+        *ptrs,
+        *lens,
+        out,
+        failed,
+        block=_THREADS,
+        **kernel.key,
+    )
+    V.fail_if(failed[1:], IndexError, f"seeds: a node id is out of range for a graph of {M} nodes")
+    V.fail_if(
+        failed[:1],
+        IndexError,
+        f"gs.walk: a step computed a node id out of range (every id must be in [0, {A.num_nodes}))",
+    )
     return out
 
 
@@ -88,8 +109,10 @@ def register(backend) -> None:
     """Register the sync-free variant (device keys). It may run the torch code, which reads
     sizes back for a super-batch, so it is not marked free of read-backs."""
     from gsample.ir import Op
-    backend.register(Op.FUSED_WALK, ("csc",), fused_walk, sync_free=True, syncs=True,
-                     bounded_out=False)
+
+    backend.register(
+        Op.FUSED_WALK, ("csc",), fused_walk, sync_free=True, syncs=True, bounded_out=False
+    )
 
 
 __all__ = ["fused_walk", "kernel_for", "register"]

@@ -6,17 +6,23 @@ device mix), so a kernel reads the host rows through their device-mapped address
 (``cudaHostGetDevicePointer``): only the rows a mini-batch needs cross the bus, and no host
 thread copies them.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from gsample.base import validate as V
 from gsample.backend.cuda.module import launch, memset
+from gsample.base import validate as V
 
 #: the machine word a row is moved in, by size in bytes (the kernel's GS_WORD)
-WORDS = {16: "uint4", 8: "unsigned long long", 4: "unsigned int", 2: "unsigned short",
-         1: "unsigned char"}
+WORDS = {
+    16: "uint4",
+    8: "unsigned long long",
+    4: "unsigned int",
+    2: "unsigned short",
+    1: "unsigned char",
+}
 _NULL = np.uint64(0)
 
 
@@ -43,9 +49,15 @@ def word_size(row_bytes: int, *addresses: int) -> int:
     return 1
 
 
-def gather_rows(host: torch.Tensor, ids: torch.Tensor, out: torch.Tensor,
-                cache: torch.Tensor | None = None, slot: torch.Tensor | None = None,
-                hits: torch.Tensor | None = None, host_address: int | None = None) -> torch.Tensor:
+def gather_rows(
+    host: torch.Tensor,
+    ids: torch.Tensor,
+    out: torch.Tensor,
+    cache: torch.Tensor | None = None,
+    slot: torch.Tensor | None = None,
+    hits: torch.Tensor | None = None,
+    host_address: int | None = None,
+) -> torch.Tensor:
     """``out[i] = host[ids[i]]``, or ``cache[slot[ids[i]]]`` where that slot is ``>= 0``.
 
     Parameters
@@ -88,10 +100,23 @@ def gather_rows(host: torch.Tensor, ids: torch.Tensor, out: torch.Tensor,
     words = row_bytes // size
     bad = torch.empty(1, dtype=torch.int32, device=out.device)
     memset(bad, 0)
-    launch("gather", "gs_gather_rows", n * words, address,
-           cache if cache is not None else _NULL, slot if slot is not None else _NULL,
-           ids.to(torch.int64).contiguous(), n, words, out, hits if hits is not None else _NULL,
-           host.shape[0], bad, params=(("WORD", WORDS[size]),))
-    V.fail_if(bad, IndexError, f"n_id: a row id is out of range for a table of {host.shape[0]} "
-              "rows")
+    launch(
+        "gather",
+        "gs_gather_rows",
+        n * words,
+        address,
+        cache if cache is not None else _NULL,
+        slot if slot is not None else _NULL,
+        ids.to(torch.int64).contiguous(),
+        n,
+        words,
+        out,
+        hits if hits is not None else _NULL,
+        host.shape[0],
+        bad,
+        params=(("WORD", WORDS[size]),),
+    )
+    V.fail_if(
+        bad, IndexError, f"n_id: a row id is out of range for a table of {host.shape[0]} rows"
+    )
     return out

@@ -35,27 +35,29 @@ kernels over the block-diagonal row space, each batch drawing its ``k`` rows amo
 (one select over all of them). Other inputs (replacement, a sub-matrix,
 other reductions) run the exact implementations.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import torch
 
-from gsample.base import validate as V
-from gsample.formats.bounded import COPY_OUT, PendingSizes, copy_all, refuse_capture
-from gsample.formats.csc import CSC
-from gsample.base.random import DeviceKey
 from gsample.backend.cuda import compute, extract, sampling, topk
 from gsample.backend.cuda.extract import _index_arrays, _params
 from gsample.backend.cuda.module import launch, memset
-from gsample.backend.cuda.rowsum import FLOATS as _FLOATS, RowSums
 from gsample.backend.cuda.nodewise import _at, _exact, _frontier, _id_error, _opt
+from gsample.backend.cuda.rowsum import FLOATS as _FLOATS
+from gsample.backend.cuda.rowsum import RowSums
+from gsample.base import validate as V
+from gsample.base.random import DeviceKey
+from gsample.formats.bounded import COPY_OUT, PendingSizes, copy_all, refuse_capture
+from gsample.formats.csc import CSC
 
 _THREADS = 256
-_ITEMS = 4                       # GS_ITEMS of kernels/layerwise.cu
-_TILE = _ITEMS * _THREADS        # frontier edges per tile (GS_ITEMS per thread)
-_GRID = 1024                     # blocks of the kernels whose edge count stays on the device
-_NOT_A_ROW = 2 ** 63 - 1         # the sort key of a row that is not a candidate
+_ITEMS = 4  # GS_ITEMS of kernels/layerwise.cu
+_TILE = _ITEMS * _THREADS  # frontier edges per tile (GS_ITEMS per thread)
+_GRID = 1024  # blocks of the kernels whose edge count stays on the device
+_NOT_A_ROW = 2**63 - 1  # the sort key of a row that is not a candidate
 #: room for the kept edges of a super-batch's collective sample as a list (_list_room):
 #: _KEPT_ROOM a draw, at least _KEPT_MIN (LADIES on the products-sized R-MAT keeps about 3
 #: a draw); past it, the finish counts them per column (a pass over the frontier's edges)
@@ -91,9 +93,24 @@ def _frontier_ptr(indptr, buf: torch.Tensor, ncols, n: int, M: int) -> torch.Ten
     grid = -(-C // _THREADS)
     state = torch.empty(1 + grid + 5, dtype=torch.int64, device=buf.device)
     memset(state, 0)
-    err = state[1 + grid:]
-    launch("layerwise", "gs_frontier_ptr", grid * _THREADS, indptr, buf, C, _opt(ncols), n,
-           state, ptr, M, err, block=_THREADS, grid=grid, params=_params(indptr))
+    err = state[1 + grid :]
+    launch(
+        "layerwise",
+        "gs_frontier_ptr",
+        grid * _THREADS,
+        indptr,
+        buf,
+        C,
+        _opt(ncols),
+        n,
+        state,
+        ptr,
+        M,
+        err,
+        block=_THREADS,
+        grid=grid,
+        params=_params(indptr),
+    )
     V.fail_if(err[4:5], IndexError, _id_error("cols", M), err[:4])
     return ptr
 
@@ -103,14 +120,24 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
     """``A[:, cols].<op>(axis)`` (see ``gsample.backend.torch.fused_reduce``); sums over
     rows of the graph run the sync-free kernels, the rest the exact implementations."""
     vals = A.values
-    ok = (op == "sum" and axis == 1 and _graph(A)
-          and (vals is None or (vals.dtype in _FLOATS and vals.dim() == 1)))
-    if not ok:                       # exact code, which reads sizes back: not in a graph
+    ok = (
+        op == "sum"
+        and axis == 1
+        and _graph(A)
+        and (vals is None or (vals.dtype in _FLOATS and vals.dim() == 1))
+    )
+    if not ok:  # exact code, which reads sizes back: not in a graph
         refuse_capture()
         from gsample.backend.torch import fused_reduce
+
         exact = _exact(cols)
-        V.ids(exact, "cols", A.num_nodes * (batches[0] if batches else 1), exact.device,
-              allow_empty=False)
+        V.ids(
+            exact,
+            "cols",
+            A.num_nodes * (batches[0] if batches else 1),
+            exact.device,
+            allow_empty=False,
+        )
         if batches is None:
             return compute.reduce(extract.slice_cols(A, exact), op, axis)
         return fused_reduce.slice_reduce(A, exact, op, axis, batches)
@@ -120,51 +147,123 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
     dtype = torch.float32 if vals is None else vals.dtype
     indptr, rows = _index_arrays(A)
     v = _opt(None if vals is None else vals.contiguous())
-    if N > 1 and C:                  # a super-batch: by chunk of rows, one read-back
+    if N > 1 and C:  # a super-batch: by chunk of rows, one read-back
         refuse_capture()
         return _chunked_row_sums(indptr, rows, v, buf, ncols, C, n, A.num_nodes * N, dtype)
     sums = RowSums(A.num_nodes * N, dtype, buf.device, _params(indptr))
     if C == 0:
         return sums.finish()
     key = sums.key
-    ptr = _frontier_ptr(indptr, buf, ncols, n, A.num_nodes * N)    # the ids checked there
+    ptr = _frontier_ptr(indptr, buf, ncols, n, A.num_nodes * N)  # the ids checked there
     # the edge count stays on the device: a fixed grid strides over the tiles
-    launch("rowsum", "gs_rowsum_exponents", _GRID * _THREADS, indptr, rows, v, buf, C, ptr,
-           n, sums.emax, sums.flags, block=_THREADS, grid=_GRID, **key)
-    launch("rowsum", "gs_rowsum_add", _GRID * _THREADS, indptr, rows, v, buf, C, ptr, n,
-           sums.emax, sums.lo, sums.hi, block=_THREADS, grid=_GRID, **key)
+    launch(
+        "rowsum",
+        "gs_rowsum_exponents",
+        _GRID * _THREADS,
+        indptr,
+        rows,
+        v,
+        buf,
+        C,
+        ptr,
+        n,
+        sums.emax,
+        sums.flags,
+        block=_THREADS,
+        grid=_GRID,
+        **key,
+    )
+    launch(
+        "rowsum",
+        "gs_rowsum_add",
+        _GRID * _THREADS,
+        indptr,
+        rows,
+        v,
+        buf,
+        C,
+        ptr,
+        n,
+        sums.emax,
+        sums.lo,
+        sums.hi,
+        block=_THREADS,
+        grid=_GRID,
+        **key,
+    )
     return sums.finish()
 
 
-_CHUNK = 2048                    # rows of a chunk (GS_CHUNK of kernels/rowsum.cu)
+_CHUNK = 2048  # rows of a chunk (GS_CHUNK of kernels/rowsum.cu)
 
 
-def _chunked_row_sums(indptr, rows, v, buf, ncols, C: int, n: int, R: int,
-                      dtype: torch.dtype) -> torch.Tensor:
+def _chunked_row_sums(
+    indptr, rows, v, buf, ncols, C: int, n: int, R: int, dtype: torch.dtype
+) -> torch.Tensor:
     """A super-batch's row sums (the same bits as the passes over its row space): the
     frontier's nonzero terms counted and placed by chunk of rows, one read-back of their
     number, then a block per chunk sums them in shared memory and writes every row."""
     dev = buf.device
     K = -(-R // _CHUNK)
     key = {"params": _params(indptr), "dtypes": (_FLOATS[dtype],)}
-    ptr = _frontier_ptr(indptr, buf, ncols, n, R)                  # the ids checked there
+    ptr = _frontier_ptr(indptr, buf, ncols, n, R)  # the ids checked there
     starts = torch.empty(2 * (K + 1), dtype=torch.int64, device=dev)
     memset(starts, 0)
-    counts, starts = starts[:K + 1], starts[K + 1:]
-    launch("rowsum", "gs_rowsum_chunk_counts", _GRID * _THREADS, indptr, rows, v, buf, C,
-           ptr, n, counts, block=_THREADS, grid=_GRID, **key)
+    counts, starts = starts[: K + 1], starts[K + 1 :]
+    launch(
+        "rowsum",
+        "gs_rowsum_chunk_counts",
+        _GRID * _THREADS,
+        indptr,
+        rows,
+        v,
+        buf,
+        C,
+        ptr,
+        n,
+        counts,
+        block=_THREADS,
+        grid=_GRID,
+        **key,
+    )
     torch.cumsum(counts[:K], 0, out=starts[1:])
-    (terms,) = V.read_back([starts[K:]])        # (and a bad frontier id raises here)
+    (terms,) = V.read_back([starts[K:]])  # (and a bad frontier id raises here)
     # a term: its value and its row in the chunk, one struct of two values' size (gs_term_t)
-    found = torch.empty(terms, dtype=torch.int64 if dtype == torch.float32 else
-                        torch.complex128, device=dev)
+    found = torch.empty(
+        terms, dtype=torch.int64 if dtype == torch.float32 else torch.complex128, device=dev
+    )
     if terms:
         cursor = starts[:K].clone()
-        launch("rowsum", "gs_rowsum_chunk_fill", _GRID * _THREADS, indptr, rows, v, buf, C,
-               ptr, n, cursor, found, block=_THREADS, grid=_GRID, **key)
+        launch(
+            "rowsum",
+            "gs_rowsum_chunk_fill",
+            _GRID * _THREADS,
+            indptr,
+            rows,
+            v,
+            buf,
+            C,
+            ptr,
+            n,
+            cursor,
+            found,
+            block=_THREADS,
+            grid=_GRID,
+            **key,
+        )
     out = torch.empty(R, dtype=dtype, device=dev)
-    launch("rowsum", "gs_rowsum_chunks", K * _THREADS, starts, found, R, out,
-           block=_THREADS, grid=K, **key)
+    launch(
+        "rowsum",
+        "gs_rowsum_chunks",
+        K * _THREADS,
+        starts,
+        found,
+        R,
+        out,
+        block=_THREADS,
+        grid=K,
+        **key,
+    )
     return out
 
 
@@ -172,24 +271,41 @@ def _chunked_row_sums(indptr, rows, v, buf, ncols, C: int, n: int, R: int,
 @dataclass
 class Pending(PendingSizes):
     """:func:`collective_start`'s queued work, which :func:`collective_finish` reads back."""
-    args: tuple                    # (A, cols, k, replace, key, node_probs, select, in slice)
-    fallback: bool                 # the exact implementation runs it all in the finish
-    scalars: list = field(default_factory=list)   # read back: edges, drawn, kept, flags...
-    state: tuple = ()     # (buf, ncols, ptr, kept, chosen, newpos, bits, radix, room)
+
+    args: tuple  # (A, cols, k, replace, key, node_probs, select, in slice)
+    fallback: bool  # the exact implementation runs it all in the finish
+    scalars: list = field(default_factory=list)  # read back: edges, drawn, kept, flags...
+    state: tuple = ()  # (buf, ncols, ptr, kept, chosen, newpos, bits, radix, room)
 
 
-def slice_collective_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
-                            node_probs=None, probs_in_slice: bool = False,
-                            _select: str = None) -> CSC:
+def slice_collective_sample(
+    A: CSC,
+    cols,
+    k: int,
+    replace: bool,
+    key: DeviceKey,
+    node_probs=None,
+    probs_in_slice: bool = False,
+    _select: str | None = None,
+) -> CSC:
     """``A[:, cols].collective_sample(k, node_probs, replace)``: ``k`` rows for the frontier,
     every frontier edge of a chosen row kept (see the module docstring); the two phases
     :func:`collective_start` and :func:`collective_finish` in one call."""
-    return collective_finish(collective_start(A, cols, k, replace, key, node_probs,
-                                              probs_in_slice, _select))
+    return collective_finish(
+        collective_start(A, cols, k, replace, key, node_probs, probs_in_slice, _select)
+    )
 
 
-def collective_start(A: CSC, cols, k: int, replace: bool, key: DeviceKey, node_probs=None,
-                     probs_in_slice: bool = False, _select: str = None) -> Pending:
+def collective_start(
+    A: CSC,
+    cols,
+    k: int,
+    replace: bool,
+    key: DeviceKey,
+    node_probs=None,
+    probs_in_slice: bool = False,
+    _select: str | None = None,
+) -> Pending:
     """The device part of :func:`slice_collective_sample`: candidate rows, their keys, each
     batch's ``k`` smallest, the kept counts (or list); nothing read back (a CUDA graph may capture
     it). Inputs another implementation runs (replacement, a sub-matrix, ``k == 0``, other
@@ -199,10 +315,13 @@ def collective_start(A: CSC, cols, k: int, replace: bool, key: DeviceKey, node_p
     less)."""
     args = (A, cols, k, replace, key, node_probs, probs_in_slice, _select)
     N, n = (key.copies, key.num_nodes) if key.copies > 1 else (1, 0)
-    R = A.num_nodes * N                                   # the (block-diagonal) row space
-    probs_ok = node_probs is None or (node_probs.dtype in _FLOATS and node_probs.is_cuda
-                                      and node_probs.dim() == 1
-                                      and node_probs.numel() in (A.num_nodes, R))
+    R = A.num_nodes * N  # the (block-diagonal) row space
+    probs_ok = node_probs is None or (
+        node_probs.dtype in _FLOATS
+        and node_probs.is_cuda
+        and node_probs.dim() == 1
+        and node_probs.numel() in (A.num_nodes, R)
+    )
     if replace or k == 0 or not _graph(A) or not probs_ok:
         return Pending(args, fallback=True)
     buf, ncols = _frontier(cols)
@@ -210,7 +329,7 @@ def collective_start(A: CSC, cols, k: int, replace: bool, key: DeviceKey, node_p
     indptr, rows = _index_arrays(A)
     params = _params(indptr)
     p = None if node_probs is None else node_probs.contiguous()
-    shared = p is not None and p.numel() != R                # the batches share one
+    shared = p is not None and p.numel() != R  # the batches share one
     # the candidates: rows with an edge in the slice (and p > 0); with probs_in_slice, p > 0
     cand = None
     if p is None or shared or not probs_in_slice:
@@ -224,8 +343,21 @@ def collective_start(A: CSC, cols, k: int, replace: bool, key: DeviceKey, node_p
     bad = scratch[-2:]
     ptr = _frontier_ptr(indptr, buf, ncols, n, R)
     if C and cand is not None:
-        launch("layerwise", "gs_frontier_rows", _GRID * _THREADS, indptr, rows, buf, C, ptr, n,
-               cand, block=_THREADS, grid=_GRID, params=params)
+        launch(
+            "layerwise",
+            "gs_frontier_rows",
+            _GRID * _THREADS,
+            indptr,
+            rows,
+            buf,
+            C,
+            ptr,
+            n,
+            cand,
+            block=_THREADS,
+            grid=_GRID,
+            params=params,
+        )
     dtypes = (_FLOATS[p.dtype],) if p is not None else ("float",)
     # each batch's k smallest keys among its candidates, rows ascending; R marks a draw past
     # the candidates (no read-back of their count)
@@ -233,7 +365,7 @@ def collective_start(A: CSC, cols, k: int, replace: bool, key: DeviceKey, node_p
     take = min(k, rows_per)
     overflow = None
     select = _select or SELECT
-    if select == "auto":                 # in a CUDA graph its launches cost nothing
+    if select == "auto":  # in a CUDA graph its launches cost nothing
         select = "radix" if N > 1 or torch.cuda.is_current_stream_capturing() else "torch"
     if select == "radix" and take < rows_per:
         # kernels/topk.cu over the candidates' keys, compacted by batch (batch b's from
@@ -242,14 +374,41 @@ def collective_start(A: CSC, cols, k: int, replace: bool, key: DeviceKey, node_p
         lo, at = bounds[:N], bounds[N:]
         found = torch.empty(2 * R, dtype=torch.int64, device=dev)
         ckeys, crows = found[:R], found[R:]
-        launch("layerwise", "gs_row_keys_compact", -(-R // _ITEMS), _opt(cand), R, _opt(p),
-               shared, key.tensor, n, rows_per, at, ckeys, crows, bad, block=_THREADS,
-               dtypes=dtypes)
+        launch(
+            "layerwise",
+            "gs_row_keys_compact",
+            -(-R // _ITEMS),
+            _opt(cand),
+            R,
+            _opt(p),
+            shared,
+            key.tensor,
+            n,
+            rows_per,
+            at,
+            ckeys,
+            crows,
+            bad,
+            block=_THREADS,
+            dtypes=dtypes,
+        )
         picked, overflow = topk.smallest_compact(ckeys, crows, lo, at, N, take, R)
-    else:                                # a key per row (INT64_MAX: not a candidate)
+    else:  # a key per row (INT64_MAX: not a candidate)
         keys = torch.empty(R, dtype=torch.int64, device=dev)
-        launch("layerwise", "gs_row_sort_keys", R, _opt(cand), R, _opt(p), shared, key.tensor,
-               n, keys, bad, dtypes=dtypes)
+        launch(
+            "layerwise",
+            "gs_row_sort_keys",
+            R,
+            _opt(cand),
+            R,
+            _opt(p),
+            shared,
+            key.tensor,
+            n,
+            keys,
+            bad,
+            dtypes=dtypes,
+        )
         per = keys.view(N, rows_per)
         if take == rows_per:
             vals, at = torch.sort(per, dim=1)
@@ -258,31 +417,55 @@ def collective_start(A: CSC, cols, k: int, replace: bool, key: DeviceKey, node_p
         if N > 1:
             at = at + torch.arange(0, R, rows_per, device=dev).unsqueeze(1)
         picked = torch.where(vals != _NOT_A_ROW, at, R)
-    drawn_d = picked < R                               # a candidate: min(k, candidates)
+    drawn_d = picked < R  # a candidate: min(k, candidates)
     valid = drawn_d.sum().reshape(1)
     if N > 1 and p is not None and C:
         # as each mini-batch checks its own: a batch with frontier edges needs a candidate
         batch = torch.div(buf, n, rounding_mode="floor").clamp_(0, N - 1)
         edges_b = torch.zeros(N, dtype=torch.int64, device=dev).index_add_(
-            0, batch, ptr[1:] - ptr[:-1])
+            0, batch, ptr[1:] - ptr[:-1]
+        )
         V.fail_if(((edges_b > 0) & ~drawn_d.any(dim=1)).any(), ValueError, V.NO_POSITIVE_ROW)
     chosen, newpos = _positions(picked.reshape(-1), R, N > 1)
-    bits = _drawn_bits(picked.reshape(-1), R)          # what the kept-edge passes test
-    if room:    # the kept edges (a chosen row's) listed by their place in the frontier
+    bits = _drawn_bits(picked.reshape(-1), R)  # what the kept-edge passes test
+    if room:  # the kept edges (a chosen row's) listed by their place in the frontier
         kept_n, kept = scratch[:1], torch.empty(room, dtype=torch.int64, device=dev)
         if C:
-            launch("layerwise", "gs_kept_append", _GRID * _THREADS, indptr, rows, buf, C, ptr,
-                   n, newpos, _opt(bits), kept_n, room, kept, block=_THREADS, grid=_GRID,
-                   params=params)
-    else:       # counted per column (the finish takes the edges in order)
-        kept = _kept_counts(indptr, rows, buf, C, ptr, n, newpos, bits, scratch[:2 * C + 1])
+            launch(
+                "layerwise",
+                "gs_kept_append",
+                _GRID * _THREADS,
+                indptr,
+                rows,
+                buf,
+                C,
+                ptr,
+                n,
+                newpos,
+                _opt(bits),
+                kept_n,
+                room,
+                kept,
+                block=_THREADS,
+                grid=_GRID,
+                params=params,
+            )
+    else:  # counted per column (the finish takes the edges in order)
+        kept = _kept_counts(indptr, rows, buf, C, ptr, n, newpos, bits, scratch[: 2 * C + 1])
         kept_n = kept[-1:]
     # read back by the finish: the frontier's edges and columns, the rows drawn and the
     # kept edges (and every pending check flag: a bad node_probs raises there)
-    scalars = [ptr[C:], valid, kept_n, bad[:1], bad[1:]] \
-        + ([ncols] if ncols is not None else []) + ([overflow] if overflow is not None else [])
-    return Pending(args, False, scalars,
-                   (buf, ncols, ptr, kept, chosen, newpos, bits, overflow is not None, room))
+    scalars = (
+        [ptr[C:], valid, kept_n, bad[:1], bad[1:]]
+        + ([ncols] if ncols is not None else [])
+        + ([overflow] if overflow is not None else [])
+    )
+    return Pending(
+        args,
+        False,
+        scalars,
+        (buf, ncols, ptr, kept, chosen, newpos, bits, overflow is not None, room),
+    )
 
 
 def _list_room(indptr, prefix: int, k: int, copies: int) -> int:
@@ -302,7 +485,7 @@ def _list_room(indptr, prefix: int, k: int, copies: int) -> int:
 
 
 def _note_kept(indptr, prefix: int, k: int, copies: int, kept: int, edges: int) -> None:
-    if len(_LAST_KEPT) >= 1024:        # (a new prefix each epoch)
+    if len(_LAST_KEPT) >= 1024:  # (a new prefix each epoch)
         _LAST_KEPT.clear()
     _LAST_KEPT[(indptr.data_ptr(), prefix, k, copies)] = (kept, edges)
 
@@ -328,9 +511,10 @@ def _positions(picked: torch.Tensor, R: int, sort: bool) -> tuple:
     newpos = torch.empty(R, dtype=torch.int32, device=dev)
     if sort:
         chosen = torch.sort(picked).values
-        memset(newpos, 0xFF)                                          # -1: not chosen
-        launch("layerwise", "gs_scatter_positions", chosen.numel(), chosen, chosen.numel(), R,
-               newpos)
+        memset(newpos, 0xFF)  # -1: not chosen
+        launch(
+            "layerwise", "gs_scatter_positions", chosen.numel(), chosen, chosen.numel(), R, newpos
+        )
         return chosen, newpos
     marks = torch.empty(R, dtype=torch.uint8, device=dev)
     memset(marks, 0)
@@ -339,8 +523,18 @@ def _positions(picked: torch.Tensor, R: int, sort: bool) -> tuple:
     tiles = -(-R // _TILE)
     order = torch.empty(1 + tiles, dtype=torch.int64, device=dev)
     memset(order, 0)
-    launch("layerwise", "gs_chosen_rows", tiles * _THREADS, marks, R, order, chosen, newpos,
-           block=_THREADS, grid=tiles)
+    launch(
+        "layerwise",
+        "gs_chosen_rows",
+        tiles * _THREADS,
+        marks,
+        R,
+        order,
+        chosen,
+        newpos,
+        block=_THREADS,
+        grid=tiles,
+    )
     return chosen, newpos
 
 
@@ -350,45 +544,60 @@ def collective_finish(pending: Pending) -> CSC:
     it keeps from the graph's memory are copies."""
     A, cols, k, replace, key, node_probs, probs_in_slice, _select = pending.args
     if pending.fallback:
-        if node_probs is not None:                 # (the kernel path checks them itself)
+        if node_probs is not None:  # (the kernel path checks them itself)
             V._finite_nonnegative(node_probs, "node_probs")
-        return sampling.slice_collective_sample(A, _exact(cols), k, replace, key.host(),
-                                                None if node_probs is None
-                                                else _exact(node_probs))
-    buf, ncols, ptr, kept, chosen, newpos, bits, radix, room = pending.state
+        return sampling.slice_collective_sample(
+            A,
+            _exact(cols),
+            k,
+            replace,
+            key.host(),
+            None if node_probs is None else _exact(node_probs),
+        )
+    buf, _ncols, ptr, kept, chosen, newpos, bits, radix, room = pending.state
     edges, drawn, K, not_finite, negative, *rest = V.read_back(pending.scalars)
     if not_finite:
         raise ValueError("node_probs: contains NaN or infinite values")
     if negative:
         raise ValueError(f"node_probs: contains negative values (min {float(node_probs.min())})")
-    if radix and rest.pop():                       # too many ties: torch.topk instead
-        return slice_collective_sample(A, cols, k, replace, key, node_probs, probs_in_slice,
-                                       _select="torch")
-    if node_probs is not None and edges and not drawn:          # (k >= 1 here)
+    if radix and rest.pop():  # too many ties: torch.topk instead
+        return slice_collective_sample(
+            A, cols, k, replace, key, node_probs, probs_in_slice, _select="torch"
+        )
+    if node_probs is not None and edges and not drawn:  # (k >= 1 here)
         raise ValueError(V.NO_POSITIVE_ROW)
     Cx = rest[0] if rest else buf.numel()
     cols, chosen = buf[:Cx], chosen[:drawn]
-    indptr_out = None if room else kept[:Cx + 1]
-    if COPY_OUT.get():                  # kept: not views of the graph's memory (one copy)
+    indptr_out = None if room else kept[: Cx + 1]
+    if COPY_OUT.get():  # kept: not views of the graph's memory (one copy)
         cols, chosen, *counted = copy_all([cols, chosen] + ([] if room else [indptr_out]))
         indptr_out = counted[0] if counted else None
     n = key.num_nodes if key.copies > 1 else 0
     indptr, rows = _index_arrays(A)
     if room:
         _note_kept(indptr, key.prefix, k, key.copies, K, edges)
-    if room and K <= room:              # the list, in the frontier's order
+    if room and room >= K:  # the list, in the frontier's order
         g = torch.sort(kept[:K]).values
         rows_out, pos = _kept_listed(indptr, rows, cols, Cx, ptr, n, newpos, g)
-        indptr_out = torch.searchsorted(g, ptr[:Cx + 1])
-    else:                               # counted per column; the edges in order
-        if room:                        # (more than the list's room: counted now)
+        indptr_out = torch.searchsorted(g, ptr[: Cx + 1])
+    else:  # counted per column; the edges in order
+        if room:  # (more than the list's room: counted now)
             indptr_out = _kept_counts(indptr, rows, cols, Cx, ptr, n, newpos, bits)
-        rows_out, _, values, eids = _kept_edges(indptr, rows, cols, Cx, ptr, n, newpos, bits,
-                                                edges, K, A.values, A.eids)
-        return CSC.of(A.num_nodes * max(key.copies, 1), indptr_out, rows_out, chosen, cols,
-                      values, eids)
-    return CSC.of(A.num_nodes * max(key.copies, 1), indptr_out, rows_out, chosen, cols,
-                  _at(A.values, pos), pos if A.eids is None else _at(A.eids, pos))
+        rows_out, _, values, eids = _kept_edges(
+            indptr, rows, cols, Cx, ptr, n, newpos, bits, edges, K, A.values, A.eids
+        )
+        return CSC.of(
+            A.num_nodes * max(key.copies, 1), indptr_out, rows_out, chosen, cols, values, eids
+        )
+    return CSC.of(
+        A.num_nodes * max(key.copies, 1),
+        indptr_out,
+        rows_out,
+        chosen,
+        cols,
+        _at(A.values, pos),
+        pos if A.eids is None else _at(A.eids, pos),
+    )
 
 
 def _kept_listed(indptr, rows, cols, C: int, ptr, n: int, newpos, g) -> tuple:
@@ -397,52 +606,126 @@ def _kept_listed(indptr, rows, cols, C: int, ptr, n: int, newpos, g) -> tuple:
     K = g.numel()
     rows_out = torch.empty(K, dtype=torch.int64, device=g.device)
     pos = torch.empty(K, dtype=torch.int64, device=g.device)
-    launch("layerwise", "gs_kept_listed", K, indptr, rows, cols, C, ptr, n, newpos, g, K,
-           rows_out, pos, params=_params(indptr))
+    launch(
+        "layerwise",
+        "gs_kept_listed",
+        K,
+        indptr,
+        rows,
+        cols,
+        C,
+        ptr,
+        n,
+        newpos,
+        g,
+        K,
+        rows_out,
+        pos,
+        params=_params(indptr),
+    )
     return rows_out, pos
 
 
-def _kept_counts(indptr, rows, cols, C: int, ptr, n: int, newpos, bits,
-                 scratch=None) -> torch.Tensor:
+def _kept_counts(
+    indptr, rows, cols, C: int, ptr, n: int, newpos, bits, scratch=None
+) -> torch.Tensor:
     """The kept edges' column pointer (``C + 1`` entries; a pass over the frontier's edges),
     in ``scratch`` (``2 * C + 1`` int64, zero: the pointer, then the counts) when given."""
     if scratch is None:
         scratch = torch.empty(2 * C + 1, dtype=torch.int64, device=cols.device)
         memset(scratch, 0)
-    counts, indptr_out = scratch[C + 1:], scratch[:C + 1]
+    counts, indptr_out = scratch[C + 1 :], scratch[: C + 1]
     if C:
-        launch("layerwise", "gs_kept_counts", _GRID * _THREADS, indptr, rows, cols, C, ptr, n,
-               newpos, _opt(bits), counts, block=_THREADS, grid=_GRID, params=_params(indptr))
+        launch(
+            "layerwise",
+            "gs_kept_counts",
+            _GRID * _THREADS,
+            indptr,
+            rows,
+            cols,
+            C,
+            ptr,
+            n,
+            newpos,
+            _opt(bits),
+            counts,
+            block=_THREADS,
+            grid=_GRID,
+            params=_params(indptr),
+        )
         torch.cumsum(counts, 0, out=indptr_out[1:])
     return indptr_out
 
 
-def _kept_edges(indptr, rows, cols, C: int, ptr, n: int, newpos, bits, edges: int,
-                kept: int, values=None, eids=None) -> tuple:
+def _kept_edges(
+    indptr,
+    rows,
+    cols,
+    C: int,
+    ptr,
+    n: int,
+    newpos,
+    bits,
+    edges: int,
+    kept: int,
+    values=None,
+    eids=None,
+) -> tuple:
     """The ``kept`` edges of the frontier's ``edges`` in its order (a pass over them):
     ``(rows_out, pos, values_out, eids_out)``, each one's chosen row's position, graph edge,
     value (of the graph's ``values``; None for None) and edge id (of its ``eids``; ``pos``
     for None). The pass writes the values (1-D, 4- or 8-byte entries: copied as bits) and
     the ids (int64) as it goes; others are gathered after it."""
     dev = cols.device
-    vsize = values.element_size() if values is not None and values.is_cuda \
-        and values.dim() == 1 and values.element_size() in (4, 8) and values.is_contiguous() \
+    vsize = (
+        values.element_size()
+        if values is not None
+        and values.is_cuda
+        and values.dim() == 1
+        and values.element_size() in (4, 8)
+        and values.is_contiguous()
         else 0
-    take_eids = eids is not None and eids.is_cuda and eids.dtype == torch.int64 \
-        and eids.dim() == 1 and eids.is_contiguous()
+    )
+    take_eids = (
+        eids is not None
+        and eids.is_cuda
+        and eids.dtype == torch.int64
+        and eids.dim() == 1
+        and eids.is_contiguous()
+    )
     tiles = -(-edges // _TILE) if kept else 0
     # one allocation: the rows, the positions, the edge ids, the scan's state
     lens = (kept, kept, kept if take_eids else 0, 1 + tiles if kept else 0)
-    rows_out, pos, eids_out, state = torch.empty(sum(lens), dtype=torch.int64,
-                                                 device=dev).split(lens)
+    rows_out, pos, eids_out, state = torch.empty(sum(lens), dtype=torch.int64, device=dev).split(
+        lens
+    )
     values_out = torch.empty(kept, dtype=values.dtype, device=dev) if vsize else None
     if kept:
         memset(state, 0)
-        launch("layerwise", "gs_kept_edges", tiles * _THREADS, indptr, rows, cols, C, ptr, n,
-               newpos, _opt(bits), state, rows_out, pos, values if vsize else 0,
-               _opt(values_out), vsize, eids if take_eids else 0,
-               eids_out if take_eids else 0, block=_THREADS, grid=tiles,
-               params=_params(indptr))
+        launch(
+            "layerwise",
+            "gs_kept_edges",
+            tiles * _THREADS,
+            indptr,
+            rows,
+            cols,
+            C,
+            ptr,
+            n,
+            newpos,
+            _opt(bits),
+            state,
+            rows_out,
+            pos,
+            values if vsize else 0,
+            _opt(values_out),
+            vsize,
+            eids if take_eids else 0,
+            eids_out if take_eids else 0,
+            block=_THREADS,
+            grid=tiles,
+            params=_params(indptr),
+        )
     if not vsize:
         values_out = _at(values, pos)
     if not take_eids:
@@ -464,35 +747,60 @@ def slice_rows_cols(A: CSC, rows: torch.Tensor, cols: torch.Tensor) -> CSC:
     C, dev, R = buf.numel(), buf.device, A.num_nodes
     indptr, rows_g = _index_arrays(A)
     newpos = torch.empty(R, dtype=torch.int32, device=dev)
-    memset(newpos, 0xFF)                                              # -1: not a row
+    memset(newpos, 0xFF)  # -1: not a row
     launch("layerwise", "gs_scatter_positions", rows.numel(), rows, rows.numel(), R, newpos)
     ptr = _frontier_ptr(indptr, buf, ncols, 0, R)
     indptr_out = _kept_counts(indptr, rows_g, buf, C, ptr, 0, newpos, None)
-    edges, kept, *m = V.read_back([ptr[C:], indptr_out[-1:]] + ([ncols] if ncols is not None
-                                                                 else []))
+    edges, kept, *m = V.read_back(
+        [ptr[C:], indptr_out[-1:]] + ([ncols] if ncols is not None else [])
+    )
     Cx = m[0] if m else C
-    cols, indptr_out = buf[:Cx], indptr_out[:Cx + 1]
-    rows_out, _, values, eids = _kept_edges(indptr, rows_g, cols, Cx, ptr, 0, newpos, None,
-                                            edges, kept, A.values, A.eids)
-    return CSC(num_nodes=A.num_nodes, indptr=indptr_out, rows=rows_out, row_ids=rows,
-               col_ids=cols, values=values, eids=eids)
+    cols, indptr_out = buf[:Cx], indptr_out[: Cx + 1]
+    rows_out, _, values, eids = _kept_edges(
+        indptr, rows_g, cols, Cx, ptr, 0, newpos, None, edges, kept, A.values, A.eids
+    )
+    return CSC(
+        num_nodes=A.num_nodes,
+        indptr=indptr_out,
+        rows=rows_out,
+        row_ids=rows,
+        col_ids=cols,
+        values=values,
+        eids=eids,
+    )
 
 
 def register(backend) -> None:
     """Register these as the CUDA backend's implementations that take bounded frontiers."""
     from gsample.ir import Op
+
     # the frontier's ids are checked by gs_frontier_ptr (the program's check step only
     # converts them: an aminmax, two comparisons and a clamp less a call)
-    backend.register(Op.SLICE_REDUCE, ("csc",), slice_reduce, sync_free=True,
-                     bounded_out=False, checks=("cols",))
+    backend.register(
+        Op.SLICE_REDUCE, ("csc",), slice_reduce, sync_free=True, bounded_out=False, checks=("cols",)
+    )
     # node_probs' values are checked by gs_is_candidate (read back with the sizes): the
     # program's check step does only their dtype and shape (six launches less a layer)
     # two phases: a CUDA graph captures the device part (one per layer of LADIES)
-    backend.register(Op.SLICE_COLLECTIVE_SAMPLE, ("csc",), collective_start,
-                     sync_free=True, syncs=False, bounded_out=False, checks=("node_probs",),
-                     finish=collective_finish)
+    backend.register(
+        Op.SLICE_COLLECTIVE_SAMPLE,
+        ("csc",),
+        collective_start,
+        sync_free=True,
+        syncs=False,
+        bounded_out=False,
+        checks=("node_probs",),
+        finish=collective_finish,
+    )
     backend.register(Op.SLICE_ROWS_COLS, ("csc",), slice_rows_cols, syncs=True)
 
 
-__all__ = ["slice_reduce", "slice_collective_sample", "collective_start", "collective_finish",
-           "Pending", "slice_rows_cols", "register"]
+__all__ = [
+    "Pending",
+    "collective_finish",
+    "collective_start",
+    "register",
+    "slice_collective_sample",
+    "slice_reduce",
+    "slice_rows_cols",
+]

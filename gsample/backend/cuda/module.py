@@ -7,6 +7,7 @@ architecture and the NVRTC version. Tensors go to kernels without copies: a
 kernel argument is the tensor's device pointer; launches run on
 ``torch.cuda.current_stream()`` so they order with the surrounding PyTorch work.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -22,7 +23,7 @@ import torch
 
 from gsample.backend import kernels_dir
 
-KERNELS = kernels_dir()         # gsample/_kernels when installed, else kernels/
+KERNELS = kernels_dir()  # gsample/_kernels when installed, else kernels/
 # ---
 #: threads per block for the grid-stride kernels
 BLOCK = 256
@@ -59,9 +60,10 @@ def full_source(family: str, dtypes: tuple = (), layout: str = "csc", params: tu
     return "\n".join(lines) + "\n" + source(family)
 
 
-@functools.lru_cache(maxsize=None)
-def module(family: str, dtypes: tuple = (), layout: str = "csc", params: tuple = (),
-           device: int = 0):
+@functools.cache
+def module(
+    family: str, dtypes: tuple = (), layout: str = "csc", params: tuple = (), device: int = 0
+):
     """The compiled CuPy module of ``family`` for one cache key.
 
     ``dtypes``, ``layout`` and ``params`` (a tuple of ``(name, value)`` pairs, hashable:
@@ -86,13 +88,14 @@ def module(family: str, dtypes: tuple = (), layout: str = "csc", params: tuple =
     else:
         # not cp.RawModule: CuPy appends -ftz=true to every option list it compiles with
         # (subnormal float32 results became 0 on an H200), so NVRTC runs with ours alone
-        binary, _ = compiler.compile_using_nvrtc(source_text, options=OPTIONS, arch=arch,
-                                                 filename=f"{family}.cu")
+        binary, _ = compiler.compile_using_nvrtc(
+            source_text, options=OPTIONS, arch=arch, filename=f"{family}.cu"
+        )
         binary = binary.encode() if isinstance(binary, str) else bytes(binary)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_bytes(binary)
-        os.replace(tmp, path)                   # atomic: parallel test workers share it
-    with cp.cuda.Device(device):                # a module belongs to one GPU's context
+        os.replace(tmp, path)  # atomic: parallel test workers share it
+    with cp.cuda.Device(device):  # a module belongs to one GPU's context
         mod = function.Module()
         mod.load(binary)
     return mod
@@ -101,7 +104,8 @@ def module(family: str, dtypes: tuple = (), layout: str = "csc", params: tuple =
 def _cache_dir() -> pathlib.Path:
     """Where compiled kernels are kept across processes (``$GSAMPLE_CACHE/kernels``)."""
     root = os.environ.get("GSAMPLE_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gsample")
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gsample"
+    )
     path = pathlib.Path(root) / "kernels"
     path.mkdir(parents=True, exist_ok=True)
     return path
@@ -149,7 +153,7 @@ def _params(values: list):
         base = ctypes.addressof(slots)
         pointers = (ctypes.c_void_p * n)(*range(base, base + 8 * n, 8))
         held = arrays[n] = (slots, pointers, ctypes.addressof(pointers))
-    held[0][:len(values)] = values
+    held[0][: len(values)] = values
     return held
 
 
@@ -178,6 +182,7 @@ def launch(family: str, name: str, n: int, *args, block: int = BLOCK, grid=None,
     if n <= 0:
         return
     import cupy as cp
+
     index = None
     for a in args:
         if a.__class__ is torch.Tensor or isinstance(a, torch.Tensor):
@@ -194,8 +199,7 @@ def launch(family: str, name: str, n: int, *args, block: int = BLOCK, grid=None,
     stream = torch._C._cuda_getCurrentRawStream(index)
     if cp.cuda.runtime.getDevice() != index:
         with cp.cuda.Device(index):
-            cp.cuda.driver.launchKernel(kernel.ptr, grid, 1, 1, block, 1, 1, 0, stream,
-                                        params, 0)
+            cp.cuda.driver.launchKernel(kernel.ptr, grid, 1, 1, block, 1, 1, 0, stream, params, 0)
     else:
         cp.cuda.driver.launchKernel(kernel.ptr, grid, 1, 1, block, 1, 1, 0, stream, params, 0)
 
@@ -204,6 +208,7 @@ def memset(t: torch.Tensor, byte: int) -> None:
     """Set every byte of the contiguous CUDA tensor ``t`` to ``byte`` (``cudaMemsetAsync`` on
     torch's current stream: no kernel launch)."""
     import cupy as cp
+
     if not t.is_cuda or not t.is_contiguous():
         raise ValueError("t: memset needs a contiguous CUDA tensor")
     nbytes = t.numel() * t.element_size()

@@ -19,19 +19,20 @@ sub-matrix's row space) are trimmed (one read-back) and run the exact implementa
 The frontier kernels keep two bitmaps over the id space per (device, size), all zero
 between calls (each call clears the words it set): no clearing launch.
 """
+
 from __future__ import annotations
 
 import torch
 
-from gsample.base import validate as V
-from gsample.formats.bounded import BoundedCSC, BoundedIds, counts, refuse_capture, trim
-from gsample.formats.csc import CSC
-from gsample.base.random import DeviceKey
 from gsample.backend.cuda import finalize, sampling
 from gsample.backend.cuda.extract import _cache, _eids, _index_arrays, _params
 from gsample.backend.cuda.module import launch, memset
+from gsample.base import validate as V
+from gsample.base.random import DeviceKey
+from gsample.formats.bounded import BoundedCSC, BoundedIds, counts, refuse_capture, trim
+from gsample.formats.csc import CSC
 
-_TILE = 1024                     # items per tile of the frontier kernels (GS_TILE)
+_TILE = 1024  # items per tile of the frontier kernels (GS_TILE)
 _THREADS = 256
 _WARPS = _THREADS // 32
 
@@ -58,11 +59,13 @@ def _id_error(name: str, M: int):
         if err[0]:
             return f"{name}: node id {err[2]} is negative"
         return f"{name}: node id {err[3]} is out of range for a graph of {M} nodes"
+
     return message
 
 
-def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
-                            probs=None, method: str = "cdf", alias=None):
+def slice_individual_sample(
+    A: CSC, cols, k: int, replace: bool, key: DeviceKey, probs=None, method: str = "cdf", alias=None
+):
     """``A[:, cols].individual_sample(k, replace=replace)``, uniform or (with the graph's
     alias tables) weighted, sync-free, one launch.
 
@@ -94,15 +97,27 @@ def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
     n = key.num_nodes if key.copies > 1 else 0
     C = (cols.data if isinstance(cols, BoundedIds) else cols).numel()
     weighted = probs is not None
-    tables = weighted and method == "alias" and replace and alias is not None \
-        and alias.is_cuda and alias.shape == (A.nnz, 2)
-    if A.row_ids is not None or A.col_ids is not None or (weighted and not tables) \
-            or not A.indptr.is_cuda or _too_large(C * k, A.indptr.device):
-        refuse_capture()                        # the exact code reads sizes back
+    tables = (
+        weighted
+        and method == "alias"
+        and replace
+        and alias is not None
+        and alias.is_cuda
+        and alias.shape == (A.nnz, 2)
+    )
+    if (
+        A.row_ids is not None
+        or A.col_ids is not None
+        or (weighted and not tables)
+        or not A.indptr.is_cuda
+        or _too_large(C * k, A.indptr.device)
+    ):
+        refuse_capture()  # the exact code reads sizes back
         exact = _exact(cols)
         V.ids(exact, "cols", A.num_nodes * max(key.copies, 1), exact.device, allow_empty=False)
-        return sampling.slice_individual_sample(A, exact, k, replace, key.host(), probs,
-                                                method, alias)
+        return sampling.slice_individual_sample(
+            A, exact, k, replace, key.host(), probs, method, alias
+        )
     buf, ncols = _frontier(cols)
     C, dev = buf.numel(), buf.device
     M = A.num_nodes * key.copies if n else A.num_nodes
@@ -120,7 +135,7 @@ def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
     rows = torch.empty(E, dtype=torch.int64, device=dev)
     pos = torch.empty(E, dtype=torch.int64, device=dev)
     if gathers:
-        memset(pos, 0)                         # padding: valid positions to gather at
+        memset(pos, 0)  # padding: valid positions to gather at
     if C == 0:
         memset(indptr, 0)
     table = alias.to(torch.int64).contiguous() if tables else None
@@ -129,18 +144,56 @@ def slice_individual_sample(A: CSC, cols, k: int, replace: bool, key: DeviceKey,
     cache = _cache(A, rows_g)
     eids_g = _eids(A) if cache is not None else None
     eids = torch.zeros(E, dtype=torch.int64, device=dev) if eids_g is not None else None
-    slot, crows, ceids, counters = (0, 0, 0, 0) if cache is None else (
-        _opt(cache.slot), cache.rows, _opt(cache.eids), cache.counters)
-    launch("nodewise", "gs_sample_uniform", tiles * _THREADS, indptr_g, rows_g, buf, C,
-           _opt(ncols), n, M, k, replace, _opt(table), key.tensor, state, tiles, per_warp,
-           indptr, rows, pos, slot, crows, _opt(eids_g), ceids, _opt(eids), counters,
-           col_ids, block=_THREADS, grid=tiles, params=_params(indptr_g))
-    err = state[1 + tiles:]
+    slot, crows, ceids, counters = (
+        (0, 0, 0, 0)
+        if cache is None
+        else (_opt(cache.slot), cache.rows, _opt(cache.eids), cache.counters)
+    )
+    launch(
+        "nodewise",
+        "gs_sample_uniform",
+        tiles * _THREADS,
+        indptr_g,
+        rows_g,
+        buf,
+        C,
+        _opt(ncols),
+        n,
+        M,
+        k,
+        replace,
+        _opt(table),
+        key.tensor,
+        state,
+        tiles,
+        per_warp,
+        indptr,
+        rows,
+        pos,
+        slot,
+        crows,
+        _opt(eids_g),
+        ceids,
+        _opt(eids),
+        counters,
+        col_ids,
+        block=_THREADS,
+        grid=tiles,
+        params=_params(indptr_g),
+    )
+    err = state[1 + tiles :]
     V.fail_if(err[4:5], IndexError, _id_error("cols", M), err[:4])
     if eids is None:
         eids = pos if A.eids is None else _at(A.eids, pos)
-    out = CSC(num_nodes=M, indptr=indptr, rows=rows, row_ids=None, col_ids=col_ids,
-              values=_at(A.values, pos), eids=eids)
+    out = CSC(
+        num_nodes=M,
+        indptr=indptr,
+        rows=rows,
+        row_ids=None,
+        col_ids=col_ids,
+        values=_at(A.values, pos),
+        eids=eids,
+    )
     return BoundedCSC(out, ncols)
 
 
@@ -205,20 +258,24 @@ def all_nodes(A, batches=None):
     """
     bounded = isinstance(A, BoundedCSC)
     csc = A.csc if bounded else A
-    if not isinstance(csc, CSC) or not csc.indptr.is_cuda or csc.col_ids is None \
-            or (bounded and A.nrows is not None):
+    if (
+        not isinstance(csc, CSC)
+        or not csc.indptr.is_cuda
+        or csc.col_ids is None
+        or (bounded and A.nrows is not None)
+    ):
         return finalize.all_nodes(_exact(A), batches)
     ncols = A.ncols if bounded else None
     cols, rows = csc.col_ids.to(torch.int64).contiguous(), csc.rows.contiguous()
     row_ids = None if csc.row_ids is None else csc.row_ids.to(torch.int64).contiguous()
     C, E, dev = cols.numel(), rows.numel(), cols.device
     N, n = batches if batches is not None else (1, 0)
-    W = ((csc.num_nodes if row_ids is None else row_ids.numel()) + 31) // 32   # words of R
-    size = 1 << max(2 * C, 32).bit_length()   # hash slots: a power of two >= 2 C
+    W = ((csc.num_nodes if row_ids is None else row_ids.numel()) + 31) // 32  # words of R
+    size = 1 << max(2 * C, 32).bit_length()  # hash slots: a power of two >= 2 C
     R, K, flag = _bitmaps(dev, max(W, (csc.num_nodes + 31) // 32))
     M, NR = csc.num_nodes, csc.num_nodes if row_ids is None else row_ids.numel()
     col_tiles = (C + _TILE - 1) // _TILE
-    tiles = max(col_tiles + (W + _TILE - 1) // _TILE, 1)       # >= 1: a tile writes the count
+    tiles = max(col_tiles + (W + _TILE - 1) // _TILE, 1)  # >= 1: a tile writes the count
     # one allocation (a call's host time is mostly allocations and launches): the hash table,
     # the scan's state (one mini-batch), the count and the flag, the counters, each column's
     # slot, the ids
@@ -227,49 +284,157 @@ def all_nodes(A, batches=None):
     scratch = torch.empty(sum(lens), dtype=torch.int64, device=dev)
     table, state, count, counters, slot, out = scratch.split(lens)
     table = table.view(2, size)
-    memset(table, 0xFF)                       # free keys, the atomicMin start
-    nnz = csc.indptr[-1:]                      # padding columns are empty: the edge count
+    memset(table, 0xFF)  # free keys, the atomicMin start
+    nnz = csc.indptr[-1:]  # padding columns are empty: the edge count
     rid, mask = _opt(row_ids), size - 1
-    launch("frontier", "gs_nodes_mark", max(C + E, 2 * N), cols, C, _opt(ncols), rows, E, nnz,
-           rid, table[0], table[1], mask, slot, R, K, counters, 2 * N if N > 1 else 0, M, NR,
-           flag)
+    launch(
+        "frontier",
+        "gs_nodes_mark",
+        max(C + E, 2 * N),
+        cols,
+        C,
+        _opt(ncols),
+        rows,
+        E,
+        nnz,
+        rid,
+        table[0],
+        table[1],
+        mask,
+        slot,
+        R,
+        K,
+        counters,
+        2 * N if N > 1 else 0,
+        M,
+        NR,
+        flag,
+    )
     if row_ids is not None and row_ids.numel():
-        launch("frontier", "gs_nodes_drop_cols", row_ids.numel(), row_ids, row_ids.numel(),
-               table[0], mask, R, M, flag)
+        launch(
+            "frontier",
+            "gs_nodes_drop_cols",
+            row_ids.numel(),
+            row_ids,
+            row_ids.numel(),
+            table[0],
+            mask,
+            R,
+            M,
+            flag,
+        )
     if N == 1:
         memset(state, 0)
-        launch("frontier", "gs_nodes_scan_emit", tiles * _THREADS, cols, C, _opt(ncols),
-               table[0], table[1], mask, slot, rid, R, K, W, col_tiles, tiles, state, out, count,
-               M, flag, block=_THREADS, grid=tiles)
+        launch(
+            "frontier",
+            "gs_nodes_scan_emit",
+            tiles * _THREADS,
+            cols,
+            C,
+            _opt(ncols),
+            table[0],
+            table[1],
+            mask,
+            slot,
+            rid,
+            R,
+            K,
+            W,
+            col_tiles,
+            tiles,
+            state,
+            out,
+            count,
+            M,
+            flag,
+            block=_THREADS,
+            grid=tiles,
+        )
         return _flagged(out, count, M)
     tile_counts = torch.empty(tiles, dtype=torch.int64, device=dev)
-    launch("frontier", "gs_nodes_count", tiles * _THREADS, cols, C, _opt(ncols), table[0],
-           table[1], mask, slot, rid, R, K, W, n, N, col_tiles, M, counters, tile_counts,
-           block=_THREADS, grid=tiles)
+    launch(
+        "frontier",
+        "gs_nodes_count",
+        tiles * _THREADS,
+        cols,
+        C,
+        _opt(ncols),
+        table[0],
+        table[1],
+        mask,
+        slot,
+        rid,
+        R,
+        K,
+        W,
+        n,
+        N,
+        col_tiles,
+        M,
+        counters,
+        tile_counts,
+        block=_THREADS,
+        grid=tiles,
+    )
     launch("frontier", "gs_nodes_prefix", 1, counters, N, block=1, grid=1)
-    launch("frontier", "gs_nodes_emit", tiles * _THREADS, cols, C, _opt(ncols), table[0],
-           table[1], mask, slot, rid, R, K, W, n, N, col_tiles, tiles, counters, tile_counts,
-           out, count, M, flag, block=_THREADS, grid=tiles)
+    launch(
+        "frontier",
+        "gs_nodes_emit",
+        tiles * _THREADS,
+        cols,
+        C,
+        _opt(ncols),
+        table[0],
+        table[1],
+        mask,
+        slot,
+        rid,
+        R,
+        K,
+        W,
+        n,
+        N,
+        col_tiles,
+        tiles,
+        counters,
+        tile_counts,
+        out,
+        count,
+        M,
+        flag,
+        block=_THREADS,
+        grid=tiles,
+    )
     return _flagged(out, count, M)
 
 
 def _flagged(out, count, M: int) -> BoundedIds:
     """``all_nodes``' result, its kernels' flag (``count[1]``) raising a deferred error."""
-    V.fail_if(count[1:], IndexError, f"all_nodes: a node id of the matrix is outside "
-              f"[0, {M}) (not a sample of this graph)")
+    V.fail_if(
+        count[1:],
+        IndexError,
+        f"all_nodes: a node id of the matrix is outside [0, {M}) (not a sample of this graph)",
+    )
     return BoundedIds(out, count[:1])
 
 
 def register(backend) -> None:
     """Register these as the CUDA backend's sync-free implementations."""
     from gsample.ir import Op
+
     # uniform, or weighted from the graph's alias tables (an ``alias`` input: the
     # alias_tables pass adds it for method="alias" with weights of the graph alone); other
     # weighted nodes lower to the exact sampler
-    backend.register(Op.SLICE_INDIVIDUAL_SAMPLE, ("csc",), slice_individual_sample,
-                     sync_free=True, checks=("cols",), without=("probs", "method"),
-                     unless=("alias",))
+    backend.register(
+        Op.SLICE_INDIVIDUAL_SAMPLE,
+        ("csc",),
+        slice_individual_sample,
+        sync_free=True,
+        checks=("cols",),
+        without=("probs", "method"),
+        unless=("alias",),
+    )
     backend.register(Op.ALL_NODES, ("csc",), all_nodes, sync_free=True)
 
 
-__all__ = ["slice_individual_sample", "all_nodes", "register"]
+__all__ = ["all_nodes", "register", "slice_individual_sample"]

@@ -13,41 +13,56 @@ per-row reductions, (E, F) values, mixed dtypes, more than ``compute.ONE_LAUNCH`
 where a hub column would be one warp's serial work) runs the map, reduction and broadcast
 kernels one after the other (:func:`composed`).
 """
+
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from gsample.formats.csc import CSC
 from gsample.backend.cuda import compute, edge_map
 from gsample.backend.cuda.module import launch
+from gsample.formats.csc import CSC
 
 _NULL = np.uint64(0)
 _FLOATS = {torch.float32: "float", torch.float64: "double"}
-_NONE = -1                                        # GS_NORM_NONE: no map step
-_AT = {0: compute.AT_COL, 1: compute.AT_ROW}      # a broadcast step's vector: per column / row
+_NONE = -1  # GS_NORM_NONE: no map step
+_AT = {0: compute.AT_COL, 1: compute.AT_ROW}  # a broadcast step's vector: per column / row
 
 
 def _one_launch(A: CSC, program: tuple, reduce: str, op: str, axis: int, operands: dict):
     """``(dtype, y, ymode, mop)`` when the kernel computes it, else None."""
     v = A.values
-    if axis != 0 or reduce not in compute.REDUCE_OPS or op not in compute.BINARY_OPS \
-            or len(program) > 1 or not A.indptr.is_cuda or A.nnz > compute.ONE_LAUNCH \
-            or (v is not None and (v.dim() != 1 or v.dtype not in _FLOATS)):
+    if (
+        axis != 0
+        or reduce not in compute.REDUCE_OPS
+        or op not in compute.BINARY_OPS
+        or len(program) > 1
+        or not A.indptr.is_cuda
+        or A.nnz > compute.ONE_LAUNCH
+        or (v is not None and (v.dim() != 1 or v.dtype not in _FLOATS))
+    ):
         return None
     if not program:
         return (v.dtype if v is not None else torch.float32), None, _NONE, 0
     mop, name, reverse, _scalar, at = program[0]
     y = operands.get(name) if name is not None else None
-    if at is None or mop not in compute.BINARY_OPS or reverse or not isinstance(y, torch.Tensor) \
-            or y.dim() != 1 or y.dtype not in _FLOATS or y.device != A.device \
-            or (v is not None and v.dtype != y.dtype):
+    if (
+        at is None
+        or mop not in compute.BINARY_OPS
+        or reverse
+        or not isinstance(y, torch.Tensor)
+        or y.dim() != 1
+        or y.dtype not in _FLOATS
+        or y.device != A.device
+        or (v is not None and v.dtype != y.dtype)
+    ):
         return None
     return y.dtype, y, _AT[at], compute.BINARY_OPS[mop]
 
 
-def fused_edge_normalize(A: CSC, program: tuple, reduce: str, op: str, axis: int,
-                         **operands) -> CSC:
+def fused_edge_normalize(
+    A: CSC, program: tuple, reduce: str, op: str, axis: int, **operands
+) -> CSC:
     """As :func:`gsample.backend.torch.fused_compute.fused_edge_normalize`, in one kernel
     where it can (see the module docstring), else :func:`composed`.
 
@@ -80,11 +95,23 @@ def fused_edge_normalize(A: CSC, program: tuple, reduce: str, op: str, axis: int
     C = A.num_cols
     if C and A.nnz:
         v = A.values
-        launch("normalize", "gs_edge_normalize", C * 32, A.indptr.to(torch.int64).contiguous(),
-               C, A.rows.to(torch.int64).contiguous(),
-               _NULL if v is None else v.contiguous(), _NULL if y is None else y.contiguous(),
-               ymode, mop, compute.MAX if reduce == "max" else compute.SUM,
-               int(reduce == "mean"), compute.BINARY_OPS[op], out, dtypes=(_FLOATS[dtype],))
+        launch(
+            "normalize",
+            "gs_edge_normalize",
+            C * 32,
+            A.indptr.to(torch.int64).contiguous(),
+            C,
+            A.rows.to(torch.int64).contiguous(),
+            _NULL if v is None else v.contiguous(),
+            _NULL if y is None else y.contiguous(),
+            ymode,
+            mop,
+            compute.MAX if reduce == "max" else compute.SUM,
+            int(reduce == "mean"),
+            compute.BINARY_OPS[op],
+            out,
+            dtypes=(_FLOATS[dtype],),
+        )
     return A.with_values(out)
 
 
@@ -96,4 +123,4 @@ def composed(A: CSC, program: tuple, reduce: str, op: str, axis: int, **operands
     return compute.edge_broadcast(X, op, compute.reduce_values(A, v, reduce, axis), axis)
 
 
-__all__ = ["fused_edge_normalize", "composed"]
+__all__ = ["composed", "fused_edge_normalize"]

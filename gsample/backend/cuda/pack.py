@@ -1,6 +1,7 @@
 """Buffers' used prefixes packed one after another into one buffer on the device
 (``kernels/pack.cu``): a CUDA graph packs its bounded results so that the host copies them
 out of the graph's memory in one copy (``gsample.formats.replayed.ReplayedTrim``)."""
+
 from __future__ import annotations
 
 import torch
@@ -55,12 +56,11 @@ def pack_parts(parts: list, out: torch.Tensor, desc_host: torch.Tensor) -> torch
             raise ValueError("parts: contiguous 1-D tensors of out's dtype")
         if count is not None and count.dtype != torch.int64:
             raise ValueError("parts: counts must be int64")
-        view[4 * p:4 * p + 4] = (t.data_ptr(), 0 if count is None else count.data_ptr(),
-                                 add, at)
+        view[4 * p : 4 * p + 4] = (t.data_ptr(), 0 if count is None else count.data_ptr(), add, at)
         at += t.numel()
     if at > out.numel():
         raise ValueError(f"out: {out.numel()} entries, the parts hold up to {at}")
     desc = torch.empty(4 * len(parts), dtype=torch.int64, device=out.device)
-    desc.copy_(desc_host[:4 * len(parts)], non_blocking=True)
+    desc.copy_(desc_host[: 4 * len(parts)], non_blocking=True)
     launch("pack", "gs_pack_parts", at, desc, len(parts), at, out, params=_params(out.dtype))
     return desc

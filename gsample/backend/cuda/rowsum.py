@@ -8,6 +8,7 @@ slice's row sums are therefore the same bits whether the slice was built (``A[:,
 and inside a super-batch. Non-finite terms follow IEEE (NaN, or +inf and -inf, give NaN).
 The torch backend's float sums agree up to their own rounding (these are float64-accurate).
 """
+
 from __future__ import annotations
 
 import torch
@@ -24,15 +25,25 @@ class RowSums:
         self.R, self.dtype = R, dtype
         self.scratch = torch.empty(3 * max(R, 1), dtype=torch.int64, device=device)
         memset(self.scratch, 0)
-        words = self.scratch[:R].view(torch.int32)       # R exponents, then R flags
-        self.emax, self.flags = words[:R], words[R:2 * R]
-        self.lo, self.hi = self.scratch[R:2 * R], self.scratch[2 * R:3 * R]
+        words = self.scratch[:R].view(torch.int32)  # R exponents, then R flags
+        self.emax, self.flags = words[:R], words[R : 2 * R]
+        self.lo, self.hi = self.scratch[R : 2 * R], self.scratch[2 * R : 3 * R]
         self.key = {"dtypes": (FLOATS[dtype],), "params": tuple(params)}
 
     def finish(self) -> torch.Tensor:
         out = torch.empty(self.R, dtype=self.dtype, device=self.scratch.device)
-        launch("rowsum", "gs_rowsum_finish", self.R, self.emax, self.flags, self.lo,
-               self.hi, self.R, out, **self.key)
+        launch(
+            "rowsum",
+            "gs_rowsum_finish",
+            self.R,
+            self.emax,
+            self.flags,
+            self.lo,
+            self.hi,
+            self.R,
+            out,
+            **self.key,
+        )
         return out
 
 

@@ -19,28 +19,28 @@ weighted sampler here checks ``probs``' values itself (the other draws by the to
 ``select_in_columns``' ``nodes``), unless they came with alias tables built from checked
 weights.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from gsample.base import validate as V
-from gsample.formats.csc import segment_ptr
-from gsample.base.random import MASK64, ColumnKeys
-from gsample.backend.torch import fused_select, select
 from gsample.backend.cuda.compute import GROUP_BLOCK, group_bound, group_pointer, segment_reduce
 from gsample.backend.cuda.module import BLOCK, launch, memset
+from gsample.backend.torch import fused_select, select
+from gsample.base import validate as V
+from gsample.base.random import MASK64, ColumnKeys
+from gsample.formats.csc import segment_ptr
 
 _FLOATS = {torch.float32: "float", torch.float64: "double"}
-_NULL = np.uint64(0)                      # a null pointer argument
+_NULL = np.uint64(0)  # a null pointer argument
 #: draws per column that the kernel sorts itself (a warp's lanes); more: a torch sort
 _SORTED_IN_KERNEL = 32
 
 
 def _base(key: int) -> int:
-    if not isinstance(key, int):          # a super-batch's keys: the torch code's (Draws)
-        raise TypeError(f"key: the CUDA draws take one op key (an int), got "
-                        f"{type(key).__name__}")
+    if not isinstance(key, int):  # a super-batch's keys: the torch code's (Draws)
+        raise TypeError(f"key: the CUDA draws take one op key (an int), got {type(key).__name__}")
     return key & MASK64
 
 
@@ -97,20 +97,48 @@ def weighted_with(deg, k, key, probs, nodes=None):
         return indptr, deg.new_zeros(0), deg.new_zeros(0)
     w = (probs if probs.dtype in _FLOATS else probs.double()).contiguous()
     dtypes = (_FLOATS[w.dtype],)
-    colmax = segment_reduce(indptr, "max", E, w.dtype, x=w)        # exact: any order
+    colmax = segment_reduce(indptr, "max", E, w.dtype, x=w)  # exact: any order
     gptr = group_pointer(indptr, w.dtype)
     Q, blocks = group_bound(E, C), -(-C // BLOCK)
     f64 = torch.empty(E + 2 * Q + C, dtype=torch.float64, device=dev)
     local, gsum, goff, total = f64.split([E, Q, Q, C])
     i64 = torch.empty(2 + blocks + C + 1, dtype=torch.int64, device=dev)
-    flags, state, optr = i64[:1], i64[1:2 + blocks], i64[2 + blocks:]
-    memset(i64[:2 + blocks], 0)
-    launch("cdf", "gs_cdf_groups", Q * 32, indptr, gptr, C, Q, w, colmax, local, gsum, flags,
-           block=GROUP_BLOCK, dtypes=dtypes)
-    launch("cdf", "gs_cdf_columns", blocks * BLOCK, gptr, C, k, gsum, goff, total, state, optr,
-           flags, grid=blocks, dtypes=dtypes)
+    flags, state, optr = i64[:1], i64[1 : 2 + blocks], i64[2 + blocks :]
+    memset(i64[: 2 + blocks], 0)
+    launch(
+        "cdf",
+        "gs_cdf_groups",
+        Q * 32,
+        indptr,
+        gptr,
+        C,
+        Q,
+        w,
+        colmax,
+        local,
+        gsum,
+        flags,
+        block=GROUP_BLOCK,
+        dtypes=dtypes,
+    )
+    launch(
+        "cdf",
+        "gs_cdf_columns",
+        blocks * BLOCK,
+        gptr,
+        C,
+        k,
+        gsum,
+        goff,
+        total,
+        state,
+        optr,
+        flags,
+        grid=blocks,
+        dtypes=dtypes,
+    )
     count, bad = V.read_back([optr[C:], flags])
-    if bad and nodes is not None:       # the torch checks name the failure, in their order
+    if bad and nodes is not None:  # the torch checks name the failure, in their order
         V.column_probs(probs, indptr, nodes, at_once=True)
     if count > select._LARGE:
         V.fits(count, 32, dev, "k", f"{count // k} columns x k = {k} draws with replacement")
@@ -118,13 +146,32 @@ def weighted_with(deg, k, key, probs, nodes=None):
     offset = torch.empty(count, dtype=torch.int64, device=dev)
     if count:
         n = count // k
-        W = k if k > _SORTED_IN_KERNEL else 1 << (k - 1).bit_length()   # lanes a column
-        if isinstance(key, ColumnKeys):           # a super-batch: each column its batch's key
+        W = k if k > _SORTED_IN_KERNEL else 1 << (k - 1).bit_length()  # lanes a column
+        if isinstance(key, ColumnKeys):  # a super-batch: each column its batch's key
             base, cbase, cpos = 0, key.base.contiguous(), key.position.contiguous()
         else:
             base, cbase, cpos = _base(key), _NULL, _NULL
-        launch("cdf", "gs_cdf_draws", -(-n * W // 32) * 32, base, cbase, cpos, indptr, gptr, C,
-               optr, k, W, n, local, goff, total, col, offset, dtypes=dtypes)
+        launch(
+            "cdf",
+            "gs_cdf_draws",
+            -(-n * W // 32) * 32,
+            base,
+            cbase,
+            cpos,
+            indptr,
+            gptr,
+            C,
+            optr,
+            k,
+            W,
+            n,
+            local,
+            goff,
+            total,
+            col,
+            offset,
+            dtypes=dtypes,
+        )
         if k > _SORTED_IN_KERNEL:
             offset = torch.sort(offset.view(n, k), dim=1).values.view(-1)
     return optr, col, offset
@@ -140,22 +187,49 @@ class CudaDraws:
     @staticmethod
     def with_replacement(cols, deg, k, key):
         out = torch.empty(cols.numel() * k, dtype=torch.int64, device=cols.device)
-        launch("sampling", "gs_draw_with_replacement", out.numel(), _base(key),
-               cols.contiguous(), deg.contiguous(), cols.numel(), k, out)
+        launch(
+            "sampling",
+            "gs_draw_with_replacement",
+            out.numel(),
+            _base(key),
+            cols.contiguous(),
+            deg.contiguous(),
+            cols.numel(),
+            k,
+            out,
+        )
         return out
 
     @staticmethod
     def floyd(cols, deg, k, key):
         out = torch.empty(cols.numel() * k, dtype=torch.int64, device=cols.device)
-        launch("sampling", "gs_floyd", cols.numel(), _base(key), _i64(cols), _i64(deg),
-               cols.numel(), k, out)
+        launch(
+            "sampling",
+            "gs_floyd",
+            cols.numel(),
+            _base(key),
+            _i64(cols),
+            _i64(deg),
+            cols.numel(),
+            k,
+            out,
+        )
         return out
 
     @staticmethod
     def exp_keys(col, offset, probs, key):
         out = torch.empty(col.numel(), dtype=torch.float64, device=col.device)
-        launch("sampling", "gs_exp_keys", out.numel(), _base(key), _i64(col), _i64(offset),
-               _f64(probs), col.numel(), out)
+        launch(
+            "sampling",
+            "gs_exp_keys",
+            out.numel(),
+            _base(key),
+            _i64(col),
+            _i64(offset),
+            _f64(probs),
+            col.numel(),
+            out,
+        )
         return out
 
     #: alias draws: the torch code on the device's tensors (no read-back; a gather per draw)
@@ -165,12 +239,19 @@ class CudaDraws:
     def row_keys(gid, key, probs=None):
         if probs is None:
             out = torch.empty(gid.numel(), dtype=torch.int64, device=gid.device)
-            launch("sampling", "gs_row_keys", out.numel(), _base(key), _i64(gid), gid.numel(),
-                   out)
+            launch("sampling", "gs_row_keys", out.numel(), _base(key), _i64(gid), gid.numel(), out)
         else:
             out = torch.empty(gid.numel(), dtype=torch.float64, device=gid.device)
-            launch("sampling", "gs_row_exp_keys", out.numel(), _base(key), _i64(gid),
-                   _f64(probs), gid.numel(), out)
+            launch(
+                "sampling",
+                "gs_row_exp_keys",
+                out.numel(),
+                _base(key),
+                _i64(gid),
+                _f64(probs),
+                gid.numel(),
+                out,
+            )
         return out
 
     @staticmethod
@@ -179,8 +260,9 @@ class CudaDraws:
         if cum is None:
             launch("sampling", "gs_row_draws", k, _base(key), cand.numel(), k, out)
         else:
-            launch("sampling", "gs_row_draws_weighted", k, _base(key), _f64(cum), cand.numel(),
-                   k, out)
+            launch(
+                "sampling", "gs_row_draws_weighted", k, _base(key), _f64(cum), cand.numel(), k, out
+            )
         return out
 
 
@@ -195,8 +277,16 @@ def _f64(x: torch.Tensor) -> torch.Tensor:
 def hash_words(key: int, col: torch.Tensor, draw: torch.Tensor) -> torch.Tensor:
     """Device words of the hash (for tests: equal to ``random.hash_tensor``), as int64 bits."""
     out = torch.empty(col.numel(), dtype=torch.int64, device=col.device)
-    launch("sampling", "gs_hash_words", col.numel(), _base(key), col.contiguous(),
-           draw.contiguous(), col.numel(), out)
+    launch(
+        "sampling",
+        "gs_hash_words",
+        col.numel(),
+        _base(key),
+        col.contiguous(),
+        draw.contiguous(),
+        col.numel(),
+        out,
+    )
     return out
 
 
@@ -218,16 +308,34 @@ def _draws(key):
 def individual_sample(A, k, replace, key, probs=None, method="cdf", alias=None):
     """Individual sampling with every draw (uniform and weighted) as kernels; ``probs``'
     values are checked here (with alias tables: when the tables were built)."""
-    return select.individual_sample(A, k, replace, key, probs, draws=_draws(key),
-                                    method=method, alias=alias, checked=alias is not None)
+    return select.individual_sample(
+        A,
+        k,
+        replace,
+        key,
+        probs,
+        draws=_draws(key),
+        method=method,
+        alias=alias,
+        checked=alias is not None,
+    )
 
 
 def slice_individual_sample(A, cols, k, replace, key, probs=None, method="cdf", alias=None):
     """The fused slice + individual sample, with the draws as kernels (``probs`` as
     :func:`individual_sample`)."""
-    return fused_select.slice_individual_sample(A, cols, k, replace, key, probs,
-                                                draws=_draws(key), method=method, alias=alias,
-                                                checked=alias is not None)
+    return fused_select.slice_individual_sample(
+        A,
+        cols,
+        k,
+        replace,
+        key,
+        probs,
+        draws=_draws(key),
+        method=method,
+        alias=alias,
+        checked=alias is not None,
+    )
 
 
 def collective_sample(A, k, replace, key, node_probs=None):
@@ -237,5 +345,6 @@ def collective_sample(A, k, replace, key, node_probs=None):
 
 def slice_collective_sample(A, cols, k, replace, key, node_probs=None, probs_in_slice=False):
     """The fused slice + collective sample, with the row keys / row draws as kernels."""
-    return fused_select.slice_collective_sample(A, cols, k, replace, key, node_probs,
-                                                draws=_draws(key))
+    return fused_select.slice_collective_sample(
+        A, cols, k, replace, key, node_probs, draws=_draws(key)
+    )

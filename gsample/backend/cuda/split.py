@@ -3,13 +3,14 @@ the bounds of each batch in one launch, every batch's fields decoded in another,
 ``gsample.runtime.block_diagonal.bounds`` and ``split_matrix`` ran about fifteen torch ops a matrix
 (a super-batch of GraphSAGE [25, 10] splits two a call; each op costs the host more than
 its kernel costs the GPU)."""
+
 from __future__ import annotations
 
 import torch
 
-from gsample.formats.csc import CSC
 from gsample.backend.cuda.module import launch
 from gsample.backend.cuda.nodewise import _opt
+from gsample.formats.csc import CSC
 
 
 def applies(M) -> bool:
@@ -17,8 +18,10 @@ def applies(M) -> bool:
     contiguous (anything else: the torch ops)."""
     if not isinstance(M, CSC) or not M.indptr.is_cuda:
         return False
-    return all(t is None or (t.dtype == torch.int64 and t.dim() == 1 and t.is_contiguous())
-               for t in (M.indptr, M.rows, M.row_ids, M.col_ids))
+    return all(
+        t is None or (t.dtype == torch.int64 and t.dim() == 1 and t.is_contiguous())
+        for t in (M.indptr, M.rows, M.row_ids, M.col_ids)
+    )
 
 
 def batch_bounds(M: CSC, n: int, copies: int) -> torch.Tensor:
@@ -52,13 +55,25 @@ def batch_bounds(M: CSC, n: int, copies: int) -> torch.Tensor:
     # -1: no ids (all nodes); the count, not the pointer, says so (an empty tensor's is null)
     C = -1 if M.col_ids is None else M.col_ids.numel()
     R = -1 if M.row_ids is None else M.row_ids.numel()
-    launch("split", "gs_batch_bounds", copies + 1, _opt(M.col_ids), C, _opt(M.row_ids), R,
-           M.indptr, n, copies, out)
+    launch(
+        "split",
+        "gs_batch_bounds",
+        copies + 1,
+        _opt(M.col_ids),
+        C,
+        _opt(M.row_ids),
+        R,
+        M.indptr,
+        n,
+        copies,
+        out,
+    )
     return out
 
 
-def split_decode(M: CSC, cols: list, rows: list, edges: list, device_bounds: torch.Tensor,
-                 n: int) -> tuple:
+def split_decode(
+    M: CSC, cols: list, rows: list, edges: list, device_bounds: torch.Tensor, n: int
+) -> tuple:
     """Every batch's fields of ``M`` decoded at once (:func:`applies`): ``(indptr, rows,
     col_ids, row_ids)``, each the batches' parts one after another (views of one buffer;
     None where ``M`` has none), for ``torch.split`` into the batches' views.
@@ -89,12 +104,26 @@ def split_decode(M: CSC, cols: list, rows: list, edges: list, device_bounds: tor
     P = C + copies
     total = P + E + (C if M.col_ids is not None else 0) + Rn
     out = torch.empty(total, dtype=torch.int64, device=M.device)
-    launch("split", "gs_split_decode", total, M.indptr, M.rows, _opt(M.col_ids),
-           _opt(M.row_ids), device_bounds, copies, n, M.row_ids is not None,
-           M.col_ids is not None, P, E, total, out)
+    launch(
+        "split",
+        "gs_split_decode",
+        total,
+        M.indptr,
+        M.rows,
+        _opt(M.col_ids),
+        _opt(M.row_ids),
+        device_bounds,
+        copies,
+        n,
+        M.row_ids is not None,
+        M.col_ids is not None,
+        P,
+        E,
+        total,
+        out,
+    )
     at = P + E
-    col_ids = None if M.col_ids is None else out[at:at + C]
+    col_ids = None if M.col_ids is None else out[at : at + C]
     at += 0 if M.col_ids is None else C
-    row_ids = None if M.row_ids is None else out[at:at + Rn]
-    return out[:P], out[P:P + E], col_ids, row_ids
-
+    row_ids = None if M.row_ids is None else out[at : at + Rn]
+    return out[:P], out[P : P + E], col_ids, row_ids

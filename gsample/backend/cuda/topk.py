@@ -5,6 +5,7 @@ candidates compacted by batch (:func:`smallest_compact`).
 ``torch.topk`` over the 2.4M row keys of a products-sized graph spent 0.21 ms of host time
 per call (H100: a launch per radix pass), more than the rest of a LADIES layer's draws.
 """
+
 from __future__ import annotations
 
 import torch
@@ -16,15 +17,22 @@ BINS = 1 << 12
 #: fill ranks them in shared memory (GS_TIE_CAP of kernels/topk.cu: not more)
 CAP = 1024
 #: a key that is not a candidate (never chosen)
-NONE = 2 ** 63 - 1
+NONE = 2**63 - 1
 #: blocks of the passes over the keys (each counts its share of a batch's in shared memory)
 _BLOCKS = 1024
 #: threads of the fill's block per batch (it ranks up to CAP ties)
 _FILL_THREADS = 512
 
 
-def smallest_compact(keys: torch.Tensor, rows: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor,
-                     copies: int, k: int, R: int):
+def smallest_compact(
+    keys: torch.Tensor,
+    rows: torch.Tensor,
+    lo: torch.Tensor,
+    hi: torch.Tensor,
+    copies: int,
+    k: int,
+    R: int,
+):
     """Rows of the ``k`` smallest keys of each of ``copies`` batches of compacted candidates.
 
     Parameters
@@ -56,27 +64,59 @@ def smallest_compact(keys: torch.Tensor, rows: torch.Tensor, lo: torch.Tensor, h
     """
     dev, N = keys.device, copies
     hist = torch.empty(N * BINS, dtype=torch.int32, device=dev)
-    small = torch.empty(6 * N, dtype=torch.int64, device=dev)     # thr (3 a batch), below, counts
+    small = torch.empty(6 * N, dtype=torch.int64, device=dev)  # thr (3 a batch), below, counts
     memset(small, 0)
-    thr, below, counts = small[:3 * N], small[3 * N:4 * N], small[4 * N:]
+    thr, below, counts = small[: 3 * N], small[3 * N : 4 * N], small[4 * N :]
     chosen = torch.empty(N * k, dtype=torch.int64, device=dev)
-    ties = torch.empty(2 * N * CAP, dtype=torch.int64, device=dev)   # keys, then rows
-    tie_keys, tie_rows = ties[:N * CAP], ties[N * CAP:]
+    ties = torch.empty(2 * N * CAP, dtype=torch.int64, device=dev)  # keys, then rows
+    tie_keys, tie_rows = ties[: N * CAP], ties[N * CAP :]
     # blocks per batch: their candidates are counted on the device
     B = max(1, _BLOCKS // N)
     for level in (1, 2, 3):
         memset(hist, 0)
-        launch("topk", "gs_topk_histogram", N * B * 256, keys, lo, hi, B, level, thr, hist,
-               grid=N * B)
-        launch("topk", "gs_topk_threshold", N * 1024, hist, k, level, thr, below, block=1024,
-               grid=N)
-    launch("topk", "gs_topk_select", N * B * 256, keys, rows, lo, hi, B, N, k, thr, CAP, counts,
-           chosen, tie_keys, tie_rows, grid=N * B)
+        launch(
+            "topk", "gs_topk_histogram", N * B * 256, keys, lo, hi, B, level, thr, hist, grid=N * B
+        )
+        launch(
+            "topk", "gs_topk_threshold", N * 1024, hist, k, level, thr, below, block=1024, grid=N
+        )
+    launch(
+        "topk",
+        "gs_topk_select",
+        N * B * 256,
+        keys,
+        rows,
+        lo,
+        hi,
+        B,
+        N,
+        k,
+        thr,
+        CAP,
+        counts,
+        chosen,
+        tie_keys,
+        tie_rows,
+        grid=N * B,
+    )
     # ties ranked in the kernel (a torch.sort of the (N, CAP) buffer took 36 us a layer)
-    launch("topk", "gs_topk_fill", N * _FILL_THREADS, counts, tie_keys, tie_rows, N, k, CAP, R,
-           chosen, block=_FILL_THREADS, grid=N)
+    launch(
+        "topk",
+        "gs_topk_fill",
+        N * _FILL_THREADS,
+        counts,
+        tie_keys,
+        tie_rows,
+        N,
+        k,
+        CAP,
+        R,
+        chosen,
+        block=_FILL_THREADS,
+        grid=N,
+    )
     overflow = (counts[N:] > CAP).any().reshape(1)
     return chosen.view(N, k), overflow
 
 
-__all__ = ["smallest_compact", "BINS", "CAP", "NONE"]
+__all__ = ["BINS", "CAP", "NONE", "smallest_compact"]

@@ -15,24 +15,34 @@ and :func:`random_walk_sync_free` (the sync-free runtime: a
 replays with new keys, and which may stand for a super-batch: the N mini-batches' walkers in
 the same single launch).
 """
+
 from __future__ import annotations
 
 import torch
 
+from gsample.backend.cuda.module import launch, memset
+from gsample.backend.torch import walk as reference
 from gsample.base import validate as V
+from gsample.base.random import BatchKeys, ColumnKeys, DeviceKey
 from gsample.formats.bounded import BoundedIds
 from gsample.formats.csc import CSC
-from gsample.base.random import BatchKeys, ColumnKeys, DeviceKey
-from gsample.backend.torch import walk as reference
-from gsample.backend.cuda.module import launch, memset
 
 #: threads per block: a mini-batch of walkers is small, so small blocks spread it over SMs
 _THREADS = 64
 
 
-def random_walk(A: CSC, seeds: torch.Tensor, length: int, key, alias=None, p: float = 1.0,
-                q: float = 1.0, stop_prob: float = 0.0, restart_prob: float = 0.0,
-                jump_prob: float = 0.0) -> torch.Tensor:
+def random_walk(
+    A: CSC,
+    seeds: torch.Tensor,
+    length: int,
+    key,
+    alias=None,
+    p: float = 1.0,
+    q: float = 1.0,
+    stop_prob: float = 0.0,
+    restart_prob: float = 0.0,
+    jump_prob: float = 0.0,
+) -> torch.Tensor:
     """``A.random_walk(seeds, length, ...)`` in one kernel launch.
 
     Parameters
@@ -59,18 +69,34 @@ def random_walk(A: CSC, seeds: torch.Tensor, length: int, key, alias=None, p: fl
     ...     walks = A.to("cuda").random_walk(seeds.cuda(), 80)
     """
     if isinstance(key, DeviceKey):
-        return random_walk_sync_free(A, seeds, length, key, alias, p, q, stop_prob,
-                                     restart_prob, jump_prob)
-    args = {"alias": alias, "p": p, "q": q, "stop_prob": stop_prob,
-            "restart_prob": restart_prob, "jump_prob": jump_prob}
+        return random_walk_sync_free(
+            A, seeds, length, key, alias, p, q, stop_prob, restart_prob, jump_prob
+        )
+    args = {
+        "alias": alias,
+        "p": p,
+        "q": q,
+        "stop_prob": stop_prob,
+        "restart_prob": restart_prob,
+        "jump_prob": jump_prob,
+    }
     if not A.indptr.is_cuda or isinstance(key, (BatchKeys, ColumnKeys)):
         return reference.random_walk(A, seeds, length, key, **args)
     return _launch(A, seeds, length, int(key), None, 0, A.num_nodes, **args)
 
 
-def random_walk_sync_free(A: CSC, seeds, length: int, key: DeviceKey, alias=None,
-                          p: float = 1.0, q: float = 1.0, stop_prob: float = 0.0,
-                          restart_prob: float = 0.0, jump_prob: float = 0.0) -> torch.Tensor:
+def random_walk_sync_free(
+    A: CSC,
+    seeds,
+    length: int,
+    key: DeviceKey,
+    alias=None,
+    p: float = 1.0,
+    q: float = 1.0,
+    stop_prob: float = 0.0,
+    restart_prob: float = 0.0,
+    jump_prob: float = 0.0,
+) -> torch.Tensor:
     """:func:`random_walk` with a device key: no host synchronisation (CUDA-graph safe).
 
     ``key.copies > 1`` (a super-batch of ``key.num_nodes``-node mini-batches): ``seeds`` are
@@ -81,22 +107,41 @@ def random_walk_sync_free(A: CSC, seeds, length: int, key: DeviceKey, alias=None
     """
     if isinstance(seeds, BoundedIds):
         from gsample.backend.cuda.nodewise import _exact
+
         seeds = _exact(seeds)
-    args = {"alias": alias, "p": p, "q": q, "stop_prob": stop_prob,
-            "restart_prob": restart_prob, "jump_prob": jump_prob}
+    args = {
+        "alias": alias,
+        "p": p,
+        "q": q,
+        "stop_prob": stop_prob,
+        "restart_prob": restart_prob,
+        "jump_prob": jump_prob,
+    }
     if not A.indptr.is_cuda:
         return reference.random_walk(A, seeds, length, key.host(), **args)
     n = key.num_nodes if key.copies > 1 else 0
-    return _launch(A, seeds, length, 0, key.tensor, n, key.copies * n if n else A.num_nodes,
-                   **args)
+    return _launch(A, seeds, length, 0, key.tensor, n, key.copies * n if n else A.num_nodes, **args)
 
 
-def _launch(A: CSC, seeds, length: int, key0: int, key_tensor, n: int, M: int, alias, p, q,
-            stop_prob, restart_prob, jump_prob) -> torch.Tensor:
+def _launch(
+    A: CSC,
+    seeds,
+    length: int,
+    key0: int,
+    key_tensor,
+    n: int,
+    M: int,
+    alias,
+    p,
+    q,
+    stop_prob,
+    restart_prob,
+    jump_prob,
+) -> torch.Tensor:
     """One launch of ``gs_random_walk`` (``M``: the seeds' id space, the graph's nodes or a
     super-batch's ``copies * n`` ids)."""
     W, L, dev = seeds.numel(), length, seeds.device
-    out = torch.empty((W, L + 1), dtype=torch.int64, device=dev)    # every entry written
+    out = torch.empty((W, L + 1), dtype=torch.int64, device=dev)  # every entry written
     if W == 0:
         return out
     seeds = seeds.to(torch.int64).contiguous()
@@ -110,22 +155,56 @@ def _launch(A: CSC, seeds, length: int, key0: int, key_tensor, n: int, M: int, a
     failed = torch.empty(2, dtype=torch.int32, device=dev)
     memset(failed, 0)
     table = 0 if alias is None else alias.contiguous()
-    launch("walk", "gs_random_walk", W, indptr, rows, srows, table, seeds, W, L, A.num_nodes,
-           key0, 0 if key_tensor is None else key_tensor, n, M, bool(node2vec), inv_p, inv_q,
-           max(inv_p, 1.0, inv_q), c1, c2, c3, out, failed, block=_THREADS)
-    V.fail_if(failed[1:], IndexError, f"seeds: a node id is out of range for a graph of {M} "
-              "nodes")
+    launch(
+        "walk",
+        "gs_random_walk",
+        W,
+        indptr,
+        rows,
+        srows,
+        table,
+        seeds,
+        W,
+        L,
+        A.num_nodes,
+        key0,
+        0 if key_tensor is None else key_tensor,
+        n,
+        M,
+        bool(node2vec),
+        inv_p,
+        inv_q,
+        max(inv_p, 1.0, inv_q),
+        c1,
+        c2,
+        c3,
+        out,
+        failed,
+        block=_THREADS,
+    )
+    V.fail_if(failed[1:], IndexError, f"seeds: a node id is out of range for a graph of {M} nodes")
     if node2vec:
-        V.fail_if(failed[:1], RuntimeError, "random_walk: node2vec rejection sampling "
-                  "ran past its bound of 2**20 attempts (p or q too extreme)")
+        V.fail_if(
+            failed[:1],
+            RuntimeError,
+            "random_walk: node2vec rejection sampling "
+            "ran past its bound of 2**20 attempts (p or q too extreme)",
+        )
     return out
 
 
 def register(backend) -> None:
     """Register the sync-free variant (the plain one is in the backend's ``IMPLS``)."""
     from gsample.ir import Op
-    backend.register(Op.RANDOM_WALK, ("csc",), random_walk_sync_free, sync_free=True,
-                     syncs=False, bounded_out=False)
+
+    backend.register(
+        Op.RANDOM_WALK,
+        ("csc",),
+        random_walk_sync_free,
+        sync_free=True,
+        syncs=False,
+        bounded_out=False,
+    )
 
 
 __all__ = ["random_walk", "random_walk_sync_free", "register"]

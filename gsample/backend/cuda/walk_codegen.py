@@ -21,21 +21,21 @@ Anything else (an operand that is not a 1-D bool / int64 / float32 / float64 vec
 result that is not int64, a bool in arithmetic, a float clamp bound on an int tensor, more
 than 8 operands) raises :class:`~.codegen.Unsupported` and the torch code runs.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import torch
 
-from gsample.ir import Op, Ref
-from gsample.ir.walk_body import dense_form
-from gsample.backend.torch.walk import thresholds
 from gsample.backend.cuda.codegen import Unsupported, cast_scalar, literal
 from gsample.backend.cuda.codegen import _reciprocal as reciprocal
+from gsample.backend.torch.walk import thresholds
+from gsample.ir import Op, Ref
+from gsample.ir.walk_body import dense_form
 
 MAX_OPERANDS = 8
-_C = {torch.bool: "bool", torch.int64: "gs_i64", torch.float32: "float",
-      torch.float64: "double"}
+_C = {torch.bool: "bool", torch.int64: "gs_i64", torch.float32: "float", torch.float64: "double"}
 _RANK = {torch.bool: 0, torch.int64: 1, torch.float32: 2, torch.float64: 3}
 _CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
@@ -56,7 +56,7 @@ class FusedWalkKernel:
 def _promote(a, b):
     """``torch.result_type`` of two values: a dtype (a tensor) or a Python number."""
     ta, tb = isinstance(a, torch.dtype), isinstance(b, torch.dtype)
-    if not ta and not tb:                   # two numbers: the default dtype of the higher
+    if not ta and not tb:  # two numbers: the default dtype of the higher
         cat = max(0 if isinstance(x, bool) else 1 if isinstance(x, int) else 2 for x in (a, b))
         return (torch.bool, torch.int64, torch.float32)[cat]
     if ta and tb:
@@ -65,7 +65,7 @@ def _promote(a, b):
     cat = 0 if isinstance(s, bool) else 1 if isinstance(s, int) else 2
     if cat <= min(_RANK[t], 2):
         return t
-    return torch.int64 if cat == 1 else torch.float32      # the default dtypes
+    return torch.int64 if cat == 1 else torch.float32  # the default dtypes
 
 
 def _scalar(x, dtype) -> str:
@@ -73,9 +73,13 @@ def _scalar(x, dtype) -> str:
     if dtype is torch.bool:
         return "true" if x else "false"
     if dtype is torch.int64:
-        if isinstance(x, float) or not -2 ** 63 <= int(x) < 2 ** 63:
+        if isinstance(x, float) or not -(2**63) <= int(x) < 2**63:
             raise Unsupported(f"scalar {x!r} as int64")
-        return f"((gs_i64){int(x)}LL)" if int(x) != -2 ** 63 else "((gs_i64)(-9223372036854775807LL - 1))"
+        return (
+            f"((gs_i64){int(x)}LL)"
+            if int(x) != -(2**63)
+            else "((gs_i64)(-9223372036854775807LL - 1))"
+        )
     return literal(cast_scalar(float(x) if isinstance(x, bool) else x, dtype), dtype)
 
 
@@ -88,9 +92,12 @@ def _cast(expr: str, src, dst) -> str:
     if src is torch.bool:
         return f"(({_C[dst]})({expr} ? 1 : 0))"
     if dst is torch.int64:
-        return f"((gs_i64)({expr}))"                    # truncation: cvt.rzi, as nvcc's cast
-    fn = {(torch.int64, torch.float64): "__ll2double_rn", (torch.int64, torch.float32):
-          "__ll2float_rn", (torch.float64, torch.float32): "__double2float_rn"}.get((src, dst))
+        return f"((gs_i64)({expr}))"  # truncation: cvt.rzi, as nvcc's cast
+    fn = {
+        (torch.int64, torch.float64): "__ll2double_rn",
+        (torch.int64, torch.float32): "__ll2float_rn",
+        (torch.float64, torch.float32): "__double2float_rn",
+    }.get((src, dst))
     return f"{fn}({expr})" if fn else f"((double)({expr}))"
 
 
@@ -130,15 +137,21 @@ class _Body:
             return
         if n.op is Op.RANDOM_WALK:
             L = n.attrs["length"]
-            c1, c2, c3 = (literal(c, torch.float64) for c in thresholds(
-                n.attrs.get("stop_prob", 0.0), n.attrs.get("restart_prob", 0.0),
-                n.attrs.get("jump_prob", 0.0)))
+            c1, c2, c3 = (
+                literal(c, torch.float64)
+                for c in thresholds(
+                    n.attrs.get("stop_prob", 0.0),
+                    n.attrs.get("restart_prob", 0.0),
+                    n.attrs.get("jump_prob", 0.0),
+                )
+            )
             x = self.expr[n.inputs["seeds"]]
             self.lines.append(
                 f"gs_i64 {r}[{L + 1}]; {{ gs_i64 x = gs_fw_id({x}, N, failed); "
                 f"gs_walk_one(indptr, rows, rows, nullptr, {L}, N, gs_fw_key(keys, direct, "
                 f"at + {n.attrs['ordinal']}, b), pos, x, 0, 0, 1.0, 1.0, 1.0, {c1}, {c2}, {c3}, "
-                f"{r}, failed); }}")
+                f"{r}, failed); }}"
+            )
             self.expr[n], self.type[n] = r, ("walks", L)
             return
         if n.op is not Op.DENSE:
@@ -163,17 +176,17 @@ class _Body:
             return dtype, f"((const {_C[dtype]}*){ptr})[gs_fw_index({x}, m{ptr[1:]}, failed)]"
         vals = [self.val(n, a) for a in args]
         if name == "cast":
-            (x, t), = vals
+            ((x, t),) = vals
             return param, _cast(x, t, param)
         if name == "neg":
-            (x, t), = vals
+            ((x, t),) = vals
             if t is torch.bool:
                 raise Unsupported("-bool")
             return t, f"((gs_i64)(0ULL - (gs_u64){x}))" if t is torch.int64 else f"(-{x})"
         if name == "clamp":
-            (x, t), = vals
+            ((x, t),) = vals
             lo, hi = param
-            if t is torch.bool or t is torch.int64 and any(isinstance(b, float) for b in param):
+            if t is torch.bool or (t is torch.int64 and any(isinstance(b, float) for b in param)):
                 raise Unsupported(f"clamp of {t} by {param}")
             if t is torch.int64:
                 if lo is not None:
@@ -181,7 +194,7 @@ class _Body:
                 if hi is not None:
                     x = f"gs_fw_min({x}, {_scalar(hi, t)})"
                 return t, x
-            f = "f" if t is torch.float32 else ""             # ATen: NaN stays NaN
+            f = "f" if t is torch.float32 else ""  # ATen: NaN stays NaN
             y = x if lo is None else f"fmax{f}({x}, {_scalar(lo, t)})"
             y = y if hi is None else f"fmin{f}({y}, {_scalar(hi, t)})"
             return t, f"(isnan({x}) ? {x} : {y})"
@@ -203,12 +216,12 @@ class _Body:
             raise Unsupported(f"{name} of bools")
         if name == "div":
             t = torch.float32 if t is torch.int64 else t
-            if x is not None and y is None:              # ATen: a * (1 / b), b on the host
+            if x is not None and y is None:  # ATen: a * (1 / b), b on the host
                 inv = reciprocal(cast_scalar(ty, t), t)
                 return t, f"gs_mul({self.as_(vals[0], t)}, {literal(inv, t)})"
             return t, f"gs_div({self.as_(vals[0], t)}, {self.as_(vals[1], t)})"
         a, b = self.as_(vals[0], t), self.as_(vals[1], t)
-        if t is torch.int64:                             # wrapping, as ATen's int64
+        if t is torch.int64:  # wrapping, as ATen's int64
             op = {"add": "+", "sub": "-", "mul": "*"}[name]
             return t, f"((gs_i64)((gs_u64)({a}) {op} (gs_u64)({b})))"
         return t, f"gs_{name}({a}, {b})"
@@ -232,8 +245,11 @@ def generate(first, phases: tuple, operands: dict) -> FusedWalkKernel:
     ptr = {k: f"o{i}" for i, k in enumerate(names)}
     code = [_block(first, ptr, dtypes)]
     if any(p is not None for p in phases):
-        cases = " ".join(f"case {t}: {_block(p, ptr, dtypes)} break;"
-                         for t, p in enumerate(phases) if p is not None)
+        cases = " ".join(
+            f"case {t}: {_block(p, ptr, dtypes)} break;"
+            for t, p in enumerate(phases)
+            if p is not None
+        )
         code = [f"if (s == 0) {code[0]} else switch (s % {len(phases)}) {{ {cases} }}"]
     return FusedWalkKernel(" ".join(code), tuple(names))
 
@@ -246,7 +262,8 @@ def _block(body, ptr, dtypes) -> str:
 def source(kernel: FusedWalkKernel) -> str:
     """The full CUDA source compiled for ``kernel`` (for nvcc in tests)."""
     from gsample.backend.cuda.module import full_source
+
     return full_source("fused_walk", **kernel.key)
 
 
-__all__ = ["FusedWalkKernel", "generate", "source", "Unsupported"]
+__all__ = ["FusedWalkKernel", "Unsupported", "generate", "source"]

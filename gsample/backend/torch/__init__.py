@@ -3,10 +3,9 @@
 Its registry below is the declaration of what it runs: every op on CSC, and the ops whose
 code also takes CSR (plain or compact) and COO forms (``layout_ops``) on those.
 """
+
 from __future__ import annotations
 
-from gsample.formats.layouts import NAMES
-from gsample.ir import Op
 from gsample.backend import Backend
 from gsample.backend.torch import (
     compute,
@@ -16,12 +15,14 @@ from gsample.backend.torch import (
     finalize,
     from_neighbors,
     fused_reduce,
-    fused_walk,
     fused_select,
+    fused_walk,
     layout_ops,
     select,
     walk,
 )
+from gsample.formats.layouts import NAMES
+from gsample.ir import Op
 
 _CSC = ("csc",)
 _ANY = NAMES

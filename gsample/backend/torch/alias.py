@@ -37,12 +37,13 @@ order, on what else is summed and on the device):
 3. the thresholds are ``kept / T`` in float64 (one correctly rounded division), times
    ``2**53``, rounded.
 """
+
 from __future__ import annotations
 
 import torch
 
-from gsample.formats.csc import CSC, segment_ptr
 from gsample.base.random import _srl, uniform_int, words
+from gsample.formats.csc import CSC, segment_ptr
 
 #: a threshold of 1.0 (``word >> 11`` is below it always)
 ONE = 1 << 53
@@ -85,8 +86,10 @@ def alias_columns(deg: torch.Tensor, probs: torch.Tensor, column_max=None) -> tu
         return z, z.clone()
     deg = deg.to(torch.int64)
     if int(deg.max()) >= MAX_DEGREE:
-        raise ValueError(f"probs: a column has {int(deg.max())} edges; alias tables take at "
-                         f"most {MAX_DEGREE - 1} per column")
+        raise ValueError(
+            f"probs: a column has {int(deg.max())} edges; alias tables take at "
+            f"most {MAX_DEGREE - 1} per column"
+        )
     ptr = segment_ptr(deg)
     col = torch.repeat_interleave(torch.arange(C, device=dev), deg, output_size=E)
     offset = torch.arange(E, device=dev) - ptr[col]
@@ -96,9 +99,9 @@ def alias_columns(deg: torch.Tensor, probs: torch.Tensor, column_max=None) -> tu
         top = torch.zeros(C, dtype=torch.float64, device=dev).scatter_reduce_(0, col, w, "amax")
     else:
         top = column_max(ptr, col, w)
-    bits = torch.frexp(deg.to(torch.float64)).exponent.to(torch.int64)     # bitlen(D)
+    bits = torch.frexp(deg.to(torch.float64)).exponent.to(torch.int64)  # bitlen(D)
     K = torch.clamp(62 - 2 * bits, max=52)
-    scale = torch.bitwise_left_shift(torch.ones_like(K), K).to(torch.float64)   # 2**K, exact
+    scale = torch.bitwise_left_shift(torch.ones_like(K), K).to(torch.float64)  # 2**K, exact
     rel = torch.where(top[col] > 0, w / torch.where(top > 0, top, 1.0)[col], 0.0)
     q = torch.floor(rel * scale[col]).to(torch.int64)
     q = torch.where(w > 0, q.clamp_min(1), 0)
@@ -110,8 +113,8 @@ def alias_columns(deg: torch.Tensor, probs: torch.Tensor, column_max=None) -> tu
     li, hi = (~heavy).nonzero().squeeze(1), heavy.nonzero().squeeze(1)
     lc, hc = col[li], col[hi]
     l_ptr, h_ptr = _ptr(lc, C), _ptr(hc, C)
-    G = _running(Tc[li] - mass[li], l_ptr)              # gaps up to and with each light
-    X = _running(mass[hi] - Tc[hi], h_ptr)              # excesses up to and with each heavy
+    G = _running(Tc[li] - mass[li], l_ptr)  # gaps up to and with each light
+    X = _running(mass[hi] - Tc[hi], h_ptr)  # excesses up to and with each heavy
     kept = mass.clone()
     alias = offset.clone()
     if hi.numel():
@@ -151,8 +154,11 @@ def _running(values: torch.Tensor, ptr: torch.Tensor) -> torch.Tensor:
     if values.numel() == 0:
         return values
     out = torch.zeros_like(values)
-    group = torch.repeat_interleave(torch.arange(ptr.numel() - 1, device=values.device),
-                                    ptr[1:] - ptr[:-1], output_size=values.numel())
+    group = torch.repeat_interleave(
+        torch.arange(ptr.numel() - 1, device=values.device),
+        ptr[1:] - ptr[:-1],
+        output_size=values.numel(),
+    )
     for shift in (31, 0):
         part = _srl(values, shift) & _LOW if shift else values & _LOW
         run = torch.cumsum(part, 0)
@@ -161,8 +167,13 @@ def _running(values: torch.Tensor, ptr: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def _first(sorted_vals: torch.Tensor, ptr: torch.Tensor, group: torch.Tensor,
-           target: torch.Tensor, strict: bool) -> torch.Tensor:
+def _first(
+    sorted_vals: torch.Tensor,
+    ptr: torch.Tensor,
+    group: torch.Tensor,
+    target: torch.Tensor,
+    strict: bool,
+) -> torch.Tensor:
     """Per query, the index (into ``sorted_vals``) of the first element of its ``group``'s
     run ``ptr[g]:ptr[g + 1]`` (non-decreasing there) that is ``> target`` (``strict``) or
     ``>= target``; ``ptr[g + 1]`` when none is (a binary search, exact on integers)."""
@@ -242,5 +253,11 @@ def draw_with_replacement(cols, deg, k, key, start, threshold, alias) -> torch.T
     return torch.where(_srl(coin, 11) < threshold[e], s, alias[e])
 
 
-__all__ = ["alias_columns", "alias_table", "alias_draw", "local", "draw_with_replacement",
-           "ONE"]
+__all__ = [
+    "ONE",
+    "alias_columns",
+    "alias_draw",
+    "alias_table",
+    "draw_with_replacement",
+    "local",
+]

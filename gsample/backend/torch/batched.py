@@ -4,6 +4,7 @@ nodes, node ``v`` of batch ``b`` being ``b * n + v``): the torch sampling code's
 The rest of super-batching (splitting and joining values, per-batch dense code) belongs to
 the runtime (``gsample.runtime.block_diagonal``), which uses these too.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -11,8 +12,8 @@ from dataclasses import replace
 import torch
 
 from gsample.base import validate as V
-from gsample.formats.csc import CSC
 from gsample.base.random import batch_ptr
+from gsample.formats.csc import CSC
 
 
 def frontier(cols: torch.Tensor, n: int, copies: int, name: str = "cols"):

@@ -4,6 +4,7 @@ Reductions use ``torch.segment_reduce`` over sorted segments rather than atomics
 so sums are bit-reproducible run to run on a GPU: probabilities computed from them
 feed samplers, and the determinism contract must hold through them.
 """
+
 from __future__ import annotations
 
 import torch
@@ -34,7 +35,7 @@ def map_values(v, A: CSC, op: str, reverse: bool, y) -> torch.Tensor:
     if isinstance(y, torch.Tensor) and y.dim() == 2 and v.dim() == 1:
         v = v.unsqueeze(1)
     elif isinstance(y, torch.Tensor) and y.dim() == 1 and v.dim() == 2:
-        y = y.unsqueeze(1)      # one value per edge, over every feature
+        y = y.unsqueeze(1)  # one value per edge, over every feature
     out = BINARY[op](y, v) if reverse else BINARY[op](v, y)
     return out if out.is_floating_point() else out.to(torch.float32)
 
@@ -63,8 +64,9 @@ def _by_rows(csc: CSC):
 
 def _segment(data: torch.Tensor, reduce: str, lengths: torch.Tensor) -> torch.Tensor:
     if data.numel() == 0 or lengths.numel() == 0:
-        return torch.zeros((lengths.numel(),) + tuple(data.shape[1:]), dtype=data.dtype,
-                           device=data.device)
+        return torch.zeros(
+            (lengths.numel(),) + tuple(data.shape[1:]), dtype=data.dtype, device=data.device
+        )
     out = torch.segment_reduce(data, reduce, lengths=lengths, axis=0)
     empty = (lengths == 0).view((-1,) + (1,) * (out.dim() - 1))
     return torch.where(empty, torch.zeros((), dtype=out.dtype, device=out.device), out)

@@ -13,12 +13,21 @@ device; with a :class:`~gsample.base.random.DeviceKey` (the CUDA backend's sync-
 which registers these functions) it reads no size back to the host: the key is finished
 on the device, and a super-batch's positions come from a search on the device.
 """
+
 from __future__ import annotations
 
 import torch
 
 from gsample.base import validate as V
-from gsample.base.random import BatchKeys, DeviceKey, combine_tensor, count_from_words, count_table, hash_tensor, uniform_float
+from gsample.base.random import (
+    BatchKeys,
+    DeviceKey,
+    combine_tensor,
+    count_from_words,
+    count_table,
+    hash_tensor,
+    uniform_float,
+)
 
 _TABLES: dict = {}
 
@@ -39,14 +48,15 @@ def entry_words(key, nodes: torch.Tensor, valid=None) -> torch.Tensor:
         nodes = V.ids(nodes, "nodes", key.num_nodes * key.copies, dev)
         return key.columns(nodes).words(position, draw)
     if not isinstance(key, DeviceKey):
-        raise TypeError(f"random draws: takes an op key, BatchKeys or a DeviceKey, got "
-                        f"{type(key).__name__}")
-    t = key.tensor                                       # (prefix, first mini-batch) bits
+        raise TypeError(
+            f"random draws: takes an op key, BatchKeys or a DeviceKey, got {type(key).__name__}"
+        )
+    t = key.tensor  # (prefix, first mini-batch) bits
     if key.copies == 1 and key.num_nodes == 0:
         return hash_tensor(combine_tensor(t[0], t[1]), position, draw)
     copies, n = key.copies, key.num_nodes
     batch = nodes // n
-    if valid is not None:                                # padding after every batch
+    if valid is not None:  # padding after every batch
         batch = torch.where(position < valid, batch, copies)
     bases = combine_tensor(t[0], t[1] + torch.arange(copies, device=dev))
     start = torch.searchsorted(batch, torch.arange(copies, device=dev))
@@ -80,13 +90,15 @@ def table(dist: str, p: float, n, device) -> torch.Tensor:
     k = (dist, p, n, str(device))
     t = _TABLES.get(k)
     if t is None:
-        t = _TABLES[k] = torch.tensor(count_table(dist, p, n)[::-1], dtype=torch.int64,
-                                      device=device)
+        t = _TABLES[k] = torch.tensor(
+            count_table(dist, p, n)[::-1], dtype=torch.int64, device=device
+        )
     return t
 
 
-def random_count(A, nodes: torch.Tensor, key, dist: str = "geometric", p: float = 0.5,
-                 n=None) -> torch.Tensor:
+def random_count(
+    A, nodes: torch.Tensor, key, dist: str = "geometric", p: float = 0.5, n=None
+) -> torch.Tensor:
     """``A.random_count(nodes, dist, p, n)``: an int64 count per entry, shape (C,).
 
     Parameters

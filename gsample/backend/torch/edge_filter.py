@@ -3,6 +3,7 @@
 Edge ``e`` (in CSC order) stays when ``keep[e]``; it moves to position ``csum[e]``, the
 kept edges before it, and column ``c`` then spans ``csum[indptr[c]] .. csum[indptr[c + 1]]``.
 """
+
 from __future__ import annotations
 
 import torch

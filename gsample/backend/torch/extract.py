@@ -1,4 +1,5 @@
 """Extract: column and row slicing, and transposition, on PyTorch tensors."""
+
 from __future__ import annotations
 
 from dataclasses import replace

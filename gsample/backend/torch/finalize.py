@@ -1,12 +1,13 @@
 """Finalize: node and edge ids of a (sampled) matrix, and row compaction."""
+
 from __future__ import annotations
 
 from dataclasses import replace
 
 import torch
 
-from gsample.formats.csc import CSC
 from gsample.backend.torch.batched import batch_order
+from gsample.formats.csc import CSC
 
 
 def row(A: CSC) -> torch.Tensor:

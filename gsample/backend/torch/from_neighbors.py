@@ -7,6 +7,7 @@ the column as a sampled block's entries (repeats kept, in list order). The row s
 no edge ids of the graph (``eids`` None: its own positions). Pure torch code, one pass; the
 CUDA backend runs it on the device as it is (no host read-back).
 """
+
 from __future__ import annotations
 
 import torch
@@ -14,8 +15,9 @@ import torch
 from gsample.formats.csc import CSC
 
 
-def from_neighbors(A: CSC, cols: torch.Tensor, neighbors: torch.Tensor, values=None,
-                   batches=None) -> CSC:
+def from_neighbors(
+    A: CSC, cols: torch.Tensor, neighbors: torch.Tensor, values=None, batches=None
+) -> CSC:
     """The block (see the module docstring).
 
     Parameters
@@ -52,9 +54,15 @@ def from_neighbors(A: CSC, cols: torch.Tensor, neighbors: torch.Tensor, values=N
     # block's entries are
     col = torch.arange(cols.numel(), device=cols.device).unsqueeze(1).expand_as(neighbors)[keep]
     order = torch.argsort(col * num_nodes + rows, stable=True)
-    return CSC(num_nodes=num_nodes, indptr=indptr, rows=rows[order], row_ids=None,
-               col_ids=cols.to(torch.int64),
-               values=None if values is None else values[keep][order], eids=None)
+    return CSC(
+        num_nodes=num_nodes,
+        indptr=indptr,
+        rows=rows[order],
+        row_ids=None,
+        col_ids=cols.to(torch.int64),
+        values=None if values is None else values[keep][order],
+        eids=None,
+    )
 
 
 __all__ = ["from_neighbors"]

@@ -20,17 +20,16 @@ has none; an integer result becomes float32; an (E,) operand meets (E, F) values
 column. What fusion saves: no intermediate :class:`CSC`, and each broadcast vector is
 gathered by edge column or row once, with the edge columns computed once.
 """
-from __future__ import annotations
 
-from typing import Optional
+from __future__ import annotations
 
 import torch
 
-from gsample.formats.csc import CSC
 from gsample.backend.torch.compute import _by_rows, _segment, map_values
+from gsample.formats.csc import CSC
 
 
-def _evaluate(A: CSC, program: tuple, operands: dict) -> Optional[torch.Tensor]:
+def _evaluate(A: CSC, program: tuple, operands: dict) -> torch.Tensor | None:
     """The values after ``program`` (None for an empty program: ``A``'s own values)."""
     v, gathered, cols = None, {}, None
     for op, name, reverse, scalar, axis in program:
@@ -72,8 +71,9 @@ def fused_edge_map_reduce(A: CSC, program: tuple, op: str, axis: int, **operands
     return reduce_values(A, _evaluate(A, program, operands), op, axis)
 
 
-def fused_edge_normalize(A: CSC, program: tuple, reduce: str, op: str, axis: int,
-                         **operands) -> CSC:
+def fused_edge_normalize(
+    A: CSC, program: tuple, reduce: str, op: str, axis: int, **operands
+) -> CSC:
     """``A`` with values ``x.op(x.reduce(axis), axis)`` where ``x = program(values)``.
 
     Parameters
@@ -100,14 +100,14 @@ def fused_edge_normalize(A: CSC, program: tuple, reduce: str, op: str, axis: int
     return normalized(A, v, reduce_values(A, v, reduce, axis), op, axis)
 
 
-def normalized(A, v: Optional[torch.Tensor], r: torch.Tensor, op: str, axis: int):
+def normalized(A, v: torch.Tensor | None, r: torch.Tensor, op: str, axis: int):
     """``A`` (any layout) with values ``op(v, r[col])`` (``axis=0``) or ``op(v, r[row])``: an
     edge broadcast of ``r`` on values ``v`` (None: ``A``'s own), as the unfused op makes it."""
     y = r[A.edge_cols()] if axis == 0 else r[A.rows]
     return A.with_values(map_values(v, A, op, False, y))
 
 
-def reduce_values(A: CSC, v: Optional[torch.Tensor], op: str, axis: int) -> torch.Tensor:
+def reduce_values(A: CSC, v: torch.Tensor | None, op: str, axis: int) -> torch.Tensor:
     """The reduction of :func:`fused_edge_map_reduce` over values ``v`` on ``A``'s edges
     (None: ``A``'s own); shared with the CUDA backend, whose map is a generated kernel."""
     if v is None:

@@ -4,13 +4,14 @@ The torch backend's reference is the unfused computation itself (the slice, then
 reduction), so the fused op returns exactly what the program it replaces returned; the CUDA
 backend's kernels reduce the frontier's edges without building the slice.
 """
+
 from __future__ import annotations
 
 import torch
 
-from gsample.formats.layouts import to_csr
 from gsample.backend.torch import extract, layout_ops
 from gsample.backend.torch.batched import encode_columns, frontier
+from gsample.formats.layouts import to_csr
 
 
 def slice_reduce(A, cols: torch.Tensor, op: str, axis: int, batches=None) -> torch.Tensor:

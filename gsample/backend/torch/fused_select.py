@@ -28,24 +28,29 @@ the mini-batch's own. ``probs`` may then be the graph's (``(A.nnz,)``, shared by
 batches) or one per batch (``(N * A.nnz,)``), ``node_probs`` likewise ``(n,)`` or
 ``(N * n,)``. These inputs are checked here, per batch.
 """
+
 from __future__ import annotations
-
-from typing import Optional
-
-import torch
 
 from dataclasses import replace as dc_replace
 
-from gsample.base import validate as V
-from gsample.base.random import BatchKeys
-from gsample.formats.csc import CSC, gather_segments
+import torch
+
 from gsample.backend.torch import alias as _alias
 from gsample.backend.torch.batched import encode_columns, frontier
 from gsample.backend.torch.select import Draws, _method, choose_rows, keep_rows, select_in_columns
+from gsample.base import validate as V
+from gsample.base.random import BatchKeys
+from gsample.formats.csc import CSC, gather_segments
 
 
-def _result(A: CSC, cols: torch.Tensor, indptr: torch.Tensor, edges: torch.Tensor,
-            rows: Optional[torch.Tensor] = None, row_ids=None) -> CSC:
+def _result(
+    A: CSC,
+    cols: torch.Tensor,
+    indptr: torch.Tensor,
+    edges: torch.Tensor,
+    rows: torch.Tensor | None = None,
+    row_ids=None,
+) -> CSC:
     """The sample: edges ``edges`` of ``A`` (positions, CSC order) over columns ``cols``."""
     return CSC(
         num_nodes=A.num_nodes,
@@ -58,10 +63,18 @@ def _result(A: CSC, cols: torch.Tensor, indptr: torch.Tensor, edges: torch.Tenso
     )
 
 
-def slice_individual_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, key: int,
-                            probs: Optional[torch.Tensor] = None, draws=Draws,
-                            method: str = "cdf", alias: Optional[torch.Tensor] = None,
-                            checked: bool = True) -> CSC:
+def slice_individual_sample(
+    A: CSC,
+    cols: torch.Tensor,
+    k: int,
+    replace: bool,
+    key: int,
+    probs: torch.Tensor | None = None,
+    draws=Draws,
+    method: str = "cdf",
+    alias: torch.Tensor | None = None,
+    checked: bool = True,
+) -> CSC:
     """``A[:, cols].individual_sample(k, probs[slice edges], replace)`` without the slice.
 
     Parameters
@@ -94,11 +107,13 @@ def slice_individual_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, k
     indptr_a, seg = A.column_segments(cols)
     starts = indptr_a[seg]
     deg = indptr_a[seg + 1] - starts
-    probs_s, table = _frontier_weights(indptr_a, seg, deg, starts, k > 0 or not checked,
-                                       replace, probs, method, alias)
+    probs_s, table = _frontier_weights(
+        indptr_a, seg, deg, starts, k > 0 or not checked, replace, probs, method, alias
+    )
     nodes = None if checked else cols
-    indptr, col, offset = select_in_columns(deg, k, replace, key, probs_s, draws, method, table,
-                                            nodes)
+    indptr, col, offset = select_in_columns(
+        deg, k, replace, key, probs_s, draws, method, table, nodes
+    )
     return _result(A, cols, indptr, starts[col] + offset)
 
 
@@ -121,9 +136,16 @@ def _table(alias, index, starts, deg, replace, probs, method):
     return _alias.local(alias, index, starts.repeat_interleave(deg, output_size=index.numel()))
 
 
-def slice_collective_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, key: int,
-                            node_probs: Optional[torch.Tensor] = None, draws=Draws,
-                            probs_in_slice: bool = False) -> CSC:
+def slice_collective_sample(
+    A: CSC,
+    cols: torch.Tensor,
+    k: int,
+    replace: bool,
+    key: int,
+    node_probs: torch.Tensor | None = None,
+    draws=Draws,
+    probs_in_slice: bool = False,
+) -> CSC:
     """``A[:, cols].collective_sample(k, node_probs, replace)`` without the slice's values.
 
     Parameters
@@ -152,7 +174,7 @@ def slice_collective_sample(A: CSC, cols: torch.Tensor, k: int, replace: bool, k
         return _batched_collective(A, cols, k, replace, key, node_probs)
     indptr_a, seg = A.column_segments(cols)
     index, indptr_s = gather_segments(indptr_a, seg)
-    rows_s = A.rows[index]                      # the frontier's rows: the candidates
+    rows_s = A.rows[index]  # the frontier's rows: the candidates
     chosen = choose_rows(rows_s, A.num_rows, A.global_rows, k, replace, key, node_probs, draws)
     indptr, kept, rows = keep_rows(indptr_s, rows_s, A.num_rows, chosen)
     return _result(A, cols, indptr, index[kept], rows=rows, row_ids=A.global_rows(chosen))
@@ -163,15 +185,18 @@ def _per_batch_weights(w, name: str, length: int, copies: int, what: str):
     """Check weights with one value per ``what`` of the graph: True when ``w`` holds one block
     of them per batch (``copies * length`` values), False when the batches share it."""
     if w.dim() != 1 or w.shape[0] not in (length, copies * length):
-        raise ValueError(f"{name}: expected one probability per {what} (shape ({length},)), "
-                         f"got shape {tuple(w.shape)}")
+        raise ValueError(
+            f"{name}: expected one probability per {what} (shape ({length},)), "
+            f"got shape {tuple(w.shape)}"
+        )
     if not w.is_floating_point():
         raise TypeError(f"{name}: probabilities must be floating point, got dtype {w.dtype}")
     return w.shape[0] != length or copies == 1
 
 
-def _batched_individual(A: CSC, cols, k, replace, key: BatchKeys, probs, method="cdf",
-                        alias=None, draws=Draws):
+def _batched_individual(
+    A: CSC, cols, k, replace, key: BatchKeys, probs, method="cdf", alias=None, draws=Draws
+):
     n, copies = key.num_nodes, key.copies
     nodes, batch, ptr = frontier(cols, n, copies)
     indptr_a, seg = A.column_segments(nodes)
@@ -183,12 +208,20 @@ def _batched_individual(A: CSC, cols, k, replace, key: BatchKeys, probs, method=
         index, _ = gather_segments(indptr_a, seg)
         # tables built beforehand are the graph's (shared weights), read at the graph's edges
         table = _table(None if own else alias, index, starts, deg, replace, probs, method)
-        if own:                         # batch b's weights follow the b batches before it
+        if own:  # batch b's weights follow the b batches before it
             index = index + A.nnz * torch.repeat_interleave(batch, deg, output_size=index.numel())
-        probs_s = probs[index]              # checked by select_in_columns (nodes)
-    indptr, col, offset = select_in_columns(deg, k, replace, key.columns(cols, batch, ptr),
-                                            probs_s, draws, method=method, table=table,
-                                            nodes=nodes)
+        probs_s = probs[index]  # checked by select_in_columns (nodes)
+    indptr, col, offset = select_in_columns(
+        deg,
+        k,
+        replace,
+        key.columns(cols, batch, ptr),
+        probs_s,
+        draws,
+        method=method,
+        table=table,
+        nodes=nodes,
+    )
     return encode_columns(_result(A, nodes, indptr, starts[col] + offset), cols, n, copies)
 
 
@@ -204,7 +237,7 @@ def _batched_collective(A: CSC, cols, k, replace, key: BatchKeys, node_probs):
     rows_s = A.rows[index] + owner * n
     if node_probs is not None:
         shared = not _per_batch_weights(node_probs, "node_probs", n, copies, "row")
-        V._finite_nonnegative(node_probs, "node_probs")     # once, before the copies
+        V._finite_nonnegative(node_probs, "node_probs")  # once, before the copies
         if shared:
             node_probs = node_probs.repeat(copies)
     chosen = choose_rows(rows_s, n * copies, lambda rows: rows, k, replace, key, node_probs)

@@ -11,19 +11,21 @@ A super-batch (encoded seeds ``b * n + v`` and :class:`~gsample.base.random.Batc
 steps mini-batch by mini-batch on the decoded seeds, each with its own keys, and encodes the
 walks (``-1`` stays ``-1``): exactly the mini-batches' own walks.
 """
+
 from __future__ import annotations
 
 import torch
 
+from gsample.backend.torch import walk as walks
+from gsample.base.random import BatchKeys, KeyRange, batch_ptr
 from gsample.formats.csc import CSC
 from gsample.ir import Op, info, map_template
 from gsample.ir.walk_body import body_of
-from gsample.base.random import BatchKeys, KeyRange, batch_ptr
-from gsample.backend.torch import walk as walks
 
 
-def fused_walk(A: CSC, seeds: torch.Tensor, first, phases: tuple, length: int, key,
-               **operands) -> torch.Tensor:
+def fused_walk(
+    A: CSC, seeds: torch.Tensor, first, phases: tuple, length: int, key, **operands
+) -> torch.Tensor:
     """``gs.walk(step, A, seeds, length)`` from its fused op.
 
     Parameters
@@ -55,8 +57,7 @@ def fused_walk(A: CSC, seeds: torch.Tensor, first, phases: tuple, length: int, k
     parts = []
     for b in range(copies):
         mine = tuple(k.keys[b] for k in keys)
-        w = run_steps(A, seeds[ptr[b]:ptr[b + 1]] - b * n, first, phases, length, mine,
-                      operands)
+        w = run_steps(A, seeds[ptr[b] : ptr[b + 1]] - b * n, first, phases, length, mine, operands)
         parts.append(torch.where(w >= 0, w + b * n, w))
     return torch.cat(parts) if parts else seeds.new_empty((0, length + 1))
 
@@ -66,7 +67,7 @@ def run_steps(A: CSC, seeds, first, phases, length: int, keys: tuple, operands: 
     cols, cur, prev, at = [seeds], seeds, seeds, 0
     for s in range(length):
         body = body_of(first, phases, s)
-        nxt = run_body(body, A, cur, prev, operands, keys[at:at + body.num_random])
+        nxt = run_body(body, A, cur, prev, operands, keys[at : at + body.num_random])
         at += body.num_random
         cols.append(nxt)
         prev, cur = cur, nxt
@@ -83,15 +84,25 @@ def run_body(body, A: CSC, cur, prev, operands: dict, keys: tuple):
         op = n.op
         if op is Op.INPUT:
             name = n.attrs["name"]
-            env[n] = A if name == "A" else cur if name == "cur" else prev if name == "prev" \
+            env[n] = (
+                A
+                if name == "A"
+                else cur
+                if name == "cur"
+                else prev
+                if name == "prev"
                 else operands[name]
+            )
         elif op is Op.CONSTANT:
             env[n] = n.attrs["value"]
         elif op is Op.DENSE:
             args, kwargs = map_template(n.attrs["template"], lambda r, n=n: env[n.inputs[r.name]])
             fn = n.attrs["fn"]
-            env[n] = getattr(args[0], fn[1])(*args[1:], **kwargs) if isinstance(fn, tuple) \
+            env[n] = (
+                getattr(args[0], fn[1])(*args[1:], **kwargs)
+                if isinstance(fn, tuple)
                 else fn(*args, **kwargs)
+            )
         elif op is Op.RANDOM_WALK:
             attrs = {k: v for k, v in n.attrs.items() if k != "ordinal"}
             # the unrolled program checks the ids each copy's walk starts from (dense code
@@ -105,4 +116,4 @@ def run_body(body, A: CSC, cur, prev, operands: dict, keys: tuple):
     raise AssertionError("fused_walk: a body without an output")
 
 
-__all__ = ["fused_walk", "run_steps", "run_body"]
+__all__ = ["fused_walk", "run_body", "run_steps"]

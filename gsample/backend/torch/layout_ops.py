@@ -17,14 +17,15 @@ Where a layout pays:
 Ops that only look at values, rows or columns through the shared interface
 (``edge_broadcast``, ``sddmm``, ``column``, ``edges``, ...) run their CSC code unchanged.
 """
+
 from __future__ import annotations
 
 import torch
 
-from gsample.formats.layouts import COO, CSR, Sparse, convert
-from gsample.formats.csc import CSC, gather_segments, locate, segment_ptr
 from gsample.backend.torch import compute, extract, finalize, fused_compute
 from gsample.backend.torch.compute import _by_rows, _segment, _weighted
+from gsample.formats.csc import CSC, gather_segments, locate, segment_ptr
+from gsample.formats.layouts import COO, CSR, Sparse, convert
 
 
 def to_layout(A: Sparse, layout: str) -> Sparse:
@@ -93,8 +94,9 @@ def edge_map(A: Sparse, op: str, reverse: bool = False, scalar=None, other=None)
 
 
 def _operands(A: Sparse, program: tuple, operands: dict) -> dict:
-    per_edge = {name for _op, name, _rev, _scalar, axis in program
-                if name is not None and axis is None}
+    per_edge = {
+        name for _op, name, _rev, _scalar, axis in program if name is not None and axis is None
+    }
     return {k: _edge_ordered(A, v) if k in per_edge else v for k, v in operands.items()}
 
 
@@ -109,8 +111,9 @@ def fused_edge_map_reduce(A: Sparse, program: tuple, op: str, axis: int, **opera
     return reduce_values(A, v, op, axis)
 
 
-def fused_edge_normalize(A: Sparse, program: tuple, reduce: str, op: str, axis: int,
-                         **operands) -> Sparse:
+def fused_edge_normalize(
+    A: Sparse, program: tuple, reduce: str, op: str, axis: int, **operands
+) -> Sparse:
     """``fused_compute.fused_edge_normalize`` on any layout (its reduction as
     :func:`reduce_values`, the broadcast as the CSC code's)."""
     v = fused_compute._evaluate(A, program, _operands(A, program, operands))
@@ -166,9 +169,12 @@ def slice_rows(A: Sparse, rows: torch.Tensor, gather=gather_segments, find=locat
     # a requested row without edges reads an empty segment appended at the end
     indptr = torch.cat([A.indptr, A.indptr[-1:]])
     index, ptr = gather(indptr, torch.where(hit, seg, S))
-    new_rows = torch.repeat_interleave(torch.arange(rows.numel(), device=rows.device),
-                                       ptr[1:] - ptr[:-1], output_size=index.numel())
-    order = torch.argsort(A.perm[index])          # CSC positions are distinct: CSC order
+    new_rows = torch.repeat_interleave(
+        torch.arange(rows.numel(), device=rows.device),
+        ptr[1:] - ptr[:-1],
+        output_size=index.numel(),
+    )
+    order = torch.argsort(A.perm[index])  # CSC positions are distinct: CSC order
     index, new_rows = index[order], new_rows[order]
     return CSC(
         num_nodes=A.num_nodes,

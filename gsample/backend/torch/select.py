@@ -55,17 +55,27 @@ The algorithms are written once, over columns described only by their degrees
 functions here apply them to a materialised matrix and ``fused_select`` applies them
 to a column slice ``A[:, cols]`` that it never builds.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace as dc_replace
-from typing import Optional
 
 import torch
 
-from gsample.base import validate as V
-from gsample.base.random import BatchKeys, ColumnKeys, batch_ptr, exponential, hash_tensor, sort_key, uniform_float, uniform_int, words
-from gsample.formats.csc import CSC, segment_ptr
 from gsample.backend.torch import alias as _alias
+from gsample.base import validate as V
+from gsample.base.random import (
+    BatchKeys,
+    ColumnKeys,
+    batch_ptr,
+    exponential,
+    hash_tensor,
+    sort_key,
+    uniform_float,
+    uniform_int,
+    words,
+)
+from gsample.formats.csc import CSC, segment_ptr
 
 #: how weighted draws with replacement are made (``individual_sample``'s ``method``)
 METHODS = ("cdf", "alias")
@@ -104,7 +114,7 @@ def _sort_rows(x: torch.Tensor, k: int) -> torch.Tensor:
 def _in_earlier(S: torch.Tensor, T: torch.Tensor) -> torch.Tensor:
     """``out[r, i]``: whether ``T[r, i]`` is one of ``S[r, :i]`` (shapes (n, k))."""
     k = S.shape[1]
-    vals, order = torch.sort(S, dim=1, stable=True)        # equal values: earliest first
+    vals, order = torch.sort(S, dim=1, stable=True)  # equal values: earliest first
     at = torch.searchsorted(vals, T).clamp_(max=k - 1)
     return (vals.gather(1, at) == T) & (order.gather(1, at) < _arange(k, S))
 
@@ -120,7 +130,7 @@ def _floyd(cols, deg, k, key):
     n = cols.numel()
     draw = _arange(k, cols)
     word = words(key, cols.repeat_interleave(k), draw.repeat(n)).view(n, k)
-    J = (deg - k).unsqueeze(1) + draw                      # j = D - k + i
+    J = (deg - k).unsqueeze(1) + draw  # j = D - k + i
     T = uniform_int(word, J + 1)
     collided = torch.zeros_like(T, dtype=torch.bool)
     while True:
@@ -229,9 +239,17 @@ class Draws:
         return idx.clamp_(max=n - 1)
 
 
-def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
-                      probs: Optional[torch.Tensor] = None, draws=Draws, method: str = "cdf",
-                      table: Optional[tuple] = None, nodes: Optional[torch.Tensor] = None):
+def select_in_columns(
+    deg: torch.Tensor,
+    k: int,
+    replace: bool,
+    key: int,
+    probs: torch.Tensor | None = None,
+    draws=Draws,
+    method: str = "cdf",
+    table: tuple | None = None,
+    nodes: torch.Tensor | None = None,
+):
     """Individual sampling over ``C`` columns known by their degrees alone.
 
     Parameters
@@ -281,7 +299,7 @@ def select_in_columns(deg: torch.Tensor, k: int, replace: bool, key: int,
     if k == 0 or nnz == 0:
         empty = deg.new_zeros(0)
         return segment_ptr(torch.zeros_like(deg)), empty, empty
-    if replace and C * k > _LARGE:          # the bound first: the exact count costs a sync
+    if replace and C * k > _LARGE:  # the bound first: the exact count costs a sync
         n = int((deg > 0).sum())
         V.fits(n * k, 32, deg.device, "k", f"{n} columns x k = {k} draws with replacement")
     if alias:
@@ -311,34 +329,50 @@ def _weighted_with_per_batch(deg, k, key: ColumnKeys, probs, draws):
     first = segment_ptr(deg)[torch.tensor(key.ptr, device=deg.device)].tolist()
     parts = []
     for b, (c0, c1) in enumerate(zip(key.ptr[:-1], key.ptr[1:])):
-        ptr, col, offset = select_in_columns(deg[c0:c1], k, True, key.keys[b],
-                                             probs[first[b]:first[b + 1]], draws)
+        ptr, col, offset = select_in_columns(
+            deg[c0:c1], k, True, key.keys[b], probs[first[b] : first[b + 1]], draws
+        )
         parts.append((ptr, col + c0, offset))
     counts = torch.cat([p[1:] - p[:-1] for p, _, _ in parts])
-    return (segment_ptr(counts), torch.cat([c for _, c, _ in parts]),
-            torch.cat([o for _, _, o in parts]))
+    return (
+        segment_ptr(counts),
+        torch.cat([c for _, c, _ in parts]),
+        torch.cat([o for _, _, o in parts]),
+    )
 
 
-def individual_sample(A: CSC, k: int, replace: bool, key: int,
-                      probs: Optional[torch.Tensor] = None, draws=Draws, method: str = "cdf",
-                      alias: Optional[torch.Tensor] = None, checked: bool = True) -> CSC:
+def individual_sample(
+    A: CSC,
+    k: int,
+    replace: bool,
+    key: int,
+    probs: torch.Tensor | None = None,
+    draws=Draws,
+    method: str = "cdf",
+    alias: torch.Tensor | None = None,
+    checked: bool = True,
+) -> CSC:
     """``k`` edges per column; see the module docstring for the exact algorithms.
 
     ``alias``: with ``method="alias"``, ``A``'s alias tables (the ``alias_table`` op's value
     for ``probs``), else built here. ``checked=False``: ``probs``' values come unchecked (a
     backend that registers ``checks=("probs",)``) and are checked with the draws."""
     csc = A
-    if isinstance(key, BatchKeys):          # a super-batch: per-column keys, checked here
+    if isinstance(key, BatchKeys):  # a super-batch: per-column keys, checked here
         probs = V.check_individual(csc, probs=probs, in_kernel=("probs",)).get("probs", probs)
         key, checked = key.columns(csc.global_cols()), False
     deg = csc.degrees()
     table = None
     if alias is not None and _method(method, replace, probs):
-        table = _alias.local(alias, torch.arange(csc.nnz, device=deg.device),
-                             csc.indptr[:-1].repeat_interleave(deg, output_size=csc.nnz))
+        table = _alias.local(
+            alias,
+            torch.arange(csc.nnz, device=deg.device),
+            csc.indptr[:-1].repeat_interleave(deg, output_size=csc.nnz),
+        )
     nodes = None if checked or probs is None else csc.global_cols()
-    indptr, col, offset = select_in_columns(deg, k, replace, key, probs, draws, method, table,
-                                            nodes)
+    indptr, col, offset = select_in_columns(
+        deg, k, replace, key, probs, draws, method, table, nodes
+    )
     return csc.take_edges(csc.indptr[col] + offset, indptr)
 
 
@@ -347,8 +381,10 @@ def _method(method: str, replace: bool, probs) -> bool:
     if method not in METHODS:
         raise ValueError(f"method: must be one of {METHODS}, got {method!r}")
     if method == "alias" and probs is not None and not replace:
-        raise ValueError("method: 'alias' draws with replacement (replace=True); without "
-                         "replacement weighted draws use exponential keys (method='cdf')")
+        raise ValueError(
+            "method: 'alias' draws with replacement (replace=True); without "
+            "replacement weighted draws use exponential keys (method='cdf')"
+        )
     return method == "alias" and probs is not None
 
 
@@ -409,7 +445,7 @@ def _weighted_with(indptr, col, probs, k, key, draws=Draws):
     colmax = draws.column_max(indptr, col, w)
     w = w / colmax[col].clamp_min(torch.finfo(torch.float64).tiny)
     cum = torch.cumsum(w, 0)
-    before = torch.cat([cum.new_zeros(1), cum])[indptr]      # running sum at each column start
+    before = torch.cat([cum.new_zeros(1), cum])[indptr]  # running sum at each column start
     total = before[1:] - before[:-1]
     drawn = torch.nonzero(total > 0).squeeze(1)
     # float rounding may step past a column's last positive edge; draws pull it back to last
@@ -423,8 +459,16 @@ def _weighted_with(indptr, col, probs, k, key, draws=Draws):
 
 
 # ----------------------------------------------------------------------------- collective
-def choose_rows(rows: torch.Tensor, num_rows: int, global_rows, k: int, replace: bool, key: int,
-                node_probs: Optional[torch.Tensor] = None, draws=Draws) -> torch.Tensor:
+def choose_rows(
+    rows: torch.Tensor,
+    num_rows: int,
+    global_rows,
+    k: int,
+    replace: bool,
+    key: int,
+    node_probs: torch.Tensor | None = None,
+    draws=Draws,
+) -> torch.Tensor:
     """The local rows (ascending) collective sampling keeps.
 
     ``rows`` (shape (E,)) are the local rows of the matrix's edges, in any order;
@@ -432,14 +476,18 @@ def choose_rows(rows: torch.Tensor, num_rows: int, global_rows, k: int, replace:
     ``draws`` makes the draws (:class:`Draws` or a backend's kernels). With
     :class:`BatchKeys` (a super-batch), ``k`` rows per batch (:func:`_choose_rows_batched`).
     """
-    if replace and k > _LARGE:         # static: before the allocator fails on the draws
+    if replace and k > _LARGE:  # static: before the allocator fails on the draws
         copies = key.copies if isinstance(key, BatchKeys) else 1
-        V.fits(copies * k, 32, rows.device, "k", (f"{copies} mini-batches x " if copies > 1
-                                                  else "") + f"k = {k} row draws with "
-               "replacement")
+        V.fits(
+            copies * k,
+            32,
+            rows.device,
+            "k",
+            (f"{copies} mini-batches x " if copies > 1 else "") + f"k = {k} row draws with "
+            "replacement",
+        )
     if isinstance(key, BatchKeys):
-        return _choose_rows_batched(rows, num_rows, global_rows, k, replace, key, node_probs,
-                                    draws)
+        return _choose_rows_batched(rows, num_rows, global_rows, k, replace, key, node_probs, draws)
     has = torch.zeros(num_rows, dtype=torch.bool, device=rows.device)
     has[rows] = True
     if node_probs is not None:
@@ -447,21 +495,23 @@ def choose_rows(rows: torch.Tensor, num_rows: int, global_rows, k: int, replace:
     cand = has.nonzero().squeeze(1)
     n = cand.numel()
     if n == 0 and node_probs is not None and rows.numel():
-        raise ValueError(V.NO_POSITIVE_ROW)      # before any draw (the fused op's check)
+        raise ValueError(V.NO_POSITIVE_ROW)  # before any draw (the fused op's check)
     if k == 0 or n == 0:
         return cand[:0]
     if not replace:
         if n <= k:
             return cand
-        keys = draws.row_keys(global_rows(cand).to(torch.int64), key,
-                              None if node_probs is None else node_probs[cand])
+        keys = draws.row_keys(
+            global_rows(cand).to(torch.int64), key, None if node_probs is None else node_probs[cand]
+        )
         return torch.sort(cand[torch.argsort(keys, stable=True)[:k]]).values
     cum = None if node_probs is None else torch.cumsum(node_probs[cand].double(), 0)
     return torch.unique(cand[draws.row_draws(cand, k, key, cum)])
 
 
-def _choose_rows_batched(rows, num_rows, global_rows, k, replace, key: BatchKeys, node_probs,
-                         draws):
+def _choose_rows_batched(
+    rows, num_rows, global_rows, k, replace, key: BatchKeys, node_probs, draws
+):
     """:func:`choose_rows` of every batch of a super-batch at once (ascending local rows).
 
     Candidates are grouped by batch (the row space is); batch ``b``'s rows draw with
@@ -472,8 +522,9 @@ def _choose_rows_batched(rows, num_rows, global_rows, k, replace, key: BatchKeys
     n, copies = key.num_nodes, key.copies
     if node_probs is not None:
         # per batch, as each mini-batch checks its own: some row with edges must be positive
-        with_edges = torch.bincount(global_rows(has.nonzero().squeeze(1)) // n,
-                                    minlength=copies) > 0
+        with_edges = (
+            torch.bincount(global_rows(has.nonzero().squeeze(1)) // n, minlength=copies) > 0
+        )
         has &= node_probs > 0
     cand = has.nonzero().squeeze(1)
     gid = global_rows(cand).to(torch.int64)
@@ -486,10 +537,10 @@ def _choose_rows_batched(rows, num_rows, global_rows, k, replace, key: BatchKeys
     if k == 0 or cand.numel() == 0:
         return cand[:0]
     probs = None if node_probs is None else node_probs[cand]
-    if not replace:         # on the CPU, a sort per batch is cheaper than two over them all
+    if not replace:  # on the CPU, a sort per batch is cheaper than two over them all
         top_k = _top_k_batch_by_batch if cand.device.type == "cpu" else _top_k_segmented
         return top_k(cand, gid, batch, ptr, k, key, probs, draws)
-    if node_probs is None:    # uniform: all batches' draws at once (as row_draws per batch)
+    if node_probs is None:  # uniform: all batches' draws at once (as row_draws per batch)
         live = [b for b in range(copies) if ptr[b + 1] > ptr[b]]
         per = torch.tensor([[ptr[b], ptr[b + 1] - ptr[b]] for b in live], device=cand.device)
         start, size = per.repeat_interleave(k, dim=0).unbind(1)
@@ -499,10 +550,10 @@ def _choose_rows_batched(rows, num_rows, global_rows, k, replace, key: BatchKeys
         # batches hold ascending, disjoint rows: one unique is each batch's, concatenated
         return torch.unique(cand[start + uniform_int(word, size)])
     parts = []
-    for b in range(copies):               # draw t of batch b: word(0, t) of its key
-        cb = cand[ptr[b]:ptr[b + 1]]
+    for b in range(copies):  # draw t of batch b: word(0, t) of its key
+        cb = cand[ptr[b] : ptr[b + 1]]
         if cb.numel():
-            cum = torch.cumsum(node_probs[cb].double(), 0)     # a running sum per batch
+            cum = torch.cumsum(node_probs[cb].double(), 0)  # a running sum per batch
             parts.append(torch.unique(cb[draws.row_draws(cb, k, key.keys[b], cum)]))
     return torch.cat(parts) if parts else cand[:0]
 
@@ -523,8 +574,9 @@ def _top_k_batch_by_batch(cand, gid, batch, ptr, k, key: BatchKeys, probs, draws
         if hi - lo <= k:
             parts.append(cand[lo:hi])
             continue
-        keys = draws.row_keys(gid[lo:hi] - b * key.num_nodes, key.keys[b],
-                              None if probs is None else probs[lo:hi])
+        keys = draws.row_keys(
+            gid[lo:hi] - b * key.num_nodes, key.keys[b], None if probs is None else probs[lo:hi]
+        )
         parts.append(torch.sort(cand[lo:hi][torch.argsort(keys, stable=True)[:k]]).values)
     return torch.cat(parts)
 
@@ -544,14 +596,16 @@ def keep_rows(indptr: torch.Tensor, rows: torch.Tensor, num_rows: int, chosen: t
     return segment_ptr(cum[indptr[1:]] - cum[indptr[:-1]]), kept, local[kept]
 
 
-def collective_sample(A: CSC, k: int, replace: bool, key: int,
-                      node_probs: Optional[torch.Tensor] = None, draws=Draws) -> CSC:
+def collective_sample(
+    A: CSC, k: int, replace: bool, key: int, node_probs: torch.Tensor | None = None, draws=Draws
+) -> CSC:
     """``k`` rows for the whole matrix, keeping every edge of the chosen rows."""
     csc = A
-    if isinstance(key, BatchKeys) and node_probs is not None:   # the rest is per batch there
+    if isinstance(key, BatchKeys) and node_probs is not None:  # the rest is per batch there
         V.probabilities(node_probs, "node_probs", csc.num_rows, csc.device, "row")
-    chosen = choose_rows(csc.rows, csc.num_rows, csc.global_rows, k, replace, key, node_probs,
-                         draws)
+    chosen = choose_rows(
+        csc.rows, csc.num_rows, csc.global_rows, k, replace, key, node_probs, draws
+    )
     indptr, kept, rows = keep_rows(csc.indptr, csc.rows, csc.num_rows, chosen)
     out = csc.take_edges(kept, indptr)
     return dc_replace(out, rows=rows, row_ids=csc.global_rows(chosen))

@@ -36,17 +36,28 @@ Alias tables (``alias_table``)
 ------------------------------
 Built by :mod:`.alias` (layout, construction and why it is exact and column-local there).
 """
+
 from __future__ import annotations
 
 import weakref
 
 import torch
 
+from gsample.backend.torch import walk_native
+from gsample.backend.torch.alias import alias_draw, alias_table
+from gsample.base.random import (
+    GOLDEN,
+    MASK64,
+    BatchKeys,
+    ColumnKeys,
+    _signed,
+    combine_tensor,
+    mix64_tensor,
+    uniform_float,
+    uniform_int,
+)
 from gsample.formats import placement
 from gsample.formats.csc import CSC
-from gsample.base.random import GOLDEN, MASK64, BatchKeys, ColumnKeys, _signed, combine_tensor, mix64_tensor, uniform_float, uniform_int
-from gsample.backend.torch import walk_native
-from gsample.backend.torch.alias import alias_draw, alias_table  # noqa: F401  (alias_table: the op's impl)
 
 #: draw ids of one step: ``step * STRIDE + slot``
 STRIDE = 1 << 32
@@ -68,8 +79,8 @@ def sorted_rows(A: CSC) -> tuple:
     if hit is not None and hit[0] == stamp:
         return hit[1]
     twin = placement.host_twin(A)
-    if twin is not None:       # a graph in pinned host memory (UVA): built on the host, kept
-        rows, keys = sorted_rows(twin)          # there and read by the GPU in place
+    if twin is not None:  # a graph in pinned host memory (UVA): built on the host, kept
+        rows, keys = sorted_rows(twin)  # there and read by the GPU in place
         out = tuple(placement.to_host_mapped(t, A.device) for t in (rows, keys))
         _SORTED[A] = (stamp, out)
         return out
@@ -97,15 +108,25 @@ def thresholds(stop_prob: float, restart_prob: float, jump_prob: float) -> tuple
     c1 = float(stop_prob)
     c2 = c1 + float(restart_prob)
     c3 = c2 + float(jump_prob)
-    if not 0.0 <= c3 <= 1.0 + 1e-12:      # checked at the boundary too; a super-batch's
-        raise ValueError(                 # op skips that check, so here as well
-            f"stop_prob, restart_prob, jump_prob: must sum to at most 1, got {c3}")
+    if not 0.0 <= c3 <= 1.0 + 1e-12:  # checked at the boundary too; a super-batch's
+        raise ValueError(  # op skips that check, so here as well
+            f"stop_prob, restart_prob, jump_prob: must sum to at most 1, got {c3}"
+        )
     return c1, c2, c3
 
 
-def random_walk(A: CSC, seeds: torch.Tensor, length: int, key, alias=None, p: float = 1.0,
-                q: float = 1.0, stop_prob: float = 0.0, restart_prob: float = 0.0,
-                jump_prob: float = 0.0) -> torch.Tensor:
+def random_walk(
+    A: CSC,
+    seeds: torch.Tensor,
+    length: int,
+    key,
+    alias=None,
+    p: float = 1.0,
+    q: float = 1.0,
+    stop_prob: float = 0.0,
+    restart_prob: float = 0.0,
+    jump_prob: float = 0.0,
+) -> torch.Tensor:
     """``A.random_walk(seeds, length, ...)`` (the algorithm: the module docstring).
 
     Parameters
@@ -136,13 +157,21 @@ def random_walk(A: CSC, seeds: torch.Tensor, length: int, key, alias=None, p: fl
         out = _native(A, seeds, length, key, alias, p, q, stop_prob, restart_prob, jump_prob)
         if out is not None:
             return out
-    return reference_walk(A, seeds, length, key, alias, p, q, stop_prob, restart_prob,
-                          jump_prob)
+    return reference_walk(A, seeds, length, key, alias, p, q, stop_prob, restart_prob, jump_prob)
 
 
-def reference_walk(A: CSC, seeds: torch.Tensor, length: int, key, alias=None, p: float = 1.0,
-                   q: float = 1.0, stop_prob: float = 0.0, restart_prob: float = 0.0,
-                   jump_prob: float = 0.0) -> torch.Tensor:
+def reference_walk(
+    A: CSC,
+    seeds: torch.Tensor,
+    length: int,
+    key,
+    alias=None,
+    p: float = 1.0,
+    q: float = 1.0,
+    stop_prob: float = 0.0,
+    restart_prob: float = 0.0,
+    jump_prob: float = 0.0,
+) -> torch.Tensor:
     """:func:`random_walk` in torch operators, on any device: the semantic reference."""
     if isinstance(key, ColumnKeys):
         raise TypeError("random_walk: takes an op key or a super-batch's BatchKeys")
@@ -185,13 +214,29 @@ def reference_walk(A: CSC, seeds: torch.Tensor, length: int, key, alias=None, p:
             if E == 0:
                 break
             e = indptr[cur] + uniform_int(_word(h, base + FIRST), deg.clamp(min=1))
-            e = e.clamp_(max=max(E - 1, 0))            # a dead end's draw is dropped below
+            e = e.clamp_(max=max(E - 1, 0))  # a dead end's draw is dropped below
             if alias is not None:
                 e = alias_draw(alias, e, _word(h, base + FIRST + 1))
             nxt = torch.where(deg > 0, rows[e], -1)
         else:
-            nxt = _general_step(t, base, h, cur, prev, root, deg, indptr, rows, alias, N,
-                                keys, (c1, c2, c3), (ip, one, iq, amax), node2vec, dev)
+            nxt = _general_step(
+                t,
+                base,
+                h,
+                cur,
+                prev,
+                root,
+                deg,
+                indptr,
+                rows,
+                alias,
+                N,
+                keys,
+                (c1, c2, c3),
+                (ip, one, iq, amax),
+                node2vec,
+                dev,
+            )
         going = nxt >= 0
         if not bool(going.all()):
             idx = going.nonzero().squeeze(1)
@@ -209,9 +254,13 @@ def _native(A: CSC, seeds, length: int, key, alias, p, q, stop_prob, restart_pro
     then gives its result or its error)."""
     N, W = A.num_nodes, seeds.numel()
     tensors = (A.indptr, A.rows) + (() if alias is None else (alias,))
-    if any(t.device.type != "cpu" or t.dtype != torch.int64 for t in tensors) \
-            or seeds.dtype not in (torch.int64, torch.int32) or seeds.dim() != 1 \
-            or not isinstance(length, int) or length < 0:
+    if (
+        any(t.device.type != "cpu" or t.dtype != torch.int64 for t in tensors)
+        or seeds.dtype not in (torch.int64, torch.int32)
+        or seeds.dim() != 1
+        or not isinstance(length, int)
+        or length < 0
+    ):
         return None
     if alias is not None and alias.shape != (A.rows.numel(), 2):
         return None
@@ -233,16 +282,31 @@ def _native(A: CSC, seeds, length: int, key, alias, p, q, stop_prob, restart_pro
     if W:
         lo_hi = torch.aminmax(seeds)
         if int(lo_hi.min) < 0 or int(lo_hi.max) >= hi:
-            return None                     # out of range: the torch code's error
+            return None  # out of range: the torch code's error
         if n and W > 1 and bool(((seeds[1:] // n) < (seeds[:-1] // n)).any()):
-            return None                     # not grouped by batch: the torch code's error
+            return None  # not grouped by batch: the torch code's error
     node2vec = p != 1.0 or q != 1.0
     rows = A.rows.contiguous()
     srows = sorted_rows(A)[0].contiguous() if node2vec else rows
     return walk_native.random_walk(
-        A.indptr.contiguous(), rows, srows, None if alias is None else alias.contiguous(),
-        seeds, int(length), N, 0 if prefix is not None else int(key), prefix, n, node2vec,
-        1.0 / p, 1.0 / q, c1, c2, c3, space=hi)
+        A.indptr.contiguous(),
+        rows,
+        srows,
+        None if alias is None else alias.contiguous(),
+        seeds,
+        int(length),
+        N,
+        0 if prefix is not None else int(key),
+        prefix,
+        n,
+        node2vec,
+        1.0 / p,
+        1.0 / q,
+        c1,
+        c2,
+        c3,
+        space=hi,
+    )
 
 
 def _encode(out: torch.Tensor, shift) -> torch.Tensor:
@@ -252,8 +316,9 @@ def _encode(out: torch.Tensor, shift) -> torch.Tensor:
     return torch.where(out >= 0, out + shift[:, None], out)
 
 
-def _general_step(t, base, h, cur, prev, root, deg, indptr, rows, alias, N, keys, cs, weights,
-                  node2vec, dev):
+def _general_step(
+    t, base, h, cur, prev, root, deg, indptr, rows, alias, N, keys, cs, weights, node2vec, dev
+):
     """One step with teleports and / or node2vec's rejection (the module docstring, 1-4):
     the next node of each walker, -1 where its walk stops."""
     c1, c2, c3 = cs
@@ -296,8 +361,10 @@ def attempts(h, pend, attempt: int, k: int, base: int, indptr, cur, deg, alias=N
     draw slots (``slot + 2``: the acceptance word), the walkers' positions in ``pend``'s
     arrays and the drawn edges (by ``alias`` tables when given)."""
     if attempt >= MAX_ATTEMPTS:
-        raise RuntimeError("random_walk: node2vec rejection sampling ran past its bound "
-                           "of 2**20 attempts (p or q too extreme)")
+        raise RuntimeError(
+            "random_walk: node2vec rejection sampling ran past its bound "
+            "of 2**20 attempts (p or q too extreme)"
+        )
     m = pend.numel()
     hp = h[pend].repeat_interleave(k)
     slot = base + FIRST + 3 * (attempt + torch.arange(k, device=pend.device).repeat(m))

@@ -18,6 +18,7 @@ compared, as in torch) and OpenMP where the compiler has it, and kept on disk
 options and the compiler. Without a compiler, with ``GSAMPLE_NATIVE_CPU=0``, or when the build
 fails (a warning, once), :func:`available` is False and the walks run in torch.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -32,8 +33,8 @@ import warnings
 
 import torch
 
-from gsample.base.random import MASK64, GOLDEN, _M1, _M2, _signed, combine
 from gsample.backend import kernels_dir
+from gsample.base.random import _M1, _M2, GOLDEN, MASK64, _signed, combine
 
 # CUDA's names as plain C++ (as tests/backend/test_walk_kernel_cpu.py compiles the kernel), then
 # kernels/walk.cu itself: its device functions (the hash, the draws, the edge test) and its
@@ -278,8 +279,15 @@ extern "C" int gs_random_walk_cpu(
 
 #: compiler options (``-ffp-contract=off``: no fused multiply-add, as torch's comparisons);
 #: with OpenMP when the compiler has it (the process then shares torch's ``libgomp.so.1``)
-OPTIONS = ("-O3", "-std=c++17", "-ffp-contract=off", "-fno-fast-math", "-shared", "-fPIC",
-           "-pthread")
+OPTIONS = (
+    "-O3",
+    "-std=c++17",
+    "-ffp-contract=off",
+    "-fno-fast-math",
+    "-shared",
+    "-fPIC",
+    "-pthread",
+)
 OPENMP = ("-fopenmp",)
 #: walker steps per thread below which more threads do not pay for starting them
 STEPS_PER_THREAD = 1 << 15
@@ -293,7 +301,8 @@ KERNEL = False
 
 def _cache_dir() -> pathlib.Path:
     root = os.environ.get("GSAMPLE_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gsample")
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gsample"
+    )
     return pathlib.Path(root) / "cpu"
 
 
@@ -306,15 +315,19 @@ def _compiler():
 
 def enabled() -> bool:
     """Whether the native path may be used (``GSAMPLE_NATIVE_CPU=0`` turns it off)."""
-    return os.environ.get("GSAMPLE_NATIVE_CPU", "1").strip().lower() not in ("0", "false",
-                                                                              "no", "off")
+    return os.environ.get("GSAMPLE_NATIVE_CPU", "1").strip().lower() not in (
+        "0",
+        "false",
+        "no",
+        "off",
+    )
 
 
 _LOCK = threading.Lock()
 #: the process that imported this module: OpenMP there, std::threads in a forked child
 #: (libgomp hangs in a child whose parent ran OpenMP teams, torch's included)
 _PID = os.getpid()
-_FN = None          # the loaded function; False: unavailable (no compiler, a failed build)
+_FN = None  # the loaded function; False: unavailable (no compiler, a failed build)
 
 
 def build():
@@ -335,13 +348,23 @@ def _build():
     if cxx is None or not (kernels / "walk.cu").is_file():
         return None
     try:
-        version = subprocess.run([cxx, "--version"], capture_output=True, text=True,
-                                 check=False).stdout
-        digest = hashlib.sha256("\0".join(
-            [SHIM, DRIVER, (kernels / "walk.cu").read_text(),
-             # every header walk.cu may include (walkstep.cuh, hash.cuh, search.cuh, ...)
-             *(h.read_text() for h in sorted(kernels.glob("*.cuh"))),
-             " ".join(OPTIONS + OPENMP), cxx, version]).encode()).hexdigest()[:32]
+        version = subprocess.run(
+            [cxx, "--version"], capture_output=True, text=True, check=False
+        ).stdout
+        digest = hashlib.sha256(
+            "\0".join(
+                [
+                    SHIM,
+                    DRIVER,
+                    (kernels / "walk.cu").read_text(),
+                    # every header walk.cu may include (walkstep.cuh, hash.cuh, search.cuh, ...)
+                    *(h.read_text() for h in sorted(kernels.glob("*.cuh"))),
+                    " ".join(OPTIONS + OPENMP),
+                    cxx,
+                    version,
+                ]
+            ).encode()
+        ).hexdigest()[:32]
         cache = _cache_dir()
         lib = cache / f"walk-{digest}.so"
         if not lib.is_file():
@@ -350,27 +373,59 @@ def _build():
                 src = pathlib.Path(tmp) / "walk_cpu.cpp"
                 src.write_text(SHIM + DRIVER)
                 so = pathlib.Path(tmp) / "walk.so"
-                for extra in (OPENMP, ()):       # without OpenMP: std::thread
-                    done = subprocess.run([cxx, *OPTIONS, *extra, f"-I{kernels}", str(src),
-                                           "-o", str(so)],
-                                          capture_output=True, text=True, check=False)
+                for extra in (OPENMP, ()):  # without OpenMP: std::thread
+                    done = subprocess.run(
+                        [cxx, *OPTIONS, *extra, f"-I{kernels}", str(src), "-o", str(so)],
+                        capture_output=True,
+                        text=True,
+                        check=False,
+                    )
                     if done.returncode == 0:
                         break
                 else:
-                    warnings.warn("gsample: the native CPU random walk did not build; the "
-                                  f"walks run in torch ({done.stderr.strip()[-2000:]})",
-                                  RuntimeWarning, stacklevel=3)
+                    warnings.warn(
+                        "gsample: the native CPU random walk did not build; the "
+                        f"walks run in torch ({done.stderr.strip()[-2000:]})",
+                        RuntimeWarning,
+                        stacklevel=3,
+                    )
                     return None
-                os.replace(so, lib)            # atomic: concurrent builders agree
+                os.replace(so, lib)  # atomic: concurrent builders agree
         fn = ctypes.CDLL(str(lib)).gs_random_walk_cpu
     except OSError as err:
-        warnings.warn(f"gsample: the native CPU random walk is unavailable ({err}); the walks "
-                      "run in torch", RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"gsample: the native CPU random walk is unavailable ({err}); the walks run in torch",
+            RuntimeWarning,
+            stacklevel=3,
+        )
         return None
     i64, f64, ptr = ctypes.c_int64, ctypes.c_double, ctypes.c_void_p
-    fn.argtypes = [ptr, ptr, ptr, ptr, ptr, i64, i64, i64, ctypes.c_uint64, ptr, i64, i64,
-                   ctypes.c_int, f64, f64, f64, f64, f64, f64, ptr, ctypes.c_int, ctypes.c_int,
-                   ctypes.c_int, ctypes.c_int]
+    fn.argtypes = [
+        ptr,
+        ptr,
+        ptr,
+        ptr,
+        ptr,
+        i64,
+        i64,
+        i64,
+        ctypes.c_uint64,
+        ptr,
+        i64,
+        i64,
+        ctypes.c_int,
+        f64,
+        f64,
+        f64,
+        f64,
+        f64,
+        f64,
+        ptr,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+    ]
     fn.restype = ctypes.c_int
     return fn
 
@@ -410,9 +465,26 @@ def device_key(keys: tuple):
 
 
 # ----------------------------------------------------------------------------- walks
-def random_walk(indptr, rows, sorted_rows, alias, seeds, length: int, num_nodes: int, key0: int,
-                prefix, n: int, node2vec: bool, inv_p: float, inv_q: float, c1: float,
-                c2: float, c3: float, kernel=None, space: int | None = None):
+def random_walk(
+    indptr,
+    rows,
+    sorted_rows,
+    alias,
+    seeds,
+    length: int,
+    num_nodes: int,
+    key0: int,
+    prefix,
+    n: int,
+    node2vec: bool,
+    inv_p: float,
+    inv_q: float,
+    c1: float,
+    c2: float,
+    c3: float,
+    kernel=None,
+    space: int | None = None,
+):
     """The kernel's walks (``out``, shape (W, length + 1)) for CPU int64 tensors, or None
     when the native path is unavailable. ``prefix`` (an int, with ``n``): a super-batch's
     key (:func:`device_key`), else ``key0`` is the op's key; ``kernel`` (default
@@ -425,23 +497,50 @@ def random_walk(indptr, rows, sorted_rows, alias, seeds, length: int, num_nodes:
     if fn is None:
         return None
     W = seeds.numel()
-    out = torch.empty((W, length + 1), dtype=torch.int64)           # every entry written
+    out = torch.empty((W, length + 1), dtype=torch.int64)  # every entry written
     if W == 0:
         return out
     key = None if prefix is None else torch.tensor([_signed(prefix), 0], dtype=torch.int64)
-    threads = THREADS or max(1, min(torch.get_num_threads(),
-                                    (W * max(length, 1)) // STEPS_PER_THREAD))
-    ptr = lambda t: None if t is None else t.data_ptr()            # noqa: E731
-    failed = fn(ptr(indptr), ptr(rows), ptr(sorted_rows), ptr(alias), ptr(seeds), W, length,
-                num_nodes, key0 & MASK64, ptr(key), n, num_nodes if space is None else space,
-                int(node2vec), inv_p, inv_q, max(inv_p, 1.0, inv_q), c1, c2, c3, ptr(out),
-                threads, int(os.getpid() == _PID), GROUP, int(KERNEL if kernel is None else kernel))
+    threads = THREADS or max(
+        1, min(torch.get_num_threads(), (W * max(length, 1)) // STEPS_PER_THREAD)
+    )
+    ptr = lambda t: None if t is None else t.data_ptr()
+    failed = fn(
+        ptr(indptr),
+        ptr(rows),
+        ptr(sorted_rows),
+        ptr(alias),
+        ptr(seeds),
+        W,
+        length,
+        num_nodes,
+        key0 & MASK64,
+        ptr(key),
+        n,
+        num_nodes if space is None else space,
+        int(node2vec),
+        inv_p,
+        inv_q,
+        max(inv_p, 1.0, inv_q),
+        c1,
+        c2,
+        c3,
+        ptr(out),
+        threads,
+        int(os.getpid() == _PID),
+        GROUP,
+        int(KERNEL if kernel is None else kernel),
+    )
     if failed & 2:
-        raise IndexError("seeds: a node id is out of range for a graph of "
-                         f"{num_nodes if space is None else space} nodes")
+        raise IndexError(
+            "seeds: a node id is out of range for a graph of "
+            f"{num_nodes if space is None else space} nodes"
+        )
     if failed:
-        raise RuntimeError("random_walk: node2vec rejection sampling ran past its bound of "
-                           "2**20 attempts (p or q too extreme)")
+        raise RuntimeError(
+            "random_walk: node2vec rejection sampling ran past its bound of "
+            "2**20 attempts (p or q too extreme)"
+        )
     return out
 
 

@@ -44,6 +44,7 @@ In both, ``edge_index[0]`` is the source and ``edge_index[1]`` the destination
 an edge of the graph (``n_id[edge_index]`` are global ids, ``e_id`` its edge ids), and
 the first ``batch_size`` nodes are the seeds: ``model(data)[:data.batch_size]``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -110,14 +111,20 @@ def pyg_sample(out: Any, seeds: torch.Tensor) -> PygSample:
     seeds = seeds.to(torch.int64)
     if isinstance(out, Matrix):
         return _blocks([out], seeds)
-    if isinstance(out, (list, tuple)) and len(out) == 2 and isinstance(out[0], Matrix) \
-            and isinstance(out[1], torch.Tensor):
+    if (
+        isinstance(out, (list, tuple))
+        and len(out) == 2
+        and isinstance(out[0], Matrix)
+        and isinstance(out[1], torch.Tensor)
+    ):
         return _induced(out[0], out[1], seeds)
     if isinstance(out, (list, tuple)) and all(isinstance(m, Matrix) for m in out):
-        return _blocks(list(out), seeds)        # no block (zero hops): the seeds alone
-    raise TypeError("batch.out: to_pyg() takes a sampler's blocks (a gs.Matrix or a list of "
-                    "them, first hop first) or an induced subgraph (subgraph, nodes); got "
-                    f"{_describe(out)}")
+        return _blocks(list(out), seeds)  # no block (zero hops): the seeds alone
+    raise TypeError(
+        "batch.out: to_pyg() takes a sampler's blocks (a gs.Matrix or a list of "
+        "them, first hop first) or an induced subgraph (subgraph, nodes); got "
+        f"{_describe(out)}"
+    )
 
 
 def _describe(out) -> str:
@@ -156,15 +163,14 @@ def _blocks(blocks: list, seeds: torch.Tensor) -> PygSample:
         if csc.device != device:
             raise ValueError(f"batch.out: a block is on {csc.device}, the seeds on {device}")
         col_ids = csc.global_cols()
-        keep = _first_occurrence(col_ids) & torch.isin(col_ids, node) \
-            & ~torch.isin(col_ids, done)
+        keep = _first_occurrence(col_ids) & torch.isin(col_ids, node) & ~torch.isin(col_ids, done)
         done = torch.cat([done, col_ids[keep]])
         edge_col = csc.edge_cols()
         mask = keep[edge_col]
         local_rows = csc.rows[mask]
         src = csc.global_rows(local_rows)
         dst = col_ids[edge_col[mask]]
-        reached = csc.global_rows(torch.unique(local_rows))        # row-space order
+        reached = csc.global_rows(torch.unique(local_rows))  # row-space order
         new = reached[~torch.isin(reached, node)]
         node = torch.cat([node, new])
         rows.append(src)
@@ -176,11 +182,16 @@ def _blocks(blocks: list, seeds: torch.Tensor) -> PygSample:
         num_edges.append(src.numel())
     none = seeds.new_empty(0)
     src, dst = torch.cat(rows) if rows else none, torch.cat(cols) if cols else none
-    return PygSample(node=node, row=_local(node, src), col=_local(node, dst),
-                     edge=torch.cat(edges) if edges else none,
-                     weight=torch.cat(weights) if weighted else None,
-                     batch_size=seeds.numel(), num_sampled_nodes=num_nodes,
-                     num_sampled_edges=num_edges)
+    return PygSample(
+        node=node,
+        row=_local(node, src),
+        col=_local(node, dst),
+        edge=torch.cat(edges) if edges else none,
+        weight=torch.cat(weights) if weighted else None,
+        batch_size=seeds.numel(),
+        num_sampled_nodes=num_nodes,
+        num_sampled_edges=num_edges,
+    )
 
 
 def _induced(sub: Matrix, nodes: torch.Tensor, seeds: torch.Tensor) -> PygSample:
@@ -193,12 +204,21 @@ def _induced(sub: Matrix, nodes: torch.Tensor, seeds: torch.Tensor) -> PygSample
     src = csc.global_rows(csc.rows[mask])
     dst = col_ids[edge_col[mask]]
     if not bool(torch.isin(src, node).all() & torch.isin(dst, node).all()):
-        raise ValueError("batch.out: the subgraph has edges outside its node set (expected "
-                         "(A[nodes, nodes], nodes))")
+        raise ValueError(
+            "batch.out: the subgraph has edges outside its node set (expected "
+            "(A[nodes, nodes], nodes))"
+        )
     weight = None if csc.values is None else csc.values[mask]
-    return PygSample(node=node, row=_local(node, src), col=_local(node, dst),
-                     edge=csc.eid_tensor()[mask], weight=weight, batch_size=seeds.numel(),
-                     num_sampled_nodes=None, num_sampled_edges=None)
+    return PygSample(
+        node=node,
+        row=_local(node, src),
+        col=_local(node, dst),
+        edge=csc.eid_tensor()[mask],
+        weight=weight,
+        batch_size=seeds.numel(),
+        num_sampled_nodes=None,
+        num_sampled_edges=None,
+    )
 
 
 def gather(table, node: torch.Tensor, name: str):
@@ -225,14 +245,17 @@ def gather(table, node: torch.Tensor, name: str):
     if callable(table) and not isinstance(table, torch.Tensor):
         return table(node)
     if not isinstance(table, torch.Tensor):
-        raise TypeError(f"{name}: expected a tensor with one row per node, or a callable "
-                        f"taking node ids; got {type(table).__name__}")
+        raise TypeError(
+            f"{name}: expected a tensor with one row per node, or a callable "
+            f"taking node ids; got {type(table).__name__}"
+        )
     if table.dim() == 0:
         raise ValueError(f"{name}: expected one row per node, got a 0-d tensor")
     if node.numel() and int(node.max()) >= table.shape[0]:
-        raise ValueError(f"{name}: has {table.shape[0]} rows but the mini-batch reaches node "
-                         f"{int(node.max())}")
-    if table.layout != torch.strided:       # sparse: rows of a COO table (PyG's filter_data)
+        raise ValueError(
+            f"{name}: has {table.shape[0]} rows but the mini-batch reaches node {int(node.max())}"
+        )
+    if table.layout != torch.strided:  # sparse: rows of a COO table (PyG's filter_data)
         if table.layout != torch.sparse_coo:
             table = table.to_sparse_coo()
         return table.index_select(0, node.to(table.device))
@@ -241,17 +264,18 @@ def gather(table, node: torch.Tensor, name: str):
 
 def _pyg():
     try:
-        import torch_geometric  # noqa: F401
+        import torch_geometric
     except ImportError:
-        raise ImportError("to_pyg() needs PyTorch Geometric: pip install 'gsample[pyg]'") \
-            from None
+        raise ImportError("to_pyg() needs PyTorch Geometric: pip install 'gsample[pyg]'") from None
     from torch_geometric.data import Data
     from torch_geometric.sampler import SamplerOutput
+
     return Data, SamplerOutput
 
 
-def to_sampler_output(sample: PygSample, input_id: torch.Tensor | None = None,
-                      seed_time: torch.Tensor | None = None):
+def to_sampler_output(
+    sample: PygSample, input_id: torch.Tensor | None = None, seed_time: torch.Tensor | None = None
+):
     """``torch_geometric.sampler.SamplerOutput`` of a mapped mini-batch.
 
     ``metadata`` is ``(input_id, seed_time, edge_weight)``: the first two as PyG's
@@ -269,10 +293,16 @@ def to_sampler_output(sample: PygSample, input_id: torch.Tensor | None = None,
     _, SamplerOutput = _pyg()
     if input_id is None:
         input_id = torch.arange(sample.batch_size, device=sample.node.device)
-    return SamplerOutput(node=sample.node, row=sample.row, col=sample.col, edge=sample.edge,
-                         batch=None, num_sampled_nodes=sample.num_sampled_nodes,
-                         num_sampled_edges=sample.num_sampled_edges,
-                         metadata=(input_id, seed_time, sample.weight))
+    return SamplerOutput(
+        node=sample.node,
+        row=sample.row,
+        col=sample.col,
+        edge=sample.edge,
+        batch=None,
+        num_sampled_nodes=sample.num_sampled_nodes,
+        num_sampled_edges=sample.num_sampled_edges,
+        metadata=(input_id, seed_time, sample.weight),
+    )
 
 
 def to_data(sample: PygSample, x=None, y=None, input_id: torch.Tensor | None = None):
@@ -292,8 +322,11 @@ def to_data(sample: PygSample, x=None, y=None, input_id: torch.Tensor | None = N
     data.n_id = sample.node
     data.e_id = sample.edge
     data.batch_size = sample.batch_size
-    data.input_id = input_id if input_id is not None \
+    data.input_id = (
+        input_id
+        if input_id is not None
         else torch.arange(sample.batch_size, device=sample.node.device)
+    )
     if sample.num_sampled_nodes is not None:
         data.num_sampled_nodes = sample.num_sampled_nodes
         data.num_sampled_edges = sample.num_sampled_edges

@@ -1,11 +1,11 @@
 """A heterogeneous sample as PyG's ``HeteroData`` (``HeteroGraph.to_pyg``), mapped per edge
 type as the homogeneous mapping does (``gsample/output/pyg.py``).
 """
+
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Optional
 
 import torch
 
@@ -17,7 +17,7 @@ class PyGOutput:
 
     __slots__ = ()
 
-    def to_pyg(self, samples, seeds: dict, x: Optional[dict] = None, y: Optional[dict] = None):
+    def to_pyg(self, samples, seeds: dict, x: dict | None = None, y: dict | None = None):
         """A neighbour sample as PyG's ``HeteroData`` (as PyG's heterogeneous
         ``NeighborLoader`` gives it).
 
@@ -63,14 +63,18 @@ class PyGOutput:
         try:
             from torch_geometric.data import HeteroData
         except ImportError:
-            raise ImportError("to_pyg() needs PyTorch Geometric: pip install 'gsample[pyg]'") \
-                from None
+            raise ImportError(
+                "to_pyg() needs PyTorch Geometric: pip install 'gsample[pyg]'"
+            ) from None
         from gsample.interop.pyg.data import gather
+
         seeds = self._seed_dict(seeds)
         hops = [samples] if isinstance(samples, Mapping) else list(samples)
         if not all(isinstance(h, Mapping) for h in hops):
-            raise TypeError("samples: expected sample_neighbors' result, a dict {edge_type: "
-                            "gs.Matrix} or a list of them (one per hop)")
+            raise TypeError(
+                "samples: expected sample_neighbors' result, a dict {edge_type: "
+                "gs.Matrix} or a list of them (one per hop)"
+            )
         hops = [{self.edge_type(k, "samples key"): m for k, m in h.items()} for h in hops]
         lay = _pyg_layout(hops, seeds, self)
         data = HeteroData()
@@ -95,27 +99,28 @@ class PyGOutput:
         return data
 
 
-
 @dataclasses.dataclass
 class _Layout:
-    node: dict          # node type -> LongTensor n_id
-    num_nodes: dict     # node type -> [seeds, hop 1, ...]
-    edges: dict         # edge type -> (row, col, e_id, weight or None)
-    num_edges: dict     # edge type -> [hop 1, ...]
+    node: dict  # node type -> LongTensor n_id
+    num_nodes: dict  # node type -> [seeds, hop 1, ...]
+    edges: dict  # edge type -> (row, col, e_id, weight or None)
+    num_edges: dict  # edge type -> [hop 1, ...]
 
 
 def _pyg_layout(hops: list, seeds: dict, H) -> _Layout:
     """Per node type its ``n_id`` and per edge type its local edges, hop by hop (``H``: the
     :class:`~gsample.hetero.HeteroGraph`)."""
     from gsample.interop.pyg.data import _first_occurrence, _local
+
     dev = H.device
     empty = torch.zeros(0, dtype=torch.int64, device=dev)
     node = {t: seeds.get(t, empty) for t in H.node_types}
     num_nodes = {t: [node[t].numel()] for t in H.node_types}
     done = {et: empty for et in H.edge_types}
     parts = {et: [] for et in H.edge_types}
-    weighted = {et: any(et in h and h[et].csc.values is not None for h in hops)
-                for et in H.edge_types}
+    weighted = {
+        et: any(et in h and h[et].csc.values is not None for h in hops) for et in H.edge_types
+    }
     num_edges = {et: [] for et in H.edge_types}
     for hop in hops:
         new_rows = {}
@@ -125,15 +130,17 @@ def _pyg_layout(hops: list, seeds: dict, H) -> _Layout:
                 num_edges[et].append(0)
                 continue
             if not isinstance(m, Matrix):
-                raise TypeError(f"samples[{et!r}]: expected a gs.Matrix, got "
-                                f"{type(m).__name__}")
+                raise TypeError(f"samples[{et!r}]: expected a gs.Matrix, got {type(m).__name__}")
             s, _, d = et
             csc = m.csc
             if csc.device != dev:
                 raise ValueError(f"samples[{et!r}]: on {csc.device}, the graph on {dev}")
             col_ids = csc.global_cols()
-            keep = _first_occurrence(col_ids) & torch.isin(col_ids, node[d]) \
+            keep = (
+                _first_occurrence(col_ids)
+                & torch.isin(col_ids, node[d])
                 & ~torch.isin(col_ids, done[et])
+            )
             done[et] = torch.cat([done[et], col_ids[keep]])
             edge_col = csc.edge_cols()
             mask = keep[edge_col]
@@ -167,8 +174,6 @@ def _pyg_layout(hops: list, seeds: dict, H) -> _Layout:
         if len(num_edges[et]) < len(hops):
             num_edges[et] += [0] * (len(hops) - len(num_edges[et]))
     return _Layout(node, num_nodes, edges, num_edges)
-
-
 
 
 __all__ = ["PyGOutput"]

@@ -26,6 +26,7 @@ the mini-batch's ``input_id`` set (its examples' positions in ``input_nodes``), 
 identifies the mini-batch within an epoch. PyG's negative sampling draws from torch's
 generator, which :class:`Sampler` seeds from the same key.
 """
+
 from __future__ import annotations
 
 import collections
@@ -38,14 +39,14 @@ from dataclasses import dataclass
 import torch
 
 from gsample.base import validate as V
+from gsample.base.random import MASK64, _stream, batch_scope, combine, hash_tensor, op_key, sort_key
+from gsample.interop.pyg import data as _out
 from gsample.loader.dataloader import seed_ids
 from gsample.matrix.sparse import Matrix
-from gsample.interop.pyg import data as _out
-from gsample.base.random import MASK64, _stream, batch_scope, combine, hash_tensor, op_key, sort_key
 
 try:
     from torch_geometric.sampler import BaseSampler as _Base
-except ImportError:           # the module imports without PyG; using it raises (_require)
+except ImportError:  # the module imports without PyG; using it raises (_require)
     _Base = object
 
 
@@ -82,32 +83,52 @@ PYG_ONLY = {
     "input_time": PygOnly((None,), _TEMPORAL),
     "time_attr": PygOnly((None,), _TEMPORAL),
     "temporal_strategy": PygOnly(("uniform",), _TEMPORAL),
-    "sample_direction": PygOnly(("forward",), "backward (temporal) sampling is not supported "
-                                "yet"),
-    "subgraph_type": PygOnly(("directional",), "gsample samples PyG's default, directional "
-                             "subgraphs; for an induced subgraph of the sampled nodes write "
-                             "the sampler with A[nodes, nodes] (examples/shadow.py) and run it "
-                             "through gsample.pyg.Sampler in PyG's NodeLoader"),
-    "directed": PygOnly((True,), "directed=False is PyG's deprecated "
-                        "subgraph_type='induced', which gsample does not sample yet (see "
-                        "subgraph_type)"),
+    "sample_direction": PygOnly(("forward",), "backward (temporal) sampling is not supported yet"),
+    "subgraph_type": PygOnly(
+        ("directional",),
+        "gsample samples PyG's default, directional "
+        "subgraphs; for an induced subgraph of the sampled nodes write "
+        "the sampler with A[nodes, nodes] (examples/shadow.py) and run it "
+        "through gsample.pyg.Sampler in PyG's NodeLoader",
+    ),
+    "directed": PygOnly(
+        (True,),
+        "directed=False is PyG's deprecated "
+        "subgraph_type='induced', which gsample does not sample yet (see "
+        "subgraph_type)",
+    ),
     "disjoint": PygOnly((False,), "disjoint subgraphs, one per seed, are not supported yet"),
-    "weight_attr": PygOnly((None,), "weighted neighbour sampling is not in this loader yet; "
-                           "write it in the DSL (examples/weighted_neighbors.py) and run it "
-                           "through gsample.pyg.Sampler in PyG's NodeLoader"),
-    "neighbor_sampler": PygOnly((None,), "a PyG NeighborSampler samples with PyG, not "
-                                "gsample; run a gsample sampler through gsample.pyg.Sampler in "
-                                "PyG's NodeLoader instead"),
-    "node_sampler": PygOnly((None,), "this loader samples with gsample.pyg.neighbor_sample; "
-                            "for another sampler pass gsample.pyg.Sampler to PyG's NodeLoader"),
-    "custom_cls": PygOnly((None,), "remote feature and graph stores are not supported yet; "
-                          "pass a torch_geometric Data"),
+    "weight_attr": PygOnly(
+        (None,),
+        "weighted neighbour sampling is not in this loader yet; "
+        "write it in the DSL (examples/weighted_neighbors.py) and run it "
+        "through gsample.pyg.Sampler in PyG's NodeLoader",
+    ),
+    "neighbor_sampler": PygOnly(
+        (None,),
+        "a PyG NeighborSampler samples with PyG, not "
+        "gsample; run a gsample sampler through gsample.pyg.Sampler in "
+        "PyG's NodeLoader instead",
+    ),
+    "node_sampler": PygOnly(
+        (None,),
+        "this loader samples with gsample.pyg.neighbor_sample; "
+        "for another sampler pass gsample.pyg.Sampler to PyG's NodeLoader",
+    ),
+    "custom_cls": PygOnly(
+        (None,),
+        "remote feature and graph stores are not supported yet; pass a torch_geometric Data",
+    ),
     # hints that change nothing here: gsample builds its own CSC from the Data (sorted or
     # not), and worker processes get the graph's tensors as torch shares a dataset's
-    "is_sorted": PygOnly(_ANY_BOOL, "a hint, True or False: gsample builds its own CSC "
-                         "from the Data either way"),
-    "share_memory": PygOnly(_ANY_BOOL, "a hint, True or False: worker processes get the "
-                            "graph's tensors as torch shares a dataset's either way"),
+    "is_sorted": PygOnly(
+        _ANY_BOOL, "a hint, True or False: gsample builds its own CSC from the Data either way"
+    ),
+    "share_memory": PygOnly(
+        _ANY_BOOL,
+        "a hint, True or False: worker processes get the "
+        "graph's tensors as torch shares a dataset's either way",
+    ),
 }
 
 #: ``torch.utils.data.DataLoader`` arguments the loaders make themselves
@@ -158,15 +179,20 @@ def check_pyg_arguments(loader: str, kwargs: dict) -> dict:
         rule = PYG_ONLY.get(name)
         if rule is not None:
             if not _accepted(value, rule.accepted):
-                raise TypeError(f"gsample.pyg.{loader}: {name}={_shown(value)} is not "
-                                f"supported yet ({rule.why})")
+                raise TypeError(
+                    f"gsample.pyg.{loader}: {name}={_shown(value)} is not "
+                    f"supported yet ({rule.why})"
+                )
         elif name in _OWN:
-            raise TypeError(f"gsample.pyg.{loader}: {name} is not an argument (the loader "
-                            "makes its own)")
+            raise TypeError(
+                f"gsample.pyg.{loader}: {name} is not an argument (the loader makes its own)"
+            )
         elif name not in _DATALOADER_ARGS:
-            raise TypeError(f"gsample.pyg.{loader}: unexpected keyword argument {name!r} "
-                            f"(neither an argument of PyG's {loader} nor of "
-                            "torch.utils.data.DataLoader)")
+            raise TypeError(
+                f"gsample.pyg.{loader}: unexpected keyword argument {name!r} "
+                f"(neither an argument of PyG's {loader} nor of "
+                "torch.utils.data.DataLoader)"
+            )
         else:
             rest[name] = value
     return rest
@@ -202,8 +228,8 @@ def neighbor_sample(A, seeds, num_neighbors=(25, 10), replace: bool = False):
         sub = A[:, frontier]
         s = sub if k < 0 else sub.individual_sample(k, replace=replace)
         blocks.append(s)
-        rows = s.row()                                   # reached, ascending id
-        frontier = rows[~torch.isin(rows, seen)]         # first reached at this hop
+        rows = s.row()  # reached, ascending id
+        frontier = rows[~torch.isin(rows, seen)]  # first reached at this hop
         seen = torch.cat([seen, frontier])
     return blocks
 
@@ -223,7 +249,7 @@ def batch_key(input_id: torch.Tensor) -> int:
     True
     """
     ids = input_id.reshape(-1).to(torch.int64)
-    h = hash_tensor(0x5EED, torch.zeros_like(ids), ids).sum()     # wraps modulo 2**64
+    h = hash_tensor(0x5EED, torch.zeros_like(ids), ids).sum()  # wraps modulo 2**64
     return combine(ids.numel(), int(h) & MASK64) & ((1 << 62) - 1)
 
 
@@ -239,12 +265,14 @@ def _graph(graph) -> Matrix:
     if isinstance(graph, Matrix):
         return graph
     if hasattr(graph, "edge_index"):
-        if graph.edge_index is None:            # a Data of nodes only: no edge to sample
-            return Matrix.from_edge_index(torch.empty(2, 0, dtype=torch.int64),
-                                          num_nodes=graph.num_nodes)
+        if graph.edge_index is None:  # a Data of nodes only: no edge to sample
+            return Matrix.from_edge_index(
+                torch.empty(2, 0, dtype=torch.int64), num_nodes=graph.num_nodes
+            )
         return Matrix.from_pyg(graph, weight=None)
-    raise TypeError(f"graph: expected a gs.Matrix or a torch_geometric Data, got "
-                    f"{type(graph).__name__}")
+    raise TypeError(
+        f"graph: expected a gs.Matrix or a torch_geometric Data, got {type(graph).__name__}"
+    )
 
 
 class Sampler(_Base):
@@ -331,11 +359,15 @@ class Sampler(_Base):
         out = _out.to_sampler_output(sample, input_id, seed_time)
         device = seeds.device
         weight = None if sample.weight is None else sample.weight.to(device)
-        out = out.__class__(node=out.node.to(device), row=out.row.to(device),
-                            col=out.col.to(device), edge=out.edge.to(device),
-                            num_sampled_nodes=out.num_sampled_nodes,
-                            num_sampled_edges=out.num_sampled_edges,
-                            metadata=(out.metadata[0], seed_time, weight))
+        out = out.__class__(
+            node=out.node.to(device),
+            row=out.row.to(device),
+            col=out.col.to(device),
+            edge=out.edge.to(device),
+            num_sampled_nodes=out.num_sampled_nodes,
+            num_sampled_edges=out.num_sampled_edges,
+            metadata=(out.metadata[0], seed_time, weight),
+        )
         _remember(key, out.edge, weight)
         return out
 
@@ -347,7 +379,7 @@ class Sampler(_Base):
         batch)."""
         if index.time is not None:
             raise ValueError("index: temporal sampling (input_time) is not supported yet")
-        input_id = index.input_id                # None: the seeds' positions, as PyG's
+        input_id = index.input_id  # None: the seeds' positions, as PyG's
         if input_id is None:
             input_id = torch.arange(index.node.numel())
         return self._output(index.node, batch_key(input_id), (input_id, None))
@@ -359,6 +391,7 @@ class Sampler(_Base):
         (as PyG's ``NeighborSampler``), and ``metadata`` holds PyG's ``edge_label_index``
         and ``edge_label`` (or the triplet indices)."""
         from torch_geometric.sampler.neighbor_sampler import edge_sample
+
         if index.time is not None:
             raise ValueError("index: temporal sampling (edge_label_time) is not supported yet")
         key = batch_key(index.input_id)
@@ -368,8 +401,14 @@ class Sampler(_Base):
 
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(combine(self.epoch_seed(), key) & ((1 << 63) - 1))
-            return edge_sample(index, sample_fn, self.A.num_nodes, disjoint=False,
-                               node_time=None, neg_sampling=neg_sampling)
+            return edge_sample(
+                index,
+                sample_fn,
+                self.A.num_nodes,
+                disjoint=False,
+                node_time=None,
+                neg_sampling=neg_sampling,
+            )
 
 
 #: the last mini-batches :class:`Sampler` drew in this process, by key: ``(edge ids, edge
@@ -424,19 +463,25 @@ def with_edge_weight(data):
     >>> out = model(batch.x, batch.edge_index, batch.edge_weight)
     """
     if getattr(data, "input_id", None) is None or getattr(data, "e_id", None) is None:
-        raise TypeError("data: expected a mini-batch of PyG's NodeLoader or LinkLoader over "
-                        "gsample.pyg.Sampler (with input_id and e_id)")
+        raise TypeError(
+            "data: expected a mini-batch of PyG's NodeLoader or LinkLoader over "
+            "gsample.pyg.Sampler (with input_id and e_id)"
+        )
     entry = _RECENT.pop(batch_key(data.input_id), None)
     if entry is None:
-        raise RuntimeError("with_edge_weight: gsample.pyg.Sampler did not sample this "
-                           "mini-batch in this process; the transform must run where the "
-                           "batch was sampled: give the loader filter_per_worker=True (PyG's "
-                           "default for a Data on the CPU) or num_workers=0")
+        raise RuntimeError(
+            "with_edge_weight: gsample.pyg.Sampler did not sample this "
+            "mini-batch in this process; the transform must run where the "
+            "batch was sampled: give the loader filter_per_worker=True (PyG's "
+            "default for a Data on the CPU) or num_workers=0"
+        )
     edge, weight = entry
     if not torch.equal(edge, data.e_id.to(edge.device)):
-        raise RuntimeError("with_edge_weight: the batch's edges (e_id) are not those "
-                           "gsample.pyg.Sampler drew for it (a transform_sampler_output that "
-                           "changes edges, or a transform before this one?)")
+        raise RuntimeError(
+            "with_edge_weight: the batch's edges (e_id) are not those "
+            "gsample.pyg.Sampler drew for it (a transform_sampler_output that "
+            "changes edges, or a transform before this one?)"
+        )
     if weight is not None:
         data.edge_weight = weight
     return data
@@ -463,14 +508,25 @@ class _MiniBatches(torch.utils.data.Dataset):
     sampled in ``batch_scope(epoch_seed, i)`` and, where PyG would (``filter_per_worker``),
     joined with the ``Data``'s attributes (:meth:`filter`, PyG's ``filter_fn``)."""
 
-    def __init__(self, data, A, fn, input_nodes, input_id, batch_size, shuffle, transform,
-                 transform_sampler_output, filter_per_worker):
+    def __init__(
+        self,
+        data,
+        A,
+        fn,
+        input_nodes,
+        input_id,
+        batch_size,
+        shuffle,
+        transform,
+        transform_sampler_output,
+        filter_per_worker,
+    ):
         self.data, self.A, self.fn = data, A, fn
         self.input_nodes, self.input_id = input_nodes, input_id
         self.batch_size, self.shuffle = batch_size, shuffle
         self.transform, self.transform_sampler_output = transform, transform_sampler_output
         self.filter_per_worker = filter_per_worker
-        self._order = (None, None)                 # (epoch_seed, positions): one per epoch
+        self._order = (None, None)  # (epoch_seed, positions): one per epoch
 
     def positions(self, epoch_seed: int) -> torch.Tensor:
         """This epoch's order of the input positions (``gs.DataLoader``'s shuffle)."""
@@ -484,7 +540,7 @@ class _MiniBatches(torch.utils.data.Dataset):
 
     def __getitem__(self, item):
         epoch_seed, i = item
-        positions = self.positions(epoch_seed)[i * self.batch_size:(i + 1) * self.batch_size]
+        positions = self.positions(epoch_seed)[i * self.batch_size : (i + 1) * self.batch_size]
         out = self.sample(positions, epoch_seed, i)
         return self.filter(out) if self.filter_per_worker else out
 
@@ -492,6 +548,7 @@ class _MiniBatches(torch.utils.data.Dataset):
         """The ``SamplerOutput`` of the input positions ``positions`` drawn as mini-batch
         ``key`` (``metadata = (input_id, None, edge_weight)``, as :class:`Sampler`'s)."""
         from torch_geometric.sampler import SamplerOutput
+
         seeds = self.input_nodes[positions]
         with batch_scope(epoch_seed, key):
             out = self.fn(self.A, seeds.to(self.A.device))
@@ -499,16 +556,22 @@ class _MiniBatches(torch.utils.data.Dataset):
         cpu = self.input_nodes.device
         input_id = positions if self.input_id is None else self.input_id[positions]
         weight = None if s.weight is None else s.weight.to(cpu)
-        return SamplerOutput(node=s.node.to(cpu), row=s.row.to(cpu), col=s.col.to(cpu),
-                             edge=s.edge.to(cpu), num_sampled_nodes=s.num_sampled_nodes,
-                             num_sampled_edges=s.num_sampled_edges,
-                             metadata=(input_id, None, weight))
+        return SamplerOutput(
+            node=s.node.to(cpu),
+            row=s.row.to(cpu),
+            col=s.col.to(cpu),
+            edge=s.edge.to(cpu),
+            num_sampled_nodes=s.num_sampled_nodes,
+            num_sampled_edges=s.num_sampled_edges,
+            metadata=(input_id, None, weight),
+        )
 
     def filter(self, out):
         """PyG's ``filter_fn``: ``transform_sampler_output``, then the ``Data``'s attributes
         of the sampled nodes and edges, PyG's fields, ``edge_weight`` when the sample has
         edge values, then ``transform``."""
         from torch_geometric.loader.utils import filter_data
+
         if self.transform_sampler_output is not None:
             out = self.transform_sampler_output(out)
         data = filter_data(self.data, out.node, out.row, out.col, out.edge, None)
@@ -516,8 +579,10 @@ class _MiniBatches(torch.utils.data.Dataset):
             data.n_id = out.node
         if out.edge is not None and "e_id" not in data:
             data.e_id = out.edge
-        data.num_sampled_nodes, data.num_sampled_edges = \
-            out.num_sampled_nodes, out.num_sampled_edges
+        data.num_sampled_nodes, data.num_sampled_edges = (
+            out.num_sampled_nodes,
+            out.num_sampled_edges,
+        )
         input_id = out.metadata[0]
         data.input_id, data.batch_size = input_id, input_id.numel()
         weight = out.metadata[2] if len(out.metadata) > 2 else None
@@ -592,37 +657,57 @@ class NeighborLoader(torch.utils.data.DataLoader):
     TypeError: gsample.pyg.NeighborLoader: subgraph_type='induced' is not supported yet (...)
     """
 
-    def __init__(self, data, num_neighbors, input_nodes=None, batch_size: int = 1,
-                 shuffle: bool = False, replace: bool = False, drop_last: bool = False,
-                 seed: int | None = None, graph: Matrix | None = None,
-                 compile: bool = True, transform: Callable | None = None,
-                 transform_sampler_output: Callable | None = None,
-                 filter_per_worker: bool | None = None, input_id=None, **kwargs):
+    def __init__(
+        self,
+        data,
+        num_neighbors,
+        input_nodes=None,
+        batch_size: int = 1,
+        shuffle: bool = False,
+        replace: bool = False,
+        drop_last: bool = False,
+        seed: int | None = None,
+        graph: Matrix | None = None,
+        compile: bool = True,
+        transform: Callable | None = None,
+        transform_sampler_output: Callable | None = None,
+        filter_per_worker: bool | None = None,
+        input_id=None,
+        **kwargs,
+    ):
         _require()
-        kwargs = check_pyg_arguments("NeighborLoader", kwargs)   # before anything is built
+        kwargs = check_pyg_arguments("NeighborLoader", kwargs)  # before anything is built
         if not hasattr(data, "edge_index"):
-            raise TypeError("data: expected a torch_geometric Data (heterogeneous graphs and "
-                            "remote feature / graph stores are not supported by "
-                            f"gsample.pyg.NeighborLoader yet), got {type(data).__name__}")
-        for key, value in data.items():         # PyG's filter_data slices these per batch
-            if isinstance(value, torch.Tensor) and value.layout not in (torch.strided,
-                                                                        torch.sparse_coo):
-                raise TypeError(f"data.{key}: a sparse tensor of layout {value.layout} cannot "
-                                "be sliced per mini-batch (PyG's filter_data takes dense and "
-                                f"sparse COO tensors); pass data.{key}.to_sparse_coo() or "
-                                ".to_dense()")
+            raise TypeError(
+                "data: expected a torch_geometric Data (heterogeneous graphs and "
+                "remote feature / graph stores are not supported by "
+                f"gsample.pyg.NeighborLoader yet), got {type(data).__name__}"
+            )
+        for key, value in data.items():  # PyG's filter_data slices these per batch
+            if isinstance(value, torch.Tensor) and value.layout not in (
+                torch.strided,
+                torch.sparse_coo,
+            ):
+                raise TypeError(
+                    f"data.{key}: a sparse tensor of layout {value.layout} cannot "
+                    "be sliced per mini-batch (PyG's filter_data takes dense and "
+                    f"sparse COO tensors); pass data.{key}.to_sparse_coo() or "
+                    ".to_dense()"
+                )
         if isinstance(num_neighbors, dict):
-            raise TypeError("num_neighbors: a dict per edge type (heterogeneous sampling) is "
-                            "not supported yet; give a list of ints >= -1, one per hop")
+            raise TypeError(
+                "num_neighbors: a dict per edge type (heterogeneous sampling) is "
+                "not supported yet; give a list of ints >= -1, one per hop"
+            )
         if isinstance(num_neighbors, int) or not all(
-                isinstance(k, int) and not isinstance(k, bool) and k >= -1
-                for k in num_neighbors):
-            raise TypeError("num_neighbors: expected a list of ints >= -1 (one per hop), got "
-                            f"{num_neighbors!r}")
+            isinstance(k, int) and not isinstance(k, bool) and k >= -1 for k in num_neighbors
+        ):
+            raise TypeError(
+                f"num_neighbors: expected a list of ints >= -1 (one per hop), got {num_neighbors!r}"
+            )
         A = _graph(data) if graph is None else graph
         if not isinstance(A, Matrix) or A.num_nodes != data.num_nodes:
-            raise ValueError("graph: expected a gs.Matrix of the data's "
-                             f"{data.num_nodes} nodes")
+            raise ValueError(f"graph: expected a gs.Matrix of the data's {data.num_nodes} nodes")
         mask = isinstance(input_nodes, torch.Tensor) and input_nodes.dtype == torch.bool
         if input_nodes is None:
             input_nodes = torch.arange(data.num_nodes)
@@ -630,37 +715,52 @@ class NeighborLoader(torch.utils.data.DataLoader):
         if input_id is not None:
             input_id = V.as_tensor(input_id, "input_id", None).cpu()
             if input_id.dim() != 1 or input_id.numel() != input_nodes.numel():
-                raise ValueError(f"input_id: expected one entry per input node, shape "
-                                 f"({input_nodes.numel()},); got {tuple(input_id.shape)}")
-        elif mask:                       # PyG reports a mask's seeds by their node ids
+                raise ValueError(
+                    f"input_id: expected one entry per input node, shape "
+                    f"({input_nodes.numel()},); got {tuple(input_id.shape)}"
+                )
+        elif mask:  # PyG reports a mask's seeds by their node ids
             input_id = input_nodes
         batch_size = V.count(batch_size, "batch_size", low=1)
         seed = V.seed(seed, none_ok=True)
         seed = _default_seed() if seed is None else seed
-        for name, f in (("transform", transform),
-                        ("transform_sampler_output", transform_sampler_output)):
+        for name, f in (
+            ("transform", transform),
+            ("transform_sampler_output", transform_sampler_output),
+        ):
             if f is not None and not callable(f):
                 raise TypeError(f"{name}: must be callable or None, got {type(f).__name__}")
-        if filter_per_worker is None:    # PyG's inference: a Data on a GPU filters in main
+        if filter_per_worker is None:  # PyG's inference: a Data on a GPU filters in main
             filter_per_worker = not getattr(data, "is_cuda", False)
         replace = V.flag(replace, "replace")
-        fn = functools.partial(neighbor_sample, num_neighbors=tuple(num_neighbors),
-                               replace=replace)
+        fn = functools.partial(neighbor_sample, num_neighbors=tuple(num_neighbors), replace=replace)
         if V.flag(compile, "compile"):
             from gsample.compiler.compiled import compile as gs_compile
-            fn = functools.partial(gs_compile(neighbor_sample),
-                                   num_neighbors=tuple(num_neighbors), replace=replace)
+
+            fn = functools.partial(
+                gs_compile(neighbor_sample), num_neighbors=tuple(num_neighbors), replace=replace
+            )
         n = input_nodes.numel()
         num_batches = n // batch_size if V.flag(drop_last, "drop_last") else -(-n // batch_size)
         self.num_neighbors, self.replace, self.graph = list(num_neighbors), replace, A
         self.seed = seed & MASK64
         self.epoch = 0
         self.batches = _EpochBatches(num_batches)
-        dataset = _MiniBatches(data, A, fn, input_nodes, input_id, batch_size,
-                               V.flag(shuffle, "shuffle"), transform, transform_sampler_output,
-                               V.flag(filter_per_worker, "filter_per_worker"))
-        super().__init__(dataset, batch_size=None, sampler=self.batches,
-                         collate_fn=_identity, **kwargs)
+        dataset = _MiniBatches(
+            data,
+            A,
+            fn,
+            input_nodes,
+            input_id,
+            batch_size,
+            V.flag(shuffle, "shuffle"),
+            transform,
+            transform_sampler_output,
+            V.flag(filter_per_worker, "filter_per_worker"),
+        )
+        super().__init__(
+            dataset, batch_size=None, sampler=self.batches, collate_fn=_identity, **kwargs
+        )
 
     def __iter__(self):
         """An epoch: its seed is ``combine(combine(0, seed), epoch)``, as ``gs.DataLoader``'s."""
@@ -675,6 +775,7 @@ class NeighborLoader(torch.utils.data.DataLoader):
         if self.dataset.filter_per_worker:
             return iterator
         from torch_geometric.loader.base import DataLoaderIterator
+
         return DataLoaderIterator(iterator, self.dataset.filter)
 
     def __call__(self, index):
@@ -689,12 +790,19 @@ class NeighborLoader(torch.utils.data.DataLoader):
         """
         positions = V.ids(index, "index", self.dataset.input_nodes.numel(), None).cpu()
         epoch_seed = combine(combine(0, self.seed), max(self.epoch - 1, 0))
-        return self.dataset.filter(self.dataset.sample(positions, epoch_seed,
-                                                       batch_key(positions)))
+        return self.dataset.filter(self.dataset.sample(positions, epoch_seed, batch_key(positions)))
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__}()"
 
 
-__all__ = ["NeighborLoader", "PYG_ONLY", "PygOnly", "Sampler", "batch_key",
-           "check_pyg_arguments", "neighbor_sample", "with_edge_weight"]
+__all__ = [
+    "PYG_ONLY",
+    "NeighborLoader",
+    "PygOnly",
+    "Sampler",
+    "batch_key",
+    "check_pyg_arguments",
+    "neighbor_sample",
+    "with_edge_weight",
+]
