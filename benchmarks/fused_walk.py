@@ -3,7 +3,7 @@ kernel per mini-batch on the CUDA backend) against the same walk unrolled (``fus
 ``length`` copies of the step in the program), in one run (issue 13).
 
 The workload is the Metropolis-Hastings walk of ``examples/metropolis_hastings.py`` (length 80,
-mini-batch 1024) on the products-sized R-MAT graph of DESIGN §8 (or ``--quick``: 200k nodes,
+mini-batch 1024) on the products-sized R-MAT graph of docs/architecture.md §8 (or ``--quick``: 200k nodes,
 4M edges). Per mode (fused, fused super-batched ``--super-batch``, unrolled), through
 ``gs.DataLoader``: epoch time (median of ``--repeats`` after a
 warm-up epoch), and from ``torch.profiler`` over one mini-batch the kernels launched. The

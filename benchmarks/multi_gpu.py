@@ -2,7 +2,7 @@
 
 One process per GPU (``torch.multiprocessing.spawn``, NCCL with ``NCCL_NVLS_ENABLE=0``),
 or per CPU core with gloo (``--device cpu``: one thread a rank). Every rank generates the
-products-sized R-MAT graph (DESIGN §8: 2.4M nodes, 120M edges, fixed seed) on its device, then
+products-sized R-MAT graph (docs/architecture.md §8: 2.4M nodes, 120M edges, fixed seed) on its device, then
 ``gs.distributed.place(A, placement)`` for each placement:
 
 =============  ===============================================================================

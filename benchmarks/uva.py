@@ -1,7 +1,7 @@
 """GraphSAGE [25, 10] on a graph in pinned host memory (UVA) against the same graph on the
 device, in one run (issue 15).
 
-The products-sized R-MAT graph of DESIGN §8 (2.4M nodes, 120M edges) is generated on the GPU
+The products-sized R-MAT graph of docs/architecture.md §8 (2.4M nodes, 120M edges) is generated on the GPU
 with a fixed seed, then placed twice: on the device (``A.to("cuda")``) and in pinned host
 memory read by the GPU through unified virtual addressing (``A.to("cuda", placement="uva")``;
 ``"auto"`` with a ``budget`` below the graph's size picks the same, as for a GPU too small for

@@ -7,7 +7,7 @@ frontier. Unlike FastGCN and LADIES there is no bias and no importance weighting
 blocks keep the graph's edge values. A frontier with at most ``k`` distinct in-neighbours
 keeps them all.
 
-DESIGN §7 fixes no count; the default ``layers=(2000, 2000)`` is FastGCN's, for
+docs/architecture.md §7 fixes no count; the default ``layers=(2000, 2000)`` is FastGCN's, for
 comparison with it. Super-batching: ``gs.DataLoader(..., super_batch=4)`` works (``k``
 rows per mini-batch, each drawn with its own keys).
 

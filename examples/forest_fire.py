@@ -4,7 +4,7 @@
 draws ``x`` from a geometric law with mean ``p / (1 - p)`` (``P(x) = (1 - p) p^x``,
 ``x = 0, 1, ...``; ``p`` the forward burning probability, 0.7 in the paper) and
 sets fire to ``x`` of its neighbours that have not burned yet, chosen uniformly
-(all of them when it has fewer); the newly burned nodes burn in turn. DESIGN §7,
+(all of them when it has fewer); the newly burned nodes burn in turn. docs/architecture.md §7,
 entry 19: ``p = 0.7``, depth 2. The fire spreads along in-edges (the direction
 every gsample op reads; pass the transposed graph for out-links).
 

@@ -18,7 +18,7 @@ Rexp3): both live outside the sampler, in plain torch code between mini-batches.
 The weights are a tensor ``bias`` of one value per edge of the graph (indexed by
 edge id) that the sampler takes as an argument (``functools.partial``, as
 ``pass_sampler.py`` takes its weights); :func:`bandit_update` changes it in place
-after each batch. DESIGN §7, entry 15.
+after each batch. docs/architecture.md §7, entry 15.
 
 ``gs.DataLoader`` and such state: a sampler given tensors through
 ``functools.partial`` samples in the caller's thread, in step with the loop, so

@@ -25,7 +25,7 @@ edges sliced for 4000 draws on a 300,000-edge R-MAT graph, compiled 64 against 1
 subgraph on a 2-core CPU.)
 
 The mini-batch's ``seeds`` are not roots: their values are ignored; a mini-batch is a
-place in the epoch, whose draws are keyed by the epoch's seed and its index (DESIGN §3):
+place in the epoch, whose draws are keyed by the epoch's seed and its index (docs/architecture.md §3):
 ``gs.DataLoader(A, partial(graphsaint_edge, column=node_column(A)), torch.arange(S),
 batch_size=1)`` gives ``S`` independent subgraphs an epoch. The seeds are not nodes:
 give the loader ``seeds_are_nodes=False`` so that ``batch.n_id``, its ``features=`` /

@@ -10,7 +10,7 @@ nodes]``.
 
 The mini-batch's ``seeds`` are not roots: their values are ignored. GraphSAINT picks its
 nodes from the whole graph, so a mini-batch is only a place in the epoch: its draws are
-keyed by the epoch's seed and its index (DESIGN §3), and ``gs.DataLoader(A,
+keyed by the epoch's seed and its index (docs/architecture.md §3), and ``gs.DataLoader(A,
 graphsaint_node, torch.arange(S), batch_size=1)`` gives ``S`` independent subgraphs an
 epoch (a larger ``batch_size`` gives fewer, not larger, subgraphs). The seeds are not
 nodes: give the loader ``seeds_are_nodes=False``, and ``batch.n_id``, its ``features=`` /

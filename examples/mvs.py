@@ -7,7 +7,7 @@ mini-batch node needs only its one-hop neighbourhood: every in-edge, the
 neighbours' stored activations standing in for deeper layers), and the
 stochastic-gradient variance, which it minimises by drawing the mini-batch's
 nodes with probability proportional to their (approximate, periodically
-refreshed) per-node gradient norm ``g_i``. DESIGN §7, entry 17: 1 hop,
+refreshed) per-node gradient norm ``g_i``. docs/architecture.md §7, entry 17: 1 hop,
 probabilities from a per-node gradient-norm tensor, mini-batches of 64.
 
 Here the loader's mini-batch is a pool of candidate nodes (a uniform share of the
@@ -17,7 +17,7 @@ block of the chosen nodes. Two laws (``--law``):
 
 * ``without-replacement`` (:func:`mvs`, the default): 64 sequential draws, each
   proportional to ``g`` among the candidates not drawn yet (``collective_sample``'s law,
-  DESIGN §3). The importance weights ``1 / (b p_i)`` built from the returned
+  docs/architecture.md §3). The importance weights ``1 / (b p_i)`` built from the returned
   ``p_i = g_i / sum g`` are unbiased for draws *with* replacement, only approximately
   for these (``collective_sample(..., replace=True)`` would merge repeated draws and
   lose the repeat counts).
@@ -123,7 +123,7 @@ def mvs_independent(A, candidates, grad_norm, batch_size=64):
     -----
     The law (Ibragimov and Gusev, "Minimal Variance Sampling in Stochastic Gradient
     Boosting", NeurIPS 2019): candidate ``i`` is kept when ``u_i < p_i``, with ``u_i`` one
-    keyed uniform per candidate (``A.random_uniform``, DESIGN §3: the same uniforms eager
+    keyed uniform per candidate (``A.random_uniform``, docs/architecture.md §3: the same uniforms eager
     and compiled, super-batched or not, on the torch and the CUDA backend), so the
     candidates are kept independently and the number kept is random.
 

@@ -4,13 +4,13 @@ PinSAGE does not aggregate over a node's graph neighbours: it runs short random 
 restart from the node and takes the ``k`` nodes its walks visit most often as its
 neighbours, weighted by their visit counts (the weights of its importance pooling). Here
 every seed starts ``num_walks`` walks of ``length`` steps (100 walks of 3 steps, ``k = 10``,
-as in DESIGN §7); at each step a walk goes back to its seed with probability
+as in docs/architecture.md §7); at each step a walk goes back to its seed with probability
 ``restart_prob`` (0.5, DGL's ``PinSAGESampler`` default), else to a uniform in-neighbour.
 Visits of the seed itself do not count (a node is not its own neighbour; DGL's sampler
 counts them). Ties in the counts go to the smaller node id, so the result is a function of
 the walks alone.
 
-The walks are one ``A.random_walk`` (every draw keyed, DESIGN §3); counting and the top-k
+The walks are one ``A.random_walk`` (every draw keyed, docs/architecture.md §3); counting and the top-k
 are plain torch code on them. The neighbours are not edges of ``A`` (they are up to
 ``length`` hops away): :func:`pinsage` returns them as dense ``(B, k)`` tensors, and
 :func:`pinsage_block` as a block (``A.from_neighbors``: column ``i`` the seed, its

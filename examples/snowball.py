@@ -4,7 +4,7 @@ From a uniform random sample of seed nodes, take *every* neighbour of the
 sample, then every neighbour of those, up to a depth (the "waves" of the
 snowball). Nothing is random but the seeds: ``gs.DataLoader`` draws them, its
 shuffled mini-batches being uniform random sets of the seed pool (a uniform
-permutation from gsample's hash each epoch). DESIGN §7, entry 20: all
+permutation from gsample's hash each epoch). docs/architecture.md §7, entry 20: all
 neighbours up to depth 2 from uniform seeds.
 
 Neighbours are in-neighbours (the direction every gsample op reads; pass the

@@ -13,7 +13,7 @@ but only reads stored activations, so the receptive field still grows by 2 per
 node and layer. The sampler therefore returns, per layer, the sampled block
 (values scaled by ``n(u) / |S(u)|``) and the full block ``A[:, frontier]`` (values
 ``P``), as DGL's VR-GCN example does (``examples/pytorch/vrgcn``: blocks and
-history blocks). DESIGN §7, entry 12: fanouts [2, 2].
+history blocks). docs/architecture.md §7, entry 12: fanouts [2, 2].
 
 Run it from the repository root (after ``pip install -e .``)::
 

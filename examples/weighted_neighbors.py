@@ -4,13 +4,13 @@ GraphSAGE-style node-wise sampling (Hamilton et al., 2017) in which a node's
 in-neighbours are drawn with probability proportional to the weight of the edge
 that joins them (DGL's ``sample_neighbors(..., prob="weight")``, PyG's
 ``NeighborLoader(..., weight_attr=...)``), with or without replacement, for any
-fanouts. DESIGN §7, entry 11.
+fanouts. docs/architecture.md §7, entry 11.
 
 * With replacement, each of the ``k`` draws of column ``j`` picks edge ``(i, j)``
   with probability ``w_ij / sum_i' w_i'j``, independently.
 * Without replacement, the ``k`` edges are ``k`` sequential draws, each
   proportional to weight among the edges not drawn yet (the exponential-key /
-  A-Res order of DESIGN §3): the marginal inclusion probability of an edge is
+  A-Res order of docs/architecture.md §3): the marginal inclusion probability of an edge is
   *not* ``k w_ij / sum w`` (a heavy edge is capped at 1).
 
 Run it from the repository root (after ``pip install -e .``)::

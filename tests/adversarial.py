@@ -1,8 +1,8 @@
 """The samplers, ids and checks of ``tests/test_adversarial_ids.py`` (issue 32, item 2).
 
-Every check here asks what a user who passes one bad node id expects (DESIGN §6): the call
+Every check here asks what a user who passes one bad node id expects (docs/architecture.md §6): the call
 that got it raises an ``IndexError`` naming the argument and the id, before it returns
-anything, and the process goes on sampling exactly what it sampled before (DESIGN §3).
+anything, and the process goes on sampling exactly what it sampled before (docs/architecture.md §3).
 
 ``tests/`` is on ``sys.path`` while pytest runs (see ``tests/helpers.py``), so the test module
 imports this one as ``adversarial``.
@@ -45,7 +45,7 @@ class Spec:
         The example's sampler function, ``fn(A, seeds, **kwargs)``.
     cpu, gpu : dict
         Static keyword arguments on the CPU (small: the CPU suite stays fast) and on a GPU
-        (the catalogue's parameters, DESIGN §7).
+        (the catalogue's parameters, docs/architecture.md §7).
     names : tuple of str
         What an error about a bad seed may name: the sampler's own argument (``seeds``) or
         the argument of the operator the seeds are passed to (``A[:, cols]``: ``cols``).

@@ -1,8 +1,8 @@
 """Bad node ids on every path of the compiled catalogue samplers (issue 32, item 2).
 
 A user who passes one bad id must get the documented ``IndexError`` naming the argument
-(DESIGN §6), from the call that had it, and the next good call must return exactly what it
-returns in a fresh process (DESIGN §3): a kernel that reads or writes through an unchecked
+(docs/architecture.md §6), from the call that had it, and the next good call must return exactly what it
+returns in a fresh process (docs/architecture.md §3): a kernel that reads or writes through an unchecked
 id corrupts memory or loses the CUDA context, and then either the error or the next sample
 is wrong. The ids (:func:`adversarial.bad_ids`, ``N`` the node count): ``N``, ``N + 1``,
 ``-1``, ``-2**40``, ``2**31``, ``2**32 + 1`` (1 after a 32-bit cast), ``2**40``, ``2**62``,
@@ -287,10 +287,10 @@ def test_uva_cache(name, target):
 @targets(ALL)
 @pytest.mark.parametrize("name", SAMPLERS)
 def test_a_failed_call_draws_nothing(name, target):
-    """DESIGN §3 after an error: a call refused for a bad seed takes nothing from the random
+    """docs/architecture.md §3 after an error: a call refused for a bad seed takes nothing from the random
     stream, so the good call right after it (no ``gs.manual_seed`` in between) samples what
     the first call of a fresh process samples. An eager call checks its seeds before it
-    draws; a compiled call must leave the stream as that eager call leaves it (DESIGN §3,
+    draws; a compiled call must leave the stream as that eager call leaves it (docs/architecture.md §3,
     consequence 2: eager and compiled give the same samples)."""
     spec = specs()[name]
     A = graph(name, target.device)

@@ -1,4 +1,4 @@
-"""Catalogue entries 11, 12, 15, 17, 19 and 20 (DESIGN §7): weighted neighbour sampling,
+"""Catalogue entries 11, 12, 15, 17, 19 and 20 (docs/architecture.md §7): weighted neighbour sampling,
 VR-GCN, GCN-BS / Thanos, MVS, forest fire and snowball.
 
 For each example, on a generated weighted R-MAT graph and on web-NotreDame with weights

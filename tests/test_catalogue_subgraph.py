@@ -1,18 +1,18 @@
-"""The subgraph examples of DESIGN §7: GraphSAINT node / edge / random walk (25-27),
+"""The subgraph examples of docs/architecture.md §7: GraphSAINT node / edge / random walk (25-27),
 Cluster-GCN (28) and SEAL (14).
 
 On a weighted R-MAT graph and on web-NotreDame (skipped when ../shared/data lacks it):
 
 * structure, checked against the graph's own edge table: every sample is exactly the
   subgraph its nodes induce (every edge of ``A`` between two of them, with its id and
-  value, and no other), sizes as DESIGN §7 sets them, the seeds where they belong (RW
+  value, and no other), sizes as docs/architecture.md §7 sets them, the seeds where they belong (RW
   roots and SEAL's pair first, Cluster-GCN's parts, GraphSAINT's nodes drawn only where
   the law puts mass), and brute-force node sets where the sampler is deterministic;
 * compiled equals eager, and ``gs.DataLoader`` samples (one by one, and with
   ``super_batch=4``: equal to one by one, GraphSAINT-node's draws on the whole graph
   included).
 
-Laws (a 5,000-node weighted R-MAT graph, fixed seeds, DESIGN §7's budgets), each also
+Laws (a 5,000-node weighted R-MAT graph, fixed seeds, docs/architecture.md §7's budgets), each also
 rejecting a wrong law (power):
 
 * GraphSAINT-node and -edge make ``k`` draws with replacement: item ``i`` (node, or
@@ -98,7 +98,7 @@ def graph(request):
 
 
 def workload(name, G):
-    """``(sampler(A, seeds), seeds of a few mini-batches, batch size)``: DESIGN §7's
+    """``(sampler(A, seeds), seeds of a few mini-batches, batch size)``: docs/architecture.md §7's
     parameters (GraphSAINT budgets 6000 / 4000, 2000 roots and walks of 4, 1500 random
     parts and 20 a mini-batch, SEAL's 2 hops from a pair)."""
     A, N = G.A, G.N
@@ -510,7 +510,7 @@ def to_cuda(fn):
 
 def compare(name, G, pairs, what):
     """``pairs``: (CUDA backend output, torch backend output) of several calls. Uniform
-    samplers: identical. Weighted ones (DESIGN §3: >= 99.9% of the draws agree, float
+    samplers: identical. Weighted ones (docs/architecture.md §3: >= 99.9% of the draws agree, float
     rounding): each CUDA subgraph is exactly ``A[nodes, nodes]`` for its nodes, and the
     node sets agree on >= 99.9% of the nodes, pooled over the calls (GraphSAINT: the nodes
     are the draws' endpoints); SEAL-PPR >= 99%: one draw that differs at hop 1 changes the

@@ -1,4 +1,4 @@
-"""Heterogeneous graphs (``gs.HeteroGraph``, ``gsample/hetero/``; DESIGN §7 #7).
+"""Heterogeneous graphs (``gs.HeteroGraph``, ``gsample/hetero/``; docs/architecture.md §7 #7).
 
 Construction and its errors (each naming the argument), PyG's ``HeteroData`` both ways,
 relation-typed neighbour sampling (structure, hops, determinism), metapath walks
@@ -740,7 +740,7 @@ def test_example_main_runs(ex, capsys):
 
 
 def test_walks_and_samples_same_on_every_device(H, device):
-    """Uniform operators draw the same on every device (DESIGN §3)."""
+    """Uniform operators draw the same on every device (docs/architecture.md §3)."""
     seeds = paper_seeds(H, 256)
     gs.manual_seed(0)
     walks = H.metapath_walk(seeds, PAP * 2 + [CITES], restart_prob=0.3)

@@ -1,4 +1,4 @@
-"""Graph inputs (DESIGN §5): edge lists, CSC arrays, scipy.sparse, networkx, PyG
+"""Graph inputs (docs/architecture.md §5): edge lists, CSC arrays, scipy.sparse, networkx, PyG
 ``Data``, SNAP files and the R-MAT generator.
 
 Each constructor is checked against a dense reference built independently from

@@ -1,4 +1,4 @@
-"""The folders show the pipeline, and imports only go down it (DESIGN §2):
+"""The folders show the pipeline, and imports only go down it (docs/architecture.md §2):
 
     capture (trace) -> ir -> passes -> runtime (lowering) -> backend/{torch, cuda} -> kernels
 

@@ -204,7 +204,7 @@ def test_layout_ops_are_the_ones_with_kernels_for_them():
     sampling = [op for op, d in OPS.items() if d.effect.value == "random"]
     for be in (TORCH, get_backend("cuda")):
         assert sampling and all(be.layouts(op) == ("csc",) for op in sampling), (
-            "sampling ops draw on the CSC only (DESIGN §3)"
+            "sampling ops draw on the CSC only (docs/architecture.md §3)"
         )
 
 

@@ -1,6 +1,6 @@
 """``gsample.pyg``: the ``BaseSampler`` adapter inside PyG's ``NodeLoader`` / ``LinkLoader``, the
 drop-in ``NeighborLoader`` against PyG's conventions, and worker processes drawing exactly
-what one process draws (DESIGN §3, consequence 5)."""
+what one process draws (docs/architecture.md §3, consequence 5)."""
 
 import functools
 

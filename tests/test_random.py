@@ -1,4 +1,4 @@
-"""The counter-based hash and the determinism contract (DESIGN §3)."""
+"""The counter-based hash and the determinism contract (docs/architecture.md §3)."""
 
 import torch
 

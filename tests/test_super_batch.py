@@ -1,4 +1,4 @@
-"""Super-batching samples exactly what the mini-batches sample one by one (DESIGN §3, 4.).
+"""Super-batching samples exactly what the mini-batches sample one by one (docs/architecture.md §3, 4.).
 
 ``gs.DataLoader(..., super_batch=N)`` runs N mini-batches in one run of the compiled
 program (``gsample.passes.super_batch``). Checked here, on every device:

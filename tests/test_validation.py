@@ -1,4 +1,4 @@
-"""DESIGN §6: bad input is a clear Python exception naming the argument, raised
+"""docs/architecture.md §6: bad input is a clear Python exception naming the argument, raised
 before anything runs; the documented behaviours hold instead of errors.
 
 Every bad-input case runs with the backend instrumented: no backend op may run

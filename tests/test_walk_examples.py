@@ -1,4 +1,4 @@
-"""The walk examples (DESIGN §7, entries 1-6): structure, compiled == eager, and the law of
+"""The walk examples (docs/architecture.md §7, entries 1-6): structure, compiled == eager, and the law of
 their steps, on a generated graph and on web-NotreDame (skipped when ../shared/data lacks it).
 
 Structure is checked against the graph's edge list. The law of the steps is tested with a

@@ -1,4 +1,4 @@
-"""Input checks (DESIGN §6): every bad input becomes a clear Python exception that
+"""Input checks (docs/architecture.md §6): every bad input becomes a clear Python exception that
 names the argument, raised before any backend op could read out of bounds.
 
 Documented behaviours instead of errors: a non-contiguous tensor is copied to a

@@ -1,4 +1,4 @@
-"""One benchmark harness (issue 14, DESIGN §8): every workload, its gsample modes and its peers
+"""One benchmark harness (issue 14, docs/architecture.md §8): every workload, its gsample modes and its peers
 side by side with the device's physical bound, in one process.
 
     python -m gsample.bench --quick --device cpu          # CI smoke run, < 2 minutes
@@ -20,7 +20,7 @@ LADIES, W5 FastGCN / ShaDow / PASS), each timed over the same seeds:
 Before timing, the gsample modes draw the first mini-batches from one seed and must agree with
 the first mode (and, on a GPU, with eager on the CPU; and the last mode with itself drawn
 again): uniform samplers exactly, weighted ones (LADIES, FastGCN, node2vec, PASS) on at least
-0.999 of their edges or walk entries (DESIGN §3). A disagreement or a workload that raises
+0.999 of their edges or walk entries (docs/architecture.md §3). A disagreement or a workload that raises
 makes the run exit 1 after writing its record; speed never does.
 
 Figures (:mod:`gsample.bench.measure`) per (workload, mode): epoch seconds (median of

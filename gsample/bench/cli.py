@@ -139,8 +139,8 @@ def parser():
     """The harness's argparse parser (``python -m gsample.bench --help``)."""
     p = argparse.ArgumentParser(
         prog="python -m gsample.bench",
-        description="One benchmark harness: every workload of DESIGN "
-        "§8 beside its peers and the gather bound.",
+        description="One benchmark harness: every workload of the catalogue "
+        "(docs/catalogue.md) beside its peers and the gather bound.",
     )
     p.add_argument("--workloads", nargs="+", choices=ALL_WORKLOADS, default=list(ALL_WORKLOADS))
     p.add_argument(

@@ -1,4 +1,4 @@
-"""The workloads of DESIGN §8 and the gsample modes the harness times for each.
+"""The workloads of docs/architecture.md §8 and the gsample modes the harness times for each.
 
 ==========  ====  ===============================================  ==========  ==========
 workload    §8    sampler (``examples/``)                          mini-batch  weighted
@@ -44,7 +44,7 @@ DESIGN_IDS = {
 WALKS = ("deepwalk", "node2vec")
 WEIGHTED = ("ladies", "fastgcn", "node2vec", "pass")
 AGREEMENT_BATCHES = 4
-#: the determinism contract (DESIGN §3): uniform draws identical everywhere; weighted ones may
+#: the determinism contract (docs/architecture.md §3): uniform draws identical everywhere; weighted ones may
 #: round their probabilities differently across backends, so at least this share agrees
 WEIGHTED_MIN_AGREEMENT = 0.999
 #: ``--modes``: ``bare`` is ``@gs.compile`` without ``backend=`` (the default, ``"auto"``:

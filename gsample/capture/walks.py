@@ -14,7 +14,7 @@ Otherwise (or with ``fuse=False``) the trace is copied ``length`` times into the
 the copies are ordinary ops, so every pass, super-batching and both backends apply to them.
 Either way the random ops of step ``s`` take the op ordinals right after those of step
 ``s - 1``, in program order, exactly as a hand-written Python loop over the same ``step``
-(eager or compiled): the samples are that loop's, bit for bit (DESIGN §3).
+(eager or compiled): the samples are that loop's, bit for bit (docs/architecture.md §3).
 """
 
 from __future__ import annotations

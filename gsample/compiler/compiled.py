@@ -8,7 +8,7 @@ device: :func:`gsample.backend_for`). A new static value re-traces; old constant
 reused. A call binds its arguments, finds the entry, and runs the lowered program
 (``gsample.runtime.run``): checks at the program's boundary, resolved calls, random op ``i``
 drawing with op ordinal ``stream + i`` so that compiled and eager runs draw the same samples
-(DESIGN §3).
+(docs/architecture.md §3).
 """
 
 from __future__ import annotations

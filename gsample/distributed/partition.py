@@ -4,7 +4,7 @@ Rank ``r`` owns the columns (the in-edges) of nodes ``bounds[r] <= v < bounds[r 
 ranges cut where the edge count reaches ``r * E / world_size``, and keeps only their CSC on its
 device. A sampler sees a :class:`PartitionedMatrix` and runs eagerly; an operator over a
 frontier that spans ranges exchanges it. Every sample is the single-process one, bit for bit
-(DESIGN §3: draws are keyed by the mini-batch and the column's position in the frontier,
+(docs/architecture.md §3: draws are keyed by the mini-batch and the column's position in the frontier,
 never by the rank):
 
 ``A[:, cols].individual_sample(k, probs=..., replace=..., method=...)``
@@ -17,7 +17,7 @@ never by the rank):
 The draws are the torch code's (``gsample.backend.torch.select`` and ``.walk``) on the rank's
 device: bit for bit the single-device samples of the torch backend (the default for eager
 ops); a single GPU under ``gs.use_backend("cuda")`` draws weighted node-wise samples within
-DESIGN §3's bound of them (99.9% of draws), the others bit for bit.
+docs/architecture.md §3's bound of them (99.9% of draws), the others bit for bit.
 
 ``gs.DataLoader(P, sampler, seeds, B, super_batch=N)`` samples N mini-batches of a rank in
 one round: the sampler runs once, each operator above exchanging the N mini-batches'

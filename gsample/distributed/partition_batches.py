@@ -10,7 +10,7 @@ exchange carries the N mini-batches' frontiers at once:
   tensor per mini-batch;
 * ``P[:, cols]`` and ``P.random_walk(seeds, ...)`` join the mini-batches' columns (walkers)
   one mini-batch after the other, each column keyed as single-device super-batching keys it
-  (DESIGN §3; :class:`gsample.base.random.BatchKeys` / :class:`~gsample.base.random.ColumnKeys`: its
+  (docs/architecture.md §3; :class:`gsample.base.random.BatchKeys` / :class:`~gsample.base.random.ColumnKeys`: its
   mini-batch's key ``op_key(seed, op ordinal, batch index)`` and its position *within its
   mini-batch's frontier*), exchange once for all N, and return a :class:`PerBatch` of the
   mini-batches' results (``gs.Matrix`` samples, slice values, walks), split back;

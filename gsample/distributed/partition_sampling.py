@@ -5,7 +5,7 @@ every rank agrees on.
 ``A[:, cols].individual_sample(k, replace=...)`` (uniform)
     each rank sends every frontier column to its owner with the column's position in the
     frontier and the op's key (one all-to-all); the owner draws exactly what the
-    single-process sampler draws for that column (the same keys: DESIGN §3, the column
+    single-process sampler draws for that column (the same keys: docs/architecture.md §3, the column
     position of the requesting frontier) and sends back per column its edge count, then the
     edges' rows, edge ids and values (two all-to-alls). The result is an ordinary
     ``gs.Matrix`` on the rank's device, identical to the single-process sample.

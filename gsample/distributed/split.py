@@ -4,7 +4,7 @@ As ``torch.utils.data.DistributedSampler`` does, every rank orders the epoch the
 loader's shuffle is a pure function of the epoch's seed), pads it by repeating its beginning
 to a multiple of the world size, and takes an equal share; here the unit is a whole
 mini-batch, and a rank's share is a contiguous block of the padded list. A mini-batch's
-samples depend on the epoch's seed and its *global* index only (DESIGN §3), so the union of
+samples depend on the epoch's seed and its *global* index only (docs/architecture.md §3), so the union of
 the ranks' mini-batches is the single-process epoch, sample for sample; contiguous blocks
 keep a rank's super-batches on consecutive indices.
 """

@@ -18,7 +18,7 @@ COO        edges in CSC order with an explicit column index ``cols`` (and the CS
 
 Per-edge tensors a user sees (``A.values``, edge-aligned operands, probabilities) are
 always in CSC order; a CSR maps them with :meth:`CSR.from_csc_order` and
-:meth:`CSR.to_csc_order`. Samplers only ever draw on a CSC (DESIGN §3), so the layout
+:meth:`CSR.to_csc_order`. Samplers only ever draw on a CSC (docs/architecture.md §3), so the layout
 a compiled program picks never changes a sample.
 
 Examples

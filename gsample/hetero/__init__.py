@@ -1,4 +1,4 @@
-"""Heterogeneous graphs: one ``gs.Matrix`` per edge type (issue 13, part 3; DESIGN §7 #7).
+"""Heterogeneous graphs: one ``gs.Matrix`` per edge type (issue 13, part 3; docs/architecture.md §7 #7).
 
 A :class:`HeteroGraph` holds node types with their node counts and one adjacency matrix
 per edge type ``(src_type, relation, dst_type)``, as PyG's ``HeteroData`` and DGL's
@@ -26,7 +26,7 @@ would read those columns as empty).
 Edge ids (``e_id``) are positions in the edge list each relation was built from (the
 relation's ``edge_index`` in PyG's ``HeteroData``), per edge type.
 
-Determinism (DESIGN §3)
+Determinism (docs/architecture.md §3)
 -----------------------
 Every relation's sampling and every walk step is one gsample random op, called in a fixed
 order, so ``gs.manual_seed`` and the same calls give the same samples: neighbour sampling

@@ -1,7 +1,7 @@
 """Relation-typed neighbour sampling on a :class:`~gsample.hetero.HeteroGraph`
 (``HeteroGraph.sample_neighbors``): ``k`` in-neighbours per seed and edge type, one or
 several hops (PyG's heterogeneous ``NeighborLoader``). One op ordinal per (hop, edge type),
-edge types in sorted order (DESIGN §3).
+edge types in sorted order (docs/architecture.md §3).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 same walk in gsample's DSL for compiled samplers (relations as matrix arguments).
 
 Ids are per node type (``gsample.hetero``'s docstring, *Id spaces*); every step is one
-``random_walk(nodes, 1)`` op, so a walk takes one op ordinal per step (DESIGN §3).
+``random_walk(nodes, 1)`` op, so a walk takes one op ordinal per step (docs/architecture.md §3).
 """
 
 from __future__ import annotations
@@ -203,7 +203,7 @@ class WalkMethods:
     def metapath_walk(
         self, seeds, metapath, restart_prob=0.0, direction: str = "in"
     ) -> torch.Tensor:
-        """Metapath walks (DESIGN §7 #7): one step per edge type of ``metapath``.
+        """Metapath walks (docs/architecture.md §7 #7): one step per edge type of ``metapath``.
 
         Parameters
         ----------

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 class Effect(enum.Enum):
     PURE = "pure"  # same inputs, same outputs: CSE may merge, DCE may drop
-    RANDOM = "random"  # consumes an op ordinal of the random stream (DESIGN §3)
+    RANDOM = "random"  # consumes an op ordinal of the random stream (docs/architecture.md §3)
 
 
 class Step(enum.Enum):

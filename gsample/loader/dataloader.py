@@ -177,7 +177,7 @@ class DataLoader:
     and op ordinals restarting at 0, so its samples depend only on the epoch's
     seed, ``i`` and its seeds: not on the batches before it. That is also why a
     super-batch of mini-batches ``i .. i + N - 1`` samples exactly what they sample
-    one by one (DESIGN §3, consequence 4). A super-batch that raises is re-run one by
+    one by one (docs/architecture.md §3, consequence 4). A super-batch that raises is re-run one by
     one, so an error surfaces at the mini-batch that has it, after the batches before it.
 
     One mini-batch at a time, a ``gs.compile``'d sampler on a GPU whose program reads sizes

@@ -1,4 +1,4 @@
-"""``gs.Matrix``: the graph and every sub-matrix of it (DESIGN §1).
+"""``gs.Matrix``: the graph and every sub-matrix of it (docs/architecture.md §1).
 
 Entry ``(i, j)`` is the edge ``i -> j``: column ``j`` holds the in-edges of node
 ``j``. A sub-matrix keeps global row and column ids. Axis convention, as in
@@ -720,7 +720,7 @@ class Matrix(EdgeMapOperators):
         ``stop_prob + restart_prob + jump_prob <= 1``; one uniform draw per step decides
         among stop, restart, jump and a move, in that order. Every draw is keyed by the
         seed, the op ordinal, the mini-batch, the walker's position in ``seeds``, the step
-        and the draw (DESIGN §3): walks are reproducible, eager equals compiled, and the
+        and the draw (docs/architecture.md §3): walks are reproducible, eager equals compiled, and the
         CUDA backend gives the same walks. ``A`` must be the whole graph.
 
         Examples
@@ -837,7 +837,7 @@ class Matrix(EdgeMapOperators):
 
         Notes
         -----
-        Entry ``i`` draws ``word(seed, op ordinal, mini-batch, i, 0)`` (DESIGN §3) and ``u =
+        Entry ``i`` draws ``word(seed, op ordinal, mini-batch, i, 0)`` (docs/architecture.md §3) and ``u =
         (word >> 11) * 2**-53``: the values are the same on every run, eager and compiled,
         super-batched or not, on the torch and the CUDA backend (bit for bit). ``A`` must be
         the whole graph. For LABOR's per-row variates, Metropolis-Hastings' acceptance coin,

@@ -4,7 +4,7 @@ Passes read op properties from the op definitions (``gsample.ir.OPS``: effects, 
 inputs, attributes, alignments, size rules) and the capabilities of the backend a program
 is compiled for (``Graph.target``); none matches on op names' strings or on argument positions. A
 pass never changes samples: random ops keep their op ordinals, so the program
-draws what the eager function draws (DESIGN §3).
+draws what the eager function draws (docs/architecture.md §3).
 
 Super-batching is not a pass of the pipeline but part of lowering
 (:func:`gsample.passes.super_batch.super_batch`): ``gs.DataLoader(..., super_batch=N)``

@@ -2,7 +2,7 @@
 
 A random op whose sample is unused is dropped too; this changes no other sample,
 because every random op keeps the op ordinal it was traced with and the stream
-advances by ``graph.num_random`` whatever remains (DESIGN §3). Dense code that writes
+advances by ``graph.num_random`` whatever remains (docs/architecture.md §3). Dense code that writes
 in place is a side effect and always stays.
 """
 

@@ -8,7 +8,7 @@ of the slice is such a sampling op, or the slice's ``VALUES`` read only as those
 pointers; none builds the slice); one other user (a reduction, a returned slice)
 leaves them all unfused, since the slice is materialised anyway. The random op's
 attributes, its op ordinal above all, are kept, and the fused backend op draws with
-the same keys and algorithms, so samples are bit-for-bit unchanged (DESIGN §3).
+the same keys and algorithms, so samples are bit-for-bit unchanged (docs/architecture.md §3).
 
 Probabilities:
 

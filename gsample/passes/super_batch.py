@@ -1,4 +1,4 @@
-"""Super-batching: one run of a program samples N mini-batches (DESIGN §3 and §4).
+"""Super-batching: one run of a program samples N mini-batches (docs/architecture.md §3 and §4).
 
 ``super_batch(N, n)`` makes a pass that rewrites a sampler's (optimised) program into
 one that takes the N mini-batches' seeds at once and returns a list of N outputs, each

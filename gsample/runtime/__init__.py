@@ -1,4 +1,4 @@
-"""Lowering and running compiled programs (DESIGN §2: capture -> IR -> passes -> lowering /
+"""Lowering and running compiled programs (docs/architecture.md §2: capture -> IR -> passes -> lowering /
 runtime -> backends -> kernels).
 
 * :func:`lower`: an optimised IR graph -> a :class:`Program`, a linear list of resolved

@@ -150,7 +150,7 @@ def _draws_agreement(a, b) -> float:
 def test_weighted_draws_equal_torch(cuda, k, replace):
     """Exponential keys: the same bits. With replacement the backend's own inverse CDF
     (running sums per column, ``kernels/cdf.cu``): the same columns, and the same draws up
-    to float rounding (DESIGN §3)."""
+    to float rounding (docs/architecture.md §3)."""
     g = _gen(k)
     deg = torch.randint(0, 300, (4000,), generator=g)
     deg[::7] = 0

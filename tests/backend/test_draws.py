@@ -1,7 +1,7 @@
 """``A.random_uniform`` and ``A.random_count`` (``gsample.backend.torch.draws`` and the CUDA
 backend's sync-free registration, ``gsample.backend.cuda.draws``).
 
-* the determinism contract (DESIGN §3): the same seed gives the same values, eager equals
+* the determinism contract (docs/architecture.md §3): the same seed gives the same values, eager equals
   compiled, ``gs.DataLoader`` super-batched equals one mini-batch at a time, each entry is
   keyed by its position (repeats draw independently), the device-key path of the CUDA
   backend (run here on CPU tensors) gives the host-key values bit for bit, a bounded
@@ -71,7 +71,7 @@ def test_same_seed_same_values_and_positions_key_the_draws(A):
     assert u1.dtype == torch.float64 and u1.shape == (6,)
     assert u1.unique().numel() == 6  # repeats are independent entries
     assert not torch.equal(u1, run_seeded(A.random_uniform, nodes, seed=4))
-    # the ids do not key the draws (DESIGN §3: the column position does)
+    # the ids do not key the draws (docs/architecture.md §3: the column position does)
     assert torch.equal(u1, run_seeded(A.random_uniform, torch.arange(6), seed=3))
     # exactly the contract's word: (word >> 11) * 2**-53 of (seed, ordinal 0, batch 0, i, 0)
     assert torch.equal(u1 * 2.0**53, torch.floor(u1 * 2.0**53))

@@ -1,4 +1,4 @@
-"""Statistical tests of the samplers against hand-computed distributions (DESIGN §3).
+"""Statistical tests of the samplers against hand-computed distributions (docs/architecture.md §3).
 
 Every test draws many independent trials at a *fixed* seed and compares the observed
 outcome counts with the exact distribution the sampler must follow (the algorithms are

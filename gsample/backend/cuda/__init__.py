@@ -27,7 +27,7 @@ Ops with no kernel (graph structure, layout conversions other than CSC) and inpu
 does not take (CPU tensors, non-CSC layouts, some dtypes) run the torch backend's code
 (the executor falls back per op: :func:`gsample.backend.run_op`). Samples are bit-equal to
 the torch backend's, except weighted draws with replacement by inverse CDF (running sums
-per column here, over all columns there: the same draws up to float rounding, DESIGN §3);
+per column here, over all columns there: the same draws up to float rounding, docs/architecture.md §3);
 reductions add in a fixed order of their own (bit-reproducible, equal to the torch
 backend's results up to float rounding).
 """

@@ -2,7 +2,7 @@
 SDDMM and edge broadcasts, with the torch backend's signatures and dtype rules.
 
 Reductions (``reduce``, ``spmm``, ``spmm_t``) add in a fixed order, never with float
-atomics (DESIGN §3), so two runs are bit-identical. Row sums of one feature are exact
+atomics (docs/architecture.md §3), so two runs are bit-identical. Row sums of one feature are exact
 instead (:mod:`.rowsum`: 128-bit integer sums, order-free), so a column slice's row sums
 are the same bits built or fused (``SLICE_REDUCE``). With one feature the tree runs without
 a read-back, load-balanced (:func:`segment_reduce`: a warp per group of ``GROUP`` terms of

@@ -12,7 +12,7 @@ Weighted draws with replacement by inverse CDF are this backend's own
 (:func:`weighted_with`, ``kernels/cdf.cu`` states the definition): each column's running
 sum restarts at the column, in an order fixed by offsets from its start, so a mini-batch
 draws the same edges alone, inside a super-batch, eager or compiled; they agree with the
-torch backend's draws (one running sum over all columns) up to float rounding (DESIGN §3).
+torch backend's draws (one running sum over all columns) up to float rounding (docs/architecture.md §3).
 The weights are checked in the same kernels (device flags) and read back with the draws'
 count: one host synchronisation a call. The backend registers ``checks=("probs",)``: every
 weighted sampler here checks ``probs``' values itself (the other draws by the torch checks,

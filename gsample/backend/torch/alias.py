@@ -16,7 +16,7 @@ Exact and column-local
 A column's table is a function of that column's weights alone, bit for bit, on every device:
 built on the whole graph once (a compiled sampler's pre-processing, offline) or on a column
 slice per call (eager code, dynamic weights: online), it is the same table, so both draw the
-same samples (DESIGN §3). No float sum is involved (a float sum's rounding depends on its
+same samples (docs/architecture.md §3). No float sum is involved (a float sum's rounding depends on its
 order, on what else is summed and on the device):
 
 1. the weights are scaled by the column's largest (exact) and quantised to integers

@@ -1,6 +1,6 @@
 """Keyed random values per frontier entry: ``A.random_uniform`` and ``A.random_count``.
 
-Entry ``i`` of ``nodes`` (its position, the column position of DESIGN §3) draws one word,
+Entry ``i`` of ``nodes`` (its position, the column position of docs/architecture.md §3) draws one word,
 ``word(i, 0)`` of the op's key; a super-batch's entry draws with its mini-batch's key and
 its position within that mini-batch, so every value is the one the mini-batch draws alone.
 

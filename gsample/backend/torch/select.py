@@ -2,7 +2,7 @@
 
 Every draw takes its random word from ``gsample.base.random.hash_tensor`` keyed by the
 op's key prefix, the column's position in the frontier and a draw or edge id, so
-the result depends on nothing else (DESIGN §3). The algorithms, which the CUDA
+the result depends on nothing else (docs/architecture.md §3). The algorithms, which the CUDA
 backend implements identically:
 
 individual, uniform, ``replace=False``
@@ -48,7 +48,7 @@ inputs are checked per batch here (the executor leaves super-batched ops to this
 The CUDA backend draws weighted samples with replacement by its own kernels
 (``Draws.weighted_with``: ``gsample.backend.cuda.sampling``): the same inverse CDF, with
 running sums that restart at every column (a super-batch needs no per-batch loop); the
-draws agree with these on at least 99.9% (float rounding, DESIGN §3).
+draws agree with these on at least 99.9% (float rounding, docs/architecture.md §3).
 
 The algorithms are written once, over columns described only by their degrees
 (:func:`select_in_columns`, :func:`choose_rows`, :func:`keep_rows`); the public

@@ -2,7 +2,7 @@
 
 Walks (``A.random_walk``)
 -------------------------
-Walker ``w`` (its position in ``seeds``, the column position of DESIGN §3) starts at
+Walker ``w`` (its position in ``seeds``, the column position of docs/architecture.md §3) starts at
 ``out[w, 0] = seeds[w]``; step ``t`` (``0 <= t < length``) goes from ``v = out[w, t]`` to
 ``out[w, t + 1]``. Every draw of step ``t`` is ``word(w, t * STRIDE + slot)`` of the op's key
 (``gsample.base.random``), so a draw depends on (seed, op ordinal, batch, walker, step, slot) only:

@@ -14,7 +14,7 @@
   ``edge_weight``, as ``Batch.to_pyg()`` does (PyG rebuilds a batch from its ``Data`` by
   ``e_id``, which drops them).
 
-Determinism (DESIGN §3, consequence 5): every mini-batch is sampled inside
+Determinism (docs/architecture.md §3, consequence 5): every mini-batch is sampled inside
 ``gsample.base.random.batch_scope(epoch_seed, key)``, so its draws depend on the seed, the
 epoch and ``key`` only, never on the process or worker that draws it, nor on the batches
 drawn before it in that process (a worker holds a copy of the random stream, so drawing
