@@ -24,13 +24,13 @@ def test_tensor_hash_bit_equal_to_python(device):
     g = torch.Generator().manual_seed(0)
     x = torch.randint(-(2**63), 2**63 - 1, (20000,), dtype=torch.int64, generator=g)
     got = R.mix64_tensor(x.to(device)).cpu().tolist()
-    assert got == [R._signed(R.mix64(v & R.MASK64)) for v in x.tolist()]
+    assert got == [R.signed(R.mix64(v & R.MASK64)) for v in x.tolist()]
     base = R.op_key(2**64 - 1, 3, 7)
     cols = torch.randint(0, 2**40, (5000,), generator=g)
     draws = torch.randint(0, 2**62, (5000,), generator=g)
     got = R.hash_tensor(base, cols.to(device), draws.to(device)).cpu().tolist()
     ref = [
-        R._signed(R.combine(R.combine(base, c), d)) for c, d in zip(cols.tolist(), draws.tolist())
+        R.signed(R.combine(R.combine(base, c), d)) for c, d in zip(cols.tolist(), draws.tolist())
     ]
     assert got == ref
 
@@ -73,7 +73,7 @@ def test_same_seed_same_samples(small_graph):
 
 def test_random_ops_take_one_ordinal_pure_ops_none(small_graph):
     gs.manual_seed(0)
-    stream = R._stream()
+    stream = R.stream_state()
     sub = small_graph[:, torch.arange(10)]
     (sub**2).sum(axis=1)
     sub.all_nodes()

@@ -42,11 +42,11 @@ import gsample as gs
 from gsample.base.random import (
     BatchKeys,
     ColumnKeys,
-    _stream,
     batch_scope,
     combine_tensor,
     hash_tensor,
     op_key,
+    stream_state,
     uniform_int,
     words,
 )
@@ -418,13 +418,13 @@ def test_a_super_batch_leaves_the_stream_where_its_first_mini_batch_does(lowered
     args = dict(sb.args, seeds=sb._encode(parts))
     with batch_scope(4, 10):
         outs = run(program, args) if lowered else interpret(ir, args)
-        ordinal = _stream().ordinal
+        ordinal = stream_state().ordinal
         after = graph[:, seeds].individual_sample(2)
     for b, part in enumerate(parts):
         with batch_scope(4, 10 + b):
             assert_same(outs[b], sampler(graph, part), f"batch {10 + b}")
             if b == 0:
-                assert _stream().ordinal == ordinal == ir.num_random == 3
+                assert stream_state().ordinal == ordinal == ir.num_random == 3
                 assert_same(graph[:, seeds].individual_sample(2), after, "the next draw")
     # through the loader: the caller's stream after an epoch is where one by one leaves it
     assert_stream_after_loader(graph, whole_graph_then_frontier, sampler, seeds, BATCH, 2)

@@ -44,11 +44,11 @@ import torch
 
 MASK64 = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15
-_M1 = 0xBF58476D1CE4E5B9
-_M2 = 0x94D049BB133111EB
+M1 = 0xBF58476D1CE4E5B9
+M2 = 0x94D049BB133111EB
 
 
-def _signed(x: int) -> int:
+def signed(x: int) -> int:
     """The int64 with the same bits as the unsigned 64-bit ``x``."""
     x &= MASK64
     return x - (1 << 64) if x >= (1 << 63) else x
@@ -57,8 +57,8 @@ def _signed(x: int) -> int:
 def mix64(z: int) -> int:
     """splitmix64 finaliser on a Python int (exact, unsigned 64-bit)."""
     z &= MASK64
-    z = ((z ^ (z >> 30)) * _M1) & MASK64
-    z = ((z ^ (z >> 27)) * _M2) & MASK64
+    z = ((z ^ (z >> 30)) * M1) & MASK64
+    z = ((z ^ (z >> 27)) * M2) & MASK64
     return z ^ (z >> 31)
 
 
@@ -73,25 +73,25 @@ def op_key(seed: int, op_ordinal: int, batch_index: int) -> int:
 
 
 # ----------------------------------------------------------------------------- tensors
-_S_M1, _S_M2, _S_GOLDEN = _signed(_M1), _signed(_M2), _signed(GOLDEN)
+_S_M1, _S_M2, _S_GOLDEN = signed(M1), signed(M2), signed(GOLDEN)
 
 
-def _srl(x: torch.Tensor, s: int) -> torch.Tensor:
+def srl(x: torch.Tensor, s: int) -> torch.Tensor:
     """Logical right shift of int64 bits (torch's ``>>`` is arithmetic)."""
     return (x >> s) & ((1 << (64 - s)) - 1)
 
 
 def mix64_tensor(z: torch.Tensor) -> torch.Tensor:
     """:func:`mix64` on an int64 tensor holding unsigned bits (wrapping arithmetic)."""
-    z = (z ^ _srl(z, 30)) * _S_M1
-    z = (z ^ _srl(z, 27)) * _S_M2
-    return z ^ _srl(z, 31)
+    z = (z ^ srl(z, 30)) * _S_M1
+    z = (z ^ srl(z, 27)) * _S_M2
+    return z ^ srl(z, 31)
 
 
 def combine_tensor(h, x: torch.Tensor) -> torch.Tensor:
     """:func:`combine` with a vector of components ``x`` (int64) and ``h`` an int or tensor."""
     if isinstance(h, int):
-        h = _signed(h)
+        h = signed(h)
     return mix64_tensor(h + (x.to(torch.int64) + 1) * _S_GOLDEN)
 
 
@@ -144,7 +144,7 @@ def _hash_chunked(base, col: torch.Tensor, draw: torch.Tensor, index=None) -> to
     With ``index``: of ``base[index]``, ``col[index]`` (gathered a chunk at a time)."""
     col, draw = col.to(torch.int64), draw.to(torch.int64)
     per_element = isinstance(base, torch.Tensor)
-    b = base if per_element else _signed(base)
+    b = base if per_element else signed(base)
     n = draw.numel()
     out = torch.empty(n, dtype=torch.int64)
     scratch = torch.empty(_CHUNK, dtype=torch.int64)
@@ -165,17 +165,17 @@ def _hash_chunked(base, col: torch.Tensor, draw: torch.Tensor, index=None) -> to
 
 def uniform_int(r: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
     """Integers uniform in ``[0, n)`` from random words ``r`` (``n > 0``)."""
-    return torch.remainder(_srl(r, 1), n)
+    return torch.remainder(srl(r, 1), n)
 
 
 def uniform_float(r: torch.Tensor) -> torch.Tensor:
     """float64 uniform in ``[0, 1)`` from random words ``r`` (53 random bits)."""
-    return _srl(r, 11).to(torch.float64) * (2.0**-53)
+    return srl(r, 11).to(torch.float64) * (2.0**-53)
 
 
 def exponential(r: torch.Tensor) -> torch.Tensor:
     """float64 unit exponentials from random words ``r`` (never 0, never inf)."""
-    u = (_srl(r, 11).to(torch.float64) + 0.5) * (2.0**-53)
+    u = (srl(r, 11).to(torch.float64) + 0.5) * (2.0**-53)
     return -torch.log(u)
 
 
@@ -185,7 +185,7 @@ def count_from_words(r: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
     int64, on ``r``'s device). Integer comparisons only: the same counts on every device."""
     if table.numel() == 0:
         return torch.zeros_like(r)
-    u = _srl(r, 11)
+    u = srl(r, 11)
     return table.numel() - torch.searchsorted(table, u, right=True)
 
 
@@ -233,7 +233,7 @@ def count_table(dist: str, p: float, n=None) -> tuple:
 
 def sort_key(r: torch.Tensor) -> torch.Tensor:
     """Non-negative int64 ordering key (63 random bits) for random permutations."""
-    return _srl(r, 1)
+    return srl(r, 1)
 
 
 # ----------------------------------------------------------------------------- state
@@ -247,7 +247,7 @@ class _Stream:
 _local = threading.local()
 
 
-def _stream() -> _Stream:
+def stream_state() -> _Stream:
     s = getattr(_local, "stream", None)
     if s is None:
         s = _local.stream = _Stream()
@@ -273,18 +273,18 @@ def manual_seed(seed: int) -> None:
     """
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"manual_seed: seed must be an int, got {type(seed).__name__}")
-    s = _stream()
+    s = stream_state()
     s.seed, s.ordinal, s.batch_index = seed & MASK64, 0, 0
 
 
 def initial_seed() -> int:
     """The seed of the current stream (set by :func:`manual_seed`, 0 by default)."""
-    return _stream().seed
+    return stream_state().seed
 
 
 def next_op_key() -> int:
     """Take the next op ordinal and return that op's key prefix (see :func:`op_key`)."""
-    s = _stream()
+    s = stream_state()
     key = op_key(s.seed, s.ordinal, s.batch_index)
     s.ordinal += 1
     return key
@@ -296,7 +296,7 @@ def batch_scope(seed: int, batch_index: int):
 
     Op ordinals restart at 0 inside the block; the outer stream is restored after.
     """
-    s = _stream()
+    s = stream_state()
     saved = (s.seed, s.ordinal, s.batch_index)
     s.seed, s.ordinal, s.batch_index = seed & MASK64, 0, int(batch_index)
     try:
@@ -367,7 +367,7 @@ class BatchKeys:
 
     def bases(self, device) -> torch.Tensor:
         """The keys as int64 bits, shape (copies,)."""
-        return torch.tensor([_signed(k) for k in self.keys], dtype=torch.int64, device=device)
+        return torch.tensor([signed(k) for k in self.keys], dtype=torch.int64, device=device)
 
     def columns(
         self, ids: torch.Tensor, batch: torch.Tensor | None = None, ptr: list | None = None

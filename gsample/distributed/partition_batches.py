@@ -56,7 +56,7 @@ import torch
 import torch.distributed as dist
 
 from gsample.base import validate as V
-from gsample.base.random import MASK64, BatchKeys, ColumnKeys, _stream, batch_scope, op_key
+from gsample.base.random import MASK64, BatchKeys, ColumnKeys, batch_scope, op_key, stream_state
 from gsample.formats.csc import CSC, segment_ptr
 
 _active = threading.local()
@@ -217,7 +217,7 @@ class Round:
     def map(self, fn, args=(), kwargs=None) -> PerBatch:
         """``fn`` once per mini-batch, on its part of ``args`` / ``kwargs``, with its random
         stream (its index, its op ordinals) and no round active."""
-        s = _stream()
+        s = stream_state()
         saved, outer = (s.ordinal, s.batch_index), active_round()
         _active.run = None
         out = []

@@ -39,7 +39,7 @@ import torch.distributed as dist
 from gsample.backend.torch.compute import map_values
 from gsample.backend.torch.select import select_in_columns
 from gsample.base import validate as V
-from gsample.base.random import ColumnKeys, _signed
+from gsample.base.random import ColumnKeys, signed
 from gsample.distributed.comm import Route, all_to_all, group_sums
 from gsample.formats.csc import CSC, gather_segments, segment_ptr
 
@@ -125,7 +125,7 @@ def _sample(
     if isinstance(key, ColumnKeys):
         request = torch.stack([cols, key.position, key.base], 1)
     else:
-        request = torch.stack([cols, position, torch.full_like(cols, _signed(key))], 1)
+        request = torch.stack([cols, position, torch.full_like(cols, signed(key))], 1)
     route = Route(request, A.owner(cols), A.world_size, A.group)
     # the owner's part: the single-process draws of each column it was sent
     v = route.received[:, 0] - A.lo

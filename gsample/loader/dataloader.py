@@ -17,12 +17,12 @@ from gsample.backend import backend_for
 from gsample.base import validate as V
 from gsample.base.random import (
     MASK64,
-    _stream,
     batch_scope,
     combine,
     combine_tensor,
     op_key,
     sort_key,
+    stream_state,
 )
 from gsample.loader.batch import Batch
 from gsample.runtime.super_batcher import (
@@ -348,7 +348,7 @@ class DataLoader:
     def _epoch_seed(self) -> int:
         if self.seed is not None:
             return combine(combine(0, self.seed), self._epoch)
-        stream = _stream()
+        stream = stream_state()
         key = op_key(stream.seed, stream.ordinal, stream.batch_index)
         stream.ordinal += 1  # the loader's epoch takes one ordinal of the outer stream
         return key

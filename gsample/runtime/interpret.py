@@ -8,7 +8,7 @@ checks all its inputs as an eager call does. Samples are the lowered program's.
 from __future__ import annotations
 
 from gsample.backend import get_backend, resolve, run_op
-from gsample.base.random import BatchKeys, KeyRange, _stream, op_key
+from gsample.base.random import BatchKeys, KeyRange, op_key, stream_state
 from gsample.ir import Graph, Op, info, map_template
 from gsample.runtime.lower import _wrap
 
@@ -27,7 +27,7 @@ def interpret(graph: Graph, args: dict, backend: str = "torch"):
     from gsample.runtime.options import Options
 
     be = get_backend(backend)
-    stream = _stream()
+    stream = stream_state()
     seed, base, batch = stream.seed, stream.ordinal, stream.batch_index
     stream.ordinal += graph.num_random
     env: dict = {}

@@ -26,7 +26,7 @@ import contextvars
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 
-from gsample.base.random import _stream
+from gsample.base.random import stream_state
 
 
 class Call:
@@ -64,7 +64,7 @@ class Call:
             self.context.run(self.calls.close)
 
     def _advance(self, begin) -> None:
-        s = _stream()
+        s = stream_state()
         outer = (s.seed, s.ordinal, s.batch_index)
         s.seed, s.ordinal, s.batch_index = self.stream
         try:

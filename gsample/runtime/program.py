@@ -20,7 +20,15 @@ import numpy as np
 import torch
 
 from gsample.base import validate as V
-from gsample.base.random import BatchKeys, DeviceKey, KeyRange, _signed, _stream, key_prefix, op_key
+from gsample.base.random import (
+    BatchKeys,
+    DeviceKey,
+    KeyRange,
+    key_prefix,
+    op_key,
+    signed,
+    stream_state,
+)
 from gsample.formats.bounded import COPY_OUT, READ_BACK
 from gsample.ir import Graph
 from gsample.runtime.options import Options
@@ -256,7 +264,7 @@ def start(program: Program, args: dict, observe: Callable | None = None):
 
 
 def _start(program: Program, args: dict, observe):
-    stream = _stream()
+    stream = stream_state()
     seed, base, batch = stream.seed, stream.ordinal, stream.batch_index
     stream.ordinal += program.num_random
     try:
@@ -527,9 +535,7 @@ def _prefixes(seed: int, ordinal: int, count: int) -> tuple:
         if len(_PREFIXES) > 4096:
             _PREFIXES.clear()
         raw = tuple(key_prefix(seed, ordinal + i) for i in range(count))
-        bits = (
-            _signed(raw[0]) if count == 1 else np.array([_signed(p) for p in raw], dtype=np.int64)
-        )
+        bits = signed(raw[0]) if count == 1 else np.array([signed(p) for p in raw], dtype=np.int64)
         hit = _PREFIXES[(seed, ordinal, count)] = (raw, bits)
     return hit
 

@@ -14,7 +14,7 @@ from gsample.backend.cuda import extract as X
 from gsample.backend.cuda import nodewise
 from gsample.backend.torch import finalize
 from gsample.base import validate as V
-from gsample.base.random import DeviceKey, _signed, combine, key_prefix
+from gsample.base.random import DeviceKey, combine, key_prefix, signed
 from gsample.formats.bounded import BoundedCSC, BoundedIds, read_counts, trim
 from gsample.runtime import Options
 
@@ -135,7 +135,7 @@ def test_sampling_warps_take_one_or_many_columns(graph, k, replace, C):
     n = graph.num_nodes
     cols = (torch.arange(C, device="cuda") * 7919) % n
     prefix = key_prefix(11, 0)
-    key = DeviceKey(torch.tensor([_signed(prefix), 4], device="cuda"), prefix, 4)
+    key = DeviceKey(torch.tensor([signed(prefix), 4], device="cuda"), prefix, 4)
     s = nodewise.slice_individual_sample(graph.csc, cols, k, replace, key)
     (sizes,), _ = read_counts([s])
     got = trim(s, sizes)
@@ -200,7 +200,7 @@ def test_all_nodes_of_a_collective_sample(graph, copies):
     cols = torch.cat([p + b * n for b, p in enumerate(parts)])
     prefix = key_prefix(5, 0)
     key = DeviceKey(
-        torch.tensor([_signed(prefix), 0], device="cuda"), prefix, 0, copies, n if copies > 1 else 0
+        torch.tensor([signed(prefix), 0], device="cuda"), prefix, 0, copies, n if copies > 1 else 0
     )
     s = layerwise.slice_collective_sample(graph.csc, cols, 3000, False, key)
     assert s.row_ids is not None and s.row_ids.numel() > 0
@@ -223,7 +223,7 @@ def _frontier_and_key(graph, copies: int, seed: int):
     cols = torch.cat([_seeds(200, n, seed + b) + b * n for b in range(copies)])
     prefix = key_prefix(7, 1)
     key = DeviceKey(
-        torch.tensor([_signed(prefix), 0], device="cuda"), prefix, 0, copies, n if copies > 1 else 0
+        torch.tensor([signed(prefix), 0], device="cuda"), prefix, 0, copies, n if copies > 1 else 0
     )
     return cols, key
 
@@ -391,7 +391,7 @@ def test_layer_wise_kernels_cut_columns_into_equal_tiles():
     assert torch.equal(layerwise.slice_reduce(csc, padded, "sum", 1), got)
     for k in (1, 500, 5000, 6000):
         prefix = key_prefix(5, k)
-        key = DeviceKey(torch.tensor([_signed(prefix), 2], device="cuda"), prefix, 2)
+        key = DeviceKey(torch.tensor([signed(prefix), 2], device="cuda"), prefix, 2)
         want = fused_select.slice_collective_sample(csc, cols, k, False, key.host(), None)
         for frontier in (cols, padded):
             s = layerwise.slice_collective_sample(csc, frontier, k, False, key)
@@ -428,7 +428,7 @@ def test_the_kept_edge_pass_gathers_values_and_edge_ids(weighted, values):
     cols = _seeds(300, csc.num_nodes, 2)
     for k in (1, 700):
         prefix = key_prefix(6, k)
-        key = DeviceKey(torch.tensor([_signed(prefix), 2], device="cuda"), prefix, 2)
+        key = DeviceKey(torch.tensor([signed(prefix), 2], device="cuda"), prefix, 2)
         want = fused_select.slice_collective_sample(A, cols, k, False, key.host(), None)
         got = layerwise.slice_collective_sample(A, cols, k, False, key)
         assert got.nnz > 0
@@ -468,7 +468,7 @@ def test_super_batched_collective_sample_equals_the_torch_backend(
         p = p.cuda()
     prefix = key_prefix(13, 2)
     key = DeviceKey(
-        torch.tensor([_signed(prefix), 5], device="cuda"), prefix, 5, N, n if N > 1 else 0
+        torch.tensor([signed(prefix), 5], device="cuda"), prefix, 5, N, n if N > 1 else 0
     )
     want = fused_select.slice_collective_sample(graph.csc, enc, k, False, key.host(), p)
     for frontier in (enc, padded):

@@ -87,12 +87,12 @@ def test_collective_sampling_falls_back_on_too_many_ties(monkeypatch):
     and draws the same sample."""
     import gsample as gs
     from gsample.backend.cuda import layerwise, topk
-    from gsample.base.random import DeviceKey, _signed, key_prefix
+    from gsample.base.random import DeviceKey, key_prefix, signed
 
     A = gs.datasets.rmat(20_000, 200_000, seed=2).to("cuda").csc
     cols = torch.arange(0, 20_000, 7, device="cuda")
     prefix = key_prefix(3, 1)
-    key = DeviceKey(torch.tensor([_signed(prefix), 0], device="cuda"), prefix, 0)
+    key = DeviceKey(torch.tensor([signed(prefix), 0], device="cuda"), prefix, 0)
     want = layerwise.slice_collective_sample(A, cols, 500, False, key, _select="torch")
     radix = layerwise.slice_collective_sample(A, cols, 500, False, key, _select="radix")
     monkeypatch.setattr(topk, "CAP", 0)

@@ -108,7 +108,7 @@ def test_the_kernel_guards_seeds_it_did_not_check(graphs, bad, copies, node2vec)
     the graph's nodes, a super-batch's ``copies * n`` ids)."""
     from gsample.backend.cuda import walk as cuda_walk
     from gsample.base import validate as V
-    from gsample.base.random import DeviceKey, _signed, key_prefix
+    from gsample.base.random import DeviceKey, key_prefix, signed
 
     _, G = graphs
     n = G.num_nodes
@@ -118,7 +118,7 @@ def test_the_kernel_guards_seeds_it_did_not_check(graphs, bad, copies, node2vec)
     ).cuda()
     prefix = key_prefix(7, 3)
     key = DeviceKey(
-        torch.tensor([_signed(prefix), 0], device="cuda"), prefix, 0, copies, n if copies > 1 else 0
+        torch.tensor([signed(prefix), 0], device="cuda"), prefix, 0, copies, n if copies > 1 else 0
     )
     kw = {"p": 2.0, "q": 0.5} if node2vec else {}
     want = cuda_walk.random_walk_sync_free(G.csc, seeds, 20, key, **kw)

@@ -34,11 +34,11 @@ from gsample.backend.torch import draws
 from gsample.base.random import (
     BatchKeys,
     DeviceKey,
-    _signed,
     count_from_words,
     count_table,
     key_prefix,
     op_key,
+    signed,
 )
 from gsample.formats.bounded import BoundedIds
 
@@ -97,13 +97,13 @@ def test_device_keys_give_the_host_keys_values():
     seed, ordinal, first, n = 11, 4, 3, 50
     prefix = key_prefix(seed, ordinal)
     nodes = torch.tensor([3, 3, 7, 49, 0])
-    dk = DeviceKey.of(torch.tensor([_signed(prefix), first]), prefix, first)
+    dk = DeviceKey.of(torch.tensor([signed(prefix), first]), prefix, first)
     want = draws.random_uniform(None, nodes, op_key(seed, ordinal, first))
     assert torch.equal(cuda_draws.random_uniform(None, nodes, dk), want)
     # a super-batch of 3 mini-batches (the middle one empty), encoded ids b * n + v
     enc = torch.tensor([3, 9, 2 * n + 1, 2 * n + 1, 2 * n + 40])
     bk = BatchKeys.of(seed, ordinal, first, 3, n)
-    dk = DeviceKey.of(torch.tensor([_signed(prefix), first]), prefix, first, 3, n)
+    dk = DeviceKey.of(torch.tensor([signed(prefix), first]), prefix, first, 3, n)
     want = draws.random_count(None, enc, bk, "binomial", 0.4, 9)
     assert torch.equal(cuda_draws.random_count(None, enc, dk, "binomial", 0.4, 9), want)
     one = [

@@ -15,7 +15,7 @@ from helpers import CXX, build_cpp, example
 import gsample as gs
 from gsample.backend.cuda import walk_codegen
 from gsample.backend.torch import fused_walk as reference
-from gsample.base.random import KeyRange, _signed, key_prefix
+from gsample.base.random import KeyRange, key_prefix, signed
 from gsample.ir import Op
 
 SHIM = r"""
@@ -107,7 +107,7 @@ def test_generated_kernel_walks_as_the_torch_code(mh_walk):
     want = reference.fused_walk(
         A.csc, seeds, node.attrs["first"], node.attrs["phases"], 30, key, **operands
     )
-    keys = torch.tensor([_signed(k) for k in key.keys], dtype=torch.int64)
+    keys = torch.tensor([signed(k) for k in key.keys], dtype=torch.int64)
     got, failed = run_kernel(lib, A, seeds, 30, keys, 1, 0, operands, kernel.operands)
     assert failed == [0, 0] and int((want[:, -1] < 0).sum()) > 0
     assert torch.equal(got, want)
@@ -126,7 +126,7 @@ def test_generated_kernel_super_batch(mh_walk):
     want = reference.fused_walk(
         A.csc, seeds, node.attrs["first"], node.attrs["phases"], 30, key, **operands
     )
-    rows = torch.tensor([[_signed(key_prefix(4, i)), 7] for i in range(count)], dtype=torch.int64)
+    rows = torch.tensor([[signed(key_prefix(4, i)), 7] for i in range(count)], dtype=torch.int64)
     got, failed = run_kernel(
         lib, A, seeds, 30, rows, 0, n, operands, kernel.operands, copies=copies
     )

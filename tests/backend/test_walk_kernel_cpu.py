@@ -12,7 +12,7 @@ from helpers import CUDA_AS_CPP, CXX, build_cpp
 
 import gsample as gs
 from gsample.backend.torch import walk as reference
-from gsample.base.random import BatchKeys, _signed, key_prefix, op_key
+from gsample.base.random import BatchKeys, key_prefix, op_key, signed
 
 SHIM = CUDA_AS_CPP + '#include "walk.cu"\n'
 
@@ -52,7 +52,7 @@ def run_kernel(
     keys = (
         None
         if device_key is None
-        else torch.tensor([_signed(device_key[0]), device_key[1]], dtype=torch.int64)
+        else torch.tensor([signed(device_key[0]), device_key[1]], dtype=torch.int64)
     )
     c1, c2, c3 = reference.thresholds(stop_prob, restart_prob, jump_prob)
     failed = torch.zeros(2, dtype=torch.int32)

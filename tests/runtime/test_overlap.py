@@ -11,7 +11,7 @@ import torch
 from helpers import assert_same, example, graphsage
 
 import gsample as gs
-from gsample.base.random import _stream, batch_scope
+from gsample.base.random import batch_scope, stream_state
 from gsample.runtime import Options, lower, run
 from gsample.runtime.overlap import Call, in_turn, interleave
 from gsample.runtime.program import start
@@ -25,7 +25,7 @@ def _call(i, log, pauses, fail_at=None):
 
     def calls():
         _WHO.set(i)
-        stream = _stream()
+        stream = stream_state()
         mine = (stream.seed, stream.batch_index)
         stream.ordinal += 3  # as run() advances the stream
         log.append(("start", i))
@@ -62,7 +62,7 @@ def _run(n, depth, pauses=lambda i: 1 + i % 3):
 
 @pytest.mark.parametrize("depth", [1, 2, 3])
 def test_results_come_in_order_with_depth_calls_in_flight(depth):
-    stream = _stream()
+    stream = stream_state()
     outer = (stream.seed, stream.ordinal, stream.batch_index)
     out, log = _run(7, depth)
     assert out == [(i, i * 10) for i in range(7)]
@@ -288,7 +288,7 @@ def test_start_returns_what_run_returns(A):
     gs.manual_seed(1)
     want = run(program, {"A": A, "seeds": seeds})
     gs.manual_seed(1)
-    call = Call(lambda: start(program, {"A": A, "seeds": seeds}), (_stream().seed, 0, 0))
+    call = Call(lambda: start(program, {"A": A, "seeds": seeds}), (stream_state().seed, 0, 0))
     assert call.done and call.error is None
     assert_same(call.value, want)
     assert not program.busy, "the call's lane given back"
@@ -364,10 +364,10 @@ def test_a_loader_with_two_calls_in_flight_draws_what_one_at_a_time_draws(sample
             got.append(batch)
             with batch_scope(9, 9):
                 assert_same(compiled(G, probe), alone_out, f"a direct call, epoch {epoch}")
-        after = _stream().ordinal
+        after = stream_state().ordinal
         gs.manual_seed(epoch)
         want = list(reference)
-        assert _stream().ordinal == after
+        assert stream_state().ordinal == after
         assert [b.index for b in got] == list(range(len(want))) == [b.index for b in want]
         for a, b in zip(got, want):
             assert_same(a.out, b.out, f"epoch {epoch}, batch {a.index}")
@@ -406,14 +406,14 @@ def test_launch_and_land_are_a_node_wise_call_in_two_halves():
             want.append(compiled(G, s))
     (n0, lane0), (n1, lane1) = program.acquire(), program.acquire()
     try:
-        outer = (_stream().seed, _stream().ordinal, _stream().batch_index)
+        outer = (stream_state().seed, stream_state().ordinal, stream_state().batch_index)
         flights, got = [], []
         for i, s in enumerate(parts):
             flights.append(launch((lane0, lane1)[i % 2], {**arguments, name: s}, (11, 0, i)))
             if i:
                 got.append(land(flights[i - 1]))
         got.append(land(flights[-1]))
-        assert (_stream().seed, _stream().ordinal, _stream().batch_index) == outer
+        assert (stream_state().seed, stream_state().ordinal, stream_state().batch_index) == outer
         for i, (a, b) in enumerate(zip(got, want)):
             assert_same(a, b, f"call {i}")
         bad = parts[1].clone()

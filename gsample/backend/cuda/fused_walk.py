@@ -19,7 +19,7 @@ from gsample.backend.cuda import walk_codegen
 from gsample.backend.cuda.module import launch, memset
 from gsample.backend.torch import fused_walk as reference
 from gsample.base import validate as V
-from gsample.base.random import BatchKeys, DeviceKey, KeyRange, _signed
+from gsample.base.random import BatchKeys, DeviceKey, KeyRange, signed
 from gsample.formats.bounded import BoundedIds
 from gsample.formats.csc import CSC
 
@@ -66,7 +66,7 @@ def fused_walk(A: CSC, seeds, first, phases: tuple, length: int, key, **operands
         keys, direct = key.tensor.contiguous(), False
         n = k0.num_nodes if k0.copies > 1 else 0
     else:  # host op keys, one per ordinal
-        keys = torch.tensor([_signed(k) for k in key.keys], dtype=torch.int64, device=dev)
+        keys = torch.tensor([signed(k) for k in key.keys], dtype=torch.int64, device=dev)
         direct, n = True, 0
     M = k0.copies * n if n else A.num_nodes  # the seeds' id space
     ptrs = [operands[name].contiguous() for name in kernel.operands]

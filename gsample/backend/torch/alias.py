@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import torch
 
-from gsample.base.random import _srl, uniform_int, words
+from gsample.base.random import srl, uniform_int, words
 from gsample.formats.csc import CSC, segment_ptr
 
 #: a threshold of 1.0 (``word >> 11`` is below it always)
@@ -160,7 +160,7 @@ def _running(values: torch.Tensor, ptr: torch.Tensor) -> torch.Tensor:
         output_size=values.numel(),
     )
     for shift in (31, 0):
-        part = _srl(values, shift) & _LOW if shift else values & _LOW
+        part = srl(values, shift) & _LOW if shift else values & _LOW
         run = torch.cumsum(part, 0)
         before = torch.cat([run.new_zeros(1), run])[ptr[:-1]][group]
         out += (run - before) << shift
@@ -233,7 +233,7 @@ def local(table: torch.Tensor, index: torch.Tensor, starts: torch.Tensor) -> tup
 
 def alias_draw(table: torch.Tensor, e: torch.Tensor, word: torch.Tensor) -> torch.Tensor:
     """The edge the alias slot ``e`` gives for the coin ``word`` (shapes (n,))."""
-    return torch.where(_srl(word, 11) < table[e, 0], e, table[e, 1])
+    return torch.where(srl(word, 11) < table[e, 0], e, table[e, 1])
 
 
 def draw_with_replacement(cols, deg, k, key, start, threshold, alias) -> torch.Tensor:
@@ -250,7 +250,7 @@ def draw_with_replacement(cols, deg, k, key, start, threshold, alias) -> torch.T
     s = uniform_int(words(key, rep, 2 * t), deg[rep])
     e = start[rep] + s
     coin = words(key, rep, 2 * t + 1)
-    return torch.where(_srl(coin, 11) < threshold[e], s, alias[e])
+    return torch.where(srl(coin, 11) < threshold[e], s, alias[e])
 
 
 __all__ = [

@@ -50,9 +50,9 @@ from gsample.base.random import (
     MASK64,
     BatchKeys,
     ColumnKeys,
-    _signed,
     combine_tensor,
     mix64_tensor,
+    signed,
     uniform_float,
     uniform_int,
 )
@@ -388,4 +388,4 @@ def take_first(ok, x, pend, k: int, nxt):
 
 def _word(h: torch.Tensor, draw: int) -> torch.Tensor:
     """``combine(h, draw)`` for walker hashes ``h = combine(key, walker)`` (int64 bits)."""
-    return mix64_tensor(h + _signed(((draw + 1) * GOLDEN) & MASK64))
+    return mix64_tensor(h + signed(((draw + 1) * GOLDEN) & MASK64))

@@ -34,7 +34,7 @@ import warnings
 import torch
 
 from gsample.backend import kernels_dir
-from gsample.base.random import _M1, _M2, GOLDEN, MASK64, _signed, combine
+from gsample.base.random import GOLDEN, M1, M2, MASK64, combine, signed
 
 # CUDA's names as plain C++ (as tests/backend/test_walk_kernel_cpu.py compiles the kernel), then
 # kernels/walk.cu itself: its device functions (the hash, the draws, the edge test) and its
@@ -439,9 +439,9 @@ def available() -> bool:
 def _unmix64(z: int) -> int:
     """The inverse of :func:`gsample.base.random.mix64` (a bijection of 64-bit words)."""
     z = _unxorshift(z, 31)
-    z = (z * pow(_M2, -1, 1 << 64)) & MASK64
+    z = (z * pow(M2, -1, 1 << 64)) & MASK64
     z = _unxorshift(z, 27)
-    z = (z * pow(_M1, -1, 1 << 64)) & MASK64
+    z = (z * pow(M1, -1, 1 << 64)) & MASK64
     return _unxorshift(z, 30)
 
 
@@ -500,7 +500,7 @@ def random_walk(
     out = torch.empty((W, length + 1), dtype=torch.int64)  # every entry written
     if W == 0:
         return out
-    key = None if prefix is None else torch.tensor([_signed(prefix), 0], dtype=torch.int64)
+    key = None if prefix is None else torch.tensor([signed(prefix), 0], dtype=torch.int64)
     threads = THREADS or max(
         1, min(torch.get_num_threads(), (W * max(length, 1)) // STEPS_PER_THREAD)
     )

@@ -39,7 +39,15 @@ from dataclasses import dataclass
 import torch
 
 from gsample.base import validate as V
-from gsample.base.random import MASK64, _stream, batch_scope, combine, hash_tensor, op_key, sort_key
+from gsample.base.random import (
+    MASK64,
+    batch_scope,
+    combine,
+    hash_tensor,
+    op_key,
+    sort_key,
+    stream_state,
+)
 from gsample.interop.pyg import data as _out
 from gsample.loader.dataloader import seed_ids
 from gsample.matrix.sparse import Matrix
@@ -255,7 +263,7 @@ def batch_key(input_id: torch.Tensor) -> int:
 
 def _default_seed() -> int:
     """A seed drawn from gsample's stream (takes one ordinal, as ``gs.DataLoader`` does)."""
-    stream = _stream()
+    stream = stream_state()
     key = op_key(stream.seed, stream.ordinal, stream.batch_index)
     stream.ordinal += 1
     return key
