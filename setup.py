@@ -5,6 +5,7 @@ The kernels stay in ``kernels/`` at the repository root (one file per kernel fam
 ``gsample/_kernels/``, where ``gsample/backend/cuda/module.py`` looks first. Everything else
 is in ``pyproject.toml``.
 """
+
 import pathlib
 import shutil
 
@@ -27,4 +28,5 @@ class BuildWithKernels(build_py):
                 shutil.copy2(path, target / path.name)
 
 
-setup(cmdclass={"build_py": BuildWithKernels})
+# py.typed: the package ships its type hints (PEP 561)
+setup(cmdclass={"build_py": BuildWithKernels}, package_data={"gsample": ["py.typed"]})

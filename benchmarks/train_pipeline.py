@@ -24,8 +24,7 @@ At 2,000,000 nodes the graph (24 M edges) and the features (1 GB at 128 floats) 
 to generate on a 2-core CPU. ``--train-nodes 100000`` keeps 196 mini-batches of 512 per epoch,
 8 epochs in all (a warm-up and ``--repeats 3`` in each of the two modes); the whole 60 %
 training split would be about 2,350 mini-batches an epoch, about 19,000 in all: several
-minutes on a GPU at ~10 ms a mini-batch (GraphSAGE's sampling alone took ~6 ms a batch of 512
-on an H200, ``results/epoch_time_rmat_cuda.json``).
+minutes on a GPU.
 """
 
 import argparse

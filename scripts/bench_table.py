@@ -1,11 +1,11 @@
-"""The README's benchmark table, made from the newest ``python -m gsample.bench`` records.
+"""The benchmarks page's table (docs/guide/benchmarks.md), made from the newest ``python -m gsample.bench`` records.
 
     python scripts/bench_table.py                  # print the block (a table per device and
                                                    # graph in benchmarks/results, each
                                                    # workload from the newest record that has
                                                    # it)
-    python scripts/bench_table.py --write          # put it between README.md's markers
-    python scripts/bench_table.py --check          # exit 1 when README.md's block is stale
+    python scripts/bench_table.py --write          # put it between the page's markers
+    python scripts/bench_table.py --check          # exit 1 when the page's block is stale
     python scripts/bench_table.py --full RECORD    # every mode of one record (long table)
     python scripts/bench_table.py --plot RECORD    # (re)draw its PNGs beside it (a GPU run
                                                    # can bring back its JSON alone)
@@ -13,7 +13,7 @@
 A GPU run may come in parts (``--workloads shadow pass`` after a run that held the others):
 the parts make one table, with a header line per record naming the workloads taken from it
 (:func:`gsample.bench.report.newest_records`). Quick (CI) records are left out. The block
-lies between ``<!-- bench:begin -->`` and ``<!-- bench:end -->`` in README.md; nothing else
+lies between ``<!-- bench:begin -->`` and ``<!-- bench:end -->`` in docs/guide/benchmarks.md; nothing else
 of the file is touched.
 """
 
@@ -31,10 +31,10 @@ from gsample.bench import report
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--results", default=str(ROOT / "benchmarks" / "results"))
-    p.add_argument("--readme", default=str(ROOT / "README.md"))
+    p.add_argument("--readme", default=str(ROOT / "docs" / "guide" / "benchmarks.md"))
     what = p.add_mutually_exclusive_group()
-    what.add_argument("--write", action="store_true", help="update the README's block")
-    what.add_argument("--check", action="store_true", help="fail if the README's block is stale")
+    what.add_argument("--write", action="store_true", help="update the page's block")
+    what.add_argument("--check", action="store_true", help="fail if the page's block is stale")
     what.add_argument("--full", metavar="RECORD", help="print every mode of one record")
     what.add_argument("--plot", metavar="RECORD", help="draw a record's PNGs beside it")
     args = p.parse_args(argv)

@@ -1,5 +1,5 @@
-"""One benchmark harness (issue 14, docs/architecture.md §8): every workload, its gsample modes and its peers
-side by side with the device's physical bound, in one process.
+"""One benchmark harness (issue 14, docs/architecture.md §8): every workload, its gsample modes
+and its peers side by side with the device's physical bound, in one process.
 
     python -m gsample.bench --quick --device cpu          # CI smoke run, < 2 minutes
     python -m gsample.bench --device cpu                  # the CPU set (web-NotreDame)
@@ -20,8 +20,8 @@ LADIES, W5 FastGCN / ShaDow / PASS), each timed over the same seeds:
 Before timing, the gsample modes draw the first mini-batches from one seed and must agree with
 the first mode (and, on a GPU, with eager on the CPU; and the last mode with itself drawn
 again): uniform samplers exactly, weighted ones (LADIES, FastGCN, node2vec, PASS) on at least
-0.999 of their edges or walk entries (docs/architecture.md §3). A disagreement or a workload that raises
-makes the run exit 1 after writing its record; speed never does.
+0.999 of their edges or walk entries (docs/architecture.md §3). A disagreement or a workload that
+raises makes the run exit 1 after writing its record; speed never does.
 
 Figures (:mod:`gsample.bench.measure`) per (workload, mode): epoch seconds (median of
 ``--repeats`` after a warm-up, all epochs and the spread), units per second (sampled edges or
@@ -29,7 +29,7 @@ walk steps), peak memory, the machine's load average, on a GPU kernels / memcpys
 per mini-batch (``torch.profiler``), and the bound: bytes the sampler must touch over the
 random-gather bandwidth measured in the same run. :mod:`gsample.bench.report` writes
 ``benchmarks/results/bench_<graph>_<device>_<UTC>.json`` (device, date, versions, commit,
-command), a PNG per workload, and the README table (``scripts/bench_table.py``).
+command), a PNG per workload, and the benchmarks page's table (``scripts/bench_table.py``).
 
 The samplers and baselines are the repository's ``examples/`` and ``benchmarks/``, imported
 by path: the harness needs a source checkout (or ``$GSAMPLE_REPO``), not an installed wheel.

@@ -271,8 +271,8 @@ def test_paths_beside_the_checkout_are_recorded_as_typed_from_it(tmp_path):
     assert report.as_typed("/", root) == "/"  # outside: unchanged
 
 
-def test_the_readme_block_is_made_from_the_committed_records():
-    """README.md's table is the newest records' (run ``scripts/bench_table.py --write`` after
-    adding one to ``benchmarks/results``)."""
+def test_the_benchmarks_page_block_is_made_from_the_committed_records():
+    """docs/guide/benchmarks.md's table is the newest records' (run
+    ``scripts/bench_table.py --write`` after adding one to ``benchmarks/results``)."""
     r = _table("--check")
     assert r.returncode == 0, r.stderr
