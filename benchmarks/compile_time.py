@@ -9,7 +9,7 @@ Per workload (GraphSAGE and LADIES by default):
 * compile time, warm: a call that hits the cache, the cache lookup alone, and an eager call
   of the same mini-batch for reference (medians of ``--repeats``);
 * epochs (the harness's modes): ``gsample eager``, ``compiled`` (the default pipeline) and
-  ``compiled, all-CSC layouts`` (``gsample.passes.layout.pipeline("csc")``): what layout
+  ``compiled, all-CSC layouts`` (``gsample.passes.pipeline("csc")``): what layout
   selection buys; the record names the cost table the compiles used.
 
 Writes ``benchmarks/results/compile_time_<graph>_<device>_<UTC>.json``.
@@ -28,7 +28,7 @@ import gsample.cost.table
 import gsample.runtime.cached
 from gsample.bench import Mode, cli
 from gsample.bench.measure import timed
-from gsample.passes.layout import pipeline as layout_pipeline
+from gsample.passes import pipeline as layout_pipeline
 
 
 def compile_times(fn, A, batch, kwargs, repeats, device):

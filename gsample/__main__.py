@@ -42,6 +42,13 @@ import pathlib
 import re
 import sys
 
+import torch
+
+import gsample as gs
+from gsample.capture.trace import TraceError
+from gsample.compiler.compiled import CompiledSampler
+from gsample.cost.calibrate import calibrate
+
 DESCRIPTION = "gsample: graph sampling compiled from sparse-matrix programs."
 
 
@@ -122,8 +129,6 @@ def _load(target: str):
 
 
 def _graph(args):
-    import gsample as gs
-
     kind, *rest = args.graph
     try:  # the library's message names the argument (a size that cannot be allocated)
         if kind == "rmat" and not rest:
@@ -143,10 +148,6 @@ def _graph(args):
 
 def example_arguments(module, fn, A, args) -> dict:
     """Keyword arguments for ``fn`` by the rules in this module's docstring."""
-    import torch
-
-    from gsample.compiler.compiled import CompiledSampler
-
     target = fn.fn if isinstance(fn, CompiledSampler) else fn
     params = list(inspect.signature(target).parameters.values())
     if not params:
@@ -185,9 +186,6 @@ def example_arguments(module, fn, A, args) -> dict:
 
 
 def cmd_ir(args) -> int:
-    import gsample as gs
-    from gsample.capture.trace import TraceError
-
     module, fn = _load(args.target)
     A, what = _graph(args)
     normalize = getattr(module, "normalize", None)
@@ -206,10 +204,8 @@ def cmd_ir(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from gsample import __version__
-
     p = argparse.ArgumentParser(prog="python -m gsample", description=DESCRIPTION)
-    p.add_argument("--version", action="version", version=f"gsample {__version__}")
+    p.add_argument("--version", action="version", version=f"gsample {gs.__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     ir = sub.add_parser(
         "ir",
@@ -306,10 +302,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_calibrate(args) -> int:
-    import torch
-
-    from gsample.cost.calibrate import calibrate
-
     if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
         raise SystemExit(f"error: --device {args.device}: no CUDA GPU here")
     if args.threads is not None:

@@ -1,4 +1,5 @@
-"""``@gs.compile`` gives the eager function's samples exactly (docs/architecture.md §3, consequence 2).
+"""``@gs.compile`` gives the eager function's samples exactly (docs/architecture.md §3,
+consequence 2).
 
 * every example in ``examples/`` compiles, and after ``gs.manual_seed(s)`` the compiled
   and eager runs return identical samples, called directly and through ``gs.DataLoader``;

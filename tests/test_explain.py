@@ -70,7 +70,7 @@ def test_every_pipeline_pass_is_listed_with_changed_or_unchanged(fn, A, seeds):
     assert all(int(h[1]) == len(PIPELINE) for h in headings)
     assert [int(h[0]) for h in headings] == list(range(1, len(PIPELINE) + 1))
     summary = "\n".join(section(text, "summary"))
-    for _, _, name, state in headings:
+    for _, _, name, _state in headings:
         assert name in summary
     # the IR is shown after exactly the passes that changed it
     for title in re.findall(r"^== (pass \d+/\d+ \w+: changed) ==$", text, re.M):
@@ -189,7 +189,7 @@ def test_trace_errors_propagate(A, seeds):
             return A
         return A
 
-    with pytest.raises(TraceError, match="test_explain.py"):
+    with pytest.raises(TraceError, match=r"test_explain\.py"):
         gs.explain(bad, A, seeds, file=False)
 
 
@@ -285,7 +285,7 @@ def test_cli_arguments_in_process(capsys, tmp_path):
         cli(["ir", f"{f}:needs_w"])
     with pytest.raises(SystemExit, match="no function 'nothing'"):
         cli(["ir", f"{f}:nothing"])
-    with pytest.raises(SystemExit, match="expected path/to/file.py:function"):
+    with pytest.raises(SystemExit, match=r"expected path/to/file\.py:function"):
         cli(["ir", str(f)])
     with pytest.raises(SystemExit, match="not a parameter"):
         cli(["ir", f"{f}:branchy", "--arg", "k=3"])

@@ -70,7 +70,7 @@ def test_pyg_style_and_induced_n_id_match_to_pyg(small_graph):
 
 
 def test_n_id_refuses_other_outputs():
-    with pytest.raises(TypeError, match="features / labels: .* returned Tensor"):
+    with pytest.raises(TypeError, match=r"features / labels: .* returned Tensor"):
         batch_nodes(torch.arange(3), torch.arange(2))
 
 

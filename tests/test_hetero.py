@@ -612,10 +612,13 @@ def test_metapath_step_law_chi_square(H):
     seeds = roots.repeat_interleave(6000)
     gs.manual_seed(11)
     walks = H.metapath_walk(seeds, PAP)
-    uniform = lambda v, cand, mult: mult.double() / mult.sum()
-    ranked = lambda v, cand, mult: (
-        torch.arange(1, cand.numel() + 1).double() / (cand.numel() * (cand.numel() + 1) / 2)
-    )
+
+    def uniform(v, cand, mult):
+        return mult.double() / mult.sum()
+
+    def ranked(v, cand, mult):
+        return torch.arange(1, cand.numel() + 1).double() / (cand.numel() * (cand.numel() + 1) / 2)
+
     step0 = transition_groups(A_w, walks[:, 0], walks[:, 1], uniform)
     step1 = transition_groups(A_wb, walks[:, 1], walks[:, 2], uniform)
     assert len(step0) == 3 and len(step1) >= 3

@@ -320,7 +320,8 @@ def test_with_edge_weight_refuses_what_it_cannot_match(data):
         num_workers=2,
     )
     with pytest.raises(
-        RuntimeError, match="did not sample this mini-batch in this process.*filter_per_worker=True"
+        RuntimeError,
+        match=r"did not sample this mini-batch in this process.*filter_per_worker=True",
     ):
         next(iter(loader))
 

@@ -352,7 +352,7 @@ def test_a_callers_n_id_is_checked_on_the_gpu(small_graph, mode):
     good = torch.tensor([5, 1999, 0], device="cuda")
     want = store(good).cpu()
     for bad in BAD_IDS:
-        with pytest.raises(IndexError, match="^n_id: node id"):
+        with pytest.raises(IndexError, match=r"^n_id: node id"):
             store(torch.tensor([5, bad, 7], device="cuda"))
         assert torch.equal(store(good).cpu(), want)  # the next call is exact
     assert torch.equal(want, X[good.cpu()])

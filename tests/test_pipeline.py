@@ -22,9 +22,9 @@ def samplers():
 
 def tensors(batch):
     """Every tensor of a batch, in a fixed order."""
-    from gsample.runtime.super_batcher import _tensors
+    from gsample.runtime import tensors as runtime_tensors
 
-    out = list(_tensors(batch.out))
+    out = list(runtime_tensors(batch.out))
     return out + [t for t in (batch.seeds, batch.n_id, batch.x, batch.y) if t is not None]
 
 

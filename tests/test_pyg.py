@@ -19,6 +19,7 @@ from torch_geometric.sampler import NegativeSampling, NodeSamplerInput
 from torch_geometric.utils import subgraph, trim_to_layer
 
 import gsample.interop.pyg.loader as gp
+import gsample.pyg
 
 
 @pytest.fixture(scope="module")
@@ -274,3 +275,11 @@ def test_bad_arguments_name_themselves(data):
         gp.Sampler(data, None)
     with pytest.raises(TypeError, match="sampler"):
         gp.NeighborLoader(data, [5], sampler=None)
+
+
+def test_gsample_pyg_shows_only_its_public_api():
+    """``dir(gsample.pyg)`` is its ``__all__`` (the implementation's helpers stay in
+    :mod:`gsample.interop.pyg.loader`), and every name there is the implementation's."""
+    public = gsample.pyg
+    assert {n for n in dir(public) if not n.startswith("__")} == set(public.__all__)
+    assert all(getattr(public, n) is getattr(gp, n) for n in public.__all__)

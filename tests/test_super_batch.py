@@ -1,4 +1,5 @@
-"""Super-batching samples exactly what the mini-batches sample one by one (docs/architecture.md §3, 4.).
+"""Super-batching samples exactly what the mini-batches sample one by one
+(docs/architecture.md §3, 4.).
 
 ``gs.DataLoader(..., super_batch=N)`` runs N mini-batches in one run of the compiled
 program (``gsample.passes.super_batch``). Checked here, on every device:
@@ -50,8 +51,7 @@ from gsample.base.random import (
     uniform_int,
     words,
 )
-from gsample.runtime import Options, interpret, run
-from gsample.runtime.super_batcher import _SuperBatcher
+from gsample.runtime import Options, SuperBatcher, interpret, run
 
 BATCH, NUM_SEEDS = 32, 180  # 6 batches, the last one of 20 seeds
 COUNTS = (1, 2, 3, 4, 50)
@@ -407,7 +407,7 @@ def test_a_super_batch_leaves_the_stream_where_its_first_mini_batch_does(lowered
     sampler = gs.compile(whole_graph_then_frontier, runtime=Options(lowered=lowered))
     seeds = random_seeds(3 * BATCH - 5, 9)
     parts = [seeds[:BATCH], seeds[BATCH : 2 * BATCH], seeds[2 * BATCH :]]
-    sb = _SuperBatcher(graph, sampler, parts[0], fixed_state=False)
+    sb = sampler.super_batched((graph, parts[0]), seeds="seeds")
     ir, program = sb.program(3)
     assert (program is None) is not lowered
     assert [n.attrs.get("per_batch") for n in ir.random_nodes()] == [
@@ -450,7 +450,7 @@ def test_whole_graph_draws_that_read_state_are_refused_unless_fixed(graph):
     v = torch.rand(graph.num_nodes, generator=torch.Generator().manual_seed(2)) + 0.1
     sampler = functools.partial(by_state, v=v)
     seeds = random_seeds(5 * BATCH - 7, 8)
-    with pytest.raises(ValueError, match="super_batch: .*depend on v.*fixed_state=True"):
+    with pytest.raises(ValueError, match=r"super_batch: .*depend on v.*fixed_state=True"):
         gs.DataLoader(graph, sampler, seeds, BATCH, super_batch=2)
     ref = loader_outputs(graph, sampler, seeds, BATCH)
     compiled = functools.partial(gs.compile(by_state), v=v)
@@ -570,7 +570,7 @@ def test_both_top_k_strategies_choose_the_same_rows(weighted):
             select.choose_rows(
                 torch.arange(hi - lo),
                 hi - lo,
-                lambda r: gid[lo:hi][r] - b * n,
+                lambda r, lo=lo, hi=hi, b=b: gid[lo:hi][r] - b * n,
                 k,
                 False,
                 keys.keys[b],
@@ -589,7 +589,7 @@ def test_state_dependent_samplers_are_refused_unless_fixed(graph):
     with pytest.raises(ValueError, match=r"super_batch: .*X, W1, W2, W3.*fixed_state=True"):
         gs.DataLoader(graph, sampler, torch.arange(64), BATCH, super_batch=2)
     biased = functools.partial(weighted_sampler, v=torch.rand(graph.num_nodes))  # a bandit bias
-    with pytest.raises(ValueError, match="super_batch: .*depend on v"):
+    with pytest.raises(ValueError, match=r"super_batch: .*depend on v"):
         gs.DataLoader(graph, biased, torch.arange(64), BATCH, super_batch="auto")
     gs.DataLoader(graph, biased, torch.arange(64), BATCH, super_batch=2, fixed_state=True)
 
@@ -598,7 +598,7 @@ def test_state_dependent_samplers_are_refused_unless_fixed(graph):
     mvs = functools.partial(
         example("mvs").mvs_independent, grad_norm=torch.rand(graph.num_nodes), batch_size=8
     )
-    with pytest.raises(ValueError, match="super_batch: .*depend on grad_norm"):
+    with pytest.raises(ValueError, match=r"super_batch: .*depend on grad_norm"):
         gs.DataLoader(graph, mvs, torch.arange(64), BATCH, super_batch=2)
     gs.DataLoader(graph, mvs, torch.arange(64), BATCH, super_batch=2, fixed_state=True)
 
@@ -649,8 +649,8 @@ def test_matrix_arguments_of_another_node_count_are_refused(graph):
     other = gs.datasets.rmat(1500, 8000, seed=1)
     with pytest.raises(
         ValueError,
-        match="super_batch: .*more than one gs.Matrix argument .*"
-        "node count \\(2000\\); 'B' has 1500",
+        match=r"super_batch: .*more than one gs\.Matrix argument .*"
+        r"node count \(2000\); 'B' has 1500",
     ):
         gs.DataLoader(
             graph, functools.partial(two_graphs, B=other), torch.arange(64), BATCH, super_batch=2
@@ -714,7 +714,7 @@ def test_a_super_batch_failure_where_batches_succeed_is_reported(graph, monkeypa
         raise RuntimeError("out of memory")
 
     loader = gs.DataLoader(graph, graphsage, torch.arange(100), BATCH, super_batch=2, seed=0)
-    monkeypatch.setattr(_SuperBatcher, "run", broken)
+    monkeypatch.setattr(SuperBatcher, "run", broken)
     got, error = outcome(loader)
     assert got == [] and isinstance(error, RuntimeError)
     assert "super_batch: sampling mini-batches 0..1 in one run failed" in str(error)

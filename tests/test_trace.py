@@ -274,9 +274,9 @@ def test_tensor_inside_a_static_argument_is_refused(A, seeds):
     def fn(A, seeds, extra):
         return A[:, seeds]
 
-    with pytest.raises(TypeError, match="extra: a tensor or gs.Matrix inside a static"):
+    with pytest.raises(TypeError, match=r"extra: a tensor or gs\.Matrix inside a static"):
         gs.compile(fn)(A, seeds, (torch.ones(2),))
-    with pytest.raises(TypeError, match="extra: static arguments .* must be hashable"):
+    with pytest.raises(TypeError, match=r"extra: static arguments .* must be hashable"):
         gs.compile(fn)(A, seeds, [{1, 2}])
 
 
@@ -326,7 +326,7 @@ def test_device_and_layout_are_in_the_key(A, seeds):
 
 
 def test_compile_rejects_a_function_without_a_matrix(seeds):
-    with pytest.raises(TypeError, match="needs a gs.Matrix"):
+    with pytest.raises(TypeError, match=r"needs a gs\.Matrix"):
         gs.compile(lambda seeds: seeds)(seeds)
     with pytest.raises(TypeError, match="fn: expected a function"):
         gs.compile(3)

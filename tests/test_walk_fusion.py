@@ -1,4 +1,5 @@
-"""A compiled ``gs.walk`` of a per-walker step is one ``FUSED_WALK`` op (``gsample.capture.walk_fusion``).
+"""A compiled ``gs.walk`` of a per-walker step is one ``FUSED_WALK`` op
+(``gsample.capture.walk_fusion``).
 
 Determinism: the fused walk draws what the unrolled program (``fuse=False``) and the eager
 loop draw, bit for bit (it takes their op ordinals), one by one and super-batched. Structure:

@@ -203,7 +203,7 @@ def test_errors_name_the_argument(graph):
         gs.walk(lambda A, cur, prev, t, s: cur, graph, seeds, 3, state=seeds)
     with pytest.raises(IndexError, match="seeds: node id 3000 is out of range"):
         gs.walk(backtrack_averse, graph, torch.tensor([3000]), 3)
-    with pytest.raises(TypeError, match="A: expected a gs.Matrix"):
+    with pytest.raises(TypeError, match=r"A: expected a gs\.Matrix"):
         gs.walk(backtrack_averse, "graph", seeds, 3)
     bad = gs.compile(dsl)
     with pytest.raises(IndexError, match="out of range"):

@@ -18,6 +18,7 @@ backend for any other graph. ``"torch"`` and ``"cuda"`` force one.
 from __future__ import annotations
 
 import contextvars
+import importlib
 import importlib.util
 import pathlib
 import sys
@@ -25,13 +26,12 @@ import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Optional
 
 # under another name: importing the subpackage gsample.backend.torch binds "torch" in this
 # module's namespace to it
 import torch as _torch
 
-from gsample.formats.layouts import name_of
+from gsample.formats.layouts import NAMES, name_of
 from gsample.ir import Op
 from gsample.ir.graph import Target
 
@@ -119,14 +119,93 @@ class Impl:
         return not set(self.without) & given or (bool(self.unless) and set(self.unless) <= given)
 
 
+#: what a registration may say about its implementation (the fields of :class:`Impl`)
+_OPTIONS = frozenset(
+    {"sync_free", "syncs", "checks", "bounded_out", "without", "finish", "unless", "batch_keys"}
+)
+
+
+@dataclass(frozen=True)
+class Registration:
+    """One ``@impl`` decoration: ``fn`` runs ``op`` on ``layouts`` (``options``: the
+    :class:`Impl` fields it sets, as :meth:`Backend.register` takes them)."""
+
+    op: Op
+    layouts: tuple
+    fn: Callable
+    options: tuple  # (name, value) pairs
+
+
+class Implementations:
+    """A backend's registration decorator: ``@torch_impl(Op.ROW, layouts=...)`` above the
+    function that implements the op, in the module that holds it.
+
+    The one way a backend learns what it runs: its package imports its modules, each
+    decoration is recorded here, and the backend registers every recorded one when it is
+    made (:meth:`Backend.__init__`). A decoration returns ``fn`` unchanged (no wrapper:
+    a call costs what it cost before); ``tests/backend/test_signatures.py`` checks every
+    recorded ``fn``'s parameters against its op's :class:`gsample.ir.OpDef`.
+
+    Parameters
+    ----------
+    backend : str
+        The backend these registrations belong to (``"torch"``, ``"cuda"``).
+
+    Examples
+    --------
+    >>> @torch_impl(Op.COLUMN, layouts=LAYOUTS)
+    ... def column(A):
+    ...     return A.global_cols()
+    """
+
+    def __init__(self, backend: str):
+        self.backend = backend
+        self.registrations: list = []
+
+    def __call__(self, op: Op, layouts: tuple = ("csc",), **options) -> Callable:
+        """A decorator registering its function for ``op`` on each of ``layouts``, with the
+        :class:`Impl` fields ``options`` (``sync_free``, ``syncs``, ``checks``,
+        ``bounded_out``, ``without``, ``unless``, ``finish``, ``batch_keys``)."""
+        unknown = set(options) - _OPTIONS
+        if unknown:
+            raise TypeError(f"impl: unknown options {sorted(unknown)}; expected {sorted(_OPTIONS)}")
+        if isinstance(layouts, str):
+            layouts = (layouts,)
+
+        def register(fn: Callable) -> Callable:
+            self.registrations.append(
+                Registration(op, tuple(layouts), fn, tuple(sorted(options.items())))
+            )
+            return fn
+
+        return register
+
+
+#: the torch backend's decorator (its modules: ``gsample.backend.torch``)
+torch_impl = Implementations("torch")
+#: the CUDA backend's decorator (its modules: ``gsample.backend.cuda``)
+cuda_impl = Implementations("cuda")
+
+
 class Backend:
-    """An executor of IR ops: a registry ``(op, layout) -> Impl``."""
+    """An executor of IR ops: a registry ``(op, layout) -> Impl``.
+
+    A concrete backend names its decorator (``implementations``, an
+    :class:`Implementations`) and, made after its package imported its modules, registers
+    what they decorated; :meth:`register` is the primitive under it (a test may build a
+    ``Backend()`` of its own with it).
+    """
 
     name: str = "abstract"
+    #: the decorator whose registrations this backend runs (None: none)
+    implementations: Implementations | None = None
 
     def __init__(self):
         self.impls: dict = {}
         self.sync_free_impls: dict = {}
+        if self.implementations is not None:
+            for r in self.implementations.registrations:
+                self.register(r.op, r.layouts, r.fn, **dict(r.options))
 
     def register(
         self,
@@ -153,6 +232,12 @@ class Backend:
         syncs = (not sync_free) if syncs is None else syncs
         bounded_out = sync_free if bounded_out is None else bounded_out
         for layout in layouts:
+            if (op, layout) in table:  # two decorations of one op: which runs is unclear
+                raise ValueError(
+                    f"{self.name}: {op.value} on {layout!r} is registered twice"
+                    + (" (sync-free)" if sync_free else "")
+                    + f": {table[op, layout].fn.__qualname__} and {fn.__qualname__}"
+                )
             table[op, layout] = Impl(
                 fn,
                 self.name,
@@ -183,8 +268,6 @@ class Backend:
 
     def layouts(self, op: Op) -> tuple:
         """The layouts this backend runs ``op`` on (CSC first)."""
-        from gsample.formats.layouts import NAMES
-
         return tuple(lay for lay in NAMES if (op, lay) in self.impls)
 
     def target(self) -> Target:
@@ -539,3 +622,61 @@ def resolve(
 def run_op(backend: Backend, ir_op: Op, kwargs: dict):
     """Run ``ir_op`` eagerly on ``backend`` (or the torch reference where it lacks it)."""
     return resolve(backend, ir_op, kwargs.get("A"), inputs=kwargs).fn(**kwargs)
+
+
+# ----------------------------------------------------------------------------- runtime hooks
+# (owned by the runtime's maintainers: issue 33) The runtime (a level above the backends)
+# never imports a backend's own modules: what it calls of them it asks for here, by name,
+# once (at import, or once per capture), never per op.
+
+#: hook name -> ``"module:attribute"`` of its implementation, imported on first use
+HOOKS = {
+    # the torch backend's super-batch frontiers (gsample.runtime.block_diagonal)
+    "frontier": "gsample.backend.torch.batched:frontier",
+    "encode_columns": "gsample.backend.torch.batched:encode_columns",
+    # the CUDA backend's split of a super-batch matrix (kernels/split.cu)
+    "split_applies": "gsample.backend.cuda.split:applies",
+    "batch_bounds": "gsample.backend.cuda.split:batch_bounds",
+    "split_decode": "gsample.backend.cuda.split:split_decode",
+    # the CUDA backend's packing of a CUDA graph's results (kernels/pack.cu)
+    "pack_parts": "gsample.backend.cuda.pack:pack_parts",
+    "prepare_pack": "gsample.backend.cuda.pack:prepare",
+}
+_HOOKED: dict = {}
+
+
+def hook(name: str) -> Callable:
+    """The backend function the runtime calls as ``name`` (a key of :data:`HOOKS`), its
+    module imported on first use (a CUDA module only where the runtime asks for it: on a
+    GPU). Resolve it once (at import, or once per capture), not per op.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`HOOKS` (or a name given to :func:`register_hook`).
+
+    Returns
+    -------
+    callable
+
+    Raises
+    ------
+    KeyError
+        No hook of that name.
+
+    Examples
+    --------
+    >>> frontier = hook("frontier")          # gsample.backend.torch.batched.frontier
+    >>> ids, batch, ptr = frontier(torch.tensor([3, 10 + 4]), 10, 2)
+    """
+    fn = _HOOKED.get(name)
+    if fn is None:
+        module, _, attr = HOOKS[name].partition(":")
+        fn = _HOOKED[name] = getattr(importlib.import_module(module), attr)
+    return fn
+
+
+def register_hook(name: str, fn: Callable) -> None:
+    """Make ``fn`` the function :func:`hook` returns for ``name`` (a backend registering its
+    own; a test replacing one). Callers that resolved ``name`` before keep the old one."""
+    _HOOKED[name] = fn

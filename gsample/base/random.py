@@ -336,7 +336,8 @@ class BatchKeys:
     block-diagonal graph (``gsample.passes.super_batch``): node ``v`` of batch ``b`` has
     the id ``b * num_nodes + v``. Batch ``b`` draws with ``keys[b] = op_key(seed,
     ordinal, first + b)`` and, for a column, the column's position *within its batch*,
-    so every draw is the one the mini-batch would make on its own (docs/architecture.md §3, consequence 4).
+    so every draw is the one the mini-batch would make on its own (docs/architecture.md §3,
+    consequence 4).
 
     Attributes
     ----------

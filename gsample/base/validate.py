@@ -37,7 +37,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-_INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+#: the integer dtypes ids may come in (widened to int64)
+INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 
 # ----------------------------------------------------------------------------- failures
 _DEFERRED: contextvars.ContextVar = contextvars.ContextVar("gsample_deferred", default=None)
@@ -55,7 +56,7 @@ class Deferred:
 
     def raise_first(self, values: list) -> None:
         """Raise the first failure whose flag read back True (``values``: the flags)."""
-        for (flag, exc, message, details), hit in zip(self.failures, values):
+        for (_flag, exc, message, details), hit in zip(self.failures, values):
             if hit:
                 raise exc(message(*[d.tolist() for d in details]) if callable(message) else message)
 
@@ -139,7 +140,7 @@ def as_tensor(x, name: str, device) -> torch.Tensor:
                 f"move it with .to({str(device)!r})"
             )
         return x.contiguous()
-    if isinstance(x, (list, tuple, range, np.ndarray)) or isinstance(x, numbers.Number):
+    if isinstance(x, (list, tuple, range, np.ndarray, numbers.Number)):
         arr = np.asarray(x)
         if arr.dtype == object:
             raise TypeError(
@@ -159,7 +160,7 @@ def ids(
     ``check_range=False``: the conversions and host checks only (the caller's kernel checks
     the range itself and reports it through :func:`fail_if`)."""
     t = as_tensor(x, name, device)
-    if t.dtype == torch.bool or t.dtype not in _INT_DTYPES:
+    if t.dtype == torch.bool or t.dtype not in INT_DTYPES:
         raise TypeError(f"{name}: node ids must be an integer tensor, got dtype {t.dtype}")
     if t.dim() != 1:
         raise ValueError(f"{name}: node ids must be 1-D, got shape {tuple(t.shape)}")
@@ -336,7 +337,7 @@ def probabilities(
             f"got shape {tuple(t.shape)}"
         )
     if values:
-        _finite_nonnegative(t, name)
+        finite_nonnegative(t, name)
     return t
 
 
@@ -366,99 +367,22 @@ def scalar_or_edges(x, name: str, nnz: int, device):
     return t
 
 
-# ----------------------------------------------------------------------------- per-op data checks
-# Each op's definition (gsample.ir.ops) names its check; it runs on the op's inputs where
-# untrusted data enters the op: every eager call, and a compiled program's boundary (its
-# arguments and what dense user code computed), never on values a program's ops made.
-# Static arguments (k, replace, axis, op names) are checked where they are given.
-
-# Each returns the inputs it checked, converted as the op takes them (ids as int64 tensors
-# on the matrix's device, ...): eager calls and compiled programs pass those on. ``trusted``
-# names id inputs a compiled program's own ops made (a frontier from all_nodes): their ids
-# are in range by construction and are not checked again. Values (probabilities, operands)
-# are always checked: they may come from user data through any arithmetic.
+# ----------------------------------------------------------------------------- probabilities
+# Value checks that several ops' data checks (``gsample.ir.checks``) and the samplers that
+# check weights with their draws share: their messages are the ops' errors.
 
 
-def check_cols(A, cols, trusted=(), in_kernel=(), **_):
-    if "cols" in trusted:
-        return {}
-    return {"cols": _frontier_ids(A, cols, trusted, in_kernel)}
-
-
-def _frontier_ids(A, cols, trusted, in_kernel):
-    """A frontier's ids, converted; range-checked unless the op's kernel does it."""
-    return ids(
-        cols, "cols", A.num_nodes, A.device, allow_empty=False, check_range="cols" not in in_kernel
-    )
-
-
-def check_rows(A, rows, trusted=(), **_):
-    if "rows" in trusted:
-        return {}
-    rows = ids(rows, "rows", A.num_nodes, A.device)
-    unique_ids(rows, "rows")
-    return {"rows": rows}
-
-
-def check_rows_cols(A, rows, cols, trusted=(), **_):
-    """``A[rows, cols]``: the column slice's and the row slice's checks."""
-    return {**check_cols(A, cols, trusted), **check_rows(A, rows, trusted)}
-
-
-def check_edge_map(A, other=None, **_):
-    if other is None:
-        return {}
-    return {"other": scalar_or_edges(other, "other", A.nnz, A.device)}
-
-
-def check_broadcast(A, vector, axis, **_):
-    n, what = (A.num_cols, "column") if axis == 0 else (A.num_rows, "row")
-    v = vector_(vector, "v", n, A.device, what)
-    if v.dim() != 1:
-        raise ValueError(f"v: broadcast needs one scalar per {what}, got shape {tuple(v.shape)}")
-    return {"vector": v}
-
-
-def _scalar_values(A):
-    if A.values is not None and A.values.dim() != 1:
-        raise ValueError(
-            f"A: A @ D needs one value per edge; A has values of shape "
-            f"{tuple(A.values.shape)} (reduce them to (E,) first)"
+def finite_nonnegative(t: torch.Tensor, name: str) -> None:
+    """Raise (through :func:`fail_if`) when ``t`` holds a NaN, an infinity or a negative value."""
+    if t.numel():
+        # one pass over t: a NaN makes both extremes NaN, an infinity one of them
+        lo, hi = torch.aminmax(t)
+        fail_if(
+            ~(torch.isfinite(lo) & torch.isfinite(hi)),
+            ValueError,
+            f"{name}: contains NaN or infinite values",
         )
-
-
-def check_spmm(A, dense, **_):
-    _scalar_values(A)
-    return {"dense": vector_(dense, "D", A.num_cols, A.device, "column of A")}
-
-
-def check_spmm_t(A, dense, **_):
-    _scalar_values(A)
-    return {"dense": vector_(dense, "D", A.num_rows, A.device, "row of A")}
-
-
-def check_sddmm(A, u, v, **_):
-    u = vector_(u, "U", A.num_rows, A.device, "row of A")
-    v = vector_(v, "V", A.num_cols, A.device, "column of A")
-    if u.dim() != v.dim() or (u.dim() == 2 and u.shape[1] != v.shape[1]):
-        raise ValueError(f"U, V: feature shapes differ: {tuple(u.shape)} and {tuple(v.shape)}")
-    if not torch.promote_types(u.dtype, v.dtype).is_floating_point:
-        # edge values are floating point (the module doc): integer or bool features are
-        # multiplied in float32, as an edge map's integer result is made float32
-        u, v = u.to(torch.float32), v.to(torch.float32)
-    return {"u": u, "v": v}
-
-
-def _frontier(A, cols):
-    """``(index, indptr)`` of the edges of ``A[:, cols]`` (see ``formats.gather_segments``);
-    a bounded frontier is read back first."""
-    from gsample.formats.bounded import BoundedIds
-    from gsample.formats.csc import gather_segments
-
-    if isinstance(cols, BoundedIds):
-        (n,) = read_back([cols.count])
-        cols = cols.data[:n]
-    return (*gather_segments(*A.column_segments(cols)), cols)
+        fail_if(lo < 0, ValueError, lambda v: f"{name}: contains negative values (min {v})", lo)
 
 
 def edge_probs(p, indptr, cols) -> None:
@@ -480,215 +404,15 @@ def edge_probs(p, indptr, cols) -> None:
         )
 
 
-def check_individual(A, probs=None, cols=None, trusted=(), in_kernel=(), **_):
-    out = {}
-    if cols is not None and "cols" not in trusted:
-        cols = out["cols"] = _frontier_ids(A, cols, trusted, in_kernel)
-    if probs is None or "probs" in trusted:  # (trusted: checked with their alias tables)
-        return out
-    probs = out["probs"] = probabilities(probs, "probs", A.nnz, A.device, "edge", values=False)
-    if "probs" in in_kernel:  # the sampler's code checks the values (the CUDA backend's:
-        return out  # with its draws, select.select_in_columns' ``nodes``)
-    if cols is None:
-        p, indptr, cols = probs, A.indptr, A.global_cols()
-    else:  # fused op: check the frontier's edges only
-        index, indptr, cols = _frontier(A, cols)
-        p = probs[index]
-    column_probs(p, indptr, cols)
-    return out
-
-
 def column_probs(p, indptr, cols, at_once: bool = False) -> None:
     """Edge probabilities ``p`` in column order (``indptr``; ``cols``: the columns' node ids):
     finite, non-negative, a positive one in every column with edges, with the errors of
-    :func:`check_individual`. ``at_once``: raise now, also inside :func:`deferred` (a
+    ``gsample.ir.checks.check_individual``. ``at_once``: raise now, also inside :func:`deferred` (a
     kernel's flags, already read back, found a failure; this names it)."""
     token = _DEFERRED.set(None) if at_once else None
     try:
-        _finite_nonnegative(p, "probs")
+        finite_nonnegative(p, "probs")
         edge_probs(p, indptr, cols)
     finally:
         if token is not None:
             _DEFERRED.reset(token)
-
-
-def _finite_nonnegative(t, name):
-    if t.numel():
-        # one pass over t: a NaN makes both extremes NaN, an infinity one of them
-        lo, hi = torch.aminmax(t)
-        fail_if(
-            ~(torch.isfinite(lo) & torch.isfinite(hi)),
-            ValueError,
-            f"{name}: contains NaN or infinite values",
-        )
-        fail_if(lo < 0, ValueError, lambda v: f"{name}: contains negative values (min {v})", lo)
-
-
-#: the error of collective sampling when no row with edges has a positive probability
-NO_POSITIVE_ROW = "node_probs: zero on every row that has edges; nothing can be sampled"
-
-
-def check_collective(A, node_probs=None, cols=None, trusted=(), in_kernel=(), **_):
-    out = {}
-    if cols is not None and "cols" not in trusted:
-        out["cols"] = _frontier_ids(A, cols, trusted, in_kernel)
-    if node_probs is not None:
-        # in_kernel: the sampler's kernel checks the values (finite, >= 0) itself
-        p = out["node_probs"] = probabilities(
-            node_probs,
-            "node_probs",
-            A.num_rows,
-            A.device,
-            "row",
-            values="node_probs" not in in_kernel,
-        )
-        # the fused A[:, cols].collective_sample checks this in its host code, before its
-        # draws (choose_rows): here it would gather the frontier's edges a second time
-        if cols is None and A.nnz:
-            fail_if(~(p[A.rows] > 0).any(), ValueError, NO_POSITIVE_ROW)
-    return out
-
-
-def _whole_graph(A, what: str) -> None:
-    if A.row_ids is not None or A.col_ids is not None:
-        raise ValueError(
-            f"A: {what} needs the whole graph (a matrix whose rows and columns "
-            "are all nodes), not a sub-matrix; walk on the graph itself"
-        )
-
-
-def check_alias_table(A, probs, **_):
-    """Static walk weights: one finite, non-negative value per edge, and a positive one in
-    every column that has edges (a walker there must be able to move)."""
-    _whole_graph(A, "walk weights (probs)")
-    p = probabilities(probs, "probs", A.nnz, A.device, "edge", values=False)
-    if p.dim() == 1 and p.numel():
-        _finite_nonnegative(p, "probs")
-        edge_probs(p, A.indptr, A.global_cols())
-    return {"probs": p}
-
-
-def check_random_walk(
-    A,
-    seeds,
-    alias=None,
-    length=0,
-    p=1.0,
-    q=1.0,
-    stop_prob=0.0,
-    restart_prob=0.0,
-    jump_prob=0.0,
-    trusted=(),
-    **_,
-):
-    """``A.random_walk``: the whole graph, seeds in range, the step probabilities summing to
-    at most 1 (``alias``, made by the ``alias_table`` op from checked weights, is not
-    re-checked)."""
-    _whole_graph(A, "random_walk")
-    total = stop_prob + restart_prob + jump_prob
-    if total > 1.0 + 1e-12:
-        raise ValueError(
-            f"stop_prob, restart_prob, jump_prob: must sum to at most 1, got "
-            f"{stop_prob} + {restart_prob} + {jump_prob} = {total}"
-        )
-    if length >= 1 << 31:  # a step's draws are numbered step * 2**32 + slot
-        raise ValueError(f"length: must be < 2**31, got {length}")
-    fits(len(seeds) * (length + 1), 8, A.device, "length", f"{len(seeds)} walks of {length} steps")
-    if "seeds" in trusted:
-        return {}
-    return {"seeds": ids(seeds, "seeds", A.num_nodes, A.device)}
-
-
-def check_fused_walk(A, seeds, length=0, trusted=(), **_):
-    """A fused ``gs.walk`` (``fused_walk``): the whole graph and seeds in range (the ids its
-    steps compute are checked where its body reads them)."""
-    _whole_graph(A, "gs.walk")
-    fits(len(seeds) * (length + 1), 8, A.device, "length", f"{len(seeds)} walks of {length} steps")
-    if "seeds" in trusted:
-        return {}
-    return {"seeds": ids(seeds, "seeds", A.num_nodes, A.device)}
-
-
-def check_random_draws(A, nodes, trusted=(), **_):
-    """``A.random_uniform`` / ``A.random_count``: the whole graph (its node count decodes a
-    super-batch's frontier) and node ids in range."""
-    _whole_graph(A, "random_uniform / random_count")
-    if "nodes" in trusted:
-        return {}
-    return {"nodes": ids(nodes, "nodes", A.num_nodes, A.device)}
-
-
-def check_from_neighbors(A, cols, neighbors, values=None, trusted=(), **_):
-    """``A.from_neighbors``: the whole graph (its node count decodes a super-batch), column
-    ids in range, one row of neighbour ids per column (``-1`` pads), values of the same
-    shape, floating point."""
-    _whole_graph(A, "from_neighbors")
-    out = {} if "cols" in trusted else {"cols": ids(cols, "cols", A.num_nodes, A.device)}
-    c = out.get("cols", cols)
-    C = c.shape[0] if isinstance(c, torch.Tensor) else None  # a trusted frontier may be bounded
-    t = as_tensor(neighbors, "neighbors", A.device)
-    if t.dtype == torch.bool or t.dtype not in _INT_DTYPES:
-        raise TypeError(f"neighbors: node ids must be an integer tensor, got dtype {t.dtype}")
-    if t.dim() != 2 or (C is not None and t.shape[0] != C):
-        raise ValueError(
-            f"neighbors: expected one row of ids per column (shape ({C}, K)), "
-            f"got shape {tuple(t.shape)}"
-        )
-    if "neighbors" not in trusted:
-        t = t.to(torch.int64)
-        if t.numel():
-            lo, hi = torch.aminmax(t)
-            fail_if(
-                lo < -1,
-                IndexError,
-                lambda v: f"neighbors: node id {v} is negative (-1 is the padding)",
-                lo,
-            )
-            fail_if(
-                hi >= A.num_nodes,
-                IndexError,
-                lambda v: (
-                    f"neighbors: node id {v} is out of range for a graph of {A.num_nodes} nodes"
-                ),
-                hi,
-            )
-        out["neighbors"] = t
-    if values is not None:
-        v = as_tensor(values, "values", A.device)
-        if not v.is_floating_point():
-            raise TypeError(f"values: must be floating point, got dtype {v.dtype}")
-        if tuple(v.shape) != tuple(t.shape):
-            raise ValueError(
-                f"values: expected one value per entry of neighbors (shape "
-                f"{tuple(t.shape)}), got shape {tuple(v.shape)}"
-            )
-        out["values"] = v
-    return out
-
-
-def check_filter_edges(A, keep, **_):
-    """``A.filter_edges``: one bool per edge."""
-    t = as_tensor(keep, "keep", A.device)
-    if t.dtype != torch.bool:
-        raise TypeError(f"keep: must be a bool tensor (one flag per edge), got dtype {t.dtype}")
-    if t.dim() != 1 or t.shape[0] != A.nnz:
-        raise ValueError(
-            f"keep: expected one flag per edge (shape ({A.nnz},)), got shape {tuple(t.shape)}"
-        )
-    return {"keep": t}
-
-
-def check_fused(A, program, **operands):
-    """The checks of the unfused edge maps and broadcasts, step by step."""
-    out = {}
-    for _op, name, _reverse, _scalar, axis in program:
-        if name is None:
-            continue
-        if axis is None:
-            out[name] = check_edge_map(A, other=operands[name])["other"]
-        else:
-            out[name] = check_broadcast(A, vector=operands[name], axis=axis)["vector"]
-    return out
-
-
-vector_ = vector

@@ -18,6 +18,7 @@ import statistics
 import time
 
 import torch
+from torch.profiler import ProfilerActivity, profile
 
 import gsample as gs
 
@@ -224,8 +225,6 @@ def profile_counts(run, num_batches: int, device) -> dict:
     ``torch.profiler``; ``{}`` off CUDA."""
     if device.type != "cuda":
         return {}
-    from torch.profiler import ProfilerActivity, profile
-
     sync(device)
     start = time.perf_counter()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:

@@ -113,8 +113,9 @@ def torch_cluster_op(sdist):
     ``(None, reason)``."""
     key = str(sdist)
     if key not in _CLUSTER:
+        # import here: benchmarks/torch_cluster_rw.py, on sys.path after import_repo
         try:
-            from torch_cluster_rw import load  # benchmarks/, on sys.path
+            from torch_cluster_rw import load
 
             op, version = load(sdist)
             _CLUSTER[key] = (
@@ -152,6 +153,7 @@ def torch_cluster_peer(w: Workload, batches, device, sdist, node2vec_on_cuda=Fal
         return op(c.indptr, c.rows, seeds, L, p, q)[1]  # edge_seq: -1 = stood still
 
     def check(batch):
+        # import here: benchmarks/torch_cluster_rw.py, on sys.path after import_repo
         from torch_cluster_rw import check_walks
 
         check_walks(op, c.indptr, c.rows, batch, L, p, q)
@@ -169,6 +171,7 @@ def torch_cluster_peer(w: Workload, batches, device, sdist, node2vec_on_cuda=Fal
 def _pyg_data(w: Workload, gid: bool):
     """The graph as a PyG ``Data`` (edges row -> column, so PyG samples in-edges as gsample);
     ``gid``: a node attribute of global ids, for loaders whose batches have no ``n_id``."""
+    # import here: PyTorch Geometric is an optional peer
     from torch_geometric.data import Data
 
     rows, cols = coo(w.A)
@@ -205,6 +208,7 @@ def pyg_peer(w: Workload, batches, device):
     None for a workload PyG has no sampler of."""
     if w.name not in ("graphsage", "shadow"):
         return None
+    # import here: PyTorch Geometric is an optional peer
     try:
         import torch_geometric.typing as T
     except Exception as e:
@@ -213,6 +217,7 @@ def pyg_peer(w: Workload, batches, device):
         return PYG_WHY
     if device.type != "cpu":
         return "not run: PyG's loaders sample on the CPU (run the CPU set)"
+    # import here: PyTorch Geometric is an optional peer (it imports: checked above)
     from torch_geometric.loader import NeighborLoader, ShaDowKHopSampler
 
     data = _pyg_data(w, gid=w.name == "shadow")
@@ -240,7 +245,10 @@ def pyg_peer(w: Workload, batches, device):
             batch_size=w.batch_size,
         )
         note = "one ego subgraph per seed, batched (gsample's shadow: one subgraph per mini-batch)"
-    n_edges = lambda b: int(b.edge_index.size(1))
+
+    def n_edges(b) -> int:
+        return int(b.edge_index.size(1))
+
     return Peer(epoch_runner(lambda: iter(loader), device, n_edges), _pyg_check(w, loader), note)
 
 
@@ -251,6 +259,7 @@ def dgl_peer(w: Workload, batches, device):
     DGL has no sampler of."""
     if w.name not in ("graphsage", "deepwalk", "node2vec"):
         return None
+    # import here: DGL is an optional peer, and does not import with every torch
     try:
         import dgl
     except Exception as e:

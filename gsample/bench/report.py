@@ -130,9 +130,11 @@ def _color(kind):
 def plot(path, name, entry, title):
     """Epoch time (log scale, min-max whiskers, the gather bound dashed) and throughput of
     every mode and peer of one workload."""
+    # import here: matplotlib is optional (plots only), its backend chosen before pyplot
     import matplotlib
 
     matplotlib.use("Agg")
+    # import here: pyplot after the backend is chosen
     import matplotlib.pyplot as plt
 
     rows = list(entry["modes"].items())

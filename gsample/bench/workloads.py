@@ -44,8 +44,8 @@ DESIGN_IDS = {
 WALKS = ("deepwalk", "node2vec")
 WEIGHTED = ("ladies", "fastgcn", "node2vec", "pass")
 AGREEMENT_BATCHES = 4
-#: the determinism contract (docs/architecture.md §3): uniform draws identical everywhere; weighted ones may
-#: round their probabilities differently across backends, so at least this share agrees
+#: the determinism contract (docs/architecture.md §3): uniform draws identical everywhere; weighted
+#: ones may round their probabilities differently across backends, so at least this share agrees
 WEIGHTED_MIN_AGREEMENT = 0.999
 #: ``--modes``: ``bare`` is ``@gs.compile`` without ``backend=`` (the default, ``"auto"``:
 #: the CUDA backend's kernels on a GPU), one at a time and super-batched, beside the modes
@@ -84,6 +84,7 @@ def import_repo(root: pathlib.Path):
         p = str(root / sub)
         if p not in sys.path:
             sys.path.insert(0, p)
+    # import here: benchmarks/, on sys.path from the line above
     import baselines
 
     return baselines
@@ -116,7 +117,8 @@ class Workload:
 
 def workload(name: str, A, batch_size=None, walk_length: int = 80) -> Workload:
     """The :class:`Workload` ``name`` on graph ``A`` (on ``A``'s device)."""
-    import deepwalk  # examples/, on sys.path after import_repo
+    # import here: examples/, on sys.path after import_repo
+    import deepwalk
     import fastgcn
     import graphsage
     import ladies

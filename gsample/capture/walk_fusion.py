@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import torch.fx as fx
 
+from gsample.capture.trace import MatrixProxy, TraceError, _Converter
 from gsample.ir import Graph, Kind, Op, attr_key
 from gsample.ir.walk_body import GRAPH, MATRIX, NotPerWalker, offsets, roles
 
@@ -34,8 +35,6 @@ def try_fuse(tracer, inliner, A, seeds, length: int, period: int):
     ``inliner`` (``walks._Inliner``) traces (and keeps) each phase's body, so an unrolled
     walk after a refusal traces nothing twice.
     """
-    from gsample.capture.trace import MatrixProxy, TraceError
-
     if length < 1 or not isinstance(A, MatrixProxy) or not isinstance(seeds, fx.Proxy):
         return None
     args = (A, seeds, seeds, None)
@@ -61,8 +60,6 @@ def try_fuse(tracer, inliner, A, seeds, length: int, period: int):
 
 def _body(inliner, args, t: int, first: bool, root) -> tuple:
     """``(IR body, its roles)`` of phase ``t`` (or of the first step)."""
-    from gsample.capture.trace import _Converter
-
     graph, places = inliner.body(args, t, first)
     names = {ph: _NAMES[i] for ph, i in places if i in _NAMES}
     conv = _Converter(root)

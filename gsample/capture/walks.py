@@ -25,6 +25,8 @@ import torch
 import torch.fx as fx
 
 from gsample.base import validate as V
+from gsample.capture.trace import Tracer
+from gsample.capture.walk_fusion import try_fuse
 from gsample.matrix.sparse import Matrix
 
 
@@ -109,8 +111,6 @@ def walk(step: Callable, A, seeds, length: int, state=None, period: int = 1, fus
     else:
         run = _Inliner(traced, step, has_state)
         if fuse and not has_state:
-            from gsample.capture.walk_fusion import try_fuse
-
             fused = try_fuse(traced, run, A, seeds, length, period)
             if fused is not None:
                 return fused
@@ -202,8 +202,6 @@ class _Inliner:
         return nxt, state
 
     def _trace(self, args, leaves, t, first):
-        from gsample.capture.trace import Tracer
-
         outer = self.outer
         body = Tracer(outer.num_nodes)
         body.root, body.tensor_attrs = outer.root, outer.tensor_attrs

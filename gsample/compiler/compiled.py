@@ -27,16 +27,39 @@ from gsample.backend import (
     current_backend,
     get_backend,
 )
+from gsample.capture.trace import TraceError, trace
+from gsample.formats.csc import CSC
 from gsample.ir import Graph, Kind
 from gsample.ir.graph import debug_level
 from gsample.matrix.sparse import Matrix
-from gsample.passes import PIPELINE
-from gsample.runtime import Options, interpret, lower, run
-from gsample.runtime.program import start
+from gsample.passes import PIPELINE, optimize
+from gsample.passes.cost_model import annotate_inputs
+from gsample.passes.super_batch import super_batch
+from gsample.runtime import (
+    Options,
+    SuperBatcher,
+    block_helpers,
+    describe,
+    interpret,
+    lower,
+    run,
+    start,
+)
+
+
+def wrap(value):
+    """A value a program returns as the user sees it: a sparse format (the runtime's
+    values) as a ``gs.Matrix``, anything else as it is (``gsample.runtime.lower``'s
+    ``wrap``)."""
+    return Matrix(value) if isinstance(value, CSC) else value
+
+
+#: the runtime's default switches (a frozen dataclass: one instance serves every call)
+_DEFAULT = Options()
 
 
 def execute(
-    graph: Graph, args: dict, backend: str = "torch", observe=None, options: Options = Options()
+    graph: Graph, args: dict, backend: str = "torch", observe=None, options: Options = _DEFAULT
 ):
     """Lower ``graph`` and run it once on ``args`` (``name -> Matrix or tensor``).
 
@@ -44,12 +67,10 @@ def execute(
     programs instead. ``observe(node, value)`` is called after each step.
     """
     device = next((str(v.device) for v in args.values() if isinstance(v, Matrix)), "cpu")
-    return run(lower(graph, backend, options, device), args, observe)
+    return run(lower(graph, backend, options, device, wrap), args, observe)
 
 
 def _print_step(node, value) -> None:
-    from gsample.runtime.lower import describe
-
     if node is not None:
         print(f"[gsample] {node.name} = {node.op.value} -> {describe(value)}")
 
@@ -309,14 +330,11 @@ class CompiledSampler:
         return self._entry(dynamic, static, num_nodes, backend)[0]
 
     def _entry(self, dynamic, static, num_nodes, backend) -> list:
-        """``[optimised IR, lowered program]`` of this cache key (made on first use)."""
+        """``[optimised IR, lowered program, super-batched programs]`` of this cache key
+        (made on first use; the last, a dict, filled by :meth:`super_batched`)."""
         key = self._key(dynamic, static, num_nodes, backend)
         entry = self._cache.get(key)
         if entry is None:
-            from gsample.capture.trace import trace
-            from gsample.passes import optimize
-            from gsample.passes.cost_model import annotate_inputs
-
             kinds = {
                 n: Kind.MATRIX if isinstance(v, Matrix) else Kind.TENSOR for n, v in dynamic.items()
             }
@@ -326,18 +344,21 @@ class CompiledSampler:
             annotate_inputs(graph, dynamic, backend)
             graph = optimize(graph, self.passes)
             device = next(str(v.device) for v in dynamic.values() if isinstance(v, Matrix))
-            program = lower(graph, backend, self.runtime, device) if self.runtime.lowered else None
-            entry = self._cache[key] = [graph, program]
+            entry = self._cache[key] = [graph, self._lower(graph, backend, device), {}]
             self.traces += 1
         return entry
+
+    def _lower(self, graph: Graph, backend: str, device: str):
+        """``graph`` lowered as this sampler's programs are (None: it is interpreted)."""
+        return lower(graph, backend, self.runtime, device, wrap) if self.runtime.lowered else None
 
     def __call__(self, *args, **kwargs):
         dynamic, static, num_nodes = self._split(args, kwargs)  # once per call: a hot path
         self._check_device(dynamic)
         backend = self._backend(dynamic)
-        graph, program = self._entry(dynamic, static, num_nodes, backend)
+        graph, program, _ = self._entry(dynamic, static, num_nodes, backend)
         if program is None:
-            return interpret(graph, dynamic, backend)
+            return interpret(graph, dynamic, backend, wrap)
         return run(program, dynamic, _print_step if debug_level() >= 3 else None)
 
     def begin(self, *args, **kwargs):
@@ -375,10 +396,79 @@ class CompiledSampler:
         """
         dynamic, static, num_nodes = self._split(args, kwargs)
         self._check_device(dynamic)
-        _graph, program = self._entry(dynamic, static, num_nodes, self._backend(dynamic))
+        _graph, program, _ = self._entry(dynamic, static, num_nodes, self._backend(dynamic))
         if program is None or not self.runtime.overlap or not program.pauses or debug_level() >= 3:
             return None
         return program, dynamic
+
+    def super_batched(
+        self, args: tuple, kwargs: dict | None = None, *, seeds: str, fixed_state: bool = False
+    ) -> SuperBatcher:
+        """This call's program run for N mini-batches at once: a
+        :class:`gsample.runtime.SuperBatcher` (``gs.DataLoader(..., super_batch=N)``).
+
+        The call is traced (as :meth:`program`), and for each number of mini-batches N the
+        super-batcher asks for, its optimised IR is rewritten by
+        :func:`gsample.passes.super_batch.super_batch` and lowered as this sampler's
+        programs are: once per cache key and N (kept with the call's program, so every
+        loader of this sampler shares them). Samples are those of the N calls made one by
+        one, mini-batch ``first + b`` drawing with its own op keys.
+
+        Parameters
+        ----------
+        args : tuple
+            A call of the sampler on a first mini-batch, ``self(*args, **kwargs)``: its
+            positional arguments (given as a tuple, so that no parameter's name clashes
+            with ``seeds`` or ``fixed_state``) ...
+        kwargs : dict, optional
+            ... and its keyword arguments.
+        seeds : str
+            The name of the parameter that takes a mini-batch's seeds (node ids, checked).
+        fixed_state : bool
+            The caller's word that tensor arguments the random draws depend on (model
+            weights, bandit biases) do not change while the super-batcher runs (else such
+            a sampler is refused).
+
+        Returns
+        -------
+        gsample.runtime.SuperBatcher
+
+        Raises
+        ------
+        ValueError
+            The sampler does not trace (``super_batch: the sampler must compile with
+            gs.compile: ...``), or cannot be super-batched (a message naming
+            ``super_batch``: state without ``fixed_state``, dense code writing in place,
+            ...); as :meth:`__call__` for bad arguments.
+
+        Examples
+        --------
+        >>> sb = graphsage.super_batched((A, parts[0]), seeds="seeds")
+        >>> outs = sb.run(parts[:4], epoch_seed, first=0)      # 4 mini-batches, one run
+        """
+        dynamic, static, num_nodes = self._split(args, kwargs or {})
+        self._check_device(dynamic)
+        backend = self._backend(dynamic)
+        try:
+            entry = self._entry(dynamic, static, num_nodes, backend)
+        except TraceError as e:
+            raise ValueError(f"super_batch: the sampler must compile with gs.compile: {e}") from e
+        counts = {k: v.num_nodes for k, v in dynamic.items() if isinstance(v, Matrix)}
+        device = next(str(v.device) for v in dynamic.values() if isinstance(v, Matrix))
+
+        def build(copies: int) -> tuple:
+            """``(IR, lowered program)`` for ``copies`` mini-batches (made once)."""
+            key = (seeds, fixed_state, copies)
+            hit = entry[2].get(key)
+            if hit is None:
+                rewrite = super_batch(
+                    copies, num_nodes, seeds, fixed_state, counts, helpers=block_helpers(wrap)
+                )
+                graph = optimize(entry[0], [rewrite])
+                hit = entry[2][key] = (graph, self._lower(graph, backend, device))
+            return hit
+
+        return SuperBatcher(dynamic, seeds, num_nodes, backend, build)
 
     def clear_cache(self) -> None:
         self._cache.clear()

@@ -1,12 +1,13 @@
 """``gs.explain``: what the compiler does to a sampler, pass by pass.
 
 :func:`explain` traces a sampler on example arguments exactly as ``@gs.compile``
-would, runs the same passes through :func:`gsample.passes.optimize`, and reports:
+would, runs the same passes through :func:`gsample.passes.run_passes`, and reports:
 
 1. the arguments, split into traced ones (matrices and tensors) and static ones;
 2. the traced IR;
-3. for every pass, in pipeline order: its name, ``changed`` or ``unchanged``, why it
-   runs at that point (the pipeline's comment), and the IR after it when it changed;
+3. for every pass, in pipeline order: its name, ``changed`` or ``unchanged`` (as the pass
+   reported it: :class:`gsample.passes.PassResult`), why it runs at that point (the
+   pipeline's comment), and the IR after it when it changed;
 4. the optimised IR (the program a compiled call runs);
 5. the layout of every sparse value: the one a pass chose (``node.meta["layout"]``)
    or, where none did, CSC (every op returns CSC unless it keeps its input's layout);
@@ -32,21 +33,23 @@ from dataclasses import dataclass, field
 import torch
 
 from gsample.backend import backend_for, cuda_problem, current_backend, get_backend
+from gsample.capture.trace import trace
 from gsample.compiler.compiled import CompiledSampler, check_passes
 from gsample.ir import Graph, Kind, Op, VerifyError, format_lines, format_table, to_dot
 from gsample.matrix.sparse import Matrix
+from gsample.passes import PIPELINE, run_passes
+from gsample.passes.cost_model import annotate_inputs
+from gsample.runtime import lower
 
 FORMATS = ("lines", "table", "dot")
 
 
 @dataclass
 class _PassRecord:
-    name: str
+    """What the report shows of a pass besides the pipeline's record of it (a ``PassRun``)."""
+
     why: str | None
-    before: str = ""
-    after: str = ""
-    graph_text: str = ""  # the IR after the pass, in the requested format
-    changed: bool = False
+    graph_text: str = ""  # the IR after the pass, in the requested format (when it changed)
     removed: list = field(default_factory=list)  # names of the nodes the pass removed
     added: list = field(default_factory=list)  # and of those it created
 
@@ -215,8 +218,6 @@ def _passes_of(fn, passes) -> list:
     if passes is None and isinstance(fn, CompiledSampler):
         passes = fn.passes
     if passes is None:
-        from gsample.passes import PIPELINE  # read at call time: passes register themselves there
-
         passes = PIPELINE
     return list(passes)
 
@@ -233,7 +234,7 @@ def explain(
 
     ``fn`` is traced on the example arguments as a compiled call would trace it
     (matrices and tensors are traced, every other argument is static), and the
-    passes run through :func:`gsample.passes.optimize`. Nothing is sampled.
+    passes run through :func:`gsample.passes.run_passes`. Nothing is sampled.
 
     Parameters
     ----------
@@ -245,8 +246,9 @@ def explain(
         only looked at for their kind, dtype, shape and device. (A sampler parameter
         called ``passes``, ``format`` or ``file`` must be passed positionally.)
     passes : list, optional
-        The passes to run, ``Graph -> Graph`` callables, ``(callable, why)`` pairs or
-        names of the pipeline's passes (as ``gs.compile`` takes them). Default:
+        The passes to run, ``Graph -> PassResult`` functions (or ``Graph -> Graph`` ones),
+        ``(function, why)`` pairs or names of the pipeline's passes (as ``gs.compile``
+        takes them). Default:
         ``fn.passes`` for a compiled sampler, else :data:`gsample.passes.PIPELINE`.
     format : {"lines", "table", "dot"}
         How each IR is printed: one line per node, a table, or graphviz dot (prose
@@ -290,10 +292,6 @@ def explain(
     >>> print(text.splitlines()[0])
     gs.explain: graphsage(A, seeds, fanouts=(25, 10))
     """
-    from gsample.capture.trace import trace
-    from gsample.passes import optimize
-    from gsample.passes.cost_model import annotate_inputs
-
     if format not in FORMATS:
         raise ValueError(f"format: must be one of {FORMATS}, got {format!r}")
     _check_file(file)
@@ -329,56 +327,46 @@ def explain(
     report.heading(f"traced IR: {len(traced.nodes)} nodes, {traced.num_random} random ops")
     report.graph(traced, f"{name}_traced")
 
-    # 3. the passes: each wrapped to render (and verify) its result, the callback for `changed`
+    # 3. the passes: the pipeline records whether each changed the IR; after each, the IR is
+    # verified (a pass that breaks it is named) and, when it changed, rendered for the report
     records: list = []
+    names = [n.name for n in traced.nodes]  # before the first pass (its copy keeps the names)
 
-    def wrap(entry, index):
-        pass_fn = entry[0] if isinstance(entry, tuple) else entry
+    def on_pass(index, run, graph):
+        nonlocal names
+        entry = entries[index - 1]
         why = entry[1] if isinstance(entry, tuple) and len(entry) > 1 else None
-        pass_name = getattr(pass_fn, "__name__", type(pass_fn).__name__)
+        after = [n.name for n in graph.nodes]
+        rec = _PassRecord(why)
+        if run.changed:
+            kept_before, kept_after = set(names), set(after)
+            rec.removed = [n for n in names if n not in kept_after]
+            rec.added = [n for n in after if n not in kept_before]
+        names = after
+        records.append(rec)
+        title = f"{name}_after_{index}_{run.name}"
+        try:
+            graph.verify()
+        except VerifyError as e:
+            report.heading(f"pass {index}/{len(entries)} {run.name}: BROKE THE IR")
+            report.parts.append(_render(graph, format, title))
+            _emit(report.text(), file)
+            raise VerifyError(
+                f"pass {run.name} (#{index} of {len(entries)}) left an invalid IR: {e}"
+            ) from None
+        if run.changed:
+            rec.graph_text = _render(graph, format, title)
 
-        @functools.wraps(pass_fn)
-        def run(graph):
-            names_before = [n.name for n in graph.nodes]  # the pass may work in place
-            out = pass_fn(graph)
-            names_after = [n.name for n in out.nodes]
-            rec = _PassRecord(
-                pass_name,
-                why,
-                removed=[n for n in names_before if n not in set(names_after)],
-                added=[n for n in names_after if n not in set(names_before)],
-            )
-            rec.graph_text = _render(out, format, f"{name}_after_{index}_{pass_name}")
-            records.append(rec)
-            try:
-                out.verify()
-            except VerifyError as e:
-                report.heading(f"pass {index}/{len(entries)} {pass_name}: BROKE THE IR")
-                report.parts.append(rec.graph_text)
-                _emit(report.text(), file)
-                raise VerifyError(
-                    f"pass {pass_name} (#{index} of {len(entries)}) left an invalid IR: {e}"
-                ) from None
-            return out
-
-        if not hasattr(run, "__name__"):
-            run.__name__ = pass_name
-        return run
-
-    def on_pass(pass_name, before, after, changed):
-        rec = records[-1]
-        rec.before, rec.after, rec.changed = before, after, changed
-
-    wrapped = [wrap(e, i + 1) for i, e in enumerate(entries)]
-    final = optimize(traced, wrapped, trace=on_pass)
+    result = run_passes(traced, entries, on_pass)
+    final = result.graph
     if not entries:
         report.heading("passes: none")
-    for i, rec in enumerate(records, 1):
-        state = "changed" if rec.changed else "unchanged"
-        report.heading(f"pass {i}/{len(records)} {rec.name}: {state}")
+    for i, (run, rec) in enumerate(zip(result.runs, records), 1):
+        state = "changed" if run.changed else "unchanged"
+        report.heading(f"pass {i}/{len(result.runs)} {run.name}: {state}")
         if rec.why:
             report.comment(f"why here: {rec.why}")
-        if rec.changed:
+        if run.changed:
             report.comment(f"removed: {_names(rec.removed)}; added: {_names(rec.added)}")
             report.parts.append(rec.graph_text)
 
@@ -409,8 +397,6 @@ def explain(
         report.comment("(none)")
 
     # 7. the lowered program
-    from gsample.runtime import lower
-
     device = next(str(v.device) for v in dynamic.values() if isinstance(v, Matrix))
     runs = backend_for(device, sampler.backend)
     report.heading(f"lowered program (gsample.runtime, backend {runs!r} on {device})")
@@ -420,8 +406,8 @@ def explain(
         report.comment(f"cannot be lowered: {e}")
 
     # summary
-    changed = [r.name for r in records if r.changed]
-    unchanged = [r.name for r in records if not r.changed]
+    changed = result.changed
+    unchanged = [r.name for r in result.runs if not r.changed]
     report.heading("summary")
     report.comment(f"passes that changed the IR: {', '.join(changed) or '(none)'}")
     report.comment(f"passes that left it unchanged: {', '.join(unchanged) or '(none)'}")

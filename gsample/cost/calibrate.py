@@ -26,6 +26,7 @@ from tqdm import tqdm
 from gsample.backend import get_backend, run_op
 from gsample.backend.torch import extract
 from gsample.cost import table as cost
+from gsample.datasets.synthetic import rmat
 from gsample.formats.layouts import NAMES, convert
 from gsample.ir import Align, Op, Size, info
 
@@ -66,8 +67,6 @@ def _kwargs(op: Op, A, axis, g) -> dict:
 
 def samples(num_nodes: int, avg_degree: int = 8, device="cpu", seed: int = 0) -> list:
     """Sub-matrices (CSC) to time on: see the module docstring."""
-    from gsample.datasets.synthetic import rmat
-
     G = rmat(num_nodes, num_nodes * avg_degree, seed=seed, weighted=True, device=device).csc
     g = torch.Generator().manual_seed(seed)
     hubs = torch.argsort(G.degrees().cpu(), descending=True, stable=True)
@@ -189,7 +188,9 @@ def calibrate(
             else:
                 kwargs = _kwargs(op, A, extra, g)
             kwargs["A"] = x
-            times.append(_timed(lambda: run_op(be, op, kwargs), device, repeats))
+            times.append(
+                _timed(lambda op=op, kwargs=kwargs: run_op(be, op, kwargs), device, repeats)
+            )
         coefficients[key] = [round(c, 9) for c in fit(sizes, np.array(times))]
     entry = {
         "device": cost.device_name(device),

@@ -13,9 +13,15 @@ from tqdm.auto import tqdm
 
 from gsample.base import validate as V
 from gsample.base.random import combine, hash_tensor, sort_key, uniform_float
+from gsample.matrix.sparse import Matrix
 
 
-def read_snap(path, num_nodes=None, relabel: bool = False, undirected: bool = False):
+def read_snap(
+    path: str | os.PathLike,
+    num_nodes: int | None = None,
+    relabel: bool = False,
+    undirected: bool = False,
+) -> Matrix:
     """Read a SNAP edge list (``.txt`` or ``.txt.gz``) as a :class:`gsample.Matrix`.
 
     Lines starting with ``#`` are comments; every other line is ``src dst``
@@ -44,8 +50,6 @@ def read_snap(path, num_nodes=None, relabel: bool = False, undirected: bool = Fa
     >>> A.num_nodes, A.num_edges
     (325729, 1497134)
     """
-    from gsample.matrix.sparse import Matrix
-
     path = _path(path)
     relabel, undirected = V.flag(relabel, "relabel"), V.flag(undirected, "undirected")
     if not os.path.exists(path):
@@ -75,10 +79,10 @@ def rmat(
     b: float = 0.19,
     c: float = 0.19,
     weighted: bool = False,
-    device="cpu",
+    device: str | torch.device = "cpu",
     progress: bool = False,
     chunk: int = 1 << 22,
-):
+) -> Matrix:
     """A reproducible R-MAT power-law graph (Chakrabarti et al.; Graph500 defaults).
 
     Each edge descends ``ceil(log2 num_nodes)`` levels of the adjacency matrix,
@@ -116,8 +120,6 @@ def rmat(
     >>> A.num_edges
     100000
     """
-    from gsample.matrix.sparse import Matrix
-
     num_nodes = V.count(num_nodes, "num_nodes")
     num_edges = V.count(num_edges, "num_edges")
     if num_nodes == 0 and num_edges:
@@ -167,8 +169,8 @@ def planted_partition(
     num_features: int = 32,
     noise: float = 3.5,
     seed: int = 0,
-    device="cpu",
-):
+    device: str | torch.device = "cpu",
+) -> tuple[Matrix, torch.Tensor, torch.Tensor]:
     """A graph with planted communities, and node features that carry them plus noise.
 
     A stochastic block model in its planted-partition form: node ``v`` belongs to class
@@ -212,8 +214,6 @@ def planted_partition(
     >>> x.shape, int(y.max()) + 1
     (torch.Size([1000, 32]), 4)
     """
-    from gsample.matrix.sparse import Matrix
-
     num_nodes = V.count(num_nodes, "num_nodes")
     num_classes = V.count(num_classes, "num_classes")
     if not 1 <= num_classes <= num_nodes:
@@ -260,7 +260,9 @@ def planted_partition(
     return A.to(device), x.to(device), y.to(device)
 
 
-def cora(path=None, device="cpu"):
+def cora(
+    path: str | os.PathLike | None = None, device: str | torch.device = "cpu"
+) -> tuple[Matrix, torch.Tensor, torch.Tensor]:
     """Cora (2,708 papers, 1,433 bag-of-words features, 7 classes), symmetrised.
 
     Reads the ``.npz`` layout of the graph-adversarial-robustness literature (CSR adjacency
@@ -287,8 +289,6 @@ def cora(path=None, device="cpu"):
     >>> A.num_nodes, x.shape[1], int(y.max()) + 1
     (2708, 1433, 7)
     """
-    from gsample.matrix.sparse import Matrix
-
     path = _path(path) if path is not None else default_data_path("cora.npz")
     device = V.device(device)
     if not os.path.exists(path):
@@ -308,7 +308,7 @@ def cora(path=None, device="cpu"):
     return Matrix.from_edge_index(ei, num_nodes=n).to(device), x.to(device), y.to(device)
 
 
-def _path(path) -> str:
+def _path(path: str | os.PathLike) -> str:
     """``path`` as a str (a TypeError naming it when it is not a path)."""
     try:
         return os.fspath(path)

@@ -15,8 +15,8 @@ NCCL on GPUs, gloo on CPUs; start the processes with ``torchrun`` or
   ``super_batch=N`` on a partitioned graph each rank samples N of them per round, every
   exchange carrying all N (:mod:`gsample.distributed.partition_batches`).
 
-A mini-batch's draws are keyed by its global index, never by the rank (docs/architecture.md §3), so the
-ranks' mini-batches together are the single-process epoch, sample for sample, under every
+A mini-batch's draws are keyed by its global index, never by the rank (docs/architecture.md §3), so
+the ranks' mini-batches together are the single-process epoch, sample for sample, under every
 placement.
 
 Examples

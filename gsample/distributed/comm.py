@@ -21,7 +21,8 @@ def local_init_method() -> str:
     Examples
     --------
     >>> url = local_init_method()                     # 'tcp://127.0.0.1:49211'
-    >>> mp.spawn(worker, args=(world, url), nprocs=world)   # worker: init_process_group(..., init_method=url)
+    >>> # worker: torch.distributed.init_process_group(..., init_method=url)
+    >>> mp.spawn(worker, args=(world, url), nprocs=world)
     """
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -10,10 +10,11 @@ exchange carries the N mini-batches' frontiers at once:
   tensor per mini-batch;
 * ``P[:, cols]`` and ``P.random_walk(seeds, ...)`` join the mini-batches' columns (walkers)
   one mini-batch after the other, each column keyed as single-device super-batching keys it
-  (docs/architecture.md §3; :class:`gsample.base.random.BatchKeys` / :class:`~gsample.base.random.ColumnKeys`: its
-  mini-batch's key ``op_key(seed, op ordinal, batch index)`` and its position *within its
-  mini-batch's frontier*), exchange once for all N, and return a :class:`PerBatch` of the
-  mini-batches' results (``gs.Matrix`` samples, slice values, walks), split back;
+  (docs/architecture.md §3; :class:`gsample.base.random.BatchKeys` /
+  :class:`~gsample.base.random.ColumnKeys`: its mini-batch's key ``op_key(seed, op ordinal,
+  batch index)`` and its position *within its mini-batch's frontier*), exchange once for all
+  N, and return a :class:`PerBatch` of the mini-batches' results (``gs.Matrix`` samples,
+  slice values, walks), split back;
 * everything else the sampler does with per-batch values (``s.all_nodes()``, torch code,
   arithmetic, indexing) runs once per mini-batch on that mini-batch's values, with the
   mini-batch's random stream (its index, its op ordinals);
@@ -37,7 +38,7 @@ torch code writing in place into a tensor the mini-batches share. Tuples (``s.ed
 shape) unpack when every mini-batch's has the same length (a tuple whose length depends on
 the data, ``x.split(k)``, may be refused on one rank only: unpack fixed-length tuples).
 A round that raises otherwise is sampled again one by one by the loader, on every rank
-together (a check of the ranks' data fails on every rank: ``_together``), so the failing
+together (a check of the ranks' data fails on every rank: ``together``), so the failing
 mini-batch raises its own error; if none does, the loader raises a ``ValueError`` naming
 ``super_batch``. The loader (``gsample.loader``) also refuses ``super_batch="auto"`` (each
 rank would time its own sizes; the ranks must run the same rounds) and samplers given
@@ -49,6 +50,7 @@ is made.
 
 from __future__ import annotations
 
+import itertools
 import operator
 import threading
 
@@ -57,7 +59,10 @@ import torch.distributed as dist
 
 from gsample.base import validate as V
 from gsample.base.random import MASK64, BatchKeys, ColumnKeys, batch_scope, op_key, stream_state
+from gsample.distributed.partition_frontier import Frontier
+from gsample.distributed.partition_sampling import together
 from gsample.formats.csc import CSC, segment_ptr
+from gsample.matrix.sparse import Matrix
 
 _active = threading.local()
 
@@ -127,7 +132,7 @@ class Round:
         columns ``ptr[b]:ptr[b + 1]``): each column its mini-batch's key and its position
         within its mini-batch."""
         counts = torch.tensor(
-            [c1 - c0 for c0, c1 in zip(ptr[:-1], ptr[1:])], dtype=torch.int64, device=cols.device
+            [c1 - c0 for c0, c1 in itertools.pairwise(ptr)], dtype=torch.int64, device=cols.device
         )
         batch = torch.repeat_interleave(
             torch.arange(self.copies, device=cols.device), counts, output_size=cols.numel()
@@ -186,8 +191,6 @@ class Round:
 
     def split_matrix(self, csc: CSC, ptr: list) -> PerBatch:
         """A sample of the joined frontier as the mini-batches' samples (``gs.Matrix``)."""
-        from gsample.matrix.sparse import Matrix
-
         ends = csc.indptr[torch.tensor(ptr, device=csc.indptr.device)].tolist()
         out = []
         for c0, c1, e0, e1 in zip(ptr[:-1], ptr[1:], ends[:-1], ends[1:]):
@@ -208,10 +211,10 @@ class Round:
     def split_edges(self, values: torch.Tensor, deg: torch.Tensor, ptr: list) -> PerBatch:
         """Values of the joined slice's edges as the mini-batches' slices' values."""
         ends = segment_ptr(deg)[torch.tensor(ptr, device=deg.device)].tolist()
-        return self.each(values[e0:e1] for e0, e1 in zip(ends[:-1], ends[1:]))
+        return self.each(values[e0:e1] for e0, e1 in itertools.pairwise(ends))
 
     def split_rows(self, t: torch.Tensor, ptr: list) -> PerBatch:
-        return self.each(t[r0:r1] for r0, r1 in zip(ptr[:-1], ptr[1:]))
+        return self.each(t[r0:r1] for r0, r1 in itertools.pairwise(ptr))
 
     # ------------------------------------------------------------------ per-batch code
     def map(self, fn, args=(), kwargs=None) -> PerBatch:
@@ -247,8 +250,6 @@ def _pick(x, b: int):
 def _split(x, b: int):
     """Mini-batch ``b``'s output from a round's output (:func:`_pick`, into named tuples and
     frontiers too)."""
-    from gsample.distributed.partition import _Frontier
-
     if isinstance(x, PerBatch):
         return x._items[b]
     if isinstance(x, tuple) and hasattr(x, "_fields"):
@@ -257,9 +258,9 @@ def _split(x, b: int):
         return type(x)(_split(v, b) for v in x)
     if isinstance(x, dict):
         return type(x)((k, _split(v, b)) for k, v in x.items())
-    if isinstance(x, _Frontier) and x._batches is not None:
+    if isinstance(x, Frontier) and x._batches is not None:
         ptr = x._batches[1]
-        return _Frontier(x.A, x.cols[ptr[b] : ptr[b + 1]], x._maps)
+        return Frontier(x.A, x.cols[ptr[b] : ptr[b + 1]], x._maps)
     return x
 
 
@@ -479,13 +480,12 @@ def agree(A, super_batch, refused: str | None, batches: int) -> None:
     together (made where the loader is: every rank of ``A``'s group must make it): a rank's
     refusal (``refused``: why, or None) raises on every rank, and the ranks must give the
     same N and have the same number of mini-batches (``batches``), hence of rounds."""
-    from gsample.distributed.partition_sampling import _together
 
     def check():
         if refused is not None:
             raise refusal(refused)
 
-    _together(A, check)
+    together(A, check)
     n = super_batch if isinstance(super_batch, int) else 0
     t = torch.tensor([n, -n, batches, -batches], dtype=torch.int64, device=A.device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX, group=A.group)

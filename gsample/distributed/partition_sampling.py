@@ -43,15 +43,16 @@ from gsample.base.random import ColumnKeys, signed
 from gsample.distributed.comm import Route, all_to_all, group_sums
 from gsample.formats.csc import CSC, gather_segments, segment_ptr
 
-if TYPE_CHECKING:  # (partition.py imports this module)
-    from gsample.distributed.partition import PartitionedMatrix, _Frontier
+if TYPE_CHECKING:  # (both modules import this one)
+    from gsample.distributed.partition import PartitionedMatrix
+    from gsample.distributed.partition_frontier import Frontier
 
 
-#: errors of checks that :func:`_together` agrees on
+#: errors of checks that :func:`together` agrees on
 _ERRORS = (ValueError, TypeError, IndexError, RuntimeError, NotImplementedError)
 
 
-def _together(A: PartitionedMatrix, fn):
+def together(A: PartitionedMatrix, fn):
     """``fn()`` on every rank of ``A``'s group; when it raises on some rank, every rank raises
     (a failing rank its own error, the others the first failing rank's, its rank named), so
     that no rank is left waiting in the next collective. One all-reduce when all is well."""
@@ -78,7 +79,7 @@ def _together(A: PartitionedMatrix, fn):
     raise kind(f"{message} (on rank {r} of the partitioned graph's group)")
 
 
-def _mapped(v: torch.Tensor, maps: tuple) -> torch.Tensor:
+def mapped(v: torch.Tensor, maps: tuple) -> torch.Tensor:
     """Edge values ``v`` through the scalar edge maps ``maps`` (``(op, scalar, reverse)``),
     as the single-process edge-map operators compute them (elementwise: the same bits)."""
     for op, y, reverse in maps:
@@ -86,7 +87,7 @@ def _mapped(v: torch.Tensor, maps: tuple) -> torch.Tensor:
     return v
 
 
-def _check_probs(
+def check_probs(
     p, indptr: torch.Tensor, position: torch.Tensor, nodes: torch.Tensor
 ) -> torch.Tensor:
     """The one-process checks of edge probabilities ``p`` (one per edge of the columns
@@ -104,7 +105,7 @@ def _check_probs(
     return p
 
 
-def _sample(
+def sample_by_owners(
     A: PartitionedMatrix,
     cols: torch.Tensor,
     k: int,
@@ -138,15 +139,15 @@ def _sample(
 
         def draw():
             index, indptr = gather_segments(local.indptr, v)
-            p = _check_probs(
-                _mapped(local.value_tensor()[index], weights),
+            p = check_probs(
+                mapped(local.value_tensor()[index], weights),
                 indptr,
                 route.received[:, 1],
                 route.received[:, 0],
             )
             return select_in_columns(deg, k, replace, keys, p, method=method)
 
-        ptr, col, offset = _together(A, draw)
+        ptr, col, offset = together(A, draw)
     edges = starts[col] + offset
     counts = ptr[1:] - ptr[:-1]
     per_sender = group_sums(counts, route.got)
@@ -159,7 +160,7 @@ def _sample(
     values = None
     if local.values is not None or maps:
         values = route.answer_grouped(
-            _mapped(local.value_tensor()[edges], maps), per_sender, per_owner
+            mapped(local.value_tensor()[edges], maps), per_sender, per_owner
         )
     # in frontier order: column c's edges are segment inv[c] of what came back
     inv = torch.empty_like(route.order)
@@ -175,7 +176,7 @@ def _sample(
     )
 
 
-def _sample_here(F: _Frontier, k: int, replace: bool, probs, method: str, key) -> CSC:
+def sample_here(F: Frontier, k: int, replace: bool, probs, method: str, key) -> CSC:
     """Weighted draws made by the requesting rank over its whole frontier, as one process
     makes them (the columns' degrees fetched), then the chosen edges fetched. ``key``: the
     op's key or a super-batch's ``ColumnKeys`` (each mini-batch's running sum then starts at
@@ -189,15 +190,15 @@ def _sample_here(F: _Frontier, k: int, replace: bool, probs, method: str, key) -
 
     def draw():
         p = probs(deg) if callable(probs) else probs  # (a super-batch's: joined here)
-        p = _check_probs(p, segment_ptr(deg), position, cols)
+        p = check_probs(p, segment_ptr(deg), position, cols)
         return select_in_columns(deg, k, replace, key, p, method=method)
 
-    ptr, col, offset = _together(A, draw)
+    ptr, col, offset = together(A, draw)
     nodes = cols[col]
     route = Route(torch.stack([nodes, offset], 1), A.owner(nodes), A.world_size, A.group)
     e = local.indptr[route.received[:, 0] - A.lo] + route.received[:, 1]
     got = route.answer(torch.stack([local.rows[e], local.eids[e]], 1))
     values = None
     if local.values is not None or F._maps:
-        values = route.answer(_mapped(local.value_tensor()[e], F._maps))
+        values = route.answer(mapped(local.value_tensor()[e], F._maps))
     return CSC(A.num_nodes, ptr, got[:, 0], col_ids=cols, values=values, eids=got[:, 1])

@@ -1,4 +1,4 @@
-"""Random walks on a partitioned graph: the mixin :class:`_Walks` that
+"""Random walks on a partitioned graph: the mixin :class:`Walks` that
 :class:`gsample.distributed.partition.PartitionedMatrix` inherits.
 
 ``A.random_walk(seeds, length, probs=..., p=..., q=..., stop_prob=..., ...)``
@@ -30,22 +30,25 @@ from gsample.backend.torch.alias import alias_table
 from gsample.backend.torch.walk import (
     DECIDE,
     STRIDE,
-    _general_step,
-    _word,
     attempts,
+    general_step,
     has_edge,
     sorted_rows,
+    step_word,
     take_first,
     thresholds,
 )
 from gsample.base import validate as V
 from gsample.base.random import ColumnKeys, combine_tensor, next_op_key, uniform_float
 from gsample.distributed.comm import Route
-from gsample.distributed.partition_sampling import _check_probs, _together
+from gsample.distributed.partition_batches import active_round
+from gsample.distributed.partition_frontier import Frontier
+from gsample.distributed.partition_sampling import check_probs, together
+from gsample.ir.checks import check_random_walk
 from gsample.matrix.sparse import Matrix
 
 
-class _Walks:
+class Walks:
     """``random_walk`` of :class:`~gsample.distributed.partition.PartitionedMatrix` (a mixin:
     it reads the partition's ``local``, ``lo``, ``_deg``, ``owner``, ``first_edge``, group
     and checks, and caches the alias tables of ``probs=A`` in ``_own_alias``)."""
@@ -93,8 +96,6 @@ class _Walks:
         >>> P.random_walk(seeds, 80, probs=P, p=2.0, q=0.5).shape      # weighted node2vec
         torch.Size([1024, 81])
         """
-        from gsample.distributed.partition_batches import active_round
-
         run, ptr = active_round(), None
         if run is not None:  # a super-batch: its mini-batches' walkers at once
             run.shared(
@@ -112,20 +113,16 @@ class _Walks:
         stop_prob = V.probability(stop_prob, "stop_prob")
         restart_prob = V.probability(restart_prob, "restart_prob")
         jump_prob = V.probability(jump_prob, "jump_prob")
-        from gsample.distributed.partition import (  # (it imports this module)
-            PartitionedMatrix,
-            _Frontier,
-        )
-
-        if isinstance(probs, (Matrix, _Frontier)) or (
-            isinstance(probs, PartitionedMatrix) and probs is not self
+        # (``type(self)``: the PartitionedMatrix this mixin is part of)
+        if isinstance(probs, (Matrix, Frontier)) or (
+            isinstance(probs, type(self)) and probs is not self
         ):
             raise ValueError(
                 "probs: on a partitioned graph, the graph itself (probs=A: its "
                 "values) or a tensor of one weight per edge of the graph (shape "
                 f"({self.num_edges},)); got {type(probs).__name__}"
             )
-        seeds = V.check_random_walk(
+        seeds = check_random_walk(
             self._checks,
             seeds,
             length=length,
@@ -167,12 +164,12 @@ class _Walks:
                 )
                 w = w[self.first_edge : self.first_edge + local.nnz]
             nodes = torch.arange(self.lo, self.lo + local.num_cols, device=self.device)
-            w = _check_probs(w, local.indptr, nodes, nodes)
+            w = check_probs(w, local.indptr, nodes, nodes)
             return alias_table(local, w)
 
         if not own:
             _ = self.first_edge  # (a collective, if unknown): on every rank
-        table = _together(self, build)
+        table = together(self, build)
         if own:
             self._own_alias = (stamp, table)
         return table
@@ -201,7 +198,7 @@ class _Walks:
             if second:
                 step = self._node2vec_step(t, hv, v, got[:, 3], rv, cs, alias, weights)
             else:
-                step = _general_step(
+                step = general_step(
                     t,
                     t * STRIDE,
                     hv,
@@ -235,7 +232,7 @@ class _Walks:
         deg = self._deg[v]
         ip, one, iq, amax = weights
         # stops, restarts and jumps (rule 1): the torch code's step with nowhere to move
-        nxt = _general_step(
+        nxt = general_step(
             t,
             base,
             h,
@@ -255,7 +252,7 @@ class _Walks:
         )
         moves = deg > 0  # the others move along an in-edge (rule 1)
         if cs[2] > 0.0:
-            moves &= uniform_float(_word(h, base + DECIDE)) >= cs[2]
+            moves &= uniform_float(step_word(h, base + DECIDE)) >= cs[2]
         pend = moves.nonzero().squeeze(1)
         attempt, k = 0, 4
         while self._anyone(pend.numel()):

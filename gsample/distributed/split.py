@@ -4,14 +4,16 @@ As ``torch.utils.data.DistributedSampler`` does, every rank orders the epoch the
 loader's shuffle is a pure function of the epoch's seed), pads it by repeating its beginning
 to a multiple of the world size, and takes an equal share; here the unit is a whole
 mini-batch, and a rank's share is a contiguous block of the padded list. A mini-batch's
-samples depend on the epoch's seed and its *global* index only (docs/architecture.md §3), so the union of
-the ranks' mini-batches is the single-process epoch, sample for sample; contiguous blocks
+samples depend on the epoch's seed and its *global* index only (docs/architecture.md §3), so the
+union of the ranks' mini-batches is the single-process epoch, sample for sample; contiguous blocks
 keep a rank's super-batches on consecutive indices.
 """
 
 from __future__ import annotations
 
 import math
+
+import torch.distributed as dist
 
 
 def resolve_ranks(distributed, rank, world_size) -> tuple:
@@ -37,8 +39,6 @@ def resolve_ranks(distributed, rank, world_size) -> tuple:
             "rank, world_size: give both (or distributed=True to read them from torch.distributed)"
         )
     if distributed and (rank is None or world_size is None):
-        import torch.distributed as dist
-
         if not (dist.is_available() and dist.is_initialized()):
             raise RuntimeError(
                 "distributed: torch.distributed is not initialised; call "

@@ -145,7 +145,9 @@ class CSC(IdSpaces):
         return replace(self, values=values)
 
     def to(self, device) -> CSC:
-        mv = lambda t: None if t is None else t.to(device)
+        def mv(t):
+            return None if t is None else t.to(device)
+
         return CSC(
             self.num_nodes,
             mv(self.indptr),

@@ -33,7 +33,6 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Union
 
 import torch
 
@@ -210,7 +209,7 @@ class COO(_Spaces):
     to_csc_order = from_csc_order
 
 
-Sparse = Union[CSC, CSR, COO]
+Sparse = CSC | CSR | COO
 
 #: the layout names a compiled program uses; ``csr-compact`` is a CSR of the non-empty rows
 NAMES = ("csc", "csr", "csr-compact", "coo")

@@ -1,4 +1,5 @@
-"""Heterogeneous graphs: one ``gs.Matrix`` per edge type (issue 13, part 3; docs/architecture.md §7 #7).
+"""Heterogeneous graphs: one ``gs.Matrix`` per edge type (issue 13, part 3; docs/architecture.md
+§7 #7).
 
 A :class:`HeteroGraph` holds node types with their node counts and one adjacency matrix
 per edge type ``(src_type, relation, dst_type)``, as PyG's ``HeteroData`` and DGL's
@@ -40,7 +41,7 @@ sampling), :mod:`.walks` (metapath walks, the DSL :func:`metapath_walk`), :mod:`
 (``HeteroGraph.to_pyg``). ``HeteroGraph`` gathers the methods of the last three.
 """
 
-from gsample.hetero.container import EdgeType, HeteroGraph
+from gsample.hetero.container import EdgeKey, EdgeType, HeteroGraph
 from gsample.hetero.walks import DIRECTIONS, metapath_walk
 
-__all__ = ["DIRECTIONS", "EdgeType", "HeteroGraph", "metapath_walk"]
+__all__ = ["DIRECTIONS", "EdgeKey", "EdgeType", "HeteroGraph", "metapath_walk"]

@@ -2,13 +2,14 @@
 matrix per edge type (``gsample.hetero``'s docstring: *Id spaces*), built from matrices,
 ``edge_index`` tensors or a PyG ``HeteroData``; types, sizes, per-type id checks. Its
 sampling, walk and PyG methods come from :mod:`.sampling`, :mod:`.walks` and
-:mod:`.output`.
+:mod:`gsample.interop.pyg.hetero`.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -19,8 +20,14 @@ from gsample.hetero.walks import WalkMethods
 from gsample.interop.pyg.hetero import PyGOutput
 from gsample.matrix.sparse import Matrix
 
-EdgeType = tuple
+if TYPE_CHECKING:  # PyTorch Geometric is optional: HeteroData only names an argument's type
+    from torch_geometric.data import HeteroData
+
+EdgeType = tuple[str, str, str]
 """``(src_type, relation, dst_type)``, three strings."""
+
+EdgeKey = EdgeType | str
+"""An edge type, or the name of a relation that only one edge type has."""
 
 
 class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
@@ -58,7 +65,9 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
 
     __slots__ = ("_cache", "_num_nodes", "_rel", "_size")
 
-    def __init__(self, relations, num_nodes):
+    def __init__(
+        self, relations: Mapping[EdgeType, Matrix | torch.Tensor], num_nodes: Mapping[str, int]
+    ) -> None:
         self._num_nodes = _check_num_nodes(num_nodes)
         self._size = max(self._num_nodes.values(), default=0)
         if not isinstance(relations, Mapping):
@@ -122,7 +131,7 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
             return Matrix(_resize(csc, self._size))
         if isinstance(value, torch.Tensor):
             ei = V.as_tensor(value, name, None)
-            if ei.dtype == torch.bool or ei.dtype not in V._INT_DTYPES:
+            if ei.dtype == torch.bool or ei.dtype not in V.INT_DTYPES:
                 raise TypeError(
                     f"{name}: an edge_index must be an integer tensor, got dtype {ei.dtype}"
                 )
@@ -140,7 +149,10 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
 
     @classmethod
     def from_pyg(
-        cls, data, weight: str | None = "edge_weight", num_nodes: dict | None = None
+        cls,
+        data: HeteroData,
+        weight: str | None = "edge_weight",
+        num_nodes: Mapping[str, int] | None = None,
     ) -> HeteroGraph:
         """From a PyG ``HeteroData`` (each ``edge_index`` source -> target, local ids).
 
@@ -233,16 +245,16 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
 
     # ------------------------------------------------------------------ types and sizes
     @property
-    def node_types(self) -> list:
+    def node_types(self) -> list[str]:
         """Node types, sorted."""
         return sorted(self._num_nodes)
 
     @property
-    def edge_types(self) -> list:
+    def edge_types(self) -> list[EdgeType]:
         """Edge types ``(src_type, relation, dst_type)``, sorted."""
         return list(self._rel)
 
-    def metadata(self) -> tuple:
+    def metadata(self) -> tuple[list[str], list[EdgeType]]:
         """``(node_types, edge_types)``, as PyG's ``HeteroData.metadata()`` (for ``to_hetero``)."""
         return self.node_types, self.edge_types
 
@@ -261,11 +273,11 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
         return self._num_nodes[node_type]
 
     @property
-    def num_nodes_dict(self) -> dict:
+    def num_nodes_dict(self) -> dict[str, int]:
         """``{node_type: count}``."""
         return {t: self._num_nodes[t] for t in self.node_types}
 
-    def num_edges(self, edge_type) -> int:
+    def num_edges(self, edge_type: EdgeKey) -> int:
         """Edges of ``edge_type``."""
         return self[edge_type].num_edges
 
@@ -280,7 +292,7 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
             return m.device
         return torch.device("cpu")
 
-    def edge_type(self, key, name: str = "edge_type") -> tuple:
+    def edge_type(self, key: EdgeKey, name: str = "edge_type") -> EdgeType:
         """The edge type ``key`` names: a ``(src_type, relation, dst_type)`` of this graph,
         or a relation name used by one edge type only."""
         if isinstance(key, tuple) and key in self._rel:
@@ -298,7 +310,7 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
                 )
         raise ValueError(f"{name}: {key!r} is not an edge type of this graph ({self.edge_types})")
 
-    def __getitem__(self, edge_type) -> Matrix:
+    def __getitem__(self, edge_type: EdgeKey) -> Matrix:
         """The relation's matrix, ``N x N`` over per-type ids (entry ``(i, j)``: source ``i``
         -> destination ``j``).
 
@@ -312,7 +324,7 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
         except ValueError as e:
             raise KeyError(str(e)) from None
 
-    def __contains__(self, edge_type) -> bool:
+    def __contains__(self, edge_type: object) -> bool:
         try:
             self.edge_type(edge_type)
             return True
@@ -324,7 +336,7 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
         edges = ", ".join(f"{et}: {m.num_edges}" for et, m in self._rel.items())
         return f"HeteroGraph(num_nodes={{{nodes}}}, edges={{{edges}}}, device={self.device})"
 
-    def to(self, device) -> HeteroGraph:
+    def to(self, device: torch.device | str) -> HeteroGraph:
         """This graph with every relation on ``device``.
 
         Examples
@@ -397,4 +409,4 @@ def _resize(csc: CSC, n: int) -> CSC:
     return CSC(n, ptr.contiguous(), csc.rows, None, None, csc.values, eids)
 
 
-__all__ = ["EdgeType", "HeteroGraph"]
+__all__ = ["EdgeKey", "EdgeType", "HeteroGraph"]

@@ -7,7 +7,8 @@ edge types in sorted order (docs/architecture.md §3).
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -15,6 +16,13 @@ from gsample.base import validate as V
 from gsample.base.random import next_op_key
 from gsample.formats.csc import CSC
 from gsample.matrix.sparse import Matrix
+
+if TYPE_CHECKING:  # (container.py imports this mixin)
+    from gsample.hetero.container import EdgeType
+
+#: ``k`` for every edge type, ``{edge_type: k}``, or one of those per hop (PyG's
+#: ``num_neighbors``; ``{edge_type: [k1, k2, ...]}`` too)
+Fanouts = int | Mapping | Sequence
 
 
 class SamplingMethods:
@@ -53,7 +61,13 @@ class SamplingMethods:
         return [one(fanouts, "fanouts")], False
 
     # ------------------------------------------------------------------ neighbour sampling
-    def sample_neighbors(self, seeds: dict, fanouts, replace: bool = False, weighted: bool = False):
+    def sample_neighbors(
+        self,
+        seeds: Mapping[str, torch.Tensor],
+        fanouts: Fanouts,
+        replace: bool = False,
+        weighted: bool = False,
+    ) -> dict[EdgeType, Matrix] | list[dict[EdgeType, Matrix]]:
         """Relation-typed neighbour sampling: ``k`` in-neighbours per seed and edge type.
 
         For each edge type ``(s, r, d)`` (sorted), ``H[(s, r, d)][:, seeds[d]]

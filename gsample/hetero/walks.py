@@ -8,8 +8,10 @@ Ids are per node type (``gsample.hetero``'s docstring, *Id spaces*); every step 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import numbers
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 import torch.fx
@@ -18,11 +20,18 @@ from gsample.base import validate as V
 from gsample.capture.walks import walk as dsl_walk
 from gsample.matrix.sparse import Matrix
 
+if TYPE_CHECKING:  # (container.py imports this mixin)
+    from gsample.hetero.container import EdgeKey
+
 DIRECTIONS = ("in", "out")
 
 
 # ----------------------------------------------------------------------------- the DSL walk
-def metapath_walk(relations: Sequence[Matrix], seeds, restart_prob=0.0) -> torch.Tensor:
+def metapath_walk(
+    relations: Sequence[Matrix],
+    seeds: torch.Tensor,
+    restart_prob: float | Sequence[float] = 0.0,
+) -> torch.Tensor:
     """A walk of one step per relation matrix: the metapath walk in gsample's DSL.
 
     Step ``t`` moves every walker from its node ``v`` to an in-neighbour of ``v`` in
@@ -164,7 +173,7 @@ class WalkMethods:
 
     __slots__ = ()
 
-    def path_types(self, metapath, direction: str = "in") -> list:
+    def path_types(self, metapath: Sequence[EdgeKey], direction: str = "in") -> list[str]:
         """Node type at each position of a walk along ``metapath`` (``len + 1`` types).
 
         ``direction="in"``: step ``t`` goes from a node of ``metapath[t]``'s destination
@@ -201,7 +210,11 @@ class WalkMethods:
         return types
 
     def metapath_walk(
-        self, seeds, metapath, restart_prob=0.0, direction: str = "in"
+        self,
+        seeds: torch.Tensor,
+        metapath: Sequence[EdgeKey],
+        restart_prob: float | Sequence[float] = 0.0,
+        direction: str = "in",
     ) -> torch.Tensor:
         """Metapath walks (docs/architecture.md §7 #7): one step per edge type of ``metapath``.
 
@@ -279,7 +292,7 @@ class WalkMethods:
         movable = [self._movable(et, direction) if p > 0 else None for et, p in zip(ets, probs)]
         return _walk(mats, seeds, probs, movable)
 
-    def reverse(self, edge_type) -> Matrix:
+    def reverse(self, edge_type: EdgeKey) -> Matrix:
         """The relation reversed, ``N x N``: entry ``(j, i)`` for each edge ``i -> j``, so
         column ``i`` holds ``i``'s out-neighbours (what ``direction="out"`` walks on; for a
         compiled sampler over forward metapaths). Built once and kept; edge ids are the
@@ -313,7 +326,7 @@ class WalkMethods:
 
 def _chains(ets: list, direction: str) -> bool:
     frm, to = (2, 0) if direction == "in" else (0, 2)
-    return all(a[to] == b[frm] for a, b in zip(ets, ets[1:]))
+    return all(a[to] == b[frm] for a, b in itertools.pairwise(ets))
 
 
 __all__ = ["DIRECTIONS", "WalkMethods", "metapath_walk"]

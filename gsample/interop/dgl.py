@@ -26,22 +26,36 @@ The mapping:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from gsample.interop.pyg.data import _local, gather, pyg_sample
+from gsample.interop.pyg.data import NodeRows, _local, gather, pyg_sample
 from gsample.matrix.sparse import Matrix
+
+if TYPE_CHECKING:  # DGL is optional: its classes only name return types
+    import dgl as dgl_types
 
 
 def _dgl():
+    """The ``dgl`` module, or an ImportError that tells "not installed" apart from "installed
+    but does not import" (DGL 2.1's graphbolt fails to load under torch >= 2.3, with an
+    OSError or FileNotFoundError rather than an ImportError)."""
+    # import here: DGL is optional, and does not import with every torch
     try:
         import dgl
-    except ImportError as e:
+    except ModuleNotFoundError as e:
+        if e.name != "dgl":  # DGL is there; one of its own imports is missing
+            raise ImportError(f"to_dgl(): DGL is installed but does not import ({e})") from e
         raise ImportError(
-            "to_dgl() needs DGL (pip install dgl; DGL does not import with "
-            f"torch >= 2.3, this is torch {torch.__version__}): {e}"
+            "to_dgl() needs DGL, which is not installed: pip install dgl==2.1.0 with torch "
+            "2.0-2.2 (see docs/guide/dgl.md)"
         ) from None
+    except Exception as e:
+        raise ImportError(
+            f"to_dgl(): DGL is installed but does not import with torch {torch.__version__} "
+            f"({type(e).__name__}: {e}); DGL 2.1 needs torch 2.0-2.2 (see docs/guide/dgl.md)"
+        ) from e
     return dgl
 
 
@@ -59,7 +73,9 @@ def block_nodes(m: Matrix):
     return dst, src, edge_src, edge_dst
 
 
-def to_dgl(out: Any, seeds: torch.Tensor, x=None, y=None):
+def to_dgl(
+    out: Any, seeds: torch.Tensor, x: NodeRows = None, y: NodeRows = None
+) -> list[dgl_types.DGLGraph] | dgl_types.DGLGraph:
     """DGL blocks (or, for an induced subgraph, a DGL graph) of a sampler's output.
 
     Parameters
@@ -144,3 +160,6 @@ def _subgraph(sub: Matrix, nodes: torch.Tensor, seeds: torch.Tensor, x, y):
     if label is not None:
         g.ndata["label"] = label
     return g
+
+
+__all__ = ["block_nodes", "to_dgl"]

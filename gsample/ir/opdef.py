@@ -115,6 +115,8 @@ class Attr:
     what: str = "value"  # what the user passes (for messages): "int", "bool"
     example: object = None  # a value to time the op with (calibration)
     required: bool = True  # False: the node may omit it (the default applies)
+    internal: bool = False  # set by passes or pre-processing, never by the user: no
+    # parameter of the op's Matrix method
 
 
 @dataclass(frozen=True)
@@ -156,6 +158,8 @@ class Capture:
     params: dict = field(default_factory=dict)  # method parameter -> input / attribute name
     derive: dict = field(default_factory=dict)  # input -> op: the value given for it goes
     # through that op (on A) first
+    doc: str = ""  # the docstring of a Matrix method made from the op (gsample.matrix.sparse
+    # makes one for each of ``methods`` and ``properties`` that gs.Matrix does not write)
 
 
 @dataclass(frozen=True)
@@ -255,6 +259,7 @@ class Op(enum.Enum):
     EDGE_MAP = "edge_map"  # A (op) scalar / edge tensor / same-sparsity matrix
     EDGE_BROADCAST = "edge_broadcast"  # A.mul/div/add/sub(v, axis)
     REDUCE = "reduce"  # A.sum/max/mean(axis)
+    DEGREE = "degree"  # A.degree(axis): edges per column / row
     SPMM = "spmm"  # A @ D
     SPMM_T = "spmm_t"  # A.T @ D
     SDDMM = "sddmm"

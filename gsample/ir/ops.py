@@ -7,8 +7,8 @@ Each :class:`Op` has one :class:`OpDef`, the only place that says what the op is
   check), and the kind of value it returns and how that lines up;
 * its effect (pure or random), its ECSF step, and whether a matrix result keeps the
   layout its input was read in;
-* its data checks (a function of the op's inputs, run where untrusted data enters an
-  op: every eager call, a compiled program's boundary);
+* its data checks (a function of the op's inputs in :mod:`.checks`, run where untrusted
+  data enters an op: every eager call, a compiled program's boundary);
 * its size rules: an estimate (the layout pass's cost model) and, where one exists, an
   upper bound computable from the inputs' buffer sizes (the runtime allocates from it);
 * how the tracer captures it: the ``gs.Matrix`` methods, properties and Python
@@ -24,6 +24,25 @@ a program is compiled for. Nothing else names ops, input names or argument posit
 from __future__ import annotations
 
 from gsample.base import validate as V
+from gsample.ir.checks import (
+    check_alias_table,
+    check_broadcast,
+    check_collective,
+    check_cols,
+    check_edge_map,
+    check_filter_edges,
+    check_from_neighbors,
+    check_fused,
+    check_fused_walk,
+    check_individual,
+    check_random_draws,
+    check_random_walk,
+    check_rows,
+    check_rows_cols,
+    check_sddmm,
+    check_spmm,
+    check_spmm_t,
+)
 from gsample.ir.opdef import (
     BROADCAST_OPS,
     EXAMPLE_PROGRAM,
@@ -95,6 +114,27 @@ _FUSED_WALK_DOC = (
     "attrs['num_ordinals'] op ordinals from attrs['ordinal'] on: step s's random op j has "
     "the ordinal the unrolled program gives it. A LongTensor (len(seeds), length + 1)"
 )
+_FILTER_EDGES_METHOD = """The edges a mask keeps; every column stays, possibly empty.
+
+Parameters
+----------
+keep : BoolTensor, shape (E,)
+    One flag per edge, in the order of ``values`` and ``edges()``.
+
+Returns
+-------
+Matrix
+    Same row and column spaces; the kept edges in their order, with their values and
+    edge ids. A column none of whose edges is kept is empty (where
+    ``individual_sample`` with 0/1 ``probs`` would refuse an all-zero column).
+
+Examples
+--------
+>>> sub = A[:, seeds]
+>>> heavy = sub.filter_edges(sub.values > 0.5)
+>>> heavy.shape == sub.shape
+True
+"""
 
 _DEFS = [
     OpDef(
@@ -158,7 +198,7 @@ _DEFS = [
         (_A, In("cols", Align.NEW_COLS)),
         (),
         M,
-        check=V.check_cols,
+        check=check_cols,
         estimate=_slice_cols,
         bound=lambda A, ins, at: Size(A.nnz, A.rows, _n(ins, "cols")),
         doc="A[:, cols]",
@@ -170,7 +210,7 @@ _DEFS = [
         (_A, In("rows", Align.NEW_ROWS)),
         (),
         M,
-        check=V.check_rows,
+        check=check_rows,
         estimate=_slice_rows,
         bound=lambda A, ins, at: Size(A.nnz, _n(ins, "rows"), A.cols),
         doc="A[rows, :]",
@@ -182,7 +222,7 @@ _DEFS = [
         (_A, In("rows", Align.NEW_ROWS), In("cols", Align.NEW_COLS)),
         (),
         M,
-        check=V.check_rows_cols,
+        check=check_rows_cols,
         estimate=lambda A, ins, at: _slice_rows(_slice_cols(A, ins, at), ins, at),
         bound=lambda A, ins, at: Size(A.nnz, _n(ins, "rows"), _n(ins, "cols")),
         doc="A[rows, cols] (the rows of the column slice) without building the column "
@@ -202,7 +242,7 @@ _DEFS = [
         M,
         keeps_layout=True,
         edges="same",
-        check=V.check_edge_map,
+        check=check_edge_map,
         estimate=_same,
         bound=_same,
         capture=Capture(),
@@ -217,7 +257,7 @@ _DEFS = [
         M,
         keeps_layout=True,
         edges="same",
-        check=V.check_broadcast,
+        check=check_broadcast,
         estimate=_same,
         bound=_same,
         capture=Capture(methods=BROADCAST_OPS, params={"v": "vector"}),
@@ -235,6 +275,33 @@ _DEFS = [
         doc="A.sum(axis)",
     ),
     OpDef(
+        Op.DEGREE,
+        P,
+        Step.COMPUTE,
+        (_A,),
+        (_AXIS,),
+        T,
+        out=Align.AXIS,
+        structure_only=True,
+        capture=Capture(
+            methods=("degree",),
+            doc="""Edges per column (``axis=0``, shape (C,)) or per row (``axis=1``, shape (R,)).
+
+            The count of stored edges, whatever their values (``A.sum(axis)`` adds the
+            values); an int64 tensor, 0 where a column or row is empty.
+
+            Examples
+            --------
+            >>> A = gs.Matrix.from_edge_index(torch.tensor([[0, 0, 1], [1, 2, 2]]))
+            >>> A.degree(axis=0)                        # in-degrees
+            tensor([0, 1, 2])
+            >>> A[:, torch.tensor([2, 2])].degree(axis=1)
+            tensor([2, 2, 0])
+            """,
+        ),
+        doc="A.degree(axis): edges per column (axis 0) or per row (axis 1), int64",
+    ),
+    OpDef(
         Op.SPMM,
         P,
         Step.COMPUTE,
@@ -242,7 +309,7 @@ _DEFS = [
         (),
         T,
         out=Align.ROWS,
-        check=V.check_spmm,
+        check=check_spmm,
         doc="A @ D",
     ),
     OpDef(
@@ -253,7 +320,7 @@ _DEFS = [
         (),
         T,
         out=Align.COLS,
-        check=V.check_spmm_t,
+        check=check_spmm_t,
         doc="A.T @ D",
     ),
     OpDef(
@@ -265,7 +332,7 @@ _DEFS = [
         M,
         keeps_layout=True,
         edges="same",
-        check=V.check_sddmm,
+        check=check_sddmm,
         estimate=_same,
         bound=_same,
         doc="gs.sddmm(A, U, V, op)",
@@ -327,7 +394,7 @@ _DEFS = [
         variadic=Align.STEPS,
         keeps_layout=True,
         edges="same",
-        check=V.check_fused,
+        check=check_fused,
         estimate=_same,
         bound=_same,
         doc=_FUSED_DOC,
@@ -345,7 +412,7 @@ _DEFS = [
         T,
         out=Align.AXIS,
         variadic=Align.STEPS,
-        check=V.check_fused,
+        check=check_fused,
         doc="a fused_edge_map program, then A.sum/max/mean(axis) of its values in the same "
         "evaluation",
     ),
@@ -364,7 +431,7 @@ _DEFS = [
         variadic=Align.STEPS,
         keeps_layout=True,
         edges="same",
-        check=V.check_fused,
+        check=check_fused,
         estimate=_same,
         bound=_same,
         doc="a fused_edge_map program's values x, then x.op(x.reduce(axis), axis) in one "
@@ -380,12 +447,12 @@ _DEFS = [
         (
             Attr("op", _choice("op", REDUCE_OPS), example="sum"),
             _AXIS,
-            Attr("batches", required=False),
+            Attr("batches", required=False, internal=True),
         ),
         T,
         out=Align.AXIS,
         batched=True,
-        check=V.check_cols,
+        check=check_cols,
         estimate=lambda A, ins, at: Size(rows=_n(ins, "cols") if at["axis"] == 0 else A.rows),
         bound=lambda A, ins, at: Size(rows=_n(ins, "cols") if at["axis"] == 0 else A.rows),
         doc="A[:, cols].sum/max/mean(axis) without the slice; 'batches' (N, n): cols is a "
@@ -399,7 +466,7 @@ _DEFS = [
         (_A, In("probs", Align.EDGES, optional=True, edge_values=True), _ALIAS_IN),
         (_K, _REPLACE, _METHOD),
         M,
-        check=V.check_individual,
+        check=check_individual,
         estimate=_individual,
         bound=_individual_bound,
         capture=Capture(methods=("individual_sample",)),
@@ -413,7 +480,7 @@ _DEFS = [
         (_A, In("node_probs", Align.ROWS, optional=True)),
         (_K, _REPLACE),
         M,
-        check=V.check_collective,
+        check=check_collective,
         estimate=_collective,
         bound=_collective_bound,
         capture=Capture(methods=("collective_sample",)),
@@ -426,7 +493,7 @@ _DEFS = [
         (_A, In("cols", Align.NEW_COLS), In("probs", Align.EDGES, optional=True), _ALIAS_IN),
         (_K, _REPLACE, _METHOD),
         M,
-        check=V.check_individual,
+        check=check_individual,
         estimate=_fused(_individual),
         bound=_fused_bound(_individual_bound),
         doc="A[:, cols].individual_sample(k) without the slice (probs, alias: aligned with "
@@ -447,10 +514,11 @@ _DEFS = [
                 what="bool",
                 example=False,
                 required=False,
+                internal=True,
             ),
         ),
         M,
-        check=V.check_collective,
+        check=check_collective,
         estimate=_fused(_collective),
         doc="A[:, cols].collective_sample(k) without the slice; probs_in_slice (set by the "
         "probs_support pass): node_probs is 0 at every row without an edge in the "
@@ -464,7 +532,7 @@ _DEFS = [
         (),
         T,
         out=Align.EDGES,
-        check=V.check_alias_table,
+        check=check_alias_table,
         doc="alias tables of A's columns for weights 'probs' (E,): a LongTensor (E, 2), "
         "per edge slot the threshold (53-bit fixed point) and the alias edge "
         "(gsample.backend.torch.walk documents the layout); pure: hoisted once per "
@@ -483,7 +551,7 @@ _DEFS = [
         ),
         T,
         out=Align.WALKS,
-        check=V.check_random_walk,
+        check=check_random_walk,
         estimate=_walk,
         bound=_walk,
         capture=Capture(
@@ -505,7 +573,7 @@ _DEFS = [
         T,
         out=Align.WALKS,
         variadic=Align.ROWS,
-        check=V.check_fused_walk,
+        check=check_fused_walk,
         estimate=_walk,
         bound=_walk,
         doc=_FUSED_WALK_DOC,
@@ -518,7 +586,7 @@ _DEFS = [
         (),
         T,
         out=Align.ENTRIES,
-        check=V.check_random_draws,
+        check=check_random_draws,
         estimate=_per_entry,
         bound=_per_entry,
         capture=Capture(methods=("random_uniform",)),
@@ -539,7 +607,7 @@ _DEFS = [
         ),
         T,
         out=Align.ENTRIES,
-        check=V.check_random_draws,
+        check=check_random_draws,
         attrs_check=_count_attrs,
         estimate=_per_entry,
         bound=_per_entry,
@@ -556,10 +624,10 @@ _DEFS = [
         (),
         M,
         edges="subset",
-        check=V.check_filter_edges,
+        check=check_filter_edges,
         estimate=lambda A, ins, at: Size(A.nnz / 2, A.rows, A.cols),
         bound=_same,
-        capture=Capture(methods=("filter_edges",)),
+        capture=Capture(methods=("filter_edges",), doc=_FILTER_EDGES_METHOD),
         doc="A.filter_edges(keep): the edges where keep (bool, (E,)) is True, in order, "
         "with their values and edge ids; the row and column spaces unchanged (a "
         "column may become empty)",
@@ -577,7 +645,7 @@ _DEFS = [
         (),
         M,
         batched=True,
-        check=V.check_from_neighbors,
+        check=check_from_neighbors,
         estimate=_neighbor_lists,
         capture=Capture(methods=("from_neighbors",)),
         doc="A.from_neighbors(cols, neighbors, values=None): a block whose column j is "
@@ -594,7 +662,16 @@ _DEFS = [
         T,
         out=Align.ROW_SET,
         structure_only=True,
-        capture=Capture(methods=("row",)),
+        capture=Capture(
+            methods=("row",),
+            doc="""Global ids of the rows that hold at least one edge, in row-space order,
+            shape (R',).
+
+            Examples
+            --------
+            >>> A[:, seeds].individual_sample(10).row()    # the sampled neighbours
+            """,
+        ),
         doc="A.row()",
     ),
     OpDef(
@@ -606,7 +683,10 @@ _DEFS = [
         T,
         out=Align.COL_IDS,
         structure_only=True,
-        capture=Capture(methods=("column",)),
+        capture=Capture(
+            methods=("column",),
+            doc="Global ids of the columns (the frontier, repeats kept), shape (C,).",
+        ),
         doc="A.column()",
     ),
     OpDef(
@@ -614,11 +694,22 @@ _DEFS = [
         P,
         Step.FINALIZE,
         (_A,),
-        (Attr("batches", required=False),),
+        (Attr("batches", required=False, internal=True),),
         T,
         out=Align.NODE_SET,
         structure_only=True,
-        capture=Capture(methods=("all_nodes",)),
+        capture=Capture(
+            methods=("all_nodes",),
+            doc="""The next frontier: columns first, then new rows; unique, shape (n,).
+
+            Columns keep their first occurrence order; rows not among the columns
+            follow in row-space order.
+
+            Examples
+            --------
+            >>> seeds = A[:, seeds].individual_sample(10).all_nodes()
+            """,
+        ),
         doc="A.all_nodes(); 'batches' (N, n): A is a super-batch of N mini-batches of n "
         "nodes, and the ids come grouped by mini-batch (each its columns, then rows)",
     ),
@@ -630,7 +721,15 @@ _DEFS = [
         (),
         Kind.TUPLE,
         out=(Align.EDGE_IDS, Align.EDGE_IDS, Align.EDGES),
-        capture=Capture(methods=("edges",)),
+        capture=Capture(
+            methods=("edges",),
+            doc="""``(row ids, column ids, original edge ids)``, each a LongTensor of shape (E,).
+
+            Examples
+            --------
+            >>> src, dst, eid = A[:, seeds].individual_sample(10).edges()
+            """,
+        ),
         doc="A.edges()",
     ),
     OpDef(
@@ -642,7 +741,17 @@ _DEFS = [
         M,
         estimate=lambda A, ins, at: Size(A.nnz, A.nonempty_rows, A.cols),
         bound=lambda A, ins, at: Size(A.nnz, min(A.nnz, A.rows), A.cols),
-        capture=Capture(methods=("compact",)),
+        capture=Capture(
+            methods=("compact",),
+            doc="""This matrix with the rows that have no edges dropped from its row space.
+
+            Examples
+            --------
+            >>> sub = A[:, seeds].compact()
+            >>> sub.shape[0] == len(sub.row())
+            True
+            """,
+        ),
         doc="A.compact()",
     ),
 ]

@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+from gsample.interop import dgl
+from gsample.interop.pyg import data as pyg
+from gsample.interop.pyg.data import NodeRows
+from gsample.matrix.sparse import Matrix
+
+if TYPE_CHECKING:  # the return types of the conversions (optional dependencies)
+    import dgl as dgl_types
+    from torch_geometric.data import Data
+    from torch_geometric.sampler import SamplerOutput
 
 
 @dataclass
@@ -50,8 +60,6 @@ class Batch:
         ClusterGCN loaders: ``to_pyg().batch_size == len(nodes)``)."""
         if self.seeds_are_nodes:
             return self.seeds
-        from gsample.matrix.sparse import Matrix
-
         out = self.out
         if not (
             isinstance(out, (list, tuple))
@@ -66,7 +74,7 @@ class Batch:
             )
         return out[1].to(torch.int64)
 
-    def _rows(self, table: str, gathered: str):
+    def _rows(self, table: str, gathered: str) -> NodeRows:
         """What ``to_pyg`` / ``to_dgl`` gather ``x`` / ``y`` from by default: the batch's
         ``features`` / ``labels`` attribute (a whole table) if set, else the loader's
         gathered rows, looked up by global id in ``n_id``."""
@@ -77,7 +85,7 @@ class Batch:
         n_id = self.n_id
         order = torch.argsort(n_id)
 
-        def lookup(node):
+        def lookup(node: torch.Tensor) -> torch.Tensor:
             node = node.to(n_id.device)
             pos = order[torch.searchsorted(n_id[order], node).clamp(max=n_id.numel() - 1)]
             if not bool((n_id[pos] == node).all()):
@@ -89,8 +97,8 @@ class Batch:
 
         return lookup
 
-    # conversions (issue 12): the mappings live in gsample/output/{pyg,dgl}.py
-    def to_pyg(self, x=None, y=None):
+    # conversions: the mappings live in gsample/interop/pyg/data.py and gsample/interop/dgl.py
+    def to_pyg(self, x: NodeRows = None, y: NodeRows = None) -> Data:
         """This mini-batch as PyG's ``NeighborLoader`` returns one: a ``Data``.
 
         Parameters
@@ -116,13 +124,11 @@ class Batch:
         >>> data = batch.to_pyg(x=features, y=labels)
         >>> out = model(data.x, data.edge_index)[:data.batch_size]
         """
-        from gsample.interop.pyg import data as pyg
-
         x = self._rows("features", "x") if x is None else x
         y = self._rows("labels", "y") if y is None else y
         return pyg.to_data(pyg.pyg_sample(self.out, self.node_seeds), x, y)
 
-    def to_sampler_output(self, input_id=None):
+    def to_sampler_output(self, input_id: torch.Tensor | None = None) -> SamplerOutput:
         """This mini-batch as a ``torch_geometric.sampler.SamplerOutput`` (``node``, local
         ``row`` -> ``col``, ``edge``, per-hop counts; ``metadata = (input_id, None,
         edge_weight)``, with ``input_id`` default ``arange(B)`` and ``edge_weight`` the
@@ -133,11 +139,11 @@ class Batch:
         >>> out = batch.to_sampler_output()
         >>> out.node[:len(batch.seeds)]          # the seeds
         """
-        from gsample.interop.pyg import data as pyg
-
         return pyg.to_sampler_output(pyg.pyg_sample(self.out, self.node_seeds), input_id)
 
-    def to_dgl(self, x=None, y=None):
+    def to_dgl(
+        self, x: NodeRows = None, y: NodeRows = None
+    ) -> list[dgl_types.DGLGraph] | dgl_types.DGLGraph:
         """This mini-batch as DGL message-flow graphs (``dgl.create_block``), input layer
         first, destination nodes first among sources, ``dgl.NID`` / ``dgl.EID`` set; an
         induced subgraph becomes one ``dgl.graph``. Needs DGL (torch < 2.3); the mapping is
@@ -148,8 +154,6 @@ class Batch:
         >>> blocks = batch.to_dgl(x=features, y=labels)
         >>> blocks[-1].dstdata[dgl.NID]          # the seeds
         """
-        from gsample.interop import dgl
-
         x = self._rows("features", "x") if x is None else x
         y = self._rows("labels", "y") if y is None else y
         return dgl.to_dgl(self.out, self.node_seeds, x, y)

@@ -1,11 +1,14 @@
-"""Mini-batch iteration: ``gs.DataLoader`` (``gs.Batch``: :mod:`gsample.loader.batch`; super-batching:
-:mod:`gsample.runtime.super_batcher`; the pipelined stages: :mod:`gsample.loader.pipeline`)."""
+"""Mini-batch iteration: ``gs.DataLoader`` (``gs.Batch``: :mod:`gsample.loader.batch`;
+super-batching: ``CompiledSampler.super_batched``, run by :class:`gsample.runtime.SuperBatcher`;
+the pipelined stages: :mod:`gsample.loader.pipeline`)."""
 
 from __future__ import annotations
 
 import functools
+import inspect
 import itertools
 import math
+import numbers
 import time
 from collections.abc import Callable
 
@@ -24,200 +27,122 @@ from gsample.base.random import (
     sort_key,
     stream_state,
 )
+from gsample.compiler import CompiledSampler, compile
+from gsample.distributed.partition_batches import agree, is_refusal, sample_round
+from gsample.distributed.split import rank_batches, resolve_ranks
 from gsample.loader.batch import Batch
-from gsample.runtime.super_batcher import (
-    _default_budget,
-    _returns,
-    _super_batch_options,
-    _SuperBatcher,
-    _unwrap,
+from gsample.loader.features import FeatureStore, batch_nodes
+from gsample.loader.pipeline import pipelined
+from gsample.matrix.sparse import Matrix
+from gsample.runtime import (
+    Call,
+    Lanes,
+    at_once,
+    in_turn,
+    interleave,
+    land,
+    launch,
+    settle,
+    start,
 )
 
 
 class DataLoader:
     """Iterate over mini-batches of seeds, sampling each with ``sampler_fn``.
 
+    Mini-batch ``i`` samples with the epoch's seed, batch index ``i`` and op ordinals
+    restarting at 0, so its samples depend only on the epoch's seed, ``i`` and its seeds
+    (docs/architecture.md §3, consequence 4): super-batched, pipelined or split over ranks,
+    the batches are the same, bit for bit. The user guide's loader page
+    (``docs/guide/loader.md``) explains super-batching, ``"auto"``, the pipeline and the
+    calls kept in flight.
+
     Parameters
     ----------
-    A : Matrix
-        The graph.
+    A : Matrix or gsample.distributed.PartitionedMatrix
+        The graph, ``N`` nodes.
     sampler_fn : callable
-        ``sampler_fn(A, seeds) -> out``; bind extra arguments with
-        ``functools.partial``.
+        ``sampler_fn(A, seeds) -> out``, plain or ``gs.compile``'d; bind other arguments
+        with ``functools.partial``.
     seeds : LongTensor, shape (S,), or BoolTensor, shape (N,)
-        All seeds of an epoch (global node ids), at least one; or a boolean mask over the
-        graph's ``N`` nodes, meaning its nonzero ids (``data.train_mask``). An empty set
-        is a ``ValueError`` (an epoch of no mini-batch; PyG's loaders, ``gsample.pyg``,
-        keep PyG's empty epoch instead).
+        The epoch's seeds (global node ids, at least one), or a mask over the nodes.
     batch_size : int
-        Seeds per mini-batch, ``B >= 1``.
+        Seeds per mini-batch, ``>= 1``.
     shuffle : bool
-        Shuffle the seeds every epoch (a permutation drawn from gsample's hash, so
-        it is the same on CPU and GPU).
+        Permute the seeds every epoch (with gsample's hash: the same on CPU and GPU).
     drop_last : bool
-        Drop the last mini-batch when it is smaller than ``batch_size``.
+        Drop a last mini-batch smaller than ``batch_size``.
     seed : int, optional
-        Seed of the loader's stream (any int; its stream is keyed by it modulo ``2**64``).
-        Default: drawn from gsample's stream when an epoch starts, so ``gs.manual_seed``
-        controls it. Epoch ``e`` of a loader uses its own stream either way, so epochs
-        differ and are reproducible.
+        Seed of the loader's stream. Default: drawn from gsample's stream when an epoch
+        starts (``gs.manual_seed`` controls it). Every epoch has a stream of its own.
     progress : bool
-        Show a tqdm bar over the mini-batches.
+        Show a tqdm bar.
     super_batch : int or "auto", optional
-        Sample this many mini-batches in one run of the compiled program
-        (``gsample.passes.super_batch``); ``"auto"``: the fastest size that fits
-        ``memory_budget``, timed on the first epoch's own mini-batches. The batches are
-        the same, bit for bit, as without it (they are still yielded one by one).
-        ``sampler_fn`` must be a ``gs.compile``'d sampler
-        (or a ``functools.partial`` of one) or a function ``gs.compile`` can trace,
-        which is then compiled here with the default passes. Default: off.
-
-        On a partitioned graph (:class:`gsample.distributed.PartitionedMatrix`), an int
-        ``N``: the sampler runs eagerly once for N consecutive mini-batches of the rank (a
-        *round*, :mod:`gsample.distributed.partition_batches`), so that every exchange
-        between the ranks carries the N mini-batches' frontiers at once (``N`` times fewer
-        collectives); it gets its seeds as one value per mini-batch, and code other than the
-        partitioned operators runs once per mini-batch. Node-wise sampling (uniform or
-        weighted) and walks are super-batched; Python control flow on a per-batch value
-        (``if``, ``len`` of a tensor, ...), a per-batch ``k`` and in-place writes into a
-        tensor the mini-batches share raise a ``ValueError`` naming ``super_batch`` on
-        every rank. Every rank must pass the same ``N`` (checked, together, when the loader
-        is made: every rank makes it); every rank has ``ceil(M / world_size)`` mini-batches,
-        so all run the same rounds, the last one holding the remainder. ``"auto"`` is
-        refused there (the ranks would time and pick sizes of their own).
+        Sample this many mini-batches in one run of the compiled program (still yielded
+        one by one); ``"auto"``: the fastest size that fits ``memory_budget``, timed on the
+        first epoch's own mini-batches. ``sampler_fn`` must be compiled or traceable. On a
+        partitioned graph, an int: N of the rank's mini-batches per round of exchanges.
+        Default: off.
     memory_budget : int, optional
-        Bytes a super-batch may use, with ``super_batch="auto"``. Default: half of a GPU's
-        free memory; on the CPU the L2 cache size, as a super-batch only pays there while
-        its values stay in cache (see Notes).
+        Bytes a super-batch may use with ``"auto"``. Default: half the GPU's free memory;
+        on the CPU the L2 cache size.
     fixed_state : bool
-        With ``super_batch``: declare that the tensors the sampler's random draws depend
-        on (model weights, bandit biases) do not change while the loader runs. A
-        super-batch samples its mini-batches before the training step of the first one,
-        so a sampler with such state is refused unless this is True. With ``pipeline``,
-        a sampler given tensors as arguments (``functools.partial``: state a training
-        step may update, as PASS's weights) samples in the caller's thread, in step with
-        training, unless this is True.
+        Declare that tensors the sampler's draws depend on (model weights, bandit biases)
+        do not change while the loader runs; needed to super-batch or pipeline such a
+        sampler.
     features : Tensor, shape (N, F), optional
-        Node features (floating point), on the graph's device or on the CPU. Each batch
-        then carries ``n_id`` (its nodes, the seeds first: :func:`gsample.loader.features.batch_nodes`)
-        and ``x = features[n_id]`` on the graph's device. A CPU table for a GPU graph is
-        pinned (a copy, unless it is pinned already) and read by the GPU through UVA,
-        only the rows a mini-batch needs crossing the bus (:mod:`gsample.loader.features`). A
-        ``torch.sparse`` table stays sparse (as CSR): each mini-batch's rows are gathered
-        from it and made dense, so ``x`` is dense.
+        Node features (floating point, dense or ``torch.sparse``), on the graph's device
+        or the CPU (pinned and read through UVA for a GPU graph): each batch carries
+        ``n_id`` (its nodes, seeds first) and ``x = features[n_id]``.
     labels : Tensor, shape (N,) or (N, C), optional
-        Node labels (integer or floating point), gathered as ``y = labels[n_id]``.
+        Node labels, gathered as ``y = labels[n_id]``.
     feature_cache : int
-        Bytes of device memory for a cache of the highest in-degree nodes' feature rows
-        (8 bytes per graph node of it for the node -> row map), used where ``features``
-        is not on the graph's device (a CPU table for a GPU graph);
-        ``feature_store.hit_rate`` reports how many rows it served. Where no cache can
-        exist (a CPU graph, or ``features`` on the graph's GPU: rows are read in place)
-        none is made and ``hit_rate`` is None, so one script runs on either. Not for a
-        sparse ``features`` table (``ValueError``). Default 0: none.
+        Bytes of GPU memory caching the highest in-degree nodes' feature rows of a CPU
+        table read by a GPU graph. Default 0: none.
     pipeline : bool
-        Overlap the stages (default True) when the loader gathers ``features`` or
-        ``labels``: a background thread samples mini-batch
-        ``i + 1`` while another gathers mini-batch ``i``'s features and the loop trains
-        on ``i - 1``, through bounded queues (one mini-batch, or one super-batch's
-        mini-batches, waits between stages), each
-        stage on its own CUDA stream on a GPU (the loop's stream waits for the batch's
-        event before it gets it). Batches, their order and their samples are the same as
-        with ``pipeline=False`` (a mini-batch's samples depend only on the epoch's seed,
-        its index and its seeds), and an error still surfaces at its mini-batch.
-        Without ``features`` and ``labels`` the loader has no stage to overlap and
-        samples in the caller's thread: a sampling thread running ahead of the loop
-        lost more to the hand-overs (the GIL) than it won (H100, compiled GraphSAGE
-        [25, 10] one mini-batch at a time: 0.276 s an epoch against 0.107 s).
+        With ``features`` or ``labels``: sample, gather and train in overlapping stages
+        (threads, and CUDA streams on a GPU). Default True.
     distributed : bool
-        Yield only this process's share of every epoch (one process per device, as
-        ``torch.utils.data.DistributedSampler`` splits a dataset): every rank orders the
-        epoch alike, pads it by repeating its first mini-batches to a multiple of the world
-        size and takes a contiguous block of ``ceil(M / world_size)`` of its ``M``
-        mini-batches (:mod:`gsample.distributed.split`). ``rank`` and ``world_size`` are read
-        from ``torch.distributed`` (initialised first) unless given. A mini-batch keeps its
-        global index (``Batch.index``), which keys its draws: the ranks' mini-batches together
-        are the single-process epoch, sample for sample, whatever the graph's placement
-        (:func:`gsample.distributed.place`). Give every rank the same ``seed`` (or the same
-        ``gs.manual_seed``). A partitioned graph (:class:`gsample.distributed.PartitionedMatrix`)
-        sets this itself, and its sampler runs eagerly (a ``gs.compile``'d one as its
-        Python function), N mini-batches per round with ``super_batch=N``.
-    seeds_are_nodes : bool
-        True (default): the seeds are node ids, first in every mini-batch's ``n_id`` and
-        conversions. False: they only name the mini-batch (ClusterGCN's part ids,
-        GraphSAINT's draw counters); the sampler returns ``(A[nodes, nodes], nodes)`` and
-        ``n_id``, the gathered ``features`` / ``labels`` and ``to_pyg()`` / ``to_dgl()`` take
-        ``nodes`` alone (:attr:`Batch.node_seeds`).
+        Yield only this rank's share of every epoch (``torch.distributed``, or ``rank`` and
+        ``world_size``); a mini-batch keeps its global ``index``.
     rank, world_size : int, optional
-        This process's rank and the number of ranks: give both to split without
-        ``torch.distributed`` (or to override what it says).
+        This process's rank and the number of ranks, instead of ``torch.distributed``'s.
+    seeds_are_nodes : bool
+        False when the seeds only name a mini-batch (ClusterGCN's parts): the sampler
+        returns ``(A[nodes, nodes], nodes)`` and ``n_id`` starts from ``nodes``.
 
     Attributes
     ----------
     super_batch_size : int or None
         Mini-batches per super-batch (``"auto"``: chosen during the first epoch).
-    batch_bytes : int or None
-        ``"auto"``'s estimate of one mini-batch's memory (see Notes).
-    memory_cap : int or None
-        ``"auto"``: the most mini-batches ``memory_budget`` holds.
+    batch_bytes, memory_cap : int or None
+        ``"auto"``: one mini-batch's measured bytes, and the most mini-batches the budget
+        holds.
     auto_times : dict
-        ``"auto"``: seconds per mini-batch of every super-batch size it timed.
+        ``"auto"``: seconds per mini-batch of every super-batch size timed.
     feature_store, label_store : gsample.loader.features.FeatureStore or None
-        Where ``x`` / ``y`` come from (``feature_store.hit_rate``: the cache's hits, None
-        without a cache). Calling one with ids, ``feature_store(n_id)``, checks them
-        (``IndexError`` naming ``n_id`` for an id outside ``[0, N)``).
+        Where ``x`` / ``y`` come from (``feature_store.hit_rate``: the cache's hits).
     sample_seconds, gather_seconds : float
-        The last epoch's time spent sampling and gathering, summed over its mini-batches
-        (host time of the stage's thread; pipelined on a GPU, each stage waits for its
-        stream, so they include the device work).
+        The last epoch's time spent sampling and gathering.
 
-    Notes
-    -----
-    Mini-batch ``i`` runs ``sampler_fn`` with the epoch's seed, batch index ``i``
-    and op ordinals restarting at 0, so its samples depend only on the epoch's
-    seed, ``i`` and its seeds: not on the batches before it. That is also why a
-    super-batch of mini-batches ``i .. i + N - 1`` samples exactly what they sample
-    one by one (docs/architecture.md §3, consequence 4). A super-batch that raises is re-run one by
-    one, so an error surfaces at the mini-batch that has it, after the batches before it.
+    Yields
+    ------
+    Batch
+        ``seeds`` (B,), ``index``, ``out`` (what ``sampler_fn`` returned), and with
+        ``features`` / ``labels``: ``n_id`` (n,), ``x`` (n, F), ``y`` (n,) or (n, C).
 
-    One mini-batch at a time, a ``gs.compile``'d sampler on a GPU whose program reads sizes
-    back before its end (a layer-wise sampler reads each layer's) runs with two calls in
-    flight (``gsample.runtime.overlap``): while the host finishes one mini-batch's layer the
-    GPU runs the other's (H100, LADIES 3 x 4000, 384 mini-batches of 512: 0.83 -> 0.65 s an
-    epoch). Same samples, same order, an error still at its mini-batch; not for a sampler
-    given tensors without ``fixed_state`` (a training step may change them between
-    mini-batches), and off with ``gs.compile(..., runtime=Options(overlap=False))``.
-    Super-batches on a GPU are kept two in flight likewise: the host splits one super-batch's
-    outputs into its mini-batches while the GPU samples the next (H100, GraphSAGE [25, 10],
-    super-batches of 64 on a slow host core: 0.0253 -> 0.0227 s an epoch), so two
-    super-batches' memory is held at once (``"auto"``: only where two fit its budget).
-
-    ``"auto"`` samples the epoch's first mini-batch alone and measures it: the bytes of
-    every tensor its program creates that is not graph-level (the executor keeps all of
-    them until the batch is done, so their sum is its footprint; on CUDA, at least the
-    peak allocation the run adds); ``memory_cap = memory_budget // that`` (at least 1, at
-    most the number of batches) bounds N, as a super-batch's values grow linearly in N.
-    Within that cap it times super-batches of 1, 2, 4, ... of the epoch's next
-    mini-batches (each size three times, timing the last: the first run of a size lowers
-    and compiles, the second captures a CUDA graph) and keeps the size with the least
-    time per mini-batch, stopping once doubling gains less than 5 % (from 8 on); the
-    timed batches are yielded like the others (1: the rest run one by one, as without
-    super-batching). On the CPU, super-batching removes per-op overhead but makes every
-    array N times larger: it pays for small mini-batches (web-NotreDame, GraphSAGE
-    [25, 10], 64 seeds: x1.85 with N = 8) and costs once a mini-batch's values outgrow
-    the cache (LADIES 3 x 4000: x0.8); on a GPU the per-op overhead (kernel launches,
-    Python) is the larger part (H100, products-sized GraphSAGE: 0.16 ms per mini-batch
-    with N = 64 against 0.4 to 0.7 one by one).
+    Raises
+    ------
+    TypeError, ValueError
+        A bad argument, naming it (a refused ``super_batch`` names ``super_batch``).
 
     Examples
     --------
-    >>> loader = gs.DataLoader(A, graphsage, train_ids, batch_size=512, seed=0)
+    >>> A, x, y = gs.datasets.planted_partition(2_000, num_classes=4, seed=0)
+    >>> loader = gs.DataLoader(A, graphsage, torch.arange(1024), 256, features=x, labels=y)
     >>> for batch in loader:
-    ...     blocks = batch.out
-    >>> fast = gs.DataLoader(A, graphsage, train_ids, batch_size=512, super_batch="auto")
-    >>> train = gs.DataLoader(A, graphsage, train_ids, 512, features=X, labels=y)
-    >>> for batch in train:          # batch.x: (len(batch.n_id), F), seeds' rows first
-    ...     loss = F.cross_entropy(model(batch)[:len(batch.seeds)], batch.y[:len(batch.seeds)])
+    ...     data = batch.to_pyg()          # x, y: the rows of batch.n_id
+    >>> fast = gs.DataLoader(A, graphsage, torch.arange(1024), 256, super_batch="auto")
     """
 
     def __init__(
@@ -242,9 +167,6 @@ class DataLoader:
         world_size: int | None = None,
         seeds_are_nodes: bool = True,
     ):
-        from gsample.distributed.split import resolve_ranks
-        from gsample.matrix.sparse import Matrix
-
         partitioned = getattr(A, "placement", None) == "partitioned"
         if not isinstance(A, Matrix) and not partitioned:
             raise TypeError(f"A: expected a gs.Matrix, got {type(A).__name__}")
@@ -282,14 +204,13 @@ class DataLoader:
         self.batch_bytes = None
         self.memory_cap = None
         self.auto_times: dict = {}
-        self._super = None
+        self._super = None  # the super-batcher (gsample.runtime.SuperBatcher)
+        self._super_sampler = None  # its compiled sampler
         self._partitioned = partitioned
         if self.super_batch is not None and not partitioned:  # traced now: refusals from here
-            self._super = _SuperBatcher(
+            self._super_sampler, self._super = _super_batcher(
                 A, sampler_fn, self.seeds[: self.batch_size], self.fixed_state
             )
-        from gsample.loader.features import FeatureStore
-
         self.feature_store = (
             None if features is None else FeatureStore(features, A, "features", feature_cache)
         )
@@ -303,8 +224,6 @@ class DataLoader:
         self._workers = None  # the pipeline's stage threads (gsample.loader.pipeline)
         self._pipelines_open = 0  # epochs whose pipeline is running
         if self.super_batch is not None and partitioned:  # every rank, together
-            from gsample.distributed.partition_batches import agree
-
             refused = None
             if self.super_batch == "auto":
                 refused = (
@@ -338,10 +257,6 @@ class DataLoader:
         """The backend whose code samples this loader's graph, ``"torch"`` or ``"cuda"``
         (:func:`gsample.backend_for` of the graph, with a compiled sampler's ``backend=``);
         the progress bar shows it."""
-        from gsample.compiler.compiled import (
-            CompiledSampler,  # imported where used, as elsewhere here
-        )
-
         fn = _unwrap(self.sampler_fn)[0]
         return backend_for(self.A, fn.backend if isinstance(fn, CompiledSampler) else None)
 
@@ -364,8 +279,6 @@ class DataLoader:
             order = order[torch.argsort(keys, stable=True)]
         parts = list(order.split(self.batch_size))[: self.num_batches]  # one call, not a slice each
         # this rank's mini-batches: runs of consecutive global indices (all of them, alone)
-        from gsample.distributed.split import rank_batches
-
         runs = [
             (first, parts[first : first + n])
             for first, n in rank_batches(len(parts), self.rank, self.world_size)
@@ -388,8 +301,6 @@ class DataLoader:
         self.sample_seconds = self.gather_seconds = 0.0
         gathers = self.feature_store is not None or self.label_store is not None
         if self.pipeline and gathers and not self._stateful() and not self._one_run(mine):
-            from gsample.loader.pipeline import pipelined
-
             batches = pipelined(self, groups)
         else:
             batches = (self._gather(b) for group in self._timed(groups) for b in group)
@@ -417,23 +328,21 @@ class DataLoader:
         ``sample_seconds``."""
         groups = iter(groups)
         while True:
-            start = time.perf_counter()
+            began = time.perf_counter()
             try:
                 group = next(groups)
             except StopIteration:
                 return
             if sync is not None:
                 sync()
-            self.sample_seconds += time.perf_counter() - start
+            self.sample_seconds += time.perf_counter() - began
             yield group
 
     def _gather(self, batch: Batch, sync=None) -> Batch:
         """Set ``batch.n_id``, ``x`` and ``y`` (with ``features`` / ``labels``)."""
         if self.feature_store is None and self.label_store is None:
             return batch
-        from gsample.loader.features import batch_nodes
-
-        start = time.perf_counter()
+        began = time.perf_counter()
         # n_id is the sample's (every id a gsample op made is in range; batch_nodes checks
         # the induced subgraph's nodes a sampler returns): the stores' unchecked gather
         batch.n_id = batch_nodes(batch.out, batch.node_seeds, self.A.num_nodes)
@@ -443,7 +352,7 @@ class DataLoader:
             batch.y = self.label_store._rows(batch.n_id)
         if sync is not None:
             sync()
-        self.gather_seconds += time.perf_counter() - start
+        self.gather_seconds += time.perf_counter() - began
         return batch
 
     def _one_by_one(self, parts: list, epoch_seed: int, first: int = 0, indices=None):
@@ -463,8 +372,6 @@ class DataLoader:
         """Whether calls of a ``gs.compile``'d sampler (``fn``, default the loader's) keep two
         in flight: its ``runtime`` ``overlap`` on, a graph on a GPU, samples no training step
         may change between them (see ``_stateful``)."""
-        from gsample.compiler.compiled import CompiledSampler
-
         fn = _unwrap(self.sampler_fn)[0] if fn is None else fn
         return (
             isinstance(fn, CompiledSampler)
@@ -486,9 +393,6 @@ class DataLoader:
         :class:`~gsample.runtime.overlap.Call` of :func:`gsample.runtime.overlap.interleave`
         (a context of its own: deferred checks, read-back state), or made as it is where
         nothing was planned."""
-        from gsample.runtime.overlap import Call, Lanes, in_turn, interleave
-        from gsample.runtime.program import land, launch, settle, start
-
         fn, args, kwargs = _unwrap(self.sampler_fn)
         pairs = iter(pairs)
         first = next(pairs, None)
@@ -500,18 +404,26 @@ class DataLoader:
         program, arguments = planned if len(names) == 1 else (None, None)
         seed, lanes = epoch_seed & MASK64, Lanes()
         if program is not None and program.one_region:
-            go = lambda pair: launch(
-                lanes.next(program), {**arguments, names[0]: pair[1]}, (seed, 0, pair[0])
-            )
+
+            def go(pair):
+                return launch(
+                    lanes.next(program), {**arguments, names[0]: pair[1]}, (seed, 0, pair[0])
+                )
+
             calls = in_turn(pairs, go, land, settle)
         else:
 
             def begin(pair):
                 i, batch_seeds = pair
                 if program is not None:
-                    call = lambda: start(program, {**arguments, names[0]: batch_seeds})
+
+                    def call():
+                        return start(program, {**arguments, names[0]: batch_seeds})
                 else:  # as it is
-                    call = lambda: _returns(lambda: fn(*args, self.A, batch_seeds, **kwargs))
+
+                    def call():
+                        return at_once(lambda: fn(*args, self.A, batch_seeds, **kwargs))
+
                 return Call(call, (seed, 0, i))
 
             calls = interleave(pairs, begin, depth=2)
@@ -549,7 +461,7 @@ class DataLoader:
             return
         size = self.super_batch_size
         blocks = [(base + j, parts[j : j + size]) for j in range(i, len(parts), size)]
-        if len(blocks) > 1 and self._overlaps(self._super.compiled) and self._two_fit(size):
+        if len(blocks) > 1 and self._overlaps(self._super_sampler) and self._two_fit(size):
             yield from self._overlapped_blocks(blocks, epoch_seed)
             return
         for first, block in blocks:
@@ -573,9 +485,6 @@ class DataLoader:
         other is a :class:`~gsample.runtime.overlap.Call` of
         :func:`~gsample.runtime.overlap.interleave`. A super-batch that raises is re-run one
         by one at its turn, as alone (``_explain_failure``)."""
-        from gsample.runtime.overlap import Call, Lanes, in_turn, interleave
-        from gsample.runtime.program import land, settle
-
         seed, lanes = epoch_seed & MASK64, Lanes()
         programs = [self._super.program(n)[1] for n in {len(block) for _, block in blocks}]
         if all(p is not None and p.one_region for p in programs):
@@ -611,8 +520,6 @@ class DataLoader:
         Every rank has as many mini-batches (``rank_batches`` pads the epoch), so the ranks
         run as many rounds, each as many mini-batches; a group may span the wrap-around of
         the padding (its indices need not be consecutive: each keys its own draws)."""
-        from gsample.distributed.partition_batches import is_refusal, sample_round
-
         items = [(first + j, p) for first, run in runs for j, p in enumerate(run)]
         for i in range(0, len(items), self.super_batch_size):
             group = items[i : i + self.super_batch_size]
@@ -670,14 +577,14 @@ class DataLoader:
                 block = parts[i : i + N]
                 if cuda:
                     torch.cuda.synchronize(self.A.device)
-                start = time.perf_counter()
+                began = time.perf_counter()
                 if N == 1:  # as without super-batching; an error raises here
                     batches = [next(self._one_by_one(block, epoch_seed, base + i))]
                 else:
                     batches = yield from self._sample_block(block, epoch_seed, base + i)
                 if cuda:
                     torch.cuda.synchronize(self.A.device)
-                seconds = (time.perf_counter() - start) / N
+                seconds = (time.perf_counter() - began) / N
                 yield batches
                 i += N
             self.auto_times[N] = seconds
@@ -768,11 +675,104 @@ def seed_ids(x, name: str, num_nodes: int, device) -> torch.Tensor:
     return V.ids(x, name, num_nodes, device)
 
 
+def _super_batch_options(super_batch, memory_budget):
+    """Check ``super_batch`` (None, an int >= 1 or "auto") and ``memory_budget``."""
+    if super_batch is not None and not (isinstance(super_batch, str) and super_batch == "auto"):
+        if _not_int(super_batch):
+            raise TypeError(f"super_batch: must be a positive int or 'auto', got {super_batch!r}")
+        super_batch = int(super_batch)
+        if super_batch < 1:
+            raise ValueError(f"super_batch: must be >= 1 (or 'auto'), got {super_batch}")
+    if memory_budget is not None:
+        if _not_int(memory_budget):
+            raise TypeError(f"memory_budget: must be a positive int (bytes), got {memory_budget!r}")
+        memory_budget = int(memory_budget)
+        if memory_budget < 1:
+            raise ValueError(f"memory_budget: must be >= 1 byte, got {memory_budget}")
+        if super_batch != "auto":
+            raise ValueError(
+                "memory_budget: only used with super_batch='auto' (it picks the "
+                "largest super-batch that fits)"
+            )
+    return super_batch, memory_budget
+
+
+def _not_int(x) -> bool:
+    """Whether ``x`` is not an integer (Python or NumPy; bools are not)."""
+    return isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Integral)
+
+
+def _default_budget(device: torch.device) -> int:
+    """``"auto"``'s budget when none is given: half the free memory of a GPU; on the CPU, the
+    size of a core's L2 cache (2 MiB when unknown), as a super-batch pays there only while
+    its values stay in cache (``python -m gsample.bench --modes super`` measures it)."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0] // 2
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cache/index2/size") as f:
+            size = f.read().strip().upper()
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1:], 1)
+        return int(size.rstrip("KMG")) * scale
+    except (OSError, ValueError):
+        return 2 << 20
+
+
+def _unwrap(fn):
+    """``(function, positional args, keyword args)`` of nested ``functools.partial``s."""
+    args, kwargs = (), {}
+    while isinstance(fn, functools.partial):
+        args, kwargs = fn.args + args, {**fn.keywords, **kwargs}
+        fn = fn.func
+    return fn, args, kwargs
+
+
+def _super_batcher(A, sampler_fn, seeds: torch.Tensor, fixed_state: bool) -> tuple:
+    """``(compiled sampler, its gsample.runtime.SuperBatcher)`` for ``sampler_fn(A, seeds)``
+    (a ``gs.compile``'d sampler, a function it compiles, or a ``functools.partial`` of
+    either), with ``seeds`` an epoch's first mini-batch; ``TypeError`` naming
+    ``sampler_fn`` where it cannot be super-batched as called."""
+    fn, args, kwargs = _unwrap(sampler_fn)
+    # a super-batch replaces the seeds by name and gs.compile traces with every argument
+    # passed by name: a *args / **kwargs parameter has no name to pass them by
+    try:
+        params = inspect.signature(fn.fn if isinstance(fn, CompiledSampler) else fn)
+    except (TypeError, ValueError):
+        params = None  # (compile names the problem below)
+    packed = (
+        []
+        if params is None
+        else [p for p in params.parameters.values() if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    )
+    if packed:
+        name = getattr(fn, "__name__", type(fn).__name__)
+        stars = ", ".join(("*" if p.kind == p.VAR_POSITIONAL else "**") + p.name for p in packed)
+        raise TypeError(
+            f"sampler_fn: super_batch needs a sampler whose parameters are all "
+            f"named (e.g. def {name}(A, seeds, fanouts=(25, 10))); {name} "
+            f"takes {stars}. Name its parameters, or sample without "
+            "super_batch"
+        )
+    try:
+        compiled = fn if isinstance(fn, CompiledSampler) else compile(fn)
+    except TypeError as e:
+        raise TypeError(f"sampler_fn: super_batch needs a function to compile ({e})") from e
+    call = (*args, A, seeds)
+    try:
+        bound = compiled.signature.bind(*call, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"sampler_fn: cannot be called as sampler_fn(A, seeds): {e}") from e
+    name = next((k for k, v in bound.arguments.items() if v is seeds), None)
+    if name is None:  # e.g. a partial binding a parameter twice
+        raise TypeError(
+            "sampler_fn: super_batch could not find the parameter that takes "
+            "the seeds in sampler_fn(A, seeds)"
+        )
+    return compiled, compiled.super_batched(call, kwargs, seeds=name, fixed_state=fixed_state)
+
+
 def _eager(sampler_fn):
     """``sampler_fn`` with a ``gs.compile``'d sampler inside replaced by its Python function
     (what a partitioned graph runs: its ops exchange frontiers, eagerly)."""
-    from gsample.compiler.compiled import CompiledSampler
-
     fn, args, kwargs = _unwrap(sampler_fn)
     if not isinstance(fn, CompiledSampler):
         return sampler_fn

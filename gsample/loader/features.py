@@ -408,6 +408,8 @@ class FeatureStore:
             return rows.to(self.device, non_blocking=True)
         n_id = n_id.to(self.device)
         if self.mode == "uva":
+            # import here: the CUDA backend loads only when a GPU path runs (as the registry
+            # loads it), and "uva" mode runs only on a GPU with CuPy
             from gsample.backend.cuda.gather import device_pointer, gather_rows
 
             if self._address is None:
@@ -432,8 +434,9 @@ class FeatureStore:
 
 
 def _cupy() -> bool:
+    # import here: CuPy is optional (pip install gsample[cuda])
     try:
-        import cupy
+        import cupy  # noqa: F401  (only whether it imports)
     except ImportError:
         return False
     return True

@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from gsample.runtime.cuda_graphs import CAPTURE_LOCK
+from gsample.runtime import CAPTURE_LOCK, tensors
 
 #: groups (sampling runs' mini-batches) waiting between two stages
 DEPTH = 1
@@ -67,9 +67,8 @@ def _get(q: queue.Queue, stop: threading.Event):
 
 
 def _tensors(batch):
-    from gsample.runtime.super_batcher import _tensors
-
-    yield from _tensors(batch.out)
+    """Every tensor of ``batch`` (its sample, seeds, node ids, features and labels)."""
+    yield from tensors(batch.out)
     yield from (t for t in (batch.seeds, batch.n_id, batch.x, batch.y) if t is not None)
 
 

@@ -11,6 +11,7 @@ from gsample.base import validate as V
 
 
 def from_scipy(cls, matrix, weight: bool = True):
+    # import here: scipy is an optional dependency (only this constructor needs it)
     import scipy.sparse as sp
 
     if not sp.issparse(matrix):
@@ -43,6 +44,7 @@ def from_scipy(cls, matrix, weight: bool = True):
 
 
 def from_networkx(cls, graph, weight=None):
+    # import here: networkx takes a while to import and only this constructor needs it
     import networkx as nx
 
     if not isinstance(graph, nx.Graph):

@@ -12,6 +12,7 @@ columns (the frontier, repeats allowed), ``E`` edges.
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import weakref
 
@@ -24,7 +25,8 @@ from gsample.base.random import next_op_key
 from gsample.formats.cache import cache_of
 from gsample.formats.csc import CSC, segment_ptr
 from gsample.formats.placement import offload, place, placement_of
-from gsample.ir import SDDMM_OPS, Effect, Op, info
+from gsample.ir import METHODS, PROPERTIES, SDDMM_OPS, Effect, Kind, Op, OpDef, info
+from gsample.ir.checks import check_rows
 
 
 def _run(ir_op: Op, /, **kwargs):
@@ -173,7 +175,7 @@ class Matrix(EdgeMapOperators):
         (tensor([0, 0]), tensor([1, 2]), tensor([0, 1]))
         """
         ei = V.as_tensor(edge_index, "edge_index", None)
-        if ei.dtype == torch.bool or ei.dtype not in V._INT_DTYPES:
+        if ei.dtype == torch.bool or ei.dtype not in V.INT_DTYPES:
             raise TypeError(f"edge_index: must be an integer tensor, got dtype {ei.dtype}")
         if ei.dim() != 2 or ei.shape[0] != 2:
             raise ValueError(f"edge_index: expected shape (2, E), got {tuple(ei.shape)}")
@@ -211,7 +213,7 @@ class Matrix(EdgeMapOperators):
         ptr = V.as_tensor(indptr, "indptr", None)
         idx = V.as_tensor(indices, "indices", ptr.device)
         for t, name in ((ptr, "indptr"), (idx, "indices")):
-            if t.dtype == torch.bool or t.dtype not in V._INT_DTYPES or t.dim() != 1:
+            if t.dtype == torch.bool or t.dtype not in V.INT_DTYPES or t.dim() != 1:
                 raise TypeError(
                     f"{name}: must be a 1-D integer tensor, got dtype {t.dtype} "
                     f"and shape {tuple(t.shape)}"
@@ -450,7 +452,7 @@ class Matrix(EdgeMapOperators):
         rows = self._index(key[0])
         cols = self._index(key[1])
         if rows is not None:  # checked before the column slice runs
-            rows = V.check_rows(self._csc, rows)["rows"]
+            rows = check_rows(self._csc, rows)["rows"]
         csc = self._csc
         if cols is not None:
             csc = _run(Op.SLICE_COLS, A=csc, cols=cols)
@@ -720,8 +722,8 @@ class Matrix(EdgeMapOperators):
         ``stop_prob + restart_prob + jump_prob <= 1``; one uniform draw per step decides
         among stop, restart, jump and a move, in that order. Every draw is keyed by the
         seed, the op ordinal, the mini-batch, the walker's position in ``seeds``, the step
-        and the draw (docs/architecture.md §3): walks are reproducible, eager equals compiled, and the
-        CUDA backend gives the same walks. ``A`` must be the whole graph.
+        and the draw (docs/architecture.md §3): walks are reproducible, eager equals compiled,
+        and the CUDA backend gives the same walks. ``A`` must be the whole graph.
 
         Examples
         --------
@@ -758,30 +760,6 @@ class Matrix(EdgeMapOperators):
             restart_prob=restart_prob,
             jump_prob=jump_prob,
         )
-
-    def filter_edges(self, keep) -> Matrix:
-        """The edges a mask keeps; every column stays, possibly empty.
-
-        Parameters
-        ----------
-        keep : BoolTensor, shape (E,)
-            One flag per edge, in the order of ``values`` and ``edges()``.
-
-        Returns
-        -------
-        Matrix
-            Same row and column spaces; the kept edges in their order, with their values and
-            edge ids. A column none of whose edges is kept is empty (where
-            ``individual_sample`` with 0/1 ``probs`` would refuse an all-zero column).
-
-        Examples
-        --------
-        >>> sub = A[:, seeds]
-        >>> heavy = sub.filter_edges(sub.values > 0.5)
-        >>> heavy.shape == sub.shape
-        True
-        """
-        return Matrix(_run(Op.FILTER_EDGES, A=self._csc, keep=keep))
 
     def from_neighbors(self, cols, neighbors, values=None) -> Matrix:
         """A block built from dense per-column neighbour lists (PinSAGE's top visited nodes,
@@ -837,8 +815,9 @@ class Matrix(EdgeMapOperators):
 
         Notes
         -----
-        Entry ``i`` draws ``word(seed, op ordinal, mini-batch, i, 0)`` (docs/architecture.md §3) and ``u =
-        (word >> 11) * 2**-53``: the values are the same on every run, eager and compiled,
+        Entry ``i`` draws ``word(seed, op ordinal, mini-batch, i, 0)`` (docs/architecture.md
+        §3) and ``u = (word >> 11) * 2**-53``: the values are the same on every run, eager and
+        compiled,
         super-batched or not, on the torch and the CUDA backend (bit for bit). ``A`` must be
         the whole graph. For LABOR's per-row variates, Metropolis-Hastings' acceptance coin,
         random ranks (``argsort`` of one per edge).
@@ -893,51 +872,106 @@ class Matrix(EdgeMapOperators):
         d.attrs_check(**attrs)
         return _run(Op.RANDOM_COUNT, A=self._csc, nodes=nodes, **attrs)
 
-    # ------------------------------------------------------------------ finalize
-    def row(self) -> torch.Tensor:
-        """Global ids of the rows that hold at least one edge, in row-space order, shape (R',).
 
-        Examples
-        --------
-        >>> A[:, seeds].individual_sample(10).row()    # the sampled neighbours
-        """
-        return _run(Op.ROW, A=self._csc)
+# ----------------------------------------------------------------------------- from the op table
+def op_method(name: str, d: OpDef):
+    """The ``gs.Matrix`` method ``name`` of op ``d``, made from its definition.
 
-    def column(self) -> torch.Tensor:
-        """Global ids of the columns (the frontier, repeats kept), shape (C,)."""
-        return _run(Op.COLUMN, A=self._csc)
+    Its parameters are the op's inputs but the matrix, then its attributes, in the table's
+    order, named as ``d.capture.params`` renames them (an optional input defaults to None,
+    an attribute to its ``default``; attributes the passes set, ``internal``, and inputs
+    pre-processing derives are left out; an ``op`` attribute is the method's name). A call
+    checks each attribute (``Attr.check``, then ``d.attrs_check``), runs the op eagerly
+    (:func:`_run`: the op's data checks, then the backend) and returns a matrix result as a
+    :class:`Matrix`. The function is compiled from source, as ``dataclasses`` makes its
+    methods: a plain function with real parameters (what the tracer binds a call to, and
+    no work per call beyond the hand-written method's).
 
-    def all_nodes(self) -> torch.Tensor:
-        """The next frontier: columns first, then new rows; unique, shape (n,).
+    Parameters
+    ----------
+    name : str
+        The method's name (one of ``d.capture.methods``).
+    d : OpDef
+        The op.
 
-        Columns keep their first occurrence order; rows not among the columns
-        follow in row-space order.
+    Returns
+    -------
+    function
+        ``method(self, ...)`` with ``d.capture.doc`` (else ``d.doc``) as its docstring.
 
-        Examples
-        --------
-        >>> seeds = A[:, seeds].individual_sample(10).all_nodes()
-        """
-        return _run(Op.ALL_NODES, A=self._csc)
+    Examples
+    --------
+    >>> Matrix.degree.__doc__.splitlines()[0]
+    'Edges per column (``axis=0``, shape (C,)) or per row (``axis=1``, shape (R,)).'
+    """
+    rename = {v: k for k, v in d.capture.params.items()}
+    ns = {"_run": _run, "_op": d.op, "Matrix": Matrix, "_attrs_check": d.attrs_check}
+    params, inputs, attrs = [], [], []
+    for i in d.inputs:
+        if i.matrix or i.derived is not None:
+            continue
+        p = rename.get(i.name, i.name)
+        params.append(f"{p}=None" if i.optional else p)
+        inputs.append(f"{i.name}={p}")
+    for a in d.attributes:
+        if a.internal:
+            continue
+        if a.name == "op":  # A.sum(axis) is reduce(op="sum")
+            attrs.append(f"op={name!r}")
+            continue
+        p = rename.get(a.name, a.name)
+        if a.default is not None or not a.required:
+            ns[f"_default_{p}"] = a.default
+            params.append(f"{p}=_default_{p}")
+        else:
+            params.append(p)
+        if a.check is not None:
+            ns[f"_check_{p}"] = a.check
+            attrs.append(f"{a.name}=_check_{p}({p})")
+        else:
+            attrs.append(f"{a.name}={p}")
+    run = f"_run(_op, A=self._csc, {', '.join(inputs)}{', ' if inputs else ''}**_attrs)"
+    if d.kind is Kind.MATRIX:
+        run = f"Matrix({run})"
+    body = [f"    _attrs = dict({', '.join(attrs)})"]
+    if d.attrs_check is not None:
+        body.append("    _attrs_check(**_attrs)")
+    body.append(f"    return {run}")
+    source = f"def {name}(self{''.join(', ' + p for p in params)}):\n" + "\n".join(body)
+    exec(source, ns)  # the parameters above: names from the op table, no user text
+    fn = ns[name]
+    fn.__qualname__, fn.__module__ = f"Matrix.{name}", __name__
+    fn.__doc__ = inspect.cleandoc(d.capture.doc or d.doc)
+    fn.__annotations__["return"] = _RETURNS.get(d.kind, "object")
+    return fn
 
-    def edges(self):
-        """``(row ids, column ids, original edge ids)``, each a LongTensor of shape (E,).
 
-        Examples
-        --------
-        >>> src, dst, eid = A[:, seeds].individual_sample(10).edges()
-        """
-        return _run(Op.EDGES, A=self._csc)
+_RETURNS = {Kind.MATRIX: "Matrix", Kind.TENSOR: "torch.Tensor", Kind.TUPLE: "tuple"}
 
-    def compact(self) -> Matrix:
-        """This matrix with the rows that have no edges dropped from its row space.
 
-        Examples
-        --------
-        >>> sub = A[:, seeds].compact()
-        >>> sub.shape[0] == len(sub.row())
-        True
-        """
-        return Matrix(_run(Op.COMPACT, A=self._csc))
+def op_property(d: OpDef) -> property:
+    """A ``gs.Matrix`` property of an op of the matrix alone (``A.T``), made from its
+    definition as :func:`op_method` makes methods."""
+    wrap = Matrix if d.kind is Kind.MATRIX else None
+    op = d.op
+
+    def get(self):
+        out = _run(op, A=self._csc)
+        return out if wrap is None else wrap(out)
+
+    get.__doc__ = inspect.cleandoc(d.capture.doc or d.doc)
+    return property(get)
+
+
+# every method and property of the op table that Matrix does not write by hand (those
+# convert or check what the user gives, as individual_sample takes a Matrix of weights)
+for _name, _op in METHODS.items():
+    if not hasattr(Matrix, _name):
+        setattr(Matrix, _name, op_method(_name, info(_op)))
+for _name, _op in PROPERTIES.items():
+    if not hasattr(Matrix, _name):
+        setattr(Matrix, _name, op_property(info(_op)))
+del _name, _op
 
 
 def sddmm(A: Matrix, U, V_, op: str = "dot") -> Matrix:
@@ -949,8 +983,8 @@ def sddmm(A: Matrix, U, V_, op: str = "dot") -> Matrix:
         The sparsity pattern, shape (R, C).
     U : Tensor, shape (R, F) or (R,)
         One row per row of ``A``'s row space.
-    V : Tensor, shape (C, F) or (C,)
-        One row per column of ``A``.
+    V_ : Tensor, shape (C, F) or (C,)
+        One row per column of ``A`` (the ``V`` of the formula).
     op : {"dot", "add", "sub", "mul", "div"}
         ``dot`` gives one value per edge (shape (E,)); the others are elementwise
         (shape (E, F)).

@@ -14,15 +14,18 @@ from __future__ import annotations
 from gsample.ir import Graph
 from gsample.ir.ops import info
 from gsample.passes.preprocess import _drop_unused, _graphs, _hoist
+from gsample.passes.result import PassResult
 
 
-def alias_tables(graph: Graph) -> Graph:
+def alias_tables(graph: Graph) -> PassResult:
     """Build each graph-level derived input once per graph (see the module doc).
 
     Examples
     --------
     >>> # A[:, seeds].individual_sample(k, probs=A[:, seeds], replace=True, method="alias")
-    >>> g = alias_tables(fuse_extract_select(preprocess(graph)))
+    >>> g = fuse_extract_select(preprocess(graph).graph).graph  # doctest: +SKIP
+    >>> alias_tables(g).changed  # doctest: +SKIP
+    True
     >>> # slice_individual_sample(A, cols, probs=%values, alias=%cached_alias_table)
     """
     graphs, made, memo = _graphs(graph), [], {}
@@ -44,6 +47,6 @@ def alias_tables(graph: Graph) -> Graph:
                 graphs[memo[key]] = src[0] | src[1]
                 made.append(memo[key])
             node.inputs[i.name] = memo[key]
-    _hoist(graph, graphs, made)
-    _drop_unused(graph, made)
-    return graph
+    hoisted = _hoist(graph, graphs, made)
+    dropped = _drop_unused(graph, made)
+    return PassResult(graph, bool(made or hoisted or dropped))

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import math
 
+import torch
+
 from gsample.cost import table as cost
 from gsample.ir import Graph, Kind, Op, Size
 from gsample.ir import estimate as op_estimate
@@ -32,8 +34,6 @@ def annotate_inputs(graph: Graph, args: dict, backend: str = "torch") -> Graph:
     """Record each traced argument's sizes and device, and the backend that will run the
     program, on its ``INPUT`` node (``meta["example"]``): for :func:`estimate` and for
     choosing the cost table."""
-    import torch
-
     for n in graph.nodes:
         if n.op is not Op.INPUT or n.attrs["name"] not in args:
             continue

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from gsample.ir import Effect, Graph, Op, info
 from gsample.ir.graph import attr_key
+from gsample.passes.result import PassResult
 
 
 def _key(node):
@@ -21,8 +22,16 @@ def _key(node):
     return node.op, inputs, attr_key(node.attrs)
 
 
-def cse(graph: Graph) -> Graph:
-    """Replace each pure node equal to an earlier one by that earlier node."""
+def cse(graph: Graph) -> PassResult:
+    """Replace each pure node equal to an earlier one by that earlier node.
+
+    Examples
+    --------
+    >>> # graph: %b = slice_cols(A=%A, cols=%s); %c = slice_cols(A=%A, cols=%s)
+    >>> cse(graph).changed  # doctest: +SKIP
+    True
+    >>> # now %c's users read %b, and %c is gone
+    """
     seen, dead = {}, []
     written = {v for n in graph.nodes if n.writes_in_place for v in n.inputs.values()}
     for node in graph.nodes:
@@ -34,4 +43,4 @@ def cse(graph: Graph) -> Graph:
             graph.replace_uses(node, first)
             dead.append(node)
     graph.remove(dead)
-    return graph
+    return PassResult(graph, bool(dead))

@@ -9,14 +9,24 @@ in place is a side effect and always stays.
 from __future__ import annotations
 
 from gsample.ir import Graph, Op
+from gsample.passes.result import PassResult
 
 
-def dce(graph: Graph) -> Graph:
-    """Remove the nodes the output does not depend on (inputs always stay)."""
+def dce(graph: Graph) -> PassResult:
+    """Remove the nodes the output does not depend on (inputs always stay).
+
+    Examples
+    --------
+    >>> # graph: %d = reduce(A=%s) {op='sum', axis=0}, read by nothing
+    >>> dce(graph).changed  # doctest: +SKIP
+    True
+    >>> # now %d is gone
+    """
     live = {graph.output}
     for node in reversed(graph.nodes):
         if node in live or node.op is Op.INPUT or node.writes_in_place:
             live.add(node)
             live.update(node.inputs.values())
-    graph.remove([n for n in graph.nodes if n not in live])
-    return graph
+    dead = [n for n in graph.nodes if n not in live]
+    graph.remove(dead)
+    return PassResult(graph, bool(dead))

@@ -35,6 +35,7 @@ random ops, their ordinals and so the samples do not change.
 from __future__ import annotations
 
 from gsample.ir import Graph, Node, Op
+from gsample.passes.result import PassResult
 
 #: ops whose output is a matrix with ``A``'s sparsity and values mapped edge by edge
 _MAPS = (Op.EDGE_MAP, Op.EDGE_BROADCAST, Op.FUSED_EDGE_MAP)
@@ -96,18 +97,34 @@ def _replace(graph: Graph, chain: list, last: Node, op: Op, attrs: dict) -> Node
 # replaces, so a later chain reads the fused node where it read the replaced one.
 
 
-def fuse_edge_map(graph: Graph) -> Graph:
-    """Fuse each chain of two or more edge maps / broadcasts into one ``FUSED_EDGE_MAP``."""
+def fuse_edge_map(graph: Graph) -> PassResult:
+    """Fuse each chain of two or more edge maps / broadcasts into one ``FUSED_EDGE_MAP``.
+
+    Examples
+    --------
+    >>> # graph: %p = edge_map(A=%s) {op='pow'}; %m = edge_map(A=%p) {op='mul'}
+    >>> fuse_edge_map(graph).changed  # doctest: +SKIP
+    True
+    >>> # now %m = fused_edge_map(A=%s) {program=(('pow', ...), ('mul', ...))}
+    """
     users = graph.users()
     chains = [_chain(n, users) for n in graph.nodes if n.op in _MAPS and not _absorbable(n, users)]
+    chains = [chain for chain in chains if len(chain) >= 2]
     for chain in chains:
-        if len(chain) >= 2:
-            _replace(graph, chain, chain[-1], Op.FUSED_EDGE_MAP, {})
-    return graph
+        _replace(graph, chain, chain[-1], Op.FUSED_EDGE_MAP, {})
+    return PassResult(graph, bool(chains))
 
 
-def fuse_edge_map_reduce(graph: Graph) -> Graph:
-    """Fuse each ``REDUCE`` of an edge-map chain used only by it into ``FUSED_EDGE_MAP_REDUCE``."""
+def fuse_edge_map_reduce(graph: Graph) -> PassResult:
+    """Fuse each ``REDUCE`` of an edge-map chain used only by it into ``FUSED_EDGE_MAP_REDUCE``.
+
+    Examples
+    --------
+    >>> # graph: %p = edge_map(A=%s) {op='pow'}; %r = reduce(A=%p) {op='sum', axis=1}
+    >>> fuse_edge_map_reduce(graph).changed  # doctest: +SKIP
+    True
+    >>> # now %r = fused_edge_map_reduce(A=%s) {program=(('pow', ...),), op='sum', axis=1}
+    """
     users = graph.users()
     found = [
         (_chain(n.input("A"), users), n)
@@ -122,4 +139,4 @@ def fuse_edge_map_reduce(graph: Graph) -> Graph:
             Op.FUSED_EDGE_MAP_REDUCE,
             {"op": red.attrs["op"], "axis": red.attrs["axis"]},
         )
-    return graph
+    return PassResult(graph, bool(found))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from gsample.ir import Graph, Op
 from gsample.passes.fuse_edge_map import _MAPS, _chain, _program
+from gsample.passes.result import PassResult
 
 
 def _normalised(node, users: dict):
@@ -46,16 +47,26 @@ def _normalised(node, users: dict):
     return X, r
 
 
-def fuse_edge_normalize(graph: Graph) -> Graph:
+def fuse_edge_normalize(graph: Graph) -> PassResult:
     """Fuse each ``X.op(X.reduce(axis), axis)`` (and the edge maps making ``X``) into one
-    ``FUSED_EDGE_NORMALIZE``."""
+    ``FUSED_EDGE_NORMALIZE``.
+
+    Examples
+    --------
+    >>> # graph: %r = reduce(A=%x) {op='sum', axis=0}
+    >>> #        %y = edge_broadcast(A=%x, vector=%r) {op='div', axis=0}
+    >>> fuse_edge_normalize(graph).changed  # doctest: +SKIP
+    True
+    >>> # now %y = fused_edge_normalize(A=%x) {program=(), reduce='sum', op='div', axis=0}
+    """
+    fused_count = 0
     while True:  # one at a time: a rewrite changes the users of the rest
         users = graph.users()
         found = next(
             ((n, *m) for n in graph.nodes if (m := _normalised(n, users)) is not None), None
         )
         if found is None:
-            return graph
+            return PassResult(graph, fused_count > 0)
         node, X, r = found
         chain = _chain(X, users) if X.op in _MAPS else []
         program, operands = _program(chain)
@@ -71,6 +82,7 @@ def fuse_edge_normalize(graph: Graph) -> Graph:
         )
         graph.replace_uses(node, fused)
         graph.remove(set(chain) | {r, node})
+        fused_count += 1
 
 
 __all__ = ["fuse_edge_normalize"]

@@ -15,15 +15,25 @@ from __future__ import annotations
 
 from gsample.ir import Graph, Op
 from gsample.passes.fuse_extract_select import _live, _sparsity_root
+from gsample.passes.result import PassResult
 
 
-def fuse_extract_extract(graph: Graph) -> Graph:
-    """Fuse each ``SLICE_ROWS(SLICE_COLS(G, cols), rows)`` (see the module doc)."""
+def fuse_extract_extract(graph: Graph) -> PassResult:
+    """Fuse each ``SLICE_ROWS(SLICE_COLS(G, cols), rows)`` (see the module doc).
+
+    Examples
+    --------
+    >>> # graph: %c = slice_cols(A=%A, cols=%n); %s = slice_rows(A=%c, rows=%n)
+    >>> fuse_extract_extract(graph).changed  # doctest: +SKIP
+    True
+    >>> # now %s = slice_rows_cols(A=%A, rows=%n, cols=%n)
+    """
     supported = graph.target.op_layouts
     if supported and Op.SLICE_ROWS_COLS not in supported:
-        return graph  # the backend compiled for cannot run it
+        return PassResult(graph, False)  # the backend compiled for cannot run it
     live = _live(graph)
     users = graph.users()
+    fused = 0
     for node in list(graph.nodes):
         if node.op is not Op.SLICE_ROWS or node not in live:
             continue
@@ -44,4 +54,5 @@ def fuse_extract_extract(graph: Graph) -> Graph:
         )
         graph.replace_uses(node, new)
         graph.remove({node} | ({sl} if all(u is node for u in users[sl]) else set()))
-    return graph
+        fused += 1
+    return PassResult(graph, fused > 0)

@@ -1,9 +1,10 @@
 """Extract-reduce fusion: ``A[:, cols].sum(axis=1)`` (also ``max``, ``mean``) never
 materialises the slice.
 
-A per-row ``REDUCE`` (``axis=1``: one value per row of the graph) whose matrix is a ``SLICE_COLS`` of a whole graph (its sparsity reaches a
-graph ``INPUT``, as extract-select fusion requires: the fused op indexes the graph's
-columns by node id) becomes one ``SLICE_REDUCE`` taking the slice's matrix and columns.
+A per-row ``REDUCE`` (``axis=1``: one value per row of the graph) whose matrix is a
+``SLICE_COLS`` of a whole graph (its sparsity reaches a graph ``INPUT``, as extract-select
+fusion requires: the fused op indexes the graph's columns by node id) becomes one
+``SLICE_REDUCE`` taking the slice's matrix and columns.
 LADIES's row bias ``(A[:, seeds] ** 2).sum(axis=1)``, whose ``** 2`` pre-processing moved to
 the graph, becomes the reduction of a cached graph-level matrix over the frontier's edges:
 no slice, no edge count read back. The slice itself stays while anything else reads it
@@ -14,10 +15,19 @@ from __future__ import annotations
 
 from gsample.ir import Graph, Op
 from gsample.passes.fuse_extract_select import _live, _sparsity_root
+from gsample.passes.result import PassResult
 
 
-def fuse_extract_reduce(graph: Graph) -> Graph:
-    """Fuse every reduction of a graph-level column slice (see the module doc)."""
+def fuse_extract_reduce(graph: Graph) -> PassResult:
+    """Fuse every reduction of a graph-level column slice (see the module doc).
+
+    Examples
+    --------
+    >>> # graph: %s = slice_cols(A=%A, cols=%seeds); %r = reduce(A=%s) {op='sum', axis=1}
+    >>> fuse_extract_reduce(graph).changed  # doctest: +SKIP
+    True
+    >>> # now %r = slice_reduce(A=%A, cols=%seeds) {op='sum', axis=1}
+    """
     live = _live(graph)
     dead = []
     for node in list(graph.nodes):
@@ -37,4 +47,4 @@ def fuse_extract_reduce(graph: Graph) -> Graph:
         graph.replace_uses(node, fused)
         dead.append(node)
     graph.remove(dead)
-    return graph
+    return PassResult(graph, bool(dead))

@@ -36,6 +36,7 @@ the fused ops' ``probs``) are removed here; anything else is left to DCE.
 from __future__ import annotations
 
 from gsample.ir import Graph, Kind, Node, Op, Ref, info
+from gsample.passes.result import PassResult
 
 #: the random op -> its fused form
 _FUSED = {
@@ -141,8 +142,17 @@ def _plan(node: Node, sl: Node):
     return None if g2 is None else (node, g2)
 
 
-def fuse_extract_select(graph: Graph) -> Graph:
-    """Fuse each column slice into the sampling ops that use it (see the module doc)."""
+def fuse_extract_select(graph: Graph) -> PassResult:
+    """Fuse each column slice into the sampling ops that use it (see the module doc).
+
+    Examples
+    --------
+    >>> # graph: %s = slice_cols(A=%A, cols=%seeds); %x = individual_sample(A=%s) {k=10}
+    >>> fuse_extract_select(graph).changed  # doctest: +SKIP
+    True
+    >>> # now %x = slice_individual_sample(A=%A, cols=%seeds) {k=10}, and %s is gone
+    """
+    fused = 0
     live = _live(graph)
     all_users = graph.users()
     users = {n: [u for u in us if u in live] for n, us in all_users.items()}
@@ -181,8 +191,9 @@ def fuse_extract_select(graph: Graph) -> Graph:
             )
             graph.replace_uses(node, new)
             dead.add(node)
+            fused += 1
         for n in freed + [sl]:  # what the rewrite left unused (DCE drops the rest)
             if all(u in dead for u in all_users[n]):
                 dead.add(n)
         graph.remove(dead)
-    return graph
+    return PassResult(graph, fused > 0)

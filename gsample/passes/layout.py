@@ -37,6 +37,7 @@ from gsample.ir import Graph, Kind, Op, Ref, info
 from gsample.passes.cost_model import Pricer, estimate, example_graph
 from gsample.passes.dce import dce
 from gsample.passes.preprocess import program_key
+from gsample.passes.result import Pass, PassResult
 
 _SWEEPS = 8
 #: a move must save this share of its ops' CSC cost (plus 1 us): on small values the fitted
@@ -174,8 +175,9 @@ def _convert(graph: Graph, value, layout: str, before):
     )
 
 
-def _apply(graph: Graph, planner: _Planner, plan: dict) -> int:
-    """Insert the conversions ``plan`` needs and record it in ``meta``; returns how many."""
+def _apply(graph: Graph, planner: _Planner, plan: dict) -> tuple:
+    """Insert the conversions ``plan`` needs and record it in ``meta``; returns how many
+    conversions it inserted and how many values' layouts it set or changed."""
     out, _ = planner.layouts(plan)
     made: dict = {}
     for n in list(graph.nodes):
@@ -188,15 +190,17 @@ def _apply(graph: Graph, planner: _Planner, plan: dict) -> int:
                     made[v, want] = _convert(graph, v, want, before=n)
                     made[v, want].meta["cost_us"] = planner.conversion(v, out[v], want)
                 n.inputs[key] = made[v, want]
+    relabelled = 0
     for n, lay in out.items():
+        relabelled += n.meta.get("layout") != lay
         n.meta["layout"] = lay
     for n in planner.readers:
         n.meta["reads"] = plan[n]
         n.meta["cost_us"] = planner.op_cost[n][plan[n]]
-    return len(made)
+    return len(made), relabelled
 
 
-def select_layouts(graph: Graph, force: str | None = None) -> Graph:
+def select_layouts(graph: Graph, force: str | None = None) -> PassResult:
     """Choose a layout for every sparse value and make conversions explicit (module doc).
 
     Parameters
@@ -207,24 +211,32 @@ def select_layouts(graph: Graph, force: str | None = None) -> Graph:
         that layout where it accepts it (CSC elsewhere), whatever it costs; for ablations
         and tests. ``"csc"`` is layout selection off.
 
+    Returns
+    -------
+    PassResult
+        Changed when the pass dropped dead values, inserted a conversion or set a value's
+        layout (``meta["layout"]``, which the printed IR shows); a graph it already planned
+        comes back unchanged.
+
     Examples
     --------
-    >>> g = select_layouts(gs.compile(ladies, passes=[]).program(A, seeds))
+    >>> g = select_layouts(gs.compile(ladies, passes=[]).program(A, seeds)).graph  # doctest: +SKIP
     >>> [n.attrs["layout"] for n in g.nodes if n.op is Op.TO_LAYOUT]     # doctest: +SKIP
     ['csr-compact', 'csr-compact', 'csr-compact']
     """
     if force is not None and force not in NAMES:
         raise ValueError(f"force: a layout name ({', '.join(NAMES)}), got {force!r}")
     if any(n.op is Op.TO_LAYOUT or "layout_plan" in n.meta for n in graph.nodes):
-        return graph
-    graph = dce(graph)  # price only what runs: a dead value needs no layout
+        return PassResult(graph, False)
+    pruned = dce(graph)  # price only what runs: a dead value needs no layout
+    graph = pruned.graph
     device, num_nodes, backend = example_graph(graph)
     pricer = Pricer(cost.table_for(device, num_nodes, backend), estimate(graph))
     planner = _Planner(graph, pricer)
     plan = planner.search(force)
     all_csc = planner.total({n: "csc" for n in planner.readers})
     estimated = planner.total(plan)
-    conversions = _apply(graph, planner, plan)
+    conversions, relabelled = _apply(graph, planner, plan)
     graph.output.meta["layout_plan"] = {
         "cost_us": estimated,
         "csc_cost_us": all_csc,
@@ -233,28 +245,20 @@ def select_layouts(graph: Graph, force: str | None = None) -> Graph:
         "forced": force,
         "device": device,
     }
-    return graph
+    return PassResult(graph, bool(pruned.changed or conversions or relabelled))
 
 
-def forced(layout: str):
-    """A layout pass that forces ``layout`` (see :func:`select_layouts`)."""
+def forced(layout: str) -> Pass:
+    """A layout pass that forces ``layout`` (see :func:`select_layouts`); the pipeline with
+    it in place of :func:`select_layouts` is :func:`gsample.passes.pipeline`.
 
-    def run(graph: Graph) -> Graph:
+    Examples
+    --------
+    >>> g = forced("csc")(graph).graph  # layout selection off  # doctest: +SKIP
+    """
+
+    def run(graph: Graph) -> PassResult:
         return select_layouts(graph, force=layout)
 
     run.__name__ = f"select_layouts_{layout.replace('-', '_')}"
     return run
-
-
-def pipeline(force: str | None = None) -> list:
-    """``gsample.passes.PIPELINE`` with the layout step forced to ``force`` (``None``: as is).
-
-    Examples
-    --------
-    >>> sampler = gs.compile(ladies, passes=pipeline("csc"))     # layout selection off
-    """
-    from gsample.passes import PIPELINE
-
-    if force is None:
-        return list(PIPELINE)
-    return [(forced(force), why) if fn is select_layouts else (fn, why) for fn, why in PIPELINE]

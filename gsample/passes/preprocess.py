@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from gsample.ir import Effect, Graph, Kind, Node, Op, Ref, info
 from gsample.ir.graph import attr_key, structure_key
+from gsample.passes.result import PassResult
 
 _SLICES = (Op.SLICE_COLS, Op.SLICE_ROWS)
 
@@ -132,8 +133,9 @@ def _commute(graph: Graph, graphs: dict) -> list:
     return replaced
 
 
-def _drop_unused(graph: Graph, candidates) -> None:
-    """Remove the pure ``candidates`` nothing uses any more (a random op is never one)."""
+def _drop_unused(graph: Graph, candidates) -> int:
+    """Remove the pure ``candidates`` nothing uses any more (a random op is never one);
+    returns how many it removed."""
     candidates = {
         n
         for n in candidates
@@ -144,21 +146,33 @@ def _drop_unused(graph: Graph, candidates) -> None:
         if n in candidates and all(u in dead for u in users[n]):
             dead.add(n)
     graph.remove(dead)
+    return len(dead)
 
 
-def preprocess(graph: Graph) -> Graph:
-    """Hoist frontier-independent compute into ``CACHED`` nodes (see the module doc)."""
+def preprocess(graph: Graph) -> PassResult:
+    """Hoist frontier-independent compute into ``CACHED`` nodes (see the module doc).
+
+    Examples
+    --------
+    >>> # graph: %p = edge_map(A=%A) {op='pow', scalar=2}; %s = slice_cols(A=%p, cols=%seeds)
+    >>> preprocess(graph).changed  # doctest: +SKIP
+    True
+    >>> # now %cached_p = cached(graph=%A) {program=<program of 3 nodes>} (A ** 2, once per
+    >>> # graph) and %s = slice_cols(A=%cached_p, cols=%seeds)
+    """
     graphs = _graphs(graph)
-    _drop_unused(graph, _commute(graph, graphs))
-    _hoist(graph, graphs, list(graph.nodes))
+    commuted = _commute(graph, graphs)
+    _drop_unused(graph, commuted)
+    hoisted = _hoist(graph, graphs, list(graph.nodes))
     # what only hoisted values read is gone from the batch (DCE's job otherwise)
-    _drop_unused(graph, [n for n in graph.nodes if graphs.get(n) is not None])
-    return graph
+    dropped = _drop_unused(graph, [n for n in graph.nodes if graphs.get(n) is not None])
+    return PassResult(graph, bool(commuted or hoisted or dropped))
 
 
-def _hoist(graph: Graph, graphs: dict, nodes: list) -> None:
-    """Rewrite 2 on ``nodes``: each hoistable one a per-batch node uses becomes ``CACHED``."""
-    users, shared = graph.users(), {}
+def _hoist(graph: Graph, graphs: dict, nodes: list) -> int:
+    """Rewrite 2 on ``nodes``: each hoistable one a per-batch node uses becomes ``CACHED``;
+    returns how many inputs now read a ``CACHED`` node."""
+    users, shared, rewired = graph.users(), {}, 0
     for node in nodes:
         per_batch = [u for u in users[node] if not _hoistable(u, graphs)]
         if not _hoistable(node, graphs) or not per_batch:
@@ -179,3 +193,5 @@ def _hoist(graph: Graph, graphs: dict, nodes: list) -> None:
             for k, v in u.inputs.items():
                 if v is node:
                     u.inputs[k] = shared[source, key]
+                    rewired += 1
+    return rewired

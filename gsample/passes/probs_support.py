@@ -31,6 +31,7 @@ import operator
 import torch
 
 from gsample.ir import Align, Graph, Node, Op, Ref
+from gsample.passes.result import PassResult
 
 #: dense functions f with f(0, ...) == 0 (or NaN) in the argument at these positions
 #: (None: every argument); methods as the tracer records them, ("method", name)
@@ -62,16 +63,26 @@ _KEEP_ZERO = {
 }
 
 
-def probs_support(graph: Graph) -> Graph:
+def probs_support(graph: Graph) -> PassResult:
     """Set ``probs_in_slice=True`` on each ``SLICE_COLLECTIVE_SAMPLE`` whose ``node_probs``
-    is zero at every row without an edge in its slice (see the module docstring)."""
+    is zero at every row without an edge in its slice (see the module docstring).
+
+    Examples
+    --------
+    >>> # graph: %b = slice_collective_sample(A=%A, cols=%seeds, node_probs=%q) {k=4000}
+    >>> probs_support(graph).changed  # doctest: +SKIP
+    True
+    >>> # now %b's attributes say probs_in_slice=True
+    """
+    marked = 0
     for node in graph.nodes:
         if node.op is not Op.SLICE_COLLECTIVE_SAMPLE or node.attrs.get("probs_in_slice"):
             continue
         p = node.inputs.get("node_probs")
         if p is not None and _vanishes_off(p, node.input("A"), node.input("cols"), 0):
             node.attrs["probs_in_slice"] = True
-    return graph
+            marked += 1
+    return PassResult(graph, marked > 0)
 
 
 def _vanishes_off(v: Node, A: Node, cols: Node, depth: int) -> bool:

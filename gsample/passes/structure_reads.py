@@ -17,18 +17,30 @@ Example::
 from __future__ import annotations
 
 from gsample.ir import Graph
+from gsample.passes.result import PassResult
 
 
-def structure_reads(graph: Graph) -> Graph:
-    """Make each structure-only reader read the matrix its value maps were applied to."""
+def structure_reads(graph: Graph) -> PassResult:
+    """Make each structure-only reader read the matrix its value maps were applied to.
+
+    Examples
+    --------
+    >>> # graph: %w = edge_broadcast(A=%s, vector=%v); %f = all_nodes(A=%w)
+    >>> structure_reads(graph).changed  # doctest: +SKIP
+    True
+    >>> # now %f = all_nodes(A=%s)
+    """
+    rewired = 0
     for node in graph.nodes:
         A = node.inputs.get("A")
         if not node.info.structure_only or A is None:
             continue
         while A.info.edges == "same" and A.info.keeps_layout and A.inputs.get("A") is not None:
             A = A.input("A")
-        node.inputs["A"] = A
-    return graph
+        if A is not node.inputs["A"]:
+            node.inputs["A"] = A
+            rewired += 1
+    return PassResult(graph, rewired > 0)
 
 
 __all__ = ["structure_reads"]

@@ -16,9 +16,10 @@ and in batch order; ``all_nodes`` (columns first, then rows) is regrouped by bat
 Values have one of three forms: *graph-level* (the graph, ``CACHED`` values, constants,
 tensor arguments, and pure code on those only: shared, computed once), *encoded* (the
 result of a sparse op, or the seeds: one value for the N batches) and *per batch* (a
-list of N values: what dense code returns). The op definitions' alignments (``gsample.ir.Align``) say how each
-tensor input and result lines up with the op's matrix; the rewrite never matches op
-names. Rules (helpers: ``gsample.runtime.block_diagonal``):
+list of N values: what dense code returns). The op definitions' alignments
+(``gsample.ir.Align``) say how each tensor input and result lines up with the op's matrix;
+the rewrite never matches op names. Rules (the run-time helpers it puts into the program,
+``helpers``: ``gsample.runtime.block_diagonal``'s):
 
 * a sparse op on an encoded matrix runs as is; a per-batch tensor input is joined
   (ids encoded, values concatenated), a graph-level one tiled (one copy per batch);
@@ -94,12 +95,14 @@ and LADIES's bias, dense code between sparse ops::
 from __future__ import annotations
 
 import operator
+from types import SimpleNamespace
 
 import torch
 
 from gsample.base import validate as V
 from gsample.ir import Align, Effect, Graph, Kind, Node, Op, Ref
-from gsample.runtime import block_diagonal as blocks
+from gsample.ir.visit import NodeVisitor
+from gsample.passes.result import PassResult
 
 GRAPH, ENC, LIST = "graph-level", "encoded", "per-batch"
 #: an alignment as ``blocks.split`` names it ("col_ids" / "row_ids": ids that become the
@@ -126,6 +129,8 @@ def super_batch(
     seeds: str = "seeds",
     fixed_state: bool = False,
     node_counts: dict | None = None,
+    *,
+    helpers: SimpleNamespace | None = None,
 ):
     """The super-batching pass for ``copies`` mini-batches of a graph of ``num_nodes`` nodes.
 
@@ -145,25 +150,117 @@ def super_batch(
         Node count of each ``gs.Matrix`` argument, by name: a sampler with several matrix
         arguments is rewritten only when every one has ``num_nodes`` nodes (each is then
         encoded as the graph is); without it, such a sampler is refused.
+    helpers : namespace
+        The run-time helpers the rewritten program calls, by name (``helpers.split``,
+        ``helpers.Assemble``, ...: ``gsample.runtime.block_helpers()``, the runtime's; a
+        pass imports no runtime). They are put into ``DENSE`` nodes as their
+        ``fn``.
 
     Returns
     -------
     callable
-        ``Graph -> Graph``: the rewritten program returns a list of ``copies`` outputs.
+        ``Graph -> PassResult``: the rewritten program returns a list of ``copies``
+        outputs.
 
     Examples
     --------
+    >>> from gsample.runtime import block_helpers
     >>> program = gs.compile(graphsage).program(A, seeds)
-    >>> sb = gsample.passes.optimize(program, [super_batch(4, A.num_nodes)])
+    >>> sb = super_batch(4, A.num_nodes, helpers=block_helpers())
+    >>> graph = gsample.passes.optimize(program, [sb])
     """
     copies, num_nodes = V.count(copies, "super_batch"), V.count(num_nodes, "num_nodes")
     if copies == 0:
         raise ValueError("super_batch: must be >= 1")
+    if helpers is None:
+        raise TypeError(
+            "helpers: the super-batch rewrite needs the runtime's helpers "
+            "(helpers=gsample.runtime.block_helpers())"
+        )
 
-    def super_batch(graph: Graph) -> Graph:
-        return _Rewrite(graph, copies, num_nodes, seeds, fixed_state, node_counts).run()
+    def super_batch(graph: Graph) -> PassResult:
+        rewrite = _Rewrite(graph, copies, num_nodes, seeds, fixed_state, node_counts, helpers)
+        return PassResult(rewrite.run(), True)  # every program is rewritten, or refused
 
     return super_batch
+
+
+#: dense code that runs once over a super-batch's values (:class:`Elementwise`): IEEE
+#: arithmetic exact per element, whose result does not depend on where the element sits
+#: (vectorised or not, CPU or GPU), so one call over ``N * n`` values gives every batch's
+#: own bits (not transcendental functions: a CPU's vector and scalar code round apart)
+EXACT_ELEMENTWISE = frozenset(
+    {
+        operator.add,
+        operator.sub,
+        operator.mul,
+        operator.truediv,
+        operator.neg,
+        operator.pos,
+        operator.abs,
+        operator.lt,
+        operator.le,
+        operator.gt,
+        operator.ge,
+        operator.eq,
+        operator.ne,
+        torch.add,
+        torch.sub,
+        torch.mul,
+        torch.div,
+        torch.true_divide,
+        torch.where,
+        torch.clamp,
+        torch.clamp_min,
+        torch.clamp_max,
+        torch.minimum,
+        torch.maximum,
+        torch.sqrt,
+        torch.abs,
+        torch.neg,
+    }
+)
+EXACT_METHODS = frozenset(
+    {
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "true_divide",
+        "clamp",
+        "clamp_min",
+        "clamp_max",
+        "minimum",
+        "maximum",
+        "sqrt",
+        "abs",
+        "neg",
+        "where",
+    }
+)  # (operators trace to operator.*)
+#: keywords that make an exact function inexact or not elementwise (``a + alpha * b`` is
+#: fused on a CPU's vector path only; ``out=`` writes in place)
+_INEXACT_KWARGS = frozenset({"alpha", "rounding_mode", "out"})
+#: full reductions: a 0-dim tensor per batch when called with no argument but the tensor
+FULL_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "amax", "amin", "prod"})
+
+
+def exact_elementwise(fn, template) -> bool:
+    """Whether dense code ``fn`` (a traced function or ``("method", name)``) called as
+    ``template`` is in :data:`EXACT_ELEMENTWISE` / :data:`EXACT_METHODS`."""
+    exact = fn[1] in EXACT_METHODS if isinstance(fn, tuple) else fn in EXACT_ELEMENTWISE
+    return exact and not (_INEXACT_KWARGS & set(template[1]))
+
+
+def full_reduction(fn, template) -> bool:
+    """Whether ``fn`` called as ``template`` is a tensor method reducing all its elements
+    (``p.sum()``): a 0-dim tensor."""
+    return (
+        isinstance(fn, tuple)
+        and fn[1] in FULL_REDUCTIONS
+        and len(template[0]) == 1
+        and not template[1]
+    )
 
 
 #: ops that are not sparse ops of the graph (their results leave, or stay dense)
@@ -230,7 +327,11 @@ def _unfuse_row_col_slices(g: Graph) -> None:
             node.op, node.inputs = Op.SLICE_ROWS, {"A": sl, "rows": node.input("rows")}
 
 
-class _Rewrite:
+class _Rewrite(NodeVisitor):
+    """The rewrite of one graph: :meth:`run` visits its nodes in order, one method per node
+    kind (:class:`gsample.ir.visit.NodeVisitor`), each giving its node a form (``space``)
+    and rewriting it into the super-batch's."""
+
     def __init__(
         self,
         graph: Graph,
@@ -238,9 +339,11 @@ class _Rewrite:
         n: int,
         seeds: str,
         fixed_state: bool,
-        node_counts: dict | None = None,
+        node_counts: dict | None,
+        helpers: SimpleNamespace,
     ):
         self.g, self.N, self.n, self.seeds, self.fixed = graph, copies, n, seeds, fixed_state
+        self.blocks = helpers
         self.node_counts = node_counts
         self.space: dict = {}  # node -> GRAPH / ENC / LIST
         self.spec: dict = {}  # encoded node -> (split spec or tuple, or "matrix"; matrix)
@@ -281,13 +384,13 @@ class _Rewrite:
                 self._memo(
                     ("bounds", M),
                     lambda: self._helper(
-                        blocks.bounds, [M], {"n": self.n, "copies": self.N}, ENC, before=before
+                        self.blocks.bounds, [M], {"n": self.n, "copies": self.N}, ENC, before=before
                     ),
                 )
             )
         kwargs = {"spec": spec, "n": self.n, "copies": self.N}
         return self._memo(
-            ("split", v), lambda: self._helper(blocks.split, args, kwargs, LIST, before=before)
+            ("split", v), lambda: self._helper(self.blocks.split, args, kwargs, LIST, before=before)
         )
 
     def _encoded(self, v: Node, before: Node, name: str, ids: bool, tile: bool = True) -> Node:
@@ -297,7 +400,7 @@ class _Rewrite:
             return self._memo(
                 ("join", v, ids),
                 lambda: self._helper(
-                    blocks.join,
+                    self.blocks.join,
                     [v],
                     {"n": self.n, "ids": ids, "name": name},
                     ENC,
@@ -309,7 +412,7 @@ class _Rewrite:
             return self._memo(
                 ("tile", v, ids),
                 lambda: self._helper(
-                    blocks.tile,
+                    self.blocks.tile,
                     [v],
                     {"n": self.n, "copies": self.N, "ids": ids, "name": name},
                     ENC,
@@ -359,25 +462,22 @@ class _Rewrite:
             )
         _unfuse_row_col_slices(g)
         for node in list(g.nodes):
-            op = node.op
-            if op is Op.INPUT:
-                per_batch = node.kind is not Kind.MATRIX and node.attrs["name"] == self.seeds
-                self.space[node] = ENC if per_batch else GRAPH
-                if per_batch:
-                    self.spec[node] = ("ids", None)
-            elif op in (Op.CONSTANT, Op.CACHED):
-                self.space[node] = GRAPH
-            elif op is Op.DENSE:
-                self._dense(node)
-            elif op is Op.GETITEM:
-                self._getitem(node)
-            elif op is Op.OUTPUT:
-                self._output(node)
-            else:
-                self._sparse(node)
+            self.visit(node)
         for node in g.nodes:
             node.meta["super_batch"] = self.space[node]
         return g
+
+    # ------------------------------------------------------------------ the nodes, by kind
+    def input(self, node: Node):
+        per_batch = node.kind is not Kind.MATRIX and node.attrs["name"] == self.seeds
+        self.space[node] = ENC if per_batch else GRAPH
+        if per_batch:
+            self.spec[node] = ("ids", None)
+
+    def constant(self, node: Node):
+        self.space[node] = GRAPH
+
+    cached = constant
 
     def _as_per_batch(self, node: Node, fn, template, inputs: dict):
         """Make ``node`` a DENSE node running ``fn`` once per batch on ``inputs`` (named as
@@ -388,25 +488,25 @@ class _Rewrite:
         }
         node.op, self.space[node] = Op.DENSE, LIST  # kind kept: a sparse reader joins it
         node.attrs = {
-            "fn": blocks.PerBatch(fn, template, per, self.N),
+            "fn": self.blocks.PerBatch(fn, template, per, self.N),
             "template": ((), {k: Ref(k) for k in node.inputs}),
         }
 
-    def _dense(self, node: Node):
+    def dense(self, node: Node):
         if all(self.space[v] is GRAPH for v in node.inputs.values()):
             self.space[node] = GRAPH
         elif not self._elementwise(node) and not self._gather(node):
             fn, template = node.attrs["fn"], node.attrs["template"]
             inputs = node.inputs
-            scalar = blocks.exact_elementwise(fn, template) and all(
+            scalar = exact_elementwise(fn, template) and all(
                 v in self.scalars or self._constant(v) for v in inputs.values()
             )
             self._as_per_batch(node, fn, template, inputs)
-            if blocks.full_reduction(fn, template) and self._rows_or_scalar(inputs):
+            if full_reduction(fn, template) and self._rows_or_scalar(inputs):
                 self.scalars.add(node)  # p.sum(): a 0-dim tensor per batch
             elif scalar:  # p.sum().clamp(min=...): at once
                 per = frozenset(k for k, v in inputs.items() if v in self.scalars)
-                node.attrs["fn"] = blocks.Scalars(fn, template, per, self.N)
+                node.attrs["fn"] = self.blocks.Scalars(fn, template, per, self.N)
                 self.scalars.add(node)
 
     def _rows_or_scalar(self, inputs: dict) -> bool:
@@ -432,13 +532,13 @@ class _Rewrite:
         nodes = frozenset(k for k, v in ins.items() if self._nodes(v))
         if (
             not nodes
-            or not blocks.exact_elementwise(fn, template)
+            or not exact_elementwise(fn, template)
             or not all(k in nodes or v in self.scalars or self._constant(v) for k, v in ins.items())
         ):
             return False
         scalars = frozenset(k for k, v in ins.items() if v in self.scalars)
         node.attrs = {
-            "fn": blocks.Elementwise(fn, template, nodes, scalars, self.N, self.n),
+            "fn": self.blocks.Elementwise(fn, template, nodes, scalars, self.N, self.n),
             "template": ((), {k: Ref(k) for k in ins}),
         }
         self.space[node] = ENC
@@ -466,7 +566,7 @@ class _Rewrite:
         if what != "ids" or M is None or not (self._nodes(x) or self.space[x] is GRAPH):
             return False
         node.attrs = {
-            "fn": blocks.gather,
+            "fn": self.blocks.gather,
             "template": (
                 (Ref(args[0].name), Ref(args[1].name)),
                 {"n": None if self._nodes(x) else self.n},
@@ -476,7 +576,7 @@ class _Rewrite:
         self.spec[node] = (along, M)
         return True
 
-    def _getitem(self, node: Node):
+    def getitem(self, node: Node):
         x = node.input("x")
         self.space[node] = self.space[x]
         if self.space[x] is ENC:
@@ -487,7 +587,7 @@ class _Rewrite:
                 node, operator.getitem, ((Ref("0"), node.attrs["index"]), {}), {"0": x}
             )
 
-    def _output(self, node: Node):
+    def output(self, node: Node):
         per = frozenset(k for k, v in node.inputs.items() if self.space[v] is not GRAPH)
         inputs = {
             k: self._split(v, node) if self.space[v] is ENC else v for k, v in node.inputs.items()
@@ -496,7 +596,7 @@ class _Rewrite:
             Op.DENSE,
             inputs,
             {
-                "fn": blocks.Assemble(node.attrs["template"], per, self.N),
+                "fn": self.blocks.Assemble(node.attrs["template"], per, self.N),
                 "template": ((), {k: Ref(k) for k in inputs}),
             },
             Kind.ANY,
@@ -505,7 +605,7 @@ class _Rewrite:
         self.space[asm] = self.space[node] = LIST
         node.inputs, node.attrs = {"0": asm}, {**node.attrs, "template": Ref("0")}
 
-    def _sparse(self, node: Node):
+    def op(self, node: Node):
         ins = node.inputs
         random = node.info.effect is Effect.RANDOM
         if not random and all(self.space[v] is GRAPH for v in ins.values()):
@@ -519,7 +619,7 @@ class _Rewrite:
             A = ins["A"] = self._memo(
                 ("join", A),
                 lambda: self._helper(
-                    blocks.join_matrices, [A], {"n": self.n}, ENC, Kind.MATRIX, before=node
+                    self.blocks.join_matrices, [A], {"n": self.n}, ENC, Kind.MATRIX, before=node
                 ),
             )
             self.spec[A] = ("matrix", A)
@@ -533,7 +633,7 @@ class _Rewrite:
             names = {k: str(i) for i, k in enumerate(ins)}  # dense: 0, 1, ...
             return self._as_per_batch(
                 node,
-                blocks.RunOp(node.op, {k: node.attrs[k] for k in node.info.attrs}),
+                self.blocks.RunOp(node.op, {k: node.attrs[k] for k in node.info.attrs}),
                 ((), {k: Ref(i) for k, i in names.items()}),
                 {names[k]: v for k, v in ins.items()},
             )
@@ -611,7 +711,7 @@ class _Rewrite:
                 )
             return True
         ins[c] = self._helper(
-            blocks.decode_cols,
+            self.blocks.decode_cols,
             [enc_cols],
             {"n": self.n, "copies": self.N},
             ENC,
@@ -619,7 +719,7 @@ class _Rewrite:
             before=node,
         )
         enc = self._helper(
-            blocks.encode_columns,
+            self.blocks.encode_columns,
             [node, enc_cols],
             {"n": self.n, "copies": self.N},
             ENC,

@@ -32,18 +32,24 @@ Examples
 
 from __future__ import annotations
 
-import operator
+from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import torch
 
-# ----------------------------------------------------------------------------- frontiers
-# (shared with the torch backend's super-batched sampling, which defines them)
-from gsample.backend.torch.batched import batch_order, encode_columns, frontier
+from gsample.backend import get_backend, hook
 from gsample.base import validate as V
 from gsample.base.random import batch_ptr
 from gsample.formats.csc import CSC, segment_ptr
+from gsample.formats.layouts import to_csc
+from gsample.ir import info
 from gsample.ir.graph import map_template
+
+# ----------------------------------------------------------------------------- frontiers
+# (shared with the torch backend's super-batched sampling, which defines them)
+frontier = hook("frontier")
+encode_columns = hook("encode_columns")
 
 
 def decode_cols(cols: torch.Tensor, n: int, copies: int) -> torch.Tensor:
@@ -100,7 +106,7 @@ def tile(value, n: int, copies: int, ids: bool, name: str):
 def join_matrices(parts: list, n: int) -> CSC:
     """The super-batch matrix of the batches' matrices (each over ``n`` nodes): batch ``b``'s
     columns, rows and edges follow those of the batches before it, its ids encoded."""
-    parts = [p if isinstance(p, CSC) else _to_csc(p) for p in parts]
+    parts = [p if isinstance(p, CSC) else to_csc(p) for p in parts]
     copies, dev = len(parts), parts[0].device
     rows_before = [0]
     for p in parts:
@@ -133,12 +139,6 @@ def join_matrices(parts: list, n: int) -> CSC:
     )
 
 
-def _to_csc(M):
-    from gsample.formats.layouts import to_csc  # outputs are CSC; any other form converts exactly
-
-    return to_csc(M)
-
-
 # ----------------------------------------------------------------------------- one -> N parts
 @dataclass(frozen=True)
 class Bounds:
@@ -156,13 +156,10 @@ def bounds(M, n: int, copies: int) -> Bounds:
     """The :class:`Bounds` of a super-batch matrix ``M`` (any layout), read back at once
     (a CSC on a GPU: one launch, ``gsample.backend.cuda.split``)."""
     dev = M.device
-    if dev.type == "cuda":
-        from gsample.backend.cuda import split as cuda_split
-
-        if cuda_split.applies(M):
-            both = cuda_split.batch_bounds(M, n, copies)
-            c, r, e = both.tolist()
-            return Bounds(c, r, e, both)
+    if dev.type == "cuda" and hook("split_applies")(M):
+        both = hook("batch_bounds")(M, n, copies)
+        c, r, e = both.tolist()
+        return Bounds(c, r, e, both)
     batches = torch.arange(copies + 1, device=dev)
     # ids are grouped by batch, batches ascending (the encoding's invariant): a search each
     cols = batches * n if M.col_ids is None else torch.searchsorted(M.col_ids // n, batches)
@@ -177,7 +174,7 @@ def bounds(M, n: int, copies: int) -> Bounds:
     return Bounds(c, r, e, both)
 
 
-# what the lowering reads of these dense steps (``Step.syncs``, a scheduling hint: a step
+# what the lowering reads of these dense steps (``Instruction.syncs``, a scheduling hint: a step
 # that may read back waits for the device): bounds reads them back; a split finds each
 # batch's part on the host where it is delimited by ids (``batch_ptr``)
 bounds.reads_back = True
@@ -280,7 +277,7 @@ def split_matrix(M, bnd: Bounds, n: int, copies: int) -> list:
     batches at once (a handful of launches whatever ``copies`` is; on a GPU one kernel,
     ``gsample.backend.cuda.split``, with ``bnd`` from :func:`bounds`), and each batch's
     matrix holds views of them (equal to its own matrix, value for value)."""
-    M = M if isinstance(M, CSC) else _to_csc(M)
+    M = M if isinstance(M, CSC) else to_csc(M)
     dev = M.device
     decoded = _decoded(M, bnd, n)
     if decoded is not None:
@@ -313,11 +310,9 @@ def _decoded(M: CSC, bnd: Bounds, n: int):
     CPU, other index types, bounds without their device copy)."""
     if M.device.type != "cuda" or bnd.device is None:
         return None
-    from gsample.backend.cuda import split as cuda_split
-
-    if not cuda_split.applies(M):
+    if not hook("split_applies")(M):
         return None
-    return cuda_split.split_decode(M, bnd.cols, bnd.rows, bnd.edges, bnd.device, n)
+    return hook("split_decode")(M, bnd.cols, bnd.rows, bnd.edges, bnd.device, n)
 
 
 def _parts(M: CSC, bnd: Bounds, n: int, copies: int, indptr, rows, col_ids, row_ids) -> list:
@@ -395,93 +390,17 @@ class PerBatch:
     def __call__(self, **inputs) -> list:
         out = []
         for b in range(self.copies):
-            get = lambda ref: (
-                inputs[ref.name][b] if ref.name in self.per_batch else inputs[ref.name]
-            )
+
+            def get(ref, b=b):
+                return inputs[ref.name][b] if ref.name in self.per_batch else inputs[ref.name]
+
             out.append(_call(self.fn, *map_template(self.template, get)))
         return out
 
 
-#: dense code that runs once over a super-batch's values (:class:`Elementwise`): IEEE
-#: arithmetic exact per element, whose result does not depend on where the element sits
-#: (vectorised or not, CPU or GPU), so one call over ``N * n`` values gives every batch's
-#: own bits (not transcendental functions: a CPU's vector and scalar code round apart)
-EXACT_ELEMENTWISE = frozenset(
-    {
-        operator.add,
-        operator.sub,
-        operator.mul,
-        operator.truediv,
-        operator.neg,
-        operator.pos,
-        operator.abs,
-        operator.lt,
-        operator.le,
-        operator.gt,
-        operator.ge,
-        operator.eq,
-        operator.ne,
-        torch.add,
-        torch.sub,
-        torch.mul,
-        torch.div,
-        torch.true_divide,
-        torch.where,
-        torch.clamp,
-        torch.clamp_min,
-        torch.clamp_max,
-        torch.minimum,
-        torch.maximum,
-        torch.sqrt,
-        torch.abs,
-        torch.neg,
-    }
-)
-EXACT_METHODS = frozenset(
-    {
-        "add",
-        "sub",
-        "mul",
-        "div",
-        "true_divide",
-        "clamp",
-        "clamp_min",
-        "clamp_max",
-        "minimum",
-        "maximum",
-        "sqrt",
-        "abs",
-        "neg",
-        "where",
-    }
-)  # (operators trace to operator.*)
-#: keywords that make an exact function inexact or not elementwise (``a + alpha * b`` is
-#: fused on a CPU's vector path only; ``out=`` writes in place)
-_INEXACT_KWARGS = frozenset({"alpha", "rounding_mode", "out"})
-#: full reductions: a 0-dim tensor per batch when called with no argument but the tensor
-FULL_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "amax", "amin", "prod"})
-
-
-def exact_elementwise(fn, template) -> bool:
-    """Whether dense code ``fn`` (a traced function or ``("method", name)``) called as
-    ``template`` is in :data:`EXACT_ELEMENTWISE` / :data:`EXACT_METHODS`."""
-    exact = fn[1] in EXACT_METHODS if isinstance(fn, tuple) else fn in EXACT_ELEMENTWISE
-    return exact and not (_INEXACT_KWARGS & set(template[1]))
-
-
-def full_reduction(fn, template) -> bool:
-    """Whether ``fn`` called as ``template`` is a tensor method reducing all its elements
-    (``p.sum()``): a 0-dim tensor."""
-    return (
-        isinstance(fn, tuple)
-        and fn[1] in FULL_REDUCTIONS
-        and len(template[0]) == 1
-        and not template[1]
-    )
-
-
 class Elementwise:
-    """Exact elementwise dense code (:func:`exact_elementwise`) run once for a super-batch.
+    """Exact elementwise dense code (``gsample.passes.super_batch.exact_elementwise``) run
+    once for a super-batch.
 
     Called with the node's inputs by name: those in ``nodes`` are encoded values with ``n``
     rows per batch (``(N * n,)``, batch ``b``'s rows ``b * n ..``), those in ``scalars``
@@ -548,8 +467,9 @@ class Elementwise:
 
 
 class Scalars(PerBatch):
-    """Exact elementwise dense code (:func:`exact_elementwise`) on per-batch 0-dim tensors
-    (those in ``per_batch``: lists, one a batch) and constants, run once: each list stacked
+    """Exact elementwise dense code (``gsample.passes.super_batch.exact_elementwise``) on
+    per-batch 0-dim tensors (those in ``per_batch``: lists, one a batch) and constants, run
+    once: each list stacked
     into an ``(N,)`` tensor, one call, the result unbound into the batches' 0-dim tensors
     (LADIES' ``p.sum().clamp(min=...)``: one launch where the batches took ``N``). Where the
     operands do not allow it (another dtype or device, a tensor constant: a stack would
@@ -595,9 +515,6 @@ class RunOp:
         self.__name__ = self.__qualname__ = op.value
 
     def __call__(self, **inputs):
-        from gsample.backend import get_backend
-        from gsample.ir import info
-
         kwargs = {**inputs, **self.attrs}
         check = info(self.op).check
         if check is not None:
@@ -638,24 +555,64 @@ class PerBatchDraw:
 
 class Assemble:
     """The program's output, once per batch: a list of ``copies`` outputs shaped as the
-    mini-batch program's (its ``template``), matrices wrapped as ``gs.Matrix``."""
+    mini-batch program's (its ``template``), each value passed through ``wrap`` (the
+    compiler's: a sparse format wrapped as a ``gs.Matrix``, as a mini-batch program's output
+    is; default: as it is)."""
 
-    def __init__(self, template, per_batch: frozenset, copies: int):
+    def __init__(self, template, per_batch: frozenset, copies: int, wrap: Callable | None = None):
         self.template, self.per_batch, self.copies = template, per_batch, copies
+        self.wrap = _same if wrap is None else wrap
         self.__name__ = self.__qualname__ = "assemble_batches"
 
     def __call__(self, **inputs) -> list:
-        from gsample.matrix.sparse import Matrix
-
-        def wrap(value):
-            return Matrix(value) if isinstance(value, CSC) else value
-
+        wrap = self.wrap
         return [
             map_template(
                 self.template,
-                lambda ref: wrap(
+                lambda ref, b=b: wrap(
                     inputs[ref.name][b] if ref.name in self.per_batch else inputs[ref.name]
                 ),
             )
             for b in range(self.copies)
         ]
+
+
+def _same(value):
+    return value
+
+
+#: what the super-batch rewrite (``gsample.passes.super_batch``) puts into a program
+HELPERS = (
+    "Assemble",
+    "Elementwise",
+    "PerBatch",
+    "RunOp",
+    "Scalars",
+    "bounds",
+    "decode_cols",
+    "encode_columns",
+    "gather",
+    "join",
+    "join_matrices",
+    "split",
+    "tile",
+)
+
+
+def helpers(wrap: Callable | None = None) -> SimpleNamespace:
+    """The run-time helpers the super-batch rewrite puts into a program, by name
+    (:data:`HELPERS`): what ``gsample.passes.super_batch.super_batch(..., helpers=)`` takes
+    (the pass imports no runtime). ``wrap`` is applied to each value of the outputs
+    (:class:`Assemble`), as :func:`gsample.runtime.lower.lower`'s ``wrap``.
+
+    Examples
+    --------
+    >>> sb = super_batch(4, A.num_nodes, helpers=helpers())
+    >>> graph = gsample.passes.optimize(program, [sb])
+    """
+    found = {name: globals()[name] for name in HELPERS}
+    if wrap is not None:
+        found["Assemble"] = lambda template, per_batch, copies: Assemble(
+            template, per_batch, copies, wrap
+        )
+    return SimpleNamespace(**found)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 
 import torch
 
 from gsample.formats.csc import CSC
 from gsample.formats.placement import offload
 from gsample.ir import Op
+from gsample.runtime.program import run
 
 _VALUES: weakref.WeakKeyDictionary[CSC, dict] = weakref.WeakKeyDictionary()
 
@@ -19,11 +21,13 @@ class CachedValue:
     Keyed by the backend and the node's ``meta["cache_key"]`` (a structural key of the
     program, so re-traced and repeated programs share a value; else the program's id), and
     recomputed when one of the graph's tensors, or a tensor constant of the program, was
-    written in place since.
+    written in place since. ``lower`` is the lowering (:func:`gsample.runtime.lower.lower`,
+    which builds these steps: passed in, so that neither module imports the other).
     """
 
-    def __init__(self, node, backend: str, options):
+    def __init__(self, node, backend: str, options, lower: Callable):
         self.program = node.attrs["program"]
+        self.lower = lower
         self.backend, self.options = backend, options
         self.key = (backend, node.meta.get("cache_key", id(self.program)))
         self.consts = [
@@ -51,15 +55,22 @@ class CachedValue:
         )
         hit = per_graph.get(self.key)
         if hit is None or hit[1] != stamp:
-            from gsample.matrix.sparse import Matrix
-            from gsample.runtime.lower import lower
-            from gsample.runtime.program import run
-
             device = str(graph.device)
             if device not in self.lowered:
-                self.lowered[device] = lower(self.program, self.backend, self.options, device)
-            out = run(self.lowered[device], {self.name: Matrix(graph)})
+                self.lowered[device] = self.lower(self.program, self.backend, self.options, device)
+            # (the program's matrix argument is read as ``.csc``, as a gs.Matrix's is; its
+            # result is a format: lowered without a wrap)
+            out = run(self.lowered[device], {self.name: _Given(graph)})
             # of a graph in pinned host memory (UVA), edge-sized values go there too
-            out = offload(graph, out.csc if isinstance(out, Matrix) else out)
+            out = offload(graph, out)
             hit = per_graph[self.key] = (self.program, stamp, out)
         return hit[2]
+
+
+class _Given:
+    """A graph given to a program as its matrix argument (which it reads as ``.csc``)."""
+
+    __slots__ = ("csc",)
+
+    def __init__(self, csc: CSC):
+        self.csc = csc

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
+from gsample.backend import hook
 from gsample.base import validate as V
 from gsample.base.random import DeviceKey
 from gsample.formats.bounded import (
@@ -61,6 +62,7 @@ from gsample.formats.bounded import (
 )
 from gsample.formats.csc import CSC
 from gsample.formats.replayed import Replayed, counted, pack_groups, packable
+from gsample.ir import Kind, Op
 
 _CUDA = torch.device("cuda")
 
@@ -85,11 +87,10 @@ CAPTURE_LOCK = threading.Lock()
 
 def regions(program) -> list:
     """``[(start, stop), ...]``: every run of sync-free steps of the program
-    (``Step.graph_safe``; at least two, or a two-phase op's device part) that reads no
+    (``Instruction.graph_safe``; at least two, or a two-phase op's device part) that reads no
     matrix made by an earlier step (only the graph and values cached per graph, which stay
     the same objects from call to call), in order. A layer-wise sampler has one per layer:
     its read-back of the layer's sizes ends each."""
-    from gsample.ir import Kind, Op
 
     made_by = {}
     for s in program.steps:
@@ -373,8 +374,7 @@ def _pack(values: list, desc) -> tuple:
     parts = counted(values, trim_parts(values)[0])
     if not values or not packable(parts) or 4 * len(parts) > desc.numel():
         return None, ()
-    from gsample.backend.cuda.pack import pack_parts
-
+    pack_parts = hook("pack_parts")  # (once per capture)
     buffers, held, at = [], [desc], 0
     for dtype, idx in pack_groups(parts):
         group = [parts[i] for i in idx]
@@ -397,8 +397,7 @@ def _prepare_pack(values: list) -> None:
     """Load the pack kernels for ``values`` (a warm-up run's results) before a capture."""
     parts = counted(values, trim_parts(values)[0])
     if values and packable(parts) and parts[0][0].is_cuda:
-        from gsample.backend.cuda.pack import prepare
-
+        prepare = hook("prepare_pack")
         for dtype, _ in pack_groups(parts):
             prepare(dtype, parts[0][0].device)
 

@@ -21,17 +21,22 @@ from __future__ import annotations
 
 import inspect
 import operator
+from collections.abc import Callable
 
 import torch
 
 from gsample.backend import get_backend, resolve
-from gsample.base import validate as V
-from gsample.formats.bounded import COPY_OUT, READ_BACK, Bounded, counts, trim, trim_copies
+from gsample.formats.bounded import Bounded
 from gsample.formats.csc import CSC
 from gsample.ir import Align, Graph, Kind, Op, Ref, info, map_template
-from gsample.runtime.cuda_graphs import copy_out, storages
+from gsample.ir.visit import NodeVisitor
+from gsample.runtime.block_diagonal import PerBatchDraw
+from gsample.runtime.cached import CachedValue
+from gsample.runtime.cuda_graphs import Region, copy_out, regions, storages
 from gsample.runtime.options import Options
-from gsample.runtime.program import Program, Step
+from gsample.runtime.program import Instruction, Program
+from gsample.runtime.schedule import sink
+from gsample.runtime.steps import Check, trim
 
 #: values read as ids by ops: when a gsample op made them, they are in range by construction
 _UNTRUSTED = (Op.INPUT, Op.CONSTANT, Op.DENSE, Op.CACHED)
@@ -128,22 +133,59 @@ def _capturable(fn, template) -> bool:
         return False
 
 
+#: the runtime's default switches (a frozen dataclass: one instance serves every call)
+_DEFAULT = Options()
+
+
 def lower(
-    graph: Graph, backend: str = "torch", options: Options = Options(), device: str = "cpu"
+    graph: Graph,
+    backend: str = "torch",
+    options: Options = _DEFAULT,
+    device: str = "cpu",
+    wrap: Callable | None = None,
 ) -> Program:
     """Lower ``graph`` for ``backend`` (on a graph stored on ``device``).
+
+    Parameters
+    ----------
+    graph : Graph
+        An optimised IR graph.
+    backend : str
+        ``"torch"`` or ``"cuda"`` (a graph on the CPU runs the torch code whatever it says).
+    options : Options
+        What the runtime may do.
+    device : str
+        Where the graph's matrices are (``"cpu"``, ``"cuda:0"``, ...).
+    wrap : callable, optional
+        Applied to each value the program returns (every leaf of the output's template):
+        the compiler's wraps a sparse format (``gsample.formats``) in a ``gs.Matrix``; the
+        runtime itself returns formats. Default: values as they are.
+
+    Returns
+    -------
+    Program
 
     Examples
     --------
     >>> program = lower(gs.compile(graphsage).program(A, seeds), "torch")
     >>> print(program.format())                                  # doctest: +SKIP
     """
-    return _Lowering(graph, backend, options, device).build()
+    return _Lowering(graph, backend, options, device, wrap).build()
 
 
-class _Lowering:
-    def __init__(self, graph: Graph, backend: str, options: Options, device: str):
+def _same(value):
+    return value
+
+
+class _Lowering(NodeVisitor):
+    """One lowering: :meth:`build` visits the graph's nodes in order (one method per node
+    kind, :class:`gsample.ir.visit.NodeVisitor`), each emitting its steps."""
+
+    def __init__(
+        self, graph: Graph, backend: str, options: Options, device: str, wrap: Callable | None
+    ):
         self.g, self.options = graph, options
+        self.wrap = _same if wrap is None else wrap
         # a graph on the CPU runs the torch code whatever backend was asked for
         self.backend = get_backend(backend if device.startswith("cuda") else "torch")
         self.gpu = device.startswith("cuda")
@@ -172,8 +214,8 @@ class _Lowering:
     def const(self, value) -> int:
         return self.new_slot("const", value)
 
-    def emit(self, fn, args, out, label, node=None, syncs=False) -> Step:
-        step = Step(fn, tuple(args), out, label, node=node, syncs=syncs)
+    def emit(self, fn, args, out, label, node=None, syncs=False) -> Instruction:
+        step = Instruction(fn, tuple(args), out, label, node=node, syncs=syncs)
         self.p.steps.append(step)
         return step
 
@@ -181,60 +223,20 @@ class _Lowering:
         """Trim the bounded ones of ``slots`` before ``node`` reads them (one read-back)."""
         todo = tuple(dict.fromkeys(s for s in slots if s in self.bounded))
         if todo:
-            self.emit(_trim, todo, todo, "trim", node, syncs=True)
+            self.emit(trim, todo, todo, "trim", node, syncs=True)
             self.bounded.difference_update(todo)
 
-    # ------------------------------------------------------------------ the nodes
+    # ------------------------------------------------------------------ the program
     def build(self) -> Program:
         for node in self.g.nodes:
-            op = node.op
-            if op is Op.INPUT:
-                s = self.slot[node] = self.new_slot(node.attrs["name"])
-                self.inputs.append((node.attrs["name"], s, node.kind is Kind.MATRIX))
-                if node.kind is Kind.MATRIX:
-                    self.graph_level.add(node)
-            elif op is Op.CONSTANT:
-                self.slot[node] = self.new_slot(node.name, node.attrs["value"])
-            elif op is Op.DENSE:
-                self.dense(node)
-            elif op is Op.GETITEM:
-                x = self.slot[node.inputs["x"]]
-                self.exact([x], node)
-                self.slot[node] = self.new_slot(node.name)
-                self.emit(
-                    operator.getitem,
-                    [x, self.const(node.attrs["index"])],
-                    self.slot[node],
-                    f"getitem[{node.attrs['index']}]",
-                    node,
-                )
-            elif op is Op.CACHED:
-                from gsample.runtime.cached import CachedValue
-
-                self.slot[node] = self.new_slot(node.name)
-                self.emit(
-                    CachedValue(node, self.backend.name, self.options),
-                    [self.slot[node.inputs["graph"]]],
-                    self.slot[node],
-                    f"cached[{node.name}]",
-                    node,
-                )
-                self.graph_level.add(node)
-            elif op is Op.OUTPUT:
-                self.output(node)
-            else:
-                self.sparse(node)
+            self.visit(node)
         self.p.inputs, self.p.keys = tuple(self.inputs), tuple(self.keys)
         self.p.graph_slots = frozenset(self.slot[n] for n in self.graph_level)
         if self.gpu and self.options.sync_free:
             # host work the next device launch does not wait for runs after that launch
-            from gsample.runtime.schedule import sink
-
             self.p.steps = sink(self.p.steps)
         self.release()
         if self.options.cuda_graphs and self.p.deferred:
-            from gsample.runtime.cuda_graphs import Region, regions
-
             self.p.regions = [Region(self.p, *span) for span in regions(self.p)]
             if self.p.regions:  # the first region copies the keys (none read before it)
                 device = {slot for slot, _, _, on_device, _ in self.p.keys if on_device}
@@ -243,6 +245,39 @@ class _Lowering:
                     device & set(s.args) for s in self.p.steps[:first]
                 )
         return self.p
+
+    # ------------------------------------------------------------------ the nodes, by kind
+    def input(self, node):
+        s = self.slot[node] = self.new_slot(node.attrs["name"])
+        self.inputs.append((node.attrs["name"], s, node.kind is Kind.MATRIX))
+        if node.kind is Kind.MATRIX:
+            self.graph_level.add(node)
+
+    def constant(self, node):
+        self.slot[node] = self.new_slot(node.name, node.attrs["value"])
+
+    def getitem(self, node):
+        x = self.slot[node.inputs["x"]]
+        self.exact([x], node)
+        self.slot[node] = self.new_slot(node.name)
+        self.emit(
+            operator.getitem,
+            [x, self.const(node.attrs["index"])],
+            self.slot[node],
+            f"getitem[{node.attrs['index']}]",
+            node,
+        )
+
+    def cached(self, node):
+        self.slot[node] = self.new_slot(node.name)
+        self.emit(
+            CachedValue(node, self.backend.name, self.options, lower),
+            [self.slot[node.inputs["graph"]]],
+            self.slot[node],
+            f"cached[{node.name}]",
+            node,
+        )
+        self.graph_level.add(node)
 
     def dense(self, node):
         names = sorted(node.inputs, key=int)
@@ -265,7 +300,7 @@ class _Lowering:
         )
         step.graph_safe = self.p.deferred and _capturable(fn, node.attrs["template"])
 
-    def sparse(self, node):
+    def op(self, node):
         d = info(node.op)
         if (
             not node.is_random
@@ -347,8 +382,6 @@ class _Lowering:
         mini-batch (:class:`~gsample.runtime.block_diagonal.PerBatchDraw`), each with its own op key
         from the op's :class:`~gsample.base.random.BatchKeys` and its inputs checked as the
         mini-batch's call checks them."""
-        from gsample.runtime.block_diagonal import PerBatchDraw
-
         impl = resolve(self.backend, node.op, layout=layout, given=given)
         fn = impl.fn if impl.finish is None else _then(impl.fn, impl.finish)
         names = tuple(node.inputs)
@@ -403,7 +436,7 @@ class _Lowering:
         )
         reads = self.gpu and not self.p.deferred and not set(checked) <= set(in_kernel)
         step = self.emit(
-            _Check(d.check, names, attrs, trusted, checked, in_kernel),
+            Check(d.check, names, attrs, trusted, checked, in_kernel),
             [inputs[k] for k in names],
             outs,
             f"check {node.op.value}({', '.join(checked)})"
@@ -430,7 +463,7 @@ class _Lowering:
         pending = tuple(dict.fromkeys(s for s in slots if s in self.bounded))
         if pending or self.p.deferred:
             self.emit(
-                _trim,
+                trim,
                 pending,
                 pending,
                 "finish: read counts and check flags back, trim",
@@ -440,6 +473,7 @@ class _Lowering:
         template = node.attrs["template"]
         where = dict(zip(names, slots))
         trimmed = set(pending)  # copies after a replay: no need to look at them
+        wrap = self.wrap
 
         def output(env, raw):
             """The returned structure; values with a tensor whose storage is in ``raw`` live
@@ -451,7 +485,7 @@ class _Lowering:
                 v = env[slot]
                 if raw and slot not in trimmed and not raw.isdisjoint(storages(v)):
                     v = copy_out(v)
-                return _wrap(v)
+                return wrap(v)
 
             return map_template(template, get)
 
@@ -516,20 +550,6 @@ def _bind(fn, provided: dict):
     return call, slots
 
 
-class _Check:
-    """An op's data check on the inputs that enter it untrusted; returns them converted."""
-
-    def __init__(self, check, names, attrs, trusted, checked, in_kernel=()):
-        self.check, self.names, self.attrs = check, names, attrs
-        self.trusted, self.checked, self.in_kernel = trusted, checked, in_kernel
-        self.extra = {"in_kernel": in_kernel} if in_kernel else {}
-
-    def __call__(self, *values):
-        kwargs = dict(zip(self.names, values))
-        out = self.check(**kwargs, **self.attrs, trusted=self.trusted, **self.extra)
-        return tuple(out.get(k, kwargs[k]) for k in self.checked)
-
-
 def _then(fn, finish):
     """A two-phase implementation as one call: ``finish(fn(...))``."""
 
@@ -538,33 +558,6 @@ def _then(fn, finish):
 
     call.__qualname__ = getattr(fn, "__qualname__", "two_phase")
     return call
-
-
-def _trim(*values):
-    """Read back the counts of bounded values and every pending deferred check flag in one
-    host synchronisation; raise a failed check's error; return the exact values."""
-    replayed = READ_BACK.get()
-    if replayed is not None and COPY_OUT.get():
-        # a replayed graph's own results: their trim planned once per graph
-        record = V._DEFERRED.get()
-        failures = record.failures if record is not None else ()
-        plan = replayed.plan(values, [f[0] for f in failures])
-        if plan is not None:
-            sizes, hits = plan.read(replayed)
-            if any(hits):
-                record.raise_first(hits)
-            if failures:
-                failures.clear()
-            return plan.copies(sizes)
-    parts = [counts(v) for v in values]
-    host = V.read_back([t for p in parts for t in p])
-    sizes, i = [], 0
-    for p in parts:
-        sizes.append(host[i : i + len(p)])
-        i += len(p)
-    if COPY_OUT.get():  # results of a replayed CUDA graph: copied out
-        return tuple(trim_copies(values, sizes))
-    return tuple(trim(v, s) if isinstance(v, Bounded) else v for v, s in zip(values, sizes))
 
 
 def _dense_call(fn, template, names):
@@ -599,16 +592,8 @@ def _reads_back(fn, template) -> bool:
     return bool(says(**template[1]) if callable(says) else says)
 
 
-def _wrap(value):
-    from gsample.matrix.sparse import Matrix
-
-    return Matrix(value) if isinstance(value, CSC) else value
-
-
 def describe(value) -> str:
     """A short description of a runtime value (``GSAMPLE_DEBUG=3``)."""
-    import torch
-
     if isinstance(value, CSC):
         return f"matrix {value.num_rows}x{value.num_cols}, {value.nnz} edges"
     if isinstance(value, Bounded):

@@ -253,3 +253,16 @@ class Lanes:
 
 
 _END = object()
+
+
+def at_once(fn: Callable):
+    """A generator of :func:`gsample.runtime.program.start`'s kind that pauses nowhere: its
+    first step returns ``fn()`` (a call made as it is, among calls in flight).
+
+    Examples
+    --------
+    >>> calls = at_once(lambda: sampler(A, seeds))
+    >>> out = finish(calls)                         # gsample.runtime.program.finish
+    """
+    return fn()
+    yield  # noqa: unreachable - makes this a generator

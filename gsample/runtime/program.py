@@ -1,11 +1,11 @@
 """A lowered program and how it runs.
 
-A :class:`Program` is a linear list of :class:`Step`\\ s over numbered value slots: each
-step calls a resolved function (a backend's implementation of an op on one layout, a check,
-dense user code, a trim) on the values of some slots and stores its result in one; slots
-are released after their last use. Running it (:func:`run`) fills the argument, constant
-and random-key slots, then calls the steps in order: no per-node dictionaries, op-table
-lookups or re-validation.
+A :class:`Program` is a linear list of :class:`Instruction`\\ s (its steps) over numbered
+value slots: each step calls a resolved function (a backend's implementation of an op on one
+layout, a check, dense user code, a trim) on the values of some slots and stores its result
+in one; slots are released after their last use. Running it (:func:`run`) fills the
+argument, constant and random-key slots, then calls the steps in order: no per-node
+dictionaries, op-table lookups or re-validation.
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ from gsample.runtime.options import Options
 
 
 @dataclass
-class Step:
-    """One call of a program: ``env[out] = fn(*[env[i] for i in args])``.
+class Instruction:
+    """One step of a program: ``env[out] = fn(*[env[i] for i in args])``. (Not
+    ``gsample.ir.Step``, the stage of the sampling model an op belongs to.)
 
     ``out`` may be a tuple of slots (the step returns that many values); ``release`` lists
     the slots whose last reader this step is; ``label`` says what runs (for ``gs.explain``).
@@ -68,7 +69,7 @@ class Program:
         The optimised IR it was lowered from.
     backend : str
     options : Options
-    steps : list of Step
+    steps : list of Instruction
     env : list
         The slot template: constants filled in, everything else None.
     inputs : tuple of (name, slot, is_matrix)
@@ -162,7 +163,7 @@ class Program:
     @functools.cached_property
     def settles(self) -> int | None:
         """Where a one-region program's call has read back all it will before its end: the
-        index after its last step past the region that may read back (``Step.syncs``), but
+        index after its last step past the region that may read back (``Instruction.syncs``), but
         for its final step, when any (a super-batch's bounds, between its trims and the
         split of its outputs); else None. The steps after it (host work, the final
         read-back of what the graph copied to the host itself) never wait for device work
@@ -182,7 +183,10 @@ class Program:
 
     def format(self) -> str:
         """One line per step: ``[i] outputs = label(arguments)  frees ...``."""
-        name = lambda i: f"${self.slot_names[i]}"
+
+        def name(i):
+            return f"${self.slot_names[i]}"
+
         lines = [
             f"lowered program: {len(self.steps)} steps, {len(self.env)} slots, backend "
             f"{self.backend!r}, {self.num_syncs} step(s) that may read back to the host"

@@ -8,8 +8,9 @@ before the next step that waits for the device: after the next layer's device wo
 queued, so the GPU runs it while the host does them. A step moves when it is a pure sparse
 op's (not random, not a read-back, not one a CUDA graph may hold) or a check of such an
 op's inputs that reads nothing back; moved steps keep their order, and a step reading what
-a moved one makes places it (and the moved steps before it) first. Values and samples are the same in any such order (the ops are pure, and random
-draws are keyed by their op ordinals); an error of a moved op is raised later in the call.
+a moved one makes places it (and the moved steps before it) first. Values and samples are
+the same in any such order (the ops are pure, and random draws are keyed by their op
+ordinals); an error of a moved op is raised later in the call.
 
 Example (LADIES, one layer to the next)::
 
@@ -22,6 +23,7 @@ Example (LADIES, one layer to the next)::
 from __future__ import annotations
 
 from gsample.ir import Effect, Op
+from gsample.runtime.steps import Check, trim
 
 #: steps of these ops stay in place (not sparse ops: program structure, dense code)
 _STRUCTURE = frozenset({Op.INPUT, Op.CONSTANT, Op.DENSE, Op.GETITEM, Op.CACHED, Op.OUTPUT})
@@ -31,18 +33,16 @@ def movable(step) -> bool:
     """Whether :func:`sink` may move ``step``: a pure sparse op's call (not one a CUDA graph
     may hold), or a check of its inputs that reads nothing back (it moves with the op, which
     it precedes)."""
-    from gsample.runtime.lower import _Check, _trim
-
     node = step.node
     if (
         node is None
         or node.op in _STRUCTURE
         or node.info.effect is not Effect.PURE
         or step.device_part
-        or step.fn is _trim
+        or step.fn is trim
     ):
         return False
-    if isinstance(step.fn, _Check):
+    if isinstance(step.fn, Check):
         return not step.syncs
     return not step.graph_safe
 
@@ -53,7 +53,7 @@ def _outs(step) -> tuple:
 
 def sink(steps: list) -> list:
     """``steps`` reordered: each movable step (:func:`movable`) as late as the next step
-    that may read back (``Step.syncs``, not itself movable), or the first step reading its
+    that may read back (``Instruction.syncs``, not itself movable), or the first step reading its
     result (with the moved steps it reads, in order).
 
     Examples

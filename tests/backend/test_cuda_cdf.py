@@ -30,6 +30,7 @@ from gsample.backend.torch import fused_select, select
 from gsample.base import validate as V
 from gsample.base.random import BatchKeys, ColumnKeys, op_key, uniform_float, words
 from gsample.formats.csc import CSC, segment_ptr
+from gsample.ir.checks import check_individual
 
 GROUP, CHUNK = 1024, 32
 TINY = torch.finfo(torch.float64).tiny
@@ -325,7 +326,7 @@ def test_unchecked_probs_are_checked_with_the_draws(case):
     """``checked=False`` (a backend's ``checks=("probs",)``): the torch path's errors, for the
     op, the fused op and a super-batch."""
     A, probs, G, q = _bad(case)
-    want = _message(lambda: V.check_individual(A, probs=probs))
+    want = _message(lambda: check_individual(A, probs=probs))
     for replace in (True, False):
         assert (
             _message(lambda: select.individual_sample(A, 2, replace, 5, probs, checked=False))
@@ -334,7 +335,7 @@ def test_unchecked_probs_are_checked_with_the_draws(case):
     keys = BatchKeys.of(seed=1, ordinal=0, first_batch=0, copies=1, num_nodes=10)
     assert _message(lambda: select.individual_sample(A, 2, True, keys, probs)) == want
     cols = torch.tensor(FRONTIER)
-    want = _message(lambda: V.check_individual(G, probs=q, cols=cols))
+    want = _message(lambda: check_individual(G, probs=q, cols=cols))
     for k in (2, 0):  # k = 0 checks them too
         assert (
             _message(
@@ -361,14 +362,14 @@ def test_checked_probs_are_not_checked_again(monkeypatch):
 def test_check_individual_leaves_probs_values_to_the_kernels():
     A = _csc([3, 2, 4], [7, 3, 9])
     bad = torch.tensor([float("nan")] * 9)
-    out = V.check_individual(A, probs=bad, in_kernel=("probs",))
+    out = check_individual(A, probs=bad, in_kernel=("probs",))
     assert out["probs"] is not None and torch.isnan(out["probs"]).all()
     with pytest.raises(ValueError, match="NaN"):
-        V.check_individual(A, probs=bad)
+        check_individual(A, probs=bad)
     with pytest.raises(ValueError, match=r"probs: expected one probability per edge"):
-        V.check_individual(A, probs=torch.ones(8), in_kernel=("probs",))  # still converted
+        check_individual(A, probs=torch.ones(8), in_kernel=("probs",))  # still converted
     with pytest.raises(TypeError, match="floating point"):
-        V.check_individual(A, probs=torch.ones(9, dtype=torch.long), in_kernel=("probs",))
+        check_individual(A, probs=torch.ones(9, dtype=torch.long), in_kernel=("probs",))
 
 
 def test_the_cuda_backend_registers_its_probs_checks():
@@ -502,7 +503,7 @@ def test_bad_probs_raise_the_torch_paths_errors(cuda, case):
     and a super-batch's per-column keys."""
     A, probs, G, q = _bad(case, "cuda")
     cpu = _bad(case)
-    want = _message(lambda: V.check_individual(cpu[0], probs=cpu[1]))
+    want = _message(lambda: check_individual(cpu[0], probs=cpu[1]))
     assert _message(lambda: cuda.individual_sample(A, 2, True, 5, probs)) == want
     keys = BatchKeys.of(seed=1, ordinal=0, first_batch=0, copies=1, num_nodes=10)
     assert _message(lambda: cuda.individual_sample(A, 2, True, keys, probs)) == want
@@ -519,7 +520,7 @@ def test_bad_probs_raise_the_torch_paths_errors(cuda, case):
     assert any("probs: checked in the kernel" in x for x in labels), labels
     assert _message(lambda: sampler(gs.Matrix(A), probs)) == want
     cols = torch.tensor(FRONTIER)
-    want = _message(lambda: V.check_individual(cpu[2], probs=cpu[3], cols=cols))
+    want = _message(lambda: check_individual(cpu[2], probs=cpu[3], cols=cols))
     assert _message(lambda: cuda.slice_individual_sample(G, cols.cuda(), 2, True, 5, q)) == want
 
 

@@ -10,6 +10,7 @@ import torch
 import gsample as gs
 from gsample.backend import get_backend
 from gsample.backend.torch import walk as reference
+from gsample.backend.torch.alias import alias_table
 from gsample.base.random import op_key
 from gsample.ir import Op
 
@@ -49,8 +50,8 @@ def test_kernel_equals_torch_backend(graphs, name):
     kw = dict(kw)
     seeds = torch.randint(0, A.num_nodes, (20_000,), generator=torch.Generator().manual_seed(1))
     key = op_key(7, 3, 2)
-    want_alias = reference.alias_table(A.csc, A.values) if kw.pop("probs", False) else None
-    alias = None if want_alias is None else reference.alias_table(G.csc, G.values)
+    want_alias = alias_table(A.csc, A.values) if kw.pop("probs", False) else None
+    alias = None if want_alias is None else alias_table(G.csc, G.values)
     want = reference.random_walk(A.csc, seeds, 40, key, alias=want_alias, **kw)
     got = (
         get_backend("cuda").impl(Op.RANDOM_WALK).fn(G.csc, seeds.cuda(), 40, key, alias=alias, **kw)

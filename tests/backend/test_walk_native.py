@@ -13,6 +13,7 @@ import torch
 
 import gsample as gs
 from gsample.backend.torch import walk, walk_native
+from gsample.backend.torch.alias import alias_table
 from gsample.base.random import MASK64, BatchKeys, combine, key_prefix, mix64, op_key
 
 pytestmark = pytest.mark.skipif(
@@ -46,7 +47,7 @@ def graph():
 def options(A, name):
     kw = dict(VARIANTS[name])
     if kw.pop("alias", False):
-        kw["alias"] = walk.alias_table(A, A.values)
+        kw["alias"] = alias_table(A, A.values)
     return kw
 
 

@@ -16,7 +16,7 @@ import scipy.stats as st
 import torch
 
 import gsample as gs
-from gsample.backend.torch.walk import alias_table
+from gsample.backend.torch.alias import alias_table
 
 P_MIN = 1e-3
 T = 40_000

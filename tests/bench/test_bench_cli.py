@@ -248,7 +248,7 @@ def test_gpu_run_checks_cpu_draws_and_profiles(tmp_path):
         )
     )
     assert rec["ok"], rec["failures"]
-    for name, e in rec["workloads"].items():
+    for e in rec["workloads"].values():
         need = e["agreement_required"]
         assert e["agreement"]["gsample eager on the CPU"] >= need
         cuda = e["modes"]["compiled, cuda backend"]

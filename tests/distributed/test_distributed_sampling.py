@@ -320,5 +320,5 @@ def test_partitioned_slice_values_are_the_single_process_ones(ranks):
 
 
 def test_place_needs_an_initialised_group():
-    with pytest.raises(RuntimeError, match="torch.distributed is not initialised"):
+    with pytest.raises(RuntimeError, match=r"torch\.distributed is not initialised"):
         gs.distributed.place(graph(), "replicated")

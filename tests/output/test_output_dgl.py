@@ -96,7 +96,7 @@ def test_pyg_style_blocks_are_refused(fake_dgl, small_graph):
     seeds = torch.arange(0, 2000, 37)
     gs.manual_seed(0)
     mats = example("graphsage_pyg").graphsage_pyg(small_graph, seeds, (5, 4))
-    with pytest.raises(ValueError, match="batch.out: block 1's columns"):
+    with pytest.raises(ValueError, match=r"batch\.out: block 1's columns"):
         gs.Batch(seeds, 0, mats).to_dgl()
     assert fake_dgl.calls == []  # checked before any DGL call
 
@@ -114,11 +114,27 @@ def test_induced_subgraph_as_dgl_graph(fake_dgl, small_graph):
 
 
 def test_without_dgl_the_error_says_why(monkeypatch, small_graph):
-    monkeypatch.setitem(sys.modules, "dgl", None)  # import dgl raises ImportError
+    monkeypatch.setitem(sys.modules, "dgl", None)  # as if not installed: no spec, no module
     seeds = torch.arange(8)
     gs.manual_seed(0)
     batch = gs.Batch(seeds, 0, example("graphsage").graphsage(small_graph, seeds, (3,)))
-    with pytest.raises(ImportError, match="to_dgl\\(\\) needs DGL.*torch >= 2.3"):
+    with pytest.raises(ImportError, match=r"to_dgl\(\) needs DGL, which is not installed"):
+        batch.to_dgl()
+
+
+def test_a_dgl_that_does_not_import_is_told_apart(monkeypatch, tmp_path, small_graph):
+    """DGL 2.1 under torch >= 2.3 is installed but fails to load its graphbolt library (a
+    FileNotFoundError, not an ImportError): the error says so instead of "not installed"."""
+    (tmp_path / "dgl").mkdir()
+    (tmp_path / "dgl" / "__init__.py").write_text(
+        "raise FileNotFoundError('Cannot find DGL C++ graphbolt library')\n"
+    )
+    monkeypatch.delitem(sys.modules, "dgl", raising=False)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    seeds = torch.arange(8)
+    gs.manual_seed(0)
+    batch = gs.Batch(seeds, 0, example("graphsage").graphsage(small_graph, seeds, (3,)))
+    with pytest.raises(ImportError, match=r"installed but does not import.*FileNotFoundError"):
         batch.to_dgl()
 
 

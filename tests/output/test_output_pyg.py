@@ -12,7 +12,7 @@ from helpers import example
 
 import gsample as gs
 
-pyg = pytest.importorskip("torch_geometric")
+pytest.importorskip("torch_geometric")
 from torch_geometric.data import Data
 from torch_geometric.nn import SAGEConv
 from torch_geometric.sampler import SamplerOutput
@@ -150,7 +150,7 @@ def test_pyg_style_blocks_keep_every_sampled_edge(small_graph):
     s = pyg_sample(blocks, seeds)
     assert torch.equal(s.edge, torch.cat([m.edges()[2] for m in blocks]))
     offsets = np.cumsum(s.num_sampled_nodes)
-    for h, m in enumerate(blocks):  # hop h's new nodes are block h + 1's columns
+    for h, _m in enumerate(blocks):  # hop h's new nodes are block h + 1's columns
         if h + 1 < len(blocks):
             assert torch.equal(s.node[offsets[h] : offsets[h + 1]], blocks[h + 1].col_ids)
 
@@ -219,7 +219,7 @@ def test_features_from_the_batch_or_a_callable(small_graph):
 
 def test_bad_input_names_the_argument(small_graph):
     seeds = torch.arange(10)
-    with pytest.raises(TypeError, match="batch.out"):
+    with pytest.raises(TypeError, match=r"batch\.out"):
         gs.Batch(seeds, 0, [torch.arange(3)]).to_pyg()
     gs.manual_seed(0)
     batch = gs.Batch(seeds, 0, samplers()["graphsage"](small_graph, seeds))

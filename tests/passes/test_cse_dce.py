@@ -49,7 +49,7 @@ def test_cse_never_merges_in_place_code_or_what_it_writes(small_graph):
 
 def test_dce_drops_unused_values_but_keeps_ordinals(small_graph):
     def f(A, seeds):
-        unused = A[:, seeds].individual_sample(4)  # ordinal 0, dropped
+        A[:, seeds].individual_sample(4)  # ordinal 0, dropped
         (A[:, seeds] ** 2).sum(axis=1)  # dropped
         return A[:, seeds].individual_sample(2)  # ordinal 1
 

@@ -29,7 +29,8 @@ def test_structure_readers_skip_value_maps():
     for n in readers:
         assert n.input("A").info.edges is None, (n, n.input("A"))
     again = structure_reads(program.copy())
-    assert [(n.name, {k: v.name for k, v in n.inputs.items()}) for n in again.nodes] == [
+    assert not again.changed
+    assert [(n.name, {k: v.name for k, v in n.inputs.items()}) for n in again.graph.nodes] == [
         (n.name, {k: v.name for k, v in n.inputs.items()}) for n in program.nodes
     ]
     helpers.check_compiled_equals_eager(mapped_frontiers, A, seeds(), calls=2, distinct=True)

@@ -7,6 +7,7 @@ import torch
 import gsample as gs
 from gsample.backend.torch import extract, select
 from gsample.formats.layouts import convert
+from gsample.passes.super_batch import exact_elementwise, full_reduction
 from gsample.runtime import block_diagonal as blocks
 
 
@@ -177,14 +178,14 @@ def test_exact_elementwise_table():
 
     from gsample.ir.graph import Ref
 
-    assert blocks.exact_elementwise(operator.truediv, ((Ref("a"), Ref("b")), {}))
-    assert blocks.exact_elementwise(("method", "clamp"), ((Ref("a"),), {"min": 0.0}))
+    assert exact_elementwise(operator.truediv, ((Ref("a"), Ref("b")), {}))
+    assert exact_elementwise(("method", "clamp"), ((Ref("a"),), {"min": 0.0}))
     # a + alpha * b is fused on a CPU's vector path only; exp rounds apart there
-    assert not blocks.exact_elementwise(torch.add, ((Ref("a"), Ref("b")), {"alpha": 2}))
-    assert not blocks.exact_elementwise(torch.exp, ((Ref("a"),), {}))
-    assert not blocks.exact_elementwise(("method", "exp"), ((Ref("a"),), {}))
-    assert blocks.full_reduction(("method", "sum"), ((Ref("a"),), {}))
-    assert not blocks.full_reduction(("method", "sum"), ((Ref("a"), 0), {}))
+    assert not exact_elementwise(torch.add, ((Ref("a"), Ref("b")), {"alpha": 2}))
+    assert not exact_elementwise(torch.exp, ((Ref("a"),), {}))
+    assert not exact_elementwise(("method", "exp"), ((Ref("a"),), {}))
+    assert full_reduction(("method", "sum"), ((Ref("a"),), {}))
+    assert not full_reduction(("method", "sum"), ((Ref("a"), 0), {}))
 
 
 @pytest.mark.parametrize("shared", [False, True])
@@ -203,7 +204,7 @@ def test_a_gather_at_encoded_ids_is_each_batch_s_own(shared):
 
 
 def test_the_helpers_say_which_of_them_read_back():
-    """The lowering's ``Step.syncs`` of the super-batch helpers (a scheduling hint): bounds
+    """The lowering's ``Instruction.syncs`` of the super-batch helpers (a scheduling hint): bounds
     read back; a split does where its parts are found on the host (by ids, walks or entries),
     not for matrices and node-aligned values."""
     from gsample.runtime.lower import _reads_back

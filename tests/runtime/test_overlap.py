@@ -12,6 +12,7 @@ from helpers import assert_same, example, graphsage
 
 import gsample as gs
 from gsample.base.random import batch_scope, stream_state
+from gsample.compiler.compiled import wrap
 from gsample.runtime import Options, lower, run
 from gsample.runtime.overlap import Call, in_turn, interleave
 from gsample.runtime.program import start
@@ -78,7 +79,7 @@ def test_results_come_in_order_with_depth_calls_in_flight(depth):
 def test_an_error_surfaces_at_its_call_after_the_calls_before_it():
     log, got = [], []
     with pytest.raises(ValueError, match="call 3 failed"):
-        for i, value in interleave(
+        for i, _value in interleave(
             range(8), lambda i: Call(_call(i, log, 3, fail_at=1 if i == 3 else None), (1, 0, i)), 2
         ):
             got.append(i)
@@ -110,7 +111,7 @@ def test_a_call_without_pauses_and_a_raising_start():
 
     got = []
     with pytest.raises(TypeError, match="seeds: bad"):
-        for i, value in interleave(range(5), begin, 2):
+        for _i, value in interleave(range(5), begin, 2):
             got.append(value)
     assert got == [0, 10]
 
@@ -233,7 +234,7 @@ def test_in_turn_raises_a_failure_at_its_item_s_turn(fail, error, match, before,
     calls, log = _turns(6, **fail)
     got = []
     with pytest.raises(error, match=match):
-        for i, value in calls:
+        for _i, value in calls:
             got.append(value)
     assert got == before, "the items before it come out first"
     assert not set(never) & set(log), log
@@ -247,7 +248,7 @@ def A():
 
 def _program(fn, G, **kwargs):
     graph = gs.compile(fn).program(G, torch.arange(10), **kwargs)
-    return lower(graph, "cuda", Options(), "cuda:0")
+    return lower(graph, "cuda", Options(), "cuda:0", wrap)
 
 
 def test_layer_wise_programs_pause_after_each_layer_s_graph(A):
@@ -283,7 +284,7 @@ def test_layer_wise_programs_pause_after_each_layer_s_graph(A):
 
 def test_start_returns_what_run_returns(A):
     graph = gs.compile(graphsage).program(A, torch.arange(10))
-    program = lower(graph, "torch", Options(), "cpu")
+    program = lower(graph, "torch", Options(), "cpu", wrap)
     seeds = torch.arange(40)
     gs.manual_seed(1)
     want = run(program, {"A": A, "seeds": seeds})
@@ -307,7 +308,7 @@ def test_a_cpu_call_never_pauses(A):
 
 
 def test_options_overlap_must_be_a_bool():
-    with pytest.raises(TypeError, match="Options.overlap"):
+    with pytest.raises(TypeError, match=r"Options\.overlap"):
         Options(overlap=1)
 
 
@@ -380,7 +381,10 @@ def test_a_loader_with_two_calls_in_flight_draws_what_one_at_a_time_draws(sample
     if graphs and cuda_graphs.enabled():
         assert all(r.captured for r in program.lanes[1].regions), "lane 1 replays its own"
         for r0, r1 in zip(program.regions, program.lanes[1].regions):
-            ptrs = lambda r: {id(c.graph) for c in r.captured.values()}
+
+            def ptrs(r):
+                return {id(c.graph) for c in r.captured.values()}
+
             assert not ptrs(r0) & ptrs(r1)
 
 

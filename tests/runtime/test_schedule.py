@@ -10,7 +10,7 @@ from helpers import example
 import gsample as gs
 from gsample.ir import Op
 from gsample.runtime import Options, lower
-from gsample.runtime.program import Step
+from gsample.runtime.program import Instruction
 from gsample.runtime.schedule import movable, sink
 
 
@@ -26,11 +26,13 @@ class _Node:
 
 
 def _step(name, op, args, out, syncs=False, graph_safe=False, check=False):
-    from gsample.runtime.lower import _Check
+    from gsample.runtime.steps import Check
 
     label = f"check {name}" if check else name
-    fn = _Check(None, (), {}, (), ()) if check else (lambda *a: None)
-    return Step(fn, tuple(args), out, label, node=_Node(op), syncs=syncs, graph_safe=graph_safe)
+    fn = Check(None, (), {}, (), ()) if check else (lambda *a: None)
+    return Instruction(
+        fn, tuple(args), out, label, node=_Node(op), syncs=syncs, graph_safe=graph_safe
+    )
 
 
 def test_sink_moves_pure_steps_to_the_next_read_back_or_reader():
@@ -53,7 +55,7 @@ def test_sink_moves_pure_steps_to_the_next_read_back_or_reader():
     ]
     assert all(movable(s) for s in (a, chk, b, use))
     assert not any(movable(s) for s in (nodes, dev, read))
-    dense = Step(lambda *a: None, (3,), 8, "dense", node=_Node(Op.DENSE))
+    dense = Instruction(lambda *a: None, (3,), 8, "dense", node=_Node(Op.DENSE))
     out = sink([a, chk, b, dense, read])  # a reader places what it reads
     assert [s.label for s in out] == ["map", "check map2", "map2", "dense", "finish"]
 

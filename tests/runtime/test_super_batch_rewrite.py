@@ -21,7 +21,7 @@ from helpers import assert_same, example, random_seeds
 
 import gsample as gs
 from gsample.base.random import batch_scope
-from gsample.compiler.compiled import execute
+from gsample.compiler.compiled import execute, wrap
 from gsample.ir import Op, format_lines
 from gsample.ir import ops as op_table
 from gsample.passes import PIPELINE, optimize
@@ -41,7 +41,8 @@ def program(fn, A, passes=None, **kwargs):
 
 
 def rewrite(graph, copies=3, **options):
-    return optimize(graph, [super_batch(copies, N_NODES, **options)]).verify()
+    sb = super_batch(copies, N_NODES, **options, helpers=blocks.helpers(wrap))
+    return optimize(graph, [sb]).verify()
 
 
 def fn_of(node):
@@ -70,7 +71,7 @@ def test_random_ops_keep_their_ordinals_and_draw_for_every_batch(name, A):
 
 def test_all_nodes_groups_its_ids_by_batch_for_its_users(A):
     g = rewrite(program(example("graphsage").graphsage, A))
-    first = [n for n in g.nodes if n.op is Op.ALL_NODES][0]
+    first = next(n for n in g.nodes if n.op is Op.ALL_NODES)
     second = g.random_nodes()[1]
     assert first.attrs["batches"] == (3, N_NODES)
     assert second.inputs["cols"] is first, "the op itself groups the ids: no helper between"
@@ -118,7 +119,9 @@ def test_the_rewrite_reads_the_op_table(A, monkeypatch):
     d = op_table.OPS[Op.EDGE_BROADCAST]
     unaligned = tuple(dataclasses.replace(i, align=None) for i in d.inputs)
     monkeypatch.setitem(op_table.OPS, Op.EDGE_BROADCAST, dataclasses.replace(d, inputs=unaligned))
-    with pytest.raises(ValueError, match="super_batch: .*input 'vector' of edge_broadcast.*ir.ops"):
+    with pytest.raises(
+        ValueError, match=r"super_batch: .*input 'vector' of edge_broadcast.*ir\.ops"
+    ):
         rewrite(unfused)
     monkeypatch.undo()
     for op in (Op.REDUCE, Op.SLICE_REDUCE):  # its result: how to cut it?
@@ -147,7 +150,7 @@ def test_state_is_what_reaches_a_random_op(A):
     assert stateful_inputs(program(features_only, A, X=torch.rand(N_NODES, 2))) == []
     (const,) = stateful_inputs(program(captured_bias, A))
     assert const.startswith("a tensor constant")
-    with pytest.raises(ValueError, match="super_batch: .*a tensor constant.*fixed_state=True"):
+    with pytest.raises(ValueError, match=r"super_batch: .*a tensor constant.*fixed_state=True"):
         rewrite(program(captured_bias, A))
     rewrite(program(captured_bias, A), fixed_state=True)
 

@@ -208,7 +208,7 @@ def plan(A, program: tuple, operands: dict) -> EdgeMapKernel:
     dtype = value_dtype(A, program, operands)
     if dtype not in CTYPES:
         raise Unsupported(f"value dtype {dtype} (only float32 / float64)")
-    for _, name, _, _, axis in program:
+    for _, name, _, _, _axis in program:
         if name is None:
             continue
         y = operands[name]

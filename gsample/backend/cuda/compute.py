@@ -31,11 +31,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from gsample.backend import cuda_impl
 from gsample.backend.cuda import convert, rowsum
 from gsample.backend.cuda.module import BLOCK, launch, memset
 from gsample.backend.torch import compute as ref
 from gsample.backend.torch import fused_compute
 from gsample.formats.csc import CSC, segment_ptr
+from gsample.ir import Op
 
 #: terms per chunk (a thread's serial work per tree level)
 CHUNK = 32
@@ -381,6 +383,13 @@ def _on(A: CSC, *tensors) -> bool:
     )
 
 
+# A.degree(axis): no kernel of its own (a difference of the column pointer, or one integer
+# scatter-add, exact in any order): the torch code on the device, registered to say that it
+# never reads a size back (so a CUDA-graph region may hold it)
+cuda_impl(Op.DEGREE, syncs=False)(ref.degree)
+
+
+@cuda_impl(Op.REDUCE)  # kernels/segment_reduce.cu
 def reduce(A: CSC, op: str, axis: int) -> torch.Tensor:
     """Per-column (``axis=0``, shape (C,) or (C, F)) or per-row (``axis=1``, (R,) or (R, F))
     ``sum`` / ``max`` / ``mean`` of the values; an empty column or row gives 0."""
@@ -434,6 +443,7 @@ def _spmm(A: CSC, dense, ptr, perm, gidx, dtype):
     return out if dense.dim() == 2 else out.reshape(-1)
 
 
+@cuda_impl(Op.SPMM)
 def spmm(A: CSC, dense: torch.Tensor) -> torch.Tensor:
     """``A @ D``: ``D`` has one row per column (shape (C,) or (C, F)); out (R,) or (R, F)."""
     dtype = _product_dtype(A, dense)
@@ -443,6 +453,7 @@ def spmm(A: CSC, dense: torch.Tensor) -> torch.Tensor:
     return _spmm(A, dense, indptr_r, perm, convert.edge_cols(A), dtype)
 
 
+@cuda_impl(Op.SPMM_T)
 def spmm_t(A: CSC, dense: torch.Tensor) -> torch.Tensor:
     """``A.T @ D``: ``D`` has one row per row (shape (R,) or (R, F)); out (C,) or (C, F)."""
     dtype = _product_dtype(A, dense)
@@ -478,6 +489,7 @@ def _edge_binary(A: CSC, a, amode, b, bmode, op: str, F: int, dtype) -> torch.Te
     return out
 
 
+@cuda_impl(Op.SDDMM)
 def sddmm(A: CSC, u: torch.Tensor, v: torch.Tensor, op: str) -> CSC:
     """Edge values ``op(U[row], V[col])``; ``dot`` sums over the feature axis."""
     ok = (
@@ -518,6 +530,7 @@ def sddmm(A: CSC, u: torch.Tensor, v: torch.Tensor, op: str) -> CSC:
     return A.with_values(out)
 
 
+@cuda_impl(Op.EDGE_BROADCAST, syncs=False)  # per edge: no read-back
 def edge_broadcast(A: CSC, op: str, vector: torch.Tensor, axis: int) -> CSC:
     """Values ``op(values, vector[col])`` (``axis=0``) or ``op(values, vector[row])``
     (``axis=1``); ``vector`` has shape (C,) or (R,), values (E,) or (E, F)."""

@@ -11,7 +11,9 @@ gives a bounded result of the same count.
 
 from __future__ import annotations
 
+from gsample.backend import cuda_impl
 from gsample.backend.torch import draws as reference
+from gsample.base import validate as V
 from gsample.base.random import DeviceKey, count_from_words, uniform_float
 from gsample.formats.bounded import BoundedIds
 from gsample.ir import Op
@@ -21,9 +23,8 @@ def _words(nodes, key):
     """``(words, count or None)`` of a frontier, exact or bounded."""
     if isinstance(nodes, BoundedIds):
         return reference.entry_words(key, nodes.data, valid=nodes.count), nodes.count
-    if isinstance(key, DeviceKey) and key.num_nodes:  # a super-batch: ids checked
-        from gsample.base import validate as V  # (deferred: no read-back)
-
+    if isinstance(key, DeviceKey) and key.num_nodes:
+        # a super-batch: ids checked (deferred: no read-back)
         nodes = V.ids(nodes, "nodes", key.num_nodes * key.copies, nodes.device)
     return reference.entry_words(key, nodes), None
 
@@ -32,12 +33,16 @@ def _out(values, count):
     return values if count is None else BoundedIds(values, count)
 
 
+@cuda_impl(Op.RANDOM_UNIFORM, syncs=False)  # eager calls
+@cuda_impl(Op.RANDOM_UNIFORM, sync_free=True, syncs=False)  # and the sync-free runtime
 def random_uniform(A, nodes, key):
     """:func:`gsample.backend.torch.draws.random_uniform`, sync-free."""
     words, count = _words(nodes, key)
     return _out(uniform_float(words), count)
 
 
+@cuda_impl(Op.RANDOM_COUNT, syncs=False)
+@cuda_impl(Op.RANDOM_COUNT, sync_free=True, syncs=False)
 def random_count(A, nodes, key, dist: str = "geometric", p: float = 0.5, n=None):
     """:func:`gsample.backend.torch.draws.random_count`, sync-free (the thresholds are
     copied to the device once per law)."""
@@ -45,11 +50,7 @@ def random_count(A, nodes, key, dist: str = "geometric", p: float = 0.5, n=None)
     return _out(count_from_words(words, reference.table(dist, p, n, words.device)), count)
 
 
-def register(backend) -> None:
-    """Register both ops with the CUDA backend (eager calls and the sync-free runtime)."""
-    for op, fn in ((Op.RANDOM_UNIFORM, random_uniform), (Op.RANDOM_COUNT, random_count)):
-        backend.register(op, ("csc",), fn, syncs=False)
-        backend.register(op, ("csc",), fn, sync_free=True, syncs=False)
-
-
-__all__ = ["random_count", "random_uniform", "register"]
+__all__ = [
+    "random_count",
+    "random_uniform",
+]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 
+from gsample.backend import cuda_impl
 from gsample.backend.cuda.nodewise import _exact
 from gsample.backend.torch.edge_filter import kept_indptr
 from gsample.formats.bounded import BoundedCSC
@@ -18,6 +19,7 @@ from gsample.formats.csc import CSC
 from gsample.ir import Op
 
 
+@cuda_impl(Op.FILTER_EDGES, sync_free=True)  # a bounded result
 def filter_edges(A, keep: torch.Tensor) -> BoundedCSC:
     """:func:`gsample.backend.torch.edge_filter.filter_edges`, sync-free (a bounded ``A``
     is trimmed first: one read-back, with the pending check flags, as the node-wise
@@ -40,9 +42,6 @@ def filter_edges(A, keep: torch.Tensor) -> BoundedCSC:
     )
 
 
-def register(backend) -> None:
-    """Register the sync-free edge filter as the CUDA backend's ``FILTER_EDGES``."""
-    backend.register(Op.FILTER_EDGES, ("csc",), filter_edges, sync_free=True)
-
-
-__all__ = ["filter_edges", "register"]
+__all__ = [
+    "filter_edges",
+]

@@ -12,10 +12,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from gsample.backend import cuda_impl
 from gsample.backend.cuda import codegen, compute
 from gsample.backend.cuda.module import launch
 from gsample.backend.torch import fused_compute
 from gsample.formats.csc import CSC
+from gsample.ir import Op
 
 _NULL = np.uint64(0)
 
@@ -61,12 +63,14 @@ def _evaluate(A: CSC, program: tuple, operands: dict):
     return run_kernel(A, kernel, operands)
 
 
+@cuda_impl(Op.FUSED_EDGE_MAP)  # generated kernels
 def fused_edge_map(A: CSC, program: tuple, **operands) -> CSC:
     """As :func:`fused_compute.fused_edge_map`, as one generated kernel when supported."""
     v = _evaluate(A, program, operands)
     return A if v is None else A.with_values(v)
 
 
+@cuda_impl(Op.FUSED_EDGE_MAP_REDUCE)
 def fused_edge_map_reduce(A: CSC, program: tuple, op: str, axis: int, **operands) -> torch.Tensor:
     """As :func:`fused_compute.fused_edge_map_reduce`: the generated map, then the
     segment-reduce kernels (:func:`.compute.reduce_values`: fixed-order, deterministic)."""

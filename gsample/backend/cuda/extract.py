@@ -36,6 +36,8 @@ from dataclasses import replace
 
 import torch
 
+from gsample.backend import cuda_impl
+from gsample.backend.cuda.module import launch
 from gsample.backend.torch import layout_ops
 from gsample.formats.cache import cache_of
 from gsample.formats.csc import CSC, segment_ptr
@@ -67,8 +69,6 @@ class _Cuda:
 
     @staticmethod
     def segment_counts(indptr, seg, cache=None):
-        from gsample.backend.cuda.module import launch
-
         starts, counts = (
             torch.empty(seg.numel(), dtype=torch.int64, device=seg.device) for _ in range(2)
         )
@@ -90,9 +90,9 @@ class _Cuda:
 
     @staticmethod
     def gather(new_indptr, starts, total, rows=None, eids=None, seg=None, cache=None):
-        from gsample.backend.cuda.module import launch
+        def out():
+            return torch.empty(total, dtype=torch.int64, device=starts.device)
 
-        out = lambda: torch.empty(total, dtype=torch.int64, device=starts.device)
         index = out()
         rows_out = None if rows is None else out()
         eids_out = None if eids is None else out()
@@ -123,8 +123,6 @@ class _Cuda:
 
     @staticmethod
     def positions(space, ids):
-        from gsample.backend.cuda.module import launch
-
         out = torch.full((ids.numel(),), -1, dtype=torch.int64, device=ids.device)
         if space.numel() == 0 or ids.numel() == 0:
             return out
@@ -148,8 +146,6 @@ class _Cuda:
 
     @staticmethod
     def map_rows(rows, rowmap):
-        from gsample.backend.cuda.module import launch
-
         out = torch.empty(rows.numel(), dtype=torch.int64, device=rows.device)
         launch(
             "extract",
@@ -166,9 +162,9 @@ class _Cuda:
 
     @staticmethod
     def compact(local, kept, total, eids=None):
-        from gsample.backend.cuda.module import launch
+        def out():
+            return torch.empty(total, dtype=torch.int64, device=local.device)
 
-        out = lambda: torch.empty(total, dtype=torch.int64, device=local.device)
         keep, rows_out = out(), out()
         eids_out = None if eids is None else out()
         launch(
@@ -187,8 +183,6 @@ class _Cuda:
 
     @staticmethod
     def perm_cols(indptr, perm, eids=None):
-        from gsample.backend.cuda.module import launch
-
         cols = torch.empty(perm.numel(), dtype=torch.int64, device=perm.device)
         eids_out = None if eids is None else torch.empty_like(cols)
         launch(
@@ -208,8 +202,6 @@ class _Cuda:
 
     @staticmethod
     def lower_bounds(sorted_rows, m):
-        from gsample.backend.cuda.module import launch
-
         out = torch.empty(m, dtype=torch.int64, device=sorted_rows.device)
         launch(
             "extract",
@@ -471,6 +463,7 @@ def _locate(space: torch.Tensor, ids: torch.Tensor):
     return pos.clamp(min=0), hit
 
 
+@cuda_impl(Op.SLICE_COLS)  # kernels/extract.cu
 def slice_cols(A: CSC, cols: torch.Tensor) -> CSC:
     """``A[:, cols]``: columns of ``cols`` (global ids, repeats allowed) in that order.
 
@@ -508,6 +501,7 @@ def slice_cols(A: CSC, cols: torch.Tensor) -> CSC:
     )
 
 
+@cuda_impl(Op.SLICE_ROWS, layouts=("csc", "csr", "csr-compact"))
 def slice_rows(A: CSC, rows: torch.Tensor) -> CSC:
     """``A[rows, :]``: keeps the edges whose row is in ``rows`` (global ids, no repeats).
 
@@ -550,6 +544,7 @@ def slice_rows(A: CSC, rows: torch.Tensor) -> CSC:
     )
 
 
+@cuda_impl(Op.TRANSPOSE)
 def transpose(A: CSC) -> CSC:
     """``A.T``: rows become columns; the new column space is the old row space.
 

@@ -16,16 +16,23 @@ from dataclasses import replace
 import numpy as np
 import torch
 
+from gsample.backend import cuda_impl
 from gsample.backend.cuda.module import launch
 from gsample.backend.torch import finalize as reference
 from gsample.backend.torch.finalize import col_ids, column, row_ids
 from gsample.formats.csc import CSC
+from gsample.ir import Op
 
 #: the hash table has at least this many slots
 MIN_TABLE = 32
 #: row() / compact() flag the row space when it has at most this many rows per edge
 ROW_FLAG_RATIO = 16
 _NULL = np.uint64(0)  # a null pointer argument (the kernel ignores it)
+
+# views of the matrix: the torch backend's code, which never reads a size back
+for _op, _fn in ((Op.COLUMN, column), (Op.ROW_IDS, row_ids), (Op.COL_IDS, col_ids)):
+    cuda_impl(_op, syncs=False)(_fn)
+del _op, _fn
 
 
 # ----------------------------------------------------------------------------- host arithmetic
@@ -233,6 +240,7 @@ def local_rows(rows: torch.Tensor, num_rows: int, return_inverse: bool = False):
 
 
 # ----------------------------------------------------------------------------- the ops
+@cuda_impl(Op.ROW)  # kernels/relabel.cu
 def row(A: CSC) -> torch.Tensor:
     """Global ids of the rows holding at least one edge, in row-space order, shape (R',)."""
     if not isinstance(A, CSC):
@@ -240,6 +248,7 @@ def row(A: CSC) -> torch.Tensor:
     return A.global_rows(local_rows(A.rows, A.num_rows))
 
 
+@cuda_impl(Op.ALL_NODES)
 def all_nodes(A: CSC, batches=None) -> torch.Tensor:
     """Columns first (first occurrence), then the new rows in row-space order; unique
     (grouped by mini-batch with ``batches``, as the torch backend's)."""
@@ -250,6 +259,7 @@ def all_nodes(A: CSC, batches=None) -> torch.Tensor:
     return ids if batches is None else reference.batch_order(ids, batches[1])
 
 
+@cuda_impl(Op.EDGES)
 def edges(A: CSC):
     """``(row ids, column ids, original edge ids)``, each shape (E,), in CSC order."""
     if not isinstance(A, CSC):
@@ -257,6 +267,7 @@ def edges(A: CSC):
     return A.global_rows(), edge_cols(A.indptr, A.nnz, A.col_ids), A.eid_tensor()
 
 
+@cuda_impl(Op.COMPACT)
 def compact(A: CSC) -> CSC:
     """Drop the rows without edges: the row space becomes :func:`row`."""
     if not isinstance(A, CSC):

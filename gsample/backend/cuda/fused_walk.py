@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import torch
 
+from gsample.backend import cuda_impl
 from gsample.backend.cuda import walk_codegen
 from gsample.backend.cuda.module import launch, memset
 from gsample.backend.torch import fused_walk as reference
@@ -22,6 +23,7 @@ from gsample.base import validate as V
 from gsample.base.random import BatchKeys, DeviceKey, KeyRange, signed
 from gsample.formats.bounded import BoundedIds
 from gsample.formats.csc import CSC
+from gsample.ir import Op
 
 #: threads per block: a mini-batch of walkers is small, so small blocks spread it over SMs
 _THREADS = 64
@@ -42,6 +44,10 @@ def kernel_for(A: CSC, seeds, first, phases: tuple, operands: dict, key):
         return None
 
 
+@cuda_impl(Op.FUSED_WALK)  # generated: kernels/fused_walk.cu
+# the sync-free variant (device keys) may run the torch code, which reads sizes back for a
+# super-batch, so it is not marked free of read-backs
+@cuda_impl(Op.FUSED_WALK, sync_free=True, syncs=True, bounded_out=False)
 def fused_walk(A: CSC, seeds, first, phases: tuple, length: int, key, **operands):
     """As :func:`gsample.backend.torch.fused_walk.fused_walk`, in one kernel launch.
 
@@ -105,14 +111,7 @@ def fused_walk(A: CSC, seeds, first, phases: tuple, length: int, key, **operands
     return out
 
 
-def register(backend) -> None:
-    """Register the sync-free variant (device keys). It may run the torch code, which reads
-    sizes back for a super-batch, so it is not marked free of read-backs."""
-    from gsample.ir import Op
-
-    backend.register(
-        Op.FUSED_WALK, ("csc",), fused_walk, sync_free=True, syncs=True, bounded_out=False
-    )
-
-
-__all__ = ["fused_walk", "kernel_for", "register"]
+__all__ = [
+    "fused_walk",
+    "kernel_for",
+]

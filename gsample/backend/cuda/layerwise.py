@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from gsample.backend import cuda_impl
 from gsample.backend.cuda import compute, extract, sampling, topk
 from gsample.backend.cuda.extract import _index_arrays, _params
 from gsample.backend.cuda.module import launch, memset
@@ -52,6 +53,8 @@ from gsample.base import validate as V
 from gsample.base.random import DeviceKey
 from gsample.formats.bounded import COPY_OUT, PendingSizes, copy_all, refuse_capture
 from gsample.formats.csc import CSC
+from gsample.ir import Op
+from gsample.ir.checks import NO_POSITIVE_ROW
 
 _THREADS = 256
 _ITEMS = 4  # GS_ITEMS of kernels/layerwise.cu
@@ -116,6 +119,9 @@ def _frontier_ptr(indptr, buf: torch.Tensor, ncols, n: int, M: int) -> torch.Ten
 
 
 # ----------------------------------------------------------------------------- row sums
+# the frontier's ids are checked by gs_frontier_ptr (the program's check step only converts
+# them: an aminmax, two comparisons and a clamp less a call)
+@cuda_impl(Op.SLICE_REDUCE, sync_free=True, bounded_out=False, checks=("cols",))
 def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor:
     """``A[:, cols].<op>(axis)`` (see ``gsample.backend.torch.fused_reduce``); sums over
     rows of the graph run the sync-free kernels, the rest the exact implementations."""
@@ -425,7 +431,7 @@ def collective_start(
         edges_b = torch.zeros(N, dtype=torch.int64, device=dev).index_add_(
             0, batch, ptr[1:] - ptr[:-1]
         )
-        V.fail_if(((edges_b > 0) & ~drawn_d.any(dim=1)).any(), ValueError, V.NO_POSITIVE_ROW)
+        V.fail_if(((edges_b > 0) & ~drawn_d.any(dim=1)).any(), ValueError, NO_POSITIVE_ROW)
     chosen, newpos = _positions(picked.reshape(-1), R, N > 1)
     bits = _drawn_bits(picked.reshape(-1), R)  # what the kept-edge passes test
     if room:  # the kept edges (a chosen row's) listed by their place in the frontier
@@ -545,7 +551,7 @@ def collective_finish(pending: Pending) -> CSC:
     A, cols, k, replace, key, node_probs, probs_in_slice, _select = pending.args
     if pending.fallback:
         if node_probs is not None:  # (the kernel path checks them itself)
-            V._finite_nonnegative(node_probs, "node_probs")
+            V.finite_nonnegative(node_probs, "node_probs")
         return sampling.slice_collective_sample(
             A,
             _exact(cols),
@@ -565,7 +571,7 @@ def collective_finish(pending: Pending) -> CSC:
             A, cols, k, replace, key, node_probs, probs_in_slice, _select="torch"
         )
     if node_probs is not None and edges and not drawn:  # (k >= 1 here)
-        raise ValueError(V.NO_POSITIVE_ROW)
+        raise ValueError(NO_POSITIVE_ROW)
     Cx = rest[0] if rest else buf.numel()
     cols, chosen = buf[:Cx], chosen[:drawn]
     indptr_out = None if room else kept[: Cx + 1]
@@ -598,6 +604,20 @@ def collective_finish(pending: Pending) -> CSC:
         _at(A.values, pos),
         pos if A.eids is None else _at(A.eids, pos),
     )
+
+
+# node_probs' values are checked by gs_is_candidate (read back with the sizes): the
+# program's check step does only their dtype and shape (six launches less a layer); two
+# phases: a CUDA graph captures the device part (one per layer of LADIES); registered
+# here, below its second phase, which the registration names
+cuda_impl(
+    Op.SLICE_COLLECTIVE_SAMPLE,
+    sync_free=True,
+    syncs=False,
+    bounded_out=False,
+    checks=("node_probs",),
+    finish=collective_finish,
+)(collective_start)
 
 
 def _kept_listed(indptr, rows, cols, C: int, ptr, n: int, newpos, g) -> tuple:
@@ -734,6 +754,7 @@ def _kept_edges(
 
 
 # ----------------------------------------------------------------------------- A[rows, cols]
+@cuda_impl(Op.SLICE_ROWS_COLS, syncs=True)
 def slice_rows_cols(A: CSC, rows: torch.Tensor, cols: torch.Tensor) -> CSC:
     """``A[rows, cols]`` (``SLICE_ROWS_COLS``): the frontier's edges whose row is in ``rows``
     (unique ids), kept as the collective sampler keeps a chosen row's, without the column
@@ -770,36 +791,10 @@ def slice_rows_cols(A: CSC, rows: torch.Tensor, cols: torch.Tensor) -> CSC:
     )
 
 
-def register(backend) -> None:
-    """Register these as the CUDA backend's implementations that take bounded frontiers."""
-    from gsample.ir import Op
-
-    # the frontier's ids are checked by gs_frontier_ptr (the program's check step only
-    # converts them: an aminmax, two comparisons and a clamp less a call)
-    backend.register(
-        Op.SLICE_REDUCE, ("csc",), slice_reduce, sync_free=True, bounded_out=False, checks=("cols",)
-    )
-    # node_probs' values are checked by gs_is_candidate (read back with the sizes): the
-    # program's check step does only their dtype and shape (six launches less a layer)
-    # two phases: a CUDA graph captures the device part (one per layer of LADIES)
-    backend.register(
-        Op.SLICE_COLLECTIVE_SAMPLE,
-        ("csc",),
-        collective_start,
-        sync_free=True,
-        syncs=False,
-        bounded_out=False,
-        checks=("node_probs",),
-        finish=collective_finish,
-    )
-    backend.register(Op.SLICE_ROWS_COLS, ("csc",), slice_rows_cols, syncs=True)
-
-
 __all__ = [
     "Pending",
     "collective_finish",
     "collective_start",
-    "register",
     "slice_collective_sample",
     "slice_reduce",
     "slice_rows_cols",

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import torch
 
+from gsample.backend import cuda_impl
 from gsample.backend.cuda import finalize, sampling
 from gsample.backend.cuda.extract import _cache, _eids, _index_arrays, _params
 from gsample.backend.cuda.module import launch, memset
@@ -31,6 +32,7 @@ from gsample.base import validate as V
 from gsample.base.random import DeviceKey
 from gsample.formats.bounded import BoundedCSC, BoundedIds, counts, refuse_capture, trim
 from gsample.formats.csc import CSC
+from gsample.ir import Op
 
 _TILE = 1024  # items per tile of the frontier kernels (GS_TILE)
 _THREADS = 256
@@ -63,6 +65,16 @@ def _id_error(name: str, M: int):
     return message
 
 
+# uniform, or weighted from the graph's alias tables (an ``alias`` input: the alias_tables
+# pass adds it for method="alias" with weights of the graph alone); other weighted nodes
+# lower to the exact sampler
+@cuda_impl(
+    Op.SLICE_INDIVIDUAL_SAMPLE,
+    sync_free=True,
+    checks=("cols",),
+    without=("probs", "method"),
+    unless=("alias",),
+)
 def slice_individual_sample(
     A: CSC, cols, k: int, replace: bool, key: DeviceKey, probs=None, method: str = "cdf", alias=None
 ):
@@ -222,8 +234,9 @@ _RETIRED: list = []
 def _bitmaps(device: torch.device, words: int):
     """Two all-zero bitmaps of at least ``words`` 32-bit words, per device, and a flag word
     past them (the kernels leave all of it zero; samplers on one device share them: one
-    stream per device at a time, as the runtime runs). Allocated outside any CUDA graph capture (a region's first call runs
-    eagerly), so replays share them too. Outgrown bitmaps are kept, never freed: a captured
+    stream per device at a time, as the runtime runs). Allocated outside any CUDA graph
+    capture (a region's first call runs eagerly), so replays share them too. Outgrown
+    bitmaps are kept, never freed: a captured
     graph reads and clears the ones it was captured with (freed, their memory would be
     another tensor's). Sizes at least double, so all of them take at most twice the
     largest."""
@@ -238,6 +251,7 @@ def _bitmaps(device: torch.device, words: int):
     return have[0], have[1], have[1, -1:]
 
 
+@cuda_impl(Op.ALL_NODES, sync_free=True)
 def all_nodes(A, batches=None):
     """``A.all_nodes()`` of a sample, sync-free.
 
@@ -418,23 +432,4 @@ def _flagged(out, count, M: int) -> BoundedIds:
     return BoundedIds(out, count[:1])
 
 
-def register(backend) -> None:
-    """Register these as the CUDA backend's sync-free implementations."""
-    from gsample.ir import Op
-
-    # uniform, or weighted from the graph's alias tables (an ``alias`` input: the
-    # alias_tables pass adds it for method="alias" with weights of the graph alone); other
-    # weighted nodes lower to the exact sampler
-    backend.register(
-        Op.SLICE_INDIVIDUAL_SAMPLE,
-        ("csc",),
-        slice_individual_sample,
-        sync_free=True,
-        checks=("cols",),
-        without=("probs", "method"),
-        unless=("alias",),
-    )
-    backend.register(Op.ALL_NODES, ("csc",), all_nodes, sync_free=True)
-
-
-__all__ = ["all_nodes", "register", "slice_individual_sample"]
+__all__ = ["all_nodes", "slice_individual_sample"]

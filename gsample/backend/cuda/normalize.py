@@ -19,9 +19,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from gsample.backend import cuda_impl
 from gsample.backend.cuda import compute, edge_map
 from gsample.backend.cuda.module import launch
 from gsample.formats.csc import CSC
+from gsample.ir import Op
 
 _NULL = np.uint64(0)
 _FLOATS = {torch.float32: "float", torch.float64: "double"}
@@ -60,6 +62,7 @@ def _one_launch(A: CSC, program: tuple, reduce: str, op: str, axis: int, operand
     return y.dtype, y, _AT[at], compute.BINARY_OPS[mop]
 
 
+@cuda_impl(Op.FUSED_EDGE_NORMALIZE)  # kernels/normalize.cu
 def fused_edge_normalize(
     A: CSC, program: tuple, reduce: str, op: str, axis: int, **operands
 ) -> CSC:

@@ -12,7 +12,8 @@ Weighted draws with replacement by inverse CDF are this backend's own
 (:func:`weighted_with`, ``kernels/cdf.cu`` states the definition): each column's running
 sum restarts at the column, in an order fixed by offsets from its start, so a mini-batch
 draws the same edges alone, inside a super-batch, eager or compiled; they agree with the
-torch backend's draws (one running sum over all columns) up to float rounding (docs/architecture.md §3).
+torch backend's draws (one running sum over all columns) up to float rounding
+(docs/architecture.md §3).
 The weights are checked in the same kernels (device flags) and read back with the draws'
 count: one host synchronisation a call. The backend registers ``checks=("probs",)``: every
 weighted sampler here checks ``probs``' values itself (the other draws by the torch checks,
@@ -25,12 +26,14 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from gsample.backend import cuda_impl
 from gsample.backend.cuda.compute import GROUP_BLOCK, group_bound, group_pointer, segment_reduce
 from gsample.backend.cuda.module import BLOCK, launch, memset
 from gsample.backend.torch import fused_select, select
 from gsample.base import validate as V
 from gsample.base.random import MASK64, ColumnKeys
 from gsample.formats.csc import segment_ptr
+from gsample.ir import Op
 
 _FLOATS = {torch.float32: "float", torch.float64: "double"}
 _NULL = np.uint64(0)  # a null pointer argument
@@ -81,8 +84,8 @@ def weighted_with(deg, k, key, probs, nodes=None):
     nodes : LongTensor, shape (C,), optional
         The columns' node ids when ``probs`` comes unchecked: then a NaN, infinite or
         negative weight, or a column with edges and no positive weight (flagged by the
-        kernels), raises ``validate.check_individual``'s ValueError, naming such a column by
-        position and node, before anything is returned. None: the caller checked them (a
+        kernels), raises ``gsample.ir.checks.check_individual``'s ValueError, naming such a
+        column by position and node, before anything is returned. None: the caller checked them (a
         column with no positive weight draws nothing, as in ``select_in_columns``).
 
     Returns
@@ -305,6 +308,7 @@ def _draws(key):
     return CudaDraws if isinstance(key, int) else BatchDraws
 
 
+@cuda_impl(Op.INDIVIDUAL_SAMPLE, batch_keys=True, checks=("probs",))
 def individual_sample(A, k, replace, key, probs=None, method="cdf", alias=None):
     """Individual sampling with every draw (uniform and weighted) as kernels; ``probs``'
     values are checked here (with alias tables: when the tables were built)."""
@@ -321,6 +325,7 @@ def individual_sample(A, k, replace, key, probs=None, method="cdf", alias=None):
     )
 
 
+@cuda_impl(Op.SLICE_INDIVIDUAL_SAMPLE, batch_keys=True, checks=("probs",))
 def slice_individual_sample(A, cols, k, replace, key, probs=None, method="cdf", alias=None):
     """The fused slice + individual sample, with the draws as kernels (``probs`` as
     :func:`individual_sample`)."""
@@ -338,11 +343,13 @@ def slice_individual_sample(A, cols, k, replace, key, probs=None, method="cdf", 
     )
 
 
+@cuda_impl(Op.COLLECTIVE_SAMPLE)
 def collective_sample(A, k, replace, key, node_probs=None):
     """Collective sampling with the row keys / row draws as kernels."""
     return select.collective_sample(A, k, replace, key, node_probs, draws=_draws(key))
 
 
+@cuda_impl(Op.SLICE_COLLECTIVE_SAMPLE)
 def slice_collective_sample(A, cols, k, replace, key, node_probs=None, probs_in_slice=False):
     """The fused slice + collective sample, with the row keys / row draws as kernels."""
     return fused_select.slice_collective_sample(

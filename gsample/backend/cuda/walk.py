@@ -20,17 +20,20 @@ from __future__ import annotations
 
 import torch
 
+from gsample.backend import cuda_impl
 from gsample.backend.cuda.module import launch, memset
 from gsample.backend.torch import walk as reference
 from gsample.base import validate as V
 from gsample.base.random import BatchKeys, ColumnKeys, DeviceKey
 from gsample.formats.bounded import BoundedIds
 from gsample.formats.csc import CSC
+from gsample.ir import Op
 
 #: threads per block: a mini-batch of walkers is small, so small blocks spread it over SMs
 _THREADS = 64
 
 
+@cuda_impl(Op.RANDOM_WALK)  # kernels/walk.cu
 def random_walk(
     A: CSC,
     seeds: torch.Tensor,
@@ -85,6 +88,7 @@ def random_walk(
     return _launch(A, seeds, length, int(key), None, 0, A.num_nodes, **args)
 
 
+@cuda_impl(Op.RANDOM_WALK, sync_free=True, syncs=False, bounded_out=False)
 def random_walk_sync_free(
     A: CSC,
     seeds,
@@ -193,18 +197,7 @@ def _launch(
     return out
 
 
-def register(backend) -> None:
-    """Register the sync-free variant (the plain one is in the backend's ``IMPLS``)."""
-    from gsample.ir import Op
-
-    backend.register(
-        Op.RANDOM_WALK,
-        ("csc",),
-        random_walk_sync_free,
-        sync_free=True,
-        syncs=False,
-        bounded_out=False,
-    )
-
-
-__all__ = ["random_walk", "random_walk_sync_free", "register"]
+__all__ = [
+    "random_walk",
+    "random_walk_sync_free",
+]

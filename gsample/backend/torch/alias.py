@@ -16,8 +16,8 @@ Exact and column-local
 A column's table is a function of that column's weights alone, bit for bit, on every device:
 built on the whole graph once (a compiled sampler's pre-processing, offline) or on a column
 slice per call (eager code, dynamic weights: online), it is the same table, so both draw the
-same samples (docs/architecture.md §3). No float sum is involved (a float sum's rounding depends on its
-order, on what else is summed and on the device):
+same samples (docs/architecture.md §3). No float sum is involved (a float sum's rounding
+depends on its order, on what else is summed and on the device):
 
 1. the weights are scaled by the column's largest (exact) and quantised to integers
    ``q_i = max(1, floor(w_i / max * 2**K))`` (``0`` for a zero weight), with
@@ -42,8 +42,10 @@ from __future__ import annotations
 
 import torch
 
+from gsample.backend import torch_impl
 from gsample.base.random import srl, uniform_int, words
 from gsample.formats.csc import CSC, segment_ptr
+from gsample.ir import Op
 
 #: a threshold of 1.0 (``word >> 11`` is below it always)
 ONE = 1 << 53
@@ -192,6 +194,7 @@ def _first(
     return lo
 
 
+@torch_impl(Op.ALIAS_TABLE)
 def alias_table(A: CSC, probs: torch.Tensor) -> torch.Tensor:
     """Alias tables of every column of ``A`` for edge weights ``probs`` (the ``alias_table`` op).
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import torch
 
+from gsample.backend import torch_impl
 from gsample.formats.csc import CSC
+from gsample.formats.layouts import NAMES
+from gsample.ir import Op
 
 BINARY = {
     "add": torch.add,
@@ -50,8 +53,10 @@ def edge_map(A: CSC, op: str, reverse: bool = False, scalar=None, other=None) ->
     return A.with_values(map_values(None, A, op, reverse, scalar if other is None else other))
 
 
+@torch_impl(Op.EDGE_BROADCAST, layouts=NAMES)
 def edge_broadcast(A: CSC, op: str, vector: torch.Tensor, axis: int) -> CSC:
-    """Values ``op(values, vector[col])`` (``axis=0``) or ``op(values, vector[row])`` (``axis=1``)."""
+    """Values ``op(values, vector[col])`` (``axis=0``) or ``op(values, vector[row])``
+    (``axis=1``)."""
     per_edge = vector[A.edge_cols()] if axis == 0 else vector[A.rows]
     return edge_map(A, op, other=per_edge)
 
@@ -85,6 +90,19 @@ def reduce(A: CSC, op: str, axis: int) -> torch.Tensor:
     return _segment(v[perm], op, lengths)
 
 
+@torch_impl(Op.DEGREE)
+def degree(A: CSC, axis: int) -> torch.Tensor:
+    """Edges per column (``axis=0``, shape (C,)) or per row (``axis=1``, shape (R,)), int64.
+
+    No size is read back (the result's length is the matrix's), and integer adds are exact
+    in any order, so the result is the same on every device and for every layout.
+    """
+    if axis == 0:
+        return A.degrees().to(torch.int64)
+    ones = torch.ones(A.nnz, dtype=torch.int64, device=A.device)
+    return torch.zeros(A.num_rows, dtype=torch.int64, device=A.device).index_add_(0, A.rows, ones)
+
+
 def values(A: CSC) -> torch.Tensor:
     """``A.values``: edge values, 1.0 where the matrix has none."""
     return A.value_tensor()
@@ -110,6 +128,7 @@ def spmm_t(A: CSC, dense: torch.Tensor) -> torch.Tensor:
     return _segment(contrib, "sum", csc.degrees())
 
 
+@torch_impl(Op.SDDMM, layouts=NAMES)
 def sddmm(A: CSC, u: torch.Tensor, v: torch.Tensor, op: str) -> CSC:
     """Edge values ``op(U[row], V[col])``; ``dot`` sums over the feature axis."""
     csc = A

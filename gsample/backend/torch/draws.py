@@ -1,6 +1,7 @@
 """Keyed random values per frontier entry: ``A.random_uniform`` and ``A.random_count``.
 
-Entry ``i`` of ``nodes`` (its position, the column position of docs/architecture.md §3) draws one word,
+Entry ``i`` of ``nodes`` (its position, the column position of docs/architecture.md §3)
+draws one word,
 ``word(i, 0)`` of the op's key; a super-batch's entry draws with its mini-batch's key and
 its position within that mini-batch, so every value is the one the mini-batch draws alone.
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import torch
 
+from gsample.backend import torch_impl
 from gsample.base import validate as V
 from gsample.base.random import (
     BatchKeys,
@@ -28,6 +30,7 @@ from gsample.base.random import (
     hash_tensor,
     uniform_float,
 )
+from gsample.ir import Op
 
 _TABLES: dict = {}
 
@@ -64,6 +67,7 @@ def entry_words(key, nodes: torch.Tensor, valid=None) -> torch.Tensor:
     return hash_tensor(bases[b], position - start[b], draw)
 
 
+@torch_impl(Op.RANDOM_UNIFORM)
 def random_uniform(A, nodes: torch.Tensor, key) -> torch.Tensor:
     """``A.random_uniform(nodes)``: a float64 uniform in ``[0, 1)`` per entry, shape (C,).
 
@@ -96,6 +100,7 @@ def table(dist: str, p: float, n, device) -> torch.Tensor:
     return t
 
 
+@torch_impl(Op.RANDOM_COUNT)
 def random_count(
     A, nodes: torch.Tensor, key, dist: str = "geometric", p: float = 0.5, n=None
 ) -> torch.Tensor:

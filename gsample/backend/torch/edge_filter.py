@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import torch
 
+from gsample.backend import torch_impl
 from gsample.formats.csc import CSC
+from gsample.ir import Op
 
 
 def kept_indptr(A: CSC, keep: torch.Tensor) -> tuple:
@@ -19,6 +21,7 @@ def kept_indptr(A: CSC, keep: torch.Tensor) -> tuple:
     return csum[A.indptr], csum
 
 
+@torch_impl(Op.FILTER_EDGES)
 def filter_edges(A: CSC, keep: torch.Tensor) -> CSC:
     """``A.filter_edges(keep)``.
 

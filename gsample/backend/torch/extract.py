@@ -6,9 +6,12 @@ from dataclasses import replace
 
 import torch
 
+from gsample.backend import torch_impl
 from gsample.formats.csc import CSC, gather_segments, locate, segment_ptr
+from gsample.ir import Op
 
 
+@torch_impl(Op.SLICE_COLS)
 def slice_cols(A: CSC, cols: torch.Tensor) -> CSC:
     """``A[:, cols]``: columns of ``cols`` (global ids, repeats allowed) in that order.
 
@@ -32,6 +35,7 @@ def slice_rows(A: CSC, rows: torch.Tensor) -> CSC:
     return replace(out, rows=local[keep], row_ids=rows)
 
 
+@torch_impl(Op.SLICE_ROWS_COLS)
 def slice_rows_cols(A: CSC, rows: torch.Tensor, cols: torch.Tensor) -> CSC:
     """``A[rows, cols]``: ``slice_rows(slice_cols(A, cols), rows)`` (the reference of the
     fused op ``SLICE_ROWS_COLS``; its backends need not build the column slice)."""

@@ -6,8 +6,11 @@ from dataclasses import replace
 
 import torch
 
+from gsample.backend import torch_impl
 from gsample.backend.torch.batched import batch_order
 from gsample.formats.csc import CSC
+from gsample.formats.layouts import NAMES
+from gsample.ir import Op
 
 
 def row(A: CSC) -> torch.Tensor:
@@ -15,6 +18,7 @@ def row(A: CSC) -> torch.Tensor:
     return A.global_rows(torch.unique(A.rows))
 
 
+@torch_impl(Op.COLUMN, layouts=NAMES)
 def column(A: CSC) -> torch.Tensor:
     """Global ids of the columns (the frontier, repeats kept), shape (C,)."""
     return A.global_cols()
@@ -36,21 +40,25 @@ def all_nodes(A: CSC, batches=None) -> torch.Tensor:
     return ids if batches is None else batch_order(ids, batches[1])
 
 
+@torch_impl(Op.EDGES, layouts=("csc", "coo"))
 def edges(A: CSC):
     """``(row ids, column ids, original edge ids)``, each shape (E,), in CSC order."""
     return A.global_rows(), A.global_cols()[A.edge_cols()], A.eid_tensor()
 
 
+@torch_impl(Op.ROW_IDS, layouts=NAMES)
 def row_ids(A: CSC) -> torch.Tensor:
     """Global ids of the row space, shape (R,)."""
     return A.all_row_ids()
 
 
+@torch_impl(Op.COL_IDS, layouts=NAMES)
 def col_ids(A: CSC) -> torch.Tensor:
     """Global ids of the column space, shape (C,)."""
     return A.global_cols()
 
 
+@torch_impl(Op.COMPACT)
 def compact(A: CSC) -> CSC:
     """Drop the rows without edges: the row space becomes :func:`row`."""
     local, inverse = torch.unique(A.rows, return_inverse=True)

@@ -2,7 +2,8 @@
 
 Column ``j`` of the result is node ``cols[j]`` and holds the ids ``neighbors[j, :]`` that
 are ``>= 0`` (``-1`` pads, anywhere), with ``values[j, :]`` as values, ordered by id within
-the column as a sampled block's entries (repeats kept, in list order). The row space is ``A``'s nodes (the ids are global,
+the column as a sampled block's entries (repeats kept, in list order). The row space is
+``A``'s nodes (the ids are global,
 ``row_ids`` None), as a column slice's; the entries are not edges of ``A``, so the block has
 no edge ids of the graph (``eids`` None: its own positions). Pure torch code, one pass; the
 CUDA backend runs it on the device as it is (no host read-back).
@@ -12,9 +13,12 @@ from __future__ import annotations
 
 import torch
 
+from gsample.backend import torch_impl
 from gsample.formats.csc import CSC
+from gsample.ir import Op
 
 
+@torch_impl(Op.FROM_NEIGHBORS)
 def from_neighbors(
     A: CSC, cols: torch.Tensor, neighbors: torch.Tensor, values=None, batches=None
 ) -> CSC:

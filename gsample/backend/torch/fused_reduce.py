@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import torch
 
+from gsample.backend import torch_impl
 from gsample.backend.torch import extract, layout_ops
 from gsample.backend.torch.batched import encode_columns, frontier
 from gsample.formats.layouts import to_csr
+from gsample.ir import Op
 
 
+@torch_impl(Op.SLICE_REDUCE)
 def slice_reduce(A, cols: torch.Tensor, op: str, axis: int, batches=None) -> torch.Tensor:
     """``A[:, cols].<op>(axis)``: shape ``(len(cols),)`` for ``axis=0``, ``(R,)`` for ``axis=1``.
 

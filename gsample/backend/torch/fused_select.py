@@ -23,7 +23,8 @@ the row space).
 
 Super-batches: with a :class:`gsample.base.random.BatchKeys` key, ``A`` is the graph and
 ``cols`` a frontier of the block-diagonal graph of N mini-batches (ids ``b * n + v``,
-see :mod:`gsample.runtime.block_diagonal`); the result is that graph's sample, every batch's part bit for bit
+see :mod:`gsample.runtime.block_diagonal`); the result is that graph's sample, every
+batch's part bit for bit
 the mini-batch's own. ``probs`` may then be the graph's (``(A.nnz,)``, shared by the
 batches) or one per batch (``(N * A.nnz,)``), ``node_probs`` likewise ``(n,)`` or
 ``(N * n,)``. These inputs are checked here, per batch.
@@ -35,12 +36,14 @@ from dataclasses import replace as dc_replace
 
 import torch
 
+from gsample.backend import torch_impl
 from gsample.backend.torch import alias as _alias
 from gsample.backend.torch.batched import encode_columns, frontier
 from gsample.backend.torch.select import Draws, _method, choose_rows, keep_rows, select_in_columns
 from gsample.base import validate as V
 from gsample.base.random import BatchKeys
 from gsample.formats.csc import CSC, gather_segments
+from gsample.ir import Op
 
 
 def _result(
@@ -63,6 +66,7 @@ def _result(
     )
 
 
+@torch_impl(Op.SLICE_INDIVIDUAL_SAMPLE)
 def slice_individual_sample(
     A: CSC,
     cols: torch.Tensor,
@@ -136,6 +140,7 @@ def _table(alias, index, starts, deg, replace, probs, method):
     return _alias.local(alias, index, starts.repeat_interleave(deg, output_size=index.numel()))
 
 
+@torch_impl(Op.SLICE_COLLECTIVE_SAMPLE)
 def slice_collective_sample(
     A: CSC,
     cols: torch.Tensor,
@@ -237,7 +242,7 @@ def _batched_collective(A: CSC, cols, k, replace, key: BatchKeys, node_probs):
     rows_s = A.rows[index] + owner * n
     if node_probs is not None:
         shared = not _per_batch_weights(node_probs, "node_probs", n, copies, "row")
-        V._finite_nonnegative(node_probs, "node_probs")  # once, before the copies
+        V.finite_nonnegative(node_probs, "node_probs")  # once, before the copies
         if shared:
             node_probs = node_probs.repeat(copies)
     chosen = choose_rows(rows_s, n * copies, lambda rows: rows, k, replace, key, node_probs)

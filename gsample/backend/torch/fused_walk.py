@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import torch
 
+from gsample.backend import torch_impl
 from gsample.backend.torch import walk as walks
 from gsample.base.random import BatchKeys, KeyRange, batch_ptr
 from gsample.formats.csc import CSC
@@ -23,6 +24,7 @@ from gsample.ir import Op, info, map_template
 from gsample.ir.walk_body import body_of
 
 
+@torch_impl(Op.FUSED_WALK)
 def fused_walk(
     A: CSC, seeds: torch.Tensor, first, phases: tuple, length: int, key, **operands
 ) -> torch.Tensor:

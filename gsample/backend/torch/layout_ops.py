@@ -1,8 +1,9 @@
 """Ops on CSR and COO inputs (``gsample.formats.layouts``), and the conversion op ``TO_LAYOUT``.
 
 Each function here takes a matrix in any layout the torch backend registers it for
-(``gsample.backend.torch.IMPLS``): a CSC goes to the CSC code (``compute``, ``extract``,
-``finalize``), a CSR or COO to the code below. Results are bit-identical whatever the layout, because every
+(its ``@torch_impl`` decorations): a CSC goes to the CSC code (``compute``, ``extract``,
+``finalize``), a CSR or COO to the code below. Results are bit-identical whatever the
+layout, because every
 per-row or per-column reduction adds the same values in the same order: a CSR keeps its
 edges in CSC order within each row, which is the order the CSC code sorts them into.
 Per-edge tensors in and out (edge-map operands, ``A.values``) are in CSC order.
@@ -22,12 +23,15 @@ from __future__ import annotations
 
 import torch
 
+from gsample.backend import torch_impl
 from gsample.backend.torch import compute, extract, finalize, fused_compute
 from gsample.backend.torch.compute import _by_rows, _segment, _weighted
 from gsample.formats.csc import CSC, gather_segments, locate, segment_ptr
-from gsample.formats.layouts import COO, CSR, Sparse, convert
+from gsample.formats.layouts import COO, CSR, NAMES, Sparse, convert
+from gsample.ir import Op
 
 
+@torch_impl(Op.TO_LAYOUT, layouts=NAMES)
 def to_layout(A: Sparse, layout: str) -> Sparse:
     """``A`` in ``layout`` (``csc``, ``csr``, ``csr-compact`` or ``coo``); exact."""
     return convert(A, layout)
@@ -53,6 +57,7 @@ def reduce_values(A: Sparse, v, op: str, axis: int) -> torch.Tensor:
     return _segment(A.to_csc_order(v), op, _col_counts(A))
 
 
+@torch_impl(Op.REDUCE, layouts=NAMES)
 def reduce(A: Sparse, op: str, axis: int) -> torch.Tensor:
     """``A.sum/max/mean(axis)`` on any layout (see :func:`compute.reduce`)."""
     if isinstance(A, CSC):
@@ -60,6 +65,7 @@ def reduce(A: Sparse, op: str, axis: int) -> torch.Tensor:
     return reduce_values(A, None, op, axis)
 
 
+@torch_impl(Op.SPMM, layouts=NAMES)
 def spmm(A: Sparse, dense: torch.Tensor) -> torch.Tensor:
     """``A @ D`` on any layout (see :func:`compute.spmm`)."""
     if isinstance(A, CSC):
@@ -71,6 +77,7 @@ def spmm(A: Sparse, dense: torch.Tensor) -> torch.Tensor:
     return _segment(contrib[perm], "sum", lengths)
 
 
+@torch_impl(Op.SPMM_T, layouts=NAMES)
 def spmm_t(A: Sparse, dense: torch.Tensor) -> torch.Tensor:
     """``A.T @ D`` on any layout (see :func:`compute.spmm_t`)."""
     if isinstance(A, CSC):
@@ -88,6 +95,7 @@ def _edge_ordered(A: Sparse, t):
     return t
 
 
+@torch_impl(Op.EDGE_MAP, layouts=NAMES)
 def edge_map(A: Sparse, op: str, reverse: bool = False, scalar=None, other=None) -> Sparse:
     """``compute.edge_map`` on any layout: ``other`` (CSC order) follows ``A``'s edge order."""
     return compute.edge_map(A, op, reverse, scalar, _edge_ordered(A, other))
@@ -100,17 +108,20 @@ def _operands(A: Sparse, program: tuple, operands: dict) -> dict:
     return {k: _edge_ordered(A, v) if k in per_edge else v for k, v in operands.items()}
 
 
+@torch_impl(Op.FUSED_EDGE_MAP, layouts=NAMES)
 def fused_edge_map(A: Sparse, program: tuple, **operands) -> Sparse:
     """``fused_compute.fused_edge_map`` on any layout."""
     return fused_compute.fused_edge_map(A, program, **_operands(A, program, operands))
 
 
+@torch_impl(Op.FUSED_EDGE_MAP_REDUCE, layouts=NAMES)
 def fused_edge_map_reduce(A: Sparse, program: tuple, op: str, axis: int, **operands):
     """``fused_compute.fused_edge_map_reduce`` on any layout."""
     v = fused_compute._evaluate(A, program, _operands(A, program, operands))
     return reduce_values(A, v, op, axis)
 
 
+@torch_impl(Op.FUSED_EDGE_NORMALIZE, layouts=NAMES)
 def fused_edge_normalize(
     A: Sparse, program: tuple, reduce: str, op: str, axis: int, **operands
 ) -> Sparse:
@@ -120,11 +131,13 @@ def fused_edge_normalize(
     return fused_compute.normalized(A, v, reduce_values(A, v, reduce, axis), op, axis)
 
 
+@torch_impl(Op.VALUES, layouts=NAMES)
 def values(A: Sparse) -> torch.Tensor:
     """``A.values`` in CSC order (1.0 where the matrix has none)."""
     return A.to_csc_order(A.value_tensor()) if isinstance(A, CSR) else A.value_tensor()
 
 
+@torch_impl(Op.ROW, layouts=NAMES)
 def row(A: Sparse) -> torch.Tensor:
     """``A.row()``: a CSR knows its rows with edges without a sort."""
     if not isinstance(A, CSR):
@@ -134,6 +147,7 @@ def row(A: Sparse) -> torch.Tensor:
     return A.global_rows((A.row_counts() > 0).nonzero().squeeze(1))
 
 
+@torch_impl(Op.ALL_NODES, layouts=NAMES)
 def all_nodes(A: Sparse, batches=None) -> torch.Tensor:
     """``A.all_nodes()`` on any layout (columns first, then new rows; see
     ``finalize.all_nodes`` for ``batches``)."""
@@ -141,6 +155,7 @@ def all_nodes(A: Sparse, batches=None) -> torch.Tensor:
     return ids if batches is None else finalize.batch_order(ids, batches[1])
 
 
+@torch_impl(Op.TRANSPOSE, layouts=NAMES)
 def transpose(A: Sparse) -> CSC:
     """``A.T``: the CSR of ``A`` *is* the CSC of ``A.T`` (same within-column order)."""
     if not isinstance(A, CSR):
@@ -148,6 +163,7 @@ def transpose(A: Sparse) -> CSC:
     return CSC(A.num_nodes, A.full_indptr(), A.cols, A.col_ids, A.row_ids, A.values, A.eid_tensor())
 
 
+@torch_impl(Op.SLICE_ROWS, layouts=("csc", "csr", "csr-compact"))
 def slice_rows(A: Sparse, rows: torch.Tensor, gather=gather_segments, find=locate) -> CSC:
     """``A[rows, :]`` (see :func:`extract.slice_rows`); a CSR gathers the rows' segments
     instead of searching every edge, then puts the kept edges back in CSC order.

@@ -62,6 +62,7 @@ from dataclasses import replace as dc_replace
 
 import torch
 
+from gsample.backend import torch_impl
 from gsample.backend.torch import alias as _alias
 from gsample.base import validate as V
 from gsample.base.random import (
@@ -76,6 +77,8 @@ from gsample.base.random import (
     words,
 )
 from gsample.formats.csc import CSC, segment_ptr
+from gsample.ir import Op
+from gsample.ir.checks import NO_POSITIVE_ROW, check_individual
 
 #: how weighted draws with replacement are made (``individual_sample``'s ``method``)
 METHODS = ("cdf", "alias")
@@ -274,7 +277,8 @@ def select_in_columns(
     nodes : LongTensor, shape (C,), optional
         The columns' node ids when ``probs`` comes unchecked: its values are checked here,
         before any draw (finite, non-negative, a positive one in every column with edges;
-        ``validate.check_individual``'s errors, a bad column named by position and node).
+        ``gsample.ir.checks.check_individual``'s errors, a bad column named by position and
+        node).
         None: the caller checked them.
 
     Weighted draws with replacement (``method="cdf"``) go to ``draws.weighted_with(deg, k,
@@ -341,6 +345,7 @@ def _weighted_with_per_batch(deg, k, key: ColumnKeys, probs, draws):
     )
 
 
+@torch_impl(Op.INDIVIDUAL_SAMPLE)
 def individual_sample(
     A: CSC,
     k: int,
@@ -359,7 +364,7 @@ def individual_sample(
     backend that registers ``checks=("probs",)``) and are checked with the draws."""
     csc = A
     if isinstance(key, BatchKeys):  # a super-batch: per-column keys, checked here
-        probs = V.check_individual(csc, probs=probs, in_kernel=("probs",)).get("probs", probs)
+        probs = check_individual(csc, probs=probs, in_kernel=("probs",)).get("probs", probs)
         key, checked = key.columns(csc.global_cols()), False
     deg = csc.degrees()
     table = None
@@ -495,7 +500,7 @@ def choose_rows(
     cand = has.nonzero().squeeze(1)
     n = cand.numel()
     if n == 0 and node_probs is not None and rows.numel():
-        raise ValueError(V.NO_POSITIVE_ROW)  # before any draw (the fused op's check)
+        raise ValueError(NO_POSITIVE_ROW)  # before any draw (the fused op's check)
     if k == 0 or n == 0:
         return cand[:0]
     if not replace:
@@ -533,7 +538,7 @@ def _choose_rows_batched(
     if node_probs is not None:
         counts = torch.tensor([ptr[b + 1] - ptr[b] for b in range(copies)], device=rows.device)
         if bool((with_edges & (counts == 0)).any()):
-            raise ValueError(V.NO_POSITIVE_ROW)
+            raise ValueError(NO_POSITIVE_ROW)
     if k == 0 or cand.numel() == 0:
         return cand[:0]
     probs = None if node_probs is None else node_probs[cand]
@@ -596,6 +601,7 @@ def keep_rows(indptr: torch.Tensor, rows: torch.Tensor, num_rows: int, chosen: t
     return segment_ptr(cum[indptr[1:]] - cum[indptr[:-1]]), kept, local[kept]
 
 
+@torch_impl(Op.COLLECTIVE_SAMPLE)
 def collective_sample(
     A: CSC, k: int, replace: bool, key: int, node_probs: torch.Tensor | None = None, draws=Draws
 ) -> CSC:

@@ -43,8 +43,9 @@ import weakref
 
 import torch
 
+from gsample.backend import torch_impl
 from gsample.backend.torch import walk_native
-from gsample.backend.torch.alias import alias_draw, alias_table
+from gsample.backend.torch.alias import alias_draw
 from gsample.base.random import (
     GOLDEN,
     MASK64,
@@ -58,6 +59,7 @@ from gsample.base.random import (
 )
 from gsample.formats import placement
 from gsample.formats.csc import CSC
+from gsample.ir import Op
 
 #: draw ids of one step: ``step * STRIDE + slot``
 STRIDE = 1 << 32
@@ -115,6 +117,7 @@ def thresholds(stop_prob: float, restart_prob: float, jump_prob: float) -> tuple
     return c1, c2, c3
 
 
+@torch_impl(Op.RANDOM_WALK)
 def random_walk(
     A: CSC,
     seeds: torch.Tensor,
@@ -140,7 +143,7 @@ def random_walk(
     key : int
         The op's key (``gsample.base.random.op_key``).
     alias : LongTensor, shape (E, 2), optional
-        Alias tables of static weights (:func:`alias_table`); None: uniform.
+        Alias tables of static weights (``gsample.backend.torch.alias.alias_table``); None: uniform.
     p, q : float
         node2vec's return and in-out parameters.
     stop_prob, restart_prob, jump_prob : float
@@ -213,13 +216,13 @@ def reference_walk(
             # first order, no teleport: one draw (two with alias tables) per walker
             if E == 0:
                 break
-            e = indptr[cur] + uniform_int(_word(h, base + FIRST), deg.clamp(min=1))
+            e = indptr[cur] + uniform_int(step_word(h, base + FIRST), deg.clamp(min=1))
             e = e.clamp_(max=max(E - 1, 0))  # a dead end's draw is dropped below
             if alias is not None:
-                e = alias_draw(alias, e, _word(h, base + FIRST + 1))
+                e = alias_draw(alias, e, step_word(h, base + FIRST + 1))
             nxt = torch.where(deg > 0, rows[e], -1)
         else:
-            nxt = _general_step(
+            nxt = general_step(
                 t,
                 base,
                 h,
@@ -316,24 +319,25 @@ def _encode(out: torch.Tensor, shift) -> torch.Tensor:
     return torch.where(out >= 0, out + shift[:, None], out)
 
 
-def _general_step(
+def general_step(
     t, base, h, cur, prev, root, deg, indptr, rows, alias, N, keys, cs, weights, node2vec, dev
 ):
     """One step with teleports and / or node2vec's rejection (the module docstring, 1-4):
-    the next node of each walker, -1 where its walk stops."""
+    the next node of each walker, -1 where its walk stops (the partitioned graph's walk,
+    ``gsample.distributed.partition_walks``, takes its steps with it too)."""
     c1, c2, c3 = cs
     ip, one, iq, amax = weights
     n = cur.numel()
     nxt = torch.full((n,), -1, dtype=torch.int64, device=dev)
     moves = deg > 0
     if c3 > 0.0:
-        u = uniform_float(_word(h, base + DECIDE))
+        u = uniform_float(step_word(h, base + DECIDE))
         moves &= u >= c3
         nxt = torch.where((u >= c1) & (u < c2), root, nxt)
         jumps = (u >= c2) & (u < c3)
         if bool(jumps.any()):
             at = jumps.nonzero().squeeze(1)
-            nxt[at] = uniform_int(_word(h[at], base + JUMP), N)
+            nxt[at] = uniform_int(step_word(h[at], base + JUMP), N)
     pend = moves.nonzero().squeeze(1)
     # a few attempts at once from the start (node2vec accepts one in max/min at worst):
     # fewer rounds of small tensor ops; the draws are the same
@@ -386,6 +390,6 @@ def take_first(ok, x, pend, k: int, nxt):
     return pend[~hit]
 
 
-def _word(h: torch.Tensor, draw: int) -> torch.Tensor:
+def step_word(h: torch.Tensor, draw: int) -> torch.Tensor:
     """``combine(h, draw)`` for walker hashes ``h = combine(key, walker)`` (int64 bits)."""
     return mix64_tensor(h + signed(((draw + 1) * GOLDEN) & MASK64))

@@ -504,7 +504,10 @@ def random_walk(
     threads = THREADS or max(
         1, min(torch.get_num_threads(), (W * max(length, 1)) // STEPS_PER_THREAD)
     )
-    ptr = lambda t: None if t is None else t.data_ptr()
+
+    def ptr(t):
+        return None if t is None else t.data_ptr()
+
     failed = fn(
         ptr(indptr),
         ptr(rows),

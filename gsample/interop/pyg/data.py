@@ -47,12 +47,20 @@ the first ``batch_size`` nodes are the seeds: ``model(data)[:data.batch_size]``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from gsample.matrix.sparse import Matrix
+
+if TYPE_CHECKING:  # PyTorch Geometric is optional: its classes only name return types
+    from torch_geometric.data import Data
+    from torch_geometric.sampler import SamplerOutput
+
+#: a per-node table for a conversion: one row per graph node, ``f(node) -> rows``, or None
+NodeRows = torch.Tensor | Callable[[torch.Tensor], torch.Tensor] | None
 
 
 @dataclass
@@ -221,7 +229,7 @@ def _induced(sub: Matrix, nodes: torch.Tensor, seeds: torch.Tensor) -> PygSample
     )
 
 
-def gather(table, node: torch.Tensor, name: str):
+def gather(table: NodeRows, node: torch.Tensor, name: str) -> torch.Tensor | None:
     """Rows ``node`` of a per-node table (``table[node]``) or ``table(node)`` for a callable
     (a feature store's gather); ``None`` stays ``None``.
 
@@ -262,20 +270,19 @@ def gather(table, node: torch.Tensor, name: str):
     return table[node.to(table.device)]
 
 
-def _pyg():
+def _pyg() -> tuple:
+    # import here: PyTorch Geometric is optional (pip install 'gsample[pyg]')
     try:
-        import torch_geometric
+        from torch_geometric.data import Data
+        from torch_geometric.sampler import SamplerOutput
     except ImportError:
         raise ImportError("to_pyg() needs PyTorch Geometric: pip install 'gsample[pyg]'") from None
-    from torch_geometric.data import Data
-    from torch_geometric.sampler import SamplerOutput
-
     return Data, SamplerOutput
 
 
 def to_sampler_output(
     sample: PygSample, input_id: torch.Tensor | None = None, seed_time: torch.Tensor | None = None
-):
+) -> SamplerOutput:
     """``torch_geometric.sampler.SamplerOutput`` of a mapped mini-batch.
 
     ``metadata`` is ``(input_id, seed_time, edge_weight)``: the first two as PyG's
@@ -305,7 +312,12 @@ def to_sampler_output(
     )
 
 
-def to_data(sample: PygSample, x=None, y=None, input_id: torch.Tensor | None = None):
+def to_data(
+    sample: PygSample,
+    x: NodeRows = None,
+    y: NodeRows = None,
+    input_id: torch.Tensor | None = None,
+) -> Data:
     """``torch_geometric.data.Data`` of a mapped mini-batch, as PyG's ``NeighborLoader``
     returns it (``edge_index``, ``n_id``, ``e_id``, ``batch_size``, ``input_id``,
     ``num_sampled_nodes``, ``num_sampled_edges``; ``x`` / ``y`` / ``edge_weight`` when
@@ -338,3 +350,6 @@ def to_data(sample: PygSample, x=None, y=None, input_id: torch.Tensor | None = N
     if ys is not None:
         data.y = ys
     return data
+
+
+__all__ = ["NodeRows", "PygSample", "gather", "pyg_sample", "to_data", "to_sampler_output"]

@@ -5,11 +5,16 @@ type as the homogeneous mapping does (``gsample/output/pyg.py``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
+from gsample.interop.pyg.data import NodeRows, _first_occurrence, _local, gather
 from gsample.matrix.sparse import Matrix
+
+if TYPE_CHECKING:  # PyTorch Geometric is optional: HeteroData only names the return type
+    from torch_geometric.data import HeteroData
 
 
 class PyGOutput:
@@ -17,7 +22,13 @@ class PyGOutput:
 
     __slots__ = ()
 
-    def to_pyg(self, samples, seeds: dict, x: dict | None = None, y: dict | None = None):
+    def to_pyg(
+        self,
+        samples: Mapping[tuple, Matrix] | Sequence[Mapping[tuple, Matrix]],
+        seeds: Mapping[str, torch.Tensor],
+        x: Mapping[str, NodeRows] | None = None,
+        y: Mapping[str, NodeRows] | None = None,
+    ) -> HeteroData:
         """A neighbour sample as PyG's ``HeteroData`` (as PyG's heterogeneous
         ``NeighborLoader`` gives it).
 
@@ -47,7 +58,7 @@ class PyGOutput:
 
         Notes
         -----
-        As the homogeneous mapping (``gsample/output/pyg.py``), per edge type: hop ``h``
+        As the homogeneous mapping (:mod:`gsample.interop.pyg.data`), per edge type: hop ``h``
         keeps the edges into the columns that hop ``h - 1`` reached, that were not a
         destination of that edge type at an earlier hop, at their first occurrence in the
         hop. A PyG-style sample (:meth:`sample_neighbors` with hops) keeps every edge; a
@@ -60,13 +71,13 @@ class PyGOutput:
         >>> data["paper"].n_id[:data["paper"].batch_size]
         tensor([0, 2])
         """
+        # import here: PyTorch Geometric is optional (pip install 'gsample[pyg]')
         try:
             from torch_geometric.data import HeteroData
         except ImportError:
             raise ImportError(
                 "to_pyg() needs PyTorch Geometric: pip install 'gsample[pyg]'"
             ) from None
-        from gsample.interop.pyg.data import gather
 
         seeds = self._seed_dict(seeds)
         hops = [samples] if isinstance(samples, Mapping) else list(samples)
@@ -110,8 +121,6 @@ class _Layout:
 def _pyg_layout(hops: list, seeds: dict, H) -> _Layout:
     """Per node type its ``n_id`` and per edge type its local edges, hop by hop (``H``: the
     :class:`~gsample.hetero.HeteroGraph`)."""
-    from gsample.interop.pyg.data import _first_occurrence, _local
-
     dev = H.device
     empty = torch.zeros(0, dtype=torch.int64, device=dev)
     node = {t: seeds.get(t, empty) for t in H.node_types}

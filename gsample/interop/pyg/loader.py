@@ -48,6 +48,7 @@ from gsample.base.random import (
     sort_key,
     stream_state,
 )
+from gsample.compiler.compiled import compile as gs_compile
 from gsample.interop.pyg import data as _out
 from gsample.loader.dataloader import seed_ids
 from gsample.matrix.sparse import Matrix
@@ -398,6 +399,7 @@ class Sampler(_Base):
         generator seeded from the mini-batch's key; the seeds are both endpoints, unique
         (as PyG's ``NeighborSampler``), and ``metadata`` holds PyG's ``edge_label_index``
         and ``edge_label`` (or the triplet indices)."""
+        # import here: PyTorch Geometric is optional (the module imports without it)
         from torch_geometric.sampler.neighbor_sampler import edge_sample
 
         if index.time is not None:
@@ -555,6 +557,7 @@ class _MiniBatches(torch.utils.data.Dataset):
     def sample(self, positions: torch.Tensor, epoch_seed: int, key: int):
         """The ``SamplerOutput`` of the input positions ``positions`` drawn as mini-batch
         ``key`` (``metadata = (input_id, None, edge_weight)``, as :class:`Sampler`'s)."""
+        # import here: PyTorch Geometric is optional (the module imports without it)
         from torch_geometric.sampler import SamplerOutput
 
         seeds = self.input_nodes[positions]
@@ -578,6 +581,7 @@ class _MiniBatches(torch.utils.data.Dataset):
         """PyG's ``filter_fn``: ``transform_sampler_output``, then the ``Data``'s attributes
         of the sampled nodes and edges, PyG's fields, ``edge_weight`` when the sample has
         edge values, then ``transform``."""
+        # import here: PyTorch Geometric is optional (the module imports without it)
         from torch_geometric.loader.utils import filter_data
 
         if self.transform_sampler_output is not None:
@@ -743,8 +747,6 @@ class NeighborLoader(torch.utils.data.DataLoader):
         replace = V.flag(replace, "replace")
         fn = functools.partial(neighbor_sample, num_neighbors=tuple(num_neighbors), replace=replace)
         if V.flag(compile, "compile"):
-            from gsample.compiler.compiled import compile as gs_compile
-
             fn = functools.partial(
                 gs_compile(neighbor_sample), num_neighbors=tuple(num_neighbors), replace=replace
             )
@@ -782,6 +784,7 @@ class NeighborLoader(torch.utils.data.DataLoader):
         iterator = super()._get_iterator()
         if self.dataset.filter_per_worker:
             return iterator
+        # import here: PyTorch Geometric is optional (the module imports without it)
         from torch_geometric.loader.base import DataLoaderIterator
 
         return DataLoaderIterator(iterator, self.dataset.filter)

@@ -1,0 +1,294 @@
+"""The ops' data checks: each :class:`gsample.ir.OpDef` names its own (``check=``).
+
+A check runs on the op's inputs where untrusted data enters the op: every eager call, and a
+compiled program's boundary (its arguments and what dense user code computed), never on
+values a program's ops made. Static arguments (k, replace, axis, op names) are checked where
+they are given (each :class:`gsample.ir.Attr`'s ``check``). The generic argument checks
+they are built of (ids, probabilities, shapes, :func:`gsample.base.validate.fail_if`) are in
+:mod:`gsample.base.validate`.
+
+Each returns the inputs it checked, converted as the op takes them (ids as int64 tensors on
+the matrix's device, ...): eager calls and compiled programs pass those on. ``trusted`` names
+id inputs a compiled program's own ops made (a frontier from all_nodes): their ids are in
+range by construction and are not checked again. ``in_kernel`` names inputs the backend's
+code checks itself (``gsample.backend.Impl.checks``): they are only converted here. Values
+(probabilities, operands) are always checked: they may come from user data through any
+arithmetic.
+
+Examples
+--------
+>>> from gsample.ir.checks import check_cols
+>>> A = gs.datasets.rmat(100, 1000, seed=0).csc
+>>> check_cols(A, [3, 5])["cols"]
+tensor([3, 5])
+>>> check_cols(A, [100])
+Traceback (most recent call last):
+IndexError: cols: node id 100 is out of range for a graph of 100 nodes
+"""
+
+from __future__ import annotations
+
+import torch
+
+from gsample.base import validate as V
+from gsample.formats.bounded import BoundedIds
+from gsample.formats.csc import gather_segments
+
+
+def check_cols(A, cols, trusted=(), in_kernel=(), **_):
+    if "cols" in trusted:
+        return {}
+    return {"cols": _frontier_ids(A, cols, trusted, in_kernel)}
+
+
+def _frontier_ids(A, cols, trusted, in_kernel):
+    """A frontier's ids, converted; range-checked unless the op's kernel does it."""
+    return V.ids(
+        cols, "cols", A.num_nodes, A.device, allow_empty=False, check_range="cols" not in in_kernel
+    )
+
+
+def check_rows(A, rows, trusted=(), **_):
+    if "rows" in trusted:
+        return {}
+    rows = V.ids(rows, "rows", A.num_nodes, A.device)
+    V.unique_ids(rows, "rows")
+    return {"rows": rows}
+
+
+def check_rows_cols(A, rows, cols, trusted=(), **_):
+    """``A[rows, cols]``: the column slice's and the row slice's checks."""
+    return {**check_cols(A, cols, trusted), **check_rows(A, rows, trusted)}
+
+
+def check_edge_map(A, other=None, **_):
+    if other is None:
+        return {}
+    return {"other": V.scalar_or_edges(other, "other", A.nnz, A.device)}
+
+
+def check_broadcast(A, vector, axis, **_):
+    n, what = (A.num_cols, "column") if axis == 0 else (A.num_rows, "row")
+    v = V.vector(vector, "v", n, A.device, what)
+    if v.dim() != 1:
+        raise ValueError(f"v: broadcast needs one scalar per {what}, got shape {tuple(v.shape)}")
+    return {"vector": v}
+
+
+def _scalar_values(A):
+    if A.values is not None and A.values.dim() != 1:
+        raise ValueError(
+            f"A: A @ D needs one value per edge; A has values of shape "
+            f"{tuple(A.values.shape)} (reduce them to (E,) first)"
+        )
+
+
+def check_spmm(A, dense, **_):
+    _scalar_values(A)
+    return {"dense": V.vector(dense, "D", A.num_cols, A.device, "column of A")}
+
+
+def check_spmm_t(A, dense, **_):
+    _scalar_values(A)
+    return {"dense": V.vector(dense, "D", A.num_rows, A.device, "row of A")}
+
+
+def check_sddmm(A, u, v, **_):
+    u = V.vector(u, "U", A.num_rows, A.device, "row of A")
+    v = V.vector(v, "V", A.num_cols, A.device, "column of A")
+    if u.dim() != v.dim() or (u.dim() == 2 and u.shape[1] != v.shape[1]):
+        raise ValueError(f"U, V: feature shapes differ: {tuple(u.shape)} and {tuple(v.shape)}")
+    if not torch.promote_types(u.dtype, v.dtype).is_floating_point:
+        # edge values are floating point (the module doc): integer or bool features are
+        # multiplied in float32, as an edge map's integer result is made float32
+        u, v = u.to(torch.float32), v.to(torch.float32)
+    return {"u": u, "v": v}
+
+
+def _frontier(A, cols):
+    """``(index, indptr)`` of the edges of ``A[:, cols]`` (see ``formats.gather_segments``);
+    a bounded frontier is read back first."""
+    if isinstance(cols, BoundedIds):
+        (n,) = V.read_back([cols.count])
+        cols = cols.data[:n]
+    return (*gather_segments(*A.column_segments(cols)), cols)
+
+
+def check_individual(A, probs=None, cols=None, trusted=(), in_kernel=(), **_):
+    out = {}
+    if cols is not None and "cols" not in trusted:
+        cols = out["cols"] = _frontier_ids(A, cols, trusted, in_kernel)
+    if probs is None or "probs" in trusted:  # (trusted: checked with their alias tables)
+        return out
+    probs = out["probs"] = V.probabilities(probs, "probs", A.nnz, A.device, "edge", values=False)
+    if "probs" in in_kernel:  # the sampler's code checks the values (the CUDA backend's:
+        return out  # with its draws, select.select_in_columns' ``nodes``)
+    if cols is None:
+        p, indptr, cols = probs, A.indptr, A.global_cols()
+    else:  # fused op: check the frontier's edges only
+        index, indptr, cols = _frontier(A, cols)
+        p = probs[index]
+    V.column_probs(p, indptr, cols)
+    return out
+
+
+#: the error of collective sampling when no row with edges has a positive probability
+NO_POSITIVE_ROW = "node_probs: zero on every row that has edges; nothing can be sampled"
+
+
+def check_collective(A, node_probs=None, cols=None, trusted=(), in_kernel=(), **_):
+    out = {}
+    if cols is not None and "cols" not in trusted:
+        out["cols"] = _frontier_ids(A, cols, trusted, in_kernel)
+    if node_probs is not None:
+        # in_kernel: the sampler's kernel checks the values (finite, >= 0) itself
+        p = out["node_probs"] = V.probabilities(
+            node_probs,
+            "node_probs",
+            A.num_rows,
+            A.device,
+            "row",
+            values="node_probs" not in in_kernel,
+        )
+        # the fused A[:, cols].collective_sample checks this in its host code, before its
+        # draws (choose_rows): here it would gather the frontier's edges a second time
+        if cols is None and A.nnz:
+            V.fail_if(~(p[A.rows] > 0).any(), ValueError, NO_POSITIVE_ROW)
+    return out
+
+
+def _whole_graph(A, what: str) -> None:
+    if A.row_ids is not None or A.col_ids is not None:
+        raise ValueError(
+            f"A: {what} needs the whole graph (a matrix whose rows and columns "
+            "are all nodes), not a sub-matrix; walk on the graph itself"
+        )
+
+
+def check_alias_table(A, probs, **_):
+    """Static walk weights: one finite, non-negative value per edge, and a positive one in
+    every column that has edges (a walker there must be able to move)."""
+    _whole_graph(A, "walk weights (probs)")
+    p = V.probabilities(probs, "probs", A.nnz, A.device, "edge", values=False)
+    if p.dim() == 1 and p.numel():
+        V.finite_nonnegative(p, "probs")
+        V.edge_probs(p, A.indptr, A.global_cols())
+    return {"probs": p}
+
+
+def check_random_walk(
+    A, seeds, length=0, stop_prob=0.0, restart_prob=0.0, jump_prob=0.0, trusted=(), **_
+):
+    """``A.random_walk``: the whole graph, seeds in range, the step probabilities summing to
+    at most 1 (its other inputs and attributes are not data: ``alias``, made by the
+    ``alias_table`` op from checked weights, is not re-checked; ``p`` and ``q`` were checked
+    where they were given)."""
+    _whole_graph(A, "random_walk")
+    total = stop_prob + restart_prob + jump_prob
+    if total > 1.0 + 1e-12:
+        raise ValueError(
+            f"stop_prob, restart_prob, jump_prob: must sum to at most 1, got "
+            f"{stop_prob} + {restart_prob} + {jump_prob} = {total}"
+        )
+    if length >= 1 << 31:  # a step's draws are numbered step * 2**32 + slot
+        raise ValueError(f"length: must be < 2**31, got {length}")
+    V.fits(
+        len(seeds) * (length + 1), 8, A.device, "length", f"{len(seeds)} walks of {length} steps"
+    )
+    if "seeds" in trusted:
+        return {}
+    return {"seeds": V.ids(seeds, "seeds", A.num_nodes, A.device)}
+
+
+def check_fused_walk(A, seeds, length=0, trusted=(), **_):
+    """A fused ``gs.walk`` (``fused_walk``): the whole graph and seeds in range (the ids its
+    steps compute are checked where its body reads them)."""
+    _whole_graph(A, "gs.walk")
+    V.fits(
+        len(seeds) * (length + 1), 8, A.device, "length", f"{len(seeds)} walks of {length} steps"
+    )
+    if "seeds" in trusted:
+        return {}
+    return {"seeds": V.ids(seeds, "seeds", A.num_nodes, A.device)}
+
+
+def check_random_draws(A, nodes, trusted=(), **_):
+    """``A.random_uniform`` / ``A.random_count``: the whole graph (its node count decodes a
+    super-batch's frontier) and node ids in range."""
+    _whole_graph(A, "random_uniform / random_count")
+    if "nodes" in trusted:
+        return {}
+    return {"nodes": V.ids(nodes, "nodes", A.num_nodes, A.device)}
+
+
+def check_from_neighbors(A, cols, neighbors, values=None, trusted=(), **_):
+    """``A.from_neighbors``: the whole graph (its node count decodes a super-batch), column
+    ids in range, one row of neighbour ids per column (``-1`` pads), values of the same
+    shape, floating point."""
+    _whole_graph(A, "from_neighbors")
+    out = {} if "cols" in trusted else {"cols": V.ids(cols, "cols", A.num_nodes, A.device)}
+    c = out.get("cols", cols)
+    C = c.shape[0] if isinstance(c, torch.Tensor) else None  # a trusted frontier may be bounded
+    t = V.as_tensor(neighbors, "neighbors", A.device)
+    if t.dtype == torch.bool or t.dtype not in V.INT_DTYPES:
+        raise TypeError(f"neighbors: node ids must be an integer tensor, got dtype {t.dtype}")
+    if t.dim() != 2 or (C is not None and t.shape[0] != C):
+        raise ValueError(
+            f"neighbors: expected one row of ids per column (shape ({C}, K)), "
+            f"got shape {tuple(t.shape)}"
+        )
+    if "neighbors" not in trusted:
+        t = t.to(torch.int64)
+        if t.numel():
+            lo, hi = torch.aminmax(t)
+            V.fail_if(
+                lo < -1,
+                IndexError,
+                lambda v: f"neighbors: node id {v} is negative (-1 is the padding)",
+                lo,
+            )
+            V.fail_if(
+                hi >= A.num_nodes,
+                IndexError,
+                lambda v: (
+                    f"neighbors: node id {v} is out of range for a graph of {A.num_nodes} nodes"
+                ),
+                hi,
+            )
+        out["neighbors"] = t
+    if values is not None:
+        v = V.as_tensor(values, "values", A.device)
+        if not v.is_floating_point():
+            raise TypeError(f"values: must be floating point, got dtype {v.dtype}")
+        if tuple(v.shape) != tuple(t.shape):
+            raise ValueError(
+                f"values: expected one value per entry of neighbors (shape "
+                f"{tuple(t.shape)}), got shape {tuple(v.shape)}"
+            )
+        out["values"] = v
+    return out
+
+
+def check_filter_edges(A, keep, **_):
+    """``A.filter_edges``: one bool per edge."""
+    t = V.as_tensor(keep, "keep", A.device)
+    if t.dtype != torch.bool:
+        raise TypeError(f"keep: must be a bool tensor (one flag per edge), got dtype {t.dtype}")
+    if t.dim() != 1 or t.shape[0] != A.nnz:
+        raise ValueError(
+            f"keep: expected one flag per edge (shape ({A.nnz},)), got shape {tuple(t.shape)}"
+        )
+    return {"keep": t}
+
+
+def check_fused(A, program, **operands):
+    """The checks of the unfused edge maps and broadcasts, step by step."""
+    out = {}
+    for _op, name, _reverse, _scalar, axis in program:
+        if name is None:
+            continue
+        if axis is None:
+            out[name] = check_edge_map(A, other=operands[name])["other"]
+        else:
+            out[name] = check_broadcast(A, vector=operands[name], axis=axis)["vector"]
+    return out
