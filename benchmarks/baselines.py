@@ -1,8 +1,8 @@
 """Plain-PyTorch samplers written directly with torch ops, no gsample: GraphSAGE, LADIES,
 FastGCN, ShaDow-KHop and PASS.
 
-The baselines of ``benchmarks/gpu_workloads.py`` and ``benchmarks/runtime.py`` (docs/architecture.md §8):
-what someone would write in PyTorch on the graph's CSC tensors (``indptr``, ``indices``,
+The baselines of ``benchmarks/gpu_workloads.py`` and ``benchmarks/runtime.py`` (docs/architecture.md
+§8): what someone would write in PyTorch on the graph's CSC tensors (``indptr``, ``indices``,
 edge ``values``), on any device. They implement the same sampler semantics and sizes as
 the samplers of ``examples/`` but draw from torch's generator, so their samples differ from
 gsample's; ``tests/test_benchmark_baselines.py`` holds them to those semantics.

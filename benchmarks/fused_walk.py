@@ -3,8 +3,8 @@ kernel per mini-batch on the CUDA backend) against the same walk unrolled (``fus
 ``length`` copies of the step in the program), in one run (issue 13).
 
 The workload is the Metropolis-Hastings walk of ``examples/metropolis_hastings.py`` (length 80,
-mini-batch 1024) on the products-sized R-MAT graph of docs/architecture.md §8 (or ``--quick``: 200k nodes,
-4M edges). Per mode (fused, fused super-batched ``--super-batch``, unrolled), through
+mini-batch 1024) on the products-sized R-MAT graph of docs/architecture.md §8 (or ``--quick``: 200k
+nodes, 4M edges). Per mode (fused, fused super-batched ``--super-batch``, unrolled), through
 ``gs.DataLoader``: epoch time (median of ``--repeats`` after a
 warm-up epoch), and from ``torch.profiler`` over one mini-batch the kernels launched. The
 first mini-batches of both modes are compared first: the walks must be identical.
@@ -25,15 +25,16 @@ import sys
 
 import torch
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
 
 from metropolis_hastings import mh_step
 
 import gsample as gs
 from gsample.bench.measure import sync, timed
 from gsample.bench.report import git_commit
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def parser():

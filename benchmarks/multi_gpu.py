@@ -2,8 +2,8 @@
 
 One process per GPU (``torch.multiprocessing.spawn``, NCCL with ``NCCL_NVLS_ENABLE=0``),
 or per CPU core with gloo (``--device cpu``: one thread a rank). Every rank generates the
-products-sized R-MAT graph (docs/architecture.md §8: 2.4M nodes, 120M edges, fixed seed) on its device, then
-``gs.distributed.place(A, placement)`` for each placement:
+products-sized R-MAT graph (docs/architecture.md §8: 2.4M nodes, 120M edges, fixed seed) on its
+device, then ``gs.distributed.place(A, placement)`` for each placement:
 
 =============  ===============================================================================
 replicated     the graph on every GPU
@@ -43,15 +43,16 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
 
 from deepwalk import deepwalk
 from graphsage import graphsage
 
 import gsample as gs
 from gsample.bench.report import git_commit
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 PLACEMENTS = ("replicated", "shared", "partitioned")
 WORKLOADS = {"W1 GraphSAGE [25, 10]": "graphsage", "W2 DeepWalk L=80": "deepwalk"}

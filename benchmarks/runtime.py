@@ -1,7 +1,7 @@
 """The runtime benchmark of issue 11, as a call of the harness (``python -m gsample.bench``).
 
-GraphSAGE, LADIES, FastGCN, ShaDow and PASS on the products-sized R-MAT (docs/architecture.md §8): plain
-PyTorch (``benchmarks/baselines.py``), compiled one mini-batch at a time (the CUDA backend;
+GraphSAGE, LADIES, FastGCN, ShaDow and PASS on the products-sized R-MAT (docs/architecture.md §8):
+plain PyTorch (``benchmarks/baselines.py``), compiled one mini-batch at a time (the CUDA backend;
 the torch one on the CPU) and super-batched 16, 64 and ``auto``, with kernels and host syncs
 per mini-batch; then issue 11's targets judged on the record (a GPU only). Options are the
 harness's (``python -m gsample.bench --help``); the record is

@@ -1,20 +1,20 @@
 """GraphSAGE [25, 10] on a graph in pinned host memory (UVA) against the same graph on the
 device, in one run (issue 15).
 
-The products-sized R-MAT graph of docs/architecture.md §8 (2.4M nodes, 120M edges) is generated on the GPU
-with a fixed seed, then placed twice: on the device (``A.to("cuda")``) and in pinned host
+The products-sized R-MAT graph of docs/architecture.md §8 (2.4M nodes, 120M edges) is generated on
+the GPU with a fixed seed, then placed twice: on the device (``A.to("cuda")``) and in pinned host
 memory read by the GPU through unified virtual addressing (``A.to("cuda", placement="uva")``;
 ``"auto"`` with a ``budget`` below the graph's size picks the same, as for a GPU too small for
 it). Both samplers are ``gs.compile(graphsage, backend="cuda")`` through ``gs.DataLoader``:
 one mini-batch at a time and super-batched, and the UVA graph again with GPU caches of its
 busiest columns (``cache=`` bytes, ``--cache-mb``): by out-degree per byte (the default) and
 by the column reads of ``--presample-batches`` mini-batches of other seeds (``cache_priority=``,
-GNNLab's presampling); the hit rate of the edge reads is recorded. Per (placement, mode): epoch time (median of
-``--repeats`` after a warm-up epoch, and the spread) and sampled edges per second. Before
+GNNLab's presampling); the hit rate of the edge reads is recorded. Per (placement, mode): epoch time
+(median of ``--repeats`` after a warm-up epoch, and the spread) and sampled edges per second. Before
 timing, the first ``--check-batches`` mini-batches of each mode are compared: the UVA samples
-(with and without a cache) must be identical to the device-resident ones. In the same run: the device memory each
-placement takes, and the random-read rate of int64 words from device memory and from pinned
-host memory through UVA (the physical bound of sampling a graph in host memory).
+(with and without a cache) must be identical to the device-resident ones. In the same run: the
+device memory each placement takes, and the random-read rate of int64 words from device memory and
+from pinned host memory through UVA (the physical bound of sampling a graph in host memory).
 
 Published anchor: gSampler over UVA on an A100, ogbn-papers100M, GraphSAGE [20, 15, 10],
 about 0.94 s per 196k seeds.
@@ -22,7 +22,7 @@ about 0.94 s per 196k seeds.
 Writes ``uva_<graph>_cuda.json`` (device, date, command, versions, commit) and a PNG of the
 epoch times to ``--out``, and prints a table.
 
-    python benchmarks/uva.py                  # products-sized; under 4 minutes on an H100
+    python benchmarks/uva.py                  # products-sized (2.4M nodes, 120M edges)
     python benchmarks/uva.py --quick          # 200k nodes, 4M edges
 """
 
@@ -38,15 +38,16 @@ import time
 
 import torch
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
 
 from graphsage import graphsage
 
 import gsample as gs
 from gsample.bench.report import git_commit
 from gsample.formats.placement import graph_bytes
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 #: gSampler's published UVA figure: seconds per 196,608 seeds (A100, papers100M, [20, 15, 10])
 PUBLISHED = {

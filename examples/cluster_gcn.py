@@ -13,8 +13,8 @@ must be smaller than the graph's node count (the loader checks seeds as node ids
 Nothing here is random but the loader's shuffle: a mini-batch's subgraph is a function
 of its parts. Give the loader ``seeds_are_nodes=False``: ``batch.n_id``, its ``features=``
 / ``labels=`` rows and ``batch.to_pyg()`` then take the subgraph's nodes alone (with the
-default, the part ids would come first as if they were node ids). ``super_batch`` works (the subgraphs are
-made one mini-batch at a time inside the run: ``A[nodes, nodes]`` with per-batch
+default, the part ids would come first as if they were node ids). ``super_batch`` works (the
+subgraphs are made one mini-batch at a time inside the run: ``A[nodes, nodes]`` with per-batch
 ``nodes``), with the same subgraphs.
 
 Run it from the repository root (after ``pip install -e .``)::

@@ -21,12 +21,12 @@ built once per graph when compiled; each walker draws independently, so a repeat
 draws again). An edge is so drawn with probability ``p(e) / sum(p)`` at every draw.
 (``A[:, dst].individual_sample(1, probs=P[:, dst], replace=True)`` draws the same law
 and keeps edge ids, but copies a hub's whole column for each of its repeats: 830,000
-edges sliced for 4000 draws on a 300,000-edge R-MAT graph, compiled 64 against 15 ms a
-subgraph on a 2-core CPU.)
+edges sliced for 4000 draws on a 300,000-edge R-MAT graph, where the walk reads one edge
+a draw.)
 
 The mini-batch's ``seeds`` are not roots: their values are ignored; a mini-batch is a
-place in the epoch, whose draws are keyed by the epoch's seed and its index (docs/architecture.md §3):
-``gs.DataLoader(A, partial(graphsaint_edge, column=node_column(A)), torch.arange(S),
+place in the epoch, whose draws are keyed by the epoch's seed and its index (docs/architecture.md
+§3): ``gs.DataLoader(A, partial(graphsaint_edge, column=node_column(A)), torch.arange(S),
 batch_size=1)`` gives ``S`` independent subgraphs an epoch. The seeds are not nodes:
 give the loader ``seeds_are_nodes=False`` so that ``batch.n_id``, its ``features=`` /
 ``labels=`` rows and ``batch.to_pyg()`` take the subgraph's nodes alone.

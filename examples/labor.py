@@ -6,7 +6,8 @@ Layer-neighbour sampling: each layer draws *one* uniform number ``u_r`` per cand
 in-edges with probability ``min(1, k / deg(c))`` (``k`` in expectation, all of them when
 ``deg(c) <= k``), as node-wise sampling does, but a row kept by one column is likely kept by
 the others too: the layers reach fewer distinct nodes than GraphSAGE's. Fanouts ``[10, 10,
-10]`` (docs/architecture.md §7); the blocks keep the graph's edge values (no importance weights: LABOR-0).
+10]`` (docs/architecture.md §7); the blocks keep the graph's edge values (no importance weights:
+LABOR-0).
 
 The per-row variates are ``A.random_uniform(rows)``: one keyed uniform per candidate row
 (its position among the candidates keys it, so the draws are independent per row, per layer

@@ -38,9 +38,9 @@ def academic_graph(
 ) -> gs.HeteroGraph:
     """A reproducible authors-papers-venues graph with skewed productivity.
 
-    Every paper has 1 to 4 distinct authors (up to 4 draws, repeats merged) and one venue. Authors and venues are drawn
-    with Zipf-like weights ``1 / (rank + 10)`` (a few prolific authors, a few large
-    venues), so degrees are skewed as in real bibliographic graphs.
+    Every paper has 1 to 4 distinct authors (up to 4 draws, repeats merged) and one venue. Authors
+    and venues are drawn with Zipf-like weights ``1 / (rank + 10)`` (a few prolific authors, a few
+    large venues), so degrees are skewed as in real bibliographic graphs.
 
     Parameters
     ----------

@@ -123,8 +123,8 @@ def mvs_independent(A, candidates, grad_norm, batch_size=64):
     -----
     The law (Ibragimov and Gusev, "Minimal Variance Sampling in Stochastic Gradient
     Boosting", NeurIPS 2019): candidate ``i`` is kept when ``u_i < p_i``, with ``u_i`` one
-    keyed uniform per candidate (``A.random_uniform``, docs/architecture.md §3: the same uniforms eager
-    and compiled, super-batched or not, on the torch and the CUDA backend), so the
+    keyed uniform per candidate (``A.random_uniform``, docs/architecture.md §3: the same uniforms
+    eager and compiled, super-batched or not, on the torch and the CUDA backend), so the
     candidates are kept independently and the number kept is random.
 
     The threshold ``mu`` is exact, computed in float64 with tensor ops only (no Python

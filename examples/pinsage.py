@@ -10,8 +10,8 @@ Visits of the seed itself do not count (a node is not its own neighbour; DGL's s
 counts them). Ties in the counts go to the smaller node id, so the result is a function of
 the walks alone.
 
-The walks are one ``A.random_walk`` (every draw keyed, docs/architecture.md §3); counting and the top-k
-are plain torch code on them. The neighbours are not edges of ``A`` (they are up to
+The walks are one ``A.random_walk`` (every draw keyed, docs/architecture.md §3); counting and the
+top-k are plain torch code on them. The neighbours are not edges of ``A`` (they are up to
 ``length`` hops away): :func:`pinsage` returns them as dense ``(B, k)`` tensors, and
 :func:`pinsage_block` as a block (``A.from_neighbors``: column ``i`` the seed, its
 neighbours the rows, the visit counts the values), which converts and chains as a sampled

@@ -72,9 +72,8 @@ __device__ __forceinline__ double gs_value(const gs_t* __restrict__ values, gs_i
 // GS_STAGE, the block also keeps each one's edge pointer, first graph edge and batch offset
 // in shared memory, read once per column: an edge's column is then a search in shared
 // memory and its graph edge an addition, not a search of the frontier's pointer and three
-// dependent loads (the kept-edge passes: 0.10 against 0.11 ms a mini-batch, LADIES
-// super-batched 64, H100; the row-sum passes over the row space, whose atomics bound them,
-// ran no faster, and are not staged).
+// dependent loads (the kept-edge passes, bound by those loads, stage; the row-sum passes over
+// the row space are bound by their atomics instead, gain nothing, and are not staged).
 #define GS_STAGE 256
 
 struct gs_tile_t {
@@ -86,10 +85,8 @@ struct gs_tile_t {
 
 // gs_owner(ptr, n, x) by the 32 lanes of a warp (call from all of them): a 32-way search,
 // a load per lane a step, 4 steps for a frontier of 10**6 columns where a binary search is
-// 20 dependent loads (a tile's two searches, by one thread, held up every pass over a
-// super-batch's frontier: H100, LADIES super-batched 64, the chunk fill took 0.121 against
-// 0.106 ms a mini-batch, the chunk counts 0.057 against 0.050, the kept list 0.048 against
-// 0.040). ptr[0] <= x.
+// 20 dependent loads (a tile's two searches by one thread would hold up the whole block at
+// the start of every pass over a super-batch's frontier). ptr[0] <= x.
 __device__ __forceinline__ gs_i64 gs_owner_warp(const gs_i64* __restrict__ ptr, gs_i64 n,
                                                 gs_i64 x) {
     const int lane = threadIdx.x & 31;

@@ -100,14 +100,14 @@ extern "C" __global__ void gs_row_sort_keys(const unsigned char* __restrict__ ca
 }
 
 // The candidates' keys compacted by batch (the radix select of kernels/topk.cu reads them,
-// not a key per row: H100, LADIES super-batched 64, the keys and the select's passes over
-// all rows took 0.18 ms a mini-batch, a fifth of them candidates; over the candidates 0.07
-// ms): batch b's go to ckeys / crows (their rows) from its cursor at[b] up (at[b] starts
-// at the batch's first place, b * per: per rows a batch, room for all; it ends past the
-// last), in no order. A warp takes 32 * GS_ITEMS consecutive rows, lists its candidates
-// in shared memory and computes their keys 32 at a time: a key is a hash, a logarithm and a division in float64, and with one row a lane
-// every lane waited for the warp's candidates (0.073 against 0.057 ms a mini-batch, LADIES
-// super-batched 64, H100); within one batch it adds them to the cursor at once (an atomic).
+// not a key per row: the candidates are a small share of a super-batch's row space, and the
+// select's passes read only them): batch b's go to ckeys / crows (their rows) from its
+// cursor at[b] up (at[b] starts at the batch's first place, b * per: per rows a batch, room
+// for all; it ends past the last), in no order. A warp takes 32 * GS_ITEMS consecutive rows,
+// lists its candidates in shared memory and computes their keys 32 at a time: a key is a
+// hash, a logarithm and a division in float64, and with one row a lane every lane would wait
+// for the warp's few candidates; within one batch it adds them to the cursor at once (an
+// atomic).
 #define GS_KEY_WARPS 8
 extern "C" __global__ void __launch_bounds__(GS_KEY_WARPS * 32)
 gs_row_keys_compact(const unsigned char* __restrict__ cand, gs_i64 R,
@@ -296,13 +296,13 @@ extern "C" __global__ void gs_kept_listed(const gs_idx* __restrict__ indptr,
 // The kept edges in the frontier's order (column after column, each column's in graph order):
 // rows_out (the chosen row's position), pos_out (the edge's position in the graph). One tile
 // per block, taken by ticket, each thread GS_ITEMS consecutive edges of it (one block scan
-// orders the tile: with a scan per item, in the order of GS_LOAD_ITEMS, the pass took 0.097
-// against 0.089 ms a mini-batch, LADIES super-batched 64, H100); a tile's place in the
-// output is the kept edges of the tiles before it (a single-pass scan, scan.cuh; state:
-// 1 + tiles words, zero before the launch).
+// orders the tile, where a scan per item, in the order of GS_LOAD_ITEMS, would synchronise
+// the block GS_ITEMS times); a tile's place in the output is the kept edges of the tiles
+// before it (a single-pass scan, scan.cuh; state: 1 + tiles words, zero before the launch).
 // With vsize 4 or 8, each kept edge's value (values: the graph's, vsize bytes an edge, copied
 // as bits) goes to values_out at its place; with eids, its edge id to eids_out: the gathers
-// the host ran after the pass (an index_select each, ~18 us of host time, H100 host).
+// the host would otherwise run after the pass (an index_select each: a launch and its host
+// work on every layer).
 extern "C" __global__ void gs_kept_edges(const gs_idx* __restrict__ indptr,
                                          const gs_idx* __restrict__ rows,
                                          const gs_i64* __restrict__ cols, gs_i64 C,

@@ -10,9 +10,8 @@
 // follow IEEE: NaN, or +inf and -inf, give NaN; else an infinity wins. The exponents, flags
 // and the sums' low and high words are four arrays (gsample/backend/cuda/rowsum.py): the
 // passes read the exponents and add to the low words of rows at random, and interleaving
-// the exponents with the flags and the low words with the high ones spread those reads over
-// twice the memory (H100, LADIES super-batched 64: the two passes took 0.47 against 0.38 ms
-// a mini-batch).
+// the exponents with the flags and the low words with the high ones would spread those
+// random reads over twice the memory (twice the cache lines per pass).
 #include "frontier_tiles.cuh"
 
 #define GS_EXP_BIAS 1100                    // stored exponents: e + bias >= 1 (0: no term)
@@ -105,8 +104,8 @@ extern "C" __global__ void gs_rowsum_add(const gs_idx* __restrict__ indptr,
                                          gs_u64* __restrict__ lo_words,
                                          gs_u64* __restrict__ hi_words) {
     GS_TILES(g0, t, ptr, C, false) {
-        // one term after the other: with the four of a thread's atomics in flight at once
-        // the pass took 0.31 against 0.27 ms a mini-batch (LADIES super-batched 64, H100)
+        // one term after the other: a thread's four atomics in flight at once contend for
+        // the same rows' lines and make the pass slower, not faster
         for (int j = 0; j < GS_ITEMS; ++j) {
             const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
             if (g >= gs_E) break;
@@ -149,7 +148,7 @@ extern "C" __global__ void gs_rowsum_finish(const int* __restrict__ emax,
 
 // ----------------------------------------------------------------------------- row sums by chunk
 // A super-batch's row space is N graphs' rows: the passes above add into accumulators that
-// miss the L2 (LADIES super-batched 64, H100: 0.27 ms of atomics a mini-batch). Here the
+// miss the L2, and their atomics bound them. Here the
 // frontier's nonzero terms are first grouped by chunk of GS_CHUNK consecutive rows (a
 // count, then a fill: each chunk's terms contiguous, in any order), then a block per chunk
 // sums them in shared memory with the same exact arithmetic (the same bits) and writes all
@@ -189,10 +188,9 @@ extern "C" __global__ void gs_rowsum_chunk_counts(const gs_idx* __restrict__ ind
 }
 
 // A term of a chunk: its value and its row in the chunk, written with one store (as two
-// arrays, the fill's two scattered stores a term took 0.16 ms a mini-batch, LADIES
-// super-batched 64, H100, against 0.12). (Placing a block's terms by chunk in shared
-// memory, a global atomic per block and chunk, took 0.18 ms: each block's runs of places
-// spread the writes over more of the L2 than the chunks' cursors do.)
+// arrays, the fill would make two scattered stores a term). (Placing a block's terms by
+// chunk in shared memory, a global atomic per block and chunk, is slower still: each block's
+// runs of places spread the writes over more of the L2 than the chunks' cursors do.)
 struct alignas(2 * sizeof(gs_t)) gs_term_t {
     gs_t x;
     int local;

@@ -1,12 +1,12 @@
 // Kernel family "topk": the k smallest keys of each batch, exactly, in a fixed number of
 // launches and without reading a count back to the host (host code:
-// gsample/backend/cuda/topk.py). torch.topk over 2.4M keys took 0.21 ms of host time
-// (a launch per radix pass and digit); these are eight launches whatever the keys.
+// gsample/backend/cuda/topk.py). torch.topk launches once per radix pass and digit, with
+// host work between them; these are eight launches whatever the keys.
 //
 // The candidates come compacted: keys[i] and rows[i] for i in [lo[b], hi[b]) are batch b's
 // (N batches; every key >= 0; lo and hi on the device, in any order within a batch), so the
-// passes read the candidates only, not a key per row of the row space (H100, LADIES
-// super-batched: a fifth of the rows were candidates), B blocks per batch. A key is 63
+// passes read the candidates only, not a key per row of the row space (in a super-batch the
+// candidates are a small share of the rows), B blocks per batch. A key is 63
 // bits: its top 12 bits are its level-1 digit, the next 12 its level-2 digit, the next 12
 // its level-3 digit. Per batch, a histogram of level-1 digits gives the digit t1 where the
 // k-th smallest key lies (those below it are chosen); a histogram of the level-2 digits of
@@ -14,8 +14,8 @@
 // the same way, and so on; the keys of (t1, t2, t3) (those sharing their top 36 bits: a
 // float64 key's exponent and 24 bits of mantissa) are "ties", ranked by (key, row) in the
 // last launch, and the smallest of them fill the k. Histograms are counted in shared memory
-// per block (weighted keys crowd a few digits: global atomics on them serialised, 0.7 ms a
-// call) and added to the batch's once per block.
+// per block (weighted keys crowd a few digits: global atomics on them would serialise) and
+// added to the batch's once per block.
 // (The last pass reads the tie set's digits: 12 bits of 63 are left after three.)
 #include "hash.cuh"
 #include "scan.cuh"

@@ -1,4 +1,5 @@
-"""The benchmarks page's table (docs/guide/benchmarks.md), made from the newest ``python -m gsample.bench`` records.
+"""The benchmarks page's table (docs/guide/benchmarks.md), made from the newest
+``python -m gsample.bench`` records.
 
     python scripts/bench_table.py                  # print the block (a table per device and
                                                    # graph in benchmarks/results, each
@@ -13,8 +14,8 @@
 A GPU run may come in parts (``--workloads shadow pass`` after a run that held the others):
 the parts make one table, with a header line per record naming the workloads taken from it
 (:func:`gsample.bench.report.newest_records`). Quick (CI) records are left out. The block
-lies between ``<!-- bench:begin -->`` and ``<!-- bench:end -->`` in docs/guide/benchmarks.md; nothing else
-of the file is touched.
+lies between ``<!-- bench:begin -->`` and ``<!-- bench:end -->`` in docs/guide/benchmarks.md;
+nothing else of the file is touched.
 """
 
 import argparse
@@ -22,10 +23,11 @@ import json
 import pathlib
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from gsample.bench import report
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def main(argv=None) -> int:

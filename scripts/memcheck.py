@@ -9,22 +9,24 @@ long selection can be spread over several calls with a ``--deadline`` each (a ch
 running at the deadline is killed, and its unfinished tests stay to do).
 
 PyTorch's caching allocator is off, so a read past the end of any tensor is a read past the end
-of its own allocation, which memcheck sees (inside a cached block it would not: checked on an
-H100 with a kernel that reads one element past a tensor). ``--allocator nocache`` (default)
-gives every tensor a ``cudaMalloc`` of its own (``PYTORCH_NO_CUDA_MEMORY_CACHING=1``);
-``--allocator async`` a ``cudaMallocAsync`` of its own
+of its own allocation, which memcheck sees (inside a cached block it would not: the block
+is memory CUDA handed out, and memcheck checks allocations, not tensors).
+``--allocator nocache`` (default) gives every tensor a ``cudaMalloc`` of its own
+(``PYTORCH_NO_CUDA_MEMORY_CACHING=1``); ``--allocator async`` a ``cudaMallocAsync`` of its own
 (``PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync``), which memcheck tracks just as
-precisely and which frees without a device-wide synchronisation (9-18% less time per
-collective sampler call under memcheck, H100, 2026-11-22). Both run without CUDA graphs
-(``GSAMPLE_CUDA_GRAPHS=0``; the same samples): with ``cudaMalloc`` a capture is refused,
-and memcheck reports every replayed write into a graph's ``cudaMallocAsync`` memory as out
-of bounds, even for plain PyTorch code (a captured ``x[idx] * 3``, H100, 2026-11-23).
+precisely and which frees without a device-wide synchronisation (each free of
+``cudaMalloc`` memory waits for the device, and under memcheck every wait is long). Both run
+without CUDA graphs (``GSAMPLE_CUDA_GRAPHS=0``; the same samples): with ``cudaMalloc`` a
+capture is refused, and memcheck reports every replayed write into a graph's
+``cudaMallocAsync`` memory as out of bounds, even for plain PyTorch code (a captured
+``x[idx] * 3`` is reported so).
 ``--allocator cached`` keeps PyTorch's caching allocator and the graphs: it checks the
 replays, but not a read past a tensor's end that stays inside its cached block.
 
 Host backtraces are off (``--show-backtrace device``): collecting them makes every CUDA call
-slower the longer a process runs (a loop of 550 collective sampler calls went from 97 to 627 ms
-per call, H100, 2026-11-22); an error report still names the kernel and its device backtrace.
+slower the longer a process runs (the cost grows with every call recorded, so a long
+selection would slow down call after call); an error report still names the kernel and its
+device backtrace.
 
 Examples
 --------

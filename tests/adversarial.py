@@ -1,7 +1,7 @@
 """The samplers, ids and checks of ``tests/test_adversarial_ids.py`` (issue 32, item 2).
 
-Every check here asks what a user who passes one bad node id expects (docs/architecture.md §6): the call
-that got it raises an ``IndexError`` naming the argument and the id, before it returns
+Every check here asks what a user who passes one bad node id expects (docs/architecture.md §6): the
+call that got it raises an ``IndexError`` naming the argument and the id, before it returns
 anything, and the process goes on sampling exactly what it sampled before (docs/architecture.md §3).
 
 ``tests/`` is on ``sys.path`` while pytest runs (see ``tests/helpers.py``), so the test module

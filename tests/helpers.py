@@ -7,6 +7,7 @@ test module, ``tests/passes/`` included, imports this file as ``helpers``.
 
 import functools
 import importlib.util
+import itertools
 import pathlib
 import shutil
 import subprocess
@@ -34,8 +35,10 @@ struct gs_dim3 { long long x; };
 static gs_dim3 blockIdx = {0}, threadIdx = {0}, blockDim = {1}, gridDim = {1};
 static inline double __dmul_rn(double a, double b) { return a * b; }
 static inline double __dadd_rn(double a, double b) { return a + b; }
-template <typename T> static inline T atomicCAS(T* p, T c, T v) { T o = *p; if (o == c) *p = v; return o; }
-template <typename T> static inline T atomicMin(T* p, T v) { T o = *p; if (v < o) *p = v; return o; }
+template <typename T>
+static inline T atomicCAS(T* p, T c, T v) { T o = *p; if (o == c) *p = v; return o; }
+template <typename T>
+static inline T atomicMin(T* p, T v) { T o = *p; if (v < o) *p = v; return o; }
 template <typename T> static inline T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }
 static inline int atomicExch(int* p, int v) { int o = *p; *p = v; return o; }
 """
@@ -251,7 +254,7 @@ def check_compiled_equals_eager(fn, *args, passes=None, calls=2, seed=0, distinc
         d = difference(c, e, f"call {i}")
         assert d is None, d + "\n" + format_lines(compiled.program(*args, **kwargs))
     if distinct:
-        assert all(not same(x, y) for x, y in zip(got, got[1:])), (
+        assert all(not same(x, y) for x, y in itertools.pairwise(got)), (
             "the stream did not advance between the calls"
         )
     return compiled

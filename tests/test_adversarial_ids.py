@@ -1,10 +1,10 @@
 """Bad node ids on every path of the compiled catalogue samplers (issue 32, item 2).
 
 A user who passes one bad id must get the documented ``IndexError`` naming the argument
-(docs/architecture.md §6), from the call that had it, and the next good call must return exactly what it
-returns in a fresh process (docs/architecture.md §3): a kernel that reads or writes through an unchecked
-id corrupts memory or loses the CUDA context, and then either the error or the next sample
-is wrong. The ids (:func:`adversarial.bad_ids`, ``N`` the node count): ``N``, ``N + 1``,
+(docs/architecture.md §6), from the call that had it, and the next good call must return exactly
+what it returns in a fresh process (docs/architecture.md §3): a kernel that reads or writes through
+an unchecked id corrupts memory or loses the CUDA context, and then either the error or the next
+sample is wrong. The ids (:func:`adversarial.bad_ids`, ``N`` the node count): ``N``, ``N + 1``,
 ``-1``, ``-2**40``, ``2**31``, ``2**32 + 1`` (1 after a 32-bit cast), ``2**40``, ``2**62``,
 ``2**63 - 1``; each one among good seeds (one of 512, at a random position: the good seeds'
 shape, so a compiled sampler runs, and replays, the very program its good seeds run) and as
@@ -242,7 +242,7 @@ def check_calls(name: str, target: Target, A: gs.Matrix, what: str) -> None:
         for bad in bad_ids(A.num_nodes):
             seeds, pos = planted(good, bad, name, what)
             raises_index_error(
-                lambda: seeded(call, A, seeds),
+                lambda call=call, seeds=seeds: seeded(call, A, seeds),
                 spec.names,
                 bad,
                 f"{what}, {how}, {bad} at {pos} of {len(seeds)}",
@@ -250,7 +250,7 @@ def check_calls(name: str, target: Target, A: gs.Matrix, what: str) -> None:
             if how == "compiled":  # (the eager reference is checked once, below)
                 assert_exact(seeded(call, A, good), r, f"{what}, {how}, after {bad}")
             raises_index_error(
-                lambda: seeded(call, A, alone(bad, target.device)),
+                lambda call=call, bad=bad: seeded(call, A, alone(bad, target.device)),
                 spec.names,
                 bad,
                 f"{what}, {how}, {bad} alone",
@@ -287,11 +287,11 @@ def test_uva_cache(name, target):
 @targets(ALL)
 @pytest.mark.parametrize("name", SAMPLERS)
 def test_a_failed_call_draws_nothing(name, target):
-    """docs/architecture.md §3 after an error: a call refused for a bad seed takes nothing from the random
-    stream, so the good call right after it (no ``gs.manual_seed`` in between) samples what
+    """docs/architecture.md §3 after an error: a call refused for a bad seed takes nothing from the
+    random stream, so the good call right after it (no ``gs.manual_seed`` in between) samples what
     the first call of a fresh process samples. An eager call checks its seeds before it
-    draws; a compiled call must leave the stream as that eager call leaves it (docs/architecture.md §3,
-    consequence 2: eager and compiled give the same samples)."""
+    draws; a compiled call must leave the stream as that eager call leaves it (docs/architecture.md
+    §3, consequence 2: eager and compiled give the same samples)."""
     spec = specs()[name]
     A = graph(name, target.device)
     good = seeds_for(name, A, target)
@@ -303,7 +303,10 @@ def test_a_failed_call_draws_nothing(name, target):
         for bad in bad_ids(A.num_nodes):
             seeds, _ = planted(good, bad, name, "stream")
             raises_index_error(
-                lambda: seeded(fn, A, seeds), spec.names, bad, f"{name}, {how}, {bad}"
+                lambda fn=fn, seeds=seeds: seeded(fn, A, seeds),
+                spec.names,
+                bad,
+                f"{name}, {how}, {bad}",
             )
             assert_exact(
                 fn(A, good),
@@ -347,7 +350,10 @@ def test_cuda_graph_replay(name, target):
                 else alone(bad, target.device)
             )
             raises_index_error(
-                lambda: seeded(fn, A, bad_seeds), spec.names, bad, f"{what}, {bad} {where}"
+                lambda bad_seeds=bad_seeds: seeded(fn, A, bad_seeds),
+                spec.names,
+                bad,
+                f"{what}, {bad} {where}",
             )
             for i in range(2):  # the next replay, and the one after it
                 assert_exact(
@@ -382,13 +388,15 @@ def test_loader_super_batch(name, target):
     for bad in bad_ids(A.num_nodes):
         bad_seeds, pos = planted(seeds, bad, name, what)
         raises_index_error(
-            lambda: gs.DataLoader(A, fn, bad_seeds, spec.batch, super_batch=SUPER_BATCH),
+            lambda bad_seeds=bad_seeds: gs.DataLoader(
+                A, fn, bad_seeds, spec.batch, super_batch=SUPER_BATCH
+            ),
             ("seeds",),
             bad,
             f"{what}, {bad} at {pos} of the epoch's seeds",
         )
         raises_index_error(
-            lambda: gs.DataLoader(
+            lambda bad=bad: gs.DataLoader(
                 A, fn, alone(bad, target.device), spec.batch, super_batch=SUPER_BATCH
             ),
             ("seeds",),
@@ -442,11 +450,14 @@ def check_gather(name: str, target: Target, features: torch.Tensor, cache: int, 
     for bad in bad_ids(A.num_nodes):
         bad_n_id, pos = planted(n_id, bad, name, what)
         raises_index_error(
-            lambda: store(bad_n_id), ("n_id",), bad, f"{what}, {bad} at {pos} of {len(n_id)}"
+            lambda bad_n_id=bad_n_id: store(bad_n_id),
+            ("n_id",),
+            bad,
+            f"{what}, {bad} at {pos} of {len(n_id)}",
         )
         assert_exact(store(n_id), rows, f"{what}, after {bad}")
         raises_index_error(
-            lambda: store(alone(bad, target.device)), ("n_id",), bad, f"{what}, {bad} alone"
+            lambda bad=bad: store(alone(bad, target.device)), ("n_id",), bad, f"{what}, {bad} alone"
         )
         assert_exact(store(n_id[:1]), rows[:1], f"{what}, one row after {bad}")
     assert_exact(run_epoch()[1], ref, f"{what}, a new loader's epoch")
@@ -486,7 +497,9 @@ def test_feature_gather_uva(name, target):
 
 def _cupy() -> bool:
     try:
-        import cupy
+        # import here: the optional dependency; importing it is the check (an installed CuPy
+        # that fails to import counts as none, which importlib.util.find_spec would miss)
+        import cupy  # noqa: F401
     except ImportError:
         return False
     return True

@@ -155,7 +155,7 @@ def test_eager_ops_resolve_auto_per_matrix(probe, small_graph):
 
 def test_backend_for_takes_graphs_tensors_and_devices(small_graph):
     assert gs.backend_for(torch.device("cpu")) == gs.backend_for(torch.zeros(2)) == "torch"
-    with pytest.raises(TypeError, match="graph: expected a gs.Matrix, a tensor or a device"):
+    with pytest.raises(TypeError, match=r"graph: expected a gs\.Matrix, a tensor or a device"):
         gs.backend_for([1, 2])
     with pytest.raises(
         ValueError, match="backend: unknown backend 'gpu'; expected one of 'auto', 'torch', 'cuda'"

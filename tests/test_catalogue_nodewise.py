@@ -1,5 +1,5 @@
-"""Catalogue entries 11, 12, 15, 17, 19 and 20 (docs/architecture.md §7): weighted neighbour sampling,
-VR-GCN, GCN-BS / Thanos, MVS, forest fire and snowball.
+"""Catalogue entries 11, 12, 15, 17, 19 and 20 (docs/architecture.md §7): weighted neighbour
+sampling, VR-GCN, GCN-BS / Thanos, MVS, forest fire and snowball.
 
 For each example, on a generated weighted R-MAT graph and on web-NotreDame with weights
 drawn in [1, 5) (skipped when ``../shared/data`` lacks it): the structure against the

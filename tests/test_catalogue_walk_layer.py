@@ -1,5 +1,5 @@
-"""Catalogue entries 8, 9, 18, 23 and 24 (docs/architecture.md §7): multi-root walk (frontier sampling),
-PinSAGE, LABOR, AS-GCN and c-saw layer sampling.
+"""Catalogue entries 8, 9, 18, 23 and 24 (docs/architecture.md §7): multi-root walk (frontier
+sampling), PinSAGE, LABOR, AS-GCN and c-saw layer sampling.
 
 For each example, on a generated weighted R-MAT graph and on web-NotreDame (skipped when
 ``../shared/data`` lacks it): the structure against the graph's own edge table (every

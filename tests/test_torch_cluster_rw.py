@@ -13,9 +13,11 @@ import sys
 import pytest
 import torch
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
+
 import torch_cluster_rw as R
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("GSAMPLE_BUILD_TORCH_CLUSTER") != "1",

@@ -48,7 +48,7 @@ def test_block_layers_refuse_pyg_style_blocks(small_graph):
             )
         )
     )
-    with pytest.raises(ValueError, match="not a prefix of batch.n_id"):
+    with pytest.raises(ValueError, match=r"not a prefix of batch\.n_id"):
         example("train_common").block_layers(batch)
 
 

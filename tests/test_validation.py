@@ -662,7 +662,7 @@ def test_k_beyond_int64(A, replace, weighted, collective):
         assert out.num_edges == sub.num_edges
 
 
-# ----------------------------------------------------------------------------- documented behaviours
+# ---------------------------------------------------------------------------- documented behaviours
 def _sample_all(A, cols, rows=None):
     gs.manual_seed(5)
     sub = A[:, cols] if rows is None else A[rows, cols]

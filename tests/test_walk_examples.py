@@ -1,5 +1,6 @@
-"""The walk examples (docs/architecture.md §7, entries 1-6): structure, compiled == eager, and the law of
-their steps, on a generated graph and on web-NotreDame (skipped when ../shared/data lacks it).
+"""The walk examples (docs/architecture.md §7, entries 1-6): structure, compiled == eager, and the
+law of their steps, on a generated graph and on web-NotreDame (skipped when ../shared/data lacks
+it).
 
 Structure is checked against the graph's edge list. The law of the steps is tested with a
 randomised probability integral transform: for a step from ``v`` to ``x`` whose law over
@@ -149,8 +150,13 @@ def test_step_law(graph, name):
     walks = gs.compile(fn)(A, seeds_of(A, 2048))
     A = law_graph(name, A)
     cur, nxt, prev, _ = steps(walks)
-    ones = lambda step, e: torch.ones(e.numel(), dtype=torch.float64)
-    values = lambda step, e: A.csc.values[e].double()
+
+    def ones(step, e):
+        return torch.ones(e.numel(), dtype=torch.float64)
+
+    def values(step, e):
+        return A.csc.values[e].double()
+
     if name == "deepwalk":
         right, wrong, order = ones, values, values
     elif name == "node2vec":

@@ -37,11 +37,15 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from gsample.base.readback import read_scalars
+
 #: the integer dtypes ids may come in (widened to int64)
 INT_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
 
 # ----------------------------------------------------------------------------- failures
-_DEFERRED: contextvars.ContextVar = contextvars.ContextVar("gsample_deferred", default=None)
+#: the :class:`Deferred` record :func:`fail_if` appends CUDA flags to (None: raise at once);
+#: set by :func:`deferred`, and by the runtime around a compiled call's steps
+DEFERRED: contextvars.ContextVar = contextvars.ContextVar("gsample_deferred", default=None)
 
 
 class Deferred:
@@ -66,11 +70,11 @@ def deferred():
     """Record :func:`fail_if` failures of CUDA tensors instead of reading them back; yields
     the :class:`Deferred` record (its flags are to be read once, then ``raise_first``)."""
     record = Deferred()
-    token = _DEFERRED.set(record)
+    token = DEFERRED.set(record)
     try:
         yield record
     finally:
-        _DEFERRED.reset(token)
+        DEFERRED.reset(token)
 
 
 def fail_if(bad: torch.Tensor, exc: type, message: str | Callable, *details) -> None:
@@ -79,7 +83,7 @@ def fail_if(bad: torch.Tensor, exc: type, message: str | Callable, *details) -> 
     ``message`` may be a function of the ``details`` (tensors, read back only on failure).
     Inside :func:`deferred` a CUDA flag is recorded instead of read (see the module doc).
     """
-    record = _DEFERRED.get()
+    record = DEFERRED.get()
     if record is not None and bad.is_cuda:
         record.failures.append((bad, exc, message, details))
         return
@@ -91,9 +95,7 @@ def read_back(scalars: list) -> list:
     """The values (ints) of device scalars ``scalars`` (1-element tensors), read back
     together with every pending deferred check flag in one host synchronisation; the first
     failed check raises its error (before any value is returned)."""
-    from gsample.formats.bounded import read_scalars
-
-    record = _DEFERRED.get()
+    record = DEFERRED.get()
     flags = record.flags() if record is not None else []
     host = read_scalars(list(scalars) + flags)
     hits = host[len(scalars) :]
@@ -106,7 +108,7 @@ def read_back(scalars: list) -> list:
 
 def deferring(t: torch.Tensor) -> bool:
     """Whether checks of ``t`` are being deferred (then ids must be clamped)."""
-    return _DEFERRED.get() is not None and t.is_cuda
+    return DEFERRED.get() is not None and t.is_cuda
 
 
 def not_complex(dtype, name: str, fix: str = "pass x.real or x.abs()") -> None:
@@ -409,10 +411,10 @@ def column_probs(p, indptr, cols, at_once: bool = False) -> None:
     finite, non-negative, a positive one in every column with edges, with the errors of
     ``gsample.ir.checks.check_individual``. ``at_once``: raise now, also inside :func:`deferred` (a
     kernel's flags, already read back, found a failure; this names it)."""
-    token = _DEFERRED.set(None) if at_once else None
+    token = DEFERRED.set(None) if at_once else None
     try:
         finite_nonnegative(p, "probs")
         edge_probs(p, indptr, cols)
     finally:
         if token is not None:
-            _DEFERRED.reset(token)
+            DEFERRED.reset(token)

@@ -285,8 +285,8 @@ def parse(argv=None, **defaults):
     args.super_batch = args.super_batch or ([4] if args.quick else [16, 64] if gpu else [8])
     args.repeats = args.repeats or (3 if args.quick else 5)
     if args.slow_batches is None and gpu and not args.quick:
-        # the walks' eager and torch-backend modes took 21 to 77 s each over 48 mini-batches
-        # on an H100 (2026-11-26): the whole run did not fit the device's 10 minutes
+        # the walks' eager and torch-backend modes run a step at a time from Python: over a
+        # full epoch's mini-batches they alone would take most of a lent device's time limit
         args.slow_batches = 16
     args.peers = list(PEER_KEYS) if args.peers is None else args.peers
     return args

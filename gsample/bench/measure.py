@@ -6,8 +6,8 @@ the same way: one warm-up epoch, then the median of ``repeats`` epochs, the devi
 synchronised around every epoch. Outputs are dropped as they come, as a training loop drops
 each mini-batch, where their size is known on the host (blocks, subgraphs: ``host_count``);
 those whose count reads the device (walk tensors) are kept and counted after the clock
-stops. (Keeping a whole epoch of LADIES's blocks alive cost its one-at-a-time epoch ~10%:
-the caching allocator no longer recycles a batch's blocks for the next; H100, 2026-11-26.)
+stops. (Keeping a whole epoch's blocks alive would slow the epoch it measures: the caching
+allocator could no longer recycle a batch's blocks for the next.)
 """
 
 from __future__ import annotations
@@ -53,9 +53,8 @@ def load_average():
 def host_loop_ms(iterations: int = 200_000) -> float:
     """Milliseconds a fixed pure-Python loop takes per million iterations on the core this
     process runs on: the host's speed at that moment. A sampler's host work (its launches, a
-    mini-batch's Python objects) follows it, and a lent machine's cores differ about two-fold
-    from one another and from minute to minute (H100 hosts, 2026-11-26: 34-76 ms), so each
-    epoch's record says how fast its host was.
+    mini-batch's Python objects) follows it, and a lent machine's cores differ from one
+    another and from minute to minute, so each epoch's record says how fast its host was.
 
     Examples
     --------

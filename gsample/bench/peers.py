@@ -29,8 +29,8 @@ import torch
 from gsample.bench.measure import calls_epoch, epoch_runner
 from gsample.bench.workloads import Workload, count, host_count
 
-#: why DGL does not run with this environment's torch (checked 2026-11-26, dgl 2.1.0 installed
-#: with ``pip --target`` beside the torch 2.13 venv)
+#: why DGL does not run with this environment's torch (dgl 2.1.0 installed with
+#: ``pip --target`` beside the venv's torch)
 DGL_WHY = (
     "dgl 2.1.0, the newest release on PyPI, ships its C++ graphbolt library for torch "
     "2.0.0 to 2.2.1 only: under torch >= 2.3 'import dgl' raises FileNotFoundError "

@@ -241,8 +241,8 @@ def host_count(out):
     """:func:`count` where it reads nothing from the device (blocks, subgraphs: their edge
     counts are host ints), else None (a walk tensor's steps). Called inside the clock for
     every mini-batch: a list of matrices (blocks) is counted without a call per matrix
-    (a few microseconds a mini-batch, a tenth of a super-batched GraphSAGE epoch on a slow
-    host)."""
+    (inside the clock, a call per matrix would be a visible share of a super-batched
+    epoch's host time)."""
     if out.__class__ in (list, tuple) and all(o.__class__ is gs.Matrix for o in out):
         return sum(o.num_edges for o in out)
     if isinstance(out, torch.Tensor):
@@ -260,7 +260,8 @@ def agreement(x_blocks, y_blocks) -> float:
     """Share of sampled edges two runs both drew: Jaccard of their (layer, row, column,
     edge id) sets (1.0: the same samples)."""
 
-    # vectorised (a Python set of ShaDow's subgraph edges took minutes on a GPU run): the
+    # vectorised (a Python set of ShaDow's subgraph edges would hold an object per edge of
+    # every mini-batch, too slow on an epoch's worth): the
     # distinct (layer, row, column, edge id) rows of each run, then the rows both have
     def edges(blocks, device):
         parts = []

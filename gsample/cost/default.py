@@ -5,12 +5,13 @@ Used when this device has no calibration, and always with ``GSAMPLE_CALIBRATION=
 
     GSAMPLE_CACHE=/tmp/c python -m gsample calibrate --num-nodes 262144 --threads 1 --repeats 7
 
-on cpu x86_64 1 threads, torch 2.13.0+cpu, 2026-11-22; coefficients ``(a, b, c, d)`` of
+on the machine ``DEFAULT_SOURCE`` names; coefficients ``(a, b, c, d)`` of
 ``a + b*E + c*R + d*C`` microseconds, rounded to 4 significant digits. ``fused_edge_normalize``
-(added 2026-11-26) is priced as what it runs, ``fused_edge_map_reduce`` then
-``edge_broadcast`` of the same layout and axis (the sum of their coefficients): timed on
-another day, this machine's noise (2-3x these intercepts) would have priced it apart from
-the rest of the table; a calibration (``python -m gsample calibrate``) times it as any op.
+(added after the table) is priced as what it runs, ``fused_edge_map_reduce`` then
+``edge_broadcast`` of the same layout and axis (the sum of their coefficients): timed in
+another session, the machine's run-to-run noise (larger than these intercepts) would have
+priced it apart from the rest of the table; a calibration (``python -m gsample calibrate``)
+times it as any op.
 """
 
 DEFAULT_SOURCE = "built-in default (cpu x86_64 1 threads, 262144 nodes, 2026-11-22)"

@@ -251,7 +251,8 @@ def planted_partition(
     keep = u != v  # no self-loops
     u, v = u[keep], v[keep]
     # Drop repeats: one int64 key per directed edge (ascending key = (src, dst) order, the
-    # order of torch.unique(edge_index, dim=1), which is far slower: ~70 s at 2M nodes).
+    # order of torch.unique(edge_index, dim=1), which sorts 2-D columns lexicographically and
+    # is far slower on millions of edges).
     key = torch.unique(torch.cat([u * n + v, v * n + u]))
     ei = torch.stack([key // n, key % n])
     centroids = torch.randn(k, num_features, generator=g)

@@ -11,11 +11,10 @@ memory the cache holds, in this order:
    by a *priority* per node divided by the column's bytes: the reads a cached byte is
    expected to serve. By default the priority is the node's out-degree: a sampler reaches a
    node as often as it is the row of an edge, so the nodes of highest degree are the hot
-   ones, and among them the cheapest columns first (on the products-sized R-MAT graph,
-   GraphSAGE [25, 10]: a 256 MiB cache served 17% of the edge reads this way, 8% by
-   in-degree alone). A sampler's own counts can be given instead (``priority=``, e.g.
-   GNNLab's presampling): the epoch's own reads would serve 36% there, but the reads of 64
-   presampled mini-batches of other seeds served 12%, too few to rank 2.4M columns.
+   ones, and among them the cheapest columns first (the most reads per cached byte). A
+   sampler's own counts can be given instead (``priority=``, e.g. GNNLab's presampling);
+   they rank the columns well only when enough mini-batches were presampled to reach most
+   of the hot nodes.
 
 The CUDA backend's column slicing (``A[:, cols]``, ``kernels/extract.cu``) and node-wise
 sampling (``A[:, cols].individual_sample``, ``kernels/nodewise.cu``: compiled, one mini-batch

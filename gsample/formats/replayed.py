@@ -3,8 +3,9 @@
 A captured graph copies the counts of its bounded results (and its check flags) to pinned
 host memory itself, and may pack the results its program's output trims
 (``kernels/pack.cu``): :class:`Replayed` is what the read-back after a replay reads
-(``bounded.READ_BACK``), :class:`ReplayedTrim` the trim of those results planned once per
-graph (``gsample.runtime.cuda_graphs`` captures, ``gsample.runtime.lower``'s trim uses it).
+(``gsample.base.readback.READ_BACK``), :class:`ReplayedTrim` the trim of those results
+planned once per graph (``gsample.runtime.cuda_graphs`` captures, ``gsample.runtime.lower``'s
+trim uses it).
 """
 
 from __future__ import annotations

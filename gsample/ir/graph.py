@@ -11,8 +11,11 @@ list of nodes ending in one ``OUTPUT``.
 from __future__ import annotations
 
 import itertools
+import os
 from dataclasses import dataclass, field
 from typing import Any
+
+import torch
 
 from gsample.ir.ops import Effect, Kind, Op, info
 
@@ -108,7 +111,8 @@ class Node:
 
 
 def map_template(template, fn):
-    """Rebuild a nested list / tuple / dict ``template`` with ``fn`` applied to each :class:`Ref`."""
+    """Rebuild a nested list / tuple / dict ``template`` with ``fn`` applied to each
+    :class:`Ref`."""
     if isinstance(template, Ref):
         return fn(template)
     if isinstance(template, (list, tuple)):
@@ -122,8 +126,6 @@ def map_template(template, fn):
 def debug_level() -> int:
     """``GSAMPLE_DEBUG``: 0 off; 1 verify the IR after every pass; 2 also print the IR after
     every pass that changed it; 3 also print each step of a program as it runs."""
-    import os
-
     try:
         return int(os.environ.get("GSAMPLE_DEBUG", "0"))
     except ValueError:
@@ -136,8 +138,6 @@ def attr_key(value):
     constants to torch: ``seeds * 2`` is int64, ``seeds * 2.0`` float32). Tensors and
     unhashable objects are keyed by identity; a nested :class:`Graph` by its structure.
     CSE merges and pre-processing's cache keys read this one definition."""
-    import torch
-
     if isinstance(value, torch.Tensor):
         return ("tensor", id(value))
     if isinstance(value, Graph):

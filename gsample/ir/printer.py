@@ -64,7 +64,10 @@ def format_table(graph: Graph) -> str:
             )
         )
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
-    fmt = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+
+    def fmt(r):
+        return "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+
     return "\n".join(
         [fmt(rows[0]), fmt(tuple("-" * w for w in widths))] + [fmt(r) for r in rows[1:]]
     )

@@ -565,8 +565,8 @@ class DataLoader:
         cap), each size three times so that the one-off work of its first two runs
         (lowering and compiling, then capturing a CUDA graph) is not counted, and keep the
         size with the least time per mini-batch; stop once doubling stops paying (from 8
-        on: a super-batch's fixed cost per run makes 2 slower than 1 on a GPU, H100,
-        GraphSAGE: 1.13 against 0.50 ms per mini-batch, and 64 three times faster). The
+        on: a super-batch's fixed cost per run can make 2 slower than 1 on a GPU while much
+        larger sizes are faster, so the small sizes do not decide). The
         timed runs sample (and yield) the epoch's own mini-batches. Returns ``(next
         mini-batch, chosen size)``; ``auto_times`` keeps the seconds per mini-batch of
         every size tried."""

@@ -112,8 +112,8 @@ def _chained(blocks: list, seeds: torch.Tensor):
     """``blocks[-1].all_nodes()`` when the blocks are DGL-style (block 0's columns are the
     seeds and block ``l + 1``'s are ``blocks[l].all_nodes()``: then :func:`_hop_by_hop`
     gives it too), checked in one read-back; None otherwise. A few launches per block where
-    the definition's unique / isin / sort take tens and a read-back each (H100, GraphSAGE
-    [10, 5] on 2M nodes: 2.4 ms a mini-batch)."""
+    the definition's unique / isin / sort take tens and a read-back each, on every
+    mini-batch."""
     cols = [b.csc.global_cols() for b in blocks]
     frontiers = [seeds] + [b.all_nodes() for b in blocks[:-1]]
     if any(c.numel() != f.numel() for c, f in zip(cols, frontiers)):

@@ -161,8 +161,8 @@ def pipelined(loader, groups):
                     return
 
     # the stages run in the loader's own two worker threads, kept from epoch to epoch: a new
-    # thread per epoch also starts a new OpenMP team for the CPU ops it runs (web-NotreDame,
-    # DeepWalk, 8 mini-batches: 11.5 ms an epoch with new threads, ~6 ms kept)
+    # thread per epoch also starts a new OpenMP team for the CPU ops it runs, a cost as large
+    # as a short epoch's sampling
     # (an epoch of this loader still open, its iterator kept alive by the caller, keeps its
     # threads: this one gets threads of its own)
     own = loader._workers is None or loader._pipelines_open > 0

@@ -73,7 +73,7 @@ def from_networkx(cls, graph, weight=None):
 
 def _real(x, u, v, weight: str) -> float:
     """An edge attribute as a float weight; a complex or non-numeric one names the edge."""
-    if isinstance(x, (bool, np.bool_)) or isinstance(x, numbers.Real):
+    if isinstance(x, (bool, np.bool_, numbers.Real)):
         return float(x)
     kind = "complex" if isinstance(x, numbers.Complex) else "not a real number"
     raise TypeError(

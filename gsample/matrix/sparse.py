@@ -27,6 +27,7 @@ from gsample.formats.csc import CSC, segment_ptr
 from gsample.formats.placement import offload, place, placement_of
 from gsample.ir import METHODS, PROPERTIES, SDDMM_OPS, Effect, Kind, Op, OpDef, info
 from gsample.ir.checks import check_rows
+from gsample.matrix import convert
 
 
 def _run(ir_op: Op, /, **kwargs):
@@ -255,9 +256,7 @@ class Matrix(EdgeMapOperators):
         >>> A.values
         tensor([2.])
         """
-        from gsample.matrix.convert import from_scipy
-
-        return from_scipy(cls, matrix, weight)
+        return convert.from_scipy(cls, matrix, weight)
 
     @classmethod
     def from_networkx(cls, graph, weight: str | None = None) -> Matrix:
@@ -274,9 +273,7 @@ class Matrix(EdgeMapOperators):
         >>> gs.Matrix.from_networkx(nx.path_graph(3)).num_edges
         4
         """
-        from gsample.matrix.convert import from_networkx
-
-        return from_networkx(cls, graph, weight)
+        return convert.from_networkx(cls, graph, weight)
 
     @classmethod
     def from_pyg(cls, data, weight: str | None = "edge_weight") -> Matrix:
@@ -290,9 +287,7 @@ class Matrix(EdgeMapOperators):
         >>> gs.Matrix.from_pyg(Data(edge_index=torch.tensor([[0], [1]]), num_nodes=2)).num_edges
         1
         """
-        from gsample.matrix.convert import from_pyg
-
-        return from_pyg(cls, data, weight)
+        return convert.from_pyg(cls, data, weight)
 
     # ------------------------------------------------------------------ properties
     @property

@@ -41,7 +41,7 @@ from gsample.passes.result import Pass, PassResult
 
 _SWEEPS = 8
 #: a move must save this share of its ops' CSC cost (plus 1 us): on small values the fitted
-#: costs can be 20-30% off the measured ones, and a marginal win is as likely a loss
+#: costs are least accurate, and a marginal win is as likely a loss
 MARGIN = 0.25
 
 

@@ -189,8 +189,8 @@ def _part(value: torch.Tensor, lo: int, hi: int, shift) -> torch.Tensor:
     # each batch's tensor must look exactly as the mini-batch's own: same strides and an
     # alignment a fresh tensor would have, so reductions on it (vectorised by alignment)
     # round alike. A view where the part starts 512-byte aligned (a LADIES row space of n =
-    # 2.4M float32: every batch's), else a copy (copying every batch's part of three row
-    # spaces cost 46 us a mini-batch, LADIES super-batched 64, H100)
+    # 2.4M float32: every batch's), else a copy (a copy per batch and row space is a launch
+    # and a pass over the part, paid on every mini-batch: the view saves both where it can)
     part = value[lo:hi]
     if shift:
         return part - shift

@@ -49,15 +49,13 @@ import torch
 from gsample.backend import hook
 from gsample.base import validate as V
 from gsample.base.random import DeviceKey
+from gsample.base.readback import READ_BACK, NotCapturable, current_stream
 from gsample.formats.bounded import (
-    READ_BACK,
     Bounded,
     BoundedIds,
-    NotCapturable,
     PendingSizes,
     copy_all,
     counts,
-    current_stream,
     trim_parts,
 )
 from gsample.formats.csc import CSC
@@ -80,8 +78,8 @@ def enabled() -> bool:
 
 
 #: held while a graph is captured; the pipelined DataLoader's gathering thread holds it
-#: while it gathers (its eager ops read sizes back, which a capture in progress in another
-#: thread has refused: CUDA suite, H100, 2026-11-26, ``cudaErrorStreamCaptureUnsupported``)
+#: while it gathers (its eager ops read sizes back, which CUDA refuses while another thread
+#: captures: ``cudaErrorStreamCaptureUnsupported``)
 CAPTURE_LOCK = threading.Lock()
 
 
@@ -259,7 +257,7 @@ class Region:
     def _replayed(self, cap: _Captured, env: list):
         """After a capture or a replay of ``cap``: its check flags recorded, its results in
         ``env``, the event its read-back waits for recorded."""
-        record = V._DEFERRED.get()
+        record = V.DEFERRED.get()
         if record is not None:
             record.failures.extend(cap.failures)
         for slot, value in cap.outputs.items():
@@ -297,7 +295,7 @@ class Region:
         work = list(env)
         for slot, static in statics.items():
             work[slot] = static
-        record = V._DEFERRED.get()
+        record = V.DEFERRED.get()
         before = len(record.failures) if record is not None else 0
         graph = torch.cuda.CUDAGraph()
         torch.cuda.current_stream().synchronize()

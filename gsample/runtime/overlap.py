@@ -2,8 +2,8 @@
 
 A layer-wise sampler on a GPU reads each layer's sizes back before it can launch the next
 layer: one call alone keeps the host waiting for the device and the device idle while the
-host finishes a layer (LADIES 3 x 4000, one mini-batch of 512 at a time on an H100: 1.25 ms
-of GPU work in 2.5-3.2 ms). :func:`interleave` keeps ``depth`` calls in flight, each a
+host finishes a layer (a LADIES call alone leaves the device idle for about half its time).
+:func:`interleave` keeps ``depth`` calls in flight, each a
 :class:`Call` of :func:`gsample.runtime.program.start`, which pauses after queueing device
 work and before reading it back: while the host finishes one call's layer, the device runs
 the layer another call queued. Each call holds a lane of its program
@@ -152,8 +152,8 @@ def in_turn(
     per call. For programs that pause once per call (one CUDA graph, then its read-back:
     :func:`gsample.runtime.program.launch`, :func:`~gsample.runtime.program.settle` and
     :func:`~gsample.runtime.program.land` on two lanes the caller holds, :class:`Lanes`),
-    whose calls are a few hundred microseconds of host work, about a seventh of it
-    :func:`interleave`'s machinery (GraphSAGE [25, 10], mini-batches of 512, H100 host).
+    whose calls are short enough that :func:`interleave`'s generator and context per call
+    would be a visible share of their host work.
 
     With ``settle``, each call's read-backs are made before the next call is launched (its
     device work queued after them, on the same stream, would otherwise be waited for): the

@@ -29,7 +29,8 @@ from gsample.base.random import (
     signed,
     stream_state,
 )
-from gsample.formats.bounded import COPY_OUT, READ_BACK
+from gsample.base.readback import READ_BACK
+from gsample.formats.bounded import COPY_OUT
 from gsample.ir import Graph
 from gsample.runtime.options import Options
 
@@ -389,14 +390,14 @@ def _launch(program: Program, env: list, keys) -> list:
     region, under a deferred-check record of the call's own (contextvars set and reset
     here: another call may run between this and :func:`land`)."""
     record, region = V.Deferred(), program.regions[0]
-    deferring, reading = V._DEFERRED.set(record), READ_BACK.set(None)
+    deferring, reading = V.DEFERRED.set(record), READ_BACK.set(None)
     try:
         _steps(program.steps[: region.start], env, None)
         raw = region.run(env, _run, keys)
         return [program, env, record, raw, READ_BACK.get(), region.stop]
     finally:
         READ_BACK.reset(reading)
-        V._DEFERRED.reset(deferring)
+        V.DEFERRED.reset(deferring)
 
 
 def settle(flight: list) -> None:
@@ -415,19 +416,19 @@ def land(flight: list):
     error; after :func:`settle`, its host work and final read-back); returns what the call
     returns."""
     program, env, record, raw = flight[:4]
-    deferring = V._DEFERRED.set(record)
+    deferring = V.DEFERRED.set(record)
     try:
         _rest(flight, len(program.steps))
         return program.output(env, raw or ())
     finally:
-        V._DEFERRED.reset(deferring)
+        V.DEFERRED.reset(deferring)
 
 
 def _rest(flight: list, stop: int) -> None:
     """The steps of a call in flight from where it is to ``stop``, in its read-back state
     (its deferred checks' record, the replayed graph's scalars, copies out of its memory)."""
     program, env, record, raw, replayed, at = flight
-    deferring, reading = V._DEFERRED.set(record), READ_BACK.set(replayed)
+    deferring, reading = V.DEFERRED.set(record), READ_BACK.set(replayed)
     # the graph's results: copied out of its memory by the steps after it and the output
     copying = COPY_OUT.set(True) if raw is not None else None
     try:
@@ -436,7 +437,7 @@ def _rest(flight: list, stop: int) -> None:
         if copying is not None:
             COPY_OUT.reset(copying)
         READ_BACK.reset(reading)
-        V._DEFERRED.reset(deferring)
+        V.DEFERRED.reset(deferring)
 
 
 def _run(steps: list, env: list) -> None:

@@ -2,7 +2,7 @@
 
 A layer-wise sampler reads each layer's sizes back (the collective sampler's finish), then
 does host work the next layer does not read: LADIES's importance weights and column
-normalisation (two edge broadcasts and a column sum, ~0.2 ms of host time a layer, H100),
+normalisation (two edge broadcasts and a column sum: host work on every edge of the layer),
 while the GPU idles until the next layer's launch. :func:`sink` moves such steps to just
 before the next step that waits for the device: after the next layer's device work is
 queued, so the GPU runs it while the host does them. A step moves when it is a pure sparse

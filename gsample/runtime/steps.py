@@ -9,7 +9,8 @@ the other.
 from __future__ import annotations
 
 from gsample.base import validate as V
-from gsample.formats.bounded import COPY_OUT, READ_BACK, Bounded, counts, trim_copies
+from gsample.base.readback import READ_BACK
+from gsample.formats.bounded import COPY_OUT, Bounded, counts, trim_copies
 from gsample.formats.bounded import trim as trim_bounded
 
 
@@ -33,7 +34,7 @@ def trim(*values):
     replayed = READ_BACK.get()
     if replayed is not None and COPY_OUT.get():
         # a replayed graph's own results: their trim planned once per graph
-        record = V._DEFERRED.get()
+        record = V.DEFERRED.get()
         failures = record.failures if record is not None else ()
         plan = replayed.plan(values, [f[0] for f in failures])
         if plan is not None:

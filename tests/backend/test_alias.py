@@ -4,8 +4,8 @@ sampling (``individual_sample(k, probs, replace=True, method="alias")``).
 The table: a column's table depends on its own weights only, bit for bit (built on the whole
 graph or on any slice, on the CPU or a GPU), and its implied probabilities are the weights'.
 The draws: the weights' distribution (chi-square at a fixed seed, for alias and for the
-inverse-CDF path, each with a power check), and the determinism contract of docs/architecture.md §3 for a
-method of its own: eager == compiled (tables built once per graph by pre-processing, or per
+inverse-CDF path, each with a power check), and the determinism contract of docs/architecture.md §3
+for a method of its own: eager == compiled (tables built once per graph by pre-processing, or per
 call from dynamic weights), super-batched == one by one, CPU == CUDA.
 """
 

@@ -245,7 +245,10 @@ def test_compiled_ladies_on_cuda_backend_equals_eager(hub_graph):
     A = ladies.normalize(hub_graph)
     seeds = torch.arange(0, 20_000, 41).cuda()
     layers = (2000, 2000)
-    fn = lambda A, seeds: ladies.ladies(A, seeds, layers=layers)
+
+    def fn(A, seeds):
+        return ladies.ladies(A, seeds, layers=layers)
+
     compiled = gs.compile(fn, backend="cuda")
     program = compiled.program(A, seeds)
     ops = [n.op for n in program.nodes]

@@ -19,7 +19,9 @@ raising the torch path's errors, and one host synchronisation a call.
 """
 
 import functools
+import itertools
 import warnings
+from typing import ClassVar
 
 import pytest
 import torch
@@ -160,7 +162,7 @@ def _super_batch(seed, copies=3, n=1500):
     start = segment_ptr(deg)
     alone = [
         (deg[a:b], probs[start[a] : start[b]], keys.keys[i])
-        for i, (a, b) in enumerate(zip(ptr[:-1], ptr[1:]))
+        for i, (a, b) in enumerate(itertools.pairwise(ptr))
     ]
     return deg, probs, cols, keys, alone
 
@@ -246,7 +248,7 @@ def test_the_reference_draws_a_super_batch_as_its_mini_batches():
 class _Hook(select.Draws):
     """Draws with a ``weighted_with`` hook that records its calls."""
 
-    calls: list = []
+    calls: ClassVar[list] = []
 
     @staticmethod
     def weighted_with(deg, k, key, probs, nodes):
@@ -329,7 +331,7 @@ def test_unchecked_probs_are_checked_with_the_draws(case):
     want = _message(lambda: check_individual(A, probs=probs))
     for replace in (True, False):
         assert (
-            _message(lambda: select.individual_sample(A, 2, replace, 5, probs, checked=False))
+            _message(lambda r=replace: select.individual_sample(A, 2, r, 5, probs, checked=False))
             == want
         )
     keys = BatchKeys.of(seed=1, ordinal=0, first_batch=0, copies=1, num_nodes=10)
@@ -339,7 +341,9 @@ def test_unchecked_probs_are_checked_with_the_draws(case):
     for k in (2, 0):  # k = 0 checks them too
         assert (
             _message(
-                lambda: fused_select.slice_individual_sample(G, cols, k, True, 5, q, checked=False)
+                lambda k=k: fused_select.slice_individual_sample(
+                    G, cols, k, True, 5, q, checked=False
+                )
             )
             == want
         )

@@ -6,8 +6,8 @@ and a row of 1,000,000 edges and empty rows and columns, its sub-matrices and an
 
 * every result is bit-equal to ``compute.reference_segment_reduce`` (the kernels' tree
   replayed in torch) but row sums of one feature, which are exact (``rowsum``: within
-  1e-6 relative of the float64 sum), and to itself on a second run (determinism), and equals the torch
-  backend up to float rounding: ``assert_close`` with the dtype's default tolerances
+  1e-6 relative of the float64 sum), and to itself on a second run (determinism), and equals the
+  torch backend up to float rounding: ``assert_close`` with the dtype's default tolerances
   against the torch backend computed in float64 (float32 sums in the torch backend's own
   sequential order are further than that from the true sum on hub segments); ``max`` and
   integer-valued sums (exact in any order) are asserted equal to the float32 torch backend
@@ -735,7 +735,7 @@ def _grouped_model(ptr, op, x):
                     return b if (bool(b.isnan()) or bool(b > a)) else a
                 return a + b
 
-            def push(v):
+            def push(v, acc=acc, cnt=cnt):
                 for l in range(8):
                     acc[l] = v if cnt[l] == 0 else comb(acc[l], v)
                     cnt[l] += 1

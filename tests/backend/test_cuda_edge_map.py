@@ -106,7 +106,10 @@ def _check(cuda_edge_map, A, program, operands):
         # are rejected before sampling)
         nan = torch.isnan(ref.values)
         assert torch.equal(nan, torch.isnan(got.values))
-        canon = lambda v: torch.where(nan, torch.zeros((), dtype=v.dtype, device=v.device), v)
+
+        def canon(v):
+            return torch.where(nan, torch.zeros((), dtype=v.dtype, device=v.device), v)
+
         assert_identical(canon(got.values), canon(ref.values))
 
 

@@ -1,7 +1,7 @@
 """Every example gives the same samples on the CUDA backend as on the torch backend.
 
-docs/architecture.md §3, consequence 3: uniform operators give identical samples; weighted ones agree on
-at least 99.9% of draws (float rounding of probabilities). Each example runs on CUDA
+docs/architecture.md §3, consequence 3: uniform operators give identical samples; weighted ones
+agree on at least 99.9% of draws (float rounding of probabilities). Each example runs on CUDA
 tensors three ways — eager and compiled on the torch backend, compiled on the CUDA backend
 (CuPy kernels, ``gs.compile(fn, backend="cuda")``), and eager under
 ``gs.use_backend("cuda")`` — after the same ``gs.manual_seed``; skipped without a GPU.

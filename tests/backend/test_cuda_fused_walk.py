@@ -1,7 +1,8 @@
 """The generated fused-walk kernel (``kernels/fused_walk.cu``) against the torch backend on the
 same GPU, walk for walk (skipped without a GPU): a compiled ``gs.walk`` of a per-walker step
 is one ``gs_fused_walk`` launch per mini-batch (or super-batch) and draws, bit for bit, what
-the torch backend's fused op and the unrolled program draw (docs/architecture.md §3, consequence 3)."""
+the torch backend's fused op and the unrolled program draw (docs/architecture.md §3, consequence
+3)."""
 
 import pytest
 import torch

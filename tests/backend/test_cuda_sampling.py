@@ -6,8 +6,8 @@ the kernel's tree step for step), so the hooks, the super-batch's ``BatchDraws``
 draws they feed are checked here (the torch code's inverse CDF with the hooks: the CUDA
 backend's own draws, ``weighted_with``, are ``test_cuda_cdf.py``'s); on a GPU (marked
 ``cuda``) the kernels, the absence of host synchronisations, and compiled PASS on
-``backend="cuda"``: the torch backend's samples up to the weighted contract (docs/architecture.md §3: 99.9%
-of draws).
+``backend="cuda"``: the torch backend's samples up to the weighted contract (docs/architecture.md
+§3: 99.9% of draws).
 """
 
 import warnings

@@ -1,6 +1,6 @@
 """``kernels/split.cu``: a super-batch matrix's bounds and its mini-batch matrices made by two
-launches, against the torch ops of ``gsample.runtime.block_diagonal`` (the reference) and against the
-mini-batch matrices the super-batch was joined from (skipped without a GPU)."""
+launches, against the torch ops of ``gsample.runtime.block_diagonal`` (the reference) and against
+the mini-batch matrices the super-batch was joined from (skipped without a GPU)."""
 
 import pytest
 import torch

@@ -1,7 +1,7 @@
 """``kernels/walk.cu`` against the torch backend, walk for walk (skipped without a GPU).
 
-Uniform walks must be identical (docs/architecture.md §3, consequence 3); weighted and node2vec walks agree
-on at least 99.9% of steps (their comparisons are exact, so in practice all of them).
+Uniform walks must be identical (docs/architecture.md §3, consequence 3); weighted and node2vec
+walks agree on at least 99.9% of steps (their comparisons are exact, so in practice all of them).
 """
 
 import pytest

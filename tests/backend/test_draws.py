@@ -1,8 +1,8 @@
 """``A.random_uniform`` and ``A.random_count`` (``gsample.backend.torch.draws`` and the CUDA
 backend's sync-free registration, ``gsample.backend.cuda.draws``).
 
-* the determinism contract (docs/architecture.md §3): the same seed gives the same values, eager equals
-  compiled, ``gs.DataLoader`` super-batched equals one mini-batch at a time, each entry is
+* the determinism contract (docs/architecture.md §3): the same seed gives the same values, eager
+  equals compiled, ``gs.DataLoader`` super-batched equals one mini-batch at a time, each entry is
   keyed by its position (repeats draw independently), the device-key path of the CUDA
   backend (run here on CPU tensors) gives the host-key values bit for bit, a bounded
   frontier included;
@@ -163,12 +163,16 @@ def test_count_law(A, dist, p, n, wrong_p):
     top = int(x.max()) + 1
     if dist == "binomial":
         assert top <= n + 1
-        law = lambda q: st.binom.pmf(np.arange(n + 1), n, q)
+
+        def law(q):
+            return st.binom.pmf(np.arange(n + 1), n, q)
+
         counts = np.bincount(x, minlength=n + 1)
     else:
-        law = lambda q: np.append(
-            st.geom.pmf(np.arange(1, top + 2), 1 - q), q ** (top + 1)
-        )  # 0 .. top, then > top
+
+        def law(q):  # 0 .. top, then > top
+            return np.append(st.geom.pmf(np.arange(1, top + 2), 1 - q), q ** (top + 1))
+
         counts = np.append(np.bincount(x, minlength=top + 1), 0)
     right, wrong = _chi2(counts, law(p)), _chi2(counts, law(wrong_p))
     print(f"random_count {dist}(p={p}, n={n}): p = {right:.4f}, p={wrong_p} law p = {wrong:.2e}")

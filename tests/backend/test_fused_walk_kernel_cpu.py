@@ -40,8 +40,10 @@ static inline double __dsqrt_rn(double a) { return std::sqrt(a); }
 static inline double __ll2double_rn(long long a) { return (double)a; }
 static inline float __ll2float_rn(long long a) { return (float)a; }
 static inline float __double2float_rn(double a) { return (float)a; }
-template <typename T> static inline T atomicCAS(T* p, T c, T v) { T o = *p; if (o == c) *p = v; return o; }
-template <typename T> static inline T atomicMin(T* p, T v) { T o = *p; if (v < o) *p = v; return o; }
+template <typename T>
+static inline T atomicCAS(T* p, T c, T v) { T o = *p; if (o == c) *p = v; return o; }
+template <typename T>
+static inline T atomicMin(T* p, T v) { T o = *p; if (v < o) *p = v; return o; }
 static inline int atomicExch(int* p, int v) { int o = *p; *p = v; return o; }
 """
 

@@ -162,7 +162,8 @@ def uniform_subsets(n: int, k: int) -> dict:
 def sequential_subsets(w, k: int) -> dict:
     """k sequential draws proportional to ``w`` without replacement, as sets.
 
-    P(S) = sum over the orders (s1, ..., sk) of S of prod_t w[s_t] / (W - w[s_1] - ... - w[s_{t-1}]);
+    P(S) = sum over the orders (s1, ..., sk) of S of
+    prod_t w[s_t] / (W - w[s_1] - ... - w[s_{t-1}]);
     for k = 2: P({a, b}) = w_a/W * w_b/(W - w_a) + w_b/W * w_a/(W - w_b). Zero weights never
     appear; with at most k positive weights the only outcome is all of them.
     """
@@ -240,7 +241,7 @@ def hypergeom_chisq_p(counts, sizes, n: int, k: int, trials: int) -> float:
     return float(st.chi2.sf(stat, len(sizes) - 1))
 
 
-# ============================================================================= 1. uniform, no replacement
+# ======================================================================= 1. uniform, no replacement
 UNI_DEGS = [6, 5, 8, 4, 2]  # node 4 has degree 2: fewer than k for k >= 2
 
 
@@ -275,7 +276,7 @@ def test_uniform_without_replacement_is_uniform_over_subsets(device, k):
             )
 
 
-# ============================================================================= 2. uniform, replacement
+# ========================================================================== 2. uniform, replacement
 @pytest.mark.parametrize("k", [2, 3])
 def test_uniform_with_replacement_multisets(device, k):
     """k iid uniform draws: multiset law (P({a,a}) = 1/n^2, P({a,b}) = 2/n^2 for k = 2) and
@@ -306,7 +307,7 @@ def test_uniform_with_replacement_multisets(device, k):
         )
 
 
-# ============================================================================= 3. weighted, no replacement
+# ====================================================================== 3. weighted, no replacement
 W_NOREP = [
     [1, 2, 3, 4, 0, 10],  # a zero-weight edge in the middle
     [0, 3, 0, 1, 0],  # only two positive edges: fewer than (or equal to) k
@@ -356,7 +357,7 @@ def test_weighted_without_replacement_sequential_draws(device, k):
         )
 
 
-# ============================================================================= 4. weighted, replacement
+# ========================================================================= 4. weighted, replacement
 W_REP = [
     [0, 1, 2, 0, 3, 4, 10, 0],  # zeros first, in the middle and last
     [5],  # a single edge
@@ -671,7 +672,7 @@ def test_large_column_weighted_with_replacement(device):
     )
 
 
-# ============================================================================= 10. zero-degree columns
+# ========================================================================== 10. zero-degree columns
 ZD_COLS = [[], [1, 2, 3], [], [0, 1, 0, 2, 3, 0, 1], [1.0] * 12, [0, 0, 5]]
 #  node:    0      1       2              3                4            5
 
@@ -724,7 +725,7 @@ def test_zero_degree_columns(device, mode):
     )
 
 
-# ============================================================================= 11. independence, determinism
+# ==================================================================== 11. independence, determinism
 def _contingency_p(a: list, b: list) -> float:
     cats = sorted(set(a) | set(b))
     idx = {c: i for i, c in enumerate(cats)}

@@ -57,7 +57,10 @@ def run_kernel(
     )
     c1, c2, c3 = reference.thresholds(stop_prob, restart_prob, jump_prob)
     failed = torch.zeros(2, dtype=torch.int32)
-    ptr = lambda t: ctypes.c_void_p(0 if t is None else t.data_ptr())
+
+    def ptr(t):
+        return ctypes.c_void_p(0 if t is None else t.data_ptr())
+
     i64, f64 = ctypes.c_int64, ctypes.c_double
     M = A.num_nodes * (int(seeds.max()) // n + 1 if n and W else 1)  # the seeds' id space
     fn(

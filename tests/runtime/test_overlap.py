@@ -448,8 +448,8 @@ def test_a_loader_with_two_super_batches_in_flight_draws_what_one_at_a_time_draw
     seeds = seeds.cuda()  # 26 mini-batches: 6 super-batches of 4 and one of 2
     loader = gs.DataLoader(G, compiled, seeds, 128, seed=5, super_batch=4)
     reference = gs.DataLoader(G, alone, seeds, 128, seed=5, super_batch=4)
-    assert loader._overlaps(loader._super.compiled)
-    assert not reference._overlaps(reference._super.compiled)
+    assert loader._overlaps(loader._super_sampler)
+    assert not reference._overlaps(reference._super_sampler)
     for epoch in range(4):  # warm-up, capture, replays (lanes 0 and 1)
         got, want = list(loader), list(reference)
         assert [b.index for b in got] == list(range(26)) == [b.index for b in want]

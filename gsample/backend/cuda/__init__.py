@@ -42,7 +42,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from gsample.backend import Backend, cuda_impl
+from gsample.backend.registry import Backend, cuda_impl
 
 # every module of the package: the registrations are made at import (a new module needs
 # no line here)

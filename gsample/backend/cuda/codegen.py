@@ -53,6 +53,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from gsample.backend.cuda.module import full_source
+
 #: the most operand pointers ``gs_edge_map`` takes
 MAX_OPERANDS = 8
 CTYPES = {torch.float32: "float", torch.float64: "double"}
@@ -221,6 +223,4 @@ def plan(A, program: tuple, operands: dict) -> EdgeMapKernel:
 
 def source(kernel: EdgeMapKernel) -> str:
     """The full CUDA source compiled for ``kernel`` (for nvcc in tests)."""
-    from gsample.backend.cuda.module import full_source
-
     return full_source("edge_map", **kernel.key)

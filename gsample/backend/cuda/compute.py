@@ -31,9 +31,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from gsample.backend import cuda_impl
 from gsample.backend.cuda import convert, rowsum
 from gsample.backend.cuda.module import BLOCK, launch, memset
+from gsample.backend.registry import cuda_impl
 from gsample.backend.torch import compute as ref
 from gsample.backend.torch import fused_compute
 from gsample.formats.csc import CSC, segment_ptr
@@ -46,7 +46,8 @@ GROUP = CHUNK * CHUNK
 #: threads per block of ``gs_seg_groups`` / ``gs_seg_groups_finish`` (``GS_SEG_BLOCK``)
 GROUP_BLOCK = 128
 #: one-feature reductions of at most this many terms run ``gs_seg_warp`` (one launch; its
-#: longest segment, at most this long, is one warp's serial work: ~4.6 ns a term, H100)
+#: longest segment, at most this long, is one warp's serial work: the bound keeps that
+#: serial work below the host time the grouped path's extra launches cost)
 ONE_LAUNCH = 1 << 14
 _FLOATS = {torch.float32: "float", torch.float64: "double"}
 _NULL = np.uint64(0)
@@ -292,8 +293,8 @@ def _one_feature(ptr, op, num_positions, dtype, x, perm, gidx, d) -> torch.Tenso
     :func:`reference_segment_reduce`. Sizes are host-known bounds (:func:`group_bound`), so
     it runs inside CUDA graphs. At most :data:`ONE_LAUNCH` terms take ``gs_seg_warp`` (one
     launch: a warp per whole segment), which costs less host time than the three launches
-    (LADIES's column sums of a kept block, H100: 0.045 against 0.105 ms a call) and at
-    most ``ONE_LAUNCH`` serial terms of GPU time."""
+    (small reductions such as LADIES's column sums of a kept block are bound by launches)
+    and at most ``ONE_LAUNCH`` serial terms of GPU time."""
     if num_positions <= ONE_LAUNCH:
         return segment_reduce_warp(ptr, op, num_positions, dtype, x, perm, gidx, d)
     ptr, S, dev = _i64(ptr), ptr.numel() - 1, ptr.device

@@ -20,6 +20,7 @@ import weakref
 
 import torch
 
+from gsample.backend.cuda.extract import Kernels
 from gsample.backend.cuda.module import launch
 from gsample.formats.csc import CSC, segment_ptr
 
@@ -69,11 +70,8 @@ def csr_cols(csc: CSC, perm: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"perm: expected shape ({csc.nnz},), got {tuple(perm.shape)}")
     if not on_gpu(csc.indptr):
         return csc.edge_cols()[perm]
-    from gsample.backend.cuda.extract import (
-        _Cuda,  # the transpose's kernel (kernels/extract.cu), no eids
-    )
-
-    return _Cuda.perm_cols(_i64(csc.indptr), _i64(perm))[0]
+    # the transpose's kernel (kernels/extract.cu), no eids
+    return Kernels.perm_cols(_i64(csc.indptr), _i64(perm))[0]
 
 
 def row_counts(rows: torch.Tensor, num_rows: int) -> torch.Tensor:

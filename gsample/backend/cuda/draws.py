@@ -11,7 +11,7 @@ gives a bounded result of the same count.
 
 from __future__ import annotations
 
-from gsample.backend import cuda_impl
+from gsample.backend.registry import cuda_impl
 from gsample.backend.torch import draws as reference
 from gsample.base import validate as V
 from gsample.base.random import DeviceKey, count_from_words, uniform_float

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from gsample.backend import cuda_impl
-from gsample.backend.cuda.nodewise import _exact
+from gsample.backend.cuda.nodewise import exact
+from gsample.backend.registry import cuda_impl
 from gsample.backend.torch.edge_filter import kept_indptr
 from gsample.formats.bounded import BoundedCSC
 from gsample.formats.csc import CSC
@@ -24,7 +24,7 @@ def filter_edges(A, keep: torch.Tensor) -> BoundedCSC:
     """:func:`gsample.backend.torch.edge_filter.filter_edges`, sync-free (a bounded ``A``
     is trimmed first: one read-back, with the pending check flags, as the node-wise
     samplers do)."""
-    A = _exact(A)
+    A = exact(A)
     indptr, csum = kept_indptr(A, keep)
     E = keep.numel()
     dest = torch.where(keep, csum[:-1], E)  # dropped edges: the spare slot E

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from gsample.backend import cuda_impl
 from gsample.backend.cuda import codegen, compute
 from gsample.backend.cuda.module import launch
+from gsample.backend.registry import cuda_impl
 from gsample.backend.torch import fused_compute
 from gsample.formats.csc import CSC
 from gsample.ir import Op

@@ -36,8 +36,8 @@ from dataclasses import replace
 
 import torch
 
-from gsample.backend import cuda_impl
 from gsample.backend.cuda.module import launch
+from gsample.backend.registry import cuda_impl, reference
 from gsample.backend.torch import layout_ops
 from gsample.formats.cache import cache_of
 from gsample.formats.csc import CSC, segment_ptr
@@ -64,7 +64,7 @@ def _opt(t):
     return 0 if t is None else t
 
 
-class _Cuda:
+class Kernels:
     """Launchers of ``kernels/extract.cu``; ``GS_IDX`` follows the index-typed argument."""
 
     @staticmethod
@@ -217,7 +217,7 @@ class _Cuda:
 
 
 class _Twin:
-    """Pure-torch twins of :class:`_Cuda`, the kernels' contract in tensor ops (CPU tests)."""
+    """Pure-torch twins of :class:`Kernels`, the kernels' contract in tensor ops (CPU tests)."""
 
     @staticmethod
     def segment_counts(indptr, seg, cache=None):
@@ -279,7 +279,7 @@ class _Twin:
 
 def _kernels(t: torch.Tensor):
     if t.is_cuda:
-        return _Cuda
+        return Kernels
     if t.device.type == "cpu":
         return _Twin
     raise ValueError(f"A: tensors on {t.device} are neither CUDA nor CPU tensors")
@@ -451,9 +451,7 @@ def filter_members(space: torch.Tensor, ids: torch.Tensor):
 # ----------------------------------------------------------------------------- ops
 def _reference(op: Op, **kwargs):
     """Another layout than CSC (CSR, COO): the torch backend's code for it."""
-    from gsample.backend import get_backend
-
-    return get_backend("torch").run(op, **kwargs)
+    return reference().run(op, **kwargs)
 
 
 def _locate(space: torch.Tensor, ids: torch.Tensor):

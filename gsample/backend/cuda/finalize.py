@@ -16,8 +16,8 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from gsample.backend import cuda_impl
 from gsample.backend.cuda.module import launch
+from gsample.backend.registry import cuda_impl
 from gsample.backend.torch import finalize as reference
 from gsample.backend.torch.finalize import col_ids, column, row_ids
 from gsample.formats.csc import CSC

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import torch
 
-from gsample.backend import cuda_impl
 from gsample.backend.cuda import walk_codegen
 from gsample.backend.cuda.module import launch, memset
+from gsample.backend.cuda.nodewise import exact
+from gsample.backend.registry import cuda_impl
 from gsample.backend.torch import fused_walk as reference
 from gsample.base import validate as V
 from gsample.base.random import BatchKeys, DeviceKey, KeyRange, signed
@@ -57,9 +58,7 @@ def fused_walk(A: CSC, seeds, first, phases: tuple, length: int, key, **operands
     >>> walks = sampler(A.to("cuda"), seeds.cuda(), length=80)     # one gs_fused_walk launch
     """
     if isinstance(seeds, BoundedIds):  # one row per seed: its exact size first
-        from gsample.backend.cuda.nodewise import _exact
-
-        seeds = _exact(seeds)
+        seeds = exact(seeds)
     kernel = kernel_for(A, seeds, first, phases, operands, key)
     if kernel is None:
         return reference.fused_walk(A, seeds, first, phases, length, key, **operands)

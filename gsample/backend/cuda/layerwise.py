@@ -4,8 +4,8 @@
 
 Every kernel runs over the frontier's edges in tiles of equal size (the frontier's edge
 pointer, one single-pass scan, says which column an edge belongs to), not a block per column:
-on an R-MAT graph a hub's column of 10**5 edges kept one block busy while the rest of the GPU
-idled (H100, products-sized: the kept-edge pass of FastGCN took 0.84 ms a layer).
+on an R-MAT graph a hub's column of 10**5 edges would keep one block busy while the rest of
+the GPU idled, and that one block would set the layer's time.
 
 * ``slice_reduce`` (sum over rows) is sync-free for one mini-batch: two passes over the
   frontier's edges and one over the rows, the exact sums of :mod:`.rowsum` (the same bits as
@@ -42,16 +42,18 @@ from dataclasses import dataclass, field
 
 import torch
 
-from gsample.backend import cuda_impl
 from gsample.backend.cuda import compute, extract, sampling, topk
 from gsample.backend.cuda.extract import _index_arrays, _params
 from gsample.backend.cuda.module import launch, memset
-from gsample.backend.cuda.nodewise import _at, _exact, _frontier, _id_error, _opt
+from gsample.backend.cuda.nodewise import _at, _frontier, _id_error, _opt, exact
 from gsample.backend.cuda.rowsum import FLOATS as _FLOATS
 from gsample.backend.cuda.rowsum import RowSums
+from gsample.backend.registry import cuda_impl
+from gsample.backend.torch import fused_reduce
 from gsample.base import validate as V
 from gsample.base.random import DeviceKey
-from gsample.formats.bounded import COPY_OUT, PendingSizes, copy_all, refuse_capture
+from gsample.base.readback import refuse_capture
+from gsample.formats.bounded import COPY_OUT, PendingSizes, copy_all
 from gsample.formats.csc import CSC
 from gsample.ir import Op
 from gsample.ir.checks import NO_POSITIVE_ROW
@@ -72,10 +74,9 @@ _LIST_SHARE = 16
 _LAST_KEPT: dict = {}
 #: how collective sampling picks each batch's k smallest keys: "radix" (kernels/topk.cu),
 #: "torch" (torch.topk) or "auto": radix for a super-batch or inside a CUDA graph capture,
-#: torch.topk for one mini-batch run eagerly
-#: (H100, same process, epoch of 384: LADIES SB32 0.66 s against 0.91, FastGCN SB32 0.53
-#: against 0.64; one at a time the radix select's launches cost more host time than they
-#: save, 3.12 s against 2.96)
+#: torch.topk for one mini-batch run eagerly (a super-batch's row space is N graphs', where
+#: torch.topk's passes over every key cost most; one at a time, the radix select's eight
+#: launches cost more host time than they save)
 SELECT = "auto"
 
 
@@ -134,19 +135,17 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
     )
     if not ok:  # exact code, which reads sizes back: not in a graph
         refuse_capture()
-        from gsample.backend.torch import fused_reduce
-
-        exact = _exact(cols)
+        trimmed = exact(cols)
         V.ids(
-            exact,
+            trimmed,
             "cols",
             A.num_nodes * (batches[0] if batches else 1),
-            exact.device,
+            trimmed.device,
             allow_empty=False,
         )
         if batches is None:
-            return compute.reduce(extract.slice_cols(A, exact), op, axis)
-        return fused_reduce.slice_reduce(A, exact, op, axis, batches)
+            return compute.reduce(extract.slice_cols(A, trimmed), op, axis)
+        return fused_reduce.slice_reduce(A, trimmed, op, axis, batches)
     buf, ncols = _frontier(cols)
     N, n = batches if batches is not None else (1, 0)
     C = buf.numel()
@@ -509,9 +508,9 @@ def _positions(picked: torch.Tensor, R: int, sort: bool) -> tuple:
     """The rows drawn ascending (``chosen``: its first ``min(k, candidates)`` entries) and each
     one's position there (``newpos``, int32 per row of the row space, -1: not drawn).
 
-    One mini-batch: a mark per row and one scan over the row space (a ``torch.sort`` of the
-    drawn rows took 28 us a LADIES layer, H100); a super-batch sorts, as its row space is N
-    graphs' (the scan's pass over it cost more than sorting N * k rows: FastGCN SB64).
+    One mini-batch: a mark per row and one scan over the row space (cheaper than a
+    ``torch.sort`` of the drawn rows, its launches included); a super-batch sorts, as its row
+    space is N graphs' (a pass over it reads more than sorting N * k rows does).
     """
     dev = picked.device
     newpos = torch.empty(R, dtype=torch.int32, device=dev)
@@ -554,11 +553,11 @@ def collective_finish(pending: Pending) -> CSC:
             V.finite_nonnegative(node_probs, "node_probs")
         return sampling.slice_collective_sample(
             A,
-            _exact(cols),
+            exact(cols),
             k,
             replace,
             key.host(),
-            None if node_probs is None else _exact(node_probs),
+            None if node_probs is None else exact(node_probs),
         )
     buf, _ncols, ptr, kept, chosen, newpos, bits, radix, room = pending.state
     edges, drawn, K, not_finite, negative, *rest = V.read_back(pending.scalars)

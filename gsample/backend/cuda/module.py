@@ -21,7 +21,7 @@ import threading
 import numpy as np
 import torch
 
-from gsample.backend import kernels_dir
+from gsample.backend.registry import kernels_dir
 
 KERNELS = kernels_dir()  # gsample/_kernels when installed, else kernels/
 # ---
@@ -70,6 +70,8 @@ def module(
     the key of this cache) become defines (:func:`full_source`), so a generated or
     specialised source compiles once per combination.
     """
+    # import here: CuPy, an optional dependency (pip install gsample[cuda]), imported at the
+    # first compile (this package imports without it)
     try:
         import cupy as cp
         from cupy.cuda import compiler, function
@@ -87,7 +89,8 @@ def module(
         binary = path.read_bytes()
     else:
         # not cp.RawModule: CuPy appends -ftz=true to every option list it compiles with
-        # (subnormal float32 results became 0 on an H200), so NVRTC runs with ours alone
+        # (it flushes subnormal float32 results to 0, which the torch backend keeps), so
+        # NVRTC runs with ours alone
         binary, _ = compiler.compile_using_nvrtc(
             source_text, options=OPTIONS, arch=arch, filename=f"{family}.cu"
         )
@@ -176,11 +179,13 @@ def launch(family: str, name: str, n: int, *args, block: int = BLOCK, grid=None,
 
     ``grid`` (blocks) and ``block`` (threads per block) override the grid-stride launch
     for kernels that need one block per tile. The function is looked up once per key and
-    launched with ``cuLaunchKernel`` directly (the arguments as C values: a few
-    microseconds, where CuPy's ``RawKernel`` call took about thirty, H100).
+    launched with ``cuLaunchKernel`` directly (the arguments as C values: CuPy's
+    ``RawKernel`` call converts its arguments in Python on every launch, a host cost that
+    dominates the small launches of a mini-batch).
     """
     if n <= 0:
         return
+    # import here: CuPy, an optional dependency (a cached module object: a dictionary lookup)
     import cupy as cp
 
     index = None
@@ -207,6 +212,7 @@ def launch(family: str, name: str, n: int, *args, block: int = BLOCK, grid=None,
 def memset(t: torch.Tensor, byte: int) -> None:
     """Set every byte of the contiguous CUDA tensor ``t`` to ``byte`` (``cudaMemsetAsync`` on
     torch's current stream: no kernel launch)."""
+    # import here: CuPy, an optional dependency (a cached module object: a dictionary lookup)
     import cupy as cp
 
     if not t.is_cuda or not t.is_contiguous():

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import torch
 
-from gsample.backend import cuda_impl
 from gsample.backend.cuda import finalize, sampling
 from gsample.backend.cuda.extract import _cache, _eids, _index_arrays, _params
 from gsample.backend.cuda.module import launch, memset
+from gsample.backend.registry import cuda_impl
 from gsample.base import validate as V
 from gsample.base.random import DeviceKey
-from gsample.formats.bounded import BoundedCSC, BoundedIds, counts, refuse_capture, trim
+from gsample.base.readback import refuse_capture
+from gsample.formats.bounded import BoundedCSC, BoundedIds, counts, trim
 from gsample.formats.csc import CSC
 from gsample.ir import Op
 
@@ -39,7 +40,7 @@ _THREADS = 256
 _WARPS = _THREADS // 32
 
 
-def _exact(value):
+def exact(value):
     """A bounded value trimmed, for the exact implementations: its sizes are read back
     together with every pending check flag (:func:`gsample.base.validate.read_back`), so a call
     whose ids were flagged raises there, before any size its bad ids made is used."""
@@ -125,10 +126,10 @@ def slice_individual_sample(
         or _too_large(C * k, A.indptr.device)
     ):
         refuse_capture()  # the exact code reads sizes back
-        exact = _exact(cols)
-        V.ids(exact, "cols", A.num_nodes * max(key.copies, 1), exact.device, allow_empty=False)
+        trimmed = exact(cols)
+        V.ids(trimmed, "cols", A.num_nodes * max(key.copies, 1), trimmed.device, allow_empty=False)
         return sampling.slice_individual_sample(
-            A, exact, k, replace, key.host(), probs, method, alias
+            A, trimmed, k, replace, key.host(), probs, method, alias
         )
     buf, ncols = _frontier(cols)
     C, dev = buf.numel(), buf.device
@@ -278,7 +279,7 @@ def all_nodes(A, batches=None):
         or csc.col_ids is None
         or (bounded and A.nrows is not None)
     ):
-        return finalize.all_nodes(_exact(A), batches)
+        return finalize.all_nodes(exact(A), batches)
     ncols = A.ncols if bounded else None
     cols, rows = csc.col_ids.to(torch.int64).contiguous(), csc.rows.contiguous()
     row_ids = None if csc.row_ids is None else csc.row_ids.to(torch.int64).contiguous()

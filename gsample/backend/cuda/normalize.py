@@ -7,11 +7,11 @@ axis=1)`` normalised per column) runs as one kernel, a warp per column: the map,
 reduction in the segment-reduce kernels' tree order and the broadcast, each step the
 unfused kernel's own arithmetic, so the values are the unfused ops' bits
 (``gs_edge_binary``, ``gs_seg_warp``, ``gs_edge_binary``). One launch and one allocation
-where the map, the reduction and the broadcast took three of each and their checks (host
-time, measured: 40-67 us each a LADIES layer, H100 host). Anything else (a longer program,
-per-row reductions, (E, F) values, mixed dtypes, more than ``compute.ONE_LAUNCH`` edges,
-where a hub column would be one warp's serial work) runs the map, reduction and broadcast
-kernels one after the other (:func:`composed`).
+where the map, the reduction and the broadcast took three of each and their checks: on a
+layer's small values the host work of launching is most of the cost. Anything else (a
+longer program, per-row reductions, (E, F) values, mixed dtypes, more than
+``compute.ONE_LAUNCH`` edges, where a hub column would be one warp's serial work) runs the
+map, reduction and broadcast kernels one after the other (:func:`composed`).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from gsample.backend import cuda_impl
 from gsample.backend.cuda import compute, edge_map
 from gsample.backend.cuda.module import launch
+from gsample.backend.registry import cuda_impl
 from gsample.formats.csc import CSC
 from gsample.ir import Op
 

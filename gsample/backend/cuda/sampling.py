@@ -26,9 +26,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from gsample.backend import cuda_impl
 from gsample.backend.cuda.compute import GROUP_BLOCK, group_bound, group_pointer, segment_reduce
 from gsample.backend.cuda.module import BLOCK, launch, memset
+from gsample.backend.registry import cuda_impl
 from gsample.backend.torch import fused_select, select
 from gsample.base import validate as V
 from gsample.base.random import MASK64, ColumnKeys

@@ -2,8 +2,9 @@
 select of three 12-bit digits in eight launches, for collective sampling, over the
 candidates compacted by batch (:func:`smallest_compact`).
 
-``torch.topk`` over the 2.4M row keys of a products-sized graph spent 0.21 ms of host time
-per call (H100: a launch per radix pass), more than the rest of a LADIES layer's draws.
+``torch.topk`` over every row key of a large graph launches once per radix pass and waits
+on the host between passes, more host work than the rest of a LADIES layer's draws; the
+select here reads the candidates only, in a fixed number of launches.
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ def smallest_compact(
         tie_rows,
         grid=N * B,
     )
-    # ties ranked in the kernel (a torch.sort of the (N, CAP) buffer took 36 us a layer)
+    # ties ranked in the kernel (a torch.sort of the (N, CAP) buffer would sort every slot,
+    # not only the ties, and add its launches to every layer)
     launch(
         "topk",
         "gs_topk_fill",

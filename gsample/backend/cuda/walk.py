@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import torch
 
-from gsample.backend import cuda_impl
 from gsample.backend.cuda.module import launch, memset
+from gsample.backend.cuda.nodewise import exact
+from gsample.backend.registry import cuda_impl
 from gsample.backend.torch import walk as reference
 from gsample.base import validate as V
 from gsample.base.random import BatchKeys, ColumnKeys, DeviceKey
@@ -110,9 +111,7 @@ def random_walk_sync_free(
     are read back first: a walk's result has one row per seed.
     """
     if isinstance(seeds, BoundedIds):
-        from gsample.backend.cuda.nodewise import _exact
-
-        seeds = _exact(seeds)
+        seeds = exact(seeds)
     args = {
         "alias": alias,
         "p": p,

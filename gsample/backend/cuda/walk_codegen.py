@@ -30,6 +30,7 @@ import torch
 
 from gsample.backend.cuda.codegen import Unsupported, cast_scalar, literal
 from gsample.backend.cuda.codegen import _reciprocal as reciprocal
+from gsample.backend.cuda.module import full_source
 from gsample.backend.torch.walk import thresholds
 from gsample.ir import Op, Ref
 from gsample.ir.walk_body import dense_form
@@ -261,8 +262,6 @@ def _block(body, ptr, dtypes) -> str:
 
 def source(kernel: FusedWalkKernel) -> str:
     """The full CUDA source compiled for ``kernel`` (for nvcc in tests)."""
-    from gsample.backend.cuda.module import full_source
-
     return full_source("fused_walk", **kernel.key)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from gsample.backend import Backend, torch_impl
+from gsample.backend.registry import Backend, torch_impl
 
 # every module of the package: the registrations are made at import (a new module needs
 # no line here)

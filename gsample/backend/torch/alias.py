@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import torch
 
-from gsample.backend import torch_impl
+from gsample.backend.registry import torch_impl
 from gsample.base.random import srl, uniform_int, words
 from gsample.formats.csc import CSC, segment_ptr
 from gsample.ir import Op

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from gsample.backend import torch_impl
+from gsample.backend.registry import torch_impl
 from gsample.formats.csc import CSC
 from gsample.formats.layouts import NAMES
 from gsample.ir import Op

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from gsample.backend import torch_impl
+from gsample.backend.registry import torch_impl
 from gsample.base import validate as V
 from gsample.base.random import (
     BatchKeys,

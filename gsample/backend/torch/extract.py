@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import torch
 
-from gsample.backend import torch_impl
+from gsample.backend.registry import torch_impl
 from gsample.formats.csc import CSC, gather_segments, locate, segment_ptr
 from gsample.ir import Op
 

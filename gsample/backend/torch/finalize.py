@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import torch
 
-from gsample.backend import torch_impl
+from gsample.backend.registry import torch_impl
 from gsample.backend.torch.batched import batch_order
 from gsample.formats.csc import CSC
 from gsample.formats.layouts import NAMES

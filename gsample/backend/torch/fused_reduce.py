@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from gsample.backend import torch_impl
+from gsample.backend.registry import torch_impl
 from gsample.backend.torch import extract, layout_ops
 from gsample.backend.torch.batched import encode_columns, frontier
 from gsample.formats.layouts import to_csr

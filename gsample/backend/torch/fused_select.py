@@ -36,7 +36,7 @@ from dataclasses import replace as dc_replace
 
 import torch
 
-from gsample.backend import torch_impl
+from gsample.backend.registry import torch_impl
 from gsample.backend.torch import alias as _alias
 from gsample.backend.torch.batched import encode_columns, frontier
 from gsample.backend.torch.select import Draws, _method, choose_rows, keep_rows, select_in_columns

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from gsample.backend import torch_impl
+from gsample.backend.registry import torch_impl
 from gsample.backend.torch import walk as walks
 from gsample.base.random import BatchKeys, KeyRange, batch_ptr
 from gsample.formats.csc import CSC

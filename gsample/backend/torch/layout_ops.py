@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from gsample.backend import torch_impl
+from gsample.backend.registry import torch_impl
 from gsample.backend.torch import compute, extract, finalize, fused_compute
 from gsample.backend.torch.compute import _by_rows, _segment, _weighted
 from gsample.formats.csc import CSC, gather_segments, locate, segment_ptr

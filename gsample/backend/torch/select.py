@@ -62,7 +62,7 @@ from dataclasses import replace as dc_replace
 
 import torch
 
-from gsample.backend import torch_impl
+from gsample.backend.registry import torch_impl
 from gsample.backend.torch import alias as _alias
 from gsample.base import validate as V
 from gsample.base.random import (

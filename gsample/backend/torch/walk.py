@@ -43,7 +43,7 @@ import weakref
 
 import torch
 
-from gsample.backend import torch_impl
+from gsample.backend.registry import torch_impl
 from gsample.backend.torch import walk_native
 from gsample.backend.torch.alias import alias_draw
 from gsample.base.random import (

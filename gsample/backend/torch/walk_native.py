@@ -6,12 +6,12 @@ thousand walkers is mostly per-operation overhead. Here the CUDA kernel's source
 as C++ (CUDA's names defined as plain C++: ``SHIM``) with a CPU driver (``DRIVER``) that runs
 the kernel's loop body, step for step, with the kernel's device functions for every draw, so
 the walks are the kernel's, which are the reference's, bit for bit. The driver keeps a few
-walkers in flight per thread (their memory loads overlap: about 2x faster than one walker at
-a time) over ``torch.get_num_threads()`` threads; the kernel itself is there too (``kernel=``,
+walkers in flight per thread (their memory loads overlap, where one walker at a time waits
+on each load) over ``torch.get_num_threads()`` threads; the kernel itself is there too (``kernel=``,
 :data:`KERNEL`), and ``tests/backend/test_walk_native.py`` compares both with the torch code
 (``tests/backend/test_walk_kernel_cpu.py`` compares the kernel source alone).
 
-It is built at first use (about 2 s) with the system's C++ compiler (``$CXX``, else ``g++`` /
+It is built once, at first use, with the system's C++ compiler (``$CXX``, else ``g++`` /
 ``c++``), ``-O3 -ffp-contract=off`` (no contraction: products are rounded before they are
 compared, as in torch) and OpenMP where the compiler has it, and kept on disk
 (``$GSAMPLE_CACHE/cpu``, default ``~/.cache/gsample/cpu``) under a hash of the sources, the
@@ -33,7 +33,7 @@ import warnings
 
 import torch
 
-from gsample.backend import kernels_dir
+from gsample.backend.registry import kernels_dir
 from gsample.base.random import GOLDEN, M1, M2, MASK64, combine, signed
 
 # CUDA's names as plain C++ (as tests/backend/test_walk_kernel_cpu.py compiles the kernel), then
@@ -71,7 +71,7 @@ template <typename T> static inline T atomicMin(T* p, T v) {
 # The CPU driver. One walker at a time, as a kernel thread runs, leaves a CPU core waiting on
 # each step's dependent loads (indptr[cur], then rows[e]) and its division, walker after
 # walker; here each thread keeps `group` walkers in flight and advances them a step in turn,
-# so their loads overlap (DeepWalk on NotreDame: 2.2x faster). A walker's step is the
+# so their loads overlap instead of waiting one after another. A walker's step is the
 # kernel's loop body, statement for statement, with the kernel's device functions for every
 # draw: the same draws and comparisons, so the same walks (a walker's row depends on its own
 # draws only; threads take blocks of walkers from a shared counter, in any order). Two

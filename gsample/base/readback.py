@@ -1,0 +1,85 @@
+"""Host read-backs: the values of many 1-element device tensors in one host
+synchronisation (:func:`read_scalars`), and the refusal of a read-back inside a CUDA graph
+capture (:func:`refuse_capture`).
+
+Under everything that reads a size or a check flag back: the argument checks'
+:func:`gsample.base.validate.read_back` (sizes with the pending check flags), the bounded
+values of :mod:`gsample.formats.bounded` (their counts), and the runtime, whose replayed
+CUDA graph copies its results' sizes to pinned memory itself (:data:`READ_BACK`), so that
+a read-back after a replay only waits for it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+
+import torch
+
+__all__ = ["READ_BACK", "NotCapturable", "current_stream", "read_scalars", "refuse_capture"]
+
+#: the ``replayed.Replayed`` of the CUDA graph just replayed (set by runtime.cuda_graphs):
+#: read_scalars then only waits for its event and reads what the graph copied out itself
+READ_BACK = contextvars.ContextVar("gsample_graph_read_back", default=None)
+
+
+class NotCapturable(RuntimeError):
+    """Raised before a read-back that a CUDA graph being captured would refuse (the exact
+    fallback of a sync-free implementation, for inputs its kernels do not take): the runtime
+    ends the capture, drops it and runs those steps eagerly from then on."""
+
+
+def refuse_capture() -> None:
+    """Raise :class:`NotCapturable` when the current CUDA stream is being captured."""
+    if _cuda() and torch.cuda.is_current_stream_capturing():
+        raise NotCapturable("a read-back inside a CUDA graph capture")
+
+
+@functools.cache
+def _cuda() -> bool:
+    # once: torch.cuda.is_available() reads the environment and asks NVML on every call
+    return torch.cuda.is_available()
+
+
+def _synchronize(device: torch.device) -> None:
+    """Wait for torch's current stream on ``device``."""
+    current_stream(device).synchronize()
+
+
+def current_stream(device: torch.device):
+    """torch's current stream on ``device`` as a ``torch.cuda.Stream``, cached by its raw
+    handle (``torch.cuda.current_stream`` costs more than the wait on a replayed graph)."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    raw = torch._C._cuda_getCurrentRawStream(index)
+    stream = _STREAMS.get(raw)
+    if stream is None:
+        stream = _STREAMS[raw] = torch.cuda.current_stream(index)
+    return stream
+
+
+_STREAMS: dict = {}
+
+
+def read_scalars(scalars: list) -> list:
+    """The values of 1-element tensors (ints; a bool tensor's as 0 / 1), read back in one host
+    synchronisation: on a GPU each is copied into pinned host memory (no kernel), then the
+    stream is waited for once."""
+    if not scalars:
+        return []
+    if not scalars[0].is_cuda:
+        return [int(t.reshape(-1)[0]) for t in scalars]
+    refuse_capture()
+    replayed = READ_BACK.get()
+    if replayed is not None:  # a replayed CUDA graph copied these to pinned memory
+        at = [replayed.known.get((t.data_ptr(), t.dtype)) for t in scalars]
+        if None not in at:
+            host = replayed.wait()
+            return [int(host[i]) for i in at]
+    ints = torch.empty(len(scalars), dtype=torch.int64, pin_memory=True)
+    bools = torch.empty(len(scalars), dtype=torch.bool, pin_memory=True)
+    for i, t in enumerate(scalars):
+        if t.dtype not in (torch.bool, torch.int64):
+            t = t.to(torch.int64)
+        (bools if t.dtype == torch.bool else ints)[i : i + 1].copy_(t.reshape(1), non_blocking=True)
+    _synchronize(scalars[0].device)
+    return [int(bools[i]) if t.dtype == torch.bool else int(ints[i]) for i, t in enumerate(scalars)]
