@@ -344,7 +344,7 @@ class CompiledSampler:
             annotate_inputs(graph, dynamic, backend)
             graph = optimize(graph, self.passes)
             device = next(str(v.device) for v in dynamic.values() if isinstance(v, Matrix))
-            entry = self._cache[key] = [graph, self._lower(graph, backend, device), {}]
+            entry = self._cache[key] = [graph, self._lower(graph, backend, device)]
             self.traces += 1
         return entry
 
@@ -356,7 +356,7 @@ class CompiledSampler:
         dynamic, static, num_nodes = self._split(args, kwargs)  # once per call: a hot path
         self._check_device(dynamic)
         backend = self._backend(dynamic)
-        graph, program, _ = self._entry(dynamic, static, num_nodes, backend)
+        graph, program = self._entry(dynamic, static, num_nodes, backend)
         if program is None:
             return interpret(graph, dynamic, backend, wrap)
         return run(program, dynamic, _print_step if debug_level() >= 3 else None)
@@ -396,7 +396,7 @@ class CompiledSampler:
         """
         dynamic, static, num_nodes = self._split(args, kwargs)
         self._check_device(dynamic)
-        _graph, program, _ = self._entry(dynamic, static, num_nodes, self._backend(dynamic))
+        _graph, program = self._entry(dynamic, static, num_nodes, self._backend(dynamic))
         if program is None or not self.runtime.overlap or not program.pauses or debug_level() >= 3:
             return None
         return program, dynamic
@@ -410,8 +410,8 @@ class CompiledSampler:
         The call is traced (as :meth:`program`), and for each number of mini-batches N the
         super-batcher asks for, its optimised IR is rewritten by
         :func:`gsample.passes.super_batch.super_batch` and lowered as this sampler's
-        programs are: once per cache key and N (kept with the call's program, so every
-        loader of this sampler shares them). Samples are those of the N calls made one by
+        programs are: once per N, kept by the super-batcher returned (a loader's) and freed
+        with it, as its CUDA graphs and their memory should be. Samples are those of the N calls made one by
         one, mini-batch ``first + b`` drawing with its own op keys.
 
         Parameters
@@ -456,16 +456,17 @@ class CompiledSampler:
         counts = {k: v.num_nodes for k, v in dynamic.items() if isinstance(v, Matrix)}
         device = next(str(v.device) for v in dynamic.values() if isinstance(v, Matrix))
 
+        programs: dict = {}  # the super-batcher's own: freed with the loader that holds it
+
         def build(copies: int) -> tuple:
             """``(IR, lowered program)`` for ``copies`` mini-batches (made once)."""
-            key = (seeds, fixed_state, copies)
-            hit = entry[2].get(key)
+            hit = programs.get(copies)
             if hit is None:
                 rewrite = super_batch(
                     copies, num_nodes, seeds, fixed_state, counts, helpers=block_helpers(wrap)
                 )
                 graph = optimize(entry[0], [rewrite])
-                hit = entry[2][key] = (graph, self._lower(graph, backend, device))
+                hit = programs[copies] = (graph, self._lower(graph, backend, device))
             return hit
 
         return SuperBatcher(dynamic, seeds, num_nodes, backend, build)
