@@ -22,8 +22,8 @@ case "$what" in
     ruff format --check .
     # the site goes to a scratch folder: the build is the check
     site=$(mktemp -d)
-    trap 'rm -rf "$site"' EXIT
     NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet --site-dir "$site"
-    python -m pytest -n 2 -q "$@" ;;
+    rm -rf "$site"
+    exec python -m pytest -n 2 -q "$@" ;;
   *) echo "usage: bash scripts/run.sh demo|test [args...]" >&2; exit 2 ;;
 esac

@@ -411,8 +411,8 @@ class CompiledSampler:
         super-batcher asks for, its optimised IR is rewritten by
         :func:`gsample.passes.super_batch.super_batch` and lowered as this sampler's
         programs are: once per N, kept by the super-batcher returned (a loader's) and freed
-        with it, as its CUDA graphs and their memory should be. Samples are those of the N calls made one by
-        one, mini-batch ``first + b`` drawing with its own op keys.
+        with it, as its CUDA graphs and their memory should be. Samples are those of the N
+        calls made one by one, mini-batch ``first + b`` drawing with its own op keys.
 
         Parameters
         ----------

@@ -265,4 +265,4 @@ def at_once(fn: Callable):
     >>> out = finish(calls)                         # gsample.runtime.program.finish
     """
     return fn()
-    yield  # noqa: unreachable - makes this a generator
+    yield  # unreachable: makes this a generator
