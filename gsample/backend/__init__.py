@@ -356,9 +356,8 @@ def eager_backend(A) -> Backend:
 
 
 # ----------------------------------------------------------------------------- runtime hooks
-# (owned by the runtime's maintainers: issue 33) The runtime (a level above the backends)
-# never imports a backend's own modules: what it calls of them it asks for here, by name,
-# once (at import, or once per capture), never per op.
+# The runtime (a level above the backends) never imports a backend's own modules: what it
+# calls of them it asks for here, by name, once (at import, or once per capture), never per op.
 
 #: hook name -> ``"module:attribute"`` of its implementation, imported on first use
 HOOKS = {

@@ -1,4 +1,4 @@
-"""One benchmark harness (issue 14, docs/architecture.md §8): every workload, its gsample modes
+"""One benchmark harness (docs/architecture.md §8): every workload, its gsample modes
 and its peers side by side with the device's physical bound, in one process.
 
     python -m gsample.bench --quick --device cpu          # CI smoke run, < 2 minutes

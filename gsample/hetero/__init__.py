@@ -1,4 +1,4 @@
-"""Heterogeneous graphs: one ``gs.Matrix`` per edge type (issue 13, part 3; docs/architecture.md
+"""Heterogeneous graphs: one ``gs.Matrix`` per edge type (docs/architecture.md
 §7 #7).
 
 A :class:`HeteroGraph` holds node types with their node counts and one adjacency matrix
