@@ -1,4 +1,4 @@
-"""Metapath walks on a heterogeneous graph (docs/architecture.md §7 #7), with a restart variant.
+"""Metapath walks on a heterogeneous graph (docs/catalogue.md #7), with a restart variant.
 
 The graph is a generated academic network (:func:`academic_graph`): authors write papers,
 papers appear in venues, each relation with its reverse. A metapath walk takes one step per

@@ -14,7 +14,9 @@ backend otherwise; ``gs.backend_for(A)`` names the one a graph gets.
 
 from gsample import datasets, distributed
 from gsample.backend import backend_for, current_backend, use_backend
+from gsample.base import moved
 from gsample.base.random import initial_seed, manual_seed
+from gsample.capture.trace import TraceError
 from gsample.capture.walks import walk
 from gsample.compiler.compiled import CompiledSampler, compile
 from gsample.compiler.explain import explain
@@ -25,12 +27,15 @@ from gsample.matrix.sparse import Matrix, sddmm
 
 __version__ = "0.1.0"
 
+moved.install()  # old module paths (gsample.trace, gsample.features, ...) keep working
+
 __all__ = [
     "Batch",
     "CompiledSampler",
     "DataLoader",
     "HeteroGraph",
     "Matrix",
+    "TraceError",
     "backend_for",
     "compile",
     "current_backend",

@@ -1,4 +1,4 @@
-"""Heterogeneous graphs (``gs.HeteroGraph``, ``gsample/hetero/``; docs/architecture.md §7 #7).
+"""Heterogeneous graphs (``gs.HeteroGraph``, ``gsample/hetero/``; docs/catalogue.md #7).
 
 Construction and its errors (each naming the argument), PyG's ``HeteroData`` both ways,
 relation-typed neighbour sampling (structure, hops, determinism), metapath walks

@@ -315,7 +315,7 @@ def resolve(
     """The implementation that runs ``op`` on ``backend`` for a matrix ``A`` (or a known
     ``layout``) and a node with inputs and attributes ``given`` (names; default: the keys
     of ``inputs`` that are not None): the backend's own that takes them, else the torch
-    reference's (the per-op fallback of docs/architecture.md §2: same device, same results)."""
+    reference's (the per-op fallback of docs/architecture.md §2.3: same device, same results)."""
     if layout is None:
         layout = "csc" if A is None else name_of(A)
     if given is None:

@@ -330,8 +330,8 @@ class CompiledSampler:
         return self._entry(dynamic, static, num_nodes, backend)[0]
 
     def _entry(self, dynamic, static, num_nodes, backend) -> list:
-        """``[optimised IR, lowered program, super-batched programs]`` of this cache key
-        (made on first use; the last, a dict, filled by :meth:`super_batched`)."""
+        """``[optimised IR, lowered program]`` of this cache key (made on first use; the
+        super-batched programs belong to the super-batchers :meth:`super_batched` returns)."""
         key = self._key(dynamic, static, num_nodes, backend)
         entry = self._cache.get(key)
         if entry is None:

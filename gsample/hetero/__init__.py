@@ -1,5 +1,4 @@
-"""Heterogeneous graphs: one ``gs.Matrix`` per edge type (docs/architecture.md
-§7 #7).
+"""Heterogeneous graphs: one ``gs.Matrix`` per edge type (docs/catalogue.md #7).
 
 A :class:`HeteroGraph` holds node types with their node counts and one adjacency matrix
 per edge type ``(src_type, relation, dst_type)``, as PyG's ``HeteroData`` and DGL's

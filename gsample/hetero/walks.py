@@ -216,7 +216,7 @@ class WalkMethods:
         restart_prob: float | Sequence[float] = 0.0,
         direction: str = "in",
     ) -> torch.Tensor:
-        """Metapath walks (docs/architecture.md §7 #7): one step per edge type of ``metapath``.
+        """Metapath walks (docs/catalogue.md #7): one step per edge type of ``metapath``.
 
         Parameters
         ----------

@@ -11,9 +11,10 @@ A pass rewrites the graph in place and says whether it changed it
 :func:`run_passes` records that for every pass (``gs.explain`` reports it) and
 :func:`optimize` returns the program alone.
 
-Super-batching is not a pass of the pipeline but part of lowering
-(:func:`gsample.passes.super_batch.super_batch`): ``gs.DataLoader(..., super_batch=N)``
-rewrites an optimised program to sample N mini-batches in one run.
+Super-batching is not a pass of the pipeline: :meth:`gsample.CompiledSampler.super_batched`
+(what ``gs.DataLoader(..., super_batch=N)`` calls) applies
+:func:`gsample.passes.super_batch.super_batch` to an optimised program, through
+:func:`optimize`, to sample N mini-batches in one run.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 
 :class:`SuperBatcher` is what ``CompiledSampler.super_batched`` returns: it holds the call's
 traced arguments and, per number of mini-batches N, the program rewritten for N
-(``gsample.passes.super_batch``) and lowered, which the compiler builds (once per sampler,
-arguments and N) and hands it; it encodes the N mini-batches' seeds, runs the program
+(``gsample.passes.super_batch``) and lowered, which the compiler builds (once per super-batcher,
+a loader's, and N) and hands it; it encodes the N mini-batches' seeds, runs the program
 (:func:`gsample.runtime.program.run`, ``start``, ``launch``) and measures one mini-batch's
 memory (``"auto"``). It imports no compiler: what it runs comes from there.
 """
