@@ -81,7 +81,6 @@ REFUSED = {
     "subgraph_type": "induced",
     "directed": False,
     "disjoint": True,
-    "weight_attr": "w",
     "neighbor_sampler": object(),
     "node_sampler": object(),
     "custom_cls": HeteroData,

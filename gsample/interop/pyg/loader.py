@@ -3,12 +3,13 @@
 * :class:`Sampler` is a ``torch_geometric.sampler.BaseSampler``: PyG's ``NodeLoader`` and
   ``LinkLoader`` (with PyG's negative sampling) run a gsample sampler function through it.
 * :class:`NeighborLoader` takes PyG's ``NeighborLoader`` arguments (``num_neighbors``,
-  ``input_nodes``, ``batch_size``, ``shuffle``, ``replace``, ``transform``,
+  ``input_nodes``, ``batch_size``, ``shuffle``, ``replace``, ``weight_attr``, ``transform``,
   ``transform_sampler_output``, ``filter_per_worker``, ``input_id``) and samples with
-  :func:`neighbor_sample`, PyG's hop semantics written in the gsample DSL. PyG's other
-  arguments (:data:`PYG_ONLY`: temporal, disjoint or induced sampling, ...) are a
-  ``TypeError`` naming them at any value but the one meaning what gsample does, before
-  torch's ``DataLoader`` sees them.
+  :func:`neighbor_sample`, PyG's hop semantics written in the gsample DSL; ``str(loader)``
+  and ``loader(index)`` are PyG's. PyG's other arguments (:data:`PYG_ONLY`: temporal,
+  disjoint, bidirectional or induced sampling, ...) are an :class:`UnsupportedArgument`
+  (a ``TypeError`` and a ``ValueError``) naming them at any value but the one meaning what
+  gsample does, before torch's ``DataLoader`` sees them.
 * :func:`with_edge_weight`: the transform that puts a sampler's edge values (LADIES' and
   FastGCN's importance weights) on PyG's ``NodeLoader`` / ``LinkLoader`` batches as
   ``edge_weight``, as ``Batch.to_pyg()`` does (PyG rebuilds a batch from its ``Data`` by
@@ -54,14 +55,30 @@ from gsample.loader.dataloader import seed_ids
 from gsample.matrix.sparse import Matrix
 
 try:
+    from torch_geometric.data import Data as _Data
     from torch_geometric.sampler import BaseSampler as _Base
 except ImportError:  # the module imports without PyG; using it raises (_require)
-    _Base = object
+    _Base, _Data = object, None
 
 
 def _require():
     if _Base is object:
         raise ImportError("gsample.pyg needs PyTorch Geometric: pip install 'gsample[pyg]'")
+
+
+class UnsupportedArgument(TypeError, ValueError):
+    """A PyG loader argument, or a value of one, that gsample's loaders cannot honour yet.
+
+    Both a ``TypeError`` (the argument is not one this loader takes, as Python says of an
+    unexpected keyword) and a ``ValueError`` (the argument is PyG's, its value is the
+    problem, as PyG says of a value it cannot sample): ``except`` either catches it.
+
+    Examples
+    --------
+    >>> gsample.pyg.NeighborLoader(data, [10], disjoint=True)
+    Traceback (most recent call last):
+    UnsupportedArgument: gsample.pyg.NeighborLoader: disjoint=True is not supported yet (...)
+    """
 
 
 @dataclass(frozen=True)
@@ -74,7 +91,8 @@ class PygOnly:
         The values that mean what gsample does anyway (PyG's default, or a hint that
         changes nothing); any other value is refused.
     why : str
-        Why another value is refused, and what to use instead (the ``TypeError``'s text).
+        Why another value is refused, and what to use instead (the
+        :class:`UnsupportedArgument`'s text).
     """
 
     accepted: tuple
@@ -95,10 +113,10 @@ PYG_ONLY = {
     "sample_direction": PygOnly(("forward",), "backward (temporal) sampling is not supported yet"),
     "subgraph_type": PygOnly(
         ("directional",),
-        "gsample samples PyG's default, directional "
-        "subgraphs; for an induced subgraph of the sampled nodes write "
-        "the sampler with A[nodes, nodes] (examples/shadow.py) and run it "
-        "through gsample.pyg.Sampler in PyG's NodeLoader",
+        "gsample samples PyG's default, directional subgraphs; bidirectional and "
+        "induced subgraph types are not supported yet; for an induced subgraph of the "
+        "sampled nodes write the sampler with A[nodes, nodes] (examples/shadow.py) and "
+        "run it through gsample.pyg.Sampler in PyG's NodeLoader",
     ),
     "directed": PygOnly(
         (True,),
@@ -107,12 +125,6 @@ PYG_ONLY = {
         "subgraph_type)",
     ),
     "disjoint": PygOnly((False,), "disjoint subgraphs, one per seed, are not supported yet"),
-    "weight_attr": PygOnly(
-        (None,),
-        "weighted neighbour sampling is not in this loader yet; "
-        "write it in the DSL (examples/weighted_neighbors.py) and run it "
-        "through gsample.pyg.Sampler in PyG's NodeLoader",
-    ),
     "neighbor_sampler": PygOnly(
         (None,),
         "a PyG NeighborSampler samples with PyG, not "
@@ -164,9 +176,10 @@ def _shown(value) -> str:
 
 
 def check_pyg_arguments(loader: str, kwargs: dict) -> dict:
-    """Refuse the PyG arguments a loader does not take (:data:`PYG_ONLY`) and any other
-    keyword torch's ``DataLoader`` would not take either, naming it; returns ``kwargs``
-    without the accepted ones of :data:`PYG_ONLY` (what is left goes to the ``DataLoader``).
+    """Refuse the PyG arguments a loader does not take (:data:`PYG_ONLY`, an
+    :class:`UnsupportedArgument`) and any other keyword torch's ``DataLoader`` would not take
+    either (a ``TypeError``), naming it; returns ``kwargs`` without the accepted ones of
+    :data:`PYG_ONLY` (what is left goes to the ``DataLoader``).
 
     Parameters
     ----------
@@ -179,7 +192,7 @@ def check_pyg_arguments(loader: str, kwargs: dict) -> dict:
     --------
     >>> check_pyg_arguments("NeighborLoader", {"subgraph_type": "induced"})
     Traceback (most recent call last):
-    TypeError: gsample.pyg.NeighborLoader: subgraph_type='induced' is not supported yet (...)
+    UnsupportedArgument: gsample.pyg.NeighborLoader: subgraph_type='induced' is not ...
     >>> check_pyg_arguments("NeighborLoader", {"is_sorted": True, "num_workers": 2})
     {'num_workers': 2}
     """
@@ -188,7 +201,7 @@ def check_pyg_arguments(loader: str, kwargs: dict) -> dict:
         rule = PYG_ONLY.get(name)
         if rule is not None:
             if not _accepted(value, rule.accepted):
-                raise TypeError(
+                raise UnsupportedArgument(
                     f"gsample.pyg.{loader}: {name}={_shown(value)} is not "
                     f"supported yet ({rule.why})"
                 )
@@ -207,7 +220,9 @@ def check_pyg_arguments(loader: str, kwargs: dict) -> dict:
     return rest
 
 
-def neighbor_sample(A, seeds, num_neighbors=(25, 10), replace: bool = False):
+def neighbor_sample(
+    A, seeds, num_neighbors=(25, 10), replace: bool = False, weighted: bool = False
+):
     """PyG's neighbour sampling in the DSL: each hop samples only the nodes it first reached.
 
     Parameters
@@ -220,6 +235,10 @@ def neighbor_sample(A, seeds, num_neighbors=(25, 10), replace: bool = False):
         In-neighbours sampled per node at each hop; ``-1`` keeps all of them.
     replace : bool
         Sample with replacement.
+    weighted : bool
+        Draw each node's in-neighbours with probability proportional to the edges' values
+        (``A``'s values, non-negative; every column with edges has one positive), as
+        :meth:`gs.Matrix.individual_sample` with ``probs``; default uniformly.
 
     Returns
     -------
@@ -235,7 +254,12 @@ def neighbor_sample(A, seeds, num_neighbors=(25, 10), replace: bool = False):
     blocks, frontier, seen = [], seeds, seeds
     for k in num_neighbors:
         sub = A[:, frontier]
-        s = sub if k < 0 else sub.individual_sample(k, replace=replace)
+        if k < 0:
+            s = sub
+        elif weighted:
+            s = sub.individual_sample(k, probs=sub, replace=replace)
+        else:
+            s = sub.individual_sample(k, replace=replace)
         blocks.append(s)
         rows = s.row()  # reached, ascending id
         frontier = rows[~torch.isin(rows, seen)]  # first reached at this hop
@@ -270,11 +294,27 @@ def _default_seed() -> int:
     return key
 
 
+def _check_adjacency(data, name: str) -> None:
+    """Refuse a ``Data`` whose graph is a sparse adjacency (``adj`` / ``adj_t``, as PyG's
+    ``ToSparseTensor`` leaves it): PyG samples it ahead of ``edge_index``, gsample reads
+    ``edge_index`` only, so sampling would silently see another (or no) graph."""
+    for key in ("adj_t", "adj"):
+        if getattr(data, key, None) is not None:
+            layout = " (transposed: adj_t[dst, src])" if key == "adj_t" else ""
+            raise TypeError(
+                f"{name}.{key}: a graph stored as a sparse adjacency ({key}) is not "
+                "supported yet; gsample samples the Data's edge_index (source, "
+                "destination): build the Data without ToSparseTensor, or set edge_index "
+                f"from {key}'s COO indices{layout} and delete {key}"
+            )
+
+
 def _graph(graph) -> Matrix:
     if isinstance(graph, Matrix):
         return graph
     if hasattr(graph, "edge_index"):
-        if graph.edge_index is None:  # a Data of nodes only: no edge to sample
+        _check_adjacency(graph, "graph")
+        if graph.edge_index is None:  # a Data of nodes only: no edge to sample, as PyG
             return Matrix.from_edge_index(
                 torch.empty(2, 0, dtype=torch.int64), num_nodes=graph.num_nodes
             )
@@ -530,8 +570,13 @@ class _MiniBatches(torch.utils.data.Dataset):
         transform,
         transform_sampler_output,
         filter_per_worker,
+        edge_ids=None,
     ):
         self.data, self.A, self.fn = data, A, fn
+        # weight_attr: the sampled graph holds the positive-weight edges only; their ids in
+        # data.edge_index, and the weights are the Data's (filter_data slices them), not
+        # edge values of the sample
+        self.edge_ids = None if edge_ids is None else edge_ids.to(A.device)
         self.input_nodes, self.input_id = input_nodes, input_id
         self.batch_size, self.shuffle = batch_size, shuffle
         self.transform, self.transform_sampler_output = transform, transform_sampler_output
@@ -567,11 +612,14 @@ class _MiniBatches(torch.utils.data.Dataset):
         cpu = self.input_nodes.device
         input_id = positions if self.input_id is None else self.input_id[positions]
         weight = None if s.weight is None else s.weight.to(cpu)
+        edge = s.edge
+        if self.edge_ids is not None:
+            edge, weight = self.edge_ids[edge], None
         return SamplerOutput(
             node=s.node.to(cpu),
             row=s.row.to(cpu),
             col=s.col.to(cpu),
-            edge=s.edge.to(cpu),
+            edge=edge.to(cpu),
             num_sampled_nodes=s.num_sampled_nodes,
             num_sampled_edges=s.num_sampled_edges,
             metadata=(input_id, None, weight),
@@ -607,6 +655,54 @@ def _identity(x):
     return x
 
 
+def _check_data(data) -> None:
+    """``data`` must be a homogeneous ``Data`` whose graph is its ``edge_index`` (or none)."""
+    if _Data is None or not isinstance(data, _Data):
+        got = type(data).__name__
+        if isinstance(data, (tuple, list)):
+            got = f"a {got} ({', '.join(type(d).__name__ for d in data)}): remote "
+            got += "feature / graph stores are not supported yet"
+        elif got == "HeteroData" or hasattr(data, "edge_types"):
+            got = (
+                f"{got}: heterogeneous graphs are not supported by this loader yet (sample "
+                "a gs.HeteroGraph.from_pyg(data) with its sample_neighbors and to_pyg)"
+            )
+        raise TypeError(
+            "data: expected a torch_geometric Data (a homogeneous graph: edge_index, node "
+            f"and edge attributes) in gsample.pyg.NeighborLoader, got {got}"
+        )
+    _check_adjacency(data, "data")
+
+
+def _weighted_graph(data, weight_attr: str) -> tuple[Matrix, torch.Tensor]:
+    """The graph to sample by ``data[weight_attr]`` (PyG's ``weight_attr``): its edges of
+    positive weight, each with its weight as value, and their positions in
+    ``data.edge_index`` (the sample's edge ids are positions in the kept edges)."""
+    if not isinstance(weight_attr, str):
+        raise TypeError(
+            f"weight_attr: the name of an edge attribute (a str) or None, got "
+            f"{type(weight_attr).__name__}"
+        )
+    w = getattr(data, weight_attr, None)
+    num_edges = 0 if data.edge_index is None else data.edge_index.shape[1]
+    if not isinstance(w, torch.Tensor):
+        raise ValueError(f"weight_attr: data has no tensor attribute {weight_attr!r}")
+    if w.dim() != 1 or w.numel() != num_edges or not w.is_floating_point():
+        raise ValueError(
+            f"weight_attr: data.{weight_attr} must hold one floating-point weight per edge, "
+            f"shape ({num_edges},); got dtype {w.dtype} and shape {tuple(w.shape)}"
+        )
+    if not bool(torch.isfinite(w).all()) or bool((w < 0).any()):
+        raise ValueError(
+            f"weight_attr: data.{weight_attr} must be finite and non-negative (PyG's "
+            "sampling weights)"
+        )
+    kept = torch.nonzero(w > 0).reshape(-1)
+    edge_index = data.edge_index[:, kept] if num_edges else torch.empty(2, 0, dtype=torch.long)
+    A = Matrix.from_edge_index(edge_index, num_nodes=data.num_nodes, weight=w[kept])
+    return A, kept
+
+
 class NeighborLoader(torch.utils.data.DataLoader):
     """PyG's ``NeighborLoader``, sampled by gsample (:func:`neighbor_sample`, compiled).
 
@@ -616,9 +712,12 @@ class NeighborLoader(torch.utils.data.DataLoader):
         The graph and its node / edge attributes (``x``, ``y``, ``edge_attr``, ... are
         sliced into each mini-batch as PyG's loader does: dense, or sparse COO; another
         sparse layout is a ``TypeError`` naming the attribute). A ``Data`` without
-        ``edge_index`` is a graph of no edge.
+        ``edge_index`` is a graph of no edge, as PyG's; one whose graph is a sparse
+        adjacency (``adj_t``, ``adj``) is a ``TypeError`` naming it. ``HeteroData`` and
+        ``(FeatureStore, GraphStore)`` are a ``TypeError`` naming ``data`` (not yet).
     num_neighbors : list of int
-        In-neighbours per node at each hop (``-1``: all; none: the seeds alone).
+        In-neighbours per node at each hop (``-1``: all). ``[]``: batches of the seeds
+        alone (``n_id`` the seeds, no edge), as PyG's.
     input_nodes : LongTensor of shape (S,), or BoolTensor of shape (N,), optional
         Seed nodes: ids, or a mask over the ``N`` nodes (its nonzero ids; another length
         is a ``ValueError``); default all nodes. Empty: an epoch of no mini-batch, as PyG's.
@@ -647,16 +746,34 @@ class NeighborLoader(torch.utils.data.DataLoader):
         it (PyG's; ``metadata = (input_id, None, edge_weight)``).
     filter_per_worker : bool, optional
         Build each batch's ``Data`` in the worker process that sampled it (True) or in the
-        main process (False); default, as PyG: True unless ``data`` is on a GPU.
+        main process (False); default, as PyG: True unless ``data`` is on a GPU. It moves
+        work between processes only: the batches are the same either way, and with
+        ``num_workers=0`` it changes nothing.
     input_id : Tensor, shape (S,), optional
         What each seed is reported as in ``batch.input_id`` (PyG's); default its position
         in ``input_nodes``, or, for a mask, its node id (as PyG).
+    weight_attr : str, optional
+        PyG's weighted sampling: ``data[weight_attr]``, one finite non-negative weight per
+        edge, makes each hop draw a node's in-neighbours with probability proportional to
+        the weights (without replacement: ``k`` sequential draws among the edges not yet
+        drawn, :meth:`gs.Matrix.individual_sample`). An edge of weight 0 is never sampled,
+        at any hop (``-1`` keeps every edge of positive weight). The weights stay an
+        attribute of the batch (sliced by ``e_id``), not ``edge_weight``. Not with
+        ``graph=`` (a ``ValueError``).
     **kwargs
         ``torch.utils.data.DataLoader`` options: ``num_workers``, ``persistent_workers``,
-        ``pin_memory``, ... PyG's other arguments are in :data:`PYG_ONLY`: each is a
-        ``TypeError`` naming it unless its value means what gsample does (e.g.
-        ``subgraph_type="directional"``, ``disjoint=False``); an argument neither PyG's
-        loader nor torch's takes is a ``TypeError`` too.
+        ``pin_memory``, ... PyG's other arguments are in :data:`PYG_ONLY`: each is an
+        :class:`UnsupportedArgument` (a ``TypeError`` and a ``ValueError``) naming it
+        unless its value means what gsample does (``subgraph_type="directional"``,
+        ``disjoint=False``, no ``time_attr`` / ``input_time``, ``temporal_strategy=
+        "uniform"``): bidirectional and induced subgraphs, disjoint and temporal sampling
+        are not supported yet. An argument neither PyG's loader nor torch's takes is a
+        ``TypeError``.
+
+    Notes
+    -----
+    ``str(loader)`` is ``'NeighborLoader()'``, as PyG's; ``loader(index)`` returns the
+    batch of the input positions ``index`` (:meth:`__call__`).
 
     Examples
     --------
@@ -666,7 +783,7 @@ class NeighborLoader(torch.utils.data.DataLoader):
     ...     out = model(batch.x, batch.edge_index)[:batch.batch_size]
     >>> gsample.pyg.NeighborLoader(data, [25, 10], subgraph_type="induced")
     Traceback (most recent call last):
-    TypeError: gsample.pyg.NeighborLoader: subgraph_type='induced' is not supported yet (...)
+    UnsupportedArgument: gsample.pyg.NeighborLoader: subgraph_type='induced' is not ...
     """
 
     def __init__(
@@ -685,16 +802,12 @@ class NeighborLoader(torch.utils.data.DataLoader):
         transform_sampler_output: Callable | None = None,
         filter_per_worker: bool | None = None,
         input_id=None,
+        weight_attr: str | None = None,
         **kwargs,
     ):
         _require()
         kwargs = check_pyg_arguments("NeighborLoader", kwargs)  # before anything is built
-        if not hasattr(data, "edge_index"):
-            raise TypeError(
-                "data: expected a torch_geometric Data (heterogeneous graphs and "
-                "remote feature / graph stores are not supported by "
-                f"gsample.pyg.NeighborLoader yet), got {type(data).__name__}"
-            )
+        _check_data(data)
         for key, value in data.items():  # PyG's filter_data slices these per batch
             if isinstance(value, torch.Tensor) and value.layout not in (
                 torch.strided,
@@ -717,7 +830,16 @@ class NeighborLoader(torch.utils.data.DataLoader):
             raise TypeError(
                 f"num_neighbors: expected a list of ints >= -1 (one per hop), got {num_neighbors!r}"
             )
-        A = _graph(data) if graph is None else graph
+        edge_ids = None  # the sampled graph's edge ids are positions in data.edge_index
+        if weight_attr is not None:
+            if graph is not None:
+                raise ValueError(
+                    "weight_attr: give the sampling weights either as an attribute of the "
+                    "Data (weight_attr) or as the values of graph=, not both"
+                )
+            A, edge_ids = _weighted_graph(data, weight_attr)
+        else:
+            A = _graph(data) if graph is None else graph
         if not isinstance(A, Matrix) or A.num_nodes != data.num_nodes:
             raise ValueError(f"graph: expected a gs.Matrix of the data's {data.num_nodes} nodes")
         mask = isinstance(input_nodes, torch.Tensor) and input_nodes.dtype == torch.bool
@@ -745,11 +867,14 @@ class NeighborLoader(torch.utils.data.DataLoader):
         if filter_per_worker is None:  # PyG's inference: a Data on a GPU filters in main
             filter_per_worker = not getattr(data, "is_cuda", False)
         replace = V.flag(replace, "replace")
-        fn = functools.partial(neighbor_sample, num_neighbors=tuple(num_neighbors), replace=replace)
+        hops = {
+            "num_neighbors": tuple(num_neighbors),
+            "replace": replace,
+            "weighted": weight_attr is not None,
+        }
+        fn = functools.partial(neighbor_sample, **hops)
         if V.flag(compile, "compile"):
-            fn = functools.partial(
-                gs_compile(neighbor_sample), num_neighbors=tuple(num_neighbors), replace=replace
-            )
+            fn = functools.partial(gs_compile(neighbor_sample), **hops)
         n = input_nodes.numel()
         num_batches = n // batch_size if V.flag(drop_last, "drop_last") else -(-n // batch_size)
         self.num_neighbors, self.replace, self.graph = list(num_neighbors), replace, A
@@ -767,6 +892,7 @@ class NeighborLoader(torch.utils.data.DataLoader):
             transform,
             transform_sampler_output,
             V.flag(filter_per_worker, "filter_per_worker"),
+            edge_ids,
         )
         super().__init__(
             dataset, batch_size=None, sampler=self.batches, collate_fn=_identity, **kwargs
@@ -791,17 +917,47 @@ class NeighborLoader(torch.utils.data.DataLoader):
 
     def __call__(self, index):
         """PyG's ``loader(index)``: the mini-batch of the input positions ``index`` (into
-        ``input_nodes``), drawn now as mini-batch ``batch_key(index)`` of the current
-        epoch (the last one started; epoch 0 before any).
+        ``input_nodes``), with the fields of an iterated batch, drawn now in the current
+        epoch (the last one started; epoch 0 before any). When ``index`` is mini-batch
+        ``i`` of that epoch, in its order, the batch is the one iteration gives (drawn as
+        mini-batch ``i``); any other ``index`` is drawn as mini-batch ``batch_key(index)``.
+
+        Parameters
+        ----------
+        index : LongTensor of shape (B,), or list of int
+            Positions in ``input_nodes`` (PyG's ``NodeLoader.__call__``).
+
+        Returns
+        -------
+        torch_geometric.data.Data
+            As iteration's batches (``transform`` applied).
 
         Examples
         --------
         >>> batch = loader([0, 5])          # seeds input_nodes[0] and input_nodes[5]
         >>> batch.n_id[:2]
+        >>> torch.equal(loader(torch.arange(512)).n_id, next(iter(loader)).n_id)  # no shuffle
+        True
         """
         positions = V.ids(index, "index", self.dataset.input_nodes.numel(), None).cpu()
         epoch_seed = combine(combine(0, self.seed), max(self.epoch - 1, 0))
-        return self.dataset.filter(self.dataset.sample(positions, epoch_seed, batch_key(positions)))
+        key = self._batch_index(positions, epoch_seed)
+        out = self.dataset.sample(
+            positions, epoch_seed, batch_key(positions) if key is None else key
+        )
+        return self.dataset.filter(out)
+
+    def _batch_index(self, positions: torch.Tensor, epoch_seed: int) -> int | None:
+        """``i`` when ``positions`` are exactly mini-batch ``i`` of the epoch ``epoch_seed``
+        draws (same order), else None."""
+        if positions.numel() == 0:
+            return None
+        order, size = self.dataset.positions(epoch_seed), self.dataset.batch_size
+        start = int(torch.nonzero(order == positions[0])[0, 0])
+        i = start // size
+        if start % size or i >= len(self.batches):
+            return None
+        return i if torch.equal(order[start : start + size], positions) else None
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__}()"
@@ -812,6 +968,7 @@ __all__ = [
     "NeighborLoader",
     "PygOnly",
     "Sampler",
+    "UnsupportedArgument",
     "batch_key",
     "check_pyg_arguments",
     "neighbor_sample",
