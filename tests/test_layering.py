@@ -89,7 +89,12 @@ LEVELS = [
     (9, ("gsample.loader.*",), "the training loop's loader over compiled samplers"),
     (
         10,
-        ("gsample.interop.pyg.loader", "gsample.pyg"),
+        (
+            "gsample.interop.pyg.loader",
+            "gsample.interop.pyg.link",
+            "gsample.interop.pyg.subgraph",
+            "gsample.pyg",
+        ),
         "PyG's loader API over gsample's loader",
     ),
     (

@@ -1,10 +1,11 @@
-"""PyG's loader API on gsample samplers: ``NeighborLoader`` and ``Sampler`` (a PyG
-``BaseSampler`` for PyG's own ``NodeLoader`` / ``LinkLoader``).
+"""PyG's loader API on gsample samplers: ``NeighborLoader``, ``LinkNeighborLoader`` and
+``Sampler`` (a PyG ``BaseSampler`` for PyG's own ``NodeLoader`` / ``LinkLoader``).
 
-The implementation lives in :mod:`gsample.interop.pyg.loader`; this package is its public
-import path.
+The implementation lives in :mod:`gsample.interop.pyg.loader` and
+:mod:`gsample.interop.pyg.link`; this package is their public import path.
 """
 
+from gsample.interop.pyg.link import LinkNeighborLoader
 from gsample.interop.pyg.loader import (
     PYG_ONLY,
     NeighborLoader,
@@ -19,6 +20,7 @@ from gsample.interop.pyg.loader import (
 
 __all__ = [
     "PYG_ONLY",
+    "LinkNeighborLoader",
     "NeighborLoader",
     "PygOnly",
     "Sampler",

@@ -120,12 +120,22 @@ def test_directional_is_the_default(data, value):
 @pytest.mark.parametrize(
     "value", ["bidirectional", "induced", SubgraphType.bidirectional, SubgraphType.induced]
 )
-def test_other_subgraph_types_are_a_value_error_naming_the_argument(data, value):
-    shown = value.value if isinstance(value, SubgraphType) else value
-    with pytest.raises(ValueError, match=rf"NeighborLoader: subgraph_type='{shown}' is not sup"):
+def test_other_subgraph_types_are_taken(data, value):
+    loader = gp.NeighborLoader(data, [3], batch_size=50, seed=3, subgraph_type=value)
+    assert loader.subgraph_type == (value.value if isinstance(value, SubgraphType) else value)
+    assert "num_sampled_nodes" not in next(iter(loader))  # no hop structure, as PyG's
+
+
+@pytest.mark.parametrize("value", ["undirected", 3, None])
+def test_an_unknown_subgraph_type_is_a_value_error_naming_the_argument(data, value):
+    with pytest.raises(ValueError, match=r"subgraph_type: expected one of"):
         gp.NeighborLoader(data, [3], subgraph_type=value)
-    with pytest.raises(TypeError):  # also a TypeError: an argument this loader cannot take
-        gp.NeighborLoader(data, [3], subgraph_type=value)
+
+
+def test_directed_false_is_induced(data):
+    a = gp.NeighborLoader(data, [3], batch_size=50, seed=3, directed=False)
+    b = gp.NeighborLoader(data, [3], batch_size=50, seed=3, subgraph_type="induced")
+    same_data(next(iter(a)), next(iter(b)))
 
 
 def test_zero_hops_give_the_seeds_alone(data):

@@ -4,10 +4,11 @@
   ``LinkLoader`` (with PyG's negative sampling) run a gsample sampler function through it.
 * :class:`NeighborLoader` takes PyG's ``NeighborLoader`` arguments (``num_neighbors``,
   ``input_nodes``, ``batch_size``, ``shuffle``, ``replace``, ``weight_attr``, ``transform``,
-  ``transform_sampler_output``, ``filter_per_worker``, ``input_id``) and samples with
-  :func:`neighbor_sample`, PyG's hop semantics written in the gsample DSL; ``str(loader)``
+  ``transform_sampler_output``, ``filter_per_worker``, ``input_id``, ``subgraph_type``) and
+  samples with :func:`neighbor_sample`, PyG's hop semantics written in the gsample DSL
+  (``induced`` and ``bidirectional``: :mod:`gsample.interop.pyg.subgraph`); ``str(loader)``
   and ``loader(index)`` are PyG's. PyG's other arguments (:data:`PYG_ONLY`: temporal,
-  disjoint, bidirectional or induced sampling, ...) are an :class:`UnsupportedArgument`
+  disjoint sampling, ...) are an :class:`UnsupportedArgument`
   (a ``TypeError`` and a ``ValueError``) naming them at any value but the one meaning what
   gsample does, before torch's ``DataLoader`` sees them.
 * :func:`with_edge_weight`: the transform that puts a sampler's edge values (LADIES' and
@@ -51,6 +52,7 @@ from gsample.base.random import (
 )
 from gsample.compiler.compiled import compile as gs_compile
 from gsample.interop.pyg import data as _out
+from gsample.interop.pyg import subgraph as _subgraph
 from gsample.loader.dataloader import seed_ids
 from gsample.matrix.sparse import Matrix
 
@@ -111,19 +113,6 @@ PYG_ONLY = {
     "time_attr": PygOnly((None,), _TEMPORAL),
     "temporal_strategy": PygOnly(("uniform",), _TEMPORAL),
     "sample_direction": PygOnly(("forward",), "backward (temporal) sampling is not supported yet"),
-    "subgraph_type": PygOnly(
-        ("directional",),
-        "gsample samples PyG's default, directional subgraphs; bidirectional and "
-        "induced subgraph types are not supported yet; for an induced subgraph of the "
-        "sampled nodes write the sampler with A[nodes, nodes] (examples/shadow.py) and "
-        "run it through gsample.pyg.Sampler in PyG's NodeLoader",
-    ),
-    "directed": PygOnly(
-        (True,),
-        "directed=False is PyG's deprecated "
-        "subgraph_type='induced', which gsample does not sample yet (see "
-        "subgraph_type)",
-    ),
     "disjoint": PygOnly((False,), "disjoint subgraphs, one per seed, are not supported yet"),
     "neighbor_sampler": PygOnly(
         (None,),
@@ -190,9 +179,9 @@ def check_pyg_arguments(loader: str, kwargs: dict) -> dict:
 
     Examples
     --------
-    >>> check_pyg_arguments("NeighborLoader", {"subgraph_type": "induced"})
+    >>> check_pyg_arguments("NeighborLoader", {"disjoint": True})
     Traceback (most recent call last):
-    UnsupportedArgument: gsample.pyg.NeighborLoader: subgraph_type='induced' is not ...
+    UnsupportedArgument: gsample.pyg.NeighborLoader: disjoint=True is not supported yet ...
     >>> check_pyg_arguments("NeighborLoader", {"is_sorted": True, "num_workers": 2})
     {'num_workers': 2}
     """
@@ -337,6 +326,12 @@ class Sampler(_Base):
         an induced subgraph, mapped as :mod:`gsample.interop.pyg.data` says.
     seed : int, optional
         Seed of the sampler's stream; default drawn from gsample's stream now.
+    edge_ids : LongTensor, shape (E',), optional
+        The position in ``data.edge_index`` of each of ``graph``'s ``E'`` edges, when
+        ``graph`` holds a subset of them (PyG's ``weight_attr``: the positive-weight
+        edges): the batches' ``e_id`` are mapped through it, and the graph's values (the
+        sampling weights, an attribute of the ``Data``) are not ``edge_weight``. Default:
+        ``graph``'s edge ids are positions in ``data.edge_index``.
 
     Notes
     -----
@@ -360,12 +355,27 @@ class Sampler(_Base):
     ...     out = model(batch.x, batch.edge_index)[:batch.batch_size]
     """
 
-    def __init__(self, graph, sampler_fn: Callable, seed: int | None = None):
+    def __init__(
+        self,
+        graph,
+        sampler_fn: Callable,
+        seed: int | None = None,
+        edge_ids: torch.Tensor | None = None,
+    ):
         _require()
         if not callable(sampler_fn):
             raise TypeError("sampler_fn: must be callable as sampler_fn(A, seeds)")
         seed = V.seed(seed, none_ok=True)
         self.A = _graph(graph)
+        if edge_ids is not None:
+            edge_ids = V.as_tensor(edge_ids, "edge_ids", None)
+            if edge_ids.dim() != 1 or edge_ids.numel() != self.A.num_edges:
+                raise ValueError(
+                    f"edge_ids: expected one id per edge of graph, shape ({self.A.num_edges},); "
+                    f"got {tuple(edge_ids.shape)}"
+                )
+            edge_ids = edge_ids.to(torch.int64)
+        self.edge_ids = edge_ids
         self.sampler_fn = sampler_fn
         self.seed = _default_seed() if seed is None else seed & MASK64
         self.epoch = 0
@@ -408,11 +418,14 @@ class Sampler(_Base):
         out = _out.to_sampler_output(sample, input_id, seed_time)
         device = seeds.device
         weight = None if sample.weight is None else sample.weight.to(device)
+        edge = out.edge
+        if self.edge_ids is not None:  # positions in the kept edges -> in data.edge_index
+            edge, weight = self.edge_ids.to(edge.device)[edge], None
         out = out.__class__(
             node=out.node.to(device),
             row=out.row.to(device),
             col=out.col.to(device),
-            edge=out.edge.to(device),
+            edge=edge.to(device),
             num_sampled_nodes=out.num_sampled_nodes,
             num_sampled_edges=out.num_sampled_edges,
             metadata=(out.metadata[0], seed_time, weight),
@@ -571,8 +584,10 @@ class _MiniBatches(torch.utils.data.Dataset):
         transform_sampler_output,
         filter_per_worker,
         edge_ids=None,
+        post=None,
     ):
         self.data, self.A, self.fn = data, A, fn
+        self.post = post  # PygSample -> PygSample (bidirectional: to_bidirectional) or None
         # weight_attr: the sampled graph holds the positive-weight edges only; their ids in
         # data.edge_index, and the weights are the Data's (filter_data slices them), not
         # edge values of the sample
@@ -609,6 +624,8 @@ class _MiniBatches(torch.utils.data.Dataset):
         with batch_scope(epoch_seed, key):
             out = self.fn(self.A, seeds.to(self.A.device))
         s = _out.pyg_sample(out, seeds.to(self.A.device))
+        if self.post is not None:
+            s = self.post(s)
         cpu = self.input_nodes.device
         input_id = positions if self.input_id is None else self.input_id[positions]
         weight = None if s.weight is None else s.weight.to(cpu)
@@ -760,13 +777,22 @@ class NeighborLoader(torch.utils.data.DataLoader):
         at any hop (``-1`` keeps every edge of positive weight). The weights stay an
         attribute of the batch (sliced by ``e_id``), not ``edge_weight``. Not with
         ``graph=`` (a ``ValueError``).
+    subgraph_type : {"directional", "bidirectional", "induced"} or PyG's SubgraphType
+        PyG's: which edges a batch carries; the nodes (``n_id``) are the same for all three
+        with the same seed (:mod:`gsample.interop.pyg.subgraph`). ``"directional"``: the
+        sampled edges. ``"bidirectional"``: the sampled edges and their reverses (a reverse
+        carries its sampled edge's ``e_id``), coalesced. ``"induced"``: every edge of the
+        graph between two sampled nodes (with ``weight_attr``: every edge of positive
+        weight). The last two have no hop structure: ``num_sampled_nodes`` /
+        ``num_sampled_edges`` are None, as PyG's. Another value is a ``ValueError``.
+    directed : bool
+        PyG's deprecated spelling: ``False`` means ``subgraph_type="induced"``.
     **kwargs
         ``torch.utils.data.DataLoader`` options: ``num_workers``, ``persistent_workers``,
         ``pin_memory``, ... PyG's other arguments are in :data:`PYG_ONLY`: each is an
         :class:`UnsupportedArgument` (a ``TypeError`` and a ``ValueError``) naming it
-        unless its value means what gsample does (``subgraph_type="directional"``,
-        ``disjoint=False``, no ``time_attr`` / ``input_time``, ``temporal_strategy=
-        "uniform"``): bidirectional and induced subgraphs, disjoint and temporal sampling
+        unless its value means what gsample does (``disjoint=False``, no ``time_attr`` /
+        ``input_time``, ``temporal_strategy="uniform"``): disjoint and temporal sampling
         are not supported yet. An argument neither PyG's loader nor torch's takes is a
         ``TypeError``.
 
@@ -781,9 +807,10 @@ class NeighborLoader(torch.utils.data.DataLoader):
     ...                                     input_nodes=data.train_mask, shuffle=True)
     >>> for batch in loader:
     ...     out = model(batch.x, batch.edge_index)[:batch.batch_size]
-    >>> gsample.pyg.NeighborLoader(data, [25, 10], subgraph_type="induced")
+    >>> induced = gsample.pyg.NeighborLoader(data, [25, 10], subgraph_type="induced")
+    >>> gsample.pyg.NeighborLoader(data, [10], disjoint=True)
     Traceback (most recent call last):
-    UnsupportedArgument: gsample.pyg.NeighborLoader: subgraph_type='induced' is not ...
+    UnsupportedArgument: gsample.pyg.NeighborLoader: disjoint=True is not supported yet (...)
     """
 
     def __init__(
@@ -803,10 +830,13 @@ class NeighborLoader(torch.utils.data.DataLoader):
         filter_per_worker: bool | None = None,
         input_id=None,
         weight_attr: str | None = None,
+        subgraph_type="directional",
+        directed: bool = True,
         **kwargs,
     ):
         _require()
         kwargs = check_pyg_arguments("NeighborLoader", kwargs)  # before anything is built
+        subgraph_type = _subgraph.subgraph_type_name(subgraph_type, directed)
         _check_data(data)
         for key, value in data.items():  # PyG's filter_data slices these per batch
             if isinstance(value, torch.Tensor) and value.layout not in (
@@ -872,12 +902,17 @@ class NeighborLoader(torch.utils.data.DataLoader):
             "replace": replace,
             "weighted": weight_attr is not None,
         }
-        fn = functools.partial(neighbor_sample, **hops)
+        # induced: a DSL program of its own (its draws are neighbor_sample's); bidirectional:
+        # neighbor_sample's batch with its reverse edges added (PyG's to_bidirectional)
+        program = _subgraph.induced_sample if subgraph_type == "induced" else neighbor_sample
+        post = _subgraph.to_bidirectional if subgraph_type == "bidirectional" else None
+        fn = functools.partial(program, **hops)
         if V.flag(compile, "compile"):
-            fn = functools.partial(gs_compile(neighbor_sample), **hops)
+            fn = functools.partial(gs_compile(program), **hops)
         n = input_nodes.numel()
         num_batches = n // batch_size if V.flag(drop_last, "drop_last") else -(-n // batch_size)
         self.num_neighbors, self.replace, self.graph = list(num_neighbors), replace, A
+        self.subgraph_type = subgraph_type
         self.seed = seed & MASK64
         self.epoch = 0
         self.batches = _EpochBatches(num_batches)
@@ -893,6 +928,7 @@ class NeighborLoader(torch.utils.data.DataLoader):
             transform_sampler_output,
             V.flag(filter_per_worker, "filter_per_worker"),
             edge_ids,
+            post,
         )
         super().__init__(
             dataset, batch_size=None, sampler=self.batches, collate_fn=_identity, **kwargs

@@ -1,0 +1,170 @@
+"""gsample.pyg.LinkNeighborLoader: PyG's link loader outputs, determinism, refused arguments."""
+
+import functools
+
+import pytest
+import torch
+
+pytest.importorskip("torch_geometric")
+
+from torch_geometric.data import Data, HeteroData
+from torch_geometric.loader import LinkLoader
+
+import gsample.pyg as gp
+from gsample.interop.pyg.loader import UnsupportedArgument
+
+N, E = 60, 400
+
+
+@pytest.fixture
+def data():
+    g = torch.Generator().manual_seed(0)
+    edge_index = torch.randint(0, N, (2, E), generator=g)
+    return Data(
+        x=torch.arange(N, dtype=torch.float).view(-1, 1),
+        edge_index=edge_index,
+        edge_attr=torch.arange(E, dtype=torch.float),
+        w=torch.rand(E, generator=g),
+        num_nodes=N,
+    )
+
+
+def _check_structure(batch, data):
+    """The batch's edges and attributes are the Data's, by n_id / e_id."""
+    assert torch.equal(batch.x.view(-1).long(), batch.n_id)
+    assert torch.equal(batch.edge_attr.long(), batch.e_id)
+    src, dst = batch.n_id[batch.edge_index]
+    assert torch.equal(torch.stack([src, dst]), data.edge_index[:, batch.e_id])
+
+
+def test_binary_outputs_are_pygs(data):
+    label_index = data.edge_index[:, :50]
+    label = torch.arange(50) % 3  # starts at 0: shifted by one, 0 means negative
+    loader = gp.LinkNeighborLoader(
+        data,
+        [4, 3],
+        edge_label_index=label_index,
+        edge_label=label,
+        batch_size=16,
+        neg_sampling="binary",
+        seed=1,
+    )
+    assert str(loader) == "LinkNeighborLoader()"
+    assert len(loader) == 4
+    batches = list(loader)
+    for i, b in enumerate(batches):
+        n = b.input_id.numel()
+        assert torch.equal(b.input_id, torch.arange(i * 16, i * 16 + n))
+        assert b.edge_label_index.shape == (2, 2 * n)
+        # positives first, in local ids; n_id starts with the label edges' endpoints
+        assert torch.equal(b.n_id[b.edge_label_index[:, :n]], label_index[:, b.input_id])
+        seeds = b.num_sampled_nodes[0]  # the endpoints, unique, first in n_id
+        assert set(b.edge_label_index.unique().tolist()) == set(range(seeds))
+        assert torch.equal(b.edge_label[:n], label[b.input_id] + 1)
+        assert bool((b.edge_label[n:] == 0).all())
+        _check_structure(b, data)
+
+
+def test_triplet_outputs_are_pygs(data):
+    loader = gp.LinkNeighborLoader(
+        data,
+        [3],
+        batch_size=10,
+        neg_sampling={"mode": "triplet", "amount": 2},
+        seed=2,
+    )
+    b = loader(torch.arange(10))
+    assert b.src_index.shape == (10,) and b.dst_pos_index.shape == (10,)
+    assert b.dst_neg_index.shape == (10, 2)
+    assert torch.equal(b.n_id[b.src_index], data.edge_index[0, :10])
+    assert torch.equal(b.n_id[b.dst_pos_index], data.edge_index[1, :10])
+    assert "edge_label" not in b
+    _check_structure(b, data)
+
+
+def test_same_as_pygs_link_loader_over_sampler(data):
+    """The loader is PyG's LinkLoader over gsample.pyg.Sampler: the same batches."""
+    kw = {"batch_size": 32, "neg_sampling": "binary"}
+    ours = gp.LinkNeighborLoader(data, [5, 5], seed=7, compile=False, **kw)
+    fn = functools.partial(gp.neighbor_sample, num_neighbors=(5, 5), replace=False)
+    ref = LinkLoader(data, gp.Sampler(data, fn, seed=7), **kw)
+    for a, b in zip(ours, ref, strict=True):
+        for key in ("n_id", "e_id", "edge_index", "edge_label_index", "edge_label"):
+            assert torch.equal(a[key], b[key]), key
+
+
+def test_same_seed_same_batches(data):
+    def run(seed, compile):
+        loader = gp.LinkNeighborLoader(
+            data, [4, 2], batch_size=25, neg_sampling="binary", seed=seed, compile=compile
+        )
+        return [(b.n_id, b.e_id, b.edge_label_index) for b in loader]
+
+    a, b, c = run(3, True), run(3, True), run(4, True)
+    assert all(torch.equal(x, y) for p, q in zip(a, b, strict=True) for x, y in zip(p, q))
+    assert any(not torch.equal(p[0], q[0]) for p, q in zip(a, c, strict=True))
+    d = run(3, False)  # compiled or not: the same samples
+    assert all(torch.equal(x, y) for p, q in zip(a, d, strict=True) for x, y in zip(p, q))
+
+
+def test_weight_attr(data):
+    data.w[: E // 2] = 0.0  # never sampled
+    loader = gp.LinkNeighborLoader(data, [-1, -1], batch_size=50, weight_attr="w", seed=0)
+    for b in loader:
+        assert bool((b.e_id >= E // 2).all())
+        _check_structure(b, data)
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("time_attr", "t"),
+        ("temporal_strategy", "last"),
+        ("disjoint", True),
+        ("subgraph_type", "bidirectional"),
+        ("subgraph_type", "induced"),
+        ("directed", False),
+        ("neighbor_sampler", object()),
+        ("custom_cls", HeteroData),
+    ],
+)
+def test_refused_arguments_are_named(data, name, value):
+    kw = {"edge_label_time": torch.zeros(E)} if name == "time_attr" else {}
+    with pytest.raises(UnsupportedArgument, match=name):
+        gp.LinkNeighborLoader(data, [2], **{name: value}, **kw)
+
+
+def test_conflicting_temporal_arguments_are_pygs_value_error(data):
+    with pytest.raises(ValueError, match="'edge_label_time' is not set"):
+        gp.LinkNeighborLoader(data, [2], time_attr="t")
+    with pytest.raises(ValueError, match="'time_attr' is not set"):
+        gp.LinkNeighborLoader(data, [2], edge_label_time=torch.zeros(E))
+
+
+def test_refused_data_is_named(data):
+    hetero = HeteroData()
+    hetero["a"].num_nodes = 3
+    hetero["a", "to", "a"].edge_index = torch.tensor([[0, 1], [1, 2]])
+    for bad in (hetero, (object(), object())):
+        with pytest.raises(TypeError, match=r"data: .*LinkNeighborLoader"):
+            gp.LinkNeighborLoader(bad, [2])
+    with pytest.raises(TypeError, match="num_neighbors"):
+        gp.LinkNeighborLoader(data, {("a", "to", "a"): [2]})
+    with pytest.raises(TypeError, match="bogus"):
+        gp.LinkNeighborLoader(data, [2], bogus=1)
+
+
+def test_accepted_defaults(data):
+    loader = gp.LinkNeighborLoader(
+        data,
+        [2],
+        subgraph_type="directional",
+        disjoint=False,
+        temporal_strategy="uniform",
+        directed=True,
+        is_sorted=True,
+        filter_per_worker=False,
+        batch_size=100,
+        seed=0,
+    )
+    assert sum(b.input_id.numel() for b in loader) == E
