@@ -4,6 +4,7 @@ through), the PyG arguments they do take behave as PyG's, importance weights rea
 ``NodeLoader`` / ``LinkLoader`` batches as ``edge_weight``, and masks and sparse tables are
 taken as PyG takes them."""
 
+import collections
 import functools
 import inspect
 
@@ -299,7 +300,10 @@ def test_unweighted_samplers_get_no_edge_weight(data):
     assert "edge_weight" not in batch and batch.e_id.numel() > 0
 
 
-def test_with_edge_weight_refuses_what_it_cannot_match(data):
+def test_with_edge_weight_refuses_what_it_cannot_match(data, monkeypatch):
+    # this process's record of recent batches starts empty: another test run in the same
+    # process may have sampled a batch with the same input nodes
+    monkeypatch.setattr(gp, "_RECENT", collections.OrderedDict())
     sampler = ladies_sampler(data)
     loader = NodeLoader(
         data,
