@@ -1,5 +1,6 @@
 """gsample.pyg.LinkNeighborLoader: PyG's link loader outputs, determinism, refused arguments."""
 
+import collections
 import functools
 
 import pytest
@@ -9,6 +10,8 @@ pytest.importorskip("torch_geometric")
 
 from torch_geometric.data import Data, HeteroData
 from torch_geometric.loader import LinkLoader
+from torch_geometric.sampler import SamplerOutput
+from torch_geometric.sampler.base import SubgraphType
 
 import gsample.pyg as gp
 from gsample.interop.pyg.loader import UnsupportedArgument
@@ -121,7 +124,6 @@ def test_weight_attr(data):
         ("time_attr", "t"),
         ("temporal_strategy", "last"),
         ("disjoint", True),
-        ("subgraph_type", "bidirectional"),
         ("subgraph_type", "induced"),
         ("directed", False),
         ("neighbor_sampler", object()),
@@ -132,6 +134,40 @@ def test_refused_arguments_are_named(data, name, value):
     kw = {"edge_label_time": torch.zeros(E)} if name == "time_attr" else {}
     with pytest.raises(UnsupportedArgument, match=name):
         gp.LinkNeighborLoader(data, [2], **{name: value}, **kw)
+
+
+def test_bidirectional_is_pygs_to_bidirectional_of_the_directional_batch(data):
+    """Same seed: the same nodes and labels; the edges are PyG's ``to_bidirectional`` of the
+    directional batch's (``e_id``: the sampled edge's id, also on its reverse)."""
+    kw = {"batch_size": 20, "neg_sampling": "binary", "seed": 5, "compile": False}
+    directional = gp.LinkNeighborLoader(data, [4, 3], **kw)
+    bidirectional = gp.LinkNeighborLoader(data, [4, 3], subgraph_type="bidirectional", **kw)
+    assert bidirectional.subgraph_type == "bidirectional"
+    for a, b in zip(directional, bidirectional, strict=True):
+        for key in ("n_id", "input_id", "edge_label_index", "edge_label"):
+            assert torch.equal(a[key], b[key]), key
+        row, col = a.edge_index
+        pyg = SamplerOutput(a.n_id, row, col, a.e_id).to_bidirectional()
+        assert torch.equal(b.edge_index, torch.stack([pyg.row, pyg.col]))
+        # a pair sampled more than once (both directions, or parallel edges) has several
+        # ids (PyG keeps an arbitrary one): skip it
+        pairs = collections.Counter(zip(row.tolist(), col.tolist()))
+        out = zip(pyg.row.tolist(), pyg.col.tolist())
+        one = torch.tensor([pairs[r, c] + pairs[c, r] * (r != c) == 1 for r, c in out])
+        assert torch.equal(b.e_id[one], pyg.edge[one])
+        assert "num_sampled_nodes" not in b and "num_sampled_edges" not in b  # as PyG's
+        src, dst = b.n_id[b.edge_index]  # each edge is a graph edge or one's reverse
+        e = data.edge_index[:, b.e_id]
+        assert bool(((src == e[0]) & (dst == e[1]) | (src == e[1]) & (dst == e[0])).all())
+
+
+def test_directed_false_and_induced_are_refused_with_their_reasons(data):
+    with pytest.raises(UnsupportedArgument, match="directed=False is PyG's deprecated"):
+        gp.LinkNeighborLoader(data, [2], directed=False)
+    with pytest.raises(UnsupportedArgument, match="subgraph_type='induced'"):
+        gp.LinkNeighborLoader(data, [2], subgraph_type=SubgraphType.induced)
+    with pytest.raises(ValueError, match="subgraph_type: expected one of"):
+        gp.LinkNeighborLoader(data, [2], subgraph_type="undirected")
 
 
 def test_conflicting_temporal_arguments_are_pygs_value_error(data):

@@ -32,6 +32,7 @@ from gsample.interop.pyg.loader import (
     check_pyg_arguments,
     neighbor_sample,
 )
+from gsample.interop.pyg.subgraph import subgraph_type_name, to_bidirectional
 
 try:
     from torch_geometric.loader import LinkLoader as _LinkLoader
@@ -65,7 +66,7 @@ class LinkNeighborLoader(_LinkLoader):
 
     Each mini-batch takes ``batch_size`` supervision edges (``edge_label_index``), adds
     PyG's negatives, samples the neighbourhood of every endpoint with
-    :func:`gsample.pyg.neighbor_sample` (PyG's directional hops) and returns PyG's
+    :func:`gsample.pyg.neighbor_sample` (PyG's hops) and returns PyG's
     ``Data``.
 
     Parameters
@@ -85,7 +86,11 @@ class LinkNeighborLoader(_LinkLoader):
     replace : bool
         Sample with replacement.
     subgraph_type : str or SubgraphType
-        ``"directional"`` only (others: an :class:`UnsupportedArgument`).
+        ``"directional"`` (PyG's default: the sampled edges) or ``"bidirectional"`` (the
+        sampled edges and their reverses, coalesced, as PyG's
+        ``SamplerOutput.to_bidirectional``: the same nodes, ``edge_label_index`` and
+        ``edge_label``; ``num_sampled_nodes`` / ``num_sampled_edges`` are ``None``).
+        ``"induced"`` is an :class:`UnsupportedArgument`; another value a ``ValueError``.
     disjoint : bool
         ``False`` only.
     temporal_strategy : str
@@ -114,7 +119,8 @@ class LinkNeighborLoader(_LinkLoader):
     neighbor_sampler : None
         A PyG ``NeighborSampler`` samples with PyG, not gsample: refused.
     directed : bool
-        ``True`` only (``False`` is PyG's deprecated induced subgraph).
+        ``True`` only (``False``, PyG's deprecated ``subgraph_type="induced"``: an
+        :class:`UnsupportedArgument` naming ``directed``).
     seed : int, optional
         The sampler's seed (gsample's; not PyG's): same seed, same batches. Default drawn
         from gsample's stream now.
@@ -186,15 +192,23 @@ class LinkNeighborLoader(_LinkLoader):
             ("temporal_strategy", temporal_strategy, ("uniform",)),
             ("disjoint", disjoint, (False,)),
             ("neighbor_sampler", neighbor_sampler, (None,)),
-            ("directed", directed, (True,)),
-            # only directional: whatever NeighborLoader learns, this sampler is PyG's hops
-            ("subgraph_type", subgraph_type, ("directional",)),
         ):
             rule = PYG_ONLY.get(name)
-            why = _TEMPORAL if rule is None else rule.why
-            if name == "subgraph_type":
-                why = "gsample's link loader samples PyG's default, directional subgraphs"
-            _refuse(name, value, accepted, why)
+            _refuse(name, value, accepted, _TEMPORAL if rule is None else rule.why)
+        _refuse(
+            "directed",
+            directed,
+            (True,),
+            "directed=False is PyG's deprecated subgraph_type='induced'",
+        )
+        subgraph_type = subgraph_type_name(subgraph_type)  # a ValueError for unknown values
+        # induced would need the link loader's own DSL program (induced_sample's slice)
+        _refuse(
+            "subgraph_type",
+            subgraph_type,
+            ("directional", "bidirectional"),
+            "gsample's link loader samples directional or bidirectional subgraphs",
+        )
         _check_link_data(data)
         if isinstance(num_neighbors, dict):
             raise TypeError(
@@ -219,8 +233,12 @@ class LinkNeighborLoader(_LinkLoader):
             "weighted": weight_attr is not None,
         }
         fn = gs_compile(neighbor_sample) if V.flag(compile, "compile") else neighbor_sample
-        sampler = Sampler(A, functools.partial(fn, **hops), seed=seed, edge_ids=edge_ids)
+        # bidirectional: the same draws, each batch's reverse edges added (PyG applies
+        # to_bidirectional after edge_sample; the seeds / labels do not depend on the edges)
+        post = to_bidirectional if subgraph_type == "bidirectional" else None
+        sampler = Sampler(A, functools.partial(fn, **hops), seed=seed, edge_ids=edge_ids, post=post)
         self.num_neighbors, self.replace = list(num_neighbors), hops["replace"]
+        self.subgraph_type = subgraph_type
         super().__init__(
             data=data,
             link_sampler=sampler,

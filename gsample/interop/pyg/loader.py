@@ -332,6 +332,12 @@ class Sampler(_Base):
         edges): the batches' ``e_id`` are mapped through it, and the graph's values (the
         sampling weights, an attribute of the ``Data``) are not ``edge_weight``. Default:
         ``graph``'s edge ids are positions in ``data.edge_index``.
+    post : callable, optional
+        ``post(PygSample) -> PygSample``, applied to every mapped mini-batch before it
+        becomes a ``SamplerOutput`` (``gsample.pyg.LinkNeighborLoader``'s
+        ``subgraph_type="bidirectional"``: :func:`~gsample.interop.pyg.subgraph.to_bidirectional`,
+        as PyG's ``NeighborSampler`` applies ``SamplerOutput.to_bidirectional``). Draws
+        nothing: the samples stay those of ``sampler_fn``.
 
     Notes
     -----
@@ -361,10 +367,13 @@ class Sampler(_Base):
         sampler_fn: Callable,
         seed: int | None = None,
         edge_ids: torch.Tensor | None = None,
+        post: Callable | None = None,
     ):
         _require()
         if not callable(sampler_fn):
             raise TypeError("sampler_fn: must be callable as sampler_fn(A, seeds)")
+        if post is not None and not callable(post):
+            raise TypeError(f"post: must be callable or None, got {type(post).__name__}")
         seed = V.seed(seed, none_ok=True)
         self.A = _graph(graph)
         if edge_ids is not None:
@@ -377,6 +386,7 @@ class Sampler(_Base):
             edge_ids = edge_ids.to(torch.int64)
         self.edge_ids = edge_ids
         self.sampler_fn = sampler_fn
+        self.post = post  # PygSample -> PygSample (bidirectional: to_bidirectional) or None
         self.seed = _default_seed() if seed is None else seed & MASK64
         self.epoch = 0
 
@@ -414,6 +424,8 @@ class Sampler(_Base):
         ``(input_id, seed_time)`` gets the edge values (or None) as a third entry, and the
         batch is remembered for :func:`with_edge_weight`."""
         sample = _out.pyg_sample(self.sample(seeds, key), seeds.to(self.A.device))
+        if self.post is not None:
+            sample = self.post(sample)
         input_id, seed_time = metadata or (None, None)
         out = _out.to_sampler_output(sample, input_id, seed_time)
         device = seeds.device
