@@ -89,6 +89,34 @@ def example(name):
     return module
 
 
+def example_workloads(A):
+    """name -> (function, graph, keyword arguments): the catalogue's layer-wise and
+    node-wise samplers, as the compile and pass tests call them."""
+    N = A.num_nodes
+    return {
+        "graphsage": (example("graphsage").graphsage, A, {}),
+        "graphsage-3": (example("graphsage").graphsage, A, {"fanouts": (15, 10, 5)}),
+        "ladies": (example("ladies").ladies, example("ladies").normalize(A), {}),
+        "ladies-small": (
+            example("ladies").ladies,
+            example("ladies").normalize(A),
+            {"layers": (64, 64)},
+        ),
+        "fastgcn": (example("fastgcn").fastgcn, A, {"layers": (300, 300)}),
+        "fastgcn-degree": (
+            example("fastgcn").fastgcn,
+            A,
+            {"layers": (300, 300), "degree": A.sum(axis=1)},
+        ),
+        "shadow": (example("shadow").shadow, A, {}),
+        "pass_sampler": (
+            example("pass_sampler").pass_sampler,
+            A,
+            example("pass_sampler").random_inputs(N, num_features=8, hidden=16),
+        ),
+    }
+
+
 def host_syncs(fn) -> list:
     """The host synchronisations ``fn()`` makes on the GPU: what PyTorch's sync debug mode
     warns of (a stream's or the device's wait, a blocking copy), and each wait for a CUDA

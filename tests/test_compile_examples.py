@@ -16,7 +16,7 @@ import functools
 
 import pytest
 import torch
-from helpers import assert_same, example, graphsage, random_seeds
+from helpers import assert_same, example_workloads, graphsage, random_seeds
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -43,33 +43,6 @@ def weighted_graph():
     return gs.datasets.rmat(1000, 15000, seed=1, weighted=True)
 
 
-def workloads(A):
-    """name -> (function, graph, keyword arguments) for every example."""
-    N = A.num_nodes
-    return {
-        "graphsage": (example("graphsage").graphsage, A, {}),
-        "graphsage-3": (example("graphsage").graphsage, A, {"fanouts": (15, 10, 5)}),
-        "ladies": (example("ladies").ladies, example("ladies").normalize(A), {}),
-        "ladies-small": (
-            example("ladies").ladies,
-            example("ladies").normalize(A),
-            {"layers": (64, 64)},
-        ),
-        "fastgcn": (example("fastgcn").fastgcn, A, {"layers": (300, 300)}),
-        "fastgcn-degree": (
-            example("fastgcn").fastgcn,
-            A,
-            {"layers": (300, 300), "degree": A.sum(axis=1)},
-        ),
-        "shadow": (example("shadow").shadow, A, {}),
-        "pass_sampler": (
-            example("pass_sampler").pass_sampler,
-            A,
-            example("pass_sampler").random_inputs(N, num_features=8, hidden=16),
-        ),
-    }
-
-
 NAMES = [
     "graphsage",
     "graphsage-3",
@@ -84,7 +57,7 @@ NAMES = [
 
 def workload(name, graph, device, num_seeds, seed):
     """Example ``name``'s (function, graph, keyword arguments, seeds), all on ``device``."""
-    fn, A, kwargs = workloads(graph)[name]
+    fn, A, kwargs = example_workloads(graph)[name]
     kwargs = {
         k: v.to(device) if isinstance(v, (torch.Tensor, gs.Matrix)) else v
         for k, v in kwargs.items()
@@ -138,7 +111,7 @@ def test_example_compiled_equals_eager_through_the_dataloader(name, weighted_gra
 def test_every_example_program_keeps_its_random_ops(weighted_graph):
     """Passes never drop or renumber a used random op (ordinals stay 0 .. n-1)."""
     for name in NAMES:
-        fn, A, kwargs = workloads(weighted_graph)[name]
+        fn, A, kwargs = example_workloads(weighted_graph)[name]
         traced = gs.compile(fn, passes=[]).program(A, torch.arange(8), **kwargs)
         optimised = gs.compile(fn).program(A, torch.arange(8), **kwargs)
         assert optimised.num_random == traced.num_random

@@ -456,18 +456,14 @@ class CompiledSampler:
         counts = {k: v.num_nodes for k, v in dynamic.items() if isinstance(v, Matrix)}
         device = next(str(v.device) for v in dynamic.values() if isinstance(v, Matrix))
 
-        programs: dict = {}  # the super-batcher's own: freed with the loader that holds it
-
         def build(copies: int) -> tuple:
-            """``(IR, lowered program)`` for ``copies`` mini-batches (made once)."""
-            hit = programs.get(copies)
-            if hit is None:
-                rewrite = super_batch(
-                    copies, num_nodes, seeds, fixed_state, counts, helpers=block_helpers(wrap)
-                )
-                graph = optimize(entry[0], [rewrite])
-                hit = programs[copies] = (graph, self._lower(graph, backend, device))
-            return hit
+            """``(IR, lowered program)`` for ``copies`` mini-batches (the super-batcher
+            keeps it, once per count, and frees it with the loader that holds it)."""
+            rewrite = super_batch(
+                copies, num_nodes, seeds, fixed_state, counts, helpers=block_helpers(wrap)
+            )
+            graph = optimize(entry[0], [rewrite])
+            return graph, self._lower(graph, backend, device)
 
         return SuperBatcher(dynamic, seeds, num_nodes, backend, build)
 

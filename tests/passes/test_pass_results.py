@@ -12,7 +12,7 @@ import functools
 
 import pytest
 import torch
-from helpers import example
+from helpers import example, example_workloads
 
 import gsample as gs
 from gsample.ir import Graph, format_lines
@@ -27,24 +27,7 @@ def catalogue() -> dict:
     N = A.num_nodes
     g = torch.Generator().manual_seed(0)
     return {
-        "graphsage": (example("graphsage").graphsage, A, {"fanouts": (15, 10, 5)}),
-        "ladies": (
-            example("ladies").ladies,
-            example("ladies").normalize(A),
-            {"layers": (64, 64)},
-        ),
-        "fastgcn": (example("fastgcn").fastgcn, A, {"layers": (300, 300)}),
-        "fastgcn-degree": (
-            example("fastgcn").fastgcn,
-            A,
-            {"layers": (300, 300), "degree": A.sum(axis=1)},
-        ),
-        "shadow": (example("shadow").shadow, A, {}),
-        "pass_sampler": (
-            example("pass_sampler").pass_sampler,
-            A,
-            example("pass_sampler").random_inputs(N, num_features=8, hidden=16),
-        ),
+        **example_workloads(A),
         "asgcn": (
             example("asgcn").asgcn,
             A,
