@@ -53,14 +53,6 @@ def _refuse(name: str, value, accepted: tuple, why: str) -> None:
         )
 
 
-def _check_link_data(data) -> None:
-    """``data``: a homogeneous ``Data`` (a ``TypeError`` naming ``data`` otherwise)."""
-    try:
-        _check_data(data)
-    except TypeError as e:  # the check names NeighborLoader; this is the link loader
-        raise TypeError(str(e).replace("pyg.NeighborLoader", f"pyg.{_NAME}")) from None
-
-
 class LinkNeighborLoader(_LinkLoader):
     """PyG's ``LinkNeighborLoader`` (homogeneous), sampled by gsample.
 
@@ -209,7 +201,7 @@ class LinkNeighborLoader(_LinkLoader):
             ("directional", "bidirectional"),
             "gsample's link loader samples directional or bidirectional subgraphs",
         )
-        _check_link_data(data)
+        _check_data(data, _NAME)
         if isinstance(num_neighbors, dict):
             raise TypeError(
                 "num_neighbors: a dict per edge type (heterogeneous sampling) is not "

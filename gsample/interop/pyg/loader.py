@@ -684,8 +684,9 @@ def _identity(x):
     return x
 
 
-def _check_data(data) -> None:
-    """``data`` must be a homogeneous ``Data`` whose graph is its ``edge_index`` (or none)."""
+def _check_data(data, loader: str = "NeighborLoader") -> None:
+    """``data`` must be a homogeneous ``Data`` whose graph is its ``edge_index`` (or none);
+    ``loader`` names the gsample.pyg loader in the message."""
     if _Data is None or not isinstance(data, _Data):
         got = type(data).__name__
         if isinstance(data, (tuple, list)):
@@ -698,7 +699,7 @@ def _check_data(data) -> None:
             )
         raise TypeError(
             "data: expected a torch_geometric Data (a homogeneous graph: edge_index, node "
-            f"and edge attributes) in gsample.pyg.NeighborLoader, got {got}"
+            f"and edge attributes) in gsample.pyg.{loader}, got {got}"
         )
     _check_adjacency(data, "data")
 
