@@ -43,6 +43,12 @@ BYTE_MODEL = (
     "not kept are ignored, so the bound is loose"
 )
 NOTREDAME = "web-NotreDame.txt.gz"
+#: ``--graph`` names of the pinned anchor-shaped graphs (``gs.datasets.ANCHOR_GRAPHS``): their
+#: epochs draw from their pinned seeds
+ANCHORS = tuple(gs.datasets.ANCHOR_GRAPHS)
+#: workloads whose sampled edges per seed are bounded by their fanouts (a tree of
+#: ``k1 + k1 k2 + ...`` edges); walks are bounded by their length
+NODEWISE = ("graphsage", "pass")
 #: default --batches: epochs capped (and scaled to the full epoch) where a mode is slow
 CAPS = {
     "quick": ["pass=8"],
@@ -89,7 +95,8 @@ def _cap(x):
 
 def graph_problem(spec: str):
     """What is wrong with a ``--graph`` value (None when nothing is): ``rmat:N:E`` with
-    ``N >= 1`` and ``E >= 0`` integers, ``cora``, or an existing SNAP edge list."""
+    ``N >= 1`` and ``E >= 0`` integers, ``cora``, an anchor graph (:data:`ANCHORS`), or an
+    existing SNAP edge list."""
     if spec.startswith("rmat:"):
         parts = spec.split(":")
         try:
@@ -97,9 +104,9 @@ def graph_problem(spec: str):
         except ValueError:
             ok = False
         return None if ok else "expected rmat:NUM_NODES:NUM_EDGES (integers, NUM_NODES >= 1)"
-    if spec == "cora" or os.path.isfile(spec):
+    if spec == "cora" or spec in ANCHORS or os.path.isfile(spec):
         return None
-    return "no such file (expected rmat:N:E, cora or a SNAP path)"
+    return f"no such file (expected rmat:N:E, cora, {', '.join(ANCHORS)} or a SNAP path)"
 
 
 class _GraphOption(argparse.Action):
@@ -150,16 +157,28 @@ def parser():
         "--graph",
         default=None,
         action=_GraphOption,
-        help="rmat:NODES:EDGES (generated on the device, seed 0), a SNAP edge list, "
-        "or cora (default: GPU rmat:2400000:120000000; CPU $GSAMPLE_DATA or "
+        help="rmat:NODES:EDGES (directed, generated on the device, seed 0), "
+        f"{' or '.join(ANCHORS)} (undirected R-MAT at ogbn-papers100M's / ogbn-products' "
+        "size, generated on the device or read from --graph-cache; the epoch draws from "
+        "its pinned seeds: gs.datasets.anchor_seeds), a SNAP edge list, or cora (default: "
+        "GPU rmat:2400000:120000000; CPU $GSAMPLE_DATA or "
         f"../shared/data/{NOTREDAME}, else rmat:300000:3000000; --quick "
         "rmat:20000:200000)",
+    )
+    p.add_argument(
+        "--graph-cache",
+        type=_out_dir,
+        default=None,
+        metavar="DIR",
+        help=f"keep {' and '.join(ANCHORS)} in DIR/<name> (a memory-mappable CSC), "
+        "built on the first run (default: generated every run)",
     )
     p.add_argument(
         "--seeds",
         type=_positive,
         default=None,
-        help="seeds per epoch (default GPU 196608, CPU 10240, --quick 2048)",
+        help="seeds per epoch (default GPU 196608, CPU 10240, --quick 2048; an anchor "
+        "graph: all its pinned seeds, or the first N of them)",
     )
     p.add_argument(
         "--batch-size",
@@ -273,7 +292,20 @@ def parse(argv=None, **defaults):
         if os.path.exists(shared)
         else "rmat:300000:3000000"
     )
-    args.seeds = args.seeds or (2048 if args.quick else 196_608 if gpu else 10_240)
+    anchor = gs.datasets.ANCHOR_GRAPHS.get(args.graph)
+    if anchor is not None and args.seeds is not None and args.seeds > anchor.num_seeds:
+        p.error(f"--seeds: at most {anchor.num_seeds} for {args.graph} (its pinned seeds)")
+    args.seeds = args.seeds or (
+        min(2048, anchor.num_seeds)
+        if args.quick and anchor is not None
+        else 2048
+        if args.quick
+        else anchor.num_seeds
+        if anchor is not None
+        else 196_608
+        if gpu
+        else 10_240
+    )
     caps = (
         args.batches if args.batches is not None else CAPS["quick" if args.quick else args.device]
     )
@@ -292,12 +324,17 @@ def parse(argv=None, **defaults):
     return args
 
 
-def load_graph(spec: str, device):
+def load_graph(spec: str, device, cache=None):
     """``(graph, tag)`` of ``--graph`` (checked again: a calling script's default was not
-    parsed)."""
+    parsed); an anchor graph is kept in ``cache/<name>`` when ``cache`` is given."""
     problem = graph_problem(spec)
     if problem is not None:
         raise HarnessError(f"--graph {spec}: {problem}")
+    if spec in ANCHORS:
+        try:
+            return gs.datasets.anchor_graph(spec, device=device, cache=cache)[0], spec
+        except ValueError as err:  # a size that cannot be allocated, by name
+            raise HarnessError(f"--graph {spec}: {err}") from None
     if spec.startswith("rmat:"):
         _, n, e = spec.split(":")
         n, e = int(n), int(e)
@@ -311,6 +348,40 @@ def load_graph(spec: str, device):
         except FileNotFoundError as err:  # $GSAMPLE_DATA/cora.npz, by path
             raise HarnessError(f"--graph cora: {err}") from None
     return gs.datasets.read_snap(spec).to(device), pathlib.Path(spec).name.split(".")[0]
+
+
+def epoch_seeds(spec: str, A, device):
+    """``(seeds, source)``: the nodes an epoch draws its mini-batches from, in order (the
+    harness takes the first ``--seeds``), and how they were drawn: an anchor graph's pinned
+    seeds, else a random permutation of every node."""
+    if spec in ANCHORS:
+        return gs.datasets.anchor_seeds(spec, A), f"gs.datasets.anchor_seeds({spec!r}, A)"
+    perm = torch.randperm(A.num_nodes, generator=torch.Generator().manual_seed(0))
+    return perm.to(device), "torch.randperm(num_nodes, generator seeded 0)"
+
+
+def most_units_per_seed(w):
+    """The most units a seed can yield in workload ``w``: a walk's length, a node-wise
+    sampler's tree of fanouts (``k1 + k1 k2 + ...``), else None (no per-seed bound)."""
+    if w.walk:
+        return w.kw.get("length")
+    fanouts = w.kw.get("fanouts")
+    if w.name not in NODEWISE or not fanouts:
+        return None
+    total, width = 0, 1
+    for k in fanouts:
+        width *= k
+        total += width
+    return total
+
+
+def fanouts_of(w) -> tuple:
+    """The in-neighbour counts a node needs so that workload ``w`` finds as many as it asks
+    for: a node-wise sampler's fanouts, 1 for a walk (a node without any ends the walk),
+    none for layer-wise samplers."""
+    if w.walk:
+        return (1,)
+    return tuple(w.kw.get("fanouts", ()))
 
 
 def default_modes(w, device, args):
@@ -344,7 +415,7 @@ def run_workload(name, A, device, seeds, args, baselines, modes_fn, extra, cpu_g
     """Check that the modes of workload ``name`` draw the same samples, then time
     each mode and each peer that runs here; returns the record's entry of the workload."""
     w = workload(name, A, args.batch_size, args.walk_length)
-    full = seeds[: args.seeds // w.batch_size * w.batch_size]
+    full = seeds[: min(args.seeds, seeds.numel()) // w.batch_size * w.batch_size]
     epoch = full[: args.caps[name] * w.batch_size] if name in args.caps else full
     if epoch.numel() < w.batch_size or w.batch_size <= 0:
         raise HarnessError(f"{name}: fewer seeds than one mini-batch ({w.batch_size})")
@@ -405,6 +476,16 @@ def run_workload(name, A, device, seeds, args, baselines, modes_fn, extra, cpu_g
         }
     for r in entry["modes"].values():
         r["epoch_s_full"] = r["epoch_s_median"] * scale
+    ours = [r for r in entry["modes"].values() if r["kind"] not in ("plain", "peer")]
+    whole = [r for r in ours if "timed_fraction" not in r]  # units of the whole epoch
+    if ours:
+        entry["work_per_seed"] = measure.work_per_seed(
+            (whole or ours)[0]["units"], epoch.numel(), w.unit, most_units_per_seed(w)
+        )
+    fanouts = fanouts_of(w)
+    if fanouts:
+        entry["fanouts"] = list(fanouts)
+        entry["share_below_fanout"] = measure.graph_profile(A, fanouts)["below"]
     if extra:
         extra(w, entry, device, args)
     return entry
@@ -447,14 +528,23 @@ def run(args, modes=None, extra=None) -> dict:
         raise HarnessError("--device cuda: CUDA is not available")
     if "torch_cluster" in args.peers and args.torch_cluster_sdist is None and not args.quick:
         args.torch_cluster_sdist = peers.default_sdist(root)
-    load_s, (A, tag) = measure.timed(lambda: load_graph(args.graph, device), device)
+    load_s, (A, tag) = measure.timed(
+        lambda: load_graph(args.graph, device, args.graph_cache), device
+    )
     log(f"graph {args.graph}: {A.num_nodes:,} nodes, {A.num_edges:,} edges in {load_s:.1f} s")
+    profile = measure.graph_profile(A)
+    log(
+        f"degree: mean {profile['mean'] or 0:.1f}, median {profile['median']}, p99 "
+        f"{profile['p99']}, max {profile['max']}"
+    )
     n_src = 1 << 26 if device.type == "cuda" else (1 << 20 if args.quick else 1 << 24)
     gather = measure.gather_bandwidth(
         device, n_src, n_src // 4, torch.int64, repeats=3 if args.quick else 10
     )
     log(f"random gather int64: {gather['GB_per_s']:.2f} GB/s")
-    perm = torch.randperm(A.num_nodes, generator=torch.Generator().manual_seed(0)).to(device)
+    perm, seeds_source = epoch_seeds(args.graph, A, device)
+    if perm.numel() < args.seeds:
+        log(f"{args.graph}: {perm.numel():,} seeds (fewer than --seeds {args.seeds:,})")
     cpu_graph = None if args.no_cpu_check else functools.lru_cache(lambda: A.to("cpu"))
     out = pathlib.Path(args.out) if args.out else root / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
@@ -464,6 +554,8 @@ def run(args, modes=None, extra=None) -> dict:
         A,
         root,
         graph_load_s=load_s,
+        degree_profile=profile,
+        seeds_source=seeds_source,
         random_gather=gather,
         byte_model={
             "bytes_per_sampled_edge": BYTES_PER_EDGE,
@@ -489,6 +581,8 @@ def run(args, modes=None, extra=None) -> dict:
                 log,
             )
             add_bound(entry, name in WALKS, gather["GB_per_s"])
+            for k, share in entry.get("share_below_fanout", {}).items():
+                record["degree_profile"]["below"][k] = share
             if not entry["agreement_ok"]:
                 record["failures"].append(
                     f"{name}: draws disagree: {entry['agreement']} "

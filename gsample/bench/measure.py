@@ -1,5 +1,6 @@
 """Timing of the harness: epochs, their median and spread, peak memory, kernels and host syncs
-per mini-batch on a GPU, the device's random-gather bandwidth and the machine's load.
+per mini-batch on a GPU, the device's random-gather bandwidth and the machine's load; the
+graph's degree profile and the work a seed yields, which the figures are read against.
 
 Every figure of :mod:`gsample.bench` comes from here, so that all modes and peers are timed
 the same way: one warm-up epoch, then the median of ``repeats`` epochs, the device
@@ -120,6 +121,42 @@ def gather_bandwidth(
         "bytes": nbytes,
         "seconds_median": t,
         "GB_per_s": nbytes / t / 1e9,
+    }
+
+
+def graph_profile(A, fanouts=()) -> dict:
+    """The in-degree profile of graph ``A`` (:func:`gsample.datasets.degree_profile`: nodes,
+    edges, mean, median, p99, max, and ``below``: the share of nodes with fewer in-neighbours
+    than each of ``fanouts``, where a sampler of that fanout finds fewer than it asks for).
+
+    Examples
+    --------
+    >>> A = gs.Matrix.from_edge_index(torch.tensor([[0, 1, 2], [1, 2, 2]]))
+    >>> graph_profile(A, (2,))["below"]
+    {2: 0.6666666666666666}
+    """
+    return gs.datasets.degree_profile(A, fanouts=fanouts)
+
+
+def work_per_seed(units: int, seeds: int, unit: str, most=None) -> dict:
+    """What a seed yields over an epoch: ``units`` (sampled edges or walk steps) over
+    ``seeds``, beside ``most``, the bound a seed could reach (a walk's length, a node-wise
+    sampler's tree of fanouts), and their ratio: how much of the requested work the graph
+    let the sampler do.
+
+    Examples
+    --------
+    >>> work_per_seed(35_000, 1000, "sampled edges", 275)["share_of_most"]
+    0.12727272727272726
+    """
+    per = units / seeds if seeds else None
+    return {
+        "unit": unit,
+        "units": units,
+        "seeds": seeds,
+        "per_seed": per,
+        "most_per_seed": most,
+        "share_of_most": per / most if per is not None and most else None,
     }
 
 

@@ -223,6 +223,7 @@ def table_lines(record) -> list:
             lines.append(
                 f"| {name} | {peer} | {why[:70]} | | | | |" + (" | |" if gpu else "") + " |"
             )
+    lines += profile_lines(record)
     g = record.get("random_gather")
     if g:
         lines += [
@@ -236,6 +237,34 @@ def table_lines(record) -> list:
         lines.append(
             f"host speed (a pure-Python loop before each epoch, ms per million "
             f"iterations): {min(loops):.0f} to {max(loops):.0f}"
+        )
+    return lines
+
+
+def profile_lines(record) -> list:
+    """The graph's degree profile and each workload's work per seed, as printed lines (none
+    for a record made before they were recorded)."""
+    p = record.get("degree_profile")
+    if not p:
+        return []
+    below = ", ".join(
+        f"< {k}: {v:.1%}" for k, v in sorted(p.get("below", {}).items(), key=lambda kv: int(kv[0]))
+    )
+    lines = [
+        "",
+        f"in-degree: mean {_fmt(p.get('mean'), '.1f')}, median {p.get('median')}, p99 "
+        f"{p.get('p99')}, max {_fmt(p.get('max'), ',')}"
+        + (f"; nodes with fewer in-neighbours than the fanout {below}" if below else "")
+        + f"; seeds: {record.get('seeds_source', '-')}",
+    ]
+    for name, e in record.get("workloads", {}).items():
+        w = e.get("work_per_seed")
+        if not w:
+            continue
+        most = w.get("most_per_seed")
+        lines.append(
+            f"{name}: {_fmt(w.get('per_seed'), ',.1f')} {w['unit']} per seed"
+            + (f" of at most {most:,} ({w['share_of_most']:.1%})" if most else "")
         )
     return lines
 

@@ -125,25 +125,257 @@ class SamplingMethods:
         for h, hop in enumerate(hops):
             sampled = {}
             for et, k in hop.items():
-                d = et[2]
-                cols = front.get(d)
-                if cols is None or cols.numel() == 0:
-                    next_op_key()  # the (hop, edge type)'s ordinal, unused
-                    sampled[et] = self._empty(et)
-                    continue
-                sub = self._rel[et][:, cols]
-                if k < 0:
-                    next_op_key()
-                    sampled[et] = sub
-                else:
-                    probs = sub if weighted and sub.csc.values is not None else None
-                    sampled[et] = sub.individual_sample(k, probs=probs, replace=replace)
+                sampled[et] = self._sample_relation(h, et, front.get(et[2]), k, replace, weighted)
             out.append(sampled)
             if h + 1 < len(hops):
                 front = _new_nodes(sampled, reached)
                 for t, ids in front.items():
                     reached[t] = torch.cat([reached[t], ids]) if t in reached else ids
         return out if listed else out[0]
+
+    def _sample_relation(
+        self,
+        hop: int,
+        et: EdgeType,
+        cols: torch.Tensor | None,
+        k: int,
+        replace: bool,
+        weighted: bool,
+    ) -> Matrix:
+        """One (hop, edge type) of :meth:`sample_neighbors`: ``k`` in-edges of each of
+        ``cols`` (this hop's frontier of type ``et[2]``, or None) along ``et``; exactly one
+        op ordinal, whatever the frontier (the per-(hop, edge type) step a variant of the
+        sampling, e.g. temporal, replaces)."""
+        if cols is None or cols.numel() == 0:
+            next_op_key()  # the (hop, edge type)'s ordinal, unused
+            return self._empty(et)
+        sub = self._rel[et][:, cols]
+        if k < 0:
+            next_op_key()
+            return sub
+        probs = sub if weighted and sub.csc.values is not None else None
+        return sub.individual_sample(k, probs=probs, replace=replace)
+
+    # ------------------------------------------------------------------ disjoint / temporal
+    def relation_times(
+        self,
+        node_time: Mapping[str, torch.Tensor] | None = None,
+        edge_time: Mapping[EdgeType, torch.Tensor] | None = None,
+        edge_ids: Mapping[EdgeType, torch.Tensor] | None = None,
+    ) -> dict[EdgeType, torch.Tensor]:
+        """Each relation's edge times in its matrix's edge order (what
+        :meth:`sample_disjoint` takes as ``edge_time``), from node- or edge-level times.
+
+        Parameters
+        ----------
+        node_time : dict, optional
+            ``{node_type: Tensor (num_nodes[t],)}``: node-level time. An edge ``s -> d`` of
+            type ``(s, r, d)`` gets its source's time (a neighbour is allowed when its own
+            time is), for the edge types whose source type has a time.
+        edge_time : dict, optional
+            ``{edge_type: Tensor (E,)}``: edge-level time, one per edge id (position in the
+            relation's ``edge_index``). Not with ``node_time``.
+        edge_ids : dict, optional
+            ``{edge_type: LongTensor}``: for a relation holding a subset of its edges (PyG's
+            ``weight_attr``: the positive ones), the ``edge_index`` position of each of the
+            matrix's edge ids (``edge_time`` is read there).
+
+        Returns
+        -------
+        dict
+            ``{edge_type: Tensor (E_et,)}`` on the graph's device, for the edge types with a
+            time (the others sample without one). Compute it once and pass the same tensors
+            to every call: the op keeps a per-column time order keyed on each tensor.
+
+        Examples
+        --------
+        >>> times = H.relation_times(node_time={"paper": year})
+        >>> sorted(times) == [et for et in H.edge_types if et[0] == "paper"]
+        True
+        """
+        if node_time is not None and edge_time is not None:
+            raise ValueError("edge_time: give node-level or edge-level times, not both")
+        out = {}
+        for et, m in self._rel.items():
+            if node_time is not None and et[0] in node_time:
+                t = node_time[et[0]]
+                src = m.csc.global_rows()
+                if t.dim() != 1 or t.numel() != self._num_nodes[et[0]]:
+                    raise ValueError(
+                        f"node_time[{et[0]!r}]: expected one time per node, shape "
+                        f"({self._num_nodes[et[0]]},); got {tuple(t.shape)}"
+                    )
+                out[et] = t.to(self.device)[src]
+            elif edge_time is not None and et in edge_time:
+                t = edge_time[et]
+                eid = m.csc.eid_tensor()
+                if edge_ids is not None and et in edge_ids:
+                    eid = edge_ids[et].to(eid.device)[eid]
+                if t.dim() != 1 or (eid.numel() and int(eid.max()) >= t.numel()):
+                    raise ValueError(
+                        f"edge_time[{et!r}]: expected one time per edge of the relation, got "
+                        f"shape {tuple(t.shape)}"
+                    )
+                out[et] = t.to(self.device)[eid]
+        return out
+
+    def sample_disjoint(
+        self,
+        seeds: Mapping[str, torch.Tensor],
+        fanouts: Fanouts,
+        seed_time: Mapping[str, torch.Tensor] | None = None,
+        edge_time: Mapping[EdgeType, torch.Tensor] | None = None,
+        seed_index: Mapping[str, torch.Tensor] | None = None,
+        replace: bool = False,
+        weighted: bool = False,
+        strategy: str = "uniform",
+        window=None,
+    ) -> tuple[list[dict[EdgeType, Matrix]], list[dict[str, torch.Tensor]]]:
+        """Disjoint (and temporal) relation-typed sampling, PyG's ``disjoint=True``: every
+        seed grows its own tree across the node types.
+
+        Seeds are numbered consecutively across ``seeds``' types, in the dict's order (PyG's
+        batch: the seeds of the first type are ``0 .. B_1 - 1``, and so on); a frontier is a
+        list of *(seed slot, node)* pairs per node type, and a node reached by two seeds is
+        two pairs. At hop ``h``, each edge type ``(s, r, d)`` draws ``k`` in-edges of every
+        pair of type ``d`` first reached (by its seed) at hop ``h - 1``, with
+        :meth:`gs.Matrix.temporal_sample`: among the edges allowed at the pair's seed time
+        when the edge type has times, keyed by its seed. The next frontier of type ``s`` is
+        the pairs (seed, source) not yet reached by their seed (a per-seed unique, where
+        :meth:`sample_neighbors` has a global one), by seed slot, then node id.
+
+        Parameters
+        ----------
+        seeds : dict
+            ``{node_type: LongTensor (B_t,)}``; repeats allowed (each its own tree).
+        fanouts : int, dict, or list of them
+            As :meth:`sample_neighbors`' (``-1``: every allowed in-edge).
+        seed_time : dict, optional
+            ``{node_type: Tensor (B_t,)}``: each seed's time, for every type of ``seeds``
+            (needed with ``edge_time``).
+        edge_time : dict, optional
+            ``{edge_type: Tensor (E,)}`` in each relation's edge order
+            (:meth:`relation_times`): an edge is allowed at time ``t`` when its time is
+            ``<= t``. Edge types left out sample without time.
+        seed_index : dict, optional
+            ``{node_type: LongTensor (B_t,)}``: the index each seed's draws are keyed by
+            (default its slot). Seed ``i`` samples the tree it samples alone (``seeds``
+            holding it alone) with its index, in the same mini-batch scope.
+        replace, weighted : bool
+            As :meth:`sample_neighbors`' (weights: the relations' values).
+        strategy : {"uniform", "last"}
+            ``"last"``: the ``k`` most recent allowed edges (needs times).
+        window : number, optional
+            Only edges of time in ``(t - window, t]``.
+
+        Returns
+        -------
+        blocks : list of dict
+            One ``{edge_type: gs.Matrix}`` per hop: columns the hop's frontier of the
+            destination type (repeats for nodes of several trees), rows source ids.
+        slots : list of dict
+            One ``{node_type: LongTensor}`` per hop: the seed slot of each node of the hop's
+            frontier of that type (``blocks[h][et]``'s column ``c`` is of seed
+            ``slots[h][et[2]][c]``).
+
+        Notes
+        -----
+        Every (hop, edge type) takes one op ordinal, in hop order and sorted edge-type order,
+        whether or not it has a frontier, as :meth:`sample_neighbors`. Semantics: pyg-lib's
+        heterogeneous disjoint sampler (an edge type whose source type has no node time, or
+        that has no edge time, samples without a time constraint).
+
+        Examples
+        --------
+        >>> times = H.relation_times(node_time={"paper": year, "author": since})
+        >>> blocks, slots = H.sample_disjoint({"paper": papers}, [10, 5],
+        ...                                   seed_time={"paper": year[papers]},
+        ...                                   edge_time=times)
+        """
+        front = self._seed_dict(seeds)
+        replace = V.flag(replace, "replace")
+        weighted = V.flag(weighted, "weighted")
+        hops, _ = self._fanout_hops(fanouts)
+        if strategy not in ("uniform", "last"):
+            raise ValueError(f"strategy: must be one of ('uniform', 'last'), got {strategy!r}")
+        edge_time = dict(edge_time or {})
+        for et in edge_time:
+            self.edge_type(et, "edge_time key")
+        dev, n = self.device, max(self._size, 1)
+        # consecutive slots across the seed types, in the dict's order (PyG's batch)
+        slot, times, index, at = {}, [], [], 0
+        for t, ids in front.items():
+            slot[t] = torch.arange(at, at + ids.numel(), device=dev)
+            at += ids.numel()
+            if seed_time is not None:
+                if t not in seed_time:
+                    raise ValueError(f"seed_time: no time for the seeds of type {t!r}")
+                st = V.as_tensor(seed_time[t], f"seed_time[{t!r}]", dev)
+                if st.dim() != 1 or st.numel() != ids.numel():
+                    raise ValueError(
+                        f"seed_time[{t!r}]: expected one time per seed, shape "
+                        f"({ids.numel()},); got {tuple(st.shape)}"
+                    )
+                times.append(st)
+            if seed_index is not None:
+                if t not in seed_index:
+                    raise ValueError(f"seed_index: no index for the seeds of type {t!r}")
+                si = V.as_tensor(seed_index[t], f"seed_index[{t!r}]", dev)
+                if si.dim() != 1 or si.numel() != ids.numel():
+                    raise ValueError(
+                        f"seed_index[{t!r}]: expected one index per seed, shape "
+                        f"({ids.numel()},); got {tuple(si.shape)}"
+                    )
+                index.append(si.to(torch.int64))
+        if edge_time and seed_time is None:
+            raise ValueError("seed_time: temporal sampling (edge_time) needs each seed's time")
+        flat_time = torch.cat(times) if times else None
+        flat_index = torch.cat(index) if index else None
+        seen = {t: slot[t] * n + ids for t, ids in front.items()}
+        out_blocks, out_slots = [], []
+        for h, hop in enumerate(hops):
+            sampled = {}
+            for et, k in hop.items():
+                d = et[2]
+                cols = front.get(d)
+                own = slot.get(d)
+                if cols is None:
+                    cols = own = torch.zeros(0, dtype=torch.int64, device=dev)
+                m = self._rel[et]
+                timed = et in edge_time and flat_time is not None
+                sampled[et] = m.temporal_sample(
+                    cols,
+                    k,
+                    time=flat_time[own] if timed else None,
+                    edge_time=edge_time[et] if timed else None,
+                    seed=own if flat_index is None else flat_index[own],
+                    probs=m if weighted and m.csc.values is not None else None,
+                    replace=replace,
+                    strategy=strategy if timed else "uniform",
+                    window=window if timed else None,
+                )
+            out_blocks.append(sampled)
+            out_slots.append(dict(slot))
+            if h + 1 == len(hops):
+                break
+            pairs = {}
+            for et, s in sampled.items():  # (seed slot, source) of each sampled edge
+                own = slot.get(et[2])
+                if own is None:  # no frontier of the destination type this hop
+                    continue
+                p = torch.repeat_interleave(own, s.degree(axis=0)) * n + s.edges()[0]
+                pairs.setdefault(et[0], []).append(p)
+            front, slot = {}, {}
+            for t, parts in pairs.items():
+                p = torch.unique(torch.cat(parts))
+                if t in seen:
+                    p = p[~torch.isin(p, seen[t])]
+                    seen[t] = torch.cat([seen[t], p])
+                else:
+                    seen[t] = p
+                front[t] = torch.remainder(p, n)
+                slot[t] = torch.div(p, n, rounding_mode="floor")
+        return out_blocks, out_slots
 
     def _empty(self, et) -> Matrix:
         z = torch.zeros(1, dtype=torch.int64, device=self.device)

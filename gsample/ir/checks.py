@@ -292,3 +292,94 @@ def check_fused(A, program, **operands):
         else:
             out[name] = check_broadcast(A, vector=operands[name], axis=axis)["vector"]
     return out
+
+
+#: ``temporal_sample``'s strategies: uniform among the allowed edges, or the most recent
+TEMPORAL_STRATEGIES = ("uniform", "last")
+
+
+def _times(t, name: str, length: int, device) -> torch.Tensor:
+    """A 1-D tensor of ``length`` integer or floating-point times."""
+    t = V.as_tensor(t, name, device)
+    if (
+        t.dtype == torch.bool
+        or t.is_complex()
+        or not (t.is_floating_point() or t.dtype in V.INT_DTYPES)
+    ):
+        raise TypeError(f"{name}: times must be integer or floating point, got dtype {t.dtype}")
+    if t.dim() != 1 or t.shape[0] != length:
+        raise ValueError(
+            f"{name}: expected one time per {'edge' if name == 'edge_time' else 'column'} "
+            f"(shape ({length},)), got shape {tuple(t.shape)}"
+        )
+    return t
+
+
+def check_temporal(
+    A,
+    cols,
+    probs=None,
+    time=None,
+    edge_time=None,
+    seed=None,
+    k=0,
+    strategy="uniform",
+    window=None,
+    trusted=(),
+    in_kernel=(),
+    **_,
+):
+    """``A.temporal_sample``: column ids in range (an empty frontier is allowed: a temporal
+    tree may end early), ``time`` one per column with ``edge_time`` one per edge of ``A``,
+    both integer or both floating point, no NaN time; ``seed`` one non-negative integer per
+    column; ``probs`` one floating-point weight per edge of ``A`` (their values are checked
+    where they are read: only the candidates' weights of each call). ``strategy="last"`` and
+    ``window`` need times; an integer ``window`` with integer times."""
+    out = {}
+    c = cols
+    if "cols" not in trusted:
+        c = out["cols"] = V.ids(
+            cols, "cols", A.num_nodes, A.device, check_range="cols" not in in_kernel
+        )
+    C = c.shape[0] if isinstance(c, torch.Tensor) else None  # a trusted frontier may be bounded
+    if (time is None) != (edge_time is None):
+        given, missing = ("time", "edge_time") if time is not None else ("edge_time", "time")
+        raise ValueError(
+            f"{missing}: temporal sampling needs both each column's time (time) and each "
+            f"edge's (edge_time); only {given} was given"
+        )
+    if time is None and (strategy != "uniform" or window is not None):
+        name = "strategy" if strategy != "uniform" else "window"
+        raise ValueError(
+            f"{name}: {name}={strategy if name == 'strategy' else window!r} needs "
+            "time and edge_time (the most recent edges, or a time window)"
+        )
+    if time is not None:
+        t = out["time"] = _times(time, "time", C if C is not None else len(time), A.device)
+        et = out["edge_time"] = _times(edge_time, "edge_time", A.nnz, A.device)
+        if t.is_floating_point() != et.is_floating_point():
+            raise TypeError(
+                f"time: dtype {t.dtype} but edge_time is {et.dtype}; give both as integers "
+                "or both as floating point (times are compared exactly)"
+            )
+        if t.is_floating_point() and t.numel():
+            V.fail_if(torch.isnan(t).any(), ValueError, "time: contains NaN (not a time)")
+        if window is not None and not t.is_floating_point() and window != int(window):
+            raise ValueError(f"window: integer times take an integer window, got {window!r}")
+    if seed is not None:
+        s = V.as_tensor(seed, "seed", A.device)
+        if s.dtype == torch.bool or s.dtype not in V.INT_DTYPES:
+            raise TypeError(f"seed: seed indices must be an integer tensor, got dtype {s.dtype}")
+        if s.dim() != 1 or (C is not None and s.shape[0] != C):
+            raise ValueError(
+                f"seed: expected one seed index per column (shape ({C},)), got shape "
+                f"{tuple(s.shape)}"
+            )
+        s = out["seed"] = s.to(torch.int64)
+        if s.numel():
+            V.fail_if(
+                s.min() < 0, ValueError, lambda v: f"seed: seed index {v} is negative", s.min()
+            )
+    if probs is not None and "probs" not in trusted:
+        out["probs"] = V.probabilities(probs, "probs", A.nnz, A.device, "edge", values=False)
+    return out

@@ -284,6 +284,8 @@ class Op(enum.Enum):
     RANDOM_COUNT = "random_count"  # A.random_count(nodes, dist, p, n): a count per entry
     FUSED_WALK = "fused_walk"  # gs.walk(step, A, seeds, length): every step in one op
     FILTER_EDGES = "filter_edges"  # A.filter_edges(keep): the edges a mask keeps
+    TEMPORAL_SAMPLE = "temporal_sample"  # A.temporal_sample(cols, k, time, ...): the slice's
+    # edges allowed at each column's time, sampled, keyed per seed (disjoint, temporal)
     FROM_NEIGHBORS = "from_neighbors"  # A.from_neighbors(cols, neighbors): a block of dense
     # per-column neighbour lists
     # finalize

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from gsample.base import validate as V
 from gsample.ir.checks import (
+    TEMPORAL_STRATEGIES,
     check_alias_table,
     check_broadcast,
     check_collective,
@@ -42,6 +43,7 @@ from gsample.ir.checks import (
     check_sddmm,
     check_spmm,
     check_spmm_t,
+    check_temporal,
 )
 from gsample.ir.opdef import (
     BROADCAST_OPS,
@@ -135,6 +137,45 @@ Examples
 >>> heavy.shape == sub.shape
 True
 """
+
+
+def _fanout(k):
+    """``temporal_sample``'s ``k``: edges per column, ``-1`` for every allowed one."""
+    if isinstance(k, int) and not isinstance(k, bool) and k == -1:
+        return -1
+    return V.count(k, "k")
+
+
+def _window(w):
+    """``temporal_sample``'s ``window``: None, or a positive finite time span."""
+    if w is None:
+        return None
+    w = V.real(w, "window")
+    if not 0 < w < float("inf"):
+        raise ValueError(f"window: must be a positive, finite time span, got {w!r}")
+    return w
+
+
+#: ``temporal_sample``'s strategies (``gsample.ir.checks.TEMPORAL_STRATEGIES``)
+_STRATEGY = Attr(
+    "strategy",
+    _choice("strategy", TEMPORAL_STRATEGIES),
+    "uniform",
+    what="str",
+    example="uniform",
+    required=False,
+)
+_TEMPORAL_DOC = (
+    "A.temporal_sample(cols, k, time, edge_time, seed, probs, replace, strategy, window): "
+    "A[:, cols] restricted, column by column, to the edges allowed at the column's time "
+    "(edge_time <= time[c], and > time[c] - window), then k of them sampled per column "
+    "(-1: all; 'last': among the k most recent, ties by edge id), uniformly or by probs "
+    "(A's edges), every column's draws keyed by its seed (combine(key, seed[c])) and its "
+    "position among that seed's columns; without seed, by its position (then, without "
+    "times, what A[:, cols].individual_sample(k) draws)"
+)
+
+_WINDOW_ATTR = Attr("window", _window, None, what="number", example=None, required=False)
 
 _DEFS = [
     OpDef(
@@ -631,6 +672,30 @@ _DEFS = [
         doc="A.filter_edges(keep): the edges where keep (bool, (E,)) is True, in order, "
         "with their values and edge ids; the row and column spaces unchanged (a "
         "column may become empty)",
+    ),
+    OpDef(
+        Op.TEMPORAL_SAMPLE,
+        R,
+        Step.SELECT,
+        (
+            _A,
+            In("cols", Align.NEW_COLS),
+            In("probs", Align.EDGES, optional=True, edge_values=True),
+            In("time", Align.ENTRIES, optional=True),
+            In("edge_time", Align.EDGES, optional=True),
+            In("seed", Align.ENTRIES, optional=True),
+        ),
+        (Attr("k", _fanout, what="int", example=10), _REPLACE, _STRATEGY, _WINDOW_ATTR),
+        M,
+        check=check_temporal,
+        estimate=lambda A, ins, at: (
+            _slice_cols(A, ins, at) if at["k"] < 0 else _fused(_individual)(A, ins, at)
+        ),
+        bound=lambda A, ins, at: (
+            None if at["k"] < 0 else _fused_bound(_individual_bound)(A, ins, at)
+        ),
+        capture=Capture(methods=("temporal_sample",)),
+        doc=_TEMPORAL_DOC,
     ),
     OpDef(
         Op.FROM_NEIGHBORS,

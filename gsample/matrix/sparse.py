@@ -23,7 +23,7 @@ from gsample.backend import eager_backend, resolve, run_op
 from gsample.base import validate as V
 from gsample.base.random import next_op_key
 from gsample.formats.cache import cache_of
-from gsample.formats.csc import CSC, segment_ptr
+from gsample.formats.csc import CSC
 from gsample.formats.placement import offload, place, placement_of
 from gsample.ir import METHODS, PROPERTIES, SDDMM_OPS, Effect, Kind, Op, OpDef, info
 from gsample.ir.checks import check_rows
@@ -50,16 +50,6 @@ def _run(ir_op: Op, /, **kwargs):
     return run_op(backend, ir_op, kwargs)
 
 
-def _sorted_csc(src: torch.Tensor, dst: torch.Tensor, num_nodes: int, weight) -> CSC:
-    """CSC of edges ``src -> dst``; within a column by row id, then by input position."""
-    perm = torch.argsort(src, stable=True)
-    perm = perm[torch.argsort(dst[perm], stable=True)]
-    indptr = segment_ptr(torch.bincount(dst, minlength=num_nodes))
-    return CSC(
-        num_nodes, indptr, src[perm], values=None if weight is None else weight[perm], eids=perm
-    )
-
-
 _ALIAS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -73,6 +63,35 @@ def _alias_table(csc: CSC, probs: torch.Tensor) -> torch.Tensor:
     table = offload(csc, _run(Op.ALIAS_TABLE, A=csc, probs=probs))  # UVA: in host memory
     _ALIAS[csc] = (stamp, weakref.ref(probs), table)
     return table
+
+
+def _edge_time(edge_time, csc: CSC, count: int | None = None) -> torch.Tensor:
+    """``edge_time`` checked as a graph's times by edge id (on the graph's device): one per
+    id up to the largest (exactly ``count`` for a graph made from ``count`` edges)."""
+    t = V.as_tensor(edge_time, "edge_time", csc.device)
+    if (
+        t.dtype == torch.bool
+        or t.is_complex()
+        or not (t.is_floating_point() or t.dtype in V.INT_DTYPES)
+    ):
+        raise TypeError(
+            f"edge_time: must be an integer or floating-point tensor, got dtype {t.dtype}"
+        )
+    if count is not None:
+        need = count
+    elif csc.eids is None:
+        need = csc.nnz
+    else:
+        need = int(csc.eids.max()) + 1 if csc.nnz else 0
+    exact = count is not None or csc.eids is None
+    if t.dim() != 1 or t.shape[0] < need or (exact and t.shape[0] != need):
+        raise ValueError(
+            f"edge_time: expected one time per edge id (shape ({need},)), got shape "
+            f"{tuple(t.shape)}"
+        )
+    if t.is_floating_point() and bool(torch.isnan(t).any()):
+        raise ValueError("edge_time: NaN is not a time (give every edge a time)")
+    return t
 
 
 def _weight(weight, name: str, nnz: int, device):
@@ -139,19 +158,23 @@ class Matrix(EdgeMapOperators):
     tensor([1])
     """
 
-    __slots__ = ("_csc",)
+    __slots__ = ("_csc", "_edge_time")
 
-    def __init__(self, csc: CSC):
+    def __init__(self, csc: CSC, edge_time: torch.Tensor | None = None):
         if not isinstance(csc, CSC):
             raise TypeError(
                 "Matrix: build one with Matrix.from_edge_index, from_csc, from_scipy, "
                 "from_networkx or from_pyg"
             )
         self._csc = csc
+        # per edge id (not per stored edge): the graph's times, which a slice's eids index
+        self._edge_time = None if edge_time is None else _edge_time(edge_time, csc)
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_edge_index(cls, edge_index, num_nodes: int | None = None, weight=None) -> Matrix:
+    def from_edge_index(
+        cls, edge_index, num_nodes: int | None = None, weight=None, edge_time=None
+    ) -> Matrix:
         """The graph of edges ``edge_index[0] -> edge_index[1]``.
 
         Parameters
@@ -163,11 +186,23 @@ class Matrix(EdgeMapOperators):
             Number of nodes ``N``; default ``edge_index.max() + 1``.
         weight : Tensor, shape (E,), optional
             Edge weights (the matrix's values); default 1.0 everywhere.
+        edge_time : Tensor, shape (E,), optional
+            A time per edge (integer or floating point, no NaN), by position in
+            ``edge_index`` (:attr:`edge_time`): temporal sampling's ``edge_time``.
 
         Returns
         -------
         Matrix
-            ``N x N``; original edge ids are positions in ``edge_index``.
+            ``N x N``, each column's edges by row id, ties in input order; original edge
+            ids are positions in ``edge_index`` (none are stored when the edges came in that
+            order already: the ids are then the CSC positions).
+
+        Notes
+        -----
+        Built with little memory beyond the CSC it returns, at any size (scratch of about
+        3 bytes an edge): edges counted per column, bucketed by range of columns, then
+        one stable sort per range (``gsample.matrix.convert``). ``edge_index`` of any
+        integer dtype is read as it is (int32 is not widened first).
 
         Examples
         --------
@@ -180,18 +215,23 @@ class Matrix(EdgeMapOperators):
             raise TypeError(f"edge_index: must be an integer tensor, got dtype {ei.dtype}")
         if ei.dim() != 2 or ei.shape[0] != 2:
             raise ValueError(f"edge_index: expected shape (2, E), got {tuple(ei.shape)}")
-        ei = ei.to(torch.int64)
+        # any integer dtype is read as it is (a widened copy would cost 8 bytes an edge)
         if num_nodes is None:
             num_nodes = int(ei.max()) + 1 if ei.numel() else 0
         num_nodes = V.count(num_nodes, "num_nodes")
         V.fits(num_nodes + 1, 16, ei.device, "num_nodes", f"a graph of {num_nodes} nodes")
-        V.ids(ei[0], "edge_index[0] (sources)", num_nodes, ei.device)
-        V.ids(ei[1], "edge_index[1] (destinations)", num_nodes, ei.device)
+        convert.check_ids(ei[0], "edge_index[0] (sources)", num_nodes)
+        convert.check_ids(ei[1], "edge_index[1] (destinations)", num_nodes)
         w = _weight(weight, "weight", ei.shape[1], ei.device)
-        return cls(_sorted_csc(ei[0].contiguous(), ei[1].contiguous(), num_nodes, w))
+        csc = convert.csc_from_edges(ei[0], ei[1], num_nodes, w)
+        out = cls(csc)
+        out._edge_time = None if edge_time is None else _edge_time(edge_time, csc, ei.shape[1])
+        return out
 
     @classmethod
-    def from_csc(cls, indptr, indices, num_nodes: int | None = None, weight=None) -> Matrix:
+    def from_csc(
+        cls, indptr, indices, num_nodes: int | None = None, weight=None, edge_time=None
+    ) -> Matrix:
         """The graph whose column ``j`` holds rows ``indices[indptr[j]:indptr[j + 1]]``.
 
         Parameters
@@ -204,6 +244,17 @@ class Matrix(EdgeMapOperators):
             Must equal ``len(indptr) - 1`` when given (the matrix is square).
         weight : Tensor, shape (E,), optional
             Edge weights.
+        edge_time : Tensor, shape (E,), optional
+            A time per edge, by position in ``indices`` (:attr:`edge_time`).
+
+        Returns
+        -------
+        Matrix
+            ``N x N``; a column whose rows are not ascending is sorted (stable: equal rows
+            keep their order), as :meth:`from_edge_index` orders it. Edge ids are positions
+            in ``indices``: stored only when a column was sorted (else the CSC positions
+            are the ids). The order is checked in one pass and only unsorted columns are
+            sorted; ``indptr`` and ``indices`` are copied (the graph never aliases them).
 
         Examples
         --------
@@ -235,9 +286,12 @@ class Matrix(EdgeMapOperators):
                 "indptr: must be non-decreasing (an int32 indptr overflows past "
                 "2**31 - 1 edges: pass int64)"
             )
-        rows = V.ids(idx, "indices", n, ptr.device)
-        dst = torch.repeat_interleave(torch.arange(n, device=ptr.device), ptr[1:] - ptr[:-1])
-        return cls(_sorted_csc(rows, dst, n, _weight(weight, "weight", idx.numel(), ptr.device)))
+        convert.check_ids(idx, "indices", n)
+        w = _weight(weight, "weight", idx.numel(), ptr.device)
+        out = cls(convert.csc_from_columns(ptr, idx, n, w))
+        if edge_time is not None:
+            out._edge_time = _edge_time(edge_time, out._csc, idx.numel())
+        return out
 
     @classmethod
     def from_scipy(cls, matrix, weight: bool = True) -> Matrix:
@@ -276,10 +330,13 @@ class Matrix(EdgeMapOperators):
         return convert.from_networkx(cls, graph, weight)
 
     @classmethod
-    def from_pyg(cls, data, weight: str | None = "edge_weight") -> Matrix:
+    def from_pyg(
+        cls, data, weight: str | None = "edge_weight", edge_time: str | None = None
+    ) -> Matrix:
         """From a PyG ``Data`` (``edge_index`` is source -> target, PyG's default flow).
 
-        ``weight`` names an edge attribute to use as weights when present.
+        ``weight`` names an edge attribute to use as weights when present; ``edge_time``
+        an edge attribute (one time per edge) to keep as :attr:`edge_time`.
 
         Examples
         --------
@@ -287,7 +344,7 @@ class Matrix(EdgeMapOperators):
         >>> gs.Matrix.from_pyg(Data(edge_index=torch.tensor([[0], [1]]), num_nodes=2)).num_edges
         1
         """
-        return convert.from_pyg(cls, data, weight)
+        return convert.from_pyg(cls, data, weight, edge_time)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -308,6 +365,43 @@ class Matrix(EdgeMapOperators):
     @property
     def device(self) -> torch.device:
         return self._csc.device
+
+    @property
+    def edge_time(self) -> torch.Tensor | None:
+        """The graph's time of every edge, by edge id (shape ``(E,)``: ``edge_time[e]`` is
+        edge ``e``'s), or None.
+
+        Set by the constructors' ``edge_time=`` (:func:`gsample.datasets.read_snap` keeps a
+        SNAP file's timestamp column) or :meth:`with_edge_time`; :meth:`to` moves it. The
+        matrices an op returns carry none, but their edge ids index the graph's:
+        ``A.edge_time[S.edges()[2]]`` are the times of ``S``'s edges, in ``S``'s edge order
+        (what :meth:`temporal_sample` takes as ``edge_time`` when ``S`` is ``A``).
+
+        Examples
+        --------
+        >>> A = gs.Matrix.from_edge_index(torch.tensor([[0, 2], [1, 1]]),
+        ...                               edge_time=torch.tensor([5, 3]))
+        >>> A.edge_time[A.edges()[2]]                   # column 1's edges, by row id
+        tensor([5, 3])
+        """
+        return self._edge_time
+
+    def with_edge_time(self, edge_time) -> Matrix:
+        """This matrix (the same storage) with :attr:`edge_time` set: one time per edge id.
+
+        Parameters
+        ----------
+        edge_time : Tensor, shape (E,), or None
+            Integer or floating point, no NaN; ``E`` covers every edge id of the matrix
+            (its edges for a graph built from an edge list). None removes the times.
+
+        Examples
+        --------
+        >>> T = A.with_edge_time(torch.arange(A.num_edges))
+        >>> T.edge_time.shape == (A.num_edges,)
+        True
+        """
+        return Matrix(self._csc, edge_time)
 
     @property
     def values(self) -> torch.Tensor:
@@ -398,7 +492,11 @@ class Matrix(EdgeMapOperators):
         >>> A.to("cuda", placement="uva", cache=64 << 20).cache.nbytes <= 64 << 20
         True
         """
-        return Matrix(place(self._csc, device, placement, budget, cache, cache_priority))
+        out = Matrix(place(self._csc, device, placement, budget, cache, cache_priority))
+        t = self._edge_time
+        if t is not None:  # a UVA graph's edge-sized arrays stay in host memory: times too
+            out._edge_time = offload(out._csc, t.to(out.device))
+        return out
 
     def __repr__(self) -> str:
         r, c = self.shape
@@ -621,6 +719,108 @@ class Matrix(EdgeMapOperators):
         extra = {"method": method} if method != "cdf" else {}
         return Matrix(
             _run(Op.INDIVIDUAL_SAMPLE, A=self._csc, probs=p, k=k, replace=replace, **extra)
+        )
+
+    def temporal_sample(
+        self,
+        cols,
+        k: int,
+        time=None,
+        edge_time=None,
+        seed=None,
+        probs=None,
+        replace: bool = False,
+        strategy: str = "uniform",
+        window=None,
+    ) -> Matrix:
+        """Sample ``k`` in-edges per column of ``A[:, cols]`` among those allowed at the
+        column's time, each column's draws keyed by its seed: temporal and disjoint
+        node-wise sampling, one op (the slice and the time filter are never materialised).
+
+        Parameters
+        ----------
+        cols : LongTensor, shape (C,)
+            The frontier: node ids, repeats allowed (each repeat its own column).
+        k : int
+            Edges per column, ``>= 0``, or ``-1`` for every allowed edge. A column with
+            fewer allowed edges (or positive-weight ones) keeps them all (without
+            replacement).
+        time : Tensor, shape (C,), optional
+            Each column's time (its seed's): the column's allowed edges are those with
+            ``edge_time <= time[c]`` (and ``> time[c] - window``). Integer or floating
+            point, as ``edge_time``; no NaN. None: every edge is allowed.
+        edge_time : Tensor, shape (E,), optional
+            The time of each of this matrix's edges, in its edge order (``values`` and
+            ``edges()``'s): ``A.edge_time[A.edges()[2]]``. Given with ``time``. A node-level
+            time is the edge time ``node_time[A.edges()[0]]`` (a neighbour is allowed when
+            its own time is). Sorted by column once per graph and tensor (kept with the
+            graph): keep passing the same tensor.
+        seed : LongTensor, shape (C,), optional
+            Each column's seed index, ``>= 0`` (the seed whose tree the column grows):
+            column ``c`` draws with the key ``combine(op key, seed[c])`` and its position
+            among the columns of its seed, so each seed's draws are independent of the
+            other seeds' frontiers. None: each column draws by its position in ``cols``.
+        probs : Matrix or Tensor, optional
+            Weights of this matrix's edges (a matrix of its sparsity, or shape (E,)):
+            finite, non-negative. None: uniform.
+        replace : bool
+            Draw with replacement (``k`` draws per column with a candidate).
+        strategy : {"uniform", "last"}
+            ``"last"``: the candidates are the ``k`` most recent allowed edges (largest
+            ``(edge_time, edge id)``), then drawn as ``strategy="uniform"`` draws (without
+            replacement, uniformly: all of them). Needs times.
+        window : number, optional
+            Only edges of time in ``(time[c] - window, time[c]]``; an integer for integer
+            times. Needs times.
+
+        Returns
+        -------
+        Matrix
+            Shape ``(R, C)``: this matrix's row space, column space ``cols``; each column's
+            sampled edges in their order, with their values and edge ids.
+
+        Notes
+        -----
+        Without times and ``seed``, and for uniform draws or weighted ones without
+        replacement, it draws exactly what ``A[:, cols].individual_sample(k, probs,
+        replace)`` draws; weighted draws with replacement are alias draws (Walker's
+        method over the allowed edges: exact per column). With times, the allowed edges
+        are enumerated by ``(edge_time, edge id)``: another enumeration, the same laws
+        (uniform over k-subsets; sequential draws proportional to weight).
+        ``gsample.backend.torch.temporal`` documents the algorithm and keys.
+
+        Examples
+        --------
+        >>> et = A.edge_time[A.edges()[2]]              # the graph's times, edge order
+        >>> s = A.temporal_sample(seeds, 10, time=seed_time, edge_time=et)
+        >>> t = A.edge_time[s.edges()[2]]               # the sampled edges' times
+        >>> bool((t <= seed_time.repeat_interleave(s.degree(axis=0))).all())
+        True
+        >>> s = A.temporal_sample(frontier, 5, seed=owner)   # disjoint: keyed per seed
+        """
+        d = info(Op.TEMPORAL_SAMPLE)
+        attrs = {
+            a.name: a.check(v)
+            for a, v in zip(d.attributes, (k, replace, strategy, window), strict=True)
+        }
+        if isinstance(probs, Matrix):
+            if not self._csc.same_structure(probs._csc):
+                raise ValueError(
+                    "probs: a probability matrix must have the same sparsity "
+                    "as the matrix being sampled"
+                )
+            probs = probs.values
+        return Matrix(
+            _run(
+                Op.TEMPORAL_SAMPLE,
+                A=self._csc,
+                cols=cols,
+                probs=probs,
+                time=time,
+                edge_time=edge_time,
+                seed=seed,
+                **attrs,
+            )
         )
 
     def collective_sample(self, k: int, node_probs=None, replace: bool = False) -> Matrix:

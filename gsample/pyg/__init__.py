@@ -1,8 +1,8 @@
 """PyG's loader API on gsample samplers: ``NeighborLoader``, ``LinkNeighborLoader`` and
 ``Sampler`` (a PyG ``BaseSampler`` for PyG's own ``NodeLoader`` / ``LinkLoader``).
 
-The implementation lives in :mod:`gsample.interop.pyg.loader` and
-:mod:`gsample.interop.pyg.link`; this package is their public import path.
+The implementation lives in :mod:`gsample.interop.pyg.loader`, :mod:`gsample.interop.pyg.link`
+and :mod:`gsample.interop.pyg.negatives`; this package is their public import path.
 """
 
 from gsample.interop.pyg.link import LinkNeighborLoader
@@ -17,16 +17,20 @@ from gsample.interop.pyg.loader import (
     neighbor_sample,
     with_edge_weight,
 )
+from gsample.interop.pyg.negatives import NegativeSampler, NegativeSampling, negative_sample
 
 __all__ = [
     "PYG_ONLY",
     "LinkNeighborLoader",
+    "NegativeSampler",
+    "NegativeSampling",
     "NeighborLoader",
     "PygOnly",
     "Sampler",
     "UnsupportedArgument",
     "batch_key",
     "check_pyg_arguments",
+    "negative_sample",
     "neighbor_sample",
     "with_edge_weight",
 ]

@@ -64,7 +64,11 @@ def test_script_runs_its_configurations_through_the_harness(tmp_path, capsys, sc
     assert "| graphsage |" in out and f"{script}_" in out
     if script == "compile_time":
         c = rec["workloads"]["graphsage"]["compile"]
-        assert c["cold_first_call_s"] > c["warm_call_s"] > 0
+        # the record's fields, not their order: which call is faster is a benchmark's
+        # finding, and under load a warm call can be as slow as the cold one
+        fields = ("cold_first_call_s", "trace_and_passes_s", "warm_call_s", "eager_call_s")
+        assert all(0 < c[k] < 60 for k in fields)
+        assert len(c["cold_first_call_s_all"]) == len(c["trace_and_passes_s_all"]) >= 1
     if script == "runtime":
         assert "(not judged on the CPU)" in out
 

@@ -9,7 +9,7 @@ import torch
 import gsample as gs
 
 pytest.importorskip("torch_geometric")
-from torch_geometric.data import Data, HeteroData
+from torch_geometric.data import Data
 from torch_geometric.loader import NeighborLoader as PygNeighborLoader
 from torch_geometric.sampler.base import SubgraphType
 
@@ -249,27 +249,10 @@ def test_weight_attr_and_graph_are_exclusive(data):
         gp.NeighborLoader(d, [3], weight_attr="w", graph=gs.Matrix.from_pyg(d, weight="w"))
 
 
-# --- arguments not supported yet -----------------------------------------------------
+# --- arguments ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "name, value",
-    [
-        ("time_attr", "time"),
-        ("input_time", torch.arange(N)),
-        ("temporal_strategy", "last"),
-    ],
-)
-def test_temporal_arguments_are_refused_naming_themselves(data, name, value):
-    with pytest.raises(
-        ValueError, match=rf"NeighborLoader: {name}=.*temporal sampling .* not supported yet"
-    ):
-        gp.NeighborLoader(data, [3], **{name: value})
-
-
-def test_disjoint_is_refused_naming_itself(data):
-    with pytest.raises(ValueError, match=r"NeighborLoader: disjoint=True is not supported yet"):
-        gp.NeighborLoader(data, [3], disjoint=True)
+def test_disjoint_false_is_the_default(data):
     same_data(  # disjoint=False is PyG's default
         next(iter(gp.NeighborLoader(data, [3], batch_size=9, seed=1, disjoint=False))),
         next(iter(gp.NeighborLoader(data, [3], batch_size=9, seed=1))),
@@ -282,25 +265,6 @@ def test_every_refusal_is_both_a_type_and_a_value_error():
 
 
 # --- inputs not taken ----------------------------------------------------------------
-
-
-def test_hetero_data_is_a_type_error_naming_data():
-    h = HeteroData()
-    h["paper"].x = torch.randn(4, 2)
-    h["paper", "cites", "paper"].edge_index = torch.tensor([[0, 1], [1, 2]])
-    with pytest.raises(
-        TypeError, match=r"^data: expected a torch_geometric Data .*got HeteroData: heterogeneous"
-    ):
-        gp.NeighborLoader(h, [3])
-
-
-def test_feature_and_graph_stores_are_a_type_error_naming_data():
-    from torch_geometric.testing import MyFeatureStore, MyGraphStore
-
-    with pytest.raises(
-        TypeError, match=r"^data: .*MyFeatureStore, MyGraphStore.*feature / graph stores"
-    ):
-        gp.NeighborLoader((MyFeatureStore(), MyGraphStore()), [3])
 
 
 def test_sparse_adjacency_is_a_type_error_naming_it(data):

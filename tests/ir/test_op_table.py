@@ -31,6 +31,7 @@ def test_only_select_ops_are_random():
         ir.Op.RANDOM_UNIFORM,
         ir.Op.RANDOM_COUNT,
         ir.Op.FUSED_WALK,
+        ir.Op.TEMPORAL_SAMPLE,
     }
     assert all(ir.info(op).step is ir.Step.SELECT for op in random)
 

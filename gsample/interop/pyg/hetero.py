@@ -87,7 +87,7 @@ class PyGOutput:
                 "gs.Matrix} or a list of them (one per hop)"
             )
         hops = [{self.edge_type(k, "samples key"): m for k, m in h.items()} for h in hops]
-        lay = _pyg_layout(hops, seeds, self)
+        lay = pyg_layout(hops, seeds, self)
         data = HeteroData()
         for t in self.node_types:
             node = lay.node[t]
@@ -111,16 +111,46 @@ class PyGOutput:
 
 
 @dataclasses.dataclass
-class _Layout:
+class HeteroLayout:
+    """A heterogeneous sample in PyG's terms (:func:`pyg_layout`)."""
+
     node: dict  # node type -> LongTensor n_id
     num_nodes: dict  # node type -> [seeds, hop 1, ...]
-    edges: dict  # edge type -> (row, col, e_id, weight or None)
+    edges: dict  # edge type -> (row, col, e_id, weight or None); row / col local ids
     num_edges: dict  # edge type -> [hop 1, ...]
 
 
-def _pyg_layout(hops: list, seeds: dict, H) -> _Layout:
-    """Per node type its ``n_id`` and per edge type its local edges, hop by hop (``H``: the
-    :class:`~gsample.hetero.HeteroGraph`)."""
+def pyg_layout(hops: list, seeds: dict, H) -> HeteroLayout:
+    """Per node type its ``n_id`` and per edge type its local edges, hop by hop.
+
+    The mapping of :meth:`PyGOutput.to_pyg` (its notes), before any ``HeteroData`` is built
+    (``gsample.pyg``'s heterogeneous loaders build theirs with PyG's ``filter_hetero_data``).
+
+    Parameters
+    ----------
+    hops : list of dict
+        :meth:`~gsample.hetero.HeteroGraph.sample_neighbors`' result with hops: one
+        ``{edge_type: gs.Matrix}`` per hop (edge types as the graph names them).
+    seeds : dict
+        ``{node_type: LongTensor}``: the first hop's seeds, checked.
+    H : gs.HeteroGraph
+        The graph sampled.
+
+    Returns
+    -------
+    HeteroLayout
+        ``node[t]`` (``n_id``: seeds, then each hop's new nodes in ascending id order),
+        ``num_nodes[t]`` (``len(hops) + 1`` counts), ``edges[edge_type] = (row, col,
+        e_id, weight or None)`` with ``row`` / ``col`` positions in ``node`` of the source
+        and destination types, ``num_edges[edge_type]`` (``len(hops)`` counts).
+
+    Examples
+    --------
+    >>> seeds = {"paper": torch.tensor([0, 2])}
+    >>> lay = pyg_layout(H.sample_neighbors(seeds, [5, 5]), seeds, H)
+    >>> lay.node["paper"][:2]
+    tensor([0, 2])
+    """
     dev = H.device
     empty = torch.zeros(0, dtype=torch.int64, device=dev)
     node = {t: seeds.get(t, empty) for t in H.node_types}
@@ -182,7 +212,7 @@ def _pyg_layout(hops: list, seeds: dict, H) -> _Layout:
             edges[et] = (empty, empty, empty, w)
         if len(num_edges[et]) < len(hops):
             num_edges[et] += [0] * (len(hops) - len(num_edges[et]))
-    return _Layout(node, num_nodes, edges, num_edges)
+    return HeteroLayout(node, num_nodes, edges, num_edges)
 
 
-__all__ = ["PyGOutput"]
+__all__ = ["HeteroLayout", "PyGOutput", "pyg_layout"]

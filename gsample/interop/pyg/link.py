@@ -1,9 +1,11 @@
-"""PyG's ``LinkNeighborLoader``, sampled by gsample: homogeneous link prediction.
+"""PyG's ``LinkNeighborLoader``, sampled by gsample: link prediction (a ``HeteroData`` or
+``(FeatureStore, GraphStore)``: :mod:`gsample.interop.pyg.hetero_loader`).
 
 :class:`LinkNeighborLoader` is PyG's ``torch_geometric.loader.LinkLoader`` with
 :class:`gsample.pyg.Sampler` running :func:`gsample.pyg.neighbor_sample` (compiled) as its
-link sampler: PyG builds the mini-batches of supervision edges, draws the negatives and
-joins the ``Data``'s attributes; gsample samples the neighbourhoods of the edges'
+link sampler: PyG builds the mini-batches of supervision edges and joins the ``Data``'s
+attributes; gsample draws the negatives on the graph's device
+(:mod:`gsample.interop.pyg.negatives`) and samples the neighbourhoods of the edges'
 endpoints. Batches are PyG's: ``edge_label_index`` in local ids, ``edge_label`` (binary
 negatives labelled 0), ``src_index`` / ``dst_pos_index`` / ``dst_neg_index`` in triplet
 mode, ``input_id``, ``n_id`` (the label edges' endpoints first), ``e_id``.
@@ -19,19 +21,24 @@ import torch
 
 from gsample.base import validate as V
 from gsample.compiler.compiled import compile as gs_compile
+from gsample.interop.pyg import hetero_loader as _hetero
+from gsample.interop.pyg import stores as _stores
+from gsample.interop.pyg import temporal as _temporal
 from gsample.interop.pyg.loader import (
-    _TEMPORAL,
     PYG_ONLY,
     Sampler,
     UnsupportedArgument,
     _check_data,
+    _default_seed,
     _graph,
     _require,
     _shown,
     _weighted_graph,
+    batch_key,
     check_pyg_arguments,
     neighbor_sample,
 )
+from gsample.interop.pyg.negatives import NegativeSampling
 from gsample.interop.pyg.subgraph import subgraph_type_name, to_bidirectional
 
 try:
@@ -53,6 +60,17 @@ def _refuse(name: str, value, accepted: tuple, why: str) -> None:
         )
 
 
+def _num_labels(data, edge_label_index) -> int:
+    """The number of supervision edges (``edge_label_index``'s columns, default the
+    ``Data``'s edges)."""
+    index = data.edge_index if edge_label_index is None else edge_label_index
+    if index is None:
+        return 0
+    if isinstance(index, (tuple, list)) and len(index) == 2 and not torch.is_tensor(index[0]):
+        index = index[1]  # PyG's (edge type, index): the type of a homogeneous graph's
+    return int(V.as_tensor(index, "edge_label_index", None).shape[-1])
+
+
 class LinkNeighborLoader(_LinkLoader):
     """PyG's ``LinkNeighborLoader`` (homogeneous), sampled by gsample.
 
@@ -64,17 +82,28 @@ class LinkNeighborLoader(_LinkLoader):
     Parameters
     ----------
     data : torch_geometric.data.Data
-        The graph and its node / edge attributes. ``HeteroData`` and ``(FeatureStore,
-        GraphStore)`` are a ``TypeError`` naming ``data`` (not yet).
-    num_neighbors : list of int
-        In-neighbours per node at each hop (``-1``: all).
+        The graph and its node / edge attributes. A ``HeteroData``, or a
+        ``(FeatureStore, GraphStore)`` of a heterogeneous graph (PyG's ``custom_cls``
+        names its batches' class), is sampled per edge type
+        (:mod:`gsample.interop.pyg.hetero_loader`, eagerly; all three subgraph types) with
+        ``edge_label_index=(edge_type, LongTensor (2, L))`` or ``edge_type`` (all its
+        edges); its negatives are drawn by gsample as a ``Data``'s are, sources among the
+        edge type's source type and destinations among its destination type
+        (:func:`~gsample.interop.pyg.negatives.hetero_edge_sample`, PyG's layout;
+        ``strict`` excludes that edge type's edges).
+    num_neighbors : list of int, or dict
+        In-neighbours per node at each hop (``-1``: all); for a heterogeneous graph also
+        PyG's ``{edge_type: [k, ...]}``, every edge type named.
     edge_label_index : LongTensor, shape (2, L), optional
         The supervision edges (global ids); default ``data.edge_index``.
     edge_label : Tensor, shape (L,), optional
         Their labels. With binary negatives, labels starting at 0 are shifted by one, as
         PyG's: 0 means "negative".
-    edge_label_time : Tensor, optional
-        Temporal sampling: not supported yet (an :class:`UnsupportedArgument`).
+    edge_label_time : Tensor, shape (L,), optional
+        PyG's temporal link sampling (with ``time_attr``): each supervision edge's time;
+        both endpoints (and their negatives) are seeds at that time, each its own tree of
+        nodes / edges no later (:mod:`gsample.interop.pyg.temporal`). The batch's
+        ``edge_label_time`` (binary) or ``seed_time`` (triplet), as PyG's.
     replace : bool
         Sample with replacement.
     subgraph_type : str or SubgraphType
@@ -82,22 +111,34 @@ class LinkNeighborLoader(_LinkLoader):
         sampled edges and their reverses, coalesced, as PyG's
         ``SamplerOutput.to_bidirectional``: the same nodes, ``edge_label_index`` and
         ``edge_label``; ``num_sampled_nodes`` / ``num_sampled_edges`` are ``None``).
-        ``"induced"`` is an :class:`UnsupportedArgument`; another value a ``ValueError``.
+        ``"induced"`` is an :class:`UnsupportedArgument` for a ``Data`` (taken for a
+        heterogeneous graph); another value a ``ValueError``.
     disjoint : bool
-        ``False`` only.
-    temporal_strategy : str
-        ``"uniform"`` only (temporal sampling is not supported yet).
-    neg_sampling : NegativeSampling or dict, optional
-        PyG's negative sampling, ``binary`` (``batch.edge_label_index`` holds the positives,
-        then ``amount * L`` negatives, labelled 0) or ``triplet`` (``batch.src_index``,
-        ``batch.dst_pos_index`` of shape ``(L,)`` and ``batch.dst_neg_index`` of shape
-        ``(L,)`` or ``(L, amount)``). The negatives are drawn by PyG on the host, with
-        torch's generator seeded from the mini-batch's key (so they are reproducible, but
-        not yet on the graph's device under gsample's own stream).
+        PyG's: every endpoint (negatives too) its own tree; ``batch.batch`` is each node's
+        tree modulo ``L`` (PyG's layout: ``edge_label_index`` is ``arange(2 * L').view(2,
+        -1)``). Implied by ``time_attr``. A heterogeneous graph's seeds are numbered
+        consecutively across types (the source type's first), ``batch`` per node type.
+    temporal_strategy : {"uniform", "last"}
+        PyG's: uniformly among the allowed edges, or the ``k`` most recent.
+    neg_sampling : NegativeSampling, str or dict, optional
+        PyG's negative sampling, ``binary`` (``batch.edge_label_index`` holds the ``L``
+        positives, then ``ceil(amount * L)`` negatives, labelled 0; both endpoints random)
+        or ``triplet`` (``batch.src_index``, ``batch.dst_pos_index`` of shape ``(L,)`` and
+        ``batch.dst_neg_index`` of shape ``(L,)`` or ``(L, amount)``, row ``i`` the
+        negatives of positive ``i``), drawn by ``src_weight`` / ``dst_weight`` (uniform
+        when None). gsample draws them on the graph's device, under its stream (the same
+        on the CPU and a GPU, whatever ``num_workers``): see
+        :mod:`gsample.interop.pyg.negatives`. As PyG's, they may be edges of the graph;
+        :class:`gsample.interop.pyg.negatives.NegativeSampling` (or a dict) with
+        ``strict=True`` excludes the ``Data``'s edges and self-pairs (a ``ValueError`` here
+        when some supervision source has no such negative in triplet mode, or no pair has
+        one in binary mode).
     neg_sampling_ratio : int or float, optional
         PyG's deprecated ``neg_sampling=NegativeSampling("binary", ratio)``.
     time_attr : str, optional
-        Temporal sampling: not supported yet.
+        PyG's temporal sampling: a node-level attribute of ``data`` (a neighbour, or a
+        negative, is allowed when its time is ``<=`` its seed's) or an edge-level one;
+        given with ``edge_label_time``.
     weight_attr : str, optional
         PyG's weighted sampling: ``data[weight_attr]``, one finite non-negative weight per
         edge; each hop draws in-neighbours with probability proportional to it (weight 0:
@@ -177,16 +218,17 @@ class LinkNeighborLoader(_LinkLoader):
             )
         # LinkLoader's own arguments pass through; the rest must be the DataLoader's
         own = {k: kwargs.pop(k) for k in ("input_id",) if k in kwargs}
+        if _stores.is_stores(data) and "custom_cls" in kwargs:  # PyG's, for stores only
+            own["custom_cls"] = kwargs.pop("custom_cls")
         kwargs = check_pyg_arguments(_NAME, kwargs)
-        for name, value, accepted in (
-            ("time_attr", time_attr, (None,)),
-            ("edge_label_time", edge_label_time, (None,)),
-            ("temporal_strategy", temporal_strategy, ("uniform",)),
-            ("disjoint", disjoint, (False,)),
-            ("neighbor_sampler", neighbor_sampler, (None,)),
-        ):
-            rule = PYG_ONLY.get(name)
-            _refuse(name, value, accepted, _TEMPORAL if rule is None else rule.why)
+        _refuse("neighbor_sampler", neighbor_sampler, (None,), PYG_ONLY["neighbor_sampler"].why)
+        stored = None  # stores: (their graph with its times, join), read once here
+        if _stores.is_stores(data):
+            stored = _stores.as_data(data, None, weight_attr, _NAME, time_attr=time_attr)
+        # disjoint / temporal (a HeteroData's or stores': per-type times)
+        spec = _temporal.TemporalSpec.of(
+            data if stored is None else stored[0], disjoint, time_attr, temporal_strategy, _NAME
+        )
         _refuse(
             "directed",
             directed,
@@ -194,6 +236,29 @@ class LinkNeighborLoader(_LinkLoader):
             "directed=False is PyG's deprecated subgraph_type='induced'",
         )
         subgraph_type = subgraph_type_name(subgraph_type)  # a ValueError for unknown values
+        if _hetero.is_hetero(data) or stored is not None:
+            self._init_hetero(
+                data,
+                stored,
+                spec,
+                num_neighbors,
+                edge_label_index,
+                edge_label,
+                edge_label_time,
+                replace,
+                subgraph_type,
+                neg_sampling,
+                neg_sampling_ratio,
+                weight_attr,
+                transform,
+                transform_sampler_output,
+                is_sorted,
+                filter_per_worker,
+                seed,
+                own,
+                kwargs,
+            )
+            return
         # induced would need the link loader's own DSL program (induced_sample's slice)
         _refuse(
             "subgraph_type",
@@ -204,8 +269,8 @@ class LinkNeighborLoader(_LinkLoader):
         _check_data(data, _NAME)
         if isinstance(num_neighbors, dict):
             raise TypeError(
-                "num_neighbors: a dict per edge type (heterogeneous sampling) is not "
-                "supported yet; give a list of ints >= -1, one per hop"
+                "num_neighbors: a dict per edge type is for a HeteroData (this graph is "
+                "homogeneous); give a list of ints >= -1, one per hop"
             )
         if isinstance(num_neighbors, int) or not all(
             isinstance(k, int) and not isinstance(k, bool) and k >= -1 for k in num_neighbors
@@ -224,19 +289,31 @@ class LinkNeighborLoader(_LinkLoader):
             "replace": V.flag(replace, "replace"),
             "weighted": weight_attr is not None,
         }
-        fn = gs_compile(neighbor_sample) if V.flag(compile, "compile") else neighbor_sample
+        program = neighbor_sample
+        if spec is not None:  # one tree per seed: gsample.interop.pyg.temporal's program
+            program, hops["strategy"] = _temporal.disjoint_sample, spec.strategy
+            edge_label_time = spec.input_time(
+                edge_label_time, _num_labels(data, edge_label_index), "edge_label_time"
+            )
+        fn = gs_compile(program) if V.flag(compile, "compile") else program
+        fn = functools.partial(fn, **hops)
         # bidirectional: the same draws, each batch's reverse edges added (PyG applies
         # to_bidirectional after edge_sample; the seeds / labels do not depend on the edges)
         post = to_bidirectional if subgraph_type == "bidirectional" else None
-        sampler = Sampler(A, functools.partial(fn, **hops), seed=seed, edge_ids=edge_ids, post=post)
+        disjoint = None if spec is None else _temporal.DisjointSampler(A, fn, spec, edge_ids)
+        sampler = Sampler(A, fn, seed=seed, edge_ids=edge_ids, post=post, disjoint=disjoint)
         self.num_neighbors, self.replace = list(num_neighbors), hops["replace"]
         self.subgraph_type = subgraph_type
+        try:  # gsample's NegativeSampling: PyG's, and a dict may say strict
+            neg_sampling = NegativeSampling.cast(neg_sampling)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"neg_sampling: {e}") from None
         super().__init__(
             data=data,
             link_sampler=sampler,
             edge_label_index=edge_label_index,
             edge_label=edge_label,
-            edge_label_time=None,
+            edge_label_time=edge_label_time,
             neg_sampling=neg_sampling,
             neg_sampling_ratio=neg_sampling_ratio,
             transform=transform,
@@ -245,3 +322,118 @@ class LinkNeighborLoader(_LinkLoader):
             **own,
             **kwargs,
         )
+        if self.neg_sampling is not None:  # built once here: bad weights fail now
+            edge_index = data.edge_index
+            if edge_index is None:
+                edge_index = torch.empty(2, 0, dtype=torch.long)
+            # node-level time: a negative exists at its positive's time (PyG's neg_sample)
+            node_time = None if spec is None else spec.node_time
+            negatives = sampler.negative_sampler(self.neg_sampling, edge_index, node_time)
+            if self.neg_sampling.is_triplet():
+                src = self.input_data.row
+                stranded = negatives.stranded(src)
+                if bool(stranded.any()):
+                    i = int(torch.nonzero(stranded)[0, 0])
+                    raise ValueError(
+                        f"neg_sampling: strict triplet negatives: node {int(src[i])}, the "
+                        f"source of supervision edge {i}, has an edge to every node of "
+                        "positive dst_weight (or is the only one): it has no negative"
+                    )
+
+    def _init_hetero(
+        self,
+        data,
+        stored,
+        spec,
+        num_neighbors,
+        edge_label_index,
+        edge_label,
+        edge_label_time,
+        replace,
+        subgraph_type,
+        neg_sampling,
+        neg_sampling_ratio,
+        weight_attr,
+        transform,
+        transform_sampler_output,
+        is_sorted,
+        filter_per_worker,
+        seed,
+        own,
+        kwargs,
+    ) -> None:
+        """``__init__`` for a ``HeteroData`` or a ``(FeatureStore, GraphStore)`` (``stored``:
+        its graph and join): PyG's ``LinkLoader`` over
+        :class:`~gsample.interop.pyg.hetero_loader.HeteroSampler` (negatives drawn by
+        gsample on the graph's device, typed by the supervision edge type; disjoint and
+        temporal with ``spec``; all three subgraph types without)."""
+        V.flag(is_sorted, "is_sorted")
+        if edge_label_index is None:  # PyG asserts
+            raise ValueError(
+                "edge_label_index: a heterogeneous graph needs the supervision edges' type: "
+                "edge_type, or (edge_type, edge_label_index)"
+            )
+        graph, join = (data, None) if stored is None else stored
+        if stored is not None and not _hetero.is_hetero(graph):
+            raise TypeError(
+                "data: a (FeatureStore, GraphStore) of a homogeneous graph "
+                "(edge_type=None) in gsample.pyg.LinkNeighborLoader: PyG's LinkLoader "
+                "takes heterogeneous stores only; pass a Data"
+            )
+        try:  # gsample's NegativeSampling: PyG's, and a dict may say strict
+            neg_sampling = NegativeSampling.cast(neg_sampling)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"neg_sampling: {e}") from None
+        batches = _hetero.HeteroBatches(
+            graph, num_neighbors, replace, weight_attr, subgraph_type, None, join, spec
+        )
+        if spec is not None:  # checked and converted as the data's times
+            edge_label_time = spec.input_time(
+                edge_label_time, _num_hetero_labels(graph, edge_label_index), "edge_label_time"
+            )
+        seed = V.seed(seed, none_ok=True)
+        seed = _default_seed() if seed is None else seed
+        sampler = _hetero.HeteroSampler(batches, seed, batch_key)
+        self.num_neighbors, self.replace = num_neighbors, batches.replace
+        self.subgraph_type = subgraph_type
+        super().__init__(
+            data=data,
+            link_sampler=sampler,
+            edge_label_index=edge_label_index,
+            edge_label=edge_label,
+            edge_label_time=edge_label_time,
+            neg_sampling=neg_sampling,
+            neg_sampling_ratio=neg_sampling_ratio,
+            transform=transform,
+            transform_sampler_output=transform_sampler_output,
+            filter_per_worker=filter_per_worker,
+            **own,
+            **kwargs,
+        )
+        if self.neg_sampling is not None:  # built once here: bad weights fail now
+            edge_type = tuple(self.input_data.input_type)
+            negatives = sampler.negative_sampler(self.neg_sampling, edge_type)
+            if self.neg_sampling.is_triplet():
+                src = self.input_data.row
+                stranded = negatives.stranded(src)
+                if bool(stranded.any()):
+                    i = int(torch.nonzero(stranded)[0, 0])
+                    raise ValueError(
+                        f"neg_sampling: strict triplet negatives: node {int(src[i])} of type "
+                        f"{edge_type[0]!r}, the source of supervision edge {i}, has an edge "
+                        f"of type {edge_type!r} to every node of positive dst_weight (or is "
+                        "the only one): it has no negative"
+                    )
+
+
+def _num_hetero_labels(graph, edge_label_index) -> int:
+    """The number of supervision edges of a heterogeneous ``edge_label_index`` (PyG's
+    ``edge_type`` or ``(edge_type, index or None)``; None: the type's ``edge_index``)."""
+    index = None
+    pair = isinstance(edge_label_index, (tuple, list)) and len(edge_label_index) == 2
+    if pair and not isinstance(edge_label_index[0], str):  # (edge_type, index)
+        edge_label_index, index = edge_label_index
+    if index is None:
+        store = graph[tuple(edge_label_index)]
+        return int(store.edge_index.shape[1]) if "edge_index" in store else 0
+    return int(V.as_tensor(index, "edge_label_index", None).shape[-1])

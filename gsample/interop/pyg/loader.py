@@ -7,8 +7,9 @@
   ``transform_sampler_output``, ``filter_per_worker``, ``input_id``, ``subgraph_type``) and
   samples with :func:`neighbor_sample`, PyG's hop semantics written in the gsample DSL
   (``induced`` and ``bidirectional``: :mod:`gsample.interop.pyg.subgraph`); ``str(loader)``
-  and ``loader(index)`` are PyG's. PyG's other arguments (:data:`PYG_ONLY`: temporal,
-  disjoint sampling, ...) are an :class:`UnsupportedArgument`
+  and ``loader(index)`` are PyG's; ``disjoint`` and temporal sampling (``time_attr``,
+  ``input_time``, ``temporal_strategy``) run :mod:`gsample.interop.pyg.temporal`'s program.
+  PyG's other arguments (:data:`PYG_ONLY`) are an :class:`UnsupportedArgument`
   (a ``TypeError`` and a ``ValueError``) naming them at any value but the one meaning what
   gsample does, before torch's ``DataLoader`` sees them.
 * :func:`with_edge_weight`: the transform that puts a sampler's edge values (LADIES' and
@@ -25,8 +26,8 @@ mini-batch's index in :class:`NeighborLoader` (which therefore samples exactly w
 ``gs.DataLoader(A, neighbor_sample, input_nodes, batch_size, shuffle, seed=seed)``
 samples), and, inside PyG's own loaders, which do not tell a sampler the index, a hash of
 the mini-batch's ``input_id`` set (its examples' positions in ``input_nodes``), which
-identifies the mini-batch within an epoch. PyG's negative sampling draws from torch's
-generator, which :class:`Sampler` seeds from the same key.
+identifies the mini-batch within an epoch. A link loader's negatives are drawn by gsample
+from the same key (:mod:`gsample.interop.pyg.negatives`), on the graph's device.
 """
 
 from __future__ import annotations
@@ -52,7 +53,11 @@ from gsample.base.random import (
 )
 from gsample.compiler.compiled import compile as gs_compile
 from gsample.interop.pyg import data as _out
+from gsample.interop.pyg import hetero_loader as _hetero
+from gsample.interop.pyg import negatives as _negatives
+from gsample.interop.pyg import stores as _stores
 from gsample.interop.pyg import subgraph as _subgraph
+from gsample.interop.pyg import temporal as _temporal
 from gsample.loader.dataloader import seed_ids
 from gsample.matrix.sparse import Matrix
 
@@ -77,9 +82,9 @@ class UnsupportedArgument(TypeError, ValueError):
 
     Examples
     --------
-    >>> gsample.pyg.NeighborLoader(data, [10], disjoint=True)
+    >>> gsample.pyg.NeighborLoader(data, [10], sample_direction="backward")
     Traceback (most recent call last):
-    UnsupportedArgument: gsample.pyg.NeighborLoader: disjoint=True is not supported yet (...)
+    UnsupportedArgument: gsample.pyg.NeighborLoader: sample_direction='backward' is not ...
     """
 
 
@@ -109,11 +114,7 @@ _ANY_BOOL = (False, True)
 #: (``tests/test_interop_errors.py`` reads PyG's signatures, so a new PyG argument fails a
 #: test until it is added here or taken).
 PYG_ONLY = {
-    "input_time": PygOnly((None,), _TEMPORAL),
-    "time_attr": PygOnly((None,), _TEMPORAL),
-    "temporal_strategy": PygOnly(("uniform",), _TEMPORAL),
     "sample_direction": PygOnly(("forward",), "backward (temporal) sampling is not supported yet"),
-    "disjoint": PygOnly((False,), "disjoint subgraphs, one per seed, are not supported yet"),
     "neighbor_sampler": PygOnly(
         (None,),
         "a PyG NeighborSampler samples with PyG, not "
@@ -127,7 +128,8 @@ PYG_ONLY = {
     ),
     "custom_cls": PygOnly(
         (None,),
-        "remote feature and graph stores are not supported yet; pass a torch_geometric Data",
+        "PyG's class of the batches of a (FeatureStore, GraphStore) input; a Data or "
+        "HeteroData's batches are of its own class",
     ),
     # hints that change nothing here: gsample builds its own CSC from the Data (sorted or
     # not), and worker processes get the graph's tensors as torch shares a dataset's
@@ -179,9 +181,9 @@ def check_pyg_arguments(loader: str, kwargs: dict) -> dict:
 
     Examples
     --------
-    >>> check_pyg_arguments("NeighborLoader", {"disjoint": True})
+    >>> check_pyg_arguments("NeighborLoader", {"sample_direction": "backward"})
     Traceback (most recent call last):
-    UnsupportedArgument: gsample.pyg.NeighborLoader: disjoint=True is not supported yet ...
+    UnsupportedArgument: gsample.pyg.NeighborLoader: sample_direction='backward' is not ...
     >>> check_pyg_arguments("NeighborLoader", {"is_sorted": True, "num_workers": 2})
     {'num_workers': 2}
     """
@@ -338,6 +340,12 @@ class Sampler(_Base):
         ``subgraph_type="bidirectional"``: :func:`~gsample.interop.pyg.subgraph.to_bidirectional`,
         as PyG's ``NeighborSampler`` applies ``SamplerOutput.to_bidirectional``). Draws
         nothing: the samples stay those of ``sampler_fn``.
+    disjoint : gsample.interop.pyg.temporal.DisjointSampler, optional
+        PyG's disjoint (and temporal) sampling: it samples every mini-batch instead of
+        ``sampler_fn`` (one tree per seed, at the seeds' times: ``input_time``,
+        ``edge_label_time``), and the batches carry PyG's ``batch`` vector; link sampling is
+        then disjoint (PyG's layout). ``gsample.pyg.LinkNeighborLoader`` makes one from
+        ``disjoint`` / ``time_attr``.
 
     Notes
     -----
@@ -368,6 +376,7 @@ class Sampler(_Base):
         seed: int | None = None,
         edge_ids: torch.Tensor | None = None,
         post: Callable | None = None,
+        disjoint=None,
     ):
         _require()
         if not callable(sampler_fn):
@@ -387,6 +396,9 @@ class Sampler(_Base):
         self.edge_ids = edge_ids
         self.sampler_fn = sampler_fn
         self.post = post  # PygSample -> PygSample (bidirectional: to_bidirectional) or None
+        # disjoint / temporal sampling: a gsample.interop.pyg.temporal.DisjointSampler, which
+        # samples instead of sampler_fn (its batches carry PyG's batch vector)
+        self.disjoint = disjoint
         self.seed = _default_seed() if seed is None else seed & MASK64
         self.epoch = 0
 
@@ -419,11 +431,21 @@ class Sampler(_Base):
         with batch_scope(self.epoch_seed(), key):
             return self.sampler_fn(self.A, seeds)
 
-    def _output(self, seeds: torch.Tensor, key: int, metadata=None):
+    def _output(self, seeds: torch.Tensor, key: int, metadata=None, seed_time=None):
         """The ``SamplerOutput`` of mini-batch ``key`` on the seeds' device; ``metadata``
         ``(input_id, seed_time)`` gets the edge values (or None) as a third entry, and the
-        batch is remembered for :func:`with_edge_weight`."""
-        sample = _out.pyg_sample(self.sample(seeds, key), seeds.to(self.A.device))
+        batch is remembered for :func:`with_edge_weight`. ``seed_time``: the seeds' times
+        (temporal sampling; default ``metadata``'s)."""
+        if self.disjoint is not None:  # one tree per seed (gsample.interop.pyg.temporal)
+            if seed_time is None and metadata is not None:
+                seed_time = metadata[1]
+            ids = V.ids(seeds, "seeds", self.A.num_nodes, None).to(self.A.device)
+            times = self.disjoint.spec.seed_time(seeds, seed_time)
+            with batch_scope(self.epoch_seed(), key):
+                sample = self.disjoint.sample(ids, times)
+        else:
+            sample = _out.pyg_sample(self.sample(seeds, key), seeds.to(self.A.device))
+        batch = getattr(sample, "batch", None)  # disjoint: each node's seed
         if self.post is not None:
             sample = self.post(sample)
         input_id, seed_time = metadata or (None, None)
@@ -438,6 +460,7 @@ class Sampler(_Base):
             row=out.row.to(device),
             col=out.col.to(device),
             edge=edge.to(device),
+            batch=None if batch is None else batch.to(device),
             num_sampled_nodes=out.num_sampled_nodes,
             num_sampled_edges=out.num_sampled_edges,
             metadata=(out.metadata[0], seed_time, weight),
@@ -451,39 +474,86 @@ class Sampler(_Base):
         (``edge_weight``: the sampled matrices' values in ``edge`` order, or None; PyG's
         ``NodeLoader`` reads the first two, :func:`with_edge_weight` puts the third on the
         batch)."""
-        if index.time is not None:
-            raise ValueError("index: temporal sampling (input_time) is not supported yet")
+        if index.time is not None and not self._temporal():
+            raise ValueError(
+                "index: seed times (input_time) need a temporal sampler (gsample.pyg.Sampler "
+                "with disjoint=DisjointSampler of a time_attr)"
+            )
         input_id = index.input_id  # None: the seeds' positions, as PyG's
         if input_id is None:
             input_id = torch.arange(index.node.numel())
-        return self._output(index.node, batch_key(input_id), (input_id, None))
+        return self._output(index.node, batch_key(input_id), (input_id, index.time))
+
+    def _temporal(self) -> bool:
+        return self.disjoint is not None and self.disjoint.spec.temporal
 
     def sample_from_edges(self, index, neg_sampling=None):
         """PyG's link-level entry point (``LinkLoader``): ``index`` is an
-        ``EdgeSamplerInput``; negatives come from PyG's ``neg_sampling`` with torch's
-        generator seeded from the mini-batch's key; the seeds are both endpoints, unique
-        (as PyG's ``NeighborSampler``), and ``metadata`` holds PyG's ``edge_label_index``
-        and ``edge_label`` (or the triplet indices)."""
-        # import here: PyTorch Geometric is optional (the module imports without it)
-        from torch_geometric.sampler.neighbor_sampler import edge_sample
-
-        if index.time is not None:
-            raise ValueError("index: temporal sampling (edge_label_time) is not supported yet")
+        ``EdgeSamplerInput``. The negatives of ``neg_sampling`` (PyG's ``NegativeSampling``,
+        or :class:`gsample.interop.pyg.negatives.NegativeSampling` with ``strict``) are drawn
+        by gsample on the graph's device (:meth:`negative_sampler`), keyed by the epoch, the
+        mini-batch's key and their own op ordinal (``NEGATIVE_ORDINAL``); the seeds are both
+        endpoints, unique (as PyG's ``NeighborSampler``), and ``metadata`` holds PyG's
+        ``edge_label_index`` and ``edge_label`` (or the triplet indices), as PyG's
+        ``edge_sample`` lays them out."""
+        if index.time is not None and not self._temporal():
+            raise ValueError(
+                "index: edge_label_time needs a temporal sampler (gsample.pyg.Sampler with "
+                "disjoint=DisjointSampler of a time_attr)"
+            )
         key = batch_key(index.input_id)
 
         def sample_fn(seed, seed_time):
-            return self._output(seed, key)
+            return self._output(seed, key, seed_time=seed_time)
 
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(combine(self.epoch_seed(), key) & ((1 << 63) - 1))
-            return edge_sample(
-                index,
-                sample_fn,
-                self.A.num_nodes,
-                disjoint=False,
-                node_time=None,
-                neg_sampling=neg_sampling,
-            )
+        negatives = None if neg_sampling is None else self.negative_sampler(neg_sampling)
+        return _negatives.edge_sample(
+            index,
+            sample_fn,
+            negatives,
+            neg_sampling,
+            key=op_key(self.epoch_seed(), _negatives.NEGATIVE_ORDINAL, key),
+            disjoint=self.disjoint is not None,
+        )
+
+    def negative_sampler(
+        self,
+        neg_sampling,
+        edge_index: torch.Tensor | None = None,
+        node_time: torch.Tensor | None = None,
+    ):
+        """The :class:`~gsample.interop.pyg.negatives.NegativeSampler` of ``neg_sampling``
+        (its weights and ``strict``) on this graph's device, built once per
+        ``neg_sampling`` object (a loader passes the same one every mini-batch).
+
+        Parameters
+        ----------
+        neg_sampling : NegativeSampling
+            PyG's, or gsample's (with ``strict``).
+        edge_index : LongTensor, shape (2, E), optional
+            The edges ``strict`` excludes; default the sampled graph's.
+        node_time : Tensor, shape (N,), optional
+            Temporal negatives: each negative exists at its positive's time.
+
+        ``edge_index`` and ``node_time``, once given, are kept for later ``neg_sampling``
+        objects (``LinkNeighborLoader`` gives the ``Data``'s edges, zero-weight edges
+        included under ``weight_attr``).
+
+        Examples
+        --------
+        >>> neg = sampler.negative_sampler(NegativeSampling("binary", strict=True))
+        >>> neg(src, dst, "binary", 1, key=0).dst          # none an edge of the graph
+        """
+        cached = getattr(self, "_negative_cache", None)
+        if cached is not None:
+            if edge_index is None and node_time is None and cached[0] is neg_sampling:
+                return cached[3]
+            edge_index = cached[1] if edge_index is None else edge_index
+            node_time = cached[2] if node_time is None else node_time
+        graph = self.A if edge_index is None else edge_index.to(self.A.device)
+        sampler = _negatives.sampler_for(neg_sampling, graph, self.A.num_nodes, node_time)
+        self._negative_cache = (neg_sampling, edge_index, node_time, sampler)
+        return sampler
 
 
 #: the last mini-batches :class:`Sampler` drew in this process, by key: ``(edge ids, edge
@@ -581,7 +651,12 @@ class _EpochBatches(torch.utils.data.Sampler):
 class _MiniBatches(torch.utils.data.Dataset):
     """Mini-batch ``(epoch_seed, i)``: its seeds (as ``gs.DataLoader`` orders an epoch),
     sampled in ``batch_scope(epoch_seed, i)`` and, where PyG would (``filter_per_worker``),
-    joined with the ``Data``'s attributes (:meth:`filter`, PyG's ``filter_fn``)."""
+    joined with the ``Data``'s attributes (:meth:`filter`, PyG's ``filter_fn``).
+
+    ``join(node, row, col, edge)`` builds a batch's ``Data`` instead of PyG's
+    ``filter_data`` (a ``(FeatureStore, GraphStore)``: :mod:`gsample.interop.pyg.stores`);
+    ``hetero`` (a :class:`~gsample.interop.pyg.hetero_loader.HeteroBatches`) samples and
+    builds the batches of a ``HeteroData`` (``A`` its graph, ``fn`` unused)."""
 
     def __init__(
         self,
@@ -597,8 +672,16 @@ class _MiniBatches(torch.utils.data.Dataset):
         filter_per_worker,
         edge_ids=None,
         post=None,
+        join=None,
+        hetero=None,
+        disjoint=None,
+        input_time=None,
     ):
         self.data, self.A, self.fn = data, A, fn
+        self.join, self.hetero = join, hetero
+        # disjoint / temporal sampling (a gsample.interop.pyg.temporal.DisjointSampler) and
+        # each input node's time (PyG's input_time)
+        self.disjoint, self.input_time = disjoint, input_time
         self.post = post  # PygSample -> PygSample (bidirectional: to_bidirectional) or None
         # weight_attr: the sampled graph holds the positive-weight edges only; their ids in
         # data.edge_index, and the weights are the Data's (filter_data slices them), not
@@ -633,9 +716,19 @@ class _MiniBatches(torch.utils.data.Dataset):
         from torch_geometric.sampler import SamplerOutput
 
         seeds = self.input_nodes[positions]
+        seed_time = None if self.input_time is None else self.input_time[positions]
+        if self.hetero is not None:  # seeds of the input node type; metadata alike
+            input_id = positions if self.input_id is None else self.input_id[positions]
+            with batch_scope(epoch_seed, key):
+                return self.hetero.sample_nodes(seeds, input_id, seed_time)
         with batch_scope(epoch_seed, key):
-            out = self.fn(self.A, seeds.to(self.A.device))
-        s = _out.pyg_sample(out, seeds.to(self.A.device))
+            if self.disjoint is not None:  # one tree per seed, at the seed's time
+                times = self.disjoint.spec.seed_time(seeds, seed_time)
+                s = self.disjoint.sample(seeds.to(self.A.device), times)
+            else:
+                out = self.fn(self.A, seeds.to(self.A.device))
+                s = _out.pyg_sample(out, seeds.to(self.A.device))
+        batch = getattr(s, "batch", None)  # disjoint: each node's seed
         if self.post is not None:
             s = self.post(s)
         cpu = self.input_nodes.device
@@ -649,9 +742,10 @@ class _MiniBatches(torch.utils.data.Dataset):
             row=s.row.to(cpu),
             col=s.col.to(cpu),
             edge=edge.to(cpu),
+            batch=None if batch is None else batch.to(cpu),
             num_sampled_nodes=s.num_sampled_nodes,
             num_sampled_edges=s.num_sampled_edges,
-            metadata=(input_id, None, weight),
+            metadata=(input_id, seed_time, weight),
         )
 
     def filter(self, out):
@@ -663,7 +757,13 @@ class _MiniBatches(torch.utils.data.Dataset):
 
         if self.transform_sampler_output is not None:
             out = self.transform_sampler_output(out)
-        data = filter_data(self.data, out.node, out.row, out.col, out.edge, None)
+        if self.hetero is not None:
+            data = self.hetero.filter(out)
+            return data if self.transform is None else self.transform(data)
+        if self.join is None:
+            data = filter_data(self.data, out.node, out.row, out.col, out.edge, None)
+        else:
+            data = self.join(out.node, out.row, out.col, out.edge)
         if "n_id" not in data:
             data.n_id = out.node
         if out.edge is not None and "e_id" not in data:
@@ -674,6 +774,10 @@ class _MiniBatches(torch.utils.data.Dataset):
         )
         input_id = out.metadata[0]
         data.input_id, data.batch_size = input_id, input_id.numel()
+        if out.batch is not None:  # disjoint: PyG's batch vector, and the seeds' times
+            data.batch = out.batch
+        if out.metadata[1] is not None:
+            data.seed_time = out.metadata[1]
         weight = out.metadata[2] if len(out.metadata) > 2 else None
         if weight is not None:
             data.edge_weight = weight
@@ -684,22 +788,32 @@ def _identity(x):
     return x
 
 
+def _batch_options(data, batch_size, transform, transform_sampler_output, filter_per_worker):
+    """``batch_size`` checked and ``filter_per_worker`` decided (PyG's inference: True
+    unless ``data`` is on a GPU); the transforms must be callable or None."""
+    batch_size = V.count(batch_size, "batch_size", low=1)
+    for name, f in (
+        ("transform", transform),
+        ("transform_sampler_output", transform_sampler_output),
+    ):
+        if f is not None and not callable(f):
+            raise TypeError(f"{name}: must be callable or None, got {type(f).__name__}")
+    if filter_per_worker is None:  # PyG's inference: a Data on a GPU filters in main
+        filter_per_worker = not getattr(data, "is_cuda", False)
+    return batch_size, V.flag(filter_per_worker, "filter_per_worker")
+
+
 def _check_data(data, loader: str = "NeighborLoader") -> None:
     """``data`` must be a homogeneous ``Data`` whose graph is its ``edge_index`` (or none);
-    ``loader`` names the gsample.pyg loader in the message."""
+    ``loader`` names the gsample.pyg loader in the message. (The loaders take a
+    ``HeteroData`` or a ``(FeatureStore, GraphStore)`` before they get here.)"""
     if _Data is None or not isinstance(data, _Data):
         got = type(data).__name__
         if isinstance(data, (tuple, list)):
-            got = f"a {got} ({', '.join(type(d).__name__ for d in data)}): remote "
-            got += "feature / graph stores are not supported yet"
-        elif got == "HeteroData" or hasattr(data, "edge_types"):
-            got = (
-                f"{got}: heterogeneous graphs are not supported by this loader yet (sample "
-                "a gs.HeteroGraph.from_pyg(data) with its sample_neighbors and to_pyg)"
-            )
+            got = f"a {got} ({', '.join(type(d).__name__ for d in data)})"
         raise TypeError(
-            "data: expected a torch_geometric Data (a homogeneous graph: edge_index, node "
-            f"and edge attributes) in gsample.pyg.{loader}, got {got}"
+            "data: expected a torch_geometric Data, a HeteroData or a (FeatureStore, "
+            f"GraphStore) pair in gsample.pyg.{loader}, got {got}"
         )
     _check_adjacency(data, "data")
 
@@ -738,19 +852,28 @@ class NeighborLoader(torch.utils.data.DataLoader):
 
     Parameters
     ----------
-    data : torch_geometric.data.Data
+    data : torch_geometric.data.Data, HeteroData, or (FeatureStore, GraphStore)
         The graph and its node / edge attributes (``x``, ``y``, ``edge_attr``, ... are
         sliced into each mini-batch as PyG's loader does: dense, or sparse COO; another
         sparse layout is a ``TypeError`` naming the attribute). A ``Data`` without
         ``edge_index`` is a graph of no edge, as PyG's; one whose graph is a sparse
-        adjacency (``adj_t``, ``adj``) is a ``TypeError`` naming it. ``HeteroData`` and
-        ``(FeatureStore, GraphStore)`` are a ``TypeError`` naming ``data`` (not yet).
-    num_neighbors : list of int
+        adjacency (``adj_t``, ``adj``) is a ``TypeError`` naming it. A ``HeteroData`` is
+        sampled per edge type by ``gs.HeteroGraph.sample_neighbors`` (eagerly, one op per
+        hop and edge type: :mod:`gsample.interop.pyg.hetero_loader`) into PyG's
+        ``HeteroData`` batches. A ``(FeatureStore, GraphStore)`` pair is read once into
+        its graph (:mod:`gsample.interop.pyg.stores`) and its batches are built by PyG's
+        ``filter_custom_store`` / ``filter_custom_hetero_store``; PyG's ``custom_cls``
+        names their class.
+    num_neighbors : list of int, or dict
         In-neighbours per node at each hop (``-1``: all). ``[]``: batches of the seeds
-        alone (``n_id`` the seeds, no edge), as PyG's.
+        alone (``n_id`` the seeds, no edge), as PyG's. For a ``HeteroData``, a list applies
+        to every edge type, or PyG's ``{edge_type: [k, ...]}`` names every edge type (a
+        missing or unknown one, or lists of different lengths: PyG's ``ValueError``).
     input_nodes : LongTensor of shape (S,), or BoolTensor of shape (N,), optional
         Seed nodes: ids, or a mask over the ``N`` nodes (its nonzero ids; another length
         is a ``ValueError``); default all nodes. Empty: an epoch of no mini-batch, as PyG's.
+        For a ``HeteroData``: ``node_type``, ``(node_type, ids)``, ``(node_type, mask)`` or
+        ``(node_type, None)`` (required, as PyG's).
     batch_size : int
         Seeds per mini-batch, ``>= 1``.
     shuffle : bool
@@ -763,12 +886,14 @@ class NeighborLoader(torch.utils.data.DataLoader):
         The loader's seed; default drawn from gsample's stream now. Epoch ``e`` draws with
         ``combine(combine(0, seed), e)``, mini-batch ``i`` with index ``i``: the samples
         ``gs.DataLoader(..., seed=seed)`` draws, whatever ``num_workers``.
-    graph : gs.Matrix, optional
+    graph : gs.Matrix or gs.HeteroGraph, optional
         The graph as a gsample matrix (e.g. already on a GPU; then keep
         ``num_workers=0``); default ``gs.Matrix.from_pyg(data, weight=None)``. Its edge
-        values, when it has any, become each batch's ``edge_weight``.
+        values, when it has any, become each batch's ``edge_weight``. For a
+        ``HeteroData``: a ``gs.HeteroGraph`` of its node and edge types and counts.
     compile : bool
-        Compile the sampler with ``gs.compile`` (default True).
+        Compile the sampler with ``gs.compile`` (default True; a ``HeteroData`` is
+        sampled eagerly either way).
     transform : callable, optional
         Applied to each mini-batch's ``Data``.
     transform_sampler_output : callable, optional
@@ -800,14 +925,28 @@ class NeighborLoader(torch.utils.data.DataLoader):
         ``num_sampled_edges`` are None, as PyG's. Another value is a ``ValueError``.
     directed : bool
         PyG's deprecated spelling: ``False`` means ``subgraph_type="induced"``.
+    input_time : Tensor, shape (S,), optional
+        PyG's: each input node's time (integer or floating point, as ``data[time_attr]``),
+        its tree's time; the batch's ``seed_time``. Needs ``time_attr``; default, for a
+        node-level time, the seed's own (an edge-level one needs it).
+    disjoint : bool
+        PyG's: one tree per seed (a node reached from two seeds appears twice); the batch's
+        ``batch`` gives each node's seed (its position in the mini-batch). Implied by
+        ``time_attr``. Not with ``subgraph_type="induced"``. A ``HeteroData``: ``batch`` per
+        node type (:meth:`gs.HeteroGraph.sample_disjoint`).
+    temporal_strategy : {"uniform", "last"}
+        PyG's: uniformly among the allowed edges, or the ``k`` most recent (ties: the larger
+        edge id).
+    time_attr : str, optional
+        PyG's temporal sampling: a node-level attribute of ``data`` (a neighbour is allowed
+        when its time is ``<=`` its seed's) or an edge-level one (an edge is allowed when
+        its time is). :mod:`gsample.interop.pyg.temporal`.
     **kwargs
         ``torch.utils.data.DataLoader`` options: ``num_workers``, ``persistent_workers``,
         ``pin_memory``, ... PyG's other arguments are in :data:`PYG_ONLY`: each is an
         :class:`UnsupportedArgument` (a ``TypeError`` and a ``ValueError``) naming it
-        unless its value means what gsample does (``disjoint=False``, no ``time_attr`` /
-        ``input_time``, ``temporal_strategy="uniform"``): disjoint and temporal sampling
-        are not supported yet. An argument neither PyG's loader nor torch's takes is a
-        ``TypeError``.
+        unless its value means what gsample does. An argument neither PyG's loader nor
+        torch's takes is a ``TypeError``.
 
     Notes
     -----
@@ -821,9 +960,8 @@ class NeighborLoader(torch.utils.data.DataLoader):
     >>> for batch in loader:
     ...     out = model(batch.x, batch.edge_index)[:batch.batch_size]
     >>> induced = gsample.pyg.NeighborLoader(data, [25, 10], subgraph_type="induced")
-    >>> gsample.pyg.NeighborLoader(data, [10], disjoint=True)
-    Traceback (most recent call last):
-    UnsupportedArgument: gsample.pyg.NeighborLoader: disjoint=True is not supported yet (...)
+    >>> temporal = gsample.pyg.NeighborLoader(data, [10, 5], time_attr="time")
+    >>> batch = next(iter(temporal))              # batch.batch: each node's seed
     """
 
     def __init__(
@@ -845,11 +983,57 @@ class NeighborLoader(torch.utils.data.DataLoader):
         weight_attr: str | None = None,
         subgraph_type="directional",
         directed: bool = True,
+        input_time=None,
+        disjoint: bool = False,
+        temporal_strategy: str = "uniform",
+        time_attr: str | None = None,
         **kwargs,
     ):
         _require()
+        stores = _stores.is_stores(data)
+        # PyG's custom_cls: the class of the batches of a (FeatureStore, GraphStore)
+        custom_cls = kwargs.pop("custom_cls", None) if stores else None
         kwargs = check_pyg_arguments("NeighborLoader", kwargs)  # before anything is built
         subgraph_type = _subgraph.subgraph_type_name(subgraph_type, directed)
+        join = None  # a batch's attributes: PyG's filter_data of `data`
+        if stores:  # the stores' graph (and times) as a Data / HeteroData; batches from them
+            data, join = _stores.as_data(
+                data, custom_cls, weight_attr, "NeighborLoader", time_attr=time_attr
+            )
+        # disjoint / temporal (a HeteroData's: per-type times)
+        spec = _temporal.TemporalSpec.of(data, disjoint, time_attr, temporal_strategy)
+        _temporal.check_input_time(spec, input_time)
+        if _hetero.is_hetero(data):  # per-type sampling, in this loader's epochs
+            batches = _hetero.HeteroBatches(
+                data, num_neighbors, replace, weight_attr, subgraph_type, graph, join, spec
+            )
+            batches.input_type, input_nodes, input_id = _hetero.input_nodes_of(
+                input_nodes, input_id, batches.graph.num_nodes_dict
+            )
+            if spec is not None:  # PyG's input_time: one per input node
+                input_time = spec.input_time(input_time, input_nodes.numel())
+            V.flag(compile, "compile")  # sample_neighbors runs its Matrix ops eagerly
+            batch_size, filter_per_worker = _batch_options(
+                data, batch_size, transform, transform_sampler_output, filter_per_worker
+            )
+            self.num_neighbors, self.replace = num_neighbors, batches.replace
+            self.graph, self.subgraph_type = batches.graph, subgraph_type
+            dataset = _MiniBatches(
+                data,
+                batches.graph,
+                None,
+                input_nodes,
+                input_id,
+                batch_size,
+                V.flag(shuffle, "shuffle"),
+                transform,
+                transform_sampler_output,
+                filter_per_worker,
+                hetero=batches,
+                input_time=input_time,
+            )
+            self._start(dataset, seed, drop_last, kwargs)
+            return
         _check_data(data)
         for key, value in data.items():  # PyG's filter_data slices these per batch
             if isinstance(value, torch.Tensor) and value.layout not in (
@@ -864,8 +1048,8 @@ class NeighborLoader(torch.utils.data.DataLoader):
                 )
         if isinstance(num_neighbors, dict):
             raise TypeError(
-                "num_neighbors: a dict per edge type (heterogeneous sampling) is "
-                "not supported yet; give a list of ints >= -1, one per hop"
+                "num_neighbors: a dict per edge type is for a HeteroData (this graph is "
+                "homogeneous); give a list of ints >= -1, one per hop"
             )
         if isinstance(num_neighbors, int) or not all(
             isinstance(k, int) and not isinstance(k, bool) and k >= -1 for k in num_neighbors
@@ -898,17 +1082,10 @@ class NeighborLoader(torch.utils.data.DataLoader):
                 )
         elif mask:  # PyG reports a mask's seeds by their node ids
             input_id = input_nodes
-        batch_size = V.count(batch_size, "batch_size", low=1)
+        batch_size, filter_per_worker = _batch_options(
+            data, batch_size, transform, transform_sampler_output, filter_per_worker
+        )
         seed = V.seed(seed, none_ok=True)
-        seed = _default_seed() if seed is None else seed
-        for name, f in (
-            ("transform", transform),
-            ("transform_sampler_output", transform_sampler_output),
-        ):
-            if f is not None and not callable(f):
-                raise TypeError(f"{name}: must be callable or None, got {type(f).__name__}")
-        if filter_per_worker is None:  # PyG's inference: a Data on a GPU filters in main
-            filter_per_worker = not getattr(data, "is_cuda", False)
         replace = V.flag(replace, "replace")
         hops = {
             "num_neighbors": tuple(num_neighbors),
@@ -919,16 +1096,21 @@ class NeighborLoader(torch.utils.data.DataLoader):
         # neighbor_sample's batch with its reverse edges added (PyG's to_bidirectional)
         program = _subgraph.induced_sample if subgraph_type == "induced" else neighbor_sample
         post = _subgraph.to_bidirectional if subgraph_type == "bidirectional" else None
+        if spec is not None:  # one tree per seed: gsample.interop.pyg.temporal's program
+            if subgraph_type == "induced":
+                raise ValueError(
+                    "subgraph_type: 'induced' subgraphs are not disjoint (one subgraph per "
+                    "mini-batch); with disjoint=True or time_attr use 'directional' or "
+                    "'bidirectional'"
+                )
+            input_time = spec.input_time(input_time, input_nodes.numel())
+            program, hops["strategy"] = _temporal.disjoint_sample, spec.strategy
         fn = functools.partial(program, **hops)
         if V.flag(compile, "compile"):
             fn = functools.partial(gs_compile(program), **hops)
-        n = input_nodes.numel()
-        num_batches = n // batch_size if V.flag(drop_last, "drop_last") else -(-n // batch_size)
+        sampler = None if spec is None else _temporal.DisjointSampler(A, fn, spec, edge_ids)
         self.num_neighbors, self.replace, self.graph = list(num_neighbors), replace, A
         self.subgraph_type = subgraph_type
-        self.seed = seed & MASK64
-        self.epoch = 0
-        self.batches = _EpochBatches(num_batches)
         dataset = _MiniBatches(
             data,
             A,
@@ -939,10 +1121,25 @@ class NeighborLoader(torch.utils.data.DataLoader):
             V.flag(shuffle, "shuffle"),
             transform,
             transform_sampler_output,
-            V.flag(filter_per_worker, "filter_per_worker"),
+            filter_per_worker,
             edge_ids,
             post,
+            join=join,
+            disjoint=sampler,
+            input_time=input_time,
         )
+        self._start(dataset, seed, drop_last, kwargs)
+
+    def _start(self, dataset, seed: int | None, drop_last: bool, kwargs: dict) -> None:
+        """torch's ``DataLoader`` over ``dataset``'s mini-batches (a ``_MiniBatches``), in
+        epochs of this loader's seed (default drawn from gsample's stream now)."""
+        seed = V.seed(seed, none_ok=True)
+        seed = _default_seed() if seed is None else seed
+        n, size = dataset.input_nodes.numel(), dataset.batch_size
+        num_batches = n // size if V.flag(drop_last, "drop_last") else -(-n // size)
+        self.seed = seed & MASK64
+        self.epoch = 0
+        self.batches = _EpochBatches(num_batches)
         super().__init__(
             dataset, batch_size=None, sampler=self.batches, collate_fn=_identity, **kwargs
         )

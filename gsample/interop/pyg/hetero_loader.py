@@ -1,0 +1,929 @@
+"""Heterogeneous mini-batches for ``gsample.pyg``'s loaders: a PyG ``HeteroData`` sampled by
+a :class:`gs.HeteroGraph` (PyG's heterogeneous ``NeighborLoader`` and ``LinkNeighborLoader``).
+
+:class:`HeteroBatches` holds the graph and the sampling options: it turns seeds of one or
+more node types into PyG's ``HeteroSamplerOutput`` (:meth:`HeteroBatches.sample`) and a
+node-level output into PyG's ``HeteroData`` batch (:meth:`HeteroBatches.filter`, PyG's
+``NodeLoader.filter_fn`` with PyG's own ``filter_hetero_data``, or a ``join`` of
+:mod:`gsample.interop.pyg.stores` for ``(FeatureStore, GraphStore)`` input).
+:class:`HeteroSampler` is the ``BaseSampler`` PyG's ``LinkLoader`` calls (keys, negatives).
+
+Sampling is :meth:`gs.HeteroGraph.sample_neighbors` with PyG's hops: at hop ``h`` every edge
+type ``(s, r, d)`` draws ``k`` in-neighbours of each node of type ``d`` first reached at hop
+``h - 1`` (the seeds at hop 0), without replacement unless ``replace`` (``k = -1``: all of
+them); its ``gs.Matrix`` ops run on the graph's device (the CUDA backend on a GPU). Each
+(hop, edge type) is one op of the random stream, edge types in sorted order, whether or not
+it has seeds; the loaders run each mini-batch in ``batch_scope(epoch_seed, key)``
+(docs/architecture.md §3), so its draws depend on the seed, the epoch and the key only.
+
+A batch is PyG's: per node type ``n_id`` (the seeds first, then each hop's new nodes in
+ascending id order) and ``num_sampled_nodes`` (``hops + 1`` counts); per edge type
+``edge_index`` (source, destination in local ids), ``e_id`` (positions in
+``data[edge_type].edge_index``) and ``num_sampled_edges``; ``input_id`` and ``batch_size`` on
+the input node type; the data's attributes sliced by PyG's ``filter_hetero_data``. Subgraph
+types (``subgraph_type``), the nodes being the same for all three with the same seed:
+
+* ``"directional"``: the sampled edges;
+* ``"bidirectional"``: PyG's ``HeteroSamplerOutput.to_bidirectional`` (:func:`to_bidirectional`):
+  an edge type and its reverse type (``rev_<relation>``, or the one edge type going back)
+  each get the union of their sampled edges and the other's reversed, coalesced; their
+  ``e_id`` (and so their edge attributes) are dropped, as PyG's, and ``num_sampled_*`` are
+  None;
+* ``"induced"``: every edge of each edge type between two sampled nodes (with ``e_id``); no
+  hop counts.
+
+Disjoint and temporal sampling (a :class:`~gsample.interop.pyg.temporal.HeteroTemporalSpec`:
+``disjoint``, ``time_attr``, ``temporal_strategy``) is :meth:`gs.HeteroGraph.sample_disjoint`
+(pyg-lib's semantics): every seed grows its own tree, seeds numbered consecutively across
+their types; each (hop, edge type) is one ``temporal_sample`` op (one ordinal) drawing each
+column's in-edges among those allowed at its seed's time, keyed by its seed; the next
+frontier is a per-seed unique. :func:`disjoint_layout` lays it out as PyG's (``batch`` per
+node type: each node's seed). Node-level time filters the edge types whose source type has
+a time, edge-level time the edge types holding one; the others sample without time, as
+pyg-lib. ``subgraph_type="induced"`` is not disjoint (refused).
+
+Link batches (:class:`HeteroSampler`): gsample draws the negatives on the graph's device
+under its stream (:mod:`gsample.interop.pyg.negatives`), typed by the supervision edge type
+(sources of its source type, destinations of its destination type; ``strict`` excludes its
+edges), in PyG's heterogeneous ``edge_sample`` layout.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+
+import torch
+
+from gsample.base import validate as V
+from gsample.base.random import MASK64, batch_scope, combine, op_key
+from gsample.hetero.container import HeteroGraph
+from gsample.interop.pyg import negatives as _negatives
+from gsample.interop.pyg.data import _local
+from gsample.interop.pyg.hetero import HeteroLayout, pyg_layout
+from gsample.interop.pyg.temporal import HeteroTemporalSpec
+from gsample.loader.dataloader import seed_ids
+from gsample.matrix.sparse import Matrix
+
+try:
+    from torch_geometric.data import HeteroData as _HeteroData
+    from torch_geometric.sampler import BaseSampler as _Base
+    from torch_geometric.sampler import HeteroSamplerOutput as _Output
+    from torch_geometric.sampler import NumNeighbors as _NumNeighbors
+except ImportError:  # the module imports without PyG; the loaders raise first (_require)
+    _HeteroData = _Output = _NumNeighbors = None
+    _Base = object
+
+#: PyG's subgraph types this module builds
+SUBGRAPH_TYPES = ("directional", "bidirectional", "induced")
+
+
+def is_hetero(data) -> bool:
+    """Whether ``data`` is a PyG ``HeteroData`` (the loaders' dispatch).
+
+    Examples
+    --------
+    >>> is_hetero(HeteroData()), is_hetero(Data())
+    (True, False)
+    """
+    return _HeteroData is not None and isinstance(data, _HeteroData)
+
+
+def _check_attributes(data) -> None:
+    """PyG's ``filter_hetero_data`` slices dense and sparse-COO attributes only, and gsample
+    samples ``edge_index``: refuse what either would silently get wrong, naming it."""
+    for store in data.stores:
+        key = store._key
+        where = f"data[{key!r}]"
+        for name in ("adj_t", "adj"):
+            if name in store:
+                raise TypeError(
+                    f"{where}.{name}: a relation stored as a sparse adjacency ({name}) is not "
+                    f"supported yet; gsample samples edge_index: set {where}.edge_index "
+                    f"from {name}'s COO indices and delete {name}"
+                )
+        for name, value in store.items():
+            if isinstance(value, torch.Tensor) and value.layout not in (
+                torch.strided,
+                torch.sparse_coo,
+            ):
+                raise TypeError(
+                    f"{where}.{name}: a sparse tensor of layout {value.layout} cannot be "
+                    "sliced per mini-batch (PyG's filter_hetero_data takes dense and "
+                    f"sparse COO tensors); pass .to_sparse_coo() or .to_dense()"
+                )
+
+
+def _weighted_graph(data, weight_attr: str, H: HeteroGraph) -> tuple[HeteroGraph, dict]:
+    """``H`` with every relation that has ``data[edge_type][weight_attr]`` replaced by its
+    edges of positive weight, weighted (PyG's weighted sampling never draws an edge of
+    weight 0), and for those relations the positions of the kept edges in ``edge_index``
+    (``{edge_type: LongTensor}``: the sample's edge ids are positions among the kept ones)."""
+    if not isinstance(weight_attr, str):
+        raise TypeError(
+            f"weight_attr: the name of an edge attribute (a str) or None, got "
+            f"{type(weight_attr).__name__}"
+        )
+    rels, kept = {}, {}
+    for et in H.edge_types:
+        store = data[et]
+        if weight_attr not in store:  # a relation without weights samples uniformly
+            rels[et] = H[et]
+            continue
+        w = store[weight_attr]
+        num_edges = store.edge_index.shape[1]
+        where = f"data[{et!r}].{weight_attr}"
+        if (
+            not isinstance(w, torch.Tensor)
+            or w.dim() != 1
+            or w.numel() != num_edges
+            or not w.is_floating_point()
+        ):
+            got = (
+                f"dtype {w.dtype} and shape {tuple(w.shape)}"
+                if isinstance(w, torch.Tensor)
+                else type(w).__name__
+            )
+            raise ValueError(
+                f"weight_attr: {where} must hold one floating-point weight per edge, shape "
+                f"({num_edges},); got {got}"
+            )
+        if not bool(torch.isfinite(w).all()) or bool((w < 0).any()):
+            raise ValueError(
+                f"weight_attr: {where} must be finite and non-negative (PyG's sampling weights)"
+            )
+        keep = torch.nonzero(w > 0).reshape(-1)
+        ei = store.edge_index.to(torch.int64)[:, keep.to(store.edge_index.device)]
+        rels[et] = Matrix.from_edge_index(
+            ei.to(H.device), num_nodes=H.size, weight=w[keep].to(H.device)
+        )
+        kept[et] = keep.to(H.device)
+    if not kept:
+        raise ValueError(
+            f"weight_attr: no edge type of data has an attribute {weight_attr!r} (PyG's "
+            "sampling weights, one per edge)"
+        )
+    return HeteroGraph(rels, H.num_nodes_dict), kept
+
+
+def _check_graph(graph, data) -> HeteroGraph:
+    """``graph=``: a ``gs.HeteroGraph`` of the data's node types, node counts, edge types
+    and edge counts (its edge ids are taken as positions in the data's ``edge_index``)."""
+    if not isinstance(graph, HeteroGraph):
+        raise TypeError(
+            f"graph: for a HeteroData, a gs.HeteroGraph of the same node and edge types "
+            f"(e.g. gs.HeteroGraph.from_pyg(data).to('cuda')); got {type(graph).__name__}"
+        )
+    want = sorted(tuple(et) for et in data.edge_types)
+    problem = None
+    if graph.edge_types != want:
+        problem = f"edge types {want}, got {graph.edge_types}"
+    else:
+        for et in want:
+            e = data[et].edge_index.shape[1]
+            if graph.num_edges(et) != e:
+                problem = f"{e} edges of type {et}, got {graph.num_edges(et)}"
+                break
+        for t in data.node_types:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                n = data[t].num_nodes
+            if n is not None and (t not in graph.num_nodes_dict or graph.num_nodes(t) != n):
+                problem = f"{n} nodes of type {t!r}, got {graph.num_nodes_dict.get(t)}"
+                break
+    if problem is not None:
+        raise ValueError(f"graph: expected a gs.HeteroGraph of the data's graph: {problem}")
+    return graph
+
+
+def _skeleton(data):
+    """The graph of ``data`` alone (node counts, ``edge_index``), for ``from_pyg``."""
+    out = _HeteroData()
+    for t in data.node_types:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            n = data[t].num_nodes
+        if n is not None:
+            out[t].num_nodes = n
+    for et in data.edge_types:
+        if "edge_index" not in data[et]:  # PyG's samplers need one too
+            raise ValueError(f"data[{et!r}]: has no edge_index (the edge type's graph)")
+        out[et].edge_index = data[et].edge_index
+    return out
+
+
+def fanouts(num_neighbors, edge_types: list) -> tuple[dict, int]:
+    """PyG's ``num_neighbors`` as ``{edge_type: [k per hop]}`` over ``edge_types``.
+
+    Parameters
+    ----------
+    num_neighbors : list of int, dict, or PyG's NumNeighbors
+        A list: the same fanouts for every edge type. A dict ``{edge_type: [k, ...]}``
+        (PyG's keys: ``(src, rel, dst)`` triples) must name edge types of the graph only,
+        and all of them (else PyG's ``ValueError``); a ``NumNeighbors(values, default)``
+        gives the missing ones ``default``. Every edge type lists the same number of hops
+        (else PyG's ``ValueError``: "Number of hops must be the same across all edge
+        types").
+    edge_types : list of tuple
+        The graph's edge types.
+
+    Returns
+    -------
+    per_type : dict
+        ``{edge_type: list of int >= -1}`` for every edge type.
+    num_hops : int
+
+    Examples
+    --------
+    >>> fanouts([10, 5], [("a", "to", "b")])
+    ({('a', 'to', 'b'): [10, 5]}, 2)
+    """
+    if isinstance(num_neighbors, int) or not isinstance(
+        num_neighbors, (list, tuple, dict, _NumNeighbors)
+    ):
+        raise TypeError(
+            "num_neighbors: expected a list of ints >= -1 (one per hop), or a dict "
+            f"{{edge_type: list}} (PyG's), got {num_neighbors!r}"
+        )
+    given = num_neighbors
+    if isinstance(given, _NumNeighbors):  # a copy: PyG's get_values caches on the object
+        given = _NumNeighbors(given.values, given.default)
+    else:
+        given = _NumNeighbors(dict(given) if isinstance(given, dict) else list(given))
+    per_type = given.get_values(list(edge_types))  # PyG's checks and messages (ValueError)
+    lists = list(per_type.values())
+    if isinstance(given.values, (list, tuple)):
+        lists.append(given.values)
+    for ks in lists:
+        if not isinstance(ks, (list, tuple)) or not all(
+            isinstance(k, int) and not isinstance(k, bool) and k >= -1 for k in ks
+        ):
+            raise TypeError(
+                f"num_neighbors: expected lists of ints >= -1 (one per hop), got {ks!r}"
+            )
+    num_hops = len(lists[0]) if lists else 0
+    return {et: list(ks) for et, ks in per_type.items()}, num_hops
+
+
+def input_nodes_of(input_nodes, input_id, counts: Mapping[str, int]) -> tuple:
+    """PyG's heterogeneous ``input_nodes`` as ``(node_type, ids, input_id or None)``.
+
+    Parameters
+    ----------
+    input_nodes : str or tuple
+        ``node_type`` (all its nodes), ``(node_type, None)`` (the same), ``(node_type,
+        ids)`` (a LongTensor, list or range) or ``(node_type, mask)`` (a BoolTensor of one
+        entry per node of the type: its nonzero ids).
+    input_id : Tensor, optional
+        What each seed is reported as (PyG's); default its position, or for a mask its id.
+    counts : dict
+        ``{node_type: num_nodes}``.
+
+    Examples
+    --------
+    >>> input_nodes_of(("paper", torch.tensor([True, False, True])), None, {"paper": 3})
+    ('paper', tensor([0, 2]), tensor([0, 2]))
+    """
+    if input_nodes is None:
+        raise ValueError(
+            "input_nodes: a HeteroData needs the seeds' node type: 'paper', "
+            "('paper', ids), ('paper', mask) or ('paper', None)"
+        )
+    if isinstance(input_nodes, str):
+        node_type, ids = input_nodes, None
+    elif (
+        isinstance(input_nodes, (tuple, list))
+        and len(input_nodes) == 2
+        and isinstance(input_nodes[0], str)
+    ):
+        node_type, ids = input_nodes
+    else:
+        raise TypeError(
+            "input_nodes: for a HeteroData, a node type (str) or a pair (node_type, ids, "
+            f"mask or None); got {type(input_nodes).__name__}"
+        )
+    if node_type not in counts:
+        raise ValueError(
+            f"input_nodes: {node_type!r} is not a node type of data ({sorted(counts)})"
+        )
+    n = counts[node_type]
+    mask = isinstance(ids, torch.Tensor) and ids.dtype == torch.bool
+    if ids is None:
+        ids = torch.arange(n)
+    else:
+        if isinstance(ids, range):
+            ids = torch.arange(ids.start, ids.stop, ids.step)
+        ids = seed_ids(ids, f"input_nodes (ids of node type {node_type!r})", n, None).cpu()
+    if input_id is not None:
+        input_id = V.as_tensor(input_id, "input_id", None).cpu()
+        if input_id.dim() != 1 or input_id.numel() != ids.numel():
+            raise ValueError(
+                f"input_id: expected one entry per input node, shape ({ids.numel()},); "
+                f"got {tuple(input_id.shape)}"
+            )
+    elif mask:  # PyG reports a mask's seeds by their node ids
+        input_id = ids
+    return node_type, ids, input_id
+
+
+class HeteroBatches:
+    """A ``HeteroData``'s graph and sampling options: seeds in, PyG's batches out.
+
+    Parameters
+    ----------
+    data : torch_geometric.data.HeteroData
+        The graph (``edge_index`` per edge type) and its attributes.
+    num_neighbors : list of int or dict
+        PyG's (:func:`fanouts`).
+    replace : bool
+        Sample with replacement.
+    weight_attr : str, optional
+        PyG's weighted sampling: ``data[edge_type][weight_attr]``, one finite non-negative
+        weight per edge, on the edge types that have it (the others sample uniformly); an
+        edge of weight 0 is never drawn.
+    subgraph_type : {"directional", "bidirectional", "induced"}
+        See the module docstring.
+    graph : gs.HeteroGraph, optional
+        The graph to sample (e.g. on a GPU), of the data's node counts and edge types;
+        default ``gs.HeteroGraph.from_pyg(data, weight=None)`` (on the data's device). Its
+        edge values, if any, become each batch's ``edge_weight`` (sampling stays uniform).
+    join : callable, optional
+        ``join(node, row, col, edge) -> HeteroData``: the batch's attributes (a store's,
+        :mod:`gsample.interop.pyg.stores`); default PyG's ``filter_hetero_data`` of ``data``.
+    spec : HeteroTemporalSpec, optional
+        PyG's disjoint / temporal sampling (``disjoint``, ``time_attr``,
+        ``temporal_strategy``: :meth:`TemporalSpec.of`): every seed grows its own tree
+        (:meth:`gs.HeteroGraph.sample_disjoint`), the batches carry PyG's ``batch`` per node
+        type. Not with ``subgraph_type="induced"``.
+
+    Attributes
+    ----------
+    graph : gs.HeteroGraph
+        What is sampled.
+    hops : list of dict
+        ``{edge_type: k}`` per hop, every edge type of ``graph``.
+    input_type : str or None
+        The node loader's seed type (:meth:`sample_nodes`), set by the loader.
+
+    Examples
+    --------
+    >>> b = HeteroBatches(data, [10, 5])
+    >>> with batch_scope(seed, 0):
+    ...     out = b.sample({"paper": torch.tensor([0, 1])})
+    """
+
+    def __init__(
+        self,
+        data,
+        num_neighbors,
+        replace: bool = False,
+        weight_attr: str | None = None,
+        subgraph_type: str = "directional",
+        graph: HeteroGraph | None = None,
+        join: Callable | None = None,
+        spec: HeteroTemporalSpec | None = None,
+    ):
+        if not is_hetero(data):
+            raise TypeError(f"data: expected a torch_geometric HeteroData, got {type(data)}")
+        if subgraph_type not in SUBGRAPH_TYPES:
+            raise ValueError(
+                f"subgraph_type: expected one of {SUBGRAPH_TYPES}, got {subgraph_type!r}"
+            )
+        if join is not None and not callable(join):
+            raise TypeError(f"join: must be callable or None, got {type(join).__name__}")
+        if spec is not None and not isinstance(spec, HeteroTemporalSpec):
+            raise TypeError(f"spec: expected a HeteroTemporalSpec, got {type(spec).__name__}")
+        if spec is not None and subgraph_type == "induced":
+            raise ValueError(
+                "subgraph_type: 'induced' subgraphs are not disjoint (one subgraph per "
+                "mini-batch); with disjoint=True or time_attr use 'directional' or "
+                "'bidirectional'"
+            )
+        _check_attributes(data)
+        self.replace = V.flag(replace, "replace")
+        self.edge_ids: dict = {}  # weight_attr: {edge_type: positions of the kept edges}
+        skeleton = _skeleton(data)
+        if graph is not None:
+            if weight_attr is not None:
+                raise ValueError(
+                    "weight_attr: give the sampling weights either as an edge attribute of "
+                    "the HeteroData (weight_attr) or as the values of graph=, not both"
+                )
+            H = _check_graph(graph, skeleton)
+        else:
+            H = HeteroGraph.from_pyg(skeleton, weight=None)
+            if weight_attr is not None:
+                H, self.edge_ids = _weighted_graph(data, weight_attr, H)
+        per_type, num_hops = fanouts(num_neighbors, H.edge_types)
+        self.hops = [{et: per_type[et][h] for et in H.edge_types} for h in range(num_hops)]
+        self.data, self.graph, self.join = data, H, join
+        self.weighted = weight_attr is not None
+        # graph='s values are edge weights of the batch (as gsample.pyg.NeighborLoader's)
+        self.values = graph is not None and any(
+            graph[et].csc.values is not None for et in H.edge_types
+        )
+        self.subgraph_type = subgraph_type
+        self.input_type = None  # the node loader's seed type (set by input_nodes)
+        self.spec = spec
+        # each relation's edge times in its matrix's edge order: computed once, passed to
+        # every call (the op keeps its per-column time order keyed on these tensors)
+        self.edge_time = {} if spec is None else spec.graph_time(H, self.edge_ids or None)
+
+    # ------------------------------------------------------------------ sampling
+    def draw(self, seeds: dict, seed_time: dict | None = None):
+        """The draws of one mini-batch: :meth:`gs.HeteroGraph.sample_neighbors` of
+        ``seeds`` with this loader's hops (one ``{edge_type: gs.Matrix}`` per hop), or with
+        a :attr:`spec`, :meth:`gs.HeteroGraph.sample_disjoint`'s ``(blocks, slots)`` at the
+        seeds' times ``seed_time`` (``{node_type: times}``). Run it inside the mini-batch's
+        ``batch_scope``."""
+        if self.spec is not None:
+            return self.graph.sample_disjoint(
+                seeds,
+                self.hops,
+                seed_time,
+                self.edge_time,
+                replace=self.replace,
+                weighted=self.weighted,
+                strategy=self.spec.strategy,
+            )
+        return self.graph.sample_neighbors(seeds, self.hops, self.replace, self.weighted)
+
+    def sample(
+        self, seeds: Mapping[str, torch.Tensor], seed_time: Mapping | None = None
+    ) -> _Output:
+        """One mini-batch of ``seeds`` as PyG's ``HeteroSamplerOutput`` (no metadata).
+
+        Parameters
+        ----------
+        seeds : dict
+            ``{node_type: LongTensor (B_t,)}``: unique ids per type (PyG's seeds); with a
+            :attr:`spec`, any ids (each seed its own tree, numbered in the dict's order).
+        seed_time : dict, optional
+            ``{node_type: times}`` of the seeds (a temporal :attr:`spec`; default, for
+            node-level time, the seeds' own).
+
+        Returns
+        -------
+        HeteroSamplerOutput
+            ``node``, ``row``, ``col``, ``edge`` (None for the edge types a bidirectional
+            subgraph merged), ``num_sampled_nodes`` / ``num_sampled_edges`` (None unless
+            directional), ``batch`` (``{node_type: seed slot of each node}``, with a
+            :attr:`spec`), on the seeds' device; ``metadata`` is None (the caller's).
+
+        Examples
+        --------
+        >>> with batch_scope(seed, 0):
+        ...     out = batches.sample({"paper": torch.tensor([0, 1])})
+        >>> out.node["paper"][:2]
+        tensor([0, 1])
+        """
+        return self._sample(seeds, seed_time)[0]
+
+    def _sample(self, seeds: Mapping[str, torch.Tensor], seed_time=None) -> tuple:
+        """:meth:`sample`'s output and ``{edge_type: edge values}`` of ``graph=`` (or {})."""
+        if not isinstance(seeds, Mapping):
+            raise TypeError(f"seeds: expected a dict {{node_type: ids}}, got {type(seeds)}")
+        device = next(iter(seeds.values())).device if seeds else torch.device("cpu")
+        H = self.graph
+        seeds = {
+            t: V.as_tensor(ids, f"seeds[{t!r}]", None).to(H.device) for t, ids in seeds.items()
+        }
+        batch = None
+        if self.spec is not None:  # one tree per seed, at the seeds' times
+            seeds = _checked_seeds(seeds, H)
+            times = self.spec.seed_time(seeds, seed_time)
+            if times is not None:
+                times = {t: v.to(H.device) for t, v in times.items()}
+            blocks, slots = self.draw(seeds, times)
+            lay, batch = disjoint_layout(blocks, slots, seeds, H)
+        else:
+            samples = self.draw(seeds)  # checks the seeds
+            lay = pyg_layout(samples, {t: ids.to(torch.int64) for t, ids in seeds.items()}, H)
+        node = {t: lay.node[t] for t in H.node_types}
+        row, col, edge, weight = {}, {}, {}, {}
+        for et in H.edge_types:
+            row[et], col[et], edge[et], weight[et] = lay.edges[et]
+        num_nodes, num_edges = lay.num_nodes, lay.num_edges
+        if self.subgraph_type == "induced":
+            row, col, edge, weight = _induced(H, node)
+            num_nodes = num_edges = None
+        for et, keep in self.edge_ids.items():  # weight_attr: ids in data[et].edge_index
+            edge[et] = keep[edge[et]]
+        weight = weight if self.values else {}
+        for et, w in weight.items():  # no edge sampled: an empty weight of the graph's
+            values = H[et].csc.values
+            if w is None and values is not None:
+                weight[et] = values.new_zeros((0,) + tuple(values.shape[1:]))
+        if self.subgraph_type == "bidirectional":
+            row, col, edge = to_bidirectional(row, col, edge)
+            num_nodes = num_edges = None
+        out = _Output(
+            node={t: v.to(device) for t, v in node.items()},
+            row={et: v.to(device) for et, v in row.items()},
+            col={et: v.to(device) for et, v in col.items()},
+            edge={et: None if v is None else v.to(device) for et, v in edge.items()},
+            batch=None if batch is None else {t: v.to(device) for t, v in batch.items()},
+            num_sampled_nodes=num_nodes,
+            num_sampled_edges=num_edges,
+        )
+        # a merged (bidirectional) type's pairs have no single edge, hence no value
+        weight = {
+            et: w.to(device)
+            for et, w in weight.items()
+            if w is not None and out.edge.get(et) is not None
+        }
+        return out, weight
+
+    def sample_nodes(
+        self, seeds: torch.Tensor, input_id: torch.Tensor, seed_time: torch.Tensor | None = None
+    ) -> _Output:
+        """The node loader's mini-batch: seeds of :attr:`input_type` (at times
+        ``seed_time``, PyG's ``input_time``: temporal sampling); ``metadata = (input_id,
+        seed_time, edge weights)`` (PyG's ``(input_id, seed_time)``, and ``{edge_type:
+        values}`` of ``graph=``)."""
+        times = None if seed_time is None else {self.input_type: seed_time}
+        out, weight = self._sample({self.input_type: seeds}, times)
+        out.metadata = (input_id, seed_time, weight)
+        return out
+
+    # ------------------------------------------------------------------ PyG's batch
+    def filter(self, out: _Output):
+        """PyG's ``NodeLoader.filter_fn`` for a heterogeneous output (``transform`` is the
+        loader's): the attributes of the sampled nodes and edges (PyG's
+        ``filter_hetero_data``, or ``join``), ``n_id``, ``e_id``, ``num_sampled_nodes`` /
+        ``num_sampled_edges``, and ``input_id`` / ``batch_size`` on the input type."""
+        # import here: PyTorch Geometric is optional (the module imports without it)
+        from torch_geometric.loader.utils import filter_hetero_data
+
+        # filter_hetero_data fills missing types into the dicts it is given: copies
+        node, row, col, edge = dict(out.node), dict(out.row), dict(out.col), dict(out.edge)
+        if self.join is None:
+            data = filter_hetero_data(self.data, node, row, col, edge, None)
+        else:
+            data = self.join(node, row, col, edge)
+        for t, n_id in out.node.items():
+            if "n_id" not in data[t]:
+                data[t].n_id = n_id
+        for et, e_id in (out.edge or {}).items():
+            if e_id is not None and "e_id" not in data[et]:
+                data[et].e_id = e_id
+        if out.batch is not None:  # disjoint: each node's seed (PyG's batch)
+            data.set_value_dict("batch", out.batch)
+        data.set_value_dict("num_sampled_nodes", out.num_sampled_nodes)
+        data.set_value_dict("num_sampled_edges", out.num_sampled_edges)
+        input_id = out.metadata[0]
+        data[self.input_type].input_id = input_id
+        if out.metadata[1] is not None:  # PyG's seed_time: the given input_time
+            data[self.input_type].seed_time = out.metadata[1]
+        data[self.input_type].batch_size = input_id.numel()
+        weight = out.metadata[2] if len(out.metadata) > 2 else None
+        for et, w in (weight or {}).items():
+            data[et].edge_weight = w
+        return data
+
+
+def _checked_seeds(seeds: dict, H: HeteroGraph) -> dict:
+    """``{node_type: int64 ids}`` on the graph's device, each type and id checked."""
+    out = {}
+    for t, ids in seeds.items():
+        if t not in H.num_nodes_dict:
+            raise ValueError(f"seeds: {t!r} is not a node type of the graph ({H.node_types})")
+        out[t] = V.ids(ids, f"seeds[{t!r}]", H.num_nodes(t), H.device)
+    return out
+
+
+def disjoint_layout(blocks: list, slots: list, seeds: dict, H: HeteroGraph) -> tuple:
+    """PyG's disjoint heterogeneous layout of :meth:`gs.HeteroGraph.sample_disjoint`'s
+    output: per node type the *(seed slot, node)* pairs of the batch, per edge type the
+    sampled edges between the copies of their seed.
+
+    Parameters
+    ----------
+    blocks, slots : list of dict
+        ``sample_disjoint``'s output.
+    seeds : dict
+        ``{node_type: LongTensor}``: its seeds (slots numbered consecutively in this order).
+    H : gs.HeteroGraph
+        The graph sampled.
+
+    Returns
+    -------
+    layout : HeteroLayout
+        ``node[t]``: type ``t``'s seeds, then each hop's pairs first reached by their seed
+        (by slot, then id), as node ids; ``num_nodes[t]`` per hop; ``edges[edge_type] =
+        (row, col, e_id, weight or None)``, hop by hop, column by column, ``row`` / ``col``
+        local ids of the edge's copies (its seed's); ``num_edges[edge_type]`` per hop.
+    batch : dict
+        ``{node_type: LongTensor}``: the seed slot of each node of ``node[t]``.
+
+    Examples
+    --------
+    >>> seeds = {"paper": torch.tensor([0, 0])}             # two trees of one node
+    >>> lay, batch = disjoint_layout(*H.sample_disjoint(seeds, [2]), seeds, H)
+    >>> batch["paper"][:2]
+    tensor([0, 1])
+    """
+    dev = H.device
+    n = max(H.size, 1)
+    empty = torch.zeros(0, dtype=torch.int64, device=dev)
+    pairs = {t: [] for t in H.node_types}
+    num_nodes = {t: [] for t in H.node_types}
+    at = 0
+    for t, ids in seeds.items():  # slots consecutive across the seed types
+        pairs[t].append(torch.arange(at, at + ids.numel(), device=dev) * n + ids)
+        at += ids.numel()
+    for t in H.node_types:
+        num_nodes[t].append(pairs[t][0].numel() if pairs[t] else 0)
+    seen = {t: torch.cat(p) if p else empty for t, p in pairs.items()}
+    weighted = {
+        et: any(et in h and h[et].csc.values is not None for h in blocks) for et in H.edge_types
+    }
+    parts = {et: [] for et in H.edge_types}
+    num_edges = {et: [] for et in H.edge_types}
+    for hop, slot in zip(blocks, slots, strict=True):
+        reached = {}
+        for et in H.edge_types:
+            m = hop.get(et)
+            if m is None:
+                num_edges[et].append(0)
+                continue
+            csc = m.csc
+            own = slot.get(et[2], empty)
+            edge_slot = torch.repeat_interleave(own, csc.degrees(), output_size=csc.nnz)
+            src = edge_slot * n + csc.global_rows()
+            dst = edge_slot * n + csc.global_cols()[csc.edge_cols()]
+            w = csc.value_tensor() if weighted[et] else None
+            parts[et].append((src, dst, csc.eid_tensor(), w))
+            num_edges[et].append(csc.nnz)
+            reached.setdefault(et[0], []).append(src)
+        for t in H.node_types:
+            new = empty
+            if t in reached:
+                p = torch.unique(torch.cat(reached[t]))
+                new = p[~torch.isin(p, seen[t])]
+                seen[t] = torch.cat([seen[t], new])
+            pairs[t].append(new)
+            num_nodes[t].append(new.numel())
+    node, batch = {}, {}
+    for t in H.node_types:
+        node[t] = torch.remainder(seen[t], n)
+        batch[t] = torch.div(seen[t], n, rounding_mode="floor")
+    edges = {}
+    for et in H.edge_types:
+        s, _, d = et
+        if parts[et]:
+            src, dst, eid = (torch.cat([p[i] for p in parts[et]]) for i in range(3))
+            w = torch.cat([p[3] for p in parts[et]]) if weighted[et] else None
+            edges[et] = (_local(seen[s], src), _local(seen[d], dst), eid, w)
+        else:
+            w = torch.zeros(0, device=dev) if weighted[et] else None
+            edges[et] = (empty, empty, empty, w)
+    return HeteroLayout(node, num_nodes, edges, num_edges), batch
+
+
+def _induced(H: HeteroGraph, node: dict) -> tuple:
+    """Per edge type every edge between sampled nodes: ``(row, col, e_id, weight)`` dicts,
+    row / col local (positions in ``node`` of the source / destination type), in column
+    order."""
+    row, col, edge, weight = {}, {}, {}, {}
+    for et in H.edge_types:
+        s, _, d = et
+        m = H[et]
+        if node[s].numel() == 0 or node[d].numel() == 0:
+            empty = node[s][:0]
+            row[et] = col[et] = edge[et] = empty
+            weight[et] = None
+            continue
+        csc = m[node[s], node[d]].csc  # A[rows, cols]: local rows and columns, edge ids kept
+        row[et], col[et], edge[et] = csc.rows, csc.edge_cols(), csc.eid_tensor()
+        weight[et] = None if csc.values is None else csc.value_tensor()
+    return row, col, edge, weight
+
+
+def _coalesce(row: torch.Tensor, col: torch.Tensor) -> tuple:
+    """Distinct ``(row, col)`` pairs sorted by ``col``, then ``row`` (PyG's ``coalesce(...,
+    sort_by_row=False)``)."""
+    n = int(row.max()) + 1 if row.numel() else 1
+    key = torch.unique(col * n + row)  # sorted
+    return key % n, torch.div(key, n, rounding_mode="floor")
+
+
+def to_bidirectional(row: dict, col: dict, edge: dict) -> tuple:
+    """PyG's ``HeteroSamplerOutput.to_bidirectional()`` on local edges per edge type.
+
+    For each edge type ``(s, r, d)`` whose relation does not start with ``rev_``: with its
+    reverse type ``(d, rev_r, s)`` present, both get the union of the type's edges and the
+    reverse type's reversed, coalesced (and one is the other reversed); else, ``s == d``:
+    its edges and their reverses; else, if exactly one edge type goes ``d -> s``, the
+    union with that type's reversed edges (that type gets its own union when its turn
+    comes); else it stays directional (a warning, as PyG). A merged type's ``edge`` is
+    None: its pairs have no single edge id.
+
+    Parameters
+    ----------
+    row, col : dict
+        ``{edge_type: LongTensor (E,)}``: local source / destination ids.
+    edge : dict
+        ``{edge_type: LongTensor (E,)}``: edge ids.
+
+    Returns
+    -------
+    tuple of dict
+        ``(row, col, edge)``, new dicts; merged types sorted by destination, then source.
+
+    Examples
+    --------
+    >>> r, c, e = to_bidirectional({("a", "to", "a"): torch.tensor([0])},
+    ...                            {("a", "to", "a"): torch.tensor([1])},
+    ...                            {("a", "to", "a"): torch.tensor([7])})
+    >>> r[("a", "to", "a")], c[("a", "to", "a")], e[("a", "to", "a")]
+    (tensor([1, 0]), tensor([0, 1]), None)
+    """
+    out_row, out_col, out_edge = dict(row), dict(col), dict(edge)
+    by_ends: dict = {}
+    for et in row:
+        by_ends.setdefault((et[0], et[2]), []).append(et)
+    for et in [k for k in row if not k[1].startswith("rev_")]:
+        s, r, d = et
+        rev = (d, f"rev_{r}", s)
+        if s == d and rev not in row:
+            other = et
+        elif rev in row:
+            other = rev
+        elif len(by_ends.get((d, s), [])) == 1:
+            other = by_ends[(d, s)][0]
+        else:
+            warnings.warn(
+                f"Cannot convert to bidirectional graph since the edge type {et} does not "
+                "seem to have a reverse edge type",
+                stacklevel=2,
+            )
+            continue
+        r_, c_ = _coalesce(torch.cat([row[et], col[other]]), torch.cat([col[et], row[other]]))
+        out_row[et], out_col[et], out_edge[et] = r_, c_, None
+        if other == rev:
+            out_row[rev], out_col[rev], out_edge[rev] = c_, r_, None
+    return out_row, out_col, out_edge
+
+
+class HeteroSampler(_Base):
+    """A ``torch_geometric.sampler.BaseSampler`` sampling a ``HeteroData`` with gsample.
+
+    PyG's ``LinkLoader`` (``gsample.pyg.LinkNeighborLoader``) and ``NodeLoader`` call it:
+    it draws each mini-batch in ``batch_scope(epoch seed, key(input_id))``, and a link
+    batch's negatives on the graph's device under gsample's stream
+    (:func:`~gsample.interop.pyg.negatives.hetero_edge_sample`, keyed by the epoch, the
+    mini-batch's key and ``NEGATIVE_ORDINAL``), as :class:`gsample.pyg.Sampler` does for
+    homogeneous graphs: sources among the edge type's source type, destinations among its
+    destination type, ``strict`` negatives never an edge of that type.
+
+    Parameters
+    ----------
+    batches : HeteroBatches
+        The graph and sampling options (its ``spec``: disjoint / temporal sampling).
+    seed : int
+        The sampler's seed.
+    key : callable
+        ``key(input_id) -> int`` in ``[0, 2**62)``: a mini-batch's key from its
+        ``input_id`` (``gsample.pyg.batch_key``: a hash of the set).
+
+    Examples
+    --------
+    >>> sampler = HeteroSampler(HeteroBatches(data, [10, 5]), seed=0, key=batch_key)
+    >>> loader = LinkLoader(data, sampler, edge_label_index=(("user", "rates", "movie"), None))
+    """
+
+    def __init__(self, batches: HeteroBatches, seed: int, key: Callable):
+        if not isinstance(batches, HeteroBatches):
+            raise TypeError(f"batches: expected HeteroBatches, got {type(batches).__name__}")
+        if not callable(key):
+            raise TypeError(f"key: must be callable, got {type(key).__name__}")
+        self.batches, self.key = batches, key
+        self.seed = V.seed(seed) & MASK64
+        self.epoch = 0
+        self._negatives: dict = {}  # (id of neg_sampling, edge type) -> (it, sampler)
+
+    @property
+    def num_nodes(self) -> dict:
+        return self.batches.graph.num_nodes_dict
+
+    @property
+    def disjoint(self) -> bool:
+        return self.batches.spec is not None
+
+    def set_epoch(self, epoch: int) -> None:
+        """Draw epoch ``epoch``'s samples (keys ``(seed, epoch, mini-batch)``)."""
+        self.epoch = V.count(epoch, "epoch")
+
+    def epoch_seed(self) -> int:
+        return combine(combine(0, self.seed), self.epoch)
+
+    def _draw(self, seeds: dict, key: int, seed_time: dict | None = None) -> _Output:
+        with batch_scope(self.epoch_seed(), key):
+            return self.batches.sample(seeds, seed_time)
+
+    def _temporal(self) -> bool:
+        return self.batches.spec is not None and self.batches.spec.temporal
+
+    def sample_from_nodes(self, index, **kwargs) -> _Output:
+        """PyG's node-level entry point (``NodeLoader``): ``index`` a ``NodeSamplerInput``
+        with ``input_type`` (and ``time``: the seeds' times, temporal sampling);
+        ``metadata = (input_id, time)``."""
+        if index.time is not None and not self._temporal():
+            raise ValueError(
+                "index: seed times (input_time) need a temporal sampler (HeteroBatches with "
+                "a spec of a time_attr)"
+            )
+        if index.input_type is None:
+            raise ValueError("index: a heterogeneous sampler needs the seeds' node type")
+        input_id = index.input_id
+        if input_id is None:
+            input_id = torch.arange(index.node.numel())
+        times = None if index.time is None else {index.input_type: index.time}
+        out = self._draw({index.input_type: index.node}, self.key(input_id), times)
+        out.metadata = (input_id, index.time)
+        return out
+
+    def sample_from_edges(self, index, neg_sampling=None) -> _Output:
+        """PyG's link-level entry point (``LinkLoader``): gsample draws the negatives of
+        ``neg_sampling`` (PyG's ``NegativeSampling``, or gsample's with ``strict``) on the
+        graph's device (:meth:`negative_sampler`), PyG's layout makes the seeds (the
+        endpoints, unique per node type unless disjoint) and gsample samples their
+        neighbourhoods (:func:`~gsample.interop.pyg.negatives.hetero_edge_sample`)."""
+        if index.time is not None and not self._temporal():
+            raise ValueError(
+                "index: edge_label_time needs a temporal sampler (HeteroBatches with a spec "
+                "of a time_attr)"
+            )
+        if index.input_type is None:
+            raise ValueError("index: a heterogeneous sampler needs the edges' type")
+        key = self.key(index.input_id)
+
+        def sample_fn(seeds, seed_time):
+            return self._draw(seeds, key, seed_time)
+
+        negatives = None
+        if neg_sampling is not None:
+            negatives = self.negative_sampler(neg_sampling, tuple(index.input_type))
+        return _negatives.hetero_edge_sample(
+            index,
+            sample_fn,
+            negatives,
+            neg_sampling,
+            key=op_key(self.epoch_seed(), _negatives.NEGATIVE_ORDINAL, key),
+            disjoint=self.disjoint,
+        )
+
+    def negative_sampler(self, neg_sampling, edge_type: tuple):
+        """The :class:`~gsample.interop.pyg.negatives.NegativeSampler` of ``neg_sampling``
+        for supervision edges of ``edge_type`` on the graph's device: sources among the
+        nodes of ``edge_type[0]``, destinations among those of ``edge_type[-1]`` (one node
+        type: PyG's homogeneous law, self-pairs excluded when strict), ``strict`` excluding
+        the data's edges of ``edge_type`` (zero-weight ones too), temporal negatives
+        existing at their positive's time (node-level ``time_attr`` of their type). Built
+        once per ``neg_sampling`` object and edge type.
+
+        Examples
+        --------
+        >>> neg = sampler.negative_sampler(NegativeSampling("binary", strict=True),
+        ...                                ("user", "rates", "movie"))
+        >>> neg.num_nodes                                   # (users, movies)
+        (100, 40)
+        """
+        cached = self._negatives.get((id(neg_sampling), edge_type))
+        if cached is not None and cached[0] is neg_sampling:
+            return cached[1]
+        H, data = self.batches.graph, self.batches.data
+        s, d = edge_type[0], edge_type[-1]
+        for t in (s, d):
+            if t not in H.num_nodes_dict:
+                raise ValueError(
+                    f"edge_label_index: node type {t!r} of {edge_type!r} is not a node type "
+                    f"of the graph ({H.node_types})"
+                )
+        if edge_type in data.edge_types and "edge_index" in data[edge_type]:
+            edge_index = data[edge_type].edge_index.to(H.device, torch.int64)
+        else:  # supervision edges of a type the graph does not hold: nothing to exclude
+            edge_index = torch.zeros(2, 0, dtype=torch.int64, device=H.device)
+        spec = self.batches.spec
+        node_time = None if spec is None else spec.node_time
+        if s == d:
+            num_nodes, times = H.num_nodes(s), None if node_time is None else node_time.get(s)
+        else:
+            num_nodes = (H.num_nodes(s), H.num_nodes(d))
+            times = None if node_time is None else (node_time.get(s), node_time.get(d))
+        sampler = _negatives.sampler_for(neg_sampling, edge_index, num_nodes, times)
+        self._negatives[(id(neg_sampling), edge_type)] = (neg_sampling, sampler)
+        return sampler
+
+
+__all__ = [
+    "SUBGRAPH_TYPES",
+    "HeteroBatches",
+    "HeteroSampler",
+    "disjoint_layout",
+    "fanouts",
+    "input_nodes_of",
+    "is_hetero",
+    "to_bidirectional",
+]
