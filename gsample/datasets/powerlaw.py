@@ -41,6 +41,7 @@ from tqdm.auto import tqdm
 
 from gsample.base import validate as V
 from gsample.base.random import GOLDEN, M1, M2, combine, hash_tensor, signed, sort_key
+from gsample.datasets.synthetic import check_rmat
 from gsample.formats.csc import CSC, segment_ptr
 from gsample.formats.placement import choose, free_memory, map_host, require_cuda
 from gsample.matrix.sparse import Matrix
@@ -444,14 +445,7 @@ def undirected_rmat(
     >>> A.num_edges, A.num_nodes < 10_000
     (100000, True)
     """
-    num_nodes = V.count(num_nodes, "num_nodes")
-    num_edges = V.count(num_edges, "num_edges")
-    if num_nodes == 0 and num_edges:
-        raise ValueError("num_nodes: a graph with edges needs at least one node")
-    a, b, c = (V.probability(x, n) for x, n in ((a, "a"), (b, "b"), (c, "c")))
-    if a + b + c > 1:
-        raise ValueError(f"a, b, c: must be probabilities with a + b + c <= 1, got {a}, {b}, {c}")
-    seed = V.seed(seed)
+    num_nodes, num_edges, a, b, c, seed = check_rmat(num_nodes, num_edges, a, b, c, seed)
     progress = V.flag(progress, "progress")
     device = V.device(device)
     chunk = _default_chunk(device) if chunk is None else V.count(chunk, "chunk", low=1)

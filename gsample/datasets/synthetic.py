@@ -82,6 +82,19 @@ def read_snap(
     return Matrix.from_edge_index(ei, num_nodes=num_nodes, edge_time=t)
 
 
+def check_rmat(num_nodes, num_edges, a, b, c, seed) -> tuple:
+    """R-MAT's arguments checked (each named in its error): ``(num_nodes, num_edges, a, b,
+    c, seed)``, as :func:`rmat` and :func:`gsample.datasets.undirected_rmat` take them."""
+    num_nodes = V.count(num_nodes, "num_nodes")
+    num_edges = V.count(num_edges, "num_edges")
+    if num_nodes == 0 and num_edges:
+        raise ValueError("num_nodes: a graph with edges needs at least one node")
+    a, b, c = (V.probability(x, n) for x, n in ((a, "a"), (b, "b"), (c, "c")))
+    if a + b + c > 1:
+        raise ValueError(f"a, b, c: must be probabilities with a + b + c <= 1, got {a}, {b}, {c}")
+    return num_nodes, num_edges, a, b, c, V.seed(seed)
+
+
 def rmat(
     num_nodes: int,
     num_edges: int,
@@ -131,14 +144,7 @@ def rmat(
     >>> A.num_edges
     100000
     """
-    num_nodes = V.count(num_nodes, "num_nodes")
-    num_edges = V.count(num_edges, "num_edges")
-    if num_nodes == 0 and num_edges:
-        raise ValueError("num_nodes: a graph with edges needs at least one node")
-    a, b, c = (V.probability(x, n) for x, n in ((a, "a"), (b, "b"), (c, "c")))
-    if a + b + c > 1:
-        raise ValueError(f"a, b, c: must be probabilities with a + b + c <= 1, got {a}, {b}, {c}")
-    seed = V.seed(seed)
+    num_nodes, num_edges, a, b, c, seed = check_rmat(num_nodes, num_edges, a, b, c, seed)
     weighted, progress = V.flag(weighted, "weighted"), V.flag(progress, "progress")
     chunk = V.count(chunk, "chunk", low=1)
     device = V.device(device)
@@ -341,4 +347,4 @@ def default_data_path(name: str) -> str:
     return os.path.normpath(os.path.join(root, name))
 
 
-__all__ = ["cora", "default_data_path", "planted_partition", "read_snap", "rmat"]
+__all__ = ["check_rmat", "cora", "default_data_path", "planted_partition", "read_snap", "rmat"]

@@ -708,18 +708,22 @@ class Matrix(EdgeMapOperators):
             )
         p = None
         if probs is not None:
-            if isinstance(probs, Matrix):
-                if not self._csc.same_structure(probs._csc):
-                    raise ValueError(
-                        "probs: a probability matrix must have the same sparsity "
-                        "as the matrix being sampled"
-                    )
-                probs = probs.values
-            p = V.as_tensor(probs, "probs", self.device)
+            p = V.as_tensor(self._probs_values(probs), "probs", self.device)
         extra = {"method": method} if method != "cdf" else {}
         return Matrix(
             _run(Op.INDIVIDUAL_SAMPLE, A=self._csc, probs=p, k=k, replace=replace, **extra)
         )
+
+    def _probs_values(self, probs):
+        """``probs`` as edge weights: a matrix of this one's sparsity gives its values."""
+        if isinstance(probs, Matrix):
+            if not self._csc.same_structure(probs._csc):
+                raise ValueError(
+                    "probs: a probability matrix must have the same sparsity "
+                    "as the matrix being sampled"
+                )
+            return probs.values
+        return probs
 
     def temporal_sample(
         self,
@@ -803,13 +807,7 @@ class Matrix(EdgeMapOperators):
             a.name: a.check(v)
             for a, v in zip(d.attributes, (k, replace, strategy, window), strict=True)
         }
-        if isinstance(probs, Matrix):
-            if not self._csc.same_structure(probs._csc):
-                raise ValueError(
-                    "probs: a probability matrix must have the same sparsity "
-                    "as the matrix being sampled"
-                )
-            probs = probs.values
+        probs = self._probs_values(probs)
         return Matrix(
             _run(
                 Op.TEMPORAL_SAMPLE,

@@ -306,14 +306,39 @@ def input_nodes_of(input_nodes, input_id, counts: Mapping[str, int]) -> tuple:
         raise ValueError(
             f"input_nodes: {node_type!r} is not a node type of data ({sorted(counts)})"
         )
-    n = counts[node_type]
+    name = f"input_nodes (ids of node type {node_type!r})"
+    ids, input_id = input_seeds(ids, counts[node_type], name, input_id)
+    return node_type, ids, input_id
+
+
+def input_seeds(ids, num_nodes: int, name: str, input_id=None) -> tuple:
+    """PyG's ``input_nodes`` / ``input_id`` of one node type: ``(seed ids, input_id)`` on
+    the CPU.
+
+    Parameters
+    ----------
+    ids : LongTensor of shape (S,), BoolTensor of shape (num_nodes,), range, or None
+        Seed ids, or a mask over the nodes; None: every node.
+    num_nodes : int
+        Nodes of the type (ids are checked against it).
+    name : str
+        The argument's name in errors.
+    input_id : Tensor of shape (S,), optional
+        What each seed is reported as; default None (its position), or, for a mask, its
+        node id (as PyG).
+
+    Examples
+    --------
+    >>> input_seeds(torch.tensor([True, False, True]), 3, "input_nodes")
+    (tensor([0, 2]), tensor([0, 2]))
+    """
     mask = isinstance(ids, torch.Tensor) and ids.dtype == torch.bool
     if ids is None:
-        ids = torch.arange(n)
+        ids = torch.arange(num_nodes)
     else:
         if isinstance(ids, range):
             ids = torch.arange(ids.start, ids.stop, ids.step)
-        ids = seed_ids(ids, f"input_nodes (ids of node type {node_type!r})", n, None).cpu()
+        ids = seed_ids(ids, name, num_nodes, None).cpu()
     if input_id is not None:
         input_id = V.as_tensor(input_id, "input_id", None).cpu()
         if input_id.dim() != 1 or input_id.numel() != ids.numel():
@@ -323,7 +348,7 @@ def input_nodes_of(input_nodes, input_id, counts: Mapping[str, int]) -> tuple:
             )
     elif mask:  # PyG reports a mask's seeds by their node ids
         input_id = ids
-    return node_type, ids, input_id
+    return ids, input_id
 
 
 class HeteroBatches:
@@ -924,6 +949,7 @@ __all__ = [
     "disjoint_layout",
     "fanouts",
     "input_nodes_of",
+    "input_seeds",
     "is_hetero",
     "to_bidirectional",
 ]

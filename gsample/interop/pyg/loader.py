@@ -58,7 +58,6 @@ from gsample.interop.pyg import negatives as _negatives
 from gsample.interop.pyg import stores as _stores
 from gsample.interop.pyg import subgraph as _subgraph
 from gsample.interop.pyg import temporal as _temporal
-from gsample.loader.dataloader import seed_ids
 from gsample.matrix.sparse import Matrix
 
 try:
@@ -106,7 +105,6 @@ class PygOnly:
     why: str
 
 
-_TEMPORAL = "temporal sampling (input_time, time_attr, temporal_strategy) is not supported yet"
 _ANY_BOOL = (False, True)
 
 #: Every argument of PyG's ``NeighborLoader``, ``NodeLoader`` and ``NeighborSampler`` that
@@ -1069,19 +1067,9 @@ class NeighborLoader(torch.utils.data.DataLoader):
             A = _graph(data) if graph is None else graph
         if not isinstance(A, Matrix) or A.num_nodes != data.num_nodes:
             raise ValueError(f"graph: expected a gs.Matrix of the data's {data.num_nodes} nodes")
-        mask = isinstance(input_nodes, torch.Tensor) and input_nodes.dtype == torch.bool
-        if input_nodes is None:
-            input_nodes = torch.arange(data.num_nodes)
-        input_nodes = seed_ids(input_nodes, "input_nodes", data.num_nodes, None).cpu()
-        if input_id is not None:
-            input_id = V.as_tensor(input_id, "input_id", None).cpu()
-            if input_id.dim() != 1 or input_id.numel() != input_nodes.numel():
-                raise ValueError(
-                    f"input_id: expected one entry per input node, shape "
-                    f"({input_nodes.numel()},); got {tuple(input_id.shape)}"
-                )
-        elif mask:  # PyG reports a mask's seeds by their node ids
-            input_id = input_nodes
+        input_nodes, input_id = _hetero.input_seeds(
+            input_nodes, data.num_nodes, "input_nodes", input_id
+        )
         batch_size, filter_per_worker = _batch_options(
             data, batch_size, transform, transform_sampler_output, filter_per_worker
         )

@@ -756,6 +756,42 @@ def sampler_for(
 
 
 # ----------------------------------------------------------------------------- PyG's edge_sample
+def _with_negatives(src, dst, label, time, negatives, neg_sampling, key, disjoint):
+    """PyG's ``edge_sample`` step shared by the homogeneous and typed layouts: the positives
+    with their negatives appended (binary: pairs and 0 labels; triplet: destinations), and
+    the times of the sources and destinations; returns ``(src, dst, label, src_time,
+    dst_time, mode, amount)``."""
+    out_device = src.device
+    num_pos = src.numel()
+    src_time = dst_time = time
+    if time is not None and not disjoint:  # PyG's rule: temporal link sampling is disjoint
+        raise ValueError("index: edge_label_time needs disjoint sampling (PyG's edge_sample)")
+    mode = None if neg_sampling is None else check_mode(neg_sampling.mode)
+    amount = 0
+    if mode is not None:
+        if negatives is None:
+            raise ValueError("negatives: a NegativeSampler is needed with neg_sampling")
+        amount = check_amount(neg_sampling.amount, mode)
+        neg = negatives(src, dst, mode, amount, time=time, key=key)
+        neg_src, neg_dst, neg_time = (None if x is None else x.to(out_device) for x in neg.flat())
+        if mode == "binary":
+            src = torch.cat([src, neg_src])
+            dst = torch.cat([dst, neg_dst])
+            if label is None:
+                label = torch.ones(num_pos, device=out_device)
+            zeros = label.new_zeros((neg_dst.numel(),) + label.shape[1:])
+            label = torch.cat([label, zeros])
+            if time is not None:
+                src_time = dst_time = torch.cat([time, neg_time])
+        else:
+            if label is not None:
+                raise ValueError("index: edge_label must be None with triplet negatives")
+            dst = torch.cat([dst, neg_dst])
+            if time is not None:
+                dst_time = torch.cat([time, neg_time])
+    return src, dst, label, src_time, dst_time, mode, amount
+
+
 def edge_sample(
     index,
     sample_fn: Callable,
@@ -797,34 +833,10 @@ def edge_sample(
     """
     input_id, src, dst = index.input_id, index.row, index.col
     label, time = index.label, index.time
-    out_device = src.device
     num_pos = src.numel()
-    src_time = dst_time = time
-    if time is not None and not disjoint:  # PyG's rule: temporal link sampling is disjoint
-        raise ValueError("index: edge_label_time needs disjoint sampling (PyG's edge_sample)")
-    mode = None if neg_sampling is None else check_mode(neg_sampling.mode)
-    amount = 0
-    if mode is not None:
-        if negatives is None:
-            raise ValueError("negatives: a NegativeSampler is needed with neg_sampling")
-        amount = check_amount(neg_sampling.amount, mode)
-        neg = negatives(src, dst, mode, amount, time=time, key=key)
-        neg_src, neg_dst, neg_time = (None if x is None else x.to(out_device) for x in neg.flat())
-        if mode == "binary":
-            src = torch.cat([src, neg_src])
-            dst = torch.cat([dst, neg_dst])
-            if label is None:
-                label = torch.ones(num_pos, device=out_device)
-            zeros = label.new_zeros((neg_dst.numel(),) + label.shape[1:])
-            label = torch.cat([label, zeros])
-            if time is not None:
-                src_time = dst_time = torch.cat([time, neg_time])
-        else:
-            if label is not None:
-                raise ValueError("index: edge_label must be None with triplet negatives")
-            dst = torch.cat([dst, neg_dst])
-            if time is not None:
-                dst_time = torch.cat([time, neg_time])
+    src, dst, label, src_time, dst_time, mode, amount = _with_negatives(
+        src, dst, label, time, negatives, neg_sampling, key, disjoint
+    )
     seed = torch.cat([src, dst])
     inverse = None
     if not disjoint:
@@ -895,32 +907,9 @@ def hetero_edge_sample(
     src_type, _, dst_type = index.input_type
     out_device = src.device
     num_pos = src.numel()
-    src_time = dst_time = time
-    if time is not None and not disjoint:  # PyG's rule: temporal link sampling is disjoint
-        raise ValueError("index: edge_label_time needs disjoint sampling (PyG's edge_sample)")
-    mode = None if neg_sampling is None else check_mode(neg_sampling.mode)
-    amount = 0
-    if mode is not None:
-        if negatives is None:
-            raise ValueError("negatives: a NegativeSampler is needed with neg_sampling")
-        amount = check_amount(neg_sampling.amount, mode)
-        neg = negatives(src, dst, mode, amount, time=time, key=key)
-        neg_src, neg_dst, neg_time = (None if x is None else x.to(out_device) for x in neg.flat())
-        if mode == "binary":
-            src = torch.cat([src, neg_src])
-            dst = torch.cat([dst, neg_dst])
-            if label is None:
-                label = torch.ones(num_pos, device=out_device)
-            zeros = label.new_zeros((neg_dst.numel(),) + label.shape[1:])
-            label = torch.cat([label, zeros])
-            if time is not None:
-                src_time = dst_time = torch.cat([time, neg_time])
-        else:
-            if label is not None:
-                raise ValueError("index: edge_label must be None with triplet negatives")
-            dst = torch.cat([dst, neg_dst])
-            if time is not None:
-                dst_time = torch.cat([time, neg_time])
+    src, dst, label, src_time, dst_time, mode, amount = _with_negatives(
+        src, dst, label, time, negatives, neg_sampling, key, disjoint
+    )
     num_src, num_dst = src.numel(), dst.numel()
     seed_time = None
     if src_type != dst_type:
