@@ -79,8 +79,8 @@ def forest_fire(A, seeds, p=0.7, depth=2):
     -----
     A mini-batch whose fire dies out before ``depth`` hops (every frontier node
     draws 0 or has no unburned in-neighbour: about ``(1 - p)^B`` for ``B`` seeds with
-    in-edges) raises ``ValueError`` (empty frontier): gsample's slices refuse an
-    empty frontier. The seeds must be unique (the loader's are). The sample is
+    in-edges) returns blocks of no column for the hops after: an empty frontier is a
+    slice of no column. The seeds must be unique (the loader's are). The sample is
     the same eager and compiled and on the CUDA backend (uniform draws and 0/1
     weights), and ``super_batch=4`` in ``gs.DataLoader`` gives the same batches.
     """

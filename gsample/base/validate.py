@@ -3,7 +3,8 @@ names the argument, raised before any backend op could read out of bounds.
 
 Documented behaviours instead of errors: a non-contiguous tensor is copied to a
 contiguous one; int8/16/32 and uint8 ids are widened to int64; Python lists and NumPy
-arrays are turned into tensors on the matrix's device.
+arrays are turned into tensors on the matrix's device; no id (an empty frontier, as a hop
+that reached no new node leaves) is a slice of no column, as in torch's indexing.
 
 Value dtypes. Edge values are real floating point. Integer and bool values promote as
 PyTorch promotes them against the matrix's float values (``torch.ones(3) * mask``): an
@@ -160,7 +161,13 @@ def ids(
     """Check node ids: 1-D, integer, in ``[0, num_nodes)``; returns int64 (shape (n,)).
 
     ``check_range=False``: the conversions and host checks only (the caller's kernel checks
-    the range itself and reports it through :func:`fail_if`)."""
+    the range itself and reports it through :func:`fail_if`). ``allow_empty=False``: no id
+    is a ValueError (a frontier given where at least one node is needed).
+
+    An empty list (or tuple) is no id, as in torch's indexing (NumPy would read it as
+    float64)."""
+    if isinstance(x, (list, tuple)) and len(x) == 0:
+        x = torch.zeros(0, dtype=torch.int64, device=device)
     t = as_tensor(x, name, device)
     if t.dtype == torch.bool or t.dtype not in INT_DTYPES:
         raise TypeError(f"{name}: node ids must be an integer tensor, got dtype {t.dtype}")

@@ -10,7 +10,9 @@ import torch
 from tqdm.auto import tqdm
 
 from gsample.base import validate as V
-from gsample.base.random import combine, hash_tensor, sort_key, uniform_float
+from gsample.base.random import hash_tensor, uniform_float
+from gsample.datasets.mapped import as_path
+from gsample.datasets.rmat_draws import Draws, check_rmat, node_permutation
 from gsample.matrix.convert import read_edge_list
 from gsample.matrix.sparse import Matrix
 
@@ -69,7 +71,7 @@ def read_snap(
     >>> M.edge_time[:2]                                # the first two messages' times
     tensor([1082040961, 1082155839])
     """
-    path = _path(path)
+    path = as_path(path)
     relabel, undirected = V.flag(relabel, "relabel"), V.flag(undirected, "undirected")
     edge_time = V.flag(edge_time, "edge_time")
     if progress is not None:
@@ -80,19 +82,6 @@ def read_snap(
     if relabel and num_nodes is None:
         num_nodes = distinct
     return Matrix.from_edge_index(ei, num_nodes=num_nodes, edge_time=t)
-
-
-def check_rmat(num_nodes, num_edges, a, b, c, seed) -> tuple:
-    """R-MAT's arguments checked (each named in its error): ``(num_nodes, num_edges, a, b,
-    c, seed)``, as :func:`rmat` and :func:`gsample.datasets.undirected_rmat` take them."""
-    num_nodes = V.count(num_nodes, "num_nodes")
-    num_edges = V.count(num_edges, "num_edges")
-    if num_nodes == 0 and num_edges:
-        raise ValueError("num_nodes: a graph with edges needs at least one node")
-    a, b, c = (V.probability(x, n) for x, n in ((a, "a"), (b, "b"), (c, "c")))
-    if a + b + c > 1:
-        raise ValueError(f"a, b, c: must be probabilities with a + b + c <= 1, got {a}, {b}, {c}")
-    return num_nodes, num_edges, a, b, c, V.seed(seed)
 
 
 def rmat(
@@ -131,7 +120,8 @@ def rmat(
     progress : bool
         Show a tqdm bar over edge chunks.
     chunk : int
-        Edges generated per step (``>= 1``); bounds the working memory, not the result.
+        Edges drawn per step of the progress bar (``>= 1``); never changes the graph (the
+        draws work in place on a few scratch arrays, whatever the chunk).
 
     Returns
     -------
@@ -150,31 +140,21 @@ def rmat(
     device = V.device(device)
     V.fits(num_nodes + 1, 16, device, "num_nodes", f"a graph of {num_nodes} nodes")
     V.fits(num_edges, 48, device, "num_edges", f"generating {num_edges} edges")
-    levels = max(1, (num_nodes - 1).bit_length())
-    base = combine(combine(0, int(seed)), 0x524D4154)  # "RMAT"
+    draws = Draws(num_nodes, seed, a, b, c, device)
     src = torch.empty(num_edges, dtype=torch.int64, device=device)
     dst = torch.empty_like(src)
     starts = range(0, num_edges, chunk)
     for start in tqdm(starts, disable=not progress, desc="rmat", unit="chunk"):
-        e = torch.arange(start, min(start + chunk, num_edges), device=device)
-        s = torch.zeros_like(e)
-        d = torch.zeros_like(e)
-        for level in range(levels):
-            u = uniform_float(hash_tensor(base, torch.full_like(e, level), e))
-            right = ((u >= a) & (u < a + b)) | (u >= a + b + c)
-            down = u >= a + b
-            s = (s << 1) | down.to(torch.int64)
-            d = (d << 1) | right.to(torch.int64)
-        src[start : start + e.numel()] = s
-        dst[start : start + e.numel()] = d
+        end = min(start + chunk, num_edges)
+        draws.draw(start, src[start:end], dst[start:end])
     if num_nodes:
-        nodes = torch.arange(num_nodes, device=device)
-        perm = torch.argsort(sort_key(hash_tensor(base, torch.full_like(nodes, -1), nodes)))
-        src, dst = perm[src % num_nodes], perm[dst % num_nodes]
+        perm = node_permutation(draws.key, num_nodes, device)
+        src, dst = perm[src], perm[dst]
+        del perm
     weight = None
     if weighted:
         e = torch.arange(num_edges, device=device)
-        weight = (1 + 4 * uniform_float(hash_tensor(base, torch.full_like(e, -2), e))).float()
+        weight = (1 + 4 * uniform_float(hash_tensor(draws.key, torch.full_like(e, -2), e))).float()
     return Matrix.from_edge_index(torch.stack([src, dst]), num_nodes=num_nodes, weight=weight)
 
 
@@ -307,7 +287,7 @@ def cora(
     >>> A.num_nodes, x.shape[1], int(y.max()) + 1
     (2708, 1433, 7)
     """
-    path = _path(path) if path is not None else default_data_path("cora.npz")
+    path = as_path(path) if path is not None else default_data_path("cora.npz")
     device = V.device(device)
     if not os.path.exists(path):
         raise FileNotFoundError(f"path: no such file: {path}")
@@ -326,14 +306,6 @@ def cora(
     return Matrix.from_edge_index(ei, num_nodes=n).to(device), x.to(device), y.to(device)
 
 
-def _path(path: str | os.PathLike) -> str:
-    """``path`` as a str (a TypeError naming it when it is not a path)."""
-    try:
-        return os.fspath(path)
-    except TypeError:
-        raise TypeError(f"path: expected a str or os.PathLike, got {type(path).__name__}") from None
-
-
 def default_data_path(name: str) -> str:
     """``$GSAMPLE_DATA/name``, else ``../shared/data/name`` beside the repository."""
     root = os.environ.get("GSAMPLE_DATA") or os.path.join(
@@ -347,4 +319,4 @@ def default_data_path(name: str) -> str:
     return os.path.normpath(os.path.join(root, name))
 
 
-__all__ = ["check_rmat", "cora", "default_data_path", "planted_partition", "read_snap", "rmat"]
+__all__ = ["cora", "default_data_path", "planted_partition", "read_snap", "rmat"]

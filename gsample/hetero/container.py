@@ -63,7 +63,7 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
     tensor([0, 1])
     """
 
-    __slots__ = ("_cache", "_num_nodes", "_rel", "_size")
+    __slots__ = ("_cache", "_num_nodes", "_rel", "_size", "_steps")
 
     def __init__(
         self, relations: Mapping[EdgeType, Matrix | torch.Tensor], num_nodes: Mapping[str, int]
@@ -92,6 +92,14 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
             rel[key] = m
         self._rel = dict(sorted(rel.items()))
         self._cache = {}
+        self._steps = {}  # the compiled sampling steps (SamplingMethods.step_sampler)
+
+    def __getstate__(self):
+        # a pickle or copy (a worker process's graph) leaves the compiled steps behind: their
+        # lowered programs hold closures, and are traced again on first use
+        state = {name: getattr(self, name) for name in self.__slots__}
+        state["_steps"] = {}
+        return None, state
 
     def _relation(self, et, value) -> Matrix:
         """``value`` as an ``N x N`` whole-graph matrix, its edges checked against the types."""

@@ -1,7 +1,16 @@
 """Relation-typed neighbour sampling on a :class:`~gsample.hetero.HeteroGraph`
-(``HeteroGraph.sample_neighbors``): ``k`` in-neighbours per seed and edge type, one or
-several hops (PyG's heterogeneous ``NeighborLoader``). One op ordinal per (hop, edge type),
-edge types in sorted order (docs/architecture.md §3).
+(``HeteroGraph.sample_neighbors``, ``sample_disjoint``): ``k`` in-neighbours per seed and edge
+type, one or several hops (PyG's heterogeneous ``NeighborLoader``). One op ordinal per (hop,
+edge type), edge types in sorted order (docs/architecture.md §3).
+
+Each (hop, edge type) is one call of a DSL step, :func:`relation_sample` (or
+:func:`relation_temporal_sample` for disjoint trees), on the relation's whole matrix: by
+default through the graph's :meth:`~SamplingMethods.step_sampler`, the step compiled with
+``gs.compile`` (one program per relation signature and static arguments, shared by the
+relations of one signature), so that on a GPU it runs the CUDA backend's fused
+slice-and-sample kernels; ``compile=False`` runs the same function eagerly. Compiled and eager
+calls take the same op ordinal from the stream, so they draw the same samples. The Python
+loop over hops and edge types, and the per-type unique of the next frontier, stay eager.
 """
 
 from __future__ import annotations
@@ -14,6 +23,8 @@ import torch
 
 from gsample.base import validate as V
 from gsample.base.random import next_op_key
+from gsample.compiler.compiled import CompiledSampler
+from gsample.compiler.compiled import compile as gs_compile
 from gsample.formats.csc import CSC
 from gsample.matrix.sparse import Matrix
 
@@ -24,10 +35,105 @@ if TYPE_CHECKING:  # (container.py imports this mixin)
 #: ``num_neighbors``; ``{edge_type: [k1, k2, ...]}`` too)
 Fanouts = int | Mapping | Sequence
 
+#: the step samplers' names (:meth:`SamplingMethods.step_sampler`)
+STEPS = ("neighbors", "disjoint")
+
+
+# ----------------------------------------------------------------------------- the DSL steps
+def relation_sample(
+    A: Matrix, cols: torch.Tensor, k: int = -1, replace: bool = False, weighted: bool = False
+) -> Matrix:
+    """One (hop, edge type) of :meth:`HeteroGraph.sample_neighbors` in gsample's DSL: ``k``
+    in-edges of each column ``cols`` of relation ``A``.
+
+    Parameters
+    ----------
+    A : gs.Matrix, shape (N, N)
+        The relation's whole matrix (``H[edge_type]``).
+    cols : LongTensor, shape (B,)
+        The hop's frontier of the destination type (repeats are independent columns).
+    k : int
+        In-edges per column; ``-1`` keeps every in-edge (no random op).
+    replace : bool
+        Sample with replacement.
+    weighted : bool
+        Draw in proportion to ``A``'s values (``A`` must have values).
+
+    Returns
+    -------
+    gs.Matrix, shape (N, B)
+        ``A[:, cols]``'s sampled edges (global row and column ids kept).
+
+    Examples
+    --------
+    >>> step = gs.compile(relation_sample)
+    >>> s = step(H["writes"], torch.tensor([0, 2]), 5)   # 5 authors of papers 0 and 2
+    """
+    sub = A[:, cols]
+    if k < 0:
+        return sub
+    return sub.individual_sample(k, probs=sub if weighted else None, replace=replace)
+
+
+def relation_temporal_sample(
+    A: Matrix,
+    cols: torch.Tensor,
+    seed: torch.Tensor,
+    time: torch.Tensor | None = None,
+    edge_time: torch.Tensor | None = None,
+    k: int = -1,
+    replace: bool = False,
+    weighted: bool = False,
+    strategy: str = "uniform",
+    window=None,
+) -> Matrix:
+    """One (hop, edge type) of :meth:`HeteroGraph.sample_disjoint` in gsample's DSL:
+    :meth:`gs.Matrix.temporal_sample` of relation ``A`` (one op ordinal, ``k = -1`` too).
+
+    Parameters
+    ----------
+    A : gs.Matrix, shape (N, N)
+        The relation's whole matrix.
+    cols : LongTensor, shape (B,)
+        The hop's frontier of the destination type (a node of two trees is two columns).
+    seed : LongTensor, shape (B,)
+        The index each column's draws are keyed by (its tree's).
+    time : Tensor, shape (B,), optional
+        Each column's seed time (with ``edge_time``).
+    edge_time : Tensor, shape (E,), optional
+        ``A``'s edge times in its edge order.
+    k, replace, weighted, strategy, window
+        As :meth:`gs.Matrix.temporal_sample`'s (``weighted``: ``A``'s values).
+
+    Returns
+    -------
+    gs.Matrix, shape (N, B)
+
+    Examples
+    --------
+    >>> step = gs.compile(relation_temporal_sample)
+    >>> s = step(H["cites"], papers, torch.arange(len(papers)), k=3)
+    """
+    return A.temporal_sample(
+        cols,
+        k,
+        time=time,
+        edge_time=edge_time,
+        seed=seed,
+        probs=A if weighted else None,
+        replace=replace,
+        strategy=strategy,
+        window=window,
+    )
+
+
+_STEP_FNS = {"neighbors": relation_sample, "disjoint": relation_temporal_sample}
+
 
 class SamplingMethods:
     """:class:`~gsample.hetero.HeteroGraph`'s sampling methods (a mixin: it reads the
-    container's ``_rel``, ``_size``, ``device``, ``edge_type`` and ``_seed_dict``)."""
+    container's ``_rel``, ``_size``, ``_steps``, ``device``, ``edge_type`` and
+    ``_seed_dict``)."""
 
     __slots__ = ()
 
@@ -60,6 +166,46 @@ class SamplingMethods:
             return [one(f, f"fanouts[{i}]") for i, f in enumerate(fanouts)], True
         return [one(fanouts, "fanouts")], False
 
+    def step_sampler(self, step: str = "neighbors") -> CompiledSampler:
+        """The compiled per-(hop, edge type) step this graph's sampling runs: ``gs.compile``
+        of :func:`relation_sample` (``"neighbors"``: :meth:`sample_neighbors`) or of
+        :func:`relation_temporal_sample` (``"disjoint"``: :meth:`sample_disjoint`), made once
+        per graph and step.
+
+        Its programs are cached per relation signature (device, values, ``N``) and static
+        arguments (``k``, ``replace``, ``weighted``, ...): relations of one signature share
+        one. ``backend_for(H[edge_type])`` names the backend its calls run on (``"cuda"``
+        for a graph on a GPU where CuPy's kernels run, else ``"torch"``), ``traces`` counts
+        its programs, and ``lowered(...)`` / ``gs.explain`` show them.
+
+        Parameters
+        ----------
+        step : {"neighbors", "disjoint"}
+
+        Returns
+        -------
+        gs.CompiledSampler
+
+        Examples
+        --------
+        >>> G = H.to("cuda")                       # CuPy installed
+        >>> G.step_sampler().backend_for(G["writes"])
+        'cuda'
+        >>> s = G.sample_neighbors({"paper": papers.cuda()}, [10, 5])
+        >>> G.step_sampler().traces                 # one program per fanout here
+        2
+        """
+        if step not in STEPS:
+            raise ValueError(f"step: expected one of {STEPS}, got {step!r}")
+        sampler = self._steps.get(step)
+        if sampler is None:
+            sampler = self._steps[step] = gs_compile(_STEP_FNS[step])
+        return sampler
+
+    def _step(self, step: str, compiled: bool):
+        """What a (hop, edge type) calls: :meth:`step_sampler` or the DSL function."""
+        return self.step_sampler(step) if V.flag(compiled, "compile") else _STEP_FNS[step]
+
     # ------------------------------------------------------------------ neighbour sampling
     def sample_neighbors(
         self,
@@ -67,6 +213,7 @@ class SamplingMethods:
         fanouts: Fanouts,
         replace: bool = False,
         weighted: bool = False,
+        compile: bool = True,
     ) -> dict[EdgeType, Matrix] | list[dict[EdgeType, Matrix]]:
         """Relation-typed neighbour sampling: ``k`` in-neighbours per seed and edge type.
 
@@ -91,6 +238,10 @@ class SamplingMethods:
             Draw in proportion to the relations' edge weights (``individual_sample(k,
             probs=sub)``: sequential draws without replacement, see its notes); a relation
             without weights samples uniformly.
+        compile : bool
+            Run each (hop, edge type) through the compiled :meth:`step_sampler` (default;
+            on a GPU, the CUDA backend's kernels) or :func:`relation_sample` eagerly. The
+            samples are the same.
 
         Returns
         -------
@@ -106,8 +257,10 @@ class SamplingMethods:
         Every (hop, edge type) takes one op ordinal of the random stream, in hop order and
         sorted edge-type order, whether or not it has seeds (so one type's empty frontier
         does not shift another's draws); a column draws with its position in
-        ``seeds[d]``. Uniform without replacement is exactly uniform over ``k``-subsets of
-        a column's in-edges (gsample's ``individual_sample``).
+        ``seeds[d]``. A (hop, edge type) is one call of :func:`relation_sample` (``H[(s, r,
+        d)][:, seeds[d]].individual_sample(k)``), compiled or not. Uniform without
+        replacement is exactly uniform over ``k``-subsets of a column's in-edges (gsample's
+        ``individual_sample``).
 
         Examples
         --------
@@ -119,13 +272,16 @@ class SamplingMethods:
         front = self._seed_dict(seeds)
         replace = V.flag(replace, "replace")
         weighted = V.flag(weighted, "weighted")
+        step = self._step("neighbors", compile)
         hops, listed = self._fanout_hops(fanouts)
         reached = {t: ids for t, ids in front.items()}
         out = []
         for h, hop in enumerate(hops):
             sampled = {}
             for et, k in hop.items():
-                sampled[et] = self._sample_relation(h, et, front.get(et[2]), k, replace, weighted)
+                sampled[et] = self._sample_relation(
+                    step, et, front.get(et[2]), k, replace, weighted
+                )
             out.append(sampled)
             if h + 1 < len(hops):
                 front = _new_nodes(sampled, reached)
@@ -135,7 +291,7 @@ class SamplingMethods:
 
     def _sample_relation(
         self,
-        hop: int,
+        step,
         et: EdgeType,
         cols: torch.Tensor | None,
         k: int,
@@ -143,18 +299,17 @@ class SamplingMethods:
         weighted: bool,
     ) -> Matrix:
         """One (hop, edge type) of :meth:`sample_neighbors`: ``k`` in-edges of each of
-        ``cols`` (this hop's frontier of type ``et[2]``, or None) along ``et``; exactly one
-        op ordinal, whatever the frontier (the per-(hop, edge type) step a variant of the
-        sampling, e.g. temporal, replaces)."""
+        ``cols`` (this hop's frontier of type ``et[2]``, or None) along ``et`` by ``step``
+        (:func:`relation_sample`, compiled or not); exactly one op ordinal, whatever the
+        frontier."""
         if cols is None or cols.numel() == 0:
             next_op_key()  # the (hop, edge type)'s ordinal, unused
             return self._empty(et)
-        sub = self._rel[et][:, cols]
-        if k < 0:
+        m = self._rel[et]
+        if k < 0:  # the step draws nothing: its ordinal is taken here
             next_op_key()
-            return sub
-        probs = sub if weighted and sub.csc.values is not None else None
-        return sub.individual_sample(k, probs=probs, replace=replace)
+        # static: a relation without values samples uniformly (one program per case)
+        return step(m, cols, k, replace, weighted and m.csc.values is not None)
 
     # ------------------------------------------------------------------ disjoint / temporal
     def relation_times(
@@ -230,6 +385,7 @@ class SamplingMethods:
         weighted: bool = False,
         strategy: str = "uniform",
         window=None,
+        compile: bool = True,
     ) -> tuple[list[dict[EdgeType, Matrix]], list[dict[str, torch.Tensor]]]:
         """Disjoint (and temporal) relation-typed sampling, PyG's ``disjoint=True``: every
         seed grows its own tree across the node types.
@@ -267,6 +423,10 @@ class SamplingMethods:
             ``"last"``: the ``k`` most recent allowed edges (needs times).
         window : number, optional
             Only edges of time in ``(t - window, t]``.
+        compile : bool
+            Run each (hop, edge type) through the compiled :meth:`step_sampler`
+            ``("disjoint")`` (default) or :func:`relation_temporal_sample` eagerly; the
+            samples are the same.
 
         Returns
         -------
@@ -295,6 +455,7 @@ class SamplingMethods:
         front = self._seed_dict(seeds)
         replace = V.flag(replace, "replace")
         weighted = V.flag(weighted, "weighted")
+        step = self._step("disjoint", compile)
         hops, _ = self._fanout_hops(fanouts)
         if strategy not in ("uniform", "last"):
             raise ValueError(f"strategy: must be one of ('uniform', 'last'), got {strategy!r}")
@@ -343,14 +504,15 @@ class SamplingMethods:
                     cols = own = torch.zeros(0, dtype=torch.int64, device=dev)
                 m = self._rel[et]
                 timed = et in edge_time and flat_time is not None
-                sampled[et] = m.temporal_sample(
+                sampled[et] = step(
+                    m,
                     cols,
-                    k,
-                    time=flat_time[own] if timed else None,
-                    edge_time=edge_time[et] if timed else None,
-                    seed=own if flat_index is None else flat_index[own],
-                    probs=m if weighted and m.csc.values is not None else None,
+                    own if flat_index is None else flat_index[own],
+                    flat_time[own] if timed else None,
+                    edge_time[et] if timed else None,
+                    k=k,
                     replace=replace,
+                    weighted=weighted and m.csc.values is not None,
                     strategy=strategy if timed else "uniform",
                     window=window if timed else None,
                 )
@@ -408,4 +570,4 @@ def _new_nodes(sampled: dict, reached: dict) -> dict:
     return out
 
 
-__all__ = ["SamplingMethods"]
+__all__ = ["STEPS", "SamplingMethods", "relation_sample", "relation_temporal_sample"]

@@ -42,10 +42,9 @@ def check_cols(A, cols, trusted=(), in_kernel=(), **_):
 
 
 def _frontier_ids(A, cols, trusted, in_kernel):
-    """A frontier's ids, converted; range-checked unless the op's kernel does it."""
-    return V.ids(
-        cols, "cols", A.num_nodes, A.device, allow_empty=False, check_range="cols" not in in_kernel
-    )
+    """A frontier's ids, converted; range-checked unless the op's kernel does it. An empty
+    frontier is allowed: a hop that reached no new node gives a matrix of no column."""
+    return V.ids(cols, "cols", A.num_nodes, A.device, check_range="cols" not in in_kernel)
 
 
 def check_rows(A, rows, trusted=(), **_):

@@ -5,6 +5,7 @@ seeds, the on-disk cache, and the memory-mapped CSC / COO loaders."""
 import json
 import math
 import pathlib
+import warnings
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ import torch
 from scipy import stats
 
 import gsample as gs
-from gsample.datasets import powerlaw
+from gsample.datasets import coo, mapped, undirected
 
 # products-like at 1/64 of its size
 N64, E64 = 2_449_029 // 64, 61_859_140 // 64
@@ -82,7 +83,7 @@ def test_chunked_build_equals_the_reference_and_its_pinned_profile(ref64):
 @pytest.mark.parametrize("chunk", [20_000, 4_099, 257])
 def test_chunking_and_keeping_the_drawn_pairs_never_change_the_graph(store, chunk):
     n, indptr, rows = reference_csc(3000, 20_000, seed=1)
-    csc = powerlaw._undirected_csc(
+    csc = undirected._undirected_csc(
         3000, 20_000, 1, 0.57, 0.19, 0.19, torch.device("cpu"), chunk, False, store=store
     )
     assert csc.num_nodes == n
@@ -169,7 +170,7 @@ def test_cache_round_trips_and_detects_stale_parameters(tmp_path, monkeypatch):
     assert header["arrays"]["indptr"]["dtype"] == "int64"
     assert header["generator"] == {
         "name": "gsample.datasets.undirected_rmat",
-        "version": powerlaw.GENERATOR_VERSION,
+        "version": undirected.GENERATOR_VERSION,
         "num_nodes": 3000,
         "num_edges": 20_000,
         "seed": 1,
@@ -183,7 +184,7 @@ def test_cache_round_trips_and_detects_stale_parameters(tmp_path, monkeypatch):
         raise AssertionError("built again instead of read from the cache")
 
     with monkeypatch.context() as m:
-        m.setattr(powerlaw, "_undirected_csc", no_build)
+        m.setattr(undirected, "_undirected_csc", no_build)
         B = gs.datasets.undirected_rmat(3000, 20_000, seed=1, cache=folder)
     assert torch.equal(B.csc.indptr, A.csc.indptr) and torch.equal(B.csc.rows, A.csc.rows)
     assert B.csc.rows.dtype == torch.int64
@@ -256,6 +257,48 @@ def test_load_coo_equals_from_edge_index(tmp_path, chunk):
     assert bare.num_nodes == int(ei.max()) + 1 and bare.csc.eids is None
     assert torch.equal(bare.csc.rows, want.csc.rows)
     assert torch.equal(bare.csc.indptr, want.csc.indptr[: bare.num_nodes + 1])
+
+
+@pytest.mark.parametrize("edge_ids", [True, False])
+@pytest.mark.parametrize("chunk", [10_000, 999, 64])
+def test_load_coo_streamed_a_chunk_at_a_time_equals_from_edge_index(chunk, edge_ids):
+    """The build a GPU runs (count, place, sort ranges), here into host memory."""
+    g = torch.Generator().manual_seed(chunk)
+    ei = torch.randint(0, 700, (2, 10_000), generator=g)
+    want = gs.Matrix.from_edge_index(ei, num_nodes=700)
+    arr = ei.numpy().astype(np.int32)
+    target = mapped.Target(torch.device("cpu"), "device", 0)
+    csc = coo._coo_streamed(arr[0], arr[1], 700, target, edge_ids, chunk, False)
+    assert torch.equal(csc.indptr, want.csc.indptr) and torch.equal(csc.rows, want.csc.rows)
+    assert torch.equal(csc.eids, want.csc.eids) if edge_ids else csc.eids is None
+
+
+def test_load_coo_reads_any_integer_file_as_from_edge_index(tmp_path):
+    g = torch.Generator().manual_seed(3)
+    ei = torch.randint(0, 300, (2, 5000), generator=g)
+    want = gs.Matrix.from_edge_index(ei, num_nodes=300)
+    # read in place (int16, uint8), or widened first (unsigned over 8 bits, big-endian)
+    for dtype in (np.int16, np.uint8, np.uint16, np.uint32, np.dtype(">i4")):
+        arr = (ei.numpy() % (200 if dtype == np.uint8 else 300)).astype(dtype)
+        ref = gs.Matrix.from_edge_index(torch.from_numpy(arr.astype(np.int64)), num_nodes=300)
+        np.save(tmp_path / "ei.npy", arr)
+        got = gs.datasets.load_coo(tmp_path / "ei.npy", num_nodes=300)
+        for x, y in zip(got.edges(), ref.edges()):
+            assert torch.equal(x, y)
+    # a read-only map of a raw file is read in place, without torch's not-writable warning
+    raw = np.memmap(tmp_path / "ei.bin", dtype=np.int64, mode="w+", shape=(2, 5000))
+    raw[:] = ei.numpy()
+    raw.flush()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = gs.datasets.load_coo(np.memmap(tmp_path / "ei.bin", np.int64, "r", shape=(2, 5000)))
+    for x, y in zip(got.edges(), want.edges()):
+        assert torch.equal(x, y)
+    # edges already in CSC order keep no ids, as from_edge_index: they are the CSC positions
+    src, dst, _ = want.edges()
+    np.save(tmp_path / "sorted.npy", torch.stack([src, dst]).numpy())
+    got = gs.datasets.load_coo(tmp_path / "sorted.npy", num_nodes=300)
+    assert got.csc.eids is None and torch.equal(got.csc.rows, want.csc.rows)
 
 
 def test_bad_arguments_are_named(tmp_path):
@@ -338,7 +381,7 @@ def test_bad_arguments_are_named(tmp_path):
 def test_cuda_builds_the_same_graph_and_products_like_profile():
     cpu = gs.datasets.undirected_rmat(N64, E64, chunk=150_000)
     for store in (True, False):
-        csc = powerlaw._undirected_csc(
+        csc = undirected._undirected_csc(
             N64, E64, 0, 0.57, 0.19, 0.19, torch.device("cuda"), 100_000, False, store=store
         )
         assert torch.equal(csc.indptr.cpu(), cpu.csc.indptr)

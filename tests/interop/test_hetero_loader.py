@@ -340,10 +340,12 @@ def test_loader_call_gives_the_iterated_batch():
     check_batch(data, one, "paper", torch.tensor([5, 2]), [3, 2])
 
 
-def test_one_type_draws_what_the_compiled_homogeneous_loader_draws():
-    """A HeteroData of one node and one edge type is sampled eagerly by HeteroGraph; the
-    ``Data`` loader runs the compiled ``neighbor_sample``: same seed, same batches (for
-    fanouts >= 0: a ``-1`` hop takes a stream ordinal in the heterogeneous sampler only)."""
+@pytest.mark.parametrize("compile", [True, False])
+def test_one_type_draws_what_the_compiled_homogeneous_loader_draws(compile):
+    """A HeteroData of one node and one edge type is sampled by HeteroGraph, one step per
+    hop (compiled, or eagerly); the ``Data`` loader runs the compiled ``neighbor_sample``:
+    same seed, same batches (for fanouts >= 0: a ``-1`` hop takes a stream ordinal in the
+    heterogeneous sampler only)."""
     g = torch.Generator().manual_seed(8)
     ei = torch.randint(0, 50, (2, 300), generator=g)
     d = Data(edge_index=ei, num_nodes=50, x=torch.arange(50))
@@ -351,7 +353,7 @@ def test_one_type_draws_what_the_compiled_homogeneous_loader_draws():
     h["v"].x, h["v", "to", "v"].edge_index = torch.arange(50), ei
     kw = {"batch_size": 7, "seed": 5, "shuffle": True}
     a = list(gp.NeighborLoader(d, [3, 1, 2], **kw))
-    b = list(gp.NeighborLoader(h, [3, 1, 2], input_nodes="v", compile=False, **kw))
+    b = list(gp.NeighborLoader(h, [3, 1, 2], input_nodes="v", compile=compile, **kw))
     assert len(a) == len(b) == 8
     for x, y in zip(a, b):
         assert torch.equal(x.n_id, y["v"].n_id) and x.num_sampled_nodes == y["v"].num_sampled_nodes

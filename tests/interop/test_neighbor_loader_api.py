@@ -276,16 +276,16 @@ def test_sparse_adjacency_is_a_type_error_naming_it(data):
         gp.Sampler(d, gp.neighbor_sample, seed=0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="neighbor_sample slices A[:, frontier] at every hop and gsample refuses an empty "
-    "frontier (no new node reached): PyG returns the nodes reached so far",
-)
 def test_no_edge_index_is_a_graph_of_no_edge():
-    """PyG's ``to_csc``: a ``Data`` with no ``edge_index`` (nor adjacency) has no edge."""
+    """PyG's ``to_csc``: a ``Data`` with no ``edge_index`` (nor adjacency) has no edge; the
+    second hop's frontier is empty (nothing new reached) and adds no node and no edge, as
+    PyG's, compiled or not."""
     d = Data(x=torch.randn(6, 2), num_nodes=6)
-    (b,) = list(gp.NeighborLoader(d, [2, 2], batch_size=6, seed=0))
-    assert b.n_id.tolist() == list(range(6)) and b.e_id.numel() == 0
+    for compile in (True, False):
+        (b,) = list(gp.NeighborLoader(d, [2, 2], batch_size=6, seed=0, compile=compile))
+        assert b.n_id.tolist() == list(range(6)) and b.e_id.numel() == 0
+        assert b.edge_index is None
+        assert b.num_sampled_nodes == [6, 0, 0] and b.num_sampled_edges == [0, 0]
 
 
 def test_no_edge_index_one_hop():

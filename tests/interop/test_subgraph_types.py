@@ -175,3 +175,27 @@ def test_induced_with_weight_attr_keeps_the_positive_weight_edges():
         ref = [t for t in induced_reference(data, batch.n_id) if w[t[2]] > 0]
         assert edge_set(batch) == ref
         assert torch.equal(batch.w, w[batch.e_id])
+
+
+def test_induced_super_batched_equals_one_by_one_on_every_backend(device):
+    """The induced program through ``gs.DataLoader``: super-batched (2 and 3 mini-batches a
+    run) it samples what it samples one mini-batch at a time, and on a GPU (torch code or
+    the CUDA backend) what it samples on the CPU."""
+    import functools
+
+    A = gs.datasets.rmat(500, 5000, seed=0)
+    fn = gs.compile(functools.partial(induced_sample, num_neighbors=(3, 2)))
+    seeds = torch.randperm(500, generator=torch.Generator().manual_seed(0))[:80]
+
+    def run(graph, seeds, **kw):
+        loader = gs.DataLoader(graph, fn, seeds, 16, shuffle=False, seed=3, **kw)
+        return [(s.edges(), nodes) for s, nodes in (b.out for b in loader)]
+
+    cpu = run(A, seeds)
+    assert sum(nodes.numel() for _, nodes in cpu) > seeds.numel()  # the hops reached nodes
+    Ad = A.to(device)
+    for kw in ({}, {"super_batch": 2}, {"super_batch": 3}):
+        got = run(Ad, seeds.to(device), **kw)
+        for (e1, n1), (e2, n2) in zip(cpu, got, strict=True):
+            assert torch.equal(n1, n2.cpu())
+            assert all(torch.equal(x, y.cpu()) for x, y in zip(e1, e2, strict=True))

@@ -20,6 +20,9 @@ Kernels for every op the IR lowers to, by family (``kernels/README.md``):
   in one launch; ``fused_walk.cu`` + :mod:`.walk_codegen`: a ``gs.walk`` of a per-walker step
   (Metropolis-Hastings) likewise, its step generated as straight-line C.
 
+* ``temporal.cu``: disjoint and temporal neighbour sampling (``temporal_sample``, uniform
+  draws): allowed edges by a binary search in each column's time order, per-seed keys.
+
 ``random_uniform`` / ``random_count`` (one hash per entry) run torch code on the device,
 sync-free (:mod:`.draws`); so does ``filter_edges`` (:mod:`.edge_filter`).
 

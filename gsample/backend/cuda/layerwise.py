@@ -136,13 +136,7 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
     if not ok:  # exact code, which reads sizes back: not in a graph
         refuse_capture()
         trimmed = exact(cols)
-        V.ids(
-            trimmed,
-            "cols",
-            A.num_nodes * (batches[0] if batches else 1),
-            trimmed.device,
-            allow_empty=False,
-        )
+        V.ids(trimmed, "cols", A.num_nodes * (batches[0] if batches else 1), trimmed.device)
         if batches is None:
             return compute.reduce(extract.slice_cols(A, trimmed), op, axis)
         return fused_reduce.slice_reduce(A, trimmed, op, axis, batches)

@@ -127,7 +127,7 @@ def slice_individual_sample(
     ):
         refuse_capture()  # the exact code reads sizes back
         trimmed = exact(cols)
-        V.ids(trimmed, "cols", A.num_nodes * max(key.copies, 1), trimmed.device, allow_empty=False)
+        V.ids(trimmed, "cols", A.num_nodes * max(key.copies, 1), trimmed.device)
         return sampling.slice_individual_sample(
             A, trimmed, k, replace, key.host(), probs, method, alias
         )

@@ -11,10 +11,14 @@ node-level output into PyG's ``HeteroData`` batch (:meth:`HeteroBatches.filter`,
 Sampling is :meth:`gs.HeteroGraph.sample_neighbors` with PyG's hops: at hop ``h`` every edge
 type ``(s, r, d)`` draws ``k`` in-neighbours of each node of type ``d`` first reached at hop
 ``h - 1`` (the seeds at hop 0), without replacement unless ``replace`` (``k = -1``: all of
-them); its ``gs.Matrix`` ops run on the graph's device (the CUDA backend on a GPU). Each
-(hop, edge type) is one op of the random stream, edge types in sorted order, whether or not
-it has seeds; the loaders run each mini-batch in ``batch_scope(epoch_seed, key)``
-(docs/architecture.md §3), so its draws depend on the seed, the epoch and the key only.
+them). Each (hop, edge type) is one call of a compiled DSL step on the relation's matrix
+(:meth:`gs.HeteroGraph.step_sampler`: the slice of the frontier's columns and
+``individual_sample``, fused, one program per relation signature and fanout, cached on the
+graph), so that on a GPU it runs the CUDA backend's kernels; with ``compile=False`` the same
+step runs eagerly, drawing the same samples. Each (hop, edge type) is one op of the random
+stream, edge types in sorted order, whether or not it has seeds; the loaders run each
+mini-batch in ``batch_scope(epoch_seed, key)`` (docs/architecture.md §3), so its draws depend
+on the seed, the epoch and the key only.
 
 A batch is PyG's: per node type ``n_id`` (the seeds first, then each hop's new nodes in
 ascending id order) and ``num_sampled_nodes`` (``hops + 1`` counts); per edge type
@@ -57,6 +61,7 @@ import torch
 
 from gsample.base import validate as V
 from gsample.base.random import MASK64, batch_scope, combine, op_key
+from gsample.compiler import CompiledSampler
 from gsample.hetero.container import HeteroGraph
 from gsample.interop.pyg import negatives as _negatives
 from gsample.interop.pyg.data import _local
@@ -380,6 +385,10 @@ class HeteroBatches:
         ``temporal_strategy``: :meth:`TemporalSpec.of`): every seed grows its own tree
         (:meth:`gs.HeteroGraph.sample_disjoint`), the batches carry PyG's ``batch`` per node
         type. Not with ``subgraph_type="induced"``.
+    compile : bool
+        Run each (hop, edge type) through the graph's compiled step
+        (:meth:`gs.HeteroGraph.step_sampler`, default) or eagerly; the samples are the
+        same.
 
     Attributes
     ----------
@@ -389,6 +398,10 @@ class HeteroBatches:
         ``{edge_type: k}`` per hop, every edge type of ``graph``.
     input_type : str or None
         The node loader's seed type (:meth:`sample_nodes`), set by the loader.
+    compile : bool
+    step_sampler : gs.CompiledSampler or None
+        The compiled step the draws run (``compile=True``; None for eager draws): its
+        ``backend_for(graph[edge_type])`` names the backend, ``traces`` its programs.
 
     Examples
     --------
@@ -407,6 +420,7 @@ class HeteroBatches:
         graph: HeteroGraph | None = None,
         join: Callable | None = None,
         spec: HeteroTemporalSpec | None = None,
+        compile: bool = True,
     ):
         if not is_hetero(data):
             raise TypeError(f"data: expected a torch_geometric HeteroData, got {type(data)}")
@@ -426,6 +440,7 @@ class HeteroBatches:
             )
         _check_attributes(data)
         self.replace = V.flag(replace, "replace")
+        self.compile = V.flag(compile, "compile")
         self.edge_ids: dict = {}  # weight_attr: {edge_type: positions of the kept edges}
         skeleton = _skeleton(data)
         if graph is not None:
@@ -454,6 +469,13 @@ class HeteroBatches:
         # every call (the op keeps its per-column time order keyed on these tensors)
         self.edge_time = {} if spec is None else spec.graph_time(H, self.edge_ids or None)
 
+    @property
+    def step_sampler(self) -> CompiledSampler | None:
+        """The compiled step :meth:`draw` runs (None with ``compile=False``)."""
+        if not self.compile:
+            return None
+        return self.graph.step_sampler("neighbors" if self.spec is None else "disjoint")
+
     # ------------------------------------------------------------------ sampling
     def draw(self, seeds: dict, seed_time: dict | None = None):
         """The draws of one mini-batch: :meth:`gs.HeteroGraph.sample_neighbors` of
@@ -470,8 +492,11 @@ class HeteroBatches:
                 replace=self.replace,
                 weighted=self.weighted,
                 strategy=self.spec.strategy,
+                compile=self.compile,
             )
-        return self.graph.sample_neighbors(seeds, self.hops, self.replace, self.weighted)
+        return self.graph.sample_neighbors(
+            seeds, self.hops, self.replace, self.weighted, compile=self.compile
+        )
 
     def sample(
         self, seeds: Mapping[str, torch.Tensor], seed_time: Mapping | None = None

@@ -257,6 +257,7 @@ class LinkNeighborLoader(_LinkLoader):
                 seed,
                 own,
                 kwargs,
+                compile,
             )
             return
         # induced would need the link loader's own DSL program (induced_sample's slice)
@@ -361,6 +362,7 @@ class LinkNeighborLoader(_LinkLoader):
         seed,
         own,
         kwargs,
+        compile=True,
     ) -> None:
         """``__init__`` for a ``HeteroData`` or a ``(FeatureStore, GraphStore)`` (``stored``:
         its graph and join): PyG's ``LinkLoader`` over
@@ -385,7 +387,15 @@ class LinkNeighborLoader(_LinkLoader):
         except (TypeError, ValueError) as e:
             raise type(e)(f"neg_sampling: {e}") from None
         batches = _hetero.HeteroBatches(
-            graph, num_neighbors, replace, weight_attr, subgraph_type, None, join, spec
+            graph,
+            num_neighbors,
+            replace,
+            weight_attr,
+            subgraph_type,
+            None,
+            join,
+            spec,
+            compile=compile,
         )
         if spec is not None:  # checked and converted as the data's times
             edge_label_time = spec.input_time(

@@ -233,7 +233,9 @@ def neighbor_sample(
     -------
     list of gs.Matrix
         ``blocks[h]``'s columns are the nodes first reached at hop ``h`` (the seeds for
-        ``h = 0``) in ascending id order, each with its sampled in-edges.
+        ``h = 0``) in ascending id order, each with its sampled in-edges. Once a hop
+        reaches no new node, the later blocks have no column (shape ``(N, 0)``), as PyG's
+        hops add no node and no edge then; their draws still take their op ordinals.
 
     Examples
     --------
@@ -856,7 +858,7 @@ class NeighborLoader(torch.utils.data.DataLoader):
         sparse layout is a ``TypeError`` naming the attribute). A ``Data`` without
         ``edge_index`` is a graph of no edge, as PyG's; one whose graph is a sparse
         adjacency (``adj_t``, ``adj``) is a ``TypeError`` naming it. A ``HeteroData`` is
-        sampled per edge type by ``gs.HeteroGraph.sample_neighbors`` (eagerly, one op per
+        sampled per edge type by ``gs.HeteroGraph.sample_neighbors`` (one compiled step per
         hop and edge type: :mod:`gsample.interop.pyg.hetero_loader`) into PyG's
         ``HeteroData`` batches. A ``(FeatureStore, GraphStore)`` pair is read once into
         its graph (:mod:`gsample.interop.pyg.stores`) and its batches are built by PyG's
@@ -890,8 +892,10 @@ class NeighborLoader(torch.utils.data.DataLoader):
         values, when it has any, become each batch's ``edge_weight``. For a
         ``HeteroData``: a ``gs.HeteroGraph`` of its node and edge types and counts.
     compile : bool
-        Compile the sampler with ``gs.compile`` (default True; a ``HeteroData`` is
-        sampled eagerly either way).
+        Compile the sampler with ``gs.compile`` (default True; on a GPU its ops run the
+        CUDA backend's kernels). A ``HeteroData``'s per-(hop, edge type) step is compiled
+        (``loader.graph.step_sampler()``, cached on the graph), the loop over hops and edge
+        types staying in Python. ``False`` runs the same sampler eagerly: the same batches.
     transform : callable, optional
         Applied to each mini-batch's ``Data``.
     transform_sampler_output : callable, optional
@@ -1003,14 +1007,21 @@ class NeighborLoader(torch.utils.data.DataLoader):
         _temporal.check_input_time(spec, input_time)
         if _hetero.is_hetero(data):  # per-type sampling, in this loader's epochs
             batches = _hetero.HeteroBatches(
-                data, num_neighbors, replace, weight_attr, subgraph_type, graph, join, spec
+                data,
+                num_neighbors,
+                replace,
+                weight_attr,
+                subgraph_type,
+                graph,
+                join,
+                spec,
+                compile=compile,
             )
             batches.input_type, input_nodes, input_id = _hetero.input_nodes_of(
                 input_nodes, input_id, batches.graph.num_nodes_dict
             )
             if spec is not None:  # PyG's input_time: one per input node
                 input_time = spec.input_time(input_time, input_nodes.numel())
-            V.flag(compile, "compile")  # sample_neighbors runs its Matrix ops eagerly
             batch_size, filter_per_worker = _batch_options(
                 data, batch_size, transform, transform_sampler_output, filter_per_worker
             )
