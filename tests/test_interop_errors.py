@@ -13,6 +13,7 @@ import torch
 from helpers import example
 
 import gsample as gs
+import gsample.pyg
 
 pytest.importorskip("torch_geometric")
 from torch_geometric.data import Data, HeteroData
@@ -360,6 +361,8 @@ def test_sparse_attributes_pyg_cannot_slice_are_refused_up_front(data):
         r"torch\.sparse_csr cannot be sliced",
     ):
         gp.NeighborLoader(csr, [3], batch_size=50)
+    with pytest.raises(TypeError, match=r"data\.x: .*torch\.sparse_csr cannot be sliced"):
+        gsample.pyg.LinkNeighborLoader(csr, [3], batch_size=50)  # the link loader's batches too
 
 
 @pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")

@@ -129,8 +129,16 @@ def hash_tensor(base, column_position: torch.Tensor, draw: torch.Tensor) -> torc
 _CHUNK = 1 << 14
 
 
-def _mix_(z: torch.Tensor, t: torch.Tensor) -> None:
-    """:func:`mix64_tensor` in place (``t``: scratch of ``z``'s shape)."""
+def mix64_(z: torch.Tensor, t: torch.Tensor) -> None:
+    """:func:`mix64_tensor` in place (``t``: scratch of ``z``'s shape): the same bits
+    without a temporary per step.
+
+    Examples
+    --------
+    >>> z = torch.tensor([1, 2]); mix64_(z, torch.empty_like(z))
+    >>> torch.equal(z, mix64_tensor(torch.tensor([1, 2])))
+    True
+    """
     for shift, mul in ((30, _S_M1), (27, _S_M2), (31, None)):
         torch.bitwise_right_shift(z, shift, out=t)
         t &= (1 << (64 - shift)) - 1  # a logical shift
@@ -155,11 +163,11 @@ def _hash_chunked(base, col: torch.Tensor, draw: torch.Tensor, index=None) -> to
         torch.add(col[at], 1, out=z)  # combine(base, col)
         z *= _S_GOLDEN
         z += b[at] if per_element else b
-        _mix_(z, t)
+        mix64_(z, t)
         torch.add(draw[i:j], 1, out=t)  # combine(., draw)
         t *= _S_GOLDEN
         z += t
-        _mix_(z, t)
+        mix64_(z, t)
     return out
 
 

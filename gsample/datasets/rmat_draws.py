@@ -16,14 +16,14 @@ import math
 import torch
 
 from gsample.base import validate as V
-from gsample.base.random import GOLDEN, M1, M2, combine, hash_tensor, signed, sort_key
+from gsample.base.random import GOLDEN, combine, hash_tensor, mix64_, signed, sort_key
 
 __all__ = ["RMAT_TAG", "Draws", "check_rmat", "node_permutation"]
 
 #: the key prefix R-MAT draws with ("RMAT"); the key of a graph is
 #: ``combine(combine(0, seed), RMAT_TAG)``
 RMAT_TAG = 0x524D4154
-_S_GOLDEN, _S_M1, _S_M2 = signed(GOLDEN), signed(M1), signed(M2)
+_S_GOLDEN = signed(GOLDEN)
 
 
 def check_rmat(num_nodes, num_edges, a, b, c, seed) -> tuple:
@@ -38,17 +38,6 @@ def check_rmat(num_nodes, num_edges, a, b, c, seed) -> tuple:
     if a + b + c > 1:
         raise ValueError(f"a, b, c: must be probabilities with a + b + c <= 1, got {a}, {b}, {c}")
     return num_nodes, num_edges, a, b, c, V.seed(seed)
-
-
-def _mix_(z: torch.Tensor, t: torch.Tensor) -> None:
-    """The splitmix64 finaliser (``gsample.base.random.mix64_tensor``) in place, ``t`` its
-    scratch: the same bits without a temporary per step."""
-    for shift, mul in ((30, _S_M1), (27, _S_M2), (31, None)):
-        torch.bitwise_right_shift(z, shift, out=t)
-        t &= (1 << (64 - shift)) - 1  # a logical shift
-        z ^= t
-        if mul is not None:
-            z *= mul
 
 
 class Draws:
@@ -112,7 +101,7 @@ class Draws:
             x *= _S_GOLDEN
             for h in self.level_keys:
                 torch.add(x, h, out=z)  # combine(combine(key, level), e)
-                _mix_(z, t)
+                mix64_(z, t)
                 z >>= 11
                 z &= (1 << 53) - 1  # u * 2**53
                 torch.ge(z, self.t_ab, out=down)

@@ -127,6 +127,20 @@ def relation_temporal_sample(
     )
 
 
+def _per_seed(given: Mapping, name: str, what: str, t: str, ids, dev) -> torch.Tensor:
+    """``given[t]``: one ``what`` per seed of type ``t`` (shape ``ids``'), or a
+    ``ValueError`` naming ``name``."""
+    if t not in given:
+        raise ValueError(f"{name}: no {what} for the seeds of type {t!r}")
+    x = V.as_tensor(given[t], f"{name}[{t!r}]", dev)
+    if x.dim() != 1 or x.numel() != ids.numel():
+        raise ValueError(
+            f"{name}[{t!r}]: expected one {what} per seed, shape ({ids.numel()},); "
+            f"got {tuple(x.shape)}"
+        )
+    return x
+
+
 _STEP_FNS = {"neighbors": relation_sample, "disjoint": relation_temporal_sample}
 
 
@@ -469,24 +483,9 @@ class SamplingMethods:
             slot[t] = torch.arange(at, at + ids.numel(), device=dev)
             at += ids.numel()
             if seed_time is not None:
-                if t not in seed_time:
-                    raise ValueError(f"seed_time: no time for the seeds of type {t!r}")
-                st = V.as_tensor(seed_time[t], f"seed_time[{t!r}]", dev)
-                if st.dim() != 1 or st.numel() != ids.numel():
-                    raise ValueError(
-                        f"seed_time[{t!r}]: expected one time per seed, shape "
-                        f"({ids.numel()},); got {tuple(st.shape)}"
-                    )
-                times.append(st)
+                times.append(_per_seed(seed_time, "seed_time", "time", t, ids, dev))
             if seed_index is not None:
-                if t not in seed_index:
-                    raise ValueError(f"seed_index: no index for the seeds of type {t!r}")
-                si = V.as_tensor(seed_index[t], f"seed_index[{t!r}]", dev)
-                if si.dim() != 1 or si.numel() != ids.numel():
-                    raise ValueError(
-                        f"seed_index[{t!r}]: expected one index per seed, shape "
-                        f"({ids.numel()},); got {tuple(si.shape)}"
-                    )
+                si = _per_seed(seed_index, "seed_index", "index", t, ids, dev)
                 index.append(si.to(torch.int64))
         if edge_time and seed_time is None:
             raise ValueError("seed_time: temporal sampling (edge_time) needs each seed's time")

@@ -107,16 +107,28 @@ def _check_attributes(data) -> None:
                     f"supported yet; gsample samples edge_index: set {where}.edge_index "
                     f"from {name}'s COO indices and delete {name}"
                 )
-        for name, value in store.items():
-            if isinstance(value, torch.Tensor) and value.layout not in (
-                torch.strided,
-                torch.sparse_coo,
-            ):
-                raise TypeError(
-                    f"{where}.{name}: a sparse tensor of layout {value.layout} cannot be "
-                    "sliced per mini-batch (PyG's filter_hetero_data takes dense and "
-                    f"sparse COO tensors); pass .to_sparse_coo() or .to_dense()"
-                )
+        check_sliceable(store, where)
+
+
+def check_sliceable(store, where: str) -> None:
+    """Every tensor attribute of ``store`` (a ``Data`` or one store of a ``HeteroData``,
+    named ``where``) must be one PyG's ``filter_data`` / ``filter_hetero_data`` slice per
+    mini-batch: dense or sparse COO; another layout is a ``TypeError`` naming it.
+
+    Examples
+    --------
+    >>> check_sliceable(data, "data")     # data.x as torch.sparse_csr: a TypeError
+    """
+    for name, value in store.items():
+        if isinstance(value, torch.Tensor) and value.layout not in (
+            torch.strided,
+            torch.sparse_coo,
+        ):
+            raise TypeError(
+                f"{where}.{name}: a sparse tensor of layout {value.layout} cannot be sliced "
+                "per mini-batch (PyG's filter_data takes dense and sparse COO tensors); "
+                f"pass {where}.{name}.to_sparse_coo() or .to_dense()"
+            )
 
 
 def _weighted_graph(data, weight_attr: str, H: HeteroGraph) -> tuple[HeteroGraph, dict]:
@@ -971,6 +983,7 @@ __all__ = [
     "SUBGRAPH_TYPES",
     "HeteroBatches",
     "HeteroSampler",
+    "check_sliceable",
     "disjoint_layout",
     "fanouts",
     "input_nodes_of",

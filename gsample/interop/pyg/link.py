@@ -29,6 +29,7 @@ from gsample.interop.pyg.loader import (
     Sampler,
     UnsupportedArgument,
     _check_data,
+    _check_fanouts,
     _default_seed,
     _graph,
     _require,
@@ -268,17 +269,7 @@ class LinkNeighborLoader(_LinkLoader):
             "gsample's link loader samples directional or bidirectional subgraphs",
         )
         _check_data(data, _NAME)
-        if isinstance(num_neighbors, dict):
-            raise TypeError(
-                "num_neighbors: a dict per edge type is for a HeteroData (this graph is "
-                "homogeneous); give a list of ints >= -1, one per hop"
-            )
-        if isinstance(num_neighbors, int) or not all(
-            isinstance(k, int) and not isinstance(k, bool) and k >= -1 for k in num_neighbors
-        ):
-            raise TypeError(
-                f"num_neighbors: expected a list of ints >= -1 (one per hop), got {num_neighbors!r}"
-            )
+        _check_fanouts(num_neighbors)
         V.flag(is_sorted, "is_sorted")
         edge_ids = None
         if weight_attr is not None:

@@ -242,20 +242,7 @@ def neighbor_sample(
     >>> blocks = neighbor_sample(A, seeds, (15, 10))
     >>> data = gs.Batch(seeds, 0, blocks).to_pyg()
     """
-    blocks, frontier, seen = [], seeds, seeds
-    for k in num_neighbors:
-        sub = A[:, frontier]
-        if k < 0:
-            s = sub
-        elif weighted:
-            s = sub.individual_sample(k, probs=sub, replace=replace)
-        else:
-            s = sub.individual_sample(k, replace=replace)
-        blocks.append(s)
-        rows = s.row()  # reached, ascending id
-        frontier = rows[~torch.isin(rows, seen)]  # first reached at this hop
-        seen = torch.cat([seen, frontier])
-    return blocks
+    return _subgraph.neighbor_hops(A, seeds, num_neighbors, replace, weighted)[0]
 
 
 def batch_key(input_id: torch.Tensor) -> int:
@@ -816,6 +803,22 @@ def _check_data(data, loader: str = "NeighborLoader") -> None:
             f"GraphStore) pair in gsample.pyg.{loader}, got {got}"
         )
     _check_adjacency(data, "data")
+    _hetero.check_sliceable(data, "data")  # PyG's filter_data slices them per batch
+
+
+def _check_fanouts(num_neighbors) -> None:
+    """A homogeneous loader's ``num_neighbors``: a list of ints ``>= -1``, one per hop."""
+    if isinstance(num_neighbors, dict):
+        raise TypeError(
+            "num_neighbors: a dict per edge type is for a HeteroData (this graph is "
+            "homogeneous); give a list of ints >= -1, one per hop"
+        )
+    if isinstance(num_neighbors, int) or not all(
+        isinstance(k, int) and not isinstance(k, bool) and k >= -1 for k in num_neighbors
+    ):
+        raise TypeError(
+            f"num_neighbors: expected a list of ints >= -1 (one per hop), got {num_neighbors!r}"
+        )
 
 
 def _weighted_graph(data, weight_attr: str) -> tuple[Matrix, torch.Tensor]:
@@ -1044,28 +1047,7 @@ class NeighborLoader(torch.utils.data.DataLoader):
             self._start(dataset, seed, drop_last, kwargs)
             return
         _check_data(data)
-        for key, value in data.items():  # PyG's filter_data slices these per batch
-            if isinstance(value, torch.Tensor) and value.layout not in (
-                torch.strided,
-                torch.sparse_coo,
-            ):
-                raise TypeError(
-                    f"data.{key}: a sparse tensor of layout {value.layout} cannot "
-                    "be sliced per mini-batch (PyG's filter_data takes dense and "
-                    f"sparse COO tensors); pass data.{key}.to_sparse_coo() or "
-                    ".to_dense()"
-                )
-        if isinstance(num_neighbors, dict):
-            raise TypeError(
-                "num_neighbors: a dict per edge type is for a HeteroData (this graph is "
-                "homogeneous); give a list of ints >= -1, one per hop"
-            )
-        if isinstance(num_neighbors, int) or not all(
-            isinstance(k, int) and not isinstance(k, bool) and k >= -1 for k in num_neighbors
-        ):
-            raise TypeError(
-                f"num_neighbors: expected a list of ints >= -1 (one per hop), got {num_neighbors!r}"
-            )
+        _check_fanouts(num_neighbors)
         edge_ids = None  # the sampled graph's edge ids are positions in data.edge_index
         if weight_attr is not None:
             if graph is not None:

@@ -85,7 +85,34 @@ def sampled_nodes(A, seeds, num_neighbors=(25, 10), replace: bool = False, weigh
     >>> bool((nodes[:len(seeds)] == seeds).all())
     True
     """
-    frontier, seen = seeds, seeds
+    return neighbor_hops(A, seeds, num_neighbors, replace, weighted)[1]
+
+
+def neighbor_hops(A, seeds, num_neighbors=(25, 10), replace: bool = False, weighted: bool = False):
+    """PyG's neighbour sampling hop by hop (DSL): the blocks and the nodes reached.
+
+    Hop ``h`` samples the in-neighbours of the nodes first reached at hop ``h - 1`` (the
+    seeds at hop 0); what :func:`gsample.interop.pyg.loader.neighbor_sample` and
+    :func:`sampled_nodes` return.
+
+    Parameters
+    ----------
+    A, seeds, num_neighbors, replace, weighted
+        As :func:`sampled_nodes`.
+
+    Returns
+    -------
+    blocks : list of gs.Matrix
+        ``blocks[h]``'s columns are the nodes first reached at hop ``h`` (the seeds for
+        ``h = 0``) in ascending id order, each with its sampled in-edges.
+    nodes : LongTensor, shape (n,)
+        :func:`sampled_nodes`' ``n_id`` order.
+
+    Examples
+    --------
+    >>> blocks, nodes = neighbor_hops(A, seeds, (10, 5))
+    """
+    blocks, frontier, seen = [], seeds, seeds
     for k in num_neighbors:
         sub = A[:, frontier]
         if k < 0:
@@ -94,10 +121,11 @@ def sampled_nodes(A, seeds, num_neighbors=(25, 10), replace: bool = False, weigh
             s = sub.individual_sample(k, probs=sub, replace=replace)
         else:
             s = sub.individual_sample(k, replace=replace)
+        blocks.append(s)
         rows = s.row()  # reached, ascending id
         frontier = rows[~torch.isin(rows, seen)]  # first reached at this hop
         seen = torch.cat([seen, frontier])
-    return seen
+    return blocks, seen
 
 
 def induced_sample(A, seeds, num_neighbors=(25, 10), replace: bool = False, weighted: bool = False):
@@ -181,6 +209,7 @@ def to_bidirectional(sample: PygSample) -> PygSample:
 __all__ = [
     "SUBGRAPH_TYPES",
     "induced_sample",
+    "neighbor_hops",
     "sampled_nodes",
     "subgraph_type_name",
     "to_bidirectional",
