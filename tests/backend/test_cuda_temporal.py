@@ -127,7 +127,7 @@ def test_super_batch_keys(seeded, grouped):
 
 
 @GPU
-@pytest.mark.parametrize("bad", [-1, 3000, 2**32 + 1, -(2**62)])
+@pytest.mark.parametrize("bad", [-1, 3000, 2**32 + 1, 2**40, -(2**62)])
 def test_a_bad_id_raises_and_the_next_call_is_unharmed(bad):
     A, et = _graph()
     Ad, etd = A.to("cuda"), et.cuda()
