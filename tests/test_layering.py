@@ -92,11 +92,14 @@ LEVELS = [
     (
         10,
         (
+            "gsample.interop.pyg.arguments",
             "gsample.interop.pyg.loader",
+            "gsample.interop.pyg.neighbor_loader",
             "gsample.interop.pyg.link",
             "gsample.interop.pyg.subgraph",
             "gsample.interop.pyg.hetero_loader",
             "gsample.interop.pyg.stores",
+            "gsample.interop.pyg.super_batch",
             "gsample.pyg",
         ),
         "PyG's loader API over gsample's loader",

@@ -25,6 +25,10 @@ frontiers at once, each column keyed by its own mini-batch (the single-device su
 ``BatchKeys`` / ``ColumnKeys``), and the results split back, the same bits as one by one
 (:mod:`gsample.distributed.partition_batches`).
 
+An empty frontier (``A[:, cols]`` of no column, a hop that reached no new node, on one rank or
+on every rank; or walks of no seed) samples nothing, as on one process: a ``(N, 0)`` sample,
+a ``(0, length + 1)`` walk; the rank still takes part in every exchange.
+
 Checks of data that differ between ranks (probabilities) are agreed: when they fail on one
 rank, every rank raises (that rank's error), so that none is left waiting in a collective.
 Every other operator (``collective_sample``, reductions, slices with rows, ...) raises
@@ -177,7 +181,11 @@ class PartitionedMatrix(Walks):
         raise AttributeError(f"'PartitionedMatrix' object has no attribute {name!r}")
 
     def __getitem__(self, key) -> Frontier:
-        """``A[:, cols]``: a frontier to sample from (only column slices are supported)."""
+        """``A[:, cols]``: a frontier to sample from (only column slices are supported).
+
+        ``cols`` may be empty (a hop that reached no new node): the frontier has no column and
+        its samples none, of shape ``(N, 0)``, as on one process (each op still takes its op
+        ordinal, so the draws after it are the single-process ones)."""
         if not isinstance(key, tuple) or len(key) != 2:
             raise TypeError("Matrix indexing: use A[rows, cols], e.g. A[:, seeds]")
         if not (isinstance(key[0], slice) and key[0] == slice(None)) or isinstance(key[1], slice):
@@ -186,9 +194,9 @@ class PartitionedMatrix(Walks):
             key = (key[0], [key[1]])
         run = active_round()
         if run is not None:  # a super-batch: its mini-batches' frontiers at once
-            cols, ptr = run.join_ids(key[1], "cols", self, allow_empty=False)
+            cols, ptr = run.join_ids(key[1], "cols", self)
             return Frontier(self, cols, batches=(run, ptr))
-        return Frontier(self, V.ids(key[1], "cols", self.num_nodes, self.device, allow_empty=False))
+        return Frontier(self, V.ids(key[1], "cols", self.num_nodes, self.device))
 
 
 __all__ = ["SUPPORTED", "PartitionedMatrix", "edge_balanced_bounds", "local_part"]

@@ -150,11 +150,11 @@ class Round:
                     f"round{_WHY}"
                 )
 
-    def join_ids(self, ids, name: str, A, allow_empty: bool = True):
+    def join_ids(self, ids, name: str, A):
         """Node ids for the round's operator: one per mini-batch (a :class:`PerBatch`) or
         the same for all. Returns ``(ids joined, ptr)``, ``ptr`` the mini-batches' bounds;
         each mini-batch's ids converted as its own call converts them (the range checked
-        once)."""
+        once; a mini-batch of no id, a hop that reached no new node, has none in the join)."""
         items = ids._items if isinstance(ids, PerBatch) else [ids] * self.copies
         parts = [
             V.ids(
@@ -162,7 +162,6 @@ class Round:
                 name,
                 A.num_nodes,
                 A.device,
-                allow_empty=allow_empty,
                 check_range=False,
             )
             for x in items

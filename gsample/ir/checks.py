@@ -28,6 +28,8 @@ IndexError: cols: node id 100 is out of range for a graph of 100 nodes
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 
 from gsample.base import validate as V
@@ -220,6 +222,50 @@ def check_random_draws(A, nodes, trusted=(), **_):
     return {"nodes": V.ids(nodes, "nodes", A.num_nodes, A.device)}
 
 
+def check_positions(A, nodes, trusted=(), **_):
+    """``A.positions``: node ids in range (an empty frontier is allowed)."""
+    if "nodes" in trusted:
+        return {}
+    return {"nodes": V.ids(nodes, "nodes", A.num_nodes, A.device, allow_empty=True)}
+
+
+def check_first_reached(A, slot=None, state=None, carry=None, trusted=(), **_):
+    """``s.first_reached``: ``slot`` one integer per column of ``s`` (its range is checked
+    where the pairs are made), ``carry`` one value per column, ``state`` a previous call's
+    (an int64 vector on ``s``'s device)."""
+    C = getattr(A, "num_cols", None)  # None: a sample still in bounded buffers (trusted)
+    out = {}
+    if slot is not None:
+        t = V.as_tensor(slot, "slot", A.device)
+        if t.dtype == torch.bool or t.dtype not in V.INT_DTYPES:
+            raise TypeError(f"slot: seed slots must be an integer tensor, got dtype {t.dtype}")
+        if t.dim() != 1 or (C is not None and t.shape[0] != C):
+            raise ValueError(
+                f"slot: expected one seed slot per column of the sample, shape ({C},); "
+                f"got shape {tuple(t.shape)}"
+            )
+        out["slot"] = t.to(torch.int64)
+    if carry is not None:
+        c = V.as_tensor(carry, "carry", A.device)
+        if c.dim() != 1 or (C is not None and c.shape[0] != C):
+            raise ValueError(
+                f"carry: expected one value per column of the sample, shape ({C},); "
+                f"got shape {tuple(c.shape)}"
+            )
+        out["carry"] = c
+    if state is not None and (
+        not isinstance(state, torch.Tensor)
+        or state.dtype != torch.int64
+        or state.dim() != 1
+        or state.device != torch.device(A.device)
+    ):
+        raise TypeError(
+            "state: pass the state a previous first_reached call returned (an int64 vector "
+            f"on {A.device}), or None"
+        )
+    return out
+
+
 def check_from_neighbors(A, cols, neighbors, values=None, trusted=(), **_):
     """``A.from_neighbors``: the whole graph (its node count decodes a super-batch), column
     ids in range, one row of neighbour ids per column (``-1`` pads), values of the same
@@ -297,8 +343,9 @@ def check_fused(A, program, **operands):
 TEMPORAL_STRATEGIES = ("uniform", "last")
 
 
-def _times(t, name: str, length: int, device) -> torch.Tensor:
-    """A 1-D tensor of ``length`` integer or floating-point times."""
+def _times(t, name: str, length: int, device, what: str | None = None) -> torch.Tensor:
+    """A 1-D tensor of ``length`` integer or floating-point times (``what``: one per what,
+    for the message; default: edge for ``edge_time``, else column)."""
     t = V.as_tensor(t, name, device)
     if (
         t.dtype == torch.bool
@@ -308,7 +355,8 @@ def _times(t, name: str, length: int, device) -> torch.Tensor:
         raise TypeError(f"{name}: times must be integer or floating point, got dtype {t.dtype}")
     if t.dim() != 1 or t.shape[0] != length:
         raise ValueError(
-            f"{name}: expected one time per {'edge' if name == 'edge_time' else 'column'} "
+            f"{name}: expected one time per "
+            f"{what or ('edge' if name == 'edge_time' else 'column')} "
             f"(shape ({length},)), got shape {tuple(t.shape)}"
         )
     return t
@@ -381,4 +429,63 @@ def check_temporal(
             )
     if probs is not None and "probs" not in trusted:
         out["probs"] = V.probabilities(probs, "probs", A.nnz, A.device, "edge", values=False)
+    return out
+
+
+#: ``temporal_walk``'s directions: each step at or after the previous one (CTDNE's
+#: time-respecting walks), or at or before it (back in time from the seed, as causal walks
+#: explore a node's past)
+TEMPORAL_DIRECTIONS = ("later", "earlier")
+
+#: floating-point edge-time tensors found free of NaN: ``id -> (weak reference, version)``
+#: (a graph's times are checked once, not on every walk over them; a few kept)
+_NAN_FREE: dict = {}
+
+
+def _no_nan(t: torch.Tensor, name: str, remember: bool = False) -> None:
+    """Raise a ValueError naming ``name`` when the times ``t`` hold a NaN (no order: a step
+    could neither be before nor after it). ``remember``: a tensor found clean is not read
+    again while unchanged (a graph's edge times)."""
+    if not t.is_floating_point() or not t.numel():
+        return
+    hit = _NAN_FREE.get(id(t))
+    if hit is not None and hit[0]() is t and hit[1] == t._version:
+        return
+    V.fail_if(torch.isnan(t).any(), ValueError, f"{name}: contains NaN (not a time)")
+    if remember and not V.deferring(t):  # a deferred flag is not known yet: not clean yet
+        if len(_NAN_FREE) >= 8:
+            _NAN_FREE.clear()
+        _NAN_FREE[id(t)] = (weakref.ref(t), t._version)
+
+
+def check_temporal_walk(A, seeds, edge_time, time=None, length=0, trusted=(), in_kernel=(), **_):
+    """``A.temporal_walk`` / ``A.temporal_walk_edges``: the whole graph, seeds in range
+    (unless the op's kernel checks them), ``length < 2**31``, ``edge_time`` one time per edge
+    of ``A`` and ``time`` one per seed, integer or floating point, both of one kind (times
+    are compared exactly), no NaN."""
+    _whole_graph(A, "temporal_walk")
+    if length >= 1 << 31:  # a step's draws are numbered step * 2**32 + slot
+        raise ValueError(f"length: must be < 2**31, got {length}")
+    out = {}
+    s = seeds
+    if "seeds" not in trusted:
+        s = out["seeds"] = V.ids(
+            seeds, "seeds", A.num_nodes, A.device, check_range="seeds" not in in_kernel
+        )
+    # a trusted frontier may be bounded (its exact length is on the device)
+    W = s.shape[0] if isinstance(s, torch.Tensor) else None
+    most = s.bound if isinstance(s, BoundedIds) else W if W is not None else len(s)
+    V.fits(most * (length + 1), 8, A.device, "length", f"{most} walks of {length} steps")
+    et = out["edge_time"] = _times(edge_time, "edge_time", A.nnz, A.device)
+    _no_nan(et, "edge_time", remember=True)
+    if time is not None:
+        t = out["time"] = _times(
+            time, "time", W if W is not None else len(time), A.device, what="seed"
+        )
+        if t.is_floating_point() != et.is_floating_point():
+            raise TypeError(
+                f"time: dtype {t.dtype} but edge_time is {et.dtype}; give both as integers "
+                "or both as floating point (times are compared exactly)"
+            )
+        _no_nan(t, "time")
     return out

@@ -66,6 +66,9 @@ class Align(enum.Enum):
     # the op's frontier (its NEW_COLS input)
     ENTRIES = ("entries", False)  # one value per entry of the op's frontier (its NEW_COLS
     # input), in that order
+    PAIRED = ("paired", False)  # one value per entry of the op's first result (a tuple's
+    # ids), in that order
+    STATE = ("state", False)  # an op's opaque state, read only by a later call of that op
 
     @property
     def along(self) -> str:
@@ -286,11 +289,18 @@ class Op(enum.Enum):
     FILTER_EDGES = "filter_edges"  # A.filter_edges(keep): the edges a mask keeps
     TEMPORAL_SAMPLE = "temporal_sample"  # A.temporal_sample(cols, k, time, ...): the slice's
     # edges allowed at each column's time, sampled, keyed per seed (disjoint, temporal)
+    TEMPORAL_WALK = "temporal_walk"  # A.temporal_walk(seeds, length, edge_time, time, ...):
+    # walks whose every step is later (or earlier) than the previous one
+    TEMPORAL_WALK_EDGES = "temporal_walk_edges"  # the edge ids of those walks' steps
     FROM_NEIGHBORS = "from_neighbors"  # A.from_neighbors(cols, neighbors): a block of dense
     # per-column neighbour lists
     # finalize
     ROW = "row"
     COLUMN = "column"
+    POSITIONS = "positions"  # A.positions(nodes): each frontier entry's position in its
+    # mini-batch (disjoint sampling's seed slots)
+    FIRST_REACHED = "first_reached"  # s.first_reached(slot, state): disjoint sampling's
+    # next frontier, the (seed slot, node) pairs first reached by their seed
     ALL_NODES = "all_nodes"
     EDGES = "edges"
     COMPACT = "compact"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from gsample.base import validate as V
 from gsample.ir.checks import (
+    TEMPORAL_DIRECTIONS,
     TEMPORAL_STRATEGIES,
     check_alias_table,
     check_broadcast,
@@ -32,10 +33,12 @@ from gsample.ir.checks import (
     check_cols,
     check_edge_map,
     check_filter_edges,
+    check_first_reached,
     check_from_neighbors,
     check_fused,
     check_fused_walk,
     check_individual,
+    check_positions,
     check_random_draws,
     check_random_walk,
     check_rows,
@@ -44,6 +47,7 @@ from gsample.ir.checks import (
     check_spmm,
     check_spmm_t,
     check_temporal,
+    check_temporal_walk,
 )
 from gsample.ir.opdef import (
     BROADCAST_OPS,
@@ -108,6 +112,44 @@ _FUSED_DOC = (
     "(axis 0) or operand[row(e)] (axis 1); x = op(y, x) if reverse else op(x, y); dtype "
     "promotion as edge_map (gsample.passes.fuse_edge_map documents it)"
 )
+_FIRST_REACHED_METHOD = """Disjoint sampling's next frontier: the *(seed slot, node)* pairs
+first reached by their seed.
+
+``s`` is a hop's sample whose columns are the frontier's pairs (a node of two trees is two
+columns); ``slot[c]`` is the tree (seed slot) of column ``c``. Each edge ``(r, c)`` reaches
+the pair ``(slot[c], r)``; the result is the pairs reached that are not in ``state``
+(default: ``s``'s own columns' pairs, the seeds at the first hop), unique, ordered by slot
+then node id. One read-back (the result's size).
+
+Parameters
+----------
+slot : LongTensor, shape (C,), optional
+    Each column's seed slot, ``>= 0``; default every column's is 0: one tree, the nodes first
+    reached (PyG's shared sampling) (a pair is a 64-bit key: ``slot * n`` must stay
+    below ``2**62`` for a graph of ``n`` nodes, ``n`` times the mini-batches super-batched).
+state : Tensor, optional
+    The previous call's ``state`` (every pair reached so far).
+carry : Tensor, shape (C,), optional
+    A value per column carried to the pairs it reaches (the seed's time): a pair gets the
+    value of the first column (in column order) that reached it.
+
+Returns
+-------
+nodes : LongTensor, shape (M,)
+    The new pairs' nodes.
+slot : LongTensor, shape (M,)
+    Their seed slots.
+carry : Tensor, shape (M,), or None
+    ``carry`` of the column that reached each pair first (None without ``carry``).
+state : LongTensor
+    Every pair reached so far: pass it to the next hop's call.
+
+Examples
+--------
+>>> s = A.temporal_sample(seeds, 10, seed=slot)
+>>> nodes, slot, time, state = s.first_reached(slot, carry=time)
+"""
+
 _FUSED_WALK_DOC = (
     "gs.walk(step, A, seeds, length) as one op (made by gsample.capture.walks when the step is "
     "per-walker): 'first' and 'phases' are the step's bodies (gsample.ir.walk_body: small "
@@ -176,6 +218,35 @@ _TEMPORAL_DOC = (
 )
 
 _WINDOW_ATTR = Attr("window", _window, None, what="number", example=None, required=False)
+
+#: ``temporal_walk``'s and ``temporal_walk_edges``' attributes
+_TEMPORAL_WALK_ATTRS = (
+    Attr("length", lambda n: V.count(n, "length"), what="int", example=8),
+    Attr(
+        "direction",
+        _choice("direction", TEMPORAL_DIRECTIONS),
+        "later",
+        what="str",
+        example="later",
+        required=False,
+    ),
+    Attr(
+        "strict", lambda v: V.flag(v, "strict"), False, what="bool", example=False, required=False
+    ),
+)
+_TEMPORAL_WALK_DOC = (
+    "A.temporal_walk(seeds, length, edge_time, time, direction, strict): a LongTensor "
+    "(len(seeds), length + 1) of in-neighbour walks whose step s + 1 takes an edge of time "
+    ">= (direction 'later'; > with strict) or <= ('earlier'; <) step s's edge time, the "
+    "first step's bound time[w] (none without time), uniformly among the allowed edges of "
+    "the current node (found by a binary search in its time order); -1 after a walk with "
+    "no allowed edge"
+)
+_TEMPORAL_WALK_EDGES_DOC = (
+    "A.temporal_walk_edges(seeds, length, edge_time, time, direction, strict): the edge ids "
+    "(A's, as edges()[2]) of the steps of the walks temporal_walk draws with the same key, "
+    "a LongTensor (len(seeds), length), -1 after a stop"
+)
 
 _DEFS = [
     OpDef(
@@ -697,6 +768,31 @@ _DEFS = [
         capture=Capture(methods=("temporal_sample",)),
         doc=_TEMPORAL_DOC,
     ),
+    *(
+        OpDef(
+            op,
+            R,
+            Step.SELECT,
+            (
+                _A,
+                In("seeds", Align.NEW_COLS),
+                In("edge_time", Align.EDGES),
+                In("time", Align.ENTRIES, optional=True),
+            ),
+            _TEMPORAL_WALK_ATTRS,
+            T,
+            out=out,
+            check=check_temporal_walk,
+            estimate=_walk,
+            bound=_walk,
+            capture=Capture(methods=(op.value,)),
+            doc=doc,
+        )
+        for op, out, doc in (
+            (Op.TEMPORAL_WALK, Align.WALKS, _TEMPORAL_WALK_DOC),
+            (Op.TEMPORAL_WALK_EDGES, Align.ENTRIES, _TEMPORAL_WALK_EDGES_DOC),
+        )
+    ),
     OpDef(
         Op.FROM_NEIGHBORS,
         P,
@@ -777,6 +873,55 @@ _DEFS = [
         ),
         doc="A.all_nodes(); 'batches' (N, n): A is a super-batch of N mini-batches of n "
         "nodes, and the ids come grouped by mini-batch (each its columns, then rows)",
+    ),
+    OpDef(
+        Op.POSITIONS,
+        P,
+        Step.FINALIZE,
+        (_A, In("nodes", Align.NEW_COLS)),
+        (Attr("batches", required=False, internal=True),),
+        T,
+        out=Align.ENTRIES,
+        structure_only=True,
+        batched=True,
+        check=check_positions,
+        capture=Capture(
+            methods=("positions",),
+            doc="""Each entry's position in the frontier ``nodes``: ``0 .. len(nodes) - 1``
+            (in a super-batch, each mini-batch's own), shape (len(nodes),), int64.
+
+            Disjoint sampling's seed slots: ``slot = A.positions(seeds)`` numbers the trees
+            without per-mini-batch code when mini-batches are super-batched.
+
+            Examples
+            --------
+            >>> A.positions(torch.tensor([7, 3, 7]))
+            tensor([0, 1, 2])
+            """,
+        ),
+        doc="A.positions(nodes): arange(len(nodes)); 'batches' (N, n): nodes is a super-batch's "
+        "encoded frontier, each mini-batch's entries numbered from 0",
+    ),
+    OpDef(
+        Op.FIRST_REACHED,
+        P,
+        Step.FINALIZE,
+        (
+            _A,
+            In("slot", Align.COLS, optional=True),
+            In("state", Align.STATE, optional=True),
+            In("carry", Align.COLS, optional=True),
+        ),
+        (Attr("batches", required=False, internal=True),),
+        Kind.TUPLE,
+        out=(Align.ROW_SET, Align.PAIRED, Align.PAIRED, Align.STATE),
+        structure_only=True,
+        check=check_first_reached,
+        capture=Capture(methods=("first_reached",), doc=_FIRST_REACHED_METHOD),
+        doc="s.first_reached(slot, state, carry): disjoint sampling's next frontier, the "
+        "(slot, row) pairs of s's edges (slot: each column's tree) not in state (default: "
+        "s's columns' pairs), by slot then node id; (nodes, slot, carry, state'); "
+        "'batches' (N, n): s is a super-batch, the pairs grouped by mini-batch",
     ),
     OpDef(
         Op.EDGES,

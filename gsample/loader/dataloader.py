@@ -198,7 +198,7 @@ class DataLoader:
         self.seed = V.seed(seed, none_ok=True)
         self.progress = V.flag(progress, "progress")
         self._epoch = 0
-        self.super_batch, self.memory_budget = _super_batch_options(super_batch, memory_budget)
+        self.super_batch, self.memory_budget = super_batch_options(super_batch, memory_budget)
         self.fixed_state = V.flag(fixed_state, "fixed_state")
         self.super_batch_size = self.super_batch if isinstance(self.super_batch, int) else None
         self.batch_bytes = None
@@ -445,7 +445,7 @@ class DataLoader:
                 outs, self.batch_bytes = self._super.measure(parts[0], epoch_seed, base)
             except Exception as error:
                 yield from self._explain_failure(parts[:1], epoch_seed, base, error)
-            budget = self.memory_budget or _default_budget(self.A.device)
+            budget = self.memory_budget or default_budget(self.A.device)
             self.memory_cap = max(1, min(len(parts), budget // max(self.batch_bytes, 1)))
             yield [
                 Batch(seeds=parts[0], index=base, out=outs[0], seeds_are_nodes=self.seeds_are_nodes)
@@ -473,7 +473,7 @@ class DataLoader:
         fits the budget (``batch_bytes``, measured)."""
         if self.super_batch != "auto":
             return True
-        budget = self.memory_budget or _default_budget(self.A.device)
+        budget = self.memory_budget or default_budget(self.A.device)
         return 2 * size * max(self.batch_bytes or 0, 1) <= budget
 
     def _overlapped_blocks(self, blocks: list, epoch_seed: int):
@@ -675,8 +675,20 @@ def seed_ids(x, name: str, num_nodes: int, device) -> torch.Tensor:
     return V.ids(x, name, num_nodes, device)
 
 
-def _super_batch_options(super_batch, memory_budget):
-    """Check ``super_batch`` (None, an int >= 1 or "auto") and ``memory_budget``."""
+def super_batch_options(super_batch, memory_budget=None) -> tuple:
+    """``(super_batch, memory_budget)`` checked: ``super_batch`` None, an int ``>= 1``
+    (Python or NumPy; not a bool) or ``"auto"``; ``memory_budget`` (bytes, an int ``>= 1``)
+    only with ``"auto"``. A ``TypeError`` / ``ValueError`` names the argument (every loader
+    that takes them checks them here).
+
+    Examples
+    --------
+    >>> super_batch_options(4)
+    (4, None)
+    >>> super_batch_options(0)
+    Traceback (most recent call last):
+    ValueError: super_batch: must be >= 1 (or 'auto'), got 0
+    """
     if super_batch is not None and not (isinstance(super_batch, str) and super_batch == "auto"):
         if _not_int(super_batch):
             raise TypeError(f"super_batch: must be a positive int or 'auto', got {super_batch!r}")
@@ -702,7 +714,7 @@ def _not_int(x) -> bool:
     return isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Integral)
 
 
-def _default_budget(device: torch.device) -> int:
+def default_budget(device: torch.device) -> int:
     """``"auto"``'s budget when none is given: half the free memory of a GPU; on the CPU, the
     size of a core's L2 cache (2 MiB when unknown), as a super-batch pays there only while
     its values stay in cache (``python -m gsample.bench --modes super`` measures it)."""
@@ -777,3 +789,6 @@ def _eager(sampler_fn):
     if not isinstance(fn, CompiledSampler):
         return sampler_fn
     return functools.partial(fn.fn, *args, **kwargs) if args or kwargs else fn.fn
+
+
+__all__ = ["DataLoader", "default_budget", "seed_ids", "super_batch_options"]

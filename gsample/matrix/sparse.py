@@ -954,6 +954,123 @@ class Matrix(EdgeMapOperators):
             jump_prob=jump_prob,
         )
 
+    def temporal_walk(
+        self,
+        seeds,
+        length: int,
+        edge_time,
+        time=None,
+        direction: str = "later",
+        strict: bool = False,
+    ) -> torch.Tensor:
+        """Temporal random walks along in-edges: each step's edge is no earlier (or, with
+        ``direction="earlier"``, no later) than the previous step's (CTDNE's time-respecting
+        walks; causal walks back in time from a seed's time).
+
+        Step ``s`` moves from node ``v`` along an in-edge ``u -> v`` (to ``u``, a row of
+        column ``v``, as :meth:`random_walk` moves) drawn uniformly among the *allowed*
+        in-edges of ``v``: those whose time is ``>=`` the previous step's edge time
+        (``"later"``; ``>`` with ``strict``) or ``<=`` it (``"earlier"``; ``<`` with
+        ``strict``). The first step's bound is the walker's ``time`` (none without it). A
+        walk with no allowed edge stops.
+
+        Parameters
+        ----------
+        seeds : LongTensor, shape (W,)
+            Start nodes; repeats are independent walkers.
+        length : int
+            Steps per walk, ``>= 0``.
+        edge_time : Tensor, shape (E,)
+            The time of each of this matrix's edges, in its edge order (``values``'
+            and ``edges()``'s): ``A.edge_time[A.edges()[2]]``. Integer or floating point, no
+            NaN. Each column's edges are sorted by time once per graph and tensor (kept
+            with the graph): keep passing the same tensor.
+        time : Tensor, shape (W,), optional
+            Each walker's start time, the first step's bound (of ``edge_time``'s kind:
+            both integer or both floating point; no NaN). None: any first edge.
+        direction : {"later", "earlier"}
+            Forward in time (each step at or after the previous one) or backward.
+        strict : bool
+            Strictly later (earlier): an edge of the same time as the previous step's is
+            not allowed (nor, for the first step, one at ``time``).
+
+        Returns
+        -------
+        LongTensor, shape (W, length + 1)
+            Row ``w`` is walker ``w``'s walk: ``seeds[w]``, then one node per step; after
+            a stop (no allowed edge) the rest is ``-1``.
+
+        Notes
+        -----
+        Walks follow in-edges: a walk ``v0, v1, v2`` with ``direction="earlier"`` is the
+        time-respecting path ``v2 -> v1 -> v0`` into ``v0`` (information that reached
+        ``v0`` by ``time``); for walks along out-edges forward in time (CTDNE's), walk
+        ``A.T`` with its edges' times. Step ``s`` of walker ``w`` draws ``(word >> 1) %
+        count`` of the word keyed by the seed, the op ordinal, the mini-batch, ``w`` (its
+        position in ``seeds``) and ``s`` (docs/architecture.md §3): reproducible, eager
+        equals compiled and super-batched, and the CUDA backend's kernel walks the same
+        walks. :meth:`temporal_walk_edges` gives the steps' edge ids (and so their
+        times). ``gsample.backend.torch.temporal_walk`` documents the algorithm.
+
+        Examples
+        --------
+        >>> et = A.edge_time[A.edges()[2]]              # the graph's times, edge order
+        >>> walks = A.temporal_walk(seeds, 10, et)      # each step no earlier than the last
+        >>> back = A.temporal_walk(seeds, 10, et, time=t, direction="earlier", strict=True)
+        >>> walks.shape == (len(seeds), 11)
+        True
+        """
+        return self._temporal_walk(
+            Op.TEMPORAL_WALK, seeds, length, edge_time, time, direction, strict
+        )
+
+    def temporal_walk_edges(
+        self,
+        seeds,
+        length: int,
+        edge_time,
+        time=None,
+        direction: str = "later",
+        strict: bool = False,
+    ) -> torch.Tensor:
+        """The edge ids of temporal walks' steps: the walks :meth:`temporal_walk` draws with
+        the same key (after the same ``gs.manual_seed``, at the same op ordinal), as ids of
+        this matrix's edges (``edges()[2]``'s).
+
+        Parameters
+        ----------
+        seeds, length, edge_time, time, direction, strict
+            As :meth:`temporal_walk`.
+
+        Returns
+        -------
+        LongTensor, shape (W, length)
+            Entry ``[w, s]``: the edge of walker ``w``'s step ``s`` (from node ``s`` of
+            its walk to node ``s + 1``), ``-1`` after a stop. The steps' times are
+            ``A.edge_time[ids]``; a multigraph's parallel edges (messages) stay apart.
+
+        Examples
+        --------
+        >>> gs.manual_seed(0)
+        >>> eids = A.temporal_walk_edges(seeds, 10, et)
+        >>> gs.manual_seed(0)
+        >>> walks = A.temporal_walk(seeds, 10, et)        # the same walks, as nodes
+        >>> src = A.edges()[0][torch.argsort(A.edges()[2])]   # source by edge id
+        >>> bool((src[eids[eids >= 0]] == walks[:, 1:][eids >= 0]).all())
+        True
+        """
+        return self._temporal_walk(
+            Op.TEMPORAL_WALK_EDGES, seeds, length, edge_time, time, direction, strict
+        )
+
+    def _temporal_walk(self, op: Op, seeds, length, edge_time, time, direction, strict):
+        d = info(op)
+        attrs = {
+            a.name: a.check(v)
+            for a, v in zip(d.attributes, (length, direction, strict), strict=True)
+        }
+        return _run(op, A=self._csc, seeds=seeds, edge_time=edge_time, time=time, **attrs)
+
     def from_neighbors(self, cols, neighbors, values=None) -> Matrix:
         """A block built from dense per-column neighbour lists (PinSAGE's top visited nodes,
         any neighbours a sampler computed with torch code), on this graph's nodes.

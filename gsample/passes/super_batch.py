@@ -47,6 +47,10 @@ the rewrite never matches op names. Rules (the run-time helpers it puts into the
   (``blocks.Elementwise``: LADIES' ``p / p.sum()``), and a gather of such a vector (or a
   graph-level one) at ids a sparse op aligned with its matrix (``blocks.gather``:
   ``p[s.row_ids]``);
+* a tuple result's elements line up as the op table says: ``"paired"`` ones with the
+  tuple's first element (its ids: ``first_reached``'s slots and carried times are split
+  where its nodes are), a ``"state"`` is only read by a later call of the op (never split:
+  a program that returns it is refused);
 * the output is split into the N batches' outputs.
 
 Several matrix arguments are encoded alike (node ``v`` of batch ``b`` is ``b * n + v`` in
@@ -120,6 +124,8 @@ _SPEC = {
     Align.NEW_ROWS: "row_ids",
     Align.WALKS: "walks",
     Align.ENTRIES: "entries",
+    Align.PAIRED: "paired",
+    Align.STATE: "state",
 }
 
 
@@ -376,8 +382,13 @@ class _Rewrite(NodeVisitor):
                 f"the op table does not say how the result of {v.op.value} lines up "
                 "with its matrix (gsample.ir.ops)"
             )
+        if spec == "state":
+            self._refuse(
+                "the program returns an op's state (first_reached's), which only that op's "
+                "next call reads; a super-batched program cannot return it"
+            )
         args = [v]
-        if spec == "entries":  # one value per entry of the frontier M (encoded ids)
+        if spec in ("entries", "paired"):  # one value per entry of M (encoded ids)
             args.append(M)
         elif M is not None:  # where each batch's rows, columns and edges start in M
             args.append(
@@ -581,11 +592,22 @@ class _Rewrite(NodeVisitor):
         self.space[node] = self.space[x]
         if self.space[x] is ENC:
             spec, M = self.spec[x]
-            self.spec[node] = (spec[node.attrs["index"]], M)
+            part = spec[node.attrs["index"]]
+            if part == "paired":  # lines up with the tuple's first element, its ids
+                M = self._memo(("element", x), lambda: self._first_element(x, node))
+            self.spec[node] = (part, M)
         elif self.space[x] is LIST:  # a tuple per batch: index each
             self._as_per_batch(
                 node, operator.getitem, ((Ref("0"), node.attrs["index"]), {}), {"0": x}
             )
+
+    def _first_element(self, x: Node, before: Node) -> Node:
+        """``x[0]``, the ids of an encoded tuple ``x`` (what its "paired" elements line up
+        with), as a node of its own."""
+        first = self.g.add(Op.GETITEM, {"x": x}, {"index": 0}, Kind.TENSOR, before=before)
+        self.space[first] = ENC
+        self.spec[first] = (self.spec[x][0][0], self.spec[x][1])
+        return first
 
     def output(self, node: Node):
         per = frozenset(k for k, v in node.inputs.items() if self.space[v] is not GRAPH)
@@ -639,7 +661,7 @@ class _Rewrite(NodeVisitor):
             )
         for k, a in where.items():  # an encoded matrix: run once, as is
             ins[k] = self._encoded(ins[k], node, k, a in ("col_ids", "row_ids"))
-        if random:
+        if random or "batches" in node.info.attrs:  # the op decodes the super-batch
             node.attrs["batches"] = (self.N, self.n)
         self.space[node] = ENC
         out = self._alignment(node, None)

@@ -1,8 +1,9 @@
 """PyG's loader API on gsample samplers: ``NeighborLoader``, ``LinkNeighborLoader`` and
 ``Sampler`` (a PyG ``BaseSampler`` for PyG's own ``NodeLoader`` / ``LinkLoader``).
 
-The implementation lives in :mod:`gsample.interop.pyg.loader`, :mod:`gsample.interop.pyg.link`
-and :mod:`gsample.interop.pyg.negatives`; this package is their public import path.
+The implementation lives in :mod:`gsample.interop.pyg.loader`,
+:mod:`gsample.interop.pyg.neighbor_loader`, :mod:`gsample.interop.pyg.link` and
+:mod:`gsample.interop.pyg.negatives`; this package is their public import path.
 """
 
 from gsample.interop.pyg.link import LinkNeighborLoader

@@ -225,14 +225,17 @@ def split(value, bnd=None, *, spec, n: int, copies: int) -> list:
     (ids, batch by batch), ``"rows"``, ``"cols"``, ``"edges"`` of the matrix whose
     :class:`Bounds` are ``bnd`` (``" ids"`` appended: they hold node ids), a tuple of
     those for a tuple value, ``"matrix"`` for a super-batch matrix, ``"walks"``
-    (:func:`split_walks`), or ``"entries"`` (one value per entry of the encoded frontier
-    given as ``bnd``, e.g. ``random_uniform``'s). Ids are decoded.
+    (:func:`split_walks`), or ``"entries"`` / ``"paired"`` (one value per entry of the
+    encoded frontier or ids given as ``bnd``, e.g. ``random_uniform``'s,
+    ``first_reached``'s slots). Ids are decoded.
     """
     if spec == "matrix":
         return split_matrix(value, bnd, n, copies)
     if spec == "walks":
         return split_walks(value, n, copies)
-    if spec == "entries":  # a value per entry of the encoded frontier `bnd`
+    if value is None:  # an optional element of a tuple (first_reached's carry)
+        return [None] * copies
+    if spec in ("entries", "paired"):  # a value per entry of the encoded ids `bnd`
         ptr = batch_ptr(bnd // n, copies)
         return [_part(value, ptr[b], ptr[b + 1], 0) for b in range(copies)]
     if spec == "nodes":  # one value per node of the graph, batch after batch
@@ -254,7 +257,7 @@ def _split_reads_back(spec, **_) -> bool:
     """Whether :func:`split` with ``spec`` reads back (its parts found on the host)."""
     if isinstance(spec, tuple):
         return any(_split_reads_back(s) for s in spec)
-    return spec in ("walks", "entries") or spec.partition(" ")[0] == "ids"
+    return spec in ("walks", "entries", "paired") or spec.partition(" ")[0] == "ids"
 
 
 split.reads_back = _split_reads_back

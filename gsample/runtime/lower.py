@@ -255,6 +255,10 @@ class _Lowering(NodeVisitor):
 
     def constant(self, node):
         self.slot[node] = self.new_slot(node.name, node.attrs["value"])
+        if isinstance(node.attrs["value"], torch.Tensor):
+            # the same storage every call (a sampler's edge times): a CUDA graph reads it in
+            # place rather than copying it in, and per-graph caches keyed by it stay valid
+            self.graph_level.add(node)
 
     def getitem(self, node):
         x = self.slot[node.inputs["x"]]

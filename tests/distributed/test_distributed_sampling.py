@@ -112,6 +112,73 @@ def _epoch(G, sampler, **kw):
     return len(loader), [(b.index, b.out) for b in loader]
 
 
+# ----------------------------------------------------------------------------- empty frontiers
+# tests/test_empty_frontier.py's forest of small in-trees (edge ``e``: SRC[e] -> DST[e]): in
+# mini-batches of 2 of FOREST_SEEDS, [8, 9] and [12, 6] reach no new node at hop 1, [7, 0] at
+# hop 2, [3, 4] at hop 3; the hops after sample an empty frontier
+FOREST_SRC = [1, 2, 3, 6, 5, 9, 8, 11, 10, 12]
+FOREST_DST = [0, 0, 0, 5, 4, 8, 9, 10, 11, 10]
+FOREST_SEEDS = torch.tensor([8, 9, 7, 0, 1, 2, 12, 6, 3, 4])
+MIXED_COLS = ([0, 10, 4], [])  # rank 0's frontier, rank 1's (empty)
+
+
+def forest():
+    w = torch.tensor([1.0, 2.0, 3.0, 1.0, 2.0, 1.0, 4.0, 2.0, 1.0, 3.0])
+    return gs.Matrix.from_edge_index(torch.tensor([FOREST_SRC, FOREST_DST]), num_nodes=13, weight=w)
+
+
+def new_node_hops(A, seeds, fanouts=(2, 2, 2), replace=False, probs=None, walk=None):
+    """Each hop samples the nodes the previous one reached first (PyG's frontier), so a hop
+    that reaches nothing new leaves the next an empty frontier; then walks from the last
+    frontier (often of no seed) and a draw from the seeds, whose keys are the single-process
+    ones only if every empty op took its op ordinal."""
+    blocks, frontier = [], seeds
+    for k in fanouts:
+        sub = A[:, frontier]
+        s = sub.individual_sample(k, replace=replace, probs=None if probs is None else probs(sub))
+        blocks.append(s)
+        nodes = s.all_nodes()
+        frontier = nodes[~torch.isin(nodes, frontier)]
+    walks = A.random_walk(frontier, 3, **({} if walk is None else walk(A)))
+    return blocks, walks, A[:, seeds].individual_sample(1)
+
+
+EMPTY_SAMPLERS = {
+    "uniform": new_node_hops,
+    "with replacement, node2vec": functools.partial(
+        new_node_hops, replace=True, walk=lambda A: {"p": 2.0, "q": 0.5}
+    ),
+    # by the owners (exponential keys), then weighted walks (alias tables)
+    "weighted": functools.partial(
+        new_node_hops, probs=lambda sub: sub, walk=lambda A: {"probs": A}
+    ),
+    # drawn here (inverse CDF of a tensor): the frontier's degrees and values fetched
+    "weighted tensor with replacement": functools.partial(
+        new_node_hops, replace=True, probs=lambda sub: sub.values + 1.0
+    ),
+}
+
+
+def _forest_epoch(G, sampler, **kw):
+    loader = gs.DataLoader(G, sampler, FOREST_SEEDS, 2, seed=0, **kw)
+    return len(loader), [(b.index, b.out) for b in loader]
+
+
+def mixed_frontiers(A, cols):
+    """Eager operators on a frontier that is empty on one rank only, then on every rank."""
+    sub = A[:, cols]
+    return (
+        sub.individual_sample(2),
+        sub.individual_sample(2, probs=sub, replace=True, method="alias"),
+        sub.individual_sample(1, probs=sub.values * 2, replace=True),
+        (sub**2).values,
+        A.random_walk(cols, 3, p=2.0, q=0.5),
+        A[:, []].individual_sample(3),
+        A.random_walk([], 2, probs=A),
+        A[:, cols].individual_sample(1),
+    )
+
+
 def _error(call):
     try:
         call()
@@ -143,6 +210,19 @@ def _worker(rank, world, url, out):
         )
         res["auto", "large budget"] = gs.distributed.place(A, budget=1 << 40).placement
         res["auto", "small budget"] = gs.distributed.place(A, budget=1 << 10).placement
+        # empty frontiers: hops that reach no new node, on one rank or both
+        F = forest() if rank == 0 else None
+        for placement in PLACEMENTS:
+            G = gs.distributed.place(F, placement)
+            for name, sampler in EMPTY_SAMPLERS.items():
+                res["empty", placement, name] = _forest_epoch(G, sampler, distributed=True)
+        G = gs.distributed.place(F, "partitioned")
+        for name in ("uniform", "weighted"):
+            res["empty", "partitioned, super-batched", name] = _forest_epoch(
+                G, EMPTY_SAMPLERS[name], distributed=True, super_batch=2
+            )
+        gs.manual_seed(3)
+        res["empty", "mixed"] = mixed_frontiers(G, MIXED_COLS[rank])
         P = gs.distributed.place(A, "partitioned")
         res["values"] = (P[:, VALUE_COLS] ** 2).values  # fetched from the owners
         few = SEEDS[:4]
@@ -228,6 +308,39 @@ def test_every_placement_samples_the_single_process_epoch(ranks, single, placeme
 )
 def test_graphs_given_on_every_rank_and_super_batches(ranks, single, key):
     _union(ranks, key, single["graphsage"])
+
+
+@pytest.fixture(scope="module")
+def forest_single():
+    """Every empty-frontier sampler's epoch in one process."""
+    return {name: dict(_forest_epoch(forest(), f)[1]) for name, f in EMPTY_SAMPLERS.items()}
+
+
+@pytest.mark.parametrize("sampler", list(EMPTY_SAMPLERS))
+@pytest.mark.parametrize("placement", PLACEMENTS + ("partitioned, super-batched",))
+def test_empty_frontiers_sample_the_single_process_epoch(ranks, forest_single, placement, sampler):
+    """Hops at an empty frontier (most mini-batches have one) and walks of no seed sample
+    nothing, as one process does, and the draws after them are the single-process ones."""
+    if placement.endswith("super-batched") and sampler not in ("uniform", "weighted"):
+        pytest.skip("super-batched: the uniform and weighted samplers")
+    reference = forest_single[sampler]
+    empty = sum(s.shape[1] == 0 for blocks, _, _ in reference.values() for s in blocks)
+    assert empty >= 3, "the reference samples empty frontiers"
+    _union(ranks, ("empty", placement, sampler), reference)
+
+
+def test_a_frontier_empty_on_one_rank_only(ranks):
+    """Rank 1's frontier is empty, rank 0's is not: each rank gets what one process gets for
+    its own frontier (a ``(N, 0)`` sample, a ``(0, 4)`` walk), and neither waits for the
+    other in an exchange."""
+    for r, res in enumerate(ranks):
+        gs.manual_seed(3)
+        want = mixed_frontiers(forest(), MIXED_COLS[r])
+        assert_same(res["empty", "mixed"], want, f"rank {r}")
+    got = ranks[1]["empty", "mixed"]
+    assert got[0].shape == (13, 0) and got[0].csc.eids.dtype == torch.int64
+    assert got[4].shape == (0, 4) and got[4].dtype == torch.int64
+    assert got[6].shape == (0, 3) and got[3].shape == (0,)
 
 
 def test_placements_report_where_the_graph_lives(ranks):

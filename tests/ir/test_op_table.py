@@ -32,6 +32,8 @@ def test_only_select_ops_are_random():
         ir.Op.RANDOM_COUNT,
         ir.Op.FUSED_WALK,
         ir.Op.TEMPORAL_SAMPLE,
+        ir.Op.TEMPORAL_WALK,
+        ir.Op.TEMPORAL_WALK_EDGES,
     }
     assert all(ir.info(op).step is ir.Step.SELECT for op in random)
 

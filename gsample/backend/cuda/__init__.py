@@ -21,7 +21,9 @@ Kernels for every op the IR lowers to, by family (``kernels/README.md``):
   (Metropolis-Hastings) likewise, its step generated as straight-line C.
 
 * ``temporal.cu``: disjoint and temporal neighbour sampling (``temporal_sample``, uniform
-  draws): allowed edges by a binary search in each column's time order, per-seed keys.
+  draws): allowed edges by a binary search in each column's time order, per-seed keys;
+  ``temporal_walk.cu``: temporal random walks (``temporal_walk``, ``temporal_walk_edges``), a
+  thread per walker, each step's allowed edges by a binary search in that time order.
 
 ``random_uniform`` / ``random_count`` (one hash per entry) run torch code on the device,
 sync-free (:mod:`.draws`); so does ``filter_edges`` (:mod:`.edge_filter`).

@@ -78,6 +78,10 @@ _LAST_KEPT: dict = {}
 #: torch.topk's passes over every key cost most; one at a time, the radix select's eight
 #: launches cost more host time than they save)
 SELECT = "auto"
+#: the kernels keep a chosen row's position among the chosen (``newpos``) as int32, and the
+#: radix select counts a batch's candidates per digit in uint32: a sample that could pass
+#: these runs the exact implementation (docs/guide/large-graphs.md, "64-bit offsets")
+_MAX_CHOSEN, _MAX_CANDIDATES = 2**31 - 1, 2**32 - 1
 
 
 def _graph(A) -> bool:
@@ -321,7 +325,13 @@ def collective_start(
         and node_probs.dim() == 1
         and node_probs.numel() in (A.num_nodes, R)
     )
-    if replace or k == 0 or not _graph(A) or not probs_ok:
+    if (
+        replace
+        or k == 0
+        or not _graph(A)
+        or not probs_ok
+        or N * min(k, A.num_nodes) > _MAX_CHOSEN  # newpos: int32 positions
+    ):
         return Pending(args, fallback=True)
     buf, ncols = _frontier(cols)
     C, dev = buf.numel(), buf.device
@@ -366,7 +376,7 @@ def collective_start(
     select = _select or SELECT
     if select == "auto":  # in a CUDA graph its launches cost nothing
         select = "radix" if N > 1 or torch.cuda.is_current_stream_capturing() else "torch"
-    if select == "radix" and take < rows_per:
+    if select == "radix" and take < rows_per <= _MAX_CANDIDATES:  # uint32 counts
         # kernels/topk.cu over the candidates' keys, compacted by batch (batch b's from
         # b * rows_per up to its cursor)
         bounds = torch.arange(0, R, rows_per, device=dev).repeat(2)
@@ -754,7 +764,7 @@ def slice_rows_cols(A: CSC, rows: torch.Tensor, cols: torch.Tensor) -> CSC:
     slice: each row's position in ``rows`` scattered over the graph's rows, then the kept
     counts, one read-back, the kept edges. Another ``A`` (not the whole graph) runs the two
     slices' kernels."""
-    if not _graph(A):
+    if not _graph(A) or rows.numel() > _MAX_CHOSEN:  # newpos: int32 positions in rows
         return extract.slice_rows(extract.slice_cols(A, cols), rows)
     buf, ncols = _frontier(cols)
     rows = rows.to(torch.int64).contiguous()

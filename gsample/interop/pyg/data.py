@@ -141,6 +141,46 @@ def _describe(out) -> str:
     return type(out).__name__
 
 
+def first_reached(
+    keys: torch.Tensor, seen: torch.Tensor, sorted_unique: bool = False
+) -> torch.Tensor:
+    """The keys not in ``seen``, unique and ascending: a hop's newly reached nodes (or
+    *(seed slot, node)* pairs, disjoint sampling's), sync-light.
+
+    ``torch.unique`` and ``torch.isin`` each read sizes back from the device; this sorts
+    both sides, finds each key in ``seen`` by binary search and reads back once (the
+    size of the result). It is plain tensor code, so it traces into a sampler's program.
+
+    Parameters
+    ----------
+    keys : LongTensor, shape (K,)
+        Candidates, any order, repeats allowed, ``>= 0``.
+    seen : LongTensor, shape (S,)
+        Keys already reached, any order.
+    sorted_unique : bool
+        ``keys`` are already unique and ascending (``s.row()``): not sorted again.
+
+    Returns
+    -------
+    LongTensor, shape (K',)
+        ``unique(keys)`` without the members of ``seen``.
+
+    Examples
+    --------
+    >>> first_reached(torch.tensor([5, 1, 5, 3]), torch.tensor([3, 9]))
+    tensor([1, 5])
+    """
+    k = keys if sorted_unique else torch.sort(keys).values
+    # a sentinel below every key keeps the table non-empty (an empty one has no slot to
+    # compare against)
+    table = torch.sort(torch.cat([seen, seen.new_full((1,), -1)])).values
+    at = torch.searchsorted(table, k).clamp(max=table.numel() - 1)
+    new = table[at] != k
+    if not sorted_unique:
+        new = new & (torch.diff(k, prepend=k[:1] - 1) != 0)  # the first of equal keys
+    return k[new]
+
+
 def _first_occurrence(ids: torch.Tensor) -> torch.Tensor:
     """Boolean mask, True at the first position of every distinct value of ``ids``."""
     mask = torch.zeros(ids.numel(), dtype=torch.bool, device=ids.device)
@@ -352,4 +392,12 @@ def to_data(
     return data
 
 
-__all__ = ["NodeRows", "PygSample", "gather", "pyg_sample", "to_data", "to_sampler_output"]
+__all__ = [
+    "NodeRows",
+    "PygSample",
+    "first_reached",
+    "gather",
+    "pyg_sample",
+    "to_data",
+    "to_sampler_output",
+]

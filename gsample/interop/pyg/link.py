@@ -23,28 +23,29 @@ from gsample.base import validate as V
 from gsample.compiler.compiled import compile as gs_compile
 from gsample.interop.pyg import hetero_loader as _hetero
 from gsample.interop.pyg import stores as _stores
+from gsample.interop.pyg import super_batch as _super
 from gsample.interop.pyg import temporal as _temporal
-from gsample.interop.pyg.loader import (
+from gsample.interop.pyg.arguments import (
     PYG_ONLY,
-    Sampler,
     UnsupportedArgument,
-    _check_data,
-    _check_fanouts,
-    _default_seed,
-    _graph,
-    _require,
-    _shown,
-    _weighted_graph,
-    batch_key,
+    check_data,
+    check_fanouts,
     check_pyg_arguments,
-    neighbor_sample,
+    default_seed,
+    read_graph,
+    require,
+    shown,
+    weighted_graph,
 )
+from gsample.interop.pyg.loader import Sampler
 from gsample.interop.pyg.negatives import NegativeSampling
+from gsample.interop.pyg.neighbor_loader import batch_key, neighbor_sample
 from gsample.interop.pyg.subgraph import subgraph_type_name, to_bidirectional
+from gsample.loader.dataloader import super_batch_options
 
 try:
     from torch_geometric.loader import LinkLoader as _LinkLoader
-except ImportError:  # the module imports without PyG; building a loader raises (_require)
+except ImportError:  # the module imports without PyG; building a loader raises (require)
     _LinkLoader = object
 
 _NAME = "LinkNeighborLoader"
@@ -57,7 +58,7 @@ def _refuse(name: str, value, accepted: tuple, why: str) -> None:
         value = value.value
     if not any(value is a or (type(value) is type(a) and value == a) for a in accepted):
         raise UnsupportedArgument(
-            f"gsample.pyg.{_NAME}: {name}={_shown(value)} is not supported yet ({why})"
+            f"gsample.pyg.{_NAME}: {name}={shown(value)} is not supported yet ({why})"
         )
 
 
@@ -160,6 +161,13 @@ class LinkNeighborLoader(_LinkLoader):
         from gsample's stream now.
     compile : bool
         Compile the sampler with ``gs.compile`` (default True).
+    super_batch : None or 1
+        Mini-batches sampled per run: one (None, the default, or 1). Several (an int
+        ``> 1``, or ``"auto"``) are refused with a ``ValueError`` naming ``super_batch``:
+        this loader's mini-batches draw with the key of their ``input_id`` set (PyG's
+        ``LinkLoader`` does not tell a sampler their index), while a super-batch draws
+        mini-batches of consecutive indices, so its batches would not be these.
+        :class:`gsample.pyg.NeighborLoader` and ``gs.DataLoader`` super-batch.
     **kwargs
         ``torch.utils.data.DataLoader`` options (``batch_size``, ``shuffle``,
         ``num_workers``, ...) and ``LinkLoader``'s ``input_id``. PyG's other arguments
@@ -207,9 +215,20 @@ class LinkNeighborLoader(_LinkLoader):
         directed: bool = True,
         seed: int | None = None,
         compile: bool = True,
+        super_batch=None,
         **kwargs,
     ):
-        _require()
+        require()
+        super_batch = super_batch_options(super_batch)[0]
+        _super.refuse(
+            super_batch,
+            _NAME,
+            "its mini-batches draw with the key of their input_id set, as PyG's LinkLoader "
+            "over gsample.pyg.Sampler does, and a super-batch draws mini-batches with "
+            "consecutive indices, so its batches would not be those sampled one at a time; "
+            "super-batch node batches with gsample.pyg.NeighborLoader or gs.DataLoader",
+        )
+        self.super_batch = super_batch
         if (edge_label_time is None) != (time_attr is None):  # PyG's check, PyG's words
             raise ValueError(
                 "Received conflicting 'edge_label_time' and 'time_attr' arguments: "
@@ -268,14 +287,14 @@ class LinkNeighborLoader(_LinkLoader):
             ("directional", "bidirectional"),
             "gsample's link loader samples directional or bidirectional subgraphs",
         )
-        _check_data(data, _NAME)
-        _check_fanouts(num_neighbors)
+        check_data(data, _NAME)
+        check_fanouts(num_neighbors)
         V.flag(is_sorted, "is_sorted")
         edge_ids = None
         if weight_attr is not None:
-            A, edge_ids = _weighted_graph(data, weight_attr)
+            A, edge_ids = weighted_graph(data, weight_attr)
         else:
-            A = _graph(data)
+            A = read_graph(data)
         hops = {
             "num_neighbors": tuple(num_neighbors),
             "replace": V.flag(replace, "replace"),
@@ -393,7 +412,7 @@ class LinkNeighborLoader(_LinkLoader):
                 edge_label_time, _num_hetero_labels(graph, edge_label_index), "edge_label_time"
             )
         seed = V.seed(seed, none_ok=True)
-        seed = _default_seed() if seed is None else seed
+        seed = default_seed() if seed is None else seed
         sampler = _hetero.HeteroSampler(batches, seed, batch_key)
         self.num_neighbors, self.replace = num_neighbors, batches.replace
         self.subgraph_type = subgraph_type

@@ -112,7 +112,7 @@ def neighbor_hops(A, seeds, num_neighbors=(25, 10), replace: bool = False, weigh
     --------
     >>> blocks, nodes = neighbor_hops(A, seeds, (10, 5))
     """
-    blocks, frontier, seen = [], seeds, seeds
+    blocks, frontier, seen, state = [], seeds, seeds, None
     for k in num_neighbors:
         sub = A[:, frontier]
         if k < 0:
@@ -122,8 +122,7 @@ def neighbor_hops(A, seeds, num_neighbors=(25, 10), replace: bool = False, weigh
         else:
             s = sub.individual_sample(k, replace=replace)
         blocks.append(s)
-        rows = s.row()  # reached, ascending id
-        frontier = rows[~torch.isin(rows, seen)]  # first reached at this hop
+        frontier, _, _, state = s.first_reached(state=state)  # first reached at this hop
         seen = torch.cat([seen, frontier])
     return blocks, seen
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import torch
 
 from gsample.base import validate as V
-from gsample.interop.pyg.data import PygSample, _local
+from gsample.interop.pyg.data import PygSample, _local, first_reached
 from gsample.matrix.sparse import Matrix
 
 #: PyG's temporal strategies
@@ -93,15 +93,14 @@ def disjoint_sample(
     >>> blocks, slots = disjoint_sample(A, seeds, num_neighbors=(10, 5))
     >>> s = disjoint_pyg_sample((blocks, slots), seeds)      # s.batch: each node's seed
     """
-    n = A.num_nodes
-    slot = torch.ones_like(seeds).cumsum(0) - 1  # 0 .. B - 1 (traces as dense code)
-    nodes, seen = seeds, slot * n + seeds
+    slot = A.positions(seeds)  # 0 .. B - 1
+    nodes, time, state = seeds, seed_time, None
     blocks, slots = [], []
     for hop, k in enumerate(num_neighbors):
         s = A.temporal_sample(
             nodes,
             k,
-            time=None if seed_time is None else seed_time[slot],
+            time=time,
             edge_time=edge_time,
             seed=slot if seed_index is None else seed_index[slot],
             probs=A if weighted else None,
@@ -113,12 +112,9 @@ def disjoint_sample(
         slots.append(slot)
         if hop + 1 == len(num_neighbors):
             break
-        # the pairs (seed slot, neighbour) of the sampled edges, first reached by their seed
-        pair = torch.repeat_interleave(slot, s.degree(axis=0)) * n + s.edges()[0]
-        pair = torch.unique(pair)
-        new = pair[~torch.isin(pair, seen)]
-        seen = torch.cat([seen, new])
-        slot, nodes = torch.div(new, n, rounding_mode="floor"), torch.remainder(new, n)
+        # the pairs (seed slot, neighbour) first reached by their seed, each with its time
+        nodes, slot, carried, state = s.first_reached(slot, state, time)
+        time = None if time is None else carried
     return blocks, slots
 
 
@@ -176,8 +172,7 @@ def disjoint_pyg_sample(out, seeds: torch.Tensor) -> DisjointSample:
         edge_slot = torch.repeat_interleave(slot, csc.degrees(), output_size=csc.nnz)
         s = edge_slot * n + csc.global_rows()
         d = edge_slot * n + csc.global_cols()[csc.edge_cols()]
-        reached = torch.unique(s)
-        new = reached[~torch.isin(reached, seen)]
+        new = first_reached(s, seen)
         seen = torch.cat([seen, new])
         pairs.append(new)
         src.append(s)

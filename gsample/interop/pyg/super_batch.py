@@ -1,0 +1,312 @@
+"""Super-batching in :class:`gsample.pyg.NeighborLoader`: ``super_batch=N`` or ``"auto"``.
+
+``gs.DataLoader(..., super_batch=N)`` samples N mini-batches in one run of a compiled
+program (``CompiledSampler.super_batched``: the program rewritten over block-diagonal ids by
+``gsample.passes.super_batch``), mini-batch ``first + b`` drawing with its own key, so its
+batches are those sampled one at a time (docs/architecture.md §3, consequence 4).
+``NeighborLoader`` keys mini-batch ``i`` of an epoch by ``i``, as ``gs.DataLoader`` does, so
+the same holds for it: :class:`SuperBatches` runs the loader's program for a run of
+consecutive mini-batches, and :class:`Runs` cuts an epoch into such runs (``"auto"``: the
+size timed on the first epoch's own mini-batches, by ``gs.DataLoader``'s policy). The
+batches, their order and every tensor of them are those of ``super_batch=1``.
+
+Which program runs: the loader's own (``neighbor_sample``, ``induced_sample``,
+``disjoint_sample``), its per-mini-batch input the seeds. Temporal sampling gives each seed
+a time too (``input_time``, or a node's own), and a super-batched program takes one
+per-mini-batch input (every other tensor is the same for all its mini-batches): there the
+input is the seeds' positions in ``input_nodes``, and :func:`by_position` looks the nodes
+and their times up in tables fixed when the loader is made. Positions are ids of a graph of
+``max(N, S)`` nodes (:func:`padded`: isolated nodes added when the ``S`` inputs outnumber
+the ``N`` nodes), whose draws are the graph's own.
+
+Refused, with a ``ValueError`` naming ``super_batch`` (:func:`refuse`): a ``HeteroData``
+(sampled by a Python loop of compiled steps, one per (hop, edge type), not by one program),
+``LinkNeighborLoader`` (its mini-batches draw with the key of their ``input_id`` set, as
+PyG's ``LinkLoader`` over :class:`gsample.pyg.Sampler` does, while a super-batch draws
+mini-batches ``first, first + 1, ...``), ``compile=False`` and ``"auto"`` with worker
+processes (it times sizes in the process that samples).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+
+from gsample.compiler import compile as gs_compile
+from gsample.formats import CSC
+from gsample.interop.pyg.temporal import TemporalSpec, disjoint_sample
+from gsample.loader.dataloader import default_budget
+from gsample.matrix.sparse import Matrix
+
+
+def active(super_batch) -> bool:
+    """Whether a checked ``super_batch`` asks for more than one mini-batch per run."""
+    return super_batch is not None and super_batch != 1
+
+
+def refuse(super_batch, loader: str, why: str) -> None:
+    """A ``ValueError`` naming ``super_batch`` when it asks for runs of several mini-batches
+    (None and 1 sample one at a time, as the loader does anyway); ``why`` says why
+    ``loader`` cannot.
+
+    Examples
+    --------
+    >>> refuse(4, "NeighborLoader", "compile=False samples eagerly")
+    Traceback (most recent call last):
+    ValueError: super_batch: gsample.pyg.NeighborLoader cannot super-batch ...
+    """
+    if active(super_batch):
+        raise ValueError(
+            f"super_batch: gsample.pyg.{loader} cannot super-batch here ({why}); give "
+            "super_batch=None (or 1) to sample one mini-batch at a time"
+        )
+
+
+def padded(A: Matrix, num_nodes: int) -> Matrix:
+    """``A`` with isolated nodes added up to ``num_nodes`` (``A`` itself when it has as
+    many): the same edges, in the same order, with the same ids and values.
+
+    Examples
+    --------
+    >>> padded(A, A.num_nodes + 3).num_edges == A.num_edges
+    True
+    """
+    if num_nodes <= A.num_nodes:
+        return A
+    csc = A.csc
+    extra = csc.indptr[-1:].expand(num_nodes - A.num_nodes)
+    return Matrix(
+        CSC.of(
+            num_nodes,
+            torch.cat([csc.indptr, extra]),
+            csc.rows,
+            row_ids=csc.row_ids,
+            col_ids=csc.col_ids,
+            values=csc.values,
+            eids=csc.eids,
+        )
+    )
+
+
+def by_position(
+    A,
+    seeds,
+    nodes,
+    times,
+    edge_time=None,
+    num_neighbors=(25, 10),
+    replace: bool = False,
+    weighted: bool = False,
+    strategy: str = "uniform",
+):
+    """:func:`~gsample.interop.pyg.temporal.disjoint_sample` of the inputs at positions
+    ``seeds``: seed ``i`` is node ``nodes[seeds[i]]`` at time ``times[seeds[i]]``.
+
+    Parameters
+    ----------
+    A : gs.Matrix, shape (N', N')
+        The graph, with at least as many nodes as there are inputs (:func:`padded`).
+    seeds : LongTensor, shape (B,)
+        The mini-batch's positions in the loader's inputs (its per-mini-batch input).
+    nodes, times : Tensor, shape (S,)
+        Each input's node and time.
+    edge_time : Tensor, shape (E,), optional
+        As ``disjoint_sample``'s.
+    num_neighbors, replace, weighted, strategy
+        As ``disjoint_sample``'s.
+
+    Returns
+    -------
+    (list of gs.Matrix, list of LongTensor)
+        ``disjoint_sample(A, nodes[seeds], times[seeds], edge_time, ...)``: the draws the
+        loader makes for those seeds one mini-batch at a time.
+
+    Examples
+    --------
+    >>> out = gs.compile(by_position)(A, torch.tensor([0, 2]), nodes, times, et,
+    ...                               num_neighbors=(5, 5))
+    """
+    return disjoint_sample(
+        A,
+        nodes[seeds],
+        times[seeds],
+        edge_time,
+        num_neighbors=num_neighbors,
+        replace=replace,
+        weighted=weighted,
+        strategy=strategy,
+    )
+
+
+class SuperBatches:
+    """A ``NeighborLoader``'s program run for several consecutive mini-batches at once.
+
+    Parameters
+    ----------
+    A : gs.Matrix
+        The graph sampled.
+    program : gs.CompiledSampler
+        The loader's compiled program (``neighbor_sample``, ``induced_sample`` or
+        ``disjoint_sample``), called as ``program(A, seeds, **hops)``.
+    hops : dict
+        Its static arguments (``num_neighbors``, ``replace``, ...).
+    input_nodes : LongTensor, shape (S,)
+        The loader's seeds, one per input position (checked ids).
+    batch_size : int
+        Seeds per mini-batch (the first mini-batch traces the program).
+    spec : TemporalSpec, optional
+        Disjoint / temporal sampling; with ``time_attr`` the program run is
+        :func:`by_position`.
+    input_time : Tensor, shape (S,), optional
+        Each input's time (PyG's ``input_time``); default, for node-level time, its node's.
+    edge_time : Tensor, shape (E,), optional
+        The graph's edge times in its edge order (``DisjointSampler.edge_time``).
+
+    Raises
+    ------
+    ValueError
+        ``super_batch: ...`` where the program cannot be super-batched; PyG's
+        ``input_time`` error for edge-level time without it.
+
+    Examples
+    --------
+    >>> sb = SuperBatches(A, gs.compile(neighbor_sample), {"num_neighbors": (5, 5)},
+    ...                   input_nodes, 128)
+    >>> outs = sb.run([torch.arange(128), torch.arange(128, 256)], epoch_seed, first=0)
+    """
+
+    def __init__(
+        self,
+        A: Matrix,
+        program,
+        hops: dict,
+        input_nodes: torch.Tensor,
+        batch_size: int,
+        spec: TemporalSpec | None = None,
+        input_time: torch.Tensor | None = None,
+        edge_time: torch.Tensor | None = None,
+    ):
+        self.device = A.device
+        self.input_nodes = input_nodes
+        self.temporal = spec is not None and spec.temporal
+        first = torch.arange(min(batch_size, input_nodes.numel()))
+        if self.temporal:  # per-mini-batch input: positions; nodes and times are tables
+            times = spec.seed_time(input_nodes, input_time)
+            graph = padded(A, input_nodes.numel())
+            nodes, times = input_nodes.to(self.device), times.to(self.device)
+            args = (graph, first.to(self.device), nodes, times, edge_time)
+            program = gs_compile(by_position)
+        else:
+            args = (A, self.seeds(first))
+        # the tables and the graph's times are fixed while the loader runs
+        self.batcher = program.super_batched(args, hops, seeds="seeds", fixed_state=True)
+
+    def seeds(self, positions: torch.Tensor) -> torch.Tensor:
+        """The per-mini-batch input of the input positions ``positions``, on the graph's
+        device: their nodes, or (temporal) the positions."""
+        return (positions if self.temporal else self.input_nodes[positions]).to(self.device)
+
+    def run(self, parts: list, epoch_seed: int, first: int) -> list:
+        """The program's outputs of mini-batches ``first, first + 1, ...`` (input positions
+        ``parts``, a LongTensor each), drawn in one run."""
+        return self.batcher.run([self.seeds(p) for p in parts], epoch_seed, first)
+
+    def measure(self, positions: torch.Tensor, epoch_seed: int, index: int) -> tuple:
+        """Mini-batch ``index`` alone: ``(its output, its estimated bytes)``."""
+        outs, nbytes = self.batcher.measure(self.seeds(positions), epoch_seed, index)
+        return outs[0], nbytes
+
+
+@dataclass(frozen=True)
+class Run:
+    """One item of a super-batched epoch: mini-batches ``first .. first + count - 1`` of the
+    epoch ``epoch_seed``, sampled together. ``role``: ``"run"``, or, while ``"auto"`` picks
+    its size, ``"measure"`` (mini-batch ``first`` alone, its memory measured) or
+    ``"time"`` (timed)."""
+
+    epoch_seed: int
+    first: int
+    count: int
+    role: str = "run"
+
+
+class Runs:
+    """How an epoch's mini-batches are cut into runs: ``size`` at a time, or ``"auto"``.
+
+    ``"auto"`` is ``gs.DataLoader``'s policy: mini-batch 0 is sampled alone and its bytes
+    measured, which caps the size (``memory_budget``, default half a GPU's free memory, or on
+    the CPU the L2 cache); then runs of 1, 2, 4, ... mini-batches are timed three times each
+    on the epoch's own mini-batches (the first two runs of a size lower, compile and capture
+    it), until doubling stops paying from 8 on; the size with the least time per mini-batch
+    is kept for the rest of the epoch and every later one. The loader's dataset reports
+    what it measured (:attr:`batch_bytes`, :attr:`seconds`) while :meth:`plan` is paused on
+    the item, so ``"auto"`` needs the sampling in the process that iterates
+    (``num_workers=0``).
+
+    Attributes
+    ----------
+    size : int or None
+        Mini-batches per run (``"auto"``: None until chosen).
+    batch_bytes, memory_cap : int or None
+        ``"auto"``: one mini-batch's measured bytes, and the most mini-batches the budget
+        holds.
+    times : dict
+        ``"auto"``: seconds per mini-batch of every size timed.
+    seconds : float or None
+        Set by the dataset after a ``"time"`` run: its seconds per mini-batch.
+
+    Examples
+    --------
+    >>> list(Runs(4, None, torch.device("cpu")).plan(10))
+    [(0, 4, 'run'), (4, 4, 'run'), (8, 2, 'run')]
+    """
+
+    def __init__(self, super_batch, memory_budget: int | None, device: torch.device):
+        self.super_batch = super_batch
+        self.size = super_batch if isinstance(super_batch, int) else None
+        self.memory_budget, self.device = memory_budget, device
+        self.batch_bytes = self.memory_cap = self.seconds = None
+        self.times: dict = {}
+
+    def plan(self, num_batches: int) -> Iterator[tuple]:
+        """``(first, count, role)`` of each run of an epoch of ``num_batches`` mini-batches."""
+        i = 0
+        if self.size is None and num_batches:  # "auto": measure batch 0, time sizes
+            yield 0, 1, "measure"
+            budget = self.memory_budget or default_budget(self.device)
+            self.memory_cap = max(1, min(num_batches, budget // max(self.batch_bytes or 0, 1)))
+            i, size = 1, 1
+            self.times = {}
+            while 1 < self.memory_cap >= size and i + 3 * size <= num_batches:
+                for _ in range(3):
+                    yield i, size, "time"
+                    i += size
+                self.times[size] = self.seconds
+                best = min(self.times, key=self.times.get)
+                if size >= 8 and best != size and self.seconds > 0.95 * self.times[best]:
+                    break  # doubling stopped paying (below 8, a run's fixed cost hides it)
+                size *= 2
+            self.size = min(self.times, key=self.times.get) if self.times else 1
+        size = self.size or 1
+        for first in range(i, num_batches, size):
+            yield first, min(size, num_batches - first), "run"
+
+    def clock(self) -> float:
+        """The time now, after the device's queued work (a GPU's) is done."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return time.perf_counter()
+
+
+__all__ = [
+    "Run",
+    "Runs",
+    "SuperBatches",
+    "active",
+    "by_position",
+    "padded",
+    "refuse",
+]
