@@ -51,6 +51,7 @@ from gsample.base.random import (
     uniform_int,
     words,
 )
+from gsample.loader.dataloader import choose_super_batch
 from gsample.runtime import Options, SuperBatcher, interpret, run
 
 BATCH, NUM_SEEDS = 32, 180  # 6 batches, the last one of 20 seeds
@@ -783,7 +784,7 @@ def test_auto_fits_the_budget_and_a_tiny_budget_gives_one(graph, device):
         assert loader.memory_cap == cap  # what the budget holds ...
         assert set(loader.auto_times) <= {1, 2, 4, 8, 16} and 1 in loader.auto_times
         assert max(loader.auto_times) <= cap  # ... bounds every size timed
-        assert loader.super_batch_size == min(loader.auto_times, key=loader.auto_times.get)
+        assert loader.super_batch_size == choose_super_batch(loader.auto_runs)
         assert loader.super_batch_size * loader.batch_bytes <= budget
         assert_same_batches(got, ref, f"auto, budget {budget}")
     loader, got = epochs(A, sampler, seeds, super_batch="auto")  # the L2 cache or half a GPU
@@ -810,3 +811,35 @@ def test_auto_fits_the_budget_and_a_tiny_budget_gives_one(graph, device):
 def test_bad_arguments_fail_in_the_constructor(graph, options, error, match):
     with pytest.raises(error, match=match):
         gs.DataLoader(graph, graphsage, torch.arange(64), BATCH, **options)
+
+
+def test_tables_read_at_the_seeds_super_batch():
+    """``t[seeds]`` (a value per seed: its time) is one gather for all the mini-batches, and
+    a table of node ids read at the seeds is encoded per mini-batch where an op takes it as
+    a frontier: the same draws as one mini-batch at a time."""
+    A = gs.datasets.rmat(400, 4000, seed=5)
+    g = torch.Generator().manual_seed(0)
+    et = torch.randint(0, 100, (A.num_edges,), generator=g)
+    t = torch.randint(0, 100, (A.num_nodes,), generator=g)
+    table = torch.randperm(A.num_nodes, generator=g)  # seed i stands for node table[i]
+
+    def sampler(A, seeds):
+        nodes = table[seeds]
+        s = A.temporal_sample(nodes, 3, time=t[seeds], edge_time=et, seed=A.positions(nodes))
+        return s, t[seeds] * 2, nodes
+
+    seeds = random_seeds(70, num_nodes=400)
+    ref = loader_outputs(A, sampler, seeds, 16)
+    loader = gs.DataLoader(
+        A, gs.compile(sampler), seeds, 16, shuffle=False, seed=7, super_batch=3, fixed_state=True
+    )
+    for i, (got, want) in enumerate(zip([b.out for b in loader], ref, strict=True)):
+        assert_same(got, want, f"batch {i}")
+    # an id of the table out of range is a bad id of the op reading it, as one at a time
+    table[5] = A.num_nodes
+    with pytest.raises(IndexError, match="node id 400 is out of range"):
+        list(
+            gs.DataLoader(
+                A, gs.compile(sampler), torch.arange(16), 8, super_batch=2, fixed_state=True
+            )
+        )

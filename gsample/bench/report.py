@@ -186,23 +186,36 @@ def _fmt(v, spec, none="-"):
     return none if v is None else format(v, spec)
 
 
+def _rate(v) -> str:
+    """Units per second with an SI prefix (``1.18 G``), so a figure reads beside a paper's."""
+    if not v:
+        return "-" if v is None else "0"
+    for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if v >= scale:
+            return f"{v / scale:.3g} {prefix}"
+    return f"{v:.3g}"
+
+
 def table_lines(record) -> list:
-    """Every (workload, mode) of a record as markdown rows (printed at the end of a run)."""
+    """Every (workload, mode) of a record as markdown rows (printed at the end of a run):
+    beside each epoch time, the work per seed (sampled edges or walk steps, as every mode
+    draws the same) and the work per second."""
     gpu = record.get("device_type") == "cuda"
     lines = [
         f"{record['device']}, graph {record['graph']} ({record['num_nodes']:,} nodes, "
         f"{record['num_edges']:,} edges), {record['date']}, commit {record.get('commit')}",
         "",
-        "| workload | mode | epoch s (median) | spread s | units/s | peak MiB | x bound | "
-        + ("kernels/b | syncs/b | " if gpu else "")
-        + "agrees |",
-        "|---|---|---:|---:|---:|---:|---:|" + ("---:|---:|" if gpu else "") + "---|",
+        "| workload | mode | epoch s (median) | spread s | per seed | units/s | peak MiB | "
+        "x bound | " + ("kernels/b | syncs/b | " if gpu else "") + "agrees |",
+        "|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if gpu else "") + "---|",
     ]
     for name, e in record["workloads"].items():
         if "error" in e:
-            lines.append(f"| {name} | error | | | | | | {e['error'][:60]} |")
+            blanks = " |" * (6 + 2 * gpu)  # every column but the first two and the last
+            lines.append(f"| {name} | error |{blanks} {e['error'][:60]} |")
             continue
         unit = "steps" if e["unit"] == "walk steps" else "edges"
+        per_seed = _fmt((e.get("work_per_seed") or {}).get("per_seed"), ",.1f")
         for mode, r in e["modes"].items():
             mem = r.get("peak_memory_bytes")
             gpu_cols = (
@@ -215,13 +228,13 @@ def table_lines(record) -> list:
             )
             lines.append(
                 f"| {name} | {mode} | {r['epoch_s_median']:.4f} | {r['spread_s']:.4f} | "
-                f"{(r['units_per_s'] or 0):,.0f} {unit} | "
+                f"{per_seed} {unit} | {_rate(r['units_per_s'])} {unit}/s | "
                 f"{_fmt(mem and mem / 2**20, ',.0f')} | {_fmt(r.get('x_bound'), '.1f')} | "
                 f"{gpu_cols}{_fmt(e['agreement'].get(mode), '.4f')} |"
             )
         for peer, why in e.get("peers_not_run", {}).items():
             lines.append(
-                f"| {name} | {peer} | {why[:70]} | | | | |" + (" | |" if gpu else "") + " |"
+                f"| {name} | {peer} | {why[:70]} | | | | | |" + (" | |" if gpu else "") + " |"
             )
     lines += profile_lines(record)
     g = record.get("random_gather")

@@ -4,6 +4,7 @@ the pipelined stages: :mod:`gsample.loader.pipeline`)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import itertools
@@ -80,8 +81,9 @@ class DataLoader:
     super_batch : int or "auto", optional
         Sample this many mini-batches in one run of the compiled program (still yielded
         one by one); ``"auto"``: the fastest size that fits ``memory_budget``, timed on the
-        first epoch's own mini-batches. ``sampler_fn`` must be compiled or traceable. On a
-        partitioned graph, an int: N of the rank's mini-batches per round of exchanges.
+        first epoch's own mini-batches (one at a time unless a size is clearly faster).
+        ``sampler_fn`` must be compiled or traceable. On a partitioned graph, an int: N of
+        the rank's mini-batches per round of exchanges.
         Default: off.
     memory_budget : int, optional
         Bytes a super-batch may use with ``"auto"``. Default: half the GPU's free memory;
@@ -119,7 +121,11 @@ class DataLoader:
         ``"auto"``: one mini-batch's measured bytes, and the most mini-batches the budget
         holds.
     auto_times : dict
-        ``"auto"``: seconds per mini-batch of every super-batch size timed.
+        ``"auto"``: seconds per mini-batch of every super-batch size timed (its best run).
+    auto_runs : dict
+        ``"auto"``: those of each counted run of every size (:func:`choose_super_batch`
+        chooses from them: a size is kept only where it beats one at a time by
+        :data:`AUTO_MARGIN`).
     feature_store, label_store : gsample.loader.features.FeatureStore or None
         Where ``x`` / ``y`` come from (``feature_store.hit_rate``: the cache's hits).
     sample_seconds, gather_seconds : float
@@ -204,6 +210,7 @@ class DataLoader:
         self.batch_bytes = None
         self.memory_cap = None
         self.auto_times: dict = {}
+        self.auto_runs: dict = {}
         self._super = None  # the super-batcher (gsample.runtime.SuperBatcher)
         self._super_sampler = None  # its compiled sampler
         self._partitioned = partitioned
@@ -562,17 +569,18 @@ class DataLoader:
 
     def _time_sizes(self, parts: list, epoch_seed: int, base: int = 0):
         """``"auto"``: time super-batches of 1, 2, 4, ... mini-batches (within the memory
-        cap), each size three times so that the one-off work of its first two runs
-        (lowering and compiling, then capturing a CUDA graph) is not counted, and keep the
-        size with the least time per mini-batch; stop once doubling stops paying (from 8
-        on: a super-batch's fixed cost per run can make 2 slower than 1 on a GPU while much
-        larger sizes are faster, so the small sizes do not decide). The
-        timed runs sample (and yield) the epoch's own mini-batches. Returns ``(next
-        mini-batch, chosen size)``; ``auto_times`` keeps the seconds per mini-batch of
-        every size tried."""
+        cap), each size three times: its first run is not counted (it lowers and compiles),
+        the best of the other two is (noise on a loaded host only adds time). Stop once
+        doubling stops paying (from 8 on: a super-batch's fixed cost per run can make 2
+        slower than 1 on a GPU while much larger sizes are faster, so the small sizes do not
+        decide); :func:`choose_super_batch` picks the size. The timed runs sample (and
+        yield) the epoch's own mini-batches. Returns ``(next mini-batch, chosen size)``;
+        ``auto_times`` keeps the seconds per mini-batch of every size tried, ``auto_runs``
+        those of each of its counted runs."""
         cuda = self.A.device.type == "cuda"
-        i, N, self.auto_times = 1, 1, {}
+        i, N, self.auto_times, self.auto_runs = 1, 1, {}, {}
         while self.memory_cap >= N and i + 3 * N <= len(parts):
+            runs = []
             for _ in range(3):
                 block = parts[i : i + N]
                 if cuda:
@@ -584,17 +592,16 @@ class DataLoader:
                     batches = yield from self._sample_block(block, epoch_seed, base + i)
                 if cuda:
                     torch.cuda.synchronize(self.A.device)
-                seconds = (time.perf_counter() - began) / N
+                runs.append((time.perf_counter() - began) / N)
                 yield batches
                 i += N
-            self.auto_times[N] = seconds
+            self.auto_runs[N] = runs[1:]
+            self.auto_times[N] = seconds = min(runs[1:])
             best = min(self.auto_times, key=self.auto_times.get)
             if N >= 8 and best != N and seconds > 0.95 * self.auto_times[best]:
                 break  # doubling stopped paying (below 8, a run's fixed cost hides it)
             N *= 2
-        if not self.auto_times:  # too few mini-batches to time
-            return i, 1
-        return i, min(self.auto_times, key=self.auto_times.get)
+        return i, choose_super_batch(self.auto_runs)
 
     def _explain_failure(
         self, block: list, epoch_seed: int, first: int, error: Exception, indices=None
@@ -602,7 +609,10 @@ class DataLoader:
         """A super-batch raised: sample its mini-batches one by one. The first one that
         raises yields the batches before it, then raises its own error (as without
         super-batching); if none does, the super-batch itself is at fault. (On a partitioned
-        graph every rank does so together: a failing exchange raises on every rank.)"""
+        graph every rank does so together: a failing exchange raises on every rank.) The
+        failed run's values are released first (``_release``), before the re-run and before
+        any error reaches the caller."""
+        _release(error)
         done, failed = [], None
         batches = self._one_by_one(block, epoch_seed, first, indices)
         while failed is None and len(done) < len(block):
@@ -629,6 +639,26 @@ class DataLoader:
             "sample one by one; use a smaller super_batch (or 'auto' with a "
             "memory_budget)"
         ) from error
+
+
+def _release(error: BaseException) -> None:
+    """Drop the local variables of the finished frames in the tracebacks of ``error`` and of
+    the errors it chains (``__cause__``, ``__context__``): a super-batch that ran out of
+    memory would otherwise keep every tensor its run made alive, through the error, in the
+    caller's ``except`` block where a user retries with a smaller ``super_batch``. The
+    tracebacks still print (file, line, function). A traceback's first frame, where its
+    error was caught, may still run (or be a paused generator, which clearing would close):
+    it is left alone; the error left every other one."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        tb = error.__traceback__
+        tb = tb and tb.tb_next
+        while tb is not None:
+            with contextlib.suppress(RuntimeError):  # a frame still running: left as it is
+                tb.tb_frame.clear()
+            tb = tb.tb_next
+        error = error.__cause__ or error.__context__
 
 
 def seed_ids(x, name: str, num_nodes: int, device) -> torch.Tensor:
@@ -707,6 +737,55 @@ def super_batch_options(super_batch, memory_budget=None) -> tuple:
                 "largest super-batch that fits)"
             )
     return super_batch, memory_budget
+
+
+#: how much less time per mini-batch than one at a time a super-batch size must take for
+#: ``"auto"`` to keep it: a smaller gain is within a loaded host's timing noise, and where
+#: super-batching does not pay (the CPU, large mini-batches) a choice by noise alone loses
+AUTO_MARGIN = 0.1
+
+
+def choose_super_batch(runs: dict, margin: float = AUTO_MARGIN) -> int:
+    """The super-batch size ``"auto"`` keeps, from timed runs: the size whose best run took
+    the least time per mini-batch, where that beats one at a time's best run by ``margin``;
+    else 1 (one at a time), so ``"auto"`` is never slower than one at a time by more than
+    the timing noise.
+
+    Parameters
+    ----------
+    runs : dict
+        ``{size: seconds per mini-batch}`` (a float, or a sequence of one per timed run),
+        ``size >= 1``; 1 is the reference (without it, nothing is chosen over one at a time).
+    margin : float
+        The share of one at a time's time a size must save, ``0 <= margin < 1``.
+
+    Returns
+    -------
+    int
+        The size, ``>= 1``.
+
+    Examples
+    --------
+    >>> choose_super_batch({1: [2.0e-3, 2.1e-3], 2: [1.9e-3, 1.95e-3]})  # 5%: noise
+    1
+    >>> choose_super_batch({1: 2.0e-3, 2: 1.5e-3, 4: 1.2e-3, 8: 1.3e-3})
+    4
+    """
+    if not isinstance(runs, dict):
+        raise TypeError(f"runs: expected a dict {{size: seconds}}, got {type(runs).__name__}")
+    if isinstance(margin, bool) or not isinstance(margin, numbers.Real) or not 0 <= margin < 1:
+        raise ValueError(f"margin: must be a number in [0, 1), got {margin!r}")
+    best = {}
+    for size, times in runs.items():
+        if _not_int(size) or size < 1:
+            raise ValueError(f"runs: sizes must be ints >= 1, got {size!r}")
+        times = [times] if isinstance(times, numbers.Real) else list(times)
+        if times:
+            best[int(size)] = min(times)
+    if 1 not in best:
+        return 1
+    size = min(best, key=lambda n: (best[n], n))
+    return size if best[size] < (1 - margin) * best[1] else 1
 
 
 def _not_int(x) -> bool:
@@ -791,4 +870,11 @@ def _eager(sampler_fn):
     return functools.partial(fn.fn, *args, **kwargs) if args or kwargs else fn.fn
 
 
-__all__ = ["DataLoader", "default_budget", "seed_ids", "super_batch_options"]
+__all__ = [
+    "AUTO_MARGIN",
+    "DataLoader",
+    "choose_super_batch",
+    "default_budget",
+    "seed_ids",
+    "super_batch_options",
+]

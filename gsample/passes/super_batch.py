@@ -354,6 +354,9 @@ class _Rewrite(NodeVisitor):
         self.space: dict = {}  # node -> GRAPH / ENC / LIST
         self.spec: dict = {}  # encoded node -> (split spec or tuple, or "matrix"; matrix)
         self.memo: dict = {}
+        # encoded frontier -> a sampled matrix whose columns it is (in order): values per
+        # frontier entry split where that matrix's columns are (no read-back of their own)
+        self.columns_of: dict = {}
         self.scalars: set = set()  # per-batch values that are a 0-dim tensor in every batch
 
     # ------------------------------------------------------------------ helpers
@@ -387,6 +390,8 @@ class _Rewrite(NodeVisitor):
                 "the program returns an op's state (first_reached's), which only that op's "
                 "next call reads; a super-batched program cannot return it"
             )
+        if spec in ("entries", "paired") and M in self.columns_of:
+            spec, M = "cols", self.columns_of[M]  # the columns of a matrix split anyway
         args = [v]
         if spec in ("entries", "paired"):  # one value per entry of M (encoded ids)
             args.append(M)
@@ -407,6 +412,22 @@ class _Rewrite(NodeVisitor):
     def _encoded(self, v: Node, before: Node, name: str, ids: bool, tile: bool = True) -> Node:
         """``v`` as a sparse op's input of the super-batch: joined, tiled or as it is."""
         space = self.space[v]
+        if space is ENC and ids and self.spec.get(v, (None,))[0] in ("entries", "paired"):
+            # values per frontier entry read as node ids (t[seeds] of a table of ids)
+            frontier = self.spec[v][1]
+            enc = self._memo(
+                ("encode", v),
+                lambda: self._helper(
+                    self.blocks.encode_entries,
+                    [v, frontier],
+                    {"n": self.n, "name": name},
+                    ENC,
+                    Kind.TENSOR,
+                    before=before,
+                ),
+            )
+            self.spec[enc] = ("ids", None)
+            return enc
         if space is LIST:
             return self._memo(
                 ("join", v, ids),
@@ -562,7 +583,9 @@ class _Rewrite(NodeVisitor):
         encoded (``n`` rows per batch) or graph-level: one gather for all batches
         (``blocks.gather``), each batch's part ``x_b[v]`` in batch order, exactly what it
         gathers alone (LADIES' and FastGCN's ``p[s.row_ids]``: no split, no per-batch
-        launches, no read-back of the sample's bounds before the next layer)."""
+        launches, no read-back of the sample's bounds before the next layer). So is a
+        gather at the seeds (a seed's time, ``t[seeds]``): a value per seed, split where
+        the seeds are."""
         fn, (args, kwargs) = node.attrs["fn"], node.attrs["template"]
         if (
             fn is not operator.getitem
@@ -574,7 +597,10 @@ class _Rewrite(NodeVisitor):
         x, ids = (node.inputs[a.name] for a in args)
         spec, M = self.spec.get(ids, (None, None)) if self.space[ids] is ENC else (None, None)
         along, _, what = spec.partition(" ") if isinstance(spec, str) else ("", "", "")
-        if what != "ids" or M is None or not (self._nodes(x) or self.space[x] is GRAPH):
+        seeds = ids.op is Op.INPUT and spec == "ids"  # x[seeds]: a value per seed
+        if not (self._nodes(x) or self.space[x] is GRAPH) or not (
+            seeds or (what == "ids" and M is not None)
+        ):
             return False
         node.attrs = {
             "fn": self.blocks.gather,
@@ -584,7 +610,7 @@ class _Rewrite(NodeVisitor):
             ),
         }
         self.space[node] = ENC
-        self.spec[node] = (along, M)
+        self.spec[node] = ("entries", ids) if seeds else (along, M)
         return True
 
     def getitem(self, node: Node):
@@ -604,6 +630,9 @@ class _Rewrite(NodeVisitor):
     def _first_element(self, x: Node, before: Node) -> Node:
         """``x[0]``, the ids of an encoded tuple ``x`` (what its "paired" elements line up
         with), as a node of its own."""
+        for first in self.g.nodes:  # the program's own x[0], if it reads it
+            if first.op is Op.GETITEM and first.inputs["x"] is x and first.attrs["index"] == 0:
+                return first
         first = self.g.add(Op.GETITEM, {"x": x}, {"index": 0}, Kind.TENSOR, before=before)
         self.space[first] = ENC
         self.spec[first] = (self.spec[x][0][0], self.spec[x][1])
@@ -720,6 +749,7 @@ class _Rewrite(NodeVisitor):
             node.attrs["batches"] = (self.N, self.n)
             if node.kind is Kind.MATRIX:
                 self.spec[node] = ("matrix", node)
+                self.columns_of.setdefault(enc_cols, node)
             elif self._alignment(node, None) == "rows":  # rows of the graph: n per batch
                 self.spec[node] = ("nodes", None)
             elif self._alignment(node, None) == "walks":  # a row per frontier node, encoded

@@ -82,6 +82,14 @@ def join(values: list, n: int, ids: bool, name: str):
     return torch.cat(values)
 
 
+def encode_entries(values: torch.Tensor, frontier: torch.Tensor, n: int, name: str):
+    """Node ids given as values per entry of an encoded frontier (``t[seeds]`` of a table
+    of node ids), checked as the op would check them and encoded with their entry's batch:
+    ``values[i] + (frontier[i] // n) * n``."""
+    v = V.ids(values, name, n, values.device, allow_empty=True)
+    return v + torch.div(frontier, n, rounding_mode="floor") * n
+
+
 def _same_scalar(a, b) -> bool:
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
         return (
@@ -594,6 +602,7 @@ HELPERS = (
     "bounds",
     "decode_cols",
     "encode_columns",
+    "encode_entries",
     "gather",
     "join",
     "join_matrices",

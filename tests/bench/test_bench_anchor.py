@@ -124,3 +124,54 @@ def test_the_record_has_the_degree_profile_and_the_work_per_seed(tiny, tmp_path)
 
 def test_old_records_print_without_a_profile():
     assert report.profile_lines({"workloads": {}}) == []
+
+
+def test_the_default_gpu_graph_is_products_like_and_the_cpu_one_stays(monkeypatch):
+    args = cli.parse(["--device", "cuda"])  # parsing only: no GPU needed
+    assert cli.GPU_GRAPH == "products-like" and args.graph == "products-like"
+    assert args.seeds == gs.datasets.ANCHOR_GRAPHS["products-like"].num_seeds == 196_608
+    assert "GPU products-like" in cli.parser().format_help()
+    assert cli.parse(["--device", "cuda", "--graph", "rmat:2400:12000"]).graph == "rmat:2400:12000"
+    monkeypatch.setattr(gs.datasets, "default_data_path", lambda name: "/nonexistent/" + name)
+    cpu = cli.parse(["--device", "cpu"])
+    assert cpu.graph == "rmat:300000:3000000" and cpu.seeds == 10_240
+    assert cli.parse(["--device", "cuda", "--quick"]).graph == "rmat:20000:200000"
+
+
+def test_each_row_shows_the_work_per_seed_and_per_second_beside_the_epoch_time():
+    mode = {"kind": "super", "epoch_s_median": 0.02, "spread_s": 0.001, "units": 23_592_960}
+    mode["units_per_s"] = mode["units"] / mode["epoch_s_median"]
+    rec = {
+        "device": "H200",
+        "device_type": "cuda",
+        "graph": "products-like",
+        "num_nodes": 1_833_086,
+        "num_edges": 123_718_280,
+        "date": "2026-12-01",
+        "workloads": {
+            "graphsage": {
+                "unit": "sampled edges",
+                "agreement": {},
+                "work_per_seed": measure.work_per_seed(23_592_960, 196_608, "sampled edges"),
+                "modes": {"compiled, super-batched 64": mode},
+            },
+            "deepwalk": {"error": "RuntimeError('x')"},
+        },
+    }
+    lines = report.table_lines(rec)
+    header = next(line for line in lines if line.startswith("| workload |"))
+    cols = [c.strip() for c in header.strip("|").split("|")]
+    assert cols[2:6] == ["epoch s (median)", "spread s", "per seed", "units/s"]
+    row = next(line for line in lines if line.startswith("| graphsage |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert len(cells) == len(cols)
+    assert cells[2:6] == ["0.0200", "0.0010", "120.0 edges", "1.18 G edges/s"]
+    error = next(line for line in lines if line.startswith("| deepwalk |"))
+    assert len(error.strip("|").split("|")) == len(cols)
+    assert [report._rate(v) for v in (None, 0, 512.0, 2.5e4, 3.2e7)] == [
+        "-",
+        "0",
+        "512",
+        "25 k",
+        "32 M",
+    ]

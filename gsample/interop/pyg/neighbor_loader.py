@@ -714,9 +714,17 @@ class NeighborLoader(torch.utils.data.DataLoader):
 
     @property
     def auto_times(self) -> dict:
-        """``super_batch="auto"``: seconds per mini-batch of every size it timed."""
+        """``super_batch="auto"``: seconds per mini-batch of every size it timed (its best
+        counted run)."""
         runs = self.dataset.runs
         return {} if runs is None else dict(runs.times)
+
+    @property
+    def auto_runs(self) -> dict:
+        """``super_batch="auto"``: every size's counted runs, seconds per mini-batch (what
+        :func:`gsample.loader.dataloader.choose_super_batch` chose from)."""
+        runs = self.dataset.runs
+        return {} if runs is None else {k: list(v) for k, v in runs.runs.items()}
 
     def __iter__(self):
         """An epoch: its seed is ``combine(combine(0, seed), epoch)``, as ``gs.DataLoader``'s."""

@@ -38,7 +38,7 @@ import torch
 from gsample.compiler import compile as gs_compile
 from gsample.formats import CSC
 from gsample.interop.pyg.temporal import TemporalSpec, disjoint_sample
-from gsample.loader.dataloader import default_budget
+from gsample.loader.dataloader import choose_super_batch, default_budget
 from gsample.matrix.sparse import Matrix
 
 
@@ -270,6 +270,7 @@ class Runs:
         self.memory_budget, self.device = memory_budget, device
         self.batch_bytes = self.memory_cap = self.seconds = None
         self.times: dict = {}
+        self.runs: dict = {}  # "auto": size -> seconds per mini-batch of its counted runs
 
     def plan(self, num_batches: int) -> Iterator[tuple]:
         """``(first, count, role)`` of each run of an epoch of ``num_batches`` mini-batches."""
@@ -279,17 +280,22 @@ class Runs:
             budget = self.memory_budget or default_budget(self.device)
             self.memory_cap = max(1, min(num_batches, budget // max(self.batch_bytes or 0, 1)))
             i, size = 1, 1
-            self.times = {}
+            self.times, self.runs = {}, {}
             while 1 < self.memory_cap >= size and i + 3 * size <= num_batches:
-                for _ in range(3):
+                runs = []
+                for r in range(3):
                     yield i, size, "time"
                     i += size
-                self.times[size] = self.seconds
+                    if r:  # the first run of a size compiles it: not counted
+                        runs.append(self.seconds)
+                self.runs[size] = runs
+                self.times[size] = min(runs)
                 best = min(self.times, key=self.times.get)
-                if size >= 8 and best != size and self.seconds > 0.95 * self.times[best]:
+                if size >= 8 and best != size and self.times[size] > 0.95 * self.times[best]:
                     break  # doubling stopped paying (below 8, a run's fixed cost hides it)
                 size *= 2
-            self.size = min(self.times, key=self.times.get) if self.times else 1
+            # one at a time unless a size is clearly faster (gs.DataLoader's rule)
+            self.size = choose_super_batch(self.runs) if self.runs else 1
         size = self.size or 1
         for first in range(i, num_batches, size):
             yield first, min(size, num_batches - first), "run"

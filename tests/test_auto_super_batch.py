@@ -1,0 +1,211 @@
+"""``super_batch="auto"`` never chooses a size slower than one at a time (the decision, from
+injected timings, not the wall clock), and a super-batch that fails releases what its run
+allocated before its error reaches the caller."""
+
+import functools
+import gc
+import traceback
+import weakref
+
+import pytest
+import torch
+from helpers import assert_same, example, random_seeds
+
+import gsample as gs
+import gsample.loader.dataloader as dataloader_module
+import gsample.runtime.super_batcher as super_batcher_module
+from gsample.loader.dataloader import AUTO_MARGIN, choose_super_batch
+
+BATCH = 16
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return gs.datasets.rmat(1000, 10000, seed=0)
+
+
+def sampler():
+    return functools.partial(gs.compile(example("graphsage").graphsage), fanouts=(5, 3))
+
+
+# ----------------------------------------------------------------------------- the decision
+@pytest.mark.parametrize(
+    "runs, size",
+    [
+        ({1: [1.0, 1.1], 2: [0.95, 0.97]}, 1),  # 5% faster: within the noise, one at a time
+        ({1: [1.0, 1.0], 2: [0.85, 0.86], 4: [0.8, 1.3]}, 4),  # past the margin: the best
+        ({1: [1.0], 2: [0.5], 4: [0.5], 8: [0.7]}, 2),  # a tie: the smaller size
+        ({1: [1.0, 3.0], 2: [1.2, 1.5]}, 1),  # 1's best run is the reference, not its worst
+        ({1: 1.0, 16: 0.2}, 16),  # floats: one run each
+        ({1: [1.0]}, 1),
+        ({}, 1),  # nothing timed (too few mini-batches, or a cap of 1)
+        ({2: [0.1], 4: [0.05]}, 1),  # without one at a time, nothing to beat
+        ({1: [], 2: [0.5]}, 1),
+    ],
+)
+def test_a_size_is_kept_only_where_it_beats_one_at_a_time_by_the_margin(runs, size):
+    assert choose_super_batch(runs) == size
+
+
+def test_the_margin_is_the_threshold():
+    runs = {1: [1.0], 2: [1.0 - AUTO_MARGIN]}  # exactly the margin: not enough
+    assert choose_super_batch(runs) == 1
+    assert choose_super_batch({1: [1.0], 2: [0.99 - AUTO_MARGIN]}) == 2
+    assert choose_super_batch({1: [1.0], 2: [0.99]}, margin=0) == 2
+    assert choose_super_batch({1: [1.0], 2: [0.6]}, margin=0.5) == 1
+    assert 0.05 <= AUTO_MARGIN < 0.5
+
+
+@pytest.mark.parametrize(
+    "runs, margin, error, match",
+    [
+        ([1.0], AUTO_MARGIN, TypeError, "runs: expected a dict"),
+        ({0: [1.0]}, AUTO_MARGIN, ValueError, "runs: sizes must be ints >= 1"),
+        ({1.5: [1.0]}, AUTO_MARGIN, ValueError, "runs: sizes must be ints >= 1"),
+        ({1: [1.0]}, 1.0, ValueError, r"margin: must be a number in \[0, 1\)"),
+        ({1: [1.0]}, -0.1, ValueError, "margin"),
+        ({1: [1.0]}, True, ValueError, "margin"),
+    ],
+)
+def test_bad_runs_and_margins_are_refused_by_name(runs, margin, error, match):
+    with pytest.raises(error, match=match):
+        choose_super_batch(runs, margin)
+
+
+class Clock:
+    """A fake ``time`` module: ``perf_counter`` advances only as the loader samples, by
+    ``per_batch[N]`` seconds a mini-batch for a run of ``N`` (one at a time: ``N = 1``)."""
+
+    def __init__(self, per_batch):
+        self.now, self.per_batch = 0.0, per_batch
+
+    def perf_counter(self):
+        return self.now
+
+    def charge(self, n):
+        self.now += n * self.per_batch(n)
+
+
+def auto_loader(A, seeds, clock, monkeypatch):
+    """A ``"auto"`` loader whose clock is ``clock`` and with room for sizes 1 .. 8."""
+    monkeypatch.setattr(dataloader_module, "time", clock)
+    fn = sampler()
+    loader = gs.DataLoader(A, fn, seeds, BATCH, seed=3, super_batch="auto", memory_budget=1 << 40)
+
+    def one(A, s):
+        clock.charge(1)
+        return fn(A, s)
+
+    real_run = loader._super.run
+
+    def run(parts, *args, **kwargs):
+        clock.charge(len(parts))
+        return real_run(parts, *args, **kwargs)
+
+    loader.sampler_fn = one
+    loader._super.run = run
+    return loader
+
+
+@pytest.mark.parametrize(
+    "per_batch, timed, chosen",
+    [
+        # super-batching a few per cent faster (the CPU's usual case): one at a time
+        (lambda n: 1.0 if n == 1 else 0.96, {1, 2, 4, 8}, 1),
+        # slower at every size (LADIES on the CPU): one at a time
+        (lambda n: 1.0 if n == 1 else 1.0 + 0.1 * n, {1, 2, 4, 8}, 1),
+        # faster the larger (a GPU): the largest timed
+        (lambda n: 1.0 / n, {1, 2, 4, 8}, 8),
+        # best at 4, then doubling stops paying
+        (lambda n: {1: 1.0, 2: 0.7, 4: 0.5}.get(n, 0.8), {1, 2, 4, 8}, 4),
+    ],
+)
+def test_auto_picks_one_at_a_time_unless_a_size_is_clearly_faster(
+    graph, monkeypatch, per_batch, timed, chosen
+):
+    seeds = random_seeds(46 * BATCH, 2, graph.num_nodes)  # 1 + 3 (1 + 2 + 4 + 8) = 46
+    gs.manual_seed(0)
+    ref = list(gs.DataLoader(graph, sampler(), seeds, BATCH, seed=3))
+    loader = auto_loader(graph, seeds, Clock(per_batch), monkeypatch)
+    got = list(loader)
+    assert set(loader.auto_times) == set(loader.auto_runs) == timed
+    for n, runs in loader.auto_runs.items():  # the first run of each size is not counted
+        assert len(runs) == 2 and runs == pytest.approx([per_batch(n)] * 2)
+        assert loader.auto_times[n] == pytest.approx(per_batch(n))
+    assert loader.super_batch_size == chosen
+    assert [b.index for b in got] == list(range(len(ref)))
+    for g, r in zip(got, ref):  # whatever the choice, the one-at-a-time batches
+        assert torch.equal(g.seeds, r.seeds)
+        assert_same(g.out, r.out, f"batch {r.index}")
+
+
+def test_the_runs_after_the_choice_are_of_the_chosen_size(graph, monkeypatch):
+    sizes = []
+    clock = Clock(lambda n: 1.0 if n == 1 else 0.5)
+    seeds = random_seeds(60 * BATCH, 4, graph.num_nodes)
+    loader = auto_loader(graph, seeds, clock, monkeypatch)
+    run = loader._super.run
+
+    def recording(parts, *args, **kwargs):
+        sizes.append(len(parts))
+        return run(parts, *args, **kwargs)
+
+    loader._super.run = recording
+    assert len(list(loader)) == 60
+    assert loader.super_batch_size == 2  # a tie from 2 on: the smallest
+    # batch 0 measured alone; timed: 3 runs of 2, 4 and 8 (size 1 is one at a time, without
+    # the super-batcher); then 60 - 46 = 14 in runs of 2
+    assert sizes == [1] + [2] * 3 + [4] * 3 + [8] * 3 + [2] * 7
+
+
+# ----------------------------------------------------------------------------- a failed run
+def test_a_failed_super_batch_releases_its_buffers_before_the_error_arrives(graph, monkeypatch):
+    """The run allocates (its outputs, and a large tensor in the failing frame), then runs
+    out of memory; the loader re-runs its mini-batches one by one (they sample) and raises.
+    By the time the one-by-one re-run starts, and in the caller's ``except`` block, nothing
+    the failed run made is alive, without a garbage collection."""
+    seeds = random_seeds(8 * BATCH, 6, graph.num_nodes)
+    alive = []
+    real_finish = super_batcher_module.finish
+
+    def failing_finish(flight):
+        outs = real_finish(flight)
+        big = torch.empty(1 << 20)
+        alive.extend(weakref.ref(t) for t in [big, *tensors(outs)])
+        raise MemoryError("out of memory (a test's)")
+
+    monkeypatch.setattr(super_batcher_module, "finish", failing_finish)
+    fn = sampler()
+    loader = gs.DataLoader(graph, fn, seeds, BATCH, seed=1, super_batch=4)
+    at_retry = []
+
+    def one(A, s):
+        at_retry.append(sum(r() is not None for r in alive))
+        return fn(A, s)
+
+    loader.sampler_fn = one
+    gc.disable()  # what is freed must be freed by reference counting alone
+    try:
+        with pytest.raises(
+            RuntimeError, match=r"super_batch: sampling mini-batches 0\.\.3"
+        ) as info:
+            next(iter(loader))
+        assert len(alive) > 1 and all(r() is None for r in alive)
+        assert at_retry and at_retry[0] == 0  # freed before the re-run, not only after it
+        assert isinstance(info.value.__cause__, MemoryError)  # the cause is kept, and prints
+        assert "failing_finish" in "".join(traceback.format_exception(info.value))
+    finally:
+        gc.enable()
+
+
+def tensors(x):
+    """Every tensor of a sampler's outputs (matrices' storages, tensors, nested lists)."""
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in tensors(v)]
+    if isinstance(x, gs.Matrix):
+        csc = x.csc
+        fields = (csc.indptr, csc.rows, csc.col_ids, csc.values, csc.eids)
+        return [t for t in fields if isinstance(t, torch.Tensor)]
+    return []

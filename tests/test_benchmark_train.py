@@ -1,0 +1,123 @@
+"""``benchmarks/train_scale.py``: the end-to-end training benchmark runs on a CPU at a tiny size
+with the papers-scale model (3-layer SAGEConv, hidden 256, fanouts [15, 10, 5]), its loss falls
+and its held-out accuracy is well above chance; its planted labels are balanced and its
+planted features carry them; its held-out nodes are disjoint from the training seeds. On a GPU
+(``-m cuda``) it runs on ``products-like`` for a few mini-batches."""
+
+import importlib
+import itertools
+import json
+import pathlib
+import sys
+
+import pytest
+import scipy.stats
+import torch
+
+import gsample as gs
+
+BENCH = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
+
+TINY = ["--num-nodes", "4000", "--num-edges", "40000", "--batch-size", "256"]
+TINY += ["--eval-nodes", "1024", "--lr", "0.01", "--baseline-batches", "4"]
+
+
+def _load():
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    return importlib.import_module("train_scale")
+
+
+def test_training_learns_and_splits_the_epoch(tmp_path):
+    bench = _load()
+    record = bench.main(TINY + ["--epochs", "5", "--out", str(tmp_path)])
+    epochs = record["epochs"]
+    assert len(epochs) == 5
+    # the loss falls epoch by epoch (a planted, learnable task), and within the first epochs
+    losses = [e["loss"] for e in epochs]
+    assert all(b < a for a, b in itertools.pairwise(losses)), losses
+    assert epochs[-1]["loss_last_tenth"] < epochs[0]["loss_first_tenth"] - 0.5
+    chance = record["chance"]
+    assert chance == 1 / 32
+    assert record["held_out_accuracy_before"] < 3 * chance
+    assert epochs[-1]["held_out_accuracy"] > 6 * chance, epochs[-1]["held_out_accuracy"]
+    for e in epochs:
+        assert e["batches"] == 8  # ceil(0.6 * 3078 / 256)
+        assert 0 < e["model"] <= e["epoch"]
+        assert e["exposed"] == pytest.approx(e["epoch"] - e["model"])
+        assert e["sample"] > 0 and e["gather"] > 0
+    base = record["model_only"]
+    assert base["batches"] == 4 and base["per_batch"] > 0
+    assert base["epoch"] == pytest.approx(base["per_batch"] * 8)
+    assert record["epoch_over_model_only"] == pytest.approx(
+        record["median"]["epoch"] / base["epoch"]
+    )
+    assert record["feature_mode"] == "device"  # read in place: no second copy of the table
+    assert record["seeds"] == {"train": 1846, "held_out": 1024}
+    on_disk = json.loads((tmp_path / "train_scale_rmat_cpu.json").read_text())
+    assert on_disk["command"] and on_disk["date"] and "CPU" in on_disk["device"]
+    assert on_disk["epochs"] == epochs
+
+
+def test_max_batches_caps_the_epoch(tmp_path):
+    record = _load().main(
+        TINY + ["--epochs", "1", "--max-batches", "3", "--super-batch", "2", "--out", str(tmp_path)]
+    )
+    assert record["epochs"][0]["batches"] == 3
+    assert record["model_only"]["epoch"] == pytest.approx(record["model_only"]["per_batch"] * 3)
+
+
+def test_planted_labels_are_balanced_and_features_carry_them():
+    bench = _load()
+    n, classes = 64_000, 32
+    y = bench.planted_labels(n, classes, "cpu")
+    assert torch.equal(y, bench.planted_labels(n, classes, "cpu", chunk=777))  # chunk-free
+    counts = y.bincount(minlength=classes)
+    p = scipy.stats.chisquare(counts.numpy()).pvalue  # uniform over the classes
+    assert p > 0.01, p
+    x = bench.planted_features(y, 128, classes, 0.3, torch.float32, chunk=5000)
+    assert x.shape == (n, 128) and x.dtype == torch.float32
+    # the class means estimated from the table are the centroids: nearest-mean accuracy
+    # is high (the task is learnable) but not perfect (the loss keeps falling)
+    means = torch.stack([x[y == c].mean(0) for c in range(classes)])
+    acc = float((torch.cdist(x, means).argmin(1) == y).float().mean())
+    assert 0.75 < acc < 0.97, acc
+    # noise is N(0, 1) around the class mean
+    resid = x - means[y]
+    assert float(resid.std()) == pytest.approx(1.0, abs=0.01)
+
+
+def test_held_out_nodes_are_disjoint_from_the_training_seeds():
+    bench = _load()
+    args = bench.parse(TINY)
+    A, train, held_out, x, y, _ = bench.load(args, torch.device("cpu"))
+    order = gs.datasets.uniform_seeds(A.num_nodes, train.numel() + held_out.numel(), seed=0)
+    assert torch.equal(torch.cat([train, held_out]), order)
+    assert not set(train.tolist()) & set(held_out.tolist())
+    assert train.numel() == int(0.6 * A.num_nodes) and held_out.numel() == 1024
+    assert x.shape == (A.num_nodes, 128) and torch.equal(
+        y, bench.planted_labels(A.num_nodes, 32, "cpu")
+    )
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+def test_products_like_on_the_gpu(tmp_path):
+    record = _load().main(
+        [
+            "--device",
+            "cuda",
+            "--graph",
+            "products-like",
+            "--epochs",
+            "2",
+            "--max-batches",
+            "40",
+            "--out",
+            str(tmp_path),
+        ]
+    )
+    assert record["seeds"]["train"] == 196_608
+    assert record["epochs"][-1]["loss"] < record["epochs"][0]["loss"]
+    assert record["epochs"][-1]["held_out_accuracy"] > 3 * record["chance"]
+    assert record["feature_mode"] == "device"
