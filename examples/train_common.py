@@ -41,7 +41,7 @@ class Layer:
     edge_weight: torch.Tensor = None
 
 
-def block_layers(batch):
+def block_layers(batch, check: bool = True):
     """The layers of a DGL-style mini-batch, input layer first (``batch.out[::-1]``).
 
     Parameters
@@ -49,6 +49,10 @@ def block_layers(batch):
     batch : gs.Batch
         With ``n_id`` (a loader given ``features`` or ``labels``) and blocks whose columns
         are a prefix of ``n_id`` (GraphSAGE, LADIES, FastGCN as in ``examples/``).
+    check : bool
+        Check that prefix (one read-back per block on a GPU); a training loop over a
+        sampler that makes its frontiers with ``all_nodes()`` (columns first) may skip it,
+        so the host queues the next step without waiting.
 
     Returns
     -------
@@ -71,7 +75,7 @@ def block_layers(batch):
     for block in reversed(batch.out):
         csc = block.csc
         cols = csc.global_cols()
-        if not torch.equal(n_id[: cols.numel()], cols):
+        if check and not torch.equal(n_id[: cols.numel()], cols):
             raise ValueError(
                 "batch.out: a block's columns are not a prefix of batch.n_id "
                 "(a DGL-style sampler is needed; use batch.to_pyg() otherwise)"

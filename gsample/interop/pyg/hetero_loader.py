@@ -50,11 +50,14 @@ Link batches (:class:`HeteroSampler`): gsample draws the negatives on the graph'
 under its stream (:mod:`gsample.interop.pyg.negatives`), typed by the supervision edge type
 (sources of its source type, destinations of its destination type; ``strict`` excludes its
 edges), in PyG's heterogeneous ``edge_sample`` layout.
+
+The data's arguments are read and checked by :mod:`gsample.interop.pyg.hetero_arguments`;
+the disjoint, induced and bidirectional layouts are :mod:`gsample.interop.pyg.hetero_layout`'s.
+The names of both that the loaders use are re-exported here (their import path).
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping
 
 import torch
@@ -64,308 +67,28 @@ from gsample.base.random import MASK64, batch_scope, combine, op_key
 from gsample.compiler import CompiledSampler
 from gsample.hetero.container import HeteroGraph
 from gsample.interop.pyg import negatives as _negatives
-from gsample.interop.pyg.data import _local
-from gsample.interop.pyg.hetero import HeteroLayout, pyg_layout
+from gsample.interop.pyg.hetero import pyg_layout
+from gsample.interop.pyg.hetero_arguments import (
+    SUBGRAPH_TYPES,
+    check_attributes,
+    check_graph,
+    check_sliceable,
+    fanouts,
+    graph_skeleton,
+    input_nodes_of,
+    input_seeds,
+    is_hetero,
+    weighted_relations,
+)
+from gsample.interop.pyg.hetero_layout import disjoint_layout, induced_edges, to_bidirectional
 from gsample.interop.pyg.temporal import HeteroTemporalSpec
-from gsample.loader.dataloader import seed_ids
-from gsample.matrix.sparse import Matrix
 
 try:
-    from torch_geometric.data import HeteroData as _HeteroData
     from torch_geometric.sampler import BaseSampler as _Base
     from torch_geometric.sampler import HeteroSamplerOutput as _Output
-    from torch_geometric.sampler import NumNeighbors as _NumNeighbors
 except ImportError:  # the module imports without PyG; the loaders raise first (_require)
-    _HeteroData = _Output = _NumNeighbors = None
+    _Output = None
     _Base = object
-
-#: PyG's subgraph types this module builds
-SUBGRAPH_TYPES = ("directional", "bidirectional", "induced")
-
-
-def is_hetero(data) -> bool:
-    """Whether ``data`` is a PyG ``HeteroData`` (the loaders' dispatch).
-
-    Examples
-    --------
-    >>> is_hetero(HeteroData()), is_hetero(Data())
-    (True, False)
-    """
-    return _HeteroData is not None and isinstance(data, _HeteroData)
-
-
-def _check_attributes(data) -> None:
-    """PyG's ``filter_hetero_data`` slices dense and sparse-COO attributes only, and gsample
-    samples ``edge_index``: refuse what either would silently get wrong, naming it."""
-    for store in data.stores:
-        key = store._key
-        where = f"data[{key!r}]"
-        for name in ("adj_t", "adj"):
-            if name in store:
-                raise TypeError(
-                    f"{where}.{name}: a relation stored as a sparse adjacency ({name}) is not "
-                    f"supported yet; gsample samples edge_index: set {where}.edge_index "
-                    f"from {name}'s COO indices and delete {name}"
-                )
-        check_sliceable(store, where)
-
-
-def check_sliceable(store, where: str) -> None:
-    """Every tensor attribute of ``store`` (a ``Data`` or one store of a ``HeteroData``,
-    named ``where``) must be one PyG's ``filter_data`` / ``filter_hetero_data`` slice per
-    mini-batch: dense or sparse COO; another layout is a ``TypeError`` naming it.
-
-    Examples
-    --------
-    >>> check_sliceable(data, "data")     # data.x as torch.sparse_csr: a TypeError
-    """
-    for name, value in store.items():
-        if isinstance(value, torch.Tensor) and value.layout not in (
-            torch.strided,
-            torch.sparse_coo,
-        ):
-            raise TypeError(
-                f"{where}.{name}: a sparse tensor of layout {value.layout} cannot be sliced "
-                "per mini-batch (PyG's filter_data takes dense and sparse COO tensors); "
-                f"pass {where}.{name}.to_sparse_coo() or .to_dense()"
-            )
-
-
-def _weighted_graph(data, weight_attr: str, H: HeteroGraph) -> tuple[HeteroGraph, dict]:
-    """``H`` with every relation that has ``data[edge_type][weight_attr]`` replaced by its
-    edges of positive weight, weighted (PyG's weighted sampling never draws an edge of
-    weight 0), and for those relations the positions of the kept edges in ``edge_index``
-    (``{edge_type: LongTensor}``: the sample's edge ids are positions among the kept ones)."""
-    if not isinstance(weight_attr, str):
-        raise TypeError(
-            f"weight_attr: the name of an edge attribute (a str) or None, got "
-            f"{type(weight_attr).__name__}"
-        )
-    rels, kept = {}, {}
-    for et in H.edge_types:
-        store = data[et]
-        if weight_attr not in store:  # a relation without weights samples uniformly
-            rels[et] = H[et]
-            continue
-        w = store[weight_attr]
-        num_edges = store.edge_index.shape[1]
-        where = f"data[{et!r}].{weight_attr}"
-        if (
-            not isinstance(w, torch.Tensor)
-            or w.dim() != 1
-            or w.numel() != num_edges
-            or not w.is_floating_point()
-        ):
-            got = (
-                f"dtype {w.dtype} and shape {tuple(w.shape)}"
-                if isinstance(w, torch.Tensor)
-                else type(w).__name__
-            )
-            raise ValueError(
-                f"weight_attr: {where} must hold one floating-point weight per edge, shape "
-                f"({num_edges},); got {got}"
-            )
-        if not bool(torch.isfinite(w).all()) or bool((w < 0).any()):
-            raise ValueError(
-                f"weight_attr: {where} must be finite and non-negative (PyG's sampling weights)"
-            )
-        keep = torch.nonzero(w > 0).reshape(-1)
-        ei = store.edge_index.to(torch.int64)[:, keep.to(store.edge_index.device)]
-        rels[et] = Matrix.from_edge_index(
-            ei.to(H.device), num_nodes=H.size, weight=w[keep].to(H.device)
-        )
-        kept[et] = keep.to(H.device)
-    if not kept:
-        raise ValueError(
-            f"weight_attr: no edge type of data has an attribute {weight_attr!r} (PyG's "
-            "sampling weights, one per edge)"
-        )
-    return HeteroGraph(rels, H.num_nodes_dict), kept
-
-
-def _check_graph(graph, data) -> HeteroGraph:
-    """``graph=``: a ``gs.HeteroGraph`` of the data's node types, node counts, edge types
-    and edge counts (its edge ids are taken as positions in the data's ``edge_index``)."""
-    if not isinstance(graph, HeteroGraph):
-        raise TypeError(
-            f"graph: for a HeteroData, a gs.HeteroGraph of the same node and edge types "
-            f"(e.g. gs.HeteroGraph.from_pyg(data).to('cuda')); got {type(graph).__name__}"
-        )
-    want = sorted(tuple(et) for et in data.edge_types)
-    problem = None
-    if graph.edge_types != want:
-        problem = f"edge types {want}, got {graph.edge_types}"
-    else:
-        for et in want:
-            e = data[et].edge_index.shape[1]
-            if graph.num_edges(et) != e:
-                problem = f"{e} edges of type {et}, got {graph.num_edges(et)}"
-                break
-        for t in data.node_types:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                n = data[t].num_nodes
-            if n is not None and (t not in graph.num_nodes_dict or graph.num_nodes(t) != n):
-                problem = f"{n} nodes of type {t!r}, got {graph.num_nodes_dict.get(t)}"
-                break
-    if problem is not None:
-        raise ValueError(f"graph: expected a gs.HeteroGraph of the data's graph: {problem}")
-    return graph
-
-
-def _skeleton(data):
-    """The graph of ``data`` alone (node counts, ``edge_index``), for ``from_pyg``."""
-    out = _HeteroData()
-    for t in data.node_types:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            n = data[t].num_nodes
-        if n is not None:
-            out[t].num_nodes = n
-    for et in data.edge_types:
-        if "edge_index" not in data[et]:  # PyG's samplers need one too
-            raise ValueError(f"data[{et!r}]: has no edge_index (the edge type's graph)")
-        out[et].edge_index = data[et].edge_index
-    return out
-
-
-def fanouts(num_neighbors, edge_types: list) -> tuple[dict, int]:
-    """PyG's ``num_neighbors`` as ``{edge_type: [k per hop]}`` over ``edge_types``.
-
-    Parameters
-    ----------
-    num_neighbors : list of int, dict, or PyG's NumNeighbors
-        A list: the same fanouts for every edge type. A dict ``{edge_type: [k, ...]}``
-        (PyG's keys: ``(src, rel, dst)`` triples) must name edge types of the graph only,
-        and all of them (else PyG's ``ValueError``); a ``NumNeighbors(values, default)``
-        gives the missing ones ``default``. Every edge type lists the same number of hops
-        (else PyG's ``ValueError``: "Number of hops must be the same across all edge
-        types").
-    edge_types : list of tuple
-        The graph's edge types.
-
-    Returns
-    -------
-    per_type : dict
-        ``{edge_type: list of int >= -1}`` for every edge type.
-    num_hops : int
-
-    Examples
-    --------
-    >>> fanouts([10, 5], [("a", "to", "b")])
-    ({('a', 'to', 'b'): [10, 5]}, 2)
-    """
-    if isinstance(num_neighbors, int) or not isinstance(
-        num_neighbors, (list, tuple, dict, _NumNeighbors)
-    ):
-        raise TypeError(
-            "num_neighbors: expected a list of ints >= -1 (one per hop), or a dict "
-            f"{{edge_type: list}} (PyG's), got {num_neighbors!r}"
-        )
-    given = num_neighbors
-    if isinstance(given, _NumNeighbors):  # a copy: PyG's get_values caches on the object
-        given = _NumNeighbors(given.values, given.default)
-    else:
-        given = _NumNeighbors(dict(given) if isinstance(given, dict) else list(given))
-    per_type = given.get_values(list(edge_types))  # PyG's checks and messages (ValueError)
-    lists = list(per_type.values())
-    if isinstance(given.values, (list, tuple)):
-        lists.append(given.values)
-    for ks in lists:
-        if not isinstance(ks, (list, tuple)) or not all(
-            isinstance(k, int) and not isinstance(k, bool) and k >= -1 for k in ks
-        ):
-            raise TypeError(
-                f"num_neighbors: expected lists of ints >= -1 (one per hop), got {ks!r}"
-            )
-    num_hops = len(lists[0]) if lists else 0
-    return {et: list(ks) for et, ks in per_type.items()}, num_hops
-
-
-def input_nodes_of(input_nodes, input_id, counts: Mapping[str, int]) -> tuple:
-    """PyG's heterogeneous ``input_nodes`` as ``(node_type, ids, input_id or None)``.
-
-    Parameters
-    ----------
-    input_nodes : str or tuple
-        ``node_type`` (all its nodes), ``(node_type, None)`` (the same), ``(node_type,
-        ids)`` (a LongTensor, list or range) or ``(node_type, mask)`` (a BoolTensor of one
-        entry per node of the type: its nonzero ids).
-    input_id : Tensor, optional
-        What each seed is reported as (PyG's); default its position, or for a mask its id.
-    counts : dict
-        ``{node_type: num_nodes}``.
-
-    Examples
-    --------
-    >>> input_nodes_of(("paper", torch.tensor([True, False, True])), None, {"paper": 3})
-    ('paper', tensor([0, 2]), tensor([0, 2]))
-    """
-    if input_nodes is None:
-        raise ValueError(
-            "input_nodes: a HeteroData needs the seeds' node type: 'paper', "
-            "('paper', ids), ('paper', mask) or ('paper', None)"
-        )
-    if isinstance(input_nodes, str):
-        node_type, ids = input_nodes, None
-    elif (
-        isinstance(input_nodes, (tuple, list))
-        and len(input_nodes) == 2
-        and isinstance(input_nodes[0], str)
-    ):
-        node_type, ids = input_nodes
-    else:
-        raise TypeError(
-            "input_nodes: for a HeteroData, a node type (str) or a pair (node_type, ids, "
-            f"mask or None); got {type(input_nodes).__name__}"
-        )
-    if node_type not in counts:
-        raise ValueError(
-            f"input_nodes: {node_type!r} is not a node type of data ({sorted(counts)})"
-        )
-    name = f"input_nodes (ids of node type {node_type!r})"
-    ids, input_id = input_seeds(ids, counts[node_type], name, input_id)
-    return node_type, ids, input_id
-
-
-def input_seeds(ids, num_nodes: int, name: str, input_id=None) -> tuple:
-    """PyG's ``input_nodes`` / ``input_id`` of one node type: ``(seed ids, input_id)`` on
-    the CPU.
-
-    Parameters
-    ----------
-    ids : LongTensor of shape (S,), BoolTensor of shape (num_nodes,), range, or None
-        Seed ids, or a mask over the nodes; None: every node.
-    num_nodes : int
-        Nodes of the type (ids are checked against it).
-    name : str
-        The argument's name in errors.
-    input_id : Tensor of shape (S,), optional
-        What each seed is reported as; default None (its position), or, for a mask, its
-        node id (as PyG).
-
-    Examples
-    --------
-    >>> input_seeds(torch.tensor([True, False, True]), 3, "input_nodes")
-    (tensor([0, 2]), tensor([0, 2]))
-    """
-    mask = isinstance(ids, torch.Tensor) and ids.dtype == torch.bool
-    if ids is None:
-        ids = torch.arange(num_nodes)
-    else:
-        if isinstance(ids, range):
-            ids = torch.arange(ids.start, ids.stop, ids.step)
-        ids = seed_ids(ids, name, num_nodes, None).cpu()
-    if input_id is not None:
-        input_id = V.as_tensor(input_id, "input_id", None).cpu()
-        if input_id.dim() != 1 or input_id.numel() != ids.numel():
-            raise ValueError(
-                f"input_id: expected one entry per input node, shape ({ids.numel()},); "
-                f"got {tuple(input_id.shape)}"
-            )
-    elif mask:  # PyG reports a mask's seeds by their node ids
-        input_id = ids
-    return ids, input_id
 
 
 class HeteroBatches:
@@ -450,22 +173,22 @@ class HeteroBatches:
                 "mini-batch); with disjoint=True or time_attr use 'directional' or "
                 "'bidirectional'"
             )
-        _check_attributes(data)
+        check_attributes(data)
         self.replace = V.flag(replace, "replace")
         self.compile = V.flag(compile, "compile")
         self.edge_ids: dict = {}  # weight_attr: {edge_type: positions of the kept edges}
-        skeleton = _skeleton(data)
+        skeleton = graph_skeleton(data)
         if graph is not None:
             if weight_attr is not None:
                 raise ValueError(
                     "weight_attr: give the sampling weights either as an edge attribute of "
                     "the HeteroData (weight_attr) or as the values of graph=, not both"
                 )
-            H = _check_graph(graph, skeleton)
+            H = check_graph(graph, skeleton)
         else:
             H = HeteroGraph.from_pyg(skeleton, weight=None)
             if weight_attr is not None:
-                H, self.edge_ids = _weighted_graph(data, weight_attr, H)
+                H, self.edge_ids = weighted_relations(data, weight_attr, H)
         per_type, num_hops = fanouts(num_neighbors, H.edge_types)
         self.hops = [{et: per_type[et][h] for et in H.edge_types} for h in range(num_hops)]
         self.data, self.graph, self.join = data, H, join
@@ -567,7 +290,7 @@ class HeteroBatches:
             row[et], col[et], edge[et], weight[et] = lay.edges[et]
         num_nodes, num_edges = lay.num_nodes, lay.num_edges
         if self.subgraph_type == "induced":
-            row, col, edge, weight = _induced(H, node)
+            row, col, edge, weight = induced_edges(H, node)
             num_nodes = num_edges = None
         for et, keep in self.edge_ids.items():  # weight_attr: ids in data[et].edge_index
             edge[et] = keep[edge[et]]
@@ -652,180 +375,6 @@ def _checked_seeds(seeds: dict, H: HeteroGraph) -> dict:
             raise ValueError(f"seeds: {t!r} is not a node type of the graph ({H.node_types})")
         out[t] = V.ids(ids, f"seeds[{t!r}]", H.num_nodes(t), H.device)
     return out
-
-
-def disjoint_layout(blocks: list, slots: list, seeds: dict, H: HeteroGraph) -> tuple:
-    """PyG's disjoint heterogeneous layout of :meth:`gs.HeteroGraph.sample_disjoint`'s
-    output: per node type the *(seed slot, node)* pairs of the batch, per edge type the
-    sampled edges between the copies of their seed.
-
-    Parameters
-    ----------
-    blocks, slots : list of dict
-        ``sample_disjoint``'s output.
-    seeds : dict
-        ``{node_type: LongTensor}``: its seeds (slots numbered consecutively in this order).
-    H : gs.HeteroGraph
-        The graph sampled.
-
-    Returns
-    -------
-    layout : HeteroLayout
-        ``node[t]``: type ``t``'s seeds, then each hop's pairs first reached by their seed
-        (by slot, then id), as node ids; ``num_nodes[t]`` per hop; ``edges[edge_type] =
-        (row, col, e_id, weight or None)``, hop by hop, column by column, ``row`` / ``col``
-        local ids of the edge's copies (its seed's); ``num_edges[edge_type]`` per hop.
-    batch : dict
-        ``{node_type: LongTensor}``: the seed slot of each node of ``node[t]``.
-
-    Examples
-    --------
-    >>> seeds = {"paper": torch.tensor([0, 0])}             # two trees of one node
-    >>> lay, batch = disjoint_layout(*H.sample_disjoint(seeds, [2]), seeds, H)
-    >>> batch["paper"][:2]
-    tensor([0, 1])
-    """
-    dev = H.device
-    n = max(H.size, 1)
-    empty = torch.zeros(0, dtype=torch.int64, device=dev)
-    pairs = {t: [] for t in H.node_types}
-    num_nodes = {t: [] for t in H.node_types}
-    at = 0
-    for t, ids in seeds.items():  # slots consecutive across the seed types
-        pairs[t].append(torch.arange(at, at + ids.numel(), device=dev) * n + ids)
-        at += ids.numel()
-    for t in H.node_types:
-        num_nodes[t].append(pairs[t][0].numel() if pairs[t] else 0)
-    seen = {t: torch.cat(p) if p else empty for t, p in pairs.items()}
-    weighted = {
-        et: any(et in h and h[et].csc.values is not None for h in blocks) for et in H.edge_types
-    }
-    parts = {et: [] for et in H.edge_types}
-    num_edges = {et: [] for et in H.edge_types}
-    for hop, slot in zip(blocks, slots, strict=True):
-        reached = {}
-        for et in H.edge_types:
-            m = hop.get(et)
-            if m is None:
-                num_edges[et].append(0)
-                continue
-            csc = m.csc
-            own = slot.get(et[2], empty)
-            edge_slot = torch.repeat_interleave(own, csc.degrees(), output_size=csc.nnz)
-            src = edge_slot * n + csc.global_rows()
-            dst = edge_slot * n + csc.global_cols()[csc.edge_cols()]
-            w = csc.value_tensor() if weighted[et] else None
-            parts[et].append((src, dst, csc.eid_tensor(), w))
-            num_edges[et].append(csc.nnz)
-            reached.setdefault(et[0], []).append(src)
-        for t in H.node_types:
-            new = empty
-            if t in reached:
-                p = torch.unique(torch.cat(reached[t]))
-                new = p[~torch.isin(p, seen[t])]
-                seen[t] = torch.cat([seen[t], new])
-            pairs[t].append(new)
-            num_nodes[t].append(new.numel())
-    node, batch = {}, {}
-    for t in H.node_types:
-        node[t] = torch.remainder(seen[t], n)
-        batch[t] = torch.div(seen[t], n, rounding_mode="floor")
-    edges = {}
-    for et in H.edge_types:
-        s, _, d = et
-        if parts[et]:
-            src, dst, eid = (torch.cat([p[i] for p in parts[et]]) for i in range(3))
-            w = torch.cat([p[3] for p in parts[et]]) if weighted[et] else None
-            edges[et] = (_local(seen[s], src), _local(seen[d], dst), eid, w)
-        else:
-            w = torch.zeros(0, device=dev) if weighted[et] else None
-            edges[et] = (empty, empty, empty, w)
-    return HeteroLayout(node, num_nodes, edges, num_edges), batch
-
-
-def _induced(H: HeteroGraph, node: dict) -> tuple:
-    """Per edge type every edge between sampled nodes: ``(row, col, e_id, weight)`` dicts,
-    row / col local (positions in ``node`` of the source / destination type), in column
-    order."""
-    row, col, edge, weight = {}, {}, {}, {}
-    for et in H.edge_types:
-        s, _, d = et
-        m = H[et]
-        if node[s].numel() == 0 or node[d].numel() == 0:
-            empty = node[s][:0]
-            row[et] = col[et] = edge[et] = empty
-            weight[et] = None
-            continue
-        csc = m[node[s], node[d]].csc  # A[rows, cols]: local rows and columns, edge ids kept
-        row[et], col[et], edge[et] = csc.rows, csc.edge_cols(), csc.eid_tensor()
-        weight[et] = None if csc.values is None else csc.value_tensor()
-    return row, col, edge, weight
-
-
-def _coalesce(row: torch.Tensor, col: torch.Tensor) -> tuple:
-    """Distinct ``(row, col)`` pairs sorted by ``col``, then ``row`` (PyG's ``coalesce(...,
-    sort_by_row=False)``)."""
-    n = int(row.max()) + 1 if row.numel() else 1
-    key = torch.unique(col * n + row)  # sorted
-    return key % n, torch.div(key, n, rounding_mode="floor")
-
-
-def to_bidirectional(row: dict, col: dict, edge: dict) -> tuple:
-    """PyG's ``HeteroSamplerOutput.to_bidirectional()`` on local edges per edge type.
-
-    For each edge type ``(s, r, d)`` whose relation does not start with ``rev_``: with its
-    reverse type ``(d, rev_r, s)`` present, both get the union of the type's edges and the
-    reverse type's reversed, coalesced (and one is the other reversed); else, ``s == d``:
-    its edges and their reverses; else, if exactly one edge type goes ``d -> s``, the
-    union with that type's reversed edges (that type gets its own union when its turn
-    comes); else it stays directional (a warning, as PyG). A merged type's ``edge`` is
-    None: its pairs have no single edge id.
-
-    Parameters
-    ----------
-    row, col : dict
-        ``{edge_type: LongTensor (E,)}``: local source / destination ids.
-    edge : dict
-        ``{edge_type: LongTensor (E,)}``: edge ids.
-
-    Returns
-    -------
-    tuple of dict
-        ``(row, col, edge)``, new dicts; merged types sorted by destination, then source.
-
-    Examples
-    --------
-    >>> r, c, e = to_bidirectional({("a", "to", "a"): torch.tensor([0])},
-    ...                            {("a", "to", "a"): torch.tensor([1])},
-    ...                            {("a", "to", "a"): torch.tensor([7])})
-    >>> r[("a", "to", "a")], c[("a", "to", "a")], e[("a", "to", "a")]
-    (tensor([1, 0]), tensor([0, 1]), None)
-    """
-    out_row, out_col, out_edge = dict(row), dict(col), dict(edge)
-    by_ends: dict = {}
-    for et in row:
-        by_ends.setdefault((et[0], et[2]), []).append(et)
-    for et in [k for k in row if not k[1].startswith("rev_")]:
-        s, r, d = et
-        rev = (d, f"rev_{r}", s)
-        if s == d and rev not in row:
-            other = et
-        elif rev in row:
-            other = rev
-        elif len(by_ends.get((d, s), [])) == 1:
-            other = by_ends[(d, s)][0]
-        else:
-            warnings.warn(
-                f"Cannot convert to bidirectional graph since the edge type {et} does not "
-                "seem to have a reverse edge type",
-                stacklevel=2,
-            )
-            continue
-        r_, c_ = _coalesce(torch.cat([row[et], col[other]]), torch.cat([col[et], row[other]]))
-        out_row[et], out_col[et], out_edge[et] = r_, c_, None
-        if other == rev:
-            out_row[rev], out_col[rev], out_edge[rev] = c_, r_, None
-    return out_row, out_col, out_edge
 
 
 class HeteroSampler(_Base):

@@ -13,6 +13,7 @@ mode, ``input_id``, ``n_id`` (the label edges' endpoints first), ``e_id``.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 from collections.abc import Callable
@@ -71,6 +72,21 @@ def _num_labels(data, edge_label_index) -> int:
     if isinstance(index, (tuple, list)) and len(index) == 2 and not torch.is_tensor(index[0]):
         index = index[1]  # PyG's (edge type, index): the type of a homogeneous graph's
     return int(V.as_tensor(index, "edge_label_index", None).shape[-1])
+
+
+@dataclasses.dataclass(frozen=True)
+class _Options:
+    """The loader's sampling options as given (checked by the layout's sampler builder):
+    what :meth:`LinkNeighborLoader._homogeneous_sampler` and ``_hetero_sampler`` read."""
+
+    num_neighbors: object
+    replace: bool
+    subgraph_type: str
+    weight_attr: str | None
+    is_sorted: bool
+    seed: int | None
+    compile: bool
+    spec: object  # a TemporalSpec (HeteroTemporalSpec for typed data), or None
 
 
 class LinkNeighborLoader(_LinkLoader):
@@ -256,69 +272,18 @@ class LinkNeighborLoader(_LinkLoader):
             "directed=False is PyG's deprecated subgraph_type='induced'",
         )
         subgraph_type = subgraph_type_name(subgraph_type)  # a ValueError for unknown values
-        if _hetero.is_hetero(data) or stored is not None:
-            self._init_hetero(
-                data,
-                stored,
-                spec,
-                num_neighbors,
-                edge_label_index,
-                edge_label,
-                edge_label_time,
-                replace,
-                subgraph_type,
-                neg_sampling,
-                neg_sampling_ratio,
-                weight_attr,
-                transform,
-                transform_sampler_output,
-                is_sorted,
-                filter_per_worker,
-                seed,
-                own,
-                kwargs,
-                compile,
-            )
-            return
-        # induced would need the link loader's own DSL program (induced_sample's slice)
-        _refuse(
-            "subgraph_type",
-            subgraph_type,
-            ("directional", "bidirectional"),
-            "gsample's link loader samples directional or bidirectional subgraphs",
+        options = _Options(
+            num_neighbors, replace, subgraph_type, weight_attr, is_sorted, seed, compile, spec
         )
-        check_data(data, _NAME)
-        check_fanouts(num_neighbors)
-        V.flag(is_sorted, "is_sorted")
-        edge_ids = None
-        if weight_attr is not None:
-            A, edge_ids = weighted_graph(data, weight_attr)
-        else:
-            A = read_graph(data)
-        hops = {
-            "num_neighbors": tuple(num_neighbors),
-            "replace": V.flag(replace, "replace"),
-            "weighted": weight_attr is not None,
-        }
-        program = neighbor_sample
-        if spec is not None:  # one tree per seed: gsample.interop.pyg.temporal's program
-            program, hops["strategy"] = _temporal.disjoint_sample, spec.strategy
-            edge_label_time = spec.input_time(
-                edge_label_time, _num_labels(data, edge_label_index), "edge_label_time"
+        hetero = _hetero.is_hetero(data) or stored is not None
+        if hetero:
+            sampler, edge_label_time, neg_sampling = self._hetero_sampler(
+                data, stored, options, edge_label_index, edge_label_time, neg_sampling
             )
-        fn = gs_compile(program) if V.flag(compile, "compile") else program
-        fn = functools.partial(fn, **hops)
-        # bidirectional: the same draws, each batch's reverse edges added (PyG applies
-        # to_bidirectional after edge_sample; the seeds / labels do not depend on the edges)
-        post = to_bidirectional if subgraph_type == "bidirectional" else None
-        disjoint = None if spec is None else _temporal.DisjointSampler(A, fn, spec, edge_ids)
-        sampler = Sampler(A, fn, seed=seed, edge_ids=edge_ids, post=post, disjoint=disjoint)
-        self.num_neighbors, self.replace = list(num_neighbors), hops["replace"]
-        self.subgraph_type = subgraph_type
-        try:  # gsample's NegativeSampling: PyG's, and a dict may say strict
-            neg_sampling = NegativeSampling.cast(neg_sampling)
-        except (TypeError, ValueError) as e:
-            raise type(e)(f"neg_sampling: {e}") from None
+        else:
+            sampler, edge_label_time, neg_sampling = self._homogeneous_sampler(
+                data, options, edge_label_index, edge_label_time, neg_sampling
+            )
         super().__init__(
             data=data,
             link_sampler=sampler,
@@ -333,53 +298,76 @@ class LinkNeighborLoader(_LinkLoader):
             **own,
             **kwargs,
         )
-        if self.neg_sampling is not None:  # built once here: bad weights fail now
-            edge_index = data.edge_index
+        if self.neg_sampling is None:
+            return
+        # built once here: bad weights fail now
+        if hetero:
+            edge_type = tuple(self.input_data.input_type)
+            negatives = sampler.negative_sampler(self.neg_sampling, edge_type)
+        else:
+            edge_type, edge_index = None, data.edge_index
             if edge_index is None:
                 edge_index = torch.empty(2, 0, dtype=torch.long)
             # node-level time: a negative exists at its positive's time (PyG's neg_sample)
             node_time = None if spec is None else spec.node_time
             negatives = sampler.negative_sampler(self.neg_sampling, edge_index, node_time)
-            if self.neg_sampling.is_triplet():
-                src = self.input_data.row
-                stranded = negatives.stranded(src)
-                if bool(stranded.any()):
-                    i = int(torch.nonzero(stranded)[0, 0])
-                    raise ValueError(
-                        f"neg_sampling: strict triplet negatives: node {int(src[i])}, the "
-                        f"source of supervision edge {i}, has an edge to every node of "
-                        "positive dst_weight (or is the only one): it has no negative"
-                    )
+        if self.neg_sampling.is_triplet():
+            _refuse_stranded(negatives, self.input_data.row, edge_type)
 
-    def _init_hetero(
-        self,
-        data,
-        stored,
-        spec,
-        num_neighbors,
-        edge_label_index,
-        edge_label,
-        edge_label_time,
-        replace,
-        subgraph_type,
-        neg_sampling,
-        neg_sampling_ratio,
-        weight_attr,
-        transform,
-        transform_sampler_output,
-        is_sorted,
-        filter_per_worker,
-        seed,
-        own,
-        kwargs,
-        compile=True,
-    ) -> None:
+    def _homogeneous_sampler(
+        self, data, options: _Options, edge_label_index, edge_label_time, neg_sampling
+    ) -> tuple:
+        """``__init__`` for a ``Data``: ``(sampler, edge_label_time, neg_sampling)`` for
+        PyG's ``LinkLoader``, a :class:`gsample.pyg.Sampler` of the compiled
+        :func:`neighbor_sample` (one tree per seed with ``options.spec``)."""
+        spec, subgraph_type = options.spec, options.subgraph_type
+        # induced would need the link loader's own DSL program (induced_sample's slice)
+        _refuse(
+            "subgraph_type",
+            subgraph_type,
+            ("directional", "bidirectional"),
+            "gsample's link loader samples directional or bidirectional subgraphs",
+        )
+        check_data(data, _NAME)
+        check_fanouts(options.num_neighbors)
+        V.flag(options.is_sorted, "is_sorted")
+        edge_ids = None
+        if options.weight_attr is not None:
+            A, edge_ids = weighted_graph(data, options.weight_attr)
+        else:
+            A = read_graph(data)
+        hops = {
+            "num_neighbors": tuple(options.num_neighbors),
+            "replace": V.flag(options.replace, "replace"),
+            "weighted": options.weight_attr is not None,
+        }
+        program = neighbor_sample
+        if spec is not None:  # one tree per seed: gsample.interop.pyg.temporal's program
+            program, hops["strategy"] = _temporal.disjoint_sample, spec.strategy
+            edge_label_time = spec.input_time(
+                edge_label_time, _num_labels(data, edge_label_index), "edge_label_time"
+            )
+        fn = gs_compile(program) if V.flag(options.compile, "compile") else program
+        fn = functools.partial(fn, **hops)
+        # bidirectional: the same draws, each batch's reverse edges added (PyG applies
+        # to_bidirectional after edge_sample; the seeds / labels do not depend on the edges)
+        post = to_bidirectional if subgraph_type == "bidirectional" else None
+        disjoint = None if spec is None else _temporal.DisjointSampler(A, fn, spec, edge_ids)
+        sampler = Sampler(A, fn, seed=options.seed, edge_ids=edge_ids, post=post, disjoint=disjoint)
+        self.num_neighbors, self.replace = list(options.num_neighbors), hops["replace"]
+        self.subgraph_type = subgraph_type
+        return sampler, edge_label_time, _negative_sampling(neg_sampling)
+
+    def _hetero_sampler(
+        self, data, stored, options: _Options, edge_label_index, edge_label_time, neg_sampling
+    ) -> tuple:
         """``__init__`` for a ``HeteroData`` or a ``(FeatureStore, GraphStore)`` (``stored``:
-        its graph and join): PyG's ``LinkLoader`` over
-        :class:`~gsample.interop.pyg.hetero_loader.HeteroSampler` (negatives drawn by
-        gsample on the graph's device, typed by the supervision edge type; disjoint and
-        temporal with ``spec``; all three subgraph types without)."""
-        V.flag(is_sorted, "is_sorted")
+        its graph and join): ``(sampler, edge_label_time, neg_sampling)`` for PyG's
+        ``LinkLoader``, a :class:`~gsample.interop.pyg.hetero_loader.HeteroSampler`
+        (negatives drawn by gsample on the graph's device, typed by the supervision edge
+        type; disjoint and temporal with ``options.spec``; all three subgraph types
+        without)."""
+        V.flag(options.is_sorted, "is_sorted")
         if edge_label_index is None:  # PyG asserts
             raise ValueError(
                 "edge_label_index: a heterogeneous graph needs the supervision edges' type: "
@@ -392,58 +380,53 @@ class LinkNeighborLoader(_LinkLoader):
                 "(edge_type=None) in gsample.pyg.LinkNeighborLoader: PyG's LinkLoader "
                 "takes heterogeneous stores only; pass a Data"
             )
-        try:  # gsample's NegativeSampling: PyG's, and a dict may say strict
-            neg_sampling = NegativeSampling.cast(neg_sampling)
-        except (TypeError, ValueError) as e:
-            raise type(e)(f"neg_sampling: {e}") from None
+        neg_sampling = _negative_sampling(neg_sampling)
+        spec = options.spec
         batches = _hetero.HeteroBatches(
             graph,
-            num_neighbors,
-            replace,
-            weight_attr,
-            subgraph_type,
+            options.num_neighbors,
+            options.replace,
+            options.weight_attr,
+            options.subgraph_type,
             None,
             join,
             spec,
-            compile=compile,
+            compile=options.compile,
         )
         if spec is not None:  # checked and converted as the data's times
             edge_label_time = spec.input_time(
                 edge_label_time, _num_hetero_labels(graph, edge_label_index), "edge_label_time"
             )
-        seed = V.seed(seed, none_ok=True)
+        seed = V.seed(options.seed, none_ok=True)
         seed = default_seed() if seed is None else seed
         sampler = _hetero.HeteroSampler(batches, seed, batch_key)
-        self.num_neighbors, self.replace = num_neighbors, batches.replace
-        self.subgraph_type = subgraph_type
-        super().__init__(
-            data=data,
-            link_sampler=sampler,
-            edge_label_index=edge_label_index,
-            edge_label=edge_label,
-            edge_label_time=edge_label_time,
-            neg_sampling=neg_sampling,
-            neg_sampling_ratio=neg_sampling_ratio,
-            transform=transform,
-            transform_sampler_output=transform_sampler_output,
-            filter_per_worker=filter_per_worker,
-            **own,
-            **kwargs,
+        self.num_neighbors, self.replace = options.num_neighbors, batches.replace
+        self.subgraph_type = options.subgraph_type
+        return sampler, edge_label_time, neg_sampling
+
+
+def _negative_sampling(neg_sampling):
+    """``neg_sampling`` as gsample's :class:`NegativeSampling` (PyG's, and a dict may say
+    ``strict``), an error naming ``neg_sampling``."""
+    try:
+        return NegativeSampling.cast(neg_sampling)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"neg_sampling: {e}") from None
+
+
+def _refuse_stranded(negatives, src: torch.Tensor, edge_type: tuple | None) -> None:
+    """A ``ValueError`` when a supervision edge's source (``src``, of ``edge_type``'s source
+    type in a heterogeneous graph) has no strict triplet negative."""
+    stranded = negatives.stranded(src)
+    if bool(stranded.any()):
+        i = int(torch.nonzero(stranded)[0, 0])
+        of_type = "" if edge_type is None else f" of type {edge_type[0]!r}"
+        edge = "an edge" if edge_type is None else f"an edge of type {edge_type!r}"
+        raise ValueError(
+            f"neg_sampling: strict triplet negatives: node {int(src[i])}{of_type}, the "
+            f"source of supervision edge {i}, has {edge} to every node of positive "
+            "dst_weight (or is the only one): it has no negative"
         )
-        if self.neg_sampling is not None:  # built once here: bad weights fail now
-            edge_type = tuple(self.input_data.input_type)
-            negatives = sampler.negative_sampler(self.neg_sampling, edge_type)
-            if self.neg_sampling.is_triplet():
-                src = self.input_data.row
-                stranded = negatives.stranded(src)
-                if bool(stranded.any()):
-                    i = int(torch.nonzero(stranded)[0, 0])
-                    raise ValueError(
-                        f"neg_sampling: strict triplet negatives: node {int(src[i])} of type "
-                        f"{edge_type[0]!r}, the source of supervision edge {i}, has an edge "
-                        f"of type {edge_type!r} to every node of positive dst_weight (or is "
-                        "the only one): it has no negative"
-                    )
 
 
 def _num_hetero_labels(graph, edge_label_index) -> int:
