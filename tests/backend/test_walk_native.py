@@ -218,3 +218,14 @@ def test_forked_child_walks_with_threads(graph, monkeypatch):
         proc.join(5)
         if proc.is_alive():
             proc.kill()
+
+
+def test_a_library_that_does_not_build_warns_and_runs_in_torch(tmp_path, monkeypatch):
+    """``compile_library``: a failed build is None and a warning naming what runs in torch
+    instead; nothing is left in the cache."""
+    if walk_native.compiler() is None:
+        pytest.skip("no C++ compiler")
+    monkeypatch.setenv("GSAMPLE_CACHE", str(tmp_path))
+    with pytest.warns(RuntimeWarning, match="did not build; the test's draws run in torch"):
+        assert walk_native.compile_library("broken", "not C++ {", [], "the test's draws") is None
+    assert not list((tmp_path / "cpu").glob("*.so"))

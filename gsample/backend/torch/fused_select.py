@@ -38,8 +38,16 @@ import torch
 
 from gsample.backend.registry import torch_impl
 from gsample.backend.torch import alias as _alias
+from gsample.backend.torch import nodewise_native
 from gsample.backend.torch.batched import encode_columns, frontier
-from gsample.backend.torch.select import Draws, _method, choose_rows, keep_rows, select_in_columns
+from gsample.backend.torch.select import (
+    METHODS,
+    Draws,
+    _method,
+    choose_rows,
+    keep_rows,
+    select_in_columns,
+)
 from gsample.base import validate as V
 from gsample.base.random import BatchKeys
 from gsample.formats.csc import CSC, gather_segments
@@ -106,6 +114,17 @@ def slice_individual_sample(
     CSC
         Row space of ``A``, column space ``cols``; bit-identical to the unfused result.
     """
+    if (  # CPU tensors: native code where it takes the inputs (nodewise_native), the same bits
+        draws is Draws
+        and method in METHODS
+        and cols.device.type == "cpu"
+        and nodewise_native.enabled()
+    ):
+        out = nodewise_native.slice_individual_sample(
+            A, cols, k, replace, key, probs, method, checked
+        )
+        if out is not None:
+            return out
     if isinstance(key, BatchKeys):
         return _batched_individual(A, cols, k, replace, key, probs, method, alias, draws)
     indptr_a, seg = A.column_segments(cols)

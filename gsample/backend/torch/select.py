@@ -64,6 +64,7 @@ import torch
 
 from gsample.backend.registry import torch_impl
 from gsample.backend.torch import alias as _alias
+from gsample.backend.torch import nodewise_native
 from gsample.base import validate as V
 from gsample.base.random import (
     BatchKeys,
@@ -362,6 +363,15 @@ def individual_sample(
     ``alias``: with ``method="alias"``, ``A``'s alias tables (the ``alias_table`` op's value
     for ``probs``), else built here. ``checked=False``: ``probs``' values come unchecked (a
     backend that registers ``checks=("probs",)``) and are checked with the draws."""
+    if (  # CPU tensors: native code where it takes the inputs (nodewise_native), the same bits
+        draws is Draws
+        and method in METHODS
+        and A.indptr.device.type == "cpu"
+        and nodewise_native.enabled()
+    ):
+        out = nodewise_native.individual_sample(A, k, replace, key, probs, method, checked)
+        if out is not None:
+            return out
     csc = A
     if isinstance(key, BatchKeys):  # a super-batch: per-column keys, checked here
         probs = check_individual(csc, probs=probs, in_kernel=("probs",)).get("probs", probs)

@@ -299,14 +299,16 @@ GROUP = 8
 KERNEL = False
 
 
-def _cache_dir() -> pathlib.Path:
+def cache_dir() -> pathlib.Path:
+    """Where native CPU libraries are kept (``$GSAMPLE_CACHE/cpu``)."""
     root = os.environ.get("GSAMPLE_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gsample"
     )
     return pathlib.Path(root) / "cpu"
 
 
-def _compiler():
+def compiler():
+    """The C++ compiler (``$CXX``, else ``g++`` / ``c++``), or None."""
     for name in (os.environ.get("CXX"), "g++", "c++"):
         if name and shutil.which(name):
             return shutil.which(name)
@@ -326,7 +328,7 @@ def enabled() -> bool:
 _LOCK = threading.Lock()
 #: the process that imported this module: OpenMP there, std::threads in a forked child
 #: (libgomp hangs in a child whose parent ran OpenMP teams, torch's included)
-_PID = os.getpid()
+PARENT_PID = os.getpid()
 _FN = None  # the loaded function; False: unavailable (no compiler, a failed build)
 
 
@@ -342,11 +344,31 @@ def build():
     return _FN or None
 
 
-def _build():
-    cxx = _compiler()
-    kernels = kernels_dir()
-    if cxx is None or not (kernels / "walk.cu").is_file():
+def compile_library(name: str, source: str, headers: list, what: str):
+    """``source`` compiled as a shared library (ctypes), built once per source, headers,
+    options and compiler into the cache (``$GSAMPLE_CACHE/cpu/<name>-<hash>.so``), with
+    OpenMP where the compiler has it, else ``std::thread``; None, with a warning naming
+    ``what``, when there is no compiler or the build fails (the caller runs in torch).
+
+    Parameters
+    ----------
+    name : str
+        The library's name in the cache (``"walk"``, ``"nodewise"``).
+    source : str
+        The C++ source (a shim, kernel headers by ``#include``, a driver).
+    headers : list of pathlib.Path
+        The files it includes from ``kernels/`` (their text goes into the hash).
+    what : str
+        What runs in torch instead, for the warning (``"the walks"``).
+
+    Examples
+    --------
+    >>> dll = compile_library("walk", SHIM + DRIVER, [kernels_dir() / "walk.cu"], "the walks")
+    """
+    cxx = compiler()
+    if cxx is None:
         return None
+    kernels = kernels_dir()
     try:
         version = subprocess.run(
             [cxx, "--version"], capture_output=True, text=True, check=False
@@ -354,25 +376,22 @@ def _build():
         digest = hashlib.sha256(
             "\0".join(
                 [
-                    SHIM,
-                    DRIVER,
-                    (kernels / "walk.cu").read_text(),
-                    # every header walk.cu may include (walkstep.cuh, hash.cuh, search.cuh, ...)
-                    *(h.read_text() for h in sorted(kernels.glob("*.cuh"))),
+                    source,
+                    *(h.read_text() for h in headers),
                     " ".join(OPTIONS + OPENMP),
                     cxx,
                     version,
                 ]
             ).encode()
         ).hexdigest()[:32]
-        cache = _cache_dir()
-        lib = cache / f"walk-{digest}.so"
+        cache = cache_dir()
+        lib = cache / f"{name}-{digest}.so"
         if not lib.is_file():
             cache.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryDirectory(dir=cache) as tmp:
-                src = pathlib.Path(tmp) / "walk_cpu.cpp"
-                src.write_text(SHIM + DRIVER)
-                so = pathlib.Path(tmp) / "walk.so"
+                src = pathlib.Path(tmp) / f"{name}_cpu.cpp"
+                src.write_text(source)
+                so = pathlib.Path(tmp) / f"{name}.so"
                 for extra in (OPENMP, ()):  # without OpenMP: std::thread
                     done = subprocess.run(
                         [cxx, *OPTIONS, *extra, f"-I{kernels}", str(src), "-o", str(so)],
@@ -384,21 +403,33 @@ def _build():
                         break
                 else:
                     warnings.warn(
-                        "gsample: the native CPU random walk did not build; the "
-                        f"walks run in torch ({done.stderr.strip()[-2000:]})",
+                        f"gsample: the native CPU {name} code did not build; {what} run in "
+                        f"torch ({done.stderr.strip()[-2000:]})",
                         RuntimeWarning,
-                        stacklevel=3,
+                        stacklevel=4,
                     )
                     return None
                 os.replace(so, lib)  # atomic: concurrent builders agree
-        fn = ctypes.CDLL(str(lib)).gs_random_walk_cpu
+        return ctypes.CDLL(str(lib))
     except OSError as err:
         warnings.warn(
-            f"gsample: the native CPU random walk is unavailable ({err}); the walks run in torch",
+            f"gsample: the native CPU {name} code is unavailable ({err}); {what} run in torch",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
         return None
+
+
+def _build():
+    kernels = kernels_dir()
+    if not (kernels / "walk.cu").is_file():
+        return None
+    # every header walk.cu may include (walkstep.cuh, hash.cuh, search.cuh, ...)
+    headers = [kernels / "walk.cu", *sorted(kernels.glob("*.cuh"))]
+    dll = compile_library("walk", SHIM + DRIVER, headers, "the walks")
+    if dll is None:
+        return None
+    fn = dll.gs_random_walk_cpu
     i64, f64, ptr = ctypes.c_int64, ctypes.c_double, ctypes.c_void_p
     fn.argtypes = [
         ptr,
@@ -530,7 +561,7 @@ def random_walk(
         c3,
         ptr(out),
         threads,
-        int(os.getpid() == _PID),
+        int(os.getpid() == PARENT_PID),
         GROUP,
         int(KERNEL if kernel is None else kernel),
     )
@@ -547,4 +578,14 @@ def random_walk(
     return out
 
 
-__all__ = ["available", "build", "device_key", "enabled", "random_walk"]
+__all__ = [
+    "PARENT_PID",
+    "available",
+    "build",
+    "cache_dir",
+    "compile_library",
+    "compiler",
+    "device_key",
+    "enabled",
+    "random_walk",
+]
