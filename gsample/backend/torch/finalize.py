@@ -7,6 +7,7 @@ from dataclasses import replace
 import torch
 
 from gsample.backend.registry import torch_impl
+from gsample.backend.torch import relabel_native
 from gsample.backend.torch.batched import batch_order
 from gsample.formats.csc import CSC
 from gsample.formats.layouts import NAMES
@@ -35,7 +36,11 @@ def unique_first(ids: torch.Tensor) -> torch.Tensor:
 def all_nodes(A: CSC, batches=None) -> torch.Tensor:
     """Columns first (first occurrence), then the new rows in row-space order; unique.
 
-    ``batches`` ``(N, n)``: ``A`` is a super-batch; the ids are grouped by mini-batch."""
+    ``batches`` ``(N, n)``: ``A`` is a super-batch; the ids are grouped by mini-batch.
+    On CPU tensors the native code (:mod:`.relabel_native`) returns the same tensor."""
+    ids = relabel_native.all_nodes(A, batches)
+    if ids is not None:
+        return ids
     ids = unique_first(torch.cat([column(A), row(A)]))
     return ids if batches is None else batch_order(ids, batches[1])
 

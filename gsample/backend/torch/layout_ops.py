@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 
 from gsample.backend.registry import torch_impl
-from gsample.backend.torch import compute, extract, finalize, fused_compute
+from gsample.backend.torch import compute, extract, finalize, fused_compute, relabel_native
 from gsample.backend.torch.compute import _by_rows, _segment, _weighted
 from gsample.formats.csc import CSC, gather_segments, locate, segment_ptr
 from gsample.formats.layouts import COO, CSR, NAMES, Sparse, convert
@@ -150,7 +150,10 @@ def row(A: Sparse) -> torch.Tensor:
 @torch_impl(Op.ALL_NODES, layouts=NAMES)
 def all_nodes(A: Sparse, batches=None) -> torch.Tensor:
     """``A.all_nodes()`` on any layout (columns first, then new rows; see
-    ``finalize.all_nodes`` for ``batches``)."""
+    ``finalize.all_nodes`` for ``batches``); native on CPU tensors (:mod:`.relabel_native`)."""
+    ids = relabel_native.all_nodes(A, batches)
+    if ids is not None:
+        return ids
     ids = finalize.unique_first(torch.cat([finalize.column(A), row(A)]))
     return ids if batches is None else finalize.batch_order(ids, batches[1])
 

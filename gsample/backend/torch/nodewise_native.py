@@ -87,7 +87,8 @@ template <typename T> static inline T atomicMin(T* p, T v) {
 # offsets); gs_nodewise_sample draws each column's edges into its slots (threads take blocks
 # of columns from a shared counter: a column's work is at most k draws, blocks keep the
 # threads busy whatever the degrees).
-DRIVER = r"""
+DRIVER = (
+    r"""
 #define GS_NW_BLOCK 64
 
 namespace gs_nw {
@@ -200,24 +201,9 @@ static inline void sample(const Args& A, gs_i64 c) {
     }
 }
 
-// `body(i, T)` on T threads: an OpenMP team with `openmp` (torch's runtime: its idle threads
-// run), else std::threads (a forked child: libgomp's pool does not survive a fork)
-template <typename F> static void parallel(int threads, int openmp, F body) {
-    if (threads <= 1) { body(0, 1); return; }
-#ifdef _OPENMP
-    if (openmp) {
-#pragma omp parallel num_threads(threads)
-        body(omp_get_thread_num(), omp_get_num_threads());
-        return;
-    }
-#endif
-    std::vector<std::thread> pool;
-    pool.reserve(threads - 1);
-    for (int i = 1; i < threads; ++i) pool.emplace_back(body, i, threads);
-    body(0, threads);
-    for (auto& t : pool) t.join();
-}
-
+"""
+    + walk_native.PARALLEL
+    + r"""
 static Args args(const gs_i64* indptr, gs_i64 nseg, const gs_i64* rows, const gs_i64* eids,
                  gs_i64 E, const gs_i64* seg, const gs_i64* ids, gs_i64 C, gs_i64 n, gs_i64 M,
                  int decode, gs_u64 key, gs_i64 k, int replace, gs_i64* indptr_out,
@@ -385,6 +371,7 @@ extern "C" void gs_nodewise_weighted_sample(GS_NW_ARGS, const gs_i64* fptr, cons
     });
 }
 """
+)
 
 #: draws per thread below which more threads do not pay for starting them (a team's start
 #: and join cost tens of microseconds, more on a loaded machine)

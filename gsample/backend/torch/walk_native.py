@@ -77,7 +77,30 @@ template <typename T> static inline T atomicMin(T* p, T v) {
 # draws only; threads take blocks of walkers from a shared counter, in any order). Two
 # differences of form: a walker keeps combine(k, pos), the first half of each of its words,
 # and node2vec's edge test searches without data-dependent branches (the same answer).
-DRIVER = r"""
+#: ``parallel(threads, openmp, body)``, shared by the native CPU drivers: ``body(i, T)`` on
+#: ``T`` threads, an OpenMP team with ``openmp`` (the runtime torch's operators use, so its
+#: idle threads are the ones that run), else ``std::thread``s (a forked child: libgomp's pool
+#: does not survive a fork)
+PARALLEL = r"""
+template <typename F> static void parallel(int threads, int openmp, F body) {
+    if (threads <= 1) { body(0, 1); return; }
+#ifdef _OPENMP
+    if (openmp) {
+#pragma omp parallel num_threads(threads)
+        body(omp_get_thread_num(), omp_get_num_threads());
+        return;
+    }
+#endif
+    std::vector<std::thread> pool;
+    pool.reserve(threads - 1);
+    for (int i = 1; i < threads; ++i) pool.emplace_back(body, i, threads);
+    body(0, threads);
+    for (auto& t : pool) t.join();
+}
+"""
+
+DRIVER = (
+    r"""
 #define GS_CPU_GROUP_MAX 32
 #define GS_CPU_BLOCK 64
 
@@ -224,25 +247,9 @@ static void run(const Walk& A, gs_i64* next, int group) {
     else run<false, false>(A, next, group);
 }
 
-// `body(i, T)` on T threads: an OpenMP team with `openmp` (the runtime torch's operators use,
-// so its idle threads are the ones that run), else std::threads (a forked child: libgomp's
-// pool does not survive a fork)
-template <typename F> static void parallel(int threads, int openmp, F body) {
-    if (threads <= 1) { body(0, 1); return; }
-#ifdef _OPENMP
-    if (openmp) {
-#pragma omp parallel num_threads(threads)
-        body(omp_get_thread_num(), omp_get_num_threads());
-        return;
-    }
-#endif
-    std::vector<std::thread> pool;
-    pool.reserve(threads - 1);
-    for (int i = 1; i < threads; ++i) pool.emplace_back(body, i, threads);
-    body(0, threads);
-    for (auto& t : pool) t.join();
-}
-
+"""
+    + PARALLEL
+    + r"""
 }  // namespace gs_cpu
 
 // The walks of gs_random_walk's arguments on `threads` threads, `group` walkers in flight per
@@ -276,6 +283,7 @@ extern "C" int gs_random_walk_cpu(
         | (__atomic_load_n(&failed[1], __ATOMIC_RELAXED) << 1);
 }
 """
+)
 
 #: compiler options (``-ffp-contract=off``: no fused multiply-add, as torch's comparisons);
 #: with OpenMP when the compiler has it (the process then shares torch's ``libgomp.so.1``)
@@ -579,6 +587,7 @@ def random_walk(
 
 
 __all__ = [
+    "PARALLEL",
     "PARENT_PID",
     "available",
     "build",
