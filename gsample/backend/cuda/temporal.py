@@ -40,7 +40,7 @@ def _kernels_take(A: CSC, k: int, time, edge_time) -> bool:
         return False
     if time is None:
         return True
-    return reference._wide(time).dtype == reference._wide(edge_time).dtype
+    return reference.wide(time).dtype == reference.wide(edge_time).dtype
 
 
 @cuda_impl(Op.TEMPORAL_SAMPLE, batch_keys=True, checks=("cols",), without=("probs",))
@@ -98,7 +98,7 @@ def temporal_sample(
     if time is not None:
         to = reference.time_order(A, edge_time)
         order, stime = to.order.contiguous(), to.time.contiguous()
-        t = reference._wide(time).contiguous()
+        t = reference.wide(time).contiguous()
         if window is not None:
             window_on = 1
             span = float(window) if t.is_floating_point() else int(window)

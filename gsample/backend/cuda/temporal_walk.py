@@ -24,7 +24,7 @@ import torch
 from gsample.backend.cuda.module import launch, memset
 from gsample.backend.registry import cuda_impl
 from gsample.backend.torch import temporal_walk as reference
-from gsample.backend.torch.temporal import time_order
+from gsample.backend.torch.temporal import time_order, wide
 from gsample.base import validate as V
 from gsample.base.random import MASK64, BatchKeys, ColumnKeys
 from gsample.formats.csc import CSC
@@ -83,7 +83,7 @@ def walk(
         return eout if edges else out
     to = time_order(A, edge_time)
     order, stime = to.order.contiguous(), to.time.contiguous()
-    t = None if time is None else reference.wide(time).to(stime.dtype).contiguous()
+    t = None if time is None else wide(time).to(stime.dtype).contiguous()
     # err: a negative seed, one >= M, the smallest and the largest such (zero before)
     err = torch.empty(4, dtype=torch.int64, device=dev)
     memset(err, 0)

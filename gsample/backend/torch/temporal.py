@@ -81,7 +81,7 @@ class TimeOrder:
 _ORDERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _wide(t: torch.Tensor) -> torch.Tensor:
+def wide(t: torch.Tensor) -> torch.Tensor:
     """Times compared exactly: integers as int64, floating point as float64."""
     return t.to(torch.float64 if t.is_floating_point() else torch.int64)
 
@@ -101,7 +101,7 @@ def time_order(A: CSC, edge_time: torch.Tensor) -> TimeOrder:
     hit = _ORDERS.get(A)
     if hit is not None and hit[0]() is edge_time and hit[1] == stamp:
         return hit[2]
-    t = _wide(edge_time)
+    t = wide(edge_time)
     # (column, time, edge id): sorts from the least significant key, each stable
     order = torch.argsort(A.eid_tensor())
     order = order[torch.argsort(t[order], stable=True)]
@@ -235,7 +235,7 @@ def temporal_sample(
         lo, hi = start, end
     else:
         to = time_order(A, edge_time)
-        order, t = to.order, _wide(time)
+        order, t = to.order, wide(time)
         hi = _after(to.time, start, end, t, to.steps)
         lo = (
             start if window is None else _after(to.time, start, end, t - _span(window, t), to.steps)
@@ -287,4 +287,4 @@ def _span(window: float, t: torch.Tensor):
     return window if t.is_floating_point() else int(window)
 
 
-__all__ = ["TimeOrder", "seed_keys", "temporal_sample", "time_order"]
+__all__ = ["TimeOrder", "seed_keys", "temporal_sample", "time_order", "wide"]

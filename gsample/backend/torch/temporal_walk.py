@@ -40,18 +40,13 @@ from __future__ import annotations
 import torch
 
 from gsample.backend.registry import torch_impl
-from gsample.backend.torch.temporal import time_order
+from gsample.backend.torch.temporal import time_order, wide
 from gsample.backend.torch.walk import FIRST, STRIDE, step_word
 from gsample.base import validate as V
 from gsample.base.random import BatchKeys, ColumnKeys, combine_tensor, uniform_int
 from gsample.formats.csc import CSC
 from gsample.ir import Op
 from gsample.ir.checks import check_temporal_walk
-
-
-def wide(t: torch.Tensor) -> torch.Tensor:
-    """Times compared exactly: integers as int64, floating point as float64."""
-    return t.to(torch.float64 if t.is_floating_point() else torch.int64)
 
 
 def first_above(stime, start, end, bound, steps: int, strict: bool) -> torch.Tensor:
@@ -209,4 +204,4 @@ def temporal_walk_edges(
     return walk(A, seeds, length, key, edge_time, time, direction, strict, edges=True)[1]
 
 
-__all__ = ["first_above", "temporal_walk", "temporal_walk_edges", "walk", "wide"]
+__all__ = ["first_above", "temporal_walk", "temporal_walk_edges", "walk"]
