@@ -205,9 +205,10 @@ def gather_segments(indptr: torch.Tensor, seg: torch.Tensor):
     counts = indptr[seg + 1] - starts
     new_indptr = segment_ptr(counts)
     total = int(new_indptr[-1])
-    # position p of the output belongs to segment s; its edge is starts[s] + p - new_indptr[s]
+    # position p of the output belongs to segment s; its edge is p + (starts[s] - new_indptr[s])
+    # (one per-edge gather of the per-segment shift)
     owner = torch.repeat_interleave(
         torch.arange(seg.numel(), device=seg.device), counts, output_size=total
     )
-    index = torch.arange(total, device=seg.device) - new_indptr[owner] + starts[owner]
+    index = torch.arange(total, device=seg.device) + (starts - new_indptr[:-1])[owner]
     return index, new_indptr
