@@ -474,6 +474,33 @@ def _weighted_with(indptr, col, probs, k, key, draws=Draws):
 
 
 # ----------------------------------------------------------------------------- collective
+def smallest_k(keys: torch.Tensor, k: int) -> torch.Tensor:
+    """The mask of the ``k`` smallest ``keys``, ties taken in position order: the positions
+    ``torch.argsort(keys, stable=True)[:k]`` lists, found by a selection (``kthvalue``,
+    linear on the CPU) instead of a sort.
+
+    Parameters
+    ----------
+    keys : Tensor, shape (n,)
+        No NaN; ``0 < k < n``.
+
+    Returns
+    -------
+    BoolTensor, shape (n,)
+        True at exactly ``k`` positions.
+
+    Examples
+    --------
+    >>> smallest_k(torch.tensor([3.0, 1.0, 2.0, 1.0]), 2)
+    tensor([False,  True, False,  True])
+    """
+    kth = torch.kthvalue(keys, k).values
+    below = keys < kth
+    tied = keys == kth
+    need = k - below.sum()
+    return below | (tied & (torch.cumsum(tied, 0) <= need))
+
+
 def choose_rows(
     rows: torch.Tensor,
     num_rows: int,
@@ -519,6 +546,8 @@ def choose_rows(
         keys = draws.row_keys(
             global_rows(cand).to(torch.int64), key, None if node_probs is None else node_probs[cand]
         )
+        if keys.device.type == "cpu":  # a selection, not a sort of every candidate
+            return cand[smallest_k(keys, k)]
         return torch.sort(cand[torch.argsort(keys, stable=True)[:k]]).values
     cum = None if node_probs is None else torch.cumsum(node_probs[cand].double(), 0)
     return torch.unique(cand[draws.row_draws(cand, k, key, cum)])
