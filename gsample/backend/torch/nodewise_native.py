@@ -56,31 +56,7 @@ from gsample.base.random import MASK64, BatchKeys
 from gsample.formats.csc import CSC
 
 # CUDA's names as plain C++, then the headers' device functions (the hash, the searches)
-SHIM = r"""
-#include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <thread>
-#include <vector>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-#define __device__
-#define __forceinline__ inline __attribute__((always_inline))
-#define __global__
-#define __restrict__ __restrict
-static inline double __dmul_rn(double a, double b) { return a * b; }
-static inline double __dadd_rn(double a, double b) { return a + b; }
-// (hash.cuh's hash table uses these; the sampling here does not)
-template <typename T> static inline T atomicCAS(T* p, T c, T v) {
-    __atomic_compare_exchange_n(p, &c, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED); return c; }
-template <typename T> static inline T atomicMin(T* p, T v) {
-    T o = __atomic_load_n(p, __ATOMIC_RELAXED);
-    while (v < o && !__atomic_compare_exchange_n(p, &o, v, true, __ATOMIC_RELAXED,
-                                                 __ATOMIC_RELAXED)) {}
-    return o; }
-#include "search.cuh"
-"""
+SHIM = walk_native.CUDA_AS_CPP + '#include "search.cuh"\n'
 
 # The CPU driver: two calls. gs_nodewise_count checks every column and writes the result's
 # indptr (counts, then a scan: per-thread sums of contiguous chunks, then each chunk's
@@ -212,6 +188,20 @@ static Args args(const gs_i64* indptr, gs_i64 nseg, const gs_i64* rows, const gs
                 indptr_out, pos_out, rows_out, eids_out};
 }
 
+// body(c) for every column c < C, handed out in blocks of GS_NW_BLOCK to `threads` threads
+// (hubs make columns uneven: a static split would leave threads idle)
+template <typename F> static void for_columns(gs_i64 C, int threads, int openmp, F body) {
+    gs_i64 next = 0;
+    parallel(threads, openmp, [&](int, int) {
+        for (;;) {
+            const gs_i64 c0 = __atomic_fetch_add(&next, (gs_i64)GS_NW_BLOCK, __ATOMIC_RELAXED);
+            if (c0 >= C) break;
+            const gs_i64 c1 = c0 + GS_NW_BLOCK < C ? c0 + GS_NW_BLOCK : C;
+            for (gs_i64 c = c0; c < c1; ++c) body(c);
+        }
+    });
+}
+
 }  // namespace gs_nw
 
 #define GS_NW_ARGS                                                                        \
@@ -256,15 +246,7 @@ extern "C" gs_i64 gs_nodewise_count(GS_NW_ARGS, int threads, int openmp) {
 extern "C" void gs_nodewise_sample(GS_NW_ARGS, gs_i64* pos_out, gs_i64* rows_out,
                                    gs_i64* eids_out, int threads, int openmp) {
     const gs_nw::Args A = gs_nw::args(GS_NW_PASS, pos_out, rows_out, eids_out);
-    gs_i64 next = 0;
-    gs_nw::parallel(threads, openmp, [&](int, int) {
-        for (;;) {
-            const gs_i64 c0 = __atomic_fetch_add(&next, (gs_i64)GS_NW_BLOCK, __ATOMIC_RELAXED);
-            if (c0 >= C) break;
-            const gs_i64 c1 = c0 + GS_NW_BLOCK < C ? c0 + GS_NW_BLOCK : C;
-            for (gs_i64 c = c0; c < c1; ++c) gs_nw::sample(A, c);
-        }
-    });
+    gs_nw::for_columns(C, threads, openmp, [&](gs_i64 c) { gs_nw::sample(A, c); });
 }
 
 // ----------------------------------------------------------------------------- weighted
@@ -360,14 +342,8 @@ extern "C" void gs_nodewise_weighted_sample(GS_NW_ARGS, const gs_i64* fptr, cons
                                             gs_i64* pos_out, gs_i64* rows_out,
                                             gs_i64* eids_out, int threads, int openmp) {
     const gs_nw::Args A = gs_nw::args(GS_NW_PASS, pos_out, rows_out, eids_out);
-    gs_i64 next = 0;
-    gs_nw::parallel(threads, openmp, [&](int, int) {
-        for (;;) {
-            const gs_i64 c0 = __atomic_fetch_add(&next, (gs_i64)GS_NW_BLOCK, __ATOMIC_RELAXED);
-            if (c0 >= C) break;
-            const gs_i64 c1 = c0 + GS_NW_BLOCK < C ? c0 + GS_NW_BLOCK : C;
-            for (gs_i64 c = c0; c < c1; ++c) gs_nw::sample_weighted(A, c, fptr, cum, before, last);
-        }
+    gs_nw::for_columns(C, threads, openmp, [&](gs_i64 c) {
+        gs_nw::sample_weighted(A, c, fptr, cum, before, last);
     });
 }
 """

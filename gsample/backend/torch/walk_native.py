@@ -36,12 +36,12 @@ import torch
 from gsample.backend.registry import kernels_dir
 from gsample.base.random import GOLDEN, M1, M2, MASK64, combine, signed
 
-# CUDA's names as plain C++ (as tests/backend/test_walk_kernel_cpu.py compiles the kernel), then
-# kernels/walk.cu itself: its device functions (the hash, the draws, the edge test) and its
-# kernel, which a CPU thread runs as block ``i`` of a grid of ``T`` one-thread blocks (the
-# coordinates are thread-local; the atomics are real ones).
-SHIM = r"""
+#: CUDA's names as plain C++, shared by the native CPU drivers (each adds what its kernel
+#: source needs, then includes it)
+CUDA_AS_CPP = r"""
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <thread>
 #include <vector>
 #ifdef _OPENMP
@@ -51,13 +51,9 @@ SHIM = r"""
 #define __forceinline__ inline __attribute__((always_inline))
 #define __global__
 #define __restrict__ __restrict
-struct gs_dim3 { long long x; };
-static thread_local gs_dim3 blockIdx = {0}, gridDim = {1};
-static const gs_dim3 threadIdx = {0}, blockDim = {1};
 static inline double __dmul_rn(double a, double b) { return a * b; }
 static inline double __dadd_rn(double a, double b) { return a + b; }
-static inline int atomicExch(int* p, int v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }
-// (hash.cuh's hash table uses these; the walk kernel does not)
+// (hash.cuh's hash table uses these)
 template <typename T> static inline T atomicCAS(T* p, T c, T v) {
     __atomic_compare_exchange_n(p, &c, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED); return c; }
 template <typename T> static inline T atomicMin(T* p, T v) {
@@ -65,8 +61,21 @@ template <typename T> static inline T atomicMin(T* p, T v) {
     while (v < o && !__atomic_compare_exchange_n(p, &o, v, true, __ATOMIC_RELAXED,
                                                  __ATOMIC_RELAXED)) {}
     return o; }
+"""
+# CUDA's names as plain C++ (as tests/backend/test_walk_kernel_cpu.py compiles the kernel), then
+# kernels/walk.cu itself: its device functions (the hash, the draws, the edge test) and its
+# kernel, which a CPU thread runs as block ``i`` of a grid of ``T`` one-thread blocks (the
+# coordinates are thread-local; the atomics are real ones).
+SHIM = (
+    CUDA_AS_CPP
+    + r"""
+struct gs_dim3 { long long x; };
+static thread_local gs_dim3 blockIdx = {0}, gridDim = {1};
+static const gs_dim3 threadIdx = {0}, blockDim = {1};
+static inline int atomicExch(int* p, int v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }
 #include "walk.cu"
 """
+)
 
 # The CPU driver. One walker at a time, as a kernel thread runs, leaves a CPU core waiting on
 # each step's dependent loads (indptr[cur], then rows[e]) and its division, walker after
@@ -587,6 +596,7 @@ def random_walk(
 
 
 __all__ = [
+    "CUDA_AS_CPP",
     "PARALLEL",
     "PARENT_PID",
     "available",

@@ -141,15 +141,12 @@ def _describe(out) -> str:
     return type(out).__name__
 
 
-def first_reached(
-    keys: torch.Tensor, seen: torch.Tensor, sorted_unique: bool = False
-) -> torch.Tensor:
-    """The keys not in ``seen``, unique and ascending: a hop's newly reached nodes (or
-    *(seed slot, node)* pairs, disjoint sampling's), sync-light.
+def new_keys(keys: torch.Tensor, seen: torch.Tensor) -> torch.Tensor:
+    """The keys not in ``seen``, unique and ascending (a hop's newly reached *(seed slot,
+    node)* pairs when laying a disjoint sample out), with one read-back.
 
     ``torch.unique`` and ``torch.isin`` each read sizes back from the device; this sorts
-    both sides, finds each key in ``seen`` by binary search and reads back once (the
-    size of the result). It is plain tensor code, so it traces into a sampler's program.
+    both sides, finds each key in ``seen`` by binary search and reads back once.
 
     Parameters
     ----------
@@ -157,8 +154,6 @@ def first_reached(
         Candidates, any order, repeats allowed, ``>= 0``.
     seen : LongTensor, shape (S,)
         Keys already reached, any order.
-    sorted_unique : bool
-        ``keys`` are already unique and ascending (``s.row()``): not sorted again.
 
     Returns
     -------
@@ -167,18 +162,16 @@ def first_reached(
 
     Examples
     --------
-    >>> first_reached(torch.tensor([5, 1, 5, 3]), torch.tensor([3, 9]))
+    >>> new_keys(torch.tensor([5, 1, 5, 3]), torch.tensor([3, 9]))
     tensor([1, 5])
     """
-    k = keys if sorted_unique else torch.sort(keys).values
+    k = torch.sort(keys).values
     # a sentinel below every key keeps the table non-empty (an empty one has no slot to
     # compare against)
     table = torch.sort(torch.cat([seen, seen.new_full((1,), -1)])).values
     at = torch.searchsorted(table, k).clamp(max=table.numel() - 1)
-    new = table[at] != k
-    if not sorted_unique:
-        new = new & (torch.diff(k, prepend=k[:1] - 1) != 0)  # the first of equal keys
-    return k[new]
+    first = torch.diff(k, prepend=k[:1] - 1) != 0  # the first of equal keys
+    return k[first & (table[at] != k)]
 
 
 def _first_occurrence(ids: torch.Tensor) -> torch.Tensor:
@@ -395,8 +388,8 @@ def to_data(
 __all__ = [
     "NodeRows",
     "PygSample",
-    "first_reached",
     "gather",
+    "new_keys",
     "pyg_sample",
     "to_data",
     "to_sampler_output",

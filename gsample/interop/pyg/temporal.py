@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import torch
 
 from gsample.base import validate as V
-from gsample.interop.pyg.data import PygSample, _local, first_reached
+from gsample.interop.pyg.data import PygSample, _local, new_keys
 from gsample.matrix.sparse import Matrix
 
 #: PyG's temporal strategies
@@ -172,7 +172,7 @@ def disjoint_pyg_sample(out, seeds: torch.Tensor) -> DisjointSample:
         edge_slot = torch.repeat_interleave(slot, csc.degrees(), output_size=csc.nnz)
         s = edge_slot * n + csc.global_rows()
         d = edge_slot * n + csc.global_cols()[csc.edge_cols()]
-        new = first_reached(s, seen)
+        new = new_keys(s, seen)
         seen = torch.cat([seen, new])
         pairs.append(new)
         src.append(s)
