@@ -2,6 +2,7 @@
 gathers (``n_id``), the rows it gets (device, pinned host memory read by the GPU, a cache of
 the highest in-degree nodes and its hit rate) and the checks of the arguments."""
 
+import dataclasses
 import functools
 
 import pytest
@@ -9,6 +10,8 @@ import torch
 from helpers import example
 
 import gsample as gs
+from gsample.formats.derived import recall
+from gsample.ir import Op
 from gsample.loader.features import SLOT_BYTES, FeatureStore, _chained, _hop_by_hop, batch_nodes
 
 _GPU = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
@@ -52,6 +55,28 @@ def test_dgl_style_n_id_is_the_last_frontier(small_graph, name):
         cols = m.csc.global_cols()
         assert torch.equal(n_id[: cols.numel()], cols)
         assert bool(torch.isin(m.row(), n_id).all())
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=_GPU)])
+def test_compiled_blocks_keep_their_frontier(small_graph, device):
+    """A compiled sampler keeps each ``all_nodes`` it computed with its block: the block
+    returns that very tensor (the next block's columns), equal to a fresh computation, and
+    the loader's n_id takes the shortcut without comparing (equal to the definition)."""
+    A = small_graph.to(device)
+    seeds = torch.arange(0, 2000, 37, device=device)
+    fn = gs.compile(samplers()["graphsage"].func)
+    blocks = fn(A, seeds, fanouts=(5, 5))
+    first = recall(blocks[0].csc, Op.ALL_NODES)
+    assert first is not None and first is blocks[0].all_nodes()
+    assert torch.equal(first, blocks[1].csc.global_cols())
+    if device == "cpu":  # the very tensor the program sliced the next hop with
+        assert first.data_ptr() == blocks[1].csc.global_cols().data_ptr()
+    fresh = dataclasses.replace(blocks[0].csc)  # the same block, another object: computed
+    assert recall(fresh, Op.ALL_NODES) is None
+    assert torch.equal(first, gs.Matrix(fresh).all_nodes())
+    assert recall(blocks[1].csc, Op.ALL_NODES) is None  # the program never needed it
+    n_id = batch_nodes(blocks, seeds)
+    assert torch.equal(n_id, _hop_by_hop(blocks, seeds))
 
 
 def test_pyg_style_and_induced_n_id_match_to_pyg(small_graph):

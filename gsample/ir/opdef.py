@@ -185,6 +185,8 @@ class OpDef:
     # never its values
     batched: bool = False  # on a graph, takes a super-batch's encoded frontier itself
     # (attrs["batches"]), as random ops do
+    remembered: bool = False  # its result (on one mini-batch) is kept with its matrix
+    # (gsample.formats.derived): an eager call on a block a program returned reuses it
     check: Callable | None = None  # data checks: check(**inputs, **attrs)
     attrs_check: Callable | None = None  # the static attributes together (each
     # checked alone first): attrs_check(**attrs)

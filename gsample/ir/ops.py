@@ -859,6 +859,7 @@ _DEFS = [
         T,
         out=Align.NODE_SET,
         structure_only=True,
+        remembered=True,
         capture=Capture(
             methods=("all_nodes",),
             doc="""The next frontier: columns first, then new rows; unique, shape (n,).

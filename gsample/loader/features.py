@@ -118,12 +118,27 @@ def _chained(blocks: list, seeds: torch.Tensor):
     frontiers = [seeds] + [b.all_nodes() for b in blocks[:-1]]
     if any(c.numel() != f.numel() for c, f in zip(cols, frontiers)):
         return None
+    if all(_same(c, f) for c, f in zip(cols, frontiers)):
+        # a compiled sampler's blocks: each frontier is the very tensor the program made
+        # (``all_nodes`` kept with its block) and sliced the next hop with; no comparison
+        return blocks[-1].all_nodes()
     if seeds.device.type == "cpu":
         if not all(torch.equal(c, f) for c, f in zip(cols, frontiers)):
             return None
     elif not bool(torch.stack([(c == f).all() for c, f in zip(cols, frontiers)]).all()):
         return None
     return blocks[-1].all_nodes()
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether ``a`` and ``b`` view the same memory the same way (so they are equal)."""
+    return a is b or (
+        a.dtype == b.dtype
+        and a.device == b.device
+        and a.shape == b.shape
+        and a.stride() == b.stride()
+        and a.data_ptr() == b.data_ptr()
+    )
 
 
 def _append_new(node: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
@@ -402,7 +417,9 @@ class FeatureStore:
         rest)."""
         self.lookups += n_id.numel()
         if self.mode == "device":
-            return self.table[n_id.to(self.table.device)]
+            # index_select: one gather kernel; advanced indexing (table[n_id]) costs several
+            # times the host work per call for the same rows
+            return torch.index_select(self.table, 0, n_id.to(self.table.device))
         if self.mode == "sparse":
             rows = csr_rows(self.table, n_id.to(self.table.device))
             return rows.to(self.device, non_blocking=True)
@@ -421,7 +438,8 @@ class FeatureStore:
                 self.table, n_id, out, self.cache, self.slot, self._hits, self._address
             )
         if self.cache is None:
-            return self.table[n_id.cpu()].to(self.device, non_blocking=True)
+            rows = torch.index_select(self.table, 0, n_id.cpu())
+            return rows.to(self.device, non_blocking=True)
         slot = self.slot[n_id]
         hit = slot >= 0
         out = torch.empty(

@@ -24,6 +24,7 @@ from gsample.base import validate as V
 from gsample.base.random import next_op_key
 from gsample.formats.cache import cache_of
 from gsample.formats.csc import CSC
+from gsample.formats.derived import recall
 from gsample.formats.placement import offload, place, placement_of
 from gsample.ir import METHODS, PROPERTIES, SDDMM_OPS, Effect, Kind, Op, OpDef, info
 from gsample.ir.checks import check_rows
@@ -39,6 +40,10 @@ def _run(ir_op: Op, /, **kwargs):
     random op takes the next ordinal of the stream (after its checks passed).
     """
     d = info(ir_op)
+    if d.remembered and len(kwargs) == 1:
+        kept = recall(kwargs.get("A"), ir_op)  # the program that made A computed it
+        if kept is not None:
+            return kept
     backend = eager_backend(kwargs.get("A"))
     if d.check is not None:
         # inputs the backend's code checks itself (``Impl.checks``) are only converted here,

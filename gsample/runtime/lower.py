@@ -28,6 +28,7 @@ import torch
 from gsample.backend import get_backend, resolve
 from gsample.formats.bounded import Bounded
 from gsample.formats.csc import CSC
+from gsample.formats.derived import remember
 from gsample.ir import Align, Graph, Kind, Op, Ref, info, map_template
 from gsample.ir.visit import NodeVisitor
 from gsample.runtime.block_diagonal import PerBatchDraw
@@ -464,7 +465,9 @@ class _Lowering(NodeVisitor):
     def output(self, node):
         names = list(node.inputs)
         slots = [self.slot[node.inputs[k]] for k in names]
-        pending = tuple(dict.fromkeys(s for s in slots if s in self.bounded))
+        kept = self.kept(node)
+        extra = [v for _, v, _ in kept]
+        pending = tuple(dict.fromkeys(s for s in slots + extra if s in self.bounded))
         if pending or self.p.deferred:
             self.emit(
                 trim,
@@ -484,21 +487,40 @@ class _Lowering(NodeVisitor):
             in a CUDA graph's memory (a replayed region's untrimmed results, or views of
             them) and are copied out."""
 
-            def get(ref):
-                slot = where[ref.name]
+            def value(slot):
                 v = env[slot]
                 if raw and slot not in trimmed and not raw.isdisjoint(storages(v)):
                     v = copy_out(v)
-                return wrap(v)
+                return v
 
-            return map_template(template, get)
+            values = {slot: value(slot) for slot in dict.fromkeys(slots)}
+            for block, derived, op in kept:
+                remember(values[block], op, value(derived))
+            return map_template(template, lambda ref: wrap(values[where[ref.name]]))
 
         self.p.output = output
 
+    def kept(self, node) -> list:
+        """``(block slot, value slot, op)`` of each op declared ``remembered`` (one mini-batch)
+        on a matrix the program returns: the output keeps the value with the block
+        (:func:`gsample.formats.derived.remember`), so the caller's eager call reuses it."""
+        returned = set(node.inputs.values())
+        return [
+            (self.slot[n.inputs["A"]], self.slot[n], n.op)
+            for n in self.g.nodes
+            if info(n.op).remembered
+            and "batches" not in n.attrs
+            and n.inputs.get("A") in returned
+            and n in self.slot
+            and n.inputs["A"].kind is Kind.MATRIX
+        ]
+
     # ------------------------------------------------------------------ release points
     def release(self) -> None:
-        """Release each slot after its last reader; the output's slots are read at the end."""
+        """Release each slot after its last reader; the output's slots (and the values kept
+        with them) are read at the end."""
         keep = {self.slot[v] for v in self.g.output.inputs.values()}
+        keep |= {v for _, v, _ in self.kept(self.g.output)}
         last = {}
         for i, step in enumerate(self.p.steps):
             for a in step.args:

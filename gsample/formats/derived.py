@@ -1,0 +1,43 @@
+"""Values a program computed from a sparse matrix, kept with the matrix.
+
+A compiled sampler computes ``s.all_nodes()`` of a block to slice the next hop; the loader
+later asks the returned block for the same value (to gather its nodes' features). An op
+declared ``remembered`` (:class:`gsample.ir.OpDef`) has its result kept here, keyed by the
+matrix object itself (sparse formats compare by identity and are never changed in place), so
+that eager call returns the program's tensor instead of recomputing it. The table holds its
+keys weakly: a value lives as long as its matrix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+
+import torch
+
+_KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def remember(A, op, value: torch.Tensor) -> None:
+    """Keep ``value``, op ``op``'s result on the matrix ``A``.
+
+    Examples
+    --------
+    >>> remember(csc, Op.ALL_NODES, nodes)
+    >>> recall(csc, Op.ALL_NODES) is nodes
+    True
+    """
+    with contextlib.suppress(TypeError):  # not weakly referenceable: nothing kept
+        _KEPT.setdefault(A, {})[op] = value
+
+
+def recall(A, op) -> torch.Tensor | None:
+    """Op ``op``'s result on ``A`` kept by :func:`remember`, or None."""
+    try:
+        kept = _KEPT.get(A)
+    except TypeError:
+        return None
+    return None if kept is None else kept.get(op)
+
+
+__all__ = ["recall", "remember"]
