@@ -27,7 +27,11 @@ Figures (:mod:`gsample.bench.measure`) per (workload, mode): epoch seconds (medi
 ``--repeats`` after a warm-up, all epochs and the spread), units per second (sampled edges or
 walk steps), peak memory, the machine's load average, on a GPU kernels / memcpys / host syncs
 per mini-batch (``torch.profiler``), and the bound: bytes the sampler must touch over the
-random-gather bandwidth measured in the same run. :mod:`gsample.bench.report` writes
+random-gather bandwidth measured in the same run; with ``--roofline``
+(:mod:`gsample.bench.roofline`), copy and random-gather peaks from 8 GiB sources, each
+workload's least bytes, and on a GPU the DRAM bytes its compiled modes' kernels move (Nsight
+Compute, :mod:`gsample.bench.ncu`), as achieved GB/s, a share of the peak and a ratio to
+the bound. :mod:`gsample.bench.report` writes
 ``benchmarks/results/bench_<graph>_<device>_<UTC>.json`` (device, date, versions, commit,
 command), a PNG per workload, and the benchmarks page's table (``scripts/bench_table.py``).
 

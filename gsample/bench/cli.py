@@ -15,7 +15,7 @@ import traceback
 import torch
 
 import gsample as gs
-from gsample.bench import measure, peers, report
+from gsample.bench import dram, measure, peers, report, roofline
 from gsample.bench.workloads import (
     ALL_WORKLOADS,
     DESIGN_IDS,
@@ -270,6 +270,35 @@ def parser():
         action="store_true",
         help="CI set: a small generated graph, few mini-batches, 3 repeats",
     )
+    p.add_argument(
+        "--roofline",
+        action="store_true",
+        help="also measure the roofline (off by default: ncu is slow): copy and random-gather "
+        "peaks (8 GiB sources), each workload's least bytes (its bound), and on a GPU the "
+        "DRAM bytes of each compiled mode's kernels under Nsight Compute, on "
+        "--roofline-batches mini-batches scaled to the epoch",
+    )
+    p.add_argument(
+        "--roofline-batches",
+        type=_positive,
+        default=4,
+        help="mini-batches profiled per one-at-a-time mode under ncu (a super-batched mode: "
+        "one whole super-batch, or more to reach this many)",
+    )
+    p.add_argument(
+        "--roofline-timeout",
+        type=_positive,
+        default=300,
+        metavar="SECONDS",
+        help="the ncu run's wall-clock limit (all workloads together)",
+    )
+    p.add_argument(
+        "--ncu",
+        default=None,
+        metavar="PATH",
+        help="Nsight Compute's ncu (default $GSAMPLE_NCU, ncu on the PATH, "
+        "/usr/local/cuda/bin/ncu)",
+    )
     p.add_argument("--no-plots", action="store_true")
     p.add_argument(
         "--out", type=_out_dir, default=None, help="a directory (default <repo>/benchmarks/results)"
@@ -447,24 +476,33 @@ def run_workload(name, A, device, seeds, args, baselines, modes_fn, extra, cpu_g
         "agreement_ok": all(v >= need for v in agree.values()),
         "modes": {},
     }
+    full_batches = full.numel() // w.batch_size
     for label, mode in modes.items():
         log(f"{name}: {label}")
         part = epoch
         if args.slow_batches and label in SLOW_MODES:
             part = epoch[: args.slow_batches * w.batch_size]
+        # a capped epoch shorter than a super-batch would time a smaller super-batch than
+        # the mode's N: such a mode times whole super-batches, scaled to the capped epoch
+        n = roofline.timed_batches(entry["batches"], full_batches, mode.options.get("super_batch"))
+        if n != entry["batches"]:
+            part = full[: n * w.batch_size]
         loader = gs.DataLoader(w.G, mode.sampler, part, w.batch_size, seed=0, **mode.options)
         row = measure.measure(
             measure.loader_epoch(loader, device, count, host_count), args.repeats, device
         )
-        if part.numel() < epoch.numel():  # timed on a prefix: scaled to the epoch
+        if part.numel() != epoch.numel():  # timed on a prefix or more: scaled to the epoch
             row = measure.scaled(row, epoch.numel() / part.numel())
+            row["timed_batches"] = part.numel() // w.batch_size
         if mode.options.get("super_batch") == "auto":
             row["super_batch_size"] = loader.super_batch_size
         entry["modes"][label] = {
             "kind": mode.kind,
             **row,
-            **_profile(mode, w, epoch, None, device, args),
+            **_profile(mode, w, full, None, device, args),
         }
+    if args.roofline and name in roofline.BOUND_MODELS:
+        entry["roofline"] = {"model": roofline.BOUND_MODELS[name], "bound": _bound(w, modes, epoch)}
     batches = measure.batch_list(w.G, epoch, w.batch_size)
     found, entry["peers_not_run"] = peers.build(w, batches, device, args, baselines)
     for label, peer in found.items():
@@ -492,6 +530,18 @@ def run_workload(name, A, device, seeds, args, baselines, modes_fn, extra, cpu_g
     if extra:
         extra(w, entry, device, args)
     return entry
+
+
+def _bound(w, modes, epoch) -> dict:
+    """The least bytes of the epoch's samples (:class:`gsample.bench.roofline.BoundTally`),
+    drawn by the last super-batched mode (else the first): every mode draws the same."""
+    label = next((m for m in reversed(modes) if modes[m].kind == "super"), next(iter(modes)))
+    mode = modes[label]
+    tally = roofline.BoundTally(w.name, w.G)
+    loader = gs.DataLoader(w.G, mode.sampler, epoch, w.batch_size, seed=0, **mode.options)
+    for b in loader:
+        tally.add(b.out)
+    return {**tally.result(), "drawn_by": label, "batches": len(loader)}
 
 
 def add_bound(entry, walk: bool, gather_gbps: float):
@@ -545,6 +595,14 @@ def run(args, modes=None, extra=None) -> dict:
         device, n_src, n_src // 4, torch.int64, repeats=3 if args.quick else 10
     )
     log(f"random gather int64: {gather['GB_per_s']:.2f} GB/s")
+    micro = None
+    if args.roofline:
+        micro = roofline.microbenchmarks(device, quick=args.quick)
+        log(
+            "roofline peaks: "
+            + ", ".join(f"{k} {v['GB_per_s']:.1f} GB/s" for k, v in micro.items() if k != "note")
+            + (f" ({micro['note']})" if micro["note"] else "")
+        )
     perm, seeds_source = epoch_seeds(args.graph, A, device)
     if perm.numel() < args.seeds:
         log(f"{args.graph}: {perm.numel():,} seeds (fewer than --seeds {args.seeds:,})")
@@ -567,6 +625,12 @@ def run(args, modes=None, extra=None) -> dict:
         },
         load_avg_start=measure.load_average(),
     )
+    if micro is not None:
+        record["roofline"] = {
+            "microbenchmarks": micro,
+            "bound_models": roofline.BOUND_MODELS,
+            "status": "pending",
+        }
     stem = f"{args.name}_{tag}_{device.type}_{record['stamp']}"
     path = out / f"{stem}.json"
     for name in args.workloads:
@@ -584,6 +648,10 @@ def run(args, modes=None, extra=None) -> dict:
                 log,
             )
             add_bound(entry, name in WALKS, gather["GB_per_s"])
+            if "roofline" in entry:
+                entry["roofline"]["bound"] = roofline.with_bound_times(
+                    entry["roofline"]["bound"], entry["modes"], micro, A
+                )
             for k, share in entry.get("share_below_fanout", {}).items():
                 record["degree_profile"]["below"][k] = share
             if not entry["agreement_ok"]:
@@ -598,6 +666,12 @@ def run(args, modes=None, extra=None) -> dict:
         record["workloads"][name] = entry
         record["wall_s"] = time.perf_counter() - start
         path.write_text(json.dumps(record, indent=2) + "\n")
+    if micro is not None:
+        log("roofline: DRAM bytes under ncu")
+        record["roofline"].update(
+            dram.measure_bytes(args, record, device, A, out, stem, SLOW_MODES)
+        )
+        log(f"roofline: {record['roofline']['status']} {record['roofline'].get('why') or ''}")
     record.update(ok=not record["failures"], complete=True, load_avg_end=measure.load_average())
     if not args.no_plots:
         try:

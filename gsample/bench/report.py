@@ -15,6 +15,7 @@ import subprocess
 import torch
 
 import gsample as gs
+from gsample.bench import roofline
 from gsample.bench.workloads import ALL_WORKLOADS
 
 RESULT_PATTERN = "bench_*.json"
@@ -237,6 +238,7 @@ def table_lines(record) -> list:
                 f"| {name} | {peer} | {why[:70]} | | | | | |" + (" | |" if gpu else "") + " |"
             )
     lines += profile_lines(record)
+    lines += roofline.table_lines(record)
     g = record.get("random_gather")
     if g:
         lines += [
