@@ -6,7 +6,10 @@ features and labels gathered by the loader, on a planted-partition graph
 epoch each first) and the median of ``--repeats`` is reported, with each mode's summed
 sampling, gathering and training time per epoch. Both modes train on the same batches with
 the same dropout masks: their first epoch's mean losses are reported next to each other
-(equal on the CPU). JSON with device, date and the
+(equal on the CPU). Then the baseline: the same model (a copy, fresh Adam) on
+``--baseline-batches`` mini-batches sampled and gathered beforehand, per mini-batch times the
+epoch's: the model's own time, which the pipelined epoch is set against. Training steps queue
+without a host sync (their time: CUDA events). JSON with device, date and the
 command goes to ``benchmarks/results/train_pipeline_<device>.json`` (``_uva`` appended with
 ``--host-features``).
 
@@ -30,6 +33,7 @@ the work for the same comparison.
 import argparse
 import datetime
 import functools
+import itertools
 import json
 import pathlib
 import platform
@@ -46,7 +50,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples")
 
 from graphsage import graphsage
 from ladies import ladies, normalize
-from train_common import Net, split, train_epoch
+from train_common import Net, model_only, split, train_epoch
 
 import gsample as gs
 
@@ -75,6 +79,9 @@ def parse(argv=None):
         help="seeds per epoch (default: the 60 %% training split)",
     )
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument(
+        "--baseline-batches", type=int, default=32, help="mini-batches the model-only time is on"
+    )
     p.add_argument("--device", default="cpu")
     p.add_argument(
         "--host-features",
@@ -157,6 +164,7 @@ def main(argv=None):
                 m["optimizer"],
                 log=lambda msg, name=name, r=r: log(f"{name}, epoch {r}: {msg}"),
                 log_every=max(1, -(-len(m["loader"]) // 10)),
+                check=False,  # the samplers' frontiers are all_nodes(): columns first
             )
             if r == 0:
                 first_loss[pipeline] = s["loss"]
@@ -167,6 +175,10 @@ def main(argv=None):
                 f"{s['epoch']:.3f} s (sampling {s['sample']:.3f}, gathering "
                 f"{s['gather']:.3f}, training {s['train']:.3f}), loss {s['loss']:.4f}"
             )
+    m = modes[False]
+    log(f"baseline: the model on {args.baseline_batches} pre-sampled, pre-gathered mini-batches")
+    ready = list(itertools.islice(iter(m["loader"]), args.baseline_batches))
+    per_batch = model_only(m["model"], 0.01, ready, check=False)
     report = {}
     for pipeline, m in modes.items():
         name = "pipelined" if pipeline else "not pipelined"
@@ -181,10 +193,17 @@ def main(argv=None):
         med["epochs"] = [e["epoch"] for e in m["epochs"]]
         report[name] = med
     on, off = report["pipelined"]["epoch"], report["not pipelined"]["epoch"]
+    model_epoch = per_batch * len(modes[True]["loader"])
     print(
         f"median epoch: pipelined {on:.3f} s, not pipelined {off:.3f} s ({off / on:.2f}x); "
         f"first-epoch loss {first_loss[True]:.6f} / {first_loss[False]:.6f}; "
         f"{len(modes[True]['loader'])} mini-batches per epoch",
+        flush=True,
+    )
+    print(
+        f"model only ({len(ready)} pre-sampled, pre-gathered mini-batches, scaled): "
+        f"{model_epoch:.3f} s; pipelined epoch / model only = {on / model_epoch:.3f}; "
+        f"gathering {report['pipelined']['gather']:.3f} s",
         flush=True,
     )
     if report["pipelined"]["cache_hit_rate"] is not None:
@@ -206,6 +225,8 @@ def main(argv=None):
                 "args": vars(args),
                 "graph": {"nodes": A.num_nodes, "edges": A.num_edges},
                 "speedup": off / on,
+                "model_only": {"per_batch": per_batch, "batches": len(ready), "epoch": model_epoch},
+                "pipelined_over_model_only": on / model_epoch,
                 "results": report,
             },
             indent=1,

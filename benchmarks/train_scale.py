@@ -59,7 +59,6 @@ command goes to ``benchmarks/results/train_scale_<graph>_<device>.json``.
 
 # ruff: noqa: E402  the examples' folder goes on sys.path before their imports
 import argparse
-import copy
 import datetime
 import functools
 import json
@@ -70,14 +69,13 @@ import sys
 import time
 
 import torch
-import torch.nn.functional as F
 
 _HERE = pathlib.Path(__file__).resolve().parent
 # the examples' sampler and model, and train_pipeline's progress lines
 sys.path[:0] = [str(_HERE), str(_HERE.parent / "examples")]
 
 from graphsage import graphsage
-from train_common import Net, block_layers
+from train_common import Clock, Net, block_layers, model_only, step
 from train_pipeline import ROOT, log
 
 import gsample as gs
@@ -217,44 +215,6 @@ def load(args, device):
     return A, train, held_out, x, y, desc
 
 
-class Clock:
-    """Spans of training steps: CUDA events on the current stream (summed once, at the end:
-    no host sync per step), or wall time on a CPU."""
-
-    def __init__(self, cuda):
-        self.cuda, self.spans, self.seconds = cuda, [], 0.0
-
-    def start(self):
-        if self.cuda:
-            e = torch.cuda.Event(enable_timing=True)
-            e.record()
-            return e
-        return time.perf_counter()
-
-    def stop(self, begun):
-        if self.cuda:
-            e = torch.cuda.Event(enable_timing=True)
-            e.record()
-            self.spans.append((begun, e))
-        else:
-            self.seconds += time.perf_counter() - begun
-
-    def total(self):
-        """Seconds in all spans (on a GPU: call after a synchronise)."""
-        return self.seconds + sum(a.elapsed_time(b) for a, b in self.spans) / 1e3
-
-
-def step(model, optimizer, batch):
-    """One training step on a gathered mini-batch; the loss (a device scalar, no sync)."""
-    B = batch.seeds.numel()
-    optimizer.zero_grad()
-    out = model(batch.x, block_layers(batch, check=False))  # all_nodes(): columns first
-    loss = F.cross_entropy(out[:B].float(), batch.y[:B])
-    loss.backward()
-    optimizer.step()
-    return loss.detach()
-
-
 def sync(device):
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -282,7 +242,7 @@ def train_epoch(model, optimizer, loader, device, limit, name):
     start = time.perf_counter()
     for i, batch in enumerate(batches(loader, limit), 1):
         t = clock.start()
-        losses.append(step(model, optimizer, batch))
+        losses.append(step(model, optimizer, batch, check=False))  # all_nodes(): columns first
         clock.stop(t)
         if i % every == 0 or i == n:
             recent = float(torch.stack(losses[-every:]).mean())  # a sync each tenth only
@@ -316,24 +276,6 @@ def held_out_accuracy(model, loader):
         right += (pred == batch.y[:B]).sum()
         total += B
     return float(right) / total
-
-
-def model_only(model, lr, loader, device, k):
-    """Seconds per mini-batch of the same model and dtype on ``k`` mini-batches sampled and
-    gathered beforehand (a copy of ``model`` and a fresh Adam: the trained one is kept)."""
-    ready = list(batches(loader, k))
-    copy_ = copy.deepcopy(model)
-    copy_.train()
-    optimizer = torch.optim.Adam(copy_.parameters(), lr=lr)
-    for batch in ready[:2]:  # warm-up: Adam's state, the allocator's blocks
-        step(copy_, optimizer, batch)
-    sync(device)
-    start = time.perf_counter()
-    for batch in ready:
-        step(copy_, optimizer, batch)
-    sync(device)
-    seconds = time.perf_counter() - start
-    return seconds / len(ready), len(ready)
 
 
 def main(argv=None):
@@ -395,7 +337,8 @@ def main(argv=None):
         )
     log(f"baseline: the model on {args.baseline_batches} pre-sampled, pre-gathered mini-batches")
     base_loader = loader(train, seed=1)
-    per_batch, k = model_only(model, args.lr, base_loader, device, args.baseline_batches)
+    ready = list(batches(base_loader, args.baseline_batches))
+    per_batch, k = model_only(model, args.lr, ready, check=False), len(ready)
     timed = epochs[1:] or epochs  # the first epoch compiles and warms up
     median = {
         key: statistics.median(s[key] for s in timed)

@@ -13,6 +13,7 @@ joined ``edge_index`` with PyG's hop semantics instead (and ``num_sampled_nodes`
 ``trim_to_layer``): a PyG-style model could train on that with no helper at all.
 """
 
+import copy
 import itertools
 import time
 from dataclasses import dataclass
@@ -174,7 +175,69 @@ def evaluate(model, x, edge_index, y, ids, edge_weight=None):
     return accuracy(model.full(x, edge_index, edge_weight)[ids], y[ids])
 
 
-def train_epoch(model, loader, optimizer, log=None, log_every=0):
+class Clock:
+    """Spans of training steps: CUDA events on the current stream (summed once, at the end:
+    no host sync per step, so the host queues the next step while the GPU runs this one),
+    or wall time on a CPU."""
+
+    def __init__(self, cuda: bool):
+        self.cuda, self.spans, self.seconds = cuda, [], 0.0
+
+    def start(self):
+        if self.cuda:
+            e = torch.cuda.Event(enable_timing=True)
+            e.record()
+            return e
+        return time.perf_counter()
+
+    def stop(self, begun) -> None:
+        if self.cuda:
+            e = torch.cuda.Event(enable_timing=True)
+            e.record()
+            self.spans.append((begun, e))
+        else:
+            self.seconds += time.perf_counter() - begun
+
+    def total(self) -> float:
+        """Seconds in all spans (on a GPU: call after a synchronise)."""
+        return self.seconds + sum(a.elapsed_time(b) for a, b in self.spans) / 1e3
+
+
+def step(model, optimizer, batch, check: bool = True) -> torch.Tensor:
+    """One training step on a gathered mini-batch; the loss (a device scalar: no sync).
+
+    ``check`` is :func:`block_layers`'s (skip it for samplers whose frontiers are
+    ``all_nodes()``: a read-back per block)."""
+    B = batch.seeds.numel()
+    optimizer.zero_grad()
+    out = model(batch.x, block_layers(batch, check=check))
+    loss = F.cross_entropy(out[:B].float(), batch.y[:B])
+    loss.backward()
+    optimizer.step()
+    return loss.detach()
+
+
+def model_only(model, lr: float, ready: list, check: bool = True) -> float:
+    """Seconds per mini-batch of ``model`` (a copy, with a fresh Adam: ``model`` is kept) on
+    mini-batches ``ready`` sampled and gathered beforehand: the model's own time, the
+    baseline a pipelined epoch is set against (same model, dtype and device)."""
+    copy_ = copy.deepcopy(model)
+    copy_.train()
+    optimizer = torch.optim.Adam(copy_.parameters(), lr=lr)
+    cuda = ready[0].x.is_cuda
+    for batch in ready[:2]:  # warm-up: Adam's state, the allocator's blocks
+        step(copy_, optimizer, batch, check)
+    if cuda:
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    for batch in ready:
+        step(copy_, optimizer, batch, check)
+    if cuda:
+        torch.cuda.synchronize()
+    return (time.perf_counter() - start) / len(ready)
+
+
+def train_epoch(model, loader, optimizer, log=None, log_every=0, check: bool = True):
     """One epoch over a ``gs.DataLoader`` made with ``features`` and ``labels``.
 
     Parameters
@@ -182,38 +245,37 @@ def train_epoch(model, loader, optimizer, log=None, log_every=0):
     log : callable, optional
         With ``log_every > 0``: called as ``log(f"batch {i} / {n}")`` after every
         ``log_every``-th mini-batch (progress of a long epoch).
+    check : bool
+        :func:`block_layers`'s check of each mini-batch's blocks.
 
     Returns
     -------
     dict
-        ``epoch`` (wall seconds), ``train`` (seconds in forward / backward / step),
-        ``sample`` and ``gather`` (the loader's stage times: with ``pipeline`` they overlap
-        training), ``loss`` (mean over mini-batches).
+        ``epoch`` (wall seconds, the device synchronised at the end only), ``train``
+        (seconds in forward / backward / step: CUDA-event spans on a GPU, so training
+        overlaps what the loader's stages queue), ``sample`` and ``gather`` (the loader's
+        stage times: with ``pipeline`` they overlap training), ``loss`` (mean over
+        mini-batches).
     """
     model.train()
     cuda = loader.A.device.type == "cuda"
-    start, train, losses = time.perf_counter(), 0.0, []
+    clock, losses = Clock(cuda), []
+    start = time.perf_counter()
     every = log_every if log is not None and log_every > 0 else 0
     for i, batch in enumerate(loader, 1):
-        t = time.perf_counter()
-        B = batch.seeds.numel()
-        optimizer.zero_grad()
-        out = model(batch.x, block_layers(batch))
-        loss = F.cross_entropy(out[:B], batch.y[:B])
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.detach())
-        if cuda:
-            torch.cuda.synchronize()
-        train += time.perf_counter() - t
+        t = clock.start()
+        losses.append(step(model, optimizer, batch, check))
+        clock.stop(t)
         if every and i % every == 0:
             log(f"batch {i} / {len(loader)}")
+    if cuda:
+        torch.cuda.synchronize()
     return {
         "epoch": time.perf_counter() - start,
-        "train": train,
+        "train": clock.total(),
         "sample": loader.sample_seconds,
         "gather": loader.gather_seconds,
-        "loss": float(torch.stack(losses).mean()) if losses else float("nan"),
+        "loss": float(torch.stack(losses).float().mean()) if losses else float("nan"),
     }
 
 
