@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import torch
 
+from gsample.matrix.convert import column_ranges
+
 __all__ = [
     "HOST_RANGE",
     "MATRIX_ROWS",
@@ -75,22 +77,9 @@ def place_chunk(cols, rows_in, n, cursor, rows, ones, eid=None, eids=None) -> No
 
 def _ranges(indptr: torch.Tensor, limit: int) -> list:
     """``[(c0, c1, p0, p1)]``: ranges of whole columns ``c0..c1-1`` (edges ``p0..p1-1``) of
-    about ``limit`` edges each (more where one column alone holds more)."""
-    cols = indptr.numel() - 1
-    total = int(indptr[-1]) if cols >= 0 else 0
-    if cols <= 0 or total == 0:
-        return []
-    marks = torch.arange(limit, max(total, limit), limit, device=indptr.device)
-    cuts = torch.searchsorted(indptr, marks, right=True) - 1  # the column holding each mark
-    ends = torch.tensor([0, cols], device=indptr.device)
-    cuts = torch.unique(torch.cat([ends, cuts]))
-    bounds = indptr[cuts]
-    cuts, bounds = cuts.tolist(), bounds.tolist()
-    return [
-        (c0, c1, p0, p1)
-        for c0, c1, p0, p1 in zip(cuts[:-1], cuts[1:], bounds[:-1], bounds[1:])
-        if p1 > p0
-    ]
+    about ``limit`` edges each (more where one column alone holds more): the ranges
+    :meth:`gsample.Matrix.from_csc` sorts by."""
+    return column_ranges(indptr, limit)
 
 
 def _range_keys(indptr, rows, n, c0, c1, p0, p1):

@@ -60,7 +60,14 @@ def read_snap(
     The file is read a block of lines at a time into arrays of int32 ids (int64 only when
     an id needs it), then built by :meth:`gsample.Matrix.from_edge_index`: the peak memory
     stays within about twice the returned CSC (ids relabelled in place, by a table over the
-    id range or a binary search in the sorted distinct ids).
+    id range or a binary search in the sorted distinct ids;
+    ``benchmarks/constructors_memory.py`` measures it).
+
+    Raises
+    ------
+    ValueError
+        The file is not an edge list (the lines named), has a negative id (without
+        ``relabel``), or an id ``>= num_nodes``.
 
     Examples
     --------
@@ -78,9 +85,20 @@ def read_snap(
         progress = V.flag(progress, "progress")
     if not os.path.exists(path):
         raise FileNotFoundError(f"path: no such file: {path}")
+    if num_nodes is not None:
+        num_nodes = V.count(num_nodes, "num_nodes")
     ei, t, distinct = read_edge_list(path, edge_time, relabel, undirected, progress)
     if relabel and num_nodes is None:
         num_nodes = distinct
+    if ei.numel():  # the file's ids, named as the caller knows them (not as edge_index)
+        lo, hi = (int(x) for x in torch.aminmax(ei))
+        if lo < 0:
+            raise ValueError(f"path: {path} has a negative node id ({lo}); pass relabel=True")
+        if num_nodes is not None and hi >= num_nodes:
+            raise ValueError(
+                f"num_nodes: {num_nodes} is too few for {path}, whose largest node id is {hi}"
+                + (" after relabelling" if relabel else "")
+            )
     return Matrix.from_edge_index(ei, num_nodes=num_nodes, edge_time=t)
 
 

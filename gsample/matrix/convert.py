@@ -12,7 +12,7 @@ order are only checked (one pass) and copied; a column whose rows are not ascend
 only thing sorted (with its range, when unsorted columns hold most of it), and without one
 no edge ids are kept (``eids=None``: the identity). Every step works on a range of about
 :func:`default_chunk` edges: scratch of about 3 bytes an edge of the graph, against the
-CSC's 8 (rows) or 16 (rows and edge ids); ``scripts/constructor_memory.py`` measures it.
+CSC's 8 (rows) or 16 (rows and edge ids); ``benchmarks/constructors_memory.py`` measures it.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from gsample.formats.csc import CSC, segment_ptr
 
 __all__ = [
     "check_ids",
+    "column_ranges",
     "csc_from_columns",
     "csc_from_edges",
     "from_networkx",
@@ -73,11 +74,20 @@ def _key_bits(num_nodes: int) -> tuple[int, int]:
     return bits, 1 << max(62 - bits, 0)
 
 
-def _column_ranges(indptr: torch.Tensor, limit: int, span: int) -> list[tuple[int, int, int, int]]:
+def column_ranges(
+    indptr: torch.Tensor, limit: int, span: int | None = None
+) -> list[tuple[int, int, int, int]]:
     """``[(c0, c1, p0, p1)]``: ranges of whole columns ``c0..c1-1`` (edges ``p0..p1-1``) of
     about ``limit`` edges (more where one column alone holds more), at most ``span``
-    columns each; ranges without edges are left out."""
+    columns each (any number without); ranges without edges are left out.
+
+    Examples
+    --------
+    >>> column_ranges(torch.tensor([0, 2, 2, 5, 6]), 3)
+    [(0, 3, 0, 5), (3, 4, 5, 6)]
+    """
     n = indptr.numel() - 1
+    span = max(n, 1) if span is None else span
     total = int(indptr[-1])
     if n <= 0 or total == 0:
         return []
@@ -150,8 +160,8 @@ def csc_from_edges(
     eids = torch.empty(e, dtype=torch.int64, device=dev)
     values = None if weight is None else torch.empty_like(weight)
     bits, span = _key_bits(num_nodes)
-    ranges = _column_ranges(indptr, chunk, span)
-    _bucket(dst, ranges, eids, num_nodes)
+    ranges = column_ranges(indptr, chunk, span)
+    _bucket(dst, ranges, eids, num_nodes, chunk)
     for c0, _, p0, p1 in ranges:
         pos = eids[p0:p1]  # the range's edges, in input order
         key = dst[pos].to(torch.int64)
@@ -166,10 +176,12 @@ def csc_from_edges(
     return CSC(num_nodes, indptr, rows, values=values, eids=eids)
 
 
-def _bucket(dst: torch.Tensor, ranges: list, out: torch.Tensor, num_nodes: int) -> None:
+def _bucket(dst: torch.Tensor, ranges: list, out: torch.Tensor, num_nodes: int, chunk: int) -> None:
     """Write the positions of the edges of each column range (``dst`` in it) to the range's
-    slice ``out[p0:p1]``, ascending: each edge's range number (a byte an edge, from a table
-    over the columns), then one pass over those per range."""
+    slice ``out[p0:p1]``, ascending: a block of ``chunk`` edges at a time, each edge's range
+    number (a byte an edge of the block, from a table over the columns), counted per range,
+    then one pass over those per range (scratch: about 2 bytes an edge of a block; each
+    ``nonzero`` sees fewer than ``2**30`` elements, as some kernels count in 32 bits)."""
     if len(ranges) == 1:
         torch.arange(dst.numel(), out=out)
         return
@@ -177,10 +189,18 @@ def _bucket(dst: torch.Tensor, ranges: list, out: torch.Tensor, num_nodes: int) 
     table = torch.zeros(num_nodes, dtype=torch.uint8 if small else torch.int32, device=dst.device)
     for k, (c0, c1, _, _) in enumerate(ranges):
         table[c0:c1] = k
-    rid = table[dst if dst.dtype in (torch.int32, torch.int64) else dst.to(torch.int32)]
-    del table
-    for k, (_, _, p0, p1) in enumerate(ranges):
-        torch.nonzero(rid == k, out=out[p0:p1].view(-1, 1))
+    cursor = [p0 for _, _, p0, _ in ranges]  # where each range's next positions go
+    step = min(chunk, 1 << 30)
+    for a in range(0, dst.numel(), step):
+        d = dst[a : a + step]
+        rid = table[d if d.dtype in (torch.int32, torch.int64) else d.to(torch.int32)]
+        counts = torch.bincount(rid, minlength=len(ranges)).tolist()  # one read-back a block
+        for k, m in enumerate(counts):
+            if m:
+                at = out[cursor[k] : cursor[k] + m].view(-1, 1)
+                torch.nonzero(rid == k, out=at)
+                at.add_(a)
+                cursor[k] += m
 
 
 def csc_from_columns(
@@ -228,7 +248,7 @@ def csc_from_columns(
     dev = out.device
     eids = None  # until a column is sorted: the identity
     bits, span = _key_bits(num_nodes)
-    for c0, c1, p0, p1 in _column_ranges(ptr, chunk, span):
+    for c0, c1, p0, p1 in column_ranges(ptr, chunk, span):
         cols = _unsorted_columns(ptr, out, c0, c1, p0, p1)  # offsets from c0
         if cols.numel() == 0:
             continue

@@ -3,9 +3,6 @@ columns at a time within memory) against the straightforward construction they r
 same CSC order (the determinism contract's), values and edge ids, for every input; edge ids
 stored exactly when they are not the identity."""
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -278,23 +275,6 @@ def test_a_graph_without_edge_ids_samples_what_it_did_with_them(device):
 
 
 # ----------------------------------------------------------------------------- the script
-def test_memory_script_measures_a_small_graph(tmp_path):
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "scripts/constructor_memory.py"), "--edges", "3000"]
-        + ["--nodes", "500", "--cases", "edge_index", "csc_sorted", "--json"]
-        + ["--folder", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=True,
-    )
-    got = {r["case"]: r for r in map(json.loads, out.stdout.splitlines())}
-    # random order: rows and edge ids; sorted columns: rows only (8 bytes an edge each)
-    assert got["edge_index"]["csc"] == 8 * 501 + 16 * 3000 and got["edge_index"]["eids"]
-    assert got["csc_sorted"]["csc"] == 8 * 501 + 8 * 3000 and not got["csc_sorted"]["eids"]
-    assert all(r["beyond"] >= 0 and r["seconds"] > 0 for r in got.values())
-
-
 # ----------------------------------------------------------------------------- read_snap
 def loadtxt_reference(path, times=True):
     """The whole file at once, as ``read_snap`` read it before it streamed."""
