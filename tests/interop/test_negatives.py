@@ -17,7 +17,7 @@ from torch_geometric.sampler.neighbor_sampler import edge_sample as pyg_edge_sam
 
 import gsample as gs
 import gsample.pyg as gp
-from gsample.base.random import op_key
+from gsample.base.random import combine, op_key
 from gsample.interop.pyg.loader import batch_key
 from gsample.interop.pyg.negatives import (
     NEGATIVE_ORDINAL,
@@ -360,10 +360,16 @@ def data():
     )
 
 
-def _expected(loader, batch, neg: NegativeSampler, mode, amount):
-    """The negatives gsample draws for ``batch``: op NEGATIVE_ORDINAL of its stream."""
-    sampler = loader.link_sampler
-    key = op_key(sampler.epoch_seed(), NEGATIVE_ORDINAL, batch_key(batch.input_id))
+def _expected(loader, batch, neg: NegativeSampler, mode, amount, index=None):
+    """The negatives gsample draws for ``batch``: op NEGATIVE_ORDINAL of its stream, keyed
+    by its index in the epoch (``index``: gsample.pyg.LinkNeighborLoader's) or, in PyG's
+    LinkLoader over gsample.pyg.Sampler, by its input_id set."""
+    epoch_seed = loader.link_sampler.epoch_seed()
+    if index is None:
+        index = batch_key(batch.input_id)
+    else:  # gsample.pyg.LinkNeighborLoader's stream holds its supervision edges' hash
+        epoch_seed = combine(epoch_seed, loader.label_stream)
+    key = op_key(epoch_seed, NEGATIVE_ORDINAL, index)
     label_index = loader.input_data.row, loader.input_data.col
     src, dst = (x[batch.input_id] for x in label_index)
     return src, dst, neg(src, dst, mode, amount, key=key)
@@ -382,10 +388,10 @@ def test_binary_batches_hold_gsamples_negatives_in_pygs_fields(data, amount):
         compile=False,
     )
     neg = NegativeSampler(data.edge_index, N)
-    for batch in loader:
+    for i, batch in enumerate(loader):
         b = batch.input_id.numel()
         m = math.ceil(amount * b)
-        src, dst, drawn = _expected(loader, batch, neg, "binary", amount)
+        src, dst, drawn = _expected(loader, batch, neg, "binary", amount, i)
         assert batch.edge_label_index.shape == (2, b + m)
         glob = batch.n_id[batch.edge_label_index]
         assert torch.equal(glob[:, :b], torch.stack([src, dst]))
@@ -410,9 +416,9 @@ def test_triplet_batches_hold_gsamples_negatives_in_pygs_fields(data, amount):
     loader = gp.LinkNeighborLoader(data, [2], batch_size=30, neg_sampling=ns, seed=2)
     neg = NegativeSampler(data.edge_index, N, dst_weight=deg, strict=True)
     excluded = _excluded(data.edge_index)
-    for batch in loader:
+    for i, batch in enumerate(loader):
         b = batch.input_id.numel()
-        src, dst, drawn = _expected(loader, batch, neg, "triplet", amount)
+        src, dst, drawn = _expected(loader, batch, neg, "triplet", amount, i)
         assert batch.src_index.shape == batch.dst_pos_index.shape == (b,)
         assert batch.dst_neg_index.shape == ((b,) if amount == 1 else (b, amount))
         assert torch.equal(batch.n_id[batch.src_index], src)

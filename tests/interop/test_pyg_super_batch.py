@@ -3,7 +3,8 @@ of the compiled program, yielded one by one, each exactly (every tensor, its dty
 device) the batch ``super_batch=None`` yields, in the same order, in every mode of a ``Data``
 (subgraph types, weights, replacement, disjoint, temporal with node or edge time and
 ``input_time``), with shuffling, worker processes and ``"auto"``; refusals name
-``super_batch`` (``HeteroData``, ``LinkNeighborLoader``, ``compile=False``, bad values)."""
+``super_batch`` (``HeteroData``, ``compile=False``, bad values). ``LinkNeighborLoader``'s:
+``test_link_super_batch.py``."""
 
 import numpy as np
 import pytest
@@ -267,27 +268,6 @@ def test_edge_time_without_input_time_is_pygs_error_at_construction(data):
         next(iter(gp.NeighborLoader(data, [2], time_attr="etime")))
     with pytest.raises(ValueError, match="input_time: edge-level"):
         gp.NeighborLoader(data, [2], time_attr="etime", super_batch=2)
-
-
-LINK_MODES = {
-    "binary": {"neg_sampling": "binary"},
-    "triplet": {"neg_sampling": dict(mode="triplet", amount=2)},
-    "disjoint": {"disjoint": True},
-    "edge_label_time": {"time_attr": "time", "edge_label_time": torch.full((40,), 30)},
-}
-
-
-@pytest.mark.parametrize("mode", list(LINK_MODES))
-def test_link_loader_refuses_runs_of_several_and_says_why(data, mode):
-    """A link mini-batch draws with the key of its ``input_id`` set (PyG's ``LinkLoader``
-    does not tell a sampler the index): runs of consecutive indices would draw other
-    batches, so every value asking for them is refused; 1 is the default's batches."""
-    kw = dict(edge_label_index=data.edge_index[:, :40], batch_size=8, seed=0, **LINK_MODES[mode])
-    for value in (2, "auto"):
-        with pytest.raises(ValueError, match=r"super_batch: .*input_id set"):
-            gp.LinkNeighborLoader(data, [2, 2], super_batch=value, **kw)
-    ref = batches(gp.LinkNeighborLoader(data, [2, 2], **kw))
-    assert_same(ref, batches(gp.LinkNeighborLoader(data, [2, 2], super_batch=1, **kw)))
 
 
 # ----------------------------------------------------------------------------- devices

@@ -6,7 +6,11 @@
 link sampler: PyG builds the mini-batches of supervision edges and joins the ``Data``'s
 attributes; gsample draws the negatives on the graph's device
 (:mod:`gsample.interop.pyg.negatives`) and samples the neighbourhoods of the edges'
-endpoints. Batches are PyG's: ``edge_label_index`` in local ids, ``edge_label`` (binary
+endpoints. On a ``Data`` the loader runs its own epochs (``_Epochs``, ``_LinkBatches``):
+mini-batch ``i`` of an epoch is keyed ``i``, as ``NeighborLoader``'s, so that
+``super_batch`` can sample consecutive mini-batches in one run
+(:class:`gsample.interop.pyg.super_batch.LinkSuperBatches`) and give the same batches.
+Batches are PyG's: ``edge_label_index`` in local ids, ``edge_label`` (binary
 negatives labelled 0), ``src_index`` / ``dst_pos_index`` / ``dst_neg_index`` in triplet
 mode, ``input_id``, ``n_id`` (the label edges' endpoints first), ``e_id``.
 """
@@ -21,6 +25,7 @@ from collections.abc import Callable
 import torch
 
 from gsample.base import validate as V
+from gsample.base.random import MASK64, combine, hash_tensor, op_key
 from gsample.compiler.compiled import compile as gs_compile
 from gsample.interop.pyg import hetero_loader as _hetero
 from gsample.interop.pyg import stores as _stores
@@ -38,9 +43,22 @@ from gsample.interop.pyg.arguments import (
     shown,
     weighted_graph,
 )
-from gsample.interop.pyg.loader import Sampler
-from gsample.interop.pyg.negatives import NegativeSampling
-from gsample.interop.pyg.neighbor_loader import batch_key, neighbor_sample
+from gsample.interop.pyg.loader import Sampler, _remember
+from gsample.interop.pyg.negatives import (
+    NEGATIVE_ORDINAL,
+    EdgeSeeds,
+    NegativeSampling,
+    edge_output,
+    edge_seeds,
+)
+from gsample.interop.pyg.neighbor_loader import (
+    _EpochBatches,
+    _Flattened,
+    _identity,
+    batch_key,
+    epoch_order,
+    neighbor_sample,
+)
 from gsample.interop.pyg.subgraph import subgraph_type_name, to_bidirectional
 from gsample.loader.dataloader import super_batch_options
 
@@ -89,7 +107,255 @@ class _Options:
     spec: object  # a TemporalSpec (HeteroTemporalSpec for typed data), or None
 
 
-class LinkNeighborLoader(_LinkLoader):
+@dataclasses.dataclass(frozen=True)
+class _Program:
+    """A ``Data``'s sampling program, for super-batching: the compiled program (None with
+    ``compile=False``), its static arguments, the graph and the temporal spec."""
+
+    compiled: object
+    hops: dict
+    A: object
+    spec: object
+    edge_time: torch.Tensor | None
+
+
+class _Replayable:
+    """A :class:`~gsample.interop.pyg.temporal.DisjointSampler` that, while its
+    :class:`_KeyedSampler` finishes a mini-batch drawn in a super-batch, returns that
+    mini-batch's program output instead of drawing."""
+
+    def __init__(self, inner, owner):
+        self.inner, self.owner = inner, owner
+
+    def __getattr__(self, name):
+        if name in ("inner", "owner"):  # not set yet (unpickling)
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def sample(self, seeds: torch.Tensor, seed_time):
+        raw = self.owner.raw
+        if raw is None:
+            return self.inner.sample(seeds, seed_time)
+        return _temporal.disjoint_pyg_sample(raw, seeds)
+
+
+class _KeyedSampler(Sampler):
+    """:class:`gsample.pyg.Sampler` as :class:`LinkNeighborLoader` runs it on a ``Data``:
+    the loader gives each mini-batch its key (its index in the epoch) and epoch seed, and
+    a mini-batch drawn in a super-batch is finished from its program output (:attr:`raw`),
+    mapped exactly as one drawn alone. Inside PyG's own ``LinkLoader`` it is the plain
+    ``Sampler`` (keys from the ``input_id`` set)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.scope = None  # the epoch seed of the mini-batch being finished
+        self.raw = None  # its program output, when drawn in a super-batch
+        if self.disjoint is not None:
+            self.disjoint = _Replayable(self.disjoint, self)
+
+    def epoch_seed(self) -> int:
+        return super().epoch_seed() if self.scope is None else self.scope
+
+    def sample(self, seeds: torch.Tensor, key: int):
+        if self.raw is not None:
+            return self.raw
+        return super().sample(seeds, key)
+
+    def plan(self, index, neg_sampling, epoch_seed: int, key: int) -> EdgeSeeds:
+        """Mini-batch ``key``'s negatives drawn and its seeds laid out (PyG's
+        ``edge_sample``'s first half), as :meth:`Sampler.sample_from_edges` draws them with
+        that key."""
+        if index.time is not None and not self._temporal():
+            raise ValueError(
+                "index: edge_label_time needs a temporal sampler (gsample.pyg.Sampler with "
+                "disjoint=DisjointSampler of a time_attr)"
+            )
+        negatives = None if neg_sampling is None else self.negative_sampler(neg_sampling)
+        key = op_key(epoch_seed, NEGATIVE_ORDINAL, key)
+        return edge_seeds(index, negatives, neg_sampling, key, self.disjoint is not None)
+
+    def finish(self, plan: EdgeSeeds, epoch_seed: int, key: int, raw=None):
+        """The ``SamplerOutput`` of ``plan``'s seeds drawn as mini-batch ``key`` of the
+        epoch ``epoch_seed`` (``raw``: that draw's program output, made in a super-batch),
+        with PyG's ``metadata``."""
+        self.scope, self.raw = epoch_seed, raw
+        try:
+            out = self._output(plan.seed, key, seed_time=plan.seed_time)
+        finally:
+            self.scope = self.raw = None
+        # gsample.pyg.with_edge_weight finds a batch by its input_id set, as PyG's loaders key
+        _remember(batch_key(plan.input_id), out.edge, out.metadata[2])
+        return edge_output(plan, out)
+
+
+class _LinkBatches(torch.utils.data.Dataset):
+    """A ``Data``'s link mini-batches: item ``(epoch_seed, i)`` is mini-batch ``i`` of that
+    epoch (its supervision edges in the epoch's order, :func:`epoch_order`), drawn with key
+    ``i``; item ``Run(epoch_seed, first, count)`` the list of those mini-batches, drawn in
+    one run of :attr:`super` (each one's negatives first, with its own key). Batches are
+    built (PyG's ``filter_fn``) where they are sampled when ``filter_per_worker``."""
+
+    def __init__(self, loader, batch_size: int, shuffle: bool):
+        self.input_data, self.sampler = loader.input_data, loader.link_sampler
+        self.neg_sampling = loader.neg_sampling
+        self.filter, self.filter_per_worker = loader.filter_fn, loader.filter_per_worker
+        self.batch_size, self.shuffle = batch_size, shuffle
+        self.num_inputs = int(self.input_data.row.numel())
+        self._order = (None, None)
+        self.super: _super.LinkSuperBatches | None = None
+        self.runs: _super.Runs | None = None
+
+    def positions(self, epoch_seed: int) -> torch.Tensor:
+        if self._order[0] != epoch_seed:
+            order = epoch_order(self.num_inputs, self.shuffle, epoch_seed)
+            self._order = (epoch_seed, order)
+        return self._order[1]
+
+    def batch_positions(self, epoch_seed: int, i: int) -> torch.Tensor:
+        return self.positions(epoch_seed)[i * self.batch_size : (i + 1) * self.batch_size]
+
+    def __getitem__(self, item):
+        if isinstance(item, _super.Run):
+            outs = self.sample_run(item)
+        else:
+            epoch_seed, i = item
+            outs = [self.sample(self.batch_positions(epoch_seed, i), epoch_seed, i)]
+        if self.filter_per_worker:
+            outs = [self.filter(out) for out in outs]
+        return outs if isinstance(item, _super.Run) else outs[0]
+
+    def plan(self, positions: torch.Tensor, epoch_seed: int, key: int) -> EdgeSeeds:
+        return self.sampler.plan(self.input_data[positions], self.neg_sampling, epoch_seed, key)
+
+    def sample(self, positions: torch.Tensor, epoch_seed: int, key: int):
+        """The ``SamplerOutput`` of the supervision edges at ``positions`` drawn as
+        mini-batch ``key`` of the epoch ``epoch_seed``."""
+        return self.sampler.finish(self.plan(positions, epoch_seed, key), epoch_seed, key)
+
+    def sample_run(self, run: _super.Run) -> list:
+        """The ``SamplerOutput`` of each mini-batch of ``run``: each one's negatives drawn
+        with its own key, then all their seeds sampled in one run of :attr:`super`
+        (mini-batch ``first + b`` with key ``first + b``), so each is the batch
+        :meth:`sample` gives it alone. ``"auto"``'s ``"measure"`` / ``"time"`` runs report
+        to :attr:`runs`, as ``NeighborLoader``'s."""
+        runs, first = self.runs, run.first
+        began = runs.clock() if run.role == "time" else 0.0
+        if run.count == 1 and run.role != "measure":
+            positions = self.batch_positions(run.epoch_seed, first)
+            batches = [self.sample(positions, run.epoch_seed, first)]
+        else:
+            indices = range(first, first + run.count)
+            plans = [
+                self.plan(self.batch_positions(run.epoch_seed, i), run.epoch_seed, i)
+                for i in indices
+            ]
+            num_nodes = self.sampler.A.num_nodes
+            seeds = [V.ids(p.seed, "seeds", num_nodes, None) for p in plans]
+            spec = getattr(self.sampler.disjoint, "spec", None)
+            times = [
+                None if spec is None else spec.seed_time(s, p.seed_time)
+                for s, p in zip(seeds, plans)
+            ]
+            if run.role == "measure":
+                raw, runs.batch_bytes = self.super.measure(
+                    seeds[0], times[0], run.epoch_seed, first
+                )
+                raws = [raw]
+            else:
+                try:
+                    raws = self.super.run(seeds, times, run.epoch_seed, first)
+                except Exception as error:
+                    self._explain_failure(run, error)
+            batches = [
+                self.sampler.finish(p, run.epoch_seed, i, raw)
+                for p, i, raw in zip(plans, indices, raws)
+            ]
+        if run.role == "time":
+            runs.seconds = (runs.clock() - began) / run.count
+        return batches
+
+    def _explain_failure(self, run: _super.Run, error: Exception):
+        """A super-batch raised: its mini-batches sampled one by one raise their own error;
+        if none does, the super-batch is at fault (memory, most likely)."""
+        for i in range(run.first, run.first + run.count):
+            self.sample(self.batch_positions(run.epoch_seed, i), run.epoch_seed, i)
+        last = run.first + run.count - 1
+        raise RuntimeError(
+            f"super_batch: sampling mini-batches {run.first}..{last} in one run failed "
+            f"({type(error).__name__}: {error}) although they sample one by one; use a "
+            "smaller super_batch (or 'auto' with a memory_budget)"
+        ) from error
+
+
+class _Epochs(torch.utils.data.DataLoader):
+    """torch's ``DataLoader`` as PyG's ``LinkLoader`` makes it (``super().__init__(range(L),
+    collate_fn=...)``), except for a ``Data`` (:attr:`LinkNeighborLoader._program` set):
+    then over :class:`_LinkBatches`, in epochs of the loader's own (mini-batch ``i`` of an
+    epoch keyed ``i``), super-batched or not."""
+
+    def __init__(self, dataset, collate_fn=None, **kwargs):
+        program = getattr(self, "_program", None)
+        if program is None:  # PyG's LinkLoader, unchanged
+            super().__init__(dataset, collate_fn=collate_fn, **kwargs)
+            return
+        batch_size = V.count(kwargs.pop("batch_size", 1), "batch_size", low=1)
+        shuffle = kwargs.pop("shuffle", None)  # torch's default: None, no shuffling
+        shuffle = False if shuffle is None else V.flag(shuffle, "shuffle")
+        drop_last = V.flag(kwargs.pop("drop_last", False), "drop_last")
+        batches = _LinkBatches(self, batch_size, shuffle)
+        n = batches.num_inputs
+        num_batches = n // batch_size if drop_last else -(-n // batch_size)
+        super_batch, memory_budget = self.super_batch, self.memory_budget
+        if _super.active(super_batch):
+            if program.compiled is None:
+                _super.refuse(
+                    super_batch,
+                    _NAME,
+                    "compile=False samples eagerly; a super-batch runs the compiled program",
+                )
+            if super_batch == "auto" and (kwargs.get("num_workers") or 0) > 0:
+                _super.refuse(
+                    super_batch,
+                    _NAME,
+                    "'auto' times super-batch sizes in the process that samples, and "
+                    "num_workers > 0 samples in worker processes; give the number of "
+                    "mini-batches a run, e.g. super_batch=8",
+                )
+            if n and program.A.num_nodes:  # traced now
+                probe = torch.arange(min(program.A.num_nodes, 2 * batch_size))
+                batches.super = _super.LinkSuperBatches(
+                    program.A,
+                    program.compiled,
+                    program.hops,
+                    probe,
+                    program.spec,
+                    program.edge_time,
+                )
+            batches.runs = _super.Runs(super_batch, memory_budget, program.A.device)
+        self.epoch = 0
+        self.label_stream = _stream(batches.input_data, program.A.num_nodes)
+        self.batches = _EpochBatches(num_batches, batches.runs)
+        super().__init__(
+            batches, batch_size=None, sampler=self.batches, collate_fn=_identity, **kwargs
+        )
+
+
+def _stream(input_data, num_nodes: int) -> int:
+    """A hash of the supervision edges (each pair, in order), folded into every epoch's
+    seed: two loaders of one seed over other edges (training and test edges) draw
+    unrelated negatives, where mini-batch ``i`` of both would otherwise draw the same
+    pairs (uniform negatives do not depend on the positives)."""
+    row, col = input_data.row.to(torch.int64), input_data.col.to(torch.int64)
+    pairs = row * max(num_nodes, 1) + col
+    position = torch.arange(pairs.numel(), device=pairs.device)
+    h = hash_tensor(0x11AC, position, pairs).sum()  # wraps modulo 2**64
+    return combine(pairs.numel(), int(h) & MASK64)
+
+
+_BASES = (_Epochs,) if _LinkLoader is object else (_LinkLoader, _Epochs)
+
+
+class LinkNeighborLoader(*_BASES):
     """PyG's ``LinkNeighborLoader`` (homogeneous), sampled by gsample.
 
     Each mini-batch takes ``batch_size`` supervision edges (``edge_label_index``), adds
@@ -177,13 +443,24 @@ class LinkNeighborLoader(_LinkLoader):
         from gsample's stream now.
     compile : bool
         Compile the sampler with ``gs.compile`` (default True).
-    super_batch : None or 1
-        Mini-batches sampled per run: one (None, the default, or 1). Several (an int
-        ``> 1``, or ``"auto"``) are refused with a ``ValueError`` naming ``super_batch``:
-        this loader's mini-batches draw with the key of their ``input_id`` set (PyG's
-        ``LinkLoader`` does not tell a sampler their index), while a super-batch draws
-        mini-batches of consecutive indices, so its batches would not be these.
-        :class:`gsample.pyg.NeighborLoader` and ``gs.DataLoader`` super-batch.
+    super_batch : int or "auto", optional
+        A ``Data``: sample this many consecutive mini-batches in one run of the compiled
+        program (``CompiledSampler.super_batched``), still yielded one by one: the batches,
+        their order and every tensor of them (negatives included: each mini-batch's are
+        drawn with its own key before the run samples their seeds together) are those of
+        ``super_batch=None`` (the default: one mini-batch a run; ``1`` is the same), in
+        every mode (binary / triplet negatives, strict, weighted, disjoint, temporal with
+        ``edge_label_time``, directional or bidirectional) and with worker processes (each
+        samples whole runs). ``"auto"``: the fastest size that fits ``memory_budget``,
+        timed on the first epoch's own mini-batches (``loader.super_batch_size``,
+        ``loader.auto_times``); it needs ``num_workers=0``. Refused with a ``ValueError``
+        naming ``super_batch``: a ``HeteroData`` or heterogeneous stores (sampled by a loop
+        of compiled steps, one per hop and edge type, rather than one program) and
+        ``compile=False`` (a super-batch runs the compiled program). A run that raises
+        where its mini-batches sample one by one is a ``RuntimeError`` naming
+        ``super_batch``. :mod:`gsample.interop.pyg.super_batch`.
+    memory_budget : int, optional
+        Bytes a super-batch may use with ``super_batch="auto"``, as ``NeighborLoader``'s.
     **kwargs
         ``torch.utils.data.DataLoader`` options (``batch_size``, ``shuffle``,
         ``num_workers``, ...) and ``LinkLoader``'s ``input_id``. PyG's other arguments
@@ -192,10 +469,18 @@ class LinkNeighborLoader(_LinkLoader):
 
     Notes
     -----
-    A mini-batch's draws depend on the seed, the epoch (:meth:`Sampler.set_epoch` on
-    ``loader.link_sampler``) and the set of its ``input_id`` only (see
-    :mod:`gsample.pyg`). ``str(loader)`` is ``'LinkNeighborLoader()'``; ``loader(index)``
-    returns the batch of the supervision edges ``index``, as PyG's.
+    On a ``Data`` the loader orders its epochs as ``NeighborLoader`` does (``shuffle``:
+    gsample's hash permutation of the epoch, the same in every process), and mini-batch
+    ``i`` of epoch ``e`` (the loader's ``e``-th iteration) draws its negatives and its
+    neighbourhoods with the key ``i`` in the stream ``combine(combine(combine(0, seed), e),
+    h)``, ``h`` a hash of the supervision edges (so that a training and a test loader of
+    one seed do not draw the same negative pairs): its draws depend on the seed, the
+    supervision edges, the epoch and ``i`` only, whatever ``num_workers`` and
+    ``super_batch``. (PyG's own ``LinkLoader`` over :class:`gsample.pyg.Sampler` keys a
+    mini-batch by its ``input_id`` set instead, and advances epochs only by
+    ``Sampler.set_epoch``.) A ``HeteroData`` is PyG's ``LinkLoader`` over gsample's
+    sampler, keyed by the ``input_id`` set. ``str(loader)`` is ``'LinkNeighborLoader()'``;
+    ``loader(index)`` returns the batch of the supervision edges ``index``, as PyG's.
 
     Examples
     --------
@@ -206,6 +491,8 @@ class LinkNeighborLoader(_LinkLoader):
     >>> src, dst = batch.edge_label_index          # shape (2, 512): local ids in batch.n_id
     >>> score = (h[src] * h[dst]).sum(-1)          # h = model(batch.x, batch.edge_index)
     >>> loss = F.binary_cross_entropy_with_logits(score, batch.edge_label)
+    >>> fast = gsample.pyg.LinkNeighborLoader(
+    ...     data, [10, 5], batch_size=256, neg_sampling="binary", seed=0, super_batch=8)
     """
 
     def __init__(
@@ -232,19 +519,13 @@ class LinkNeighborLoader(_LinkLoader):
         seed: int | None = None,
         compile: bool = True,
         super_batch=None,
+        memory_budget: int | None = None,
         **kwargs,
     ):
         require()
-        super_batch = super_batch_options(super_batch)[0]
-        _super.refuse(
-            super_batch,
-            _NAME,
-            "its mini-batches draw with the key of their input_id set, as PyG's LinkLoader "
-            "over gsample.pyg.Sampler does, and a super-batch draws mini-batches with "
-            "consecutive indices, so its batches would not be those sampled one at a time; "
-            "super-batch node batches with gsample.pyg.NeighborLoader or gs.DataLoader",
-        )
-        self.super_batch = super_batch
+        super_batch, memory_budget = super_batch_options(super_batch, memory_budget)
+        self.super_batch, self.memory_budget = super_batch, memory_budget
+        self._program = None  # a Data's: set by _homogeneous_sampler (then _Epochs' epochs)
         if (edge_label_time is None) != (time_attr is None):  # PyG's check, PyG's words
             raise ValueError(
                 "Received conflicting 'edge_label_time' and 'time_attr' arguments: "
@@ -277,6 +558,12 @@ class LinkNeighborLoader(_LinkLoader):
         )
         hetero = _hetero.is_hetero(data) or stored is not None
         if hetero:
+            _super.refuse(
+                super_batch,
+                _NAME,
+                "a heterogeneous graph is sampled by a loop of compiled steps, one per (hop, "
+                "edge type), not by one program a super-batch could run",
+            )
             sampler, edge_label_time, neg_sampling = self._hetero_sampler(
                 data, stored, options, edge_label_index, edge_label_time, neg_sampling
             )
@@ -347,13 +634,17 @@ class LinkNeighborLoader(_LinkLoader):
             edge_label_time = spec.input_time(
                 edge_label_time, _num_labels(data, edge_label_index), "edge_label_time"
             )
-        fn = gs_compile(program) if V.flag(options.compile, "compile") else program
-        fn = functools.partial(fn, **hops)
+        compiled = gs_compile(program) if V.flag(options.compile, "compile") else None
+        fn = functools.partial(program if compiled is None else compiled, **hops)
         # bidirectional: the same draws, each batch's reverse edges added (PyG applies
         # to_bidirectional after edge_sample; the seeds / labels do not depend on the edges)
         post = to_bidirectional if subgraph_type == "bidirectional" else None
         disjoint = None if spec is None else _temporal.DisjointSampler(A, fn, spec, edge_ids)
-        sampler = Sampler(A, fn, seed=options.seed, edge_ids=edge_ids, post=post, disjoint=disjoint)
+        sampler = _KeyedSampler(
+            A, fn, seed=options.seed, edge_ids=edge_ids, post=post, disjoint=disjoint
+        )
+        edge_time = None if disjoint is None else disjoint.edge_time
+        self._program = _Program(compiled, hops, A, spec, edge_time)
         self.num_neighbors, self.replace = list(options.num_neighbors), hops["replace"]
         self.subgraph_type = subgraph_type
         return sampler, edge_label_time, _negative_sampling(neg_sampling)
@@ -403,6 +694,90 @@ class LinkNeighborLoader(_LinkLoader):
         self.num_neighbors, self.replace = options.num_neighbors, batches.replace
         self.subgraph_type = options.subgraph_type
         return sampler, edge_label_time, neg_sampling
+
+    def __len__(self) -> int:
+        """Mini-batches per epoch (super-batched too: runs are yielded batch by batch)."""
+        if self._program is None:
+            return super().__len__()
+        return self.batches.num_batches
+
+    def __iter__(self):
+        """An epoch. On a ``Data``, epoch ``e`` (the loader's ``e``-th iteration) draws with
+        ``combine(combine(0, seed), e)`` (``link_sampler.set_epoch(e)``), as
+        ``NeighborLoader``'s."""
+        if self._program is not None:
+            self.link_sampler.set_epoch(self.epoch)
+            self.batches.epoch_seed = combine(self.link_sampler.epoch_seed(), self.label_stream)
+            self.epoch += 1
+        return super().__iter__()
+
+    def _get_iterator(self):
+        """torch's iterator; with ``filter_per_worker=False`` each batch is built in this
+        process (PyG's ``DataLoaderIterator``); super-batched runs are yielded batch by
+        batch."""
+        if self._program is None:
+            return super()._get_iterator()
+        iterator = torch.utils.data.DataLoader._get_iterator(self)
+        filter = None if self.filter_per_worker else self.filter_fn
+        if self.batches.runs is not None:
+            return _Flattened(iterator, filter, len(self))
+        if filter is None:
+            return iterator
+        # import here: PyTorch Geometric is optional (the module imports without it)
+        from torch_geometric.loader.base import DataLoaderIterator
+
+        return DataLoaderIterator(iterator, filter)
+
+    def __call__(self, index):
+        """PyG's ``loader(index)``: the batch of the supervision edges at positions ``index``
+        (into ``edge_label_index``), drawn now in the current epoch (the last one started;
+        epoch 0 before any). On a ``Data``, when ``index`` is mini-batch ``i`` of that epoch,
+        in its order, the batch is the one iteration gives (drawn as mini-batch ``i``); any
+        other ``index`` is drawn as mini-batch ``batch_key(index)``.
+
+        Examples
+        --------
+        >>> batch = loader([0, 5])          # supervision edges 0 and 5, their negatives
+        """
+        if self._program is None:
+            return super().__call__(index)
+        dataset = self.dataset
+        positions = V.ids(index, "index", dataset.num_inputs, None).cpu()
+        epoch_seed = combine(self.link_sampler.epoch_seed(), self.label_stream)
+        key = self._batch_index(positions, epoch_seed)
+        key = batch_key(positions) if key is None else key
+        return self.filter_fn(dataset.sample(positions, epoch_seed, key))
+
+    def _batch_index(self, positions: torch.Tensor, epoch_seed: int) -> int | None:
+        """``i`` when ``positions`` are exactly mini-batch ``i`` of the epoch ``epoch_seed``
+        (same order), else None."""
+        if positions.numel() == 0:
+            return None
+        order, size = self.dataset.positions(epoch_seed), self.dataset.batch_size
+        start = int(torch.nonzero(order == positions[0])[0, 0])
+        i = start // size
+        if start % size or i >= len(self):
+            return None
+        return i if torch.equal(order[start : start + size], positions) else None
+
+    @property
+    def super_batch_size(self) -> int | None:
+        """Mini-batches sampled per run: 1 without ``super_batch``, its int, or the size
+        ``"auto"`` chose (None until the first epoch has chosen)."""
+        runs = None if self._program is None else self.dataset.runs
+        return 1 if runs is None else runs.size
+
+    @property
+    def auto_times(self) -> dict:
+        """``super_batch="auto"``: seconds per mini-batch of every size it timed."""
+        runs = None if self._program is None else self.dataset.runs
+        return {} if runs is None else dict(runs.times)
+
+    @property
+    def auto_runs(self) -> dict:
+        """``super_batch="auto"``: every size's counted runs, seconds per mini-batch."""
+        runs = None if self._program is None else self.dataset.runs
+        return {} if runs is None else {k: list(v) for k, v in runs.runs.items()}
 
 
 def _negative_sampling(neg_sampling):

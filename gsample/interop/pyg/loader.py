@@ -24,7 +24,8 @@ drawn before it in that process (a worker holds a copy of the random stream, so 
 from the stream itself made batches 0 and 1 of two workers identical). ``key`` is the
 mini-batch's index in :class:`NeighborLoader` (which therefore samples exactly what
 ``gs.DataLoader(A, neighbor_sample, input_nodes, batch_size, shuffle, seed=seed)``
-samples), and, inside PyG's own loaders, which do not tell a sampler the index, a hash of
+samples) and in ``LinkNeighborLoader`` on a ``Data`` (its stream also holding a hash of the
+supervision edges), and, inside PyG's own loaders, which do not tell a sampler the index, a hash of
 the mini-batch's ``input_id`` set (its examples' positions in ``input_nodes``), which
 identifies the mini-batch within an epoch. A link loader's negatives are drawn by gsample
 from the same key (:mod:`gsample.interop.pyg.negatives`), on the graph's device.

@@ -11,6 +11,7 @@ loaders and ``gsample.pyg`` use are re-exported here (their import path).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
@@ -83,6 +84,111 @@ def _with_negatives(src, dst, label, time, negatives, neg_sampling, key, disjoin
     return src, dst, label, src_time, dst_time, mode, amount
 
 
+@dataclass(frozen=True)
+class EdgeSeeds:
+    """A link mini-batch's seeds, laid out as PyG's ``edge_sample`` lays them out, with what
+    :func:`edge_output` needs to give the sample PyG's ``metadata`` (:func:`edge_seeds`).
+
+    Attributes
+    ----------
+    seed : LongTensor, shape (S,)
+        The nodes to sample from: binary ``[src, src_neg, dst, dst_neg]``, triplet ``[src,
+        dst, dst_neg]``; unique (sorted) unless ``disjoint``.
+    seed_time : Tensor, shape (S,), optional
+        Each seed's time (temporal link sampling).
+    inverse : LongTensor
+        Each endpoint's position in ``seed`` (``[src..., dst...]`` order).
+    input_id, label, src_time : Tensor or None
+        The positives' ids, labels (negatives' zeros appended in binary mode) and times.
+    num_pos : int
+        Positives in the mini-batch.
+    mode : str or None
+        ``"binary"``, ``"triplet"`` or None (no negatives).
+    amount : int or float
+        Negatives per positive.
+    disjoint : bool
+        PyG's disjoint layout.
+    """
+
+    seed: torch.Tensor
+    seed_time: torch.Tensor | None
+    inverse: torch.Tensor
+    input_id: torch.Tensor | None
+    label: torch.Tensor | None
+    src_time: torch.Tensor | None
+    num_pos: int
+    mode: str | None
+    amount: int | float
+    disjoint: bool
+
+
+def edge_seeds(
+    index,
+    negatives: NegativeSampler | None,
+    neg_sampling=None,
+    key: int | None = None,
+    disjoint: bool = False,
+) -> EdgeSeeds:
+    """The first half of :func:`edge_sample`: the mini-batch's negatives drawn (with
+    ``key``) and its seeds laid out, before anything is sampled from them. A loader that
+    samples several mini-batches at once draws each one's negatives with its own key here,
+    then samples all their seeds together and finishes each with :func:`edge_output`.
+
+    Parameters
+    ----------
+    index, negatives, neg_sampling, key, disjoint
+        As :func:`edge_sample`'s.
+
+    Returns
+    -------
+    EdgeSeeds
+
+    Examples
+    --------
+    >>> plan = edge_seeds(index, NegativeSampler(edge_index, N), NegativeSampling("binary"),
+    ...                   key=0)
+    >>> out = edge_output(plan, sample_fn(plan.seed, plan.seed_time))
+    """
+    input_id, src, dst = index.input_id, index.row, index.col
+    label, time = index.label, index.time
+    num_pos = src.numel()
+    src, dst, label, src_time, dst_time, mode, amount = _with_negatives(
+        src, dst, label, time, negatives, neg_sampling, key, disjoint
+    )
+    seed = torch.cat([src, dst])
+    if disjoint:
+        inverse = torch.arange(seed.numel(), device=seed.device)
+    else:
+        seed, inverse = seed.unique(return_inverse=True)
+    seed_time = None if time is None else torch.cat([src_time, dst_time])
+    return EdgeSeeds(
+        seed, seed_time, inverse, input_id, label, src_time, num_pos, mode, amount, disjoint
+    )
+
+
+def edge_output(plan: EdgeSeeds, out):
+    """The second half of :func:`edge_sample`: ``out``, the ``SamplerOutput`` of
+    ``plan.seed``, given PyG's ``metadata`` (and, disjoint, ``batch`` modulo the
+    positives); returns ``out``."""
+    num_pos, inverse = plan.num_pos, plan.inverse
+    if plan.disjoint:
+        out.batch = out.batch % num_pos
+    if plan.mode != "triplet":
+        out.metadata = (plan.input_id, inverse.view(2, -1), plan.label, plan.src_time)
+        return out
+    src_index = inverse[:num_pos]
+    dst_pos_index = inverse[num_pos : 2 * num_pos]
+    dst_neg_index = inverse[2 * num_pos :].view(plan.amount, num_pos).t().contiguous()
+    out.metadata = (
+        plan.input_id,
+        src_index,
+        dst_pos_index,
+        dst_neg_index.squeeze(-1),
+        plan.src_time,
+    )
+    return out
+
+
 def edge_sample(
     index,
     sample_fn: Callable,
@@ -101,6 +207,7 @@ def edge_sample(
     edge_label_time)``, triplet ``(input_id, src_index, dst_pos_index, dst_neg_index,
     src_time)``, ``dst_neg_index`` of shape ``(B,)`` for ``amount == 1`` and ``(B, amount)``
     otherwise, and ``edge_label``: the given labels (ones when None, float) then zeros.
+    It is :func:`edge_seeds`, ``sample_fn``, then :func:`edge_output`.
 
     Parameters
     ----------
@@ -122,29 +229,8 @@ def edge_sample(
     SamplerOutput
         ``sample_fn``'s, with PyG's ``metadata``.
     """
-    input_id, src, dst = index.input_id, index.row, index.col
-    label, time = index.label, index.time
-    num_pos = src.numel()
-    src, dst, label, src_time, dst_time, mode, amount = _with_negatives(
-        src, dst, label, time, negatives, neg_sampling, key, disjoint
-    )
-    seed = torch.cat([src, dst])
-    inverse = None
-    if not disjoint:
-        seed, inverse = seed.unique(return_inverse=True)
-    seed_time = None if time is None else torch.cat([src_time, dst_time])
-    out = sample_fn(seed, seed_time)
-    if disjoint:
-        out.batch = out.batch % num_pos
-        inverse = torch.arange(seed.numel(), device=seed.device)
-    if mode != "triplet":
-        out.metadata = (input_id, inverse.view(2, -1), label, src_time)
-        return out
-    src_index = inverse[:num_pos]
-    dst_pos_index = inverse[num_pos : 2 * num_pos]
-    dst_neg_index = inverse[2 * num_pos :].view(amount, num_pos).t().contiguous()
-    out.metadata = (input_id, src_index, dst_pos_index, dst_neg_index.squeeze(-1), src_time)
-    return out
+    plan = edge_seeds(index, negatives, neg_sampling, key, disjoint)
+    return edge_output(plan, sample_fn(plan.seed, plan.seed_time))
 
 
 def hetero_edge_sample(
@@ -237,12 +323,15 @@ def hetero_edge_sample(
 
 __all__ = [
     "NEGATIVE_ORDINAL",
+    "EdgeSeeds",
     "NegativeSampler",
     "NegativeSampling",
     "Negatives",
     "check_amount",
     "check_mode",
+    "edge_output",
     "edge_sample",
+    "edge_seeds",
     "hetero_edge_sample",
     "negative_sample",
     "sampler_for",

@@ -97,6 +97,23 @@ def batch_key(input_id: torch.Tensor) -> int:
     return combine(ids.numel(), int(h) & MASK64) & ((1 << 62) - 1)
 
 
+def epoch_order(num_inputs: int, shuffle: bool, epoch_seed: int, device=None) -> torch.Tensor:
+    """An epoch's order of ``num_inputs`` input positions: ``arange``, or shuffled by
+    gsample's hash permutation of the epoch (``gs.DataLoader``'s shuffle), the same in every
+    process.
+
+    Examples
+    --------
+    >>> epoch_order(5, False, 0)
+    tensor([0, 1, 2, 3, 4])
+    """
+    pos = torch.arange(num_inputs, device=device)
+    if shuffle:
+        keys = sort_key(hash_tensor(epoch_seed, torch.full_like(pos, -1), pos))
+        pos = pos[torch.argsort(keys, stable=True)]
+    return pos
+
+
 class _EpochBatches(torch.utils.data.Sampler):
     """Yields ``(epoch_seed, i)`` for every mini-batch of the current epoch, in the main
     process, so the epoch travels with each index to whichever worker samples it. The
@@ -206,11 +223,8 @@ class _MiniBatches(torch.utils.data.Dataset):
     def positions(self, epoch_seed: int) -> torch.Tensor:
         """This epoch's order of the input positions (``gs.DataLoader``'s shuffle)."""
         if self._order[0] != epoch_seed:
-            pos = torch.arange(self.input_nodes.numel(), device=self.input_nodes.device)
-            if self.shuffle:
-                keys = sort_key(hash_tensor(epoch_seed, torch.full_like(pos, -1), pos))
-                pos = pos[torch.argsort(keys, stable=True)]
-            self._order = (epoch_seed, pos)
+            n, device = self.input_nodes.numel(), self.input_nodes.device
+            self._order = (epoch_seed, epoch_order(n, self.shuffle, epoch_seed, device))
         return self._order[1]
 
     def __getitem__(self, item):
@@ -794,4 +808,4 @@ class NeighborLoader(torch.utils.data.DataLoader):
         return f"{self.__class__.__name__}()"
 
 
-__all__ = ["NeighborLoader", "batch_key", "neighbor_sample"]
+__all__ = ["NeighborLoader", "batch_key", "epoch_order", "neighbor_sample"]

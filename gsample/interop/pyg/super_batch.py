@@ -19,12 +19,18 @@ and their times up in tables fixed when the loader is made. Positions are ids of
 ``max(N, S)`` nodes (:func:`padded`: isolated nodes added when the ``S`` inputs outnumber
 the ``N`` nodes), whose draws are the graph's own.
 
+``LinkNeighborLoader`` on a ``Data`` keys its mini-batches by their index in the epoch too,
+and :class:`LinkSuperBatches` runs its program over the seeds of several mini-batches, each
+mini-batch's negatives drawn first with its own key (as one at a time). Its seeds, with
+their negatives, are new each mini-batch: temporal link sampling writes each run's seeds
+and times into tables the program reads by position (:func:`by_position`), buffers that
+keep their identity (a captured program reads them where they are) and grow when a run
+needs more room.
+
 Refused, with a ``ValueError`` naming ``super_batch`` (:func:`refuse`): a ``HeteroData``
 (sampled by a Python loop of compiled steps, one per (hop, edge type), not by one program),
-``LinkNeighborLoader`` (its mini-batches draw with the key of their ``input_id`` set, as
-PyG's ``LinkLoader`` over :class:`gsample.pyg.Sampler` does, while a super-batch draws
-mini-batches ``first, first + 1, ...``), ``compile=False`` and ``"auto"`` with worker
-processes (it times sizes in the process that samples).
+``compile=False`` and ``"auto"`` with worker processes (it times sizes in the process that
+samples).
 """
 
 from __future__ import annotations
@@ -220,6 +226,97 @@ class SuperBatches:
         return outs[0], nbytes
 
 
+class LinkSuperBatches:
+    """A ``LinkNeighborLoader``'s program run for the seeds of several mini-batches at once.
+
+    Its per-mini-batch input is each mini-batch's seeds (the positives' endpoints and their
+    negatives, :func:`gsample.interop.pyg.negatives.edge_seeds`), given to :meth:`run`:
+    node ids, or, temporal, positions in the run's table of seeds and times (the graph
+    padded to the table's size, :func:`padded`).
+
+    Parameters
+    ----------
+    A : gs.Matrix
+        The graph sampled.
+    program : gs.CompiledSampler
+        The loader's compiled program (``neighbor_sample`` or ``disjoint_sample``).
+    hops : dict
+        Its static arguments.
+    probe : LongTensor, shape (B,)
+        Node ids of ``A`` to trace the program with (no draw is kept).
+    spec : TemporalSpec, optional
+        Disjoint / temporal sampling; with ``time_attr`` :func:`by_position` runs.
+    edge_time : Tensor, shape (E,), optional
+        The graph's edge times in its edge order (``DisjointSampler.edge_time``).
+
+    Examples
+    --------
+    >>> sb = LinkSuperBatches(A, gs.compile(neighbor_sample), {"num_neighbors": (5, 5)},
+    ...                       torch.arange(64))
+    >>> outs = sb.run([seeds0, seeds1], [None, None], epoch_seed, first=0)
+    """
+
+    def __init__(
+        self,
+        A: Matrix,
+        program,
+        hops: dict,
+        probe: torch.Tensor,
+        spec: TemporalSpec | None = None,
+        edge_time: torch.Tensor | None = None,
+    ):
+        self.A, self.device, self.hops = A, A.device, hops
+        self.temporal = spec is not None and spec.temporal
+        self.edge_time, self.capacity = edge_time, 0
+        self.nodes = self.times = self.batcher = None
+        if self.temporal:  # built by the first run, at its size (_tables)
+            self.program = gs_compile(by_position)
+        else:
+            args = (A, probe.to(self.device))
+            self.batcher = program.super_batched(args, hops, seeds="seeds", fixed_state=True)
+
+    def _tables(self, size: int, dtype: torch.dtype) -> None:
+        """Room for ``size`` seeds in the tables (temporal): new, larger buffers (and the
+        program over a graph padded to them) when they hold fewer, else the same ones."""
+        if self.times is not None and size <= self.capacity and self.times.dtype == dtype:
+            return
+        self.capacity = max(size, 2 * self.capacity)
+        self.nodes = torch.zeros(self.capacity, dtype=torch.int64, device=self.device)
+        self.times = torch.zeros(self.capacity, dtype=dtype, device=self.device)
+        graph = padded(self.A, self.capacity)
+        first = torch.zeros(1, dtype=torch.int64, device=self.device)
+        args = (graph, first, self.nodes, self.times, self.edge_time)
+        self.batcher = self.program.super_batched(args, self.hops, seeds="seeds", fixed_state=True)
+
+    def inputs(self, seeds: list, times: list) -> list:
+        """The per-mini-batch inputs of mini-batches of seeds ``seeds`` (checked node ids)
+        at times ``times`` (tensors, or None each): the seeds on the graph's device, or,
+        temporal, their positions in the tables, which now hold them."""
+        if not self.temporal:
+            return [s.to(self.device) for s in seeds]
+        sizes = [s.numel() for s in seeds]
+        flat_time = torch.cat([t.to(self.device) for t in times])
+        self._tables(sum(sizes), flat_time.dtype)
+        total = sum(sizes)
+        # in place: the program reads the tables where it found them when it was built
+        self.nodes[:total].copy_(torch.cat(seeds).to(self.device))
+        self.times[:total].copy_(flat_time)
+        positions = torch.arange(total, device=self.device)
+        return list(torch.split(positions, sizes))
+
+    def run(self, seeds: list, times: list, epoch_seed: int, first: int) -> list:
+        """The program's outputs of mini-batches ``first, first + 1, ...`` (seeds ``seeds``,
+        times ``times``), drawn in one run."""
+        parts = self.inputs(seeds, times)  # first: it may build the batcher (temporal)
+        return self.batcher.run(parts, epoch_seed, first)
+
+    def measure(self, seeds, times, epoch_seed: int, index: int) -> tuple:
+        """Mini-batch ``index`` alone: ``(its output, its estimated bytes)``."""
+        (part,) = self.inputs([seeds], [times])
+        outs, nbytes = self.batcher.measure(part, epoch_seed, index)
+        return outs[0], nbytes
+
+
 @dataclass(frozen=True)
 class Run:
     """One item of a super-batched epoch: mini-batches ``first .. first + count - 1`` of the
@@ -308,6 +405,7 @@ class Runs:
 
 
 __all__ = [
+    "LinkSuperBatches",
     "Run",
     "Runs",
     "SuperBatches",
