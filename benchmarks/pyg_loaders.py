@@ -16,6 +16,7 @@ each through ``gs.DataLoader``, compiled, one mini-batch at a time and super-bat
 - ``link_loader``: ``gsample.pyg.LinkNeighborLoader``, 256 positive edges a batch with 256
   strict binary negatives (up to 1,024 seed nodes), over as many batches as the node loader
   (the negatives are checked: none is an edge);
+- ``node_loader/super``, ``link_loader/super``: the two super-batched (``--super-batch``);
 - ``hetero_loader``: ``gsample.pyg.NeighborLoader`` on a two-type ``HeteroData`` of the same
   edges (its node types split the nodes), with the backend its ops ran on.
 
@@ -175,6 +176,33 @@ def main(argv=None) -> dict:
             rows["link_loader"]["seconds"] / rows["node_loader"]["seconds"]
         )
         print(f"  link_loader / node_loader = {rows['link_loader']['ratio_to_node_loader']:.2f}")
+        # the same loaders super-batched (their batches equal the ones above, batch for batch)
+        node_sb = gsample.pyg.NeighborLoader(
+            data,
+            list(FANOUT),
+            input_nodes=seeds,
+            batch_size=mb,
+            shuffle=True,
+            seed=0,
+            graph=A,
+            super_batch=args.super_batch,
+        )
+        link_sb = gsample.pyg.LinkNeighborLoader(
+            data,
+            list(FANOUT),
+            edge_label_index=label_index,
+            batch_size=mb // 4,
+            shuffle=True,
+            seed=0,
+            neg_sampling=neg,
+            super_batch=args.super_batch,
+        )
+        for name, sb in (("node_loader", node_sb), ("link_loader", link_sb)):
+            times = epoch_times(lambda sb=sb: loader_epoch(sb), args.repeats, device)
+            record(f"{name}/super", times)
+            r = rows[f"{name}/super"]["seconds"] / rows[name]["seconds"]
+            rows[f"{name}/super"]["ratio_to_one_at_a_time"] = r
+            print(f"  {name}/super / {name} = {r:.2f}")
         # strict: no negative pair is an edge (keys of the graph's edges, sorted once)
         n = A.num_nodes
         keys = torch.sort(src * n + dst).values.cpu()
