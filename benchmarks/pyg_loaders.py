@@ -154,49 +154,30 @@ def main(argv=None) -> dict:
 
     data = Data(edge_index=torch.stack([src, dst]), num_nodes=A.num_nodes)
     if not want or "node_loader" in want or "link_loader" in want:
-        node = gsample.pyg.NeighborLoader(
-            data, list(FANOUT), input_nodes=seeds, batch_size=mb, shuffle=True, seed=0, graph=A
-        )
-        record("node_loader", epoch_times(lambda: loader_epoch(node), args.repeats, device))
         g = torch.Generator().manual_seed(2)
         pick = torch.randint(0, A.num_edges, (seeds.numel() // 4,), generator=g).to(device)
         label_index = torch.stack([src[pick], dst[pick]])
         neg = gsample.pyg.NegativeSampling("binary", 1, strict=True)
-        link = gsample.pyg.LinkNeighborLoader(
-            data,
-            list(FANOUT),
-            edge_label_index=label_index,
-            batch_size=mb // 4,
-            shuffle=True,
-            seed=0,
-            neg_sampling=neg,
+        # each loader one at a time and super-batched (their batches equal, batch for batch)
+        node_args = dict(input_nodes=seeds, batch_size=mb, shuffle=True, seed=0, graph=A)
+        link_args = dict(
+            edge_label_index=label_index, batch_size=mb // 4, shuffle=True, seed=0, neg_sampling=neg
         )
+        sizes = (None, args.super_batch)
+        node, node_sb = (
+            gsample.pyg.NeighborLoader(data, list(FANOUT), **node_args, super_batch=n)
+            for n in sizes
+        )
+        link, link_sb = (
+            gsample.pyg.LinkNeighborLoader(data, list(FANOUT), **link_args, super_batch=n)
+            for n in sizes
+        )
+        record("node_loader", epoch_times(lambda: loader_epoch(node), args.repeats, device))
         record("link_loader", epoch_times(lambda: loader_epoch(link), args.repeats, device))
         rows["link_loader"]["ratio_to_node_loader"] = (
             rows["link_loader"]["seconds"] / rows["node_loader"]["seconds"]
         )
         print(f"  link_loader / node_loader = {rows['link_loader']['ratio_to_node_loader']:.2f}")
-        # the same loaders super-batched (their batches equal the ones above, batch for batch)
-        node_sb = gsample.pyg.NeighborLoader(
-            data,
-            list(FANOUT),
-            input_nodes=seeds,
-            batch_size=mb,
-            shuffle=True,
-            seed=0,
-            graph=A,
-            super_batch=args.super_batch,
-        )
-        link_sb = gsample.pyg.LinkNeighborLoader(
-            data,
-            list(FANOUT),
-            edge_label_index=label_index,
-            batch_size=mb // 4,
-            shuffle=True,
-            seed=0,
-            neg_sampling=neg,
-            super_batch=args.super_batch,
-        )
         for name, sb in (("node_loader", node_sb), ("link_loader", link_sb)):
             times = epoch_times(lambda sb=sb: loader_epoch(sb), args.repeats, device)
             record(f"{name}/super", times)

@@ -360,3 +360,26 @@ def assert_stream_after_loader(graph, plain, sampler, seeds, batch, super_batch)
     gs.manual_seed(9)
     list(gs.DataLoader(graph, sampler, seeds, batch, super_batch=super_batch))
     assert_same(graph[:, seeds].individual_sample(2), after)
+
+
+def assert_same_batches(a: list, b: list) -> None:
+    """Batch for batch (PyG ``Data`` batches): the same type and keys, every tensor equal
+    (values, dtype, device), every other value (``batch_size``, ``num_sampled_nodes``, ...)
+    equal."""
+    assert len(a) == len(b)
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        assert type(x) is type(y)
+        keys = sorted(x.keys())  # (iterating a Data yields its (key, value) pairs)
+        assert keys == sorted(y.keys()), i
+        for key in keys:
+            u, v = x[key], y[key]
+            if isinstance(u, torch.Tensor):
+                assert u.dtype == v.dtype and u.device == v.device, (i, key)
+                assert torch.equal(u, v), (i, key)
+            else:
+                assert u == v, (i, key)
+
+
+def loader_batches(loader, epochs: int = 1) -> list:
+    """Every batch of ``epochs`` epochs of ``loader``."""
+    return [b for _ in range(epochs) for b in loader]

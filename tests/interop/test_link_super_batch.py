@@ -10,6 +10,7 @@ import math
 
 import pytest
 import torch
+from helpers import assert_same_batches, loader_batches
 
 pytest.importorskip("torch_geometric")
 from torch_geometric.data import Data, HeteroData
@@ -40,26 +41,6 @@ def data():
         etime=torch.randint(0, 40, (E,), generator=g),
         num_nodes=N,
     )
-
-
-def assert_same(a: list, b: list) -> None:
-    """Batch for batch: the same keys, every tensor equal (values, dtype, device), every
-    other value equal."""
-    assert len(a) == len(b)
-    for i, (x, y) in enumerate(zip(a, b, strict=True)):
-        keys = sorted(x.keys())
-        assert keys == sorted(y.keys()), i
-        for key in keys:
-            u, v = x[key], y[key]
-            if isinstance(u, torch.Tensor):
-                assert u.dtype == v.dtype and u.device == v.device, (i, key)
-                assert torch.equal(u, v), (i, key)
-            else:
-                assert u == v, (i, key)
-
-
-def batches(loader, epochs: int = 1) -> list:
-    return [b for _ in range(epochs) for b in loader]
 
 
 LABEL_TIME = (torch.arange(L) * 7) % 40
@@ -99,21 +80,21 @@ def _kw(data, mode: str, **more) -> dict:
 def test_super_batches_are_the_batches_one_at_a_time(data, mode):
     """Runs of 3 over 10 mini-batches (the last run of one, shuffled): every batch,
     negatives included, is the one the loader yields one mini-batch at a time."""
-    ref = batches(gp.LinkNeighborLoader(data, [3, 2], **_kw(data, mode)))
+    ref = loader_batches(gp.LinkNeighborLoader(data, [3, 2], **_kw(data, mode)))
     assert len(ref) == math.ceil(L / B)
     loader = gp.LinkNeighborLoader(data, [3, 2], super_batch=3, **_kw(data, mode))
     assert len(loader) == math.ceil(L / B) and loader.super_batch_size == 3
-    assert_same(ref, batches(loader))
+    assert_same_batches(ref, loader_batches(loader))
 
 
 @pytest.mark.parametrize(("mode", "sizes"), [("strict_triplet", (4, 10)), ("node_time", (4,))])
 def test_later_epochs_and_other_sizes_too(data, mode, sizes):
     """Two epochs (shuffled: other mini-batches, other keys) in runs of 4 (the last of two)
     and of a whole epoch."""
-    ref = batches(gp.LinkNeighborLoader(data, [3, 2], **_kw(data, mode)), epochs=2)
+    ref = loader_batches(gp.LinkNeighborLoader(data, [3, 2], **_kw(data, mode)), epochs=2)
     for n in sizes:
         loader = gp.LinkNeighborLoader(data, [3, 2], super_batch=n, **_kw(data, mode))
-        assert_same(ref, batches(loader, epochs=2))
+        assert_same_batches(ref, loader_batches(loader, epochs=2))
 
 
 def test_an_epoch_not_a_multiple_of_the_run(data):
@@ -121,13 +102,13 @@ def test_an_epoch_not_a_multiple_of_the_run(data):
     mini-batch holds the 6 remaining edges; ``drop_last`` drops it, super-batched too."""
     kw = _kw(data, "binary")
     loader = gp.LinkNeighborLoader(data, [3, 2], super_batch=4, **kw)
-    got = batches(loader)
+    got = loader_batches(loader)
     plan = list(loader.dataset.runs.plan(len(loader)))
     assert [(f, c) for f, c, _ in plan] == [(0, 4), (4, 4), (8, 2)]
     assert [b.input_id.numel() for b in got] == [B] * 9 + [L - 9 * B]
     assert torch.equal(torch.cat([b.input_id for b in got]).sort().values, torch.arange(L))
     dropped = gp.LinkNeighborLoader(data, [3, 2], super_batch=4, drop_last=True, **kw)
-    assert_same(got[:9], batches(dropped))
+    assert_same_batches(got[:9], loader_batches(dropped))
 
 
 @pytest.mark.parametrize("mode", ["binary", "triplet"])
@@ -163,7 +144,7 @@ def test_mini_batch_i_draws_with_key_i(data):
     epochs = []
     for e in range(2):
         epoch_seed = combine(combine(combine(0, 3), e), loader.label_stream)
-        got = batches(loader)
+        got = loader_batches(loader)
         for i, b in enumerate(got):
             n = b.input_id.numel()
             assert torch.equal(b.input_id, torch.arange(i * B, i * B + n))
@@ -202,9 +183,9 @@ def test_loader_call_gives_the_iterated_batch(data):
     ns = NegativeSampling("binary", strict=True)
     kw = _kw(data, "binary") | {"neg_sampling": ns}
     loader = gp.LinkNeighborLoader(data, [3, 2], super_batch=3, **kw)
-    epoch = batches(loader)
+    epoch = loader_batches(loader)
     for i in (0, 4, 9):
-        assert_same([epoch[i]], [loader(epoch[i].input_id)])
+        assert_same_batches([epoch[i]], [loader(epoch[i].input_id)])
     other = loader([5, 1, 7])
     assert torch.equal(other.input_id, torch.tensor([5, 1, 7]))
     edges = set(zip(data.edge_index[0].tolist(), data.edge_index[1].tolist()))
@@ -216,12 +197,12 @@ def test_worker_processes_give_the_same_batches(data):
     """Two workers sampling whole runs (and building the batches there, or not) give the
     batches of one process one mini-batch at a time."""
     kw = _kw(data, "disjoint")
-    ref = batches(gp.LinkNeighborLoader(data, [3, 2], **kw))
+    ref = loader_batches(gp.LinkNeighborLoader(data, [3, 2], **kw))
     for per_worker in (True, False):
         got = gp.LinkNeighborLoader(
             data, [3, 2], super_batch=3, num_workers=2, filter_per_worker=per_worker, **kw
         )
-        assert_same(ref, batches(got))
+        assert_same_batches(ref, loader_batches(got))
 
 
 @pytest.mark.parametrize(("mode", "epochs"), [("binary", 2), ("edge_time_last", 1)])
@@ -230,15 +211,15 @@ def test_auto_picks_a_size_and_keeps_the_batches(data, mode, epochs):
     tables grow with the runs) and keeps the batches, this epoch and the next at the size
     chosen; a budget of one byte holds one mini-batch a run."""
     kw = _kw(data, mode) | {"batch_size": 5}  # 30 mini-batches: runs of 1, 2, 4 timed
-    ref = batches(gp.LinkNeighborLoader(data, [3, 2], **kw), epochs=epochs)
+    ref = loader_batches(gp.LinkNeighborLoader(data, [3, 2], **kw), epochs=epochs)
     loader = gp.LinkNeighborLoader(data, [3, 2], super_batch="auto", memory_budget=1 << 40, **kw)
     assert loader.super_batch_size is None  # chosen while the first epoch runs
-    assert_same(ref, batches(loader, epochs=epochs))
+    assert_same_batches(ref, loader_batches(loader, epochs=epochs))
     assert sorted(loader.auto_times) == [1, 2, 4]
     assert loader.super_batch_size == choose_super_batch(loader.auto_runs)
     if epochs == 2:
         capped = gp.LinkNeighborLoader(data, [3, 2], super_batch="auto", memory_budget=1, **kw)
-        assert_same(ref[:30], batches(capped))
+        assert_same_batches(ref[:30], loader_batches(capped))
         assert capped.super_batch_size == 1 and capped.auto_times == {}
 
 

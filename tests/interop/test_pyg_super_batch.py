@@ -9,6 +9,7 @@ device) the batch ``super_batch=None`` yields, in the same order, in every mode 
 import numpy as np
 import pytest
 import torch
+from helpers import assert_same_batches, loader_batches
 
 pytest.importorskip("torch_geometric")
 from torch_geometric.data import Data, HeteroData
@@ -37,27 +38,6 @@ def data():
         etime=torch.randint(0, 40, (E,), generator=g),
         num_nodes=N,
     )
-
-
-def assert_same(a: list, b: list) -> None:
-    """Batch for batch: the same keys, every tensor equal (values, dtype, device), every
-    other value (``batch_size``, ``num_sampled_nodes``, ...) equal."""
-    assert len(a) == len(b)
-    for i, (x, y) in enumerate(zip(a, b, strict=True)):
-        assert type(x) is type(y)
-        keys = sorted(x.keys())  # (iterating a Data yields its (key, value) pairs)
-        assert keys == sorted(y.keys()), i
-        for key in keys:
-            u, v = x[key], y[key]
-            if isinstance(u, torch.Tensor):
-                assert u.dtype == v.dtype and u.device == v.device, (i, key)
-                assert torch.equal(u, v), (i, key)
-            else:
-                assert u == v, (i, key)
-
-
-def batches(loader, epochs: int = 1) -> list:
-    return [b for _ in range(epochs) for b in loader]
 
 
 # 75 input nodes (distinct: induced subgraphs need it) in mini-batches of 8: 10 batches,
@@ -94,7 +74,7 @@ MODES = {
 def test_super_batches_are_the_batches_one_at_a_time(data, mode):
     kw, disjoint = MODES[mode]
     common = dict(input_nodes=INPUTS, batch_size=8, shuffle=True, seed=11, **kw)
-    ref = batches(gp.NeighborLoader(data, [3, 2], **common), epochs=2)
+    ref = loader_batches(gp.NeighborLoader(data, [3, 2], **common), epochs=2)
     assert len(ref) == 20 and ref[9].batch_size == 3
     assert sum(b.edge_index.shape[1] for b in ref) > 0  # the hops sampled edges
     assert all(("batch" in b) == disjoint for b in ref)
@@ -103,7 +83,7 @@ def test_super_batches_are_the_batches_one_at_a_time(data, mode):
         assert len(loader) == 10 and str(loader) == "NeighborLoader()"
         assert loader.super_batch_size == n
         sizes = ran(loader)
-        assert_same(ref, batches(loader, epochs=2))
+        assert_same_batches(ref, loader_batches(loader, epochs=2))
         assert sizes == runs * 2  # every run of several is one run of the program
 
 
@@ -126,11 +106,11 @@ def test_more_inputs_than_nodes_with_their_own_times(data):
     inputs = torch.arange(200) % N
     times = (torch.arange(200) * 13) % 40
     common = dict(input_nodes=inputs, input_time=times, time_attr="time", batch_size=16)
-    ref = batches(gp.NeighborLoader(data, [3, 3], seed=2, **common))
+    ref = loader_batches(gp.NeighborLoader(data, [3, 3], seed=2, **common))
     loader = gp.NeighborLoader(data, [3, 3], seed=2, super_batch=4, **common)
     assert loader.dataset.super.batcher.num_nodes == 200  # ids: positions
-    got = batches(loader)
-    assert_same(ref, got)
+    got = loader_batches(loader)
+    assert_same_batches(ref, got)
     for b in got:  # temporal indeed: every node reached is no later than its tree's seed
         reached = slice(b.batch_size, None)
         assert bool((b.time[reached] <= b.seed_time[b.batch[reached]]).all())
@@ -139,10 +119,10 @@ def test_more_inputs_than_nodes_with_their_own_times(data):
 
 def test_the_comparison_bites(data):
     """Another seed gives other batches (the equality above is not vacuous)."""
-    a = batches(gp.NeighborLoader(data, [3, 2], batch_size=8, seed=1, super_batch=2))
-    b = batches(gp.NeighborLoader(data, [3, 2], batch_size=8, seed=2, super_batch=2))
+    a = loader_batches(gp.NeighborLoader(data, [3, 2], batch_size=8, seed=1, super_batch=2))
+    b = loader_batches(gp.NeighborLoader(data, [3, 2], batch_size=8, seed=2, super_batch=2))
     with pytest.raises(AssertionError):
-        assert_same(a, b)
+        assert_same_batches(a, b)
 
 
 def test_transforms_filtering_in_the_main_process_and_stores(data):
@@ -162,8 +142,8 @@ def test_transforms_filtering_in_the_main_process_and_stores(data):
         transform=tag,
         transform_sampler_output=lambda out: out,
     )
-    ref = batches(gp.NeighborLoader(data, [2, 2], **kw))
-    assert_same(ref, batches(gp.NeighborLoader(data, [2, 2], super_batch=3, **kw)))
+    ref = loader_batches(gp.NeighborLoader(data, [2, 2], **kw))
+    assert_same_batches(ref, loader_batches(gp.NeighborLoader(data, [2, 2], super_batch=3, **kw)))
     fs, store = MyFeatureStore(), MyGraphStore()
     fs.put_tensor(data.x, group_name=None, attr_name="x", index=None)
     store.put_edge_index(
@@ -172,9 +152,9 @@ def test_transforms_filtering_in_the_main_process_and_stores(data):
         layout="coo",
         size=(N, N),
     )
-    one = batches(gp.NeighborLoader((fs, store), [2, 2], batch_size=8, seed=3))
-    sb = batches(gp.NeighborLoader((fs, store), [2, 2], batch_size=8, seed=3, super_batch=3))
-    assert_same(one, sb)
+    one = loader_batches(gp.NeighborLoader((fs, store), [2, 2], batch_size=8, seed=3))
+    sb = loader_batches(gp.NeighborLoader((fs, store), [2, 2], batch_size=8, seed=3, super_batch=3))
+    assert_same_batches(one, sb)
 
 
 def test_worker_processes_sample_whole_runs(data):
@@ -182,11 +162,11 @@ def test_worker_processes_sample_whole_runs(data):
     batches are those of one process, one mini-batch at a time."""
     kw, _ = MODES["input_time"]
     common = dict(input_nodes=INPUTS, batch_size=8, shuffle=True, seed=5, **kw)
-    ref = batches(gp.NeighborLoader(data, [3, 2], **common), epochs=2)
+    ref = loader_batches(gp.NeighborLoader(data, [3, 2], **common), epochs=2)
     loader = gp.NeighborLoader(
         data, [3, 2], super_batch=3, num_workers=2, persistent_workers=True, **common
     )
-    assert_same(ref, batches(loader, epochs=2))
+    assert_same_batches(ref, loader_batches(loader, epochs=2))
 
 
 def test_auto_times_sizes_on_the_first_epoch(data):
@@ -195,14 +175,14 @@ def test_auto_times_sizes_on_the_first_epoch(data):
     batches are the one-at-a-time batches, this epoch and the next. A budget of one byte
     caps the size at 1 (nothing timed)."""
     common = dict(input_nodes=INPUTS, batch_size=8, shuffle=True, seed=9, time_attr="time")
-    ref = batches(gp.NeighborLoader(data, [3, 2], **common), epochs=2)
+    ref = loader_batches(gp.NeighborLoader(data, [3, 2], **common), epochs=2)
     loader = gp.NeighborLoader(data, [3, 2], super_batch="auto", memory_budget=1 << 40, **common)
     assert loader.super_batch_size is None  # chosen while the first epoch runs
-    assert_same(ref, batches(loader, epochs=2))
+    assert_same_batches(ref, loader_batches(loader, epochs=2))
     assert set(loader.auto_times) == {1, 2}
     assert loader.super_batch_size == choose_super_batch(loader.auto_runs)
     capped = gp.NeighborLoader(data, [3, 2], super_batch="auto", memory_budget=1, **common)
-    assert_same(ref[:10], batches(capped))
+    assert_same_batches(ref[:10], loader_batches(capped))
     assert capped.super_batch_size == 1 and capped.auto_times == {}
 
 
@@ -212,9 +192,9 @@ def test_loader_call_is_the_iterated_batch(data):
     loader = gp.NeighborLoader(
         data, [3, 2], input_nodes=INPUTS, batch_size=8, shuffle=True, seed=4, super_batch=3
     )
-    epoch = batches(loader)
+    epoch = loader_batches(loader)
     for i in (0, 4, 9):
-        assert_same([epoch[i]], [loader(epoch[i].input_id)])
+        assert_same_batches([epoch[i]], [loader(epoch[i].input_id)])
 
 
 def test_a_run_failing_where_its_batches_do_not_names_super_batch(data, monkeypatch):
@@ -238,10 +218,10 @@ def test_bad_values_name_super_batch(data, loader, value):
 
 def test_accepted_values(data):
     """NumPy ints are ints; 1 is one mini-batch a run (the default's batches)."""
-    ref = batches(gp.NeighborLoader(data, [2], batch_size=16, seed=1))
+    ref = loader_batches(gp.NeighborLoader(data, [2], batch_size=16, seed=1))
     for value in (np.int64(2), 1):
-        got = batches(gp.NeighborLoader(data, [2], batch_size=16, seed=1, super_batch=value))
-        assert_same(ref, got)
+        got = loader_batches(gp.NeighborLoader(data, [2], batch_size=16, seed=1, super_batch=value))
+        assert_same_batches(ref, got)
     with pytest.raises(ValueError, match="memory_budget: only used with super_batch='auto'"):
         gp.NeighborLoader(data, [2], super_batch=4, memory_budget=1 << 20)
 
@@ -279,9 +259,9 @@ def test_on_the_device_super_batches_are_the_cpu_batches(data, device, mode):
     kw, _ = MODES[mode]
     kw = {k: v for k, v in kw.items() if k != "weight_attr"}  # (graph= carries weights)
     common = dict(input_nodes=INPUTS, batch_size=8, shuffle=True, seed=6, **kw)
-    ref = batches(gp.NeighborLoader(data, [3, 2], **common))
+    ref = loader_batches(gp.NeighborLoader(data, [3, 2], **common))
     graph = gs.Matrix.from_pyg(data, weight=None).to(device)
-    one = batches(gp.NeighborLoader(data, [3, 2], graph=graph, **common))
-    got = batches(gp.NeighborLoader(data, [3, 2], graph=graph, super_batch=3, **common))
-    assert_same(ref, one)
-    assert_same(ref, got)
+    one = loader_batches(gp.NeighborLoader(data, [3, 2], graph=graph, **common))
+    got = loader_batches(gp.NeighborLoader(data, [3, 2], graph=graph, super_batch=3, **common))
+    assert_same_batches(ref, one)
+    assert_same_batches(ref, got)

@@ -55,6 +55,7 @@ from gsample.interop.pyg.neighbor_loader import (
     _EpochBatches,
     _Flattened,
     _identity,
+    batch_index,
     batch_key,
     epoch_order,
     neighbor_sample,
@@ -751,14 +752,7 @@ class LinkNeighborLoader(*_BASES):
     def _batch_index(self, positions: torch.Tensor, epoch_seed: int) -> int | None:
         """``i`` when ``positions`` are exactly mini-batch ``i`` of the epoch ``epoch_seed``
         (same order), else None."""
-        if positions.numel() == 0:
-            return None
-        order, size = self.dataset.positions(epoch_seed), self.dataset.batch_size
-        start = int(torch.nonzero(order == positions[0])[0, 0])
-        i = start // size
-        if start % size or i >= len(self):
-            return None
-        return i if torch.equal(order[start : start + size], positions) else None
+        return batch_index(self.dataset, positions, epoch_seed, len(self))
 
     @property
     def super_batch_size(self) -> int | None:

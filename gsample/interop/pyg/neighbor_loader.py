@@ -795,17 +795,25 @@ class NeighborLoader(torch.utils.data.DataLoader):
     def _batch_index(self, positions: torch.Tensor, epoch_seed: int) -> int | None:
         """``i`` when ``positions`` are exactly mini-batch ``i`` of the epoch ``epoch_seed``
         draws (same order), else None."""
-        if positions.numel() == 0:
-            return None
-        order, size = self.dataset.positions(epoch_seed), self.dataset.batch_size
-        start = int(torch.nonzero(order == positions[0])[0, 0])
-        i = start // size
-        if start % size or i >= len(self):
-            return None
-        return i if torch.equal(order[start : start + size], positions) else None
+        return batch_index(self.dataset, positions, epoch_seed, len(self))
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__}()"
 
 
-__all__ = ["NeighborLoader", "batch_key", "epoch_order", "neighbor_sample"]
+def batch_index(dataset, positions: torch.Tensor, epoch_seed: int, count: int) -> int | None:
+    """``i`` when ``positions`` are exactly mini-batch ``i`` (of ``count``) of the epoch
+    ``epoch_seed`` of ``dataset`` (its ``positions(epoch_seed)`` in ``batch_size`` parts),
+    same order, else None: how a loader called with indices (``loader(index)``) finds the
+    key the epoch's iteration samples that mini-batch with."""
+    if positions.numel() == 0:
+        return None
+    order, size = dataset.positions(epoch_seed), dataset.batch_size
+    start = int(torch.nonzero(order == positions[0])[0, 0])
+    i = start // size
+    if start % size or i >= count:
+        return None
+    return i if torch.equal(order[start : start + size], positions) else None
+
+
+__all__ = ["NeighborLoader", "batch_index", "batch_key", "epoch_order", "neighbor_sample"]
