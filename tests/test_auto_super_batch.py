@@ -159,23 +159,34 @@ def test_the_runs_after_the_choice_are_of_the_chosen_size(graph, monkeypatch):
 
 
 # ----------------------------------------------------------------------------- a failed run
-def test_a_failed_super_batch_releases_its_buffers_before_the_error_arrives(graph, monkeypatch):
-    """The run allocates (its outputs, and a large tensor in the failing frame), then runs
-    out of memory; the loader re-runs its mini-batches one by one (they sample) and raises.
-    By the time the one-by-one re-run starts, and in the caller's ``except`` block, nothing
-    the failed run made is alive, without a garbage collection."""
+@pytest.mark.parametrize("in_flight", [False, True])
+def test_a_super_batch_out_of_memory_falls_back_and_frees_its_buffers(
+    graph, monkeypatch, in_flight
+):
+    """Runs of 4 mini-batches allocate (their outputs, and a large tensor in the failing
+    frame), then run out of memory; runs of 2 fit. The loader samples the failed run's
+    mini-batches one by one (nothing the failed run made alive by then, without a garbage
+    collection), warns once, and splits every later run in halves: the epoch completes
+    with the batches one at a time samples. Also with two super-batches in flight (a GPU's
+    path, forced here)."""
     seeds = random_seeds(8 * BATCH, 6, graph.num_nodes)
-    alive = []
-    real_finish = super_batcher_module.finish
+    alive, sizes = [], []
+    real_start = super_batcher_module.SuperBatcher.start
 
-    def failing_finish(flight):
-        outs = real_finish(flight)
-        big = torch.empty(1 << 20)
-        alive.extend(weakref.ref(t) for t in [big, *tensors(outs)])
-        raise MemoryError("out of memory (a test's)")
+    def failing_start(self, parts, observe=None):  # a run, also one paused in flight
+        outs = yield from real_start(self, parts, observe)
+        sizes.append(len(outs))
+        if len(outs) >= 4:
+            big = torch.empty(1 << 20)
+            alive.extend(weakref.ref(t) for t in [big, *tensors(outs)])
+            raise MemoryError("out of memory (a test's)")
+        return outs
 
-    monkeypatch.setattr(super_batcher_module, "finish", failing_finish)
     fn = sampler()
+    ref = list(gs.DataLoader(graph, fn, seeds, BATCH, seed=1))
+    monkeypatch.setattr(super_batcher_module.SuperBatcher, "start", failing_start)
+    if in_flight:
+        monkeypatch.setattr(gs.DataLoader, "_overlaps", lambda self, fn=None: fn is not None)
     loader = gs.DataLoader(graph, fn, seeds, BATCH, seed=1, super_batch=4)
     at_retry = []
 
@@ -186,16 +197,33 @@ def test_a_failed_super_batch_releases_its_buffers_before_the_error_arrives(grap
     loader.sampler_fn = one
     gc.disable()  # what is freed must be freed by reference counting alone
     try:
-        with pytest.raises(
-            RuntimeError, match=r"super_batch: sampling mini-batches 0\.\.3"
-        ) as info:
-            next(iter(loader))
+        with pytest.warns(RuntimeWarning, match=r"super_batch: 4 mini-batches in one run ran"):
+            got = list(loader)
         assert len(alive) > 1 and all(r() is None for r in alive)
-        assert at_retry and at_retry[0] == 0  # freed before the re-run, not only after it
-        assert isinstance(info.value.__cause__, MemoryError)  # the cause is kept, and prints
-        assert "failing_finish" in "".join(traceback.format_exception(info.value))
+        assert at_retry == [0] * 4  # the failed run's 4, one by one, after it was freed
     finally:
         gc.enable()
+    assert sizes == [4, 2, 2] and loader.out_of_memory_at == 4
+    assert [b.index for b in got] == list(range(8))
+    for g, r in zip(got, ref, strict=True):
+        assert_same(g.out, r.out)
+
+
+def test_a_failure_that_is_not_out_of_memory_still_raises(graph, monkeypatch):
+    """Only an allocation failure falls back: any other error of a run whose mini-batches
+    sample one by one names super_batch, its cause kept (and printed)."""
+
+    def failing_finish(flight):
+        raise ValueError("a kernel's own error (a test's)")
+
+    monkeypatch.setattr(super_batcher_module, "finish", failing_finish)
+    seeds = random_seeds(8 * BATCH, 6, graph.num_nodes)
+    loader = gs.DataLoader(graph, sampler(), seeds, BATCH, seed=1, super_batch=4)
+    with pytest.raises(RuntimeError, match=r"super_batch: sampling mini-batches 0\.\.3") as info:
+        next(iter(loader))
+    assert isinstance(info.value.__cause__, ValueError)
+    assert "failing_finish" in "".join(traceback.format_exception(info.value))
+    assert loader.out_of_memory_at is None
 
 
 def tensors(x):

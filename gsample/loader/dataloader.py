@@ -11,6 +11,7 @@ import itertools
 import math
 import numbers
 import time
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -209,6 +210,9 @@ class DataLoader:
         self.super_batch_size = self.super_batch if isinstance(self.super_batch, int) else None
         self.batch_bytes = None
         self.memory_cap = None
+        # the size of the smallest super-batch that ran out of memory (later runs are split
+        # below it), or None
+        self.out_of_memory_at = None
         self.auto_times: dict = {}
         self.auto_runs: dict = {}
         self._super = None  # the super-batcher (gsample.runtime.SuperBatcher)
@@ -451,7 +455,11 @@ class DataLoader:
             try:
                 outs, self.batch_bytes = self._super.measure(parts[0], epoch_seed, base)
             except Exception as error:
-                yield from self._explain_failure(parts[:1], epoch_seed, base, error)
+                # out of memory measuring one mini-batch that fits alone: one at a time
+                yield (yield from self._explain_failure(parts[:1], epoch_seed, base, error))
+                self.super_batch_size = 1
+                yield from ([b] for b in self._one_by_one(parts[1:], epoch_seed, base + 1))
+                return
             budget = self.memory_budget or default_budget(self.A.device)
             self.memory_cap = max(1, min(len(parts), budget // max(self.batch_bytes, 1)))
             yield [
@@ -509,16 +517,22 @@ class DataLoader:
                 lambda item: Call(lambda: self._super.start(item[1]), (seed, 0, item[0])),
                 depth=2,
             )
+        rest = []
         try:
-            for first, block in blocks:
+            for n, (first, block) in enumerate(blocks):
                 try:
                     _, outs = next(calls)
                 except Exception as error:
-                    yield from self._explain_failure(block, epoch_seed, first, error)
+                    batches = yield from self._explain_failure(block, epoch_seed, first, error)
+                    yield batches  # out of memory: sampled one by one; the rest in turn
+                    rest = blocks[n + 1 :]
+                    break
                 yield self._batches(block, first, outs)
         finally:
             calls.close()
             lanes.release()
+        for first, block in rest:
+            yield from self._block(block, epoch_seed, first)
 
     def _rounds(self, runs: list, epoch_seed: int):
         """A partitioned graph's super-batches: this rank's mini-batches (``runs``: ``(first
@@ -554,10 +568,19 @@ class DataLoader:
     def _sample_block(self, block: list, epoch_seed: int, first: int):
         """Sample the mini-batches ``first, ...`` in one run and return them (a list of
         ``Batch``); a run that raises is re-run one by one (``_explain_failure``)."""
+        limit = self.out_of_memory_at
+        if limit is not None and len(block) >= limit > 1:  # runs of this size ran out
+            size, batches = max(1, limit // 2), []
+            for j in range(0, len(block), size):
+                part = yield from self._sample_block(block[j : j + size], epoch_seed, first + j)
+                batches += part
+            return batches
+        if len(block) == 1 and limit is not None:  # split down to one: as without super-batching
+            return list(self._one_by_one(block, epoch_seed, first))
         try:
             outs = self._super.run(block, epoch_seed, first)
         except Exception as error:
-            yield from self._explain_failure(block, epoch_seed, first, error)
+            return (yield from self._explain_failure(block, epoch_seed, first, error))
         return self._batches(block, first, outs)
 
     def _batches(self, block: list, first: int, outs: list) -> list:
@@ -611,7 +634,10 @@ class DataLoader:
         super-batching); if none does, the super-batch itself is at fault. (On a partitioned
         graph every rank does so together: a failing exchange raises on every rank.) The
         failed run's values are released first (``_release``), before the re-run and before
-        any error reaches the caller."""
+        any error reaches the caller. A run that ran out of memory (:func:`out_of_memory`)
+        whose mini-batches sample one by one returns them instead (the same samples: a
+        super-batch samples what its mini-batches do), once with a ``RuntimeWarning``, and
+        later runs of its size or more are split in halves (``out_of_memory_at``)."""
         _release(error)
         done, failed = [], None
         batches = self._one_by_one(block, epoch_seed, first, indices)
@@ -624,6 +650,20 @@ class DataLoader:
             if done:
                 yield done
             raise failed
+        if out_of_memory(error) and not self._partitioned and indices is None:
+            # one at a time fits where this run did not: its mini-batches (the same samples)
+            # are returned, and later runs split below its size
+            if self.out_of_memory_at is None:
+                warnings.warn(
+                    f"super_batch: {len(block)} mini-batches in one run ran out of memory "
+                    f"({type(error).__name__}); they were sampled one by one, and later runs "
+                    f"take at most {max(1, len(block) // 2)}: a smaller super_batch (or "
+                    "'auto' with a memory_budget) avoids the failed attempt",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+            self.out_of_memory_at = min(self.out_of_memory_at or len(block), len(block))
+            return done
         if self._partitioned:
             which = ", ".join(map(str, indices or range(first, first + len(block))))
             raise ValueError(
@@ -639,6 +679,20 @@ class DataLoader:
             "sample one by one; use a smaller super_batch (or 'auto' with a "
             "memory_budget)"
         ) from error
+
+
+def out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` (or an error it chains) is an allocation failure: torch's or CuPy's
+    ``OutOfMemoryError``, or Python's ``MemoryError``."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, MemoryError) or any(
+            c.__name__ == "OutOfMemoryError" for c in type(error).__mro__
+        ):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def _release(error: BaseException) -> None:
@@ -875,6 +929,7 @@ __all__ = [
     "DataLoader",
     "choose_super_batch",
     "default_budget",
+    "out_of_memory",
     "seed_ids",
     "super_batch_options",
 ]
