@@ -7,6 +7,7 @@ from dataclasses import replace
 import torch
 
 from gsample.backend.registry import torch_impl
+from gsample.backend.torch import layerwise_native
 from gsample.formats.csc import CSC, gather_segments, locate, segment_ptr
 from gsample.ir import Op
 
@@ -15,8 +16,13 @@ from gsample.ir import Op
 def slice_cols(A: CSC, cols: torch.Tensor) -> CSC:
     """``A[:, cols]``: columns of ``cols`` (global ids, repeats allowed) in that order.
 
-    A node outside the matrix's column space gives an empty column.
+    A node outside the matrix's column space gives an empty column. On CPU tensors the
+    native code (:func:`.layerwise_native.slice_cols`) returns the same CSC.
     """
+    if cols.device.type == "cpu":
+        S = layerwise_native.slice_cols(A, cols)
+        if S is not None:
+            return S
     index, new_indptr = gather_segments(*A.column_segments(cols))
     return replace(A.take_edges(index, new_indptr), col_ids=cols)
 

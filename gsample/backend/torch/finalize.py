@@ -7,16 +7,26 @@ from dataclasses import replace
 import torch
 
 from gsample.backend.registry import torch_impl
-from gsample.backend.torch import relabel_native
+from gsample.backend.torch import layerwise_native, relabel_native
 from gsample.backend.torch.batched import batch_order
 from gsample.formats.csc import CSC
 from gsample.formats.layouts import NAMES
 from gsample.ir import Op
 
 
+def _unique_rows(A: CSC, inverse: bool = False):
+    """``torch.unique(A.rows, return_inverse=inverse)``; on CPU tensors by the native code
+    (:func:`.layerwise_native.unique_rows`: a bitmap, no sort), the same tensors."""
+    if A.rows.device.type == "cpu":
+        out = layerwise_native.unique_rows(A.rows, A.num_rows, inverse)
+        if out is not None:
+            return out
+    return torch.unique(A.rows, return_inverse=inverse)
+
+
 def row(A: CSC) -> torch.Tensor:
     """Global ids of the rows holding at least one edge, in row-space order, shape (R',)."""
-    return A.global_rows(torch.unique(A.rows))
+    return A.global_rows(_unique_rows(A))
 
 
 @torch_impl(Op.COLUMN, layouts=NAMES)
@@ -66,5 +76,5 @@ def col_ids(A: CSC) -> torch.Tensor:
 @torch_impl(Op.COMPACT)
 def compact(A: CSC) -> CSC:
     """Drop the rows without edges: the row space becomes :func:`row`."""
-    local, inverse = torch.unique(A.rows, return_inverse=True)
+    local, inverse = _unique_rows(A, inverse=True)
     return replace(A, rows=inverse.reshape(-1), row_ids=A.global_rows(local))

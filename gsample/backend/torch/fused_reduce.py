@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from gsample.backend.registry import torch_impl
-from gsample.backend.torch import extract, layout_ops
+from gsample.backend.torch import extract, layerwise_native, layout_ops
 from gsample.backend.torch.batched import encode_columns, frontier
 from gsample.formats.layouts import to_csr
 from gsample.ir import Op
@@ -24,6 +24,10 @@ def slice_reduce(A, cols: torch.Tensor, op: str, axis: int, batches=None) -> tor
     v``) and ``A`` the graph: the reduction of the block-diagonal graph's slice (axis 1: the
     ``N * n`` encoded rows), as the unfused super-batched program computes it.
     """
+    if batches is None and op == "sum" and axis == 1 and cols.device.type == "cpu":
+        out = layerwise_native.slice_row_sum(A, cols)  # one pass, the same sums
+        if out is not None:
+            return out
     if batches is None:
         S = extract.slice_cols(A, cols)
     else:

@@ -38,12 +38,13 @@ import torch
 
 from gsample.backend.registry import torch_impl
 from gsample.backend.torch import alias as _alias
-from gsample.backend.torch import nodewise_native
+from gsample.backend.torch import layerwise_native, nodewise_native
 from gsample.backend.torch.batched import encode_columns, frontier
 from gsample.backend.torch.select import (
     METHODS,
     Draws,
     _method,
+    choose_among,
     choose_rows,
     keep_rows,
     select_in_columns,
@@ -196,12 +197,32 @@ def slice_collective_sample(
     """
     if isinstance(key, BatchKeys):
         return _batched_collective(A, cols, k, replace, key, node_probs)
+    if draws is Draws and cols.device.type == "cpu":  # native passes where they take the inputs
+        out = _native_collective(A, cols, k, replace, key, node_probs)
+        if out is not None:
+            return out
     indptr_a, seg = A.column_segments(cols)
     index, indptr_s = gather_segments(indptr_a, seg)
     rows_s = A.rows[index]  # the frontier's rows: the candidates
     chosen = choose_rows(rows_s, A.num_rows, A.global_rows, k, replace, key, node_probs, draws)
     indptr, kept, rows = keep_rows(indptr_s, rows_s, A.num_rows, chosen)
     return _result(A, cols, indptr, index[kept], rows=rows, row_ids=A.global_rows(chosen))
+
+
+def _native_collective(A: CSC, cols, k, replace, key, node_probs):
+    """:func:`slice_collective_sample` with the frontier's passes in native code
+    (:mod:`.layerwise_native`: the candidates, then the kept edges) around the same draw
+    (:func:`choose_among`): the same CSC, bit for bit; None where the torch code must run."""
+    found = layerwise_native.candidates(A, cols, node_probs)
+    if found is None:
+        return None
+    cand, E = found
+    chosen = choose_among(cand, E, A.global_rows, k, replace, key, node_probs)
+    kept = layerwise_native.keep_chosen(A, cols, chosen, E)
+    if kept is None:
+        return None
+    indptr, eids, rows, values = kept
+    return CSC.of(A.num_nodes, indptr, rows, A.global_rows(chosen), cols, values, eids)
 
 
 # ----------------------------------------------------------------------------- super-batches

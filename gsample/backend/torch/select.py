@@ -535,8 +535,27 @@ def choose_rows(
     if node_probs is not None:
         has &= node_probs > 0
     cand = has.nonzero().squeeze(1)
+    return choose_among(cand, rows.numel(), global_rows, k, replace, key, node_probs, draws)
+
+
+def choose_among(
+    cand: torch.Tensor,
+    num_edges: int,
+    global_rows,
+    k: int,
+    replace: bool,
+    key: int,
+    node_probs: torch.Tensor | None = None,
+    draws=Draws,
+) -> torch.Tensor:
+    """:func:`choose_rows`'s draw (one mini-batch's key) among its candidates ``cand``: the
+    local rows (ascending, distinct) holding one of the matrix's ``num_edges`` edges, with
+    ``node_probs > 0`` when given. A caller that lists them its own way (the native CPU
+    passes) draws the same rows."""
+    if replace and k > _LARGE:  # static: before the allocator fails on the draws
+        V.fits(k, 32, cand.device, "k", f"k = {k} row draws with replacement")
     n = cand.numel()
-    if n == 0 and node_probs is not None and rows.numel():
+    if n == 0 and node_probs is not None and num_edges:
         raise ValueError(NO_POSITIVE_ROW)  # before any draw (the fused op's check)
     if k == 0 or n == 0:
         return cand[:0]
