@@ -633,12 +633,13 @@ class DataLoader:
         raises yields the batches before it, then raises its own error (as without
         super-batching); if none does, the super-batch itself is at fault. (On a partitioned
         graph every rank does so together: a failing exchange raises on every rank.) The
-        failed run's values are released first (``_release``), before the re-run and before
-        any error reaches the caller. A run that ran out of memory (:func:`out_of_memory`)
-        whose mini-batches sample one by one returns them instead (the same samples: a
-        super-batch samples what its mini-batches do), once with a ``RuntimeWarning``, and
-        later runs of its size or more are split in halves (``out_of_memory_at``)."""
-        _release(error)
+        failed run's values are released first (:func:`release_frames`), before the re-run
+        and before any error reaches the caller. A run that ran out of memory
+        (:func:`out_of_memory`) whose mini-batches sample one by one returns them instead
+        (the same samples: a super-batch samples what its mini-batches do), once with a
+        ``RuntimeWarning``, and later runs of its size or more are split in halves
+        (``out_of_memory_at``)."""
+        release_frames(error)
         done, failed = [], None
         batches = self._one_by_one(block, epoch_seed, first, indices)
         while failed is None and len(done) < len(block):
@@ -695,7 +696,7 @@ def out_of_memory(error: BaseException) -> bool:
     return False
 
 
-def _release(error: BaseException) -> None:
+def release_frames(error: BaseException) -> None:
     """Drop the local variables of the finished frames in the tracebacks of ``error`` and of
     the errors it chains (``__cause__``, ``__context__``): a super-batch that ran out of
     memory would otherwise keep every tensor its run made alive, through the error, in the
@@ -930,6 +931,7 @@ __all__ = [
     "choose_super_batch",
     "default_budget",
     "out_of_memory",
+    "release_frames",
     "seed_ids",
     "super_batch_options",
 ]

@@ -201,11 +201,27 @@ def test_a_run_failing_where_its_batches_do_not_names_super_batch(data, monkeypa
     loader = gp.NeighborLoader(data, [3, 2], batch_size=8, seed=0, super_batch=2)
 
     def fail(*args, **kwargs):
-        raise MemoryError("out of memory")
+        raise ValueError("a kernel's own error (a test's)")
 
     monkeypatch.setattr(loader.dataset.super, "run", fail)
     with pytest.raises(RuntimeError, match=r"super_batch: sampling mini-batches 0\.\.1 in one"):
         next(iter(loader))
+
+
+def test_a_run_out_of_memory_gives_the_batches_sampled_one_by_one(data, monkeypatch):
+    """Out of memory where the mini-batches fit alone: the epoch goes on with the same
+    batches (each run's mini-batches sampled one by one), one warning."""
+    ref = loader_batches(gp.NeighborLoader(data, [3, 2], batch_size=8, seed=0))
+    loader = gp.NeighborLoader(data, [3, 2], batch_size=8, seed=0, super_batch=2)
+
+    def fail(*args, **kwargs):
+        raise MemoryError("out of memory (a test's)")
+
+    monkeypatch.setattr(loader.dataset.super, "run", fail)
+    with pytest.warns(RuntimeWarning, match="ran out of memory") as caught:
+        got = loader_batches(loader)
+    assert len([w for w in caught if "out of memory" in str(w.message)]) == 1
+    assert_same_batches(ref, got)
 
 
 # ----------------------------------------------------------------------------- refusals

@@ -266,26 +266,24 @@ class _LinkBatches(torch.utils.data.Dataset):
                 try:
                     raws = self.super.run(seeds, times, run.epoch_seed, first)
                 except Exception as error:
-                    self._explain_failure(run, error)
-            batches = [
-                self.sampler.finish(p, run.epoch_seed, i, raw)
-                for p, i, raw in zip(plans, indices, raws)
-            ]
+                    raws = None
+                    batches = _super.sampled_alone(
+                        error,
+                        first,
+                        run.count,
+                        lambda i: self.sample(
+                            self.batch_positions(run.epoch_seed, i), run.epoch_seed, i
+                        ),
+                        self,
+                    )
+            if raws is not None:
+                batches = [
+                    self.sampler.finish(p, run.epoch_seed, i, raw)
+                    for p, i, raw in zip(plans, indices, raws)
+                ]
         if run.role == "time":
             runs.seconds = (runs.clock() - began) / run.count
         return batches
-
-    def _explain_failure(self, run: _super.Run, error: Exception):
-        """A super-batch raised: its mini-batches sampled one by one raise their own error;
-        if none does, the super-batch is at fault (memory, most likely)."""
-        for i in range(run.first, run.first + run.count):
-            self.sample(self.batch_positions(run.epoch_seed, i), run.epoch_seed, i)
-        last = run.first + run.count - 1
-        raise RuntimeError(
-            f"super_batch: sampling mini-batches {run.first}..{last} in one run failed "
-            f"({type(error).__name__}: {error}) although they sample one by one; use a "
-            "smaller super_batch (or 'auto' with a memory_budget)"
-        ) from error
 
 
 class _Epochs(torch.utils.data.DataLoader):
@@ -457,9 +455,10 @@ class LinkNeighborLoader(*_BASES):
         ``loader.auto_times``); it needs ``num_workers=0``. Refused with a ``ValueError``
         naming ``super_batch``: a ``HeteroData`` or heterogeneous stores (sampled by a loop
         of compiled steps, one per hop and edge type, rather than one program) and
-        ``compile=False`` (a super-batch runs the compiled program). A run that raises
-        where its mini-batches sample one by one is a ``RuntimeError`` naming
-        ``super_batch``. :mod:`gsample.interop.pyg.super_batch`.
+        ``compile=False`` (a super-batch runs the compiled program). A run that runs out
+        of memory where its mini-batches sample one by one gives them so (the same
+        batches; a ``RuntimeWarning``, once); any other error of such a run is a
+        ``RuntimeError`` naming ``super_batch``. :mod:`gsample.interop.pyg.super_batch`.
     memory_budget : int, optional
         Bytes a super-batch may use with ``super_batch="auto"``, as ``NeighborLoader``'s.
     **kwargs

@@ -281,8 +281,16 @@ class _MiniBatches(torch.utils.data.Dataset):
                 try:
                     outs = self.super.run(parts, run.epoch_seed, run.first)
                 except Exception as error:
-                    self._explain_failure(parts, run, error)
-            batches = [self.output(p, self.pyg_sample(o, p)) for o, p in zip(outs, parts)]
+                    outs = None
+                    batches = _super.sampled_alone(
+                        error,
+                        run.first,
+                        run.count,
+                        lambda i: self.sample(parts[i - run.first], run.epoch_seed, i),
+                        self,
+                    )
+            if outs is not None:
+                batches = [self.output(p, self.pyg_sample(o, p)) for o, p in zip(outs, parts)]
         if run.role == "time":
             runs.seconds = (runs.clock() - began) / run.count
         return batches
@@ -294,19 +302,6 @@ class _MiniBatches(torch.utils.data.Dataset):
         if self.disjoint is not None:
             return _temporal.disjoint_pyg_sample(out, seeds)
         return _out.pyg_sample(out, seeds)
-
-    def _explain_failure(self, parts: list, run: _super.Run, error: Exception):
-        """A super-batch raised: sample its mini-batches one by one. The first one that
-        raises raises its own error, as without super-batching; if none does, the
-        super-batch itself is at fault (memory, most likely)."""
-        for i, positions in enumerate(parts):
-            self.sample(positions, run.epoch_seed, run.first + i)
-        last = run.first + run.count - 1
-        raise RuntimeError(
-            f"super_batch: sampling mini-batches {run.first}..{last} in one run failed "
-            f"({type(error).__name__}: {error}) although they sample one by one; use a "
-            "smaller super_batch (or 'auto' with a memory_budget)"
-        ) from error
 
     def output(self, positions: torch.Tensor, s):
         """The ``SamplerOutput`` of the sample ``s`` (a ``PygSample``) of the input positions
@@ -482,9 +477,10 @@ class NeighborLoader(torch.utils.data.DataLoader):
         times it (``loader.super_batch_size``, ``loader.auto_times``); it needs
         ``num_workers=0``. Refused with a ``ValueError`` naming ``super_batch``: a
         ``HeteroData`` (or heterogeneous stores), whose hops are a loop of compiled steps
-        rather than one program, and ``compile=False``. A run that raises where its
-        mini-batches sample one by one is a ``RuntimeError`` naming ``super_batch`` (use a
-        smaller one); one whose mini-batch raises alone raises that error.
+        rather than one program, and ``compile=False``. A run that runs out of memory
+        where its mini-batches sample one by one gives them so (the same batches; a
+        ``RuntimeWarning``, once); any other error of such a run is a ``RuntimeError``
+        naming ``super_batch``; one whose mini-batch raises alone raises that error.
         :mod:`gsample.interop.pyg.super_batch`.
     memory_budget : int, optional
         Bytes a super-batch may use with ``super_batch="auto"``. Default: half the GPU's

@@ -36,6 +36,7 @@ samples).
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -44,7 +45,12 @@ import torch
 from gsample.compiler import compile as gs_compile
 from gsample.formats import CSC
 from gsample.interop.pyg.temporal import TemporalSpec, disjoint_sample
-from gsample.loader.dataloader import choose_super_batch, default_budget
+from gsample.loader.dataloader import (
+    choose_super_batch,
+    default_budget,
+    out_of_memory,
+    release_frames,
+)
 from gsample.matrix.sparse import Matrix
 
 
@@ -404,6 +410,35 @@ class Runs:
         return time.perf_counter()
 
 
+def sampled_alone(error: Exception, first: int, count: int, sample, loader) -> list:
+    """A run of the mini-batches ``first .. first + count - 1`` raised ``error``: sample them
+    one by one (``sample(i)`` draws mini-batch ``i`` alone), the failed run's values freed
+    first. The first that raises raises its own error, as without super-batching. If none
+    does and the run ran out of memory (:func:`gsample.loader.dataloader.out_of_memory`),
+    they are returned (the same batches: a run samples what its mini-batches do), with a
+    ``RuntimeWarning`` the first time for ``loader``; any other error is a ``RuntimeError``
+    naming ``super_batch``."""
+    release_frames(error)
+    batches = [sample(i) for i in range(first, first + count)]
+    if out_of_memory(error):
+        if not getattr(loader, "_warned_out_of_memory", False):
+            loader._warned_out_of_memory = True
+            warnings.warn(
+                f"super_batch: {count} mini-batches in one run ran out of memory "
+                f"({type(error).__name__}); they were sampled one by one (the same batches): "
+                "a smaller super_batch (or 'auto' with a memory_budget) avoids the failed "
+                "attempt",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        return batches
+    raise RuntimeError(
+        f"super_batch: sampling mini-batches {first}..{first + count - 1} in one run failed "
+        f"({type(error).__name__}: {error}) although they sample one by one; use a smaller "
+        "super_batch (or 'auto' with a memory_budget)"
+    ) from error
+
+
 __all__ = [
     "LinkSuperBatches",
     "Run",
@@ -413,4 +448,5 @@ __all__ = [
     "by_position",
     "padded",
     "refuse",
+    "sampled_alone",
 ]
