@@ -854,3 +854,48 @@ def test_a_huge_k_without_replacement_returns_every_edge(A):
 def test_a_graph_too_large_for_memory_names_the_argument(make):
     with pytest.raises(ValueError, match=r"^num_(nodes|edges): .* would need about .* bytes"):
         make()
+
+
+# ----------------------------------------------------------------------------- checked once
+def test_weights_that_passed_are_not_read_again_until_they_change(monkeypatch):
+    """A CPU weight vector that passed the finite / non-negative check is not scanned again
+    on the next call; changed in place (its version bumps), it is, and a bad value raises;
+    a tensor that failed is never taken as passed."""
+    from gsample.base import validate as V
+
+    scans = []
+    real = torch.aminmax
+    monkeypatch.setattr(torch, "aminmax", lambda t: scans.append(t.numel()) or real(t))
+    p = torch.rand(50) + 0.1
+    V.finite_nonnegative(p, "node_probs")
+    V.finite_nonnegative(p, "node_probs")
+    assert scans == [50]  # the second call read nothing
+    p[3] = -1.0  # in place: the version moves on
+    with pytest.raises(ValueError, match="node_probs: contains negative values"):
+        V.finite_nonnegative(p, "node_probs")
+    with pytest.raises(ValueError, match="node_probs: contains negative values"):
+        V.finite_nonnegative(p, "node_probs")  # a failure is not remembered as a pass
+    view = p[:2]  # another tensor object: checked on its own
+    V.finite_nonnegative(view, "node_probs")
+    assert scans == [50, 50, 50, 2]
+    q = torch.rand(10)
+    q[0] = float("nan")
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        V.finite_nonnegative(q, "probs")
+
+
+def test_a_compiled_sampler_still_refuses_weights_made_bad_in_place():
+    """The same degree tensor handed to a compiled collective sampler every call: made
+    negative in place between calls, the next call raises."""
+    A = gs.Matrix.from_edge_index(torch.tensor([[0, 1, 2, 3], [1, 2, 3, 0]]), num_nodes=4)
+    probs = torch.ones(4)
+
+    @gs.compile
+    def layer(A, seeds, probs):
+        return A[:, seeds].collective_sample(2, node_probs=probs)
+
+    layer(A, torch.tensor([0, 1]), probs)
+    layer(A, torch.tensor([0, 1]), probs)
+    probs[2] = -1.0
+    with pytest.raises(ValueError, match="node_probs: contains negative values"):
+        layer(A, torch.tensor([0, 1]), probs)

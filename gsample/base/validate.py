@@ -37,6 +37,7 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
+from torch.utils.weak import WeakIdKeyDictionary
 
 from gsample.base.readback import read_scalars
 
@@ -381,17 +382,32 @@ def scalar_or_edges(x, name: str, nnz: int, device):
 # check weights with their draws share: their messages are the ops' errors.
 
 
+#: CPU tensors :func:`finite_nonnegative` passed, with their version counter then: a sampler
+#: handed the same weights every call (a cached degree vector) is checked once, until the
+#: tensor changes in place (which bumps its version). Checked on the host, so a pass is
+#: known at once; a deferred GPU check is only known at its read-back, so never kept.
+_PASSED = WeakIdKeyDictionary()
+
+
 def finite_nonnegative(t: torch.Tensor, name: str) -> None:
-    """Raise (through :func:`fail_if`) when ``t`` holds a NaN, an infinity or a negative value."""
-    if t.numel():
-        # one pass over t: a NaN makes both extremes NaN, an infinity one of them
-        lo, hi = torch.aminmax(t)
-        fail_if(
-            ~(torch.isfinite(lo) & torch.isfinite(hi)),
-            ValueError,
-            f"{name}: contains NaN or infinite values",
-        )
-        fail_if(lo < 0, ValueError, lambda v: f"{name}: contains negative values (min {v})", lo)
+    """Raise (through :func:`fail_if`) when ``t`` holds a NaN, an infinity or a negative value.
+
+    A CPU tensor that passed and has not changed since (its ``_version``) is not read again."""
+    if not t.numel():
+        return
+    kept = t.device.type == "cpu"
+    if kept and _PASSED.get(t) == t._version:
+        return
+    # one pass over t: a NaN makes both extremes NaN, an infinity one of them
+    lo, hi = torch.aminmax(t)
+    fail_if(
+        ~(torch.isfinite(lo) & torch.isfinite(hi)),
+        ValueError,
+        f"{name}: contains NaN or infinite values",
+    )
+    fail_if(lo < 0, ValueError, lambda v: f"{name}: contains negative values (min {v})", lo)
+    if kept:  # raised above if it failed (a CPU flag is read at once)
+        _PASSED[t] = t._version
 
 
 def edge_probs(p, indptr, cols) -> None:
