@@ -518,17 +518,17 @@ def choose_rows(
     ``draws`` makes the draws (:class:`Draws` or a backend's kernels). With
     :class:`BatchKeys` (a super-batch), ``k`` rows per batch (:func:`_choose_rows_batched`).
     """
-    if replace and k > _LARGE:  # static: before the allocator fails on the draws
-        copies = key.copies if isinstance(key, BatchKeys) else 1
-        V.fits(
-            copies * k,
-            32,
-            rows.device,
-            "k",
-            (f"{copies} mini-batches x " if copies > 1 else "") + f"k = {k} row draws with "
-            "replacement",
-        )
     if isinstance(key, BatchKeys):
+        if replace and k > _LARGE:  # static: before the allocator fails on the draws
+            copies = key.copies
+            V.fits(
+                copies * k,
+                32,
+                rows.device,
+                "k",
+                (f"{copies} mini-batches x " if copies > 1 else "") + f"k = {k} row draws with "
+                "replacement",
+            )
         return _choose_rows_batched(rows, num_rows, global_rows, k, replace, key, node_probs, draws)
     has = torch.zeros(num_rows, dtype=torch.bool, device=rows.device)
     has[rows] = True
