@@ -238,6 +238,33 @@ def free_memory(device) -> int:
     return torch.cuda.mem_get_info(_cuda_device(device))[0]
 
 
+def available_memory(device) -> int:
+    """Bytes a new tensor on a GPU can take: the free memory, and what torch's caching
+    allocator holds unused (it serves new tensors from that first)."""
+    device = _cuda_device(device)
+    cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+    return free_memory(device) + max(0, cached)
+
+
+def check_fits(nbytes: int, device, name: str, what: str, advice: str) -> None:
+    """Raise a ``ValueError`` naming ``name`` before anything is allocated when ``what``
+    (``nbytes`` of it) exceeds the memory a GPU ``device`` has available
+    (:func:`available_memory`); nothing on other devices.
+
+    Examples
+    --------
+    >>> check_fits(graph_bytes(csc), "cuda", "placement", "the graph", "use placement='uva'")
+    """
+    if torch.device(device).type != "cuda":
+        return
+    have = available_memory(device)
+    if nbytes > have:
+        raise ValueError(
+            f"{name}: {what} ({nbytes / 2**30:.2f} GiB) does not fit on {device}, which has "
+            f"{have / 2**30:.2f} GiB available; {advice}"
+        )
+
+
 def choose(nbytes: int, free: int) -> str:
     """The ``"auto"`` rule: ``"device"`` when a graph of ``nbytes`` takes at most
     :data:`DEVICE_SHARE` of ``free`` bytes, else ``"uva"``.
@@ -334,6 +361,15 @@ def place(
             return mapped if not cache else build_cache(mapped, cache, device, cache_priority)
     twin = host_twin(csc)
     source = twin if twin is not None else csc
+    if device.type == "cuda" and source.device.type != "cuda":
+        check_fits(  # said before any array is copied (a failed copy would leave parts behind)
+            graph_bytes(source),
+            device,
+            "placement",
+            "the graph's arrays",
+            "keep it in pinned host memory (placement='uva', with a cache= of device "
+            "memory), or let placement='auto' choose",
+        )
     return source.to(device)
 
 
@@ -371,6 +407,8 @@ def _offload(value, nnz: int, device):
 __all__ = [
     "DEVICE_SHARE",
     "PLACEMENTS",
+    "available_memory",
+    "check_fits",
     "choose",
     "free_memory",
     "graph_bytes",

@@ -178,3 +178,25 @@ def test_ladies_on_uva_equals_the_device_graph(graphs, dummy):
     An, Hn = ladies.normalize(A), ladies.normalize(H)
     assert Hn.placement == "uva"  # its structure: the UVA graph's, in host memory
     assert_same(_epoch(Hn, sampler, batches=3), _epoch(An, sampler, batches=3))
+
+
+def test_a_graph_that_does_not_fit_on_the_gpu_is_said_before_anything_is_copied(monkeypatch):
+    """placement='device' with less GPU memory available than the graph's arrays: a
+    ValueError naming placement, with both sizes and the way out, raised before any array
+    is copied (the copy itself is never reached: this machine may have no GPU)."""
+    A = gs.datasets.rmat(500, 5000, seed=0)
+    need = P.graph_bytes(A.csc)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(P, "available_memory", lambda device: need - 1)
+    copies = []
+    monkeypatch.setattr(type(A.csc), "to", lambda self, device: copies.append(device) or self)
+    with pytest.raises(
+        ValueError,
+        match=r"^placement: the graph's arrays \(0\.\d+ GiB\) does not "
+        r"fit on cuda:0, which has .* available; keep it in pinned host memory",
+    ):
+        A.to("cuda:0", placement="device")
+    assert copies == []
+    monkeypatch.setattr(P, "available_memory", lambda device: need)  # exactly fits: copied
+    A.to("cuda:0", placement="device")
+    assert copies == [torch.device("cuda:0")]
