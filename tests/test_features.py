@@ -280,3 +280,19 @@ def test_non_contiguous_features_are_gathered(small_graph):
         iter(gs.DataLoader(small_graph, samplers()["graphsage"], torch.arange(8), 8, features=X))
     )
     assert torch.equal(batch.x, X[batch.n_id])
+
+
+def test_a_feature_cache_that_does_not_fit_is_said_before_it_is_allocated(small_graph, monkeypatch):
+    """A feature cache larger than the GPU memory available: a ValueError naming
+    feature_cache, before the slot map or a row is allocated."""
+    from gsample.formats import placement
+
+    X, _ = tables(small_graph)
+    store = FeatureStore(X, small_graph)  # on the CPU graph: rows read in place
+    store.row_bytes = X[0].numel() * X.element_size()
+    need = 8 * small_graph.num_nodes + 100 * store.row_bytes  # the slot map and 100 rows
+    store.device = torch.device("cuda:0")  # as for a graph on a GPU (never reached here)
+    monkeypatch.setattr(placement, "available_memory", lambda device: need - 1)
+    with pytest.raises(ValueError, match=r"^feature_cache: a cache of 100 rows and its slot map"):
+        store._build_cache(small_graph, need)
+    assert store.cache is None

@@ -40,6 +40,7 @@ import torch
 
 from gsample.base import validate as V
 from gsample.formats.csc import gather_segments
+from gsample.formats.placement import check_fits
 from gsample.matrix.sparse import Matrix
 
 #: bytes per node of the cache's slot map (node -> cache row, or -1), counted in the budget
@@ -364,6 +365,14 @@ class FeatureStore:
         n = A.num_nodes
         rows = (cache_bytes - SLOT_BYTES * n) // max(self.row_bytes, 1)
         rows = max(0, min(n, rows))
+        if rows:  # said before the slot map and the rows are allocated
+            check_fits(
+                SLOT_BYTES * n + rows * self.row_bytes,
+                self.device,
+                "feature_cache",
+                f"a cache of {rows} rows and its slot map",
+                "pass a smaller feature_cache (bytes)",
+            )
         degree = A.csc.degrees()
         hot = torch.argsort(-degree.cpu(), stable=True)[:rows]  # highest in-degree first
         self.slot = torch.full((n,), -1, dtype=torch.int64, device=self.device)
