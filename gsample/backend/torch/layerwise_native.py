@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import threading
 
 import torch
 
@@ -432,9 +431,6 @@ EDGES_PER_THREAD = 1 << 18
 #: threads of a pass (None: ``torch.get_num_threads()``, fewer for small frontiers)
 THREADS = None
 
-_LOCK = threading.Lock()
-_FNS = None  # the loaded functions; False: unavailable (no compiler, a failed build)
-
 
 def enabled() -> bool:
     """Whether the native path may be used (``GSAMPLE_NATIVE_CPU=0`` or :data:`ENABLED` False
@@ -445,13 +441,10 @@ def enabled() -> bool:
 def build():
     """The compiled functions (a dict of ctypes functions), building them on first use; None
     when there is no compiler or the build fails."""
-    global _FNS
-    if _FNS is not None:
-        return _FNS or None
-    with _LOCK:
-        if _FNS is None:
-            _FNS = _build() or False
-    return _FNS or None
+    return _BUILT()
+
+
+_BUILT = walk_native.once(lambda: _build())  # _build: below
 
 
 def available() -> bool:

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import threading
 from dataclasses import replace as dc_replace
 
 import torch
@@ -360,9 +359,6 @@ THREADS = None
 #: checks that the draws fit in memory)
 LARGE = 1 << 26
 
-_LOCK = threading.Lock()
-_FNS = None  # the loaded functions; False: unavailable (no compiler, a failed build)
-
 
 def enabled() -> bool:
     """Whether the native path may be used (``GSAMPLE_NATIVE_CPU=0`` turns it off)."""
@@ -373,13 +369,10 @@ def build():
     """The compiled functions (``gs_nodewise_count``, ``gs_nodewise_sample``,
     ``gs_nodewise_weighted_count``, ``gs_nodewise_weighted_sample``; ctypes), building them
     on first use; None when there is no compiler or the build fails."""
-    global _FNS
-    if _FNS is not None:
-        return _FNS or None
-    with _LOCK:
-        if _FNS is None:
-            _FNS = _build() or False
-    return _FNS or None
+    return _BUILT()
+
+
+_BUILT = walk_native.once(lambda: _build())  # _build: below
 
 
 def available() -> bool:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import threading
 
 import torch
 
@@ -187,9 +186,6 @@ MAX_SPACE = 1 << 34
 #: the native path is taken (with :func:`walk_native.enabled`); False: the torch code runs
 ENABLED = True
 
-_LOCK = threading.Lock()
-_FN = None  # the loaded function; False: unavailable (no compiler, a failed build)
-
 
 def enabled() -> bool:
     """Whether the native path may be used (``GSAMPLE_NATIVE_CPU=0`` or :data:`ENABLED` False
@@ -200,13 +196,10 @@ def enabled() -> bool:
 def build():
     """The compiled ``gs_all_nodes`` (ctypes), building it on first use; None when there is
     no compiler or the build fails."""
-    global _FN
-    if _FN is not None:
-        return _FN or None
-    with _LOCK:
-        if _FN is None:
-            _FN = _build() or False
-    return _FN or None
+    return _BUILT()
+
+
+_BUILT = walk_native.once(lambda: _build())  # _build: below
 
 
 def available() -> bool:

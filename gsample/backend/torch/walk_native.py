@@ -342,23 +342,41 @@ def enabled() -> bool:
     )
 
 
-_LOCK = threading.Lock()
 #: the process that imported this module: OpenMP there, std::threads in a forked child
 #: (libgomp hangs in a child whose parent ran OpenMP teams, torch's included)
 PARENT_PID = os.getpid()
-_FN = None  # the loaded function; False: unavailable (no compiler, a failed build)
+
+
+def once(make):
+    """A function giving ``make()`` (a native library's loaded functions), made on its first
+    call under a lock and kept; None, never retried, where ``make`` returned None (no
+    compiler, a failed build). Each native module's ``build`` is one.
+
+    Examples
+    --------
+    >>> build = once(lambda: compile_library("walk", SHIM + DRIVER, [], "random walks"))
+    >>> build() is build()
+    True
+    """
+    lock, made = threading.Lock(), []
+
+    def get():
+        if not made:
+            with lock:
+                if not made:
+                    made.append(make())
+        return made[0]
+
+    return get
 
 
 def build():
     """The compiled ``gs_random_walk_cpu`` (ctypes), building it on first use; None when
     there is no compiler or the build fails."""
-    global _FN
-    if _FN is not None:
-        return _FN or None
-    with _LOCK:
-        if _FN is None:
-            _FN = _build() or False
-    return _FN or None
+    return _BUILT()
+
+
+_BUILT = once(lambda: _build())  # _build: below
 
 
 def compile_library(name: str, source: str, headers: list, what: str):
