@@ -8,6 +8,7 @@ test module, ``tests/passes/`` included, imports this file as ``helpers``.
 import functools
 import importlib.util
 import itertools
+import multiprocessing
 import pathlib
 import shutil
 import subprocess
@@ -383,3 +384,19 @@ def assert_same_batches(a: list, b: list) -> None:
 def loader_batches(loader, epochs: int = 1) -> list:
     """Every batch of ``epochs`` epochs of ``loader``."""
     return [b for _ in range(epochs) for b in loader]
+
+
+def in_forked_child(target, *args, timeout: float = 60):
+    """What ``target(*args, conn)`` sends on ``conn``, run in a forked child process (the
+    native CPU code's fork safety: a child of a parent that ran OpenMP teams must not
+    hang); fails if the child does not answer within ``timeout`` seconds."""
+    parent, child = multiprocessing.get_context("fork").Pipe()
+    proc = multiprocessing.get_context("fork").Process(target=target, args=(*args, child))
+    proc.start()
+    try:
+        assert parent.poll(timeout), "the forked child hung"
+        return parent.recv()
+    finally:
+        proc.join(5)
+        if proc.is_alive():
+            proc.kill()

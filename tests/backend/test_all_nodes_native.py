@@ -7,12 +7,12 @@ must leave to the torch code (ids and rows out of range, int32 ids, a CSR storin
 row); the bitmaps left clear after a declined call; a compiled GraphSAGE sampler; a forked
 child."""
 
-import multiprocessing
 import os
 from dataclasses import replace as dc_replace
 
 import pytest
 import torch
+from helpers import in_forked_child
 
 import gsample as gs
 from gsample.backend.torch import batched, extract, finalize, layout_ops, relabel_native, select
@@ -293,14 +293,4 @@ def test_forked_child_runs_with_threads(graph, monkeypatch):
     S = block(graph, frontier(graph, 3000, 4), 10)
     want = relabel_native.all_nodes(S)
     assert torch.equal(want, reference(S))
-    ctx = multiprocessing.get_context("fork")
-    parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_relabel_in_child, args=(S, child))
-    proc.start()
-    try:
-        assert parent.poll(60), "the forked child hung"
-        assert parent.recv() == want.numpy().tobytes()
-    finally:
-        proc.join(5)
-        if proc.is_alive():
-            proc.kill()
+    assert in_forked_child(_relabel_in_child, S) == want.numpy().tobytes()

@@ -5,13 +5,13 @@ for bit, and against brute-force versions written here."""
 from __future__ import annotations
 
 import functools
-import multiprocessing
 import os
 from dataclasses import fields
 
 import numpy as np
 import pytest
 import torch
+from helpers import in_forked_child
 
 import gsample as gs
 from gsample.backend.torch import fused_reduce, fused_select, layerwise_native
@@ -374,17 +374,7 @@ def test_forked_child_runs_with_threads(graph, monkeypatch):
     cand, E = layerwise_native.candidates(graph, cols, p)
     out = layerwise_native.keep_chosen(graph, cols, cand, E)
     want = [t.numpy().tobytes() for t in (*out[:3], layerwise_native.slice_row_sum(graph, cols))]
-    ctx = multiprocessing.get_context("fork")
-    parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_in_child, args=(graph, cols, p, child))
-    proc.start()
-    try:
-        assert parent.poll(60), "the forked child hung"
-        assert parent.recv() == want
-    finally:
-        proc.join(5)
-        if proc.is_alive():
-            proc.kill()
+    assert in_forked_child(_in_child, graph, cols, p) == want
 
 
 # ----------------------------------------------------------------------------- unique rows

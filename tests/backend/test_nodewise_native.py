@@ -6,13 +6,12 @@ one thread and two; the inputs it must leave to the torch code (ids out of range
 super-batch out of batch order, keys of non-consecutive batches, weights); a compiled
 GraphSAGE sampler; a forked child."""
 
-import multiprocessing
 import os
 from dataclasses import replace as dc_replace
 
 import pytest
 import torch
-from helpers import assert_same_csc
+from helpers import assert_same_csc, in_forked_child
 
 import gsample as gs
 from gsample.backend.torch import extract, fused_select, nodewise_native, select
@@ -359,14 +358,4 @@ def test_forked_child_samples_with_threads(graph, monkeypatch):
     torch.rand(1 << 20).sum()  # an OpenMP team of torch's
     cols = torch.randint(0, graph.num_nodes, (5000,), generator=torch.Generator().manual_seed(6))
     want = fused_select.slice_individual_sample(graph, cols, 10, False, KEY).rows
-    ctx = multiprocessing.get_context("fork")
-    parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_sample_in_child, args=(graph, cols, child))
-    proc.start()
-    try:
-        assert parent.poll(60), "the forked child hung"
-        assert parent.recv() == want.numpy().tobytes()
-    finally:
-        proc.join(5)
-        if proc.is_alive():
-            proc.kill()
+    assert in_forked_child(_sample_in_child, graph, cols) == want.numpy().tobytes()

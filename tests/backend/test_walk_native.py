@@ -4,12 +4,12 @@ bit: every variant, op keys and super-batch keys, the driver with one and severa
 flight and the kernel itself, one thread and several; and the cases that must run the torch
 code instead (``GSAMPLE_NATIVE_CPU=0``, inputs the kernel does not take)."""
 
-import multiprocessing
 import os
 import random
 
 import pytest
 import torch
+from helpers import in_forked_child
 
 import gsample as gs
 from gsample.backend.torch import walk, walk_native
@@ -207,17 +207,7 @@ def test_forked_child_walks_with_threads(graph, monkeypatch):
     torch.rand(1 << 20).sum()  # an OpenMP team of torch's
     seeds = torch.randint(0, graph.num_nodes, (3000,), generator=torch.Generator().manual_seed(6))
     want = walk.random_walk(graph, seeds, 20, op_key(0, 0, 1))
-    ctx = multiprocessing.get_context("fork")
-    parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_walk_in_child, args=(graph, seeds, child))
-    proc.start()
-    try:
-        assert parent.poll(60), "the forked child hung"
-        assert parent.recv() == want.numpy().tobytes()
-    finally:
-        proc.join(5)
-        if proc.is_alive():
-            proc.kill()
+    assert in_forked_child(_walk_in_child, graph, seeds) == want.numpy().tobytes()
 
 
 def test_a_library_that_does_not_build_warns_and_runs_in_torch(tmp_path, monkeypatch):

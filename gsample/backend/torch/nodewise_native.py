@@ -515,6 +515,25 @@ def _takes(k, replace) -> bool:
     return isinstance(k, int) and not isinstance(k, bool) and k >= 0 and isinstance(replace, bool)
 
 
+def _draw_args(A: CSC, C: int, k, replace, key, probs, method: str, checked: bool):
+    """``(key, n, copies, probs)`` of a node-wise draw of ``k`` over ``C`` columns as the
+    native code takes it (``probs`` None when nothing is drawn), or None where it does not
+    (the torch code runs)."""
+    if not _takes(k, replace):
+        return None
+    keyed = _key(key)
+    if keyed is None:
+        return None
+    base, n, copies = keyed
+    if k == 0 and checked:
+        probs = None  # nothing drawn, no weight read
+    if replace and C * k > LARGE:
+        return None
+    if probs is not None and (n or not _weights(probs, A.nnz, k, replace, method, checked)):
+        return None
+    return base, n, copies, probs
+
+
 def slice_individual_sample(
     A: CSC,
     cols: torch.Tensor,
@@ -555,19 +574,13 @@ def slice_individual_sample(
     --------
     >>> S = slice_individual_sample(g.csc, torch.tensor([0, 5, 5]), 10, False, op_key(0, 0, 0))
     """
-    if not _takes(k, replace) or cols.device.type != "cpu" or cols.dim() != 1:
+    if cols.device.type != "cpu" or cols.dim() != 1 or cols.dtype != torch.int64:
         return None
     C = cols.numel()
-    keyed = _key(key)
-    if keyed is None or cols.dtype != torch.int64:
+    taken = _draw_args(A, C, k, replace, key, probs, method, checked)
+    if taken is None:
         return None
-    base, n, copies = keyed
-    if k == 0 and checked:
-        probs = None  # nothing drawn, no weight read
-    if replace and C * k > LARGE:
-        return None
-    if probs is not None and (n or not _weights(probs, A.nnz, k, replace, method, checked)):
-        return None
+    base, n, copies, probs = taken
     cols = cols.contiguous()
     if n:
         # a super-batch over the whole graph: column c is node cols[c] % n of its batch
@@ -630,19 +643,11 @@ def individual_sample(
     --------
     >>> S = individual_sample(g.csc, 10, False, op_key(0, 0, 0))
     """
-    if not _takes(k, replace):
-        return None
     C = A.num_cols
-    keyed = _key(key)
-    if keyed is None:
+    taken = _draw_args(A, C, k, replace, key, probs, method, checked)
+    if taken is None:
         return None
-    base, n, copies = keyed
-    if k == 0 and checked:
-        probs = None  # nothing drawn, no weight read
-    if replace and C * k > LARGE:
-        return None
-    if probs is not None and (n or not _weights(probs, A.nnz, k, replace, method, checked)):
-        return None
+    base, n, copies, probs = taken
     ids = A.global_cols().contiguous() if n else None
     if (
         not _usable(A.indptr, A.rows, A.eids, ids)

@@ -501,6 +501,14 @@ def smallest_k(keys: torch.Tensor, k: int) -> torch.Tensor:
     return below | (tied & (torch.cumsum(tied, 0) <= need))
 
 
+def _draws_fit(k: int, replace: bool, copies: int, device) -> None:
+    """Static, before the allocator fails on them: ``copies`` mini-batches' ``k`` row draws
+    with replacement fit in ``device``'s memory (``V.fits``, naming ``k``)."""
+    if replace and k > _LARGE:
+        what = (f"{copies} mini-batches x " if copies > 1 else "") + f"k = {k} row draws"
+        V.fits(copies * k, 32, device, "k", what + " with replacement")
+
+
 def choose_rows(
     rows: torch.Tensor,
     num_rows: int,
@@ -519,16 +527,7 @@ def choose_rows(
     :class:`BatchKeys` (a super-batch), ``k`` rows per batch (:func:`_choose_rows_batched`).
     """
     if isinstance(key, BatchKeys):
-        if replace and k > _LARGE:  # static: before the allocator fails on the draws
-            copies = key.copies
-            V.fits(
-                copies * k,
-                32,
-                rows.device,
-                "k",
-                (f"{copies} mini-batches x " if copies > 1 else "") + f"k = {k} row draws with "
-                "replacement",
-            )
+        _draws_fit(k, replace, key.copies, rows.device)
         return _choose_rows_batched(rows, num_rows, global_rows, k, replace, key, node_probs, draws)
     has = torch.zeros(num_rows, dtype=torch.bool, device=rows.device)
     has[rows] = True
@@ -552,8 +551,7 @@ def choose_among(
     local rows (ascending, distinct) holding one of the matrix's ``num_edges`` edges, with
     ``node_probs > 0`` when given. A caller that lists them its own way (the native CPU
     passes) draws the same rows."""
-    if replace and k > _LARGE:  # static: before the allocator fails on the draws
-        V.fits(k, 32, cand.device, "k", f"k = {k} row draws with replacement")
+    _draws_fit(k, replace, 1, cand.device)
     n = cand.numel()
     if n == 0 and node_probs is not None and num_edges:
         raise ValueError(NO_POSITIVE_ROW)  # before any draw (the fused op's check)
