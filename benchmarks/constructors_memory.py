@@ -166,20 +166,7 @@ def _inputs(case: str, edges: int, nodes: int, seed: int, device: str, folder: P
         return gs.datasets.read_snap, (str(_snap_file(edges, nodes, seed, folder)),), kw
     src, dst = _edges(edges, nodes, seed, device)
     if case in ("edge_index_by_dst", "csc_sorted", "csc_partly", "csc_unsorted"):
-        order = torch.sort(dst * nodes + src, stable=True).indices
-        src, dst = src[order], dst[order]
-        del order
-        if case in ("csc_partly", "csc_unsorted"):
-            # a random order within the chosen columns (all, or about a tenth of them)
-            g = torch.Generator().manual_seed(seed + 1)
-            noise = torch.rand(edges, generator=g).to(device)
-            if case == "csc_partly":
-                pick = torch.rand(nodes, generator=g).to(device) < 0.1
-                noise = torch.where(pick[dst], noise, 0.0)
-            order = torch.sort(noise, stable=True).indices
-            order = order[torch.sort(dst[order], stable=True).indices]
-            src = src[order]
-            del noise, order
+        src, dst = _by_column(src, dst, nodes, case, seed)
     if case.startswith("csc"):
         indptr = torch.zeros(nodes + 1, dtype=torch.int64, device=device)
         torch.cumsum(torch.bincount(dst, minlength=nodes), 0, out=indptr[1:])
@@ -192,6 +179,44 @@ def _inputs(case: str, edges: int, nodes: int, seed: int, device: str, folder: P
     if case == "edge_index_weighted":
         kw["weight"] = torch.rand(edges, generator=torch.Generator().manual_seed(7)).to(device)
     return gs.Matrix.from_edge_index, (ei,), kw
+
+
+def _by_column(src, dst, nodes: int, case: str, seed: int):
+    """The edges ordered by ``(dst, src)``, or by ``dst`` then a random order within every
+    column (``csc_unsorted``) or within about a tenth of them (``csc_partly``).
+
+    torch.sort takes fewer than 2**31 elements, and a 3.2B-edge graph has more: the edges
+    are grouped by column through gsample's own construction (ranges of columns, each
+    sorted alone), then each range of under 2**30 edges is shuffled by ``(column, noise)``.
+    """
+    import torch
+
+    import gsample as gs
+    from gsample.matrix.convert import column_ranges
+
+    c = gs.Matrix.from_edge_index(torch.stack([src, dst]), num_nodes=nodes).csc
+    del src, dst
+    indptr, rows = c.indptr, c.rows
+    del c
+    counts = indptr[1:] - indptr[:-1]
+    dst = torch.repeat_interleave(
+        torch.arange(nodes, device=rows.device), counts, output_size=rows.numel()
+    )
+    if case in ("csc_partly", "csc_unsorted"):
+        g = torch.Generator().manual_seed(seed + 1)
+        pick = None
+        if case == "csc_partly":
+            pick = (torch.rand(nodes, generator=g) < 0.1).to(rows.device)
+        for c0, _c1, p0, p1 in column_ranges(indptr, 1 << 30):
+            noise = torch.rand(p1 - p0, generator=g).to(rows.device)
+            if pick is not None:
+                noise = torch.where(pick[dst[p0:p1]], noise, 0.0)
+            # (column, noise): rows shuffled within their columns, columns kept in place
+            key = (dst[p0:p1] - c0).to(torch.float64) * 2 + noise.to(torch.float64)
+            order = torch.sort(key, stable=True).indices
+            rows[p0:p1] = rows[p0:p1][order]
+            del noise, key, order
+    return rows, dst
 
 
 # ----------------------------------------------------------------------------- one case

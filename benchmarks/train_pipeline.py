@@ -193,6 +193,7 @@ def main(argv=None):
         med["epochs"] = [e["epoch"] for e in m["epochs"]]
         report[name] = med
     on, off = report["pipelined"]["epoch"], report["not pipelined"]["epoch"]
+    n = max(1, len(modes[True]["loader"]))
     model_epoch = per_batch * len(modes[True]["loader"])
     print(
         f"median epoch: pipelined {on:.3f} s, not pipelined {off:.3f} s ({off / on:.2f}x); "
@@ -203,7 +204,9 @@ def main(argv=None):
     print(
         f"model only ({len(ready)} pre-sampled, pre-gathered mini-batches, scaled): "
         f"{model_epoch:.3f} s; pipelined epoch / model only = {on / model_epoch:.3f}; "
-        f"gathering {report['pipelined']['gather']:.3f} s",
+        f"gathering {report['pipelined']['gather']:.3f} s pipelined (its stage's wall time, "
+        f"waits for the device included), {report['not pipelined']['gather']:.3f} s stage by "
+        f"stage ({1e3 * report['not pipelined']['gather'] / n:.3f} ms a mini-batch: host time)",
         flush=True,
     )
     if report["pipelined"]["cache_hit_rate"] is not None:

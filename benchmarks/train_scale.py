@@ -117,6 +117,20 @@ def parse(argv=None):
     return p.parse_args(argv)
 
 
+def hashed_labels(ids, num_classes):
+    """The planted class of each node of ``ids``: bits 32.. of ``v * 0x9E3779B97F4A7C15``
+    (mod 2**64) modulo ``num_classes`` (a pure function of the id: any rank computes any
+    node's label).
+
+    Examples
+    --------
+    >>> hashed_labels(torch.arange(3), 32).shape
+    torch.Size([3])
+    """
+    # int64 products wrap; the shift is arithmetic, so mask to the unsigned high half
+    return ((ids.to(torch.int64) * _GOLDEN) >> 32 & 0xFFFFFFFF) % num_classes
+
+
 def planted_labels(num_nodes, num_classes, device, chunk=1 << 22):
     """Node ``v``'s class: bits 32.. of ``v * 0x9E3779B97F4A7C15`` (mod 2**64) modulo
     ``num_classes``; made ``chunk`` ids at a time.
@@ -134,8 +148,7 @@ def planted_labels(num_nodes, num_classes, device, chunk=1 << 22):
     y = torch.empty(num_nodes, dtype=torch.int64, device=device)
     for a in range(0, num_nodes, chunk):
         ids = torch.arange(a, min(a + chunk, num_nodes), device=device)
-        # int64 products wrap; the shift is arithmetic, so mask to the unsigned high half
-        y[a : a + ids.numel()] = ((ids * _GOLDEN) >> 32 & 0xFFFFFFFF) % num_classes
+        y[a : a + ids.numel()] = hashed_labels(ids, num_classes)
     return y
 
 

@@ -302,7 +302,9 @@ extern "C" __global__ void gs_kept_listed(const gs_idx* __restrict__ indptr,
 // With vsize 4 or 8, each kept edge's value (values: the graph's, vsize bytes an edge, copied
 // as bits) goes to values_out at its place; with eids, its edge id to eids_out: the gathers
 // the host would otherwise run after the pass (an index_select each: a launch and its host
-// work on every layer).
+// work on every layer). newpos null (bits given): rows_out holds the kept edge's row itself
+// (b * n + row in a super-batch), which the caller maps to its position (ShaDow's induced
+// subgraph: no newpos over N graphs' rows).
 extern "C" __global__ void gs_kept_edges(const gs_idx* __restrict__ indptr,
                                          const gs_idx* __restrict__ rows,
                                          const gs_i64* __restrict__ cols, gs_i64 C,
@@ -323,11 +325,14 @@ extern "C" __global__ void gs_kept_edges(const gs_idx* __restrict__ indptr,
     const gs_i64 gs_E = E;
     const gs_tile_t t = gs_tile_columns(indptr, cols, ptr, C, n, g0, min(E, g0 + size), true);
     GS_LOAD_RUN(g0, t, r, e, c)
-    int p[GS_ITEMS];
+    gs_i64 p[GS_ITEMS];
     gs_i64 mine = 0;
+    const bool tested = bits != nullptr || newpos != nullptr;  // neither: nothing is kept
 #pragma unroll
     for (int j = 0; j < GS_ITEMS; ++j) {
-        p[j] = r[j] >= 0 && gs_drawn(bits, newpos, r[j]) ? newpos[r[j]] : -1;
+        p[j] = r[j] >= 0 && tested && gs_drawn(bits, newpos, r[j])
+                   ? (newpos != nullptr ? (gs_i64)newpos[r[j]] : r[j])
+                   : -1;
         mine += p[j] >= 0;
     }
     gs_i64 total;

@@ -21,6 +21,7 @@ import torch
 from helpers import difference, example
 
 import gsample as gs
+from gsample.interop.pyg.temporal import disjoint_sample
 
 #: the seed every reference and every call after a failure starts from (``gs.manual_seed``)
 SEED = 11
@@ -73,6 +74,11 @@ class Spec:
 
 def _normalized(A):
     return example("ladies").normalize(A)
+
+
+def _disjoint(A, seeds, num_neighbors=(10, 5)):
+    """PyG's ``disjoint=True`` sampler: its blocks and seed slots."""
+    return disjoint_sample(A, seeds, num_neighbors=num_neighbors)
 
 
 @functools.cache
@@ -137,6 +143,15 @@ def specs() -> dict:
             {"fanouts": (10, 10), "bias": "ppr", "num_walks": 20},
             {"fanouts": (10, 10), "bias": "ppr"},
             batch=2,
+        ),
+        # PyG's disjoint sampling: per-seed keyed draws, then first_reached (a hash table of
+        # (slot, node) pairs); a bad seed reaches A.positions first
+        "disjoint": Spec(
+            _disjoint,
+            {"num_neighbors": (10, 5)},
+            {"num_neighbors": (25, 10)},
+            names=("seeds", "cols", "nodes"),
+            gathers=False,
         ),
     }
 

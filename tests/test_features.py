@@ -7,12 +7,20 @@ import functools
 
 import pytest
 import torch
-from helpers import example
+from helpers import assert_same, example, host_syncs
 
 import gsample as gs
-from gsample.formats.derived import recall
+from gsample.formats.derived import COLUMNS, recall
 from gsample.ir import Op
-from gsample.loader.features import SLOT_BYTES, FeatureStore, _chained, _hop_by_hop, batch_nodes
+from gsample.loader.dataloader import gathering
+from gsample.loader.features import (
+    SLOT_BYTES,
+    FeatureStore,
+    _chained,
+    _hop_by_hop,
+    _program_chained,
+    batch_nodes,
+)
 
 _GPU = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
 
@@ -47,6 +55,7 @@ def test_dgl_style_n_id_is_the_last_frontier(small_graph, name):
     gs.manual_seed(3)
     blocks = samplers()[name](A, seeds)
     n_id = batch_nodes(blocks, seeds)
+    assert _program_chained(blocks, seeds) is None  # eager blocks say nothing: compared
     assert _chained(blocks, seeds) is not None  # the shortcut was taken
     assert torch.equal(n_id, _hop_by_hop(blocks, seeds))  # and gives the definition's
     assert torch.equal(n_id, blocks[-1].all_nodes())
@@ -77,6 +86,119 @@ def test_compiled_blocks_keep_their_frontier(small_graph, device):
     assert recall(blocks[1].csc, Op.ALL_NODES) is None  # the program never needed it
     n_id = batch_nodes(blocks, seeds)
     assert torch.equal(n_id, _hop_by_hop(blocks, seeds))
+
+
+def compiled(name):
+    """``samplers()[name]`` with its function ``gs.compile``'d."""
+    s = samplers()[name]
+    return functools.partial(gs.compile(s.func), **s.keywords)
+
+
+@pytest.mark.parametrize("name", ["graphsage", "ladies"])
+def test_a_gathering_loader_takes_n_id_from_the_program(small_graph, device, name):
+    """With tables, the loader samples with ``gathering(sampler)``: its program computes the
+    last block's all_nodes and keeps it with the block, and keeps with each block the object
+    its columns were sliced with (the seeds, then the all_nodes kept with the block before).
+    n_id is then the program's tensor, taken without a comparison; the blocks are those of a
+    loader without tables (whose program does not compute it), n_id the definition's, x and
+    y the tables' rows of it."""
+    A = graph_for(name, small_graph).to(device)
+    X, y = (t.to(device) for t in tables(A))
+    seeds = torch.arange(0, 2000, 7, device=device)
+    sampler = compiled(name)
+    plain = list(gs.DataLoader(A, sampler, seeds, 64, seed=5))
+    loader = gs.DataLoader(A, sampler, seeds, 64, seed=5, features=X, labels=y)
+    batches = list(loader)
+    assert len(batches) == len(plain) == 5
+    for p, b in zip(plain, batches):
+        assert_same(p.out, b.out, f"{name} batch {b.index}")
+        assert recall(p.out[-1].csc, Op.ALL_NODES) is None  # no tables: not computed
+        assert recall(b.out[-1].csc, Op.ALL_NODES) is b.n_id  # the program's own
+        assert recall(b.out[0].csc, COLUMNS) is b.seeds
+        assert recall(b.out[1].csc, COLUMNS) is recall(b.out[0].csc, Op.ALL_NODES)
+        assert _program_chained(b.out, b.seeds) is b.n_id
+        assert torch.equal(b.n_id, _hop_by_hop(b.out, b.seeds))
+        assert torch.equal(b.n_id, batch_nodes(p.out, p.seeds))
+        assert torch.equal(b.x, X[b.n_id]) and torch.equal(b.y, y[b.n_id])
+
+
+def frontiers(sampler, *args, **kwargs) -> int:
+    """The all_nodes steps of the program ``sampler(*args, **kwargs)`` runs."""
+    steps = sampler.lowered(*args, **kwargs).steps
+    return sum(s.node is not None and s.node.op is Op.ALL_NODES for s in steps)
+
+
+def test_only_a_loader_gathering_rows_computes_the_last_frontier(small_graph):
+    """``gathering`` makes one variant per compiled sampler, which computes one all_nodes
+    more than the sampler (the last block's); a loader without tables samples with the
+    sampler itself, one with tables with the variant; plain functions are kept."""
+    fn = gs.compile(example("graphsage").graphsage)
+    sampler = functools.partial(fn, fanouts=(5, 5))
+    seeds = torch.arange(0, 2000, 31)
+    list(gs.DataLoader(small_graph, sampler, seeds, 32, seed=1))
+    variant = gathering(fn)
+    assert gathering(fn) is variant and fn.traces == 1 and variant.traces == 0
+    gs.DataLoader(small_graph, sampler, seeds, 32, seed=1, labels=torch.arange(2000))
+    loader = gs.DataLoader(small_graph, sampler, seeds, 32, seed=1, labels=torch.arange(2000))
+    assert loader._sampler.func is variant and loader._sampler.keywords == {"fanouts": (5, 5)}
+    list(loader)
+    assert fn.traces == 1 and variant.traces == 1
+
+    assert frontiers(fn, small_graph, seeds[:32], fanouts=(5, 5)) == 1
+    assert frontiers(variant, small_graph, seeds[:32], fanouts=(5, 5)) == 2
+    eager = example("graphsage").graphsage
+    assert gathering(eager) is eager and gathering(sampler.func) is variant
+    interpreted = gs.compile(eager, runtime=gs.runtime.Options(lowered=False))
+    assert gathering(interpreted) is interpreted
+
+
+def broken(A, seeds):
+    """Two hops whose second slices every node of the first hop's all_nodes, in reverse:
+    not DGL-style (block 1's columns are not blocks[0].all_nodes())."""
+    s = A[:, seeds].individual_sample(5)
+    return [s, A[:, s.all_nodes().flip(0)].individual_sample(5)]
+
+
+@pytest.mark.parametrize("how", ["eager", "compiled"])
+def test_a_broken_chain_is_compared_and_refused_by_the_model_loop(small_graph, device, how):
+    """Blocks no program vouches for (an eager sampler's, or a compiled one whose frontier
+    went through dense code) are compared: a broken chain gives the definition's n_id, and
+    the example model loop's prefix check refuses the batch, naming batch.out."""
+    pytest.importorskip("torch_geometric")
+    A = small_graph.to(device)
+    seeds = torch.arange(0, 2000, 13, device=device)
+    sampler = broken if how == "eager" else gs.compile(broken)
+    if how == "compiled":  # the pass adds nothing: its blocks do not chain
+        assert frontiers(gathering(sampler), A, seeds[:16]) == frontiers(sampler, A, seeds[:16])
+    loader = gs.DataLoader(A, sampler, seeds, 16, seed=3, labels=torch.arange(2000).to(device))
+    block_layers = example("train_common").block_layers
+    for batch in loader:
+        assert _program_chained(batch.out, batch.seeds) is None
+        assert _chained(batch.out, batch.seeds) is None
+        assert torch.equal(batch.n_id, _hop_by_hop(batch.out, batch.seeds))
+        with pytest.raises(ValueError, match=r"batch\.out: a block's columns are not a prefix"):
+            block_layers(batch)
+        block_layers(batch, check=False)  # (unchecked: the caller's word)
+
+
+@pytest.mark.parametrize("backend", ["torch", "cuda"])
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+def test_a_gathering_loaders_n_id_costs_no_host_sync_on_the_gpu(small_graph, backend):
+    """On a GPU, n_id of a compiled sampler's batch is found without a launch or a read-back
+    (its rows' gather then queues behind the sampling); an eager sampler's is compared, in
+    one read-back."""
+    A = small_graph.to("cuda")
+    seeds = torch.arange(0, 2000, 7, device="cuda")
+    fn = functools.partial(
+        gs.compile(example("graphsage").graphsage, backend=backend), fanouts=(5, 5)
+    )
+    loader = gs.DataLoader(A, fn, seeds, 64, seed=2, labels=torch.arange(2000, device="cuda"))
+    for batch in loader:
+        assert host_syncs(lambda b=batch: batch_nodes(b.out, b.seeds)) == []
+        assert torch.equal(batch.n_id, _hop_by_hop(batch.out, batch.seeds))
+    eager = samplers()["graphsage"](A, seeds[:64])
+    assert len(host_syncs(lambda: _chained(eager, seeds[:64]))) >= 1
 
 
 def test_pyg_style_and_induced_n_id_match_to_pyg(small_graph):

@@ -104,6 +104,7 @@ LEVELS = [
             "gsample.interop.pyg.hetero_layout",
             "gsample.interop.pyg.stores",
             "gsample.interop.pyg.super_batch",
+            "gsample.interop.pyg.hetero_super_batch",
             "gsample.pyg",
         ),
         "PyG's loader API over gsample's loader",

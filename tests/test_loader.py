@@ -1,6 +1,9 @@
 """gs.DataLoader: order, sizes, shuffling, and the batch index in every random key."""
 
+import functools
+
 import torch
+from helpers import assert_same, graphsage
 
 import gsample as gs
 from gsample.base.random import batch_scope, combine
@@ -69,3 +72,35 @@ def test_default_seed_follows_manual_seed(small_graph):
 def test_progress_bar(small_graph, capsys):
     list(gs.DataLoader(small_graph, sage, torch.arange(64), batch_size=16, progress=True, seed=0))
     assert "4/4" in capsys.readouterr().err
+
+
+def test_rows_gathered_by_any_path_are_the_same_batches(small_graph):
+    """With tables, a compiled sampler samples one at a time through its gathering variant
+    (its program computes n_id) and super-batched through itself; pipelined or not, every
+    batch (blocks, n_id, x, y) is the eager sampler's, bit for bit."""
+    X, y = torch.randn(2000, 4, generator=torch.Generator().manual_seed(0)), torch.arange(2000)
+
+    def run(sampler, **options):
+        return list(
+            gs.DataLoader(
+                small_graph,
+                functools.partial(sampler, fanouts=(5, 3)),
+                torch.arange(0, 2000, 3),
+                100,
+                seed=7,
+                features=X,
+                labels=y,
+                **options,
+            )
+        )
+
+    ref = run(graphsage, pipeline=False)
+    assert len(ref) == 7
+    compiled = gs.compile(graphsage)
+    for options in ({}, {"pipeline": False}, {"super_batch": 3}):
+        got = run(compiled, **options)
+        for r, g in zip(ref, got, strict=True):
+            assert r.index == g.index and torch.equal(r.seeds, g.seeds)
+            assert_same(r.out, g.out, f"{options} batch {r.index}")
+            for name in ("n_id", "x", "y"):
+                assert torch.equal(getattr(r, name), getattr(g, name)), (options, name)

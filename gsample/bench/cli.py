@@ -211,6 +211,14 @@ def parser():
     )
     p.add_argument("--walk-length", type=_positive, default=80)
     p.add_argument(
+        "--fanouts",
+        nargs="+",
+        type=_positive,
+        default=None,
+        help="the node-wise samplers' fanouts, outermost layer first (default: GraphSAGE "
+        "25 10, ShaDow and PASS 10 10; papers100M's figures use 20 15 10)",
+    )
+    p.add_argument(
         "--modes",
         nargs="*",
         choices=MODE_KEYS,
@@ -443,10 +451,16 @@ def _profile(what, w, seeds, batches, device, args):
     return measure.profile_counts(run, n, device)
 
 
+def _fanouts(args) -> tuple | None:
+    """``--fanouts`` as a tuple, or None (each workload's own)."""
+    fanouts = getattr(args, "fanouts", None)
+    return tuple(fanouts) if fanouts else None
+
+
 def run_workload(name, A, device, seeds, args, baselines, modes_fn, extra, cpu_graph, log):
     """Check that the modes of workload ``name`` draw the same samples, then time
     each mode and each peer that runs here; returns the record's entry of the workload."""
-    w = workload(name, A, args.batch_size, args.walk_length)
+    w = workload(name, A, args.batch_size, args.walk_length, _fanouts(args))
     full = seeds[: min(args.seeds, seeds.numel()) // w.batch_size * w.batch_size]
     epoch = full[: args.caps[name] * w.batch_size] if name in args.caps else full
     if epoch.numel() < w.batch_size or w.batch_size <= 0:
@@ -455,7 +469,7 @@ def run_workload(name, A, device, seeds, args, baselines, modes_fn, extra, cpu_g
     modes = modes_fn(w, device, args)
     more = {}
     if device.type == "cuda" and cpu_graph is not None and "gsample eager" in modes:
-        wc = workload(name, cpu_graph(), args.batch_size, args.walk_length)
+        wc = workload(name, cpu_graph(), args.batch_size, args.walk_length, _fanouts(args))
         more["gsample eager on the CPU"] = draw(
             wc, make_modes(wc, torch.device("cpu"), [], ("eager",))["gsample eager"], epoch.cpu()
         )

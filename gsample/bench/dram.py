@@ -69,6 +69,7 @@ def measure_bytes(args, record, device, A, out, stem, skip: tuple = ()) -> dict:
         "seeds": args.seeds,
         "batch_size": args.batch_size,
         "walk_length": args.walk_length,
+        "fanouts": list(args.fanouts) if getattr(args, "fanouts", None) else None,
         "super_batch": args.super_batch,
         "modes": args.modes,
         "jobs": jobs,

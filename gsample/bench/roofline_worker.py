@@ -111,7 +111,14 @@ def main(argv=None) -> int:
     seeds, _ = cli.epoch_seeds(spec["graph"], A, device)
     seeds = seeds[: spec["seeds"]]
     for job in spec["jobs"]:
-        w = workload(job["workload"], A, spec["batch_size"], spec["walk_length"])
+        fanouts = spec.get("fanouts")
+        w = workload(
+            job["workload"],
+            A,
+            spec["batch_size"],
+            spec["walk_length"],
+            tuple(fanouts) if fanouts else None,
+        )
         modes = make_modes(w, device, spec["super_batch"], spec["modes"])
         for label, n in job["batches"].items():
             region = {"workload": job["workload"], "mode": label, "sampled_batches": n}

@@ -115,8 +115,12 @@ class Workload:
         return WEIGHTED_MIN_AGREEMENT if self.name in WEIGHTED else 1.0
 
 
-def workload(name: str, A, batch_size=None, walk_length: int = 80) -> Workload:
-    """The :class:`Workload` ``name`` on graph ``A`` (on ``A``'s device)."""
+def workload(
+    name: str, A, batch_size=None, walk_length: int = 80, fanouts: tuple | None = None
+) -> Workload:
+    """The :class:`Workload` ``name`` on graph ``A`` (on ``A``'s device); ``fanouts``
+    replaces a node-wise sampler's own (GraphSAGE's (25, 10), ShaDow's and PASS's (10, 10)):
+    e.g. (20, 15, 10), the layers papers100M's figures sample."""
     # import here: examples/, on sys.path after import_repo
     import deepwalk
     import fastgcn
@@ -128,7 +132,7 @@ def workload(name: str, A, batch_size=None, walk_length: int = 80) -> Workload:
 
     bs = batch_size or (1024 if name in WALKS else 64 if name == "pass" else 512)
     if name == "graphsage":
-        return Workload(name, graphsage.graphsage, A, A, {"fanouts": (25, 10)}, bs, {})
+        return Workload(name, graphsage.graphsage, A, A, {"fanouts": fanouts or (25, 10)}, bs, {})
     if name == "ladies":
         return Workload(
             name, ladies.ladies, ladies.normalize(A), A, {"layers": (4000,) * 3}, bs, {}
@@ -144,7 +148,7 @@ def workload(name: str, A, batch_size=None, walk_length: int = 80) -> Workload:
             {"fixed_state": True},
         )
     if name == "shadow":
-        return Workload(name, shadow.shadow, A, A, {"fanouts": (10, 10)}, bs, {})
+        return Workload(name, shadow.shadow, A, A, {"fanouts": fanouts or (10, 10)}, bs, {})
     if name == "pass":
         inputs = {k: v.to(A.device) for k, v in pass_sampler.random_inputs(A.num_nodes).items()}
         return Workload(
@@ -152,7 +156,7 @@ def workload(name: str, A, batch_size=None, walk_length: int = 80) -> Workload:
             pass_sampler.pass_sampler,
             A,
             A,
-            {"fanouts": (10, 10), **inputs},
+            {"fanouts": fanouts or (10, 10), **inputs},
             bs,
             {"fixed_state": True},
         )

@@ -13,7 +13,13 @@ NCCL on GPUs, gloo on CPUs; start the processes with ``torchrun`` or
   gives each rank its share of every epoch's mini-batches, as
   ``torch.utils.data.DistributedSampler`` does (:mod:`gsample.distributed.split`); with
   ``super_batch=N`` on a partitioned graph each rank samples N of them per round, every
-  exchange carrying all N (:mod:`gsample.distributed.partition_batches`).
+  exchange carrying all N (:mod:`gsample.distributed.partition_batches`);
+* **node features** partitioned by node ranges (:class:`PartitionedFeatures`): a mini-batch's
+  rows owned by other ranks come in one all-to-all exchange, for data-parallel training.
+
+A parent process can build a graph once and share it with the ranks it starts
+(:func:`share_graph` into ``/dev/shm``, :func:`attach_graph` in each rank, then :func:`place`:
+``"shared"`` pins that one copy in place, the other placements copy from it).
 
 A mini-batch's draws are keyed by its global index, never by the rank (docs/architecture.md §3), so
 the ranks' mini-batches together are the single-process epoch, sample for sample, under every
@@ -31,17 +37,24 @@ Examples
 """
 
 from gsample.distributed.comm import local_init_method
+from gsample.distributed.features import PartitionedFeatures, even_bounds
 from gsample.distributed.partition import PartitionedMatrix, edge_balanced_bounds
 from gsample.distributed.place import PLACEMENTS, choose_placement, place
+from gsample.distributed.shared import attach_graph, remove_shared, share_graph
 from gsample.distributed.split import rank_batches, resolve_ranks
 
 __all__ = [
     "PLACEMENTS",
+    "PartitionedFeatures",
     "PartitionedMatrix",
+    "attach_graph",
     "choose_placement",
     "edge_balanced_bounds",
+    "even_bounds",
     "local_init_method",
     "place",
     "rank_batches",
+    "remove_shared",
     "resolve_ranks",
+    "share_graph",
 ]

@@ -71,15 +71,24 @@ def edge_balanced_bounds(indptr: torch.Tensor, world_size: int) -> list:
     return cuts
 
 
-def local_part(csc: CSC, lo: int, hi: int) -> CSC:
-    """The columns ``lo .. hi - 1`` of the graph ``csc`` (rows and edge ids global)."""
+def local_part(csc: CSC, lo: int, hi: int, device=None) -> CSC:
+    """The columns ``lo .. hi - 1`` of the graph ``csc`` (rows and edge ids global).
+
+    With ``device``, a copy there of those columns only (made there: identity edge ids are
+    never materialised where the graph is, e.g. a shared host copy of billions of edges);
+    else views of ``csc`` (and new offsets and edge ids on its device)."""
     e0, e1 = int(csc.indptr[lo]), int(csc.indptr[hi])
-    eids = torch.arange(e0, e1, device=csc.indptr.device) if csc.eids is None else csc.eids[e0:e1]
+    where = csc.indptr.device if device is None else torch.device(device)
+
+    def part(t):
+        return t if device is None else t.to(device, copy=True)
+
+    eids = torch.arange(e0, e1, device=where) if csc.eids is None else part(csc.eids[e0:e1])
     return CSC(
         csc.num_nodes,
-        csc.indptr[lo : hi + 1] - e0,
-        csc.rows[e0:e1],
-        values=None if csc.values is None else csc.values[e0:e1],
+        part(csc.indptr[lo : hi + 1]) - e0,
+        part(csc.rows[e0:e1]),
+        values=None if csc.values is None else part(csc.values[e0:e1]),
         eids=eids,
     )
 

@@ -11,7 +11,13 @@ from gsample.distributed.comm import default_device, group_ranks
 from gsample.distributed.partition import PartitionedMatrix, edge_balanced_bounds, local_part
 from gsample.distributed.shared import one_host, publish, register
 from gsample.formats.csc import CSC
-from gsample.formats.placement import DEVICE_SHARE, check_options, free_memory, graph_bytes
+from gsample.formats.placement import (
+    DEVICE_SHARE,
+    check_options,
+    free_memory,
+    graph_bytes,
+    placement_of,
+)
 from gsample.matrix.sparse import Matrix
 
 PLACEMENTS = ("auto", "replicated", "shared", "partitioned")
@@ -80,10 +86,12 @@ def place(
         and then receive it through shared memory (ranks of one host).
     placement : {"auto", "replicated", "shared", "partitioned"}
         ``"replicated"``: every rank holds the graph on its device (no communication).
-        ``"shared"``: one copy in memory shared by the host's ranks (``/dev/shm``), pinned and
-        read by each GPU through unified virtual addressing (``placement == "uva"``), or read
-        by CPU ranks directly (``"shared"``). ``"partitioned"``: rank ``r`` keeps the columns
-        of an edge-balanced range of nodes on its device and operators exchange frontiers
+        ``"shared"``: one copy in memory shared by the host's ranks (``/dev/shm``; when every
+        rank passes the graph :func:`~gsample.distributed.shared.attach_graph` mapped, that
+        copy itself), pinned and read by each GPU through unified virtual addressing
+        (``placement == "uva"``), or read by CPU ranks directly (``"shared"``).
+        ``"partitioned"``: rank ``r`` keeps the columns of an edge-balanced range of nodes
+        on its device and operators exchange frontiers
         (:mod:`gsample.distributed.partition`: node-wise sampling, uniform or weighted, and
         walks, uniform, weighted or node2vec).
         ``"auto"``: :func:`choose_placement` with the graph's bytes and the least free
@@ -116,11 +124,16 @@ def place(
         device = torch.device("cuda", torch.cuda.current_device())
     # every rank learns of a bad graph anywhere and raises, so that none waits for the others
     status = [None] * world
-    dist.all_gather_object(status, (A is not None, _graph_problem(A)), group=group)
-    for _, problem in status:
+    problem = _graph_problem(A)
+    mapped = A is not None and problem is None and placement_of(A.csc) == "shared"
+    dist.all_gather_object(status, (A is not None, problem, mapped), group=group)
+    for _, problem, _ in status:
         if problem is not None:
             raise problem[0](problem[1])
-    everyone = [has for has, _ in status]
+    everyone = [has for has, _, _ in status]
+    # every rank attached one host's shared copy (gsample.distributed.shared.attach_graph):
+    # "shared" uses it in place, with no second copy
+    attached = all(m for _, _, m in status)
     if not everyone[0]:
         raise ValueError("A: rank 0 must pass the graph (the others may pass None)")
     meta = [None]
@@ -148,7 +161,10 @@ def place(
             if all(everyone)
             else "A: None on some ranks (the graph then comes from rank 0)",
         )
-        arrays = publish({n: getattr(A.csc, n) for n in _ARRAYS} if rank == 0 else None, group)
+        if placement == "shared" and attached:
+            arrays = {n: getattr(A.csc, n) for n in _ARRAYS}
+        else:
+            arrays = publish({n: getattr(A.csc, n) for n in _ARRAYS} if rank == 0 else None, group)
         csc = CSC(num_nodes, **arrays)
         if placement == "shared":
             if device.type == "cuda":
@@ -164,7 +180,7 @@ def place(
         return Matrix(csc.to(device) if own else _copy(csc, device))
     bounds = edge_balanced_bounds(csc.indptr.cpu(), world)
     # a copy of this rank's columns only (views would keep the whole graph's memory alive)
-    local = _copy(local_part(csc, bounds[rank], bounds[rank + 1]), device)
+    local = local_part(csc, bounds[rank], bounds[rank + 1], device)
     return PartitionedMatrix(
         local,
         bounds,

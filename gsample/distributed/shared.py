@@ -6,12 +6,19 @@ unlinks the files, so the memory is freed with the last process that uses it. A 
 page-locks its mapping (``cudaHostRegister``) and reads it through unified virtual addressing
 (:func:`gsample.formats.placement.map_host`), the way DGL shares a graph among its GPU
 samplers.
+
+A graph can also be shared before any process group exists (:func:`share_graph`: a parent
+process builds it once and writes it there; the ranks it starts :func:`attach_graph` it and
+pass it to :func:`gsample.distributed.place`, which then copies nothing for ``"shared"``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import mmap
 import os
+import pathlib
 import socket
 import tempfile
 import uuid
@@ -19,7 +26,9 @@ import uuid
 import torch
 import torch.distributed as dist
 
+from gsample.formats.csc import CSC
 from gsample.formats.placement import map_host, mark_shared
+from gsample.matrix.sparse import Matrix
 
 #: cudaHostRegisterPortable | cudaHostRegisterMapped
 _REGISTER_FLAGS = 0x01 | 0x02
@@ -135,4 +144,198 @@ def register(host: torch.Tensor, device) -> torch.Tensor:
         return map_host(host, device, on_free=lambda: cudart.cudaHostUnregister(ptr))
 
 
-__all__ = ["one_host", "publish", "register", "shm_dir"]
+#: a shared graph's description in its folder (written last: a folder without it is incomplete)
+GRAPH_HEADER = "graph.json"
+_GRAPH_ARRAYS = ("indptr", "rows", "values", "eids")
+
+
+def _free_bytes(directory) -> int:
+    stat = os.statvfs(directory)
+    return stat.f_bavail * stat.f_frsize
+
+
+def write_shared(arrays: dict, folder, chunk: int = 1 << 25) -> dict:
+    """Write ``arrays`` (name -> tensor on any device, or None) into raw files of ``folder``
+    (a tmpfs such as ``/dev/shm`` keeps them in memory), ``chunk`` elements at a time through
+    one pinned buffer when they come from a GPU; no process group is needed.
+
+    Returns
+    -------
+    dict
+        name -> ``[path, dtype, shape, nbytes]`` or None: what :func:`map_shared` maps
+        (JSON-serialisable, picklable).
+
+    Raises
+    ------
+    RuntimeError
+        When ``folder``'s file system has too little room (a write past a full tmpfs would
+        kill the process with SIGBUS).
+
+    Examples
+    --------
+    >>> specs = write_shared({"seeds": torch.arange(10)}, "/dev/shm/run")
+    >>> map_shared(specs)["seeds"].sum()                 # in any process of this host
+    tensor(45)
+    """
+    folder = pathlib.Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    need = sum(t.numel() * t.element_size() for t in arrays.values() if t is not None)
+    free = _free_bytes(folder)
+    if need > free:
+        raise RuntimeError(
+            f"folder: {folder} has {free:.3g} bytes free and the arrays need {need:.3g}; "
+            "give a larger file system (GSAMPLE_SHM_DIR for /dev/shm's place)"
+        )
+    specs = {}
+    for name, t in arrays.items():
+        if t is None:
+            specs[name] = None
+            continue
+        nbytes = t.numel() * t.element_size()
+        path = folder / f"{name}.bin"
+        path.unlink(missing_ok=True)
+        specs[name] = [str(path), str(t.dtype)[6:], list(t.shape), nbytes]  # as JSON reads it
+        if nbytes == 0:
+            path.touch()
+            continue
+        dst = _tensor(_map(str(path), nbytes, create=True), t.dtype, t.shape).view(-1)
+        src = t.detach().reshape(-1)
+        staging = None
+        if src.is_cuda:  # device -> pinned buffer at the link's speed, then a parallel copy
+            staging = torch.empty(min(chunk, src.numel()), dtype=src.dtype, pin_memory=True)
+        for i in range(0, src.numel(), chunk):
+            part = src[i : i + chunk]
+            if staging is not None:
+                buf = staging[: part.numel()]
+                buf.copy_(part)
+                part = buf
+            dst[i : i + part.numel()].copy_(part)
+        del dst
+    return specs
+
+
+def map_shared(specs: dict) -> dict:
+    """name -> a CPU tensor over the file :func:`write_shared` wrote (``mmap``, shared by every
+    process that maps it: no copy), or None.
+
+    Examples
+    --------
+    >>> seeds = map_shared(specs)["seeds"]            # specs: what write_shared returned
+    """
+    out = {}
+    for name, spec in specs.items():
+        if spec is None:
+            out[name] = None
+            continue
+        path, dtype, shape, nbytes = spec
+        dtype = getattr(torch, dtype)
+        if nbytes == 0:
+            out[name] = torch.empty(shape, dtype=dtype)
+        else:
+            out[name] = _tensor(_map(path, nbytes, create=False), dtype, tuple(shape))
+    return out
+
+
+def share_graph(A: Matrix, folder, **meta) -> dict:
+    """Write the whole graph ``A`` (on any device) into ``folder`` for processes of this host
+    to map (:func:`attach_graph`), before any process group exists: a parent builds a graph
+    once and the ranks it starts share one copy of it.
+
+    Parameters
+    ----------
+    A : Matrix
+        A whole graph (rows and columns all nodes).
+    folder : str or os.PathLike
+        On a tmpfs (``/dev/shm``) for memory that ``placement="shared"`` pins in place; any
+        folder works for the other placements (the page cache holds it).
+    **meta
+        JSON-serialisable facts kept with it (what it was built from: a later run tells a
+        graph it can reuse by them, :func:`shared_graph_header`).
+
+    Returns
+    -------
+    dict
+        The header (also written to ``folder/graph.json``): ``num_nodes``, ``arrays`` (for
+        :func:`map_shared`) and ``meta``.
+
+    Examples
+    --------
+    >>> header = share_graph(gs.datasets.rmat(1000, 5000), "/dev/shm/g", spec="rmat:1000:5000")
+    >>> # in each rank: G = gs.distributed.place(attach_graph("/dev/shm/g"), "shared")
+    """
+    if not isinstance(A, Matrix):
+        raise TypeError(f"A: expected a gs.Matrix, got {type(A).__name__}")
+    csc = A.csc
+    if csc.row_ids is not None or csc.col_ids is not None:
+        raise ValueError("A: must be a whole graph (rows and columns all nodes), not a sub-matrix")
+    folder = pathlib.Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / GRAPH_HEADER).unlink(missing_ok=True)  # incomplete until the header is back
+    arrays = write_shared({n: getattr(csc, n) for n in _GRAPH_ARRAYS}, folder)
+    header = {"num_nodes": csc.num_nodes, "arrays": arrays, "meta": json.loads(json.dumps(meta))}
+    tmp = folder / (GRAPH_HEADER + ".part")
+    tmp.write_text(json.dumps(header) + "\n")
+    os.replace(tmp, folder / GRAPH_HEADER)
+    return header
+
+
+def shared_graph_header(folder) -> dict | None:
+    """The header of a complete graph :func:`share_graph` wrote to ``folder`` (its files there
+    at their sizes), else None."""
+    try:
+        header = json.loads((pathlib.Path(folder) / GRAPH_HEADER).read_text())
+        for spec in header["arrays"].values():
+            if spec is not None and os.path.getsize(spec[0]) != spec[3]:
+                return None
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+    return header
+
+
+def attach_graph(folder) -> Matrix:
+    """The graph :func:`share_graph` wrote to ``folder``, over the files' memory (CPU arrays
+    shared by every process that attaches it: ``placement == "shared"``, no copy).
+
+    Raises
+    ------
+    ValueError
+        When ``folder`` holds no complete shared graph.
+
+    Examples
+    --------
+    >>> A = attach_graph("/dev/shm/g")                # after share_graph(..., "/dev/shm/g")
+    >>> A.placement
+    'shared'
+    """
+    header = shared_graph_header(folder)
+    if header is None:
+        raise ValueError(f"folder: {folder} holds no complete graph written by share_graph")
+    arrays = map_shared(header["arrays"])
+    return Matrix(CSC(header["num_nodes"], **arrays))
+
+
+def remove_shared(folder) -> None:
+    """Delete what :func:`share_graph` and :func:`write_shared` wrote to ``folder`` (its
+    header and ``*.bin`` files; processes that mapped them keep the memory until they unmap
+    it), and the folder when nothing else is left in it."""
+    folder = pathlib.Path(folder)
+    (folder / GRAPH_HEADER).unlink(missing_ok=True)
+    for path in folder.glob("*.bin"):
+        path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # other files of the caller's stay, and the folder
+        folder.rmdir()
+
+
+__all__ = [
+    "GRAPH_HEADER",
+    "attach_graph",
+    "map_shared",
+    "one_host",
+    "publish",
+    "register",
+    "remove_shared",
+    "share_graph",
+    "shared_graph_header",
+    "shm_dir",
+    "write_shared",
+]

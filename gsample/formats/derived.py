@@ -6,6 +6,12 @@ declared ``remembered`` (:class:`gsample.ir.OpDef`) has its result kept here, ke
 matrix object itself (sparse formats compare by identity and are never changed in place), so
 that eager call returns the program's tensor instead of recomputing it. The table holds its
 keys weakly: a value lives as long as its matrix.
+
+A program also keeps, under :data:`COLUMNS`, what it knows of a returned block's column ids:
+the very object it sliced the block's columns with, where that is a tensor it was given (a
+mini-batch's seeds) or the ``all_nodes`` it keeps with another block it returns. The loader
+then sees that its blocks chain (block ``l + 1``'s columns are ``blocks[l].all_nodes()``) by
+identity, with no comparison of ids on the device (``gsample.loader.features``).
 """
 
 from __future__ import annotations
@@ -17,9 +23,14 @@ import torch
 
 _KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
+#: the key of a block's column ids as the program that made the block knew them: the object
+#: it sliced them with (equal to ``A.global_cols()`` as node ids; any integer dtype)
+COLUMNS = "columns"
+
 
 def remember(A, op, value: torch.Tensor) -> None:
-    """Keep ``value``, op ``op``'s result on the matrix ``A``.
+    """Keep ``value``, op ``op``'s result on the matrix ``A`` (or, ``op`` :data:`COLUMNS`,
+    the object ``A``'s columns were sliced with).
 
     Examples
     --------
@@ -40,4 +51,4 @@ def recall(A, op) -> torch.Tensor | None:
     return None if kept is None else kept.get(op)
 
 
-__all__ = ["recall", "remember"]
+__all__ = ["COLUMNS", "recall", "remember"]

@@ -519,23 +519,7 @@ class SamplingMethods:
             out_slots.append(dict(slot))
             if h + 1 == len(hops):
                 break
-            pairs = {}
-            for et, s in sampled.items():  # (seed slot, source) of each sampled edge
-                own = slot.get(et[2])
-                if own is None:  # no frontier of the destination type this hop
-                    continue
-                p = torch.repeat_interleave(own, s.degree(axis=0)) * n + s.edges()[0]
-                pairs.setdefault(et[0], []).append(p)
-            front, slot = {}, {}
-            for t, parts in pairs.items():
-                p = torch.unique(torch.cat(parts))
-                if t in seen:
-                    p = p[~torch.isin(p, seen[t])]
-                    seen[t] = torch.cat([seen[t], p])
-                else:
-                    seen[t] = p
-                front[t] = torch.remainder(p, n)
-                slot[t] = torch.div(p, n, rounding_mode="floor")
+            front, slot = next_pairs(sampled, slot, seen, n)
         return out_blocks, out_slots
 
     def _empty(self, et) -> Matrix:
@@ -569,4 +553,45 @@ def _new_nodes(sampled: dict, reached: dict) -> dict:
     return out
 
 
-__all__ = ["STEPS", "SamplingMethods", "relation_sample", "relation_temporal_sample"]
+def next_pairs(sampled: dict, slot: dict, seen: dict, n: int) -> tuple:
+    """A disjoint hop's next frontier: per source type, the pairs (seed slot, source) of the
+    hop's edges (``sampled``: ``{edge type: Matrix}``, its columns' slots ``slot[dst
+    type]``) not reached by their seed before (``seen[type]``: keys ``slot * n + node``,
+    updated), by slot then node.
+
+    Returns
+    -------
+    tuple
+        ``(nodes, slots)``: ``{node type: LongTensor}`` each, of one shape per type.
+
+    Examples
+    --------
+    >>> front, slots = next_pairs(sampled, {"paper": torch.arange(4)}, {}, n)
+    """
+    pairs: dict = {}
+    for et, s in sampled.items():  # (seed slot, source) of each sampled edge
+        own = slot.get(et[2])
+        if own is None:  # no frontier of the destination type this hop
+            continue
+        p = torch.repeat_interleave(own, s.degree(axis=0)) * n + s.edges()[0]
+        pairs.setdefault(et[0], []).append(p)
+    front, slots = {}, {}
+    for t, parts in pairs.items():
+        p = torch.unique(torch.cat(parts))
+        if t in seen:
+            p = p[~torch.isin(p, seen[t])]
+            seen[t] = torch.cat([seen[t], p])
+        else:
+            seen[t] = p
+        front[t] = torch.remainder(p, n)
+        slots[t] = torch.div(p, n, rounding_mode="floor")
+    return front, slots
+
+
+__all__ = [
+    "STEPS",
+    "SamplingMethods",
+    "next_pairs",
+    "relation_sample",
+    "relation_temporal_sample",
+]

@@ -332,13 +332,15 @@ _DEFS = [
         P,
         Step.EXTRACT,
         (_A, In("rows", Align.NEW_ROWS), In("cols", Align.NEW_COLS)),
-        (),
+        (Attr("batches", required=False, internal=True),),
         M,
+        batched=True,
         check=check_rows_cols,
         estimate=lambda A, ins, at: _slice_rows(_slice_cols(A, ins, at), ins, at),
         bound=lambda A, ins, at: Size(A.nnz, _n(ins, "rows"), _n(ins, "cols")),
         doc="A[rows, cols] (the rows of the column slice) without building the column "
-        "slice; made by fuse_extract_extract",
+        "slice; made by fuse_extract_extract; 'batches' (N, n): rows and cols are a "
+        "super-batch's encoded ids, each mini-batch's edges those of its own A[rows, cols]",
     ),
     # compute
     OpDef(

@@ -12,6 +12,7 @@ import math
 import numbers
 import time
 import warnings
+import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -36,6 +37,9 @@ from gsample.loader.batch import Batch
 from gsample.loader.features import FeatureStore, batch_nodes
 from gsample.loader.pipeline import pipelined
 from gsample.matrix.sparse import Matrix
+from gsample.passes import PIPELINE
+from gsample.passes.gather_nodes import WHY as GATHER_WHY
+from gsample.passes.gather_nodes import gather_nodes
 from gsample.runtime import (
     Call,
     Lanes,
@@ -228,6 +232,10 @@ class DataLoader:
         if feature_cache and features is None:
             raise ValueError("feature_cache: caches rows of features; none were given")
         self.label_store = None if labels is None else FeatureStore(labels, A, "labels")
+        # with rows to gather, a compiled sampler's variant that also computes the nodes
+        # they are gathered for (``gathering``), kept with the sampler it was made for
+        gathers = features is not None or labels is not None
+        self._variant = (sampler_fn, gathering(sampler_fn) if gathers and not partitioned else None)
         self.pipeline = V.flag(pipeline, "pipeline")
         self.seeds_are_nodes = V.flag(seeds_are_nodes, "seeds_are_nodes")
         self.sample_seconds = self.gather_seconds = 0.0
@@ -374,10 +382,19 @@ class DataLoader:
         if self._overlaps():
             yield from self._overlapped(pairs, epoch_seed)
             return
+        sampler = self._sampler
         for i, batch_seeds in pairs:
             with batch_scope(epoch_seed, i):
-                out = self.sampler_fn(self.A, batch_seeds)
+                out = sampler(self.A, batch_seeds)
             yield Batch(seeds=batch_seeds, index=i, out=out, seeds_are_nodes=self.seeds_are_nodes)
+
+    @property
+    def _sampler(self):
+        """What samples one mini-batch at a time: ``sampler_fn``, or, with ``features`` /
+        ``labels``, its variant computing the nodes whose rows are gathered
+        (:func:`gathering`; the same samples), unless ``sampler_fn`` was replaced since."""
+        made_for, variant = self._variant
+        return variant if variant is not None and self.sampler_fn is made_for else self.sampler_fn
 
     def _overlaps(self, fn=None) -> bool:
         """Whether calls of a ``gs.compile``'d sampler (``fn``, default the loader's) keep two
@@ -404,7 +421,7 @@ class DataLoader:
         :class:`~gsample.runtime.overlap.Call` of :func:`gsample.runtime.overlap.interleave`
         (a context of its own: deferred checks, read-back state), or made as it is where
         nothing was planned."""
-        fn, args, kwargs = _unwrap(self.sampler_fn)
+        fn, args, kwargs = _unwrap(self._sampler)
         pairs = iter(pairs)
         first = next(pairs, None)
         if first is None:
@@ -471,16 +488,45 @@ class DataLoader:
                 i, self.super_batch_size = chosen
             else:
                 self.super_batch_size = 1
+        elif parts and self.memory_cap is None and self._capped_on_gpu():
+            # a size given, on a GPU: mini-batch 0 measured first (and yielded, as "auto"
+            # does), and runs no larger than the default budget holds (half the free memory:
+            # a run that would not fit is never attempted, its allocations never made)
+            try:
+                outs, self.batch_bytes = self._super.measure(parts[0], epoch_seed, base)
+            except Exception as error:
+                self.memory_cap = 1  # (one mini-batch ran out of memory, and fits alone)
+                yield (yield from self._explain_failure(parts[:1], epoch_seed, base, error))
+            else:
+                budget = default_budget(self.A.device)
+                self.memory_cap = max(1, budget // max(self.batch_bytes, 1))
+                seeds_are_nodes = self.seeds_are_nodes
+                yield [
+                    Batch(seeds=parts[0], index=base, out=outs[0], seeds_are_nodes=seeds_are_nodes)
+                ]
+            i = 1
         if self.super_batch == "auto" and self.super_batch_size == 1:
             yield from ([b] for b in self._one_by_one(parts[i:], epoch_seed, base + i))  # no gain
             return
         size = self.super_batch_size
+        if self.super_batch != "auto" and self.memory_cap is not None:
+            size = min(size, self.memory_cap)  # (the same samples, in more runs)
         blocks = [(base + j, parts[j : j + size]) for j in range(i, len(parts), size)]
         if len(blocks) > 1 and self._overlaps(self._super_sampler) and self._two_fit(size):
             yield from self._overlapped_blocks(blocks, epoch_seed)
             return
         for first, block in blocks:
             yield from self._block(block, epoch_seed, first)
+
+    def _capped_on_gpu(self) -> bool:
+        """Whether a super-batch size given (not ``"auto"``) is kept within the default
+        budget: on a GPU, for a size above one, on a graph that is not partitioned."""
+        return (
+            self.super_batch != "auto"
+            and (self.super_batch_size or 1) > 1
+            and self.A.device.type == "cuda"
+            and not self._partitioned
+        )
 
     def _two_fit(self, size: int) -> bool:
         """Whether two super-batches of ``size`` may be in flight: always for a size given
@@ -916,6 +962,47 @@ def _super_batcher(A, sampler_fn, seeds: torch.Tensor, fixed_state: bool) -> tup
     return compiled, compiled.super_batched(call, kwargs, seeds=name, fixed_state=fixed_state)
 
 
+#: per compiled sampler, its variant made by :func:`gathering` (alive as long as the sampler)
+_GATHERING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def gathering(sampler_fn):
+    """``sampler_fn`` whose program also computes the nodes a loader gathers rows for.
+
+    A ``gs.compile``'d sampler (or a ``functools.partial`` of one) is replaced by a variant
+    compiled with :func:`gsample.passes.gather_nodes.gather_nodes` after its passes: where
+    its blocks chain, the program computes the last block's ``all_nodes`` (``n_id``) and
+    keeps it with the block, so the loader neither recomputes it nor compares ids
+    (:func:`gsample.loader.features.batch_nodes`). The samples are the same, bit for bit;
+    the variant is made once per compiled sampler and traces its own programs. Anything
+    else (a plain function, an interpreted sampler) is returned as it is.
+
+    Parameters
+    ----------
+    sampler_fn : callable
+        ``sampler_fn(A, seeds) -> out``.
+
+    Returns
+    -------
+    callable
+        Called as ``sampler_fn``.
+
+    Examples
+    --------
+    >>> sample = gathering(functools.partial(gs.compile(graphsage), fanouts=(10, 5)))
+    >>> blocks = sample(A, seeds)                     # the same blocks as sampler_fn's
+    >>> blocks[-1].all_nodes()                        # the program's: nothing launched
+    """
+    fn, args, kwargs = _unwrap(sampler_fn)
+    if not isinstance(fn, CompiledSampler) or not fn.runtime.lowered:
+        return sampler_fn
+    variant = _GATHERING.get(fn)
+    if variant is None:
+        passes = [*(PIPELINE if fn.passes is None else fn.passes), (gather_nodes, GATHER_WHY)]
+        variant = _GATHERING[fn] = CompiledSampler(fn.fn, passes, fn.backend, fn.runtime)
+    return functools.partial(variant, *args, **kwargs) if args or kwargs else variant
+
+
 def _eager(sampler_fn):
     """``sampler_fn`` with a ``gs.compile``'d sampler inside replaced by its Python function
     (what a partitioned graph runs: its ops exchange frontiers, eagerly)."""
@@ -930,6 +1017,7 @@ __all__ = [
     "DataLoader",
     "choose_super_batch",
     "default_budget",
+    "gathering",
     "out_of_memory",
     "release_frames",
     "seed_ids",

@@ -6,9 +6,13 @@ hop first) hop ``l`` adds block ``l``'s columns and then its rows that are not l
 (columns in column order, rows in row-space order). A DGL-style sampler (``graphsage``,
 ``ladies``, ``fastgcn``: block ``l + 1``'s columns are ``blocks[l].all_nodes()``) therefore gets
 ``n_id == blocks[-1].all_nodes()``, and every block's columns are a prefix of ``n_id``: the
-layout a DGL-style model loop reads (layer ``j`` computes the first ``C`` rows of ``h``). For an
-induced subgraph ``(subgraph, nodes)`` it is the seeds, then ``nodes`` without them (as
-``Batch.to_pyg`` orders them). ``Batch.x[i]`` / ``Batch.y[i]`` are the rows of ``n_id[i]``.
+layout a DGL-style model loop reads (layer ``j`` computes the first ``C`` rows of ``h``). The
+loader samples with a compiled sampler's variant whose program computes that last
+``all_nodes`` and says its blocks chain (``gsample.loader.dataloader.gathering``): ``n_id`` is
+then the program's tensor, found without a launch or a read-back; other blocks (an eager
+sampler's) are compared, in one read-back on a GPU. For an induced subgraph ``(subgraph,
+nodes)`` it is the seeds, then ``nodes`` without them (as ``Batch.to_pyg`` orders them).
+``Batch.x[i]`` / ``Batch.y[i]`` are the rows of ``n_id[i]``.
 
 Where rows come from (:class:`FeatureStore`): a table on the graph's device is indexed there; a
 CPU table for a graph on a GPU is pinned (``pin_memory()``: a copy, unless it is pinned
@@ -40,7 +44,9 @@ import torch
 
 from gsample.base import validate as V
 from gsample.formats.csc import gather_segments
+from gsample.formats.derived import COLUMNS, recall
 from gsample.formats.placement import check_fits
+from gsample.ir import Op
 from gsample.matrix.sparse import Matrix
 
 #: bytes per node of the cache's slot map (node -> cache row, or -1), counted in the budget
@@ -114,7 +120,11 @@ def _chained(blocks: list, seeds: torch.Tensor):
     seeds and block ``l + 1``'s are ``blocks[l].all_nodes()``: then :func:`_hop_by_hop`
     gives it too), checked in one read-back; None otherwise. A few launches per block where
     the definition's unique / isin / sort take tens and a read-back each, on every
-    mini-batch."""
+    mini-batch. Blocks a compiled sampler returned say so themselves
+    (:func:`_program_chained`): then nothing is compared or launched."""
+    last = _program_chained(blocks, seeds)
+    if last is not None:
+        return last
     cols = [b.csc.global_cols() for b in blocks]
     frontiers = [seeds] + [b.all_nodes() for b in blocks[:-1]]
     if any(c.numel() != f.numel() for c, f in zip(cols, frontiers)):
@@ -129,6 +139,22 @@ def _chained(blocks: list, seeds: torch.Tensor):
     elif not bool(torch.stack([(c == f).all() for c, f in zip(cols, frontiers)]).all()):
         return None
     return blocks[-1].all_nodes()
+
+
+def _program_chained(blocks: list, seeds: torch.Tensor):
+    """``blocks[-1].all_nodes()`` where the program that returned the blocks kept, with each
+    of them, the object it sliced its columns with (``gsample.formats.derived.COLUMNS``) and
+    those are ``seeds`` itself, then the ``all_nodes`` it kept with the block before; and it
+    kept the last block's ``all_nodes`` (``gs.DataLoader`` has its program compute it:
+    ``gsample.passes.gather_nodes``). Else None (the ids are compared instead). Identities
+    only: a few dictionary lookups per block, no launch, no read-back."""
+    frontier = seeds
+    for block in blocks:
+        csc = block.csc
+        if frontier is None or recall(csc, COLUMNS) is not frontier:
+            return None
+        frontier = recall(csc, Op.ALL_NODES)
+    return frontier
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -27,8 +27,12 @@ the rewrite never matches op names. Rules (the run-time helpers it puts into the
   block-diagonal graph's op: a random one gets ``attrs["batches"] = (N, n)``
   (``BatchKeys``: batch ``b`` draws with mini-batch ``first + b``'s key and each column's
   position within its batch; a walk's rows, one per frontier node, come out encoded and
-  grouped by batch); a pure one (``A[:, cols]``) slices the decoded columns
-  and re-encodes the slice;
+  grouped by batch); a pure one the op table marks ``batched`` takes the encoded frontier
+  (and its row ids, encoded) itself with ``attrs["batches"] = (N, n)``: ``A[rows, cols]``,
+  ShaDow's induced subgraph, runs once for all batches with the work of their own slices
+  (never a column slice of the block-diagonal graph, nor an array of ``N * n`` entries per
+  row); another pure one (``A[:, cols]``) slices the decoded columns and re-encodes the
+  slice;
 * a random op on the graph itself (a graph-level matrix: ``A``, ``A.T``, a value cached
   per graph) without a frontier (GraphSAINT-node's draws from every node) runs once per
   batch: the op stays itself (its op and ordinal), ``attrs["per_batch"]`` names its
@@ -316,23 +320,6 @@ def stateful_inputs(graph: Graph, seeds: str = "seeds") -> list:
     return out
 
 
-def _unfuse_row_col_slices(g: Graph) -> None:
-    """Each ``SLICE_ROWS_COLS`` (``A[rows, cols]``, fused by ``fuse_extract_extract``) back
-    into its column slice and row slice: the block encoding runs a column slice of the graph
-    once for every batch (decoded, then re-encoded) and the row slice on that, where the fused
-    op would run batch by batch."""
-    for node in list(g.nodes):
-        if node.op is Op.SLICE_ROWS_COLS:
-            sl = g.add(
-                Op.SLICE_COLS,
-                {"A": node.input("A"), "cols": node.input("cols")},
-                {},
-                Kind.MATRIX,
-                before=node,
-            )
-            node.op, node.inputs = Op.SLICE_ROWS, {"A": sl, "rows": node.input("rows")}
-
-
 class _Rewrite(NodeVisitor):
     """The rewrite of one graph: :meth:`run` visits its nodes in order, one method per node
     kind (:class:`gsample.ir.visit.NodeVisitor`), each giving its node a form (``space``)
@@ -492,7 +479,6 @@ class _Rewrite(NodeVisitor):
                 "mini-batches before any update. If they stay fixed while the loader runs, "
                 "say so: gs.DataLoader(..., super_batch=4, fixed_state=True)"
             )
-        _unfuse_row_col_slices(g)
         for node in list(g.nodes):
             self.visit(node)
         for node in g.nodes:
@@ -588,7 +574,8 @@ class _Rewrite(NodeVisitor):
         the seeds are."""
         fn, (args, kwargs) = node.attrs["fn"], node.attrs["template"]
         if (
-            fn is not operator.getitem
+            # ``x[ids]`` traces as either, by whether ``x`` is a proxy or a captured tensor
+            (fn is not operator.getitem and fn != ("method", "__getitem__"))
             or kwargs
             or len(args) != 2
             or not all(isinstance(a, Ref) for a in args)
@@ -735,15 +722,23 @@ class _Rewrite(NodeVisitor):
         False when there is no frontier or (a pure op) its weights are per batch."""
         cols = [k for k, a in where.items() if a == "col_ids"]
         ins = node.inputs
+        # a pure op that takes the super-batch itself takes its row ids encoded too
+        # (A[rows, cols], ShaDow's induced subgraph: once for all batches, where a column
+        # slice of the block-diagonal graph would hold every frontier edge N times over)
+        row_ids = {k for k, a in where.items() if a == "row_ids" and node.info.batched}
         if not cols or (
-            not random and any(self.space[ins[k]] is not GRAPH for k in where if k != cols[0])
+            not random
+            and any(
+                self.space[ins[k]] is not GRAPH for k in where if k != cols[0] and k not in row_ids
+            )
         ):
             return False
         c = cols[0]
         enc_cols = ins[c] = self._encoded(ins[c], node, c, True)
-        for k in where:  # weights: joined, or shared as they are
+        for k in where:  # weights: joined, or shared as they are; row ids encoded
             if k != c:
-                ins[k] = self._encoded(ins[k], node, k, False, tile=False)
+                ids = k in row_ids
+                ins[k] = self._encoded(ins[k], node, k, ids, tile=ids)
         self.space[node] = ENC
         if random or node.info.batched:  # the op takes the encoded frontier itself
             node.attrs["batches"] = (self.N, self.n)

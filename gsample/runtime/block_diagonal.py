@@ -244,8 +244,7 @@ def split(value, bnd=None, *, spec, n: int, copies: int) -> list:
     if value is None:  # an optional element of a tuple (first_reached's carry)
         return [None] * copies
     if spec in ("entries", "paired"):  # a value per entry of the encoded ids `bnd`
-        ptr = batch_ptr(bnd // n, copies)
-        return [_part(value, ptr[b], ptr[b + 1], 0) for b in range(copies)]
+        return _parts_of(value, batch_ptr(bnd // n, copies), None, copies)
     if spec == "nodes":  # one value per node of the graph, batch after batch
         if _aligned_rows(value, n, copies):  # every part a view: one call makes them
             return list(value.view(copies, n, *value.shape[1:]).unbind(0))
@@ -258,7 +257,22 @@ def split(value, bnd=None, *, spec, n: int, copies: int) -> list:
         ptr, ids = batch_ptr(value // n, copies), "ids"
     else:
         ptr = getattr(bnd, along)
-    return [_part(value, ptr[b], ptr[b + 1], b * n if ids else 0) for b in range(copies)]
+    return _parts_of(value, ptr, n if ids else None, copies)
+
+
+def _parts_of(value: torch.Tensor, ptr: list, n: int | None, copies: int) -> list:
+    """The parts ``value[ptr[b]:ptr[b + 1]]`` (ids decoded where ``n`` is given: batch
+    ``b``'s ids less ``b * n``). Integers round alike whatever their alignment, so their
+    parts are views of one tensor (one decode, one split: a launch or two per value, not
+    one per mini-batch); floating-point parts go through :func:`_part`."""
+    if value.is_floating_point() or value.is_complex() or value.dim() == 0:
+        shift = (lambda b: b * n) if n is not None else (lambda b: 0)
+        return [_part(value, ptr[b], ptr[b + 1], shift(b)) for b in range(copies)]
+    lo, hi = ptr[0], ptr[-1]
+    part = value[lo:hi]
+    if n is not None:  # each batch's ids lie in [b * n, (b + 1) * n): the remainder decodes
+        part = torch.remainder(part, n)
+    return list(part.split([ptr[b + 1] - ptr[b] for b in range(copies)]))
 
 
 def _split_reads_back(spec, **_) -> bool:

@@ -28,9 +28,10 @@ import torch
 from gsample.backend import get_backend, resolve
 from gsample.formats.bounded import Bounded
 from gsample.formats.csc import CSC
-from gsample.formats.derived import remember
+from gsample.formats.derived import COLUMNS, remember
 from gsample.ir import Align, Graph, Kind, Op, Ref, info, map_template
 from gsample.ir.visit import NodeVisitor
+from gsample.passes.gather_nodes import column_source, structure_root
 from gsample.runtime.block_diagonal import PerBatchDraw
 from gsample.runtime.cached import CachedValue
 from gsample.runtime.cuda_graphs import Region, copy_out, regions, storages
@@ -466,6 +467,7 @@ class _Lowering(NodeVisitor):
         names = list(node.inputs)
         slots = [self.slot[node.inputs[k]] for k in names]
         kept = self.kept(node)
+        facts = self.facts(node, kept)
         extra = [v for _, v, _ in kept]
         pending = tuple(dict.fromkeys(s for s in slots + extra if s in self.bounded))
         if pending or self.p.deferred:
@@ -485,42 +487,84 @@ class _Lowering(NodeVisitor):
         def output(env, raw):
             """The returned structure; values with a tensor whose storage is in ``raw`` live
             in a CUDA graph's memory (a replayed region's untrimmed results, or views of
-            them) and are copied out."""
+            them) and are copied out (once each: a value kept with a block and named by a
+            fact is the very object the block's other facts name)."""
+            got = {}
 
             def value(slot):
-                v = env[slot]
-                if raw and slot not in trimmed and not raw.isdisjoint(storages(v)):
-                    v = copy_out(v)
+                v = got.get(slot, got)
+                if v is got:
+                    v = env[slot]
+                    if raw and slot not in trimmed and not raw.isdisjoint(storages(v)):
+                        v = copy_out(v)
+                    got[slot] = v
                 return v
 
-            values = {slot: value(slot) for slot in dict.fromkeys(slots)}
             for block, derived, op in kept:
-                remember(values[block], op, value(derived))
-            return map_template(template, lambda ref: wrap(values[where[ref.name]]))
+                remember(value(block), op, value(derived))
+            for block, source in facts:
+                remember(value(block), COLUMNS, value(source))
+            return map_template(template, lambda ref: wrap(value(where[ref.name])))
 
         self.p.output = output
 
     def kept(self, node) -> list:
         """``(block slot, value slot, op)`` of each op declared ``remembered`` (one mini-batch)
-        on a matrix the program returns: the output keeps the value with the block
-        (:func:`gsample.formats.derived.remember`), so the caller's eager call reuses it."""
-        returned = set(node.inputs.values())
-        return [
-            (self.slot[n.inputs["A"]], self.slot[n], n.op)
-            for n in self.g.nodes
-            if info(n.op).remembered
-            and "batches" not in n.attrs
-            and n.inputs.get("A") in returned
-            and n in self.slot
-            and n.inputs["A"].kind is Kind.MATRIX
-        ]
+        on a matrix the program returns (for a structure-only op such as ``all_nodes``: on
+        the returned matrix or on one with its structure, which value maps leave alike,
+        :func:`~gsample.passes.gather_nodes.structure_root`): the output keeps the value with
+        the block (:func:`gsample.formats.derived.remember`), so the caller's eager call
+        reuses it. One value per block and op."""
+        returned = [v for v in node.inputs.values() if v.kind is Kind.MATRIX]
+        roots: dict = {}
+        for m in returned:
+            roots.setdefault(structure_root(m), []).append(m)
+        out, seen = [], set()
+        for n in self.g.nodes:
+            d = info(n.op)
+            A = n.inputs.get("A")
+            if (
+                not d.remembered
+                or "batches" in n.attrs
+                or A is None
+                or A.kind is not Kind.MATRIX
+                or n not in self.slot
+            ):
+                continue
+            blocks = roots.get(structure_root(A), ()) if d.structure_only else [A]
+            for m in blocks:
+                if m in returned and (m, n.op) not in seen:
+                    seen.add((m, n.op))
+                    out.append((self.slot[m], self.slot[n], n.op))
+        return out
+
+    def facts(self, node, kept: list) -> list:
+        """``(block slot, source slot)`` of each returned block whose global column ids the
+        program knows to be a value it returns or was given: a tensor argument (a
+        mini-batch's seeds) or the ``all_nodes`` kept with another returned block
+        (:func:`~gsample.passes.gather_nodes.column_source`). The output keeps that very
+        object with the block (``gsample.formats.derived.COLUMNS``): a loader checks that
+        its blocks chain by identity, without comparing ids."""
+        derived = {v for _, v, op in kept if op is Op.ALL_NODES}
+        out = []
+        for m in dict.fromkeys(v for v in node.inputs.values() if v.kind is Kind.MATRIX):
+            src = column_source(m)
+            if src is None or src not in self.slot:
+                continue
+            s = self.slot[src]
+            given = src.op is Op.INPUT and src.kind is Kind.TENSOR
+            if given or (src.op is Op.ALL_NODES and s in derived):
+                out.append((self.slot[m], s))
+        return out
 
     # ------------------------------------------------------------------ release points
     def release(self) -> None:
         """Release each slot after its last reader; the output's slots (and the values kept
-        with them) are read at the end."""
+        with them, and the arguments its blocks' facts name) are read at the end."""
+        kept = self.kept(self.g.output)
         keep = {self.slot[v] for v in self.g.output.inputs.values()}
-        keep |= {v for _, v, _ in self.kept(self.g.output)}
+        keep |= {v for _, v, _ in kept}
+        keep |= {v for _, v in self.facts(self.g.output, kept)}
         last = {}
         for i, step in enumerate(self.p.steps):
             for a in step.args:

@@ -177,6 +177,22 @@ def test_a_slow_mode_does_not_fail_the_run(tmp_path):
     )
 
 
+def test_fanouts_replace_the_samplers_own_everywhere(tmp_path):
+    """``--fanouts 4 3 2``: GraphSAGE samples three layers of at most 4, 3 and 2 neighbours
+    in every mode (its blocks and the record say so), and the per-seed bound follows."""
+    rec = _run(tmp_path, "--workloads", "graphsage", "--fanouts", "4", "3", "2")
+    e = rec["workloads"]["graphsage"]
+    assert rec["ok"] and e["fanouts"] == [4, 3, 2]
+    A = workloads.gs.datasets.rmat(4000, 40000, seed=0)
+    w = workloads.workload("graphsage", A, 8, fanouts=(4, 3, 2))
+    assert w.kw["fanouts"] == (4, 3, 2)
+    blocks = w.fn(A, torch.arange(8), **w.kw)
+    assert len(blocks) == 3
+    per_column = [int((b.csc.indptr[1:] - b.csc.indptr[:-1]).max()) for b in blocks]
+    assert all(d <= k for d, k in zip(per_column, (4, 3, 2))), per_column
+    assert 0 < e["work_per_seed"]["per_seed"] <= 4 + 4 * 3 + 4 * 3 * 2
+
+
 def test_capped_epochs_are_scaled_to_the_full_epoch(tmp_path):
     rec = _run(tmp_path, "--workloads", "graphsage", "--peers", "--batches", "graphsage=2")
     e = rec["workloads"]["graphsage"]

@@ -22,6 +22,7 @@ from torch_geometric.sampler import NegativeSampling
 
 import gsample as gs
 import gsample.pyg as gp
+from gsample.backend.cuda import first_reached as cuda_first_reached
 from gsample.base.random import batch_scope
 from gsample.interop.pyg.subgraph import to_bidirectional
 from gsample.interop.pyg.temporal import disjoint_pyg_sample, disjoint_sample
@@ -254,3 +255,39 @@ def test_zero_hops_and_empty_frontiers():
     b = next(iter(gp.NeighborLoader(data, [2, 2], disjoint=True, batch_size=3)))
     assert b.n_id.tolist() == [0, 1, 2, 0] and b.batch.tolist() == [0, 1, 2, 1]
     assert b.num_sampled_nodes == [3, 1, 0] and b.e_id.tolist() == [0]
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+@pytest.mark.parametrize("super_batch", [None, 3])
+def test_cuda_backend_batches_equal_the_cpus(data, super_batch, monkeypatch):
+    """On a GPU, the CUDA backend (``first_reached``'s kernels among them: counted) gives the
+    torch backend's batches and the CPU's, bit for bit, one at a time and super-batched."""
+    calls = []
+    run = cuda_first_reached.run
+    monkeypatch.setattr(cuda_first_reached, "run", lambda *a, **k: calls.append(1) or run(*a, **k))
+    seeds = torch.arange(N).repeat(2)  # repeats within and across mini-batches
+
+    def batches(device, backend):
+        graph = gs.Matrix.from_pyg(data, weight=None).to(device)
+        with gs.use_backend(backend):
+            loader = gp.NeighborLoader(
+                data,
+                [4, 3, 2],
+                input_nodes=seeds,
+                batch_size=16,
+                disjoint=True,
+                shuffle=True,
+                seed=2,
+                graph=graph,
+                super_batch=super_batch,
+            )
+            return [tuple(t.cpu() for t in (b.n_id, b.batch, b.edge_index, b.e_id)) for b in loader]
+
+    ref = batches("cpu", "torch")
+    for backend in ("torch", "cuda"):
+        got = batches("cuda", backend)
+        assert len(got) == len(ref)
+        for x, y in zip(ref, got, strict=True):
+            assert all(torch.equal(u, v) for u, v in zip(x, y, strict=True)), backend
+    assert calls, "the CUDA backend did not run first_reached's kernels"

@@ -475,8 +475,9 @@ def test_disjoint_link_without_time_is_pygs_layout():
 
 def test_link_negatives_are_gsamples_draws():
     """The loader's binary negatives are the typed sampler's draws under the mini-batch's
-    key (``op_key(epoch seed, NEGATIVE_ORDINAL, batch_key(input_id))``), on an edge type
-    between two node types."""
+    key (``op_key(epoch seed, NEGATIVE_ORDINAL, i)`` for mini-batch ``i``, the epoch seed
+    holding the supervision edges' hash, as on a ``Data``), on an edge type between two
+    node types."""
     data = hetero(12, None)
     label = data[WRITES].edge_index[:, :30]
     ns = NegativeSampling("binary", 2, dst_weight=torch.rand(40) + 0.1)
@@ -486,9 +487,9 @@ def test_link_negatives_are_gsamples_draws():
     sampler = loader.link_sampler
     neg = sampler.negative_sampler(loader.neg_sampling, WRITES)
     assert neg.num_nodes == (25, 40)
-    for batch in loader:
+    for i, batch in enumerate(loader):
         ids = batch[WRITES].input_id
-        key = op_key(sampler.epoch_seed(), NEGATIVE_ORDINAL, gp.batch_key(ids))
+        key = op_key(loader.batches.epoch_seed, NEGATIVE_ORDINAL, i)
         want = neg(label[0, ids], label[1, ids], "binary", 2, key=key)
         eli = batch[WRITES].edge_label_index
         got_src, got_dst = batch[A].n_id[eli[0, 10:]], batch[P].n_id[eli[1, 10:]]

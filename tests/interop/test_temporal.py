@@ -24,6 +24,7 @@ from torch_geometric.sampler import NegativeSampling
 import gsample as gs
 import gsample.pyg as gp
 from gsample.backend import get_backend
+from gsample.backend.cuda import first_reached as cuda_first_reached
 from gsample.base.random import batch_scope
 from gsample.interop.pyg.temporal import (
     HeteroTemporalSpec,
@@ -699,3 +700,42 @@ def test_op_refusals(timed):
         A.temporal_sample(cols, 2, probs=-torch.ones(A.num_edges))
     empty = A.temporal_sample(torch.tensor([], dtype=torch.long), 2)  # a tree that ended
     assert empty.shape == (N, 0) and empty.num_edges == 0
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+@pytest.mark.parametrize("super_batch", [None, 3])
+@pytest.mark.parametrize("time_kind", ["edge", "node"])
+def test_cuda_backend_temporal_batches_equal_the_cpus(time_kind, super_batch, monkeypatch):
+    """On a GPU, the CUDA backend (``first_reached``'s kernels among them: counted) gives the
+    torch backend's temporal batches and the CPU's, bit for bit, one at a time and
+    super-batched."""
+    calls = []
+    run = cuda_first_reached.run
+    monkeypatch.setattr(cuda_first_reached, "run", lambda *a, **k: calls.append(1) or run(*a, **k))
+    data = _rmat_data(time_kind, seed=2)
+    seeds = torch.arange(N).repeat(2)
+    attr = "edge_time" if time_kind == "edge" else "time"
+    times = torch.arange(2 * N) % T
+
+    def batches(device, backend):
+        graph = gs.Matrix.from_pyg(data, weight=None).to(device)
+        with gs.use_backend(backend):
+            loader = gp.NeighborLoader(
+                data,
+                [4, 3, 2],
+                input_nodes=seeds,
+                input_time=times,
+                time_attr=attr,
+                batch_size=16,
+                shuffle=True,
+                seed=2,
+                graph=graph,
+                super_batch=super_batch,
+            )
+            return [tuple(t.cpu() for t in (b.n_id, b.batch, b.edge_index, b.e_id)) for b in loader]
+
+    ref = batches("cpu", "torch")
+    for backend in ("torch", "cuda"):
+        _same(ref, batches("cuda", backend))
+    assert calls, "the CUDA backend did not run first_reached's kernels"

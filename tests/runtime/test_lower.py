@@ -2,6 +2,8 @@
 enters, release points, CUDA-graph regions; all without a GPU (lowering for the ``cuda``
 backend resolves implementations, it runs none)."""
 
+import dataclasses
+import itertools
 import operator
 
 import pytest
@@ -10,7 +12,11 @@ from helpers import example, graphsage
 
 import gsample as gs
 from gsample.formats.csc import CSC
+from gsample.formats.derived import COLUMNS, recall
 from gsample.ir import Op
+from gsample.loader.features import _program_chained
+from gsample.passes import PIPELINE
+from gsample.passes.gather_nodes import frontier_of, gather_nodes, returned_blocks
 from gsample.runtime import Options, lower, run
 
 
@@ -49,8 +55,12 @@ def test_release_points_free_every_slot_after_its_last_reader(A):
         for a in s.args:
             last[a] = i
     outputs = set(p.steps[-1].out)
+    # the argument the first block's columns were sliced with: the output keeps it with the
+    # block (gsample.formats.derived.COLUMNS), so it is held to the end, never released
+    held = {slot for name, slot, _ in p.inputs if name == "seeds"}
+    assert held and not any(held & set(s.release) for s in p.steps)
     for slot, i in last.items():
-        if p.env[slot] is None and slot not in outputs:
+        if p.env[slot] is None and slot not in outputs | held:
             assert slot in p.steps[i].release, (p.slot_names[slot], p.format())
 
 
@@ -311,3 +321,124 @@ def test_the_cyclic_gc_is_paused_while_a_graph_is_captured():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# ----------------------------------------------------------------------------- the loader's nodes
+def test_the_loaders_variant_computes_the_last_frontier_inside_the_graph_region(A):
+    """``gather_nodes`` after the pipeline: the last block's all_nodes is a hidden output,
+    computed by a sync-free kernel in the same CUDA graph as the rest, its size read back
+    with theirs (one read-back in all), and not returned."""
+    graph = gs.compile(graphsage, passes=[*PIPELINE, gather_nodes]).program(A, torch.arange(10))
+    out = graph.output
+    assert [out.inputs[r.name] for r in out.attrs["template"]] == [
+        n for n in graph.nodes if n.op is Op.SLICE_INDIVIDUAL_SAMPLE
+    ]
+    (hidden,) = set(out.inputs) - {r.name for r in out.attrs["template"]}
+    assert out.inputs[hidden].op is Op.ALL_NODES
+    assert out.inputs[hidden].inputs["A"] is out.inputs[out.attrs["template"][-1].name]
+    p = lower(graph, "cuda", Options(), "cuda:0")
+    ops = [s.node.op for s in p.steps if s.label.startswith("cuda.")]
+    assert ops == [Op.SLICE_INDIVIDUAL_SAMPLE, Op.ALL_NODES] * 2
+    assert p.num_syncs == 1 and (p.region.start, p.region.stop) == (1, 5)
+
+
+def _flipped(A, seeds):
+    s = A[:, seeds].individual_sample(5)
+    return [s, A[:, s.all_nodes().flip(0)].individual_sample(5)]
+
+
+def _rows_of(A, seeds):
+    s = A[:, seeds].individual_sample(5)
+    return [s, A[:, s.row()].individual_sample(5)]
+
+
+@pytest.mark.parametrize(
+    "fn, kwargs, added",
+    [
+        (graphsage, {"fanouts": (5, 5, 5)}, True),
+        (graphsage, {"fanouts": (5,)}, True),  # one block: it chains
+        (example("ladies").ladies, {"layers": (50, 50)}, True),  # through its value maps
+        (_flipped, {}, False),  # dense code between the hops: no chain the IR shows
+        (_rows_of, {}, False),  # the next hop slices rows, not all_nodes
+        (example("graphsage_pyg").graphsage_pyg, {"fanouts": (5, 5)}, False),
+        (example("shadow").shadow, {"fanouts": (4, 4)}, False),  # (subgraph, nodes)
+    ],
+)
+def test_gather_nodes_adds_the_last_frontier_only_where_the_blocks_chain(A, fn, kwargs, added):
+    G = example("ladies").normalize(A) if fn.__name__ == "ladies" else A
+    graph = gs.compile(fn).program(G, torch.arange(10), **kwargs)
+    before = len(graph.nodes)
+    result = gather_nodes(graph)
+    assert result.changed is added and len(graph.nodes) == before + added
+    graph.verify()
+    assert not gather_nodes(graph).changed  # computed now (or never)
+    if added:
+        last = returned_blocks(graph)[-1]
+        assert frontier_of(graph, last) is graph.output.inputs[max(graph.output.inputs, key=int)]
+
+
+@pytest.mark.parametrize("name", ["graphsage", "ladies"])
+def test_a_program_keeps_what_its_blocks_columns_were_sliced_with(A, name):
+    """The output keeps with each returned block the object its columns were sliced with
+    (gsample.formats.derived.COLUMNS): block 0, the seeds argument itself; block l + 1, the
+    all_nodes kept with block l (so a loader checks the chain by identity), equal to its
+    columns; the last block's all_nodes is kept only by the loader's variant."""
+    lad = example("ladies")
+    G, fn, kwargs = (
+        (A, graphsage, {"fanouts": (5, 5, 5)})
+        if name == "graphsage"
+        else (lad.normalize(A), lad.ladies, {"layers": (50, 50, 50)})
+    )
+    seeds = torch.arange(0, 1000, 9)
+    for passes, last in ((None, False), ([*PIPELINE, gather_nodes], True)):
+        blocks = gs.compile(fn, passes=passes)(G, seeds, **kwargs)
+        assert recall(blocks[0].csc, COLUMNS) is seeds
+        for before, block in itertools.pairwise(blocks):
+            frontier = recall(before.csc, Op.ALL_NODES)
+            assert recall(block.csc, COLUMNS) is frontier is before.all_nodes()
+            assert torch.equal(frontier, block.csc.global_cols())
+        kept = recall(blocks[-1].csc, Op.ALL_NODES)
+        assert (kept is not None) is last
+        if last:
+            assert torch.equal(kept, gs.Matrix(dataclasses.replace(blocks[-1].csc)).all_nodes())
+
+
+def _pinsage_blocks(A, seeds):
+    """Two PinSAGE hops as blocks (``from_neighbors``), the second from the first's nodes."""
+    first = example("pinsage").pinsage_block(A, seeds, num_walks=10, length=2, k=4)
+    return [first, example("pinsage").pinsage_block(A, first.all_nodes(), 10, 2, 0.5, 4)]
+
+
+@pytest.mark.parametrize(
+    "name, fn, kwargs, chained",
+    [
+        ("graphsage", graphsage, {"fanouts": (5, 5, 5)}, True),
+        ("ladies", example("ladies").ladies, {"layers": (50, 50)}, True),
+        ("fastgcn", example("fastgcn").fastgcn, {"layers": (60, 60)}, True),
+        ("labor", example("labor").labor, {"fanouts": (4, 4)}, True),  # filter_edges
+        ("pinsage", _pinsage_blocks, {}, True),  # from_neighbors
+        ("graphsage_pyg", example("graphsage_pyg").graphsage_pyg, {"fanouts": (5, 5)}, False),
+    ],
+)
+def test_what_a_program_keeps_with_its_blocks_is_what_they_hold(A, name, fn, kwargs, chained):
+    """The op-table rules the lowering reads (``column_source``: a NEW_COLS input, or the
+    matrix of a map, a sample or a filter) against the samples: every object a program
+    keeps with a block as its columns equals the block's global column ids, every all_nodes
+    it keeps equals one computed afresh; DGL-style samplers chain by identity
+    (``_program_chained``), others do not."""
+    G = example("ladies").normalize(A) if name == "ladies" else A
+    seeds = torch.arange(3, 1000, 11)
+    gs.manual_seed(1)
+    blocks = gs.compile(fn, passes=[*PIPELINE, gather_nodes])(G, seeds, **kwargs)
+    facts = 0
+    for block in blocks:
+        cols = recall(block.csc, COLUMNS)
+        if cols is not None:
+            facts += 1
+            assert torch.equal(cols.to(torch.int64), block.csc.global_cols()), name
+        kept = recall(block.csc, Op.ALL_NODES)
+        if kept is not None:
+            fresh = gs.Matrix(dataclasses.replace(block.csc)).all_nodes()
+            assert torch.equal(kept, fresh), name
+    assert facts == (len(blocks) if chained else 1)  # (the first block's: the seeds)
+    assert (_program_chained(blocks, seeds) is not None) is chained

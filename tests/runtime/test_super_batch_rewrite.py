@@ -78,14 +78,27 @@ def test_all_nodes_groups_its_ids_by_batch_for_its_users(A):
     assert not any(isinstance(fn_of(n), blocks.PerBatch) for n in g.nodes)  # no dense code
 
 
-def test_a_column_slice_of_the_graph_is_decoded_and_re_encoded(A):
+def test_an_induced_subgraph_runs_once_on_the_encoded_ids(A):
+    # A[nodes, nodes] (fused by the pipeline): one op for every batch, taking the encoded
+    # rows and columns itself; no column slice of the block-diagonal graph
     g = rewrite(program(example("shadow").shadow, A))
-    (sl,) = [n for n in g.nodes if n.op is Op.SLICE_COLS]
-    assert fn_of(sl.inputs["cols"]) is blocks.decode_cols
-    (enc,) = g.users()[sl]
-    assert fn_of(enc) is blocks.encode_columns
+    (sub,) = [n for n in g.nodes if n.op is Op.SLICE_ROWS_COLS]
+    assert sub.attrs["batches"] == (3, N_NODES)
+    assert sub.inputs["rows"] is sub.inputs["cols"]
+    assert sub.inputs["rows"].op is Op.ALL_NODES
+    assert not any(n.op in (Op.SLICE_COLS, Op.SLICE_ROWS) for n in g.nodes)
+    assert not any(fn_of(n) in (blocks.decode_cols, blocks.encode_columns) for n in g.nodes)
+
+
+def test_a_column_slice_of_the_graph_is_decoded_and_re_encoded(A):
+    g = rewrite(program(example("shadow").shadow, A, passes=[]))  # unfused: two slices
     (rows,) = [n for n in g.nodes if n.op is Op.SLICE_ROWS]
-    assert rows.inputs["A"] is enc  # a row slice of the encoded slice: as is
+    enc = rows.inputs["A"]  # a row slice of the encoded slice: as is
+    assert fn_of(enc) is blocks.encode_columns
+    sl = enc.inputs["0"]
+    assert sl.op is Op.SLICE_COLS
+    assert fn_of(sl.inputs["cols"]) is blocks.decode_cols
+    assert g.users()[sl] == [enc]
 
 
 def test_dense_code_runs_per_batch_only_on_per_batch_values(A):
@@ -109,6 +122,25 @@ def test_dense_code_runs_per_batch_only_on_per_batch_values(A):
     # p[s.row_ids] on the encoded p: one gather, nothing split before the output
     assert text.count("fn=gather") == 2 and "per_batch(getitem)" not in text
     assert text.count("fn=bounds") == 2  # the two blocks' bounds, for the output
+
+
+def test_a_captured_tensor_at_the_seeds_is_one_gather(A):
+    """``t[seeds]`` with ``t`` a tensor the sampler captures (a node time, traced as the
+    method ``__getitem__`` of a constant, not ``operator.getitem`` of a proxy) is one gather
+    for every batch, not a per-batch step; the super-batched samples equal one at a time."""
+    node_time = torch.arange(N_NODES).flip(0) * 3
+    edge_time = torch.arange(A.num_edges) % (3 * N_NODES)
+
+    def timed(A, seeds):
+        return A.temporal_sample(seeds, 3, time=node_time[seeds], edge_time=edge_time)
+
+    text = format_lines(rewrite(program(timed, A), fixed_state=True))
+    assert "fn=gather" in text and "per_batch(" not in text
+    loader = functools.partial(gs.DataLoader, A, gs.compile(timed), torch.arange(64), 16, seed=3)
+    one = [b.out.csc for b in loader()]
+    sup = [b.out.csc for b in loader(super_batch=4, fixed_state=True)]
+    for x, y in zip(one, sup, strict=True):
+        assert torch.equal(x.indptr, y.indptr) and torch.equal(x.global_rows(), y.global_rows())
 
 
 def test_the_rewrite_reads_the_op_table(A, monkeypatch):

@@ -24,6 +24,10 @@ Kernels for every op the IR lowers to, by family (``kernels/README.md``):
   draws): allowed edges by a binary search in each column's time order, per-seed keys;
   ``temporal_walk.cu``: temporal random walks (``temporal_walk``, ``temporal_walk_edges``), a
   thread per walker, each step's allowed edges by a binary search in that time order.
+* ``first_reached.cu``: disjoint sampling's next frontier (``first_reached``): the pairs
+  (seed slot, node) in a device hash table (the first edge by ``atomicMin``), the new ones
+  compacted by a single-pass scan, placed by key within their (mini-batch, slot) group, and
+  the new state merged; one read-back.
 
 ``random_uniform`` / ``random_count`` (one hash per entry) run torch code on the device,
 sync-free (:mod:`.draws`); so does ``filter_edges`` (:mod:`.edge_filter`).

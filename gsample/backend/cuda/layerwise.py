@@ -758,12 +758,18 @@ def _kept_edges(
 
 # ----------------------------------------------------------------------------- A[rows, cols]
 @cuda_impl(Op.SLICE_ROWS_COLS, syncs=True)
-def slice_rows_cols(A: CSC, rows: torch.Tensor, cols: torch.Tensor) -> CSC:
+def slice_rows_cols(A: CSC, rows: torch.Tensor, cols: torch.Tensor, batches=None) -> CSC:
     """``A[rows, cols]`` (``SLICE_ROWS_COLS``): the frontier's edges whose row is in ``rows``
     (unique ids), kept as the collective sampler keeps a chosen row's, without the column
     slice: each row's position in ``rows`` scattered over the graph's rows, then the kept
     counts, one read-back, the kept edges. Another ``A`` (not the whole graph) runs the two
-    slices' kernels."""
+    slices' kernels. ``batches`` ``(N, n)``: a super-batch (:func:`_slice_rows_cols_batched`;
+    another ``A``: the torch backend's code)."""
+    if batches is not None:
+        N, n = batches
+        if _graph(A) and A.num_nodes == n:  # (N == 1 too: checked as a super-batch is)
+            return _slice_rows_cols_batched(A, rows, cols, N, n)
+        return extract._reference(Op.SLICE_ROWS_COLS, A=A, rows=rows, cols=cols, batches=batches)
     if not _graph(A) or rows.numel() > _MAX_CHOSEN:  # newpos: int32 positions in rows
         return extract.slice_rows(extract.slice_cols(A, cols), rows)
     buf, ncols = _frontier(cols)
@@ -787,6 +793,51 @@ def slice_rows_cols(A: CSC, rows: torch.Tensor, cols: torch.Tensor) -> CSC:
         num_nodes=A.num_nodes,
         indptr=indptr_out,
         rows=rows_out,
+        row_ids=rows,
+        col_ids=cols,
+        values=values,
+        eids=eids,
+    )
+
+
+def _slice_rows_cols_batched(A: CSC, rows, cols, copies: int, n: int) -> CSC:
+    """``A[rows, cols]`` of a super-batch (the torch backend's ``slice_rows_cols_batched``,
+    the same CSC): ``rows`` and ``cols`` encoded (``b * n + v``), grouped by batch.
+
+    The kept-edge kernels run over the encoded frontier once for every batch; a row is
+    tested in a bitmap of the block-diagonal row space (``copies * n / 8`` bytes, which stays
+    in the L2), and each kept edge's encoded row is looked up among ``rows`` in a hash table
+    of ``rows`` alone: no ``newpos`` of ``copies * n`` entries, no column slice. Bad ids
+    raise as a mini-batch's checks do: a row out of range (``IndexError``), a batch's row
+    given twice (``ValueError``), a column out of range (``IndexError``, the frontier's
+    kernel)."""
+    R, dev = copies * n, A.indptr.device
+    cols = cols.to(torch.int64).contiguous()
+    rows = V.ids(rows, "rows", R, dev).contiguous()
+    C, K = cols.numel(), rows.numel()
+    indptr, rows_g = _index_arrays(A)
+    bits = torch.zeros((R + 31) // 32, dtype=torch.int32, device=dev)
+    launch("layerwise", "gs_mark_bits", K, rows, K, R, bits)
+    ptr = _frontier_ptr(indptr, cols, None, n, R)  # the columns' ids checked there
+    indptr_out = _kept_counts(indptr, rows_g, cols, C, ptr, n, 0, bits)
+    edges, kept = V.read_back([ptr[C:], indptr_out[-1:]])
+    encoded, _, values, eids = _kept_edges(
+        indptr, rows_g, cols, C, ptr, n, 0, bits, edges, kept, A.values, A.eids
+    )
+    # one table of rows: their own positions (a repeat finds an earlier one) and the edges'
+    at, _ = extract.member_positions(rows, torch.cat([rows, encoded]))
+    own = at[:K]
+    repeated = own != torch.arange(K, device=dev)
+    V.fail_if(
+        repeated.any(),
+        ValueError,
+        lambda v: f"rows: node {v % n} appears more than once; row ids must be unique",
+        rows[torch.argmax(repeated.to(torch.int8))] if K else rows,
+    )
+    return CSC(
+        num_nodes=R,
+        indptr=indptr_out,
+        rows=at[K:],
         row_ids=rows,
         col_ids=cols,
         values=values,

@@ -8,6 +8,9 @@ import torch
 
 from gsample.backend.registry import torch_impl
 from gsample.backend.torch import layerwise_native
+from gsample.backend.torch.batched import frontier
+from gsample.base import validate as V
+from gsample.base.random import batch_ptr
 from gsample.formats.csc import CSC, gather_segments, locate, segment_ptr
 from gsample.ir import Op
 
@@ -76,12 +79,15 @@ def slice_rows(A: CSC, rows: torch.Tensor) -> CSC:
 
 
 @torch_impl(Op.SLICE_ROWS_COLS)
-def slice_rows_cols(A: CSC, rows: torch.Tensor, cols: torch.Tensor) -> CSC:
+def slice_rows_cols(A: CSC, rows: torch.Tensor, cols: torch.Tensor, batches=None) -> CSC:
     """``A[rows, cols]``: ``slice_rows(slice_cols(A, cols), rows)`` (the reference of the
     fused op ``SLICE_ROWS_COLS``; its backends need not build the column slice).
 
     Where the marker pays (:func:`_marker_pays`) the column slice's edges are filtered
-    before their values and edge ids are gathered: the same tensors, fewer passes."""
+    before their values and edge ids are gathered: the same tensors, fewer passes.
+    ``batches`` ``(N, n)``: a super-batch (:func:`slice_rows_cols_batched`)."""
+    if batches is not None:
+        return slice_rows_cols_batched(A, rows, cols, *batches)
     index, ptr = gather_segments(*A.column_segments(cols))
     local_rows = A.rows[index]
     edge_rows = A.global_rows(local_rows)
@@ -108,6 +114,98 @@ def slice_rows_cols(A: CSC, rows: torch.Tensor, cols: torch.Tensor) -> CSC:
         col_ids=cols,
         values=None if A.values is None else A.values[index],
         eids=index if A.eids is None else A.eids[index],
+    )
+
+
+def slice_rows_cols_batched(
+    A: CSC, rows: torch.Tensor, cols: torch.Tensor, copies: int, n: int
+) -> CSC:
+    """``A[rows, cols]`` of ``copies`` mini-batches at once (a super-batch: ids of batch ``b``
+    are ``b * n + v``, each batch's contiguous and in batch order), without the
+    block-diagonal graph's column slice or a marker per batch.
+
+    Parameters
+    ----------
+    A : CSC
+        The graph (``n`` nodes; a matrix of ``copies * n`` nodes is a super-batch matrix
+        already, sliced as one matrix).
+    rows, cols : LongTensor, shapes (R,) and (C,)
+        Encoded ids, grouped by batch; each batch's rows unique.
+    copies, n : int
+        The super-batch's ``(N, n)``.
+
+    Returns
+    -------
+    CSC
+        Of ``copies * n`` nodes: ``row_ids = rows``, ``col_ids = cols``, batch ``b``'s
+        edges those of its own ``A[rows_b, cols_b]`` (same order, values and edge ids),
+        their rows positions in ``rows``.
+
+    Batch by batch, with one marker over the graph's ``n`` nodes that every batch shares:
+    batch ``b`` gathers its columns' edges, writes its rows' positions into the marker,
+    keeps its edges whose row is marked and clears what it wrote (where ``n`` dwarfs the
+    super-batch's frontier edges, a search among the batch's rows instead, as
+    :func:`slice_rows` chooses). Memory and time are the sampled work's (a batch's frontier
+    edges at a time, which stay in cache as a mini-batch's do, and the kept edges), never an
+    array of ``copies * n``. A batch repeating a row raises the ``ValueError`` of a
+    mini-batch's check.
+
+    Examples
+    --------
+    >>> S = slice_rows_cols_batched(A, rows, cols, 2, A.num_nodes)  # S.num_nodes == 2 * n
+    """
+    N = copies
+    if A.num_nodes != n:  # a super-batch matrix: the ids are its own
+        rows = V.ids(rows, "rows", A.num_nodes, A.device)
+        V.unique_ids(rows, "rows")
+        cols = V.ids(cols, "cols", A.num_nodes, A.device, allow_empty=True)
+        return slice_rows_cols(A, rows, cols)
+    v, _, cptr = frontier(cols, n, N)  # (checked: ids in range, grouped by batch)
+    rows = V.ids(rows, "rows", N * n, A.device, allow_empty=True)
+    rptr = batch_ptr(torch.div(rows, n, rounding_mode="floor"), N)
+    indptr, seg = A.column_segments(v)
+    E = int((indptr[seg + 1] - indptr[seg]).sum()) if seg.numel() else 0
+    R, dev = rows.numel(), rows.device
+    # one fill of n entries for the super-batch, where a mini-batch pays one per call
+    marker = None
+    if R and n <= 4 * E * max(R.bit_length(), 1):
+        marker = torch.full((n,), -1, dtype=torch.int64, device=dev)
+    at = torch.arange(R, device=dev)
+    counts, local_rows, eids, values, repeats = [], [], [], [], []
+    for b in range(N):
+        r0, r1 = rptr[b], rptr[b + 1]
+        idx, ptr = gather_segments(indptr, seg[cptr[b] : cptr[b + 1]])
+        edge_rows = A.global_rows(A.rows[idx])  # node ids of the graph, in [0, n)
+        mine = rows[r0:r1] - b * n
+        if marker is not None:
+            marker[mine] = at[r0:r1]
+            repeats.append((marker[mine] != at[r0:r1]).any())
+            local = marker[edge_rows]
+            marker[mine] = -1
+            hit = local >= 0
+        else:
+            V.unique_ids(mine, "rows")
+            local, hit = locate(mine, edge_rows)
+            local = local + r0
+        keep = hit.nonzero().squeeze(1)
+        kept = segment_ptr(hit.to(torch.int64))
+        counts.append(kept[ptr[1:]] - kept[ptr[:-1]])
+        local_rows.append(local[keep])
+        idx = idx[keep]  # (each batch's gathers while its edges are in cache)
+        eids.append(idx if A.eids is None else A.eids[idx])
+        if A.values is not None:
+            values.append(A.values[idx])
+    if repeats and bool(torch.stack(repeats).any()):
+        V.unique_ids(rows, "rows")  # (raises, naming the repeated node)
+    return replace(
+        A,
+        num_nodes=N * n,
+        indptr=segment_ptr(torch.cat(counts)),
+        rows=torch.cat(local_rows),
+        row_ids=rows,
+        col_ids=cols,
+        values=None if A.values is None else torch.cat(values),
+        eids=torch.cat(eids),
     )
 
 

@@ -264,8 +264,10 @@ class HeteroBatches:
         """
         return self._sample(seeds, seed_time)[0]
 
-    def _sample(self, seeds: Mapping[str, torch.Tensor], seed_time=None) -> tuple:
-        """:meth:`sample`'s output and ``{edge_type: edge values}`` of ``graph=`` (or {})."""
+    def _sample(self, seeds: Mapping[str, torch.Tensor], seed_time=None, draws=None) -> tuple:
+        """:meth:`sample`'s output and ``{edge_type: edge values}`` of ``graph=`` (or {});
+        ``draws``: the seeds' draws, made already (:meth:`draw`'s, by a super-batch:
+        :class:`gsample.interop.pyg.hetero_super_batch.HeteroSuperBatches`), laid out here."""
         if not isinstance(seeds, Mapping):
             raise TypeError(f"seeds: expected a dict {{node_type: ids}}, got {type(seeds)}")
         device = next(iter(seeds.values())).device if seeds else torch.device("cpu")
@@ -279,10 +281,10 @@ class HeteroBatches:
             times = self.spec.seed_time(seeds, seed_time)
             if times is not None:
                 times = {t: v.to(H.device) for t, v in times.items()}
-            blocks, slots = self.draw(seeds, times)
+            blocks, slots = self.draw(seeds, times) if draws is None else draws
             lay, batch = disjoint_layout(blocks, slots, seeds, H)
         else:
-            samples = self.draw(seeds)  # checks the seeds
+            samples = self.draw(seeds) if draws is None else draws  # draw checks the seeds
             lay = pyg_layout(samples, {t: ids.to(torch.int64) for t, ids in seeds.items()}, H)
         node = {t: lay.node[t] for t in H.node_types}
         row, col, edge, weight = {}, {}, {}, {}
@@ -320,14 +322,19 @@ class HeteroBatches:
         return out, weight
 
     def sample_nodes(
-        self, seeds: torch.Tensor, input_id: torch.Tensor, seed_time: torch.Tensor | None = None
+        self,
+        seeds: torch.Tensor,
+        input_id: torch.Tensor,
+        seed_time: torch.Tensor | None = None,
+        draws=None,
     ) -> _Output:
         """The node loader's mini-batch: seeds of :attr:`input_type` (at times
         ``seed_time``, PyG's ``input_time``: temporal sampling); ``metadata = (input_id,
         seed_time, edge weights)`` (PyG's ``(input_id, seed_time)``, and ``{edge_type:
-        values}`` of ``graph=``)."""
+        values}`` of ``graph=``). ``draws``: :meth:`draw`'s result for these seeds, when a
+        super-batch drew it (then nothing is drawn here)."""
         times = None if seed_time is None else {self.input_type: seed_time}
-        out, weight = self._sample({self.input_type: seeds}, times)
+        out, weight = self._sample({self.input_type: seeds}, times, draws)
         out.metadata = (input_id, seed_time, weight)
         return out
 

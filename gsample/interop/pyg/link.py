@@ -6,10 +6,13 @@
 link sampler: PyG builds the mini-batches of supervision edges and joins the ``Data``'s
 attributes; gsample draws the negatives on the graph's device
 (:mod:`gsample.interop.pyg.negatives`) and samples the neighbourhoods of the edges'
-endpoints. On a ``Data`` the loader runs its own epochs (``_Epochs``, ``_LinkBatches``):
-mini-batch ``i`` of an epoch is keyed ``i``, as ``NeighborLoader``'s, so that
-``super_batch`` can sample consecutive mini-batches in one run
-(:class:`gsample.interop.pyg.super_batch.LinkSuperBatches`) and give the same batches.
+endpoints. The loader runs its own epochs (``_Epochs``, ``_LinkBatches``): mini-batch ``i``
+of an epoch is keyed ``i``, as ``NeighborLoader``'s, so that ``super_batch`` can sample
+consecutive mini-batches in one run and give the same batches
+(:class:`gsample.interop.pyg.super_batch.LinkSuperBatches` on a ``Data``;
+:class:`~gsample.interop.pyg.hetero_super_batch.HeteroSuperBatches` on a ``HeteroData``, whose
+mini-batches :class:`_KeyedHeteroSampler` plans and finishes as PyG's heterogeneous
+``edge_sample`` lays them out).
 Batches are PyG's: ``edge_label_index`` in local ids, ``edge_label`` (binary
 negatives labelled 0), ``src_index`` / ``dst_pos_index`` / ``dst_neg_index`` in triplet
 mode, ``input_id``, ``n_id`` (the label edges' endpoints first), ``e_id``.
@@ -25,7 +28,7 @@ from collections.abc import Callable
 import torch
 
 from gsample.base import validate as V
-from gsample.base.random import MASK64, combine, hash_tensor, op_key
+from gsample.base.random import MASK64, batch_scope, combine, hash_tensor, op_key
 from gsample.compiler.compiled import compile as gs_compile
 from gsample.interop.pyg import hetero_loader as _hetero
 from gsample.interop.pyg import stores as _stores
@@ -43,6 +46,7 @@ from gsample.interop.pyg.arguments import (
     shown,
     weighted_graph,
 )
+from gsample.interop.pyg.hetero_super_batch import HeteroSuperBatches
 from gsample.interop.pyg.loader import Sampler, _remember
 from gsample.interop.pyg.negatives import (
     NEGATIVE_ORDINAL,
@@ -50,6 +54,7 @@ from gsample.interop.pyg.negatives import (
     NegativeSampling,
     edge_output,
     edge_seeds,
+    hetero_edge_sample,
 )
 from gsample.interop.pyg.neighbor_loader import (
     _EpochBatches,
@@ -111,13 +116,94 @@ class _Options:
 @dataclasses.dataclass(frozen=True)
 class _Program:
     """A ``Data``'s sampling program, for super-batching: the compiled program (None with
-    ``compile=False``), its static arguments, the graph and the temporal spec."""
+    ``compile=False``), its static arguments, the graph and the temporal spec; or, for a
+    ``HeteroData`` (or heterogeneous stores), its ``HeteroBatches`` (``hetero``: compiled
+    steps per (hop, edge type), ``compiled`` None with ``compile=False``)."""
 
     compiled: object
-    hops: dict
+    hops: dict | None
     A: object
     spec: object
     edge_time: torch.Tensor | None
+    hetero: object = None
+
+    @property
+    def num_nodes(self) -> int:
+        """The graph's node count (a heterogeneous graph's: its relations' ``N``)."""
+        return self.A.num_nodes if self.hetero is None else self.hetero.graph.size
+
+    @property
+    def device(self) -> torch.device:
+        return self.A.device if self.hetero is None else self.hetero.graph.device
+
+
+@dataclasses.dataclass(frozen=True)
+class _HeteroPlan:
+    """A heterogeneous link mini-batch's seeds as PyG's ``edge_sample`` lays them out
+    (``{node_type: ids}``, their times), with the ``metadata`` its batch gets and its
+    positives' count (disjoint: ``batch`` is taken modulo it)."""
+
+    seed: dict
+    seed_time: dict | None
+    metadata: tuple
+    num_pos: int
+
+
+class _KeyedHeteroSampler(_hetero.HeteroSampler):
+    """:class:`~gsample.interop.pyg.hetero_loader.HeteroSampler` as
+    :class:`LinkNeighborLoader` runs it on a ``HeteroData`` (its own epochs, mini-batch
+    ``i`` keyed ``i``, as on a ``Data``): :meth:`plan` draws a mini-batch's negatives and
+    lays out its seeds, :meth:`finish` samples them (or lays out the draws a super-batch
+    made for them), exactly as ``sample_from_edges`` does with that key."""
+
+    def plan(self, index, neg_sampling, epoch_seed: int, key: int) -> _HeteroPlan:
+        """Mini-batch ``key``'s negatives drawn and its seeds laid out: PyG's heterogeneous
+        ``edge_sample`` (:func:`~gsample.interop.pyg.negatives.hetero_edge_sample`, its
+        negatives keyed by ``(epoch_seed, NEGATIVE_ORDINAL, key)``) up to the sampling,
+        whose seeds it records."""
+        if index.time is not None and not self._temporal():
+            raise ValueError(
+                "index: edge_label_time needs a temporal sampler (HeteroBatches with a spec "
+                "of a time_attr)"
+            )
+        seen = []
+
+        def record(seeds, seed_time):  # what the sampling would be given; no draw
+            seen.append((seeds, seed_time))
+            return _Pending()
+
+        negatives = None
+        if neg_sampling is not None:
+            negatives = self.negative_sampler(neg_sampling, tuple(index.input_type))
+        pending = hetero_edge_sample(
+            index,
+            record,
+            negatives,
+            neg_sampling,
+            key=op_key(epoch_seed, NEGATIVE_ORDINAL, key),
+            disjoint=self.disjoint,
+        )
+        ((seeds, seed_time),) = seen
+        return _HeteroPlan(seeds, seed_time, pending.metadata, int(index.row.numel()))
+
+    def finish(self, plan: _HeteroPlan, epoch_seed: int, key: int, draws=None):
+        """The ``HeteroSamplerOutput`` of ``plan``'s seeds drawn as mini-batch ``key`` of
+        the epoch ``epoch_seed`` (``draws``: made by a super-batch), with PyG's
+        ``metadata``."""
+        with batch_scope(epoch_seed, key):
+            out = self.batches._sample(plan.seed, plan.seed_time, draws)[0]
+        if self.disjoint:  # PyG's: each node's positive, not its seed slot
+            out.batch = {t: b % plan.num_pos for t, b in out.batch.items()}
+        out.metadata = plan.metadata
+        return out
+
+
+class _Pending:
+    """The sample :meth:`_KeyedHeteroSampler.plan` hands PyG's layout in place of one: it
+    takes the ``metadata`` the layout sets (``batch``: none yet)."""
+
+    def __init__(self):
+        self.batch, self.metadata = {}, None
 
 
 class _Replayable:
@@ -190,7 +276,8 @@ class _KeyedSampler(Sampler):
 
 
 class _LinkBatches(torch.utils.data.Dataset):
-    """A ``Data``'s link mini-batches: item ``(epoch_seed, i)`` is mini-batch ``i`` of that
+    """A loader's link mini-batches (a ``Data``'s, or a ``HeteroData``'s through a
+    :class:`_KeyedHeteroSampler`): item ``(epoch_seed, i)`` is mini-batch ``i`` of that
     epoch (its supervision edges in the epoch's order, :func:`epoch_order`), drawn with key
     ``i``; item ``Run(epoch_seed, first, count)`` the list of those mini-batches, drawn in
     one run of :attr:`super` (each one's negatives first, with its own key). Batches are
@@ -250,21 +337,25 @@ class _LinkBatches(torch.utils.data.Dataset):
                 self.plan(self.batch_positions(run.epoch_seed, i), run.epoch_seed, i)
                 for i in indices
             ]
-            num_nodes = self.sampler.A.num_nodes
-            seeds = [V.ids(p.seed, "seeds", num_nodes, None) for p in plans]
-            spec = getattr(self.sampler.disjoint, "spec", None)
-            times = [
-                None if spec is None else spec.seed_time(s, p.seed_time)
-                for s, p in zip(seeds, plans)
-            ]
+            if isinstance(self.sampler, _KeyedHeteroSampler):  # seed dicts, drawn per step
+                seeds = [p.seed for p in plans]
+                times = [p.seed_time for p in plans]
+                measure, sample = self.super.measure_seeds, self.super.seed_draws
+            else:
+                num_nodes = self.sampler.A.num_nodes
+                seeds = [V.ids(p.seed, "seeds", num_nodes, None) for p in plans]
+                spec = getattr(self.sampler.disjoint, "spec", None)
+                times = [
+                    None if spec is None else spec.seed_time(s, p.seed_time)
+                    for s, p in zip(seeds, plans)
+                ]
+                measure, sample = self.super.measure, self.super.run
             if run.role == "measure":
-                raw, runs.batch_bytes = self.super.measure(
-                    seeds[0], times[0], run.epoch_seed, first
-                )
+                raw, runs.batch_bytes = measure(seeds[0], times[0], run.epoch_seed, first)
                 raws = [raw]
             else:
                 try:
-                    raws = self.super.run(seeds, times, run.epoch_seed, first)
+                    raws = sample(seeds, times, run.epoch_seed, first)
                 except Exception as error:
                     raws = None
                     batches = _super.sampled_alone(
@@ -306,7 +397,7 @@ class _Epochs(torch.utils.data.DataLoader):
         num_batches = n // batch_size if drop_last else -(-n // batch_size)
         super_batch, memory_budget = self.super_batch, self.memory_budget
         if _super.active(super_batch):
-            if program.compiled is None:
+            if program.compiled is None:  # (a HeteroData's: compile=False)
                 _super.refuse(
                     super_batch,
                     _NAME,
@@ -320,7 +411,9 @@ class _Epochs(torch.utils.data.DataLoader):
                     "num_workers > 0 samples in worker processes; give the number of "
                     "mini-batches a run, e.g. super_batch=8",
                 )
-            if n and program.A.num_nodes:  # traced now
+            if program.hetero is not None:  # its steps, traced by the runs that need them
+                batches.super = HeteroSuperBatches(program.hetero)
+            elif n and program.A.num_nodes:  # traced now
                 probe = torch.arange(min(program.A.num_nodes, 2 * batch_size))
                 batches.super = _super.LinkSuperBatches(
                     program.A,
@@ -330,9 +423,9 @@ class _Epochs(torch.utils.data.DataLoader):
                     program.spec,
                     program.edge_time,
                 )
-            batches.runs = _super.Runs(super_batch, memory_budget, program.A.device)
+            batches.runs = _super.Runs(super_batch, memory_budget, program.device)
         self.epoch = 0
-        self.label_stream = _stream(batches.input_data, program.A.num_nodes)
+        self.label_stream = _stream(batches.input_data, program.num_nodes)
         self.batches = _EpochBatches(num_batches, batches.runs)
         super().__init__(
             batches, batch_size=None, sampler=self.batches, collate_fn=_identity, **kwargs
@@ -443,20 +536,20 @@ class LinkNeighborLoader(*_BASES):
     compile : bool
         Compile the sampler with ``gs.compile`` (default True).
     super_batch : int or "auto", optional
-        A ``Data``: sample this many consecutive mini-batches in one run of the compiled
-        program (``CompiledSampler.super_batched``), still yielded one by one: the batches,
+        Sample this many consecutive mini-batches in one run of the compiled program
+        (``CompiledSampler.super_batched``; a ``HeteroData``'s or heterogeneous stores':
+        one run of each (hop, edge type)'s step), still yielded one by one: the batches,
         their order and every tensor of them (negatives included: each mini-batch's are
         drawn with its own key before the run samples their seeds together) are those of
         ``super_batch=None`` (the default: one mini-batch a run; ``1`` is the same), in
         every mode (binary / triplet negatives, strict, weighted, disjoint, temporal with
-        ``edge_label_time``, directional or bidirectional) and with worker processes (each
-        samples whole runs). ``"auto"``: the fastest size that fits ``memory_budget``,
-        timed on the first epoch's own mini-batches (``loader.super_batch_size``,
-        ``loader.auto_times``); it needs ``num_workers=0``. Refused with a ``ValueError``
-        naming ``super_batch``: a ``HeteroData`` or heterogeneous stores (sampled by a loop
-        of compiled steps, one per hop and edge type, rather than one program) and
-        ``compile=False`` (a super-batch runs the compiled program). A run that runs out
-        of memory where its mini-batches sample one by one gives them so (the same
+        ``edge_label_time``, directional or bidirectional; a ``HeteroData``'s induced too)
+        and with worker processes (each samples whole runs). ``"auto"``: the fastest size
+        that fits ``memory_budget``, timed on the first epoch's own mini-batches
+        (``loader.super_batch_size``, ``loader.auto_times``); it needs ``num_workers=0``.
+        Refused with a ``ValueError`` naming ``super_batch``: ``compile=False`` (a
+        super-batch runs the compiled program). A run that runs out of memory where its
+        mini-batches sample one by one gives them so (the same
         batches; a ``RuntimeWarning``, once); any other error of such a run is a
         ``RuntimeError`` naming ``super_batch``. :mod:`gsample.interop.pyg.super_batch`.
     memory_budget : int, optional
@@ -469,7 +562,7 @@ class LinkNeighborLoader(*_BASES):
 
     Notes
     -----
-    On a ``Data`` the loader orders its epochs as ``NeighborLoader`` does (``shuffle``:
+    The loader orders its epochs as ``NeighborLoader`` does (``shuffle``:
     gsample's hash permutation of the epoch, the same in every process), and mini-batch
     ``i`` of epoch ``e`` (the loader's ``e``-th iteration) draws its negatives and its
     neighbourhoods with the key ``i`` in the stream ``combine(combine(combine(0, seed), e),
@@ -478,8 +571,9 @@ class LinkNeighborLoader(*_BASES):
     supervision edges, the epoch and ``i`` only, whatever ``num_workers`` and
     ``super_batch``. (PyG's own ``LinkLoader`` over :class:`gsample.pyg.Sampler` keys a
     mini-batch by its ``input_id`` set instead, and advances epochs only by
-    ``Sampler.set_epoch``.) A ``HeteroData`` is PyG's ``LinkLoader`` over gsample's
-    sampler, keyed by the ``input_id`` set. ``str(loader)`` is ``'LinkNeighborLoader()'``;
+    ``Sampler.set_epoch``.) A ``HeteroData`` (or heterogeneous stores) alike: its
+    mini-batches are planned and finished by gsample's typed sampler with key ``i`` (PyG's
+    heterogeneous ``edge_sample`` layout). ``str(loader)`` is ``'LinkNeighborLoader()'``;
     ``loader(index)`` returns the batch of the supervision edges ``index``, as PyG's.
 
     Examples
@@ -558,12 +652,6 @@ class LinkNeighborLoader(*_BASES):
         )
         hetero = _hetero.is_hetero(data) or stored is not None
         if hetero:
-            _super.refuse(
-                super_batch,
-                _NAME,
-                "a heterogeneous graph is sampled by a loop of compiled steps, one per (hop, "
-                "edge type), not by one program a super-batch could run",
-            )
             sampler, edge_label_time, neg_sampling = self._hetero_sampler(
                 data, stored, options, edge_label_index, edge_label_time, neg_sampling
             )
@@ -690,7 +778,10 @@ class LinkNeighborLoader(*_BASES):
             )
         seed = V.seed(options.seed, none_ok=True)
         seed = default_seed() if seed is None else seed
-        sampler = _hetero.HeteroSampler(batches, seed, batch_key)
+        # its own epochs, mini-batch i keyed i (as a Data's), so a super-batch can run them
+        sampler = _KeyedHeteroSampler(batches, seed, batch_key)
+        compiled = batches.step_sampler
+        self._program = _Program(compiled, None, None, spec, None, hetero=batches)
         self.num_neighbors, self.replace = options.num_neighbors, batches.replace
         self.subgraph_type = options.subgraph_type
         return sampler, edge_label_time, neg_sampling

@@ -38,6 +38,7 @@ from gsample.interop.pyg import stores as _stores
 from gsample.interop.pyg import subgraph as _subgraph
 from gsample.interop.pyg import super_batch as _super
 from gsample.interop.pyg import temporal as _temporal
+from gsample.interop.pyg.hetero_super_batch import HeteroSuperBatches
 from gsample.loader.dataloader import super_batch_options
 from gsample.matrix.sparse import Matrix
 
@@ -289,7 +290,9 @@ class _MiniBatches(torch.utils.data.Dataset):
                         lambda i: self.sample(parts[i - run.first], run.epoch_seed, i),
                         self,
                     )
-            if outs is not None:
+            if outs is not None and self.hetero is not None:  # PyG's outputs already
+                batches = outs
+            elif outs is not None:
                 batches = [self.output(p, self.pyg_sample(o, p)) for o, p in zip(outs, parts)]
         if run.role == "time":
             runs.seconds = (runs.clock() - began) / run.count
@@ -471,13 +474,15 @@ class NeighborLoader(torch.utils.data.DataLoader):
         (``CompiledSampler.super_batched``), still yielded one by one: the batches, their
         order and every tensor of them are those of ``super_batch=None`` (the default: one
         mini-batch a run; ``1`` is the same), in every mode of a ``Data`` (subgraph types,
-        weighted, disjoint, temporal with ``input_time`` or a node's own time) and with
-        worker processes (each samples whole runs). ``"auto"``: the fastest size that fits
-        ``memory_budget``, timed on the first epoch's own mini-batches as ``gs.DataLoader``
-        times it (``loader.super_batch_size``, ``loader.auto_times``); it needs
-        ``num_workers=0``. Refused with a ``ValueError`` naming ``super_batch``: a
-        ``HeteroData`` (or heterogeneous stores), whose hops are a loop of compiled steps
-        rather than one program, and ``compile=False``. A run that runs out of memory
+        weighted, disjoint, temporal with ``input_time`` or a node's own time) and of a
+        ``HeteroData`` or heterogeneous stores (each (hop, edge type)'s compiled step run
+        once for the run's mini-batches, every mode but ``compile=False``:
+        :class:`gsample.interop.pyg.hetero_super_batch.HeteroSuperBatches`), and with worker
+        processes (each samples whole runs).
+        ``"auto"``: the fastest size that fits ``memory_budget``, timed on the first
+        epoch's own mini-batches as ``gs.DataLoader`` times it (``loader.super_batch_size``,
+        ``loader.auto_times``); it needs ``num_workers=0``. Refused with a ``ValueError``
+        naming ``super_batch``: ``compile=False``. A run that runs out of memory
         where its mini-batches sample one by one gives them so (the same batches; a
         ``RuntimeWarning``, once); any other error of such a run is a ``RuntimeError``
         naming ``super_batch``; one whose mini-batch raises alone raises that error.
@@ -552,12 +557,12 @@ class NeighborLoader(torch.utils.data.DataLoader):
         spec = _temporal.TemporalSpec.of(data, disjoint, time_attr, temporal_strategy)
         _temporal.check_input_time(spec, input_time)
         if _hetero.is_hetero(data):  # per-type sampling, in this loader's epochs
-            _super.refuse(
-                super_batch,
-                "NeighborLoader",
-                "a HeteroData is sampled by a loop of compiled steps, one per (hop, edge "
-                "type), not by one program a super-batch could run",
-            )
+            if _super.active(super_batch) and not V.flag(compile, "compile"):
+                _super.refuse(
+                    super_batch,
+                    "NeighborLoader",
+                    "compile=False samples eagerly; a super-batch runs the compiled steps",
+                )
             batches = _hetero.HeteroBatches(
                 data,
                 num_neighbors,
@@ -593,7 +598,9 @@ class NeighborLoader(torch.utils.data.DataLoader):
                 hetero=batches,
                 input_time=input_time,
             )
-            self._start(dataset, seed, drop_last, kwargs, super_batch)
+            if _super.active(super_batch):  # each (hop, edge type) run for several at once
+                dataset.super = HeteroSuperBatches(batches, input_nodes, input_id, input_time)
+            self._start(dataset, seed, drop_last, kwargs, super_batch, memory_budget)
             return
         _args.check_data(data)
         _args.check_fanouts(num_neighbors)

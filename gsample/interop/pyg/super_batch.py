@@ -27,10 +27,11 @@ and times into tables the program reads by position (:func:`by_position`), buffe
 keep their identity (a captured program reads them where they are) and grow when a run
 needs more room.
 
-Refused, with a ``ValueError`` naming ``super_batch`` (:func:`refuse`): a ``HeteroData``
-(sampled by a Python loop of compiled steps, one per (hop, edge type), not by one program),
-``compile=False`` and ``"auto"`` with worker processes (it times sizes in the process that
-samples).
+On a ``HeteroData`` (or heterogeneous stores), both loaders run their steps through
+:class:`gsample.interop.pyg.hetero_super_batch.HeteroSuperBatches`.
+
+Refused, with a ``ValueError`` naming ``super_batch`` (:func:`refuse`): ``compile=False``
+and ``"auto"`` with worker processes (it times sizes in the process that samples).
 """
 
 from __future__ import annotations

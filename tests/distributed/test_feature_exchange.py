@@ -1,0 +1,206 @@
+"""Partitioned node features (``gs.distributed.PartitionedFeatures``) and a graph shared by a
+parent process (``share_graph`` / ``attach_graph`` / ``place``), with gloo processes.
+
+Every rank reads ``x[ids]`` exactly, whatever ids it asks for (repeats, none, only its own,
+only others', out of order) and whatever the others ask for at the same time; the rows it owns
+are in place before the exchange. A graph written once by the parent is mapped by every rank
+and placed ``"shared"`` with no copy (the same memory), ``"replicated"`` and ``"partitioned"``
+from it, each sampling the single-process mini-batches.
+"""
+
+import datetime
+import functools
+import itertools
+import pathlib
+
+import pytest
+import torch
+import torch.distributed as dist
+from helpers import assert_same, graphsage, spawn_ranks
+
+import gsample as gs
+from gsample.distributed.features import even_bounds
+from gsample.distributed.shared import (
+    attach_graph,
+    remove_shared,
+    share_graph,
+    shared_graph_header,
+    write_shared,
+)
+
+N, F = 37, 3
+
+
+def table():
+    return torch.arange(N * F, dtype=torch.float32).view(N, F) * 0.5 - 7
+
+
+def id_sets(rank, world):
+    """The ids rank ``rank`` asks for in each call, all ranks calling together."""
+    g = torch.Generator().manual_seed(rank)
+    bounds = even_bounds(N, world)
+    own = torch.arange(bounds[rank], bounds[rank + 1])
+    others = torch.cat([torch.arange(bounds[r], bounds[r + 1]) for r in range(world) if r != rank])
+    return [
+        torch.randint(0, N, (50,), generator=g),  # repeats, every owner
+        torch.empty(0, dtype=torch.int64),  # nothing
+        own.flip(0),  # only its own
+        others[torch.randperm(others.numel(), generator=g)],  # only others'
+        torch.randint(0, N, (5,), generator=g) if rank == 0 else torch.empty(0, dtype=torch.int64),
+        torch.tensor([N - 1, 0, N - 1], dtype=torch.int32),  # int32 ids, the ends
+    ]
+
+
+BAD = (
+    (torch.zeros(5, 2), [0, 5]),  # one bound short
+    (torch.zeros(5, 2), [0, 6, 3]),  # decreasing
+    (torch.zeros(4, 2), [0, 5, 10]),  # rows for another range
+    (torch.zeros(5, 2), [1, 5, 10]),  # not from 0
+)
+
+
+def _exchange_worker(rank, world, url, out):
+    dist.init_process_group(
+        "gloo", init_method=url, rank=rank, world_size=world, timeout=datetime.timedelta(60)
+    )
+    try:
+        bounds = even_bounds(N, world)
+        x = table()
+        feats = gs.distributed.PartitionedFeatures(
+            x[bounds[rank] : bounds[rank + 1]].clone(), bounds
+        )
+        results = []
+        for ids in id_sets(rank, world):
+            req = feats.request(ids)
+            mine = (feats.owner(ids.long()) == rank).nonzero().squeeze(1)
+            before = req.out[mine].clone()  # in place before any communication
+            results.append((feats.exchange(req), before, req.remote.numel()))
+        results.append((feats.gather(id_sets(rank, world)[0]), None, None))
+        errors = []
+        for bad in (torch.tensor([N]), torch.tensor([-1]), torch.tensor([0.5]), torch.zeros(2, 2)):
+            try:
+                feats.request(bad)
+            except (IndexError, TypeError) as e:
+                errors.append(type(e).__name__ + ": " + str(e))
+        for local, b in BAD:
+            try:
+                gs.distributed.PartitionedFeatures(local, b)
+            except ValueError as e:
+                errors.append(str(e))
+        torch.save((results, errors), pathlib.Path(out) / f"rank{rank}.pt")
+    finally:
+        dist.destroy_process_group()
+
+
+def test_every_rank_reads_exactly_its_rows(tmp_path):
+    world = 2
+    x = table()
+    bounds = even_bounds(N, world)
+    for rank, (results, errors) in enumerate(spawn_ranks(_exchange_worker, tmp_path, world)):
+        sets = id_sets(rank, world) + [id_sets(rank, world)[0]]
+        for i, ((rows, before, remote), ids) in enumerate(zip(results, sets, strict=True)):
+            ids = ids.long()
+            assert rows.shape == (ids.numel(), F) and rows.dtype == x.dtype
+            assert torch.equal(rows, x[ids]), (rank, i)
+            if before is not None:
+                owned = (ids >= bounds[rank]) & (ids < bounds[rank + 1])
+                assert torch.equal(before, x[ids[owned]]), (rank, i)
+                assert remote == int((~owned).sum())
+        assert [e.split(":")[0] for e in errors[:4]] == [
+            "IndexError",
+            "IndexError",
+            "TypeError",
+            "TypeError",
+        ]
+        assert f"[0, {N})" in errors[0]
+        # bad partitions, named
+        assert errors[4].startswith("bounds: expected world_size + 1 = 3")
+        assert errors[5].startswith("bounds: must be non-decreasing")
+        lo, hi = (0, 4) if rank == 0 else (5, 9)
+        assert errors[6].startswith(f"local: rank {rank} owns nodes {lo}..{hi} (5 rows), got 4")
+        assert errors[7].startswith("bounds: expected world_size + 1 = 3 bounds from 0")
+
+
+@pytest.mark.parametrize("n, world", [(10, 3), (9, 3), (2, 4), (0, 2), (7, 1)])
+def test_even_bounds(n, world):
+    b = even_bounds(n, world)
+    sizes = [hi - lo for lo, hi in itertools.pairwise(b)]
+    assert b[0] == 0 and b[-1] == n and len(b) == world + 1
+    assert max(sizes) - min(sizes) <= 1 and sizes == sorted(sizes, reverse=True)
+
+
+@pytest.mark.parametrize("n, world", [(-1, 2), (3, 0), (3.0, 2), (True, 2)])
+def test_even_bounds_bad_arguments(n, world):
+    with pytest.raises(ValueError, match=r"num_nodes|world_size"):
+        even_bounds(n, world)
+
+
+# ----------------------------------------------------------------------------- shared graph
+SEEDS = torch.arange(0, 900, 7)  # 129 seeds: 4 mini-batches of 40
+
+
+def _shared_graph_worker(rank, world, url, out):
+    dist.init_process_group("gloo", init_method=url, rank=rank, world_size=world)
+    try:
+        folder = pathlib.Path(out) / "graph"
+        A = attach_graph(folder)
+        res = {"attached_placement": A.placement}
+        sampler = functools.partial(gs.compile(graphsage), fanouts=(4, 3))
+        for placement in ("shared", "replicated", "partitioned"):
+            G = gs.distributed.place(A, placement)
+            if placement == "shared":  # the attached memory itself: no copy
+                res["same_memory"] = all(
+                    getattr(G.csc, n).data_ptr() == getattr(A.csc, n).data_ptr()
+                    for n in ("indptr", "rows")
+                )
+            loader = gs.DataLoader(G, sampler, SEEDS, 40, seed=1, distributed=True)
+            res[placement] = {b.index: b.out for b in loader}
+        torch.save(res, pathlib.Path(out) / f"rank{rank}.pt")
+    finally:
+        dist.destroy_process_group()
+
+
+def test_a_graph_shared_by_the_parent_is_placed_by_every_rank(tmp_path, small_graph):
+    folder = tmp_path / "graph"
+    header = share_graph(small_graph, folder, spec="small")
+    assert shared_graph_header(folder) == header and header["meta"] == {"spec": "small"}
+    attached = attach_graph(folder)
+    assert attached.placement == "shared"
+    assert torch.equal(attached.csc.indptr, small_graph.csc.indptr)
+    assert torch.equal(attached.csc.rows, small_graph.csc.rows)
+    sampler = functools.partial(gs.compile(graphsage), fanouts=(4, 3))
+    single = {b.index: b.out for b in gs.DataLoader(small_graph, sampler, SEEDS, 40, seed=1)}
+    seen = {p: {} for p in ("shared", "replicated", "partitioned")}
+    for res in spawn_ranks(_shared_graph_worker, tmp_path, 2):
+        assert res["attached_placement"] == "shared" and res["same_memory"]
+        for p in seen:
+            seen[p].update(res[p])
+    for p, batches in seen.items():
+        assert sorted(batches) == sorted(single), p
+        for i, out in batches.items():
+            assert_same(out, single[i], f"{p}, mini-batch {i}")
+    remove_shared(folder)
+    assert not folder.exists()
+
+
+def test_a_truncated_shared_graph_is_not_attached(tmp_path, small_graph):
+    folder = tmp_path / "g"
+    header = share_graph(small_graph, folder)
+    rows = pathlib.Path(header["arrays"]["rows"][0])
+    rows.write_bytes(rows.read_bytes()[:-8])
+    assert shared_graph_header(folder) is None
+    with pytest.raises(ValueError, match=r"folder: .* holds no complete graph"):
+        attach_graph(folder)
+    with pytest.raises(TypeError, match=r"A: expected a gs\.Matrix"):
+        share_graph(small_graph.csc, folder)
+
+
+def test_writing_past_a_full_file_system_is_refused(tmp_path, monkeypatch):
+    import gsample.distributed.shared as shared
+
+    monkeypatch.setattr(shared, "_free_bytes", lambda folder: 100)
+    with pytest.raises(
+        RuntimeError, match=r"folder: .* has 100 bytes free and the arrays need 800"
+    ):
+        write_shared({"a": torch.zeros(100, dtype=torch.int64)}, tmp_path)
+    assert not list(tmp_path.iterdir())
