@@ -14,7 +14,7 @@ from helpers import assert_same, example, random_seeds
 import gsample as gs
 import gsample.loader.dataloader as dataloader_module
 import gsample.runtime.super_batcher as super_batcher_module
-from gsample.loader.dataloader import AUTO_MARGIN, choose_super_batch
+from gsample.loader.super_batching import AUTO_MARGIN, choose_super_batch
 
 BATCH = 16
 

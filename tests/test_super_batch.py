@@ -51,7 +51,7 @@ from gsample.base.random import (
     uniform_int,
     words,
 )
-from gsample.loader.dataloader import choose_super_batch
+from gsample.loader.super_batching import choose_super_batch
 from gsample.runtime import Options, SuperBatcher, interpret, run
 
 BATCH, NUM_SEEDS = 32, 180  # 6 batches, the last one of 20 seeds

@@ -126,6 +126,9 @@ class PartitionedFeatures:
         ids = ids.to(device=self.local.device, dtype=torch.int64)
         if ids.numel() and bool(((ids < 0) | (ids >= self.num_nodes)).any()):
             raise IndexError(f"ids: node ids must lie in [0, {self.num_nodes})")
+        if self.world_size == 1:  # every row is this rank's: one gather, nothing to route
+            none = ids[:0]
+            return FeatureRequest(self.local.index_select(0, ids), none, none, none)
         out = self.local.new_empty((ids.numel(),) + tuple(self.local.shape[1:]))
         owner = self.owner(ids)
         mine = owner == self.rank
@@ -138,6 +141,8 @@ class PartitionedFeatures:
         """The rows of ``req`` that other ranks own, fetched (an all-to-all of the ids to
         their owners, one of the rows back) and put in place: ``x[ids]`` (shape (n, F)).
         Every rank calls it together."""
+        if self.world_size == 1:  # (request gathered every row)
+            return req.out
         route = Route(req.remote_ids, req.owner, self.world_size, self.group)
         asked = route.received  # ids other ranks want from this rank, all owned here
         req.out[req.remote] = route.answer(self.local[asked - self.lo])

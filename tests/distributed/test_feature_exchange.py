@@ -121,6 +121,34 @@ def test_every_rank_reads_exactly_its_rows(tmp_path):
         assert errors[7].startswith("bounds: expected world_size + 1 = 3 bounds from 0")
 
 
+def _one_rank_worker(rank, world, url, out):
+    dist.init_process_group("gloo", init_method=url, rank=rank, world_size=world)
+    try:
+        x = table()
+        feats = gs.distributed.PartitionedFeatures(x.clone(), even_bounds(N, 1))
+        sets = id_sets(0, 2)[:3] + [torch.tensor([N - 1, 0, N - 1], dtype=torch.int32)]
+        results = [(feats.exchange(r := feats.request(ids)), r.remote.numel()) for ids in sets]
+        try:
+            feats.request(torch.tensor([N]))
+            error = None
+        except IndexError as e:
+            error = str(e)
+        torch.save((results, error), pathlib.Path(out) / f"rank{rank}.pt")
+    finally:
+        dist.destroy_process_group()
+
+
+def test_one_rank_owns_every_row_and_routes_nothing(tmp_path):
+    """World size 1: every row is gathered in place (no all-to-all), exactly ``x[ids]``;
+    a bad id still raises, naming ``ids``."""
+    x = table()
+    ((results, error),) = spawn_ranks(_one_rank_worker, tmp_path, 1)
+    sets = id_sets(0, 2)[:3] + [torch.tensor([N - 1, 0, N - 1])]
+    for (rows, remote), ids in zip(results, sets, strict=True):
+        assert torch.equal(rows, x[ids.long()]) and remote == 0
+    assert error is not None and error.startswith("ids:")
+
+
 @pytest.mark.parametrize("n, world", [(10, 3), (9, 3), (2, 4), (0, 2), (7, 1)])
 def test_even_bounds(n, world):
     b = even_bounds(n, world)

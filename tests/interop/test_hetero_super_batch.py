@@ -21,7 +21,7 @@ from torch_geometric.data import HeteroData
 import gsample as gs
 import gsample.pyg as gp
 from gsample.compiler.compiled import CompiledSampler
-from gsample.loader.dataloader import choose_super_batch
+from gsample.loader.super_batching import choose_super_batch
 from gsample.runtime import SuperBatcher
 
 WRITES = ("author", "writes", "paper")

@@ -18,7 +18,7 @@ from torch_geometric.data import Data, HeteroData
 import gsample.pyg as gp
 from gsample.base.random import combine, op_key
 from gsample.interop.pyg.negatives import NEGATIVE_ORDINAL, NegativeSampler, NegativeSampling
-from gsample.loader.dataloader import choose_super_batch
+from gsample.loader.super_batching import choose_super_batch
 
 N, E = 70, 360
 #: supervision edges: 150 in mini-batches of 16 -> 10 mini-batches, the last of 6; runs of

@@ -16,7 +16,7 @@ from torch_geometric.data import Data, HeteroData
 
 import gsample as gs
 import gsample.pyg as gp
-from gsample.loader.dataloader import choose_super_batch
+from gsample.loader.super_batching import choose_super_batch
 
 N, E = 90, 420
 

@@ -66,7 +66,7 @@ from gsample.interop.pyg.neighbor_loader import (
     neighbor_sample,
 )
 from gsample.interop.pyg.subgraph import subgraph_type_name, to_bidirectional
-from gsample.loader.dataloader import super_batch_options
+from gsample.loader.super_batching import super_batch_options
 
 try:
     from torch_geometric.loader import LinkLoader as _LinkLoader

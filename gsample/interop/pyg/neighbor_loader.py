@@ -39,7 +39,7 @@ from gsample.interop.pyg import subgraph as _subgraph
 from gsample.interop.pyg import super_batch as _super
 from gsample.interop.pyg import temporal as _temporal
 from gsample.interop.pyg.hetero_super_batch import HeteroSuperBatches
-from gsample.loader.dataloader import super_batch_options
+from gsample.loader.super_batching import super_batch_options
 from gsample.matrix.sparse import Matrix
 
 
@@ -739,7 +739,7 @@ class NeighborLoader(torch.utils.data.DataLoader):
     @property
     def auto_runs(self) -> dict:
         """``super_batch="auto"``: every size's counted runs, seconds per mini-batch (what
-        :func:`gsample.loader.dataloader.choose_super_batch` chose from)."""
+        :func:`gsample.loader.super_batching.choose_super_batch` chose from)."""
         runs = self.dataset.runs
         return {} if runs is None else {k: list(v) for k, v in runs.runs.items()}
 

@@ -46,7 +46,7 @@ import torch
 from gsample.compiler import compile as gs_compile
 from gsample.formats import CSC
 from gsample.interop.pyg.temporal import TemporalSpec, disjoint_sample
-from gsample.loader.dataloader import (
+from gsample.loader.super_batching import (
     choose_super_batch,
     default_budget,
     out_of_memory,
@@ -415,7 +415,7 @@ def sampled_alone(error: Exception, first: int, count: int, sample, loader) -> l
     """A run of the mini-batches ``first .. first + count - 1`` raised ``error``: sample them
     one by one (``sample(i)`` draws mini-batch ``i`` alone), the failed run's values freed
     first. The first that raises raises its own error, as without super-batching. If none
-    does and the run ran out of memory (:func:`gsample.loader.dataloader.out_of_memory`),
+    does and the run ran out of memory (:func:`gsample.loader.super_batching.out_of_memory`),
     they are returned (the same batches: a run samples what its mini-batches do), with a
     ``RuntimeWarning`` the first time for ``loader``; any other error is a ``RuntimeError``
     naming ``super_batch``."""
