@@ -88,6 +88,14 @@ WORKLOADS = ("graphsage", "deepwalk")
 ONE = "one at a time"
 
 
+def positive(text: str) -> int:
+    """An argparse type: an int >= 1 (a fanout, a mini-batch size, a length)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def parser():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
@@ -108,10 +116,10 @@ def parser():
     p.add_argument(
         "--seeds", type=int, default=None, help="seeds (default: the anchor graph's, else 196608)"
     )
-    p.add_argument("--fanouts", type=int, nargs="+", default=[20, 15, 10])
-    p.add_argument("--sage-batch", type=int, default=1024)
-    p.add_argument("--walk-batch", type=int, default=1024)
-    p.add_argument("--walk-length", type=int, default=80)
+    p.add_argument("--fanouts", type=positive, nargs="+", default=[20, 15, 10])
+    p.add_argument("--sage-batch", type=positive, default=1024)
+    p.add_argument("--walk-batch", type=positive, default=1024)
+    p.add_argument("--walk-length", type=positive, default=80)
     p.add_argument(
         "--super-batch", type=int, default=16, help="mini-batches per run per rank (0: not run)"
     )

@@ -51,8 +51,10 @@ import json
 import os
 import pathlib
 import platform
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from types import SimpleNamespace
 
@@ -66,7 +68,7 @@ _HERE = pathlib.Path(__file__).resolve().parent
 sys.path[:0] = [str(_HERE), str(_HERE.parent), str(_HERE.parent / "examples")]
 
 from graphsage import graphsage
-from multi_gpu import build_shared, expected_bytes, graph_folder, log, rank_worker
+from multi_gpu import build_shared, expected_bytes, graph_folder, log, positive, rank_worker
 from train_common import Net, block_layers
 from train_scale import hashed_labels
 
@@ -95,7 +97,7 @@ def parse(argv=None):
     p.add_argument("--classes", type=int, default=32)
     p.add_argument("--signal", type=float, default=0.3, help="class centroids' scale")
     p.add_argument("--hidden", type=int, default=256)
-    p.add_argument("--fanouts", type=int, nargs="+", default=[15, 10, 5])
+    p.add_argument("--fanouts", type=positive, nargs="+", default=[15, 10, 5])
     p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--lr", type=float, default=0.003)
     p.add_argument(
@@ -320,9 +322,6 @@ def accuracy(model, loader, feats, cfg, device):
 
 # ----------------------------------------------------------------------------- the run
 def run_world(world, cfg, out):
-    import shutil
-    import tempfile
-
     d = pathlib.Path(tempfile.mkdtemp(prefix=f"train_ddp_world{world}_", dir=out))
     try:
         mp.spawn(

@@ -226,6 +226,57 @@ def test_a_failure_that_is_not_out_of_memory_still_raises(graph, monkeypatch):
     assert loader.out_of_memory_at is None
 
 
+def _on_a_gpu(monkeypatch, budget: int):
+    """Pretend the graph is on a GPU with ``budget`` bytes for a given super_batch's runs."""
+    monkeypatch.setattr(dataloader_module.DataLoader, "_capped_on_gpu", lambda self: True)
+    monkeypatch.setattr(dataloader_module, "default_budget", lambda device: budget)
+
+
+def test_a_given_size_on_a_gpu_runs_within_the_budget(graph, monkeypatch):
+    """``super_batch=4`` on a GPU: mini-batch 0 is measured alone, and runs hold no more
+    mini-batches than the default budget fits (here fewer than 4), the batches those one
+    at a time."""
+    seeds = random_seeds(8 * BATCH, 7, graph.num_nodes)
+    ref = list(gs.DataLoader(graph, sampler(), seeds, BATCH, seed=1))
+    probe = gs.DataLoader(graph, sampler(), seeds, BATCH, seed=1, super_batch=4)
+    _, nbytes = probe._super.measure(seeds[:BATCH], 0, 0)
+    budget = 2 * nbytes + nbytes // 2
+    _on_a_gpu(monkeypatch, budget)
+    loader = gs.DataLoader(graph, sampler(), seeds, BATCH, seed=1, super_batch=4)
+    sizes, run = [], loader._super.run
+    monkeypatch.setattr(
+        loader._super, "run", lambda parts, *a: sizes.append(len(parts)) or run(parts, *a)
+    )
+    got = list(loader)
+    cap = loader.memory_cap
+    assert cap == budget // loader.batch_bytes and 1 < cap < 4
+    assert sizes[0] == 1 and max(sizes) <= cap and sum(sizes) == 8  # 0 measured alone
+    assert [b.index for b in got] == list(range(8))
+    for g, r in zip(got, ref, strict=True):
+        assert_same(g.out, r.out)
+
+
+def test_an_error_measuring_mini_batch_0_is_no_cap(graph, monkeypatch):
+    """An error that is not an allocation failure, measuring mini-batch 0, raises (naming
+    super_batch) and leaves no cap behind: the next epoch measures again."""
+    _on_a_gpu(monkeypatch, 1 << 40)
+    seeds = random_seeds(8 * BATCH, 7, graph.num_nodes)
+    loader = gs.DataLoader(graph, sampler(), seeds, BATCH, seed=1, super_batch=4)
+    real, calls = loader._super.measure, []
+
+    def measure(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise ValueError("a transient error (a test's)")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(loader._super, "measure", measure)
+    with pytest.raises(RuntimeError, match="super_batch"):
+        list(loader)
+    assert loader.memory_cap is None
+    assert len(list(loader)) == 8 and len(calls) == 2 and loader.memory_cap > 1
+
+
 def tensors(x):
     """Every tensor of a sampler's outputs (matrices' storages, tensors, nested lists)."""
     if isinstance(x, torch.Tensor):

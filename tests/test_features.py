@@ -152,6 +152,29 @@ def test_only_a_loader_gathering_rows_computes_the_last_frontier(small_graph):
     assert gathering(interpreted) is interpreted
 
 
+def test_clearing_a_samplers_cache_clears_its_gathering_variant(small_graph):
+    """The variant lives with its sampler: after ``clear_cache`` (a changed global the
+    function reads), a loader with tables samples as one without, not the old program."""
+    k = {"fanout": 5}
+
+    def sage(A, seeds):
+        s = A[:, seeds].individual_sample(k["fanout"])
+        return [s, A[:, s.all_nodes()].individual_sample(k["fanout"])]
+
+    fn = gs.compile(sage)
+    seeds = torch.arange(0, 2000, 31)
+    labels = torch.arange(2000)
+    list(gs.DataLoader(small_graph, fn, seeds, 32, seed=1, labels=labels))
+    k["fanout"] = 2
+    fn.clear_cache()
+    plain = list(gs.DataLoader(small_graph, fn, seeds, 32, seed=1))
+    tabled = list(gs.DataLoader(small_graph, fn, seeds, 32, seed=1, labels=labels))
+    for p, t in zip(plain, tabled, strict=True):
+        assert_same(p.out, t.out)
+        degrees = t.out[0].csc.indptr.diff()
+        assert int(degrees.max()) <= 2
+
+
 def broken(A, seeds):
     """Two hops whose second slices every node of the first hop's all_nodes, in reverse:
     not DGL-style (block 1's columns are not blocks[0].all_nodes())."""

@@ -237,6 +237,9 @@ def pyg_peer(w: Workload, batches, device):
     else:
         if not T.WITH_TORCH_SPARSE:
             return "not installed: ShaDowKHopSampler needs torch-sparse"
+        if len(set(w.kw["fanouts"])) > 1:  # it takes one fanout for every hop
+            fanouts = w.kw["fanouts"]
+            return f"not comparable: ShaDowKHopSampler takes one fanout for all hops, not {fanouts}"
         loader = ShaDowKHopSampler(
             data,
             depth=len(w.kw["fanouts"]),

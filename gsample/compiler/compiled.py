@@ -223,6 +223,7 @@ class CompiledSampler:
             )
         self._cache: dict = {}
         self._plans: dict = {}
+        self._variants: dict = {}
         self.traces = 0
         functools.update_wrapper(self, fn)
 
@@ -467,8 +468,39 @@ class CompiledSampler:
 
         return SuperBatcher(dynamic, seeds, num_nodes, backend, build)
 
+    def with_passes(self, *extra: tuple) -> CompiledSampler:
+        """This sampler with ``extra`` passes run after its own: the same function, backend
+        and runtime options, its programs traced and kept apart (a loader that gathers
+        features asks for ``gsample.passes.gather_nodes``'s). Made once per ``extra`` and
+        kept by this sampler; :meth:`clear_cache` drops it with the programs.
+
+        Parameters
+        ----------
+        *extra : tuple
+            ``(pass, why)`` entries, as in :data:`gsample.passes.PIPELINE`.
+
+        Returns
+        -------
+        CompiledSampler
+
+        Examples
+        --------
+        >>> variant = sampler.with_passes((gather_nodes, "the loader's n_id"))
+        >>> variant is sampler.with_passes((gather_nodes, "the loader's n_id"))
+        True
+        """
+        variant = self._variants.get(extra)
+        if variant is None:
+            passes = [*(PIPELINE if self.passes is None else self.passes), *extra]
+            variant = CompiledSampler(self.fn, passes, self.backend, self.runtime)
+            self._variants[extra] = variant
+        return variant
+
     def clear_cache(self) -> None:
+        """Drop every program traced so far (and the variants :meth:`with_passes` made):
+        the next call traces again, reading the function's globals as they are then."""
         self._cache.clear()
+        self._variants.clear()
 
 
 def compile(

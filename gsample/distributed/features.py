@@ -12,9 +12,11 @@ both steps the same number of times (a rank with nothing to ask still takes part
 from __future__ import annotations
 
 import itertools
+import operator
 from dataclasses import dataclass
 
 import torch
+import torch.distributed as dist
 
 from gsample.distributed.comm import Route, group_ranks
 
@@ -74,6 +76,11 @@ class PartitionedFeatures:
     group : process group, optional
         Default: the whole world (initialised first).
 
+    Every rank makes it together (the ranks' rows are compared: one dtype, row shape and
+    device type). A bad id on one rank raises there; the others then wait in
+    :meth:`exchange` until the group's timeout, so check ids before (a sampler's ``n_id``
+    is in range).
+
     Examples
     --------
     >>> bounds = even_bounds(num_nodes, world_size)
@@ -88,7 +95,12 @@ class PartitionedFeatures:
         self.group = group
         if not isinstance(local, torch.Tensor) or local.dim() < 1:
             raise TypeError("local: expected a tensor of shape (rows, ...)")
-        bounds = [int(b) for b in bounds]
+        try:
+            if any(isinstance(b, bool) for b in bounds):
+                raise TypeError
+            bounds = [operator.index(b) for b in bounds]
+        except TypeError:
+            raise TypeError(f"bounds: expected integer node ids, got {bounds!r}") from None
         if len(bounds) != self.world_size + 1 or bounds[0] != 0:
             raise ValueError(
                 f"bounds: expected world_size + 1 = {self.world_size + 1} bounds from 0, "
@@ -105,6 +117,15 @@ class PartitionedFeatures:
         self.local, self.bounds, self.lo, self.hi = local, bounds, lo, hi
         self.num_nodes = bounds[-1]
         self._inner = torch.tensor(bounds[1:-1], dtype=torch.int64, device=local.device)
+        if self.world_size > 1:  # rows of one table: a mismatch would corrupt the exchange
+            mine = (str(local.dtype), tuple(local.shape[1:]), local.device.type)
+            seen = [None] * self.world_size
+            dist.all_gather_object(seen, mine, group=group)
+            if len(set(seen)) > 1:
+                raise ValueError(
+                    "local: the ranks' rows differ in (dtype, row shape, device): "
+                    + ", ".join(str(x) for x in seen)
+                )
 
     def owner(self, ids: torch.Tensor) -> torch.Tensor:
         """The rank that owns each node of ``ids`` (shape of ``ids``)."""
@@ -121,7 +142,13 @@ class PartitionedFeatures:
         ids : LongTensor, shape (n,)
             Node ids in ``[0, num_nodes)``, on this rank's device; repeats allowed.
         """
-        if not isinstance(ids, torch.Tensor) or ids.dim() != 1 or ids.is_floating_point():
+        if (
+            not isinstance(ids, torch.Tensor)
+            or ids.dim() != 1
+            or ids.is_floating_point()
+            or ids.is_complex()
+            or ids.dtype == torch.bool
+        ):
             raise TypeError("ids: expected a 1-D integer tensor of node ids")
         ids = ids.to(device=self.local.device, dtype=torch.int64)
         if ids.numel() and bool(((ids < 0) | (ids >= self.num_nodes)).any()):

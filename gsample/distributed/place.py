@@ -126,14 +126,22 @@ def place(
     status = [None] * world
     problem = _graph_problem(A)
     mapped = A is not None and problem is None and placement_of(A.csc) == "shared"
-    dist.all_gather_object(status, (A is not None, problem, mapped), group=group)
-    for _, problem, _ in status:
+    shape = (A.num_nodes, A.num_edges) if A is not None and problem is None else None
+    dist.all_gather_object(status, (A is not None, problem, mapped, shape), group=group)
+    for _, problem, _, _ in status:
         if problem is not None:
             raise problem[0](problem[1])
-    everyone = [has for has, _, _ in status]
+    shapes = {s for *_, s in status if s is not None}
+    if len(shapes) > 1:  # (each rank would sample its own graph under rank 0's node count)
+        raise ValueError(
+            "A: the ranks passed different graphs, (nodes, edges) "
+            + ", ".join(str(s) for *_, s in status)
+            + ": pass one graph (or None on ranks other than 0)"
+        )
+    everyone = [has for has, *_ in status]
     # every rank attached one host's shared copy (gsample.distributed.shared.attach_graph):
     # "shared" uses it in place, with no second copy
-    attached = all(m for _, _, m in status)
+    attached = all(m for _, _, m, _ in status)
     if not everyone[0]:
         raise ValueError("A: rank 0 must pass the graph (the others may pass None)")
     meta = [None]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import mmap
 import os
 import pathlib
@@ -279,15 +280,54 @@ def share_graph(A: Matrix, folder, **meta) -> dict:
     return header
 
 
+def _spec_ok(spec) -> bool:
+    """Whether ``spec`` is one :func:`write_shared` made: ``[path, dtype, shape, nbytes]``
+    with an integer or floating dtype, whose bytes the shape holds and the file has."""
+    path, dtype, shape, nbytes = spec
+    dtype = getattr(torch, dtype, None) if isinstance(dtype, str) else None
+    if not isinstance(dtype, torch.dtype) or dtype.is_complex or dtype == torch.bool:
+        return False
+    if not all(isinstance(d, int) and d >= 0 for d in shape):
+        return False
+    size = math.prod(shape) * torch.empty(0, dtype=dtype).element_size()
+    return size == nbytes and os.path.getsize(path) == nbytes
+
+
 def shared_graph_header(folder) -> dict | None:
-    """The header of a complete graph :func:`share_graph` wrote to ``folder`` (its files there
-    at their sizes), else None."""
+    """The header of a complete graph :func:`share_graph` wrote to ``folder``, else None: its
+    arrays those of a graph (``indptr`` of ``num_nodes + 1`` entries, ``rows``, and
+    optionally ``values`` and ``eids`` of one entry per row), each file there at its size.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+
+    Returns
+    -------
+    dict or None
+        ``num_nodes``, ``arrays`` (name -> ``[path, dtype, shape, nbytes]`` or None) and
+        ``meta``.
+
+    Examples
+    --------
+    >>> header = shared_graph_header("/dev/shm/g")
+    >>> header is None or header["meta"]["spec"]              # what share_graph was told
+    """
     try:
         header = json.loads((pathlib.Path(folder) / GRAPH_HEADER).read_text())
-        for spec in header["arrays"].values():
-            if spec is not None and os.path.getsize(spec[0]) != spec[3]:
-                return None
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        n, arrays = header["num_nodes"], header["arrays"]
+        if not isinstance(n, int) or n < 0 or set(arrays) - set(_GRAPH_ARRAYS):
+            return None
+        if arrays.get("indptr") is None or arrays.get("rows") is None:
+            return None
+        if not all(spec is None or _spec_ok(spec) for spec in arrays.values()):
+            return None
+        if arrays["indptr"][2] != [n + 1] or len(arrays["rows"][2]) != 1:
+            return None
+        edges = arrays["rows"][2]
+        if any(arrays.get(k) is not None and arrays[k][2] != edges for k in ("values", "eids")):
+            return None
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
         return None
     return header
 
@@ -311,17 +351,45 @@ def attach_graph(folder) -> Matrix:
     if header is None:
         raise ValueError(f"folder: {folder} holds no complete graph written by share_graph")
     arrays = map_shared(header["arrays"])
+    indptr, rows = arrays["indptr"], arrays["rows"]
+    if int(indptr[0]) != 0 or int(indptr[-1]) != rows.numel():
+        raise ValueError(
+            f"folder: {folder}'s graph is not a CSC: its offsets run from {int(indptr[0])} to "
+            f"{int(indptr[-1])} over {rows.numel()} rows"
+        )
     return Matrix(CSC(header["num_nodes"], **arrays))
 
 
 def remove_shared(folder) -> None:
-    """Delete what :func:`share_graph` and :func:`write_shared` wrote to ``folder`` (its
-    header and ``*.bin`` files; processes that mapped them keep the memory until they unmap
-    it), and the folder when nothing else is left in it."""
+    """Delete the graph :func:`share_graph` wrote to ``folder``: its header and the files the
+    header names (the graph's arrays, and arrays of :func:`write_shared` kept in its
+    ``meta``), then the folder when nothing else is left in it. Other files stay, whatever
+    their names; processes that mapped the arrays keep the memory until they unmap it.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+
+    Examples
+    --------
+    >>> remove_shared("/dev/shm/g")                    # the parent, when the ranks are done
+    """
     folder = pathlib.Path(folder)
-    (folder / GRAPH_HEADER).unlink(missing_ok=True)
-    for path in folder.glob("*.bin"):
-        path.unlink(missing_ok=True)
+    try:
+        header = json.loads((folder / GRAPH_HEADER).read_text())
+    except (OSError, ValueError):
+        header = {}
+    specs = list((header.get("arrays") or {}).values()) if isinstance(header, dict) else []
+    if isinstance(header, dict) and isinstance(header.get("meta"), dict):
+        specs += list(header["meta"].values())
+    for name in (GRAPH_HEADER, GRAPH_HEADER + ".part"):
+        (folder / name).unlink(missing_ok=True)
+    here = folder.resolve()
+    for spec in specs:
+        if isinstance(spec, list) and len(spec) == 4 and isinstance(spec[0], str):
+            path = pathlib.Path(spec[0])
+            if path.resolve().parent == here:  # only files of this folder
+                path.unlink(missing_ok=True)
     with contextlib.suppress(OSError):  # other files of the caller's stay, and the folder
         folder.rmdir()
 

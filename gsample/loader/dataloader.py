@@ -10,7 +10,6 @@ import itertools
 import math
 import time
 import warnings
-import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -42,7 +41,6 @@ from gsample.loader.super_batching import (
     super_batch_options,
 )
 from gsample.matrix.sparse import Matrix
-from gsample.passes import PIPELINE
 from gsample.passes.gather_nodes import WHY as GATHER_WHY
 from gsample.passes.gather_nodes import gather_nodes
 from gsample.runtime import (
@@ -500,7 +498,8 @@ class DataLoader:
             try:
                 outs, self.batch_bytes = self._super.measure(parts[0], epoch_seed, base)
             except Exception as error:
-                self.memory_cap = 1  # (one mini-batch ran out of memory, and fits alone)
+                if out_of_memory(error):  # one mini-batch alone: runs stay one at a time
+                    self.memory_cap = 1
                 yield (yield from self._explain_failure(parts[:1], epoch_seed, base, error))
             else:
                 budget = default_budget(self.A.device)
@@ -830,10 +829,6 @@ def _super_batcher(A, sampler_fn, seeds: torch.Tensor, fixed_state: bool) -> tup
     return compiled, compiled.super_batched(call, kwargs, seeds=name, fixed_state=fixed_state)
 
 
-#: per compiled sampler, its variant made by :func:`gathering` (alive as long as the sampler)
-_GATHERING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def gathering(sampler_fn):
     """``sampler_fn`` whose program also computes the nodes a loader gathers rows for.
 
@@ -864,10 +859,7 @@ def gathering(sampler_fn):
     fn, args, kwargs = _unwrap(sampler_fn)
     if not isinstance(fn, CompiledSampler) or not fn.runtime.lowered:
         return sampler_fn
-    variant = _GATHERING.get(fn)
-    if variant is None:
-        passes = [*(PIPELINE if fn.passes is None else fn.passes), (gather_nodes, GATHER_WHY)]
-        variant = _GATHERING[fn] = CompiledSampler(fn.fn, passes, fn.backend, fn.runtime)
+    variant = fn.with_passes((gather_nodes, GATHER_WHY))
     return functools.partial(variant, *args, **kwargs) if args or kwargs else variant
 
 

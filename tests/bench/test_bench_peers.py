@@ -162,6 +162,17 @@ def test_pyg_loaders_where_a_sampling_backend_is_installed(tmp_path):
         assert got["shadow"]["modes"]["PyG ShaDowKHopSampler"]["units"] > 0
 
 
+def test_pygs_shadow_sampler_is_not_compared_at_other_fanouts_a_hop(monkeypatch):
+    """ShaDowKHopSampler takes one fanout for every hop: with ``--fanouts 3 2`` it would
+    sample other subgraphs, so the peer says it is not comparable instead of running."""
+    T = pytest.importorskip("torch_geometric.typing")
+    monkeypatch.setattr(T, "WITH_TORCH_SPARSE", True)
+    A = gs.datasets.rmat(200, 1000, seed=0)
+    w = workloads.workload("shadow", A, 16, fanouts=(3, 2))
+    why = peers.pyg_peer(w, [torch.arange(16)], torch.device("cpu"))
+    assert isinstance(why, str) and why.startswith("not comparable: ShaDowKHopSampler"), why
+
+
 def test_the_plain_pytorch_check_catches_other_sizes():
     A = gs.datasets.rmat(2000, 30000, seed=1)
     import baselines

@@ -11,6 +11,7 @@ from it, each sampling the single-process mini-batches.
 import datetime
 import functools
 import itertools
+import json
 import pathlib
 
 import pytest
@@ -121,32 +122,44 @@ def test_every_rank_reads_exactly_its_rows(tmp_path):
         assert errors[7].startswith("bounds: expected world_size + 1 = 3 bounds from 0")
 
 
+def _no_route(*args, **kwargs):
+    raise AssertionError("one rank routes nothing")
+
+
 def _one_rank_worker(rank, world, url, out):
     dist.init_process_group("gloo", init_method=url, rank=rank, world_size=world)
+    gs.distributed.features.Route = _no_route  # (this process only)
     try:
         x = table()
         feats = gs.distributed.PartitionedFeatures(x.clone(), even_bounds(N, 1))
         sets = id_sets(0, 2)[:3] + [torch.tensor([N - 1, 0, N - 1], dtype=torch.int32)]
         results = [(feats.exchange(r := feats.request(ids)), r.remote.numel()) for ids in sets]
-        try:
-            feats.request(torch.tensor([N]))
-            error = None
-        except IndexError as e:
-            error = str(e)
+        error = []
+        for bad in (torch.tensor([N]), torch.tensor([True, False])):
+            try:
+                feats.request(bad)
+            except (IndexError, TypeError) as e:
+                error.append(str(e))
+        for bounds in ([0, float(N)], [False, N]):
+            try:
+                gs.distributed.PartitionedFeatures(x.clone(), bounds)
+            except TypeError as e:
+                error.append(str(e))
         torch.save((results, error), pathlib.Path(out) / f"rank{rank}.pt")
     finally:
         dist.destroy_process_group()
 
 
 def test_one_rank_owns_every_row_and_routes_nothing(tmp_path):
-    """World size 1: every row is gathered in place (no all-to-all), exactly ``x[ids]``;
-    a bad id still raises, naming ``ids``."""
+    """World size 1: every row is gathered in place (no all-to-all: routing raises in the
+    worker), exactly ``x[ids]``; a bad id, boolean ids and non-integer bounds still raise,
+    naming ``ids`` / ``bounds``."""
     x = table()
     ((results, error),) = spawn_ranks(_one_rank_worker, tmp_path, 1)
     sets = id_sets(0, 2)[:3] + [torch.tensor([N - 1, 0, N - 1])]
     for (rows, remote), ids in zip(results, sets, strict=True):
         assert torch.equal(rows, x[ids.long()]) and remote == 0
-    assert error is not None and error.startswith("ids:")
+    assert [e.split(":")[0] for e in error] == ["ids", "ids", "bounds", "bounds"], error
 
 
 @pytest.mark.parametrize("n, world", [(10, 3), (9, 3), (2, 4), (0, 2), (7, 1)])
@@ -221,6 +234,71 @@ def test_a_truncated_shared_graph_is_not_attached(tmp_path, small_graph):
         attach_graph(folder)
     with pytest.raises(TypeError, match=r"A: expected a gs\.Matrix"):
         share_graph(small_graph.csc, folder)
+
+
+def test_removing_a_shared_graph_keeps_the_folders_other_files(tmp_path, small_graph):
+    """``remove_shared`` deletes the header and the files it names (the seeds kept in its
+    meta too), never another file of the folder, whatever its name."""
+    folder = tmp_path / "g"
+    seeds = write_shared({"seeds": torch.arange(5)}, folder)["seeds"]
+    header = share_graph(small_graph, folder, seeds=seeds)
+    mine = folder / "users_model.bin"
+    mine.write_bytes(b"weights")
+    remove_shared(folder)
+    assert mine.read_bytes() == b"weights" and sorted(folder.iterdir()) == [mine]
+    assert not any(pathlib.Path(spec[0]).exists() for spec in header["arrays"].values() if spec)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda h: h["arrays"]["rows"].__setitem__(1, "nosuch"),  # a dtype torch lacks
+        lambda h: h["arrays"]["rows"].__setitem__(2, [7]),  # a shape not the file's
+        lambda h: h["arrays"].pop("indptr"),  # no offsets
+        lambda h: h.__setitem__("num_nodes", 5),  # offsets of another node count
+        lambda h: h["arrays"].__setitem__("x", h["arrays"]["rows"]),  # not a graph array
+    ],
+)
+def test_a_corrupt_header_is_refused_naming_the_folder(tmp_path, small_graph, edit):
+    folder = tmp_path / "g"
+    header = share_graph(small_graph, folder)
+    edit(header)
+    (folder / "graph.json").write_text(json.dumps(header))
+    assert shared_graph_header(folder) is None
+    with pytest.raises(ValueError, match=r"^folder: .* holds no complete graph"):
+        attach_graph(folder)
+
+
+def test_a_shared_graph_whose_offsets_do_not_end_at_its_rows_is_refused(tmp_path, small_graph):
+    folder = tmp_path / "g"
+    header = share_graph(small_graph, folder)
+    path = pathlib.Path(header["arrays"]["indptr"][0])
+    indptr = small_graph.csc.indptr.clone()
+    indptr[-1] -= 1
+    path.write_bytes(indptr.numpy().tobytes())
+    with pytest.raises(ValueError, match=r"^folder: .* is not a CSC"):
+        attach_graph(folder)
+
+
+def _two_graphs_worker(rank, world, url, out):
+    dist.init_process_group("gloo", init_method=url, rank=rank, world_size=world)
+    try:
+        A = attach_graph(pathlib.Path(out) / f"graph{rank}")
+        try:
+            gs.distributed.place(A, "shared")
+            error = None
+        except ValueError as e:
+            error = str(e)
+        torch.save(error, pathlib.Path(out) / f"rank{rank}.pt")
+    finally:
+        dist.destroy_process_group()
+
+
+def test_ranks_placing_different_graphs_all_raise(tmp_path, small_graph):
+    share_graph(small_graph, tmp_path / "graph0")
+    share_graph(gs.datasets.rmat(300, 2000, seed=1), tmp_path / "graph1")
+    for error in spawn_ranks(_two_graphs_worker, tmp_path, 2):
+        assert error is not None and error.startswith("A: the ranks passed different graphs")
 
 
 def test_writing_past_a_full_file_system_is_refused(tmp_path, monkeypatch):
