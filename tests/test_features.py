@@ -175,6 +175,40 @@ def test_clearing_a_samplers_cache_clears_its_gathering_variant(small_graph):
         assert int(degrees.max()) <= 2
 
 
+def brute_force_n_id(blocks, seeds) -> list:
+    """The definition, in plain Python: the seeds, then hop by hop each block's columns and
+    its rows (in row-space order), each node the first time it appears."""
+    seen, order = set(), []
+    for v in seeds.tolist():
+        if v not in seen:
+            seen.add(v)
+            order.append(v)
+    for block in blocks:
+        csc = block.csc
+        cols = csc.col_ids.tolist() if csc.col_ids is not None else list(range(csc.num_cols))
+        local = sorted(set(csc.rows.tolist()))
+        rows = [csc.row_ids[r].item() for r in local] if csc.row_ids is not None else local
+        for v in cols + rows:
+            if v not in seen:
+                seen.add(v)
+                order.append(v)
+    return order
+
+
+@pytest.mark.parametrize("name", ["graphsage", "ladies"])
+def test_a_gathering_loaders_n_id_is_the_definitions(small_graph, name):
+    """Whatever the program keeps, ``n_id`` is the brute-force definition's, batch by batch
+    (three hops of GraphSAGE; LADIES' layers)."""
+    fn = gs.compile(getattr(example(name), name))
+    kw = {"fanouts": (4, 3, 2)} if name == "graphsage" else {"layers": (64, 64)}
+    G = example("ladies").normalize(small_graph) if name == "ladies" else small_graph
+    sampler = functools.partial(fn, **kw)
+    seeds = torch.arange(0, 2000, 17)
+    loader = gs.DataLoader(G, sampler, seeds, 32, seed=3, labels=torch.arange(2000))
+    for batch in loader:
+        assert batch.n_id.tolist() == brute_force_n_id(batch.out, batch.seeds)
+
+
 def broken(A, seeds):
     """Two hops whose second slices every node of the first hop's all_nodes, in reverse:
     not DGL-style (block 1's columns are not blocks[0].all_nodes())."""

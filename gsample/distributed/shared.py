@@ -269,14 +269,25 @@ def share_graph(A: Matrix, folder, **meta) -> dict:
     csc = A.csc
     if csc.row_ids is not None or csc.col_ids is not None:
         raise ValueError("A: must be a whole graph (rows and columns all nodes), not a sub-matrix")
+    try:
+        meta = json.loads(json.dumps(meta))  # (refused before any file is written)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"meta: must be JSON-serialisable ({e})") from None
     folder = pathlib.Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / GRAPH_HEADER).unlink(missing_ok=True)  # incomplete until the header is back
-    arrays = write_shared({n: getattr(csc, n) for n in _GRAPH_ARRAYS}, folder)
-    header = {"num_nodes": csc.num_nodes, "arrays": arrays, "meta": json.loads(json.dumps(meta))}
-    tmp = folder / (GRAPH_HEADER + ".part")
-    tmp.write_text(json.dumps(header) + "\n")
-    os.replace(tmp, folder / GRAPH_HEADER)
+    names = [n for n in _GRAPH_ARRAYS if getattr(csc, n) is not None]
+    try:
+        arrays = write_shared({n: getattr(csc, n) for n in _GRAPH_ARRAYS}, folder)
+        header = {"num_nodes": csc.num_nodes, "arrays": arrays, "meta": meta}
+        tmp = folder / (GRAPH_HEADER + ".part")
+        tmp.write_text(json.dumps(header) + "\n")
+        os.replace(tmp, folder / GRAPH_HEADER)
+    except BaseException:  # no half-written graph left behind
+        for n in names:
+            (folder / f"{n}.bin").unlink(missing_ok=True)
+        (folder / (GRAPH_HEADER + ".part")).unlink(missing_ok=True)
+        raise
     return header
 
 

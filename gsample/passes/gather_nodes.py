@@ -80,7 +80,13 @@ def column_source(node: Node) -> Node | None:
 def returned_blocks(graph: Graph) -> list | None:
     """The matrices the program returns, in order, where it returns blocks (one matrix, or a
     list or tuple of them, as :func:`gsample.loader.features.batch_nodes` takes them); else
-    None."""
+    None.
+
+    Examples
+    --------
+    >>> # %out = output(0=%s0, 1=%s1) {template=[Ref('0'), Ref('1')]}: [%s0, %s1]
+    >>> # %out = output(0=%s0, 1=%nodes) {template=(Ref('0'), Ref('1'))}: None (a tensor)
+    """
     out = graph.output
     template = out.attrs.get("template")
     refs = [template] if isinstance(template, Ref) else template
@@ -94,7 +100,12 @@ def returned_blocks(graph: Graph) -> list | None:
 
 def frontier_of(graph: Graph, block: Node) -> Node | None:
     """An ``all_nodes`` node of ``block`` (of one of the matrices with its structure) in
-    ``graph`` for one mini-batch, or None."""
+    ``graph`` for one mini-batch, or None.
+
+    Examples
+    --------
+    >>> # %f0 = all_nodes(A=%s0); %w = edge_broadcast(A=%s0, ...): frontier_of(g, %w) is %f0
+    """
     root = structure_root(block)
     for n in graph.nodes:
         A = n.inputs.get("A")

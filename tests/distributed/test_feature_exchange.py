@@ -301,6 +301,26 @@ def test_ranks_placing_different_graphs_all_raise(tmp_path, small_graph):
         assert error is not None and error.startswith("A: the ranks passed different graphs")
 
 
+def test_a_share_that_fails_leaves_no_files(tmp_path, small_graph, monkeypatch):
+    """Meta that JSON cannot hold is refused (naming ``meta``) before any file is written;
+    a write that fails after the arrays are out removes them."""
+    import gsample.distributed.shared as shared
+
+    with pytest.raises(TypeError, match=r"^meta: must be JSON-serialisable"):
+        share_graph(small_graph, tmp_path / "a", x=torch.tensor(1))
+    assert not (tmp_path / "a").exists() or not list((tmp_path / "a").iterdir())
+    real = shared.write_shared
+
+    def written_then_fails(arrays, folder):
+        real(arrays, folder)
+        raise OSError("the disk went away (a test's)")
+
+    monkeypatch.setattr(shared, "write_shared", written_then_fails)
+    with pytest.raises(OSError, match="a test's"):
+        share_graph(small_graph, tmp_path / "b")
+    assert not list((tmp_path / "b").iterdir())
+
+
 def test_writing_past_a_full_file_system_is_refused(tmp_path, monkeypatch):
     import gsample.distributed.shared as shared
 

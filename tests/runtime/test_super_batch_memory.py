@@ -146,6 +146,8 @@ def test_a_repeated_row_or_an_id_out_of_range_raises_as_a_mini_batch_s_check(sma
         extract.slice_rows_cols_batched(csc, torch.tensor([3 * n]), cols, 3, n)
     with pytest.raises(IndexError, match="cols"):
         extract.slice_rows_cols_batched(csc, cols, torch.tensor([-1]), 3, n)
+    with pytest.raises(ValueError, match=r"^A: a super-batch of 3 mini-batches"):
+        extract.slice_rows_cols_batched(csc, cols, cols, 3, n + 1)  # neither n nor 3 n
 
 
 def induced_flipped(A, seeds):

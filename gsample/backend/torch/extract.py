@@ -155,6 +155,11 @@ def slice_rows_cols_batched(
     >>> S = slice_rows_cols_batched(A, rows, cols, 2, A.num_nodes)  # S.num_nodes == 2 * n
     """
     N = copies
+    if A.num_nodes not in (n, N * n):
+        raise ValueError(
+            f"A: a super-batch of {N} mini-batches of {n} nodes slices the graph ({n} nodes) "
+            f"or their block-diagonal matrix ({N * n}), not a matrix of {A.num_nodes}"
+        )
     if A.num_nodes != n:  # a super-batch matrix: the ids are its own
         rows = V.ids(rows, "rows", A.num_nodes, A.device)
         V.unique_ids(rows, "rows")
