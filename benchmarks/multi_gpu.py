@@ -597,26 +597,34 @@ def plot(path, rows, title):
     log(f"wrote {path}")
 
 
+def setup(args, script: str) -> tuple:
+    """A spawned benchmark's start (this one's and ``train_ddp.py``'s): ``--graph`` checked,
+    the world sizes to run (on GPUs, those the host has), NCCL's NVLink multicast off;
+    ``(world sizes, the anchor graph's entry or None, the device's name)``."""
+    problem = graph_problem(args.graph)
+    if problem is not None:
+        raise SystemExit(f"--graph {args.graph}: {problem}")
+    cuda = args.device == "cuda"
+    if cuda and not torch.cuda.is_available():
+        raise SystemExit(f"{script}: no CUDA GPU (use --device cpu for gloo)")
+    worlds = args.world_sizes or ([1, 2, 4, 8] if cuda else [1, 2])
+    if cuda:
+        worlds = [w for w in worlds if w <= torch.cuda.device_count()]
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    name = torch.cuda.get_device_name(0) if cuda else f"{platform.machine()} CPU"
+    return sorted(set(worlds)), gs.datasets.ANCHOR_GRAPHS.get(args.graph), name
+
+
 def main(argv=None):
     args = parser().parse_args(argv)
     if args.graph is None:
         args.graph = "papers-like"
         if args.quick:
             args.graph = "rmat:100000:2000000" if args.device == "cuda" else "rmat:20000:200000"
-    problem = graph_problem(args.graph)
-    if problem is not None:
-        raise SystemExit(f"--graph {args.graph}: {problem}")
+    worlds, anchor, name = setup(args, "benchmarks/multi_gpu.py")
     cuda = args.device == "cuda"
-    if cuda and not torch.cuda.is_available():
-        raise SystemExit("benchmarks/multi_gpu.py: no CUDA GPU (use --device cpu for gloo)")
-    available = torch.cuda.device_count() if cuda else os.cpu_count()
-    worlds = args.world_sizes or ([1, 2, 4, 8] if cuda else [1, 2])
-    worlds = sorted(w for w in set(worlds) if w <= available) if cuda else sorted(set(worlds))
-    anchor = gs.datasets.ANCHOR_GRAPHS.get(args.graph)
     if args.seeds is None:
         args.seeds = anchor.num_seeds if anchor else 196_608
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
-    name = torch.cuda.get_device_name(0) if cuda else f"{platform.machine()} CPU"
     log(f"device: {name}; world sizes {worlds}; graph {args.graph}; placements {args.placements}")
     t0 = time.perf_counter()
     folder, temporary = graph_folder(args, expected_bytes(args.graph))

@@ -68,12 +68,19 @@ _HERE = pathlib.Path(__file__).resolve().parent
 sys.path[:0] = [str(_HERE), str(_HERE.parent), str(_HERE.parent / "examples")]
 
 from graphsage import graphsage
-from multi_gpu import build_shared, expected_bytes, graph_folder, log, positive, rank_worker
+from multi_gpu import (
+    build_shared,
+    expected_bytes,
+    graph_folder,
+    log,
+    positive,
+    rank_worker,
+    setup,
+)
 from train_common import Net, block_layers
 from train_scale import hashed_labels
 
 import gsample as gs
-from gsample.bench.cli import graph_problem
 from gsample.bench.report import git_commit
 from gsample.distributed.shared import attach_graph, remove_shared
 from gsample.loader.features import batch_nodes
@@ -354,19 +361,9 @@ def summary(world, ranks):
 
 def main(argv=None):
     args = parse(argv)
-    problem = graph_problem(args.graph)
-    if problem is not None:
-        raise SystemExit(f"--graph {args.graph}: {problem}")
+    worlds, anchor, name = setup(args, "benchmarks/train_ddp.py")
     cuda = args.device == "cuda"
-    if cuda and not torch.cuda.is_available():
-        raise SystemExit("benchmarks/train_ddp.py: no CUDA GPU (use --device cpu for gloo)")
-    available = torch.cuda.device_count() if cuda else os.cpu_count()
-    worlds = args.world_sizes or ([1, 2, 4, 8] if cuda else [1, 2])
-    worlds = sorted(w for w in set(worlds) if w <= available) if cuda else sorted(set(worlds))
-    anchor = gs.datasets.ANCHOR_GRAPHS.get(args.graph)
     train = args.train_nodes or (anchor.num_seeds if anchor else None)
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
-    name = torch.cuda.get_device_name(0) if cuda else f"{platform.machine()} CPU"
     log(f"device: {name}; world sizes {worlds}; graph {args.graph}")
     t0 = time.perf_counter()
     folder, temporary = graph_folder(args, expected_bytes(args.graph))

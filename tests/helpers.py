@@ -381,6 +381,19 @@ def assert_same_batches(a: list, b: list) -> None:
                 assert u == v, (i, key)
 
 
+def super_batch_runs(loader) -> list:
+    """The sizes of the super-batched runs of a PyG loader (``loader.dataset.super``),
+    recorded from now on, one entry per run."""
+    sizes, run = [], loader.dataset.super.run
+
+    def record(parts, epoch_seed, first):
+        sizes.append(len(parts))
+        return run(parts, epoch_seed, first)
+
+    loader.dataset.super.run = record
+    return sizes
+
+
 def loader_batches(loader, epochs: int = 1) -> list:
     """Every batch of ``epochs`` epochs of ``loader``."""
     return [b for _ in range(epochs) for b in loader]

@@ -219,6 +219,8 @@ class _Converter:
         inputs = {}
         template = self.template((args, kwargs), inputs)
         fn = ("method", target) if op == "call_method" else target
+        if fn == ("method", "__getitem__"):  # t[i] on a captured tensor: one form for passes
+            fn = operator.getitem
         return g.add(Op.DENSE, inputs, {"fn": fn, "template": template}, kind=Kind.ANY)
 
     def method(self, name: str, a: dict):

@@ -298,7 +298,7 @@ class SamplingMethods:
                 )
             out.append(sampled)
             if h + 1 < len(hops):
-                front = _new_nodes(sampled, reached)
+                front = new_nodes(sampled, reached)
                 for t, ids in front.items():
                     reached[t] = torch.cat([reached[t], ids]) if t in reached else ids
         return out if listed else out[0]
@@ -538,9 +538,15 @@ def _fanout(k, name: str) -> int:
     return int(k)
 
 
-def _new_nodes(sampled: dict, reached: dict) -> dict:
-    """Per source type: the rows of a hop's matrices not reached before, ascending."""
-    rows = {}
+def new_nodes(sampled: dict, reached: dict) -> dict:
+    """Per source type: the rows of a hop's matrices (``sampled``: ``{edge type: Matrix}``)
+    not in ``reached[type]``, ascending: the next frontier of a shared (not disjoint) hop.
+
+    Examples
+    --------
+    >>> front = new_nodes(sampled, {"paper": seeds})   # {"author": ids, "paper": ids}
+    """
+    rows: dict = {}
     for (s, _, _), m in sampled.items():
         if m.num_edges:
             rows.setdefault(s, []).append(m.row())
@@ -591,6 +597,7 @@ def next_pairs(sampled: dict, slot: dict, seen: dict, n: int) -> tuple:
 __all__ = [
     "STEPS",
     "SamplingMethods",
+    "new_nodes",
     "next_pairs",
     "relation_sample",
     "relation_temporal_sample",

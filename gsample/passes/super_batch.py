@@ -574,8 +574,7 @@ class _Rewrite(NodeVisitor):
         the seeds are."""
         fn, (args, kwargs) = node.attrs["fn"], node.attrs["template"]
         if (
-            # ``x[ids]`` traces as either, by whether ``x`` is a proxy or a captured tensor
-            (fn is not operator.getitem and fn != ("method", "__getitem__"))
+            fn is not operator.getitem
             or kwargs
             or len(args) != 2
             or not all(isinstance(a, Ref) for a in args)

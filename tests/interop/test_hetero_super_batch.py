@@ -13,7 +13,7 @@ runs once per super-batch and (hop, edge type); refusals name ``super_batch``.""
 
 import pytest
 import torch
-from helpers import loader_batches
+from helpers import loader_batches, super_batch_runs
 
 pytest.importorskip("torch_geometric")
 from torch_geometric.data import HeteroData
@@ -84,16 +84,24 @@ def assert_same_hetero(a: list, b: list) -> None:
                     assert p == q, (i, key, attr)
 
 
-def ran(loader) -> list:
-    """The sizes of the super-batched runs of ``loader`` (recorded)."""
-    sizes, run = [], loader.dataset.super.run
+def counted_steps(monkeypatch) -> tuple:
+    """``(starts, calls)``, recorded from now on: the size of every super-batched run
+    (``SuperBatcher.start``), and one entry per one-mini-batch step (a compiled sampler's
+    call)."""
+    starts, calls = [], []
+    start, call = SuperBatcher.start, CompiledSampler.__call__
 
-    def record(parts, epoch_seed, first):
-        sizes.append(len(parts))
-        return run(parts, epoch_seed, first)
+    def counted_start(self, parts, observe=None):
+        starts.append(len(parts))
+        return start(self, parts, observe)
 
-    loader.dataset.super.run = record
-    return sizes
+    def counted_call(self, *args, **kwargs):
+        calls.append(1)
+        return call(self, *args, **kwargs)
+
+    monkeypatch.setattr(SuperBatcher, "start", counted_start)
+    monkeypatch.setattr(CompiledSampler, "__call__", counted_call)
+    return starts, calls
 
 
 # 60 papers in mini-batches of 7: 9 batches, the last of 4 seeds (a mini-batch of another
@@ -145,7 +153,7 @@ def test_super_batches_are_the_batches_one_at_a_time(data, mode):
     for n, runs in RUNS.items():
         loader = loader_of(data, mode, super_batch=n)
         assert len(loader) == 9 and loader.super_batch_size == n
-        sizes = ran(loader)
+        sizes = super_batch_runs(loader)
         assert_same_hetero(ref, loader_batches(loader, epochs=2))
         assert sizes == runs * 2  # every run of several: one super-batched run
 
@@ -173,19 +181,7 @@ def test_one_step_run_per_super_batch_and_edge_type(data, monkeypatch, mode):
     (counted here from the one-at-a-time batches' ``num_sampled_nodes``). A mini-batch
     alone calls the step per (hop, edge type) with a frontier (disjoint: every one)."""
     ref = loader_batches(loader_of(data, mode))
-    starts, calls = [], []
-    start, call = SuperBatcher.start, CompiledSampler.__call__
-
-    def counted_start(self, parts, observe=None):
-        starts.append(len(parts))
-        return start(self, parts, observe)
-
-    def counted_call(self, *args, **kwargs):
-        calls.append(1)
-        return call(self, *args, **kwargs)
-
-    monkeypatch.setattr(SuperBatcher, "start", counted_start)
-    monkeypatch.setattr(CompiledSampler, "__call__", counted_call)
+    starts, calls = counted_steps(monkeypatch)
     loader = loader_of(data, mode, super_batch=4)
     assert_same_hetero(ref, loader_batches(loader))
     expected = []
@@ -425,19 +421,7 @@ def test_link_one_step_run_per_super_batch(data, monkeypatch):
     """Runs of several mini-batches call no one-mini-batch step; every step runs
     super-batched (SuperBatcher runs of the run's size)."""
     ref = loader_batches(link_loader_of(data, "binary"))
-    starts, calls = [], []
-    start, call = SuperBatcher.start, CompiledSampler.__call__
-
-    def counted_start(self, parts, observe=None):
-        starts.append(len(parts))
-        return start(self, parts, observe)
-
-    def counted_call(self, *args, **kwargs):
-        calls.append(1)
-        return call(self, *args, **kwargs)
-
-    monkeypatch.setattr(SuperBatcher, "start", counted_start)
-    monkeypatch.setattr(CompiledSampler, "__call__", counted_call)
+    starts, calls = counted_steps(monkeypatch)
     assert_same_hetero(ref, loader_batches(link_loader_of(data, "binary", super_batch=6)))
     assert calls == [] and set(starts) == {6}  # 12 mini-batches: two runs of 6
     # hop 0 into authors and papers (the seeds' types), hop 1 every edge type's frontier

@@ -9,7 +9,7 @@ device) the batch ``super_batch=None`` yields, in the same order, in every mode 
 import numpy as np
 import pytest
 import torch
-from helpers import assert_same_batches, loader_batches
+from helpers import assert_same_batches, loader_batches, super_batch_runs
 
 pytest.importorskip("torch_geometric")
 from torch_geometric.data import Data, HeteroData
@@ -82,21 +82,9 @@ def test_super_batches_are_the_batches_one_at_a_time(data, mode):
         loader = gp.NeighborLoader(data, [3, 2], super_batch=n, **common)
         assert len(loader) == 10 and str(loader) == "NeighborLoader()"
         assert loader.super_batch_size == n
-        sizes = ran(loader)
+        sizes = super_batch_runs(loader)
         assert_same_batches(ref, loader_batches(loader, epochs=2))
         assert sizes == runs * 2  # every run of several is one run of the program
-
-
-def ran(loader) -> list:
-    """The sizes of the super-batched program's runs of ``loader`` (recorded)."""
-    sizes, run = [], loader.dataset.super.run
-
-    def record(parts, epoch_seed, first):
-        sizes.append(len(parts))
-        return run(parts, epoch_seed, first)
-
-    loader.dataset.super.run = record
-    return sizes
 
 
 def test_more_inputs_than_nodes_with_their_own_times(data):

@@ -125,9 +125,10 @@ def test_dense_code_runs_per_batch_only_on_per_batch_values(A):
 
 
 def test_a_captured_tensor_at_the_seeds_is_one_gather(A):
-    """``t[seeds]`` with ``t`` a tensor the sampler captures (a node time, traced as the
-    method ``__getitem__`` of a constant, not ``operator.getitem`` of a proxy) is one gather
-    for every batch, not a per-batch step; the super-batched samples equal one at a time."""
+    """``t[seeds]`` with ``t`` a tensor the sampler captures (a node time: torch.fx records
+    the method ``__getitem__`` of a constant, which the tracer makes the ``getitem`` a proxy
+    gives) is one gather for every batch, not a per-batch step; the super-batched samples
+    equal one at a time."""
     node_time = torch.arange(N_NODES).flip(0) * 3
     edge_time = torch.arange(A.num_edges) % (3 * N_NODES)
 

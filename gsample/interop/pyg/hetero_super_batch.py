@@ -32,7 +32,7 @@ from gsample.base import validate as V
 from gsample.base.random import batch_scope, next_op_key
 from gsample.compiler import compile as gs_compile
 from gsample.formats import CSC
-from gsample.hetero.sampling import next_pairs, relation_temporal_sample
+from gsample.hetero.sampling import new_nodes, next_pairs, relation_temporal_sample
 from gsample.interop.pyg.super_batch import padded
 from gsample.matrix.sparse import Matrix
 from gsample.runtime import SuperBatcher, finish, tensors
@@ -155,7 +155,7 @@ class HeteroSuperBatches:
                 for b in range(count):
                     out[b].append(sampled[b])
                     if h + 1 < len(hops):
-                        fronts[b] = _new_nodes(sampled[b], reached[b])
+                        fronts[b] = new_nodes(sampled[b], reached[b])
                         for t, ids in fronts[b].items():
                             r = reached[b].get(t)
                             reached[b][t] = ids if r is None else torch.cat([r, ids])
@@ -407,22 +407,6 @@ def disjoint_by_position(
 _DISJOINT_STEP = gs_compile(disjoint_by_position)
 #: the disjoint steps' tables' least size (columns): fewer rebuilds as frontiers grow
 _MIN_TABLE = 1024
-
-
-def _new_nodes(sampled: dict, reached: dict) -> dict:
-    """Per source type: the rows of one mini-batch's hop not reached before, ascending
-    (the next frontier of ``gs.HeteroGraph.sample_neighbors``)."""
-    rows: dict = {}
-    for (s, _, _), m in sampled.items():
-        if m.num_edges:
-            rows.setdefault(s, []).append(m.row())
-    out = {}
-    for t, parts in rows.items():
-        ids = torch.unique(torch.cat(parts))
-        if t in reached:
-            ids = ids[~torch.isin(ids, reached[t])]
-        out[t] = ids
-    return out
 
 
 __all__ = ["HeteroSuperBatches", "disjoint_by_position"]
