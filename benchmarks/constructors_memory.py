@@ -166,10 +166,14 @@ def _inputs(case: str, edges: int, nodes: int, seed: int, device: str, folder: P
         return gs.datasets.read_snap, (str(_snap_file(edges, nodes, seed, folder)),), kw
     src, dst = _edges(edges, nodes, seed, device)
     if case in ("edge_index_by_dst", "csc_sorted", "csc_partly", "csc_unsorted"):
-        src, dst = _by_column(src, dst, nodes, case, seed)
+        # one copy of the edges alive at a time (a 3.2B-edge graph's two take 52 GB)
+        held = [torch.stack([src, dst])]
+        del src, dst
+        src, dst = _by_column(held, nodes, case, seed)
     if case.startswith("csc"):
         indptr = torch.zeros(nodes + 1, dtype=torch.int64, device=device)
         torch.cumsum(torch.bincount(dst, minlength=nodes), 0, out=indptr[1:])
+        del dst
         return gs.Matrix.from_csc, (indptr, src.contiguous()), {}
     ei = torch.stack([src, dst])
     del src, dst
@@ -181,8 +185,9 @@ def _inputs(case: str, edges: int, nodes: int, seed: int, device: str, folder: P
     return gs.Matrix.from_edge_index, (ei,), kw
 
 
-def _by_column(src, dst, nodes: int, case: str, seed: int):
-    """The edges ordered by ``(dst, src)``, or by ``dst`` then a random order within every
+def _by_column(held: list, nodes: int, case: str, seed: int):
+    """The edges of ``held``'s edge index (taken out of the list, so that it is freed once
+    ordered) ordered by ``(dst, src)``, or by ``dst`` then a random order within every
     column (``csc_unsorted``) or within about a tenth of them (``csc_partly``).
 
     torch.sort takes fewer than 2**31 elements, and a 3.2B-edge graph has more: the edges
@@ -194,8 +199,7 @@ def _by_column(src, dst, nodes: int, case: str, seed: int):
     import gsample as gs
     from gsample.matrix.convert import column_ranges
 
-    c = gs.Matrix.from_edge_index(torch.stack([src, dst]), num_nodes=nodes).csc
-    del src, dst
+    c = gs.Matrix.from_edge_index(held.pop(), num_nodes=nodes).csc
     indptr, rows = c.indptr, c.rows
     del c
     counts = indptr[1:] - indptr[:-1]

@@ -22,10 +22,18 @@
 //   gs_fr_finish   otherwise, after the host sorts the new keys (torch.sort of the count
 //                  alone): the same, each entry's place in the new state by a binary search
 //                  in the other sorted list.
+// The sync-free variant (no read-back: a CUDA graph may capture it) runs the same kernels on
+// bounded buffers: the columns', edges' and state's counts are device words (null pointers:
+// the buffers are exact), padding is skipped, the insert fills the new keys' buffer with a
+// key above every pair's (GS_FR_PAD) so that the host sorts the whole buffer (its size a
+// bound, not the count), gs_fr_finish reads the new pairs' count from the device, and
+// gs_fr_report (one thread) explains the error word for the host's deferred checks and
+// writes the new state's count. The exact host code launches gs_fr_report only on failure.
 //
 // Every index is bounded here: slots against slots, rows against the sample's row space and
 // the id space M = copies * n, the table's probes by its mask, the compaction's writes by the
-// edge count, the finish's reads by the count and its writes by the merged size.
+// edge count, the finish's reads by the count and its writes by the merged size; a device
+// count is clamped into its buffer (gs_fr_count).
 #include "hash.cuh"
 #include "search.cuh"
 
@@ -42,6 +50,17 @@
 #define GS_FR_UNSORTED 4ULL  // the columns' pairs (the default state) out of order: not an
                              // error, the host sorts them
 #define GS_FR_INDEX ((1ULL << 58) - 1)
+// A padding key (of a padding column, or past the new keys): above every pair's key (below
+// 2**62), so a sort puts it last.
+#define GS_FR_PAD 0x7FFFFFFFFFFFFFFFLL
+
+// A bounded value's count (a device word, or the buffer's size `bound` without one),
+// clamped into [0, bound]: whatever a count says, no index passes the buffer.
+__device__ __forceinline__ gs_i64 gs_fr_count(const gs_i64* __restrict__ count, gs_i64 bound) {
+    if (count == nullptr) return bound;
+    const gs_i64 c = count[0];
+    return c < 0 ? 0 : (c > bound ? bound : c);
+}
 
 __device__ __forceinline__ void gs_fr_flag(gs_u64* err, gs_u64 kind, gs_i64 index) {
     atomicMin(err, (kind << 58) | ((gs_u64)index & GS_FR_INDEX));
@@ -114,35 +133,52 @@ __device__ __forceinline__ void gs_fr_group_size(const gs_i64* __restrict__ indp
     atomicMin(groups, ~(gs_u64)(size > 0 ? size : 0));
 }
 
+// Bounded inputs (the sync-free host code): ncols, nnz and nstate are the columns', edges'
+// and state's counts (null: all of the buffer); padding columns write GS_FR_PAD as their key
+// (colkey), padding edges are never new (slot_e -1), padding state entries are skipped; fkey
+// (null: not filled) gets GS_FR_PAD everywhere. groups null: no group bound (the sync-free
+// code always sorts).
 // Threads [0, C): column c checks its slot; without a state (given 0) it makes its pair's
 // key (colkey[c], inserted with position 0) and checks the keys' order. Threads [C, C + S):
 // state entry i inserted with position 0 (a key outside [0, kmax) matches no edge: not
 // inserted), its order checked. Threads [C + S, C + S + E): edge e (column by a binary search
 // in indptr, ecol[e]) inserts its pair's key with position e + 1 and keeps its table slot
 // (slot_e[e]). Rows are local: ids row_ids[r] (R entries), or ids themselves (R < 0). Also
-// zeroes the compaction's scan words (scan[0 .. words)), and bounds each (batch, slot)
-// group's edges in the groups word (gs_fr_group_size; batched: a column's batch is its
-// id / n, and a row outside it sends the host to the sort). (An empty tensor's pointer may
-// be null: whether an array is given is never read from its pointer.)
+// zeroes the compaction's scan words and the count after them (scan[0 .. words): a count of
+// 0 when no compaction runs), and bounds each (batch, slot) group's edges in the groups word
+// (gs_fr_group_size; batched: a column's batch is its id / n, and a row outside it sends
+// the host to the sort). (An empty tensor's pointer may be null: whether an array is given
+// is never read from its pointer.)
 extern "C" __global__ void gs_fr_insert(const gs_i64* __restrict__ indptr, gs_i64 C,
+                                        const gs_i64* __restrict__ ncols,
                                         const gs_i64* __restrict__ rows, gs_i64 E,
+                                        const gs_i64* __restrict__ nnz,
                                         const gs_i64* __restrict__ row_ids, gs_i64 R,
                                         const gs_i64* __restrict__ col_ids,
                                         const gs_i64* __restrict__ slot, gs_i64 slots,
                                         gs_i64 n, gs_i64 M, gs_i64 kmax,
                                         const gs_i64* __restrict__ state, gs_i64 S,
-                                        int given, gs_i64* __restrict__ colkey, gs_u64* keys,
+                                        const gs_i64* __restrict__ nstate, int given,
+                                        gs_i64* __restrict__ colkey, gs_u64* keys,
                                         gs_u64* vals, gs_i64 mask,
                                         gs_i64* __restrict__ slot_e,
-                                        gs_i64* __restrict__ ecol, gs_u64* scan, gs_i64 words,
-                                        gs_u64* err, int batched, gs_u64* groups) {
+                                        gs_i64* __restrict__ ecol, gs_i64* __restrict__ fkey,
+                                        gs_u64* scan, gs_i64 words, gs_u64* err, int batched,
+                                        gs_u64* groups) {
     GS_LOOP(w, words) scan[w] = 0;
     const gs_i64 S_ = given ? S : 0;
+    const gs_i64 Cr = gs_fr_count(ncols, C), Er = gs_fr_count(nnz, E);
+    const gs_i64 Sr = gs_fr_count(nstate, S_);
     GS_LOOP(i, C + S_ + E) {
         if (i < C) {
             const gs_i64 c = i;
+            if (c >= Cr) {                      // a padding column: its key sorts last
+                if (!given) colkey[c] = GS_FR_PAD;
+                continue;
+            }
             if (!gs_in_range(slot[c], slots)) gs_fr_flag(err, GS_FR_SLOT, c);
-            gs_fr_group_size(indptr, C, col_ids, slot, c, n, M, slots, batched, groups);
+            if (groups != nullptr)
+                gs_fr_group_size(indptr, Cr, col_ids, slot, c, n, M, slots, batched, groups);
             if (!given) {
                 const gs_i64 id = col_ids != nullptr ? col_ids[c] : c;
                 if (!gs_in_range(id, M)) gs_fr_flag(err, GS_FR_COL, c);
@@ -154,18 +190,25 @@ extern "C" __global__ void gs_fr_insert(const gs_i64* __restrict__ indptr, gs_i6
             }
         } else if (i < C + S_) {
             const gs_i64 j = i - C;
+            if (j >= Sr) continue;              // the state's padding
             const gs_i64 k = state[j];
             if (gs_in_range(k, kmax)) gs_table_insert(keys, vals, mask, (gs_u64)k, 0ULL);
             if (j > 0 && state[j - 1] > k) gs_fr_flag(err, GS_FR_STATE, j);
         } else {
             const gs_i64 e = i - C - S_;
-            if (C == 0) {  // edges without columns: not a CSC (flagged, nothing read)
+            if (fkey != nullptr) fkey[e] = GS_FR_PAD;   // the compaction overwrites [0, F)
+            if (e >= Er) {                      // the edge buffer's padding: never new
+                slot_e[e] = -1;
+                ecol[e] = 0;
+                continue;
+            }
+            if (Cr == 0) {  // edges without columns: not a CSC (flagged, nothing read)
                 gs_fr_flag(err, GS_FR_ROW, e);
                 ecol[e] = 0;
                 slot_e[e] = 0;
                 continue;
             }
-            const gs_i64 c = gs_owner(indptr, C, e);
+            const gs_i64 c = gs_owner(indptr, Cr, e);
             ecol[e] = c;
             gs_i64 r = rows[e];
             if (R >= 0) {
@@ -180,7 +223,7 @@ extern "C" __global__ void gs_fr_insert(const gs_i64* __restrict__ indptr, gs_i6
                 gs_fr_flag(err, GS_FR_ROW, e);
                 r = 0;
             }
-            if (batched && r / n != gs_fr_batch(col_ids, c, n, M, 1))
+            if (groups != nullptr && batched && r / n != gs_fr_batch(col_ids, c, n, M, 1))
                 atomicMin(groups, 0ULL);              // a row outside its column's batch
             const gs_i64 k = gs_fr_key(r, gs_fr_slot(slot, c, slots), n, slots);
             slot_e[e] = gs_table_insert(keys, vals, mask, (gs_u64)k, (gs_u64)e + 1ULL);
@@ -192,7 +235,8 @@ extern "C" __global__ void gs_fr_insert(const gs_i64* __restrict__ indptr, gs_i6
 __device__ __forceinline__ bool gs_fr_new(const gs_i64* __restrict__ slot_e,
                                           const gs_u64* __restrict__ vals, gs_i64 mask,
                                           gs_i64 e) {
-    return vals[slot_e[e] & mask] == (gs_u64)e + 1ULL;
+    const gs_i64 s = slot_e[e];   // -1: padding
+    return s >= 0 && vals[s & mask] == (gs_u64)e + 1ULL;
 }
 
 #ifndef GS_FR_SEQUENTIAL
@@ -246,17 +290,27 @@ extern "C" __global__ void gs_fr_compact(const gs_i64* __restrict__ slot_e,
 // decoded into its node (encoded b * n + v when encode) and slot, its column (ocol), and
 // written into the new state at j + (state entries <= it). Threads [F, F + S): state entry
 // i written at i + (new keys < it). Both lists sorted: the places are a permutation of
-// [0, F + S).
+// [0, F + S). F and S are buffer sizes; the counts nfresh and nstate (device words, null:
+// the buffers are exact) say how much of each is real (the sync-free host code's bounded
+// values): a padding pair gets column 0 (a valid index to gather the carried values at),
+// a padding state entry is skipped.
 extern "C" __global__ void gs_fr_finish(const gs_i64* __restrict__ fresh,
                                         const gs_i64* __restrict__ perm,
                                         const gs_i64* __restrict__ fcol, gs_i64 F,
-                                        const gs_i64* __restrict__ state, gs_i64 S, gs_i64 n,
+                                        const gs_i64* __restrict__ nfresh,
+                                        const gs_i64* __restrict__ state, gs_i64 S,
+                                        const gs_i64* __restrict__ nstate, gs_i64 n,
                                         gs_i64 slots, int encode, gs_i64* __restrict__ nodes,
                                         gs_i64* __restrict__ oslot,
                                         gs_i64* __restrict__ ocol,
                                         gs_i64* __restrict__ out_state) {
+    const gs_i64 Fr = gs_fr_count(nfresh, F), Sr = gs_fr_count(nstate, S);
     GS_LOOP(i, F + S) {
         if (i < F) {
+            if (i >= Fr) {
+                ocol[i] = 0;
+                continue;
+            }
             const gs_i64 k = fresh[i];
             const gs_i64 bs = k / n, v = k - bs * n;
             const gs_i64 b = bs / slots;
@@ -265,15 +319,66 @@ extern "C" __global__ void gs_fr_finish(const gs_i64* __restrict__ fresh,
             const gs_i64 p = perm[i];
             ocol[i] = gs_in_range(p, F) ? fcol[p] : 0;
             // state entries <= k: the first index at least k + 1 (k < 2**62: no overflow)
-            const gs_i64 at = i + gs_first_at_least(state, S, k + 1);
-            if (gs_in_range(at, F + S)) out_state[at] = k;
+            const gs_i64 at = i + gs_first_at_least(state, Sr, k + 1);
+            if (gs_in_range(at, Fr + Sr)) out_state[at] = k;
         } else {
             const gs_i64 j = i - F;
+            if (j >= Sr) continue;
             const gs_i64 k = state[j];
-            const gs_i64 at = j + gs_first_at_least(fresh, F, k);
-            if (gs_in_range(at, F + S)) out_state[at] = k;
+            const gs_i64 at = j + gs_first_at_least(fresh, Fr, k);
+            if (gs_in_range(at, Fr + Sr)) out_state[at] = k;
         }
     }
+}
+
+// One thread: the error word explained in report[0 .. 7) (no error: the flags 0), and
+// report[7] the new state's size (nfresh + nstate, each clamped as the finish clamps it; 0
+// with nfresh null). report[0], [1], [2]: whether the error is a slot's, an id of A's (a
+// column's or an edge's row) or the state's order; report[3 .. 7): kind, index, a, b, the
+// details the host's message takes: a bad slot's kind gives the real slots' least and
+// greatest (a loop over the columns: only on failure), a column's its id, an edge's its row
+// (a local row in the row space: its id, b 0; outside it: the row itself, b 1; no edge: b 2).
+extern "C" __global__ void gs_fr_report(const gs_u64* __restrict__ err,
+                                        const gs_i64* __restrict__ slot, gs_i64 C,
+                                        const gs_i64* __restrict__ ncols,
+                                        const gs_i64* __restrict__ col_ids,
+                                        const gs_i64* __restrict__ rows, gs_i64 E,
+                                        const gs_i64* __restrict__ row_ids, gs_i64 R,
+                                        const gs_i64* __restrict__ nfresh, gs_i64 F,
+                                        const gs_i64* __restrict__ nstate, gs_i64 S,
+                                        gs_i64* __restrict__ report) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    const gs_u64 word = err[0];
+    const gs_i64 kind = (gs_i64)(word >> 58), index = (gs_i64)(word & GS_FR_INDEX);
+    gs_i64 a = 0, b = 0;
+    if (kind == (gs_i64)GS_FR_SLOT) {
+        const gs_i64 Cr = gs_fr_count(ncols, C);
+        a = Cr ? slot[0] : 0;
+        b = a;
+        for (gs_i64 c = 1; c < Cr; ++c) {
+            a = slot[c] < a ? slot[c] : a;
+            b = slot[c] > b ? slot[c] : b;
+        }
+    } else if (kind == (gs_i64)GS_FR_COL) {
+        a = col_ids == nullptr ? index : (gs_in_range(index, C) ? col_ids[index] : 0);
+    } else if (kind == (gs_i64)GS_FR_ROW) {
+        b = 2;
+        if (gs_in_range(index, E)) {
+            a = rows[index];
+            b = 0;
+            if (R >= 0) {
+                if (gs_in_range(a, R)) a = row_ids[a]; else b = 1;
+            }
+        }
+    }
+    report[0] = kind == (gs_i64)GS_FR_SLOT;
+    report[1] = kind == (gs_i64)GS_FR_COL || kind == (gs_i64)GS_FR_ROW;
+    report[2] = kind == (gs_i64)GS_FR_STATE;
+    report[3] = kind;
+    report[4] = index;
+    report[5] = a;
+    report[6] = b;
+    report[7] = nfresh == nullptr ? 0 : gs_fr_count(nfresh, F) + gs_fr_count(nstate, S);
 }
 
 // gs_fr_finish without the sort, for new keys in edge order whose groups (key / n) do not

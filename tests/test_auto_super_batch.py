@@ -256,6 +256,32 @@ def test_a_given_size_on_a_gpu_runs_within_the_budget(graph, monkeypatch):
         assert_same(g.out, r.out)
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+def test_a_cache_built_once_per_graph_is_not_a_mini_batch_s_bytes():
+    """The temporal program builds the graph's time order (16 bytes an edge, kept per graph)
+    on its first call: measuring mini-batch 0 must not count it as that mini-batch's
+    memory, or a given super_batch is capped by a cost no later run pays."""
+    from gsample.interop.pyg.temporal import disjoint_sample
+
+    A = gs.datasets.rmat(20_000, 400_000, seed=0).to("cuda")
+    g = torch.Generator().manual_seed(0)
+    edge_time = torch.randint(0, 1000, (A.num_edges,), generator=g).cuda()
+    node_time = torch.randint(0, 1000, (A.num_nodes,), generator=g).cuda()
+
+    def temporal(A, seeds):
+        return disjoint_sample(A, seeds, node_time[seeds], edge_time, num_neighbors=(5, 5))
+
+    seeds = torch.arange(0, 4 * 64, device="cuda")
+    loader = gs.DataLoader(A, gs.compile(temporal), seeds, 64, super_batch=4, fixed_state=True)
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    _, nbytes = loader._super.measure(seeds[:64], 0, 0)
+    cache = torch.cuda.memory_allocated() - before  # the time order, kept with the graph
+    assert cache >= 16 * A.num_edges
+    assert nbytes < cache / 4, (nbytes, cache)
+
+
 def test_an_error_measuring_mini_batch_0_is_no_cap(graph, monkeypatch):
     """An error that is not an allocation failure, measuring mini-batch 0, raises (naming
     super_batch) and leaves no cap behind: the next epoch measures again."""

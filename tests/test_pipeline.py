@@ -223,3 +223,22 @@ def test_stage_times_are_recorded(small_graph):
         )
         list(loader)
         assert loader.sample_seconds > 0 and loader.gather_seconds > 0
+
+
+def test_auto_pipelines_unless_the_graph_and_tables_are_all_on_a_gpu(small_graph, device):
+    """``pipeline="auto"`` (the default): on the CPU, or with a table the GPU reads from host
+    memory, the stages overlap; with the graph and every table on a GPU they do not (their
+    threads would cost the training loop more host time than they save)."""
+    A = small_graph.to(device)
+    X = torch.randn(A.num_nodes, 4, device=device)
+    fn = samplers()["graphsage"]
+    seeds = torch.arange(100, device=device)
+    on_gpu = device.type == "cuda"
+    assert gs.DataLoader(A, fn, seeds, 16, features=X).pipeline is (not on_gpu)
+    assert gs.DataLoader(A, fn, seeds, 16, features=X, pipeline=True).pipeline is True
+    assert gs.DataLoader(A, fn, seeds, 16, features=X, pipeline=False).pipeline is False
+    if on_gpu:  # a host table read over the bus: pipelined
+        assert gs.DataLoader(A, fn, seeds, 16, features=X.cpu().pin_memory()).pipeline is True
+    for bad in ("yes", 1, None):
+        with pytest.raises(TypeError, match="pipeline"):
+            gs.DataLoader(A, fn, seeds, 16, features=X, pipeline=bad)

@@ -86,7 +86,9 @@ class Impl:
         Optional inputs or attributes of the op that ``fn`` does not take (e.g.
         ``("probs",)``: uniform draws only). A node that has one of them runs another
         implementation of the op (:meth:`Backend.impl`): ``fn`` never sees it, so it cannot
-        fall back inside itself.
+        fall back inside itself. ``"<input>:unordered"``: an input declared ``In.ordered``
+        whose producer does not keep it ascending within each mini-batch (the lowering names
+        it so, ``gsample.runtime.lower``).
     unless : tuple of str
         Inputs that make ``fn`` take a node ``without`` would pass over (all of them given:
         e.g. ``("alias",)``: weighted draws from alias tables, but not other weighted ones).

@@ -235,7 +235,7 @@ def check_first_reached(A, slot=None, state=None, carry=None, trusted=(), **_):
     (an int64 vector on ``s``'s device)."""
     C = getattr(A, "num_cols", None)  # None: a sample still in bounded buffers (trusted)
     out = {}
-    if slot is not None:
+    if slot is not None and "slot" not in trusted:
         t = V.as_tensor(slot, "slot", A.device)
         if t.dtype == torch.bool or t.dtype not in V.INT_DTYPES:
             raise TypeError(f"slot: seed slots must be an integer tensor, got dtype {t.dtype}")
@@ -245,7 +245,7 @@ def check_first_reached(A, slot=None, state=None, carry=None, trusted=(), **_):
                 f"got shape {tuple(t.shape)}"
             )
         out["slot"] = t.to(torch.int64)
-    if carry is not None:
+    if carry is not None and "carry" not in trusted:
         c = V.as_tensor(carry, "carry", A.device)
         if c.dim() != 1 or (C is not None and c.shape[0] != C):
             raise ValueError(
@@ -402,18 +402,25 @@ def check_temporal(
             "time and edge_time (the most recent edges, or a time window)"
         )
     if time is not None:
-        t = out["time"] = _times(time, "time", C if C is not None else len(time), A.device)
-        et = out["edge_time"] = _times(edge_time, "edge_time", A.nnz, A.device)
+        # trusted times are copies of checked ones (first_reached carries the seeds' times),
+        # perhaps still in bounded buffers: only their dtype is read
+        if "time" in trusted:
+            t = getattr(time, "data", time)
+        else:
+            t = out["time"] = _times(time, "time", C if C is not None else len(time), A.device)
+        et = edge_time
+        if "edge_time" not in trusted:
+            et = out["edge_time"] = _times(edge_time, "edge_time", A.nnz, A.device)
         if t.is_floating_point() != et.is_floating_point():
             raise TypeError(
                 f"time: dtype {t.dtype} but edge_time is {et.dtype}; give both as integers "
                 "or both as floating point (times are compared exactly)"
             )
-        if t.is_floating_point() and t.numel():
+        if "time" not in trusted and t.is_floating_point() and t.numel():
             V.fail_if(torch.isnan(t).any(), ValueError, "time: contains NaN (not a time)")
         if window is not None and not t.is_floating_point() and window != int(window):
             raise ValueError(f"window: integer times take an integer window, got {window!r}")
-    if seed is not None:
+    if seed is not None and "seed" not in trusted:
         s = V.as_tensor(seed, "seed", A.device)
         if s.dtype == torch.bool or s.dtype not in V.INT_DTYPES:
             raise TypeError(f"seed: seed indices must be an integer tensor, got dtype {s.dtype}")

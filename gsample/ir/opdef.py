@@ -106,6 +106,9 @@ class In:
     edge_values: bool = False  # a gs.Matrix given here is taken by its values
     derived: Op | None = None  # never given by the user: pre-processing may set it to
     # derived(A, the op's weights) when those are graph-level
+    ordered: bool = False  # a backend's sync-free kernel may need it ascending within each
+    # mini-batch (it cannot re-rank without a read-back): the lowering tells it whether
+    # the value's producer guarantees that (OpDef.ordered_out) by the name "<name>:unordered"
 
 
 @dataclass(frozen=True)
@@ -183,6 +186,8 @@ class OpDef:
     # or the layout), a "subset" of A's; None: not said
     structure_only: bool = False  # reads only A's structure (edges, row and column ids),
     # never its values
+    ordered_out: tuple = ()  # results ascending within each mini-batch: their positions
+    # in a tuple result, None for the op's one result (see In.ordered)
     batched: bool = False  # on a graph, takes a super-batch's encoded frontier itself
     # (attrs["batches"]), as random ops do
     remembered: bool = False  # its result (on one mini-batch) is kept with its matrix

@@ -756,7 +756,7 @@ _DEFS = [
             In("probs", Align.EDGES, optional=True, edge_values=True),
             In("time", Align.ENTRIES, optional=True),
             In("edge_time", Align.EDGES, optional=True),
-            In("seed", Align.ENTRIES, optional=True),
+            In("seed", Align.ENTRIES, optional=True, ordered=True),
         ),
         (Attr("k", _fanout, what="int", example=10), _REPLACE, _STRATEGY, _WINDOW_ATTR),
         M,
@@ -886,6 +886,7 @@ _DEFS = [
         T,
         out=Align.ENTRIES,
         structure_only=True,
+        ordered_out=(None,),  # 0, 1, ... in each mini-batch
         batched=True,
         check=check_positions,
         capture=Capture(
@@ -919,6 +920,7 @@ _DEFS = [
         Kind.TUPLE,
         out=(Align.ROW_SET, Align.PAIRED, Align.PAIRED, Align.STATE),
         structure_only=True,
+        ordered_out=(1,),  # the pairs by slot: their slots ascending
         check=check_first_reached,
         capture=Capture(methods=("first_reached",), doc=_FIRST_REACHED_METHOD),
         doc="s.first_reached(slot, state, carry): disjoint sampling's next frontier, the "

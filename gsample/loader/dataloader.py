@@ -109,9 +109,12 @@ class DataLoader:
     feature_cache : int
         Bytes of GPU memory caching the highest in-degree nodes' feature rows of a CPU
         table read by a GPU graph. Default 0: none.
-    pipeline : bool
+    pipeline : bool or "auto"
         With ``features`` or ``labels``: sample, gather and train in overlapping stages
-        (threads, and CUDA streams on a GPU). Default True.
+        (threads, and CUDA streams on a GPU). ``"auto"`` (default): pipelined unless the
+        graph and every table are on a GPU, where a mini-batch's sampling and gathering
+        take so little host time that the stages' threads cost the training loop (they
+        share the interpreter) more than the overlap wins.
     distributed : bool
         Yield only this rank's share of every epoch (``torch.distributed``, or ``rank`` and
         ``world_size``); a mini-batch keeps its global ``index``.
@@ -175,7 +178,7 @@ class DataLoader:
         features=None,
         labels=None,
         feature_cache: int = 0,
-        pipeline: bool = True,
+        pipeline: bool | str = "auto",
         distributed: bool = False,
         rank: int | None = None,
         world_size: int | None = None,
@@ -239,7 +242,7 @@ class DataLoader:
         # they are gathered for (``gathering``), kept with the sampler it was made for
         gathers = features is not None or labels is not None
         self._variant = (sampler_fn, gathering(sampler_fn) if gathers and not partitioned else None)
-        self.pipeline = V.flag(pipeline, "pipeline")
+        self.pipeline = self._pipelines(pipeline)
         self.seeds_are_nodes = V.flag(seeds_are_nodes, "seeds_are_nodes")
         self.sample_seconds = self.gather_seconds = 0.0
         self._streams = None
@@ -330,6 +333,16 @@ class DataLoader:
             yield batch
             bar.update(1)
         bar.close()
+
+    def _pipelines(self, pipeline) -> bool:
+        """The ``pipeline`` argument resolved: ``"auto"`` is False only when the graph and
+        every table it gathers from are on a GPU (``FeatureStore.mode == "device"``)."""
+        if isinstance(pipeline, str) and pipeline == "auto":
+            stores = [s for s in (self.feature_store, self.label_store) if s is not None]
+            return not (self.A.device.type == "cuda" and all(s.mode == "device" for s in stores))
+        if not isinstance(pipeline, (bool, np.bool_)):
+            raise TypeError(f'pipeline: must be True, False or "auto", got {pipeline!r}')
+        return bool(pipeline)
 
     def _one_run(self, parts: list) -> bool:
         """Whether the epoch is sampled in at most one run (no mini-batches, or a super-batch

@@ -83,6 +83,11 @@ def enabled() -> bool:
 CAPTURE_LOCK = threading.Lock()
 
 
+#: what an op's tuple of results holds (a tuple of attributes, such as ``batches``, holds
+#: none: keyed as the same object every call)
+_DATA = (torch.Tensor, CSC, *Bounded)
+
+
 def regions(program) -> list:
     """``[(start, stop), ...]``: every run of sync-free steps of the program
     (``Instruction.graph_safe``; at least two, or a two-phase op's device part) that reads no
@@ -96,16 +101,17 @@ def regions(program) -> list:
             made_by[o] = s
 
     def fresh_matrix(slot, start):
-        """Whether ``slot`` holds a matrix a step before ``start`` made (a new object each
-        call, which a graph cannot read in place). A step with one output holds its node's
-        value; checks (several outputs) hold the tensors they checked."""
+        """Whether ``slot`` holds a matrix (or a tuple of results) a step before ``start``
+        made (a new object each call, which a graph cannot read in place). A step with one
+        output holds its node's value; checks (several outputs) hold the tensors they
+        checked."""
         s = made_by.get(slot)
         return (
             s is not None
             and isinstance(s.out, int)
             and program.steps.index(s) < start
             and s.node is not None
-            and s.node.kind is Kind.MATRIX
+            and s.node.kind in (Kind.MATRIX, Kind.TUPLE)
             and s.node.op is not Op.CACHED
         )
 
@@ -207,11 +213,17 @@ class Region:
             elif isinstance(v, DeviceKey):
                 key.append(("k", v.copies, v.num_nodes))
             elif isinstance(v, CSC):
+                if slot not in self.in_place:
+                    # a matrix an earlier op made (a slice read back): a new object whose
+                    # id and storages a later call's may reuse with other sizes: not captured
+                    return None
                 key.append(("m", id(v), v.indptr.data_ptr(), v.indptr._version, v.rows._version))
             elif isinstance(v, BoundedIds):  # a frontier: its buffer's size bucketed
                 key.append(("b", bucket(v.bound), v.data.dtype, v.device))
             elif isinstance(v, Bounded):
                 return None  # not captured: a bounded matrix
+            elif isinstance(v, tuple) and any(isinstance(x, _DATA) for x in v):
+                return None  # an op's results, made afresh each call
             elif isinstance(v, list) or hasattr(v, "__array__"):
                 return None  # ids on the host: converted by a copy
             else:

@@ -43,6 +43,34 @@ from gsample.runtime.steps import Check, trim
 #: values read as ids by ops: when a gsample op made them, they are in range by construction
 _UNTRUSTED = (Op.INPUT, Op.CONSTANT, Op.DENSE, Op.CACHED)
 
+
+def _moved(node) -> bool:
+    """Whether ``node``'s value is a result of a structure-only op (one of its tuple's
+    elements included): ids of the graph's structure, or values it only moved (the seeds'
+    times ``first_reached`` carries), checked where they entered that op."""
+    if node.op is Op.GETITEM:
+        node = node.inputs["x"]
+    return node.op not in _UNTRUSTED and node.op is not Op.GETITEM and info(node.op).structure_only
+
+
+def _unordered(node, d) -> tuple:
+    """``"<name>:unordered"`` for each input of ``node`` that a sync-free kernel may need
+    ascending within each mini-batch (``In.ordered``) and whose producer does not make it
+    so (``OpDef.ordered_out``): an implementation registered ``without`` that name is
+    passed over for the exact one, which orders any input itself."""
+    out = []
+    for i in d.inputs:
+        v = node.inputs.get(i.name)
+        if not i.ordered or v is None:
+            continue
+        at = None
+        if v.op is Op.GETITEM:
+            v, at = v.inputs["x"], v.attrs["index"]
+        if v.op in _UNTRUSTED or v.op is Op.GETITEM or at not in info(v.op).ordered_out:
+            out.append(f"{i.name}:unordered")
+    return tuple(out)
+
+
 #: dense user code a CUDA graph may capture: elementwise arithmetic and reductions, whose
 #: results' shapes follow from their inputs' shapes (nothing read back). Anything else
 #: (indexing, perhaps by a mask; nonzero; unique; ``.item()``; ``.to``) ends a region.
@@ -205,6 +233,7 @@ class _Lowering(NodeVisitor):
         # deterministic sparse ops make of them, e.g. the values of a cached matrix): the
         # same storage every call, so a CUDA graph reads them in place (cuda_graphs.Region)
         self.graph_level: set = set()
+        self.checked_graph_slots: set = set()  # a check's results of graph-level values
         self.inputs, self.keys = [], []
 
     # ------------------------------------------------------------------ slots
@@ -233,7 +262,9 @@ class _Lowering(NodeVisitor):
         for node in self.g.nodes:
             self.visit(node)
         self.p.inputs, self.p.keys = tuple(self.inputs), tuple(self.keys)
-        self.p.graph_slots = frozenset(self.slot[n] for n in self.graph_level)
+        self.p.graph_slots = frozenset(
+            {self.slot[n] for n in self.graph_level} | self.checked_graph_slots
+        )
         if self.gpu and self.options.sync_free:
             # host work the next device launch does not wait for runs after that launch
             self.p.steps = sink(self.p.steps)
@@ -264,15 +295,17 @@ class _Lowering(NodeVisitor):
 
     def getitem(self, node):
         x = self.slot[node.inputs["x"]]
-        self.exact([x], node)
         self.slot[node] = self.new_slot(node.name)
-        self.emit(
+        step = self.emit(
             operator.getitem,
             [x, self.const(node.attrs["index"])],
             self.slot[node],
             f"getitem[{node.attrs['index']}]",
             node,
         )
+        if x in self.bounded:  # an element of a sync-free op's results: trimmed where read
+            self.bounded.add(self.slot[node])
+            step.graph_safe = self.gpu  # host work only: a CUDA graph's region goes on
 
     def cached(self, node):
         self.slot[node] = self.new_slot(node.name)
@@ -319,7 +352,7 @@ class _Lowering(NodeVisitor):
         layout = getattr(layout, "value", layout)
         # the node's inputs and attributes pick among the implementations: a sync-free one
         # that does not take one the node has (Impl.without) is passed over for the exact one
-        given = (*node.inputs, *node.attrs)
+        given = (*node.inputs, *node.attrs, *_unordered(node, d))
         if "per_batch" in node.attrs:  # a super-batch's draw on the whole graph
             return self.per_batch_draw(node, d, layout, given)
         impl = resolve(
@@ -416,7 +449,10 @@ class _Lowering(NodeVisitor):
             trusted = tuple(
                 k
                 for k, v in node.inputs.items()
-                if v.op not in _UNTRUSTED and d.input(k).align is not None and d.input(k).align.ids
+                if (
+                    v.op not in _UNTRUSTED and d.input(k).align is not None and d.input(k).align.ids
+                )
+                or _moved(v)
             )
             # a table derived once per graph (alias tables: the alias_tables pass) was made by
             # its op from weights that op checked: neither is checked again per call
@@ -436,6 +472,13 @@ class _Lowering(NodeVisitor):
         self.exact([inputs[k] for k in checked], node)  # trusted ids may stay bounded
         attrs = {a: node.attrs[a] for a in d.attrs if a in node.attrs}
         outs = tuple(self.new_slot(f"{node.name}.{k}") for k in checked)
+        # a checked constant (edge times) is the constant itself: a CUDA graph reads it in
+        # place (a copy would miss the per-graph caches keyed by the tensor, such as a
+        # temporal sampler's time order); a conversion made afresh each call changes the
+        # region's key, so no graph replays a stale one
+        self.checked_graph_slots.update(
+            o for k, o in zip(checked, outs) if node.inputs[k] in self.graph_level
+        )
         # ids the kernel checks itself are only converted here (no read-back for them)
         in_kernel = (
             tuple(k for k in in_kernel if k in checked) if self.options.boundary_checks else ()

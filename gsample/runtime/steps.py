@@ -30,7 +30,14 @@ class Check:
 
 def trim(*values):
     """Read back the counts of bounded values and every pending deferred check flag in one
-    host synchronisation; raise a failed check's error; return the exact values."""
+    host synchronisation; raise a failed check's error; return the exact values (a tuple's,
+    as an op with several results returns them, element by element)."""
+    if any(v.__class__ is tuple for v in values):
+        flat = [x for v in values for x in (v if v.__class__ is tuple else (v,))]
+        exact = iter(trim(*flat))
+        return tuple(
+            tuple(next(exact) for _ in v) if v.__class__ is tuple else next(exact) for v in values
+        )
     replayed = READ_BACK.get()
     if replayed is not None and COPY_OUT.get():
         # a replayed graph's own results: their trim planned once per graph

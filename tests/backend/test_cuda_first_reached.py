@@ -8,12 +8,20 @@ frontiers and states, one column, a sample with a row space of its own, super-ba
 integer and float carried values, columns out of (slot, node) order; bad slots, rows,
 columns and states flagged, and the next call unharmed. On a GPU (marked ``cuda``): the CUDA
 backend's implementation equals the torch backend's on the same inputs, reads back once,
-and raises on adversarial ids (``adversarial.bad_ids``) without harming the next call."""
+and raises on adversarial ids (``adversarial.bad_ids``) without harming the next call.
+
+The sync-free implementation (``first_reached_sync_free``) is checked the same way on bounded
+inputs: samples, slots, carried values and states in buffers longer than their counts, with
+garbage (bad ids, bad slots, unsorted keys) in the padding, hop after hop on its own bounded
+results; its errors raised through deferred checks (the call completes, the recorded check
+raises), and on a GPU it equals the exact implementation and the torch code, makes no host
+synchronisation and replays in a CUDA graph."""
 
 from __future__ import annotations
 
 import ctypes
 import os
+from unittest import mock
 
 import pytest
 import torch
@@ -25,6 +33,8 @@ from gsample.backend import get_backend
 from gsample.backend.cuda import first_reached as kernels
 from gsample.backend.torch import first_reached as reference
 from gsample.backend.torch.batched import encode_columns
+from gsample.base import validate as V
+from gsample.formats.bounded import BoundedCSC, BoundedIds
 from gsample.formats.csc import CSC
 from gsample.ir import Op
 
@@ -130,8 +140,9 @@ def _arg(x):
     return ctypes.c_int64(x - (1 << 64) if x >= 1 << 63 else x)
 
 
-def on_cpu(lib, A, slot, state, carry, batches):
-    """The CUDA backend's host code, its kernels run on the CPU."""
+def on_cpu(lib, A, slot, state, carry, batches, sync_free=False):
+    """The CUDA backend's host code (the sync-free one with ``sync_free``: any read-back
+    fails the test), its kernels run on the CPU (its checks raise at once)."""
     launched = []
 
     def launch(family, name, n, *args, grid=None, block=None):
@@ -143,7 +154,13 @@ def on_cpu(lib, A, slot, state, carry, batches):
     def memset(t, byte):
         t.view(torch.uint8).fill_(byte)
 
-    out = kernels.run(A, slot, state, carry, batches, launch=launch, memset=memset)
+    def no_read_back(scalars):
+        raise AssertionError(f"the sync-free code read {len(scalars)} values back")
+
+    with mock.patch.object(V, "read_back", no_read_back if sync_free else V.read_back):
+        out = kernels.run(
+            A, slot, state, carry, batches, launch=launch, memset=memset, sync_free=sync_free
+        )
     return out, launched
 
 
@@ -243,6 +260,242 @@ def test_kernels_flag_a_bad_local_row(lib):
 def test_the_cuda_backend_registers_it():
     impl = get_backend("cuda").impl(Op.FIRST_REACHED, "csc")
     assert impl.fn is kernels.first_reached and impl.syncs
+
+
+def test_the_cuda_backend_resolves_the_sync_free_impl_for_sync_free_programs():
+    be = get_backend("cuda")
+    impl = be.impl(Op.FIRST_REACHED, "csc", sync_free=True, given=("A", "slot", "state", "carry"))
+    assert impl.fn is kernels.first_reached_sync_free
+    assert impl.sync_free and impl.bounded_out and not impl.syncs
+    assert be.impl(Op.FIRST_REACHED, "csc").fn is kernels.first_reached
+
+
+# ----------------------------------------------------------------------------- sync-free
+#: garbage for the padding of bounded buffers: bad ids, bad slots, keys out of order
+GARBAGE = [-1, 2**62, 2**63 - 1, 7, -(2**40), 3, 2**31, 0]
+
+
+def _junk(m: int, seed: int, like: torch.Tensor) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    pick = torch.randint(0, len(GARBAGE), (m,), generator=g)
+    junk = torch.tensor(GARBAGE)[pick]
+    return junk.to(like.dtype)
+
+
+def _pad(t: torch.Tensor, m: int, seed: int) -> torch.Tensor:
+    """``t`` followed by ``m`` garbage entries."""
+    return torch.cat([t, _junk(m, seed, t)])
+
+
+def bounded(A: CSC, slot, state, carry, seed: int, *, cols=3, edges=5, bound_ids=True):
+    """``A``, ``slot``, ``state`` and ``carry`` as bounded values with padding: ``cols``
+    padding columns (empty, garbage ids, slots and carried values), ``edges`` garbage edge
+    entries past the edge count, ``edges`` garbage state entries past its count; ``slot`` and
+    ``carry`` as BoundedIds (``bound_ids``) or plain tensors over the column buffer."""
+    C = A.num_cols
+    indptr = torch.cat([A.indptr, A.indptr[-1:].repeat(cols)])
+    csc = CSC(
+        A.num_nodes,
+        indptr,
+        _pad(A.rows, edges, seed),
+        row_ids=A.row_ids,
+        col_ids=_pad(A.global_cols(), cols, seed + 1),
+    )
+    ncols = torch.tensor([C])
+    out = [BoundedCSC(csc, ncols)]
+    for i, v in enumerate((slot, carry)):
+        if v is not None:
+            v = _pad(v, cols, seed + 2 + i)
+            v = BoundedIds(v, ncols) if bound_ids else v
+        out.append(v)
+    if state is not None:
+        state = BoundedIds(_pad(state, edges, seed + 4), torch.tensor([state.numel()]))
+    return out[0], out[1], state, out[2]
+
+
+class Recorded:
+    """``V.fail_if`` deferred: the checks a call makes are recorded (the call completes),
+    then :meth:`raise_first` raises the first that fails from its details alone."""
+
+    def __init__(self, monkeypatch):
+        self.failures = []
+        monkeypatch.setattr(V, "fail_if", lambda *a: self.failures.append(a))
+
+    def raise_first(self):
+        failures, self.failures = self.failures, []
+        for bad, exc, message, *details in failures:
+            if bool(bad):
+                raise exc(message(*[d.tolist() for d in details]))
+
+
+def trimmed(got) -> list:
+    """The exact values of a sync-free result (its counts read back)."""
+    nodes, oslot, ocarry, state = got
+    assert oslot.count is nodes.count and (ocarry is None or ocarry.count is nodes.count)
+    F = int(nodes.count)
+    assert 0 <= F <= nodes.data.numel() and F <= int(state.count) <= state.data.numel()
+    return [None if v is None else v.data[: int(v.count)] for v in got]
+
+
+def sync_free_on_cpu(lib, A, slot, state, carry, batches):
+    return on_cpu(lib, A, slot, state, carry, batches, sync_free=True)
+
+
+@pytest.mark.parametrize("case", range(len(CASES)), ids=[str(c) for c in CASES])
+def test_sync_free_kernels_equal_the_torch_code(lib, case):
+    """Bounded inputs with garbage padding (and, once, exact ones): the trimmed results
+    equal the torch code's on the exact inputs, bit for bit; the three column-aligned
+    results share one count; four launches, no read-back (the counts stay tensors)."""
+    for seed in range(3):
+        A, slot, batches = sample(seed, **CASES[case])
+        for si, state in enumerate(states(A, slot, batches, seed)):
+            for ci, carry in enumerate(carries(A.num_cols, seed)):
+                ref = reference.first_reached(A, slot, state, carry, batches)
+                pad = (seed + si + ci) % 4
+                inputs = (
+                    (A, slot, state, carry)
+                    if pad == 0
+                    else bounded(
+                        A,
+                        slot,
+                        state,
+                        carry,
+                        seed * 7 + si,
+                        cols=pad,
+                        edges=2 * pad,
+                        bound_ids=pad % 2 == 1,
+                    )
+                )
+                got, launched = sync_free_on_cpu(lib, *inputs, batches)
+                assert all(isinstance(v, BoundedIds) for v in got if v is not None)
+                assert (got[2] is None) == (carry is None)
+                E = (inputs[0].csc if pad else inputs[0]).rows.numel()
+                assert got[0].data.numel() == E  # a bound: one new pair per edge entry
+                what = f"{CASES[case]} seed {seed} state {si} carry {ci} pad {pad}"
+                assert_same(trimmed(got), ref, what)
+                assert int(got[3].count) == int(got[0].count) + (ref[3].numel() - ref[0].numel())
+                compact = ["gs_fr_compact"] if got[0].data.numel() else []
+                assert launched == ["gs_fr_insert", *compact, "gs_fr_report", "gs_fr_finish"]
+
+
+def test_sync_free_kernels_the_default_slot_is_one_tree(lib):
+    A, _, _ = sample(2, n=25, C=20)
+    ref = reference.first_reached(A)
+    Ab, _, _, _ = bounded(A, None, None, None, 3)
+    got, _ = sync_free_on_cpu(lib, Ab, None, None, None, None)
+    assert_same(trimmed(got), ref, "slot None")
+
+
+def _next_hop(nodes: BoundedIds, batches, seed: int, k=4):
+    """The next hop's sample, its columns the previous result's whole buffer (``nodes``:
+    the real ones its count, the others empty padding columns, garbage ids): a bounded CSC
+    sharing the count, and its exact twin."""
+    g = torch.Generator().manual_seed(seed)
+    copies, n = batches
+    F, Cb = int(nodes.count), nodes.data.numel()
+    deg = torch.randint(0, k + 1, (F,), generator=g)
+    indptr = torch.cat([torch.zeros(1, dtype=torch.int64), deg.cumsum(0)])
+    E = int(indptr[-1])
+    cols = nodes.data[:F]
+    ecol = torch.repeat_interleave(torch.arange(F), deg)
+    rows = torch.div(cols[ecol], n, rounding_mode="floor") * n + torch.randint(
+        0, n, (E,), generator=g
+    )
+    exact_A = CSC(copies * n, indptr, rows, col_ids=cols)
+    pad = torch.cat([indptr, indptr[-1:].repeat(Cb - F)])
+    csc = CSC(copies * n, pad, _pad(rows, 3, seed), col_ids=nodes.data)
+    return BoundedCSC(csc, nodes.count), exact_A
+
+
+@pytest.mark.parametrize("copies", [1, 3])
+def test_sync_free_kernels_hop_after_hop(lib, copies):
+    """Four hops of the disjoint program's shape, each on the previous sync-free result's
+    bounded buffers (its nodes the columns, its slots and carried times aligned with them,
+    its state): every hop's trimmed result equals the torch code's chain."""
+    A, slot, batches = sample(5, copies=copies, n=200, C=40)
+    batches = (copies, 200)
+    time = torch.randint(0, 100, (A.num_cols,), generator=torch.Generator().manual_seed(1))
+    ref = reference.first_reached(A, slot, None, time, batches)
+    Ab, sb, _, tb = bounded(A, slot, None, time, 11, cols=4, edges=6)
+    got, _ = sync_free_on_cpu(lib, Ab, sb, None, tb, batches)
+    assert_same(trimmed(got), ref, "hop 0")
+    for hop in range(1, 4):
+        Ab, Ae = _next_hop(got[0], batches, hop)
+        ref = reference.first_reached(Ae, ref[1], ref[3], ref[2], batches)
+        got, _ = sync_free_on_cpu(lib, Ab, got[1], got[3], got[2], batches)
+        assert_same(trimmed(got), ref, f"hop {hop}")
+        assert ref[0].numel() > 0
+
+
+def test_sync_free_kernels_flag_through_deferred_checks(lib, monkeypatch):
+    """Bad slots, rows, column ids and an unsorted state (in the real part of bounded
+    inputs): the call completes, its recorded check raises the exact implementation's error
+    from the details alone, and the next call is unharmed."""
+    checks = Recorded(monkeypatch)
+    A, slot, batches = sample(3, copies=2, n=20)
+    copies, n = batches
+    slots = reference.slot_space(copies, n)
+    good = reference.first_reached(A, slot, None, None, batches)
+
+    def flagged(B, bad_slot, state=None):
+        Ab, sb, stb, _ = bounded(B, bad_slot, state, None, 5)
+        got, _ = sync_free_on_cpu(lib, Ab, sb, stb, None, batches)
+        assert got[0].data.numel() >= 0  # the call completed: results are buffers
+        with pytest.raises((ValueError, IndexError)) as info:
+            checks.raise_first()
+        Ab, sb, _, _ = bounded(A, slot, None, None, 6)  # the next call
+        again, _ = sync_free_on_cpu(lib, Ab, sb, None, None, batches)
+        checks.raise_first()
+        assert_same(trimmed(again), good, "after")
+        return info.value
+
+    for bad in (-1, slots, 2**62, 2**63 - 1):
+        s = slot.clone()
+        s[len(s) // 2] = bad
+        e = flagged(A, s)
+        lo, hi = torch.aminmax(s)
+        assert isinstance(e, ValueError)
+        assert str(e) == f"slot: seed slots must lie in [0, {slots}), got {int(lo)} .. {int(hi)}"
+    for bad in bad_ids(A.num_nodes):
+        rows = A.rows.clone()
+        rows[A.nnz // 3] = bad
+        B = CSC(num_nodes=A.num_nodes, indptr=A.indptr, rows=rows, col_ids=A.col_ids)
+        e = flagged(B, slot)
+        assert isinstance(e, IndexError) and str(e) == (
+            f"A: node id {bad} (the row of edge {A.nnz // 3}) is out of range for a graph "
+            f"of {A.num_nodes} nodes"
+        )
+        cols = A.col_ids.clone()
+        cols[1] = bad
+        B = CSC(num_nodes=A.num_nodes, indptr=A.indptr, rows=A.rows, col_ids=cols)
+        e = flagged(B, slot)
+        assert isinstance(e, IndexError) and str(e).startswith(f"A: node id {bad} (column 1 ")
+    e = flagged(A, slot, torch.tensor([5, 3, 9]))
+    assert isinstance(e, ValueError) and str(e).startswith("state: pass the state")
+    assert str(e).endswith("entry 1 is below entry 0")
+
+
+def test_sync_free_kernels_flag_a_bad_local_row(lib, monkeypatch):
+    checks = Recorded(monkeypatch)
+    A, slot, _ = sample(4, row_space=True)
+    for bad in (-1, A.row_ids.numel(), 2**32 + 1):
+        rows = A.rows.clone()
+        rows[0] = bad
+        B = CSC(A.num_nodes, A.indptr, rows, row_ids=A.row_ids, col_ids=A.col_ids)
+        sync_free_on_cpu(lib, *bounded(B, slot, None, None, 1), None)
+        with pytest.raises(IndexError, match=rf"^A: row {bad} of edge 0 is out of range"):
+            checks.raise_first()
+
+
+def test_sync_free_falls_back_to_the_exact_values_on_the_cpu():
+    """Inputs the kernels do not take (CPU tensors here): trimmed, then the exact
+    implementation's (the torch code's) exact values."""
+    A, slot, batches = sample(7, copies=2, n=20)
+    time = torch.rand(A.num_cols, dtype=torch.float64)
+    prev = reference.first_reached(A, slot, None, None, batches)[3]
+    ref = reference.first_reached(A, slot, prev, time, batches)
+    got = kernels.first_reached_sync_free(*bounded(A, slot, prev, time, 2), batches)
+    assert_same(got, ref, "fallback")
 
 
 # ----------------------------------------------------------------------------- GPU
@@ -361,3 +614,162 @@ def test_bad_ids_through_the_op():
     with gs.use_backend("torch"):
         ref, *_ = s.first_reached(torch.arange(12, device="cuda"))
     assert torch.equal(nodes, ref)
+
+
+# ----------------------------------------------------------------------------- GPU, sync-free
+def _dev(v):
+    """``v`` (a tensor, CSC, BoundedIds or BoundedCSC, or None) on the GPU."""
+    if v is None or isinstance(v, torch.Tensor):
+        return _to(v)
+    if isinstance(v, BoundedIds):
+        return BoundedIds(v.data.cuda(), v.count.cuda())
+    if isinstance(v, BoundedCSC):
+        return BoundedCSC(_cuda(v.csc), _to(v.ncols))
+    return _cuda(v)
+
+
+def _host(v):
+    return None if v is None else BoundedIds(v.data.cpu(), v.count.cpu())
+
+
+@GPU
+@pytest.mark.parametrize("case", range(len(CASES)), ids=[str(c) for c in CASES])
+def test_cuda_sync_free_equals_the_exact_impl_and_the_torch_code(case):
+    """Bounded inputs with garbage padding on the device: the sync-free results, trimmed,
+    equal the exact implementation's and the torch code's, bit for bit, on the device."""
+    for seed in range(3):
+        A, slot, batches = sample(seed, **CASES[case])
+        Ad, sd = _cuda(A), slot.cuda()
+        for si, state in enumerate(states(A, slot, batches, seed)):
+            for ci, carry in enumerate(carries(A.num_cols, seed)):
+                ref = reference.first_reached(Ad, sd, _to(state), _to(carry), batches)
+                exact = kernels.first_reached(Ad, sd, _to(state), _to(carry), batches)
+                assert_same(exact, ref, f"{CASES[case]} seed {seed}: exact")
+                pad = 1 + (seed + si + ci) % 3
+                inputs = bounded(
+                    A, slot, state, carry, seed + si, cols=pad, edges=3 * pad, bound_ids=pad != 2
+                )
+                got = kernels.first_reached_sync_free(*map(_dev, inputs), batches)
+                assert all(v is None or v.data.is_cuda for v in got)
+                assert_same(trimmed(got), ref, f"{CASES[case]} seed {seed} pad {pad}")
+
+
+@GPU
+@pytest.mark.parametrize("copies", [1, 3])
+def test_cuda_sync_free_hop_after_hop(copies):
+    """Four hops on the device, each on the previous sync-free result's bounded buffers."""
+    A, slot, _ = sample(5, copies=copies, n=200, C=40)
+    batches = (copies, 200)
+    time = torch.rand(A.num_cols, generator=torch.Generator().manual_seed(1))
+    ref = reference.first_reached(A, slot, None, time, batches)
+    Ab, sb, _, tb = bounded(A, slot, None, time, 11, cols=4, edges=6)
+    got = kernels.first_reached_sync_free(_dev(Ab), _dev(sb), None, _dev(tb), batches)
+    assert_same(trimmed(got), ref, "hop 0")
+    for hop in range(1, 4):
+        Ab, Ae = _next_hop(_host(got[0]), batches, hop)
+        ref = reference.first_reached(Ae, ref[1], ref[3], ref[2], batches)
+        got = kernels.first_reached_sync_free(_dev(Ab), got[1], got[3], got[2], batches)
+        assert_same(trimmed(got), ref, f"hop {hop}")
+        assert ref[0].numel() > 0
+
+
+def _scale_inputs(copies=4):
+    """A disjoint hop of ``copies`` mini-batches of 512 seeds (R-MAT), as bounded values:
+    ``(A, slot, carry, batches)``."""
+    G = gs.datasets.rmat(20_000, 400_000, seed=1).to("cuda")
+    n, B = G.num_nodes, 512 * copies
+    g = torch.Generator().manual_seed(0)
+    seeds = torch.randint(0, n, (B,), generator=g).cuda()
+    batch = torch.arange(B, device="cuda") // 512
+    slot = torch.arange(B, device="cuda") % 512
+    gs.manual_seed(0)
+    with gs.use_backend("torch"):
+        csc = G.temporal_sample(seeds, 10, seed=slot).csc
+    csc = encode_columns(csc, seeds + batch * n, n, copies)
+    carry = torch.arange(B, device="cuda", dtype=torch.float64)
+    return csc, slot, carry, (copies, n)
+
+
+@GPU
+def test_cuda_sync_free_makes_no_host_sync_and_defers_its_checks():
+    csc, slot, carry, batches = _scale_inputs()
+    A = BoundedCSC(csc, torch.tensor([csc.num_cols], device="cuda"))
+    ref = reference.first_reached(csc, slot, None, carry, batches)
+    with V.deferred() as record:
+        kernels.first_reached_sync_free(A, slot, None, carry, batches)  # compiled
+        record.failures.clear()
+        out = []
+        syncs = host_syncs(
+            lambda: out.append(kernels.first_reached_sync_free(A, slot, None, carry, batches))
+        )
+        assert syncs == [], syncs
+        assert len(record.failures) == 3
+        V.read_back([])  # no check failed
+    assert_same(trimmed(out[0]), ref, "sync-free")
+    ref2 = reference.first_reached(csc, slot, ref[3], None, batches)
+    got2 = kernels.first_reached_sync_free(A, slot, out[0][3], None, batches)
+    assert_same(trimmed(got2), ref2, "a state that holds every pair")
+    assert ref2[0].numel() == 0
+
+
+@GPU
+def test_cuda_sync_free_replays_in_a_cuda_graph():
+    """Captured once, replayed on new slots and carried values: each replay's results equal
+    the torch code's on those inputs."""
+    csc, slot, carry, batches = _scale_inputs(2)
+    A = BoundedCSC(csc, torch.tensor([csc.num_cols], device="cuda"))
+    slot_in, carry_in = slot.clone(), carry.clone()
+    with V.deferred():
+        kernels.first_reached_sync_free(A, slot_in, None, carry_in, batches)  # compiled
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with V.deferred() as record, torch.cuda.graph(graph):
+        out = kernels.first_reached_sync_free(A, slot_in, None, carry_in, batches)
+    flags = record.flags()
+    for shift in (0, 7, 300):
+        slot_in.copy_((slot + shift) % 512)
+        carry_in.copy_(carry * (shift + 1))
+        graph.replay()
+        assert not any(bool(f) for f in flags)
+        ref = reference.first_reached(csc, slot_in, None, carry_in, batches)
+        assert_same(trimmed(out), ref, f"replay {shift}")
+
+
+@GPU
+def test_cuda_sync_free_bad_ids_raise_deferred_and_the_next_call_is_unharmed():
+    A, slot, batches = sample(6, copies=2, n=30, C=80)
+    ref = reference.first_reached(A, slot, None, None, batches)
+    slots = reference.slot_space(*batches)
+
+    def deferred(B, s, state=None):
+        with V.deferred():
+            kernels.first_reached_sync_free(*map(_dev, bounded(B, s, state, None, 3)), batches)
+            V.read_back([])
+
+    def after(what):
+        with V.deferred():
+            got = kernels.first_reached_sync_free(
+                *map(_dev, bounded(A, slot, None, None, 4)), batches
+            )
+            V.read_back([])
+        assert_same(trimmed(got), ref, f"after {what}")
+
+    for bad in bad_ids(A.num_nodes):
+        rows = A.rows.clone()
+        rows[A.nnz // 2] = bad
+        with pytest.raises(IndexError, match=rf"^A: node id {bad} \(the row of edge"):
+            deferred(CSC(A.num_nodes, A.indptr, rows, col_ids=A.col_ids), slot)
+        cols = A.col_ids.clone()
+        cols[-1] = bad
+        with pytest.raises(IndexError, match=rf"^A: node id {bad} \(column "):
+            deferred(CSC(A.num_nodes, A.indptr, A.rows, col_ids=cols), slot)
+        after(bad)
+    for bad in (-1, slots, 2**62, 2**63 - 1):
+        s = slot.clone()
+        s[3] = bad
+        with pytest.raises(ValueError, match=r"^slot: seed slots must lie in \[0, "):
+            deferred(A, s)
+        after(bad)
+    with pytest.raises(ValueError, match=r"^state: pass the state"):
+        deferred(A, slot, torch.tensor([9, 2**62, 1]))
+    after("the state")

@@ -2,19 +2,27 @@
 bit for bit: every strategy, window, time dtype, seed keys, super-batch keys, with and
 without replacement, draws per column below and above a warp's 32, hubs; the frontier's
 ids checked (a bad one raises ``IndexError`` naming ``cols``, and the next call is
-unharmed). The CPU tests check which implementation the CUDA backend picks."""
+unharmed). The sync-free implementation equals the exact one and the torch code (bounded
+frontiers with padding, device keys), makes no host synchronisation, and the compiled
+disjoint program on the CUDA backend reads back once, at its end. The CPU tests check which
+implementation the CUDA backend picks (``test_cuda_temporal_cpu.py`` runs the kernels'
+source on the CPU)."""
 
 import dataclasses
 import functools
 
 import pytest
 import torch
+from helpers import host_syncs
+from test_cuda_temporal_cpu import CASES, device_key, inputs, padded, super_batch, trimmed
 
 import gsample as gs
 from gsample.backend import get_backend, resolve
 from gsample.backend.cuda import temporal as cuda_temporal
 from gsample.backend.torch import temporal as torch_temporal
+from gsample.base import validate as V
 from gsample.base.random import BatchKeys, op_key
+from gsample.formats.bounded import BoundedIds
 from gsample.ir import Op
 
 
@@ -58,41 +66,18 @@ def _same(a, b):
     assert a.num_nodes == b.num_nodes
 
 
-CASES = [
-    # (k, replace, timed, strategy, window, seeded, float times)
-    (5, False, False, "uniform", None, False, False),
-    (5, False, True, "uniform", None, False, False),
-    (5, True, True, "uniform", None, True, False),
-    (40, False, True, "uniform", None, True, False),
-    (40, True, False, "uniform", None, True, False),
-    (10, False, True, "last", None, True, False),
-    (10, False, True, "uniform", 300, True, False),
-    (64, False, True, "last", 200, False, False),
-    (7, False, True, "uniform", 250.5, True, True),
-    (0, False, True, "uniform", None, True, False),
-    (32, False, True, "uniform", None, True, True),
-]
-
-
 @GPU
 @pytest.mark.parametrize("grouped", [False, True], ids=["any-order", "grouped"])
 @pytest.mark.parametrize("case", CASES, ids=[str(c) for c in CASES])
 def test_kernels_equal_the_torch_code(case, grouped):
     """Columns in any order (the host ranks each seed's columns) or grouped by seed (the
     kernel ranks them)."""
-    k, replace, timed, strategy, window, seeded, floats = case
     A, et = _graph()
     cols, time, seed_ids = _frontier(A)
     if grouped:  # columns listed seed by seed (the disjoint program's frontiers)
         o = torch.argsort(seed_ids, stable=True)
         cols, time, seed_ids = cols[o], time[o], seed_ids[o]
-    if floats:
-        et, time = et.double() / 3, time.double() / 3
-    kw = {}
-    if timed:
-        kw = {"time": time, "edge_time": et, "strategy": strategy, "window": window}
-    if seeded:
-        kw["seed"] = seed_ids
+    _, cols, k, replace, kw = inputs((A.csc, et), case, (cols, time, seed_ids))
     key = op_key(7, 3, 2)
     ref = torch_temporal.temporal_sample(A.csc, cols, k, replace, key, **kw)
     dev = {n: v.cuda() if isinstance(v, torch.Tensor) else v for n, v in kw.items()}
@@ -166,19 +151,138 @@ def test_the_disjoint_program_on_the_cuda_backend_runs_the_kernels(monkeypatch):
     gs.manual_seed(4)
     ref = disjoint_sample(A, seeds, st, et, num_neighbors=(8, 4))
     calls = []
-    real = cuda_temporal.temporal_sample
 
-    @functools.wraps(real)  # the same signature: lowering reads it
-    def spy(*a, **k):
-        calls.append(1)
-        return real(*a, **k)
+    def spying(real):
+        @functools.wraps(real)  # the same signature: lowering reads it
+        def spy(*a, **k):
+            calls.append(1)
+            return real(*a, **k)
 
-    impls = get_backend("cuda").impls
-    key = (Op.TEMPORAL_SAMPLE, "csc")
-    monkeypatch.setitem(impls, key, dataclasses.replace(impls[key], fn=spy))
+        return spy
+
+    be, key = get_backend("cuda"), (Op.TEMPORAL_SAMPLE, "csc")
+    for impls in (be.impls, be.sync_free_impls):  # whichever the runtime picks
+        monkeypatch.setitem(impls, key, dataclasses.replace(impls[key], fn=spying(impls[key].fn)))
     fn = gs.compile(lambda A, s, t, e: disjoint_sample(A, s, t, e, num_neighbors=(8, 4)))
     gs.manual_seed(4)
     got = fn(A.to("cuda"), seeds.cuda(), st.cuda(), et.cuda())
     assert calls, "the CUDA backend did not run the temporal kernels"
     for x, y in zip(ref[0], got[0], strict=True):
         assert all(torch.equal(u, v.cpu()) for u, v in zip(x.edges(), y.edges(), strict=True))
+
+
+# ----------------------------------------------------------------------------- sync-free
+@GPU
+@pytest.mark.parametrize("bounded", [False, True], ids=["tensor", "bounded"])
+@pytest.mark.parametrize("case", CASES, ids=[str(c) for c in CASES])
+def test_sync_free_equals_exact_and_the_torch_code(case, bounded):
+    """Grouped frontiers (the disjoint program's): the sync-free kernels' sample equals the
+    exact kernels' and the torch code's; a bounded frontier's padding (bad ids, times and
+    seeds out of order) is not read."""
+    G, et = _graph()
+    A, cols, k, replace, kw = inputs((G.csc, et), case)
+    m = cols.numel() - 25 if bounded else cols.numel()
+    key = device_key(device="cuda")
+    cut = {n: v[:m] if n in ("time", "seed") else v for n, v in kw.items()}
+    ref = torch_temporal.temporal_sample(A, cols[:m], k, replace, key.host(), **cut)
+    Ad = G.to("cuda").csc
+    dev = {n: v.cuda() if isinstance(v, torch.Tensor) else v for n, v in cut.items()}
+    _same(cuda_temporal.temporal_sample(Ad, cols[:m].cuda(), k, replace, key.host(), **dev), ref)
+    dev = {n: v.cuda() if isinstance(v, torch.Tensor) else v for n, v in kw.items()}
+    fr = cols.cuda()
+    if bounded:
+        fr = padded(fr, m, 2**40)
+        for n, fill in (("time", -(10**6)), ("seed", -1)):
+            if n in dev:
+                dev[n] = padded(dev[n], m, fill)
+    got = cuda_temporal.temporal_sample_sync_free(Ad, fr, k, replace, key, **dev)
+    assert got.csc.rows.numel() == (cols.numel() + 7 * bounded) * k
+    _same(trimmed(got), ref)
+
+
+@GPU
+def test_sync_free_super_batch_keys():
+    A, et = _graph(1)
+    enc, time, seed_ids, _ = super_batch(A.csc, C=300)
+    key = device_key(5, 1, 8, copies=3, num_nodes=A.num_nodes, device="cuda")
+    kw = {"time": time, "edge_time": et, "seed": seed_ids}
+    ref = torch_temporal.temporal_sample(A.csc, enc, 6, False, key.host(), **kw)
+    dev = {m: v.cuda() for m, v in kw.items()}
+    got = cuda_temporal.temporal_sample_sync_free(
+        A.to("cuda").csc, enc.cuda(), 6, False, key, **dev
+    )
+    _same(trimmed(got), ref)
+
+
+@GPU
+def test_sync_free_makes_no_host_sync_and_defers_its_errors():
+    """No synchronisation at all (the checks deferred, as the runtime runs it); a bad id
+    and a frontier out of seed order raise at the read-back, the next call is unharmed."""
+    A, et = _graph()
+    Ad, etd = A.to("cuda"), et.cuda()
+    cols, time, seed_ids = (x.cuda() for x in _frontier(A))
+    o = torch.argsort(seed_ids, stable=True)
+    cols, time, seed_ids = cols[o], time[o], seed_ids[o]
+    key = device_key(device="cuda")
+    m = cols.numel() - 4
+    fr, t, s = padded(cols, m, -1), padded(time, m, 0), padded(seed_ids, m, 0)
+
+    def call(frontier=fr, seed=s):
+        return cuda_temporal.temporal_sample_sync_free(
+            Ad.csc, frontier, 10, False, key, t, etd, seed, "uniform", None
+        )
+
+    with V.deferred():
+        call()  # compiled, the time order built
+        syncs = host_syncs(call)
+    assert syncs == [], syncs
+    bad = BoundedIds(fr.data.clone(), fr.count)
+    bad.data[3] = 2**40
+    with V.deferred():
+        call(bad)
+        with pytest.raises(IndexError, match=rf"^cols: node id {2**40} is out of range"):
+            V.read_back([])
+    unordered = BoundedIds(s.data.flip(0), s.count)
+    with V.deferred():
+        call(fr, unordered)
+        with pytest.raises(ValueError, match=r"^seed: under the sync-free runtime"):
+            V.read_back([])
+    with V.deferred():
+        out = call()
+        V.read_back([])
+    ref = torch_temporal.temporal_sample(
+        A.csc, cols[:-4].cpu(), 10, False, key.host(), time=time[:-4].cpu(), edge_time=et,
+        seed=seed_ids[:-4].cpu(),
+    )  # fmt: skip
+    _same(trimmed(out), ref)
+
+
+@GPU
+def test_the_compiled_disjoint_program_reads_back_once():
+    """The temporal disjoint program compiled on the CUDA backend: every temporal_sample
+    step sync-free, one read-back per call (at its end), the torch backend's trees."""
+    from gsample.interop.pyg.temporal import disjoint_sample
+
+    A, et = _graph(2)
+    Ad, etd = A.to("cuda"), et.cuda()
+    seeds = torch.tensor([1, 2, 2, 40, 999, 17, 5], device="cuda")
+    st = torch.tensor([900, 500, 700, 999, 100, 640, 321], device="cuda")
+
+    def program(A, s, t, e):
+        return disjoint_sample(A, s, t, e, num_neighbors=(8, 4, 3))
+
+    fn = gs.compile(program, backend="cuda")
+    lowered = fn.lowered(Ad, seeds, st, etd)
+    steps = [x for x in lowered.steps if x.label.startswith("cuda.temporal_sample")]
+    assert len(steps) == 3 and all("sync-free" in x.label for x in steps), lowered.format()
+    assert lowered.num_syncs == 1, lowered.format()
+    gs.manual_seed(4)
+    ref = gs.compile(program, backend="torch")(Ad, seeds, st, etd)
+    for _ in range(2):  # warm: kernels compiled, the time order built, a graph captured
+        gs.manual_seed(4)
+        got = fn(Ad, seeds, st, etd)
+    for x, y in zip(ref[0], got[0], strict=True):
+        assert all(torch.equal(u, v) for u, v in zip(x.edges(), y.edges(), strict=True))
+    gs.manual_seed(4)
+    syncs = host_syncs(lambda: fn(Ad, seeds, st, etd))
+    assert len(syncs) == 1, syncs

@@ -442,3 +442,107 @@ def test_what_a_program_keeps_with_its_blocks_is_what_they_hold(A, name, fn, kwa
             assert torch.equal(kept, fresh), name
     assert facts == (len(blocks) if chained else 1)  # (the first block's: the seeds)
     assert (_program_chained(blocks, seeds) is not None) is chained
+
+
+def test_a_tuple_of_bounded_results_is_trimmed_element_by_element():
+    """An op with several results (``first_reached``'s sync-free implementation) returns
+    them as one tuple of bounded values: the trim before a reader of the whole tuple, or at
+    the program's end, trims each element (one read-back), and leaves other values as they
+    are."""
+    from gsample.formats.bounded import BoundedIds
+    from gsample.runtime.steps import trim
+
+    count = torch.tensor([2])
+    nodes = BoundedIds(torch.tensor([5, 7, -1, -1]), count)
+    slot = BoundedIds(torch.tensor([0, 1, 9, 9]), count)
+    state = BoundedIds(torch.tensor([3, 5, 7, 0, 0]), torch.tensor([3]))
+    plain = torch.tensor([4, 4])
+    got_tuple, got_plain = trim((nodes, slot, None, state), plain)
+    assert [None if t is None else t.tolist() for t in got_tuple] == [
+        [5, 7],
+        [0, 1],
+        None,
+        [3, 5, 7],
+    ]
+    assert got_plain is plain
+    assert trim(nodes)[0].tolist() == [5, 7]
+
+
+@pytest.mark.parametrize("timed", [False, True])
+def test_the_disjoint_program_reads_back_once_at_its_end(A, timed):
+    """PyG's disjoint (and temporal) sampler on the CUDA backend: every hop's
+    ``temporal_sample`` and ``first_reached`` is sync-free (their results stay bounded, the
+    tuple's elements too), so the program reads back once, at its end, however many hops."""
+    from gsample.interop.pyg.temporal import disjoint_sample
+
+    edge_time = torch.arange(A.num_edges)
+
+    def timed_program(A, seeds, seed_time):
+        return disjoint_sample(A, seeds, seed_time, edge_time, num_neighbors=(5, 4, 3))
+
+    def untimed_program(A, seeds):
+        return disjoint_sample(A, seeds, num_neighbors=(5, 4, 3))
+
+    fn = timed_program if timed else untimed_program
+    extra = (torch.arange(10),) if timed else ()
+    graph = gs.compile(fn).program(A, torch.arange(10), *extra)
+    p = lower(graph, "cuda", Options(), "cuda:0")
+    ops = {s.node.op: s for s in p.steps if s.label.startswith("cuda.")}
+    for op in (Op.TEMPORAL_SAMPLE, Op.FIRST_REACHED):
+        assert "sync-free" in ops[op].label and not ops[op].syncs, ops[op].label
+    assert not any(s.label == "trim" for s in p.steps), p.format()
+    assert p.num_syncs == 1, p.format()
+
+
+def test_seeds_made_by_user_code_lower_to_the_exact_temporal_sampler(A):
+    """The sync-free ``temporal_sample`` ranks a seed's columns by a binary search, so it
+    takes only seeds ascending within each mini-batch, which ``positions`` and
+    ``first_reached``'s slots are (``OpDef.ordered_out``). Seeds computed by user code
+    (``seed_index[slot]``) lower to the exact implementation, which ranks any order."""
+    from gsample.interop.pyg.temporal import disjoint_sample
+
+    def program(A, seeds, seed_index):
+        return disjoint_sample(A, seeds, seed_index=seed_index, num_neighbors=(5, 4))
+
+    graph = gs.compile(program).program(A, torch.arange(10), torch.arange(10).flip(0))
+    p = lower(graph, "cuda", Options(), "cuda:0")
+    temporal = [s for s in p.steps if s.label.startswith("cuda.temporal_sample")]
+    assert len(temporal) == 2 and not any("sync-free" in s.label for s in temporal)
+    assert all(s.syncs for s in temporal)
+    reached = [s for s in p.steps if s.label.startswith("cuda.first_reached")]
+    assert len(reached) == 1 and "sync-free" in reached[0].label
+
+
+def test_a_region_reading_a_matrix_or_results_an_op_made_is_never_replayed(A):
+    """A CUDA graph cannot read in place what an earlier step made afresh each call (an
+    exact slice's matrix, a sync-free op's tuple of results): no region starts on one (a
+    region of the tuple's getitems alone would replay the first call's elements), and a
+    region's key refuses such a value (its id and storages a later call may reuse with
+    other sizes)."""
+    from gsample.interop.pyg.subgraph import neighbor_hops
+    from gsample.interop.pyg.temporal import disjoint_sample
+
+    def every_neighbour(A, seeds):
+        return neighbor_hops(A, seeds, (-1, -1, -1), False, False)[0]
+
+    graph = gs.compile(every_neighbour, passes=[]).program(A, torch.arange(10))
+    p = lower(graph, "cuda", Options(), "cuda:0")
+    assert sum(s.label.startswith("cuda.first_reached") for s in p.steps) == 3
+    assert all(not s.label.startswith("getitem") for r in p.regions for s in r.steps[:1])
+
+    def disjoint(A, seeds):
+        return disjoint_sample(A, seeds, num_neighbors=(5, 4))
+
+    graph = gs.compile(disjoint).program(A, torch.arange(10))
+    p = lower(graph, "cuda", Options(), "cuda:0")
+    (region,) = p.regions
+    ops = [s.node.op for s in region.steps if s.label.startswith("cuda.")]
+    assert ops == [Op.TEMPORAL_SAMPLE, Op.FIRST_REACHED, Op.TEMPORAL_SAMPLE], p.format()
+    graph_slot = next(s for s in region.inputs if s in region.in_place)
+    env = [0] * (max(region.inputs) + 1)  # (plain values: keyed by value on any device)
+    env[graph_slot] = A.csc
+    assert region._key(env) is not None
+    region.in_place = region.in_place - {graph_slot}  # as if an op had made the matrix
+    assert region._key(env) is None
+    env[graph_slot] = (A.csc,)
+    assert region._key(env) is None

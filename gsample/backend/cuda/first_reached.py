@@ -24,11 +24,25 @@ and without sorting the edges:
   keys are sorted (``torch.sort`` of the count, the edges' order alongside) and
   ``gs_fr_finish`` does the same from the sorted keys.
 
+The sync-free implementation (:func:`first_reached_sync_free`, registered ``sync_free``:
+the disjoint and temporal programs call the op once per hop, and a read-back per hop would
+keep a compiled program from running without host synchronisations or as a CUDA graph)
+runs the same kernels on bounded inputs (a :class:`~gsample.formats.bounded.BoundedCSC`
+sample, :class:`~gsample.formats.bounded.BoundedIds` slots, state and carried values, their
+counts on the device) and reads nothing back: its buffers are sized by its inputs' buffers
+(at most one new pair per edge buffer entry; the new state, the state's buffer plus those),
+it always sorts the new keys' whole buffer (padding keys sort last) and, without a state,
+the columns' keys, and the finish reads the counts from the device. It returns
+``(nodes, slot, carry, state)`` as bounded values: the first three share the new pairs'
+count, the state's count is the previous state's plus theirs. Its errors are deferred
+(:func:`gsample.base.validate.fail_if`, with the details ``gs_fr_report`` wrote).
+
 A state that is not sorted (not one this op returned) raises ``ValueError`` naming
 ``state``; a slot outside the key's slot space raises the torch code's ``ValueError``; a row
 or column id outside the graph raises ``IndexError`` naming ``A``; the kernels bound every
 index themselves, so the next call is unharmed. What the kernels do not take (int32
-indices, CPU tensors) runs the torch code.
+indices, CPU tensors) runs the torch code (the sync-free implementation trims its inputs
+first, a read-back that a CUDA graph's capture refuses).
 """
 
 from __future__ import annotations
@@ -37,9 +51,12 @@ import torch
 
 from gsample.backend.cuda.module import launch as _launch
 from gsample.backend.cuda.module import memset as _memset
+from gsample.backend.cuda.nodewise import exact
 from gsample.backend.registry import cuda_impl
 from gsample.backend.torch import first_reached as reference
 from gsample.base import validate as V
+from gsample.base.readback import refuse_capture
+from gsample.formats.bounded import BoundedCSC, BoundedIds
 from gsample.formats.csc import CSC
 from gsample.ir import Op
 
@@ -50,15 +67,23 @@ BLOCK = 256
 GROUPED_MAX = 256
 #: the error word's kinds (``kernels/first_reached.cu``): (kind << 58) | index
 _SLOT, _COL, _ROW, _STATE, _UNSORTED = range(5)
-_INDEX = (1 << 58) - 1
+#: words of ``gs_fr_report``'s report: three flags, four details, the new state's count
+_REPORT = 8
 
 
-def _kernels_take(A: CSC, state) -> bool:
-    """Whether the kernels take these inputs (int64 indices, on a GPU)."""
+def _kernels_take(A: CSC, slot, state, carry) -> bool:
+    """Whether the kernels take these inputs (int64 indices and state, all on the GPU)."""
     if not A.indptr.is_cuda or A.indptr.dtype != torch.int64 or A.rows.dtype != torch.int64:
         return False
     ids = (A.row_ids, A.col_ids, state)
-    return all(t is None or (t.is_cuda and t.dtype == torch.int64) for t in ids)
+    return all(t is None or (t.is_cuda and t.dtype == torch.int64) for t in ids) and all(
+        t is None or t.is_cuda for t in (slot, carry)
+    )
+
+
+def _buffer(value):
+    """A bounded value's buffer (a tensor or None: itself)."""
+    return value.data if isinstance(value, BoundedIds) else value
 
 
 @cuda_impl(Op.FIRST_REACHED)
@@ -90,18 +115,70 @@ def first_reached(A: CSC, slot=None, state=None, carry=None, batches=None):
     >>> with gs.use_backend("cuda"):
     ...     nodes, slot, time, state = s.first_reached(slot, state, time)
     """
-    if not _kernels_take(A, state):
+    if not _kernels_take(A, slot, state, carry):
         return reference.first_reached(A, slot, state, carry, batches)
     return run(A, slot, state, carry, batches)
 
 
-def run(A: CSC, slot, state, carry, batches, launch=_launch, memset=_memset):
-    """:func:`first_reached`'s host code; ``launch`` and ``memset`` are the CUDA module's
-    (a test passes a CPU build of the kernels' source with its own)."""
-    copies, n = (1, A.num_nodes) if batches is None else batches
+@cuda_impl(Op.FIRST_REACHED, sync_free=True, syncs=False, bounded_out=True)
+def first_reached_sync_free(A, slot=None, state=None, carry=None, batches=None):
+    """:func:`first_reached` without a read-back: bounded inputs, bounded results, errors
+    deferred (a CUDA graph may capture it).
+
+    Parameters
+    ----------
+    A : CSC or BoundedCSC
+        A hop's sample: ``C`` buffer columns (the first ``ncols`` real, the others empty),
+        ``indptr[-1]`` its edge count, its edge buffers ``E`` entries (at least that many).
+    slot, carry : Tensor or BoundedIds, shape (C,), optional
+        Aligned with the column buffer (padding entries are not read).
+    state : LongTensor or BoundedIds (of ``S`` buffer entries), optional
+        The previous call's state.
+    batches : (int, int), optional
+        As :func:`first_reached`.
+
+    Returns
+    -------
+    nodes, slot : BoundedIds
+        Buffers of ``E`` entries, the new pairs' count ``F`` (one count tensor for both and
+        for ``carry``).
+    carry : BoundedIds (``carry``'s dtype) or None
+    state : BoundedIds
+        A buffer of ``S + E`` entries (``C + E`` without a state), ``S + F`` of them valid.
+
+    Inputs the kernels do not take (int32 indices, CPU tensors, a sample with a bounded
+    row space) are trimmed (a read-back; refused inside a CUDA graph's capture) and run
+    :func:`first_reached`: its exact values.
+
+    Examples
+    --------
+    >>> nodes, slot, time, state = first_reached_sync_free(s, slot, state, time)
+    >>> nodes.data[: int(nodes.count)]  # the new pairs' nodes (a read-back)
+    """
+    csc = A.csc if isinstance(A, BoundedCSC) else A
+    rows_bounded = isinstance(A, BoundedCSC) and A.nrows is not None
+    if rows_bounded or not _kernels_take(csc, _buffer(slot), _buffer(state), _buffer(carry)):
+        refuse_capture()  # the trims read sizes back
+        A = exact(A)
+        slot, carry = (None if v is None else exact(v)[: A.num_cols] for v in (slot, carry))
+        return first_reached(A, slot, exact(state), carry, batches)
+    return run(A, slot, state, carry, batches, sync_free=True)
+
+
+def run(A, slot, state, carry, batches, launch=_launch, memset=_memset, sync_free=False):
+    """The host code of :func:`first_reached` (``sync_free`` False: exact inputs, one
+    read-back) and of :func:`first_reached_sync_free` (``sync_free``: bounded inputs and
+    results, no read-back). ``launch`` and ``memset`` are the CUDA module's (a test passes a
+    CPU build of the kernels' source with its own)."""
+    csc = A.csc if isinstance(A, BoundedCSC) else A
+    ncols = A.ncols if isinstance(A, BoundedCSC) else None
+    nnz = csc.indptr[-1:] if isinstance(A, BoundedCSC) else None  # padding columns: empty
+    nstate = state.count if isinstance(state, BoundedIds) else None
+    slot, state, carry = _buffer(slot), _buffer(state), _buffer(carry)
+    copies, n = (1, csc.num_nodes) if batches is None else batches
     slots = reference.slot_space(copies, n)
     M = copies * n
-    C, E, dev = A.num_cols, A.nnz, A.device
+    C, E, dev = csc.num_cols, csc.nnz, csc.device
     if slot is None:
         slot = torch.zeros(C, dtype=torch.int64, device=dev)
     slot = slot.to(torch.int64).contiguous()
@@ -124,27 +201,28 @@ def run(A: CSC, slot, state, carry, batches, launch=_launch, memset=_memset):
     words = 1 + tiles
     # one allocation: the table's keys and positions, the error and group words (all ones), the
     # scan's words and the count (zeroed by the first kernel), each edge's table slot and
-    # column, the new edges' keys and columns, the columns' keys (no state given)
-    at = [2 * cap + 2, words + 1, E, E, E, E, 0 if given else C]
+    # column, the new edges' keys and columns, the columns' keys (no state given), the report
+    at = [2 * cap + 2, words + 1, E, E, E, E, 0 if given else C, _REPORT]
     ws = torch.empty(sum(at), dtype=torch.int64, device=dev)
-    parts = list(torch.split(ws, at))
-    table, scan_count, slot_e, ecol, fkey, fcol, colkey = parts
+    table, scan_count, slot_e, ecol, fkey, fcol, colkey, report = torch.split(ws, at)
     keys, vals = table[:cap], table[cap : 2 * cap]
     err, groups = table[2 * cap : 2 * cap + 1], table[2 * cap + 1 :]
     scan, count = scan_count[:words], scan_count[words:]
     memset(table, 0xFF)
-    R = -1 if A.row_ids is None else A.row_ids.numel()  # -1: the rows are ids
+    R = -1 if csc.row_ids is None else csc.row_ids.numel()  # -1: the rows are ids
     launch(
         "first_reached",
         "gs_fr_insert",
-        max(C + S + E, words),
-        A.indptr.contiguous(),
+        max(C + S + E, words + 1),
+        csc.indptr.contiguous(),
         C,
-        A.rows.contiguous(),
+        _null(ncols),
+        csc.rows.contiguous(),
         E,
-        _null(A.row_ids),
+        _null(nnz),
+        _null(csc.row_ids),
         R,
-        _null(A.col_ids),
+        _null(csc.col_ids),
         slot,
         slots,
         n,
@@ -152,6 +230,7 @@ def run(A: CSC, slot, state, carry, batches, launch=_launch, memset=_memset):
         M * slots,
         _null(state),
         S,
+        _null(nstate),
         int(given),
         0 if given else colkey,
         keys,
@@ -159,11 +238,12 @@ def run(A: CSC, slot, state, carry, batches, launch=_launch, memset=_memset):
         cap - 1,
         slot_e,
         ecol,
-        scan,
-        words,
+        fkey if sync_free else 0,  # the sync-free code sorts the whole buffer: padding last
+        scan_count,  # the scan's words and the count
+        words + 1,
         err,
         int(batches is not None),
-        groups,
+        0 if sync_free else groups,
     )
     if E:
         launch(
@@ -183,22 +263,80 @@ def run(A: CSC, slot, state, carry, batches, launch=_launch, memset=_memset):
             grid=tiles,
             block=BLOCK,
         )
+
+    def explain(fresh=None, F=0, base=None, S=0):
+        """Launch ``gs_fr_report``: the error word's details (and with the new pairs'
+        count ``fresh``, the new state's count) in ``report``."""
+        launch(
+            "first_reached",
+            "gs_fr_report",
+            1,
+            err,
+            slot,
+            C,
+            _null(ncols),
+            _null(csc.col_ids),
+            csc.rows.contiguous(),
+            E,
+            _null(csc.row_ids),
+            R,
+            _null(fresh),
+            F,
+            _null(base),
+            S,
+            report,
+            grid=1,
+            block=1,
+        )
+
+    if sync_free:
+        explain(count, E, nstate if given else ncols, S if given else C)
+        message = _message(slots, M, R)
+        # one kind of error at most: the word keeps the lowest; details read on failure only
+        V.fail_if(report[0:1], ValueError, message, report[3:7])
+        V.fail_if(report[1:2], IndexError, message, report[3:7])
+        V.fail_if(report[2:3], ValueError, message, report[3:7])
+        base = state if given else torch.sort(colkey).values  # padding columns' keys last
+        fresh, perm = torch.sort(fkey) if E else (fkey, fkey)  # padding keys last
+        nodes, oslot, ocarry, new_state = _finish(
+            launch,
+            fresh,
+            perm,
+            fcol,
+            E,
+            count,
+            base,
+            base.numel(),
+            nstate if given else ncols,
+            n,
+            slots,
+            batches,
+            carry,
+        )
+        return (
+            BoundedIds(nodes, count),
+            BoundedIds(oslot, count),
+            None if ocarry is None else BoundedIds(ocarry, count),
+            BoundedIds(new_state, report[7:8]),
+        )
+    if E:
         # the one read-back: the new pairs' count, with the error and group words
         F, code, most = V.read_back([count, err, groups])
     else:
         F, (code,), most = 0, V.read_back([err]), 0
     base = state
     if code != -1:
-        kind, index = code >> 58, code & _INDEX
-        if kind != _UNSORTED:
-            _raise(A, slot, kind, index, slots, M)
+        if code >> 58 != _UNSORTED:
+            explain()
+            details = V.read_back(list(report[3:7].split(1)))
+            raise _ERRORS[details[0]](_message(slots, M, R)(details))
         base = torch.sort(colkey).values  # the columns' pairs out of order
     elif not given:
         base = colkey
-    out = torch.empty(3 * F + base.numel() + F, dtype=torch.int64, device=dev)
-    nodes, oslot, ocol, new_state = torch.split(out, [F, F, F, base.numel() + F])
     # most: ~(the most edges of a (batch, slot) group), 0 when the columns are not grouped
     if F and most != 0 and ~most <= GROUPED_MAX:  # each group's new pairs ranked in place
+        out = torch.empty(3 * F + base.numel() + F, dtype=torch.int64, device=dev)
+        nodes, oslot, ocol, new_state = torch.split(out, [F, F, F, base.numel() + F])
         launch(
             "first_reached",
             "gs_fr_finish_grouped",
@@ -223,16 +361,29 @@ def run(A: CSC, slot, state, carry, batches, launch=_launch, memset=_memset):
         fresh, perm = torch.sort(fkey[:F])
     else:
         fresh = perm = fkey[:0]
+    return _finish(
+        launch, fresh, perm, fcol, F, None, base, base.numel(), None, n, slots, batches, carry
+    )
+
+
+def _finish(launch, fresh, perm, fcol, F, nfresh, base, S, nbase, n, slots, batches, carry):
+    """``gs_fr_finish`` from the sorted new keys ``fresh`` (``F`` of them, ``nfresh`` real
+    on the device, None: all) and the sorted state ``base`` (``S``, ``nbase``):
+    ``(nodes, slot, carry, state)``, buffers of ``F``, ``F``, ``F`` and ``S + F`` entries."""
+    out = torch.empty(3 * F + S + F, dtype=torch.int64, device=base.device)
+    nodes, oslot, ocol, new_state = torch.split(out, [F, F, F, S + F])
     launch(
         "first_reached",
         "gs_fr_finish",
-        F + base.numel(),
+        F + S,
         fresh,
         perm,
         fcol,
         F,
+        _null(nfresh),
         base,
-        base.numel(),
+        S,
+        _null(nbase),
         n,
         slots,
         int(batches is not None),
@@ -241,36 +392,43 @@ def run(A: CSC, slot, state, carry, batches, launch=_launch, memset=_memset):
         ocol,
         new_state,
     )
-    return nodes, oslot, None if carry is None else carry[ocol], new_state
+    if carry is None:
+        return nodes, oslot, None, new_state
+    # padding pairs' columns are 0 (a valid index); no column: no pair
+    ocarry = carry.index_select(0, ocol) if carry.numel() else carry.new_zeros(F)
+    return nodes, oslot, ocarry, new_state
 
 
-def _raise(A: CSC, slot, kind: int, index: int, slots: int, M: int):
-    """The error the kernels flagged (the first problem of the lowest kind)."""
-    if kind == _SLOT:
-        lo, hi = torch.aminmax(slot)
-        raise ValueError(f"slot: seed slots must lie in [0, {slots}), got {int(lo)} .. {int(hi)}")
-    if kind == _COL:
-        bad = int(A.col_ids[index])
-        raise IndexError(
-            f"A: node id {bad} (column {index} of the sample) is out of range for a graph "
-            f"of {M} nodes"
+#: the exception of each error kind the kernels flag
+_ERRORS = {_SLOT: ValueError, _COL: IndexError, _ROW: IndexError, _STATE: ValueError}
+
+
+def _message(slots: int, M: int, R: int):
+    """The message of a flagged call from ``gs_fr_report``'s details ``(kind, index, a,
+    b)`` (ints; see the kernel): reads nothing else."""
+
+    def message(details) -> str:
+        kind, index, a, b = details
+        if kind == _SLOT:
+            return f"slot: seed slots must lie in [0, {slots}), got {a} .. {b}"
+        if kind == _COL:
+            return (
+                f"A: node id {a} (column {index} of the sample) is out of range for a graph "
+                f"of {M} nodes"
+            )
+        if kind == _ROW and b == 1:
+            return f"A: row {a} of edge {index} is out of range for the sample's {R} rows"
+        if kind == _ROW:
+            return (
+                f"A: node id {a if b == 0 else None} (the row of edge {index}) is out of range "
+                f"for a graph of {M} nodes"
+            )
+        return (
+            "state: pass the state a previous first_reached call returned (its keys sorted "
+            f"ascending); entry {index} is below entry {index - 1}"
         )
-    if kind == _ROW:
-        r = int(A.rows[index]) if index < A.nnz else None
-        if A.row_ids is not None and r is not None:
-            R = A.row_ids.numel()
-            if not 0 <= r < R:
-                raise IndexError(
-                    f"A: row {r} of edge {index} is out of range for the sample's {R} rows"
-                )
-            r = int(A.row_ids[r])
-        raise IndexError(
-            f"A: node id {r} (the row of edge {index}) is out of range for a graph of {M} nodes"
-        )
-    raise ValueError(
-        "state: pass the state a previous first_reached call returned (its keys sorted "
-        f"ascending); entry {index} is below entry {index - 1}"
-    )
+
+    return message
 
 
 def _null(t: torch.Tensor | None):
@@ -278,4 +436,4 @@ def _null(t: torch.Tensor | None):
     return 0 if t is None else t
 
 
-__all__ = ["first_reached", "run"]
+__all__ = ["first_reached", "first_reached_sync_free", "run"]

@@ -73,7 +73,7 @@ def first_reached(A: CSC, slot=None, state=None, carry=None, batches=None):
     return nodes, out_slot, out_carry, torch.sort(torch.cat([state, fresh])).values
 
 
-@torch_impl(Op.POSITIONS)
+@torch_impl(Op.POSITIONS, syncs=False)  # arange and a binary search: no read-back
 def positions(A: CSC, nodes: torch.Tensor, batches=None) -> torch.Tensor:
     """``arange(len(nodes))``; in a super-batch (``batches`` ``(N, n)``, ``nodes`` encoded
     ``b * n + v`` and grouped by mini-batch) each mini-batch's entries from 0, without a
