@@ -253,11 +253,15 @@ def check_first_reached(A, slot=None, state=None, carry=None, trusted=(), **_):
                 f"got shape {tuple(c.shape)}"
             )
         out["carry"] = c
-    if state is not None and (
-        not isinstance(state, torch.Tensor)
-        or state.dtype != torch.int64
-        or state.dim() != 1
-        or state.device != torch.device(A.device)
+    if (
+        state is not None
+        and "state" not in trusted
+        and (
+            not isinstance(state, torch.Tensor)
+            or state.dtype != torch.int64
+            or state.dim() != 1
+            or state.device != torch.device(A.device)
+        )
     ):
         raise TypeError(
             "state: pass the state a previous first_reached call returned (an int64 vector "
@@ -486,13 +490,17 @@ def check_temporal_walk(A, seeds, edge_time, time=None, length=0, trusted=(), in
     et = out["edge_time"] = _times(edge_time, "edge_time", A.nnz, A.device)
     _no_nan(et, "edge_time", remember=True)
     if time is not None:
-        t = out["time"] = _times(
-            time, "time", W if W is not None else len(time), A.device, what="seed"
-        )
+        if "time" in trusted:  # carried times, perhaps in bounded buffers: their dtype only
+            t = getattr(time, "data", time)
+        else:
+            t = out["time"] = _times(
+                time, "time", W if W is not None else len(time), A.device, what="seed"
+            )
         if t.is_floating_point() != et.is_floating_point():
             raise TypeError(
                 f"time: dtype {t.dtype} but edge_time is {et.dtype}; give both as integers "
                 "or both as floating point (times are compared exactly)"
             )
-        _no_nan(t, "time")
+        if "time" not in trusted:
+            _no_nan(t, "time")
     return out

@@ -45,12 +45,15 @@ _UNTRUSTED = (Op.INPUT, Op.CONSTANT, Op.DENSE, Op.CACHED)
 
 
 def _moved(node) -> bool:
-    """Whether ``node``'s value is a result of a structure-only op (one of its tuple's
-    elements included): ids of the graph's structure, or values it only moved (the seeds'
-    times ``first_reached`` carries), checked where they entered that op."""
-    if node.op is Op.GETITEM:
-        node = node.inputs["x"]
-    return node.op not in _UNTRUSTED and node.op is not Op.GETITEM and info(node.op).structure_only
+    """Whether ``node``'s value is an element of a structure-only op's tuple of results
+    (``first_reached``'s slots and carried times): values it only moved, from inputs checked
+    where they entered it, perhaps still in bounded buffers (a check would trim them: a
+    read-back). The implementations reading them check their dtypes and lengths on the
+    host."""
+    if node.op is not Op.GETITEM:
+        return False
+    src = node.inputs["x"]
+    return src.op not in _UNTRUSTED and src.kind is Kind.TUPLE and info(src.op).structure_only
 
 
 def _unordered(node, d) -> tuple:
@@ -452,7 +455,7 @@ class _Lowering(NodeVisitor):
                 if (
                     v.op not in _UNTRUSTED and d.input(k).align is not None and d.input(k).align.ids
                 )
-                or _moved(v)
+                or (self.gpu and self.options.sync_free and _moved(v))
             )
             # a table derived once per graph (alias tables: the alias_tables pass) was made by
             # its op from weights that op checked: neither is checked again per call

@@ -286,3 +286,58 @@ def test_the_compiled_disjoint_program_reads_back_once():
     gs.manual_seed(4)
     syncs = host_syncs(lambda: fn(Ad, seeds, st, etd))
     assert len(syncs) == 1, syncs
+
+
+@GPU
+def test_a_hop_the_sync_free_kernels_do_not_take_keeps_the_program_aligned():
+    """``k = -1`` (every allowed edge) runs the exact kernels inside a sync-free program: the
+    sample comes back over the frontier's buffer, so the next ``first_reached`` reads slots
+    and times aligned with its columns; the trees are the torch backend's."""
+    from gsample.interop.pyg.temporal import disjoint_sample
+
+    A, et = _graph(2)
+    Ad, etd = A.to("cuda"), et.cuda()
+    seeds = torch.tensor([1, 2, 2, 40, 999, 17], device="cuda")
+    st = torch.tensor([900, 500, 700, 999, 100, 640], device="cuda")
+
+    def program(A, s, t, e):
+        return disjoint_sample(A, s, t, e, num_neighbors=(3, -1, 3))
+
+    gs.manual_seed(5)
+    ref = gs.compile(program, backend="torch")(Ad, seeds, st, etd)
+    fn = gs.compile(program, backend="cuda")
+    for _ in range(3):  # eager, warm-up, captured or replayed
+        gs.manual_seed(5)
+        got = fn(Ad, seeds, st, etd)
+        for x, y in zip(ref[0], got[0], strict=True):
+            assert all(torch.equal(u, v) for u, v in zip(x.edges(), y.edges(), strict=True))
+
+
+@GPU
+def test_two_samplers_with_their_own_edge_times_on_one_graph_replay_their_own():
+    """Each compiled sampler's CUDA graph reads its own time order in place: a second
+    sampler's edge times on the same graph do not free or replace it."""
+    from gsample.interop.pyg.temporal import disjoint_sample
+
+    A, et = _graph(3)
+    Ad = A.to("cuda")
+    seeds = torch.tensor([1, 2, 40, 77], device="cuda")
+    st = torch.tensor([900, 500, 999, 640], device="cuda")
+    times = [et.cuda(), et.flip(0).contiguous().cuda()]
+
+    def sampler(e):  # edge times captured as the program's constant
+        return gs.compile(lambda A, s, t: disjoint_sample(A, s, t, e, num_neighbors=(4, 3)))
+
+    fns = [sampler(e) for e in times]
+    refs = []
+    for e in times:
+        gs.manual_seed(2)
+        refs.append(disjoint_sample(A, seeds.cpu(), st.cpu(), e.cpu(), num_neighbors=(4, 3)))
+    for _ in range(4):  # alternating: warm-ups, captures, replays
+        for fn, ref in zip(fns, refs, strict=True):
+            gs.manual_seed(2)
+            got = fn(Ad, seeds, st)
+            for x, y in zip(ref[0], got[0], strict=True):
+                assert all(
+                    torch.equal(u, v.cpu()) for u, v in zip(x.edges(), y.edges(), strict=True)
+                )

@@ -319,7 +319,8 @@ def test_the_cuda_backend_picks_the_sync_free_kernels(graph):
 
 def test_inputs_the_kernels_do_not_take_run_the_exact_code(graph):
     """On CPU tensors (and for k = -1) the sync-free implementation trims its bounded
-    inputs and runs the exact one: the torch code's sample."""
+    inputs and runs the exact one: the torch code's sample, padded back to the frontier's
+    buffer (empty columns of id 0), so the slots and times beside it stay aligned."""
     A, et = graph
     cols, time, sid = frontier(A, C=40)
     m = cols.numel() - 5
@@ -328,7 +329,44 @@ def test_inputs_the_kernels_do_not_take_run_the_exact_code(graph):
         ref = reference.temporal_sample(
             A, cols[:m], k, False, key.host(), time=time[:m], edge_time=et, seed=sid[:m]
         )
+        front = padded(cols, m, -1)
         got = kernels.temporal_sample_sync_free(
-            A, padded(cols, m, -1), k, False, key, padded(time, m, 0), et, padded(sid, m, -1)
+            A, front, k, False, key, padded(time, m, 0), et, padded(sid, m, -1)
         )
-        same(got, ref)
+        assert isinstance(got, BoundedCSC) and got.csc.num_cols == front.data.numel()
+        same(trimmed(got), ref)  # (padding columns checked empty, of id 0)
+
+
+def test_time_and_seed_of_another_length_or_dtype_are_refused(graph):
+    """The kernels read ``time[c]`` and ``seed[c]`` for every column of the frontier's
+    buffer: buffers of another length (a bounded frontier's checks cannot see its count)
+    and float seeds are refused on the host, naming the argument, on both paths."""
+    A, et = graph
+    cols, time, sid = frontier(A, C=40)
+    key = device_key()
+    short_seed = padded(sid[:10], 10, -1)
+    with pytest.raises(ValueError, match="seed: expected one value per column"):
+        kernels.temporal_sample_sync_free(
+            A, padded(cols, 40, -1), 4, False, key, None, None, short_seed
+        )
+    with pytest.raises(ValueError, match="time: expected one value per column"):
+        kernels.temporal_sample_sync_free(A, cols, 4, False, key, time[:39], et, sid)
+    with pytest.raises(TypeError, match="seed: seed indices must be an integer"):
+        kernels.temporal_sample_sync_free(A, cols, 4, False, key, time, et, sid.double())
+    with pytest.raises(ValueError, match="seed: expected one value per column"):
+        kernels.run_exact(A, cols, 4, False, key.host(), time, et, sid[:5], "uniform", None)
+
+
+def test_a_graph_keeps_a_time_order_per_edge_time_tensor(graph):
+    """Two samplers with their own edge times on one graph: each keeps its time order (a
+    CUDA graph captured with one reads it in place at every replay: a second sampler must
+    not free it), rebuilt only when its tensor changes in place."""
+    A, et = graph
+    other = et.flip(0).clone()
+    first = reference.time_order(A, et)
+    second = reference.time_order(A, other)
+    assert reference.time_order(A, et) is first and reference.time_order(A, other) is second
+    assert not torch.equal(first.order, second.order)
+    other.add_(1)  # a new version: its order is rebuilt, the other one kept
+    assert reference.time_order(A, other) is not second
+    assert reference.time_order(A, et) is first

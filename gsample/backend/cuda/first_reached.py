@@ -157,12 +157,27 @@ def first_reached_sync_free(A, slot=None, state=None, carry=None, batches=None):
     """
     csc = A.csc if isinstance(A, BoundedCSC) else A
     rows_bounded = isinstance(A, BoundedCSC) and A.nrows is not None
-    if rows_bounded or not _kernels_take(csc, _buffer(slot), _buffer(state), _buffer(carry)):
+    # bounded slots or carried values over another buffer than the sample's columns (a
+    # sample an exact op made of a bounded frontier): aligned by trimming both
+    misaligned = any(
+        isinstance(v, BoundedIds) and v.data.shape[0] != csc.num_cols for v in (slot, carry)
+    )
+    if (
+        rows_bounded
+        or misaligned
+        or not _kernels_take(csc, _buffer(slot), _buffer(state), _buffer(carry))
+    ):
         refuse_capture()  # the trims read sizes back
         A = exact(A)
-        slot, carry = (None if v is None else exact(v)[: A.num_cols] for v in (slot, carry))
+        slot, carry = (_trimmed(v, A.num_cols) for v in (slot, carry))
         return first_reached(A, slot, exact(state), carry, batches)
     return run(A, slot, state, carry, batches, sync_free=True)
+
+
+def _trimmed(v, columns: int):
+    """A bounded value trimmed to its count (at most ``columns`` entries: the columns an exact
+    sample kept); a tensor (or None) as it is, for the exact code to check."""
+    return exact(v)[:columns] if isinstance(v, BoundedIds) else v
 
 
 def run(A, slot, state, carry, batches, launch=_launch, memset=_memset, sync_free=False):
@@ -181,6 +196,9 @@ def run(A, slot, state, carry, batches, launch=_launch, memset=_memset, sync_fre
     C, E, dev = csc.num_cols, csc.nnz, csc.device
     if slot is None:
         slot = torch.zeros(C, dtype=torch.int64, device=dev)
+    if slot.dtype == torch.bool or slot.is_floating_point() or slot.is_complex():
+        # (a trusted slot, an earlier first_reached's, is not checked by the runtime)
+        raise TypeError(f"slot: seed slots must be an integer tensor, got dtype {slot.dtype}")
     slot = slot.to(torch.int64).contiguous()
     if slot.shape != (C,):
         raise ValueError(

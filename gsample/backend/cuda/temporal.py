@@ -214,6 +214,7 @@ def temporal_sample(
     >>> with gs.use_backend("cuda"):
     ...     s = A.temporal_sample(cols, 10, time=t, edge_time=et, seed=slot)
     """
+    aligned(cols.shape[0], time, seed)
     if probs is not None or not _kernels_take(A, k, time, edge_time):  # checks=("cols",)
         copies = key.copies if isinstance(key, BatchKeys) else 1
         cols = V.ids(cols, "cols", A.num_nodes * copies, cols.device, allow_empty=True)
@@ -226,6 +227,7 @@ def temporal_sample(
 def run_exact(A, cols, k, replace, key, time, edge_time, seed, strategy, window, kernels=CUDA):
     """:func:`temporal_sample`'s kernel path (``kernels``: :data:`CUDA`'s launch and memset,
     or a test's CPU build's): one read-back."""
+    aligned(cols.shape[0], time, seed)
     call = _Call.of(A, k, replace, time, edge_time, strategy, window, kernels)
     batches = isinstance(key, BatchKeys)
     n = A.num_nodes
@@ -310,24 +312,61 @@ def temporal_sample_sync_free(
     ...     s = A.temporal_sample(cols, 10, time=t, edge_time=et, seed=slot)
     """
     C = _buffer(cols).numel()
-    aligned = all(x is None or _buffer(x).numel() == C for x in (time, seed))
+    aligned(C, time, seed)
     if (
-        not aligned
-        or not _kernels_take(A, k, _buffer(time), edge_time)
+        not _kernels_take(A, k, _buffer(time), edge_time)
         or A.rows.dtype != torch.int64
         or _too_large(C * k, A.indptr.device)
     ):
         refuse_capture()  # the exact code reads sizes back
         c, t, s = (exact(x) for x in (cols, time, seed))
-        return temporal_sample(
-            A, c, k, replace, key.host(), None, t, edge_time, s, strategy, window
-        )
+        out = temporal_sample(A, c, k, replace, key.host(), None, t, edge_time, s, strategy, window)
+        return _padded(out, C, cols.count if isinstance(cols, BoundedIds) else None)
     return run_sync_free(A, cols, k, replace, key, time, edge_time, seed, strategy, window)
+
+
+def aligned(C: int, time, seed) -> None:
+    """Refuse ``time`` or ``seed`` (tensors or bounded buffers) that are not one value per
+    column of a frontier buffer of ``C`` columns, or of the wrong dtype (host metadata only:
+    the kernels read ``time[c]`` and ``seed[c]`` for every column ``c < C``)."""
+    for name, x in (("time", time), ("seed", seed)):
+        t = _buffer(x)
+        if t is None:
+            continue
+        if name == "seed" and (t.dtype == torch.bool or t.is_floating_point() or t.is_complex()):
+            raise TypeError(f"seed: seed indices must be an integer tensor, got dtype {t.dtype}")
+        if t.dim() != 1 or t.shape[0] != C:
+            raise ValueError(
+                f"{name}: expected one value per column of the frontier (shape ({C},)), got "
+                f"shape {tuple(t.shape)}"
+            )
+
+
+def _padded(out: CSC, C: int, ncols) -> CSC | BoundedCSC:
+    """The exact fallback's sample over a bounded frontier's buffer of ``C`` columns (empty
+    padding columns of id 0, ``ncols`` real), so that what the next op reads beside it (the
+    frontier's slots and times, buffers of ``C``) stays aligned with its columns."""
+    if ncols is None or out.num_cols == C:
+        return out if ncols is None else BoundedCSC(out, ncols)
+    pad = C - out.num_cols
+    return BoundedCSC(
+        CSC(
+            num_nodes=out.num_nodes,
+            indptr=torch.cat([out.indptr, out.indptr[-1:].expand(pad)]),
+            rows=out.rows,
+            row_ids=out.row_ids,
+            col_ids=torch.cat([out.col_ids, out.col_ids.new_zeros(pad)]),
+            values=out.values,
+            eids=out.eids,
+        ),
+        ncols,
+    )
 
 
 def run_sync_free(A, cols, k, replace, key, time, edge_time, seed, strategy, window, kernels=CUDA):
     """:func:`temporal_sample_sync_free`'s kernel path (``kernels`` as :func:`run_exact`'s):
     no read-back."""
+    aligned(_buffer(cols).shape[0], time, seed)
     call = _Call.of(A, k, replace, _buffer(time), edge_time, strategy, window, kernels)
     ncols = next((x.count for x in (cols, seed, time) if isinstance(x, BoundedIds)), None)
     buf = _buffer(cols).to(torch.int64).contiguous()

@@ -78,7 +78,9 @@ class TimeOrder:
     steps: int
 
 
-#: ``A``'s time order for its last ``edge_time`` (a weak key: it goes with the graph)
+#: ``A``'s time orders, one per ``edge_time`` tensor alive (a weak key: they go with the
+#: graph): a CUDA graph captured with one reads it in place at every replay, so a second
+#: sampler's edge times on the same graph must not free it
 _ORDERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -99,7 +101,8 @@ def time_order(A: CSC, edge_time: torch.Tensor) -> TimeOrder:
     [1, 0, 2]
     """
     stamp = (edge_time._version, A.rows._version)
-    hit = _ORDERS.get(A)
+    orders = _ORDERS.setdefault(A, {})
+    hit = orders.get(id(edge_time))
     if hit is not None and hit[0]() is edge_time and hit[1] == stamp:
         return hit[2]
     refuse_capture()  # the sort reads the largest degree back
@@ -111,7 +114,9 @@ def time_order(A: CSC, edge_time: torch.Tensor) -> TimeOrder:
     deg = A.degrees()
     steps = int(deg.max()).bit_length() if deg.numel() else 0
     out = TimeOrder(order, t[order], steps)
-    _ORDERS[A] = (weakref.ref(edge_time), stamp, out)
+    for dead in [i for i, (ref, _, _) in orders.items() if ref() is None]:
+        del orders[dead]  # (an id a dead tensor had may be a new tensor's)
+    orders[id(edge_time)] = (weakref.ref(edge_time), stamp, out)
     return out
 
 
