@@ -51,9 +51,12 @@ def marker(A, rows, cols, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(extract, "_marker_pays", lambda *a: True)
         m.setattr(extract, "locate", fail)
-        return extract.slice_rows(extract.slice_cols(A, cols), rows), extract.slice_rows_cols(
-            A, rows, cols
-        )
+        out = [extract.slice_rows(extract.slice_cols(A, cols), rows)]
+        out.append(extract.slice_rows_cols(A, rows, cols))  # the native column slice
+        # without the native code: the fused filter, before values and edge ids are gathered
+        m.setattr(extract.layerwise_native, "slice_cols", lambda *a: None)
+        out.append(extract.slice_rows_cols(A, rows, cols))
+        return out
 
 
 def brute_force(A, rows, cols):
