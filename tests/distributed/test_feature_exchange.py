@@ -77,17 +77,9 @@ def _exchange_worker(rank, world, url, out):
             before = req.out[mine].clone()  # in place before any communication
             results.append((feats.exchange(req), before, req.remote.numel()))
         results.append((feats.gather(id_sets(rank, world)[0]), None, None))
-        errors = []
-        for bad in (torch.tensor([N]), torch.tensor([-1]), torch.tensor([0.5]), torch.zeros(2, 2)):
-            try:
-                feats.request(bad)
-            except (IndexError, TypeError) as e:
-                errors.append(type(e).__name__ + ": " + str(e))
-        for local, b in BAD:
-            try:
-                gs.distributed.PartitionedFeatures(local, b)
-            except ValueError as e:
-                errors.append(str(e))
+        bad_ids = (torch.tensor([N]), torch.tensor([-1]), torch.tensor([0.5]), torch.zeros(2, 2))
+        errors = raised(feats.request, [(b,) for b in bad_ids], (IndexError, TypeError), True)
+        errors += raised(gs.distributed.PartitionedFeatures, BAD, ValueError)
         torch.save((results, errors), pathlib.Path(out) / f"rank{rank}.pt")
     finally:
         dist.destroy_process_group()
@@ -122,6 +114,19 @@ def test_every_rank_reads_exactly_its_rows(tmp_path):
         assert errors[7].startswith("bounds: expected world_size + 1 = 3 bounds from 0")
 
 
+def raised(call, arguments, errors, with_type: bool = False) -> list:
+    """The message of the error (one of ``errors``) each ``call(*args)`` raises, for every
+    ``args`` of ``arguments``, prefixed with its type's name with ``with_type``; none for a
+    call that raises nothing (the caller's count of messages then falls short)."""
+    out = []
+    for args in arguments:
+        try:
+            call(*args)
+        except errors as e:
+            out.append(f"{type(e).__name__}: {e}" if with_type else str(e))
+    return out
+
+
 def _no_route(*args, **kwargs):
     raise AssertionError("one rank routes nothing")
 
@@ -134,17 +139,16 @@ def _one_rank_worker(rank, world, url, out):
         feats = gs.distributed.PartitionedFeatures(x.clone(), even_bounds(N, 1))
         sets = id_sets(0, 2)[:3] + [torch.tensor([N - 1, 0, N - 1], dtype=torch.int32)]
         results = [(feats.exchange(r := feats.request(ids)), r.remote.numel()) for ids in sets]
-        error = []
-        for bad in (torch.tensor([N]), torch.tensor([True, False])):
-            try:
-                feats.request(bad)
-            except (IndexError, TypeError) as e:
-                error.append(str(e))
-        for bounds in ([0, float(N)], [False, N]):
-            try:
-                gs.distributed.PartitionedFeatures(x.clone(), bounds)
-            except TypeError as e:
-                error.append(str(e))
+        error = raised(
+            feats.request,
+            [(torch.tensor([N]),), (torch.tensor([True, False]),)],
+            (IndexError, TypeError),
+        )
+        error += raised(
+            gs.distributed.PartitionedFeatures,
+            [(x.clone(), b) for b in ([0, float(N)], [False, N])],
+            TypeError,
+        )
         torch.save((results, error), pathlib.Path(out) / f"rank{rank}.pt")
     finally:
         dist.destroy_process_group()
