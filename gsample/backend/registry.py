@@ -80,8 +80,10 @@ class Impl:
     raises through ``gsample.base.validate.fail_if``: a flagged call raises, the next call is
     unharmed. Host code that reads a bounded value's size reads the pending flags with it
     (``gsample.base.validate.read_back``).
-    bounded_out : bool
-        ``fn`` (sync-free) may return a bounded value.
+    bounded_out : bool or "inputs"
+        ``fn`` (sync-free) may return a bounded value; ``"inputs"``: only where one of its
+        inputs is bounded (an exact input gives an exact result, which a later check or
+        exact implementation reads without a trim).
     without : tuple of str
         Optional inputs or attributes of the op that ``fn`` does not take (e.g.
         ``("probs",)``: uniform draws only). A node that has one of them runs another
@@ -107,7 +109,7 @@ class Impl:
     sync_free: bool = False
     syncs: bool = True
     checks: tuple = ()
-    bounded_out: bool = False
+    bounded_out: bool | str = False
     without: tuple = ()
     finish: Callable | None = None
     unless: tuple = ()
@@ -215,7 +217,7 @@ class Backend:
         sync_free: bool = False,
         checks: tuple = (),
         syncs: bool | None = None,
-        bounded_out: bool | None = None,
+        bounded_out: bool | str | None = None,
         without: tuple = (),
         finish: Callable | None = None,
         unless: tuple = (),

@@ -62,24 +62,46 @@ _STREAMS: dict = {}
 
 def read_scalars(scalars: list) -> list:
     """The values of 1-element tensors (ints; a bool tensor's as 0 / 1), read back in one host
-    synchronisation: on a GPU each is copied into pinned host memory (no kernel), then the
-    stream is waited for once."""
+    synchronisation: on a GPU those a replayed CUDA graph did not copy out itself are
+    gathered into one tensor (one launch) and copied into pinned host memory at once (a
+    copy each would be a host call each: a program's counts and check flags number a dozen
+    or more), then the stream is waited for once."""
     if not scalars:
         return []
     if not scalars[0].is_cuda:
         return [int(t.reshape(-1)[0]) for t in scalars]
     refuse_capture()
     replayed = READ_BACK.get()
-    if replayed is not None:  # a replayed CUDA graph copied these to pinned memory
+    at = [None] * len(scalars)
+    if replayed is not None:  # a replayed CUDA graph copied (some of) these to pinned memory
         at = [replayed.known.get((t.data_ptr(), t.dtype)) for t in scalars]
         if None not in at:
             host = replayed.wait()
             return [int(host[i]) for i in at]
-    ints = torch.empty(len(scalars), dtype=torch.int64, pin_memory=True)
-    bools = torch.empty(len(scalars), dtype=torch.bool, pin_memory=True)
-    for i, t in enumerate(scalars):
-        if t.dtype not in (torch.bool, torch.int64):
-            t = t.to(torch.int64)
-        (bools if t.dtype == torch.bool else ints)[i : i + 1].copy_(t.reshape(1), non_blocking=True)
+    todo = [i for i, a in enumerate(at) if a is None]
+    bools = None
+    if len(todo) <= 2:  # a copy each (no kernel): no gathering launch
+        got = torch.empty(len(todo), dtype=torch.int64, pin_memory=True)
+        bools = torch.empty(len(todo), dtype=torch.bool, pin_memory=True)
+        for j, i in enumerate(todo):
+            t = scalars[i]
+            if t.dtype not in (torch.bool, torch.int64):
+                t = t.to(torch.int64)
+            (bools if t.dtype == torch.bool else got)[j : j + 1].copy_(
+                t.reshape(1), non_blocking=True
+            )
+    else:  # torch.cat promotes bools (0 / 1) and narrower integers to int64
+        flat = torch.cat([scalars[i].reshape(1) for i in todo]).to(torch.int64)
+        got = torch.empty(len(todo), dtype=torch.int64, pin_memory=True)
+        got.copy_(flat, non_blocking=True)
     _synchronize(scalars[0].device)
-    return [int(bools[i]) if t.dtype == torch.bool else int(ints[i]) for i, t in enumerate(scalars)]
+    out = [0] * len(scalars)
+    for j, i in enumerate(todo):
+        small_bool = bools is not None and scalars[i].dtype == torch.bool
+        out[i] = int(bools[j]) if small_bool else int(got[j])
+    if len(todo) < len(scalars):
+        host = replayed.wait()
+        for i, a in enumerate(at):
+            if a is not None:
+                out[i] = int(host[a])
+    return out

@@ -181,6 +181,16 @@ def ids(
     t = t.to(torch.int64)
     if not check_range:
         return t
+    in_range(t, name, num_nodes)
+    if deferring(t):  # nothing may read out of bounds before the flag is read
+        t = t.clamp(0, max(num_nodes - 1, 0))
+    return t
+
+
+def in_range(t: torch.Tensor, name: str, num_nodes: int) -> None:
+    """Raise an IndexError naming ``name`` when an id of ``t`` (a non-empty integer
+    tensor) is outside ``[0, num_nodes)``; deferred (:func:`fail_if`) where checks are.
+    Nothing is clamped: the caller clamps what it reads through."""
     lo, hi = torch.aminmax(t)
     fail_if(lo < 0, IndexError, lambda v: f"{name}: node id {v} is negative", lo)
     fail_if(
@@ -189,9 +199,6 @@ def ids(
         lambda v: f"{name}: node id {v} is out of range for a graph of {num_nodes} nodes",
         hi,
     )
-    if deferring(t):  # nothing may read out of bounds before the flag is read
-        t = t.clamp(0, max(num_nodes - 1, 0))
-    return t
 
 
 def unique_ids(t: torch.Tensor, name: str) -> None:

@@ -222,11 +222,13 @@ def check_random_draws(A, nodes, trusted=(), **_):
     return {"nodes": V.ids(nodes, "nodes", A.num_nodes, A.device)}
 
 
-def check_positions(A, nodes, trusted=(), **_):
+def check_positions(A, nodes, trusted=(), in_kernel=(), **_):
     """``A.positions``: node ids in range (an empty frontier is allowed)."""
     if "nodes" in trusted:
         return {}
-    return {"nodes": V.ids(nodes, "nodes", A.num_nodes, A.device, allow_empty=True)}
+    return {
+        "nodes": V.ids(nodes, "nodes", A.num_nodes, A.device, check_range="nodes" not in in_kernel)
+    }
 
 
 def check_first_reached(A, slot=None, state=None, carry=None, trusted=(), **_):

@@ -415,7 +415,10 @@ class _Lowering(NodeVisitor):
             return
         step = self.emit(fn, args, self.slot[node], label, node, syncs=impl.syncs and self.gpu)
         step.graph_safe = self.gpu and impl.sync_free and not impl.syncs
-        if impl.sync_free and impl.bounded_out:
+        if impl.sync_free and (
+            impl.bounded_out is True
+            or (impl.bounded_out == "inputs" and any(a in self.bounded for a in args))
+        ):
             self.bounded.add(self.slot[node])
 
     def per_batch_draw(self, node, d, layout: str, given: tuple) -> None:

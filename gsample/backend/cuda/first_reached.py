@@ -174,6 +174,53 @@ def first_reached_sync_free(A, slot=None, state=None, carry=None, batches=None):
     return run(A, slot, state, carry, batches, sync_free=True)
 
 
+# bounded only when its frontier is: the seeds' slots stay exact, so the checks reading them
+# need no trim
+@cuda_impl(Op.POSITIONS, sync_free=True, syncs=False, bounded_out="inputs", checks=("nodes",))
+def positions(A: CSC, nodes, batches=None):
+    """:func:`gsample.backend.torch.first_reached.positions` (the same result) that checks
+    its ids itself, on the device: a compiled program's boundary check then only converts
+    the seeds, and this op joins the CUDA graph that replays the sampler (a check before
+    it would record its flags outside the graph, which the replay's read-back must then
+    fetch one by one).
+
+    Parameters
+    ----------
+    A : CSC
+        The graph (its node count ``n`` bounds the ids; ``N * n`` a super-batch's).
+    nodes : LongTensor (n,) or BoundedIds
+        The frontier (a super-batch's encoded ids, grouped by mini-batch, with
+        ``batches``); an id out of range is a deferred ``IndexError`` naming ``nodes``.
+        No id is read through: nothing is clamped.
+    batches : tuple of int, optional
+        ``(N, n)`` of a super-batch.
+
+    Returns
+    -------
+    LongTensor (n,) or BoundedIds
+        Each entry's position in its mini-batch (a bounded frontier's: in bounded buffers
+        with its count; padding unspecified).
+
+    Examples
+    --------
+    >>> with gs.use_backend("cuda"):
+    ...     slot = A.positions(seeds)                            # arange(len(seeds))
+    """
+    bounded = isinstance(nodes, BoundedIds)
+    ids = nodes.data if bounded else nodes
+    at = torch.arange(ids.numel(), device=ids.device)
+    valid = at < nodes.count if bounded else None
+    if ids.numel():  # a super-batch's ids are encoded b * n + v
+        bound = A.num_nodes * (1 if batches is None else batches[0])
+        V.in_range(ids if valid is None else torch.where(valid, ids, 0), "nodes", bound)
+    if batches is not None and ids.numel():
+        b = torch.div(ids, batches[1], rounding_mode="floor")
+        if valid is not None:  # padding sorts after every mini-batch
+            b = torch.where(valid, b, batches[0])
+        at = at - torch.searchsorted(b, b)
+    return BoundedIds(at, nodes.count) if bounded else at
+
+
 def _trimmed(v, columns: int):
     """A bounded value trimmed to its count (at most ``columns`` entries: the columns an exact
     sample kept); a tensor (or None) as it is, for the exact code to check."""
@@ -454,4 +501,4 @@ def _null(t: torch.Tensor | None):
     return 0 if t is None else t
 
 
-__all__ = ["first_reached", "first_reached_sync_free", "run"]
+__all__ = ["first_reached", "first_reached_sync_free", "positions", "run"]
