@@ -235,6 +235,63 @@ def _blocks(blocks: list, seeds: torch.Tensor) -> PygSample:
     )
 
 
+def hops_sample(out: tuple, seeds: torch.Tensor) -> PygSample:
+    """:func:`pyg_sample` of PyG's hops (``gsample.interop.pyg.subgraph.neighbor_hops``):
+    the same ``PygSample``, laid out without reading anything back.
+
+    Block ``h + 1``'s columns are the nodes first reached at hop ``h`` (ascending, each
+    once, none reached before), and ``nodes`` is ``n_id`` already (the seeds, then each
+    hop's new nodes), so every edge is kept in block order and the node counts are the
+    blocks' column counts; what :func:`pyg_sample` finds by searching (``unique`` and
+    ``isin``, each a read-back on a GPU) is known.
+
+    Parameters
+    ----------
+    out : (list of gs.Matrix, LongTensor of shape (n,))
+        ``neighbor_hops``' blocks (first hop first) and nodes.
+    seeds : LongTensor, shape (B,)
+        The mini-batch's seeds (``nodes[:B]``).
+
+    Returns
+    -------
+    PygSample
+
+    Examples
+    --------
+    >>> s = hops_sample(neighbor_hops(A, seeds, (10, 5)), seeds)
+    >>> bool((s.node == pyg_sample(neighbor_sample(A, seeds, (10, 5)), seeds).node).all())
+    True
+    """
+    blocks, node = out
+    seeds = seeds.to(torch.int64)
+    weighted = any(b.csc.values is not None for b in blocks)
+    rows, cols, edges, weights, num_edges = [], [], [], [], []
+    for block in blocks:
+        csc = block.csc
+        rows.append(csc.global_rows())
+        cols.append(csc.global_cols()[csc.edge_cols()])
+        edges.append(csc.eid_tensor())
+        if weighted:
+            weights.append(csc.value_tensor())
+        num_edges.append(csc.nnz)
+    reached = [b.csc.num_cols for b in blocks[1:]]  # hop h's new nodes: block h + 1's columns
+    num_nodes = [seeds.numel(), *reached]
+    if blocks:
+        num_nodes.append(node.numel() - sum(num_nodes))
+    none = seeds.new_empty(0)
+    src, dst = torch.cat(rows) if rows else none, torch.cat(cols) if cols else none
+    return PygSample(
+        node=node,
+        row=_local(node, src),
+        col=_local(node, dst),
+        edge=torch.cat(edges) if edges else none,
+        weight=torch.cat(weights) if weighted else None,
+        batch_size=seeds.numel(),
+        num_sampled_nodes=num_nodes,
+        num_sampled_edges=num_edges,
+    )
+
+
 def _induced(sub: Matrix, nodes: torch.Tensor, seeds: torch.Tensor) -> PygSample:
     csc = sub.csc
     nodes = nodes.to(torch.int64)

@@ -199,8 +199,11 @@ class _MiniBatches(torch.utils.data.Dataset):
         hetero=None,
         disjoint=None,
         input_time=None,
+        layout=None,
     ):
         self.data, self.A, self.fn = data, A, fn
+        # the program's output as a PygSample (pyg_sample; hops_sample for neighbor_hops)
+        self.layout = _out.pyg_sample if layout is None else layout
         self.join, self.hetero = join, hetero
         # disjoint / temporal sampling (a gsample.interop.pyg.temporal.DisjointSampler) and
         # each input node's time (PyG's input_time)
@@ -260,7 +263,7 @@ class _MiniBatches(torch.utils.data.Dataset):
         seeds = seeds.to(self.A.device)
         if self.disjoint is not None:  # one tree per seed, at the seed's time
             return self.disjoint.sample(seeds, self.disjoint.spec.seed_time(seeds, seed_time))
-        return _out.pyg_sample(self.fn(self.A, seeds), seeds)
+        return self.layout(self.fn(self.A, seeds), seeds)
 
     def sample_run(self, run: _super.Run) -> list:
         """The ``SamplerOutput`` of each mini-batch of ``run``, in order: drawn in one run
@@ -304,7 +307,7 @@ class _MiniBatches(torch.utils.data.Dataset):
         seeds = self.input_nodes[positions].to(self.A.device)
         if self.disjoint is not None:
             return _temporal.disjoint_pyg_sample(out, seeds)
-        return _out.pyg_sample(out, seeds)
+        return self.layout(out, seeds)
 
     def output(self, positions: torch.Tensor, s):
         """The ``SamplerOutput`` of the sample ``s`` (a ``PygSample``) of the input positions
@@ -322,10 +325,14 @@ class _MiniBatches(torch.utils.data.Dataset):
         edge = s.edge
         if self.edge_ids is not None:
             edge, weight = self.edge_ids[edge], None
+        # a Data's row and col stay on the sample's device: filter_data stacks them into
+        # edge_index and moves that to the data's device (through the host would be a
+        # copy each way for a graph and data on the GPU)
+        local = s.row.device if self.join is None else cpu
         return SamplerOutput(
             node=s.node.to(cpu),
-            row=s.row.to(cpu),
-            col=s.col.to(cpu),
+            row=s.row.to(local),
+            col=s.col.to(local),
             edge=edge.to(cpu),
             batch=None if batch is None else batch.to(cpu),
             num_sampled_nodes=s.num_sampled_nodes,
@@ -371,6 +378,11 @@ class _MiniBatches(torch.utils.data.Dataset):
 
 def _identity(x):
     return x
+
+
+def _distinct(ids: torch.Tensor) -> bool:
+    """Whether the ids ``ids`` (the loader's input nodes, on the host) are all different."""
+    return ids.numel() < 2 or bool((torch.sort(ids).values.diff() != 0).all())
 
 
 class NeighborLoader(torch.utils.data.DataLoader):
@@ -632,6 +644,11 @@ class NeighborLoader(torch.utils.data.DataLoader):
         # induced: a DSL program of its own (its draws are neighbor_sample's); bidirectional:
         # neighbor_sample's batch with its reverse edges added (PyG's to_bidirectional)
         program = _subgraph.induced_sample if subgraph_type == "induced" else neighbor_sample
+        layout = None
+        if program is neighbor_sample and _distinct(input_nodes):
+            # each mini-batch's seeds distinct: the hops' own n_id, laid out without a
+            # read-back (pyg_sample searches for it; repeated seeds keep its layout)
+            program, layout = _subgraph.neighbor_hops, _out.hops_sample
         post = _subgraph.to_bidirectional if subgraph_type == "bidirectional" else None
         if spec is not None:  # one tree per seed: gsample.interop.pyg.temporal's program
             if subgraph_type == "induced":
@@ -663,6 +680,7 @@ class NeighborLoader(torch.utils.data.DataLoader):
             join=join,
             disjoint=sampler,
             input_time=input_time,
+            layout=layout,
         )
         if _super.active(super_batch):  # its program, run for several mini-batches at once
             if compiled is None:

@@ -1,0 +1,112 @@
+"""PyG's hops laid out without a read-back (``gsample.interop.pyg.data.hops_sample``).
+
+``NeighborLoader`` samples with ``neighbor_hops`` (blocks and ``n_id``) where its input
+nodes are distinct, and lays the batch out from what the hops already know, instead of
+searching for it (``pyg_sample``: ``unique`` and ``isin``, each a read-back on a GPU). The
+two layouts are the same batch, field for field, whatever the hops (``-1``, hops that
+reach no new node, weights, draws with replacement) and whether super-batched."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+from torch_geometric.data import Data
+
+import gsample as gs
+import gsample.pyg as gp
+from gsample.base.random import batch_scope
+from gsample.interop.pyg import data as layout
+from gsample.interop.pyg import neighbor_loader as nl
+from gsample.interop.pyg.subgraph import neighbor_hops
+
+FIELDS = ("node", "row", "col", "edge", "weight", "batch_size")
+
+
+def _same(a, b):
+    for f in FIELDS:
+        x, y = getattr(a, f), getattr(b, f)
+        if isinstance(x, torch.Tensor) or isinstance(y, torch.Tensor):
+            assert x is not None and y is not None and torch.equal(x, y), f
+        else:
+            assert x == y, f
+    assert a.num_sampled_nodes == b.num_sampled_nodes
+    assert a.num_sampled_edges == b.num_sampled_edges
+
+
+@pytest.mark.parametrize(
+    "fanouts, replace, weighted, n",
+    [
+        ((4, 3), False, False, 300),
+        ((-1, 2), False, False, 300),
+        ((6, 6, 6, 6), False, False, 25),  # later hops reach no new node
+        ((3, 3), True, False, 300),  # repeated draws inside a column
+        ((5, 2), False, True, 300),
+        ((), False, False, 300),  # zero hops: the seeds alone
+    ],
+)
+def test_the_hops_layout_is_pyg_sample_s(fanouts, replace, weighted, n):
+    A = gs.datasets.rmat(n, 8 * n, seed=1)
+    if weighted:
+        src, dst, _ = A.edges()
+        w = torch.rand(A.num_edges, generator=torch.Generator().manual_seed(2)) + 0.1
+        A = gs.Matrix.from_edge_index(torch.stack([src, dst]), weight=w, num_nodes=n)
+    seeds = torch.randperm(n, generator=torch.Generator().manual_seed(3))[:17]
+    kw = {"num_neighbors": fanouts, "replace": replace, "weighted": weighted}
+    hops = gs.compile(functools.partial(neighbor_hops, **kw))
+    blocks = gs.compile(functools.partial(gp.neighbor_sample, **kw))
+    with batch_scope(5, 0):
+        fast = layout.hops_sample(hops(A, seeds), seeds)
+    with batch_scope(5, 0):
+        ref = layout.pyg_sample(blocks(A, seeds), seeds)
+    _same(fast, ref)
+    assert len(fast.num_sampled_nodes) == len(fanouts) + 1
+    assert fast.node.numel() == sum(fast.num_sampled_nodes)
+    if weighted:
+        assert fast.weight is not None and fast.weight.numel() == fast.edge.numel()
+
+
+def _batches(loader):
+    return [
+        (b.n_id, b.edge_index, b.e_id, b.get("num_sampled_nodes"), b.get("num_sampled_edges"))
+        for b in loader
+    ]
+
+
+@pytest.mark.parametrize("super_batch", [None, 2])
+@pytest.mark.parametrize("subgraph_type", ["directional", "bidirectional"])
+def test_a_loader_of_distinct_seeds_lays_out_the_hops(monkeypatch, super_batch, subgraph_type):
+    A = gs.datasets.rmat(400, 4000, seed=0)
+    src, dst, _ = A.edges()
+    data = Data(edge_index=torch.stack([src, dst]), num_nodes=A.num_nodes)
+    kw = dict(
+        input_nodes=torch.arange(0, 400, 3),
+        batch_size=32,
+        shuffle=True,
+        seed=4,
+        subgraph_type=subgraph_type,
+        super_batch=super_batch,
+    )
+    fast = gp.NeighborLoader(data, [5, 3], **kw)
+    assert fast.dataset.layout is layout.hops_sample
+    got = _batches(fast)
+    monkeypatch.setattr(nl, "_distinct", lambda ids: False)  # the searching layout
+    slow = gp.NeighborLoader(data, [5, 3], **kw)
+    assert slow.dataset.layout is layout.pyg_sample
+    want = _batches(slow)
+    assert len(got) == len(want) == 5
+    for g, w in zip(got, want, strict=True):
+        assert all(torch.equal(x, y) for x, y in zip(g[:3], w[:3], strict=True))
+        assert g[3:] == w[3:]
+
+
+def test_repeated_input_nodes_keep_the_searching_layout():
+    """A mini-batch may then hold a seed twice: ``pyg_sample`` keeps the first copy's
+    edges only, which the hops' layout would not."""
+    data = Data(edge_index=torch.tensor([[0, 1, 2], [1, 2, 0]]), num_nodes=3)
+    loader = gp.NeighborLoader(data, [2], input_nodes=torch.tensor([0, 1, 0]), batch_size=3)
+    assert loader.dataset.layout is layout.pyg_sample
+    (b,) = list(loader)
+    assert b.n_id[:3].tolist() == [0, 1, 0]
+    assert nl._distinct(torch.tensor([4, 1, 9])) and not nl._distinct(torch.tensor([4, 1, 4]))
