@@ -136,6 +136,9 @@ __device__ __forceinline__ bool gs_first_col(const gs_u64* vals, const gs_i64* s
 
 // Count per tile; per batch too when N > 1 (counters: N column counts, then N row counts).
 // With row_ids, R is over the local rows (W words) and keys the columns' hash table.
+// A batch's columns, and its rows' bits, are contiguous, so nearly every item of a tile is in
+// the batch of the tile's first item: those are summed in the block and added to counters
+// once, the others one by one (a global atomic per item on N counters would serialise).
 extern "C" __global__ void gs_nodes_count(const gs_i64* __restrict__ cols, gs_i64 C,
                                           const gs_i64* __restrict__ ncols,
                                           const gs_u64* __restrict__ keys,
@@ -147,19 +150,30 @@ extern "C" __global__ void gs_nodes_count(const gs_i64* __restrict__ cols, gs_i6
                                           gs_i64 n, gs_i64 N, gs_i64 col_tiles, gs_i64 M,
                                           gs_i64* __restrict__ counters,
                                           gs_i64* __restrict__ tile_counts) {
-    __shared__ gs_i64 total;
-    if (threadIdx.x == 0) total = 0;
-    __syncthreads();
+    __shared__ gs_i64 total, in_first, first_batch;
     const gs_i64 m = ncols == nullptr ? C : *ncols;
     const gs_i64 t = blockIdx.x;
-    gs_i64 mine = 0;
+    if (threadIdx.x == 0) {
+        total = 0;
+        in_first = 0;
+        gs_i64 b = -1;                                 // -1: no batch (every item on its own)
+        if (N > 1 && t < col_tiles && t * GS_TILE < m) b = gs_col_id(cols, t * GS_TILE, M) / n;
+        if (N > 1 && t >= col_tiles && row_ids == nullptr) b = (t - col_tiles) * GS_TILE * 32 / n;
+        first_batch = b;
+    }
+    __syncthreads();
+    const gs_i64 b0 = first_batch;
+    gs_i64 mine = 0, mine_b0 = 0;
     for (int j = 0; j < GS_PER_THREAD; ++j) {
         if (t < col_tiles) {
             const gs_i64 p = t * GS_TILE + threadIdx.x * GS_PER_THREAD + j;
             if (gs_first_col(vals, slot, p, m)) {
                 ++mine;
-                if (N > 1) atomicAdd((unsigned long long*)&counters[gs_col_id(cols, p, M) / n],
-                                     1ULL);
+                if (N > 1) {
+                    const gs_i64 b = gs_col_id(cols, p, M) / n;
+                    if (b == b0) ++mine_b0;
+                    else atomicAdd((unsigned long long*)&counters[b], 1ULL);
+                }
             }
         } else {
             const gs_i64 w = (t - col_tiles) * GS_TILE + threadIdx.x * GS_PER_THREAD + j;
@@ -176,14 +190,22 @@ extern "C" __global__ void gs_nodes_count(const gs_i64* __restrict__ cols, gs_i6
                 const gs_i64 b = (w * 32 + __ffs(bits) - 1) / n;
                 const gs_i64 end = (b + 1) * n - w * 32;      // first bit of the next batch
                 const unsigned int inb = end >= 32 ? bits : (bits & ((1u << end) - 1u));
-                atomicAdd((unsigned long long*)&counters[N + b], (unsigned long long)__popc(inb));
+                if (b == b0) mine_b0 += __popc(inb);
+                else atomicAdd((unsigned long long*)&counters[N + b],
+                               (unsigned long long)__popc(inb));
                 bits &= ~inb;
             }
         }
     }
     atomicAdd((unsigned long long*)&total, (unsigned long long)mine);
+    if (mine_b0) atomicAdd((unsigned long long*)&in_first, (unsigned long long)mine_b0);
     __syncthreads();
-    if (threadIdx.x == 0) tile_counts[t] = total;
+    if (threadIdx.x == 0) {
+        tile_counts[t] = total;
+        if (in_first && b0 >= 0 && b0 < N)     // (always: in_first counts items of b0)
+            atomicAdd((unsigned long long*)&counters[(t < col_tiles ? 0 : N) + b0],
+                      (unsigned long long)in_first);
+    }
 }
 
 // Super-batches: counters[0:N] (columns per batch) -> inclusive prefix (columns up to and
