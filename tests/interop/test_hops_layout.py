@@ -110,3 +110,17 @@ def test_repeated_input_nodes_keep_the_searching_layout():
     (b,) = list(loader)
     assert b.n_id[:3].tolist() == [0, 1, 0]
     assert nl._distinct(torch.tensor([4, 1, 9])) and not nl._distinct(torch.tensor([4, 1, 4]))
+
+
+def test_the_epoch_order_is_the_same_wherever_it_is_sorted():
+    """A loader over a GPU graph shuffles its inputs there (a stable sort of distinct keys:
+    the same permutation as the host's), and returns the order on the inputs' device."""
+    want = nl.epoch_order(5000, True, 7)
+    assert sorted(want.tolist()) == list(range(5000)) and want.tolist() != list(range(5000))
+    assert torch.equal(nl.epoch_order(5000, True, 7, None, "cpu"), want)
+    assert not torch.equal(nl.epoch_order(5000, True, 8), want)
+    assert nl.epoch_order(4, False, 7, None, "cpu").tolist() == [0, 1, 2, 3]
+    assert nl._sort_on(gs.datasets.rmat(10, 20, seed=0)) is None and nl._sort_on(None) is None
+    if torch.cuda.is_available():
+        got = nl.epoch_order(5000, True, 7, None, nl._sort_on(torch.zeros(1, device="cuda")))
+        assert got.device.type == "cpu" and torch.equal(got, want)

@@ -2,20 +2,21 @@
 ``(FeatureStore, GraphStore)``: :mod:`gsample.interop.pyg.hetero_loader`).
 
 :class:`LinkNeighborLoader` is PyG's ``torch_geometric.loader.LinkLoader`` with
-:class:`gsample.pyg.Sampler` running :func:`gsample.pyg.neighbor_sample` (compiled) as its
-link sampler: PyG builds the mini-batches of supervision edges and joins the ``Data``'s
-attributes; gsample draws the negatives on the graph's device
-(:mod:`gsample.interop.pyg.negatives`) and samples the neighbourhoods of the edges'
-endpoints. The loader runs its own epochs (``_Epochs``, ``_LinkBatches``): mini-batch ``i``
-of an epoch is keyed ``i``, as ``NeighborLoader``'s, so that ``super_batch`` can sample
-consecutive mini-batches in one run and give the same batches
+:class:`gsample.pyg.Sampler` running :func:`gsample.pyg.neighbor_sample`'s hops (compiled
+:func:`~gsample.interop.pyg.subgraph.neighbor_hops`: its draws, with ``n_id``, so that a
+mini-batch is laid out without a read-back) as its link sampler: PyG builds the mini-batches
+of supervision edges and joins the ``Data``'s attributes; gsample draws the negatives on the
+graph's device (:mod:`gsample.interop.pyg.negatives`) and samples the neighbourhoods of the
+edges' endpoints. The loader runs its own epochs (``_Epochs``, ``_LinkBatches``): mini-batch
+``i`` of an epoch is keyed ``i``, as ``NeighborLoader``'s, so that ``super_batch`` can
+sample consecutive mini-batches in one run and give the same batches
 (:class:`gsample.interop.pyg.super_batch.LinkSuperBatches` on a ``Data``;
-:class:`~gsample.interop.pyg.hetero_super_batch.HeteroSuperBatches` on a ``HeteroData``, whose
-mini-batches :class:`_KeyedHeteroSampler` plans and finishes as PyG's heterogeneous
-``edge_sample`` lays them out).
-Batches are PyG's: ``edge_label_index`` in local ids, ``edge_label`` (binary
-negatives labelled 0), ``src_index`` / ``dst_pos_index`` / ``dst_neg_index`` in triplet
-mode, ``input_id``, ``n_id`` (the label edges' endpoints first), ``e_id``.
+:class:`~gsample.interop.pyg.hetero_super_batch.HeteroSuperBatches` on a ``HeteroData``,
+whose mini-batches :class:`_KeyedHeteroSampler` plans and finishes as PyG's heterogeneous
+``edge_sample`` lays them out). Batches are PyG's: ``edge_label_index`` in local ids,
+``edge_label`` (binary negatives labelled 0), ``src_index`` / ``dst_pos_index`` /
+``dst_neg_index`` in triplet mode, ``input_id``, ``n_id`` (the label edges' endpoints
+first), ``e_id``.
 """
 
 from __future__ import annotations
@@ -60,12 +61,12 @@ from gsample.interop.pyg.neighbor_loader import (
     _EpochBatches,
     _Flattened,
     _identity,
+    _sort_on,
     batch_index,
     batch_key,
     epoch_order,
-    neighbor_sample,
 )
-from gsample.interop.pyg.subgraph import subgraph_type_name, to_bidirectional
+from gsample.interop.pyg.subgraph import neighbor_hops, subgraph_type_name, to_bidirectional
 from gsample.loader.super_batching import super_batch_options
 
 try:
@@ -239,14 +240,17 @@ class _KeyedSampler(Sampler):
         self.raw = None  # its program output, when drawn in a super-batch
         if self.disjoint is not None:
             self.disjoint = _Replayable(self.disjoint, self)
+        # its consumer is LinkLoader.filter_fn over a Data (filter_data), which moves
+        # edge_index to the data's device: row / col stay on the graph's
+        self.keep_edges = True
 
     def epoch_seed(self) -> int:
         return super().epoch_seed() if self.scope is None else self.scope
 
-    def sample(self, seeds: torch.Tensor, key: int):
-        if self.raw is not None:
+    def _run(self, fn: Callable, seeds: torch.Tensor, key: int):
+        if self.raw is not None:  # the loader's program (fn) drew it in a super-batch
             return self.raw
-        return super().sample(seeds, key)
+        return super()._run(fn, seeds, key)
 
     def plan(self, index, neg_sampling, epoch_seed: int, key: int) -> EdgeSeeds:
         """Mini-batch ``key``'s negatives drawn and its seeds laid out (PyG's
@@ -266,8 +270,8 @@ class _KeyedSampler(Sampler):
         epoch ``epoch_seed`` (``raw``: that draw's program output, made in a super-batch),
         with PyG's ``metadata``."""
         self.scope, self.raw = epoch_seed, raw
-        try:
-            out = self._output(plan.seed, key, seed_time=plan.seed_time)
+        try:  # the seeds: unique endpoints (edge_seeds) unless disjoint
+            out = self._output(plan.seed, key, seed_time=plan.seed_time, distinct=True)
         finally:
             self.scope = self.raw = None
         # gsample.pyg.with_edge_weight finds a batch by its input_id set, as PyG's loaders key
@@ -295,7 +299,8 @@ class _LinkBatches(torch.utils.data.Dataset):
 
     def positions(self, epoch_seed: int) -> torch.Tensor:
         if self._order[0] != epoch_seed:
-            order = epoch_order(self.num_inputs, self.shuffle, epoch_seed)
+            graph = getattr(self.sampler, "A", getattr(self.sampler, "graph", None))
+            order = epoch_order(self.num_inputs, self.shuffle, epoch_seed, None, _sort_on(graph))
             self._order = (epoch_seed, order)
         return self._order[1]
 
@@ -694,7 +699,8 @@ class LinkNeighborLoader(*_BASES):
     ) -> tuple:
         """``__init__`` for a ``Data``: ``(sampler, edge_label_time, neg_sampling)`` for
         PyG's ``LinkLoader``, a :class:`gsample.pyg.Sampler` of the compiled
-        :func:`neighbor_sample` (one tree per seed with ``options.spec``)."""
+        :func:`~gsample.interop.pyg.subgraph.neighbor_hops` (:func:`gsample.pyg.neighbor_sample`'s
+        draws and ``n_id``; one tree per seed with ``options.spec``)."""
         spec, subgraph_type = options.spec, options.subgraph_type
         # induced would need the link loader's own DSL program (induced_sample's slice)
         _refuse(
@@ -716,7 +722,9 @@ class LinkNeighborLoader(*_BASES):
             "replace": V.flag(options.replace, "replace"),
             "weighted": options.weight_attr is not None,
         }
-        program = neighbor_sample
+        # the endpoints are unique (edge_seeds): neighbor_sample's draws with the hops' n_id,
+        # laid out without a read-back (gsample.pyg.Sampler runs neighbor_hops as it)
+        program = neighbor_hops
         if spec is not None:  # one tree per seed: gsample.interop.pyg.temporal's program
             program, hops["strategy"] = _temporal.disjoint_sample, spec.strategy
             edge_label_time = spec.input_time(

@@ -34,12 +34,15 @@ from the same key (:mod:`gsample.interop.pyg.negatives`), on the graph's device.
 from __future__ import annotations
 
 import collections
+import functools
+import weakref
 from collections.abc import Callable
 
 import torch
 
 from gsample.base import validate as V
 from gsample.base.random import MASK64, batch_scope, combine, op_key
+from gsample.compiler.compiled import CompiledSampler
 from gsample.interop.pyg import arguments as _args
 from gsample.interop.pyg import data as _out
 from gsample.interop.pyg import negatives as _negatives
@@ -49,7 +52,14 @@ from gsample.interop.pyg.arguments import (
     UnsupportedArgument,
     check_pyg_arguments,
 )
-from gsample.interop.pyg.neighbor_loader import NeighborLoader, batch_key, neighbor_sample
+from gsample.interop.pyg.neighbor_loader import (
+    NeighborLoader,
+    _distinct,
+    batch_key,
+    neighbor_sample,
+)
+from gsample.interop.pyg.subgraph import neighbor_hops
+from gsample.matrix.sparse import Matrix
 
 try:
     from torch_geometric.sampler import BaseSampler as _Base
@@ -95,8 +105,22 @@ class Sampler(_Base):
     the mini-batch's ``input_id``; ``shuffle=True`` gives other mini-batches, hence other
     draws, every epoch; without shuffling an epoch repeats the last one's draws unless
     :meth:`set_epoch` is called (before the epoch's iterator starts its workers).
-    Results are on the device of the input nodes PyG passes (the CPU), as PyG's
-    ``filter_data`` indexes the ``Data``'s tensors with them.
+    Results (``node``, ``edge``, ``metadata``) are on the device of the input nodes PyG
+    passes (the CPU), as PyG's loaders put them on the batch (``n_id``, ``e_id``). ``row``
+    and ``col`` too when ``graph`` is a ``gs.Matrix``; a sampler made from a ``Data`` keeps
+    them on the graph's device, since PyG's loaders over that ``Data`` (``filter_data``)
+    stack them into ``edge_index`` on the data's device themselves (through the host, a
+    graph and data on a GPU would pay a copy each way).
+
+    A ``sampler_fn`` that is :func:`gsample.pyg.neighbor_sample` (plain, under
+    ``functools.partial`` or ``gs.compile``) is run as
+    :func:`~gsample.interop.pyg.subgraph.neighbor_hops` in its place: the same draws (the
+    same ops in the same order), with ``n_id`` as well, so that a mini-batch of distinct
+    seeds (always a link mini-batch's; a node mini-batch's when its input nodes are
+    distinct, checked where they lie) is laid out without a read-back
+    (:func:`gsample.interop.pyg.data.hops_sample`; the samples are those of
+    :func:`~gsample.interop.pyg.data.pyg_sample`, which searches for ``n_id`` with
+    ``unique`` and ``isin``, read-backs on a GPU).
 
     Edge values (importance weights: LADIES, FastGCN) travel in the node-level
     ``SamplerOutput``'s ``metadata = (input_id, seed_time, edge_weight)``; PyG's loaders
@@ -137,6 +161,11 @@ class Sampler(_Base):
             edge_ids = edge_ids.to(torch.int64)
         self.edge_ids = edge_ids
         self.sampler_fn = sampler_fn
+        # neighbor_sample's hops with their n_id (the same draws), or None: another sampler
+        self.hops_fn = _hops_program(sampler_fn)
+        # row / col stay on the graph's device where PyG's consumer is filter_data (a Data's
+        # loader), which moves edge_index to the data's device itself
+        self.keep_edges = not isinstance(graph, Matrix)
         self.post = post  # PygSample -> PygSample (bidirectional: to_bidirectional) or None
         # disjoint / temporal sampling: a gsample.interop.pyg.temporal.DisjointSampler, which
         # samples instead of sampler_fn (its batches carry PyG's batch vector)
@@ -169,15 +198,44 @@ class Sampler(_Base):
         --------
         >>> blocks = sampler.sample(torch.tensor([0, 5, 9]), key=3)   # what batch 3 draws
         """
+        return self._run(self.sampler_fn, seeds, key)
+
+    def _run(self, fn: Callable, seeds: torch.Tensor, key: int):
+        """``fn(A, seeds)`` (``sampler_fn`` or :attr:`hops_fn`) as mini-batch ``key``."""
         seeds = V.ids(seeds, "seeds", self.A.num_nodes, None).to(self.A.device)
         with batch_scope(self.epoch_seed(), key):
-            return self.sampler_fn(self.A, seeds)
+            return fn(self.A, seeds)
 
-    def _output(self, seeds: torch.Tensor, key: int, metadata=None, seed_time=None):
-        """The ``SamplerOutput`` of mini-batch ``key`` on the seeds' device; ``metadata``
-        ``(input_id, seed_time)`` gets the edge values (or None) as a third entry, and the
-        batch is remembered for :func:`with_edge_weight`. ``seed_time``: the seeds' times
-        (temporal sampling; default ``metadata``'s)."""
+    def _hops(self, seeds: torch.Tensor, key: int) -> tuple:
+        """:attr:`hops_fn`'s ``(blocks, n_id)`` for ``seeds`` as mini-batch ``key``."""
+        return self._run(self.hops_fn, seeds, key)
+
+    def _layout(self, seeds: torch.Tensor, key: int, distinct: bool):
+        """Mini-batch ``key``'s ``PygSample`` (on the graph's device); ``distinct``: the
+        seeds are known to be distinct (the hops' own ``n_id`` is then the layout's)."""
+        at = seeds.to(self.A.device)
+        if self.hops_fn is None:
+            return _out.pyg_sample(self.sample(seeds, key), at)
+        out = self._hops(seeds, key)
+        if distinct:
+            return _out.hops_sample(out, at)
+        # a repeated seed: pyg_sample keeps its first copy's edges only, the hops' n_id both
+        return _out.pyg_sample(out[0], at)
+
+    def _output(
+        self,
+        seeds: torch.Tensor,
+        key: int,
+        metadata=None,
+        seed_time=None,
+        distinct: bool = False,
+    ):
+        """The ``SamplerOutput`` of mini-batch ``key`` on the seeds' device (``row`` and
+        ``col`` on the graph's with :attr:`keep_edges`); ``metadata`` ``(input_id,
+        seed_time)`` gets the edge values (or None) as a third entry, and the batch is
+        remembered for :func:`with_edge_weight`. ``seed_time``: the seeds' times (temporal
+        sampling; default ``metadata``'s). ``distinct``: no seed repeats (a link
+        mini-batch's unique endpoints)."""
         if self.disjoint is not None:  # one tree per seed (gsample.interop.pyg.temporal)
             if seed_time is None and metadata is not None:
                 seed_time = metadata[1]
@@ -186,21 +244,22 @@ class Sampler(_Base):
             with batch_scope(self.epoch_seed(), key):
                 sample = self.disjoint.sample(ids, times)
         else:
-            sample = _out.pyg_sample(self.sample(seeds, key), seeds.to(self.A.device))
+            sample = self._layout(seeds, key, distinct)
         batch = getattr(sample, "batch", None)  # disjoint: each node's seed
         if self.post is not None:
             sample = self.post(sample)
         input_id, seed_time = metadata or (None, None)
         out = _out.to_sampler_output(sample, input_id, seed_time)
         device = seeds.device
+        local = sample.row.device if self.keep_edges else device
         weight = None if sample.weight is None else sample.weight.to(device)
         edge = out.edge
         if self.edge_ids is not None:  # positions in the kept edges -> in data.edge_index
             edge, weight = self.edge_ids.to(edge.device)[edge], None
         out = out.__class__(
             node=out.node.to(device),
-            row=out.row.to(device),
-            col=out.col.to(device),
+            row=out.row.to(local),
+            col=out.col.to(local),
             edge=edge.to(device),
             batch=None if batch is None else batch.to(device),
             num_sampled_nodes=out.num_sampled_nodes,
@@ -224,7 +283,10 @@ class Sampler(_Base):
         input_id = index.input_id  # None: the seeds' positions, as PyG's
         if input_id is None:
             input_id = torch.arange(index.node.numel())
-        return self._output(index.node, batch_key(input_id), (input_id, index.time))
+        # PyG's input nodes may repeat; checked where they lie (the host, from PyG's loaders)
+        distinct = self.hops_fn is not None and _distinct(index.node)
+        key = batch_key(input_id)
+        return self._output(index.node, key, (input_id, index.time), distinct=distinct)
 
     def _temporal(self) -> bool:
         return self.disjoint is not None and self.disjoint.spec.temporal
@@ -245,8 +307,8 @@ class Sampler(_Base):
             )
         key = batch_key(index.input_id)
 
-        def sample_fn(seed, seed_time):
-            return self._output(seed, key, seed_time=seed_time)
+        def sample_fn(seed, seed_time):  # the endpoints, unique (edge_sample) unless disjoint
+            return self._output(seed, key, seed_time=seed_time, distinct=True)
 
         negatives = None if neg_sampling is None else self.negative_sampler(neg_sampling)
         return _negatives.edge_sample(
@@ -296,6 +358,54 @@ class Sampler(_Base):
         sampler = _negatives.sampler_for(neg_sampling, graph, self.A.num_nodes, node_time)
         self._negative_cache = (neg_sampling, edge_index, node_time, sampler)
         return sampler
+
+
+#: gs.compile'd neighbor_sample -> its neighbor_hops twin, compiled with its options (one
+#: trace cache per compiled function, however many samplers share it)
+_TWINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _hops_program(fn: Callable) -> Callable | None:
+    """``fn``'s twin returning :func:`~gsample.interop.pyg.subgraph.neighbor_hops`'
+    ``(blocks, n_id)``, with ``fn``'s draws; None for any other sampler.
+
+    :func:`gsample.pyg.neighbor_sample` is ``neighbor_hops(...)[0]``: the same ops in the
+    same order, so ``neighbor_hops`` in its place, under the same ``functools.partial``
+    arguments and ``gs.compile`` options, draws what ``fn`` draws under the same key, and
+    returns ``n_id`` too. A ``fn`` that is ``neighbor_hops`` already is its own twin.
+
+    Parameters
+    ----------
+    fn : callable
+        A sampler function, plain, ``functools.partial`` of one, or ``gs.compile``'d.
+
+    Returns
+    -------
+    callable or None
+
+    Examples
+    --------
+    >>> hops = _hops_program(functools.partial(gs.compile(neighbor_sample), num_neighbors=(5,)))
+    >>> blocks, n_id = hops(A, seeds)           # blocks: what fn(A, seeds) returns
+    >>> _hops_program(functools.partial(ladies, layers=(64,))) is None
+    True
+    """
+    if isinstance(fn, functools.partial):
+        inner = _hops_program(fn.func)
+        if inner is None or inner is fn.func:
+            return None if inner is None else fn
+        return functools.partial(inner, *fn.args, **fn.keywords)
+    if isinstance(fn, CompiledSampler):
+        inner = _hops_program(fn.fn)
+        if inner is None or inner is fn.fn:
+            return None if inner is None else fn
+        twin = _TWINS.get(fn)
+        if twin is None:
+            twin = _TWINS[fn] = CompiledSampler(inner, fn.passes, fn.backend, fn.runtime)
+        return twin
+    if fn is neighbor_hops:
+        return fn
+    return neighbor_hops if fn is neighbor_sample else None
 
 
 #: the last mini-batches :class:`Sampler` drew in this process, by key: ``(edge ids, edge

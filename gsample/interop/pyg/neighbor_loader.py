@@ -98,21 +98,43 @@ def batch_key(input_id: torch.Tensor) -> int:
     return combine(ids.numel(), int(h) & MASK64) & ((1 << 62) - 1)
 
 
-def epoch_order(num_inputs: int, shuffle: bool, epoch_seed: int, device=None) -> torch.Tensor:
+def epoch_order(
+    num_inputs: int, shuffle: bool, epoch_seed: int, device=None, sort_on=None
+) -> torch.Tensor:
     """An epoch's order of ``num_inputs`` input positions: ``arange``, or shuffled by
     gsample's hash permutation of the epoch (``gs.DataLoader``'s shuffle), the same in every
     process.
+
+    Parameters
+    ----------
+    num_inputs : int
+        The loader's number of inputs.
+    shuffle : bool
+        Shuffle (else ``arange``).
+    epoch_seed : int
+        The epoch's seed.
+    device : torch.device, optional
+        Where the order is returned (default the CPU).
+    sort_on : torch.device, optional
+        Where the shuffle is computed (the graph's GPU: a stable sort of distinct keys, so
+        the same permutation, without a host sort of every input each epoch); default
+        ``device``.
+
+    Returns
+    -------
+    LongTensor, shape (num_inputs,)
 
     Examples
     --------
     >>> epoch_order(5, False, 0)
     tensor([0, 1, 2, 3, 4])
     """
-    pos = torch.arange(num_inputs, device=device)
-    if shuffle:
-        keys = sort_key(hash_tensor(epoch_seed, torch.full_like(pos, -1), pos))
-        pos = pos[torch.argsort(keys, stable=True)]
-    return pos
+    out = torch.device("cpu") if device is None else torch.device(device)
+    if not shuffle:
+        return torch.arange(num_inputs, device=out)
+    pos = torch.arange(num_inputs, device=out if sort_on is None else sort_on)
+    keys = sort_key(hash_tensor(epoch_seed, torch.full_like(pos, -1), pos))
+    return pos[torch.argsort(keys, stable=True)].to(out)
 
 
 class _EpochBatches(torch.utils.data.Sampler):
@@ -228,7 +250,8 @@ class _MiniBatches(torch.utils.data.Dataset):
         """This epoch's order of the input positions (``gs.DataLoader``'s shuffle)."""
         if self._order[0] != epoch_seed:
             n, device = self.input_nodes.numel(), self.input_nodes.device
-            self._order = (epoch_seed, epoch_order(n, self.shuffle, epoch_seed, device))
+            order = epoch_order(n, self.shuffle, epoch_seed, device, _sort_on(self.A))
+            self._order = (epoch_seed, order)
         return self._order[1]
 
     def __getitem__(self, item):
@@ -378,6 +401,12 @@ class _MiniBatches(torch.utils.data.Dataset):
 
 def _identity(x):
     return x
+
+
+def _sort_on(graph):
+    """Where a loader over ``graph`` shuffles its inputs: the graph's GPU, else the host."""
+    device = getattr(graph, "device", None)
+    return device if device is not None and torch.device(device).type == "cuda" else None
 
 
 def _distinct(ids: torch.Tensor) -> bool:
