@@ -284,7 +284,8 @@ def test_a_gpu_link_loader_is_the_cpu_ones(data, super_batch):
         seed=2,
     )
     cpu = [_fields(b) for b in gp.LinkNeighborLoader(data, [4, 3], **kw)]
-    gpu = [_fields(b) for b in gp.LinkNeighborLoader(data.to("cuda"), [4, 3], **kw)]
+    gpu_data = data.clone().to("cuda")  # (Data.to moves in place: the fixture stays)
+    gpu = [_fields(b) for b in gp.LinkNeighborLoader(gpu_data, [4, 3], **kw)]
     for c, g in zip(cpu, gpu, strict=True):
         assert g["edge_index"].is_cuda and not g["n_id"].is_cuda
         for k in c:

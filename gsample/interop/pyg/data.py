@@ -446,6 +446,7 @@ __all__ = [
     "NodeRows",
     "PygSample",
     "gather",
+    "hops_sample",
     "new_keys",
     "pyg_sample",
     "to_data",
