@@ -5,7 +5,7 @@ backend's result on exact, bounded (garbage in the padding) and super-batched fr
 checks its ids itself (an ``IndexError`` naming ``nodes``; on a GPU a deferred flag, which
 the adversarial-id tests raise from compiled, replayed and super-batched calls), and stays
 exact for an exact frontier, so that the disjoint program's checks after it need no trim
-and the whole program is one CUDA-graph region."""
+(the program's one CUDA-graph region: ``tests/runtime/test_lower.py``)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,6 @@ from gsample.backend.torch import first_reached as torch_fr
 from gsample.formats.bounded import BoundedIds
 from gsample.interop.pyg.temporal import disjoint_sample
 from gsample.ir import Op
-from gsample.runtime import Options, lower
-from gsample.runtime.cuda_graphs import regions
 
 A = gs.datasets.rmat(300, 3000, seed=0)
 CSC_A = A.csc
@@ -91,27 +89,3 @@ def test_super_batched_disjoint_sampling_through_it_equals_one_by_one(monkeypatc
         for x, y in zip(o[1], b.out[1], strict=True):
             assert torch.equal(x, y)
     assert None in calls and (2, A.num_nodes) in calls
-
-
-@pytest.mark.parametrize("timed", [False, True])
-def test_the_disjoint_program_is_one_cuda_graph_region(timed):
-    """Lowered for the CUDA backend, the disjoint (and temporal) sampler's only steps outside
-    its CUDA-graph region are the seeds' conversion (no flag: ``positions`` checks the ids
-    on the device, inside the graph) and the final read-back: a replayed call's counts and
-    check flags are all the graph's own, read from its pinned copy at once."""
-    edge_time = torch.arange(A.num_edges)
-
-    def timed_program(A, seeds, seed_time):
-        return disjoint_sample(A, seeds, seed_time, edge_time, num_neighbors=(5, 4, 3))
-
-    def untimed_program(A, seeds):
-        return disjoint_sample(A, seeds, num_neighbors=(5, 4, 3))
-
-    fn = timed_program if timed else untimed_program
-    extra = (torch.arange(10),) if timed else ()
-    p = lower(gs.compile(fn).program(A, torch.arange(10), *extra), "cuda", Options(), "cuda:0")
-    labels = [s.label for s in p.steps]
-    assert labels[0] == "check positions(nodes) [nodes: checked in the kernel]", p.format()
-    assert labels[1] == "cuda.positions[csc] sync-free", p.format()
-    assert regions(p) == [(1, len(p.steps) - 1)], p.format()
-    assert [s.syncs for s in p.steps].count(True) == 1 and p.steps[-1].syncs

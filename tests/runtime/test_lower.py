@@ -18,6 +18,7 @@ from gsample.loader.features import _program_chained
 from gsample.passes import PIPELINE
 from gsample.passes.gather_nodes import frontier_of, gather_nodes, returned_blocks
 from gsample.runtime import Options, lower, run
+from gsample.runtime.cuda_graphs import regions
 
 
 @pytest.fixture(scope="module")
@@ -492,6 +493,13 @@ def test_the_disjoint_program_reads_back_once_at_its_end(A, timed):
         assert "sync-free" in ops[op].label and not ops[op].syncs, ops[op].label
     assert not any(s.label == "trim" for s in p.steps), p.format()
     assert p.num_syncs == 1, p.format()
+    # one CUDA-graph region from the seeds' slots to the read-back: outside it only the
+    # seeds' conversion (no flag: A.positions checks the ids on the device, in the graph),
+    # so a replayed call's counts and check flags are all the graph's own
+    labels = [s.label for s in p.steps]
+    assert labels[0] == "check positions(nodes) [nodes: checked in the kernel]", p.format()
+    assert labels[1] == "cuda.positions[csc] sync-free", p.format()
+    assert regions(p) == [(1, len(p.steps) - 1)], p.format()
 
 
 def test_seeds_made_by_user_code_lower_to_the_exact_temporal_sampler(A):

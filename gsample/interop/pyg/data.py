@@ -221,6 +221,14 @@ def _blocks(blocks: list, seeds: torch.Tensor) -> PygSample:
             weights.append(csc.value_tensor()[mask])
         num_nodes.append(new.numel())
         num_edges.append(src.numel())
+    return _hops_layout(
+        node, seeds, rows, cols, edges, weights if weighted else None, num_nodes, num_edges
+    )
+
+
+def _hops_layout(node, seeds, rows, cols, edges, weights, num_nodes, num_edges) -> PygSample:
+    """The ``PygSample`` of ``n_id`` ``node`` and each hop's kept edges (global ``rows`` ->
+    ``cols``, their ids ``edges`` and values ``weights`` or None), in local ids."""
     none = seeds.new_empty(0)
     src, dst = torch.cat(rows) if rows else none, torch.cat(cols) if cols else none
     return PygSample(
@@ -228,7 +236,7 @@ def _blocks(blocks: list, seeds: torch.Tensor) -> PygSample:
         row=_local(node, src),
         col=_local(node, dst),
         edge=torch.cat(edges) if edges else none,
-        weight=torch.cat(weights) if weighted else None,
+        weight=None if weights is None else torch.cat(weights),
         batch_size=seeds.numel(),
         num_sampled_nodes=num_nodes,
         num_sampled_edges=num_edges,
@@ -278,17 +286,8 @@ def hops_sample(out: tuple, seeds: torch.Tensor) -> PygSample:
     num_nodes = [seeds.numel(), *reached]
     if blocks:
         num_nodes.append(node.numel() - sum(num_nodes))
-    none = seeds.new_empty(0)
-    src, dst = torch.cat(rows) if rows else none, torch.cat(cols) if cols else none
-    return PygSample(
-        node=node,
-        row=_local(node, src),
-        col=_local(node, dst),
-        edge=torch.cat(edges) if edges else none,
-        weight=torch.cat(weights) if weighted else None,
-        batch_size=seeds.numel(),
-        num_sampled_nodes=num_nodes,
-        num_sampled_edges=num_edges,
+    return _hops_layout(
+        node, seeds, rows, cols, edges, weights if weighted else None, num_nodes, num_edges
     )
 
 
