@@ -186,11 +186,17 @@ def _first_occurrence(ids: torch.Tensor) -> torch.Tensor:
     return mask
 
 
-def _local(node: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-    """Position in ``node`` of the first occurrence of each of ``ids`` (all present)."""
+def _local(node: torch.Tensor, ids: torch.Tensor, order=None) -> torch.Tensor:
+    """Position in ``node`` of the first occurrence of each of ``ids`` (all present);
+    ``order``: ``_order(node)``, when several searches share it."""
+    perm, ordered = _order(node) if order is None else order
+    return perm[torch.searchsorted(ordered, ids)]
+
+
+def _order(node: torch.Tensor) -> tuple:
+    """``(perm, node[perm])``: ``node`` sorted, equal ids in their order."""
     perm = torch.argsort(node, stable=True)
-    pos = torch.searchsorted(node[perm], ids)
-    return perm[pos]
+    return perm, node[perm]
 
 
 def _blocks(blocks: list, seeds: torch.Tensor) -> PygSample:
@@ -226,15 +232,19 @@ def _blocks(blocks: list, seeds: torch.Tensor) -> PygSample:
     )
 
 
-def _hops_layout(node, seeds, rows, cols, edges, weights, num_nodes, num_edges) -> PygSample:
+def _hops_layout(
+    node, seeds, rows, cols, edges, weights, num_nodes, num_edges, local_cols=False
+) -> PygSample:
     """The ``PygSample`` of ``n_id`` ``node`` and each hop's kept edges (global ``rows`` ->
-    ``cols``, their ids ``edges`` and values ``weights`` or None), in local ids."""
+    ``cols``, their ids ``edges`` and values ``weights`` or None), in local ids;
+    ``local_cols``: ``cols`` are positions in ``node`` already."""
     none = seeds.new_empty(0)
     src, dst = torch.cat(rows) if rows else none, torch.cat(cols) if cols else none
+    order = _order(node)
     return PygSample(
         node=node,
-        row=_local(node, src),
-        col=_local(node, dst),
+        row=_local(node, src, order),
+        col=dst if local_cols else _local(node, dst, order),
         edge=torch.cat(edges) if edges else none,
         weight=None if weights is None else torch.cat(weights),
         batch_size=seeds.numel(),
@@ -274,10 +284,12 @@ def hops_sample(out: tuple, seeds: torch.Tensor) -> PygSample:
     seeds = seeds.to(torch.int64)
     weighted = any(b.csc.values is not None for b in blocks)
     rows, cols, edges, weights, num_edges = [], [], [], [], []
+    at = 0  # block h's columns are n_id[at : at + C_h]: an edge's column is at + its column
     for block in blocks:
         csc = block.csc
         rows.append(csc.global_rows())
-        cols.append(csc.global_cols()[csc.edge_cols()])
+        cols.append(csc.edge_cols() + at)
+        at += csc.num_cols
         edges.append(csc.eid_tensor())
         if weighted:
             weights.append(csc.value_tensor())
@@ -287,7 +299,15 @@ def hops_sample(out: tuple, seeds: torch.Tensor) -> PygSample:
     if blocks:
         num_nodes.append(node.numel() - sum(num_nodes))
     return _hops_layout(
-        node, seeds, rows, cols, edges, weights if weighted else None, num_nodes, num_edges
+        node,
+        seeds,
+        rows,
+        cols,
+        edges,
+        weights if weighted else None,
+        num_nodes,
+        num_edges,
+        local_cols=True,
     )
 
 
