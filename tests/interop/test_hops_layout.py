@@ -20,6 +20,8 @@ from gsample.base.random import batch_scope
 from gsample.interop.pyg import data as layout
 from gsample.interop.pyg import neighbor_loader as nl
 from gsample.interop.pyg.subgraph import neighbor_hops
+from gsample.runtime import Options, lower
+from gsample.runtime.cuda_graphs import regions
 
 FIELDS = ("node", "row", "col", "edge", "weight", "batch_size")
 
@@ -124,3 +126,15 @@ def test_the_epoch_order_is_the_same_wherever_it_is_sorted():
     if torch.cuda.is_available():
         got = nl.epoch_order(5000, True, 7, None, nl._sort_on(torch.zeros(1, device="cuda")))
         assert got.device.type == "cpu" and torch.equal(got, want)
+
+
+def test_the_hops_program_reads_back_once():
+    """Lowered for the CUDA backend, ``neighbor_hops`` is one CUDA-graph region and one
+    read-back, as ``neighbor_sample``: each hop's new nodes stay in their buffers (a
+    concatenation per hop would read each hop's count back first)."""
+    A = gs.datasets.rmat(2000, 20000, seed=0)
+    fn = gs.compile(functools.partial(neighbor_hops, num_neighbors=(10, 10, 5)))
+    p = lower(fn.program(A, torch.arange(10)), "cuda", Options(), "cuda:0")
+    assert p.num_syncs == 1 and len(regions(p)) == 1, p.format()
+    blocks, reached = fn(A, torch.arange(10))
+    assert len(blocks) == 3 and len(reached) == 4 and reached[0].tolist() == list(range(10))

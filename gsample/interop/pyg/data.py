@@ -265,8 +265,9 @@ def hops_sample(out: tuple, seeds: torch.Tensor) -> PygSample:
 
     Parameters
     ----------
-    out : (list of gs.Matrix, LongTensor of shape (n,))
-        ``neighbor_hops``' blocks (first hop first) and nodes.
+    out : (list of gs.Matrix, list of LongTensor)
+        ``neighbor_hops``' blocks (first hop first) and the nodes each hop reached (the
+        seeds first), or their concatenation (LongTensor of shape (n,)).
     seeds : LongTensor, shape (B,)
         The mini-batch's seeds (``nodes[:B]``).
 
@@ -281,6 +282,8 @@ def hops_sample(out: tuple, seeds: torch.Tensor) -> PygSample:
     True
     """
     blocks, node = out
+    if isinstance(node, (list, tuple)):  # neighbor_hops' nodes, hop by hop
+        node = torch.cat(node)
     seeds = seeds.to(torch.int64)
     weighted = any(b.csc.values is not None for b in blocks)
     rows, cols, edges, weights, num_edges = [], [], [], [], []

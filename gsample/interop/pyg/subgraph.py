@@ -85,11 +85,11 @@ def sampled_nodes(A, seeds, num_neighbors=(25, 10), replace: bool = False, weigh
     >>> bool((nodes[:len(seeds)] == seeds).all())
     True
     """
-    return neighbor_hops(A, seeds, num_neighbors, replace, weighted)[1]
+    return torch.cat(neighbor_hops(A, seeds, num_neighbors, replace, weighted)[1])
 
 
 def neighbor_hops(A, seeds, num_neighbors=(25, 10), replace: bool = False, weighted: bool = False):
-    """PyG's neighbour sampling hop by hop (DSL): the blocks and the nodes reached.
+    """PyG's neighbour sampling hop by hop (DSL): the blocks and the nodes each hop reached.
 
     Hop ``h`` samples the in-neighbours of the nodes first reached at hop ``h - 1`` (the
     seeds at hop 0); what :func:`gsample.interop.pyg.loader.neighbor_sample` and
@@ -105,14 +105,18 @@ def neighbor_hops(A, seeds, num_neighbors=(25, 10), replace: bool = False, weigh
     blocks : list of gs.Matrix
         ``blocks[h]``'s columns are the nodes first reached at hop ``h`` (the seeds for
         ``h = 0``) in ascending id order, each with its sampled in-edges.
-    nodes : LongTensor, shape (n,)
-        :func:`sampled_nodes`' ``n_id`` order.
+    reached : list of LongTensor
+        The seeds, then the nodes first reached at hop 1, 2, ... (each ascending):
+        ``torch.cat(reached)`` is :func:`sampled_nodes`' ``n_id``. Kept apart, so that a
+        compiled program leaves them in its buffers until its one read-back (a
+        concatenation per hop would read each hop's count back first).
 
     Examples
     --------
-    >>> blocks, nodes = neighbor_hops(A, seeds, (10, 5))
+    >>> blocks, reached = neighbor_hops(A, seeds, (10, 5))
+    >>> n_id = torch.cat(reached)
     """
-    blocks, frontier, seen, state = [], seeds, seeds, None
+    blocks, frontier, reached, state = [], seeds, [seeds], None
     for k in num_neighbors:
         sub = A[:, frontier]
         if k < 0:
@@ -123,8 +127,8 @@ def neighbor_hops(A, seeds, num_neighbors=(25, 10), replace: bool = False, weigh
             s = sub.individual_sample(k, replace=replace)
         blocks.append(s)
         frontier, _, _, state = s.first_reached(state=state)  # first reached at this hop
-        seen = torch.cat([seen, frontier])
-    return blocks, seen
+        reached.append(frontier)
+    return blocks, reached
 
 
 def induced_sample(A, seeds, num_neighbors=(25, 10), replace: bool = False, weighted: bool = False):
