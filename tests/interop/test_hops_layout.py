@@ -93,7 +93,7 @@ def test_a_loader_of_distinct_seeds_lays_out_the_hops(monkeypatch, super_batch, 
     fast = gp.NeighborLoader(data, [5, 3], **kw)
     assert fast.dataset.layout is layout.hops_sample
     got = _batches(fast)
-    monkeypatch.setattr(nl, "_distinct", lambda ids: False)  # the searching layout
+    monkeypatch.setattr(nl, "_distinct", lambda ids, n=None: False)  # the searching layout
     slow = gp.NeighborLoader(data, [5, 3], **kw)
     assert slow.dataset.layout is layout.pyg_sample
     want = _batches(slow)
@@ -111,7 +111,13 @@ def test_repeated_input_nodes_keep_the_searching_layout():
     assert loader.dataset.layout is layout.pyg_sample
     (b,) = list(loader)
     assert b.n_id[:3].tolist() == [0, 1, 0]
-    assert nl._distinct(torch.tensor([4, 1, 9])) and not nl._distinct(torch.tensor([4, 1, 4]))
+    for n in (None, 10):  # by a sort, and by a mask of the nodes
+        assert nl._distinct(torch.tensor([4, 1, 9]), n)
+        assert not nl._distinct(torch.tensor([4, 1, 4]), n)
+        assert nl._distinct(torch.tensor([9]), n) and nl._distinct(
+            torch.tensor([], dtype=torch.long), n
+        )
+        assert not nl._distinct(torch.tensor([0, 9, 3, 9, 0]), n)
 
 
 def test_the_epoch_order_is_the_same_wherever_it_is_sorted():

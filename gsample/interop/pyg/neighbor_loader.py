@@ -409,9 +409,17 @@ def _sort_on(graph):
     return device if device is not None and torch.device(device).type == "cuda" else None
 
 
-def _distinct(ids: torch.Tensor) -> bool:
-    """Whether the ids ``ids`` (the loader's input nodes, on the host) are all different."""
-    return ids.numel() < 2 or bool((torch.sort(ids).values.diff() != 0).all())
+def _distinct(ids: torch.Tensor, num_nodes: int | None = None) -> bool:
+    """Whether the ids ``ids`` are all different; with ``num_nodes`` (ids checked in
+    ``[0, num_nodes)``: a loader's input nodes) by marking them in a mask of the nodes, a
+    pass over each, where a sort of every input of a large graph takes seconds."""
+    if ids.numel() < 2:
+        return True
+    if num_nodes is None:
+        return bool((torch.sort(ids).values.diff() != 0).all())
+    seen = torch.zeros(num_nodes, dtype=torch.bool, device=ids.device)
+    seen[ids] = True
+    return int(seen.sum()) == ids.numel()
 
 
 class NeighborLoader(torch.utils.data.DataLoader):
@@ -674,7 +682,7 @@ class NeighborLoader(torch.utils.data.DataLoader):
         # neighbor_sample's batch with its reverse edges added (PyG's to_bidirectional)
         program = _subgraph.induced_sample if subgraph_type == "induced" else neighbor_sample
         layout = None
-        if program is neighbor_sample and _distinct(input_nodes):
+        if program is neighbor_sample and _distinct(input_nodes, data.num_nodes):
             # each mini-batch's seeds distinct: the hops' own n_id, laid out without a
             # read-back (pyg_sample searches for it; repeated seeds keep its layout)
             program, layout = _subgraph.neighbor_hops, _out.hops_sample
