@@ -82,8 +82,8 @@ class Impl:
     (``gsample.base.validate.read_back``).
     bounded_out : bool or "inputs"
         ``fn`` (sync-free) may return a bounded value; ``"inputs"``: only where one of its
-        inputs is bounded (an exact input gives an exact result, which a later check or
-        exact implementation reads without a trim).
+        tensor inputs (not a matrix) is bounded (an exact input gives an exact result,
+        which a later check or exact implementation reads without a trim).
     without : tuple of str
         Optional inputs or attributes of the op that ``fn`` does not take (e.g.
         ``("probs",)``: uniform draws only). A node that has one of them runs another

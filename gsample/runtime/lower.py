@@ -415,9 +415,12 @@ class _Lowering(NodeVisitor):
             return
         step = self.emit(fn, args, self.slot[node], label, node, syncs=impl.syncs and self.gpu)
         step.graph_safe = self.gpu and impl.sync_free and not impl.syncs
+        # "inputs": bounded where a tensor input is (a bounded sample as A does not bound
+        # a result of one value per frontier entry)
+        tensors = [inputs[i.name] for i in d.inputs if not i.matrix and i.name in inputs]
         if impl.sync_free and (
             impl.bounded_out is True
-            or (impl.bounded_out == "inputs" and any(a in self.bounded for a in args))
+            or (impl.bounded_out == "inputs" and any(a in self.bounded for a in tensors))
         ):
             self.bounded.add(self.slot[node])
 

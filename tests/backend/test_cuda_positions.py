@@ -22,6 +22,7 @@ from gsample.backend.torch import first_reached as torch_fr
 from gsample.formats.bounded import BoundedIds
 from gsample.interop.pyg.temporal import disjoint_sample
 from gsample.ir import Op
+from gsample.runtime import Options, lower
 
 A = gs.datasets.rmat(300, 3000, seed=0)
 CSC_A = A.csc
@@ -89,3 +90,18 @@ def test_super_batched_disjoint_sampling_through_it_equals_one_by_one(monkeypatc
         for x, y in zip(o[1], b.out[1], strict=True):
             assert torch.equal(x, y)
     assert None in calls and (2, A.num_nodes) in calls
+
+
+def test_an_exact_frontier_s_positions_stay_exact_over_a_bounded_sample():
+    """``bounded_out="inputs"`` counts the tensor inputs only: over a sample still in
+    bounded buffers (``A``), the slots of an exact frontier are exact (nothing to trim)."""
+
+    def program(A, seeds):
+        s = A[:, seeds].individual_sample(3)
+        return s, s.positions(seeds)
+
+    p = lower(gs.compile(program).program(A, torch.arange(10)), "cuda", Options(), "cuda:0")
+    (finish,) = [s for s in p.steps if s.syncs]
+    positions = next(s for s in p.steps if s.label.startswith("cuda.positions"))
+    assert positions.out not in finish.args, p.format()
+    assert len(finish.args) == 1, p.format()

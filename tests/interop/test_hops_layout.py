@@ -144,3 +144,47 @@ def test_the_hops_program_reads_back_once():
     assert p.num_syncs == 1 and len(regions(p)) == 1, p.format()
     blocks, reached = fn(A, torch.arange(10))
     assert len(blocks) == 3 and len(reached) == 4 and reached[0].tolist() == list(range(10))
+
+
+def test_loader_index_with_a_repeated_position_keeps_the_searching_layout():
+    """``loader(index)`` may repeat an input position although the inputs are distinct:
+    that batch is laid out by ``pyg_sample`` (its first copy's edges only), the batch a
+    loader whose inputs repeat gives for the same seeds."""
+    n = 60
+    A = gs.datasets.rmat(n, 6 * n, seed=1)
+    src, dst, _ = A.edges()
+    data = Data(edge_index=torch.stack([src, dst]), num_nodes=n)
+    fast = gp.NeighborLoader(data, [3, 2], batch_size=4, seed=0)
+    assert fast.dataset.layout is layout.hops_sample
+    inputs = torch.cat([torch.arange(n), torch.tensor([0])])  # a repeat: the searching layout
+    slow = gp.NeighborLoader(data, [3, 2], input_nodes=inputs, batch_size=4, seed=0)
+    assert slow.dataset.layout is layout.pyg_sample
+    index = torch.tensor([13, 13, 41, 2])
+    a, b = fast(index), slow(index)
+    assert torch.equal(a.n_id, b.n_id) and torch.equal(a.edge_index, b.edge_index)
+    assert a.num_sampled_edges == b.num_sampled_edges
+    # every seed copy past the first has no edge (pyg_sample's rule)
+    hop0 = a.edge_index[1, : a.num_sampled_edges[0]]
+    assert 1 not in hop0.tolist() and {0, 2, 3} >= set(hop0.tolist())
+    c = fast(torch.tensor([13, 41, 2]))  # distinct: the hops' layout, the same draws
+    d = slow(torch.tensor([13, 41, 2]))
+    assert torch.equal(c.n_id, d.n_id) and torch.equal(c.edge_index, d.edge_index)
+
+
+def test_a_transform_sampler_output_reads_the_output_on_one_device():
+    """``transform_sampler_output`` runs before filter_data: row / col are where node is
+    (on a GPU graph they would otherwise stay on the GPU)."""
+    A = gs.datasets.rmat(100, 600, seed=2)
+    src, dst, _ = A.edges()
+    data = Data(edge_index=torch.stack([src, dst]), num_nodes=100)
+    seen = []
+
+    def transform(out):
+        seen.append(out.row.device == out.node.device == out.col.device)
+        return out
+
+    graph = A.to("cuda") if torch.cuda.is_available() else A
+    loader = gp.NeighborLoader(
+        data, [3], batch_size=50, transform_sampler_output=transform, graph=graph
+    )
+    assert len(list(loader)) == 2 and seen == [True, True]

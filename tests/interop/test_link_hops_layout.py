@@ -260,14 +260,27 @@ def test_pygs_link_loader_batches_are_the_searching_layouts(monkeypatch, data, n
     _same(got, _pyg_link_batches(data, neg, True))
 
 
-def test_a_matrix_sampler_puts_row_and_col_with_the_seeds(data):
-    """Made from a gs.Matrix, a Sampler does not know its loader's data (stores stack
-    edge_index where row / col are): they stay on the seeds' device."""
+def test_row_and_col_stay_on_the_graph_only_for_filter_data(data):
+    """A public Sampler does not know its loader (a transform_sampler_output, or a store's
+    join, reads row / col where node is): they go to the seeds' device. The link loader's
+    own sampler keeps them on the graph's device, unless a transform_sampler_output reads
+    the output before filter_data."""
     A = gs.Matrix.from_pyg(data, weight=None)
     assert not gp.Sampler(A, gp.neighbor_sample).keep_edges
-    assert gp.Sampler(data, gp.neighbor_sample).keep_edges
+    assert not gp.Sampler(data, gp.neighbor_sample).keep_edges
     other = gp.Sampler(data, functools.partial(gs.compile(lambda A, seeds: [A[:, seeds]])))
     assert other.hops_fn is None
+    kw = dict(edge_label_index=data.edge_index[:, :20], batch_size=10)
+    assert gp.LinkNeighborLoader(data, [2], **kw).link_sampler.keep_edges
+    seen = []
+
+    def transform(out):
+        seen.append(out.row.device == out.node.device == out.col.device)
+        return out
+
+    loader = gp.LinkNeighborLoader(data, [2], transform_sampler_output=transform, **kw)
+    assert not loader.link_sampler.keep_edges
+    assert len(list(loader)) == 2 and seen == [True, True]
 
 
 @pytest.mark.cuda

@@ -678,6 +678,10 @@ class LinkNeighborLoader(*_BASES):
             **own,
             **kwargs,
         )
+        # a transform_sampler_output reads the SamplerOutput before filter_data: all of it
+        # on one device, as PyG's own helpers (global_row, to_bidirectional) need
+        if hasattr(sampler, "keep_edges"):
+            sampler.keep_edges = sampler.keep_edges and transform_sampler_output is None
         if self.neg_sampling is None:
             return
         # built once here: bad weights fail now

@@ -59,7 +59,6 @@ from gsample.interop.pyg.neighbor_loader import (
     neighbor_sample,
 )
 from gsample.interop.pyg.subgraph import neighbor_hops
-from gsample.matrix.sparse import Matrix
 
 try:
     from torch_geometric.sampler import BaseSampler as _Base
@@ -105,12 +104,11 @@ class Sampler(_Base):
     the mini-batch's ``input_id``; ``shuffle=True`` gives other mini-batches, hence other
     draws, every epoch; without shuffling an epoch repeats the last one's draws unless
     :meth:`set_epoch` is called (before the epoch's iterator starts its workers).
-    Results (``node``, ``edge``, ``metadata``) are on the device of the input nodes PyG
-    passes (the CPU), as PyG's loaders put them on the batch (``n_id``, ``e_id``). ``row``
-    and ``col`` too when ``graph`` is a ``gs.Matrix``; a sampler made from a ``Data`` keeps
-    them on the graph's device, since PyG's loaders over that ``Data`` (``filter_data``)
-    stack them into ``edge_index`` on the data's device themselves (through the host, a
-    graph and data on a GPU would pay a copy each way).
+    Results are on the device of the input nodes PyG passes (the CPU), as PyG's loaders put
+    them on the batch (``n_id``, ``e_id``) and as a ``transform_sampler_output`` reads
+    them. (``gsample.pyg.LinkNeighborLoader`` without such a transform keeps ``row`` and
+    ``col`` on the graph's device: PyG's ``filter_data`` stacks them into ``edge_index``
+    on the data's device itself.)
 
     A ``sampler_fn`` that is :func:`gsample.pyg.neighbor_sample` (plain, under
     ``functools.partial`` or ``gs.compile``) is run as
@@ -163,9 +161,11 @@ class Sampler(_Base):
         self.sampler_fn = sampler_fn
         # neighbor_sample's hops with their n_id (the same draws), or None: another sampler
         self.hops_fn = _hops_program(sampler_fn)
-        # row / col stay on the graph's device where PyG's consumer is filter_data (a Data's
-        # loader), which moves edge_index to the data's device itself
-        self.keep_edges = not isinstance(graph, Matrix)
+        # row / col stay on the graph's device only where the loader driving this sampler
+        # is known to hand them to filter_data alone, which moves edge_index to the data's
+        # device itself (LinkNeighborLoader's, without a transform_sampler_output); in a
+        # user's PyG loader its transform_sampler_output may read the output first
+        self.keep_edges = False
         self.post = post  # PygSample -> PygSample (bidirectional: to_bidirectional) or None
         # disjoint / temporal sampling: a gsample.interop.pyg.temporal.DisjointSampler, which
         # samples instead of sampler_fn (its batches carry PyG's batch vector)

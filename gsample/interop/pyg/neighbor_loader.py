@@ -266,10 +266,11 @@ class _MiniBatches(torch.utils.data.Dataset):
         """The input positions of mini-batch ``i`` of the epoch ``epoch_seed``."""
         return self.positions(epoch_seed)[i * self.batch_size : (i + 1) * self.batch_size]
 
-    def sample(self, positions: torch.Tensor, epoch_seed: int, key: int):
+    def sample(self, positions: torch.Tensor, epoch_seed: int, key: int, distinct: bool = True):
         """The ``SamplerOutput`` of the input positions ``positions`` drawn as mini-batch
         ``key`` (``metadata = (input_id, None, edge_weight)``, as
-        :class:`gsample.pyg.Sampler`'s)."""
+        :class:`gsample.pyg.Sampler`'s); ``distinct``: no position repeats (an epoch's
+        mini-batches; ``loader(index)`` checks)."""
         seeds = self.input_nodes[positions]
         seed_time = None if self.input_time is None else self.input_time[positions]
         if self.hetero is not None:  # seeds of the input node type; metadata alike
@@ -277,16 +278,20 @@ class _MiniBatches(torch.utils.data.Dataset):
             with batch_scope(epoch_seed, key):
                 return self.hetero.sample_nodes(seeds, input_id, seed_time)
         with batch_scope(epoch_seed, key):
-            s = self.draw(seeds, seed_time)
+            s = self.draw(seeds, seed_time, distinct)
         return self.output(positions, s)
 
-    def draw(self, seeds: torch.Tensor, seed_time: torch.Tensor | None):
+    def draw(self, seeds: torch.Tensor, seed_time: torch.Tensor | None, distinct: bool = True):
         """One mini-batch's sample (a ``PygSample``) of ``seeds`` at times ``seed_time``;
-        call it inside the mini-batch's ``batch_scope``."""
+        call it inside the mini-batch's ``batch_scope``. ``distinct``: no seed repeats."""
         seeds = seeds.to(self.A.device)
         if self.disjoint is not None:  # one tree per seed, at the seed's time
             return self.disjoint.sample(seeds, self.disjoint.spec.seed_time(seeds, seed_time))
-        return self.layout(self.fn(self.A, seeds), seeds)
+        out = self.fn(self.A, seeds)
+        if not distinct and self.layout is _out.hops_sample:
+            # a repeated seed: pyg_sample keeps its first copy's edges only, hops_sample both
+            return _out.pyg_sample(out[0], seeds)
+        return self.layout(out, seeds)
 
     def sample_run(self, run: _super.Run) -> list:
         """The ``SamplerOutput`` of each mini-batch of ``run``, in order: drawn in one run
@@ -350,8 +355,10 @@ class _MiniBatches(torch.utils.data.Dataset):
             edge, weight = self.edge_ids[edge], None
         # a Data's row and col stay on the sample's device: filter_data stacks them into
         # edge_index and moves that to the data's device (through the host would be a
-        # copy each way for a graph and data on the GPU)
-        local = s.row.device if self.join is None else cpu
+        # copy each way for a graph and data on the GPU); a transform_sampler_output reads
+        # the output first, all of it on one device (PyG's global_row, to_bidirectional)
+        keep = self.join is None and self.transform_sampler_output is None
+        local = s.row.device if keep else cpu
         return SamplerOutput(
             node=s.node.to(cpu),
             row=s.row.to(local),
@@ -845,9 +852,8 @@ class NeighborLoader(torch.utils.data.DataLoader):
         positions = V.ids(index, "index", self.dataset.input_nodes.numel(), None).cpu()
         epoch_seed = combine(combine(0, self.seed), max(self.epoch - 1, 0))
         key = self._batch_index(positions, epoch_seed)
-        out = self.dataset.sample(
-            positions, epoch_seed, batch_key(positions) if key is None else key
-        )
+        key = batch_key(positions) if key is None else key
+        out = self.dataset.sample(positions, epoch_seed, key, _distinct(positions))
         return self.dataset.filter(out)
 
     def _batch_index(self, positions: torch.Tensor, epoch_seed: int) -> int | None:
