@@ -14,6 +14,7 @@ import functools
 
 import pytest
 import torch
+from helpers import check_super_batched
 
 import gsample as gs
 from gsample.backend.cuda import first_reached as cuda_fr
@@ -82,13 +83,9 @@ def test_super_batched_disjoint_sampling_through_it_equals_one_by_one(monkeypatc
         return cuda_fr.positions(A, nodes, batches)
 
     monkeypatch.setitem(torch_be.impls, key, dataclasses.replace(torch_be.impls[key], fn=spy))
-    fn = gs.compile(functools.partial(disjoint_sample, num_neighbors=(4, 3)))
     seeds = torch.arange(64) % 40  # repeats across and within mini-batches
-    one = [b.out for b in gs.DataLoader(A, fn, seeds, 16, shuffle=False, seed=3)]
-    sb = gs.DataLoader(A, fn, seeds, 16, shuffle=False, seed=3, super_batch=2)
-    for o, b in zip(one, sb, strict=True):
-        for x, y in zip(o[1], b.out[1], strict=True):
-            assert torch.equal(x, y)
+    fn = functools.partial(disjoint_sample, num_neighbors=(4, 3))
+    check_super_batched(A, fn, seeds, 16, 2)  # blocks and slots, each batch's
     assert None in calls and (2, A.num_nodes) in calls
 
 

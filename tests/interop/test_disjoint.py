@@ -12,6 +12,7 @@ import itertools
 import pytest
 import torch
 from brute_force import Graph, check_batch, expected_trees, trees_of
+from helpers import check_super_batched
 
 pytest.importorskip("torch_geometric")
 pytest.importorskip("scipy")
@@ -236,15 +237,9 @@ def _trees(batch, n_seeds):
 
 def test_super_batched_equals_one_by_one():
     A = gs.datasets.rmat(300, 3000, seed=0)
-    fn = gs.compile(functools.partial(disjoint_sample, num_neighbors=(4, 3)))
     seeds = torch.arange(64) % 40  # repeats across and within mini-batches
-    one = [b.out for b in gs.DataLoader(A, fn, seeds, 16, shuffle=False, seed=3)]
-    sb = gs.DataLoader(A, fn, seeds, 16, shuffle=False, seed=3, super_batch=2)
-    for o, b in zip(one, sb, strict=True):
-        for x, y in zip(o[0], b.out[0], strict=True):
-            assert all(torch.equal(u, v) for u, v in zip(x.edges(), y.edges(), strict=True))
-        for x, y in zip(o[1], b.out[1], strict=True):
-            assert torch.equal(x, y)
+    fn = functools.partial(disjoint_sample, num_neighbors=(4, 3))
+    check_super_batched(A, fn, seeds, 16, 2)  # blocks and slots, each batch's
 
 
 def test_zero_hops_and_empty_frontiers():

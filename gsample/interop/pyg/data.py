@@ -253,7 +253,7 @@ def _hops_layout(
     )
 
 
-def hops_sample(out: tuple, seeds: torch.Tensor) -> PygSample:
+def hops_sample(out: tuple, seeds: torch.Tensor, distinct: bool = True) -> PygSample:
     """:func:`pyg_sample` of PyG's hops (``gsample.interop.pyg.subgraph.neighbor_hops``):
     the same ``PygSample``, laid out without reading anything back.
 
@@ -270,6 +270,10 @@ def hops_sample(out: tuple, seeds: torch.Tensor) -> PygSample:
         seeds first), or their concatenation (LongTensor of shape (n,)).
     seeds : LongTensor, shape (B,)
         The mini-batch's seeds (``nodes[:B]``).
+    distinct : bool
+        No seed repeats. ``False``: the blocks are laid out by :func:`pyg_sample`, which
+        keeps a repeated seed's first copy's edges only (the hops' layout would keep every
+        copy's).
 
     Returns
     -------
@@ -282,6 +286,8 @@ def hops_sample(out: tuple, seeds: torch.Tensor) -> PygSample:
     True
     """
     blocks, node = out
+    if not distinct:
+        return pyg_sample(blocks, seeds)
     if isinstance(node, (list, tuple)):  # neighbor_hops' nodes, hop by hop
         node = torch.cat(node)
     seeds = seeds.to(torch.int64)

@@ -206,21 +206,13 @@ class Sampler(_Base):
         with batch_scope(self.epoch_seed(), key):
             return fn(self.A, seeds)
 
-    def _hops(self, seeds: torch.Tensor, key: int) -> tuple:
-        """:attr:`hops_fn`'s ``(blocks, n_id)`` for ``seeds`` as mini-batch ``key``."""
-        return self._run(self.hops_fn, seeds, key)
-
     def _layout(self, seeds: torch.Tensor, key: int, distinct: bool):
         """Mini-batch ``key``'s ``PygSample`` (on the graph's device); ``distinct``: the
         seeds are known to be distinct (the hops' own ``n_id`` is then the layout's)."""
         at = seeds.to(self.A.device)
         if self.hops_fn is None:
             return _out.pyg_sample(self.sample(seeds, key), at)
-        out = self._hops(seeds, key)
-        if distinct:
-            return _out.hops_sample(out, at)
-        # a repeated seed: pyg_sample keeps its first copy's edges only, the hops' n_id both
-        return _out.pyg_sample(out[0], at)
+        return _out.hops_sample(self._run(self.hops_fn, seeds, key), at, distinct)
 
     def _output(
         self,

@@ -288,9 +288,8 @@ class _MiniBatches(torch.utils.data.Dataset):
         if self.disjoint is not None:  # one tree per seed, at the seed's time
             return self.disjoint.sample(seeds, self.disjoint.spec.seed_time(seeds, seed_time))
         out = self.fn(self.A, seeds)
-        if not distinct and self.layout is _out.hops_sample:
-            # a repeated seed: pyg_sample keeps its first copy's edges only, hops_sample both
-            return _out.pyg_sample(out[0], seeds)
+        if self.layout is _out.hops_sample:  # (which lays a repeated seed out as pyg_sample)
+            return _out.hops_sample(out, seeds, distinct)
         return self.layout(out, seeds)
 
     def sample_run(self, run: _super.Run) -> list:
