@@ -319,9 +319,10 @@ def test_a_failed_call_draws_nothing(name, target):
 # ----------------------------------------------------------------------------- CUDA graphs
 WARM_CALLS = 4  # a region runs eagerly, is captured, then replayed from the third call
 #: samplers whose CUDA-backend programs are documented to hold CUDA graph regions (a node-wise
-#: sampler one, a layer-wise one one per layer: gsample/runtime/cuda_graphs.py): checked to be
+#: sampler one, a layer-wise one one per layer, PyG's disjoint sampler one from its seed slots
+#: to its read-back: gsample/runtime/cuda_graphs.py): checked to be
 #: captured, so that their bad calls are replays (the others' may run eagerly)
-CAPTURED = ("graphsage", "ladies")
+CAPTURED = ("graphsage", "ladies", "disjoint")
 
 
 @targets(GPU_ONLY)

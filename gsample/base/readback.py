@@ -80,7 +80,10 @@ def read_scalars(scalars: list) -> list:
             return [int(host[i]) for i in at]
     todo = [i for i, a in enumerate(at) if a is None]
     bools = None
-    if len(todo) <= 2:  # a copy each (no kernel): no gathering launch
+    devices = {scalars[i].device for i in todo}
+    # a copy each (no kernel): no gathering launch for one or two, and no torch.cat across
+    # devices (it refuses tensors on several)
+    if len(todo) <= 2 or len(devices) > 1:
         got = torch.empty(len(todo), dtype=torch.int64, pin_memory=True)
         bools = torch.empty(len(todo), dtype=torch.bool, pin_memory=True)
         for j, i in enumerate(todo):
@@ -94,7 +97,8 @@ def read_scalars(scalars: list) -> list:
         flat = torch.cat([scalars[i].reshape(1) for i in todo]).to(torch.int64)
         got = torch.empty(len(todo), dtype=torch.int64, pin_memory=True)
         got.copy_(flat, non_blocking=True)
-    _synchronize(scalars[0].device)
+    for device in devices or {scalars[0].device}:
+        _synchronize(device)
     out = [0] * len(scalars)
     for j, i in enumerate(todo):
         small_bool = bools is not None and scalars[i].dtype == torch.bool
