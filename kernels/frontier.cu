@@ -135,6 +135,9 @@ __device__ __forceinline__ bool gs_first_col(const gs_u64* vals, const gs_i64* s
 }
 
 // Count per tile; per batch too when N > 1 (counters: N column counts, then N row counts).
+// The tiles are taken by ticket and scanned (scan.cuh; state: 1 + tiles zero words):
+// offsets[t] = the items of the tiles before t, offsets[tiles] = all of them (gs_nodes_emit
+// reads its tile's offset, not a sum over the tiles before it: that was tiles**2 / 2 reads).
 // With row_ids, R is over the local rows (W words) and keys the columns' hash table.
 // A batch's columns, and its rows' bits, are contiguous, so nearly every item of a tile is in
 // the batch of the tile's first item: those are summed in the block and added to counters
@@ -148,11 +151,11 @@ extern "C" __global__ void gs_nodes_count(const gs_i64* __restrict__ cols, gs_i6
                                           const unsigned int* __restrict__ R,
                                           const unsigned int* __restrict__ K, gs_i64 W,
                                           gs_i64 n, gs_i64 N, gs_i64 col_tiles, gs_i64 M,
-                                          gs_i64* __restrict__ counters,
-                                          gs_i64* __restrict__ tile_counts) {
+                                          gs_i64* __restrict__ counters, gs_i64 tiles,
+                                          gs_u64* state, gs_i64* __restrict__ offsets) {
     __shared__ gs_i64 total, in_first, first_batch;
     const gs_i64 m = ncols == nullptr ? C : *ncols;
-    const gs_i64 t = blockIdx.x;
+    const gs_i64 t = gs_scan_ticket(state);
     if (threadIdx.x == 0) {
         total = 0;
         in_first = 0;
@@ -200,11 +203,13 @@ extern "C" __global__ void gs_nodes_count(const gs_i64* __restrict__ cols, gs_i6
     atomicAdd((unsigned long long*)&total, (unsigned long long)mine);
     if (mine_b0) atomicAdd((unsigned long long*)&in_first, (unsigned long long)mine_b0);
     __syncthreads();
+    if (threadIdx.x == 0 && in_first && b0 >= 0 && b0 < N)  // (always: in_first counts b0's)
+        atomicAdd((unsigned long long*)&counters[(t < col_tiles ? 0 : N) + b0],
+                  (unsigned long long)in_first);
+    const gs_i64 before = gs_scan_exclusive(state, t, total);
     if (threadIdx.x == 0) {
-        tile_counts[t] = total;
-        if (in_first && b0 >= 0 && b0 < N)     // (always: in_first counts items of b0)
-            atomicAdd((unsigned long long*)&counters[(t < col_tiles ? 0 : N) + b0],
-                      (unsigned long long)in_first);
+        offsets[t] = before;
+        if (t == tiles - 1) offsets[tiles] = before + total;
     }
 }
 
@@ -220,15 +225,6 @@ extern "C" __global__ void gs_nodes_prefix(gs_i64* __restrict__ counters, gs_i64
         counters[N + b] = r;
         r += x;
     }
-}
-
-// The sum of v[0:n] over the block (every thread gets it).
-__device__ gs_i64 gs_block_sum(const gs_i64* __restrict__ v, gs_i64 n) {
-    gs_i64 s = 0;
-    for (gs_i64 i = threadIdx.x; i < n; i += GS_THREADS) s += v[i];
-    gs_i64 total;
-    gs_block_exclusive(s, &total);
-    return total;
 }
 
 // Emit a tile of bitmap words: the new rows' ids in bit order from rank on, the words
@@ -260,14 +256,14 @@ extern "C" __global__ void gs_nodes_emit(const gs_i64* __restrict__ cols, gs_i64
                                          unsigned int* R, unsigned int* K, gs_i64 W,
                                          gs_i64 n, gs_i64 N, gs_i64 col_tiles, gs_i64 tiles,
                                          const gs_i64* __restrict__ counters,
-                                         const gs_i64* __restrict__ tile_counts,
+                                         const gs_i64* __restrict__ offsets,
                                          gs_i64* __restrict__ out, gs_i64* __restrict__ count,
                                          gs_i64 M, unsigned int* flag) {
     const gs_i64 m = ncols == nullptr ? C : *ncols;
     const gs_i64 t = blockIdx.x;
-    const gs_i64 offset = gs_block_sum(tile_counts, t);        // items emitted before the tile
-    const gs_i64 all_cols = gs_block_sum(tile_counts, col_tiles);
-    if (t == tiles - 1 && threadIdx.x == 0) count[0] = offset + tile_counts[t];
+    const gs_i64 offset = offsets[t];                          // items emitted before the tile
+    const gs_i64 all_cols = offsets[col_tiles];
+    if (t == tiles - 1 && threadIdx.x == 0) count[0] = offsets[tiles];
     gs_take_flag(flag, count, t, tiles);
     gs_i64 mine = 0, block_total;
     if (t < col_tiles) {

@@ -31,13 +31,6 @@ __device__ __forceinline__ gs_i64 gs_count(const gs_i64* __restrict__ ncols, gs_
     return ncols == nullptr ? C : *ncols;
 }
 
-// The edges column c samples (0 for padding columns).
-__device__ __forceinline__ gs_i64 gs_sample_count(const gs_idx* __restrict__ indptr, gs_i64 v,
-                                                  gs_i64 k, int replace) {
-    const gs_i64 deg = (gs_i64)indptr[v + 1] - (gs_i64)indptr[v];
-    return replace ? (deg > 0 ? k : 0) : (deg < k ? deg : k);
-}
-
 // Weighted draw i of a column (with replacement) from the graph's alias tables (the
 // alias_table op: per edge e, table[2e] the threshold scaled to 2**53, table[2e + 1] the
 // alias edge): slot s = uniform_int(word(col, 2i), deg), kept when word(col, 2i + 1) >> 11
@@ -52,75 +45,61 @@ __device__ __forceinline__ gs_i64 gs_alias_draw(const gs_i64* __restrict__ alias
     return (gs_i64)(coin >> 11) < alias[2 * e] ? s : alias[2 * e + 1] - start;
 }
 
-// Column c (graph id `id`, its edges from `out`) drawn by one warp: its draws, sorted, and
-// their edges gathered (alias: weighted draws from the alias tables, with replacement).
-__device__ __forceinline__ void gs_sample_column(const gs_idx* __restrict__ indptr,
-                                                 const gs_idx* __restrict__ rows,
-                                                 const gs_i64* __restrict__ cols, gs_i64 m,
-                                                 gs_i64 n, gs_i64 k, int replace,
-                                                 const gs_i64* __restrict__ alias,
-                                                 const gs_u64* __restrict__ key, gs_i64 c,
-                                                 gs_i64 id, gs_i64 out, int lane,
-                                                 const gs_i64* __restrict__ slot,
-                                                 const gs_idx* __restrict__ crows,
-                                                 const gs_i64* __restrict__ eids,
-                                                 const gs_i64* __restrict__ ceids,
+// A group of W lanes (W = 8, 16 or 32, the fewest lanes k <= 32 draws fit; gs_group)
+// draws a column: lane i makes draw i and writes it at its rank among the draws. Every lane
+// of the warp calls this together (its shuffles span the warp); `draws` is false for a lane
+// whose group has no column to draw. Floyd without replacement: lanes before i hold their
+// final draws when lane i takes its turn.
+__device__ __forceinline__ void gs_draw_in_group(int W, int sl, int g, bool draws,
+                                                 gs_i64 k, int replace,
+                                                 const gs_i64* __restrict__ alias, gs_u64 base,
+                                                 gs_i64 position, gs_i64 start, gs_i64 deg,
+                                                 gs_i64 shift, gs_i64 out,
+                                                 const gs_idx* __restrict__ R,
+                                                 const gs_i64* __restrict__ I,
                                                  gs_i64* __restrict__ rows_out,
                                                  gs_i64* __restrict__ pos_out,
                                                  gs_i64* __restrict__ eids_out) {
     const unsigned FULL = 0xFFFFFFFFu;
-    const gs_i64 b = n > 0 ? id / n : 0;
-    const gs_i64 v = id - b * n;
-    const gs_i64 start = (gs_i64)indptr[v];
-    const gs_i64 deg = (gs_i64)indptr[v + 1] - start;
-    const gs_i64 shift = b * n;
-    // the column's rows and edge ids: the graph's, or the GPU cache's copy (same values)
-    const gs_idx* R = rows + start;
-    const gs_i64* I = eids != nullptr ? eids + start : nullptr;
-    if (slot != nullptr && slot[v] >= 0) {
-        R = crows + slot[v];
-        if (I != nullptr) I = ceids + slot[v];
+    const unsigned mine = W == 32 ? FULL : ((1u << W) - 1u);
+    const bool drawer = draws && sl < k;
+    gs_i64 d = 0;
+    if (drawer && alias) {
+        d = gs_alias_draw(alias, base, position, sl, start, deg);
+    } else if (drawer) {
+        const gs_u64 w = gs_word(base, position, sl);
+        d = gs_uniform_int(w, replace ? deg : deg - k + sl + 1);
     }
-    if (!replace && deg <= k) {
-        for (gs_i64 j = lane; j < deg; j += 32) {
-            rows_out[out + j] = (gs_i64)R[j] + shift;
-            pos_out[out + j] = start + j;
-            if (I != nullptr) eids_out[out + j] = I[j];
+    if (!replace) {
+        const gs_i64 first = d;
+        for (int i = 1; i < k; ++i) {
+            const gs_i64 ti = __shfl_sync(FULL, first, i, W);
+            const unsigned seen = (__ballot_sync(FULL, sl < i && d == ti) >> (g * W)) & mine;
+            if (sl == i && seen) d = deg - k + i;
         }
-        return;
     }
-    // the column's position within its batch keys its draws (DESIGN §3)
-    const gs_i64 position = n > 0 ? c - gs_first_at_least(cols, m, b * n) : c;
-    const gs_u64 base = gs_combine(key[0], (gs_i64)key[1] + b);
-    if (k <= 32) {
-        gs_i64 d = 0;
-        if (lane < k && alias) {
-            d = gs_alias_draw(alias, base, position, lane, start, deg);
-        } else if (lane < k) {
-            const gs_u64 w = gs_word(base, position, lane);
-            d = gs_uniform_int(w, replace ? deg : deg - k + lane + 1);
-        }
-        if (!replace) {                      // Floyd: lanes before i hold their final draws
-            const gs_i64 first = d;
-            for (int i = 1; i < k; ++i) {
-                const gs_i64 ti = __shfl_sync(FULL, first, i);
-                const unsigned seen = __ballot_sync(FULL, lane < i && d == ti);
-                if (lane == i && seen) d = deg - k + i;
-            }
-        }
-        int rank = 0;                        // the draws before this one in sorted order
-        for (int q = 0; q < k; ++q) {
-            const gs_i64 dq = __shfl_sync(FULL, d, q);
-            rank += dq < d || (dq == d && q < lane);
-        }
-        if (lane < k) {
-            rows_out[out + rank] = (gs_i64)R[d] + shift;
-            pos_out[out + rank] = start + d;
-            if (I != nullptr) eids_out[out + rank] = I[d];
-        }
-        return;
+    int rank = 0;                            // the draws before this one in sorted order
+    for (int q = 0; q < k; ++q) {
+        const gs_i64 dq = __shfl_sync(FULL, d, q, W);
+        rank += dq < d || (dq == d && q < sl);
     }
-    if (lane != 0) return;
+    if (drawer) {
+        rows_out[out + rank] = (gs_i64)R[d] + shift;
+        pos_out[out + rank] = start + d;
+        if (I != nullptr) eids_out[out + rank] = I[d];
+    }
+}
+
+// More than 32 draws: lane 0 makes them one after another (an insertion sort in the output).
+__device__ __forceinline__ void gs_draw_serial(gs_i64 k, int replace,
+                                               const gs_i64* __restrict__ alias, gs_u64 base,
+                                               gs_i64 position, gs_i64 start, gs_i64 deg,
+                                               gs_i64 shift, gs_i64 out,
+                                               const gs_idx* __restrict__ R,
+                                               const gs_i64* __restrict__ I,
+                                               gs_i64* __restrict__ rows_out,
+                                               gs_i64* __restrict__ pos_out,
+                                               gs_i64* __restrict__ eids_out) {
     gs_i64* S = pos_out + out;               // the draws, then sorted in place
     for (gs_i64 i = 0; i < k; ++i) {
         const gs_u64 w = gs_word(base, position, i);
@@ -148,12 +127,18 @@ __device__ __forceinline__ void gs_sample_column(const gs_idx* __restrict__ indp
     }
 }
 
+// The lanes that draw one column: the fewest of 8, 16, 32 that k draws fit (32 past 32
+// draws: then lane 0 draws). The host rounds a warp's columns up to a multiple of 32 / W.
+__device__ __forceinline__ int gs_group(gs_i64 k) { return k <= 8 ? 8 : k <= 16 ? 16 : 32; }
+
 // One launch: every column's count, the result's indptr by a single-pass scan (scan.cuh),
 // then the draws. Block t (by ticket) takes the T = warps * per_warp columns t * T ..: a
-// thread counts each, then a warp draws each column (per_warp of them, one after another),
-// so a small frontier (512 seeds: per_warp 1) still spreads over the GPU, a super-batch's
-// (10**6 columns: up to 32 each) needs few tiles, and the k <= 32 draws of a column run on
-// its lanes at once.
+// thread counts each (its degree and, in a super-batch, its position within its batch,
+// left in shared memory), then a group of W lanes draws each column (gs_group: 32 / W
+// columns of a warp at once, its per_warp columns in turn), so a small frontier (512 seeds:
+// per_warp 1) still spreads over the GPU, a super-batch's (10**6 columns: up to 32 each)
+// needs few tiles, the k <= 32 draws of a column run on its lanes at once, and k <= 16
+// leaves no half-warp idle.
 //
 // A graph in pinned host memory may have a GPU cache (gsample/formats/cache.py): slot[v] >= 0
 // puts column v's rows at crows + slot[v] (and its edge ids at ceids + slot[v]); slot null:
@@ -194,7 +179,8 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
                                              gs_i64* __restrict__ eids_out,
                                              gs_i64* __restrict__ counters,
                                              gs_i64* __restrict__ cols_out) {
-    __shared__ gs_i64 s_id[256], s_out[256], s_cnt[256];    // blockDim <= 256
+    // the count phase's per-column values, for the draws (blockDim <= 256)
+    __shared__ gs_i64 s_id[256], s_out[256], s_cnt[256], s_start[256], s_deg[256], s_pos[256];
     const int lane = threadIdx.x & 31;
     const gs_i64 T = (gs_i64)(blockDim.x >> 5) * per_warp;      // columns per tile
     const gs_i64 m = gs_count(ncols, C);
@@ -202,11 +188,18 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
     gs_i64* err = (gs_i64*)(state + 1 + tiles);
     {
         const gs_i64 c = t * T + threadIdx.x;
-        gs_i64 id = 0, cnt = 0;
+        gs_i64 id = 0, cnt = 0, start = 0, deg = 0, position = c;
         if (threadIdx.x < T && c < m) {
             id = cols[c];
             if (gs_in_range(id, M)) {
-                cnt = gs_sample_count(indptr, n > 0 ? id % n : id, k, replace);
+                const gs_i64 b = n > 0 ? id / n : 0;
+                start = (gs_i64)indptr[id - b * n];
+                deg = (gs_i64)indptr[id - b * n + 1] - start;
+                cnt = replace ? (deg > 0 ? k : 0) : (deg < k ? deg : k);
+                // the column's position within its batch keys its draws (DESIGN §3); a
+                // thread each here, so the searches of a tile's columns overlap
+                if (n > 0 && cnt > 0 && (replace || deg > k))
+                    position = c - gs_first_at_least(cols, m, b * n);
             } else {
                 if (id < 0) { err[0] = 1; atomicMin((long long*)&err[2], (long long)id); }
                 else { err[1] = 1; atomicMax((long long*)&err[3], (long long)id); }
@@ -235,13 +228,48 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
         s_id[threadIdx.x] = id;
         s_out[threadIdx.x] = out;
         s_cnt[threadIdx.x] = cnt;
+        s_start[threadIdx.x] = start;
+        s_deg[threadIdx.x] = deg;
+        s_pos[threadIdx.x] = position;
         __syncthreads();
     }
-    for (gs_i64 r = 0; r < per_warp; ++r) {
-        const gs_i64 j = (threadIdx.x >> 5) * per_warp + r;     // the tile's column
-        if (j >= T || s_cnt[j] == 0) continue;                  // the same for the warp
-        const gs_i64 c = t * T + j, id = s_id[j], out = s_out[j];
-        gs_sample_column(indptr, rows, cols, m, n, k, replace, alias, key, c, id, out, lane,
-                         slot, crows, eids, ceids, rows_out, pos_out, eids_out);
+    // the draws: a warp takes its per_warp columns 32 / W at a time, a group of W lanes each
+    const int W = gs_group(k), G = 32 / W, g = lane / W, sl = lane - g * W;
+    for (gs_i64 r = 0; r < per_warp; r += G) {
+        const gs_i64 j = (threadIdx.x >> 5) * per_warp + r + g;  // the tile's column
+        const bool real = r + g < per_warp && s_cnt[j] > 0;
+        if (!__any_sync(0xFFFFFFFFu, real)) continue;            // the same for the warp
+        gs_i64 id = 0, start = 0, deg = 0, out = 0, position = 0;
+        if (real) {
+            id = s_id[j]; start = s_start[j]; deg = s_deg[j];
+            out = s_out[j]; position = s_pos[j];
+        }
+        const bool keep_all = real && !replace && deg <= k;
+        const gs_i64 b = n > 0 ? id / n : 0;
+        const gs_i64 v = id - b * n, shift = b * n;
+        // the column's rows and edge ids: the graph's, or the GPU cache's copy (same values)
+        const gs_idx* R = rows + start;
+        const gs_i64* I = eids != nullptr ? eids + start : nullptr;
+        if (real && slot != nullptr && slot[v] >= 0) {
+            R = crows + slot[v];
+            if (I != nullptr) I = ceids + slot[v];
+        }
+        if (keep_all) {
+            for (gs_i64 e = sl; e < deg; e += W) {
+                rows_out[out + e] = (gs_i64)R[e] + shift;
+                pos_out[out + e] = start + e;
+                if (I != nullptr) eids_out[out + e] = I[e];
+            }
+        }
+        const bool draws = real && !keep_all;
+        const gs_u64 base = gs_combine(key[0], (gs_i64)key[1] + b);
+        if (k <= 32) {
+            if (__any_sync(0xFFFFFFFFu, draws))
+                gs_draw_in_group(W, sl, g, draws, k, replace, alias, base, position, start,
+                                 deg, shift, out, R, I, rows_out, pos_out, eids_out);
+        } else if (draws && lane == 0) {                         // G == 1: one column
+            gs_draw_serial(k, replace, alias, base, position, start, deg, shift, out, R, I,
+                           rows_out, pos_out, eids_out);
+        }
     }
 }

@@ -123,12 +123,13 @@ def test_bad_seeds_of_a_layer_wise_sampler_raise(normalized):
     assert_same(sampler(normalized, seeds), before)  # the program is fine after the errors
 
 
-@pytest.mark.parametrize("k", [1, 10, 32, 40])
+@pytest.mark.parametrize("k", [1, 8, 10, 16, 17, 32, 40])
 @pytest.mark.parametrize("replace", [False, True])
 @pytest.mark.parametrize("C", [100, 40_000, 600_000])
 def test_sampling_warps_take_one_or_many_columns(graph, k, replace, C):
     """The sampling kernel's warps draw one column each on small frontiers and up to 32 on
-    large ones (a super-batch's), k <= 32 draws on the lanes and more on one lane: every way
+    large ones (a super-batch's), k <= 32 draws on the lanes (a group of 8, 16 or 32 lanes a
+    column: 4, 2 or 1 columns of a warp at once) and more on one lane: every way
     gives the torch backend's edges, in its order."""
     from gsample.backend.torch import select
 

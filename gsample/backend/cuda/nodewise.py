@@ -135,9 +135,12 @@ def slice_individual_sample(
     C, dev = buf.numel(), buf.device
     M = A.num_nodes * key.copies if n else A.num_nodes
     indptr_g, rows_g = _index_arrays(A)
-    # a warp per column; several per warp once there are enough blocks without (a tile per
-    # block and a short chain of tiles for the scan)
+    # a warp per column, or 32 / W columns of W lanes at once (kernels/nodewise.cu's
+    # gs_group); more per warp once there are enough blocks without (a tile per block and a
+    # short chain of tiles for the scan), always a multiple of those at once
+    at_once = 4 if k <= 8 else 2 if k <= 16 else 1
     per_warp = max(1, min(32, C // (_WARPS * 2048)))
+    per_warp = -(-per_warp // at_once) * at_once
     tiles = -(-C // (_WARPS * per_warp))
     state = torch.empty(1 + tiles + 5, dtype=torch.int64, device=dev)
     memset(state, 0)
@@ -292,12 +295,12 @@ def all_nodes(A, batches=None):
     col_tiles = (C + _TILE - 1) // _TILE
     tiles = max(col_tiles + (W + _TILE - 1) // _TILE, 1)  # >= 1: a tile writes the count
     # one allocation (a call's host time is mostly allocations and launches): the hash table,
-    # the scan's state (one mini-batch), the count and the flag, the counters, each column's
-    # slot, the ids
+    # the scan's state, the count and the flag, the counters and the tiles' offsets (a
+    # super-batch), each column's slot, the ids
     nc = max(2 * N, 1)
-    lens = (2 * size, 1 + tiles if N == 1 else 0, 2, nc, max(C, 1), C + E)
+    lens = (2 * size, 1 + tiles, 2, nc, tiles + 1 if N > 1 else 0, max(C, 1), C + E)
     scratch = torch.empty(sum(lens), dtype=torch.int64, device=dev)
-    table, state, count, counters, slot, out = scratch.split(lens)
+    table, state, count, counters, offsets, slot, out = scratch.split(lens)
     table = table.view(2, size)
     memset(table, 0xFF)  # free keys, the atomicMin start
     nnz = csc.indptr[-1:]  # padding columns are empty: the edge count
@@ -338,8 +341,8 @@ def all_nodes(A, batches=None):
             M,
             flag,
         )
+    memset(state, 0)
     if N == 1:
-        memset(state, 0)
         launch(
             "frontier",
             "gs_nodes_scan_emit",
@@ -366,7 +369,6 @@ def all_nodes(A, batches=None):
             grid=tiles,
         )
         return _flagged(out, count, M)
-    tile_counts = torch.empty(tiles, dtype=torch.int64, device=dev)
     launch(
         "frontier",
         "gs_nodes_count",
@@ -387,7 +389,9 @@ def all_nodes(A, batches=None):
         col_tiles,
         M,
         counters,
-        tile_counts,
+        tiles,
+        state,
+        offsets,
         block=_THREADS,
         grid=tiles,
     )
@@ -412,7 +416,7 @@ def all_nodes(A, batches=None):
         col_tiles,
         tiles,
         counters,
-        tile_counts,
+        offsets,
         out,
         count,
         M,
