@@ -23,10 +23,12 @@
 //                       R & ~K), its offset by a single-pass scan (scan.cuh), the ids written
 //                       to their place, the bitmap words cleared again (the bitmaps are kept
 //                       all zero between calls: no clearing launch).
-// A super-batch interleaves the batches (each its columns, then its rows), which needs every
-// batch's totals before any id is placed: four launches (five with row_ids), gs_nodes_mark,
-// gs_nodes_count (per tile and per batch), gs_nodes_prefix (each batch's offsets),
-// gs_nodes_emit.
+// A super-batch interleaves the batches (each its columns, then its rows): a row's place
+// needs the columns of its batch and those before, a column's the rows of the batches
+// before. Six launches (seven with row_ids), one pass over the bitmaps: gs_nodes_mark,
+// gs_nodes_count (the columns per tile and per batch), gs_nodes_prefix (the columns up to
+// each batch), gs_nodes_rows (count, scan, place and clear the rows), gs_nodes_prefix (the
+// rows before each batch), gs_nodes_emit (place the columns).
 //
 // Ids are guarded where they index memory (gs_in_range), whoever made them: a column id or a
 // row id (row_ids) outside [0, M) counts as id 0, an edge's row outside the row space (ids
@@ -134,96 +136,56 @@ __device__ __forceinline__ bool gs_first_col(const gs_u64* vals, const gs_i64* s
     return p < m && vals[slot[p]] == (gs_u64)p;
 }
 
-// Count per tile; per batch too when N > 1 (counters: N column counts, then N row counts).
-// The tiles are taken by ticket and scanned (scan.cuh; state: 1 + tiles zero words):
-// offsets[t] = the items of the tiles before t, offsets[tiles] = all of them (gs_nodes_emit
-// reads its tile's offset, not a sum over the tiles before it: that was tiles**2 / 2 reads).
-// With row_ids, R is over the local rows (W words) and keys the columns' hash table.
-// A batch's columns, and its rows' bits, are contiguous, so nearly every item of a tile is in
-// the batch of the tile's first item: those are summed in the block and added to counters
-// once, the others one by one (a global atomic per item on N counters would serialise).
+// Super-batches, the columns' count: the first-occurring columns per tile and per batch
+// (counters[0:N]). The tiles are taken by ticket and scanned (scan.cuh; state: 1 + col_tiles
+// zero words): offsets[t] = the first-occurring columns of the tiles before t. A batch's
+// columns are contiguous, so nearly every column of a tile is in the batch of the tile's
+// first column: those are summed in the block and added to counters once, the others one by
+// one (a global atomic per item on N counters would serialise).
 extern "C" __global__ void gs_nodes_count(const gs_i64* __restrict__ cols, gs_i64 C,
                                           const gs_i64* __restrict__ ncols,
-                                          const gs_u64* __restrict__ keys,
-                                          const gs_u64* __restrict__ vals, gs_i64 mask,
-                                          const gs_i64* __restrict__ slot,
-                                          const gs_i64* __restrict__ row_ids,
-                                          const unsigned int* __restrict__ R,
-                                          const unsigned int* __restrict__ K, gs_i64 W,
-                                          gs_i64 n, gs_i64 N, gs_i64 col_tiles, gs_i64 M,
-                                          gs_i64* __restrict__ counters, gs_i64 tiles,
+                                          const gs_u64* __restrict__ vals,
+                                          const gs_i64* __restrict__ slot, gs_i64 n, gs_i64 N,
+                                          gs_i64 M, gs_i64* __restrict__ counters,
                                           gs_u64* state, gs_i64* __restrict__ offsets) {
-    __shared__ gs_i64 total, in_first, first_batch;
+    __shared__ gs_i64 in_first, first_batch;
     const gs_i64 m = ncols == nullptr ? C : *ncols;
     const gs_i64 t = gs_scan_ticket(state);
     if (threadIdx.x == 0) {
-        total = 0;
         in_first = 0;
-        gs_i64 b = -1;                                 // -1: no batch (every item on its own)
-        if (N > 1 && t < col_tiles && t * GS_TILE < m) b = gs_col_id(cols, t * GS_TILE, M) / n;
-        if (N > 1 && t >= col_tiles && row_ids == nullptr) b = (t - col_tiles) * GS_TILE * 32 / n;
-        first_batch = b;
+        first_batch = t * GS_TILE < m ? gs_col_id(cols, t * GS_TILE, M) / n : -1;
     }
     __syncthreads();
     const gs_i64 b0 = first_batch;
     gs_i64 mine = 0, mine_b0 = 0;
     for (int j = 0; j < GS_PER_THREAD; ++j) {
-        if (t < col_tiles) {
-            const gs_i64 p = t * GS_TILE + threadIdx.x * GS_PER_THREAD + j;
-            if (gs_first_col(vals, slot, p, m)) {
-                ++mine;
-                if (N > 1) {
-                    const gs_i64 b = gs_col_id(cols, p, M) / n;
-                    if (b == b0) ++mine_b0;
-                    else atomicAdd((unsigned long long*)&counters[b], 1ULL);
-                }
-            }
-        } else {
-            const gs_i64 w = (t - col_tiles) * GS_TILE + threadIdx.x * GS_PER_THREAD + j;
-            unsigned int bits = gs_new_rows(R, K, w, W, row_ids);
-            mine += __popc(bits);
-            if (N > 1 && row_ids != nullptr) {       // per bit: local rows need not follow ids
-                for (unsigned int b = bits; b; b &= b - 1)
-                    atomicAdd((unsigned long long*)&counters[N + gs_row_id(row_ids, w,
-                                                                           __ffs(b) - 1, M) / n],
-                              1ULL);
-                bits = 0u;
-            }
-            while (N > 1 && bits) {            // per batch: a word may straddle two batches
-                const gs_i64 b = (w * 32 + __ffs(bits) - 1) / n;
-                const gs_i64 end = (b + 1) * n - w * 32;      // first bit of the next batch
-                const unsigned int inb = end >= 32 ? bits : (bits & ((1u << end) - 1u));
-                if (b == b0) mine_b0 += __popc(inb);
-                else atomicAdd((unsigned long long*)&counters[N + b],
-                               (unsigned long long)__popc(inb));
-                bits &= ~inb;
-            }
+        const gs_i64 p = t * GS_TILE + threadIdx.x * GS_PER_THREAD + j;
+        if (gs_first_col(vals, slot, p, m)) {
+            ++mine;
+            const gs_i64 b = gs_col_id(cols, p, M) / n;
+            if (b == b0) ++mine_b0;
+            else atomicAdd((unsigned long long*)&counters[b], 1ULL);
         }
     }
-    atomicAdd((unsigned long long*)&total, (unsigned long long)mine);
     if (mine_b0) atomicAdd((unsigned long long*)&in_first, (unsigned long long)mine_b0);
-    __syncthreads();
+    gs_i64 total;
+    gs_block_exclusive(mine, &total);           // (synchronises: in_first is complete)
     if (threadIdx.x == 0 && in_first && b0 >= 0 && b0 < N)  // (always: in_first counts b0's)
-        atomicAdd((unsigned long long*)&counters[(t < col_tiles ? 0 : N) + b0],
-                  (unsigned long long)in_first);
+        atomicAdd((unsigned long long*)&counters[b0], (unsigned long long)in_first);
     const gs_i64 before = gs_scan_exclusive(state, t, total);
-    if (threadIdx.x == 0) {
-        offsets[t] = before;
-        if (t == tiles - 1) offsets[tiles] = before + total;
-    }
+    if (threadIdx.x == 0) offsets[t] = before;
 }
 
 // Super-batches: counters[0:N] (columns per batch) -> inclusive prefix (columns up to and
-// including b), counters[N:2N] (rows per batch) -> exclusive prefix (rows before b).
-extern "C" __global__ void gs_nodes_prefix(gs_i64* __restrict__ counters, gs_i64 N) {
+// including b) when part is 0; counters[N:2N] (rows per batch) -> exclusive prefix (rows
+// before b) when part is 1.
+extern "C" __global__ void gs_nodes_prefix(gs_i64* __restrict__ counters, gs_i64 N, int part) {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
-    gs_i64 c = 0, r = 0;
+    gs_i64 s = 0;
     for (gs_i64 b = 0; b < N; ++b) {
-        c += counters[b];
-        counters[b] = c;
-        const gs_i64 x = counters[N + b];
-        counters[N + b] = r;
-        r += x;
+        const gs_i64 x = counters[part * N + b];
+        counters[part * N + b] = part == 0 ? s + x : s;
+        s += x;
     }
 }
 
@@ -246,50 +208,79 @@ __device__ __forceinline__ void gs_emit_rows(unsigned int* R, unsigned int* K, g
     }
 }
 
-// out[...] = the ids; count[0] = their number (super-batches).
+// Super-batches, the rows in one pass over the bitmaps (after the columns' count and
+// prefix): per tile of words (by ticket, scanned: state 1 + row_tiles zero words) the new
+// rows, counted per batch (counters[N:2N]) and placed after the columns of their batch and
+// of the batches before (counters[0:N], inclusive), the words cleared; count[0] = every id.
+// Without row_ids a tile's words are (nearly all) in the batch of its first word: counted in
+// the block; with them, per bit (local rows need not follow ids).
+extern "C" __global__ void gs_nodes_rows(const gs_i64* __restrict__ row_ids, unsigned int* R,
+                                         unsigned int* K, gs_i64 W, gs_i64 n, gs_i64 N,
+                                         gs_i64 row_tiles, gs_i64 M,
+                                         gs_i64* __restrict__ counters, gs_u64* state,
+                                         gs_i64* __restrict__ out, gs_i64* __restrict__ count,
+                                         unsigned int* flag) {
+    __shared__ gs_i64 in_first;
+    const gs_i64 t = gs_scan_ticket(state);
+    if (threadIdx.x == 0) in_first = 0;
+    __syncthreads();
+    gs_take_flag(flag, count, t, row_tiles);
+    const gs_i64 b0 = row_ids == nullptr ? t * GS_TILE * 32 / n : -1;
+    const gs_i64 w0 = t * GS_TILE + threadIdx.x * GS_PER_THREAD;
+    unsigned int bits[GS_PER_THREAD];
+    gs_i64 mine = 0, mine_b0 = 0;
+    for (int j = 0; j < GS_PER_THREAD; ++j) {
+        const gs_i64 w = w0 + j;
+        bits[j] = gs_new_rows(R, K, w, W, row_ids);
+        mine += __popc(bits[j]);
+        unsigned int left = bits[j];
+        if (row_ids != nullptr) {
+            for (; left; left &= left - 1)
+                atomicAdd((unsigned long long*)&counters[N + gs_row_id(row_ids, w,
+                                                                       __ffs(left) - 1, M) / n],
+                          1ULL);
+        }
+        while (left) {                      // per batch: a word may straddle two batches
+            const gs_i64 b = (w * 32 + __ffs(left) - 1) / n;
+            const gs_i64 end = (b + 1) * n - w * 32;         // first bit of the next batch
+            const unsigned int inb = end >= 32 ? left : (left & ((1u << end) - 1u));
+            if (b == b0) mine_b0 += __popc(inb);
+            else atomicAdd((unsigned long long*)&counters[N + b], (unsigned long long)__popc(inb));
+            left &= ~inb;
+        }
+    }
+    if (mine_b0) atomicAdd((unsigned long long*)&in_first, (unsigned long long)mine_b0);
+    gs_i64 tile_total;
+    const gs_i64 local = gs_block_exclusive(mine, &tile_total);  // (in_first is complete)
+    if (threadIdx.x == 0 && in_first && b0 >= 0 && b0 < N)
+        atomicAdd((unsigned long long*)&counters[N + b0], (unsigned long long)in_first);
+    const gs_i64 rank = gs_scan_exclusive(state, t, tile_total) + local;     // among all rows
+    if (t == row_tiles - 1 && threadIdx.x == 0) count[0] = counters[N - 1] + rank - local + tile_total;
+    gs_emit_rows(R, K, W, row_ids, bits, w0, rank, M, out,
+                 [&](gs_i64 id, gs_i64 r) { return counters[id / n] + r; });
+}
+
+// Super-batches, the columns (after the rows' pass and prefix): each first-occurring column
+// at its rank among all columns (offsets: gs_nodes_count's), after the rows of the batches
+// before its own (counters[N:2N], exclusive).
 extern "C" __global__ void gs_nodes_emit(const gs_i64* __restrict__ cols, gs_i64 C,
                                          const gs_i64* __restrict__ ncols,
-                                         const gs_u64* __restrict__ keys,
-                                         const gs_u64* __restrict__ vals, gs_i64 mask,
-                                         const gs_i64* __restrict__ slot,
-                                         const gs_i64* __restrict__ row_ids,
-                                         unsigned int* R, unsigned int* K, gs_i64 W,
-                                         gs_i64 n, gs_i64 N, gs_i64 col_tiles, gs_i64 tiles,
-                                         const gs_i64* __restrict__ counters,
+                                         const gs_u64* __restrict__ vals,
+                                         const gs_i64* __restrict__ slot, gs_i64 n, gs_i64 N,
+                                         gs_i64 M, const gs_i64* __restrict__ counters,
                                          const gs_i64* __restrict__ offsets,
-                                         gs_i64* __restrict__ out, gs_i64* __restrict__ count,
-                                         gs_i64 M, unsigned int* flag) {
+                                         gs_i64* __restrict__ out) {
     const gs_i64 m = ncols == nullptr ? C : *ncols;
     const gs_i64 t = blockIdx.x;
-    const gs_i64 offset = offsets[t];                          // items emitted before the tile
-    const gs_i64 all_cols = offsets[col_tiles];
-    if (t == tiles - 1 && threadIdx.x == 0) count[0] = offsets[tiles];
-    gs_take_flag(flag, count, t, tiles);
+    const gs_i64 p0 = t * GS_TILE + threadIdx.x * GS_PER_THREAD;
     gs_i64 mine = 0, block_total;
-    if (t < col_tiles) {
-        const gs_i64 p0 = t * GS_TILE + threadIdx.x * GS_PER_THREAD;
-        for (int j = 0; j < GS_PER_THREAD; ++j) mine += gs_first_col(vals, slot, p0 + j, m);
-        gs_i64 rank = offset + gs_block_exclusive(mine, &block_total);   // among all columns
-        for (int j = 0; j < GS_PER_THREAD; ++j) {
-            const gs_i64 p = p0 + j;
-            if (!gs_first_col(vals, slot, p, m)) continue;
-            const gs_i64 id = gs_col_id(cols, p, M);
-            // super-batch: the rows of the batches before this column's come first
-            const gs_i64 rows_before = N > 1 ? counters[N + id / n] : 0;
-            out[rows_before + rank++] = id;
-        }
-    } else {
-        const gs_i64 w0 = (t - col_tiles) * GS_TILE + threadIdx.x * GS_PER_THREAD;
-        unsigned int bits[GS_PER_THREAD];
-        for (int j = 0; j < GS_PER_THREAD; ++j) {
-            bits[j] = gs_new_rows(R, K, w0 + j, W, row_ids);
-            mine += __popc(bits[j]);
-        }
-        const gs_i64 rank = offset - all_cols + gs_block_exclusive(mine, &block_total);
-        // the columns of this row's batch and of the batches before come first
-        gs_emit_rows(R, K, W, row_ids, bits, w0, rank, M, out, [&](gs_i64 id, gs_i64 r) {
-            return (N > 1 ? counters[id / n] : all_cols) + r;
-        });
+    for (int j = 0; j < GS_PER_THREAD; ++j) mine += gs_first_col(vals, slot, p0 + j, m);
+    gs_i64 rank = offsets[t] + gs_block_exclusive(mine, &block_total);
+    for (int j = 0; j < GS_PER_THREAD; ++j) {
+        const gs_i64 p = p0 + j;
+        if (!gs_first_col(vals, slot, p, m)) continue;
+        const gs_i64 id = gs_col_id(cols, p, M);
+        out[counters[N + id / n] + rank++] = id;
     }
 }
 

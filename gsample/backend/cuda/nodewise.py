@@ -298,7 +298,10 @@ def all_nodes(A, batches=None):
     # the scan's state, the count and the flag, the counters and the tiles' offsets (a
     # super-batch), each column's slot, the ids
     nc = max(2 * N, 1)
-    lens = (2 * size, 1 + tiles, 2, nc, tiles + 1 if N > 1 else 0, max(C, 1), C + E)
+    row_tiles = max(tiles - col_tiles, 1)  # >= 1: the rows' pass writes the count
+    # a super-batch scans its columns' tiles and its rows' tiles apart
+    states = 1 + tiles if N == 1 else 2 + col_tiles + row_tiles
+    lens = (2 * size, states, 2, nc, col_tiles if N > 1 else 0, max(C, 1), C + E)
     scratch = torch.empty(sum(lens), dtype=torch.int64, device=dev)
     table, state, count, counters, offsets, slot, out = scratch.split(lens)
     table = table.view(2, size)
@@ -369,61 +372,67 @@ def all_nodes(A, batches=None):
             grid=tiles,
         )
         return _flagged(out, count, M)
+    col_state, row_state = state.split((1 + col_tiles, 1 + row_tiles))
+    if col_tiles:
+        launch(
+            "frontier",
+            "gs_nodes_count",
+            col_tiles * _THREADS,
+            cols,
+            C,
+            _opt(ncols),
+            table[1],
+            slot,
+            n,
+            N,
+            M,
+            counters,
+            col_state,
+            offsets,
+            block=_THREADS,
+            grid=col_tiles,
+        )
+    launch("frontier", "gs_nodes_prefix", 1, counters, N, 0, block=1, grid=1)
     launch(
         "frontier",
-        "gs_nodes_count",
-        tiles * _THREADS,
-        cols,
-        C,
-        _opt(ncols),
-        table[0],
-        table[1],
-        mask,
-        slot,
+        "gs_nodes_rows",
+        row_tiles * _THREADS,
         rid,
         R,
         K,
         W,
         n,
         N,
-        col_tiles,
+        row_tiles,
         M,
         counters,
-        tiles,
-        state,
-        offsets,
-        block=_THREADS,
-        grid=tiles,
-    )
-    launch("frontier", "gs_nodes_prefix", 1, counters, N, block=1, grid=1)
-    launch(
-        "frontier",
-        "gs_nodes_emit",
-        tiles * _THREADS,
-        cols,
-        C,
-        _opt(ncols),
-        table[0],
-        table[1],
-        mask,
-        slot,
-        rid,
-        R,
-        K,
-        W,
-        n,
-        N,
-        col_tiles,
-        tiles,
-        counters,
-        offsets,
+        row_state,
         out,
         count,
-        M,
         flag,
         block=_THREADS,
-        grid=tiles,
+        grid=row_tiles,
     )
+    launch("frontier", "gs_nodes_prefix", 1, counters, N, 1, block=1, grid=1)
+    if col_tiles:
+        launch(
+            "frontier",
+            "gs_nodes_emit",
+            col_tiles * _THREADS,
+            cols,
+            C,
+            _opt(ncols),
+            table[1],
+            slot,
+            n,
+            N,
+            M,
+            counters,
+            offsets,
+            out,
+            block=_THREADS,
+            grid=col_tiles,
+        )
     return _flagged(out, count, M)
 
 
