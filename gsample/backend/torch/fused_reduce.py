@@ -24,8 +24,9 @@ def slice_reduce(A, cols: torch.Tensor, op: str, axis: int, batches=None) -> tor
     v``) and ``A`` the graph: the reduction of the block-diagonal graph's slice (axis 1: the
     ``N * n`` encoded rows), as the unfused super-batched program computes it.
     """
-    if batches is None and op == "sum" and axis == 1 and cols.device.type == "cpu":
-        out = layerwise_native.slice_row_sum(A, cols)  # one pass, the same sums
+    if op == "sum" and axis == 1 and cols.device.type == "cpu":
+        # one pass (a mini-batch at a time in a super-batch), the same sums
+        out = _native_row_sum(A, cols, batches)
         if out is not None:
             return out
     if batches is None:
@@ -39,3 +40,14 @@ def slice_reduce(A, cols: torch.Tensor, op: str, axis: int, batches=None) -> tor
         # O(R), and reduces in the same order (the same bits, gsample.formats.layouts)
         S = to_csr(S, compact=True)
     return layout_ops.reduce(S, op, axis)
+
+
+def _native_row_sum(A, cols: torch.Tensor, batches):
+    """:func:`layerwise_native.slice_row_sum`, of each mini-batch of a super-batch (its
+    ``n`` rows after the batches before it): None where the torch code must run."""
+    if batches is None:
+        return layerwise_native.slice_row_sum(A, cols)
+    N, n = batches
+    nodes, _, ptr = frontier(cols, n, N)
+    parts = [layerwise_native.slice_row_sum(A, nodes[ptr[b] : ptr[b + 1]]) for b in range(N)]
+    return None if any(p is None for p in parts) else torch.cat(parts)

@@ -43,6 +43,7 @@ from gsample.backend.torch.batched import encode_columns, frontier
 from gsample.backend.torch.select import (
     METHODS,
     Draws,
+    _draws_fit,
     _method,
     choose_among,
     choose_rows,
@@ -274,18 +275,60 @@ def _batched_collective(A: CSC, cols, k, replace, key: BatchKeys, node_probs):
     n, copies = key.num_nodes, key.copies
     if A.row_ids is not None:
         raise RuntimeError("super-batch: a fused collective sample must slice the whole graph")
-    nodes, batch, _ = frontier(cols, n, copies)
+    nodes, batch, ptr = frontier(cols, n, copies)
+    shared = True
+    if node_probs is not None:
+        shared = not _per_batch_weights(node_probs, "node_probs", n, copies, "row")
+        V.finite_nonnegative(node_probs, "node_probs")  # once, before the copies
+    if cols.device.type == "cpu":  # native passes, a mini-batch at a time
+        out = _native_batches(A, cols, nodes, ptr, k, replace, key, node_probs, shared)
+        if out is not None:
+            return out
     indptr_a, seg = A.column_segments(nodes)
     index, indptr_s = gather_segments(indptr_a, seg)
     # the frontier's rows in the block-diagonal row space (A's rows are all n nodes)
     owner = torch.repeat_interleave(batch, indptr_s[1:] - indptr_s[:-1], output_size=index.numel())
     rows_s = A.rows[index] + owner * n
-    if node_probs is not None:
-        shared = not _per_batch_weights(node_probs, "node_probs", n, copies, "row")
-        V.finite_nonnegative(node_probs, "node_probs")  # once, before the copies
-        if shared:
-            node_probs = node_probs.repeat(copies)
+    if node_probs is not None and shared:
+        node_probs = node_probs.repeat(copies)
     chosen = choose_rows(rows_s, n * copies, lambda rows: rows, k, replace, key, node_probs)
     indptr, kept, rows = keep_rows(indptr_s, rows_s, n * copies, chosen)
     out = _result(A, cols, indptr, index[kept], rows=rows, row_ids=chosen)
     return dc_replace(out, num_nodes=n * copies)
+
+
+def _native_batches(A: CSC, cols, nodes, ptr, k, replace, key: BatchKeys, node_probs, shared):
+    """:func:`_batched_collective` on CPU tensors as each mini-batch samples on its own
+    (:func:`_native_collective`'s passes and draw, with the batch's key and weights), the
+    results laid side by side in the block-diagonal spaces: the same CSC, bit for bit
+    (each batch keeps the rows it keeps on its own), in time linear in the super-batch where
+    the torch code sorts its edges and candidates. None where the torch code must run."""
+    n, copies = key.num_nodes, key.copies
+    _draws_fit(k, replace, copies, cols.device)
+    parts = []
+    for b in range(copies):
+        nodes_b = nodes[ptr[b] : ptr[b + 1]]
+        probs = node_probs if shared or node_probs is None else node_probs[b * n : (b + 1) * n]
+        found = layerwise_native.candidates(A, nodes_b, probs)
+        if found is None:
+            return None
+        cand, E = found
+        chosen = choose_among(cand, E, A.global_rows, k, replace, key.keys[b], probs)
+        kept = layerwise_native.keep_chosen(A, nodes_b, chosen, E)
+        if kept is None:
+            return None
+        parts.append((chosen + b * n, *kept))
+    chosen, indptrs, eids, rows, values = zip(*parts)
+    # batch b's edges and rows follow those of the batches before it
+    edge_at = torch.tensor([0, *(int(p[-1]) for p in indptrs)]).cumsum(0)
+    row_at = torch.tensor([0, *(c.numel() for c in chosen)]).cumsum(0)
+    indptr = torch.cat([indptrs[0][:1], *(p[1:] + at for p, at in zip(indptrs, edge_at))])
+    return CSC(
+        num_nodes=n * copies,
+        indptr=indptr,
+        rows=torch.cat([r + at for r, at in zip(rows, row_at)]),
+        row_ids=torch.cat(chosen),
+        col_ids=cols,
+        values=None if values[0] is None else torch.cat(values),
+        eids=torch.cat(eids),
+    )
