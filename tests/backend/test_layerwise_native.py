@@ -353,6 +353,27 @@ def test_threads_give_the_same_bits(threads, case, monkeypatch):
         assert torch.equal(bits(native_row_sum(A, cols, monkeypatch)), bits(sums))
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_a_row_outside_the_space_leaves_every_bitmap_clear(graph, threads, monkeypatch):
+    """A CSC whose rows leave its row space (not a graph gsample built): the candidates'
+    pass declines it, on one thread or several, and leaves the bitmaps it marked (the
+    calling thread's and each thread's own) clear: the next call lists exactly the rows."""
+    monkeypatch.setattr(layerwise_native, "THREADS", threads)
+    cols = _cols(3000, 900)
+    want = layerwise_native.candidates(graph, cols, None)
+    rows = graph.rows.clone()
+    rows[rows.numel() // 2] = graph.num_rows + 5  # an edge of a column in the middle
+    bad = CSC(graph.num_nodes, graph.indptr, rows)
+    assert layerwise_native.candidates(bad, torch.arange(3000), None) is None
+    got = layerwise_native.candidates(graph, cols, None)
+    assert torch.equal(got[0], want[0]) and got[1] == want[1]
+    assert torch.equal(got[0], torch.unique(graph.rows[_edges_of(graph, cols)]))
+
+
+def _edges_of(A, cols):
+    return torch.cat([torch.arange(A.indptr[c], A.indptr[c + 1]) for c in cols.tolist()])
+
+
 def _in_child(A, cols, p, conn):
     try:
         out = layerwise_native.keep_chosen(A, cols, *layerwise_native.candidates(A, cols, p))

@@ -58,11 +58,13 @@ typedef unsigned long long gs_u64;
 namespace gs_lw {
 
 // the calling thread's buffers: a bitmap over the row space and the words a call set (all
-// zero between calls), and a count per bitmap word (read only where a call wrote it)
+// zero between calls), a count per bitmap word (read only where a call wrote it), and a
+// thread's own bitmap for a pass split over threads (all zero between calls)
 struct Buffers {
     std::vector<gs_u64> present;
     std::vector<gs_i64> touched;
     std::vector<gs_i64> first;
+    std::vector<gs_u64> mark;
 };
 static thread_local Buffers buf;
 
@@ -149,21 +151,36 @@ static gs_i64 candidates(const gs_i64* indptr, const gs_i64* rows, const gs_i64*
                 w |= 1ull << (r & 63);
             }
         }
-    } else {  // threads mark the rows of their columns, atomically; the order comes after
+    } else {  // each thread marks the rows of its columns in a bitmap of its own, then ORs
+              // the words it set into P, an atomic a word (an atomic an edge on the shared
+              // bitmap had the threads contend for its cache lines); the order comes after
         const std::vector<gs_i64> bounds = split(indptr, cols, C, E, threads);
         std::vector<std::vector<gs_i64>> mine(threads);
         parallel(threads, openmp, [&](int i, int) {
-            std::vector<gs_i64>& t = mine[i];
-            for (gs_i64 c = bounds[i]; c < bounds[i + 1]; ++c) {
+            std::vector<gs_u64>& own = buf.mark;  // this thread's
+            if (own.size() < words) own.resize(words, 0);
+            gs_u64* Q = own.data();
+            std::vector<gs_i64> set;
+            bool stop = false;
+            for (gs_i64 c = bounds[i]; c < bounds[i + 1] && !stop; ++c) {
                 const gs_i64 j = cols[c];
                 for (gs_i64 e = indptr[j]; e < indptr[j + 1]; ++e) {
                     const gs_i64 r = rows[e];
-                    if (!in_range(r, R)) { __atomic_store_n(&bad, 1, __ATOMIC_RELAXED); return; }
+                    if (!in_range(r, R)) {
+                        __atomic_store_n(&bad, 1, __ATOMIC_RELAXED);
+                        stop = true;
+                        break;
+                    }
                     if (probs && !(probs[r] > 0)) continue;
-                    const gs_u64 m = 1ull << (r & 63);
-                    if (__atomic_fetch_or(&P[r >> 6], m, __ATOMIC_RELAXED) == 0)
-                        t.push_back(r >> 6);
+                    gs_u64& w = Q[r >> 6];
+                    if (w == 0) set.push_back(r >> 6);
+                    w |= 1ull << (r & 63);
                 }
+            }
+            std::vector<gs_i64>& t = mine[i];   // (also after a bad row: Q is left clear)
+            for (const gs_i64 w : set) {
+                if (__atomic_fetch_or(&P[w], Q[w], __ATOMIC_RELAXED) == 0) t.push_back(w);
+                Q[w] = 0;
             }
         });
         for (auto& t : mine) touched.insert(touched.end(), t.begin(), t.end());
