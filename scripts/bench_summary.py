@@ -7,7 +7,8 @@ Columns: workload, mode, device, date, median_s (epoch seconds, median of the re
 repeats), work_per_s (sampled edges, walk steps or seeds per second, where the record
 says), unit, source (the record's file name). Records of ``python -m gsample.bench`` (the
 harness and its ablation) and of the scripts in ``benchmarks/`` (training pipeline, UVA,
-multi-GPU, fused walk, compiler-pass ablation) are read; other files are left out.
+multi-GPU, DDP training, fused walk, compiler-pass ablation) are read; other files are left
+out.
 """
 
 from __future__ import annotations
@@ -46,6 +47,11 @@ def _rows_of(record: dict, source: str) -> list[list]:
             out.append(
                 row(f"training {sampler}", f"{mode}, features {m['feature_mode']}", m["epoch"])
             )
+    elif "world_sizes" in record and "runs" in record:  # train_ddp
+        model = record.get("model", "training")
+        for m in record["runs"]:
+            median = m["median"]
+            out.append(row(f"training, {model}", f"{m['world']} GPU(s)", median["epoch"]))
     elif "world_sizes" in record:  # multi_gpu
         for m in record["results"]:
             mode = f"{m['placement']}, {m['world']} GPU(s)"

@@ -445,9 +445,9 @@ def merge_records(records) -> dict:
 
 
 def newest_records(folder) -> list:
-    """Per (device type, graph) in ``folder``, the ``gsample.bench`` records merged so that
-    each workload comes from the newest record that has it (:func:`merge_records`), GPU
-    first.
+    """Per (device type, graph) in ``folder`` (and, on the CPU, per thread count: a 1- and a
+    2-thread run are two tables), the ``gsample.bench`` records merged so that each
+    workload comes from the newest record that has it (:func:`merge_records`), GPU first.
 
     Parameters
     ----------
@@ -458,7 +458,8 @@ def newest_records(folder) -> list:
     Returns
     -------
     list of dict
-        A merged record per (device type, graph), sorted GPU first, then by graph. Newest is
+        A merged record per (device type, graph, CPU threads), sorted GPU first, then by
+        graph, then by threads. Newest is
         by the record's ``date``, the file's mtime breaking ties; ``file`` is the newest
         contributing record's file name, and ``sources`` lists every contributing record
         (one when a single record holds all the workloads).
@@ -471,12 +472,13 @@ def newest_records(folder) -> list:
             continue
         if r.get("harness") != "gsample.bench" or r.get("quick"):
             continue
-        key = (r.get("device_type"), r.get("graph"))
+        threads = r.get("threads") if r.get("device_type") == "cpu" else None
+        key = (r.get("device_type"), r.get("graph"), threads)
         rank = (r.get("date", ""), p.stat().st_mtime)
         groups.setdefault(key, []).append((rank, {**r, "file": p.name}))
     return [
         merge_records([r for _, r in sorted(groups[k], key=lambda x: x[0], reverse=True)])
-        for k in sorted(groups, key=lambda k: (k[0] != "cuda", str(k[1])))
+        for k in sorted(groups, key=lambda k: (k[0] != "cuda", str(k[1]), k[2] or 0))
     ]
 
 

@@ -88,6 +88,22 @@ def test_newest_record_per_device_and_graph_gpu_first(results):
     ]
 
 
+def test_cpu_records_of_two_thread_counts_make_two_tables(tmp_path):
+    d = tmp_path / "results"
+    d.mkdir()
+    for name, threads, date in (("one", 1, "2026-11-01"), ("two", 2, "2026-11-02")):
+        device = f"x86_64 CPU, {threads} thread{'s' * (threads > 1)}"
+        r = {**_record(f"{date}T00:00:00+00:00"), "threads": threads, "device": device}
+        (d / f"bench_{name}.json").write_text(json.dumps(r))
+    got = report.newest_records(d)
+    assert [(r["threads"], r["file"]) for r in got] == [
+        (1, "bench_one.json"),
+        (2, "bench_two.json"),
+    ]
+    block = report.readme_block(got)
+    assert "**x86_64 CPU, 1 thread**" in block and "**x86_64 CPU, 2 threads**" in block
+
+
 def _partial(date, t, names, device_type="cuda", quick=False, repeats=5):
     """A record holding only ``names``, each a copy of :func:`_record`'s graphsage entry
     scaled by ``t`` (so a row tells which record it came from)."""
@@ -275,4 +291,15 @@ def test_the_benchmarks_page_block_is_made_from_the_committed_records():
     """docs/guide/benchmarks.md's table is the newest records' (run
     ``scripts/bench_table.py --write`` after adding one to ``benchmarks/results``)."""
     r = _table("--check")
+    assert r.returncode == 0, r.stderr
+
+
+def test_the_summary_csv_is_made_from_the_committed_records():
+    """benchmarks/results/summary.csv lists every kept record's rows, each kind of record
+    read (run ``scripts/bench_summary.py`` after adding or dropping one)."""
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "bench_summary.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
