@@ -14,6 +14,7 @@ from torch_geometric.sampler import SamplerOutput
 from torch_geometric.sampler.base import SubgraphType
 
 import gsample.pyg as gp
+from gsample.base import validate as V
 from gsample.interop.pyg.loader import UnsupportedArgument
 
 N, E = 60, 400
@@ -200,3 +201,37 @@ def test_accepted_defaults(data):
         seed=0,
     )
     assert sum(b.input_id.numel() for b in loader) == E
+
+
+@pytest.mark.parametrize("bad", [-1, N, 2**40])
+@pytest.mark.parametrize("row", [0, 1])
+def test_supervision_edges_are_checked_once_when_the_loader_is_made(data, bad, row, monkeypatch):
+    """A bad id in ``edge_label_index`` is an ``IndexError`` naming it when the loader is
+    made; good edges are checked there once, so a batch's negative draw checks none of its
+    endpoints again (each check a host read-back on a GPU)."""
+    label_index = data.edge_index[:, :40].clone()
+    label_index[row, 7] = bad
+    with pytest.raises(IndexError, match=rf"edge_label_index: node id {bad} is"):
+        gp.LinkNeighborLoader(data, [3], edge_label_index=label_index, batch_size=8)
+
+    def epoch():  # a new loader's first epoch (each iteration is an epoch of its own)
+        loader = gp.LinkNeighborLoader(
+            data,
+            [3, 2],
+            edge_label_index=data.edge_index[:, :40],
+            batch_size=8,
+            neg_sampling=gp.NegativeSampling("binary", 1, strict=True),
+            seed=3,
+        )
+        return [torch.cat([b.n_id, b.edge_label_index.view(-1)]) for b in loader]
+
+    want = epoch()
+    checked = []
+    in_range = V.in_range
+    monkeypatch.setattr(
+        V, "in_range", lambda t, name, n: (checked.append(name), in_range(t, name, n))
+    )
+    got = epoch()
+    assert len(got) == 5 and all(torch.equal(a, b) for a, b in zip(got, want))
+    assert "edge_label_index" in checked  # the loader's own check, when it is made
+    assert "src" not in checked and "dst" not in checked  # not again, batch by batch

@@ -238,6 +238,8 @@ class _KeyedSampler(Sampler):
         super().__init__(*args, **kwargs)
         self.scope = None  # the epoch seed of the mini-batch being finished
         self.raw = None  # its program output, when drawn in a super-batch
+        # the loader checked its supervision edges' ids when it was made (LinkNeighborLoader)
+        self.checked_edges = False
         if self.disjoint is not None:
             self.disjoint = _Replayable(self.disjoint, self)
         # its consumer is LinkLoader.filter_fn over a Data (filter_data), which moves
@@ -263,7 +265,8 @@ class _KeyedSampler(Sampler):
             )
         negatives = None if neg_sampling is None else self.negative_sampler(neg_sampling)
         key = op_key(epoch_seed, NEGATIVE_ORDINAL, key)
-        return edge_seeds(index, negatives, neg_sampling, key, self.disjoint is not None)
+        disjoint = self.disjoint is not None
+        return edge_seeds(index, negatives, neg_sampling, key, disjoint, self.checked_edges)
 
     def finish(self, plan: EdgeSeeds, epoch_seed: int, key: int, raw=None):
         """The ``SamplerOutput`` of ``plan``'s seeds drawn as mini-batch ``key`` of the
@@ -682,6 +685,10 @@ class LinkNeighborLoader(*_BASES):
         # on one device, as PyG's own helpers (global_row, to_bidirectional) need
         if hasattr(sampler, "keep_edges"):
             sampler.keep_edges = sampler.keep_edges and transform_sampler_output is None
+        if isinstance(sampler, _KeyedSampler):  # every batch's endpoints checked here, once
+            for ids in (self.input_data.row, self.input_data.col):
+                V.ids(ids, "edge_label_index", sampler.A.num_nodes, None)
+            sampler.checked_edges = True
         if self.neg_sampling is None:
             return
         # built once here: bad weights fail now

@@ -333,6 +333,7 @@ class NegativeSampler:
         *,
         time: torch.Tensor | None = None,
         key: int | None = None,
+        checked: bool = False,
     ) -> Negatives:
         """Draw the negatives of ``B`` positive pairs.
 
@@ -354,6 +355,9 @@ class NegativeSampler:
         key : int, optional
             The draw's op key (``gsample.base.random.op_key(seed, ordinal, batch)``);
             default the next op of gsample's stream (``gs.manual_seed``).
+        checked : bool
+            ``src`` / ``dst`` were range-checked already (a loader checks its supervision
+            edges once): they are not checked again (a host read-back each on a GPU).
 
         Returns
         -------
@@ -364,10 +368,10 @@ class NegativeSampler:
         mode = check_mode(mode)
         amount = check_amount(amount, mode)
         dev = self.device
-        src = V.ids(src, "src", self.num_src, None).to(dev)
+        src = V.ids(src, "src", self.num_src, None, check_range=not checked).to(dev)
         b = src.numel()
         if dst is not None:
-            dst = V.ids(dst, "dst", self.num_dst, None)
+            dst = V.ids(dst, "dst", self.num_dst, None, check_range=not checked)
             if dst.numel() != b:
                 raise ValueError(f"dst: expected shape ({b},) as src, got {tuple(dst.shape)}")
         if time is not None:

@@ -48,11 +48,11 @@ def sampler_for(
 
 
 # ----------------------------------------------------------------------------- PyG's edge_sample
-def _with_negatives(src, dst, label, time, negatives, neg_sampling, key, disjoint):
+def _with_negatives(src, dst, label, time, negatives, neg_sampling, key, disjoint, checked=False):
     """PyG's ``edge_sample`` step shared by the homogeneous and typed layouts: the positives
     with their negatives appended (binary: pairs and 0 labels; triplet: destinations), and
     the times of the sources and destinations; returns ``(src, dst, label, src_time,
-    dst_time, mode, amount)``."""
+    dst_time, mode, amount)``. ``checked``: the positives' ids are known to be in range."""
     out_device = src.device
     num_pos = src.numel()
     src_time = dst_time = time
@@ -64,7 +64,7 @@ def _with_negatives(src, dst, label, time, negatives, neg_sampling, key, disjoin
         if negatives is None:
             raise ValueError("negatives: a NegativeSampler is needed with neg_sampling")
         amount = check_amount(neg_sampling.amount, mode)
-        neg = negatives(src, dst, mode, amount, time=time, key=key)
+        neg = negatives(src, dst, mode, amount, time=time, key=key, checked=checked)
         neg_src, neg_dst, neg_time = (None if x is None else x.to(out_device) for x in neg.flat())
         if mode == "binary":
             src = torch.cat([src, neg_src])
@@ -128,6 +128,7 @@ def edge_seeds(
     neg_sampling=None,
     key: int | None = None,
     disjoint: bool = False,
+    checked: bool = False,
 ) -> EdgeSeeds:
     """The first half of :func:`edge_sample`: the mini-batch's negatives drawn (with
     ``key``) and its seeds laid out, before anything is sampled from them. A loader that
@@ -138,6 +139,9 @@ def edge_seeds(
     ----------
     index, negatives, neg_sampling, key, disjoint
         As :func:`edge_sample`'s.
+    checked : bool
+        ``index``'s node ids were range-checked already (a loader checks its supervision
+        edges once, when it is made): the negatives' draw does not check them again.
 
     Returns
     -------
@@ -153,7 +157,7 @@ def edge_seeds(
     label, time = index.label, index.time
     num_pos = src.numel()
     src, dst, label, src_time, dst_time, mode, amount = _with_negatives(
-        src, dst, label, time, negatives, neg_sampling, key, disjoint
+        src, dst, label, time, negatives, neg_sampling, key, disjoint, checked
     )
     seed = torch.cat([src, dst])
     if disjoint:
