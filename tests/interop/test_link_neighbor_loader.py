@@ -235,3 +235,24 @@ def test_supervision_edges_are_checked_once_when_the_loader_is_made(data, bad, r
     assert len(got) == 5 and all(torch.equal(a, b) for a, b in zip(got, want))
     assert "edge_label_index" in checked  # the loader's own check, when it is made
     assert "src" not in checked and "dst" not in checked  # not again, batch by batch
+
+
+def test_with_edge_weight_finds_every_link_batch(data):
+    """``gp.with_edge_weight`` as the link loader's transform finds each batch by its
+    ``input_id`` (the loader remembers the batch unhashed; the lookup hashes it), with the
+    sampled edges: no ``RuntimeError``, and no ``edge_weight`` where the sampler gave no
+    values."""
+    loader = gp.LinkNeighborLoader(
+        data,
+        [3, 2],
+        edge_label_index=data.edge_index[:, :40],
+        batch_size=8,
+        neg_sampling="binary",
+        transform=gp.with_edge_weight,
+        seed=2,
+    )
+    batches = list(loader)
+    assert len(batches) == 5
+    for b in batches:
+        assert "edge_weight" not in b and b.e_id.numel() > 0
+        _check_structure(b, data)

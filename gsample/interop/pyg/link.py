@@ -48,7 +48,7 @@ from gsample.interop.pyg.arguments import (
     weighted_graph,
 )
 from gsample.interop.pyg.hetero_super_batch import HeteroSuperBatches
-from gsample.interop.pyg.loader import Sampler, _remember
+from gsample.interop.pyg.loader import Sampler, _remember_input
 from gsample.interop.pyg.negatives import (
     NEGATIVE_ORDINAL,
     EdgeSeeds,
@@ -278,7 +278,7 @@ class _KeyedSampler(Sampler):
         finally:
             self.scope = self.raw = None
         # gsample.pyg.with_edge_weight finds a batch by its input_id set, as PyG's loaders key
-        _remember(batch_key(plan.input_id), out.edge, out.metadata[2])
+        _remember_input(plan.input_id, out.edge, out.metadata[2])
         return edge_output(plan, out)
 
 

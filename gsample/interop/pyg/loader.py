@@ -402,7 +402,9 @@ def _hops_program(fn: Callable) -> Callable | None:
 
 #: the last mini-batches :class:`Sampler` drew in this process, by key: ``(edge ids, edge
 #: values or None)``, for :func:`with_edge_weight` (PyG runs a loader's transform right
-#: after its sampler, in the same process: a few entries are enough; the oldest go first)
+#: after its sampler, in the same process: a few entries are enough; the oldest go first).
+#: A batch remembered by its ``input_id`` (:func:`_remember_input`) is keyed by an object
+#: of its own, its key computed only if a lookup needs it.
 _RECENT: collections.OrderedDict = collections.OrderedDict()
 _RECENT_SIZE = 8
 
@@ -412,6 +414,35 @@ def _remember(key: int, edge: torch.Tensor, weight) -> None:
     _RECENT.move_to_end(key)
     while len(_RECENT) > _RECENT_SIZE:
         _RECENT.popitem(last=False)
+
+
+class _ByInput:
+    """A remembered batch's key, ``batch_key(input_id)``, computed when first asked (on a
+    GPU a hash of the ids and a read-back: most batches are never looked up)."""
+
+    def __init__(self, input_id: torch.Tensor):
+        self.input_id, self.key = input_id, None
+
+    def resolve(self) -> int:
+        if self.key is None:
+            self.key = batch_key(self.input_id)
+        return self.key
+
+
+def _remember_input(input_id: torch.Tensor, edge: torch.Tensor, weight) -> None:
+    """:func:`_remember` a batch by its ``input_id``, its key left for a lookup to compute."""
+    _remember(_ByInput(input_id), edge, weight)
+
+
+def _recall(key: int):
+    """The remembered ``(edge, weight)`` of the batch ``key`` (removed), or None."""
+    entry = _RECENT.pop(key, None)
+    if entry is not None:
+        return entry
+    for token in reversed(list(_RECENT)):
+        if isinstance(token, _ByInput) and token.resolve() == key:
+            return _RECENT.pop(token)
+    return None
 
 
 def with_edge_weight(data):
@@ -456,7 +487,7 @@ def with_edge_weight(data):
             "data: expected a mini-batch of PyG's NodeLoader or LinkLoader over "
             "gsample.pyg.Sampler (with input_id and e_id)"
         )
-    entry = _RECENT.pop(batch_key(data.input_id), None)
+    entry = _recall(batch_key(data.input_id))
     if entry is None:
         raise RuntimeError(
             "with_edge_weight: gsample.pyg.Sampler did not sample this "
