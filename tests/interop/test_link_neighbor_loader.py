@@ -207,8 +207,9 @@ def test_accepted_defaults(data):
 @pytest.mark.parametrize("row", [0, 1])
 def test_supervision_edges_are_checked_once_when_the_loader_is_made(data, bad, row, monkeypatch):
     """A bad id in ``edge_label_index`` is an ``IndexError`` naming it when the loader is
-    made; good edges are checked there once, so a batch's negative draw checks none of its
-    endpoints again (each check a host read-back on a GPU)."""
+    made; good edges are checked there once, so neither a batch's negative draw nor its
+    sampler checks its endpoints (or the negatives, drawn among the graph's nodes) again
+    (each check a host read-back on a GPU)."""
     label_index = data.edge_index[:, :40].clone()
     label_index[row, 7] = bad
     with pytest.raises(IndexError, match=rf"edge_label_index: node id {bad} is"):
@@ -234,7 +235,7 @@ def test_supervision_edges_are_checked_once_when_the_loader_is_made(data, bad, r
     got = epoch()
     assert len(got) == 5 and all(torch.equal(a, b) for a, b in zip(got, want))
     assert "edge_label_index" in checked  # the loader's own check, when it is made
-    assert "src" not in checked and "dst" not in checked  # not again, batch by batch
+    assert not {"src", "dst", "seeds"} & set(checked)  # not again, batch by batch
 
 
 def test_with_edge_weight_finds_every_link_batch(data):

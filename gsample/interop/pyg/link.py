@@ -688,7 +688,8 @@ class LinkNeighborLoader(*_BASES):
         if isinstance(sampler, _KeyedSampler):  # every batch's endpoints checked here, once
             for ids in (self.input_data.row, self.input_data.col):
                 V.ids(ids, "edge_label_index", sampler.A.num_nodes, None)
-            sampler.checked_edges = True
+            # a batch's seeds: these endpoints and negatives drawn among the graph's nodes
+            sampler.checked_edges = sampler.seeds_in_range = True
         if self.neg_sampling is None:
             return
         # built once here: bad weights fail now

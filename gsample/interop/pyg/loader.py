@@ -172,6 +172,9 @@ class Sampler(_Base):
         self.disjoint = disjoint
         self.seed = _args.default_seed() if seed is None else seed & MASK64
         self.epoch = 0
+        # the seeds are known to be node ids of the graph (a loader that checked its inputs
+        # when it was made): not checked again, batch by batch (a read-back each on a GPU)
+        self.seeds_in_range = False
 
     @property
     def num_nodes(self) -> int:
@@ -202,7 +205,8 @@ class Sampler(_Base):
 
     def _run(self, fn: Callable, seeds: torch.Tensor, key: int):
         """``fn(A, seeds)`` (``sampler_fn`` or :attr:`hops_fn`) as mini-batch ``key``."""
-        seeds = V.ids(seeds, "seeds", self.A.num_nodes, None).to(self.A.device)
+        seeds = V.ids(seeds, "seeds", self.A.num_nodes, None, check_range=not self.seeds_in_range)
+        seeds = seeds.to(self.A.device)
         with batch_scope(self.epoch_seed(), key):
             return fn(self.A, seeds)
 
