@@ -186,10 +186,17 @@ def slice_rows_cols_batched(
         marker = torch.full((n,), -1, dtype=torch.int64, device=dev)
     at = torch.arange(R, device=dev)
     counts, local_rows, eids, values, repeats = [], [], [], [], []
+    native = dev.type == "cpu"
     for b in range(N):
         r0, r1 = rptr[b], rptr[b + 1]
-        idx, ptr = gather_segments(indptr, seg[cptr[b] : cptr[b + 1]])
-        edge_rows = A.global_rows(A.rows[idx])  # node ids of the graph, in [0, n)
+        # on the CPU the native column slice (its rows, edge ids and values in one pass, as a
+        # mini-batch's A[rows, cols] takes them); else the columns' edge positions
+        S = layerwise_native.slice_cols(A, v[cptr[b] : cptr[b + 1]]) if native else None
+        if S is not None:
+            ptr, edge_rows = S.indptr, A.global_rows(S.rows)
+        else:
+            idx, ptr = gather_segments(indptr, seg[cptr[b] : cptr[b + 1]])
+            edge_rows = A.global_rows(A.rows[idx])  # node ids of the graph, in [0, n)
         mine = rows[r0:r1] - b * n
         if marker is not None:
             marker[mine] = at[r0:r1]
@@ -205,6 +212,11 @@ def slice_rows_cols_batched(
         kept = segment_ptr(hit.to(torch.int64))
         counts.append(kept[ptr[1:]] - kept[ptr[:-1]])
         local_rows.append(local[keep])
+        if S is not None:
+            eids.append(S.eids[keep])
+            if A.values is not None:
+                values.append(S.values[keep])
+            continue
         idx = idx[keep]  # (each batch's gathers while its edges are in cache)
         eids.append(idx if A.eids is None else A.eids[idx])
         if A.values is not None:
