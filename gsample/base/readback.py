@@ -97,7 +97,7 @@ def read_scalars(scalars: list) -> list:
         flat = torch.cat([scalars[i].reshape(1) for i in todo]).to(torch.int64)
         got = torch.empty(len(todo), dtype=torch.int64, pin_memory=True)
         got.copy_(flat, non_blocking=True)
-    for device in devices or {scalars[0].device}:
+    for device in devices:
         _synchronize(device)
     out = [0] * len(scalars)
     for j, i in enumerate(todo):

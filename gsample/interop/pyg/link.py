@@ -48,7 +48,7 @@ from gsample.interop.pyg.arguments import (
     weighted_graph,
 )
 from gsample.interop.pyg.hetero_super_batch import HeteroSuperBatches
-from gsample.interop.pyg.loader import Sampler, _remember_input
+from gsample.interop.pyg.loader import Sampler, _ByInput
 from gsample.interop.pyg.negatives import (
     NEGATIVE_ORDINAL,
     EdgeSeeds,
@@ -238,8 +238,6 @@ class _KeyedSampler(Sampler):
         super().__init__(*args, **kwargs)
         self.scope = None  # the epoch seed of the mini-batch being finished
         self.raw = None  # its program output, when drawn in a super-batch
-        # the loader checked its supervision edges' ids when it was made (LinkNeighborLoader)
-        self.checked_edges = False
         if self.disjoint is not None:
             self.disjoint = _Replayable(self.disjoint, self)
         # its consumer is LinkLoader.filter_fn over a Data (filter_data), which moves
@@ -266,19 +264,20 @@ class _KeyedSampler(Sampler):
         negatives = None if neg_sampling is None else self.negative_sampler(neg_sampling)
         key = op_key(epoch_seed, NEGATIVE_ORDINAL, key)
         disjoint = self.disjoint is not None
-        return edge_seeds(index, negatives, neg_sampling, key, disjoint, self.checked_edges)
+        return edge_seeds(index, negatives, neg_sampling, key, disjoint, self.seeds_in_range)
 
     def finish(self, plan: EdgeSeeds, epoch_seed: int, key: int, raw=None):
         """The ``SamplerOutput`` of ``plan``'s seeds drawn as mini-batch ``key`` of the
         epoch ``epoch_seed`` (``raw``: that draw's program output, made in a super-batch),
         with PyG's ``metadata``."""
         self.scope, self.raw = epoch_seed, raw
+        # gsample.pyg.with_edge_weight finds a batch by its input_id set, as PyG's loaders
+        # key it (the draws are keyed by key, the batch's index in the epoch)
+        memo = _ByInput(plan.input_id)
         try:  # the seeds: unique endpoints (edge_seeds) unless disjoint
-            out = self._output(plan.seed, key, seed_time=plan.seed_time, distinct=True)
+            out = self._output(plan.seed, key, seed_time=plan.seed_time, distinct=True, memo=memo)
         finally:
             self.scope = self.raw = None
-        # gsample.pyg.with_edge_weight finds a batch by its input_id set, as PyG's loaders key
-        _remember_input(plan.input_id, out.edge, out.metadata[2])
         return edge_output(plan, out)
 
 
@@ -689,7 +688,7 @@ class LinkNeighborLoader(*_BASES):
             for ids in (self.input_data.row, self.input_data.col):
                 V.ids(ids, "edge_label_index", sampler.A.num_nodes, None)
             # a batch's seeds: these endpoints and negatives drawn among the graph's nodes
-            sampler.checked_edges = sampler.seeds_in_range = True
+            sampler.seeds_in_range = True
         if self.neg_sampling is None:
             return
         # built once here: bad weights fail now

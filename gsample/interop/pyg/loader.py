@@ -172,8 +172,9 @@ class Sampler(_Base):
         self.disjoint = disjoint
         self.seed = _args.default_seed() if seed is None else seed & MASK64
         self.epoch = 0
-        # the seeds are known to be node ids of the graph (a loader that checked its inputs
-        # when it was made): not checked again, batch by batch (a read-back each on a GPU)
+        # the loader driving this sampler checked its inputs when it was made, so its seeds
+        # (and a link batch's endpoints) are node ids of the graph: not checked again, batch
+        # by batch (a read-back each on a GPU; the compiled program still bounds them)
         self.seeds_in_range = False
 
     @property
@@ -225,11 +226,13 @@ class Sampler(_Base):
         metadata=None,
         seed_time=None,
         distinct: bool = False,
+        memo=None,
     ):
         """The ``SamplerOutput`` of mini-batch ``key`` on the seeds' device (``row`` and
         ``col`` on the graph's with :attr:`keep_edges`); ``metadata`` ``(input_id,
         seed_time)`` gets the edge values (or None) as a third entry, and the batch is
-        remembered for :func:`with_edge_weight`. ``seed_time``: the seeds' times (temporal
+        remembered for :func:`with_edge_weight`, by ``memo`` (default ``key``: PyG's
+        loaders key a batch by its ``input_id``). ``seed_time``: the seeds' times (temporal
         sampling; default ``metadata``'s). ``distinct``: no seed repeats (a link
         mini-batch's unique endpoints)."""
         if self.disjoint is not None:  # one tree per seed (gsample.interop.pyg.temporal)
@@ -262,7 +265,7 @@ class Sampler(_Base):
             num_sampled_edges=out.num_sampled_edges,
             metadata=(out.metadata[0], seed_time, weight),
         )
-        _remember(key, out.edge, weight)
+        _remember(key if memo is None else memo, out.edge, weight)
         return out
 
     def sample_from_nodes(self, index, **kwargs):
@@ -407,7 +410,7 @@ def _hops_program(fn: Callable) -> Callable | None:
 #: the last mini-batches :class:`Sampler` drew in this process, by key: ``(edge ids, edge
 #: values or None)``, for :func:`with_edge_weight` (PyG runs a loader's transform right
 #: after its sampler, in the same process: a few entries are enough; the oldest go first).
-#: A batch remembered by its ``input_id`` (:func:`_remember_input`) is keyed by an object
+#: A batch remembered by its ``input_id`` (a :class:`_ByInput`) is keyed by an object
 #: of its own, its key computed only if a lookup needs it.
 _RECENT: collections.OrderedDict = collections.OrderedDict()
 _RECENT_SIZE = 8
@@ -422,7 +425,8 @@ def _remember(key: int, edge: torch.Tensor, weight) -> None:
 
 class _ByInput:
     """A remembered batch's key, ``batch_key(input_id)``, computed when first asked (on a
-    GPU a hash of the ids and a read-back: most batches are never looked up)."""
+    GPU a hash of the ids and a read-back: most batches are never looked up): what a loader
+    that keys its draws otherwise gives :meth:`Sampler._output` as ``memo``."""
 
     def __init__(self, input_id: torch.Tensor):
         self.input_id, self.key = input_id, None
@@ -431,11 +435,6 @@ class _ByInput:
         if self.key is None:
             self.key = batch_key(self.input_id)
         return self.key
-
-
-def _remember_input(input_id: torch.Tensor, edge: torch.Tensor, weight) -> None:
-    """:func:`_remember` a batch by its ``input_id``, its key left for a lookup to compute."""
-    _remember(_ByInput(input_id), edge, weight)
 
 
 def _recall(key: int):
