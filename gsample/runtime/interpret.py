@@ -13,6 +13,7 @@ from gsample.backend import get_backend, resolve, run_op
 from gsample.base.random import BatchKeys, KeyRange, op_key, stream_state
 from gsample.ir import Graph, Node, Op, info, map_template
 from gsample.ir.visit import NodeVisitor
+from gsample.runtime import dense_index
 from gsample.runtime.block_diagonal import PerBatchDraw
 from gsample.runtime.cached import CachedValue
 from gsample.runtime.lower import lower
@@ -80,9 +81,14 @@ class _Interpreter(NodeVisitor):
 
     def dense(self, node: Node):
         env = self.env
-        return _call_dense(
-            node.attrs["fn"], node.attrs["template"], lambda ref: env[node.inputs[ref.name]]
-        )
+        fn, template = node.attrs["fn"], node.attrs["template"]
+        if dense_index.kind(fn) is not None:  # ids bounded first, as a lowered program's
+            names = list(node.inputs)
+            guarded = dense_index.GuardedIndex(
+                fn, template, names, dense_index.index_names(fn, template, node.inputs), "dense"
+            )
+            return guarded(*(env[node.inputs[k]] for k in names))
+        return _call_dense(fn, template, lambda ref: env[node.inputs[ref.name]])
 
     def getitem(self, node: Node):
         return self.env[node.inputs["x"]][node.attrs["index"]]

@@ -32,6 +32,7 @@ from gsample.formats.derived import COLUMNS, remember
 from gsample.ir import Align, Graph, Kind, Op, Ref, info, map_template
 from gsample.ir.visit import NodeVisitor
 from gsample.passes.gather_nodes import column_source, structure_root
+from gsample.runtime import dense_index
 from gsample.runtime.block_diagonal import PerBatchDraw
 from gsample.runtime.cached import CachedValue
 from gsample.runtime.cuda_graphs import Region, copy_out, regions, storages
@@ -332,15 +333,25 @@ class _Lowering(NodeVisitor):
             if isinstance(fn, tuple)
             else getattr(fn, "__qualname__", getattr(fn, "__name__", type(fn).__name__))
         )
-        step = self.emit(
-            _dense_call(fn, node.attrs["template"], names),
-            slots,
-            self.slot[node],
-            f"dense {label}",
-            node,
-            syncs=_reads_back(fn, node.attrs["template"]),
+        template = node.attrs["template"]
+        indexing = dense_index.kind(fn) is not None
+        # ids the sampler's own code indexes with are bounded first: nothing else checks
+        # them, and on the GPU an out-of-range one would be a device-side assert
+        call = (
+            dense_index.GuardedIndex(
+                fn, template, names, dense_index.index_names(fn, template, node.inputs), label
+            )
+            if indexing
+            else _dense_call(fn, template, names)
         )
-        step.graph_safe = self.p.deferred and _capturable(fn, node.attrs["template"])
+        step = self.emit(
+            call, slots, self.slot[node], f"dense {label}", node, syncs=_reads_back(fn, template)
+        )
+        step.graph_safe = self.p.deferred and (
+            dense_index.capturable(fn, template, node.inputs)
+            if indexing
+            else _capturable(fn, template)
+        )
 
     def op(self, node):
         d = info(node.op)
