@@ -1,5 +1,6 @@
 // Kernel family "nodewise": A[:, cols].individual_sample(k) (uniform, with or without
-// replacement; weighted with replacement from alias tables) in one launch, without the slice and without reading a size back to the host (host code:
+// replacement; weighted with replacement from alias tables) in one launch, without the slice
+// and without reading a size back to the host (host code:
 // gsample/backend/cuda/nodewise.py; the algorithms, which these reproduce draw for draw,
 // are stated in gsample/backend/torch/select.py).
 //
@@ -23,10 +24,6 @@
 #endif
 typedef GS_IDX gs_idx;
 
-#define GS_LOOP(i, n)                                                          \
-    for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < (n);   \
-         i += (gs_i64)gridDim.x * blockDim.x)
-
 __device__ __forceinline__ gs_i64 gs_count(const gs_i64* __restrict__ ncols, gs_i64 C) {
     return ncols == nullptr ? C : *ncols;
 }
@@ -45,32 +42,53 @@ __device__ __forceinline__ gs_i64 gs_alias_draw(const gs_i64* __restrict__ alias
     return (gs_i64)(coin >> 11) < alias[2 * e] ? s : alias[2 * e + 1] - start;
 }
 
+// One column's draws: the launch's draw settings and outputs, and the column's own values
+// (gs_sample_uniform builds one per column; the functions that take it are inlined, so its
+// fields stay in the registers the separate arguments took).
+struct gs_column_draws {
+    gs_i64 k;                            // draws per column
+    int replace;
+    const gs_i64* alias;                 // the alias tables, or null (uniform draws)
+    gs_i64* rows_out;                    // the result's rows, positions and edge ids
+    gs_i64* pos_out;
+    gs_i64* eids_out;
+    const gs_idx* R;                     // the column's rows (the graph's or the cache's)
+    const gs_i64* I;                     // its edge ids likewise, or null: no eids_out
+    gs_u64 base;                         // its batch's op key
+    gs_i64 position;                     // its position within its batch (keys its draws)
+    gs_i64 start, deg;                   // its edges in the graph
+    gs_i64 shift;                        // b * n: its rows' encoding in a super-batch
+    gs_i64 out;                          // its first slot in the result
+};
+
+// Draw i of a column before Floyd's check: weighted (alias tables), uniform over deg (with
+// replacement), or over j + 1 for j = deg - k + i (without). Returns its offset in the column.
+__device__ __forceinline__ gs_i64 gs_draw(const gs_column_draws& a, gs_i64 i) {
+    if (a.alias) return gs_alias_draw(a.alias, a.base, a.position, i, a.start, a.deg);
+    const gs_u64 w = gs_word(a.base, a.position, i);
+    return gs_uniform_int(w, a.replace ? a.deg : a.deg - a.k + i + 1);
+}
+
+// Writes the edge at offset d of the column into slot s of its result.
+__device__ __forceinline__ void gs_put(const gs_column_draws& a, gs_i64 s, gs_i64 d) {
+    a.rows_out[a.out + s] = (gs_i64)a.R[d] + a.shift;
+    a.pos_out[a.out + s] = a.start + d;
+    if (a.I != nullptr) a.eids_out[a.out + s] = a.I[d];
+}
+
 // A group of W lanes (W = 8, 16 or 32, the fewest lanes k <= 32 draws fit; gs_group)
 // draws a column: lane i makes draw i and writes it at its rank among the draws. Every lane
 // of the warp calls this together (its shuffles span the warp); `draws` is false for a lane
 // whose group has no column to draw. Floyd without replacement: lanes before i hold their
 // final draws when lane i takes its turn.
 __device__ __forceinline__ void gs_draw_in_group(int W, int sl, int g, bool draws,
-                                                 gs_i64 k, int replace,
-                                                 const gs_i64* __restrict__ alias, gs_u64 base,
-                                                 gs_i64 position, gs_i64 start, gs_i64 deg,
-                                                 gs_i64 shift, gs_i64 out,
-                                                 const gs_idx* __restrict__ R,
-                                                 const gs_i64* __restrict__ I,
-                                                 gs_i64* __restrict__ rows_out,
-                                                 gs_i64* __restrict__ pos_out,
-                                                 gs_i64* __restrict__ eids_out) {
+                                                 const gs_column_draws& a) {
     const unsigned FULL = 0xFFFFFFFFu;
     const unsigned mine = W == 32 ? FULL : ((1u << W) - 1u);
+    const gs_i64 k = a.k, deg = a.deg;
     const bool drawer = draws && sl < k;
-    gs_i64 d = 0;
-    if (drawer && alias) {
-        d = gs_alias_draw(alias, base, position, sl, start, deg);
-    } else if (drawer) {
-        const gs_u64 w = gs_word(base, position, sl);
-        d = gs_uniform_int(w, replace ? deg : deg - k + sl + 1);
-    }
-    if (!replace) {
+    gs_i64 d = drawer ? gs_draw(a, sl) : 0;
+    if (!a.replace) {
         const gs_i64 first = d;
         for (int i = 1; i < k; ++i) {
             const gs_i64 ti = __shfl_sync(FULL, first, i, W);
@@ -83,34 +101,17 @@ __device__ __forceinline__ void gs_draw_in_group(int W, int sl, int g, bool draw
         const gs_i64 dq = __shfl_sync(FULL, d, q, W);
         rank += dq < d || (dq == d && q < sl);
     }
-    if (drawer) {
-        rows_out[out + rank] = (gs_i64)R[d] + shift;
-        pos_out[out + rank] = start + d;
-        if (I != nullptr) eids_out[out + rank] = I[d];
-    }
+    if (drawer) gs_put(a, rank, d);
 }
 
 // More than 32 draws: lane 0 makes them one after another (an insertion sort in the output).
-__device__ __forceinline__ void gs_draw_serial(gs_i64 k, int replace,
-                                               const gs_i64* __restrict__ alias, gs_u64 base,
-                                               gs_i64 position, gs_i64 start, gs_i64 deg,
-                                               gs_i64 shift, gs_i64 out,
-                                               const gs_idx* __restrict__ R,
-                                               const gs_i64* __restrict__ I,
-                                               gs_i64* __restrict__ rows_out,
-                                               gs_i64* __restrict__ pos_out,
-                                               gs_i64* __restrict__ eids_out) {
-    gs_i64* S = pos_out + out;               // the draws, then sorted in place
+__device__ __forceinline__ void gs_draw_serial(const gs_column_draws& a) {
+    const gs_i64 k = a.k;
+    gs_i64* S = a.pos_out + a.out;           // the draws, then sorted in place
     for (gs_i64 i = 0; i < k; ++i) {
-        const gs_u64 w = gs_word(base, position, i);
-        gs_i64 d;
-        if (alias) {
-            d = gs_alias_draw(alias, base, position, i, start, deg);
-        } else if (replace) {
-            d = gs_uniform_int(w, deg);
-        } else {
-            const gs_i64 j = deg - k + i;
-            d = gs_uniform_int(w, j + 1);
+        gs_i64 d = gs_draw(a, i);
+        if (!a.alias && !a.replace) {        // Floyd: t, or j when t was drawn before
+            const gs_i64 j = a.deg - k + i;
             for (gs_i64 q = 0; q < i; ++q) {
                 if (S[q] == d) { d = j; break; }
             }
@@ -119,12 +120,7 @@ __device__ __forceinline__ void gs_draw_serial(gs_i64 k, int replace,
         while (q > 0 && S[q - 1] > d) { S[q] = S[q - 1]; --q; }
         S[q] = d;
     }
-    for (gs_i64 i = 0; i < k; ++i) {
-        const gs_i64 d = S[i];
-        rows_out[out + i] = (gs_i64)R[d] + shift;
-        if (I != nullptr) eids_out[out + i] = I[d];
-        S[i] = start + d;
-    }
+    for (gs_i64 i = 0; i < k; ++i) gs_put(a, i, S[i]);
 }
 
 // The lanes that draw one column: the fewest of 8, 16, 32 that k draws fit (32 past 32
@@ -246,7 +242,7 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
         }
         const bool keep_all = real && !replace && deg <= k;
         const gs_i64 b = n > 0 ? id / n : 0;
-        const gs_i64 v = id - b * n, shift = b * n;
+        const gs_i64 v = id - b * n;
         // the column's rows and edge ids: the graph's, or the GPU cache's copy (same values)
         const gs_idx* R = rows + start;
         const gs_i64* I = eids != nullptr ? eids + start : nullptr;
@@ -254,22 +250,18 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
             R = crows + slot[v];
             if (I != nullptr) I = ceids + slot[v];
         }
+        gs_column_draws a = {k, replace, alias, rows_out, pos_out, eids_out, R, I, 0, position,
+                             start, deg, b * n, out};
         if (keep_all) {
-            for (gs_i64 e = sl; e < deg; e += W) {
-                rows_out[out + e] = (gs_i64)R[e] + shift;
-                pos_out[out + e] = start + e;
-                if (I != nullptr) eids_out[out + e] = I[e];
-            }
+            for (gs_i64 e = sl; e < deg; e += W) gs_put(a, e, e);
         }
+        // the batch's key, read after the copies so that it is not held across them
+        a.base = gs_combine(key[0], (gs_i64)key[1] + b);
         const bool draws = real && !keep_all;
-        const gs_u64 base = gs_combine(key[0], (gs_i64)key[1] + b);
         if (k <= 32) {
-            if (__any_sync(0xFFFFFFFFu, draws))
-                gs_draw_in_group(W, sl, g, draws, k, replace, alias, base, position, start,
-                                 deg, shift, out, R, I, rows_out, pos_out, eids_out);
+            if (__any_sync(0xFFFFFFFFu, draws)) gs_draw_in_group(W, sl, g, draws, a);
         } else if (draws && lane == 0) {                         // G == 1: one column
-            gs_draw_serial(k, replace, alias, base, position, start, deg, shift, out, R, I,
-                           rows_out, pos_out, eids_out);
+            gs_draw_serial(a);
         }
     }
 }

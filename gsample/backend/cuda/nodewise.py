@@ -373,25 +373,8 @@ def all_nodes(A, batches=None):
         )
         return _flagged(out, count, M)
     col_state, row_state = state.split((1 + col_tiles, 1 + row_tiles))
-    if col_tiles:
-        launch(
-            "frontier",
-            "gs_nodes_count",
-            col_tiles * _THREADS,
-            cols,
-            C,
-            _opt(ncols),
-            table[1],
-            slot,
-            n,
-            N,
-            M,
-            counters,
-            col_state,
-            offsets,
-            block=_THREADS,
-            grid=col_tiles,
-        )
+    columns = (cols, C, _opt(ncols), table[1], slot, n, N, M, counters)
+    _launch_columns("gs_nodes_count", col_tiles, columns, col_state, offsets)
     launch("frontier", "gs_nodes_prefix", 1, counters, N, 0, block=1, grid=1)
     launch(
         "frontier",
@@ -414,26 +397,19 @@ def all_nodes(A, batches=None):
         grid=row_tiles,
     )
     launch("frontier", "gs_nodes_prefix", 1, counters, N, 1, block=1, grid=1)
+    _launch_columns("gs_nodes_emit", col_tiles, columns, offsets, out)
+    return _flagged(out, count, M)
+
+
+def _launch_columns(name: str, col_tiles: int, columns: tuple, *rest) -> None:
+    """Launch ``gs_nodes_count`` or ``gs_nodes_emit`` of ``kernels/frontier.cu`` (a block per
+    tile of columns; none without columns): their shared leading arguments ``columns`` (the
+    columns, their count, the hash table's values, the columns' slots, ``n``, ``N``, ``M``
+    and the per-batch counters), then ``rest``."""
     if col_tiles:
         launch(
-            "frontier",
-            "gs_nodes_emit",
-            col_tiles * _THREADS,
-            cols,
-            C,
-            _opt(ncols),
-            table[1],
-            slot,
-            n,
-            N,
-            M,
-            counters,
-            offsets,
-            out,
-            block=_THREADS,
-            grid=col_tiles,
+            "frontier", name, col_tiles * _THREADS, *columns, *rest, block=_THREADS, grid=col_tiles
         )
-    return _flagged(out, count, M)
 
 
 def _flagged(out, count, M: int) -> BoundedIds:
