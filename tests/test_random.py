@@ -35,6 +35,17 @@ def test_tensor_hash_bit_equal_to_python(device):
     assert got == ref
 
 
+def test_combined_rows_are_each_combine(device):
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(-(2**62), 2**62, (3000,), dtype=torch.int64, generator=g).to(device)
+    hs = [R.op_key(3, 1, 2), 2**64 - 1, 0]
+    got = R.combine_tensors(hs, x)
+    assert got.shape == (3, 3000)
+    for row, h in zip(got, hs):
+        assert torch.equal(row, R.combine_tensor(h, x))
+    assert got[0, :5].cpu().tolist() == [R.signed(R.combine(hs[0], v)) for v in x[:5].tolist()]
+
+
 def test_derived_variates(device):
     r = R.hash_tensor(
         R.op_key(1, 2, 3),

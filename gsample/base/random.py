@@ -95,6 +95,21 @@ def combine_tensor(h, x: torch.Tensor) -> torch.Tensor:
     return mix64_tensor(h + (x.to(torch.int64) + 1) * _S_GOLDEN)
 
 
+def combine_tensors(hs, x: torch.Tensor) -> torch.Tensor:
+    """:func:`combine_tensor` of ``x`` with each int of ``hs``: row ``i`` is
+    ``combine_tensor(hs[i], x)``, shape ``(len(hs), *x.shape)``; one mix over all rows (a
+    third of the tensor ops of a call per ``h``: each is a kernel launch on a GPU).
+
+    Examples
+    --------
+    >>> k = torch.arange(3)
+    >>> torch.equal(combine_tensors([5, 9], k)[1], combine_tensor(9, k))
+    True
+    """
+    z = (x.to(torch.int64) + 1) * _S_GOLDEN
+    return mix64_tensor(torch.stack([z + signed(h) for h in hs]))
+
+
 def hash_tensor(base, column_position: torch.Tensor, draw: torch.Tensor) -> torch.Tensor:
     """Random 64-bit words (as int64 bits) for the given column positions and draw ids.
 

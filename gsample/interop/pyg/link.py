@@ -247,10 +247,10 @@ class _KeyedSampler(Sampler):
     def epoch_seed(self) -> int:
         return super().epoch_seed() if self.scope is None else self.scope
 
-    def _run(self, fn: Callable, seeds: torch.Tensor, key: int):
+    def _run(self, fn: Callable, seeds: torch.Tensor, key: int, checked: bool = False):
         if self.raw is not None:  # the loader's program (fn) drew it in a super-batch
             return self.raw
-        return super()._run(fn, seeds, key)
+        return super()._run(fn, seeds, key, checked)
 
     def plan(self, index, neg_sampling, epoch_seed: int, key: int) -> EdgeSeeds:
         """Mini-batch ``key``'s negatives drawn and its seeds laid out (PyG's

@@ -204,20 +204,26 @@ class Sampler(_Base):
         """
         return self._run(self.sampler_fn, seeds, key)
 
-    def _run(self, fn: Callable, seeds: torch.Tensor, key: int):
-        """``fn(A, seeds)`` (``sampler_fn`` or :attr:`hops_fn`) as mini-batch ``key``."""
-        seeds = V.ids(seeds, "seeds", self.A.num_nodes, None, check_range=not self.seeds_in_range)
-        seeds = seeds.to(self.A.device)
+    def _run(self, fn: Callable, seeds: torch.Tensor, key: int, checked: bool = False):
+        """``fn(A, seeds)`` (``sampler_fn`` or :attr:`hops_fn`) as mini-batch ``key``;
+        ``checked``: the seeds are ids in range on the graph's device already."""
+        if not checked:
+            seeds = self._checked(seeds).to(self.A.device)
         with batch_scope(self.epoch_seed(), key):
             return fn(self.A, seeds)
+
+    def _checked(self, seeds) -> torch.Tensor:
+        """The seeds as int64 ids, range-checked where they are (a host tensor's check
+        reads nothing back) unless the loader checked them already."""
+        return V.ids(seeds, "seeds", self.A.num_nodes, None, check_range=not self.seeds_in_range)
 
     def _layout(self, seeds: torch.Tensor, key: int, distinct: bool):
         """Mini-batch ``key``'s ``PygSample`` (on the graph's device); ``distinct``: the
         seeds are known to be distinct (the hops' own ``n_id`` is then the layout's)."""
-        at = seeds.to(self.A.device)
+        at = self._checked(seeds).to(self.A.device)  # one copy, which the sample reads
         if self.hops_fn is None:
-            return _out.pyg_sample(self.sample(seeds, key), at)
-        return _out.hops_sample(self._run(self.hops_fn, seeds, key), at, distinct)
+            return _out.pyg_sample(self._run(self.sampler_fn, at, key, checked=True), at)
+        return _out.hops_sample(self._run(self.hops_fn, at, key, checked=True), at, distinct)
 
     def _output(
         self,

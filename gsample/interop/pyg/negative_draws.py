@@ -56,7 +56,7 @@ from dataclasses import dataclass
 import torch
 
 from gsample.base import validate as V
-from gsample.base.random import combine, combine_tensor, next_op_key, uniform_int
+from gsample.base.random import combine, combine_tensors, next_op_key, uniform_int
 from gsample.interop.pyg.negative_arguments import (
     check_amount,
     check_mode,
@@ -368,7 +368,8 @@ class NegativeSampler:
         mode = check_mode(mode)
         amount = check_amount(amount, mode)
         dev = self.device
-        src = V.ids(src, "src", self.num_src, None, check_range=not checked).to(dev)
+        # (read on the device by triplet draws only: a binary draw needs no copy of it)
+        src = V.ids(src, "src", self.num_src, None, check_range=not checked)
         b = src.numel()
         if dst is not None:
             dst = V.ids(dst, "dst", self.num_dst, None, check_range=not checked)
@@ -386,10 +387,10 @@ class NegativeSampler:
         owner = k % b if b else k
         if key is None:
             key = next_op_key()
-        # hash_tensor(key, word, k) with the constant word folded in on the host: the same
-        # bits, half the tensor ops (each a kernel launch on a GPU)
-        w_src = combine_tensor(combine(key, _SRC_WORD), k)
-        w_dst = combine_tensor(combine(key, _DST_WORD), k)
+        # hash_tensor(key, word, k) with the constant word folded in on the host, both words
+        # mixed in one pass: the same bits, a third of the tensor ops (each a kernel launch
+        # on a GPU)
+        w_src, w_dst = combine_tensors((combine(key, _SRC_WORD), combine(key, _DST_WORD)), k)
         src_limit = _existing(self.src_time, time, owner, self.num_src)
         dst_limit = (
             src_limit
@@ -405,7 +406,8 @@ class NegativeSampler:
                 u, empty = self._pick(self.src_table, w_src, src_limit)
                 relaxed = relaxed | empty
         else:
-            u = src[owner] if self.src_rank is None else self.src_rank[src[owner]]
+            u = src.to(dev)[owner]
+            u = u if self.src_rank is None else self.src_rank[u]
         v, empty = self._pick(self.dst_table, w_dst, dst_limit)
         relaxed = relaxed | empty
         if self.strict:

@@ -65,7 +65,11 @@ def _with_negatives(src, dst, label, time, negatives, neg_sampling, key, disjoin
             raise ValueError("negatives: a NegativeSampler is needed with neg_sampling")
         amount = check_amount(neg_sampling.amount, mode)
         neg = negatives(src, dst, mode, amount, time=time, key=key, checked=checked)
-        neg_src, neg_dst, neg_time = (None if x is None else x.to(out_device) for x in neg.flat())
+        neg_src, neg_dst, neg_time = neg.flat()
+        if neg_src.device != out_device:  # one copy (a host sync on a GPU), not one each
+            moved = torch.stack([neg_src, neg_dst]).to(out_device)
+            neg_src, neg_dst = moved[0], moved[1]
+            neg_time = None if neg_time is None else neg_time.to(out_device)
         if mode == "binary":
             src = torch.cat([src, neg_src])
             dst = torch.cat([dst, neg_dst])
