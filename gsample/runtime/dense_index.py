@@ -137,7 +137,9 @@ class GuardedIndex:
     def __call__(self, *values):
         args, kwargs = map_template(self.template, lambda ref: values[self.index[ref.name]])
         args = list(args)
-        if self.kind == "subscript":
+        if not isinstance(args[0], torch.Tensor):  # a tuple's item, another object's method
+            pass
+        elif self.kind == "subscript":
             args[1] = self._subscript(args[0], args[1])
         elif self.kind == "take":
             args[1] = self._bound(args[1], args[0], args[0].numel(), "the flattened input", True)

@@ -281,3 +281,18 @@ def test_indexing_by_a_mask_or_a_value_of_dense_code_is_not_captured(graphs):
         if dense_index.kind(n.attrs["fn"]) == "subscript":
             by_index[n.name] = dense_index.capturable(n.attrs["fn"], n.attrs["template"], n.inputs)
     assert sorted(by_index.values()) == [False, False, True, True], by_index
+
+
+def test_what_is_not_a_tensor_is_indexed_as_it_is():
+    """A tuple's item (``torch.unique(..., return_inverse=True)[1]``), or a method of the
+    same name on another object, is not a tensor's indexing: called as written."""
+    get = guard(operator.getitem, (refs("0", "1"), {}))
+    pair = (torch.tensor([1]), torch.tensor([2]))
+    assert get(pair, 1) is pair[1]
+
+    class Store:
+        def gather(self, dim, index):
+            return ("gathered", dim, index)
+
+    gather = guard(("method", "gather"), (refs("0") + (0,) + refs("1"), {}))
+    assert gather(Store(), torch.tensor([7]))[0] == "gathered"
