@@ -16,12 +16,13 @@ each through ``gs.DataLoader``, compiled, one mini-batch at a time and super-bat
 - ``link_loader``: ``gsample.pyg.LinkNeighborLoader``, 256 positive edges a batch with 256
   strict binary negatives (up to 1,024 seed nodes), over as many batches as the node loader
   (the negatives are checked: none is an edge);
-- ``node_loader/super``, ``link_loader/super``: the two super-batched (``--super-batch``);
-- ``hetero_loader``: ``gsample.pyg.NeighborLoader`` on a two-type ``HeteroData`` of the same
-  edges (its node types split the nodes), with the backend its ops ran on.
+- ``node_loader/super``, ``link_loader/super``: the two super-batched (``--super-batch``).
 
 Each row: the epoch time (median of ``--repeats`` after a warm-up epoch) and its ratio to
-its baseline. Writes ``pyg_loaders_<graph>_<device>.json`` (device, date, command) to ``--out``.
+its baseline. The rows compared run in rounds, each once a round (:func:`interleaved`), and
+a ratio is the median of the rounds' ratios: these epochs are mostly host work, and what
+else runs on the machine moves them by tens of percent from one minute to the next.
+Writes ``pyg_loaders_<graph>_<device>.json`` (device, date, command) to ``--out``.
 
     python benchmarks/pyg_loaders.py                       # products-like, on cuda
     python benchmarks/pyg_loaders.py --quick --device cpu  # a 20k-node R-MAT, seconds
@@ -55,17 +56,29 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def epoch_times(run, repeats: int, device: torch.device) -> list[float]:
-    """Seconds of ``run()`` (one epoch), after one warm-up epoch."""
-    out = []
-    for i in range(repeats + 1):
-        sync(device)
-        t = time.perf_counter()
-        run()
-        sync(device)
-        if i:
-            out.append(time.perf_counter() - t)
+def interleaved(runs: dict, repeats: int, device: torch.device) -> dict:
+    """``name -> seconds of each epoch`` of every ``runs[name]()`` (an epoch), after one
+    warm-up epoch each, taken in rounds: each round runs every one once, in turn (the order
+    reversed every other round), so that what drifts on the machine while they run (its
+    other load, its clocks) falls on all of them alike and their ratio round by round
+    (:func:`paired_ratio`) compares them under the same conditions."""
+    names = list(runs)
+    for name in names:
+        runs[name]()
+    out: dict = {name: [] for name in names}
+    for r in range(repeats):
+        for name in names if r % 2 == 0 else names[::-1]:
+            sync(device)
+            t = time.perf_counter()
+            runs[name]()
+            sync(device)
+            out[name].append(time.perf_counter() - t)
     return out
+
+
+def paired_ratio(a: list, b: list) -> float:
+    """The median over rounds of ``a[i] / b[i]`` (epoch times of one :func:`interleaved`)."""
+    return statistics.median(x / y for x, y in zip(a, b))
 
 
 def graph(args, device):
@@ -128,26 +141,29 @@ def main(argv=None) -> dict:
         print(f"{name:28s} {rows[name]['seconds']:.4f} s  {extra or ''}", flush=True)
 
     mb = args.batch_size
-    for name, fn in samplers(A, seeds, device).items():
-        if want and name not in want:
-            continue
-        cfn = gs.compile(fn)
-        for mode, extra in (("one", {}), ("super", {"super_batch": args.super_batch})):
-            loader = gs.DataLoader(
-                A, cfn, seeds, mb, shuffle=True, seed=0, fixed_state=True, **extra
+    fns = {n: f for n, f in samplers(A, seeds, device).items() if not want or n in want}
+    for mode, extra in (("one", {}), ("super", {"super_batch": args.super_batch})):
+        loaders = {
+            n: gs.DataLoader(
+                A, gs.compile(f), seeds, mb, shuffle=True, seed=0, fixed_state=True, **extra
             )
+            for n, f in fns.items()
+        }
 
-            def run(loader=loader):
-                for _ in loader:
-                    pass
+        def run(loader):
+            for _ in loader:
+                pass
 
-            record(f"{name}/{mode}", epoch_times(run, args.repeats, device))
-    for a, b in (("temporal", "shared"), ("disjoint", "shared")):
-        for mode in ("one", "super"):
-            if f"{a}/{mode}" in rows and f"{b}/{mode}" in rows:
-                r = rows[f"{a}/{mode}"]["seconds"] / rows[f"{b}/{mode}"]["seconds"]
-                rows[f"{a}/{mode}"]["ratio_to_" + b] = r
-                print(f"  {a}/{mode} / {b}/{mode} = {r:.2f}")
+        times = interleaved(
+            {n: functools.partial(run, L) for n, L in loaders.items()}, args.repeats, device
+        )
+        for n in loaders:
+            record(f"{n}/{mode}", times[n])
+        for a in ("temporal", "disjoint"):
+            if a in times and "shared" in times:
+                r = paired_ratio(times[a], times["shared"])
+                rows[f"{a}/{mode}"]["ratio_to_shared"] = r
+                print(f"  {a}/{mode} / shared/{mode} = {r:.2f} (median of the rounds' ratios)")
 
     src, dst, _ = A.edges()
     from torch_geometric.data import Data
@@ -172,16 +188,26 @@ def main(argv=None) -> dict:
             gsample.pyg.LinkNeighborLoader(data, list(FANOUT), **link_args, super_batch=n)
             for n in sizes
         )
-        record("node_loader", epoch_times(lambda: loader_epoch(node), args.repeats, device))
-        record("link_loader", epoch_times(lambda: loader_epoch(link), args.repeats, device))
-        rows["link_loader"]["ratio_to_node_loader"] = (
-            rows["link_loader"]["seconds"] / rows["node_loader"]["seconds"]
+        times = interleaved(
+            {
+                name: functools.partial(loader_epoch, L)
+                for name, L in (
+                    ("node_loader", node),
+                    ("link_loader", link),
+                    ("node_loader/super", node_sb),
+                    ("link_loader/super", link_sb),
+                )
+            },
+            args.repeats,
+            device,
         )
-        print(f"  link_loader / node_loader = {rows['link_loader']['ratio_to_node_loader']:.2f}")
-        for name, sb in (("node_loader", node_sb), ("link_loader", link_sb)):
-            times = epoch_times(lambda sb=sb: loader_epoch(sb), args.repeats, device)
-            record(f"{name}/super", times)
-            r = rows[f"{name}/super"]["seconds"] / rows[name]["seconds"]
+        for name, t in times.items():
+            record(name, t)
+        r = paired_ratio(times["link_loader"], times["node_loader"])
+        rows["link_loader"]["ratio_to_node_loader"] = r
+        print(f"  link_loader / node_loader = {r:.2f} (median of the rounds' ratios)")
+        for name in ("node_loader", "link_loader"):
+            r = paired_ratio(times[f"{name}/super"], times[name])
             rows[f"{name}/super"]["ratio_to_one_at_a_time"] = r
             print(f"  {name}/super / {name} = {r:.2f}")
         # strict: no negative pair is an edge (keys of the graph's edges, sorted once)
