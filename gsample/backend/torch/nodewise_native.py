@@ -79,6 +79,7 @@ struct Args {
     gs_u64 key;                          // n == 0: the op's key; else the batches' prefix
     gs_i64 k; int replace;
     gs_i64* indptr_out; gs_i64* pos_out; gs_i64* rows_out; gs_i64* eids_out;
+    const gs_u64* hs;                    // (C,) or null: column c's key, combine(base, position)
 };
 
 // column c's batch (0 without a super-batch), or -1 when its id is outside [0, M)
@@ -142,13 +143,18 @@ static inline void sample(const Args& A, gs_i64 c) {
         return;
     }
     // the column's position (within its batch) keys its draws: word(c, i) = combine(h, i)
-    gs_u64 base = A.key;
-    gs_i64 position = c;
-    if (A.n > 0) {
-        base = gs_combine(A.key, b);
-        position = c - gs_first_at_least(A.ids, A.C, b * A.n);
+    gs_u64 h;
+    if (A.hs != nullptr) {
+        h = A.hs[c];
+    } else {
+        gs_u64 base = A.key;
+        gs_i64 position = c;
+        if (A.n > 0) {
+            base = gs_combine(A.key, b);
+            position = c - gs_first_at_least(A.ids, A.C, b * A.n);
+        }
+        h = gs_combine(base, position);
     }
-    const gs_u64 h = gs_combine(base, position);
     const gs_i64 k = A.k;
     if (A.replace) {
         for (gs_i64 i = 0; i < k; ++i) P[i] = gs_uniform_int(gs_combine(h, i), deg);
@@ -184,7 +190,7 @@ static Args args(const gs_i64* indptr, gs_i64 nseg, const gs_i64* rows, const gs
                  int decode, gs_u64 key, gs_i64 k, int replace, gs_i64* indptr_out,
                  gs_i64* pos_out, gs_i64* rows_out, gs_i64* eids_out) {
     return Args{indptr, nseg, rows, eids, E, seg, ids, C, n, M, decode, key, k, replace,
-                indptr_out, pos_out, rows_out, eids_out};
+                indptr_out, pos_out, rows_out, eids_out, nullptr};
 }
 
 // body(c) for every column c < C, handed out in blocks of GS_NW_BLOCK to `threads` threads
@@ -245,6 +251,17 @@ extern "C" gs_i64 gs_nodewise_count(GS_NW_ARGS, int threads, int openmp) {
 extern "C" void gs_nodewise_sample(GS_NW_ARGS, gs_i64* pos_out, gs_i64* rows_out,
                                    gs_i64* eids_out, int threads, int openmp) {
     const gs_nw::Args A = gs_nw::args(GS_NW_PASS, pos_out, rows_out, eids_out);
+    gs_nw::for_columns(C, threads, openmp, [&](gs_i64 c) { gs_nw::sample(A, c); });
+}
+
+// gs_nodewise_sample with column c keyed by hs[c] (its draws' words combine(hs[c], i)):
+// columns whose keys are not (op key, position), as a disjoint sampler's (each column keyed
+// by its seed, gsample.backend.torch.temporal.seed_keys)
+extern "C" void gs_nodewise_sample_keyed(GS_NW_ARGS, const gs_u64* hs, gs_i64* pos_out,
+                                         gs_i64* rows_out, gs_i64* eids_out, int threads,
+                                         int openmp) {
+    gs_nw::Args A = gs_nw::args(GS_NW_PASS, pos_out, rows_out, eids_out);
+    A.hs = hs;
     gs_nw::for_columns(C, threads, openmp, [&](gs_i64 c) { gs_nw::sample(A, c); });
 }
 
@@ -367,8 +384,9 @@ def enabled() -> bool:
 
 def build():
     """The compiled functions (``gs_nodewise_count``, ``gs_nodewise_sample``,
-    ``gs_nodewise_weighted_count``, ``gs_nodewise_weighted_sample``; ctypes), building them
-    on first use; None when there is no compiler or the build fails."""
+    ``gs_nodewise_weighted_count``, ``gs_nodewise_weighted_sample``,
+    ``gs_nodewise_sample_keyed``; ctypes), building them on first use; None when there is
+    no compiler or the build fails."""
     return _BUILT()
 
 
@@ -402,7 +420,10 @@ def _build():
     wcount.restype = i64
     wsample.argtypes = [*common, ptr, ptr, ptr, ptr, ptr, ptr, ptr, cint, cint]
     wsample.restype = None
-    return count, sample, wcount, wsample
+    keyed = dll.gs_nodewise_sample_keyed
+    keyed.argtypes = [*common, ptr, ptr, ptr, ptr, cint, cint]
+    keyed.restype = None
+    return count, sample, wcount, wsample, keyed
 
 
 def _ptr(t):
@@ -439,14 +460,15 @@ def _threads(work: int, per: int) -> int:
     return THREADS or max(1, min(torch.get_num_threads(), work // per))
 
 
-def _sample(indptr, rows, eids, seg, ids, C, n, M, decode, key, k, replace, probs=None):
+def _sample(indptr, rows, eids, seg, ids, C, n, M, decode, key, k, replace, probs=None, hs=None):
     """``(indptr_out, pos, rows_out, eids_out)`` or None (unavailable, or a column failed its
     checks: the torch code then raises its own error). ``probs``: weighted draws with
-    replacement (:func:`_weights`; ``n == 0``)."""
+    replacement (:func:`_weights`; ``n == 0``). ``hs``: each column's key (uniform draws;
+    ``key`` is then not read)."""
     fns = build()
     if fns is None:
         return None
-    count, sample, wcount, wsample = fns
+    count, sample, wcount, wsample, keyed = fns
     openmp = int(os.getpid() == walk_native.PARENT_PID)
 
     def common(k, replace, indptr_out):
@@ -491,7 +513,9 @@ def _sample(indptr, rows, eids, seg, ids, C, n, M, decode, key, k, replace, prob
     eids_out = None if eids is None else torch.empty(total, dtype=torch.int64)
     if total:
         outs = (_ptr(pos), _ptr(rows_out), _ptr(eids_out), _threads(total, DRAWS_PER_THREAD))
-        if probs is None:
+        if hs is not None:
+            keyed(*args, _ptr(hs), *outs, openmp)
+        elif probs is None:
             sample(*args, *outs, openmp)
         else:
             wsample(*args, _ptr(fptr), _ptr(cum), _ptr(before), _ptr(last), *outs, openmp)
@@ -532,6 +556,48 @@ def _draw_args(A: CSC, C: int, k, replace, key, probs, method: str, checked: boo
     if probs is not None and (n or not _weights(probs, A.nnz, k, replace, method, checked)):
         return None
     return base, n, copies, probs
+
+
+def ranged_sample(lo: torch.Tensor, hi: torch.Tensor, hs: torch.Tensor, k, replace, rows, eids):
+    """Uniform draws of ``k`` positions among ``[lo[c], hi[c])`` of every column ``c``, keyed
+    by ``hs[c]`` (draw ``i``'s word ``combine(hs[c], i)``): ``select.select_in_columns`` of
+    the ranges' sizes with those keys, bit for bit, shifted by ``lo``.
+
+    Parameters
+    ----------
+    lo, hi : LongTensor, shape (C,)
+        Each column's candidate positions (within ``[0, E]``: a temporal sampler's allowed
+        edges, in the graph's CSC order or its time order).
+    hs : LongTensor, shape (C,)
+        Each column's key bits (``combine(base, position)`` of its :class:`ColumnKeys`).
+    k : int
+        Draws per column (a column of at most ``k`` candidates without replacement keeps
+        them all).
+    replace : bool
+    rows, eids : LongTensor, shape (E,)
+        ``rows_out`` / ``eids_out`` read them at the drawn positions (meaningful where the
+        positions are CSC positions); ``eids`` may be None.
+
+    Returns
+    -------
+    tuple or None
+        ``(indptr_out (C + 1,), pos, rows_out, eids_out)``; None where the native code does
+        not run (then the torch code does, and raises its own errors).
+
+    Examples
+    --------
+    >>> out = ranged_sample(torch.tensor([0, 5]), torch.tensor([3, 9]),
+    ...                     torch.tensor([11, 12]), 2, False, torch.arange(9), None)
+    """
+    C = lo.numel()
+    if not (enabled() and _takes(k, replace)) or C == 0 or (replace and C * k > LARGE):
+        return None
+    # column c is segment 2c of the ranges laid out as [lo[0], hi[0], lo[1], hi[1], ...]
+    ranges = torch.stack([lo, hi], 1).reshape(-1)
+    seg = torch.arange(0, 2 * C, 2)
+    if not _usable(ranges, seg, hs, rows, eids):
+        return None
+    return _sample(ranges, rows, eids, seg, None, C, 0, 0, False, 0, k, replace, hs=hs)
 
 
 def slice_individual_sample(

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 import torch
 
 from gsample.backend.registry import torch_impl
+from gsample.backend.torch import nodewise_native
 from gsample.backend.torch.batched import encode_columns
 from gsample.backend.torch.select import Draws, select_in_columns
 from gsample.base import validate as V
@@ -271,11 +272,19 @@ def temporal_sample(
             index, owner = _candidates(lo, cnt)
         indptr, pos, col = segment_ptr(cnt), index, owner
     else:
-        method = "alias" if p is not None and replace else "cdf"
-        indptr, col, off = select_in_columns(cnt, k, replace, ckey, p, draws, method)
-        pos = lo[col] + off
+        native = _native(A, lo, hi, ckey, k, replace) if p is None and draws is Draws else None
+        if native is not None:
+            indptr, pos = native
+            col = None
+        else:
+            method = "alias" if p is not None and replace else "cdf"
+            indptr, col, off = select_in_columns(cnt, k, replace, ckey, p, draws, method)
+            pos = lo[col] + off
     edges = pos if order is None else order[pos]
     if order is not None and edges.numel():  # back to CSC order within each column
+        if col is None:
+            counts = indptr[1:] - indptr[:-1]
+            col = torch.repeat_interleave(torch.arange(counts.numel()), counts)
         edges = edges[torch.argsort(col * max(A.nnz, 1) + edges)]
     out = CSC(
         num_nodes=A.num_nodes,
@@ -287,6 +296,25 @@ def temporal_sample(
         eids=edges if A.eids is None else A.eids[edges],
     )
     return encode_columns(out, cols, n, key.copies) if batches else out
+
+
+def _native(A: CSC, lo, hi, key, k, replace):
+    """``(indptr, positions)`` of uniform draws among ``[lo, hi)`` per column by the native
+    CPU code (``nodewise_native.ranged_sample``: the draws of ``select_in_columns``, bit for
+    bit), or None where it does not run."""
+    if lo.device.type != "cpu" or not nodewise_native.enabled():
+        return None
+    C = lo.numel()
+    if isinstance(key, ColumnKeys):
+        if key.base.shape != (C,) or key.position.shape != (C,):
+            return None
+        hs = combine_tensor(key.base, key.position)
+    elif isinstance(key, int) and not isinstance(key, bool):
+        hs = combine_tensor(key, torch.arange(C))
+    else:
+        return None
+    out = nodewise_native.ranged_sample(lo, hi, hs, k, replace, A.rows, A.eids)
+    return None if out is None else out[:2]
 
 
 def _span(window: float, t: torch.Tensor):
