@@ -131,3 +131,30 @@ def test_compiled_disjoint_sampler_equals_torch(monkeypatch):
     monkeypatch.setattr(select, "_uniform_without", None)  # the torch draws would fail
     d = difference(sample(), want, "disjoint [10, 5]")
     assert d is None, d
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float64])
+def test_binary_search_equals_torch(dtype, monkeypatch):
+    """``nodewise_native.after`` (the allowed edges' end in each column's time order) is
+    ``temporal._after``'s vectorised search, on ties, empty ranges and, in floating point,
+    infinities and NaN."""
+    g = torch.Generator().manual_seed(6)
+    deg = torch.randint(0, 40, (300,), generator=g)
+    deg[:5] = 0
+    ptr = torch.cat([torch.zeros(1, dtype=torch.int64), deg.cumsum(0)])
+    raw = torch.randint(0, 20, (int(ptr[-1]),), generator=g).to(dtype)
+    if dtype == torch.float64:
+        raw[::17] = float("inf")
+        raw[::23] = -float("inf")
+    col = torch.repeat_interleave(torch.arange(deg.numel()), deg)
+    order = torch.argsort(raw, stable=True)  # then by column: each column's times ascending
+    time = raw[order[torch.argsort(col[order], stable=True)]]
+    t = torch.randint(-2, 22, (deg.numel(),), generator=g).to(dtype)
+    if dtype == torch.float64:
+        t[::11] = float("nan")
+        t[::13] = float("inf")
+    start, end = ptr[:-1].contiguous(), ptr[1:].contiguous()
+    steps = int(deg.max()).bit_length()
+    got = nodewise_native.after(time, start, end, t)
+    want = torch_code(monkeypatch, T._after, time, start, end, t, steps)
+    assert got is not None and torch.equal(got, want)

@@ -265,6 +265,36 @@ extern "C" void gs_nodewise_sample_keyed(GS_NW_ARGS, const gs_u64* hs, gs_i64* p
     gs_nw::for_columns(C, threads, openmp, [&](gs_i64 c) { gs_nw::sample(A, c); });
 }
 
+// out[c]: the first position in [start[c], end[c]) whose time is above t[c] (times sorted
+// within the range: a temporal sampler's time order), by the binary search of
+// gsample.backend.torch.temporal._after (mid = (lo + hi) / 2, "time[mid] <= t" goes right),
+// so NaN compares as it does there; a range outside [0, E] or reversed gives start[c] and
+// reads nothing. `f64`: float64 times, else int64.
+template <typename T>
+static void gs_after_of(const T* time, const gs_i64* start, const gs_i64* end, const T* t,
+                        gs_i64 C, gs_i64 E, gs_i64* out) {
+    for (gs_i64 c = 0; c < C; ++c) {
+        gs_i64 lo = start[c], hi = end[c];
+        if (lo < 0 || hi < lo || hi > E) { out[c] = lo; continue; }
+        const T x = t[c];
+        while (lo < hi) {
+            const gs_i64 mid = lo + (hi - lo) / 2;
+            if (time[mid] <= x) lo = mid + 1; else hi = mid;
+        }
+        out[c] = lo;
+    }
+}
+
+extern "C" void gs_nodewise_after(const void* time, int f64, const gs_i64* start,
+                                  const gs_i64* end, const void* t, gs_i64 C, gs_i64 E,
+                                  gs_i64* out) {
+    if (f64) {
+        gs_after_of((const double*)time, start, end, (const double*)t, C, E, out);
+    } else {
+        gs_after_of((const gs_i64*)time, start, end, (const gs_i64*)t, C, E, out);
+    }
+}
+
 // ----------------------------------------------------------------------------- weighted
 // Weighted draws with replacement by the inverse CDF (select._weighted_with, step for step):
 // each column's weights (float64) divided by its largest (at least the smallest normal
@@ -385,8 +415,8 @@ def enabled() -> bool:
 def build():
     """The compiled functions (``gs_nodewise_count``, ``gs_nodewise_sample``,
     ``gs_nodewise_weighted_count``, ``gs_nodewise_weighted_sample``,
-    ``gs_nodewise_sample_keyed``; ctypes), building them on first use; None when there is
-    no compiler or the build fails."""
+    ``gs_nodewise_sample_keyed``, ``gs_nodewise_after``; ctypes), building them on first
+    use; None when there is no compiler or the build fails."""
     return _BUILT()
 
 
@@ -423,7 +453,10 @@ def _build():
     keyed = dll.gs_nodewise_sample_keyed
     keyed.argtypes = [*common, ptr, ptr, ptr, ptr, cint, cint]
     keyed.restype = None
-    return count, sample, wcount, wsample, keyed
+    after = dll.gs_nodewise_after
+    after.argtypes = [ptr, cint, ptr, ptr, ptr, i64, i64, ptr]
+    after.restype = None
+    return count, sample, wcount, wsample, keyed, after
 
 
 def _ptr(t):
@@ -468,7 +501,7 @@ def _sample(indptr, rows, eids, seg, ids, C, n, M, decode, key, k, replace, prob
     fns = build()
     if fns is None:
         return None
-    count, sample, wcount, wsample, keyed = fns
+    count, sample, wcount, wsample, keyed, _ = fns
     openmp = int(os.getpid() == walk_native.PARENT_PID)
 
     def common(k, replace, indptr_out):
@@ -598,6 +631,48 @@ def ranged_sample(lo: torch.Tensor, hi: torch.Tensor, hs: torch.Tensor, k, repla
     if not _usable(ranges, seg, hs, rows, eids):
         return None
     return _sample(ranges, rows, eids, seg, None, C, 0, 0, False, 0, k, replace, hs=hs)
+
+
+def after(sorted_time, start, end, t):
+    """Per column ``c``, the first position in ``[start[c], end[c])`` whose time is above
+    ``t[c]`` (``sorted_time`` ascending within each range): ``temporal._after``'s binary
+    search in one native pass, or None where it does not run.
+
+    Parameters
+    ----------
+    sorted_time : Tensor, shape (E,)
+        int64 or float64 (``temporal.wide``), contiguous, on the CPU.
+    start, end : LongTensor, shape (C,)
+    t : Tensor, shape (C,)
+        ``sorted_time``'s dtype.
+
+    Returns
+    -------
+    LongTensor, shape (C,), or None
+
+    Examples
+    --------
+    >>> after(torch.tensor([1, 3, 3, 7]), torch.tensor([0]), torch.tensor([4]),
+    ...       torch.tensor([3]))
+    tensor([3])
+    """
+    if not enabled() or sorted_time.dtype not in (torch.int64, torch.float64):
+        return None
+    if t.dtype != sorted_time.dtype or not _usable(start, end):
+        return None
+    dense = (sorted_time, t)
+    if any(x.device.type != "cpu" or x.dim() != 1 or not x.is_contiguous() for x in dense):
+        return None
+    if start.numel() != t.numel() or end.numel() != t.numel():
+        return None
+    fns = build()
+    if fns is None:
+        return None
+    out = torch.empty_like(start)
+    f64 = int(sorted_time.dtype == torch.float64)
+    E = sorted_time.numel()
+    fns[5](_ptr(sorted_time), f64, _ptr(start), _ptr(end), _ptr(t), t.numel(), E, _ptr(out))
+    return out
 
 
 def slice_individual_sample(

@@ -123,7 +123,12 @@ def time_order(A: CSC, edge_time: torch.Tensor) -> TimeOrder:
 
 def _after(sorted_time, start, end, t, steps: int) -> torch.Tensor:
     """Per column, the first position in ``[start, end)`` whose time is above ``t`` (a
-    vectorised binary search of ``steps`` rounds over sorted segments)."""
+    vectorised binary search of ``steps`` rounds over sorted segments; on the CPU one native
+    pass, ``nodewise_native.after``, with the same answers)."""
+    if sorted_time.device.type == "cpu":
+        native = nodewise_native.after(sorted_time, start, end, t.expand_as(start).contiguous())
+        if native is not None:
+            return native
     lo, hi = start.clone(), end.clone()
     last = max(sorted_time.numel() - 1, 0)
     for _ in range(steps):
