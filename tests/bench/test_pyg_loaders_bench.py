@@ -44,3 +44,21 @@ def test_a_quick_run_writes_every_row(tmp_path):
     link = rows["link_loader"]
     assert link["strict_negatives"] > 0 and link["strict_negatives_that_are_edges"] == 0
     assert got["command"].startswith("python ") and got["graph"]["name"] == "quick"
+
+
+def test_the_cpu_comparison_with_pyg_writes_its_rows(tmp_path):
+    """``benchmarks/pyg_cpu.py``: gsample's node and link loaders, and PyG's where it has a
+    sampling backend (else the record says why not)."""
+    import pyg_cpu
+
+    got = pyg_cpu.main(
+        ["--rmat", "2000", "20000", "--seeds", "512", "--edges", "256", "--repeats", "1"]
+        + ["--out", str(tmp_path)]
+    )
+    assert json.loads((tmp_path / "pyg_cpu_rmat2000x20000_1t.json").read_text()) == got
+    for row in ("node", "link"):
+        assert got["rows"][f"gsample {row}"]["seconds"] > 0
+    if got["pyg_backend"] is None:
+        assert got["peers_not_run"] == pyg_cpu.NO_PYG and "PyG node" not in got["rows"]
+    else:
+        assert got["rows"]["gsample link"]["ratio_to_pyg"] > 0
