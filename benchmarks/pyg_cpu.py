@@ -18,9 +18,7 @@ pyg-lib or torch-sparse PyG's rows are not run, and the record says why. Writes
 
 import argparse
 import datetime
-import json
 import pathlib
-import platform
 import statistics
 import sys
 
@@ -33,7 +31,7 @@ from torch_geometric.sampler import NegativeSampling
 
 import gsample as gs
 import gsample.pyg
-from gsample.bench.report import git_commit
+from gsample.bench.report import device_name, git_commit, write_record
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SNAP = ROOT.parent / "shared" / "data" / "web-NotreDame.txt.gz"
@@ -97,7 +95,7 @@ def main(argv=None) -> dict:
             rows[f"gsample {row}"]["ratio_to_pyg"] = r
             print(f"  gsample {row} / PyG {row} = {r:.2f} (median of the rounds' ratios)")
     record = {
-        "device": platform.processor() or platform.machine(),
+        "device": device_name(torch.device("cpu")),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": "python " + " ".join([sys.argv[0], *(argv or sys.argv[1:])]),
         "commit": git_commit(ROOT),
@@ -111,11 +109,7 @@ def main(argv=None) -> dict:
         "repeats": args.repeats,
         "rows": rows,
     }
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"pyg_cpu_{name}_{args.threads}t.json"
-    path.write_text(json.dumps(record, indent=1))
-    print(f"wrote {path}")
+    print(f"wrote {write_record(record, args.out, f'pyg_cpu_{name}_{args.threads}t.json')}")
     return record
 
 

@@ -31,9 +31,7 @@ Writes ``pyg_loaders_<graph>_<device>.json`` (device, date, command) to ``--out`
 import argparse
 import datetime
 import functools
-import json
 import pathlib
-import platform
 import statistics
 import sys
 import time
@@ -44,7 +42,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import gsample as gs
 import gsample.pyg
-from gsample.bench.report import git_commit
+from gsample.bench.report import device_name, git_commit, write_record
 from gsample.interop.pyg.temporal import disjoint_sample
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -225,9 +223,7 @@ def main(argv=None) -> dict:
         rows["link_loader"]["strict_negatives_that_are_edges"] = positives
         print(f"  strict negatives: {negatives}, of which edges: {positives}")
     meta = {
-        "device": torch.cuda.get_device_name(device)
-        if device.type == "cuda"
-        else platform.processor(),
+        "device": device_name(device),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": "python " + " ".join([sys.argv[0], *(argv or sys.argv[1:])]),
         "commit": git_commit(ROOT),
@@ -245,12 +241,8 @@ def main(argv=None) -> dict:
         "repeats": args.repeats,
         "rows": rows,
     }
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     name = "quick" if args.quick else args.graph
-    path = out / f"pyg_loaders_{name}_{device.type}.json"
-    path.write_text(json.dumps(meta, indent=1))
-    print(f"wrote {path}")
+    print(f"wrote {write_record(meta, args.out, f'pyg_loaders_{name}_{device.type}.json')}")
     return meta
 
 

@@ -61,9 +61,7 @@ command goes to ``benchmarks/results/train_scale_<graph>_<device>.json``.
 import argparse
 import datetime
 import functools
-import json
 import pathlib
-import platform
 import statistics
 import sys
 import time
@@ -79,6 +77,7 @@ from train_common import Clock, Net, block_layers, model_only, step
 from train_pipeline import ROOT, log
 
 import gsample as gs
+from gsample.bench.report import device_name, write_record
 
 GRAPHS = ("rmat", "planted", "products-like", "papers-like")
 #: Fibonacci hashing's multiplier (2**64 / golden ratio), as a signed int64
@@ -369,13 +368,8 @@ def main(argv=None):
         f"{acc0:.4f} -> {epochs[-1]['held_out_accuracy']:.4f}",
         flush=True,
     )
-    dev = (
-        torch.cuda.get_device_name(device)
-        if device.type == "cuda"
-        else f"{platform.machine()} CPU, {torch.get_num_threads()} threads"
-    )
     record = {
-        "device": dev,
+        "device": device_name(device),
         "date": datetime.date.today().isoformat(),
         "command": " ".join(sys.argv),
         "args": vars(args),
@@ -395,11 +389,7 @@ def main(argv=None):
     }
     if device.type == "cuda":
         record["peak_memory_bytes"] = torch.cuda.max_memory_allocated(device)
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"train_scale_{args.graph}_{device.type}.json"
-    path.write_text(json.dumps(record, indent=1))
-    log(f"wrote {path}")
+    log(f"wrote {write_record(record, args.out, f'train_scale_{args.graph}_{device.type}.json')}")
     return record
 
 

@@ -103,6 +103,21 @@ def new_record(args, device, A, root, **fields) -> dict:
     }
 
 
+def write_record(record: dict, folder, filename: str) -> pathlib.Path:
+    """Write ``record`` as JSON to ``folder / filename`` (the folder made if missing);
+    returns the path (a benchmark script's last step).
+
+    Examples
+    --------
+    >>> path = write_record({"rows": {}}, "/tmp/records", "example.json")
+    """
+    out = pathlib.Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / filename
+    path.write_text(json.dumps(record, indent=1))
+    return path
+
+
 def git_commit(root):
     """``$GSAMPLE_COMMIT`` (a copied tree's git metadata may be stale), else HEAD, with
     ``+dirty`` when tracked files differ from it."""
