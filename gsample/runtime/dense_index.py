@@ -63,8 +63,11 @@ def _torch_name(fn) -> str | None:
 def kind(fn) -> str | None:
     """``"subscript"``, ``"dim"`` or ``"take"`` for an indexing call ``fn`` (a dense node's
     ``fn``: a function, or ``("method", name)``), else None."""
-    if fn in _SUBSCRIPT:
-        return "subscript"
+    try:
+        if fn in _SUBSCRIPT:
+            return "subscript"
+    except TypeError:  # an unhashable callable: a user's own
+        return None
     name = fn[1] if isinstance(fn, tuple) else _torch_name(fn)
     if name in _DIM_INDEX:
         return "dim"
@@ -133,10 +136,20 @@ class GuardedIndex:
         self.kind = kind(fn)
         self.method = fn[1] if isinstance(fn, tuple) else None
         self.index = {k: i for i, k in enumerate(names)}
+        args, kwargs = template
+        # the common form, ``fn(a, b, ...)`` of the inputs in order: no template to map
+        self.flat = (
+            not kwargs
+            and all(isinstance(a, Ref) for a in args)
+            and [a.name for a in args] == list(names)
+        )
 
     def __call__(self, *values):
-        args, kwargs = map_template(self.template, lambda ref: values[self.index[ref.name]])
-        args = list(args)
+        if self.flat:
+            args, kwargs = list(values), {}
+        else:
+            args, kwargs = map_template(self.template, lambda ref: values[self.index[ref.name]])
+            args = list(args)
         if not isinstance(args[0], torch.Tensor):  # a tuple's item, another object's method
             pass
         elif self.kind == "subscript":

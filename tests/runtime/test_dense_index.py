@@ -23,6 +23,7 @@ from helpers import difference
 
 import gsample as gs
 from gsample.interop.pyg.temporal import disjoint_sample
+from gsample.ir import Ref
 from gsample.runtime import cuda_graphs, dense_index
 
 N = 400
@@ -190,8 +191,6 @@ def guard(fn, template, names=("0", "1")):
 
 
 def refs(*names):
-    from gsample.ir import Ref
-
     return tuple(Ref(n) for n in names)
 
 
@@ -233,6 +232,14 @@ def test_only_indexing_calls_are_guarded():
         return x
 
     assert dense_index.kind(gather) is None
+
+    class Unhashable:  # a user's callable object that defines __eq__ only
+        __hash__ = None
+
+        def __call__(self, x):
+            return x
+
+    assert dense_index.kind(Unhashable()) is None
 
 
 def test_a_torch_function_another_library_replaced_is_still_indexing(monkeypatch):
