@@ -28,6 +28,27 @@ __device__ __forceinline__ gs_i64 gs_count(const gs_i64* __restrict__ ncols, gs_
     return ncols == nullptr ? C : *ncols;
 }
 
+// uniform_int(r, n) of hash.cuh, bit for bit, without its 64-bit division (a called routine
+// of about 60 instructions) when n < 2**32. x = r >> 1 < 2**63; inv = 1 / n rounded, so
+// x * inv is within 3 * 2**-53 of x / n relatively and its quotient q within 2**12 of x / n:
+// rem = x - q n (wrapped back) has |rem| < 2**12 n <= 2**44, exact in a double. rem * inv is
+// then within 2**-40 of rem / n, closer than any non-integer multiple of 1 / n (n < 2**32) is
+// to an integer, so truncating it is off only where rem / n is a nonzero integer, by one:
+// -n <= rem <= n after the second step, and two conditional corrections finish it (not
+// loops: the compiler turns a subtraction loop back into a division). Every step rounds as
+// IEEE says (a host build of this function agrees with % on edge cases and random words).
+__device__ __forceinline__ gs_i64 gs_uniform_int_fast(gs_u64 r, gs_i64 n) {
+    if ((gs_u64)n >> 32) return gs_uniform_int(r, n);
+    const gs_u64 x = r >> 1;
+    const double inv = __drcp_rn((double)n);
+    const gs_u64 q = (gs_u64)((double)x * inv);
+    gs_i64 rem = (gs_i64)(x - q * (gs_u64)n);
+    rem -= (gs_i64)((double)rem * inv) * n;
+    rem += rem < 0 ? n : 0;
+    rem -= rem >= n ? n : 0;
+    return rem;
+}
+
 // Weighted draw i of a column (with replacement) from the graph's alias tables (the
 // alias_table op: per edge e, table[2e] the threshold scaled to 2**53, table[2e + 1] the
 // alias edge): slot s = uniform_int(word(col, 2i), deg), kept when word(col, 2i + 1) >> 11
@@ -36,7 +57,7 @@ __device__ __forceinline__ gs_i64 gs_count(const gs_i64* __restrict__ ncols, gs_
 __device__ __forceinline__ gs_i64 gs_alias_draw(const gs_i64* __restrict__ alias, gs_u64 base,
                                                 gs_i64 position, gs_i64 i, gs_i64 start,
                                                 gs_i64 deg) {
-    const gs_i64 s = gs_uniform_int(gs_word(base, position, 2 * i), deg);
+    const gs_i64 s = gs_uniform_int_fast(gs_word(base, position, 2 * i), deg);
     const gs_u64 coin = gs_word(base, position, 2 * i + 1);
     const gs_i64 e = start + s;
     return (gs_i64)(coin >> 11) < alias[2 * e] ? s : alias[2 * e + 1] - start;
@@ -66,7 +87,7 @@ struct gs_column_draws {
 __device__ __forceinline__ gs_i64 gs_draw(const gs_column_draws& a, gs_i64 i) {
     if (a.alias) return gs_alias_draw(a.alias, a.base, a.position, i, a.start, a.deg);
     const gs_u64 w = gs_word(a.base, a.position, i);
-    return gs_uniform_int(w, a.replace ? a.deg : a.deg - a.k + i + 1);
+    return gs_uniform_int_fast(w, a.replace ? a.deg : a.deg - a.k + i + 1);
 }
 
 // Writes the edge at offset d of the column into slot s of its result.
@@ -77,31 +98,77 @@ __device__ __forceinline__ void gs_put(const gs_column_draws& a, gs_i64 s, gs_i6
 }
 
 // A group of W lanes (W = 8, 16 or 32, the fewest lanes k <= 32 draws fit; gs_group)
-// draws a column: lane i makes draw i and writes it at its rank among the draws. Every lane
-// of the warp calls this together (its shuffles span the warp); `draws` is false for a lane
-// whose group has no column to draw. Floyd without replacement: lanes before i hold their
-// final draws when lane i takes its turn.
+// draws a column: lane i makes draw i, then the group sorts its draws and lane i writes the
+// i-th smallest. Every lane of the warp calls this together (its votes and shuffles span the
+// warp); `draws` is false for a lane whose group has no column to draw.
+//
+// Floyd without replacement, without a turn per draw: with t_q the first draw of lane q and
+// j_q = deg - k + q, draw i is replaced (by j_i) exactly when t_i is among the draws kept by
+// lanes q < i, and those are {t_q : q < i} (a replaced t_q was itself drawn before q) with
+// {j_q : q < i, q replaced}. So lane i is replaced when an earlier lane of its group drew the
+// same t (one match vote), or else when lane q = t_i - j_0 (the only one whose j_q can be t_i)
+// is below it and replaced: a chain of lanes, resolved by pointer jumping (rarely entered: it
+// needs t_i >= deg - k).
+//
+// The sort is a bitonic network over the group's lanes, each merge opening with the
+// reflected exchange (lane s with s ^ (size - 1)) so that every exchange keeps the smaller
+// value on the lower lane (one predicate per bit of the lane: none per step to hold in
+// registers). A lane without a draw holds the largest value, so it sorts last; slot s gets
+// the s-th smallest draw, as a rank by comparisons gave (equal draws, with replacement, write
+// the same edge whichever goes first).
+// When every draw of the warp is below 2**32 - 1, the network runs on 32-bit words.
 __device__ __forceinline__ void gs_draw_in_group(int W, int sl, int g, bool draws,
                                                  const gs_column_draws& a) {
     const unsigned FULL = 0xFFFFFFFFu;
-    const unsigned mine = W == 32 ? FULL : ((1u << W) - 1u);
-    const gs_i64 k = a.k, deg = a.deg;
+    const gs_i64 k = a.k;
     const bool drawer = draws && sl < k;
     gs_i64 d = drawer ? gs_draw(a, sl) : 0;
     if (!a.replace) {
-        const gs_i64 first = d;
-        for (int i = 1; i < k; ++i) {
-            const gs_i64 ti = __shfl_sync(FULL, first, i, W);
-            const unsigned seen = (__ballot_sync(FULL, sl < i && d == ti) >> (g * W)) & mine;
-            if (sl == i && seen) d = deg - k + i;
+        const unsigned below = ((1u << sl) - 1u) << (g * W);   // the group's lanes before this
+        bool seen = (__match_any_sync(FULL, (unsigned long long)d) & below) != 0u;
+        const gs_i64 j0 = a.deg - k;
+        int next = drawer && !seen && d >= j0 && d - j0 < sl ? (int)(d - j0) : -1;
+        while (__any_sync(FULL, next >= 0)) {      // at most 5 rounds: each halves a chain
+            const int src = next >= 0 ? next : sl;
+            const int seen_there = __shfl_sync(FULL, (int)seen, src, W);
+            const int next_there = __shfl_sync(FULL, next, src, W);
+            if (next >= 0) {
+                if (seen_there) {
+                    seen = true;
+                    next = -1;
+                } else {
+                    next = next_there;
+                }
+            }
         }
+        if (drawer && seen) d = j0 + sl;
     }
-    int rank = 0;                            // the draws before this one in sorted order
-    for (int q = 0; q < k; ++q) {
-        const gs_i64 dq = __shfl_sync(FULL, d, q, W);
-        rank += dq < d || (dq == d && q < sl);
+    if (__all_sync(FULL, !drawer || (gs_u64)d < 0xFFFFFFFFull)) {
+        unsigned v = drawer ? (unsigned)d : 0xFFFFFFFFu;
+#pragma unroll
+        for (int size = 2; size <= 32; size <<= 1) {
+            if (size > W) break;
+#pragma unroll
+            for (int bit = size >> 1; bit > 0; bit >>= 1) {
+                const unsigned o = __shfl_xor_sync(FULL, v, bit == size >> 1 ? size - 1 : bit);
+                v = (sl & bit) == 0 ? min(v, o) : max(v, o);
+            }
+        }
+        d = (gs_i64)v;
+    } else {
+        gs_i64 v = drawer ? d : 0x7FFFFFFFFFFFFFFFLL;
+#pragma unroll
+        for (int size = 2; size <= 32; size <<= 1) {
+            if (size > W) break;
+#pragma unroll
+            for (int bit = size >> 1; bit > 0; bit >>= 1) {
+                const gs_i64 o = __shfl_xor_sync(FULL, v, bit == size >> 1 ? size - 1 : bit);
+                v = (sl & bit) == 0 ? min(v, o) : max(v, o);
+            }
+        }
+        d = v;
     }
-    if (drawer) gs_put(a, rank, d);
+    if (drawer) gs_put(a, sl, d);
 }
 
 // More than 32 draws: lane 0 makes them one after another (an insertion sort in the output).

@@ -148,6 +148,56 @@ def test_sampling_warps_take_one_or_many_columns(graph, k, replace, C):
     assert torch.equal(got.rows, want.row_ids[want.rows] if want.row_ids is not None else want.rows)
 
 
+def _chained_columns(base: int, degrees: list, k: int) -> int:
+    """How many columns' Floyd draws (without replacement, column c keyed as the kernel keys
+    it) replace a draw t_i that no earlier lane drew first but that is j_q = deg - k + q of a
+    replaced lane q < i (the case the kernel resolves by pointer jumping)."""
+    chained = 0
+    for c, deg in enumerate(degrees):
+        if deg <= k:
+            continue
+        t = [(combine(combine(base, c), i) >> 1) % (deg - k + i + 1) for i in range(k)]
+        drawn = []
+        for i in range(k):
+            hit = t[i] in drawn
+            if hit and t[i] not in t[:i]:
+                chained += 1
+                break
+            drawn.append(deg - k + i if hit else t[i])
+    return chained
+
+
+@pytest.mark.parametrize("k", [3, 8, 12, 16, 20, 32])
+@pytest.mark.parametrize("replace", [False, True])
+def test_sampling_groups_near_the_degree(k, replace):
+    """Columns of k + 1 .. k + 4 and 2k edges (some repeated), where Floyd's draws often
+    collide and a replaced draw often replaces the next (draw i hits j_q = deg - k + q of a
+    replaced q < i): the kernel's group vote, pointer jumping and sort give the torch
+    backend's edges, in its order."""
+    from gsample.backend.torch import select
+    from gsample.formats.csc import CSC
+
+    gen = torch.Generator().manual_seed(k)
+    degrees = [k + 1 + i % 4 if i % 5 else 2 * k for i in range(600)]
+    cols_of = torch.repeat_interleave(torch.arange(len(degrees)), torch.tensor(degrees))
+    rows = torch.randint(0, 50, (cols_of.numel(),), generator=gen)  # repeated edges too
+    n = len(degrees)
+    indptr = torch.cat([torch.zeros(1, dtype=torch.int64), torch.tensor(degrees).cumsum(0)])
+    A = gs.Matrix(CSC(n, indptr, rows)).to("cuda")
+    cols = torch.arange(n, device="cuda")
+    prefix = key_prefix(5, 1)
+    key = DeviceKey(torch.tensor([signed(prefix), 2], device="cuda"), prefix, 2)
+    if not replace:  # the chains the test is for are there
+        assert _chained_columns(combine(prefix, 2), degrees, k) > 10
+    s = nodewise.slice_individual_sample(A.csc, cols, k, replace, key)
+    (sizes,), _ = read_counts([s])
+    got = trim(s, sizes)
+    want = select.individual_sample(A[:, cols].csc, k, replace, combine(prefix, 2))
+    assert torch.equal(got.indptr, want.indptr)
+    assert torch.equal(got.eids, want.eids)
+    assert torch.equal(got.rows, want.row_ids[want.rows] if want.row_ids is not None else want.rows)
+
+
 @pytest.mark.parametrize("copies", [1, 3])
 def test_all_nodes_of_a_bounded_sample(graph, copies):
     """The frontier kernels on a bounded sample equal the torch ``all_nodes`` (a super-batch:
