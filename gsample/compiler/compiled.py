@@ -31,7 +31,7 @@ from gsample.capture.trace import TraceError, trace
 from gsample.formats.csc import CSC
 from gsample.ir import Graph, Kind
 from gsample.ir.graph import debug_level
-from gsample.matrix.sparse import Matrix
+from gsample.matrix.sparse import Matrix, matrix_of
 from gsample.passes import PIPELINE, optimize
 from gsample.passes.cost_model import annotate_inputs
 from gsample.passes.super_batch import super_batch
@@ -51,7 +51,23 @@ def wrap(value):
     """A value a program returns as the user sees it: a sparse format (the runtime's
     values) as a ``gs.Matrix``, anything else as it is (``gsample.runtime.lower``'s
     ``wrap``)."""
-    return Matrix(value) if isinstance(value, CSC) else value
+    return matrix_of(value) if isinstance(value, CSC) else value
+
+
+def wrap_all(values) -> list:
+    """``[wrap(v) for v in values]`` (``wrap.many``: what a super-batch's
+    ``gsample.runtime.block_diagonal.Assemble`` calls once per output value, not per
+    mini-batch).
+
+    Examples
+    --------
+    >>> [type(v).__name__ for v in wrap_all([A.csc, torch.tensor([1])])]
+    ['Matrix', 'Tensor']
+    """
+    return [matrix_of(v) if type(v) is CSC or isinstance(v, CSC) else v for v in values]
+
+
+wrap.many = wrap_all
 
 
 #: the runtime's default switches (a frozen dataclass: one instance serves every call)

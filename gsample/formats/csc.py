@@ -74,16 +74,16 @@ class CSC(IdSpaces):
     def of(cls, num_nodes, indptr, rows, row_ids=None, col_ids=None, values=None, eids=None) -> CSC:
         """``CSC(...)`` without the frozen dataclass's ``__init__`` (a ``setattr`` per field):
         for the runtime's hot paths, which build one per mini-batch and output."""
-        obj = object.__new__(cls)
-        obj.__dict__.update(
-            num_nodes=num_nodes,
-            indptr=indptr,
-            rows=rows,
-            row_ids=row_ids,
-            col_ids=col_ids,
-            values=values,
-            eids=eids,
-        )
+        obj = _new(cls)
+        # item by item into the instance's dict: cheaper than a keyword dict and update()
+        d = obj.__dict__
+        d["num_nodes"] = num_nodes
+        d["indptr"] = indptr
+        d["rows"] = rows
+        d["row_ids"] = row_ids
+        d["col_ids"] = col_ids
+        d["values"] = values
+        d["eids"] = eids
         return obj
 
     # ------------------------------------------------------------------ sizes
@@ -169,6 +169,9 @@ class CSC(IdSpaces):
             and _eq(self.row_ids, other.row_ids)
             and _eq(self.col_ids, other.col_ids)
         )
+
+
+_new = object.__new__
 
 
 def _eq(a, b) -> bool:

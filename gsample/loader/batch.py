@@ -157,3 +157,45 @@ class Batch:
         x = self._rows("features", "x") if x is None else x
         y = self._rows("labels", "y") if y is None else y
         return dgl.to_dgl(self.out, self.node_seeds, x, y)
+
+
+def batches_of(seeds: list, first: int, outs: list, seeds_are_nodes: bool = True) -> list[Batch]:
+    """``[Batch(seeds=s, index=first + b, out=o, seeds_are_nodes=...) for b, (s, o) in ...]``:
+    the mini-batches of one sampling run, each made without the dataclass's ``__init__`` (a
+    keyword call per mini-batch; attributes set in field order, so each is the same
+    object, ``vars`` and all).
+
+    Parameters
+    ----------
+    seeds : list of LongTensor
+        Each mini-batch's seeds.
+    first : int
+        The first one's index in the epoch.
+    outs : list
+        What the sampler returned for each.
+
+    Returns
+    -------
+    list of Batch, one per pair of ``seeds`` and ``outs`` (``zip``).
+
+    Examples
+    --------
+    >>> [b.index for b in batches_of([torch.tensor([0]), torch.tensor([1])], 4, [None, None])]
+    [4, 5]
+    """
+    made = []
+    append, new = made.append, _new
+    for index, (s, out) in enumerate(zip(seeds, outs), first):
+        b = new(Batch)
+        b.seeds = s
+        b.index = index
+        b.out = out
+        b.n_id = None
+        b.x = None
+        b.y = None
+        b.seeds_are_nodes = seeds_are_nodes
+        append(b)
+    return made
+
+
+_new = object.__new__

@@ -30,7 +30,7 @@ from gsample.base.random import (
 from gsample.compiler import CompiledSampler, compile
 from gsample.distributed.partition_batches import agree, is_refusal, sample_round
 from gsample.distributed.split import rank_batches, resolve_ranks
-from gsample.loader.batch import Batch
+from gsample.loader.batch import Batch, batches_of
 from gsample.loader.features import FeatureStore, batch_nodes
 from gsample.loader.pipeline import pipelined
 from gsample.loader.super_batching import (
@@ -326,12 +326,27 @@ class DataLoader:
         self.sample_seconds = self.gather_seconds = 0.0
         gathers = self.feature_store is not None or self.label_store is not None
         if self.pipeline and gathers and not self._stateful() and not self._one_run(mine):
-            batches = pipelined(self, groups)
-        else:
-            batches = (self._gather(b) for group in self._timed(groups) for b in group)
-        for batch in batches:
-            yield batch
-            bar.update(1)
+            for batch in pipelined(self, groups):
+                yield batch
+                bar.update(1)
+            bar.close()
+            return
+        # handed out group by group with no generator layer or call per mini-batch beyond
+        # what it needs: without rows to gather or a bar to show, a group by `yield from`
+        # (the list iterated in C)
+        shown = not bar.disable
+        for group in self._timed(groups):
+            if gathers:
+                for batch in group:
+                    yield self._gather(batch)
+                    if shown:
+                        bar.update(1)
+            elif shown:
+                for batch in group:
+                    yield batch
+                    bar.update(1)
+            else:
+                yield from group
         bar.close()
 
     def _pipelines(self, pipeline) -> bool:
@@ -648,10 +663,9 @@ class DataLoader:
 
     def _batches(self, block: list, first: int, outs: list) -> list:
         """The ``Batch`` of each mini-batch ``first, ...`` (seeds ``block``, outputs ``outs``)."""
-        return [
-            Batch(seeds=block[b], index=first + b, out=out, seeds_are_nodes=self.seeds_are_nodes)
-            for b, out in enumerate(outs)
-        ]
+        if len(outs) > len(block):  # (as indexing block per output would)
+            raise IndexError(f"{len(outs)} outputs for {len(block)} mini-batches")
+        return batches_of(block, first, outs, self.seeds_are_nodes)
 
     def _time_sizes(self, parts: list, epoch_seed: int, base: int = 0):
         """``"auto"``: time super-batches of 1, 2, 4, ... mini-batches (within the memory

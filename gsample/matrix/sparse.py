@@ -1188,6 +1188,26 @@ class Matrix(EdgeMapOperators):
         return _run(Op.RANDOM_COUNT, A=self._csc, nodes=nodes, **attrs)
 
 
+def matrix_of(csc: CSC) -> Matrix:
+    """``Matrix(csc)`` for a CSC the runtime made: the same object, without ``__init__``'s
+    argument checks (the runtime hands out one per block and mini-batch; users call
+    ``Matrix``, whose checks name their mistakes).
+
+    Examples
+    --------
+    >>> m = matrix_of(CSC.of(3, torch.tensor([0, 0]), torch.tensor([], dtype=torch.long)))
+    >>> m.num_nodes, m.num_edges
+    (3, 0)
+    """
+    m = _new(Matrix)
+    m._csc = csc
+    m._edge_time = None
+    return m
+
+
+_new = object.__new__
+
+
 # ----------------------------------------------------------------------------- from the op table
 def op_method(name: str, d: OpDef):
     """The ``gs.Matrix`` method ``name`` of op ``d``, made from its definition.

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 from types import SimpleNamespace
 
 import torch
@@ -44,7 +45,7 @@ from gsample.base.random import batch_ptr
 from gsample.formats.csc import CSC, segment_ptr
 from gsample.formats.layouts import to_csc
 from gsample.ir import info
-from gsample.ir.graph import map_template
+from gsample.ir.graph import Ref, map_template
 
 # ----------------------------------------------------------------------------- frontiers
 # (shared with the torch backend's super-batched sampling, which defines them)
@@ -272,7 +273,12 @@ def _parts_of(value: torch.Tensor, ptr: list, n: int | None, copies: int) -> lis
     part = value[lo:hi]
     if n is not None:  # each batch's ids lie in [b * n, (b + 1) * n): the remainder decodes
         part = torch.remainder(part, n)
-    return list(part.split([ptr[b + 1] - ptr[b] for b in range(copies)]))
+    return list(part.split_with_sizes(_sizes(ptr)))
+
+
+def _sizes(ptr: list) -> list:
+    """The lengths of the ranges ``ptr`` delimits: ``ptr[b + 1] - ptr[b]`` for each ``b``."""
+    return [b - a for a, b in pairwise(ptr)]
 
 
 def _split_reads_back(spec, **_) -> bool:
@@ -292,7 +298,7 @@ def split_walks(walks: torch.Tensor, n: int, copies: int) -> list:
     views keep the super-batch's tensor alive while any of them is)."""
     ptr = batch_ptr(walks[:, 0] // n, copies)
     plain = torch.where(walks >= 0, walks % n, walks)
-    return list(plain.split([ptr[b + 1] - ptr[b] for b in range(copies)]))
+    return list(plain.split_with_sizes(_sizes(ptr)))
 
 
 def split_matrix(M, bnd: Bounds, n: int, copies: int) -> list:
@@ -343,23 +349,23 @@ def _decoded(M: CSC, bnd: Bounds, n: int):
 def _parts(M: CSC, bnd: Bounds, n: int, copies: int, indptr, rows, col_ids, row_ids) -> list:
     """The batches' matrices: views of the decoded fields (every batch's, one after
     another) and of ``M``'s values and edge ids."""
-    # each batch's pieces as views, one torch.split per field (a C++ call, not a slice each)
-    cols_n = [bnd.cols[b + 1] - bnd.cols[b] for b in range(copies)]
-    edges_n = [bnd.edges[b + 1] - bnd.edges[b] for b in range(copies)]
-    e_lo, e_hi = bnd.edges[0], bnd.edges[-1]
-    parts = [indptr.split([c + 1 for c in cols_n]), rows.split(edges_n)]
-    parts += [
-        None if t is None else t.split(sizes)
-        for t, sizes in (
-            (row_ids, [bnd.rows[b + 1] - bnd.rows[b] for b in range(copies)]),
-            (col_ids, cols_n),
-            (None if M.values is None else M.values[e_lo:e_hi], edges_n),
-            (None if M.eids is None else M.eids[e_lo:e_hi], edges_n),
-        )
-    ]
+    # each batch's pieces as views, one split per field (a C++ call, not a slice each); the
+    # sizes from consecutive bounds (``copies + 1`` of each)
+    cols, edges = bnd.cols, bnd.edges
+    e_lo, e_hi = edges[0], edges[-1]
+    edges_n, cols_n = _sizes(edges), _sizes(cols)
     none = (None,) * copies
+    ptrs = indptr.split_with_sizes([c + 1 for c in cols_n])
+    edge_rows = rows.split_with_sizes(edges_n)
+    row_parts = none if row_ids is None else row_ids.split_with_sizes(_sizes(bnd.rows))
+    col_parts = none if col_ids is None else col_ids.split_with_sizes(cols_n)
+    values = none if M.values is None else M.values[e_lo:e_hi].split_with_sizes(edges_n)
+    eids = none if M.eids is None else M.eids[e_lo:e_hi].split_with_sizes(edges_n)
     make = CSC.of
-    return [make(n, *fields) for fields in zip(*(none if p is None else p for p in parts))]
+    return [
+        make(n, p, r, ri, ci, v, e)
+        for p, r, ri, ci, v, e in zip(ptrs, edge_rows, row_parts, col_parts, values, eids)
+    ]
 
 
 def gather(x, ids: torch.Tensor, n: int | None = None):
@@ -582,14 +588,32 @@ class Assemble:
     """The program's output, once per batch: a list of ``copies`` outputs shaped as the
     mini-batch program's (its ``template``), each value passed through ``wrap`` (the
     compiler's: a sparse format wrapped as a ``gs.Matrix``, as a mini-batch program's output
-    is; default: as it is)."""
+    is; default: as it is). A ``wrap`` with a ``many`` attribute (``many(values) ->
+    [wrap(v) for v in values]``) is called once per value's list of ``copies``.
+
+    The common templates (one :class:`~gsample.ir.graph.Ref`, a plain list or tuple of
+    them: a sampler's block, its blocks, its walks) are built column by column, one
+    ``many`` call per value and one ``zip`` for all batches; any other
+    (nested, a dict, a named tuple, constants) through
+    :func:`~gsample.ir.graph.map_template`, batch by batch. Either way the outputs are the
+    same: a container of its own per batch, and ``wrap`` called once per place and batch
+    (a graph-level value shared by the batches is wrapped for each).
+    """
 
     def __init__(self, template, per_batch: frozenset, copies: int, wrap: Callable | None = None):
         self.template, self.per_batch, self.copies = template, per_batch, copies
         self.wrap = _same if wrap is None else wrap
         self.__name__ = self.__qualname__ = "assemble_batches"
+        self._flat = _flat_refs(template)
+        many = getattr(self.wrap, "many", None)
+        self._many = many if many is not None else _each(self.wrap)
 
     def __call__(self, **inputs) -> list:
+        flat = self._flat
+        if flat is not None:
+            out = self._columns(flat, inputs)
+            if out is not None:
+                return out
         wrap = self.wrap
         return [
             map_template(
@@ -600,6 +624,44 @@ class Assemble:
             )
             for b in range(self.copies)
         ]
+
+    def _columns(self, flat: tuple, inputs: dict):
+        """The outputs of a flat template (``(container type or None, names)``), or None
+        where a per-batch value is not a list of ``copies`` (the general path then says
+        what is wrong, as it always has)."""
+        container, names = flat
+        copies, many, wrap = self.copies, self._many, self.wrap
+        columns = []
+        for name in names:
+            value = inputs[name]
+            if name in self.per_batch:
+                if type(value) is not list or len(value) != copies:
+                    return None
+                columns.append(many(value))
+            else:  # graph-level: wrapped for each batch, as the general path does
+                columns.append([wrap(value) for _ in range(copies)])
+        if container is None:  # a single Ref
+            return columns[0]
+        if container is tuple:
+            return list(zip(*columns))
+        return list(map(list, zip(*columns)))
+
+
+def _flat_refs(template):
+    """``(None, (name,))`` for a single :class:`~gsample.ir.graph.Ref`, ``(list or tuple,
+    names)`` for a plain (not a subclass) non-empty list or tuple of them, else None."""
+    if isinstance(template, Ref):
+        return None, (template.name,)
+    if type(template) in (list, tuple) and template and all(type(t) is Ref for t in template):
+        return type(template), tuple(t.name for t in template)
+    return None
+
+
+def _each(wrap: Callable) -> Callable:
+    """``many`` for a ``wrap`` without one."""
+    if wrap is _same:
+        return list
+    return lambda values: [wrap(v) for v in values]
 
 
 def _same(value):
