@@ -15,7 +15,6 @@ Writes ``epoch_jitter_<graph>_<device>.json`` (device, date, command) to ``--out
 """
 
 import argparse
-import datetime
 import functools
 import gc
 import pathlib
@@ -32,7 +31,7 @@ import graphsage  # (the example, put on the path above)
 
 import gsample as gs
 from gsample.bench.measure import FullCollections, sync
-from gsample.bench.report import device_name, git_commit, write_record
+from gsample.bench.report import script_record, write_record
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FANOUT = (25, 10)
@@ -111,20 +110,18 @@ def main(argv=None) -> dict:
     if not frozen_before:
         gc.unfreeze()
     name = "quick" if args.quick else args.graph
-    meta = {
-        "device": device_name(device),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": "python " + " ".join([sys.argv[0], *(argv or sys.argv[1:])]),
-        "commit": git_commit(ROOT),
-        "torch": torch.__version__,
-        "python": sys.version.split()[0],
-        "graph": {"name": name, "nodes": A.num_nodes, "edges": A.num_edges},
-        "seeds": int(seeds.numel()),
-        "fanout": list(FANOUT),
-        "batch_size": args.batch_size,
-        "epochs": args.epochs,
-        "rows": rows,
-    }
+    meta = script_record(
+        device,
+        ROOT,
+        argv,
+        python=sys.version.split()[0],
+        graph={"name": name, "nodes": A.num_nodes, "edges": A.num_edges},
+        seeds=int(seeds.numel()),
+        fanout=list(FANOUT),
+        batch_size=args.batch_size,
+        epochs=args.epochs,
+        rows=rows,
+    )
     print(f"wrote {write_record(meta, args.out, f'epoch_jitter_{name}_{device.type}.json')}")
     return meta
 

@@ -15,7 +15,6 @@ included) for scale. Writes ``handout_<device>.json`` (device, date, command) to
 """
 
 import argparse
-import datetime
 import functools
 import gc
 import pathlib
@@ -30,7 +29,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples")
 import graphsage  # (the example, put on the path above)
 
 import gsample as gs
-from gsample.bench.report import device_name, git_commit, write_record
+from gsample.bench.report import script_record, write_record
 from gsample.compiler.compiled import wrap
 from gsample.ir.graph import Ref
 from gsample.runtime import block_diagonal as bd
@@ -140,14 +139,12 @@ def main(argv=None) -> dict:
     rows["epoch"] = best_us(lambda: list(sampled), len(sampled), max(2, repeats // 2), 1)
     for k, v in rows.items():
         print(f"{k:>9}: {v:8.2f} us per mini-batch", flush=True)
-    meta = {
-        "device": device_name(torch.device("cpu")),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": "python " + " ".join([sys.argv[0], *(argv or sys.argv[1:])]),
-        "commit": git_commit(ROOT),
-        "torch": torch.__version__,
-        "python": sys.version.split()[0],
-    }
+    meta = script_record(
+        torch.device("cpu"),
+        ROOT,
+        argv,
+        python=sys.version.split()[0],
+    )
     record = {
         **meta,
         "workload": {

@@ -17,10 +17,8 @@ pyg-lib or torch-sparse PyG's rows are not run, and the record says why. Writes
 """
 
 import argparse
-import datetime
 import pathlib
 import statistics
-import sys
 
 import torch
 import torch_geometric.typing as pyg_typing
@@ -31,7 +29,7 @@ from torch_geometric.sampler import NegativeSampling
 
 import gsample as gs
 import gsample.pyg
-from gsample.bench.report import device_name, git_commit, write_record
+from gsample.bench.report import script_record, write_record
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SNAP = ROOT.parent / "shared" / "data" / "web-NotreDame.txt.gz"
@@ -94,21 +92,19 @@ def main(argv=None) -> dict:
             r = paired_ratio(times[f"gsample {row}"], times[f"PyG {row}"])
             rows[f"gsample {row}"]["ratio_to_pyg"] = r
             print(f"  gsample {row} / PyG {row} = {r:.2f} (median of the rounds' ratios)")
-    record = {
-        "device": device_name(torch.device("cpu")),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": "python " + " ".join([sys.argv[0], *(argv or sys.argv[1:])]),
-        "commit": git_commit(ROOT),
-        "torch": torch.__version__,
-        "threads": args.threads,
-        "graph": {"name": name, "nodes": A.num_nodes, "edges": A.num_edges},
-        "pyg_backend": "pyg-lib"
+    record = script_record(
+        torch.device("cpu"),
+        ROOT,
+        argv,
+        threads=args.threads,
+        graph={"name": name, "nodes": A.num_nodes, "edges": A.num_edges},
+        pyg_backend="pyg-lib"
         if pyg_typing.WITH_PYG_LIB
         else ("torch-sparse" if pyg_typing.WITH_TORCH_SPARSE else None),
-        "peers_not_run": None if pyg else NO_PYG,
-        "repeats": args.repeats,
-        "rows": rows,
-    }
+        peers_not_run=None if pyg else NO_PYG,
+        repeats=args.repeats,
+        rows=rows,
+    )
     print(f"wrote {write_record(record, args.out, f'pyg_cpu_{name}_{args.threads}t.json')}")
     return record
 

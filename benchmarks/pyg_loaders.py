@@ -29,7 +29,6 @@ Writes ``pyg_loaders_<graph>_<device>.json`` (device, date, command) to ``--out`
 """
 
 import argparse
-import datetime
 import functools
 import pathlib
 import statistics
@@ -42,7 +41,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import gsample as gs
 import gsample.pyg
-from gsample.bench.report import device_name, git_commit, write_record
+from gsample.bench.report import script_record, write_record
 from gsample.interop.pyg.temporal import disjoint_sample
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -222,25 +221,23 @@ def main(argv=None) -> dict:
         rows["link_loader"]["strict_negatives"] = negatives
         rows["link_loader"]["strict_negatives_that_are_edges"] = positives
         print(f"  strict negatives: {negatives}, of which edges: {positives}")
-    meta = {
-        "device": device_name(device),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": "python " + " ".join([sys.argv[0], *(argv or sys.argv[1:])]),
-        "commit": git_commit(ROOT),
-        "torch": torch.__version__,
-        "graph": {
+    meta = script_record(
+        device,
+        ROOT,
+        argv,
+        graph={
             "name": "quick" if args.quick else args.graph,
             "nodes": A.num_nodes,
             "edges": A.num_edges,
             "seeds": seeds.numel(),
             "build_s": build_s,
         },
-        "fanout": list(FANOUT),
-        "batch_size": mb,
-        "super_batch": args.super_batch,
-        "repeats": args.repeats,
-        "rows": rows,
-    }
+        fanout=list(FANOUT),
+        batch_size=mb,
+        super_batch=args.super_batch,
+        repeats=args.repeats,
+        rows=rows,
+    )
     name = "quick" if args.quick else args.graph
     print(f"wrote {write_record(meta, args.out, f'pyg_loaders_{name}_{device.type}.json')}")
     return meta

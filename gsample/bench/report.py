@@ -11,6 +11,7 @@ import pathlib
 import platform
 import re
 import subprocess
+import sys
 
 import torch
 
@@ -100,6 +101,27 @@ def new_record(args, device, A, root, **fields) -> dict:
         "failures": [],
         "complete": False,
         "pngs": {},
+    }
+
+
+def script_record(device, root, argv, **fields) -> dict:
+    """The head of a benchmark script's record: ``device`` (:func:`device_name`), ``date``
+    (UTC), ``command`` (``python`` and the script's arguments, ``argv`` or the process's),
+    ``commit`` (:func:`git_commit` of ``root``), ``torch``; then ``fields``.
+
+    Examples
+    --------
+    >>> rec = script_record(torch.device("cpu"), ".", ["--quick"], rows={})
+    >>> list(rec)[:5], rec["command"].endswith("--quick")
+    (['device', 'date', 'command', 'commit', 'torch'], True)
+    """
+    return {
+        "device": device_name(device),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": "python " + " ".join([sys.argv[0], *(argv or sys.argv[1:])]),
+        "commit": git_commit(root),
+        "torch": torch.__version__,
+        **fields,
     }
 
 

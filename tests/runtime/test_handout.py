@@ -8,6 +8,7 @@ import functools
 
 import pytest
 import torch
+from helpers import graphsage
 
 import gsample as gs
 from gsample.backend.torch import extract, select
@@ -253,15 +254,6 @@ def test_batches_of_makes_what_the_dataclass_makes():
             assert g == w
 
 
-def _sage(A, seeds, fanouts=(3, 2)):
-    blocks_ = []
-    for k in fanouts:
-        s = A[:, seeds].individual_sample(k)
-        blocks_.append(s)
-        seeds = s.all_nodes()
-    return blocks_
-
-
 def _epoch(loader) -> list:
     return [
         (b.index, b.seeds.tolist(), [[t.tolist() for t in m.edges()] for m in b.out], b.n_id)
@@ -273,7 +265,7 @@ def test_every_hand_out_loop_yields_the_same_batches():
     """Super-batched epochs with and without a progress bar, with rows gathered in step
     (unpipelined) or not: the same mini-batches, in order, as one at a time."""
     A, x, _ = gs.datasets.planted_partition(300, num_classes=3, seed=0)
-    fn = gs.compile(functools.partial(_sage, fanouts=(3, 2)))
+    fn = gs.compile(functools.partial(graphsage, fanouts=(3, 2)))
     seeds = torch.arange(0, 300, 3)
 
     def loader(**kw):
