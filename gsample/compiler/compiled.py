@@ -54,22 +54,6 @@ def wrap(value):
     return matrix_of(value) if isinstance(value, CSC) else value
 
 
-def wrap_all(values) -> list:
-    """``[wrap(v) for v in values]`` (``wrap.many``: what a super-batch's
-    ``gsample.runtime.block_diagonal.Assemble`` calls once per output value, not per
-    mini-batch).
-
-    Examples
-    --------
-    >>> [type(v).__name__ for v in wrap_all([A.csc, torch.tensor([1])])]
-    ['Matrix', 'Tensor']
-    """
-    return [matrix_of(v) if type(v) is CSC or isinstance(v, CSC) else v for v in values]
-
-
-wrap.many = wrap_all
-
-
 #: the runtime's default switches (a frozen dataclass: one instance serves every call)
 _DEFAULT = Options()
 

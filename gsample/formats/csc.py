@@ -74,7 +74,7 @@ class CSC(IdSpaces):
     def of(cls, num_nodes, indptr, rows, row_ids=None, col_ids=None, values=None, eids=None) -> CSC:
         """``CSC(...)`` without the frozen dataclass's ``__init__`` (a ``setattr`` per field):
         for the runtime's hot paths, which build one per mini-batch and output."""
-        obj = _new(cls)
+        obj = object.__new__(cls)
         # item by item into the instance's dict: cheaper than a keyword dict and update()
         d = obj.__dict__
         d["num_nodes"] = num_nodes
@@ -169,9 +169,6 @@ class CSC(IdSpaces):
             and _eq(self.row_ids, other.row_ids)
             and _eq(self.col_ids, other.col_ids)
         )
-
-
-_new = object.__new__
 
 
 def _eq(a, b) -> bool:

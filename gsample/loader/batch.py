@@ -176,7 +176,7 @@ def batches_of(seeds: list, first: int, outs: list, seeds_are_nodes: bool = True
 
     Returns
     -------
-    list of Batch, one per pair of ``seeds`` and ``outs`` (``zip``).
+    list of Batch, one per pair of ``seeds`` and ``outs`` (of equal lengths).
 
     Examples
     --------
@@ -184,8 +184,8 @@ def batches_of(seeds: list, first: int, outs: list, seeds_are_nodes: bool = True
     [4, 5]
     """
     made = []
-    append, new = made.append, _new
-    for index, (s, out) in enumerate(zip(seeds, outs), first):
+    append, new = made.append, object.__new__
+    for index, (s, out) in enumerate(zip(seeds, outs, strict=True), first):
         b = new(Batch)
         b.seeds = s
         b.index = index
@@ -196,6 +196,3 @@ def batches_of(seeds: list, first: int, outs: list, seeds_are_nodes: bool = True
         b.seeds_are_nodes = seeds_are_nodes
         append(b)
     return made
-
-
-_new = object.__new__

@@ -331,22 +331,16 @@ class DataLoader:
                 bar.update(1)
             bar.close()
             return
-        # handed out group by group with no generator layer or call per mini-batch beyond
-        # what it needs: without rows to gather or a bar to show, a group by `yield from`
-        # (the list iterated in C)
+        # handed out group by group; without rows to gather or a bar to show, by `yield
+        # from` (the list iterated in C: no call per mini-batch)
         shown = not bar.disable
         for group in self._timed(groups):
-            if gathers:
-                for batch in group:
-                    yield self._gather(batch)
-                    if shown:
-                        bar.update(1)
-            elif shown:
-                for batch in group:
-                    yield batch
-                    bar.update(1)
-            else:
+            if not gathers and not shown:
                 yield from group
+                continue
+            for batch in group:
+                yield self._gather(batch)
+                bar.update(1)
         bar.close()
 
     def _pipelines(self, pipeline) -> bool:
@@ -663,8 +657,6 @@ class DataLoader:
 
     def _batches(self, block: list, first: int, outs: list) -> list:
         """The ``Batch`` of each mini-batch ``first, ...`` (seeds ``block``, outputs ``outs``)."""
-        if len(outs) > len(block):  # (as indexing block per output would)
-            raise IndexError(f"{len(outs)} outputs for {len(block)} mini-batches")
         return batches_of(block, first, outs, self.seeds_are_nodes)
 
     def _time_sizes(self, parts: list, epoch_seed: int, base: int = 0):

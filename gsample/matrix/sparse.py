@@ -1199,13 +1199,10 @@ def matrix_of(csc: CSC) -> Matrix:
     >>> m.num_nodes, m.num_edges
     (3, 0)
     """
-    m = _new(Matrix)
+    m = object.__new__(Matrix)
     m._csc = csc
     m._edge_time = None
     return m
-
-
-_new = object.__new__
 
 
 # ----------------------------------------------------------------------------- from the op table

@@ -588,12 +588,11 @@ class Assemble:
     """The program's output, once per batch: a list of ``copies`` outputs shaped as the
     mini-batch program's (its ``template``), each value passed through ``wrap`` (the
     compiler's: a sparse format wrapped as a ``gs.Matrix``, as a mini-batch program's output
-    is; default: as it is). A ``wrap`` with a ``many`` attribute (``many(values) ->
-    [wrap(v) for v in values]``) is called once per value's list of ``copies``.
+    is; default: as it is).
 
     The common templates (one :class:`~gsample.ir.graph.Ref`, a plain list or tuple of
-    them: a sampler's block, its blocks, its walks) are built column by column, one
-    ``many`` call per value and one ``zip`` for all batches; any other
+    them: a sampler's block, its blocks, its walks) are built column by column, one list
+    per value and one ``zip`` for all batches; any other
     (nested, a dict, a named tuple, constants) through
     :func:`~gsample.ir.graph.map_template`, batch by batch. Either way the outputs are the
     same: a container of its own per batch, and ``wrap`` called once per place and batch
@@ -605,8 +604,6 @@ class Assemble:
         self.wrap = _same if wrap is None else wrap
         self.__name__ = self.__qualname__ = "assemble_batches"
         self._flat = _flat_refs(template)
-        many = getattr(self.wrap, "many", None)
-        self._many = many if many is not None else _each(self.wrap)
 
     def __call__(self, **inputs) -> list:
         flat = self._flat
@@ -630,14 +627,14 @@ class Assemble:
         where a per-batch value is not a list of ``copies`` (the general path then says
         what is wrong, as it always has)."""
         container, names = flat
-        copies, many, wrap = self.copies, self._many, self.wrap
+        copies, wrap = self.copies, self.wrap
         columns = []
         for name in names:
             value = inputs[name]
             if name in self.per_batch:
                 if type(value) is not list or len(value) != copies:
                     return None
-                columns.append(many(value))
+                columns.append([wrap(v) for v in value])
             else:  # graph-level: wrapped for each batch, as the general path does
                 columns.append([wrap(value) for _ in range(copies)])
         if container is None:  # a single Ref
@@ -655,13 +652,6 @@ def _flat_refs(template):
     if type(template) in (list, tuple) and template and all(type(t) is Ref for t in template):
         return type(template), tuple(t.name for t in template)
     return None
-
-
-def _each(wrap: Callable) -> Callable:
-    """``many`` for a ``wrap`` without one."""
-    if wrap is _same:
-        return list
-    return lambda values: [wrap(v) for v in values]
 
 
 def _same(value):

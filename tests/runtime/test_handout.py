@@ -12,7 +12,7 @@ from helpers import graphsage
 
 import gsample as gs
 from gsample.backend.torch import extract, select
-from gsample.compiler.compiled import wrap, wrap_all
+from gsample.compiler.compiled import wrap
 from gsample.formats.csc import CSC
 from gsample.ir.graph import Ref, map_template
 from gsample.loader.batch import Batch, batches_of
@@ -126,9 +126,6 @@ def test_matrix_of_is_matrix_without_its_checks():
     assert type(fast) is Matrix and fast._csc is csc and fast._edge_time is None
     assert slow._edge_time is None and fast.num_edges == slow.num_edges == 1
     assert wrap(csc)._csc is csc and wrap(5) == 5
-    vals = [csc, torch.tensor([1]), None, csc]
-    assert [type(v) for v in wrap_all(vals)] == [type(wrap(v)) for v in vals]
-    assert wrap.many is wrap_all
 
 
 # ----------------------------------------------------------------------------- Assemble
@@ -195,7 +192,7 @@ def _inputs(copies: int) -> dict:
     }
 
 
-def _custom_wrap(value):  # a wrap without `many`
+def _custom_wrap(value):  # a wrap other than the compiler's
     return ("wrapped", value) if isinstance(value, torch.Tensor) else value
 
 
@@ -234,7 +231,7 @@ def test_assemble_with_a_short_per_batch_value_fails_as_the_general_path_does():
 
 def test_helpers_hand_their_wrap_to_assemble():
     made = blocks.helpers(wrap).Assemble([Ref("a")], frozenset("a"), 2)
-    assert made.wrap is wrap and made._many is wrap_all
+    assert made.wrap is wrap
 
 
 # ----------------------------------------------------------------------------- the loader
