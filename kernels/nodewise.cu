@@ -216,6 +216,13 @@ __device__ __forceinline__ int gs_group(gs_i64 k) { return k <= 8 ? 8 : k <= 16 
 // program's sizes and raises (gsample.validate.fail_if). Padding columns are 0 in cols_out.
 // state: scan.cuh's words, then err, all zero before the launch.
 //
+// A graph in pinned host memory is read in address order (order non-null, a permutation of
+// the C columns by node, padding last): the GPU translates a host address per page through
+// a cache that a random order misses at every read, and a sweep hits. The launch is then
+// split in two (phase): phase 1 writes each column's count to indptr_out[c + 1] (the host
+// scans them in place), phase 2 draws, reading its offset from indptr_out[c]. Phase 0, the
+// single pass, scans in column order (order null).
+//
 // Column c's edges go to indptr_out[c] ..., in column order: rows_out (the graph's row,
 // + b * n in a super-batch) and pos_out (the edge's position in the graph). Without
 // replacement a column of deg <= k edges keeps them all; else Floyd's k draws (draw i: t =
@@ -241,7 +248,8 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
                                              const gs_i64* __restrict__ ceids,
                                              gs_i64* __restrict__ eids_out,
                                              gs_i64* __restrict__ counters,
-                                             gs_i64* __restrict__ cols_out) {
+                                             gs_i64* __restrict__ cols_out,
+                                             const gs_i64* __restrict__ order, int phase) {
     // the count phase's per-column values, for the draws (blockDim <= 256)
     __shared__ gs_i64 s_id[256], s_out[256], s_cnt[256], s_start[256], s_deg[256], s_pos[256];
     const int lane = threadIdx.x & 31;
@@ -250,7 +258,8 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
     const gs_i64 t = gs_scan_ticket(state);
     gs_i64* err = (gs_i64*)(state + 1 + tiles);
     {
-        const gs_i64 c = t * T + threadIdx.x;
+        const gs_i64 p = t * T + threadIdx.x;
+        const gs_i64 c = order != nullptr && threadIdx.x < T && p < C ? order[p] : p;
         gs_i64 id = 0, cnt = 0, start = 0, deg = 0, position = c;
         if (threadIdx.x < T && c < m) {
             id = cols[c];
@@ -271,7 +280,7 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
             }
         }
         if (threadIdx.x < T && c < C) cols_out[c] = id;
-        if (counters != nullptr) {              // uniform: every thread of the block is here
+        if (counters != nullptr && phase != 1) {  // uniform: every thread of the block is here
             gs_i64 reads = cnt;
             gs_i64 hits = slot != nullptr && cnt > 0 && slot[n > 0 ? id % n : id] >= 0 ? cnt : 0;
             for (int d = 16; d > 0; d >>= 1) {
@@ -283,11 +292,17 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
                 atomicAdd((unsigned long long*)&counters[1], (unsigned long long)hits);
             }
         }
-        gs_i64 tile_total;
-        const gs_i64 local = gs_block_exclusive(cnt, &tile_total);
-        const gs_i64 out = gs_scan_exclusive(state, t, tile_total) + local;
-        if (threadIdx.x < T && c < C) indptr_out[c + 1] = out + cnt;
-        if (c == 0) indptr_out[0] = 0;
+        gs_i64 out = 0;
+        if (phase == 0) {                       // uniform: the scan's barriers
+            gs_i64 tile_total;
+            const gs_i64 local = gs_block_exclusive(cnt, &tile_total);
+            out = gs_scan_exclusive(state, t, tile_total) + local;
+        } else if (phase == 2 && threadIdx.x < T && c < C) {
+            out = indptr_out[c];                // the scanned counts of phase 1
+        }
+        if (phase != 2 && threadIdx.x < T && c < C) indptr_out[c + 1] = out + cnt;
+        if (phase != 2 && c == 0) indptr_out[0] = 0;
+        if (phase == 1) return;                 // no barrier follows: threads may leave
         s_id[threadIdx.x] = id;
         s_out[threadIdx.x] = out;
         s_cnt[threadIdx.x] = cnt;

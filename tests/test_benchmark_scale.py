@@ -174,10 +174,14 @@ def test_ddp_feature_rows_are_the_same_whatever_the_split():
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
 def test_uva_benchmark_quick(tmp_path):
-    _load("uva").main(["--quick", "--repeats", "1", "--out", str(tmp_path)])
+    args = ["--quick", "--repeats", "1", "--workloads", "graphsage", "deepwalk"]
+    _load("uva").main([*args, "--walk-length", "10", "--out", str(tmp_path)])
     record = json.loads((tmp_path / "uva_quick_rmat_cuda.json").read_text())
-    assert all(record["identical_samples"].values())
+    assert len(record["identical_samples"]) == 4 and all(record["identical_samples"].values())
     assert record["uva_device_bytes"] < record["graph_bytes"] // 20
+    assert {r["workload"] for r in record["results"]} == {"graphsage", "deepwalk"}
+    assert all(r["work"] > 0 and r["peak_device_bytes"] > 0 for r in record["results"])
+    assert set(record["random_reads"]) == {"device", "uva", "uva, address order"}
 
 
 @pytest.mark.cuda

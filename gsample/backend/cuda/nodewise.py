@@ -22,6 +22,8 @@ between calls (each call clears the words it set): no clearing launch.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from gsample.backend.cuda import finalize, sampling
@@ -33,9 +35,14 @@ from gsample.base.random import DeviceKey
 from gsample.base.readback import refuse_capture
 from gsample.formats.bounded import BoundedCSC, BoundedIds, counts, trim
 from gsample.formats.csc import CSC
+from gsample.formats.placement import is_mapped
 from gsample.ir import Op
 
 _TILE = 1024  # items per tile of the frontier kernels (GS_TILE)
+#: a UVA graph is sampled in address order when its frontier has at least one column per
+#: this many nodes: sparser, the columns share few pages of ``indptr`` (512 entries each),
+#: and the order's sort and second launch cost more than the translations they save
+SWEEP_DENSITY = 64
 _THREADS = 256
 _WARPS = _THREADS // 32
 
@@ -165,7 +172,13 @@ def slice_individual_sample(
         if cache is None
         else (_opt(cache.slot), cache.rows, _opt(cache.eids), cache.counters)
     )
-    launch(
+    # a graph in pinned host memory is read in address order, in two launches (the kernel's
+    # phases 1 and 2: the counts, scanned here, then the draws), once the frontier is dense
+    # enough for its columns to share pages of the host arrays
+    sweep = is_mapped(rows_g) and A.num_nodes <= C * SWEEP_DENSITY
+    order = _address_order(buf, ncols, n) if sweep else None
+    run = functools.partial(
+        launch,
         "nodewise",
         "gs_sample_uniform",
         tiles * _THREADS,
@@ -197,6 +210,13 @@ def slice_individual_sample(
         grid=tiles,
         params=_params(indptr_g),
     )
+    if order is None:
+        run(0, 0)
+    else:
+        run(order, 1)
+        indptr[1:] = indptr[1:].cumsum(0)
+        memset(state, 0)  # the tiles' tickets; the id checks are made again
+        run(order, 2)
     err = state[1 + tiles :]
     V.fail_if(err[4:5], IndexError, _id_error("cols", M), err[:4])
     if eids is None:
@@ -215,6 +235,36 @@ def slice_individual_sample(
 
 def _opt(t):
     return 0 if t is None else t
+
+
+def _address_order(buf: torch.Tensor, ncols, n: int) -> torch.Tensor:
+    """The frontier's positions ordered by the node each column reads (padding last).
+
+    Parameters
+    ----------
+    buf : LongTensor, shape (C,)
+        The frontier's buffer (ids ``b * n + v`` in a super-batch of ``n`` nodes a copy).
+    ncols : LongTensor or None
+        Its true count on the device (None: all ``C``).
+    n : int
+        Nodes a copy in a super-batch, or 0.
+
+    Returns
+    -------
+    LongTensor, shape (C,)
+        A permutation of ``range(C)``: the kernel reads a UVA graph's columns in this order,
+        so that its reads of host memory sweep it in address order.
+
+    Examples
+    --------
+    >>> _address_order(torch.tensor([7, 2, 5, 0]), torch.tensor(3), 0)
+    tensor([1, 2, 0, 3])
+    """
+    v = torch.remainder(buf, n) if n else buf
+    if ncols is not None:
+        real = torch.arange(buf.numel(), device=buf.device) < ncols
+        v = torch.where(real, v, torch.iinfo(torch.int64).max)
+    return torch.argsort(v)
 
 
 def _at(t, pos):

@@ -1,0 +1,74 @@
+"""A graph in pinned host memory is sampled in address order once its frontier is dense
+(``kernels/nodewise.cu``'s phases 1 and 2): the order itself on the CPU, and on a GPU that
+the two-phase launch runs for a UVA graph (alone, with a GPU cache, super-batched), not for
+a device graph, and samples alike."""
+
+import functools
+
+import pytest
+import torch
+from helpers import assert_same, graphsage
+
+import gsample as gs
+from gsample.backend.cuda import nodewise
+from gsample.formats import placement as P
+
+cuda = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
+
+
+def test_the_order_sorts_columns_by_the_node_they_read_with_padding_last():
+    g = torch.Generator().manual_seed(0)
+    n, copies, C, m = 1000, 4, 600, 517
+    buf = torch.randint(copies * n, (C,), generator=g)
+    buf[m:] = torch.randint(n, (C - m,), generator=g)  # padding: anything
+    order = nodewise._address_order(buf, torch.tensor(m), n)
+    assert torch.equal(order.sort().values, torch.arange(C))  # a permutation
+    assert torch.equal(order[m:].sort().values, torch.arange(m, C))  # padding last
+    v = buf[order[:m]] % n
+    assert bool((v[1:] >= v[:-1]).all())  # real columns by node
+    whole = nodewise._address_order(buf, None, 0)
+    assert bool((buf[whole][1:] >= buf[whole][:-1]).all())
+
+
+def test_the_order_of_an_empty_frontier_is_empty():
+    assert nodewise._address_order(torch.empty(0, dtype=torch.int64), None, 5).numel() == 0
+
+
+@pytest.fixture(scope="module")
+def graphs():
+    A = gs.datasets.rmat(50_000, 1_200_000, seed=3, device="cuda")
+    return A, A.to("cuda", placement="uva"), A.to("cuda", placement="uva", cache=2 << 20)
+
+
+@pytest.mark.parametrize("super_batch", [pytest.param(s, marks=cuda) for s in (None, 4)])
+def test_a_uva_graph_is_read_in_two_phases_and_samples_alike(graphs, monkeypatch, super_batch):
+    A, H, cached = graphs
+    assert P.is_mapped(H.csc.rows) and cached.cache is not None
+    phases = []
+    real = nodewise.launch
+
+    def record(*a, **k):
+        if a[1] == "gs_sample_uniform":
+            phases.append(a[-1])
+        return real(*a, **k)
+
+    monkeypatch.setattr(nodewise, "launch", record)
+    fn = functools.partial(gs.compile(graphsage, backend="cuda"), fanouts=(15, 10))
+    seeds = torch.randperm(A.num_nodes, generator=torch.Generator().manual_seed(1))[:2048]
+    kw = {} if super_batch is None else {"super_batch": super_batch}
+
+    def epoch(G):
+        phases.clear()
+        out = [b.out for b in gs.DataLoader(G, fn, seeds.cuda(), 256, seed=5, **kw)]
+        return out, sorted(set(phases))
+
+    ref, on_device = epoch(A)
+    assert on_device == [0]
+    for G in (H, cached):
+        got, on_host = epoch(G)
+        assert {1, 2} <= set(on_host)  # a dense layer (the seeds' may be sparse)
+        assert_same(got, ref)
+    monkeypatch.setattr(nodewise, "SWEEP_DENSITY", A.num_nodes)  # every layer in order
+    got, on_host = epoch(H)
+    assert on_host == [1, 2]
+    assert_same(got, ref)
