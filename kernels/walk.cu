@@ -45,3 +45,62 @@ extern "C" __global__ void gs_random_walk(
                     inv_p, inv_q, amax, c1, c2, c3, out + w * (L + 1), failed);
     }
 }
+
+// A graph in pinned host memory is walked a step at a time in address order (the host sorts
+// the walkers by the node they stand on before each step): the GPU translates a host address
+// per page through a cache that a random order misses at every read, and a sweep hits. The
+// draws are gs_random_walk's, walker by walker, whatever the order.
+//
+// gs_random_walk_start checks the seeds (as gs_random_walk: a bad one walks nowhere, its row
+// all -1, and sets failed[1]) and writes column 0 of `out` and each walker's state: (W, 2)
+// words, the node it stands on (-1 once it stopped) and the node it came from (-1 at first).
+extern "C" __global__ void gs_random_walk_start(const gs_i64* __restrict__ seeds, gs_i64 W,
+                                                gs_i64 L, gs_i64 N, gs_i64 n, gs_i64 M,
+                                                gs_i64* __restrict__ state,
+                                                gs_i64* __restrict__ out,
+                                                int* __restrict__ failed) {
+    const gs_i64 stride = (gs_i64)blockDim.x * gridDim.x;
+    for (gs_i64 w = (gs_i64)blockIdx.x * blockDim.x + threadIdx.x; w < W; w += stride) {
+        const gs_i64 id = seeds[w];
+        const gs_i64 shift = (n > 0 ? id / n : 0) * n;
+        const bool ok = gs_in_range(id, M) && gs_in_range(id - shift, N);
+        if (!ok) failed[1] = 1;
+        out[w * (L + 1)] = ok ? id : -1;
+        state[2 * w] = ok ? id - shift : -1;
+        state[2 * w + 1] = -1;
+    }
+}
+
+// Step t of every walker, walker order[p] taken by thread p (order: a permutation of the W
+// walkers; an entry outside [0, W) is skipped). Writes out[w, t + 1] and the walker's state.
+extern "C" __global__ void gs_random_walk_step(
+        const gs_i64* __restrict__ indptr, const gs_i64* __restrict__ rows,
+        const gs_i64* __restrict__ sorted_rows, const gs_i64* __restrict__ alias,
+        const gs_i64* __restrict__ seeds, gs_i64 W, gs_i64 L, gs_i64 N,
+        gs_u64 key0, const gs_u64* __restrict__ key, gs_i64 n,
+        int node2vec, double inv_p, double inv_q, double amax,
+        double c1, double c2, double c3, const gs_i64* __restrict__ order, gs_i64 t,
+        gs_i64* __restrict__ state, gs_i64* __restrict__ out, int* __restrict__ failed) {
+    const gs_i64 stride = (gs_i64)blockDim.x * gridDim.x;
+    for (gs_i64 p = (gs_i64)blockIdx.x * blockDim.x + threadIdx.x; p < W; p += stride) {
+        const gs_i64 w = order[p];
+        if (!gs_in_range(w, W)) continue;
+        const gs_i64 cur = state[2 * w];
+        gs_i64* o = out + w * (L + 1) + t + 1;
+        if (!gs_in_range(cur, N)) {                              // stopped (or never started)
+            *o = -1;
+            continue;
+        }
+        const gs_i64 id = seeds[w];
+        const gs_i64 b = n > 0 ? id / n : 0;
+        const gs_i64 shift = b * n;
+        const gs_u64 k = key == nullptr ? key0 : gs_combine(key[0], (gs_i64)key[1] + b);
+        const gs_i64 pos = n > 0 ? w - gs_first_at_least(seeds, W, shift) : w;
+        const gs_i64 nxt = gs_walk_step(indptr, rows, sorted_rows, alias, t, N, k, pos,
+                                        id - shift, cur, state[2 * w + 1], node2vec, inv_p,
+                                        inv_q, amax, c1, c2, c3, failed);
+        *o = nxt < 0 ? -1 : nxt + shift;
+        state[2 * w] = nxt;
+        state[2 * w + 1] = cur;
+    }
+}

@@ -21,6 +21,44 @@ __device__ __forceinline__ bool gs_has_row(const gs_i64* __restrict__ rows, gs_i
     return false;
 }
 
+// Step t of walker `pos` of the op keyed `k`, at node cur (from prev, or -1 at t = 0; root:
+// its start node): the next node, or -1 where the walk stops (a stop draw, no in-edges, or
+// node2vec's rejection loop past its bound, which sets failed[0]).
+__device__ __forceinline__ gs_i64 gs_walk_step(
+        const gs_i64* __restrict__ indptr, const gs_i64* __restrict__ rows,
+        const gs_i64* __restrict__ sorted_rows, const gs_i64* __restrict__ alias,
+        gs_i64 t, gs_i64 N, gs_u64 k, gs_i64 pos, gs_i64 root, gs_i64 cur, gs_i64 prev,
+        int node2vec, double inv_p, double inv_q, double amax,
+        double c1, double c2, double c3, int* __restrict__ failed) {
+    const gs_i64 base = t * GS_WALK_STRIDE;
+    if (c3 > 0.0) {
+        const double u = gs_uniform_float(gs_word(k, pos, base));
+        if (u < c1) return -1;                                   // the walk stops
+        if (u < c2) return root;                                 // back to the root
+        if (u < c3) return gs_uniform_int(gs_word(k, pos, base + 1), N);  // anywhere
+    }
+    const gs_i64 lo = indptr[cur], deg = indptr[cur + 1] - lo;
+    if (deg == 0) return -1;                                     // no in-edges
+    const bool second = node2vec && t > 0;
+    const gs_i64 plo = second ? indptr[prev] : 0;
+    const gs_i64 phi = second ? indptr[prev + 1] : 0;
+    for (gs_i64 a = 0;; ++a) {
+        const gs_i64 slot = base + 2 + 3 * a;
+        gs_i64 e = lo + gs_uniform_int(gs_word(k, pos, slot), deg);
+        if (alias != nullptr) {
+            const gs_u64 coin = gs_word(k, pos, slot + 1) >> 11;
+            if (!(coin < (gs_u64)alias[2 * e])) e = alias[2 * e + 1];
+        }
+        const gs_i64 x = rows[e];
+        if (!second) return x;
+        const double alpha = x == prev ? inv_p
+            : (gs_has_row(sorted_rows, plo, phi, x) ? 1.0 : inv_q);
+        const double u = __dmul_rn(gs_uniform_float(gs_word(k, pos, slot + 2)), amax);
+        if (u < alpha) return x;
+        if (a + 1 >= GS_WALK_MAX_ATTEMPTS) { atomicExch(failed, 1); return -1; }
+    }
+}
+
 // Walker `pos` of the op keyed `k` from node id - shift (its id in the super-batch: id; shift
 // = b * n, or 0): writes o[0 .. L] (the id, the steps + shift, -1 after a stop), as one
 // thread of gs_random_walk does.
@@ -34,42 +72,10 @@ __device__ __forceinline__ void gs_walk_one(
     o[0] = id;
     gs_i64 cur = root, prev = -1, t = 0;
     for (; t < L; ++t) {
-        const gs_i64 base = t * GS_WALK_STRIDE;
-        gs_i64 nxt = -1;
-        bool move = true;
-        if (c3 > 0.0) {
-            const double u = gs_uniform_float(gs_word(k, pos, base));
-            if (u < c1) break;                                   // the walk stops
-            if (u < c2) { nxt = root; move = false; }            // back to the root
-            else if (u < c3) {                                   // anywhere
-                nxt = gs_uniform_int(gs_word(k, pos, base + 1), N);
-                move = false;
-            }
-        }
-        if (move) {
-            const gs_i64 lo = indptr[cur], deg = indptr[cur + 1] - lo;
-            if (deg == 0) break;                                 // no in-edges
-            const bool second = node2vec && t > 0;
-            const gs_i64 plo = second ? indptr[prev] : 0;
-            const gs_i64 phi = second ? indptr[prev + 1] : 0;
-            for (gs_i64 a = 0;; ++a) {
-                const gs_i64 slot = base + 2 + 3 * a;
-                gs_i64 e = lo + gs_uniform_int(gs_word(k, pos, slot), deg);
-                if (alias != nullptr) {
-                    const gs_u64 coin = gs_word(k, pos, slot + 1) >> 11;
-                    if (!(coin < (gs_u64)alias[2 * e])) e = alias[2 * e + 1];
-                }
-                const gs_i64 x = rows[e];
-                if (!second) { nxt = x; break; }
-                const double alpha = x == prev ? inv_p
-                    : (gs_has_row(sorted_rows, plo, phi, x) ? 1.0 : inv_q);
-                const double u = __dmul_rn(gs_uniform_float(gs_word(k, pos, slot + 2)),
-                                           amax);
-                if (u < alpha) { nxt = x; break; }
-                if (a + 1 >= GS_WALK_MAX_ATTEMPTS) { atomicExch(failed, 1); break; }
-            }
-            if (nxt < 0) break;
-        }
+        const gs_i64 nxt = gs_walk_step(indptr, rows, sorted_rows, alias, t, N, k, pos, root,
+                                        cur, prev, node2vec, inv_p, inv_q, amax, c1, c2, c3,
+                                        failed);
+        if (nxt < 0) break;
         o[t + 1] = nxt + shift;
         prev = cur;
         cur = nxt;

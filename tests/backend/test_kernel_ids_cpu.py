@@ -29,6 +29,8 @@ from gsample.backend.torch import walk as reference
 SHIM = (
     CUDA_AS_CPP
     + r"""
+#include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <cstdint>
 #include <vector>
@@ -61,16 +63,34 @@ template <typename T> static std::vector<T> copy(const vec& v) {
 int main() {
     const vec op = get();
     if (op.empty()) return 2;
-    if (op[0] == 1) {                   // gs_random_walk
+    if (op[0] == 1 || op[0] == 5) {     // gs_random_walk; 5: its steps in address order
         const vec indptr = get(), rows = get(), srows = get(), seeds = get(), p = get();
         const long long W = seeds.size(), L = p[0], N = p[1], n = p[2], M = p[3];
         const double inv_p = 1.0 / (p[4] / 8.0), inv_q = 1.0 / (p[5] / 8.0);
+        const int node2vec = p[4] != p[5] || p[4] != 8;
+        const double amax = fmax(fmax(inv_p, 1.0), inv_q);
         std::vector<long long> out(W * (L + 1));
         std::vector<int> failed(2, 0);
         std::vector<unsigned long long> key = {(unsigned long long)p[6], 0ULL};
-        gs_random_walk(indptr.data(), rows.data(), srows.data(), nullptr, seeds.data(), W, L,
-                       N, 0ULL, key.data(), n, M, p[4] != p[5] || p[4] != 8, inv_p, inv_q,
-                       fmax(fmax(inv_p, 1.0), inv_q), 0.0, 0.0, 0.0, out.data(), failed.data());
+        if (op[0] == 1) {
+            gs_random_walk(indptr.data(), rows.data(), srows.data(), nullptr, seeds.data(), W,
+                           L, N, 0ULL, key.data(), n, M, node2vec, inv_p, inv_q, amax, 0.0,
+                           0.0, 0.0, out.data(), failed.data());
+        } else {                        // as backend/cuda/walk.py sorts the walkers
+            std::vector<long long> state(2 * W), order(W);
+            gs_random_walk_start(seeds.data(), W, L, N, n, M, state.data(), out.data(),
+                                 failed.data());
+            for (long long t = 0; t < L; ++t) {
+                for (long long i = 0; i < W; ++i) order[i] = i;
+                auto at = [&](long long w) { return state[2 * w] >= 0 ? state[2 * w] : LLONG_MAX; };
+                std::stable_sort(order.begin(), order.end(),
+                                 [&](long long a, long long b) { return at(a) < at(b); });
+                gs_random_walk_step(indptr.data(), rows.data(), srows.data(), nullptr,
+                                    seeds.data(), W, L, N, 0ULL, key.data(), n, node2vec,
+                                    inv_p, inv_q, amax, 0.0, 0.0, 0.0, order.data(), t,
+                                    state.data(), out.data(), failed.data());
+            }
+        }
         put(out);
         put(failed);
     } else if (op[0] == 2) {            // gs_gather_rows (int32 words), with a device cache
@@ -172,9 +192,10 @@ SETTINGS = settings(
 @SETTINGS
 @given(seeds=_ids(N), node2vec=st.booleans(), copies=st.integers(1, 3))
 def test_walk_guards_its_seeds(program, seeds, node2vec, copies):
-    """A seed outside [0, M) walks nowhere (its row all -1) and sets the flag; the other
-    walkers walk as they do with that seed replaced (a walker's draws depend on its own
-    position only). ``copies > 1``: a super-batch's encoded ids, M = copies * N."""
+    """A seed outside [0, M) walks nowhere (its row all -1) and sets the flag, in one launch
+    and a step at a time in address order (the same walks); the other walkers walk as they
+    do with that seed replaced (a walker's draws depend on its own position only).
+    ``copies > 1``: a super-batch's encoded ids, M = copies * N."""
     M, n = N * copies, N if copies > 1 else 0
     seeds = sorted(seeds) if n else seeds  # a super-batch's ids grouped by batch
     ok = np.array([0 <= s < M for s in seeds])
@@ -182,6 +203,8 @@ def test_walk_guards_its_seeds(program, seeds, node2vec, copies):
     params = [12, N, n, M, p, q, 977]
     args = (GRAPH.indptr, GRAPH.rows, SROWS)
     out, failed = run(program, 1, *args, seeds, params)
+    steps, flags = run(program, 5, *args, seeds, params)  # a UVA graph's: step by step
+    assert np.array_equal(steps, out) and np.array_equal(flags, failed)
     out = out.reshape(len(seeds), 13)
     assert failed.tolist() == [0, int(not ok.all())]
     assert (out[~ok] == -1).all()

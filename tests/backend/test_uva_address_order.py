@@ -1,7 +1,7 @@
-"""A graph in pinned host memory is sampled in address order once its frontier is dense
-(``kernels/nodewise.cu``'s phases 1 and 2): the order itself on the CPU, and on a GPU that
-the two-phase launch runs for a UVA graph (alone, with a GPU cache, super-batched), not for
-a device graph, and samples alike."""
+"""A graph in pinned host memory is sampled in address order once its frontier (or its set of
+walkers) is dense: ``kernels/nodewise.cu``'s phases 1 and 2, ``kernels/walk.cu``'s steps.
+The order itself on the CPU, and on a GPU that the ordered launches run for a UVA graph
+(alone, with a GPU cache, super-batched), not for a device graph, and sample alike."""
 
 import functools
 
@@ -10,7 +10,7 @@ import torch
 from helpers import assert_same, graphsage
 
 import gsample as gs
-from gsample.backend.cuda import nodewise
+from gsample.backend.cuda import nodewise, walk
 from gsample.formats import placement as P
 
 cuda = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
@@ -72,3 +72,54 @@ def test_a_uva_graph_is_read_in_two_phases_and_samples_alike(graphs, monkeypatch
     got, on_host = epoch(H)
     assert on_host == [1, 2]
     assert_same(got, ref)
+
+
+WALKS = [
+    {},
+    {"p": 2.0, "q": 0.5},
+    {"stop_prob": 0.15},
+    {"restart_prob": 0.2, "jump_prob": 0.1},
+]
+
+
+@pytest.mark.parametrize("kw", [pytest.param(k, marks=cuda) for k in WALKS])
+def test_walks_on_a_uva_graph_step_in_address_order_alike(graphs, monkeypatch, kw):
+    A, H, cached = graphs
+    launched = []
+    real = walk.launch
+
+    def record(*a, **k):
+        launched.append(a[1])
+        return real(*a, **k)
+
+    monkeypatch.setattr(walk, "launch", record)
+
+    def walker(G, seeds):
+        return G.random_walk(seeds, 12, **kw)
+
+    seeds = torch.randperm(A.num_nodes, generator=torch.Generator().manual_seed(2))[:3000].cuda()
+    compiled = gs.compile(walker, backend="cuda")
+
+    def epoch(G, fn, **loader):
+        launched.clear()
+        out = [b.out for b in gs.DataLoader(G, fn, seeds, 500, seed=7, **loader)]
+        return out, set(launched)
+
+    for fn in (walker, compiled):
+        with gs.use_backend("cuda"):
+            ref, on_device = epoch(A, fn)
+            assert on_device == {"gs_random_walk"}
+            got, sparse = epoch(H, fn)  # 500 walkers over 50,000 nodes: one launch
+            assert sparse == {"gs_random_walk"}
+            assert_same(got, ref)
+            monkeypatch.setattr(walk, "SWEEP_DENSITY", A.num_nodes)
+            for G in (H, cached):
+                got, steps = epoch(G, fn)
+                assert steps == {"gs_random_walk_start", "gs_random_walk_step"}
+                assert_same(got, ref)
+            monkeypatch.setattr(walk, "SWEEP_DENSITY", nodewise.SWEEP_DENSITY)
+    with gs.use_backend("cuda"):
+        ref, _ = epoch(A, compiled, super_batch=6)
+        got, steps = epoch(H, compiled, super_batch=6)  # 3,000 walkers: dense enough
+        assert "gs_random_walk_step" in steps
+        assert_same(got, ref)

@@ -9,6 +9,12 @@ jump variants. Nothing is read back but two (deferred) flags: a rejection loop t
 its bound, which a correct input never sets, and a seed outside the graph, which the kernel
 guards whoever made it (its walk is all ``-1``) and the host raises as an ``IndexError``.
 
+A graph in pinned host memory (``placement="uva"``) with many walkers (one per
+:data:`~gsample.backend.cuda.nodewise.SWEEP_DENSITY` nodes or more: a large super-batch) is
+walked a step at a time instead, the walkers sorted by the node they stand on before each
+step, so that the GPU reads host memory in address order (``gs_random_walk_step``); the
+draws, and so the walks, are the same.
+
 Two entry points: :func:`random_walk` (eager calls and the plain runtime: an ``int`` key)
 and :func:`random_walk_sync_free` (the sync-free runtime: a
 :class:`~gsample.base.random.DeviceKey` the kernel reads on the device, so a captured CUDA graph
@@ -21,13 +27,14 @@ from __future__ import annotations
 import torch
 
 from gsample.backend.cuda.module import launch, memset
-from gsample.backend.cuda.nodewise import exact
+from gsample.backend.cuda.nodewise import SWEEP_DENSITY, exact
 from gsample.backend.registry import cuda_impl
 from gsample.backend.torch import walk as reference
 from gsample.base import validate as V
 from gsample.base.random import BatchKeys, ColumnKeys, DeviceKey
 from gsample.formats.bounded import BoundedIds
 from gsample.formats.csc import CSC
+from gsample.formats.placement import is_mapped
 from gsample.ir import Op
 
 #: threads per block: a mini-batch of walkers is small, so small blocks spread it over SMs
@@ -158,6 +165,18 @@ def _launch(
     failed = torch.empty(2, dtype=torch.int32, device=dev)
     memset(failed, 0)
     table = 0 if alias is None else alias.contiguous()
+    if is_mapped(rows) and A.num_nodes <= W * SWEEP_DENSITY:
+        _steps_in_address_order(
+            A.num_nodes,
+            (indptr, rows, srows, table, seeds, W, L, A.num_nodes, key0),
+            (n, M),
+            (bool(node2vec), inv_p, inv_q, max(inv_p, 1.0, inv_q), c1, c2, c3),
+            0 if key_tensor is None else key_tensor,
+            out,
+            failed,
+        )
+        _raise_flags(failed, M, node2vec)
+        return out
     launch(
         "walk",
         "gs_random_walk",
@@ -185,6 +204,11 @@ def _launch(
         failed,
         block=_THREADS,
     )
+    _raise_flags(failed, M, node2vec)
+    return out
+
+
+def _raise_flags(failed: torch.Tensor, M: int, node2vec: bool) -> None:
     V.fail_if(failed[1:], IndexError, f"seeds: a node id is out of range for a graph of {M} nodes")
     if node2vec:
         V.fail_if(
@@ -193,7 +217,41 @@ def _launch(
             "random_walk: node2vec rejection sampling "
             "ran past its bound of 2**20 attempts (p or q too extreme)",
         )
-    return out
+
+
+def _steps_in_address_order(N: int, graph: tuple, ids: tuple, walk: tuple, key, out, failed):
+    """The walks of :func:`_launch` a step at a time, the walkers sorted before each step by
+    the node they stand on, so that a UVA graph's pinned host memory is read in address order
+    (``kernels/walk.cu``'s ``gs_random_walk_start`` and ``gs_random_walk_step``).
+
+    ``graph``: ``(indptr, rows, sorted rows, alias table, seeds, W, L, N, key0)``; ``ids``:
+    ``(n, M)``; ``walk``: node2vec's and the stop thresholds' arguments; ``out`` (W, L + 1)
+    and ``failed`` (2,) as ``gs_random_walk`` writes them.
+    """
+    seeds, W, L = graph[4], graph[5], graph[6]
+    n, M = ids
+    state = torch.empty((W, 2), dtype=torch.int64, device=seeds.device)
+    launch("walk", "gs_random_walk_start", W, seeds, W, L, N, n, M, state, out, failed)
+    narrow = torch.int32 if N < 2**31 - 1 else torch.int64  # a cheaper sort where ids fit
+    stopped = torch.iinfo(narrow).max  # stopped walkers last
+    for t in range(L):
+        at = state[:, 0]
+        order = torch.argsort(torch.where(at >= 0, at, stopped).to(narrow))
+        launch(
+            "walk",
+            "gs_random_walk_step",
+            W,
+            *graph,
+            key,
+            n,
+            *walk,
+            order,
+            t,
+            state,
+            out,
+            failed,
+            block=_THREADS,
+        )
 
 
 __all__ = [
