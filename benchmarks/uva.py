@@ -33,8 +33,9 @@ epoch times per workload to ``--out``, and prints a table.
 
     python benchmarks/uva.py                  # products-sized R-MAT (2.4M nodes, 120M edges)
     python benchmarks/uva.py --quick          # 200k nodes, 4M edges
-    python benchmarks/uva.py --graph papers-like --fanouts 20 15 10 --batch-size 1024 \
-        --super-batch 64 256 --cache-mb 16384 --presample-batches 0
+    python benchmarks/uva.py --graph papers-like --fanouts 20 15 10 --batch-size 1024 \\
+        --workloads graphsage deepwalk --super-batch 64 256 --walk-super-batch 1179 \\
+        --cache-mb 16384 --presample-batches 0
 """
 
 import argparse
@@ -93,6 +94,14 @@ def parser():
         nargs="*",
         default=[64],
         help="super-batch sizes to time besides one mini-batch at a time",
+    )
+    p.add_argument(
+        "--walk-super-batch",
+        type=int,
+        nargs="*",
+        default=None,
+        help="super-batch sizes for the walks (default: --super-batch's); a UVA graph is "
+        "walked in address order once a super-batch has a walker per 64 nodes",
     )
     p.add_argument(
         "--cache-mb",
@@ -343,12 +352,15 @@ def main(argv=None):
             f"random int64 reads, {k}: {v['reads_per_s'] / 1e9:.3f} G/s "
             f"({v['GB_per_s']:.1f} GB/s of words)"
         )
-    modes = [("one at a time", None)] + [(f"super-batched {n}", n) for n in args.super_batch]
     checks, rows = {}, []
     check_seeds = seeds[: args.batch_size * args.check_batches]
     for workload in args.workloads:
         fn = samplers[workload]
         unit = "steps" if workload == "deepwalk" else "edges"
+        sizes = args.super_batch
+        if workload == "deepwalk" and args.walk_super_batch is not None:
+            sizes = args.walk_super_batch
+        modes = [("one at a time", None)] + [(f"super-batched {n}", n) for n in sizes]
         for mode, sb in modes:
             outs = [
                 [b.out for b in loader(G, fn, check_seeds, args.batch_size, sb)] for _, G in graphs

@@ -16,6 +16,10 @@
 // with n > 0 the walkers are a super-batch (seeds b * n + v grouped by batch, as
 // gs_random_walk takes them): walker w draws with batch b's keys as position w - (first
 // walker of b) and writes its ids encoded (+ b * n; a negative id as it is).
+//
+// A UVA graph's GPU cache (slot, crows, cE, counters: as gs_random_walk takes them) serves
+// the rows of its cached columns to the inlined walks (`cache`, which GS_STEP passes on),
+// compiled with GS_WALK_CACHE 1.
 #include "walkstep.cuh"
 #include "ieee.cuh"
 
@@ -54,7 +58,10 @@ extern "C" __global__ void gs_fused_walk(
         const void* o0, const void* o1, const void* o2, const void* o3,
         const void* o4, const void* o5, const void* o6, const void* o7,
         gs_i64 m0, gs_i64 m1, gs_i64 m2, gs_i64 m3, gs_i64 m4, gs_i64 m5, gs_i64 m6,
-        gs_i64 m7, gs_i64* __restrict__ out, int* __restrict__ failed) {
+        gs_i64 m7, gs_i64* __restrict__ out, int* __restrict__ failed,
+        const gs_i64* __restrict__ slot, const gs_i64* __restrict__ crows, gs_i64 cE,
+        gs_i64* __restrict__ counters) {
+    gs_walk_cache cache = {slot, crows, cE, 0, 0};
     const gs_i64 stride = (gs_i64)blockDim.x * gridDim.x;
     for (gs_i64 w = (gs_i64)blockIdx.x * blockDim.x + threadIdx.x; w < W; w += stride) {
         const gs_i64 id = seeds[w];
@@ -77,4 +84,5 @@ extern "C" __global__ void gs_fused_walk(
             cur = nxt;
         }
     }
+    gs_walk_count(cache, counters);
 }

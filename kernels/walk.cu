@@ -18,6 +18,12 @@
 // graph's N nodes, or the super-batch's copies * n ids) walks nowhere, its row all -1, and
 // sets failed[1], which the host raises as an IndexError; node2vec's rejection loop running
 // past its bound sets failed[0].
+//
+// A graph in pinned host memory may have a GPU cache (gsample/formats/cache.py): slot non-null
+// puts column v's rows at crows + slot[v] where slot[v] >= 0 (crows: cE entries), and a move
+// from v reads its row there (gs_walk_one). counters non-null: counters[0] += the rows the
+// walks read (one per move attempt), counters[1] += those the cache served. Both only where
+// the source is compiled with GS_WALK_CACHE 1 (walkstep.cuh).
 #include "walkstep.cuh"
 
 extern "C" __global__ void gs_random_walk(
@@ -28,7 +34,10 @@ extern "C" __global__ void gs_random_walk(
         gs_u64 key0, const gs_u64* __restrict__ key, gs_i64 n, gs_i64 M,
         int node2vec, double inv_p, double inv_q, double amax,
         double c1, double c2, double c3,
-        gs_i64* __restrict__ out, int* __restrict__ failed) {
+        gs_i64* __restrict__ out, int* __restrict__ failed,
+        const gs_i64* __restrict__ slot, const gs_i64* __restrict__ crows, gs_i64 cE,
+        gs_i64* __restrict__ counters) {
+    gs_walk_cache cache = {slot, crows, cE, 0, 0};
     const gs_i64 stride = (gs_i64)blockDim.x * gridDim.x;
     for (gs_i64 w = (gs_i64)blockIdx.x * blockDim.x + threadIdx.x; w < W; w += stride) {
         const gs_i64 id = seeds[w];
@@ -41,9 +50,10 @@ extern "C" __global__ void gs_random_walk(
         }
         const gs_u64 k = key == nullptr ? key0 : gs_combine(key[0], (gs_i64)key[1] + b);
         const gs_i64 pos = n > 0 ? w - gs_first_at_least(seeds, W, shift) : w;
-        gs_walk_one(indptr, rows, sorted_rows, alias, L, N, k, pos, id, shift, node2vec,
+        gs_walk_one(indptr, rows, sorted_rows, alias, cache, L, N, k, pos, id, shift, node2vec,
                     inv_p, inv_q, amax, c1, c2, c3, out + w * (L + 1), failed);
     }
+    gs_walk_count(cache, counters);
 }
 
 // A graph in pinned host memory is walked a step at a time in address order (the host sorts
@@ -73,6 +83,7 @@ extern "C" __global__ void gs_random_walk_start(const gs_i64* __restrict__ seeds
 
 // Step t of every walker, walker order[p] taken by thread p (order: a permutation of the W
 // walkers; an entry outside [0, W) is skipped). Writes out[w, t + 1] and the walker's state.
+// slot, crows, cE, counters: a GPU cache, as gs_random_walk takes it.
 extern "C" __global__ void gs_random_walk_step(
         const gs_i64* __restrict__ indptr, const gs_i64* __restrict__ rows,
         const gs_i64* __restrict__ sorted_rows, const gs_i64* __restrict__ alias,
@@ -80,7 +91,10 @@ extern "C" __global__ void gs_random_walk_step(
         gs_u64 key0, const gs_u64* __restrict__ key, gs_i64 n,
         int node2vec, double inv_p, double inv_q, double amax,
         double c1, double c2, double c3, const gs_i64* __restrict__ order, gs_i64 t,
-        gs_i64* __restrict__ state, gs_i64* __restrict__ out, int* __restrict__ failed) {
+        gs_i64* __restrict__ state, gs_i64* __restrict__ out, int* __restrict__ failed,
+        const gs_i64* __restrict__ slot, const gs_i64* __restrict__ crows, gs_i64 cE,
+        gs_i64* __restrict__ counters) {
+    gs_walk_cache cache = {slot, crows, cE, 0, 0};
     const gs_i64 stride = (gs_i64)blockDim.x * gridDim.x;
     for (gs_i64 p = (gs_i64)blockIdx.x * blockDim.x + threadIdx.x; p < W; p += stride) {
         const gs_i64 w = order[p];
@@ -96,11 +110,12 @@ extern "C" __global__ void gs_random_walk_step(
         const gs_i64 shift = b * n;
         const gs_u64 k = key == nullptr ? key0 : gs_combine(key[0], (gs_i64)key[1] + b);
         const gs_i64 pos = n > 0 ? w - gs_first_at_least(seeds, W, shift) : w;
-        const gs_i64 nxt = gs_walk_step(indptr, rows, sorted_rows, alias, t, N, k, pos,
+        const gs_i64 nxt = gs_walk_step(indptr, rows, sorted_rows, alias, cache, t, N, k, pos,
                                         id - shift, cur, state[2 * w + 1], node2vec, inv_p,
                                         inv_q, amax, c1, c2, c3, failed);
         *o = nxt < 0 ? -1 : nxt + shift;
         state[2 * w] = nxt;
         state[2 * w + 1] = cur;
     }
+    gs_walk_count(cache, counters);
 }

@@ -332,7 +332,7 @@ int main() {
         std::vector<int> failed(2, 0);
         gs_random_walk(indptr.data(), view(rows, base), nullptr, nullptr, seeds.data(), W, L,
                        Nn, (unsigned long long)p[2], nullptr, 0, Nn, 0, 1.0, 1.0, 1.0, 0.0,
-                       0.0, 0.0, out.data(), failed.data());
+                       0.0, 0.0, out.data(), failed.data(), nullptr, nullptr, 0, nullptr);
         put(out);
         put(vec(failed.begin(), failed.end()));
     } else if (op[0] == 5) {            // temporal candidates: binary searches in the times

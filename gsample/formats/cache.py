@@ -18,11 +18,15 @@ memory the cache holds, in this order:
 
 The CUDA backend's column slicing (``A[:, cols]``, ``kernels/extract.cu``) and node-wise
 sampling (``A[:, cols].individual_sample``, ``kernels/nodewise.cu``: compiled, one mini-batch
-or a super-batch) read a cached column's rows and edge ids from the device; every other read
-of the edges (walks, PyTorch's own kernels) goes to the host arrays, through the device
-``indptr``. The cached arrays are copies of the same values, so samples are identical with or
-without the cache. Those kernels count, per cache, the edges they read and those the cache
-served (:meth:`GraphCache.stats`: one host read when asked).
+or a super-batch) read a cached column's rows and edge ids from the device, and so do random
+walks (``A.random_walk``: DeepWalk, node2vec, weighted, with stops, restarts and jumps,
+``kernels/walk.cu``; the walks of a fused ``gs.walk``, ``kernels/fused_walk.cu``) for the row
+each move takes, on a graph of int64 rows (the dtype those kernels read); every other read of
+the edges (node2vec's sorted rows, alias tables, temporal walks, PyTorch's own kernels) goes
+to the host arrays, through the device ``indptr``. The cached arrays are copies of the same
+values, so samples and walks are identical with or without the cache. Those kernels count,
+per cache, the edges they read (a walk: one row per move, per attempt with node2vec) and
+those the cache served (:meth:`GraphCache.stats`: one host read when asked).
 
 Examples
 --------
@@ -68,7 +72,8 @@ class GraphCache:
         Device bytes the cache takes (``indptr``, ``slot``, ``rows``, ``eids``).
         ``indptr`` keeps the graph's dtype, the slots are int64.
     counters : LongTensor, shape (2,), on the GPU
-        Edges read by the kernels that read through the cache, and those it served.
+        Edges read by the kernels that read through the cache (slicing, node-wise sampling,
+        walks: module docstring), and those it served.
     """
 
     slot: torch.Tensor | None

@@ -474,8 +474,8 @@ class Matrix(EdgeMapOperators):
             With ``"uva"`` (or ``"auto"`` choosing it): bytes of device memory for a cache
             of the adjacency sampling reads most: ``indptr``, then the rows and edge ids of
             the columns of most expected reads per byte (:mod:`gsample.formats.cache`;
-            column slicing and node-wise sampling read them from the device; :attr:`cache`
-            reports its hit rate). Samples are the same with or without it.
+            column slicing, node-wise sampling and random walks read them from the device;
+            :attr:`cache` reports its hit rate). Samples are the same with or without it.
         cache_priority : Tensor, shape (N,), optional
             Expected reads of each node's column (e.g. counted on a few presampled
             mini-batches); default: out-degrees.

@@ -7,6 +7,7 @@ torch divides a tensor by a Python number exactly where its CUDA kernel, and so 
 code, multiplies by the reciprocal; the walks here are long enough to cross no such tie.)"""
 
 import ctypes
+from dataclasses import replace
 
 import pytest
 import torch
@@ -16,6 +17,7 @@ import gsample as gs
 from gsample.backend.cuda import walk_codegen
 from gsample.backend.torch import fused_walk as reference
 from gsample.base.random import KeyRange, key_prefix, signed
+from gsample.formats import cache as C
 from gsample.ir import Op
 
 SHIM = r"""
@@ -45,6 +47,10 @@ static inline T atomicCAS(T* p, T c, T v) { T o = *p; if (o == c) *p = v; return
 template <typename T>
 static inline T atomicMin(T* p, T v) { T o = *p; if (v < o) *p = v; return o; }
 static inline int atomicExch(int* p, int v) { int o = *p; *p = v; return o; }
+template <typename T> static inline T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }
+// one thread runs every walker: a warp of one lane, whose missing lanes add nothing to its sums
+template <typename T> static inline T __shfl_down_sync(unsigned, T, int) { return T(0); }
+#define GS_WALK_CACHE 1
 """
 
 
@@ -56,9 +62,10 @@ def build(tmp, kernel):
     return ctypes.CDLL(str(lib))
 
 
-def run_kernel(lib, A, seeds, length, keys, direct, n, operands, names, copies=1):
+def run_kernel(lib, A, seeds, length, keys, direct, n, operands, names, copies=1, cache=None):
     """The kernel's walks and its two flags (a step's id out of range, a seed out of
-    range): ``(out, [failed_step, failed_seed])``."""
+    range): ``(out, [failed_step, failed_seed])``. ``cache``: ``(slot, crows, counters)``, a
+    GPU cache's arrays."""
     W = seeds.numel()
     out = torch.empty((W, length + 1), dtype=torch.int64)
     failed = torch.zeros(2, dtype=torch.int32)
@@ -67,6 +74,7 @@ def run_kernel(lib, A, seeds, length, keys, direct, n, operands, names, copies=1
     ptrs = [P(o.data_ptr()) for o in ops] + [P(0)] * (8 - len(ops))
     lens = [ctypes.c_longlong(o.numel()) for o in ops] + [ctypes.c_longlong(0)] * (8 - len(ops))
     c = A.csc
+    slot, crows, counters = cache or (None, None, None)
     lib.gs_fused_walk(
         P(c.indptr.data_ptr()),
         P(c.rows.data_ptr()),
@@ -82,6 +90,10 @@ def run_kernel(lib, A, seeds, length, keys, direct, n, operands, names, copies=1
         *lens,
         P(out.data_ptr()),
         P(failed.data_ptr()),
+        P(0 if slot is None else slot.data_ptr()),
+        P(0 if crows is None else crows.data_ptr()),
+        ctypes.c_longlong(0 if crows is None else crows.numel()),
+        P(0 if counters is None else counters.data_ptr()),
     )
     return out, failed.tolist()
 
@@ -143,3 +155,32 @@ def test_ids_out_of_range_set_the_flag(mh_walk):
         lib, A, torch.tensor([A.num_nodes + 5]), 30, keys, 1, 0, operands, kernel.operands
     )
     assert failed == [0, 1] and bool((got == -1).all())  # a bad seed walks nowhere
+
+
+def test_the_inlined_walks_read_cached_columns_from_the_cache(mh_walk):
+    """A GPU cache of altered rows (about a third of the edges): the walks are the torch
+    code's on the graph whose cached columns hold them, and the counters add the inlined
+    walks' row reads (one per move: the step's walk of one step never stops) and the hits."""
+    A, node, operands, lib, kernel = mh_walk
+    c = A.csc
+    deg = c.indptr.diff()
+    cols = C.choose_columns(c.indptr, 8 * int(deg.sum()) // 3, 8)
+    index, ptr = gs.formats.gather_segments(c.indptr, cols)
+    slot = torch.full((A.num_nodes,), -1, dtype=torch.int64)
+    slot[cols] = ptr[:-1]
+    crows = (c.rows[index] + 1) % A.num_nodes
+    altered = c.rows.clone()
+    altered[index] = crows
+    seeds = torch.randint(0, A.num_nodes, (2000,), generator=torch.Generator().manual_seed(2))
+    key = KeyRange.of(seed=11, ordinal=3, count=node.attrs["num_ordinals"], batch=5)
+    first, phases = node.attrs["first"], node.attrs["phases"]
+    want = reference.fused_walk(replace(c, rows=altered), seeds, first, phases, 30, key, **operands)
+    assert not torch.equal(want, reference.fused_walk(c, seeds, first, phases, 30, key, **operands))
+    keys = torch.tensor([signed(k) for k in key.keys], dtype=torch.int64)
+    counters = torch.zeros(2, dtype=torch.int64)
+    got, failed = run_kernel(
+        lib, A, seeds, 30, keys, 1, 0, operands, kernel.operands, cache=(slot, crows, counters)
+    )
+    assert failed == [0, 0] and torch.equal(got, want)
+    reads, hits = counters.tolist()
+    assert 0 < hits < reads

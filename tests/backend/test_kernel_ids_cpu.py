@@ -34,6 +34,9 @@ SHIM = (
 #include <cstdio>
 #include <cstdint>
 #include <vector>
+// one thread runs every walker: a warp of one lane (its missing lanes add nothing)
+template <typename T> static inline T __shfl_down_sync(unsigned, T, int) { return T(0); }
+#define GS_WALK_CACHE 1
 #include "walk.cu"
 #include "gather.cu"
 #include "relabel.cu"
@@ -64,7 +67,15 @@ int main() {
     const vec op = get();
     if (op.empty()) return 2;
     if (op[0] == 1 || op[0] == 5) {     // gs_random_walk; 5: its steps in address order
+        // with a GPU cache where slot is given
         const vec indptr = get(), rows = get(), srows = get(), seeds = get(), p = get();
+        const vec slot = get(), crows = get();
+        const bool cached = !slot.empty();
+        const long long* S = cached ? slot.data() : nullptr;
+        const long long* CR = cached ? crows.data() : nullptr;
+        const long long cE = crows.size();
+        std::vector<long long> counters(2, 0);
+        long long* K = cached ? counters.data() : nullptr;
         const long long W = seeds.size(), L = p[0], N = p[1], n = p[2], M = p[3];
         const double inv_p = 1.0 / (p[4] / 8.0), inv_q = 1.0 / (p[5] / 8.0);
         const int node2vec = p[4] != p[5] || p[4] != 8;
@@ -75,7 +86,7 @@ int main() {
         if (op[0] == 1) {
             gs_random_walk(indptr.data(), rows.data(), srows.data(), nullptr, seeds.data(), W,
                            L, N, 0ULL, key.data(), n, M, node2vec, inv_p, inv_q, amax, 0.0,
-                           0.0, 0.0, out.data(), failed.data());
+                           0.0, 0.0, out.data(), failed.data(), S, CR, cE, K);
         } else {                        // as backend/cuda/walk.py sorts the walkers
             std::vector<long long> state(2 * W), order(W);
             gs_random_walk_start(seeds.data(), W, L, N, n, M, state.data(), out.data(),
@@ -88,11 +99,12 @@ int main() {
                 gs_random_walk_step(indptr.data(), rows.data(), srows.data(), nullptr,
                                     seeds.data(), W, L, N, 0ULL, key.data(), n, node2vec,
                                     inv_p, inv_q, amax, 0.0, 0.0, 0.0, order.data(), t,
-                                    state.data(), out.data(), failed.data());
+                                    state.data(), out.data(), failed.data(), S, CR, cE, K);
             }
         }
         put(out);
         put(failed);
+        put(counters);
     } else if (op[0] == 2) {            // gs_gather_rows (int32 words), with a device cache
         const vec table = get(), ids = get(), slot = get(), cache = get(), p = get();
         const long long N = p[0], words = p[1], n = ids.size();
@@ -202,8 +214,8 @@ def test_walk_guards_its_seeds(program, seeds, node2vec, copies):
     p, q = (16, 4) if node2vec else (8, 8)  # p, q in eighths: 2.0 and 0.5
     params = [12, N, n, M, p, q, 977]
     args = (GRAPH.indptr, GRAPH.rows, SROWS)
-    out, failed = run(program, 1, *args, seeds, params)
-    steps, flags = run(program, 5, *args, seeds, params)  # a UVA graph's: step by step
+    out, failed, _ = run(program, 1, *args, seeds, params)
+    steps, flags, _ = run(program, 5, *args, seeds, params)  # a UVA graph's: step by step
     assert np.array_equal(steps, out) and np.array_equal(flags, failed)
     out = out.reshape(len(seeds), 13)
     assert failed.tolist() == [0, int(not ok.all())]
@@ -218,10 +230,46 @@ def test_walk_guards_its_seeds(program, seeds, node2vec, copies):
     )
     if not fixed:
         return
-    want, clean = run(program, 1, *args, fixed, params)
+    want, clean, _ = run(program, 1, *args, fixed, params)
     assert clean.tolist() == [0, 0]
     want = want.reshape(len(fixed), 13)
     assert np.array_equal(out[ok], want if n else want[ok])
+
+
+@SETTINGS
+@given(
+    seeds=st.lists(st.integers(0, N - 1), min_size=1, max_size=48),
+    node2vec=st.booleans(),
+    slots=st.lists(
+        st.one_of(st.sampled_from(BAD), st.integers(-(2**63), 2**63 - 1)), min_size=8, max_size=8
+    ),
+)
+def test_walk_reads_the_cache_within_its_bounds(program, seeds, node2vec, slots):
+    """A GPU cache's column is read at slot[v] + (e - lo) only when all of it lies in the
+    cache (crows an exact-size allocation here): the walks of a true cache are the graph's,
+    and slots gone wrong (negative, past the end, any int64) read the graph instead."""
+    p, q = (16, 4) if node2vec else (8, 8)
+    params = [12, N, 0, N, p, q, 977]
+    args = (GRAPH.indptr, GRAPH.rows, SROWS, seeds, params)
+    want, clean, _ = run(program, 1, *args)
+    deg = GRAPH.indptr.diff()
+    cols = torch.nonzero(deg > 0).squeeze(1)[::3]
+    index, ptr = gs.formats.gather_segments(GRAPH.indptr, cols)
+    slot = torch.full((N,), -1, dtype=torch.int64)
+    slot[cols] = ptr[:-1]
+    out, failed, counters = run(program, 1, *args, slot, GRAPH.rows[index])
+    assert np.array_equal(out, want) and failed.tolist() == clean.tolist() == [0, 0]
+    assert 0 <= counters[1] <= counters[0]
+    steps, flags, step_counters = run(program, 5, *args, slot, GRAPH.rows[index])
+    assert np.array_equal(steps, want) and flags.tolist() == [0, 0]
+    assert np.array_equal(step_counters, counters)  # the same reads, in another order
+    bad = slot.clone()
+    bad[cols[: len(slots)]] = torch.tensor(slots)
+    # a wrong slot inside the cache reads cached rows (in bounds): only the bounds are checked
+    within = (bad >= 0) & (bad <= index.numel() - deg)
+    bad = torch.where(within & (bad != slot), -1, bad)
+    out, failed, _ = run(program, 1, *args, bad, GRAPH.rows[index])
+    assert np.array_equal(out, want) and failed.tolist() == [0, 0]
 
 
 @SETTINGS

@@ -32,6 +32,21 @@ def test_kernel_compiles_to_ptx(source, tmp_path):
     assert ".ftz.f32" not in ptx  # IEEE: float32 subnormals kept, as in PyTorch's kernels
 
 
+@pytest.mark.skipif(nvcc is None, reason="nvcc not installed")
+def test_the_walk_compiles_with_the_gpu_cache(tmp_path):
+    """``gs_random_walk``'s GPU-cache code (``GS_WALK_CACHE`` 1: a UVA graph with a cache),
+    which the default compile leaves out (the generated fused walks: below)."""
+    out = tmp_path / "walk.ptx"
+    done = subprocess.run(
+        [nvcc, "-ptx", "-arch=sm_90", *OPTIONS, "-DGS_WALK_CACHE=1", str(KERNELS / "walk.cu")]
+        + ["-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "atom.global.add.u64" in out.read_text()  # the counters
+
+
 def test_cuda_backend_needs_a_gpu_graph(small_graph):
     import torch
 
@@ -252,11 +267,16 @@ def _fused_walk_kernels():
 
 
 @pytest.mark.skipif(nvcc is None, reason="nvcc not installed")
+@pytest.mark.parametrize("cached", [False, True], ids=["graph", "gpu-cache"])
 @pytest.mark.parametrize("name", ["metropolis_hastings", "phased"])
-def test_generated_fused_walk_compiles_to_ptx(name, tmp_path):
-    from gsample.backend.cuda import walk_codegen
+def test_generated_fused_walk_compiles_to_ptx(name, cached, tmp_path):
+    from gsample.backend.cuda.module import full_source
 
     kernel = _fused_walk_kernels()[name]
-    ptx = _generated_ptx(walk_codegen.source(kernel), "fused_walk", kernel.step, tmp_path)
+    # as gsample/backend/cuda/fused_walk.py compiles it for a UVA graph with a GPU cache
+    params = kernel.key["params"] + ((("WALK_CACHE", 1),) if cached else ())
+    source = full_source("fused_walk", params=params)
+    ptx = _generated_ptx(source, "fused_walk", kernel.step, tmp_path)
     assert ".entry gs_fused_walk" in ptx
+    assert ("atom.global.add.u64" in ptx) == cached  # the cache's counters
     assert "fma." not in ptx  # every float step rounded on its own, as torch's

@@ -2,9 +2,15 @@
 definitions standing in for CUDA's (one thread runs every walker), must give the torch
 reference's walks bit for bit. CI has no GPU; this catches a kernel that drifts from
 ``gsample/backend/torch/walk.py`` (draw slots, comparisons, alias and edge tests) without
-one. The GPU comparison itself is ``test_cuda_walk.py``."""
+one. The GPU comparison itself is ``test_cuda_walk.py``.
+
+A UVA graph's GPU cache (``slot``, ``crows``, ``counters``: :mod:`gsample.formats.cache`) is
+tested here too: a cache of altered rows shows which reads it serves (the walks are the
+reference's on the graph with those rows), and its counters add every row read and those it
+served."""
 
 import ctypes
+from dataclasses import replace
 
 import pytest
 import torch
@@ -14,8 +20,17 @@ import gsample as gs
 from gsample.backend.torch import walk as reference
 from gsample.backend.torch.alias import alias_table
 from gsample.base.random import BatchKeys, key_prefix, op_key, signed
+from gsample.formats import cache as C
 
-SHIM = CUDA_AS_CPP + '#include "walk.cu"\n'
+# one thread runs every walker: a warp of one lane, whose missing lanes add nothing to its
+# sums; the kernel compiled to read a GPU cache (as for a UVA graph with one; without a
+# cache's arrays it walks as compiled without)
+SHIM = (
+    CUDA_AS_CPP
+    + "template <typename T> static inline T __shfl_down_sync(unsigned, T, int) { return T(0); }\n"
+    + "#define GS_WALK_CACHE 1\n"
+    + '#include "walk.cu"\n'
+)
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +57,12 @@ def run_kernel(
     jump_prob=0.0,
     device_key=None,
     n=0,
+    cache=None,
 ):
     """The host code of ``gsample/backend/cuda/walk.py``, with CPU tensors. ``key``: the op
     key (an int); or ``device_key = (prefix, first)``, the key as the sync-free runtime
-    gives it (``n > 0``: a super-batch of ``n``-node mini-batches, seeds encoded)."""
+    gives it (``n > 0``: a super-batch of ``n``-node mini-batches, seeds encoded). ``cache``:
+    ``(slot, crows, counters)``, a GPU cache's arrays (each may be None)."""
     W = seeds.numel()
     out = torch.empty((W, length + 1), dtype=torch.int64).fill_(-7)  # the kernel writes all
     node2vec = p != 1.0 or q != 1.0
@@ -57,6 +74,7 @@ def run_kernel(
     )
     c1, c2, c3 = reference.thresholds(stop_prob, restart_prob, jump_prob)
     failed = torch.zeros(2, dtype=torch.int32)
+    slot, crows, counters = (None, None, None) if cache is None else cache
 
     def ptr(t):
         return ctypes.c_void_p(0 if t is None else t.data_ptr())
@@ -85,6 +103,10 @@ def run_kernel(
         f64(c3),
         ptr(out),
         ptr(failed),
+        ptr(slot),
+        ptr(crows),
+        i64(0 if crows is None else crows.numel()),
+        ptr(counters),
     )
     assert failed.tolist() == [0, 0]
     return out
@@ -147,3 +169,80 @@ def test_kernel_source_super_batch_equals_reference(kernel, name):
         part = got[start : start + s.numel()]
         assert torch.equal(torch.where(part >= 0, part - b * n, part), own)
         start += s.numel()
+
+
+# ----------------------------------------------------------------------------- GPU cache
+def _cache_of(A, share, shift=0):
+    """``(slot, crows, cols)``: a cache of about ``share`` of ``A``'s edges (the columns
+    :func:`gsample.formats.cache.choose_columns` takes), its rows altered to ``(row +
+    shift) % N`` (``shift`` 0: the graph's own)."""
+    deg = A.indptr.diff()
+    cols = C.choose_columns(A.indptr, int(8 * share * int(deg.sum())), 8)
+    index, ptr = gs.formats.gather_segments(A.indptr, cols)
+    slot = torch.full((A.num_nodes,), -1, dtype=torch.int64)
+    slot[cols] = ptr[:-1]
+    return slot, (A.rows[index] + shift) % A.num_nodes, cols, index
+
+
+def _moves(out, slot):
+    """(moves, moves from a cached column) of walks that only move or stop: every step
+    after the seed that is not -1 read one row, of the column of the node before it."""
+    moved = out[:, 1:] >= 0
+    return int(moved.sum()), int((moved & (slot[out[:, :-1].clamp(min=0)] >= 0)).sum())
+
+
+@pytest.mark.parametrize("name", [v for v in VARIANTS if "p" not in VARIANTS[v]])
+@pytest.mark.parametrize("truncated", [False, True], ids=["whole", "truncated"])
+def test_cached_columns_are_read_from_the_cache(kernel, name, truncated):
+    """Rows of cached columns come from ``crows`` at ``slot[v] + (e - lo)``: with altered
+    copies, the walks are the reference's on the graph whose cached columns hold them. A
+    column running past the end of ``crows`` (``truncated``) is read from the graph."""
+    A = gs.datasets.rmat(5000, 60000, seed=3, weighted=True).csc
+    kw = dict(VARIANTS[name])
+    if kw.pop("alias", False):
+        kw["alias"] = alias_table(A, A.values)
+    slot, crows, cols, index = _cache_of(A, 0.3, shift=1)
+    altered = A.rows.clone()
+    if truncated:  # the last cached column loses its last cached row: read from the graph
+        crows = crows[:-1]
+        last = A.indptr[cols[-1]]
+        index = index[index < last]
+    altered[index] = crows[: index.numel()]
+    counters = torch.zeros(2, dtype=torch.int64)
+    seeds = torch.randint(0, A.num_nodes, (2000,), generator=torch.Generator().manual_seed(1))
+    key = op_key(7, 3, 2)
+    got = run_kernel(kernel, A, seeds, 30, key, cache=(slot, crows, counters), **kw)
+    want = reference.reference_walk(replace(A, rows=altered), seeds, 30, key, **kw)
+    assert torch.equal(got, want)
+    assert not torch.equal(want, reference.reference_walk(A, seeds, 30, key, **kw))
+    if "restart_prob" not in kw:  # every step a move or a stop
+        reads, hits = _moves(got, slot)
+        if truncated:  # the truncated column's moves are reads of the graph
+            hits -= int(((got[:, :-1] == cols[-1]) & (got[:, 1:] >= 0)).sum())
+        assert counters.tolist() == [reads, hits] and 0 < hits < reads
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_the_cache_serves_the_same_walks_and_counts_every_row_read(kernel, name):
+    """A cache of the graph's own rows: the reference's walks, every row read counted (a
+    cache of ``indptr`` alone, ``slot`` null: the reads, no hit), and the hits those of
+    cached columns: all of them when every column is cached."""
+    A = gs.datasets.rmat(5000, 60000, seed=3, weighted=True).csc
+    kw = dict(VARIANTS[name])
+    if kw.pop("alias", False):
+        kw["alias"] = alias_table(A, A.values)
+    seeds = torch.randint(0, A.num_nodes, (2000,), generator=torch.Generator().manual_seed(1))
+    key = op_key(7, 3, 2)
+    want = reference.reference_walk(A, seeds, 30, key, **kw)
+    counts = {}
+    for share in (None, 0.3, 1.0):
+        counters = torch.zeros(2, dtype=torch.int64)
+        slot, crows = _cache_of(A, share)[:2] if share else (None, None)
+        got = run_kernel(kernel, A, seeds, 30, key, cache=(slot, crows, counters), **kw)
+        assert torch.equal(got, want), share
+        counts[share] = counters.tolist()
+    reads = counts[None][0]
+    assert counts[None] == [reads, 0] and counts[1.0] == [reads, reads]
+    assert counts[0.3][0] == reads and 0 < counts[0.3][1] < reads
+    if "p" not in kw and "restart_prob" not in kw:
+        assert reads == _moves(want, torch.zeros(A.num_nodes, dtype=torch.int64))[0]

@@ -5,9 +5,13 @@ On the CPU: which columns a budget holds (whole columns of highest in-degree, gr
 brute-force check) and the errors naming ``cache``. On a GPU (``-m cuda``): what the cache
 holds (the device ``indptr``, each cached column's rows and edge ids at its slot), samples
 identical to the device-resident graph's and to the uncached UVA graph's (GraphSAGE one
-mini-batch at a time, super-batched, eager; walks and LADIES, which read the device
-``indptr``), and read counters equal to what the samples imply: every sampled edge read
-once, the hits exactly the edges of cached columns.
+mini-batch at a time, super-batched, eager; walks, which read cached columns' rows from
+the cache too, and LADIES, which reads the device ``indptr``), and read counters equal to
+what the samples imply: every sampled edge read once, the hits exactly the edges of cached
+columns; a walk's reads one row per move (per attempt, node2vec), its hits the moves from a
+cached column. The walk kernels' cache reads on the CPU:
+``tests/backend/test_walk_kernel_cpu.py``, ``test_fused_walk_kernel_cpu.py`` and
+``test_kernel_ids_cpu.py``.
 """
 
 import functools
@@ -143,6 +147,39 @@ def test_column_slicing_reads_cached_columns_from_the_cache(small_graph, dtype):
     assert cache.counters.tolist() == [int(deg[frontier].sum()), int(cached.sum())]
 
 
+def test_walks_take_the_cache_of_int64_rows_only(small_graph):
+    """The walk kernels' cache arguments (``walk.cache_args``): a registered cache of int64
+    rows (the dtype the walks read) gives its slots, rows, their count and the counters, and
+    compiles the cache's code in; a cache of ``indptr`` alone its counters only (reads
+    counted, no hit); none, or one of int32 rows, nothing (the kernel as without a cache)."""
+    from dataclasses import replace
+
+    from gsample.backend.cuda import walk
+
+    A = small_graph.csc
+    counters = torch.zeros(2, dtype=torch.int64)
+    slot = torch.full((A.num_nodes,), -1, dtype=torch.int64)
+    slot[3] = 0
+    rows = A.rows[A.indptr[3] : A.indptr[4]]
+    on = (("WALK_CACHE", 1),)
+    assert walk.cache_args(A, A.rows) == ((0, 0, 0, 0), ())
+    for cache, want in (
+        (C.GraphCache(slot, rows, None, 1, 0, counters), (slot, rows, rows.numel(), counters)),
+        (C.GraphCache(None, rows[:0], None, 0, 0, counters), (0, 0, 0, counters)),
+    ):
+        C._CACHES[A] = cache
+        try:
+            assert walk.cache_args(A, A.rows) == (want, on)
+        finally:
+            del C._CACHES[A]
+    narrow = replace(A, indptr=A.indptr.int(), rows=A.rows.int())
+    C._CACHES[narrow] = C.GraphCache(slot, rows.int(), None, 1, 0, counters)
+    try:
+        assert walk.cache_args(narrow, narrow.rows.long()) == ((0, 0, 0, 0), ())
+    finally:
+        del C._CACHES[narrow]
+
+
 # ----------------------------------------------------------------------------- GPU
 @pytest.fixture(scope="module")
 def graphs():
@@ -256,3 +293,83 @@ def test_walks_and_ladies_read_the_cached_graph_alike(graphs, dummy):
         _epoch(ladies.normalize(H), sampler, batches=3),
         _epoch(ladies.normalize(A), sampler, batches=3),
     )
+
+
+#: walks (``A.random_walk`` keywords; ``probs``: the graph's values) and whether their
+#: every step is a move or a stop (a row read each, for exact expected counts)
+WALKS = {
+    "deepwalk": ({}, True),
+    "ppr": ({"stop_prob": 0.15}, True),
+    "weighted": ({"probs": True}, True),
+    "node2vec": ({"p": 2.0, "q": 0.5}, False),
+    "restart-jump": ({"restart_prob": 0.2, "jump_prob": 0.1}, False),
+    "node2vec-weighted": ({"p": 0.3, "q": 3.0, "probs": True, "stop_prob": 0.01}, False),
+}
+
+
+def _walker(kw: dict, compiled: bool):
+    kw = dict(kw)
+    weighted = kw.pop("probs", False)
+
+    def walk(G, seeds):
+        return G.random_walk(seeds, 20, probs=G.values if weighted else None, **kw)
+
+    return gs.compile(walk, backend="cuda") if compiled else walk
+
+
+def _walk_reads(out, cache):
+    """(moves, moves from a cached column) of an epoch's walks: each step after the seed
+    that is not -1 (walks that only move or stop)."""
+    reads = hits = 0
+    for _, walks in out:
+        moved = walks[:, 1:] >= 0
+        reads += int(moved.sum())
+        if cache.slot is not None:  # (ids as a super-batch's, b * n + v, would be v)
+            src = cache.slot[walks[:, :-1].clamp(min=0) % cache.slot.numel()] >= 0
+            hits += int((moved & src).sum())
+    return reads, hits
+
+
+@pytest.mark.parametrize(
+    "mode", [pytest.param(m, marks=cuda) for m in ("eager", "compiled", "super-batched")]
+)
+@pytest.mark.parametrize("walk", list(WALKS))
+def test_walks_read_cached_columns_from_the_cache_and_count_their_reads(graphs, walk, mode):
+    """A walk on a cached UVA graph is the device graph's walk; the cache counts one read
+    per row the walk read and a hit per read of a cached column's (exactly, for walks that
+    only move or stop): no hit with a cache of ``indptr`` alone, all of them with a cache of
+    the whole graph, the same reads whatever the cache."""
+    kw, exact = WALKS[walk]
+    sampler = _walker(kw, mode != "eager")
+    opts = {"super_batch": 3} if mode == "super-batched" else {}
+    with gs.use_backend("cuda"):
+        want = _epoch(graphs["device"], sampler, batches=3, **opts)
+        counts = {}
+        for name in ("third", "indptr", "all", "presampled"):
+            G = graphs[name]
+            G.cache.reset()
+            assert_same(_epoch(G, sampler, batches=3, **opts), want)
+            s = G.cache.stats()
+            counts[name] = (s["reads"], s["hits"])
+            if exact:
+                assert counts[name] == _walk_reads(want, G.cache), name
+    reads = counts["third"][0]
+    assert reads > 0 and all(r == reads for r, _ in counts.values())
+    assert counts["indptr"][1] == 0 and counts["all"][1] == reads
+    assert 0 < counts["third"][1] < reads
+
+
+@pytest.mark.parametrize("dummy", [pytest.param(0, marks=cuda)])
+def test_fused_walks_read_cached_columns_from_the_cache(graphs, dummy):
+    """A fused walk (``gs.walk`` of a step with a walk in it: one generated kernel) on a
+    cached UVA graph is the device graph's, and its inlined walks count their reads."""
+    mh = example("metropolis_hastings")
+    sampler = gs.compile(lambda G, seeds: mh.metropolis_hastings(G, seeds, 30), backend="cuda")
+    with gs.use_backend("cuda"):
+        want = _epoch(graphs["device"], sampler, batches=3)
+        for name in ("third", "all"):
+            G = graphs[name]
+            G.cache.reset()
+            assert_same(_epoch(G, sampler, batches=3), want)
+            reads, hits = G.cache.stats()["reads"], G.cache.stats()["hits"]
+            assert reads > 0 and (hits == reads if name == "all" else 0 < hits < reads), name

@@ -8,7 +8,9 @@ the torch backend's (:mod:`gsample.backend.torch.fused_walk`), bit for bit. Keys
 :class:`~gsample.base.random.KeyRange`: device keys (the program's key buffer: the kernel combines
 each ordinal's prefix with the mini-batch, so a super-batch's walkers are one launch too), or
 host keys (copied to the device). Bodies :mod:`.walk_codegen` cannot type exactly, CPU
-tensors and a super-batch with host keys run the torch code (on the same device).
+tensors and a super-batch with host keys run the torch code (on the same device). A UVA
+graph's GPU cache serves its cached columns' rows to the inlined walks and counts their reads,
+as in :mod:`.walk`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import torch
 from gsample.backend.cuda import walk_codegen
 from gsample.backend.cuda.module import launch, memset
 from gsample.backend.cuda.nodewise import exact
+from gsample.backend.cuda.walk import cache_args
 from gsample.backend.registry import cuda_impl
 from gsample.backend.torch import fused_walk as reference
 from gsample.base import validate as V
@@ -80,12 +83,14 @@ def fused_walk(A: CSC, seeds, first, phases: tuple, length: int, key, **operands
     lens += [0] * (walk_codegen.MAX_OPERANDS - len(lens))
     failed = torch.empty(2, dtype=torch.int32, device=dev)  # a step's ids, the seeds
     memset(failed, 0)
+    rows = A.rows.to(torch.int64).contiguous()
+    (slot, crows, cE, counters), on = cache_args(A, rows)
     launch(
         "fused_walk",
         "gs_fused_walk",
         W,
         A.indptr.to(torch.int64).contiguous(),
-        A.rows.to(torch.int64).contiguous(),
+        rows,
         seeds.to(torch.int64).contiguous(),
         W,
         length,
@@ -98,8 +103,12 @@ def fused_walk(A: CSC, seeds, first, phases: tuple, length: int, key, **operands
         *lens,
         out,
         failed,
+        slot,
+        crows,
+        cE,
+        counters,
         block=_THREADS,
-        **kernel.key,
+        params=kernel.key["params"] + on,
     )
     V.fail_if(failed[1:], IndexError, f"seeds: a node id is out of range for a graph of {M} nodes")
     V.fail_if(

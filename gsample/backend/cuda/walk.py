@@ -15,6 +15,10 @@ walked a step at a time instead, the walkers sorted by the node they stand on be
 step, so that the GPU reads host memory in address order (``gs_random_walk_step``); the
 draws, and so the walks, are the same.
 
+A UVA graph's GPU cache (:mod:`gsample.formats.cache`) serves the rows of its cached columns
+(the same values, so the same walks) and counts the rows the walks read and those it served
+(``H.cache.stats()``); node2vec's sorted rows and the alias tables are read as they are.
+
 Two entry points: :func:`random_walk` (eager calls and the plain runtime: an ``int`` key)
 and :func:`random_walk_sync_free` (the sync-free runtime: a
 :class:`~gsample.base.random.DeviceKey` the kernel reads on the device, so a captured CUDA graph
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import torch
 
+from gsample.backend.cuda.extract import _cache
 from gsample.backend.cuda.module import launch, memset
 from gsample.backend.cuda.nodewise import SWEEP_DENSITY, exact
 from gsample.backend.registry import cuda_impl
@@ -165,45 +170,97 @@ def _launch(
     failed = torch.empty(2, dtype=torch.int32, device=dev)
     memset(failed, 0)
     table = 0 if alias is None else alias.contiguous()
-    if is_mapped(rows) and A.num_nodes <= W * SWEEP_DENSITY:
-        _steps_in_address_order(
+    (slot, crows, cE, counters), params = cache_args(A, rows)
+    key = 0 if key_tensor is None else key_tensor
+    amax = max(inv_p, 1.0, inv_q)
+    if not (is_mapped(rows) and A.num_nodes <= W * SWEEP_DENSITY):
+        launch(
+            "walk",
+            "gs_random_walk",
+            W,
+            indptr,
+            rows,
+            srows,
+            table,
+            seeds,
+            W,
+            L,
             A.num_nodes,
-            (indptr, rows, srows, table, seeds, W, L, A.num_nodes, key0),
-            (n, M),
-            (bool(node2vec), inv_p, inv_q, max(inv_p, 1.0, inv_q), c1, c2, c3),
-            0 if key_tensor is None else key_tensor,
+            key0,
+            key,
+            n,
+            M,
+            bool(node2vec),
+            inv_p,
+            inv_q,
+            amax,
+            c1,
+            c2,
+            c3,
             out,
             failed,
+            slot,
+            crows,
+            cE,
+            counters,
+            block=_THREADS,
+            params=params,
         )
         _raise_flags(failed, M, node2vec)
         return out
-    launch(
+    # a UVA graph with many walkers: a step at a time, the walkers sorted by the node they
+    # stand on before each step, so that host memory is read in address order
+    state = torch.empty((W, 2), dtype=torch.int64, device=dev)
+    launch(  # the steps' module (their compile parameters)
         "walk",
-        "gs_random_walk",
+        "gs_random_walk_start",
         W,
-        indptr,
-        rows,
-        srows,
-        table,
         seeds,
         W,
         L,
         A.num_nodes,
-        key0,
-        0 if key_tensor is None else key_tensor,
         n,
         M,
-        bool(node2vec),
-        inv_p,
-        inv_q,
-        max(inv_p, 1.0, inv_q),
-        c1,
-        c2,
-        c3,
+        state,
         out,
         failed,
-        block=_THREADS,
+        params=params,
     )
+    for t, order in enumerate(_walker_orders(state, L, A.num_nodes)):
+        launch(
+            "walk",
+            "gs_random_walk_step",
+            W,
+            indptr,
+            rows,
+            srows,
+            table,
+            seeds,
+            W,
+            L,
+            A.num_nodes,
+            key0,
+            key,
+            n,
+            bool(node2vec),
+            inv_p,
+            inv_q,
+            amax,
+            c1,
+            c2,
+            c3,
+            order,
+            t,
+            state,
+            out,
+            failed,
+            slot,
+            crows,
+            cE,
+            counters,
+            block=_THREADS,
+            params=params,
+        )
     _raise_flags(failed, M, node2vec)
     return out
 
@@ -219,42 +276,53 @@ def _raise_flags(failed: torch.Tensor, M: int, node2vec: bool) -> None:
         )
 
 
-def _steps_in_address_order(N: int, graph: tuple, ids: tuple, walk: tuple, key, out, failed):
-    """The walks of :func:`_launch` a step at a time, the walkers sorted before each step by
-    the node they stand on, so that a UVA graph's pinned host memory is read in address order
-    (``kernels/walk.cu``'s ``gs_random_walk_start`` and ``gs_random_walk_step``).
+def _walker_orders(state: torch.Tensor, steps: int, N: int):
+    """Before each of ``steps`` steps (``kernels/walk.cu``'s ``gs_random_walk_step``), the
+    walkers sorted by the node they stand on, stopped ones last.
 
-    ``graph``: ``(indptr, rows, sorted rows, alias table, seeds, W, L, N, key0)``; ``ids``:
-    ``(n, M)``; ``walk``: node2vec's and the stop thresholds' arguments; ``out`` (W, L + 1)
-    and ``failed`` (2,) as ``gs_random_walk`` writes them.
+    Parameters
+    ----------
+    state : LongTensor, shape (W, 2)
+        The walkers' state: column 0 the node each stands on, ``-1`` once it stopped; read
+        anew before each step (the generator yields after the previous step's launch).
+    steps : int
+    N : int
+        The graph's nodes (int32 keys sort faster, where the ids fit).
+
+    Yields
+    ------
+    LongTensor, shape (W,)
+        A permutation of the walkers.
+
+    Examples
+    --------
+    >>> state = torch.tensor([[5, -1], [-1, 3], [2, 0]])
+    >>> next(_walker_orders(state, 1, 10))
+    tensor([2, 0, 1])
     """
-    seeds, W, L = graph[4], graph[5], graph[6]
-    n, M = ids
-    state = torch.empty((W, 2), dtype=torch.int64, device=seeds.device)
-    launch("walk", "gs_random_walk_start", W, seeds, W, L, N, n, M, state, out, failed)
-    narrow = torch.int32 if N < 2**31 - 1 else torch.int64  # a cheaper sort where ids fit
-    stopped = torch.iinfo(narrow).max  # stopped walkers last
-    for t in range(L):
+    narrow = torch.int32 if N < 2**31 - 1 else torch.int64
+    stopped = torch.iinfo(narrow).max
+    for _ in range(steps):
         at = state[:, 0]
-        order = torch.argsort(torch.where(at >= 0, at, stopped).to(narrow))
-        launch(
-            "walk",
-            "gs_random_walk_step",
-            W,
-            *graph,
-            key,
-            n,
-            *walk,
-            order,
-            t,
-            state,
-            out,
-            failed,
-            block=_THREADS,
-        )
+        yield torch.argsort(torch.where(at >= 0, at, stopped).to(narrow))
+
+
+def cache_args(A: CSC, rows: torch.Tensor) -> tuple:
+    """The walk kernels' last arguments ``(slot, crows, cE, counters)`` and their compile
+    parameters: a whole UVA graph's GPU cache where its rows have the dtype of the ``rows``
+    the kernel reads (int64; else none: nulls, every row read from the graph, nothing
+    counted, and the kernel compiled without the cache's code, ``GS_WALK_CACHE`` 0)."""
+    cache = _cache(A, rows)
+    if cache is None:
+        return (0, 0, 0, 0), ()
+    on = (("WALK_CACHE", 1),)
+    if cache.slot is None:  # the device indptr alone: every read counted, none a hit
+        return (0, 0, 0, cache.counters), on
+    return (cache.slot, cache.rows, cache.rows.numel(), cache.counters), on
 
 
 __all__ = [
+    "cache_args",
     "random_walk",
     "random_walk_sync_free",
 ]

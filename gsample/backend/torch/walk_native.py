@@ -73,6 +73,10 @@ struct gs_dim3 { long long x; };
 static thread_local gs_dim3 blockIdx = {0}, gridDim = {1};
 static const gs_dim3 threadIdx = {0}, blockDim = {1};
 static inline int atomicExch(int* p, int v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }
+// the GPU cache's counters (host walks pass none): a one-thread block's warp has no other lane
+template <typename T> static inline T atomicAdd(T* p, T v) {
+    return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+template <typename T> static inline T __shfl_down_sync(unsigned, T, int) { return T(0); }
 #include "walk.cu"
 """
 )
@@ -276,7 +280,8 @@ extern "C" int gs_random_walk_cpu(
             blockIdx.x = i;
             gridDim.x = of;
             gs_random_walk(indptr, rows, sorted_rows, alias, seeds, W, L, N, key0, key, n, M,
-                           node2vec, inv_p, inv_q, amax, c1, c2, c3, out, failed);
+                           node2vec, inv_p, inv_q, amax, c1, c2, c3, out, failed, nullptr,
+                           nullptr, 0, nullptr);
         });
     } else if (L <= 0) {
         for (gs_i64 w = 0; w < W; ++w) out[w] = seeds[w];
