@@ -58,13 +58,19 @@ def _rows_of(record: dict, source: str) -> list[list]:
             out.append(row(m["workload"], mode, m["epoch_s"], m.get("edges_per_s"), "edges"))
     elif "uva_place_s" in record:  # uva
         for m in record["results"]:
+            walk = m.get("workload") == "deepwalk"
+            name = (
+                f"DeepWalk L={record['walk_length']}"
+                if walk
+                else f"GraphSAGE {list(record['fanouts'])}"
+            )
             out.append(
                 row(
-                    "GraphSAGE [25, 10]",
+                    name,
                     f"{m['placement']}, {m['mode']}",
                     m["epoch_s"],
-                    m.get("edges_per_s"),
-                    "edges",
+                    m.get("work_per_s", m.get("edges_per_s")),
+                    m.get("unit", "edges"),
                 )
             )
     elif "fused_speedup" in record:  # fused_walk
