@@ -221,7 +221,9 @@ __device__ __forceinline__ int gs_group(gs_i64 k) { return k <= 8 ? 8 : k <= 16 
 // a cache that a random order misses at every read, and a sweep hits. The launch is then
 // split in two (phase): phase 1 writes each column's count to indptr_out[c + 1] (the host
 // scans them in place), phase 2 draws, reading its offset from indptr_out[c]. Phase 0, the
-// single pass, scans in column order (order null).
+// single pass, scans in column order (order null). `order` is the host's own argsort of the
+// frontier (backend/cuda/nodewise.py), a permutation of [0, C) like the offsets of the scan,
+// never ids from a caller: every id the kernel reads through it is checked as above.
 //
 // Column c's edges go to indptr_out[c] ..., in column order: rows_out (the graph's row,
 // + b * n in a super-batch) and pos_out (the edge's position in the graph). Without

@@ -28,12 +28,17 @@ values, so samples and walks are identical with or without the cache. Those kern
 per cache, the edges they read (a walk: one row per move, per attempt with node2vec) and
 those the cache served (:meth:`GraphCache.stats`: one host read when asked).
 
+``cache="auto"`` chooses ``B`` from the device's free memory (or from ``budget=`` bytes):
+:data:`CACHE_SHARE` of it, the rest left to the sampler's buffers, features and the model,
+and no more than caching the whole graph takes (:func:`auto_budget`, :func:`whole_bytes`).
+
 Examples
 --------
 >>> H = A.to("cuda", placement="uva", cache=256 << 20)      # 256 MiB of device memory
 >>> sampler(H, seeds)
 >>> H.cache.stats()["hit_rate"]                              # edges read from the GPU cache
 0.17
+>>> H = A.to("cuda", placement="uva", cache="auto")   # half the free memory, at most the graph
 """
 
 from __future__ import annotations
@@ -48,6 +53,9 @@ from gsample.formats.csc import CSC, gather_segments
 
 #: bytes of a node's slot (int64)
 SLOT_BYTES = 8
+#: ``cache="auto"`` takes at most this share of the free device memory (or of ``budget=``):
+#: the rest holds a sampler's buffers, features and the model
+CACHE_SHARE = 0.5
 
 # CSC (identity) -> its GraphCache, as long as the CSC lives
 _CACHES: weakref.WeakKeyDictionary[CSC, GraphCache] = weakref.WeakKeyDictionary()
@@ -114,8 +122,9 @@ class GraphCache:
 
 
 def check_cache(cache, placement: str, priority=None, num_nodes: int = 0) -> None:
-    """``cache`` None or an int of bytes ``>= 0``, given with a placement that can be UVA;
-    ``priority`` None or a real tensor of shape (num_nodes,) >= 0, given with ``cache``."""
+    """``cache`` None, an int of bytes ``>= 0`` or ``"auto"``, given with a placement that can
+    be UVA; ``priority`` None or a real tensor of shape (num_nodes,) >= 0, given with
+    ``cache``."""
     if priority is not None:
         if cache is None:
             raise ValueError("cache_priority: only used with cache=")
@@ -133,11 +142,16 @@ def check_cache(cache, placement: str, priority=None, num_nodes: int = 0) -> Non
             raise ValueError("cache_priority: must be finite and >= 0")
     if cache is None:
         return
-    if isinstance(cache, bool) or not isinstance(cache, int):
+    if isinstance(cache, str):
+        if cache != "auto":
+            raise ValueError(
+                f"cache: must be an int (bytes of device memory) or 'auto', got {cache!r}"
+            )
+    elif isinstance(cache, bool) or not isinstance(cache, int):
         raise TypeError(
-            f"cache: must be an int (bytes of device memory), got {type(cache).__name__}"
+            f"cache: must be an int (bytes of device memory) or 'auto', got {type(cache).__name__}"
         )
-    if cache < 0:
+    elif cache < 0:
         raise ValueError(f"cache: must be >= 0 bytes, got {cache}")
     if placement == "device":
         raise ValueError(
@@ -187,6 +201,52 @@ def choose_columns(
     return torch.sort(chosen[deg[chosen] > 0]).values
 
 
+def _edge_bytes(csc: CSC) -> int:
+    """Device bytes a cached edge takes: its row (the graph's index dtype) and, where the
+    graph has int64 edge ids, its id."""
+    eids = csc.eids is not None and csc.eids.dtype == torch.int64
+    return csc.rows.element_size() + (8 if eids else 0)
+
+
+def whole_bytes(csc: CSC) -> int:
+    """Bytes a cache of every column of ``csc`` takes: ``indptr`` (its dtype), a slot per
+    node, and every edge's row (and int64 edge id): the most a cache budget can use.
+
+    Examples
+    --------
+    >>> A = gs.Matrix.from_edge_index(torch.tensor([[0, 1, 2], [1, 2, 0]]), num_nodes=3)
+    >>> whole_bytes(A.csc)        # indptr 8 * 4, slots 8 * 3, 3 edges of 8 + 8 bytes
+    104
+    """
+    n = csc.num_cols
+    return csc.indptr.element_size() * (n + 1) + SLOT_BYTES * n + csc.nnz * _edge_bytes(csc)
+
+
+def auto_budget(free: int, whole: int) -> int:
+    """The ``cache="auto"`` rule: bytes of device memory for a graph's cache,
+    :data:`CACHE_SHARE` of ``free`` bytes, and no more than ``whole`` (what caching the whole
+    graph takes, :func:`whole_bytes`).
+
+    Parameters
+    ----------
+    free : int
+        Free bytes of the device's memory (``torch.cuda.mem_get_info``), or ``budget=``.
+    whole : int
+        Bytes of a cache of every column.
+
+    Returns
+    -------
+    int
+        The cache's budget in bytes, ``>= 0``.
+
+    Examples
+    --------
+    >>> auto_budget(80 << 30, 100 << 30) >> 30, auto_budget(80 << 30, 3 << 30) >> 30
+    (40, 3)
+    """
+    return max(0, min(int(CACHE_SHARE * free), whole))
+
+
 def out_degrees(csc: CSC) -> torch.Tensor:
     """Each node's out-degree (edges whose row it is), shape (N,), on the rows' device."""
     return torch.bincount(csc.rows.long(), minlength=csc.num_nodes)
@@ -206,7 +266,7 @@ def build(csc: CSC, nbytes: int, device: torch.device, priority: torch.Tensor | 
     indptr = csc.indptr.to(device=device, copy=True)
     out = replace(csc, indptr=indptr)
     eids = csc.eids if csc.eids is not None and csc.eids.dtype == torch.int64 else None
-    edge_bytes = csc.rows.element_size() + (8 if eids is not None else 0)
+    edge_bytes = _edge_bytes(csc)
     rest = nbytes - indptr_bytes - SLOT_BYTES * n
     if rest > 0:
         priority = out_degrees(csc) if priority is None else priority
@@ -238,11 +298,14 @@ def cache_of(csc) -> GraphCache | None:
 
 
 __all__ = [
+    "CACHE_SHARE",
     "SLOT_BYTES",
     "GraphCache",
+    "auto_budget",
     "build",
     "cache_of",
     "check_cache",
     "choose_columns",
     "out_degrees",
+    "whole_bytes",
 ]

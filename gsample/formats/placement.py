@@ -21,7 +21,10 @@
 
 ``cache=`` bytes (with ``"uva"``, or ``"auto"`` choosing it) keep a GPU cache of the graph's
 ``indptr`` and busiest columns (:mod:`gsample.formats.cache`; ``A.cache.stats()`` gives its
-hit rate).
+hit rate). ``cache="auto"`` sizes it from the device's free memory (or from ``budget``):
+half of it, at most what caching the whole graph takes
+(:func:`gsample.formats.cache.auto_budget`). Where ``"auto"`` keeps the graph on the device,
+``cache`` is not used (nothing to cache).
 
 Graph-level arrays derived from a UVA graph stay in host memory too: node2vec's sorted rows
 are built on the host; edge-sized values a compiled sampler hoists (alias tables, ``A ** 2``)
@@ -39,6 +42,8 @@ Examples
 ('uva', device(type='cuda', index=0))
 >>> A.to("cuda", placement="auto", budget=1 << 20).placement   # a 1 MiB GPU: UVA
 'uva'
+>>> A.to("cuda", placement="uva", cache="auto").cache.nbytes <= free_memory("cuda") // 2
+True
 """
 
 from __future__ import annotations
@@ -51,8 +56,8 @@ from dataclasses import fields
 import numpy as np
 import torch
 
+from gsample.formats.cache import auto_budget, check_cache, whole_bytes
 from gsample.formats.cache import build as build_cache
-from gsample.formats.cache import check_cache
 from gsample.formats.csc import CSC
 
 PLACEMENTS = ("device", "uva", "auto")
@@ -278,11 +283,16 @@ def choose(nbytes: int, free: int) -> str:
 
 
 def check_options(
-    placement, budget, choices=PLACEMENTS, unit: str = "bytes of device memory"
+    placement,
+    budget,
+    choices=PLACEMENTS,
+    unit: str = "bytes of device memory",
+    cache_auto: bool | None = None,
 ) -> None:
     """``placement`` one of ``choices``; ``budget`` None or an int of ``unit`` >= 0, given
-    only with ``"auto"`` (a clear error naming the argument; ``gs.distributed.place`` checks
-    its options with its own choices)."""
+    only with ``"auto"``, or with ``cache="auto"`` where ``cache_auto`` is True (None: the
+    caller has no ``cache`` argument). A clear error naming the argument;
+    ``gs.distributed.place`` checks its options with its own choices."""
     if not isinstance(placement, str) or placement not in choices:
         raise ValueError(f"placement: must be one of {choices}, got {placement!r}")
     if budget is not None:
@@ -290,10 +300,10 @@ def check_options(
             raise TypeError(f"budget: must be an int ({unit}), got {type(budget).__name__}")
         if budget < 0:
             raise ValueError(f"budget: must be >= 0 bytes, got {budget}")
-        if placement != "auto":
+        if placement != "auto" and not cache_auto:
+            users = "placement='auto'" + ("" if cache_auto is None else " or cache='auto'")
             raise ValueError(
-                "budget: only used with placement='auto' (it pretends the GPU "
-                "has that many bytes free)"
+                f"budget: only used with {users} (it pretends the GPU has that many bytes free)"
             )
 
 
@@ -302,7 +312,7 @@ def place(
     device,
     placement: str = "device",
     budget: int | None = None,
-    cache: int | None = None,
+    cache: int | str | None = None,
     cache_priority=None,
 ) -> CSC:
     """``csc`` with its arrays placed for ``device`` (see the module docstring).
@@ -315,17 +325,21 @@ def place(
         Where its samples are made.
     placement : {"device", "uva", "auto"}
     budget : int, optional
-        With ``"auto"``: bytes of device memory to decide with instead of the free memory.
-    cache : int, optional
+        With ``"auto"`` or ``cache="auto"``: bytes of device memory to decide with instead
+        of the free memory.
+    cache : int or "auto", optional
         Where the graph goes to UVA: bytes of device memory for a cache of its most-read
         adjacency (:mod:`gsample.formats.cache`), its columns by ``cache_priority`` (shape
-        (N,): expected reads per node; None: out-degrees) per byte.
+        (N,): expected reads per node; None: out-degrees) per byte. ``"auto"``: the bytes
+        :func:`~gsample.formats.cache.auto_budget` gives for the free memory (or
+        ``budget``). Not used where ``"auto"`` keeps the graph on the device.
 
     Returns
     -------
     CSC
     """
-    check_options(placement, budget)
+    auto_cache = isinstance(cache, str) and cache == "auto"
+    check_options(placement, budget, cache_auto=auto_cache)
     check_cache(cache, placement, cache_priority, csc.num_nodes)
     try:
         device = torch.device(device)
@@ -358,6 +372,9 @@ def place(
                     for n, t in zip(_FIELDS, _arrays(csc))
                 },
             )
+            if auto_cache:  # measured now: the mapped graph takes no device memory
+                free = budget if budget is not None else free_memory(device)
+                cache = auto_budget(free, whole_bytes(mapped))
             return mapped if not cache else build_cache(mapped, cache, device, cache_priority)
     twin = host_twin(csc)
     source = twin if twin is not None else csc

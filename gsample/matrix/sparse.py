@@ -448,7 +448,7 @@ class Matrix(EdgeMapOperators):
         device,
         placement: str = "device",
         budget: int | None = None,
-        cache: int | None = None,
+        cache: int | str | None = None,
         cache_priority=None,
     ) -> Matrix:
         """This matrix for ``device``: its arrays in the device's memory, or in pinned host memory.
@@ -469,13 +469,18 @@ class Matrix(EdgeMapOperators):
             (an op over the whole graph, such as ``A.sum(axis=0)``, reads all of it over
             the bus, and its result is a device tensor).
         budget : int, optional
-            With ``"auto"``: decide as if the GPU had ``budget`` bytes free.
-        cache : int, optional
+            With ``"auto"`` (or ``cache="auto"``): decide as if the GPU had ``budget`` bytes
+            free.
+        cache : int or "auto", optional
             With ``"uva"`` (or ``"auto"`` choosing it): bytes of device memory for a cache
             of the adjacency sampling reads most: ``indptr``, then the rows and edge ids of
             the columns of most expected reads per byte (:mod:`gsample.formats.cache`;
             column slicing, node-wise sampling and random walks read them from the device;
             :attr:`cache` reports its hit rate). Samples are the same with or without it.
+            ``"auto"``: half the GPU's free memory (of ``budget``), at most what caching
+            the whole graph takes (:func:`gsample.formats.cache.auto_budget`). Where
+            ``"auto"`` keeps the graph on the device, ``cache`` is not used; with
+            ``"device"`` it is an error.
         cache_priority : Tensor, shape (N,), optional
             Expected reads of each node's column (e.g. counted on a few presampled
             mini-batches); default: out-degrees.
@@ -495,6 +500,8 @@ class Matrix(EdgeMapOperators):
         >>> A.to("cuda", placement="auto", budget=1 << 20).placement    # pretend a 1 MiB GPU
         'uva'
         >>> A.to("cuda", placement="uva", cache=64 << 20).cache.nbytes <= 64 << 20
+        True
+        >>> A.to("cuda", placement="uva", cache="auto", budget=1 << 30).cache.nbytes <= 1 << 29
         True
         """
         out = Matrix(place(self._csc, device, placement, budget, cache, cache_priority))

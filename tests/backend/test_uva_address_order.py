@@ -126,3 +126,24 @@ def test_walks_on_a_uva_graph_step_in_address_order_alike(graphs, monkeypatch, k
         got, steps = epoch(H, compiled, super_batch=6)  # 3,000 walkers: dense enough
         assert "gs_random_walk_step" in steps
         assert_same(got, ref)
+
+
+@pytest.mark.parametrize(
+    "fanouts, replace",
+    [pytest.param(f, r, marks=cuda) for f, r in (((15, 10), True), ((40, 5), False))],
+    ids=["with-replacement", "past-32-draws"],
+)
+def test_every_draw_path_reads_in_address_order_alike(graphs, monkeypatch, fanouts, replace):
+    """Forced sweeps (every layer) through the kernel's other draw paths: with replacement,
+    and more than 32 draws a column (lane 0 draws them one after another)."""
+    A, H, cached = graphs
+    monkeypatch.setattr(nodewise, "SWEEP_DENSITY", A.num_nodes)
+    seeds = torch.randperm(A.num_nodes, generator=torch.Generator().manual_seed(3))[:1024].cuda()
+    outs = []
+    for G in (A, H, cached):
+        fn = functools.partial(
+            gs.compile(graphsage, backend="cuda"), fanouts=fanouts, replace=replace
+        )
+        outs.append([b.out for b in gs.DataLoader(G, fn, seeds, 256, seed=9, super_batch=2)])
+    assert_same(outs[1], outs[0])
+    assert_same(outs[2], outs[0])

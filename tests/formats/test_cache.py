@@ -2,16 +2,17 @@
 cache=bytes)``.
 
 On the CPU: which columns a budget holds (whole columns of highest in-degree, greedily, a
-brute-force check) and the errors naming ``cache``. On a GPU (``-m cuda``): what the cache
-holds (the device ``indptr``, each cached column's rows and edge ids at its slot), samples
-identical to the device-resident graph's and to the uncached UVA graph's (GraphSAGE one
-mini-batch at a time, super-batched, eager; walks, which read cached columns' rows from
+brute-force check), the ``cache="auto"`` rule (half the free memory, or of ``budget``, at
+most the whole graph's cache) and the errors naming ``cache``. On a GPU (``-m cuda``): what
+the cache holds (the device ``indptr``, each cached column's rows and edge ids at its slot),
+samples identical to the device-resident graph's and to the uncached UVA graph's (GraphSAGE
+one mini-batch at a time, super-batched, eager; walks, which read cached columns' rows from
 the cache too, and LADIES, which reads the device ``indptr``), and read counters equal to
 what the samples imply: every sampled edge read once, the hits exactly the edges of cached
 columns; a walk's reads one row per move (per attempt, node2vec), its hits the moves from a
-cached column. The walk kernels' cache reads on the CPU:
-``tests/backend/test_walk_kernel_cpu.py``, ``test_fused_walk_kernel_cpu.py`` and
-``test_kernel_ids_cpu.py``.
+cached column; ``cache="auto"`` within half the free memory (or of ``budget``), sampling
+alike. The walk kernels' cache reads on the CPU: ``tests/backend/test_walk_kernel_cpu.py``,
+``test_fused_walk_kernel_cpu.py`` and ``test_kernel_ids_cpu.py``.
 """
 
 import functools
@@ -71,10 +72,91 @@ def test_a_priority_ranks_columns_by_expected_reads_per_byte():
     assert C.out_degrees(A.csc).tolist() == [3, 1, 0, 0]
 
 
+def test_the_auto_cache_takes_half_the_free_memory_up_to_the_whole_graph():
+    whole = 100 << 20
+    assert C.CACHE_SHARE == 0.5
+    for free, want in [
+        (0, 0),
+        (1, 0),
+        (3, 1),
+        (64 << 20, 32 << 20),
+        (2 * whole - 1, whole - 1),
+        (2 * whole, whole),  # the whole graph just fits: all of it
+        (2 * whole + 1, whole),  # more free memory: no more than the whole graph takes
+        (80 << 30, whole),
+    ]:
+        assert C.auto_budget(free, whole) == want, free
+    assert C.auto_budget(80 << 30, 0) == 0
+
+
+@pytest.mark.parametrize("rows, eids", [("int64", "int64"), ("int32", "int64"), ("int32", None)])
+def test_the_whole_graphs_cache_takes_indptr_slots_rows_and_int64_edge_ids(small_graph, rows, eids):
+    """``whole_bytes`` is what a cache of every column takes, as :func:`build` counts it: a
+    budget of that many bytes chooses every non-empty column, one byte less does not."""
+    from dataclasses import replace
+
+    A = small_graph.csc
+    A = replace(
+        A,
+        rows=A.rows.to(getattr(torch, rows)),
+        eids=None if eids is None else A.eids.to(getattr(torch, eids)),
+    )
+    n, E = A.num_nodes, A.nnz
+    edge = (4 if rows == "int32" else 8) + (8 if eids == "int64" else 0)
+    whole = C.whole_bytes(A)
+    assert whole == 8 * (n + 1) + 8 * n + edge * E
+    rest = whole - 8 * (n + 1) - 8 * n
+    every = torch.nonzero(A.indptr.diff() > 0).squeeze(1)
+    assert torch.equal(C.choose_columns(A.indptr, rest, edge), every)
+    assert C.choose_columns(A.indptr, rest - 1, edge).numel() < every.numel()
+
+
+@pytest.mark.parametrize(
+    "device, budget",
+    [("cpu", None), ("cpu", 0), ("cpu", 1 << 40), pytest.param("cuda", 1 << 40, marks=cuda)],
+)
+def test_auto_keeping_the_graph_on_the_device_ignores_an_auto_cache(small_graph, device, budget):
+    """As with a cache of bytes: a graph "auto" keeps on the device has no cache (on the CPU
+    "auto" is always the device; a budget of 1 TiB keeps it on a GPU)."""
+    for cache in ("auto", 10):
+        B = small_graph.to(device, placement="auto", budget=budget, cache=cache)
+        assert B.placement == "device" and B.cache is None
+
+
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
         ({"cache": 10}, ValueError, "cache: only used with placement='uva' or 'auto'"),
+        ({"cache": "auto"}, ValueError, "cache: only used with placement='uva' or 'auto'"),
+        (
+            {"placement": "device", "cache": "auto", "budget": 10},
+            ValueError,
+            "cache: only used with",
+        ),
+        ({"placement": "uva", "cache": "half"}, ValueError, "cache: must be an int .* or 'auto'"),
+        ({"placement": "auto", "cache": "AUTO"}, ValueError, "cache: must be an int"),
+        ({"placement": "uva", "cache": -5}, ValueError, "cache: must be >= 0 bytes"),
+        ({"placement": "uva", "cache": [10]}, TypeError, "cache: must be an int .* or 'auto'"),
+        (
+            {"placement": "uva", "cache": torch.tensor(10)},
+            TypeError,
+            "cache: must be an int .* got Tensor",
+        ),
+        (
+            {"placement": "uva", "cache": 10, "budget": 10},
+            ValueError,
+            "budget: only used with placement='auto' or cache='auto'",
+        ),
+        (
+            {"placement": "uva", "cache": "auto", "budget": -1},
+            ValueError,
+            "budget: must be >= 0",
+        ),
+        (
+            {"placement": "uva", "cache": "auto", "budget": 0.5},
+            TypeError,
+            "budget: must be an int",
+        ),
         ({"placement": "device", "cache": 10}, ValueError, "cache: only used with"),
         ({"placement": "uva", "cache": -1}, ValueError, "cache: must be >= 0 bytes"),
         ({"placement": "uva", "cache": 1.5}, TypeError, "cache: must be an int"),
@@ -227,6 +309,32 @@ def test_the_cache_holds_indptr_and_the_chosen_columns(graphs, dummy):
     only = graphs["indptr"].cache
     assert only.slot is None and only.columns == 0 and only.nbytes == 8 * (n + 1)
     assert graphs["all"].cache.edges == A.num_edges
+
+
+@pytest.mark.parametrize("placement", [pytest.param(p, marks=cuda) for p in ("uva", "auto")])
+def test_an_auto_cache_takes_half_the_free_memory_and_samples_alike(graphs, placement):
+    """``cache="auto"``: the whole graph's cache where half the free memory holds it (this
+    graph's, on any GPU), else half of ``budget`` (the columns of a cache of that many bytes);
+    "auto" choosing UVA for the budget too. Samples are the device graph's."""
+    A = graphs["device"]
+    whole = C.whole_bytes(graphs["uva"].csc)
+    free = P.free_memory("cuda")
+    if placement == "uva":  # no budget: the free memory
+        H = A.to("cuda", placement="uva", cache="auto")
+        assert H.cache.nbytes == whole <= free // 2  # (a 22 MB cache: the cap binds)
+        assert H.cache.edges == A.num_edges
+    else:
+        budget = 2 * graphs["third"].cache.nbytes + 1
+        assert P.choose(P.graph_bytes(A.csc), budget) == "uva"
+        H = A.to("cuda", placement="auto", budget=budget, cache="auto")
+        assert H.cache.nbytes <= budget // 2
+        assert torch.equal(H.cache.slot, graphs["third"].cache.slot)
+    assert H.placement == "uva" and not P.is_mapped(H.csc.indptr) and P.is_mapped(H.csc.rows)
+    sampler = functools.partial(gs.compile(graphsage, backend="cuda"), fanouts=(25, 10))
+    with gs.use_backend("cuda"):
+        H.cache.reset()
+        assert_same(_epoch(H, sampler), _epoch(A, sampler))
+        assert H.cache.stats()["hits"] > 0
 
 
 def _epoch(G, sampler, batches=6, **kw):

@@ -39,9 +39,10 @@ from gsample.formats.placement import is_mapped
 from gsample.ir import Op
 
 _TILE = 1024  # items per tile of the frontier kernels (GS_TILE)
-#: a UVA graph is sampled in address order when its frontier has at least one column per
-#: this many nodes: sparser, the columns share few pages of ``indptr`` (512 entries each),
-#: and the order's sort and second launch cost more than the translations they save
+#: a UVA graph is sampled in address order when its frontier's buffer has a column per this
+#: many nodes (walks: a walker): sparser, the columns share few pages of ``indptr``, and the
+#: order's sort and second launch cost more than the translations they save. Decided from
+#: sizes, never values, so that a captured CUDA graph replays the same launches
 SWEEP_DENSITY = 64
 _THREADS = 256
 _WARPS = _THREADS // 32

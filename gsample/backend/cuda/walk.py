@@ -153,8 +153,10 @@ def _launch(
     restart_prob,
     jump_prob,
 ) -> torch.Tensor:
-    """One launch of ``gs_random_walk`` (``M``: the seeds' id space, the graph's nodes or a
-    super-batch's ``copies * n`` ids)."""
+    """The walks in one launch of ``gs_random_walk``, or, on a UVA graph with a walker per
+    :data:`SWEEP_DENSITY` nodes or more, a step at a time in address order (``1 + length``
+    launches). ``M``: the seeds' id space, the graph's nodes or a super-batch's
+    ``copies * n`` ids."""
     W, L, dev = seeds.numel(), length, seeds.device
     out = torch.empty((W, L + 1), dtype=torch.int64, device=dev)  # every entry written
     if W == 0:
@@ -308,10 +310,30 @@ def _walker_orders(state: torch.Tensor, steps: int, N: int):
 
 
 def cache_args(A: CSC, rows: torch.Tensor) -> tuple:
-    """The walk kernels' last arguments ``(slot, crows, cE, counters)`` and their compile
-    parameters: a whole UVA graph's GPU cache where its rows have the dtype of the ``rows``
-    the kernel reads (int64; else none: nulls, every row read from the graph, nothing
-    counted, and the kernel compiled without the cache's code, ``GS_WALK_CACHE`` 0)."""
+    """The walk kernels' GPU-cache arguments and their compile parameters.
+
+    Parameters
+    ----------
+    A : CSC
+        The graph a walk reads.
+    rows : Tensor, shape (E,)
+        The rows the kernel reads (int64).
+
+    Returns
+    -------
+    tuple
+        ``((slot, crows, cE, counters), params)``: a whole UVA graph's GPU cache
+        (:mod:`gsample.formats.cache`; ``slot`` (N,), ``crows`` (cE,), ``counters`` (2,))
+        where its rows have ``rows``' dtype, with ``params`` ``(("WALK_CACHE", 1),)``; else
+        nulls (``0``) and ``()``: every row read from the graph, nothing counted, the kernel
+        compiled without the cache's code (``GS_WALK_CACHE`` 0). A cache of ``indptr``
+        alone counts reads, none a hit.
+
+    Examples
+    --------
+    >>> cache_args(A.csc, A.csc.rows)       # a graph on the device: no cache
+    ((0, 0, 0, 0), ())
+    """
     cache = _cache(A, rows)
     if cache is None:
         return (0, 0, 0, 0), ()
