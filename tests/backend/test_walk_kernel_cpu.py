@@ -130,16 +130,22 @@ VARIANTS = {
 }
 
 
-@pytest.mark.parametrize("device_key", [False, True], ids=["key", "device-key"])
-@pytest.mark.parametrize("name", list(VARIANTS))
-def test_kernel_source_equals_reference(kernel, name, device_key):
+def _case(name: str):
+    """A weighted graph, walk variant ``name``'s arguments (its alias tables built), 2,000
+    seeds, a key and the reference's walks of length 30."""
     A = gs.datasets.rmat(5000, 60000, seed=3, weighted=True).csc
     kw = dict(VARIANTS[name])
     if kw.pop("alias", False):
         kw["alias"] = alias_table(A, A.values)
     seeds = torch.randint(0, A.num_nodes, (2000,), generator=torch.Generator().manual_seed(1))
     key = op_key(7, 3, 2)
-    want = reference.reference_walk(A, seeds, 30, key, **kw)
+    return A, kw, seeds, key, reference.reference_walk(A, seeds, 30, key, **kw)
+
+
+@pytest.mark.parametrize("device_key", [False, True], ids=["key", "device-key"])
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_kernel_source_equals_reference(kernel, name, device_key):
+    A, kw, seeds, key, want = _case(name)
     got = (
         run_kernel(kernel, A, seeds, 30, None, device_key=(key_prefix(7, 3), 2), **kw)
         if device_key
@@ -227,13 +233,7 @@ def test_the_cache_serves_the_same_walks_and_counts_every_row_read(kernel, name)
     """A cache of the graph's own rows: the reference's walks, every row read counted (a
     cache of ``indptr`` alone, ``slot`` null: the reads, no hit), and the hits those of
     cached columns: all of them when every column is cached."""
-    A = gs.datasets.rmat(5000, 60000, seed=3, weighted=True).csc
-    kw = dict(VARIANTS[name])
-    if kw.pop("alias", False):
-        kw["alias"] = alias_table(A, A.values)
-    seeds = torch.randint(0, A.num_nodes, (2000,), generator=torch.Generator().manual_seed(1))
-    key = op_key(7, 3, 2)
-    want = reference.reference_walk(A, seeds, 30, key, **kw)
+    A, kw, seeds, key, want = _case(name)
     counts = {}
     for share in (None, 0.3, 1.0):
         counters = torch.zeros(2, dtype=torch.int64)
