@@ -1,11 +1,14 @@
 """The scale benchmarks run end to end: ``benchmarks/multi_gpu.py`` and ``train_ddp.py`` with 1
 and 2 gloo processes on a tiny graph (every placement's and mode's samples identical to one
 process's, or it exits with an error; the JSON fields the docs cite), and on a GPU (``-m cuda``)
-``benchmarks/uva.py --quick``, ``multi_gpu.py --quick`` and ``train_ddp.py --quick``."""
+``benchmarks/uva.py --quick``, ``host_link.py --quick``, ``multi_gpu.py --quick`` and
+``train_ddp.py --quick`` (and, where nvcc is, ``host_link.py``'s kernels compiled to PTX)."""
 
 import importlib
 import json
 import pathlib
+import shutil
+import subprocess
 import sys
 
 import pytest
@@ -182,6 +185,30 @@ def test_uva_benchmark_quick(tmp_path):
     assert {r["workload"] for r in record["results"]} == {"graphsage", "deepwalk"}
     assert all(r["work"] > 0 and r["peak_device_bytes"] > 0 for r in record["results"])
     assert set(record["random_reads"]) == {"device", "uva", "uva, address order"}
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_host_link_kernels_compile(tmp_path):
+    """CI has no GPU: the host-link probe's CuPy source compiles to PTX."""
+    src = tmp_path / "host_link.cu"
+    src.write_text(_load("host_link").SOURCE)
+    done = subprocess.run(
+        ["nvcc", "-ptx", "-arch=sm_90", str(src), "-o", str(tmp_path / "host_link.ptx")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+def test_host_link_benchmark_quick(tmp_path):
+    record = _load("host_link").main(["--quick", "--out", str(tmp_path)])
+    assert json.loads((tmp_path / "host_link_quick_cuda.json").read_text())["units"]
+    assert all(r["units_per_s"] > 0 for r in record["units"] + record["regions"])
+    assert all(r["drawn_per_s"] > 0 and r["sorted_per_s"] > 0 for r in record["order"])
+    assert record["latency_us"]["pinned"] > 0
 
 
 @pytest.mark.cuda
