@@ -9,6 +9,7 @@
 // Work is spread over output edges (or input edges), never over columns: a thread finds
 // its column by binary search in an exclusive scan, so a hub column of a million edges is
 // spread over the whole grid.
+#include "counters.cuh"
 #include "search.cuh"
 
 #ifndef GS_IDX
@@ -49,16 +50,7 @@ extern "C" __global__ void gs_segment_counts(const gs_idx* __restrict__ indptr, 
             counts[i] = reads;
             hits = slot != nullptr && reads > 0 && slot[s] >= 0 ? reads : 0;
         }
-        if (counters != nullptr) {
-            for (int d = 16; d > 0; d >>= 1) {
-                reads += __shfl_down_sync(0xFFFFFFFFu, reads, d);
-                hits += __shfl_down_sync(0xFFFFFFFFu, hits, d);
-            }
-            if ((threadIdx.x & 31) == 0 && reads > 0) {
-                atomicAdd((unsigned long long*)&counters[0], (unsigned long long)reads);
-                atomicAdd((unsigned long long*)&counters[1], (unsigned long long)hits);
-            }
-        }
+        gs_count_reads(reads, hits, counters);
     }
 }
 

@@ -16,6 +16,7 @@
 //
 // GS_IDX is the index type of the graph's indptr and rows (int for the int32 copy of a
 // large graph, else long long).
+#include "counters.cuh"
 #include "scan.cuh"
 #include "search.cuh"
 
@@ -222,8 +223,10 @@ __device__ __forceinline__ int gs_group(gs_i64 k) { return k <= 8 ? 8 : k <= 16 
 // split in two (phase): phase 1 writes each column's count to indptr_out[c + 1] (the host
 // scans them in place), phase 2 draws, reading its offset from indptr_out[c]. Phase 0, the
 // single pass, scans in column order (order null). `order` is the host's own argsort of the
-// frontier (backend/cuda/nodewise.py), a permutation of [0, C) like the offsets of the scan,
-// never ids from a caller: every id the kernel reads through it is checked as above.
+// frontier (backend/cuda/nodewise.py), a permutation of [0, C), and the offsets are its
+// scan; both are bounded here all the same: an entry of order outside [0, C) is skipped,
+// and a column whose offset would put its draws outside [0, C k) draws nothing; either sets
+// err[5], which the host raises as an internal error (err[4] stays for the caller's ids).
 //
 // Column c's edges go to indptr_out[c] ..., in column order: rows_out (the graph's row,
 // + b * n in a super-batch) and pos_out (the edge's position in the graph). Without
@@ -261,7 +264,11 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
     gs_i64* err = (gs_i64*)(state + 1 + tiles);
     {
         const gs_i64 p = t * T + threadIdx.x;
-        const gs_i64 c = order != nullptr && threadIdx.x < T && p < C ? order[p] : p;
+        gs_i64 c = p;
+        if (order != nullptr && threadIdx.x < T && p < C) {
+            c = order[p];
+            if (!gs_in_range(c, C)) { err[5] = 1; c = C; }  // no column: nothing read or written
+        }
         gs_i64 id = 0, cnt = 0, start = 0, deg = 0, position = c;
         if (threadIdx.x < T && c < m) {
             id = cols[c];
@@ -283,16 +290,8 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
         }
         if (threadIdx.x < T && c < C) cols_out[c] = id;
         if (counters != nullptr && phase != 1) {  // uniform: every thread of the block is here
-            gs_i64 reads = cnt;
-            gs_i64 hits = slot != nullptr && cnt > 0 && slot[n > 0 ? id % n : id] >= 0 ? cnt : 0;
-            for (int d = 16; d > 0; d >>= 1) {
-                reads += __shfl_down_sync(0xFFFFFFFFu, reads, d);
-                hits += __shfl_down_sync(0xFFFFFFFFu, hits, d);
-            }
-            if (lane == 0 && reads > 0) {
-                atomicAdd((unsigned long long*)&counters[0], (unsigned long long)reads);
-                atomicAdd((unsigned long long*)&counters[1], (unsigned long long)hits);
-            }
+            const bool hit = slot != nullptr && cnt > 0 && slot[n > 0 ? id % n : id] >= 0;
+            gs_count_reads(cnt, hit ? cnt : 0, counters);
         }
         gs_i64 out = 0;
         if (phase == 0) {                       // uniform: the scan's barriers
@@ -301,6 +300,7 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
             out = gs_scan_exclusive(state, t, tile_total) + local;
         } else if (phase == 2 && threadIdx.x < T && c < C) {
             out = indptr_out[c];                // the scanned counts of phase 1
+            if (out < 0 || out > C * k - cnt) { err[5] = 1; out = 0; cnt = 0; }
         }
         if (phase != 2 && threadIdx.x < T && c < C) indptr_out[c + 1] = out + cnt;
         if (phase != 2 && c == 0) indptr_out[0] = 0;

@@ -81,8 +81,11 @@ extern "C" __global__ void gs_random_walk_start(const gs_i64* __restrict__ seeds
     }
 }
 
-// Step t of every walker, walker order[p] taken by thread p (order: a permutation of the W
-// walkers; an entry outside [0, W) is skipped). Writes out[w, t + 1] and the walker's state.
+// Step t of every walker, walker order[p] taken by thread p (order: the host's permutation
+// of the W walkers). Writes out[w, t + 1] and the walker's state. Both are the host's own
+// arrays, bounded here all the same: an entry of order outside [0, W), or (node2vec) a
+// previous node outside [0, N) where the walker stands on a node, is skipped and sets
+// failed[2], which the host raises as an internal error.
 // slot, crows, cE, counters: a GPU cache, as gs_random_walk takes it.
 extern "C" __global__ void gs_random_walk_step(
         const gs_i64* __restrict__ indptr, const gs_i64* __restrict__ rows,
@@ -98,11 +101,20 @@ extern "C" __global__ void gs_random_walk_step(
     const gs_i64 stride = (gs_i64)blockDim.x * gridDim.x;
     for (gs_i64 p = (gs_i64)blockIdx.x * blockDim.x + threadIdx.x; p < W; p += stride) {
         const gs_i64 w = order[p];
-        if (!gs_in_range(w, W)) continue;
-        const gs_i64 cur = state[2 * w];
+        if (!gs_in_range(w, W)) {
+            failed[2] = 1;
+            continue;
+        }
+        const gs_i64 cur = state[2 * w], prev = state[2 * w + 1];
         gs_i64* o = out + w * (L + 1) + t + 1;
         if (!gs_in_range(cur, N)) {                              // stopped (or never started)
             *o = -1;
+            continue;
+        }
+        if (node2vec && t > 0 && !gs_in_range(prev, N)) {        // node2vec reads its column
+            failed[2] = 1;
+            *o = -1;
+            state[2 * w] = -1;
             continue;
         }
         const gs_i64 id = seeds[w];
@@ -111,7 +123,7 @@ extern "C" __global__ void gs_random_walk_step(
         const gs_u64 k = key == nullptr ? key0 : gs_combine(key[0], (gs_i64)key[1] + b);
         const gs_i64 pos = n > 0 ? w - gs_first_at_least(seeds, W, shift) : w;
         const gs_i64 nxt = gs_walk_step(indptr, rows, sorted_rows, alias, cache, t, N, k, pos,
-                                        id - shift, cur, state[2 * w + 1], node2vec, inv_p,
+                                        id - shift, cur, prev, node2vec, inv_p,
                                         inv_q, amax, c1, c2, c3, failed);
         *o = nxt < 0 ? -1 : nxt + shift;
         state[2 * w] = nxt;

@@ -3,6 +3,7 @@
 // gs.walk steps (kernels/fused_walk.cu: a short walk per step of a user's step). The
 // algorithm and its draws are gsample/backend/torch/walk.py's (walk.cu's header says how).
 #pragma once
+#include "counters.cuh"
 #include "hash.cuh"
 #include "search.cuh"
 
@@ -42,16 +43,7 @@ __device__ __forceinline__ gs_i64 gs_walk_cached(const gs_walk_cache& c, gs_i64 
 // warp calls this (after the kernel's walker loop: no lane has left it).
 __device__ __forceinline__ void gs_walk_count(const gs_walk_cache& c,
                                               gs_i64* __restrict__ counters) {
-    if (!GS_WALK_CACHE || counters == nullptr) return;
-    gs_i64 reads = c.reads, hits = c.hits;
-    for (int d = 16; d > 0; d >>= 1) {
-        reads += __shfl_down_sync(0xFFFFFFFFu, reads, d);
-        hits += __shfl_down_sync(0xFFFFFFFFu, hits, d);
-    }
-    if ((threadIdx.x & 31) == 0 && reads > 0) {
-        atomicAdd((unsigned long long*)&counters[0], (unsigned long long)reads);
-        atomicAdd((unsigned long long*)&counters[1], (unsigned long long)hits);
-    }
+    if (GS_WALK_CACHE) gs_count_reads(c.reads, c.hits, counters);
 }
 
 // Whether src is among the sorted rows [lo, hi) (the edge src -> column)

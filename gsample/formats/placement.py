@@ -5,15 +5,19 @@
 ``"device"``
     Every array in the device's memory (the default).
 ``"uva"``
-    The CSC arrays (``indptr``, ``rows``, edge ids, values) stay in *pinned host memory* and
-    the GPU reads them in place through unified virtual addressing: a pinned buffer's host
-    address is a valid device address (CUDA Runtime API, "Unified Addressing"). Each array is
-    handed to PyTorch as a CUDA tensor *at that address* (through the CUDA Array Interface,
+    The edge arrays (``rows``, edge ids, values) stay in *pinned host memory* and the GPU
+    reads them in place through unified virtual addressing: a pinned buffer's host address
+    is a valid device address (CUDA Runtime API, "Unified Addressing"). Each array is handed
+    to PyTorch as a CUDA tensor *at that address* (through the CUDA Array Interface,
     :func:`map_host`), so every kernel of both backends, PyTorch's included, reads it as it
-    reads device memory, and only what a sampler touches crosses the bus (a column's
-    ``indptr`` entries and the rows and edge ids of the edges it keeps). Results are device
-    tensors. A graph larger than the GPU's memory can be sampled so, and samples are
-    identical to the device-resident graph's (the same values are read).
+    reads device memory, and only what a sampler touches crosses the bus (the rows and edge
+    ids of the edges it keeps). ``indptr``, the one node-sized array (``8 (N + 1)`` bytes,
+    two entries read by every column sampled, every walk step), is copied to the device
+    where it takes at most :data:`DEVICE_SHARE` of the free memory (or of ``budget``), else
+    it is mapped too: a read of host memory at a random address costs an address
+    translation (``benchmarks/host_link.py``), and a walk step then makes one, not two.
+    Results are device tensors. A graph larger than the GPU's memory can be sampled so, and
+    samples are identical to the device-resident graph's (the same values are read).
 ``"auto"``
     ``"device"`` when the graph takes at most :data:`DEVICE_SHARE` of the device's free
     memory (or of ``budget`` bytes, which pretends a smaller GPU), else ``"uva"``
@@ -375,7 +379,10 @@ def place(
             if auto_cache:  # measured now: the mapped graph takes no device memory
                 free = budget if budget is not None else free_memory(device)
                 cache = auto_budget(free, whole_bytes(mapped))
-            return mapped if not cache else build_cache(mapped, cache, device, cache_priority)
+            cached = build_cache(mapped, cache, device, cache_priority) if cache else mapped
+            if cached is not mapped:
+                return cached  # the cache's indptr is on the device already
+            return _indptr_to_device(mapped, device, budget)
     twin = host_twin(csc)
     source = twin if twin is not None else csc
     if device.type == "cuda" and source.device.type != "cuda":
@@ -388,6 +395,16 @@ def place(
             "memory), or let placement='auto' choose",
         )
     return source.to(device)
+
+
+def _indptr_to_device(csc: CSC, device: torch.device, budget: int | None) -> CSC:
+    """``csc`` (arrays mapped) with its ``indptr`` copied to ``device`` where it takes at most
+    :data:`DEVICE_SHARE` of the free memory (or of ``budget``); else ``csc`` as it is."""
+    nbytes = csc.indptr.numel() * csc.indptr.element_size()
+    free = budget if budget is not None else free_memory(device)
+    if nbytes > DEVICE_SHARE * free:
+        return csc
+    return dataclasses.replace(csc, indptr=csc.indptr.to(device=device, copy=True))
 
 
 def offload(graph: CSC, value):

@@ -66,10 +66,13 @@ template <typename T> static std::vector<T> copy(const vec& v) {
 int main() {
     const vec op = get();
     if (op.empty()) return 2;
-    if (op[0] == 1 || op[0] == 5) {     // gs_random_walk; 5: its steps in address order
-        // with a GPU cache where slot is given
+    if (op[0] == 1 || op[0] == 5 || op[0] == 6) {
+        // gs_random_walk; 5: its steps in address order; 6: its steps in a given order, with
+        // the walkers' previous nodes overwritten before step 1 (as a fault would); with a
+        // GPU cache where slot is given
         const vec indptr = get(), rows = get(), srows = get(), seeds = get(), p = get();
         const vec slot = get(), crows = get();
+        const vec given = op[0] == 6 ? get() : vec(), prevs = op[0] == 6 ? get() : vec();
         const bool cached = !slot.empty();
         const long long* S = cached ? slot.data() : nullptr;
         const long long* CR = cached ? crows.data() : nullptr;
@@ -81,7 +84,7 @@ int main() {
         const int node2vec = p[4] != p[5] || p[4] != 8;
         const double amax = fmax(fmax(inv_p, 1.0), inv_q);
         std::vector<long long> out(W * (L + 1));
-        std::vector<int> failed(2, 0);
+        std::vector<int> failed(3, 0);
         std::vector<unsigned long long> key = {(unsigned long long)p[6], 0ULL};
         if (op[0] == 1) {
             gs_random_walk(indptr.data(), rows.data(), srows.data(), nullptr, seeds.data(), W,
@@ -92,10 +95,18 @@ int main() {
             gs_random_walk_start(seeds.data(), W, L, N, n, M, state.data(), out.data(),
                                  failed.data());
             for (long long t = 0; t < L; ++t) {
-                for (long long i = 0; i < W; ++i) order[i] = i;
-                auto at = [&](long long w) { return state[2 * w] >= 0 ? state[2 * w] : LLONG_MAX; };
-                std::stable_sort(order.begin(), order.end(),
-                                 [&](long long a, long long b) { return at(a) < at(b); });
+                if (op[0] == 6) {
+                    for (long long i = 0; i < W; ++i) order[i] = given[i];
+                    if (t == 1)
+                        for (long long w = 0; w < W; ++w) state[2 * w + 1] = prevs[w];
+                } else {
+                    for (long long i = 0; i < W; ++i) order[i] = i;
+                    auto at = [&](long long w) {
+                        return state[2 * w] >= 0 ? state[2 * w] : LLONG_MAX;
+                    };
+                    std::stable_sort(order.begin(), order.end(),
+                                     [&](long long a, long long b) { return at(a) < at(b); });
+                }
                 gs_random_walk_step(indptr.data(), rows.data(), srows.data(), nullptr,
                                     seeds.data(), W, L, N, 0ULL, key.data(), n, node2vec,
                                     inv_p, inv_q, amax, 0.0, 0.0, 0.0, order.data(), t,
@@ -218,7 +229,7 @@ def test_walk_guards_its_seeds(program, seeds, node2vec, copies):
     steps, flags, _ = run(program, 5, *args, seeds, params)  # a UVA graph's: step by step
     assert np.array_equal(steps, out) and np.array_equal(flags, failed)
     out = out.reshape(len(seeds), 13)
-    assert failed.tolist() == [0, int(not ok.all())]
+    assert failed.tolist() == [0, int(not ok.all()), 0]
     assert (out[~ok] == -1).all()
     # the same walkers in the same positions: one mini-batch's walker w is position w (a
     # bad seed replaced by node 0); a super-batch's is its place in its batch (the bad seeds,
@@ -231,7 +242,7 @@ def test_walk_guards_its_seeds(program, seeds, node2vec, copies):
     if not fixed:
         return
     want, clean, _ = run(program, 1, *args, fixed, params)
-    assert clean.tolist() == [0, 0]
+    assert clean.tolist() == [0, 0, 0]
     want = want.reshape(len(fixed), 13)
     assert np.array_equal(out[ok], want if n else want[ok])
 
@@ -258,10 +269,10 @@ def test_walk_reads_the_cache_within_its_bounds(program, seeds, node2vec, slots)
     slot = torch.full((N,), -1, dtype=torch.int64)
     slot[cols] = ptr[:-1]
     out, failed, counters = run(program, 1, *args, slot, GRAPH.rows[index])
-    assert np.array_equal(out, want) and failed.tolist() == clean.tolist() == [0, 0]
+    assert np.array_equal(out, want) and failed.tolist() == clean.tolist() == [0, 0, 0]
     assert 0 <= counters[1] <= counters[0]
     steps, flags, step_counters = run(program, 5, *args, slot, GRAPH.rows[index])
-    assert np.array_equal(steps, want) and flags.tolist() == [0, 0]
+    assert np.array_equal(steps, want) and flags.tolist() == [0, 0, 0]
     assert np.array_equal(step_counters, counters)  # the same reads, in another order
     bad = slot.clone()
     bad[cols[: len(slots)]] = torch.tensor(slots)
@@ -269,7 +280,41 @@ def test_walk_reads_the_cache_within_its_bounds(program, seeds, node2vec, slots)
     within = (bad >= 0) & (bad <= index.numel() - deg)
     bad = torch.where(within & (bad != slot), -1, bad)
     out, failed, _ = run(program, 1, *args, bad, GRAPH.rows[index])
-    assert np.array_equal(out, want) and failed.tolist() == [0, 0]
+    assert np.array_equal(out, want) and failed.tolist() == [0, 0, 0]
+
+
+@SETTINGS
+@given(
+    order=st.one_of(
+        st.permutations(range(12)),
+        st.lists(st.one_of(st.integers(0, 11), st.sampled_from(BAD)), min_size=12, max_size=12),
+    ),
+    prevs=st.lists(
+        st.one_of(st.integers(0, N - 1), st.sampled_from(BAD)), min_size=12, max_size=12
+    ),
+    node2vec=st.booleans(),
+)
+def test_walk_steps_bound_their_own_order_and_state(program, order, prevs, node2vec):
+    """The steps' walker order and state are the host's own arrays, bounded by the kernel all
+    the same: an order entry outside the walkers, or (node2vec, which reads the previous
+    node's column) a previous node outside the graph, is skipped and sets failed[2], never
+    read through (AddressSanitizer); a true order walks as the one launch does."""
+    seeds = [(7 * i) % N for i in range(12)]
+    p, q = (16, 4) if node2vec else (8, 8)
+    args = (GRAPH.indptr, GRAPH.rows, SROWS, seeds, [12, N, 0, N, p, q, 977], [], [])
+    out, failed, _ = run(program, 6, *args, order, prevs)
+    out = out.reshape(12, 13)
+    if any(not 0 <= w < 12 for w in order):
+        assert failed[2] == 1
+        return
+    if sorted(order) != list(range(12)):
+        return  # a walker stepped twice, another never: nothing to compare with
+    active = out[:, 1] >= 0  # on a node at step 1, which reads its previous node
+    wrong = [not 0 <= v < N for v in prevs]
+    assert failed[2] == int(node2vec and any(a and w for a, w in zip(active, wrong)))
+    if not node2vec:  # previous nodes unread: the one launch's walks
+        want, clean, _ = run(program, 1, *args)
+        assert np.array_equal(out.ravel(), want) and clean.tolist() == failed.tolist() == [0, 0, 0]
 
 
 @SETTINGS

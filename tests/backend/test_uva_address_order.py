@@ -147,3 +147,40 @@ def test_every_draw_path_reads_in_address_order_alike(graphs, monkeypatch, fanou
         outs.append([b.out for b in gs.DataLoader(G, fn, seeds, 256, seed=9, super_batch=2)])
     assert_same(outs[1], outs[0])
     assert_same(outs[2], outs[0])
+
+
+def _corrupt(order: torch.Tensor) -> torch.Tensor:
+    """An order gone wrong: entries outside the frontier (or the walkers), both ends."""
+    bad = order.clone()
+    bad[::7] = -(2**40)
+    bad[3::7] = order.numel() + 5
+    return bad
+
+
+@pytest.mark.parametrize("dummy", [pytest.param(0, marks=cuda)])
+def test_a_corrupt_address_order_is_flagged_not_read_through(graphs, monkeypatch, dummy):
+    """The orders are the host's own arrays; the kernels bound them all the same (memcheck
+    runs this test): the call raises, and the next call is unharmed."""
+    A, H, _ = graphs
+    monkeypatch.setattr(nodewise, "SWEEP_DENSITY", A.num_nodes)
+    monkeypatch.setattr(walk, "SWEEP_DENSITY", A.num_nodes)
+    cols = torch.arange(0, A.num_nodes, 3, device="cuda")
+    good_order, good_walks = nodewise._address_order, walk._walker_orders
+    with gs.use_backend("cuda"):
+        gs.manual_seed(0)
+        want, walks = A[:, cols].individual_sample(5), A.random_walk(cols, 6)
+        monkeypatch.setattr(nodewise, "_address_order", lambda *a: _corrupt(good_order(*a)))
+        with pytest.raises(RuntimeError, match=r"address order .* bug in gsample"):
+            H[:, cols].individual_sample(5)
+        monkeypatch.setattr(
+            walk, "_walker_orders", lambda *a: (_corrupt(o) for o in good_walks(*a))
+        )
+        with pytest.raises(RuntimeError, match=r"walker order or state .* bug in gsample"):
+            H.random_walk(cols, 6)
+        monkeypatch.setattr(nodewise, "_address_order", good_order)
+        monkeypatch.setattr(walk, "_walker_orders", good_walks)
+        gs.manual_seed(0)
+        got, steps = H[:, cols].individual_sample(5), H.random_walk(cols, 6)
+        assert torch.equal(got.csc.rows, want.csc.rows)
+        assert torch.equal(got.csc.indptr, want.csc.indptr)
+        assert torch.equal(steps, walks)

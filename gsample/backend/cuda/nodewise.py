@@ -150,7 +150,7 @@ def slice_individual_sample(
     per_warp = max(1, min(32, C // (_WARPS * 2048)))
     per_warp = -(-per_warp // at_once) * at_once
     tiles = -(-C // (_WARPS * per_warp))
-    state = torch.empty(1 + tiles + 5, dtype=torch.int64, device=dev)
+    state = torch.empty(1 + tiles + 6, dtype=torch.int64, device=dev)
     memset(state, 0)
     # one allocation: the result's indptr, then its col_ids (the frontier's clamped copy)
     indptr, col_ids = torch.empty(2 * C + 1, dtype=torch.int64, device=dev).split((C + 1, C))
@@ -220,6 +220,8 @@ def slice_individual_sample(
         run(order, 2)
     err = state[1 + tiles :]
     V.fail_if(err[4:5], IndexError, _id_error("cols", M), err[:4])
+    if order is not None:
+        V.fail_if(err[5:6], RuntimeError, _ORDER_ERROR)
     if eids is None:
         eids = pos if A.eids is None else _at(A.eids, pos)
     out = CSC(
@@ -232,6 +234,13 @@ def slice_individual_sample(
         eids=eids,
     )
     return BoundedCSC(out, ncols)
+
+
+_ORDER_ERROR = (
+    "individual_sample: the address order of the frontier (or its offsets) fell outside "
+    "the frontier; nothing was read or written through it, and the call's sample is void. "
+    "This is a bug in gsample: please report it"
+)
 
 
 def _opt(t):

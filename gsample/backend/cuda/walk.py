@@ -168,8 +168,9 @@ def _launch(
     srows = reference.sorted_rows(A)[0].contiguous() if node2vec else rows
     inv_p, inv_q = 1.0 / p, 1.0 / q
     c1, c2, c3 = reference.thresholds(stop_prob, restart_prob, jump_prob)
-    # failed[0]: node2vec's rejection loop ran past its bound; failed[1]: a seed out of range
-    failed = torch.empty(2, dtype=torch.int32, device=dev)
+    # failed[0]: node2vec's rejection loop ran past its bound; failed[1]: a seed out of range;
+    # failed[2]: the steps' own order or state out of range (an internal error)
+    failed = torch.empty(3, dtype=torch.int32, device=dev)
     memset(failed, 0)
     table = 0 if alias is None else alias.contiguous()
     (slot, crows, cE, counters), params = cache_args(A, rows)
@@ -264,11 +265,19 @@ def _launch(
             params=params,
         )
     _raise_flags(failed, M, node2vec)
+    V.fail_if(failed[2:], RuntimeError, _STEP_ERROR)
     return out
 
 
+_STEP_ERROR = (
+    "random_walk: a step's walker order or state fell outside the walkers or the graph; "
+    "nothing was read or written through it, and the call's walks are void. This is a bug "
+    "in gsample: please report it"
+)
+
+
 def _raise_flags(failed: torch.Tensor, M: int, node2vec: bool) -> None:
-    V.fail_if(failed[1:], IndexError, f"seeds: a node id is out of range for a graph of {M} nodes")
+    V.fail_if(failed[1:2], IndexError, f"seeds: a node id is out of range for a graph of {M} nodes")
     if node2vec:
         V.fail_if(
             failed[:1],
