@@ -157,30 +157,43 @@ def _corrupt(order: torch.Tensor) -> torch.Tensor:
     return bad
 
 
-@pytest.mark.parametrize("dummy", [pytest.param(0, marks=cuda)])
-def test_a_corrupt_address_order_is_flagged_not_read_through(graphs, monkeypatch, dummy):
+def _layer(G, seeds):
+    return G[:, seeds].individual_sample(5)
+
+
+def _walks(G, seeds):
+    return G.random_walk(seeds, 6)
+
+
+@pytest.mark.parametrize(
+    "sampler, orders, match",
+    [
+        pytest.param(_layer, "_address_order", r"address order .* bug in gsample", marks=cuda),
+        pytest.param(_walks, "_walker_orders", r"walker order or state .* bug", marks=cuda),
+    ],
+    ids=["nodewise", "walks"],
+)
+def test_a_corrupt_address_order_is_flagged_not_read_through(
+    graphs, monkeypatch, sampler, orders, match
+):
     """The orders are the host's own arrays; the kernels bound them all the same (memcheck
     runs this test): the call raises, and the next call is unharmed."""
     A, H, _ = graphs
-    monkeypatch.setattr(nodewise, "SWEEP_DENSITY", A.num_nodes)
-    monkeypatch.setattr(walk, "SWEEP_DENSITY", A.num_nodes)
-    cols = torch.arange(0, A.num_nodes, 3, device="cuda")
-    good_order, good_walks = nodewise._address_order, walk._walker_orders
-    with gs.use_backend("cuda"):
-        gs.manual_seed(0)
-        want, walks = A[:, cols].individual_sample(5), A.random_walk(cols, 6)
-        monkeypatch.setattr(nodewise, "_address_order", lambda *a: _corrupt(good_order(*a)))
-        with pytest.raises(RuntimeError, match=r"address order .* bug in gsample"):
-            H[:, cols].individual_sample(5)
-        monkeypatch.setattr(
-            walk, "_walker_orders", lambda *a: (_corrupt(o) for o in good_walks(*a))
-        )
-        with pytest.raises(RuntimeError, match=r"walker order or state .* bug in gsample"):
-            H.random_walk(cols, 6)
-        monkeypatch.setattr(nodewise, "_address_order", good_order)
-        monkeypatch.setattr(walk, "_walker_orders", good_walks)
-        gs.manual_seed(0)
-        got, steps = H[:, cols].individual_sample(5), H.random_walk(cols, 6)
-        assert torch.equal(got.csc.rows, want.csc.rows)
-        assert torch.equal(got.csc.indptr, want.csc.indptr)
-        assert torch.equal(steps, walks)
+    module = nodewise if orders == "_address_order" else walk
+    monkeypatch.setattr(module, "SWEEP_DENSITY", A.num_nodes)
+    seeds = torch.arange(0, A.num_nodes, 3, device="cuda")
+
+    def epoch(G):  # compiled anew each time: no CUDA graph captured before
+        fn = gs.compile(sampler, backend="cuda")
+        return [b.out for b in gs.DataLoader(G, fn, seeds, 4096, seed=11)]
+
+    want = epoch(A)
+    good = getattr(module, orders)
+    if orders == "_address_order":
+        monkeypatch.setattr(module, orders, lambda *a: _corrupt(good(*a)))
+    else:
+        monkeypatch.setattr(module, orders, lambda *a: (_corrupt(o) for o in good(*a)))
+    with pytest.raises(RuntimeError, match=match):
+        epoch(H)
+    monkeypatch.setattr(module, orders, good)
+    assert_same(epoch(H), want)
