@@ -271,10 +271,36 @@ def _address_order(buf: torch.Tensor, ncols, n: int) -> torch.Tensor:
     tensor([1, 2, 0, 3])
     """
     v = torch.remainder(buf, n) if n else buf
-    if ncols is not None:
-        real = torch.arange(buf.numel(), device=buf.device) < ncols
-        v = torch.where(real, v, torch.iinfo(torch.int64).max)
-    return torch.argsort(v)
+    real = None if ncols is None else torch.arange(buf.numel(), device=buf.device) < ncols
+    return by_node(v, real, n if n else None)
+
+
+def by_node(nodes: torch.Tensor, valid: torch.Tensor | None, bound: int | None) -> torch.Tensor:
+    """Positions of ``nodes`` sorted by node, those not ``valid`` last: the address order of
+    the reads they make (:func:`_address_order`, the walks' ``_walker_orders``).
+
+    Parameters
+    ----------
+    nodes : LongTensor, shape (C,)
+    valid : BoolTensor, shape (C,), or None (all valid)
+    bound : int or None
+        An upper bound of the valid nodes, if known: below ``2**31 - 1`` the keys sort as
+        int32 (faster). An invalid entry may hold anything (it is not read).
+
+    Returns
+    -------
+    LongTensor, shape (C,)
+        A permutation of ``range(C)``.
+
+    Examples
+    --------
+    >>> by_node(torch.tensor([5, -1, 2]), torch.tensor([True, False, True]), 10)
+    tensor([2, 0, 1])
+    """
+    narrow = torch.int32 if bound is not None and bound < 2**31 - 1 else torch.int64
+    if valid is not None:
+        nodes = torch.where(valid, nodes, torch.iinfo(narrow).max)
+    return torch.argsort(nodes.to(narrow))
 
 
 def _at(t, pos):
@@ -482,4 +508,4 @@ def _flagged(out, count, M: int) -> BoundedIds:
     return BoundedIds(out, count[:1])
 
 
-__all__ = ["all_nodes", "slice_individual_sample"]
+__all__ = ["all_nodes", "by_node", "slice_individual_sample"]

@@ -32,7 +32,7 @@ import torch
 
 from gsample.backend.cuda.extract import _cache
 from gsample.backend.cuda.module import launch, memset
-from gsample.backend.cuda.nodewise import SWEEP_DENSITY, exact
+from gsample.backend.cuda.nodewise import SWEEP_DENSITY, by_node, exact
 from gsample.backend.registry import cuda_impl
 from gsample.backend.torch import walk as reference
 from gsample.base import validate as V
@@ -311,11 +311,9 @@ def _walker_orders(state: torch.Tensor, steps: int, N: int):
     >>> next(_walker_orders(state, 1, 10))
     tensor([2, 0, 1])
     """
-    narrow = torch.int32 if N < 2**31 - 1 else torch.int64
-    stopped = torch.iinfo(narrow).max
     for _ in range(steps):
         at = state[:, 0]
-        yield torch.argsort(torch.where(at >= 0, at, stopped).to(narrow))
+        yield by_node(at, at >= 0, N)
 
 
 def cache_args(A: CSC, rows: torch.Tensor) -> tuple:
