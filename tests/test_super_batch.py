@@ -843,3 +843,19 @@ def test_tables_read_at_the_seeds_super_batch():
                 A, gs.compile(sampler), torch.arange(16), 8, super_batch=2, fixed_state=True
             )
         )
+
+
+@pytest.mark.parametrize("sizes", [[4, 4, 4], [4, 4, 3], [4], [3, 5, 5], [5, 5, 2, 5], [0, 0]])
+def test_a_super_batch_encodes_each_mini_batch_s_ids_by_its_place(sizes, graph):
+    """Batch ``b``'s ids become ``b * n + v`` whatever the mini-batches' sizes (the leading
+    run of equal ones shifted in one launch, the rest one by one)."""
+    sampler = gs.compile(whole_graph_then_frontier)
+    seeds = random_seeds(max(sum(sizes), 1), 3)
+    parts, at = [], 0
+    for k in sizes:
+        parts.append(seeds[at : at + k])
+        at += k
+    sb = sampler.super_batched((graph, parts[0]), seeds="seeds")
+    n = graph.num_nodes
+    want = torch.cat([p + b * n for b, p in enumerate(parts)])
+    assert torch.equal(sb._encode(parts), want)

@@ -129,18 +129,22 @@ class SuperBatcher:
         return args
 
     def _encode(self, parts: list) -> torch.Tensor:
-        """The super-batch's seeds: batch ``b``'s ids ``+ b * n``, in batch order (a launch
-        or two: a block of equal mini-batches is a (N, B) view plus a per-batch shift)."""
-        n, N, B = self.num_nodes, len(parts), parts[0].numel()
+        """The super-batch's seeds: batch ``b``'s ids ``+ b * n``, in batch order (a few
+        launches whatever the count: the leading run of equal mini-batches, an epoch's all
+        but its short last one, is a (K, B) view plus a per-batch shift; the rest, a launch
+        each)."""
+        n, B = self.num_nodes, parts[0].numel()
+        K = next((b for b, p in enumerate(parts) if p.numel() != B), len(parts))
         flat = torch.cat(parts)
-        if any(p.numel() != B for p in parts):
-            return torch.cat([s + b * n for b, s in enumerate(parts)])
-        shift = self._shifts.get((N, flat.device))
+        shift = self._shifts.get((K, flat.device))
         if shift is None:
-            shift = self._shifts[(N, flat.device)] = (
-                torch.arange(N, device=flat.device) * n
+            shift = self._shifts[(K, flat.device)] = (
+                torch.arange(K, device=flat.device) * n
             ).unsqueeze(1)
-        return (flat.view(N, B) + shift).view(-1)
+        block = (flat[: K * B].view(K, B) + shift).view(-1)
+        if len(parts) == K:
+            return block
+        return torch.cat([block] + [s + b * n for b, s in enumerate(parts[K:], K)])
 
     def measure(self, seeds: torch.Tensor, epoch_seed: int, index: int = 0):
         """Sample mini-batch ``index`` alone: ``(its outputs, its estimated bytes)``.
