@@ -15,7 +15,8 @@
 // DESIGN §3 (read from the device, so a captured CUDA graph replays with new keys).
 //
 // GS_IDX is the index type of the graph's indptr and rows (int for the int32 copy of a
-// large graph, else long long).
+// large graph, else long long); GS_ROW, the rows' (and the cache's rows') alone where it
+// differs: int for a UVA graph's int32 rows in host memory beside its int64 indptr.
 #include "counters.cuh"
 #include "scan.cuh"
 #include "search.cuh"
@@ -23,7 +24,11 @@
 #ifndef GS_IDX
 #define GS_IDX long long
 #endif
+#ifndef GS_ROW
+#define GS_ROW GS_IDX
+#endif
 typedef GS_IDX gs_idx;
+typedef GS_ROW gs_row;
 
 __device__ __forceinline__ gs_i64 gs_count(const gs_i64* __restrict__ ncols, gs_i64 C) {
     return ncols == nullptr ? C : *ncols;
@@ -74,7 +79,7 @@ struct gs_column_draws {
     gs_i64* rows_out;                    // the result's rows, positions and edge ids
     gs_i64* pos_out;
     gs_i64* eids_out;
-    const gs_idx* R;                     // the column's rows (the graph's or the cache's)
+    const gs_row* R;                     // the column's rows (the graph's or the cache's)
     const gs_i64* I;                     // its edge ids likewise, or null: no eids_out
     gs_u64 base;                         // its batch's op key
     gs_i64 position;                     // its position within its batch (keys its draws)
@@ -237,7 +242,7 @@ __device__ __forceinline__ int gs_group(gs_i64 k) { return k <= 8 ? 8 : k <= 16 
 // gather: lane i of the warp makes draw i and writes it at its rank; past 32 draws lane 0
 // makes them one after another (an insertion sort in the output).
 extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
-                                             const gs_idx* __restrict__ rows,
+                                             const gs_row* __restrict__ rows,
                                              const gs_i64* __restrict__ cols, gs_i64 C,
                                              const gs_i64* __restrict__ ncols, gs_i64 n,
                                              gs_i64 M, gs_i64 k, int replace,
@@ -248,7 +253,7 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
                                              gs_i64* __restrict__ rows_out,
                                              gs_i64* __restrict__ pos_out,
                                              const gs_i64* __restrict__ slot,
-                                             const gs_idx* __restrict__ crows,
+                                             const gs_row* __restrict__ crows,
                                              const gs_i64* __restrict__ eids,
                                              const gs_i64* __restrict__ ceids,
                                              gs_i64* __restrict__ eids_out,
@@ -328,7 +333,7 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
         const gs_i64 b = n > 0 ? id / n : 0;
         const gs_i64 v = id - b * n;
         // the column's rows and edge ids: the graph's, or the GPU cache's copy (same values)
-        const gs_idx* R = rows + start;
+        const gs_row* R = rows + start;
         const gs_i64* I = eids != nullptr ? eids + start : nullptr;
         if (real && slot != nullptr && slot[v] >= 0) {
             R = crows + slot[v];

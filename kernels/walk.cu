@@ -27,7 +27,7 @@
 #include "walkstep.cuh"
 
 extern "C" __global__ void gs_random_walk(
-        const gs_i64* __restrict__ indptr, const gs_i64* __restrict__ rows,
+        const gs_i64* __restrict__ indptr, const gs_row* __restrict__ rows,
         const gs_i64* __restrict__ sorted_rows,    // each column's rows ascending (node2vec)
         const gs_i64* __restrict__ alias,          // (E, 2) threshold, alias edge; or null
         const gs_i64* __restrict__ seeds, gs_i64 W, gs_i64 L, gs_i64 N,
@@ -88,7 +88,7 @@ extern "C" __global__ void gs_random_walk_start(const gs_i64* __restrict__ seeds
 // failed[2], which the host raises as an internal error.
 // slot, crows, cE, counters: a GPU cache, as gs_random_walk takes it.
 extern "C" __global__ void gs_random_walk_step(
-        const gs_i64* __restrict__ indptr, const gs_i64* __restrict__ rows,
+        const gs_i64* __restrict__ indptr, const gs_row* __restrict__ rows,
         const gs_i64* __restrict__ sorted_rows, const gs_i64* __restrict__ alias,
         const gs_i64* __restrict__ seeds, gs_i64 W, gs_i64 L, gs_i64 N,
         gs_u64 key0, const gs_u64* __restrict__ key, gs_i64 n,

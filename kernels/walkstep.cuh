@@ -17,6 +17,13 @@
 #define GS_WALK_CACHE 0
 #endif
 
+// GS_ROW: the type of the rows the walks read (int for a UVA graph's int32 rows in host
+// memory, else long long); every other array of a walk is int64.
+#ifndef GS_ROW
+#define GS_ROW long long
+#endif
+typedef GS_ROW gs_row;
+
 // A UVA graph's GPU cache as a walker reads it (gsample/formats/cache.py): slot[v] >= 0 puts
 // column v's rows at crows + slot[v] (the same values as rows + indptr[v], so the walks are
 // the same); slot null: no cached column. cE: crows' length (a column that would run past it
@@ -64,7 +71,7 @@ __device__ __forceinline__ bool gs_has_row(const gs_i64* __restrict__ rows, gs_i
 // `cache` where it holds the column (node2vec's edge test still reads sorted_rows), and is
 // counted there.
 __device__ __forceinline__ gs_i64 gs_walk_step(
-        const gs_i64* __restrict__ indptr, const gs_i64* __restrict__ rows,
+        const gs_i64* __restrict__ indptr, const gs_row* __restrict__ rows,
         const gs_i64* __restrict__ sorted_rows, const gs_i64* __restrict__ alias,
         gs_walk_cache& cache, gs_i64 t, gs_i64 N, gs_u64 k, gs_i64 pos, gs_i64 root,
         gs_i64 cur, gs_i64 prev,
@@ -93,7 +100,7 @@ __device__ __forceinline__ gs_i64 gs_walk_step(
         // an alias edge is the column's own; were it not, the graph's row is read
         const gs_i64 off = e - lo;
         const bool hit = c >= 0 && (gs_u64)off < (gs_u64)deg;
-        const gs_i64 x = hit ? cache.crows[c + off] : rows[e];
+        const gs_i64 x = hit ? cache.crows[c + off] : (gs_i64)rows[e];
         cache.reads += 1;
         cache.hits += hit ? 1 : 0;
         if (!second) return x;
@@ -109,7 +116,7 @@ __device__ __forceinline__ gs_i64 gs_walk_step(
 // = b * n, or 0): writes o[0 .. L] (the id, the steps + shift, -1 after a stop), as one
 // thread of gs_random_walk does (reading and counting through `cache` as gs_walk_step).
 __device__ __forceinline__ void gs_walk_one(
-        const gs_i64* __restrict__ indptr, const gs_i64* __restrict__ rows,
+        const gs_i64* __restrict__ indptr, const gs_row* __restrict__ rows,
         const gs_i64* __restrict__ sorted_rows, const gs_i64* __restrict__ alias,
         gs_walk_cache& cache, gs_i64 L, gs_i64 N, gs_u64 k, gs_i64 pos, gs_i64 id,
         gs_i64 shift,

@@ -74,6 +74,8 @@ _FIELDS = tuple(f.name for f in fields(CSC) if f.name != "num_nodes")
 # storage address -> its _HostArray (weak: an entry lives as long as some mapped tensor's
 # storage, which holds the _HostArray through its deleter)
 _MAPPED: weakref.WeakValueDictionary[int, _HostArray] = weakref.WeakValueDictionary()
+# a UVA graph -> its rows as int32 in pinned host memory (narrow_rows)
+_ROWS32: weakref.WeakKeyDictionary[CSC, torch.Tensor] = weakref.WeakKeyDictionary()
 # storage address -> holder of a shared-memory CPU array (gsample.distributed)
 _SHARED: weakref.WeakValueDictionary[int, object] = weakref.WeakValueDictionary()
 
@@ -382,7 +384,11 @@ def place(
             cached = build_cache(mapped, cache, device, cache_priority) if cache else mapped
             if cached is not mapped:
                 return cached  # the cache's indptr is on the device already
-            return _indptr_to_device(mapped, device, budget)
+            out = _indptr_to_device(mapped, device, budget)
+            rows32 = _narrowed_rows(out, device)
+            if rows32 is not None:
+                _ROWS32[out] = rows32
+            return out
     twin = host_twin(csc)
     source = twin if twin is not None else csc
     if device.type == "cuda" and source.device.type != "cuda":
@@ -395,6 +401,54 @@ def place(
             "memory), or let placement='auto' choose",
         )
     return source.to(device)
+
+
+def narrow_rows(csc) -> torch.Tensor | None:
+    """A UVA graph's rows as int32 in pinned host memory, mapped for its GPU, or None.
+
+    ``placement="uva"`` without a cache keeps this copy beside the int64 ``rows`` (4 bytes
+    an edge of host memory more) for a graph of fewer than ``2**31`` nodes: node-wise
+    sampling and random walks (``kernels/nodewise.cu``, ``kernels/walk.cu``) read it, so
+    their reads of host memory lie half as far apart and share more of the GPU's address
+    translations (``benchmarks/host_link.py`` measures how sorted reads slow down as they
+    lie farther apart). Every other kernel reads ``rows``.
+
+    Parameters
+    ----------
+    csc : CSC
+
+    Returns
+    -------
+    IntTensor, shape (E,), or None
+        Equal to ``csc.rows`` value for value.
+
+    Examples
+    --------
+    >>> H = A.to("cuda", placement="uva")
+    >>> torch.equal(narrow_rows(H.csc).long(), H.csc.rows)
+    True
+    """
+    return _ROWS32.get(csc) if isinstance(csc, CSC) else None
+
+
+def _narrowed_rows(csc: CSC, device: torch.device) -> torch.Tensor | None:
+    """:func:`narrow_rows`' copy of a whole mapped graph of int64 rows and fewer than
+    ``2**31`` nodes (converted on the host, a chunk at a time), else None."""
+    rows = csc.rows
+    if (
+        rows.dtype != torch.int64
+        or not is_mapped(rows)
+        or csc.num_nodes > 2**31 - 1
+        or csc.row_ids is not None
+        or csc.col_ids is not None
+    ):
+        return None
+    host = host_of(rows)
+    small = torch.empty(host.shape, dtype=torch.int32, pin_memory=True)
+    chunk = 1 << 26
+    for lo in range(0, host.numel(), chunk):  # rows < num_nodes: exact in int32
+        small[lo : lo + chunk].copy_(host[lo : lo + chunk])
+    return map_host(small, device)
 
 
 def _indptr_to_device(csc: CSC, device: torch.device, budget: int | None) -> CSC:
@@ -451,6 +505,7 @@ __all__ = [
     "is_mapped",
     "map_host",
     "mark_shared",
+    "narrow_rows",
     "offload",
     "pinned",
     "place",

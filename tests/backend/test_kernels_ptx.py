@@ -1,6 +1,7 @@
 """CI has no GPU: compile every kernel source to PTX with nvcc so broken CUDA fails here."""
 
 import pathlib
+import re
 import shutil
 import subprocess
 
@@ -45,6 +46,27 @@ def test_the_walk_compiles_with_the_gpu_cache(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "atom.global.add.u64" in out.read_text()  # the counters
+
+
+@pytest.mark.skipif(nvcc is None, reason="nvcc not installed")
+@pytest.mark.parametrize("source", ["nodewise.cu", "walk.cu"])
+def test_the_int32_rows_of_a_uva_graph_compile(source, tmp_path):
+    """``GS_ROW=int``: node-wise sampling and the walks reading a UVA graph's int32 rows
+    (``gsample.formats.placement.narrow_rows``) beside its int64 ``indptr``: 4-byte loads
+    where the default compile makes 8-byte ones."""
+    ptx = {}
+    for row in ("int", "long long"):
+        out = tmp_path / f"{source}.{row.replace(' ', '_')}.ptx"
+        done = subprocess.run(
+            [nvcc, "-ptx", "-arch=sm_90", *OPTIONS, f"-DGS_ROW={row}", str(KERNELS / source)]
+            + ["-o", str(out)],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        ptx[row] = out.read_text()
+    narrow = re.compile(r"ld\.global(\.nc)?\.[us]32")
+    assert len(narrow.findall(ptx["int"])) > len(narrow.findall(ptx["long long"]))
 
 
 def test_cuda_backend_needs_a_gpu_graph(small_graph):

@@ -197,3 +197,38 @@ def test_a_corrupt_address_order_is_flagged_not_read_through(
         epoch(H)
     monkeypatch.setattr(module, orders, good)
     assert_same(epoch(H), want)
+
+
+@pytest.mark.parametrize("dummy", [pytest.param(0, marks=cuda)])
+def test_the_kernels_read_a_uva_graph_s_int32_rows_where_it_keeps_them(graphs, monkeypatch, dummy):
+    """A UVA graph without a cache keeps its rows as int32 in pinned host memory too
+    (``narrow_rows``), and node-wise sampling and the walks read those; with a cache, the
+    int64 rows the cache copies. Samples alike either way (the tests above)."""
+    A, H, cached = graphs
+    rows32 = P.narrow_rows(H.csc)
+    assert rows32.dtype == torch.int32 and P.is_mapped(rows32)
+    assert P.host_of(rows32).is_pinned() and torch.equal(rows32.long(), H.csc.rows)
+    assert P.narrow_rows(cached.csc) is None and P.narrow_rows(A.csc) is None
+    read = {}
+
+    def record(real):
+        def launch(family, kernel, *a, **k):
+            if kernel in ("gs_sample_uniform", "gs_random_walk", "gs_random_walk_step"):
+                read.setdefault(kernel, set()).add(a[2].dtype)  # grid, indptr, rows
+            return real(family, kernel, *a, **k)
+
+        return launch
+
+    monkeypatch.setattr(nodewise, "launch", record(nodewise.launch))
+    monkeypatch.setattr(walk, "launch", record(walk.launch))
+    seeds = torch.arange(0, A.num_nodes, 5, device="cuda")
+    with gs.use_backend("cuda"):
+        for G, dtype in ((H, torch.int32), (cached, torch.int64)):
+            read.clear()
+            fn = functools.partial(gs.compile(graphsage, backend="cuda"), fanouts=(10, 5))
+            for _ in gs.DataLoader(G, fn, seeds, 2048, seed=3):
+                pass
+            G.random_walk(seeds, 5)
+            assert read["gs_sample_uniform"] == {dtype}
+            walked = read.get("gs_random_walk", set()) | read.get("gs_random_walk_step", set())
+            assert walked == {dtype}

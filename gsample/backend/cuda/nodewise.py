@@ -35,7 +35,7 @@ from gsample.base.random import DeviceKey
 from gsample.base.readback import refuse_capture
 from gsample.formats.bounded import BoundedCSC, BoundedIds, counts, trim
 from gsample.formats.csc import CSC
-from gsample.formats.placement import is_mapped
+from gsample.formats.placement import is_mapped, narrow_rows
 from gsample.ir import Op
 
 _TILE = 1024  # items per tile of the frontier kernels (GS_TILE)
@@ -167,6 +167,12 @@ def slice_individual_sample(
     # edge ids gathered by the kernel (through the cache) rather than by torch (the bus)
     cache = _cache(A, rows_g)
     eids_g = _eids(A) if cache is not None else None
+    # a UVA graph's int32 rows in host memory, where it keeps them (no cache): half the
+    # distance between the reads, which share more address translations
+    params = _params(indptr_g)
+    rows32 = narrow_rows(A) if cache is None else None
+    if rows32 is not None and indptr_g.dtype == torch.int64:
+        rows_g, params = rows32, (*params, ("ROW", "int"))
     eids = torch.zeros(E, dtype=torch.int64, device=dev) if eids_g is not None else None
     slot, crows, ceids, counters = (
         (0, 0, 0, 0)
@@ -209,7 +215,7 @@ def slice_individual_sample(
         col_ids,
         block=_THREADS,
         grid=tiles,
-        params=_params(indptr_g),
+        params=params,
     )
     if order is None:
         run(0, 0)

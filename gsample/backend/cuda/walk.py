@@ -39,7 +39,7 @@ from gsample.base import validate as V
 from gsample.base.random import BatchKeys, ColumnKeys, DeviceKey
 from gsample.formats.bounded import BoundedIds
 from gsample.formats.csc import CSC
-from gsample.formats.placement import is_mapped
+from gsample.formats.placement import is_mapped, narrow_rows
 from gsample.ir import Op
 
 #: threads per block: a mini-batch of walkers is small, so small blocks spread it over SMs
@@ -174,15 +174,20 @@ def _launch(
     memset(failed, 0)
     table = 0 if alias is None else alias.contiguous()
     (slot, crows, cE, counters), params = cache_args(A, rows)
+    # a UVA graph's int32 rows in host memory, where it keeps them (no cache): the walks'
+    # reads lie half as far apart and share more address translations
+    read = rows
+    if not params and narrow_rows(A) is not None:
+        read, params = narrow_rows(A), (("ROW", "int"),)
     key = 0 if key_tensor is None else key_tensor
     amax = max(inv_p, 1.0, inv_q)
-    if not (is_mapped(rows) and A.num_nodes <= W * SWEEP_DENSITY):
+    if not (is_mapped(read) and A.num_nodes <= W * SWEEP_DENSITY):
         launch(
             "walk",
             "gs_random_walk",
             W,
             indptr,
-            rows,
+            read,
             srows,
             table,
             seeds,
@@ -235,7 +240,7 @@ def _launch(
             "gs_random_walk_step",
             W,
             indptr,
-            rows,
+            read,
             srows,
             table,
             seeds,
