@@ -62,8 +62,10 @@ extern "C" __global__ void gs_random_walk(
 // draws are gs_random_walk's, walker by walker, whatever the order.
 //
 // gs_random_walk_start checks the seeds (as gs_random_walk: a bad one walks nowhere, its row
-// all -1, and sets failed[1]) and writes column 0 of `out` and each walker's state: (W, 2)
-// words, the node it stands on (-1 once it stopped) and the node it came from (-1 at first).
+// all -1, and sets failed[1]) and writes column 0 of `out` and each walker's state: (W, 4)
+// words (32 bytes: one sector a step reads), the node it stands on (-1 once it stopped), the
+// node it came from (-1 at first), its position within its batch (its draws' key: the
+// search among the seeds made once, not every step) and its seed's id.
 extern "C" __global__ void gs_random_walk_start(const gs_i64* __restrict__ seeds, gs_i64 W,
                                                 gs_i64 L, gs_i64 N, gs_i64 n, gs_i64 M,
                                                 gs_i64* __restrict__ state,
@@ -76,8 +78,10 @@ extern "C" __global__ void gs_random_walk_start(const gs_i64* __restrict__ seeds
         const bool ok = gs_in_range(id, M) && gs_in_range(id - shift, N);
         if (!ok) failed[1] = 1;
         out[w * (L + 1)] = ok ? id : -1;
-        state[2 * w] = ok ? id - shift : -1;
-        state[2 * w + 1] = -1;
+        state[4 * w] = ok ? id - shift : -1;
+        state[4 * w + 1] = -1;
+        state[4 * w + 2] = ok && n > 0 ? w - gs_first_at_least(seeds, W, shift) : w;
+        state[4 * w + 3] = ok ? id : 0;
     }
 }
 
@@ -105,7 +109,7 @@ extern "C" __global__ void gs_random_walk_step(
             failed[2] = 1;
             continue;
         }
-        const gs_i64 cur = state[2 * w], prev = state[2 * w + 1];
+        const gs_i64 cur = state[4 * w], prev = state[4 * w + 1];
         gs_i64* o = out + w * (L + 1) + t + 1;
         if (!gs_in_range(cur, N)) {                              // stopped (or never started)
             *o = -1;
@@ -114,20 +118,20 @@ extern "C" __global__ void gs_random_walk_step(
         if (node2vec && t > 0 && !gs_in_range(prev, N)) {        // node2vec reads its column
             failed[2] = 1;
             *o = -1;
-            state[2 * w] = -1;
+            state[4 * w] = -1;
             continue;
         }
-        const gs_i64 id = seeds[w];
+        // the seed's id and the position kept with the walker (values, not addresses)
+        const gs_i64 pos = state[4 * w + 2], id = state[4 * w + 3];
         const gs_i64 b = n > 0 ? id / n : 0;
         const gs_i64 shift = b * n;
         const gs_u64 k = key == nullptr ? key0 : gs_combine(key[0], (gs_i64)key[1] + b);
-        const gs_i64 pos = n > 0 ? w - gs_first_at_least(seeds, W, shift) : w;
         const gs_i64 nxt = gs_walk_step(indptr, rows, sorted_rows, alias, cache, t, N, k, pos,
                                         id - shift, cur, prev, node2vec, inv_p,
                                         inv_q, amax, c1, c2, c3, failed);
         *o = nxt < 0 ? -1 : nxt + shift;
-        state[2 * w] = nxt;
-        state[2 * w + 1] = cur;
+        state[4 * w] = nxt;
+        state[4 * w + 1] = cur;
     }
     gs_walk_count(cache, counters);
 }

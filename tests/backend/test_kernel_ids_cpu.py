@@ -91,18 +91,18 @@ int main() {
                            L, N, 0ULL, key.data(), n, M, node2vec, inv_p, inv_q, amax, 0.0,
                            0.0, 0.0, out.data(), failed.data(), S, CR, cE, K);
         } else {                        // as backend/cuda/walk.py sorts the walkers
-            std::vector<long long> state(2 * W), order(W);
+            std::vector<long long> state(4 * W), order(W);
             gs_random_walk_start(seeds.data(), W, L, N, n, M, state.data(), out.data(),
                                  failed.data());
             for (long long t = 0; t < L; ++t) {
                 if (op[0] == 6) {
                     for (long long i = 0; i < W; ++i) order[i] = given[i];
                     if (t == 1)
-                        for (long long w = 0; w < W; ++w) state[2 * w + 1] = prevs[w];
+                        for (long long w = 0; w < W; ++w) state[4 * w + 1] = prevs[w];
                 } else {
                     for (long long i = 0; i < W; ++i) order[i] = i;
                     auto at = [&](long long w) {
-                        return state[2 * w] >= 0 ? state[2 * w] : LLONG_MAX;
+                        return state[4 * w] >= 0 ? state[4 * w] : LLONG_MAX;
                     };
                     std::stable_sort(order.begin(), order.end(),
                                      [&](long long a, long long b) { return at(a) < at(b); });

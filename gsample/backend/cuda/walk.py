@@ -218,7 +218,7 @@ def _launch(
         return out
     # a UVA graph with many walkers: a step at a time, the walkers sorted by the node they
     # stand on before each step, so that host memory is read in address order
-    state = torch.empty((W, 2), dtype=torch.int64, device=dev)
+    state = torch.empty((W, 4), dtype=torch.int64, device=dev)
     launch(  # the steps' module (their compile parameters)
         "walk",
         "gs_random_walk_start",
@@ -298,7 +298,7 @@ def _walker_orders(state: torch.Tensor, steps: int, N: int):
 
     Parameters
     ----------
-    state : LongTensor, shape (W, 2)
+    state : LongTensor, shape (W, 4)
         The walkers' state: column 0 the node each stands on, ``-1`` once it stopped; read
         anew before each step (the generator yields after the previous step's launch).
     steps : int
@@ -312,7 +312,7 @@ def _walker_orders(state: torch.Tensor, steps: int, N: int):
 
     Examples
     --------
-    >>> state = torch.tensor([[5, -1], [-1, 3], [2, 0]])
+    >>> state = torch.tensor([[5, -1, 0, 5], [-1, 3, 1, 8], [2, 0, 2, 2]])
     >>> next(_walker_orders(state, 1, 10))
     tensor([2, 0, 1])
     """
