@@ -60,8 +60,11 @@ def ladies(A, seeds, layers=(4000, 4000, 4000)):
     blocks = []
     for k in layers:
         sub = A[:, seeds]  # row space: all N nodes
-        p = (sub**2).sum(axis=1)  # (N,): one value per row
-        p = p / p.sum().clamp(min=1e-30)  # probabilities (0 / 0 guarded)
+        sq = sub**2
+        p = sq.sum(axis=1)  # (N,): one value per row
+        # normalised by the sum of every edge of the slice (p's sum: an exact sum, the
+        # same bits in any order, so a pass may evaluate p on the slice's rows only)
+        p = p / sq.sum().clamp(min=1e-30)  # probabilities (0 / 0 guarded)
         s = sub.collective_sample(k, node_probs=p)  # row space: the k chosen rows
         s = s.div(p[s.row_ids], axis=1)  # importance weight 1 / p(row)
         s = s.div(s.sum(axis=0), axis=0)  # columns sum to 1

@@ -284,3 +284,195 @@ extern "C" __global__ void gs_rowsum_edges_add(const gs_i64* __restrict__ rows,
         gs_rowsum_term(lo, hi, r, x, emax[r]);
     }
 }
+
+// ----------------------------------------------------------------------------- sums of every edge
+// A.sum() (no axis): one exact sum of every edge value of a matrix, or of each mini-batch's
+// edges in a super-batch (its group), with the row sums' arithmetic (a group is a "row"):
+// the same bits as gsample/backend/torch/compute.py's exact_sums, in any order. Each thread
+// keeps a running exponent (pass 1) or 128-bit sum (pass 2) of its terms of one group, and
+// adds it with atomics when its group changes and at its end (a super-batch's edges come
+// batch by batch: a thread meets few groups); at the end, a warp whose lanes hold one group
+// first combines them by shuffles: one atomic a warp, where a thread per edge on one word
+// would queue every term at the L2.
+struct gs_total_t {
+    gs_i64 group;     // the group of the running value (-1: none yet)
+    int em, flags;    // pass 1: the largest biased exponent (0: no term) and the flags
+    gs_u64 lo, hi;    // pass 2: the running 128-bit sum
+};
+
+__device__ __forceinline__ gs_total_t gs_total_start() {
+    gs_total_t a;
+    a.group = -1;
+    a.em = a.flags = 0;
+    a.lo = a.hi = 0;
+    return a;
+}
+
+__device__ __forceinline__ void gs_total_note_flush(int* __restrict__ emax,
+                                                    int* __restrict__ flags,
+                                                    const gs_total_t& a) {
+    if (a.group < 0) return;
+    // a plain read first: the group's exponent is soon at its max
+    if (a.em && emax[a.group] < a.em) atomicMax(&emax[a.group], a.em);
+    if (a.flags) atomicOr(&flags[a.group], a.flags);
+}
+
+// Pass 1 for term x of group g.
+__device__ __forceinline__ void gs_total_note(int* __restrict__ emax, int* __restrict__ flags,
+                                              gs_total_t& a, gs_i64 g, double x) {
+    if (g != a.group) {
+        gs_total_note_flush(emax, flags, a);
+        a.group = g;
+        a.em = a.flags = 0;
+    }
+    if (isnan(x)) a.flags |= GS_NAN;
+    else if (isinf(x)) a.flags |= x > 0 ? GS_POS_INF : GS_NEG_INF;
+    else if (x != 0.0) {
+        int ex;
+        frexp(x, &ex);                                  // |x| < 2 ** ex
+        if (ex + GS_EXP_BIAS > a.em) a.em = ex + GS_EXP_BIAS;
+    }
+}
+
+// Pass 1's end, every lane of the warp: its running value added.
+__device__ __forceinline__ void gs_total_note_end(int* __restrict__ emax,
+                                                  int* __restrict__ flags, gs_total_t& a) {
+    const unsigned full = 0xFFFFFFFFu;
+    const gs_i64 g0 = __shfl_sync(full, a.group, 0);
+    if (g0 >= 0 && __all_sync(full, a.group == g0 || a.group < 0)) {
+        int em = a.group < 0 ? 0 : a.em, f = a.group < 0 ? 0 : a.flags;
+        for (int o = 16; o > 0; o >>= 1) {
+            em = max(em, __shfl_down_sync(full, em, o));
+            f |= __shfl_down_sync(full, f, o);
+        }
+        if ((threadIdx.x & 31) != 0) return;
+        a.group = g0;
+        a.em = em;
+        a.flags = f;
+    }
+    gs_total_note_flush(emax, flags, a);
+}
+
+// The 128-bit (lo, hi) added to group a.group's sum: the carry out of lo counted by the
+// thread whose addition made it (integer addition: any order, the same sum).
+__device__ __forceinline__ void gs_total_add_flush(gs_u64* __restrict__ lo,
+                                                   gs_u64* __restrict__ hi,
+                                                   const gs_total_t& a) {
+    if (a.group < 0 || (a.lo == 0 && a.hi == 0)) return;
+    const gs_u64 old = atomicAdd((unsigned long long*)&lo[a.group], (unsigned long long)a.lo);
+    const gs_u64 high = a.hi + ((old + a.lo) < old ? 1ULL : 0ULL);
+    if (high) atomicAdd((unsigned long long*)&hi[a.group], (unsigned long long)high);
+}
+
+// Pass 2 for term x of group g: sum += round(x * 2 ** (62 - em)), em the group's largest
+// exponent (pass 1's), as gs_rowsum_term rounds it.
+__device__ __forceinline__ void gs_total_term(const int* __restrict__ emax,
+                                              gs_u64* __restrict__ lo, gs_u64* __restrict__ hi,
+                                              gs_total_t& a, gs_i64 g, double x) {
+    if (!gs_finite_nonzero(x)) return;
+    if (g != a.group) {
+        gs_total_add_flush(lo, hi, a);
+        a.group = g;
+        a.em = emax[g];
+        a.lo = a.hi = 0;
+    }
+    const gs_i64 q = (gs_i64)llrint(ldexp(x, 62 - (a.em - GS_EXP_BIAS)));
+    const gs_u64 s = a.lo + (gs_u64)q;
+    a.hi += (s < a.lo ? 1ULL : 0ULL) + (q < 0 ? ~0ULL : 0ULL);
+    a.lo = s;
+}
+
+// Pass 2's end, every lane of the warp.
+__device__ __forceinline__ void gs_total_add_end(gs_u64* __restrict__ lo,
+                                                 gs_u64* __restrict__ hi, gs_total_t& a) {
+    const unsigned full = 0xFFFFFFFFu;
+    const gs_i64 g0 = __shfl_sync(full, a.group, 0);
+    if (g0 >= 0 && __all_sync(full, a.group == g0 || a.group < 0)) {
+        gs_u64 l = a.group < 0 ? 0 : a.lo, h = a.group < 0 ? 0 : a.hi;
+        for (int o = 16; o > 0; o >>= 1) {
+            const gs_u64 ol = __shfl_down_sync(full, (unsigned long long)l, o);
+            const gs_u64 oh = __shfl_down_sync(full, (unsigned long long)h, o);
+            const gs_u64 s = l + ol;
+            h += oh + (s < l ? 1ULL : 0ULL);
+            l = s;
+        }
+        if ((threadIdx.x & 31) != 0) return;
+        a.group = g0;
+        a.lo = l;
+        a.hi = h;
+    }
+    gs_total_add_flush(lo, hi, a);
+}
+
+// Pass 1 over a matrix's E edges (one group). Launched with a multiple of 32 threads a block
+// (every lane of a warp reaches the end).
+extern "C" __global__ void gs_total_edges_exponents(const gs_t* __restrict__ values, gs_i64 E,
+                                                    int* __restrict__ emax,
+                                                    int* __restrict__ flags) {
+    gs_total_t a = gs_total_start();
+    for (gs_i64 e = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; e < E;
+         e += (gs_i64)gridDim.x * blockDim.x)
+        gs_total_note(emax, flags, a, 0, gs_value(values, e));
+    gs_total_note_end(emax, flags, a);
+}
+
+// Pass 2 over a matrix's E edges.
+extern "C" __global__ void gs_total_edges_add(const gs_t* __restrict__ values, gs_i64 E,
+                                              const int* __restrict__ emax,
+                                              gs_u64* __restrict__ lo, gs_u64* __restrict__ hi) {
+    gs_total_t a = gs_total_start();
+    for (gs_i64 e = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; e < E;
+         e += (gs_i64)gridDim.x * blockDim.x)
+        gs_total_term(emax, lo, hi, a, 0, gs_value(values, e));
+    gs_total_add_end(lo, hi, a);
+}
+
+// Frontier edge g's group: its column's mini-batch (0 for one mini-batch), below G; -1 for
+// a batch out of range (none: the frontier's ids were checked and clamped by gs_frontier_ptr,
+// and a bad column holds no edge; guarded all the same before it indexes a group).
+__device__ __forceinline__ gs_i64 gs_total_group(gs_i64 shift, gs_i64 n, gs_i64 G) {
+    const gs_i64 b = n > 0 ? gs_batch(shift, n) : 0;
+    return gs_in_range(b, G) ? b : -1;
+}
+
+// Pass 1 over a frontier's edges (A[:, cols].sum() without the slice; G mini-batches).
+extern "C" __global__ void gs_total_exponents(const gs_idx* __restrict__ indptr,
+                                              const gs_t* __restrict__ values,
+                                              const gs_i64* __restrict__ cols, gs_i64 C,
+                                              const gs_i64* __restrict__ ptr, gs_i64 n,
+                                              gs_i64 G, int* __restrict__ emax,
+                                              int* __restrict__ flags) {
+    gs_total_t a = gs_total_start();
+    GS_TILES(g0, t, ptr, C, false) {
+        for (int j = 0; j < GS_ITEMS; ++j) {
+            const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
+            if (g >= gs_E) break;
+            gs_i64 c, shift;
+            const gs_i64 e = gs_frontier_edge(t, indptr, cols, ptr, n, g, &c, &shift);
+            const gs_i64 b = gs_total_group(shift, n, G);
+            if (b >= 0) gs_total_note(emax, flags, a, b, gs_value(values, e));
+        }
+    }
+    gs_total_note_end(emax, flags, a);
+}
+
+// Pass 2 over a frontier's edges.
+extern "C" __global__ void gs_total_add(const gs_idx* __restrict__ indptr,
+                                        const gs_t* __restrict__ values,
+                                        const gs_i64* __restrict__ cols, gs_i64 C,
+                                        const gs_i64* __restrict__ ptr, gs_i64 n, gs_i64 G,
+                                        const int* __restrict__ emax,
+                                        gs_u64* __restrict__ lo, gs_u64* __restrict__ hi) {
+    gs_total_t a = gs_total_start();
+    GS_TILES(g0, t, ptr, C, false) {
+        for (int j = 0; j < GS_ITEMS; ++j) {
+            const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
+            if (g >= gs_E) break;
+            gs_i64 c, shift;
+            const gs_i64 e = gs_frontier_edge(t, indptr, cols, ptr, n, g, &c, &shift);
+            const gs_i64 b = gs_total_group(shift, n, G);
+            if (b >= 0) gs_total_term(emax, lo, hi, a, b, gs_value(values, e));
+        }
+    }
+    gs_total_add_end(lo, hi, a);
+}

@@ -158,6 +158,7 @@ def _cases(op, A):
             dict(op="add", vector=torch.rand(R, generator=g), axis=1),
         ],
         Op.REDUCE: reductions,
+        Op.TOTAL: [dict(op="sum")],
         Op.SPMM: [
             dict(dense=torch.randn(C, generator=g)),
             dict(dense=torch.randn(C, 3, generator=g)),

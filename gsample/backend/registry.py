@@ -277,7 +277,12 @@ class Backend:
         (the torch backend's where this one has no implementation of the op)."""
         torch_be = reference()
         ops = {op for op, _ in torch_be.impls} | {op for op, _ in self.impls}
-        return Target(self.name, {op: self.layouts(op) or torch_be.layouts(op) for op in ops})
+        own = {op for op, _ in self.impls} | {op for op, _ in self.sync_free_impls}
+        return Target(
+            self.name,
+            {op: self.layouts(op) or torch_be.layouts(op) for op in ops},
+            None if self is torch_be else frozenset(own),
+        )
 
     def runs_here(self, inputs: dict) -> bool:
         """Whether this backend's code can run on these inputs (their device)."""

@@ -228,6 +228,10 @@ class _Converter:
         the op's definition names them (``Capture.params`` renames; the method's name is
         the ``op`` attribute of ops that have one)."""
         d = info(_METHODS[name])
+        for param, op in d.capture.when_none.items():
+            if param in a and a[param] is None:  # A.sum(): another op, without the parameter
+                del a[param]
+                d = info(op)
         inputs, attrs = {"A": self.env[a.pop("self")]}, {}
         for param, value in a.items():
             key = d.capture.params.get(param, param)

@@ -11,7 +11,8 @@ on the machine ``DEFAULT_SOURCE`` names; coefficients ``(a, b, c, d)`` of
 ``edge_broadcast`` of the same layout and axis (the sum of their coefficients): timed in
 another session, the machine's run-to-run noise (larger than these intercepts) would have
 priced it apart from the rest of the table; a calibration (``python -m gsample calibrate``)
-times it as any op.
+times it as any op. ``total`` (added later) was timed alone with the same settings
+(``gsample.cost.calibrate.calibrate(keys=...)``, its four layouts).
 """
 
 DEFAULT_SOURCE = "built-in default (cpu x86_64 1 threads, 262144 nodes, 2026-11-22)"
@@ -40,6 +41,10 @@ DEFAULT_COEFFICIENTS: dict = {
     "reduce/csr-compact/axis1": (19.51, 0.002402, 0.0001037, 0.01866),
     "reduce/coo/axis0": (13.64, 0.0005389, 1.369e-06, 0.01338),
     "reduce/coo/axis1": (17.53, 0.03065, 0.004895, 0.005182),
+    "total/csc": (312.9, 0.03095, 4.176e-05, 0.0),
+    "total/csr": (339.7, 0.03159, 1.092e-05, 0.0),
+    "total/csr-compact": (329.8, 0.03132, 2.933e-05, 0.0),
+    "total/coo": (332.5, 0.03096, 1.688e-05, 0.0),
     "spmm/csc": (29.87, 0.03647, 0.005127, 0.006901),
     "spmm/csr": (17.5, 0.004221, 0.005677, 0.004285),
     "spmm/csr-compact": (23.01, 0.00582, 8.87e-05, 0.01344),

@@ -49,6 +49,21 @@ def _frontier_ids(A, cols, trusted, in_kernel):
     return V.ids(cols, "cols", A.num_nodes, A.device, check_range="cols" not in in_kernel)
 
 
+def check_listed(A, cols, row_weights, scale, trusted=(), in_kernel=(), **_):
+    """``listed_collective_sample``: the frontier's ids, and one floating weight per edge
+    of ``A`` (its probabilities' values are checked where they are summed, as the dense
+    ones are where they are drawn from)."""
+    out = check_cols(A, cols, trusted, in_kernel)
+    if "row_weights" not in trusted:
+        w = row_weights
+        if not isinstance(w, torch.Tensor) or w.shape != (A.nnz,) or not w.is_floating_point():
+            raise ValueError(
+                f"row_weights: expected one floating-point weight per edge (shape ({A.nnz},)), "
+                f"got {getattr(w, 'shape', type(w).__name__)}"
+            )
+    return out
+
+
 def check_rows(A, rows, trusted=(), **_):
     if "rows" in trusted:
         return {}

@@ -181,6 +181,9 @@ class Target:
 
     name: str = "torch"
     op_layouts: dict = field(default_factory=dict)
+    #: the ops the backend implements itself (None: every op, as the torch backend); the
+    #: others run the torch code on its device
+    own: frozenset | None = None
 
     def layouts(self, op: Op) -> tuple:
         return self.op_layouts.get(op) or ("csc",)

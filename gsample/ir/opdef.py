@@ -69,6 +69,8 @@ class Align(enum.Enum):
     PAIRED = ("paired", False)  # one value per entry of the op's first result (a tuple's
     # ids), in that order
     STATE = ("state", False)  # an op's opaque state, read only by a later call of that op
+    SCALAR = ("scalar", False)  # one value for the whole matrix (0-dim); in a super-batch,
+    # one per mini-batch
 
     @property
     def along(self) -> str:
@@ -152,6 +154,7 @@ class Size:
             "new rows": self.rows,
             "walks": self.cols,
             "entries": self.cols,
+            "scalar": 1.0,
         }[align.along]
 
 
@@ -164,6 +167,9 @@ class Capture:
     params: dict = field(default_factory=dict)  # method parameter -> input / attribute name
     derive: dict = field(default_factory=dict)  # input -> op: the value given for it goes
     # through that op (on A) first
+    when_none: dict = field(default_factory=dict)  # parameter -> op: a call that leaves
+    # this parameter None is that op (``A.sum()``, no axis: ``TOTAL``), its other
+    # parameters and the method's name (``op``) its own
     doc: str = ""  # the docstring of a Matrix method made from the op (gsample.matrix.sparse
     # makes one for each of ``methods`` and ``properties`` that gs.Matrix does not write)
 
@@ -269,6 +275,7 @@ class Op(enum.Enum):
     EDGE_MAP = "edge_map"  # A (op) scalar / edge tensor / same-sparsity matrix
     EDGE_BROADCAST = "edge_broadcast"  # A.mul/div/add/sub(v, axis)
     REDUCE = "reduce"  # A.sum/max/mean(axis)
+    TOTAL = "total"  # A.sum(): every edge value, one order-free sum
     DEGREE = "degree"  # A.degree(axis): edges per column / row
     SPMM = "spmm"  # A @ D
     SPMM_T = "spmm_t"  # A.T @ D
@@ -282,12 +289,15 @@ class Op(enum.Enum):
     FUSED_EDGE_NORMALIZE = "fused_edge_normalize"  # that chain, then each value combined
     # with its column's (row's) reduction
     SLICE_REDUCE = "slice_reduce"  # A[:, cols].sum/max/mean(axis) without the slice
+    SLICE_TOTAL = "slice_total"  # A[:, cols].sum() without the slice
     TO_LAYOUT = "to_layout"  # the same matrix in another layout (gsample.formats)
     # select
     INDIVIDUAL_SAMPLE = "individual_sample"
     COLLECTIVE_SAMPLE = "collective_sample"
     SLICE_INDIVIDUAL_SAMPLE = "slice_individual_sample"  # A[:, cols].individual_sample(k)
     SLICE_COLLECTIVE_SAMPLE = "slice_collective_sample"  # A[:, cols].collective_sample(k)
+    LISTED_COLLECTIVE_SAMPLE = "listed_collective_sample"  # its row probabilities summed
+    # over the slice and scaled at the slice's rows only (the listed_rows pass's)
     ALIAS_TABLE = "alias_table"  # per-column alias tables of static edge weights
     RANDOM_WALK = "random_walk"  # A.random_walk(seeds, length, ...)
     RANDOM_UNIFORM = "random_uniform"  # A.random_uniform(nodes): a keyed uniform per entry
@@ -319,6 +329,8 @@ SDDMM_OPS = ("dot", "add", "sub", "mul", "div")
 MAP_OPS = ("add", "sub", "mul", "div", "pow", "neg")
 BROADCAST_OPS = ("add", "sub", "mul", "div")
 REDUCE_OPS = ("sum", "max", "mean")
+#: reductions of every edge value (``A.sum()``, no axis)
+TOTAL_OPS = ("sum",)
 
 
 #: a fused edge-map program to time fused ops with (calibration): square, divide by a

@@ -38,6 +38,7 @@ from gsample.ir.checks import (
     check_fused,
     check_fused_walk,
     check_individual,
+    check_listed,
     check_positions,
     check_random_draws,
     check_random_walk,
@@ -56,6 +57,7 @@ from gsample.ir.opdef import (
     MAP_OPS,
     REDUCE_OPS,
     SDDMM_OPS,
+    TOTAL_OPS,
     Align,
     Attr,
     Capture,
@@ -385,8 +387,25 @@ _DEFS = [
         (Attr("op", _choice("op", REDUCE_OPS), example="sum"), _AXIS),
         T,
         out=Align.AXIS,
-        capture=Capture(methods=REDUCE_OPS),
+        capture=Capture(methods=REDUCE_OPS, when_none={"axis": Op.TOTAL}),
         doc="A.sum(axis)",
+    ),
+    OpDef(
+        Op.TOTAL,
+        P,
+        Step.COMPUTE,
+        (_A,),
+        (
+            Attr("op", _choice("op", TOTAL_OPS), example="sum"),
+            Attr("batches", required=False, internal=True),
+        ),
+        T,
+        out=Align.SCALAR,
+        doc="A.sum() (no axis): the sum of every edge value, a 0-dim tensor of the values' "
+        "dtype, the same bits in any edge order, layout, device and backend (62-bit fixed "
+        "point at the largest term's binary exponent, added in 128-bit integers: "
+        "gsample.backend.torch.compute.exact_sums); 'batches' (N, n): A is a super-batch "
+        "and the result the N mini-batches' sums, shape (N,)",
     ),
     OpDef(
         Op.DEGREE,
@@ -572,6 +591,23 @@ _DEFS = [
         doc="A[:, cols].sum/max/mean(axis) without the slice; 'batches' (N, n): cols is a "
         "super-batch's encoded frontier and axis 1 gives the N * n encoded rows",
     ),
+    OpDef(
+        Op.SLICE_TOTAL,
+        P,
+        Step.COMPUTE,
+        (_A, In("cols", Align.NEW_COLS)),
+        (
+            Attr("op", _choice("op", TOTAL_OPS), example="sum"),
+            Attr("batches", required=False, internal=True),
+        ),
+        T,
+        out=Align.SCALAR,
+        batched=True,
+        check=check_cols,
+        doc="A[:, cols].sum() (no axis) without the slice: the bits of total on the slice "
+        "(made by fuse_extract_reduce); 'batches' (N, n): cols is a super-batch's encoded "
+        "frontier and the result the N mini-batches' sums, shape (N,)",
+    ),
     # select
     OpDef(
         Op.INDIVIDUAL_SAMPLE,
@@ -637,6 +673,26 @@ _DEFS = [
         doc="A[:, cols].collective_sample(k) without the slice; probs_in_slice (set by the "
         "probs_support pass): node_probs is 0 at every row without an edge in the "
         "slice, so its positive rows are the candidates",
+    ),
+    OpDef(
+        Op.LISTED_COLLECTIVE_SAMPLE,
+        R,
+        Step.SELECT,
+        (
+            _A,
+            In("cols", Align.NEW_COLS),
+            In("row_weights", Align.EDGES),
+            In("scale", Align.SCALAR),
+        ),
+        (_K, _REPLACE),
+        M,
+        check=check_listed,
+        estimate=_fused(_collective),
+        doc="A[:, cols].collective_sample(k, node_probs=p, replace) where p = W[:, cols]"
+        ".sum(axis=1) / scale, W a matrix of A's edges whose values are row_weights: p "
+        "evaluated at the slice's rows only (listed: no tensor over A's rows), the bits "
+        "the dense p has there, so the same draws (made by the listed_rows pass from "
+        "LADIES's slice_reduce, division and slice_collective_sample)",
     ),
     OpDef(
         Op.ALIAS_TABLE,

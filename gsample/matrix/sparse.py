@@ -621,16 +621,28 @@ class Matrix(EdgeMapOperators):
     def _reduce(self, op: str, axis) -> torch.Tensor:
         return _run(Op.REDUCE, A=self._csc, op=op, axis=V.axis(axis))
 
-    def sum(self, axis: int) -> torch.Tensor:
-        """Sum of edge values per column (``axis=0``, shape (C,)) or per row (``axis=1``, (R,)).
+    def sum(self, axis: int | None = None) -> torch.Tensor:
+        """Sum of edge values per column (``axis=0``, shape (C,)), per row (``axis=1``, (R,))
+        or of every edge (no axis: a 0-dim tensor).
 
-        An empty column or row sums to 0. Sums are bit-reproducible run to run.
+        An empty column or row sums to 0. Sums are bit-reproducible run to run. The sum of
+        every edge is also independent of the order of the terms: the same bits on every
+        device and backend, eager or compiled, super-batched or not, and whether or not a
+        compiler pass evaluates it from other intermediate values (its terms become 62-bit
+        fixed-point integers at the largest term's binary exponent, added exactly; a term
+        more than 62 binary orders below the largest is rounded to that grain). NaN, or
+        both infinities, give NaN; else an infinity wins. Floating-point values keep their
+        dtype; integer or boolean ones give the exact int64 sum.
 
         Examples
         --------
         >>> in_degree = A.sum(axis=0)          # one value per column
-        >>> ladies_bias = (A[:, seeds] ** 2).sum(axis=1)   # one value per row
+        >>> sub = A[:, seeds] ** 2
+        >>> p = sub.sum(axis=1)                # LADIES's bias: one value per row
+        >>> p = p / sub.sum().clamp(min=1e-30)  # normalised by the sum of every edge
         """
+        if axis is None:
+            return _run(Op.TOTAL, A=self._csc, op="sum")
         return self._reduce("sum", axis)
 
     def max(self, axis: int) -> torch.Tensor:

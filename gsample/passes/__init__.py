@@ -35,6 +35,7 @@ from gsample.passes.fuse_extract_extract import fuse_extract_extract
 from gsample.passes.fuse_extract_reduce import fuse_extract_reduce
 from gsample.passes.fuse_extract_select import fuse_extract_select
 from gsample.passes.layout import forced, select_layouts
+from gsample.passes.listed_rows import listed_rows
 from gsample.passes.preprocess import preprocess
 from gsample.passes.probs_support import probs_support
 from gsample.passes.result import Pass, PassResult
@@ -52,6 +53,7 @@ PIPELINE: list[tuple[Pass, str]] = [
     (fuse_extract_select, "last fusion: by now slice weights read cached graph values, sums fused"),
     (alias_tables, "after extract-select fusion, which makes a slice's weights the graph's"),
     (probs_support, "after extract-select fusion makes the fused collective samples it marks"),
+    (listed_rows, "after probs_support marks the samples whose probabilities it lists"),
     (structure_reads, "after the rewrites that make value maps; before DCE drops maps left unread"),
     (select_layouts, "after every rewrite, so the cost model prices the ops that really run"),
     (dce, "last: drop what the rewrites left unused (random ops keep their ordinals)"),

@@ -1,5 +1,5 @@
-"""Extract-reduce fusion: ``A[:, cols].sum(axis=1)`` (also ``max``, ``mean``) never
-materialises the slice.
+"""Extract-reduce fusion: ``A[:, cols].sum(axis=1)`` (also ``max``, ``mean``) and
+``A[:, cols].sum()`` never materialise the slice.
 
 A per-row ``REDUCE`` (``axis=1``: one value per row of the graph) whose matrix is a
 ``SLICE_COLS`` of a whole graph (its sparsity reaches a graph ``INPUT``, as extract-select
@@ -7,7 +7,9 @@ fusion requires: the fused op indexes the graph's columns by node id) becomes on
 ``SLICE_REDUCE`` taking the slice's matrix and columns.
 LADIES's row bias ``(A[:, seeds] ** 2).sum(axis=1)``, whose ``** 2`` pre-processing moved to
 the graph, becomes the reduction of a cached graph-level matrix over the frontier's edges:
-no slice, no edge count read back. The slice itself stays while anything else reads it
+no slice, no edge count read back. So does the sum of every edge of such a slice (``TOTAL``,
+LADIES's normaliser ``(A[:, seeds] ** 2).sum()``): one ``SLICE_TOTAL``, whose sum is exact
+and order-free, the same bits as the slice's. The slice itself stays while anything else reads it
 (DCE drops it otherwise). The result is the same computation, so samples do not change.
 """
 
@@ -31,15 +33,21 @@ def fuse_extract_reduce(graph: Graph) -> PassResult:
     live = _live(graph)
     dead = []
     for node in list(graph.nodes):
-        if node.op is not Op.REDUCE or node not in live or node.attrs["axis"] != 1:
+        if node not in live:
+            continue
+        if node.op is Op.REDUCE and node.attrs["axis"] == 1:
+            op, attrs = Op.SLICE_REDUCE, {"op": node.attrs["op"], "axis": node.attrs["axis"]}
+        elif node.op is Op.TOTAL and "batches" not in node.attrs:
+            op, attrs = Op.SLICE_TOTAL, {"op": node.attrs["op"]}
+        else:
             continue
         sl = node.input("A")
         if sl.op is not Op.SLICE_COLS or _sparsity_root(sl.input("A")).op is not Op.INPUT:
             continue
         fused = graph.add(
-            Op.SLICE_REDUCE,
+            op,
             {"A": sl.input("A"), "cols": sl.input("cols")},
-            {"op": node.attrs["op"], "axis": node.attrs["axis"]},
+            attrs,
             node.kind,
             before=node,
             meta=node.meta,

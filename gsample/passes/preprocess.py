@@ -169,6 +169,15 @@ def preprocess(graph: Graph) -> PassResult:
     return PassResult(graph, bool(commuted or hoisted or dropped))
 
 
+def hoist(graph: Graph, nodes: list) -> int:
+    """Rewrite 2 on ``nodes`` alone, for a later pass's frontier-independent values (made as
+    pre-processing makes them, so that the pipeline run again changes nothing); returns how
+    many inputs now read a ``CACHED`` node. What only hoisted values read is dropped."""
+    rewired = _hoist(graph, _graphs(graph), nodes)
+    _drop_unused(graph, nodes)
+    return rewired
+
+
 def _hoist(graph: Graph, graphs: dict, nodes: list) -> int:
     """Rewrite 2 on ``nodes``: each hoistable one a per-batch node uses becomes ``CACHED``;
     returns how many inputs now read a ``CACHED`` node."""

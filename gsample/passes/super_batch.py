@@ -130,6 +130,7 @@ _SPEC = {
     Align.ENTRIES: "entries",
     Align.PAIRED: "paired",
     Align.STATE: "state",
+    Align.SCALAR: "scalar",
 }
 
 
@@ -680,6 +681,8 @@ class _Rewrite(NodeVisitor):
             node.attrs["batches"] = (self.N, self.n)
         self.space[node] = ENC
         out = self._alignment(node, None)
+        if out == "scalar":  # one value per mini-batch
+            return self._per_batch_scalars(node)
         if node.kind is Kind.MATRIX:
             self.spec[node] = ("matrix", node)
         elif out == "set":  # columns then rows, batch by batch
@@ -687,6 +690,18 @@ class _Rewrite(NodeVisitor):
             self.spec[node] = ("ids", None)
         else:
             self.spec[node] = (out, None if out == "ids" else A)
+
+    def _per_batch_scalars(self, node: Node):
+        """An op whose result is one value for its whole matrix (``A.sum()``), run once on
+        the super-batch matrix with ``attrs["batches"] = (N, n)``: an ``(N,)`` tensor of the
+        mini-batches' values, unbound (``blocks.unbind``) into their 0-dim tensors: per
+        batch, as dense code's ``p.sum()`` is, and a scalar the elementwise code after it
+        (``p / s``) takes at once for all batches."""
+        node.attrs["batches"] = (self.N, self.n)
+        per = self._helper(self.blocks.unbind, [node], {}, LIST, Kind.ANY, after=node)
+        self.g.replace_uses(node, per)
+        per.inputs["0"] = node
+        self.scalars.add(per)
 
     def _draw_per_batch(self, node: Node):
         """A random op on the graph itself without a frontier (GraphSAINT's node draws from
@@ -735,9 +750,19 @@ class _Rewrite(NodeVisitor):
         c = cols[0]
         enc_cols = ins[c] = self._encoded(ins[c], node, c, True)
         for k in where:  # weights: joined, or shared as they are; row ids encoded
-            if k != c:
-                ids = k in row_ids
-                ins[k] = self._encoded(ins[k], node, k, ids, tile=ids)
+            if k == c:
+                continue
+            if where[k] == "scalar" and self.space[ins[k]] is LIST:  # one a mini-batch: (N,)
+                v = ins[k]
+                ins[k] = self._memo(
+                    ("stack", v),
+                    lambda v=v: self._helper(
+                        self.blocks.stack, [v], {}, ENC, Kind.TENSOR, before=node
+                    ),
+                )
+                continue
+            ids = k in row_ids
+            ins[k] = self._encoded(ins[k], node, k, ids, tile=ids)
         self.space[node] = ENC
         if random or node.info.batched:  # the op takes the encoded frontier itself
             node.attrs["batches"] = (self.N, self.n)
@@ -750,6 +775,8 @@ class _Rewrite(NodeVisitor):
                 self.spec[node] = ("walks", None)
             elif self._alignment(node, None) == "entries":  # a value per frontier entry
                 self.spec[node] = ("entries", enc_cols)
+            elif self._alignment(node, None) == "scalar":  # a value per mini-batch
+                self._per_batch_scalars(node)
             else:
                 self._refuse(
                     f"the op table does not say how the result of {node.op.value} "

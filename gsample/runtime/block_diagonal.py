@@ -394,6 +394,25 @@ def gather(x, ids: torch.Tensor, n: int | None = None):
     return x[ids] if n is None else x[torch.remainder(ids, n)]
 
 
+def stack(values: list) -> torch.Tensor:
+    """The ``N`` mini-batches' 0-dim values as one ``(N,)`` tensor: a sparse op's input
+    that holds one value per mini-batch (its alignment ``scalar``; the inverse of
+    :func:`unbind`)."""
+    return torch.stack([torch.as_tensor(v) for v in values])
+
+
+def unbind(x: torch.Tensor) -> list:
+    """The ``N`` mini-batches' 0-dim values of a super-batch op's ``(N,)`` result (one value
+    per mini-batch: ``A.sum()``), views of it: what each mini-batch's own call returns.
+
+    Examples
+    --------
+    >>> unbind(torch.tensor([1.0, 2.0]))
+    [tensor(1.), tensor(2.)]
+    """
+    return list(x.unbind(0))
+
+
 # ----------------------------------------------------------------------------- dense code
 def _call(fn, args, kwargs):
     if isinstance(fn, tuple):  # ("method", name)
@@ -673,7 +692,9 @@ HELPERS = (
     "join",
     "join_matrices",
     "split",
+    "stack",
     "tile",
+    "unbind",
 )
 
 

@@ -27,6 +27,7 @@ def test_only_select_ops_are_random():
         ir.Op.COLLECTIVE_SAMPLE,
         ir.Op.SLICE_INDIVIDUAL_SAMPLE,
         ir.Op.SLICE_COLLECTIVE_SAMPLE,
+        ir.Op.LISTED_COLLECTIVE_SAMPLE,
         ir.Op.RANDOM_WALK,
         ir.Op.RANDOM_UNIFORM,
         ir.Op.RANDOM_COUNT,

@@ -25,6 +25,7 @@ from gsample.passes.cse import cse
 from gsample.passes.dce import dce
 from gsample.passes.fuse_extract_select import fuse_extract_select
 from gsample.passes.layout import select_layouts
+from gsample.passes.listed_rows import listed_rows
 from gsample.passes.probs_support import probs_support
 from gsample.passes.structure_reads import structure_reads
 
@@ -266,12 +267,13 @@ def test_in_the_pipeline_before_the_final_dce():
     names = [e[0] for e in PIPELINE]
     # the last fusion of the program: after it only the derived inputs of the fused ops
     # (alias tables of the graph-level weights fusion made), an attribute of the fused
-    # collective sampler (probs_support), structure readers past value maps, layout
-    # selection (which prices the fused ops) and the final DCE
+    # collective sampler (probs_support) and its listed rows, structure readers past value
+    # maps, layout selection (which prices the fused ops) and the final DCE
     assert names[-1] is dce
     assert names[names.index(fuse_extract_select) + 1 : -1] == [
         alias_tables,
         probs_support,
+        listed_rows,
         structure_reads,
         select_layouts,
     ]
@@ -296,7 +298,9 @@ def test_examples_with_the_pipeline(A):
         c = check_eager(fn, *args, passes=None, **kwargs)
         g = c.program(*args, **kwargs).verify()
         fused[fn.__name__] = len(
-            ops(g, Op.SLICE_INDIVIDUAL_SAMPLE) + ops(g, Op.SLICE_COLLECTIVE_SAMPLE)
+            ops(g, Op.SLICE_INDIVIDUAL_SAMPLE)
+            + ops(g, Op.SLICE_COLLECTIVE_SAMPLE)
+            + ops(g, Op.LISTED_COLLECTIVE_SAMPLE)  # LADIES's, fused then listed
         )
     assert fused["graphsage"] == 2 and fused["fastgcn"] == 2 and fused["shadow"] == 2
     assert fused["ladies"] == 2

@@ -27,7 +27,8 @@ def A():
 
 
 def _program(fn, G, backend="cuda", device="cuda:0", options=None, **kwargs):
-    graph = gs.compile(fn).program(G, torch.arange(10), **kwargs)
+    # optimised for the backend it is lowered for (its passes read the backend's target)
+    graph = gs.compile(fn, backend=backend).program(G, torch.arange(10), **kwargs)
     return lower(graph, backend, options or Options(), device)
 
 

@@ -36,8 +36,8 @@ def A():
     return gs.datasets.rmat(N_NODES, 8000, seed=2, weighted=True)
 
 
-def program(fn, A, passes=None, **kwargs):
-    return gs.compile(fn, passes=passes).program(A, torch.arange(16), **kwargs)
+def program(fn, A, passes=None, backend="auto", **kwargs):
+    return gs.compile(fn, passes=passes, backend=backend).program(A, torch.arange(16), **kwargs)
 
 
 def rewrite(graph, copies=3, **options):
@@ -114,7 +114,19 @@ def test_dense_code_runs_per_batch_only_on_per_batch_values(A):
     assert not per_batch
     gathers = [n for n in dense if fn_of(n) is blocks.gather]
     assert len(gathers) == 2 and all(n.attrs["template"][1] == {"n": N_NODES} for n in gathers)
-    text = format_lines(rewrite(program(example("ladies").ladies, A, layers=(20, 20))))
+
+    def dense_ladies(A, seeds, layers=(20, 20)):  # a user's own p / p.sum(): dense code
+        blocks = []
+        for k in layers:
+            sub = A[:, seeds]
+            p = (sub**2).sum(axis=1)
+            s = sub.collective_sample(k, node_probs=p / p.sum().clamp(min=1e-30))
+            s = s.div(p[s.row_ids], axis=1)
+            blocks.append(s.div(s.sum(axis=0), axis=0))
+            seeds = s.all_nodes()
+        return blocks
+
+    text = format_lines(rewrite(program(dense_ladies, A)))
     # p / p.sum().clamp(...): the sums per batch, the clamp and the division once for all
     assert "fn=per_batch(.sum())" in text and "fn=batched(.clamp())" in text
     assert "fn=batched(truediv)" in text and "fn=per_batch(truediv)" not in text
@@ -122,6 +134,18 @@ def test_dense_code_runs_per_batch_only_on_per_batch_values(A):
     # p[s.row_ids] on the encoded p: one gather, nothing split before the output
     assert text.count("fn=gather") == 2 and "per_batch(getitem)" not in text
     assert text.count("fn=bounds") == 2  # the two blocks' bounds, for the output
+    # the catalogue's p / (sub ** 2).sum().clamp(...) (dense, as the CUDA backend runs it):
+    # the slice's sums once for all batches (an (N,) tensor unbound into the batches'
+    # scalars), the clamp and division once too
+    ladies = example("ladies").ladies
+    text = format_lines(rewrite(program(ladies, A, layers=(20, 20), backend="cuda")))
+    assert text.count("slice_total(") == 2 and text.count("fn=unbind") == 2
+    assert "per_batch(" not in text.replace("per_batch=", "")
+    assert "fn=batched(.clamp())" in text and "fn=batched(truediv)" in text
+    assert text.count("fn=gather") == 2 and text.count("fn=bounds") == 2
+    # listed (the torch backend): each batch's scale stacked into the listed sample
+    text = format_lines(rewrite(program(ladies, A, layers=(20, 20), backend="torch")))
+    assert text.count("listed_collective_sample(") == 2 and text.count("fn=stack") == 2
 
 
 def test_a_captured_tensor_at_the_seeds_is_one_gather(A):
@@ -147,7 +171,8 @@ def test_a_captured_tensor_at_the_seeds_is_one_gather(A):
 def test_the_rewrite_reads_the_op_table(A, monkeypatch):
     import dataclasses
 
-    ladies = program(example("ladies").ladies, A, layers=(20, 20))
+    # for the CUDA backend: the dense probabilities (the torch backend lists them)
+    ladies = program(example("ladies").ladies, A, layers=(20, 20), backend="cuda")
     unfused = program(example("ladies").ladies, A, layers=(20, 20), passes=[])
     d = op_table.OPS[Op.EDGE_BROADCAST]
     unaligned = tuple(dataclasses.replace(i, align=None) for i in d.inputs)

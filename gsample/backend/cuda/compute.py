@@ -390,6 +390,21 @@ def _on(A: CSC, *tensors) -> bool:
 cuda_impl(Op.DEGREE, syncs=False)(ref.degree)
 
 
+@cuda_impl(Op.TOTAL, syncs=False)  # kernels/rowsum.cu: no read-back
+def total(A: CSC, op: str, batches=None) -> torch.Tensor:
+    """``A.sum()``: the exact sum of every edge value (``rowsum.edge_total``), the bits of
+    the torch code (``ref.total``), which runs a super-batch's sums per mini-batch, other
+    dtypes and tensors off the GPU (on their device, also without a read-back)."""
+    v = A.values
+    if (
+        batches is not None
+        or not _on(A, v)
+        or (v is not None and (v.dtype not in _FLOATS or v.dim() != 1))
+    ):
+        return ref.total(A, op, batches)
+    return rowsum.edge_total(v, A.nnz, torch.float32 if v is None else v.dtype, A.device)
+
+
 @cuda_impl(Op.REDUCE)  # kernels/segment_reduce.cu
 def reduce(A: CSC, op: str, axis: int) -> torch.Tensor:
     """Per-column (``axis=0``, shape (C,) or (C, F)) or per-row (``axis=1``, (R,) or (R, F))

@@ -197,6 +197,53 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
     return sums.finish()
 
 
+# the frontier's ids are checked by gs_frontier_ptr, as for slice_reduce
+@cuda_impl(Op.SLICE_TOTAL, sync_free=True, syncs=False, bounded_out=False, checks=("cols",))
+def slice_total(A: CSC, cols, op: str, batches=None) -> torch.Tensor:
+    """``A[:, cols].sum()`` (see ``gsample.backend.torch.fused_reduce.slice_total``): the
+    exact sum of the frontier's edge values (each mini-batch's: shape (N,), with
+    ``batches``), two passes over its edges (``kernels/rowsum.cu``, ``gs_total_*``) and no
+    read-back; other values run the exact implementation."""
+    vals = A.values
+    if not (_graph(A) and (vals is None or (vals.dtype in _FLOATS and vals.dim() == 1))):
+        refuse_capture()  # exact code, which reads sizes back: not in a graph
+        trimmed = exact(cols)
+        V.ids(trimmed, "cols", A.num_nodes * (batches[0] if batches else 1), trimmed.device)
+        return fused_reduce.slice_total(A, trimmed, op, batches)
+    buf, ncols = _frontier(cols)
+    N, n = batches if batches is not None else (1, 0)
+    C = buf.numel()
+    dtype = torch.float32 if vals is None else vals.dtype
+    indptr, _ = _index_arrays(A)
+    v = _opt(None if vals is None else vals.contiguous())
+    sums = RowSums(N, dtype, buf.device, _params(indptr))
+    if C:
+        ptr = _frontier_ptr(indptr, buf, ncols, n, A.num_nodes * N)  # the ids checked there
+        for name, out in (
+            ("gs_total_exponents", (sums.emax, sums.flags)),
+            ("gs_total_add", (sums.emax, sums.lo, sums.hi)),
+        ):
+            # the edge count stays on the device: a fixed grid strides over the tiles
+            launch(
+                "rowsum",
+                name,
+                _GRID * _THREADS,
+                indptr,
+                v,
+                buf,
+                C,
+                ptr,
+                n,
+                N,
+                *out,
+                block=_THREADS,
+                grid=_GRID,
+                **sums.key,
+            )
+    out = sums.finish()
+    return out.reshape(()) if batches is None else out
+
+
 _CHUNK = 2048  # rows of a chunk (GS_CHUNK of kernels/rowsum.cu)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from gsample.backend.cuda.module import launch, memset
+from gsample.backend.cuda.module import BLOCK, launch, memset
 
 FLOATS = {torch.float32: "float", torch.float64: "double"}
 
@@ -57,3 +57,20 @@ def edge_row_sums(rows: torch.Tensor, values, R: int, dtype: torch.dtype) -> tor
     launch("rowsum", "gs_rowsum_edges_exponents", E, rows, v, E, s.emax, s.flags, **s.key)
     launch("rowsum", "gs_rowsum_edges_add", E, rows, v, E, s.emax, s.lo, s.hi, **s.key)
     return s.finish()
+
+
+#: blocks of the every-edge sums' launches at most: each thread adds its terms before its
+#: one atomic (a warp's, combined), so a fixed grid bounds the atomics on the sum's word
+TOTAL_GRID = 1024
+
+
+def edge_total(values, E: int, dtype: torch.dtype, device) -> torch.Tensor:
+    """The exact sum of a matrix's ``E`` edge values (``values`` None: 1.0 each), a 0-dim
+    tensor of ``dtype``: the bits of ``gsample.backend.torch.compute.exact_total`` (the same
+    fixed point, exponent and rounding), in any order of the terms. No read-back."""
+    s = RowSums(1, dtype, device)
+    v = 0 if values is None else values.to(dtype).contiguous()
+    grid = max(1, min(-(-E // BLOCK), TOTAL_GRID))
+    launch("rowsum", "gs_total_edges_exponents", E, v, E, s.emax, s.flags, grid=grid, **s.key)
+    launch("rowsum", "gs_total_edges_add", E, v, E, s.emax, s.lo, s.hi, grid=grid, **s.key)
+    return s.finish().reshape(())

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import torch
 
-from gsample.backend.torch.compute import _by_rows, _segment, map_values
+from gsample.backend.torch.compute import _by_rows, _native_row_sums, _segment, map_values
 from gsample.formats.csc import CSC
 
 
@@ -114,5 +114,9 @@ def reduce_values(A: CSC, v: torch.Tensor | None, op: str, axis: int) -> torch.T
         v = A.value_tensor()
     if axis == 0:
         return _segment(v, op, A.degrees())
+    if op == "sum" and v.device.type == "cpu" and v.dim() == 1:
+        out = _native_row_sums(A, v)  # one pass, no sort: the same bits
+        if out is not None:
+            return out
     perm, lengths = _by_rows(A)
     return _segment(v[perm], op, lengths)

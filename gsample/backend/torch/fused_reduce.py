@@ -1,4 +1,5 @@
-"""Extract-reduce fusion: ``A[:, cols].sum/max/mean(axis)`` as one op (``SLICE_REDUCE``).
+"""Extract-reduce fusion: ``A[:, cols].sum/max/mean(axis)`` as one op (``SLICE_REDUCE``),
+and ``A[:, cols].sum()`` (``SLICE_TOTAL``).
 
 The torch backend's reference is the unfused computation itself (the slice, then the
 reduction), so the fused op returns exactly what the program it replaces returned; the CUDA
@@ -10,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from gsample.backend.registry import torch_impl
-from gsample.backend.torch import extract, layerwise_native, layout_ops
+from gsample.backend.torch import compute, extract, layerwise_native, layout_ops
 from gsample.backend.torch.batched import encode_columns, frontier
 from gsample.formats.layouts import to_csr
 from gsample.ir import Op
@@ -51,3 +52,27 @@ def _native_row_sum(A, cols: torch.Tensor, batches):
     nodes, _, ptr = frontier(cols, n, N)
     parts = [layerwise_native.slice_row_sum(A, nodes[ptr[b] : ptr[b + 1]]) for b in range(N)]
     return None if any(p is None for p in parts) else torch.cat(parts)
+
+
+@torch_impl(Op.SLICE_TOTAL)
+def slice_total(A, cols: torch.Tensor, op: str, batches=None) -> torch.Tensor:
+    """``A[:, cols].sum()``: the exact, order-free sum of the slice's edge values
+    (``compute.total`` of the slice), a 0-dim tensor. With ``batches`` ``(N, n)``, ``cols`` is
+    a super-batch's encoded frontier and the result each mini-batch's sum, shape (N,)."""
+    if cols.device.type == "cpu":  # one native pass over the frontier's edges, no slice
+        if batches is None:
+            out = layerwise_native.total(A.values, A, cols)
+        else:
+            N, n = batches
+            nodes, _, ptr = frontier(cols, n, N)
+            parts = [
+                layerwise_native.total(A.values, A, nodes[ptr[b] : ptr[b + 1]]) for b in range(N)
+            ]
+            out = None if any(x is None for x in parts) else torch.stack(parts)
+        if out is not None:
+            return out
+    if batches is None:
+        return compute.total(extract.slice_cols(A, cols), op)
+    N, n = batches
+    nodes, _, _ = frontier(cols, n, N)
+    return compute.total(encode_columns(extract.slice_cols(A, nodes), cols, n, N), op, batches)

@@ -38,7 +38,7 @@ import torch
 
 from gsample.backend.registry import torch_impl
 from gsample.backend.torch import alias as _alias
-from gsample.backend.torch import layerwise_native, nodewise_native
+from gsample.backend.torch import compute, layerwise_native, nodewise_native
 from gsample.backend.torch.batched import encode_columns, frontier
 from gsample.backend.torch.select import (
     METHODS,
@@ -52,7 +52,7 @@ from gsample.backend.torch.select import (
 )
 from gsample.base import validate as V
 from gsample.base.random import BatchKeys
-from gsample.formats.csc import CSC, gather_segments
+from gsample.formats.csc import CSC, gather_segments, segment_ptr
 from gsample.ir import Op
 
 
@@ -331,4 +331,133 @@ def _native_batches(A: CSC, cols, nodes, ptr, k, replace, key: BatchKeys, node_p
         col_ids=cols,
         values=None if values[0] is None else torch.cat(values),
         eids=torch.cat(eids),
+    )
+
+
+# ----------------------------------------------------------------------------- listed rows
+def listed_probs(A: CSC, cols: torch.Tensor, row_weights: torch.Tensor, scale):
+    """The slice ``A[:, cols]``'s distinct rows and their probabilities, listed.
+
+    Parameters
+    ----------
+    A : CSC
+        The graph (every node a row).
+    cols : LongTensor, shape (C,)
+        The frontier.
+    row_weights : Tensor, shape (A.nnz,)
+        A weight per edge of ``A`` (a matrix of ``A``'s edges: its values).
+    scale : Tensor, 0-dim, or a number
+
+    Returns
+    -------
+    rows : LongTensor, shape (L,)
+        The slice's rows holding an edge, ascending.
+    probs : Tensor, shape (L,)
+        ``W[:, cols].sum(axis=1)[rows] / scale``: each row's weights summed in the slice's
+        edge order (what the dense row sums add, in their order: the same bits), then
+        divided as dense code divides the whole vector.
+    index, indptr : LongTensor
+        The slice's edges (positions in ``A``, CSC order) and its column pointer.
+    """
+    indptr_a, seg = A.column_segments(cols)
+    index, indptr = gather_segments(indptr_a, seg)
+    rows_s = A.rows[index]
+    order = torch.argsort(rows_s, stable=True)
+    rows, counts = torch.unique_consecutive(rows_s[order], return_counts=True)
+    sums = compute._segment(row_weights[index][order], "sum", counts)
+    return rows, sums / scale, index, indptr, rows_s
+
+
+def _listed_native(A: CSC, cols, row_weights, scale, k: int, replace: bool, key):
+    """:func:`_listed_one` by the native passes (:mod:`.layerwise_native`: the slice's rows,
+    their sums, the kept edges, each in time linear in the slice; a bitmap, no array over
+    the row space), or None where the torch code must run."""
+    found = layerwise_native.candidates(A, cols, None)
+    if found is None:
+        return None
+    rows, E = found
+    sums = layerwise_native.listed_row_sum(A, cols, rows, row_weights)
+    if sums is None:
+        return None
+    probs = sums / scale
+    V.finite_nonnegative(probs, "node_probs")  # as the dense probabilities are checked
+    positive = probs > 0
+    chosen = choose_among(
+        rows[positive], E, A.global_rows, k, replace, key, cand_probs=probs[positive]
+    )
+    kept = layerwise_native.keep_chosen(A, cols, chosen, E)
+    if kept is None:
+        return None
+    indptr, eids, local, values = kept
+    return CSC.of(A.num_nodes, indptr, local, A.global_rows(chosen), cols, values, eids)
+
+
+def _listed_one(A: CSC, cols, row_weights, scale, k: int, replace: bool, key):
+    """:func:`listed_collective_sample` of one mini-batch: no tensor over ``A``'s rows."""
+    if cols.device.type == "cpu":
+        out = _listed_native(A, cols, row_weights, scale, k, replace, key)
+        if out is not None:
+            return out
+    rows, probs, index, indptr_s, rows_s = listed_probs(A, cols, row_weights, scale)
+    V.finite_nonnegative(probs, "node_probs")  # as the dense probabilities are checked
+    positive = probs > 0
+    cand, probs = rows[positive], probs[positive]
+    chosen = choose_among(cand, index.numel(), A.global_rows, k, replace, key, cand_probs=probs)
+    # the slice's edges whose row is chosen (chosen ascending: a search, not a row-space map)
+    at = torch.searchsorted(chosen, rows_s)
+    if chosen.numel():
+        kept_mask = chosen[at.clamp(max=chosen.numel() - 1)] == rows_s
+    else:
+        kept_mask = torch.zeros_like(rows_s, dtype=torch.bool)
+    cum = segment_ptr(kept_mask.to(torch.int64))
+    indptr = segment_ptr(cum[indptr_s[1:]] - cum[indptr_s[:-1]])
+    kept = kept_mask.nonzero().squeeze(1)
+    return _result(A, cols, indptr, index[kept], rows=at[kept], row_ids=A.global_rows(chosen))
+
+
+@torch_impl(Op.LISTED_COLLECTIVE_SAMPLE)
+def listed_collective_sample(
+    A: CSC, cols: torch.Tensor, row_weights: torch.Tensor, scale, k: int, replace: bool, key
+) -> CSC:
+    """``A[:, cols].collective_sample(k, node_probs=p, replace)`` with ``p = W[:, cols]
+    .sum(axis=1) / scale`` (``W``: ``A``'s edges with values ``row_weights``), ``p``
+    evaluated at the slice's rows only (:func:`listed_probs`): the rows, edges and draws of
+    :func:`slice_collective_sample` given the dense ``p``, bit for bit, in work linear in
+    the slice (no tensor over ``A``'s rows). With :class:`BatchKeys` (a super-batch: ``cols``
+    encoded, ``scale`` each mini-batch's, shape (N,), or one for all), each mini-batch
+    draws as on its own, the results laid side by side in the block-diagonal spaces."""
+    if not isinstance(key, BatchKeys):
+        return _listed_one(A, cols, row_weights, scale, k, replace, key)
+    n, copies = key.num_nodes, key.copies
+    if A.row_ids is not None:
+        raise RuntimeError("super-batch: a fused collective sample must slice the whole graph")
+    _draws_fit(k, replace, copies, cols.device)
+    nodes, _, ptr = frontier(cols, n, copies)
+    per = isinstance(scale, torch.Tensor) and scale.dim() == 1
+    parts = [
+        _listed_one(
+            A,
+            nodes[ptr[b] : ptr[b + 1]],
+            row_weights,
+            scale[b] if per else scale,
+            k,
+            replace,
+            key.keys[b],
+        )
+        for b in range(copies)
+    ]
+    edge_at = torch.tensor([0, *(int(p.indptr[-1]) for p in parts)]).cumsum(0).tolist()
+    row_at = torch.tensor([0, *(p.row_ids.numel() for p in parts)]).cumsum(0).tolist()
+    dev = cols.device
+    return CSC(
+        num_nodes=n * copies,
+        indptr=torch.cat(
+            [torch.zeros(1, dtype=torch.int64, device=dev)]
+            + [p.indptr[1:] + at for p, at in zip(parts, edge_at)]
+        ),
+        rows=torch.cat([p.rows + at for p, at in zip(parts, row_at)]),
+        row_ids=torch.cat([p.row_ids + b * n for b, p in enumerate(parts)]),
+        col_ids=cols,
+        values=None if A.values is None else torch.cat([p.values for p in parts]),
+        eids=torch.cat([p.eids for p in parts]),
     )

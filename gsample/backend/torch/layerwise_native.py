@@ -14,6 +14,11 @@ tensor operations a layer (a sort among them), where plain PyTorch's LADIES does
   same bits;
 * :func:`candidates`: the rows holding a frontier edge (and positive ``node_probs``), ascending,
   from a bitmap over the row space (the calling thread's, cleared by the words it touched);
+* :func:`listed_row_sum`: :func:`slice_row_sum`'s sums at those rows only (the same additions
+  in the same order), each edge's row found by its rank in a bitmap of them: no array over
+  the row space (the listed-rows LADIES, :func:`.fused_select.listed_collective_sample`);
+* :func:`total`: ``A.sum()``'s exact, order-free sum (:func:`.compute.exact_sums`, the same
+  bits) of an array or of a frontier's edges, in 128-bit integers, two passes;
 * :func:`slice_cols`: ``A[:, cols]``, each column's segment copied (rows, edge ids, values);
 * :func:`unique_rows`: ``torch.unique(rows, return_inverse=...)`` of a matrix's rows (the
   compaction behind ``A.compact()`` and ``A.row()``) by a bitmap, ranks for the inverse;
@@ -44,6 +49,8 @@ from gsample.formats.csc import CSC
 SOURCE = (
     r"""
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <thread>
@@ -298,6 +305,128 @@ static gs_i64 keep(const gs_i64* indptr, const gs_i64* rows, const gs_i64* cols,
     return status != 0 ? status : m;
 }
 
+// gs_lw_listed_sum's pass: the sums at the listed rows cand[0, L) (strictly ascending, every
+// row of the frontier's edges) of row_sum's additions, in its order (from 0, columns in
+// order, edges in order: the same bits), each edge's row found by its rank in a bitmap of
+// the listed rows (keep's `first` and popcount) instead of an array over the row space;
+// 0, or -1 when a row is out of range, not listed, or the list is not ascending
+template <typename T>
+static gs_i64 listed_sum(const gs_i64* indptr, const gs_i64* rows, const T* values,
+                         const gs_i64* cols, gs_i64 C, gs_i64 R, const gs_i64* cand, gs_i64 L,
+                         T* out) {
+    const size_t words = (size_t)((R + 63) >> 6);
+    if (buf.present.size() < words) buf.present.resize(words, 0);
+    if (buf.first.size() < words) buf.first.resize(words);
+    gs_u64* P = buf.present.data();
+    gs_i64* first = buf.first.data();
+    gs_i64 set = 0, status = 0;
+    for (; set < L; ++set) {
+        const gs_i64 r = cand[set];
+        if (!in_range(r, R) || (set > 0 && r <= cand[set - 1])) { status = -1; break; }
+        gs_u64& w = P[r >> 6];
+        if (w == 0) first[r >> 6] = set;
+        w |= 1ull << (r & 63);
+    }
+    std::fill(out, out + L, T(0));
+    for (gs_i64 c = 0; c < C && status == 0; ++c) {
+        const gs_i64 j = cols[c];
+        for (gs_i64 e = indptr[j]; e < indptr[j + 1]; ++e) {
+            const gs_i64 r = rows[e];
+            if (!in_range(r, R)) { status = -1; break; }
+            const gs_u64 bits = P[r >> 6];
+            if (!((bits >> (r & 63)) & 1ull)) { status = -1; break; }
+            const gs_i64 at = first[r >> 6] + __builtin_popcountll(bits & ((1ull << (r & 63)) - 1));
+            out[at] += values ? values[e] : T(1);
+        }
+    }
+    for (gs_i64 i = 0; i < set; ++i) P[cand[i] >> 6] = 0;
+    return status;
+}
+
+// The exact sum of every term (gsample.backend.torch.compute.exact_sums; kernels/rowsum.cu's
+// gs_total_*): each finite nonzero term rounded to nearest-even at 2 ** (em - 62), em the
+// largest term's binary exponent (|x| < 2 ** em), the integers added in 128 bits, the sum
+// converted back once, (hi * 2 ** 64 + lo) * 2 ** (em - 62), each step rounded to nearest
+// (hi * 2 ** 64 is exact, so a contraction of it changes nothing). NaN, or both infinities,
+// give NaN; else an infinity wins. Terms: values[e] (1 when null) of the edges of columns
+// cols[0, C) (segments checked), or every edge e < E when cols is null.
+
+// frexp's exponent of a finite nonzero x (|x| < 2 ** e), from its bits where it is normal
+static inline int exponent_of(double x) {
+    gs_u64 b;
+    std::memcpy(&b, &x, 8);
+    const int e = (int)((b >> 52) & 0x7FF);
+    if (e != 0) return e - 1022;
+    int ex;
+    std::frexp(x, &ex);  // a subnormal
+    return ex;
+}
+
+// 2 ** e for e in [-1022, 1023], from its bits
+static inline double pow2(int e) {
+    const gs_u64 b = (gs_u64)(e + 1023) << 52;
+    double x;
+    std::memcpy(&x, &b, 8);
+    return x;
+}
+
+template <typename T, typename F>
+static void each_term(const gs_i64* indptr, const gs_i64* cols, gs_i64 c0, gs_i64 c1,
+                      const T* values, F f) {
+    if (cols == nullptr) {  // values[c0, c1)
+        for (gs_i64 e = c0; e < c1; ++e) f(values ? (double)values[e] : 1.0);
+        return;
+    }
+    for (gs_i64 c = c0; c < c1; ++c)
+        for (gs_i64 e = indptr[cols[c]]; e < indptr[cols[c] + 1]; ++e)
+            f(values ? (double)values[e] : 1.0);
+}
+
+// threads split the terms (runs of columns of about equal edges, or of values); each keeps
+// its exponent, flags and 128-bit sum, combined after (integer addition: the same sum)
+template <typename T>
+static double total(const gs_i64* indptr, const gs_i64* cols, gs_i64 C, gs_i64 E,
+                    const T* values, int threads, int openmp) {
+    std::vector<gs_i64> bounds(threads + 1);
+    if (cols) bounds = split(indptr, cols, C, E, threads);
+    else for (int t = 0; t <= threads; ++t) bounds[t] = E * t / threads;
+    std::vector<int> ems(threads, INT_MIN), flags(threads, 0);
+    parallel(threads, openmp, [&](int i, int) {
+        int em = INT_MIN, f = 0;
+        each_term(indptr, cols, bounds[i], bounds[i + 1], values, [&](double x) {
+            if (std::isnan(x)) f |= 1;
+            else if (std::isinf(x)) f |= x > 0 ? 2 : 4;
+            else if (x != 0.0) { const int ex = exponent_of(x); if (ex > em) em = ex; }
+        });
+        ems[i] = em;
+        flags[i] = f;
+    });
+    int em = INT_MIN, f = 0;
+    for (int i = 0; i < threads; ++i) { em = std::max(em, ems[i]); f |= flags[i]; }
+    if ((f & 1) || (f & 6) == 6) return std::nan("");
+    if (f & 2) return HUGE_VAL;
+    if (f & 4) return -HUGE_VAL;
+    if (em == INT_MIN) return 0.0;
+    // x * 2 ** (62 - em), below 2 ** 62: ldexp's value, as one or two exact multiplications
+    // (a product rounds once, as ldexp does, where it falls below the normal range)
+    const int shift = 62 - em, s1 = std::min(std::max(shift, -1022), 1000);
+    const double p1 = pow2(s1), p2 = pow2(shift - s1);
+    std::vector<__int128> sums(threads, 0);
+    parallel(threads, openmp, [&](int i, int) {
+        __int128 sum = 0;
+        each_term(indptr, cols, bounds[i], bounds[i + 1], values, [&](double x) {
+            if (x != 0.0 && std::isfinite(x)) sum += (long long)std::llrint(x * p1 * p2);
+        });
+        sums[i] = sum;
+    });
+    __int128 sum = 0;
+    for (int i = 0; i < threads; ++i) sum += sums[i];
+    const unsigned long long lo = (unsigned long long)sum;
+    const long long hi = (long long)(sum >> 64);
+    const double whole = (double)hi * 0x1p64 + (double)lo;
+    return std::ldexp(whole, em - 62);
+}
+
 // gs_lw_unique's pass: the rows marked in the bitmap, listed in ascending order with the
 // count before each word (`first`), then each edge's row as its rank among them
 static gs_i64 unique(const gs_i64* rows, gs_i64 E, gs_i64 R, gs_i64* uniq, gs_i64* inverse) {
@@ -394,6 +523,31 @@ extern "C" gs_i64 gs_lw_row_sum_f64(const gs_i64* indptr, gs_i64 ncols, gs_i64 n
                                   openmp);
 }
 
+// *out = the exact sum of the values (1 when null) of the edges of columns cols[0, C)
+// (segments checked), or of values[0, E) when cols is null (see gs_lw::total)
+extern "C" void gs_lw_total_f32(const gs_i64* indptr, const gs_i64* cols, gs_i64 C, gs_i64 E,
+                                const float* values, double* out, int threads, int openmp) {
+    *out = gs_lw::total<float>(indptr, cols, C, E, values, threads, openmp);
+}
+extern "C" void gs_lw_total_f64(const gs_i64* indptr, const gs_i64* cols, gs_i64 C, gs_i64 E,
+                                const double* values, double* out, int threads, int openmp) {
+    *out = gs_lw::total<double>(indptr, cols, C, E, values, threads, openmp);
+}
+
+// out[0, L): gs_lw_row_sum's sums at the rows cand[0, L) (strictly ascending, every row of
+// the edges of columns cols[0, C), whose segments were checked), the same additions in the
+// same order, without an array over the row space; 0, or -1 (see gs_lw::listed_sum)
+extern "C" gs_i64 gs_lw_listed_sum_f32(const gs_i64* indptr, const gs_i64* rows,
+                                       const float* values, const gs_i64* cols, gs_i64 C,
+                                       gs_i64 R, const gs_i64* cand, gs_i64 L, float* out) {
+    return gs_lw::listed_sum<float>(indptr, rows, values, cols, C, R, cand, L, out);
+}
+extern "C" gs_i64 gs_lw_listed_sum_f64(const gs_i64* indptr, const gs_i64* rows,
+                                       const double* values, const gs_i64* cols, gs_i64 C,
+                                       gs_i64 R, const gs_i64* cand, gs_i64 L, double* out) {
+    return gs_lw::listed_sum<double>(indptr, rows, values, cols, C, R, cand, L, out);
+}
+
 // cand[0, n) (n returned): the rows in [0, R) of the E edges of columns cols[0, C) (whose
 // segments were checked) with probs[row] > 0 (every row when probs is null), ascending,
 // each once; -1 when a row is out of range (the bitmap is left clear either way)
@@ -481,6 +635,10 @@ def _build():
         "gs_lw_slice": [ptr, ptr, ptr, i64, ptr, ptr, i64, ptr, ptr, ptr, ptr],
         "gs_lw_row_sum_f32": [ptr, i64, i64, ptr, ptr, ptr, i64, i64, ptr, cint, cint],
         "gs_lw_row_sum_f64": [ptr, i64, i64, ptr, ptr, ptr, i64, i64, ptr, cint, cint],
+        "gs_lw_total_f32": [ptr, ptr, i64, i64, ptr, ptr, cint, cint],
+        "gs_lw_total_f64": [ptr, ptr, i64, i64, ptr, ptr, cint, cint],
+        "gs_lw_listed_sum_f32": [ptr, ptr, ptr, ptr, i64, i64, ptr, i64, ptr],
+        "gs_lw_listed_sum_f64": [ptr, ptr, ptr, ptr, i64, i64, ptr, i64, ptr],
         "gs_lw_candidates_f32": [ptr, ptr, ptr, i64, i64, i64, ptr, ptr, cint, cint],
         "gs_lw_candidates_f64": [ptr, ptr, ptr, i64, i64, i64, ptr, ptr, cint, cint],
         "gs_lw_keep": [ptr, ptr, ptr, i64, i64, i64, ptr, i64, ptr, ptr, i64]
@@ -489,7 +647,7 @@ def _build():
     for name, args in signatures.items():
         fn = getattr(dll, name)
         fn.argtypes = args
-        fn.restype = None if name == "gs_lw_slice" else i64
+        fn.restype = None if name == "gs_lw_slice" or "_total_" in name else i64
         fns[name] = fn
     return fns
 
@@ -586,6 +744,77 @@ def slice_row_sum(A: CSC, cols: torch.Tensor):
         A.num_rows,
         out.data_ptr(),
         *_threads(E),
+    )
+    return out if status == 0 else None
+
+
+def total(values: torch.Tensor | None, A: CSC | None = None, cols: torch.Tensor | None = None):
+    """The exact, order-free sum (:func:`.compute.exact_sums`, the same bits) of ``values``
+    (shape (E,)), or, with the graph ``A`` and a frontier ``cols``, of ``values`` (one per
+    edge of ``A``; None: 1.0 each) at the frontier's edges: ``A[:, cols].sum()`` without the
+    slice. A 0-dim tensor of the values' dtype (float32 without values); None where the
+    torch code must run.
+
+    Examples
+    --------
+    >>> total(sq.values)                # (A[:, seeds] ** 2).sum()
+    >>> total(A2.values, A2, seeds)     # the same, without the slice
+    """
+    if not enabled():
+        return None
+    if A is None:
+        if values is None or not _floats(values, values.numel()):
+            return None
+    elif not (_takes(A, cols) and _floats(values, A.nnz)):
+        return None
+    fns = build()
+    if fns is None:
+        return None
+    dtype = torch.float32 if values is None else values.dtype
+    out = torch.empty((), dtype=torch.float64)
+    if A is None:
+        E = values.numel()
+        args = (None, None, 0, E)
+    else:
+        C = cols.numel()
+        ip = A.indptr.data_ptr()
+        E = fns["gs_lw_frontier_edges"](ip, A.indptr.numel() - 1, A.nnz, cols.data_ptr(), C)
+        if E < 0:
+            return None
+        args = (ip, cols.data_ptr(), C, E)
+    fns[f"gs_lw_total_{_SUFFIX[dtype]}"](*args, _ptr(values), out.data_ptr(), *_threads(E))
+    return out.to(dtype)
+
+
+def listed_row_sum(A: CSC, cols: torch.Tensor, cand: torch.Tensor, values: torch.Tensor):
+    """:func:`slice_row_sum` at the rows ``cand`` only (every row of the frontier's edges,
+    ascending: :func:`candidates` without probabilities), of ``values`` (one per edge of
+    ``A``): shape ``(len(cand),)``, the same additions in the same order (the same bits),
+    without an array over the row space. None where the torch code must run.
+
+    Examples
+    --------
+    >>> cand, E = candidates(A.csc, seeds, None)
+    >>> p = listed_row_sum(A.csc, seeds, cand, W.values)  # slice_row_sum(W, seeds)[cand]
+    """
+    if not (_takes(A, cols) and _index(cand) and values is not None):
+        return None
+    if not _floats(values, A.nnz):
+        return None
+    fns = build()
+    if fns is None:
+        return None
+    out = torch.empty(cand.numel(), dtype=values.dtype)
+    status = fns[f"gs_lw_listed_sum_{_SUFFIX[values.dtype]}"](
+        A.indptr.data_ptr(),
+        A.rows.data_ptr(),
+        values.data_ptr(),
+        cols.data_ptr(),
+        cols.numel(),
+        A.num_rows,
+        cand.data_ptr(),
+        cand.numel(),
+        out.data_ptr(),
     )
     return out if status == 0 else None
 

@@ -546,27 +546,29 @@ def choose_among(
     key: int,
     node_probs: torch.Tensor | None = None,
     draws=Draws,
+    cand_probs: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """:func:`choose_rows`'s draw (one mini-batch's key) among its candidates ``cand``: the
     local rows (ascending, distinct) holding one of the matrix's ``num_edges`` edges, with
     ``node_probs > 0`` when given. A caller that lists them its own way (the native CPU
-    passes) draws the same rows."""
+    passes) draws the same rows; one that has the probabilities at the candidates only
+    (``node_probs[cand]``, listed) gives them as ``cand_probs``."""
     _draws_fit(k, replace, 1, cand.device)
     n = cand.numel()
-    if n == 0 and node_probs is not None and num_edges:
+    if cand_probs is None and node_probs is not None:
+        cand_probs = node_probs[cand]
+    if n == 0 and cand_probs is not None and num_edges:
         raise ValueError(NO_POSITIVE_ROW)  # before any draw (the fused op's check)
     if k == 0 or n == 0:
         return cand[:0]
     if not replace:
         if n <= k:
             return cand
-        keys = draws.row_keys(
-            global_rows(cand).to(torch.int64), key, None if node_probs is None else node_probs[cand]
-        )
+        keys = draws.row_keys(global_rows(cand).to(torch.int64), key, cand_probs)
         if keys.device.type == "cpu":  # a selection, not a sort of every candidate
             return cand[smallest_k(keys, k)]
         return torch.sort(cand[torch.argsort(keys, stable=True)[:k]]).values
-    cum = None if node_probs is None else torch.cumsum(node_probs[cand].double(), 0)
+    cum = None if cand_probs is None else torch.cumsum(cand_probs.double(), 0)
     return torch.unique(cand[draws.row_draws(cand, k, key, cum)])
 
 

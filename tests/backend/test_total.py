@@ -1,0 +1,361 @@
+"""``A.sum()`` with no axis (``TOTAL``, and ``SLICE_TOTAL`` where a slice's sum is fused):
+the sum of every edge value, the same bits in any order of the terms, on every layout,
+device and backend, eager, compiled and super-batched.
+
+The arithmetic (62-bit fixed point at the largest term's exponent, 128-bit integer sums,
+one conversion back) is checked against a Python model of it in exact rationals, and the
+CUDA kernels' own arithmetic (``kernels/rowsum.cu``, compiled as C++ with one thread per
+call, the threads run in random orders) against the torch code, bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import struct
+import subprocess
+from fractions import Fraction
+
+import pytest
+import torch
+from helpers import (
+    CUDA_AS_CPP,
+    CXX,
+    build_cpp,
+    check_compiled_equals_eager,
+    check_super_batched,
+    example,
+    random_seeds,
+)
+
+import gsample as gs
+from gsample.backend import get_backend
+from gsample.backend.torch.compute import exact_sums, exact_total
+from gsample.base import validate as V
+from gsample.formats.layouts import NAMES, convert
+from gsample.ir import Op
+
+
+def model(xs) -> float:
+    """The sum ``exact_sums`` defines, in exact rationals: each finite nonzero term
+    ``round(x * 2 ** (62 - em))`` (half to even), the integers' sum ``S`` as 128-bit words
+    ``(lo, hi)``, then ``(float(hi) * 2 ** 64 + float(lo)) * 2 ** (em - 62)``."""
+    if any(math.isnan(x) for x in xs) or (math.inf in xs and -math.inf in xs):
+        return math.nan
+    if math.inf in xs or -math.inf in xs:
+        return math.inf if math.inf in xs else -math.inf
+    terms = [x for x in xs if x != 0.0]
+    if not terms:
+        return 0.0
+    em = max(math.frexp(x)[1] for x in terms)
+    S = sum(round(Fraction(x) * Fraction(2) ** (62 - em)) for x in terms)
+    whole = float(S >> 64) * 2.0**64 + float(S % (1 << 64))
+    return math.ldexp(whole, em - 62)
+
+
+def adversarial(rng: random.Random, n: int) -> list:
+    """Terms that test the fixed point: cancellation, 2**-1074 .. 2**1023, subnormals,
+    exponents spread by more than 62 (rounded to the grain), huge integers."""
+    mode = rng.randrange(4)
+    if mode == 0:
+        e = rng.randint(-1000, 1000)
+        return [math.ldexp(rng.uniform(-1, 1), e - rng.randint(0, 80)) for _ in range(n)]
+    if mode == 1:
+        return [math.ldexp(rng.uniform(-1, 1), rng.randint(-1074, -1015)) for _ in range(n)]
+    if mode == 2:
+        big = [float(rng.randint(-(2**53), 2**53)) * 2.0**60 for _ in range(n // 2)]
+        return big + [-x for x in big] + [rng.uniform(-1, 1) for _ in range(n - 2 * (n // 2))]
+    return [math.ldexp(rng.uniform(-1, 1), rng.randint(-1074, 1023)) for _ in range(n)]
+
+
+def bits(x: float) -> bytes:
+    return b"nan" if math.isnan(x) else struct.pack("<d", x)
+
+
+def test_the_sums_are_the_model_bit_for_bit_in_any_order():
+    rng = random.Random(0)
+    for _ in range(400):
+        xs = adversarial(rng, rng.randint(0, 40))
+        want = bits(model(xs))
+        assert bits(exact_sums(torch.tensor(xs, dtype=torch.float64)).item()) == want, xs
+        rng.shuffle(xs)
+        assert bits(exact_sums(torch.tensor(xs, dtype=torch.float64)).item()) == want, xs
+    # groups: each group's sum as alone
+    xs = adversarial(rng, 300)
+    group = [rng.randrange(5) for _ in xs]
+    got = exact_sums(torch.tensor(xs, dtype=torch.float64), torch.tensor(group), 7).tolist()
+    want = [model([x for x, g in zip(xs, group) if g == b]) for b in range(7)]
+    assert [bits(x) for x in got] == [bits(x) for x in want]
+
+
+def test_the_native_cpu_sums_are_the_torch_codes():
+    """``layerwise_native.total`` (one C++ pass, 128-bit integers; what CPU tensors take):
+    the bits of ``exact_sums``, of an array and of a frontier's edges without the slice."""
+    from gsample.backend.torch import extract, layerwise_native
+
+    if not layerwise_native.available():
+        pytest.skip("no native CPU code")
+    rng = random.Random(3)
+    for trial in range(300):
+        xs = adversarial(rng, rng.randint(0, 60))
+        if trial % 10 == 0:
+            xs += [rng.choice([math.nan, math.inf, -math.inf, 0.0])]
+        x = torch.tensor(xs, dtype=torch.float64)
+        assert bits(layerwise_native.total(x).item()) == bits(exact_sums(x).item()), xs
+        y = x.float()
+        want = exact_sums(y).to(torch.float32)
+        assert bits(layerwise_native.total(y).item()) == bits(want.item()), xs
+    A = _weighted("cpu").csc
+    seeds = random_seeds(64, num_nodes=500)
+    got = layerwise_native.total(A.values, A, seeds)
+    assert torch.equal(got, exact_sums(extract.slice_cols(A, seeds).values).float()[0])
+
+
+def test_non_finite_terms_follow_ieee_and_dtypes_are_kept():
+    f = torch.float64
+    assert math.isnan(exact_sums(torch.tensor([1.0, math.nan], dtype=f)).item())
+    assert math.isnan(exact_sums(torch.tensor([math.inf, -math.inf], dtype=f)).item())
+    assert exact_sums(torch.tensor([math.inf, 1e300, 1e300], dtype=f)).item() == math.inf
+    assert exact_sums(torch.tensor([-math.inf, 2.0], dtype=f)).item() == -math.inf
+    assert exact_sums(torch.zeros(0, dtype=f)).item() == 0.0
+    assert exact_sums(torch.tensor([0.0, -0.0], dtype=f)).item() == 0.0
+    # 1e16 + 1 - 1e16: exact where a float sum in this order gives 0
+    x = torch.tensor([1e16, 1.0, -1e16], dtype=f)
+    assert exact_sums(x).item() == 1.0 and float(x.sum()) in (0.0, 1.0)
+    v32 = torch.rand(1000, dtype=torch.float32)
+    assert exact_total(v32).dtype == torch.float32 and exact_total(v32).shape == ()
+    assert exact_total(v32).item() == float(torch.tensor(model(v32.double().tolist())).float())
+    assert exact_total(torch.tensor([3, 4, 5])).item() == 12  # integers: exact int64 sums
+    two = torch.rand(50, 3, dtype=torch.float64)
+    assert exact_total(two).tolist() == [model(two[:, j].tolist()) for j in range(3)]
+
+
+def _weighted(device, n=500, e=6000, seed=0) -> gs.Matrix:
+    A = gs.datasets.rmat(n, e, seed=seed, weighted=True).to(device)
+    return example("ladies").normalize(A)
+
+
+def test_sum_of_a_matrix_is_the_same_on_every_layout_and_in_every_edge_order(device):
+    A = _weighted(device)
+    seeds = random_seeds(40, num_nodes=500).to(device)
+    sub = A[:, seeds] ** 2
+    got = sub.sum()
+    assert got.shape == () and got.dtype == sub.values.dtype and got.device == sub.device
+    want = model(sub.values.double().cpu().tolist())
+    assert got.item() == float(torch.tensor(want, dtype=torch.float32))
+    # every layout, the torch code (the CUDA backend runs it where it has no kernel)
+    impls = get_backend("torch")
+    for layout in NAMES:
+        fn = impls.impl(Op.TOTAL, layout).fn
+        assert torch.equal(fn(convert(sub.csc, layout), "sum"), got), layout
+    # the same edges in another order: the same bits
+    r, c, _ = sub.edges()
+    perm = torch.randperm(r.numel(), generator=torch.Generator().manual_seed(1)).to(device)
+    again = gs.Matrix.from_edge_index(
+        torch.stack([r[perm], c[perm]]), num_nodes=A.num_nodes, weight=sub.values[perm]
+    )
+    assert torch.equal(again.sum(), got)
+    # float64 values keep their dtype
+    wide = gs.Matrix.from_edge_index(
+        torch.stack([r, c]), num_nodes=A.num_nodes, weight=sub.values.double() / 3
+    )
+    assert wide.sum().dtype == torch.float64
+    assert wide.sum().item() == model((sub.values.double() / 3).cpu().tolist())
+
+
+def test_sum_without_axis_only_for_sum():
+    A = gs.datasets.rmat(50, 200, seed=1)
+    with pytest.raises(TypeError):
+        A.max()
+    assert A.sum().item() == 200.0  # no values: 1.0 an edge
+    assert A[:, torch.tensor([], dtype=torch.long)].sum().item() == 0.0
+
+
+def _sums(A, seeds):
+    sub = A[:, seeds]
+    sq = sub**2
+    s = sub.individual_sample(3)
+    # a fused slice sum (SLICE_TOTAL), a matrix's, and a sample's
+    return sq.sum(), (sq * 0.5).sum(), s.sum(), sq.sum(axis=1) / sq.sum().clamp(min=1e-30)
+
+
+def test_compiled_equals_eager_and_the_slice_sum_is_fused():
+    A = _weighted("cpu")
+    seeds = random_seeds(32, num_nodes=500)
+    compiled = check_compiled_equals_eager(_sums, A, seeds)
+    ops = [n.op for n in compiled.program(A, seeds).nodes]
+    assert Op.SLICE_TOTAL in ops and Op.TOTAL in ops
+
+
+def test_super_batched_equals_one_by_one():
+    A = _weighted("cpu")
+    check_super_batched(A, _sums, random_seeds(96, num_nodes=500), 24, 4)
+
+
+def test_the_fused_slice_sum_equals_the_slices_batch_by_batch():
+    from gsample.backend.torch import fused_reduce
+
+    A = _weighted("cpu").csc
+    seeds = [random_seeds(30, seed=s, num_nodes=500) for s in range(3)]
+    n = A.num_nodes
+    enc = torch.cat([s + b * n for b, s in enumerate(seeds)])
+    got = fused_reduce.slice_total(A, enc, "sum", batches=(3, n))
+    want = torch.stack([fused_reduce.slice_total(A, s, "sum") for s in seeds])
+    assert torch.equal(got, want)
+
+
+# ----------------------------------------------------------------------------- the kernels
+_HARNESS = r"""
+#include <algorithm>
+#include <cstring>
+#include <cstdio>
+#include <vector>
+using std::max;
+using std::min;
+using std::isnan;
+using std::isinf;
+// one thread a call, a warp of one lane whose lanes never agree: each thread adds its own
+// running value (the warp combination is the same integer sum, in another order)
+#define __shared__ static
+static inline void __syncthreads() {}
+static inline void __threadfence() {}
+template <typename T> static inline T __shfl_sync(unsigned, T v, int) { return v; }
+template <typename T> static inline T __shfl_down_sync(unsigned, T, int) { return T(0); }
+template <typename T> static inline T __shfl_up_sync(unsigned, T, int) { return T(0); }
+static inline bool __all_sync(unsigned, bool) { return false; }
+static inline unsigned __ballot_sync(unsigned, bool p) { return p ? 1u : 0u; }
+template <typename T> static inline unsigned __match_any_sync(unsigned, T) { return 1u; }
+static inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
+static inline int __popc(unsigned x) { return __builtin_popcount(x); }
+static inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
+template <typename T> static inline T atomicMax(T* p, T v) {
+    T o = *p;
+    *p = v > o ? v : o;
+    return o;
+}
+template <typename T> static inline T atomicOr(T* p, T v) { T o = *p; *p = o | v; return o; }
+static inline double __longlong_as_double(long long x) { double d; memcpy(&d, &x, 8); return d; }
+#define GS_DTYPE0 double
+#include "rowsum.cu"
+
+// stdin: n, the n values, T, then two orders of the T threads; stdout: the sum
+int main() {
+    long long n = 0, T = 0;
+    if (fread(&n, 8, 1, stdin) != 1) return 2;
+    std::vector<double> v(n);
+    if (n && fread(v.data(), 8, n, stdin) != (size_t)n) return 2;
+    if (fread(&T, 8, 1, stdin) != 1) return 2;
+    std::vector<long long> order(2 * T);
+    if (fread(order.data(), 8, 2 * T, stdin) != (size_t)(2 * T)) return 2;
+    std::vector<int> emax(1, 0), flags(1, 0);
+    std::vector<gs_u64> lo(1, 0), hi(1, 0);
+    std::vector<double> out(1, 0.0);
+    blockDim.x = T;
+    for (long long i = 0; i < T; ++i) {
+        threadIdx.x = order[i];
+        gs_total_edges_exponents(n ? v.data() : nullptr, n, emax.data(), flags.data());
+    }
+    for (long long i = 0; i < T; ++i) {
+        threadIdx.x = order[T + i];
+        gs_total_edges_add(n ? v.data() : nullptr, n, emax.data(), lo.data(), hi.data());
+    }
+    blockDim.x = 1;
+    threadIdx.x = 0;
+    gs_rowsum_finish(emax.data(), flags.data(), lo.data(), hi.data(), 1, out.data());
+    fwrite(out.data(), 8, 1, stdout);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def total_kernel(tmp_path_factory):
+    if CXX is None:
+        pytest.skip("no C++ compiler")
+    out = tmp_path_factory.mktemp("total") / "total"
+    done = build_cpp(CUDA_AS_CPP + _HARNESS, out)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def test_the_kernels_arithmetic_is_the_torch_codes(total_kernel):
+    """``gs_total_edges_*`` and ``gs_rowsum_finish`` (one thread a call, ``T`` threads run in
+    random orders, each adding its running sum with its own atomics) give the torch code's
+    bits: every rounding the same, the 128-bit carries exact in any order."""
+    rng = random.Random(5)
+    for trial in range(300):
+        xs = adversarial(rng, rng.randint(0, 50))
+        if trial % 10 == 0:
+            xs += [rng.choice([math.nan, math.inf, -math.inf, 0.0])]
+        T = rng.randint(1, 9)
+        orders = rng.sample(range(T), T) + rng.sample(range(T), T)
+        data = struct.pack(f"<q{len(xs)}dq{2 * T}q", len(xs), *xs, T, *orders)
+        run = subprocess.run([str(total_kernel)], input=data, capture_output=True, check=True)
+        (got,) = struct.unpack("<d", run.stdout)
+        want = exact_sums(torch.tensor(xs, dtype=torch.float64)).item()
+        assert bits(got) == bits(want), (xs, T, orders)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("where", ["edges", "slice", "super-batch"])
+def test_cuda_kernels_equal_the_torch_code(dtype, where):
+    """``gs_total_edges_*`` (a matrix's edges) and ``gs_total_*`` (a frontier's, one
+    mini-batch or a super-batch's four) on a GPU: the torch code's bits."""
+    pytest.importorskip("cupy")
+    from gsample.backend.cuda import compute as cuda_compute
+    from gsample.backend.cuda import layerwise
+    from gsample.backend.torch import fused_reduce
+
+    rng = random.Random(7)
+    G = gs.datasets.rmat(3000, 60_000, seed=2, weighted=True).csc
+    vals = torch.tensor(adversarial(rng, G.nnz), dtype=torch.float64).to(dtype)
+    A = G.with_values(torch.where(vals.isfinite(), vals, 0.5))
+    Ag = gs.Matrix(A).to("cuda").csc
+    seeds = [random_seeds(200, seed=s, num_nodes=3000) for s in range(4)]
+    if where == "edges":
+        got, want = cuda_compute.total(Ag, "sum"), exact_total(A.values)
+    elif where == "slice":
+        got = layerwise.slice_total(Ag, seeds[0].cuda(), "sum")
+        want = fused_reduce.slice_total(A, seeds[0], "sum")
+    else:
+        enc = torch.cat([s + b * 3000 for b, s in enumerate(seeds)])
+        got = layerwise.slice_total(Ag, enc.cuda(), "sum", batches=(4, 3000))
+        want = fused_reduce.slice_total(A, enc, "sum", batches=(4, 3000))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert torch.equal(got.cpu(), want)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+def test_cuda_backend_sums_as_the_torch_backend_without_a_read_back():
+    """Compiled on each backend, a LADIES slice's sum (fused: ``SLICE_TOTAL``) and a
+    sample's (``TOTAL``) are the same bits, and the CUDA kernels read nothing back."""
+    pytest.importorskip("cupy")
+    from helpers import host_syncs
+
+    A = _weighted("cuda", n=20_000, e=400_000)
+    seeds = random_seeds(512, num_nodes=20_000).cuda()
+
+    def totals(A, seeds):
+        sq = A[:, seeds] ** 2
+        return sq.sum(), (sq * 3.0).sum()
+
+    want = gs.compile(totals, backend="torch")(A, seeds)
+    got = gs.compile(totals, backend="cuda")(A, seeds)
+    assert all(torch.equal(g, w) for g, w in zip(got, want))
+    sq = (A[:, seeds] ** 2).csc
+    from gsample.backend.cuda import compute as cuda_compute
+    from gsample.backend.cuda import layerwise
+
+    A2 = (A**2).csc
+    cuda_compute.total(sq, "sum")
+    layerwise.slice_total(A2, seeds, "sum")  # compiled once (kernels cached)
+    assert not host_syncs(lambda: cuda_compute.total(sq, "sum"))
+
+    def fused():
+        with V.deferred():  # as in a compiled program: the frontier's check flag deferred
+            layerwise.slice_total(A2, seeds, "sum")
+
+    assert not host_syncs(fused)
