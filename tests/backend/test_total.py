@@ -273,7 +273,11 @@ def total_kernel(tmp_path_factory):
     if CXX is None:
         pytest.skip("no C++ compiler")
     out = tmp_path_factory.mktemp("total") / "total"
-    done = build_cpp(CUDA_AS_CPP + _HARNESS, out)
+    # under AddressSanitizer: every array an exact-size allocation, a read or write past one
+    # ends the program (the kernels' index safety on the CPU; memcheck's on the GPU)
+    done = build_cpp(CUDA_AS_CPP + _HARNESS, out, "-g", "-fsanitize=address")
+    if done.returncode and "sanitize" in done.stderr:
+        done = build_cpp(CUDA_AS_CPP + _HARNESS, out)  # no AddressSanitizer runtime here
     assert done.returncode == 0, done.stderr
     return out
 
