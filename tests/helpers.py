@@ -152,6 +152,20 @@ def random_seeds(n=64, seed=1, num_nodes=2000):
     return torch.randperm(num_nodes, generator=torch.Generator().manual_seed(seed))[:n]
 
 
+def dense_ladies(A, seeds, layers=(150, 150)):
+    """A user's own LADIES: ``p / p.sum()``, a dense torch sum (the catalogue's normalises by
+    the exact ``(sub ** 2).sum()``)."""
+    blocks = []
+    for k in layers:
+        sub = A[:, seeds]
+        p = (sub**2).sum(axis=1)
+        s = sub.collective_sample(k, node_probs=p / p.sum().clamp(min=1e-30))
+        s = s.div(p[s.row_ids], axis=1)
+        blocks.append(s.div(s.sum(axis=0), axis=0))
+        seeds = s.all_nodes()
+    return blocks
+
+
 def ladies_layer(A, seeds, k=100):
     """One LADIES layer: rows drawn by their squared column-slice weights."""
     sub = A[:, seeds]

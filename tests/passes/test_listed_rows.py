@@ -14,6 +14,7 @@ from helpers import (
     assert_same,
     check_compiled_equals_eager,
     check_super_batched,
+    dense_ladies,
     example,
     ops,
     random_seeds,
@@ -36,19 +37,6 @@ def G():
 
 def ladies(A, seeds, layers=(150, 150, 150)):
     return example("ladies").ladies(A, seeds, layers=layers)
-
-
-def dense_ladies(A, seeds, layers=(150, 150)):
-    """A user's own LADIES: ``p / p.sum()``, a dense torch sum."""
-    blocks = []
-    for k in layers:
-        sub = A[:, seeds]
-        p = (sub**2).sum(axis=1)
-        s = sub.collective_sample(k, node_probs=p / p.sum().clamp(min=1e-30))
-        s = s.div(p[s.row_ids], axis=1)
-        blocks.append(s.div(s.sum(axis=0), axis=0))
-        seeds = s.all_nodes()
-    return blocks
 
 
 def test_ladies_is_rewritten_to_listed_rows(G):

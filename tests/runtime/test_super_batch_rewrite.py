@@ -17,7 +17,7 @@ import functools
 
 import pytest
 import torch
-from helpers import assert_same, example, random_seeds
+from helpers import assert_same, dense_ladies, example, random_seeds
 
 import gsample as gs
 from gsample.base.random import batch_scope
@@ -115,18 +115,10 @@ def test_dense_code_runs_per_batch_only_on_per_batch_values(A):
     gathers = [n for n in dense if fn_of(n) is blocks.gather]
     assert len(gathers) == 2 and all(n.attrs["template"][1] == {"n": N_NODES} for n in gathers)
 
-    def dense_ladies(A, seeds, layers=(20, 20)):  # a user's own p / p.sum(): dense code
-        blocks = []
-        for k in layers:
-            sub = A[:, seeds]
-            p = (sub**2).sum(axis=1)
-            s = sub.collective_sample(k, node_probs=p / p.sum().clamp(min=1e-30))
-            s = s.div(p[s.row_ids], axis=1)
-            blocks.append(s.div(s.sum(axis=0), axis=0))
-            seeds = s.all_nodes()
-        return blocks
+    def user_ladies(A, seeds):  # a user's own p / p.sum(): dense code
+        return dense_ladies(A, seeds, layers=(20, 20))
 
-    text = format_lines(rewrite(program(dense_ladies, A)))
+    text = format_lines(rewrite(program(user_ladies, A)))
     # p / p.sum().clamp(...): the sums per batch, the clamp and the division once for all
     assert "fn=per_batch(.sum())" in text and "fn=batched(.clamp())" in text
     assert "fn=batched(truediv)" in text and "fn=per_batch(truediv)" not in text

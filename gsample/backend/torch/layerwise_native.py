@@ -239,6 +239,25 @@ static gs_i64 keep_columns(const gs_i64* indptr, const gs_i64* rows, const gs_i6
     return m;
 }
 
+// Marks the ascending rows list[0, K) in the scratch bitmap (buf.present; buf.first: the
+// rank of each word's first marked row): 0, or -1 at a row out of range or out of order.
+// `set`: the rows marked (the caller clears their words after use).
+static gs_i64 mark_rows(const gs_i64* list, gs_i64 K, gs_i64 R, gs_i64& set) {
+    const size_t words = (size_t)((R + 63) >> 6);
+    if (buf.present.size() < words) buf.present.resize(words, 0);
+    if (buf.first.size() < words) buf.first.resize(words);
+    gs_u64* P = buf.present.data();
+    gs_i64* first = buf.first.data();
+    for (set = 0; set < K; ++set) {
+        const gs_i64 r = list[set];
+        if (!in_range(r, R) || (set > 0 && r <= list[set - 1])) return -1;
+        gs_u64& w = P[r >> 6];
+        if (w == 0) first[r >> 6] = set;
+        w |= 1ull << (r & 63);
+    }
+    return 0;
+}
+
 // gs_lw_keep's passes. A chosen row's position among the chosen rows is its rank: the
 // chosen rows before its bitmap word (`first`, written at the words chosen rows set) plus
 // the bits below it in that word; the bitmap (an eighth of a byte a row) stays in cache
@@ -249,19 +268,9 @@ static gs_i64 keep(const gs_i64* indptr, const gs_i64* rows, const gs_i64* cols,
                    gs_i64 E, gs_i64 R, const gs_i64* chosen, gs_i64 K, const gs_i64* eids,
                    const char* values, gs_i64 width, gs_i64* out_indptr, gs_i64* out_edges,
                    gs_i64* out_rows, char* out_values, int threads, int openmp) {
-    const size_t words = (size_t)((R + 63) >> 6);
-    if (buf.present.size() < words) buf.present.resize(words, 0);
-    if (buf.first.size() < words) buf.first.resize(words);
+    gs_i64 set = 0, status = mark_rows(chosen, K, R, set);
     gs_u64* P = buf.present.data();
     gs_i64* first = buf.first.data();
-    gs_i64 set = 0, status = 0;
-    for (; set < K; ++set) {
-        const gs_i64 r = chosen[set];
-        if (!in_range(r, R) || (set > 0 && r <= chosen[set - 1])) { status = -1; break; }
-        gs_u64& w = P[r >> 6];
-        if (w == 0) first[r >> 6] = set;
-        w |= 1ull << (r & 63);
-    }
     gs_i64 m = 0;
     out_indptr[0] = 0;
     if (status == 0 && threads <= 1) {
@@ -314,19 +323,9 @@ template <typename T>
 static gs_i64 listed_sum(const gs_i64* indptr, const gs_i64* rows, const T* values,
                          const gs_i64* cols, gs_i64 C, gs_i64 R, const gs_i64* cand, gs_i64 L,
                          T* out) {
-    const size_t words = (size_t)((R + 63) >> 6);
-    if (buf.present.size() < words) buf.present.resize(words, 0);
-    if (buf.first.size() < words) buf.first.resize(words);
+    gs_i64 set = 0, status = mark_rows(cand, L, R, set);
     gs_u64* P = buf.present.data();
     gs_i64* first = buf.first.data();
-    gs_i64 set = 0, status = 0;
-    for (; set < L; ++set) {
-        const gs_i64 r = cand[set];
-        if (!in_range(r, R) || (set > 0 && r <= cand[set - 1])) { status = -1; break; }
-        gs_u64& w = P[r >> 6];
-        if (w == 0) first[r >> 6] = set;
-        w |= 1ull << (r & 63);
-    }
     std::fill(out, out + L, T(0));
     for (gs_i64 c = 0; c < C && status == 0; ++c) {
         const gs_i64 j = cols[c];
