@@ -135,7 +135,7 @@ def main(argv=None):
     if device.type == "cuda":
         placements += [("uva", torch.float32, 0)]
         placements += [("uva", torch.float32, mb << 20) for mb in args.cache_mb]
-    reference, results, kept = None, [], None
+    reference, results, pinned = None, [], None
     for where, dtype, cache in placements:
         label = f"{where} {str(dtype).replace('torch.', '')}"
         label += f", {cache >> 20} MiB cache" if cache else ""
@@ -146,10 +146,11 @@ def main(argv=None):
             print(f"  {label}: skipped, needs {needs / 2**30:.1f} GiB of {free / 2**30:.1f} free")
             results.append({"placement": label, "skipped": True, "needs_bytes": needs})
             continue
-        if kept is None or kept[0] != (where, dtype):  # the pinned table serves every cache
-            kept = None  # the last table freed before the next is made
-            kept = ((where, dtype), table_on(device, N, F, dtype, pinned=where == "uva"))
-        table = kept[1]
+        if where == "device":
+            table = table_on(device, N, F, dtype)
+        else:  # one pinned table serves every cache
+            pinned = pinned if pinned is not None else table_on(device, N, F, dtype, pinned=True)
+            table = pinned
         sync(device)
         before = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
         store = FeatureStore(table, A, cache_bytes=cache)
@@ -182,9 +183,7 @@ def main(argv=None):
             + (f", hit rate {hit:.3f}" if hit is not None else "")
             + f", {held / 2**30:.1f} GiB on the device, rows agree: {agree}"
         )
-        del store, table
-        if kept[0][0] == "device":
-            kept = None
+        del store, table  # a device table freed before the next is made
         if device.type == "cuda":
             torch.cuda.empty_cache()
     record = script_record(
