@@ -102,6 +102,10 @@ class Impl:
     batch_keys : bool
         ``fn`` (not sync-free) also takes a super-batch's keys (``gsample.base.random.BatchKeys``);
         else a super-batched random op runs the torch backend's code, which does.
+    syncs_batched : bool
+        ``fn`` (sync-free one mini-batch at a time) reads a size back for a super-batch (a
+        node with ``batches``): the lowering then treats that node's step as syncing, so no
+        CUDA graph region is formed around it only to be refused at capture.
     """
 
     fn: Callable
@@ -114,6 +118,7 @@ class Impl:
     finish: Callable | None = None
     unless: tuple = ()
     batch_keys: bool = False
+    syncs_batched: bool = False
 
     def takes(self, given) -> bool:
         """Whether ``fn`` takes a node with inputs and attributes ``given`` (names)."""
@@ -123,7 +128,17 @@ class Impl:
 
 #: what a registration may say about its implementation (the fields of :class:`Impl`)
 _OPTIONS = frozenset(
-    {"sync_free", "syncs", "checks", "bounded_out", "without", "finish", "unless", "batch_keys"}
+    {
+        "sync_free",
+        "syncs",
+        "checks",
+        "bounded_out",
+        "without",
+        "finish",
+        "unless",
+        "batch_keys",
+        "syncs_batched",
+    }
 )
 
 
@@ -167,7 +182,8 @@ class Implementations:
     def __call__(self, op: Op, layouts: tuple = ("csc",), **options) -> Callable:
         """A decorator registering its function for ``op`` on each of ``layouts``, with the
         :class:`Impl` fields ``options`` (``sync_free``, ``syncs``, ``checks``,
-        ``bounded_out``, ``without``, ``unless``, ``finish``, ``batch_keys``)."""
+        ``bounded_out``, ``without``, ``unless``, ``finish``, ``batch_keys``,
+        ``syncs_batched``)."""
         unknown = set(options) - _OPTIONS
         if unknown:
             raise TypeError(f"impl: unknown options {sorted(unknown)}; expected {sorted(_OPTIONS)}")
@@ -222,14 +238,15 @@ class Backend:
         finish: Callable | None = None,
         unless: tuple = (),
         batch_keys: bool = False,
+        syncs_batched: bool = False,
     ) -> None:
         """Register ``fn`` for ``op`` on each of ``layouts``; ``sync_free``: a variant that
         takes bounded values and device keys, used where the runtime allows it (by default it
         never reads back and may return bounded values); ``checks``: the inputs whose id
         ranges its kernels check; ``without``: the op's optional inputs (or attributes) ``fn``
         does not take (``unless`` the inputs named there are all given); ``finish``: the
-        second phase of a two-phase ``fn``; ``batch_keys``: it takes a super-batch's keys
-        (see :class:`Impl`)."""
+        second phase of a two-phase ``fn``; ``batch_keys``: it takes a super-batch's keys;
+        ``syncs_batched``: it reads back for a super-batch (see :class:`Impl`)."""
         table = self.sync_free_impls if sync_free else self.impls
         syncs = (not sync_free) if syncs is None else syncs
         bounded_out = sync_free if bounded_out is None else bounded_out
@@ -251,6 +268,7 @@ class Backend:
                 finish=finish,
                 unless=tuple(unless),
                 batch_keys=batch_keys,
+                syncs_batched=syncs_batched,
             )
 
     def impl(

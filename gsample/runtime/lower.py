@@ -424,8 +424,9 @@ class _Lowering(NodeVisitor):
                 syncs=self.gpu,
             )
             return
-        step = self.emit(fn, args, self.slot[node], label, node, syncs=impl.syncs and self.gpu)
-        step.graph_safe = self.gpu and impl.sync_free and not impl.syncs
+        syncs = impl.syncs or (impl.syncs_batched and node.attrs.get("batches") is not None)
+        step = self.emit(fn, args, self.slot[node], label, node, syncs=syncs and self.gpu)
+        step.graph_safe = self.gpu and impl.sync_free and not syncs
         # "inputs": bounded where a tensor input is (a bounded sample as A does not bound
         # a result of one value per frontier entry)
         tensors = [inputs[i.name] for i in d.inputs if not i.matrix and i.name in inputs]

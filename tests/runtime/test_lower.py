@@ -128,6 +128,29 @@ def test_a_super_batch_s_first_sample_joins_its_graph_region(A):
     assert one.one_region and one.settles is None, "one mini-batch: its final read-back only"
 
 
+def test_a_super_batch_s_row_sums_read_back_and_join_no_region(A):
+    """The catalogue LADIES super-batched: its row sums (``slice_reduce``, by chunk of rows
+    with one read-back for a super-batch, ``syncs_batched``) are a syncing step, so no
+    region is formed around them only to be refused at capture (one mini-batch's are
+    sync-free). Each layer's region is its sample's device part."""
+    ladies = example("ladies")
+    G = ladies.normalize(A)
+    with gs.use_backend("cuda"):  # optimised for the CUDA backend (a CPU graph lowers)
+        sb = gs.compile(ladies.ladies).super_batched(
+            (G, torch.arange(10)), {"layers": (30, 30)}, seeds="seeds"
+        )
+        p = lower(sb.program(4)[0], "cuda", Options(), "cuda:0")
+    sums = [s for s in p.steps if s.node is not None and s.node.op is Op.SLICE_REDUCE]
+    assert len(sums) == 2 and all(s.syncs and not s.graph_safe for s in sums)
+    assert len(p.regions) == 2
+    for r in p.regions:
+        assert all(s.graph_safe and not s.syncs for s in r.steps)
+        assert [s.node.op for s in r.steps] == [Op.SLICE_COLLECTIVE_SAMPLE]
+    one = _program(ladies.ladies, G, layers=(30, 30))
+    sums = [s for s in one.steps if s.node is not None and s.node.op is Op.SLICE_REDUCE]
+    assert sums and all(s.graph_safe and not s.syncs for s in sums)
+
+
 def test_dense_code_joins_a_region_only_when_it_cannot_read_back(A):
     """Elementwise dense code and reductions may be captured; indexing (perhaps by a mask,
     whose result's size is read back) and ``nonzero`` may not."""

@@ -126,7 +126,8 @@ def _frontier_ptr(indptr, buf: torch.Tensor, ncols, n: int, M: int) -> torch.Ten
 # ----------------------------------------------------------------------------- row sums
 # the frontier's ids are checked by gs_frontier_ptr (the program's check step only converts
 # them: an aminmax, two comparisons and a clamp less a call)
-@cuda_impl(Op.SLICE_REDUCE, sync_free=True, bounded_out=False, checks=("cols",))
+# a super-batch's row sums go by chunk of rows, with one read-back of their terms' count
+@cuda_impl(Op.SLICE_REDUCE, sync_free=True, bounded_out=False, checks=("cols",), syncs_batched=True)
 def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor:
     """``A[:, cols].<op>(axis)`` (see ``gsample.backend.torch.fused_reduce``); sums over
     rows of the graph run the sync-free kernels, the rest the exact implementations."""
