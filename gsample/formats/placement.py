@@ -445,9 +445,7 @@ def _narrowed_rows(csc: CSC, device: torch.device) -> torch.Tensor | None:
         return None
     host = host_of(rows)
     small = torch.empty(host.shape, dtype=torch.int32, pin_memory=True)
-    chunk = 1 << 26
-    for lo in range(0, host.numel(), chunk):  # rows < num_nodes: exact in int32
-        small[lo : lo + chunk].copy_(host[lo : lo + chunk])
+    small.copy_(host)  # rows < num_nodes: exact in int32 (converted in place, no temporary)
     return map_host(small, device)
 
 

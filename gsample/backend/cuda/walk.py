@@ -176,9 +176,9 @@ def _launch(
     (slot, crows, cE, counters), params = cache_args(A, rows)
     # a UVA graph's int32 rows in host memory, where it keeps them (no cache): the walks'
     # reads lie half as far apart and share more address translations
-    read = rows
-    if not params and narrow_rows(A) is not None:
-        read, params = narrow_rows(A), (("ROW", "int"),)
+    narrow = None if params else narrow_rows(A)
+    read = rows if narrow is None else narrow
+    params = params if narrow is None else (("ROW", "int"),)
     key = 0 if key_tensor is None else key_tensor
     amax = max(inv_p, 1.0, inv_q)
     if not (is_mapped(read) and A.num_nodes <= W * SWEEP_DENSITY):
