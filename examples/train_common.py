@@ -217,24 +217,44 @@ def step(model, optimizer, batch, check: bool = True) -> torch.Tensor:
     return loss.detach()
 
 
+class ModelOnly:
+    """The model's own time: ``model`` (a copy, with a fresh Adam: ``model`` is kept)
+    trained on mini-batches ``ready`` sampled and gathered beforehand, the baseline a
+    loader's epoch is set against (same model, dtype and device). Made once (two warm-up
+    steps: Adam's state, the allocator's blocks); each call times one pass over ``ready``,
+    so a benchmark can interleave passes with its epochs and take a median (one pass timed
+    apart from the epochs moves with the GPU's clocks and the host's load).
+
+    Examples
+    --------
+    >>> timer = ModelOnly(model, 0.01, ready, check=False)
+    >>> per_batch = statistics.median(timer() for _ in range(3))   # seconds a mini-batch
+    """
+
+    def __init__(self, model, lr: float, ready: list, check: bool = True):
+        self.model = copy.deepcopy(model)
+        self.model.train()
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=lr)
+        self.ready, self.check = ready, check
+        self.cuda = ready[0].x.is_cuda
+        for batch in ready[:2]:
+            step(self.model, self.optimizer, batch, check)
+        if self.cuda:
+            torch.cuda.synchronize()
+
+    def __call__(self) -> float:
+        """Seconds per mini-batch of one pass over the ready mini-batches."""
+        start = time.perf_counter()
+        for batch in self.ready:
+            step(self.model, self.optimizer, batch, self.check)
+        if self.cuda:
+            torch.cuda.synchronize()
+        return (time.perf_counter() - start) / len(self.ready)
+
+
 def model_only(model, lr: float, ready: list, check: bool = True) -> float:
-    """Seconds per mini-batch of ``model`` (a copy, with a fresh Adam: ``model`` is kept) on
-    mini-batches ``ready`` sampled and gathered beforehand: the model's own time, the
-    baseline a pipelined epoch is set against (same model, dtype and device)."""
-    copy_ = copy.deepcopy(model)
-    copy_.train()
-    optimizer = torch.optim.Adam(copy_.parameters(), lr=lr)
-    cuda = ready[0].x.is_cuda
-    for batch in ready[:2]:  # warm-up: Adam's state, the allocator's blocks
-        step(copy_, optimizer, batch, check)
-    if cuda:
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    for batch in ready:
-        step(copy_, optimizer, batch, check)
-    if cuda:
-        torch.cuda.synchronize()
-    return (time.perf_counter() - start) / len(ready)
+    """Seconds per mini-batch of one :class:`ModelOnly` pass over ``ready``."""
+    return ModelOnly(model, lr, ready, check)()
 
 
 def train_epoch(model, loader, optimizer, log=None, log_every=0, check: bool = True):

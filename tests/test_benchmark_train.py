@@ -8,6 +8,7 @@ import importlib
 import itertools
 import json
 import pathlib
+import statistics
 import sys
 
 import pytest
@@ -48,6 +49,9 @@ def test_training_learns_and_splits_the_epoch(tmp_path):
         assert e["sample"] > 0 and e["gather"] > 0
     base = record["model_only"]
     assert base["batches"] == 4 and base["per_batch"] > 0
+    # timed after each epoch (interleaved), the median of those after the warm-up epoch
+    assert len(base["per_batch_runs"]) == 5
+    assert base["per_batch"] == pytest.approx(statistics.median(base["per_batch_runs"][1:]))
     assert base["epoch"] == pytest.approx(base["per_batch"] * 8)
     assert record["epoch_over_model_only"] == pytest.approx(
         record["median"]["epoch"] / base["epoch"]
@@ -121,3 +125,26 @@ def test_products_like_on_the_gpu(tmp_path):
     assert record["epochs"][-1]["loss"] < record["epochs"][0]["loss"]
     assert record["epochs"][-1]["held_out_accuracy"] > 3 * record["chance"]
     assert record["feature_mode"] == "device"
+
+
+def test_the_pipeline_benchmark_times_the_model_alone_between_its_epochs(tmp_path):
+    """``benchmarks/train_pipeline.py``: the baseline is timed once a round, between the two
+    modes' epochs (a median of the rounds after the warm-up), on a whole epoch's mini-batches
+    drawn by a loader of its own, so the two modes still train on the same batches (equal
+    first-epoch losses on the CPU)."""
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    bench = importlib.import_module("train_pipeline")
+    args = ["--num-nodes", "3000", "--features", "8", "--hidden", "16", "--batch-size", "256"]
+    report = bench.main(args + ["--repeats", "2", "--out", str(tmp_path)])
+    record = json.loads((tmp_path / "train_pipeline_cpu.json").read_text())
+    base = record["model_only"]
+    batches = -(-int(0.6 * 3000) // 256)
+    assert base["batches"] == batches and len(base["per_batch_runs"]) == 2
+    assert base["per_batch"] == pytest.approx(statistics.median(base["per_batch_runs"]))
+    assert base["epoch"] == pytest.approx(base["per_batch"] * batches)
+    assert record["not_pipelined_over_model_only"] == pytest.approx(
+        report["not pipelined"]["epoch"] / base["epoch"]
+    )
+    losses = [report[m]["first_epoch_loss"] for m in ("pipelined", "not pipelined")]
+    assert losses[0] == losses[1]
