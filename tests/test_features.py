@@ -94,20 +94,24 @@ def compiled(name):
     return functools.partial(gs.compile(s.func), **s.keywords)
 
 
+@pytest.mark.parametrize("super_batch", [None, 2])
 @pytest.mark.parametrize("name", ["graphsage", "ladies"])
-def test_a_gathering_loader_takes_n_id_from_the_program(small_graph, device, name):
+def test_a_gathering_loader_takes_n_id_from_the_program(small_graph, device, name, super_batch):
     """With tables, the loader samples with ``gathering(sampler)``: its program computes the
     last block's all_nodes and keeps it with the block, and keeps with each block the object
     its columns were sliced with (the seeds, then the all_nodes kept with the block before).
     n_id is then the program's tensor, taken without a comparison; the blocks are those of a
     loader without tables (whose program does not compute it), n_id the definition's, x and
-    y the tables' rows of it."""
+    y the tables' rows of it. A super-batch's output keeps the same with each batch's blocks
+    (the loader binds each batch's seeds): no comparison of ids there either."""
     A = graph_for(name, small_graph).to(device)
     X, y = (t.to(device) for t in tables(A))
     seeds = torch.arange(0, 2000, 7, device=device)
     sampler = compiled(name)
     plain = list(gs.DataLoader(A, sampler, seeds, 64, seed=5))
-    loader = gs.DataLoader(A, sampler, seeds, 64, seed=5, features=X, labels=y)
+    loader = gs.DataLoader(
+        A, sampler, seeds, 64, seed=5, features=X, labels=y, super_batch=super_batch
+    )
     batches = list(loader)
     assert len(batches) == len(plain) == 5
     for p, b in zip(plain, batches):
@@ -120,6 +124,31 @@ def test_a_gathering_loader_takes_n_id_from_the_program(small_graph, device, nam
         assert torch.equal(b.n_id, _hop_by_hop(b.out, b.seeds))
         assert torch.equal(b.n_id, batch_nodes(p.out, p.seeds))
         assert torch.equal(b.x, X[b.n_id]) and torch.equal(b.y, y[b.n_id])
+        assert torch.equal(recall(b.out[0].csc, Op.ALL_NODES), b.out[1].csc.global_cols())
+
+
+def test_a_super_batch_run_alone_keeps_its_facts_and_is_compared_for_its_seeds(small_graph):
+    """``sampler.super_batched(...).run`` without a loader: each batch's blocks keep their
+    all_nodes (the next block's columns, the loader's n_id) and mark their columns as the
+    mini-batch's seeds (``SEEDS``), which only the holder of the seeds binds; unbound, the
+    chain is compared (and holds), and a wrong seeds tensor is not taken for the right one."""
+    from gsample.formats.derived import SEEDS, bind_seeds
+
+    fn = gathering(compiled("graphsage"))
+    parts = [torch.arange(0, 640, 10), torch.arange(1, 641, 10), torch.arange(2, 300, 10)]
+    sb = fn.func.super_batched((small_graph, parts[0]), fn.keywords, seeds="seeds")
+    outs = sb.run(parts, epoch_seed=3, first=0)
+    for out, s in zip(outs, parts):
+        assert recall(out[0].csc, COLUMNS) is SEEDS
+        assert recall(out[1].csc, COLUMNS) is recall(out[0].csc, Op.ALL_NODES)
+        n_id = recall(out[1].csc, Op.ALL_NODES)
+        assert n_id is not None and torch.equal(n_id, _hop_by_hop(out, s))
+        assert _program_chained(out, s) is None and _chained(out, s) is n_id
+        assert _chained(out, s.flip(0)) is None  # other seeds: the chain does not hold
+    bind_seeds(outs, parts)
+    for out, s in zip(outs, parts):
+        assert _program_chained(out, s) is recall(out[1].csc, Op.ALL_NODES)
+        assert _program_chained(out, s.clone()) is None  # identity, not values
 
 
 def frontiers(sampler, *args, **kwargs) -> int:
@@ -238,19 +267,22 @@ def test_a_broken_chain_is_compared_and_refused_by_the_model_loop(small_graph, d
         block_layers(batch, check=False)  # (unchecked: the caller's word)
 
 
+@pytest.mark.parametrize("super_batch", [None, 2])
 @pytest.mark.parametrize("backend", ["torch", "cuda"])
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
-def test_a_gathering_loaders_n_id_costs_no_host_sync_on_the_gpu(small_graph, backend):
+def test_a_gathering_loaders_n_id_costs_no_host_sync_on_the_gpu(small_graph, backend, super_batch):
     """On a GPU, n_id of a compiled sampler's batch is found without a launch or a read-back
-    (its rows' gather then queues behind the sampling); an eager sampler's is compared, in
-    one read-back."""
+    (its rows' gather then queues behind the sampling), super-batched too; an eager
+    sampler's is compared, in one read-back."""
     A = small_graph.to("cuda")
     seeds = torch.arange(0, 2000, 7, device="cuda")
     fn = functools.partial(
         gs.compile(example("graphsage").graphsage, backend=backend), fanouts=(5, 5)
     )
-    loader = gs.DataLoader(A, fn, seeds, 64, seed=2, labels=torch.arange(2000, device="cuda"))
+    loader = gs.DataLoader(
+        A, fn, seeds, 64, seed=2, labels=torch.arange(2000, device="cuda"), super_batch=super_batch
+    )
     for batch in loader:
         assert host_syncs(lambda b=batch: batch_nodes(b.out, b.seeds)) == []
         assert torch.equal(batch.n_id, _hop_by_hop(batch.out, batch.seeds))

@@ -28,6 +28,19 @@ _KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 COLUMNS = "columns"
 
 
+class _Seeds:
+    """The type of :data:`SEEDS`."""
+
+    def __repr__(self) -> str:
+        return "SEEDS"
+
+
+#: kept as a block's :data:`COLUMNS` where its columns are the mini-batch's seeds, which
+#: the program that made it did not hold as one object (a super-batch's output: its seeds
+#: were encoded together); whoever holds them binds them (:func:`bind_seeds`)
+SEEDS = _Seeds()
+
+
 def remember(A, op, value: torch.Tensor) -> None:
     """Keep ``value``, op ``op``'s result on the matrix ``A`` (or, ``op`` :data:`COLUMNS`,
     the object ``A``'s columns were sliced with).
@@ -51,4 +64,24 @@ def recall(A, op) -> torch.Tensor | None:
     return None if kept is None else kept.get(op)
 
 
-__all__ = ["COLUMNS", "recall", "remember"]
+def bind_seeds(outs: list, seeds: list) -> None:
+    """Bind each output's :data:`SEEDS` to its mini-batch's seeds: ``outs[b]``'s blocks (a
+    matrix, or a list or tuple of them; a ``gs.Matrix`` by its ``.csc``) whose columns
+    were the seeds keep ``seeds[b]`` itself as their :data:`COLUMNS` (the loader's chain
+    check is then by identity, as for a mini-batch sampled alone).
+
+    Examples
+    --------
+    >>> remember(csc, COLUMNS, SEEDS)
+    >>> bind_seeds([[csc]], [seeds])
+    >>> recall(csc, COLUMNS) is seeds
+    True
+    """
+    for out, s in zip(outs, seeds):
+        for m in out if isinstance(out, (list, tuple)) else (out,):
+            csc = getattr(m, "csc", m)
+            if recall(csc, COLUMNS) is SEEDS:
+                remember(csc, COLUMNS, s)
+
+
+__all__ = ["COLUMNS", "SEEDS", "bind_seeds", "recall", "remember"]

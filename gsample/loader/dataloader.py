@@ -30,6 +30,7 @@ from gsample.base.random import (
 from gsample.compiler import CompiledSampler, compile
 from gsample.distributed.partition_batches import agree, is_refusal, sample_round
 from gsample.distributed.split import rank_batches, resolve_ranks
+from gsample.formats.derived import bind_seeds
 from gsample.loader.batch import Batch, batches_of
 from gsample.loader.features import FeatureStore, batch_nodes
 from gsample.loader.pipeline import pipelined
@@ -228,9 +229,14 @@ class DataLoader:
         self._super = None  # the super-batcher (gsample.runtime.SuperBatcher)
         self._super_sampler = None  # its compiled sampler
         self._partitioned = partitioned
+        # with rows to gather, a compiled sampler's variant that also computes the nodes
+        # they are gathered for (``gathering``), kept with the sampler it was made for; a
+        # super-batch's keeps them with each batch's blocks too
+        gathers = features is not None or labels is not None
+        self._variant = (sampler_fn, gathering(sampler_fn) if gathers and not partitioned else None)
         if self.super_batch is not None and not partitioned:  # traced now: refusals from here
             self._super_sampler, self._super = _super_batcher(
-                A, sampler_fn, self.seeds[: self.batch_size], self.fixed_state
+                A, self._variant[1] or sampler_fn, self.seeds[: self.batch_size], self.fixed_state
             )
         self.feature_store = (
             None if features is None else FeatureStore(features, A, "features", feature_cache)
@@ -238,10 +244,6 @@ class DataLoader:
         if feature_cache and features is None:
             raise ValueError("feature_cache: caches rows of features; none were given")
         self.label_store = None if labels is None else FeatureStore(labels, A, "labels")
-        # with rows to gather, a compiled sampler's variant that also computes the nodes
-        # they are gathered for (``gathering``), kept with the sampler it was made for
-        gathers = features is not None or labels is not None
-        self._variant = (sampler_fn, gathering(sampler_fn) if gathers and not partitioned else None)
         self.pipeline = self._pipelines(pipeline)
         self.seeds_are_nodes = V.flag(seeds_are_nodes, "seeds_are_nodes")
         self.sample_seconds = self.gather_seconds = 0.0
@@ -656,7 +658,10 @@ class DataLoader:
         return self._batches(block, first, outs)
 
     def _batches(self, block: list, first: int, outs: list) -> list:
-        """The ``Batch`` of each mini-batch ``first, ...`` (seeds ``block``, outputs ``outs``)."""
+        """The ``Batch`` of each mini-batch ``first, ...`` (seeds ``block``, outputs ``outs``).
+        A super-batch's blocks whose columns are the seeds keep ``block[b]`` itself as
+        such, as a mini-batch sampled alone does (no comparison of ids when gathering)."""
+        bind_seeds(outs, block)
         return batches_of(block, first, outs, self.seeds_are_nodes)
 
     def _time_sizes(self, parts: list, epoch_seed: int, base: int = 0):

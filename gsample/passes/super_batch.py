@@ -108,8 +108,10 @@ from types import SimpleNamespace
 import torch
 
 from gsample.base import validate as V
+from gsample.formats.derived import COLUMNS
 from gsample.ir import Align, Effect, Graph, Kind, Node, Op, Ref
 from gsample.ir.visit import NodeVisitor
+from gsample.passes.gather_nodes import column_source, structure_root
 from gsample.passes.result import PassResult
 
 GRAPH, ENC, LIST = "graph-level", "encoded", "per-batch"
@@ -321,6 +323,61 @@ def stateful_inputs(graph: Graph, seeds: str = "seeds") -> list:
     return out
 
 
+def block_facts(graph: Graph, seeds: str = "seeds") -> tuple:
+    """What a mini-batch's program knows of the blocks it returns, for the super-batch's
+    output to keep with each batch's blocks as the program would (``runtime.lower``'s
+    ``kept`` and ``facts``): so a loader sees that a super-batch's blocks chain by identity,
+    with no comparison of ids (``gsample.loader.features.batch_nodes``).
+
+    Returns
+    -------
+    tuple of (str, op, source)
+        ``(block, op, source)``: keep, with output input ``block``'s matrix, its
+        ``all_nodes`` (``op`` ``Op.ALL_NODES``) or the object its columns were sliced with
+        (``op`` ``COLUMNS``); ``source`` is ``("input", name)`` (output input ``name``, a
+        hidden one: the loader's ``all_nodes``, ``gather_nodes``), ``("cols", name)``
+        (the column ids of output input ``name``'s matrix, the hop sliced with that
+        ``all_nodes``) or ``("seeds",)`` (the mini-batch's seeds, which its caller binds:
+        ``gsample.formats.derived.bind_seeds``).
+
+    Examples
+    --------
+    >>> # GraphSAGE's two blocks and the loader's n_id (output inputs "0", "1", "2"):
+    >>> block_facts(program)                                       # doctest: +SKIP
+    (('0', 'columns', ('seeds',)), ('1', 'columns', ('cols', '1')),
+     ('0', <Op.ALL_NODES>, ('cols', '1')), ('1', <Op.ALL_NODES>, ('input', '2')))
+    """
+    out = next((n for n in graph.nodes if n.op is Op.OUTPUT), None)
+    if out is None:
+        return ()
+    blocks = {k: v for k, v in out.inputs.items() if v.kind is Kind.MATRIX}
+    root = {k: structure_root(v) for k, v in blocks.items()}
+    hidden = {  # a returned all_nodes (the loader's): by its matrix's structure
+        structure_root(v.inputs["A"]): k
+        for k, v in out.inputs.items()
+        if v.op is Op.ALL_NODES and v.inputs["A"].kind is Kind.MATRIX
+    }
+    facts, nodes = [], {}  # nodes: block -> the source of its all_nodes
+    for k, m in blocks.items():
+        src = column_source(m)
+        if src is None:
+            continue
+        if src.op is Op.INPUT and src.attrs.get("name") == seeds:
+            facts.append((k, COLUMNS, ("seeds",)))
+        elif src.op is Op.ALL_NODES:
+            r = structure_root(src.inputs["A"])
+            j = next((j for j in blocks if root[j] is r), None)
+            if j is None:
+                continue
+            value = nodes.setdefault(j, ("input", hidden[r]) if r in hidden else ("cols", k))
+            facts.append((k, COLUMNS, value))
+    for j, k in ((j, hidden.get(root[j])) for j in blocks):
+        if j not in nodes and k is not None:
+            nodes[j] = ("input", k)
+    facts += [(j, Op.ALL_NODES, value) for j, value in nodes.items()]
+    return tuple(facts)
+
+
 class _Rewrite(NodeVisitor):
     """The rewrite of one graph: :meth:`run` visits its nodes in order, one method per node
     kind (:class:`gsample.ir.visit.NodeVisitor`), each giving its node a form (``space``)
@@ -480,6 +537,7 @@ class _Rewrite(NodeVisitor):
                 "mini-batches before any update. If they stay fixed while the loader runs, "
                 "say so: gs.DataLoader(..., super_batch=4, fixed_state=True)"
             )
+        self.facts = block_facts(g, self.seeds)  # read before the rewrite encodes the ops
         for node in list(g.nodes):
             self.visit(node)
         for node in g.nodes:
@@ -634,7 +692,7 @@ class _Rewrite(NodeVisitor):
             Op.DENSE,
             inputs,
             {
-                "fn": self.blocks.Assemble(node.attrs["template"], per, self.N),
+                "fn": self.blocks.Assemble(node.attrs["template"], per, self.N, facts=self.facts),
                 "template": ((), {k: Ref(k) for k in inputs}),
             },
             Kind.ANY,

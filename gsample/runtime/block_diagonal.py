@@ -43,6 +43,7 @@ from gsample.backend import get_backend, hook
 from gsample.base import validate as V
 from gsample.base.random import batch_ptr
 from gsample.formats.csc import CSC, segment_ptr
+from gsample.formats.derived import SEEDS, remember
 from gsample.formats.layouts import to_csc
 from gsample.ir import info
 from gsample.ir.graph import Ref, map_template
@@ -616,15 +617,29 @@ class Assemble:
     :func:`~gsample.ir.graph.map_template`, batch by batch. Either way the outputs are the
     same: a container of its own per batch, and ``wrap`` called once per place and batch
     (a graph-level value shared by the batches is wrapped for each).
+
+    ``facts`` (``gsample.passes.super_batch.block_facts``): what the mini-batch program
+    keeps with its blocks, kept with each batch's (``gsample.formats.derived.remember``;
+    the seeds as :data:`~gsample.formats.derived.SEEDS`, which the caller binds).
     """
 
-    def __init__(self, template, per_batch: frozenset, copies: int, wrap: Callable | None = None):
+    def __init__(
+        self,
+        template,
+        per_batch: frozenset,
+        copies: int,
+        wrap: Callable | None = None,
+        facts: tuple = (),
+    ):
         self.template, self.per_batch, self.copies = template, per_batch, copies
         self.wrap = _same if wrap is None else wrap
+        self.facts = facts
         self.__name__ = self.__qualname__ = "assemble_batches"
         self._flat = _flat_refs(template)
 
     def __call__(self, **inputs) -> list:
+        if self.facts:
+            self._remember(inputs)
         flat = self._flat
         if flat is not None:
             out = self._columns(flat, inputs)
@@ -640,6 +655,25 @@ class Assemble:
             )
             for b in range(self.copies)
         ]
+
+    def _remember(self, inputs: dict) -> None:
+        """Each batch's facts kept with its blocks (a few dictionary writes a batch: no
+        launch); a fact whose values are not per-batch lists is left out."""
+        for block, op, source in self.facts:
+            mats = inputs.get(block)
+            kind, name = source[0], source[-1]
+            values = inputs.get(name) if kind != "seeds" else None
+            if type(mats) is not list or len(mats) != self.copies:
+                continue
+            if kind == "seeds":
+                values = [SEEDS] * self.copies
+            elif type(values) is not list or len(values) != self.copies:
+                continue
+            elif kind == "cols":
+                values = [getattr(m, "col_ids", None) for m in values]
+            for m, v in zip(mats, values):
+                if v is not None:
+                    remember(m, op, v)
 
     def _columns(self, flat: tuple, inputs: dict):
         """The outputs of a flat template (``(container type or None, names)``), or None
@@ -711,7 +745,7 @@ def helpers(wrap: Callable | None = None) -> SimpleNamespace:
     """
     found = {name: globals()[name] for name in HELPERS}
     if wrap is not None:
-        found["Assemble"] = lambda template, per_batch, copies: Assemble(
-            template, per_batch, copies, wrap
+        found["Assemble"] = lambda template, per_batch, copies, facts=(): Assemble(
+            template, per_batch, copies, wrap, facts
         )
     return SimpleNamespace(**found)
