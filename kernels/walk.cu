@@ -4,7 +4,8 @@
 // restart / jump / move, slot 1 draws a jump's node, attempt a of a move draws its edge slot
 // (2 + 3a), its alias coin (3 + 3a) and its node2vec acceptance coin (4 + 3a). Every
 // comparison is exact (integers, or IEEE doubles computed alike), so the walks are bit-equal.
-// `out` is (W, L + 1); the kernel writes the seed, the steps, and -1 after a stop.
+// `out` is (W, L + 1) (or (L + 1, W): GS_WALK_TIME_MAJOR); the kernel writes the seed, the
+// steps, and -1 after a stop.
 //
 // Keys: with `key` null, `key0` is the op's key and walker w is position w. Otherwise key[0]
 // is the op's key prefix and key[1] the first mini-batch index (read from the device, so a
@@ -26,6 +27,15 @@
 // the source is compiled with GS_WALK_CACHE 1 (walkstep.cuh).
 #include "walkstep.cuh"
 
+// GS_WALK_TIME_MAJOR 1: gs_random_walk writes `out` step-major, (L + 1, W): step t of walker w
+// at t * W + w, so the walkers of a warp write one line per step. Walker-major, a walker's
+// row is written 8 bytes at a time over its whole walk; with many walkers its sectors leave
+// the L2 cache between steps and each step's write costs a sector written (and read) in device
+// memory. The host transposes the result (kernels/transpose.cu).
+#ifndef GS_WALK_TIME_MAJOR
+#define GS_WALK_TIME_MAJOR 0
+#endif
+
 extern "C" __global__ void gs_random_walk(
         const gs_i64* __restrict__ indptr, const gs_row* __restrict__ rows,
         const gs_i64* __restrict__ sorted_rows,    // each column's rows ascending (node2vec)
@@ -39,19 +49,21 @@ extern "C" __global__ void gs_random_walk(
         gs_i64* __restrict__ counters) {
     gs_walk_cache cache = {slot, crows, cE, 0, 0};
     const gs_i64 stride = (gs_i64)blockDim.x * gridDim.x;
+    // where walker w's row starts, and the distance between its steps
+    const gs_i64 ow = GS_WALK_TIME_MAJOR ? 1 : L + 1, os = GS_WALK_TIME_MAJOR ? W : 1;
     for (gs_i64 w = (gs_i64)blockIdx.x * blockDim.x + threadIdx.x; w < W; w += stride) {
         const gs_i64 id = seeds[w];
         const gs_i64 b = n > 0 ? id / n : 0;
         const gs_i64 shift = b * n;
         if (!gs_in_range(id, M) || !gs_in_range(id - shift, N)) {
             failed[1] = 1;
-            for (gs_i64 t = 0; t <= L; ++t) out[w * (L + 1) + t] = -1;
+            for (gs_i64 t = 0; t <= L; ++t) out[w * ow + t * os] = -1;
             continue;
         }
         const gs_u64 k = key == nullptr ? key0 : gs_combine(key[0], (gs_i64)key[1] + b);
         const gs_i64 pos = n > 0 ? w - gs_first_at_least(seeds, W, shift) : w;
         gs_walk_one(indptr, rows, sorted_rows, alias, cache, L, N, k, pos, id, shift, node2vec,
-                    inv_p, inv_q, amax, c1, c2, c3, out + w * (L + 1), failed);
+                    inv_p, inv_q, amax, c1, c2, c3, out + w * ow, failed, os);
     }
     gs_walk_count(cache, counters);
 }

@@ -113,15 +113,17 @@ __device__ __forceinline__ gs_i64 gs_walk_step(
 }
 
 // Walker `pos` of the op keyed `k` from node id - shift (its id in the super-batch: id; shift
-// = b * n, or 0): writes o[0 .. L] (the id, the steps + shift, -1 after a stop), as one
-// thread of gs_random_walk does (reading and counting through `cache` as gs_walk_step).
+// = b * n, or 0): writes o[0], o[os], ..., o[L * os] (the id, the steps + shift, -1 after a
+// stop; os: the distance between steps, 1 in a walker-major row), as one thread of
+// gs_random_walk does (reading and counting through `cache` as gs_walk_step).
 __device__ __forceinline__ void gs_walk_one(
         const gs_i64* __restrict__ indptr, const gs_row* __restrict__ rows,
         const gs_i64* __restrict__ sorted_rows, const gs_i64* __restrict__ alias,
         gs_walk_cache& cache, gs_i64 L, gs_i64 N, gs_u64 k, gs_i64 pos, gs_i64 id,
         gs_i64 shift,
         int node2vec, double inv_p, double inv_q, double amax,
-        double c1, double c2, double c3, gs_i64* o, int* __restrict__ failed) {
+        double c1, double c2, double c3, gs_i64* o, int* __restrict__ failed,
+        gs_i64 os = 1) {
     const gs_i64 root = id - shift;
     o[0] = id;
     gs_i64 cur = root, prev = -1, t = 0;
@@ -130,9 +132,9 @@ __device__ __forceinline__ void gs_walk_one(
                                         root, cur, prev, node2vec, inv_p, inv_q, amax, c1, c2,
                                         c3, failed);
         if (nxt < 0) break;
-        o[t + 1] = nxt + shift;
+        o[(t + 1) * os] = nxt + shift;
         prev = cur;
         cur = nxt;
     }
-    for (++t; t <= L; ++t) o[t] = -1;                            // after a stop
+    for (++t; t <= L; ++t) o[t * os] = -1;                       // after a stop
 }

@@ -39,12 +39,36 @@ def agreement(a, b):
     return float((a == b).double().mean())
 
 
+@pytest.fixture(params=[False, True], ids=["walker-major", "step-major"])
+def major(request, monkeypatch):
+    """The walks written walker-major, or step-major and transposed (as for many walkers:
+    ``gsample.backend.cuda.walk.TIME_MAJOR_MIN``, here lowered to every launch)."""
+    from gsample.backend.cuda import walk as cuda_walk
+
+    monkeypatch.setattr(cuda_walk, "TIME_MAJOR_MIN", 0 if request.param else 1 << 62)
+    return request.param
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (81, 1), (1, 70), (33, 65), (81, 100_003)])
+def test_the_transpose_kernel_is_torch_s(shape):
+    """``gs_transpose_i64`` (``kernels/transpose.cu``): a tile of 32 x 32 at a time, every
+    index bounded by the shape; partial tiles on both sides, one row, one column."""
+    from gsample.backend.cuda.module import launch
+
+    R, C = shape
+    x = torch.randint(-(2**62), 2**62, shape, device="cuda")
+    out = torch.full((C, R), 7, dtype=torch.int64, device="cuda")
+    tiles = -(-R // 32) * -(-C // 32)
+    launch("transpose", "gs_transpose_i64", tiles, x, R, C, out, block=256, grid=min(tiles, 97))
+    assert torch.equal(out, x.t())
+
+
 def test_walk_has_a_cuda_kernel():
     assert get_backend("cuda").impl(Op.RANDOM_WALK).backend == "cuda"
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))
-def test_kernel_equals_torch_backend(graphs, name):
+def test_kernel_equals_torch_backend(graphs, name, major):
     A, G = graphs
     kw, exact = VARIANTS[name]
     kw = dict(kw)
@@ -102,7 +126,7 @@ def test_cuda_bad_seeds_raise(graphs):
 @pytest.mark.parametrize("bad", [-1, -(2**40), 2**31, 2**32 + 1, 2**40, 2**63 - 1, "M"])
 @pytest.mark.parametrize("copies", [1, 3])
 @pytest.mark.parametrize("node2vec", [False, True])
-def test_the_kernel_guards_seeds_it_did_not_check(graphs, bad, copies, node2vec):
+def test_the_kernel_guards_seeds_it_did_not_check(graphs, bad, copies, node2vec, major):
     """A seed outside the id space that reaches the kernel (one made by an earlier op whose
     flag is still pending) walks nowhere, its row all -1, the other walkers walk as without
     it, and the call raises an IndexError naming ``seeds`` when the flags are read (``M``:

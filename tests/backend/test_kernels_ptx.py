@@ -49,6 +49,22 @@ def test_the_walk_compiles_with_the_gpu_cache(tmp_path):
 
 
 @pytest.mark.skipif(nvcc is None, reason="nvcc not installed")
+def test_the_walk_compiles_step_major(tmp_path):
+    """``gs_random_walk`` writing its walks step-major (``GS_WALK_TIME_MAJOR`` 1: many
+    walkers, ``gsample.backend.cuda.walk.TIME_MAJOR_MIN``), which the default compile does
+    not; the host transposes them with ``transpose.cu`` (compiled above)."""
+    out = tmp_path / "walk.ptx"
+    done = subprocess.run(
+        [nvcc, "-ptx", "-arch=sm_90", *OPTIONS, "-DGS_WALK_TIME_MAJOR=1", str(KERNELS / "walk.cu")]
+        + ["-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert ".entry gs_random_walk(" in out.read_text()
+
+
+@pytest.mark.skipif(nvcc is None, reason="nvcc not installed")
 @pytest.mark.parametrize("source", ["nodewise.cu", "walk.cu"])
 def test_the_int32_rows_of_a_uva_graph_compile(source, tmp_path):
     """``GS_ROW=int``: node-wise sampling and the walks reading a UVA graph's int32 rows

@@ -43,6 +43,18 @@ def kernel(tmp_path_factory):
     return ctypes.CDLL(str(lib)).gs_random_walk
 
 
+@pytest.fixture(scope="module")
+def step_major(tmp_path_factory):
+    """The kernel compiled to write its walks step-major (``GS_WALK_TIME_MAJOR`` 1, as the
+    host launches it for many walkers: ``gsample.backend.cuda.walk.TIME_MAJOR_MIN``)."""
+    if CXX is None:
+        pytest.skip("no C++ compiler")
+    lib = tmp_path_factory.mktemp("walk_cpu_major") / "libwalk.so"
+    done = build_cpp("#define GS_WALK_TIME_MAJOR 1\n" + SHIM, lib, "-shared", "-fPIC")
+    assert done.returncode == 0, done.stderr
+    return ctypes.CDLL(str(lib)).gs_random_walk
+
+
 def run_kernel(
     fn,
     A,
@@ -58,13 +70,18 @@ def run_kernel(
     device_key=None,
     n=0,
     cache=None,
+    major=False,
+    bad=True,
 ):
     """The host code of ``gsample/backend/cuda/walk.py``, with CPU tensors. ``key``: the op
     key (an int); or ``device_key = (prefix, first)``, the key as the sync-free runtime
     gives it (``n > 0``: a super-batch of ``n``-node mini-batches, seeds encoded). ``cache``:
-    ``(slot, crows, counters)``, a GPU cache's arrays (each may be None)."""
+    ``(slot, crows, counters)``, a GPU cache's arrays (each may be None). ``major``: the
+    kernel writes step-major (its result is returned transposed); ``bad``: seeds out of
+    range are expected (the flag is returned with the walks)."""
     W = seeds.numel()
-    out = torch.empty((W, length + 1), dtype=torch.int64).fill_(-7)  # the kernel writes all
+    shape = (length + 1, W) if major else (W, length + 1)
+    out = torch.empty(shape, dtype=torch.int64).fill_(-7)  # the kernel writes all
     node2vec = p != 1.0 or q != 1.0
     srows = reference.sorted_rows(A)[0].contiguous() if node2vec else A.rows
     keys = (
@@ -108,6 +125,10 @@ def run_kernel(
         i64(0 if crows is None else crows.numel()),
         ptr(counters),
     )
+    out = out.t().contiguous() if major else out
+    if bad is not True:
+        assert failed.tolist() == [0, int(bad)]
+        return out
     assert failed.tolist() == [0, 0]
     return out
 
@@ -175,6 +196,26 @@ def test_kernel_source_super_batch_equals_reference(kernel, name):
         part = got[start : start + s.numel()]
         assert torch.equal(torch.where(part >= 0, part - b * n, part), own)
         start += s.numel()
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_step_major_walks_are_the_walks_transposed(kernel, step_major, name):
+    """Written step-major (a warp's walkers write one line a step), the walks are the
+    walker-major kernel's and the reference's, bit for bit: one mini-batch, a super-batch,
+    and a seed out of range (its row all -1, the flag set)."""
+    A, kw, seeds, key, want = _case(name)
+    assert torch.equal(run_kernel(step_major, A, seeds, 30, key, major=True, **kw), want)
+    n = A.num_nodes
+    enc = torch.cat([seeds[:900], seeds[900:] + n])
+    batched = {"device_key": (key_prefix(7, 3), 5), "n": n}
+    got = run_kernel(step_major, A, enc, 25, None, major=True, **batched, **kw)
+    assert torch.equal(got, run_kernel(kernel, A, enc, 25, None, **batched, **kw))
+    broken = seeds.clone()
+    broken[17] = n  # out of range
+    got = run_kernel(step_major, A, broken, 30, key, major=True, bad=1, **kw)
+    assert (got[17] == -1).all()
+    keep = torch.arange(seeds.numel()) != 17
+    assert torch.equal(got[keep], want[keep])
 
 
 # ----------------------------------------------------------------------------- GPU cache

@@ -44,6 +44,9 @@ from gsample.ir import Op
 
 #: threads per block: a mini-batch of walkers is small, so small blocks spread it over SMs
 _THREADS = 64
+#: walkers from which one launch writes its walks step-major and transposes them (walk.cu's
+#: GS_WALK_TIME_MAJOR): fewer, and every walker's row stays in the L2 cache until it is full
+TIME_MAJOR_MIN = 1 << 16
 
 
 @cuda_impl(Op.RANDOM_WALK)  # kernels/walk.cu
@@ -182,6 +185,8 @@ def _launch(
     key = 0 if key_tensor is None else key_tensor
     amax = max(inv_p, 1.0, inv_q)
     if not (is_mapped(read) and A.num_nodes <= W * SWEEP_DENSITY):
+        major = W >= TIME_MAJOR_MIN
+        steps = torch.empty((L + 1, W), dtype=torch.int64, device=dev) if major else out
         launch(
             "walk",
             "gs_random_walk",
@@ -205,15 +210,28 @@ def _launch(
             c1,
             c2,
             c3,
-            out,
+            steps,
             failed,
             slot,
             crows,
             cE,
             counters,
             block=_THREADS,
-            params=params,
+            params=(*params, ("WALK_TIME_MAJOR", "1")) if major else params,
         )
+        if major:  # back to a row per walker, a tile at a time
+            tiles = -(-(L + 1) // 32) * -(-W // 32)
+            launch(
+                "transpose",
+                "gs_transpose_i64",
+                tiles,
+                steps,
+                L + 1,
+                W,
+                out,
+                block=256,
+                grid=min(tiles, 1 << 20),
+            )
         _raise_flags(failed, M, node2vec)
         return out
     # a UVA graph with many walkers: a step at a time, the walkers sorted by the node they
