@@ -77,11 +77,23 @@ def bind_seeds(outs: list, seeds: list) -> None:
     >>> recall(csc, COLUMNS) is seeds
     True
     """
-    for out, s in zip(outs, seeds):
-        for m in out if isinstance(out, (list, tuple)) else (out,):
-            csc = getattr(m, "csc", m)
-            if recall(csc, COLUMNS) is SEEDS:
-                remember(csc, COLUMNS, s)
+    if not outs:
+        return
+    # the outputs of one run keep the same facts in the same places: those of the first
+    # say where to look (a few lookups per run where none is there: walks, subgraphs)
+    places = [i for i, m in enumerate(_matrices(outs[0])) if recall(m, COLUMNS) is SEEDS]
+    for out, s in zip(outs, seeds) if places else ():
+        matrices = _matrices(out)
+        for i in places:
+            if i < len(matrices) and recall(matrices[i], COLUMNS) is SEEDS:
+                remember(matrices[i], COLUMNS, s)
+
+
+def _matrices(out) -> list:
+    """The sparse formats of an output: itself, or the items of a list or tuple (a
+    ``gs.Matrix`` by its ``.csc``)."""
+    items = out if isinstance(out, (list, tuple)) else (out,)
+    return [getattr(m, "csc", m) for m in items]
 
 
 __all__ = ["COLUMNS", "SEEDS", "bind_seeds", "recall", "remember"]
