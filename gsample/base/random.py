@@ -383,7 +383,8 @@ class BatchKeys:
     def of(
         cls, seed: int, ordinal: int, first_batch: int, copies: int, num_nodes: int
     ) -> BatchKeys:
-        return cls(tuple(op_key(seed, ordinal, first_batch + b) for b in range(copies)), num_nodes)
+        prefix = combine(combine(0, seed), ordinal)  # op_key's, folded once for the block
+        return cls(tuple(combine(prefix, first_batch + b) for b in range(copies)), num_nodes)
 
     @property
     def copies(self) -> int:
