@@ -36,7 +36,16 @@
 #define GS_WALK_TIME_MAJOR 0
 #endif
 
-extern "C" __global__ void gs_random_walk(
+// GS_WALK_MIN_BLOCKS: blocks of 64 threads the compiler must fit on a multiprocessor (its
+// registers capped to allow them): a walker waits on a dependent load at every step, so more
+// walkers resident hide more of that latency, until spills cost more than they hide
+#ifdef GS_WALK_MIN_BLOCKS
+#define GS_WALK_BOUNDS __launch_bounds__(64, GS_WALK_MIN_BLOCKS)
+#else
+#define GS_WALK_BOUNDS
+#endif
+
+extern "C" __global__ void GS_WALK_BOUNDS gs_random_walk(
         const gs_i64* __restrict__ indptr, const gs_row* __restrict__ rows,
         const gs_i64* __restrict__ sorted_rows,    // each column's rows ascending (node2vec)
         const gs_i64* __restrict__ alias,          // (E, 2) threshold, alias edge; or null

@@ -53,15 +53,18 @@ def test_the_walk_compiles_step_major(tmp_path):
     """``gs_random_walk`` writing its walks step-major (``GS_WALK_TIME_MAJOR`` 1: many
     walkers, ``gsample.backend.cuda.walk.TIME_MAJOR_MIN``), which the default compile does
     not; the host transposes them with ``transpose.cu`` (compiled above)."""
-    out = tmp_path / "walk.ptx"
-    done = subprocess.run(
-        [nvcc, "-ptx", "-arch=sm_90", *OPTIONS, "-DGS_WALK_TIME_MAJOR=1", str(KERNELS / "walk.cu")]
-        + ["-o", str(out)],
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stderr
-    assert ".entry gs_random_walk(" in out.read_text()
+    for extra in ([], ["-DGS_WALK_MIN_BLOCKS=24"]):  # and with its registers capped
+        out = tmp_path / "walk.ptx"
+        done = subprocess.run(
+            [nvcc, "-ptx", "-arch=sm_90", *OPTIONS, "-DGS_WALK_TIME_MAJOR=1", *extra]
+            + [str(KERNELS / "walk.cu"), "-o", str(out)],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        ptx = out.read_text()
+        assert ".entry gs_random_walk(" in ptx
+        assert (".minnctapersm 24" in ptx) == bool(extra)
 
 
 @pytest.mark.skipif(nvcc is None, reason="nvcc not installed")

@@ -47,6 +47,10 @@ _THREADS = 64
 #: walkers from which one launch writes its walks step-major and transposes them (walk.cu's
 #: GS_WALK_TIME_MAJOR): fewer, and every walker's row stays in the L2 cache until it is full
 TIME_MAJOR_MIN = 1 << 16
+#: blocks of :data:`_THREADS` walkers ``gs_random_walk`` is compiled to fit on a
+#: multiprocessor (walk.cu's ``GS_WALK_MIN_BLOCKS``: registers capped); None: the compiler's
+#: choice
+MIN_BLOCKS: int | None = None
 
 
 @cuda_impl(Op.RANDOM_WALK)  # kernels/walk.cu
@@ -217,7 +221,11 @@ def _launch(
             cE,
             counters,
             block=_THREADS,
-            params=(*params, ("WALK_TIME_MAJOR", "1")) if major else params,
+            params=(
+                *params,
+                *((("WALK_TIME_MAJOR", "1"),) if major else ()),
+                *((("WALK_MIN_BLOCKS", str(MIN_BLOCKS)),) if MIN_BLOCKS else ()),
+            ),
         )
         if major:  # back to a row per walker, a tile at a time
             tiles = -(-(L + 1) // 32) * -(-W // 32)
