@@ -21,7 +21,8 @@ HOST = ROOT / "gsample" / "backend" / "cuda"
 KERNELS = ROOT / "kernels"
 
 _SIGNATURE = re.compile(
-    r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s*)?'
+    # (launch bounds written out, or a GS_ macro that expands to them)
+    r'extern\s+"C"\s+__global__\s+void\s+(?:(?:__launch_bounds__\([^)]*\)|GS_[A-Z0-9_]+)\s*)?'
     r"(\w+)\s*\(([^{]*?)\)\s*\{",
     re.S,
 )
