@@ -252,12 +252,7 @@ def test_compiled_ladies_on_cuda_backend_equals_eager(hub_graph):
     compiled = gs.compile(fn, backend="cuda")
     program = compiled.program(A, seeds)
     ops = [n.op for n in program.nodes]
-    # (the listed_rows pass lists LADIES's samples: the CUDA backend registers that op)
-    collective = [
-        o
-        for o in ops
-        if o in (Op.COLLECTIVE_SAMPLE, Op.SLICE_COLLECTIVE_SAMPLE, Op.LISTED_COLLECTIVE_SAMPLE)
-    ]
+    collective = [o for o in ops if o in (Op.COLLECTIVE_SAMPLE, Op.SLICE_COLLECTIVE_SAMPLE)]
     assert len(collective) == 2 and all(get_backend("cuda").supports(o) for o in collective)
     for s in (0, 1):
         with gs.use_backend("torch"):  # the reference (by default: the kernels)

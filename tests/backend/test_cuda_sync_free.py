@@ -16,14 +16,7 @@ from gsample.backend.torch import finalize
 from gsample.base import validate as V
 from gsample.base.random import DeviceKey, combine, key_prefix, signed
 from gsample.formats.bounded import BoundedCSC, BoundedIds, read_counts, trim
-from gsample.passes import PIPELINE
-from gsample.passes.listed_rows import listed_rows
 from gsample.runtime import Options
-
-#: the passes without listed_rows: the catalogue LADIES's dense probabilities, the program
-#: whose sync-free kernels (one read-back a layer, a CUDA graph a layer) the tests below
-#: count (the listed op, which the pass makes by default, reads back more: test_cuda_listed)
-DENSE = [f for f, _ in PIPELINE if f is not listed_rows]
 
 pytestmark = [
     pytest.mark.cuda,
@@ -595,7 +588,7 @@ def test_layer_wise_samplers_equal_the_torch_backend(graph, normalized, sampler)
 def test_ladies_reads_back_once_per_layer_and_checks_its_probabilities(normalized):
     from helpers import example
 
-    sampler = gs.compile(example("ladies").ladies, backend="cuda", passes=DENSE)
+    sampler = gs.compile(example("ladies").ladies, backend="cuda")
     seeds = _seeds(512, normalized.num_nodes, 12)
     program = sampler.lowered(normalized, seeds, layers=(500, 500, 500))
     assert program.num_syncs <= 7, program.format()
@@ -748,8 +741,7 @@ def test_layer_wise_regions_replay_every_call_s_own_samples(graph, normalized, s
         )
     else:
         fn, G, layers = _uniform_layers, graph, 2
-    compiled = gs.compile(fn, backend="cuda", passes=DENSE)
-    reference = gs.compile(fn, backend="torch")
+    compiled, reference = gs.compile(fn, backend="cuda"), gs.compile(fn, backend="torch")
     seeds = [_seeds(256, G.num_nodes, 50 + i) for i in range(7)]
     gs.manual_seed(8)
     got = [compiled(G, s) for s in seeds]  # eager, capture, replays

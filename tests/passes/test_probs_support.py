@@ -13,7 +13,6 @@ from helpers import random_seeds as seeds
 import gsample as gs
 from gsample.ir import Op
 from gsample.passes import PIPELINE
-from gsample.passes.listed_rows import listed_rows
 from gsample.passes.probs_support import probs_support
 
 
@@ -58,11 +57,10 @@ def test_ladies_probabilities_are_marked(A):
     """LADIES (the example), and its bias scaled by a total or an elementwise vector, is marked;
     the pass changes nothing on a second run."""
     example = helpers.example("ladies")
-    # for the CUDA backend's dense kernels, which read the mark (the listed_rows pass, left
-    # out here, makes the marked samples listed ones: tests/passes/test_listed_rows.py)
-    dense = [f for f, _ in PIPELINE if f is not listed_rows]
+    # for the CUDA backend, whose kernels read the mark (the torch backend's listed_rows pass
+    # then makes the marked samples listed ones: tests/passes/test_listed_rows.py)
     program = gs.compile(
-        functools.partial(example.ladies, layers=(80, 80)), backend="cuda", passes=dense
+        functools.partial(example.ladies, layers=(80, 80)), backend="cuda"
     ).program(example.normalize(A), seeds())
     nodes = [n for n in program.nodes if n.op is Op.SLICE_COLLECTIVE_SAMPLE]
     assert len(nodes) == 2 and all(n.attrs["probs_in_slice"] for n in nodes)

@@ -17,7 +17,6 @@ from gsample.ir import Op
 from gsample.loader.features import _program_chained
 from gsample.passes import PIPELINE
 from gsample.passes.gather_nodes import frontier_of, gather_nodes, returned_blocks
-from gsample.passes.listed_rows import listed_rows
 from gsample.runtime import Options, lower, run
 from gsample.runtime.cuda_graphs import regions
 
@@ -27,9 +26,9 @@ def A():
     return gs.datasets.rmat(1000, 10000, seed=0)
 
 
-def _program(fn, G, backend="cuda", device="cuda:0", options=None, passes=None, **kwargs):
+def _program(fn, G, backend="cuda", device="cuda:0", options=None, **kwargs):
     # optimised for the backend it is lowered for (its passes read the backend's target)
-    graph = gs.compile(fn, backend=backend, passes=passes).program(G, torch.arange(10), **kwargs)
+    graph = gs.compile(fn, backend=backend).program(G, torch.arange(10), **kwargs)
     return lower(graph, backend, options or Options(), device)
 
 
@@ -72,9 +71,7 @@ def test_ladies_lowers_to_a_graph_region_per_layer_ending_at_its_read_back(A):
     frontier row sums, its dense probabilities, their check and the device part form one
     CUDA-graph region, and the read-back ends it: three regions, three reads per call."""
     lad = example("ladies")
-    # the dense probabilities (the listed_rows pass left out: its listed op reads back)
-    dense = [f for f, _ in PIPELINE if f is not listed_rows]
-    p = _program(lad.ladies, lad.normalize(A), layers=(50, 50, 50), passes=dense)
+    p = _program(lad.ladies, lad.normalize(A), layers=(50, 50, 50))
     ops = [s.node.op for s in p.steps if s.label.startswith("cuda.") and "sync-free" in s.label]
     assert ops.count(Op.SLICE_REDUCE) == 3 and ops.count(Op.SLICE_COLLECTIVE_SAMPLE) == 6
     assert len(p.regions) == 3
@@ -138,9 +135,8 @@ def test_a_super_batch_s_row_sums_read_back_and_join_no_region(A):
     sync-free). Each layer's region is its sample's device part."""
     ladies = example("ladies")
     G = ladies.normalize(A)
-    dense = [f for f, _ in PIPELINE if f is not listed_rows]  # (the dense probabilities)
     with gs.use_backend("cuda"):  # optimised for the CUDA backend (a CPU graph lowers)
-        sb = gs.compile(ladies.ladies, passes=dense).super_batched(
+        sb = gs.compile(ladies.ladies).super_batched(
             (G, torch.arange(10)), {"layers": (30, 30)}, seeds="seeds"
         )
         p = lower(sb.program(4)[0], "cuda", Options(), "cuda:0")
@@ -150,7 +146,7 @@ def test_a_super_batch_s_row_sums_read_back_and_join_no_region(A):
     for r in p.regions:
         assert all(s.graph_safe and not s.syncs for s in r.steps)
         assert [s.node.op for s in r.steps] == [Op.SLICE_COLLECTIVE_SAMPLE]
-    one = _program(ladies.ladies, G, layers=(30, 30), passes=dense)
+    one = _program(ladies.ladies, G, layers=(30, 30))
     sums = [s for s in one.steps if s.node is not None and s.node.op is Op.SLICE_REDUCE]
     assert sums and all(s.graph_safe and not s.syncs for s in sums)
 

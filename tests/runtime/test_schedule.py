@@ -9,8 +9,6 @@ from helpers import example
 
 import gsample as gs
 from gsample.ir import Op
-from gsample.passes import PIPELINE
-from gsample.passes.listed_rows import listed_rows
 from gsample.runtime import Options, lower
 from gsample.runtime.program import Instruction
 from gsample.runtime.schedule import movable, sink
@@ -65,9 +63,7 @@ def test_sink_moves_pure_steps_to_the_next_read_back_or_reader():
 def test_ladies_normalises_a_layer_while_the_next_layer_runs():
     lad = example("ladies")
     A = lad.normalize(gs.datasets.rmat(1000, 10000, seed=0))
-    # the dense probabilities' two-phase sample (the listed_rows pass left out)
-    dense = [f for f, _ in PIPELINE if f is not listed_rows]
-    f = gs.compile(functools.partial(lad.ladies, layers=(40, 40, 40)), backend="cuda", passes=dense)
+    f = gs.compile(functools.partial(lad.ladies, layers=(40, 40, 40)), backend="cuda")
     p = lower(f.program(A, torch.arange(64)), "cuda", Options(), "cuda:0")
     labels = [s.label for s in p.steps]
     parts = [i for i, lab in enumerate(labels) if lab.endswith("device part")]

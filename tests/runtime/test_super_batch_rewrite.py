@@ -25,7 +25,6 @@ from gsample.compiler.compiled import execute, wrap
 from gsample.ir import Op, format_lines
 from gsample.ir import ops as op_table
 from gsample.passes import PIPELINE, optimize
-from gsample.passes.listed_rows import listed_rows
 from gsample.passes.super_batch import GRAPH, LIST, stateful_inputs, super_batch
 from gsample.runtime import block_diagonal as blocks
 
@@ -35,11 +34,6 @@ N_NODES = 1000
 @pytest.fixture(scope="module")
 def A():
     return gs.datasets.rmat(N_NODES, 8000, seed=2, weighted=True)
-
-
-#: the pipeline without listed_rows: LADIES's dense probabilities, as the CUDA backend ran
-#: them before it registered the listed op (the program these tests inspect)
-DENSE = [f for f, _ in PIPELINE if f is not listed_rows]
 
 
 def program(fn, A, passes=None, backend="auto", **kwargs):
@@ -136,16 +130,14 @@ def test_dense_code_runs_per_batch_only_on_per_batch_values(A):
     # the slice's sums once for all batches (an (N,) tensor unbound into the batches'
     # scalars), the clamp and division once too
     ladies = example("ladies").ladies
-    text = format_lines(rewrite(program(ladies, A, DENSE, layers=(20, 20), backend="cuda")))
+    text = format_lines(rewrite(program(ladies, A, layers=(20, 20), backend="cuda")))
     assert text.count("slice_total(") == 2 and text.count("fn=unbind") == 2
     assert "per_batch(" not in text.replace("per_batch=", "")
     assert "fn=batched(.clamp())" in text and "fn=batched(truediv)" in text
     assert text.count("fn=gather") == 2 and text.count("fn=bounds") == 2
-    # listed (the torch backend, and the CUDA backend, which registers the listed op): each
-    # batch's scale stacked into the listed sample
-    for backend in ("torch", "cuda"):
-        text = format_lines(rewrite(program(ladies, A, layers=(20, 20), backend=backend)))
-        assert text.count("listed_collective_sample(") == 2 and text.count("fn=stack") == 2
+    # listed (the torch backend): each batch's scale stacked into the listed sample
+    text = format_lines(rewrite(program(ladies, A, layers=(20, 20), backend="torch")))
+    assert text.count("listed_collective_sample(") == 2 and text.count("fn=stack") == 2
 
 
 def test_a_captured_tensor_at_the_seeds_is_one_gather(A):
@@ -171,8 +163,8 @@ def test_a_captured_tensor_at_the_seeds_is_one_gather(A):
 def test_the_rewrite_reads_the_op_table(A, monkeypatch):
     import dataclasses
 
-    # the dense probabilities (the listed_rows pass, left out, lists them)
-    ladies = program(example("ladies").ladies, A, DENSE, layers=(20, 20), backend="cuda")
+    # for the CUDA backend: the dense probabilities (the torch backend lists them)
+    ladies = program(example("ladies").ladies, A, layers=(20, 20), backend="cuda")
     unfused = program(example("ladies").ladies, A, layers=(20, 20), passes=[])
     d = op_table.OPS[Op.EDGE_BROADCAST]
     unaligned = tuple(dataclasses.replace(i, align=None) for i in d.inputs)
