@@ -45,8 +45,10 @@ from gsample.ir import Op
 #: threads per block: a mini-batch of walkers is small, so small blocks spread it over SMs
 _THREADS = 64
 #: walkers from which one launch writes its walks step-major and transposes them (walk.cu's
-#: GS_WALK_TIME_MAJOR): fewer, and every walker's row stays in the L2 cache until it is full
-TIME_MAJOR_MIN = 1 << 16
+#: GS_WALK_TIME_MAJOR; fewer, and every walker's row stays in the L2 cache until it is full);
+#: None: never. Off until the layouts are timed against each other on a quiet device and the
+#: step-major path has run under memcheck (its tests run both layouts)
+TIME_MAJOR_MIN: int | None = None
 #: blocks of :data:`_THREADS` walkers ``gs_random_walk`` is compiled to fit on a
 #: multiprocessor (walk.cu's ``GS_WALK_MIN_BLOCKS``: registers capped); None: the compiler's
 #: choice
@@ -189,7 +191,7 @@ def _launch(
     key = 0 if key_tensor is None else key_tensor
     amax = max(inv_p, 1.0, inv_q)
     if not (is_mapped(read) and A.num_nodes <= W * SWEEP_DENSITY):
-        major = W >= TIME_MAJOR_MIN
+        major = TIME_MAJOR_MIN is not None and W >= TIME_MAJOR_MIN
         steps = torch.empty((L + 1, W), dtype=torch.int64, device=dev) if major else out
         launch(
             "walk",
