@@ -106,6 +106,29 @@ def test_row_sum_equals_torch_and_brute_force(dtype, C, monkeypatch):
     assert torch.equal(bits(got), bits(torch.from_numpy(brute_row_sum(A, cols))))
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("rows_per_edge", [0, 1 << 40], ids=["ranked", "row-space"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("C", [1, 40, 700])
+def test_listed_row_sum_is_the_row_sums_at_the_listed_rows(
+    dtype, C, rows_per_edge, threads, monkeypatch
+):
+    """``listed_row_sum``: each listed row's edges added in the slice's order, bit for bit
+    the brute force's, whether by a rank per edge (rows split between the threads) or over
+    the row space and gathered (a row space of at most ``ROWS_PER_EDGE`` rows per edge);
+    a row of the frontier left off the list sends the caller to the torch code."""
+    A = _graph(dtype)
+    cols = _cols(A.num_nodes, C, seed=C)
+    monkeypatch.setattr(layerwise_native, "ROWS_PER_EDGE", rows_per_edge)
+    monkeypatch.setattr(layerwise_native, "THREADS", threads)
+    cand, E = layerwise_native.candidates(A, cols, None)
+    got = layerwise_native.listed_row_sum(A, cols, cand, A.values, E)
+    want = torch.from_numpy(brute_row_sum(A, cols))[cand]
+    assert got.dtype == dtype and torch.equal(bits(got), bits(want))
+    if cand.numel() > 1 and rows_per_edge == 0:
+        assert layerwise_native.listed_row_sum(A, cols, cand[1:], A.values, E) is None
+
+
 def test_row_sum_signed_zeros_and_non_finite(graph, monkeypatch):
     """Negative values, -0.0 (a row of only -0.0 sums to +0.0, as from 0), inf and NaN: the
     torch code's bits."""

@@ -376,7 +376,7 @@ def _listed_native(A: CSC, cols, row_weights, scale, k: int, replace: bool, key)
     if found is None:
         return None
     rows, E = found
-    sums = layerwise_native.listed_row_sum(A, cols, rows, row_weights)
+    sums = layerwise_native.listed_row_sum(A, cols, rows, row_weights, E)
     if sums is None:
         return None
     probs = sums / scale

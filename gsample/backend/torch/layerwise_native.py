@@ -318,26 +318,46 @@ static gs_i64 keep(const gs_i64* indptr, const gs_i64* rows, const gs_i64* cols,
 // row of the frontier's edges) of row_sum's additions, in its order (from 0, columns in
 // order, edges in order: the same bits), each edge's row found by its rank in a bitmap of
 // the listed rows (keep's `first` and popcount) instead of an array over the row space;
-// 0, or -1 when a row is out of range, not listed, or the list is not ascending
+// 0, or -1 when a row is out of range, not listed, or the list is not ascending. With T
+// threads, as row_sum: thread i adds the rows of its own part of the list (and the rows
+// between its first and the next part's; thread 0 also those below cand[0], the last those
+// past the list's end, which are not listed), reading every edge: no row's additions split
 template <typename T>
 static gs_i64 listed_sum(const gs_i64* indptr, const gs_i64* rows, const T* values,
                          const gs_i64* cols, gs_i64 C, gs_i64 R, const gs_i64* cand, gs_i64 L,
-                         T* out) {
+                         T* out, int threads, int openmp) {
     gs_i64 set = 0, status = mark_rows(cand, L, R, set);
-    gs_u64* P = buf.present.data();
-    gs_i64* first = buf.first.data();
-    std::fill(out, out + L, T(0));
-    for (gs_i64 c = 0; c < C && status == 0; ++c) {
-        const gs_i64 j = cols[c];
-        for (gs_i64 e = indptr[j]; e < indptr[j + 1]; ++e) {
-            const gs_i64 r = rows[e];
-            if (!in_range(r, R)) { status = -1; break; }
-            const gs_u64 bits = P[r >> 6];
-            if (!((bits >> (r & 63)) & 1ull)) { status = -1; break; }
-            const gs_i64 at = first[r >> 6] + __builtin_popcountll(bits & ((1ull << (r & 63)) - 1));
-            out[at] += values ? values[e] : T(1);
-        }
+    if (status == 0 && L > 0) {
+        const gs_u64* P = buf.present.data();
+        const gs_i64* first = buf.first.data();
+        int bad = 0;
+        parallel(threads, openmp, [&](int i, int TT) {
+            const gs_i64 l0 = L * i / TT, l1 = L * (i + 1) / TT;
+            const gs_i64 r0 = i == 0 ? 0 : cand[l0], r1 = i == TT - 1 ? R : cand[l1];
+            std::fill(out + l0, out + l1, T(0));
+            for (gs_i64 c = 0; c < C; ++c) {
+                const gs_i64 j = cols[c];
+                for (gs_i64 e = indptr[j]; e < indptr[j + 1]; ++e) {
+                    const gs_i64 r = rows[e];
+                    if (r < r0 || r >= r1) {
+                        if (i > 0 || in_range(r, R)) continue;
+                        __atomic_store_n(&bad, 1, __ATOMIC_RELAXED);  // out of range
+                        return;
+                    }
+                    const gs_u64 bits = P[r >> 6];
+                    if (!((bits >> (r & 63)) & 1ull)) {  // not listed
+                        __atomic_store_n(&bad, 1, __ATOMIC_RELAXED);
+                        return;
+                    }
+                    const gs_i64 at =
+                        first[r >> 6] + __builtin_popcountll(bits & ((1ull << (r & 63)) - 1));
+                    out[at] += values ? values[e] : T(1);
+                }
+            }
+        });
+        status = bad ? -1 : 0;
     }
+    gs_u64* P = buf.present.data();
     for (gs_i64 i = 0; i < set; ++i) P[cand[i] >> 6] = 0;
     return status;
 }
@@ -538,13 +558,17 @@ extern "C" void gs_lw_total_f64(const gs_i64* indptr, const gs_i64* cols, gs_i64
 // same order, without an array over the row space; 0, or -1 (see gs_lw::listed_sum)
 extern "C" gs_i64 gs_lw_listed_sum_f32(const gs_i64* indptr, const gs_i64* rows,
                                        const float* values, const gs_i64* cols, gs_i64 C,
-                                       gs_i64 R, const gs_i64* cand, gs_i64 L, float* out) {
-    return gs_lw::listed_sum<float>(indptr, rows, values, cols, C, R, cand, L, out);
+                                       gs_i64 R, const gs_i64* cand, gs_i64 L, float* out,
+                                       int threads, int openmp) {
+    return gs_lw::listed_sum<float>(indptr, rows, values, cols, C, R, cand, L, out, threads,
+                                    openmp);
 }
 extern "C" gs_i64 gs_lw_listed_sum_f64(const gs_i64* indptr, const gs_i64* rows,
                                        const double* values, const gs_i64* cols, gs_i64 C,
-                                       gs_i64 R, const gs_i64* cand, gs_i64 L, double* out) {
-    return gs_lw::listed_sum<double>(indptr, rows, values, cols, C, R, cand, L, out);
+                                       gs_i64 R, const gs_i64* cand, gs_i64 L, double* out,
+                                       int threads, int openmp) {
+    return gs_lw::listed_sum<double>(indptr, rows, values, cols, C, R, cand, L, out, threads,
+                                     openmp);
 }
 
 // cand[0, n) (n returned): the rows in [0, R) of the E edges of columns cols[0, C) (whose
@@ -636,8 +660,8 @@ def _build():
         "gs_lw_row_sum_f64": [ptr, i64, i64, ptr, ptr, ptr, i64, i64, ptr, cint, cint],
         "gs_lw_total_f32": [ptr, ptr, i64, i64, ptr, ptr, cint, cint],
         "gs_lw_total_f64": [ptr, ptr, i64, i64, ptr, ptr, cint, cint],
-        "gs_lw_listed_sum_f32": [ptr, ptr, ptr, ptr, i64, i64, ptr, i64, ptr],
-        "gs_lw_listed_sum_f64": [ptr, ptr, ptr, ptr, i64, i64, ptr, i64, ptr],
+        "gs_lw_listed_sum_f32": [ptr, ptr, ptr, ptr, i64, i64, ptr, i64, ptr, cint, cint],
+        "gs_lw_listed_sum_f64": [ptr, ptr, ptr, ptr, i64, i64, ptr, i64, ptr, cint, cint],
         "gs_lw_candidates_f32": [ptr, ptr, ptr, i64, i64, i64, ptr, ptr, cint, cint],
         "gs_lw_candidates_f64": [ptr, ptr, ptr, i64, i64, i64, ptr, ptr, cint, cint],
         "gs_lw_keep": [ptr, ptr, ptr, i64, i64, i64, ptr, i64, ptr, ptr, i64]
@@ -785,16 +809,24 @@ def total(values: torch.Tensor | None, A: CSC | None = None, cols: torch.Tensor 
     return out.to(dtype)
 
 
-def listed_row_sum(A: CSC, cols: torch.Tensor, cand: torch.Tensor, values: torch.Tensor):
+#: :func:`listed_row_sum` sums over the whole row space (then gathers the listed rows) where
+#: it has at most this many rows per frontier edge
+ROWS_PER_EDGE = 4
+
+
+def listed_row_sum(
+    A: CSC, cols: torch.Tensor, cand: torch.Tensor, values: torch.Tensor, edges: int = 0
+):
     """:func:`slice_row_sum` at the rows ``cand`` only (every row of the frontier's edges,
     ascending: :func:`candidates` without probabilities), of ``values`` (one per edge of
     ``A``): shape ``(len(cand),)``, the same additions in the same order (the same bits),
-    without an array over the row space. None where the torch code must run.
+    without an array over the row space. ``edges``: the frontier's edge count where known
+    (:func:`candidates`'s), which sets the threads. None where the torch code must run.
 
     Examples
     --------
     >>> cand, E = candidates(A.csc, seeds, None)
-    >>> p = listed_row_sum(A.csc, seeds, cand, W.values)  # slice_row_sum(W, seeds)[cand]
+    >>> p = listed_row_sum(A.csc, seeds, cand, W.values, E)  # slice_row_sum(W, seeds)[cand]
     """
     if not (_takes(A, cols) and _index(cand) and values is not None):
         return None
@@ -803,6 +835,23 @@ def listed_row_sum(A: CSC, cols: torch.Tensor, cand: torch.Tensor, values: torch
     fns = build()
     if fns is None:
         return None
+    if 0 < A.num_rows <= ROWS_PER_EDGE * edges:
+        # a row space no larger than a few times the frontier's edges: the sums over it
+        # (row_sum, the same additions) then gathered cost less than a rank for every edge
+        out = torch.empty(A.num_rows, dtype=values.dtype)
+        status = fns[f"gs_lw_row_sum_{_SUFFIX[values.dtype]}"](
+            A.indptr.data_ptr(),
+            A.indptr.numel() - 1,
+            A.nnz,
+            A.rows.data_ptr(),
+            values.data_ptr(),
+            cols.data_ptr(),
+            cols.numel(),
+            A.num_rows,
+            out.data_ptr(),
+            *_threads(edges),
+        )
+        return out[cand] if status == 0 else None
     out = torch.empty(cand.numel(), dtype=values.dtype)
     status = fns[f"gs_lw_listed_sum_{_SUFFIX[values.dtype]}"](
         A.indptr.data_ptr(),
@@ -814,6 +863,7 @@ def listed_row_sum(A: CSC, cols: torch.Tensor, cand: torch.Tensor, values: torch
         cand.data_ptr(),
         cand.numel(),
         out.data_ptr(),
+        *_threads(edges),
     )
     return out if status == 0 else None
 
