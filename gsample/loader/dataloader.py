@@ -35,6 +35,7 @@ from gsample.loader.batch import Batch, batches_of
 from gsample.loader.features import FeatureStore, batch_nodes
 from gsample.loader.pipeline import pipelined
 from gsample.loader.super_batching import (
+    auto_statistic,
     choose_super_batch,
     default_budget,
     out_of_memory,
@@ -667,7 +668,7 @@ class DataLoader:
     def _time_sizes(self, parts: list, epoch_seed: int, base: int = 0):
         """``"auto"``: time super-batches of 1, 2, 4, ... mini-batches (within the memory
         cap), each size three times: its first run is not counted (it lowers and compiles),
-        the best of the other two is (noise on a loaded host only adds time). Stop once
+        the other two are, by :func:`auto_statistic` (a GPU's best run, the CPU's median). Stop once
         doubling stops paying (from 8 on: a super-batch's fixed cost per run can make 2
         slower than 1 on a GPU while much larger sizes are faster, so the small sizes do not
         decide); :func:`choose_super_batch` picks the size. The timed runs sample (and
@@ -698,7 +699,7 @@ class DataLoader:
             if N >= 8 and best != N and seconds > 0.95 * self.auto_times[best]:
                 break  # doubling stopped paying (below 8, a run's fixed cost hides it)
             N *= 2
-        return i, choose_super_batch(self.auto_runs)
+        return i, choose_super_batch(self.auto_runs, statistic=auto_statistic(self.A.device))
 
     def _explain_failure(
         self, block: list, epoch_seed: int, first: int, error: Exception, indices=None

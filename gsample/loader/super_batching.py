@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import numbers
+import statistics
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -88,11 +90,25 @@ def super_batch_options(super_batch, memory_budget=None) -> tuple:
 AUTO_MARGIN = 0.1
 
 
-def choose_super_batch(runs: dict, margin: float = AUTO_MARGIN) -> int:
-    """The super-batch size ``"auto"`` keeps, from timed runs: the size whose best run took
-    the least time per mini-batch, where that beats one at a time's best run by ``margin``;
-    else 1 (one at a time), so ``"auto"`` is never slower than one at a time by more than
-    the timing noise.
+def auto_statistic(device: torch.device) -> Callable:
+    """What ``"auto"`` compares of each size's timed runs on ``device``: on a GPU the best
+    run (host noise only adds time, and a super-batch's gain is large); on the CPU the
+    median (the runs sample different mini-batches, whose work differs more than a
+    super-batch saves, so one light run must not decide).
+
+    Examples
+    --------
+    >>> auto_statistic(torch.device("cpu")) is statistics.median
+    True
+    """
+    return min if torch.device(device).type == "cuda" else statistics.median
+
+
+def choose_super_batch(runs: dict, margin: float = AUTO_MARGIN, statistic: Callable = min) -> int:
+    """The super-batch size ``"auto"`` keeps, from timed runs: the size whose runs took the
+    least time per mini-batch (by ``statistic``: the best run, or :func:`auto_statistic`'s
+    for the device), where that beats one at a time's by ``margin``; else 1 (one at a
+    time), so ``"auto"`` is never slower than one at a time by more than the timing noise.
 
     Parameters
     ----------
@@ -101,6 +117,9 @@ def choose_super_batch(runs: dict, margin: float = AUTO_MARGIN) -> int:
         ``size >= 1``; 1 is the reference (without it, nothing is chosen over one at a time).
     margin : float
         The share of one at a time's time a size must save, ``0 <= margin < 1``.
+    statistic : callable
+        A size's runs (a non-empty list of seconds) to the one figure compared; default
+        the best run.
 
     Returns
     -------
@@ -113,6 +132,10 @@ def choose_super_batch(runs: dict, margin: float = AUTO_MARGIN) -> int:
     1
     >>> choose_super_batch({1: 2.0e-3, 2: 1.5e-3, 4: 1.2e-3, 8: 1.3e-3})
     4
+    >>> choose_super_batch({1: [4.3e-3, 4.2e-3], 2: [4.5e-3, 3.6e-3]})  # one light run
+    2
+    >>> choose_super_batch({1: [4.3e-3, 4.2e-3], 2: [4.5e-3, 3.6e-3]}, statistic=statistics.median)
+    1
     """
     if not isinstance(runs, dict):
         raise TypeError(f"runs: expected a dict {{size: seconds}}, got {type(runs).__name__}")
@@ -124,7 +147,7 @@ def choose_super_batch(runs: dict, margin: float = AUTO_MARGIN) -> int:
             raise ValueError(f"runs: sizes must be ints >= 1, got {size!r}")
         times = [times] if isinstance(times, numbers.Real) else list(times)
         if times:
-            best[int(size)] = min(times)
+            best[int(size)] = statistic(times)
     if 1 not in best:
         return 1
     size = min(best, key=lambda n: (best[n], n))
@@ -153,6 +176,7 @@ def default_budget(device: torch.device) -> int:
 
 __all__ = [
     "AUTO_MARGIN",
+    "auto_statistic",
     "choose_super_batch",
     "default_budget",
     "out_of_memory",

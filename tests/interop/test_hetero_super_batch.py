@@ -21,7 +21,7 @@ from torch_geometric.data import HeteroData
 import gsample as gs
 import gsample.pyg as gp
 from gsample.compiler.compiled import CompiledSampler
-from gsample.loader.super_batching import choose_super_batch
+from gsample.loader.super_batching import auto_statistic, choose_super_batch
 from gsample.runtime import SuperBatcher
 
 WRITES = ("author", "writes", "paper")
@@ -167,7 +167,9 @@ def test_auto_times_sizes_on_the_first_epoch(data):
     assert loader.super_batch_size is None
     assert_same_hetero(ref, loader_batches(loader, epochs=2))
     assert set(loader.auto_times) == {1, 2}
-    assert loader.super_batch_size == choose_super_batch(loader.auto_runs)
+    assert loader.super_batch_size == choose_super_batch(
+        loader.auto_runs, statistic=auto_statistic(loader.dataset.runs.device)
+    )
     capped = loader_of(data, "directional", batch_size=5, super_batch="auto", memory_budget=1)
     assert_same_hetero(ref[:12], loader_batches(capped))
     assert capped.super_batch_size == 1 and capped.auto_times == {}

@@ -18,7 +18,7 @@ from torch_geometric.data import Data, HeteroData
 import gsample.pyg as gp
 from gsample.base.random import combine, op_key
 from gsample.interop.pyg.negatives import NEGATIVE_ORDINAL, NegativeSampler, NegativeSampling
-from gsample.loader.super_batching import choose_super_batch
+from gsample.loader.super_batching import auto_statistic, choose_super_batch
 
 N, E = 70, 360
 #: supervision edges: 150 in mini-batches of 16 -> 10 mini-batches, the last of 6; runs of
@@ -216,7 +216,9 @@ def test_auto_picks_a_size_and_keeps_the_batches(data, mode, epochs):
     assert loader.super_batch_size is None  # chosen while the first epoch runs
     assert_same_batches(ref, loader_batches(loader, epochs=epochs))
     assert sorted(loader.auto_times) == [1, 2, 4]
-    assert loader.super_batch_size == choose_super_batch(loader.auto_runs)
+    assert loader.super_batch_size == choose_super_batch(
+        loader.auto_runs, statistic=auto_statistic(loader.dataset.runs.device)
+    )
     if epochs == 2:
         capped = gp.LinkNeighborLoader(data, [3, 2], super_batch="auto", memory_budget=1, **kw)
         assert_same_batches(ref[:30], loader_batches(capped))

@@ -16,7 +16,7 @@ from torch_geometric.data import Data, HeteroData
 
 import gsample as gs
 import gsample.pyg as gp
-from gsample.loader.super_batching import choose_super_batch
+from gsample.loader.super_batching import auto_statistic, choose_super_batch
 
 N, E = 90, 420
 
@@ -168,7 +168,9 @@ def test_auto_times_sizes_on_the_first_epoch(data):
     assert loader.super_batch_size is None  # chosen while the first epoch runs
     assert_same_batches(ref, loader_batches(loader, epochs=2))
     assert set(loader.auto_times) == {1, 2}
-    assert loader.super_batch_size == choose_super_batch(loader.auto_runs)
+    assert loader.super_batch_size == choose_super_batch(
+        loader.auto_runs, statistic=auto_statistic(loader.dataset.runs.device)
+    )
     capped = gp.NeighborLoader(data, [3, 2], super_batch="auto", memory_budget=1, **common)
     assert_same_batches(ref[:10], loader_batches(capped))
     assert capped.super_batch_size == 1 and capped.auto_times == {}

@@ -47,6 +47,7 @@ from gsample.compiler import compile as gs_compile
 from gsample.formats import CSC
 from gsample.interop.pyg.temporal import TemporalSpec, disjoint_sample
 from gsample.loader.super_batching import (
+    auto_statistic,
     choose_super_batch,
     default_budget,
     out_of_memory,
@@ -399,7 +400,11 @@ class Runs:
                     break  # doubling stopped paying (below 8, a run's fixed cost hides it)
                 size *= 2
             # one at a time unless a size is clearly faster (gs.DataLoader's rule)
-            self.size = choose_super_batch(self.runs) if self.runs else 1
+            self.size = (
+                choose_super_batch(self.runs, statistic=auto_statistic(self.device))
+                if self.runs
+                else 1
+            )
         size = self.size or 1
         for first in range(i, num_batches, size):
             yield first, min(size, num_batches - first), "run"
