@@ -108,6 +108,26 @@ static std::vector<gs_i64> split(const gs_i64* indptr, const gs_i64* cols, gs_i6
     return bounds;
 }
 
+// add(e, r) for each edge e of the frontier cols[0, C) whose row r lies in [r0, r1), in CSC
+// order (one thread's part of the row space); false at a row outside [0, R) where `checks`
+// (the first thread's part starts at 0 and it reports for all), or where add returns false
+template <typename F>
+static bool each_edge_in(const gs_i64* indptr, const gs_i64* rows, const gs_i64* cols, gs_i64 C,
+                         gs_i64 R, gs_i64 r0, gs_i64 r1, bool checks, F add) {
+    for (gs_i64 c = 0; c < C; ++c) {
+        const gs_i64 j = cols[c];
+        for (gs_i64 e = indptr[j]; e < indptr[j + 1]; ++e) {
+            const gs_i64 r = rows[e];
+            if (r < r0 || r >= r1) {
+                if (!checks || in_range(r, R)) continue;
+                return false;
+            }
+            if (!add(e, r)) return false;
+        }
+    }
+    return true;
+}
+
 // Each row's sum is its edges' values added in the frontier's CSC order; with T threads,
 // thread i adds those of the rows in its own part of the row space (each reads every edge),
 // so no row's additions are split or reordered.
@@ -120,18 +140,12 @@ static gs_i64 row_sum(const gs_i64* indptr, gs_i64 ncols, gs_i64 nnz, const gs_i
     parallel(threads, openmp, [&](int i, int TT) {
         const gs_i64 r0 = R * i / TT, r1 = R * (i + 1) / TT;
         std::fill(out + r0, out + r1, T(0));
-        for (gs_i64 c = 0; c < C; ++c) {
-            const gs_i64 j = cols[c];
-            for (gs_i64 e = indptr[j]; e < indptr[j + 1]; ++e) {
-                const gs_i64 r = rows[e];
-                if (r < r0 || r >= r1) {
-                    if (i > 0 || in_range(r, R)) continue;
-                    __atomic_store_n(&bad, 1, __ATOMIC_RELAXED);
-                    return;
-                }
-                out[r] += values ? values[e] : T(1);
-            }
-        }
+        const bool ok = each_edge_in(indptr, rows, cols, C, R, r0, r1, i == 0,
+                                     [&](gs_i64 e, gs_i64 r) {
+                                         out[r] += values ? values[e] : T(1);
+                                         return true;
+                                     });
+        if (!ok) __atomic_store_n(&bad, 1, __ATOMIC_RELAXED);
     });
     return bad ? -1 : 0;
 }
@@ -335,25 +349,17 @@ static gs_i64 listed_sum(const gs_i64* indptr, const gs_i64* rows, const T* valu
             const gs_i64 l0 = L * i / TT, l1 = L * (i + 1) / TT;
             const gs_i64 r0 = i == 0 ? 0 : cand[l0], r1 = i == TT - 1 ? R : cand[l1];
             std::fill(out + l0, out + l1, T(0));
-            for (gs_i64 c = 0; c < C; ++c) {
-                const gs_i64 j = cols[c];
-                for (gs_i64 e = indptr[j]; e < indptr[j + 1]; ++e) {
-                    const gs_i64 r = rows[e];
-                    if (r < r0 || r >= r1) {
-                        if (i > 0 || in_range(r, R)) continue;
-                        __atomic_store_n(&bad, 1, __ATOMIC_RELAXED);  // out of range
-                        return;
-                    }
-                    const gs_u64 bits = P[r >> 6];
-                    if (!((bits >> (r & 63)) & 1ull)) {  // not listed
-                        __atomic_store_n(&bad, 1, __ATOMIC_RELAXED);
-                        return;
-                    }
-                    const gs_i64 at =
-                        first[r >> 6] + __builtin_popcountll(bits & ((1ull << (r & 63)) - 1));
-                    out[at] += values ? values[e] : T(1);
-                }
-            }
+            const bool ok = each_edge_in(indptr, rows, cols, C, R, r0, r1, i == 0,
+                                         [&](gs_i64 e, gs_i64 r) {
+                                             const gs_u64 bits = P[r >> 6];
+                                             if (!((bits >> (r & 63)) & 1ull)) return false;
+                                             const gs_i64 at = first[r >> 6] +
+                                                 __builtin_popcountll(
+                                                     bits & ((1ull << (r & 63)) - 1));
+                                             out[at] += values ? values[e] : T(1);
+                                             return true;  // (false above: not listed)
+                                         });
+            if (!ok) __atomic_store_n(&bad, 1, __ATOMIC_RELAXED);
         });
         status = bad ? -1 : 0;
     }
