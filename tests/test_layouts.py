@@ -116,6 +116,26 @@ def test_coo_is_csc_order_with_columns(A):
     assert torch.equal(c.cols, A.edge_cols())
 
 
+def test_a_coo_s_row_sums_on_the_cpu_are_the_segment_sums(A, monkeypatch):
+    """A COO's per-row sums on the CPU take the native one-pass row sum (its edges are in
+    CSC order: no sort): the bits of the torch code's sort and segment sum."""
+    from gsample.backend.torch import layerwise_native, layout_ops
+
+    coo = convert(A, "coo")
+    v = coo.value_tensor()
+    with monkeypatch.context() as m:
+        if v.dim() == 1 and layerwise_native.available():  # (the sort is not taken)
+            m.setattr(layout_ops, "_by_rows", lambda *a: pytest.fail("sorted by rows"))
+        got = layout_ops.reduce_values(coo, None, "sum", 1)
+    monkeypatch.setattr(layerwise_native, "ENABLED", False)
+    want = layout_ops.reduce_values(coo, None, "sum", 1)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert torch.equal(
+        got.view(torch.int32 if v.element_size() == 4 else torch.int64),
+        want.view(torch.int32 if v.element_size() == 4 else torch.int64),
+    )
+
+
 def test_convert_names_a_bad_layout():
     with pytest.raises(ValueError, match="layout"):
         convert(MATRICES["graph"], "bsr")

@@ -25,7 +25,7 @@ import torch
 
 from gsample.backend.registry import torch_impl
 from gsample.backend.torch import compute, extract, finalize, fused_compute, relabel_native
-from gsample.backend.torch.compute import _by_rows, _segment, _weighted
+from gsample.backend.torch.compute import _by_rows, _native_row_sums, _segment, _weighted
 from gsample.formats.csc import CSC, gather_segments, locate, segment_ptr
 from gsample.formats.layouts import COO, CSR, NAMES, Sparse, convert
 from gsample.ir import Op
@@ -50,6 +50,10 @@ def reduce_values(A: Sparse, v, op: str, axis: int) -> torch.Tensor:
     if isinstance(A, COO):
         if axis == 0:
             return _segment(v, op, A.degrees())
+        if op == "sum" and v.device.type == "cpu" and v.dim() == 1:
+            out = _native_row_sums(A, v)  # its edges in CSC order: one pass, no sort
+            if out is not None:
+                return out
         perm, lengths = _by_rows(A)
         return _segment(v[perm], op, lengths)
     if axis == 1:
