@@ -16,7 +16,8 @@ tensor operations a layer (a sort among them), where plain PyTorch's LADIES does
   from a bitmap over the row space (the calling thread's, cleared by the words it touched);
 * :func:`listed_row_sum`: :func:`slice_row_sum`'s sums at those rows only (the same additions
   in the same order), each edge's row found by its rank in a bitmap of them: no array over
-  the row space (the listed-rows LADIES, :func:`.fused_select.listed_collective_sample`);
+  the row space unless it is small beside the frontier's edges (the listed-rows LADIES,
+  :func:`.fused_select.listed_collective_sample`);
 * :func:`total`: ``A.sum()``'s exact, order-free sum (:func:`.compute.exact_sums`, the same
   bits) of an array or of a frontier's edges, in 128-bit integers, two passes;
 * :func:`slice_cols`: ``A[:, cols]``, each column's segment copied (rows, edge ids, values);
@@ -826,8 +827,10 @@ def listed_row_sum(
     """:func:`slice_row_sum` at the rows ``cand`` only (every row of the frontier's edges,
     ascending: :func:`candidates` without probabilities), of ``values`` (one per edge of
     ``A``): shape ``(len(cand),)``, the same additions in the same order (the same bits),
-    without an array over the row space. ``edges``: the frontier's edge count where known
-    (:func:`candidates`'s), which sets the threads. None where the torch code must run.
+    by a rank per edge in a bitmap of the listed rows, or (a row space of at most
+    :data:`ROWS_PER_EDGE` rows per frontier edge) over the row space, then gathered.
+    ``edges``: the frontier's edge count where known (:func:`candidates`'s), which sets the
+    threads and the choice. None where the torch code must run.
 
     Examples
     --------
