@@ -435,6 +435,25 @@ __device__ __forceinline__ gs_i64 gs_total_group(gs_i64 shift, gs_i64 n, gs_i64 
     return gs_in_range(b, G) ? b : -1;
 }
 
+// The frontier's edges this thread takes (A[:, cols] without the slice; G mini-batches):
+// visit(b, e) for graph edge e of group b, both passes' one walk over the tiles.
+template <typename Visit>
+__device__ __forceinline__ void gs_total_each_edge(const gs_idx* __restrict__ indptr,
+                                                   const gs_i64* __restrict__ cols, gs_i64 C,
+                                                   const gs_i64* __restrict__ ptr, gs_i64 n,
+                                                   gs_i64 G, Visit visit) {
+    GS_TILES(g0, t, ptr, C, false) {
+        for (int j = 0; j < GS_ITEMS; ++j) {
+            const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
+            if (g >= gs_E) break;
+            gs_i64 c, shift;
+            const gs_i64 e = gs_frontier_edge(t, indptr, cols, ptr, n, g, &c, &shift);
+            const gs_i64 b = gs_total_group(shift, n, G);
+            if (b >= 0) visit(b, e);
+        }
+    }
+}
+
 // Pass 1 over a frontier's edges (A[:, cols].sum() without the slice; G mini-batches).
 extern "C" __global__ void gs_total_exponents(const gs_idx* __restrict__ indptr,
                                               const gs_t* __restrict__ values,
@@ -443,16 +462,9 @@ extern "C" __global__ void gs_total_exponents(const gs_idx* __restrict__ indptr,
                                               gs_i64 G, int* __restrict__ emax,
                                               int* __restrict__ flags) {
     gs_total_t a = gs_total_start();
-    GS_TILES(g0, t, ptr, C, false) {
-        for (int j = 0; j < GS_ITEMS; ++j) {
-            const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
-            if (g >= gs_E) break;
-            gs_i64 c, shift;
-            const gs_i64 e = gs_frontier_edge(t, indptr, cols, ptr, n, g, &c, &shift);
-            const gs_i64 b = gs_total_group(shift, n, G);
-            if (b >= 0) gs_total_note(emax, flags, a, b, gs_value(values, e));
-        }
-    }
+    gs_total_each_edge(indptr, cols, C, ptr, n, G, [&](gs_i64 b, gs_i64 e) {
+        gs_total_note(emax, flags, a, b, gs_value(values, e));
+    });
     gs_total_note_end(emax, flags, a);
 }
 
@@ -464,15 +476,8 @@ extern "C" __global__ void gs_total_add(const gs_idx* __restrict__ indptr,
                                         const int* __restrict__ emax,
                                         gs_u64* __restrict__ lo, gs_u64* __restrict__ hi) {
     gs_total_t a = gs_total_start();
-    GS_TILES(g0, t, ptr, C, false) {
-        for (int j = 0; j < GS_ITEMS; ++j) {
-            const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
-            if (g >= gs_E) break;
-            gs_i64 c, shift;
-            const gs_i64 e = gs_frontier_edge(t, indptr, cols, ptr, n, g, &c, &shift);
-            const gs_i64 b = gs_total_group(shift, n, G);
-            if (b >= 0) gs_total_term(emax, lo, hi, a, b, gs_value(values, e));
-        }
-    }
+    gs_total_each_edge(indptr, cols, C, ptr, n, G, [&](gs_i64 b, gs_i64 e) {
+        gs_total_term(emax, lo, hi, a, b, gs_value(values, e));
+    });
     gs_total_add_end(lo, hi, a);
 }

@@ -124,6 +124,15 @@ def _frontier_ptr(indptr, buf: torch.Tensor, ncols, n: int, M: int) -> torch.Ten
 
 
 # ----------------------------------------------------------------------------- row sums
+def _exact_cols(A: CSC, cols, batches) -> torch.Tensor:
+    """The frontier's ids trimmed and checked for the exact implementations, which read
+    sizes back: not in a CUDA graph."""
+    refuse_capture()
+    trimmed = exact(cols)
+    V.ids(trimmed, "cols", A.num_nodes * (batches[0] if batches else 1), trimmed.device)
+    return trimmed
+
+
 # the frontier's ids are checked by gs_frontier_ptr (the program's check step only converts
 # them: an aminmax, two comparisons and a clamp less a call)
 # a super-batch's row sums go by chunk of rows, with one read-back of their terms' count
@@ -138,10 +147,8 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
         and _graph(A)
         and (vals is None or (vals.dtype in _FLOATS and vals.dim() == 1))
     )
-    if not ok:  # exact code, which reads sizes back: not in a graph
-        refuse_capture()
-        trimmed = exact(cols)
-        V.ids(trimmed, "cols", A.num_nodes * (batches[0] if batches else 1), trimmed.device)
+    if not ok:
+        trimmed = _exact_cols(A, cols, batches)
         if batches is None:
             return compute.reduce(extract.slice_cols(A, trimmed), op, axis)
         return fused_reduce.slice_reduce(A, trimmed, op, axis, batches)
@@ -207,10 +214,7 @@ def slice_total(A: CSC, cols, op: str, batches=None) -> torch.Tensor:
     read-back; other values run the exact implementation."""
     vals = A.values
     if not (_graph(A) and (vals is None or (vals.dtype in _FLOATS and vals.dim() == 1))):
-        refuse_capture()  # exact code, which reads sizes back: not in a graph
-        trimmed = exact(cols)
-        V.ids(trimmed, "cols", A.num_nodes * (batches[0] if batches else 1), trimmed.device)
-        return fused_reduce.slice_total(A, trimmed, op, batches)
+        return fused_reduce.slice_total(A, _exact_cols(A, cols, batches), op, batches)
     buf, ncols = _frontier(cols)
     N, n = batches if batches is not None else (1, 0)
     C = buf.numel()
