@@ -1,6 +1,6 @@
 // Kernel family "split": a super-batch matrix (CSC over N * n nodes, batch b's ids b * n + v,
 // each batch's columns, rows and edges one range, batches ascending) cut into its N
-// mini-batch matrices, as gsample/runtime/blocks.py's bounds and split_matrix do it with torch
+// mini-batch matrices, as gsample/runtime/block_diagonal.py's bounds and split_matrix do it with torch
 // ops (about fifteen launches a matrix), in two launches (gsample/backend/cuda/split.py is
 // the host side):
 //
@@ -74,5 +74,18 @@ extern "C" __global__ void gs_split_decode(const gs_i64* __restrict__ indptr,
             const gs_i64 i = t - P - E - (has_cols ? C : 0);
             out[t] = row_ids[first_row[0] + i] % n;
         }
+    }
+}
+
+// gs_decode_walks: a super-batch's walks (W walkers x S steps, ids b * n + v, -1 after a stop)
+// decoded in one pass, out[i] = walks[i] % n where it is >= 0, else itself: the ge, remainder
+// and where of gsample/runtime/block_diagonal.py's split_walks (three passes over the walks) in one.
+// Every index is i < total; n > 0 (the host's: the graph's nodes).
+extern "C" __global__ void gs_decode_walks(const gs_i64* __restrict__ walks, gs_i64 total,
+                                           gs_i64 n, gs_i64* __restrict__ out) {
+    const gs_i64 stride = (gs_i64)blockDim.x * gridDim.x;
+    for (gs_i64 i = (gs_i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+        const gs_i64 v = walks[i];
+        out[i] = v >= 0 ? v % n : v;
     }
 }

@@ -368,6 +368,7 @@ HOOKS = {
     "split_applies": "gsample.backend.cuda.split:applies",
     "batch_bounds": "gsample.backend.cuda.split:batch_bounds",
     "split_decode": "gsample.backend.cuda.split:split_decode",
+    "decode_walks": "gsample.backend.cuda.split:decode_walks",
     # the CUDA backend's packing of a CUDA graph's results (kernels/pack.cu)
     "pack_parts": "gsample.backend.cuda.pack:pack_parts",
     "prepare_pack": "gsample.backend.cuda.pack:prepare",

@@ -298,7 +298,10 @@ def split_walks(walks: torch.Tensor, n: int, copies: int) -> list:
     pass, then views of it, one per batch (a launch or two whatever ``copies`` is; the
     views keep the super-batch's tensor alive while any of them is)."""
     ptr = batch_ptr(walks[:, 0] // n, copies)
-    plain = torch.where(walks >= 0, walks % n, walks)
+    if walks.is_cuda and walks.dtype == torch.int64 and walks.is_contiguous() and n > 0:
+        plain = hook("decode_walks")(walks, n)  # one pass where the torch ops take three
+    else:
+        plain = torch.where(walks >= 0, walks % n, walks)
     return list(plain.split_with_sizes(_sizes(ptr)))
 
 

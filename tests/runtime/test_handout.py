@@ -110,6 +110,24 @@ def test_walks_split_into_a_list_of_each_batch_s_decoded_rows():
     assert type(ids) is list and [p.tolist() for p in ids] == [[3, 7], [3], [9]]
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+def test_walks_decode_on_the_gpu_as_the_torch_ops():
+    """On a GPU the walks are decoded in one kernel (``gs_decode_walks``): the torch ops'
+    values, big ids and -1 included, one walker to many, and an odd length."""
+    n = 1_000_003
+    g = torch.Generator().manual_seed(0)
+    for W, S in ((1, 1), (5, 3), (70_001, 81)):
+        batch = torch.randint(0, 50, (W, 1), generator=g).sort(0).values  # grouped by batch
+        walks = batch * n + torch.randint(0, n, (W, S), generator=g)
+        walks[:, 1:][torch.rand(W, S - 1, generator=g) < 0.2] = -1
+        got = blocks.split_walks(walks.cuda(), n, 50)
+        want = blocks.split_walks(walks, n, 50)
+        assert len(got) == len(want) and all(
+            torch.equal(a.cpu(), b) for a, b in zip(got, want, strict=True)
+        )
+
+
 def test_csc_of_is_the_dataclass_s_construction():
     t = torch.arange(4)
     args = (9, t, t[:2], None, t[1:], None, t)

@@ -127,3 +127,29 @@ def split_decode(
     at += 0 if M.col_ids is None else C
     row_ids = None if M.row_ids is None else out[at : at + Rn]
     return out[:P], out[P : P + E], col_ids, row_ids
+
+
+def decode_walks(walks: torch.Tensor, n: int) -> torch.Tensor:
+    """A super-batch's walks decoded in one pass (``kernels/split.cu``, ``gs_decode_walks``):
+    ``torch.where(walks >= 0, walks % n, walks)`` (three passes over the walks there).
+
+    Parameters
+    ----------
+    walks : LongTensor, shape (W, S), contiguous, on a GPU
+        Ids ``b * n + v``, ``-1`` after a stop.
+    n : int
+        Nodes per batch (``> 0``).
+
+    Returns
+    -------
+    LongTensor, shape (W, S)
+        The ids ``v``, ``-1`` kept.
+
+    Examples
+    --------
+    >>> decode_walks(torch.tensor([[13, 4, -1]], device="cuda"), 10).tolist()
+    [[3, 4, -1]]
+    """
+    out = torch.empty_like(walks)
+    launch("split", "gs_decode_walks", walks.numel(), walks, walks.numel(), n, out)
+    return out
