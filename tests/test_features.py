@@ -94,7 +94,7 @@ def compiled(name):
     return functools.partial(gs.compile(s.func), **s.keywords)
 
 
-@pytest.mark.parametrize("super_batch", [None, 2])
+@pytest.mark.parametrize("super_batch", [None, 2, "auto"])
 @pytest.mark.parametrize("name", ["graphsage", "ladies"])
 def test_a_gathering_loader_takes_n_id_from_the_program(small_graph, device, name, super_batch):
     """With tables, the loader samples with ``gathering(sampler)``: its program computes the

@@ -507,9 +507,7 @@ class DataLoader:
                 return
             budget = self.memory_budget or default_budget(self.A.device)
             self.memory_cap = max(1, min(len(parts), budget // max(self.batch_bytes, 1)))
-            yield [
-                Batch(seeds=parts[0], index=base, out=outs[0], seeds_are_nodes=self.seeds_are_nodes)
-            ]
+            yield self._batches(parts[:1], base, outs)
             i = 1
             if self.memory_cap > 1:
                 chosen = yield from self._time_sizes(parts, epoch_seed, base)
@@ -529,10 +527,7 @@ class DataLoader:
             else:
                 budget = default_budget(self.A.device)
                 self.memory_cap = max(1, budget // max(self.batch_bytes, 1))
-                seeds_are_nodes = self.seeds_are_nodes
-                yield [
-                    Batch(seeds=parts[0], index=base, out=outs[0], seeds_are_nodes=seeds_are_nodes)
-                ]
+                yield self._batches(parts[:1], base, outs)
             i = 1
         if self.super_batch == "auto" and self.super_batch_size == 1:
             yield from ([b] for b in self._one_by_one(parts[i:], epoch_seed, base + i))  # no gain
@@ -629,6 +624,7 @@ class DataLoader:
                 if is_refusal(error):  # raised alike on every rank, at the same point
                     raise
                 yield from self._explain_failure(block, epoch_seed, indices[0], error, indices)
+            bind_seeds(outs, block)
             yield [
                 Batch(seeds=p, index=j, out=out, seeds_are_nodes=self.seeds_are_nodes)
                 for (j, p), out in zip(group, outs)
