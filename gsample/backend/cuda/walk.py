@@ -46,9 +46,10 @@ from gsample.ir import Op
 _THREADS = 64
 #: walkers from which one launch writes its walks step-major and transposes them (walk.cu's
 #: GS_WALK_TIME_MAJOR; fewer, and every walker's row stays in the L2 cache until it is full);
-#: None: never. Off until the layouts are timed against each other on a quiet device and the
-#: step-major path has run under memcheck (its tests run both layouts)
-TIME_MAJOR_MIN: int | None = None
+#: None: never. A super-batch's walkers (a products-sized epoch's 196,608 and more) write
+#: whole sectors a step at a time where a row per walker scatters 8-byte stores; a mini-batch's
+#: rows fit in the L2 cache (its tests run both layouts)
+TIME_MAJOR_MIN: int | None = 1 << 16
 #: blocks of :data:`_THREADS` walkers ``gs_random_walk`` is compiled to fit on a
 #: multiprocessor (walk.cu's ``GS_WALK_MIN_BLOCKS``: registers capped); None: the compiler's
 #: choice
