@@ -48,7 +48,13 @@ def _same(a, b):
         ((), False, False, 300),  # zero hops: the seeds alone
     ],
 )
-def test_the_hops_layout_is_pyg_sample_s(fanouts, replace, weighted, n):
+@pytest.mark.parametrize("position_map", [True, False])
+def test_the_hops_layout_is_pyg_sample_s(fanouts, replace, weighted, n, position_map, monkeypatch):
+    """(On the CPU the hops' local ids come from a position map of ``n_id``, or, where its
+    id range is too wide, from a sort and a binary search: both are laid out alike.)"""
+    if not position_map:
+        monkeypatch.setattr(layout, "_MAP_IDS", 0)
+        monkeypatch.setattr(layout, "_MAP_PER_ID", 0)
     A = gs.datasets.rmat(n, 8 * n, seed=1)
     if weighted:
         src, dst, _ = A.edges()

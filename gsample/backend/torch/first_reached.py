@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from gsample.backend.registry import torch_impl
+from gsample.backend.torch import reached_native
 from gsample.base import validate as V
 from gsample.formats.csc import CSC
 from gsample.ir import Op
@@ -37,6 +38,12 @@ def first_reached(A: CSC, slot=None, state=None, carry=None, batches=None):
     its columns' pairs), by (mini-batch,) slot, then node; see the op's method docstring."""
     copies, n = (1, A.num_nodes) if batches is None else batches
     slots = slot_space(copies, n)
+    if slot is None and A.device.type == "cpu":  # one tree: native code where it runs
+        got = reached_native.first_reached(A, state, copies, n, slots)
+        if got is not None:
+            nodes, first, grown = got
+            out_carry = None if carry is None else carry[A.edge_cols()[first]]
+            return nodes, torch.zeros_like(nodes), out_carry, grown
     if slot is None:  # one tree: the nodes first reached
         slot = torch.zeros(A.num_cols, dtype=torch.int64, device=A.device)
     slot = slot.to(torch.int64)
