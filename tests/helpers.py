@@ -17,6 +17,7 @@ import sys
 import torch
 
 import gsample as gs
+from gsample.formats.csc import CSC
 from gsample.ir import format_lines
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
@@ -145,6 +146,32 @@ def host_syncs(fn) -> list:
     finally:
         torch.cuda.set_sync_debug_mode(0)
     return [str(w.message) for w in caught if "synchroniz" in str(w.message)] + waits
+
+
+def hop_sample(seed: int, *, copies=None, n=40, C=30, k=6, row_space=False, grouped=True):
+    """A random hop's sample for ``first_reached``: ``(A, slot, batches)``. Few nodes, so
+    pairs repeat; columns grouped by (batch, slot) as the disjoint program's frontiers
+    (``grouped``) or not; ``copies``: a super-batch of that many mini-batches (ids
+    ``b * n + v``); ``row_space``: local rows into ``row_ids``."""
+    g = torch.Generator().manual_seed(seed)
+    deg = torch.randint(0, k + 1, (C,), generator=g)
+    indptr = torch.cat([torch.zeros(1, dtype=torch.int64), deg.cumsum(0)])
+    E = int(indptr[-1])
+    nb = copies or 1
+    batch = torch.sort(torch.randint(0, nb, (C,), generator=g)).values
+    slot = torch.randint(0, 5, (C,), generator=g)
+    if grouped:
+        slot = torch.sort(slot + batch * 5).values - batch * 5
+    else:
+        slot = slot[torch.randperm(C, generator=g)]
+    cols = batch * n + torch.randint(0, n, (C,), generator=g)
+    ecol = torch.repeat_interleave(torch.arange(C), deg)
+    rows = batch[ecol] * n + torch.randint(0, n, (E,), generator=g)
+    row_ids = None
+    if row_space:
+        row_ids, rows = torch.unique(rows, return_inverse=True)
+    A = CSC(num_nodes=nb * n, indptr=indptr, rows=rows, row_ids=row_ids, col_ids=cols, eids=None)
+    return A, slot, (None if copies is None else (copies, n))
 
 
 def random_seeds(n=64, seed=1, num_nodes=2000):

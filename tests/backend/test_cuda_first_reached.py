@@ -26,7 +26,7 @@ from unittest import mock
 import pytest
 import torch
 from adversarial import bad_ids
-from helpers import CUDA_AS_CPP, CXX, build_cpp, host_syncs
+from helpers import CUDA_AS_CPP, CXX, build_cpp, hop_sample, host_syncs
 
 import gsample as gs
 from gsample.backend import get_backend
@@ -46,32 +46,6 @@ def GPU(f):
 
 
 # ----------------------------------------------------------------------------- inputs
-def sample(seed: int, *, copies=None, n=40, C=30, k=6, row_space=False, grouped=True):
-    """A random hop's sample: ``(A, slot, batches)``. Few nodes, so pairs repeat; columns
-    grouped by (batch, slot) as the disjoint program's frontiers (``grouped``) or not;
-    ``copies``: a super-batch of that many mini-batches (ids ``b * n + v``); ``row_space``:
-    local rows into ``row_ids``."""
-    g = torch.Generator().manual_seed(seed)
-    deg = torch.randint(0, k + 1, (C,), generator=g)
-    indptr = torch.cat([torch.zeros(1, dtype=torch.int64), deg.cumsum(0)])
-    E = int(indptr[-1])
-    nb = copies or 1
-    batch = torch.sort(torch.randint(0, nb, (C,), generator=g)).values
-    slot = torch.randint(0, 5, (C,), generator=g)
-    if grouped:
-        slot = torch.sort(slot + batch * 5).values - batch * 5
-    else:
-        slot = slot[torch.randperm(C, generator=g)]
-    cols = batch * n + torch.randint(0, n, (C,), generator=g)
-    ecol = torch.repeat_interleave(torch.arange(C), deg)
-    rows = batch[ecol] * n + torch.randint(0, n, (E,), generator=g)
-    row_ids = None
-    if row_space:
-        row_ids, rows = torch.unique(rows, return_inverse=True)
-    A = CSC(num_nodes=nb * n, indptr=indptr, rows=rows, row_ids=row_ids, col_ids=cols, eids=None)
-    return A, slot, (None if copies is None else (copies, n))
-
-
 def states(A: CSC, slot, batches, seed: int) -> list:
     """States to start from: none (the columns' pairs), empty, a random sorted one that
     holds some of the sample's pairs, one made by a previous call, and one with keys outside
@@ -172,7 +146,7 @@ def test_kernels_equal_the_torch_code(lib, case, finish, monkeypatch):
     monkeypatch.setattr(kernels, "GROUPED_MAX", 0 if finish == "sorted" else 10**9)
     grouped = CASES[case].get("grouped", True)
     for seed in range(4):
-        A, slot, batches = sample(seed, **CASES[case])
+        A, slot, batches = hop_sample(seed, **CASES[case])
         for state in states(A, slot, batches, seed):
             for carry in carries(A.num_cols, seed):
                 ref = reference.first_reached(A, slot, state, carry, batches)
@@ -189,10 +163,10 @@ def test_kernels_hop_after_hop(lib, most, monkeypatch):
     """Three hops of a super-batch, each state the previous call's: the kernels' states
     equal the torch code's all the way (whichever finish: ``most`` edges a group)."""
     monkeypatch.setattr(kernels, "GROUPED_MAX", most)
-    A, slot, batches = sample(5, copies=3, n=30, C=40)
+    A, slot, batches = hop_sample(5, copies=3, n=30, C=40)
     s_ref = s_got = None
     for hop in range(3):
-        A, slot, _ = sample(10 + hop, copies=3, n=30, C=40 + 20 * hop)
+        A, slot, _ = hop_sample(10 + hop, copies=3, n=30, C=40 + 20 * hop)
         ref = reference.first_reached(A, slot, s_ref, slot.double(), batches)
         got, _ = on_cpu(lib, A, slot, s_got, slot.double(), batches)
         assert_same(got, ref, f"hop {hop}")
@@ -201,7 +175,7 @@ def test_kernels_hop_after_hop(lib, most, monkeypatch):
 
 
 def test_the_default_slot_is_one_tree(lib):
-    A, _, _ = sample(2, n=25, C=20)
+    A, _, _ = hop_sample(2, n=25, C=20)
     ref = reference.first_reached(A)
     got, _ = on_cpu(lib, A, None, None, None, None)
     assert_same(got, ref, "slot None")
@@ -214,7 +188,7 @@ def _flagged(lib, A, slot, state=None, batches=None):
 
 
 def test_kernels_flag_bad_input_and_the_next_call_is_unharmed(lib):
-    A, slot, batches = sample(3, copies=2, n=20)
+    A, slot, batches = hop_sample(3, copies=2, n=20)
     copies, n = batches
     slots = reference.slot_space(copies, n)
     for bad in (-1, slots, 2**62, 2**63 - 1):
@@ -244,7 +218,7 @@ def test_kernels_flag_bad_input_and_the_next_call_is_unharmed(lib):
 
 
 def test_kernels_flag_a_bad_local_row(lib):
-    A, slot, _ = sample(4, row_space=True)
+    A, slot, _ = hop_sample(4, row_space=True)
     for bad in (-1, A.row_ids.numel(), 2**32 + 1):
         rows = A.rows.clone()
         rows[0] = bad
@@ -347,7 +321,7 @@ def test_sync_free_kernels_equal_the_torch_code(lib, case):
     equal the torch code's on the exact inputs, bit for bit; the three column-aligned
     results share one count; four launches, no read-back (the counts stay tensors)."""
     for seed in range(3):
-        A, slot, batches = sample(seed, **CASES[case])
+        A, slot, batches = hop_sample(seed, **CASES[case])
         for si, state in enumerate(states(A, slot, batches, seed)):
             for ci, carry in enumerate(carries(A.num_cols, seed)):
                 ref = reference.first_reached(A, slot, state, carry, batches)
@@ -379,7 +353,7 @@ def test_sync_free_kernels_equal_the_torch_code(lib, case):
 
 
 def test_sync_free_kernels_the_default_slot_is_one_tree(lib):
-    A, _, _ = sample(2, n=25, C=20)
+    A, _, _ = hop_sample(2, n=25, C=20)
     ref = reference.first_reached(A)
     Ab, _, _, _ = bounded(A, None, None, None, 3)
     got, _ = sync_free_on_cpu(lib, Ab, None, None, None, None)
@@ -412,7 +386,7 @@ def test_sync_free_kernels_hop_after_hop(lib, copies):
     """Four hops of the disjoint program's shape, each on the previous sync-free result's
     bounded buffers (its nodes the columns, its slots and carried times aligned with them,
     its state): every hop's trimmed result equals the torch code's chain."""
-    A, slot, batches = sample(5, copies=copies, n=200, C=40)
+    A, slot, batches = hop_sample(5, copies=copies, n=200, C=40)
     batches = (copies, 200)
     time = torch.randint(0, 100, (A.num_cols,), generator=torch.Generator().manual_seed(1))
     ref = reference.first_reached(A, slot, None, time, batches)
@@ -432,7 +406,7 @@ def test_sync_free_kernels_flag_through_deferred_checks(lib, monkeypatch):
     inputs): the call completes, its recorded check raises the exact implementation's error
     from the details alone, and the next call is unharmed."""
     checks = Recorded(monkeypatch)
-    A, slot, batches = sample(3, copies=2, n=20)
+    A, slot, batches = hop_sample(3, copies=2, n=20)
     copies, n = batches
     slots = reference.slot_space(copies, n)
     good = reference.first_reached(A, slot, None, None, batches)
@@ -477,7 +451,7 @@ def test_sync_free_kernels_flag_through_deferred_checks(lib, monkeypatch):
 
 def test_sync_free_kernels_flag_a_bad_local_row(lib, monkeypatch):
     checks = Recorded(monkeypatch)
-    A, slot, _ = sample(4, row_space=True)
+    A, slot, _ = hop_sample(4, row_space=True)
     for bad in (-1, A.row_ids.numel(), 2**32 + 1):
         rows = A.rows.clone()
         rows[0] = bad
@@ -490,7 +464,7 @@ def test_sync_free_kernels_flag_a_bad_local_row(lib, monkeypatch):
 def test_sync_free_falls_back_to_the_exact_values_on_the_cpu():
     """Inputs the kernels do not take (CPU tensors here): trimmed, then the exact
     implementation's (the torch code's) exact values."""
-    A, slot, batches = sample(7, copies=2, n=20)
+    A, slot, batches = hop_sample(7, copies=2, n=20)
     time = torch.rand(A.num_cols, dtype=torch.float64)
     prev = reference.first_reached(A, slot, None, None, batches)[3]
     ref = reference.first_reached(A, slot, prev, time, batches)
@@ -519,7 +493,7 @@ def _to(t):
 def test_cuda_equals_the_torch_code(case, finish, monkeypatch):
     monkeypatch.setattr(kernels, "GROUPED_MAX", 0 if finish == "sorted" else 10**9)
     for seed in range(3):
-        A, slot, batches = sample(seed, **CASES[case])
+        A, slot, batches = hop_sample(seed, **CASES[case])
         Ad, sd = _cuda(A), slot.cuda()
         for state in states(A, slot, batches, seed):
             for carry in carries(A.num_cols, seed):
@@ -563,7 +537,7 @@ def test_cuda_equals_the_torch_code_at_scale(copies, most, monkeypatch):
 
 @GPU
 def test_cuda_reads_back_once():
-    A, slot, batches = sample(1, copies=2, n=50, C=200)
+    A, slot, batches = hop_sample(1, copies=2, n=50, C=200)
     Ad, sd = _cuda(A), slot.cuda()
     kernels.first_reached(Ad, sd, None, None, batches)  # compiled
     syncs = host_syncs(lambda: kernels.first_reached(Ad, sd, None, sd.double(), batches))
@@ -574,7 +548,7 @@ def test_cuda_reads_back_once():
 def test_bad_ids_raise_and_the_next_call_is_unharmed():
     """Adversarial rows, columns and slots on the device: the documented error, then the
     next call equals the torch code (compute-sanitizer's memcheck runs this test)."""
-    A, slot, batches = sample(6, copies=2, n=30, C=80)
+    A, slot, batches = hop_sample(6, copies=2, n=30, C=80)
     Ad, sd = _cuda(A), slot.cuda()
     ref = reference.first_reached(Ad, sd, None, None, batches)
     slots = reference.slot_space(*batches)
@@ -638,7 +612,7 @@ def test_cuda_sync_free_equals_the_exact_impl_and_the_torch_code(case):
     """Bounded inputs with garbage padding on the device: the sync-free results, trimmed,
     equal the exact implementation's and the torch code's, bit for bit, on the device."""
     for seed in range(3):
-        A, slot, batches = sample(seed, **CASES[case])
+        A, slot, batches = hop_sample(seed, **CASES[case])
         Ad, sd = _cuda(A), slot.cuda()
         for si, state in enumerate(states(A, slot, batches, seed)):
             for ci, carry in enumerate(carries(A.num_cols, seed)):
@@ -658,7 +632,7 @@ def test_cuda_sync_free_equals_the_exact_impl_and_the_torch_code(case):
 @pytest.mark.parametrize("copies", [1, 3])
 def test_cuda_sync_free_hop_after_hop(copies):
     """Four hops on the device, each on the previous sync-free result's bounded buffers."""
-    A, slot, _ = sample(5, copies=copies, n=200, C=40)
+    A, slot, _ = hop_sample(5, copies=copies, n=200, C=40)
     batches = (copies, 200)
     time = torch.rand(A.num_cols, generator=torch.Generator().manual_seed(1))
     ref = reference.first_reached(A, slot, None, time, batches)
@@ -737,7 +711,7 @@ def test_cuda_sync_free_replays_in_a_cuda_graph():
 
 @GPU
 def test_cuda_sync_free_bad_ids_raise_deferred_and_the_next_call_is_unharmed():
-    A, slot, batches = sample(6, copies=2, n=30, C=80)
+    A, slot, batches = hop_sample(6, copies=2, n=30, C=80)
     ref = reference.first_reached(A, slot, None, None, batches)
     slots = reference.slot_space(*batches)
 

@@ -8,6 +8,7 @@ the PyG-style loader, native against torch."""
 
 import pytest
 import torch
+from helpers import hop_sample
 
 import gsample as gs
 from gsample.backend.torch import first_reached as fr
@@ -17,26 +18,6 @@ from gsample.formats.csc import CSC
 pytestmark = pytest.mark.skipif(
     not reached_native.available(), reason="no native CPU first_reached (no C++ compiler)"
 )
-
-
-def sample(seed: int, *, copies=None, n=40, C=30, k=6, row_space=False):
-    """A random hop's sample ``(A, batches)``: few nodes, so rows repeat; ``copies``: a
-    super-batch (ids ``b * n + v``, columns grouped by batch); ``row_space``: local rows
-    into ``row_ids``."""
-    g = torch.Generator().manual_seed(seed)
-    deg = torch.randint(0, k + 1, (C,), generator=g)
-    indptr = torch.cat([torch.zeros(1, dtype=torch.int64), deg.cumsum(0)])
-    E = int(indptr[-1])
-    nb = copies or 1
-    batch = torch.sort(torch.randint(0, nb, (C,), generator=g)).values
-    cols = batch * n + torch.randint(0, n, (C,), generator=g)
-    ecol = torch.repeat_interleave(torch.arange(C), deg)
-    rows = batch[ecol] * n + torch.randint(0, n, (E,), generator=g)
-    row_ids = None
-    if row_space:
-        row_ids, rows = torch.unique(rows, return_inverse=True)
-    A = CSC(num_nodes=nb * n, indptr=indptr, rows=rows, row_ids=row_ids, col_ids=cols, eids=None)
-    return A, (None if copies is None else (copies, n))
 
 
 def torch_code(*args, **kwargs):
@@ -89,12 +70,12 @@ CASES = [
 def test_hops_equal_the_torch_code(case, seed, monkeypatch):
     """From the columns' pairs, then from the state a call grew (and from an empty state):
     the same new ids, carried values and grown state as the torch code, each call native."""
-    A, batches = sample(seed, **CASES[case])
+    A, _, batches = hop_sample(seed, **CASES[case])
     calls = native_ran(monkeypatch)
     carry = torch.rand(A.num_cols, generator=torch.Generator().manual_seed(seed))
     first = fr.first_reached(A, None, None, carry, batches)
     assert_same(first, torch_code(A, None, None, carry, batches), f"case {case}, no state")
-    B, _ = sample(seed + 100, **CASES[case])
+    B, _, _ = hop_sample(seed + 100, **CASES[case])
     for state in (first[3], torch.empty(0, dtype=torch.int64)):
         got = fr.first_reached(B, None, state, None, batches)
         assert_same(got, torch_code(B, None, state, None, batches), f"case {case}, a state")
@@ -165,7 +146,7 @@ def test_it_declines_what_it_does_not_take_and_leaves_its_bitmap_clear(monkeypat
     """Keys of another slot or outside the key space, an unsorted state, rows outside the
     id space and int32 rows go to the torch code, which returns what it always did; a call
     after each is unharmed (the bitmap was left clear)."""
-    A, batches = sample(7, copies=3, n=50, C=80)
+    A, _, batches = hop_sample(7, copies=3, n=50, C=80)
     copies, n = batches
     slots = fr.slot_space(copies, n)
     grown = fr.first_reached(A, None, None, None, batches)[3]
@@ -181,7 +162,7 @@ def test_it_declines_what_it_does_not_take_and_leaves_its_bitmap_clear(monkeypat
             torch_code(A, None, state, None, batches),
             name,
         )
-        B, _ = sample(8, copies=3, n=50, C=80)
+        B, _, _ = hop_sample(8, copies=3, n=50, C=80)
         assert_same(
             fr.first_reached(B, None, grown, None, batches),
             torch_code(B, None, grown, None, batches),
@@ -196,7 +177,7 @@ def test_it_declines_what_it_does_not_take_and_leaves_its_bitmap_clear(monkeypat
 
 
 def test_switches_turn_it_off(monkeypatch):
-    A, _ = sample(3)
+    A, _, _ = hop_sample(3)
     slots = fr.slot_space(1, A.num_nodes)
     assert reached_native.first_reached(A, None, 1, A.num_nodes, slots) is not None
     monkeypatch.setenv("GSAMPLE_NATIVE_CPU", "0")
