@@ -624,7 +624,6 @@ class DataLoader:
                 if is_refusal(error):  # raised alike on every rank, at the same point
                     raise
                 yield from self._explain_failure(block, epoch_seed, indices[0], error, indices)
-            bind_seeds(outs, block)
             yield [
                 Batch(seeds=p, index=j, out=out, seeds_are_nodes=self.seeds_are_nodes)
                 for (j, p), out in zip(group, outs)
