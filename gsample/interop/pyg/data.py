@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from gsample.backend.torch import keys_native
 from gsample.matrix.sparse import Matrix
 
 if TYPE_CHECKING:  # PyTorch Geometric is optional: its classes only name return types
@@ -165,6 +166,10 @@ def new_keys(keys: torch.Tensor, seen: torch.Tensor) -> torch.Tensor:
     >>> new_keys(torch.tensor([5, 1, 5, 3]), torch.tensor([3, 9]))
     tensor([1, 5])
     """
+    if keys.device.type == "cpu":  # a hash table in native code, where it runs
+        got = keys_native.new_keys(keys, seen)
+        if got is not None:
+            return got
     k = torch.sort(keys).values
     # a sentinel below every key keeps the table non-empty (an empty one has no slot to
     # compare against)
@@ -188,7 +193,12 @@ def _first_occurrence(ids: torch.Tensor) -> torch.Tensor:
 
 def _local(node: torch.Tensor, ids: torch.Tensor, order=None) -> torch.Tensor:
     """Position in ``node`` of the first occurrence of each of ``ids`` (all present);
-    ``order``: ``_order(node)``, when several searches share it."""
+    ``order``: ``_order(node)``, when several searches share it. On the CPU, a hash table
+    of ``node`` in native code where its ids are distinct."""
+    if order is None and node.device.type == "cpu":
+        got = keys_native.positions(node, ids)
+        if got is not None:
+            return got
     perm, ordered = _order(node) if order is None else order
     return perm[torch.searchsorted(ordered, ids)]
 
