@@ -211,12 +211,13 @@ _MAP_IDS, _MAP_PER_ID = 1 << 22, 16
 def _positions(node: torch.Tensor) -> torch.Tensor | None:
     """``at`` with ``at[node[i]] == i``: a position map of distinct CPU ids (entries of ids
     not in ``node`` unset), for a gather per lookup instead of a sort and a binary search;
-    None on a GPU (reading the map's size back would sync) or where the id range is far
-    wider than ``node``."""
+    None on a GPU (reading the map's size back would sync), for a negative id, or where the
+    id range is far wider than ``node``."""
     if node.device.type != "cpu" or not node.numel():
         return None
-    size = int(node.max()) + 1
-    if size > max(_MAP_IDS, _MAP_PER_ID * node.numel()):
+    lo, hi = (int(v) for v in torch.aminmax(node))
+    size = hi + 1
+    if lo < 0 or size > max(_MAP_IDS, _MAP_PER_ID * node.numel()):
         return None
     at = torch.empty(size, dtype=torch.int64)
     at[node] = torch.arange(node.numel())
