@@ -16,6 +16,7 @@ from torch_geometric.data import Data
 
 import gsample as gs
 import gsample.pyg as gp
+from gsample.backend.torch import keys_native
 from gsample.base.random import batch_scope
 from gsample.interop.pyg import data as layout
 from gsample.interop.pyg import neighbor_loader as nl
@@ -48,13 +49,12 @@ def _same(a, b):
         ((), False, False, 300),  # zero hops: the seeds alone
     ],
 )
-@pytest.mark.parametrize("position_map", [True, False])
-def test_the_hops_layout_is_pyg_sample_s(fanouts, replace, weighted, n, position_map, monkeypatch):
-    """(On the CPU the hops' local ids come from a position map of ``n_id``, or, where its
-    id range is too wide, from a sort and a binary search: both are laid out alike.)"""
-    if not position_map:
-        monkeypatch.setattr(layout, "_MAP_IDS", 0)
-        monkeypatch.setattr(layout, "_MAP_PER_ID", 0)
+@pytest.mark.parametrize("native", [True, False])
+def test_the_hops_layout_is_pyg_sample_s(fanouts, replace, weighted, n, native, monkeypatch):
+    """(On the CPU the local ids come from a native hash table of ``n_id``, or, with the
+    native code off, from a sort and a binary search: both are laid out alike.)"""
+    if not native:
+        monkeypatch.setattr(keys_native, "ENABLED", False)
     A = gs.datasets.rmat(n, 8 * n, seed=1)
     if weighted:
         src, dst, _ = A.edges()

@@ -203,27 +203,6 @@ def _local(node: torch.Tensor, ids: torch.Tensor, order=None) -> torch.Tensor:
     return perm[torch.searchsorted(ordered, ids)]
 
 
-#: a CPU position map spans at most this many ids, or this many per id mapped (else the
-#: ids are sorted and searched)
-_MAP_IDS, _MAP_PER_ID = 1 << 22, 16
-
-
-def _positions(node: torch.Tensor) -> torch.Tensor | None:
-    """``at`` with ``at[node[i]] == i``: a position map of distinct CPU ids (entries of ids
-    not in ``node`` unset), for a gather per lookup instead of a sort and a binary search;
-    None on a GPU (reading the map's size back would sync), for a negative id, or where the
-    id range is far wider than ``node``."""
-    if node.device.type != "cpu" or not node.numel():
-        return None
-    lo, hi = (int(v) for v in torch.aminmax(node))
-    size = hi + 1
-    if lo < 0 or size > max(_MAP_IDS, _MAP_PER_ID * node.numel()):
-        return None
-    at = torch.empty(size, dtype=torch.int64)
-    at[node] = torch.arange(node.numel())
-    return at
-
-
 def _order(node: torch.Tensor) -> tuple:
     """``(perm, node[perm])``: ``node`` sorted, equal ids in their order."""
     perm = torch.argsort(node, stable=True)
@@ -264,21 +243,18 @@ def _blocks(blocks: list, seeds: torch.Tensor) -> PygSample:
 
 
 def _hops_layout(
-    node, seeds, rows, cols, edges, weights, num_nodes, num_edges, local_cols=False, distinct=False
+    node, seeds, rows, cols, edges, weights, num_nodes, num_edges, local_cols=False
 ) -> PygSample:
     """The ``PygSample`` of ``n_id`` ``node`` and each hop's kept edges (global ``rows`` ->
     ``cols``, their ids ``edges`` and values ``weights`` or None), in local ids;
-    ``local_cols``: ``cols`` are positions in ``node`` already; ``distinct``: no id of
-    ``node`` repeats (on the CPU a position map then makes the local ids)."""
+    ``local_cols``: ``cols`` are positions in ``node`` already."""
     none = seeds.new_empty(0)
     src, dst = torch.cat(rows) if rows else none, torch.cat(cols) if cols else none
-    at = _positions(node) if distinct else None
-    if at is not None:
-        row, col = at[src], (dst if local_cols else at[dst])
-    else:
-        order = _order(node)
-        row = _local(node, src, order)
-        col = dst if local_cols else _local(node, dst, order)
+    # one sort shared by the searches, except where _local looks up in a native hash table
+    native = node.device.type == "cpu" and keys_native.available()
+    order = None if native else _order(node)
+    row = _local(node, src, order)
+    col = dst if local_cols else _local(node, dst, order)
     return PygSample(
         node=node,
         row=row,
@@ -355,7 +331,6 @@ def hops_sample(out: tuple, seeds: torch.Tensor, distinct: bool = True) -> PygSa
         num_nodes,
         num_edges,
         local_cols=True,
-        distinct=True,
     )
 
 
