@@ -16,7 +16,7 @@ from torch_geometric.data import Data
 
 import gsample as gs
 import gsample.pyg as gp
-from gsample.backend.torch import keys_native
+from gsample.backend.torch import reached_native
 from gsample.base.random import batch_scope
 from gsample.interop.pyg import data as layout
 from gsample.interop.pyg import neighbor_loader as nl
@@ -54,7 +54,7 @@ def test_the_hops_layout_is_pyg_sample_s(fanouts, replace, weighted, n, native, 
     """(On the CPU the local ids come from a native hash table of ``n_id``, or, with the
     native code off, from a sort and a binary search: both are laid out alike.)"""
     if not native:
-        monkeypatch.setattr(keys_native, "ENABLED", False)
+        monkeypatch.setattr(reached_native, "ENABLED", False)
     A = gs.datasets.rmat(n, 8 * n, seed=1)
     if weighted:
         src, dst, _ = A.edges()

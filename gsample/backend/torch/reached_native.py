@@ -1,4 +1,4 @@
-"""``first_reached`` without seed slots, on CPU tensors in native code (C++).
+"""``first_reached`` without seed slots, and key lookups, on CPU tensors in native code (C++).
 
 The torch code (:func:`.first_reached.first_reached`) is the semantic reference: the rows of
 the matrix's edges that no pair of ``state`` holds (default: its columns), each once, in
@@ -18,6 +18,15 @@ space, a key of another slot or an unsorted ``state`` leaves the call to the tor
 (which returns or raises as it does). The library is built as :mod:`.walk_native`'s
 (``$GSAMPLE_CACHE/cpu``); without a compiler, with ``GSAMPLE_NATIVE_CPU=0``, with
 :data:`ENABLED` False or after a failed build the torch code runs.
+
+The same library holds the hash lookups of int64 keys that lay a disjoint or temporal PyG
+sample out (``gsample.interop.pyg``): :func:`positions` is ``_local``'s sort and binary
+search (each key's place among distinct keys), :func:`new_keys` is ``new_keys``' two sorts
+and a binary search (the keys not seen before, each once, ascending). An open-addressing
+table answers each lookup in a probe or a few, and only the new keys are sorted; where a key
+equals the table's empty marker (``-2**63``), the keys looked up among repeat or a
+looked-up key is absent, the call returns None and the torch code runs
+(``tests/backend/test_reached_keys.py``).
 """
 
 from __future__ import annotations
@@ -125,6 +134,85 @@ extern "C" gs_i64 gs_first_reached(const gs_i64* rows, gs_i64 E, const gs_i64* s
     while (i < K) state_out[o++] = keys[i++];
     return k;
 }
+
+
+namespace gs_keys {
+
+static const gs_i64 EMPTY = (gs_i64)(1ull << 63);
+
+static inline gs_u64 mix(gs_u64 z) {  // splitmix64's finaliser: spreads clustered keys
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+// an open-addressing table (linear probing) of at least 2 * n slots
+struct Table {
+    std::vector<gs_i64> key;
+    std::vector<gs_i64> value;
+    gs_u64 mask;
+    explicit Table(gs_i64 n) {
+        gs_u64 size = 16;
+        while (size < (gs_u64)n * 2) size <<= 1;
+        key.assign(size, EMPTY);
+        value.assign(size, 0);
+        mask = size - 1;
+    }
+    // the slot of k: its own, or the empty one where it would go
+    inline gs_u64 slot(gs_i64 k) const {
+        gs_u64 s = mix((gs_u64)k) & mask;
+        while (key[s] != EMPTY && key[s] != k) s = (s + 1) & mask;
+        return s;
+    }
+};
+
+}  // namespace gs_keys
+
+// out[i] = the position of ids[i] in space[0, P) (distinct keys); -1 (the torch code runs)
+// where a key is the empty marker, space repeats a key or an id is not in space.
+extern "C" gs_i64 gs_key_positions(const gs_i64* space, gs_i64 P, const gs_i64* ids, gs_i64 Q,
+                                   gs_i64* out) {
+    using namespace gs_keys;
+    Table t(P);
+    for (gs_i64 p = 0; p < P; ++p) {
+        if (space[p] == EMPTY) return -1;
+        const gs_u64 s = t.slot(space[p]);
+        if (t.key[s] != EMPTY) return -1;  // a repeat
+        t.key[s] = space[p];
+        t.value[s] = p;
+    }
+    for (gs_i64 q = 0; q < Q; ++q) {
+        if (ids[q] == EMPTY) return -1;
+        const gs_u64 s = t.slot(ids[q]);
+        if (t.key[s] == EMPTY) return -1;  // absent
+        out[q] = t.value[s];
+    }
+    return 0;
+}
+
+// The keys of keys[0, K) not in seen[0, S) (nor -1, the torch code's sentinel), each once,
+// ascending, written to out; returns their count, or -1 where a key is the empty marker.
+extern "C" gs_i64 gs_new_keys(const gs_i64* keys, gs_i64 K, const gs_i64* seen, gs_i64 S,
+                              gs_i64* out) {
+    using namespace gs_keys;
+    Table t(S + K + 1);
+    t.key[t.slot(-1)] = -1;  // as the torch code's table: -1 is never new
+    for (gs_i64 i = 0; i < S; ++i) {
+        if (seen[i] == EMPTY) return -1;
+        t.key[t.slot(seen[i])] = seen[i];
+    }
+    gs_i64 k = 0;
+    for (gs_i64 i = 0; i < K; ++i) {
+        if (keys[i] == EMPTY) return -1;
+        const gs_u64 s = t.slot(keys[i]);
+        if (t.key[s] == EMPTY) {
+            t.key[s] = keys[i];
+            out[k++] = keys[i];
+        }
+    }
+    std::sort(out, out + k);
+    return k;
+}
 """
 
 #: the native path is taken (with :func:`walk_native.enabled`); False: the torch code runs
@@ -141,8 +229,8 @@ def enabled() -> bool:
 
 
 def build():
-    """The compiled ``gs_first_reached`` (ctypes), building it on first use; None when there
-    is no compiler or the build fails."""
+    """The compiled ``(gs_first_reached, gs_key_positions, gs_new_keys)`` (ctypes), building
+    them on first use; None when there is no compiler or the build fails."""
     return _BUILT()
 
 
@@ -150,19 +238,32 @@ _BUILT = walk_native.once(lambda: _build())  # _build: below
 
 
 def available() -> bool:
-    """Whether the native ``first_reached`` runs (enabled, and built or buildable)."""
+    """Whether the native ``first_reached`` and key lookups run (enabled, and built or
+    buildable)."""
     return enabled() and build() is not None
 
 
 def _build():
-    dll = walk_native.compile_library("reached", SOURCE, [], "first_reached")
+    dll = walk_native.compile_library("reached", SOURCE, [], "first_reached and the key lookups")
     if dll is None:
         return None
-    fn = dll.gs_first_reached
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
-    fn.argtypes = [ptr, i64, ptr, i64, ptr, i64, i64, i64, i64, ptr, ptr, ptr, ptr]
-    fn.restype = i64
-    return fn
+    reached, positions_fn, new_fn = dll.gs_first_reached, dll.gs_key_positions, dll.gs_new_keys
+    reached.argtypes = [ptr, i64, ptr, i64, ptr, i64, i64, i64, i64, ptr, ptr, ptr, ptr]
+    for fn in (positions_fn, new_fn):
+        fn.argtypes = [ptr, i64, ptr, i64, ptr]
+    for fn in (reached, positions_fn, new_fn):
+        fn.restype = i64
+    return reached, positions_fn, new_fn
+
+
+def _native(i: int, *tensors):
+    """Function ``i`` of :func:`build` where the native code takes ``tensors`` (contiguous
+    1-d int64 CPU tensors, None allowed), else None."""
+    if not (enabled() and all(t is None or _plain(t) for t in tensors)):
+        return None
+    fns = build()
+    return None if fns is None else fns[i]
 
 
 def _plain(t) -> bool:
@@ -209,15 +310,11 @@ def first_reached(A: CSC, state, copies: int, n: int, slots: int):
     --------
     >>> nodes, first, state = first_reached(S.csc, None, 1, S.num_nodes, slot_space(1, n))
     """
-    if not enabled() or copies * n > MAX_SPACE:
+    if copies * n > MAX_SPACE:
         return None
     rows = A.global_rows()
     cols = A.global_cols() if state is None else None
-    if not _plain(rows) or (cols is not None and not _plain(cols)):
-        return None
-    if state is not None and not _plain(state):
-        return None
-    fn = build()
+    fn = _native(0, rows, cols, state)
     if fn is None:
         return None
     E = rows.numel()
@@ -247,4 +344,70 @@ def first_reached(A: CSC, state, copies: int, n: int, slots: int):
     return _exact(nodes, k), _exact(first, k), _exact(grown, max(S, C) + k)
 
 
-__all__ = ["ENABLED", "MAX_SPACE", "available", "build", "enabled", "first_reached"]
+def positions(space: torch.Tensor, ids: torch.Tensor) -> torch.Tensor | None:
+    """The position of each of ``ids`` in ``space`` (distinct keys, every id among them),
+    or None where the torch code must run.
+
+    Parameters
+    ----------
+    space : LongTensor, shape (P,)
+        Distinct keys (a disjoint sample's pairs), contiguous, on the CPU.
+    ids : LongTensor, shape (Q,)
+        Keys of ``space``.
+
+    Returns
+    -------
+    LongTensor, shape (Q,), or None
+
+    Examples
+    --------
+    >>> positions(torch.tensor([40, 7, 12]), torch.tensor([12, 40, 12]))
+    tensor([2, 0, 2])
+    """
+    fn = _native(1, space, ids)
+    if fn is None:
+        return None
+    out = torch.empty(ids.numel(), dtype=torch.int64)
+    if fn(space.data_ptr(), space.numel(), ids.data_ptr(), ids.numel(), out.data_ptr()) < 0:
+        return None
+    return out
+
+
+def new_keys(keys: torch.Tensor, seen: torch.Tensor) -> torch.Tensor | None:
+    """``unique(keys)`` without the members of ``seen``, ascending, or None where the torch
+    code must run.
+
+    Parameters
+    ----------
+    keys : LongTensor, shape (K,)
+        Candidates, any order, repeats allowed; contiguous, on the CPU.
+    seen : LongTensor, shape (S,)
+        Keys already reached, any order.
+
+    Returns
+    -------
+    LongTensor, shape (K',), or None
+
+    Examples
+    --------
+    >>> new_keys(torch.tensor([5, 1, 5, 3]), torch.tensor([3, 9]))
+    tensor([1, 5])
+    """
+    fn = _native(2, keys, seen)
+    if fn is None:
+        return None
+    out = torch.empty(keys.numel(), dtype=torch.int64)
+    k = fn(keys.data_ptr(), keys.numel(), seen.data_ptr(), seen.numel(), out.data_ptr())
+    return None if k < 0 else _exact(out, k)
+
+
+__all__ = [
+    "ENABLED",
+    "MAX_SPACE",
+    "available",
+    "build",
+    "enabled",
+    "first_reached",
+    "new_keys",
+    "positions",
+]

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from gsample.backend.torch import keys_native
+from gsample.backend.torch import reached_native
 from gsample.matrix.sparse import Matrix
 
 if TYPE_CHECKING:  # PyTorch Geometric is optional: its classes only name return types
@@ -167,7 +167,7 @@ def new_keys(keys: torch.Tensor, seen: torch.Tensor) -> torch.Tensor:
     tensor([1, 5])
     """
     if keys.device.type == "cpu":  # a hash table in native code, where it runs
-        got = keys_native.new_keys(keys, seen)
+        got = reached_native.new_keys(keys, seen)
         if got is not None:
             return got
     k = torch.sort(keys).values
@@ -196,7 +196,7 @@ def _local(node: torch.Tensor, ids: torch.Tensor, order=None) -> torch.Tensor:
     ``order``: ``_order(node)``, when several searches share it. On the CPU, a hash table
     of ``node`` in native code where its ids are distinct."""
     if order is None and node.device.type == "cpu":
-        got = keys_native.positions(node, ids)
+        got = reached_native.positions(node, ids)
         if got is not None:
             return got
     perm, ordered = _order(node) if order is None else order
@@ -251,7 +251,7 @@ def _hops_layout(
     none = seeds.new_empty(0)
     src, dst = torch.cat(rows) if rows else none, torch.cat(cols) if cols else none
     # one sort shared by the searches, except where _local looks up in a native hash table
-    native = node.device.type == "cpu" and keys_native.available()
+    native = node.device.type == "cpu" and reached_native.available()
     order = None if native else _order(node)
     row = _local(node, src, order)
     col = dst if local_cols else _local(node, dst, order)

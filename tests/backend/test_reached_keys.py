@@ -1,5 +1,5 @@
-"""The native CPU key lookups (``gsample/backend/torch/keys_native.py``) against the torch code,
-bit for bit: positions of keys among distinct keys (``interop.pyg.data._local``), new keys
+"""The native CPU key lookups (``gsample/backend/torch/reached_native.py``) against the torch
+code, bit for bit: positions of keys among distinct keys (``interop.pyg.data._local``), new keys
 (``interop.pyg.data.new_keys``) with repeats, negative and huge keys, the torch code's ``-1``
 sentinel and empty inputs; what they leave to the torch code (repeated or absent keys, the
 table's empty marker, int32); the switches; a disjoint and a temporal PyG loader, native
@@ -9,22 +9,22 @@ import pytest
 import torch
 
 import gsample as gs
-from gsample.backend.torch import keys_native
+from gsample.backend.torch import reached_native
 from gsample.interop.pyg import data as layout
 
 pytestmark = pytest.mark.skipif(
-    not keys_native.available(), reason="no native CPU key lookups (no C++ compiler)"
+    not reached_native.available(), reason="no native CPU key lookups (no C++ compiler)"
 )
 
 EMPTY = -(2**63)
 
 
 def torch_code(fn, *args):
-    saved, keys_native.ENABLED = keys_native.ENABLED, False
+    saved, reached_native.ENABLED = reached_native.ENABLED, False
     try:
         return fn(*args)
     finally:
-        keys_native.ENABLED = saved
+        reached_native.ENABLED = saved
 
 
 def keys(seed, n, low=0, high=10**6, distinct=False):
@@ -42,7 +42,7 @@ def keys(seed, n, low=0, high=10**6, distinct=False):
 def test_positions_are_the_sort_and_search(seed, low, high):
     space = keys(seed, min(40, high - low) if high - low < 100 else 3000, low, high, True)
     ids = space[keys(seed + 9, 5000, 0, space.numel())]
-    got = keys_native.positions(space, ids)
+    got = reached_native.positions(space, ids)
     assert got is not None and torch.equal(got, torch_code(layout._local, space, ids))
     assert torch.equal(space[got], ids)
 
@@ -51,7 +51,7 @@ def test_positions_are_the_sort_and_search(seed, low, high):
 @pytest.mark.parametrize("K, S, high", [(5000, 3000, 2000), (500, 0, 10**9), (0, 40, 100)])
 def test_new_keys_are_the_torch_code_s(seed, K, S, high):
     k, s = keys(seed, K, 0, high), keys(seed + 50, S, 0, high)
-    got = keys_native.new_keys(k, s)
+    got = reached_native.new_keys(k, s)
     want = torch_code(layout.new_keys, k, s)
     assert got is not None and torch.equal(got, want)
     if K and S:
@@ -61,20 +61,20 @@ def test_new_keys_are_the_torch_code_s(seed, K, S, high):
 def test_new_keys_keep_the_torch_code_s_sentinel_out():
     """The torch code's table holds -1 (a sentinel): -1 is never a new key there, nor here."""
     k, s = torch.tensor([-1, 4, -1, -7, 4]), torch.tensor([9])
-    got = keys_native.new_keys(k, s)
+    got = reached_native.new_keys(k, s)
     assert torch.equal(got, torch_code(layout.new_keys, k, s))
     assert got.tolist() == [-7, 4]
 
 
 def test_what_it_leaves_to_the_torch_code():
     space = torch.tensor([5, 9, 2])
-    assert keys_native.positions(torch.tensor([5, 9, 5]), torch.tensor([9])) is None  # repeat
-    assert keys_native.positions(space, torch.tensor([9, 4])) is None  # absent
-    assert keys_native.positions(torch.tensor([EMPTY, 1]), torch.tensor([1])) is None
-    assert keys_native.positions(space, torch.tensor([EMPTY])) is None
-    assert keys_native.positions(space.to(torch.int32), torch.tensor([9])) is None
-    assert keys_native.new_keys(torch.tensor([3, EMPTY]), space) is None
-    assert keys_native.new_keys(torch.tensor([3]), torch.tensor([EMPTY])) is None
+    assert reached_native.positions(torch.tensor([5, 9, 5]), torch.tensor([9])) is None  # repeat
+    assert reached_native.positions(space, torch.tensor([9, 4])) is None  # absent
+    assert reached_native.positions(torch.tensor([EMPTY, 1]), torch.tensor([1])) is None
+    assert reached_native.positions(space, torch.tensor([EMPTY])) is None
+    assert reached_native.positions(space.to(torch.int32), torch.tensor([9])) is None
+    assert reached_native.new_keys(torch.tensor([3, EMPTY]), space) is None
+    assert reached_native.new_keys(torch.tensor([3]), torch.tensor([EMPTY])) is None
     # the callers then run the torch code: its own answers
     ids = torch.tensor([9, 5])
     assert torch.equal(layout._local(torch.tensor([5, 9, 5]), ids), torch.tensor([1, 0]))
@@ -82,13 +82,13 @@ def test_what_it_leaves_to_the_torch_code():
 
 def test_switches_turn_it_off(monkeypatch):
     space, ids = torch.tensor([5, 9]), torch.tensor([9])
-    assert keys_native.positions(space, ids) is not None
+    assert reached_native.positions(space, ids) is not None
     monkeypatch.setenv("GSAMPLE_NATIVE_CPU", "0")
-    assert keys_native.positions(space, ids) is None
-    assert keys_native.new_keys(ids, space) is None
+    assert reached_native.positions(space, ids) is None
+    assert reached_native.new_keys(ids, space) is None
     monkeypatch.delenv("GSAMPLE_NATIVE_CPU")
-    monkeypatch.setattr(keys_native, "ENABLED", False)
-    assert keys_native.positions(space, ids) is None
+    monkeypatch.setattr(reached_native, "ENABLED", False)
+    assert reached_native.positions(space, ids) is None
 
 
 def _epoch(make):
@@ -111,7 +111,7 @@ def _same_epochs(make, calls):
 
 
 def _count_calls(monkeypatch) -> list:
-    calls, real = [], keys_native.positions
+    calls, real = [], reached_native.positions
 
     def spy(*args):
         out = real(*args)
@@ -119,7 +119,7 @@ def _count_calls(monkeypatch) -> list:
             calls.append(1)
         return out
 
-    monkeypatch.setattr(keys_native, "positions", spy)
+    monkeypatch.setattr(reached_native, "positions", spy)
     return calls
 
 
