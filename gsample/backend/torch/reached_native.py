@@ -38,7 +38,8 @@ import torch
 from gsample.backend.torch import walk_native
 from gsample.formats.csc import CSC
 
-SOURCE = r"""
+SOURCE = (
+    r"""
 #include <algorithm>
 #include <cstdint>
 #include <utility>
@@ -47,21 +48,13 @@ SOURCE = r"""
 typedef long long gs_i64;
 typedef unsigned long long gs_u64;
 
+"""
+    + walk_native.BITS
+    + r"""
 namespace gs_fr {
 
 // the calling thread's bitmap over the id space: all zero between calls
 static thread_local std::vector<gs_u64> seen;
-
-// set bit v; false when it was set already
-static inline bool test_set(gs_u64* bits, gs_i64 v) {
-    gs_u64& w = bits[v >> 6];
-    const gs_u64 m = 1ull << (v & 63);
-    if (w & m) return false;
-    w |= m;
-    return true;
-}
-
-static inline bool in_range(gs_i64 v, gs_i64 n) { return (gs_u64)v < (gs_u64)n; }
 
 }  // namespace gs_fr
 
@@ -214,6 +207,7 @@ extern "C" gs_i64 gs_new_keys(const gs_i64* keys, gs_i64 K, const gs_i64* seen, 
     return k;
 }
 """
+)
 
 #: the native path is taken (with :func:`walk_native.enabled`); False: the torch code runs
 ENABLED = True

@@ -57,18 +57,8 @@ struct Buffers {
 };
 static thread_local Buffers buf;
 
-static inline bool in_range(gs_i64 v, gs_i64 n) { return (gs_u64)v < (gs_u64)n; }
-
-// set bit v; false when it was set already
-static inline bool test_set(gs_u64* bits, gs_i64 v) {
-    gs_u64& w = bits[v >> 6];
-    const gs_u64 m = 1ull << (v & 63);
-    if (w & m) return false;
-    w |= m;
-    return true;
-}
-
 """
+    + walk_native.BITS
     + walk_native.PARALLEL
     + r"""
 static void grow(std::vector<gs_u64>& bits, gs_i64 n) {

@@ -90,6 +90,21 @@ template <typename T> static inline T __shfl_down_sync(unsigned, T, int) { retur
 # draws only; threads take blocks of walkers from a shared counter, in any order). Two
 # differences of form: a walker keeps combine(k, pos), the first half of each of its words,
 # and node2vec's edge test searches without data-dependent branches (the same answer).
+#: an id's range test and a bitmap's test-and-set, shared by the native relabelling passes
+#: (``relabel_native``, ``reached_native``); needs ``gs_i64`` / ``gs_u64``
+BITS = r"""
+static inline bool in_range(gs_i64 v, gs_i64 n) { return (gs_u64)v < (gs_u64)n; }
+
+// set bit v of bits; false when it was set already
+static inline bool test_set(gs_u64* bits, gs_i64 v) {
+    gs_u64& w = bits[v >> 6];
+    const gs_u64 m = 1ull << (v & 63);
+    if (w & m) return false;
+    w |= m;
+    return true;
+}
+"""
+
 #: ``parallel(threads, openmp, body)``, shared by the native CPU drivers: ``body(i, T)`` on
 #: ``T`` threads, an OpenMP team with ``openmp`` (the runtime torch's operators use, so its
 #: idle threads are the ones that run), else ``std::thread``s (a forked child: libgomp's pool
@@ -619,6 +634,7 @@ def random_walk(
 
 
 __all__ = [
+    "BITS",
     "CUDA_AS_CPP",
     "PARALLEL",
     "PARENT_PID",
