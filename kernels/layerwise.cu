@@ -239,9 +239,11 @@ extern "C" __global__ void gs_kept_counts(const gs_idx* __restrict__ indptr,
 
 // The kept edges (a drawn row's, as gs_kept_counts tests it) listed in any order by their
 // place in the frontier g: list[0 .. *count - 1] (*count: zero before the launch; places
-// past `room` are counted, not written: the caller then takes the ordered passes). The
-// lanes of a warp add to the count once. (LADIES keeps about one frontier edge in 200: a
-// sort of the list orders them for less than a second ordered pass over all.)
+// past `room` are counted, not written: the caller then takes the ordered passes). A block
+// adds its tile's kept edges to the count once (a block scan places them): a warp's add
+// each, on the one word, queued at the L2 where many warps keep an edge (FastGCN's hub
+// rows). (LADIES keeps about one frontier edge in 200: a sort of the list orders them for
+// less than a second ordered pass over all.)
 extern "C" __global__ void gs_kept_append(const gs_idx* __restrict__ indptr,
                                           const gs_idx* __restrict__ rows,
                                           const gs_i64* __restrict__ cols, gs_i64 C,
@@ -250,23 +252,30 @@ extern "C" __global__ void gs_kept_append(const gs_idx* __restrict__ indptr,
                                           const unsigned* __restrict__ bits,
                                           gs_i64* __restrict__ count, gs_i64 room,
                                           gs_i64* __restrict__ list) {
-    const int lane = threadIdx.x & 31;
+    __shared__ gs_i64 base;
     GS_TILES(g0, t, ptr, C, true) {
         GS_LOAD_ITEMS(g0, t, r, e, c)
+        bool keep[GS_ITEMS];
+        gs_i64 mine = 0;
 #pragma unroll
         for (int j = 0; j < GS_ITEMS; ++j) {
-            const bool keep = r[j] >= 0 && gs_drawn(bits, newpos, r[j]);
-            const unsigned ball = __ballot_sync(0xFFFFFFFFu, keep);
-            if (ball == 0) continue;
-            const int leader = __ffs(ball) - 1;
-            gs_i64 base = 0;
-            if (lane == leader)
-                base = (gs_i64)atomicAdd((unsigned long long*)count,
-                                         (unsigned long long)__popc(ball));
-            base = __shfl_sync(0xFFFFFFFFu, base, leader);
-            const gs_i64 at = base + __popc(ball & ((1u << lane) - 1u));
-            if (keep && at < room) list[at] = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
+            keep[j] = r[j] >= 0 && gs_drawn(bits, newpos, r[j]);
+            mine += keep[j];
         }
+        gs_i64 total;
+        const gs_i64 local = gs_block_exclusive(mine, &total);
+        if (threadIdx.x == 0)
+            base = total ? (gs_i64)atomicAdd((unsigned long long*)count, (unsigned long long)total)
+                         : 0;
+        __syncthreads();
+        gs_i64 at = base + local;
+        __syncthreads();                                 // base is read before the next tile
+#pragma unroll
+        for (int j = 0; j < GS_ITEMS; ++j)
+            if (keep[j]) {
+                if (at < room) list[at] = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
+                ++at;
+            }
     }
 }
 

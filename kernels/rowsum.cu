@@ -290,10 +290,12 @@ extern "C" __global__ void gs_rowsum_edges_add(const gs_i64* __restrict__ rows,
 // edges in a super-batch (its group), with the row sums' arithmetic (a group is a "row"):
 // the same bits as gsample/backend/torch/compute.py's exact_sums, in any order. Each thread
 // keeps a running exponent (pass 1) or 128-bit sum (pass 2) of its terms of one group, and
-// adds it with atomics when its group changes and at its end (a super-batch's edges come
-// batch by batch: a thread meets few groups); at the end, a warp whose lanes hold one group
-// first combines them by shuffles: one atomic a warp, where a thread per edge on one word
-// would queue every term at the L2.
+// adds it with atomics when its group changes and at its end; a warp whose lanes hold one
+// group first combines them by shuffles: one atomic a warp, where a thread per edge on one
+// word would queue every term at the L2. Over a super-batch's frontier the warps also
+// combine at the end of each tile: the blocks stride over the tiles, so a thread's next
+// tile is mostly another batch's, and a flush by every thread at every tile queued 256
+// atomics a tile on the batch's one word.
 struct gs_total_t {
     gs_i64 group;     // the group of the running value (-1: none yet)
     int em, flags;    // pass 1: the largest biased exponent (0: no term) and the flags
@@ -436,12 +438,14 @@ __device__ __forceinline__ gs_i64 gs_total_group(gs_i64 shift, gs_i64 n, gs_i64 
 }
 
 // The frontier's edges this thread takes (A[:, cols] without the slice; G mini-batches):
-// visit(b, e) for graph edge e of group b, both passes' one walk over the tiles.
-template <typename Visit>
+// visit(b, e) for graph edge e of group b, both passes' one walk over the tiles; with more
+// than one group, tile_end() after each tile, every lane of the warp (the tile loop is the
+// block's: its lanes meet there).
+template <typename Visit, typename TileEnd>
 __device__ __forceinline__ void gs_total_each_edge(const gs_idx* __restrict__ indptr,
                                                    const gs_i64* __restrict__ cols, gs_i64 C,
                                                    const gs_i64* __restrict__ ptr, gs_i64 n,
-                                                   gs_i64 G, Visit visit) {
+                                                   gs_i64 G, Visit visit, TileEnd tile_end) {
     GS_TILES(g0, t, ptr, C, false) {
         for (int j = 0; j < GS_ITEMS; ++j) {
             const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
@@ -451,6 +455,7 @@ __device__ __forceinline__ void gs_total_each_edge(const gs_idx* __restrict__ in
             const gs_i64 b = gs_total_group(shift, n, G);
             if (b >= 0) visit(b, e);
         }
+        if (G > 1) tile_end();
     }
 }
 
@@ -462,9 +467,13 @@ extern "C" __global__ void gs_total_exponents(const gs_idx* __restrict__ indptr,
                                               gs_i64 G, int* __restrict__ emax,
                                               int* __restrict__ flags) {
     gs_total_t a = gs_total_start();
-    gs_total_each_edge(indptr, cols, C, ptr, n, G, [&](gs_i64 b, gs_i64 e) {
-        gs_total_note(emax, flags, a, b, gs_value(values, e));
-    });
+    gs_total_each_edge(
+        indptr, cols, C, ptr, n, G,
+        [&](gs_i64 b, gs_i64 e) { gs_total_note(emax, flags, a, b, gs_value(values, e)); },
+        [&]() {
+            gs_total_note_end(emax, flags, a);
+            a = gs_total_start();
+        });
     gs_total_note_end(emax, flags, a);
 }
 
@@ -476,8 +485,12 @@ extern "C" __global__ void gs_total_add(const gs_idx* __restrict__ indptr,
                                         const int* __restrict__ emax,
                                         gs_u64* __restrict__ lo, gs_u64* __restrict__ hi) {
     gs_total_t a = gs_total_start();
-    gs_total_each_edge(indptr, cols, C, ptr, n, G, [&](gs_i64 b, gs_i64 e) {
-        gs_total_term(emax, lo, hi, a, b, gs_value(values, e));
-    });
+    gs_total_each_edge(
+        indptr, cols, C, ptr, n, G,
+        [&](gs_i64 b, gs_i64 e) { gs_total_term(emax, lo, hi, a, b, gs_value(values, e)); },
+        [&]() {
+            gs_total_add_end(lo, hi, a);
+            a = gs_total_start();
+        });
     gs_total_add_end(lo, hi, a);
 }

@@ -303,10 +303,12 @@ def test_the_kernels_arithmetic_is_the_torch_codes(total_kernel):
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("where", ["edges", "slice", "super-batch"])
+@pytest.mark.parametrize("where", ["edges", "slice", "super-batch", "super-batch, many tiles"])
 def test_cuda_kernels_equal_the_torch_code(dtype, where):
     """``gs_total_edges_*`` (a matrix's edges) and ``gs_total_*`` (a frontier's, one
-    mini-batch or a super-batch's four) on a GPU: the torch code's bits."""
+    mini-batch or a super-batch's four; or 48 whose frontier, every node in each, is some
+    2,800 tiles: each block takes tiles of several batches, and the warps add at the end of
+    each tile) on a GPU: the torch code's bits."""
     pytest.importorskip("cupy")
     from gsample.backend.cuda import compute as cuda_compute
     from gsample.backend.cuda import layerwise
@@ -324,9 +326,14 @@ def test_cuda_kernels_equal_the_torch_code(dtype, where):
         got = layerwise.slice_total(Ag, seeds[0].cuda(), "sum")
         want = fused_reduce.slice_total(A, seeds[0], "sum")
     else:
+        if where != "super-batch":
+            seeds = [
+                torch.randperm(3000, generator=torch.Generator().manual_seed(b)) for b in range(48)
+            ]
+        N = len(seeds)
         enc = torch.cat([s + b * 3000 for b, s in enumerate(seeds)])
-        got = layerwise.slice_total(Ag, enc.cuda(), "sum", batches=(4, 3000))
-        want = fused_reduce.slice_total(A, enc, "sum", batches=(4, 3000))
+        got = layerwise.slice_total(Ag, enc.cuda(), "sum", batches=(N, 3000))
+        want = fused_reduce.slice_total(A, enc, "sum", batches=(N, 3000))
     assert got.dtype == want.dtype and got.shape == want.shape
     assert torch.equal(got.cpu(), want)
 

@@ -174,12 +174,17 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
 @pytest.mark.cuda
 @cuda
 @pytest.mark.parametrize("narrow", [False, True])
-def test_the_cuda_op_equals_the_torch_op(small, narrow, monkeypatch):
+@pytest.mark.parametrize("positions", ["array", "hash"])
+def test_the_cuda_op_equals_the_torch_op(small, narrow, positions, monkeypatch):
     from gsample.backend.cuda import extract as cuda_extract
     from gsample.backend.cuda import layerwise
 
     if narrow:  # the graph read through its int32 copy
         monkeypatch.setattr(cuda_extract, "INT32_MIN_EDGES", 0)
+    # the kept edges' rows mapped through a position array over the row space, or (a row
+    # space past its size) a hash table of the rows
+    monkeypatch.setattr(layerwise, "_NEWPOS_MAX", 1 << 40 if positions == "array" else 0)
+    monkeypatch.setattr(layerwise, "_NEWPOS_PER_EDGE", 1 << 40)
     csc, n, copies = small.csc, small.num_nodes, 6
     sets = node_sets(small, copies, seed=7, size=300)
     rows, cols = encoded(sets, n), encoded([s.flip(0) for s in sets], n)

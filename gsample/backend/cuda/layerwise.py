@@ -82,6 +82,12 @@ SELECT = "auto"
 #: radix select counts a batch's candidates per digit in uint32: a sample that could pass
 #: these runs the exact implementation (docs/guide/large-graphs.md, "64-bit offsets")
 _MAX_CHOSEN, _MAX_CANDIDATES = 2**31 - 1, 2**32 - 1
+#: a super-batch's ``A[rows, cols]`` maps its kept edges' rows to positions through an int32
+#: array over its row space (``copies * n`` entries) up to _NEWPOS_MAX entries (1 GiB), and
+#: up to _NEWPOS_PER_EDGE entries a kept edge (4 bytes a row against the 16 bytes an edge
+#: the hash table's path moves: it copies the kept edges' rows and writes their positions);
+#: else by a hash table of the rows
+_NEWPOS_MAX, _NEWPOS_PER_EDGE = 1 << 28, 4
 
 
 def _graph(A) -> bool:
@@ -858,11 +864,12 @@ def _slice_rows_cols_batched(A: CSC, rows, cols, copies: int, n: int) -> CSC:
 
     The kept-edge kernels run over the encoded frontier once for every batch; a row is
     tested in a bitmap of the block-diagonal row space (``copies * n / 8`` bytes, which stays
-    in the L2), and each kept edge's encoded row is looked up among ``rows`` in a hash table
-    of ``rows`` alone: no ``newpos`` of ``copies * n`` entries, no column slice. Bad ids
-    raise as a mini-batch's checks do: a row out of range (``IndexError``), a batch's row
-    given twice (``ValueError``), a column out of range (``IndexError``, the frontier's
-    kernel)."""
+    in the L2), and each kept edge's row is mapped to its position in ``rows`` as it is
+    written: through the rows' positions scattered over the row space (int32, as one
+    mini-batch does), where that array is small enough (:data:`_NEWPOS_MAX`), or else by a
+    hash table of ``rows`` alone after the pass. No column slice. Bad ids raise as a
+    mini-batch's checks do: a row out of range (``IndexError``), a batch's row given twice
+    (``ValueError``), a column out of range (``IndexError``, the frontier's kernel)."""
     R, dev = copies * n, A.indptr.device
     cols = cols.to(torch.int64).contiguous()
     rows = V.ids(rows, "rows", R, dev).contiguous()
@@ -873,12 +880,19 @@ def _slice_rows_cols_batched(A: CSC, rows, cols, copies: int, n: int) -> CSC:
     ptr = _frontier_ptr(indptr, cols, None, n, R)  # the columns' ids checked there
     indptr_out = _kept_counts(indptr, rows_g, cols, C, ptr, n, 0, bits)
     edges, kept = V.read_back([ptr[C:], indptr_out[-1:]])
-    encoded, _, values, eids = _kept_edges(
-        indptr, rows_g, cols, C, ptr, n, 0, bits, edges, kept, A.values, A.eids
+    newpos = None
+    if min(_NEWPOS_MAX, _NEWPOS_PER_EDGE * kept) >= R and K <= _MAX_CHOSEN:
+        newpos = torch.empty(R, dtype=torch.int32, device=dev)
+        memset(newpos, 0xFF)  # -1: not a row
+        launch("layerwise", "gs_scatter_positions", K, rows, K, R, newpos)
+    found, _, values, eids = _kept_edges(
+        indptr, rows_g, cols, C, ptr, n, _opt(newpos), bits, edges, kept, A.values, A.eids
     )
-    # one table of rows: their own positions (a repeat finds an earlier one) and the edges'
-    at, _ = extract.member_positions(rows, torch.cat([rows, encoded]))
-    own = at[:K]
+    if newpos is not None:  # the kept edges' rows are positions; a repeat took another's
+        own, at = newpos[rows].to(torch.int64), found
+    else:  # one table of rows: their own positions (a repeat finds an earlier one) and the edges'
+        both, _ = extract.member_positions(rows, torch.cat([rows, found]))
+        own, at = both[:K], both[K:]
     repeated = own != torch.arange(K, device=dev)
     V.fail_if(
         repeated.any(),
@@ -889,7 +903,7 @@ def _slice_rows_cols_batched(A: CSC, rows, cols, copies: int, n: int) -> CSC:
     return CSC(
         num_nodes=R,
         indptr=indptr_out,
-        rows=at[K:],
+        rows=at,
         row_ids=rows,
         col_ids=cols,
         values=values,
