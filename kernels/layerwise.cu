@@ -34,17 +34,25 @@ extern "C" __global__ void gs_frontier_ptr(const gs_idx* __restrict__ indptr,
 }
 
 // ----------------------------------------------------------------------------- collective
-// The rows holding an edge of the frontier: cand[r] = 1.
+// A candidate row's bit: row r is bit r % 32 of word r / 32 (R / 8 bytes, which stay in the
+// L2: a byte a row of a super-batch's row space did not, and each first visit of a row wrote
+// a partial sector to the DRAM).
+__device__ __forceinline__ bool gs_cand_bit(const unsigned* __restrict__ cand, gs_i64 r) {
+    return (cand[r >> 5] >> (r & 31)) & 1u;
+}
+
+// The rows holding an edge of the frontier: cand's bit r set.
 extern "C" __global__ void gs_frontier_rows(const gs_idx* __restrict__ indptr,
                                             const gs_idx* __restrict__ rows,
                                             const gs_i64* __restrict__ cols, gs_i64 C,
                                             const gs_i64* __restrict__ ptr, gs_i64 n,
-                                            unsigned char* __restrict__ cand) {
+                                            unsigned* __restrict__ cand) {
     GS_TILES(g0, t, ptr, C, true) {
         GS_LOAD_ITEMS(g0, t, r, e, c)
 #pragma unroll
-        for (int j = 0; j < GS_ITEMS; ++j)
-            if (r[j] >= 0 && !cand[r[j]]) cand[r[j]] = 1;     // a read first: hub rows (above)
+        for (int j = 0; j < GS_ITEMS; ++j)                 // a read first: hub rows (above)
+            if (r[j] >= 0 && !gs_cand_bit(cand, r[j]))
+                atomicOr(&cand[r[j] >> 5], 1u << (r[j] & 31));
     }
 }
 
@@ -62,17 +70,17 @@ extern "C" __global__ void gs_frontier_rows(const gs_idx* __restrict__ indptr,
 // the probs_support pass said so).
 #define GS_NOT_A_ROW 0x7FFFFFFFFFFFFFFFLL
 
-__device__ __forceinline__ bool gs_is_candidate(const unsigned char* __restrict__ cand,
+__device__ __forceinline__ bool gs_is_candidate(const unsigned* __restrict__ cand,
                                                 const gs_t* __restrict__ probs, int shared,
                                                 gs_i64 n, gs_i64 r, gs_i64* __restrict__ bad) {
-    if (probs == nullptr) return cand == nullptr || cand[r];
+    if (probs == nullptr) return cand == nullptr || gs_cand_bit(cand, r);
     const gs_i64 b = n > 0 ? gs_batch(r, n) : 0;
     const double x = (double)probs[shared ? r - b * n : r];   // the batches share one probs
     if (!shared || b == 0) {
         if (isnan(x) || isinf(x)) bad[0] = 1;
         else if (x < 0.0) bad[1] = 1;
     }
-    return (cand == nullptr || cand[r]) && x > 0.0;
+    return (cand == nullptr || gs_cand_bit(cand, r)) && x > 0.0;
 }
 
 // The sort key of row r, a candidate.
@@ -88,7 +96,7 @@ __device__ __forceinline__ gs_i64 gs_candidate_key(const gs_t* __restrict__ prob
 }
 
 // keys[r] for every row r of the row space (torch.topk selects from them).
-extern "C" __global__ void gs_row_sort_keys(const unsigned char* __restrict__ cand, gs_i64 R,
+extern "C" __global__ void gs_row_sort_keys(const unsigned* __restrict__ cand, gs_i64 R,
                                             const gs_t* __restrict__ probs, int shared,
                                             const gs_u64* __restrict__ key, gs_i64 n,
                                             gs_i64* __restrict__ keys,
@@ -110,7 +118,7 @@ extern "C" __global__ void gs_row_sort_keys(const unsigned char* __restrict__ ca
 // atomic).
 #define GS_KEY_WARPS 8
 extern "C" __global__ void __launch_bounds__(GS_KEY_WARPS * 32)
-gs_row_keys_compact(const unsigned char* __restrict__ cand, gs_i64 R,
+gs_row_keys_compact(const unsigned* __restrict__ cand, gs_i64 R,
                     const gs_t* __restrict__ probs, int shared,
                     const gs_u64* __restrict__ key, gs_i64 n, gs_i64 per,
                     gs_i64* __restrict__ at, gs_i64* __restrict__ ckeys,

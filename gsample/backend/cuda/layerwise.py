@@ -400,7 +400,7 @@ def collective_start(
     # the candidates: rows with an edge in the slice (and p > 0); with probs_in_slice, p > 0
     cand = None
     if p is None or shared or not probs_in_slice:
-        cand = torch.empty(R, dtype=torch.uint8, device=dev)
+        cand = torch.empty(R // 32 + 1, dtype=torch.int32, device=dev)  # a bit a row
         memset(cand, 0)
     # per column: kept edges (col_counts), then their pointer (indptr_out), then the two
     # flags of node_probs' check (gs_is_candidate); a list's count instead of the first two
