@@ -1,0 +1,209 @@
+"""Two source trees of gsample timed side by side in one run: the same loaders' epochs.
+
+A change to a kernel or the runtime is judged against the code before it on the same machine
+in the same run (a lent GPU's speed differs from one machine to the next by more than most
+changes gain). Each tree runs in its own process (``PYTHONPATH`` set to it, the samplers of
+this checkout's ``examples/``), base first: per job (a workload, one at a time or
+super-batched ``N``), two warm-up epochs, then ``--repeats`` timed epochs of ``--batches``
+mini-batches (``gs.DataLoader`` over the graph's first seeds), and on a GPU the kernels' busy
+time of one more epoch (``torch.profiler``). Writes ``ab_trees_<device>.json`` (device,
+date, command, both trees' commits) to ``--out`` and prints a table.
+
+    python benchmarks/ab_trees.py --base-commit HEAD~1 --graph products-like \\
+        --jobs ladies:64 shadow:1 shadow:16 fastgcn:64 --batches 384
+    python benchmarks/ab_trees.py --base-commit HEAD --quick     # the CPU, seconds
+"""
+
+import argparse
+import gc
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def parse(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--base-commit", help="the base tree: this commit of the checkout")
+    p.add_argument("--base", help="the base tree: a folder holding gsample/ and kernels/")
+    p.add_argument("--new", default=str(ROOT), help="the new tree (default: this checkout)")
+    p.add_argument("--device", default="cuda", choices=("cpu", "cuda"))
+    p.add_argument("--graph", default="products-like", help="products-like, papers-like, rmat:N:E")
+    p.add_argument(
+        "--jobs",
+        nargs="+",
+        default=["graphsage:1", "graphsage:64"],
+        help="workload:mode, mode 1 (one at a time) or N (super-batched N)",
+    )
+    p.add_argument("--batches", type=int, default=384, help="mini-batches an epoch")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--quick", action="store_true", help="the CPU, rmat:2000:20000, 8 batches")
+    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.quick:
+        args.device, args.graph, args.batches, args.repeats = "cpu", "rmat:2000:20000", 8, 2
+    return args
+
+
+def _graph(name: str, device):
+    """``(A, seeds)``: an anchor graph and its pinned seeds, or a directed R-MAT (seed 0)
+    and a permutation of its nodes."""
+    import torch
+
+    import gsample as gs
+
+    if name.startswith("rmat:"):
+        _, nodes, edges = name.split(":")
+        A = gs.datasets.rmat(int(nodes), int(edges), seed=0).to(device)
+        return A, torch.randperm(int(nodes), generator=torch.Generator().manual_seed(0))
+    return gs.datasets.anchor_graph(name, device=device, progress=False)
+
+
+def measure(args) -> dict:
+    """This process's tree: where it imported gsample from (``"gsample"``), and one row per
+    job (epoch seconds, GPU busy milliseconds)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    import gsample as gs
+    from gsample.bench import workloads as W
+
+    W.import_repo(ROOT)
+    device = torch.device(args.device)
+    A, seeds = _graph(args.graph, device)
+    rows = []
+    for job in args.jobs:
+        name, mode = job.split(":")
+        w = W.workload(name, A)
+        fn = W.make_modes(w, device, [], ("cuda", "torch"))
+        fn = fn.get("compiled, cuda backend", fn["compiled, torch backend"]).sampler
+        opts = {} if mode == "1" else {"super_batch": int(mode), **w.loader}
+        part = seeds[: args.batches * w.batch_size].to(device)
+        loader = gs.DataLoader(w.G, fn, part, w.batch_size, seed=0, **opts)
+
+        def epoch(loader=loader):
+            for b in loader:
+                W.host_count(b.out)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+
+        epoch(), epoch()
+        gc.collect()
+        gc.freeze()
+        times = []
+        for _ in range(args.repeats):
+            t = time.perf_counter()
+            epoch()
+            times.append(time.perf_counter() - t)
+        busy = None
+        if device.type == "cuda":
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                epoch()
+            busy = sum(e.self_device_time_total for e in prof.key_averages()) / 1e3
+        gc.unfreeze()
+        rows.append(
+            {
+                "job": job,
+                "epoch_s_median": statistics.median(times),
+                "epoch_s_all": times,
+                "gpu_busy_ms": busy,
+            }
+        )
+    return {"gsample": gs.__file__, "rows": rows}
+
+
+def _base_tree(args, scratch: pathlib.Path) -> pathlib.Path:
+    if args.base:
+        return pathlib.Path(args.base)
+    if not args.base_commit:
+        raise SystemExit("ab_trees: give --base-commit or --base")
+    tree = scratch / "base"
+    tree.mkdir()
+    archive = subprocess.run(
+        ["git", "archive", args.base_commit, "gsample", "kernels"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree
+
+
+def _commit(tree: pathlib.Path, args) -> str:
+    if tree == ROOT:
+        from gsample.bench.report import git_commit
+
+        return git_commit(ROOT)
+    return args.base_commit or str(tree)
+
+
+def run_tree(tree: pathlib.Path, argv: list) -> list:
+    """``measure``'s rows in a process that imports gsample from ``tree`` (a SystemExit
+    where it fails, or where gsample came from elsewhere: an installed copy)."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "GSAMPLE_REPO": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode:
+        raise SystemExit(f"ab_trees: the tree {tree} failed:\n{done.stderr[-4000:]}")
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    if not pathlib.Path(got["gsample"]).resolve().is_relative_to(tree.resolve()):
+        raise SystemExit(f"ab_trees: gsample came from {got['gsample']}, not the tree {tree}")
+    return got["rows"]
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse(argv)
+    if args.child:
+        print(json.dumps(measure(args)))
+        return 0
+    sys.path.insert(0, str(ROOT))
+    import torch
+
+    from gsample.bench.report import script_record, write_record
+
+    with tempfile.TemporaryDirectory() as scratch:
+        base = _base_tree(args, pathlib.Path(scratch))
+        new = pathlib.Path(args.new)
+        trees = {"base": base, "new": new}
+        rows = {label: run_tree(tree, argv) for label, tree in trees.items()}
+        commits = {label: _commit(tree, args) for label, tree in trees.items()}
+    print("| job | base s (median) | new s (median) | new / base | GPU busy ms base, new |")
+    print("|---|---:|---:|---:|---|")
+    for b, n in zip(rows["base"], rows["new"]):
+        ratio = n["epoch_s_median"] / b["epoch_s_median"]
+        busy = f"{b['gpu_busy_ms']}, {n['gpu_busy_ms']}" if b["gpu_busy_ms"] else "-"
+        print(
+            f"| {b['job']} | {b['epoch_s_median']:.4f} | {n['epoch_s_median']:.4f} "
+            f"| {ratio:.3f} | {busy} |"
+        )
+    device = torch.device(args.device)
+    record = script_record(
+        device,
+        ROOT,
+        argv,
+        graph=args.graph,
+        batches=args.batches,
+        repeats=args.repeats,
+        trees=commits,
+        rows=rows,
+    )
+    path = write_record(record, args.out, f"ab_trees_{args.device}.json")
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""``benchmarks/ab_trees.py``: two trees of gsample (a commit of this checkout, and the
+checkout) timed in one run, each in its own process, every job in both."""
+
+import json
+import pathlib
+import statistics
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+def test_both_trees_time_every_job_and_the_record_names_them(tmp_path, capsys):
+    if subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True).returncode:
+        pytest.skip("not a git checkout: no base commit to archive")
+    import ab_trees
+
+    jobs = ["graphsage:1", "deepwalk:2"]
+    argv = ["--base-commit", "HEAD", "--quick", "--jobs", *jobs, "--out", str(tmp_path)]
+    assert ab_trees.main(argv) == 0
+    rec = json.loads((tmp_path / "ab_trees_cpu.json").read_text())
+    assert rec["trees"]["base"] == "HEAD" and rec["trees"]["new"]
+    assert rec["command"].endswith(" ".join(argv))
+    for label in ("base", "new"):
+        rows = rec["rows"][label]
+        assert [r["job"] for r in rows] == jobs
+        for r in rows:
+            assert len(r["epoch_s_all"]) == 2 and all(t > 0 for t in r["epoch_s_all"])
+            assert r["epoch_s_median"] == statistics.median(r["epoch_s_all"])
+            assert r["gpu_busy_ms"] is None  # the CPU: no kernels
+    out = capsys.readouterr().out
+    assert "| graphsage:1 |" in out and "| deepwalk:2 |" in out
+
+
+def test_a_base_tree_without_gsample_is_refused(tmp_path):
+    """An empty folder: its process would import an installed gsample, not the tree's."""
+    import ab_trees
+
+    argv = ["--base", str(tmp_path), "--quick", "--jobs", "graphsage:1", "--out", str(tmp_path)]
+    with pytest.raises(SystemExit, match=r"ab_trees: (gsample came from|the tree) "):
+        ab_trees.main(argv)
+    assert not (tmp_path / "ab_trees_cpu.json").exists()
