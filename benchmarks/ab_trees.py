@@ -2,12 +2,14 @@
 
 A change to a kernel or the runtime is judged against the code before it on the same machine
 in the same run (a lent GPU's speed differs from one machine to the next by more than most
-changes gain). Each tree runs in its own process (``PYTHONPATH`` set to it, the samplers of
-this checkout's ``examples/``), base first: per job (a workload, one at a time or
-super-batched ``N``), two warm-up epochs, then ``--repeats`` timed epochs of ``--batches``
-mini-batches (``gs.DataLoader`` over the graph's first seeds), and on a GPU the kernels' busy
-time of one more epoch (``torch.profiler``). Writes ``ab_trees_<device>.json`` (device,
-date, command, both trees' commits) to ``--out`` and prints a table.
+changes gain). Each tree runs in its own processes (``PYTHONPATH`` set to it, the samplers
+of this checkout's ``examples/``), ``--rounds`` a tree in alternating order (base, new, new,
+base, ...). Per job (a workload, one at a time or super-batched ``N``) and round: two
+warm-up epochs, ``--repeats`` timed epochs of ``--batches`` mini-batches (``gs.DataLoader``
+over the graph's first seeds), and on a GPU the summed device time of one more epoch's
+kernels, copies and memsets (``torch.profiler``: ``gpu_busy_ms``); a job's figure is the
+median of its epochs over the rounds. Writes ``ab_trees_<device>.json`` (device, date,
+command, both trees' commits) to ``--out`` and prints a table.
 
     python benchmarks/ab_trees.py --base-commit HEAD~1 --graph products-like \\
         --jobs ladies:64 shadow:1 shadow:16 fastgcn:64 --batches 384
@@ -42,13 +44,22 @@ def parse(argv=None) -> argparse.Namespace:
         help="workload:mode, mode 1 (one at a time) or N (super-batched N)",
     )
     p.add_argument("--batches", type=int, default=384, help="mini-batches an epoch")
-    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--repeats", type=int, default=5, help="timed epochs a job, a round")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help="processes a tree, alternating (base, new, new, base, ...): a drift of the "
+        "machine during the run falls on both trees",
+    )
     p.add_argument("--quick", action="store_true", help="the CPU, rmat:2000:20000, 8 batches")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.quick:
         args.device, args.graph, args.batches, args.repeats = "cpu", "rmat:2000:20000", 8, 2
+    if args.rounds < 1:
+        p.error("--rounds: at least 1")
     return args
 
 
@@ -111,6 +122,7 @@ def measure(args) -> dict:
         rows.append(
             {
                 "job": job,
+                "batches": len(loader),  # fewer than --batches where the seeds run out
                 "epoch_s_median": statistics.median(times),
                 "epoch_s_all": times,
                 "gpu_busy_ms": busy,
@@ -119,29 +131,50 @@ def measure(args) -> dict:
     return {"gsample": gs.__file__, "rows": rows}
 
 
-def _base_tree(args, scratch: pathlib.Path) -> pathlib.Path:
+def _rev_parse(commit: str) -> str:
+    """``commit`` (a name such as ``HEAD~1``) as the full id of the commit it names now."""
+    done = subprocess.run(
+        ["git", "rev-parse", "--verify", f"{commit}^{{commit}}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode:
+        raise SystemExit(f"ab_trees: no commit {commit!r} in {ROOT}: {done.stderr.strip()}")
+    return done.stdout.strip()
+
+
+def _base_tree(args, scratch: pathlib.Path) -> tuple:
+    """``(tree, commit)``: ``--base`` (its folder's path for a commit), or ``--base-commit``'s
+    ``gsample/`` and ``kernels/`` archived into ``scratch`` (the commit's full id: a name
+    such as ``HEAD~1`` names another commit tomorrow)."""
     if args.base:
-        return pathlib.Path(args.base)
+        tree = pathlib.Path(args.base).resolve()
+        return tree, str(tree)
     if not args.base_commit:
         raise SystemExit("ab_trees: give --base-commit or --base")
+    commit = _rev_parse(args.base_commit)
     tree = scratch / "base"
     tree.mkdir()
     archive = subprocess.run(
-        ["git", "archive", args.base_commit, "gsample", "kernels"],
+        ["git", "archive", commit, "gsample", "kernels"],
         cwd=ROOT,
         capture_output=True,
         check=True,
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-    return tree
+    return tree, commit
 
 
-def _commit(tree: pathlib.Path, args) -> str:
-    if tree == ROOT:
+def _commit(tree: pathlib.Path) -> str:
+    """The new tree's commit: this checkout's (``+dirty`` where it differs from it), or
+    another folder's path (whatever ``--new`` spelled, compared resolved)."""
+    if tree.resolve() == ROOT:
         from gsample.bench.report import git_commit
 
         return git_commit(ROOT)
-    return args.base_commit or str(tree)
+    return str(tree.resolve())
 
 
 def run_tree(tree: pathlib.Path, argv: list) -> list:
@@ -163,6 +196,25 @@ def run_tree(tree: pathlib.Path, argv: list) -> list:
     return got["rows"]
 
 
+def merged(runs: list) -> list:
+    """One row a job from each round's rows (``runs``: a list of :func:`measure` row lists):
+    every round's epochs, their median, the median of the rounds' device times."""
+    rows = []
+    for parts in zip(*runs):
+        times = [t for r in parts for t in r["epoch_s_all"]]
+        busy = [r["gpu_busy_ms"] for r in parts if r["gpu_busy_ms"] is not None]
+        rows.append(
+            {
+                **parts[0],
+                "epoch_s_median": statistics.median(times),
+                "epoch_s_all": times,
+                "round_medians": [r["epoch_s_median"] for r in parts],
+                "gpu_busy_ms": statistics.median(busy) if busy else None,
+            }
+        )
+    return rows
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse(argv)
@@ -175,16 +227,22 @@ def main(argv=None) -> int:
     from gsample.bench.report import script_record, write_record
 
     with tempfile.TemporaryDirectory() as scratch:
-        base = _base_tree(args, pathlib.Path(scratch))
+        base, base_commit = _base_tree(args, pathlib.Path(scratch))
         new = pathlib.Path(args.new)
         trees = {"base": base, "new": new}
-        rows = {label: run_tree(tree, argv) for label, tree in trees.items()}
-        commits = {label: _commit(tree, args) for label, tree in trees.items()}
+        rounds = {"base": [], "new": []}
+        for i in range(args.rounds):
+            for label in ("base", "new") if i % 2 == 0 else ("new", "base"):
+                rounds[label].append(run_tree(trees[label], argv))
+        rows = {label: merged(runs) for label, runs in rounds.items()}
+        commits = {"base": base_commit, "new": _commit(new)}
     print("| job | base s (median) | new s (median) | new / base | GPU busy ms base, new |")
     print("|---|---:|---:|---:|---|")
     for b, n in zip(rows["base"], rows["new"]):
         ratio = n["epoch_s_median"] / b["epoch_s_median"]
-        busy = f"{b['gpu_busy_ms']}, {n['gpu_busy_ms']}" if b["gpu_busy_ms"] else "-"
+        busy = "-"
+        if b["gpu_busy_ms"] is not None:
+            busy = f"{b['gpu_busy_ms']:.1f}, {n['gpu_busy_ms']:.1f}"
         print(
             f"| {b['job']} | {b['epoch_s_median']:.4f} | {n['epoch_s_median']:.4f} "
             f"| {ratio:.3f} | {busy} |"
@@ -197,6 +255,7 @@ def main(argv=None) -> int:
         graph=args.graph,
         batches=args.batches,
         repeats=args.repeats,
+        rounds=args.rounds,
         trees=commits,
         rows=rows,
     )

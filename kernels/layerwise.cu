@@ -319,9 +319,10 @@ extern "C" __global__ void gs_kept_listed(const gs_idx* __restrict__ indptr,
 // With vsize 4 or 8, each kept edge's value (values: the graph's, vsize bytes an edge, copied
 // as bits) goes to values_out at its place; with eids, its edge id to eids_out: the gathers
 // the host would otherwise run after the pass (an index_select each: a launch and its host
-// work on every layer). newpos null (bits given): rows_out holds the kept edge's row itself
+// work on every layer). With bits, a row is kept where its bit is set, and newpos is read
+// only for such a row. newpos null (bits given): rows_out holds the kept edge's row itself
 // (b * n + row in a super-batch), which the caller maps to its position (ShaDow's induced
-// subgraph: no newpos over N graphs' rows).
+// subgraph where a newpos over N graphs' rows would outweigh its kept edges).
 extern "C" __global__ void gs_kept_edges(const gs_idx* __restrict__ indptr,
                                          const gs_idx* __restrict__ rows,
                                          const gs_i64* __restrict__ cols, gs_i64 C,

@@ -294,8 +294,8 @@ extern "C" __global__ void gs_rowsum_edges_add(const gs_i64* __restrict__ rows,
 // group first combines them by shuffles: one atomic a warp, where a thread per edge on one
 // word would queue every term at the L2. Over a super-batch's frontier the warps also
 // combine at the end of each tile: the blocks stride over the tiles, so a thread's next
-// tile is mostly another batch's, and a flush by every thread at every tile queued 256
-// atomics a tile on the batch's one word.
+// tile is mostly another batch's, and a flush by every thread at every tile (at its change
+// of group) queued a block's worth of atomics a tile on the batch's one word.
 struct gs_total_t {
     gs_i64 group;     // the group of the running value (-1: none yet)
     int em, flags;    // pass 1: the largest biased exponent (0: no term) and the flags

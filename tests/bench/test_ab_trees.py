@@ -18,17 +18,27 @@ def test_both_trees_time_every_job_and_the_record_names_them(tmp_path, capsys):
         pytest.skip("not a git checkout: no base commit to archive")
     import ab_trees
 
+    from gsample.bench.report import git_commit
+
     jobs = ["graphsage:1", "deepwalk:2"]
-    argv = ["--base-commit", "HEAD", "--quick", "--jobs", *jobs, "--out", str(tmp_path)]
+    new = str(ROOT / "benchmarks" / "..")  # this checkout, spelled another way
+    argv = ["--base-commit", "HEAD", "--new", new, "--quick", "--jobs", *jobs]
+    argv += ["--out", str(tmp_path)]
     assert ab_trees.main(argv) == 0
     rec = json.loads((tmp_path / "ab_trees_cpu.json").read_text())
-    assert rec["trees"]["base"] == "HEAD" and rec["trees"]["new"]
-    assert rec["command"].endswith(" ".join(argv))
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    assert rec["trees"] == {"base": head, "new": git_commit(ROOT)}  # ids, not names
+    assert rec["command"].endswith(" ".join(argv)) and rec["rounds"] == 2
     for label in ("base", "new"):
         rows = rec["rows"][label]
         assert [r["job"] for r in rows] == jobs
         for r in rows:
-            assert len(r["epoch_s_all"]) == 2 and all(t > 0 for t in r["epoch_s_all"])
+            assert r["batches"] >= 1
+            # --quick: 2 epochs a round, 2 rounds (base, new, then new, base)
+            assert len(r["epoch_s_all"]) == 4 and all(t > 0 for t in r["epoch_s_all"])
+            assert len(r["round_medians"]) == 2
             assert r["epoch_s_median"] == statistics.median(r["epoch_s_all"])
             assert r["gpu_busy_ms"] is None  # the CPU: no kernels
     out = capsys.readouterr().out

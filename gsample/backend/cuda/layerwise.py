@@ -866,8 +866,9 @@ def _slice_rows_cols_batched(A: CSC, rows, cols, copies: int, n: int) -> CSC:
     tested in a bitmap of the block-diagonal row space (``copies * n / 8`` bytes, which stays
     in the L2), and each kept edge's row is mapped to its position in ``rows`` as it is
     written: through the rows' positions scattered over the row space (int32, as one
-    mini-batch does), where that array is small enough (:data:`_NEWPOS_MAX`), or else by a
-    hash table of ``rows`` alone after the pass. No column slice. Bad ids raise as a
+    mini-batch does), where that array is small enough (at most :data:`_NEWPOS_MAX`
+    entries, and :data:`_NEWPOS_PER_EDGE` a kept edge), or else by a hash table of ``rows``
+    alone after the pass. No column slice. Bad ids raise as a
     mini-batch's checks do: a row out of range (``IndexError``), a batch's row given twice
     (``ValueError``), a column out of range (``IndexError``, the frontier's kernel)."""
     R, dev = copies * n, A.indptr.device
