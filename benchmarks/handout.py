@@ -8,7 +8,10 @@ host work, not the kernels, bounds a super-batched epoch. This script times each
 outputs sampled beforehand (GraphSAGE on a small undirected R-MAT): ``--copies`` mini-batches a
 super-batch, each stage repeated, the best of ``--repeats`` rounds, in microseconds per
 mini-batch; ``total`` is their sum, ``epoch`` a whole super-batched CPU epoch's (sampling
-included) for scale. Writes ``handout_<device>.json`` (device, date, command) to ``--out``.
+included) for scale. ``facts`` is what a compiled super-batch keeps with each mini-batch's
+blocks for the loader (``gsample.formats.derived``: each block's ``all_nodes`` and the ids
+its columns were sliced with, the seeds bound to the first block's). Writes
+``handout_<device>.json`` (device, date, command) to ``--out``.
 
     python benchmarks/handout.py             # 64 mini-batches a super-batch
     python benchmarks/handout.py --quick     # seconds
@@ -31,6 +34,8 @@ import graphsage  # (the example, put on the path above)
 import gsample as gs
 from gsample.bench.report import script_record, write_record
 from gsample.compiler.compiled import wrap
+from gsample.formats.derived import COLUMNS, SEEDS, bind_seeds, remember
+from gsample.ir import Op
 from gsample.ir.graph import Ref
 from gsample.runtime import block_diagonal as bd
 
@@ -129,9 +134,20 @@ def main(argv=None) -> dict:
     loader = gs.DataLoader(A, fn, many, args.batch_size, shuffle=False, super_batch=copies)
     loader._super = _Replay(got)
     gc.collect()
+    parts = list(seeds[: copies * args.batch_size].split(args.batch_size))
+    nodes = [[m.all_nodes() for m in mine] for mine in got]
+
+    def facts():  # as Assemble._remember and the loader's bind_seeds keep them
+        for b, mine in enumerate(got):
+            for i, m in enumerate(mine):
+                remember(m._csc, Op.ALL_NODES, nodes[b][i])
+                remember(m._csc, COLUMNS, SEEDS if i == 0 else nodes[b][i - 1])
+        bind_seeds(got, parts)
+
     rows = {
         "split": best_us(split, copies, repeats, inner),
         "assemble": best_us(lambda: assemble(**inputs), copies, repeats, inner),
+        "facts": best_us(facts, copies, repeats, inner),
         "loader": best_us(lambda: list(loader), len(loader), repeats, max(1, inner // 20)),
     }
     rows["total"] = sum(rows.values())

@@ -14,6 +14,8 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from gsample.formats.derived import FACTS
+
 
 class IdSpaces:
     """Global ids of a matrix's row and column spaces, shared by :class:`CSC` and the CSR /
@@ -38,6 +40,17 @@ class IdSpaces:
         if self.values is None:
             return torch.ones(self.nnz, dtype=dtype, device=self.device)
         return self.values
+
+    #: programs keep facts with a sparse format in its own dictionary
+    #: (gsample.formats.derived: a lookup, where a weak-keyed table costs a reference)
+    KEEPS_FACTS = True
+
+    def __getstate__(self) -> dict:
+        # a pickle or copy holds the fields, not the facts a program kept with this object
+        # (they are about this object, by its identity)
+        state = dict(self.__dict__)
+        state.pop(FACTS, None)
+        return state
 
 
 @dataclass(frozen=True, eq=False)  # identity semantics: usable as a cache key

@@ -12,6 +12,13 @@ the very object it sliced the block's columns with, where that is a tensor it wa
 mini-batch's seeds) or the ``all_nodes`` it keeps with another block it returns. The loader
 then sees that its blocks chain (block ``l + 1``'s columns are ``blocks[l].all_nodes()``) by
 identity, with no comparison of ids on the device (``gsample.loader.features``).
+
+A sparse format (``gsample.formats.csc.IdSpaces``: CSC, CSR, COO) keeps its facts in its
+own instance dictionary, under :data:`FACTS`: a super-batch hands out hundreds of blocks a
+run and keeps a few facts with each, and a weak-keyed table costs a weak reference per
+matrix (and its callback when the matrix dies) where the instance's dictionary costs a
+lookup. A pickle or copy of a sparse format leaves its facts behind
+(``IdSpaces.__getstate__``). Other objects go to the weak-keyed table.
 """
 
 from __future__ import annotations
@@ -22,6 +29,9 @@ import weakref
 import torch
 
 _KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+#: the key of a matrix's facts in its instance dictionary
+FACTS = "_gsample_facts"
 
 #: the key of a block's column ids as the program that made the block knew them: the object
 #: it sliced them with (equal to ``A.global_cols()`` as node ids; any integer dtype)
@@ -51,17 +61,34 @@ def remember(A, op, value: torch.Tensor) -> None:
     >>> recall(csc, Op.ALL_NODES) is nodes
     True
     """
+    own = _own(A)
+    if own is not None:
+        kept = own.get(FACTS)
+        if kept is None:
+            own[FACTS] = kept = {}
+        kept[op] = value
+        return
     with contextlib.suppress(TypeError):  # not weakly referenceable: nothing kept
         _KEPT.setdefault(A, {})[op] = value
 
 
 def recall(A, op) -> torch.Tensor | None:
     """Op ``op``'s result on ``A`` kept by :func:`remember`, or None."""
-    try:
-        kept = _KEPT.get(A)
-    except TypeError:
-        return None
+    own = _own(A)
+    if own is not None:
+        kept = own.get(FACTS)
+    else:
+        try:
+            kept = _KEPT.get(A)
+        except TypeError:
+            return None
     return None if kept is None else kept.get(op)
+
+
+def _own(A) -> dict | None:
+    """A sparse format's instance dictionary (its class says ``KEEPS_FACTS``), where its
+    facts go; None for anything else."""
+    return A.__dict__ if getattr(type(A), "KEEPS_FACTS", False) else None
 
 
 def bind_seeds(outs: list, seeds: list) -> None:
@@ -96,4 +123,4 @@ def _matrices(out) -> list:
     return [getattr(m, "csc", m) for m in items]
 
 
-__all__ = ["COLUMNS", "SEEDS", "bind_seeds", "recall", "remember"]
+__all__ = ["COLUMNS", "FACTS", "SEEDS", "bind_seeds", "recall", "remember"]
