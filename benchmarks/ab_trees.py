@@ -36,7 +36,12 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument("--base", help="the base tree: a folder holding gsample/ and kernels/")
     p.add_argument("--new", default=str(ROOT), help="the new tree (default: this checkout)")
     p.add_argument("--device", default="cuda", choices=("cpu", "cuda"))
-    p.add_argument("--graph", default="products-like", help="products-like, papers-like, rmat:N:E")
+    p.add_argument(
+        "--graph",
+        default="products-like",
+        help="as python -m gsample.bench takes it: products-like, papers-like, rmat:N:E, "
+        "cora or a SNAP edge list (the harness's graph and epoch seeds)",
+    )
     p.add_argument(
         "--jobs",
         nargs="+",
@@ -63,20 +68,6 @@ def parse(argv=None) -> argparse.Namespace:
     return args
 
 
-def _graph(name: str, device):
-    """``(A, seeds)``: an anchor graph and its pinned seeds, or a directed R-MAT (seed 0)
-    and a permutation of its nodes."""
-    import torch
-
-    import gsample as gs
-
-    if name.startswith("rmat:"):
-        _, nodes, edges = name.split(":")
-        A = gs.datasets.rmat(int(nodes), int(edges), seed=0).to(device)
-        return A, torch.randperm(int(nodes), generator=torch.Generator().manual_seed(0))
-    return gs.datasets.anchor_graph(name, device=device, progress=False)
-
-
 def measure(args) -> dict:
     """This process's tree: where it imported gsample from (``"gsample"``), and one row per
     job (epoch seconds, GPU busy milliseconds)."""
@@ -84,11 +75,13 @@ def measure(args) -> dict:
     from torch.profiler import ProfilerActivity, profile
 
     import gsample as gs
+    from gsample.bench import cli
     from gsample.bench import workloads as W
 
     W.import_repo(ROOT)
     device = torch.device(args.device)
-    A, seeds = _graph(args.graph, device)
+    A, _ = cli.load_graph(args.graph, device)  # the harness's graph and seeds, by name
+    seeds, _ = cli.epoch_seeds(args.graph, A, device)
     rows = []
     for job in args.jobs:
         name, mode = job.split(":")
