@@ -8,6 +8,12 @@
 #include "frontier_tiles.cuh"
 
 // ----------------------------------------------------------------------------- frontier edges
+// gs_frontier_rows and gs_kept_append (passes that read every frontier edge and write
+// little: a collective sample's candidate rows, a super-batch's kept list) take `sub` rounds
+// of GS_ITEMS items a thread per tile (GS_TILES_OF): a tile's column search and staging
+// serve them all. gs_kept_counts and gs_kept_edges keep one round a tile: there the rounds'
+// longer tiles cost more than the searches they save (each round's atomics or block scan
+// waits on its own loads either way).
 
 // ptr[c] = the edges of the frontier's columns before c (padding columns, c >= *ncols, have
 // none); ptr[C] = all of them. A tile of blockDim columns per block, scanned across the
@@ -46,13 +52,16 @@ extern "C" __global__ void gs_frontier_rows(const gs_idx* __restrict__ indptr,
                                             const gs_idx* __restrict__ rows,
                                             const gs_i64* __restrict__ cols, gs_i64 C,
                                             const gs_i64* __restrict__ ptr, gs_i64 n,
-                                            unsigned* __restrict__ cand) {
-    GS_TILES(g0, t, ptr, C, true) {
-        GS_LOAD_ITEMS(g0, t, r, e, c)
+                                            unsigned* __restrict__ cand, int sub) {
+    GS_TILES_OF(g0, t, ptr, C, true, sub) {
+        for (int s = 0; s < sub; ++s) {
+            const gs_i64 gs = g0 + s * (gs_i64)blockDim.x * GS_ITEMS;
+            GS_LOAD_ITEMS(gs, t, r, e, c)
 #pragma unroll
-        for (int j = 0; j < GS_ITEMS; ++j)                 // a read first: hub rows (above)
-            if (r[j] >= 0 && !gs_cand_bit(cand, r[j]))
-                atomicOr(&cand[r[j] >> 5], 1u << (r[j] & 31));
+            for (int j = 0; j < GS_ITEMS; ++j)             // a read first: hub rows (above)
+                if (r[j] >= 0 && !gs_cand_bit(cand, r[j]))
+                    atomicOr(&cand[r[j] >> 5], 1u << (r[j] & 31));
+        }
     }
 }
 
@@ -259,10 +268,11 @@ extern "C" __global__ void gs_kept_append(const gs_idx* __restrict__ indptr,
                                           const int* __restrict__ newpos,
                                           const unsigned* __restrict__ bits,
                                           gs_i64* __restrict__ count, gs_i64 room,
-                                          gs_i64* __restrict__ list) {
+                                          gs_i64* __restrict__ list, int sub) {
     __shared__ gs_i64 base;
-    GS_TILES(g0, t, ptr, C, true) {
-        GS_LOAD_ITEMS(g0, t, r, e, c)
+    GS_TILES_OF(g0, t, ptr, C, true, sub) for (int s = 0; s < sub; ++s) {
+        const gs_i64 gs = g0 + s * (gs_i64)blockDim.x * GS_ITEMS;
+        GS_LOAD_ITEMS(gs, t, r, e, c)
         bool keep[GS_ITEMS];
         gs_i64 mine = 0;
 #pragma unroll
@@ -281,7 +291,7 @@ extern "C" __global__ void gs_kept_append(const gs_idx* __restrict__ indptr,
 #pragma unroll
         for (int j = 0; j < GS_ITEMS; ++j)
             if (keep[j]) {
-                if (at < room) list[at] = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
+                if (at < room) list[at] = gs + j * (gs_i64)blockDim.x + threadIdx.x;
                 ++at;
             }
     }

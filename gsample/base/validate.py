@@ -201,15 +201,17 @@ def in_range(t: torch.Tensor, name: str, num_nodes: int) -> None:
     )
 
 
-def unique_ids(t: torch.Tensor, name: str) -> None:
-    """Raise when ``t`` repeats an id."""
+def unique_ids(t: torch.Tensor, name: str, n: int = 0) -> None:
+    """Raise when ``t`` repeats an id, naming the smallest repeated one (as node ``v`` of
+    ids ``b * n + v``, a super-batch's encoding, where ``n`` is given)."""
     if t.numel() > 1:
         s = torch.sort(t).values
         dup = s[1:] == s[:-1]
         fail_if(
             dup.any(),
             ValueError,
-            lambda v: f"{name}: node {v} appears more than once; row ids must be unique",
+            lambda v: f"{name}: node {v % n if n else v} appears more than once; "
+            "row ids must be unique",
             s[1:][torch.argmax(dup.to(torch.int8))],
         )
 

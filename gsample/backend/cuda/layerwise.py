@@ -61,6 +61,7 @@ from gsample.ir.checks import NO_POSITIVE_ROW
 _THREADS = 256
 _ITEMS = 4  # GS_ITEMS of kernels/layerwise.cu
 _TILE = _ITEMS * _THREADS  # frontier edges per tile (GS_ITEMS per thread)
+_MAX_ROUNDS = 4  # rounds of items a tile of gs_frontier_rows / gs_kept_append (_rounds)
 _GRID = 1024  # blocks of the kernels whose edge count stays on the device
 _NOT_A_ROW = 2**63 - 1  # the sort key of a row that is not a candidate
 #: room for the kept edges of a super-batch's collective sample as a list (_list_room):
@@ -421,6 +422,7 @@ def collective_start(
             ptr,
             n,
             cand,
+            _rounds(indptr, rows),
             block=_THREADS,
             grid=_GRID,
             params=params,
@@ -513,6 +515,7 @@ def collective_start(
                 kept_n,
                 room,
                 kept,
+                _rounds(indptr, rows),
                 block=_THREADS,
                 grid=_GRID,
                 params=params,
@@ -644,7 +647,9 @@ def collective_finish(pending: Pending) -> CSC:
     if room:
         _note_kept(indptr, key.prefix, k, key.copies, K, edges)
     if room and room >= K:  # the list, in the frontier's order
-        g = torch.sort(kept[:K]).values
+        # places below 2**31 sort as int32: half the radix sort's passes and bytes
+        g = kept[:K].to(torch.int32) if edges < 2**31 else kept[:K]
+        g = torch.sort(g).values.to(torch.int64)
         rows_out, pos = _kept_listed(indptr, rows, cols, Cx, ptr, n, newpos, g)
         indptr_out = torch.searchsorted(g, ptr[: Cx + 1])
     else:  # counted per column; the edges in order
@@ -705,6 +710,16 @@ def _kept_listed(indptr, rows, cols, C: int, ptr, n: int, newpos, g) -> tuple:
         params=_params(indptr),
     )
     return rows_out, pos
+
+
+def _rounds(indptr, rows) -> int:
+    """Rounds of items a tile of gs_frontier_rows and gs_kept_append takes (``sub``, 1 to
+    ``_MAX_ROUNDS``): as many as keep a tile's columns (``sub * _TILE`` edges) within half
+    the staging (GS_STAGE = 256 columns) where the frontier's columns are as long as the
+    graph's mean (``rows`` and ``indptr`` are the graph's; the frontier's edge count is not
+    read back before these passes, and a sampled frontier's columns are mostly longer)."""
+    mean = rows.numel() // max(indptr.numel() - 1, 1)
+    return max(1, min(_MAX_ROUNDS, mean * 128 // _TILE))
 
 
 def _kept_counts(
@@ -894,12 +909,15 @@ def _slice_rows_cols_batched(A: CSC, rows, cols, copies: int, n: int) -> CSC:
     else:  # one table of rows: their own positions (a repeat finds an earlier one) and the edges'
         both, _ = extract.member_positions(rows, torch.cat([rows, found]))
         own, at = both[:K], both[K:]
+    # every repeated row has an occurrence whose position is not its own (the scatter keeps
+    # any one of them, the table the first): the error names the smallest such row on both
+    # paths, whichever occurrence a race kept
     repeated = own != torch.arange(K, device=dev)
     V.fail_if(
         repeated.any(),
         ValueError,
         lambda v: f"rows: node {v % n} appears more than once; row ids must be unique",
-        rows[torch.argmax(repeated.to(torch.int8))] if K else rows,
+        torch.where(repeated, rows, R).min() if K else rows,
     )
     return CSC(
         num_nodes=R,

@@ -222,7 +222,7 @@ def slice_rows_cols_batched(
         if A.values is not None:
             values.append(A.values[idx])
     if repeats and bool(torch.stack(repeats).any()):
-        V.unique_ids(rows, "rows")  # (raises, naming the repeated node)
+        V.unique_ids(rows, "rows", n)  # (raises, naming the smallest repeated node)
     return replace(
         A,
         num_nodes=N * n,
