@@ -210,8 +210,9 @@ def unique_ids(t: torch.Tensor, name: str, n: int = 0) -> None:
         fail_if(
             dup.any(),
             ValueError,
-            lambda v: f"{name}: node {v % n if n else v} appears more than once; "
-            "row ids must be unique",
+            lambda v: (
+                f"{name}: node {v % n if n else v} appears more than once; row ids must be unique"
+            ),
             s[1:][torch.argmax(dup.to(torch.int8))],
         )
 
