@@ -49,7 +49,9 @@ class _Replay:
     def __init__(self, outs: list):
         self.outs = outs
 
-    def run(self, parts: list, epoch_seed: int, first: int, observe=None) -> list:
+    def run(self, parts: list, epoch_seed: int, first: int, observe=None, meanwhile=None):
+        if meanwhile is not None:  # the seeds' views the loader makes while a device samples
+            meanwhile()
         return self.outs[: len(parts)]
 
 

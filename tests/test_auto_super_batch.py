@@ -269,7 +269,7 @@ def test_a_given_size_on_a_gpu_runs_within_the_budget(graph, monkeypatch):
     loader = gs.DataLoader(graph, sampler(), seeds, BATCH, seed=1, super_batch=4)
     sizes, run = [], loader._super.run
     monkeypatch.setattr(
-        loader._super, "run", lambda parts, *a: sizes.append(len(parts)) or run(parts, *a)
+        loader._super, "run", lambda parts, *a, **k: sizes.append(len(parts)) or run(parts, *a, **k)
     )
     got = list(loader)
     cap = loader.memory_cap

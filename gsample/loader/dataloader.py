@@ -27,6 +27,7 @@ from gsample.base.random import (
     sort_key,
     stream_state,
 )
+from gsample.base.seed_parts import SeedParts
 from gsample.compiler import CompiledSampler, compile
 from gsample.distributed.partition_batches import agree, is_refusal, sample_round
 from gsample.distributed.split import rank_batches, resolve_ranks
@@ -305,15 +306,17 @@ class DataLoader:
             # hash_tensor(epoch_seed, -1, pos), its constant first half folded on the host
             keys = sort_key(combine_tensor(combine(epoch_seed, -1), pos))
             order = order[torch.argsort(keys, stable=True)]
-        parts = list(order.split(self.batch_size))[: self.num_batches]  # one call, not a slice each
+        # views made when first asked for: a super-batch takes its seeds as one view and
+        # its mini-batches' own views are made while the device samples
+        parts = SeedParts(order, self.batch_size, self.num_batches)
         # this rank's mini-batches: runs of consecutive global indices (all of them, alone)
         runs = [
             (first, parts[first : first + n])
             for first, n in rank_batches(len(parts), self.rank, self.world_size)
         ]
-        mine = [p for _, run in runs for p in run]
+        mine = sum(len(run) for _, run in runs)
         bar = tqdm(
-            total=len(mine),
+            total=mine,
             disable=not self.progress,
             unit="batch",
             desc=f"sampling ({self.backend} backend)",
@@ -356,11 +359,11 @@ class DataLoader:
             raise TypeError(f'pipeline: must be True, False or "auto", got {pipeline!r}')
         return bool(pipeline)
 
-    def _one_run(self, parts: list) -> bool:
-        """Whether the epoch is sampled in at most one run (no mini-batches, or a super-batch
-        holding all of them): then no stage has anything to overlap with."""
+    def _one_run(self, count: int) -> bool:
+        """Whether the epoch (``count`` mini-batches) is sampled in at most one run (none,
+        or a super-batch holding all of them): then no stage has anything to overlap with."""
         size = self.super_batch_size if self.super_batch is not None else 1
-        return len(parts) == 0 or (size is not None and size >= len(parts))
+        return count == 0 or (size is not None and size >= count)
 
     def _stateful(self) -> bool:
         """Whether ``sampler_fn`` was given tensors (state a training step may change)
@@ -648,7 +651,9 @@ class DataLoader:
         if len(block) == 1 and limit is not None:  # split down to one: as without super-batching
             return list(self._one_by_one(block, epoch_seed, first))
         try:
-            outs = self._super.run(block, epoch_seed, first)
+            # the mini-batches' seed views made while the device samples
+            meanwhile = block.materialize if isinstance(block, SeedParts) else None
+            outs = self._super.run(block, epoch_seed, first, meanwhile=meanwhile)
         except Exception as error:
             return (yield from self._explain_failure(block, epoch_seed, first, error))
         return self._batches(block, first, outs)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 import torch
 
 from gsample.base.random import batch_scope
+from gsample.base.seed_parts import SeedParts
 from gsample.passes.super_batch import GRAPH
 from gsample.runtime.interpret import interpret
 from gsample.runtime.overlap import at_once
@@ -98,11 +99,14 @@ class SuperBatcher:
             hit = self.programs[copies] = self.build(copies)
         return hit
 
-    def run(self, parts: list, epoch_seed: int, first: int, observe=None) -> list:
+    def run(self, parts: list, epoch_seed: int, first: int, observe=None, meanwhile=None) -> list:
         """The outputs of mini-batches ``first, first + 1, ...`` (seeds ``parts``);
-        ``observe(node, value)`` after each step (:meth:`measure`)."""
+        ``observe(node, value)`` after each step (:meth:`measure`); ``meanwhile()``, host
+        work that needs neither the outputs nor the random stream, where the host would
+        first wait for the device (or at the end)."""
         with batch_scope(epoch_seed, first):
-            return finish(self.start(parts, observe))
+            calls = self.start(parts, observe)
+            return finish(calls if meanwhile is None else _at_first_pause(calls, meanwhile))
 
     def start(self, parts: list, observe=None):
         """:meth:`run` as a generator pausing where the host would wait for the device
@@ -133,9 +137,13 @@ class SuperBatcher:
         launches whatever the count: the leading run of equal mini-batches, an epoch's all
         but its short last one, is a (K, B) view plus a per-batch shift; the rest, a launch
         each)."""
-        n, B = self.num_nodes, parts[0].numel()
-        K = next((b for b, p in enumerate(parts) if p.numel() != B), len(parts))
-        flat = torch.cat(parts)
+        n = self.num_nodes
+        if isinstance(parts, SeedParts):  # the loader's: one view, no copy, no view per part
+            sizes, flat = parts.sizes(), parts.joined()
+        else:
+            sizes, flat = [p.numel() for p in parts], torch.cat(list(parts))
+        B = sizes[0]
+        K = next((b for b, m in enumerate(sizes) if m != B), len(sizes))
         shift = self._shifts.get((K, flat.device))
         if shift is None:
             shift = self._shifts[(K, flat.device)] = (
@@ -186,6 +194,19 @@ class SuperBatcher:
         cached = max(kept - total - out_bytes, 0)
         # (scratch a kernel keeps, a few words per node, is no cache worth a second call)
         return outs, max(total, peak - cached), cached > (1 << 20)
+
+
+def _at_first_pause(calls, meanwhile: Callable[[], None]):
+    """``calls`` (a generator of :func:`start`'s kind), with ``meanwhile()`` run where it
+    first pauses (the device working), or at its end where it never pauses."""
+    try:
+        pause = next(calls)
+    except StopIteration as done:
+        meanwhile()
+        return done.value
+    meanwhile()
+    yield pause
+    return (yield from calls)
 
 
 __all__ = ["SuperBatcher", "tensors"]

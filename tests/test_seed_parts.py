@@ -1,0 +1,79 @@
+"""gsample.base.seed_parts.SeedParts: the loader's mini-batches of seeds, made lazily, behave
+as the list of views they replace; a super-batch encodes them without a copy."""
+
+import pytest
+import torch
+
+import gsample as gs
+from gsample.base.seed_parts import SeedParts
+from gsample.runtime.super_batcher import SuperBatcher
+
+
+@pytest.mark.parametrize(
+    "S, B, count", [(10, 4, None), (12, 4, None), (10, 4, 2), (1, 5, None), (0, 3, None), (9, 1, 7)]
+)
+def test_it_is_the_list_of_views_it_replaces(S, B, count):
+    order = torch.randperm(max(S, 1), generator=torch.Generator().manual_seed(S))[:S]
+    # (as the loader cuts them: ceil(S / B) mini-batches, none of no seeds)
+    want = list(order.split(B))[: -(-S // B) if count is None else count]
+    parts = SeedParts(order, B, count)
+    assert len(parts) == len(want)
+    assert [p.tolist() for p in parts] == [w.tolist() for w in want]
+    assert parts.sizes() == [w.numel() for w in want]
+    for i in range(-len(want), len(want)):
+        assert torch.equal(parts[i], want[i])
+    for a, b in [(0, None), (1, 3), (2, 100), (-2, None), (3, 1), (None, -1)]:
+        got, ref = parts[a:b], want[a:b]
+        assert isinstance(got, SeedParts) and len(got) == len(ref)
+        assert [p.tolist() for p in got] == [w.tolist() for w in ref]
+        joined = got.joined()
+        assert joined.tolist() == (torch.cat(ref).tolist() if ref else [])
+        if joined.numel():  # a view of the epoch's tensor, not a copy
+            assert joined.data_ptr() == order[got.lo * B :].data_ptr()
+    assert [p.tolist() for p in parts[::2]] == [w.tolist() for w in want[::2]]
+    for i in (len(want), -len(want) - 1):
+        with pytest.raises(IndexError):
+            parts[i]
+
+
+def test_each_view_is_made_once_and_shared_by_slices():
+    parts = SeedParts(torch.arange(20), 3)
+    first, fourth = parts[0], parts[3]  # made one at a time ...
+    assert parts[0] is first and parts[1:5][2] is fourth
+    block = parts[2:6]
+    block.materialize()  # ... then the rest of a range in one call, the earlier ones kept
+    assert list(block)[1] is fourth and block[0] is parts[2]
+    assert all(a is b for a, b in zip(parts[2:6], block))
+    assert parts._views[6] is None  # nothing outside the range was made
+
+
+def test_a_super_batch_encodes_the_parts_as_the_list_without_a_copy():
+    A = gs.datasets.rmat(200, 2000, seed=1)
+    seeds = torch.randperm(200, generator=torch.Generator().manual_seed(2))[:70]
+
+    def walk(A, seeds):
+        return A.random_walk(seeds, 3)
+
+    sb = gs.compile(walk).super_batched((A, seeds[:16]), seeds="seeds")
+    assert isinstance(sb, SuperBatcher)
+    for count in (4, 5):  # five: the epoch's short last mini-batch (6 seeds) too
+        parts = SeedParts(seeds, 16, count)
+        got = sb._encode(parts)
+        assert torch.equal(got, sb._encode([p.clone() for p in parts]))
+        want = [int(s) + (i // 16) * 200 for i, s in enumerate(seeds[: got.numel()])]
+        assert got.tolist() == want
+
+
+def test_run_does_the_host_work_it_is_given_once():
+    A = gs.datasets.rmat(200, 2000, seed=1)
+    seeds = torch.arange(64)
+
+    def walk(A, seeds):
+        return A.random_walk(seeds, 3)
+
+    sb = gs.compile(walk).super_batched((A, seeds[:16]), seeds="seeds")
+    parts = SeedParts(seeds, 16)
+    calls = []
+    outs = sb.run(parts, 7, 0, meanwhile=lambda: calls.append(sum(v is None for v in parts._views)))
+    assert calls == [4]  # once, before the views were made
+    assert [o.tolist() for o in outs] == [o.tolist() for o in sb.run(list(parts), 7, 0)]
