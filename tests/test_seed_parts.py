@@ -1,12 +1,17 @@
 """gsample.base.seed_parts.SeedParts: the loader's mini-batches of seeds, made lazily, behave
 as the list of views they replace; a super-batch encodes them without a copy."""
 
+import functools
+
 import pytest
 import torch
+from helpers import assert_same, graphsage
 
 import gsample as gs
 from gsample.base.seed_parts import SeedParts
-from gsample.runtime.super_batcher import SuperBatcher
+from gsample.formats.derived import COLUMNS, recall
+from gsample.runtime.program import finish
+from gsample.runtime.super_batcher import SuperBatcher, _at_first_pause
 
 
 @pytest.mark.parametrize(
@@ -77,3 +82,50 @@ def test_run_does_the_host_work_it_is_given_once():
     outs = sb.run(parts, 7, 0, meanwhile=lambda: calls.append(sum(v is None for v in parts._views)))
     assert calls == [4]  # once, before the views were made
     assert [o.tolist() for o in outs] == [o.tolist() for o in sb.run(list(parts), 7, 0)]
+
+
+@pytest.mark.parametrize("world, rank", [(1, 0), (3, 2)])
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_a_super_batched_epoch_hands_out_the_epoch_s_own_views(world, rank, drop_last):
+    """Each Batch.seeds is a view of the epoch's seeds (no copy), the object its blocks'
+    columns were bound to, and the same samples as one by one: with the padding of a rank's
+    share wrapping around to mini-batch 0 and with drop_last."""
+    A = gs.datasets.rmat(2000, 20000, seed=1)
+    sampler = functools.partial(gs.compile(graphsage), fanouts=(5, 3))
+    seeds = torch.arange(0, 2000, 7)[:-6]  # 280 seeds: 7 mini-batches of 40 ...
+    seeds = torch.cat([seeds, torch.tensor([1, 2, 3])])  # ... and a short one of 3
+    kw = dict(seed=3, shuffle=True, drop_last=drop_last, rank=rank, world_size=world)
+    alone = {b.index: b for b in gs.DataLoader(A, sampler, seeds, 40, **kw)}
+    got = list(gs.DataLoader(A, sampler, seeds, 40, super_batch=3, **kw))
+    assert [b.index for b in got] == list(alone)
+    base = None
+    for b in got:
+        assert torch.equal(b.seeds, alone[b.index].seeds)
+        assert_same(b.out, alone[b.index].out, f"mini-batch {b.index}")
+        assert recall(b.out[0].csc, COLUMNS) is b.seeds
+        base = base or b.seeds.untyped_storage().data_ptr()
+        assert b.seeds.untyped_storage().data_ptr() == base  # one epoch tensor
+        assert b.seeds.storage_offset() == 40 * b.index
+
+
+def test_host_work_that_raises_closes_the_paused_run():
+    """A ``meanwhile`` that raises leaves no run suspended (it would hold a program lane)."""
+    closed = []
+
+    def paused_run():
+        try:
+            yield  # the device working
+            return "outs"
+        finally:
+            closed.append(True)
+
+    def fails():
+        raise RuntimeError("host work")
+
+    try:
+        finish(_at_first_pause(paused_run(), fails))
+    except RuntimeError as error:  # (closed now, not when the traceback's frames are freed)
+        assert str(error) == "host work" and closed == [True]
+    else:
+        pytest.fail("the host work's error was lost")
+    assert finish(_at_first_pause(paused_run(), lambda: None)) == "outs"

@@ -202,8 +202,9 @@ def in_range(t: torch.Tensor, name: str, num_nodes: int) -> None:
 
 
 def unique_ids(t: torch.Tensor, name: str, n: int = 0) -> None:
-    """Raise when ``t`` repeats an id, naming the smallest repeated one (as node ``v`` of
-    ids ``b * n + v``, a super-batch's encoding, where ``n`` is given)."""
+    """Raise when ``t`` repeats an id, naming the smallest repeated one (where ``n`` is
+    given, ids ``b * n + v`` of a super-batch: node ``v`` of the first batch with a repeat,
+    its smallest repeated node)."""
     if t.numel() > 1:
         s = torch.sort(t).values
         dup = s[1:] == s[:-1]

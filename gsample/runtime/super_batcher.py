@@ -200,13 +200,16 @@ def _at_first_pause(calls, meanwhile: Callable[[], None]):
     """``calls`` (a generator of :func:`start`'s kind), with ``meanwhile()`` run where it
     first pauses (the device working), or at its end where it never pauses."""
     try:
-        pause = next(calls)
-    except StopIteration as done:
+        try:
+            pause = next(calls)
+        except StopIteration as done:
+            meanwhile()
+            return done.value
         meanwhile()
-        return done.value
-    meanwhile()
-    yield pause
-    return (yield from calls)
+        yield pause
+        return (yield from calls)
+    finally:  # (a no-op once it ended; else it gives back the program's lane now)
+        calls.close()
 
 
 __all__ = ["SuperBatcher", "tensors"]

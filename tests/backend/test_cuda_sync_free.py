@@ -530,6 +530,42 @@ def test_super_batched_collective_sample_equals_the_torch_backend(
     assert bool(listed) == (room is None and N > 1)  # (the first call lists, at least)
 
 
+@pytest.mark.parametrize("rounds", [2, 3, 4])
+@pytest.mark.parametrize("probs", [None, "shared"])
+def test_collective_passes_of_several_rounds_a_tile_equal_the_torch_backend(
+    graph, rounds, probs, monkeypatch
+):
+    """gs_frontier_rows and gs_kept_append with ``sub`` rounds of items a tile (GS_TILES_OF):
+    the test graph's mean degree makes _rounds 1, so the rounds are forced here; a
+    super-batch's frontier of some 9,000 edges has a last partial tile whose later rounds
+    hold no edge, and tiles of more columns than GS_STAGE (read unstaged)."""
+    from gsample.backend.cuda import layerwise
+    from gsample.backend.torch import fused_select
+
+    monkeypatch.setattr(layerwise, "_LAST_KEPT", {})
+    monkeypatch.setattr(layerwise, "_rounds", lambda *args: rounds)
+    listed = []
+    real = layerwise._kept_listed
+    monkeypatch.setattr(layerwise, "_kept_listed", lambda *a: listed.append(1) or real(*a))
+    n, N, k = graph.num_nodes, 3, 300
+    parts = [_seeds(150 + 40 * b, n, 20 + b) for b in range(N)]
+    enc = torch.cat([p + b * n for b, p in enumerate(parts)])
+    padded = BoundedIds(torch.cat([enc, enc[:9]]), torch.tensor([enc.numel()], device="cuda"))
+    p = None
+    if probs is not None:
+        p = torch.rand(n, generator=torch.Generator().manual_seed(rounds)) ** 3
+        p[::7] = 0
+        p = p.cuda()
+    prefix = key_prefix(13, 2)
+    key = DeviceKey(torch.tensor([signed(prefix), 5], device="cuda"), prefix, 5, N, n)
+    want = fused_select.slice_collective_sample(graph.csc, enc, k, False, key.host(), p)
+    for frontier in (enc, padded):
+        got = layerwise.slice_collective_sample(graph.csc, frontier, k, False, key, p)
+        for f in ("indptr", "rows", "row_ids", "col_ids", "eids"):
+            assert torch.equal(getattr(got, f), getattr(want, f)), f
+    assert listed  # the kept list (gs_kept_append) ran
+
+
 @pytest.mark.parametrize("weighted_graph", [False, True])
 def test_rows_of_a_column_slice_equal_the_torch_backend(graph, weighted, weighted_graph):
     """A[rows, cols] on the layer-wise kernels (SLICE_ROWS_COLS): the rows in their order,

@@ -61,7 +61,10 @@ from gsample.ir.checks import NO_POSITIVE_ROW
 _THREADS = 256
 _ITEMS = 4  # GS_ITEMS of kernels/layerwise.cu
 _TILE = _ITEMS * _THREADS  # frontier edges per tile (GS_ITEMS per thread)
-_MAX_ROUNDS = 4  # rounds of items a tile of gs_frontier_rows / gs_kept_append (_rounds)
+# rounds of items a tile of gs_frontier_rows / gs_kept_append (_rounds). The kernels take up
+# to 4 (GS_TILES_OF); the host gives them one until the several-rounds test
+# (tests/backend/test_cuda_sync_free.py) has compared them with the torch backend on a GPU
+_MAX_ROUNDS = 1
 _GRID = 1024  # blocks of the kernels whose edge count stays on the device
 _NOT_A_ROW = 2**63 - 1  # the sort key of a row that is not a candidate
 #: room for the kept edges of a super-batch's collective sample as a list (_list_room):
@@ -910,8 +913,9 @@ def _slice_rows_cols_batched(A: CSC, rows, cols, copies: int, n: int) -> CSC:
         both, _ = extract.member_positions(rows, torch.cat([rows, found]))
         own, at = both[:K], both[K:]
     # every repeated row has an occurrence whose position is not its own (the scatter keeps
-    # any one of them, the table the first): the error names the smallest such row on both
-    # paths, whichever occurrence a race kept
+    # any one of them, the table the first): the error names the smallest such encoded row
+    # (the first batch with a repeat, its smallest repeated node), as the torch op does,
+    # whichever occurrence a race kept
     repeated = own != torch.arange(K, device=dev)
     V.fail_if(
         repeated.any(),
