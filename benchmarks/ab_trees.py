@@ -34,6 +34,11 @@ def parse(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--base-commit", help="the base tree: this commit of the checkout")
     p.add_argument("--base", help="the base tree: a folder holding gsample/ and kernels/")
+    p.add_argument(
+        "--base-name",
+        help="how the record names --base's tree (the commit it was archived from, where the "
+        "machine that runs this has no git history of it); its path by default",
+    )
     p.add_argument("--new", default=str(ROOT), help="the new tree (default: this checkout)")
     p.add_argument("--device", default="cuda", choices=("cpu", "cuda"))
     p.add_argument(
@@ -65,6 +70,8 @@ def parse(argv=None) -> argparse.Namespace:
         args.device, args.graph, args.batches, args.repeats = "cpu", "rmat:2000:20000", 8, 2
     if args.rounds < 1:
         p.error("--rounds: at least 1")
+    if args.base_name and not args.base:
+        p.error("--base-name: names a --base folder (--base-commit names itself)")
     return args
 
 
@@ -144,7 +151,7 @@ def _base_tree(args, scratch: pathlib.Path) -> tuple:
     such as ``HEAD~1`` names another commit tomorrow)."""
     if args.base:
         tree = pathlib.Path(args.base).resolve()
-        return tree, str(tree)
+        return tree, args.base_name or str(tree)
     if not args.base_commit:
         raise SystemExit("ab_trees: give --base-commit or --base")
     commit = _rev_parse(args.base_commit)

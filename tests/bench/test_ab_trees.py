@@ -53,3 +53,25 @@ def test_a_base_tree_without_gsample_is_refused(tmp_path):
     with pytest.raises(SystemExit, match=r"ab_trees: (gsample came from|the tree) "):
         ab_trees.main(argv)
     assert not (tmp_path / "ab_trees_cpu.json").exists()
+
+
+def test_a_base_folder_is_recorded_by_the_name_given(tmp_path):
+    """``--base`` with ``--base-name``: the record names the folder's tree by that name (the
+    commit a device's copy was archived from), not by the folder's path."""
+    if subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True).returncode:
+        pytest.skip("not a git checkout: no commit to archive")
+    import ab_trees
+
+    base = tmp_path / "base"
+    base.mkdir()
+    archive = subprocess.run(
+        ["git", "archive", "HEAD", "gsample", "kernels"], cwd=ROOT, capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+    argv = ["--base", str(base), "--base-name", "abc123", "--quick", "--jobs", "deepwalk:2"]
+    argv += ["--rounds", "1", "--out", str(tmp_path)]
+    assert ab_trees.main(argv) == 0
+    rec = json.loads((tmp_path / "ab_trees_cpu.json").read_text())
+    assert rec["trees"]["base"] == "abc123"
+    with pytest.raises(SystemExit):
+        ab_trees.parse(["--base-name", "abc123", "--base-commit", "HEAD"])
