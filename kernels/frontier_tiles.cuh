@@ -163,12 +163,11 @@ __device__ __forceinline__ gs_i64 gs_frontier_edge(const gs_tile_t& t,
 
 // for each tile of the frontier's E = ptr[C] edges (grid-stride), with g0 its first edge and
 // t its columns (staged or not: gs_tile_columns); every thread of the block runs every
-// iteration (the kernel's parameters indptr, cols and n are read)
-// GS_TILES with tiles of `sub` * blockDim * GS_ITEMS edges (`sub`: the same for the whole
-// launch): one search for a tile's columns (and one staging) serves `sub` rounds of items
-// (the body loops over them: round s starts at g0 + s * blockDim * GS_ITEMS). A tile's
-// search and staging are dependent loads the whole block waits for; over a frontier of
-// small tiles they, not the edges, bound the passes.
+// iteration (the kernel's parameters indptr, cols and n are read). GS_TILES_OF's tiles hold
+// `sub` rounds of blockDim * GS_ITEMS edges (`sub`: the same for the whole launch; the body
+// loops over them, round s starting at g0 + s * blockDim * GS_ITEMS), so one search for a
+// tile's columns (and one staging) serves them all; GS_TILES's hold one round
+// (kernels/layerwise.cu says which passes gain from more).
 #define GS_TILES_OF(g0, t, ptr, C, stage, sub)                                        \
     const gs_i64 gs_E = (ptr)[C];                                                     \
     const gs_i64 gs_tile = (gs_i64)blockDim.x * GS_ITEMS * (sub);                     \
@@ -178,14 +177,7 @@ __device__ __forceinline__ gs_i64 gs_frontier_edge(const gs_tile_t& t,
                                            min(gs_E, g0 + gs_tile), stage), true);    \
          g0 += gridDim.x * gs_tile)
 
-#define GS_TILES(g0, t, ptr, C, stage)                                                \
-    const gs_i64 gs_E = (ptr)[C];                                                     \
-    const gs_i64 gs_tile = (gs_i64)blockDim.x * GS_ITEMS;                             \
-    gs_tile_t t;                                                                      \
-    for (gs_i64 g0 = blockIdx.x * gs_tile;                                            \
-         g0 < gs_E && (t = gs_tile_columns(indptr, cols, ptr, C, n, g0,               \
-                                           min(gs_E, g0 + gs_tile), stage), true);    \
-         g0 += gridDim.x * gs_tile)
+#define GS_TILES(g0, t, ptr, C, stage) GS_TILES_OF(g0, t, ptr, C, stage, 1)
 
 // The items of a tile this thread takes, loaded for all GS_ITEMS before any is used (the
 // loads of independent edges in flight together): frontier edge g(j) = g0 + j * blockDim +
