@@ -5,11 +5,14 @@ import functools
 
 import pytest
 import torch
-from helpers import assert_same, graphsage
+from helpers import assert_same, example, graphsage
 
 import gsample as gs
+from gsample.base import random as random_module
+from gsample.base.random import frontier_ptr, keep_sizes
 from gsample.base.seed_parts import SeedParts
 from gsample.formats.derived import COLUMNS, recall
+from gsample.runtime import block_diagonal
 from gsample.runtime.program import finish
 from gsample.runtime.super_batcher import SuperBatcher, _at_first_pause
 
@@ -129,3 +132,80 @@ def test_host_work_that_raises_closes_the_paused_run():
     else:
         pytest.fail("the host work's error was lost")
     assert finish(_at_first_pause(paused_run(), lambda: None)) == "outs"
+
+
+def test_a_super_batch_of_walks_splits_by_the_seeds_sizes_reading_nothing_back(monkeypatch):
+    """The encoded seeds keep their mini-batches' sizes (``keep_sizes``): the walk and the
+    split of its rows by mini-batch take them from the host (``frontier_ptr``), not from a
+    read-back of the ids (``batch_ptr``); the samples are one by one's, the short last
+    mini-batch included."""
+    A = gs.datasets.rmat(300, 3000, seed=4)
+    seeds = torch.randperm(300, generator=torch.Generator().manual_seed(5))[:70]
+
+    def walk(A, seeds):
+        return A.random_walk(seeds, 6)
+
+    fn = gs.compile(walk)
+    alone = list(gs.DataLoader(A, fn, seeds, 16, seed=2))
+    calls = []
+    real = random_module.batch_ptr
+
+    def counted(*args):
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(random_module, "batch_ptr", counted)
+    monkeypatch.setattr(block_diagonal, "batch_ptr", counted)
+    got = list(gs.DataLoader(A, fn, seeds, 16, seed=2, super_batch=4))
+    assert calls == []
+    assert [b.index for b in got] == [b.index for b in alone]
+    for a, b in zip(got, alone, strict=True):
+        assert torch.equal(a.out, b.out), a.index
+
+
+def _walk_with_restarts(A, seeds):
+    return A.random_walk(seeds, 6, restart_prob=0.3, stop_prob=0.1)
+
+
+def test_frontier_ptr_reads_back_where_the_sizes_do_not_fit_the_ids():
+    ids = torch.tensor([1, 2, 10, 11, 12])
+    assert frontier_ptr(ids, 10, 2) == [0, 2, 5]  # nothing kept: read from the ids
+    assert frontier_ptr(keep_sizes(ids.clone(), [2, 3]), 10, 2) == [0, 2, 5]
+    wrong = keep_sizes(ids.clone(), [1, 1])  # sizes of other ids: not trusted
+    assert frontier_ptr(wrong, 10, 2) == [0, 2, 5]
+    assert frontier_ptr(keep_sizes(ids.clone(), [5]), 10, 2) == [0, 2, 5]
+    kept = keep_sizes(ids, [2, 3])
+    assert "_gsample_batch_sizes" not in kept[1:].__dict__  # a view keeps nothing
+
+
+def _mh_walk(A, seeds):
+    return gs.walk(example("metropolis_hastings").mh_step, A, seeds, 5)
+
+
+@pytest.mark.parametrize("fn", [_walk_with_restarts, _mh_walk], ids=["random_walk", "fused"])
+def test_a_super_batch_of_unequal_mini_batches_splits_by_their_sizes(monkeypatch, fn):
+    """A super-batch holding the short last mini-batch (and, run by hand, empty ones): the
+    sizes kept are each mini-batch's, in order (a uniform super-batch cannot tell them from
+    any other sizes of the same sum), and nothing is read back to split the walks."""
+    A = gs.datasets.rmat(300, 3000, seed=4)
+    seeds = torch.randperm(300, generator=torch.Generator().manual_seed(5))[:70]
+    alone = [b.out for b in gs.DataLoader(A, fn, seeds, 16, shuffle=False, seed=2)]
+    calls = []
+    real = random_module.batch_ptr
+
+    def counted(*args):
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(random_module, "batch_ptr", counted)
+    monkeypatch.setattr(block_diagonal, "batch_ptr", counted)
+    loader = gs.DataLoader(A, gs.compile(fn), seeds, 16, shuffle=False, seed=2, super_batch=5)
+    got = [b.out for b in loader]  # one super-batch: 16, 16, 16, 16 and 6 seeds
+    assert calls == []
+    assert_same(got, alone)
+    sb = gs.compile(fn).super_batched((A, seeds[:16]), seeds="seeds")
+    parts = [seeds[:16], seeds[:0], seeds[16:26], seeds[:0], seeds[26:29]]
+    outs = sb.run(parts, 3, 0)
+    assert calls == []
+    for b, p in enumerate(parts):
+        assert_same(outs[b], sb.run([p], 3, b)[0], f"mini-batch {b}")

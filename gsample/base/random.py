@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import math
 import threading
 from dataclasses import dataclass
@@ -349,6 +350,33 @@ def batch_ptr(batch: torch.Tensor, copies: int) -> list:
             "invariant of gsample.passes.super_batch)"
         )
     return ptr
+
+
+#: where a tensor of encoded ids keeps its mini-batches' sizes, where the host knows them
+_SIZES = "_gsample_batch_sizes"
+
+
+def keep_sizes(ids: torch.Tensor, sizes: list) -> torch.Tensor:
+    """Keep with ``ids`` (encoded ids, grouped by batch, never changed in place) the number
+    of ids each batch has, so :func:`frontier_ptr` reads nothing back; returns ``ids``."""
+    ids.__dict__[_SIZES] = tuple(sizes)
+    return ids
+
+
+def frontier_ptr(ids: torch.Tensor, n: int, copies: int) -> list:
+    """Where each of ``copies`` batches starts among encoded ids ``ids`` (``b * n + v``,
+    grouped by batch; shape (m,)): the sizes kept with them (:func:`keep_sizes`, no
+    read-back), else :func:`batch_ptr` of ``ids // n`` (one).
+
+    Examples
+    --------
+    >>> frontier_ptr(keep_sizes(torch.tensor([1, 2, 10]), [2, 1]), 10, 2)
+    [0, 2, 3]
+    """
+    sizes = getattr(ids, "__dict__", {}).get(_SIZES)
+    if sizes is not None and len(sizes) == copies and sum(sizes) == ids.shape[0]:
+        return [0, *itertools.accumulate(sizes)]
+    return batch_ptr(ids // n, copies)
 
 
 @dataclass(frozen=True)

@@ -438,7 +438,13 @@ class _Rewrite(NodeVisitor):
         if spec in ("entries", "paired") and M in self.columns_of:
             spec, M = "cols", self.columns_of[M]  # the columns of a matrix split anyway
         args = [v]
-        if spec in ("entries", "paired"):  # one value per entry of M (encoded ids)
+        if spec == "walks":
+            # the walks' frontier only where it is the super-batch's seeds, whose batches'
+            # sizes the host keeps (no read-back); another frontier (a sync-free op's bounded
+            # ids) would be trimmed for the split, a read-back of its own before the split's
+            if M is not None and M.op is Op.INPUT and M.kind is not Kind.MATRIX:
+                args.append(M)
+        elif spec in ("entries", "paired"):  # a value per entry of M (encoded ids)
             args.append(M)
         elif M is not None:  # where each batch's rows, columns and edges start in M
             args.append(
@@ -830,7 +836,7 @@ class _Rewrite(NodeVisitor):
             elif self._alignment(node, None) == "rows":  # rows of the graph: n per batch
                 self.spec[node] = ("nodes", None)
             elif self._alignment(node, None) == "walks":  # a row per frontier node, encoded
-                self.spec[node] = ("walks", None)
+                self.spec[node] = ("walks", enc_cols)
             elif self._alignment(node, None) == "entries":  # a value per frontier entry
                 self.spec[node] = ("entries", enc_cols)
             elif self._alignment(node, None) == "scalar":  # a value per mini-batch

@@ -41,7 +41,7 @@ import torch
 
 from gsample.backend import get_backend, hook
 from gsample.base import validate as V
-from gsample.base.random import batch_ptr
+from gsample.base.random import batch_ptr, frontier_ptr
 from gsample.formats.csc import CSC, segment_ptr
 from gsample.formats.derived import SEEDS, remember
 from gsample.formats.layouts import to_csc
@@ -242,11 +242,11 @@ def split(value, bnd=None, *, spec, n: int, copies: int) -> list:
     if spec == "matrix":
         return split_matrix(value, bnd, n, copies)
     if spec == "walks":
-        return split_walks(value, n, copies)
+        return split_walks(value, n, copies, bnd)
     if value is None:  # an optional element of a tuple (first_reached's carry)
         return [None] * copies
     if spec in ("entries", "paired"):  # a value per entry of the encoded ids `bnd`
-        return _parts_of(value, batch_ptr(bnd // n, copies), None, copies)
+        return _parts_of(value, frontier_ptr(bnd, n, copies), None, copies)
     if spec == "nodes":  # one value per node of the graph, batch after batch
         if _aligned_rows(value, n, copies):  # every part a view: one call makes them
             return list(value.view(copies, n, *value.shape[1:]).unbind(0))
@@ -292,12 +292,17 @@ def _split_reads_back(spec, **_) -> bool:
 split.reads_back = _split_reads_back
 
 
-def split_walks(walks: torch.Tensor, n: int, copies: int) -> list:
+def split_walks(walks: torch.Tensor, n: int, copies: int, starts=None) -> list:
     """The ``copies`` mini-batches' walks of a super-batch's walks (shape (W, L + 1): a row
     per walker, grouped by batch, ids ``b * n + v``, ``-1`` after a stop): decoded in one
     pass, then views of it, one per batch (a launch or two whatever ``copies`` is; the
-    views keep the super-batch's tensor alive while any of them is)."""
-    ptr = batch_ptr(walks[:, 0] // n, copies)
+    views keep the super-batch's tensor alive while any of them is). ``starts``: the walks'
+    encoded frontier (a walker a node), whose batches' sizes the host may know already
+    (:func:`~gsample.base.random.frontier_ptr`: no read-back)."""
+    if isinstance(starts, torch.Tensor) and starts.shape[0] == walks.shape[0]:
+        ptr = frontier_ptr(starts, n, copies)
+    else:
+        ptr = batch_ptr(walks[:, 0] // n, copies)
     if walks.is_cuda and walks.dtype == torch.int64 and walks.is_contiguous() and n > 0:
         plain = hook("decode_walks")(walks, n)  # one pass where the torch ops take three
     else:

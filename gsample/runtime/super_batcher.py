@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 
 import torch
 
-from gsample.base.random import batch_scope
+from gsample.base.random import batch_scope, keep_sizes
 from gsample.base.seed_parts import SeedParts
 from gsample.passes.super_batch import GRAPH
 from gsample.runtime.interpret import interpret
@@ -150,9 +150,9 @@ class SuperBatcher:
                 torch.arange(K, device=flat.device) * n
             ).unsqueeze(1)
         block = (flat[: K * B].view(K, B) + shift).view(-1)
-        if len(parts) == K:
-            return block
-        return torch.cat([block] + [s + b * n for b, s in enumerate(parts[K:], K)])
+        if len(parts) != K:
+            block = torch.cat([block] + [s + b * n for b, s in enumerate(parts[K:], K)])
+        return keep_sizes(block, sizes)  # (the splits by batch then read nothing back)
 
     def measure(self, seeds: torch.Tensor, epoch_seed: int, index: int = 0):
         """Sample mini-batch ``index`` alone: ``(its outputs, its estimated bytes)``.

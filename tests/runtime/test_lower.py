@@ -579,3 +579,26 @@ def test_a_region_reading_a_matrix_or_results_an_op_made_is_never_replayed(A):
     assert region._key(env) is None
     env[graph_slot] = (A.csc,)
     assert region._key(env) is None
+
+
+def _walk_from_sampled_nodes(A, seeds):
+    return A.random_walk(A[:, seeds].individual_sample(2).all_nodes(), 4)
+
+
+def _walk_from_seeds(A, seeds):
+    return A.random_walk(seeds, 4)
+
+
+def test_a_super_batch_s_walks_split_with_its_seeds_and_no_other_frontier(A):
+    """The split of a super-batch's walks takes their frontier where it is the seeds (their
+    mini-batches' sizes kept on the host: ``frontier_ptr``), and no other: a sync-free op's
+    bounded frontier would be trimmed for it, a read-back more than the split's own."""
+    for fn, frontier in ((_walk_from_seeds, True), (_walk_from_sampled_nodes, False)):
+        sb = gs.compile(fn).super_batched((A, torch.arange(10)), seeds="seeds")
+        p = lower(sb.program(4)[0], "cuda", Options(), "cuda:0")
+        seeds = next(slot for name, slot, _ in p.inputs if name == "seeds")
+        labels = [s.label for s in p.steps]
+        (split,) = [s for s in p.steps if s.label == "dense split"]
+        walk = next(s for s in p.steps if s.node is not None and s.node.op is Op.RANDOM_WALK)
+        assert split.args == ((walk.out, seeds) if frontier else (walk.out,)), labels
+        assert "trim" not in labels, labels

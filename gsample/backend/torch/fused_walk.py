@@ -18,7 +18,7 @@ import torch
 
 from gsample.backend.registry import torch_impl
 from gsample.backend.torch import walk as walks
-from gsample.base.random import BatchKeys, KeyRange, batch_ptr
+from gsample.base.random import BatchKeys, KeyRange, frontier_ptr
 from gsample.formats.csc import CSC
 from gsample.ir import Op, info, map_template
 from gsample.ir.walk_body import body_of
@@ -55,7 +55,7 @@ def fused_walk(
     if not keys or not isinstance(keys[0], BatchKeys):
         return run_steps(A, seeds, first, phases, length, keys, operands)
     n, copies = keys[0].num_nodes, keys[0].copies
-    ptr = batch_ptr(seeds // n, copies)
+    ptr = frontier_ptr(seeds, n, copies)
     parts = []
     for b in range(copies):
         mine = tuple(k.keys[b] for k in keys)
