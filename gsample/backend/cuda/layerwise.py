@@ -61,10 +61,9 @@ from gsample.ir.checks import NO_POSITIVE_ROW
 _THREADS = 256
 _ITEMS = 4  # GS_ITEMS of kernels/layerwise.cu
 _TILE = _ITEMS * _THREADS  # frontier edges per tile (GS_ITEMS per thread)
-# rounds of items a tile of gs_frontier_rows / gs_kept_append (_rounds). The kernels take up
-# to 4 (GS_TILES_OF); the host gives them one until the several-rounds test
-# (tests/backend/test_cuda_sync_free.py) has compared them with the torch backend on a GPU
-_MAX_ROUNDS = 1
+# rounds of items a tile of gs_frontier_rows / gs_kept_append (_rounds): up to 4, as many as
+# GS_TILES_OF takes; a round shares the tile's column search and staging with the others
+_MAX_ROUNDS = 4
 _GRID = 1024  # blocks of the kernels whose edge count stays on the device
 _NOT_A_ROW = 2**63 - 1  # the sort key of a row that is not a candidate
 #: room for the kept edges of a super-batch's collective sample as a list (_list_room):
