@@ -123,17 +123,60 @@ extern "C" __global__ void gs_edge_binary(const gs_t* __restrict__ a, gs_i64 amo
 }
 
 // SDDMM dot over F >= 1 features, one thread per edge (every edge costs F steps: balanced):
-// out[e] = sum_f U[row, f] * V[col, f], each product rounded, added left to right.
+// out[e] = sum_f U[row, f] * V[col, f], each product rounded, added left to right. Where F
+// is a multiple of a 16-byte vector's elements and both tables start 16-byte aligned (so
+// does every row), a thread loads its rows 16 bytes at a time: a quarter of the load
+// instructions for float32 (each touching a row's sector once where one load a feature
+// came back to it), the same products and additions in the same order.
+struct gs_vec_f { typedef float4 type; };
+struct gs_vec_d { typedef double2 type; };
+template <typename T> struct gs_vec_of;
+template <> struct gs_vec_of<float> : gs_vec_f {};
+template <> struct gs_vec_of<double> : gs_vec_d {};
+typedef gs_vec_of<gs_t>::type gs_v;
+#define GS_VEC_N ((int)(sizeof(gs_v) / sizeof(gs_t)))
+
+__device__ __forceinline__ float gs_dot_more(float acc, float4 a, float4 b) {
+    acc = gs_add(acc, gs_mul(a.x, b.x));
+    acc = gs_add(acc, gs_mul(a.y, b.y));
+    acc = gs_add(acc, gs_mul(a.z, b.z));
+    return gs_add(acc, gs_mul(a.w, b.w));
+}
+__device__ __forceinline__ double gs_dot_more(double acc, double2 a, double2 b) {
+    acc = gs_add(acc, gs_mul(a.x, b.x));
+    return gs_add(acc, gs_mul(a.y, b.y));
+}
+// the first vector's terms: its first product, then the others added
+__device__ __forceinline__ float gs_dot_first(float4 a, float4 b) {
+    float acc = gs_mul(a.x, b.x);
+    acc = gs_add(acc, gs_mul(a.y, b.y));
+    acc = gs_add(acc, gs_mul(a.z, b.z));
+    return gs_add(acc, gs_mul(a.w, b.w));
+}
+__device__ __forceinline__ double gs_dot_first(double2 a, double2 b) {
+    return gs_add(gs_mul(a.x, b.x), gs_mul(a.y, b.y));
+}
+
 extern "C" __global__ void gs_edge_dot(const gs_t* __restrict__ u, const gs_t* __restrict__ v,
                                        const gs_i64* __restrict__ indptr, gs_i64 C,
                                        const gs_i64* __restrict__ rows, gs_i64 E, gs_i64 F,
                                        gs_t* __restrict__ out) {
+    const bool vec = F % GS_VEC_N == 0 && ((unsigned long long)u % sizeof(gs_v)) == 0 &&
+                     ((unsigned long long)v % sizeof(gs_v)) == 0;
     for (gs_i64 e = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; e < E;
          e += (gs_i64)gridDim.x * blockDim.x) {
         const gs_t* __restrict__ ur = u + rows[e] * F;
         const gs_t* __restrict__ vc = v + gs_owner(indptr, C, e) * F;
-        gs_t acc = gs_mul(ur[0], vc[0]);
-        for (gs_i64 f = 1; f < F; ++f) acc = gs_add(acc, gs_mul(ur[f], vc[f]));
+        gs_t acc;
+        if (vec) {
+            const gs_v* __restrict__ a = reinterpret_cast<const gs_v*>(ur);
+            const gs_v* __restrict__ b = reinterpret_cast<const gs_v*>(vc);
+            acc = gs_dot_first(a[0], b[0]);
+            for (gs_i64 k = 1; k < F / GS_VEC_N; ++k) acc = gs_dot_more(acc, a[k], b[k]);
+        } else {
+            acc = gs_mul(ur[0], vc[0]);
+            for (gs_i64 f = 1; f < F; ++f) acc = gs_add(acc, gs_mul(ur[f], vc[f]));
+        }
         out[e] = acc;
     }
 }

@@ -491,6 +491,36 @@ def test_sddmm(mats, op, feat, types, which):
 
 
 @gpu
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize(
+    "feat, offset",
+    [(64, 0), (8, 0), (4, 0), (2, 0), (6, 0), (3, 0), (64, 1), (1, 0)],
+    ids=["64", "8", "4", "2", "6", "3", "64-unaligned", "1"],
+)
+def test_sddmm_dot_adds_the_products_left_to_right(mats, feat, offset, dtype):
+    """gs_edge_dot's two paths (16-byte loads where the feature count and the tables'
+    alignment allow, one element at a time otherwise) round each product and add them in
+    feature order: bit for bit the sum made one feature at a time by torch's own mul and
+    add (separate kernels: nothing contracted)."""
+    A = mats["graph"]
+    g = _gen(11)
+    dt = _DT[dtype]
+
+    def table(n):
+        # ``offset`` elements before the table: its start is then not 16-byte aligned
+        flat = (torch.rand(n * feat + offset, generator=g) - 0.5).to(dt).cuda()
+        return flat[offset:].view(n, feat)
+
+    U, V = table(A.num_rows), table(A.num_cols)
+    got = cc.sddmm(A, U, V, "dot").values
+    r, c = A.rows, A.edge_cols()
+    want = U[r, 0] * V[c, 0]
+    for f in range(1, feat):
+        want = want + U[r, f] * V[c, f]
+    assert got.dtype == dt and torch.equal(got, want)
+
+
+@gpu
 @pytest.mark.parametrize("which", ["graph", "cols", "rows_cols", "empty"])
 @pytest.mark.parametrize(
     "types",
