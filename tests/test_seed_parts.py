@@ -55,6 +55,20 @@ def test_each_view_is_made_once_and_shared_by_slices():
     assert parts._views[6] is None  # nothing outside the range was made
 
 
+@pytest.mark.parametrize("S, B, count", [(10, 4, None), (12, 4, None), (10, 4, 2), (9, 1, 7)])
+def test_materialize_makes_the_views_a_split_makes(S, B, count):
+    """``materialize``'s views are those of ``flat.split(size)``, view for view: the same
+    base, offset, shape and strides (a 2-D ``flat`` too)."""
+    for flat in (torch.arange(S), torch.arange(2 * S).view(S, 2), torch.arange(S + 3)[3:]):
+        parts = SeedParts(flat, B, count)
+        parts.materialize()
+        want = list(flat.split(B))[: len(parts)]
+        for got, w in zip(parts._views, want, strict=True):
+            assert got._base is w._base and got._base is not None
+            assert got.storage_offset() == w.storage_offset()
+            assert got.shape == w.shape and got.stride() == w.stride()
+
+
 def test_a_super_batch_encodes_the_parts_as_the_list_without_a_copy():
     A = gs.datasets.rmat(200, 2000, seed=1)
     seeds = torch.randperm(200, generator=torch.Generator().manual_seed(2))[:70]

@@ -74,21 +74,54 @@ def remember(A, op, value: torch.Tensor) -> None:
 
 def recall(A, op) -> torch.Tensor | None:
     """Op ``op``'s result on ``A`` kept by :func:`remember`, or None."""
-    own = _own(A)
-    if own is not None:
-        kept = own.get(FACTS)
-    else:
-        try:
-            kept = _KEPT.get(A)
-        except TypeError:
-            return None
+    kept = _kept(A)
     return None if kept is None else kept.get(op)
+
+
+def remember_each(matrices: list, ops: list, columns: list) -> None:
+    """:func:`remember` for many matrices at once: ``matrices[b]`` keeps ``columns[k][b]``
+    as op ``ops[k]``'s result, for every ``k`` and ``b`` (a value None is left out): what a
+    super-batch keeps with its mini-batches' blocks. A sparse format with no facts yet gets
+    them as one dictionary (a super-batch's blocks are fresh: one write each, not a
+    :func:`remember` per fact).
+
+    Examples
+    --------
+    >>> remember_each([a, b], [Op.ALL_NODES], [[nodes_a, nodes_b]])
+    >>> recall(b, Op.ALL_NODES) is nodes_b
+    True
+    """
+    facts = list(zip(ops, columns))
+    for b, m in enumerate(matrices):
+        own = _own(m)
+        if own is None or FACTS in own:
+            for op, values in facts:
+                if values[b] is not None:
+                    remember(m, op, values[b])
+            continue
+        kept = {}
+        for op, values in facts:
+            if values[b] is not None:
+                kept[op] = values[b]
+        if kept:
+            own[FACTS] = kept
 
 
 def _own(A) -> dict | None:
     """A sparse format's instance dictionary (its class says ``KEEPS_FACTS``), where its
     facts go; None for anything else."""
     return A.__dict__ if getattr(type(A), "KEEPS_FACTS", False) else None
+
+
+def _kept(A) -> dict | None:
+    """The facts kept with ``A`` (its own dictionary's, or the weak-keyed table's), or None."""
+    own = _own(A)
+    if own is not None:
+        return own.get(FACTS)
+    try:
+        return _KEPT.get(A)
+    except TypeError:  # not weakly referenceable: nothing kept
+        return None
 
 
 def bind_seeds(outs: list, seeds: list) -> None:
@@ -109,11 +142,18 @@ def bind_seeds(outs: list, seeds: list) -> None:
     # the outputs of one run keep the same facts in the same places: those of the first
     # say where to look (a few lookups per run where none is there: walks, subgraphs)
     places = [i for i, m in enumerate(_matrices(outs[0])) if recall(m, COLUMNS) is SEEDS]
-    for out, s in zip(outs, seeds) if places else ():
-        matrices = _matrices(out)
+    if not places:
+        return
+    # then a lookup per mini-batch and place: each matrix's facts found once, and the
+    # seeds put in their place (what remember would do, without its calls)
+    for out, s in zip(outs, seeds):
+        items = out if isinstance(out, (list, tuple)) else (out,)
         for i in places:
-            if i < len(matrices) and recall(matrices[i], COLUMNS) is SEEDS:
-                remember(matrices[i], COLUMNS, s)
+            if i < len(items):
+                m = items[i]
+                kept = _kept(getattr(m, "csc", m))
+                if kept is not None and kept.get(COLUMNS) is SEEDS:
+                    kept[COLUMNS] = s
 
 
 def _matrices(out) -> list:
@@ -123,4 +163,4 @@ def _matrices(out) -> list:
     return [getattr(m, "csc", m) for m in items]
 
 
-__all__ = ["COLUMNS", "FACTS", "SEEDS", "bind_seeds", "recall", "remember"]
+__all__ = ["COLUMNS", "FACTS", "SEEDS", "bind_seeds", "recall", "remember", "remember_each"]

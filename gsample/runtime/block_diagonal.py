@@ -43,7 +43,7 @@ from gsample.backend import get_backend, hook
 from gsample.base import validate as V
 from gsample.base.random import batch_ptr, frontier_ptr
 from gsample.formats.csc import CSC, segment_ptr
-from gsample.formats.derived import SEEDS, remember
+from gsample.formats.derived import SEEDS, remember_each
 from gsample.formats.layouts import to_csc
 from gsample.ir import info
 from gsample.ir.graph import Ref, map_template
@@ -642,6 +642,11 @@ class Assemble:
         self.template, self.per_batch, self.copies = template, per_batch, copies
         self.wrap = _same if wrap is None else wrap
         self.facts = facts
+        # the facts of each block together (in their order): one write per block and batch
+        by_block: dict = {}
+        for block, op, source in facts:
+            by_block.setdefault(block, []).append((op, source))
+        self._by_block = tuple(by_block.items())
         self.__name__ = self.__qualname__ = "assemble_batches"
         self._flat = _flat_refs(template)
 
@@ -665,23 +670,30 @@ class Assemble:
         ]
 
     def _remember(self, inputs: dict) -> None:
-        """Each batch's facts kept with its blocks (a few dictionary writes a batch: no
-        launch); a fact whose values are not per-batch lists is left out."""
-        for block, op, source in self.facts:
+        """Each batch's facts kept with its blocks (a dictionary write per block and batch:
+        no launch); a fact whose values are not per-batch lists is left out."""
+        copies, cols = self.copies, {}  # cols: each matrix list's column ids, listed once
+        for block, kept in self._by_block:
             mats = inputs.get(block)
-            kind, name = source[0], source[-1]
-            values = inputs.get(name) if kind != "seeds" else None
-            if type(mats) is not list or len(mats) != self.copies:
+            if type(mats) is not list or len(mats) != copies:
                 continue
-            if kind == "seeds":
-                values = [SEEDS] * self.copies
-            elif type(values) is not list or len(values) != self.copies:
-                continue
-            elif kind == "cols":
-                values = [getattr(m, "col_ids", None) for m in values]
-            for m, v in zip(mats, values):
-                if v is not None:
-                    remember(m, op, v)
+            ops, columns = [], []
+            for op, source in kept:
+                kind, name = source[0], source[-1]
+                if kind == "seeds":
+                    values = [SEEDS] * copies
+                else:
+                    values = inputs.get(name)
+                    if type(values) is not list or len(values) != copies:
+                        continue
+                    if kind == "cols":
+                        if name not in cols:
+                            cols[name] = [getattr(m, "col_ids", None) for m in values]
+                        values = cols[name]
+                ops.append(op)
+                columns.append(values)
+            if ops:
+                remember_each(mats, ops, columns)
 
     def _columns(self, flat: tuple, inputs: dict):
         """The outputs of a flat template (``(container type or None, names)``), or None
