@@ -148,6 +148,20 @@ def test_host_work_that_raises_closes_the_paused_run():
     assert finish(_at_first_pause(paused_run(), lambda: None)) == "outs"
 
 
+def _count_batch_ptr(monkeypatch) -> list:
+    """The calls of ``batch_ptr`` (the read-back of a super-batch's ids) from here on."""
+    calls = []
+    real = random_module.batch_ptr
+
+    def counted(*args):
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(random_module, "batch_ptr", counted)
+    monkeypatch.setattr(block_diagonal, "batch_ptr", counted)
+    return calls
+
+
 def test_a_super_batch_of_walks_splits_by_the_seeds_sizes_reading_nothing_back(monkeypatch):
     """The encoded seeds keep their mini-batches' sizes (``keep_sizes``): the walk and the
     split of its rows by mini-batch take them from the host (``frontier_ptr``), not from a
@@ -161,15 +175,7 @@ def test_a_super_batch_of_walks_splits_by_the_seeds_sizes_reading_nothing_back(m
 
     fn = gs.compile(walk)
     alone = list(gs.DataLoader(A, fn, seeds, 16, seed=2))
-    calls = []
-    real = random_module.batch_ptr
-
-    def counted(*args):
-        calls.append(args)
-        return real(*args)
-
-    monkeypatch.setattr(random_module, "batch_ptr", counted)
-    monkeypatch.setattr(block_diagonal, "batch_ptr", counted)
+    calls = _count_batch_ptr(monkeypatch)
     got = list(gs.DataLoader(A, fn, seeds, 16, seed=2, super_batch=4))
     assert calls == []
     assert [b.index for b in got] == [b.index for b in alone]
@@ -204,15 +210,7 @@ def test_a_super_batch_of_unequal_mini_batches_splits_by_their_sizes(monkeypatch
     A = gs.datasets.rmat(300, 3000, seed=4)
     seeds = torch.randperm(300, generator=torch.Generator().manual_seed(5))[:70]
     alone = [b.out for b in gs.DataLoader(A, fn, seeds, 16, shuffle=False, seed=2)]
-    calls = []
-    real = random_module.batch_ptr
-
-    def counted(*args):
-        calls.append(args)
-        return real(*args)
-
-    monkeypatch.setattr(random_module, "batch_ptr", counted)
-    monkeypatch.setattr(block_diagonal, "batch_ptr", counted)
+    calls = _count_batch_ptr(monkeypatch)
     loader = gs.DataLoader(A, gs.compile(fn), seeds, 16, shuffle=False, seed=2, super_batch=5)
     got = [b.out for b in loader]  # one super-batch: 16, 16, 16, 16 and 6 seeds
     assert calls == []
