@@ -204,6 +204,26 @@ def test_clearing_a_samplers_cache_clears_its_gathering_variant(small_graph):
         assert int(degrees.max()) <= 2
 
 
+def test_a_gathering_loader_made_before_clear_cache_samples_with_the_new_programs(small_graph):
+    """A loader with tables holds its sampler's variant: ``clear_cache`` clears the
+    variant's programs too, so that same loader's next epoch traces the function again."""
+    k = {"fanout": 5}
+
+    def sage(A, seeds):
+        s = A[:, seeds].individual_sample(k["fanout"])
+        return [s, A[:, s.all_nodes()].individual_sample(k["fanout"])]
+
+    fn = gs.compile(sage)
+    seeds = torch.arange(0, 2000, 31)
+    tabled = gs.DataLoader(small_graph, fn, seeds, 32, seed=1, labels=torch.arange(2000))
+    first = list(tabled)
+    assert max(int(b.out[0].csc.indptr.diff().max()) for b in first) > 2
+    k["fanout"] = 2
+    fn.clear_cache()
+    again = list(tabled)  # the same loader: its variant traces again
+    assert max(int(b.out[0].csc.indptr.diff().max()) for b in again) <= 2
+
+
 def brute_force_n_id(blocks, seeds) -> list:
     """The definition, in plain Python: the seeds, then hop by hop each block's columns and
     its rows (in row-space order), each node the first time it appears."""

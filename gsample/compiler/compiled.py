@@ -472,7 +472,7 @@ class CompiledSampler:
         """This sampler with ``extra`` passes run after its own: the same function, backend
         and runtime options, its programs traced and kept apart (a loader that gathers
         features asks for ``gsample.passes.gather_nodes``'s). Made once per ``extra`` and
-        kept by this sampler; :meth:`clear_cache` drops it with the programs.
+        kept by this sampler; :meth:`clear_cache` clears its programs with this one's.
 
         Parameters
         ----------
@@ -497,10 +497,13 @@ class CompiledSampler:
         return variant
 
     def clear_cache(self) -> None:
-        """Drop every program traced so far (and the variants :meth:`with_passes` made):
-        the next call traces again, reading the function's globals as they are then."""
+        """Drop every program traced so far (and those of the variants :meth:`with_passes`
+        made): the next call traces again, reading the function's globals as they are then."""
         self._cache.clear()
-        self._variants.clear()
+        # a variant's programs too, the variant kept: a loader gathering features holds it
+        # (dropping it from here left that loader sampling with its old programs)
+        for variant in self._variants.values():
+            variant.clear_cache()
 
 
 def compile(
