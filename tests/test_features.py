@@ -181,16 +181,22 @@ def test_only_a_loader_gathering_rows_computes_the_last_frontier(small_graph):
     assert gathering(interpreted) is interpreted
 
 
-def test_clearing_a_samplers_cache_clears_its_gathering_variant(small_graph):
-    """The variant lives with its sampler: after ``clear_cache`` (a changed global the
-    function reads), a loader with tables samples as one without, not the old program."""
-    k = {"fanout": 5}
+def _sage_reading(k: dict):
+    """A 2-layer GraphSAGE whose fanout is ``k["fanout"]``, read when it is traced (a global
+    the function reads, as a user's module-level setting)."""
 
     def sage(A, seeds):
         s = A[:, seeds].individual_sample(k["fanout"])
         return [s, A[:, s.all_nodes()].individual_sample(k["fanout"])]
 
-    fn = gs.compile(sage)
+    return sage
+
+
+def test_clearing_a_samplers_cache_clears_its_gathering_variant(small_graph):
+    """The variant lives with its sampler: after ``clear_cache`` (a changed global the
+    function reads), a loader with tables samples as one without, not the old program."""
+    k = {"fanout": 5}
+    fn = gs.compile(_sage_reading(k))
     seeds = torch.arange(0, 2000, 31)
     labels = torch.arange(2000)
     list(gs.DataLoader(small_graph, fn, seeds, 32, seed=1, labels=labels))
@@ -208,12 +214,7 @@ def test_a_gathering_loader_made_before_clear_cache_samples_with_the_new_program
     """A loader with tables holds its sampler's variant: ``clear_cache`` clears the
     variant's programs too, so that same loader's next epoch traces the function again."""
     k = {"fanout": 5}
-
-    def sage(A, seeds):
-        s = A[:, seeds].individual_sample(k["fanout"])
-        return [s, A[:, s.all_nodes()].individual_sample(k["fanout"])]
-
-    fn = gs.compile(sage)
+    fn = gs.compile(_sage_reading(k))
     seeds = torch.arange(0, 2000, 31)
     tabled = gs.DataLoader(small_graph, fn, seeds, 32, seed=1, labels=torch.arange(2000))
     first = list(tabled)
