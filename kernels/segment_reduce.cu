@@ -128,33 +128,20 @@ extern "C" __global__ void gs_edge_binary(const gs_t* __restrict__ a, gs_i64 amo
 // does every row), a thread loads its rows 16 bytes at a time: a quarter of the load
 // instructions for float32 (each touching a row's sector once where one load a feature
 // came back to it), the same products and additions in the same order.
-struct gs_vec_f { typedef float4 type; };
-struct gs_vec_d { typedef double2 type; };
 template <typename T> struct gs_vec_of;
-template <> struct gs_vec_of<float> : gs_vec_f {};
-template <> struct gs_vec_of<double> : gs_vec_d {};
+template <> struct gs_vec_of<float> { typedef float4 type; };
+template <> struct gs_vec_of<double> { typedef double2 type; };
 typedef gs_vec_of<gs_t>::type gs_v;
 #define GS_VEC_N ((int)(sizeof(gs_v) / sizeof(gs_t)))
 
-__device__ __forceinline__ float gs_dot_more(float acc, float4 a, float4 b) {
-    acc = gs_add(acc, gs_mul(a.x, b.x));
+// acc plus a vector's products after its first, in order
+__device__ __forceinline__ float gs_dot_tail(float acc, float4 a, float4 b) {
     acc = gs_add(acc, gs_mul(a.y, b.y));
     acc = gs_add(acc, gs_mul(a.z, b.z));
     return gs_add(acc, gs_mul(a.w, b.w));
 }
-__device__ __forceinline__ double gs_dot_more(double acc, double2 a, double2 b) {
-    acc = gs_add(acc, gs_mul(a.x, b.x));
+__device__ __forceinline__ double gs_dot_tail(double acc, double2 a, double2 b) {
     return gs_add(acc, gs_mul(a.y, b.y));
-}
-// the first vector's terms: its first product, then the others added
-__device__ __forceinline__ float gs_dot_first(float4 a, float4 b) {
-    float acc = gs_mul(a.x, b.x);
-    acc = gs_add(acc, gs_mul(a.y, b.y));
-    acc = gs_add(acc, gs_mul(a.z, b.z));
-    return gs_add(acc, gs_mul(a.w, b.w));
-}
-__device__ __forceinline__ double gs_dot_first(double2 a, double2 b) {
-    return gs_add(gs_mul(a.x, b.x), gs_mul(a.y, b.y));
 }
 
 extern "C" __global__ void gs_edge_dot(const gs_t* __restrict__ u, const gs_t* __restrict__ v,
@@ -171,8 +158,12 @@ extern "C" __global__ void gs_edge_dot(const gs_t* __restrict__ u, const gs_t* _
         if (vec) {
             const gs_v* __restrict__ a = reinterpret_cast<const gs_v*>(ur);
             const gs_v* __restrict__ b = reinterpret_cast<const gs_v*>(vc);
-            acc = gs_dot_first(a[0], b[0]);
-            for (gs_i64 k = 1; k < F / GS_VEC_N; ++k) acc = gs_dot_more(acc, a[k], b[k]);
+            gs_v x = a[0], y = b[0];                        // (whole vectors: 16-byte loads)
+            acc = gs_dot_tail(gs_mul(x.x, y.x), x, y);
+            for (gs_i64 k = 1; k < F / GS_VEC_N; ++k) {
+                x = a[k], y = b[k];
+                acc = gs_dot_tail(gs_add(acc, gs_mul(x.x, y.x)), x, y);
+            }
         } else {
             acc = gs_mul(ur[0], vc[0]);
             for (gs_i64 f = 1; f < F; ++f) acc = gs_add(acc, gs_mul(ur[f], vc[f]));
