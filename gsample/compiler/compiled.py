@@ -223,6 +223,8 @@ class CompiledSampler:
     backend : str or None
         ``backend=`` as given (None: the ``gs.use_backend`` setting at each call);
         :meth:`backend_for` names the backend a call on a graph runs.
+    generation : int
+        :meth:`clear_cache` calls so far (part of :meth:`stamp`).
     """
 
     def __init__(
@@ -439,33 +441,54 @@ class CompiledSampler:
         >>> program, arguments = sampler.plan(A, first_seeds)
         >>> calls = start(program, {**arguments, "seeds": next_seeds})   # gsample.runtime.program
         """
-        prepared = self.prepare(*args, **kwargs)
+        prepared = self._prepare(args, kwargs)
         if prepared is None or not self.runtime.overlap or not prepared[0].pauses:
             return None
-        return prepared
+        return prepared[:2]
 
     def prepare(self, *args, **kwargs):
         """``(program, arguments)`` of this call, or None where it runs no lowered program as
-        it is (the runtime's ``lowered`` off: interpreted; ``GSAMPLE_DEBUG=3``: printed): then
-        ``gsample.runtime.run(program, arguments)`` is the call (made under the same random
-        stream). The binding, the device's check, the backend's resolution and the cache
-        lookup are this call's alone: a loader calling the sampler one mini-batch at a time
-        prepares its epoch's first and runs the others with their seeds in its place (same
-        program: the same static arguments, graph and tensor signature), keeping that host
-        work off every mini-batch's path, until :meth:`clear_cache` (which moves
-        ``generation`` on).
+        it is (the runtime's ``lowered`` off: interpreted; ``GSAMPLE_DEBUG=3``: printed) or a
+        static argument may change in place (a list, a dict, an object: each call keys it as
+        it is then): then ``gsample.runtime.run(program, arguments)`` is the call (made under
+        the same random stream). The binding, the device's check, the backend's resolution
+        and the cache lookup are this call's alone: a loader calling the sampler one
+        mini-batch at a time prepares its epoch's first and runs the others with their seeds
+        in its place (same program: the same static arguments, graph and tensor signature),
+        keeping that host work off every mini-batch's path, while :meth:`stamp` is unchanged
+        (no :meth:`clear_cache`, the same backend setting).
 
         Examples
         --------
         >>> program, arguments = sampler.prepare(A, first_seeds)
         >>> blocks = run(program, {**arguments, "seeds": next_seeds})  # gsample.runtime.run
         """
+        prepared = self._prepare(args, kwargs)
+        return None if prepared is None or not prepared[2] else prepared[:2]
+
+    def _prepare(self, args, kwargs):
+        """``(program, arguments, frozen)`` of this call (None: interpreted or printed);
+        ``frozen``: every static argument is immutable all the way down (:func:`_frozen`)."""
         dynamic, static, num_nodes = self._split(args, kwargs)
         self._check_device(dynamic)
         _graph, program = self._entry(dynamic, static, num_nodes, self._backend(dynamic))
         if program is None or debug_level() >= 3:
             return None
-        return program, dynamic
+        return program, dynamic, all(_frozen(v) for v in static.values())
+
+    def stamp(self) -> tuple:
+        """What a call's program depends on besides its arguments: ``(generation, the
+        gs.use_backend setting where no backend= was given, else None)``. A program
+        :meth:`prepare` handed out is this sampler's call while the stamp is unchanged.
+
+        Examples
+        --------
+        >>> stamp = sampler.stamp()
+        >>> sampler.clear_cache()
+        >>> sampler.stamp() == stamp
+        False
+        """
+        return self.generation, None if self.backend else current_backend()
 
     def super_batched(
         self, args: tuple, kwargs: dict | None = None, *, seeds: str, fixed_state: bool = False

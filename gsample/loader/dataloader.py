@@ -414,38 +414,39 @@ class DataLoader:
         if self._overlaps():
             yield from self._overlapped(pairs, epoch_seed)
             return
-        # the first call prepares the epoch's program (CompiledSampler.prepare), then is made
-        # as it is; the others run that program with their seeds (until the sampler's cache
-        # is cleared: then they are calls again)
+        # the first call prepares the epoch's program (CompiledSampler.prepare) and runs it;
+        # the others run it with their seeds while the sampler's stamp is unchanged (else,
+        # after a clear_cache() or under another gs.use_backend, they are calls again)
         sampler, first_call = self._sampler, True
         prepared = arguments = name = None
         for i, batch_seeds in pairs:
             with batch_scope(epoch_seed, i):
-                if prepared is not None and prepared[0].generation == prepared[1]:
+                if first_call:
+                    first_call = False
+                    prepared, arguments, name = self._prepared(sampler, batch_seeds)
+                if prepared is not None and prepared[0].stamp() == prepared[1]:
                     out = run(prepared[2], {**arguments, name: batch_seeds})
                 else:
-                    if first_call:
-                        first_call = False
-                        prepared, arguments, name = self._prepared(sampler, batch_seeds)
                     out = sampler(self.A, batch_seeds)
             yield Batch(seeds=batch_seeds, index=i, out=out, seeds_are_nodes=self.seeds_are_nodes)
 
     def _prepared(self, sampler, seeds) -> tuple:
-        """``((compiled sampler, its generation, program), arguments, name)`` of a
+        """``((compiled sampler, its stamp, program), arguments, name)`` of a
         ``gs.compile``'d ``sampler``'s call on the mini-batch ``seeds``
-        (``CompiledSampler.prepare``: the epoch's other mini-batches run ``program`` with
-        their seeds as argument ``name``, without the call's binding and cache lookup, while
-        the sampler's ``generation`` is unchanged), or Nones where it has none (an eager
-        sampler, an interpreted program, the seeds passed other than as one argument)."""
+        (``CompiledSampler.prepare``: the epoch's mini-batches run ``program`` with their
+        seeds as argument ``name``, without the call's binding and cache lookup, while the
+        sampler's ``stamp()`` is unchanged), or Nones where it has none (an eager sampler, an
+        interpreted program, a static argument that may change in place, the seeds passed
+        other than as one argument)."""
         fn, args, kwargs = _unwrap(sampler)
         if not isinstance(fn, CompiledSampler):
             return None, None, None
-        generation = fn.generation
+        stamp = fn.stamp()
         prepared = fn.prepare(*args, self.A, seeds, **kwargs)
         names = [] if prepared is None else [n for n, v in prepared[1].items() if v is seeds]
         if len(names) != 1:
             return None, None, None
-        return (fn, generation, prepared[0]), prepared[1], names[0]
+        return (fn, stamp, prepared[0]), prepared[1], names[0]
 
     @property
     def _sampler(self):

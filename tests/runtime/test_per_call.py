@@ -5,6 +5,8 @@ a time running its epoch's prepared program. Every one must leave samples, error
 random stream as they were. Tests taking ``device`` run on a GPU too (a node-wise sampler's
 call there: one CUDA graph region, ``launch`` then ``land``, without generators)."""
 
+import functools
+
 import pytest
 import torch
 from helpers import assert_same, graphsage
@@ -126,3 +128,72 @@ def test_a_loader_calls_again_after_its_sampler_cache_is_cleared(A):
     assert fn.traces == len(want)
     for g, w in zip(got, want):
         assert_same(g, w)
+
+
+def _epoch(loader):
+    """The seed of the first epoch of ``loader`` (made with ``seed=``): a twin's."""
+    twin = gs.DataLoader(loader.A, loader.sampler_fn, loader.seeds, loader.batch_size, seed=4)
+    return twin._epoch_seed()
+
+
+def test_a_loader_samples_with_a_list_as_it_is_at_each_mini_batch(A, device):
+    # a static list changed in place between mini-batches (a curriculum) is a new value
+    # for each call: the loader's mini-batches sample with it as it is then (overlap off:
+    # one at a time on a GPU too)
+    G, fanouts = A.to(device), [5, 3]
+    fn = gs.compile(graphsage, runtime=Options(overlap=False))
+    seeds = torch.arange(64, device=device)
+    loader = gs.DataLoader(G, functools.partial(fn, fanouts=fanouts), seeds, 16, seed=4)
+    epoch_seed, got = _epoch(loader), []
+    for b in loader:
+        got.append((b, list(fanouts)))
+        fanouts[1] = 1
+    assert [f for _, f in got] == [[5, 3], [5, 1], [5, 1], [5, 1]]
+    for b, f in got:
+        with batch_scope(epoch_seed, b.index):
+            assert_same(b.out, graphsage(G, b.seeds, f))
+
+
+def test_a_loader_runs_the_program_of_the_backend_set_at_each_mini_batch(A, device):
+    G = A.to(device)
+    fn = gs.compile(graphsage, runtime=Options(overlap=False))  # gs.use_backend's at each call
+    loader = gs.DataLoader(G, fn, torch.arange(64, device=device), 16, seed=4)
+    epoch_seed, batches = _epoch(loader), iter(loader)
+    first = next(batches)
+    # (a CPU graph runs the torch code under either name, but another program)
+    other = "torch" if gs.current_backend() == "cuda" else "cuda"
+    with gs.use_backend(other):
+        rest = list(batches)
+    assert fn.traces == 2
+    for b in [first, *rest]:
+        with batch_scope(epoch_seed, b.index):
+            assert_same(b.out, graphsage(G, b.seeds))
+
+
+def test_a_gathering_loader_traces_again_after_its_sampler_cache_is_cleared(A, device):
+    # with features the loader samples with the sampler's variant (with_passes): clearing
+    # the sampler's cache clears the variant's too (the next mini-batch traces again)
+    G, x = A.to(device), torch.randn(500, 4, device=device)
+    fn = gs.compile(graphsage, runtime=Options(overlap=False))
+    seeds = torch.arange(64, device=device)
+    loader = gs.DataLoader(G, fn, seeds, 16, seed=4, features=x, pipeline=False)
+    epoch_seed, variant, got = _epoch(loader), loader._sampler, []
+    for b in loader:
+        got.append(b)
+        fn.clear_cache()
+    assert variant.traces == len(got)
+    for b in got:
+        with batch_scope(epoch_seed, b.index):
+            assert_same(b.out, graphsage(G, b.seeds))
+
+
+def test_prepare_leaves_a_mutable_static_argument_to_the_call_and_stamps_change(A):
+    fn = gs.compile(graphsage)
+    assert fn.prepare(A, _seeds(0), [5, 3]) is None  # keyed per call, as it is then
+    assert fn.prepare(A, _seeds(0), (5, 3)) is not None
+    stamp = fn.stamp()
+    with gs.use_backend("torch"):
+        assert fn.stamp() != stamp
+    fn.clear_cache()
+    assert fn.stamp() != stamp
+    assert gs.compile(graphsage, backend="torch").stamp() == (0, None)
