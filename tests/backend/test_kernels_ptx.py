@@ -354,3 +354,23 @@ def test_the_kept_edge_pass_fits_a_full_sm_without_spilling(idx, tmp_path):
     )
     assert registers * layerwise._THREADS * blocks <= 64 * 1024  # an SM's registers
     assert (smem + 1024) * blocks <= 228 * 1024  # its shared memory (1 KB a block reserved)
+
+
+@pytest.mark.skipif(nvcc is None, reason="nvcc not installed")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_86"])
+def test_the_kept_edge_pass_caps_its_registers_only_on_sm_90(arch, tmp_path):
+    """Where an SM holds fewer of ``gs_kept_edges``' blocks (sm_80: its shared memory, 6;
+    sm_86: its 1536 threads), the sm_90 cap of 8 blocks an SM is not applied: ptxas keeps the
+    kernel without spilling and has no bound to ignore."""
+    out = tmp_path / "layerwise.cubin"
+    done = subprocess.run(
+        [nvcc, "-cubin", f"-arch={arch}", *OPTIONS, "--resource-usage"]
+        + [str(KERNELS / "layerwise.cu"), "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    log = done.stdout + done.stderr
+    assert "minnctapersm will be ignored" not in log
+    usage = log[log.index("Function properties for gs_kept_edges") :].splitlines()[1]
+    assert "0 bytes spill stores, 0 bytes spill loads" in usage, usage
