@@ -260,6 +260,39 @@ def sort_key(r: torch.Tensor) -> torch.Tensor:
     return srl(r, 1)
 
 
+def shuffle_keys(epoch_seed: int, n: int, device=None) -> torch.Tensor:
+    """The sort keys of an epoch's permutation of ``n`` seeds: position ``i`` gets
+    ``sort_key(hash_tensor(epoch_seed, -1, i))`` (``gs.DataLoader`` orders its seeds by a
+    stable sort of them: ties, improbable, keep their positions' order).
+
+    The reference and the CPU path; the CUDA backend computes the same bits in one kernel
+    (hook ``"shuffle_keys"`` of :mod:`gsample.backend`).
+
+    Parameters
+    ----------
+    epoch_seed : int
+        The epoch's seed (an unsigned 64-bit int).
+    n : int
+        Number of keys (``>= 0``).
+    device : torch.device or str, optional
+        Where the keys are made (default the CPU).
+
+    Returns
+    -------
+    LongTensor, shape (n,)
+        Non-negative keys (63 random bits).
+
+    Examples
+    --------
+    >>> k = shuffle_keys(3, 4)
+    >>> k[2].item() == combine(combine(3, -1), 2) >> 1
+    True
+    """
+    pos = torch.arange(n, device=device)
+    # hash_tensor(epoch_seed, -1, pos), its constant first half folded on the host
+    return sort_key(combine_tensor(combine(epoch_seed, -1), pos))
+
+
 # ----------------------------------------------------------------------------- state
 @dataclass
 class _Stream:

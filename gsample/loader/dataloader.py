@@ -16,15 +16,14 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from gsample.backend import backend_for
+from gsample.backend import backend_for, hook
 from gsample.base import validate as V
 from gsample.base.random import (
     MASK64,
     batch_scope,
     combine,
-    combine_tensor,
     op_key,
-    sort_key,
+    shuffle_keys,
     stream_state,
 )
 from gsample.base.seed_parts import SeedParts
@@ -301,10 +300,15 @@ class DataLoader:
         epoch_seed = self._epoch_seed()
         self._epoch += 1
         order = self.seeds
+        backend = self.backend
         if self.shuffle:
-            pos = torch.arange(order.numel(), device=order.device)
-            # hash_tensor(epoch_seed, -1, pos), its constant first half folded on the host
-            keys = sort_key(combine_tensor(combine(epoch_seed, -1), pos))
+            n, dev = order.numel(), order.device
+            if dev.type == "cuda" and backend == "cuda":
+                # one launch where the reference's torch ops take seventeen, all before the
+                # epoch's first sampling kernel (the same bits)
+                keys = hook("shuffle_keys")(epoch_seed, n, dev)
+            else:
+                keys = shuffle_keys(epoch_seed, n, dev)
             order = order[torch.argsort(keys, stable=True)]
         # views made when first asked for: a super-batch takes its seeds as one view and
         # its mini-batches' own views are made while the device samples
@@ -319,7 +323,7 @@ class DataLoader:
             total=mine,
             disable=not self.progress,
             unit="batch",
-            desc=f"sampling ({self.backend} backend)",
+            desc=f"sampling ({backend} backend)",
         )
         # groups: the mini-batches of one sampling run (one, or a super-batch's N), handed
         # between the stages together (one hand-over per run, not per mini-batch)
