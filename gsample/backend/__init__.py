@@ -370,7 +370,7 @@ HOOKS = {
     "batch_bounds": "gsample.backend.cuda.split:batch_bounds",
     "split_decode": "gsample.backend.cuda.split:split_decode",
     "decode_walks": "gsample.backend.cuda.split:decode_walks",
-    # the CUDA backend's epoch shuffle keys (kernels/shuffle.cu; gs.DataLoader)
+    # the CUDA backend's epoch shuffle keys (kernels/shuffle.cu; gsample.loader's epoch_keys)
     "shuffle_keys": "gsample.backend.cuda.shuffle:shuffle_keys",
     # the CUDA backend's packing of a CUDA graph's results (kernels/pack.cu)
     "pack_parts": "gsample.backend.cuda.pack:pack_parts",

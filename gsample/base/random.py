@@ -288,9 +288,24 @@ def shuffle_keys(epoch_seed: int, n: int, device=None) -> torch.Tensor:
     >>> k[2].item() == combine(combine(3, -1), 2) >> 1
     True
     """
-    pos = torch.arange(n, device=device)
     # hash_tensor(epoch_seed, -1, pos), its constant first half folded on the host
-    return sort_key(combine_tensor(combine(epoch_seed, -1), pos))
+    h = combine(epoch_seed, -1)
+    if torch.device("cpu" if device is None else device).type != "cpu" or n <= _CHUNK:
+        return sort_key(combine_tensor(h, torch.arange(n, device=device)))
+    # on the CPU a chunk at a time, in place (as _hash_chunked): whole, each of the ~17
+    # passes is a trip to memory
+    out = torch.empty(n, dtype=torch.int64)
+    scratch = torch.empty(_CHUNK, dtype=torch.int64)
+    for i in range(0, n, _CHUNK):
+        j = min(n, i + _CHUNK)
+        z, t = out[i:j], scratch[: j - i]
+        torch.arange(i + 1, j + 1, out=z)  # (pos + 1)
+        z *= _S_GOLDEN
+        z += signed(h)
+        mix64_(z, t)
+        z >>= 1
+        z &= (1 << 63) - 1  # sort_key: a logical shift
+    return out
 
 
 # ----------------------------------------------------------------------------- state

@@ -302,13 +302,7 @@ class DataLoader:
         order = self.seeds
         backend = self.backend
         if self.shuffle:
-            n, dev = order.numel(), order.device
-            if dev.type == "cuda" and backend == "cuda":
-                # one launch where the reference's torch ops take seventeen, all before the
-                # epoch's first sampling kernel (the same bits)
-                keys = hook("shuffle_keys")(epoch_seed, n, dev)
-            else:
-                keys = shuffle_keys(epoch_seed, n, dev)
+            keys = epoch_keys(epoch_seed, order.numel(), order.device, backend)
             order = order[torch.argsort(keys, stable=True)]
         # views made when first asked for: a super-batch takes its seeds as one view and
         # its mini-batches' own views are made while the device samples
@@ -761,6 +755,40 @@ class DataLoader:
         ) from error
 
 
+def epoch_keys(epoch_seed: int, n: int, device, backend: str) -> torch.Tensor:
+    """An epoch's shuffle keys (:func:`gsample.base.random.shuffle_keys`'s bits) made by
+    ``backend``'s code: a loader's seeds (and PyG's loaders' inputs) are ordered by a stable
+    sort of them.
+
+    Parameters
+    ----------
+    epoch_seed : int
+        The epoch's seed (an unsigned 64-bit int).
+    n : int
+        Number of keys (``>= 0``).
+    device : torch.device or str
+        Where the keys are made.
+    backend : {"torch", "cuda"}
+        The resolved backend (:func:`gsample.backend_for`). ``"cuda"`` on a GPU makes them
+        in one kernel (hook ``"shuffle_keys"``), where the torch code launches seventeen
+        ops before the epoch's first sampling kernel; anything else runs the torch code.
+
+    Returns
+    -------
+    LongTensor, shape (n,), on ``device``
+        Non-negative keys (63 random bits), the same on every device and backend.
+
+    Examples
+    --------
+    >>> torch.equal(epoch_keys(3, 4, "cpu", "cuda"), shuffle_keys(3, 4))  # CPU: torch code
+    True
+    """
+    device = torch.device(device)
+    if device.type == "cuda" and backend == "cuda":
+        return hook("shuffle_keys")(epoch_seed, n, device)
+    return shuffle_keys(epoch_seed, n, device)
+
+
 def seed_ids(x, name: str, num_nodes: int, device) -> torch.Tensor:
     """Seeds given as node ids or as a boolean mask over the graph's nodes, as node ids.
 
@@ -903,6 +931,7 @@ def _eager(sampler_fn):
 
 __all__ = [
     "DataLoader",
+    "epoch_keys",
     "gathering",
     "seed_ids",
 ]

@@ -9,6 +9,7 @@ import gsample as gs
 import gsample.backend as backend
 from gsample.backend import hook
 from gsample.base.random import MASK64, shuffle_keys
+from gsample.interop.pyg.neighbor_loader import epoch_order
 
 pytestmark = [
     pytest.mark.cuda,
@@ -58,3 +59,24 @@ def test_the_loader_shuffles_with_the_kernel_as_on_the_cpu(small_graph, monkeypa
     assert len(calls) == 2
     again = gs.DataLoader(small_graph, ids, seeds, batch_size=64, seed=5)
     assert torch.equal(first, torch.cat([b.seeds for b in again]))
+
+
+def test_pyg_s_epoch_order_uses_the_kernel_on_the_cuda_backend(monkeypatch):
+    """PyG's loaders sort their inputs on the graph's GPU by the same keys
+    (``epoch_keys``): the hook on the CUDA backend, the torch code on the torch backend, one
+    order (the CPU's)."""
+    calls = []
+    kernel = hook("shuffle_keys")
+
+    def counted(*args):
+        calls.append(args)
+        return kernel(*args)
+
+    monkeypatch.setitem(backend._HOOKED, "shuffle_keys", counted)
+    want = epoch_order(5000, True, 7)
+    with gs.use_backend("cuda"):
+        assert torch.equal(epoch_order(5000, True, 7, None, torch.device("cuda")), want)
+    assert len(calls) == 1
+    with gs.use_backend("torch"):
+        assert torch.equal(epoch_order(5000, True, 7, None, torch.device("cuda")), want)
+    assert len(calls) == 1
