@@ -333,19 +333,40 @@ extern "C" __global__ void gs_kept_listed(const gs_idx* __restrict__ indptr,
 // only for such a row. newpos null (bits given): rows_out holds the kept edge's row itself
 // (b * n + row in a super-batch), which the caller maps to its position (ShaDow's induced
 // subgraph where a newpos over N graphs' rows would outweigh its kept edges).
-extern "C" __global__ void gs_kept_edges(const gs_idx* __restrict__ indptr,
-                                         const gs_idx* __restrict__ rows,
-                                         const gs_i64* __restrict__ cols, gs_i64 C,
-                                         const gs_i64* __restrict__ ptr, gs_i64 n,
-                                         const int* __restrict__ newpos,
-                                         const unsigned* __restrict__ bits,
-                                         gs_u64* __restrict__ state,
-                                         gs_i64* __restrict__ rows_out,
-                                         gs_i64* __restrict__ pos_out,
-                                         const void* __restrict__ values,
-                                         void* __restrict__ values_out, int vsize,
-                                         const gs_i64* __restrict__ eids,
-                                         gs_i64* __restrict__ eids_out) {
+// The block scan places each kept edge in the tile before the look-back ends: its row and
+// edge wait in shared memory at that place, and after the look-back the block writes the
+// tile's kept edges together, thread i the tile's i-th, i + blockDim-th, ... (a thread
+// writing its own at its own places made every store of a warp touch 32 sectors for 8 bytes
+// each). The same edges at the same places: only the thread that writes one changes.
+// Blocks of GS_KEPT_THREADS (the host's _THREADS; the launch bounds refuse more), at most
+// 32 registers a thread with GS_KEPT_MIN_BLOCKS 8 on sm_90 (a full SM; no spills, which
+// tests/backend/test_kernels_ptx.py checks). Other SMs get no register cap: an sm_80 SM's
+// shared memory holds 6 of these blocks, not 8, and 32 registers spill there; sm_86, sm_89
+// and sm_120 SMs hold 1536 threads, and ptxas ignores the bound.
+#define GS_KEPT_THREADS 256
+#define GS_KEPT_TILE (GS_KEPT_THREADS * GS_ITEMS)
+#ifndef GS_KEPT_MIN_BLOCKS
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
+#define GS_KEPT_MIN_BLOCKS 8
+#else
+#define GS_KEPT_MIN_BLOCKS 1
+#endif
+#endif
+extern "C" __global__ void __launch_bounds__(GS_KEPT_THREADS, GS_KEPT_MIN_BLOCKS)
+gs_kept_edges(const gs_idx* __restrict__ indptr,
+              const gs_idx* __restrict__ rows,
+              const gs_i64* __restrict__ cols, gs_i64 C,
+              const gs_i64* __restrict__ ptr, gs_i64 n,
+              const int* __restrict__ newpos,
+              const unsigned* __restrict__ bits,
+              gs_u64* __restrict__ state,
+              gs_i64* __restrict__ rows_out,
+              gs_i64* __restrict__ pos_out,
+              const void* __restrict__ values,
+              void* __restrict__ values_out, int vsize,
+              const gs_i64* __restrict__ eids,
+              gs_i64* __restrict__ eids_out) {
+    __shared__ gs_i64 s_row[GS_KEPT_TILE], s_edge[GS_KEPT_TILE];
     const gs_i64 E = ptr[C];
     const gs_i64 size = (gs_i64)blockDim.x * GS_ITEMS;
     const gs_i64 tile = gs_scan_ticket(state);
@@ -364,20 +385,32 @@ extern "C" __global__ void gs_kept_edges(const gs_idx* __restrict__ indptr,
         mine += p[j] >= 0;
     }
     gs_i64 total;
-    const gs_i64 local = gs_block_exclusive(mine, &total);
-    gs_i64 at = gs_scan_exclusive(state, tile, total) + local;
+    const gs_i64 local = gs_block_exclusive(mine, &total, false);
+    int at = (int)local;                    // below total <= blockDim * GS_ITEMS
 #pragma unroll
     for (int j = 0; j < GS_ITEMS; ++j) {
         if (p[j] >= 0) {
-            rows_out[at] = p[j];
-            pos_out[at] = e[j];
-            if (vsize == 4)
-                static_cast<unsigned*>(values_out)[at] = static_cast<const unsigned*>(values)[e[j]];
-            else if (vsize == 8)
-                static_cast<unsigned long long*>(values_out)[at] =
-                    static_cast<const unsigned long long*>(values)[e[j]];
-            if (eids != nullptr) eids_out[at] = eids[e[j]];
+            if (at < GS_KEPT_TILE) {
+                s_row[at] = p[j];
+                s_edge[at] = e[j];
+            }
             ++at;
         }
+    }
+    const gs_i64 before = gs_scan_exclusive(state, tile, total);   // (synchronises: staged)
+    const int kept = (int)min(total, (gs_i64)GS_KEPT_TILE);
+#pragma unroll
+    for (int k = 0; k < GS_ITEMS; ++k) {
+        const int i = k * (int)blockDim.x + (int)threadIdx.x;
+        if (i >= kept) break;
+        const gs_i64 to = before + i, edge = s_edge[i];
+        rows_out[to] = s_row[i];
+        pos_out[to] = edge;
+        if (vsize == 4)
+            static_cast<unsigned*>(values_out)[to] = static_cast<const unsigned*>(values)[edge];
+        else if (vsize == 8)
+            static_cast<unsigned long long*>(values_out)[to] =
+                static_cast<const unsigned long long*>(values)[edge];
+        if (eids != nullptr) eids_out[to] = eids[edge];
     }
 }

@@ -60,8 +60,9 @@ __device__ __forceinline__ gs_i64 gs_scan_exclusive(gs_u64* state, gs_i64 tile,
 }
 
 // An exclusive scan of one value per thread over the block; *sum gets the block's total.
-// (Block size: a multiple of 32, at most 1024.)
-__device__ __forceinline__ gs_i64 gs_block_exclusive(gs_i64 x, gs_i64* sum) {
+// (Block size: a multiple of 32, at most 1024.) again false: the block calls it no more, and
+// skips the barrier that lets a next call reuse its shared words.
+__device__ __forceinline__ gs_i64 gs_block_exclusive(gs_i64 x, gs_i64* sum, bool again = true) {
     __shared__ gs_i64 warp_sums[32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     gs_i64 inc = x;
@@ -82,6 +83,6 @@ __device__ __forceinline__ gs_i64 gs_block_exclusive(gs_i64 x, gs_i64* sum) {
     __syncthreads();
     const gs_i64 before = (warp > 0 ? warp_sums[warp - 1] : 0) + inc - x;
     *sum = warp_sums[warps - 1];
-    __syncthreads();                                          // warp_sums reused next call
+    if (again) __syncthreads();                               // warp_sums reused next call
     return before;
 }

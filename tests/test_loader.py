@@ -40,6 +40,22 @@ def test_shuffle_is_a_reproducible_permutation(small_graph):
     assert torch.equal(torch.cat([x.seeds for x in b]), order[0])
 
 
+def test_shuffle_order_is_the_stable_sort_of_the_epoch_s_hash(small_graph):
+    """Epoch ``e`` of a loader with ``seed=s`` orders its seeds by the stable sort of
+    ``combine(combine(epoch_seed, -1), i) >> 1`` with ``epoch_seed = combine(combine(0, s), e)``
+    (computed here with Python ints): the order every earlier release gave, whichever code
+    makes the keys (the torch ops, or the CUDA backend's kernel)."""
+    seeds = torch.arange(0, 2000, 3)
+    for s in (1, (1 << 64) - 1):
+        loader = gs.DataLoader(small_graph, sage, seeds, batch_size=64, seed=s)
+        for epoch in range(2):
+            got = torch.cat([b.seeds for b in loader])
+            h = combine(combine(combine(0, s), epoch), -1)
+            keys = [combine(h, i) >> 1 for i in range(seeds.numel())]
+            want = sorted(range(seeds.numel()), key=lambda i: (keys[i], i))
+            assert torch.equal(got, seeds[want])
+
+
 def test_batch_depends_only_on_epoch_seed_index_and_seeds(small_graph):
     seeds = torch.arange(0, 1000)
     loader = gs.DataLoader(small_graph, sage, seeds, batch_size=100, shuffle=False, seed=3)

@@ -358,6 +358,7 @@ def eager_backend(A) -> Backend:
 # ----------------------------------------------------------------------------- runtime hooks
 # The runtime (a level above the backends) never imports a backend's own modules: what it
 # calls of them it asks for here, by name, once (at import, or once per capture), never per op.
+# So does the loader (its epoch's shuffle keys, once an epoch).
 
 #: hook name -> ``"module:attribute"`` of its implementation, imported on first use
 HOOKS = {
@@ -369,6 +370,8 @@ HOOKS = {
     "batch_bounds": "gsample.backend.cuda.split:batch_bounds",
     "split_decode": "gsample.backend.cuda.split:split_decode",
     "decode_walks": "gsample.backend.cuda.split:decode_walks",
+    # the CUDA backend's epoch shuffle keys (kernels/shuffle.cu; gsample.loader's epoch_keys)
+    "shuffle_keys": "gsample.backend.cuda.shuffle:shuffle_keys",
     # the CUDA backend's packing of a CUDA graph's results (kernels/pack.cu)
     "pack_parts": "gsample.backend.cuda.pack:pack_parts",
     "prepare_pack": "gsample.backend.cuda.pack:prepare",

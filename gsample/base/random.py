@@ -260,6 +260,54 @@ def sort_key(r: torch.Tensor) -> torch.Tensor:
     return srl(r, 1)
 
 
+def shuffle_keys(epoch_seed: int, n: int, device=None) -> torch.Tensor:
+    """The sort keys of an epoch's permutation of ``n`` seeds: position ``i`` gets
+    ``sort_key(hash_tensor(epoch_seed, -1, i))`` (``gs.DataLoader`` orders its seeds by a
+    stable sort of them: ties, improbable, keep their positions' order).
+
+    The reference and the CPU path; the CUDA backend computes the same bits in one kernel
+    (hook ``"shuffle_keys"`` of :mod:`gsample.backend`).
+
+    Parameters
+    ----------
+    epoch_seed : int
+        The epoch's seed (an unsigned 64-bit int).
+    n : int
+        Number of keys (``>= 0``).
+    device : torch.device or str, optional
+        Where the keys are made (default the CPU).
+
+    Returns
+    -------
+    LongTensor, shape (n,)
+        Non-negative keys (63 random bits).
+
+    Examples
+    --------
+    >>> k = shuffle_keys(3, 4)
+    >>> k[2].item() == combine(combine(3, -1), 2) >> 1
+    True
+    """
+    # hash_tensor(epoch_seed, -1, pos), its constant first half folded on the host
+    h = combine(epoch_seed, -1)
+    if torch.device("cpu" if device is None else device).type != "cpu" or n <= _CHUNK:
+        return sort_key(combine_tensor(h, torch.arange(n, device=device)))
+    # on the CPU a chunk at a time, in place (as _hash_chunked): whole, each of the ~17
+    # passes is a trip to memory
+    out = torch.empty(n, dtype=torch.int64)
+    scratch = torch.empty(_CHUNK, dtype=torch.int64)
+    for i in range(0, n, _CHUNK):
+        j = min(n, i + _CHUNK)
+        z, t = out[i:j], scratch[: j - i]
+        torch.arange(i + 1, j + 1, out=z)  # (pos + 1)
+        z *= _S_GOLDEN
+        z += signed(h)
+        mix64_(z, t)
+        z >>= 1
+        z &= (1 << 63) - 1  # sort_key: a logical shift
+    return out
+
+
 # ----------------------------------------------------------------------------- state
 @dataclass
 class _Stream:

@@ -178,7 +178,8 @@ def ids(
         if not allow_empty:
             raise ValueError(f"{name}: empty frontier (no node ids); sample from at least one node")
         return t.to(torch.int64)
-    t = t.to(torch.int64)
+    if t.dtype is not torch.int64:
+        t = t.to(torch.int64)
     if not check_range:
         return t
     in_range(t, name, num_nodes)
@@ -192,6 +193,15 @@ def in_range(t: torch.Tensor, name: str, num_nodes: int) -> None:
     tensor) is outside ``[0, num_nodes)``; deferred (:func:`fail_if`) where checks are.
     Nothing is clamped: the caller clamps what it reads through."""
     lo, hi = torch.aminmax(t)
+    if not t.is_cuda:  # read at once (fail_if's raise, without a comparison tensor each)
+        lo, hi = lo.item(), hi.item()
+        if lo < 0:
+            raise IndexError(f"{name}: node id {lo} is negative")
+        if hi >= num_nodes:
+            raise IndexError(
+                f"{name}: node id {hi} is out of range for a graph of {num_nodes} nodes"
+            )
+        return
     fail_if(lo < 0, IndexError, lambda v: f"{name}: node id {v} is negative", lo)
     fail_if(
         hi >= num_nodes,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import weakref
 from collections.abc import Callable
 
 import torch
@@ -166,6 +167,35 @@ def _hashable(value, name: str):
     return (type(value).__qualname__, value)
 
 
+#: leaves of a static value that cannot change after it is made
+_FROZEN = (int, float, str, bytes, bool, type(None))
+
+
+def _frozen(value) -> bool:
+    """Whether ``value`` is immutable all the way down (tuples of numbers, strings, None):
+    its :func:`_hashable` key is the same every call."""
+    if value.__class__ is tuple:
+        return all(_frozen(v) for v in value)
+    return value.__class__ in _FROZEN
+
+
+def _static_key(value, name: str, memo: dict):
+    """:func:`_hashable` of ``value``, remembered by identity for an immutable tuple (the
+    object is held with its key, so its id is not reused while remembered): a static
+    argument such as ``fanouts=(25, 10)``, its default or the caller's, is keyed once."""
+    if value.__class__ is not tuple:
+        return _hashable(value, name)
+    hit = memo.get(id(value))
+    if hit is not None and hit[0] is value:
+        return hit[1]
+    key = _hashable(value, name)
+    if _frozen(value):
+        if len(memo) > 256:
+            memo.clear()
+        memo[id(value)] = (value, key)
+    return key
+
+
 def _signature_of(value):
     """The cache-key part of a traced argument: kind, dtype, device, layout."""
     if isinstance(value, Matrix):
@@ -193,6 +223,8 @@ class CompiledSampler:
     backend : str or None
         ``backend=`` as given (None: the ``gs.use_backend`` setting at each call);
         :meth:`backend_for` names the backend a call on a graph runs.
+    generation : int
+        :meth:`clear_cache` calls so far (part of :meth:`stamp`).
     """
 
     def __init__(
@@ -224,7 +256,10 @@ class CompiledSampler:
         self._cache: dict = {}
         self._plans: dict = {}
         self._variants: dict = {}
+        self._statics: dict = {}  # id -> (static tuple, its key part): _static_key
+        self._signatures = weakref.WeakKeyDictionary()  # CSC -> its key part: _signature
         self.traces = 0
+        self.generation = 0  # clear_cache()s so far
         functools.update_wrapper(self, fn)
 
     def _bound(self, args, kwargs) -> dict:
@@ -311,11 +346,22 @@ class CompiledSampler:
     def _key(self, dynamic, static, num_nodes, backend):
         # the backend is part of the key: the layout pass prices a plan for one backend
         return (
-            tuple((n, _hashable(v, n)) for n, v in static.items()),
-            tuple((n, _signature_of(v)) for n, v in dynamic.items()),
+            tuple((n, _static_key(v, n, self._statics)) for n, v in static.items()),
+            tuple((n, self._signature(v)) for n, v in dynamic.items()),
             num_nodes,
             backend,
         )
+
+    def _signature(self, value):
+        """:func:`_signature_of` ``value``; a matrix's remembered with its CSC (frozen: its
+        fields, their devices and dtypes, never change; weakly, not keeping a graph alive)."""
+        if value.__class__ is not Matrix:
+            return _signature_of(value)
+        c = value.csc
+        sig = self._signatures.get(c)
+        if sig is None:
+            sig = self._signatures[c] = _signature_of(value)
+        return sig
 
     def program(self, *args, **kwargs) -> Graph:
         """The optimised IR this call would run (tracing it if needed)."""
@@ -395,12 +441,54 @@ class CompiledSampler:
         >>> program, arguments = sampler.plan(A, first_seeds)
         >>> calls = start(program, {**arguments, "seeds": next_seeds})   # gsample.runtime.program
         """
+        prepared = self._prepare(args, kwargs)
+        if prepared is None or not self.runtime.overlap or not prepared[0].pauses:
+            return None
+        return prepared[:2]
+
+    def prepare(self, *args, **kwargs):
+        """``(program, arguments)`` of this call, or None where it runs no lowered program as
+        it is (the runtime's ``lowered`` off: interpreted; ``GSAMPLE_DEBUG=3``: printed) or a
+        static argument may change in place (a list, a dict, an object: each call keys it as
+        it is then): then ``gsample.runtime.run(program, arguments)`` is the call (made under
+        the same random stream). The binding, the device's check, the backend's resolution
+        and the cache lookup are this call's alone: a loader calling the sampler one
+        mini-batch at a time prepares its epoch's first and runs the others with their seeds
+        in its place (same program: the same static arguments, graph and tensor signature),
+        keeping that host work off every mini-batch's path, while :meth:`stamp` is unchanged
+        (no :meth:`clear_cache`, the same backend setting).
+
+        Examples
+        --------
+        >>> program, arguments = sampler.prepare(A, first_seeds)
+        >>> blocks = run(program, {**arguments, "seeds": next_seeds})  # gsample.runtime.run
+        """
+        prepared = self._prepare(args, kwargs)
+        return None if prepared is None or not prepared[2] else prepared[:2]
+
+    def _prepare(self, args, kwargs):
+        """``(program, arguments, frozen)`` of this call (None: interpreted or printed);
+        ``frozen``: every static argument is immutable all the way down (:func:`_frozen`)."""
         dynamic, static, num_nodes = self._split(args, kwargs)
         self._check_device(dynamic)
         _graph, program = self._entry(dynamic, static, num_nodes, self._backend(dynamic))
-        if program is None or not self.runtime.overlap or not program.pauses or debug_level() >= 3:
+        if program is None or debug_level() >= 3:
             return None
-        return program, dynamic
+        return program, dynamic, all(_frozen(v) for v in static.values())
+
+    def stamp(self) -> tuple:
+        """What a call's program depends on besides its arguments: ``(generation, the
+        gs.use_backend setting where no backend= was given, else None)``. A program
+        :meth:`prepare` handed out is this sampler's call while the stamp is unchanged.
+
+        Examples
+        --------
+        >>> stamp = sampler.stamp()
+        >>> sampler.clear_cache()
+        >>> sampler.stamp() == stamp
+        False
+        """
+        return self.generation, None if self.backend else current_backend()
 
     def super_batched(
         self, args: tuple, kwargs: dict | None = None, *, seeds: str, fixed_state: bool = False
@@ -504,6 +592,7 @@ class CompiledSampler:
         # (dropping it from here left that loader sampling with its old programs)
         for variant in self._variants.values():
             variant.clear_cache()
+        self.generation += 1  # what prepare() handed out is no longer this sampler's
 
 
 def compile(

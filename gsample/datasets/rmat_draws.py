@@ -16,7 +16,7 @@ import math
 import torch
 
 from gsample.base import validate as V
-from gsample.base.random import GOLDEN, combine, hash_tensor, mix64_, signed, sort_key
+from gsample.base.random import GOLDEN, combine, mix64_, shuffle_keys, signed
 
 __all__ = ["RMAT_TAG", "Draws", "check_rmat", "node_permutation"]
 
@@ -130,7 +130,5 @@ def node_permutation(key: int, num_nodes: int, device) -> torch.Tensor:
     >>> node_permutation(combine(combine(0, 0), RMAT_TAG), 5, "cpu").sort().values
     tensor([0, 1, 2, 3, 4])
     """
-    nodes = torch.arange(num_nodes, device=device)
-    keys = sort_key(hash_tensor(key, torch.full_like(nodes, -1), nodes))
-    del nodes
-    return torch.argsort(keys, stable=True)
+    # the loader's epoch permutation of num_nodes positions, keyed by `key`
+    return torch.argsort(shuffle_keys(key, num_nodes, device), stable=True)

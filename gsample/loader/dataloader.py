@@ -16,15 +16,14 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from gsample.backend import backend_for
+from gsample.backend import backend_for, hook
 from gsample.base import validate as V
 from gsample.base.random import (
     MASK64,
     batch_scope,
     combine,
-    combine_tensor,
     op_key,
-    sort_key,
+    shuffle_keys,
     stream_state,
 )
 from gsample.base.seed_parts import SeedParts
@@ -54,6 +53,7 @@ from gsample.runtime import (
     interleave,
     land,
     launch,
+    run,
     settle,
     start,
 )
@@ -301,10 +301,9 @@ class DataLoader:
         epoch_seed = self._epoch_seed()
         self._epoch += 1
         order = self.seeds
+        backend = self.backend
         if self.shuffle:
-            pos = torch.arange(order.numel(), device=order.device)
-            # hash_tensor(epoch_seed, -1, pos), its constant first half folded on the host
-            keys = sort_key(combine_tensor(combine(epoch_seed, -1), pos))
+            keys = epoch_keys(epoch_seed, order.numel(), order.device, backend)
             order = order[torch.argsort(keys, stable=True)]
         # views made when first asked for: a super-batch takes its seeds as one view and
         # its mini-batches' own views are made while the device samples
@@ -319,7 +318,7 @@ class DataLoader:
             total=mine,
             disable=not self.progress,
             unit="batch",
-            desc=f"sampling ({self.backend} backend)",
+            desc=f"sampling ({backend} backend)",
         )
         # groups: the mini-batches of one sampling run (one, or a super-batch's N), handed
         # between the stages together (one hand-over per run, not per mini-batch)
@@ -413,11 +412,39 @@ class DataLoader:
         if self._overlaps():
             yield from self._overlapped(pairs, epoch_seed)
             return
-        sampler = self._sampler
+        # the first call prepares the epoch's program (CompiledSampler.prepare) and runs it;
+        # the others run it with their seeds while the sampler's stamp is unchanged (else,
+        # after a clear_cache() or under another gs.use_backend, they are calls again)
+        sampler, first_call = self._sampler, True
+        prepared = arguments = name = None
         for i, batch_seeds in pairs:
             with batch_scope(epoch_seed, i):
-                out = sampler(self.A, batch_seeds)
+                if first_call:
+                    first_call = False
+                    prepared, arguments, name = self._prepared(sampler, batch_seeds)
+                if prepared is not None and prepared[0].stamp() == prepared[1]:
+                    out = run(prepared[2], {**arguments, name: batch_seeds})
+                else:
+                    out = sampler(self.A, batch_seeds)
             yield Batch(seeds=batch_seeds, index=i, out=out, seeds_are_nodes=self.seeds_are_nodes)
+
+    def _prepared(self, sampler, seeds) -> tuple:
+        """``((compiled sampler, its stamp, program), arguments, name)`` of a
+        ``gs.compile``'d ``sampler``'s call on the mini-batch ``seeds``
+        (``CompiledSampler.prepare``: the epoch's mini-batches run ``program`` with their
+        seeds as argument ``name``, without the call's binding and cache lookup, while the
+        sampler's ``stamp()`` is unchanged), or Nones where it has none (an eager sampler, an
+        interpreted program, a static argument that may change in place, the seeds passed
+        other than as one argument)."""
+        fn, args, kwargs = _unwrap(sampler)
+        if not isinstance(fn, CompiledSampler):
+            return None, None, None
+        stamp = fn.stamp()
+        prepared = fn.prepare(*args, self.A, seeds, **kwargs)
+        names = [] if prepared is None else [n for n, v in prepared[1].items() if v is seeds]
+        if len(names) != 1:
+            return None, None, None
+        return (fn, stamp, prepared[0]), prepared[1], names[0]
 
     @property
     def _sampler(self):
@@ -757,6 +784,40 @@ class DataLoader:
         ) from error
 
 
+def epoch_keys(epoch_seed: int, n: int, device, backend: str) -> torch.Tensor:
+    """An epoch's shuffle keys (:func:`gsample.base.random.shuffle_keys`'s bits) made by
+    ``backend``'s code: a loader's seeds (and PyG's loaders' inputs) are ordered by a stable
+    sort of them.
+
+    Parameters
+    ----------
+    epoch_seed : int
+        The epoch's seed (an unsigned 64-bit int).
+    n : int
+        Number of keys (``>= 0``).
+    device : torch.device or str
+        Where the keys are made.
+    backend : {"torch", "cuda"}
+        The resolved backend (:func:`gsample.backend_for`). ``"cuda"`` on a GPU makes them
+        in one kernel (hook ``"shuffle_keys"``), where the torch code launches seventeen
+        ops before the epoch's first sampling kernel; anything else runs the torch code.
+
+    Returns
+    -------
+    LongTensor, shape (n,), on ``device``
+        Non-negative keys (63 random bits), the same on every device and backend.
+
+    Examples
+    --------
+    >>> torch.equal(epoch_keys(3, 4, "cpu", "cuda"), shuffle_keys(3, 4))  # CPU: torch code
+    True
+    """
+    device = torch.device(device)
+    if device.type == "cuda" and backend == "cuda":
+        return hook("shuffle_keys")(epoch_seed, n, device)
+    return shuffle_keys(epoch_seed, n, device)
+
+
 def seed_ids(x, name: str, num_nodes: int, device) -> torch.Tensor:
     """Seeds given as node ids or as a boolean mask over the graph's nodes, as node ids.
 
@@ -899,6 +960,7 @@ def _eager(sampler_fn):
 
 __all__ = [
     "DataLoader",
+    "epoch_keys",
     "gathering",
     "seed_ids",
 ]

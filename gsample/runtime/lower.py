@@ -547,6 +547,14 @@ class _Lowering(NodeVisitor):
         where = dict(zip(names, slots))
         trimmed = set(pending)  # copies after a replay: no need to look at them
         wrap = self.wrap
+        # a list or tuple of returned values (blocks): built from their slots directly (no
+        # template walk per call)
+        flat = (
+            [where[r.name] for r in template]
+            if type(template) in (list, tuple) and all(type(r) is Ref for r in template)
+            else None
+        )
+        kind = type(template)
 
         def output(env, raw):
             """The returned structure; values with a tensor whose storage is in ``raw`` live
@@ -564,6 +572,13 @@ class _Lowering(NodeVisitor):
                     got[slot] = v
                 return v
 
+            if flat is not None and not raw:  # nothing to copy out of a graph's memory
+                for block, derived, op in kept:
+                    remember(env[block], op, env[derived])
+                for block, source in facts:
+                    remember(env[block], COLUMNS, env[source])
+                out = [wrap(env[s]) for s in flat]
+                return out if kind is list else kind(out)
             for block, derived, op in kept:
                 remember(value(block), op, value(derived))
             for block, source in facts:

@@ -24,8 +24,8 @@ from gsample.base.random import (
     BatchKeys,
     DeviceKey,
     KeyRange,
+    combine,
     key_prefix,
-    op_key,
     signed,
     stream_state,
 )
@@ -238,8 +238,33 @@ def run(program: Program, args: dict, observe: Callable | None = None):
     by ``program.num_random``, as the eager program would (a call that raises gives them
     back: it drew nothing the caller sees). ``observe(node, value)``, when
     given, is called after each step (the loader's memory estimate; ``GSAMPLE_DEBUG=3``).
+
+    What :func:`start` does, without its generators where a call made alone would not
+    pause anyway (a CPU program, or a GPU one whose checks are not deferred, whose pauses
+    :func:`finish` would only resume; or one with a single CUDA graph region: its
+    :func:`launch` and :func:`land`): a call one mini-batch at a time is on the host's path.
     """
-    return finish(start(program, args, observe))
+    if program.deferred and not (program.one_region and observe is None):
+        return finish(start(program, args, observe))
+    number, lane = program.acquire()
+    try:
+        stream = stream_state()
+        seed, base, batch = stream.seed, stream.ordinal, stream.batch_index
+        stream.ordinal += lane.num_random
+        try:
+            if not lane.deferred:
+                env = _bind(lane, args, seed, base, batch, False)[0]
+                _steps(lane.steps, env, observe)
+                return lane.output(env, ())
+            env, keys = _bind(lane, args, seed, base, batch, lane.keys_in_region)
+            return land(_launch(lane, env, keys))
+        except Exception:
+            # as _start: a call that raises gives its ordinals back
+            if stream.ordinal == base + lane.num_random:
+                stream.ordinal = base
+            raise
+    finally:
+        program.release(number)
 
 
 def finish(calls):
@@ -342,12 +367,10 @@ def _bind(program: Program, args: dict, seed: int, base: int, batch: int, in_reg
             )
         elif count:
             env[slot] = KeyRange.of(seed, base + ordinal, count, batch, batches)
+        elif batches is None:  # op_key(seed, base + ordinal, batch), its prefix remembered
+            env[slot] = combine(_prefix(seed, base + ordinal), batch)
         else:
-            env[slot] = (
-                op_key(seed, base + ordinal, batch)
-                if batches is None
-                else BatchKeys.of(seed, base + ordinal, batch, *batches)
-            )
+            env[slot] = BatchKeys.of(seed, base + ordinal, batch, *batches)
     keys = _device_keys(program, env, device_keys, batch, in_region) if device_keys else None
     return env, keys
 
@@ -529,6 +552,25 @@ class _DeviceKeys(Sequence):
 
 
 _PREFIXES: dict = {}
+_PREFIX: dict = {}
+_SEEDS: dict = {}
+
+
+def _prefix(seed: int, ordinal: int) -> int:
+    """``key_prefix(seed, ordinal)``, remembered: a loader's mini-batches draw with the
+    same ordinals of one epoch's seed (a few per epoch), their batch index alone differing;
+    calls made one after another draw with new ordinals of the same seed (its part kept)."""
+    hit = _PREFIX.get((seed, ordinal))
+    if hit is None:
+        if len(_PREFIX) > 4096:
+            _PREFIX.clear()
+            _SEEDS.clear()
+        first = _SEEDS.get(seed)
+        if first is None:
+            first = _SEEDS[seed] = combine(0, seed)
+        # key_prefix(seed, ordinal), its seed's part remembered
+        hit = _PREFIX[(seed, ordinal)] = combine(first, ordinal)
+    return hit
 
 
 def _prefixes(seed: int, ordinal: int, count: int) -> tuple:

@@ -21,10 +21,12 @@ class Check:
         self.check, self.names, self.attrs = check, names, attrs
         self.trusted, self.checked, self.in_kernel = trusted, checked, in_kernel
         self.extra = {"in_kernel": in_kernel} if in_kernel else {}
+        # the keyword arguments every call passes, merged once
+        self.fixed = {**attrs, "trusted": trusted, **self.extra}
 
     def __call__(self, *values):
         kwargs = dict(zip(self.names, values))
-        out = self.check(**kwargs, **self.attrs, trusted=self.trusted, **self.extra)
+        out = self.check(**kwargs, **self.fixed)
         return tuple(out.get(k, kwargs[k]) for k in self.checked)
 
 

@@ -321,3 +321,56 @@ def test_generated_fused_walk_compiles_to_ptx(name, cached, tmp_path):
     assert ".entry gs_fused_walk" in ptx
     assert ("atom.global.add.u64" in ptx) == cached  # the cache's counters
     assert "fma." not in ptx  # every float step rounded on its own, as torch's
+
+
+@pytest.mark.skipif(nvcc is None, reason="nvcc not installed")
+@pytest.mark.parametrize("idx", ["long long", "int"])
+def test_the_kept_edge_pass_fits_a_full_sm_without_spilling(idx, tmp_path):
+    """``gs_kept_edges`` stages its tile's kept edges in shared memory for blocks of
+    ``GS_KEPT_THREADS`` (the host's ``_THREADS``: a larger block would overrun the staging,
+    and its launch bounds refuse one) and caps its registers for ``GS_KEPT_MIN_BLOCKS`` blocks
+    an SM: ptxas must keep them without spilling, for int64 and int32 graph indices, and the
+    blocks' registers and shared memory must fit an sm_90 SM together."""
+    from gsample.backend.cuda import layerwise
+
+    text = (KERNELS / "layerwise.cu").read_text()
+    tiles = (KERNELS / "frontier_tiles.cuh").read_text()
+    assert re.search(rf"#define GS_KEPT_THREADS {layerwise._THREADS}\b", text)
+    assert re.search(rf"#define GS_ITEMS {layerwise._ITEMS}\b", tiles)
+    blocks = int(re.search(r"#define GS_KEPT_MIN_BLOCKS (\d+)", text)[1])
+    out = tmp_path / "layerwise.cubin"
+    done = subprocess.run(
+        [nvcc, "-cubin", "-arch=sm_90", *OPTIONS, f"-DGS_IDX={idx}", "--resource-usage"]
+        + [str(KERNELS / "layerwise.cu"), "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    log = done.stdout + done.stderr
+    usage = log[log.index("Function properties for gs_kept_edges") :].splitlines()[1:3]
+    assert "0 bytes spill stores, 0 bytes spill loads" in usage[0], usage
+    registers, smem = map(
+        int, re.search(r"Used (\d+) registers.* (\d+) bytes smem", usage[1]).groups()
+    )
+    assert registers * layerwise._THREADS * blocks <= 64 * 1024  # an SM's registers
+    assert (smem + 1024) * blocks <= 228 * 1024  # its shared memory (1 KB a block reserved)
+
+
+@pytest.mark.skipif(nvcc is None, reason="nvcc not installed")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_86"])
+def test_the_kept_edge_pass_caps_its_registers_only_on_sm_90(arch, tmp_path):
+    """Where an SM holds fewer of ``gs_kept_edges``' blocks (sm_80: its shared memory, 6;
+    sm_86: its 1536 threads), the sm_90 cap of 8 blocks an SM is not applied: ptxas keeps the
+    kernel without spilling and has no bound to ignore."""
+    out = tmp_path / "layerwise.cubin"
+    done = subprocess.run(
+        [nvcc, "-cubin", f"-arch={arch}", *OPTIONS, "--resource-usage"]
+        + [str(KERNELS / "layerwise.cu"), "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    log = done.stdout + done.stderr
+    assert "minnctapersm will be ignored" not in log
+    usage = log[log.index("Function properties for gs_kept_edges") :].splitlines()[1]
+    assert "0 bytes spill stores, 0 bytes spill loads" in usage, usage

@@ -465,13 +465,12 @@ def _ptr(t):
 
 def _usable(*tensors) -> bool:
     """Contiguous 1-d int64 CPU tensors (None allowed): what the native code reads."""
-    return all(
-        t is None
-        or (
-            t.device.type == "cpu" and t.dtype == torch.int64 and t.dim() == 1 and t.is_contiguous()
-        )
-        for t in tensors
-    )
+    for t in tensors:  # (a loop of plain tests: on every call's path)
+        if t is not None and not (
+            t.is_cpu and t.dtype is torch.int64 and t.dim() == 1 and t.is_contiguous()
+        ):
+            return False
+    return True
 
 
 def _weights(probs, nnz: int, k: int, replace: bool, method: str, checked: bool):

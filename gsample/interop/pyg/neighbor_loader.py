@@ -28,8 +28,9 @@ from collections.abc import Callable
 
 import torch
 
+from gsample.backend import backend_for
 from gsample.base import validate as V
-from gsample.base.random import MASK64, batch_scope, combine, hash_tensor, sort_key
+from gsample.base.random import MASK64, batch_scope, combine, hash_tensor
 from gsample.compiler.compiled import compile as gs_compile
 from gsample.interop.pyg import arguments as _args
 from gsample.interop.pyg import data as _out
@@ -39,6 +40,7 @@ from gsample.interop.pyg import subgraph as _subgraph
 from gsample.interop.pyg import super_batch as _super
 from gsample.interop.pyg import temporal as _temporal
 from gsample.interop.pyg.hetero_super_batch import HeteroSuperBatches
+from gsample.loader.dataloader import epoch_keys
 from gsample.loader.super_batching import super_batch_options
 from gsample.matrix.sparse import Matrix
 
@@ -132,9 +134,10 @@ def epoch_order(
     out = torch.device("cpu") if device is None else torch.device(device)
     if not shuffle:
         return torch.arange(num_inputs, device=out)
-    pos = torch.arange(num_inputs, device=out if sort_on is None else sort_on)
-    keys = sort_key(hash_tensor(epoch_seed, torch.full_like(pos, -1), pos))
-    return pos[torch.argsort(keys, stable=True)].to(out)
+    where = out if sort_on is None else torch.device(sort_on)
+    # gs.DataLoader's keys, made as it makes them (the CUDA backend's kernel on a GPU)
+    keys = epoch_keys(epoch_seed, num_inputs, where, backend_for(where))
+    return torch.argsort(keys, stable=True).to(out)
 
 
 class _EpochBatches(torch.utils.data.Sampler):
