@@ -19,6 +19,20 @@ pytestmark = [
 SEEDS = [0, 1, (1 << 63) - 1, 1 << 63, MASK64, 0x9E3779B97F4A7C15]
 
 
+def counted_hook(monkeypatch) -> list:
+    """The arguments of every call of the ``shuffle_keys`` hook from now on (the hook
+    still runs)."""
+    calls = []
+    kernel = hook("shuffle_keys")
+
+    def counted(*args):
+        calls.append(args)
+        return kernel(*args)
+
+    monkeypatch.setitem(backend._HOOKED, "shuffle_keys", counted)
+    return calls
+
+
 @pytest.mark.parametrize("n", [0, 1, 1000, 2**20 + 3])
 @pytest.mark.parametrize("epoch_seed", SEEDS, ids=hex)
 def test_the_kernel_s_keys_are_the_torch_keys(epoch_seed, n):
@@ -32,14 +46,7 @@ def test_the_loader_shuffles_with_the_kernel_as_on_the_cpu(small_graph, monkeypa
     """A loader on the CUDA backend makes its keys with the hook (one call an epoch) and
     yields the seeds in the CPU loader's order, epoch after epoch; on the torch backend it
     runs the torch code on the GPU (no call), in the same order."""
-    calls = []
-    kernel = hook("shuffle_keys")
-
-    def counted(*args):
-        calls.append(args)
-        return kernel(*args)
-
-    monkeypatch.setitem(backend._HOOKED, "shuffle_keys", counted)
+    calls = counted_hook(monkeypatch)
 
     def ids(A, seeds):
         return A[:, seeds].individual_sample(2).edges()[2]
@@ -65,14 +72,7 @@ def test_pyg_s_epoch_order_uses_the_kernel_on_the_cuda_backend(monkeypatch):
     """PyG's loaders sort their inputs on the graph's GPU by the same keys
     (``epoch_keys``): the hook on the CUDA backend, the torch code on the torch backend, one
     order (the CPU's)."""
-    calls = []
-    kernel = hook("shuffle_keys")
-
-    def counted(*args):
-        calls.append(args)
-        return kernel(*args)
-
-    monkeypatch.setitem(backend._HOOKED, "shuffle_keys", counted)
+    calls = counted_hook(monkeypatch)
     want = epoch_order(5000, True, 7)
     with gs.use_backend("cuda"):
         assert torch.equal(epoch_order(5000, True, 7, None, torch.device("cuda")), want)
