@@ -13,21 +13,8 @@ from gsample.base.random import combine
 
 
 def shuffle_keys(epoch_seed: int, n: int, device) -> torch.Tensor:
-    """:func:`gsample.base.random.shuffle_keys` in one kernel: the same bits.
-
-    Parameters
-    ----------
-    epoch_seed : int
-        The epoch's seed (an unsigned 64-bit int).
-    n : int
-        Number of keys (``>= 0``).
-    device : torch.device or str
-        A CUDA device.
-
-    Returns
-    -------
-    LongTensor, shape (n,), on ``device``
-        ``sort_key(hash_tensor(epoch_seed, -1, i))`` for ``i`` in ``[0, n)``.
+    """:func:`gsample.base.random.shuffle_keys` in one kernel: the same arguments (``device``
+    a CUDA device) and the same bits, a LongTensor of shape (n,) on ``device``.
 
     Examples
     --------
