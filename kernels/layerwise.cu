@@ -79,11 +79,13 @@ extern "C" __global__ void gs_frontier_rows(const gs_idx* __restrict__ indptr,
 // the probs_support pass said so).
 #define GS_NOT_A_ROW 0x7FFFFFFFFFFFFFFFLL
 
-__device__ __forceinline__ bool gs_is_candidate(const unsigned* __restrict__ cand,
-                                                const gs_t* __restrict__ probs, int shared,
-                                                gs_i64 n, gs_i64 r, gs_i64* __restrict__ bad) {
+// b: row r's batch, n > 0 ? gs_batch(r, n) : 0 (gs_is_candidate finds it; a caller that
+// knows it for a run of rows passes it).
+__device__ __forceinline__ bool gs_is_candidate_of(const unsigned* __restrict__ cand,
+                                                   const gs_t* __restrict__ probs, int shared,
+                                                   gs_i64 n, gs_i64 r, gs_i64 b,
+                                                   gs_i64* __restrict__ bad) {
     if (probs == nullptr) return cand == nullptr || gs_cand_bit(cand, r);
-    const gs_i64 b = n > 0 ? gs_batch(r, n) : 0;
     const double x = (double)probs[shared ? r - b * n : r];   // the batches share one probs
     if (!shared || b == 0) {
         if (isnan(x) || isinf(x)) bad[0] = 1;
@@ -92,16 +94,34 @@ __device__ __forceinline__ bool gs_is_candidate(const unsigned* __restrict__ can
     return (cand == nullptr || gs_cand_bit(cand, r)) && x > 0.0;
 }
 
+__device__ __forceinline__ bool gs_is_candidate(const unsigned* __restrict__ cand,
+                                                const gs_t* __restrict__ probs, int shared,
+                                                gs_i64 n, gs_i64 r, gs_i64* __restrict__ bad) {
+    if (probs == nullptr) return cand == nullptr || gs_cand_bit(cand, r);
+    return gs_is_candidate_of(cand, probs, shared, n, r, n > 0 ? gs_batch(r, n) : 0, bad);
+}
+
+// The sort keys' hash in batch b: row v's word is gs_word(gs_combine(key[0], key[1] + b), 0,
+// v) = gs_combine(seed, v), the seed the batch's (the same for all its rows).
+__device__ __forceinline__ gs_u64 gs_key_seed(const gs_u64* __restrict__ key, gs_i64 b) {
+    return gs_combine(gs_combine(key[0], (gs_i64)key[1] + b), 0);
+}
+
+// The sort key of row r, a candidate of batch b (seed: gs_key_seed's of b; bn: b * n).
+__device__ __forceinline__ gs_i64 gs_seeded_key(const gs_t* __restrict__ probs, int shared,
+                                                gs_u64 seed, gs_i64 r, gs_i64 bn) {
+    const gs_u64 w = gs_combine(seed, r - bn);
+    return probs == nullptr
+        ? (gs_i64)(w >> 1)
+        : __double_as_longlong(__ddiv_rn(gs_exponential(w), (double)probs[shared ? r - bn : r]));
+}
+
 // The sort key of row r, a candidate.
 __device__ __forceinline__ gs_i64 gs_candidate_key(const gs_t* __restrict__ probs, int shared,
                                                    const gs_u64* __restrict__ key, gs_i64 n,
                                                    gs_i64 r) {
     const gs_i64 b = n > 0 ? gs_batch(r, n) : 0;
-    const gs_u64 w = gs_word(gs_combine(key[0], (gs_i64)key[1] + b), 0, r - b * n);
-    return probs == nullptr
-        ? (gs_i64)(w >> 1)
-        : __double_as_longlong(__ddiv_rn(gs_exponential(w),
-                                         (double)probs[shared ? r - b * n : r]));
+    return gs_seeded_key(probs, shared, gs_key_seed(key, b), r, b * n);
 }
 
 // keys[r] for every row r of the row space (torch.topk selects from them).
@@ -124,7 +144,8 @@ extern "C" __global__ void gs_row_sort_keys(const unsigned* __restrict__ cand, g
 // lists its candidates in shared memory and computes their keys 32 at a time: a key is a
 // hash, a logarithm and a division in float64, and with one row a lane every lane would wait
 // for the warp's few candidates; within one batch it adds them to the cursor at once (an
-// atomic).
+// atomic). A span within one batch of the keys (n: mostly, as n is far above the span)
+// finds its batch and its hash's seed once, not a division and two hash rounds a row.
 #define GS_KEY_WARPS 8
 extern "C" __global__ void __launch_bounds__(GS_KEY_WARPS * 32)
 gs_row_keys_compact(const unsigned* __restrict__ cand, gs_i64 R,
@@ -139,11 +160,14 @@ gs_row_keys_compact(const unsigned* __restrict__ cand, gs_i64 R,
     const gs_i64 warps = ((gs_i64)gridDim.x * blockDim.x) >> 5;
     for (gs_i64 base = ((blockIdx.x * (gs_i64)blockDim.x + threadIdx.x) >> 5) * span; base < R;
          base += warps * span) {
+        const gs_i64 kb = n > 0 ? gs_batch(base, n) : 0;    // the span's batch of the keys
+        const bool kone = n <= 0 || gs_batch(min(base + span, R) - 1, n) == kb;
         int m = 0;                                       // the warp's candidates so far
 #pragma unroll
         for (int j = 0; j < GS_ITEMS; ++j) {
             const gs_i64 r = base + 32 * j + lane;
-            const bool is = r < R && gs_is_candidate(cand, probs, shared, n, r, bad);
+            const bool is = r < R && gs_is_candidate_of(cand, probs, shared, n, r,
+                                                        kone ? kb : gs_batch(r, n), bad);
             const unsigned ball = __ballot_sync(0xFFFFFFFFu, is);
             if (is) list[m + __popc(ball & ((1u << lane) - 1u))] = 32 * j + lane;
             m += __popc(ball);
@@ -156,9 +180,11 @@ gs_row_keys_compact(const unsigned* __restrict__ cand, gs_i64 R,
         if (one && lane == 0)
             first = (gs_i64)atomicAdd((unsigned long long*)&at[b], (unsigned long long)m);
         first = __shfl_sync(0xFFFFFFFFu, first, 0);
+        const gs_u64 seed = gs_key_seed(key, kb);
         for (int i = lane; i < m; i += 32) {
             const gs_i64 r = base + list[i];
-            const gs_i64 k = gs_candidate_key(probs, shared, key, n, r);
+            const gs_i64 k = kone ? gs_seeded_key(probs, shared, seed, r, kb * n)
+                                  : gs_candidate_key(probs, shared, key, n, r);
             const gs_i64 to = one ? first + i
                                   : (gs_i64)atomicAdd((unsigned long long*)&at[gs_batch(r, per)],
                                                       1ULL);
