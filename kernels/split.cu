@@ -76,7 +76,9 @@ __device__ __forceinline__ void gs_split_field(gs_i64 len, First first, Load loa
 #pragma unroll
         for (int k = 0; k < GS_SPLIT_ILP; ++k) {
             const gs_i64 i = base + k * 32 + lane;
-            v[k] = i < len ? load(i, i < end ? b : first.batch(i)) : 0;
+            // (without ByBatch no search here: end is 0, and a search whose result load
+            // ignores still ran, as the compiler keeps a loop it cannot prove ends)
+            v[k] = i < len ? load(i, ByBatch ? (i < end ? b : first.batch(i)) : 0) : 0;
         }
         if (!ByBatch) {
             b = first.batch(base);
