@@ -501,23 +501,25 @@ __device__ __forceinline__ void gs_total_each_edge(const gs_idx* __restrict__ in
     GS_TILES_OF(g0, t, ptr, C, true, sub) {
         for (int s = 0; s < sub; ++s) {
             const gs_i64 gs = g0 + s * (gs_i64)blockDim.x * GS_ITEMS;
-            gs_i64 b[GS_ITEMS];
-            double x[GS_ITEMS];
+            // held as int (a group is below G, a super-batch's mini-batch count) and gs_t:
+            // the registers of an SM's sixth block
+            int b[GS_ITEMS];
+            gs_t x[GS_ITEMS];
 #pragma unroll
             for (int j = 0; j < GS_ITEMS; ++j) {
                 const gs_i64 g = gs + j * (gs_i64)blockDim.x + threadIdx.x;
                 b[j] = -1;
-                x[j] = 0.0;
+                x[j] = 0;
                 if (g < gs_E) {
                     gs_i64 c, shift;
                     const gs_i64 e = gs_frontier_edge(t, indptr, cols, ptr, n, g, &c, &shift);
-                    b[j] = gs_total_group(shift, n, G);
-                    x[j] = gs_value(values, e);
+                    b[j] = (int)gs_total_group(shift, n, G);
+                    x[j] = (gs_t)gs_value(values, e);           // (exact: a gs_t's value)
                 }
             }
 #pragma unroll
             for (int j = 0; j < GS_ITEMS; ++j)
-                if (b[j] >= 0) visit(b[j], x[j]);
+                if (b[j] >= 0) visit(b[j], (double)x[j]);
         }
         if (G > 1) tile_end();
     }
