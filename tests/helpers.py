@@ -44,6 +44,148 @@ static inline T atomicMin(T* p, T v) { T o = *p; if (v < o) *p = v; return o; }
 template <typename T> static inline T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }
 static inline int atomicExch(int* p, int v) { int o = *p; *p = v; return o; }
 """
+#: CUDA as C++ where a kernel needs whole blocks (``__syncthreads``, ``__shared__``, warp
+#: intrinsics): each CUDA thread a ``std::thread`` (link with ``-pthread``), the blocks of a
+#: launch one after the other (``gs_launch(grid, block, kernel)``); the intrinsics of every
+#: lane of a warp meet behind a barrier, so a barrier or a full-mask intrinsic that some lane
+#: misses deadlocks (the caller's watchdog ends it). Not a model of the GPU's memory order.
+CUDA_BLOCKS_AS_CPP = r"""
+// A CUDA block as blockDim real threads (std::thread), blocks one after the other:
+// __syncthreads a barrier of the block, each warp's intrinsics an exchange behind a barrier
+// of its 32 lanes (so every lane must reach the same intrinsic, as a full mask requires; a
+// barrier or intrinsic in divergent code deadlocks, which the watchdog ends).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <pthread.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+using std::isinf;
+using std::isnan;
+using std::max;
+using std::min;
+#define __device__
+#define __forceinline__ inline
+#define __global__
+#define __restrict__
+#define __shared__ static
+struct gs_dim3 { long long x; };
+static thread_local gs_dim3 threadIdx = {0}, blockIdx = {0};
+static gs_dim3 blockDim = {1}, gridDim = {1};
+static pthread_barrier_t gs_block_bar;
+struct gs_warp_t { unsigned long long v[32]; pthread_barrier_t bar; };
+static gs_warp_t gs_warps[32];
+static inline void __syncthreads() { pthread_barrier_wait(&gs_block_bar); }
+static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+// every lane's x, once all 32 lanes of the warp have given theirs
+static inline void gs_lanes(unsigned long long x, unsigned long long* all) {
+    gs_warp_t& w = gs_warps[threadIdx.x >> 5];
+    w.v[threadIdx.x & 31] = x;
+    pthread_barrier_wait(&w.bar);
+    memcpy(all, w.v, sizeof w.v);
+    pthread_barrier_wait(&w.bar);
+}
+static inline void gs_in_mask(unsigned mask, long long lane) {
+    if (!((mask >> (lane & 31)) & 1u)) { fprintf(stderr, "a lane outside the mask\n"); abort(); }
+}
+template <typename T> static inline unsigned long long gs_bits(T v) {
+    unsigned long long b = 0;
+    memcpy(&b, &v, sizeof(T));
+    return b;
+}
+template <typename T> static inline T gs_from(unsigned long long b) {
+    T v;
+    memcpy(&v, &b, sizeof(T));
+    return v;
+}
+template <typename T> static inline T __shfl_sync(unsigned mask, T v, long long src) {
+    gs_in_mask(mask, threadIdx.x);
+    gs_in_mask(mask, src);
+    unsigned long long all[32];
+    gs_lanes(gs_bits(v), all);
+    return gs_from<T>(all[src & 31]);
+}
+template <typename T> static inline T __shfl_down_sync(unsigned mask, T v, int d) {
+    gs_in_mask(mask, threadIdx.x);
+    unsigned long long all[32];
+    gs_lanes(gs_bits(v), all);
+    const int lane = threadIdx.x & 31;
+    return gs_from<T>(lane + d < 32 ? all[lane + d] : all[lane]);
+}
+template <typename T> static inline T __shfl_up_sync(unsigned mask, T v, int d) {
+    gs_in_mask(mask, threadIdx.x);
+    unsigned long long all[32];
+    gs_lanes(gs_bits(v), all);
+    const int lane = threadIdx.x & 31;
+    return gs_from<T>(lane >= d ? all[lane - d] : all[lane]);
+}
+static inline unsigned __ballot_sync(unsigned mask, bool p) {
+    gs_in_mask(mask, threadIdx.x);
+    unsigned long long all[32];
+    gs_lanes(p, all);
+    unsigned b = 0;
+    for (int i = 0; i < 32; ++i) b |= (all[i] ? 1u : 0u) << i;
+    return b & mask;
+}
+static inline bool __all_sync(unsigned mask, bool p) { return __ballot_sync(mask, p) == mask; }
+static inline unsigned __match_any_sync(unsigned mask, unsigned long long v) {
+    gs_in_mask(mask, threadIdx.x);
+    unsigned long long all[32];
+    gs_lanes(v, all);
+    unsigned b = 0;
+    for (int i = 0; i < 32; ++i) b |= (all[i] == v ? 1u : 0u) << i;
+    return b & mask;
+}
+static inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
+static inline int __popc(unsigned x) { return __builtin_popcount(x); }
+static inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __longlong_as_double(long long x) { double d; memcpy(&d, &x, 8); return d; }
+#define GS_SEQ __ATOMIC_SEQ_CST
+template <typename T> static inline T atomicAdd(T* p, T v) {
+    return __atomic_fetch_add(p, v, GS_SEQ);
+}
+template <typename T> static inline T atomicOr(T* p, T v) {
+    return __atomic_fetch_or(p, v, GS_SEQ);
+}
+template <typename T> static inline T atomicCAS(T* p, T c, T v) {
+    __atomic_compare_exchange_n(p, &c, v, false, GS_SEQ, GS_SEQ);
+    return c;
+}
+template <typename T> static inline T atomicMax(T* p, T v) {
+    T o = __atomic_load_n(p, GS_SEQ);
+    while (o < v && !__atomic_compare_exchange_n(p, &o, v, false, GS_SEQ, GS_SEQ)) {}
+    return o;
+}
+template <typename T> static inline T atomicMin(T* p, T v) {
+    T o = __atomic_load_n(p, GS_SEQ);
+    while (v < o && !__atomic_compare_exchange_n(p, &o, v, false, GS_SEQ, GS_SEQ)) {}
+    return o;
+}
+// kernel() over `grid` blocks of `block` threads (a multiple of 32), a block at a time
+template <typename F> static void gs_launch(long long grid, long long block, F kernel) {
+    blockDim.x = block;
+    gridDim.x = grid;
+    pthread_barrier_init(&gs_block_bar, nullptr, (unsigned)block);
+    for (long long w = 0; w < block / 32; ++w) pthread_barrier_init(&gs_warps[w].bar, nullptr, 32);
+    for (long long b = 0; b < grid; ++b) {
+        std::vector<std::thread> threads;
+        for (long long t = 0; t < block; ++t)
+            threads.emplace_back([=]() {
+                threadIdx.x = t;
+                blockIdx.x = b;
+                kernel();
+            });
+        for (auto& th : threads) th.join();
+    }
+    pthread_barrier_destroy(&gs_block_bar);
+    for (long long w = 0; w < block / 32; ++w) pthread_barrier_destroy(&gs_warps[w].bar);
+}
+"""
 #: CUDA's names as C++ for a kernel whose threads work together (barriers, a warp's ballots
 #: and shuffles): a std::thread per CUDA thread, a block's threads at once and the blocks one
 #: after another (``__shared__``: static, one copy), ``__syncthreads`` a barrier of the block,

@@ -420,6 +420,46 @@ def test_slice_reduce_rows_exact_and_reproducible(normalized):
         )
 
 
+@pytest.mark.parametrize("rounds", [1, 2, 3, 4])
+def test_chunked_row_sums_of_several_rounds_a_tile_equal_one_mini_batch(
+    normalized, rounds, monkeypatch
+):
+    """A super-batch's row sums by chunk (``gs_rowsum_chunk_counts`` and ``_fill`` with
+    ``sub`` rounds of items a tile, the host's ``_rounds`` forced; the fill asks for a
+    round's places together): every batch's rows the bits of its mini-batch alone (the
+    passes over the row space), NaN and inf included; frontiers of long columns (staged
+    tiles) and of the shortest ones (tiles of more columns than ``GS_STAGE``, unstaged)."""
+    from gsample.backend.cuda import layerwise
+
+    A = normalized.csc
+    n = A.num_nodes
+    vals = A.values.clone()
+    vals[::5003] = float("nan")
+    vals[7::7001] = float("inf")
+    B = A.with_values(vals)
+    # the shortest columns with an edge (the graph's 4000 shortest have none): tiles of
+    # more columns than GS_STAGE, unstaged
+    deg = A.indptr.diff()
+    some = torch.nonzero(deg > 0).squeeze(1)
+    short = some[torch.argsort(deg[some], stable=True)[:4000]]
+    parts = [
+        _seeds(3000, n, 40 + rounds, repeats=True),
+        _seeds(500, n, 41 + rounds),
+        short,
+        short[1::2],
+    ]
+    singles = [layerwise.slice_reduce(B, p, "sum", 1) for p in parts]  # not forced: 1 round
+    monkeypatch.setattr(layerwise, "_rounds", lambda *args: rounds)
+    enc = torch.cat([p + b * n for b, p in enumerate(parts)])
+    padded = BoundedIds(torch.cat([enc, enc[:9]]), torch.tensor([enc.numel()], device="cuda"))
+    for frontier in (enc, padded):
+        got = layerwise.slice_reduce(B, frontier, "sum", 1, batches=(len(parts), n))
+        for b, want in enumerate(singles):
+            torch.testing.assert_close(
+                got[b * n : (b + 1) * n], want, rtol=0, atol=0, equal_nan=True
+            )
+
+
 def test_layer_wise_kernels_cut_columns_into_equal_tiles():
     """The layer-wise kernels run over tiles of 1024 frontier edges: columns of 0, 1, 1023,
     1024, 1025, 2048 and 5000 edges (tiles start inside and at the edge of them), repeated

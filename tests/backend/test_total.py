@@ -340,6 +340,58 @@ def test_cuda_kernels_equal_the_torch_code(dtype, where):
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+@pytest.mark.parametrize("rounds", [1, 2, 3, 4])
+@pytest.mark.parametrize("frontier", ["slice", "super-batch", "short columns"])
+@pytest.mark.parametrize("values", ["spread", "ones"])
+def test_the_frontier_sums_of_several_rounds_a_tile_are_the_torch_code(
+    rounds, frontier, values, monkeypatch
+):
+    """``gs_total_*`` with ``sub`` rounds of items a tile (``GS_TILES_OF``, staged columns;
+    the host's ``_rounds`` forced): one mini-batch; a super-batch of 48 whose last tile's
+    later rounds hold no edge; and a super-batch of the graph's shortest columns, whose tiles
+    of several rounds hold more columns than ``GS_STAGE`` (read unstaged). The torch code's
+    bits, NaN and infinities included; with values of one, each sum is an edge count, which
+    a term dropped or counted twice changes (a spread term below the 62-bit grain adds
+    nothing either way)."""
+    pytest.importorskip("cupy")
+    from gsample.backend.cuda import layerwise
+    from gsample.backend.torch import fused_reduce
+
+    monkeypatch.setattr(layerwise, "_rounds", lambda *args: rounds)
+    G = gs.datasets.rmat(3000, 60_000, seed=2, weighted=True).csc
+    g = torch.Generator().manual_seed(11)
+    # signed terms whose exponents spread past the 62-bit grain (rounded terms)
+    vals = torch.ldexp(
+        torch.rand(G.nnz, generator=g) * 2 - 1, torch.randint(-40, 40, (G.nnz,), generator=g)
+    )
+    # a column each whose first edge is NaN, inf or -inf: some batches' sums are NaN or
+    # infinite, the rest finite
+    deg = G.indptr.diff()
+    some = torch.argsort(deg, stable=True)[int((deg == 0).sum()) :][100:107:3]
+    vals[G.indptr[some]] = torch.tensor([float("nan"), float("inf"), -float("inf")])
+    A = G.with_values(vals if values == "spread" else torch.ones(G.nnz))
+    Ag = gs.Matrix(A).to("cuda").csc
+    if frontier == "slice":
+        seeds = random_seeds(700, seed=rounds, num_nodes=3000)
+        got = layerwise.slice_total(Ag, seeds.cuda(), "sum")
+        want = fused_reduce.slice_total(A, seeds, "sum")
+    else:
+        if frontier == "super-batch":
+            g = torch.Generator().manual_seed(rounds)
+            seeds = [torch.randperm(3000, generator=g)[: 100 + 50 * b] for b in range(48)]
+        else:
+            short = torch.argsort(A.indptr.diff(), stable=True)[:2000]  # 0 to a few edges
+            seeds = [short[b::3] for b in range(48)]
+        N = len(seeds)
+        enc = torch.cat([s + b * 3000 for b, s in enumerate(seeds)])
+        got = layerwise.slice_total(Ag, enc.cuda(), "sum", batches=(N, 3000))
+        want = fused_reduce.slice_total(A, enc, "sum", batches=(N, 3000))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
 def test_cuda_backend_sums_as_the_torch_backend_without_a_read_back():
     """Compiled on each backend, a LADIES slice's sum (fused: ``SLICE_TOTAL``) and a
     sample's (``TOTAL``) are the same bits, and the CUDA kernels read nothing back."""

@@ -61,8 +61,9 @@ from gsample.ir.checks import NO_POSITIVE_ROW
 _THREADS = 256
 _ITEMS = 4  # GS_ITEMS of kernels/layerwise.cu
 _TILE = _ITEMS * _THREADS  # frontier edges per tile (GS_ITEMS per thread)
-# rounds of items a tile of gs_frontier_rows / gs_kept_append (_rounds): up to 4, as many as
-# GS_TILES_OF takes; a round shares the tile's column search and staging with the others
+# rounds of items a tile of gs_frontier_rows / gs_kept_append, and of the row sums' chunk
+# passes and the totals of kernels/rowsum.cu (_rounds): up to 4, as many as GS_TILES_OF
+# takes; a round shares the tile's column search and staging with the others
 _MAX_ROUNDS = 4
 _GRID = 1024  # blocks of the kernels whose edge count stays on the device
 _NOT_A_ROW = 2**63 - 1  # the sort key of a row that is not a candidate
@@ -81,6 +82,11 @@ _LAST_KEPT: dict = {}
 #: torch.topk's passes over every key cost most; one at a time, the radix select's eight
 #: launches cost more host time than they save)
 SELECT = "auto"
+#: rounds of items a tile of the exact sums' passes over a frontier's edges
+#: (gs_rowsum_chunk_counts, gs_rowsum_chunk_fill, gs_total_*): "auto" (_rounds, as the
+#: candidate bits and the kept list take) or a number from 1 (a round a tile) to _MAX_ROUNDS;
+#: the same bits either way (the sums are order-free)
+SUM_ROUNDS = "auto"
 #: the kernels keep a chosen row's position among the chosen (``newpos``) as int32, and the
 #: radix select counts a batch's candidates per digit in uint32: a sample that could pass
 #: these runs the exact implementation (docs/guide/large-graphs.md, "64-bit offsets")
@@ -228,11 +234,12 @@ def slice_total(A: CSC, cols, op: str, batches=None) -> torch.Tensor:
     N, n = batches if batches is not None else (1, 0)
     C = buf.numel()
     dtype = torch.float32 if vals is None else vals.dtype
-    indptr, _ = _index_arrays(A)
+    indptr, rows = _index_arrays(A)
     v = _opt(None if vals is None else vals.contiguous())
     sums = RowSums(N, dtype, buf.device, _params(indptr))
     if C:
         ptr = _frontier_ptr(indptr, buf, ncols, n, A.num_nodes * N)  # the ids checked there
+        sub = _sum_rounds(indptr, rows)
         for name, out in (
             ("gs_total_exponents", (sums.emax, sums.flags)),
             ("gs_total_add", (sums.emax, sums.lo, sums.hi)),
@@ -250,6 +257,7 @@ def slice_total(A: CSC, cols, op: str, batches=None) -> torch.Tensor:
                 n,
                 N,
                 *out,
+                sub,
                 block=_THREADS,
                 grid=_GRID,
                 **sums.key,
@@ -271,6 +279,7 @@ def _chunked_row_sums(
     K = -(-R // _CHUNK)
     key = {"params": _params(indptr), "dtypes": (_FLOATS[dtype],)}
     ptr = _frontier_ptr(indptr, buf, ncols, n, R)  # the ids checked there
+    sub = _sum_rounds(indptr, rows)  # the counts and the fill: the same rounds
     starts = torch.empty(2 * (K + 1), dtype=torch.int64, device=dev)
     memset(starts, 0)
     counts, starts = starts[: K + 1], starts[K + 1 :]
@@ -286,6 +295,7 @@ def _chunked_row_sums(
         ptr,
         n,
         counts,
+        sub,
         block=_THREADS,
         grid=_GRID,
         **key,
@@ -311,6 +321,7 @@ def _chunked_row_sums(
             n,
             cursor,
             found,
+            sub,
             block=_THREADS,
             grid=_GRID,
             **key,
@@ -715,13 +726,22 @@ def _kept_listed(indptr, rows, cols, C: int, ptr, n: int, newpos, g) -> tuple:
 
 
 def _rounds(indptr, rows) -> int:
-    """Rounds of items a tile of gs_frontier_rows and gs_kept_append takes (``sub``, 1 to
+    """Rounds of items a tile of gs_frontier_rows, gs_kept_append, the row sums' chunk
+    counts and fill and the totals (``kernels/rowsum.cu``) take (``sub``, 1 to
     ``_MAX_ROUNDS``): as many as keep a tile's columns (``sub * _TILE`` edges) within half
     the staging (GS_STAGE = 256 columns) where the frontier's columns are as long as the
     graph's mean (``rows`` and ``indptr`` are the graph's; the frontier's edge count is not
     read back before these passes, and a sampled frontier's columns are mostly longer)."""
     mean = rows.numel() // max(indptr.numel() - 1, 1)
     return max(1, min(_MAX_ROUNDS, mean * 128 // _TILE))
+
+
+def _sum_rounds(indptr, rows) -> int:
+    """Rounds of items a tile of the exact sums' passes over a frontier (``SUM_ROUNDS``;
+    clamped: a tile of no round would never advance)."""
+    if SUM_ROUNDS == "auto":
+        return _rounds(indptr, rows)
+    return max(1, min(_MAX_ROUNDS, int(SUM_ROUNDS)))
 
 
 def _kept_counts(
