@@ -44,6 +44,139 @@ static inline T atomicMin(T* p, T v) { T o = *p; if (v < o) *p = v; return o; }
 template <typename T> static inline T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }
 static inline int atomicExch(int* p, int v) { int o = *p; *p = v; return o; }
 """
+#: CUDA's names as C++ for a kernel whose threads work together (barriers, a warp's ballots
+#: and shuffles): a std::thread per CUDA thread, a block's threads at once and the blocks one
+#: after another (``__shared__``: static, one copy), ``__syncthreads`` a barrier of the block,
+#: a warp's collective an exchange through its 32 slots between two barriers of its lanes
+#: (so lanes that diverge around one hang, which a test's timeout reports); a collective
+#: called with a partial mask is counted in ``gs_calls_missing`` (the kernels pass full
+#: ones). ``gs_run(grid, block, fn)`` runs ``fn`` (a launch) on a grid; atomics are atomic.
+CUDA_THREADS_AS_CPP = r"""
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <thread>
+#include <vector>
+#include <atomic>
+#include <pthread.h>
+#define __device__
+#define __forceinline__ inline
+#define __global__
+#define __restrict__
+#define __launch_bounds__(...)
+#define __shared__ static
+struct gs_dim3 { unsigned x; };
+static thread_local gs_dim3 threadIdx = {0}, blockIdx = {0};
+static gs_dim3 blockDim = {1}, gridDim = {1};
+using std::isnan;
+using std::isinf;
+template <typename T> static inline T min(T a, T b) { return b < a ? b : a; }
+template <typename T> static inline T max(T a, T b) { return a < b ? b : a; }
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __ddiv_rn(double a, double b) { return a / b; }
+static inline long long __double_as_longlong(double x) {
+    long long y;
+    memcpy(&y, &x, 8);
+    return y;
+}
+static inline int __popc(unsigned x) { return __builtin_popcount(x); }
+static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+static inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
+static inline int __ffs(unsigned x) { return __builtin_ffs(x); }
+static inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+#define GS_SC __ATOMIC_SEQ_CST
+template <typename T> static inline T atomicAdd(T* p, T v) {
+    return __atomic_fetch_add(p, v, GS_SC);
+}
+template <typename T> static inline T atomicOr(T* p, T v) { return __atomic_fetch_or(p, v, GS_SC); }
+template <typename T> static inline T atomicCAS(T* p, T c, T v) {
+    __atomic_compare_exchange_n(p, &c, v, false, GS_SC, GS_SC);
+    return c;
+}
+template <typename T> static inline T atomicMin(T* p, T v) {
+    T o = __atomic_load_n(p, GS_SC);
+    while (v < o && !__atomic_compare_exchange_n(p, &o, v, false, GS_SC, GS_SC)) {}
+    return o;
+}
+template <typename T> static inline T atomicMax(T* p, T v) {
+    T o = __atomic_load_n(p, GS_SC);
+    while (o < v && !__atomic_compare_exchange_n(p, &o, v, false, GS_SC, GS_SC)) {}
+    return o;
+}
+
+struct gs_warp_t { pthread_barrier_t bar; unsigned long long slot[32]; };
+static pthread_barrier_t gs_block_bar;
+static std::vector<gs_warp_t> gs_warps;
+// a lane's calls must all come from every lane of its warp (a full mask), as the kernels'
+static unsigned long long gs_calls_missing = 0;
+static inline gs_warp_t& gs_my_warp() { return gs_warps[threadIdx.x >> 5]; }
+static inline void __syncthreads() { pthread_barrier_wait(&gs_block_bar); }
+static inline void __syncwarp(unsigned = 0xFFFFFFFFu) { pthread_barrier_wait(&gs_my_warp().bar); }
+template <typename T> static inline unsigned long long gs_bits(T v) {
+    static_assert(sizeof(T) <= 8, "a slot holds 8 bytes");
+    unsigned long long s = 0;
+    memcpy(&s, &v, sizeof(T));
+    return s;
+}
+template <typename T> static inline T gs_from(unsigned long long s) {
+    T v;
+    memcpy(&v, &s, sizeof(T));
+    return v;
+}
+// every lane's value, then the value of lane `src` (src outside the warp: its own)
+template <typename T> static inline T gs_exchange(unsigned mask, T v, int src) {
+    if (mask != 0xFFFFFFFFu) __atomic_fetch_add(&gs_calls_missing, 1ULL, GS_SC);
+    gs_warp_t& w = gs_my_warp();
+    const int lane = threadIdx.x & 31;
+    w.slot[lane] = gs_bits(v);
+    pthread_barrier_wait(&w.bar);
+    const T got = (src < 0 || src > 31) ? v : gs_from<T>(w.slot[src]);
+    pthread_barrier_wait(&w.bar);
+    return got;
+}
+template <typename T> static inline T __shfl_sync(unsigned m, T v, int src) {
+    return gs_exchange(m, v, src & 31);
+}
+template <typename T> static inline T __shfl_up_sync(unsigned m, T v, unsigned d) {
+    return gs_exchange(m, v, (int)(threadIdx.x & 31) - (int)d);
+}
+template <typename T> static inline T __shfl_down_sync(unsigned m, T v, unsigned d) {
+    return gs_exchange(m, v, (int)(threadIdx.x & 31) + (int)d);
+}
+static inline unsigned gs_collect(unsigned mask, unsigned long long v, bool any_equal) {
+    if (mask != 0xFFFFFFFFu) __atomic_fetch_add(&gs_calls_missing, 1ULL, GS_SC);
+    gs_warp_t& w = gs_my_warp();
+    const int lane = threadIdx.x & 31;
+    w.slot[lane] = v;
+    pthread_barrier_wait(&w.bar);
+    unsigned out = 0;
+    for (int l = 0; l < 32; ++l)
+        if (any_equal ? w.slot[l] == v : w.slot[l] != 0) out |= 1u << l;
+    pthread_barrier_wait(&w.bar);
+    return out;
+}
+static inline unsigned __ballot_sync(unsigned m, int p) { return gs_collect(m, p != 0, false); }
+template <typename T> static inline unsigned __match_any_sync(unsigned m, T v) {
+    return gs_collect(m, gs_bits(v), true);
+}
+
+// run kernel() (a launch) on a grid of `grid` blocks of `block` threads (a multiple of 32)
+template <typename F> static void gs_run(long long grid, long long block, F kernel) {
+    gridDim.x = grid; blockDim.x = block;
+    gs_warps = std::vector<gs_warp_t>(block / 32);
+    for (auto& w : gs_warps) pthread_barrier_init(&w.bar, nullptr, 32);
+    pthread_barrier_init(&gs_block_bar, nullptr, block);
+    for (long long b = 0; b < grid; ++b) {
+        std::vector<std::thread> threads;
+        for (long long t = 0; t < block; ++t)
+            threads.emplace_back([=] { blockIdx.x = b; threadIdx.x = t; kernel(); });
+        for (auto& th : threads) th.join();
+    }
+    pthread_barrier_destroy(&gs_block_bar);
+    for (auto& w : gs_warps) pthread_barrier_destroy(&w.bar);
+}
+"""
 KERNELS = pathlib.Path(__file__).resolve().parents[1] / "kernels"
 #: the C++ compiler the kernels-as-C++ tests build with (None: those tests skip)
 CXX = shutil.which("g++") or shutil.which("c++")

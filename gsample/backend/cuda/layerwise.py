@@ -75,7 +75,8 @@ _KEPT_ROOM, _KEPT_MIN = 8, 1 << 16
 _LIST_SHARE = 16
 #: a super-batch's collective sample writes its kept edges (counted per column) from a mask
 #: of them (gs_kept_mask: the one pass after the read-back that tests rows, then
-#: gs_kept_masked) rather than by gs_kept_edges (a row tested again, a look-back)
+#: gs_kept_masked) rather than by gs_kept_edges (a row tested again, a look-back); past its
+#: kept list's room the mask gives the column pointer too. False: the old finish, for an A/B
 MASK_FINISH = True
 #: (graph's indptr address, key prefix, k, copies) -> (kept edges, frontier edges) of the
 #: op's last super-batch
@@ -661,11 +662,13 @@ def collective_finish(pending: Pending) -> CSC:
         indptr_out = torch.searchsorted(g, ptr[: Cx + 1])
     else:  # counted per column; the edges in order
         masked = None
-        if room or (n and K and MASK_FINISH):
+        if MASK_FINISH and (room or (n and K)):
             # a super-batch's: the mask pass tests the rows, the kept edges' pass only places
             # them (and, past the list's room, the mask gives the column pointer)
             counted, masked = _kept_mask(indptr, rows, cols, Cx, ptr, n, bits, edges, not room)
             indptr_out = counted if room else indptr_out
+        elif room:  # (more than the list's room: counted now)
+            indptr_out = _kept_counts(indptr, rows, cols, Cx, ptr, n, newpos, bits)
         rows_out, _, values, eids = _kept_edges(
             indptr, rows, cols, Cx, ptr, n, newpos, bits, edges, K, A.values, A.eids, masked
         )
@@ -778,9 +781,9 @@ def _kept_mask(
     words = tiles * (_TILE // 32)
     mask = torch.empty(words, dtype=torch.int32, device=dev)
     # one allocation: each tile's kept edges, their exclusive prefix (tiles + 1), the pointer
-    its, before, indptr_out = torch.empty(
-        2 * tiles + 1 + C + 1, dtype=torch.int64, device=dev
-    ).split((tiles, tiles + 1, C + 1))
+    # (none where counted)
+    lens = (tiles, tiles + 1, 0 if counted else C + 1)
+    its, before, indptr_out = torch.empty(sum(lens), dtype=torch.int64, device=dev).split(lens)
     memset(before[:1], 0)
     params = _params(indptr)
     if tiles:
