@@ -530,23 +530,31 @@ def test_the_kept_edge_pass_gathers_values_and_edge_ids(weighted, values):
 
 @pytest.mark.parametrize("probs", [None, "shared", "per_batch"])
 @pytest.mark.parametrize("k", [1, 300, 20_000])
-@pytest.mark.parametrize("N, room", [(3, None), (3, 1), (3, 0), (1, None)])
+@pytest.mark.parametrize(
+    "N, room, mask",
+    [(3, None, True), (3, 1, True), (3, 0, True), (1, None, True), (3, 1, False), (3, 0, False)],
+)
 def test_super_batched_collective_sample_equals_the_torch_backend(
-    graph, probs, k, N, room, monkeypatch
+    graph, probs, k, N, room, mask, monkeypatch
 ):
     """A super-batch's collective draws run on the kernels (each batch's k rows among its
     own, over a padded frontier) and give the torch backend's super-batched sample, its
     kept edges listed and sorted (room None), counted per column after the list ran out of
-    room (1), or counted per column from the start (0; one mini-batch always is)."""
+    room (1), or counted per column from the start (0; one mini-batch always is); the kept
+    edges written from a mask of them, or (``mask`` False: ``MASK_FINISH``) as before."""
     from gsample.backend.cuda import layerwise
     from gsample.backend.torch import fused_select
 
     monkeypatch.setattr(layerwise, "_LAST_KEPT", {})
+    monkeypatch.setattr(layerwise, "MASK_FINISH", mask)
     if room is not None:
         monkeypatch.setattr(layerwise, "_list_room", lambda *args: room)
     listed = []
     real = layerwise._kept_listed
     monkeypatch.setattr(layerwise, "_kept_listed", lambda *a: listed.append(1) or real(*a))
+    masked = []
+    real_mask = layerwise._kept_mask
+    monkeypatch.setattr(layerwise, "_kept_mask", lambda *a: masked.append(1) or real_mask(*a))
     n = graph.num_nodes
     parts = [_seeds(150 + 40 * b, n, 20 + b) for b in range(N)]
     enc = torch.cat([p + b * n for b, p in enumerate(parts)])
@@ -568,6 +576,8 @@ def test_super_batched_collective_sample_equals_the_torch_backend(
         for f in ("indptr", "rows", "row_ids", "col_ids", "eids"):
             assert torch.equal(getattr(got, f), getattr(want, f)), f
     assert bool(listed) == (room is None and N > 1)  # (the first call lists, at least)
+    if room is not None:  # (each batch keeps an edge: more than a room of 1)
+        assert bool(masked) == mask  # the mask passes wrote the kept edges
 
 
 @pytest.mark.parametrize("rounds", [2, 3, 4])

@@ -26,9 +26,10 @@ the GPU idled, and that one block would set the layer's time.
   distinct rows differ but for a 64-bit hash collision, so samples equal the torch
   backend's. The kept-edge passes test a row's bit (a bit per row of the row space, in the
   L2) before they read its position. They count the kept edges per column, and the finish
-  takes them in the frontier's order in a second pass; a super-batch that keeps few of its
-  frontier's edges lists them instead, and the finish sorts the list (:func:`_list_room`:
-  a pass over the frontier's edges less).
+  takes them in the frontier's order in a second pass (a super-batch's from a mask of them,
+  :func:`_kept_mask`: the rows tested once after the read-back); a super-batch that keeps few
+  of its frontier's edges lists them instead, and the finish sorts the list
+  (:func:`_list_room`: a pass over the frontier's edges less).
 
 A super-batch (a :class:`~gsample.base.random.DeviceKey` of ``copies`` mini-batches) runs the same
 kernels over the block-diagonal row space, each batch drawing its ``k`` rows among its own
@@ -73,6 +74,11 @@ _NOT_A_ROW = 2**63 - 1  # the sort key of a row that is not a candidate
 _KEPT_ROOM, _KEPT_MIN = 8, 1 << 16
 #: a list only while the last sample kept at most one frontier edge in _LIST_SHARE
 _LIST_SHARE = 16
+#: a super-batch's collective sample writes its kept edges (counted per column) from a mask
+#: of them (gs_kept_mask: the one pass after the read-back that tests rows, then
+#: gs_kept_masked) rather than by gs_kept_edges (a row tested again, a look-back); past its
+#: kept list's room the mask gives the column pointer too. False: the old finish, for an A/B
+MASK_FINISH = True
 #: (graph's indptr address, key prefix, k, copies) -> (kept edges, frontier edges) of the
 #: op's last super-batch
 _LAST_KEPT: dict = {}
@@ -666,10 +672,16 @@ def collective_finish(pending: Pending) -> CSC:
         rows_out, pos = _kept_listed(indptr, rows, cols, Cx, ptr, n, newpos, g)
         indptr_out = torch.searchsorted(g, ptr[: Cx + 1])
     else:  # counted per column; the edges in order
-        if room:  # (more than the list's room: counted now)
+        masked = None
+        if MASK_FINISH and (room or (n and K)):
+            # a super-batch's: the mask pass tests the rows, the kept edges' pass only places
+            # them (and, past the list's room, the mask gives the column pointer)
+            counted, masked = _kept_mask(indptr, rows, cols, Cx, ptr, n, bits, edges, not room)
+            indptr_out = counted if room else indptr_out
+        elif room:  # (more than the list's room: counted now)
             indptr_out = _kept_counts(indptr, rows, cols, Cx, ptr, n, newpos, bits)
         rows_out, _, values, eids = _kept_edges(
-            indptr, rows, cols, Cx, ptr, n, newpos, bits, edges, K, A.values, A.eids
+            indptr, rows, cols, Cx, ptr, n, newpos, bits, edges, K, A.values, A.eids, masked
         )
         return CSC.of(
             A.num_nodes * max(key.copies, 1), indptr_out, rows_out, chosen, cols, values, eids
@@ -775,6 +787,65 @@ def _kept_counts(
     return indptr_out
 
 
+def _kept_mask(
+    indptr, rows, cols, C: int, ptr, n: int, bits, edges: int, counted: bool = False
+) -> tuple:
+    """The kept edges of a frontier of ``edges`` edges (read back) as a mask: a bit per
+    frontier edge, each tile's kept count, then the tiles' prefix and the kept edges'
+    column pointer from them (kernels/layerwise.cu's ``gs_kept_mask``, ``gs_kept_ptr``).
+    Returns ``(indptr_out, masked)``: ``C + 1`` entries, the last the kept edges (None where
+    ``counted``: the caller has them); and what :func:`_kept_edges` takes to write them
+    without testing a row again."""
+    dev = cols.device
+    tiles = -(-edges // _TILE)
+    words = tiles * (_TILE // 32)
+    mask = torch.empty(words, dtype=torch.int32, device=dev)
+    # one allocation: each tile's kept edges, their exclusive prefix (tiles + 1), the pointer
+    # (none where counted)
+    lens = (tiles, tiles + 1, 0 if counted else C + 1)
+    its, before, indptr_out = torch.empty(sum(lens), dtype=torch.int64, device=dev).split(lens)
+    memset(before[:1], 0)
+    params = _params(indptr)
+    if tiles:
+        launch(
+            "layerwise",
+            "gs_kept_mask",
+            _GRID * _THREADS,
+            indptr,
+            rows,
+            cols,
+            C,
+            ptr,
+            n,
+            0,
+            bits,
+            mask,
+            words,
+            its,
+            tiles,
+            block=_THREADS,
+            grid=min(_GRID, tiles),
+            params=params,
+        )
+        torch.cumsum(its, 0, out=before[1:])
+    if counted:
+        return None, (mask, words, before, tiles)
+    launch(
+        "layerwise",
+        "gs_kept_ptr",
+        C + 1,
+        ptr,
+        C,
+        mask,
+        words,
+        before,
+        tiles,
+        indptr_out,
+        params=params,
+    )
+    return indptr_out, (mask, words, before, tiles)
+
+
 def _kept_edges(
     indptr,
     rows,
@@ -788,12 +859,15 @@ def _kept_edges(
     kept: int,
     values=None,
     eids=None,
+    masked=None,
 ) -> tuple:
     """The ``kept`` edges of the frontier's ``edges`` in its order (a pass over them):
     ``(rows_out, pos, values_out, eids_out)``, each one's chosen row's position, graph edge,
     value (of the graph's ``values``; None for None) and edge id (of its ``eids``; ``pos``
     for None). The pass writes the values (1-D, 4- or 8-byte entries: copied as bits) and
-    the ids (int64) as it goes; others are gathered after it."""
+    the ids (int64) as it goes; others are gathered after it. ``masked``: :func:`_kept_mask`'s
+    mask and tile prefix, which place each kept edge (``gs_kept_masked``: no row tested, no
+    look-back); else ``gs_kept_edges`` tests each row and places them by a single-pass scan."""
     dev = cols.device
     vsize = (
         values.element_size()
@@ -811,14 +885,43 @@ def _kept_edges(
         and eids.dim() == 1
         and eids.is_contiguous()
     )
-    tiles = -(-edges // _TILE) if kept else 0
+    tiles = -(-edges // _TILE) if kept and masked is None else 0
     # one allocation: the rows, the positions, the edge ids, the scan's state
-    lens = (kept, kept, kept if take_eids else 0, 1 + tiles if kept else 0)
+    lens = (kept, kept, kept if take_eids else 0, 1 + tiles if tiles else 0)
     rows_out, pos, eids_out, state = torch.empty(sum(lens), dtype=torch.int64, device=dev).split(
         lens
     )
     values_out = torch.empty(kept, dtype=values.dtype, device=dev) if vsize else None
-    if kept:
+    if kept and masked is not None:
+        mask, words, before, mtiles = masked
+        launch(
+            "layerwise",
+            "gs_kept_masked",
+            _GRID * _THREADS,
+            indptr,
+            rows,
+            cols,
+            C,
+            ptr,
+            n,
+            _opt(newpos),
+            mask,
+            words,
+            before,
+            mtiles,
+            kept,
+            rows_out,
+            pos,
+            values if vsize else 0,
+            _opt(values_out),
+            vsize,
+            eids if take_eids else 0,
+            eids_out if take_eids else 0,
+            block=_THREADS,
+            grid=min(_GRID, mtiles),
+            params=_params(indptr),
+        )
+    elif kept:
         memset(state, 0)
         launch(
             "layerwise",
@@ -901,7 +1004,9 @@ def _slice_rows_cols_batched(A: CSC, rows, cols, copies: int, n: int) -> CSC:
 
     The kept-edge kernels run over the encoded frontier once for every batch; a row is
     tested in a bitmap of the block-diagonal row space (``copies * n / 8`` bytes, which stays
-    in the L2), and each kept edge's row is mapped to its position in ``rows`` as it is
+    in the L2) by one pass after the frontier's edge count is read back, which writes a bit
+    per frontier edge (:func:`_kept_mask`; the column pointer and the kept edges' places come
+    from those bits), and each kept edge's row is mapped to its position in ``rows`` as it is
     written: through the rows' positions scattered over the row space (int32, as one
     mini-batch does), where that array is small enough (at most :data:`_NEWPOS_MAX`
     entries, and :data:`_NEWPOS_PER_EDGE` a kept edge), or else by a hash table of ``rows``
@@ -916,15 +1021,30 @@ def _slice_rows_cols_batched(A: CSC, rows, cols, copies: int, n: int) -> CSC:
     bits = torch.zeros((R + 31) // 32, dtype=torch.int32, device=dev)
     launch("layerwise", "gs_mark_bits", K, rows, K, R, bits)
     ptr = _frontier_ptr(indptr, cols, None, n, R)  # the columns' ids checked there
-    indptr_out = _kept_counts(indptr, rows_g, cols, C, ptr, n, 0, bits)
-    edges, kept = V.read_back([ptr[C:], indptr_out[-1:]])
+    # the frontier's edges read back first (a read-back more): sized by them, the mask of its
+    # kept edges is the one pass that tests rows (a random read of the bits an edge)
+    (edges,) = V.read_back([ptr[C:]])
+    indptr_out, masked = _kept_mask(indptr, rows_g, cols, C, ptr, n, bits, edges)
+    (kept,) = V.read_back([indptr_out[-1:]])
     newpos = None
     if min(_NEWPOS_MAX, _NEWPOS_PER_EDGE * kept) >= R and K <= _MAX_CHOSEN:
         newpos = torch.empty(R, dtype=torch.int32, device=dev)
         memset(newpos, 0xFF)  # -1: not a row
         launch("layerwise", "gs_scatter_positions", K, rows, K, R, newpos)
     found, _, values, eids = _kept_edges(
-        indptr, rows_g, cols, C, ptr, n, _opt(newpos), bits, edges, kept, A.values, A.eids
+        indptr,
+        rows_g,
+        cols,
+        C,
+        ptr,
+        n,
+        _opt(newpos),
+        bits,
+        edges,
+        kept,
+        A.values,
+        A.eids,
+        masked,
     )
     if newpos is not None:  # the kept edges' rows are positions; a repeat took another's
         own, at = newpos[rows].to(torch.int64), found
