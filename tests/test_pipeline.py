@@ -4,6 +4,7 @@ stages stopped when the loop leaves; samplers with state run in step with the lo
 
 import functools
 import threading
+import time
 
 import pytest
 import torch
@@ -242,3 +243,55 @@ def test_auto_pipelines_unless_the_graph_and_tables_are_all_on_a_gpu(small_graph
     for bad in ("yes", 1, None):
         with pytest.raises(TypeError, match="pipeline"):
             gs.DataLoader(A, fn, seeds, 16, features=X, pipeline=bad)
+
+
+def test_the_loops_body_runs_as_the_callers_code(small_graph):
+    """The loader marks the loop's body as the caller's code (a capture in the sampling
+    thread waits for it) and its waits for a mini-batch as not; leaving the loop, early or
+    at its end, clears the mark."""
+    from gsample.runtime import CALLER_CODE
+
+    me = threading.get_ident()
+    loader = gs.DataLoader(
+        small_graph, samplers()["graphsage"], torch.arange(64), 16, labels=torch.arange(2000)
+    )
+    marks = [CALLER_CODE.is_running(me) for _ in loader]
+    assert marks == [True] * 4 and not CALLER_CODE.is_running(me)
+    it = iter(loader)
+    next(it)
+    assert CALLER_CODE.is_running(me)
+    del it  # (closed: left early)
+    assert not CALLER_CODE.is_running(me)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+def test_the_loops_random_ops_run_while_the_sampling_thread_captures(small_graph):
+    """torch refuses a random op in any thread while a CUDA graph is being captured
+    ("Offset increment outside graph capture"). The loop's body runs dropout the whole
+    time, in the first epochs of a sampler whose super-batch programs the sampling thread
+    captures: the captures wait for the body, and the batches equal those sampled without
+    a pipeline."""
+    pytest.importorskip("cupy")
+    from gsample.runtime import cuda_graphs
+
+    A = small_graph.to("cuda")
+    X = torch.randn(A.num_nodes, 4, device="cuda")
+    seeds = torch.arange(0, 2000, 11, device="cuda")
+    h = torch.ones(1 << 16, device="cuda")
+    runs = {}
+    for pipeline in (False, True):  # a sampler each: the pipelined one captures itself
+        sampler = gs.compile(samplers()["graphsage"], backend="cuda")
+        loader = gs.DataLoader(
+            A, sampler, seeds, 16, seed=5, features=X, super_batch=3, pipeline=pipeline
+        )
+        runs[pipeline] = []
+        for _ in range(3):
+            for batch in loader:
+                runs[pipeline].append(batch)
+                until = time.perf_counter() + 0.02
+                while time.perf_counter() < until:
+                    torch.nn.functional.dropout(h, 0.5, training=True)
+    same(runs[False], runs[True])
+    if cuda_graphs.enabled():
+        assert loader._super.program(3)[1].region.captured, "the sampling thread captured"
