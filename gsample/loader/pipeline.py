@@ -206,8 +206,11 @@ def pipelined(loader, groups):
                     yield batch
     finally:
         stop.set()
-        for stage in stages:
-            stage.result()  # the stages report their errors through the queues
+        # the loop waits for its stages (a capture of theirs would otherwise wait for a body
+        # around this loop, an outer loader's, until the gate's timeout)
+        with CALLER_CODE.waiting():
+            for stage in stages:
+                stage.result()  # the stages report their errors through the queues
         loader._pipelines_open -= 1
         if workers is not loader._workers:
             workers.shutdown(wait=False)

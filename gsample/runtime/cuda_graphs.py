@@ -264,8 +264,8 @@ class Region:
                     cap = self.captured[key] = self._capture(env, run_steps, keys)
                 except NotCapturable:  # an exact fallback: this key runs eagerly
                     self.refused.add(key)
-                    quiet = False
-        if not quiet:  # (a capture waited for too long: a later call captures)
+        # refused, or the gate timed out (the key stays seen, not refused: a later call captures)
+        if cap is None:
             _copy_keys(keys)
             run_steps(self.steps, env)
             return None

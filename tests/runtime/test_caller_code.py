@@ -3,6 +3,7 @@ another thread (torch refuses the caller's random ops during any capture), and n
 there deadlocks: a thread waiting for a loader is not running its caller's code, and a
 capture gives up (runs eagerly) after its timeout."""
 
+import functools
 import threading
 import time
 
@@ -161,3 +162,101 @@ def test_the_state_is_cleared_when_blocks_end():
         assert gate.is_running(me)
     assert not gate.is_running(me)
     assert not gate._depth and not gate._waiting and not gate._capturing
+
+
+def test_two_bodies_that_capture_do_not_wait_for_each_other():
+    """Two loop bodies (two threads' loaders) that each call a compiled sampler, which
+    captures: a thread blocked in :meth:`quiet` runs none of its caller's code, so neither
+    waits for the other's timeout."""
+    gate, got = CallerCode(), {}
+    both = threading.Barrier(2)
+
+    def body(name):
+        with gate.running():
+            both.wait()
+            began = time.perf_counter()
+            with gate.quiet(timeout=5) as ok:
+                got[name] = (ok, time.perf_counter() - began)
+
+    threads = [started(functools.partial(body, name)) for name in "ab"]
+    for t in threads:
+        t.join(10)
+    assert sorted(got) == ["a", "b"]
+    assert all(ok and waited < 2.5 for ok, waited in got.values()), got
+
+
+def test_a_thread_blocked_in_the_gate_is_not_running():
+    """A loop whose wait for another loader ends while a capture runs waits for it before
+    its body goes on, and meanwhile runs none of its code: another capture may start."""
+    gate, order = CallerCode(), []
+    waiting, capturing, finish = threading.Event(), threading.Event(), threading.Event()
+
+    def first_capture():
+        with gate.quiet(timeout=5) as ok:
+            assert ok
+            capturing.set()
+            finish.wait(10)
+            order.append("first capture ends")
+
+    def caller():
+        with gate.running():  # the outer loop's body
+            with gate.waiting():  # waits for an inner loader's batch
+                waiting.set()
+                capturing.wait(10)
+            order.append("body again")  # (once the first capture has ended)
+
+    t = started(caller)
+    waiting.wait(10)
+    c = started(first_capture)
+    capturing.wait(10)
+    time.sleep(SETTLE)  # the caller has left its wait and is blocked in the gate
+    with gate.quiet(timeout=5) as ok:
+        order.append(("second capture", ok))
+    finish.set()
+    c.join(5), t.join(5)
+    assert order == [("second capture", True), "first capture ends", "body again"]
+
+
+def test_the_default_timeout_is_read_at_each_call(monkeypatch):
+    from gsample.runtime import caller_code
+
+    monkeypatch.setattr(caller_code, "TIMEOUT", 0.1)
+    gate = CallerCode()
+    inside, leave = threading.Event(), threading.Event()
+
+    def caller():
+        with gate.running():
+            inside.set()
+            leave.wait(10)
+
+    t = started(caller)
+    inside.wait(10)
+    began = time.perf_counter()
+    with gate.quiet() as ok:
+        pass
+    leave.set()
+    t.join(5)
+    assert not ok and time.perf_counter() - began < 3
+
+
+def test_a_loop_never_waiting_does_not_hold_a_capture_back():
+    """Another thread's loop whose mini-batches are always ready (it never waits) goes from
+    body to body: a capture waiting to start holds its next body back, so it starts at the
+    loop's next step, not at its timeout."""
+    gate, stop = CallerCode(), threading.Event()
+    looping = threading.Event()
+
+    def loop():
+        while not stop.is_set():
+            with gate.running():
+                looping.set()
+                time.sleep(0.01)
+
+    t = started(loop)
+    looping.wait(10)
+    began = time.perf_counter()
+    with gate.quiet(timeout=5) as ok:
+        waited = time.perf_counter() - began
+    stop.set()
+    t.join(5)
+    assert ok and waited < 2.5
