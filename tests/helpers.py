@@ -44,174 +44,41 @@ static inline T atomicMin(T* p, T v) { T o = *p; if (v < o) *p = v; return o; }
 template <typename T> static inline T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }
 static inline int atomicExch(int* p, int v) { int o = *p; *p = v; return o; }
 """
-#: CUDA as C++ where a kernel needs whole blocks (``__syncthreads``, ``__shared__``, warp
-#: intrinsics): each CUDA thread a ``std::thread`` (link with ``-pthread``), the blocks of a
-#: launch one after the other (``gs_launch(grid, block, kernel)``); the intrinsics of every
-#: lane of a warp meet behind a barrier, so a barrier or a full-mask intrinsic that some lane
-#: misses deadlocks (the caller's watchdog ends it). Not a model of the GPU's memory order.
-CUDA_BLOCKS_AS_CPP = r"""
-// A CUDA block as blockDim real threads (std::thread), blocks one after the other:
-// __syncthreads a barrier of the block, each warp's intrinsics an exchange behind a barrier
-// of its 32 lanes (so every lane must reach the same intrinsic, as a full mask requires; a
-// barrier or intrinsic in divergent code deadlocks, which the watchdog ends).
-#include <algorithm>
+#: CUDA's names as C++ for a kernel whose threads work together (``__syncthreads``,
+#: ``__shared__``, a warp's shuffles, ballots and matches): each CUDA thread a ``std::thread``
+#: (link with ``-pthread``), so a barrier waits for real threads and an atomic races real
+#: threads; a block's threads run at once and the blocks one after another, so ``__shared__``
+#: can be one static copy. A warp's collective is an exchange through its 32 slots between
+#: two barriers of its lanes: every lane must reach it, as a converged warp does on the GPU,
+#: and lanes that diverge around one (or around ``__syncthreads``) hang, which the test's
+#: watchdog ends. Each lane also leaves its mask there, so the collective can see the rule
+#: CUDA leaves undefined when broken: a lane in its own mask, the lanes it names passing the
+#: same mask, a shuffle reading a lane of it. A call breaking it is counted in
+#: ``gs_bad_masks`` for the test to assert on (groups from ``__match_any_sync`` are disjoint
+#: partial masks, which the rule allows). ``gs_launch(grid, block, kernel)`` runs ``kernel()``
+#: (a lambda that calls the kernel) as that launch. Not a model of the GPU's memory order,
+#: and a collective here is also a barrier of its lanes: a ``__syncwarp`` missing next to one
+#: cannot show.
+CUDA_THREADS_AS_CPP = r"""
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <pthread.h>
 #include <thread>
-#include <unistd.h>
 #include <vector>
-using std::isinf;
-using std::isnan;
-using std::max;
-using std::min;
-#define __device__
-#define __forceinline__ inline
-#define __global__
-#define __restrict__
-#define __shared__ static
-struct gs_dim3 { long long x; };
-static thread_local gs_dim3 threadIdx = {0}, blockIdx = {0};
-static gs_dim3 blockDim = {1}, gridDim = {1};
-static pthread_barrier_t gs_block_bar;
-struct gs_warp_t { unsigned long long v[32]; pthread_barrier_t bar; };
-static gs_warp_t gs_warps[32];
-static inline void __syncthreads() { pthread_barrier_wait(&gs_block_bar); }
-static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-// every lane's x, once all 32 lanes of the warp have given theirs
-static inline void gs_lanes(unsigned long long x, unsigned long long* all) {
-    gs_warp_t& w = gs_warps[threadIdx.x >> 5];
-    w.v[threadIdx.x & 31] = x;
-    pthread_barrier_wait(&w.bar);
-    memcpy(all, w.v, sizeof w.v);
-    pthread_barrier_wait(&w.bar);
-}
-static inline void gs_in_mask(unsigned mask, long long lane) {
-    if (!((mask >> (lane & 31)) & 1u)) { fprintf(stderr, "a lane outside the mask\n"); abort(); }
-}
-template <typename T> static inline unsigned long long gs_bits(T v) {
-    unsigned long long b = 0;
-    memcpy(&b, &v, sizeof(T));
-    return b;
-}
-template <typename T> static inline T gs_from(unsigned long long b) {
-    T v;
-    memcpy(&v, &b, sizeof(T));
-    return v;
-}
-template <typename T> static inline T __shfl_sync(unsigned mask, T v, long long src) {
-    gs_in_mask(mask, threadIdx.x);
-    gs_in_mask(mask, src);
-    unsigned long long all[32];
-    gs_lanes(gs_bits(v), all);
-    return gs_from<T>(all[src & 31]);
-}
-template <typename T> static inline T __shfl_down_sync(unsigned mask, T v, int d) {
-    gs_in_mask(mask, threadIdx.x);
-    unsigned long long all[32];
-    gs_lanes(gs_bits(v), all);
-    const int lane = threadIdx.x & 31;
-    return gs_from<T>(lane + d < 32 ? all[lane + d] : all[lane]);
-}
-template <typename T> static inline T __shfl_up_sync(unsigned mask, T v, int d) {
-    gs_in_mask(mask, threadIdx.x);
-    unsigned long long all[32];
-    gs_lanes(gs_bits(v), all);
-    const int lane = threadIdx.x & 31;
-    return gs_from<T>(lane >= d ? all[lane - d] : all[lane]);
-}
-static inline unsigned __ballot_sync(unsigned mask, bool p) {
-    gs_in_mask(mask, threadIdx.x);
-    unsigned long long all[32];
-    gs_lanes(p, all);
-    unsigned b = 0;
-    for (int i = 0; i < 32; ++i) b |= (all[i] ? 1u : 0u) << i;
-    return b & mask;
-}
-static inline bool __all_sync(unsigned mask, bool p) { return __ballot_sync(mask, p) == mask; }
-static inline unsigned __match_any_sync(unsigned mask, unsigned long long v) {
-    gs_in_mask(mask, threadIdx.x);
-    unsigned long long all[32];
-    gs_lanes(v, all);
-    unsigned b = 0;
-    for (int i = 0; i < 32; ++i) b |= (all[i] == v ? 1u : 0u) << i;
-    return b & mask;
-}
-static inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
-static inline int __popc(unsigned x) { return __builtin_popcount(x); }
-static inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
-static inline double __dmul_rn(double a, double b) { return a * b; }
-static inline double __dadd_rn(double a, double b) { return a + b; }
-static inline double __longlong_as_double(long long x) { double d; memcpy(&d, &x, 8); return d; }
-#define GS_SEQ __ATOMIC_SEQ_CST
-template <typename T> static inline T atomicAdd(T* p, T v) {
-    return __atomic_fetch_add(p, v, GS_SEQ);
-}
-template <typename T> static inline T atomicOr(T* p, T v) {
-    return __atomic_fetch_or(p, v, GS_SEQ);
-}
-template <typename T> static inline T atomicCAS(T* p, T c, T v) {
-    __atomic_compare_exchange_n(p, &c, v, false, GS_SEQ, GS_SEQ);
-    return c;
-}
-template <typename T> static inline T atomicMax(T* p, T v) {
-    T o = __atomic_load_n(p, GS_SEQ);
-    while (o < v && !__atomic_compare_exchange_n(p, &o, v, false, GS_SEQ, GS_SEQ)) {}
-    return o;
-}
-template <typename T> static inline T atomicMin(T* p, T v) {
-    T o = __atomic_load_n(p, GS_SEQ);
-    while (v < o && !__atomic_compare_exchange_n(p, &o, v, false, GS_SEQ, GS_SEQ)) {}
-    return o;
-}
-// kernel() over `grid` blocks of `block` threads (a multiple of 32), a block at a time
-template <typename F> static void gs_launch(long long grid, long long block, F kernel) {
-    blockDim.x = block;
-    gridDim.x = grid;
-    pthread_barrier_init(&gs_block_bar, nullptr, (unsigned)block);
-    for (long long w = 0; w < block / 32; ++w) pthread_barrier_init(&gs_warps[w].bar, nullptr, 32);
-    for (long long b = 0; b < grid; ++b) {
-        std::vector<std::thread> threads;
-        for (long long t = 0; t < block; ++t)
-            threads.emplace_back([=]() {
-                threadIdx.x = t;
-                blockIdx.x = b;
-                kernel();
-            });
-        for (auto& th : threads) th.join();
-    }
-    pthread_barrier_destroy(&gs_block_bar);
-    for (long long w = 0; w < block / 32; ++w) pthread_barrier_destroy(&gs_warps[w].bar);
-}
-"""
-#: CUDA's names as C++ for a kernel whose threads work together (barriers, a warp's ballots
-#: and shuffles): a std::thread per CUDA thread, a block's threads at once and the blocks one
-#: after another (``__shared__``: static, one copy), ``__syncthreads`` a barrier of the block,
-#: a warp's collective an exchange through its 32 slots between two barriers of its lanes
-#: (so lanes that diverge around one hang, which a test's timeout reports); a collective
-#: called with a partial mask is counted in ``gs_calls_missing`` (the kernels pass full
-#: ones). ``gs_run(grid, block, fn)`` runs ``fn`` (a launch) on a grid; atomics are atomic.
-CUDA_THREADS_AS_CPP = r"""
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <thread>
-#include <vector>
-#include <atomic>
-#include <pthread.h>
 #define __device__
 #define __forceinline__ inline
 #define __global__
 #define __restrict__
 #define __launch_bounds__(...)
 #define __shared__ static
+// unsigned as CUDA's: an index computed in 32 bits wraps as it would on the GPU
 struct gs_dim3 { unsigned x; };
 static thread_local gs_dim3 threadIdx = {0}, blockIdx = {0};
 static gs_dim3 blockDim = {1}, gridDim = {1};
-using std::isnan;
 using std::isinf;
+using std::isnan;
 template <typename T> static inline T min(T a, T b) { return b < a ? b : a; }
 template <typename T> static inline T max(T a, T b) { return a < b ? b : a; }
 static inline double __dmul_rn(double a, double b) { return a * b; }
@@ -222,11 +89,16 @@ static inline long long __double_as_longlong(double x) {
     memcpy(&y, &x, 8);
     return y;
 }
+static inline double __longlong_as_double(long long x) {
+    double y;
+    memcpy(&y, &x, 8);
+    return y;
+}
 static inline int __popc(unsigned x) { return __builtin_popcount(x); }
 static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 static inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
-static inline int __ffs(unsigned x) { return __builtin_ffs(x); }
-static inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+static inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
+static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 #define GS_SC __ATOMIC_SEQ_CST
 template <typename T> static inline T atomicAdd(T* p, T v) {
     return __atomic_fetch_add(p, v, GS_SC);
@@ -247,14 +119,11 @@ template <typename T> static inline T atomicMax(T* p, T v) {
     return o;
 }
 
-struct gs_warp_t { pthread_barrier_t bar; unsigned long long slot[32]; };
+struct gs_warp_t { pthread_barrier_t bar; unsigned long long slot[32]; unsigned mask[32]; };
 static pthread_barrier_t gs_block_bar;
 static std::vector<gs_warp_t> gs_warps;
-// a lane's calls must all come from every lane of its warp (a full mask), as the kernels'
-static unsigned long long gs_calls_missing = 0;
-static inline gs_warp_t& gs_my_warp() { return gs_warps[threadIdx.x >> 5]; }
+static unsigned long long gs_bad_masks = 0;
 static inline void __syncthreads() { pthread_barrier_wait(&gs_block_bar); }
-static inline void __syncwarp(unsigned = 0xFFFFFFFFu) { pthread_barrier_wait(&gs_my_warp().bar); }
 template <typename T> static inline unsigned long long gs_bits(T v) {
     static_assert(sizeof(T) <= 8, "a slot holds 8 bytes");
     unsigned long long s = 0;
@@ -266,53 +135,76 @@ template <typename T> static inline T gs_from(unsigned long long s) {
     memcpy(&v, &s, sizeof(T));
     return v;
 }
-// every lane's value, then the value of lane `src` (src outside the warp: its own)
-template <typename T> static inline T gs_exchange(unsigned mask, T v, int src) {
-    if (mask != 0xFFFFFFFFu) __atomic_fetch_add(&gs_calls_missing, 1ULL, GS_SC);
-    gs_warp_t& w = gs_my_warp();
+// One collective: every lane's value and mask, then out(slots) while they are still there
+// (lane `src`, when a shuffle reads one, must be in the mask).
+template <typename F>
+static inline void gs_collective(unsigned mask, unsigned long long v, int src, F out) {
+    gs_warp_t& w = gs_warps[threadIdx.x >> 5];
     const int lane = threadIdx.x & 31;
-    w.slot[lane] = gs_bits(v);
+    w.slot[lane] = v;
+    w.mask[lane] = mask;
     pthread_barrier_wait(&w.bar);
-    const T got = (src < 0 || src > 31) ? v : gs_from<T>(w.slot[src]);
+    bool bad = !((mask >> lane) & 1u) || (src >= 0 && src < 32 && !((mask >> src) & 1u));
+    for (int l = 0; l < 32; ++l) bad |= ((mask >> l) & 1u) && w.mask[l] != mask;
+    if (bad) __atomic_fetch_add(&gs_bad_masks, 1ULL, GS_SC);
+    out(w.slot);
     pthread_barrier_wait(&w.bar);
+}
+static inline void __syncwarp(unsigned mask = 0xFFFFFFFFu) {
+    gs_collective(mask, 0, -1, [](const unsigned long long*) {});
+}
+// lane `src`'s value (src outside the warp: the lane's own, as __shfl_up/down_sync give)
+template <typename T> static inline T gs_shuffle(unsigned mask, T v, int src) {
+    T got = v;
+    gs_collective(mask, gs_bits(v), src, [&](const unsigned long long* s) {
+        if (src >= 0 && src < 32) got = gs_from<T>(s[src]);
+    });
     return got;
 }
 template <typename T> static inline T __shfl_sync(unsigned m, T v, int src) {
-    return gs_exchange(m, v, src & 31);
+    return gs_shuffle(m, v, src & 31);
 }
 template <typename T> static inline T __shfl_up_sync(unsigned m, T v, unsigned d) {
-    return gs_exchange(m, v, (int)(threadIdx.x & 31) - (int)d);
+    return gs_shuffle(m, v, (int)(threadIdx.x & 31) - (int)d);
 }
 template <typename T> static inline T __shfl_down_sync(unsigned m, T v, unsigned d) {
-    return gs_exchange(m, v, (int)(threadIdx.x & 31) + (int)d);
+    return gs_shuffle(m, v, (int)(threadIdx.x & 31) + (int)d);
 }
-static inline unsigned gs_collect(unsigned mask, unsigned long long v, bool any_equal) {
-    if (mask != 0xFFFFFFFFu) __atomic_fetch_add(&gs_calls_missing, 1ULL, GS_SC);
-    gs_warp_t& w = gs_my_warp();
-    const int lane = threadIdx.x & 31;
-    w.slot[lane] = v;
-    pthread_barrier_wait(&w.bar);
-    unsigned out = 0;
-    for (int l = 0; l < 32; ++l)
-        if (any_equal ? w.slot[l] == v : w.slot[l] != 0) out |= 1u << l;
-    pthread_barrier_wait(&w.bar);
-    return out;
+// the lanes of the mask whose slot is nonzero (any_equal: equals this lane's)
+static inline unsigned gs_lanes(unsigned mask, unsigned long long v, bool any_equal) {
+    unsigned got = 0;
+    gs_collective(mask, v, -1, [&](const unsigned long long* s) {
+        for (int l = 0; l < 32; ++l)
+            if (any_equal ? s[l] == v : s[l] != 0) got |= 1u << l;
+    });
+    return got & mask;
 }
-static inline unsigned __ballot_sync(unsigned m, int p) { return gs_collect(m, p != 0, false); }
+static inline unsigned __ballot_sync(unsigned m, int p) { return gs_lanes(m, p != 0, false); }
+static inline bool __all_sync(unsigned m, int p) { return __ballot_sync(m, p) == m; }
 template <typename T> static inline unsigned __match_any_sync(unsigned m, T v) {
-    return gs_collect(m, gs_bits(v), true);
+    return gs_lanes(m, gs_bits(v), true);
 }
 
-// run kernel() (a launch) on a grid of `grid` blocks of `block` threads (a multiple of 32)
-template <typename F> static void gs_run(long long grid, long long block, F kernel) {
-    gridDim.x = grid; blockDim.x = block;
+// kernel() over `grid` blocks of `block` threads, a block at a time; the warps' barriers
+// count 32 lanes, so a block must be whole warps (the kernels' launches are)
+template <typename F> static void gs_launch(long long grid, long long block, F kernel) {
+    if (grid < 1 || block < 32 || block > 1024 || block % 32) {
+        fprintf(stderr, "gs_launch: grid %lld, block %lld\n", grid, block);
+        abort();
+    }
+    gridDim.x = grid;
+    blockDim.x = block;
     gs_warps = std::vector<gs_warp_t>(block / 32);
     for (auto& w : gs_warps) pthread_barrier_init(&w.bar, nullptr, 32);
     pthread_barrier_init(&gs_block_bar, nullptr, block);
     for (long long b = 0; b < grid; ++b) {
         std::vector<std::thread> threads;
         for (long long t = 0; t < block; ++t)
-            threads.emplace_back([=] { blockIdx.x = b; threadIdx.x = t; kernel(); });
+            threads.emplace_back([=] {
+                blockIdx.x = b;
+                threadIdx.x = t;
+                kernel();
+            });
         for (auto& th : threads) th.join();
     }
     pthread_barrier_destroy(&gs_block_bar);

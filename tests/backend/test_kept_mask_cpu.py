@@ -26,6 +26,7 @@ SHIM = (
     CUDA_THREADS_AS_CPP
     + r"""
 #include "layerwise.cu"
+#include <algorithm>
 #include <cstdio>
 typedef std::vector<long long> vec;
 static vec get() {                      // one array: its length, then its entries
@@ -52,8 +53,8 @@ int main() {
     const long long C = p[0], n = p[1], R = p[2], G = p[3], K0 = pick.size();
     std::vector<unsigned> bits((R + 31) / 32, 0u);
     std::vector<int> newpos(R, -1);
-    gs_run(1, 64, [&] { gs_mark_bits(pick.data(), K0, R, bits.data()); });
-    gs_run(1, 64, [&] { gs_scatter_positions(pick.data(), K0, R, newpos.data()); });
+    gs_launch(1, 64, [&] { gs_mark_bits(pick.data(), K0, R, bits.data()); });
+    gs_launch(1, 64, [&] { gs_scatter_positions(pick.data(), K0, R, newpos.data()); });
     const int* np = p[4] ? newpos.data() : nullptr;
     std::vector<unsigned> values(vals.begin(), vals.end());
     const long long E = ptr[C], tiles = (E + GS_KEPT_TILE - 1) / GS_KEPT_TILE;
@@ -62,20 +63,20 @@ int main() {
     std::vector<unsigned> mask(words, 0xDEADBEEFu);
     vec its(tiles, -7), before(tiles + 1, -7), out_ptr(C + 1, -7);
     if (tiles)
-        gs_run(std::min(G, tiles), GS_KEPT_THREADS, [&] {
+        gs_launch(std::min(G, tiles), GS_KEPT_THREADS, [&] {
             gs_kept_mask(indptr.data(), rows.data(), cols.data(), C, ptr.data(), n, nullptr,
                          bits.data(), at(mask), words, at(its), tiles);
         });
     before[0] = 0;
     for (long long t = 0; t < tiles; ++t) before[t + 1] = before[t] + its[t];
-    gs_run(2, 32, [&] {
+    gs_launch(2, 32, [&] {
         gs_kept_ptr(ptr.data(), C, at(mask), words, before.data(), tiles, out_ptr.data());
     });
     const long long K = out_ptr[C];
     vec rows_out(K, -7), pos_out(K, -7), eids_out(K, -7);
     std::vector<unsigned> values_out(K, 0xDEADBEEFu);
     if (K)
-        gs_run(std::min(G, tiles), GS_KEPT_THREADS, [&] {
+        gs_launch(std::min(G, tiles), GS_KEPT_THREADS, [&] {
             gs_kept_masked(indptr.data(), rows.data(), cols.data(), C, ptr.data(), n, np,
                            at(mask), words, before.data(), tiles, K, at(rows_out), at(pos_out),
                            vals.empty() ? nullptr : values.data(), at(values_out),
@@ -85,7 +86,7 @@ int main() {
     // the passes they replace: gs_kept_counts, its cumsum, gs_kept_edges (a block a tile)
     vec counts(C, 0), old_ptr(C + 1, 0);
     if (C)
-        gs_run(std::min(G, std::max(tiles, 1LL)), GS_KEPT_THREADS, [&] {
+        gs_launch(std::min(G, std::max(tiles, 1LL)), GS_KEPT_THREADS, [&] {
             gs_kept_counts(indptr.data(), rows.data(), cols.data(), C, ptr.data(), n, np,
                            bits.data(), counts.data());
         });
@@ -93,7 +94,7 @@ int main() {
     const long long K2 = old_ptr[C];
     vec old_rows(K2, -7), old_pos(K2, -7), state(1 + tiles, 0);
     if (K2)
-        gs_run(tiles, GS_KEPT_THREADS, [&] {
+        gs_launch(tiles, GS_KEPT_THREADS, [&] {
             gs_kept_edges(indptr.data(), rows.data(), cols.data(), C, ptr.data(), n, np,
                           bits.data(), (gs_u64*)state.data(), at(old_rows), at(old_pos),
                           nullptr, nullptr, 0, nullptr, nullptr);
@@ -107,7 +108,7 @@ int main() {
     put(old_ptr);
     put(old_rows);
     put(old_pos);
-    put(vec(1, (long long)gs_calls_missing));
+    put(vec(1, (long long)gs_bad_masks));
     return 0;
 }
 """
@@ -183,7 +184,7 @@ def test_the_mask_passes_keep_every_edge_of_a_chosen_row(
     values = rng.integers(0, 2**32, indptr[-1])
     eids = rng.integers(0, 2**40, indptr[-1])
     data = _arrays([ids.size, n, R, grid, positions], indptr, rows, ids, ptr, pick, values, eids)
-    mask, got_ptr, got_rows, got_pos, got_values, got_eids, *old, missing = _run(program, data)
+    mask, got_ptr, got_rows, got_pos, got_values, got_eids, *old, bad_masks = _run(program, data)
     # brute force: the frontier's columns in order, each one's edges in the graph's order
     newpos = np.full(R, -1)
     newpos[pick] = np.arange(pick.size)
@@ -197,7 +198,7 @@ def test_the_mask_passes_keep_every_edge_of_a_chosen_row(
                 want_pos.append(e)
         want_ptr.append(len(want_rows))
     want_pos = np.asarray(want_pos, dtype=np.int64)
-    assert missing[0] == 0  # every collective with every lane
+    assert bad_masks[0] == 0  # every collective's masks as CUDA requires
     assert not (mask == 0xDEADBEEF).any()  # every word written (the host's empty mask)
     assert np.array_equal(got_ptr, want_ptr)
     assert np.array_equal(got_rows, want_rows)

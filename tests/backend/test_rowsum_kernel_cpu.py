@@ -1,19 +1,21 @@
 """The exact sums' kernels over a frontier's edges (``kernels/rowsum.cu``: ``gs_total_*`` and
 the chunked row sums ``gs_rowsum_chunk_counts`` / ``_fill`` / ``gs_rowsum_chunks``) run on
-the CPU as whole blocks: each CUDA thread a ``std::thread``, ``__syncthreads`` a barrier of
-the block, each warp intrinsic an exchange behind a barrier of the warp's 32 lanes, global
-and shared atomics real atomics, blocks one after the other (``__shared__`` arrays static).
-Built with AddressSanitizer (every array an exact-size allocation).
+the CPU as whole blocks (``helpers.CUDA_THREADS_AS_CPP``): each CUDA thread a
+``std::thread``, ``__syncthreads`` a barrier of the block, each warp intrinsic an exchange
+behind a barrier of the warp's 32 lanes, global and shared atomics real atomics, blocks one
+after the other (``__shared__`` arrays static). Built with AddressSanitizer (every array an
+exact-size allocation).
 
 What this checks without a GPU: every frontier edge counted once whatever the rounds of a
 tile (``sub``), the grid, the block, the staged or unstaged tile, the last partial tile, the
 empty and bad columns (empty in the frontier's pointer, never read through); the bits of the
 torch code, NaN and infinities included; the chunk fill using exactly the places the counts
-made; and no barrier or full-mask intrinsic that a lane misses (a deadlock, ended by the
-program's watchdog). Not what it checks: memory ordering or timing on a GPU (the threads
-here are real and unordered, but a CPU's memory model is not the GPU's), or the launch
-configuration the host picks (``tests/backend/test_total.py`` and
-``test_cuda_sync_free.py`` run the kernels on a GPU).
+made; no barrier or warp intrinsic that a lane misses (a deadlock, ended by the program's
+watchdog), and every intrinsic's masks as CUDA requires (the peer groups' partial ones too).
+Not what it checks: memory ordering or timing on a GPU (the threads here are real and
+unordered, but a CPU's memory model is not the GPU's, and a warp's intrinsic here is also a
+barrier of its lanes, which a GPU's is not), or the launch configuration the host picks
+(``tests/backend/test_total.py`` and ``test_cuda_sync_free.py`` run the kernels on a GPU).
 """
 
 import struct
@@ -22,7 +24,7 @@ import subprocess
 import numpy as np
 import pytest
 import torch
-from helpers import CUDA_BLOCKS_AS_CPP, CXX, build_cpp
+from helpers import CUDA_THREADS_AS_CPP, CXX, build_cpp
 
 import gsample as gs
 from gsample.backend.torch import fused_reduce
@@ -30,6 +32,7 @@ from gsample.backend.torch.compute import exact_sums
 
 PROGRAM = r"""
 #include "rowsum.cu"
+#include <unistd.h>
 
 typedef std::vector<long long> vec;
 
@@ -109,6 +112,7 @@ int main() {
     } else {
         return 2;
     }
+    put(vec(1, (long long)gs_bad_masks), false);
     return 0;
 }
 """
@@ -122,7 +126,7 @@ def program(request, tmp_path_factory):
         pytest.skip("no C++ compiler")
     ctype = request.param
     exe = tmp_path_factory.mktemp(f"rowsum_cpu_{ctype}") / "rowsum"
-    src = CUDA_BLOCKS_AS_CPP + f"#define GS_DTYPE0 {ctype}\n" + PROGRAM
+    src = CUDA_THREADS_AS_CPP + f"#define GS_DTYPE0 {ctype}\n" + PROGRAM
     opts = ("-g", "-pthread", "-Wno-unknown-pragmas", "-fno-omit-frame-pointer")
     done = build_cpp(src, exe, *opts, "-fsanitize=address")
     if done.returncode and "sanitize" in done.stderr:
@@ -132,7 +136,8 @@ def program(request, tmp_path_factory):
 
 
 def run(exe, code: int, *arrays) -> list:
-    """Run op ``code`` on int64 ``arrays``; the arrays it writes back (NumPy int64)."""
+    """Run op ``code`` on int64 ``arrays``; the arrays it writes back (NumPy int64), once its
+    warp intrinsics are known to have passed masks as CUDA requires."""
     data = struct.pack("<qq", 1, code)
     for a in arrays:
         a = np.asarray(a, dtype=np.int64)
@@ -151,6 +156,8 @@ def run(exe, code: int, *arrays) -> list:
         (n,) = struct.unpack_from("<q", done.stdout, at)
         out.append(np.frombuffer(done.stdout, dtype=np.int64, count=n, offset=at + 8))
         at += 8 + 8 * n
+    *out, bad_masks = out
+    assert bad_masks[0] == 0  # every intrinsic's masks as CUDA requires
     return out
 
 
