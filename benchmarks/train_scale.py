@@ -51,6 +51,15 @@ warm-up steps) per mini-batch, the median over the passes after the first epoch'
 epoch's mini-batches, is ``model_only``. The target ratio is ``epoch / model_only`` (the
 median epoch after the first, which compiles and warms up).
 
+Apart (after the epochs): the model's pass over its K ready mini-batches and a pass of the
+loader alone over K mini-batches (sampling, then gathering, no pipeline, no model), each
+timed and, on a GPU, profiled (``torch.profiler``: GPU busy and wall milliseconds, kernels
+and host syncs a mini-batch): ``model_only`` and ``loader_only``.
+``serial_over_model_only`` is ``(model + loader) / model`` a mini-batch, what one after the
+other costs; a pipelined epoch below it overlaps them. A model whose GPU busy time is well
+under its wall time is bound by its host, and in one process the loader's host work adds
+to it.
+
 Each stage prints a line with the seconds since start, flushed. JSON with device, date and
 command goes to ``benchmarks/results/train_scale_<graph>_<device>.json``.
 
@@ -79,6 +88,7 @@ from train_common import Clock, ModelOnly, Net, block_layers, step
 from train_pipeline import ROOT, log
 
 import gsample as gs
+from gsample.bench.measure import profile_counts
 from gsample.bench.report import device_name, write_record
 
 GRAPHS = ("rmat", "planted", "products-like", "papers-like")
@@ -292,6 +302,62 @@ def held_out_accuracy(model, loader):
     return float(right) / total
 
 
+def _ms(counts: dict) -> str:
+    busy = counts.get("gpu_busy_ms_per_batch")
+    return "-" if busy is None else f"{busy:.3f} ms"
+
+
+def apart_passes(baseline, solo, k: int, device) -> dict:
+    """The model and the loader, each alone, a mini-batch at a time.
+
+    Parameters
+    ----------
+    baseline : ModelOnly
+        The model's pass over its ``k`` ready mini-batches.
+    solo : gs.DataLoader
+        A loader of the training seeds without a pipeline (sampling, then gathering, in
+        the caller's thread): its first ``k`` mini-batches, no model.
+    k : int
+        Mini-batches a pass.
+    device : torch.device
+
+    Returns
+    -------
+    dict
+        ``{"model_only": counts, "loader_only": {"batches", "per_batch", **counts}}``:
+        ``per_batch`` the loader's wall seconds a mini-batch (a pass after a warm-up one),
+        ``counts`` :func:`gsample.bench.measure.profile_counts` of one more pass of each
+        (GPU busy and wall milliseconds, kernels and host syncs a mini-batch; empty off
+        CUDA). A model whose GPU busy time is well under its wall time is bound by its
+        host (its Python launches): in one process the loader's host work then adds to
+        it, pipelined or not.
+
+    Examples
+    --------
+    >>> apart = apart_passes(baseline, loader(train, seed=2, pipeline=False), 32, device)
+    >>> apart["loader_only"]["per_batch"]  # seconds
+    """
+
+    def loader_pass():
+        for _ in batches(solo, k):
+            pass
+
+    loader_pass()  # the programs made, the allocator's blocks held
+    sync(device)
+    start = time.perf_counter()
+    loader_pass()
+    sync(device)
+    per_batch = (time.perf_counter() - start) / k
+    return {
+        "model_only": profile_counts(baseline, k, device),
+        "loader_only": {
+            "batches": k,
+            "per_batch": per_batch,
+            **profile_counts(loader_pass, k, device),
+        },
+    }
+
+
 def main(argv=None):
     args = parse(argv)
     device = torch.device(args.device)
@@ -305,7 +371,7 @@ def main(argv=None):
         else (args.super_batch if args.super_batch == "auto" else int(args.super_batch))
     )
 
-    def loader(seeds, shuffle=True, seed=0):
+    def loader(seeds, shuffle=True, seed=0, pipeline=not args.no_pipeline):
         # features and labels are read in place on the device: no copy of the table
         return gs.DataLoader(
             A,
@@ -316,7 +382,7 @@ def main(argv=None):
             seed=seed,
             features=x,
             labels=y,
-            pipeline=not args.no_pipeline,
+            pipeline=pipeline,
             super_batch=super_batch,
         )
 
@@ -363,6 +429,13 @@ def main(argv=None):
     batches_per_epoch = timed[-1]["batches"]
     model_only_epoch = per_batch * batches_per_epoch
     ratio = median["epoch"] / model_only_epoch
+    apart = apart_passes(baseline, loader(train, seed=2, pipeline=False), k, device)
+    serial = (per_batch + apart["loader_only"]["per_batch"]) / per_batch
+    log(
+        f"apart, a mini-batch: the model {per_batch * 1e3:.3f} ms (GPU busy "
+        f"{_ms(apart['model_only'])}), the loader {apart['loader_only']['per_batch'] * 1e3:.3f} "
+        f"ms (GPU busy {_ms(apart['loader_only'])}); one after the other {serial:.3f}x the model"
+    )
     print(
         f"median epoch {median['epoch']:.3f} s over {batches_per_epoch} mini-batches: "
         f"sampling {median['sample']:.3f}, gathering {median['gather']:.3f}, model "
@@ -389,8 +462,11 @@ def main(argv=None):
             "per_batch": per_batch,
             "per_batch_runs": per_batch_runs,
             "epoch": model_only_epoch,
+            **apart["model_only"],
         },
+        "loader_only": apart["loader_only"],
         "epoch_over_model_only": ratio,
+        "serial_over_model_only": serial,
     }
     if device.type == "cuda":
         record["peak_memory_bytes"] = torch.cuda.max_memory_allocated(device)

@@ -56,6 +56,14 @@ def test_training_learns_and_splits_the_epoch(tmp_path):
     assert record["epoch_over_model_only"] == pytest.approx(
         record["median"]["epoch"] / base["epoch"]
     )
+    # the model and the loader apart: the loader's own pass (no model) is timed, and one
+    # after the other costs their sum
+    solo = record["loader_only"]
+    assert solo["batches"] == 4 and solo["per_batch"] > 0
+    assert "gpu_busy_ms_per_batch" not in solo  # profiled on a GPU only
+    assert record["serial_over_model_only"] == pytest.approx(
+        (base["per_batch"] + solo["per_batch"]) / base["per_batch"]
+    )
     assert record["feature_mode"] == "device"  # read in place: no second copy of the table
     assert record["seeds"] == {"train": 1846, "held_out": 1024}
     on_disk = json.loads((tmp_path / "train_scale_rmat_cpu.json").read_text())
@@ -125,6 +133,8 @@ def test_products_like_on_the_gpu(tmp_path):
     assert record["epochs"][-1]["loss"] < record["epochs"][0]["loss"]
     assert record["epochs"][-1]["held_out_accuracy"] > 3 * record["chance"]
     assert record["feature_mode"] == "device"
+    for apart in (record["model_only"], record["loader_only"]):  # profiled apart
+        assert apart["gpu_busy_ms_per_batch"] > 0 and apart["kernels_per_batch"] > 0
 
 
 def test_the_pipeline_benchmark_times_the_model_alone_between_its_epochs(tmp_path):
