@@ -450,6 +450,7 @@ def test_chunked_row_sums_of_several_rounds_a_tile_equal_one_mini_batch(
     ]
     singles = [layerwise.slice_reduce(B, p, "sum", 1) for p in parts]  # not forced: 1 round
     monkeypatch.setattr(layerwise, "_rounds", lambda *args: rounds)
+    monkeypatch.setattr(layerwise, "SUM_ROUNDS", rounds)  # "auto" caps small frontiers at 1
     enc = torch.cat([p + b * n for b, p in enumerate(parts)])
     padded = BoundedIds(torch.cat([enc, enc[:9]]), torch.tensor([enc.numel()], device="cuda"))
     for frontier in (enc, padded):

@@ -245,7 +245,7 @@ def slice_total(A: CSC, cols, op: str, batches=None) -> torch.Tensor:
     sums = RowSums(N, dtype, buf.device, _params(indptr))
     if C:
         ptr = _frontier_ptr(indptr, buf, ncols, n, A.num_nodes * N)  # the ids checked there
-        sub = _sum_rounds(indptr, rows)
+        sub = _sum_rounds(indptr, rows, C)
         for name, out in (
             ("gs_total_exponents", (sums.emax, sums.flags)),
             ("gs_total_add", (sums.emax, sums.lo, sums.hi)),
@@ -285,7 +285,7 @@ def _chunked_row_sums(
     K = -(-R // _CHUNK)
     key = {"params": _params(indptr), "dtypes": (_FLOATS[dtype],)}
     ptr = _frontier_ptr(indptr, buf, ncols, n, R)  # the ids checked there
-    sub = _sum_rounds(indptr, rows)  # the counts and the fill: the same rounds
+    sub = _sum_rounds(indptr, rows, C)  # the counts and the fill: the same rounds
     starts = torch.empty(2 * (K + 1), dtype=torch.int64, device=dev)
     memset(starts, 0)
     counts, starts = starts[: K + 1], starts[K + 1 :]
@@ -748,11 +748,15 @@ def _rounds(indptr, rows) -> int:
     return max(1, min(_MAX_ROUNDS, mean * 128 // _TILE))
 
 
-def _sum_rounds(indptr, rows) -> int:
-    """Rounds of items a tile of the exact sums' passes over a frontier (``SUM_ROUNDS``;
-    clamped: a tile of no round would never advance)."""
+def _sum_rounds(indptr, rows, C: int) -> int:
+    """Rounds of items a tile of the exact sums' passes over a frontier of ``C`` columns
+    (``SUM_ROUNDS``; clamped: a tile of no round would never advance). "auto" takes
+    ``_rounds`` only as far as the frontier's edges (at the graph's mean) still fill every
+    block of the fixed grid: on a small frontier (one mini-batch) more rounds a tile would
+    make fewer tiles than blocks and leave blocks idle."""
     if SUM_ROUNDS == "auto":
-        return _rounds(indptr, rows)
+        mean = rows.numel() // max(indptr.numel() - 1, 1)
+        return max(1, min(_rounds(indptr, rows), C * mean // (_TILE * _GRID)))
     return max(1, min(_MAX_ROUNDS, int(SUM_ROUNDS)))
 
 
