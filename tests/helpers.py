@@ -11,9 +11,12 @@ import itertools
 import multiprocessing
 import pathlib
 import shutil
+import struct
 import subprocess
 import sys
 
+import numpy as np
+import pytest
 import torch
 
 import gsample as gs
@@ -211,6 +214,28 @@ template <typename F> static void gs_launch(long long grid, long long block, F k
     for (auto& w : gs_warps) pthread_barrier_destroy(&w.bar);
 }
 """
+#: The kernels-as-C++ programs' side of :func:`run_int64_program`: ``read_vec()``, the next
+#: int64 array on stdin (its length, then its entries; an empty one past the input's end or
+#: on a short read, which the program's own checks of its arrays' sizes then catch), and
+#: ``write_vec(v)``, an array to stdout the same way, each entry converted to ``long long``.
+#: Include it after the kernel sources: ``vec`` is its array type, and a common local name.
+INT64_IO_CPP = r"""
+#include <cstdio>
+#include <vector>
+typedef std::vector<long long> vec;
+static vec read_vec() {                 // one array: its length, then its entries
+    long long n = 0;
+    if (fread(&n, 8, 1, stdin) != 1) return vec();
+    vec v(n);
+    if (n && fread(v.data(), 8, n, stdin) != (size_t)n) return vec();
+    return v;
+}
+template <typename T> static void write_vec(const std::vector<T>& v) {
+    long long n = v.size();
+    fwrite(&n, 8, 1, stdout);
+    for (const T& x : v) { long long y = (long long)x; fwrite(&y, 8, 1, stdout); }
+}
+"""
 KERNELS = pathlib.Path(__file__).resolve().parents[1] / "kernels"
 #: the C++ compiler the kernels-as-C++ tests build with (None: those tests skip)
 CXX = shutil.which("g++") or shutil.which("c++")
@@ -239,6 +264,58 @@ def build_cpp(source: str, out: pathlib.Path, *options: str) -> subprocess.Compl
         text=True,
         check=False,
     )
+
+
+def build_asan(source: str, out: pathlib.Path, *options: str, required: bool = True):
+    """Build the program ``out`` from ``source`` (:func:`build_cpp`, with ``options``) under
+    AddressSanitizer: every exact-size array it allocates then bounds the kernels' reads and
+    writes, a read or write past one ending the program with a report. Returns ``out``.
+
+    Skips the calling test where there is no C++ compiler. Where the compiler has no
+    AddressSanitizer runtime (the build fails naming the sanitizer): with ``required`` (the
+    test is about memory safety) skips the test; without, builds the program unsanitized (the
+    test's results are checked all the same)."""
+    if CXX is None:
+        pytest.skip("no C++ compiler")
+    done = build_cpp(source, out, *options, "-g", "-fsanitize=address", "-fno-omit-frame-pointer")
+    if done.returncode and "sanitize" in done.stderr:
+        if required:
+            pytest.skip(f"no AddressSanitizer runtime: {done.stderr[-300:]}")
+        done = build_cpp(source, out, *options)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+def run_int64_program(exe, *arrays, timeout: float = 600) -> list:
+    """Run the program ``exe`` (built with :data:`INT64_IO_CPP`) on int64 ``arrays``; the
+    int64 arrays it writes back, in order (writable NumPy arrays).
+
+    Each array (anything ``np.asarray`` takes as int64: a list, a NumPy array, a CPU tensor)
+    goes to its stdin as its length, then its entries, all little-endian int64; its stdout
+    must be whole arrays the same way. The program runs with AddressSanitizer's options for
+    these tests (no leak report; a report ends it with a failing status) and must exit 0
+    within ``timeout`` seconds: a sanitizer's report, a fault, an error status or a hang
+    fails the calling test (the message: the end of its stderr)."""
+    data = b"".join(
+        struct.pack("<q", a.size) + a.tobytes()
+        for a in (np.asarray(x, dtype="<i8") for x in arrays)
+    )
+    done = subprocess.run(
+        [str(exe)],
+        input=data,
+        capture_output=True,
+        check=False,
+        timeout=timeout,
+        env={"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0"},
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
+    out, at, stdout = [], 0, done.stdout
+    while at < len(stdout):
+        (n,) = struct.unpack_from("<q", stdout, at)
+        assert 0 <= n <= (len(stdout) - at - 8) // 8, f"array {len(out)}: {n} entries, cut short"
+        out.append(np.frombuffer(stdout, "<i8", n, at + 8).copy())
+        at += 8 + 8 * n
+    return out
 
 
 # ----------------------------------------------------------------------------- examples

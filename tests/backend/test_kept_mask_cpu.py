@@ -12,43 +12,30 @@ positions or the rows themselves, bad and padding-like (empty) columns, hubs (a 
 column), tiles of more columns than GS_STAGE (unstaged) and tiles keeping nothing (skipped).
 CI has no GPU; the GPU's comparison is ``tests/runtime/test_super_batch_memory.py``.
 
-The protocol: the test writes int64 arrays (each its length first) to the program's stdin
-and reads the program's arrays back.
+The case's arrays go in and the passes' arrays come back through
+``helpers.run_int64_program``.
 """
-
-import subprocess
 
 import numpy as np
 import pytest
-from helpers import CUDA_THREADS_AS_CPP, CXX, build_cpp
+from helpers import CUDA_THREADS_AS_CPP, INT64_IO_CPP, build_asan, run_int64_program
 
 SHIM = (
     CUDA_THREADS_AS_CPP
     + r"""
 #include "layerwise.cu"
 #include <algorithm>
-#include <cstdio>
-typedef std::vector<long long> vec;
-static vec get() {                      // one array: its length, then its entries
-    long long n = 0;
-    if (fread(&n, 8, 1, stdin) != 1) return vec();
-    vec v(n);
-    if (n && fread(v.data(), 8, n, stdin) != (size_t)n) return vec();
-    return v;
-}
-template <typename T> static void put(const std::vector<T>& v) {
-    long long n = v.size();
-    fwrite(&n, 8, 1, stdout);
-    for (const T& x : v) { long long y = (long long)x; fwrite(&y, 8, 1, stdout); }
-}
+"""
+    + INT64_IO_CPP
+    + r"""
 template <typename T> static T* at(std::vector<T>& v) { return v.empty() ? nullptr : v.data(); }
 
 int main() {
     // p: C, n, R, grid, use newpos; then the graph's indptr and rows, the frontier's ids and
     // its edge pointer (the host's _frontier_ptr), the rows of A[rows, cols] (encoded),
     // the graph's values (float bits) and eids
-    const vec p = get(), indptr = get(), rows = get(), cols = get(), ptr = get(), pick = get();
-    const vec vals = get(), eids = get();
+    const vec p = read_vec(), indptr = read_vec(), rows = read_vec(), cols = read_vec();
+    const vec ptr = read_vec(), pick = read_vec(), vals = read_vec(), eids = read_vec();
     if (p.size() != 5) return 2;
     const long long C = p[0], n = p[1], R = p[2], G = p[3], K0 = pick.size();
     std::vector<unsigned> bits((R + 31) / 32, 0u);
@@ -99,16 +86,16 @@ int main() {
                           bits.data(), (gs_u64*)state.data(), at(old_rows), at(old_pos),
                           nullptr, nullptr, 0, nullptr, nullptr);
         });
-    put(mask);
-    put(out_ptr);
-    put(rows_out);
-    put(pos_out);
-    put(values_out);
-    put(eids_out);
-    put(old_ptr);
-    put(old_rows);
-    put(old_pos);
-    put(vec(1, (long long)gs_bad_masks));
+    write_vec(mask);
+    write_vec(out_ptr);
+    write_vec(rows_out);
+    write_vec(pos_out);
+    write_vec(values_out);
+    write_vec(eids_out);
+    write_vec(old_ptr);
+    write_vec(old_rows);
+    write_vec(old_pos);
+    write_vec(vec(1, (long long)gs_bad_masks));
     return 0;
 }
 """
@@ -117,38 +104,7 @@ int main() {
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory):
-    if CXX is None:
-        pytest.skip("no C++ compiler")
-    exe = tmp_path_factory.mktemp("kept_mask_cpu") / "kept_mask"
-    done = build_cpp(SHIM, exe, "-g", "-pthread", "-fsanitize=address", "-fno-omit-frame-pointer")
-    if done.returncode and "sanitize" in done.stderr:
-        pytest.skip(f"no AddressSanitizer runtime: {done.stderr[-300:]}")
-    assert done.returncode == 0, done.stderr[-3000:]
-    return exe
-
-
-def _arrays(*arrays) -> bytes:
-    return b"".join(
-        np.int64(np.size(a)).tobytes() + np.asarray(a, dtype=np.int64).tobytes() for a in arrays
-    )
-
-
-def _run(exe, data: bytes) -> list:
-    done = subprocess.run(
-        [str(exe)],
-        input=data,
-        capture_output=True,
-        check=False,
-        timeout=300,  # lanes that diverge around a collective hang
-        env={"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0"},
-    )
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
-    out, rest = [], done.stdout
-    while rest:
-        k = int(np.frombuffer(rest[:8], np.int64)[0])
-        out.append(np.frombuffer(rest[8 : 8 + 8 * k], np.int64))
-        rest = rest[8 + 8 * k :]
-    return out
+    return build_asan(SHIM, tmp_path_factory.mktemp("kept_mask_cpu") / "kept_mask", "-pthread")
 
 
 @pytest.mark.parametrize(
@@ -183,8 +139,10 @@ def test_the_mask_passes_keep_every_edge_of_a_chosen_row(
     ).astype(np.int64)
     values = rng.integers(0, 2**32, indptr[-1])
     eids = rng.integers(0, 2**40, indptr[-1])
-    data = _arrays([ids.size, n, R, grid, positions], indptr, rows, ids, ptr, pick, values, eids)
-    mask, got_ptr, got_rows, got_pos, got_values, got_eids, *old, bad_masks = _run(program, data)
+    arrays = [ids.size, n, R, grid, positions], indptr, rows, ids, ptr, pick, values, eids
+    # (a timeout: lanes that diverge around a collective hang)
+    got = run_int64_program(program, *arrays, timeout=300)
+    mask, got_ptr, got_rows, got_pos, got_values, got_eids, *old, bad_masks = got
     # brute force: the frontier's columns in order, each one's edges in the graph's order
     newpos = np.full(R, -1)
     newpos[pick] = np.arange(pick.size)

@@ -8,35 +8,23 @@ as that formula's check does. Batches of 300 rows cut most warps' spans of 128 r
 across two batches: the per-row path), of 1,024 none. CI has no GPU; the GPU's comparison
 is ``tests/backend/test_cuda_topk.py`` and the super-batched samplers' tests.
 
-The protocol: the test writes int64 arrays (each its length first) to the program's stdin
-and reads the program's arrays back.
+The program takes the case's arrays and gives back the compacted keys, its reference keys
+and its flags through ``helpers.run_int64_program``.
 """
 
 import struct
-import subprocess
 
 import numpy as np
 import pytest
-from helpers import CUDA_THREADS_AS_CPP, CXX, build_cpp
+from helpers import CUDA_THREADS_AS_CPP, INT64_IO_CPP, build_asan, run_int64_program
 
 SHIM = (
     CUDA_THREADS_AS_CPP
     + r"""
 #include "layerwise.cu"
-#include <cstdio>
-typedef std::vector<long long> vec;
-static vec get() {                      // one array: its length, then its entries
-    long long n = 0;
-    if (fread(&n, 8, 1, stdin) != 1) return vec();
-    vec v(n);
-    if (n && fread(v.data(), 8, n, stdin) != (size_t)n) return vec();
-    return v;
-}
-static void put(const vec& v) {
-    long long n = v.size();
-    fwrite(&n, 8, 1, stdout);
-    fwrite(v.data(), 8, n, stdout);
-}
+"""
+    + INT64_IO_CPP
+    + r"""
 
 // a candidate and its key as every row found them before (its batch by a division, the
 // batch's seed by two hash rounds)
@@ -63,7 +51,7 @@ static gs_i64 ref_key(const gs_t* probs, int shared, const gs_u64* key, gs_i64 n
 int main() {
     // p: R, n, per, probs (0 none, 1 per row, 2 shared), grid; cand's words (none: null);
     // probs as float64 bits; the key's two words
-    const vec p = get(), cand_w = get(), probs_b = get(), key_w = get();
+    const vec p = read_vec(), cand_w = read_vec(), probs_b = read_vec(), key_w = read_vec();
     if (p.size() != 5) return 2;
     const gs_i64 R = p[0], n = p[1], per = p[2], grid = p[4];
     const int shared = p[3] == 2;
@@ -87,13 +75,13 @@ int main() {
     for (gs_i64 r = 0; r < R; ++r)
         ref[r] = ref_candidate(C, P, shared, n, r, ref_bad.data())
                  ? ref_key(P, shared, key.data(), n, r) : GS_NOT_A_ROW;
-    put(at);
-    put(ckeys);
-    put(crows);
-    put(bad);
-    put(ref);
-    put(ref_bad);
-    put(vec(1, (long long)gs_bad_masks));
+    write_vec(at);
+    write_vec(ckeys);
+    write_vec(crows);
+    write_vec(bad);
+    write_vec(ref);
+    write_vec(ref_bad);
+    write_vec(vec(1, (long long)gs_bad_masks));
     return 0;
 }
 """
@@ -102,35 +90,7 @@ int main() {
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory):
-    if CXX is None:
-        pytest.skip("no C++ compiler")
-    exe = tmp_path_factory.mktemp("row_keys_cpu") / "row_keys"
-    done = build_cpp(SHIM, exe, "-g", "-pthread", "-fsanitize=address", "-fno-omit-frame-pointer")
-    if done.returncode and "sanitize" in done.stderr:
-        pytest.skip(f"no AddressSanitizer runtime: {done.stderr[-300:]}")
-    assert done.returncode == 0, done.stderr[-3000:]
-    return exe
-
-
-def _run(exe, arrays) -> list:
-    data = b"".join(
-        np.int64(np.size(a)).tobytes() + np.asarray(a, dtype=np.int64).tobytes() for a in arrays
-    )
-    done = subprocess.run(
-        [str(exe)],
-        input=data,
-        capture_output=True,
-        check=False,
-        timeout=300,  # lanes that diverge around a collective hang
-        env={"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0"},
-    )
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
-    out, rest = [], done.stdout
-    while rest:
-        k = int(np.frombuffer(rest[:8], np.int64)[0])
-        out.append(np.frombuffer(rest[8 : 8 + 8 * k], np.int64))
-        rest = rest[8 + 8 * k :]
-    return out
+    return build_asan(SHIM, tmp_path_factory.mktemp("row_keys_cpu") / "row_keys", "-pthread")
 
 
 def _bits(x: float) -> int:
@@ -156,9 +116,9 @@ def test_the_compacted_keys_are_each_rows_key(program, grid, probs, per, copies)
     threads = -(-R // 4)  # the host's launch: a thread per 4 rows, blocks of 256
     blocks = -(-threads // 256) if grid == "host" else grid
     key = [0x1234_5678_9ABC_DEF0, 77]
-    at, ckeys, crows, bad, ref, ref_bad, bad_masks = _run(
-        program, [[R, n, per, code, blocks], cand, p, key]
-    )
+    # (a timeout: lanes that diverge around a collective hang)
+    got = run_int64_program(program, [R, n, per, code, blocks], cand, p, key, timeout=300)
+    at, ckeys, crows, bad, ref, ref_bad, bad_masks = got
     assert bad_masks[0] == 0  # every collective's masks as CUDA requires
     assert np.array_equal(bad, ref_bad)
     for b in range(copies):

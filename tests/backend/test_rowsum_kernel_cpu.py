@@ -18,47 +18,38 @@ barrier of its lanes, which a GPU's is not), or the launch configuration the hos
 (``tests/backend/test_total.py`` and ``test_cuda_sync_free.py`` run the kernels on a GPU).
 """
 
-import struct
-import subprocess
-
 import numpy as np
 import pytest
 import torch
-from helpers import CUDA_THREADS_AS_CPP, CXX, build_cpp
+from helpers import CUDA_THREADS_AS_CPP, INT64_IO_CPP, build_asan, run_int64_program
 
 import gsample as gs
 from gsample.backend.torch import fused_reduce
 from gsample.backend.torch.compute import exact_sums
 
-PROGRAM = r"""
+PROGRAM = (
+    r"""
 #include "rowsum.cu"
 #include <unistd.h>
-
-typedef std::vector<long long> vec;
-
-static vec get() {                      // one array: its length, then its entries
-    long long n = 0;
-    if (fread(&n, 8, 1, stdin) != 1) return vec();
-    vec v(n);
-    if (n && fread(v.data(), 8, n, stdin) != (size_t)n) return vec();
-    return v;
-}
-
-template <typename T> static void put(const std::vector<T>& v, bool real) {
-    long long n = v.size();
-    fwrite(&n, 8, 1, stdout);
-    for (const T& x : v) {
-        long long y = (long long)x;
-        if (real) { const double d = (double)x; memcpy(&y, &d, 8); }  // as float64 bits
-        fwrite(&y, 8, 1, stdout);
+"""
+    + INT64_IO_CPP
+    + r"""
+// sums as float64 bits
+static void write_reals(const std::vector<gs_t>& v) {
+    vec bits(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+        const double d = (double)v[i];
+        memcpy(&bits[i], &d, 8);
     }
+    write_vec(bits);
 }
 
 int main() {
     alarm(120);                         // a barrier or warp intrinsic some lane never reaches
-    const vec op = get();
+    const vec op = read_vec();
     if (op.empty()) return 2;
-    const vec ip = get(), rw = get(), vbits = get(), cols = get(), ptr = get(), p = get();
+    const vec ip = read_vec(), rw = read_vec(), vbits = read_vec(), cols = read_vec();
+    const vec ptr = read_vec(), p = read_vec();
     // exact-size copies, each bounded by AddressSanitizer
     const std::vector<gs_idx> indptr(ip.begin(), ip.end()), rows(rw.begin(), rw.end());
     std::vector<gs_t> values(vbits.size());
@@ -87,7 +78,7 @@ int main() {
         gs_launch(1, 32, [&]() {
             gs_rowsum_finish(emax.data(), flags.data(), lo.data(), hi.data(), G, out.data());
         });
-        put(out, true);
+        write_reals(out);
     } else if (op[0] == 2) {            // the row sums of R = G rows by chunk
         const long long R = G, K = (R + GS_CHUNK - 1) / GS_CHUNK;
         std::vector<gs_i64> counts(K + 1, 0), starts(K + 1, 0);
@@ -106,57 +97,34 @@ int main() {
             gs_rowsum_chunks(starts.data(), terms.empty() ? nullptr : terms.data(), R,
                              out.data());
         });
-        put(out, true);
-        put(starts, false);
-        put(cursor, false);
+        write_reals(out);
+        write_vec(starts);
+        write_vec(cursor);
     } else {
         return 2;
     }
-    put(vec(1, (long long)gs_bad_masks), false);
+    write_vec(vec(1, (long long)gs_bad_masks));
     return 0;
 }
 """
+)
 
 DTYPES = {"float": torch.float32, "double": torch.float64}
 
 
 @pytest.fixture(scope="module", params=sorted(DTYPES))
 def program(request, tmp_path_factory):
-    if CXX is None:
-        pytest.skip("no C++ compiler")
     ctype = request.param
     exe = tmp_path_factory.mktemp(f"rowsum_cpu_{ctype}") / "rowsum"
     src = CUDA_THREADS_AS_CPP + f"#define GS_DTYPE0 {ctype}\n" + PROGRAM
-    opts = ("-g", "-pthread", "-Wno-unknown-pragmas", "-fno-omit-frame-pointer")
-    done = build_cpp(src, exe, *opts, "-fsanitize=address")
-    if done.returncode and "sanitize" in done.stderr:
-        done = build_cpp(src, exe, *opts)  # no AddressSanitizer runtime here
-    assert done.returncode == 0, done.stderr[-3000:]
+    build_asan(src, exe, "-pthread", "-Wno-unknown-pragmas", required=False)
     return exe, DTYPES[ctype]
 
 
 def run(exe, code: int, *arrays) -> list:
     """Run op ``code`` on int64 ``arrays``; the arrays it writes back (NumPy int64), once its
     warp intrinsics are known to have passed masks as CUDA requires."""
-    data = struct.pack("<qq", 1, code)
-    for a in arrays:
-        a = np.asarray(a, dtype=np.int64)
-        data += struct.pack("<q", a.size) + a.tobytes()
-    done = subprocess.run(
-        [str(exe)],
-        input=data,
-        capture_output=True,
-        check=False,
-        env={"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0"},
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
-    out, at = [], 0
-    while at < len(done.stdout):
-        (n,) = struct.unpack_from("<q", done.stdout, at)
-        out.append(np.frombuffer(done.stdout, dtype=np.int64, count=n, offset=at + 8))
-        at += 8 + 8 * n
-    *out, bad_masks = out
+    *out, bad_masks = run_int64_program(exe, [code], *arrays)
     assert bad_masks[0] == 0  # every intrinsic's masks as CUDA requires
     return out
 

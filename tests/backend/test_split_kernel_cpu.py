@@ -7,15 +7,13 @@ entry, and reads and writes nothing outside its exact-size arrays. The grids are
 of a few items (a warp's chunk across many batches) and of thousands (a chunk inside one).
 CI has no GPU; the GPU's comparison is ``test_cuda_split.py``.
 
-The protocol: the test writes int64 arrays (each its length first) to the program's stdin
-and reads the decoded buffer back.
+The test talks to the program through ``helpers.run_int64_program``: the arrays in, the
+decoded buffer back.
 """
-
-import subprocess
 
 import pytest
 import torch
-from helpers import CUDA_AS_CPP, CXX, build_cpp
+from helpers import CUDA_AS_CPP, INT64_IO_CPP, build_asan, run_int64_program
 
 from gsample.backend.cuda import split as cuda_split
 from gsample.formats.csc import CSC
@@ -24,27 +22,18 @@ from gsample.runtime import block_diagonal as blocks
 SHIM = (
     CUDA_AS_CPP
     + r"""
-#include <cstdio>
-#include <vector>
 #include "split.cu"
-
-typedef std::vector<long long> vec;
-
-static vec get() {                      // one array: its length, then its entries
-    long long n = 0;
-    if (fread(&n, 8, 1, stdin) != 1) return vec();
-    vec v(n);
-    if (n && fread(v.data(), 8, n, stdin) != (size_t)n) return vec();
-    return v;
-}
+"""
+    + INT64_IO_CPP
+    + r"""
 
 // an empty array as the host passes it (_opt: a null pointer)
 static const long long* ptr(const vec& v) { return v.empty() ? nullptr : v.data(); }
 
 int main() {
     // p: copies, n, row_space, has_cols, P, E, total, grid, block
-    const vec p = get(), indptr = get(), rows = get(), col_ids = get(), row_ids = get();
-    const vec bnd = get();
+    const vec p = read_vec(), indptr = read_vec(), rows = read_vec(), col_ids = read_vec();
+    const vec row_ids = read_vec(), bnd = read_vec();
     if (p.size() != 9) return 2;
     vec out(p[6]);                      // exact size: AddressSanitizer bounds every write
     gridDim.x = p[7];
@@ -57,9 +46,7 @@ int main() {
                             p[0], p[1], (int)p[2], (int)p[3], p[4], p[5], p[6],
                             out.empty() ? nullptr : out.data());
         }
-    const long long k = out.size();
-    fwrite(&k, 8, 1, stdout);
-    fwrite(out.data(), 8, k, stdout);
+    write_vec(out);
     return 0;
 }
 """
@@ -68,14 +55,7 @@ int main() {
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory):
-    if CXX is None:
-        pytest.skip("no C++ compiler")
-    exe = tmp_path_factory.mktemp("split_cpu") / "split"
-    done = build_cpp(SHIM, exe, "-g", "-fsanitize=address", "-fno-omit-frame-pointer")
-    if done.returncode and "sanitize" in done.stderr:
-        pytest.skip(f"no AddressSanitizer runtime: {done.stderr[-300:]}")
-    assert done.returncode == 0, done.stderr[-3000:]
-    return exe
+    return build_asan(SHIM, tmp_path_factory.mktemp("split_cpu") / "split")
 
 
 def _decode(exe, M: CSC, bnd, n: int, grid: int, block: int) -> torch.Tensor:
@@ -87,25 +67,10 @@ def _decode(exe, M: CSC, bnd, n: int, grid: int, block: int) -> torch.Tensor:
     P = C + copies
     total = P + E + (C if M.col_ids is not None else 0) + Rn
     p = [copies, n, M.row_ids is not None, M.col_ids is not None, P, E, total, grid, block]
-    empty = torch.zeros(0, dtype=torch.int64)
-    arrays = [torch.tensor(p, dtype=torch.int64), M.indptr, M.rows]
-    arrays += [empty if t is None else t for t in (M.col_ids, M.row_ids)]
-    arrays += [bnd.device.reshape(-1)]
-    data = b"".join(
-        torch.tensor([a.numel()], dtype=torch.int64).numpy().tobytes() + a.numpy().tobytes()
-        for a in arrays
-    )
-    done = subprocess.run(
-        [str(exe)],
-        input=data,
-        capture_output=True,
-        check=False,
-        env={"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0"},
-    )
-    assert done.returncode == 0, done.stderr.decode()[-3000:]
-    k = int(torch.frombuffer(bytearray(done.stdout[:8]), dtype=torch.int64))
-    assert k == total
-    return torch.frombuffer(bytearray(done.stdout[8:]), dtype=torch.int64)
+    ids = [[] if t is None else t for t in (M.col_ids, M.row_ids)]
+    (out,) = run_int64_program(exe, p, M.indptr, M.rows, *ids, bnd.device.reshape(-1))
+    assert out.size == total
+    return torch.from_numpy(out)
 
 
 def _batch(g, n, cols, edges_per_col, row_space):
