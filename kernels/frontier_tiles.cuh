@@ -72,8 +72,9 @@ __device__ __forceinline__ double gs_value(const gs_t* __restrict__ values, gs_i
 // GS_STAGE, the block also keeps each one's edge pointer, first graph edge and batch offset
 // in shared memory, read once per column: an edge's column is then a search in shared
 // memory and its graph edge an addition, not a search of the frontier's pointer and three
-// dependent loads (the kept-edge passes, bound by those loads, stage; the row-sum passes over
-// the row space are bound by their atomics instead, gain nothing, and are not staged).
+// dependent loads (the kept-edge passes, the chunked row sums and the frontier totals, bound
+// by those loads, stage; the row-sum passes over the row space are bound by their atomics
+// instead, gain nothing, and are not staged).
 #define GS_STAGE 256
 
 struct gs_tile_t {

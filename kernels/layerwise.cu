@@ -79,11 +79,13 @@ extern "C" __global__ void gs_frontier_rows(const gs_idx* __restrict__ indptr,
 // the probs_support pass said so).
 #define GS_NOT_A_ROW 0x7FFFFFFFFFFFFFFFLL
 
-__device__ __forceinline__ bool gs_is_candidate(const unsigned* __restrict__ cand,
-                                                const gs_t* __restrict__ probs, int shared,
-                                                gs_i64 n, gs_i64 r, gs_i64* __restrict__ bad) {
+// b: row r's batch, n > 0 ? gs_batch(r, n) : 0 (gs_is_candidate finds it; a caller that
+// knows it for a run of rows passes it).
+__device__ __forceinline__ bool gs_is_candidate_of(const unsigned* __restrict__ cand,
+                                                   const gs_t* __restrict__ probs, int shared,
+                                                   gs_i64 n, gs_i64 r, gs_i64 b,
+                                                   gs_i64* __restrict__ bad) {
     if (probs == nullptr) return cand == nullptr || gs_cand_bit(cand, r);
-    const gs_i64 b = n > 0 ? gs_batch(r, n) : 0;
     const double x = (double)probs[shared ? r - b * n : r];   // the batches share one probs
     if (!shared || b == 0) {
         if (isnan(x) || isinf(x)) bad[0] = 1;
@@ -92,16 +94,34 @@ __device__ __forceinline__ bool gs_is_candidate(const unsigned* __restrict__ can
     return (cand == nullptr || gs_cand_bit(cand, r)) && x > 0.0;
 }
 
+__device__ __forceinline__ bool gs_is_candidate(const unsigned* __restrict__ cand,
+                                                const gs_t* __restrict__ probs, int shared,
+                                                gs_i64 n, gs_i64 r, gs_i64* __restrict__ bad) {
+    if (probs == nullptr) return cand == nullptr || gs_cand_bit(cand, r);
+    return gs_is_candidate_of(cand, probs, shared, n, r, n > 0 ? gs_batch(r, n) : 0, bad);
+}
+
+// The sort keys' hash in batch b: row v's word is gs_word(gs_combine(key[0], key[1] + b), 0,
+// v) = gs_combine(seed, v), the seed the batch's (the same for all its rows).
+__device__ __forceinline__ gs_u64 gs_key_seed(const gs_u64* __restrict__ key, gs_i64 b) {
+    return gs_combine(gs_combine(key[0], (gs_i64)key[1] + b), 0);
+}
+
+// The sort key of row r, a candidate of batch b (seed: gs_key_seed's of b; bn: b * n).
+__device__ __forceinline__ gs_i64 gs_seeded_key(const gs_t* __restrict__ probs, int shared,
+                                                gs_u64 seed, gs_i64 r, gs_i64 bn) {
+    const gs_u64 w = gs_combine(seed, r - bn);
+    return probs == nullptr
+        ? (gs_i64)(w >> 1)
+        : __double_as_longlong(__ddiv_rn(gs_exponential(w), (double)probs[shared ? r - bn : r]));
+}
+
 // The sort key of row r, a candidate.
 __device__ __forceinline__ gs_i64 gs_candidate_key(const gs_t* __restrict__ probs, int shared,
                                                    const gs_u64* __restrict__ key, gs_i64 n,
                                                    gs_i64 r) {
     const gs_i64 b = n > 0 ? gs_batch(r, n) : 0;
-    const gs_u64 w = gs_word(gs_combine(key[0], (gs_i64)key[1] + b), 0, r - b * n);
-    return probs == nullptr
-        ? (gs_i64)(w >> 1)
-        : __double_as_longlong(__ddiv_rn(gs_exponential(w),
-                                         (double)probs[shared ? r - b * n : r]));
+    return gs_seeded_key(probs, shared, gs_key_seed(key, b), r, b * n);
 }
 
 // keys[r] for every row r of the row space (torch.topk selects from them).
@@ -124,7 +144,8 @@ extern "C" __global__ void gs_row_sort_keys(const unsigned* __restrict__ cand, g
 // lists its candidates in shared memory and computes their keys 32 at a time: a key is a
 // hash, a logarithm and a division in float64, and with one row a lane every lane would wait
 // for the warp's few candidates; within one batch it adds them to the cursor at once (an
-// atomic).
+// atomic). A span within one batch of the keys (n: mostly, as n is far above the span)
+// finds its batch and its hash's seed once, not a division and two hash rounds a row.
 #define GS_KEY_WARPS 8
 extern "C" __global__ void __launch_bounds__(GS_KEY_WARPS * 32)
 gs_row_keys_compact(const unsigned* __restrict__ cand, gs_i64 R,
@@ -139,11 +160,14 @@ gs_row_keys_compact(const unsigned* __restrict__ cand, gs_i64 R,
     const gs_i64 warps = ((gs_i64)gridDim.x * blockDim.x) >> 5;
     for (gs_i64 base = ((blockIdx.x * (gs_i64)blockDim.x + threadIdx.x) >> 5) * span; base < R;
          base += warps * span) {
+        const gs_i64 kb = n > 0 ? gs_batch(base, n) : 0;    // the span's batch of the keys
+        const bool kone = n <= 0 || gs_batch(min(base + span, R) - 1, n) == kb;
         int m = 0;                                       // the warp's candidates so far
 #pragma unroll
         for (int j = 0; j < GS_ITEMS; ++j) {
             const gs_i64 r = base + 32 * j + lane;
-            const bool is = r < R && gs_is_candidate(cand, probs, shared, n, r, bad);
+            const bool is = r < R && gs_is_candidate_of(cand, probs, shared, n, r,
+                                                        kone ? kb : gs_batch(r, n), bad);
             const unsigned ball = __ballot_sync(0xFFFFFFFFu, is);
             if (is) list[m + __popc(ball & ((1u << lane) - 1u))] = 32 * j + lane;
             m += __popc(ball);
@@ -156,9 +180,11 @@ gs_row_keys_compact(const unsigned* __restrict__ cand, gs_i64 R,
         if (one && lane == 0)
             first = (gs_i64)atomicAdd((unsigned long long*)&at[b], (unsigned long long)m);
         first = __shfl_sync(0xFFFFFFFFu, first, 0);
+        const gs_u64 seed = gs_key_seed(key, kb);
         for (int i = lane; i < m; i += 32) {
             const gs_i64 r = base + list[i];
-            const gs_i64 k = gs_candidate_key(probs, shared, key, n, r);
+            const gs_i64 k = kone ? gs_seeded_key(probs, shared, seed, r, kb * n)
+                                  : gs_candidate_key(probs, shared, key, n, r);
             const gs_i64 to = one ? first + i
                                   : (gs_i64)atomicAdd((unsigned long long*)&at[gs_batch(r, per)],
                                                       1ULL);
@@ -412,5 +438,142 @@ gs_kept_edges(const gs_idx* __restrict__ indptr,
             static_cast<unsigned long long*>(values_out)[to] =
                 static_cast<const unsigned long long*>(values)[edge];
         if (eids != nullptr) eids_out[to] = eids[edge];
+    }
+}
+
+// ----------------------------------------------------------------------------- kept mask
+// Where the frontier's edge count is read back before its kept edges are counted (a
+// super-batch's A[rows, cols]: ShaDow's induced subgraph, a third of 40M frontier edges a
+// mini-batch kept), three launches replace gs_kept_counts and gs_kept_edges, and only the
+// first tests rows (a random 4-byte read of the bits an edge: most of gs_kept_edges' L2
+// traffic, and the link of its chain of dependent loads between the row and its position):
+// - gs_kept_mask: frontier edge g kept as bit g % 32 of mask[g / 32] (a warp's ballot over
+//   32 consecutive edges: one word), and each tile's kept edges in its[tile] (tiles of
+//   GS_KEPT_TILE edges: blocks of GS_KEPT_THREADS); no atomics, no __match_any_sync;
+// - (the host: before[t], the kept edges of the tiles before t; before[tiles] all of them)
+// - gs_kept_ptr: the kept edges' column pointer: ptr_out[c], the kept edges before frontier
+//   edge ptr[c] (its tile's before and the mask's bits of the tile before it);
+// - gs_kept_masked: the kept edges in the frontier's order, each at its tile's before, plus
+//   its word's place in the tile (a warp's scan of the tile's 32 words), plus its lane's:
+//   no ticket, look-back, block scan or staged edges (the blocks run apart, and the kept
+//   edges of one word go to consecutive places: a warp's stores cover whole sectors but
+//   at its ends), and an edge not kept reads nothing.
+// mask: words = tiles * GS_KEPT_TILE / 32 words (every one written: a tile's items past
+// the frontier's end are not kept); its: tiles words. Both kernels over the frontier's edges
+// run a fixed grid of blocks of GS_KEPT_THREADS, each a tile after another (tile t: frontier
+// edges t * GS_KEPT_TILE on, the host's _TILE), capped as gs_kept_edges is (one wave of the
+// host's grid on sm_90; no spills: tests/backend/test_kernels_ptx.py).
+extern "C" __global__ void __launch_bounds__(GS_KEPT_THREADS, GS_KEPT_MIN_BLOCKS)
+gs_kept_mask(const gs_idx* __restrict__ indptr,
+             const gs_idx* __restrict__ rows,
+             const gs_i64* __restrict__ cols, gs_i64 C,
+             const gs_i64* __restrict__ ptr, gs_i64 n,
+             const int* __restrict__ newpos,
+             const unsigned* __restrict__ bits,
+             unsigned* __restrict__ mask, gs_i64 words,
+             gs_i64* __restrict__ its, gs_i64 tiles) {
+    __shared__ int s_kept[GS_KEPT_THREADS / 32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const bool tested = bits != nullptr || newpos != nullptr;  // neither: nothing is kept
+    GS_TILES(g0, t, ptr, C, true) {
+        GS_LOAD_ITEMS(g0, t, r, e, c)
+        int mine = 0;
+#pragma unroll
+        for (int j = 0; j < GS_ITEMS; ++j) {
+            const bool keep = r[j] >= 0 && tested && gs_drawn(bits, newpos, r[j]);
+            const unsigned word = __ballot_sync(0xFFFFFFFFu, keep);
+            const gs_i64 w = (g0 >> 5) + j * warps + warp;       // (g0: a multiple of 32)
+            if (lane == 0 && w < words) mask[w] = word;
+            mine += __popc(word);
+        }
+        if (lane == 0) s_kept[warp] = mine;
+        __syncthreads();             // (the next tile's first barrier: s_kept read before)
+        if (threadIdx.x == 0) {
+            int sum = 0;
+            for (int i = 0; i < warps; ++i) sum += s_kept[i];
+            const gs_i64 tile = g0 / gs_tile;
+            if (tile < tiles) its[tile] = sum;
+        }
+    }
+}
+
+// ptr_out[c] for c in [0, C]: the kept edges before frontier edge ptr[c] (all of them,
+// before[tiles], at or past the frontier's end).
+extern "C" __global__ void gs_kept_ptr(const gs_i64* __restrict__ ptr, gs_i64 C,
+                                       const unsigned* __restrict__ mask, gs_i64 words,
+                                       const gs_i64* __restrict__ before, gs_i64 tiles,
+                                       gs_i64* __restrict__ ptr_out) {
+    const gs_i64 E = ptr[C];
+    for (gs_i64 c = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; c <= C;
+         c += (gs_i64)gridDim.x * blockDim.x) {
+        const gs_i64 g = ptr[c], tile = g / GS_KEPT_TILE;
+        gs_i64 k = before[tiles];
+        if (g >= 0 && g < E && tile < tiles && (g >> 5) < words) {
+            k = before[tile];
+            for (gs_i64 w = tile * (GS_KEPT_TILE / 32); w < (g >> 5); ++w) k += __popc(mask[w]);
+            k += __popc(mask[g >> 5] & ((1u << (g & 31)) - 1u));
+        }
+        ptr_out[c] = k;
+    }
+}
+
+// The kept edges of gs_kept_mask's mask, K of them (before[tiles]), in the frontier's
+// order: rows_out, pos_out, values_out and eids_out as gs_kept_edges writes them (newpos
+// null: the row itself). A thread's items are GS_LOAD_ITEMS' (a warp's 32 consecutive
+// edges a round: one word of the mask); a kept edge's place is bounded by K, every word's
+// index by words and every tile's by tiles.
+extern "C" __global__ void __launch_bounds__(GS_KEPT_THREADS, GS_KEPT_MIN_BLOCKS)
+gs_kept_masked(const gs_idx* __restrict__ indptr,
+               const gs_idx* __restrict__ rows,
+               const gs_i64* __restrict__ cols, gs_i64 C,
+               const gs_i64* __restrict__ ptr, gs_i64 n,
+               const int* __restrict__ newpos,
+               const unsigned* __restrict__ mask, gs_i64 words,
+               const gs_i64* __restrict__ before, gs_i64 tiles, gs_i64 K,
+               gs_i64* __restrict__ rows_out,
+               gs_i64* __restrict__ pos_out,
+               const void* __restrict__ values,
+               void* __restrict__ values_out, int vsize,
+               const gs_i64* __restrict__ eids,
+               gs_i64* __restrict__ eids_out) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const unsigned below = (1u << lane) - 1u;
+    const gs_i64 gs_E = ptr[C], gs_tile = (gs_i64)blockDim.x * GS_ITEMS;
+    const int nw = (int)(gs_tile >> 5);                  // a tile's words: at most 32
+    for (gs_i64 g0 = blockIdx.x * gs_tile; g0 < gs_E; g0 += gridDim.x * gs_tile) {
+        // the tile's words and its place, loaded before its columns are searched (every
+        // warp the same: a tile without a kept edge is skipped by the whole block)
+        const gs_i64 tile = g0 / gs_tile, w0 = g0 >> 5;
+        const unsigned word = lane < nw && w0 + lane < words ? mask[w0 + lane] : 0u;
+        const gs_i64 first = tile < tiles ? before[tile] : K;
+        int inc = __popc(word);                          // the tile's words scanned
+        for (int d = 1; d < 32; d <<= 1) {
+            const int y = __shfl_up_sync(0xFFFFFFFFu, inc, d);
+            if (lane >= d) inc += y;
+        }
+        if (__shfl_sync(0xFFFFFFFFu, inc, 31) == 0) continue;
+        const gs_tile_t t = gs_tile_columns(indptr, cols, ptr, C, n, g0, min(gs_E, g0 + gs_tile),
+                                            true);
+        // this lane's word's first place: its tile's before and the tile's words before it
+        const gs_i64 at0 = first + (inc - __popc(word));
+#pragma unroll
+        for (int j = 0; j < GS_ITEMS; ++j) {
+            const int i = j * warps + warp;              // this warp's word of round j
+            const unsigned mw = __shfl_sync(0xFFFFFFFFu, word, i);
+            const gs_i64 g = g0 + (gs_i64)i * 32 + lane;
+            const gs_i64 at = __shfl_sync(0xFFFFFFFFu, at0, i) + __popc(mw & below);
+            if (!((mw >> lane) & 1u) || g >= gs_E || at >= K) continue;
+            gs_i64 col, shift;
+            const gs_i64 edge = gs_frontier_edge(t, indptr, cols, ptr, n, g, &col, &shift);
+            const gs_i64 r = (gs_i64)rows[edge] + shift;
+            rows_out[at] = newpos != nullptr ? (gs_i64)newpos[r] : r;
+            pos_out[at] = edge;
+            if (vsize == 4)
+                static_cast<unsigned*>(values_out)[at] = static_cast<const unsigned*>(values)[edge];
+            else if (vsize == 8)
+                static_cast<unsigned long long*>(values_out)[at] =
+                    static_cast<const unsigned long long*>(values)[edge];
+            if (eids != nullptr) eids_out[at] = eids[edge];
+        }
     }
 }

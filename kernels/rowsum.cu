@@ -169,15 +169,18 @@ extern "C" __global__ void gs_rowsum_finish(const int* __restrict__ emax,
     }
 
 // counts[k] = the frontier's nonzero terms in chunk k (zero before the launch; the lanes of
-// a warp on one chunk add once).
+// a warp on one chunk add once). `sub` rounds of items a tile (GS_TILES_OF, the host's
+// _rounds): a pass that reads every frontier edge and writes little waits on each tile's
+// column search and staging, which the rounds share (kernels/layerwise.cu).
 extern "C" __global__ void gs_rowsum_chunk_counts(const gs_idx* __restrict__ indptr,
                                                   const gs_idx* __restrict__ rows,
                                                   const gs_t* __restrict__ values,
                                                   const gs_i64* __restrict__ cols, gs_i64 C,
                                                   const gs_i64* __restrict__ ptr, gs_i64 n,
-                                                  gs_i64* __restrict__ counts) {
-    GS_TILES(g0, t, ptr, C, true) {
-        GS_CHUNK_ITEMS(g0, t, ch, r, x)
+                                                  gs_i64* __restrict__ counts, int sub) {
+    GS_TILES_OF(g0, t, ptr, C, true, sub) for (int s = 0; s < sub; ++s) {
+        const gs_i64 gs = g0 + s * (gs_i64)blockDim.x * GS_ITEMS;
+        GS_CHUNK_ITEMS(gs, t, ch, r, x)
 #pragma unroll
         for (int j = 0; j < GS_ITEMS; ++j) {
             const unsigned peers = __match_any_sync(0xFFFFFFFFu, (unsigned long long)ch[j]);
@@ -197,59 +200,101 @@ struct alignas(2 * sizeof(gs_t)) gs_term_t {
 };
 
 // Each nonzero term at its chunk's next place: cursor[k] starts at the chunk's first place
-// (the counts' exclusive sum) and ends at the next chunk's.
+// (the counts' exclusive sum) and ends at the next chunk's. `sub` rounds of items a tile, as
+// the counts take. A round's places are asked for all its items before any is used: the
+// cursors' atomics return a value, and one after the other a thread waited on GS_ITEMS
+// round trips to the L2 a round where it now waits on one (the terms' order in a chunk is
+// any: its sums are order-free).
 extern "C" __global__ void gs_rowsum_chunk_fill(const gs_idx* __restrict__ indptr,
                                                 const gs_idx* __restrict__ rows,
                                                 const gs_t* __restrict__ values,
                                                 const gs_i64* __restrict__ cols, gs_i64 C,
                                                 const gs_i64* __restrict__ ptr, gs_i64 n,
                                                 gs_i64* __restrict__ cursor,
-                                                gs_term_t* __restrict__ terms) {
-    GS_TILES(g0, t, ptr, C, true) {
-        GS_CHUNK_ITEMS(g0, t, ch, r, x)
-        const int lane = threadIdx.x & 31;
+                                                gs_term_t* __restrict__ terms, int sub) {
+    const int lane = threadIdx.x & 31;
+    GS_TILES_OF(g0, t, ptr, C, true, sub) for (int s = 0; s < sub; ++s) {
+        const gs_i64 gs = g0 + s * (gs_i64)blockDim.x * GS_ITEMS;
+        GS_CHUNK_ITEMS(gs, t, ch, r, x)
+        unsigned peers[GS_ITEMS];
+        gs_i64 base[GS_ITEMS];
+#pragma unroll
+        for (int j = 0; j < GS_ITEMS; ++j)
+            peers[j] = __match_any_sync(0xFFFFFFFFu, (unsigned long long)ch[j]);
 #pragma unroll
         for (int j = 0; j < GS_ITEMS; ++j) {
-            const unsigned peers = __match_any_sync(0xFFFFFFFFu, (unsigned long long)ch[j]);
-            const int leader = __ffs(peers) - 1;
-            gs_i64 base = 0;
-            if (ch[j] >= 0 && lane == leader)
-                base = (gs_i64)atomicAdd((unsigned long long*)&cursor[ch[j]],
-                                         (unsigned long long)__popc(peers));
-            base = __shfl_sync(peers, base, leader);
+            base[j] = 0;
+            if (ch[j] >= 0 && lane == __ffs(peers[j]) - 1)
+                base[j] = (gs_i64)atomicAdd((unsigned long long*)&cursor[ch[j]],
+                                            (unsigned long long)__popc(peers[j]));
+        }
+#pragma unroll
+        for (int j = 0; j < GS_ITEMS; ++j) {
+            const gs_i64 at = __shfl_sync(peers[j], base[j], __ffs(peers[j]) - 1);
             if (ch[j] >= 0) {
                 gs_term_t term;
                 term.x = (gs_t)x[j];
                 term.local = (int)(r[j] & (GS_CHUNK - 1));
-                terms[base + __popc(peers & ((1u << lane) - 1u))] = term;
+                terms[at + __popc(peers[j] & ((1u << lane) - 1u))] = term;
             }
         }
     }
 }
 
 // Block k: the sums of rows k * GS_CHUNK .. (k + 1) * GS_CHUNK - 1 (below R) from the chunk's
-// terms starts[k] .. starts[k + 1] - 1, exactly as passes 1-3 compute them.
+// terms starts[k] .. starts[k + 1] - 1, exactly as passes 1-3 compute them. A thread holds
+// its first GS_CHUNK_HELD terms in registers, loaded together before the shared memory is
+// cleared (their loads in flight meanwhile), for both passes: a chunk of up to
+// GS_CHUNK_HELD * blockDim terms is read once, not twice, and not a term after the other
+// behind each pass's atomics; the terms past them (a hub row's chunk) are read as before.
+#define GS_CHUNK_HELD 4
+
+__device__ __forceinline__ int gs_term_row(const gs_term_t& term) {
+    return term.local & (GS_CHUNK - 1);                 // (the fill's: below GS_CHUNK)
+}
+
 extern "C" __global__ void gs_rowsum_chunks(const gs_i64* __restrict__ starts,
                                             const gs_term_t* __restrict__ terms, gs_i64 R,
                                             gs_t* __restrict__ out) {
     __shared__ int emax[GS_CHUNK], flags[GS_CHUNK];
     __shared__ unsigned words[GS_CHUNK][4];              // a row's 128-bit sum
     const gs_i64 k = blockIdx.x, first = k * GS_CHUNK;
+    const gs_i64 a = starts[k], b = starts[k + 1];
+    const gs_i64 rest = a + GS_CHUNK_HELD * (gs_i64)blockDim.x;  // the terms not held
+    gs_term_t held[GS_CHUNK_HELD];
+#pragma unroll
+    for (int h = 0; h < GS_CHUNK_HELD; ++h) {
+        const gs_i64 i = a + h * (gs_i64)blockDim.x + threadIdx.x;
+        held[h].x = 0;
+        held[h].local = 0;
+        if (i < b) held[h] = terms[i];
+    }
     for (int i = threadIdx.x; i < GS_CHUNK; i += blockDim.x) {
         emax[i] = flags[i] = 0;
         words[i][0] = words[i][1] = words[i][2] = words[i][3] = 0;
     }
     __syncthreads();
-    const gs_i64 a = starts[k], b = starts[k + 1];
-    for (gs_i64 i = a + threadIdx.x; i < b; i += blockDim.x) {
+#pragma unroll
+    for (int h = 0; h < GS_CHUNK_HELD; ++h)
+        if (a + h * (gs_i64)blockDim.x + threadIdx.x < b)
+            gs_rowsum_note(emax, flags, gs_term_row(held[h]), (double)held[h].x);
+    for (gs_i64 i = rest + threadIdx.x; i < b; i += blockDim.x) {
         const gs_term_t term = terms[i];
-        gs_rowsum_note(emax, flags, term.local, (double)term.x);
+        gs_rowsum_note(emax, flags, gs_term_row(term), (double)term.x);
     }
     __syncthreads();
-    for (gs_i64 i = a + threadIdx.x; i < b; i += blockDim.x) {
+#pragma unroll
+    for (int h = 0; h < GS_CHUNK_HELD; ++h) {
+        const double x = (double)held[h].x;
+        const int row = gs_term_row(held[h]);
+        if (a + h * (gs_i64)blockDim.x + threadIdx.x < b && gs_finite_nonzero(x))
+            gs_rowsum_term_words(words[row], x, emax[row]);
+    }
+    for (gs_i64 i = rest + threadIdx.x; i < b; i += blockDim.x) {
         const gs_term_t term = terms[i];
         const double x = (double)term.x;
-        if (gs_finite_nonzero(x)) gs_rowsum_term_words(words[term.local], x, emax[term.local]);
+        const int row = gs_term_row(term);
+        if (gs_finite_nonzero(x)) gs_rowsum_term_words(words[row], x, emax[row]);
     }
     __syncthreads();
     for (int i = threadIdx.x; i < GS_CHUNK && first + i < R; i += blockDim.x) {
@@ -438,22 +483,43 @@ __device__ __forceinline__ gs_i64 gs_total_group(gs_i64 shift, gs_i64 n, gs_i64 
 }
 
 // The frontier's edges this thread takes (A[:, cols] without the slice; G mini-batches):
-// visit(b, e) for graph edge e of group b, both passes' one walk over the tiles; with more
+// visit(b, x) for each value x of group b, both passes' one walk over the tiles; with more
 // than one group, tile_end() after each tile, every lane of the warp (the tile loop is the
-// block's: its lanes meet there).
+// block's: its lanes meet there). Like the chunk passes, which read the same edges, the walk
+// stages a tile's columns, loads a round's items before it uses any, and takes `sub` rounds a
+// tile: these passes make one atomic a warp and tile, and wait on the tile's column search
+// and the loads behind it, not on their atomics (unstaged, a thread's items were four
+// searches of the frontier's pointer and four chains of dependent loads, one after the
+// other).
 template <typename Visit, typename TileEnd>
 __device__ __forceinline__ void gs_total_each_edge(const gs_idx* __restrict__ indptr,
+                                                   const gs_t* __restrict__ values,
                                                    const gs_i64* __restrict__ cols, gs_i64 C,
                                                    const gs_i64* __restrict__ ptr, gs_i64 n,
-                                                   gs_i64 G, Visit visit, TileEnd tile_end) {
-    GS_TILES(g0, t, ptr, C, false) {
-        for (int j = 0; j < GS_ITEMS; ++j) {
-            const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
-            if (g >= gs_E) break;
-            gs_i64 c, shift;
-            const gs_i64 e = gs_frontier_edge(t, indptr, cols, ptr, n, g, &c, &shift);
-            const gs_i64 b = gs_total_group(shift, n, G);
-            if (b >= 0) visit(b, e);
+                                                   gs_i64 G, int sub, Visit visit,
+                                                   TileEnd tile_end) {
+    GS_TILES_OF(g0, t, ptr, C, true, sub) {
+        for (int s = 0; s < sub; ++s) {
+            const gs_i64 gs = g0 + s * (gs_i64)blockDim.x * GS_ITEMS;
+            // held as int (a group is below G, a super-batch's mini-batch count) and gs_t:
+            // the registers of an SM's sixth block
+            int b[GS_ITEMS];
+            gs_t x[GS_ITEMS];
+#pragma unroll
+            for (int j = 0; j < GS_ITEMS; ++j) {
+                const gs_i64 g = gs + j * (gs_i64)blockDim.x + threadIdx.x;
+                b[j] = -1;
+                x[j] = 0;
+                if (g < gs_E) {
+                    gs_i64 c, shift;
+                    const gs_i64 e = gs_frontier_edge(t, indptr, cols, ptr, n, g, &c, &shift);
+                    b[j] = (int)gs_total_group(shift, n, G);
+                    x[j] = (gs_t)gs_value(values, e);           // (exact: a gs_t's value)
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < GS_ITEMS; ++j)
+                if (b[j] >= 0) visit(b[j], (double)x[j]);
         }
         if (G > 1) tile_end();
     }
@@ -465,11 +531,11 @@ extern "C" __global__ void gs_total_exponents(const gs_idx* __restrict__ indptr,
                                               const gs_i64* __restrict__ cols, gs_i64 C,
                                               const gs_i64* __restrict__ ptr, gs_i64 n,
                                               gs_i64 G, int* __restrict__ emax,
-                                              int* __restrict__ flags) {
+                                              int* __restrict__ flags, int sub) {
     gs_total_t a = gs_total_start();
     gs_total_each_edge(
-        indptr, cols, C, ptr, n, G,
-        [&](gs_i64 b, gs_i64 e) { gs_total_note(emax, flags, a, b, gs_value(values, e)); },
+        indptr, values, cols, C, ptr, n, G, sub,
+        [&](gs_i64 b, double x) { gs_total_note(emax, flags, a, b, x); },
         [&]() {
             gs_total_note_end(emax, flags, a);
             a = gs_total_start();
@@ -483,11 +549,12 @@ extern "C" __global__ void gs_total_add(const gs_idx* __restrict__ indptr,
                                         const gs_i64* __restrict__ cols, gs_i64 C,
                                         const gs_i64* __restrict__ ptr, gs_i64 n, gs_i64 G,
                                         const int* __restrict__ emax,
-                                        gs_u64* __restrict__ lo, gs_u64* __restrict__ hi) {
+                                        gs_u64* __restrict__ lo, gs_u64* __restrict__ hi,
+                                        int sub) {
     gs_total_t a = gs_total_start();
     gs_total_each_edge(
-        indptr, cols, C, ptr, n, G,
-        [&](gs_i64 b, gs_i64 e) { gs_total_term(emax, lo, hi, a, b, gs_value(values, e)); },
+        indptr, values, cols, C, ptr, n, G, sub,
+        [&](gs_i64 b, double x) { gs_total_term(emax, lo, hi, a, b, x); },
         [&]() {
             gs_total_add_end(lo, hi, a);
             a = gs_total_start();

@@ -11,9 +11,12 @@ import itertools
 import multiprocessing
 import pathlib
 import shutil
+import struct
 import subprocess
 import sys
 
+import numpy as np
+import pytest
 import torch
 
 import gsample as gs
@@ -44,6 +47,195 @@ static inline T atomicMin(T* p, T v) { T o = *p; if (v < o) *p = v; return o; }
 template <typename T> static inline T atomicAdd(T* p, T v) { T o = *p; *p = o + v; return o; }
 static inline int atomicExch(int* p, int v) { int o = *p; *p = v; return o; }
 """
+#: CUDA's names as C++ for a kernel whose threads work together (``__syncthreads``,
+#: ``__shared__``, a warp's shuffles, ballots and matches): each CUDA thread a ``std::thread``
+#: (link with ``-pthread``), so a barrier waits for real threads and an atomic races real
+#: threads; a block's threads run at once and the blocks one after another, so ``__shared__``
+#: can be one static copy. A warp's collective is an exchange through its 32 slots between
+#: two barriers of its lanes: every lane must reach it, as a converged warp does on the GPU,
+#: and lanes that diverge around one (or around ``__syncthreads``) hang, which the test's
+#: watchdog ends. Each lane also leaves its mask there, so the collective can see the rule
+#: CUDA leaves undefined when broken: a lane in its own mask, the lanes it names passing the
+#: same mask, a shuffle reading a lane of it. A call breaking it is counted in
+#: ``gs_bad_masks`` for the test to assert on (groups from ``__match_any_sync`` are disjoint
+#: partial masks, which the rule allows). ``gs_launch(grid, block, kernel)`` runs ``kernel()``
+#: (a lambda that calls the kernel) as that launch. Not a model of the GPU's memory order,
+#: and a collective here is also a barrier of its lanes: a ``__syncwarp`` missing next to one
+#: cannot show.
+CUDA_THREADS_AS_CPP = r"""
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <pthread.h>
+#include <thread>
+#include <vector>
+#define __device__
+#define __forceinline__ inline
+#define __global__
+#define __restrict__
+#define __launch_bounds__(...)
+#define __shared__ static
+// unsigned as CUDA's: an index computed in 32 bits wraps as it would on the GPU
+struct gs_dim3 { unsigned x; };
+static thread_local gs_dim3 threadIdx = {0}, blockIdx = {0};
+static gs_dim3 blockDim = {1}, gridDim = {1};
+using std::isinf;
+using std::isnan;
+template <typename T> static inline T min(T a, T b) { return b < a ? b : a; }
+template <typename T> static inline T max(T a, T b) { return a < b ? b : a; }
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __ddiv_rn(double a, double b) { return a / b; }
+static inline long long __double_as_longlong(double x) {
+    long long y;
+    memcpy(&y, &x, 8);
+    return y;
+}
+static inline double __longlong_as_double(long long x) {
+    double y;
+    memcpy(&y, &x, 8);
+    return y;
+}
+static inline int __popc(unsigned x) { return __builtin_popcount(x); }
+static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+static inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
+static inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
+static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+#define GS_SC __ATOMIC_SEQ_CST
+template <typename T> static inline T atomicAdd(T* p, T v) {
+    return __atomic_fetch_add(p, v, GS_SC);
+}
+template <typename T> static inline T atomicOr(T* p, T v) { return __atomic_fetch_or(p, v, GS_SC); }
+template <typename T> static inline T atomicCAS(T* p, T c, T v) {
+    __atomic_compare_exchange_n(p, &c, v, false, GS_SC, GS_SC);
+    return c;
+}
+template <typename T> static inline T atomicMin(T* p, T v) {
+    T o = __atomic_load_n(p, GS_SC);
+    while (v < o && !__atomic_compare_exchange_n(p, &o, v, false, GS_SC, GS_SC)) {}
+    return o;
+}
+template <typename T> static inline T atomicMax(T* p, T v) {
+    T o = __atomic_load_n(p, GS_SC);
+    while (o < v && !__atomic_compare_exchange_n(p, &o, v, false, GS_SC, GS_SC)) {}
+    return o;
+}
+
+struct gs_warp_t { pthread_barrier_t bar; unsigned long long slot[32]; unsigned mask[32]; };
+static pthread_barrier_t gs_block_bar;
+static std::vector<gs_warp_t> gs_warps;
+static unsigned long long gs_bad_masks = 0;
+static inline void __syncthreads() { pthread_barrier_wait(&gs_block_bar); }
+template <typename T> static inline unsigned long long gs_bits(T v) {
+    static_assert(sizeof(T) <= 8, "a slot holds 8 bytes");
+    unsigned long long s = 0;
+    memcpy(&s, &v, sizeof(T));
+    return s;
+}
+template <typename T> static inline T gs_from(unsigned long long s) {
+    T v;
+    memcpy(&v, &s, sizeof(T));
+    return v;
+}
+// One collective: every lane's value and mask, then out(slots) while they are still there
+// (lane `src`, when a shuffle reads one, must be in the mask).
+template <typename F>
+static inline void gs_collective(unsigned mask, unsigned long long v, int src, F out) {
+    gs_warp_t& w = gs_warps[threadIdx.x >> 5];
+    const int lane = threadIdx.x & 31;
+    w.slot[lane] = v;
+    w.mask[lane] = mask;
+    pthread_barrier_wait(&w.bar);
+    bool bad = !((mask >> lane) & 1u) || (src >= 0 && src < 32 && !((mask >> src) & 1u));
+    for (int l = 0; l < 32; ++l) bad |= ((mask >> l) & 1u) && w.mask[l] != mask;
+    if (bad) __atomic_fetch_add(&gs_bad_masks, 1ULL, GS_SC);
+    out(w.slot);
+    pthread_barrier_wait(&w.bar);
+}
+static inline void __syncwarp(unsigned mask = 0xFFFFFFFFu) {
+    gs_collective(mask, 0, -1, [](const unsigned long long*) {});
+}
+// lane `src`'s value (src outside the warp: the lane's own, as __shfl_up/down_sync give)
+template <typename T> static inline T gs_shuffle(unsigned mask, T v, int src) {
+    T got = v;
+    gs_collective(mask, gs_bits(v), src, [&](const unsigned long long* s) {
+        if (src >= 0 && src < 32) got = gs_from<T>(s[src]);
+    });
+    return got;
+}
+template <typename T> static inline T __shfl_sync(unsigned m, T v, int src) {
+    return gs_shuffle(m, v, src & 31);
+}
+template <typename T> static inline T __shfl_up_sync(unsigned m, T v, unsigned d) {
+    return gs_shuffle(m, v, (int)(threadIdx.x & 31) - (int)d);
+}
+template <typename T> static inline T __shfl_down_sync(unsigned m, T v, unsigned d) {
+    return gs_shuffle(m, v, (int)(threadIdx.x & 31) + (int)d);
+}
+// the lanes of the mask whose slot is nonzero (any_equal: equals this lane's)
+static inline unsigned gs_lanes(unsigned mask, unsigned long long v, bool any_equal) {
+    unsigned got = 0;
+    gs_collective(mask, v, -1, [&](const unsigned long long* s) {
+        for (int l = 0; l < 32; ++l)
+            if (any_equal ? s[l] == v : s[l] != 0) got |= 1u << l;
+    });
+    return got & mask;
+}
+static inline unsigned __ballot_sync(unsigned m, int p) { return gs_lanes(m, p != 0, false); }
+static inline bool __all_sync(unsigned m, int p) { return __ballot_sync(m, p) == m; }
+template <typename T> static inline unsigned __match_any_sync(unsigned m, T v) {
+    return gs_lanes(m, gs_bits(v), true);
+}
+
+// kernel() over `grid` blocks of `block` threads, a block at a time; the warps' barriers
+// count 32 lanes, so a block must be whole warps (the kernels' launches are)
+template <typename F> static void gs_launch(long long grid, long long block, F kernel) {
+    if (grid < 1 || block < 32 || block > 1024 || block % 32) {
+        fprintf(stderr, "gs_launch: grid %lld, block %lld\n", grid, block);
+        abort();
+    }
+    gridDim.x = grid;
+    blockDim.x = block;
+    gs_warps = std::vector<gs_warp_t>(block / 32);
+    for (auto& w : gs_warps) pthread_barrier_init(&w.bar, nullptr, 32);
+    pthread_barrier_init(&gs_block_bar, nullptr, block);
+    for (long long b = 0; b < grid; ++b) {
+        std::vector<std::thread> threads;
+        for (long long t = 0; t < block; ++t)
+            threads.emplace_back([=] {
+                blockIdx.x = b;
+                threadIdx.x = t;
+                kernel();
+            });
+        for (auto& th : threads) th.join();
+    }
+    pthread_barrier_destroy(&gs_block_bar);
+    for (auto& w : gs_warps) pthread_barrier_destroy(&w.bar);
+}
+"""
+#: The kernels-as-C++ programs' side of :func:`run_int64_program`: ``read_vec()``, the next
+#: int64 array on stdin (its length, then its entries; an empty one past the input's end or
+#: on a short read, which the program's own checks of its arrays' sizes then catch), and
+#: ``write_vec(v)``, an array to stdout the same way, each entry converted to ``long long``.
+#: Include it after the kernel sources: ``vec`` is its array type, and a common local name.
+INT64_IO_CPP = r"""
+#include <cstdio>
+#include <vector>
+typedef std::vector<long long> vec;
+static vec read_vec() {                 // one array: its length, then its entries
+    long long n = 0;
+    if (fread(&n, 8, 1, stdin) != 1) return vec();
+    vec v(n);
+    if (n && fread(v.data(), 8, n, stdin) != (size_t)n) return vec();
+    return v;
+}
+template <typename T> static void write_vec(const std::vector<T>& v) {
+    long long n = v.size();
+    fwrite(&n, 8, 1, stdout);
+    for (const T& x : v) { long long y = (long long)x; fwrite(&y, 8, 1, stdout); }
+}
+"""
 KERNELS = pathlib.Path(__file__).resolve().parents[1] / "kernels"
 #: the C++ compiler the kernels-as-C++ tests build with (None: those tests skip)
 CXX = shutil.which("g++") or shutil.which("c++")
@@ -72,6 +264,58 @@ def build_cpp(source: str, out: pathlib.Path, *options: str) -> subprocess.Compl
         text=True,
         check=False,
     )
+
+
+def build_asan(source: str, out: pathlib.Path, *options: str, required: bool = True):
+    """Build the program ``out`` from ``source`` (:func:`build_cpp`, with ``options``) under
+    AddressSanitizer: every exact-size array it allocates then bounds the kernels' reads and
+    writes, a read or write past one ending the program with a report. Returns ``out``.
+
+    Skips the calling test where there is no C++ compiler. Where the compiler has no
+    AddressSanitizer runtime (the build fails naming the sanitizer): with ``required`` (the
+    test is about memory safety) skips the test; without, builds the program unsanitized (the
+    test's results are checked all the same)."""
+    if CXX is None:
+        pytest.skip("no C++ compiler")
+    done = build_cpp(source, out, *options, "-g", "-fsanitize=address", "-fno-omit-frame-pointer")
+    if done.returncode and "sanitize" in done.stderr:
+        if required:
+            pytest.skip(f"no AddressSanitizer runtime: {done.stderr[-300:]}")
+        done = build_cpp(source, out, *options)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+def run_int64_program(exe, *arrays, timeout: float = 600) -> list:
+    """Run the program ``exe`` (built with :data:`INT64_IO_CPP`) on int64 ``arrays``; the
+    int64 arrays it writes back, in order (writable NumPy arrays).
+
+    Each array (anything ``np.asarray`` takes as int64: a list, a NumPy array, a CPU tensor)
+    goes to its stdin as its length, then its entries, all little-endian int64; its stdout
+    must be whole arrays the same way. The program runs with AddressSanitizer's options for
+    these tests (no leak report; a report ends it with a failing status) and must exit 0
+    within ``timeout`` seconds: a sanitizer's report, a fault, an error status or a hang
+    fails the calling test (the message: the end of its stderr)."""
+    data = b"".join(
+        struct.pack("<q", a.size) + a.tobytes()
+        for a in (np.asarray(x, dtype="<i8") for x in arrays)
+    )
+    done = subprocess.run(
+        [str(exe)],
+        input=data,
+        capture_output=True,
+        check=False,
+        timeout=timeout,
+        env={"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0"},
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
+    out, at, stdout = [], 0, done.stdout
+    while at < len(stdout):
+        (n,) = struct.unpack_from("<q", stdout, at)
+        assert 0 <= n <= (len(stdout) - at - 8) // 8, f"array {len(out)}: {n} entries, cut short"
+        out.append(np.frombuffer(stdout, "<i8", n, at + 8).copy())
+        at += 8 + 8 * n
+    return out
 
 
 # ----------------------------------------------------------------------------- examples

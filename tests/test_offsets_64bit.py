@@ -25,13 +25,10 @@ equality. The filler's own draws (a degree past 2**32) must cover its whole rang
 backend, bit for bit against the CPU, on the lead's GPU.
 """
 
-import struct
-import subprocess
-
 import numpy as np
 import pytest
 import torch
-from helpers import CUDA_AS_CPP, CXX, assert_same, build_cpp
+from helpers import CUDA_AS_CPP, INT64_IO_CPP, assert_same, build_asan, run_int64_program
 
 import gsample as gs
 from gsample.backend.cuda import layerwise as cuda_layerwise
@@ -271,30 +268,19 @@ static inline double __ddiv_rn(double a, double b) { return a / b; }
 #include "temporal.cu"
 #include "walk.cu"
 
-typedef std::vector<long long> vec;
-
-static vec get() {                      // one array: its length, then its entries
-    long long n = 0;
-    if (fread(&n, 8, 1, stdin) != 1) return vec();
-    vec v(n);
-    if (n && fread(v.data(), 8, n, stdin) != (size_t)n) return vec();
-    return v;
-}
-
-static void put(const vec& v) {
-    long long n = v.size();
-    fwrite(&n, 8, 1, stdout);
-    fwrite(v.data(), 8, n, stdout);
-}
+"""
+    + INT64_IO_CPP
+    + r"""
 
 // The offset view: `base` entries before `window`'s first one, with no memory behind them.
 static const long long* view(const vec& window, long long base) { return window.data() - base; }
 
 int main() {
-    const vec op = get();
+    const vec op = read_vec();
     if (op.empty()) return 2;
     if (op[0] == 1) {                   // a column slice: segment counts, then the gather
-        const vec indptr = get(), seg = get(), rows = get(), eids = get(), p = get();
+        const vec indptr = read_vec(), seg = read_vec(), rows = read_vec(), eids = read_vec();
+        const vec p = read_vec();
         const long long base = p[0], n = seg.size(), nseg = indptr.size() - 1;
         vec starts(n), counts(n), ptr(n + 1, 0);
         gs_segment_counts(indptr.data(), nseg, seg.data(), n, starts.data(), counts.data(),
@@ -305,47 +291,48 @@ int main() {
         gs_gather_segments(ptr.data(), n, starts.data(), total, view(rows, base),
                            view(eids, base), index.data(), rows_out.data(), eids_out.data(),
                            nullptr, nullptr, nullptr, nullptr);
-        put(starts);
-        put(counts);
-        put(index);
-        put(rows_out);
-        put(eids_out);
+        write_vec(starts);
+        write_vec(counts);
+        write_vec(index);
+        write_vec(rows_out);
+        write_vec(eids_out);
     } else if (op[0] == 2) {            // each edge's column (a search in indptr)
-        const vec indptr = get(), perm = get();
+        const vec indptr = read_vec(), perm = read_vec();
         vec cols(perm.size());
         gs_perm_cols(indptr.data(), indptr.size() - 1, perm.data(), perm.size(), nullptr,
                      cols.data(), nullptr);
-        put(cols);
+        write_vec(cols);
     } else if (op[0] == 3) {            // uniform draws from columns of a huge degree
-        const vec cols = get(), deg = get(), p = get();
+        const vec cols = read_vec(), deg = read_vec(), p = read_vec();
         const unsigned long long key = (unsigned long long)p[0];
         const long long k = p[1], n = cols.size();
         vec with(n * k), floyd(n * k);
         gs_draw_with_replacement(key, cols.data(), deg.data(), n, k, with.data());
         gs_floyd(key, cols.data(), deg.data(), n, k, floyd.data());
-        put(with);
-        put(floyd);
+        write_vec(with);
+        write_vec(floyd);
     } else if (op[0] == 4) {            // uniform walks
-        const vec indptr = get(), rows = get(), seeds = get(), p = get();
+        const vec indptr = read_vec(), rows = read_vec(), seeds = read_vec(), p = read_vec();
         const long long base = p[0], L = p[1], W = seeds.size(), Nn = indptr.size() - 1;
         vec out(W * (L + 1));
         std::vector<int> failed(2, 0);
         gs_random_walk(indptr.data(), view(rows, base), nullptr, nullptr, seeds.data(), W, L,
                        Nn, (unsigned long long)p[2], nullptr, 0, Nn, 0, 1.0, 1.0, 1.0, 0.0,
                        0.0, 0.0, out.data(), failed.data(), nullptr, nullptr, 0, nullptr);
-        put(out);
-        put(vec(failed.begin(), failed.end()));
+        write_vec(out);
+        write_vec(failed);
     } else if (op[0] == 5) {            // temporal candidates: binary searches in the times
-        const vec indptr = get(), cols = get(), time = get(), stime = get(), p = get();
+        const vec indptr = read_vec(), cols = read_vec(), time = read_vec(), stime = read_vec();
+        const vec p = read_vec();
         const long long base = p[0], C = cols.size(), Nn = indptr.size() - 1;
         vec lo(C), cand(C), count(C), err(6, 0);
         gs_temporal_count(indptr.data(), cols.data(), C, Nn, Nn, time.data(), view(stime, base),
                           (int)p[1], p[2], (int)p[3], p[4], 0, nullptr, nullptr, 0ULL,
                           lo.data(), cand.data(), count.data(), nullptr, nullptr, err.data());
-        put(lo);
-        put(cand);
-        put(count);
-        put(err);
+        write_vec(lo);
+        write_vec(cand);
+        write_vec(count);
+        write_vec(err);
     } else {
         return 2;
     }
@@ -357,38 +344,14 @@ int main() {
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory):
-    if CXX is None:
-        pytest.skip("no C++ compiler")
-    exe = tmp_path_factory.mktemp("offsets64_cpu") / "offsets"
-    done = build_cpp(SHIM, exe, "-g", "-fsanitize=address", "-fno-omit-frame-pointer")
-    if done.returncode and "sanitize" in done.stderr:
-        pytest.skip(f"no AddressSanitizer runtime: {done.stderr[-300:]}")
-    assert done.returncode == 0, done.stderr[-3000:]
-    return exe
+    return build_asan(SHIM, tmp_path_factory.mktemp("offsets64_cpu") / "offsets")
 
 
 def run(exe, code: int, *arrays) -> list:
     """Op ``code`` on int64 ``arrays``; the arrays it writes back. A read through a narrowed
     offset leaves the window: AddressSanitizer (or the fault) ends the program, and the test
     fails on its return code."""
-    data = struct.pack("<qq", 1, code)
-    for a in arrays:
-        a = np.asarray(a, dtype=np.int64)
-        data += struct.pack("<q", a.size) + a.tobytes()
-    done = subprocess.run(
-        [str(exe)],
-        input=data,
-        capture_output=True,
-        check=False,
-        env={"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0"},
-    )
-    assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
-    out, at = [], 0
-    while at < len(done.stdout):
-        (n,) = struct.unpack_from("<q", done.stdout, at)
-        out.append(torch.from_numpy(np.frombuffer(done.stdout, np.int64, n, at + 8).copy()))
-        at += 8 + 8 * n
-    return out
+    return [torch.from_numpy(a) for a in run_int64_program(exe, [code], *arrays)]
 
 
 BIG_INDPTR = torch.cat([torch.zeros(1, dtype=torch.int64), TWIN.indptr[1:] + FILL])

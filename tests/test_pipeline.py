@@ -2,8 +2,10 @@
 same order as without it; errors at their mini-batch; the caller's context in the stages;
 stages stopped when the loop leaves; samplers with state run in step with the loop."""
 
+import contextlib
 import functools
 import threading
+import time
 
 import pytest
 import torch
@@ -242,3 +244,217 @@ def test_auto_pipelines_unless_the_graph_and_tables_are_all_on_a_gpu(small_graph
     for bad in ("yes", 1, None):
         with pytest.raises(TypeError, match="pipeline"):
             gs.DataLoader(A, fn, seeds, 16, features=X, pipeline=bad)
+
+
+def test_the_loops_body_runs_as_the_callers_code(small_graph):
+    """The loader marks the loop's body as the caller's code (a capture in the sampling
+    thread waits for it) and its waits for a mini-batch as not; leaving the loop, early or
+    at its end, clears the mark."""
+    from gsample.runtime import CALLER_CODE
+
+    me = threading.get_ident()
+    loader = gs.DataLoader(
+        small_graph, samplers()["graphsage"], torch.arange(64), 16, labels=torch.arange(2000)
+    )
+    marks = [CALLER_CODE.is_running(me) for _ in loader]
+    assert marks == [True] * 4 and not CALLER_CODE.is_running(me)
+    it = iter(loader)
+    next(it)
+    assert CALLER_CODE.is_running(me)
+    del it  # (closed: left early)
+    assert not CALLER_CODE.is_running(me)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+def test_the_loops_random_ops_run_while_the_sampling_thread_captures(small_graph):
+    """torch refuses a random op in any thread while a CUDA graph is being captured
+    ("Offset increment outside graph capture"). The loop's body runs dropout the whole
+    time, in the first epochs of a sampler whose super-batch programs the sampling thread
+    captures: the captures wait for the body, and the batches equal those sampled without
+    a pipeline."""
+    pytest.importorskip("cupy")
+    from gsample.runtime import cuda_graphs
+
+    A = small_graph.to("cuda")
+    X = torch.randn(A.num_nodes, 4, device="cuda")
+    seeds = torch.arange(0, 2000, 11, device="cuda")
+    h = torch.ones(1 << 16, device="cuda")
+    runs = {}
+    for pipeline in (False, True):  # a sampler each: the pipelined one captures itself
+        sampler = gs.compile(samplers()["graphsage"], backend="cuda")
+        loader = gs.DataLoader(
+            A, sampler, seeds, 16, seed=5, features=X, super_batch=3, pipeline=pipeline
+        )
+        runs[pipeline] = []
+        for _ in range(3):
+            for batch in loader:
+                runs[pipeline].append(batch)
+                until = time.perf_counter() + 0.02
+                while time.perf_counter() < until:
+                    torch.nn.functional.dropout(h, 0.5, training=True)
+    same(runs[False], runs[True])
+    if cuda_graphs.enabled():
+        assert loader._super.program(3)[1].region.captured, "the sampling thread captured"
+
+
+def gated(in_body, seen, timeout=10.0):
+    """A sampler that opens a capture's window (the gate's ``quiet``) at every call, as a
+    CUDA graph's capture in the sampling thread does, noting whether a loop's body ran
+    inside it (``in_body``: threads in a body now) and whether the window timed out."""
+    from gsample.runtime import CALLER_CODE
+
+    def sampler(A, seeds):
+        with CALLER_CODE.quiet(timeout=timeout) as ok:
+            seen.append("timed out" if not ok else "overlap" if in_body else "clean")
+            if ok:
+                time.sleep(0.002)  # (a capture takes a while)
+                if in_body:
+                    seen[-1] = "overlap"
+        return A[:, seeds].individual_sample(3)
+
+    return sampler
+
+
+def body(in_body, seconds=0.002):
+    me = threading.get_ident()
+    in_body.add(me)
+    time.sleep(seconds)
+    in_body.discard(me)
+
+
+def test_captures_in_the_sampling_threads_never_overlap_the_loops_body(small_graph):
+    """One loop, a loop nested in its body, and two loaders zipped: every capture window of
+    the sampling threads falls outside the bodies, and none waits for its timeout."""
+    in_body, seen = set(), []
+    X = torch.zeros(2000, 3)
+
+    def loader(n):
+        return gs.DataLoader(small_graph, gated(in_body, seen), torch.arange(n), 16, features=X)
+
+    for _ in loader(160):
+        body(in_body)
+    outer, inner = loader(96), loader(96)
+    for _ in outer:
+        body(in_body)
+        for _ in inner:
+            body(in_body)
+    for _ in zip(loader(160), loader(160)):
+        body(in_body)
+    assert len(seen) == 10 + 6 + 6 * 6 + 2 * 10
+    assert set(seen) == {"clean"}
+
+
+def test_leaving_an_inner_loop_does_not_hold_its_captures_back(small_graph):
+    """Leaving a loop inside another loop's body waits for the inner loader's stages; a
+    capture there must not wait for the outer body (the loop is waiting, not running)."""
+    from gsample.runtime import CALLER_CODE
+
+    in_body, calls = threading.Event(), []
+    X = torch.zeros(2000, 3)
+
+    def sampler(A, seeds):
+        calls.append(None)
+        if len(calls) == 2:  # mini-batch 1: sampled while the body of mini-batch 0 runs
+            in_body.wait(5)
+            with CALLER_CODE.quiet(timeout=3):
+                pass
+        return A[:, seeds].individual_sample(3)
+
+    outer = gs.DataLoader(small_graph, samplers()["graphsage"], torch.arange(64), 16, features=X)
+    for _ in outer:
+        inner = gs.DataLoader(small_graph, sampler, torch.arange(64), 16, features=X)
+        for _ in inner:
+            in_body.set()
+            time.sleep(0.05)  # (the capture now waits for this body)
+            began = time.perf_counter()
+            break  # closes the inner loop: its stages end first
+        assert time.perf_counter() - began < 1.5
+        break
+
+
+def _windowed_captures(monkeypatch, capturing: threading.Event, captures: list):
+    """Every CUDA graph capture of the runtime held open 30 ms (a host sleep inside it, no
+    CUDA call), with ``capturing`` set meanwhile: a loop's dropout meets it if the gate
+    lets the two overlap."""
+    from gsample.runtime import cuda_graphs
+
+    original = cuda_graphs.Region._capture
+
+    def capture(self, env, run_steps, keys=None):
+        def steps(chosen, work):
+            capturing.set()
+            captures.append(threading.current_thread().name)
+            try:
+                time.sleep(0.03)
+                run_steps(chosen, work)
+            finally:
+                capturing.clear()
+
+        return original(self, env, steps, keys)
+
+    monkeypatch.setattr(cuda_graphs.Region, "_capture", capture)
+
+
+def _training(A, X, capturing, overlaps, spin):
+    """Three pipelined epochs whose body runs dropout for ``spin`` seconds per mini-batch,
+    counting the dropouts run while a capture was open."""
+    h = torch.ones(1 << 16, device="cuda")
+    sampler = gs.compile(samplers()["graphsage"], backend="cuda")
+    seeds = torch.arange(0, 2000, 11, device="cuda")
+    loader = gs.DataLoader(A, sampler, seeds, 16, seed=5, features=X, super_batch=3, pipeline=True)
+    for _ in range(3):
+        for _ in loader:
+            until = time.perf_counter() + spin
+            while time.perf_counter() < until:
+                open_before = capturing.is_set()
+                torch.nn.functional.dropout(h, 0.5, training=True)
+                overlaps[0] += open_before or capturing.is_set()
+    return loader
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+def test_no_capture_is_open_while_the_loops_body_runs(small_graph, monkeypatch):
+    """The property itself, with captures held open 30 ms: the body's dropouts never meet
+    an open capture, and the sampling thread still captures."""
+    pytest.importorskip("cupy")
+    from gsample.runtime import cuda_graphs
+
+    if not cuda_graphs.enabled():
+        pytest.skip("CUDA graphs are off in this process")
+    capturing, captures, overlaps = threading.Event(), [], [0]
+    _windowed_captures(monkeypatch, capturing, captures)
+    A = small_graph.to("cuda")
+    X = torch.randn(A.num_nodes, 4, device="cuda")
+    _training(A, X, capturing, overlaps, spin=0.02)
+    assert overlaps[0] == 0
+    assert any(name.startswith("gsample") for name in captures)  # the sampling thread's
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+def test_without_the_gate_the_loops_dropout_fails_during_a_capture(small_graph, monkeypatch):
+    """The failure the gate prevents, reproduced with the gate off (torch before 2.13 marks
+    its default CUDA generator as captured during any capture): the test above would see
+    it, were the gate gone."""
+    pytest.importorskip("cupy")
+    from gsample.runtime import cuda_graphs
+
+    if not cuda_graphs.enabled():
+        pytest.skip("CUDA graphs are off in this process")
+    if tuple(int(v) for v in torch.__version__.split(".")[:2]) >= (2, 13):
+        pytest.skip("torch 2.13 keeps a generator state per capture")
+
+    class Open:
+        @contextlib.contextmanager
+        def quiet(self, timeout=None):
+            yield True
+
+    monkeypatch.setattr(cuda_graphs, "CALLER_CODE", Open())
+    capturing, captures, overlaps = threading.Event(), [], [0]
+    _windowed_captures(monkeypatch, capturing, captures)
+    A = small_graph.to("cuda")
+    X = torch.randn(A.num_nodes, 4, device="cuda")
+    with pytest.raises(RuntimeError, match="Offset increment outside graph capture"):
+        _training(A, X, capturing, overlaps, spin=0.2)

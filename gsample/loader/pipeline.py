@@ -22,6 +22,10 @@ taken in the caller's thread before the stages start), each stage runs in a copy
 caller's ``contextvars`` context (so ``gs.use_backend`` applies), and batches arrive in order.
 An exception in a stage travels down the queues behind the batches made before it and is
 raised in the loop at that mini-batch. Leaving the loop early stops the stages.
+
+A CUDA graph the sampling thread captures (a program's first calls) is captured while the
+loop waits for a mini-batch, never while its body runs (``gsample.runtime.CALLER_CODE``):
+torch refuses a random op, such as a model's dropout, during any capture.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from gsample.runtime import CAPTURE_LOCK, tensors
+from gsample.runtime import CALLER_CODE, CAPTURE_LOCK, tensors
 
 #: groups (sampling runs' mini-batches) waiting between two stages
 DEPTH = 1
@@ -179,7 +183,8 @@ def pipelined(loader, groups):
         stages.append(workers.submit(contextvars.copy_context().run, gather_stage))
     try:
         while True:
-            item = ready.get()
+            with CALLER_CODE.waiting():  # (the loop's body waits: a capture may run)
+                item = ready.get()
             if item is _DONE:
                 return
             if isinstance(item, _Failure):
@@ -194,11 +199,18 @@ def pipelined(loader, groups):
                         if t.is_cuda and t.untyped_storage().data_ptr() not in seen:
                             seen.add(t.untyped_storage().data_ptr())
                             t.record_stream(stream)
-            yield from group
+            for batch in group:
+                # the loop's body runs: the sampling thread's captures wait (runtime's
+                # CALLER_CODE: torch refuses the body's random ops during a capture)
+                with CALLER_CODE.running():
+                    yield batch
     finally:
         stop.set()
-        for stage in stages:
-            stage.result()  # the stages report their errors through the queues
+        # the loop waits for its stages (a capture of theirs would otherwise wait for a body
+        # around this loop, an outer loader's, until the gate's timeout)
+        with CALLER_CODE.waiting():
+            for stage in stages:
+                stage.result()  # the stages report their errors through the queues
         loader._pipelines_open -= 1
         if workers is not loader._workers:
             workers.shutdown(wait=False)

@@ -15,6 +15,8 @@ lowering / runtime -> backends -> kernels).
   graph (``gs.DataLoader(..., super_batch=N)``; :mod:`.super_batcher`, its helpers
   :mod:`.block_diagonal`), made by ``CompiledSampler.super_batched``;
 * :data:`CAPTURE_LOCK`: held while a CUDA graph is captured (:mod:`.cuda_graphs`);
+  :data:`CALLER_CODE`: a capture waits while another thread runs its caller's code
+  (:mod:`.caller_code`: torch's CUDA generator refuses random ops there meanwhile);
 * :class:`Options`: the runtime's switches (ablations).
 
 The runtime returns sparse formats (``gsample.formats``); the compiler wraps them as
@@ -23,6 +25,7 @@ The runtime returns sparse formats (``gsample.formats``); the compiler wraps the
 """
 
 from gsample.runtime.block_diagonal import helpers as block_helpers
+from gsample.runtime.caller_code import CALLER_CODE
 from gsample.runtime.cuda_graphs import CAPTURE_LOCK
 from gsample.runtime.interpret import interpret
 from gsample.runtime.lower import describe, lower
@@ -41,6 +44,7 @@ from gsample.runtime.program import (
 from gsample.runtime.super_batcher import SuperBatcher, tensors
 
 __all__ = [
+    "CALLER_CODE",
     "CAPTURE_LOCK",
     "Call",
     "Instruction",

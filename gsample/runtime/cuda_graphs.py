@@ -61,6 +61,7 @@ from gsample.formats.bounded import (
 from gsample.formats.csc import CSC
 from gsample.formats.replayed import Replayed, counted, pack_groups, packable
 from gsample.ir import Kind, Op
+from gsample.runtime.caller_code import CALLER_CODE
 
 _CUDA = torch.device("cuda")
 
@@ -257,10 +258,14 @@ class Region:
             if self.packed:
                 _prepare_pack([env[s] for s in self.packed])
             return None
-        try:
-            cap = self.captured[key] = self._capture(env, run_steps, keys)
-        except NotCapturable:  # an exact fallback: this key runs eagerly
-            self.refused.add(key)
+        with CALLER_CODE.quiet() as quiet:
+            if quiet:  # no other thread runs its caller's code (its random ops would fail)
+                try:
+                    cap = self.captured[key] = self._capture(env, run_steps, keys)
+                except NotCapturable:  # an exact fallback: this key runs eagerly
+                    self.refused.add(key)
+        # refused, or the gate timed out (the key stays seen, not refused: a later call captures)
+        if cap is None:
             _copy_keys(keys)
             run_steps(self.steps, env)
             return None

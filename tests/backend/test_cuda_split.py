@@ -120,3 +120,24 @@ def test_other_index_types_take_the_torch_ops():
         CSC(num_nodes=2, indptr=torch.tensor([0, 1]), rows=torch.tensor([1]))
     )
     assert blocks.bounds(M, 10, 2).cols == [0, 1, 1]
+
+
+@pytest.mark.parametrize("row_space", [False, True])
+def test_large_batches_split_as_the_torch_ops(row_space):
+    """Batches of thousands of columns and tens of thousands of edges (a warp's chunks inside
+    one batch, many rounds of the grid's warps, some batches empty): the kernel's parts equal
+    the torch ops' on the CPU."""
+    g = torch.Generator().manual_seed(11 + row_space)
+    n, copies = 5000, 64
+    parts = [
+        _batch(g, n, 0 if b % 9 == 4 else 1500, 40, row_space, values=False, eids=False)
+        for b in range(copies)
+    ]
+    cpu = blocks.join_matrices(parts, n)
+    M = _cuda(cpu)
+    got = blocks.split_matrix(M, blocks.bounds(M, n, copies), n, copies)
+    want = blocks.split_matrix(cpu, blocks.bounds(cpu, n, copies), n, copies)
+    for x, y in zip(got, want):
+        for a, b in zip(_fields(x), _fields(y)):
+            assert (a is None) == (b is None)
+            assert a is None or torch.equal(a.cpu(), b)

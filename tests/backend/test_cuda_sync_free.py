@@ -420,6 +420,47 @@ def test_slice_reduce_rows_exact_and_reproducible(normalized):
         )
 
 
+@pytest.mark.parametrize("rounds", [1, 2, 3, 4])
+def test_chunked_row_sums_of_several_rounds_a_tile_equal_one_mini_batch(
+    normalized, rounds, monkeypatch
+):
+    """A super-batch's row sums by chunk (``gs_rowsum_chunk_counts`` and ``_fill`` with
+    ``sub`` rounds of items a tile, the host's ``_rounds`` forced; the fill asks for a
+    round's places together): every batch's rows the bits of its mini-batch alone (the
+    passes over the row space), NaN and inf included; frontiers of long columns (staged
+    tiles) and of the shortest ones (tiles of more columns than ``GS_STAGE``, unstaged)."""
+    from gsample.backend.cuda import layerwise
+
+    A = normalized.csc
+    n = A.num_nodes
+    vals = A.values.clone()
+    vals[::5003] = float("nan")
+    vals[7::7001] = float("inf")
+    B = A.with_values(vals)
+    # the shortest columns with an edge (the graph's 4000 shortest have none): tiles of
+    # more columns than GS_STAGE, unstaged
+    deg = A.indptr.diff()
+    some = torch.nonzero(deg > 0).squeeze(1)
+    short = some[torch.argsort(deg[some], stable=True)[:4000]]
+    parts = [
+        _seeds(3000, n, 40 + rounds, repeats=True),
+        _seeds(500, n, 41 + rounds),
+        short,
+        short[1::2],
+    ]
+    singles = [layerwise.slice_reduce(B, p, "sum", 1) for p in parts]  # not forced: 1 round
+    monkeypatch.setattr(layerwise, "_rounds", lambda *args: rounds)
+    monkeypatch.setattr(layerwise, "SUM_ROUNDS", rounds)  # "auto" caps small frontiers at 1
+    enc = torch.cat([p + b * n for b, p in enumerate(parts)])
+    padded = BoundedIds(torch.cat([enc, enc[:9]]), torch.tensor([enc.numel()], device="cuda"))
+    for frontier in (enc, padded):
+        got = layerwise.slice_reduce(B, frontier, "sum", 1, batches=(len(parts), n))
+        for b, want in enumerate(singles):
+            torch.testing.assert_close(
+                got[b * n : (b + 1) * n], want, rtol=0, atol=0, equal_nan=True
+            )
+
+
 def test_layer_wise_kernels_cut_columns_into_equal_tiles():
     """The layer-wise kernels run over tiles of 1024 frontier edges: columns of 0, 1, 1023,
     1024, 1025, 2048 and 5000 edges (tiles start inside and at the edge of them), repeated
@@ -490,23 +531,31 @@ def test_the_kept_edge_pass_gathers_values_and_edge_ids(weighted, values):
 
 @pytest.mark.parametrize("probs", [None, "shared", "per_batch"])
 @pytest.mark.parametrize("k", [1, 300, 20_000])
-@pytest.mark.parametrize("N, room", [(3, None), (3, 1), (3, 0), (1, None)])
+@pytest.mark.parametrize(
+    "N, room, mask",
+    [(3, None, True), (3, 1, True), (3, 0, True), (1, None, True), (3, 1, False), (3, 0, False)],
+)
 def test_super_batched_collective_sample_equals_the_torch_backend(
-    graph, probs, k, N, room, monkeypatch
+    graph, probs, k, N, room, mask, monkeypatch
 ):
     """A super-batch's collective draws run on the kernels (each batch's k rows among its
     own, over a padded frontier) and give the torch backend's super-batched sample, its
     kept edges listed and sorted (room None), counted per column after the list ran out of
-    room (1), or counted per column from the start (0; one mini-batch always is)."""
+    room (1), or counted per column from the start (0; one mini-batch always is); the kept
+    edges written from a mask of them, or (``mask`` False: ``MASK_FINISH``) as before."""
     from gsample.backend.cuda import layerwise
     from gsample.backend.torch import fused_select
 
     monkeypatch.setattr(layerwise, "_LAST_KEPT", {})
+    monkeypatch.setattr(layerwise, "MASK_FINISH", mask)
     if room is not None:
         monkeypatch.setattr(layerwise, "_list_room", lambda *args: room)
     listed = []
     real = layerwise._kept_listed
     monkeypatch.setattr(layerwise, "_kept_listed", lambda *a: listed.append(1) or real(*a))
+    masked = []
+    real_mask = layerwise._kept_mask
+    monkeypatch.setattr(layerwise, "_kept_mask", lambda *a: masked.append(1) or real_mask(*a))
     n = graph.num_nodes
     parts = [_seeds(150 + 40 * b, n, 20 + b) for b in range(N)]
     enc = torch.cat([p + b * n for b, p in enumerate(parts)])
@@ -528,6 +577,8 @@ def test_super_batched_collective_sample_equals_the_torch_backend(
         for f in ("indptr", "rows", "row_ids", "col_ids", "eids"):
             assert torch.equal(getattr(got, f), getattr(want, f)), f
     assert bool(listed) == (room is None and N > 1)  # (the first call lists, at least)
+    if room is not None:  # (each batch keeps an edge: more than a room of 1)
+        assert bool(masked) == mask  # the mask passes wrote the kept edges
 
 
 @pytest.mark.parametrize("rounds", [2, 3, 4])

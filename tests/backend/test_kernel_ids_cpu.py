@@ -9,17 +9,14 @@ wild id ends the program with a report, which fails the test. CI has no GPU; the
 proof is compute-sanitizer's memcheck on the same kernels (``scripts/memcheck.py``,
 ``tests/test_adversarial_ids.py``).
 
-The protocol: the test writes an op code and int64 arrays (each its length first) to the
-program's stdin and reads the arrays it writes back.
+The test talks to the program through ``helpers.run_int64_program``: an op code and int64
+arrays in, the arrays it writes back out.
 """
-
-import struct
-import subprocess
 
 import numpy as np
 import pytest
 import torch
-from helpers import CUDA_AS_CPP, CXX, build_cpp
+from helpers import CUDA_AS_CPP, INT64_IO_CPP, build_asan, run_int64_program
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -42,21 +39,9 @@ template <typename T> static inline T __shfl_down_sync(unsigned, T, int) { retur
 #include "relabel.cu"
 #include "convert.cu"
 
-typedef std::vector<long long> vec;
-
-static vec get() {                      // one array: its length, then its entries
-    long long n = 0;
-    if (fread(&n, 8, 1, stdin) != 1) return vec();
-    vec v(n);
-    if (n && fread(v.data(), 8, n, stdin) != (size_t)n) return vec();
-    return v;
-}
-
-template <typename T> static void put(const std::vector<T>& v) {
-    long long n = v.size();
-    fwrite(&n, 8, 1, stdout);
-    for (const T& x : v) { long long y = (long long)x; fwrite(&y, 8, 1, stdout); }
-}
+"""
+    + INT64_IO_CPP
+    + r"""
 
 // every array below is its own exact-size allocation: AddressSanitizer's redzones bound it
 template <typename T> static std::vector<T> copy(const vec& v) {
@@ -64,15 +49,15 @@ template <typename T> static std::vector<T> copy(const vec& v) {
 }
 
 int main() {
-    const vec op = get();
+    const vec op = read_vec();
     if (op.empty()) return 2;
     if (op[0] == 1 || op[0] == 5 || op[0] == 6) {
         // gs_random_walk; 5: its steps in address order; 6: its steps in a given order, with
         // the walkers' previous nodes overwritten before step 1 (as a fault would); with a
         // GPU cache where slot is given
-        const vec indptr = get(), rows = get(), srows = get(), seeds = get(), p = get();
-        const vec slot = get(), crows = get();
-        const vec given = op[0] == 6 ? get() : vec(), prevs = op[0] == 6 ? get() : vec();
+        const vec indptr = read_vec(), rows = read_vec(), srows = read_vec(), seeds = read_vec();
+        const vec p = read_vec(), slot = read_vec(), crows = read_vec();
+        const vec given = op[0] == 6 ? read_vec() : vec(), prevs = op[0] == 6 ? read_vec() : vec();
         const bool cached = !slot.empty();
         const long long* S = cached ? slot.data() : nullptr;
         const long long* CR = cached ? crows.data() : nullptr;
@@ -113,11 +98,12 @@ int main() {
                                     state.data(), out.data(), failed.data(), S, CR, cE, K);
             }
         }
-        put(out);
-        put(failed);
-        put(counters);
+        write_vec(out);
+        write_vec(failed);
+        write_vec(counters);
     } else if (op[0] == 2) {            // gs_gather_rows (int32 words), with a device cache
-        const vec table = get(), ids = get(), slot = get(), cache = get(), p = get();
+        const vec table = read_vec(), ids = read_vec(), slot = read_vec(), cache = read_vec();
+        const vec p = read_vec();
         const long long N = p[0], words = p[1], n = ids.size();
         std::vector<unsigned int> t = copy<unsigned int>(table), c = copy<unsigned int>(cache);
         std::vector<unsigned int> out(n * words);
@@ -125,10 +111,10 @@ int main() {
         std::vector<int> bad(1, 0);
         gs_gather_rows(t.data(), c.data(), slot.data(), ids.data(), n, words, out.data(),
                        hits.data(), N, bad.data());
-        put(out);
-        put(bad);
+        write_vec(out);
+        write_vec(bad);
     } else if (op[0] == 3) {            // unique ids in first-occurrence order and labels
-        const vec ids = get();
+        const vec ids = read_vec();
         const long long n = ids.size();
         long long size = 32;
         while (size < 2 * n) size *= 2;
@@ -142,13 +128,13 @@ int main() {
         uniq.resize(count);
         gs_select_flagged(flags.data(), rank.data(), n, ids.data(), 1, uniq.data());
         gs_first_inverse(vals.data(), slot.data(), rank.data(), n, inv.data());
-        put(uniq);
-        put(inv);
+        write_vec(uniq);
+        write_vec(inv);
     } else if (op[0] == 4) {            // gs_row_counts
-        const vec rows = get(), p = get();
+        const vec rows = read_vec(), p = read_vec();
         std::vector<unsigned long long> counts(p[0], 0ULL);
         gs_row_counts(rows.data(), rows.size(), counts.data(), p[0]);
-        put(counts);
+        write_vec(counts);
     } else {
         return 2;
     }
@@ -163,36 +149,12 @@ BAD = (-1, -2, -(2**40), 2**31, 2**32 + 1, 2**40, 2**62, 2**63 - 1, -(2**63))
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory):
-    if CXX is None:
-        pytest.skip("no C++ compiler")
-    exe = tmp_path_factory.mktemp("ids_cpu") / "ids"
-    done = build_cpp(SHIM, exe, "-g", "-fsanitize=address", "-fno-omit-frame-pointer")
-    if done.returncode and "sanitize" in done.stderr:
-        pytest.skip(f"no AddressSanitizer runtime: {done.stderr[-300:]}")
-    assert done.returncode == 0, done.stderr[-3000:]
-    return exe
+    return build_asan(SHIM, tmp_path_factory.mktemp("ids_cpu") / "ids")
 
 
 def run(exe, code: int, *arrays) -> list:
     """Run op ``code`` on int64 ``arrays``; the arrays it writes back (NumPy int64)."""
-    data = struct.pack("<qq", 1, code)
-    for a in arrays:
-        a = np.asarray(a, dtype=np.int64)
-        data += struct.pack("<q", a.size) + a.tobytes()
-    done = subprocess.run(
-        [str(exe)],
-        input=data,
-        capture_output=True,
-        check=False,
-        env={"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0"},
-    )
-    assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
-    out, at = [], 0
-    while at < len(done.stdout):
-        (n,) = struct.unpack_from("<q", done.stdout, at)
-        out.append(np.frombuffer(done.stdout, dtype=np.int64, count=n, offset=at + 8))
-        at += 8 + 8 * n
-    return out
+    return run_int64_program(exe, [code], *arrays)
 
 
 def _ids(N: int):

@@ -13,19 +13,20 @@ from __future__ import annotations
 import math
 import random
 import struct
-import subprocess
 from fractions import Fraction
 
+import numpy as np
 import pytest
 import torch
 from helpers import (
     CUDA_AS_CPP,
-    CXX,
-    build_cpp,
+    INT64_IO_CPP,
+    build_asan,
     check_compiled_equals_eager,
     check_super_batched,
     example,
     random_seeds,
+    run_int64_program,
 )
 
 import gsample as gs
@@ -205,7 +206,8 @@ def test_the_fused_slice_sum_equals_the_slices_batch_by_batch():
 
 
 # ----------------------------------------------------------------------------- the kernels
-_HARNESS = r"""
+_HARNESS = (
+    r"""
 #include <algorithm>
 #include <cstring>
 #include <cstdio>
@@ -237,16 +239,17 @@ template <typename T> static inline T atomicOr(T* p, T v) { T o = *p; *p = o | v
 static inline double __longlong_as_double(long long x) { double d; memcpy(&d, &x, 8); return d; }
 #define GS_DTYPE0 double
 #include "rowsum.cu"
-
-// stdin: n, the n values, T, then two orders of the T threads; stdout: the sum
+"""
+    + INT64_IO_CPP
+    + r"""
+// stdin: the n values (float64 bits), then two orders of the T threads; stdout: the sum (its
+// bits)
 int main() {
-    long long n = 0, T = 0;
-    if (fread(&n, 8, 1, stdin) != 1) return 2;
-    std::vector<double> v(n);
-    if (n && fread(v.data(), 8, n, stdin) != (size_t)n) return 2;
-    if (fread(&T, 8, 1, stdin) != 1) return 2;
-    std::vector<long long> order(2 * T);
-    if (fread(order.data(), 8, 2 * T, stdin) != (size_t)(2 * T)) return 2;
+    const vec x = read_vec(), order = read_vec();
+    const long long n = x.size(), T = order.size() / 2;
+    if (order.size() % 2) return 2;
+    std::vector<double> v(n);           // exact size: AddressSanitizer bounds every read
+    if (n) memcpy(v.data(), x.data(), 8 * n);
     std::vector<int> emax(1, 0), flags(1, 0);
     std::vector<gs_u64> lo(1, 0), hi(1, 0);
     std::vector<double> out(1, 0.0);
@@ -262,24 +265,21 @@ int main() {
     blockDim.x = 1;
     threadIdx.x = 0;
     gs_rowsum_finish(emax.data(), flags.data(), lo.data(), hi.data(), 1, out.data());
-    fwrite(out.data(), 8, 1, stdout);
+    long long sum;
+    memcpy(&sum, out.data(), 8);
+    write_vec(vec(1, sum));
     return 0;
 }
 """
+)
 
 
 @pytest.fixture(scope="module")
 def total_kernel(tmp_path_factory):
-    if CXX is None:
-        pytest.skip("no C++ compiler")
+    # under AddressSanitizer where it can be: the kernels' index safety on the CPU
+    # (memcheck's on the GPU); without it the sums are checked all the same
     out = tmp_path_factory.mktemp("total") / "total"
-    # under AddressSanitizer: every array an exact-size allocation, a read or write past one
-    # ends the program (the kernels' index safety on the CPU; memcheck's on the GPU)
-    done = build_cpp(CUDA_AS_CPP + _HARNESS, out, "-g", "-fsanitize=address")
-    if done.returncode and "sanitize" in done.stderr:
-        done = build_cpp(CUDA_AS_CPP + _HARNESS, out)  # no AddressSanitizer runtime here
-    assert done.returncode == 0, done.stderr
-    return out
+    return build_asan(CUDA_AS_CPP + _HARNESS, out, required=False)
 
 
 def test_the_kernels_arithmetic_is_the_torch_codes(total_kernel):
@@ -293,9 +293,9 @@ def test_the_kernels_arithmetic_is_the_torch_codes(total_kernel):
             xs += [rng.choice([math.nan, math.inf, -math.inf, 0.0])]
         T = rng.randint(1, 9)
         orders = rng.sample(range(T), T) + rng.sample(range(T), T)
-        data = struct.pack(f"<q{len(xs)}dq{2 * T}q", len(xs), *xs, T, *orders)
-        run = subprocess.run([str(total_kernel)], input=data, capture_output=True, check=True)
-        (got,) = struct.unpack("<d", run.stdout)
+        x = np.array(xs, dtype=np.float64).view(np.int64)
+        (out,) = run_int64_program(total_kernel, x, orders)
+        (got,) = out.view(np.float64)
         want = exact_sums(torch.tensor(xs, dtype=torch.float64)).item()
         assert bits(got) == bits(want), (xs, T, orders)
 
@@ -336,6 +336,59 @@ def test_cuda_kernels_equal_the_torch_code(dtype, where):
         want = fused_reduce.slice_total(A, enc, "sum", batches=(N, 3000))
     assert got.dtype == want.dtype and got.shape == want.shape
     assert torch.equal(got.cpu(), want)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+@pytest.mark.parametrize("rounds", [1, 2, 3, 4])
+@pytest.mark.parametrize("frontier", ["slice", "super-batch", "short columns"])
+@pytest.mark.parametrize("values", ["spread", "ones"])
+def test_the_frontier_sums_of_several_rounds_a_tile_are_the_torch_code(
+    rounds, frontier, values, monkeypatch
+):
+    """``gs_total_*`` with ``sub`` rounds of items a tile (``GS_TILES_OF``, staged columns;
+    the host's ``_rounds`` forced): one mini-batch; a super-batch of 48 whose last tile's
+    later rounds hold no edge; and a super-batch of the graph's shortest columns, whose tiles
+    of several rounds hold more columns than ``GS_STAGE`` (read unstaged). The torch code's
+    bits, NaN and infinities included; with values of one, each sum is an edge count, which
+    a term dropped or counted twice changes (a spread term below the 62-bit grain adds
+    nothing either way)."""
+    pytest.importorskip("cupy")
+    from gsample.backend.cuda import layerwise
+    from gsample.backend.torch import fused_reduce
+
+    monkeypatch.setattr(layerwise, "_rounds", lambda *args: rounds)
+    monkeypatch.setattr(layerwise, "SUM_ROUNDS", rounds)  # "auto" caps small frontiers at 1
+    G = gs.datasets.rmat(3000, 60_000, seed=2, weighted=True).csc
+    g = torch.Generator().manual_seed(11)
+    # signed terms whose exponents spread past the 62-bit grain (rounded terms)
+    vals = torch.ldexp(
+        torch.rand(G.nnz, generator=g) * 2 - 1, torch.randint(-40, 40, (G.nnz,), generator=g)
+    )
+    # a column each whose first edge is NaN, inf or -inf: some batches' sums are NaN or
+    # infinite, the rest finite
+    deg = G.indptr.diff()
+    some = torch.argsort(deg, stable=True)[int((deg == 0).sum()) :][100:107:3]
+    vals[G.indptr[some]] = torch.tensor([float("nan"), float("inf"), -float("inf")])
+    A = G.with_values(vals if values == "spread" else torch.ones(G.nnz))
+    Ag = gs.Matrix(A).to("cuda").csc
+    if frontier == "slice":
+        seeds = random_seeds(700, seed=rounds, num_nodes=3000)
+        got = layerwise.slice_total(Ag, seeds.cuda(), "sum")
+        want = fused_reduce.slice_total(A, seeds, "sum")
+    else:
+        if frontier == "super-batch":
+            g = torch.Generator().manual_seed(rounds)
+            seeds = [torch.randperm(3000, generator=g)[: 100 + 50 * b] for b in range(48)]
+        else:
+            short = torch.argsort(A.indptr.diff(), stable=True)[:2000]  # 0 to a few edges
+            seeds = [short[b::3] for b in range(48)]
+        N = len(seeds)
+        enc = torch.cat([s + b * 3000 for b, s in enumerate(seeds)])
+        got = layerwise.slice_total(Ag, enc.cuda(), "sum", batches=(N, 3000))
+        want = fused_reduce.slice_total(A, enc, "sum", batches=(N, 3000))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0, equal_nan=True)
 
 
 @pytest.mark.cuda

@@ -206,6 +206,36 @@ def test_the_cuda_op_equals_the_torch_op(small, narrow, positions, monkeypatch):
 
 @pytest.mark.cuda
 @cuda
+@pytest.mark.parametrize("grid", [1, 3, None])
+@pytest.mark.parametrize("degree", ["r-mat", "sparse"])
+def test_the_mask_passes_place_every_kept_edge_as_the_torch_op(small, grid, degree, monkeypatch):
+    """The kept-edge mask passes (``gs_kept_mask``, ``gs_kept_ptr``, ``gs_kept_masked``) with
+    several tiles a block (a grid of 1 or 3 blocks), and on a graph of about one edge a
+    column, whose tiles hold more columns than the kernels stage (GS_STAGE) and, with few
+    rows, many tiles keep no edge (skipped): the torch op's CSC, bit for bit."""
+    from gsample.backend.cuda import layerwise
+
+    if grid is not None:
+        monkeypatch.setattr(layerwise, "_GRID", grid)
+    if degree == "r-mat":
+        A, size, copies = small, 300, 6
+    else:
+        g = torch.Generator().manual_seed(8)
+        A = skewed_graph(6000, 7000, seed=8)
+        A = gs.Matrix.from_csc(A.csc.indptr, A.csc.rows, weight=torch.rand(7000, generator=g))
+        size, copies = 5000, 3
+    csc, n = A.csc, A.num_nodes
+    sets = node_sets(A, copies, seed=11, size=size)
+    few = [s[:40] for s in sets]  # few rows: most of the frontier's tiles keep nothing
+    for rows_of in (sets, few):
+        rows, cols = encoded(rows_of, n), encoded([s.flip(0) for s in sets], n)
+        ref = extract.slice_rows_cols_batched(csc, rows, cols, copies, n)
+        got = layerwise.slice_rows_cols(csc.to("cuda"), rows.cuda(), cols.cuda(), (copies, n))
+        assert_same(gs.Matrix(got.to("cpu")), gs.Matrix(ref), "the super-batch's slice")
+
+
+@pytest.mark.cuda
+@cuda
 def test_super_batched_shadow_on_cuda_equals_one_by_one_within_its_sample_s_memory(big):
     A = big.to("cuda")
     n = A.num_nodes

@@ -26,9 +26,10 @@ the GPU idled, and that one block would set the layer's time.
   distinct rows differ but for a 64-bit hash collision, so samples equal the torch
   backend's. The kept-edge passes test a row's bit (a bit per row of the row space, in the
   L2) before they read its position. They count the kept edges per column, and the finish
-  takes them in the frontier's order in a second pass; a super-batch that keeps few of its
-  frontier's edges lists them instead, and the finish sorts the list (:func:`_list_room`:
-  a pass over the frontier's edges less).
+  takes them in the frontier's order in a second pass (a super-batch's from a mask of them,
+  :func:`_kept_mask`: the rows tested once after the read-back); a super-batch that keeps few
+  of its frontier's edges lists them instead, and the finish sorts the list
+  (:func:`_list_room`: a pass over the frontier's edges less).
 
 A super-batch (a :class:`~gsample.base.random.DeviceKey` of ``copies`` mini-batches) runs the same
 kernels over the block-diagonal row space, each batch drawing its ``k`` rows among its own
@@ -61,8 +62,9 @@ from gsample.ir.checks import NO_POSITIVE_ROW
 _THREADS = 256
 _ITEMS = 4  # GS_ITEMS of kernels/layerwise.cu
 _TILE = _ITEMS * _THREADS  # frontier edges per tile (GS_ITEMS per thread)
-# rounds of items a tile of gs_frontier_rows / gs_kept_append (_rounds): up to 4, as many as
-# GS_TILES_OF takes; a round shares the tile's column search and staging with the others
+# rounds of items a tile of gs_frontier_rows / gs_kept_append, and of the row sums' chunk
+# passes and the totals of kernels/rowsum.cu (_rounds): up to 4, as many as GS_TILES_OF
+# takes; a round shares the tile's column search and staging with the others
 _MAX_ROUNDS = 4
 _GRID = 1024  # blocks of the kernels whose edge count stays on the device
 _NOT_A_ROW = 2**63 - 1  # the sort key of a row that is not a candidate
@@ -72,6 +74,11 @@ _NOT_A_ROW = 2**63 - 1  # the sort key of a row that is not a candidate
 _KEPT_ROOM, _KEPT_MIN = 8, 1 << 16
 #: a list only while the last sample kept at most one frontier edge in _LIST_SHARE
 _LIST_SHARE = 16
+#: a super-batch's collective sample writes its kept edges (counted per column) from a mask
+#: of them (gs_kept_mask: the one pass after the read-back that tests rows, then
+#: gs_kept_masked) rather than by gs_kept_edges (a row tested again, a look-back); past its
+#: kept list's room the mask gives the column pointer too. False: the old finish, for an A/B
+MASK_FINISH = True
 #: (graph's indptr address, key prefix, k, copies) -> (kept edges, frontier edges) of the
 #: op's last super-batch
 _LAST_KEPT: dict = {}
@@ -81,6 +88,11 @@ _LAST_KEPT: dict = {}
 #: torch.topk's passes over every key cost most; one at a time, the radix select's eight
 #: launches cost more host time than they save)
 SELECT = "auto"
+#: rounds of items a tile of the exact sums' passes over a frontier's edges
+#: (gs_rowsum_chunk_counts, gs_rowsum_chunk_fill, gs_total_*): "auto" (_rounds, as the
+#: candidate bits and the kept list take) or a number from 1 (a round a tile) to _MAX_ROUNDS;
+#: the same bits either way (the sums are order-free)
+SUM_ROUNDS = "auto"
 #: the kernels keep a chosen row's position among the chosen (``newpos``) as int32, and the
 #: radix select counts a batch's candidates per digit in uint32: a sample that could pass
 #: these runs the exact implementation (docs/guide/large-graphs.md, "64-bit offsets")
@@ -228,11 +240,12 @@ def slice_total(A: CSC, cols, op: str, batches=None) -> torch.Tensor:
     N, n = batches if batches is not None else (1, 0)
     C = buf.numel()
     dtype = torch.float32 if vals is None else vals.dtype
-    indptr, _ = _index_arrays(A)
+    indptr, rows = _index_arrays(A)
     v = _opt(None if vals is None else vals.contiguous())
     sums = RowSums(N, dtype, buf.device, _params(indptr))
     if C:
         ptr = _frontier_ptr(indptr, buf, ncols, n, A.num_nodes * N)  # the ids checked there
+        sub = _sum_rounds(indptr, rows, C)
         for name, out in (
             ("gs_total_exponents", (sums.emax, sums.flags)),
             ("gs_total_add", (sums.emax, sums.lo, sums.hi)),
@@ -250,6 +263,7 @@ def slice_total(A: CSC, cols, op: str, batches=None) -> torch.Tensor:
                 n,
                 N,
                 *out,
+                sub,
                 block=_THREADS,
                 grid=_GRID,
                 **sums.key,
@@ -271,6 +285,7 @@ def _chunked_row_sums(
     K = -(-R // _CHUNK)
     key = {"params": _params(indptr), "dtypes": (_FLOATS[dtype],)}
     ptr = _frontier_ptr(indptr, buf, ncols, n, R)  # the ids checked there
+    sub = _sum_rounds(indptr, rows, C)  # the counts and the fill: the same rounds
     starts = torch.empty(2 * (K + 1), dtype=torch.int64, device=dev)
     memset(starts, 0)
     counts, starts = starts[: K + 1], starts[K + 1 :]
@@ -286,6 +301,7 @@ def _chunked_row_sums(
         ptr,
         n,
         counts,
+        sub,
         block=_THREADS,
         grid=_GRID,
         **key,
@@ -311,6 +327,7 @@ def _chunked_row_sums(
             n,
             cursor,
             found,
+            sub,
             block=_THREADS,
             grid=_GRID,
             **key,
@@ -655,10 +672,16 @@ def collective_finish(pending: Pending) -> CSC:
         rows_out, pos = _kept_listed(indptr, rows, cols, Cx, ptr, n, newpos, g)
         indptr_out = torch.searchsorted(g, ptr[: Cx + 1])
     else:  # counted per column; the edges in order
-        if room:  # (more than the list's room: counted now)
+        masked = None
+        if MASK_FINISH and (room or (n and K)):
+            # a super-batch's: the mask pass tests the rows, the kept edges' pass only places
+            # them (and, past the list's room, the mask gives the column pointer)
+            counted, masked = _kept_mask(indptr, rows, cols, Cx, ptr, n, bits, edges, not room)
+            indptr_out = counted if room else indptr_out
+        elif room:  # (more than the list's room: counted now)
             indptr_out = _kept_counts(indptr, rows, cols, Cx, ptr, n, newpos, bits)
         rows_out, _, values, eids = _kept_edges(
-            indptr, rows, cols, Cx, ptr, n, newpos, bits, edges, K, A.values, A.eids
+            indptr, rows, cols, Cx, ptr, n, newpos, bits, edges, K, A.values, A.eids, masked
         )
         return CSC.of(
             A.num_nodes * max(key.copies, 1), indptr_out, rows_out, chosen, cols, values, eids
@@ -715,13 +738,26 @@ def _kept_listed(indptr, rows, cols, C: int, ptr, n: int, newpos, g) -> tuple:
 
 
 def _rounds(indptr, rows) -> int:
-    """Rounds of items a tile of gs_frontier_rows and gs_kept_append takes (``sub``, 1 to
+    """Rounds of items a tile of gs_frontier_rows, gs_kept_append, the row sums' chunk
+    counts and fill and the totals (``kernels/rowsum.cu``) take (``sub``, 1 to
     ``_MAX_ROUNDS``): as many as keep a tile's columns (``sub * _TILE`` edges) within half
     the staging (GS_STAGE = 256 columns) where the frontier's columns are as long as the
     graph's mean (``rows`` and ``indptr`` are the graph's; the frontier's edge count is not
     read back before these passes, and a sampled frontier's columns are mostly longer)."""
     mean = rows.numel() // max(indptr.numel() - 1, 1)
     return max(1, min(_MAX_ROUNDS, mean * 128 // _TILE))
+
+
+def _sum_rounds(indptr, rows, C: int) -> int:
+    """Rounds of items a tile of the exact sums' passes over a frontier of ``C`` columns
+    (``SUM_ROUNDS``; clamped: a tile of no round would never advance). "auto" takes
+    ``_rounds`` only as far as the frontier's edges (at the graph's mean) still fill every
+    block of the fixed grid: on a small frontier (one mini-batch) more rounds a tile would
+    make fewer tiles than blocks and leave blocks idle."""
+    if SUM_ROUNDS == "auto":
+        mean = rows.numel() // max(indptr.numel() - 1, 1)
+        return max(1, min(_rounds(indptr, rows), C * mean // (_TILE * _GRID)))
+    return max(1, min(_MAX_ROUNDS, int(SUM_ROUNDS)))
 
 
 def _kept_counts(
@@ -755,6 +791,65 @@ def _kept_counts(
     return indptr_out
 
 
+def _kept_mask(
+    indptr, rows, cols, C: int, ptr, n: int, bits, edges: int, counted: bool = False
+) -> tuple:
+    """The kept edges of a frontier of ``edges`` edges (read back) as a mask: a bit per
+    frontier edge, each tile's kept count, then the tiles' prefix and the kept edges'
+    column pointer from them (kernels/layerwise.cu's ``gs_kept_mask``, ``gs_kept_ptr``).
+    Returns ``(indptr_out, masked)``: ``C + 1`` entries, the last the kept edges (None where
+    ``counted``: the caller has them); and what :func:`_kept_edges` takes to write them
+    without testing a row again."""
+    dev = cols.device
+    tiles = -(-edges // _TILE)
+    words = tiles * (_TILE // 32)
+    mask = torch.empty(words, dtype=torch.int32, device=dev)
+    # one allocation: each tile's kept edges, their exclusive prefix (tiles + 1), the pointer
+    # (none where counted)
+    lens = (tiles, tiles + 1, 0 if counted else C + 1)
+    its, before, indptr_out = torch.empty(sum(lens), dtype=torch.int64, device=dev).split(lens)
+    memset(before[:1], 0)
+    params = _params(indptr)
+    if tiles:
+        launch(
+            "layerwise",
+            "gs_kept_mask",
+            _GRID * _THREADS,
+            indptr,
+            rows,
+            cols,
+            C,
+            ptr,
+            n,
+            0,
+            bits,
+            mask,
+            words,
+            its,
+            tiles,
+            block=_THREADS,
+            grid=min(_GRID, tiles),
+            params=params,
+        )
+        torch.cumsum(its, 0, out=before[1:])
+    if counted:
+        return None, (mask, words, before, tiles)
+    launch(
+        "layerwise",
+        "gs_kept_ptr",
+        C + 1,
+        ptr,
+        C,
+        mask,
+        words,
+        before,
+        tiles,
+        indptr_out,
+        params=params,
+    )
+    return indptr_out, (mask, words, before, tiles)
+
+
 def _kept_edges(
     indptr,
     rows,
@@ -768,12 +863,15 @@ def _kept_edges(
     kept: int,
     values=None,
     eids=None,
+    masked=None,
 ) -> tuple:
     """The ``kept`` edges of the frontier's ``edges`` in its order (a pass over them):
     ``(rows_out, pos, values_out, eids_out)``, each one's chosen row's position, graph edge,
     value (of the graph's ``values``; None for None) and edge id (of its ``eids``; ``pos``
     for None). The pass writes the values (1-D, 4- or 8-byte entries: copied as bits) and
-    the ids (int64) as it goes; others are gathered after it."""
+    the ids (int64) as it goes; others are gathered after it. ``masked``: :func:`_kept_mask`'s
+    mask and tile prefix, which place each kept edge (``gs_kept_masked``: no row tested, no
+    look-back); else ``gs_kept_edges`` tests each row and places them by a single-pass scan."""
     dev = cols.device
     vsize = (
         values.element_size()
@@ -791,14 +889,43 @@ def _kept_edges(
         and eids.dim() == 1
         and eids.is_contiguous()
     )
-    tiles = -(-edges // _TILE) if kept else 0
+    tiles = -(-edges // _TILE) if kept and masked is None else 0
     # one allocation: the rows, the positions, the edge ids, the scan's state
-    lens = (kept, kept, kept if take_eids else 0, 1 + tiles if kept else 0)
+    lens = (kept, kept, kept if take_eids else 0, 1 + tiles if tiles else 0)
     rows_out, pos, eids_out, state = torch.empty(sum(lens), dtype=torch.int64, device=dev).split(
         lens
     )
     values_out = torch.empty(kept, dtype=values.dtype, device=dev) if vsize else None
-    if kept:
+    if kept and masked is not None:
+        mask, words, before, mtiles = masked
+        launch(
+            "layerwise",
+            "gs_kept_masked",
+            _GRID * _THREADS,
+            indptr,
+            rows,
+            cols,
+            C,
+            ptr,
+            n,
+            _opt(newpos),
+            mask,
+            words,
+            before,
+            mtiles,
+            kept,
+            rows_out,
+            pos,
+            values if vsize else 0,
+            _opt(values_out),
+            vsize,
+            eids if take_eids else 0,
+            eids_out if take_eids else 0,
+            block=_THREADS,
+            grid=min(_GRID, mtiles),
+            params=_params(indptr),
+        )
+    elif kept:
         memset(state, 0)
         launch(
             "layerwise",
@@ -881,7 +1008,9 @@ def _slice_rows_cols_batched(A: CSC, rows, cols, copies: int, n: int) -> CSC:
 
     The kept-edge kernels run over the encoded frontier once for every batch; a row is
     tested in a bitmap of the block-diagonal row space (``copies * n / 8`` bytes, which stays
-    in the L2), and each kept edge's row is mapped to its position in ``rows`` as it is
+    in the L2) by one pass after the frontier's edge count is read back, which writes a bit
+    per frontier edge (:func:`_kept_mask`; the column pointer and the kept edges' places come
+    from those bits), and each kept edge's row is mapped to its position in ``rows`` as it is
     written: through the rows' positions scattered over the row space (int32, as one
     mini-batch does), where that array is small enough (at most :data:`_NEWPOS_MAX`
     entries, and :data:`_NEWPOS_PER_EDGE` a kept edge), or else by a hash table of ``rows``
@@ -896,15 +1025,30 @@ def _slice_rows_cols_batched(A: CSC, rows, cols, copies: int, n: int) -> CSC:
     bits = torch.zeros((R + 31) // 32, dtype=torch.int32, device=dev)
     launch("layerwise", "gs_mark_bits", K, rows, K, R, bits)
     ptr = _frontier_ptr(indptr, cols, None, n, R)  # the columns' ids checked there
-    indptr_out = _kept_counts(indptr, rows_g, cols, C, ptr, n, 0, bits)
-    edges, kept = V.read_back([ptr[C:], indptr_out[-1:]])
+    # the frontier's edges read back first (a read-back more): sized by them, the mask of its
+    # kept edges is the one pass that tests rows (a random read of the bits an edge)
+    (edges,) = V.read_back([ptr[C:]])
+    indptr_out, masked = _kept_mask(indptr, rows_g, cols, C, ptr, n, bits, edges)
+    (kept,) = V.read_back([indptr_out[-1:]])
     newpos = None
     if min(_NEWPOS_MAX, _NEWPOS_PER_EDGE * kept) >= R and K <= _MAX_CHOSEN:
         newpos = torch.empty(R, dtype=torch.int32, device=dev)
         memset(newpos, 0xFF)  # -1: not a row
         launch("layerwise", "gs_scatter_positions", K, rows, K, R, newpos)
     found, _, values, eids = _kept_edges(
-        indptr, rows_g, cols, C, ptr, n, _opt(newpos), bits, edges, kept, A.values, A.eids
+        indptr,
+        rows_g,
+        cols,
+        C,
+        ptr,
+        n,
+        _opt(newpos),
+        bits,
+        edges,
+        kept,
+        A.values,
+        A.eids,
+        masked,
     )
     if newpos is not None:  # the kept edges' rows are positions; a repeat took another's
         own, at = newpos[rows].to(torch.int64), found

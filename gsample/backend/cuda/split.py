@@ -12,6 +12,10 @@ from gsample.backend.cuda.module import launch
 from gsample.backend.cuda.nodewise import _opt
 from gsample.formats.csc import CSC
 
+#: items a lane of ``gs_split_decode`` decodes at once (``GS_SPLIT_ILP`` in kernels/split.cu): the
+#: grid is sized by ``total / _ILP`` threads, each warp taking ``32 * _ILP`` items a round
+_ILP = 4
+
 
 def applies(M) -> bool:
     """Whether the kernels take ``M``: a CSC on a GPU whose index tensors are int64 and
@@ -107,7 +111,7 @@ def split_decode(
     launch(
         "split",
         "gs_split_decode",
-        total,
+        -(-total // _ILP),
         M.indptr,
         M.rows,
         _opt(M.col_ids),

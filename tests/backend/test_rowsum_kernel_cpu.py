@@ -1,0 +1,243 @@
+"""The exact sums' kernels over a frontier's edges (``kernels/rowsum.cu``: ``gs_total_*`` and
+the chunked row sums ``gs_rowsum_chunk_counts`` / ``_fill`` / ``gs_rowsum_chunks``) run on
+the CPU as whole blocks (``helpers.CUDA_THREADS_AS_CPP``): each CUDA thread a
+``std::thread``, ``__syncthreads`` a barrier of the block, each warp intrinsic an exchange
+behind a barrier of the warp's 32 lanes, global and shared atomics real atomics, blocks one
+after the other (``__shared__`` arrays static). Built with AddressSanitizer (every array an
+exact-size allocation).
+
+What this checks without a GPU: every frontier edge counted once whatever the rounds of a
+tile (``sub``), the grid, the block, the staged or unstaged tile, the last partial tile, the
+empty and bad columns (empty in the frontier's pointer, never read through); the bits of the
+torch code, NaN and infinities included; the chunk fill using exactly the places the counts
+made; no barrier or warp intrinsic that a lane misses (a deadlock, ended by the program's
+watchdog), and every intrinsic's masks as CUDA requires (the peer groups' partial ones too).
+Not what it checks: memory ordering or timing on a GPU (the threads here are real and
+unordered, but a CPU's memory model is not the GPU's, and a warp's intrinsic here is also a
+barrier of its lanes, which a GPU's is not), or the launch configuration the host picks
+(``tests/backend/test_total.py`` and ``test_cuda_sync_free.py`` run the kernels on a GPU).
+"""
+
+import numpy as np
+import pytest
+import torch
+from helpers import CUDA_THREADS_AS_CPP, INT64_IO_CPP, build_asan, run_int64_program
+
+import gsample as gs
+from gsample.backend.torch import fused_reduce
+from gsample.backend.torch.compute import exact_sums
+
+PROGRAM = (
+    r"""
+#include "rowsum.cu"
+#include <unistd.h>
+"""
+    + INT64_IO_CPP
+    + r"""
+// sums as float64 bits
+static void write_reals(const std::vector<gs_t>& v) {
+    vec bits(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+        const double d = (double)v[i];
+        memcpy(&bits[i], &d, 8);
+    }
+    write_vec(bits);
+}
+
+int main() {
+    alarm(120);                         // a barrier or warp intrinsic some lane never reaches
+    const vec op = read_vec();
+    if (op.empty()) return 2;
+    const vec ip = read_vec(), rw = read_vec(), vbits = read_vec(), cols = read_vec();
+    const vec ptr = read_vec(), p = read_vec();
+    // exact-size copies, each bounded by AddressSanitizer
+    const std::vector<gs_idx> indptr(ip.begin(), ip.end()), rows(rw.begin(), rw.end());
+    std::vector<gs_t> values(vbits.size());
+    for (size_t i = 0; i < vbits.size(); ++i) {
+        double d;
+        memcpy(&d, &vbits[i], 8);
+        values[i] = (gs_t)d;
+    }
+    const gs_t* V = values.empty() ? nullptr : values.data();     // none: 1.0 each
+    const long long C = cols.size(), n = p[0], G = p[1], grid = p[3], block = p[4];
+    const int sub = (int)p[2];
+    const gs_idx* IP = indptr.data();
+    const gs_idx* RW = rows.data();
+    const gs_i64* CO = cols.data();
+    const gs_i64* PT = ptr.data();
+    if (op[0] == 1) {                   // gs_total_*: G sums (G mini-batches)
+        std::vector<int> emax(G, 0), flags(G, 0);
+        std::vector<gs_u64> lo(G, 0), hi(G, 0);
+        std::vector<gs_t> out(G);
+        gs_launch(grid, block, [&]() {
+            gs_total_exponents(IP, V, CO, C, PT, n, G, emax.data(), flags.data(), sub);
+        });
+        gs_launch(grid, block, [&]() {
+            gs_total_add(IP, V, CO, C, PT, n, G, emax.data(), lo.data(), hi.data(), sub);
+        });
+        gs_launch(1, 32, [&]() {
+            gs_rowsum_finish(emax.data(), flags.data(), lo.data(), hi.data(), G, out.data());
+        });
+        write_reals(out);
+    } else if (op[0] == 2) {            // the row sums of R = G rows by chunk
+        const long long R = G, K = (R + GS_CHUNK - 1) / GS_CHUNK;
+        std::vector<gs_i64> counts(K + 1, 0), starts(K + 1, 0);
+        gs_launch(grid, block, [&]() {
+            gs_rowsum_chunk_counts(IP, RW, V, CO, C, PT, n, counts.data(), sub);
+        });
+        for (long long k = 0; k < K; ++k) starts[k + 1] = starts[k] + counts[k];
+        std::vector<gs_term_t> terms(starts[K]);
+        std::vector<gs_i64> cursor(starts.begin(), starts.begin() + K);
+        if (starts[K])
+            gs_launch(grid, block, [&]() {
+                gs_rowsum_chunk_fill(IP, RW, V, CO, C, PT, n, cursor.data(), terms.data(), sub);
+            });
+        std::vector<gs_t> out(R);
+        gs_launch(K, p[5], [&]() {
+            gs_rowsum_chunks(starts.data(), terms.empty() ? nullptr : terms.data(), R,
+                             out.data());
+        });
+        write_reals(out);
+        write_vec(starts);
+        write_vec(cursor);
+    } else {
+        return 2;
+    }
+    write_vec(vec(1, (long long)gs_bad_masks));
+    return 0;
+}
+"""
+)
+
+DTYPES = {"float": torch.float32, "double": torch.float64}
+
+
+@pytest.fixture(scope="module", params=sorted(DTYPES))
+def program(request, tmp_path_factory):
+    ctype = request.param
+    exe = tmp_path_factory.mktemp(f"rowsum_cpu_{ctype}") / "rowsum"
+    src = CUDA_THREADS_AS_CPP + f"#define GS_DTYPE0 {ctype}\n" + PROGRAM
+    build_asan(src, exe, "-pthread", "-Wno-unknown-pragmas", required=False)
+    return exe, DTYPES[ctype]
+
+
+def run(exe, code: int, *arrays) -> list:
+    """Run op ``code`` on int64 ``arrays``; the arrays it writes back (NumPy int64), once its
+    warp intrinsics are known to have passed masks as CUDA requires."""
+    *out, bad_masks = run_int64_program(exe, [code], *arrays)
+    assert bad_masks[0] == 0  # every intrinsic's masks as CUDA requires
+    return out
+
+
+def _as_floats(a) -> torch.Tensor:
+    return torch.from_numpy(a.copy()).view(torch.float64)
+
+
+GRAPH = gs.datasets.rmat(600, 12_000, seed=3).csc  # mean degree 20
+NODES = GRAPH.num_nodes
+DEG = GRAPH.indptr.diff()
+#: ids no column may be read through (the frontier's pointer makes them empty)
+BAD = [-1, -(2**40), 2**31, 2**40, 2**63 - 1]
+
+
+def _values(kind: str, dtype) -> torch.Tensor | None:
+    """``ones``: none (1.0 each; a total is its edge count, a term dropped or counted twice
+    changes it); ``spread``: signed terms whose exponents pass the 62-bit grain, with NaN,
+    inf and -inf at a few edges."""
+    if kind == "ones":
+        return None
+    g = torch.Generator().manual_seed(4)
+    e = torch.randint(-30, 30, (GRAPH.nnz,), generator=g)
+    v = torch.ldexp(torch.rand(GRAPH.nnz, generator=g) * 2 - 1, e).to(torch.float64)
+    v[GRAPH.indptr[torch.nonzero(DEG > 0).squeeze(1)[[40, 90, 300]]]] = torch.tensor(
+        [float("nan"), float("inf"), -float("inf")], dtype=torch.float64
+    )
+    return v.to(dtype)
+
+
+def _frontier(kind: str):
+    """(encoded good ids grouped by batch, the buffer the kernels see with bad and padding
+    ids among them, batches N, n)."""
+    g = torch.Generator().manual_seed(len(kind))
+    if kind == "slice":
+        parts = [torch.randint(0, NODES, (150,), generator=g)]
+    elif kind == "super-batch":
+        parts = [torch.randperm(NODES, generator=g)[: 7 + 23 * b] for b in range(9)]
+    elif kind == "short columns":  # of 0 to 2 edges: tiles of more than GS_STAGE, unstaged
+        short = torch.nonzero(DEG <= 2).squeeze(1).repeat(3)
+        parts = [short[b % 2 :: 2] for b in range(6)]
+    else:  # "tiny": fewer edges than one round, some batches empty
+        parts = [torch.tensor([5, 5]), torch.tensor([], dtype=torch.int64), torch.tensor([17])]
+    N = len(parts)
+    n = NODES if N > 1 else 0
+    good = torch.cat([p + b * n for b, p in enumerate(parts)])
+    buf = good.tolist()
+    for i, bad in enumerate(BAD):  # anywhere in the frontier
+        buf.insert((i * 37) % (len(buf) + 1), bad)
+    buf += [0, 3]  # a bounded frontier's padding: columns past ncols, empty
+    return good, torch.tensor(buf), N, n
+
+
+def _ptr(buf: torch.Tensor, n: int, N: int) -> torch.Tensor:
+    """gs_frontier_ptr's: a column's edges, none for a bad id or a padding column."""
+    M = NODES * N
+    real = buf.numel() - 2
+    ok = (buf >= 0) & (buf < M)
+    ok[real:] = False
+    v = torch.where(ok, buf - (buf // n) * n if n else buf, 0)
+    deg = torch.where(ok, DEG[v], 0)
+    return torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(deg, 0)])
+
+
+def _args(vals, buf, ptr):
+    vbits = [] if vals is None else vals.to(torch.float64).view(torch.int64)
+    return GRAPH.indptr, GRAPH.rows, vbits, buf, ptr
+
+
+CASES = [
+    # (frontier, rounds, grid, block)
+    *[(f, r, 3, 64) for f in ("slice", "super-batch", "short columns") for r in (1, 2, 3, 4)],
+    ("super-batch", 4, 2, 256),
+    ("short columns", 3, 2, 256),
+    ("tiny", 4, 3, 64),
+]
+
+
+@pytest.mark.parametrize("frontier,rounds,grid,block", CASES)
+@pytest.mark.parametrize("values", ["spread", "ones"])
+def test_frontier_totals_count_every_edge_once(program, frontier, rounds, grid, block, values):
+    """gs_total_exponents / gs_total_add with ``rounds`` rounds a tile: each mini-batch's sum
+    the torch code's bits (ones: its exact edge count)."""
+    exe, dtype = program
+    vals = _values(values, dtype)
+    good, buf, N, n = _frontier(frontier)
+    ptr = _ptr(buf, n, N)
+    (out,) = run(exe, 1, *_args(vals, buf, ptr), [n, N, rounds, grid, block])
+    got = _as_floats(out)
+    A = GRAPH.with_values(vals if vals is not None else torch.ones(GRAPH.nnz, dtype=dtype))
+    want = fused_reduce.slice_total(A, good, "sum", batches=(N, n) if N > 1 else None)
+    want = want.reshape(-1).to(torch.float64)
+    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("frontier,rounds,grid,block", CASES)
+@pytest.mark.parametrize("values", ["spread", "ones"])
+def test_chunked_row_sums_count_every_term_once(program, frontier, rounds, grid, block, values):
+    """gs_rowsum_chunk_counts / _fill with ``rounds`` rounds a tile, then gs_rowsum_chunks (a
+    block of 64 threads: chunks of more terms than the GS_CHUNK_HELD a thread holds): every
+    row the torch code's bits, and every chunk's places filled exactly."""
+    exe, dtype = program
+    vals = _values(values, dtype)
+    good, buf, N, n = _frontier(frontier)
+    ptr = _ptr(buf, n, N)
+    R = NODES * N
+    out, starts, cursor = run(exe, 2, *_args(vals, buf, ptr), [n, R, rounds, grid, block, 64])
+    assert np.array_equal(cursor, starts[1:])
+    got = _as_floats(out)
+    A = GRAPH.with_values(vals if vals is not None else torch.ones(GRAPH.nnz, dtype=dtype))
+    # the CUDA row sums are exact (the torch backend's add in order): exact_sums by row
+    v = good - (good // n) * n if n else good
+    edges = torch.cat([torch.arange(int(GRAPH.indptr[c]), int(GRAPH.indptr[c + 1])) for c in v])
+    row = GRAPH.rows[edges] + torch.repeat_interleave(good - v, DEG[v])
+    want = exact_sums(A.values[edges], row, R).to(dtype)
+    torch.testing.assert_close(got, want.to(torch.float64), rtol=0, atol=0, equal_nan=True)
