@@ -56,7 +56,7 @@ def quick_run(tmp_path_factory):
         env=_env(),
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=1200,  # a hang guard, not a speed check: loaded 2-core hosts are slow
     )
     return r, out
 

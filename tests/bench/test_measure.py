@@ -65,6 +65,8 @@ def test_a_callers_own_freeze_stays():
     try:
         frozen = gc.get_freeze_count()
         measure(lambda: (0.01, 1), repeats=2, device=CPU)
-        assert gc.get_freeze_count() >= frozen
+        # gc.unfreeze() would empty the permanent generation; a few frozen objects may be
+        # freed meanwhile (other threads of the test process drop theirs)
+        assert gc.get_freeze_count() >= 0.9 * frozen
     finally:
         gc.unfreeze()
