@@ -577,3 +577,322 @@ gs_kept_masked(const gs_idx* __restrict__ indptr,
         }
     }
 }
+
+// ----------------------------------------------------------------------------- warp cursor
+// gs_batch(id, n) for 0 <= id (a column's checked id) without the 64-bit division's
+// subroutine: in a warp's loop its call left ptxas too few registers for the values live
+// across it. Where both do not fit 32 bits, a restoring long division, a bit a step (r stays
+// below n < 2**63: its shift does not wrap).
+__device__ __forceinline__ gs_i64 gs_batch_inline(gs_i64 id, gs_i64 n) {
+    if ((gs_u64)id <= 0xFFFFFFFFULL && (gs_u64)n <= 0xFFFFFFFFULL)
+        return (gs_i64)((unsigned)id / (unsigned)n);
+    gs_u64 q = 0, r = 0;
+#pragma unroll 1
+    for (int i = 63; i >= 0; --i) {
+        r = r << 1 | (((gs_u64)id >> i) & 1u);
+        if (r >= (gs_u64)n) {
+            r -= (gs_u64)n;
+            q |= 1ULL << i;
+        }
+    }
+    return (gs_i64)q;
+}
+
+// A warp that takes consecutive windows of 32 frontier edges (lane i edge a + i) keeps the
+// column of its last edge as it goes, instead of a block staging a tile's columns: a column
+// of the products-like frontiers holds hundreds of edges, so most windows lie in the
+// cursor's column (the graph edge an addition, no search, no load and no barrier) and the
+// others search only the next 32 columns (a load a lane and a 32-way search by shuffles).
+// Warp-uniform; every lane holds the same.
+struct gs_cursor_t {
+    gs_i64* c;      // a column holding an edge before the warp's next window (ptr[*c] <= a;
+                    // in shared memory, a slot a warp: read only past a column's end, not a
+                    // register held through the loop)
+    gs_i64 end;     // ptr[*c + 1] (-1 before the first window: no column yet)
+    gs_i64 base;    // graph edge of frontier edge g of column c: base + g
+    gs_i64 shift;   // row offset of c's batch
+};
+
+__device__ __forceinline__ gs_cursor_t gs_cursor_start() {
+    __shared__ gs_i64 columns[32];
+    gs_cursor_t cur;
+    cur.c = &columns[threadIdx.x >> 5];
+    if ((threadIdx.x & 31) == 0) *cur.c = 0;    // ptr[0] = 0: before every edge
+    __syncwarp();
+    cur.end = -1;
+    cur.base = cur.shift = 0;
+    return cur;
+}
+
+// The window of frontier edges a .. a + 31 (warp-uniform; call from every lane, converged,
+// windows in ascending order; the callers take a window wholly in the cursor's column,
+// a + 31 < cur.end, themselves: its edges are cur.base + a + lane): lane i's graph edge
+// (*e; -1 for an edge at or past E = ptr[C]) and its batch's row offset (*shift); the cursor
+// moves to the column of the window's last edge before E. A column's id is read only for a
+// column that holds an edge (a bad id or a padding column is empty: gs_frontier_ptr); every
+// ptr index is clamped to [0, C].
+__device__ __forceinline__ void gs_cursor_window(gs_cursor_t& cur,
+                                                 const gs_idx* __restrict__ indptr,
+                                                 const gs_i64* __restrict__ cols, gs_i64 C,
+                                                 const gs_i64* __restrict__ ptr, gs_i64 n,
+                                                 gs_i64 a, gs_i64* e, gs_i64* shift) {
+    const int lane = threadIdx.x & 31;
+    // the 32 columns after the cursor's: their starts (ptr[C] = E, above every edge, past
+    // the last) as offsets in the window, clamped to [-1, 32] (32 bits)
+    const gs_i64 E = ptr[C];                     // (read here: a register less outside)
+    if (a >= E) {                                // no edge: the cursor stays
+        *e = -1;
+        *shift = 0;
+        return;
+    }
+    gs_i64 col = *cur.c;
+    gs_i64 q = ptr[min(col + 1 + lane, C)];
+    if (__shfl_sync(0xFFFFFFFFu, q, 31) <= a) {  // past them: a warp search
+        col += 32 + gs_owner_warp(ptr + col + 32, C - col - 32, a);   // (col + 32 < C here)
+        q = ptr[min(col + 1 + lane, C)];
+    }
+    const int dq = (int)max((gs_i64)-1, min(q - a, (gs_i64)32));
+    int k = 0;                                   // of those starts, the ones at or before
+    for (int s = 16; s > 0; s >>= 1)             // this lane's edge
+        if (__shfl_sync(0xFFFFFFFFu, dq, k + s - 1) <= lane) k += s;
+    if (__shfl_sync(0xFFFFFFFFu, dq, 31) <= lane) k = 32;
+    const bool live = a + lane < E;
+    col += k;
+    if (live && k == 32)        // more than 32 columns in the window (empty ones): searched
+        col += gs_owner(ptr + col, C - col, a + lane);   // (ptr[col] <= a + lane < E)
+    gs_i64 base = 0, sh = 0;
+    if (live) {                                  // col holds the edge: a good id
+        const gs_i64 id = cols[col];
+        const gs_i64 b = n > 0 ? gs_batch_inline(id, n) : 0;
+        base = (gs_i64)indptr[id - b * n] - ptr[col];
+        sh = b * n;
+    }
+    *e = live ? base + a + lane : -1;
+    *shift = sh;
+    const int last = 31 - __clz(__ballot_sync(0xFFFFFFFFu, live));   // (lane 0 is: a < E)
+    col = __shfl_sync(0xFFFFFFFFu, col, last);
+    cur.base = __shfl_sync(0xFFFFFFFFu, base, last);
+    cur.shift = __shfl_sync(0xFFFFFFFFu, sh, last);
+    cur.end = ptr[col + 1];                      // (col < C: it holds an edge)
+    __syncwarp();                                // (every lane read the slot before)
+    if (lane == 0) *cur.c = col;
+    __syncwarp();
+}
+
+// for each tile t of this warp: runs of `run` consecutive tiles (the host's, at least 1:
+// tiles / warps rounded up, one run a warp), run r of the launch to warp r % warps, so its
+// cursor moves forward only (any run covers [0, tiles)).
+#define GS_WARP_TILES(t, tiles, run)                                                  \
+    for (int gs_k = 0, gs_once = 1; gs_once; gs_once = 0)                             \
+        for (gs_i64 t = (((gs_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * (run); \
+             t < (tiles);                                                             \
+             t += ++gs_k < (run) ? 1 : (gs_k = 0,                                     \
+                                        1 + ((((gs_i64)gridDim.x * blockDim.x) >> 5) - 1) * (run)))
+
+// ----------------------------------------------------------------------------- kept mask, warps
+// gs_kept_mask and gs_kept_masked with a warp, not a block, to a tile (the host's MASK_WARPS;
+// the same mask, counts and kept edges, bit for bit). A block tile of those passes waits at
+// four block barriers while two warps search the whole frontier pointer (a 32-way search:
+// 4 to 5 dependent loads) and the block stages the tile's columns (2 more), then each edge
+// searches the staged columns in shared memory, and the ballots order its 4 bit tests one
+// after another. Here each warp takes a run of consecutive tiles (GS_WARP_TILES) and walks
+// their windows of 32 edges in order with a column cursor (gs_cursor_window): no search of
+// the pointer but the run's first (and a skip past 32 columns), no staging, no barrier. The
+// windows wholly in the cursor's column (most: a column of the products-like frontiers holds
+// hundreds of edges) go up to GS_ITEMS at a time, their rows' loads, then their bits' (or
+// outputs'), in flight together; a window past the column's end goes alone, the cursor
+// moved first. A tile's 32 words are its warp's 32 ballots, one a lane, and its count their
+// sum: one coalesced store each. Blocks of GS_KEPT_THREADS, at most 40 registers a thread
+// on sm_90 (GS_WARPS_MIN_BLOCKS 6: at 32, ptxas spilled the cursor and the run; the host's
+// grid is one wave of 6 blocks an SM, _WARP_BLOCKS); any grid is correct (a run after
+// another, or none).
+#ifndef GS_WARPS_MIN_BLOCKS
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
+#define GS_WARPS_MIN_BLOCKS 6
+#else
+#define GS_WARPS_MIN_BLOCKS 1
+#endif
+#endif
+extern "C" __global__ void __launch_bounds__(GS_KEPT_THREADS, GS_WARPS_MIN_BLOCKS)
+gs_kept_mask_warps(const gs_idx* __restrict__ indptr,
+                   const gs_idx* __restrict__ rows,
+                   const gs_i64* __restrict__ cols, gs_i64 C,
+                   const gs_i64* __restrict__ ptr, gs_i64 n,
+                   const int* __restrict__ newpos,
+                   const unsigned* __restrict__ bits,
+                   unsigned* __restrict__ mask, gs_i64 words,
+                   gs_i64* __restrict__ its, gs_i64 tiles, int run) {
+    const int lane = threadIdx.x & 31;
+    const bool tested = bits != nullptr || newpos != nullptr;  // neither: nothing is kept
+    gs_cursor_t cur = gs_cursor_start();
+    GS_WARP_TILES(t, tiles, run) {
+        unsigned mine = 0u;                              // lane i: the tile's word i
+        for (int i = 0; i < GS_KEPT_TILE / 32;) {
+            const gs_i64 a = t * GS_KEPT_TILE + (gs_i64)i * 32;
+            // the windows from a wholly in the cursor's column, up to GS_ITEMS in the tile
+            const int m = (int)max((gs_i64)0, min((cur.end - a) >> 5,
+                                                  (gs_i64)min(GS_ITEMS, GS_KEPT_TILE / 32 - i)));
+            if (m > 0) {
+                gs_idx row[GS_ITEMS];
+#pragma unroll
+                for (int j = 0; j < GS_ITEMS; ++j)
+                    row[j] = j < m ? rows[cur.base + a + 32 * j + lane] : 0;
+                bool keep[GS_ITEMS];    // all tested before the first ballot (their loads
+#pragma unroll                                  // in flight together)
+                for (int j = 0; j < GS_ITEMS; ++j) {
+                    const gs_i64 r = (gs_i64)row[j] + cur.shift;
+                    keep[j] = j < m && r >= 0 && tested && gs_drawn(bits, newpos, r);
+                }
+#pragma unroll
+                for (int j = 0; j < GS_ITEMS; ++j) {
+                    const unsigned word = __ballot_sync(0xFFFFFFFFu, keep[j]);
+                    if (lane == i + j) mine = word;
+                }
+                i += m;
+                continue;
+            }
+            gs_i64 e, shift;
+            gs_cursor_window(cur, indptr, cols, C, ptr, n, a, &e, &shift);
+            const gs_i64 r = e >= 0 ? (gs_i64)rows[e] + shift : -1;
+            const bool keep = r >= 0 && tested && gs_drawn(bits, newpos, r);
+            const unsigned word = __ballot_sync(0xFFFFFFFFu, keep);
+            if (lane == i) mine = word;
+            ++i;
+        }
+        const gs_i64 w = t * (GS_KEPT_TILE / 32) + lane;
+        if (w < words) mask[w] = mine;
+        int count = __popc(mine);                        // the tile's kept edges (lane 0)
+        for (int d = 16; d > 0; d >>= 1) count += __shfl_down_sync(0xFFFFFFFFu, count, d);
+        if (lane == 0) its[t] = count;                   // (t < tiles: GS_WARP_TILES)
+    }
+}
+
+// One kept edge's outputs at place `at` (below K): its row (or position), graph edge, value
+// and id, as gs_kept_edges writes them.
+__device__ __forceinline__ void gs_kept_put(gs_i64 at, gs_i64 row, gs_i64 edge,
+                                            gs_i64* __restrict__ rows_out,
+                                            gs_i64* __restrict__ pos_out,
+                                            const void* __restrict__ values,
+                                            void* __restrict__ values_out, int vsize,
+                                            const gs_i64* __restrict__ eids,
+                                            gs_i64* __restrict__ eids_out) {
+    rows_out[at] = row;
+    pos_out[at] = edge;
+    if (vsize == 4)
+        static_cast<unsigned*>(values_out)[at] = static_cast<const unsigned*>(values)[edge];
+    else if (vsize == 8)
+        static_cast<unsigned long long*>(values_out)[at] =
+            static_cast<const unsigned long long*>(values)[edge];
+    if (eids != nullptr) eids_out[at] = eids[edge];
+}
+
+// out[first + place] = in[edge] for the kept edges of GS_ITEMS windows in one column
+// (gs_kept_masked_warps' at: place << 5 | window, -1 for none; edge = e0 + 32 * window): all
+// loads before the first store, which they would wait for otherwise.
+template <typename T>
+__device__ __forceinline__ void gs_kept_copy(const int* at, gs_i64 first, gs_i64 e0,
+                                             const T* __restrict__ in, T* __restrict__ out) {
+    T v[GS_ITEMS];
+#pragma unroll
+    for (int j = 0; j < GS_ITEMS; ++j) v[j] = at[j] >= 0 ? in[e0 + 32 * (at[j] & 31)] : T();
+#pragma unroll
+    for (int j = 0; j < GS_ITEMS; ++j)
+        if (at[j] >= 0) out[first + (at[j] >> 5)] = v[j];
+}
+
+// gs_kept_masked by warps (above): a warp's tile's 32 words, one a lane, scanned by
+// shuffles, give each kept edge's place (its tile's before, the words before its word, the
+// lanes below it); the warp visits only the windows whose word is not zero, those wholly in
+// the cursor's column up to GS_ITEMS at a time (their rows, positions, values and ids loaded
+// together), its cursor skipping the others. Outputs and bounds as gs_kept_masked's.
+extern "C" __global__ void __launch_bounds__(GS_KEPT_THREADS, GS_WARPS_MIN_BLOCKS)
+gs_kept_masked_warps(const gs_idx* __restrict__ indptr,
+                     const gs_idx* __restrict__ rows,
+                     const gs_i64* __restrict__ cols, gs_i64 C,
+                     const gs_i64* __restrict__ ptr, gs_i64 n,
+                     const int* __restrict__ newpos,
+                     const unsigned* __restrict__ mask, gs_i64 words,
+                     const gs_i64* __restrict__ before, gs_i64 tiles, int run, gs_i64 K,
+                     gs_i64* __restrict__ rows_out,
+                     gs_i64* __restrict__ pos_out,
+                     const void* __restrict__ values,
+                     void* __restrict__ values_out, int vsize,
+                     const gs_i64* __restrict__ eids,
+                     gs_i64* __restrict__ eids_out) {
+    const int lane = threadIdx.x & 31;
+    const unsigned below = (1u << lane) - 1u;
+    gs_cursor_t cur = gs_cursor_start();
+    GS_WARP_TILES(t, tiles, run) {
+        const gs_i64 w = t * (GS_KEPT_TILE / 32) + lane;
+        const unsigned word = w < words ? mask[w] : 0u;
+        const gs_i64 first = before[t];                  // (t < tiles: GS_WARP_TILES)
+        int inc = __popc(word);                          // the tile's words scanned
+        for (int d = 1; d < 32; d <<= 1) {
+            const int y = __shfl_up_sync(0xFFFFFFFFu, inc, d);
+            if (lane >= d) inc += y;
+        }
+        const int off0 = inc - __popc(word);             // lane i: word i's first place
+        const gs_i64 g0 = t * GS_KEPT_TILE;
+        unsigned left = __ballot_sync(0xFFFFFFFFu, word != 0u);   // the windows to visit
+        while (left) {
+            // the windows below `lim` lie wholly in the cursor's column
+            const gs_i64 lim = (cur.end - g0) >> 5;
+            unsigned in = lim >= 32 ? left : lim <= 0 ? 0u : left & ((1u << lim) - 1u);
+            if (in) {                   // up to GS_ITEMS of them (left's lowest bits) together
+                // each as this lane's place in the tile (bits 5 on) and its index (bits 0-4);
+                // -1: no kept edge in this lane, or no window
+                int at[GS_ITEMS];
+#pragma unroll
+                for (int j = 0; j < GS_ITEMS; ++j) {
+                    const int i = in ? __ffs(in) - 1 : 0;
+                    const unsigned mw = __shfl_sync(0xFFFFFFFFu, word, i);
+                    const int o = __shfl_sync(0xFFFFFFFFu, off0, i) + __popc(mw & below);
+                    at[j] = in && ((mw >> lane) & 1u) ? o << 5 | i : -1;
+                    if (in) left &= left - 1u;           // (in's lowest bit is left's)
+                    in &= in - 1u;
+                }
+                // each one's row (or with newpos its position: an int either way in the
+                // registers of a graph of int32 indices)
+                gs_idx r[GS_ITEMS];
+#pragma unroll
+                for (int j = 0; j < GS_ITEMS; ++j)
+                    r[j] = at[j] >= 0 ? rows[cur.base + g0 + 32 * (at[j] & 31) + lane] : 0;
+                if (newpos != nullptr) {
+#pragma unroll
+                    for (int j = 0; j < GS_ITEMS; ++j)
+                        if (at[j] >= 0) r[j] = newpos[(gs_i64)r[j] + cur.shift];
+                }
+                // then the outputs, each array's loads (values, ids) before its stores
+#pragma unroll
+                for (int j = 0; j < GS_ITEMS; ++j) {
+                    if (at[j] < 0 || first + (at[j] >> 5) >= K) at[j] = -1;   // (bounded)
+                    if (at[j] < 0) continue;
+                    const gs_i64 to = first + (at[j] >> 5);
+                    rows_out[to] = newpos != nullptr ? (gs_i64)r[j] : (gs_i64)r[j] + cur.shift;
+                    pos_out[to] = cur.base + g0 + 32 * (at[j] & 31) + lane;
+                }
+                if (vsize == 4)
+                    gs_kept_copy(at, first, cur.base + g0 + lane,
+                                 static_cast<const unsigned*>(values),
+                                 static_cast<unsigned*>(values_out));
+                else if (vsize == 8)
+                    gs_kept_copy(at, first, cur.base + g0 + lane,
+                                 static_cast<const unsigned long long*>(values),
+                                 static_cast<unsigned long long*>(values_out));
+                if (eids != nullptr) gs_kept_copy(at, first, cur.base + g0 + lane, eids, eids_out);
+                continue;
+            }
+            // the first window left, past the column's end: alone, the cursor moved first
+            const int i = __ffs(left) - 1;
+            left &= left - 1u;
+            const unsigned mw = __shfl_sync(0xFFFFFFFFu, word, i);
+            const gs_i64 to = first + __shfl_sync(0xFFFFFFFFu, off0, i) + __popc(mw & below);
+            gs_i64 e, shift;            // (-1 past the frontier's end, where a word keeps none)
+            gs_cursor_window(cur, indptr, cols, C, ptr, n, g0 + (gs_i64)i * 32, &e, &shift);
+            if (!((mw >> lane) & 1u) || e < 0 || to >= K) continue;
+            const gs_i64 r = (gs_i64)rows[e] + shift;
+            gs_kept_put(to, newpos != nullptr ? (gs_i64)newpos[r] : r, e, rows_out, pos_out,
+                        values, values_out, vsize, eids, eids_out);
+        }
+    }
+}

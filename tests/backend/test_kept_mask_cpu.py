@@ -10,7 +10,13 @@ arrays. The mask and the tile counts start as garbage (``torch.empty``): a word 
 unwritten shows. The cases: several tiles a block (grids of 1 and 3), one tile a block, rows'
 positions or the rows themselves, bad and padding-like (empty) columns, hubs (a tile of one
 column), tiles of more columns than GS_STAGE (unstaged) and tiles keeping nothing (skipped).
-CI has no GPU; the GPU's comparison is ``tests/runtime/test_super_batch_memory.py``.
+The warp passes (``gs_kept_mask_warps``, ``gs_kept_masked_warps``: ``layerwise.MASK_WARPS``)
+give the same mask, tile counts and kept edges, with the host's grid and run and with runs
+of one tile (a warp's several runs) or of all tiles (one warp), over columns longer than a
+tile, runs of more than 32 empty columns (a window of more than 32 columns; a skip past 32
+columns) and a padded frontier's empty columns at its end; ``gs_batch_inline`` (their batch
+of a column's id) is the division, past 32 bits too. CI has no GPU; the GPU's comparison is
+``tests/runtime/test_super_batch_memory.py``.
 
 The case's arrays go in and the passes' arrays come back through
 ``helpers.run_int64_program``.
@@ -31,12 +37,12 @@ SHIM = (
 template <typename T> static T* at(std::vector<T>& v) { return v.empty() ? nullptr : v.data(); }
 
 int main() {
-    // p: C, n, R, grid, use newpos; then the graph's indptr and rows, the frontier's ids and
-    // its edge pointer (the host's _frontier_ptr), the rows of A[rows, cols] (encoded),
-    // the graph's values (float bits) and eids
+    // p: C, n, R, grid, use newpos, the warp passes' run (0: the host's); then the graph's
+    // indptr and rows, the frontier's ids and its edge pointer (the host's _frontier_ptr),
+    // the rows of A[rows, cols] (encoded), the graph's values (float bits) and eids
     const vec p = read_vec(), indptr = read_vec(), rows = read_vec(), cols = read_vec();
     const vec ptr = read_vec(), pick = read_vec(), vals = read_vec(), eids = read_vec();
-    if (p.size() != 5) return 2;
+    if (p.size() != 6) return 2;
     const long long C = p[0], n = p[1], R = p[2], G = p[3], K0 = pick.size();
     std::vector<unsigned> bits((R + 31) / 32, 0u);
     std::vector<int> newpos(R, -1);
@@ -86,7 +92,37 @@ int main() {
                           bits.data(), (gs_u64*)state.data(), at(old_rows), at(old_pos),
                           nullptr, nullptr, 0, nullptr, nullptr);
         });
+    // the warp passes (the host's MASK_WARPS): the same mask, counts and kept edges, with
+    // the host's grid and run (tiles / warps rounded up) or the case's run (1: a warp takes
+    // several runs; past the tiles: one warp takes them all)
+    const long long wgrid = std::max(1LL, std::min(G, (tiles + 7) / 8));
+    const long long W = wgrid * (GS_KEPT_THREADS / 32);
+    const int run = p[5] > 0 ? (int)p[5] : (int)std::max(1LL, (tiles + W - 1) / W);
+    std::vector<unsigned> wmask(words, 0xDEADBEEFu);
+    vec wits(tiles, -7);
+    if (tiles)
+        gs_launch(wgrid, GS_KEPT_THREADS, [&] {
+            gs_kept_mask_warps(indptr.data(), rows.data(), cols.data(), C, ptr.data(), n, nullptr,
+                               bits.data(), at(wmask), words, at(wits), tiles, run);
+        });
+    vec wrows(K, -7), wpos(K, -7), weids(K, -7);
+    std::vector<unsigned> wvalues(K, 0xDEADBEEFu);
+    if (K)
+        gs_launch(wgrid, GS_KEPT_THREADS, [&] {
+            gs_kept_masked_warps(indptr.data(), rows.data(), cols.data(), C, ptr.data(), n, np,
+                                 at(wmask), words, before.data(), tiles, run, K, at(wrows),
+                                 at(wpos), vals.empty() ? nullptr : values.data(), at(wvalues),
+                                 vals.empty() ? 0 : 4, eids.empty() ? nullptr : eids.data(),
+                                 eids.empty() ? nullptr : at(weids));
+        });
     write_vec(mask);
+    write_vec(its);
+    write_vec(wmask);
+    write_vec(wits);
+    write_vec(wrows);
+    write_vec(wpos);
+    write_vec(wvalues);
+    write_vec(weids);
     write_vec(out_ptr);
     write_vec(rows_out);
     write_vec(pos_out);
@@ -108,23 +144,34 @@ def program(tmp_path_factory):
 
 
 @pytest.mark.parametrize(
-    "grid, positions, n, copies, cols, degree, rows_a_batch",
+    "grid, positions, n, copies, cols, degree, rows_a_batch, empty, pad, run",
     [
-        (3, True, 400, 3, 300, 6, 150),  # several tiles a block
-        (1, True, 400, 3, 300, 6, 150),  # one block: every tile
-        (1000, True, 400, 3, 300, 6, 150),  # a tile a block (the grid capped at the tiles)
-        (3, False, 400, 3, 300, 6, 150),  # rows, not positions (newpos null)
-        (2, True, 400, 3, 2000, 1, 20),  # tiles of ~900 columns (unstaged); most keep none
-        (3, True, 400, 2, 300, 6, 0),  # nothing kept
-        (3, True, 400, 2, 0, 6, 50),  # no columns
-        (3, True, 400, 1, 300, 6, 150),  # one batch
+        (3, True, 400, 3, 300, 6, 150, 0.0, 0, 0),  # several tiles a block
+        (1, True, 400, 3, 300, 6, 150, 0.0, 0, 0),  # one block: every tile
+        (1000, True, 400, 3, 300, 6, 150, 0.0, 0, 0),  # a tile a block (the grid capped)
+        (3, False, 400, 3, 300, 6, 150, 0.0, 0, 0),  # rows, not positions (newpos null)
+        (2, True, 400, 3, 2000, 1, 20, 0.0, 0, 0),  # tiles of ~900 columns (unstaged)
+        (3, True, 400, 2, 300, 6, 0, 0.0, 0, 0),  # nothing kept
+        (3, True, 400, 2, 0, 6, 50, 0.0, 0, 0),  # no columns
+        (3, True, 400, 1, 300, 6, 150, 0.0, 0, 0),  # one batch
+        # the warp passes' cursor: columns longer than a tile (hubs of 2400 edges), a warp
+        # a run of many tiles (run past the tiles: one warp; run 1: a run after another)
+        (2, True, 300, 2, 200, 40, 100, 0.0, 0, 0),
+        (2, True, 300, 2, 200, 40, 100, 0.0, 0, 10**6),
+        (2, False, 300, 2, 200, 40, 100, 0.0, 0, 1),
+        # runs of more than 32 empty columns (a window of more than 32 columns, a skip
+        # past 32 columns) and padding-like empty columns at the end (ptr[C] = E clamps)
+        (2, True, 500, 2, 3000, 2, 60, 0.9, 70, 0),
+        (2, False, 500, 2, 3000, 2, 5, 0.9, 70, 3),
+        (3, True, 500, 3, 1500, 3, 200, 0.6, 40, 0),  # keeps most: few skipped windows
     ],
 )
 def test_the_mask_passes_keep_every_edge_of_a_chosen_row(
-    program, grid, positions, n, copies, cols, degree, rows_a_batch
+    program, grid, positions, n, copies, cols, degree, rows_a_batch, empty, pad, run
 ):
-    rng = np.random.default_rng(grid + 7 * cols + copies + rows_a_batch + positions)
+    rng = np.random.default_rng(grid + 7 * cols + copies + rows_a_batch + positions + run)
     counts = rng.integers(0, 2 * degree + 1, n)
+    counts[rng.random(n) < empty] = 0  # empty columns, in runs where most are
     counts[rng.integers(0, n, 3)] = 60 * degree  # hubs: a tile inside one column
     indptr = np.concatenate([[0], np.cumsum(counts)])
     rows = rng.integers(0, n, indptr[-1])
@@ -132,6 +179,7 @@ def test_the_mask_passes_keep_every_edge_of_a_chosen_row(
     ids = np.concatenate([b * n + rng.integers(0, n, cols) for b in range(copies)])
     if ids.size:  # bad ids: empty columns (gs_frontier_ptr checked and flagged them)
         ids[rng.integers(0, ids.size, 4)] = [-3, R, R + 5, -1]
+    ids = np.concatenate([ids, np.full(pad, -1)])  # a padded frontier's end: empty columns
     ok = (ids >= 0) & (ids < R)
     ptr = np.concatenate([[0], np.cumsum(np.where(ok, counts[np.where(ok, ids % n, 0)], 0))])
     pick = np.concatenate(
@@ -139,10 +187,11 @@ def test_the_mask_passes_keep_every_edge_of_a_chosen_row(
     ).astype(np.int64)
     values = rng.integers(0, 2**32, indptr[-1])
     eids = rng.integers(0, 2**40, indptr[-1])
-    arrays = [ids.size, n, R, grid, positions], indptr, rows, ids, ptr, pick, values, eids
+    arrays = [ids.size, n, R, grid, positions, run], indptr, rows, ids, ptr, pick, values, eids
     # (a timeout: lanes that diverge around a collective hang)
     got = run_int64_program(program, *arrays, timeout=300)
-    mask, got_ptr, got_rows, got_pos, got_values, got_eids, *old, bad_masks = got
+    mask, its, wmask, wits, *warps = got[:8]
+    got_ptr, got_rows, got_pos, got_values, got_eids, *old, bad_masks = got[8:]
     # brute force: the frontier's columns in order, each one's edges in the graph's order
     newpos = np.full(R, -1)
     newpos[pick] = np.arange(pick.size)
@@ -165,3 +214,61 @@ def test_the_mask_passes_keep_every_edge_of_a_chosen_row(
     assert np.array_equal(got_eids, eids[want_pos])
     for a, b in zip(old, (want_ptr, want_rows, want_pos)):  # the passes they replace
         assert np.array_equal(a, b)
+    # the warp passes: the block passes' mask and counts, the same kept edges
+    assert np.array_equal(wmask, mask) and np.array_equal(wits, its)
+    for a, b in zip(warps, (want_rows, want_pos, values[want_pos], eids[want_pos])):
+        assert np.array_equal(a, b)
+
+
+# gs_batch_inline (the warp cursor's batch of a column's id: no 64-bit division's call)
+# against the division, where the ids and n do not fit 32 bits too
+BATCH = (
+    CUDA_THREADS_AS_CPP
+    + r"""
+#include "layerwise.cu"
+"""
+    + INT64_IO_CPP
+    + r"""
+int main() {
+    const vec id = read_vec(), n = read_vec();
+    if (id.size() != n.size()) return 2;
+    vec out(id.size());
+    for (size_t i = 0; i < id.size(); ++i) out[i] = gs_batch_inline(id[i], n[i]);
+    write_vec(out);
+    return 0;
+}
+"""
+)
+
+
+def test_the_cursor_batch_is_the_division(tmp_path):
+    program = build_asan(BATCH, tmp_path / "batch", "-pthread")
+    rng = np.random.default_rng(5)
+    n = np.concatenate(
+        [rng.integers(1, 2**20, 300), rng.integers(2**31, 2**34, 300), [1, 2, 2**32, 2**62]]
+    )
+    ids = np.concatenate(
+        [rng.integers(0, 2**63 - 1, 600, dtype=np.int64), [2**63 - 1, 0, 2**32, 2**63 - 2]]
+    )
+    ids[:200] = rng.integers(0, 2**32, 200)  # the 32-bit path too
+    (got,) = run_int64_program(program, ids, n)
+    assert np.array_equal(got, ids // n)
+
+
+def test_the_warp_grid_is_one_wave_and_its_runs_cover_the_tiles(monkeypatch):
+    """``layerwise._warp_grid``: the warp passes' grid at most one wave of ``_WARP_BLOCKS``
+    blocks an SM (and ``_GRID``), a tile a warp at most, runs covering every tile."""
+    import torch
+
+    from gsample.backend.cuda import layerwise
+
+    dev = torch.device("cuda", 0)
+    monkeypatch.setitem(layerwise._SMS, 0, 132)  # (an H200's SMs: no GPU asked)
+    warps = layerwise._THREADS // 32
+    for tiles in (1, 7, 8, 9, 6336, 6337, 2_660_000, 2**40):
+        grid, run = layerwise._warp_grid(tiles, dev)
+        assert 1 <= grid <= min(layerwise._WARP_BLOCKS * 132, layerwise._GRID)
+        assert grid <= -(-tiles // warps) and 1 <= run < 2**31
+        assert grid * warps * run >= tiles > grid * warps * (run - 1)
+    monkeypatch.setattr(layerwise, "_GRID", 3)  # (a test's grid: several runs a warp)
+    assert layerwise._warp_grid(6337, dev) == (3, -(-6337 // (3 * warps)))

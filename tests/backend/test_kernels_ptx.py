@@ -349,14 +349,24 @@ def test_the_kept_edge_pass_fits_a_full_sm_without_spilling(idx, tmp_path):
     log = done.stdout + done.stderr
     # (the mask passes of a super-batch's A[rows, cols] take the same cap: a grid of
     # layerwise._GRID blocks is one wave only at 8 blocks an SM)
-    for name in ("gs_kept_edges", "gs_kept_mask", "gs_kept_masked"):
+    # the warp mask passes (layerwise.MASK_WARPS) take their own cap: GS_WARPS_MIN_BLOCKS
+    # blocks an SM, the host's _WARP_BLOCKS (its grid is one wave of them)
+    warp_blocks = int(re.search(r"#define GS_WARPS_MIN_BLOCKS (\d+)", text)[1])
+    assert warp_blocks == layerwise._WARP_BLOCKS
+    for name, cap in (
+        ("gs_kept_edges", blocks),
+        ("gs_kept_mask", blocks),
+        ("gs_kept_masked", blocks),
+        ("gs_kept_mask_warps", warp_blocks),
+        ("gs_kept_masked_warps", warp_blocks),
+    ):
         usage = log[log.index(f"Function properties for {name}\n") :].splitlines()[1:3]
         assert "0 bytes spill stores, 0 bytes spill loads" in usage[0], (name, usage)
         registers, smem = map(
             int, re.search(r"Used (\d+) registers.* (\d+) bytes smem", usage[1]).groups()
         )
-        assert registers * layerwise._THREADS * blocks <= 64 * 1024  # an SM's registers
-        assert (smem + 1024) * blocks <= 228 * 1024  # its shared memory (1 KB a block)
+        assert registers * layerwise._THREADS * cap <= 64 * 1024  # an SM's registers
+        assert (smem + 1024) * cap <= 228 * 1024  # its shared memory (1 KB a block)
 
 
 @pytest.mark.skipif(nvcc is None, reason="nvcc not installed")
@@ -375,6 +385,12 @@ def test_the_kept_edge_pass_caps_its_registers_only_on_sm_90(arch, tmp_path):
     assert done.returncode == 0, done.stderr
     log = done.stdout + done.stderr
     assert "minnctapersm will be ignored" not in log
-    for name in ("gs_kept_edges", "gs_kept_mask", "gs_kept_masked"):
+    for name in (
+        "gs_kept_edges",
+        "gs_kept_mask",
+        "gs_kept_masked",
+        "gs_kept_mask_warps",
+        "gs_kept_masked_warps",
+    ):
         usage = log[log.index(f"Function properties for {name}\n") :].splitlines()[1]
         assert "0 bytes spill stores, 0 bytes spill loads" in usage, (name, usage)

@@ -79,6 +79,14 @@ _LIST_SHARE = 16
 #: gs_kept_masked) rather than by gs_kept_edges (a row tested again, a look-back); past its
 #: kept list's room the mask gives the column pointer too. False: the old finish, for an A/B
 MASK_FINISH = True
+#: the mask passes (gs_kept_mask, gs_kept_masked) with a warp to a run of consecutive tiles,
+#: each warp's column cursor moving forward through them (``gs_kept_mask_warps``,
+#: ``gs_kept_masked_warps``: no search of the frontier's pointer a tile, no staging, no block
+#: barrier). False: a block a tile, for an A/B; the same mask, counts and kept edges either way
+MASK_WARPS = True
+#: blocks an SM of the warp passes on sm_90 (GS_WARPS_MIN_BLOCKS of kernels/layerwise.cu):
+#: their grid is one wave of them, each warp a run of tiles as long as every other's
+_WARP_BLOCKS = 6
 #: (graph's indptr address, key prefix, k, copies) -> (kept edges, frontier edges) of the
 #: op's last super-batch
 _LAST_KEPT: dict = {}
@@ -791,6 +799,23 @@ def _kept_counts(
     return indptr_out
 
 
+_SMS: dict = {}
+
+
+def _warp_grid(tiles: int, dev) -> tuple:
+    """The grid (blocks of ``_THREADS``) and run (consecutive tiles a warp) of the warp mask
+    passes over ``tiles`` tiles on ``dev``: at most one wave of :data:`_WARP_BLOCKS` blocks an
+    SM (a warp's run is its whole share: a second wave would double the pass), at most
+    ``_GRID`` blocks (the block passes' grid; a test's smaller one gives a warp several runs)
+    and a tile a warp, and the run ``tiles`` over the grid's warps rounded up (at least 1)."""
+    sms = _SMS.get(dev.index)
+    if sms is None:
+        sms = _SMS[dev.index] = torch.cuda.get_device_properties(dev).multi_processor_count
+    per = _THREADS // 32
+    grid = max(1, min(-(-tiles // per), _WARP_BLOCKS * sms, _GRID))
+    return grid, max(1, min(-(-tiles // (grid * per)), 2**31 - 1))
+
+
 def _kept_mask(
     indptr, rows, cols, C: int, ptr, n: int, bits, edges: int, counted: bool = False
 ) -> tuple:
@@ -811,26 +836,50 @@ def _kept_mask(
     memset(before[:1], 0)
     params = _params(indptr)
     if tiles:
-        launch(
-            "layerwise",
-            "gs_kept_mask",
-            _GRID * _THREADS,
-            indptr,
-            rows,
-            cols,
-            C,
-            ptr,
-            n,
-            0,
-            bits,
-            mask,
-            words,
-            its,
-            tiles,
-            block=_THREADS,
-            grid=min(_GRID, tiles),
-            params=params,
-        )
+        if MASK_WARPS:
+            grid, run = _warp_grid(tiles, dev)
+            launch(
+                "layerwise",
+                "gs_kept_mask_warps",
+                grid * _THREADS,
+                indptr,
+                rows,
+                cols,
+                C,
+                ptr,
+                n,
+                0,
+                bits,
+                mask,
+                words,
+                its,
+                tiles,
+                run,
+                block=_THREADS,
+                grid=grid,
+                params=params,
+            )
+        else:
+            launch(
+                "layerwise",
+                "gs_kept_mask",
+                _GRID * _THREADS,
+                indptr,
+                rows,
+                cols,
+                C,
+                ptr,
+                n,
+                0,
+                bits,
+                mask,
+                words,
+                its,
+                tiles,
+                block=_THREADS,
+                grid=min(_GRID, tiles),
+                params=params,
+            )
         torch.cumsum(its, 0, out=before[1:])
     if counted:
         return None, (mask, words, before, tiles)
@@ -898,33 +947,64 @@ def _kept_edges(
     values_out = torch.empty(kept, dtype=values.dtype, device=dev) if vsize else None
     if kept and masked is not None:
         mask, words, before, mtiles = masked
-        launch(
-            "layerwise",
-            "gs_kept_masked",
-            _GRID * _THREADS,
-            indptr,
-            rows,
-            cols,
-            C,
-            ptr,
-            n,
-            _opt(newpos),
-            mask,
-            words,
-            before,
-            mtiles,
-            kept,
-            rows_out,
-            pos,
-            values if vsize else 0,
-            _opt(values_out),
-            vsize,
-            eids if take_eids else 0,
-            eids_out if take_eids else 0,
-            block=_THREADS,
-            grid=min(_GRID, mtiles),
-            params=_params(indptr),
-        )
+        if MASK_WARPS:  # (its run after mtiles; the rest as gs_kept_masked's)
+            grid, run = _warp_grid(mtiles, dev)
+            launch(
+                "layerwise",
+                "gs_kept_masked_warps",
+                grid * _THREADS,
+                indptr,
+                rows,
+                cols,
+                C,
+                ptr,
+                n,
+                _opt(newpos),
+                mask,
+                words,
+                before,
+                mtiles,
+                run,
+                kept,
+                rows_out,
+                pos,
+                values if vsize else 0,
+                _opt(values_out),
+                vsize,
+                eids if take_eids else 0,
+                eids_out if take_eids else 0,
+                block=_THREADS,
+                grid=grid,
+                params=_params(indptr),
+            )
+        else:
+            launch(
+                "layerwise",
+                "gs_kept_masked",
+                _GRID * _THREADS,
+                indptr,
+                rows,
+                cols,
+                C,
+                ptr,
+                n,
+                _opt(newpos),
+                mask,
+                words,
+                before,
+                mtiles,
+                kept,
+                rows_out,
+                pos,
+                values if vsize else 0,
+                _opt(values_out),
+                vsize,
+                eids if take_eids else 0,
+                eids_out if take_eids else 0,
+                block=_THREADS,
+                grid=min(_GRID, mtiles),
+                params=_params(indptr),
+            )
     elif kept:
         memset(state, 0)
         launch(
