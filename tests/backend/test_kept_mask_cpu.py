@@ -115,6 +115,14 @@ int main() {
                                  vals.empty() ? 0 : 4, eids.empty() ? nullptr : eids.data(),
                                  eids.empty() ? nullptr : at(weids));
         });
+    // 8-byte values (vsize 8: the ids as the values, through the same copy)
+    vec wvalues8(K, -7);
+    if (K && !eids.empty())
+        gs_launch(wgrid, GS_KEPT_THREADS, [&] {
+            gs_kept_masked_warps(indptr.data(), rows.data(), cols.data(), C, ptr.data(), n, np,
+                                 at(wmask), words, before.data(), tiles, run, K, at(wrows),
+                                 at(wpos), eids.data(), at(wvalues8), 8, nullptr, nullptr);
+        });
     write_vec(mask);
     write_vec(its);
     write_vec(wmask);
@@ -123,6 +131,7 @@ int main() {
     write_vec(wpos);
     write_vec(wvalues);
     write_vec(weids);
+    write_vec(wvalues8);
     write_vec(out_ptr);
     write_vec(rows_out);
     write_vec(pos_out);
@@ -159,6 +168,9 @@ def program(tmp_path_factory):
         (2, True, 300, 2, 200, 40, 100, 0.0, 0, 0),
         (2, True, 300, 2, 200, 40, 100, 0.0, 0, 10**6),
         (2, False, 300, 2, 200, 40, 100, 0.0, 0, 1),
+        # a warp's several runs of several tiles (one block: 8 warps, runs of 2, ~25 tiles)
+        (1, True, 300, 2, 200, 40, 100, 0.0, 0, 2),
+        (1, False, 500, 2, 12000, 2, 60, 0.9, 70, 2),  # (~22 tiles, runs of empty columns)
         # runs of more than 32 empty columns (a window of more than 32 columns, a skip
         # past 32 columns) and padding-like empty columns at the end (ptr[C] = E clamps)
         (2, True, 500, 2, 3000, 2, 60, 0.9, 70, 0),
@@ -191,7 +203,8 @@ def test_the_mask_passes_keep_every_edge_of_a_chosen_row(
     # (a timeout: lanes that diverge around a collective hang)
     got = run_int64_program(program, *arrays, timeout=300)
     mask, its, wmask, wits, *warps = got[:8]
-    got_ptr, got_rows, got_pos, got_values, got_eids, *old, bad_masks = got[8:]
+    (wvalues8,) = got[8:9]
+    got_ptr, got_rows, got_pos, got_values, got_eids, *old, bad_masks = got[9:]
     # brute force: the frontier's columns in order, each one's edges in the graph's order
     newpos = np.full(R, -1)
     newpos[pick] = np.arange(pick.size)
@@ -218,6 +231,7 @@ def test_the_mask_passes_keep_every_edge_of_a_chosen_row(
     assert np.array_equal(wmask, mask) and np.array_equal(wits, its)
     for a, b in zip(warps, (want_rows, want_pos, values[want_pos], eids[want_pos])):
         assert np.array_equal(a, b)
+    assert np.array_equal(wvalues8, eids[want_pos])  # 8-byte values (vsize 8)
 
 
 # gs_batch_inline (the warp cursor's batch of a column's id: no 64-bit division's call)
