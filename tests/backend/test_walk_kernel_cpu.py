@@ -374,3 +374,64 @@ def test_every_edge_test_switch_gives_the_reference_walks(switched, switch, vari
     enc = torch.cat([seeds[:900], seeds[900:] + n])
     got = run_kernel(fn, A, enc, 25, None, device_key=(key_prefix(7, 3), 5), n=n, **kw)
     assert torch.equal(got, reference.reference_walk(A, enc, 25, BatchKeys.of(7, 3, 5, 2, n), **kw))
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    """The kernel library (``gs_random_walk_start``, ``gs_random_walk_step``: a UVA graph's
+    walks a step at a time) built with the default edge test and with the one before it."""
+    if CXX is None:
+        pytest.skip("no C++ compiler")
+    out = {}
+    for name in ("default", "before"):
+        flags = () if name == "default" else SWITCHES["before"].split()
+        lib = tmp_path_factory.mktemp(f"walk_sweep_{name}") / "libwalk.so"
+        done = build_cpp(SHIM, lib, "-shared", "-fPIC", *flags)
+        assert done.returncode == 0, done.stderr
+        out[name] = ctypes.CDLL(str(lib))
+    return out
+
+
+def _sweep_walks(lib, A, seeds, length, key, alias=None, p=1.0, q=1.0, **probs):
+    """``gsample/backend/cuda/walk.py``'s step-at-a-time launches (``gs_random_walk_start``,
+    then ``gs_random_walk_step`` once a step, the walkers in a new random order each step as
+    the host's sort by node gives them), with CPU tensors and one mini-batch."""
+    W, N = seeds.numel(), A.num_nodes
+    out = torch.full((W, length + 1), -7, dtype=torch.int64)
+    state = torch.full((W, 4), -7, dtype=torch.int64)
+    failed = torch.zeros(3, dtype=torch.int32)
+    node2vec = p != 1.0 or q != 1.0
+    srows = reference.sorted_rows(A)[0].contiguous() if node2vec else A.rows
+    c1, c2, c3 = reference.thresholds(
+        probs.get("stop_prob", 0.0), probs.get("restart_prob", 0.0), probs.get("jump_prob", 0.0)
+    )
+
+    def ptr(t):
+        return ctypes.c_void_p(0 if t is None else t.data_ptr())
+
+    i64, f64 = ctypes.c_int64, ctypes.c_double
+    lib.gs_random_walk_start(
+        ptr(seeds), i64(W), i64(length), i64(N), i64(0), i64(N), ptr(state), ptr(out), ptr(failed)
+    )
+    g = torch.Generator().manual_seed(4)
+    for t in range(length):
+        order = torch.randperm(W, generator=g)
+        lib.gs_random_walk_step(
+            ptr(A.indptr), ptr(A.rows), ptr(srows), ptr(alias), ptr(seeds), i64(W), i64(length),
+            i64(N), ctypes.c_uint64(key), ptr(None), i64(0), ctypes.c_int(int(node2vec)),
+            f64(1.0 / p), f64(1.0 / q), f64(max(1.0 / p, 1.0, 1.0 / q)), f64(c1), f64(c2),
+            f64(c3), ptr(order), i64(t), ptr(state), ptr(out), ptr(failed), ptr(None),
+            ptr(None), i64(0), ptr(None),
+        )  # fmt: skip
+    assert failed.tolist() == [0, 0, 0]
+    return out
+
+
+@pytest.mark.parametrize("build", ["default", "before"])
+@pytest.mark.parametrize("name", ["node2vec", "node2vec-odd", "everything", "deepwalk"])
+def test_the_step_sweep_gives_the_reference_walks(sweep, build, name):
+    """The UVA sweep's step kernel (``gs_random_walk_step``: prev's bounds read each step,
+    never kept) with node2vec's default edge test and the one before it: the reference's
+    walks, whatever order the walkers take each step."""
+    A, kw, seeds, key, want = _case(name)
+    assert torch.equal(_sweep_walks(sweep[build], A, seeds, 30, key, **kw), want)
