@@ -147,9 +147,10 @@ extern "C" __global__ void gs_random_walk_step(
         const gs_i64 b = n > 0 ? id / n : 0;
         const gs_i64 shift = b * n;
         const gs_u64 k = key == nullptr ? key0 : gs_combine(key[0], (gs_i64)key[1] + b);
-        const gs_i64 nxt = gs_walk_step(indptr, rows, sorted_rows, alias, cache, t, N, k, pos,
-                                        id - shift, cur, prev, node2vec, inv_p,
-                                        inv_q, amax, c1, c2, c3, failed);
+        gs_walk_prev pc = {0, 0, false};                         // prev's bounds: read
+        const gs_i64 nxt = gs_walk_step(indptr, rows, sorted_rows, alias, cache, t, N,
+                                        gs_combine(k, pos), id - shift, cur, prev, node2vec,
+                                        inv_p, inv_q, amax, c1, c2, c3, failed, pc);
         *o = nxt < 0 ? -1 : nxt + shift;
         state[4 * w] = nxt;
         state[4 * w + 1] = cur;

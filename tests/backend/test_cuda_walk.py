@@ -166,3 +166,43 @@ def test_the_kernel_guards_seeds_it_did_not_check(small, bad, copies, node2vec, 
             assert torch.equal(got[keep], want[keep])
         with pytest.raises(IndexError, match="seeds: a node id is out of range"):
             V.read_back([])
+
+
+#: gsample.backend.cuda.walk's switches of node2vec's edge test and of first-order walks'
+#: modules: (LAZY_EDGE_TEST, SEARCH_WAYS, PREFETCH_PIVOTS, KEEP_PREV_BOUNDS, LEAN_FIRST_ORDER)
+EDGE_TESTS = {
+    "before": (False, 2, False, False, False),
+    "default": (True, 4, True, True, True),
+    "lazy-binary": (True, 2, False, True, True),
+    "eager-4-ways": (False, 4, True, False, True),
+    "lazy-8-ways": (True, 8, True, True, True),
+}
+
+
+@pytest.mark.parametrize("setting", list(EDGE_TESTS))
+@pytest.mark.parametrize("name", ["deepwalk", "node2vec", "node2vec-weighted"])
+def test_every_edge_test_switch_gives_the_same_walks(graphs, name, setting, major, monkeypatch):
+    """node2vec's edge test searched only where the coin needs it, by 2, 4 or 8 ways, its
+    first pivots read early, prev's bounds kept (or none of it), and first-order walks with
+    or without node2vec's code: the torch backend's walks on the device, bit for bit, one
+    mini-batch and a super-batch."""
+    from gsample.backend.cuda import walk as cuda_walk
+    from gsample.base.random import DeviceKey, key_prefix, signed
+
+    names = ("LAZY_EDGE_TEST", "SEARCH_WAYS", "PREFETCH_PIVOTS", "KEEP_PREV_BOUNDS")
+    for attr, value in zip((*names, "LEAN_FIRST_ORDER"), EDGE_TESTS[setting]):
+        monkeypatch.setattr(cuda_walk, attr, value)
+    A, G = graphs
+    kw = dict(VARIANTS[name][0])
+    alias = alias_table(G.csc, G.values) if kw.pop("probs", False) else None
+    seeds = torch.randint(0, A.num_nodes, (20_000,), generator=torch.Generator().manual_seed(1))
+    seeds = seeds.cuda()
+    key = op_key(7, 3, 2)
+    got = cuda_walk.random_walk(G.csc, seeds, 40, key, alias=alias, **kw)
+    assert torch.equal(got, reference.reference_walk(G.csc, seeds, 40, key, alias=alias, **kw))
+    n = A.num_nodes
+    enc = torch.cat([seeds[:12_000], seeds[12_000:] + n])
+    prefix = key_prefix(7, 3)
+    dk = DeviceKey.of(torch.tensor([signed(prefix), 5], device="cuda"), prefix, 5, 2, n)
+    got = cuda_walk.random_walk_sync_free(G.csc, enc, 25, dk, alias=alias, **kw)
+    assert torch.equal(got, reference.reference_walk(G.csc, enc, 25, dk.host(), alias=alias, **kw))

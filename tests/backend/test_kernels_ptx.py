@@ -394,3 +394,42 @@ def test_the_kept_edge_pass_caps_its_registers_only_on_sm_90(arch, tmp_path):
     ):
         usage = log[log.index(f"Function properties for {name}\n") :].splitlines()[1]
         assert "0 bytes spill stores, 0 bytes spill loads" in usage, (name, usage)
+
+
+@pytest.mark.skipif(nvcc is None, reason="nvcc not installed")
+@pytest.mark.parametrize("row", ["long long", "int"])
+@pytest.mark.parametrize("walks", ["node2vec", "node2vec-before", "node2vec-8-ways", "first-order"])
+def test_the_walks_compile_for_each_edge_test_without_spilling(walks, row, tmp_path):
+    """``gs_random_walk`` and ``gs_random_walk_step`` as the host compiles them
+    (``gsample.backend.cuda.walk._node2vec_params``: node2vec's edge test by its switches,
+    the settings before them, 8 ways, and first-order walks without node2vec's code), step
+    major and not, with int64 and a UVA graph's int32 rows: no register spilled."""
+    from gsample.backend.cuda import walk
+
+    if walks == "first-order":
+        params = walk._node2vec_params(False)
+    else:
+        ways = {"node2vec": walk.SEARCH_WAYS, "node2vec-before": 2, "node2vec-8-ways": 8}[walks]
+        before = walks == "node2vec-before"
+        params = (
+            ("WALK_LAZY", int(not before)),
+            ("WALK_WAYS", ways),
+            ("WALK_PREFETCH", int(not before)),
+            ("WALK_KEEP", int(not before)),
+        )
+        if walks == "node2vec":
+            assert params == walk._node2vec_params(True)
+    defines = [f"-DGS_{k}={v}" for k, v in params] + [f"-DGS_ROW={row}"]
+    for major in ("0", "1"):
+        out = tmp_path / "walk.cubin"
+        done = subprocess.run(
+            [nvcc, "-cubin", "-arch=sm_90", *OPTIONS, *defines, f"-DGS_WALK_TIME_MAJOR={major}"]
+            + ["--resource-usage", str(KERNELS / "walk.cu"), "-o", str(out)],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        log = done.stdout + done.stderr
+        for name in ("gs_random_walk", "gs_random_walk_step"):
+            usage = log[log.index(f"Function properties for {name}\n") :].splitlines()[1]
+            assert "0 bytes spill stores, 0 bytes spill loads" in usage, (name, usage)

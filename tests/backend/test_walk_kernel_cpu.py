@@ -287,3 +287,151 @@ def test_the_cache_serves_the_same_walks_and_counts_every_row_read(kernel, name)
     assert counts[0.3][0] == reads and 0 < counts[0.3][1] < reads
     if "p" not in kw and "restart_prob" not in kw:
         assert reads == _moves(want, torch.zeros(A.num_nodes, dtype=torch.int64))[0]
+
+
+# ----------------------------------------------------------------------------- node2vec's edge test
+#: walkstep.cuh's switches of node2vec's edge test (gsample/backend/cuda/walk.py's
+#: LAZY_EDGE_TEST, SEARCH_WAYS, PREFETCH_PIVOTS, KEEP_PREV_BOUNDS) and first-order walks
+#: compiled without node2vec's code: every setting must give the same walks
+SWITCHES = {
+    "before": "-DGS_WALK_LAZY=0 -DGS_WALK_WAYS=2 -DGS_WALK_PREFETCH=0 -DGS_WALK_KEEP=0",
+    "lazy-binary": "-DGS_WALK_LAZY=1 -DGS_WALK_WAYS=2 -DGS_WALK_PREFETCH=0 -DGS_WALK_KEEP=1",
+    "eager-4way-prefetch": "-DGS_WALK_LAZY=0 -DGS_WALK_WAYS=4 -DGS_WALK_PREFETCH=1",
+    "lazy-4way": "-DGS_WALK_WAYS=4 -DGS_WALK_PREFETCH=0 -DGS_WALK_KEEP=0",
+    "lazy-8way-prefetch": "-DGS_WALK_WAYS=8 -DGS_WALK_PREFETCH=1",
+    "first-order": "-DGS_WALK_NODE2VEC=0",
+}
+#: node2vec both ways round (1/q above and below 1: the coin's band that searches is [1, 1/q)
+#: or [1/q, 1)), with teleports and alias tables, and first-order walks
+SWITCH_VARIANTS = {
+    "node2vec": {"p": 2.0, "q": 0.5},
+    "node2vec-in": {"p": 0.5, "q": 2.0},
+    "node2vec-q1": {"p": 4.0, "q": 1.0},
+    "everything": VARIANTS["everything"],
+    "deepwalk": {},
+    "weighted-ppr": {"alias": True, "stop_prob": 0.1},
+}
+
+
+@pytest.fixture(scope="module")
+def switched(tmp_path_factory):
+    """The kernel compiled with each of :data:`SWITCHES` (a dict of them)."""
+    if CXX is None:
+        pytest.skip("no C++ compiler")
+    out = {}
+    for name, flags in SWITCHES.items():
+        lib = tmp_path_factory.mktemp(f"walk_cpu_{name}") / "libwalk.so"
+        done = build_cpp(SHIM, lib, "-shared", "-fPIC", *flags.split())
+        assert done.returncode == 0, done.stderr
+        out[name] = ctypes.CDLL(str(lib)).gs_random_walk
+    return out
+
+
+def _hub_graph():
+    """An R-MAT graph plus a hub (node 0: an edge to and from every node, the first 400
+    twice), self loops and its largest ids' columns, its rows out of order in the CSC (the
+    edge test searches the sorted copy)."""
+    A = gs.datasets.rmat(3000, 30000, seed=5).csc
+    N = A.num_nodes
+    every = torch.arange(N)
+    loops = every[every % 7 == 0]
+    src = torch.cat([A.rows, every, torch.zeros(N, dtype=torch.int64), every[:400], loops])
+    dst = torch.cat([A.edge_cols(), torch.zeros(N, dtype=torch.int64), every, every[:400] * 0])
+    dst = torch.cat([dst, loops])
+    src = torch.cat([src, torch.full((50,), N - 1), every[-50:]])
+    dst = torch.cat([dst, every[-50:], torch.full((50,), N - 1)])
+    order = torch.argsort(dst * N + (N - 1 - src), stable=True)  # rows descending
+    rows, cols = src[order], dst[order]
+    indptr = torch.zeros(N + 1, dtype=torch.int64)
+    indptr[1:] = torch.cumsum(torch.bincount(cols, minlength=N), 0)
+    return gs.formats.csc.CSC(N, indptr, rows)
+
+
+@pytest.mark.parametrize("graph", ["rmat", "hubs"])
+@pytest.mark.parametrize("variant", list(SWITCH_VARIANTS))
+@pytest.mark.parametrize("switch", list(SWITCHES))
+def test_every_edge_test_switch_gives_the_reference_walks(switched, switch, variant, graph):
+    """node2vec's edge test searched only where the coin needs it, by 4 or 8 ways, with the
+    first pivots read early and prev's bounds kept (or none of these: the binary search at
+    every attempt), and first-order walks compiled without node2vec's code: the reference's
+    walks bit for bit, one mini-batch and a super-batch."""
+    if switch == "first-order" and "p" in SWITCH_VARIANTS[variant]:
+        pytest.skip("the host compiles node2vec's walks with node2vec's code")
+    A = gs.datasets.rmat(5000, 60000, seed=3, weighted=True).csc if graph == "rmat" else None
+    A = _hub_graph() if A is None else A
+    kw = dict(SWITCH_VARIANTS[variant])
+    if kw.pop("alias", False):
+        values = A.values if A.values is not None else torch.rand(A.nnz, dtype=torch.float64)
+        kw["alias"] = alias_table(A, values)
+    g = torch.Generator().manual_seed(8)
+    seeds = torch.randint(0, A.num_nodes, (1500,), generator=g)
+    seeds[:20] = torch.tensor([0, A.num_nodes - 1] * 10)  # from the hub and the last id
+    key = op_key(7, 3, 2)
+    fn = switched[switch]
+    want = reference.reference_walk(A, seeds, 30, key, **kw)
+    assert torch.equal(run_kernel(fn, A, seeds, 30, key, **kw), want)
+    n = A.num_nodes
+    enc = torch.cat([seeds[:900], seeds[900:] + n])
+    got = run_kernel(fn, A, enc, 25, None, device_key=(key_prefix(7, 3), 5), n=n, **kw)
+    assert torch.equal(got, reference.reference_walk(A, enc, 25, BatchKeys.of(7, 3, 5, 2, n), **kw))
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    """The kernel library (``gs_random_walk_start``, ``gs_random_walk_step``: a UVA graph's
+    walks a step at a time) built with the default edge test and with the one before it."""
+    if CXX is None:
+        pytest.skip("no C++ compiler")
+    out = {}
+    for name in ("default", "before"):
+        flags = () if name == "default" else SWITCHES["before"].split()
+        lib = tmp_path_factory.mktemp(f"walk_sweep_{name}") / "libwalk.so"
+        done = build_cpp(SHIM, lib, "-shared", "-fPIC", *flags)
+        assert done.returncode == 0, done.stderr
+        out[name] = ctypes.CDLL(str(lib))
+    return out
+
+
+def _sweep_walks(lib, A, seeds, length, key, alias=None, p=1.0, q=1.0, **probs):
+    """``gsample/backend/cuda/walk.py``'s step-at-a-time launches (``gs_random_walk_start``,
+    then ``gs_random_walk_step`` once a step, the walkers in a new random order each step as
+    the host's sort by node gives them), with CPU tensors and one mini-batch."""
+    W, N = seeds.numel(), A.num_nodes
+    out = torch.full((W, length + 1), -7, dtype=torch.int64)
+    state = torch.full((W, 4), -7, dtype=torch.int64)
+    failed = torch.zeros(3, dtype=torch.int32)
+    node2vec = p != 1.0 or q != 1.0
+    srows = reference.sorted_rows(A)[0].contiguous() if node2vec else A.rows
+    c1, c2, c3 = reference.thresholds(
+        probs.get("stop_prob", 0.0), probs.get("restart_prob", 0.0), probs.get("jump_prob", 0.0)
+    )
+
+    def ptr(t):
+        return ctypes.c_void_p(0 if t is None else t.data_ptr())
+
+    i64, f64 = ctypes.c_int64, ctypes.c_double
+    lib.gs_random_walk_start(
+        ptr(seeds), i64(W), i64(length), i64(N), i64(0), i64(N), ptr(state), ptr(out), ptr(failed)
+    )
+    g = torch.Generator().manual_seed(4)
+    for t in range(length):
+        order = torch.randperm(W, generator=g)
+        lib.gs_random_walk_step(
+            ptr(A.indptr), ptr(A.rows), ptr(srows), ptr(alias), ptr(seeds), i64(W), i64(length),
+            i64(N), ctypes.c_uint64(key), ptr(None), i64(0), ctypes.c_int(int(node2vec)),
+            f64(1.0 / p), f64(1.0 / q), f64(max(1.0 / p, 1.0, 1.0 / q)), f64(c1), f64(c2),
+            f64(c3), ptr(order), i64(t), ptr(state), ptr(out), ptr(failed), ptr(None),
+            ptr(None), i64(0), ptr(None),
+        )  # fmt: skip
+    assert failed.tolist() == [0, 0, 0]
+    return out
+
+
+@pytest.mark.parametrize("build", ["default", "before"])
+@pytest.mark.parametrize("name", ["node2vec", "node2vec-odd", "everything", "deepwalk"])
+def test_the_step_sweep_gives_the_reference_walks(sweep, build, name):
+    """The UVA sweep's step kernel (``gs_random_walk_step``: prev's bounds read each step,
+    never kept) with node2vec's default edge test and the one before it: the reference's
+    walks, whatever order the walkers take each step."""
+    A, kw, seeds, key, want = _case(name)
+    assert torch.equal(_sweep_walks(sweep[build], A, seeds, 30, key, **kw), want)

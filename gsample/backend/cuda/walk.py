@@ -3,9 +3,10 @@
 One thread per walker runs the torch reference's algorithm (``gsample.backend.torch.walk``)
 with the same draws, so the walks are the torch backend's, bit for bit: uniform, weighted
 (alias tables, built by the ``alias_table`` op: once per graph in a compiled sampler),
-node2vec (the edge test is a binary search in the sorted rows of the previous node's
-column, sorted once per graph when the CSC does not keep them so) and the stop / restart /
-jump variants. Nothing is read back but two (deferred) flags: a rejection loop that ran past
+node2vec (the edge test is a search in the sorted rows of the previous node's column,
+sorted once per graph when the CSC does not keep them so, made only where the attempt's
+acceptance coin needs its answer: :data:`LAZY_EDGE_TEST`) and the stop / restart / jump
+variants. Nothing is read back but two (deferred) flags: a rejection loop that ran past
 its bound, which a correct input never sets, and a seed outside the graph, which the kernel
 guards whoever made it (its walk is all ``-1``) and the host raises as an ``IndexError``.
 
@@ -54,6 +55,22 @@ TIME_MAJOR_MIN: int | None = 1 << 16
 #: multiprocessor (walk.cu's ``GS_WALK_MIN_BLOCKS``: registers capped); None: the compiler's
 #: choice
 MIN_BLOCKS: int | None = None
+#: node2vec's edge test (walkstep.cuh's switches; every setting gives the same walks, and
+#: ``False, 2, False, False`` is the plain binary search): LAZY_EDGE_TEST draws an attempt's
+#: acceptance coin first and searches column ``prev`` only where the coin falls between ``1``
+#: and ``1/q`` (``GS_WALK_LAZY``; p = 2, q = 0.5: half the attempts); SEARCH_WAYS 2, 4 or 8:
+#: a search round reads ``SEARCH_WAYS - 1`` pivots at once (``GS_WALK_WAYS``: fewer dependent
+#: rounds, a few more reads); PREFETCH_PIVOTS reads the first round's pivots as soon as the
+#: coin says the column will be searched, beside ``indptr[cur]`` (``GS_WALK_PREFETCH``, with
+#: SEARCH_WAYS 4 or 8); KEEP_PREV_BOUNDS keeps ``prev``'s column bounds from the move that
+#: read them instead of reading them again (``GS_WALK_KEEP``)
+LAZY_EDGE_TEST: bool = True
+SEARCH_WAYS: int = 4
+PREFETCH_PIVOTS: bool = True
+KEEP_PREV_BOUNDS: bool = True
+#: compile first-order walks without node2vec's code (``GS_WALK_NODE2VEC`` 0): fewer registers
+#: held, more walkers resident per multiprocessor; False: one module for both
+LEAN_FIRST_ORDER: bool = True
 
 
 @cuda_impl(Op.RANDOM_WALK)  # kernels/walk.cu
@@ -191,6 +208,7 @@ def _launch(
     params = params if narrow is None else (("ROW", "int"),)
     key = 0 if key_tensor is None else key_tensor
     amax = max(inv_p, 1.0, inv_q)
+    params = (*params, *_node2vec_params(node2vec))
     if not (is_mapped(read) and A.num_nodes <= W * SWEEP_DENSITY):
         major = TIME_MAJOR_MIN is not None and W >= TIME_MAJOR_MIN
         steps = torch.empty((L + 1, W), dtype=torch.int64, device=dev) if major else out
@@ -301,6 +319,29 @@ def _launch(
     _raise_flags(failed, M, node2vec)
     V.fail_if(failed[2:], RuntimeError, _STEP_ERROR)
     return out
+
+
+def _node2vec_params(node2vec: bool) -> tuple:
+    """The walk kernels' compile parameters for node2vec's edge test (the module constants
+    above), or those leaving node2vec's code out of a first-order walk's module.
+
+    Examples
+    --------
+    >>> _node2vec_params(True)
+    (('WALK_LAZY', 1), ('WALK_WAYS', 4), ('WALK_PREFETCH', 1), ('WALK_KEEP', 1))
+    >>> _node2vec_params(False)
+    (('WALK_NODE2VEC', 0),)
+    """
+    if not node2vec:
+        return (("WALK_NODE2VEC", 0),) if LEAN_FIRST_ORDER else ()
+    if SEARCH_WAYS not in (2, 4, 8):
+        raise ValueError(f"SEARCH_WAYS: 2, 4 or 8, got {SEARCH_WAYS!r}")
+    return (
+        ("WALK_LAZY", int(bool(LAZY_EDGE_TEST))),
+        ("WALK_WAYS", int(SEARCH_WAYS)),
+        ("WALK_PREFETCH", int(bool(PREFETCH_PIVOTS))),
+        ("WALK_KEEP", int(bool(KEEP_PREV_BOUNDS))),
+    )
 
 
 _STEP_ERROR = (
