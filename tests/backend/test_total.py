@@ -508,8 +508,29 @@ def test_a_super_batch_s_totals_taken_by_its_row_sums_passes(dtype, rounds, monk
     bad = torch.cat([enc, torch.tensor([N * n])]).cuda()
     with pytest.raises(IndexError, match="cols"):
         layerwise.slice_total(Ag, bad, "sum", batches=(N, n))
-    # switched off: the totals' own passes, the same bits
+    # the row sums on another stream: their own terms (those placed may not be written yet)
+    pair(enc.cuda())  # (paired again)
+    cols = enc.cuda()
+    layerwise.slice_total(Ag, cols, "sum", batches=(N, n))
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    launched.clear()
+    with torch.cuda.stream(side):
+        r = layerwise.slice_reduce(Ag, cols, "sum", 1, batches=(N, n))
+    torch.cuda.current_stream().wait_stream(side)
+    assert "gs_rowsum_chunk_counts" in launched and not layerwise._PLACED
+    torch.testing.assert_close(r.cpu(), want_r, rtol=0, atol=0, equal_nan=True)
+    # switched off between the two: the row sums' own passes, the terms placed dropped
+    pair(enc.cuda())  # (paired again)
+    cols = enc.cuda()
+    layerwise.slice_total(Ag, cols, "sum", batches=(N, n))
+    assert layerwise._PLACED
     monkeypatch.setattr(layerwise, "FUSE_TOTALS", False)
+    launched.clear()
+    r = layerwise.slice_reduce(Ag, cols, "sum", 1, batches=(N, n))
+    assert "gs_rowsum_chunk_counts" in launched and not layerwise._PLACED
+    torch.testing.assert_close(r.cpu(), want_r, rtol=0, atol=0, equal_nan=True)
+    # switched off: the totals' own passes, the same bits
     assert alone <= pair(enc.cuda())
 
 
@@ -574,3 +595,70 @@ def test_the_row_sums_take_only_the_terms_placed_for_their_own_frontier(monkeypa
     gc.collect()
     total(two)
     assert list(layerwise._PLACED) == [id(two)], "the gone frontier's entry dropped"
+
+
+def test_the_row_sums_take_terms_only_in_the_call_and_stream_that_placed_them(monkeypatch):
+    """``layerwise.FUSE_TOTALS``'s entries are the call's and the stream's that placed them
+    (host only, the passes stubbed): another program call (its own deferred-check record:
+    a frontier object it shares may have been rewritten with no version, as a CUDA graph's
+    replay rewrites its static buffers) or another stream (the terms may not be written
+    yet) takes none; a bounded frontier's count written in place, or another object at a
+    dead frontier's address, takes none; an entry goes with its frontier (its terms freed at
+    once), and a slice_total that places nothing drops the frontier's older entry."""
+    import gc
+
+    from gsample.backend.cuda import layerwise
+    from gsample.base import validate as V
+    from gsample.formats.bounded import BoundedIds
+
+    monkeypatch.setattr(layerwise, "_PLACED", {})
+    monkeypatch.setattr(layerwise, "_chunk_terms", lambda *args: ("starts", "terms"))
+    stream = [0]
+    monkeypatch.setattr(layerwise, "_scope", lambda A: (V.DEFERRED.get(), stream[0]))
+
+    class Sums:
+        def finish(self):
+            return "totals"
+
+    A = gs.datasets.rmat(100, 1000, seed=1).csc
+    batches = (4, 100)
+    monkeypatch.setattr(layerwise, "_PAIRED", {layerwise._pair_key(A, batches): True})
+
+    def total(cols):
+        layerwise._PAIRED[layerwise._pair_key(A, batches)] = True
+        return layerwise._totals_with_terms(A, cols, batches, *[None] * 5, 1, None, Sums())
+
+    def reduce(cols):
+        return layerwise._terms_placed(A, cols, batches)
+
+    one = torch.arange(10)
+    total(one)
+    assert reduce(one) == ("starts", "terms")  # (the same call and stream: taken)
+    with V.deferred():  # one call's record
+        total(one)
+        assert reduce(one) == ("starts", "terms")
+        total(one)
+    with V.deferred():  # the next call's
+        assert reduce(one) is None, "another call's terms"
+    total(one)
+    stream[0] = 7
+    assert reduce(one) is None, "another stream's terms"
+    stream[0] = 0
+    bounded = BoundedIds(torch.arange(12), torch.tensor([10]))
+    total(bounded)
+    bounded.count.fill_(9)
+    assert reduce(bounded) is None, "the count written in place"
+    two = torch.arange(20)
+    total(one)
+    layerwise._PLACED[id(two)] = layerwise._PLACED.pop(id(one))  # (an address reused)
+    assert reduce(two) is None, "another frontier at the address"
+    three = torch.arange(30)
+    total(three)
+    assert id(three) in layerwise._PLACED
+    key = id(three)
+    del three
+    gc.collect()
+    assert key not in layerwise._PLACED, "the terms freed with their frontier"
+    total(one)
+    layerwise._forget(one)  # (a slice_total that placed nothing: switched off, capturing)
+    assert reduce(one) is None

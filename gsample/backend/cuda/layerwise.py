@@ -107,10 +107,13 @@ FUSE_TOTALS = True
 #: slice_total of that graph was followed by a slice_reduce of the same frontier (learned by
 #: slice_reduce: the first super-batch computes its totals on their own)
 _PAIRED: dict = {}
-#: id(frontier) -> a super-batched slice_total's (graph, frontier, batches, versions) and the
-#: row sums' terms it placed (None: its totals' own passes), for the slice_reduce of that
-#: frontier that follows (by the frontier: another call's, a pipelined loader's other lane,
-#: may run between them); an entry whose frontier is gone is dropped at the next
+#: id(frontier) -> a super-batched slice_total's (graph, frontier, batches, versions, scope)
+#: and the row sums' terms it placed (None: its totals' own passes), for the slice_reduce of
+#: that frontier that follows (by the frontier: another call's, a pipelined loader's other
+#: lane, may run between them); the scope (:func:`_scope`: the call's deferred-check record
+#: and the stream) keeps an entry to the call and stream that made it (a frontier object
+#: reused by another call, a static buffer a graph rewrites without a version, or another
+#: thread's stream never takes it); an entry goes when its frontier does (its terms freed)
 _PLACED: dict = {}
 _PLACED_LOCK = threading.Lock()
 #: the kernels keep a chosen row's position among the chosen (``newpos``) as int32, and the
@@ -202,8 +205,9 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
     if N > 1 and C:  # a super-batch: by chunk of rows, one read-back
         refuse_capture()
         R = A.num_nodes * N
-        placed = _terms_placed(A, cols, batches) if FUSE_TOTALS else None
-        if placed is None:  # (the ids checked by its frontier pointer, read back there)
+        # (switched off, an older entry is dropped all the same)
+        placed = _terms_placed(A, cols, batches)
+        if placed is None or not FUSE_TOTALS:  # (the ids checked by its frontier pointer)
             placed = _chunk_terms(indptr, rows, v, buf, ncols, C, n, R, dtype)
         return _chunked_row_sums(*placed, R, dtype, _params(indptr))
     sums = RowSums(A.num_nodes * N, dtype, buf.device, _params(indptr))
@@ -281,6 +285,8 @@ def slice_total(A: CSC, cols, op: str, batches=None) -> torch.Tensor:
         out = _totals_with_terms(A, cols, batches, indptr, rows, v, buf, ncols, C, dtype, sums)
         if out is not None:
             return out
+    elif N > 1 and C:
+        _forget(cols)
     if C:
         ptr = _frontier_ptr(indptr, buf, ncols, n, A.num_nodes * N)  # the ids checked there
         sub = _sum_rounds(indptr, rows, C)
@@ -449,9 +455,38 @@ def _versions(A: CSC, cols) -> tuple:
     return tuple(-1 if a is None else a._version for a in arrays)
 
 
+def _scope(A: CSC) -> tuple:
+    """The program call (its deferred checks' record: one a call, None outside one) and the
+    stream an entry of :data:`_PLACED` belongs to: a write a version does not count (a CUDA
+    graph's replay into its static buffers, a ``.data`` write) can only come from another
+    call, and terms placed on another stream may not be written yet."""
+    dev = A.indptr.device
+    stream = torch.cuda.current_stream(dev).cuda_stream if dev.type == "cuda" else 0
+    return (V.DEFERRED.get(), stream)
+
+
 def _pair_key(A: CSC, batches) -> tuple:
     vals = A.values
     return (A.indptr.data_ptr(), 0 if vals is None else vals.data_ptr(), *batches)
+
+
+def _drop_when_gone(key: int):
+    """A weak reference's callback: the entry of a frontier that is gone dropped, its terms
+    freed (no lock: one dict operation; it may run in any thread, inside a locked block)."""
+
+    def drop(ref) -> None:
+        entry = _PLACED.get(key)
+        if entry is not None and entry[1] is ref:
+            _PLACED.pop(key, None)
+
+    return drop
+
+
+def _forget(cols) -> None:
+    """Any entry of this frontier dropped (a super-batched slice_total that placed nothing:
+    no older entry may reach the row sums that follow)."""
+    with _PLACED_LOCK:
+        _PLACED.pop(id(cols), None)
 
 
 def _totals_with_terms(
@@ -469,18 +504,19 @@ def _totals_with_terms(
         N, n = batches
         placed = _chunk_terms(indptr, rows, v, buf, ncols, C, n, A.num_nodes * N, dtype, sums)
     # weakly: a graph or frontier dropped meanwhile is not kept alive, and is no match
-    entry = (weakref.ref(A), weakref.ref(cols), batches, _versions(A, cols), placed)
+    key = id(cols)
+    frontier = weakref.ref(cols, _drop_when_gone(key))
+    entry = (weakref.ref(A), frontier, batches, _versions(A, cols), _scope(A), placed)
     with _PLACED_LOCK:
-        for k in [k for k, e in _PLACED.items() if e[1]() is None]:
-            del _PLACED[k]  # (their terms freed)
-        _PLACED[id(cols)] = entry
+        _PLACED[key] = entry
     return sums.finish() if fused else None
 
 
 def _terms_placed(A: CSC, cols, batches) -> tuple | None:
     """The terms a super-batched ``slice_total`` of this frontier placed for these row sums
-    (``(starts, terms)``: the same graph, frontier and batches, neither written since), or
-    None; notes whether such a call came first (:data:`_PAIRED`)."""
+    (``(starts, terms)``: the same graph, frontier and batches, neither written since, in
+    the same call and stream), or None; notes whether such a call came first
+    (:data:`_PAIRED`)."""
     with _PLACED_LOCK:
         entry = _PLACED.pop(id(cols), None)
     same = (
@@ -489,11 +525,13 @@ def _terms_placed(A: CSC, cols, batches) -> tuple | None:
         and entry[1]() is cols
         and entry[2] == batches
         and entry[3] == _versions(A, cols)
+        and entry[4][0] is V.DEFERRED.get()
+        and entry[4][1] == _scope(A)[1]
     )
     _PAIRED[_pair_key(A, batches)] = same
     if len(_PAIRED) > 1024:  # (graphs come and go: addresses reused)
         _PAIRED.clear()
-    return entry[4] if same else None
+    return entry[5] if same else None
 
 
 # ----------------------------------------------------------------------------- collective
