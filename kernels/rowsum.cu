@@ -561,3 +561,133 @@ extern "C" __global__ void gs_total_add(const gs_idx* __restrict__ indptr,
         });
     gs_total_add_end(lo, hi, a);
 }
+
+// ----------------------------------------------------------------------------- row sums and totals
+// A super-batch's totals (gs_total_*) taken by the chunked row sums' passes over the same
+// frontier edges (host: layerwise.FUSE_TOTALS): the counts also note each mini-batch's largest
+// exponent and flags (gs_total_exponents' pass 1), the fill also adds each term to its
+// mini-batch's 128-bit sum (gs_total_add's pass 2), so that LADIES' row sums and normaliser
+// read the frontier twice, not four times. The arithmetic is gs_total_*'s, term by term (the
+// same bits: integer sums, any order); zero terms, which the chunk passes skip, add nothing
+// to either.
+
+// Blocks of GS_SUM_THREADS (the host's _THREADS; the launch bounds refuse more), at most 48
+// registers a thread with GS_SUM_MIN_BLOCKS 5 on sm_90: uncapped, ptxas took 56, which left
+// 4 of these blocks an SM where the passes without the totals fit 6 (no spills at 48, which
+// tests/backend/test_kernels_ptx.py checks; at 40, six blocks, they spill). Other SMs: no cap.
+#define GS_SUM_THREADS 256
+#ifndef GS_SUM_MIN_BLOCKS
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
+#define GS_SUM_MIN_BLOCKS 5
+#else
+#define GS_SUM_MIN_BLOCKS 1
+#endif
+#endif
+
+// GS_CHUNK_ITEMS, and each item's group: its column's mini-batch below G (gs_total_group;
+// -1: no edge).
+#define GS_CHUNK_ITEMS_GROUPS(g0, t, ch, r, x, b, G)                                  \
+    gs_i64 r[GS_ITEMS], e[GS_ITEMS], ch[GS_ITEMS];                                    \
+    double x[GS_ITEMS];                                                               \
+    int b[GS_ITEMS];                                                                  \
+    _Pragma("unroll")                                                                 \
+    for (int j = 0; j < GS_ITEMS; ++j) {                                              \
+        const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;                   \
+        r[j] = -1;                                                                    \
+        e[j] = 0;                                                                     \
+        b[j] = -1;                                                                    \
+        if (g < gs_E) {                                                               \
+            gs_i64 c, shift;                                                          \
+            e[j] = gs_frontier_edge(t, indptr, cols, ptr, n, g, &c, &shift);          \
+            r[j] = (gs_i64)rows[e[j]] + shift;                                        \
+            b[j] = (int)gs_total_group(shift, n, G);                                  \
+        }                                                                             \
+    }                                                                                 \
+    _Pragma("unroll")                                                                 \
+    for (int j = 0; j < GS_ITEMS; ++j) {                                              \
+        x[j] = r[j] >= 0 ? gs_value(values, e[j]) : 0.0;                              \
+        ch[j] = x[j] != 0.0 ? r[j] >> GS_CHUNK_BITS : -1;                              \
+    }
+
+// gs_rowsum_chunk_counts, and pass 1 of the G mini-batches' totals into (emax, flags) (zero
+// before the launch). Launched with a multiple of 32 threads a block (every lane of a warp
+// reaches each tile's end).
+extern "C" __global__ void __launch_bounds__(GS_SUM_THREADS, GS_SUM_MIN_BLOCKS)
+gs_rowsum_chunk_counts_total(
+    const gs_idx* __restrict__ indptr, const gs_idx* __restrict__ rows,
+    const gs_t* __restrict__ values, const gs_i64* __restrict__ cols, gs_i64 C,
+    const gs_i64* __restrict__ ptr, gs_i64 n, gs_i64* __restrict__ counts, int sub, gs_i64 G,
+    int* __restrict__ emax, int* __restrict__ flags) {
+    gs_total_t a = gs_total_start();
+    GS_TILES_OF(g0, t, ptr, C, true, sub) {
+        for (int s = 0; s < sub; ++s) {
+            const gs_i64 gs = g0 + s * (gs_i64)blockDim.x * GS_ITEMS;
+            GS_CHUNK_ITEMS_GROUPS(gs, t, ch, r, x, b, G)
+#pragma unroll
+            for (int j = 0; j < GS_ITEMS; ++j) {
+                const unsigned peers = __match_any_sync(0xFFFFFFFFu, (unsigned long long)ch[j]);
+                if (ch[j] >= 0 && (int)(threadIdx.x & 31) == __ffs(peers) - 1)
+                    atomicAdd((unsigned long long*)&counts[ch[j]],
+                              (unsigned long long)__popc(peers));
+            }
+#pragma unroll
+            for (int j = 0; j < GS_ITEMS; ++j)
+                if (ch[j] >= 0 && b[j] >= 0) gs_total_note(emax, flags, a, b[j], x[j]);
+        }
+        // (as gs_total_exponents: the blocks stride over the tiles, a tile's group is
+        // mostly not the previous one's)
+        if (G > 1) {
+            gs_total_note_end(emax, flags, a);
+            a = gs_total_start();
+        }
+    }
+    gs_total_note_end(emax, flags, a);
+}
+
+// gs_rowsum_chunk_fill, and pass 2 of the totals into (lo, hi) (zero before the launch) from
+// the exponents gs_rowsum_chunk_counts_total noted. Launched with a multiple of 32 threads a
+// block.
+extern "C" __global__ void __launch_bounds__(GS_SUM_THREADS, GS_SUM_MIN_BLOCKS)
+gs_rowsum_chunk_fill_total(
+    const gs_idx* __restrict__ indptr, const gs_idx* __restrict__ rows,
+    const gs_t* __restrict__ values, const gs_i64* __restrict__ cols, gs_i64 C,
+    const gs_i64* __restrict__ ptr, gs_i64 n, gs_i64* __restrict__ cursor,
+    gs_term_t* __restrict__ terms, int sub, gs_i64 G, const int* __restrict__ emax,
+    gs_u64* __restrict__ lo, gs_u64* __restrict__ hi) {
+    const int lane = threadIdx.x & 31;
+    gs_total_t a = gs_total_start();
+    GS_TILES_OF(g0, t, ptr, C, true, sub) {
+        for (int s = 0; s < sub; ++s) {
+            const gs_i64 gs = g0 + s * (gs_i64)blockDim.x * GS_ITEMS;
+            GS_CHUNK_ITEMS_GROUPS(gs, t, ch, r, x, b, G)
+            unsigned peers[GS_ITEMS];
+            gs_i64 base[GS_ITEMS];
+#pragma unroll
+            for (int j = 0; j < GS_ITEMS; ++j)
+                peers[j] = __match_any_sync(0xFFFFFFFFu, (unsigned long long)ch[j]);
+#pragma unroll
+            for (int j = 0; j < GS_ITEMS; ++j) {
+                base[j] = 0;
+                if (ch[j] >= 0 && lane == __ffs(peers[j]) - 1)
+                    base[j] = (gs_i64)atomicAdd((unsigned long long*)&cursor[ch[j]],
+                                                (unsigned long long)__popc(peers[j]));
+            }
+#pragma unroll
+            for (int j = 0; j < GS_ITEMS; ++j) {
+                const gs_i64 at = __shfl_sync(peers[j], base[j], __ffs(peers[j]) - 1);
+                if (ch[j] >= 0) {
+                    gs_term_t term;
+                    term.x = (gs_t)x[j];
+                    term.local = (int)(r[j] & (GS_CHUNK - 1));
+                    terms[at + __popc(peers[j] & ((1u << lane) - 1u))] = term;
+                    if (b[j] >= 0) gs_total_term(emax, lo, hi, a, b[j], x[j]);
+                }
+            }
+        }
+        if (G > 1) {
+            gs_total_add_end(lo, hi, a);
+            a = gs_total_start();
+        }
+    }
+    gs_total_add_end(lo, hi, a);
+}

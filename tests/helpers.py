@@ -36,6 +36,7 @@ CUDA_AS_CPP = r"""
 #define __forceinline__ inline
 #define __global__
 #define __restrict__
+#define __launch_bounds__(...)
 struct gs_dim3 { long long x; };
 static gs_dim3 blockIdx = {0}, threadIdx = {0}, blockDim = {1}, gridDim = {1};
 static inline double __dmul_rn(double a, double b) { return a * b; }

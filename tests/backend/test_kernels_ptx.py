@@ -433,3 +433,34 @@ def test_the_walks_compile_for_each_edge_test_without_spilling(walks, row, tmp_p
         for name in ("gs_random_walk", "gs_random_walk_step"):
             usage = log[log.index(f"Function properties for {name}\n") :].splitlines()[1]
             assert "0 bytes spill stores, 0 bytes spill loads" in usage, (name, usage)
+
+
+@pytest.mark.skipif(nvcc is None, reason="nvcc not installed")
+@pytest.mark.parametrize("idx", ["long long", "int"])
+@pytest.mark.parametrize("dtype", ["float", "double"])
+def test_the_row_sum_passes_with_totals_fit_five_blocks_an_sm_without_spilling(
+    dtype, idx, tmp_path
+):
+    """``gs_rowsum_chunk_counts_total`` / ``_fill_total`` (``layerwise.FUSE_TOTALS``) cap
+    their registers for ``GS_SUM_MIN_BLOCKS`` blocks of ``GS_SUM_THREADS`` (the host's
+    ``_THREADS``) an sm_90 SM: ptxas keeps them without spilling, for float and double values
+    and int64 and int32 graph indices."""
+    from gsample.backend.cuda import layerwise
+
+    text = (KERNELS / "rowsum.cu").read_text()
+    assert re.search(rf"#define GS_SUM_THREADS {layerwise._THREADS}\b", text)
+    blocks = int(re.search(r"#define GS_SUM_MIN_BLOCKS (\d+)", text)[1])
+    out = tmp_path / "rowsum.cubin"
+    done = subprocess.run(
+        [nvcc, "-cubin", "-arch=sm_90", *OPTIONS, f"-DGS_IDX={idx}", f"-DGS_DTYPE0={dtype}"]
+        + ["--resource-usage", str(KERNELS / "rowsum.cu"), "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    log = done.stdout + done.stderr
+    for name in ("gs_rowsum_chunk_counts_total", "gs_rowsum_chunk_fill_total"):
+        usage = log[log.index(f"Function properties for {name}\n") :].splitlines()[1:3]
+        assert "0 bytes spill stores, 0 bytes spill loads" in usage[0], (name, usage)
+        registers = int(re.search(r"Used (\d+) registers", usage[1])[1])
+        assert registers * layerwise._THREADS * blocks <= 64 * 1024  # an SM's registers

@@ -1,5 +1,6 @@
-"""The exact sums' kernels over a frontier's edges (``kernels/rowsum.cu``: ``gs_total_*`` and
-the chunked row sums ``gs_rowsum_chunk_counts`` / ``_fill`` / ``gs_rowsum_chunks``) run on
+"""The exact sums' kernels over a frontier's edges (``kernels/rowsum.cu``: ``gs_total_*``, the
+chunked row sums ``gs_rowsum_chunk_counts`` / ``_fill`` / ``gs_rowsum_chunks``, and the count
+and fill that take the totals too, ``gs_rowsum_chunk_counts_total`` / ``_fill_total``) run on
 the CPU as whole blocks (``helpers.CUDA_THREADS_AS_CPP``): each CUDA thread a
 ``std::thread``, ``__syncthreads`` a barrier of the block, each warp intrinsic an exchange
 behind a barrier of the warp's 32 lanes, global and shared atomics real atomics, blocks one
@@ -100,6 +101,35 @@ int main() {
         write_reals(out);
         write_vec(starts);
         write_vec(cursor);
+    } else if (op[0] == 3) {            // both: the row sums of R rows and G totals, fused
+        const long long R = p[6], K = (R + GS_CHUNK - 1) / GS_CHUNK;
+        std::vector<gs_i64> counts(K + 1, 0), starts(K + 1, 0);
+        std::vector<int> emax(G, 0), flags(G, 0);
+        std::vector<gs_u64> lo(G, 0), hi(G, 0);
+        gs_launch(grid, block, [&]() {
+            gs_rowsum_chunk_counts_total(IP, RW, V, CO, C, PT, n, counts.data(), sub, G,
+                                         emax.data(), flags.data());
+        });
+        for (long long k = 0; k < K; ++k) starts[k + 1] = starts[k] + counts[k];
+        std::vector<gs_term_t> terms(starts[K]);
+        std::vector<gs_i64> cursor(starts.begin(), starts.begin() + K);
+        if (starts[K])
+            gs_launch(grid, block, [&]() {
+                gs_rowsum_chunk_fill_total(IP, RW, V, CO, C, PT, n, cursor.data(), terms.data(),
+                                           sub, G, emax.data(), lo.data(), hi.data());
+            });
+        std::vector<gs_t> out(R), total(G);
+        gs_launch(K, p[5], [&]() {
+            gs_rowsum_chunks(starts.data(), terms.empty() ? nullptr : terms.data(), R,
+                             out.data());
+        });
+        gs_launch(1, 32, [&]() {
+            gs_rowsum_finish(emax.data(), flags.data(), lo.data(), hi.data(), G, total.data());
+        });
+        write_reals(out);
+        write_vec(starts);
+        write_vec(cursor);
+        write_reals(total);
     } else {
         return 2;
     }
@@ -241,3 +271,31 @@ def test_chunked_row_sums_count_every_term_once(program, frontier, rounds, grid,
     row = GRAPH.rows[edges] + torch.repeat_interleave(good - v, DEG[v])
     want = exact_sums(A.values[edges], row, R).to(dtype)
     torch.testing.assert_close(got, want.to(torch.float64), rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("frontier,rounds,grid,block", CASES)
+@pytest.mark.parametrize("values", ["spread", "ones"])
+def test_row_sums_and_totals_in_the_same_passes(program, frontier, rounds, grid, block, values):
+    """gs_rowsum_chunk_counts_total / _fill_total (``layerwise.FUSE_TOTALS``), then
+    gs_rowsum_chunks: every row sum the bits of the passes without the totals (op 2), and
+    each mini-batch's total the bits of gs_total_exponents / gs_total_add (op 1) and of the
+    torch code, whatever the rounds, grid and block; every chunk's places filled exactly."""
+    exe, dtype = program
+    vals = _values(values, dtype)
+    good, buf, N, n = _frontier(frontier)
+    ptr = _ptr(buf, n, N)
+    R = NODES * N
+    args = _args(vals, buf, ptr)
+    out, starts, cursor, total = run(exe, 3, *args, [n, N, rounds, grid, block, 64, R])
+    assert np.array_equal(cursor, starts[1:])
+    alone, alone_starts, _ = run(exe, 2, *args, [n, R, rounds, grid, block, 64])
+    assert np.array_equal(starts, alone_starts)
+    assert np.array_equal(out, alone)  # the bits (float64's: NaN's payload included)
+    (totals,) = run(exe, 1, *args, [n, N, rounds, grid, block])
+    assert np.array_equal(total, totals)
+    A = GRAPH.with_values(vals if vals is not None else torch.ones(GRAPH.nnz, dtype=dtype))
+    want = fused_reduce.slice_total(A, good, "sum", batches=(N, n) if N > 1 else None)
+    got = _as_floats(total)
+    torch.testing.assert_close(
+        got, want.reshape(-1).to(torch.float64), rtol=0, atol=0, equal_nan=True
+    )

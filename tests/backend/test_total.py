@@ -423,3 +423,242 @@ def test_cuda_backend_sums_as_the_torch_backend_without_a_read_back():
             layerwise.slice_total(A2, seeds, "sum")
 
     assert not host_syncs(fused)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("rounds", ["auto", 1, 3])
+def test_a_super_batch_s_totals_taken_by_its_row_sums_passes(dtype, rounds, monkeypatch):
+    """``layerwise.FUSE_TOTALS``: a super-batch's ``slice_total`` followed by the
+    ``slice_reduce`` of the same frontier (LADIES' normaliser and probabilities) takes the
+    totals in the passes that place the row sums' terms (``gs_rowsum_chunk_counts_total`` /
+    ``_fill_total``) once a first super-batch paired them, and the row sums reuse those
+    terms: the totals' and the row sums' bits of the torch code and of the passes alone,
+    NaN and infinities included, bounded frontiers too; another frontier's row sums, or one
+    written in place, take no terms (and stop the pairing), and a bad id raises."""
+    pytest.importorskip("cupy")
+    from gsample.backend.cuda import layerwise
+    from gsample.backend.torch import fused_reduce
+    from gsample.formats.bounded import BoundedIds
+
+    monkeypatch.setattr(layerwise, "SUM_ROUNDS", rounds)
+    monkeypatch.setattr(layerwise, "_PAIRED", {})
+    launched, real_launch = [], layerwise.launch
+
+    def launch(family, kernel, *args, **kwargs):
+        launched.append(kernel)
+        return real_launch(family, kernel, *args, **kwargs)
+
+    monkeypatch.setattr(layerwise, "launch", launch)
+    G = gs.datasets.rmat(3000, 60_000, seed=2, weighted=True).csc
+    g = torch.Generator().manual_seed(5)
+    vals = torch.ldexp(
+        torch.rand(G.nnz, generator=g) * 2 - 1, torch.randint(-40, 40, (G.nnz,), generator=g)
+    )
+    deg = G.indptr.diff()
+    some = torch.argsort(deg, stable=True)[int((deg == 0).sum()) :][100:107:3]
+    vals[G.indptr[some]] = torch.tensor([float("nan"), float("inf"), -float("inf")])
+    A = G.with_values(vals.to(dtype))
+    Ag = gs.Matrix(A).to("cuda").csc
+    n = 3000
+    parts = [torch.randperm(n, generator=g)[: 100 + 60 * b] for b in range(40)]
+    parts[3] = some  # the NaN, inf and -inf
+    N = len(parts)
+    enc = torch.cat([p + b * n for b, p in enumerate(parts)])
+    want_t = fused_reduce.slice_total(A, enc, "sum", batches=(N, n))
+    want_r = fused_reduce.slice_reduce(A, enc, "sum", 1, batches=(N, n))
+
+    def pair(cols):
+        launched.clear()
+        t = layerwise.slice_total(Ag, cols, "sum", batches=(N, n))
+        r = layerwise.slice_reduce(Ag, cols, "sum", 1, batches=(N, n))
+        torch.testing.assert_close(t.cpu(), want_t, rtol=0, atol=0, equal_nan=True)
+        torch.testing.assert_close(r.cpu(), want_r, rtol=0, atol=0, equal_nan=True)
+        return set(launched)
+
+    alone = {"gs_total_exponents", "gs_total_add", "gs_rowsum_chunk_counts"}
+    first = pair(enc.cuda())  # not paired yet: the totals' own passes
+    assert alone <= first and "gs_rowsum_chunk_counts_total" not in first
+    fused = {"gs_rowsum_chunk_counts_total", "gs_rowsum_chunk_fill_total", "gs_rowsum_chunks"}
+    for cols in (
+        enc.cuda(),
+        BoundedIds(torch.cat([enc, enc[:9]]).cuda(), torch.tensor([enc.numel()], device="cuda")),
+    ):
+        got = pair(cols)
+        assert fused <= got and not alone & got, got
+        assert not layerwise._PLACED, "the terms taken by the row sums"
+    # another frontier's row sums: the terms not taken, the pairing undone
+    cols = enc.cuda()
+    layerwise.slice_total(Ag, cols, "sum", batches=(N, n))
+    other = layerwise.slice_reduce(Ag, cols.clone(), "sum", 1, batches=(N, n))
+    torch.testing.assert_close(other.cpu(), want_r, rtol=0, atol=0, equal_nan=True)
+    assert not any(layerwise._PAIRED.values())
+    assert alone <= pair(enc.cuda())  # (and paired again)
+    # the frontier written in place between the two: the row sums' own terms
+    cols = enc.cuda()
+    layerwise.slice_total(Ag, cols, "sum", batches=(N, n))
+    cols[:5] = cols[5:10]
+    launched.clear()
+    r = layerwise.slice_reduce(Ag, cols, "sum", 1, batches=(N, n))
+    assert "gs_rowsum_chunk_counts" in launched
+    want = fused_reduce.slice_reduce(A, cols.cpu(), "sum", 1, batches=(N, n))
+    torch.testing.assert_close(r.cpu(), want, rtol=0, atol=0, equal_nan=True)
+    pair(enc.cuda())  # paired again
+    bad = torch.cat([enc, torch.tensor([N * n])]).cuda()
+    with pytest.raises(IndexError, match="cols"):
+        layerwise.slice_total(Ag, bad, "sum", batches=(N, n))
+    # the row sums on another stream: their own terms (those placed may not be written yet)
+    pair(enc.cuda())  # (paired again)
+    cols = enc.cuda()
+    layerwise.slice_total(Ag, cols, "sum", batches=(N, n))
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    launched.clear()
+    with torch.cuda.stream(side):
+        r = layerwise.slice_reduce(Ag, cols, "sum", 1, batches=(N, n))
+    torch.cuda.current_stream().wait_stream(side)
+    assert "gs_rowsum_chunk_counts" in launched and not layerwise._PLACED
+    torch.testing.assert_close(r.cpu(), want_r, rtol=0, atol=0, equal_nan=True)
+    # switched off between the two: the row sums' own passes, the terms placed dropped
+    pair(enc.cuda())  # (paired again)
+    cols = enc.cuda()
+    layerwise.slice_total(Ag, cols, "sum", batches=(N, n))
+    assert layerwise._PLACED
+    monkeypatch.setattr(layerwise, "FUSE_TOTALS", False)
+    launched.clear()
+    r = layerwise.slice_reduce(Ag, cols, "sum", 1, batches=(N, n))
+    assert "gs_rowsum_chunk_counts" in launched and not layerwise._PLACED
+    torch.testing.assert_close(r.cpu(), want_r, rtol=0, atol=0, equal_nan=True)
+    # switched off: the totals' own passes, the same bits
+    assert alone <= pair(enc.cuda())
+
+
+def test_the_row_sums_take_only_the_terms_placed_for_their_own_frontier(monkeypatch):
+    """``layerwise.FUSE_TOTALS``'s bookkeeping (host only, the passes stubbed): a super-batched
+    ``slice_total`` places the row sums' terms only once the graph's last one was followed by
+    the row sums of its frontier; those row sums take them, matched by the frontier object
+    (interleaved calls of a pipelined loader's lanes each find theirs), never another
+    frontier's, one written in place since, another graph's or other batches'; an entry
+    whose frontier is gone is dropped, its terms with it."""
+    import gc
+
+    from gsample.backend.cuda import layerwise
+
+    monkeypatch.setattr(layerwise, "_PAIRED", {})
+    monkeypatch.setattr(layerwise, "_PLACED", {})
+    placed = []
+
+    def chunk_terms(*args):
+        placed.append(args[-1])
+        return ("starts", len(placed))
+
+    monkeypatch.setattr(layerwise, "_chunk_terms", chunk_terms)
+
+    class Sums:
+        def finish(self):
+            return "totals"
+
+    A = gs.datasets.rmat(100, 1000, seed=1).csc
+    batches = (4, 100)
+
+    def total(cols, B=A, at=batches):
+        return layerwise._totals_with_terms(B, cols, at, *[None] * 5, 1, None, Sums())
+
+    one, two = torch.arange(10), torch.arange(20)
+    assert total(one) is None and not placed  # not paired yet: the totals' own passes
+    assert layerwise._terms_placed(A, one, batches) is None  # (none placed)
+    assert {layerwise._pair_key(A, batches): True} == layerwise._PAIRED
+    assert total(one) == "totals" and total(two) == "totals" and len(placed) == 2
+    assert isinstance(placed[0], Sums)  # the totals go to the passes
+    # interleaved: each frontier's own terms
+    assert layerwise._terms_placed(A, two, batches) == ("starts", 2)
+    assert layerwise._terms_placed(A, one, batches) == ("starts", 1)
+    assert layerwise._terms_placed(A, one, batches) is None, "taken once"
+    assert not any(layerwise._PAIRED.values()), "the row sums of a frontier with no total"
+    total(one)
+    assert layerwise._terms_placed(A, one, batches) is None  # (paired again)
+    for mismatch in (
+        lambda: layerwise._terms_placed(A, one.clone(), batches),  # another frontier
+        lambda: layerwise._terms_placed(A, one.add_(0), batches),  # written in place
+        lambda: layerwise._terms_placed(A.with_values(None), one, batches),  # another graph
+        lambda: layerwise._terms_placed(A, one, (2, 200)),  # other batches
+    ):
+        layerwise._PAIRED[layerwise._pair_key(A, batches)] = True
+        assert total(one) == "totals"
+        assert mismatch() is None
+        layerwise._PLACED.clear()
+    three = torch.arange(30)
+    layerwise._PAIRED[layerwise._pair_key(A, batches)] = True
+    assert total(three) == "totals" and len(layerwise._PLACED) == 1
+    del three
+    gc.collect()
+    total(two)
+    assert list(layerwise._PLACED) == [id(two)], "the gone frontier's entry dropped"
+
+
+def test_the_row_sums_take_terms_only_in_the_call_and_stream_that_placed_them(monkeypatch):
+    """``layerwise.FUSE_TOTALS``'s entries are the call's and the stream's that placed them
+    (host only, the passes stubbed): another program call (its own deferred-check record:
+    a frontier object it shares may have been rewritten with no version, as a CUDA graph's
+    replay rewrites its static buffers) or another stream (the terms may not be written
+    yet) takes none; a bounded frontier's count written in place, or another object at a
+    dead frontier's address, takes none; an entry goes with its frontier (its terms freed at
+    once), and a slice_total that places nothing drops the frontier's older entry."""
+    import gc
+
+    from gsample.backend.cuda import layerwise
+    from gsample.base import validate as V
+    from gsample.formats.bounded import BoundedIds
+
+    monkeypatch.setattr(layerwise, "_PLACED", {})
+    monkeypatch.setattr(layerwise, "_chunk_terms", lambda *args: ("starts", "terms"))
+    stream = [0]
+    monkeypatch.setattr(layerwise, "_scope", lambda A: (V.DEFERRED.get(), stream[0]))
+
+    class Sums:
+        def finish(self):
+            return "totals"
+
+    A = gs.datasets.rmat(100, 1000, seed=1).csc
+    batches = (4, 100)
+    monkeypatch.setattr(layerwise, "_PAIRED", {layerwise._pair_key(A, batches): True})
+
+    def total(cols):
+        layerwise._PAIRED[layerwise._pair_key(A, batches)] = True
+        return layerwise._totals_with_terms(A, cols, batches, *[None] * 5, 1, None, Sums())
+
+    def reduce(cols):
+        return layerwise._terms_placed(A, cols, batches)
+
+    one = torch.arange(10)
+    total(one)
+    assert reduce(one) == ("starts", "terms")  # (the same call and stream: taken)
+    with V.deferred():  # one call's record
+        total(one)
+        assert reduce(one) == ("starts", "terms")
+        total(one)
+    with V.deferred():  # the next call's
+        assert reduce(one) is None, "another call's terms"
+    total(one)
+    stream[0] = 7
+    assert reduce(one) is None, "another stream's terms"
+    stream[0] = 0
+    bounded = BoundedIds(torch.arange(12), torch.tensor([10]))
+    total(bounded)
+    bounded.count.fill_(9)
+    assert reduce(bounded) is None, "the count written in place"
+    two = torch.arange(20)
+    total(one)
+    layerwise._PLACED[id(two)] = layerwise._PLACED.pop(id(one))  # (an address reused)
+    assert reduce(two) is None, "another frontier at the address"
+    three = torch.arange(30)
+    total(three)
+    assert id(three) in layerwise._PLACED
+    key = id(three)
+    del three
+    gc.collect()
+    assert key not in layerwise._PLACED, "the terms freed with their frontier"
+    total(one)
+    layerwise._forget(one)  # (a slice_total that placed nothing: switched off, capturing)
+    assert reduce(one) is None

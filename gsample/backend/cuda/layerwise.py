@@ -12,7 +12,9 @@ the GPU idled, and that one block would set the layer's time.
   the row sums of the built slice, ``compute.reduce``); it takes a bounded frontier. A
   super-batch's (an encoded frontier over N graphs' rows, whose accumulators missed the L2)
   goes by chunk of rows, with one read-back of its term count (:func:`_chunked_row_sums`):
-  the same bits.
+  the same bits. ``slice_total`` (each mini-batch's sum of the frontier's edges) is two
+  passes too; a super-batch's, where the row sums of its frontier come next (LADIES' ``p /
+  p_total``), takes them in the chunk count and fill of those row sums (``FUSE_TOTALS``).
 * ``slice_collective_sample`` (without replacement) runs in two phases, two steps of a
   lowered program: :func:`collective_start` queues every launch up to the kept counts and
   reads nothing back (a CUDA graph captures it: one per layer of LADIES), and
@@ -39,6 +41,8 @@ other reductions) run the exact implementations.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from dataclasses import dataclass, field
 
 import torch
@@ -54,7 +58,7 @@ from gsample.backend.torch import fused_reduce
 from gsample.base import validate as V
 from gsample.base.random import DeviceKey
 from gsample.base.readback import refuse_capture
-from gsample.formats.bounded import COPY_OUT, PendingSizes, copy_all
+from gsample.formats.bounded import COPY_OUT, BoundedIds, PendingSizes, copy_all
 from gsample.formats.csc import CSC
 from gsample.ir import Op
 from gsample.ir.checks import NO_POSITIVE_ROW
@@ -101,6 +105,25 @@ SELECT = "auto"
 #: candidate bits and the kept list take) or a number from 1 (a round a tile) to _MAX_ROUNDS;
 #: the same bits either way (the sums are order-free)
 SUM_ROUNDS = "auto"
+#: a super-batch's totals (``SLICE_TOTAL``) taken by the passes that place its row sums' terms
+#: by chunk (gs_rowsum_chunk_counts_total / _fill_total) where the same frontier's row sums
+#: (``SLICE_REDUCE``) come next, as LADIES' normaliser and probabilities do: the totals' two
+#: passes over the frontier's edges (gs_total_*) not run, the same bits
+#: (:func:`_totals_with_terms`). False: the totals' own passes, for an A/B
+FUSE_TOTALS = True
+#: (graph's indptr and values addresses, copies, n) -> whether the last super-batched
+#: slice_total of that graph was followed by a slice_reduce of the same frontier (learned by
+#: slice_reduce: the first super-batch computes its totals on their own)
+_PAIRED: dict = {}
+#: id(frontier) -> a super-batched slice_total's (graph, frontier, batches, versions, scope)
+#: and the row sums' terms it placed (None: its totals' own passes), for the slice_reduce of
+#: that frontier that follows (by the frontier: another call's, a pipelined loader's other
+#: lane, may run between them); the scope (:func:`_scope`: the call's deferred-check record
+#: and the stream) keeps an entry to the call and stream that made it (a frontier object
+#: reused by another call, a static buffer a graph rewrites without a version, or another
+#: thread's stream never takes it); an entry goes when its frontier does (its terms freed)
+_PLACED: dict = {}
+_PLACED_LOCK = threading.Lock()
 #: the kernels keep a chosen row's position among the chosen (``newpos``) as int32, and the
 #: radix select counts a batch's candidates per digit in uint32: a sample that could pass
 #: these runs the exact implementation (docs/guide/large-graphs.md, "64-bit offsets")
@@ -189,7 +212,12 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
     v = _opt(None if vals is None else vals.contiguous())
     if N > 1 and C:  # a super-batch: by chunk of rows, one read-back
         refuse_capture()
-        return _chunked_row_sums(indptr, rows, v, buf, ncols, C, n, A.num_nodes * N, dtype)
+        R = A.num_nodes * N
+        # (switched off, an older entry is dropped all the same)
+        placed = _terms_placed(A, cols, batches)
+        if placed is None or not FUSE_TOTALS:  # (the ids checked by its frontier pointer)
+            placed = _chunk_terms(indptr, rows, v, buf, ncols, C, n, R, dtype)
+        return _chunked_row_sums(*placed, R, dtype, _params(indptr))
     sums = RowSums(A.num_nodes * N, dtype, buf.device, _params(indptr))
     if C == 0:
         return sums.finish()
@@ -234,13 +262,23 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
     return sums.finish()
 
 
-# the frontier's ids are checked by gs_frontier_ptr, as for slice_reduce
-@cuda_impl(Op.SLICE_TOTAL, sync_free=True, syncs=False, bounded_out=False, checks=("cols",))
+# the frontier's ids are checked by gs_frontier_ptr, as for slice_reduce; a super-batch's
+# may read back (FUSE_TOTALS: the row sums' terms placed)
+@cuda_impl(
+    Op.SLICE_TOTAL,
+    sync_free=True,
+    syncs=False,
+    bounded_out=False,
+    checks=("cols",),
+    syncs_batched=True,
+)
 def slice_total(A: CSC, cols, op: str, batches=None) -> torch.Tensor:
     """``A[:, cols].sum()`` (see ``gsample.backend.torch.fused_reduce.slice_total``): the
     exact sum of the frontier's edge values (each mini-batch's: shape (N,), with
     ``batches``), two passes over its edges (``kernels/rowsum.cu``, ``gs_total_*``) and no
-    read-back; other values run the exact implementation."""
+    read-back; other values run the exact implementation. A super-batch whose row sums of
+    the same frontier come next (:data:`FUSE_TOTALS`) takes its totals in the passes that
+    place those sums' terms instead, with their read-back (:func:`_totals_with_terms`)."""
     vals = A.values
     if not (_graph(A) and (vals is None or (vals.dtype in _FLOATS and vals.dim() == 1))):
         return fused_reduce.slice_total(A, _exact_cols(A, cols, batches), op, batches)
@@ -251,6 +289,12 @@ def slice_total(A: CSC, cols, op: str, batches=None) -> torch.Tensor:
     indptr, rows = _index_arrays(A)
     v = _opt(None if vals is None else vals.contiguous())
     sums = RowSums(N, dtype, buf.device, _params(indptr))
+    if N > 1 and C and FUSE_TOTALS and not torch.cuda.is_current_stream_capturing():
+        out = _totals_with_terms(A, cols, batches, indptr, rows, v, buf, ncols, C, dtype, sums)
+        if out is not None:
+            return out
+    elif N > 1 and C:
+        _forget(cols)
     if C:
         ptr = _frontier_ptr(indptr, buf, ncols, n, A.num_nodes * N)  # the ids checked there
         sub = _sum_rounds(indptr, rows, C)
@@ -283,12 +327,14 @@ def slice_total(A: CSC, cols, op: str, batches=None) -> torch.Tensor:
 _CHUNK = 2048  # rows of a chunk (GS_CHUNK of kernels/rowsum.cu)
 
 
-def _chunked_row_sums(
-    indptr, rows, v, buf, ncols, C: int, n: int, R: int, dtype: torch.dtype
-) -> torch.Tensor:
-    """A super-batch's row sums (the same bits as the passes over its row space): the
-    frontier's nonzero terms counted and placed by chunk of rows, one read-back of their
-    number, then a block per chunk sums them in shared memory and writes every row."""
+def _chunk_terms(
+    indptr, rows, v, buf, ncols, C: int, n: int, R: int, dtype: torch.dtype, totals=None
+) -> tuple:
+    """A super-batch's nonzero row-sum terms counted and placed by chunk of rows, one
+    read-back of their number (a bad frontier id raises there): ``(starts, terms)``, chunk
+    k's terms ``terms[starts[k]:starts[k + 1]]`` (``gs_term_t``: a value and its row in the
+    chunk). ``totals``: the :class:`RowSums` of the N mini-batches' totals (zero), which the
+    same two passes take (gs_rowsum_chunk_counts_total / _fill_total)."""
     dev = buf.device
     K = -(-R // _CHUNK)
     key = {"params": _params(indptr), "dtypes": (_FLOATS[dtype],)}
@@ -297,31 +343,53 @@ def _chunked_row_sums(
     starts = torch.empty(2 * (K + 1), dtype=torch.int64, device=dev)
     memset(starts, 0)
     counts, starts = starts[: K + 1], starts[K + 1 :]
-    launch(
-        "rowsum",
-        "gs_rowsum_chunk_counts",
-        _GRID * _THREADS,
-        indptr,
-        rows,
-        v,
-        buf,
-        C,
-        ptr,
-        n,
-        counts,
-        sub,
-        block=_THREADS,
-        grid=_GRID,
-        **key,
-    )
+    if totals is None:
+        launch(
+            "rowsum",
+            "gs_rowsum_chunk_counts",
+            _GRID * _THREADS,
+            indptr,
+            rows,
+            v,
+            buf,
+            C,
+            ptr,
+            n,
+            counts,
+            sub,
+            block=_THREADS,
+            grid=_GRID,
+            **key,
+        )
+    else:  # (blocks of _THREADS: the launch bounds' GS_SUM_THREADS)
+        launch(
+            "rowsum",
+            "gs_rowsum_chunk_counts_total",
+            _GRID * _THREADS,
+            indptr,
+            rows,
+            v,
+            buf,
+            C,
+            ptr,
+            n,
+            counts,
+            sub,
+            totals.R,
+            totals.emax,
+            totals.flags,
+            block=_THREADS,
+            grid=_GRID,
+            **key,
+        )
     torch.cumsum(counts[:K], 0, out=starts[1:])
     (terms,) = V.read_back([starts[K:]])  # (and a bad frontier id raises here)
     # a term: its value and its row in the chunk, one struct of two values' size (gs_term_t)
     found = torch.empty(
         terms, dtype=torch.int64 if dtype == torch.float32 else torch.complex128, device=dev
     )
-    if terms:
-        cursor = starts[:K].clone()
+    cursor = starts[:K].clone() if terms else None  # each chunk's next place
+    if terms and totals is None:
         launch(
             "rowsum",
             "gs_rowsum_chunk_fill",
@@ -340,7 +408,38 @@ def _chunked_row_sums(
             grid=_GRID,
             **key,
         )
-    out = torch.empty(R, dtype=dtype, device=dev)
+    elif terms:  # (none: every term zero, which adds nothing to a total either)
+        launch(
+            "rowsum",
+            "gs_rowsum_chunk_fill_total",
+            _GRID * _THREADS,
+            indptr,
+            rows,
+            v,
+            buf,
+            C,
+            ptr,
+            n,
+            cursor,
+            found,
+            sub,
+            totals.R,
+            totals.emax,
+            totals.lo,
+            totals.hi,
+            block=_THREADS,
+            grid=_GRID,
+            **key,
+        )
+    return starts, found
+
+
+def _chunked_row_sums(starts, found, R: int, dtype: torch.dtype, params) -> torch.Tensor:
+    """A super-batch's row sums from its terms placed by chunk (:func:`_chunk_terms`; the
+    same bits as the passes over its row space): a block per chunk sums them in shared
+    memory and writes every row of it."""
+    K = -(-R // _CHUNK)
+    out = torch.empty(R, dtype=dtype, device=starts.device)
     launch(
         "rowsum",
         "gs_rowsum_chunks",
@@ -351,9 +450,96 @@ def _chunked_row_sums(
         out,
         block=_THREADS,
         grid=K,
-        **key,
+        params=params,
+        dtypes=(_FLOATS[dtype],),
     )
     return out
+
+
+def _versions(A: CSC, cols) -> tuple:
+    """What an in-place write to the graph's arrays or the frontier changes."""
+    frontier = (cols.data, cols.count) if isinstance(cols, BoundedIds) else (cols,)
+    arrays = (A.indptr, A.rows, A.values, *frontier)
+    return tuple(-1 if a is None else a._version for a in arrays)
+
+
+def _scope(A: CSC) -> tuple:
+    """The program call (its deferred checks' record: one a call, None outside one) and the
+    stream an entry of :data:`_PLACED` belongs to: a write a version does not count (a CUDA
+    graph's replay into its static buffers, a ``.data`` write) can only come from another
+    call, and terms placed on another stream may not be written yet."""
+    dev = A.indptr.device
+    stream = torch.cuda.current_stream(dev).cuda_stream if dev.type == "cuda" else 0
+    return (V.DEFERRED.get(), stream)
+
+
+def _pair_key(A: CSC, batches) -> tuple:
+    vals = A.values
+    return (A.indptr.data_ptr(), 0 if vals is None else vals.data_ptr(), *batches)
+
+
+def _drop_when_gone(key: int):
+    """A weak reference's callback: the entry of a frontier that is gone dropped, its terms
+    freed (no lock: one dict operation; it may run in any thread, inside a locked block)."""
+
+    def drop(ref) -> None:
+        entry = _PLACED.get(key)
+        if entry is not None and entry[1] is ref:
+            _PLACED.pop(key, None)
+
+    return drop
+
+
+def _forget(cols) -> None:
+    """Any entry of this frontier dropped (a super-batched slice_total that placed nothing:
+    no older entry may reach the row sums that follow)."""
+    with _PLACED_LOCK:
+        _PLACED.pop(id(cols), None)
+
+
+def _totals_with_terms(
+    A: CSC, cols, batches, indptr, rows, v, buf, ncols, C: int, dtype, sums
+) -> torch.Tensor | None:
+    """A super-batch's totals (``sums``: the N mini-batches') taken in the passes that place
+    its row sums' terms (:func:`_chunk_terms`, one read-back), the terms kept for the
+    ``slice_reduce`` of the same graph and frontier that comes next (:func:`_terms_placed`),
+    where the last super-batch's did (:data:`_PAIRED`); None otherwise (the caller runs the
+    totals' own passes: a frontier whose row sums are not taken would place its terms for
+    nothing). Either way the call is noted for that ``slice_reduce``."""
+    fused = _PAIRED.get(_pair_key(A, batches), False)
+    placed = None
+    if fused:
+        N, n = batches
+        placed = _chunk_terms(indptr, rows, v, buf, ncols, C, n, A.num_nodes * N, dtype, sums)
+    # weakly: a graph or frontier dropped meanwhile is not kept alive, and is no match
+    key = id(cols)
+    frontier = weakref.ref(cols, _drop_when_gone(key))
+    entry = (weakref.ref(A), frontier, batches, _versions(A, cols), _scope(A), placed)
+    with _PLACED_LOCK:
+        _PLACED[key] = entry
+    return sums.finish() if fused else None
+
+
+def _terms_placed(A: CSC, cols, batches) -> tuple | None:
+    """The terms a super-batched ``slice_total`` of this frontier placed for these row sums
+    (``(starts, terms)``: the same graph, frontier and batches, neither written since, in
+    the same call and stream), or None; notes whether such a call came first
+    (:data:`_PAIRED`)."""
+    with _PLACED_LOCK:
+        entry = _PLACED.pop(id(cols), None)
+    same = (
+        entry is not None
+        and entry[0]() is A
+        and entry[1]() is cols
+        and entry[2] == batches
+        and entry[3] == _versions(A, cols)
+        and entry[4][0] is V.DEFERRED.get()
+        and entry[4][1] == _scope(A)[1]
+    )
+    _PAIRED[_pair_key(A, batches)] = same
+    if len(_PAIRED) > 1024:  # (graphs come and go: addresses reused)
+        _PAIRED.clear()
+    return entry[5] if same else None
 
 
 # ----------------------------------------------------------------------------- collective
