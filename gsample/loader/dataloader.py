@@ -31,8 +31,9 @@ from gsample.compiler import CompiledSampler, compile
 from gsample.distributed.partition_batches import agree, is_refusal, sample_round
 from gsample.distributed.split import rank_batches, resolve_ranks
 from gsample.formats.derived import bind_seeds
+from gsample.loader import features as _features
 from gsample.loader.batch import Batch, batches_of
-from gsample.loader.features import FeatureStore, batch_nodes
+from gsample.loader.features import FeatureStore, adjacent, batch_nodes
 from gsample.loader.pipeline import pipelined
 from gsample.loader.super_batching import (
     auto_statistic,
@@ -330,7 +331,11 @@ class DataLoader:
             groups = (g for first, run in runs for g in self._super_batches(run, epoch_seed, first))
         self.sample_seconds = self.gather_seconds = 0.0
         gathers = self.feature_store is not None or self.label_store is not None
+        shown = not bar.disable
         if self.pipeline and gathers and not self._stateful() and not self._one_run(mine):
+            if not shown:  # (the loop's thread is the model's: no call per mini-batch)
+                yield from pipelined(self, groups)
+                return
             for batch in pipelined(self, groups):
                 yield batch
                 bar.update(1)
@@ -338,7 +343,6 @@ class DataLoader:
             return
         # handed out group by group; without rows to gather or a bar to show, by `yield
         # from` (the list iterated in C: no call per mini-batch)
-        shown = not bar.disable
         for group in self._timed(groups):
             if not gathers and not shown:
                 yield from group
@@ -403,6 +407,36 @@ class DataLoader:
             sync()
         self.gather_seconds += time.perf_counter() - began
         return batch
+
+    def _gather_group(self, group: list, sync=None) -> bool:
+        """:meth:`_gather` of every batch of ``group`` (one sampling run's), each table's rows
+        gathered in one op for all of them where their ``n_id`` are consecutive views of one
+        tensor (a super-batch's: :func:`gsample.loader.features.adjacent`) and the stores
+        can cut them out (:meth:`FeatureStore.rows_of`): the same rows as :meth:`_gather`'s,
+        each batch's ``x`` / ``y`` a view of the group's. Returns False, nothing gathered
+        where it cannot (``GROUP_GATHER`` off, one batch, ids elsewhere, a
+        store that cannot, an error: :meth:`_gather` then runs batch by batch and raises
+        at its mini-batch)."""
+        stores = [s for s in (self.feature_store, self.label_store) if s is not None]
+        if not (_features.GROUP_GATHER and len(group) > 1 and stores):
+            return False
+        began = time.perf_counter()
+        try:
+            n_ids = [batch_nodes(b.out, b.node_seeds, self.A.num_nodes) for b in group]
+            found = adjacent(n_ids)
+            if found is None or not all(s.cuts(found[1]) for s in stores):
+                return False
+            rows = [s.rows_of(*found) for s in stores]
+        except Exception:  # (the batch at fault raises again, at its turn, batch by batch)
+            return False
+        x = rows.pop(0) if self.feature_store is not None else [None] * len(group)
+        y = rows.pop(0) if self.label_store is not None else [None] * len(group)
+        for batch, n_id, xb, yb in zip(group, n_ids, x, y):
+            batch.n_id, batch.x, batch.y = n_id, xb, yb
+        if sync is not None:
+            sync()
+        self.gather_seconds += time.perf_counter() - began
+        return True
 
     def _one_by_one(self, parts: list, epoch_seed: int, first: int = 0, indices=None):
         """The batches ``first, first + 1, ...`` (or ``indices``), seeds ``parts``, sampled
