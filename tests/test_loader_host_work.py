@@ -75,9 +75,16 @@ class Counted:
         finally:
             sys.setprofile(None)
 
-    def epoch(self, loader) -> list:
+    def epoch(self, loader, whole: bool = False) -> list:
         """An epoch of ``loader``, counted from its first mini-batch on (the epoch's own
-        shuffle is not a mini-batch's work)."""
+        shuffle is not a mini-batch's work), or ``whole`` (the stages run ahead of the loop:
+        what they do for every mini-batch)."""
+        if whole:
+            with self.counting("loop"):
+                self.on[0] = True
+                batches = list(loader)
+                self.on[0] = False
+            return batches
         it = iter(loader)
         batches = [next(it)]
         with self.counting("loop"):
@@ -107,11 +114,23 @@ def _loader(setup, **kw):
 
 
 def _same(got: list, want: list) -> None:
+    """The same values, dtypes, shapes and strides; floating-point rows starting 512-byte
+    aligned in their storage, as a gather of their own does (the model's kernels round
+    alike)."""
     assert [b.index for b in got] == [b.index for b in want]
     for a, b in zip(got, want):
         for f in ("seeds", "n_id", "x", "y"):
             u, v = getattr(a, f), getattr(b, f)
             assert u.dtype == v.dtype and u.shape == v.shape and torch.equal(u, v), (a.index, f)
+            assert u.stride() == v.stride() and u.is_contiguous() == v.is_contiguous(), (a.index, f)
+            if f == "x":
+                assert u.storage_offset() * u.element_size() % features.ROWS_ALIGN == 0
+                assert u.data_ptr() % (features.ROWS_ALIGN if u.is_cuda else 64) == 0
+
+
+def _shared(batch) -> bool:
+    """Whether ``batch.x``'s storage holds more than its rows (a group's)."""
+    return batch.x.untyped_storage().nbytes() > batch.x.nbytes
 
 
 def test_adjacent_finds_consecutive_views_of_one_tensor():
@@ -142,17 +161,17 @@ def test_a_super_batch_s_rows_are_those_of_one_mini_batch_at_a_time(
     want = list(_loader(setup))
     plain = list(_loader(setup, super_batch=8, pipeline=False))
     counted = Counted(monkeypatch, "ops")
-    got = counted.epoch(_loader(setup, super_batch=8))
+    got = counted.epoch(_loader(setup, super_batch=8), whole=True)
     _same(got, want), _same(plain, want)
     grouped = width == 128
-    # each super-batch's x (and y) one tensor, or one each
+    # each super-batch's x (and y) one storage, or one each; never views to autograd
     bases = {b.x.untyped_storage().data_ptr() for b in got[1:]}
     assert (len(bases) < len(got) - 1) == grouped
-    if grouped:
-        assert all(b.x._base is not None and b.y._base is not None for b in got[8:])
+    assert all(_shared(b) == grouped for b in got[8:])
+    assert all(b.x._base is None and b.y._base is None for b in got)
     gathers = counted.counts["gather_stage"]["aten.index_select.default"]
     groups = -(-len(got) // 8) + 1  # (on a GPU mini-batch 0 is measured alone, a group)
-    assert gathers <= 2 * groups if grouped else gathers >= 2 * (len(got) - 8)
+    assert gathers <= 2 * groups if grouped else gathers == 2 * len(got)
     recorded = "aten.record_stream.default"
     assert counted.counts["loop"][recorded] == 0
     assert (counted.counts["gather_stage"][recorded] > 0) == (device.type == "cuda")
@@ -161,8 +180,42 @@ def test_a_super_batch_s_rows_are_those_of_one_mini_batch_at_a_time(
 def test_group_gather_can_be_switched_off(setup, monkeypatch):
     monkeypatch.setattr(features, "GROUP_GATHER", False)
     got = list(_loader(setup, super_batch=8))
-    assert all(b.x._base is None for b in got)
+    assert not any(_shared(b) for b in got)
     _same(got, list(_loader(setup)))
+
+
+def test_a_table_whose_rows_start_unaligned_is_gathered_batch_by_batch_once(setup, monkeypatch):
+    """100 float32 features (400-byte rows): a super-batch's parts would start unaligned, so
+    each mini-batch's rows are gathered alone, from the ``n_id`` the group's attempt made
+    (``batch_nodes`` once a mini-batch, not twice)."""
+    A, _, y, fn, seeds = setup
+    x = torch.randn(A.num_nodes, 100, generator=torch.Generator().manual_seed(1))
+    setup = (A, x, y, fn, seeds)
+    counted = Counted(monkeypatch, "calls")
+    got = counted.epoch(_loader(setup, super_batch=8), whole=True)
+    assert not any(_shared(b) for b in got)
+    assert counted.counts["gather_stage"]["batch_nodes"] == len(got)
+    _same(got, list(_loader(setup)))
+
+
+def test_rows_keep_the_autograd_of_a_gather_of_their_own(setup):
+    """A table that requires grad (a learned embedding) is gathered batch by batch (each
+    mini-batch's backward its own: a group's would be freed by the first); a group's rows
+    take an in-place op whose operand requires grad, as a tensor of their own does (views
+    of one split would refuse it)."""
+    A, x, y, fn, seeds = setup
+    table = torch.nn.Parameter(x.clone())
+    n = 0
+    for batch in _loader((A, table, y, fn, seeds), super_batch=8):
+        assert not _shared(batch)
+        batch.x.sum().backward()
+        n += 1
+    assert n == 63 and torch.equal(table.grad.sum(1) != 0, table.grad.abs().sum(1) != 0)
+    w = torch.ones(x.shape[1], requires_grad=True)
+    for batch in _loader(setup, super_batch=8):
+        batch.x.mul_(w)  # (in place, an operand that requires grad)
+        batch.x.sum().backward()
+    assert w.grad is not None
 
 
 #: (super_batch, thread) -> most Python calls a mini-batch handed out may cost (measured on
@@ -216,3 +269,54 @@ def test_each_storage_of_a_group_is_recorded_once(setup):
         assert pipeline._distinct(group) == []  # (no CUDA tensor)
     odd = [gs.Batch(seeds=torch.arange(3), index=0, out={"a": torch.ones(2)})]
     assert len(pipeline._distinct(odd, cuda=False)) == 2
+
+
+def test_a_cached_store_s_group_rows_and_counts_are_those_of_one_at_a_time(setup):
+    """The cache's path (``always_cache``: on a CPU graph it only copies) gathers a
+    super-batch's rows together too: the same rows, lookups and hits as batch by batch."""
+    from gsample.loader.features import FeatureStore
+
+    A, x, *_ = setup
+    counts = []
+    for pipelined in (False, True):
+        loader = _loader(setup, super_batch=8, pipeline=pipelined)
+        store = loader.feature_store = FeatureStore(x, A, cache_bytes=1 << 20, always_cache=True)
+        got = list(loader)
+        assert all(torch.equal(b.x, x[b.n_id]) for b in got)
+        assert all(_shared(b) == pipelined for b in got[8:])
+        counts.append((store.lookups, store.hits))
+    assert counts[0] == counts[1] and 0 < counts[0][1] < counts[0][0]
+
+
+@pytest.mark.parametrize("super_batch", [None, 8])
+def test_the_loop_s_late_kernels_read_rows_no_stage_has_reused(setup, super_batch, device):
+    """On a GPU: each batch's ``n_id`` and ``x`` are read by the loop's stream behind a long
+    kernel and the batch is dropped at once, while the stages allocate the next groups on
+    their own streams. The rows read are the table's: the allocator gave no stage their
+    memory before the loop's kernels ran (``record_stream`` on the loop's stream, by the
+    gathering thread, and by the loop's thread once the loop moved to another stream, half
+    way through one at a time: every group's hand-out then runs on it). A batch of each
+    eight kept to the end still holds its rows."""
+    if device.type != "cuda":
+        pytest.skip("the caching allocator's streams: a GPU")
+    A, x, y, fn, seeds = setup
+    X = x.to(device)
+    loader = _loader((A.to(device), X, y.to(device), fn, seeds.to(device)), super_batch=super_batch)
+    other = torch.cuda.Stream(device)
+    flags, kept, it = [], [], iter(loader)
+    for i in range(10**6):
+        moved = super_batch is None and i >= 32
+        if moved and i == 32:
+            other.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(other) if moved else contextlib.nullcontext():
+            batch = next(it, None)
+            if batch is None:
+                break
+            torch.cuda._sleep(20_000_000)  # (the loop's stream runs behind the stages)
+            flags.append((batch.x == X[batch.n_id]).all())
+            if i % 8 == 0:
+                kept.append(batch)
+        del batch
+    torch.cuda.synchronize(device)
+    assert len(flags) == 63 and bool(torch.stack(flags).all())
+    assert all(torch.equal(b.x, X[b.n_id]) for b in kept)

@@ -492,8 +492,9 @@ class FeatureStore:
     def cuts(self, sizes: list) -> bool:
         """Whether :meth:`rows_of` may gather mini-batches of ``sizes`` ids together: a
         dense table, and each one's floating-point rows starting :data:`ROWS_ALIGN`-aligned
-        in the group's (as its own gather's would)."""
-        if self.mode == "sparse":
+        in the group's (as its own gather's would); not a table that requires grad (each
+        mini-batch's rows then have a backward of their own, as one gather each gives)."""
+        if self.mode == "sparse" or self.table.requires_grad:
             return False
         if self.table.is_floating_point() or self.table.is_complex():
             width = self.row_bytes
@@ -505,18 +506,23 @@ class FeatureStore:
                     at += n
         return True
 
-    def rows_of(self, whole: torch.Tensor, sizes: list) -> list:
+    def rows_of(self, whole: torch.Tensor, sizes: list) -> tuple:
         """The rows of several mini-batches' ids in one gather, where :meth:`cuts` says so:
         ``whole`` their ids one after another (:func:`adjacent`), ``sizes`` how many each
-        has. Returns each one's rows (``self._rows(ids_b)``, the same values) as views of
-        one tensor.
+        has. Returns each one's rows (``self._rows(ids_b)``, the same values, shape and
+        strides) in one storage; each a tensor of its own to autograd (no view of the
+        group's, its own version counter: an in-place op on one batch's rows, even with an
+        operand that requires grad, acts as on a gather of its own). Keeping one of them
+        keeps the whole storage (every mini-batch's rows of the group) alive.
 
         Examples
         --------
         >>> whole, sizes = adjacent(n_ids)                  # a super-batch's mini-batches
         >>> xs = store.rows_of(whole, sizes)                # xs[b] == store._rows(n_ids[b])
         """
-        return list(self._rows(whole).split_with_sizes(sizes))
+        # (split_with_sizes' views refuse an in-place op that requires grad: "a view ...
+        # output of a function that returns multiple views")
+        return self._rows(whole).unsafe_split_with_sizes(sizes)
 
     def _rows(self, n_id: torch.Tensor) -> torch.Tensor:
         """:meth:`__call__` without the check of the ids: for ids made by the loader from a

@@ -199,21 +199,20 @@ def pipelined(loader, groups):
                     # sizes back, which CUDA refused there (the lock is free but for that)
                     with CAPTURE_LOCK if cuda else contextlib.nullcontext():
                         # a super-batch's rows in one op per table where they can be
-                        if loader._gather_group(group, sync(1)):
-                            gathered = group
-                        else:
-                            for batch in group:
-                                gathered.append(loader._gather(batch, sync(1)))
+                        loader._gather_group(group, sync(1), gathered)
+                        # the loop's stream marked as a user of the group's memory here, not
+                        # in the loop's thread (which the model's launches need); under the
+                        # lock (no capture under way: the allocator keeps no capture's
+                        # bookkeeping of it) and in the try (an error reaches the loop, which
+                        # then records what it gets itself; else it would wait forever)
+                        if cuda:
+                            for t in _distinct(group):
+                                t.record_stream(caller)
                 except BaseException as error:
                     if gathered:
                         _put(ready, (gathered, event(1), None), stop)
                     _put(ready, _Failure(error), stop)
                     return
-                # the loop's stream marked as a user of the group's memory here, not in the
-                # loop's thread (which the model's launches need)
-                if cuda:
-                    for t in _distinct(group):
-                        t.record_stream(caller)
                 if not _put(ready, (group, event(1), caller if cuda else None), stop):
                     return
 

@@ -63,8 +63,6 @@ class CallerCode:
         self._waiting: Counter = Counter()  # thread -> open waiting() blocks
         self._capturing: Counter = Counter()  # thread -> captures in progress
         self._pending: Counter = Counter()  # thread -> captures waiting to start
-        self._running_block = _Running(self)
-        self._waiting_block = _Waiting(self)
 
     def is_running(self, thread: int) -> bool:
         """Whether ``thread`` (an ident) is running the caller's code now."""
@@ -111,15 +109,20 @@ class CallerCode:
     def running(self):
         """A block (a context manager) inside which the caller's code runs in this thread
         (entered once the captures of other threads, started or waiting to start, have
-        ended)."""
-        return self._running_block
+        ended). Left in another thread (a generator resumed or closed there), it is the
+        entering thread's block that ends."""
+        block = _new(_Running)  # (no __init__: no Python call)
+        block.gate = self
+        return block
 
     def waiting(self):
         """A block (a context manager) inside which this thread waits for a loader: its
         caller's code is not running (even inside a :meth:`running` block). On leaving, if
         the caller's code runs again, the captures of other threads are waited for
-        first."""
-        return self._waiting_block
+        first. Left in another thread, as :meth:`running`'s."""
+        block = _new(_Waiting)
+        block.gate = self
+        return block
 
     @contextlib.contextmanager
     def quiet(self, timeout: float | None = None):
@@ -151,17 +154,19 @@ class CallerCode:
                     self._notify()
 
 
+_new = object.__new__
+
+
 class _Running:
-    """:meth:`CallerCode.running`'s block: one object per gate, its state the gate's (per
-    thread), so entering it makes no generator and no object."""
+    """:meth:`CallerCode.running`'s block: no generator; it keeps the thread that entered
+    it (``me``), whose count it ends, whichever thread leaves it (a generator suspended
+    inside the block may be resumed, or closed, in another thread)."""
 
-    __slots__ = ("gate",)
-
-    def __init__(self, gate: CallerCode):
-        self.gate = gate
+    __slots__ = ("gate", "me")
 
     def __enter__(self) -> None:
-        gate, me = self.gate, get_ident()
+        gate = self.gate
+        me = self.me = get_ident()
         with gate._lock:
             if gate._capturing or gate._pending:
                 gate._blocked(me, lambda: not gate._others_capture(me))
@@ -169,7 +174,7 @@ class _Running:
             depth[me] = depth.get(me, 0) + 1
 
     def __exit__(self, *exc) -> None:
-        gate, me = self.gate, get_ident()
+        gate, me = self.gate, self.me
         with gate._lock:
             depth = gate._depth
             n = depth[me] - 1
@@ -183,20 +188,18 @@ class _Running:
 class _Waiting:
     """:meth:`CallerCode.waiting`'s block (as :class:`_Running`)."""
 
-    __slots__ = ("gate",)
-
-    def __init__(self, gate: CallerCode):
-        self.gate = gate
+    __slots__ = ("gate", "me")
 
     def __enter__(self) -> None:
-        gate, me = self.gate, get_ident()
+        gate = self.gate
+        me = self.me = get_ident()
         with gate._lock:
             waiting = gate._waiting
             waiting[me] = waiting.get(me, 0) + 1
             gate._notify()
 
     def __exit__(self, *exc) -> None:
-        gate, me = self.gate, get_ident()
+        gate, me = self.gate, self.me
         with gate._lock:
             waiting = gate._waiting
             try:
