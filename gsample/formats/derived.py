@@ -74,7 +74,7 @@ def remember(A, op, value: torch.Tensor) -> None:
 
 def recall(A, op) -> torch.Tensor | None:
     """Op ``op``'s result on ``A`` kept by :func:`remember`, or None."""
-    kept = _kept(A)
+    kept = kept_facts(A)
     return None if kept is None else kept.get(op)
 
 
@@ -113,8 +113,28 @@ def _own(A) -> dict | None:
     return A.__dict__ if getattr(type(A), "KEEPS_FACTS", False) else None
 
 
-def _kept(A) -> dict | None:
-    """The facts kept with ``A`` (its own dictionary's, or the weak-keyed table's), or None."""
+def kept_facts(A) -> dict | None:
+    """The facts kept with ``A`` (its own dictionary's, or the weak-keyed table's).
+
+    Parameters
+    ----------
+    A : object
+        A sparse format (e.g. a CSC) or any object.
+
+    Returns
+    -------
+    dict or None
+        The facts dictionary itself (keys such as :data:`COLUMNS`), not a copy; None where
+        nothing is kept.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from gsample.formats.csc import CSC
+    >>> A = CSC(1, torch.tensor([0, 1]), torch.tensor([0]))
+    >>> kept_facts(A) is None
+    True
+    """
     own = _own(A)
     if own is not None:
         return own.get(FACTS)
@@ -151,7 +171,7 @@ def bind_seeds(outs: list, seeds: list) -> None:
         for i in places:
             if i < len(items):
                 m = items[i]
-                kept = _kept(getattr(m, "csc", m))
+                kept = kept_facts(getattr(m, "csc", m))
                 if kept is not None and kept.get(COLUMNS) is SEEDS:
                     kept[COLUMNS] = s
 

@@ -31,8 +31,9 @@ from gsample.compiler import CompiledSampler, compile
 from gsample.distributed.partition_batches import agree, is_refusal, sample_round
 from gsample.distributed.split import rank_batches, resolve_ranks
 from gsample.formats.derived import bind_seeds
+from gsample.loader import features as _features
 from gsample.loader.batch import Batch, batches_of
-from gsample.loader.features import FeatureStore, batch_nodes
+from gsample.loader.features import FeatureStore, adjacent, batch_nodes
 from gsample.loader.pipeline import pipelined
 from gsample.loader.super_batching import (
     auto_statistic,
@@ -330,7 +331,11 @@ class DataLoader:
             groups = (g for first, run in runs for g in self._super_batches(run, epoch_seed, first))
         self.sample_seconds = self.gather_seconds = 0.0
         gathers = self.feature_store is not None or self.label_store is not None
+        shown = not bar.disable
         if self.pipeline and gathers and not self._stateful() and not self._one_run(mine):
+            if not shown:  # (the loop's thread is the model's: no call per mini-batch)
+                yield from pipelined(self, groups)
+                return
             for batch in pipelined(self, groups):
                 yield batch
                 bar.update(1)
@@ -338,7 +343,6 @@ class DataLoader:
             return
         # handed out group by group; without rows to gather or a bar to show, by `yield
         # from` (the list iterated in C: no call per mini-batch)
-        shown = not bar.disable
         for group in self._timed(groups):
             if not gathers and not shown:
                 yield from group
@@ -387,22 +391,66 @@ class DataLoader:
             self.sample_seconds += time.perf_counter() - began
             yield group
 
-    def _gather(self, batch: Batch, sync=None) -> Batch:
-        """Set ``batch.n_id``, ``x`` and ``y`` (with ``features`` / ``labels``)."""
+    def _gather(self, batch: Batch, sync=None, n_id=None) -> Batch:
+        """Set ``batch.n_id`` (``n_id`` where given: its :func:`batch_nodes`, made already),
+        ``x`` and ``y`` (with ``features`` / ``labels``)."""
         if self.feature_store is None and self.label_store is None:
             return batch
         began = time.perf_counter()
         # n_id is the sample's (every id a gsample op made is in range; batch_nodes checks
         # the induced subgraph's nodes a sampler returns): the stores' unchecked gather
-        batch.n_id = batch_nodes(batch.out, batch.node_seeds, self.A.num_nodes)
+        if n_id is None:
+            n_id = batch_nodes(batch.out, batch.node_seeds, self.A.num_nodes)
+        batch.n_id = n_id
         if self.feature_store is not None:
-            batch.x = self.feature_store._rows(batch.n_id)
+            batch.x = self.feature_store._rows(n_id)
         if self.label_store is not None:
-            batch.y = self.label_store._rows(batch.n_id)
+            batch.y = self.label_store._rows(n_id)
         if sync is not None:
             sync()
         self.gather_seconds += time.perf_counter() - began
         return batch
+
+    def _gather_group(self, group: list, sync=None, gathered: list | None = None) -> list:
+        """:meth:`_gather` of every batch of ``group`` (one sampling run's), appended to
+        ``gathered`` (returned) as each is done: where one fails, those before it are there.
+
+        Each table's rows are gathered in one op for all of them where their ``n_id`` are
+        consecutive views of one tensor (a super-batch's:
+        :func:`gsample.loader.features.adjacent`) and the stores can cut them out
+        (:meth:`FeatureStore.cuts`, :meth:`FeatureStore.rows_of`): the same rows, each
+        batch's ``x`` / ``y`` in the group's storage. Else (``GROUP_GATHER`` off, one batch,
+        ids elsewhere, a store that cannot, an error) batch by batch, with the ``n_id``
+        made here already (an error: made again, so that the batch at fault raises)."""
+        gathered = [] if gathered is None else gathered
+        stores = [s for s in (self.feature_store, self.label_store) if s is not None]
+        n_ids = None
+        if _features.GROUP_GATHER and len(group) > 1 and stores:
+            began = time.perf_counter()
+            try:
+                n_ids = [batch_nodes(b.out, b.node_seeds, self.A.num_nodes) for b in group]
+                found = adjacent(n_ids)
+                if found is not None and all(s.cuts(found[1]) for s in stores):
+                    rows = [s.rows_of(*found) for s in stores]
+                    x = rows.pop(0) if self.feature_store is not None else [None] * len(group)
+                    y = rows.pop(0) if self.label_store is not None else [None] * len(group)
+                    for batch, n_id, xb, yb in zip(group, n_ids, x, y):
+                        batch.n_id, batch.x, batch.y = n_id, xb, yb
+                    if sync is not None:
+                        sync()
+                    self.gather_seconds += time.perf_counter() - began
+                    gathered.extend(group)
+                    return gathered
+            except Exception:  # (the batch at fault raises again, at its turn, batch by batch)
+                n_ids = None
+            self.gather_seconds += time.perf_counter() - began
+        if n_ids is None:
+            for batch in group:
+                gathered.append(self._gather(batch, sync))
+        else:  # (a table whose rows would start unaligned: the n_id are made already)
+            for batch, n_id in zip(group, n_ids):
+                gathered.append(self._gather(batch, sync, n_id))
+        return gathered
 
     def _one_by_one(self, parts: list, epoch_seed: int, first: int = 0, indices=None):
         """The batches ``first, first + 1, ...`` (or ``indices``), seeds ``parts``, sampled

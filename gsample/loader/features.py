@@ -44,13 +44,23 @@ import torch
 
 from gsample.base import validate as V
 from gsample.formats.csc import gather_segments
-from gsample.formats.derived import COLUMNS, recall
+from gsample.formats.derived import COLUMNS, kept_facts
 from gsample.formats.placement import check_fits
 from gsample.ir import Op
 from gsample.matrix.sparse import Matrix
 
 #: bytes per node of the cache's slot map (node -> cache row, or -1), counted in the budget
 SLOT_BYTES = 8
+
+#: gather a super-batch's rows in one op per table (:meth:`FeatureStore.rows_of`) where its
+#: mini-batches' ``n_id`` are consecutive views of one tensor; False: one op per mini-batch
+#: (the same rows either way: a switch to compare the two on a GPU)
+GROUP_GATHER = True
+
+#: a mini-batch's floating-point rows cut out of a group's gather start this aligned (a fresh
+#: CUDA allocation's alignment), as its own gather's would: kernels that vectorise by
+#: alignment (the model's GEMMs) then round its rows alike; else each is gathered alone
+ROWS_ALIGN = 512
 
 
 def batch_nodes(out, seeds: torch.Tensor, num_nodes: int | None = None) -> torch.Tensor:
@@ -80,7 +90,8 @@ def batch_nodes(out, seeds: torch.Tensor, num_nodes: int | None = None) -> torch
     >>> torch.equal(batch_nodes(blocks, seeds), blocks[-1].all_nodes())
     True
     """
-    seeds = seeds.to(torch.int64)
+    if seeds.dtype != torch.int64:  # (a cast that would return the seeds is still a call)
+        seeds = seeds.to(torch.int64)
     if isinstance(out, Matrix):
         out = [out]
     if (
@@ -150,10 +161,10 @@ def _program_chained(blocks: list, seeds: torch.Tensor):
     only: a few dictionary lookups per block, no launch, no read-back."""
     frontier = seeds
     for block in blocks:
-        csc = block.csc
-        if frontier is None or recall(csc, COLUMNS) is not frontier:
+        kept = kept_facts(block.csc)  # (its facts looked up once for both)
+        if frontier is None or kept is None or kept.get(COLUMNS) is not frontier:
             return None
-        frontier = recall(csc, Op.ALL_NODES)
+        frontier = kept.get(Op.ALL_NODES)
     return frontier
 
 
@@ -177,6 +188,38 @@ def _append_new(node: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     first = torch.full((uniq.numel(),), ids.numel(), dtype=torch.int64, device=ids.device)
     first.scatter_reduce_(0, inverse, torch.arange(ids.numel(), device=ids.device), "amin")
     return torch.cat([node, ids[torch.sort(first).values]])
+
+
+def adjacent(parts: list):
+    """``(whole, sizes)`` where the 1-D tensors ``parts`` are consecutive views of one
+    tensor (a super-batch's ``n_id``, split from one decoded tensor): ``whole`` is
+    ``torch.cat(parts)`` as one view (no copy), ``sizes`` their lengths; else None.
+
+    Examples
+    --------
+    >>> ids = torch.arange(10)
+    >>> whole, sizes = adjacent(list(ids.split_with_sizes([3, 0, 7])))
+    >>> torch.equal(whole, ids), sizes
+    (True, [3, 0, 7])
+    >>> adjacent([ids[:3], ids[4:]]) is None                      # a gap
+    True
+    """
+    first = parts[0] if parts else None
+    base = getattr(first, "_base", None)
+    if base is None:
+        return None
+    start = at = first.storage_offset()
+    sizes = []
+    for p in parts:
+        n = p.numel()
+        # the same base (so the same storage), one after another, each one contiguous run
+        if p._base is not base or p.dim() != 1 or p.storage_offset() != at:
+            return None
+        if n > 1 and p.stride(0) != 1:
+            return None
+        sizes.append(n)
+        at += n
+    return first.as_strided((at - start,), (1,)), sizes
 
 
 #: sparse layouts a table may have (kept as CSR, :func:`_as_csr`)
@@ -446,6 +489,41 @@ class FeatureStore:
         """
         return self._rows(V.ids(n_id, "n_id", self.num_rows, None))
 
+    def cuts(self, sizes: list) -> bool:
+        """Whether :meth:`rows_of` may gather mini-batches of ``sizes`` ids together: a
+        dense table, and each one's floating-point rows starting :data:`ROWS_ALIGN`-aligned
+        in the group's (as its own gather's would); not a table that requires grad (each
+        mini-batch's rows then have a backward of their own, as one gather each gives)."""
+        if self.mode == "sparse" or self.table.requires_grad:
+            return False
+        if self.table.is_floating_point() or self.table.is_complex():
+            width = self.row_bytes
+            if width % ROWS_ALIGN:
+                at = 0
+                for n in sizes:
+                    if (at * width) % ROWS_ALIGN:
+                        return False
+                    at += n
+        return True
+
+    def rows_of(self, whole: torch.Tensor, sizes: list) -> tuple:
+        """The rows of several mini-batches' ids in one gather, where :meth:`cuts` says so:
+        ``whole`` their ids one after another (:func:`adjacent`), ``sizes`` how many each
+        has. Returns each one's rows (``self._rows(ids_b)``, the same values, shape and
+        strides) in one storage; each a tensor of its own to autograd (no view of the
+        group's, its own version counter: an in-place op on one batch's rows, even with an
+        operand that requires grad, acts as on a gather of its own). Keeping one of them
+        keeps the whole storage (every mini-batch's rows of the group) alive.
+
+        Examples
+        --------
+        >>> whole, sizes = adjacent(n_ids)                  # a super-batch's mini-batches
+        >>> xs = store.rows_of(whole, sizes)                # xs[b] == store._rows(n_ids[b])
+        """
+        # (split_with_sizes' views refuse an in-place op that requires grad: "a view ...
+        # output of a function that returns multiple views")
+        return self._rows(whole).unsafe_split_with_sizes(sizes)
+
     def _rows(self, n_id: torch.Tensor) -> torch.Tensor:
         """:meth:`__call__` without the check of the ids: for ids made by the loader from a
         sample (every id a gsample op made is in range; :func:`batch_nodes` checks the
@@ -453,8 +531,13 @@ class FeatureStore:
         self.lookups += n_id.numel()
         if self.mode == "device":
             # index_select: one gather kernel; advanced indexing (table[n_id]) costs several
-            # times the host work per call for the same rows
-            return torch.index_select(self.table, 0, n_id.to(self.table.device))
+            # times the host work per call for the same rows. The method, not
+            # torch.index_select (which PyG replaces by a Python wrapper), and no cast to
+            # the device the ids are on already (a call that releases the GIL, a switch to
+            # the model's thread, for nothing)
+            if n_id.device != self.table.device:
+                n_id = n_id.to(self.table.device)
+            return self.table.index_select(0, n_id)
         if self.mode == "sparse":
             rows = csr_rows(self.table, n_id.to(self.table.device))
             return rows.to(self.device, non_blocking=True)
@@ -473,7 +556,7 @@ class FeatureStore:
                 self.table, n_id, out, self.cache, self.slot, self._hits, self._address
             )
         if self.cache is None:
-            rows = torch.index_select(self.table, 0, n_id.cpu())
+            rows = self.table.index_select(0, n_id.cpu())
             return rows.to(self.device, non_blocking=True)
         slot = self.slot[n_id]
         hit = slot >= 0
@@ -495,4 +578,4 @@ def _cupy() -> bool:
     return True
 
 
-__all__ = ["FeatureStore", "batch_nodes", "csr_rows"]
+__all__ = ["FeatureStore", "adjacent", "batch_nodes", "csr_rows"]

@@ -9,8 +9,16 @@ are alive. The caller's stream is waited for first (the epoch's seed order is wr
 there). On a GPU each stage issues its work on its own CUDA stream and records an event
 after each group; the next stage's stream waits for that event (no host sync between
 stages), and the loop's stream waits for the gathering event before the group's batches are
-yielded (their tensors are then ``record_stream``'d on the loop's stream, so the caching
-allocator does not reuse them while the loop's kernels still read them).
+yielded. Their tensors are ``record_stream``'d on the loop's stream (so the caching allocator
+does not reuse them while the loop's kernels still read them) by the gathering thread, once
+per storage, on the stream the loop started on (the loop's thread does it only where its
+current stream has changed since).
+
+The loop's thread is the model's: in one process every Python step and every torch call of
+the stages' threads competes with the model's launches for the interpreter (each torch call
+releases it, and a waiting thread takes it). So the stages do per group what they can (a
+super-batch's rows gathered in one op per table: ``DataLoader._gather_group``), and the loop's
+thread little more than hand out its batches.
 
 The stages run in two worker threads the loader keeps from epoch to epoch (an epoch still
 open when the next starts, its iterator held by the caller, keeps them; the next gets two of
@@ -38,6 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
+from gsample.formats.csc import CSC
 from gsample.runtime import CALLER_CODE, CAPTURE_LOCK, tensors
 
 #: groups (sampling runs' mini-batches) waiting between two stages
@@ -76,6 +85,40 @@ def _tensors(batch):
     yield from (t for t in (batch.seeds, batch.n_id, batch.x, batch.y) if t is not None)
 
 
+def _fields(batch):
+    """:func:`_tensors` of ``batch``, its sample's blocks read field by field where they are
+    ``gs.Matrix`` es of a CSC (a sampler's blocks: no ``dataclasses.fields`` walk per
+    block), else through :func:`gsample.runtime.tensors`."""
+    out = batch.out
+    blocks = out if isinstance(out, (list, tuple)) else (out,)
+    if all(type(getattr(b, "csc", None)) is CSC for b in blocks):
+        for b in blocks:
+            c = b.csc
+            yield from (
+                t
+                for t in (c.indptr, c.rows, c.row_ids, c.col_ids, c.values, c.eids)
+                if t is not None
+            )
+        yield from (t for t in (batch.seeds, batch.n_id, batch.x, batch.y) if t is not None)
+        return
+    yield from _tensors(batch)
+
+
+def _distinct(group: list, cuda: bool = True) -> list:
+    """A tensor of ``group``'s batches per storage they use (``cuda``: CUDA ones only; a
+    super-batch's outputs are mostly views of a few tensors): what ``record_stream`` needs
+    once each."""
+    seen, out = set(), []
+    for batch in group:
+        for t in _fields(batch):
+            if isinstance(t, torch.Tensor) and (t.is_cuda or not cuda):
+                ptr = t.untyped_storage().data_ptr()
+                if ptr not in seen:
+                    seen.add(ptr)
+                    out.append(t)
+    return out
+
+
 def pipelined(loader, groups):
     """Yield the batches of ``groups``, sampled and gathered ahead of the loop.
 
@@ -104,6 +147,7 @@ def pipelined(loader, groups):
     gather = loader.feature_store is not None or loader.label_store is not None
     if cuda and loader._streams is None:
         loader._streams = (torch.cuda.Stream(device), torch.cuda.Stream(device))
+    caller = None
     if cuda:
         # the stages' streams start after what the caller queued (the epoch's shuffled seed
         # order, the graph's own tensors): without this wait, the sampling stream may read
@@ -132,7 +176,7 @@ def pipelined(loader, groups):
         try:
             with on_stream(0):
                 for group in loader._timed(groups, sync(0)):
-                    if not _put(sampled, (group, event(0)), stop):
+                    if not _put(sampled, (group, event(0), None), stop):
                         return
         except BaseException as error:
             _put(sampled, _Failure(error), stop)
@@ -146,7 +190,7 @@ def pipelined(loader, groups):
                 if item is _DONE or isinstance(item, _Failure):
                     _put(ready, item, stop)
                     return
-                group, done = item
+                group, done, _ = item
                 gathered = []
                 try:
                     if cuda:
@@ -154,14 +198,22 @@ def pipelined(loader, groups):
                     # not while the sampling thread captures a CUDA graph: gathering reads
                     # sizes back, which CUDA refused there (the lock is free but for that)
                     with CAPTURE_LOCK if cuda else contextlib.nullcontext():
-                        for batch in group:
-                            gathered.append(loader._gather(batch, sync(1)))
+                        # a super-batch's rows in one op per table where they can be
+                        loader._gather_group(group, sync(1), gathered)
+                        # the loop's stream marked as a user of the group's memory here, not
+                        # in the loop's thread (which the model's launches need); under the
+                        # lock (no capture under way: the allocator keeps no capture's
+                        # bookkeeping of it) and in the try (an error reaches the loop, which
+                        # then records what it gets itself; else it would wait forever)
+                        if cuda:
+                            for t in _distinct(group):
+                                t.record_stream(caller)
                 except BaseException as error:
                     if gathered:
-                        _put(ready, (gathered, event(1)), stop)
+                        _put(ready, (gathered, event(1), None), stop)
                     _put(ready, _Failure(error), stop)
                     return
-                if not _put(ready, (group, event(1)), stop):
+                if not _put(ready, (group, event(1), caller if cuda else None), stop):
                     return
 
     # the stages run in the loader's own two worker threads, kept from epoch to epoch: a new
@@ -189,16 +241,13 @@ def pipelined(loader, groups):
                 return
             if isinstance(item, _Failure):
                 raise item.error
-            group, done = item
+            group, done, recorded = item
             if cuda:
                 stream = torch.cuda.current_stream(device)
                 stream.wait_event(done)
-                seen = set()  # a super-batch's outputs are often views of one block
-                for batch in group:
-                    for t in _tensors(batch):
-                        if t.is_cuda and t.untyped_storage().data_ptr() not in seen:
-                            seen.add(t.untyped_storage().data_ptr())
-                            t.record_stream(stream)
+                if recorded is None or stream != recorded:  # (the stream the loop started on)
+                    for t in _distinct(group):
+                        t.record_stream(stream)
             for batch in group:
                 # the loop's body runs: the sampling thread's captures wait (runtime's
                 # CALLER_CODE: torch refuses the body's random ops during a capture)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import Counter
+from threading import get_ident
 
 #: seconds a capture waits for the caller's code in other threads before running eagerly
 TIMEOUT = 5.0
@@ -53,7 +54,11 @@ class CallerCode:
     """
 
     def __init__(self) -> None:
-        self._cond = threading.Condition()
+        # the loop's thread enters running() around every mini-batch it hands out: its
+        # blocks take the lock itself (C) and notify only where a thread sleeps on it
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
+        self._asleep = 0  # threads inside self._cond.wait_for (none: nobody to notify)
         self._depth: Counter = Counter()  # thread -> open running() blocks
         self._waiting: Counter = Counter()  # thread -> open waiting() blocks
         self._capturing: Counter = Counter()  # thread -> captures in progress
@@ -68,9 +73,24 @@ class CallerCode:
 
     def _others_capture(self, me: int) -> bool:
         """Whether another thread captures, or waits to."""
+        if not self._capturing and not self._pending:  # (no entry is kept at 0)
+            return False
         return any(n > 0 for t, n in self._capturing.items() if t != me) or any(
             n > 0 for t, n in self._pending.items() if t != me
         )
+
+    def _notify(self) -> None:
+        """Wake the threads waiting on the gate (``self._cond`` held), if any."""
+        if self._asleep:
+            self._cond.notify_all()
+
+    def _wait_for(self, until, timeout=None) -> bool:
+        """``self._cond.wait_for``, counted in ``_asleep`` (``self._cond`` held)."""
+        self._asleep += 1
+        try:
+            return self._cond.wait_for(until, timeout)
+        finally:
+            self._asleep -= 1
 
     def _blocked(self, me: int, until, timeout=None) -> bool:
         """Wait (``self._cond`` held) until ``until()``, ``me`` counted as waiting meanwhile
@@ -78,51 +98,31 @@ class CallerCode:
         if until():  # (the common case: no notification, no other thread wakes up)
             return True
         self._waiting[me] += 1
-        self._cond.notify_all()
+        self._notify()
         try:
-            return self._cond.wait_for(until, timeout)
+            return self._wait_for(until, timeout)
         finally:
             self._waiting[me] -= 1
             if not self._waiting[me]:
                 del self._waiting[me]
 
-    @contextlib.contextmanager
     def running(self):
-        """The caller's code runs in this thread inside the block (entered once the
-        captures of other threads, started or waiting to start, have ended)."""
-        me = threading.get_ident()
-        with self._cond:
-            self._blocked(me, lambda: not self._others_capture(me))
-            self._depth[me] += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._depth[me] -= 1
-                if not self._depth[me]:
-                    del self._depth[me]
-                self._cond.notify_all()
+        """A block (a context manager) inside which the caller's code runs in this thread
+        (entered once the captures of other threads, started or waiting to start, have
+        ended). Left in another thread (a generator resumed or closed there), it is the
+        entering thread's block that ends."""
+        block = _new(_Running)  # (no __init__: no Python call)
+        block.gate = self
+        return block
 
-    @contextlib.contextmanager
     def waiting(self):
-        """This thread waits for a loader inside the block: its caller's code is not
-        running (even inside a :meth:`running` block). On leaving, if the caller's code
-        runs again, the captures of other threads are waited for first."""
-        me = threading.get_ident()
-        with self._cond:
-            self._waiting[me] += 1
-            self._cond.notify_all()
-        try:
-            yield
-        finally:
-            with self._cond:
-                try:
-                    if self._depth[me] and self._waiting[me] == 1:  # back into the caller's code
-                        self._cond.wait_for(lambda: not self._others_capture(me))
-                finally:  # (only now: running, once the captures have ended)
-                    self._waiting[me] -= 1
-                    if not self._waiting[me]:
-                        del self._waiting[me]
+        """A block (a context manager) inside which this thread waits for a loader: its
+        caller's code is not running (even inside a :meth:`running` block). On leaving, if
+        the caller's code runs again, the captures of other threads are waited for
+        first. Left in another thread, as :meth:`running`'s."""
+        block = _new(_Waiting)
+        block.gate = self
+        return block
 
     @contextlib.contextmanager
     def quiet(self, timeout: float | None = None):
@@ -140,7 +140,7 @@ class CallerCode:
                 self._pending[me] -= 1
                 if not self._pending[me]:
                     del self._pending[me]
-                self._cond.notify_all()  # (threads it held back go on, or wait for it)
+                self._notify()  # (threads it held back go on, or wait for it)
             if ok:
                 self._capturing[me] += 1
         try:
@@ -151,7 +151,67 @@ class CallerCode:
                     self._capturing[me] -= 1
                     if not self._capturing[me]:
                         del self._capturing[me]
-                    self._cond.notify_all()
+                    self._notify()
+
+
+_new = object.__new__
+
+
+class _Running:
+    """:meth:`CallerCode.running`'s block: no generator; it keeps the thread that entered
+    it (``me``), whose count it ends, whichever thread leaves it (a generator suspended
+    inside the block may be resumed, or closed, in another thread)."""
+
+    __slots__ = ("gate", "me")
+
+    def __enter__(self) -> None:
+        gate = self.gate
+        me = self.me = get_ident()
+        with gate._lock:
+            if gate._capturing or gate._pending:
+                gate._blocked(me, lambda: not gate._others_capture(me))
+            depth = gate._depth
+            depth[me] = depth.get(me, 0) + 1
+
+    def __exit__(self, *exc) -> None:
+        gate, me = self.gate, self.me
+        with gate._lock:
+            depth = gate._depth
+            n = depth[me] - 1
+            if n:
+                depth[me] = n
+            else:
+                del depth[me]
+            gate._notify()
+
+
+class _Waiting:
+    """:meth:`CallerCode.waiting`'s block (as :class:`_Running`)."""
+
+    __slots__ = ("gate", "me")
+
+    def __enter__(self) -> None:
+        gate = self.gate
+        me = self.me = get_ident()
+        with gate._lock:
+            waiting = gate._waiting
+            waiting[me] = waiting.get(me, 0) + 1
+            gate._notify()
+
+    def __exit__(self, *exc) -> None:
+        gate, me = self.gate, self.me
+        with gate._lock:
+            waiting = gate._waiting
+            try:
+                # back into the caller's code: the captures of other threads first
+                if gate._depth.get(me) and waiting[me] == 1 and gate._others_capture(me):
+                    gate._wait_for(lambda: not gate._others_capture(me))
+            finally:  # (only now: running, once the captures have ended)
+                n = waiting[me] - 1
+                if n:
+                    waiting[me] = n
+                else:
+                    del waiting[me]
 
 
 #: the process's one gate (threads of every loader and sampler)

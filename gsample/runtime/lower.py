@@ -723,6 +723,24 @@ def _dense_call(fn, template, names):
     if flat:
         return lambda first, *rest: getattr(first, method)(*rest)
     index = {k: i for i, k in enumerate(names)}
+    if _shallow(args_t, kwargs_t):
+        # every argument a value's Ref or a constant (the super-batch's helpers: split(value,
+        # bounds, spec=..., n=..., copies=...)): filled in place, without rebuilding the
+        # template (map_template's call per leaf, paid at every step of every call)
+        pos = [(True, index[a.name]) if isinstance(a, Ref) else (False, a) for a in args_t]
+        kw = [
+            (k, True, index[v.name]) if isinstance(v, Ref) else (k, False, v)
+            for k, v in kwargs_t.items()
+        ]
+
+        def call(*values):
+            args = [values[i] if ref else i for ref, i in pos]
+            kwargs = {k: values[i] if ref else i for k, ref, i in kw}
+            if method is not None:
+                return getattr(args[0], method)(*args[1:], **kwargs)
+            return fn(*args, **kwargs)
+
+        return call
 
     def call(*values):
         args, kwargs = map_template(template, lambda ref: values[index[ref.name]])
@@ -731,6 +749,22 @@ def _dense_call(fn, template, names):
         return fn(*args, **kwargs)
 
     return call
+
+
+def _shallow(args_t, kwargs_t) -> bool:
+    """Whether a dense node's template is a plain list or tuple of arguments and a dict of
+    keyword arguments, each a :class:`Ref` or a constant that is no container (which
+    ``map_template`` would copy, and rebuild a Ref inside)."""
+
+    def leaf(t):
+        return isinstance(t, Ref) or not isinstance(t, (list, tuple, dict))
+
+    return (
+        type(args_t) in (list, tuple)
+        and type(kwargs_t) is dict
+        and all(leaf(a) for a in args_t)
+        and all(leaf(v) for v in kwargs_t.values())
+    )
 
 
 def _reads_back(fn, template) -> bool:

@@ -260,3 +260,23 @@ def test_a_loop_never_waiting_does_not_hold_a_capture_back():
     stop.set()
     t.join(5)
     assert ok and waited < 2.5
+
+
+def test_a_block_left_in_another_thread_ends_the_entering_thread_s_count():
+    """A loop's generator suspended inside ``running()`` may be resumed (or closed) in
+    another thread (``asyncio.to_thread(next, it)``): the block ends the count of the thread
+    that entered it, and leaves no entry behind."""
+    gate = CallerCode()
+    for block in (gate.running, gate.waiting):
+
+        def body(block=block):
+            with block():
+                yield threading.get_ident()
+
+        it, entered = body(), []
+        t = started(lambda it=it, entered=entered: entered.append(next(it)))
+        t.join(5)
+        assert gate._depth or gate._waiting  # the entering thread's, still open
+        assert next(it, None) is None  # resumed here: the block is left in this thread
+        assert not gate._depth and not gate._waiting, (gate._depth, gate._waiting)
+        assert not gate.is_running(entered[0]) and not gate.is_running(threading.get_ident())
