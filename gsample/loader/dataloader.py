@@ -47,8 +47,11 @@ from gsample.passes.gather_nodes import WHY as GATHER_WHY
 from gsample.passes.gather_nodes import gather_nodes
 from gsample.runtime import (
     Call,
+    Chunks,
     Lanes,
     at_once,
+    chunk_size,
+    in_chunks,
     in_turn,
     interleave,
     land,
@@ -475,7 +478,10 @@ class DataLoader:
         first call's plan (the others start it with their seeds in place); a program that
         pauses once per call (a node-wise sampler: one CUDA graph, then its read-back) is
         launched and landed in turn on two lanes the epoch holds
-        (:func:`gsample.runtime.overlap.in_turn`), any other call is a
+        (:func:`gsample.runtime.overlap.in_turn`), its consecutive mini-batches of one size
+        ``chunk_size`` at a time (``gsample.runtime.chunk.CHUNK``, 1: off) as one replay of
+        a CUDA graph holding their calls (:func:`gsample.runtime.in_chunks`, two
+        :class:`~gsample.runtime.Chunks` in turn: the same samples), any other call is a
         :class:`~gsample.runtime.overlap.Call` of :func:`gsample.runtime.overlap.interleave`
         (a context of its own: deferred checks, read-back state), or made as it is where
         nothing was planned."""
@@ -488,7 +494,7 @@ class DataLoader:
         planned = fn.plan(*args, self.A, first[1], **kwargs)
         names = [] if planned is None else [n for n, v in planned[1].items() if v is first[1]]
         program, arguments = planned if len(names) == 1 else (None, None)
-        seed, lanes = epoch_seed & MASK64, Lanes()
+        seed, lanes, chunks = epoch_seed & MASK64, Lanes(), None
         if program is not None and program.one_region:
 
             def go(pair):
@@ -496,7 +502,19 @@ class DataLoader:
                     lanes.next(program), {**arguments, names[0]: pair[1]}, (seed, 0, pair[0])
                 )
 
-            calls = in_turn(pairs, go, land, settle)
+            k = chunk_size(program)
+            if k > 1:  # k consecutive mini-batches of one size a replay, the rest alone
+                chunks = Chunks(program, k)
+
+                def go_many(group):
+                    return chunks.next().launch(
+                        [{**arguments, names[0]: p} for _, p in group],
+                        [(seed, 0, i) for i, _ in group],
+                    )
+
+                calls = in_chunks(pairs, chunks.limit, go, land, go_many, settle, size=_seeds_shape)
+            else:
+                calls = in_turn(pairs, go, land, settle)
         else:
 
             def begin(pair):
@@ -521,6 +539,8 @@ class DataLoader:
         finally:
             calls.close()
             lanes.release()
+            if chunks is not None:
+                chunks.release()
 
     def _super_batches(self, parts: list, epoch_seed: int, base: int = 0):
         """The batches ``base, base + 1, ...`` (seeds ``parts``) in groups, a group per
@@ -860,6 +880,12 @@ def seed_ids(x, name: str, num_nodes: int, device) -> torch.Tensor:
             )
         x = V.as_tensor(x, name, device).nonzero().view(-1)
     return V.ids(x, name, num_nodes, device)
+
+
+def _seeds_shape(pair) -> tuple:
+    """The shape of an ``(index, seeds)`` pair's seeds: mini-batches of one shape share a
+    chunk (``gsample.runtime.in_chunks``)."""
+    return tuple(pair[1].shape)
 
 
 def _unwrap(fn):
