@@ -407,13 +407,16 @@ class DataLoader:
         self.gather_seconds += time.perf_counter() - began
         return batch
 
-    def _one_by_one(self, parts: list, epoch_seed: int, first: int = 0, indices=None):
+    def _one_by_one(
+        self, parts: list, epoch_seed: int, first: int = 0, indices=None, chunked: bool = True
+    ):
         """The batches ``first, first + 1, ...`` (or ``indices``), seeds ``parts``, sampled
         one by one; a compiled sampler whose program reads back before its end (on a GPU)
-        with two mini-batches in flight (``_overlapped``)."""
+        with two mini-batches in flight (``_overlapped``; ``chunked=False``: no chunks of
+        mini-batches a replay, e.g. where a super-batch ran out of memory)."""
         pairs = zip(range(first, first + len(parts)) if indices is None else indices, parts)
         if self._overlaps():
-            yield from self._overlapped(pairs, epoch_seed)
+            yield from self._overlapped(pairs, epoch_seed, chunked)
             return
         # the first call prepares the epoch's program (CompiledSampler.prepare) and runs it;
         # the others run it with their seeds while the sampler's stamp is unchanged (else,
@@ -470,7 +473,7 @@ class DataLoader:
             and not self._stateful()
         )
 
-    def _overlapped(self, pairs, epoch_seed: int):
+    def _overlapped(self, pairs, epoch_seed: int, chunked: bool = True):
         """``(index, seeds)`` pairs sampled with two calls in flight: while the host finishes
         one mini-batch's layer, the GPU runs the other's. Each call draws what it draws alone
         (its own lane and stream state); the batches come out in order, an error at its
@@ -502,7 +505,7 @@ class DataLoader:
                     lanes.next(program), {**arguments, names[0]: pair[1]}, (seed, 0, pair[0])
                 )
 
-            k = chunk_size(program)
+            k = chunk_size(program) if chunked else 1
             if k > 1:  # k consecutive mini-batches of one size a replay, the rest alone
                 chunks = Chunks(program, k)
 
@@ -763,7 +766,9 @@ class DataLoader:
         (``out_of_memory_at``)."""
         release_frames(error)
         done, failed = [], None
-        batches = self._one_by_one(block, epoch_seed, first, indices)
+        # one at a time, not in chunks: two chunks in flight hold 2 * CHUNK mini-batches'
+        # results, more than a super-batch that ran out of memory may have held
+        batches = self._one_by_one(block, epoch_seed, first, indices, chunked=False)
         while failed is None and len(done) < len(block):
             try:
                 done.append(next(batches))

@@ -38,6 +38,10 @@ from gsample.runtime.program import _bind, _run, _steps
 #: calls a chunk holds (mini-batches a replay, one at a time on a GPU); 1 turns chunks off
 CHUNK = 8
 
+#: bytes a chunk's call holds per byte of its region's results (:meth:`Chunks.limit`): the
+#: results, their packed rows in the chunk's joint buffers, the copy out of those
+HELD = 3
+
 #: chunks' graphs a program keeps between epochs (per set of lanes: the two chunks of a
 #: loader, of a few chunk sizes); past it the oldest is dropped
 MAX_KEPT = 8
@@ -180,7 +184,8 @@ class Chunks:
 
     def limit(self) -> int:
         """Calls a chunk may hold now: ``k``, bounded once a chunk has run by what two
-        chunks' results take (one call's bytes, measured, times ``2 k``) within the budget."""
+        chunks' calls hold (one call's result bytes, measured, times :data:`HELD` and
+        ``2 k``) within the budget."""
         if not self.bounded:
             measured = next((c.bytes for c in self.pair if c.bytes is not None), None)
             if measured is not None:  # (once)
@@ -189,7 +194,9 @@ class Chunks:
                 if budget is None:
                     device = torch.device(self.program.device)
                     budget = torch.cuda.mem_get_info(device)[0] // 2
-                self.most = most_calls(self.k, measured, budget)
+                # a replayed call holds its results, their packed rows (the joint buffers)
+                # and, once landed, its share of their copy out: three times its results
+                self.most = most_calls(self.k, HELD * measured, budget)
         return self.most
 
     def release(self) -> None:

@@ -422,6 +422,7 @@ class _Shared:
         self.calls = calls
         self.joints: dict = {}  # dtype -> the calls' packed buffers, one after another
         self.where: dict = {}  # (data_ptr, numel, dtype) of a call's buffer -> its start
+        self.ends: dict = {}  # dtype -> the end of the rows handed out (in a capture)
         self.copy = None  # dtype -> the joint buffer's copy (this replay's)
 
     def record(self, stream=None) -> None:
@@ -434,7 +435,8 @@ class _Shared:
             self.waited = True
 
     def into(self, j: int):
-        """The allocator of call ``j``'s packed buffers (``_pack``'s ``into``), in a capture."""
+        """The allocator of call ``j``'s packed buffers (``_pack``'s ``into``), in a capture
+        (the calls allocate in order: call ``j``'s rows follow call ``j - 1``'s)."""
 
         def allocate(dtype, numel, device):
             joint = self.joints.get(dtype)
@@ -442,10 +444,14 @@ class _Shared:
                 joint = self.joints[dtype] = torch.empty(
                     self.calls * numel, dtype=dtype, device=device
                 )
-            if joint.numel() < (j + 1) * numel:  # (not so: a buffer of its own)
+            # the calls' rows one after another, none overlapping another's (a call packing
+            # more than the first, which sized the buffer: a buffer of its own past its end)
+            start = self.ends.get(dtype, 0)
+            if start + numel > joint.numel():
                 return torch.empty(numel, dtype=dtype, device=device)
-            out = joint[j * numel : (j + 1) * numel]
-            self.where[(out.data_ptr(), numel, dtype)] = j * numel
+            self.ends[dtype] = start + numel
+            out = joint[start : start + numel]
+            self.where[(out.data_ptr(), numel, dtype)] = start
             return out
 
         return allocate

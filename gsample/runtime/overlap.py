@@ -292,25 +292,36 @@ def in_chunks(
     ------
     (item, result)
         In order. A failure raises at its item's turn, after the items before it (a chunk's
-        calls before it included): a failed land stops its chunk there; a
-        ``launch_many`` that raises does so at its chunk's first item.
+        calls before it included): a failed land or settle stops its chunk there (nothing
+        is launched after a chunk whose call failed to start or settle); a ``launch_many``
+        that raises does so at its chunk's first item.
 
     Examples
     --------
     >>> chunks = Chunks(program, 8)       # gsample.runtime.chunk
     >>> go_many = lambda g: chunks.next().launch([args(p) for p in g], [stream(p) for p in g])
-    >>> outs = [o for _, o in in_chunks(pairs, chunks.size, go, land, go_many, settle)]
+    >>> outs = [o for _, o in in_chunks(pairs, chunks.limit, go, land, go_many, settle)]
     """
+
+    failed = []  # a call failed to start or settle: no group is launched after its own
+
+    def groups():
+        for group in chunked(items, k, size):
+            if failed:
+                return
+            yield group
 
     def go(group):
         if len(group) == 1:
             return [launch(group[0])]
-        flights = launch_many(group)
+        flights = list(launch_many(group))
         whole = len(flights) == len(group) or (
             0 < len(flights) < len(group) and isinstance(flights[-1], BaseException)
         )
         if not whole:  # (a call not launched must say why)
             raise RuntimeError(f"launch_many: {len(flights)} flights for {len(group)} items")
+        if isinstance(flights[-1], BaseException):
+            failed.append(flights[-1])
         return flights
 
     def landed(flights):
@@ -327,14 +338,19 @@ def in_chunks(
         return out
 
     def settled(flights):
-        for flight in flights:
+        # a call whose settle raises ends its chunk there, as a land that raises does: the
+        # calls before it still land and come out first (one at a time, they would)
+        for i, flight in enumerate(flights):
             if isinstance(flight, BaseException):
                 return
-            settle(flight)
+            try:
+                settle(flight)
+            except Exception as error:
+                flights[i:] = [error]
+                failed.append(error)
+                return
 
-    for group, results in in_turn(
-        chunked(items, k, size), go, landed, settled if settle is not None else None
-    ):
+    for group, results in in_turn(groups(), go, landed, settled if settle is not None else None):
         for item, (value, error) in zip(group, results):
             if error is not None:
                 raise error

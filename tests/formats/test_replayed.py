@@ -182,3 +182,23 @@ def test_a_chunks_calls_share_one_wait_and_one_copy_of_their_packed_buffers():
     plan = r.plan(values, [])
     plan.copies(plan.read(r)[0], r.copied)
     assert shared.copy is not first and event.waits == 2
+
+
+def test_a_chunks_calls_pack_into_rows_that_never_overlap():
+    """``_Shared.into``: the calls' rows of a dtype follow one another in capture order; a
+    call packing more than the first (which sized the joint buffer) gets a buffer of its
+    own past the joint's end, never a row overlapping another call's."""
+    from gsample.runtime.cuda_graphs import _Shared
+
+    shared = _Shared(3, _Event())
+    rows = [shared.into(j)(torch.int64, n, torch.device("cpu")) for j, n in enumerate((4, 6, 4))]
+    joint = shared.joints[torch.int64]
+    assert joint.numel() == 12
+    spans = [(r.data_ptr(), r.data_ptr() + 8 * r.numel()) for r in rows]
+    for a in range(3):
+        for b in range(a + 1, 3):
+            assert spans[a][1] <= spans[b][0] or spans[b][1] <= spans[a][0], (a, b)
+    for r, v in zip(rows, (1, 2, 3)):
+        r.fill_(v)
+    shared.record()
+    assert [shared.copied(r).tolist() for r in rows] == [[1] * 4, [2] * 6, [3] * 4]

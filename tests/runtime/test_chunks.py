@@ -10,12 +10,12 @@ import functools
 
 import pytest
 import torch
-from helpers import assert_same, example, graphsage, host_syncs
+from helpers import assert_same, difference, example, graphsage, host_syncs
 
 import gsample as gs
 from gsample.compiler.compiled import wrap
 from gsample.runtime import Options, chunk, chunk_size, chunked, in_chunks, in_turn, lower
-from gsample.runtime.chunk import Chunks, most_calls
+from gsample.runtime.chunk import Chunk, Chunks, most_calls
 
 
 # ----------------------------------------------------------------------------- grouping
@@ -55,7 +55,9 @@ def test_a_limit_lowered_meanwhile_makes_smaller_chunks():
     assert got == [[0, 1, 2, 3], [4, 5], [6, 7], [8, 9], [10]]
 
 
-def _scheduled(sizes, k, fail_land=None, fail_start=None, raise_many=None, settles=False):
+def _scheduled(
+    sizes, k, fail_land=None, fail_start=None, raise_many=None, settles=False, fail_settle=None
+):
     """``in_chunks`` over fake calls: each launch records which items it got (with the
     stream it would draw from: ``(seed, 0, index)``), each land returns ``index * 10``."""
     log = []
@@ -85,6 +87,8 @@ def _scheduled(sizes, k, fail_land=None, fail_start=None, raise_many=None, settl
 
     def settle(flight):
         log.append(("settle", flight[1]))
+        if flight[1] == fail_settle:
+            raise IndexError(f"seeds: node id out of range in call {flight[1]}")
 
     calls = in_chunks(
         _items(sizes), k, launch, land, launch_many, settle if settles else None, size=_size
@@ -165,6 +169,31 @@ def test_a_call_that_fails_to_start_raises_at_its_turn():
     assert ("land", 7) not in log
 
 
+@pytest.mark.parametrize("j", [0, 2, 3])
+def test_a_settle_that_fails_in_the_kth_call_of_a_chunk_raises_at_its_turn(j):
+    """A settle (a read-back before the next launch: GraphSAINT-RW's, where its seeds'
+    check flag is read) that raises in call ``j`` of a chunk: as one at a time, the calls
+    before it (its chunk's included) come out first, its chunk's later calls never land,
+    and no chunk is launched after it."""
+    for k in (4, 1):
+        calls, log = _scheduled([4] * 16, k, settles=True, fail_settle=4 + j)
+        got = []
+        with pytest.raises(IndexError, match=f"in call {4 + j}"):
+            for _, value in calls:
+                got.append(value)
+        assert got == [i * 10 for i in range(4 + j)], k
+        launched = [i for what, who in log if what == "launch" for i in who]
+        assert max(launched) == (7 if k == 4 else 4 + j), "nothing launched after it"
+        assert not {("land", i) for i in range(4 + j, 16)} & set(log)
+
+
+def test_nothing_is_launched_after_a_chunk_whose_call_failed_to_start():
+    calls, log = _scheduled([4] * 16, 4, fail_start=5)
+    with pytest.raises(TypeError, match="seeds of 5: bad"):
+        list(calls)
+    assert [who for what, who in log if what == "launch"] == [(0, 1, 2, 3), (4, 5, 6, 7)]
+
+
 def test_a_chunk_launch_that_raises_does_so_at_its_first_item():
     calls, _ = _scheduled([4] * 8, 4, raise_many=5)
     got = []
@@ -188,7 +217,7 @@ def test_the_chunk_size_is_bounded_by_two_chunks_results_in_the_budget():
     chunks.pair, chunks.turn = [_Chunk(), _Chunk()], 1
     chunks.most, chunks.bounded = 8, False
     assert chunks.limit() == 8, "nothing measured yet"
-    chunks.pair[1].bytes = 10 << 20
+    chunks.pair[1].bytes = (10 << 20) // chunk.HELD
     assert chunks.limit() == 5
     chunks.pair[1].bytes = 1  # (read once)
     assert chunks.limit() == 5
@@ -277,19 +306,20 @@ def _epochs(G, compiled, seeds, k, epochs=3, batch_size=128):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
 def test_a_chunked_epoch_draws_what_one_at_a_time_draws(name, k):
     """Epochs with chunks of ``k`` (the warm-up chunk, the captured one, replays, the
-    last partial chunk one at a time: 2,000 seeds in 128s are 15 full mini-batches and
-    one of 80) equal the loader with chunks off, bit for bit, epoch after epoch (a chunk's
+    last partial chunk one at a time: 2,600 seeds in 128s are 20 full mini-batches and
+    one of 40, so that both chunks of a loader run at k = 8) equal the loader with chunks
+    off, bit for bit, epoch after epoch (a chunk's
     graphs are kept with the program). GraphSAGE and GraphSAINT-RW (a walk, then the
     induced subgraph: one region) are chunked; DeepWalk (one walk step: no CUDA graph) and
     LADIES (a region per layer) run one at a time, as before."""
     G, fn = _sampler(name)
     compiled = gs.compile(fn, backend="cuda")
-    seeds = torch.randperm(G.num_nodes, generator=torch.Generator().manual_seed(0))[:2000]
+    seeds = torch.randperm(G.num_nodes, generator=torch.Generator().manual_seed(0))[:2600]
     seeds = seeds.cuda()
     got = _epochs(G, compiled, seeds, k)
     want = _epochs(G, compiled, seeds, 1)
     for e, (a_epoch, b_epoch) in enumerate(zip(got, want)):
-        assert [b.index for b in a_epoch] == [b.index for b in b_epoch] == list(range(16))
+        assert [b.index for b in a_epoch] == [b.index for b in b_epoch] == list(range(21))
         for a, b in zip(a_epoch, b_epoch):
             assert torch.equal(a.seeds, b.seeds)
             assert_same(a.out, b.out, f"{name}, epoch {e}, batch {a.index}")
@@ -300,6 +330,7 @@ def test_a_chunked_epoch_draws_what_one_at_a_time_draws(name, k):
     else:
         assert program.chunks, "chunks ran"
         graphs = list(program.chunks.values())
+        assert len(graphs) == 2, "two chunks in turn, kept between epochs"
         assert all(g.captured for g in graphs), "every chunk replays a graph of its own"
         assert not program.busy, "every lane given back"
 
@@ -354,6 +385,62 @@ def test_a_bad_id_in_the_kth_call_of_a_chunk_raises_naming_it_and_harms_no_other
         assert all(c.graphs.captured for c in chunks.pair)
     finally:
         chunks.release()
+    assert not program.busy
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+@pytest.mark.parametrize("error", ["not_capturable", "out_of_memory"])
+def test_a_chunk_whose_capture_fails_in_a_later_call_runs_eagerly_drawing_the_same(
+    error, monkeypatch
+):
+    """The capture of a chunk failing in its call 3 (a step refusing capture, or the
+    capture running out of memory, raised where call 3 packs its results): the capture
+    ends cleanly (the caller's stream current again), the key is refused and every chunk
+    after it runs eagerly, drawing what one at a time does."""
+    from gsample.base.random import batch_scope
+    from gsample.base.readback import NotCapturable
+    from gsample.runtime import cuda_graphs, land
+
+    G, fn = _sampler("graphsage")
+    compiled = gs.compile(fn, backend="cuda")
+    seeds = torch.randperm(G.num_nodes, generator=torch.Generator().manual_seed(2))[:3072]
+    parts = list(seeds.cuda().split(128))
+    program, arguments = compiled.plan(G, parts[0])
+    name = next(n for n, v in arguments.items() if v is parts[0])
+    want = []
+    for i, s in enumerate(parts):
+        with batch_scope(17, i):
+            want.append(compiled(G, s))
+    real = cuda_graphs._Shared.into
+
+    def into(self, j):
+        allocate = real(self, j)
+
+        def failing(dtype, numel, device):
+            if j == 3 and torch.cuda.is_current_stream_capturing():
+                if error == "not_capturable":
+                    raise NotCapturable("call 3 reads back")
+                raise torch.cuda.OutOfMemoryError("call 3 ran out of memory")
+            return allocate(dtype, numel, device)
+
+        return failing
+
+    monkeypatch.setattr(cuda_graphs._Shared, "into", into)
+    stream = torch.cuda.current_stream()
+    one = Chunk(program, 8)
+    try:
+        for c in range(3):  # warm-up, the failed capture (eager), eager from then on
+            flights = one.launch(
+                [{**arguments, name: s} for s in parts[8 * c : 8 * c + 8]],
+                [(17, 0, 8 * c + i) for i in range(8)],
+            )
+            assert torch.cuda.current_stream() == stream, "the capture's stream left"
+            for i, f in enumerate(flights):
+                assert_same(land(f), want[8 * c + i], f"chunk {c}, call {i}")
+        assert one.graphs.refused and not one.graphs.captured
+    finally:
+        one.release()
     assert not program.busy
 
 
@@ -485,6 +572,16 @@ def test_the_loader_hands_each_mini_batch_to_its_chunk_call(A, monkeypatch):
     for _ in zip(range(2), loader):  # stopped early: the lanes given back all the same
         pass
     assert len(released) == 2
+    # a super-batch's mini-batches re-run one by one after it failed (it may have run out
+    # of memory): one at a time, no chunk of them
+    made = []
+    monkeypatch.setattr(D, "Chunks", lambda p, k: made.append(k) or _Chunks(p, k))
+    parts = list(torch.arange(40).split(4))
+    with pytest.raises(RuntimeError, match="super_batch"):
+        list(loader._explain_failure(parts, 5, 0, RuntimeError("a super-batch failed")))
+    assert not made
+    outs = [b.out[0] for b in loader._one_by_one(parts, 5)]
+    assert made == [3] and outs == ["many"] * 9 + ["one"]
 
 
 def test_a_chunk_key_is_warmed_up_then_captured_then_replayed(monkeypatch):
@@ -560,3 +657,157 @@ def test_a_chunk_key_is_warmed_up_then_captured_then_replayed(monkeypatch):
         graphs, "_replayed", lambda cap, envs, records: [("raw", "replayed")] * len(envs)
     )
     assert run("d") == [("capture", 1)], "a later call captures"
+
+
+def _cpu_program_of_one_region(A, fn=graphsage):
+    """A CPU program given the region a GPU's has (its steps after the seeds' check): a
+    :class:`Chunk` runs it for real on the CPU (``ChunkGraphs.run`` eagerly, as a warm-up
+    chunk runs on a GPU), its calls bound on lanes of their own."""
+    from gsample.runtime.cuda_graphs import Region
+
+    program = lower(gs.compile(fn).program(A, torch.arange(10)), "torch", Options(), "cpu", wrap)
+    program.regions = [Region(program, 1, len(program.steps))]
+    return program
+
+
+@pytest.mark.parametrize("n", [5, 3])
+def test_each_call_of_a_chunk_draws_what_it_draws_launched_alone(A, n):
+    """``Chunk.launch`` binds call ``j`` with its own arguments and stream ``streams[j]``
+    (its batch index: its keys) on a lane of its own: every landed call equals the call
+    launched alone with that stream, and calls of equal seeds but other batch indices
+    differ (no key shared)."""
+    from gsample.runtime import Chunk, land, launch
+
+    program = _cpu_program_of_one_region(A)
+    parts = [torch.arange(40 * j, 40 * j + 40) % A.num_nodes for j in range(n)]
+    parts[1] = parts[0]  # the same seeds: only their keys tell them apart
+    streams = [(9, 0, 20 + j) for j in range(n)]
+    chunk_ = Chunk(program, 5)
+    try:
+        for _ in range(2):  # (the lanes kept between launches)
+            flights = chunk_.launch([{"A": A, "seeds": s} for s in parts], streams)
+            assert len(flights) == n and len({id(f[0]) for f in flights}) == n
+            got = [land(f) for f in flights]
+            for j, (s, stream) in enumerate(zip(parts, streams)):
+                number, lane = program.acquire()
+                try:
+                    want = land(launch(lane, {"A": A, "seeds": s}, stream))
+                finally:
+                    program.release(number)
+                assert_same(got[j], want, f"call {j}")
+            assert difference(got[0], got[1]) is not None, "batch 20 and 21 draw apart"
+    finally:
+        chunk_.release()
+    assert not program.busy
+
+
+def test_a_call_of_a_chunk_that_fails_to_start_ends_it_there(A):
+    """A bad seed in call ``j`` (its check raises before the graph): the calls before it
+    are launched and land as alone, call ``j``'s flight is the error naming the argument."""
+    from gsample.runtime import Chunk, land
+
+    program = _cpu_program_of_one_region(A)
+    parts = [torch.arange(30 * j, 30 * j + 30) for j in range(4)]
+    parts[2] = parts[2].clone()
+    parts[2][7] = A.num_nodes + 3
+    chunk_ = Chunk(program, 4)
+    try:
+        flights = chunk_.launch(
+            [{"A": A, "seeds": s} for s in parts], [(9, 0, j) for j in range(4)]
+        )
+        assert len(flights) == 3 and isinstance(flights[2], IndexError)
+        assert "cols" in str(flights[2]) or "seeds" in str(flights[2])
+        assert all(land(f) is not None for f in flights[:2])
+    finally:
+        chunk_.release()
+
+
+def test_a_chunk_capture_gives_call_j_its_own_inputs_and_a_replay_loads_them_in_order(
+    A, monkeypatch
+):
+    """``ChunkGraphs._capture`` and ``_load`` on the CPU (``torch.cuda.graph`` replaced by a
+    context that runs its body: what a capture's first replay computes): call ``j``'s steps
+    read row ``j`` of the seeds' one static buffer, filled from call ``j``'s seeds, and
+    draw what call ``j`` draws alone; a replay's one ``torch.stack`` puts call ``j``'s seeds
+    in the row call ``j``'s graph reads."""
+    import contextlib
+    from types import SimpleNamespace
+
+    from gsample.base import validate as V
+    from gsample.runtime import cuda_graphs, land, launch
+    from gsample.runtime.chunk import _tensors
+    from gsample.runtime.cuda_graphs import ChunkGraphs
+    from gsample.runtime.program import _bind, _run, _steps
+
+    class _Graph:
+        def replay(self):
+            pass
+
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", _Graph)
+    monkeypatch.setattr(torch.cuda, "Event", lambda: SimpleNamespace(record=lambda s=None: None))
+    monkeypatch.setattr(
+        torch.cuda, "current_stream", lambda: SimpleNamespace(synchronize=lambda: None)
+    )
+    monkeypatch.setattr(torch.cuda, "graph", lambda g, **kw: contextlib.nullcontext())
+    monkeypatch.setattr(cuda_graphs, "current_stream", lambda device: None)
+    program = _cpu_program_of_one_region(A)
+    n = 4
+    lanes = [program.acquire() for _ in range(n)]
+    try:
+        graphs = ChunkGraphs([lane.regions[0] for _, lane in lanes])
+        region = program.regions[0]
+        parts = [torch.arange(25 * j, 25 * j + 25) for j in range(n)]
+        envs, records = [], []
+        for j, ((_, lane), s) in enumerate(zip(lanes, parts)):
+            env, _ = _bind(lane, {"A": A, "seeds": s}, 9, 0, 30 + j, False)
+            _steps(lane.steps[: region.start], env, None)
+            envs.append(env)
+            records.append(V.Deferred())
+        # each call's key buffers ((pinned, device) on a GPU): the capture copies call j's
+        keys = [(torch.tensor([7, 30 + j]), torch.zeros(2, dtype=torch.int64)) for j in range(n)]
+        seen = []
+
+        def run_steps(steps, work):  # (each call's steps under its own deferred record)
+            seen.append((V.DEFERRED.get(), [k[1].tolist() for k in keys]))
+            _run(steps, work)
+
+        cap = graphs._capture(envs, records, keys, run_steps)
+        assert [r for r, _ in seen] == records, "call j's checks recorded in its own record"
+        for j, (_, copied) in enumerate(seen):  # call j's keys copied right before its steps
+            assert copied[j] == [7, 30 + j] and all(c == [0, 0] for c in copied[j + 1 :])
+        assert [call.keys for call in cap.calls] == keys
+        (slot,) = cap.stacked  # the converted seeds
+        for j, call in enumerate(cap.calls):
+            assert torch.equal(cap.stacked[slot][j], parts[j])
+            assert call.statics[slot].data_ptr() == cap.stacked[slot][j].data_ptr()
+            number, lane = program.acquire()
+            try:
+                flight = launch(lane, {"A": A, "seeds": parts[j]}, (9, 0, 30 + j))
+            finally:
+                program.release(number)
+            for out in region.outputs:  # what call j's steps left: call j's alone
+                a, b = _tensors(call.outputs[out]), _tensors(flight[1][out])
+                assert a and len(a) == len(b), out
+                assert all(torch.equal(x, y) for x, y in zip(a, b)), f"call {j}, slot {out}"
+            land(flight)
+        later = [[*env] for env in envs]
+        for j, env in enumerate(later):
+            env[slot] = parts[j] + 100
+        graphs._load(cap, later)
+        for j, call in enumerate(cap.calls):
+            assert torch.equal(call.statics[slot], parts[j] + 100), f"row {j}"
+        flags = [(torch.tensor(j == 2), IndexError, f"cols of {j}", ()) for j in range(n)]
+        for call, flag in zip(cap.calls, flags):
+            call.failures = [flag]
+        records = [V.Deferred() for _ in range(n)]
+        cap.shared.synchronize()
+        graphs._replayed(cap, later, records)  # each call's flags in its own record
+        assert not cap.shared.waited, "the replay's event recorded: the first read-back waits"
+        assert [r.failures for r in records] == [[f] for f in flags]
+        for key in keys:
+            key[1].zero_()
+        graphs._eager(later, records, keys, lambda steps, env: None)
+        assert [k[1].tolist() for k in keys] == [[7, 30 + j] for j in range(n)]
+    finally:
+        for number, _ in lanes:
+            program.release(number)
