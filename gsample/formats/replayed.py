@@ -67,6 +67,11 @@ class Replayed:
         (each part's used prefix, one after another).
     """
 
+    #: ``buffer -> a copy of it`` (outside the graph's memory), or None: where a graph's
+    #: calls share one copy of their packed buffers (``runtime.cuda_graphs.ChunkGraphs``),
+    #: :meth:`ReplayedTrim.copies` takes its pieces from that copy instead of copying
+    copied = None
+
     def __init__(self, pinned, scalars: list, made, done=None, packed=None):
         self.pinned = pinned
         self.host = pinned.numpy()  # a view: what each replay copies in
@@ -147,17 +152,23 @@ class ReplayedTrim:
         host = replayed.wait()[self.index].tolist()
         return host[: self.sizes], host[self.sizes :]
 
-    def copies(self, sizes: list) -> tuple:
-        """The exact values, copies of the graph's buffers (``sizes``: :meth:`read`'s)."""
+    def copies(self, sizes: list, copied=None) -> tuple:
+        """The exact values, copies of the graph's buffers (``sizes``: :meth:`read`'s);
+        ``copied``: :attr:`Replayed.copied` (the packed buffers' copies made already: views
+        of them, no copy of their own)."""
         n = lengths(self.parts, [sizes], self.limits)
+
+        def used(buffer, m):
+            return buffer[:m].clone() if copied is None else copied(buffer)[:m]
+
         if self.groups is None:
             pieces = _copy_parts([(t, k) for (t, _, _), k in zip(self.parts, n)])
         elif self.whole:  # one packed buffer: one copy, split into views
-            pieces = self.groups[0][0][: sum(n)].clone().split(n)
+            pieces = used(self.groups[0][0], sum(n)).split(n)
         else:  # packed by the graph: one copy, split into views
             pieces = [None] * len(n)
             for buffer, idx in self.groups:
-                used = [n[i] for i in idx]
-                for i, piece in zip(idx, buffer[: sum(used)].clone().split(used)):
+                lens = [n[i] for i in idx]
+                for i, piece in zip(idx, used(buffer, sum(lens)).split(lens)):
                     pieces[i] = piece
         return tuple(rebuild(self.recipes, pieces))

@@ -48,8 +48,11 @@ from gsample.passes.gather_nodes import WHY as GATHER_WHY
 from gsample.passes.gather_nodes import gather_nodes
 from gsample.runtime import (
     Call,
+    Chunks,
     Lanes,
     at_once,
+    chunk_size,
+    in_chunks,
     in_turn,
     interleave,
     land,
@@ -452,13 +455,16 @@ class DataLoader:
                 gathered.append(self._gather(batch, sync, n_id))
         return gathered
 
-    def _one_by_one(self, parts: list, epoch_seed: int, first: int = 0, indices=None):
+    def _one_by_one(
+        self, parts: list, epoch_seed: int, first: int = 0, indices=None, chunked: bool = True
+    ):
         """The batches ``first, first + 1, ...`` (or ``indices``), seeds ``parts``, sampled
         one by one; a compiled sampler whose program reads back before its end (on a GPU)
-        with two mini-batches in flight (``_overlapped``)."""
+        with two mini-batches in flight (``_overlapped``; ``chunked=False``: no chunks of
+        mini-batches a replay, e.g. where a super-batch ran out of memory)."""
         pairs = zip(range(first, first + len(parts)) if indices is None else indices, parts)
         if self._overlaps():
-            yield from self._overlapped(pairs, epoch_seed)
+            yield from self._overlapped(pairs, epoch_seed, chunked)
             return
         # the first call prepares the epoch's program (CompiledSampler.prepare) and runs it;
         # the others run it with their seeds while the sampler's stamp is unchanged (else,
@@ -515,7 +521,7 @@ class DataLoader:
             and not self._stateful()
         )
 
-    def _overlapped(self, pairs, epoch_seed: int):
+    def _overlapped(self, pairs, epoch_seed: int, chunked: bool = True):
         """``(index, seeds)`` pairs sampled with two calls in flight: while the host finishes
         one mini-batch's layer, the GPU runs the other's. Each call draws what it draws alone
         (its own lane and stream state); the batches come out in order, an error at its
@@ -523,7 +529,10 @@ class DataLoader:
         first call's plan (the others start it with their seeds in place); a program that
         pauses once per call (a node-wise sampler: one CUDA graph, then its read-back) is
         launched and landed in turn on two lanes the epoch holds
-        (:func:`gsample.runtime.overlap.in_turn`), any other call is a
+        (:func:`gsample.runtime.overlap.in_turn`), its consecutive mini-batches of one size
+        ``chunk_size`` at a time (``gsample.runtime.chunk.CHUNK``, 1: off) as one replay of
+        a CUDA graph holding their calls (:func:`gsample.runtime.in_chunks`, two
+        :class:`~gsample.runtime.Chunks` in turn: the same samples), any other call is a
         :class:`~gsample.runtime.overlap.Call` of :func:`gsample.runtime.overlap.interleave`
         (a context of its own: deferred checks, read-back state), or made as it is where
         nothing was planned."""
@@ -536,7 +545,7 @@ class DataLoader:
         planned = fn.plan(*args, self.A, first[1], **kwargs)
         names = [] if planned is None else [n for n, v in planned[1].items() if v is first[1]]
         program, arguments = planned if len(names) == 1 else (None, None)
-        seed, lanes = epoch_seed & MASK64, Lanes()
+        seed, lanes, chunks = epoch_seed & MASK64, Lanes(), None
         if program is not None and program.one_region:
 
             def go(pair):
@@ -544,7 +553,19 @@ class DataLoader:
                     lanes.next(program), {**arguments, names[0]: pair[1]}, (seed, 0, pair[0])
                 )
 
-            calls = in_turn(pairs, go, land, settle)
+            k = chunk_size(program) if chunked else 1
+            if k > 1:  # k consecutive mini-batches of one size a replay, the rest alone
+                chunks = Chunks(program, k)
+
+                def go_many(group):
+                    return chunks.next().launch(
+                        [{**arguments, names[0]: p} for _, p in group],
+                        [(seed, 0, i) for i, _ in group],
+                    )
+
+                calls = in_chunks(pairs, chunks.limit, go, land, go_many, settle, size=_seeds_shape)
+            else:
+                calls = in_turn(pairs, go, land, settle)
         else:
 
             def begin(pair):
@@ -569,6 +590,8 @@ class DataLoader:
         finally:
             calls.close()
             lanes.release()
+            if chunks is not None:
+                chunks.release()
 
     def _super_batches(self, parts: list, epoch_seed: int, base: int = 0):
         """The batches ``base, base + 1, ...`` (seeds ``parts``) in groups, a group per
@@ -791,7 +814,9 @@ class DataLoader:
         (``out_of_memory_at``)."""
         release_frames(error)
         done, failed = [], None
-        batches = self._one_by_one(block, epoch_seed, first, indices)
+        # one at a time, not in chunks: two chunks in flight hold 2 * CHUNK mini-batches'
+        # results, more than a super-batch that ran out of memory may have held
+        batches = self._one_by_one(block, epoch_seed, first, indices, chunked=False)
         while failed is None and len(done) < len(block):
             try:
                 done.append(next(batches))
@@ -908,6 +933,12 @@ def seed_ids(x, name: str, num_nodes: int, device) -> torch.Tensor:
             )
         x = V.as_tensor(x, name, device).nonzero().view(-1)
     return V.ids(x, name, num_nodes, device)
+
+
+def _seeds_shape(pair) -> tuple:
+    """The shape of an ``(index, seeds)`` pair's seeds: mini-batches of one shape share a
+    chunk (``gsample.runtime.in_chunks``)."""
+    return tuple(pair[1].shape)
 
 
 def _unwrap(fn):

@@ -10,7 +10,8 @@ lowering / runtime -> backends -> kernels).
   pieces, pausing where the host would wait for the device;
 * :func:`interpret`: the node-by-node interpreter it replaces (``Options(lowered=False)``);
 * :class:`Call`, :func:`interleave`, :func:`in_turn`, :class:`Lanes`, :func:`at_once`:
-  several calls in flight (:mod:`.overlap`);
+  several calls in flight (:mod:`.overlap`); :func:`in_chunks`, :class:`Chunks`,
+  :func:`chunk_size`: several one-mini-batch calls in one CUDA graph's replay (:mod:`.chunk`);
 * :class:`SuperBatcher`: one program run for N mini-batches at once as a block-diagonal
   graph (``gs.DataLoader(..., super_batch=N)``; :mod:`.super_batcher`, its helpers
   :mod:`.block_diagonal`), made by ``CompiledSampler.super_batched``;
@@ -26,11 +27,12 @@ The runtime returns sparse formats (``gsample.formats``); the compiler wraps the
 
 from gsample.runtime.block_diagonal import helpers as block_helpers
 from gsample.runtime.caller_code import CALLER_CODE
+from gsample.runtime.chunk import Chunk, Chunks, chunk_size
 from gsample.runtime.cuda_graphs import CAPTURE_LOCK
 from gsample.runtime.interpret import interpret
 from gsample.runtime.lower import describe, lower
 from gsample.runtime.options import Options
-from gsample.runtime.overlap import Call, Lanes, at_once, in_turn, interleave
+from gsample.runtime.overlap import Call, Lanes, at_once, chunked, in_chunks, in_turn, interleave
 from gsample.runtime.program import (
     Instruction,
     Program,
@@ -47,6 +49,8 @@ __all__ = [
     "CALLER_CODE",
     "CAPTURE_LOCK",
     "Call",
+    "Chunk",
+    "Chunks",
     "Instruction",
     "Lanes",
     "Options",
@@ -54,8 +58,11 @@ __all__ = [
     "SuperBatcher",
     "at_once",
     "block_helpers",
+    "chunk_size",
+    "chunked",
     "describe",
     "finish",
+    "in_chunks",
     "in_turn",
     "interleave",
     "interpret",

@@ -284,8 +284,11 @@ class Region:
             READ_BACK.set(cap.replayed)
         return cap.storages
 
-    def _load(self, cap: _Captured, env: list) -> None:
+    def _load(self, cap: _Captured, env: list, skip=()) -> None:
+        """The call's inputs into ``cap``'s static buffers (but the slots in ``skip``)."""
         for slot, static in cap.statics.items():
+            if slot in skip:
+                continue
             v = env[slot]
             if isinstance(v, DeviceKey):
                 if v.tensor.data_ptr() != static.tensor.data_ptr():  # not the program's own
@@ -297,13 +300,34 @@ class Region:
                 static.copy_(v, non_blocking=True)
 
     def _capture(self, env: list, run_steps, keys=None) -> _Captured:
+        statics, work = self._statics(env)
+        record = V.DEFERRED.get()
+        before = len(record.failures) if record is not None else 0
+        graph = torch.cuda.CUDAGraph()
+        torch.cuda.current_stream().synchronize()
+        desc = self._desc()
+        # thread_local: the pipelined DataLoader captures in its sampling thread while the
+        # caller's thread trains (allocates, syncs); "global" would refuse those calls there
+        with CAPTURE_LOCK, _gc_paused(), torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            body = self._body(work, run_steps, keys, record, before, desc)
+        cap = self._made(graph, env, work, statics, record, before, body, keys)
+        graph.replay()
+        return cap
+
+    def _statics(self, env: list, given=None) -> tuple:
+        """``(statics, work)``: the static buffers a capture reads the call's inputs from
+        (``given``: slot -> a buffer to copy a tensor input into instead of a clone of its
+        own, a chunk's row of one buffer for its calls), and ``env`` with them in place."""
         statics = {}
         for slot in self.inputs:
             v = env[slot]
             if isinstance(v, DeviceKey):  # the program's key buffer stays in place
                 statics[slot] = v if v.static else replace(v, tensor=v.tensor.clone())
             elif isinstance(v, torch.Tensor) and slot not in self.in_place:
-                statics[slot] = v.clone()
+                if given is not None and slot in given:
+                    statics[slot] = given[slot].copy_(v)
+                else:
+                    statics[slot] = v.clone()
             elif isinstance(v, BoundedIds):
                 # padding past the bound: node 0, a valid id (as padding may be read)
                 data = torch.zeros(bucket(v.bound), dtype=v.data.dtype, device=v.device)
@@ -312,47 +336,49 @@ class Region:
         work = list(env)
         for slot, static in statics.items():
             work[slot] = static
-        record = V.DEFERRED.get()
-        before = len(record.failures) if record is not None else 0
-        graph = torch.cuda.CUDAGraph()
-        torch.cuda.current_stream().synchronize()
+        return statics, work
+
+    def _desc(self):
+        """Pinned room for the packed parts' descriptions (None where nothing is packed)."""
+        if not self.packed:
+            return None
+        return torch.empty(24 * len(self.packed), dtype=torch.int64, pin_memory=True)
+
+    def _body(self, work: list, run_steps, keys, record, before: int, desc, into=None) -> tuple:
+        """Inside a capture: the region's steps on ``work`` (its keys copied first), then
+        the copy of its scalars to pinned memory and the pack of its trimmed results (in
+        buffers ``into`` gives, :func:`_pack`). Returns ``(scalars, pinned, packed, held)``
+        for :meth:`_made`."""
+        try:
+            _copy_keys(keys)  # the graph copies each replay's keys itself
+            run_steps(self.steps, work)
+        except NotCapturable:  # raised before any read-back: a clean end
+            if record is not None:
+                del record.failures[before:]
+            raise
+        # the counts of the bounded results, the sizes a two-phase step's finish reads
+        # and the check flags, copied to pinned host memory by the graph itself: the
+        # read-back after a replay only waits
+        scalars = [t for s in self.outputs if isinstance(work[s], Bounded) for t in counts(work[s])]
+        scalars += [
+            t for s in self.outputs if isinstance(work[s], PendingSizes) for t in work[s].scalars
+        ]
+        scalars += [f[0] for f in (record.failures[before:] if record is not None else [])]
+        packed, held = (
+            _pack([work[s] for s in self.packed], desc, into) if self.packed else (None, ())
+        )
         pinned = None
-        desc = (
-            torch.empty(24 * len(self.packed), dtype=torch.int64, pin_memory=True)
-            if self.packed
-            else None
-        )  # room for the packed parts' descriptions
-        # thread_local: the pipelined DataLoader captures in its sampling thread while the
-        # caller's thread trains (allocates, syncs); "global" would refuse those calls there
-        with CAPTURE_LOCK, _gc_paused(), torch.cuda.graph(graph, capture_error_mode="thread_local"):
-            try:
-                _copy_keys(keys)  # the graph copies each replay's keys itself
-                run_steps(self.steps, work)
-            except NotCapturable:  # raised before any read-back: a clean end
-                if record is not None:
-                    del record.failures[before:]
-                raise
-            # the counts of the bounded results, the sizes a two-phase step's finish reads
-            # and the check flags, copied to pinned host memory by the graph itself: the
-            # read-back after a replay only waits
-            scalars = [
-                t for s in self.outputs if isinstance(work[s], Bounded) for t in counts(work[s])
-            ]
-            scalars += [
-                t
-                for s in self.outputs
-                if isinstance(work[s], PendingSizes)
-                for t in work[s].scalars
-            ]
-            scalars += [f[0] for f in (record.failures[before:] if record is not None else [])]
-            packed, held = (
-                _pack([work[s] for s in self.packed], desc) if self.packed else (None, ())
+        if scalars:
+            pinned = torch.empty(len(scalars), dtype=torch.int64, pin_memory=True)
+            pinned.copy_(
+                torch.cat([t.reshape(1).to(torch.int64) for t in scalars]), non_blocking=True
             )
-            if scalars:
-                pinned = torch.empty(len(scalars), dtype=torch.int64, pin_memory=True)
-                pinned.copy_(
-                    torch.cat([t.reshape(1).to(torch.int64) for t in scalars]), non_blocking=True
-                )
+        return scalars, pinned, packed, held
+
+    def _made(self, graph, env, work, statics, record, before, body, keys, done=None):
+        """The :class:`_Captured` of a capture (``body``: :meth:`_body`'s); the check flags
+        it recorded move from ``record`` to it (recorded again at each replay)."""
+        scalars, pinned, packed, held = body
         failures = list(record.failures[before:]) if record is not None else []
         if record is not None:
             del record.failures[before:]
@@ -361,10 +387,14 @@ class Region:
             None
             if pinned is None
             else Replayed(
-                pinned, scalars, [*outputs.values(), *(f[0] for f in failures)], packed=packed
+                pinned,
+                scalars,
+                [*outputs.values(), *(f[0] for f in failures)],
+                done=done,
+                packed=packed,
             )
         )
-        cap = _Captured(
+        return _Captured(
             graph,
             statics,
             outputs,
@@ -375,17 +405,265 @@ class Region:
             held,
             keys,
         )
+
+
+class _Shared:
+    """What the calls of a chunk's graph (:class:`ChunkGraphs`, one key) share: the event
+    recorded after each replay, waited for by the first read-back of any of its calls alone
+    (the others find it done: one host synchronisation a chunk), and the buffers the calls
+    pack their results in (call ``j``'s of a dtype: rows ``j`` of one buffer), copied out of
+    the graph's memory at once by the first call's trim after a replay
+    (:attr:`~gsample.formats.replayed.Replayed.copied`: one copy a dtype for the chunk, each
+    call's pieces views of it)."""
+
+    def __init__(self, calls: int, event=None):
+        self.event = torch.cuda.Event() if event is None else event
+        self.waited = True
+        self.calls = calls
+        self.joints: dict = {}  # dtype -> the calls' packed buffers, one after another
+        self.where: dict = {}  # (data_ptr, numel, dtype) of a call's buffer -> its start
+        self.ends: dict = {}  # dtype -> the end of the rows handed out (in a capture)
+        self.copy = None  # dtype -> the joint buffer's copy (this replay's)
+
+    def record(self, stream=None) -> None:
+        self.event.record(stream)
+        self.waited, self.copy = False, None
+
+    def synchronize(self) -> None:
+        if not self.waited:
+            self.event.synchronize()
+            self.waited = True
+
+    def into(self, j: int):
+        """The allocator of call ``j``'s packed buffers (``_pack``'s ``into``), in a capture
+        (the calls allocate in order: call ``j``'s rows follow call ``j - 1``'s)."""
+
+        def allocate(dtype, numel, device):
+            joint = self.joints.get(dtype)
+            if joint is None:  # (every call of a key packs as many entries)
+                joint = self.joints[dtype] = torch.empty(
+                    self.calls * numel, dtype=dtype, device=device
+                )
+            # the calls' rows one after another, none overlapping another's (a call packing
+            # more than the first, which sized the buffer: a buffer of its own past its end)
+            start = self.ends.get(dtype, 0)
+            if start + numel > joint.numel():
+                return torch.empty(numel, dtype=dtype, device=device)
+            self.ends[dtype] = start + numel
+            out = joint[start : start + numel]
+            self.where[(out.data_ptr(), numel, dtype)] = start
+            return out
+
+        return allocate
+
+    def copied(self, buffer: torch.Tensor) -> torch.Tensor:
+        """``buffer`` (a call's packed buffer) as a view of this replay's copy of them all."""
+        start = self.where.get((buffer.data_ptr(), buffer.numel(), buffer.dtype))
+        if start is None:
+            return buffer.clone()
+        if self.copy is None:
+            self.copy = {dtype: joint.clone() for dtype, joint in self.joints.items()}
+        return self.copy[buffer.dtype][start : start + buffer.numel()]
+
+
+@dataclass
+class _Chunked:
+    graph: object
+    calls: list  # per call, its _Captured (graph: the chunk's)
+    stacked: dict  # slot -> a static buffer (k, ...) whose row j is call j's input
+    shared: _Shared  # the calls' event and packed buffers
+
+
+class ChunkGraphs:
+    """Several calls of one region (the same steps; each call on a lane of its own, with
+    its own static inputs, results, key buffer and check flags) captured one after the
+    other into one CUDA graph: one replay runs them all, their per-call tensor inputs (the
+    seeds) are loaded with one copy (``torch.stack`` into a buffer whose rows are the
+    calls' static inputs), their read-backs wait for one event and their packed results are
+    copied out of the graph's memory in one copy a dtype (:class:`_Shared`).
+
+    Each call draws what it draws alone: its steps, keys and inputs are those of its own
+    lane's call, only captured next to the others'. The life of a key (the calls' argument
+    shapes, :meth:`Region._key`, the same for every call) is a region's: run eagerly the
+    first time (a warm-up), captured the second (under :data:`CALLER_CODE`'s gate; where
+    the gate times out, eagerly again), replayed from then on; refused (eager from then
+    on) where a step cannot be captured or the capture runs out of memory.
+
+    Parameters
+    ----------
+    regions : list of Region
+        The region of each lane (``Program.acquire``), in the order the calls use them.
+    """
+
+    def __init__(self, regions: list):
+        self.regions = regions
+        self.captured: dict = {}
+        self.seen: set = set()
+        self.refused: set = set()
+        self.enabled = enabled()
+
+    def run(self, envs: list, records: list, keys: list, run_steps) -> list:
+        """Run the region of call ``j`` on ``envs[j]`` for each call (at most
+        ``len(regions)``), its check flags recorded in ``records[j]`` (a
+        ``validate.Deferred``), ``keys[j]`` its key buffers' ``(pinned, device)`` pair (or
+        None: copied already). Returns per call ``(storages, replayed)``: the storages of its
+        results where they live in the chunk's graph memory (else None) and its
+        ``formats.replayed.Replayed`` (or None), as a region's call leaves them
+        (:meth:`Region.run`, ``READ_BACK``)."""
+        n = len(envs)
+        regions = self.regions[:n]
+        first = regions[0]._key(envs[0])
+        same = first is not None and all(
+            _alike(regions[0], envs[0], e) or r._key(e) == first
+            for r, e in zip(regions[1:], envs[1:])
+        )
+        key = (n, first) if same else None
+        cap = self.captured.get(key) if key is not None else None
+        if cap is not None:  # the steady state: one replay
+            self._load(cap, envs)
+            cap.graph.replay()
+            return self._replayed(cap, envs, records)
+        if key is None or not self.enabled or key in self.refused:
+            return self._eager(envs, records, keys, run_steps)
+        if key not in self.seen or len(self.captured) >= MAX_GRAPHS:
+            self.seen.add(key)  # warm-up: kernels compiled, scratch allocated
+            return self._eager(envs, records, keys, run_steps, prepare=True)
+        with CALLER_CODE.quiet() as quiet:
+            if quiet:  # no other thread runs its caller's code (its random ops would fail)
+                try:
+                    cap = self.captured[key] = self._capture(envs, records, keys, run_steps)
+                except (NotCapturable, torch.cuda.OutOfMemoryError):
+                    self.refused.add(key)  # an exact fallback: these calls run eagerly
+        if cap is None:
+            return self._eager(envs, records, keys, run_steps)
+        return self._replayed(cap, envs, records)
+
+    def _eager(self, envs, records, keys, run_steps, prepare=False) -> list:
+        region = self.regions[0]
+        for env, record, k in zip(envs, records, keys):
+            token = V.DEFERRED.set(record)
+            try:
+                _copy_keys(k)
+                run_steps(region.steps, env)
+            finally:
+                V.DEFERRED.reset(token)
+        if prepare and region.packed:
+            _prepare_pack([envs[0][s] for s in region.packed])
+        return [(None, None)] * len(envs)
+
+    def _capture(self, envs, records, keys, run_steps) -> _Chunked:
+        n, region = len(envs), self.regions[0]
+        stacked = {
+            slot: torch.empty((n, *v.shape), dtype=v.dtype, device=v.device)
+            for slot in region.inputs
+            if isinstance(v := envs[0][slot], torch.Tensor) and slot not in region.in_place
+        }
+        made = [
+            r._statics(env, {slot: buf[j] for slot, buf in stacked.items()})
+            for j, (r, env) in enumerate(zip(self.regions, envs))
+        ]
+        befores = [len(record.failures) for record in records]
+        descs = [r._desc() for r in self.regions[:n]]
+        shared = _Shared(n)
+        graph = torch.cuda.CUDAGraph()
+        torch.cuda.current_stream().synchronize()
+        bodies = []
+        try:
+            with (
+                CAPTURE_LOCK,
+                _gc_paused(),
+                torch.cuda.graph(graph, capture_error_mode="thread_local"),
+            ):
+                for j in range(n):
+                    token = V.DEFERRED.set(records[j])
+                    try:
+                        bodies.append(
+                            self.regions[j]._body(
+                                made[j][1],
+                                run_steps,
+                                keys[j],
+                                records[j],
+                                befores[j],
+                                descs[j],
+                                shared.into(j),
+                            )
+                        )
+                    finally:
+                        V.DEFERRED.reset(token)
+        except BaseException:
+            for record, before in zip(records, befores):  # no call keeps a captured flag
+                del record.failures[before:]
+            raise
+        calls = [
+            self.regions[j]._made(
+                graph,
+                envs[j],
+                made[j][1],
+                made[j][0],
+                records[j],
+                befores[j],
+                bodies[j],
+                keys[j],
+                done=shared,
+            )
+            for j in range(n)
+        ]
+        for call in calls:
+            if call.replayed is not None:
+                call.replayed.copied = shared.copied
         graph.replay()
-        return cap
+        return _Chunked(graph, calls, stacked, shared)
+
+    def _load(self, cap: _Chunked, envs: list) -> None:
+        for slot, buf in cap.stacked.items():  # the calls' seeds: one copy
+            torch.stack([env[slot] for env in envs], out=buf)
+        for r, call, env in zip(self.regions, cap.calls, envs):
+            r._load(call, env, cap.stacked)
+
+    def _replayed(self, cap: _Chunked, envs: list, records: list) -> list:
+        cap.shared.record(current_stream(_CUDA))
+        out = []
+        for call, env, record in zip(cap.calls, envs, records):
+            record.failures.extend(call.failures)
+            for slot, value in call.outputs.items():
+                env[slot] = value
+            out.append((call.storages, call.replayed))
+        return out
 
 
-def _pack(values: list, desc) -> tuple:
+def _alike(region: Region, env: list, other: list) -> bool:
+    """Whether ``other``'s key is ``env``'s (:meth:`Region._key`) for sure, without making
+    it: each input the very same object, or a tensor not read in place of the same shape,
+    dtype and device, or a device key of the same shape (a chunk's calls share their
+    constants and matrices; their seeds and keys are their own). False: not known so (the
+    keys are then compared)."""
+    for slot in region.inputs:
+        a, b = env[slot], other[slot]
+        if a is b:
+            continue
+        if a.__class__ is not b.__class__:
+            return False
+        if isinstance(a, torch.Tensor):
+            if slot in region.in_place:
+                return False
+            if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
+                return False
+        elif isinstance(a, DeviceKey):
+            if (a.copies, a.num_nodes) != (b.copies, b.num_nodes):
+                return False
+        else:
+            return False
+    return True
+
+
+def _pack(values: list, desc, into=None) -> tuple:
     """Inside a capture: ``values`` (the results the output's trim takes) packed by the
     graph, each :func:`~gsample.formats.replayed.pack_groups` group's used prefixes one after
     another in a buffer of its own. Returns ``((values, buffers), held)``: the first for
     :class:`~gsample.formats.replayed.Replayed` (None where they cannot be packed), then what
     the graph reads and must outlive it (``desc``, pinned, holds the parts' descriptions,
-    which each replay copies to the device)."""
+    which each replay copies to the device). ``into(dtype, numel, device)``: where a group is
+    packed (default: a buffer of its own)."""
     parts = counted(values, trim_parts(values)[0])
     if not values or not packable(parts) or 4 * len(parts) > desc.numel():
         return None, ()
@@ -393,8 +671,11 @@ def _pack(values: list, desc) -> tuple:
     buffers, held, at = [], [desc], 0
     for dtype, idx in pack_groups(parts):
         group = [parts[i] for i in idx]
-        out = torch.empty(
-            sum(t.numel() for t, _, _ in group), dtype=dtype, device=group[0][0].device
+        numel, device = sum(t.numel() for t, _, _ in group), group[0][0].device
+        out = (
+            torch.empty(numel, dtype=dtype, device=device)
+            if into is None
+            else into(dtype, numel, device)
         )
         held.append(pack_parts(group, out, desc[at : at + 4 * len(group)]))
         buffers.append(out)

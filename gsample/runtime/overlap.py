@@ -219,6 +219,144 @@ def _settled(ahead, settle):
         return ahead[0], None, error
 
 
+def chunked(items: Iterable, k, size: Callable = len) -> Iterator:
+    """``items`` in groups, in order: runs of ``k`` consecutive items of one ``size`` (a
+    chunk, launched together by :func:`in_chunks`), and the rest one by one (lists of one):
+    the items of a size that fewer than ``k`` consecutive items share (an epoch's last, short
+    mini-batch, and the full ones before it that make no whole chunk).
+
+    Parameters
+    ----------
+    items : iterable
+        What to run, in order.
+    k : int or callable
+        Items a chunk (``<= 1``: every item alone); a callable ``() -> int`` is asked as
+        each item joins a chunk (a limit learnt while the first chunks run).
+    size : callable
+        ``item -> hashable``: items of a chunk have the same.
+
+    Yields
+    ------
+    list
+        A chunk of ``k`` items, or one item.
+
+    Examples
+    --------
+    >>> [len(g) for g in chunked([[0] * 4] * 7 + [[0] * 2], 3)]
+    [3, 3, 1, 1]
+    """
+    run: list = []
+    for item in items:
+        if run and size(item) != size(run[0]):
+            yield from ([x] for x in run)  # fewer than k of the size before
+            run = []
+        run.append(item)
+        limit = max(1, k() if callable(k) else k)
+        while len(run) >= limit:  # (a limit lowered meanwhile: chunks of the new one)
+            head, run = run[:limit], run[limit:]
+            yield head
+    yield from ([x] for x in run)
+
+
+def in_chunks(
+    items: Iterable,
+    k,
+    launch: Callable,
+    land: Callable,
+    launch_many: Callable,
+    settle: Callable | None = None,
+    size: Callable = len,
+) -> Iterator:
+    """:func:`in_turn` over :func:`chunked` groups: ``(item, result)`` of every item, in
+    order, ``k`` consecutive items of one size launched together (``launch_many``: one
+    replay of a graph holding their calls, ``gsample.runtime.chunk.Chunk.launch``), the rest
+    one by one (``launch``). Each group is launched before the group before it lands, and a
+    chunk's calls land together, while the device runs the next group: a chunk's host work
+    (its calls' read-backs and outputs) overlaps the next one's device work.
+
+    Parameters
+    ----------
+    items, k, size
+        As :func:`chunked`'s.
+    launch : callable
+        ``item -> flight``.
+    land : callable
+        ``flight -> result`` (each of a chunk's flights in turn).
+    launch_many : callable
+        ``list of items -> list of flights``, one per item; the last may be an exception
+        instead (that item's call failed to start: the items after it have none).
+    settle : callable, optional
+        ``flight -> None``, each flight of a group before the next group is launched.
+
+    Yields
+    ------
+    (item, result)
+        In order. A failure raises at its item's turn, after the items before it (a chunk's
+        calls before it included): a failed land or settle stops its chunk there (nothing
+        is launched after a chunk whose call failed to start or settle); a ``launch_many``
+        that raises does so at its chunk's first item.
+
+    Examples
+    --------
+    >>> chunks = Chunks(program, 8)       # gsample.runtime.chunk
+    >>> go_many = lambda g: chunks.next().launch([args(p) for p in g], [stream(p) for p in g])
+    >>> outs = [o for _, o in in_chunks(pairs, chunks.limit, go, land, go_many, settle)]
+    """
+
+    failed = []  # a call failed to start or settle: no group is launched after its own
+
+    def groups():
+        for group in chunked(items, k, size):
+            if failed:
+                return
+            yield group
+
+    def go(group):
+        if len(group) == 1:
+            return [launch(group[0])]
+        flights = list(launch_many(group))
+        whole = len(flights) == len(group) or (
+            0 < len(flights) < len(group) and isinstance(flights[-1], BaseException)
+        )
+        if not whole:  # (a call not launched must say why)
+            raise RuntimeError(f"launch_many: {len(flights)} flights for {len(group)} items")
+        if isinstance(flights[-1], BaseException):
+            failed.append(flights[-1])
+        return flights
+
+    def landed(flights):
+        out = []
+        for flight in flights:
+            if isinstance(flight, BaseException):
+                out.append((None, flight))
+                break
+            try:
+                out.append((land(flight), None))
+            except Exception as error:
+                out.append((None, error))
+                break
+        return out
+
+    def settled(flights):
+        # a call whose settle raises ends its chunk there, as a land that raises does: the
+        # calls before it still land and come out first (one at a time, they would)
+        for i, flight in enumerate(flights):
+            if isinstance(flight, BaseException):
+                return
+            try:
+                settle(flight)
+            except Exception as error:
+                flights[i:] = [error]
+                failed.append(error)
+                return
+
+    for group, results in in_turn(groups(), go, landed, settled if settle is not None else None):
+        for item, (value, error) in zip(group, results):
+            if error is not None:
+                raise error
+            yield item, value
+
+
 class Lanes:
     """Two lanes of each program a caller keeps two calls in flight on
     (:meth:`~gsample.runtime.program.Program.acquire`, the first time it asks), handed out

@@ -113,6 +113,8 @@ class Program:
     keys_in_region: bool = False  # the first region copies the device keys (none read before)
     lanes: dict = field(default_factory=dict, repr=False)  # lane number (>= 1) -> program
     busy: set = field(default_factory=set, repr=False)  # lanes a call in flight holds
+    chunks: dict = field(default_factory=dict, repr=False)  # lane numbers -> the
+    # cuda_graphs.ChunkGraphs of a runtime.chunk.Chunk holding them (kept between epochs)
 
     def acquire(self) -> tuple:
         """``(number, program)`` of a lane no call in flight holds, held until
@@ -130,7 +132,7 @@ class Program:
             lane = self.lanes.get(number)
             if lane is None:
                 lane = self.lanes[number] = replace(
-                    self, key_buffers=None, key_views=None, lanes={}, busy=set()
+                    self, key_buffers=None, key_views=None, lanes={}, busy=set(), chunks={}
                 )
                 lane.regions = [r.fresh() for r in self.regions]
             return number, lane

@@ -52,7 +52,7 @@ def trim(*values):
                 record.raise_first(hits)
             if failures:
                 failures.clear()
-            return plan.copies(sizes)
+            return plan.copies(sizes, replayed.copied)
     parts = [counts(v) for v in values]
     host = V.read_back([t for p in parts for t in p])
     sizes, i = [], 0

@@ -118,3 +118,87 @@ def test_a_packed_replay_is_copied_out_in_one_copy_a_dtype_and_equals_trim_copie
     assert other.copies(other.read(r)[0])[0].tolist() == [3, 1, 4]
     flat = torch.zeros(2, 3)
     assert not packable(counted([flat], trim_parts([flat])[0]))  # 2-D: not packed
+
+
+class _Event:
+    """A chunk's event on the CPU: recorded, waited for (counted)."""
+
+    def __init__(self):
+        self.waits = 0
+
+    def record(self, stream=None):
+        pass
+
+    def synchronize(self):
+        self.waits += 1
+
+
+def test_a_chunks_calls_share_one_wait_and_one_copy_of_their_packed_buffers():
+    """The calls of a chunk (``runtime.cuda_graphs.ChunkGraphs``) pack into rows of one
+    buffer a dtype (``_Shared.into``): after a replay, the first call's trim copies those
+    buffers once, every call's values are views of that copy (none of the graph's memory),
+    equal to ``trim_copies`` of its own values; one event wait for them all; the next
+    replay copies again."""
+    from gsample.runtime.cuda_graphs import _Shared
+
+    event = _Event()
+    shared = _Shared(3, event)
+    calls = []
+    for j in range(3):
+        ids = BoundedIds(torch.tensor([3, 1, 4, 1, 5]) + 10 * j, torch.tensor([3 - j]))
+        values = (_bounded(), ids, torch.arange(6.0) + j, "x")
+        buffers = [
+            shared.into(j)(buf.dtype, buf.numel(), buf.device).copy_(buf) for buf in _packed(values)
+        ]
+        r = Replayed(
+            _replayed(values).pinned,
+            [c for v in values for c in counts(v)],
+            values,
+            done=shared,
+            packed=(values, buffers),
+        )
+        r.copied = shared.copied
+        calls.append((values, r))
+    assert set(shared.joints) == {torch.int64, torch.float32}
+    shared.record()
+    got = []
+    for j, (values, r) in enumerate(calls):
+        plan = r.plan(values, [])
+        assert plan.groups is not None
+        got.append(plan.copies(plan.read(r)[0], r.copied))
+        want = trim_copies(list(values), [[3, 2], [3 - j], [], []])
+        assert _fields(got[j][0]) == _fields(want[0])
+        assert (
+            got[j][1].tolist() == want[1].tolist() == [3 + 10 * j, 1 + 10 * j, 4 + 10 * j][: 3 - j]
+        )
+        assert torch.equal(got[j][2], values[2]) and got[j][3] == "x"
+    assert event.waits == 1, "one wait for the chunk"
+    copies = {v[1].untyped_storage().data_ptr() for v in got}
+    assert len(copies) == 1, "one copy of the int64 buffers for every call"
+    assert copies.isdisjoint({b.untyped_storage().data_ptr() for b in shared.joints.values()})
+    first = shared.copy
+    shared.record()  # the next replay: copied again
+    values, r = calls[0]
+    plan = r.plan(values, [])
+    plan.copies(plan.read(r)[0], r.copied)
+    assert shared.copy is not first and event.waits == 2
+
+
+def test_a_chunks_calls_pack_into_rows_that_never_overlap():
+    """``_Shared.into``: the calls' rows of a dtype follow one another in capture order; a
+    call packing more than the first (which sized the joint buffer) gets a buffer of its
+    own past the joint's end, never a row overlapping another call's."""
+    from gsample.runtime.cuda_graphs import _Shared
+
+    shared = _Shared(3, _Event())
+    rows = [shared.into(j)(torch.int64, n, torch.device("cpu")) for j, n in enumerate((4, 6, 4))]
+    joint = shared.joints[torch.int64]
+    assert joint.numel() == 12
+    spans = [(r.data_ptr(), r.data_ptr() + 8 * r.numel()) for r in rows]
+    for a in range(3):
+        for b in range(a + 1, 3):
+            assert spans[a][1] <= spans[b][0] or spans[b][1] <= spans[a][0], (a, b)
+    for r, v in zip(rows, (1, 2, 3)):
+        r.fill_(v)
+    shared.record()
+    assert [shared.copied(r).tolist() for r in rows] == [[1] * 4, [2] * 6, [3] * 4]
