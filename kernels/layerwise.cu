@@ -346,6 +346,26 @@ extern "C" __global__ void gs_kept_listed(const gs_idx* __restrict__ indptr,
     }
 }
 
+// One kept edge's outputs at place `at` (below K): its row (or position), graph edge, value
+// (vsize 4 or 8 bytes, copied as bits; else none) and id (none for null eids): as
+// gs_kept_edges, gs_kept_masked and their warp forms write them.
+__device__ __forceinline__ void gs_kept_put(gs_i64 at, gs_i64 row, gs_i64 edge,
+                                            gs_i64* __restrict__ rows_out,
+                                            gs_i64* __restrict__ pos_out,
+                                            const void* __restrict__ values,
+                                            void* __restrict__ values_out, int vsize,
+                                            const gs_i64* __restrict__ eids,
+                                            gs_i64* __restrict__ eids_out) {
+    rows_out[at] = row;
+    pos_out[at] = edge;
+    if (vsize == 4)
+        static_cast<unsigned*>(values_out)[at] = static_cast<const unsigned*>(values)[edge];
+    else if (vsize == 8)
+        static_cast<unsigned long long*>(values_out)[at] =
+            static_cast<const unsigned long long*>(values)[edge];
+    if (eids != nullptr) eids_out[at] = eids[edge];
+}
+
 // The kept edges in the frontier's order (column after column, each column's in graph order):
 // rows_out (the chosen row's position), pos_out (the edge's position in the graph). One tile
 // per block, taken by ticket, each thread GS_ITEMS consecutive edges of it (one block scan
@@ -429,15 +449,10 @@ gs_kept_edges(const gs_idx* __restrict__ indptr,
     for (int k = 0; k < GS_ITEMS; ++k) {
         const int i = k * (int)blockDim.x + (int)threadIdx.x;
         if (i >= kept) break;
+        // (the edge read first: the order its registers were fitted with)
         const gs_i64 to = before + i, edge = s_edge[i];
-        rows_out[to] = s_row[i];
-        pos_out[to] = edge;
-        if (vsize == 4)
-            static_cast<unsigned*>(values_out)[to] = static_cast<const unsigned*>(values)[edge];
-        else if (vsize == 8)
-            static_cast<unsigned long long*>(values_out)[to] =
-                static_cast<const unsigned long long*>(values)[edge];
-        if (eids != nullptr) eids_out[to] = eids[edge];
+        gs_kept_put(to, s_row[i], edge, rows_out, pos_out, values, values_out, vsize, eids,
+                    eids_out);
     }
 }
 
@@ -517,6 +532,16 @@ extern "C" __global__ void gs_kept_ptr(const gs_i64* __restrict__ ptr, gs_i64 C,
     }
 }
 
+// Lane i: v of lanes 0 .. i summed (a warp's inclusive scan by shuffles: every lane,
+// converged); the masked passes' scan of a tile's 32 words' kept edges.
+__device__ __forceinline__ int gs_warp_inclusive(int v, int lane) {
+    for (int d = 1; d < 32; d <<= 1) {
+        const int y = __shfl_up_sync(0xFFFFFFFFu, v, d);
+        if (lane >= d) v += y;
+    }
+    return v;
+}
+
 // The kept edges of gs_kept_mask's mask, K of them (before[tiles]), in the frontier's
 // order: rows_out, pos_out, values_out and eids_out as gs_kept_edges writes them (newpos
 // null: the row itself). A thread's items are GS_LOAD_ITEMS' (a warp's 32 consecutive
@@ -546,11 +571,7 @@ gs_kept_masked(const gs_idx* __restrict__ indptr,
         const gs_i64 tile = g0 / gs_tile, w0 = g0 >> 5;
         const unsigned word = lane < nw && w0 + lane < words ? mask[w0 + lane] : 0u;
         const gs_i64 first = tile < tiles ? before[tile] : K;
-        int inc = __popc(word);                          // the tile's words scanned
-        for (int d = 1; d < 32; d <<= 1) {
-            const int y = __shfl_up_sync(0xFFFFFFFFu, inc, d);
-            if (lane >= d) inc += y;
-        }
+        const int inc = gs_warp_inclusive(__popc(word), lane);   // the tile's words scanned
         if (__shfl_sync(0xFFFFFFFFu, inc, 31) == 0) continue;
         const gs_tile_t t = gs_tile_columns(indptr, cols, ptr, C, n, g0, min(gs_E, g0 + gs_tile),
                                             true);
@@ -566,14 +587,8 @@ gs_kept_masked(const gs_idx* __restrict__ indptr,
             gs_i64 col, shift;
             const gs_i64 edge = gs_frontier_edge(t, indptr, cols, ptr, n, g, &col, &shift);
             const gs_i64 r = (gs_i64)rows[edge] + shift;
-            rows_out[at] = newpos != nullptr ? (gs_i64)newpos[r] : r;
-            pos_out[at] = edge;
-            if (vsize == 4)
-                static_cast<unsigned*>(values_out)[at] = static_cast<const unsigned*>(values)[edge];
-            else if (vsize == 8)
-                static_cast<unsigned long long*>(values_out)[at] =
-                    static_cast<const unsigned long long*>(values)[edge];
-            if (eids != nullptr) eids_out[at] = eids[edge];
+            gs_kept_put(at, newpos != nullptr ? (gs_i64)newpos[r] : r, edge, rows_out, pos_out,
+                        values, values_out, vsize, eids, eids_out);
         }
     }
 }
@@ -767,25 +782,6 @@ gs_kept_mask_warps(const gs_idx* __restrict__ indptr,
     }
 }
 
-// One kept edge's outputs at place `at` (below K): its row (or position), graph edge, value
-// and id, as gs_kept_edges writes them.
-__device__ __forceinline__ void gs_kept_put(gs_i64 at, gs_i64 row, gs_i64 edge,
-                                            gs_i64* __restrict__ rows_out,
-                                            gs_i64* __restrict__ pos_out,
-                                            const void* __restrict__ values,
-                                            void* __restrict__ values_out, int vsize,
-                                            const gs_i64* __restrict__ eids,
-                                            gs_i64* __restrict__ eids_out) {
-    rows_out[at] = row;
-    pos_out[at] = edge;
-    if (vsize == 4)
-        static_cast<unsigned*>(values_out)[at] = static_cast<const unsigned*>(values)[edge];
-    else if (vsize == 8)
-        static_cast<unsigned long long*>(values_out)[at] =
-            static_cast<const unsigned long long*>(values)[edge];
-    if (eids != nullptr) eids_out[at] = eids[edge];
-}
-
 // out[first + place] = in[edge] for the kept edges of GS_ITEMS windows in one column
 // (gs_kept_masked_warps' at: place << 5 | window, -1 for none; edge = e0 + 32 * window): all
 // loads before the first store, which they would wait for otherwise.
@@ -826,11 +822,7 @@ gs_kept_masked_warps(const gs_idx* __restrict__ indptr,
         const gs_i64 w = t * (GS_KEPT_TILE / 32) + lane;
         const unsigned word = w < words ? mask[w] : 0u;
         const gs_i64 first = before[t];                  // (t < tiles: GS_WARP_TILES)
-        int inc = __popc(word);                          // the tile's words scanned
-        for (int d = 1; d < 32; d <<= 1) {
-            const int y = __shfl_up_sync(0xFFFFFFFFu, inc, d);
-            if (lane >= d) inc += y;
-        }
+        const int inc = gs_warp_inclusive(__popc(word), lane);   // the tile's words scanned
         const int off0 = inc - __popc(word);             // lane i: word i's first place
         const gs_i64 g0 = t * GS_KEPT_TILE;
         unsigned left = __ballot_sync(0xFFFFFFFFu, word != 0u);   // the windows to visit

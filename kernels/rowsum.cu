@@ -168,6 +168,16 @@ extern "C" __global__ void gs_rowsum_finish(const int* __restrict__ emax,
         ch[j] = x[j] != 0.0 ? r[j] >> GS_CHUNK_BITS : -1;                              \
     }
 
+// counts[k] += the items' nonzero terms in chunk k (the lanes of a warp on one chunk add
+// once); gs_rowsum_chunk_counts and its fused form with the totals (below).
+#define GS_CHUNK_COUNT(counts, ch)                                                             \
+    _Pragma("unroll")                                                                          \
+    for (int j = 0; j < GS_ITEMS; ++j) {                                                       \
+        const unsigned peers = __match_any_sync(0xFFFFFFFFu, (unsigned long long)ch[j]);       \
+        if (ch[j] >= 0 && (int)(threadIdx.x & 31) == __ffs(peers) - 1)                         \
+            atomicAdd((unsigned long long*)&counts[ch[j]], (unsigned long long)__popc(peers)); \
+    }
+
 // counts[k] = the frontier's nonzero terms in chunk k (zero before the launch; the lanes of
 // a warp on one chunk add once). `sub` rounds of items a tile (GS_TILES_OF, the host's
 // _rounds): a pass that reads every frontier edge and writes little waits on each tile's
@@ -181,12 +191,7 @@ extern "C" __global__ void gs_rowsum_chunk_counts(const gs_idx* __restrict__ ind
     GS_TILES_OF(g0, t, ptr, C, true, sub) for (int s = 0; s < sub; ++s) {
         const gs_i64 gs = g0 + s * (gs_i64)blockDim.x * GS_ITEMS;
         GS_CHUNK_ITEMS(gs, t, ch, r, x)
-#pragma unroll
-        for (int j = 0; j < GS_ITEMS; ++j) {
-            const unsigned peers = __match_any_sync(0xFFFFFFFFu, (unsigned long long)ch[j]);
-            if (ch[j] >= 0 && (int)(threadIdx.x & 31) == __ffs(peers) - 1)
-                atomicAdd((unsigned long long*)&counts[ch[j]], (unsigned long long)__popc(peers));
-        }
+        GS_CHUNK_COUNT(counts, ch)
     }
 }
 
@@ -204,7 +209,33 @@ struct alignas(2 * sizeof(gs_t)) gs_term_t {
 // the counts take. A round's places are asked for all its items before any is used: the
 // cursors' atomics return a value, and one after the other a thread waited on GS_ITEMS
 // round trips to the L2 a round where it now waits on one (the terms' order in a chunk is
-// any: its sums are order-free).
+// any: its sums are order-free). GS_CHUNK_PLACE places a round's items (lane: the thread's in
+// its warp) and runs `then` for each item j placed (the fused totals' pass 2; empty here).
+#define GS_CHUNK_PLACE(cursor, terms, ch, r, x, lane, then)                            \
+    unsigned peers[GS_ITEMS];                                                          \
+    gs_i64 base[GS_ITEMS];                                                             \
+    _Pragma("unroll")                                                                  \
+    for (int j = 0; j < GS_ITEMS; ++j)                                                 \
+        peers[j] = __match_any_sync(0xFFFFFFFFu, (unsigned long long)ch[j]);           \
+    _Pragma("unroll")                                                                  \
+    for (int j = 0; j < GS_ITEMS; ++j) {                                               \
+        base[j] = 0;                                                                   \
+        if (ch[j] >= 0 && lane == __ffs(peers[j]) - 1)                                 \
+            base[j] = (gs_i64)atomicAdd((unsigned long long*)&cursor[ch[j]],           \
+                                        (unsigned long long)__popc(peers[j]));         \
+    }                                                                                  \
+    _Pragma("unroll")                                                                  \
+    for (int j = 0; j < GS_ITEMS; ++j) {                                               \
+        const gs_i64 at = __shfl_sync(peers[j], base[j], __ffs(peers[j]) - 1);         \
+        if (ch[j] >= 0) {                                                              \
+            gs_term_t term;                                                            \
+            term.x = (gs_t)x[j];                                                       \
+            term.local = (int)(r[j] & (GS_CHUNK - 1));                                 \
+            terms[at + __popc(peers[j] & ((1u << lane) - 1u))] = term;                 \
+            then                                                                       \
+        }                                                                              \
+    }
+
 extern "C" __global__ void gs_rowsum_chunk_fill(const gs_idx* __restrict__ indptr,
                                                 const gs_idx* __restrict__ rows,
                                                 const gs_t* __restrict__ values,
@@ -216,28 +247,7 @@ extern "C" __global__ void gs_rowsum_chunk_fill(const gs_idx* __restrict__ indpt
     GS_TILES_OF(g0, t, ptr, C, true, sub) for (int s = 0; s < sub; ++s) {
         const gs_i64 gs = g0 + s * (gs_i64)blockDim.x * GS_ITEMS;
         GS_CHUNK_ITEMS(gs, t, ch, r, x)
-        unsigned peers[GS_ITEMS];
-        gs_i64 base[GS_ITEMS];
-#pragma unroll
-        for (int j = 0; j < GS_ITEMS; ++j)
-            peers[j] = __match_any_sync(0xFFFFFFFFu, (unsigned long long)ch[j]);
-#pragma unroll
-        for (int j = 0; j < GS_ITEMS; ++j) {
-            base[j] = 0;
-            if (ch[j] >= 0 && lane == __ffs(peers[j]) - 1)
-                base[j] = (gs_i64)atomicAdd((unsigned long long*)&cursor[ch[j]],
-                                            (unsigned long long)__popc(peers[j]));
-        }
-#pragma unroll
-        for (int j = 0; j < GS_ITEMS; ++j) {
-            const gs_i64 at = __shfl_sync(peers[j], base[j], __ffs(peers[j]) - 1);
-            if (ch[j] >= 0) {
-                gs_term_t term;
-                term.x = (gs_t)x[j];
-                term.local = (int)(r[j] & (GS_CHUNK - 1));
-                terms[at + __popc(peers[j] & ((1u << lane) - 1u))] = term;
-            }
-        }
+        GS_CHUNK_PLACE(cursor, terms, ch, r, x, lane, )
     }
 }
 
@@ -623,13 +633,7 @@ gs_rowsum_chunk_counts_total(
         for (int s = 0; s < sub; ++s) {
             const gs_i64 gs = g0 + s * (gs_i64)blockDim.x * GS_ITEMS;
             GS_CHUNK_ITEMS_GROUPS(gs, t, ch, r, x, b, G)
-#pragma unroll
-            for (int j = 0; j < GS_ITEMS; ++j) {
-                const unsigned peers = __match_any_sync(0xFFFFFFFFu, (unsigned long long)ch[j]);
-                if (ch[j] >= 0 && (int)(threadIdx.x & 31) == __ffs(peers) - 1)
-                    atomicAdd((unsigned long long*)&counts[ch[j]],
-                              (unsigned long long)__popc(peers));
-            }
+            GS_CHUNK_COUNT(counts, ch)
 #pragma unroll
             for (int j = 0; j < GS_ITEMS; ++j)
                 if (ch[j] >= 0 && b[j] >= 0) gs_total_note(emax, flags, a, b[j], x[j]);
@@ -660,29 +664,8 @@ gs_rowsum_chunk_fill_total(
         for (int s = 0; s < sub; ++s) {
             const gs_i64 gs = g0 + s * (gs_i64)blockDim.x * GS_ITEMS;
             GS_CHUNK_ITEMS_GROUPS(gs, t, ch, r, x, b, G)
-            unsigned peers[GS_ITEMS];
-            gs_i64 base[GS_ITEMS];
-#pragma unroll
-            for (int j = 0; j < GS_ITEMS; ++j)
-                peers[j] = __match_any_sync(0xFFFFFFFFu, (unsigned long long)ch[j]);
-#pragma unroll
-            for (int j = 0; j < GS_ITEMS; ++j) {
-                base[j] = 0;
-                if (ch[j] >= 0 && lane == __ffs(peers[j]) - 1)
-                    base[j] = (gs_i64)atomicAdd((unsigned long long*)&cursor[ch[j]],
-                                                (unsigned long long)__popc(peers[j]));
-            }
-#pragma unroll
-            for (int j = 0; j < GS_ITEMS; ++j) {
-                const gs_i64 at = __shfl_sync(peers[j], base[j], __ffs(peers[j]) - 1);
-                if (ch[j] >= 0) {
-                    gs_term_t term;
-                    term.x = (gs_t)x[j];
-                    term.local = (int)(r[j] & (GS_CHUNK - 1));
-                    terms[at + __popc(peers[j] & ((1u << lane) - 1u))] = term;
-                    if (b[j] >= 0) gs_total_term(emax, lo, hi, a, b[j], x[j]);
-                }
-            }
+            GS_CHUNK_PLACE(cursor, terms, ch, r, x, lane,
+                           if (b[j] >= 0) gs_total_term(emax, lo, hi, a, b[j], x[j]);)
         }
         if (G > 1) {
             gs_total_add_end(lo, hi, a);

@@ -5,7 +5,8 @@ many arguments as the kernel in ``kernels/<family>.cu`` takes (host only: no GPU
 argument too few makes the kernel read its last parameter from whatever lies past the array,
 an id bound or a flag pointer among them. A list expanded into a launch (``*ptrs``: the
 generated kernels' operands) counts as its fixed length, ``MAX_OPERANDS`` (the host code
-pads it to that).
+pads it to that); a name its function binds once to a tuple written out (the arguments two
+launches share) counts as that tuple's entries.
 """
 
 import ast
@@ -42,12 +43,52 @@ def kernel_params() -> dict:
 STARRED = {"ptrs": codegen.MAX_OPERANDS, "lens": walk_codegen.MAX_OPERANDS}
 
 
+def _tuples(func) -> dict:
+    """The names ``func`` binds once, to a tuple written out: ``name -> ast.Tuple``."""
+    bound = {}
+    for node in ast.walk(func):
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        targets += [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        for t in targets:
+            if isinstance(t, ast.Name):
+                tup = node.value if isinstance(node, ast.Assign) else None
+                bound[t.id] = None if t.id in bound or not isinstance(tup, ast.Tuple) else tup
+    return {name: tup for name, tup in bound.items() if tup is not None}
+
+
+def _count(args, tuples: dict) -> int | None:
+    """How many arguments ``args`` pass (None: a list of unknown length expanded)."""
+    count = 0
+    for a in args:
+        if not isinstance(a, ast.Starred):
+            count += 1
+        elif isinstance(a.value, ast.Name) and a.value.id in STARRED:
+            count += STARRED[a.value.id]
+        elif isinstance(a.value, ast.Name) and a.value.id in tuples:
+            inner = _count(tuples[a.value.id].elts, tuples)
+            if inner is None:
+                return None
+            count += inner
+        else:
+            return None
+    return count
+
+
 def launches() -> list:
     """``(file, line, family, kernel, positional arguments or None)`` of every launch call
-    with literal names (None: a starred argument not in :data:`STARRED`)."""
+    with literal names (None: a starred argument not in :data:`STARRED` nor a tuple its
+    function writes out)."""
     out = []
     for path in HOST.glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        funcs = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)]
+        # each launch with its innermost function's tuples (ast.walk: outer ones first)
+        scope = {}
+        for func in funcs:
+            tuples = _tuples(func)
+            for node in ast.walk(func):
+                scope[node] = tuples
+        for node in ast.walk(tree):
             if not (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Name)
@@ -58,15 +99,7 @@ def launches() -> list:
             family, kernel = node.args[0], node.args[1]
             if not (isinstance(family, ast.Constant) and isinstance(kernel, ast.Constant)):
                 continue
-            count = 0
-            for a in node.args[3:]:
-                if not isinstance(a, ast.Starred):
-                    count += 1
-                elif isinstance(a.value, ast.Name) and a.value.id in STARRED:
-                    count += STARRED[a.value.id]
-                else:
-                    count = None
-                    break
+            count = _count(node.args[3:], scope.get(node, {}))
             out.append((path.name, node.lineno, family.value, kernel.value, count))
     return out
 

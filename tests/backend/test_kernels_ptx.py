@@ -323,6 +323,26 @@ def test_generated_fused_walk_compiles_to_ptx(name, cached, tmp_path):
     assert "fma." not in ptx  # every float step rounded on its own, as torch's
 
 
+def _resource_usage(source, tmp_path, *flags, arch="sm_90") -> tuple:
+    """``source`` compiled to a cubin for ``arch`` with the host's options and ``flags``:
+    ptxas' log and a function of a kernel's name giving its two lines (spills; registers and
+    shared memory)."""
+    out = tmp_path / (source.stem + ".cubin")
+    done = subprocess.run(
+        [nvcc, "-cubin", f"-arch={arch}", *OPTIONS, *flags, "--resource-usage", str(source)]
+        + ["-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    log = done.stdout + done.stderr
+
+    def usage(name: str) -> list:
+        return log[log.index(f"Function properties for {name}\n") :].splitlines()[1:3]
+
+    return log, usage
+
+
 @pytest.mark.skipif(nvcc is None, reason="nvcc not installed")
 @pytest.mark.parametrize("idx", ["long long", "int"])
 def test_the_kept_edge_pass_fits_a_full_sm_without_spilling(idx, tmp_path):
@@ -338,15 +358,7 @@ def test_the_kept_edge_pass_fits_a_full_sm_without_spilling(idx, tmp_path):
     assert re.search(rf"#define GS_KEPT_THREADS {layerwise._THREADS}\b", text)
     assert re.search(rf"#define GS_ITEMS {layerwise._ITEMS}\b", tiles)
     blocks = int(re.search(r"#define GS_KEPT_MIN_BLOCKS (\d+)", text)[1])
-    out = tmp_path / "layerwise.cubin"
-    done = subprocess.run(
-        [nvcc, "-cubin", "-arch=sm_90", *OPTIONS, f"-DGS_IDX={idx}", "--resource-usage"]
-        + [str(KERNELS / "layerwise.cu"), "-o", str(out)],
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stderr
-    log = done.stdout + done.stderr
+    _, usage_of = _resource_usage(KERNELS / "layerwise.cu", tmp_path, f"-DGS_IDX={idx}")
     # (the mask passes of a super-batch's A[rows, cols] take the same cap: a grid of
     # layerwise._GRID blocks is one wave only at 8 blocks an SM)
     # the warp mask passes (layerwise.MASK_WARPS) take their own cap: GS_WARPS_MIN_BLOCKS
@@ -360,7 +372,7 @@ def test_the_kept_edge_pass_fits_a_full_sm_without_spilling(idx, tmp_path):
         ("gs_kept_mask_warps", warp_blocks),
         ("gs_kept_masked_warps", warp_blocks),
     ):
-        usage = log[log.index(f"Function properties for {name}\n") :].splitlines()[1:3]
+        usage = usage_of(name)
         assert "0 bytes spill stores, 0 bytes spill loads" in usage[0], (name, usage)
         registers, smem = map(
             int, re.search(r"Used (\d+) registers.* (\d+) bytes smem", usage[1]).groups()
@@ -375,15 +387,7 @@ def test_the_kept_edge_pass_caps_its_registers_only_on_sm_90(arch, tmp_path):
     """Where an SM holds fewer of ``gs_kept_edges``' blocks (sm_80: its shared memory, 6;
     sm_86: its 1536 threads), the sm_90 cap of 8 blocks an SM is not applied: ptxas keeps the
     kernel without spilling and has no bound to ignore."""
-    out = tmp_path / "layerwise.cubin"
-    done = subprocess.run(
-        [nvcc, "-cubin", f"-arch={arch}", *OPTIONS, "--resource-usage"]
-        + [str(KERNELS / "layerwise.cu"), "-o", str(out)],
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stderr
-    log = done.stdout + done.stderr
+    log, usage_of = _resource_usage(KERNELS / "layerwise.cu", tmp_path, arch=arch)
     assert "minnctapersm will be ignored" not in log
     for name in (
         "gs_kept_edges",
@@ -392,7 +396,7 @@ def test_the_kept_edge_pass_caps_its_registers_only_on_sm_90(arch, tmp_path):
         "gs_kept_mask_warps",
         "gs_kept_masked_warps",
     ):
-        usage = log[log.index(f"Function properties for {name}\n") :].splitlines()[1]
+        usage = usage_of(name)[0]
         assert "0 bytes spill stores, 0 bytes spill loads" in usage, (name, usage)
 
 
@@ -421,17 +425,10 @@ def test_the_walks_compile_for_each_edge_test_without_spilling(walks, row, tmp_p
             assert params == walk._node2vec_params(True)
     defines = [f"-DGS_{k}={v}" for k, v in params] + [f"-DGS_ROW={row}"]
     for major in ("0", "1"):
-        out = tmp_path / "walk.cubin"
-        done = subprocess.run(
-            [nvcc, "-cubin", "-arch=sm_90", *OPTIONS, *defines, f"-DGS_WALK_TIME_MAJOR={major}"]
-            + ["--resource-usage", str(KERNELS / "walk.cu"), "-o", str(out)],
-            capture_output=True,
-            text=True,
-        )
-        assert done.returncode == 0, done.stderr
-        log = done.stdout + done.stderr
+        flags = (*defines, f"-DGS_WALK_TIME_MAJOR={major}")
+        _, usage_of = _resource_usage(KERNELS / "walk.cu", tmp_path, *flags)
         for name in ("gs_random_walk", "gs_random_walk_step"):
-            usage = log[log.index(f"Function properties for {name}\n") :].splitlines()[1]
+            usage = usage_of(name)[0]
             assert "0 bytes spill stores, 0 bytes spill loads" in usage, (name, usage)
 
 
@@ -450,17 +447,10 @@ def test_the_row_sum_passes_with_totals_fit_five_blocks_an_sm_without_spilling(
     text = (KERNELS / "rowsum.cu").read_text()
     assert re.search(rf"#define GS_SUM_THREADS {layerwise._THREADS}\b", text)
     blocks = int(re.search(r"#define GS_SUM_MIN_BLOCKS (\d+)", text)[1])
-    out = tmp_path / "rowsum.cubin"
-    done = subprocess.run(
-        [nvcc, "-cubin", "-arch=sm_90", *OPTIONS, f"-DGS_IDX={idx}", f"-DGS_DTYPE0={dtype}"]
-        + ["--resource-usage", str(KERNELS / "rowsum.cu"), "-o", str(out)],
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stderr
-    log = done.stdout + done.stderr
+    flags = (f"-DGS_IDX={idx}", f"-DGS_DTYPE0={dtype}")
+    _, usage_of = _resource_usage(KERNELS / "rowsum.cu", tmp_path, *flags)
     for name in ("gs_rowsum_chunk_counts_total", "gs_rowsum_chunk_fill_total"):
-        usage = log[log.index(f"Function properties for {name}\n") :].splitlines()[1:3]
+        usage = usage_of(name)
         assert "0 bytes spill stores, 0 bytes spill loads" in usage[0], (name, usage)
         registers = int(re.search(r"Used (\d+) registers", usage[1])[1])
         assert registers * layerwise._THREADS * blocks <= 64 * 1024  # an SM's registers

@@ -338,6 +338,22 @@ def test_cuda_kernels_equal_the_torch_code(dtype, where):
     assert torch.equal(got.cpu(), want)
 
 
+def _spread(seed):
+    """An R-MAT graph of 3,000 nodes and values for it: signed terms whose exponents spread
+    past the 62-bit grain (rounded terms), and a column each (``some``) whose first edge is
+    NaN, inf or -inf, so that some sums are NaN or infinite and the rest finite. Returns
+    ``(G, vals, some, g)``, ``g`` the generator of seed ``seed`` that drew them."""
+    G = gs.datasets.rmat(3000, 60_000, seed=2, weighted=True).csc
+    g = torch.Generator().manual_seed(seed)
+    vals = torch.ldexp(
+        torch.rand(G.nnz, generator=g) * 2 - 1, torch.randint(-40, 40, (G.nnz,), generator=g)
+    )
+    deg = G.indptr.diff()
+    some = torch.argsort(deg, stable=True)[int((deg == 0).sum()) :][100:107:3]
+    vals[G.indptr[some]] = torch.tensor([float("nan"), float("inf"), -float("inf")])
+    return G, vals, some, g
+
+
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
 @pytest.mark.parametrize("rounds", [1, 2, 3, 4])
@@ -359,17 +375,7 @@ def test_the_frontier_sums_of_several_rounds_a_tile_are_the_torch_code(
 
     monkeypatch.setattr(layerwise, "_rounds", lambda *args: rounds)
     monkeypatch.setattr(layerwise, "SUM_ROUNDS", rounds)  # "auto" caps small frontiers at 1
-    G = gs.datasets.rmat(3000, 60_000, seed=2, weighted=True).csc
-    g = torch.Generator().manual_seed(11)
-    # signed terms whose exponents spread past the 62-bit grain (rounded terms)
-    vals = torch.ldexp(
-        torch.rand(G.nnz, generator=g) * 2 - 1, torch.randint(-40, 40, (G.nnz,), generator=g)
-    )
-    # a column each whose first edge is NaN, inf or -inf: some batches' sums are NaN or
-    # infinite, the rest finite
-    deg = G.indptr.diff()
-    some = torch.argsort(deg, stable=True)[int((deg == 0).sum()) :][100:107:3]
-    vals[G.indptr[some]] = torch.tensor([float("nan"), float("inf"), -float("inf")])
+    G, vals, _, _ = _spread(11)
     A = G.with_values(vals if values == "spread" else torch.ones(G.nnz))
     Ag = gs.Matrix(A).to("cuda").csc
     if frontier == "slice":
@@ -451,14 +457,7 @@ def test_a_super_batch_s_totals_taken_by_its_row_sums_passes(dtype, rounds, monk
         return real_launch(family, kernel, *args, **kwargs)
 
     monkeypatch.setattr(layerwise, "launch", launch)
-    G = gs.datasets.rmat(3000, 60_000, seed=2, weighted=True).csc
-    g = torch.Generator().manual_seed(5)
-    vals = torch.ldexp(
-        torch.rand(G.nnz, generator=g) * 2 - 1, torch.randint(-40, 40, (G.nnz,), generator=g)
-    )
-    deg = G.indptr.diff()
-    some = torch.argsort(deg, stable=True)[int((deg == 0).sum()) :][100:107:3]
-    vals[G.indptr[some]] = torch.tensor([float("nan"), float("inf"), -float("inf")])
+    G, vals, some, g = _spread(5)  # (g draws the parts after the values)
     A = G.with_values(vals.to(dtype))
     Ag = gs.Matrix(A).to("cuda").csc
     n = 3000

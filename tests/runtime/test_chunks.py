@@ -289,6 +289,26 @@ def _sampler(name):
     return G, functools.partial(graphsage, fanouts=(10, 5))
 
 
+def _planned(seed, count, key=None):
+    """GraphSAGE compiled for the GPU and ``count`` of the graph's nodes (a permutation of
+    generator seed ``seed``) in mini-batches of 128: ``(G, parts, program, arguments, name,
+    want)``, the program planned for the first (``name``: its seeds' argument) and, with
+    ``key``, what each mini-batch draws alone in ``batch_scope(key, i)`` (else ``[]``)."""
+    from gsample.base.random import batch_scope
+
+    G, fn = _sampler("graphsage")
+    compiled = gs.compile(fn, backend="cuda")
+    seeds = torch.randperm(G.num_nodes, generator=torch.Generator().manual_seed(seed))[:count]
+    parts = list(seeds.cuda().split(128))
+    program, arguments = compiled.plan(G, parts[0])
+    name = next(n for n, v in arguments.items() if v is parts[0])
+    want = []
+    for i, s in enumerate(parts if key is not None else ()):
+        with batch_scope(key, i):
+            want.append(compiled(G, s))
+    return G, parts, program, arguments, name, want
+
+
 def _epochs(G, compiled, seeds, k, epochs=3, batch_size=128):
     """Every epoch's batches with chunks of ``k`` (``gsample.runtime.chunk.CHUNK``)."""
     old = chunk.CHUNK
@@ -343,19 +363,9 @@ def test_a_bad_id_in_the_kth_call_of_a_chunk_raises_naming_it_and_harms_no_other
     ``j`` of a replayed chunk raises ``cols``' error at that call's land, the calls before
     it in the chunk are right, and the next chunk (and the one after, on the same lanes)
     draws exactly what it draws alone."""
-    from gsample.base.random import batch_scope
     from gsample.runtime import land
 
-    G, fn = _sampler("graphsage")
-    compiled = gs.compile(fn, backend="cuda")
-    seeds = torch.randperm(G.num_nodes, generator=torch.Generator().manual_seed(1))[:7168]
-    parts = list(seeds.cuda().split(128))
-    program, arguments = compiled.plan(G, parts[0])
-    name = next(n for n, v in arguments.items() if v is parts[0])
-    want = []
-    for i, s in enumerate(parts):
-        with batch_scope(11, i):
-            want.append(compiled(G, s))
+    G, parts, program, arguments, name, want = _planned(1, 7168, key=11)
     chunks = Chunks(program, 8)
     try:
 
@@ -398,20 +408,10 @@ def test_a_chunk_whose_capture_fails_in_a_later_call_runs_eagerly_drawing_the_sa
     capture running out of memory, raised where call 3 packs its results): the capture
     ends cleanly (the caller's stream current again), the key is refused and every chunk
     after it runs eagerly, drawing what one at a time does."""
-    from gsample.base.random import batch_scope
     from gsample.base.readback import NotCapturable
     from gsample.runtime import cuda_graphs, land
 
-    G, fn = _sampler("graphsage")
-    compiled = gs.compile(fn, backend="cuda")
-    seeds = torch.randperm(G.num_nodes, generator=torch.Generator().manual_seed(2))[:3072]
-    parts = list(seeds.cuda().split(128))
-    program, arguments = compiled.plan(G, parts[0])
-    name = next(n for n, v in arguments.items() if v is parts[0])
-    want = []
-    for i, s in enumerate(parts):
-        with batch_scope(17, i):
-            want.append(compiled(G, s))
+    _, parts, program, arguments, name, want = _planned(2, 3072, key=17)
     real = cuda_graphs._Shared.into
 
     def into(self, j):
@@ -454,12 +454,7 @@ def test_a_replayed_chunk_launches_once_and_waits_once():
 
     from gsample.runtime import land
 
-    G, fn = _sampler("graphsage")
-    compiled = gs.compile(fn, backend="cuda")
-    seeds = torch.randperm(G.num_nodes, generator=torch.Generator().manual_seed(3))[:4096]
-    parts = list(seeds.cuda().split(128))
-    program, arguments = compiled.plan(G, parts[0])
-    name = next(n for n, v in arguments.items() if v is parts[0])
+    _, parts, program, arguments, name, _ = _planned(3, 4096)
     chunks = Chunks(program, 8)
     replays = []
     original = torch.cuda.CUDAGraph.replay

@@ -343,44 +343,22 @@ def _chunk_terms(
     starts = torch.empty(2 * (K + 1), dtype=torch.int64, device=dev)
     memset(starts, 0)
     counts, starts = starts[: K + 1], starts[K + 1 :]
+    args = (indptr, rows, v, buf, C, ptr, n)  # (both passes, fused or not, take these first)
+    kw = {"block": _THREADS, "grid": _GRID, **key}
     if totals is None:
-        launch(
-            "rowsum",
-            "gs_rowsum_chunk_counts",
-            _GRID * _THREADS,
-            indptr,
-            rows,
-            v,
-            buf,
-            C,
-            ptr,
-            n,
-            counts,
-            sub,
-            block=_THREADS,
-            grid=_GRID,
-            **key,
-        )
+        launch("rowsum", "gs_rowsum_chunk_counts", _GRID * _THREADS, *args, counts, sub, **kw)
     else:  # (blocks of _THREADS: the launch bounds' GS_SUM_THREADS)
         launch(
             "rowsum",
             "gs_rowsum_chunk_counts_total",
             _GRID * _THREADS,
-            indptr,
-            rows,
-            v,
-            buf,
-            C,
-            ptr,
-            n,
+            *args,
             counts,
             sub,
             totals.R,
             totals.emax,
             totals.flags,
-            block=_THREADS,
-            grid=_GRID,
-            **key,
+            **kw,
         )
     torch.cumsum(counts[:K], 0, out=starts[1:])
     (terms,) = V.read_back([starts[K:]])  # (and a bad frontier id raises here)
@@ -390,46 +368,19 @@ def _chunk_terms(
     )
     cursor = starts[:K].clone() if terms else None  # each chunk's next place
     if terms and totals is None:
-        launch(
-            "rowsum",
-            "gs_rowsum_chunk_fill",
-            _GRID * _THREADS,
-            indptr,
-            rows,
-            v,
-            buf,
-            C,
-            ptr,
-            n,
-            cursor,
-            found,
-            sub,
-            block=_THREADS,
-            grid=_GRID,
-            **key,
-        )
+        launch("rowsum", "gs_rowsum_chunk_fill", _GRID * _THREADS, *args, cursor, found, sub, **kw)
     elif terms:  # (none: every term zero, which adds nothing to a total either)
+        total = (totals.R, totals.emax, totals.lo, totals.hi)
         launch(
             "rowsum",
             "gs_rowsum_chunk_fill_total",
             _GRID * _THREADS,
-            indptr,
-            rows,
-            v,
-            buf,
-            C,
-            ptr,
-            n,
+            *args,
             cursor,
             found,
             sub,
-            totals.R,
-            totals.emax,
-            totals.lo,
-            totals.hi,
-            block=_THREADS,
-            grid=_GRID,
-            **key,
+            *total,
+            **kw,
         )
     return starts, found
 
@@ -1022,24 +973,14 @@ def _kept_mask(
     memset(before[:1], 0)
     params = _params(indptr)
     if tiles:
-        if MASK_WARPS:
+        args = (indptr, rows, cols, C, ptr, n, 0, bits, mask, words, its, tiles)
+        if MASK_WARPS:  # (its run after the block kernel's arguments)
             grid, run = _warp_grid(tiles, dev)
             launch(
                 "layerwise",
                 "gs_kept_mask_warps",
                 grid * _THREADS,
-                indptr,
-                rows,
-                cols,
-                C,
-                ptr,
-                n,
-                0,
-                bits,
-                mask,
-                words,
-                its,
-                tiles,
+                *args,
                 run,
                 block=_THREADS,
                 grid=grid,
@@ -1050,18 +991,7 @@ def _kept_mask(
                 "layerwise",
                 "gs_kept_mask",
                 _GRID * _THREADS,
-                indptr,
-                rows,
-                cols,
-                C,
-                ptr,
-                n,
-                0,
-                bits,
-                mask,
-                words,
-                its,
-                tiles,
+                *args,
                 block=_THREADS,
                 grid=min(_GRID, tiles),
                 params=params,
@@ -1133,64 +1063,25 @@ def _kept_edges(
     values_out = torch.empty(kept, dtype=values.dtype, device=dev) if vsize else None
     if kept and masked is not None:
         mask, words, before, mtiles = masked
+        head = (indptr, rows, cols, C, ptr, n, _opt(newpos), mask, words, before, mtiles)
+        tail = (
+            kept,
+            rows_out,
+            pos,
+            values if vsize else 0,
+            _opt(values_out),
+            vsize,
+            eids if take_eids else 0,
+            eids_out if take_eids else 0,
+        )
+        kw = {"block": _THREADS, "params": _params(indptr)}
         if MASK_WARPS:  # (its run after mtiles; the rest as gs_kept_masked's)
             grid, run = _warp_grid(mtiles, dev)
-            launch(
-                "layerwise",
-                "gs_kept_masked_warps",
-                grid * _THREADS,
-                indptr,
-                rows,
-                cols,
-                C,
-                ptr,
-                n,
-                _opt(newpos),
-                mask,
-                words,
-                before,
-                mtiles,
-                run,
-                kept,
-                rows_out,
-                pos,
-                values if vsize else 0,
-                _opt(values_out),
-                vsize,
-                eids if take_eids else 0,
-                eids_out if take_eids else 0,
-                block=_THREADS,
-                grid=grid,
-                params=_params(indptr),
-            )
+            args = (*head, run, *tail)
+            launch("layerwise", "gs_kept_masked_warps", grid * _THREADS, *args, grid=grid, **kw)
         else:
-            launch(
-                "layerwise",
-                "gs_kept_masked",
-                _GRID * _THREADS,
-                indptr,
-                rows,
-                cols,
-                C,
-                ptr,
-                n,
-                _opt(newpos),
-                mask,
-                words,
-                before,
-                mtiles,
-                kept,
-                rows_out,
-                pos,
-                values if vsize else 0,
-                _opt(values_out),
-                vsize,
-                eids if take_eids else 0,
-                eids_out if take_eids else 0,
-                block=_THREADS,
-                grid=min(_GRID, mtiles),
-                params=_params(indptr),
-            )
+            grid = min(_GRID, mtiles)
+            launch("layerwise", "gs_kept_masked", _GRID * _THREADS, *head, *tail, grid=grid, **kw)
     elif kept:
         memset(state, 0)
         launch(
