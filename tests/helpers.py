@@ -419,6 +419,32 @@ def hop_sample(seed: int, *, copies=None, n=40, C=30, k=6, row_space=False, grou
     return A, slot, (None if copies is None else (copies, n))
 
 
+def random_batch(g, n, cols, edges_per_col, row_space, values=False, eids=False):
+    """A random mini-batch CSC over ``n`` nodes with ``cols`` columns (repeats allowed), each
+    of 0 to ``edges_per_col`` edges, drawn from the generator ``g``; ``row_space``: rows
+    local to a random set of row ids; ``values`` / ``eids``: random edge values and ids
+    (drawn last, so the structure is the same either way)."""
+    col_ids = torch.randint(0, n, (cols,), generator=g)
+    counts = torch.randint(0, edges_per_col + 1, (cols,), generator=g)
+    indptr = torch.cat([torch.zeros(1, dtype=torch.int64), counts.cumsum(0)])
+    E = int(indptr[-1])
+    if row_space:
+        R = int(torch.randint(1, n, (1,), generator=g))
+        row_ids = torch.randperm(n, generator=g)[:R]
+        rows = torch.randint(0, R, (E,), generator=g)
+    else:
+        row_ids, rows = None, torch.randint(0, n, (E,), generator=g)
+    return CSC(
+        num_nodes=n,
+        indptr=indptr,
+        rows=rows,
+        row_ids=row_ids,
+        col_ids=col_ids,
+        values=torch.rand(E, generator=g) if values else None,
+        eids=torch.randint(0, 10 * n, (E,), generator=g) if eids else None,
+    )
+
+
 def random_seeds(n=64, seed=1, num_nodes=2000):
     """The first ``n`` of a fixed permutation of ``num_nodes`` node ids (``seed`` picks it)."""
     return torch.randperm(num_nodes, generator=torch.Generator().manual_seed(seed))[:n]

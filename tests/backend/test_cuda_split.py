@@ -4,6 +4,7 @@ the mini-batch matrices the super-batch was joined from (skipped without a GPU).
 
 import pytest
 import torch
+from helpers import random_batch
 
 from gsample.backend.cuda import split as cuda_split
 from gsample.formats.csc import CSC
@@ -13,29 +14,6 @@ pytestmark = [
     pytest.mark.cuda,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"),
 ]
-
-
-def _batch(g, n, cols, edges_per_col, row_space, values, eids):
-    """A random mini-batch CSC over ``n`` nodes with ``cols`` columns (repeats allowed)."""
-    col_ids = torch.randint(0, n, (cols,), generator=g)
-    counts = torch.randint(0, edges_per_col + 1, (cols,), generator=g)
-    indptr = torch.cat([torch.zeros(1, dtype=torch.int64), counts.cumsum(0)])
-    E = int(indptr[-1])
-    if row_space:
-        R = int(torch.randint(1, n, (1,), generator=g))
-        row_ids = torch.randperm(n, generator=g)[:R]
-        rows = torch.randint(0, R, (E,), generator=g)
-    else:
-        row_ids, rows = None, torch.randint(0, n, (E,), generator=g)
-    return CSC(
-        num_nodes=n,
-        indptr=indptr,
-        rows=rows,
-        row_ids=row_ids,
-        col_ids=col_ids,
-        values=torch.rand(E, generator=g) if values else None,
-        eids=torch.randint(0, 10 * n, (E,), generator=g) if eids else None,
-    )
 
 
 def _fields(m):
@@ -61,7 +39,7 @@ def test_split_is_the_torch_split_and_gives_back_the_joined_batches(row_space, e
     g = torch.Generator().manual_seed(7 + len(empty) + 10 * row_space)
     n, copies = 50, 7
     parts = [
-        _batch(
+        random_batch(
             g,
             n,
             0 if b in empty else int(torch.randint(1, 9, (1,), generator=g)),
@@ -98,7 +76,7 @@ def test_the_torch_ops_on_the_gpu_give_the_same_parts(monkeypatch):
     """The GPU's torch path (kernels off) and the kernels: the same bits."""
     g = torch.Generator().manual_seed(3)
     n, copies = 1000, 16
-    parts = [_batch(g, n, 40, 12, False, values=False, eids=True) for b in range(copies)]
+    parts = [random_batch(g, n, 40, 12, False, values=False, eids=True) for b in range(copies)]
     M = _cuda(blocks.join_matrices(parts, n))
     fast = blocks.split_matrix(M, blocks.bounds(M, n, copies), n, copies)
     monkeypatch.setattr(cuda_split, "applies", lambda M: False)
@@ -130,7 +108,7 @@ def test_large_batches_split_as_the_torch_ops(row_space):
     g = torch.Generator().manual_seed(11 + row_space)
     n, copies = 5000, 64
     parts = [
-        _batch(g, n, 0 if b % 9 == 4 else 1500, 40, row_space, values=False, eids=False)
+        random_batch(g, n, 0 if b % 9 == 4 else 1500, 40, row_space, values=False, eids=False)
         for b in range(copies)
     ]
     cpu = blocks.join_matrices(parts, n)

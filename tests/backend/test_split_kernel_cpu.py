@@ -13,7 +13,7 @@ decoded buffer back.
 
 import pytest
 import torch
-from helpers import CUDA_AS_CPP, INT64_IO_CPP, build_asan, run_int64_program
+from helpers import CUDA_AS_CPP, INT64_IO_CPP, build_asan, random_batch, run_int64_program
 
 from gsample.backend.cuda import split as cuda_split
 from gsample.formats.csc import CSC
@@ -73,21 +73,6 @@ def _decode(exe, M: CSC, bnd, n: int, grid: int, block: int) -> torch.Tensor:
     return torch.from_numpy(out)
 
 
-def _batch(g, n, cols, edges_per_col, row_space):
-    """A random mini-batch CSC over ``n`` nodes with ``cols`` columns (repeats allowed)."""
-    col_ids = torch.randint(0, n, (cols,), generator=g)
-    counts = torch.randint(0, edges_per_col + 1, (cols,), generator=g)
-    indptr = torch.cat([torch.zeros(1, dtype=torch.int64), counts.cumsum(0)])
-    E = int(indptr[-1])
-    if row_space:
-        R = int(torch.randint(1, n, (1,), generator=g))
-        row_ids = torch.randperm(n, generator=g)[:R]
-        rows = torch.randint(0, R, (E,), generator=g)
-    else:
-        row_ids, rows = None, torch.randint(0, n, (E,), generator=g)
-    return CSC(num_nodes=n, indptr=indptr, rows=rows, row_ids=row_ids, col_ids=col_ids)
-
-
 def _want(M, bnd, n, copies) -> torch.Tensor:
     """The torch ops' split, as one buffer: the kernel's fields, batch after batch."""
     parts = blocks.split_matrix(M, bnd, n, copies)
@@ -110,7 +95,9 @@ def _want(M, bnd, n, copies) -> torch.Tensor:
 def test_the_kernel_s_split_is_the_torch_split(program, row_space, copies, cols, per_col, empty):
     g = torch.Generator().manual_seed(copies * 1000 + cols + row_space)
     n = 500
-    parts = [_batch(g, n, 0 if b in empty else cols, per_col, row_space) for b in range(copies)]
+    parts = [
+        random_batch(g, n, 0 if b in empty else cols, per_col, row_space) for b in range(copies)
+    ]
     M = blocks.join_matrices(parts, n)
     bnd = blocks.bounds(M, n, copies)  # the torch ops' bounds, as the kernel's (test_cuda_split)
     want = _want(M, bnd, n, copies)
