@@ -7,9 +7,11 @@ and on a GPU: a ``gs.DataLoader`` epoch with chunks equal to one at a time sampl
 synchronisations per mini-batch."""
 
 import functools
+import re
 
 import pytest
 import torch
+from adversarial import bad_ids
 from helpers import assert_same, difference, example, graphsage, host_syncs
 
 import gsample as gs
@@ -360,9 +362,10 @@ def test_a_chunked_epoch_draws_what_one_at_a_time_draws(name, k):
 @pytest.mark.parametrize("j", [0, 5, 7])
 def test_a_bad_id_in_the_kth_call_of_a_chunk_raises_naming_it_and_harms_no_other(j):
     """Chunks of 8 on two chunk objects (warm-up, capture, replays): a bad seed in call
-    ``j`` of a replayed chunk raises ``cols``' error at that call's land, the calls before
-    it in the chunk are right, and the next chunk (and the one after, on the same lanes)
-    draws exactly what it draws alone."""
+    ``j`` of a replayed chunk (each of ``adversarial.bad_ids``, one chunk each) raises
+    ``cols``' error at that call's land, the calls before it in the chunk are right, and
+    the next chunk (and the one after, on the same lanes) draws exactly what it draws
+    alone."""
     from gsample.runtime import land
 
     G, parts, program, arguments, name, want = _planned(1, 7168, key=11)
@@ -379,15 +382,18 @@ def test_a_bad_id_in_the_kth_call_of_a_chunk_raises_naming_it_and_harms_no_other
             flights = run(8 * c, parts[8 * c : 8 * c + 8])
             for i, f in enumerate(flights):
                 assert_same(land(f), want[8 * c + i], f"chunk {c}, call {i}")
-        bad = [s.clone() for s in parts[40:48]]
-        bad[j][3] = G.num_nodes + 5
-        flights = run(40, bad)
-        for i, f in enumerate(flights):
-            if i == j:
-                with pytest.raises(IndexError, match="cols"):
-                    land(f)
-            elif i < j:
-                assert_same(land(f), want[40 + i], f"call {i} before the bad one")
+        for value in bad_ids(G.num_nodes):  # (issue 32's: past the end, negative, wide)
+            bad = [s.clone() for s in parts[40:48]]
+            bad[j][3] = value
+            flights = run(40, bad)
+            for i, f in enumerate(flights):
+                if i == j and isinstance(f, BaseException):  # (raised before the graph)
+                    assert isinstance(f, IndexError) and re.search("cols|seeds", str(f)), f
+                elif i == j:
+                    with pytest.raises(IndexError, match=r"cols|seeds"):
+                        land(f)
+                elif i < j:
+                    assert_same(land(f), want[40 + i], f"call {i} before the bad one {value}")
         for c in (5, 6):  # the next chunk, and the one on the same lanes
             flights = run(8 * c, parts[8 * c : 8 * c + 8])
             for i, f in enumerate(flights):
@@ -454,7 +460,7 @@ def test_a_replayed_chunk_launches_once_and_waits_once():
 
     from gsample.runtime import land
 
-    _, parts, program, arguments, name, _ = _planned(3, 4096)
+    _, parts, program, arguments, name, _ = _planned(3, 5 * 8 * 128)  # five full chunks
     chunks = Chunks(program, 8)
     replays = []
     original = torch.cuda.CUDAGraph.replay
@@ -465,9 +471,11 @@ def test_a_replayed_chunk_launches_once_and_waits_once():
 
     def chunk_of(c):
         block = parts[8 * c : 8 * c + 8]
+        assert len(block) == 8
         flights = chunks.next().launch(
             [{**arguments, name: s} for s in block], [(13, 0, 8 * c + i) for i in range(8)]
         )
+        assert len(flights) == 8
         return [land(f) for f in flights]
 
     try:
