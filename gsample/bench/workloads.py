@@ -249,8 +249,8 @@ def host_count(out):
     epoch's host time)."""
     if out.__class__ in (list, tuple) and all(o.__class__ is gs.Matrix for o in out):
         return sum(o.num_edges for o in out)
-    if isinstance(out, torch.Tensor):
-        return None
+    if isinstance(out, torch.Tensor):  # a walk's steps are on the device; ids count none
+        return None if out.dim() == 2 else 0
     if isinstance(out, gs.Matrix) or (hasattr(out, "_fields") and hasattr(out, "num_edges")):
         n = out.num_edges
         return n if isinstance(n, int) else None

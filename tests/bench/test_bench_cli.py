@@ -298,7 +298,9 @@ def test_agreement_is_the_jaccard_of_the_sampled_edge_sets():
 
 def test_epochs_drop_outputs_counted_on_the_host():
     """A block's edges are counted as it comes and the block dropped (as a training loop
-    drops it); a walk tensor, whose count reads the device, is kept and counted after."""
+    drops it), an induced subgraph's with its node ids too (an epoch of ShaDow's kept for
+    counting filled a GPU); a walk tensor, whose count reads the device, is kept and counted
+    after."""
     import weakref
 
     import gsample as gs
@@ -318,6 +320,10 @@ def test_epochs_drop_outputs_counted_on_the_host():
         workloads.host_count([blocks, [blocks[0]]]) == workloads.count(blocks) + blocks[0].num_edges
     ), "nested lists"
     assert workloads.host_count(walk) is None and workloads.host_count([blocks[0], walk]) is None
+    # an induced subgraph and its nodes (ShaDow's output): node ids count no edge, on the host
+    nodes = torch.arange(20)
+    assert workloads.host_count((blocks[0], nodes)) == workloads.count((blocks[0], nodes))
+    assert workloads.count((blocks[0], nodes)) == blocks[0].num_edges
     alive = []
 
     def outputs():
@@ -325,10 +331,14 @@ def test_epochs_drop_outputs_counted_on_the_host():
             out = [A[:, torch.arange(i, i + 20)]]  # fresh tensors each time
             alive.append(weakref.ref(out[0].csc.rows))
             yield out
+        sub = (A[:, torch.arange(60, 80)], torch.arange(60, 80))  # a subgraph and its nodes
+        alive.extend((weakref.ref(sub[0].csc.rows), weakref.ref(sub[1])))
+        yield sub
 
     run = measure.epoch_runner(outputs, torch.device("cpu"), workloads.count, workloads.host_count)
     seconds, units = run()
-    assert units == workloads.count(blocks) and seconds >= 0
+    assert units == workloads.count(blocks) + A[:, torch.arange(60, 80)].num_edges
+    assert seconds >= 0
     assert all(r() is None for r in alive), "host-counted outputs are not kept"
     run = measure.epoch_runner(
         lambda: iter([walk, walk]), torch.device("cpu"), workloads.count, workloads.host_count
