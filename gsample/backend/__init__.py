@@ -119,6 +119,7 @@ def current_backend() -> str:
 
     Examples
     --------
+    >>> import gsample as gs
     >>> gs.current_backend()
     'auto'
     """
@@ -148,12 +149,16 @@ class use_backend:
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
     >>> gs.use_backend("torch")                      # from now on: the reference backend
+    gs.use_backend('torch')
     >>> with gs.use_backend("cuda"):                 # in this block: the CuPy kernels
-    ...     s = A.to("cuda")[:, seeds].individual_sample(10)
+    ...     s = A[:, seeds].individual_sample(10)    # (a CPU graph runs the torch code)
     >>> gs.current_backend()                          # restored on exit
     'torch'
     >>> gs.use_backend("auto")
+    gs.use_backend('auto')
     """
 
     __slots__ = ("_previous", "_used", "name")
@@ -232,7 +237,8 @@ def cuda_problem(device) -> str | None:
 
     Examples
     --------
-    >>> gsample.backend.cuda_problem("cuda:0")       # a GPU without CuPy
+    >>> import gsample
+    >>> gsample.backend.cuda_problem("cuda:0")  # a GPU without CuPy  # doctest: +SKIP
     'CuPy is not installed'
     """
     index = _torch.device(device).index
@@ -327,9 +333,10 @@ def backend_for(graph, backend: str | None = None) -> str:
 
     Examples
     --------
+    >>> import gsample as gs
     >>> gs.backend_for(gs.datasets.rmat(100, 1000, seed=0))
     'torch'
-    >>> gs.backend_for("cuda:0")           # a GPU with CuPy installed ('torch' without CuPy)
+    >>> gs.backend_for("cuda:0")  # with CuPy installed ('torch' without)  # doctest: +SKIP
     'cuda'
     >>> gs.backend_for("cuda:0", "torch")
     'torch'
@@ -400,6 +407,7 @@ def hook(name: str) -> Callable:
 
     Examples
     --------
+    >>> import torch, gsample
     >>> frontier = hook("frontier")          # gsample.backend.torch.batched.frontier
     >>> ids, batch, ptr = frontier(torch.tensor([3, 10 + 4]), 10, 2)
     """

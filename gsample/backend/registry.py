@@ -170,9 +170,13 @@ class Implementations:
 
     Examples
     --------
-    >>> @torch_impl(Op.COLUMN, layouts=LAYOUTS)
+    >>> from gsample.ir import Op
+    >>> example_impl = Implementations("example")
+    >>> @example_impl(Op.COLUMN, layouts=("csc", "coo"))
     ... def column(A):
     ...     return A.global_cols()
+    >>> len(example_impl.registrations)                # one, for both layouts
+    1
     """
 
     def __init__(self, backend: str):

@@ -7,6 +7,7 @@ at the top of the package for it.
 
 Examples
 --------
+>>> import gsample
 >>> import warnings
 >>> with warnings.catch_warnings(record=True):
 ...     from gsample.trace import TraceError          # now gsample.capture.trace

@@ -103,6 +103,7 @@ def combine_tensors(hs, x: torch.Tensor) -> torch.Tensor:
 
     Examples
     --------
+    >>> import torch
     >>> k = torch.arange(3)
     >>> torch.equal(combine_tensors([5, 9], k)[1], combine_tensor(9, k))
     True
@@ -151,6 +152,7 @@ def mix64_(z: torch.Tensor, t: torch.Tensor) -> None:
 
     Examples
     --------
+    >>> import torch
     >>> z = torch.tensor([1, 2]); mix64_(z, torch.empty_like(z))
     >>> torch.equal(z, mix64_tensor(torch.tensor([1, 2])))
     True
@@ -418,6 +420,7 @@ def frontier_ptr(ids: torch.Tensor, n: int, copies: int) -> list:
 
     Examples
     --------
+    >>> import torch
     >>> frontier_ptr(keep_sizes(torch.tensor([1, 2, 10]), [2, 1]), 10, 2)
     [0, 2, 3]
     """

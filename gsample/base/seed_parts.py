@@ -34,6 +34,7 @@ class SeedParts(Sequence):
 
     Examples
     --------
+    >>> import torch
     >>> parts = SeedParts(torch.arange(10), 4)
     >>> len(parts), parts[2].tolist(), parts[1:].joined().tolist()
     (3, [8, 9], [4, 5, 6, 7, 8, 9])

@@ -93,6 +93,7 @@ def gather_bandwidth(
 
     Examples
     --------
+    >>> import torch
     >>> gather_bandwidth(torch.device("cpu"), 1 << 20, 1 << 18)["GB_per_s"] > 0
     True
     """
@@ -132,6 +133,7 @@ def graph_profile(A, fanouts=()) -> dict:
 
     Examples
     --------
+    >>> import torch, gsample as gs
     >>> A = gs.Matrix.from_edge_index(torch.tensor([[0, 1, 2], [1, 2, 2]]))
     >>> graph_profile(A, (2,))["below"]
     {2: 0.6666666666666666}
@@ -236,6 +238,7 @@ def measure(run, repeats: int, device) -> dict:
 
     Examples
     --------
+    >>> import torch
     >>> row = measure(lambda: (0.01, 5), repeats=3, device=torch.device("cpu"))
     >>> row["epoch_s_median"], row["units"], row["gc_full_collections"]
     (0.01, 5, 0)

@@ -111,6 +111,7 @@ def script_record(device, root, argv, **fields) -> dict:
 
     Examples
     --------
+    >>> import torch
     >>> rec = script_record(torch.device("cpu"), ".", ["--quick"], rows={})
     >>> list(rec)[:5], rec["command"].endswith("--quick")
     (['device', 'date', 'command', 'commit', 'torch'], True)

@@ -85,6 +85,7 @@ def copy_bandwidth(device, array_bytes: int, repeats: int = 5) -> dict:
 
     Examples
     --------
+    >>> import torch
     >>> copy_bandwidth(torch.device("cpu"), 1 << 20, 2)["GB_per_s"] > 0
     True
     """
@@ -133,6 +134,7 @@ def gather_bandwidth(
 
     Examples
     --------
+    >>> import torch
     >>> gather_bandwidth(torch.device("cpu"), 4, 1 << 20, 1 << 16, 2)["index_dtype"]
     'int32'
     """
@@ -164,6 +166,7 @@ def microbenchmarks(device, quick: bool = False, free_bytes: int | None = None) 
 
     Examples
     --------
+    >>> import torch
     >>> m = microbenchmarks(torch.device("cpu"), quick=True)
     >>> sorted(m)[:3], m["note"].startswith("source")
     (['copy', 'gather_4B', 'gather_8B'], True)
@@ -245,6 +248,7 @@ class BoundTally:
 
     Examples
     --------
+    >>> import torch
     >>> import gsample as gs
     >>> A = gs.Matrix.from_edge_index(torch.tensor([[0, 1, 2], [1, 2, 0]]))
     >>> t = BoundTally("deepwalk", A)

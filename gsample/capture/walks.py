@@ -76,10 +76,16 @@ def walk(step: Callable, A, seeds, length: int, state=None, period: int = 1, fus
 
     Examples
     --------
+    >>> import torch, gsample as gs
     >>> def uniform_step(A, cur, prev, t):              # DeepWalk, written as one step
     ...     return A.random_walk(cur, 1)[:, 1]
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.arange(4)
+    >>> gs.manual_seed(0)
     >>> walks = gs.walk(uniform_step, A, seeds, 80)
+    >>> walks.shape                                      # (len(seeds), length + 1)
+    torch.Size([4, 81])
     >>> sampler = gs.compile(lambda A, seeds: gs.walk(uniform_step, A, seeds, 80))
+    >>> gs.manual_seed(0)
     >>> torch.equal(sampler(A, seeds), walks)            # after the same gs.manual_seed
     True
     """

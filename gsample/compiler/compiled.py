@@ -330,7 +330,14 @@ class CompiledSampler:
 
         Examples
         --------
-        >>> gs.compile(graphsage).backend_for(A.to("cuda"))    # CuPy installed
+        >>> import torch, gsample as gs
+        >>> @gs.compile
+        ... def sampler(A, seeds):                     # one GraphSAGE layer
+        ...     return [A[:, seeds].individual_sample(5)]
+        >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.arange(8)
+        >>> sampler.backend_for(A)
+        'torch'
+        >>> sampler.backend_for(A.to("cuda"))    # CuPy installed  # doctest: +SKIP
         'cuda'
         """
         return backend_for(A, self.backend)
@@ -418,9 +425,19 @@ class CompiledSampler:
 
         Examples
         --------
-        >>> calls = sampler.begin(A, seeds)          # None on the CPU: call sampler(A, seeds)
-        >>> next(calls)                              # the first layer's graph is queued
-        >>> try:
+        >>> import torch, gsample as gs
+        >>> @gs.compile
+        ... def sampler(A, seeds):                     # one GraphSAGE layer
+        ...     return [A[:, seeds].individual_sample(5)]
+        >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.arange(8)
+        >>> sampler.begin(A, seeds) is None          # on the CPU: call sampler(A, seeds)
+        True
+
+        On a GPU:
+
+        >>> calls = sampler.begin(A.to("cuda"), seeds.cuda())  # doctest: +SKIP
+        >>> next(calls)         # the first layer's graph is queued  # doctest: +SKIP
+        >>> try:  # doctest: +SKIP
         ...     while True:
         ...         next(calls)
         ... except StopIteration as end:
@@ -438,8 +455,19 @@ class CompiledSampler:
 
         Examples
         --------
-        >>> program, arguments = sampler.plan(A, first_seeds)
-        >>> calls = start(program, {**arguments, "seeds": next_seeds})   # gsample.runtime.program
+        >>> import torch, gsample as gs
+        >>> @gs.compile
+        ... def sampler(A, seeds):                     # one GraphSAGE layer
+        ...     return [A[:, seeds].individual_sample(5)]
+        >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.arange(8)
+        >>> sampler.plan(A, seeds) is None           # on the CPU nothing pauses
+        True
+
+        On a GPU:
+
+        >>> from gsample.runtime.program import start
+        >>> program, arguments = sampler.plan(A.to("cuda"), seeds.cuda())  # doctest: +SKIP
+        >>> calls = start(program, {**arguments, "seeds": seeds + 8})  # doctest: +SKIP
         """
         prepared = self._prepare(args, kwargs)
         if prepared is None or not self.runtime.overlap or not prepared[0].pauses:
@@ -460,8 +488,16 @@ class CompiledSampler:
 
         Examples
         --------
-        >>> program, arguments = sampler.prepare(A, first_seeds)
-        >>> blocks = run(program, {**arguments, "seeds": next_seeds})  # gsample.runtime.run
+        >>> import torch, gsample as gs
+        >>> @gs.compile
+        ... def sampler(A, seeds):                     # one GraphSAGE layer
+        ...     return [A[:, seeds].individual_sample(5)]
+        >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.arange(8)
+        >>> from gsample.runtime import run
+        >>> program, arguments = sampler.prepare(A, seeds)
+        >>> blocks = run(program, {**arguments, "seeds": seeds + 8})   # the next mini-batch
+        >>> [b.shape for b in blocks]
+        [(100, 8)]
         """
         prepared = self._prepare(args, kwargs)
         return None if prepared is None or not prepared[2] else prepared[:2]
@@ -483,6 +519,11 @@ class CompiledSampler:
 
         Examples
         --------
+        >>> import torch, gsample as gs
+        >>> @gs.compile
+        ... def sampler(A, seeds):                     # one GraphSAGE layer
+        ...     return [A[:, seeds].individual_sample(5)]
+        >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.arange(8)
         >>> stamp = sampler.stamp()
         >>> sampler.clear_cache()
         >>> sampler.stamp() == stamp
@@ -532,8 +573,16 @@ class CompiledSampler:
 
         Examples
         --------
-        >>> sb = graphsage.super_batched((A, parts[0]), seeds="seeds")
-        >>> outs = sb.run(parts[:4], epoch_seed, first=0)      # 4 mini-batches, one run
+        >>> import torch, gsample as gs
+        >>> @gs.compile
+        ... def sampler(A, seeds):                     # one GraphSAGE layer
+        ...     return [A[:, seeds].individual_sample(5)]
+        >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.arange(8)
+        >>> parts = list(torch.arange(32).view(4, 8))            # 4 mini-batches of 8 seeds
+        >>> sb = sampler.super_batched((A, parts[0]), seeds="seeds")
+        >>> outs = sb.run(parts, 0, first=0)                    # 4 mini-batches, one run
+        >>> len(outs), [b.shape for b in outs[0]]
+        (4, [(100, 8)])
         """
         dynamic, static, num_nodes = self._split(args, kwargs or {})
         self._check_device(dynamic)
@@ -573,6 +622,11 @@ class CompiledSampler:
 
         Examples
         --------
+        >>> import gsample as gs
+        >>> @gs.compile
+        ... def sampler(A, seeds):                     # one GraphSAGE layer
+        ...     return [A[:, seeds].individual_sample(5)]
+        >>> from gsample.passes.gather_nodes import gather_nodes
         >>> variant = sampler.with_passes((gather_nodes, "the loader's n_id"))
         >>> variant is sampler.with_passes((gather_nodes, "the loader's n_id"))
         True
@@ -642,6 +696,7 @@ def compile(
 
     Examples
     --------
+    >>> import torch, gsample as gs
     >>> @gs.compile
     ... def graphsage(A, seeds, fanouts=(25, 10)):
     ...     blocks = []
@@ -650,7 +705,10 @@ def compile(
     ...         blocks.append(s)
     ...         seeds = s.all_nodes()
     ...     return blocks
-    >>> blocks = graphsage(A, torch.arange(512))   # a graph on a GPU: the CUDA kernels
+    >>> A = gs.datasets.rmat(100, 500, seed=0)
+    >>> blocks = graphsage(A, torch.arange(8))     # on a GPU graph: the CUDA kernels
+    >>> [b.shape for b in blocks]                  # (nodes, columns): 8 seeds, then their hop
+    [(100, 8), (100, 26)]
     """
     if fn is None:  # @gs.compile(...): bad options fail here, not at the def
         passes = check_passes(passes)

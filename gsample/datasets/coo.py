@@ -66,6 +66,7 @@ def load_coo(
 
     Examples
     --------
+    >>> import gsample as gs
     >>> import numpy as np
     >>> np.save("/tmp/ei.npy", np.array([[0, 2, 1], [1, 1, 0]], np.int32))
     >>> gs.datasets.load_coo("/tmp/ei.npy").edges()

@@ -91,6 +91,7 @@ def save_csc(A: Matrix, folder: str | os.PathLike, chunk: int = 1 << 24, **meta)
 
     Examples
     --------
+    >>> import gsample as gs
     >>> A = gs.datasets.undirected_rmat(1000, 5000)
     >>> folder = gs.datasets.save_csc(A, "/tmp/g")
     >>> gs.datasets.load_csc(folder).num_edges
@@ -177,6 +178,7 @@ def load_csc(
 
     Examples
     --------
+    >>> import gsample as gs
     >>> import numpy as np
     >>> np.save("/tmp/indptr.npy", np.array([0, 1, 3]))
     >>> np.save("/tmp/rows.npy", np.array([1, 0, 1], np.int32))

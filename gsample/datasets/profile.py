@@ -31,6 +31,7 @@ def degree_profile(A: Matrix, fanouts=()) -> dict:
 
     Examples
     --------
+    >>> import torch, gsample as gs
     >>> A = gs.Matrix.from_edge_index(torch.tensor([[0, 1, 2, 2], [1, 2, 0, 1]]))
     >>> p = gs.datasets.degree_profile(A, fanouts=(2,))
     >>> p["median"], p["max"], p["below"]

@@ -62,6 +62,7 @@ class Draws:
 
     Examples
     --------
+    >>> import torch
     >>> d = Draws(1000, 0, 0.57, 0.19, 0.19, torch.device("cpu"))
     >>> src, dst = torch.empty(5, dtype=torch.int64), torch.empty(5, dtype=torch.int64)
     >>> d.draw(0, src, dst)  # edges 0..4, folded ids

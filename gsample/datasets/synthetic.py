@@ -71,6 +71,7 @@ def read_snap(
 
     Examples
     --------
+    >>> import gsample as gs
     >>> A = gs.datasets.read_snap("../shared/data/web-NotreDame.txt.gz")
     >>> A.num_nodes, A.num_edges
     (325729, 1497134)
@@ -148,6 +149,7 @@ def rmat(
 
     Examples
     --------
+    >>> import gsample as gs
     >>> A = gs.datasets.rmat(10_000, 100_000, seed=0)
     >>> A.num_edges
     100000
@@ -225,6 +227,7 @@ def planted_partition(
 
     Examples
     --------
+    >>> import gsample as gs
     >>> A, x, y = gs.datasets.planted_partition(1000, num_classes=4, seed=0)
     >>> x.shape, int(y.max()) + 1
     (torch.Size([1000, 32]), 4)
@@ -301,6 +304,7 @@ def cora(
 
     Examples
     --------
+    >>> import gsample as gs
     >>> A, x, y = gs.datasets.cora()
     >>> A.num_nodes, x.shape[1], int(y.max()) + 1
     (2708, 1433, 7)

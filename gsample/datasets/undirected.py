@@ -202,6 +202,7 @@ def undirected_rmat(
 
     Examples
     --------
+    >>> import gsample as gs
     >>> A = gs.datasets.undirected_rmat(10_000, 50_000, seed=0)
     >>> A.num_edges, A.num_nodes < 10_000
     (100000, True)

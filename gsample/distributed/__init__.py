@@ -27,12 +27,17 @@ placement.
 
 Examples
 --------
->>> import torch.distributed as dist, gsample as gs
->>> dist.init_process_group("nccl")                          # torchrun --nproc-per-node 4
->>> torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
->>> A = gs.datasets.rmat(2_400_000, 120_000_000, seed=0) if dist.get_rank() == 0 else None
->>> G = gs.distributed.place(A)                              # "auto"
->>> for batch in gs.DataLoader(G, graphsage, train_ids, 512, seed=0, distributed=True):
+In each process of ``torchrun --nproc-per-node 4`` (a process group on GPUs: not run
+here), ``graphsage`` a compiled sampler, ``train_ids`` the training nodes:
+
+>>> import os, torch, torch.distributed as dist, gsample as gs
+>>> dist.init_process_group("nccl")  # doctest: +SKIP
+>>> torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))  # doctest: +SKIP
+>>> rank = dist.get_rank()  # doctest: +SKIP
+>>> A = gs.datasets.rmat(2_400_000, 120_000_000, seed=0) if rank == 0 else None  # doctest: +SKIP
+>>> G = gs.distributed.place(A)                              # "auto"  # doctest: +SKIP
+>>> loader = gs.DataLoader(G, graphsage, train_ids, 512, seed=0, distributed=True)  # doctest: +SKIP
+>>> for batch in loader:  # doctest: +SKIP
 ...     train(batch)                                         # batch.index: the global index
 """
 

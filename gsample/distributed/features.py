@@ -83,11 +83,15 @@ class PartitionedFeatures:
 
     Examples
     --------
-    >>> bounds = even_bounds(num_nodes, world_size)
-    >>> feats = PartitionedFeatures(x[bounds[rank] : bounds[rank + 1]].cuda(), bounds)
-    >>> rows = feats.gather(batch.n_id)             # == x[batch.n_id], on every rank
-    >>> req = feats.request(batch.n_id)             # or: the local rows ...
-    >>> rows = feats.exchange(req)                  # ... then the all-to-alls
+    In each rank of a process group on GPUs (not run here), ``x`` the features (N, F)
+    and ``batch`` a mini-batch:
+
+    >>> bounds = even_bounds(num_nodes, world_size)  # doctest: +SKIP
+    >>> local = x[bounds[rank] : bounds[rank + 1]].cuda()  # doctest: +SKIP
+    >>> feats = PartitionedFeatures(local, bounds)  # doctest: +SKIP
+    >>> rows = feats.gather(batch.n_id)             # == x[batch.n_id]  # doctest: +SKIP
+    >>> req = feats.request(batch.n_id)             # or: the local rows ...  # doctest: +SKIP
+    >>> rows = feats.exchange(req)                  # ... then the all-to-alls  # doctest: +SKIP
     """
 
     def __init__(self, local: torch.Tensor, bounds, group=None):

@@ -57,6 +57,7 @@ def edge_balanced_bounds(indptr: torch.Tensor, world_size: int) -> list:
 
     Examples
     --------
+    >>> import torch
     >>> edge_balanced_bounds(torch.tensor([0, 5, 6, 7, 10]), 2)
     [0, 1, 4]
     """
@@ -123,11 +124,15 @@ class PartitionedMatrix(Walks):
 
     Examples
     --------
-    >>> P = gs.distributed.place(A, "partitioned")          # every rank of the group
-    >>> s = P[:, seeds].individual_sample(10)               # a gs.Matrix, as on one process
-    >>> sub = P[:, seeds]
-    >>> s = sub.individual_sample(5, probs=sub, replace=True)       # by edge weight
-    >>> walks = P.random_walk(seeds, 80, p=2.0, q=0.5)      # node2vec, shape (B, 81)
+    In each rank of a process group (not run here), ``A`` the graph and ``seeds`` the
+    rank's mini-batch:
+
+    >>> import gsample as gs
+    >>> P = gs.distributed.place(A, "partitioned")  # every rank of the group  # doctest: +SKIP
+    >>> s = P[:, seeds].individual_sample(10)  # a gs.Matrix, as on one process  # doctest: +SKIP
+    >>> sub = P[:, seeds]  # doctest: +SKIP
+    >>> s = sub.individual_sample(5, probs=sub, replace=True)  # by edge weight  # doctest: +SKIP
+    >>> walks = P.random_walk(seeds, 80, p=2.0, q=0.5)  # node2vec, (B, 81)  # doctest: +SKIP
     """
 
     placement = "partitioned"

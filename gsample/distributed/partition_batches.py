@@ -336,10 +336,13 @@ class PerBatch:
 
     Examples
     --------
-    >>> seeds                                   # in sampler(P, seeds) with super_batch=2
+    In a sampler called as ``sampler(P, seeds)`` by a loader with ``super_batch=2``, ``P``
+    a partitioned graph (each rank of a process group; not run here):
+
+    >>> seeds  # doctest: +SKIP
     PerBatch(2 mini-batches: [tensor([...]), tensor([...])])
-    >>> s = P[:, seeds].individual_sample(10)   # one exchange for both
-    >>> s.all_nodes()                           # all_nodes of each mini-batch's sample
+    >>> s = P[:, seeds].individual_sample(10)   # one exchange for both  # doctest: +SKIP
+    >>> s.all_nodes()               # all_nodes of each mini-batch's sample  # doctest: +SKIP
     """
 
     __slots__ = ("_items", "_run")

@@ -133,8 +133,11 @@ class Frontier(EdgeMapOperators):
 
         Examples
         --------
-        >>> sub = P[:, seeds]
-        >>> s = sub.individual_sample(5, probs=sub.values.sqrt())
+        In each rank of a process group (not run here), ``P`` a partitioned graph
+        (``gs.distributed.place(A, "partitioned")``) and ``seeds`` the rank's mini-batch:
+
+        >>> sub = P[:, seeds]  # doctest: +SKIP
+        >>> s = sub.individual_sample(5, probs=sub.values.sqrt())  # doctest: +SKIP
         """
         got = self._fetch(True)
         values = mapped(got["values"], self._maps)
@@ -192,11 +195,15 @@ class Frontier(EdgeMapOperators):
 
         Examples
         --------
-        >>> sub = P[:, seeds]
-        >>> s = sub.individual_sample(10)                                    # uniform
-        >>> s = sub.individual_sample(10, probs=sub)                         # by edge weight
-        >>> s = sub.individual_sample(5, probs=sub ** 2, replace=True, method="alias")
-        >>> s.shape == (P.num_nodes, len(seeds))
+        In each rank of a process group (not run here), ``P`` a partitioned graph
+        (``gs.distributed.place(A, "partitioned")``) and ``seeds`` the rank's mini-batch:
+
+        >>> sub = P[:, seeds]  # doctest: +SKIP
+        >>> s = sub.individual_sample(10)                         # uniform  # doctest: +SKIP
+        >>> s = sub.individual_sample(10, probs=sub)       # by edge weight  # doctest: +SKIP
+        >>> s = sub.individual_sample(  # doctest: +SKIP
+        ...     5, probs=sub ** 2, replace=True, method="alias")
+        >>> s.shape == (P.num_nodes, len(seeds))  # doctest: +SKIP
         True
         """
         run, ptr = (None, None) if self._batches is None else self._batches

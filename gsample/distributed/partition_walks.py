@@ -92,8 +92,12 @@ class Walks:
 
         Examples
         --------
-        >>> P = gs.distributed.place(A, "partitioned")
-        >>> P.random_walk(seeds, 80, probs=P, p=2.0, q=0.5).shape      # weighted node2vec
+        In each rank of a process group (not run here), ``A`` a weighted graph and
+        ``seeds`` 1024 nodes:
+
+        >>> import gsample as gs
+        >>> P = gs.distributed.place(A, "partitioned")  # doctest: +SKIP
+        >>> P.random_walk(seeds, 80, probs=P, p=2.0, q=0.5).shape  # node2vec  # doctest: +SKIP
         torch.Size([1024, 81])
         """
         run, ptr = active_round(), None

@@ -112,10 +112,17 @@ def place(
 
     Examples
     --------
-    >>> dist.init_process_group("nccl"); torch.cuda.set_device(local_rank)
-    >>> A = gs.datasets.rmat(2_400_000, 120_000_000, seed=0) if rank == 0 else None
-    >>> G = gs.distributed.place(A, "shared")
-    >>> loader = gs.DataLoader(G, graphsage, train_ids, 512, seed=0, distributed=True)
+    In each process of ``torchrun`` (a process group on GPUs: not run here):
+
+    >>> import torch, torch.distributed as dist, gsample as gs
+    >>> dist.init_process_group("nccl"); torch.cuda.set_device(local_rank)  # doctest: +SKIP
+    >>> if rank == 0:  # doctest: +SKIP
+    ...     A = gs.datasets.rmat(2_400_000, 120_000_000, seed=0)
+    ... else:
+    ...     A = None
+    >>> G = gs.distributed.place(A, "shared")  # doctest: +SKIP
+    >>> loader = gs.DataLoader(  # doctest: +SKIP
+    ...     G, graphsage, train_ids, 512, seed=0, distributed=True)
     """
     rank, world = group_ranks(group)
     check_options(placement, budget, PLACEMENTS, "bytes per rank")

@@ -174,7 +174,10 @@ def write_shared(arrays: dict, folder, chunk: int = 1 << 25) -> dict:
 
     Examples
     --------
-    >>> specs = write_shared({"seeds": torch.arange(10)}, "/dev/shm/run")
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()                  # /dev/shm: kept in memory
+    >>> import torch
+    >>> specs = write_shared({"seeds": torch.arange(10)}, os.path.join(folder, "run"))
     >>> map_shared(specs)["seeds"].sum()                 # in any process of this host
     tensor(45)
     """
@@ -221,7 +224,13 @@ def map_shared(specs: dict) -> dict:
 
     Examples
     --------
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()                  # /dev/shm: kept in memory
+    >>> import torch
+    >>> specs = write_shared({"seeds": torch.arange(10)}, os.path.join(folder, "run"))
     >>> seeds = map_shared(specs)["seeds"]            # specs: what write_shared returned
+    >>> seeds.shape
+    torch.Size([10])
     """
     out = {}
     for name, spec in specs.items():
@@ -261,8 +270,14 @@ def share_graph(A: Matrix, folder, **meta) -> dict:
 
     Examples
     --------
-    >>> header = share_graph(gs.datasets.rmat(1000, 5000), "/dev/shm/g", spec="rmat:1000:5000")
-    >>> # in each rank: G = gs.distributed.place(attach_graph("/dev/shm/g"), "shared")
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()                  # /dev/shm: kept in memory
+    >>> import gsample as gs
+    >>> path = os.path.join(folder, "g")
+    >>> header = share_graph(gs.datasets.rmat(1000, 5000, seed=0), path, spec="rmat:1000:5000")
+    >>> header["num_nodes"], header["meta"]
+    (1000, {'spec': 'rmat:1000:5000'})
+    >>> # in each rank: G = gs.distributed.place(attach_graph(path), "shared")
     """
     if not isinstance(A, Matrix):
         raise TypeError(f"A: expected a gs.Matrix, got {type(A).__name__}")
@@ -321,8 +336,16 @@ def shared_graph_header(folder) -> dict | None:
 
     Examples
     --------
-    >>> header = shared_graph_header("/dev/shm/g")
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()                  # /dev/shm: kept in memory
+    >>> import gsample as gs
+    >>> path = os.path.join(folder, "g")
+    >>> shared_graph_header(path) is None                     # nothing shared there yet
+    True
+    >>> _ = share_graph(gs.datasets.rmat(1000, 5000, seed=0), path, spec="rmat:1000:5000")
+    >>> header = shared_graph_header(path)
     >>> header is None or header["meta"]["spec"]              # what share_graph was told
+    'rmat:1000:5000'
     """
     try:
         header = json.loads((pathlib.Path(folder) / GRAPH_HEADER).read_text())
@@ -354,9 +377,14 @@ def attach_graph(folder) -> Matrix:
 
     Examples
     --------
-    >>> A = attach_graph("/dev/shm/g")                # after share_graph(..., "/dev/shm/g")
-    >>> A.placement
-    'shared'
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()                  # /dev/shm: kept in memory
+    >>> import gsample as gs
+    >>> path = os.path.join(folder, "g")
+    >>> _ = share_graph(gs.datasets.rmat(1000, 5000, seed=0), path)
+    >>> A = attach_graph(path)                        # after share_graph(..., path)
+    >>> A.placement, A.num_edges
+    ('shared', 5000)
     """
     header = shared_graph_header(folder)
     if header is None:
@@ -383,7 +411,14 @@ def remove_shared(folder) -> None:
 
     Examples
     --------
-    >>> remove_shared("/dev/shm/g")                    # the parent, when the ranks are done
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()                  # /dev/shm: kept in memory
+    >>> import gsample as gs
+    >>> path = os.path.join(folder, "g")
+    >>> _ = share_graph(gs.datasets.rmat(1000, 5000, seed=0), path)
+    >>> remove_shared(path)                           # the parent, when the ranks are done
+    >>> os.path.exists(path)
+    False
     """
     folder = pathlib.Path(folder)
     try:

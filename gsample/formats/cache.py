@@ -34,11 +34,15 @@ and no more than caching the whole graph takes (:func:`auto_budget`, :func:`whol
 
 Examples
 --------
->>> H = A.to("cuda", placement="uva", cache=256 << 20)      # 256 MiB of device memory
->>> sampler(H, seeds)
->>> H.cache.stats()["hit_rate"]                              # edges read from the GPU cache
+On a GPU (a cache is device memory):
+
+>>> import gsample as gs
+>>> A = gs.datasets.rmat(100, 500, seed=0)
+>>> H = A.to("cuda", placement="uva", cache=256 << 20)  # 256 MiB of device memory  # doctest: +SKIP
+>>> sampler(H, seeds)  # doctest: +SKIP
+>>> H.cache.stats()["hit_rate"]       # edges read from the GPU cache  # doctest: +SKIP
 0.17
->>> H = A.to("cuda", placement="uva", cache="auto")   # half the free memory, at most the graph
+>>> H = A.to("cuda", placement="uva", cache="auto")  # half the free memory  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -184,6 +188,7 @@ def choose_columns(
 
     Examples
     --------
+    >>> import torch
     >>> choose_columns(torch.tensor([0, 5, 6, 9]), 64, 8)     # degrees 5, 1, 3; 8 edges fit
     tensor([0, 2])
     >>> choose_columns(torch.tensor([0, 5, 6, 9]), 64, 8, torch.tensor([1., 1., 6.]))
@@ -214,6 +219,7 @@ def whole_bytes(csc: CSC) -> int:
 
     Examples
     --------
+    >>> import torch, gsample as gs
     >>> A = gs.Matrix.from_edge_index(torch.tensor([[0, 1, 2], [1, 2, 0]]), num_nodes=3)
     >>> whole_bytes(A.csc)        # indptr 8 * 4, slots 8 * 3, 3 edges of 8 + 8 bytes
     104

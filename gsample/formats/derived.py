@@ -57,6 +57,9 @@ def remember(A, op, value: torch.Tensor) -> None:
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> from gsample.ir import Op
+    >>> csc, nodes = gs.datasets.rmat(100, 500, seed=0).csc, torch.tensor([0, 1])
     >>> remember(csc, Op.ALL_NODES, nodes)
     >>> recall(csc, Op.ALL_NODES) is nodes
     True
@@ -87,6 +90,10 @@ def remember_each(matrices: list, ops: list, columns: list) -> None:
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> from gsample.ir import Op
+    >>> a, b = gs.datasets.rmat(100, 500, seed=0).csc, gs.datasets.rmat(100, 500, seed=1).csc
+    >>> nodes_a, nodes_b = torch.tensor([0]), torch.tensor([1])
     >>> remember_each([a, b], [Op.ALL_NODES], [[nodes_a, nodes_b]])
     >>> recall(b, Op.ALL_NODES) is nodes_b
     True
@@ -152,6 +159,8 @@ def bind_seeds(outs: list, seeds: list) -> None:
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> csc, seeds = gs.datasets.rmat(100, 500, seed=0).csc, torch.tensor([0, 1])
     >>> remember(csc, COLUMNS, SEEDS)
     >>> bind_seeds([[csc]], [seeds])
     >>> recall(csc, COLUMNS) is seeds

@@ -23,6 +23,7 @@ a compiled program picks never changes a sample.
 
 Examples
 --------
+>>> import torch, gsample as gs
 >>> A = gs.datasets.rmat(100, 500, seed=0).csc
 >>> r = to_csr(A, compact=True)
 >>> back = to_csc(r)
@@ -252,6 +253,7 @@ def to_csr(A: Sparse, compact: bool = False) -> CSR:
 
     Examples
     --------
+    >>> import torch, gsample as gs
     >>> r = to_csr(gs.Matrix.from_edge_index(torch.tensor([[1, 0, 1], [0, 1, 1]])).csc)
     >>> r.indptr, r.cols, r.perm
     (tensor([0, 1, 3]), tensor([1, 0, 1]), tensor([1, 0, 2]))
@@ -291,6 +293,8 @@ def convert(A: Sparse, layout: str) -> Sparse:
 
     Examples
     --------
+    >>> import gsample as gs
+    >>> A = gs.datasets.rmat(100, 500, seed=0).csc    # a CSC of 100 nodes, 500 edges
     >>> convert(A, "coo").cols.shape == (A.nnz,)
     True
     """

@@ -40,13 +40,20 @@ place (no int32 copy). A matrix reports where it lives in ``A.placement``: ``"de
 
 Examples
 --------
->>> A = gs.datasets.rmat(100_000, 2_000_000, seed=0)
->>> H = A.to("cuda", placement="uva")        # arrays pinned in host memory, read by the GPU
->>> H.placement, H.device
+>>> import gsample as gs
+>>> A = gs.datasets.rmat(1000, 20_000, seed=0)       # 328 kB of arrays
+>>> A.placement, A.device                    # on the CPU: where it was made
+('device', device(type='cpu'))
+
+On a GPU:
+
+>>> H = A.to("cuda", placement="uva")  # pinned in host memory, read by the GPU  # doctest: +SKIP
+>>> H.placement, H.device  # doctest: +SKIP
 ('uva', device(type='cuda', index=0))
->>> A.to("cuda", placement="auto", budget=1 << 20).placement   # a 1 MiB GPU: UVA
+>>> A.to("cuda", placement="auto", budget=1 << 16).placement  # a 64 kB GPU  # doctest: +SKIP
 'uva'
->>> A.to("cuda", placement="uva", cache="auto").cache.nbytes <= free_memory("cuda") // 2
+>>> H = A.to("cuda", placement="uva", cache="auto")  # doctest: +SKIP
+>>> H.cache.nbytes <= free_memory("cuda") // 2  # doctest: +SKIP
 True
 """
 
@@ -138,9 +145,10 @@ def map_host(host: torch.Tensor, device, on_free=None) -> torch.Tensor:
 
     Examples
     --------
-    >>> h = torch.arange(4).pin_memory()
-    >>> d = map_host(h, "cuda")
-    >>> d.data_ptr() == h.data_ptr(), int(d.sum())
+    >>> import torch
+    >>> h = torch.arange(4).pin_memory()  # doctest: +SKIP
+    >>> d = map_host(h, "cuda")  # doctest: +SKIP
+    >>> d.data_ptr() == h.data_ptr(), int(d.sum())  # doctest: +SKIP
     (True, 6)
     """
     device = _cuda_device(device)
@@ -264,7 +272,10 @@ def check_fits(nbytes: int, device, name: str, what: str, advice: str) -> None:
 
     Examples
     --------
-    >>> check_fits(graph_bytes(csc), "cuda", "placement", "the graph", "use placement='uva'")
+    >>> import gsample as gs
+    >>> csc = gs.datasets.rmat(100, 500, seed=0).csc
+    >>> check_fits(graph_bytes(csc), "cpu", "placement", "the graph", "use placement='uva'")
+    >>> check_fits(graph_bytes(csc), "cuda", "placement", "the graph", "...")  # doctest: +SKIP
     """
     if torch.device(device).type != "cuda":
         return
@@ -424,8 +435,12 @@ def narrow_rows(csc) -> torch.Tensor | None:
 
     Examples
     --------
-    >>> H = A.to("cuda", placement="uva")
-    >>> torch.equal(narrow_rows(H.csc).long(), H.csc.rows)
+    >>> import torch, gsample as gs
+    >>> A = gs.datasets.rmat(100, 500, seed=0)
+    >>> narrow_rows(A.csc) is None               # a graph on the CPU
+    True
+    >>> H = A.to("cuda", placement="uva")  # doctest: +SKIP
+    >>> torch.equal(narrow_rows(H.csc).long(), H.csc.rows)  # doctest: +SKIP
     True
     """
     return _ROWS32.get(csc) if isinstance(csc, CSC) else None

@@ -53,6 +53,7 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
 
     Examples
     --------
+    >>> import torch, gsample as gs
     >>> writes = torch.tensor([[0, 0, 1], [0, 1, 1]])          # author -> paper
     >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
     ...                     ("paper", "written_by", "author"): writes.flip(0)},
@@ -180,6 +181,8 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
 
         Examples
         --------
+        >>> import torch, gsample as gs
+        >>> from torch_geometric.data import HeteroData
         >>> data = HeteroData()
         >>> data["author"].num_nodes, data["paper"].num_nodes = 2, 3
         >>> data["author", "writes", "paper"].edge_index = torch.tensor([[0, 1], [2, 2]])
@@ -271,6 +274,12 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
 
         Examples
         --------
+        >>> import torch, gsample as gs
+        >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
+        >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
+        ...                     ("paper", "written_by", "author"): writes.flip(0),
+        ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
+        ...                    num_nodes={"author": 2, "paper": 3})
         >>> H.num_nodes("paper")
         3
         """
@@ -324,7 +333,15 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
 
         Examples
         --------
+        >>> import torch, gsample as gs
+        >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
+        >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
+        ...                     ("paper", "written_by", "author"): writes.flip(0),
+        ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
+        ...                    num_nodes={"author": 2, "paper": 3})
         >>> A = H["author", "writes", "paper"]       # or H["writes"] when unique
+        >>> A.shape                  # (N, N): N the largest node type's count
+        (3, 3)
         >>> src, dst, eid = A.edges()
         """
         try:
@@ -349,6 +366,12 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
 
         Examples
         --------
+        >>> import torch, gsample as gs
+        >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
+        >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
+        ...                     ("paper", "written_by", "author"): writes.flip(0),
+        ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
+        ...                    num_nodes={"author": 2, "paper": 3})
         >>> H.to("cpu").device
         device(type='cpu')
         """

@@ -66,8 +66,16 @@ def relation_sample(
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
+    >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
+    ...                     ("paper", "written_by", "author"): writes.flip(0),
+    ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
+    ...                    num_nodes={"author": 2, "paper": 3})
     >>> step = gs.compile(relation_sample)
     >>> s = step(H["writes"], torch.tensor([0, 2]), 5)   # 5 authors of papers 0 and 2
+    >>> s.shape, s.row()                                 # (N, seeds); the authors
+    ((3, 2), tensor([0, 1]))
     """
     sub = A[:, cols]
     if k < 0:
@@ -111,8 +119,17 @@ def relation_temporal_sample(
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
+    >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
+    ...                     ("paper", "written_by", "author"): writes.flip(0),
+    ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
+    ...                    num_nodes={"author": 2, "paper": 3})
+    >>> papers = torch.tensor([0, 1, 2])
     >>> step = gs.compile(relation_temporal_sample)
     >>> s = step(H["cites"], papers, torch.arange(len(papers)), k=3)
+    >>> s.shape                                          # (papers, seeds)
+    (3, 3)
     """
     return A.temporal_sample(
         cols,
@@ -202,12 +219,21 @@ class SamplingMethods:
 
         Examples
         --------
-        >>> G = H.to("cuda")                       # CuPy installed
-        >>> G.step_sampler().backend_for(G["writes"])
-        'cuda'
-        >>> s = G.sample_neighbors({"paper": papers.cuda()}, [10, 5])
-        >>> G.step_sampler().traces                 # one program per fanout here
+        >>> import torch, gsample as gs
+        >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
+        >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
+        ...                     ("paper", "written_by", "author"): writes.flip(0),
+        ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
+        ...                    num_nodes={"author": 2, "paper": 3})
+        >>> papers = torch.tensor([0, 1, 2])
+        >>> s = H.sample_neighbors({"paper": papers}, [10, 5])
+        >>> H.step_sampler().traces                 # one program per fanout here
         2
+        >>> H.step_sampler().backend_for(H["writes"])
+        'torch'
+        >>> G = H.to("cuda")                       # CuPy installed  # doctest: +SKIP
+        >>> G.step_sampler().backend_for(G["writes"])  # doctest: +SKIP
+        'cuda'
         """
         if step not in STEPS:
             raise ValueError(f"step: expected one of {STEPS}, got {step!r}")
@@ -278,10 +304,21 @@ class SamplingMethods:
 
         Examples
         --------
+        >>> import torch, gsample as gs
+        >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
+        >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
+        ...                     ("paper", "written_by", "author"): writes.flip(0),
+        ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
+        ...                    num_nodes={"author": 2, "paper": 3})
+        >>> papers = torch.tensor([0, 1, 2])
         >>> gs.manual_seed(0)
         >>> s = H.sample_neighbors({"paper": torch.tensor([0, 2])}, 5)
         >>> src, dst, eid = s["author", "writes", "paper"].edges()
+        >>> src, dst                              # the authors of papers 0 and 2
+        (tensor([0, 1]), tensor([0, 2]))
         >>> hops = H.sample_neighbors({"paper": papers}, [10, 5])     # two hops
+        >>> len(hops)
+        2
         """
         front = self._seed_dict(seeds)
         replace = V.flag(replace, "replace")
@@ -358,8 +395,15 @@ class SamplingMethods:
 
         Examples
         --------
+        >>> import torch, gsample as gs
+        >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
+        >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
+        ...                     ("paper", "written_by", "author"): writes.flip(0),
+        ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
+        ...                    num_nodes={"author": 2, "paper": 3})
+        >>> year = torch.tensor([2000, 2001, 2002])
         >>> times = H.relation_times(node_time={"paper": year})
-        >>> sorted(times) == [et for et in H.edge_types if et[0] == "paper"]
+        >>> sorted(times) == sorted(et for et in H.edge_types if et[0] == "paper")
         True
         """
         if node_time is not None and edge_time is not None:
@@ -461,6 +505,14 @@ class SamplingMethods:
 
         Examples
         --------
+        >>> import torch, gsample as gs
+        >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
+        >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
+        ...                     ("paper", "written_by", "author"): writes.flip(0),
+        ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
+        ...                    num_nodes={"author": 2, "paper": 3})
+        >>> papers = torch.tensor([0, 1, 2])
+        >>> year, since = torch.tensor([2000, 2001, 2002]), torch.tensor([1999, 2000])
         >>> times = H.relation_times(node_time={"paper": year, "author": since})
         >>> blocks, slots = H.sample_disjoint({"paper": papers}, [10, 5],
         ...                                   seed_time={"paper": year[papers]},
@@ -544,7 +596,17 @@ def new_nodes(sampled: dict, reached: dict) -> dict:
 
     Examples
     --------
-    >>> front = new_nodes(sampled, {"paper": seeds})   # {"author": ids, "paper": ids}
+    >>> import torch, gsample as gs
+    >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
+    >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
+    ...                     ("paper", "written_by", "author"): writes.flip(0),
+    ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
+    ...                    num_nodes={"author": 2, "paper": 3})
+    >>> seeds = torch.tensor([0, 2])
+    >>> gs.manual_seed(0)
+    >>> sampled = H.sample_neighbors({"paper": seeds}, 5)
+    >>> new_nodes(sampled, {"paper": seeds})          # {"author": ids, "paper": ids}
+    {'author': tensor([0, 1]), 'paper': tensor([1])}
     """
     rows: dict = {}
     for (s, _, _), m in sampled.items():
@@ -572,7 +634,19 @@ def next_pairs(sampled: dict, slot: dict, seen: dict, n: int) -> tuple:
 
     Examples
     --------
-    >>> front, slots = next_pairs(sampled, {"paper": torch.arange(4)}, {}, n)
+    >>> import torch, gsample as gs
+    >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
+    >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
+    ...                     ("paper", "written_by", "author"): writes.flip(0),
+    ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
+    ...                    num_nodes={"author": 2, "paper": 3})
+    >>> gs.manual_seed(0)
+    >>> sampled = H.sample_neighbors({"paper": torch.tensor([0, 2])}, 5)
+    >>> front, slots = next_pairs(sampled, {"paper": torch.arange(2)}, {}, 3)
+    >>> front                                         # per type, the pairs' nodes ...
+    {'author': tensor([0, 1]), 'paper': tensor([1, 2])}
+    >>> slots                                         # ... and their seeds' slots
+    {'author': tensor([0, 1]), 'paper': tensor([0, 0])}
     """
     pairs: dict = {}
     for et, s in sampled.items():  # (seed slot, source) of each sampled edge

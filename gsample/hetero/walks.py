@@ -83,7 +83,13 @@ def metapath_walk(
 
     Examples
     --------
-    >>> H = gs.HeteroGraph(...)                   # authors, papers, 'writes', 'written_by'
+    >>> import torch, gsample as gs
+    >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
+    >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
+    ...                     ("paper", "written_by", "author"): writes.flip(0),
+    ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
+    ...                    num_nodes={"author": 2, "paper": 3})
+    >>> papers = torch.tensor([0, 1, 2])
     >>> pap = gs.compile(lambda w, wb, seeds: metapath_walk([w, wb], seeds))
     >>> walks = pap(H["writes"], H["written_by"], papers)      # paper, author, paper
     >>> walks.shape == (len(papers), 3)
@@ -262,10 +268,20 @@ class WalkMethods:
 
         Examples
         --------
+        >>> import torch, gsample as gs
+        >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
+        >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
+        ...                     ("paper", "written_by", "author"): writes.flip(0),
+        ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
+        ...                    num_nodes={"author": 2, "paper": 3})
+        >>> papers = torch.tensor([0, 1, 2])
         >>> gs.manual_seed(0)
         >>> mp = [("author", "writes", "paper"), ("paper", "written_by", "author")]
         >>> walks = H.metapath_walk(papers.repeat_interleave(10), mp * 3, restart_prob=0.3)
-        >>> walks[:, 0::2]                        # papers; walks[:, 1::2] are authors
+        >>> walks.shape                           # (walks, 1 + len(metapath))
+        torch.Size([30, 7])
+        >>> bool((walks[:, 0::2] < 3).all())      # papers; walks[:, 1::2] are authors
+        True
         """
         types = self.path_types(metapath, direction)
         ets = [self.edge_type(e, f"metapath[{i}]") for i, e in enumerate(metapath)]
@@ -300,8 +316,15 @@ class WalkMethods:
 
         Examples
         --------
+        >>> import torch, gsample as gs
+        >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
+        >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
+        ...                     ("paper", "written_by", "author"): writes.flip(0),
+        ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
+        ...                    num_nodes={"author": 2, "paper": 3})
         >>> R = H.reverse(("author", "writes", "paper"))
         >>> R[:, torch.tensor([0])].row()                 # the papers author 0 wrote
+        tensor([0, 1])
         """
         return self._walk_matrix(self.edge_type(edge_type), "out")
 

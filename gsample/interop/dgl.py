@@ -95,9 +95,12 @@ def to_dgl(
 
     Examples
     --------
-    >>> blocks = batch.to_dgl()
-    >>> h = blocks[0].srcdata["feat"]
-    >>> for layer, block in zip(model.layers, blocks):
+    With DGL installed, ``batch`` a mini-batch of ``gs.DataLoader(..., features=x)`` and
+    ``model`` a DGL model of one layer per block:
+
+    >>> blocks = batch.to_dgl()  # doctest: +SKIP
+    >>> h = blocks[0].srcdata["feat"]  # doctest: +SKIP
+    >>> for layer, block in zip(model.layers, blocks):  # doctest: +SKIP
     ...     h = layer(block, h)
     """
     if (

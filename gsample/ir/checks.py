@@ -17,6 +17,7 @@ arithmetic.
 
 Examples
 --------
+>>> import gsample as gs
 >>> from gsample.ir.checks import check_cols
 >>> A = gs.datasets.rmat(100, 1000, seed=0).csc
 >>> check_cols(A, [3, 5])["cols"]

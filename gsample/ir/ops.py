@@ -148,8 +148,14 @@ state : LongTensor
 
 Examples
 --------
+>>> import torch, gsample as gs
+>>> A = gs.datasets.rmat(100, 500, seed=0)
+>>> seeds, time = torch.tensor([0, 1, 2]), torch.tensor([5, 5, 8])
+>>> slot = A.positions(seeds)                     # one tree per seed
 >>> s = A.temporal_sample(seeds, 10, seed=slot)
 >>> nodes, slot, time, state = s.first_reached(slot, carry=time)
+>>> nodes.shape == slot.shape == time.shape       # (M,): the next hop's frontier
+True
 """
 
 _FUSED_WALK_DOC = (
@@ -176,10 +182,14 @@ Matrix
 
 Examples
 --------
->>> sub = A[:, seeds]
+>>> import torch, gsample as gs
+>>> A = gs.datasets.rmat(100, 500, seed=0)
+>>> sub = A[:, torch.tensor([0, 1, 2])].mul(torch.tensor([0.2, 0.6, 1.0]), axis=0)
 >>> heavy = sub.filter_edges(sub.values > 0.5)
 >>> heavy.shape == sub.shape
 True
+>>> heavy.degree(axis=0)                          # column 0's edge is dropped
+tensor([ 0, 10,  1])
 """
 
 
@@ -425,6 +435,7 @@ _DEFS = [
 
             Examples
             --------
+            >>> import torch, gsample as gs
             >>> A = gs.Matrix.from_edge_index(torch.tensor([[0, 0, 1], [1, 2, 2]]))
             >>> A.degree(axis=0)                        # in-degrees
             tensor([0, 1, 2])
@@ -888,7 +899,12 @@ _DEFS = [
 
             Examples
             --------
-            >>> A[:, seeds].individual_sample(10).row()    # the sampled neighbours
+            >>> import torch, gsample as gs
+            >>> A = gs.datasets.rmat(100, 500, seed=0)
+            >>> seeds = torch.tensor([0, 1, 2])
+            >>> gs.manual_seed(0)
+            >>> A[:, seeds].individual_sample(5).row()     # the sampled neighbours
+            tensor([23, 55, 66, 80, 84])
             """,
         ),
         doc="A.row()",
@@ -927,7 +943,12 @@ _DEFS = [
 
             Examples
             --------
-            >>> seeds = A[:, seeds].individual_sample(10).all_nodes()
+            >>> import torch, gsample as gs
+            >>> A = gs.datasets.rmat(100, 500, seed=0)
+            >>> seeds = torch.tensor([0, 1, 2])
+            >>> gs.manual_seed(0)
+            >>> A[:, seeds].individual_sample(5).all_nodes()   # the next hop's seeds
+            tensor([ 0,  1,  2, 23, 55, 66, 80, 84])
             """,
         ),
         doc="A.all_nodes(); 'batches' (N, n): A is a super-batch of N mini-batches of n "
@@ -955,6 +976,8 @@ _DEFS = [
 
             Examples
             --------
+            >>> import torch, gsample as gs
+            >>> A = gs.datasets.rmat(100, 500, seed=0)
             >>> A.positions(torch.tensor([7, 3, 7]))
             tensor([0, 1, 2])
             """,
@@ -998,7 +1021,12 @@ _DEFS = [
 
             Examples
             --------
+            >>> import torch, gsample as gs
+            >>> A = gs.datasets.rmat(100, 500, seed=0)
+            >>> seeds = torch.tensor([0, 1, 2])
             >>> src, dst, eid = A[:, seeds].individual_sample(10).edges()
+            >>> src.shape == dst.shape == eid.shape
+            True
             """,
         ),
         doc="A.edges()",
@@ -1018,6 +1046,9 @@ _DEFS = [
 
             Examples
             --------
+            >>> import torch, gsample as gs
+            >>> A = gs.datasets.rmat(100, 500, seed=0)
+            >>> seeds = torch.tensor([0, 1, 2])
             >>> sub = A[:, seeds].compact()
             >>> sub.shape[0] == len(sub.row())
             True

@@ -39,6 +39,7 @@ class NodeVisitor:
 
     Examples
     --------
+    >>> import torch, gsample as gs
     >>> class Count(NodeVisitor):
     ...     def __init__(self):
     ...         self.ops = 0
@@ -46,9 +47,13 @@ class NodeVisitor:
     ...     def output(self, node): pass
     ...     def op(self, node):
     ...         self.ops += 1
+    >>> sampler = gs.compile(lambda A, seeds: A[:, seeds].individual_sample(5))
+    >>> graph = sampler.program(gs.datasets.rmat(100, 500, seed=0), torch.arange(8))
     >>> counter = Count()
     >>> for node in graph.nodes:           # graph: a sampler's IR (gsample.ir.Graph)
     ...     counter.visit(node)
+    >>> counter.ops                        # the slice and the sample, fused into one op
+    1
     """
 
     #: op -> the function handling it (for the structure kinds; built per subclass)

@@ -121,8 +121,14 @@ class Batch:
 
         Examples
         --------
+        >>> import torch, gsample as gs
+        >>> A = gs.datasets.rmat(100, 500, seed=0)
+        >>> sampler = gs.compile(lambda A, seeds: [A[:, seeds].individual_sample(5)])
+        >>> batch = next(iter(gs.DataLoader(A, sampler, torch.arange(16), 8)))
+        >>> features, labels = torch.randn(100, 4), torch.randint(0, 3, (100,))
         >>> data = batch.to_pyg(x=features, y=labels)
-        >>> out = model(data.x, data.edge_index)[:data.batch_size]
+        >>> data.x.shape == (data.num_nodes, 4), data.batch_size   # the seeds come first
+        (True, 8)
         """
         x = self._rows("features", "x") if x is None else x
         y = self._rows("labels", "y") if y is None else y
@@ -136,8 +142,13 @@ class Batch:
 
         Examples
         --------
+        >>> import torch, gsample as gs
+        >>> A = gs.datasets.rmat(100, 500, seed=0)
+        >>> sampler = gs.compile(lambda A, seeds: [A[:, seeds].individual_sample(5)])
+        >>> batch = next(iter(gs.DataLoader(A, sampler, torch.arange(16), 8)))
         >>> out = batch.to_sampler_output()
-        >>> out.node[:len(batch.seeds)]          # the seeds
+        >>> torch.equal(out.node[:len(batch.seeds)], batch.seeds)   # the seeds come first
+        True
         """
         return pyg.to_sampler_output(pyg.pyg_sample(self.out, self.node_seeds), input_id)
 
@@ -151,8 +162,11 @@ class Batch:
 
         Examples
         --------
-        >>> blocks = batch.to_dgl(x=features, y=labels)
-        >>> blocks[-1].dstdata[dgl.NID]          # the seeds
+        With DGL installed, ``batch`` a mini-batch of a loader (:meth:`to_pyg`):
+
+        >>> import dgl  # doctest: +SKIP
+        >>> blocks = batch.to_dgl(x=features, y=labels)  # doctest: +SKIP
+        >>> blocks[-1].dstdata[dgl.NID]          # the seeds  # doctest: +SKIP
         """
         x = self._rows("features", "x") if x is None else x
         y = self._rows("labels", "y") if y is None else y
@@ -180,6 +194,7 @@ def batches_of(seeds: list, first: int, outs: list, seeds_are_nodes: bool = True
 
     Examples
     --------
+    >>> import torch
     >>> [b.index for b in batches_of([torch.tensor([0]), torch.tensor([1])], 4, [None, None])]
     [4, 5]
     """

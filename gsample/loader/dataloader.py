@@ -162,10 +162,21 @@ class DataLoader:
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> @gs.compile
+    ... def graphsage(A, seeds, fanouts=(10, 5)):
+    ...     blocks = []
+    ...     for k in fanouts:
+    ...         s = A[:, seeds].individual_sample(k)
+    ...         blocks.append(s)
+    ...         seeds = s.all_nodes()
+    ...     return blocks
     >>> A, x, y = gs.datasets.planted_partition(2_000, num_classes=4, seed=0)
     >>> loader = gs.DataLoader(A, graphsage, torch.arange(1024), 256, features=x, labels=y)
     >>> for batch in loader:
     ...     data = batch.to_pyg()          # x, y: the rows of batch.n_id
+    >>> len(loader), data.batch_size, data.x.shape == (data.num_nodes, 32)
+    (4, 256, True)
     >>> fast = gs.DataLoader(A, graphsage, torch.arange(1024), 256, super_batch="auto")
     """
 
@@ -882,6 +893,7 @@ def epoch_keys(epoch_seed: int, n: int, device, backend: str) -> torch.Tensor:
 
     Examples
     --------
+    >>> import torch
     >>> torch.equal(epoch_keys(3, 4, "cpu", "cuda"), shuffle_keys(3, 4))  # CPU: torch code
     True
     """
@@ -912,6 +924,7 @@ def seed_ids(x, name: str, num_nodes: int, device) -> torch.Tensor:
 
     Examples
     --------
+    >>> import torch
     >>> seed_ids(torch.tensor([True, False, True]), "seeds", 3, None)
     tensor([0, 2])
     >>> seed_ids(torch.tensor([True, False]), "seeds", 3, None)
@@ -1017,9 +1030,20 @@ def gathering(sampler_fn):
 
     Examples
     --------
-    >>> sample = gathering(functools.partial(gs.compile(graphsage), fanouts=(10, 5)))
+    >>> import torch, gsample as gs
+    >>> @gs.compile
+    ... def graphsage(A, seeds, fanouts=(10, 5)):
+    ...     blocks = []
+    ...     for k in fanouts:
+    ...         s = A[:, seeds].individual_sample(k)
+    ...         blocks.append(s)
+    ...         seeds = s.all_nodes()
+    ...     return blocks
+    >>> import functools
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.arange(8)
+    >>> sample = gathering(functools.partial(graphsage, fanouts=(10, 5)))
     >>> blocks = sample(A, seeds)                     # the same blocks as sampler_fn's
-    >>> blocks[-1].all_nodes()                        # the program's: nothing launched
+    >>> n_id = blocks[-1].all_nodes()                 # the program's: nothing launched
     """
     fn, args, kwargs = _unwrap(sampler_fn)
     if not isinstance(fn, CompiledSampler) or not fn.runtime.lowered:

@@ -86,7 +86,10 @@ def batch_nodes(out, seeds: torch.Tensor, num_nodes: int | None = None) -> torch
 
     Examples
     --------
-    >>> blocks = graphsage(A, seeds)
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.arange(8)
+    >>> s1 = A[:, seeds].individual_sample(10)
+    >>> blocks = [s1, A[:, s1.all_nodes()].individual_sample(5)]      # GraphSAGE's
     >>> torch.equal(batch_nodes(blocks, seeds), blocks[-1].all_nodes())
     True
     """
@@ -197,6 +200,7 @@ def adjacent(parts: list):
 
     Examples
     --------
+    >>> import torch
     >>> ids = torch.arange(10)
     >>> whole, sizes = adjacent(list(ids.split_with_sizes([3, 0, 7])))
     >>> torch.equal(whole, ids), sizes
@@ -313,6 +317,7 @@ def csr_rows(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
 
     Examples
     --------
+    >>> import torch
     >>> X = torch.tensor([[0., 2.], [3., 0.]]).to_sparse_csr()
     >>> csr_rows(X, torch.tensor([1, 1, 0]))
     tensor([[3., 0.],
@@ -374,10 +379,15 @@ class FeatureStore:
 
     Examples
     --------
+    >>> import torch
+    >>> import gsample as gs
+    >>> A, X = gs.datasets.rmat(100, 500, seed=0), torch.randn(100, 16)
     >>> store = FeatureStore(X, A, cache_bytes=256 << 20)        # X: (N, F) on the CPU
     >>> rows = store(torch.tensor([4, 2], device=A.device))      # (2, F) on A's device
-    >>> store.hit_rate                                           # A on a GPU; else None
-    0.5
+    >>> rows.shape
+    torch.Size([2, 16])
+    >>> store.hit_rate is None                                   # a rate with A on a GPU
+    True
     """
 
     def __init__(
@@ -482,7 +492,11 @@ class FeatureStore:
 
         Examples
         --------
-        >>> store(torch.tensor([0, 5]))                      # (2, F)
+        >>> import torch, gsample as gs
+        >>> A = gs.datasets.rmat(1000, 5000, seed=0)
+        >>> store = FeatureStore(torch.randn(1000, 16), A)
+        >>> store(torch.tensor([0, 5])).shape                # (2, F)
+        torch.Size([2, 16])
         >>> store(torch.tensor([5000]))                      # N = 1000
         Traceback (most recent call last):
         IndexError: n_id: node id 5000 is out of range for a graph of 1000 nodes
@@ -517,8 +531,14 @@ class FeatureStore:
 
         Examples
         --------
+        >>> import torch, gsample as gs
+        >>> A = gs.datasets.rmat(100, 500, seed=0)
+        >>> store = FeatureStore(torch.randn(100, 16), A)
+        >>> n_ids = list(torch.arange(7).split_with_sizes([3, 4]))   # views of one tensor
         >>> whole, sizes = adjacent(n_ids)                  # a super-batch's mini-batches
         >>> xs = store.rows_of(whole, sizes)                # xs[b] == store._rows(n_ids[b])
+        >>> [x.shape for x in xs]
+        [torch.Size([3, 16]), torch.Size([4, 16])]
         """
         # (split_with_sizes' views refuse an in-place op that requires grad: "a view ...
         # output of a function that returns multiple views")

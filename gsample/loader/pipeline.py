@@ -138,9 +138,16 @@ def pipelined(loader, groups):
 
     Examples
     --------
-    >>> groups = ([b] for b in loader._one_by_one(parts, epoch_seed))
+    >>> import torch, gsample as gs
+    >>> A = gs.datasets.rmat(100, 500, seed=0)
+    >>> sampler = gs.compile(lambda A, seeds: [A[:, seeds].individual_sample(5)])
+    >>> loader = gs.DataLoader(A, sampler, torch.arange(32), 8, features=torch.randn(100, 4))
+    >>> parts = list(torch.arange(32).split(8))               # the epoch's mini-batches
+    >>> groups = ([b] for b in loader._one_by_one(parts, 0))  # epoch seed 0, one at a time
     >>> for batch in pipelined(loader, groups):
-    ...     train(batch)
+    ...     x = batch.x                                       # train(batch)
+    >>> x.shape[1]
+    4
     """
     device = loader.A.device
     cuda = device.type == "cuda"

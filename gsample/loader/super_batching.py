@@ -98,6 +98,7 @@ def auto_statistic(device: torch.device) -> Callable:
 
     Examples
     --------
+    >>> import torch
     >>> auto_statistic(torch.device("cpu")) is statistics.median
     True
     """

@@ -83,6 +83,7 @@ def column_ranges(
 
     Examples
     --------
+    >>> import torch
     >>> column_ranges(torch.tensor([0, 2, 2, 5, 6]), 3)
     [(0, 3, 0, 5), (3, 4, 5, 6)]
     """
@@ -141,6 +142,7 @@ def csc_from_edges(
 
     Examples
     --------
+    >>> import torch
     >>> c = csc_from_edges(torch.tensor([2, 0, 1]), torch.tensor([1, 1, 0]), 3)
     >>> c.indptr, c.rows, c.eids
     (tensor([0, 1, 3, 3]), tensor([1, 0, 2]), tensor([2, 1, 0]))
@@ -236,6 +238,7 @@ def csc_from_columns(
 
     Examples
     --------
+    >>> import torch
     >>> c = csc_from_columns(torch.tensor([0, 2, 3]), torch.tensor([1, 0, 1]), 2)
     >>> c.rows, c.eids
     (tensor([0, 1, 1]), tensor([1, 0, 2]))
@@ -410,9 +413,15 @@ def read_edge_list(
 
     Examples
     --------
-    >>> ei, t, _ = read_edge_list("CollegeMsg.txt.gz")
-    >>> ei.shape, t.dtype
-    (torch.Size([2, 59835]), torch.int64)
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "edges.txt")
+    >>> with open(path, "w") as f:                # a SNAP-style text edge list
+    ...     for line in ("# src dst time", "10 30 5", "30 70 7"):
+    ...         print(line, file=f)
+    >>> ei, t, n = read_edge_list(path, relabel=True)
+    >>> ei, t, n
+    (tensor([[0, 1],
+            [1, 2]], dtype=torch.int32), tensor([5, 7]), 3)
     """
     size = os.path.getsize(path)
     progress = size > 64 << 20 if progress is None else progress
@@ -511,9 +520,11 @@ def relabel_ids(ei: torch.Tensor) -> int:
 
     Examples
     --------
+    >>> import torch
     >>> ei = torch.tensor([[10, 30], [30, 70]])
     >>> relabel_ids(ei), ei
-    (3, tensor([[0, 1], [1, 2]]))
+    (3, tensor([[0, 1],
+            [1, 2]]))
     """
     flat = ei.view(ei.shape[0], -1) if ei.dim() > 1 else ei.view(1, -1)
     if flat.numel() == 0:

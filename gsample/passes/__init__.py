@@ -130,6 +130,7 @@ def run_passes(
 
     Examples
     --------
+    >>> import gsample as gs
     >>> result = run_passes(gs.compile(ladies, passes=[]).program(A, seeds))  # doctest: +SKIP
     >>> [r.name for r in result.runs if r.changed][:2]  # doctest: +SKIP
     ['preprocess', 'fuse_edge_normalize']
@@ -179,6 +180,7 @@ def pipeline(force: str | None = None) -> list[tuple[Pass, str]]:
 
     Examples
     --------
+    >>> import gsample as gs
     >>> sampler = gs.compile(ladies, passes=pipeline("csc"))  # doctest: +SKIP
     """
     if force is None:
@@ -203,6 +205,7 @@ def optimize(graph: Graph, passes: list | None = None) -> Graph:
 
     Examples
     --------
+    >>> import gsample as gs
     >>> program = optimize(gs.compile(graphsage, passes=[]).program(A, seeds))  # doctest: +SKIP
     """
     return run_passes(graph, passes).graph

@@ -71,9 +71,17 @@ def estimate(graph: Graph, graph_size: Size | None = None) -> dict:
 
     Examples
     --------
-    >>> sizes = estimate(program)      # doctest: +SKIP
-    >>> sizes[slice_node].nnz          # frontier length x average in-degree
-    4096.0
+    >>> import torch, gsample as gs
+    >>> @gs.compile
+    ... def graphsage(A, seeds):                   # two GraphSAGE layers
+    ...     s1 = A[:, seeds].individual_sample(10)
+    ...     return [s1, A[:, s1.all_nodes()].individual_sample(5)]
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.arange(8)
+    >>> program = graphsage.program(A, seeds)
+    >>> sizes = estimate(program)
+    >>> sample = next(n for n in program.nodes if n.op.value == "slice_individual_sample")
+    >>> sizes[sample]                  # 8 columns, at most 5 of their in-edges each
+    Size(nnz=40.0, rows=100, cols=8)
     """
     sizes: dict = {}
     for n in graph.nodes:

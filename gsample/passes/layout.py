@@ -220,6 +220,7 @@ def select_layouts(graph: Graph, force: str | None = None) -> PassResult:
 
     Examples
     --------
+    >>> import gsample as gs
     >>> g = select_layouts(gs.compile(ladies, passes=[]).program(A, seeds)).graph  # doctest: +SKIP
     >>> [n.attrs["layout"] for n in g.nodes if n.op is Op.TO_LAYOUT]     # doctest: +SKIP
     ['csr-compact', 'csr-compact', 'csr-compact']

@@ -177,10 +177,17 @@ def super_batch(
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> @gs.compile
+    ... def graphsage(A, seeds):                   # two GraphSAGE layers
+    ...     s1 = A[:, seeds].individual_sample(10)
+    ...     return [s1, A[:, s1.all_nodes()].individual_sample(5)]
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.arange(8)
+    >>> from gsample.passes import optimize
     >>> from gsample.runtime import block_helpers
-    >>> program = gs.compile(graphsage).program(A, seeds)
+    >>> program = graphsage.program(A, seeds)
     >>> sb = super_batch(4, A.num_nodes, helpers=block_helpers())
-    >>> graph = gsample.passes.optimize(program, [sb])
+    >>> graph = optimize(program, [sb])
     """
     copies, num_nodes = V.count(copies, "super_batch"), V.count(num_nodes, "num_nodes")
     if copies == 0:
@@ -287,8 +294,14 @@ def stateful_inputs(graph: Graph, seeds: str = "seeds") -> list:
 
     Examples
     --------
-    >>> stateful_inputs(gs.compile(pass_sampler).program(A, seeds, X, W1, W2, W3))
-    ['X', 'W1', 'W2', 'W3']
+    >>> import torch, gsample as gs
+    >>> @gs.compile
+    ... def weighted(A, seeds, W):                # draws weighted by a tensor argument
+    ...     sub = A[:, seeds]
+    ...     return sub.individual_sample(5, probs=W[sub.row_ids].sum(1).exp() * sub)
+    >>> A, seeds, W = gs.datasets.rmat(100, 500, seed=0), torch.arange(8), torch.randn(100, 4)
+    >>> stateful_inputs(weighted.program(A, seeds, W))
+    ['W']
     """
     # the random ops, and the sparse ops that read what was computed from their draws (the
     # block of the rows an MVS sampler keeps: its draws compared with probabilities from a
@@ -342,10 +355,17 @@ def block_facts(graph: Graph, seeds: str = "seeds") -> tuple:
 
     Examples
     --------
-    >>> # GraphSAGE's two blocks and the loader's n_id (output inputs "0", "1", "2"):
-    >>> block_facts(program)                                       # doctest: +SKIP
-    (('0', 'columns', ('seeds',)), ('1', 'columns', ('cols', '1')),
-     ('0', <Op.ALL_NODES>, ('cols', '1')), ('1', <Op.ALL_NODES>, ('input', '2')))
+    >>> import torch, gsample as gs
+    >>> @gs.compile
+    ... def graphsage(A, seeds):                   # two GraphSAGE layers
+    ...     s1 = A[:, seeds].individual_sample(10)
+    ...     return [s1, A[:, s1.all_nodes()].individual_sample(5)]
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.arange(8)
+    >>> facts = block_facts(graphsage.program(A, seeds))  # GraphSAGE's blocks: outputs "0", "1"
+    >>> facts[:2]                                   # block 0's columns: the seeds, block 1's ...
+    (('0', 'columns', ('seeds',)), ('1', 'columns', ('cols', '1')))
+    >>> facts[2]                                    # ... block 0's all_nodes
+    ('0', <Op.ALL_NODES: 'all_nodes'>, ('cols', '1'))
     """
     out = next((n for n in graph.nodes if n.op is Op.OUTPUT), None)
     if out is None:

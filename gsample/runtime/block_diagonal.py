@@ -25,6 +25,7 @@ and uses :func:`frontier` and :func:`encode_columns` for the graph-level samplin
 
 Examples
 --------
+>>> import torch
 >>> enc = torch.tensor([3, 7, 10 + 3])             # n = 10: nodes 3, 7 of batch 0, 3 of batch 1
 >>> [p.tolist() for p in split(enc, spec="ids", n=10, copies=2)]
 [[3, 7], [3]]
@@ -395,6 +396,7 @@ def gather(x, ids: torch.Tensor, n: int | None = None):
 
     Examples
     --------
+    >>> import torch
     >>> gather(torch.tensor([0., 1., 2., 10., 11., 12.]), torch.tensor([1, 3, 5]))
     tensor([ 1., 10., 12.])
     >>> gather(torch.tensor([0., 1., 2.]), torch.tensor([1, 3, 5]), n=3)
@@ -416,6 +418,7 @@ def unbind(x: torch.Tensor) -> list:
 
     Examples
     --------
+    >>> import torch
     >>> unbind(torch.tensor([1.0, 2.0]))
     [tensor(1.), tensor(2.)]
     """
@@ -760,8 +763,16 @@ def helpers(wrap: Callable | None = None) -> SimpleNamespace:
 
     Examples
     --------
-    >>> sb = super_batch(4, A.num_nodes, helpers=helpers())
-    >>> graph = gsample.passes.optimize(program, [sb])
+    >>> import torch, gsample as gs
+    >>> @gs.compile
+    ... def graphsage(A, seeds):                   # two GraphSAGE layers
+    ...     s1 = A[:, seeds].individual_sample(10)
+    ...     return [s1, A[:, s1.all_nodes()].individual_sample(5)]
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.arange(8)
+    >>> from gsample.passes import optimize
+    >>> from gsample.passes.super_batch import super_batch
+    >>> sb = super_batch(4, A.num_nodes, helpers=helpers())      # 4 mini-batches per call
+    >>> graph = optimize(graphsage.program(A, seeds), [sb])
     """
     found = {name: globals()[name] for name in HELPERS}
     if wrap is not None:

@@ -55,8 +55,14 @@ def chunk_size(program, k: int | None = None) -> int:
 
     Examples
     --------
-    >>> chunk_size(node_wise_program)        # CHUNK on a GPU, 1 on the CPU
-    8
+    >>> import torch, gsample as gs
+    >>> @gs.compile
+    ... def graphsage(A, seeds):                   # two GraphSAGE layers
+    ...     s1 = A[:, seeds].individual_sample(10)
+    ...     return [s1, A[:, s1.all_nodes()].individual_sample(5)]
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.arange(8)
+    >>> chunk_size(graphsage.lowered(A, seeds))   # CHUNK on a GPU, 1 on the CPU
+    1
     """
     k = CHUNK if k is None else int(k)
     if k <= 1 or not program.one_region or not program.options.cuda_graphs:
@@ -163,8 +169,11 @@ class Chunks:
 
     Examples
     --------
-    >>> chunks = Chunks(program, chunk_size(program))
-    >>> try:
+    On a GPU, ``program`` a lowered program with one region (a node-wise sampler's),
+    ``args`` its arguments and ``streams`` the calls' random streams:
+
+    >>> chunks = Chunks(program, chunk_size(program))  # doctest: +SKIP
+    >>> try:  # doctest: +SKIP
     ...     flights = chunks.next().launch(args, streams)
     ...     outs = [land(f) for f in flights]
     ... finally:

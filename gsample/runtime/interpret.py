@@ -48,7 +48,15 @@ def interpret(graph: Graph, args: dict, backend: str = "torch", wrap: Callable |
 
     Examples
     --------
-    >>> out = interpret(gs.compile(graphsage).program(A, seeds), {"A": A, "seeds": seeds})
+    >>> import torch, gsample as gs
+    >>> @gs.compile
+    ... def graphsage(A, seeds):                   # two GraphSAGE layers
+    ...     s1 = A[:, seeds].individual_sample(10)
+    ...     return [s1, A[:, s1.all_nodes()].individual_sample(5)]
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.arange(8)
+    >>> out = interpret(graphsage.program(A, seeds), {"A": A, "seeds": seeds})
+    >>> [type(b).__name__ for b in out]          # graphsage(A, seeds)'s blocks, as formats
+    ['CSC', 'CSC']
     """
     stream = stream_state()
     run = _Interpreter(graph, args, backend, wrap, stream.seed, stream.ordinal, stream.batch_index)

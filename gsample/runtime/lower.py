@@ -201,8 +201,15 @@ def lower(
 
     Examples
     --------
-    >>> program = lower(gs.compile(graphsage).program(A, seeds), "torch")
-    >>> print(program.format())                                  # doctest: +SKIP
+    >>> import torch, gsample as gs
+    >>> @gs.compile
+    ... def graphsage(A, seeds):                   # two GraphSAGE layers
+    ...     s1 = A[:, seeds].individual_sample(10)
+    ...     return [s1, A[:, s1.all_nodes()].individual_sample(5)]
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.arange(8)
+    >>> program = lower(graphsage.program(A, seeds), "torch")
+    >>> print(program.format())                                  # doctest: +ELLIPSIS
+    lowered program: 4 steps, ...
     """
     return _Lowering(graph, backend, options, device, wrap).build()
 

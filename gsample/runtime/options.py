@@ -41,8 +41,13 @@ class Options:
 
     Examples
     --------
+    >>> import gsample as gs
     >>> from gsample.runtime import Options
+    >>> def graphsage(A, seeds):
+    ...     return [A[:, seeds].individual_sample(10)]
     >>> sampler = gs.compile(graphsage, backend="cuda", runtime=Options(cuda_graphs=False))
+    >>> sampler.runtime.cuda_graphs
+    False
     """
 
     lowered: bool = True

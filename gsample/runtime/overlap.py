@@ -101,9 +101,16 @@ def interleave(items: Iterable, begin: Callable, depth: int = 2) -> Iterator:
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> from gsample.runtime.program import start
+    >>> sampler = gs.compile(lambda A, seeds: [A[:, seeds].individual_sample(5)])
+    >>> A, parts = gs.datasets.rmat(100, 500, seed=0), list(torch.arange(24).view(3, 8))
+    >>> program, seed = sampler.lowered(A, parts[0]), 0
     >>> def begin(i):
     ...     return Call(lambda: start(program, {"A": A, "seeds": parts[i]}), (seed, 0, i))
     >>> outs = [out for _, out in interleave(range(len(parts)), begin)]
+    >>> len(outs), outs[0][0].shape                    # a block per mini-batch of 8 seeds
+    (3, (100, 8))
     """
     items = iter(items)
     order, turn = deque(), deque()  # started (their order), to be advanced next
@@ -182,9 +189,12 @@ def in_turn(
 
     Examples
     --------
+    On a GPU, ``program`` a node-wise sampler's lowered program, ``A`` and ``parts`` on
+    the device (:func:`gsample.runtime.program.launch`, ``land``, ``settle``):
+
     >>> lanes = Lanes()
     >>> go = lambda p: launch(lanes.next(program), {"A": A, "seeds": p[1]}, (seed, 0, p[0]))
-    >>> outs = [out for _, out in in_turn(enumerate(parts), go, land, settle)]
+    >>> outs = [out for _, out in in_turn(enumerate(parts), go, land, settle)]  # doctest: +SKIP
     """
     items = iter(items)
     ahead = _settled(_launched(next(items, _END), launch), settle)
@@ -298,9 +308,13 @@ def in_chunks(
 
     Examples
     --------
-    >>> chunks = Chunks(program, 8)       # gsample.runtime.chunk
+    On a GPU, as :func:`in_turn` (``args`` and ``stream`` an item's arguments and stream):
+
+    >>> from gsample.runtime.chunk import Chunks
+    >>> chunks = Chunks(program, 8)  # doctest: +SKIP
     >>> go_many = lambda g: chunks.next().launch([args(p) for p in g], [stream(p) for p in g])
-    >>> outs = [o for _, o in in_chunks(pairs, chunks.limit, go, land, go_many, settle)]
+    >>> outs = in_chunks(pairs, chunks.limit, go, land, go_many, settle)  # doctest: +SKIP
+    >>> outs = [o for _, o in outs]  # doctest: +SKIP
     """
 
     failed = []  # a call failed to start or settle: no group is launched after its own
@@ -364,8 +378,10 @@ class Lanes:
 
     Examples
     --------
+    On a GPU, as :func:`in_turn`:
+
     >>> lanes = Lanes()
-    >>> try:
+    >>> try:  # doctest: +SKIP
     ...     flights = [launch(lanes.next(program), args, (seed, 0, i)) for i in range(2)]
     ... finally:
     ...     lanes.release()
@@ -399,8 +415,14 @@ def at_once(fn: Callable):
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> from gsample.runtime.program import finish
+    >>> sampler = gs.compile(lambda A, seeds: [A[:, seeds].individual_sample(5)])
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.arange(8)
     >>> calls = at_once(lambda: sampler(A, seeds))
-    >>> out = finish(calls)                         # gsample.runtime.program.finish
+    >>> out = finish(calls)                         # what sampler(A, seeds) returns
+    >>> out[0].shape
+    (100, 8)
     """
     return fn()
     yield  # unreachable: makes this a generator

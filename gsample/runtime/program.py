@@ -402,8 +402,11 @@ def launch(program: Program, args: dict, stream: tuple) -> list:
 
     Examples
     --------
-    >>> flight = launch(lane, {"A": A, "seeds": seeds}, (seed, 0, 7))
-    >>> out = land(flight)               # == the call's result, with the stream at (seed, 0, 7)
+    On a GPU, ``lane`` a lane of a node-wise sampler's lowered program (``A`` and
+    ``seeds`` on the device):
+
+    >>> flight = launch(lane, {"A": A, "seeds": seeds}, (seed, 0, 7))  # doctest: +SKIP
+    >>> out = land(flight)  # the call's result, the stream at (seed, 0, 7)  # doctest: +SKIP
     """
     seed, base, batch = stream
     env, keys = _bind(program, args, seed, base, batch, program.keys_in_region)

@@ -58,7 +58,16 @@ def sink(steps: list) -> list:
 
     Examples
     --------
-    >>> program.steps = sink(program.steps)          # before release points are computed
+    >>> import torch, gsample as gs
+    >>> @gs.compile
+    ... def graphsage(A, seeds):                   # two GraphSAGE layers
+    ...     s1 = A[:, seeds].individual_sample(10)
+    ...     return [s1, A[:, s1.all_nodes()].individual_sample(5)]
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.arange(8)
+    >>> program = graphsage.lowered(A, seeds)
+    >>> steps = sink(program.steps)          # before release points are computed
+    >>> sorted(map(id, steps)) == sorted(map(id, program.steps))   # the same steps, reordered
+    True
     """
     out, held, made = [], [], {}  # held: moved steps not yet placed, in order
 

@@ -30,6 +30,7 @@ def tensors(value) -> Iterator[torch.Tensor]:
 
     Examples
     --------
+    >>> import torch
     >>> [t.shape for t in tensors([torch.zeros(2), {"x": torch.ones(3)}])]
     [torch.Size([2]), torch.Size([3])]
     """
@@ -78,8 +79,17 @@ class SuperBatcher:
 
     Examples
     --------
-    >>> sb = gs.compile(graphsage).super_batched((A, seeds0), seeds="seeds")
-    >>> outs = sb.run([seeds0, seeds1], epoch_seed, first=0)   # [out of batch 0, of batch 1]
+    >>> import torch, gsample as gs
+    >>> @gs.compile
+    ... def graphsage(A, seeds):                   # two GraphSAGE layers
+    ...     s1 = A[:, seeds].individual_sample(10)
+    ...     return [s1, A[:, s1.all_nodes()].individual_sample(5)]
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.arange(8)
+    >>> seeds0, seeds1 = seeds, seeds + 8
+    >>> sb = graphsage.super_batched((A, seeds0), seeds="seeds")
+    >>> outs = sb.run([seeds0, seeds1], 0, first=0)   # [out of batch 0, of batch 1]
+    >>> len(outs), [b.shape for b in outs[1]]
+    (2, [(100, 8), (100, 28)])
     """
 
     def __init__(

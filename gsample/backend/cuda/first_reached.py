@@ -112,8 +112,14 @@ def first_reached(A: CSC, slot=None, state=None, carry=None, batches=None):
 
     Examples
     --------
-    >>> with gs.use_backend("cuda"):
-    ...     nodes, slot, time, state = s.first_reached(slot, state, time)
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
+    >>> A, seeds = A.to("cuda"), seeds.cuda()  # doctest: +SKIP
+    >>> time = torch.tensor([5, 5, 8], device="cuda")  # doctest: +SKIP
+    >>> slot = A.positions(seeds)  # doctest: +SKIP
+    >>> s = A.temporal_sample(seeds, 10, seed=slot)  # doctest: +SKIP
+    >>> with gs.use_backend("cuda"):  # doctest: +SKIP
+    ...     nodes, slot, time, state = s.first_reached(slot, carry=time)
     """
     if not _kernels_take(A, slot, state, carry):
         return reference.first_reached(A, slot, state, carry, batches)
@@ -152,8 +158,10 @@ def first_reached_sync_free(A, slot=None, state=None, carry=None, batches=None):
 
     Examples
     --------
-    >>> nodes, slot, time, state = first_reached_sync_free(s, slot, state, time)
-    >>> nodes.data[: int(nodes.count)]  # the new pairs' nodes (a read-back)
+    On a GPU, ``s``, ``slot``, ``state`` and ``time`` as :func:`first_reached` takes them:
+
+    >>> nodes, slot, time, state = first_reached_sync_free(s, slot, state, time)  # doctest: +SKIP
+    >>> nodes.data[: int(nodes.count)]  # the new pairs' nodes (a read-back)  # doctest: +SKIP
     """
     csc = A.csc if isinstance(A, BoundedCSC) else A
     rows_bounded = isinstance(A, BoundedCSC) and A.nrows is not None
@@ -203,8 +211,10 @@ def positions(A: CSC, nodes, batches=None):
 
     Examples
     --------
-    >>> with gs.use_backend("cuda"):
-    ...     slot = A.positions(seeds)                            # arange(len(seeds))
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
+    >>> with gs.use_backend("cuda"):  # doctest: +SKIP
+    ...     slot = A.to("cuda").positions(seeds.cuda())          # arange(len(seeds))
     """
     bounded = isinstance(nodes, BoundedIds)
     ids = nodes.data if bounded else nodes

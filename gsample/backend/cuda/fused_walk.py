@@ -57,8 +57,12 @@ def fused_walk(A: CSC, seeds, first, phases: tuple, length: int, key, **operands
 
     Examples
     --------
-    >>> sampler = gs.compile(metropolis_hastings, backend="cuda")
-    >>> walks = sampler(A.to("cuda"), seeds.cuda(), length=80)     # one gs_fused_walk launch
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
+    >>> def step(A, cur, prev, t):                       # DeepWalk, written as one step
+    ...     return A.random_walk(cur, 1)[:, 1]
+    >>> sampler = gs.compile(lambda A, seeds: gs.walk(step, A, seeds, 80), backend="cuda")
+    >>> walks = sampler(A.to("cuda"), seeds.cuda())  # one gs_fused_walk launch  # doctest: +SKIP
     """
     if isinstance(seeds, BoundedIds):  # one row per seed: its exact size first
         seeds = exact(seeds)

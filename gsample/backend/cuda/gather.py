@@ -83,9 +83,11 @@ def gather_rows(
 
     Examples
     --------
-    >>> X = torch.randn(1000, 64).pin_memory()
-    >>> out = torch.empty(3, 64, device="cuda")
-    >>> gather_rows(X, torch.tensor([5, 0, 5], device="cuda"), out)[0].equal(X[5].cuda())
+    >>> import torch
+    >>> X = torch.randn(1000, 64).pin_memory()  # doctest: +SKIP
+    >>> out = torch.empty(3, 64, device="cuda")  # doctest: +SKIP
+    >>> index = torch.tensor([5, 0, 5], device="cuda")  # doctest: +SKIP
+    >>> gather_rows(X, index, out)[0].equal(X[5].cuda())  # doctest: +SKIP
     True
     """
     n = ids.numel()

@@ -273,6 +273,7 @@ def _address_order(buf: torch.Tensor, ncols, n: int) -> torch.Tensor:
 
     Examples
     --------
+    >>> import torch
     >>> _address_order(torch.tensor([7, 2, 5, 0]), torch.tensor(3), 0)
     tensor([1, 2, 0, 3])
     """
@@ -300,6 +301,7 @@ def by_node(nodes: torch.Tensor, valid: torch.Tensor | None, bound: int | None) 
 
     Examples
     --------
+    >>> import torch
     >>> by_node(torch.tensor([5, -1, 2]), torch.tensor([True, False, True]), 10)
     tensor([2, 0, 1])
     """

@@ -87,8 +87,10 @@ def fused_edge_normalize(
 
     Examples
     --------
+    On a GPU, ``s`` a sampled block (a CSC) and ``p`` one value per node:
+
     >>> out = fused_edge_normalize(s, (("div", "0", False, None, 1),), "sum", "div", 0,
-    ...                            **{"0": p[s.row_ids]})     # columns sum to 1
+    ...                            **{"0": p[s.row_ids]})  # columns sum to 1  # doctest: +SKIP
     """
     plan = _one_launch(A, program, reduce, op, axis, operands)
     if plan is None:

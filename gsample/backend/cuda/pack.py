@@ -43,11 +43,12 @@ def pack_parts(parts: list, out: torch.Tensor, desc_host: torch.Tensor) -> torch
 
     Examples
     --------
-    >>> a, n = torch.arange(5, device="cuda"), torch.tensor([2], device="cuda")
-    >>> out = torch.zeros(8, dtype=torch.int64, device="cuda")
-    >>> desc = torch.empty(8, dtype=torch.int64).pin_memory()
-    >>> _ = pack_parts([(a, n, 1), (a, None, 2)], out, desc)
-    >>> out[:5].tolist()
+    >>> import torch
+    >>> a, n = torch.arange(5, device="cuda"), torch.tensor([2], device="cuda")  # doctest: +SKIP
+    >>> out = torch.zeros(8, dtype=torch.int64, device="cuda")  # doctest: +SKIP
+    >>> desc = torch.empty(8, dtype=torch.int64).pin_memory()  # doctest: +SKIP
+    >>> _ = pack_parts([(a, n, 1), (a, None, 2)], out, desc)  # doctest: +SKIP
+    >>> out[:5].tolist()  # doctest: +SKIP
     [0, 1, 2, 0, 1]
     """
     view, at = desc_host.numpy(), 0

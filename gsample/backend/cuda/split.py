@@ -49,10 +49,11 @@ def batch_bounds(M: CSC, n: int, copies: int) -> torch.Tensor:
 
     Examples
     --------
-    >>> M = CSC(num_nodes=20, indptr=torch.tensor([0, 2, 3], device="cuda"),
+    >>> import torch
+    >>> M = CSC(num_nodes=20, indptr=torch.tensor([0, 2, 3], device="cuda"),  # doctest: +SKIP
     ...         rows=torch.tensor([1, 12, 13], device="cuda"),
     ...         col_ids=torch.tensor([4, 15], device="cuda"))
-    >>> batch_bounds(M, 10, 2).tolist()
+    >>> batch_bounds(M, 10, 2).tolist()  # doctest: +SKIP
     [[0, 1, 2], [0, 10, 20], [0, 2, 3]]
     """
     out = torch.empty((3, copies + 1), dtype=torch.int64, device=M.device)
@@ -151,7 +152,8 @@ def decode_walks(walks: torch.Tensor, n: int) -> torch.Tensor:
 
     Examples
     --------
-    >>> decode_walks(torch.tensor([[13, 4, -1]], device="cuda"), 10).tolist()
+    >>> import torch
+    >>> decode_walks(torch.tensor([[13, 4, -1]], device="cuda"), 10).tolist()  # doctest: +SKIP
     [[3, 4, -1]]
     """
     out = torch.empty_like(walks)

@@ -211,7 +211,13 @@ def temporal_sample(
 
     Examples
     --------
-    >>> with gs.use_backend("cuda"):
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
+    >>> A = A.with_edge_time(torch.arange(A.num_edges) % 10).to("cuda")  # doctest: +SKIP
+    >>> et = A.edge_time[A.edges()[2]]  # doctest: +SKIP
+    >>> cols, t = seeds.cuda(), torch.tensor([5, 5, 8], device="cuda")  # doctest: +SKIP
+    >>> slot = A.positions(cols)  # doctest: +SKIP
+    >>> with gs.use_backend("cuda"):  # doctest: +SKIP
     ...     s = A.temporal_sample(cols, 10, time=t, edge_time=et, seed=slot)
     """
     aligned(cols.shape[0], time, seed)
@@ -308,7 +314,13 @@ def temporal_sample_sync_free(
 
     Examples
     --------
-    >>> with gs.use_backend("cuda"):      # compiled: the runtime passes bounded frontiers
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
+    >>> A = A.with_edge_time(torch.arange(A.num_edges) % 10).to("cuda")  # doctest: +SKIP
+    >>> et = A.edge_time[A.edges()[2]]  # doctest: +SKIP
+    >>> cols, t = seeds.cuda(), torch.tensor([5, 5, 8], device="cuda")  # doctest: +SKIP
+    >>> slot = A.positions(cols)  # doctest: +SKIP
+    >>> with gs.use_backend("cuda"):  # compiled: bounded frontiers  # doctest: +SKIP
     ...     s = A.temporal_sample(cols, 10, time=t, edge_time=et, seed=slot)
     """
     C = _buffer(cols).numel()

@@ -144,7 +144,11 @@ def temporal_walk(
 
     Examples
     --------
-    >>> with gs.use_backend("cuda"):
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
+    >>> A = A.with_edge_time(torch.arange(A.num_edges) % 10)
+    >>> et = A.edge_time[A.edges()[2]]
+    >>> with gs.use_backend("cuda"):  # doctest: +SKIP
     ...     walks = A.to("cuda").temporal_walk(seeds.cuda(), 10, et.cuda())
     """
     return walk(A, seeds, length, key, edge_time, time, direction, strict)

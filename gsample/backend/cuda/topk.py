@@ -59,9 +59,14 @@ def smallest_compact(
 
     Examples
     --------
-    >>> rows = torch.nonzero(row_keys != NONE).view(-1)          # doctest: +SKIP
-    >>> at = torch.tensor([0, rows.numel()], device=rows.device)
-    >>> chosen, overflow = smallest_compact(row_keys[rows], rows, at[:1], at[1:], 1, 4000, R)
+    On a GPU, ``row_keys`` one key per row of a row space of ``R`` rows (``NONE``: no
+    candidate):
+
+    >>> import torch
+    >>> rows = torch.nonzero(row_keys != NONE).view(-1)  # doctest: +SKIP
+    >>> at = torch.tensor([0, rows.numel()], device=rows.device)  # doctest: +SKIP
+    >>> chosen, overflow = smallest_compact(  # doctest: +SKIP
+    ...     row_keys[rows], rows, at[:1], at[1:], 1, 4000, R)
     """
     dev, N = keys.device, copies
     hist = torch.empty(N * BINS, dtype=torch.int32, device=dev)

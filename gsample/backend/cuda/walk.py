@@ -108,7 +108,9 @@ def random_walk(
 
     Examples
     --------
-    >>> with gs.use_backend("cuda"):
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
+    >>> with gs.use_backend("cuda"):  # doctest: +SKIP
     ...     walks = A.to("cuda").random_walk(seeds.cuda(), 80)
     """
     if isinstance(key, DeviceKey):
@@ -382,6 +384,7 @@ def _walker_orders(state: torch.Tensor, steps: int, N: int):
 
     Examples
     --------
+    >>> import torch
     >>> state = torch.tensor([[5, -1, 0, 5], [-1, 3, 1, 8], [2, 0, 2, 2]])
     >>> next(_walker_orders(state, 1, 10))
     tensor([2, 0, 1])
@@ -413,7 +416,9 @@ def cache_args(A: CSC, rows: torch.Tensor) -> tuple:
 
     Examples
     --------
-    >>> cache_args(A.csc, A.csc.rows)       # a graph on the device: no cache
+    >>> import gsample as gs
+    >>> A = gs.datasets.rmat(100, 500, seed=0)
+    >>> cache_args(A.csc, A.csc.rows)       # no GPU cache
     ((0, 0, 0, 0), ())
     """
     cache = _cache(A, rows)

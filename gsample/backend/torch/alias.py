@@ -78,6 +78,7 @@ def alias_columns(deg: torch.Tensor, probs: torch.Tensor, column_max=None) -> tu
 
     Examples
     --------
+    >>> import torch
     >>> thr, al = alias_columns(torch.tensor([3]), torch.tensor([1.0, 1.0, 4.0]))
     >>> thr.tolist(), al.tolist()                 # slots 0, 1 give 1/2 of theirs to edge 2
     ([4503599627370496, 4503599627370496, 9007199254740992], [2, 2, 2])
@@ -212,6 +213,9 @@ def alias_table(A: CSC, probs: torch.Tensor) -> torch.Tensor:
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> A = gs.datasets.rmat(100, 500, seed=0)
+    >>> A = A.mul(torch.rand(A.num_nodes), axis=0)     # weighted edges
     >>> t = alias_table(A.csc, A.values)
     >>> t.shape == (A.num_edges, 2)
     True

@@ -143,6 +143,7 @@ def exact_sums(x: torch.Tensor, group: torch.Tensor | None = None, G: int = 1) -
 
     Examples
     --------
+    >>> import torch
     >>> x = torch.tensor([1e16, 1.0, -1e16])
     >>> exact_sums(x), exact_sums(x.flip(0))
     (tensor([1.], dtype=torch.float64), tensor([1.], dtype=torch.float64))

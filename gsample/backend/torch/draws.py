@@ -82,8 +82,12 @@ def random_uniform(A, nodes: torch.Tensor, key) -> torch.Tensor:
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
     >>> from gsample.base.random import op_key
     >>> u = random_uniform(A.csc, torch.tensor([3, 3]), op_key(0, 0, 0))   # two draws
+    >>> u.shape, u.dtype
+    (torch.Size([2]), torch.float64)
     """
     return uniform_float(entry_words(key, nodes))
 
@@ -119,7 +123,12 @@ def random_count(
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
+    >>> from gsample.base.random import op_key
     >>> c = random_count(A.csc, seeds, op_key(0, 0, 0), "binomial", 0.3, 10)   # in 0..10
+    >>> c
+    tensor([3, 2, 3])
     """
     return count_from_words(entry_words(key, nodes), table(dist, p, n, nodes.device))
 

@@ -40,8 +40,12 @@ def filter_edges(A: CSC, keep: torch.Tensor) -> CSC:
 
     Examples
     --------
-    >>> sub = A[:, seeds]
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
+    >>> sub = A[:, seeds].mul(torch.tensor([0.2, 0.6, 1.0]), axis=0)
     >>> s = gs.Matrix(filter_edges(sub.csc, sub.values > 0.5))
+    >>> s.shape, s.num_edges, sub.num_edges            # column 0's one edge is dropped
+    ((100, 3), 11, 12)
     """
     indptr, _ = kept_indptr(A, keep)
     return A.take_edges(torch.nonzero(keep).squeeze(1), indptr)

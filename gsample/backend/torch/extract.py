@@ -161,7 +161,14 @@ def slice_rows_cols_batched(
 
     Examples
     --------
-    >>> S = slice_rows_cols_batched(A, rows, cols, 2, A.num_nodes)  # S.num_nodes == 2 * n
+    >>> import torch, gsample as gs
+    >>> A = gs.datasets.rmat(100, 500, seed=0).csc
+    >>> n = A.num_nodes
+    >>> rows = torch.tensor([0, 1, 23, n + 0, n + 55])  # batch 0's rows, then batch 1's
+    >>> cols = torch.tensor([1, n + 2])                  # node 1 in batch 0, node 2 in batch 1
+    >>> S = slice_rows_cols_batched(A, rows, cols, 2, n)
+    >>> S.num_nodes, S.indptr, S.rows                    # rows as positions in ``rows``
+    (200, tensor([0, 1, 2]), tensor([2, 4]))
     """
     N = copies
     if A.num_nodes not in (n, N * n):

@@ -45,6 +45,8 @@ def from_neighbors(
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1])
     >>> s = from_neighbors(A.csc, seeds, torch.tensor([[3, 5], [4, -1]]))
     >>> s.indptr.tolist(), s.rows.tolist()
     ([0, 2, 3], [3, 5, 4])

@@ -748,7 +748,11 @@ def slice_row_sum(A: CSC, cols: torch.Tensor):
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
     >>> p = slice_row_sum(A.csc, seeds)  # one value per row of A
+    >>> p.shape
+    torch.Size([100])
     """
     values = A.values
     if not (_takes(A, cols) and _floats(values, A.nnz)):
@@ -787,8 +791,13 @@ def total(values: torch.Tensor | None, A: CSC | None = None, cols: torch.Tensor 
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
+    >>> sq, A2 = A[:, seeds] ** 2, A ** 2
     >>> total(sq.values)                # (A[:, seeds] ** 2).sum()
-    >>> total(A2.values, A2, seeds)     # the same, without the slice
+    tensor(12.)
+    >>> total(A2.values, A2.csc, seeds)  # the same, without the slice
+    tensor(12.)
     """
     if not enabled():
         return None
@@ -834,8 +843,12 @@ def listed_row_sum(
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
     >>> cand, E = candidates(A.csc, seeds, None)
-    >>> p = listed_row_sum(A.csc, seeds, cand, W.values, E)  # slice_row_sum(W, seeds)[cand]
+    >>> p = listed_row_sum(A.csc, seeds, cand, A.values, E)  # slice_row_sum(A, seeds)[cand]
+    >>> p.shape == cand.shape
+    True
     """
     if not (_takes(A, cols) and _index(cand) and values is not None):
         return None
@@ -884,7 +897,11 @@ def candidates(A: CSC, cols: torch.Tensor, node_probs: torch.Tensor | None):
 
     Examples
     --------
-    >>> cand, E = candidates(A.csc, seeds, p)
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
+    >>> cand, E = candidates(A.csc, seeds, None)
+    >>> cand, E                         # the rows of A[:, seeds] that hold an edge; its edges
+    (tensor([23, 55, 60, 63, 66, 67, 76, 80, 84]), 12)
     """
     if not (_takes(A, cols) and _floats(node_probs, A.num_rows)):
         return None
@@ -977,7 +994,11 @@ def slice_cols(A: CSC, cols: torch.Tensor):
 
     Examples
     --------
-    >>> S = slice_cols(A.csc, seeds)  # S.col_ids is seeds
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
+    >>> S = slice_cols(A.csc, seeds)
+    >>> S.col_ids
+    tensor([0, 1, 2])
     """
     if not (_takes(A, cols) and _values_taken(A)):
         return None
@@ -1018,7 +1039,12 @@ def unique_rows(rows: torch.Tensor, num_rows: int, inverse: bool = False):
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
+    >>> S = slice_cols(A.csc, seeds)
     >>> local, inverse = unique_rows(S.rows, S.num_rows, inverse=True)  # a compaction
+    >>> local
+    tensor([23, 55, 60, 63, 66, 67, 76, 80, 84])
     """
     if not (enabled() and _index(rows) and 0 <= num_rows <= MAX_ROWS):
         return None

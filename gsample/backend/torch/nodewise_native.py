@@ -618,6 +618,7 @@ def ranged_sample(lo: torch.Tensor, hi: torch.Tensor, hs: torch.Tensor, k, repla
 
     Examples
     --------
+    >>> import torch
     >>> out = ranged_sample(torch.tensor([0, 5]), torch.tensor([3, 9]),
     ...                     torch.tensor([11, 12]), 2, False, torch.arange(9), None)
     """
@@ -651,6 +652,7 @@ def after(sorted_time, start, end, t):
 
     Examples
     --------
+    >>> import torch
     >>> after(torch.tensor([1, 3, 3, 7]), torch.tensor([0]), torch.tensor([4]),
     ...       torch.tensor([3]))
     tensor([3])
@@ -712,7 +714,12 @@ def slice_individual_sample(
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> from gsample.base.random import op_key
+    >>> g = gs.datasets.rmat(100, 500, seed=0)
     >>> S = slice_individual_sample(g.csc, torch.tensor([0, 5, 5]), 10, False, op_key(0, 0, 0))
+    >>> S.indptr                        # node 5 twice: two columns, sampled independently
+    tensor([ 0,  1, 11, 21])
     """
     if cols.device.type != "cpu" or cols.dim() != 1 or cols.dtype != torch.int64:
         return None
@@ -781,7 +788,12 @@ def individual_sample(
 
     Examples
     --------
+    >>> import gsample as gs
+    >>> from gsample.base.random import op_key
+    >>> g = gs.datasets.rmat(100, 500, seed=0)
     >>> S = individual_sample(g.csc, 10, False, op_key(0, 0, 0))
+    >>> S.indptr.shape                  # every column of the graph
+    torch.Size([101])
     """
     C = A.num_cols
     taken = _draw_args(A, C, k, replace, key, probs, method, checked)

@@ -302,7 +302,14 @@ def first_reached(A: CSC, state, copies: int, n: int, slots: int):
 
     Examples
     --------
-    >>> nodes, first, state = first_reached(S.csc, None, 1, S.num_nodes, slot_space(1, n))
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
+    >>> from gsample.backend.torch.first_reached import slot_space
+    >>> gs.manual_seed(0)
+    >>> S = A[:, seeds].individual_sample(5)
+    >>> nodes, first, state = first_reached(S.csc, None, 1, S.num_nodes, slot_space(1, 100))
+    >>> nodes, state
+    (tensor([23, 55, 66, 80, 84]), tensor([ 0,  1,  2, 23, 55, 66, 80, 84]))
     """
     if copies * n > MAX_SPACE:
         return None
@@ -355,6 +362,7 @@ def positions(space: torch.Tensor, ids: torch.Tensor) -> torch.Tensor | None:
 
     Examples
     --------
+    >>> import torch
     >>> positions(torch.tensor([40, 7, 12]), torch.tensor([12, 40, 12]))
     tensor([2, 0, 2])
     """
@@ -384,6 +392,7 @@ def new_keys(keys: torch.Tensor, seen: torch.Tensor) -> torch.Tensor | None:
 
     Examples
     --------
+    >>> import torch
     >>> new_keys(torch.tensor([5, 1, 5, 3]), torch.tensor([3, 9]))
     tensor([1, 5])
     """

@@ -251,7 +251,12 @@ def all_nodes(A, batches=None):
 
     Examples
     --------
-    >>> ids = all_nodes(S)  # S = A[:, seeds].individual_sample(10), a CSC
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
+    >>> S = A[:, seeds].individual_sample(10).csc
+    >>> ids = all_nodes(S)              # the columns, then the rows they reached
+    >>> ids[:3]
+    tensor([0, 1, 2])
     """
     if not enabled():
         return None

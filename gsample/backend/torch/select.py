@@ -491,6 +491,7 @@ def smallest_k(keys: torch.Tensor, k: int) -> torch.Tensor:
 
     Examples
     --------
+    >>> import torch
     >>> smallest_k(torch.tensor([3.0, 1.0, 2.0, 1.0]), 2)
     tensor([False,  True, False,  True])
     """

@@ -97,6 +97,7 @@ def time_order(A: CSC, edge_time: torch.Tensor) -> TimeOrder:
 
     Examples
     --------
+    >>> import torch, gsample as gs
     >>> A = gs.Matrix.from_edge_index(torch.tensor([[0, 1, 2], [3, 3, 3]])).csc
     >>> time_order(A, torch.tensor([5, 1, 5])).order[A.indptr[3]:].tolist()
     [1, 0, 2]
@@ -161,6 +162,7 @@ def seed_keys(key, seed: torch.Tensor, batch: torch.Tensor | None = None) -> Col
 
     Examples
     --------
+    >>> import torch
     >>> k = seed_keys(7, torch.tensor([0, 1, 0]))
     >>> k.position.tolist()
     [0, 0, 1]

@@ -45,7 +45,11 @@ class UnsupportedArgument(TypeError, ValueError):
 
     Examples
     --------
+    >>> import torch, gsample.pyg
+    >>> from torch_geometric.data import Data
+    >>> data = Data(edge_index=torch.tensor([[0, 1], [1, 2]]), num_nodes=3)
     >>> gsample.pyg.NeighborLoader(data, [10], sample_direction="backward")
+    ... # doctest: +IGNORE_EXCEPTION_DETAIL
     Traceback (most recent call last):
     UnsupportedArgument: gsample.pyg.NeighborLoader: sample_direction='backward' is not ...
     """
@@ -144,6 +148,7 @@ def check_pyg_arguments(loader: str, kwargs: dict) -> dict:
     Examples
     --------
     >>> check_pyg_arguments("NeighborLoader", {"sample_direction": "backward"})
+    ... # doctest: +IGNORE_EXCEPTION_DETAIL
     Traceback (most recent call last):
     UnsupportedArgument: gsample.pyg.NeighborLoader: sample_direction='backward' is not ...
     >>> check_pyg_arguments("NeighborLoader", {"is_sorted": True, "num_workers": 2})

@@ -111,7 +111,11 @@ def pyg_sample(out: Any, seeds: torch.Tensor) -> PygSample:
 
     Examples
     --------
-    >>> s = pyg_sample(graphsage(A, seeds), seeds)
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
+    >>> s1 = A[:, seeds].individual_sample(10)
+    >>> blocks = [s1, A[:, s1.all_nodes()].individual_sample(5)]     # GraphSAGE's, two hops
+    >>> s = pyg_sample(blocks, seeds)
     >>> bool((s.node[:len(seeds)] == seeds).all())
     True
     """
@@ -163,6 +167,7 @@ def new_keys(keys: torch.Tensor, seen: torch.Tensor) -> torch.Tensor:
 
     Examples
     --------
+    >>> import torch
     >>> new_keys(torch.tensor([5, 1, 5, 3]), torch.tensor([3, 9]))
     tensor([1, 5])
     """
@@ -295,7 +300,13 @@ def hops_sample(out: tuple, seeds: torch.Tensor, distinct: bool = True) -> PygSa
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> from gsample.interop.pyg.neighbor_loader import neighbor_sample
+    >>> from gsample.interop.pyg.subgraph import neighbor_hops
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
+    >>> gs.manual_seed(0)
     >>> s = hops_sample(neighbor_hops(A, seeds, (10, 5)), seeds)
+    >>> gs.manual_seed(0)
     >>> bool((s.node == pyg_sample(neighbor_sample(A, seeds, (10, 5)), seeds).node).all())
     True
     """
@@ -377,6 +388,7 @@ def gather(table: NodeRows, node: torch.Tensor, name: str) -> torch.Tensor | Non
 
     Examples
     --------
+    >>> import torch
     >>> gather(torch.arange(10) * 2, torch.tensor([3, 1]), "y")
     tensor([6, 2])
     """
@@ -425,6 +437,10 @@ def to_sampler_output(
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
+    >>> s1 = A[:, seeds].individual_sample(10)
+    >>> blocks = [s1, A[:, s1.all_nodes()].individual_sample(5)]     # GraphSAGE's, two hops
     >>> out = to_sampler_output(pyg_sample(blocks, seeds))
     >>> out.row.shape == out.col.shape == out.edge.shape        # (E,) each
     True
@@ -457,7 +473,14 @@ def to_data(
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
+    >>> s1 = A[:, seeds].individual_sample(10)
+    >>> blocks = [s1, A[:, s1.all_nodes()].individual_sample(5)]     # GraphSAGE's, two hops
+    >>> features = torch.randn(100, 4)                            # (N, F)
     >>> data = to_data(pyg_sample(blocks, seeds), x=features)    # data.x: (n, F)
+    >>> data.x.shape == (data.num_nodes, 4)
+    True
     >>> data.edge_index.shape[0]
     2
     """

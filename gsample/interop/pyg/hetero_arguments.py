@@ -32,6 +32,7 @@ def is_hetero(data) -> bool:
 
     Examples
     --------
+    >>> from torch_geometric.data import Data, HeteroData
     >>> is_hetero(HeteroData()), is_hetero(Data())
     (True, False)
     """
@@ -44,7 +45,17 @@ def check_attributes(data) -> None:
 
     Examples
     --------
-    >>> check_attributes(data)        # data["paper"].adj_t present: a TypeError naming it
+    >>> import torch
+    >>> from torch_geometric.data import HeteroData
+    >>> data = HeteroData()
+    >>> data["author"].num_nodes, data["paper"].num_nodes = 2, 3
+    >>> data["author", "writes", "paper"].edge_index = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])
+    >>> data["author", "writes", "paper"].w = torch.tensor([1.0, 0.0, 2.0, 0.5])
+    >>> check_attributes(data)                        # edge_index and dense tensors: fine
+    >>> data["paper"].adj_t = torch.eye(3).to_sparse_coo()
+    >>> check_attributes(data)                        # a relation stored as an adjacency
+    Traceback (most recent call last):
+    TypeError: data['paper'].adj_t: a relation stored as a sparse adjacency (adj_t) is not ...
     """
     for store in data.stores:
         key = store._key
@@ -66,7 +77,12 @@ def check_sliceable(store, where: str) -> None:
 
     Examples
     --------
-    >>> check_sliceable(data, "data")     # data.x as torch.sparse_csr: a TypeError
+    >>> import torch
+    >>> from torch_geometric.data import Data
+    >>> data = Data(x=torch.eye(3).to_sparse_csr(), num_nodes=3)
+    >>> check_sliceable(data, "data")
+    Traceback (most recent call last):
+    TypeError: data.x: a sparse tensor of layout torch.sparse_csr cannot be sliced per ...
     """
     for name, value in store.items():
         if isinstance(value, torch.Tensor) and value.layout not in (
@@ -88,8 +104,15 @@ def weighted_relations(data, weight_attr: str, H: HeteroGraph) -> tuple[HeteroGr
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> from torch_geometric.data import HeteroData
+    >>> data = HeteroData()
+    >>> data["author"].num_nodes, data["paper"].num_nodes = 2, 3
+    >>> data["author", "writes", "paper"].edge_index = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])
+    >>> data["author", "writes", "paper"].w = torch.tensor([1.0, 0.0, 2.0, 0.5])
     >>> H, kept = weighted_relations(data, "w", gs.HeteroGraph.from_pyg(data, weight=None))
     >>> kept[("author", "writes", "paper")]        # the edges of positive weight
+    tensor([0, 2, 3])
     """
     if not isinstance(weight_attr, str):
         raise TypeError(
@@ -144,7 +167,14 @@ def check_graph(graph, data) -> HeteroGraph:
 
     Examples
     --------
-    >>> check_graph(gs.HeteroGraph.from_pyg(data).to("cuda"), graph_skeleton(data))
+    >>> import torch, gsample as gs
+    >>> from torch_geometric.data import HeteroData
+    >>> data = HeteroData()
+    >>> data["author"].num_nodes, data["paper"].num_nodes = 2, 3
+    >>> data["author", "writes", "paper"].edge_index = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])
+    >>> data["author", "writes", "paper"].w = torch.tensor([1.0, 0.0, 2.0, 0.5])
+    >>> check_graph(gs.HeteroGraph.from_pyg(data), graph_skeleton(data))
+    HeteroGraph(num_nodes={author=2, paper=3}, edges={('author', 'writes', 'paper'): 4}, device=cpu)
     """
     if not isinstance(graph, HeteroGraph):
         raise TypeError(
@@ -178,7 +208,15 @@ def graph_skeleton(data):
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> from torch_geometric.data import HeteroData
+    >>> data = HeteroData()
+    >>> data["author"].num_nodes, data["paper"].num_nodes = 2, 3
+    >>> data["author", "writes", "paper"].edge_index = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])
+    >>> data["author", "writes", "paper"].w = torch.tensor([1.0, 0.0, 2.0, 0.5])
     >>> H = gs.HeteroGraph.from_pyg(graph_skeleton(data), weight=None)
+    >>> H.edge_types
+    [('author', 'writes', 'paper')]
     """
     out = _HeteroData()
     for t in data.node_types:
@@ -263,6 +301,7 @@ def input_nodes_of(input_nodes, input_id, counts: Mapping[str, int]) -> tuple:
 
     Examples
     --------
+    >>> import torch
     >>> input_nodes_of(("paper", torch.tensor([True, False, True])), None, {"paper": 3})
     ('paper', tensor([0, 2]), tensor([0, 2]))
     """
@@ -311,6 +350,7 @@ def input_seeds(ids, num_nodes: int, name: str, input_id=None) -> tuple:
 
     Examples
     --------
+    >>> import torch
     >>> input_seeds(torch.tensor([True, False, True]), 3, "input_nodes")
     (tensor([0, 2]), tensor([0, 2]))
     """

@@ -42,6 +42,12 @@ def disjoint_layout(blocks: list, slots: list, seeds: dict, H: HeteroGraph) -> t
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
+    >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
+    ...                     ("paper", "written_by", "author"): writes.flip(0),
+    ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
+    ...                    num_nodes={"author": 2, "paper": 3})
     >>> seeds = {"paper": torch.tensor([0, 0])}             # two trees of one node
     >>> lay, batch = disjoint_layout(*H.sample_disjoint(seeds, [2]), seeds, H)
     >>> batch["paper"][:2]
@@ -112,7 +118,18 @@ def induced_edges(H: HeteroGraph, node: dict) -> tuple:
 
     Examples
     --------
-    >>> row, col, e_id, weight = induced_edges(H, {"paper": torch.tensor([0, 3]), ...})
+    >>> import torch, gsample as gs
+    >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
+    >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
+    ...                     ("paper", "written_by", "author"): writes.flip(0),
+    ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
+    ...                    num_nodes={"author": 2, "paper": 3})
+    >>> row, col, e_id, weight = induced_edges(
+    ...     H, {"paper": torch.tensor([0, 2]), "author": torch.tensor([0, 1])})
+    >>> row["paper", "cites", "paper"], col["paper", "cites", "paper"]   # paper 2 cites 0
+    (tensor([1]), tensor([0]))
+    >>> e_id["paper", "cites", "paper"], weight["paper", "cites", "paper"]
+    (tensor([1]), None)
     """
     row, col, edge, weight = {}, {}, {}, {}
     for et in H.edge_types:
@@ -162,6 +179,7 @@ def to_bidirectional(row: dict, col: dict, edge: dict) -> tuple:
 
     Examples
     --------
+    >>> import torch
     >>> r, c, e = to_bidirectional({("a", "to", "a"): torch.tensor([0])},
     ...                            {("a", "to", "a"): torch.tensor([1])},
     ...                            {("a", "to", "a"): torch.tensor([7])})

@@ -140,9 +140,19 @@ class HeteroBatches:
 
     Examples
     --------
+    >>> import torch
+    >>> from torch_geometric.data import HeteroData
+    >>> from gsample.base.random import batch_scope
+    >>> data = HeteroData()
+    >>> data["user"].num_nodes, data["movie"].num_nodes = 100, 40
+    >>> rates = torch.stack([torch.arange(500) % 100, torch.arange(500) * 7 % 40])
+    >>> data["user", "rates", "movie"].edge_index = rates
+    >>> data["movie", "rated_by", "user"].edge_index = rates.flip(0)
     >>> b = HeteroBatches(data, [10, 5])
-    >>> with batch_scope(seed, 0):
-    ...     out = b.sample({"paper": torch.tensor([0, 1])})
+    >>> with batch_scope(0, 0):                        # epoch seed 0, mini-batch 0
+    ...     out = b.sample({"movie": torch.tensor([0, 1])})
+    >>> out.node["movie"][:2]                          # the seeds come first
+    tensor([0, 1])
     """
 
     def __init__(
@@ -257,9 +267,18 @@ class HeteroBatches:
 
         Examples
         --------
-        >>> with batch_scope(seed, 0):
-        ...     out = batches.sample({"paper": torch.tensor([0, 1])})
-        >>> out.node["paper"][:2]
+        >>> import torch
+        >>> from torch_geometric.data import HeteroData
+        >>> from gsample.base.random import batch_scope
+        >>> data = HeteroData()
+        >>> data["user"].num_nodes, data["movie"].num_nodes = 100, 40
+        >>> rates = torch.stack([torch.arange(500) % 100, torch.arange(500) * 7 % 40])
+        >>> data["user", "rates", "movie"].edge_index = rates
+        >>> data["movie", "rated_by", "user"].edge_index = rates.flip(0)
+        >>> batches = HeteroBatches(data, [10, 5])
+        >>> with batch_scope(0, 0):                    # epoch seed 0, mini-batch 0
+        ...     out = batches.sample({"movie": torch.tensor([0, 1])})
+        >>> out.node["movie"][:2]
         tensor([0, 1])
         """
         return self._sample(seeds, seed_time)[0]
@@ -407,8 +426,21 @@ class HeteroSampler(_Base):
 
     Examples
     --------
+    >>> import torch
+    >>> from torch_geometric.data import HeteroData
+    >>> from gsample.base.random import batch_scope
+    >>> data = HeteroData()
+    >>> data["user"].num_nodes, data["movie"].num_nodes = 100, 40
+    >>> rates = torch.stack([torch.arange(500) % 100, torch.arange(500) * 7 % 40])
+    >>> data["user", "rates", "movie"].edge_index = rates
+    >>> data["movie", "rated_by", "user"].edge_index = rates.flip(0)
+    >>> from torch_geometric.loader import LinkLoader
+    >>> from gsample.interop.pyg.neighbor_loader import batch_key
     >>> sampler = HeteroSampler(HeteroBatches(data, [10, 5]), seed=0, key=batch_key)
     >>> loader = LinkLoader(data, sampler, edge_label_index=(("user", "rates", "movie"), None))
+    >>> batch = next(iter(loader))                     # a HeteroData mini-batch
+    >>> batch["user", "rates", "movie"].edge_label_index.shape[0]
+    2
     """
 
     def __init__(self, batches: HeteroBatches, seed: int, key: Callable):
@@ -503,6 +535,17 @@ class HeteroSampler(_Base):
 
         Examples
         --------
+        >>> import torch
+        >>> from torch_geometric.data import HeteroData
+        >>> from gsample.base.random import batch_scope
+        >>> data = HeteroData()
+        >>> data["user"].num_nodes, data["movie"].num_nodes = 100, 40
+        >>> rates = torch.stack([torch.arange(500) % 100, torch.arange(500) * 7 % 40])
+        >>> data["user", "rates", "movie"].edge_index = rates
+        >>> data["movie", "rated_by", "user"].edge_index = rates.flip(0)
+        >>> from gsample.interop.pyg.negative_arguments import NegativeSampling
+        >>> from gsample.interop.pyg.neighbor_loader import batch_key
+        >>> sampler = HeteroSampler(HeteroBatches(data, [10, 5]), seed=0, key=batch_key)
         >>> neg = sampler.negative_sampler(NegativeSampling("binary", strict=True),
         ...                                ("user", "rates", "movie"))
         >>> neg.num_nodes                                   # (users, movies)

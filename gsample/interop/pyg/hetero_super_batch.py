@@ -79,9 +79,20 @@ class HeteroSuperBatches:
 
     Examples
     --------
+    >>> import torch
+    >>> from torch_geometric.data import HeteroData
+    >>> from gsample.interop.pyg.hetero_loader import HeteroBatches
+    >>> data = HeteroData()
+    >>> data["user"].num_nodes, data["movie"].num_nodes = 100, 40
+    >>> rates = torch.stack([torch.arange(500) % 100, torch.arange(500) * 7 % 40])
+    >>> data["user", "rates", "movie"].edge_index = rates
+    >>> data["movie", "rated_by", "user"].edge_index = rates.flip(0)
+    >>> batches = HeteroBatches(data, [10, 5])
+    >>> batches.input_type = "movie"                   # a node loader's seeds: movies
+    >>> input_nodes = torch.arange(40)
     >>> sb = HeteroSuperBatches(batches, input_nodes)
-    >>> outs = sb.run([torch.arange(64), torch.arange(64, 128)], epoch_seed, first=0)
-    >>> outs[1].node["paper"][:64].equal(input_nodes[64:128])
+    >>> outs = sb.run([torch.arange(16), torch.arange(16, 32)], 0, first=0)  # epoch seed 0
+    >>> outs[1].node["movie"][:16].equal(input_nodes[16:32])
     True
     """
 
@@ -306,7 +317,21 @@ class HeteroSuperBatches:
 
         Examples
         --------
-        >>> draws = sb.seed_draws([{"paper": p0}, {"paper": p1}], [None, None], seed, 0)
+        >>> import torch
+        >>> from torch_geometric.data import HeteroData
+        >>> from gsample.interop.pyg.hetero_loader import HeteroBatches
+        >>> data = HeteroData()
+        >>> data["user"].num_nodes, data["movie"].num_nodes = 100, 40
+        >>> rates = torch.stack([torch.arange(500) % 100, torch.arange(500) * 7 % 40])
+        >>> data["user", "rates", "movie"].edge_index = rates
+        >>> data["movie", "rated_by", "user"].edge_index = rates.flip(0)
+        >>> batches = HeteroBatches(data, [10, 5])
+        >>> batches.input_type = "movie"                   # a node loader's seeds: movies
+        >>> sb = HeteroSuperBatches(batches)
+        >>> p0, p1 = torch.tensor([0, 1]), torch.tensor([2])
+        >>> draws = sb.seed_draws([{"movie": p0}, {"movie": p1}], [None, None], 0, 0)
+        >>> len(draws)                                 # one per mini-batch
+        2
         """
         H = self.graph
         checked = [
@@ -389,7 +414,12 @@ def disjoint_by_position(
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> A = gs.datasets.rmat(100, 500, seed=0)
+    >>> nodes, slots = torch.tensor([3, 5, 7]), torch.tensor([0, 1, 2])   # the tables
     >>> s = gs.compile(disjoint_by_position)(A, torch.arange(3), nodes, slots, k=2)
+    >>> s.shape                                        # one column per position
+    (100, 3)
     """
     return relation_temporal_sample(
         A,

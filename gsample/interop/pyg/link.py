@@ -585,15 +585,24 @@ class LinkNeighborLoader(*_BASES):
 
     Examples
     --------
+    >>> import torch, gsample as gs, gsample.pyg
+    >>> from torch_geometric.data import Data
+    >>> A = gs.datasets.rmat(100, 500, seed=0)
+    >>> data = Data(x=torch.randn(100, 8), edge_index=torch.stack(A.edges()[:2]), num_nodes=100)
+    >>> train_edges = data.edge_index[:, :128]            # the supervision edges
+    >>> import torch.nn.functional as F
     >>> loader = gsample.pyg.LinkNeighborLoader(
-    ...     data, num_neighbors=[10, 5], edge_label_index=train_edges, batch_size=256,
+    ...     data, num_neighbors=[10, 5], edge_label_index=train_edges, batch_size=32,
     ...     neg_sampling="binary", shuffle=True, seed=0)
     >>> batch = next(iter(loader))
-    >>> src, dst = batch.edge_label_index          # shape (2, 512): local ids in batch.n_id
-    >>> score = (h[src] * h[dst]).sum(-1)          # h = model(batch.x, batch.edge_index)
+    >>> src, dst = batch.edge_label_index          # local ids in batch.n_id
+    >>> batch.edge_label_index.shape               # 32 positives, 32 negatives
+    torch.Size([2, 64])
+    >>> h = batch.x                                # h = model(batch.x, batch.edge_index)
+    >>> score = (h[src] * h[dst]).sum(-1)
     >>> loss = F.binary_cross_entropy_with_logits(score, batch.edge_label)
     >>> fast = gsample.pyg.LinkNeighborLoader(
-    ...     data, [10, 5], batch_size=256, neg_sampling="binary", seed=0, super_batch=8)
+    ...     data, [10, 5], batch_size=32, neg_sampling="binary", seed=0, super_batch=4)
     """
 
     def __init__(
@@ -847,7 +856,16 @@ class LinkNeighborLoader(*_BASES):
 
         Examples
         --------
+        >>> import torch, gsample as gs, gsample.pyg
+        >>> from torch_geometric.data import Data
+        >>> A = gs.datasets.rmat(100, 500, seed=0)
+        >>> data = Data(x=torch.randn(100, 8), edge_index=torch.stack(A.edges()[:2]), num_nodes=100)
+        >>> train_edges = data.edge_index[:, :128]            # the supervision edges
+        >>> loader = gsample.pyg.LinkNeighborLoader(
+        ...     data, [10, 5], edge_label_index=train_edges, neg_sampling="binary", seed=0)
         >>> batch = loader([0, 5])          # supervision edges 0 and 5, their negatives
+        >>> batch.edge_label_index.shape
+        torch.Size([2, 4])
         """
         if self._program is None:
             return super().__call__(index)

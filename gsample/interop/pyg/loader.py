@@ -127,10 +127,23 @@ class Sampler(_Base):
 
     Examples
     --------
-    >>> from torch_geometric.loader import NodeLoader
+    >>> import functools, torch, gsample as gs, gsample.pyg
+    >>> from torch_geometric.data import Data
+    >>> A = gs.datasets.rmat(100, 500, seed=0)
+    >>> data = Data(x=torch.randn(100, 8), edge_index=torch.stack(A.edges()[:2]), num_nodes=100)
+    >>> def graphsage(A, seeds, fanouts=(25, 10)):
+    ...     blocks = []
+    ...     for k in fanouts:
+    ...         s = A[:, seeds].individual_sample(k)
+    ...         blocks.append(s)
+    ...         seeds = s.all_nodes()
+    ...     return blocks
     >>> sampler = gsample.pyg.Sampler(data, functools.partial(graphsage, fanouts=(10, 5)))
-    >>> for batch in NodeLoader(data, sampler, input_nodes=train_idx, batch_size=512):
-    ...     out = model(batch.x, batch.edge_index)[:batch.batch_size]
+    >>> from torch_geometric.loader import NodeLoader
+    >>> for batch in NodeLoader(data, sampler, input_nodes=torch.arange(64), batch_size=16):
+    ...     x = batch.x[:batch.batch_size]        # model(batch.x, batch.edge_index)[:B]
+    >>> x.shape
+    torch.Size([16, 8])
     """
 
     def __init__(
@@ -200,7 +213,21 @@ class Sampler(_Base):
 
         Examples
         --------
+        >>> import functools, torch, gsample as gs, gsample.pyg
+        >>> from torch_geometric.data import Data
+        >>> A = gs.datasets.rmat(100, 500, seed=0)
+        >>> data = Data(x=torch.randn(100, 8), edge_index=torch.stack(A.edges()[:2]), num_nodes=100)
+        >>> def graphsage(A, seeds, fanouts=(25, 10)):
+        ...     blocks = []
+        ...     for k in fanouts:
+        ...         s = A[:, seeds].individual_sample(k)
+        ...         blocks.append(s)
+        ...         seeds = s.all_nodes()
+        ...     return blocks
+        >>> sampler = gsample.pyg.Sampler(data, functools.partial(graphsage, fanouts=(10, 5)))
         >>> blocks = sampler.sample(torch.tensor([0, 5, 9]), key=3)   # what batch 3 draws
+        >>> len(blocks)
+        2
         """
         return self._run(self.sampler_fn, seeds, key)
 
@@ -350,8 +377,24 @@ class Sampler(_Base):
 
         Examples
         --------
+        >>> import functools, torch, gsample as gs, gsample.pyg
+        >>> from torch_geometric.data import Data
+        >>> A = gs.datasets.rmat(100, 500, seed=0)
+        >>> data = Data(x=torch.randn(100, 8), edge_index=torch.stack(A.edges()[:2]), num_nodes=100)
+        >>> def graphsage(A, seeds, fanouts=(25, 10)):
+        ...     blocks = []
+        ...     for k in fanouts:
+        ...         s = A[:, seeds].individual_sample(k)
+        ...         blocks.append(s)
+        ...         seeds = s.all_nodes()
+        ...     return blocks
+        >>> sampler = gsample.pyg.Sampler(data, functools.partial(graphsage, fanouts=(10, 5)))
+        >>> from gsample.interop.pyg.negative_arguments import NegativeSampling
         >>> neg = sampler.negative_sampler(NegativeSampling("binary", strict=True))
-        >>> neg(src, dst, "binary", 1, key=0).dst          # none an edge of the graph
+        >>> src, dst = torch.tensor([0, 1]), torch.tensor([5, 6])    # two positive edges
+        >>> out = neg(src, dst, "binary", 1, key=0)
+        >>> neg.excluded(out.src, out.dst)                 # none an edge of the graph
+        tensor([False, False])
         """
         cached = getattr(self, "_negative_cache", None)
         if cached is not None:
@@ -390,9 +433,25 @@ def _hops_program(fn: Callable) -> Callable | None:
 
     Examples
     --------
+    >>> import functools, torch, gsample as gs, gsample.pyg
+    >>> from torch_geometric.data import Data
+    >>> A = gs.datasets.rmat(100, 500, seed=0)
+    >>> data = Data(x=torch.randn(100, 8), edge_index=torch.stack(A.edges()[:2]), num_nodes=100)
+    >>> def graphsage(A, seeds, fanouts=(25, 10)):
+    ...     blocks = []
+    ...     for k in fanouts:
+    ...         s = A[:, seeds].individual_sample(k)
+    ...         blocks.append(s)
+    ...         seeds = s.all_nodes()
+    ...     return blocks
+    >>> sampler = gsample.pyg.Sampler(data, functools.partial(graphsage, fanouts=(10, 5)))
+    >>> from gsample.interop.pyg.neighbor_loader import neighbor_sample
     >>> hops = _hops_program(functools.partial(gs.compile(neighbor_sample), num_neighbors=(5,)))
+    >>> seeds = torch.tensor([0, 1, 2])
     >>> blocks, n_id = hops(A, seeds)           # blocks: what fn(A, seeds) returns
-    >>> _hops_program(functools.partial(ladies, layers=(64,))) is None
+    >>> len(blocks), n_id[0]                    # n_id: the seeds, then each hop's new nodes
+    (1, tensor([0, 1, 2]))
+    >>> _hops_program(functools.partial(graphsage, fanouts=(64,))) is None
     True
     """
     if isinstance(fn, functools.partial):
@@ -485,11 +544,19 @@ def with_edge_weight(data):
 
     Examples
     --------
-    >>> sampler = gp.Sampler(ladies.normalize(A), functools.partial(ladies.ladies,
-    ...                                                         layers=(512, 512)))
-    >>> loader = NodeLoader(data, sampler, batch_size=256, transform=gp.with_edge_weight)
-    >>> batch = next(iter(loader))
-    >>> out = model(batch.x, batch.edge_index, batch.edge_weight)
+    >>> import torch, gsample as gs, gsample.pyg as gp
+    >>> from torch_geometric.data import Data
+    >>> from torch_geometric.loader import NodeLoader
+    >>> A = gs.datasets.rmat(100, 500, seed=0)
+    >>> data = Data(x=torch.randn(100, 8), edge_index=torch.stack(A.edges()[:2]), num_nodes=100)
+    >>> def mean_weighted(A, seeds):              # one layer; each column's values sum to 1
+    ...     s = A[:, seeds].individual_sample(5)
+    ...     return [s.div(s.sum(axis=0), axis=0)]
+    >>> sampler = gp.Sampler(data, mean_weighted)
+    >>> loader = NodeLoader(data, sampler, batch_size=16, transform=gp.with_edge_weight)
+    >>> batch = next(iter(loader))                # model(batch.x, batch.edge_index, w)
+    >>> batch.edge_weight.shape == (batch.edge_index.shape[1],)
+    True
     """
     if getattr(data, "input_id", None) is None or getattr(data, "e_id", None) is None:
         raise TypeError(

@@ -76,9 +76,16 @@ class NegativeSampling(_PygNegativeSampling):
 
     Examples
     --------
+    >>> import torch, gsample as gs, gsample.pyg
+    >>> from torch_geometric.data import Data
+    >>> A = gs.datasets.rmat(100, 500, seed=0)
+    >>> data = Data(edge_index=torch.stack(A.edges()[:2]), num_nodes=100)
+    >>> deg = A.degree(axis=0).double()                  # destinations by in-degree
     >>> loader = gsample.pyg.LinkNeighborLoader(
     ...     data, [10, 5], batch_size=256, seed=0,
     ...     neg_sampling=NegativeSampling("binary", 2, dst_weight=deg, strict=True))
+    >>> next(iter(loader)).edge_label_index.shape        # 256 positives, 512 negatives
+    torch.Size([2, 768])
     """
 
     def __init__(
@@ -179,6 +186,7 @@ def graph_edges(graph, num_nodes) -> tuple[torch.Tensor, torch.Tensor, int, int,
 
     Examples
     --------
+    >>> import torch
     >>> graph_edges(torch.tensor([[0, 1], [1, 2]]), 3)
     (tensor([0, 1]), tensor([1, 2]), 3, 3, False)
     """
@@ -228,6 +236,7 @@ def time_ranking(node_time, name: str, count: int):
 
     Examples
     --------
+    >>> import torch
     >>> time_ranking(torch.tensor([5, 1, 5]), "node_time", 3)
     (tensor([1, 0, 2]), tensor([1, 0, 2]), tensor([1, 5, 5]))
     """

@@ -165,6 +165,7 @@ class NegativeSampler:
 
     Examples
     --------
+    >>> import torch, gsample as gs
     >>> A = gs.datasets.rmat(1000, 10_000, seed=0)
     >>> neg = NegativeSampler(A, dst_weight=A.sum(axis=0), strict=True)  # by in-degree
     >>> out = neg(torch.arange(256), None, "binary", amount=2, key=0)
@@ -441,6 +442,7 @@ class NegativeSampler:
 
         Examples
         --------
+        >>> import torch
         >>> NegativeSampler(torch.tensor([[0, 0], [1, 2]]), 3, strict=True).stranded(
         ...     torch.tensor([0, 1]))
         tensor([ True, False])
@@ -464,9 +466,11 @@ class NegativeSampler:
 
         Examples
         --------
+        >>> import torch
+        >>> edge_index = torch.tensor([[0, 1, 2], [1, 2, 0]])
         >>> neg = NegativeSampler(edge_index, 4, strict=True)
-        >>> neg.excluded(torch.tensor([0, 1]), torch.tensor([1, 1]))   # (0, 1) an edge
-        tensor([ True,  True])
+        >>> neg.excluded(torch.tensor([0, 1]), torch.tensor([1, 1]))   # an edge; a self-pair
+        tensor([True, True])
         """
         if not self.strict:
             raise ValueError("excluded: the sampler was built with strict=False (no pair keys)")
@@ -538,6 +542,7 @@ def negative_sample(
 
     Examples
     --------
+    >>> import torch, gsample as gs
     >>> edge_index = torch.tensor([[0, 1, 2], [1, 2, 0]])
     >>> gs.manual_seed(0)
     >>> out = negative_sample(edge_index, edge_index[0], edge_index[1], "triplet", 2,

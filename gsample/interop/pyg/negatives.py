@@ -153,9 +153,21 @@ def edge_seeds(
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> from torch_geometric.sampler import EdgeSamplerInput
+    >>> from gsample.interop.pyg.data import pyg_sample, to_sampler_output
+    >>> from gsample.interop.pyg.negative_arguments import NegativeSampling
+    >>> from gsample.interop.pyg.neighbor_loader import neighbor_sample
+    >>> A = gs.datasets.rmat(100, 500, seed=0)
+    >>> edge_index, N = torch.stack(A.edges()[:2]), A.num_nodes
+    >>> index = EdgeSamplerInput(None, edge_index[0, :8], edge_index[1, :8])   # 8 positives
     >>> plan = edge_seeds(index, NegativeSampler(edge_index, N), NegativeSampling("binary"),
     ...                   key=0)
+    >>> def sample_fn(seed, seed_time):               # one hop of 5 neighbours
+    ...     return to_sampler_output(pyg_sample(neighbor_sample(A, seed, (5,)), seed))
     >>> out = edge_output(plan, sample_fn(plan.seed, plan.seed_time))
+    >>> out.metadata[1].shape                         # edge_label_index: (2, 2 * B)
+    torch.Size([2, 16])
     """
     input_id, src, dst = index.input_id, index.row, index.col
     label, time = index.label, index.time
@@ -283,9 +295,24 @@ def hetero_edge_sample(
 
     Examples
     --------
-    >>> out = hetero_edge_sample(index, sample_fn, NegativeSampler(ei, (20, 30)),
-    ...                          NegativeSampling("binary"), key=0)
+    >>> import torch
+    >>> from torch_geometric.data import HeteroData
+    >>> from torch_geometric.sampler import EdgeSamplerInput
+    >>> from gsample.base.random import batch_scope
+    >>> from gsample.interop.pyg.hetero_loader import HeteroBatches
+    >>> from gsample.interop.pyg.negative_arguments import NegativeSampling
+    >>> data = HeteroData()
+    >>> data["user"].num_nodes, data["movie"].num_nodes = 20, 30
+    >>> ei = torch.stack([torch.arange(100) % 20, torch.arange(100) * 7 % 30])
+    >>> data["user", "rates", "movie"].edge_index = ei
+    >>> data["movie", "rated_by", "user"].edge_index = ei.flip(0)
+    >>> sample_fn = HeteroBatches(data, [5]).sample   # one hop of 5 neighbours per relation
+    >>> index = EdgeSamplerInput(None, ei[0, :8], ei[1, :8], input_type=("user", "rates", "movie"))
+    >>> with batch_scope(0, 0):                    # epoch seed 0, mini-batch 0
+    ...     out = hetero_edge_sample(index, sample_fn, NegativeSampler(ei, (20, 30)),
+    ...                              NegativeSampling("binary"), key=0)
     >>> out.metadata[1].shape                      # edge_label_index: (2, 2 * B)
+    torch.Size([2, 16])
     """
     input_id, src, dst = index.input_id, index.row, index.col
     label, time = index.label, index.time

@@ -75,8 +75,12 @@ def neighbor_sample(
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
     >>> blocks = neighbor_sample(A, seeds, (15, 10))
     >>> data = gs.Batch(seeds, 0, blocks).to_pyg()
+    >>> data.batch_size, data.num_sampled_nodes[0]          # the seeds come first
+    (3, 3)
     """
     return _subgraph.neighbor_hops(A, seeds, num_neighbors, replace, weighted)[0]
 
@@ -92,6 +96,7 @@ def batch_key(input_id: torch.Tensor) -> int:
 
     Examples
     --------
+    >>> import torch
     >>> batch_key(torch.tensor([4, 2])) == batch_key(torch.tensor([2, 4]))
     True
     """
@@ -562,14 +567,21 @@ class NeighborLoader(torch.utils.data.DataLoader):
 
     Examples
     --------
-    >>> loader = gsample.pyg.NeighborLoader(data, num_neighbors=[25, 10], batch_size=512,
+    >>> import torch, gsample as gs, gsample.pyg
+    >>> from torch_geometric.data import Data
+    >>> A = gs.datasets.rmat(100, 500, seed=0)
+    >>> data = Data(x=torch.randn(100, 8), edge_index=torch.stack(A.edges()[:2]), num_nodes=100)
+    >>> data.train_mask, data.time = torch.arange(100) < 64, torch.arange(100)
+    >>> loader = gsample.pyg.NeighborLoader(data, num_neighbors=[10, 5], batch_size=16,
     ...                                     input_nodes=data.train_mask, shuffle=True)
     >>> for batch in loader:
-    ...     out = model(batch.x, batch.edge_index)[:batch.batch_size]
-    >>> induced = gsample.pyg.NeighborLoader(data, [25, 10], subgraph_type="induced")
+    ...     x = batch.x[:batch.batch_size]        # model(batch.x, batch.edge_index)[:B]
+    >>> len(loader), x.shape
+    (4, torch.Size([16, 8]))
+    >>> induced = gsample.pyg.NeighborLoader(data, [10, 5], subgraph_type="induced")
     >>> temporal = gsample.pyg.NeighborLoader(data, [10, 5], time_attr="time")
     >>> batch = next(iter(temporal))              # batch.batch: each node's seed
-    >>> fast = gsample.pyg.NeighborLoader(data, [25, 10], batch_size=512, super_batch=8)
+    >>> fast = gsample.pyg.NeighborLoader(data, [10, 5], batch_size=16, super_batch=4)
     """
 
     def __init__(
@@ -846,9 +858,15 @@ class NeighborLoader(torch.utils.data.DataLoader):
 
         Examples
         --------
+        >>> import torch, gsample as gs, gsample.pyg
+        >>> from torch_geometric.data import Data
+        >>> A = gs.datasets.rmat(100, 500, seed=0)
+        >>> data = Data(edge_index=torch.stack(A.edges()[:2]), num_nodes=100)
+        >>> loader = gsample.pyg.NeighborLoader(data, [10, 5], batch_size=16)
         >>> batch = loader([0, 5])          # seeds input_nodes[0] and input_nodes[5]
         >>> batch.n_id[:2]
-        >>> torch.equal(loader(torch.arange(512)).n_id, next(iter(loader)).n_id)  # no shuffle
+        tensor([0, 5])
+        >>> torch.equal(loader(torch.arange(16)).n_id, next(iter(loader)).n_id)  # no shuffle
         True
         """
         positions = V.ids(index, "index", self.dataset.input_nodes.numel(), None).cpu()

@@ -41,6 +41,8 @@ def is_stores(data) -> bool:
 
     Examples
     --------
+    >>> from torch_geometric.data import Data
+    >>> from torch_geometric.testing import MyFeatureStore, MyGraphStore   # in-memory stores
     >>> is_stores((MyFeatureStore(), MyGraphStore())), is_stores(Data())
     (True, False)
     """
@@ -79,7 +81,22 @@ def edge_index(graph_store, edge_type) -> tuple[torch.Tensor, tuple | None]:
 
     Examples
     --------
+    >>> import torch
+    >>> from torch_geometric.testing import MyFeatureStore, MyGraphStore   # in-memory stores
+    >>> feature_store, graph_store = MyFeatureStore(), MyGraphStore()
+    >>> feature_store.put_tensor(torch.randn(3, 4), group_name="paper", attr_name="x", index=None)
+    True
+    >>> feature_store.put_tensor(torch.randn(2, 4), group_name="author", attr_name="x", index=None)
+    True
+    >>> graph_store.put_edge_index(torch.tensor([[0, 1], [1, 2]]),
+    ...                            edge_type=("paper", "to", "paper"), layout="coo", size=(3, 3))
+    True
+    >>> graph_store.put_edge_index(torch.tensor([[0, 2], [1, 0]]),
+    ...                            edge_type=("paper", "to", "author"), layout="coo", size=(3, 2))
+    True
     >>> ei, size = edge_index(graph_store, ("paper", "to", "author"))
+    >>> ei.tolist(), size
+    ([[0, 2], [1, 0]], (3, 2))
     """
     attrs = [a for a in graph_store.get_all_edge_attrs() if a.edge_type == edge_type]
     if not attrs:
@@ -147,6 +164,19 @@ def as_data(
 
     Examples
     --------
+    >>> import torch
+    >>> from torch_geometric.testing import MyFeatureStore, MyGraphStore   # in-memory stores
+    >>> feature_store, graph_store = MyFeatureStore(), MyGraphStore()
+    >>> feature_store.put_tensor(torch.randn(3, 4), group_name="paper", attr_name="x", index=None)
+    True
+    >>> feature_store.put_tensor(torch.randn(2, 4), group_name="author", attr_name="x", index=None)
+    True
+    >>> graph_store.put_edge_index(torch.tensor([[0, 1], [1, 2]]),
+    ...                            edge_type=("paper", "to", "paper"), layout="coo", size=(3, 3))
+    True
+    >>> graph_store.put_edge_index(torch.tensor([[0, 2], [1, 0]]),
+    ...                            edge_type=("paper", "to", "author"), layout="coo", size=(3, 2))
+    True
     >>> graph, join = as_data((feature_store, graph_store))
     >>> graph.edge_types
     [('paper', 'to', 'paper'), ('paper', 'to', 'author')]

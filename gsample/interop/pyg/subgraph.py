@@ -42,6 +42,7 @@ def subgraph_type_name(value, directed: bool = True) -> str:
 
     Examples
     --------
+    >>> from torch_geometric.sampler.base import SubgraphType
     >>> subgraph_type_name(SubgraphType.induced)
     'induced'
     >>> subgraph_type_name("directional", directed=False)
@@ -81,6 +82,8 @@ def sampled_nodes(A, seeds, num_neighbors=(25, 10), replace: bool = False, weigh
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
     >>> nodes = sampled_nodes(A, seeds, (10, 5))
     >>> bool((nodes[:len(seeds)] == seeds).all())
     True
@@ -113,8 +116,12 @@ def neighbor_hops(A, seeds, num_neighbors=(25, 10), replace: bool = False, weigh
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
     >>> blocks, reached = neighbor_hops(A, seeds, (10, 5))
-    >>> n_id = torch.cat(reached)
+    >>> n_id = torch.cat(reached)                    # the seeds, then each hop's new nodes
+    >>> len(blocks), torch.equal(n_id[:3], seeds)
+    (2, True)
     """
     blocks, frontier, reached, state = [], seeds, [seeds], None
     for k in num_neighbors:
@@ -152,7 +159,11 @@ def induced_sample(A, seeds, num_neighbors=(25, 10), replace: bool = False, weig
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
     >>> sub, nodes = induced_sample(A, seeds, (10, 5))
+    >>> sub.shape == (len(nodes), len(nodes))       # every edge among the sampled nodes
+    True
     >>> data = gs.Batch(seeds, 0, (sub, nodes)).to_pyg()
     """
     nodes = sampled_nodes(A, seeds, num_neighbors, replace, weighted)
@@ -182,8 +193,14 @@ def to_bidirectional(sample: PygSample) -> PygSample:
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
+    >>> from torch_geometric.utils import is_undirected
+    >>> from gsample.interop.pyg.data import pyg_sample
+    >>> from gsample.interop.pyg.neighbor_loader import neighbor_sample
     >>> s = to_bidirectional(pyg_sample(neighbor_sample(A, seeds, (5, 5)), seeds))
-    >>> # every (r, c) has its (c, r): is_undirected(torch.stack([s.row, s.col]))
+    >>> is_undirected(torch.stack([s.row, s.col]))     # every (r, c) has its (c, r)
+    True
     """
     row = torch.cat([sample.row, sample.col])
     col = torch.cat([sample.col, sample.row])

@@ -85,6 +85,10 @@ def padded(A: Matrix, num_nodes: int) -> Matrix:
 
     Examples
     --------
+    >>> import gsample as gs
+    >>> A = gs.datasets.rmat(100, 500, seed=0)
+    >>> padded(A, A.num_nodes + 3).num_nodes
+    103
     >>> padded(A, A.num_nodes + 3).num_edges == A.num_edges
     True
     """
@@ -140,8 +144,14 @@ def by_position(
 
     Examples
     --------
-    >>> out = gs.compile(by_position)(A, torch.tensor([0, 2]), nodes, times, et,
-    ...                               num_neighbors=(5, 5))
+    >>> import torch, gsample as gs
+    >>> A = gs.datasets.rmat(100, 500, seed=0)
+    >>> nodes, times = torch.tensor([3, 5, 7]), torch.tensor([10, 20, 30])   # 3 inputs
+    >>> et = torch.arange(A.num_edges)                      # edge times, A's edge order
+    >>> blocks, slots = gs.compile(by_position)(A, torch.tensor([0, 2]), nodes, times, et,
+    ...                                         num_neighbors=(5, 5))
+    >>> len(blocks), slots[0]                               # inputs 0 and 2: two trees
+    (2, tensor([0, 1]))
     """
     return disjoint_sample(
         A,
@@ -187,9 +197,15 @@ class SuperBatches:
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> from gsample.interop.pyg.neighbor_loader import neighbor_sample
+    >>> A = gs.datasets.rmat(100, 500, seed=0)
+    >>> input_nodes = torch.arange(64)                      # the loader's seeds
     >>> sb = SuperBatches(A, gs.compile(neighbor_sample), {"num_neighbors": (5, 5)},
-    ...                   input_nodes, 128)
-    >>> outs = sb.run([torch.arange(128), torch.arange(128, 256)], epoch_seed, first=0)
+    ...                   input_nodes, 32)
+    >>> outs = sb.run([torch.arange(32), torch.arange(32, 64)], 0, first=0)  # epoch seed 0
+    >>> len(outs)                                           # one output per mini-batch
+    2
     """
 
     def __init__(
@@ -259,9 +275,15 @@ class LinkSuperBatches:
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> from gsample.interop.pyg.neighbor_loader import neighbor_sample
+    >>> A = gs.datasets.rmat(100, 500, seed=0)
     >>> sb = LinkSuperBatches(A, gs.compile(neighbor_sample), {"num_neighbors": (5, 5)},
     ...                       torch.arange(64))
-    >>> outs = sb.run([seeds0, seeds1], [None, None], epoch_seed, first=0)
+    >>> seeds0, seeds1 = torch.arange(32), torch.arange(32, 64)
+    >>> outs = sb.run([seeds0, seeds1], [None, None], 0, first=0)   # epoch seed 0
+    >>> len(outs)
+    2
     """
 
     def __init__(
@@ -365,6 +387,7 @@ class Runs:
 
     Examples
     --------
+    >>> import torch
     >>> list(Runs(4, None, torch.device("cpu")).plan(10))
     [(0, 4, 'run'), (4, 4, 'run'), (8, 2, 'run')]
     """

@@ -90,7 +90,11 @@ def disjoint_sample(
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
     >>> blocks, slots = disjoint_sample(A, seeds, num_neighbors=(10, 5))
+    >>> len(blocks), slots[0]                                # one tree per seed
+    (2, tensor([0, 1, 2]))
     >>> s = disjoint_pyg_sample((blocks, slots), seeds)      # s.batch: each node's seed
     """
     slot = A.positions(seeds)  # 0 .. B - 1
@@ -153,6 +157,8 @@ def disjoint_pyg_sample(out, seeds: torch.Tensor) -> DisjointSample:
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
     >>> s = disjoint_pyg_sample(disjoint_sample(A, seeds, num_neighbors=(3,)), seeds)
     >>> bool((s.batch[: len(seeds)] == torch.arange(len(seeds))).all())
     True
@@ -268,6 +274,10 @@ class TemporalSpec:
 
         Examples
         --------
+        >>> import torch
+        >>> from torch_geometric.data import Data
+        >>> data = Data(edge_index=torch.tensor([[0, 1], [1, 2]]), time=torch.arange(3),
+        ...             num_nodes=3)
         >>> spec = TemporalSpec.of(data, time_attr="time")     # a node-level attribute
         >>> spec.node_time.shape == (data.num_nodes,) and spec.edge_time is None
         True
@@ -394,6 +404,13 @@ class HeteroTemporalSpec(TemporalSpec):
 
     Examples
     --------
+    >>> import torch
+    >>> from torch_geometric.data import HeteroData
+    >>> hetero_data = HeteroData()
+    >>> hetero_data["author"].num_nodes, hetero_data["paper"].num_nodes = 2, 3
+    >>> hetero_data["author"].time = torch.tensor([1999, 2000])
+    >>> hetero_data["paper"].time = torch.tensor([2000, 2001, 2002])
+    >>> hetero_data["author", "writes", "paper"].edge_index = torch.tensor([[0, 1], [1, 2]])
     >>> spec = TemporalSpec.of(hetero_data, time_attr="time")
     >>> sorted(spec.node_time)                     # the node types with a time
     ['author', 'paper']
@@ -512,11 +529,19 @@ class DisjointSampler:
 
     Examples
     --------
+    >>> import torch, gsample as gs
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.tensor([0, 1, 2])
+    >>> import functools
+    >>> from torch_geometric.data import Data
+    >>> from gsample.base.random import batch_scope
+    >>> data = Data(edge_index=torch.stack(A.edges()[:2]), num_nodes=100, time=torch.arange(100))
     >>> spec = TemporalSpec.of(data, time_attr="time")
     >>> fn = functools.partial(gs.compile(disjoint_sample), num_neighbors=(10, 5))
     >>> sampler = DisjointSampler(A, fn, spec)
-    >>> with batch_scope(seed, 0):
+    >>> with batch_scope(0, 0):                                 # epoch seed 0, mini-batch 0
     ...     s = sampler.sample(seeds, spec.seed_time(seeds, None))   # s.batch: the trees
+    >>> s.batch[:3]
+    tensor([0, 1, 2])
     """
 
     def __init__(self, A: Matrix, fn, spec: TemporalSpec, edge_ids=None):
