@@ -384,7 +384,12 @@ def _own_pieces(value: torch.Tensor, sizes: list) -> tuple:
     the views; they do not overlap, so an in-place write to one mini-batch's piece changes
     that piece alone, as on a mini-batch sampled alone. What differs is invisible there:
     no ``_base`` and a version counter each (an integer tensor never requires grad, and the
-    decoded tensor they come from is the runtime's own, read by nothing after the split)."""
+    decoded tensor they come from is the runtime's own, read by nothing after the split).
+    One case sees the counters: ``M.eids`` is not decoded, and matrices that share it (a
+    block and a value map of it, ``s`` and ``s * 2``) get pieces of the same memory with a
+    counter each, so a write through one block's ``eids`` moves the other's values but not
+    its ``_version`` (those blocks' ``indptr`` and ``rows`` are decoded apart: not shared at
+    all, unlike a mini-batch sampled alone; blocks are not written in place)."""
     if value.is_floating_point() or value.is_complex():  # (not an index: a view each)
         return value.split_with_sizes(sizes)
     return value.unsafe_split_with_sizes(sizes)

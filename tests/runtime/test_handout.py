@@ -4,6 +4,7 @@ matrices as views), ``Assemble``'s fast path for flat templates, the runtime's c
 what the general (slower) construction gives."""
 
 import collections
+import dataclasses
 import functools
 
 import pytest
@@ -140,9 +141,40 @@ def test_csc_each_makes_what_csc_of_makes():
     for g, w in zip(got, want):
         assert type(g) is CSC and list(vars(g)) == list(vars(w)) == list(FIELDS)
         assert all(getattr(g, f) is getattr(w, f) for f in FIELDS)
+    # and what the dataclass itself makes, field for field: a field CSC gains that each (and
+    # of) leave out fails here, whatever FIELDS says
+    names = [f.name for f in dataclasses.fields(CSC)]
+    for g, col in zip(got, zip(*columns), strict=True):
+        slow = CSC(9, *col)
+        assert list(vars(g)) == list(vars(slow)) == names
+        assert all(getattr(g, f) is getattr(slow, f) for f in names)
     with pytest.raises(ValueError):  # per-matrix sequences of unequal lengths
         CSC.each(9, *columns[:-1], [t])
     assert CSC.each(9, *([],) * 6) == []
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.float32, torch.float64], ids=str)
+def test_own_pieces_cut_index_tensors_alone_and_leave_floating_point_views(dtype):
+    """``_own_pieces``: the ranges ``split_with_sizes`` gives (the same storage, offsets,
+    shapes and strides), tensors of their own for indices (int64 or int32: no ``_base``, a
+    version counter each) and views for floating point (whose gradient reaches the whole)."""
+    floating = dtype.is_floating_point
+    whole = torch.arange(2, 14, dtype=dtype)[1:]  # a view itself, as M.eids[e_lo:e_hi] is
+    if floating:
+        whole = whole.detach().requires_grad_()
+    sizes = [3, 0, 5, 3]
+    got, want = blocks._own_pieces(whole, sizes), whole.split_with_sizes(sizes)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert _same_view(g, w, view=floating) and torch.equal(g.detach(), w.detach())
+    if floating:  # views: autograd sees them as parts of the whole
+        torch.cat([g * (i + 1) for i, g in enumerate(got)]).sum().backward()
+        assert whole.grad.tolist() == [1.0] * 3 + [3.0] * 5 + [4.0] * 3
+        return
+    before = [g._version for g in got]
+    got[0].add_(1)  # an index piece's counter is its own: written, it alone moves
+    assert [g._version for g in got] == [before[0] + 1, *before[1:]]
+    assert whole[:3].tolist() == list(range(4, 7))
 
 
 def test_split_matrix_on_the_cpu_gives_each_batch_its_own_matrix():
