@@ -99,6 +99,36 @@ class CSC(IdSpaces):
         d["eids"] = eids
         return obj
 
+    @classmethod
+    def each(cls, num_nodes, indptr, rows, row_ids, col_ids, values, eids) -> list:
+        """``[CSC.of(num_nodes, p, r, ri, ci, v, e) for p, r, ri, ci, v, e in zip(...)]``
+        without a call per matrix: a super-batch's mini-batch matrices, one per position of
+        the per-matrix sequences (``indptr`` ... ``eids``, of equal lengths; ``(None,) * N``
+        for a field every matrix leaves out).
+
+        Examples
+        --------
+        >>> t = torch.arange(3)
+        >>> [m.nnz for m in CSC.each(5, [t[:2], t], [t[:1], t], [None] * 2, [t[:1], t[:2]],
+        ...                           [None] * 2, [None] * 2)]
+        [1, 3]
+        """
+        made = []
+        append, new = made.append, object.__new__
+        for p, r, ri, ci, v, e in zip(indptr, rows, row_ids, col_ids, values, eids, strict=True):
+            # CSC.of's body, inline (its call is a third of the cost of making one)
+            obj = new(cls)
+            d = obj.__dict__
+            d["num_nodes"] = num_nodes
+            d["indptr"] = p
+            d["rows"] = r
+            d["row_ids"] = ri
+            d["col_ids"] = ci
+            d["values"] = v
+            d["eids"] = e
+            append(obj)
+        return made
+
     # ------------------------------------------------------------------ sizes
     @property
     def num_rows(self) -> int:

@@ -317,7 +317,7 @@ def split_matrix(M, bnd: Bounds, n: int, copies: int) -> list:
     Vectorised: each of ``indptr``, ``rows``, ``row_ids`` and ``col_ids`` is decoded for all
     batches at once (a handful of launches whatever ``copies`` is; on a GPU one kernel,
     ``gsample.backend.cuda.split``, with ``bnd`` from :func:`bounds`), and each batch's
-    matrix holds views of them (equal to its own matrix, value for value)."""
+    matrix holds its ranges of them, no copy (equal to its own matrix, value for value)."""
     M = M if isinstance(M, CSC) else to_csc(M)
     dev = M.device
     decoded = _decoded(M, bnd, n)
@@ -357,25 +357,43 @@ def _decoded(M: CSC, bnd: Bounds, n: int):
 
 
 def _parts(M: CSC, bnd: Bounds, n: int, copies: int, indptr, rows, col_ids, row_ids) -> list:
-    """The batches' matrices: views of the decoded fields (every batch's, one after
-    another) and of ``M``'s values and edge ids."""
-    # each batch's pieces as views, one split per field (a C++ call, not a slice each); the
-    # sizes from consecutive bounds (``copies + 1`` of each)
+    """The batches' matrices: pieces of the decoded fields (every batch's, one after
+    another) and of ``M``'s values and edge ids, each batch's ranges of them (no copy)."""
+    # each batch's pieces, one split per field (a C++ call, not a slice each); the sizes
+    # from consecutive bounds (``copies + 1`` of each)
     cols, edges = bnd.cols, bnd.edges
     e_lo, e_hi = edges[0], edges[-1]
     edges_n, cols_n = _sizes(edges), _sizes(cols)
     none = (None,) * copies
-    ptrs = indptr.split_with_sizes([c + 1 for c in cols_n])
-    edge_rows = rows.split_with_sizes(edges_n)
+    # indptr, rows and edge ids: unsafe splits (see _own_pieces); row and column ids stay
+    # views to autograd (a super-batch's n_id is found by its pieces' common base, where
+    # the loader gathers its rows at once: gsample.loader.features.adjacent), and so do
+    # values (floating point: they may require grad)
+    ptrs = _own_pieces(indptr, [c + 1 for c in cols_n])
+    edge_rows = _own_pieces(rows, edges_n)
     row_parts = none if row_ids is None else row_ids.split_with_sizes(_sizes(bnd.rows))
     col_parts = none if col_ids is None else col_ids.split_with_sizes(cols_n)
     values = none if M.values is None else M.values[e_lo:e_hi].split_with_sizes(edges_n)
-    eids = none if M.eids is None else M.eids[e_lo:e_hi].split_with_sizes(edges_n)
-    make = CSC.of
-    return [
-        make(n, p, r, ri, ci, v, e)
-        for p, r, ri, ci, v, e in zip(ptrs, edge_rows, row_parts, col_parts, values, eids)
-    ]
+    eids = none if M.eids is None else _own_pieces(M.eids[e_lo:e_hi], edges_n)
+    return CSC.each(n, ptrs, edge_rows, row_parts, col_parts, values, eids)
+
+
+def _own_pieces(value: torch.Tensor, sizes: list) -> tuple:
+    """``value.split_with_sizes(sizes)`` for an index tensor (integers), each piece a tensor
+    of its own to autograd (``unsafe_split_with_sizes``: no view bookkeeping, a quarter less
+    host work per piece). The pieces hold the same storage, offsets, shapes and strides as
+    the views; they do not overlap, so an in-place write to one mini-batch's piece changes
+    that piece alone, as on a mini-batch sampled alone. What differs is invisible there:
+    no ``_base`` and a version counter each (an integer tensor never requires grad, and the
+    decoded tensor they come from is the runtime's own, read by nothing after the split).
+    One case sees the counters: ``M.eids`` is not decoded, and matrices that share it (a
+    block and a value map of it, ``s`` and ``s * 2``) get pieces of the same memory with a
+    counter each, so a write through one block's ``eids`` moves the other's values but not
+    its ``_version`` (those blocks' ``indptr`` and ``rows`` are decoded apart: not shared at
+    all, unlike a mini-batch sampled alone; blocks are not written in place)."""
+    if value.is_floating_point() or value.is_complex():  # (not an index: a view each)
+        return value.split_with_sizes(sizes)
+    return value.unsafe_split_with_sizes(sizes)
 
 
 def gather(x, ids: torch.Tensor, n: int | None = None):

@@ -4,6 +4,7 @@ matrices as views), ``Assemble``'s fast path for flat templates, the runtime's c
 what the general (slower) construction gives."""
 
 import collections
+import dataclasses
 import functools
 
 import pytest
@@ -38,8 +39,14 @@ def _batches(n: int, copies: int, values: bool, eids: bool) -> list:
     return parts
 
 
-def _same_view(got: torch.Tensor | None, want: torch.Tensor | None) -> bool:
-    """The same view of the same storage (offset, shape, strides, dtype), or both None."""
+#: the fields ``_parts`` cuts with ``unsafe_split_with_sizes`` (index tensors no one reads as
+#: a super-batch's n_id): tensors of their own to autograd; the others are views
+OWN_PIECES = ("indptr", "rows", "eids")
+
+
+def _same_view(got: torch.Tensor | None, want: torch.Tensor | None, view: bool = True) -> bool:
+    """The same range of the same storage (offset, shape, strides, dtype), a view to
+    autograd (``view``) or a tensor of its own, or both None."""
     if got is None or want is None:
         return got is None and want is None
     return (
@@ -48,7 +55,7 @@ def _same_view(got: torch.Tensor | None, want: torch.Tensor | None) -> bool:
         and got.shape == want.shape
         and got.stride() == want.stride()
         and got.dtype == want.dtype
-        and got._base is not None
+        and (got._base is not None) == view
     )
 
 
@@ -80,7 +87,7 @@ def test_each_batch_s_matrix_is_the_slice_of_every_decoded_field(values, eids):
         }
         assert part.num_nodes == n
         for field, view in want.items():
-            assert _same_view(getattr(part, field), view), (b, field)
+            assert _same_view(getattr(part, field), view, field not in OWN_PIECES), (b, field)
         for field in FIELDS[1:]:  # and the batch's own matrix, value for value
             mine, theirs = getattr(part, field), getattr(own[b], field)
             if theirs is None:
@@ -88,6 +95,86 @@ def test_each_batch_s_matrix_is_the_slice_of_every_decoded_field(values, eids):
             else:
                 assert torch.equal(mine, theirs), (b, field)
     assert (got[0].values is None) != values and (got[0].eids is None) != eids
+
+
+@pytest.mark.parametrize("values", [False, True])
+def test_an_in_place_write_to_one_batch_s_matrix_changes_it_alone(values):
+    """Every field of every batch's matrix written in place (the ones cut as tensors of their
+    own and the views): that batch's field changes, no other batch's does, and each other
+    batch still equals its own matrix sampled alone; an index piece's version counter is its
+    own (written: only its own is bumped)."""
+    n, copies = 200, 5
+    own = _batches(n, copies, values, eids=True)
+    M = blocks.join_matrices(own, n)
+    got = blocks.split_matrix(M, blocks.bounds(M, n, copies), n, copies)
+    snapshot = [
+        {f: getattr(p, f).clone() for f in FIELDS[1:] if getattr(p, f) is not None} for p in got
+    ]
+    for b in range(copies):
+        for field, before in snapshot[b].items():
+            piece = getattr(got[b], field)
+            if piece.numel() == 0:
+                continue
+            others = [getattr(got[o], field)._version for o in range(copies) if o != b]
+            piece.add_(1000)
+            assert torch.equal(piece, before + 1000), (b, field)
+            if field in OWN_PIECES:
+                after = [getattr(got[o], field)._version for o in range(copies) if o != b]
+                assert after == others, (b, field)  # no sibling's counter bumped
+            for o in range(copies):  # (each earlier write undone below)
+                if o != b:
+                    theirs = getattr(got[o], field)
+                    assert torch.equal(theirs, snapshot[o][field]), (b, field, o)
+            piece.copy_(before)
+    for mine, theirs in zip(got, own, strict=True):  # all restored: each batch's own matrix
+        for field in FIELDS[1:]:
+            a, w = getattr(mine, field), getattr(theirs, field)
+            assert (a is None) == (w is None) and (a is None or torch.equal(a, w)), field
+
+
+def test_csc_each_makes_what_csc_of_makes():
+    t = torch.arange(6)
+    columns = ([t[:2], t[2:5]], [t[:1], t], [None, t[1:]], [t[:1], t[:2]], [None, None], [t, t])
+    got = CSC.each(9, *columns)
+    want = [CSC.of(9, *col) for col in zip(*columns)]
+    assert type(got) is list and len(got) == 2
+    for g, w in zip(got, want):
+        assert type(g) is CSC and list(vars(g)) == list(vars(w)) == list(FIELDS)
+        assert all(getattr(g, f) is getattr(w, f) for f in FIELDS)
+    # and what the dataclass itself makes, field for field: a field CSC gains that each (and
+    # of) leave out fails here, whatever FIELDS says
+    names = [f.name for f in dataclasses.fields(CSC)]
+    for g, col in zip(got, zip(*columns), strict=True):
+        slow = CSC(9, *col)
+        assert list(vars(g)) == list(vars(slow)) == names
+        assert all(getattr(g, f) is getattr(slow, f) for f in names)
+    with pytest.raises(ValueError):  # per-matrix sequences of unequal lengths
+        CSC.each(9, *columns[:-1], [t])
+    assert CSC.each(9, *([],) * 6) == []
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.float32, torch.float64], ids=str)
+def test_own_pieces_cut_index_tensors_alone_and_leave_floating_point_views(dtype):
+    """``_own_pieces``: the ranges ``split_with_sizes`` gives (the same storage, offsets,
+    shapes and strides), tensors of their own for indices (int64 or int32: no ``_base``, a
+    version counter each) and views for floating point (whose gradient reaches the whole)."""
+    floating = dtype.is_floating_point
+    whole = torch.arange(2, 14, dtype=dtype)[1:]  # a view itself, as M.eids[e_lo:e_hi] is
+    if floating:
+        whole = whole.detach().requires_grad_()
+    sizes = [3, 0, 5, 3]
+    got, want = blocks._own_pieces(whole, sizes), whole.split_with_sizes(sizes)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert _same_view(g, w, view=floating) and torch.equal(g.detach(), w.detach())
+    if floating:  # views: autograd sees them as parts of the whole
+        torch.cat([g * (i + 1) for i, g in enumerate(got)]).sum().backward()
+        assert whole.grad.tolist() == [1.0] * 3 + [3.0] * 5 + [4.0] * 3
+        return
+    before = [g._version for g in got]
+    got[0].add_(1)  # an index piece's counter is its own: written, it alone moves
+    assert [g._version for g in got] == [before[0] + 1, *before[1:]]
+    assert whole[:3].tolist() == list(range(4, 7))
 
 
 def test_split_matrix_on_the_cpu_gives_each_batch_its_own_matrix():
@@ -302,8 +389,9 @@ def test_every_hand_out_loop_yields_the_same_batches():
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
 def test_the_gpu_s_split_hands_out_views_of_one_decoded_tensor_per_field():
-    """On a GPU (the split kernels decode every field once): each batch's fields are views,
-    batch after batch, of one tensor per field, equal to the batch's own matrix."""
+    """On a GPU (the split kernels decode every field once): each batch's fields are ranges,
+    batch after batch, of one tensor per field (views to autograd but for
+    :data:`OWN_PIECES`), equal to the batch's own matrix."""
     n, copies = 200, 5
     own = _batches(n, copies, values=True, eids=True)
     cpu = blocks.join_matrices(own, n)
@@ -313,7 +401,8 @@ def test_the_gpu_s_split_hands_out_views_of_one_decoded_tensor_per_field():
     for field in FIELDS[1:]:
         views = [getattr(p, field) for p in got]
         base = views[0].untyped_storage().data_ptr()
-        assert all(v.is_cuda and v._base is not None for v in views), field
+        view = field not in OWN_PIECES
+        assert all(v.is_cuda and (v._base is not None) == view for v in views), field
         assert all(v.untyped_storage().data_ptr() == base for v in views), field
         for b, (v, p) in enumerate(zip(views, own)):
             assert torch.equal(v.cpu(), getattr(p, field)), (b, field)
