@@ -37,10 +37,12 @@ position in ``seeds`` at every step (see :func:`metapath_walk`).
 The package, by concern: :mod:`.container` (the :class:`HeteroGraph` container: types,
 relations, conversion from PyG, checks), :mod:`.sampling` (relation-typed neighbour
 sampling), :mod:`.walks` (metapath walks, the DSL :func:`metapath_walk`), :mod:`.output`
-(``HeteroGraph.to_pyg``). ``HeteroGraph`` gathers the methods of the last three.
+(``HeteroGraph.to_pyg``). ``HeteroGraph`` gathers the methods of the last three;
+:mod:`.toy` holds a graph small enough to read, for examples (:func:`authors_papers`).
 """
 
 from gsample.hetero.container import EdgeKey, EdgeType, HeteroGraph
+from gsample.hetero.toy import authors_papers
 from gsample.hetero.walks import DIRECTIONS, metapath_walk
 
-__all__ = ["DIRECTIONS", "EdgeKey", "EdgeType", "HeteroGraph", "metapath_walk"]
+__all__ = ["DIRECTIONS", "EdgeKey", "EdgeType", "HeteroGraph", "authors_papers", "metapath_walk"]

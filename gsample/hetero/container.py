@@ -275,11 +275,7 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
         Examples
         --------
         >>> import torch, gsample as gs
-        >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
-        >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
-        ...                     ("paper", "written_by", "author"): writes.flip(0),
-        ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
-        ...                    num_nodes={"author": 2, "paper": 3})
+        >>> H = gs.hetero.authors_papers()   # 2 authors write 3 papers; papers cite papers
         >>> H.num_nodes("paper")
         3
         """
@@ -334,11 +330,7 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
         Examples
         --------
         >>> import torch, gsample as gs
-        >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
-        >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
-        ...                     ("paper", "written_by", "author"): writes.flip(0),
-        ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
-        ...                    num_nodes={"author": 2, "paper": 3})
+        >>> H = gs.hetero.authors_papers()   # 2 authors write 3 papers; papers cite papers
         >>> A = H["author", "writes", "paper"]       # or H["writes"] when unique
         >>> A.shape                  # (N, N): N the largest node type's count
         (3, 3)
@@ -367,11 +359,7 @@ class HeteroGraph(SamplingMethods, WalkMethods, PyGOutput):
         Examples
         --------
         >>> import torch, gsample as gs
-        >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
-        >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
-        ...                     ("paper", "written_by", "author"): writes.flip(0),
-        ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
-        ...                    num_nodes={"author": 2, "paper": 3})
+        >>> H = gs.hetero.authors_papers()   # 2 authors write 3 papers; papers cite papers
         >>> H.to("cpu").device
         device(type='cpu')
         """

@@ -67,11 +67,7 @@ def relation_sample(
     Examples
     --------
     >>> import torch, gsample as gs
-    >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
-    >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
-    ...                     ("paper", "written_by", "author"): writes.flip(0),
-    ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
-    ...                    num_nodes={"author": 2, "paper": 3})
+    >>> H = gs.hetero.authors_papers()   # 2 authors write 3 papers; papers cite papers
     >>> step = gs.compile(relation_sample)
     >>> s = step(H["writes"], torch.tensor([0, 2]), 5)   # 5 authors of papers 0 and 2
     >>> s.shape, s.row()                                 # (N, seeds); the authors
@@ -120,11 +116,7 @@ def relation_temporal_sample(
     Examples
     --------
     >>> import torch, gsample as gs
-    >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
-    >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
-    ...                     ("paper", "written_by", "author"): writes.flip(0),
-    ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
-    ...                    num_nodes={"author": 2, "paper": 3})
+    >>> H = gs.hetero.authors_papers()   # 2 authors write 3 papers; papers cite papers
     >>> papers = torch.tensor([0, 1, 2])
     >>> step = gs.compile(relation_temporal_sample)
     >>> s = step(H["cites"], papers, torch.arange(len(papers)), k=3)
@@ -220,11 +212,7 @@ class SamplingMethods:
         Examples
         --------
         >>> import torch, gsample as gs
-        >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
-        >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
-        ...                     ("paper", "written_by", "author"): writes.flip(0),
-        ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
-        ...                    num_nodes={"author": 2, "paper": 3})
+        >>> H = gs.hetero.authors_papers()   # 2 authors write 3 papers; papers cite papers
         >>> papers = torch.tensor([0, 1, 2])
         >>> s = H.sample_neighbors({"paper": papers}, [10, 5])
         >>> H.step_sampler().traces                 # one program per fanout here
@@ -305,11 +293,7 @@ class SamplingMethods:
         Examples
         --------
         >>> import torch, gsample as gs
-        >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
-        >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
-        ...                     ("paper", "written_by", "author"): writes.flip(0),
-        ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
-        ...                    num_nodes={"author": 2, "paper": 3})
+        >>> H = gs.hetero.authors_papers()   # 2 authors write 3 papers; papers cite papers
         >>> papers = torch.tensor([0, 1, 2])
         >>> gs.manual_seed(0)
         >>> s = H.sample_neighbors({"paper": torch.tensor([0, 2])}, 5)
@@ -396,11 +380,7 @@ class SamplingMethods:
         Examples
         --------
         >>> import torch, gsample as gs
-        >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
-        >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
-        ...                     ("paper", "written_by", "author"): writes.flip(0),
-        ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
-        ...                    num_nodes={"author": 2, "paper": 3})
+        >>> H = gs.hetero.authors_papers()   # 2 authors write 3 papers; papers cite papers
         >>> year = torch.tensor([2000, 2001, 2002])
         >>> times = H.relation_times(node_time={"paper": year})
         >>> sorted(times) == sorted(et for et in H.edge_types if et[0] == "paper")
@@ -506,11 +486,7 @@ class SamplingMethods:
         Examples
         --------
         >>> import torch, gsample as gs
-        >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
-        >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
-        ...                     ("paper", "written_by", "author"): writes.flip(0),
-        ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
-        ...                    num_nodes={"author": 2, "paper": 3})
+        >>> H = gs.hetero.authors_papers()   # 2 authors write 3 papers; papers cite papers
         >>> papers = torch.tensor([0, 1, 2])
         >>> year, since = torch.tensor([2000, 2001, 2002]), torch.tensor([1999, 2000])
         >>> times = H.relation_times(node_time={"paper": year, "author": since})
@@ -597,11 +573,7 @@ def new_nodes(sampled: dict, reached: dict) -> dict:
     Examples
     --------
     >>> import torch, gsample as gs
-    >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
-    >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
-    ...                     ("paper", "written_by", "author"): writes.flip(0),
-    ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
-    ...                    num_nodes={"author": 2, "paper": 3})
+    >>> H = gs.hetero.authors_papers()   # 2 authors write 3 papers; papers cite papers
     >>> seeds = torch.tensor([0, 2])
     >>> gs.manual_seed(0)
     >>> sampled = H.sample_neighbors({"paper": seeds}, 5)
@@ -635,11 +607,7 @@ def next_pairs(sampled: dict, slot: dict, seen: dict, n: int) -> tuple:
     Examples
     --------
     >>> import torch, gsample as gs
-    >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
-    >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
-    ...                     ("paper", "written_by", "author"): writes.flip(0),
-    ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
-    ...                    num_nodes={"author": 2, "paper": 3})
+    >>> H = gs.hetero.authors_papers()   # 2 authors write 3 papers; papers cite papers
     >>> gs.manual_seed(0)
     >>> sampled = H.sample_neighbors({"paper": torch.tensor([0, 2])}, 5)
     >>> front, slots = next_pairs(sampled, {"paper": torch.arange(2)}, {}, 3)

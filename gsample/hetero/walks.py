@@ -84,11 +84,7 @@ def metapath_walk(
     Examples
     --------
     >>> import torch, gsample as gs
-    >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
-    >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
-    ...                     ("paper", "written_by", "author"): writes.flip(0),
-    ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
-    ...                    num_nodes={"author": 2, "paper": 3})
+    >>> H = gs.hetero.authors_papers()   # 2 authors write 3 papers; papers cite papers
     >>> papers = torch.tensor([0, 1, 2])
     >>> pap = gs.compile(lambda w, wb, seeds: metapath_walk([w, wb], seeds))
     >>> walks = pap(H["writes"], H["written_by"], papers)      # paper, author, paper
@@ -269,11 +265,7 @@ class WalkMethods:
         Examples
         --------
         >>> import torch, gsample as gs
-        >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
-        >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
-        ...                     ("paper", "written_by", "author"): writes.flip(0),
-        ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
-        ...                    num_nodes={"author": 2, "paper": 3})
+        >>> H = gs.hetero.authors_papers()   # 2 authors write 3 papers; papers cite papers
         >>> papers = torch.tensor([0, 1, 2])
         >>> gs.manual_seed(0)
         >>> mp = [("author", "writes", "paper"), ("paper", "written_by", "author")]
@@ -317,11 +309,7 @@ class WalkMethods:
         Examples
         --------
         >>> import torch, gsample as gs
-        >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
-        >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
-        ...                     ("paper", "written_by", "author"): writes.flip(0),
-        ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
-        ...                    num_nodes={"author": 2, "paper": 3})
+        >>> H = gs.hetero.authors_papers()   # 2 authors write 3 papers; papers cite papers
         >>> R = H.reverse(("author", "writes", "paper"))
         >>> R[:, torch.tensor([0])].row()                 # the papers author 0 wrote
         tensor([0, 1])

@@ -67,11 +67,7 @@ class PyGOutput:
         Examples
         --------
         >>> import torch, gsample as gs
-        >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
-        >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
-        ...                     ("paper", "written_by", "author"): writes.flip(0),
-        ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
-        ...                    num_nodes={"author": 2, "paper": 3})
+        >>> H = gs.hetero.authors_papers()   # 2 authors write 3 papers; papers cite papers
         >>> seeds = {"paper": torch.tensor([0, 2])}
         >>> data = H.to_pyg(H.sample_neighbors(seeds, [5, 5]), seeds)
         >>> data["paper"].n_id[:data["paper"].batch_size]
@@ -153,11 +149,7 @@ def pyg_layout(hops: list, seeds: dict, H) -> HeteroLayout:
     Examples
     --------
     >>> import torch, gsample as gs
-    >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
-    >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
-    ...                     ("paper", "written_by", "author"): writes.flip(0),
-    ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
-    ...                    num_nodes={"author": 2, "paper": 3})
+    >>> H = gs.hetero.authors_papers()   # 2 authors write 3 papers; papers cite papers
     >>> seeds = {"paper": torch.tensor([0, 2])}
     >>> lay = pyg_layout(H.sample_neighbors(seeds, [5, 5]), seeds, H)
     >>> lay.node["paper"][:2]

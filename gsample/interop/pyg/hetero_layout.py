@@ -43,11 +43,7 @@ def disjoint_layout(blocks: list, slots: list, seeds: dict, H: HeteroGraph) -> t
     Examples
     --------
     >>> import torch, gsample as gs
-    >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
-    >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
-    ...                     ("paper", "written_by", "author"): writes.flip(0),
-    ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
-    ...                    num_nodes={"author": 2, "paper": 3})
+    >>> H = gs.hetero.authors_papers()   # 2 authors write 3 papers; papers cite papers
     >>> seeds = {"paper": torch.tensor([0, 0])}             # two trees of one node
     >>> lay, batch = disjoint_layout(*H.sample_disjoint(seeds, [2]), seeds, H)
     >>> batch["paper"][:2]
@@ -119,11 +115,7 @@ def induced_edges(H: HeteroGraph, node: dict) -> tuple:
     Examples
     --------
     >>> import torch, gsample as gs
-    >>> writes = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 2]])      # author -> paper
-    >>> H = gs.HeteroGraph({("author", "writes", "paper"): writes,
-    ...                     ("paper", "written_by", "author"): writes.flip(0),
-    ...                     ("paper", "cites", "paper"): torch.tensor([[1, 2, 2], [0, 0, 1]])},
-    ...                    num_nodes={"author": 2, "paper": 3})
+    >>> H = gs.hetero.authors_papers()   # 2 authors write 3 papers; papers cite papers
     >>> row, col, e_id, weight = induced_edges(
     ...     H, {"paper": torch.tensor([0, 2]), "author": torch.tensor([0, 1])})
     >>> row["paper", "cites", "paper"], col["paper", "cites", "paper"]   # paper 2 cites 0
