@@ -348,7 +348,7 @@ extern "C" __global__ void gs_kept_listed(const gs_idx* __restrict__ indptr,
 
 // One kept edge's outputs at place `at` (below K): its row (or position), graph edge, value
 // (vsize 4 or 8 bytes, copied as bits; else none) and id (none for null eids): as
-// gs_kept_edges, gs_kept_masked and their warp forms write them.
+// gs_kept_edges and gs_kept_masked_warps write them.
 __device__ __forceinline__ void gs_kept_put(gs_i64 at, gs_i64 row, gs_i64 edge,
                                             gs_i64* __restrict__ rows_out,
                                             gs_i64* __restrict__ pos_out,
@@ -462,55 +462,19 @@ gs_kept_edges(const gs_idx* __restrict__ indptr,
 // mini-batch kept), three launches replace gs_kept_counts and gs_kept_edges, and only the
 // first tests rows (a random 4-byte read of the bits an edge: most of gs_kept_edges' L2
 // traffic, and the link of its chain of dependent loads between the row and its position):
-// - gs_kept_mask: frontier edge g kept as bit g % 32 of mask[g / 32] (a warp's ballot over
-//   32 consecutive edges: one word), and each tile's kept edges in its[tile] (tiles of
-//   GS_KEPT_TILE edges: blocks of GS_KEPT_THREADS); no atomics, no __match_any_sync;
+// - gs_kept_mask_warps (below): frontier edge g kept as bit g % 32 of mask[g / 32] (a warp's
+//   ballot over 32 consecutive edges: one word), and each tile's kept edges in its[tile]
+//   (tiles of GS_KEPT_TILE edges); no atomics, no __match_any_sync;
 // - (the host: before[t], the kept edges of the tiles before t; before[tiles] all of them)
 // - gs_kept_ptr: the kept edges' column pointer: ptr_out[c], the kept edges before frontier
 //   edge ptr[c] (its tile's before and the mask's bits of the tile before it);
-// - gs_kept_masked: the kept edges in the frontier's order, each at its tile's before, plus
-//   its word's place in the tile (a warp's scan of the tile's 32 words), plus its lane's:
-//   no ticket, look-back, block scan or staged edges (the blocks run apart, and the kept
-//   edges of one word go to consecutive places: a warp's stores cover whole sectors but
-//   at its ends), and an edge not kept reads nothing.
+// - gs_kept_masked_warps (below): the kept edges in the frontier's order, each at its tile's
+//   before, plus its word's place in the tile (a warp's scan of the tile's 32 words), plus
+//   its lane's: no ticket, look-back, block scan or staged edges (the warps run apart, and
+//   the kept edges of one word go to consecutive places: a warp's stores cover whole sectors
+//   but at its ends), and an edge not kept reads nothing.
 // mask: words = tiles * GS_KEPT_TILE / 32 words (every one written: a tile's items past
-// the frontier's end are not kept); its: tiles words. Both kernels over the frontier's edges
-// run a fixed grid of blocks of GS_KEPT_THREADS, each a tile after another (tile t: frontier
-// edges t * GS_KEPT_TILE on, the host's _TILE), capped as gs_kept_edges is (one wave of the
-// host's grid on sm_90; no spills: tests/backend/test_kernels_ptx.py).
-extern "C" __global__ void __launch_bounds__(GS_KEPT_THREADS, GS_KEPT_MIN_BLOCKS)
-gs_kept_mask(const gs_idx* __restrict__ indptr,
-             const gs_idx* __restrict__ rows,
-             const gs_i64* __restrict__ cols, gs_i64 C,
-             const gs_i64* __restrict__ ptr, gs_i64 n,
-             const int* __restrict__ newpos,
-             const unsigned* __restrict__ bits,
-             unsigned* __restrict__ mask, gs_i64 words,
-             gs_i64* __restrict__ its, gs_i64 tiles) {
-    __shared__ int s_kept[GS_KEPT_THREADS / 32];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    const bool tested = bits != nullptr || newpos != nullptr;  // neither: nothing is kept
-    GS_TILES(g0, t, ptr, C, true) {
-        GS_LOAD_ITEMS(g0, t, r, e, c)
-        int mine = 0;
-#pragma unroll
-        for (int j = 0; j < GS_ITEMS; ++j) {
-            const bool keep = r[j] >= 0 && tested && gs_drawn(bits, newpos, r[j]);
-            const unsigned word = __ballot_sync(0xFFFFFFFFu, keep);
-            const gs_i64 w = (g0 >> 5) + j * warps + warp;       // (g0: a multiple of 32)
-            if (lane == 0 && w < words) mask[w] = word;
-            mine += __popc(word);
-        }
-        if (lane == 0) s_kept[warp] = mine;
-        __syncthreads();             // (the next tile's first barrier: s_kept read before)
-        if (threadIdx.x == 0) {
-            int sum = 0;
-            for (int i = 0; i < warps; ++i) sum += s_kept[i];
-            const gs_i64 tile = g0 / gs_tile;
-            if (tile < tiles) its[tile] = sum;
-        }
-    }
-}
+// the frontier's end are not kept); its: tiles words.
 
 // ptr_out[c] for c in [0, C]: the kept edges before frontier edge ptr[c] (all of them,
 // before[tiles], at or past the frontier's end).
@@ -540,57 +504,6 @@ __device__ __forceinline__ int gs_warp_inclusive(int v, int lane) {
         if (lane >= d) v += y;
     }
     return v;
-}
-
-// The kept edges of gs_kept_mask's mask, K of them (before[tiles]), in the frontier's
-// order: rows_out, pos_out, values_out and eids_out as gs_kept_edges writes them (newpos
-// null: the row itself). A thread's items are GS_LOAD_ITEMS' (a warp's 32 consecutive
-// edges a round: one word of the mask); a kept edge's place is bounded by K, every word's
-// index by words and every tile's by tiles.
-extern "C" __global__ void __launch_bounds__(GS_KEPT_THREADS, GS_KEPT_MIN_BLOCKS)
-gs_kept_masked(const gs_idx* __restrict__ indptr,
-               const gs_idx* __restrict__ rows,
-               const gs_i64* __restrict__ cols, gs_i64 C,
-               const gs_i64* __restrict__ ptr, gs_i64 n,
-               const int* __restrict__ newpos,
-               const unsigned* __restrict__ mask, gs_i64 words,
-               const gs_i64* __restrict__ before, gs_i64 tiles, gs_i64 K,
-               gs_i64* __restrict__ rows_out,
-               gs_i64* __restrict__ pos_out,
-               const void* __restrict__ values,
-               void* __restrict__ values_out, int vsize,
-               const gs_i64* __restrict__ eids,
-               gs_i64* __restrict__ eids_out) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    const unsigned below = (1u << lane) - 1u;
-    const gs_i64 gs_E = ptr[C], gs_tile = (gs_i64)blockDim.x * GS_ITEMS;
-    const int nw = (int)(gs_tile >> 5);                  // a tile's words: at most 32
-    for (gs_i64 g0 = blockIdx.x * gs_tile; g0 < gs_E; g0 += gridDim.x * gs_tile) {
-        // the tile's words and its place, loaded before its columns are searched (every
-        // warp the same: a tile without a kept edge is skipped by the whole block)
-        const gs_i64 tile = g0 / gs_tile, w0 = g0 >> 5;
-        const unsigned word = lane < nw && w0 + lane < words ? mask[w0 + lane] : 0u;
-        const gs_i64 first = tile < tiles ? before[tile] : K;
-        const int inc = gs_warp_inclusive(__popc(word), lane);   // the tile's words scanned
-        if (__shfl_sync(0xFFFFFFFFu, inc, 31) == 0) continue;
-        const gs_tile_t t = gs_tile_columns(indptr, cols, ptr, C, n, g0, min(gs_E, g0 + gs_tile),
-                                            true);
-        // this lane's word's first place: its tile's before and the tile's words before it
-        const gs_i64 at0 = first + (inc - __popc(word));
-#pragma unroll
-        for (int j = 0; j < GS_ITEMS; ++j) {
-            const int i = j * warps + warp;              // this warp's word of round j
-            const unsigned mw = __shfl_sync(0xFFFFFFFFu, word, i);
-            const gs_i64 g = g0 + (gs_i64)i * 32 + lane;
-            const gs_i64 at = __shfl_sync(0xFFFFFFFFu, at0, i) + __popc(mw & below);
-            if (!((mw >> lane) & 1u) || g >= gs_E || at >= K) continue;
-            gs_i64 col, shift;
-            const gs_i64 edge = gs_frontier_edge(t, indptr, cols, ptr, n, g, &col, &shift);
-            const gs_i64 r = (gs_i64)rows[edge] + shift;
-            gs_kept_put(at, newpos != nullptr ? (gs_i64)newpos[r] : r, edge, rows_out, pos_out,
-                        values, values_out, vsize, eids, eids_out);
-        }
-    }
 }
 
 // ----------------------------------------------------------------------------- warp cursor
@@ -705,15 +618,13 @@ __device__ __forceinline__ void gs_cursor_window(gs_cursor_t& cur,
                                         1 + ((((gs_i64)gridDim.x * blockDim.x) >> 5) - 1) * (run)))
 
 // ----------------------------------------------------------------------------- kept mask, warps
-// gs_kept_mask and gs_kept_masked with a warp, not a block, to a tile (the host's MASK_WARPS;
-// the same mask, counts and kept edges, bit for bit). A block tile of those passes waits at
-// four block barriers while two warps search the whole frontier pointer (a 32-way search:
-// 4 to 5 dependent loads) and the block stages the tile's columns (2 more), then each edge
-// searches the staged columns in shared memory, and the ballots order its 4 bit tests one
-// after another. Here each warp takes a run of consecutive tiles (GS_WARP_TILES) and walks
-// their windows of 32 edges in order with a column cursor (gs_cursor_window): no search of
-// the pointer but the run's first (and a skip past 32 columns), no staging, no barrier. The
-// windows wholly in the cursor's column (most: a column of the products-like frontiers holds
+// The mask passes take a warp, not a block, to a tile: a block tile would wait at block
+// barriers while two warps searched the whole frontier pointer (a 32-way search: 4 to 5
+// dependent loads) and the block staged the tile's columns (2 more), then each edge would
+// search the staged columns in shared memory. Here each warp takes a run of consecutive
+// tiles (GS_WARP_TILES) and walks their windows of 32 edges in order with a column cursor
+// (gs_cursor_window): no search of the pointer but the run's first (and a skip past 32
+// columns), no staging, no barrier. The windows wholly in the cursor's column (most: a column of the products-like frontiers holds
 // hundreds of edges) go up to GS_ITEMS at a time, their rows' loads, then their bits' (or
 // outputs'), in flight together; a window past the column's end goes alone, the cursor
 // moved first. A tile's 32 words are its warp's 32 ballots, one a lane, and its count their
@@ -796,11 +707,14 @@ __device__ __forceinline__ void gs_kept_copy(const int* at, gs_i64 first, gs_i64
         if (at[j] >= 0) out[first + (at[j] >> 5)] = v[j];
 }
 
-// gs_kept_masked by warps (above): a warp's tile's 32 words, one a lane, scanned by
-// shuffles, give each kept edge's place (its tile's before, the words before its word, the
-// lanes below it); the warp visits only the windows whose word is not zero, those wholly in
-// the cursor's column up to GS_ITEMS at a time (their rows, positions, values and ids loaded
-// together), its cursor skipping the others. Outputs and bounds as gs_kept_masked's.
+// The kept edges of gs_kept_mask_warps' mask, K of them (before[tiles]), in the frontier's
+// order: rows_out, pos_out, values_out and eids_out as gs_kept_edges writes them (newpos
+// null: the row itself). A warp's tile's 32 words, one a lane, scanned by shuffles, give each
+// kept edge's place (its tile's before, the words before its word, the lanes below it); the
+// warp visits only the windows whose word is not zero, those wholly in the cursor's column
+// up to GS_ITEMS at a time (their rows, positions, values and ids loaded together), its
+// cursor skipping the others. A kept edge's place is bounded by K, every word's index by
+// words and every tile's by tiles.
 extern "C" __global__ void __launch_bounds__(GS_KEPT_THREADS, GS_WARPS_MIN_BLOCKS)
 gs_kept_masked_warps(const gs_idx* __restrict__ indptr,
                      const gs_idx* __restrict__ rows,

@@ -538,8 +538,6 @@ def test_the_kept_edge_pass_gathers_values_and_edge_ids(weighted, values):
         (3, 1, True),
         (3, 0, True),
         (1, None, True),
-        (3, 1, "blocks"),
-        (3, 0, "blocks"),
         (3, 1, False),
         (3, 0, False),
     ],
@@ -551,14 +549,13 @@ def test_super_batched_collective_sample_equals_the_torch_backend(
     own, over a padded frontier) and give the torch backend's super-batched sample, its
     kept edges listed and sorted (room None), counted per column after the list ran out of
     room (1), or counted per column from the start (0; one mini-batch always is); the kept
-    edges written from a mask of them (by the warp passes, or with ``mask`` "blocks" the block
-    passes: ``MASK_WARPS``), or (``mask`` False: ``MASK_FINISH``) as before."""
+    edges written from a mask of them (the warp passes), or (``mask`` False: ``MASK_FINISH``)
+    as before."""
     from gsample.backend.cuda import layerwise
     from gsample.backend.torch import fused_select
 
     monkeypatch.setattr(layerwise, "_LAST_KEPT", {})
     monkeypatch.setattr(layerwise, "MASK_FINISH", bool(mask))
-    monkeypatch.setattr(layerwise, "MASK_WARPS", mask is True)
     if room is not None:
         monkeypatch.setattr(layerwise, "_list_room", lambda *args: room)
     listed = []

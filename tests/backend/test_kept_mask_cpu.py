@@ -1,21 +1,19 @@
 """``kernels/layerwise.cu``'s kept-edge mask passes on the CPU, under AddressSanitizer:
-``gs_kept_mask`` (a ballot's word per 32 frontier edges, a count per tile), ``gs_kept_ptr`` and
-``gs_kept_masked`` (the kept edges placed from the mask) compiled as C++ with a thread per
-CUDA thread (``helpers.CUDA_THREADS_AS_CPP``: barriers, ballots and shuffles between real
-threads), as ``gsample/backend/cuda/layerwise.py``'s ``_kept_mask`` and ``_kept_edges`` launch
-them, give every kept edge of a brute-force ``A[rows, cols]`` (column pointer, rows or their
-positions, graph edges, values, ids, in the frontier's order) and the same as the passes they
-replace (``gs_kept_counts``, ``gs_kept_edges``), and touch nothing outside their exact-size
-arrays. The mask and the tile counts start as garbage (``torch.empty``): a word or count left
-unwritten shows. The cases: several tiles a block (grids of 1 and 3), one tile a block, rows'
-positions or the rows themselves, bad and padding-like (empty) columns, hubs (a tile of one
-column), tiles of more columns than GS_STAGE (unstaged) and tiles keeping nothing (skipped).
-The warp passes (``gs_kept_mask_warps``, ``gs_kept_masked_warps``: ``layerwise.MASK_WARPS``)
-give the same mask, tile counts and kept edges, with the host's grid and run and with runs
-of one tile (a warp's several runs) or of all tiles (one warp), over columns longer than a
-tile, runs of more than 32 empty columns (a window of more than 32 columns; a skip past 32
-columns) and a padded frontier's empty columns at its end; ``gs_batch_inline`` (their batch
-of a column's id) is the division, past 32 bits too. CI has no GPU; the GPU's comparison is
+``gs_kept_mask_warps`` (a ballot's word per 32 frontier edges, a count per tile),
+``gs_kept_ptr`` and ``gs_kept_masked_warps`` (the kept edges placed from the mask) compiled as
+C++ with a thread per CUDA thread (``helpers.CUDA_THREADS_AS_CPP``: barriers, ballots and
+shuffles between real threads), as ``gsample/backend/cuda/layerwise.py``'s ``_kept_mask`` and
+``_kept_edges`` launch them, give every kept edge of a brute-force ``A[rows, cols]`` (column
+pointer, rows or their positions, graph edges, values of 4 and 8 bytes, ids, in the
+frontier's order) and the same as the passes they replace (``gs_kept_counts``,
+``gs_kept_edges``), and touch nothing outside their exact-size arrays. The mask and the tile
+counts start as garbage (``torch.empty``): a word or count left unwritten shows. The cases:
+the host's grid and run and runs of one tile (a warp's several runs) or of all tiles (one
+warp), rows' positions or the rows themselves, bad and padding-like (empty) columns, hubs
+and columns longer than a tile, runs of more than 32 empty columns (a window of more than 32
+columns; a skip past 32 columns), a padded frontier's empty columns at its end and tiles
+keeping nothing (skipped); ``gs_batch_inline`` (their batch of a column's id) is the
+division, past 32 bits too. CI has no GPU; the GPU's comparison is
 ``tests/runtime/test_super_batch_memory.py``.
 
 The case's arrays go in and the passes' arrays come back through
@@ -55,10 +53,15 @@ int main() {
     // (torch.empty: garbage, which a word or count left unwritten would keep)
     std::vector<unsigned> mask(words, 0xDEADBEEFu);
     vec its(tiles, -7), before(tiles + 1, -7), out_ptr(C + 1, -7);
+    // the host's grid (at most G blocks, a tile a warp) and run (tiles / warps rounded up),
+    // or the case's run (1: a warp takes several runs; past the tiles: one warp takes them all)
+    const long long wgrid = std::max(1LL, std::min(G, (tiles + 7) / 8));
+    const long long W = wgrid * (GS_KEPT_THREADS / 32);
+    const int run = p[5] > 0 ? (int)p[5] : (int)std::max(1LL, (tiles + W - 1) / W);
     if (tiles)
-        gs_launch(std::min(G, tiles), GS_KEPT_THREADS, [&] {
-            gs_kept_mask(indptr.data(), rows.data(), cols.data(), C, ptr.data(), n, nullptr,
-                         bits.data(), at(mask), words, at(its), tiles);
+        gs_launch(wgrid, GS_KEPT_THREADS, [&] {
+            gs_kept_mask_warps(indptr.data(), rows.data(), cols.data(), C, ptr.data(), n, nullptr,
+                               bits.data(), at(mask), words, at(its), tiles, run);
         });
     before[0] = 0;
     for (long long t = 0; t < tiles; ++t) before[t + 1] = before[t] + its[t];
@@ -69,12 +72,21 @@ int main() {
     vec rows_out(K, -7), pos_out(K, -7), eids_out(K, -7);
     std::vector<unsigned> values_out(K, 0xDEADBEEFu);
     if (K)
-        gs_launch(std::min(G, tiles), GS_KEPT_THREADS, [&] {
-            gs_kept_masked(indptr.data(), rows.data(), cols.data(), C, ptr.data(), n, np,
-                           at(mask), words, before.data(), tiles, K, at(rows_out), at(pos_out),
-                           vals.empty() ? nullptr : values.data(), at(values_out),
-                           vals.empty() ? 0 : 4, eids.empty() ? nullptr : eids.data(),
-                           eids.empty() ? nullptr : at(eids_out));
+        gs_launch(wgrid, GS_KEPT_THREADS, [&] {
+            gs_kept_masked_warps(indptr.data(), rows.data(), cols.data(), C, ptr.data(), n, np,
+                                 at(mask), words, before.data(), tiles, run, K, at(rows_out),
+                                 at(pos_out), vals.empty() ? nullptr : values.data(),
+                                 at(values_out), vals.empty() ? 0 : 4,
+                                 eids.empty() ? nullptr : eids.data(),
+                                 eids.empty() ? nullptr : at(eids_out));
+        });
+    // 8-byte values (vsize 8: the ids as the values, through the same copy)
+    vec values8(K, -7), rows8(K, -7), pos8(K, -7);
+    if (K && !eids.empty())
+        gs_launch(wgrid, GS_KEPT_THREADS, [&] {
+            gs_kept_masked_warps(indptr.data(), rows.data(), cols.data(), C, ptr.data(), n, np,
+                                 at(mask), words, before.data(), tiles, run, K, at(rows8),
+                                 at(pos8), eids.data(), at(values8), 8, nullptr, nullptr);
         });
     // the passes they replace: gs_kept_counts, its cumsum, gs_kept_edges (a block a tile)
     vec counts(C, 0), old_ptr(C + 1, 0);
@@ -92,46 +104,9 @@ int main() {
                           bits.data(), (gs_u64*)state.data(), at(old_rows), at(old_pos),
                           nullptr, nullptr, 0, nullptr, nullptr);
         });
-    // the warp passes (the host's MASK_WARPS): the same mask, counts and kept edges, with
-    // the host's grid and run (tiles / warps rounded up) or the case's run (1: a warp takes
-    // several runs; past the tiles: one warp takes them all)
-    const long long wgrid = std::max(1LL, std::min(G, (tiles + 7) / 8));
-    const long long W = wgrid * (GS_KEPT_THREADS / 32);
-    const int run = p[5] > 0 ? (int)p[5] : (int)std::max(1LL, (tiles + W - 1) / W);
-    std::vector<unsigned> wmask(words, 0xDEADBEEFu);
-    vec wits(tiles, -7);
-    if (tiles)
-        gs_launch(wgrid, GS_KEPT_THREADS, [&] {
-            gs_kept_mask_warps(indptr.data(), rows.data(), cols.data(), C, ptr.data(), n, nullptr,
-                               bits.data(), at(wmask), words, at(wits), tiles, run);
-        });
-    vec wrows(K, -7), wpos(K, -7), weids(K, -7);
-    std::vector<unsigned> wvalues(K, 0xDEADBEEFu);
-    if (K)
-        gs_launch(wgrid, GS_KEPT_THREADS, [&] {
-            gs_kept_masked_warps(indptr.data(), rows.data(), cols.data(), C, ptr.data(), n, np,
-                                 at(wmask), words, before.data(), tiles, run, K, at(wrows),
-                                 at(wpos), vals.empty() ? nullptr : values.data(), at(wvalues),
-                                 vals.empty() ? 0 : 4, eids.empty() ? nullptr : eids.data(),
-                                 eids.empty() ? nullptr : at(weids));
-        });
-    // 8-byte values (vsize 8: the ids as the values, through the same copy)
-    vec wvalues8(K, -7);
-    if (K && !eids.empty())
-        gs_launch(wgrid, GS_KEPT_THREADS, [&] {
-            gs_kept_masked_warps(indptr.data(), rows.data(), cols.data(), C, ptr.data(), n, np,
-                                 at(wmask), words, before.data(), tiles, run, K, at(wrows),
-                                 at(wpos), eids.data(), at(wvalues8), 8, nullptr, nullptr);
-        });
     write_vec(mask);
     write_vec(its);
-    write_vec(wmask);
-    write_vec(wits);
-    write_vec(wrows);
-    write_vec(wpos);
-    write_vec(wvalues);
-    write_vec(weids);
-    write_vec(wvalues8);
+    write_vec(values8);
     write_vec(out_ptr);
     write_vec(rows_out);
     write_vec(pos_out);
@@ -202,9 +177,8 @@ def test_the_mask_passes_keep_every_edge_of_a_chosen_row(
     arrays = [ids.size, n, R, grid, positions, run], indptr, rows, ids, ptr, pick, values, eids
     # (a timeout: lanes that diverge around a collective hang)
     got = run_int64_program(program, *arrays, timeout=300)
-    mask, its, wmask, wits, *warps = got[:8]
-    (wvalues8,) = got[8:9]
-    got_ptr, got_rows, got_pos, got_values, got_eids, *old, bad_masks = got[9:]
+    mask, its, values8 = got[:3]
+    got_ptr, got_rows, got_pos, got_values, got_eids, *old, bad_masks = got[3:]
     # brute force: the frontier's columns in order, each one's edges in the graph's order
     newpos = np.full(R, -1)
     newpos[pick] = np.arange(pick.size)
@@ -227,11 +201,18 @@ def test_the_mask_passes_keep_every_edge_of_a_chosen_row(
     assert np.array_equal(got_eids, eids[want_pos])
     for a, b in zip(old, (want_ptr, want_rows, want_pos)):  # the passes they replace
         assert np.array_equal(a, b)
-    # the warp passes: the block passes' mask and counts, the same kept edges
-    assert np.array_equal(wmask, mask) and np.array_equal(wits, its)
-    for a, b in zip(warps, (want_rows, want_pos, values[want_pos], eids[want_pos])):
-        assert np.array_equal(a, b)
-    assert np.array_equal(wvalues8, eids[want_pos])  # 8-byte values (vsize 8)
+    # the mask: edge g's bit (in the frontier's order), each tile's count its words' bits
+    kept = np.zeros(mask.size * 32, dtype=bool)
+    for c in range(ids.size):
+        b, v = divmod(int(ids[c]), n)
+        for g in range(ptr[c], ptr[c + 1]):
+            kept[g] = newpos[rows[indptr[v] + g - ptr[c]] + b * n] >= 0
+    bits_of = (mask.astype(np.uint64)[:, None] >> np.arange(32, dtype=np.uint64)) & 1
+    assert np.array_equal(bits_of.reshape(-1).astype(bool), kept)
+    per_tile = bits_of.reshape(its.size, -1).sum(axis=1) if its.size else its
+    assert np.array_equal(its, per_tile)
+    if eids.size:
+        assert np.array_equal(values8, eids[want_pos])  # 8-byte values (vsize 8)
 
 
 # gs_batch_inline (the warp cursor's batch of a column's id: no 64-bit division's call)

@@ -359,16 +359,13 @@ def test_the_kept_edge_pass_fits_a_full_sm_without_spilling(idx, tmp_path):
     assert re.search(rf"#define GS_ITEMS {layerwise._ITEMS}\b", tiles)
     blocks = int(re.search(r"#define GS_KEPT_MIN_BLOCKS (\d+)", text)[1])
     _, usage_of = _resource_usage(KERNELS / "layerwise.cu", tmp_path, f"-DGS_IDX={idx}")
-    # (the mask passes of a super-batch's A[rows, cols] take the same cap: a grid of
-    # layerwise._GRID blocks is one wave only at 8 blocks an SM)
-    # the warp mask passes (layerwise.MASK_WARPS) take their own cap: GS_WARPS_MIN_BLOCKS
-    # blocks an SM, the host's _WARP_BLOCKS (its grid is one wave of them)
+    # (a grid of layerwise._GRID blocks is one wave only at 8 blocks an SM) the warp mask
+    # passes take their own cap: GS_WARPS_MIN_BLOCKS blocks an SM, the host's _WARP_BLOCKS
+    # (its grid is one wave of them)
     warp_blocks = int(re.search(r"#define GS_WARPS_MIN_BLOCKS (\d+)", text)[1])
     assert warp_blocks == layerwise._WARP_BLOCKS
     for name, cap in (
         ("gs_kept_edges", blocks),
-        ("gs_kept_mask", blocks),
-        ("gs_kept_masked", blocks),
         ("gs_kept_mask_warps", warp_blocks),
         ("gs_kept_masked_warps", warp_blocks),
     ):
@@ -391,8 +388,6 @@ def test_the_kept_edge_pass_caps_its_registers_only_on_sm_90(arch, tmp_path):
     assert "minnctapersm will be ignored" not in log
     for name in (
         "gs_kept_edges",
-        "gs_kept_mask",
-        "gs_kept_masked",
         "gs_kept_mask_warps",
         "gs_kept_masked_warps",
     ):

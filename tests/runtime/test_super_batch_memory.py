@@ -208,19 +208,15 @@ def test_the_cuda_op_equals_the_torch_op(small, narrow, positions, monkeypatch):
 @cuda
 @pytest.mark.parametrize("grid", [1, 3, None])
 @pytest.mark.parametrize("degree", ["r-mat", "sparse"])
-@pytest.mark.parametrize("warps", [True, False], ids=["warps", "blocks"])
-def test_the_mask_passes_place_every_kept_edge_as_the_torch_op(
-    small, grid, degree, warps, monkeypatch
-):
-    """The kept-edge mask passes (``gs_kept_mask``, ``gs_kept_ptr``, ``gs_kept_masked``; with
-    ``warps`` their warp passes, ``layerwise.MASK_WARPS``) with several tiles a block (a grid
-    of 1 or 3 blocks: a warp's several runs), and on a graph of about one edge a column, whose
+def test_the_mask_passes_place_every_kept_edge_as_the_torch_op(small, grid, degree, monkeypatch):
+    """The kept-edge mask passes (``gs_kept_mask_warps``, ``gs_kept_ptr``,
+    ``gs_kept_masked_warps``) with several tiles a block (a grid of 1 or 3 blocks: a warp's
+    several runs), and on a graph of about one edge a column, whose
     tiles hold more columns than the kernels stage (GS_STAGE; a warp's window more than its
     cursor's next 32 columns) and, with few rows, many tiles keep no edge (skipped): the torch
     op's CSC, bit for bit."""
     from gsample.backend.cuda import layerwise
 
-    monkeypatch.setattr(layerwise, "MASK_WARPS", warps)
     if grid is not None:
         monkeypatch.setattr(layerwise, "_GRID", grid)
     if degree == "r-mat":

@@ -79,15 +79,13 @@ _KEPT_ROOM, _KEPT_MIN = 8, 1 << 16
 #: a list only while the last sample kept at most one frontier edge in _LIST_SHARE
 _LIST_SHARE = 16
 #: a super-batch's collective sample writes its kept edges (counted per column) from a mask
-#: of them (gs_kept_mask: the one pass after the read-back that tests rows, then
-#: gs_kept_masked) rather than by gs_kept_edges (a row tested again, a look-back); past its
-#: kept list's room the mask gives the column pointer too. False: the old finish, for an A/B
+#: of them (gs_kept_mask_warps: the one pass after the read-back that tests rows, then
+#: gs_kept_masked_warps) rather than by gs_kept_edges (a row tested again, a look-back); past
+#: its kept list's room the mask gives the column pointer too. False: the old finish, for an
+#: A/B. The mask passes take a warp to a run of consecutive tiles, each warp's column cursor
+#: moving forward through them (no search of the frontier's pointer a tile, no staging, no
+#: block barrier)
 MASK_FINISH = True
-#: the mask passes (gs_kept_mask, gs_kept_masked) with a warp to a run of consecutive tiles,
-#: each warp's column cursor moving forward through them (``gs_kept_mask_warps``,
-#: ``gs_kept_masked_warps``: no search of the frontier's pointer a tile, no staging, no block
-#: barrier). False: a block a tile, for an A/B; the same mask, counts and kept edges either way
-MASK_WARPS = True
 #: blocks an SM of the warp passes on sm_90 (GS_WARPS_MIN_BLOCKS of kernels/layerwise.cu):
 #: their grid is one wave of them, each warp a run of tiles as long as every other's
 _WARP_BLOCKS = 6
@@ -943,7 +941,7 @@ def _warp_grid(tiles: int, dev) -> tuple:
     """The grid (blocks of ``_THREADS``) and run (consecutive tiles a warp) of the warp mask
     passes over ``tiles`` tiles on ``dev``: at most one wave of :data:`_WARP_BLOCKS` blocks an
     SM (a warp's run is its whole share: a second wave would double the pass), at most
-    ``_GRID`` blocks (the block passes' grid; a test's smaller one gives a warp several runs)
+    ``_GRID`` blocks (the other passes' grid; a test's smaller one gives a warp several runs)
     and a tile a warp, and the run ``tiles`` over the grid's warps rounded up (at least 1)."""
     sms = _SMS.get(dev.index)
     if sms is None:
@@ -958,7 +956,7 @@ def _kept_mask(
 ) -> tuple:
     """The kept edges of a frontier of ``edges`` edges (read back) as a mask: a bit per
     frontier edge, each tile's kept count, then the tiles' prefix and the kept edges'
-    column pointer from them (kernels/layerwise.cu's ``gs_kept_mask``, ``gs_kept_ptr``).
+    column pointer from them (kernels/layerwise.cu's ``gs_kept_mask_warps``, ``gs_kept_ptr``).
     Returns ``(indptr_out, masked)``: ``C + 1`` entries, the last the kept edges (None where
     ``counted``: the caller has them); and what :func:`_kept_edges` takes to write them
     without testing a row again."""
@@ -974,28 +972,17 @@ def _kept_mask(
     params = _params(indptr)
     if tiles:
         args = (indptr, rows, cols, C, ptr, n, 0, bits, mask, words, its, tiles)
-        if MASK_WARPS:  # (its run after the block kernel's arguments)
-            grid, run = _warp_grid(tiles, dev)
-            launch(
-                "layerwise",
-                "gs_kept_mask_warps",
-                grid * _THREADS,
-                *args,
-                run,
-                block=_THREADS,
-                grid=grid,
-                params=params,
-            )
-        else:
-            launch(
-                "layerwise",
-                "gs_kept_mask",
-                _GRID * _THREADS,
-                *args,
-                block=_THREADS,
-                grid=min(_GRID, tiles),
-                params=params,
-            )
+        grid, run = _warp_grid(tiles, dev)
+        launch(
+            "layerwise",
+            "gs_kept_mask_warps",
+            grid * _THREADS,
+            *args,
+            run,
+            block=_THREADS,
+            grid=grid,
+            params=params,
+        )
         torch.cumsum(its, 0, out=before[1:])
     if counted:
         return None, (mask, words, before, tiles)
@@ -1035,7 +1022,7 @@ def _kept_edges(
     value (of the graph's ``values``; None for None) and edge id (of its ``eids``; ``pos``
     for None). The pass writes the values (1-D, 4- or 8-byte entries: copied as bits) and
     the ids (int64) as it goes; others are gathered after it. ``masked``: :func:`_kept_mask`'s
-    mask and tile prefix, which place each kept edge (``gs_kept_masked``: no row tested, no
+    mask and tile prefix, which place each kept edge (``gs_kept_masked_warps``: no row tested, no
     look-back); else ``gs_kept_edges`` tests each row and places them by a single-pass scan."""
     dev = cols.device
     vsize = (
@@ -1074,14 +1061,18 @@ def _kept_edges(
             eids if take_eids else 0,
             eids_out if take_eids else 0,
         )
-        kw = {"block": _THREADS, "params": _params(indptr)}
-        if MASK_WARPS:  # (its run after mtiles; the rest as gs_kept_masked's)
-            grid, run = _warp_grid(mtiles, dev)
-            args = (*head, run, *tail)
-            launch("layerwise", "gs_kept_masked_warps", grid * _THREADS, *args, grid=grid, **kw)
-        else:
-            grid = min(_GRID, mtiles)
-            launch("layerwise", "gs_kept_masked", _GRID * _THREADS, *head, *tail, grid=grid, **kw)
+        grid, run = _warp_grid(mtiles, dev)
+        launch(
+            "layerwise",
+            "gs_kept_masked_warps",
+            grid * _THREADS,
+            *head,
+            run,  # (its run after the tiles)
+            *tail,
+            block=_THREADS,
+            grid=grid,
+            params=_params(indptr),
+        )
     elif kept:
         memset(state, 0)
         launch(
