@@ -131,14 +131,8 @@ class Sampler(_Base):
     >>> from torch_geometric.data import Data
     >>> A = gs.datasets.rmat(100, 500, seed=0)
     >>> data = Data(x=torch.randn(100, 8), edge_index=torch.stack(A.edges()[:2]), num_nodes=100)
-    >>> def graphsage(A, seeds, fanouts=(25, 10)):
-    ...     blocks = []
-    ...     for k in fanouts:
-    ...         s = A[:, seeds].individual_sample(k)
-    ...         blocks.append(s)
-    ...         seeds = s.all_nodes()
-    ...     return blocks
-    >>> sampler = gsample.pyg.Sampler(data, functools.partial(graphsage, fanouts=(10, 5)))
+    >>> hops = functools.partial(gsample.pyg.neighbor_sample, num_neighbors=(10, 5))
+    >>> sampler = gsample.pyg.Sampler(data, hops)
     >>> from torch_geometric.loader import NodeLoader
     >>> for batch in NodeLoader(data, sampler, input_nodes=torch.arange(64), batch_size=16):
     ...     x = batch.x[:batch.batch_size]        # model(batch.x, batch.edge_index)[:B]
@@ -217,14 +211,8 @@ class Sampler(_Base):
         >>> from torch_geometric.data import Data
         >>> A = gs.datasets.rmat(100, 500, seed=0)
         >>> data = Data(x=torch.randn(100, 8), edge_index=torch.stack(A.edges()[:2]), num_nodes=100)
-        >>> def graphsage(A, seeds, fanouts=(25, 10)):
-        ...     blocks = []
-        ...     for k in fanouts:
-        ...         s = A[:, seeds].individual_sample(k)
-        ...         blocks.append(s)
-        ...         seeds = s.all_nodes()
-        ...     return blocks
-        >>> sampler = gsample.pyg.Sampler(data, functools.partial(graphsage, fanouts=(10, 5)))
+        >>> hops = functools.partial(gsample.pyg.neighbor_sample, num_neighbors=(10, 5))
+        >>> sampler = gsample.pyg.Sampler(data, hops)
         >>> blocks = sampler.sample(torch.tensor([0, 5, 9]), key=3)   # what batch 3 draws
         >>> len(blocks)
         2
@@ -381,14 +369,8 @@ class Sampler(_Base):
         >>> from torch_geometric.data import Data
         >>> A = gs.datasets.rmat(100, 500, seed=0)
         >>> data = Data(x=torch.randn(100, 8), edge_index=torch.stack(A.edges()[:2]), num_nodes=100)
-        >>> def graphsage(A, seeds, fanouts=(25, 10)):
-        ...     blocks = []
-        ...     for k in fanouts:
-        ...         s = A[:, seeds].individual_sample(k)
-        ...         blocks.append(s)
-        ...         seeds = s.all_nodes()
-        ...     return blocks
-        >>> sampler = gsample.pyg.Sampler(data, functools.partial(graphsage, fanouts=(10, 5)))
+        >>> hops = functools.partial(gsample.pyg.neighbor_sample, num_neighbors=(10, 5))
+        >>> sampler = gsample.pyg.Sampler(data, hops)
         >>> from gsample.interop.pyg.negative_arguments import NegativeSampling
         >>> neg = sampler.negative_sampler(NegativeSampling("binary", strict=True))
         >>> src, dst = torch.tensor([0, 1]), torch.tensor([5, 6])    # two positive edges
@@ -433,25 +415,17 @@ def _hops_program(fn: Callable) -> Callable | None:
 
     Examples
     --------
-    >>> import functools, torch, gsample as gs, gsample.pyg
-    >>> from torch_geometric.data import Data
-    >>> A = gs.datasets.rmat(100, 500, seed=0)
-    >>> data = Data(x=torch.randn(100, 8), edge_index=torch.stack(A.edges()[:2]), num_nodes=100)
-    >>> def graphsage(A, seeds, fanouts=(25, 10)):
-    ...     blocks = []
-    ...     for k in fanouts:
-    ...         s = A[:, seeds].individual_sample(k)
-    ...         blocks.append(s)
-    ...         seeds = s.all_nodes()
-    ...     return blocks
-    >>> sampler = gsample.pyg.Sampler(data, functools.partial(graphsage, fanouts=(10, 5)))
+    >>> import functools, torch, gsample as gs
     >>> from gsample.interop.pyg.neighbor_loader import neighbor_sample
+    >>> A = gs.datasets.rmat(100, 500, seed=0)
     >>> hops = _hops_program(functools.partial(gs.compile(neighbor_sample), num_neighbors=(5,)))
     >>> seeds = torch.tensor([0, 1, 2])
     >>> blocks, n_id = hops(A, seeds)           # blocks: what fn(A, seeds) returns
     >>> len(blocks), n_id[0]                    # n_id: the seeds, then each hop's new nodes
     (1, tensor([0, 1, 2]))
-    >>> _hops_program(functools.partial(graphsage, fanouts=(64,))) is None
+    >>> def one_layer(A, seeds):                # a sampler of the user's own: no twin
+    ...     return [A[:, seeds].individual_sample(64)]
+    >>> _hops_program(one_layer) is None
     True
     """
     if isinstance(fn, functools.partial):
