@@ -105,6 +105,7 @@ LEVELS = [
             "gsample.interop.pyg.stores",
             "gsample.interop.pyg.super_batch",
             "gsample.interop.pyg.hetero_super_batch",
+            "gsample.interop.pyg.toy",
             "gsample.pyg",
         ),
         "PyG's loader API over gsample's loader",

@@ -1,5 +1,6 @@
 """PyG's loader API on gsample samplers: ``NeighborLoader``, ``LinkNeighborLoader`` and
-``Sampler`` (a PyG ``BaseSampler`` for PyG's own ``NodeLoader`` / ``LinkLoader``).
+``Sampler`` (a PyG ``BaseSampler`` for PyG's own ``NodeLoader`` / ``LinkLoader``);
+``users_movies``, a small ``HeteroData`` the examples use.
 
 The implementation lives in :mod:`gsample.interop.pyg.loader`,
 :mod:`gsample.interop.pyg.neighbor_loader`, :mod:`gsample.interop.pyg.link` and
@@ -19,6 +20,7 @@ from gsample.interop.pyg.loader import (
     with_edge_weight,
 )
 from gsample.interop.pyg.negatives import NegativeSampler, NegativeSampling, negative_sample
+from gsample.interop.pyg.toy import users_movies
 
 __all__ = [
     "PYG_ONLY",
@@ -33,5 +35,6 @@ __all__ = [
     "check_pyg_arguments",
     "negative_sample",
     "neighbor_sample",
+    "users_movies",
     "with_edge_weight",
 ]

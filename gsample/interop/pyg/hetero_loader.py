@@ -141,13 +141,9 @@ class HeteroBatches:
     Examples
     --------
     >>> import torch
-    >>> from torch_geometric.data import HeteroData
+    >>> import gsample.pyg
     >>> from gsample.base.random import batch_scope
-    >>> data = HeteroData()
-    >>> data["user"].num_nodes, data["movie"].num_nodes = 100, 40
-    >>> rates = torch.stack([torch.arange(500) % 100, torch.arange(500) * 7 % 40])
-    >>> data["user", "rates", "movie"].edge_index = rates
-    >>> data["movie", "rated_by", "user"].edge_index = rates.flip(0)
+    >>> data = gsample.pyg.users_movies()          # 100 users rate 40 movies
     >>> b = HeteroBatches(data, [10, 5])
     >>> with batch_scope(0, 0):                        # epoch seed 0, mini-batch 0
     ...     out = b.sample({"movie": torch.tensor([0, 1])})
@@ -268,13 +264,9 @@ class HeteroBatches:
         Examples
         --------
         >>> import torch
-        >>> from torch_geometric.data import HeteroData
+        >>> import gsample.pyg
         >>> from gsample.base.random import batch_scope
-        >>> data = HeteroData()
-        >>> data["user"].num_nodes, data["movie"].num_nodes = 100, 40
-        >>> rates = torch.stack([torch.arange(500) % 100, torch.arange(500) * 7 % 40])
-        >>> data["user", "rates", "movie"].edge_index = rates
-        >>> data["movie", "rated_by", "user"].edge_index = rates.flip(0)
+        >>> data = gsample.pyg.users_movies()          # 100 users rate 40 movies
         >>> batches = HeteroBatches(data, [10, 5])
         >>> with batch_scope(0, 0):                    # epoch seed 0, mini-batch 0
         ...     out = batches.sample({"movie": torch.tensor([0, 1])})
@@ -427,13 +419,9 @@ class HeteroSampler(_Base):
     Examples
     --------
     >>> import torch
-    >>> from torch_geometric.data import HeteroData
+    >>> import gsample.pyg
     >>> from gsample.base.random import batch_scope
-    >>> data = HeteroData()
-    >>> data["user"].num_nodes, data["movie"].num_nodes = 100, 40
-    >>> rates = torch.stack([torch.arange(500) % 100, torch.arange(500) * 7 % 40])
-    >>> data["user", "rates", "movie"].edge_index = rates
-    >>> data["movie", "rated_by", "user"].edge_index = rates.flip(0)
+    >>> data = gsample.pyg.users_movies()          # 100 users rate 40 movies
     >>> from torch_geometric.loader import LinkLoader
     >>> from gsample.interop.pyg.neighbor_loader import batch_key
     >>> sampler = HeteroSampler(HeteroBatches(data, [10, 5]), seed=0, key=batch_key)
@@ -536,13 +524,9 @@ class HeteroSampler(_Base):
         Examples
         --------
         >>> import torch
-        >>> from torch_geometric.data import HeteroData
+        >>> import gsample.pyg
         >>> from gsample.base.random import batch_scope
-        >>> data = HeteroData()
-        >>> data["user"].num_nodes, data["movie"].num_nodes = 100, 40
-        >>> rates = torch.stack([torch.arange(500) % 100, torch.arange(500) * 7 % 40])
-        >>> data["user", "rates", "movie"].edge_index = rates
-        >>> data["movie", "rated_by", "user"].edge_index = rates.flip(0)
+        >>> data = gsample.pyg.users_movies()          # 100 users rate 40 movies
         >>> from gsample.interop.pyg.negative_arguments import NegativeSampling
         >>> from gsample.interop.pyg.neighbor_loader import batch_key
         >>> sampler = HeteroSampler(HeteroBatches(data, [10, 5]), seed=0, key=batch_key)

@@ -80,13 +80,9 @@ class HeteroSuperBatches:
     Examples
     --------
     >>> import torch
-    >>> from torch_geometric.data import HeteroData
+    >>> import gsample.pyg
     >>> from gsample.interop.pyg.hetero_loader import HeteroBatches
-    >>> data = HeteroData()
-    >>> data["user"].num_nodes, data["movie"].num_nodes = 100, 40
-    >>> rates = torch.stack([torch.arange(500) % 100, torch.arange(500) * 7 % 40])
-    >>> data["user", "rates", "movie"].edge_index = rates
-    >>> data["movie", "rated_by", "user"].edge_index = rates.flip(0)
+    >>> data = gsample.pyg.users_movies()          # 100 users rate 40 movies
     >>> batches = HeteroBatches(data, [10, 5])
     >>> batches.input_type = "movie"                   # a node loader's seeds: movies
     >>> input_nodes = torch.arange(40)
@@ -318,13 +314,9 @@ class HeteroSuperBatches:
         Examples
         --------
         >>> import torch
-        >>> from torch_geometric.data import HeteroData
+        >>> import gsample.pyg
         >>> from gsample.interop.pyg.hetero_loader import HeteroBatches
-        >>> data = HeteroData()
-        >>> data["user"].num_nodes, data["movie"].num_nodes = 100, 40
-        >>> rates = torch.stack([torch.arange(500) % 100, torch.arange(500) * 7 % 40])
-        >>> data["user", "rates", "movie"].edge_index = rates
-        >>> data["movie", "rated_by", "user"].edge_index = rates.flip(0)
+        >>> data = gsample.pyg.users_movies()          # 100 users rate 40 movies
         >>> batches = HeteroBatches(data, [10, 5])
         >>> batches.input_type = "movie"                   # a node loader's seeds: movies
         >>> sb = HeteroSuperBatches(batches)
