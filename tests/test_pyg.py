@@ -282,7 +282,12 @@ def test_gsample_pyg_shows_only_its_public_api():
     :mod:`gsample.interop.pyg.loader`), and every name there is the implementation's."""
     public = gsample.pyg
     assert {n for n in dir(public) if not n.startswith("__")} == set(public.__all__)
-    from gsample.interop.pyg import link, negatives
+    from gsample.interop.pyg import link, negatives, toy
 
-    impl = {**vars(gp), **vars(negatives), "LinkNeighborLoader": link.LinkNeighborLoader}
+    impl = {
+        **vars(gp),
+        **vars(negatives),
+        "LinkNeighborLoader": link.LinkNeighborLoader,
+        "users_movies": toy.users_movies,
+    }
     assert all(getattr(public, n) is impl[n] for n in public.__all__)
