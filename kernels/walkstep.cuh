@@ -17,8 +17,9 @@
 #define GS_WALK_CACHE 0
 #endif
 
-// GS_ROW: the type of the rows the walks read (int for a UVA graph's int32 rows in host
-// memory, else long long); every other array of a walk is int64.
+// GS_ROW: the type of the rows the walks read and of a GPU cache's rows (int for a UVA graph's
+// int32 rows in host memory and its cache's, else long long); every other array of a walk is
+// int64, and a row read is widened to int64 at once.
 #ifndef GS_ROW
 #define GS_ROW long long
 #endif
@@ -31,7 +32,7 @@ typedef GS_ROW gs_row;
 // served, for gs_walk_count.
 struct gs_walk_cache {
     const gs_i64* slot;
-    const gs_i64* crows;
+    const gs_row* crows;
     gs_i64 cE;
     gs_i64 reads, hits;
 };
@@ -237,7 +238,7 @@ __device__ __forceinline__ gs_i64 gs_walk_step(
         // an alias edge is the column's own; were it not, the graph's row is read
         const gs_i64 off = e - lo;
         const bool hit = c >= 0 && (gs_u64)off < (gs_u64)deg;
-        const gs_i64 x = hit ? cache.crows[c + off] : (gs_i64)rows[e];
+        const gs_i64 x = hit ? (gs_i64)cache.crows[c + off] : (gs_i64)rows[e];
         cache.reads += 1;
         cache.hits += hit ? 1 : 0;
         if (!second) return x;
