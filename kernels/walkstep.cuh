@@ -39,11 +39,11 @@ struct gs_walk_cache {
 
 // Where column cur (in [0, N): a seed checked by the kernel, a jump's draw or a row of the
 // graph) of deg edges starts in the cache, or -1: its deg rows lie in [0, cE) or none is read
+// (counters.cuh's gs_cache_at, the bound every reader of the cache applies)
 __device__ __forceinline__ gs_i64 gs_walk_cached(const gs_walk_cache& c, gs_i64 cur,
                                                  gs_i64 deg) {
-    if (!GS_WALK_CACHE || c.slot == nullptr) return -1;
-    const gs_i64 s = c.slot[cur];
-    return s >= 0 && deg > 0 && s <= c.cE - deg ? s : -1;
+    if (!GS_WALK_CACHE || deg <= 0) return -1;
+    return gs_cache_at(c.slot, cur, deg, c.cE);
 }
 
 // Adds the threads' counts to counters (null: none): counters[0] += the rows read,

@@ -308,9 +308,40 @@ def auto_budget(free: int, whole: int) -> int:
     return max(0, min(int(CACHE_SHARE * free), whole))
 
 
-def out_degrees(csc: CSC) -> torch.Tensor:
-    """Each node's out-degree (edges whose row it is), shape (N,), on the rows' device."""
-    return torch.bincount(csc.rows.long(), minlength=csc.num_nodes)
+def out_degrees(csc: CSC, rows: torch.Tensor | None = None) -> torch.Tensor:
+    """Each node's out-degree (edges whose row it is), on the rows' device.
+
+    Parameters
+    ----------
+    csc : CSC
+    rows : Tensor, shape (E,), optional
+        ``csc.rows`` in another dtype, value for value (a UVA graph's int32 copy: half the
+        bytes to read); None: ``csc.rows``.
+
+    Returns
+    -------
+    LongTensor, shape (N,)
+
+    The rows are copied and counted :data:`BUILD_CHUNK` at a time: a mapped graph's are read
+    over the bus once, and no device temporary takes the size of the edges. A row outside
+    ``[0, N)`` counts for no node (a graph's rows that placement did not narrow, as it found
+    one: :func:`gsample.formats.placement.rows_in_range`).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from gsample.formats.csc import CSC
+    >>> A = CSC(4, indptr=torch.tensor([0, 2, 3, 3, 5]), rows=torch.tensor([1, 2, 1, -1, 4]))
+    >>> out_degrees(A).tolist()
+    [0, 2, 1, 0]
+    """
+    rows = csc.rows if rows is None else rows
+    n = csc.num_nodes
+    out = torch.zeros(n, dtype=torch.int64, device=rows.device)
+    for a in range(0, rows.numel(), BUILD_CHUNK):
+        r = rows[a : a + BUILD_CHUNK].clone()  # one read of the chunk (over the bus)
+        out += torch.bincount(r[(r >= 0) & (r < n)], minlength=n)
+    return out
 
 
 def build(
@@ -356,13 +387,13 @@ def build(
     out = replace(csc, indptr=indptr)
     eids = csc.eids if csc.eids is not None and csc.eids.dtype == torch.int64 else None
     edge_bytes = _edge_bytes(csc, narrow)
+    source = rows32 if narrow else csc.rows  # the rows the cache copies
     rest = nbytes - indptr_bytes - SLOT_BYTES * n
     if rest > 0:
-        priority = out_degrees(csc) if priority is None else priority
+        priority = out_degrees(csc, source) if priority is None else priority
         cols = choose_columns(indptr, rest, edge_bytes, priority).to(device)
     else:
         cols = None
-    source = rows32 if narrow else csc.rows
     slot, rows, cached_eids, total = None, source.new_empty(0, device=device), None, indptr_bytes
     if cols is not None and cols.numel():
         slot, rows, cached_eids = _gather_columns(indptr, cols, source, eids)

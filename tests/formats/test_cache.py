@@ -374,11 +374,17 @@ def test_a_cache_of_int32_rows_counts_4_bytes_a_row_and_holds_about_twice_the_ed
 
 def test_a_cache_is_gathered_a_chunk_at_a_time_alike(small_graph, monkeypatch):
     """The cache's build gathers its columns ``BUILD_CHUNK`` edges at a time (its index
-    temporaries bounded): any chunk gives the same arrays."""
+    temporaries bounded): any chunk gives the same arrays, the chosen columns' rows and edge
+    ids. Fresh tensors are filled with garbage first (``torch.empty`` may hand back the last
+    build's memory, values and all): a chunk left ungathered shows."""
     A = small_graph.csc
     budget = C.whole_bytes(A) // 2
     want = C.cache_of(C.build(A, budget, torch.device("cpu"), rows32=A.rows.int()))
-    for chunk in (1, 7, 1000, want.edges, 10**9):
+    index, _ = gs.formats.gather_segments(A.indptr, torch.nonzero(want.slot >= 0).squeeze(1))
+    assert torch.equal(want.rows.long(), A.rows[index]) and torch.equal(want.eids, A.eids[index])
+    empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: empty(*a, **k).fill_(-7))
+    for chunk in (1, 7, 1000, want.edges // 3, want.edges, 10**9):
         monkeypatch.setattr(C, "BUILD_CHUNK", chunk)
         got = C.cache_of(C.build(A, budget, torch.device("cpu"), rows32=A.rows.int()))
         assert torch.equal(got.slot, want.slot) and torch.equal(got.rows, want.rows), chunk
@@ -463,6 +469,55 @@ def test_the_kernels_read_int32_rows_and_the_int32_cache_together(small_graph):
     assert torch.equal(sliced.rows, plain.rows + torch.where(hit, shift, far))
     counters = C.cache_of(altered).counters.tolist()
     assert counters == [int(deg[frontier].sum()), int(hit.sum())]
+
+
+def test_only_a_whole_graph_of_fewer_than_2_31_nodes_narrows():
+    """A cache (and the host rows beside it) keeps int32 rows only for a whole graph of int64
+    rows with fewer than ``2**31`` nodes (every row id then fits in 31 bits): a graph of
+    ``2**31`` nodes (one column here) keeps int64 rows, 8 bytes a row in its budget."""
+    from gsample.formats.csc import CSC
+
+    def graph(n, **ids):
+        return CSC(n, indptr=torch.tensor([0, 2]), rows=torch.tensor([0, n - 1]), **ids)
+
+    assert C.narrows(graph(2**31 - 1)) and C.whole_bytes(graph(2**31 - 1)) == 16 + 8 + 2 * 4
+    assert not C.narrows(graph(2**31)) and C.whole_bytes(graph(2**31)) == 16 + 8 + 2 * 8
+    assert not C.narrows(graph(5, col_ids=torch.tensor([3])))
+    small = graph(5)
+    assert not C.narrows(CSC(5, indptr=small.indptr.int(), rows=small.rows.int()))
+
+
+@pytest.mark.parametrize("bad", [-1, "N", 2**31, 2**32 + 3])
+def test_rows_out_of_range_are_not_narrowed_and_the_cache_keeps_int64_rows(
+    small_graph, monkeypatch, bad
+):
+    """Placement checks a UVA graph's rows at full width before it narrows them
+    (``placement.rows_in_range``): with one row outside ``[0, N)`` (negative, ``N``, past
+    int32, or one int32 would wrap back into range) no int32 copy is made
+    (``_narrowed_rows``, on the CPU: its pinned mapping stood in for), and the graph still
+    works on int64 rows: its cache keeps int64 rows (8 bytes a row) and the kernels read the
+    int64 rows with it (``extract.rows_read``)."""
+    from gsample.backend.cuda import extract
+
+    A = small_graph.csc
+    n = A.num_nodes
+    rows = A.rows.clone()
+    rows[rows.numel() // 2] = n if bad == "N" else bad
+    G = gs.formats.CSC(n, **{f: getattr(A, f) for f in P._FIELDS if f != "rows"}, rows=rows)
+    assert C.narrows(G) and P.rows_in_range(A.rows, n) and not P.rows_in_range(rows, n)
+    monkeypatch.setattr(P, "is_mapped", lambda t: t is rows)
+    monkeypatch.setattr(P, "host_of", lambda t: t)
+    monkeypatch.setattr(P, "map_host", lambda host, device: host)
+    assert P._narrowed_rows(G, torch.device("cpu")) is None
+    H = P._finish_uva(G, torch.device("cpu"), 1 << 20, C.whole_bytes(G) // 2, None, None)
+    cache = C.cache_of(H)
+    assert P.narrow_rows(H) is None and cache.rows.dtype == torch.int64 and cache.edges > 0
+    assert cache.nbytes == 8 * (n + 1) + 8 * n + (8 + 8) * cache.edges
+    got_rows, got_cache = extract.rows_read(H, H.rows)
+    assert got_rows is H.rows and got_cache is cache
+    cols = torch.nonzero(cache.slot >= 0).squeeze(1)[:5]
+    index, _ = gs.formats.gather_segments(G.indptr, cols)
+    assert torch.equal(extract.slice_cols(H, cols).rows, rows[index])
 
 
 # ----------------------------------------------------------------------------- GPU
