@@ -4,7 +4,10 @@
 //
 // GS_IDX is the index type of the *input* graph's indptr / rows / looked-up ids: long long,
 // or int for the int32 copy of a graph with fewer than 2**31 nodes and edges (half the
-// traffic of the gathers). Positions, scalars and every output are long long.
+// traffic of the gathers). Positions, scalars and every output are long long. Each launch
+// compiles it for its own index-typed argument: gs_gather_segments' are the rows and a GPU
+// cache's rows alone (int for a UVA graph's int32 rows in host memory and its cache's, with
+// gs_segment_counts reading its int64 indptr as long long).
 //
 // Work is spread over output edges (or input edges), never over columns: a thread finds
 // its column by binary search in an exclusive scan, so a hub column of a million edges is
@@ -29,13 +32,14 @@ typedef GS_IDX gs_idx;
 // Start and length of segment seg[i] of indptr (nseg segments, nseg + 1 entries); a segment
 // outside [0, nseg) (-1: a column outside a sub-matrix's column space) is empty. counters
 // non-null (a UVA graph's GPU cache, gsample/formats/cache.py): counters[0] += the edges the
-// segments hold, counters[1] += those of cached ones (slot[seg[i]] >= 0); a warp's sums, one
-// atomic each (the loop runs whole warps: blockDim is a multiple of 32).
+// segments hold, counters[1] += those of cached ones (slot[seg[i]] >= 0, the column within
+// the cache's cE rows: gs_cache_at); a warp's sums, one atomic each (the loop runs whole
+// warps: blockDim is a multiple of 32).
 extern "C" __global__ void gs_segment_counts(const gs_idx* __restrict__ indptr, gs_i64 nseg,
                                              const gs_i64* __restrict__ seg, gs_i64 n,
                                              gs_i64* __restrict__ starts,
                                              gs_i64* __restrict__ counts,
-                                             const gs_i64* __restrict__ slot,
+                                             const gs_i64* __restrict__ slot, gs_i64 cE,
                                              gs_i64* __restrict__ counters) {
     const gs_i64 stride = (gs_i64)gridDim.x * blockDim.x;
     for (gs_i64 w = blockIdx.x * (gs_i64)blockDim.x + (threadIdx.x & ~31); w < n; w += stride) {
@@ -48,7 +52,7 @@ extern "C" __global__ void gs_segment_counts(const gs_idx* __restrict__ indptr, 
             starts[i] = a;
             reads = ok ? (gs_i64)indptr[s + 1] - a : 0;
             counts[i] = reads;
-            hits = slot != nullptr && reads > 0 && slot[s] >= 0 ? reads : 0;
+            hits = reads > 0 && gs_cache_at(slot, s, reads, cE) >= 0 ? reads : 0;
         }
         gs_count_reads(reads, hits, counters);
     }
@@ -60,7 +64,7 @@ extern "C" __global__ void gs_segment_counts(const gs_idx* __restrict__ indptr, 
 // index[p] = that edge; rows_out[p] = rows[edge] and eids_out[p] = eids[edge] where the
 // input pointer is not null (the same pass, so no second gather over the edges), read from
 // a UVA graph's GPU cache where the column is cached (slot non-null: column seg[s]'s edges
-// at crows / ceids + slot[seg[s]]; the same values).
+// at crows / ceids + slot[seg[s]], cE entries each; the same values).
 extern "C" __global__ void gs_gather_segments(const gs_i64* __restrict__ new_indptr, gs_i64 nseg,
                                               const gs_i64* __restrict__ starts, gs_i64 total,
                                               const gs_idx* __restrict__ rows,
@@ -71,12 +75,16 @@ extern "C" __global__ void gs_gather_segments(const gs_i64* __restrict__ new_ind
                                               const gs_i64* __restrict__ seg,
                                               const gs_i64* __restrict__ slot,
                                               const gs_idx* __restrict__ crows,
-                                              const gs_i64* __restrict__ ceids) {
+                                              const gs_i64* __restrict__ ceids, gs_i64 cE) {
     GS_LOOP(p, total) {
         const gs_i64 s = gs_owner(new_indptr, nseg, p);
         const gs_i64 off = p - new_indptr[s];
         const gs_i64 e = starts[s] + off;
-        const gs_i64 c = slot != nullptr ? slot[seg[s]] : -1;    // s is not empty: seg[s] valid
+        // s is not empty: seg[s] valid; its column read from the cache where all of it lies
+        // in the cache's cE rows (gs_cache_at)
+        const gs_i64 c = slot != nullptr
+                             ? gs_cache_at(slot, seg[s], new_indptr[s + 1] - new_indptr[s], cE)
+                             : -1;
         index[p] = e;
         if (rows != nullptr) rows_out[p] = (gs_i64)(c >= 0 ? crows[c + off] : rows[e]);
         if (eids != nullptr) eids_out[p] = c >= 0 && ceids != nullptr ? ceids[c + off] : eids[e];

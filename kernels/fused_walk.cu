@@ -19,7 +19,8 @@
 //
 // A UVA graph's GPU cache (slot, crows, cE, counters: as gs_random_walk takes them) serves
 // the rows of its cached columns to the inlined walks (`cache`, which GS_STEP passes on),
-// compiled with GS_WALK_CACHE 1.
+// compiled with GS_WALK_CACHE 1. `rows` and `crows` are gs_row (walkstep.cuh's GS_ROW: int
+// for a UVA graph's int32 rows and its cache's).
 #include "walkstep.cuh"
 #include "ieee.cuh"
 
@@ -52,14 +53,14 @@ __device__ __forceinline__ gs_i64 gs_fw_max(gs_i64 a, gs_i64 b) { return a < b ?
 __device__ __forceinline__ gs_i64 gs_fw_min(gs_i64 a, gs_i64 b) { return b < a ? b : a; }
 
 extern "C" __global__ void gs_fused_walk(
-        const gs_i64* __restrict__ indptr, const gs_i64* __restrict__ rows,
+        const gs_i64* __restrict__ indptr, const gs_row* __restrict__ rows,
         const gs_i64* __restrict__ seeds, gs_i64 W, gs_i64 L, gs_i64 N,
         const gs_u64* __restrict__ keys, int direct, gs_i64 n, gs_i64 M,
         const void* o0, const void* o1, const void* o2, const void* o3,
         const void* o4, const void* o5, const void* o6, const void* o7,
         gs_i64 m0, gs_i64 m1, gs_i64 m2, gs_i64 m3, gs_i64 m4, gs_i64 m5, gs_i64 m6,
         gs_i64 m7, gs_i64* __restrict__ out, int* __restrict__ failed,
-        const gs_i64* __restrict__ slot, const gs_i64* __restrict__ crows, gs_i64 cE,
+        const gs_i64* __restrict__ slot, const gs_row* __restrict__ crows, gs_i64 cE,
         gs_i64* __restrict__ counters) {
     gs_walk_cache cache = {slot, crows, cE, 0, 0};
     const gs_i64 stride = (gs_i64)blockDim.x * gridDim.x;

@@ -210,8 +210,9 @@ __device__ __forceinline__ int gs_group(gs_i64 k) { return k <= 8 ? 8 : k <= 16 
 // leaves no half-warp idle.
 //
 // A graph in pinned host memory may have a GPU cache (gsample/formats/cache.py): slot[v] >= 0
-// puts column v's rows at crows + slot[v] (and its edge ids at ceids + slot[v]); slot null:
-// none. eids non-null: the kernel also writes each edge's id to eids_out (from the cache
+// puts column v's rows at crows + slot[v] (and its edge ids at ceids + slot[v]; crows and
+// ceids hold cE entries: a column that would run past them is read from the graph,
+// gs_cache_at); slot null: none. eids non-null: the kernel also writes each edge's id to eids_out (from the cache
 // where it has them). counters non-null: counters[0] += the edges read, counters[1] += those
 // of cached columns (a warp's sums, one atomic each).
 //
@@ -253,7 +254,7 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
                                              gs_i64* __restrict__ rows_out,
                                              gs_i64* __restrict__ pos_out,
                                              const gs_i64* __restrict__ slot,
-                                             const gs_row* __restrict__ crows,
+                                             const gs_row* __restrict__ crows, gs_i64 cE,
                                              const gs_i64* __restrict__ eids,
                                              const gs_i64* __restrict__ ceids,
                                              gs_i64* __restrict__ eids_out,
@@ -295,7 +296,7 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
         }
         if (threadIdx.x < T && c < C) cols_out[c] = id;
         if (counters != nullptr && phase != 1) {  // uniform: every thread of the block is here
-            const bool hit = slot != nullptr && cnt > 0 && slot[n > 0 ? id % n : id] >= 0;
+            const bool hit = cnt > 0 && gs_cache_at(slot, n > 0 ? id % n : id, deg, cE) >= 0;
             gs_count_reads(cnt, hit ? cnt : 0, counters);
         }
         gs_i64 out = 0;
@@ -335,9 +336,10 @@ extern "C" __global__ void gs_sample_uniform(const gs_idx* __restrict__ indptr,
         // the column's rows and edge ids: the graph's, or the GPU cache's copy (same values)
         const gs_row* R = rows + start;
         const gs_i64* I = eids != nullptr ? eids + start : nullptr;
-        if (real && slot != nullptr && slot[v] >= 0) {
-            R = crows + slot[v];
-            if (I != nullptr) I = ceids + slot[v];
+        const gs_i64 at = real ? gs_cache_at(slot, v, deg, cE) : -1;
+        if (at >= 0) {
+            R = crows + at;
+            if (I != nullptr) I = ceids + at;
         }
         gs_column_draws a = {k, replace, alias, rows_out, pos_out, eids_out, R, I, 0, position,
                              start, deg, b * n, out};

@@ -21,7 +21,8 @@
 // past its bound sets failed[0].
 //
 // A graph in pinned host memory may have a GPU cache (gsample/formats/cache.py): slot non-null
-// puts column v's rows at crows + slot[v] where slot[v] >= 0 (crows: cE entries), and a move
+// puts column v's rows at crows + slot[v] where slot[v] >= 0 (crows: cE entries of gs_row, the
+// type of `rows`: int32 for both where the graph keeps int32 rows), and a move
 // from v reads its row there (gs_walk_one). counters non-null: counters[0] += the rows the
 // walks read (one per move attempt), counters[1] += those the cache served. Both only where
 // the source is compiled with GS_WALK_CACHE 1 (walkstep.cuh).
@@ -54,7 +55,7 @@ extern "C" __global__ void GS_WALK_BOUNDS gs_random_walk(
         int node2vec, double inv_p, double inv_q, double amax,
         double c1, double c2, double c3,
         gs_i64* __restrict__ out, int* __restrict__ failed,
-        const gs_i64* __restrict__ slot, const gs_i64* __restrict__ crows, gs_i64 cE,
+        const gs_i64* __restrict__ slot, const gs_row* __restrict__ crows, gs_i64 cE,
         gs_i64* __restrict__ counters) {
     gs_walk_cache cache = {slot, crows, cE, 0, 0};
     const gs_i64 stride = (gs_i64)blockDim.x * gridDim.x;
@@ -120,7 +121,7 @@ extern "C" __global__ void gs_random_walk_step(
         int node2vec, double inv_p, double inv_q, double amax,
         double c1, double c2, double c3, const gs_i64* __restrict__ order, gs_i64 t,
         gs_i64* __restrict__ state, gs_i64* __restrict__ out, int* __restrict__ failed,
-        const gs_i64* __restrict__ slot, const gs_i64* __restrict__ crows, gs_i64 cE,
+        const gs_i64* __restrict__ slot, const gs_row* __restrict__ crows, gs_i64 cE,
         gs_i64* __restrict__ counters) {
     gs_walk_cache cache = {slot, crows, cE, 0, 0};
     const gs_i64 stride = (gs_i64)blockDim.x * gridDim.x;

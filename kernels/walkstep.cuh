@@ -17,8 +17,9 @@
 #define GS_WALK_CACHE 0
 #endif
 
-// GS_ROW: the type of the rows the walks read (int for a UVA graph's int32 rows in host
-// memory, else long long); every other array of a walk is int64.
+// GS_ROW: the type of the rows the walks read and of a GPU cache's rows (int for a UVA graph's
+// int32 rows in host memory and its cache's, else long long); every other array of a walk is
+// int64, and a row read is widened to int64 at once.
 #ifndef GS_ROW
 #define GS_ROW long long
 #endif
@@ -31,18 +32,18 @@ typedef GS_ROW gs_row;
 // served, for gs_walk_count.
 struct gs_walk_cache {
     const gs_i64* slot;
-    const gs_i64* crows;
+    const gs_row* crows;
     gs_i64 cE;
     gs_i64 reads, hits;
 };
 
 // Where column cur (in [0, N): a seed checked by the kernel, a jump's draw or a row of the
 // graph) of deg edges starts in the cache, or -1: its deg rows lie in [0, cE) or none is read
+// (counters.cuh's gs_cache_at, the bound every reader of the cache applies)
 __device__ __forceinline__ gs_i64 gs_walk_cached(const gs_walk_cache& c, gs_i64 cur,
                                                  gs_i64 deg) {
-    if (!GS_WALK_CACHE || c.slot == nullptr) return -1;
-    const gs_i64 s = c.slot[cur];
-    return s >= 0 && deg > 0 && s <= c.cE - deg ? s : -1;
+    if (!GS_WALK_CACHE || deg <= 0) return -1;
+    return gs_cache_at(c.slot, cur, deg, c.cE);
 }
 
 // Adds the threads' counts to counters (null: none): counters[0] += the rows read,
@@ -237,7 +238,7 @@ __device__ __forceinline__ gs_i64 gs_walk_step(
         // an alias edge is the column's own; were it not, the graph's row is read
         const gs_i64 off = e - lo;
         const bool hit = c >= 0 && (gs_u64)off < (gs_u64)deg;
-        const gs_i64 x = hit ? cache.crows[c + off] : (gs_i64)rows[e];
+        const gs_i64 x = hit ? (gs_i64)cache.crows[c + off] : (gs_i64)rows[e];
         cache.reads += 1;
         cache.hits += hit ? 1 : 0;
         if (!second) return x;

@@ -65,6 +65,7 @@ from adversarial import (
 
 import gsample as gs
 from gsample.backend.cuda import extract as X
+from gsample.formats import placement as P
 from gsample.loader.features import SLOT_BYTES
 from gsample.runtime import cuda_graphs
 
@@ -152,7 +153,8 @@ def graph(
             A = spec.prepare(A)
         if placement == "uva":
             nbytes = None
-            if cache:  # indptr and slots (16 bytes a node), then ~1/4 of the rows
+            if cache:  # indptr and slots (16 bytes a node), then part of the rows (a
+                # quarter at 16 bytes an edge; more at int32 rows' 4 + 8)
                 nbytes = 16 * (A.num_nodes + 1) + 16 * A.num_edges // 4
             A = A.to(device, placement="uva", cache=nbytes)
             assert A.placement == "uva" and (A.cache is not None) == cache
@@ -170,12 +172,15 @@ def _keep(key, make) -> gs.Matrix:
 
 
 def _arrays(A: gs.Matrix) -> dict:
-    """CPU copies of every array a sampler reads of ``A``: its CSC, its GPU cache and the
-    CUDA backend's int32 copy of its index arrays (where made)."""
+    """CPU copies of every array a sampler reads of ``A``: its CSC, its GPU cache, a UVA
+    graph's int32 rows in pinned host memory and the CUDA backend's int32 copy of its index
+    arrays (where made)."""
     csc = A.csc
     out = {f: getattr(csc, f) for f in ("indptr", "rows", "row_ids", "col_ids", "values", "eids")}
     if A.cache is not None:
         out.update({f"cache.{f}": getattr(A.cache, f) for f in ("slot", "rows", "eids")})
+    if P.narrow_rows(csc) is not None:
+        out["int32 host rows"] = P.narrow_rows(csc)
     narrow = X._NARROW.get(csc)
     if narrow is not None:
         out.update({"int32 indptr": narrow[1], "int32 rows": narrow[2]})
@@ -192,7 +197,7 @@ def _graphs_intact():
     for key, (A, made) in _GRAPHS.items():
         for field, value in _arrays(A).items():
             narrowed = field.startswith("int32 ")  # (a UVA graph's "copy" is int64)
-            want = made[field.removeprefix("int32 ")]
+            want = made["rows" if field == "int32 host rows" else field.removeprefix("int32 ")]
             assert torch.equal(value.to(want.dtype) if narrowed else value, want), (
                 f"graph {key}: its {field} changed"
             )

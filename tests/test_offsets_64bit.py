@@ -284,13 +284,13 @@ int main() {
         const long long base = p[0], n = seg.size(), nseg = indptr.size() - 1;
         vec starts(n), counts(n), ptr(n + 1, 0);
         gs_segment_counts(indptr.data(), nseg, seg.data(), n, starts.data(), counts.data(),
-                          nullptr, nullptr);
+                          nullptr, 0, nullptr);
         for (long long i = 0; i < n; ++i) ptr[i + 1] = ptr[i] + counts[i];
         const long long total = ptr[n];
         vec index(total), rows_out(total), eids_out(total);
         gs_gather_segments(ptr.data(), n, starts.data(), total, view(rows, base),
                            view(eids, base), index.data(), rows_out.data(), eids_out.data(),
-                           nullptr, nullptr, nullptr, nullptr);
+                           nullptr, nullptr, nullptr, nullptr, 0);
         write_vec(starts);
         write_vec(counts);
         write_vec(index);

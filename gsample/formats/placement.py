@@ -33,10 +33,11 @@ half of it, at most what caching the whole graph takes
 Graph-level arrays derived from a UVA graph stay in host memory too: node2vec's sorted rows
 are built on the host; edge-sized values a compiled sampler hoists (alias tables, ``A ** 2``)
 are computed on the device as for a device-resident graph (so they are the same bits), then
-moved into pinned host memory (:func:`offload`). The CUDA backend reads a UVA graph as int64 in
-place (no int32 copy). A matrix reports where it lives in ``A.placement``: ``"device"``,
-``"uva"``, or ``"shared"`` (CPU arrays in shared memory, one copy for the processes of a host:
-:mod:`gsample.distributed`).
+moved into pinned host memory (:func:`offload`). The CUDA backend reads a UVA graph in place
+(no device copy): its int64 arrays, and the int32 rows kept beside them (:func:`narrow_rows`),
+which a cache of such a graph copies. A matrix reports where it lives in ``A.placement``:
+``"device"``, ``"uva"``, or ``"shared"`` (CPU arrays in shared memory, one copy for the
+processes of a host: :mod:`gsample.distributed`).
 
 Examples
 --------
@@ -67,7 +68,7 @@ from dataclasses import fields
 import numpy as np
 import torch
 
-from gsample.formats.cache import auto_budget, check_cache, whole_bytes
+from gsample.formats.cache import auto_budget, check_cache, narrows, whole_bytes
 from gsample.formats.cache import build as build_cache
 from gsample.formats.csc import CSC
 
@@ -389,17 +390,10 @@ def place(
                     for n, t in zip(_FIELDS, _arrays(csc))
                 },
             )
-            if auto_cache:  # measured now: the mapped graph takes no device memory
-                free = budget if budget is not None else free_memory(device)
-                cache = auto_budget(free, whole_bytes(mapped))
-            cached = build_cache(mapped, cache, device, cache_priority) if cache else mapped
-            if cached is not mapped:
-                return cached  # the cache's indptr is on the device already
-            out = _indptr_to_device(mapped, device, budget)
-            rows32 = _narrowed_rows(out, device)
-            if rows32 is not None:
-                _ROWS32[out] = rows32
-            return out
+            # int32 rows beside the int64 ones, where the node ids fit: read by the kernels
+            # that read a UVA graph's rows, and the source of a cache's (int32 too)
+            rows32 = _narrowed_rows(mapped, device)
+            return _finish_uva(mapped, device, budget, cache, cache_priority, rows32)
     twin = host_twin(csc)
     source = twin if twin is not None else csc
     if device.type == "cuda" and source.device.type != "cuda":
@@ -417,12 +411,16 @@ def place(
 def narrow_rows(csc) -> torch.Tensor | None:
     """A UVA graph's rows as int32 in pinned host memory, mapped for its GPU, or None.
 
-    ``placement="uva"`` without a cache keeps this copy beside the int64 ``rows`` (4 bytes
-    an edge of host memory more) for a graph of fewer than ``2**31`` nodes: node-wise
-    sampling and random walks (``kernels/nodewise.cu``, ``kernels/walk.cu``) read it, so
-    their reads of host memory lie half as far apart and share more of the GPU's address
-    translations (``benchmarks/host_link.py`` measures how sorted reads slow down as they
-    lie farther apart). Every other kernel reads ``rows``.
+    ``placement="uva"`` keeps this copy beside the int64 ``rows`` (4 bytes an edge of host
+    memory more) for a graph of fewer than ``2**31`` nodes whose rows all lie in
+    ``[0, N)`` (checked at full width before they are narrowed): node-wise sampling, column
+    slicing and random walks (``kernels/nodewise.cu``, ``kernels/extract.cu``,
+    ``kernels/walk.cu``, ``kernels/fused_walk.cu``) read it, so their reads of host memory
+    lie half as far apart and share more of the GPU's address translations
+    (``benchmarks/host_link.py`` measures how sorted reads slow down as they lie farther
+    apart). A GPU cache of such a graph (``cache=``, :mod:`gsample.formats.cache`) is copied
+    from it and keeps int32 rows too, so the same kernels read both alike. Every other
+    kernel reads ``rows``.
 
     Parameters
     ----------
@@ -442,26 +440,69 @@ def narrow_rows(csc) -> torch.Tensor | None:
     >>> H = A.to("cuda", placement="uva")  # doctest: +SKIP
     >>> torch.equal(narrow_rows(H.csc).long(), H.csc.rows)  # doctest: +SKIP
     True
+    >>> C = A.to("cuda", placement="uva", cache=1 << 20)  # doctest: +SKIP
+    >>> narrow_rows(C.csc).dtype, C.cache.rows.dtype  # doctest: +SKIP
+    (torch.int32, torch.int32)
     """
     return _ROWS32.get(csc) if isinstance(csc, CSC) else None
 
 
 def _narrowed_rows(csc: CSC, device: torch.device) -> torch.Tensor | None:
-    """:func:`narrow_rows`' copy of a whole mapped graph of int64 rows and fewer than
-    ``2**31`` nodes (converted on the host, a chunk at a time), else None."""
+    """:func:`narrow_rows`' copy of a whole mapped graph that
+    :func:`~gsample.formats.cache.narrows` (int64 rows, fewer than ``2**31`` nodes) and whose
+    rows all lie in ``[0, N)`` (checked at full width on the host first: an id out of range
+    is never narrowed), else None."""
     rows = csc.rows
-    if (
-        rows.dtype != torch.int64
-        or not is_mapped(rows)
-        or csc.num_nodes > 2**31 - 1
-        or csc.row_ids is not None
-        or csc.col_ids is not None
-    ):
+    if not narrows(csc) or not is_mapped(rows):
         return None
     host = host_of(rows)
+    if not rows_in_range(host, csc.num_nodes):
+        return None  # the kernels read the int64 rows, as they are
     small = torch.empty(host.shape, dtype=torch.int32, pin_memory=True)
-    small.copy_(host)  # rows < num_nodes: exact in int32 (converted in place, no temporary)
+    small.copy_(host)  # checked above: exact in int32 (converted in place, no temporary)
     return map_host(small, device)
+
+
+def rows_in_range(rows: torch.Tensor, num_nodes: int) -> bool:
+    """Whether every entry of ``rows`` (any integer dtype, read at its own width) lies in
+    ``[0, num_nodes)``: the check made before rows are narrowed to int32.
+
+    Examples
+    --------
+    >>> import torch
+    >>> rows_in_range(torch.tensor([0, 4, 2]), 5), rows_in_range(torch.tensor([0, 2**32]), 5)
+    (True, False)
+    >>> rows_in_range(torch.tensor([-1, 3]), 5), rows_in_range(torch.zeros(0).long(), 0)
+    (False, True)
+    """
+    if rows.numel() == 0:
+        return True
+    lo, hi = torch.aminmax(rows)
+    return int(lo) >= 0 and int(hi) < num_nodes
+
+
+def _finish_uva(
+    mapped: CSC,
+    device: torch.device,
+    budget: int | None,
+    cache,
+    priority: torch.Tensor | None,
+    rows32: torch.Tensor | None,
+) -> CSC:
+    """The UVA graph :func:`place` returns for ``mapped`` (its arrays in pinned host memory):
+    with a cache of ``cache`` bytes (``"auto"``: :func:`~gsample.formats.cache.auto_budget`
+    of the free memory, or of ``budget``), its rows int32 where ``rows32`` is given (4 bytes
+    a row in the budget), else its ``indptr`` on the device where it fits; ``rows32`` (the
+    rows as int32, checked: :func:`_narrowed_rows`) registered for :func:`narrow_rows`."""
+    if isinstance(cache, str):  # "auto", measured now: the mapped graph takes no device memory
+        free = budget if budget is not None else free_memory(device)
+        cache = auto_budget(free, whole_bytes(mapped, narrow=rows32 is not None))
+    out = build_cache(mapped, cache, device, priority, rows32) if cache else mapped
+    if out is mapped:  # no cache: its indptr on the device where it fits
+        out = _indptr_to_device(mapped, device, budget)
+    if rows32 is not None:
+        _ROWS32[out] = rows32
+    return out
 
 
 def _indptr_to_device(csc: CSC, device: torch.device, budget: int | None) -> CSC:
@@ -524,5 +565,6 @@ __all__ = [
     "place",
     "placement_of",
     "require_cuda",
+    "rows_in_range",
     "to_host_mapped",
 ]

@@ -54,18 +54,21 @@ template <typename T> static inline T __shfl_down_sync(unsigned, T, int) { retur
 """
 
 
-def build(tmp, kernel):
+def build(tmp, kernel, head=""):
     src = walk_codegen.source(kernel)
     lib = tmp / "libfw.so"
-    done = build_cpp(SHIM + src, lib, "-shared", "-fPIC")
+    done = build_cpp(head + SHIM + src, lib, "-shared", "-fPIC")
     assert done.returncode == 0, done.stderr[-3000:]
     return ctypes.CDLL(str(lib))
 
 
-def run_kernel(lib, A, seeds, length, keys, direct, n, operands, names, copies=1, cache=None):
+def run_kernel(
+    lib, A, seeds, length, keys, direct, n, operands, names, copies=1, cache=None, rows=None
+):
     """The kernel's walks and its two flags (a step's id out of range, a seed out of
     range): ``(out, [failed_step, failed_seed])``. ``cache``: ``(slot, crows, counters)``, a
-    GPU cache's arrays."""
+    GPU cache's arrays; ``rows``: the rows read in place of the graph's (int32 for a kernel
+    compiled ``GS_ROW=int``)."""
     W = seeds.numel()
     out = torch.empty((W, length + 1), dtype=torch.int64)
     failed = torch.zeros(2, dtype=torch.int32)
@@ -77,7 +80,7 @@ def run_kernel(lib, A, seeds, length, keys, direct, n, operands, names, copies=1
     slot, crows, counters = cache or (None, None, None)
     lib.gs_fused_walk(
         P(c.indptr.data_ptr()),
-        P(c.rows.data_ptr()),
+        P((c.rows if rows is None else rows).data_ptr()),
         P(seeds.data_ptr()),
         ctypes.c_longlong(W),
         ctypes.c_longlong(length),
@@ -184,3 +187,33 @@ def test_the_inlined_walks_read_cached_columns_from_the_cache(mh_walk):
     assert failed == [0, 0] and torch.equal(got, want)
     reads, hits = counters.tolist()
     assert 0 < hits < reads
+
+
+def test_int32_rows_and_an_int32_cache_walk_alike(mh_walk, tmp_path):
+    """Compiled for int32 rows (``GS_ROW=int``, as ``fused_walk.py`` compiles it for a UVA
+    graph of int32 host rows and cache), the generated kernel reads both as int32: the torch
+    code's walks, with or without a cache of a third of the edges (altered, to show its
+    reads)."""
+    A, node, operands, _, kernel = mh_walk
+    lib = build(tmp_path, kernel, head="#define GS_ROW int\n")
+    c = A.csc
+    cols = C.choose_columns(c.indptr, 8 * int(c.indptr.diff().sum()) // 3, 8)
+    index, ptr = gs.formats.gather_segments(c.indptr, cols)
+    slot = torch.full((A.num_nodes,), -1, dtype=torch.int64)
+    slot[cols] = ptr[:-1]
+    crows = (c.rows[index] + 1) % A.num_nodes
+    altered = c.rows.clone()
+    altered[index] = crows
+    seeds = torch.randint(0, A.num_nodes, (2000,), generator=torch.Generator().manual_seed(2))
+    key = KeyRange.of(seed=11, ordinal=3, count=node.attrs["num_ordinals"], batch=5)
+    first, phases = node.attrs["first"], node.attrs["phases"]
+    keys = torch.tensor([signed(k) for k in key.keys], dtype=torch.int64)
+    for graph, cache in (
+        (c, None),
+        (replace(c, rows=altered), (slot, crows.int(), torch.zeros(2, dtype=torch.int64))),
+    ):
+        want = reference.fused_walk(graph, seeds, first, phases, 30, key, **operands)
+        got, failed = run_kernel(
+            lib, A, seeds, 30, keys, 1, 0, operands, kernel.operands, cache=cache, rows=c.rows.int()
+        )
+        assert failed == [0, 0] and torch.equal(got, want)

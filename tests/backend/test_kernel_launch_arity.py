@@ -6,7 +6,8 @@ argument too few makes the kernel read its last parameter from whatever lies pas
 an id bound or a flag pointer among them. A list expanded into a launch (``*ptrs``: the
 generated kernels' operands) counts as its fixed length, ``MAX_OPERANDS`` (the host code
 pads it to that); a name its function binds once to a tuple written out (the arguments two
-launches share) counts as that tuple's entries.
+launches share) counts as that tuple's entries. A launch bound with ``functools.partial``
+(``gs_sample_uniform``'s two phases) counts the partial's arguments and each call's.
 """
 
 import ast
@@ -101,6 +102,42 @@ def launches() -> list:
                 continue
             count = _count(node.args[3:], scope.get(node, {}))
             out.append((path.name, node.lineno, family.value, kernel.value, count))
+        for func in funcs:
+            out += _partial_launches(path.name, func, scope)
+    return out
+
+
+def _partial_launches(where: str, func, scope: dict) -> list:
+    """The launches ``func`` makes through ``name = functools.partial(launch, family,
+    kernel, threads, *args)`` and calls ``name(*rest)``: one row per call, its arguments the
+    partial's and the call's."""
+    out = []
+    for node in ast.walk(func):
+        value = node.value if isinstance(node, ast.Assign) else None
+        if not (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, (ast.Attribute, ast.Name))
+            and getattr(value.func, "attr", getattr(value.func, "id", None)) == "partial"
+            and value.args
+            and isinstance(value.args[0], ast.Name)
+            and value.args[0].id == "launch"
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            continue
+        family, kernel = value.args[1], value.args[2]
+        if not (isinstance(family, ast.Constant) and isinstance(kernel, ast.Constant)):
+            continue
+        name = node.targets[0].id
+        calls = [
+            c
+            for c in ast.walk(func)
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == name
+        ]
+        assert calls, f"{where}:{node.lineno}: {name} is never called"
+        for c in calls:
+            count = _count([*value.args[4:], *c.args], scope.get(c, {}))
+            out.append((where, c.lineno, family.value, kernel.value, count))
     return out
 
 

@@ -68,17 +68,20 @@ def test_the_walk_compiles_step_major(tmp_path):
 
 
 @pytest.mark.skipif(nvcc is None, reason="nvcc not installed")
+@pytest.mark.parametrize("cached", [False, True], ids=["graph", "gpu-cache"])
 @pytest.mark.parametrize("source", ["nodewise.cu", "walk.cu"])
-def test_the_int32_rows_of_a_uva_graph_compile(source, tmp_path):
+def test_the_int32_rows_of_a_uva_graph_compile(source, cached, tmp_path):
     """``GS_ROW=int``: node-wise sampling and the walks reading a UVA graph's int32 rows
-    (``gsample.formats.placement.narrow_rows``) beside its int64 ``indptr``: 4-byte loads
-    where the default compile makes 8-byte ones."""
+    (``gsample.formats.placement.narrow_rows``) beside its int64 ``indptr``, and its GPU
+    cache's int32 rows (walks: compiled with the cache's code, ``GS_WALK_CACHE=1``): 4-byte
+    loads where the default compile makes 8-byte ones."""
     ptx = {}
+    flags = ["-DGS_WALK_CACHE=1"] if cached else []
     for row in ("int", "long long"):
         out = tmp_path / f"{source}.{row.replace(' ', '_')}.ptx"
         done = subprocess.run(
-            [nvcc, "-ptx", "-arch=sm_90", *OPTIONS, f"-DGS_ROW={row}", str(KERNELS / source)]
-            + ["-o", str(out)],
+            [nvcc, "-ptx", "-arch=sm_90", *OPTIONS, *flags, f"-DGS_ROW={row}"]
+            + [str(KERNELS / source), "-o", str(out)],
             capture_output=True,
             text=True,
         )
@@ -308,14 +311,20 @@ def _fused_walk_kernels():
 
 
 @pytest.mark.skipif(nvcc is None, reason="nvcc not installed")
+@pytest.mark.parametrize("row", ["int64", "int32"])
 @pytest.mark.parametrize("cached", [False, True], ids=["graph", "gpu-cache"])
 @pytest.mark.parametrize("name", ["metropolis_hastings", "phased"])
-def test_generated_fused_walk_compiles_to_ptx(name, cached, tmp_path):
+def test_generated_fused_walk_compiles_to_ptx(name, cached, row, tmp_path):
     from gsample.backend.cuda.module import full_source
 
     kernel = _fused_walk_kernels()[name]
-    # as gsample/backend/cuda/fused_walk.py compiles it for a UVA graph with a GPU cache
-    params = kernel.key["params"] + ((("WALK_CACHE", 1),) if cached else ())
+    # as gsample/backend/cuda/fused_walk.py compiles it for a UVA graph with a GPU cache,
+    # and for its int32 rows (host and cache: GS_ROW=int)
+    params = (
+        kernel.key["params"]
+        + ((("WALK_CACHE", 1),) if cached else ())
+        + ((("ROW", "int"),) if row == "int32" else ())
+    )
     source = full_source("fused_walk", params=params)
     ptx = _generated_ptx(source, "fused_walk", kernel.step, tmp_path)
     assert ".entry gs_fused_walk" in ptx

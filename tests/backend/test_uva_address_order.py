@@ -10,7 +10,7 @@ import torch
 from helpers import assert_same, graphsage
 
 import gsample as gs
-from gsample.backend.cuda import nodewise, walk
+from gsample.backend.cuda import extract, nodewise, walk
 from gsample.formats import placement as P
 
 cuda = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")]
@@ -201,34 +201,50 @@ def test_a_corrupt_address_order_is_flagged_not_read_through(
 
 @pytest.mark.parametrize("dummy", [pytest.param(0, marks=cuda)])
 def test_the_kernels_read_a_uva_graph_s_int32_rows_where_it_keeps_them(graphs, monkeypatch, dummy):
-    """A UVA graph without a cache keeps its rows as int32 in pinned host memory too
-    (``narrow_rows``), and node-wise sampling and the walks read those; with a cache, the
-    int64 rows the cache copies. Samples alike either way (the tests above)."""
+    """A UVA graph keeps its rows as int32 in pinned host memory too (``narrow_rows``), with
+    a GPU cache or without, and its cache keeps int32 rows (copied from them): node-wise
+    sampling, column slicing and the walks read both, compiled for int32 rows. Samples
+    alike (the tests above, and ``tests/formats/test_cache.py``)."""
     A, H, cached = graphs
-    rows32 = P.narrow_rows(H.csc)
-    assert rows32.dtype == torch.int32 and P.is_mapped(rows32)
-    assert P.host_of(rows32).is_pinned() and torch.equal(rows32.long(), H.csc.rows)
-    assert P.narrow_rows(cached.csc) is None and P.narrow_rows(A.csc) is None
+    for G in (H, cached):
+        rows32 = P.narrow_rows(G.csc)
+        assert rows32.dtype == torch.int32 and P.is_mapped(rows32)
+        assert P.host_of(rows32).is_pinned() and torch.equal(rows32.long(), G.csc.rows)
+    assert P.narrow_rows(A.csc) is None
+    assert cached.cache.rows.dtype == torch.int32 and cached.cache.edges > 0
     read = {}
 
     def record(real):
         def launch(family, kernel, *a, **k):
-            if kernel in ("gs_sample_uniform", "gs_random_walk", "gs_random_walk_step"):
-                read.setdefault(kernel, set()).add(a[2].dtype)  # grid, indptr, rows
+            where = {"gs_gather_segments": 5}.get(kernel, 2)  # grid, indptr, rows
+            if kernel in (
+                "gs_sample_uniform",
+                "gs_random_walk",
+                "gs_random_walk_step",
+                "gs_gather_segments",
+            ):
+                int32 = ("ROW", "int") in k.get("params", ()) or ("IDX", "int") in k.get(
+                    "params", ()
+                )
+                read.setdefault(kernel, set()).add((a[where].dtype, int32))
             return real(family, kernel, *a, **k)
 
         return launch
 
     monkeypatch.setattr(nodewise, "launch", record(nodewise.launch))
     monkeypatch.setattr(walk, "launch", record(walk.launch))
+    monkeypatch.setattr(extract, "launch", record(extract.launch))
     seeds = torch.arange(0, A.num_nodes, 5, device="cuda")
+    narrow = {(torch.int32, True)}
     with gs.use_backend("cuda"):
-        for G, dtype in ((H, torch.int32), (cached, torch.int64)):
+        for G in (H, cached):
             read.clear()
             fn = functools.partial(gs.compile(graphsage, backend="cuda"), fanouts=(10, 5))
             for _ in gs.DataLoader(G, fn, seeds, 2048, seed=3):
                 pass
             G.random_walk(seeds, 5)
-            assert read["gs_sample_uniform"] == {dtype}
+            G[:, seeds[:100]]
+            assert read["gs_sample_uniform"] == narrow
             walked = read.get("gs_random_walk", set()) | read.get("gs_random_walk_step", set())
-            assert walked == {dtype}
+            assert walked == narrow
+            assert read["gs_gather_segments"] == narrow

@@ -44,6 +44,19 @@ def kernel(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def narrow_kernel(tmp_path_factory):
+    """The kernel compiled for int32 rows (``GS_ROW=int``), as the host launches it for a UVA
+    graph that keeps its rows, and its GPU cache's, as int32
+    (``gsample.backend.cuda.extract.rows_read``)."""
+    if CXX is None:
+        pytest.skip("no C++ compiler")
+    lib = tmp_path_factory.mktemp("walk_cpu_int32") / "libwalk.so"
+    done = build_cpp("#define GS_ROW int\n" + SHIM, lib, "-shared", "-fPIC")
+    assert done.returncode == 0, done.stderr
+    return ctypes.CDLL(str(lib)).gs_random_walk
+
+
+@pytest.fixture(scope="module")
 def step_major(tmp_path_factory):
     """The kernel compiled to write its walks step-major (``GS_WALK_TIME_MAJOR`` 1, as the
     host launches it for many walkers: ``gsample.backend.cuda.walk.TIME_MAJOR_MIN``)."""
@@ -72,13 +85,15 @@ def run_kernel(
     cache=None,
     major=False,
     bad=True,
+    rows=None,
 ):
     """The host code of ``gsample/backend/cuda/walk.py``, with CPU tensors. ``key``: the op
     key (an int); or ``device_key = (prefix, first)``, the key as the sync-free runtime
     gives it (``n > 0``: a super-batch of ``n``-node mini-batches, seeds encoded). ``cache``:
     ``(slot, crows, counters)``, a GPU cache's arrays (each may be None). ``major``: the
     kernel writes step-major (its result is returned transposed); ``bad``: seeds out of
-    range are expected (the flag is returned with the walks)."""
+    range are expected (the flag is returned with the walks). ``rows``: the rows the kernel
+    reads in place of ``A.rows`` (int32 for a kernel compiled ``GS_ROW=int``)."""
     W = seeds.numel()
     shape = (length + 1, W) if major else (W, length + 1)
     out = torch.empty(shape, dtype=torch.int64).fill_(-7)  # the kernel writes all
@@ -100,7 +115,7 @@ def run_kernel(
     M = A.num_nodes * (int(seeds.max()) // n + 1 if n and W else 1)  # the seeds' id space
     fn(
         ptr(A.indptr),
-        ptr(A.rows),
+        ptr(A.rows if rows is None else rows),
         ptr(srows),
         ptr(alias),
         ptr(seeds),
@@ -287,6 +302,40 @@ def test_the_cache_serves_the_same_walks_and_counts_every_row_read(kernel, name)
     assert counts[0.3][0] == reads and 0 < counts[0.3][1] < reads
     if "p" not in kw and "restart_prob" not in kw:
         assert reads == _moves(want, torch.zeros(A.num_nodes, dtype=torch.int64))[0]
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_int32_rows_and_an_int32_cache_walk_as_int64_ones(kernel, narrow_kernel, name):
+    """Compiled for int32 rows (``GS_ROW=int``: a UVA graph's int32 host rows and GPU cache),
+    the kernel reads both as int32 and walks as the reference (and as the int64 kernel)
+    does, bit for bit: no cache, a third of the edges cached, all of them; a cache of
+    altered int32 rows shows its reads are the cache's; the counters alike."""
+    A, kw, seeds, key, want = _case(name)
+    rows32 = A.rows.int()
+    for share in (None, 0.3, 1.0):
+        wide, narrow = torch.zeros(2, dtype=torch.int64), torch.zeros(2, dtype=torch.int64)
+        slot, crows = _cache_of(A, share)[:2] if share else (None, None)
+        got = run_kernel(
+            narrow_kernel,
+            A,
+            seeds,
+            30,
+            key,
+            cache=(slot, None if crows is None else crows.int(), narrow),
+            rows=rows32,
+            **kw,
+        )
+        assert torch.equal(got, want), share
+        run_kernel(kernel, A, seeds, 30, key, cache=(slot, crows, wide), **kw)
+        assert narrow.tolist() == wide.tolist(), share
+    if "p" not in kw:  # altered cached rows: the walks of the graph holding them
+        slot, crows, _, index = _cache_of(A, 0.3, shift=1)
+        altered = A.rows.clone()
+        altered[index] = crows
+        want = reference.reference_walk(replace(A, rows=altered), seeds, 30, key, **kw)
+        cache = (slot, crows.int(), torch.zeros(2, dtype=torch.int64))
+        got = run_kernel(narrow_kernel, A, seeds, 30, key, cache=cache, rows=rows32, **kw)
+        assert torch.equal(got, want)
 
 
 # ----------------------------------------------------------------------------- node2vec's edge test

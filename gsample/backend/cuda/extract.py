@@ -16,8 +16,9 @@ same ``indptr``, ``rows``, ``row_ids``, ``col_ids``, ``values`` and ``eids`` (sa
 A whole graph with fewer than 2**31 nodes and edges (and at least :data:`INT32_MIN_EDGES`
 edges) is read through a cached int32 copy of its ``indptr`` and ``rows`` (the kernels are
 compiled for ``GS_IDX=int``), halving the gathers' traffic; outputs stay int64. A graph in
-pinned host memory (``placement="uva"``) is read as it is, in place, the columns its GPU
-cache holds from the device (:mod:`gsample.formats.cache`).
+pinned host memory (``placement="uva"``) is read as it is, in place (its int32 rows where it
+keeps them: :func:`rows_read`), the columns its GPU cache holds from the device
+(:mod:`gsample.formats.cache`).
 
 The array-level functions :func:`gather_segments`, :func:`member_positions` and
 :func:`filter_members` serve the CSR and COO layouts: CSR row slicing is the segment
@@ -42,7 +43,7 @@ from gsample.backend.torch import layout_ops
 from gsample.formats.cache import cache_of
 from gsample.formats.csc import CSC, segment_ptr
 from gsample.formats.layouts import CSR
-from gsample.formats.placement import is_mapped
+from gsample.formats.placement import is_mapped, narrow_rows
 from gsample.ir import Op
 
 #: whole graphs with at least this many edges are read through an int32 copy of their
@@ -83,6 +84,7 @@ class Kernels:
             starts,
             counts,
             _opt(None if cache is None else cache.slot),
+            0 if cache is None else cache.rows.numel(),
             _opt(None if cache is None else cache.counters),
             params=_params(indptr),
         )
@@ -117,6 +119,7 @@ class Kernels:
             _opt(slot),
             _opt(crows),
             _opt(ceids),
+            0 if crows is None else crows.numel(),
             params=() if rows is None else _params(rows),
         )
         return index, rows_out, eids_out
@@ -226,8 +229,12 @@ class _Twin:
         starts = torch.where(ok, indptr[s].long(), 0)
         end = indptr[torch.where(ok, seg + 1, 0)].long()  # no read past the end
         counts = torch.where(ok, end - starts, 0)
-        if cache is not None:
-            hit = (cache.slot[s] >= 0) & ok if cache.slot is not None else ok & False
+        if cache is not None:  # a column within the cache's rows (gs_cache_at)
+            hit = (
+                (cache.slot[s] >= 0) & (cache.slot[s] <= cache.edges - counts) & ok
+                if cache.slot is not None
+                else ok & False
+            )
             cache.counters += torch.stack([counts.sum(), counts[hit].sum()])
         return starts, counts
 
@@ -241,7 +248,8 @@ class _Twin:
         eids_out = None if eids is None else eids[index]
         if cache is not None and cache.slot is not None:  # cached columns: the cache's
             c = cache.slot[seg[s]]
-            at = torch.nonzero(c >= 0).squeeze(1)
+            deg = (new_indptr[1:] - new_indptr[:-1])[s]
+            at = torch.nonzero((c >= 0) & (c <= cache.edges - deg)).squeeze(1)
             if rows_out is not None:
                 rows_out[at] = cache.rows[c[at] + off[at]].long()
             if eids_out is not None and cache.eids is not None:
@@ -334,6 +342,49 @@ def _cache(A: CSC, rows: torch.Tensor):
     it as they read ``rows`` (the index arrays they were given: the same dtype), else None."""
     cache = cache_of(A)
     return cache if cache is not None and cache.rows.dtype == rows.dtype else None
+
+
+def rows_read(A: CSC, rows: torch.Tensor) -> tuple:
+    """The rows a kernel reads of ``A`` and the GPU cache it reads with them: one dtype.
+
+    A UVA graph keeps its rows as int32 in pinned host memory too where its node ids fit
+    (:func:`gsample.formats.placement.narrow_rows`), and a GPU cache of it keeps int32 rows
+    (:mod:`gsample.formats.cache`): the kernels that read a cache (column slicing, node-wise
+    sampling, walks) read both, half the bytes of int64 rows, compiled for int32 rows
+    (``GS_ROW=int``; column slicing's gather: ``GS_IDX=int``).
+
+    Parameters
+    ----------
+    A : CSC
+    rows : Tensor, shape (E,)
+        ``A``'s rows as the caller would read them (int64, or a device graph's int32 copy).
+
+    Returns
+    -------
+    rows : Tensor, shape (E,)
+        The int32 host rows where ``A`` keeps them, ``rows`` is int64 and a cache (if any)
+        holds int32 rows too; else ``rows``.
+    cache : GraphCache or None
+        ``A``'s cache where its rows have the returned rows' dtype (:func:`_cache`), else
+        None (nothing read from it, nothing counted).
+
+    Examples
+    --------
+    >>> import gsample as gs
+    >>> A = gs.datasets.rmat(100, 500, seed=0).csc
+    >>> rows, cache = rows_read(A, A.rows)   # a graph neither mapped nor cached
+    >>> rows is A.rows, cache
+    (True, None)
+    """
+    narrow = narrow_rows(A) if rows.dtype == torch.int64 else None
+    cache = cache_of(A)
+    if (
+        narrow is not None
+        and narrow.shape == rows.shape
+        and (cache is None or cache.rows.dtype == narrow.dtype)
+    ):
+        rows = narrow
+    return rows, _cache(A, rows)
 
 
 def _finish_eids(A: CSC, index, gathered):
@@ -487,7 +538,9 @@ def slice_cols(A: CSC, cols: torch.Tensor) -> CSC:
     if A.col_ids is not None:  # -1 (outside the column space): an empty column
         seg = member_positions(A.col_ids, seg)[0]
     indptr, rows = _index_arrays(A)
-    cache = _cache(A, rows)
+    # a UVA graph's int32 rows and cache where it keeps them (gs_gather_segments' GS_IDX
+    # follows the rows it reads; gs_segment_counts' the int64 indptr)
+    rows, cache = rows_read(A, rows)
     index, new_indptr, rows_out, eids_out = _gather(indptr, seg, rows, _eids(A), cache)
     return replace(
         A,

@@ -10,7 +10,7 @@ each ordinal's prefix with the mini-batch, so a super-batch's walkers are one la
 host keys (copied to the device). Bodies :mod:`.walk_codegen` cannot type exactly, CPU
 tensors and a super-batch with host keys run the torch code (on the same device). A UVA
 graph's GPU cache serves its cached columns' rows to the inlined walks and counts their reads,
-as in :mod:`.walk`.
+as in :mod:`.walk`, and its int32 rows are read where it keeps them (``GS_ROW=int``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import torch
 
 from gsample.backend.cuda import walk_codegen
+from gsample.backend.cuda.extract import rows_read
 from gsample.backend.cuda.module import launch, memset
 from gsample.backend.cuda.nodewise import exact
 from gsample.backend.cuda.walk import cache_args
@@ -87,7 +88,8 @@ def fused_walk(A: CSC, seeds, first, phases: tuple, length: int, key, **operands
     lens += [0] * (walk_codegen.MAX_OPERANDS - len(lens))
     failed = torch.empty(2, dtype=torch.int32, device=dev)  # a step's ids, the seeds
     memset(failed, 0)
-    rows = A.rows.to(torch.int64).contiguous()
+    # a UVA graph's int32 rows (host and GPU cache) where it keeps them, as the walks read
+    rows = rows_read(A, A.rows.to(torch.int64).contiguous())[0]
     (slot, crows, cE, counters), on = cache_args(A, rows)
     launch(
         "fused_walk",

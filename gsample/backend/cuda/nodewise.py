@@ -27,7 +27,7 @@ import functools
 import torch
 
 from gsample.backend.cuda import finalize, sampling
-from gsample.backend.cuda.extract import _cache, _eids, _index_arrays, _params
+from gsample.backend.cuda.extract import _cache, _eids, _index_arrays, _params, rows_read
 from gsample.backend.cuda.module import launch, memset
 from gsample.backend.registry import cuda_impl
 from gsample.base import validate as V
@@ -35,7 +35,7 @@ from gsample.base.random import DeviceKey
 from gsample.base.readback import refuse_capture
 from gsample.formats.bounded import BoundedCSC, BoundedIds, counts, trim
 from gsample.formats.csc import CSC
-from gsample.formats.placement import is_mapped, narrow_rows
+from gsample.formats.placement import is_mapped
 from gsample.ir import Op
 
 _TILE = 1024  # items per tile of the frontier kernels (GS_TILE)
@@ -163,21 +163,23 @@ def slice_individual_sample(
     if C == 0:
         memset(indptr, 0)
     table = alias.to(torch.int64).contiguous() if tables else None
-    # a UVA graph's GPU cache: cached columns' rows and edge ids read from the device, the
-    # edge ids gathered by the kernel (through the cache) rather than by torch (the bus)
-    cache = _cache(A, rows_g)
-    eids_g = _eids(A) if cache is not None else None
-    # a UVA graph's int32 rows in host memory, where it keeps them (no cache): half the
-    # distance between the reads, which share more address translations
+    # a UVA graph's int32 rows in host memory, where it keeps them (half the distance
+    # between the reads, which share more address translations), and its GPU cache (of
+    # int32 rows too): cached columns' rows and edge ids read from the device, the edge ids
+    # gathered by the kernel (through the cache) rather than by torch (the bus)
     params = _params(indptr_g)
-    rows32 = narrow_rows(A) if cache is None else None
-    if rows32 is not None and indptr_g.dtype == torch.int64:
-        rows_g, params = rows32, (*params, ("ROW", "int"))
+    if indptr_g.dtype == torch.int64:
+        rows_g, cache = rows_read(A, rows_g)
+    else:  # a device graph's int32 copy: no cache, no host rows
+        cache = _cache(A, rows_g)
+    if rows_g.dtype == torch.int32 and indptr_g.dtype == torch.int64:
+        params = (*params, ("ROW", "int"))
+    eids_g = _eids(A) if cache is not None else None
     eids = torch.zeros(E, dtype=torch.int64, device=dev) if eids_g is not None else None
-    slot, crows, ceids, counters = (
-        (0, 0, 0, 0)
+    slot, crows, cE, ceids, counters = (
+        (0, 0, 0, 0, 0)
         if cache is None
-        else (_opt(cache.slot), cache.rows, _opt(cache.eids), cache.counters)
+        else (_opt(cache.slot), cache.rows, cache.rows.numel(), _opt(cache.eids), cache.counters)
     )
     # a graph in pinned host memory is read in address order, in two launches (the kernel's
     # phases 1 and 2: the counts, scanned here, then the draws), once the frontier is dense
@@ -208,6 +210,7 @@ def slice_individual_sample(
         pos,
         slot,
         crows,
+        cE,
         _opt(eids_g),
         ceids,
         _opt(eids),

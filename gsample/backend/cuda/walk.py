@@ -18,7 +18,9 @@ draws, and so the walks, are the same.
 
 A UVA graph's GPU cache (:mod:`gsample.formats.cache`) serves the rows of its cached columns
 (the same values, so the same walks) and counts the rows the walks read and those it served
-(``H.cache.stats()``); node2vec's sorted rows and the alias tables are read as they are.
+(``H.cache.stats()``); node2vec's sorted rows and the alias tables are read as they are. The
+walks read a UVA graph's int32 rows (host and cache) where it keeps them
+(:func:`gsample.backend.cuda.extract.rows_read`; ``GS_ROW=int``).
 
 Two entry points: :func:`random_walk` (eager calls and the plain runtime: an ``int`` key)
 and :func:`random_walk_sync_free` (the sync-free runtime: a
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import torch
 
-from gsample.backend.cuda.extract import _cache
+from gsample.backend.cuda.extract import _cache, rows_read
 from gsample.backend.cuda.module import launch, memset
 from gsample.backend.cuda.nodewise import SWEEP_DENSITY, by_node, exact
 from gsample.backend.registry import cuda_impl
@@ -40,7 +42,7 @@ from gsample.base import validate as V
 from gsample.base.random import BatchKeys, ColumnKeys, DeviceKey
 from gsample.formats.bounded import BoundedIds
 from gsample.formats.csc import CSC
-from gsample.formats.placement import is_mapped, narrow_rows
+from gsample.formats.placement import is_mapped
 from gsample.ir import Op
 
 #: threads per block: a mini-batch of walkers is small, so small blocks spread it over SMs
@@ -202,12 +204,11 @@ def _launch(
     failed = torch.empty(3, dtype=torch.int32, device=dev)
     memset(failed, 0)
     table = 0 if alias is None else alias.contiguous()
-    (slot, crows, cE, counters), params = cache_args(A, rows)
-    # a UVA graph's int32 rows in host memory, where it keeps them (no cache): the walks'
-    # reads lie half as far apart and share more address translations
-    narrow = None if params else narrow_rows(A)
-    read = rows if narrow is None else narrow
-    params = params if narrow is None else (("ROW", "int"),)
+    # a UVA graph's int32 rows in host memory, where it keeps them (the walks' reads lie
+    # half as far apart and share more address translations), and its GPU cache's (int32
+    # rows too)
+    read = rows_read(A, rows)[0]
+    (slot, crows, cE, counters), params = cache_args(A, read)
     key = 0 if key_tensor is None else key_tensor
     amax = max(inv_p, 1.0, inv_q)
     params = (*params, *_node2vec_params(node2vec))
@@ -402,7 +403,8 @@ def cache_args(A: CSC, rows: torch.Tensor) -> tuple:
     A : CSC
         The graph a walk reads.
     rows : Tensor, shape (E,)
-        The rows the kernel reads (int64).
+        The rows the kernel reads: int64, or a UVA graph's int32 rows in host memory
+        (:func:`gsample.backend.cuda.extract.rows_read`).
 
     Returns
     -------
@@ -412,7 +414,8 @@ def cache_args(A: CSC, rows: torch.Tensor) -> tuple:
         where its rows have ``rows``' dtype, with ``params`` ``(("WALK_CACHE", 1),)``; else
         nulls (``0``) and ``()``: every row read from the graph, nothing counted, the kernel
         compiled without the cache's code (``GS_WALK_CACHE`` 0). A cache of ``indptr``
-        alone counts reads, none a hit.
+        alone counts reads, none a hit. ``params`` end with ``("ROW", "int")`` where
+        ``rows`` are int32 (``GS_ROW``: the rows' and the cache's rows' type).
 
     Examples
     --------
@@ -422,9 +425,10 @@ def cache_args(A: CSC, rows: torch.Tensor) -> tuple:
     ((0, 0, 0, 0), ())
     """
     cache = _cache(A, rows)
+    row = (("ROW", "int"),) if rows.dtype == torch.int32 else ()
     if cache is None:
-        return (0, 0, 0, 0), ()
-    on = (("WALK_CACHE", 1),)
+        return (0, 0, 0, 0), row
+    on = (("WALK_CACHE", 1), *row)
     if cache.slot is None:  # the device indptr alone: every read counted, none a hit
         return (0, 0, 0, cache.counters), on
     return (cache.slot, cache.rows, cache.rows.numel(), cache.counters), on

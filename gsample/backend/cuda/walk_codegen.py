@@ -147,9 +147,12 @@ class _Body:
                 )
             )
             x = self.expr[n.inputs["seeds"]]
+            # first order (node2vec 0): no sorted rows read, none passed (the rows may be a
+            # UVA graph's int32 ones, GS_ROW)
             self.lines.append(
                 f"gs_i64 {r}[{L + 1}]; {{ gs_i64 x = gs_fw_id({x}, N, failed); "
-                f"gs_walk_one(indptr, rows, rows, nullptr, cache, {L}, N, gs_fw_key(keys, direct, "
+                f"gs_walk_one(indptr, rows, nullptr, nullptr, cache, {L}, N, "
+                f"gs_fw_key(keys, direct, "
                 f"at + {n.attrs['ordinal']}, b), pos, x, 0, 0, 1.0, 1.0, 1.0, {c1}, {c2}, {c3}, "
                 f"{r}, failed); }}"
             )
