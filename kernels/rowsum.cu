@@ -18,6 +18,10 @@
 #define GS_NAN 1
 #define GS_POS_INF 2
 #define GS_NEG_INF 4
+// Rows of a chunk: the chunked passes' unit (below), and the unit one mini-batch's finish
+// skips where pass 1 wrote nothing (gs_rowsum_finish's `touched`)
+#define GS_CHUNK_BITS 11
+#define GS_CHUNK (1 << GS_CHUNK_BITS)
 
 // ----------------------------------------------------------------------------- row sums
 // Pass 1 for term x of row r: the row's largest exponent of its finite nonzero terms, and
@@ -75,21 +79,59 @@ __device__ __forceinline__ bool gs_finite_nonzero(double x) {
     return x != 0.0 && !isnan(x) && !isinf(x);
 }
 
-// Pass 1 over the frontier's edges.
+// gs_rowsum_note over a row space whose 128-bit sums are not cleared before pass 1 (only
+// the exponents and flags are: one mini-batch's frontier touches a small share of the
+// graph's rows, and a clear of 24 bytes a row was a pass over all of them): the thread
+// whose atomicMax first raises row r's exponent from 0 (one thread a row: a biased
+// exponent is >= 1) clears the row's sum, before pass 2 (a later launch) adds to it; pass 2
+// adds finite nonzero terms only, so it adds to no row without an exponent. A thread that
+// writes a row's exponent or flags first marks its chunk, touched[r >> GS_CHUNK_BITS] (a
+// read first: a chunk holds many of the frontier's rows), for the finish.
+__device__ __forceinline__ void gs_rowsum_note_first(int* __restrict__ emax,
+                                                     int* __restrict__ flags,
+                                                     gs_u64* __restrict__ lo,
+                                                     gs_u64* __restrict__ hi,
+                                                     unsigned char* __restrict__ touched,
+                                                     gs_i64 r, double x) {
+    bool wrote = false;
+    if (isnan(x) || isinf(x)) {
+        atomicOr(&flags[r], isnan(x) ? GS_NAN : x > 0 ? GS_POS_INF : GS_NEG_INF);
+        wrote = true;
+    } else if (x != 0.0) {
+        int ex;
+        frexp(x, &ex);                                  // |x| < 2 ** ex
+        if (emax[r] < ex + GS_EXP_BIAS && atomicMax(&emax[r], ex + GS_EXP_BIAS) == 0) {
+            lo[r] = 0;
+            hi[r] = 0;
+            wrote = true;
+        }
+    }
+    const gs_i64 k = r >> GS_CHUNK_BITS;
+    if (wrote && !touched[k]) touched[k] = 1;
+}
+
+// Pass 1 over the frontier's edges (one mini-batch's row sums, finished by gs_rowsum_finish
+// with `touched`): the exponents and flags zero before the launch, the sums (lo_words,
+// hi_words) cleared here where pass 2 adds (gs_rowsum_note_first), touched (a byte a chunk
+// of the row space) zero before the launch.
 extern "C" __global__ void gs_rowsum_exponents(const gs_idx* __restrict__ indptr,
                                                const gs_idx* __restrict__ rows,
                                                const gs_t* __restrict__ values,
                                                const gs_i64* __restrict__ cols, gs_i64 C,
                                                const gs_i64* __restrict__ ptr, gs_i64 n,
                                                int* __restrict__ emax,
-                                               int* __restrict__ flags) {
+                                               int* __restrict__ flags,
+                                               gs_u64* __restrict__ lo_words,
+                                               gs_u64* __restrict__ hi_words,
+                                               unsigned char* __restrict__ touched) {
     GS_TILES(g0, t, ptr, C, false) {
         for (int j = 0; j < GS_ITEMS; ++j) {
             const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
             if (g >= gs_E) break;
             gs_i64 c, shift;
             const gs_i64 e = gs_frontier_edge(t, indptr, cols, ptr, n, g, &c, &shift);
-            gs_rowsum_note(emax, flags, (gs_i64)rows[e] + shift, gs_value(values, e));
+            gs_rowsum_note_first(emax, flags, lo_words, hi_words, touched,
+                                 (gs_i64)rows[e] + shift, gs_value(values, e));
         }
     }
 }
@@ -134,16 +176,29 @@ __device__ __forceinline__ gs_t gs_rowsum_value(int em, int f, gs_u64 lo, gs_u64
     return (gs_t)v;
 }
 
-// Pass 3: out[r] for every row of the row space (0 where no term).
+// Pass 3: out[r] for every row of the row space (0 where no term). A row's sum is read only
+// where it has an exponent and no flag (the value of a flagged row does not depend on it),
+// so a sum pass 1 did not clear is never read. touched (null: every row read): a byte a
+// chunk of rows, set by gs_rowsum_exponents where it wrote an exponent or a flag; a row of
+// an untouched chunk is 0 without a read of its scratch (a frontier whose rows lie in few
+// of the graph's chunks reads little more than them).
 extern "C" __global__ void gs_rowsum_finish(const int* __restrict__ emax,
                                             const int* __restrict__ flags,
                                             const gs_u64* __restrict__ lo,
                                             const gs_u64* __restrict__ hi, gs_i64 R,
-                                            gs_t* __restrict__ out) {
+                                            gs_t* __restrict__ out,
+                                            const unsigned char* __restrict__ touched) {
     for (gs_i64 r = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; r < R;
-         r += (gs_i64)gridDim.x * blockDim.x)
-        out[r] = emax[r] == 0 && flags[r] == 0 ? (gs_t)0
-                                               : gs_rowsum_value(emax[r], flags[r], lo[r], hi[r]);
+         r += (gs_i64)gridDim.x * blockDim.x) {
+        if (touched != nullptr && !touched[r >> GS_CHUNK_BITS]) {
+            out[r] = (gs_t)0;
+            continue;
+        }
+        const int em = emax[r], f = flags[r];
+        out[r] = em == 0 && f == 0 ? (gs_t)0
+                 : f != 0          ? gs_rowsum_value(em, f, 0, 0)
+                                   : gs_rowsum_value(em, f, lo[r], hi[r]);
+    }
 }
 
 // ----------------------------------------------------------------------------- row sums by chunk
@@ -153,9 +208,6 @@ extern "C" __global__ void gs_rowsum_finish(const int* __restrict__ emax,
 // count, then a fill: each chunk's terms contiguous, in any order), then a block per chunk
 // sums them in shared memory with the same exact arithmetic (the same bits) and writes all
 // its rows' sums: no row-space scratch, memset or finishing pass.
-#define GS_CHUNK_BITS 11
-#define GS_CHUNK (1 << GS_CHUNK_BITS)
-
 // The chunk of frontier edge g's row (-1: no edge, or a zero term, which adds nothing), and
 // its row and value.
 #define GS_CHUNK_ITEMS(g0, t, ch, r, x)                                               \

@@ -77,7 +77,8 @@ int main() {
             gs_total_add(IP, V, CO, C, PT, n, G, emax.data(), lo.data(), hi.data(), sub);
         });
         gs_launch(1, 32, [&]() {
-            gs_rowsum_finish(emax.data(), flags.data(), lo.data(), hi.data(), G, out.data());
+            gs_rowsum_finish(emax.data(), flags.data(), lo.data(), hi.data(), G, out.data(),
+                             nullptr);
         });
         write_reals(out);
     } else if (op[0] == 2) {            // the row sums of R = G rows by chunk
@@ -124,12 +125,34 @@ int main() {
                              out.data());
         });
         gs_launch(1, 32, [&]() {
-            gs_rowsum_finish(emax.data(), flags.data(), lo.data(), hi.data(), G, total.data());
+            gs_rowsum_finish(emax.data(), flags.data(), lo.data(), hi.data(), G, total.data(),
+                             nullptr);
         });
         write_reals(out);
         write_vec(starts);
         write_vec(cursor);
         write_reals(total);
+    } else if (op[0] == 4) {            // one mini-batch's row sums over R rows, cleared by pass 1
+        const long long R = p[5], K = (R + GS_CHUNK - 1) / GS_CHUNK + 1;
+        // only the exponents and flags zero: the sums hold garbage pass 1 must clear where
+        // pass 2 adds (and the finish may read nowhere else)
+        std::vector<int> emax(R, 0), flags(R, 0);
+        std::vector<gs_u64> lo(R, 0xA5A5A5A5A5A5A5A5ULL), hi(R, 0x5A5A5A5A5A5A5A5AULL);
+        std::vector<unsigned char> touched(K, 0);
+        gs_launch(grid, block, [&]() {
+            gs_rowsum_exponents(IP, RW, V, CO, C, PT, n, emax.data(), flags.data(), lo.data(),
+                                hi.data(), touched.data());
+        });
+        gs_launch(grid, block, [&]() {
+            gs_rowsum_add(IP, RW, V, CO, C, PT, n, emax.data(), lo.data(), hi.data());
+        });
+        std::vector<gs_t> out(R, (gs_t)-7);
+        gs_launch(grid, block, [&]() {
+            gs_rowsum_finish(emax.data(), flags.data(), lo.data(), hi.data(), R, out.data(),
+                             touched.data());
+        });
+        write_reals(out);
+        write_vec(vec(touched.begin(), touched.end()));
     } else {
         return 2;
     }
@@ -299,3 +322,35 @@ def test_row_sums_and_totals_in_the_same_passes(program, frontier, rounds, grid,
     torch.testing.assert_close(
         got, want.reshape(-1).to(torch.float64), rtol=0, atol=0, equal_nan=True
     )
+
+
+@pytest.mark.parametrize("frontier,rounds,grid,block", CASES)
+@pytest.mark.parametrize("values", ["spread", "ones"])
+def test_row_sums_clear_only_the_rows_they_write(program, frontier, rounds, grid, block, values):
+    """gs_rowsum_exponents / gs_rowsum_add / gs_rowsum_finish as one mini-batch runs them
+    (``layerwise.slice_reduce``): the sums' scratch not cleared (garbage in every row's
+    128-bit sum; pass 1 clears the rows it writes), the finish reading only the chunks pass 1
+    marked, over a row space with chunks the frontier never touches: every row the bits of
+    the chunked passes (op 2) and of the torch code, 0 in every untouched chunk, and a chunk
+    marked only where a row of it has a nonzero term."""
+    exe, dtype = program
+    vals = _values(values, dtype)
+    good, buf, N, n = _frontier(frontier)
+    ptr = _ptr(buf, n, N)
+    R = NODES * N
+    space = R + 3 * 2048 + 5  # chunks past the frontier's rows: never touched
+    args = _args(vals, buf, ptr)
+    out, touched = run(exe, 4, *args, [n, N, rounds, grid, block, space])
+    assert touched.shape == ((space + 2047) // 2048 + 1,)
+    alone, _, _ = run(exe, 2, *args, [n, R, rounds, grid, block, 64])
+    assert np.array_equal(out[:R], alone)  # the bits (float64's: NaN's payload included)
+    assert not out[R:].any()  # +0.0 past the frontier's rows
+    # marked: the chunks of the rows with a nonzero term (NaN and infinities included)
+    v = good - (good // n) * n if n else good
+    edges = torch.cat([torch.arange(int(GRAPH.indptr[c]), int(GRAPH.indptr[c + 1])) for c in v])
+    row = GRAPH.rows[edges] + torch.repeat_interleave(good - v, DEG[v])
+    if vals is not None:
+        row = row[vals[edges] != 0]
+    want = np.zeros(touched.size, dtype=bool)
+    want[(row // 2048).numpy()] = True
+    assert np.array_equal(touched.astype(bool), want)

@@ -18,16 +18,33 @@ from gsample.backend.cuda.module import BLOCK, launch, memset
 FLOATS = {torch.float32: "float", torch.float64: "double"}
 
 
-class RowSums:
-    """Scratch and the finishing pass of one exact row-sum over ``R`` rows."""
+#: rows of a chunk (GS_CHUNK of kernels/rowsum.cu): the unit the chunked passes sum by, and
+#: the unit one mini-batch's finish skips where nothing was written
+CHUNK = 2048
 
-    def __init__(self, R: int, dtype: torch.dtype, device: torch.device, params=()):
+
+class RowSums:
+    """Scratch and the finishing pass of one exact row-sum over ``R`` rows.
+
+    ``cleared`` False: only the exponents and flags are zeroed here (8 of the 24 bytes a
+    row); the caller's pass 1 (``gs_rowsum_exponents``) clears each sum it will add to and
+    marks the chunks it writes in :attr:`touched` (zero, a byte a chunk of :data:`CHUNK`
+    rows), which the finish takes: rows of an untouched chunk are 0 without a read.
+    """
+
+    def __init__(
+        self, R: int, dtype: torch.dtype, device: torch.device, params=(), cleared: bool = True
+    ):
         self.R, self.dtype = R, dtype
         self.scratch = torch.empty(3 * max(R, 1), dtype=torch.int64, device=device)
-        memset(self.scratch, 0)
+        memset(self.scratch if cleared else self.scratch[: max(R, 1)], 0)
         words = self.scratch[:R].view(torch.int32)  # R exponents, then R flags
         self.emax, self.flags = words[:R], words[R : 2 * R]
         self.lo, self.hi = self.scratch[R : 2 * R], self.scratch[2 * R : 3 * R]
+        self.touched = None
+        if not cleared:
+            self.touched = torch.empty(-(-R // CHUNK) + 1, dtype=torch.uint8, device=device)
+            memset(self.touched, 0)
         self.key = {"dtypes": (FLOATS[dtype],), "params": tuple(params)}
 
     def finish(self) -> torch.Tensor:
@@ -42,6 +59,7 @@ class RowSums:
             self.hi,
             self.R,
             out,
+            0 if self.touched is None else self.touched,
             **self.key,
         )
         return out
