@@ -354,3 +354,36 @@ def test_row_sums_clear_only_the_rows_they_write(program, frontier, rounds, grid
     want = np.zeros(touched.size, dtype=bool)
     want[(row // 2048).numpy()] = True
     assert np.array_equal(touched.astype(bool), want)
+
+
+#: a row space of 7 chunks (the last partial) and the frontier's terms placed in it: a chunk
+#: whose one row is its last (0) or its first (1, 5), one whose only term is NaN (2) or -inf
+#: (3), one whose terms are all 0.0 (4: no exponent, no flag, not marked), a chunk's last row
+#: and the row space's (5, 6); row 2047 takes three terms of three exponents (three raisers)
+LONE_R = 6 * 2048 + 100
+LONE_COLS = [
+    ([2047, 2048, 10240], [1.5, -2.25, 3.0]),
+    ([2047, 4101, 8201], [2.0**-40, float("nan"), 0.0]),
+    ([6151, 2047, LONE_R - 1], [-float("inf"), 2.0**20, 0.75]),
+    ([8201, 12287], [0.0, 5.0]),
+]
+
+
+@pytest.mark.parametrize("grid,block", [(1, 32), (2, 64)])
+def test_row_sums_mark_the_chunk_of_a_lone_row(program, grid, block):
+    """One mini-batch's row sums (op 4) where a chunk's only row is at its edge or holds
+    only a NaN or an infinity: the chunk marked is the row's own (not a neighbour's, which
+    a frontier of many rows a chunk would hide), a flag alone marks it, a row of only 0.0
+    terms marks nothing, and the finish tests each row's own chunk: every row the bits of
+    the torch code's exact sums."""
+    exe, dtype = program
+    indptr = np.cumsum([0] + [len(r) for r, _ in LONE_COLS])
+    rows = np.concatenate([r for r, _ in LONE_COLS])
+    vals = torch.tensor([x for _, v in LONE_COLS for x in v], dtype=torch.float64).to(dtype)
+    cols = torch.arange(len(LONE_COLS))
+    ptr = torch.from_numpy(indptr)  # (every column's edges, in order)
+    vbits = vals.to(torch.float64).view(torch.int64)
+    out, touched = run(exe, 4, indptr, rows, vbits, cols, ptr, [0, 1, 1, grid, block, LONE_R])
+    want = exact_sums(vals, torch.from_numpy(rows), LONE_R).to(dtype).to(torch.float64)
+    torch.testing.assert_close(_as_floats(out), want, rtol=0, atol=0, equal_nan=True)
+    assert touched.tolist() == [1, 1, 1, 1, 0, 1, 1, 0]
