@@ -176,28 +176,45 @@ __device__ __forceinline__ gs_t gs_rowsum_value(int em, int f, gs_u64 lo, gs_u64
     return (gs_t)v;
 }
 
+// A row's value as the program divides it (scale null: the value): the unfused p / c, the
+// sum rounded to gs_t then divided by its mini-batch's scale (count of them, each for per
+// consecutive rows; one for every row where per >= R), an IEEE division as the options
+// compile it (--prec-div=true, as PyTorch's DivFunctor on a 0-dim device tensor): the same
+// bits, 0 / c, NaN and infinities included. The scale's index is clamped to its count.
+__device__ __forceinline__ gs_t gs_rowsum_scaled(gs_t v, const gs_t* __restrict__ scale,
+                                                 gs_i64 r, gs_i64 per, gs_i64 count) {
+    if (scale == nullptr) return v;
+    gs_i64 b = per > 0 ? r / per : 0;
+    if (b >= count) b = count - 1;
+    if (b < 0) b = 0;
+    return v / scale[b];
+}
+
 // Pass 3: out[r] for every row of the row space (0 where no term). A row's sum is read only
 // where it has an exponent and no flag (the value of a flagged row does not depend on it),
 // so a sum pass 1 did not clear is never read. touched (null: every row read): a byte a
 // chunk of rows, set by gs_rowsum_exponents where it wrote an exponent or a flag; a row of
 // an untouched chunk is 0 without a read of its scratch (a frontier whose rows lie in few
-// of the graph's chunks reads little more than them).
+// of the graph's chunks reads little more than them). scale (null: none): every row divided
+// as it is written (gs_rowsum_scaled: the scaled_row_sums pass's p / c, no pass of its own).
 extern "C" __global__ void gs_rowsum_finish(const int* __restrict__ emax,
                                             const int* __restrict__ flags,
                                             const gs_u64* __restrict__ lo,
                                             const gs_u64* __restrict__ hi, gs_i64 R,
                                             gs_t* __restrict__ out,
-                                            const unsigned char* __restrict__ touched) {
+                                            const unsigned char* __restrict__ touched,
+                                            const gs_t* __restrict__ scale, gs_i64 per,
+                                            gs_i64 count) {
     for (gs_i64 r = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; r < R;
          r += (gs_i64)gridDim.x * blockDim.x) {
-        if (touched != nullptr && !touched[r >> GS_CHUNK_BITS]) {
-            out[r] = (gs_t)0;
-            continue;
+        gs_t v = (gs_t)0;
+        if (touched == nullptr || touched[r >> GS_CHUNK_BITS]) {
+            const int em = emax[r], f = flags[r];
+            v = em == 0 && f == 0 ? (gs_t)0
+                : f != 0          ? gs_rowsum_value(em, f, 0, 0)
+                                  : gs_rowsum_value(em, f, lo[r], hi[r]);
         }
-        const int em = emax[r], f = flags[r];
-        out[r] = em == 0 && f == 0 ? (gs_t)0
-                 : f != 0          ? gs_rowsum_value(em, f, 0, 0)
-                                   : gs_rowsum_value(em, f, lo[r], hi[r]);
+        out[r] = gs_rowsum_scaled(v, scale, r, per, count);
     }
 }
 
@@ -315,9 +332,12 @@ __device__ __forceinline__ int gs_term_row(const gs_term_t& term) {
     return term.local & (GS_CHUNK - 1);                 // (the fill's: below GS_CHUNK)
 }
 
+// scale (null: none): each row divided by its mini-batch's as it is written (as the finish).
 extern "C" __global__ void gs_rowsum_chunks(const gs_i64* __restrict__ starts,
                                             const gs_term_t* __restrict__ terms, gs_i64 R,
-                                            gs_t* __restrict__ out) {
+                                            gs_t* __restrict__ out,
+                                            const gs_t* __restrict__ scale, gs_i64 per,
+                                            gs_i64 count) {
     __shared__ int emax[GS_CHUNK], flags[GS_CHUNK];
     __shared__ unsigned words[GS_CHUNK][4];              // a row's 128-bit sum
     const gs_i64 k = blockIdx.x, first = k * GS_CHUNK;
@@ -361,8 +381,9 @@ extern "C" __global__ void gs_rowsum_chunks(const gs_i64* __restrict__ starts,
     __syncthreads();
     for (int i = threadIdx.x; i < GS_CHUNK && first + i < R; i += blockDim.x) {
         const unsigned* w = words[i];
-        out[first + i] = gs_rowsum_value(emax[i], flags[i], w[0] | ((gs_u64)w[1] << 32),
-                                         w[2] | ((gs_u64)w[3] << 32));
+        const gs_t v = gs_rowsum_value(emax[i], flags[i], w[0] | ((gs_u64)w[1] << 32),
+                                       w[2] | ((gs_u64)w[3] << 32));
+        out[first + i] = gs_rowsum_scaled(v, scale, first + i, per, count);
     }
 }
 

@@ -54,7 +54,7 @@ from gsample.backend.cuda.module import launch, memset
 from gsample.backend.cuda.nodewise import _at, _frontier, _id_error, _opt, exact
 from gsample.backend.cuda.rowsum import CHUNK as _CHUNK
 from gsample.backend.cuda.rowsum import FLOATS as _FLOATS
-from gsample.backend.cuda.rowsum import RowSums
+from gsample.backend.cuda.rowsum import NO_SCALE, RowSums, scale_args
 from gsample.backend.registry import cuda_impl
 from gsample.backend.torch import fused_reduce
 from gsample.base import validate as V
@@ -189,9 +189,12 @@ def _exact_cols(A: CSC, cols, batches) -> torch.Tensor:
 # them: an aminmax, two comparisons and a clamp less a call)
 # a super-batch's row sums go by chunk of rows, with one read-back of their terms' count
 @cuda_impl(Op.SLICE_REDUCE, sync_free=True, bounded_out=False, checks=("cols",), syncs_batched=True)
-def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor:
-    """``A[:, cols].<op>(axis)`` (see ``gsample.backend.torch.fused_reduce``); sums over
-    rows of the graph run the sync-free kernels, the rest the exact implementations."""
+def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None, scale=None) -> torch.Tensor:
+    """``A[:, cols].<op>(axis)`` (see ``gsample.backend.torch.fused_reduce``), divided by
+    ``scale`` where given; sums over rows of the graph run the sync-free kernels, whose
+    finish divides each row as it writes it (the program's ``p / c``: the same bits, no
+    pass over the rows of its own), the rest the exact implementations and torch's
+    division (``fused_reduce.divided``)."""
     vals = A.values
     ok = (
         op == "sum"
@@ -202,27 +205,31 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
     if not ok:
         trimmed = _exact_cols(A, cols, batches)
         if batches is None:
-            return compute.reduce(extract.slice_cols(A, trimmed), op, axis)
-        return fused_reduce.slice_reduce(A, trimmed, op, axis, batches)
+            out = compute.reduce(extract.slice_cols(A, trimmed), op, axis)
+            return fused_reduce.divided(out, scale)
+        return fused_reduce.slice_reduce(A, trimmed, op, axis, batches, scale)
     buf, ncols = _frontier(cols)
     N, n = batches if batches is not None else (1, 0)
     C = buf.numel()
     dtype = torch.float32 if vals is None else vals.dtype
+    R = A.num_nodes * N
+    divisor = scale_args(scale, dtype, buf.device, R, batches)
+    if divisor is None:  # a divisor the finish cannot take: the sums, then torch's division
+        return fused_reduce.divided(slice_reduce(A, cols, op, axis, batches), scale, batches)
     indptr, rows = _index_arrays(A)
     v = _opt(None if vals is None else vals.contiguous())
     if N > 1 and C:  # a super-batch: by chunk of rows, one read-back
         refuse_capture()
-        R = A.num_nodes * N
         # (switched off, an older entry is dropped all the same)
         placed = _terms_placed(A, cols, batches)
         if placed is None or not FUSE_TOTALS:  # (the ids checked by its frontier pointer)
             placed = _chunk_terms(indptr, rows, v, buf, ncols, C, n, R, dtype)
-        return _chunked_row_sums(*placed, R, dtype, _params(indptr))
+        return _chunked_row_sums(*placed, R, dtype, _params(indptr), divisor)
     # the sums cleared by pass 1 where it writes, the finish reading only the chunks it wrote
     # (one mini-batch's frontier touches a small share of the graph's rows)
-    sums = RowSums(A.num_nodes * N, dtype, buf.device, _params(indptr), cleared=False)
+    sums = RowSums(R, dtype, buf.device, _params(indptr), cleared=False)
     if C == 0:
-        return sums.finish()
+        return sums.finish(divisor)
     key = sums.key
     ptr = _frontier_ptr(indptr, buf, ncols, n, A.num_nodes * N)  # the ids checked there
     # the edge count stays on the device: a fixed grid strides over the tiles
@@ -264,7 +271,7 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
         grid=_GRID,
         **key,
     )
-    return sums.finish()
+    return sums.finish(divisor)
 
 
 # the frontier's ids are checked by gs_frontier_ptr, as for slice_reduce; a super-batch's
@@ -387,12 +394,16 @@ def _chunk_terms(
     return starts, found
 
 
-def _chunked_row_sums(starts, found, R: int, dtype: torch.dtype, params) -> torch.Tensor:
+def _chunked_row_sums(
+    starts, found, R: int, dtype: torch.dtype, params, divisor: tuple = NO_SCALE
+) -> torch.Tensor:
     """A super-batch's row sums from its terms placed by chunk (:func:`_chunk_terms`; the
     same bits as the passes over its row space): a block per chunk sums them in shared
-    memory and writes every row of it."""
+    memory and writes every row of it, divided by its mini-batch's scale where ``divisor``
+    (``rowsum.scale_args``) gives one."""
     K = -(-R // _CHUNK)
     out = torch.empty(R, dtype=dtype, device=starts.device)
+    scale, per, count = divisor
     launch(
         "rowsum",
         "gs_rowsum_chunks",
@@ -401,6 +412,9 @@ def _chunked_row_sums(starts, found, R: int, dtype: torch.dtype, params) -> torc
         found,
         R,
         out,
+        scale,
+        per,
+        count,
         block=_THREADS,
         grid=K,
         params=params,

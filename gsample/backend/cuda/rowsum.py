@@ -23,6 +23,11 @@ FLOATS = {torch.float32: "float", torch.float64: "double"}
 CHUNK = 2048
 
 
+#: the finish's divisor arguments (gs_rowsum_scaled of kernels/rowsum.cu) when it divides by
+#: nothing: a null scale
+NO_SCALE = (0, 1, 1)
+
+
 class RowSums:
     """Scratch and the finishing pass of one exact row-sum over ``R`` rows.
 
@@ -47,8 +52,11 @@ class RowSums:
             memset(self.touched, 0)
         self.key = {"dtypes": (FLOATS[dtype],), "params": tuple(params)}
 
-    def finish(self) -> torch.Tensor:
+    def finish(self, scale: tuple = NO_SCALE) -> torch.Tensor:
+        """The ``R`` sums, each divided as it is written where ``scale`` (:func:`scale_args`)
+        gives a divisor; shape (R,), :attr:`dtype`."""
         out = torch.empty(self.R, dtype=self.dtype, device=self.scratch.device)
+        divisor, per, count = scale
         launch(
             "rowsum",
             "gs_rowsum_finish",
@@ -60,9 +68,30 @@ class RowSums:
             self.R,
             out,
             0 if self.touched is None else self.touched,
+            divisor,
+            per,
+            count,
             **self.key,
         )
         return out
+
+
+def scale_args(scale, dtype: torch.dtype, device, R: int, batches=None) -> tuple | None:
+    """The finish's divisor arguments ``(scale, per, count)`` for row sums of ``R`` rows
+    divided by ``scale`` (``SLICE_REDUCE``'s, the ``scaled_row_sums`` pass's): a 0-dim tensor
+    for every row, or a super-batch's ``(N,)``, one for each mini-batch's ``n`` rows; None
+    where the kernel cannot divide as the program does (another dtype, whose promotion torch
+    does; a host value, which torch's division multiplies by its reciprocal; another shape):
+    the caller divides with torch (``fused_reduce.divided``)."""
+    if scale is None:
+        return NO_SCALE
+    if not isinstance(scale, torch.Tensor) or scale.dtype != dtype or scale.device != device:
+        return None
+    if scale.dim() == 0:
+        return scale, max(R, 1), 1
+    if batches is not None and tuple(scale.shape) == (batches[0],):
+        return scale.contiguous(), max(batches[1], 1), batches[0]
+    return None
 
 
 def edge_row_sums(rows: torch.Tensor, values, R: int, dtype: torch.dtype) -> torch.Tensor:
