@@ -96,6 +96,10 @@ LOOKALIKES = {
     "p / p.sum(): p read twice": lambda p, sq: p / p.sum().clamp(min=1e-30),
     "c / p": lambda p, sq: sq.sum().clamp(min=1e-30) / (p + 1.0),
     "a rounding mode": lambda p, sq: torch.div(p, sq.sum(), rounding_mode="floor") + p,
+    # p read by the division alone: the rounding mode is what keeps it
+    "a rounding mode alone": lambda p, sq: (
+        torch.div(p, sq.sum().clamp(min=1e-30) * 1e-3, rounding_mode="trunc") + 1.0
+    ),
     "a vector over the rows": lambda p, sq: p / (sq.sum(axis=1) + 1.0),
     "a product": lambda p, sq: p * sq.sum().clamp(min=1e-30),
     "a constant tensor": lambda p, sq: p / torch.tensor(4.0),
@@ -166,9 +170,12 @@ def test_the_torch_code_divides_as_the_program(G, dtype):
     assert_same(got, want)
     other = torch.tensor(1 / 3, dtype=torch.float64 if dtype == torch.float32 else torch.float32)
     assert_same(fused_reduce.slice_reduce(A, seeds, "sum", 1, scale=other), p / other)
-    stacked = torch.stack([other] * 4)
+    # each mini-batch its own scale of the other dtype (batch by batch, as Elementwise)
+    others = [other * (b + 1) for b in range(4)]
+    want = torch.cat([fused_reduce.slice_reduce(A, x, "sum", 1) / o for x, o in zip(parts, others)])
+    got = fused_reduce.slice_reduce(A, enc, "sum", 1, (4, N), torch.stack(others))
+    assert_same(got, want)
     want = torch.cat([fused_reduce.slice_reduce(A, x, "sum", 1) / other for x in parts])
-    assert_same(fused_reduce.slice_reduce(A, enc, "sum", 1, (4, N), stacked), want)
     assert_same(fused_reduce.slice_reduce(A, enc, "sum", 1, (4, N), other), want)
 
 
