@@ -140,12 +140,17 @@ extern "C" __global__ void gs_row_sort_keys(const unsigned* __restrict__ cand, g
 // not a key per row: the candidates are a small share of a super-batch's row space, and the
 // select's passes read only them): batch b's go to ckeys / crows (their rows) from its
 // cursor at[b] up (at[b] starts at the batch's first place, b * per: per rows a batch, room
-// for all; it ends past the last), in no order. A warp takes 32 * GS_ITEMS consecutive rows,
-// lists its candidates in shared memory and computes their keys 32 at a time: a key is a
-// hash, a logarithm and a division in float64, and with one row a lane every lane would wait
-// for the warp's few candidates; within one batch it adds them to the cursor at once (an
-// atomic). A span within one batch of the keys (n: mostly, as n is far above the span)
-// finds its batch and its hash's seed once, not a division and two hash rounds a row.
+// for all; it ends past the last), in no order. A warp takes 32 * GS_ITEMS consecutive rows
+// (a span), lists its candidates in shared memory and computes their keys 32 at a time: a
+// key is a hash, a logarithm and a division in float64, and with one row a lane every lane
+// would wait for the warp's few candidates. A block's warps take consecutive spans (a
+// round); where the round's rows are one batch's, the block adds its candidates to the
+// batch's cursor with one atomic (one mini-batch's cursor is one word, which an atomic of
+// every warp with a candidate queued on: most spans hold one where a layer's frontier
+// reaches rows all over the graph), else each warp whose span is one batch's does, else
+// each candidate. A span within one batch of the keys (n: mostly, as n is far above the
+// span) finds its batch and its hash's seed once, not a division and two hash rounds a row.
+// Blocks of at most GS_KEY_WARPS warps (the launch bounds), every lane of a warp launched.
 #define GS_KEY_WARPS 8
 extern "C" __global__ void __launch_bounds__(GS_KEY_WARPS * 32)
 gs_row_keys_compact(const unsigned* __restrict__ cand, gs_i64 R,
@@ -154,44 +159,69 @@ gs_row_keys_compact(const unsigned* __restrict__ cand, gs_i64 R,
                     gs_i64* __restrict__ at, gs_i64* __restrict__ ckeys,
                     gs_i64* __restrict__ crows, gs_i64* __restrict__ bad) {
     __shared__ int listed[GS_KEY_WARPS][32 * GS_ITEMS];
-    const int lane = threadIdx.x & 31;
-    int* list = listed[threadIdx.x >> 5];
-    const gs_i64 span = 32 * GS_ITEMS;
-    const gs_i64 warps = ((gs_i64)gridDim.x * blockDim.x) >> 5;
-    for (gs_i64 base = ((blockIdx.x * (gs_i64)blockDim.x + threadIdx.x) >> 5) * span; base < R;
-         base += warps * span) {
-        const gs_i64 kb = n > 0 ? gs_batch(base, n) : 0;    // the span's batch of the keys
+    __shared__ int found[GS_KEY_WARPS];                  // each warp's candidates this round
+    __shared__ gs_i64 block_first;                       // the block's first place this round
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    int* list = listed[warp];
+    const gs_i64 span = 32 * GS_ITEMS, round = span * nw;
+    // (the bound is the block's: its warps meet at the barriers of every round)
+    for (gs_i64 start = blockIdx.x * round; start < R; start += (gs_i64)gridDim.x * round) {
+        const gs_i64 base = start + warp * span;         // (at or past R: no row)
+        const gs_i64 kb = n > 0 ? gs_batch(min(base, R - 1), n) : 0;  // the span's key batch
         const bool kone = n <= 0 || gs_batch(min(base + span, R) - 1, n) == kb;
-        int m = 0;                                       // the warp's candidates so far
+        // every row's test (its loads) before any vote: the span's loads in flight together
+        bool is[GS_ITEMS];
 #pragma unroll
         for (int j = 0; j < GS_ITEMS; ++j) {
             const gs_i64 r = base + 32 * j + lane;
-            const bool is = r < R && gs_is_candidate_of(cand, probs, shared, n, r,
-                                                        kone ? kb : gs_batch(r, n), bad);
-            const unsigned ball = __ballot_sync(0xFFFFFFFFu, is);
-            if (is) list[m + __popc(ball & ((1u << lane) - 1u))] = 32 * j + lane;
+            is[j] = r < R && gs_is_candidate_of(cand, probs, shared, n, r,
+                                                kone ? kb : gs_batch(r, n), bad);
+        }
+        int m = 0;                                       // the warp's candidates so far
+#pragma unroll
+        for (int j = 0; j < GS_ITEMS; ++j) {
+            const unsigned ball = __ballot_sync(0xFFFFFFFFu, is[j]);
+            if (is[j]) list[m + __popc(ball & ((1u << lane) - 1u))] = 32 * j + lane;
             m += __popc(ball);
         }
-        __syncwarp();
-        if (m == 0) continue;
-        const gs_i64 b = gs_batch(base, per);
-        const bool one = b == gs_batch(min(base + span, R) - 1, per);   // one batch's rows
+        if (lane == 0) found[warp] = m;
+        const gs_i64 rb = gs_batch(start, per);
+        const bool block_one = rb == gs_batch(min(start + round, R) - 1, per);  // (uniform)
+        __syncthreads();                                 // the lists and counts written
         gs_i64 first = 0;
-        if (one && lane == 0)
-            first = (gs_i64)atomicAdd((unsigned long long*)&at[b], (unsigned long long)m);
-        first = __shfl_sync(0xFFFFFFFFu, first, 0);
-        const gs_u64 seed = gs_key_seed(key, kb);
-        for (int i = lane; i < m; i += 32) {
-            const gs_i64 r = base + list[i];
-            const gs_i64 k = kone ? gs_seeded_key(probs, shared, seed, r, kb * n)
-                                  : gs_candidate_key(probs, shared, key, n, r);
-            const gs_i64 to = one ? first + i
-                                  : (gs_i64)atomicAdd((unsigned long long*)&at[gs_batch(r, per)],
-                                                      1ULL);
-            ckeys[to] = k;
-            crows[to] = r;
+        bool one = block_one;                            // this warp's places from `first`
+        if (block_one) {
+            if (threadIdx.x == 0) {
+                gs_i64 total = 0;
+                for (int w = 0; w < nw; ++w) total += found[w];
+                block_first = total ? (gs_i64)atomicAdd((unsigned long long*)&at[rb],
+                                                        (unsigned long long)total)
+                                    : 0;
+            }
+            __syncthreads();                             // block_first written
+            first = block_first;
+            for (int w = 0; w < warp; ++w) first += found[w];
+        } else if (m > 0) {
+            const gs_i64 b = gs_batch(base, per);
+            one = b == gs_batch(min(base + span, R) - 1, per);   // the span: one batch's rows
+            if (one && lane == 0)
+                first = (gs_i64)atomicAdd((unsigned long long*)&at[b], (unsigned long long)m);
+            first = __shfl_sync(0xFFFFFFFFu, first, 0);
         }
-        __syncwarp();                                    // the list is read before it changes
+        if (m > 0) {
+            const gs_u64 seed = gs_key_seed(key, kb);
+            for (int i = lane; i < m; i += 32) {
+                const gs_i64 r = base + list[i];
+                const gs_i64 k = kone ? gs_seeded_key(probs, shared, seed, r, kb * n)
+                                      : gs_candidate_key(probs, shared, key, n, r);
+                const gs_i64 to =
+                    one ? first + i
+                        : (gs_i64)atomicAdd((unsigned long long*)&at[gs_batch(r, per)], 1ULL);
+                ckeys[to] = k;
+                crows[to] = r;
+            }
+        }
+        __syncthreads();          // the lists, counts and block_first read before they change
     }
 }
 
@@ -205,15 +235,6 @@ extern "C" __global__ void gs_scatter_positions(const gs_i64* __restrict__ chose
         if (gs_in_range(chosen[i], R)) newpos[chosen[i]] = (int)i;
 }
 
-// mark[picked[i]] = 1 for the rows drawn (mark starts all 0; entries at or past R are not
-// rows: fewer candidates than draws).
-extern "C" __global__ void gs_mark_rows(const gs_i64* __restrict__ picked, gs_i64 k, gs_i64 R,
-                                        unsigned char* __restrict__ mark) {
-    for (gs_i64 i = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; i < k;
-         i += (gs_i64)gridDim.x * blockDim.x)
-        if (gs_in_range(picked[i], R)) mark[picked[i]] = 1;
-}
-
 // bits[r / 32] bit r % 32 set for the rows drawn (bits start all 0; entries of picked at or
 // past R are not rows): the kept-edge passes test a row there, in R / 8 bytes that stay in
 // the L2 (newpos, 4 bytes a row, did not: a super-batch's row space is N graphs').
@@ -224,34 +245,43 @@ extern "C" __global__ void gs_mark_bits(const gs_i64* __restrict__ picked, gs_i6
         if (gs_in_range(picked[i], R)) atomicOr(&bits[picked[i] >> 5], 1u << (picked[i] & 31));
 }
 
-__device__ __forceinline__ bool gs_drawn(const unsigned* __restrict__ bits,
-                                         const int* __restrict__ newpos, gs_i64 r) {
-    return bits != nullptr ? (bits[r >> 5] >> (r & 31)) & 1u : newpos[r] >= 0;
-}
-
-// The marked rows in row order, in one pass (a single-pass scan, scan.cuh): chosen[i] is
-// the i-th marked row, newpos[r] its position i (-1 for a row not marked). Each thread takes
-// GS_ITEMS consecutive rows of its block's tile (state: 1 + tiles words, zero before).
-extern "C" __global__ void gs_chosen_rows(const unsigned char* __restrict__ mark, gs_i64 R,
-                                          gs_u64* __restrict__ state,
-                                          gs_i64* __restrict__ chosen,
+// The drawn rows in row order from their bits (gs_mark_bits), in one pass over the bitmap's
+// words (a single-pass scan, scan.cuh): chosen[i] is the i-th drawn row (i below room; the
+// rest of chosen is not written) and newpos[r] its position i, written at the drawn rows
+// only (every reader of newpos tests the row's bit first). A bit a row: the pass reads R / 8
+// bytes, where a byte a row marked, then scanned, and newpos cleared, cost a pass over the
+// row space. Each thread takes GS_ITEMS consecutive words of its block's tile (a block a
+// tile; state: 1 + tiles words, zero before the launch); a bit at or past R is no row.
+extern "C" __global__ void gs_chosen_bits(const unsigned* __restrict__ bits, gs_i64 words,
+                                          gs_i64 R, gs_u64* __restrict__ state,
+                                          gs_i64* __restrict__ chosen, gs_i64 room,
                                           int* __restrict__ newpos) {
     const gs_i64 tile = gs_scan_ticket(state);
-    const gs_i64 r0 = (tile * blockDim.x + threadIdx.x) * GS_ITEMS;
-    bool m[GS_ITEMS];
+    const gs_i64 w0 = (tile * blockDim.x + threadIdx.x) * GS_ITEMS;
+    unsigned w[GS_ITEMS];
     gs_i64 count = 0;
+#pragma unroll
     for (int j = 0; j < GS_ITEMS; ++j) {
-        m[j] = r0 + j < R && mark[r0 + j];
-        count += m[j];
+        w[j] = w0 + j < words ? bits[w0 + j] : 0u;
+        count += __popc(w[j]);
     }
     gs_i64 sum;
     const gs_i64 local = gs_block_exclusive(count, &sum);
     gs_i64 at = gs_scan_exclusive(state, tile, sum) + local;
-    for (int j = 0; j < GS_ITEMS; ++j) {
-        if (r0 + j >= R) break;
-        if (m[j]) chosen[at] = r0 + j;
-        newpos[r0 + j] = m[j] ? (int)at++ : -1;
-    }
+#pragma unroll
+    for (int j = 0; j < GS_ITEMS; ++j)
+        for (unsigned m = w[j]; m != 0u; m &= m - 1u, ++at) {
+            const gs_i64 r = (w0 + j) * 32 + (__ffs(m) - 1);
+            if (r < R && at < room) {
+                chosen[at] = r;
+                newpos[r] = (int)at;
+            }
+        }
+}
+
+__device__ __forceinline__ bool gs_drawn(const unsigned* __restrict__ bits,
+                                         const int* __restrict__ newpos, gs_i64 r) {
+    return bits != nullptr ? (bits[r >> 5] >> (r & 31)) & 1u : newpos[r] >= 0;
 }
 
 // The frontier edges of a chosen row that each column keeps: counts[c] (zero before the

@@ -18,6 +18,10 @@
 #define GS_NAN 1
 #define GS_POS_INF 2
 #define GS_NEG_INF 4
+// Rows of a chunk: the chunked passes' unit (below), and the unit one mini-batch's finish
+// skips where pass 1 wrote nothing (gs_rowsum_finish's `touched`)
+#define GS_CHUNK_BITS 11
+#define GS_CHUNK (1 << GS_CHUNK_BITS)
 
 // ----------------------------------------------------------------------------- row sums
 // Pass 1 for term x of row r: the row's largest exponent of its finite nonzero terms, and
@@ -75,21 +79,59 @@ __device__ __forceinline__ bool gs_finite_nonzero(double x) {
     return x != 0.0 && !isnan(x) && !isinf(x);
 }
 
-// Pass 1 over the frontier's edges.
+// gs_rowsum_note over a row space whose 128-bit sums are not cleared before pass 1 (only
+// the exponents and flags are: one mini-batch's frontier touches a small share of the
+// graph's rows, and a clear of 24 bytes a row was a pass over all of them): the thread
+// whose atomicMax first raises row r's exponent from 0 (one thread a row: a biased
+// exponent is >= 1) clears the row's sum, before pass 2 (a later launch) adds to it; pass 2
+// adds finite nonzero terms only, so it adds to no row without an exponent. A thread that
+// writes a row's exponent or flags first marks its chunk, touched[r >> GS_CHUNK_BITS] (a
+// read first: a chunk holds many of the frontier's rows), for the finish.
+__device__ __forceinline__ void gs_rowsum_note_first(int* __restrict__ emax,
+                                                     int* __restrict__ flags,
+                                                     gs_u64* __restrict__ lo,
+                                                     gs_u64* __restrict__ hi,
+                                                     unsigned char* __restrict__ touched,
+                                                     gs_i64 r, double x) {
+    bool wrote = false;
+    if (isnan(x) || isinf(x)) {
+        atomicOr(&flags[r], isnan(x) ? GS_NAN : x > 0 ? GS_POS_INF : GS_NEG_INF);
+        wrote = true;
+    } else if (x != 0.0) {
+        int ex;
+        frexp(x, &ex);                                  // |x| < 2 ** ex
+        if (emax[r] < ex + GS_EXP_BIAS && atomicMax(&emax[r], ex + GS_EXP_BIAS) == 0) {
+            lo[r] = 0;
+            hi[r] = 0;
+            wrote = true;
+        }
+    }
+    const gs_i64 k = r >> GS_CHUNK_BITS;
+    if (wrote && !touched[k]) touched[k] = 1;
+}
+
+// Pass 1 over the frontier's edges (one mini-batch's row sums, finished by gs_rowsum_finish
+// with `touched`): the exponents and flags zero before the launch, the sums (lo_words,
+// hi_words) cleared here where pass 2 adds (gs_rowsum_note_first), touched (a byte a chunk
+// of the row space) zero before the launch.
 extern "C" __global__ void gs_rowsum_exponents(const gs_idx* __restrict__ indptr,
                                                const gs_idx* __restrict__ rows,
                                                const gs_t* __restrict__ values,
                                                const gs_i64* __restrict__ cols, gs_i64 C,
                                                const gs_i64* __restrict__ ptr, gs_i64 n,
                                                int* __restrict__ emax,
-                                               int* __restrict__ flags) {
+                                               int* __restrict__ flags,
+                                               gs_u64* __restrict__ lo_words,
+                                               gs_u64* __restrict__ hi_words,
+                                               unsigned char* __restrict__ touched) {
     GS_TILES(g0, t, ptr, C, false) {
         for (int j = 0; j < GS_ITEMS; ++j) {
             const gs_i64 g = g0 + j * (gs_i64)blockDim.x + threadIdx.x;
             if (g >= gs_E) break;
             gs_i64 c, shift;
             const gs_i64 e = gs_frontier_edge(t, indptr, cols, ptr, n, g, &c, &shift);
-            gs_rowsum_note(emax, flags, (gs_i64)rows[e] + shift, gs_value(values, e));
+            gs_rowsum_note_first(emax, flags, lo_words, hi_words, touched,
+                                 (gs_i64)rows[e] + shift, gs_value(values, e));
         }
     }
 }
@@ -134,16 +176,46 @@ __device__ __forceinline__ gs_t gs_rowsum_value(int em, int f, gs_u64 lo, gs_u64
     return (gs_t)v;
 }
 
-// Pass 3: out[r] for every row of the row space (0 where no term).
+// A row's value as the program divides it (scale null: the value): the unfused p / c, the
+// sum rounded to gs_t then divided by its mini-batch's scale (count of them, each for per
+// consecutive rows; one for every row where per >= R), an IEEE division as the options
+// compile it (--prec-div=true, as PyTorch's DivFunctor on a 0-dim device tensor): the same
+// bits, 0 / c, NaN and infinities included. The scale's index is clamped to its count.
+__device__ __forceinline__ gs_t gs_rowsum_scaled(gs_t v, const gs_t* __restrict__ scale,
+                                                 gs_i64 r, gs_i64 per, gs_i64 count) {
+    if (scale == nullptr) return v;
+    gs_i64 b = per > 0 ? r / per : 0;
+    if (b >= count) b = count - 1;
+    if (b < 0) b = 0;
+    return v / scale[b];
+}
+
+// Pass 3: out[r] for every row of the row space (0 where no term). A row's sum is read only
+// where it has an exponent and no flag (the value of a flagged row does not depend on it),
+// so a sum pass 1 did not clear is never read. touched (null: every row read): a byte a
+// chunk of rows, set by gs_rowsum_exponents where it wrote an exponent or a flag; a row of
+// an untouched chunk is 0 without a read of its scratch (a frontier whose rows lie in few
+// of the graph's chunks reads little more than them). scale (null: none): every row divided
+// as it is written (gs_rowsum_scaled: the scaled_row_sums pass's p / c, no pass of its own).
 extern "C" __global__ void gs_rowsum_finish(const int* __restrict__ emax,
                                             const int* __restrict__ flags,
                                             const gs_u64* __restrict__ lo,
                                             const gs_u64* __restrict__ hi, gs_i64 R,
-                                            gs_t* __restrict__ out) {
+                                            gs_t* __restrict__ out,
+                                            const unsigned char* __restrict__ touched,
+                                            const gs_t* __restrict__ scale, gs_i64 per,
+                                            gs_i64 count) {
     for (gs_i64 r = blockIdx.x * (gs_i64)blockDim.x + threadIdx.x; r < R;
-         r += (gs_i64)gridDim.x * blockDim.x)
-        out[r] = emax[r] == 0 && flags[r] == 0 ? (gs_t)0
-                                               : gs_rowsum_value(emax[r], flags[r], lo[r], hi[r]);
+         r += (gs_i64)gridDim.x * blockDim.x) {
+        gs_t v = (gs_t)0;
+        if (touched == nullptr || touched[r >> GS_CHUNK_BITS]) {
+            const int em = emax[r], f = flags[r];
+            v = em == 0 && f == 0 ? (gs_t)0
+                : f != 0          ? gs_rowsum_value(em, f, 0, 0)
+                                  : gs_rowsum_value(em, f, lo[r], hi[r]);
+        }
+        out[r] = gs_rowsum_scaled(v, scale, r, per, count);
+    }
 }
 
 // ----------------------------------------------------------------------------- row sums by chunk
@@ -153,9 +225,6 @@ extern "C" __global__ void gs_rowsum_finish(const int* __restrict__ emax,
 // count, then a fill: each chunk's terms contiguous, in any order), then a block per chunk
 // sums them in shared memory with the same exact arithmetic (the same bits) and writes all
 // its rows' sums: no row-space scratch, memset or finishing pass.
-#define GS_CHUNK_BITS 11
-#define GS_CHUNK (1 << GS_CHUNK_BITS)
-
 // The chunk of frontier edge g's row (-1: no edge, or a zero term, which adds nothing), and
 // its row and value.
 #define GS_CHUNK_ITEMS(g0, t, ch, r, x)                                               \
@@ -263,9 +332,12 @@ __device__ __forceinline__ int gs_term_row(const gs_term_t& term) {
     return term.local & (GS_CHUNK - 1);                 // (the fill's: below GS_CHUNK)
 }
 
+// scale (null: none): each row divided by its mini-batch's as it is written (as the finish).
 extern "C" __global__ void gs_rowsum_chunks(const gs_i64* __restrict__ starts,
                                             const gs_term_t* __restrict__ terms, gs_i64 R,
-                                            gs_t* __restrict__ out) {
+                                            gs_t* __restrict__ out,
+                                            const gs_t* __restrict__ scale, gs_i64 per,
+                                            gs_i64 count) {
     __shared__ int emax[GS_CHUNK], flags[GS_CHUNK];
     __shared__ unsigned words[GS_CHUNK][4];              // a row's 128-bit sum
     const gs_i64 k = blockIdx.x, first = k * GS_CHUNK;
@@ -309,8 +381,9 @@ extern "C" __global__ void gs_rowsum_chunks(const gs_i64* __restrict__ starts,
     __syncthreads();
     for (int i = threadIdx.x; i < GS_CHUNK && first + i < R; i += blockDim.x) {
         const unsigned* w = words[i];
-        out[first + i] = gs_rowsum_value(emax[i], flags[i], w[0] | ((gs_u64)w[1] << 32),
-                                         w[2] | ((gs_u64)w[3] << 32));
+        const gs_t v = gs_rowsum_value(emax[i], flags[i], w[0] | ((gs_u64)w[1] << 32),
+                                       w[2] | ((gs_u64)w[3] << 32));
+        out[first + i] = gs_rowsum_scaled(v, scale, first + i, per, count);
     }
 }
 

@@ -587,7 +587,7 @@ _DEFS = [
         Op.SLICE_REDUCE,
         P,
         Step.COMPUTE,
-        (_A, In("cols", Align.NEW_COLS)),
+        (_A, In("cols", Align.NEW_COLS), In("scale", Align.SCALAR, optional=True)),
         (
             Attr("op", _choice("op", REDUCE_OPS), example="sum"),
             _AXIS,
@@ -600,7 +600,10 @@ _DEFS = [
         estimate=lambda A, ins, at: Size(rows=_n(ins, "cols") if at["axis"] == 0 else A.rows),
         bound=lambda A, ins, at: Size(rows=_n(ins, "cols") if at["axis"] == 0 else A.rows),
         doc="A[:, cols].sum/max/mean(axis) without the slice; 'batches' (N, n): cols is a "
-        "super-batch's encoded frontier and axis 1 gives the N * n encoded rows",
+        "super-batch's encoded frontier and axis 1 gives the N * n encoded rows; 'scale' (a "
+        "0-dim tensor; a super-batch's: one a mini-batch, (N,)): the result divided by it, "
+        "r / scale, as the program's own division (made by the scaled_row_sums pass from "
+        "LADIES's p / p_total: the CUDA finish divides as it writes, no pass over the rows)",
     ),
     OpDef(
         Op.SLICE_TOTAL,

@@ -39,6 +39,7 @@ from gsample.passes.listed_rows import listed_rows
 from gsample.passes.preprocess import preprocess
 from gsample.passes.probs_support import probs_support
 from gsample.passes.result import Pass, PassResult
+from gsample.passes.scaled_row_sums import scaled_row_sums
 from gsample.passes.structure_reads import structure_reads
 
 #: the passes, in order, each with why it runs at that point (``gs.explain`` prints it)
@@ -54,6 +55,7 @@ PIPELINE: list[tuple[Pass, str]] = [
     (alias_tables, "after extract-select fusion, which makes a slice's weights the graph's"),
     (probs_support, "after extract-select fusion makes the fused collective samples it marks"),
     (listed_rows, "after probs_support marks the samples whose probabilities it lists"),
+    (scaled_row_sums, "after listed_rows, which takes LADIES's p / c where its backend lists it"),
     (structure_reads, "after the rewrites that make value maps; before DCE drops maps left unread"),
     (select_layouts, "after every rewrite, so the cost model prices the ops that really run"),
     (dce, "last: drop what the rewrites left unused (random ops keep their ordinals)"),

@@ -824,10 +824,19 @@ class _Rewrite(NodeVisitor):
         # (A[rows, cols], ShaDow's induced subgraph: once for all batches, where a column
         # slice of the block-diagonal graph would hold every frontier edge N times over)
         row_ids = {k for k, a in where.items() if a == "row_ids" and node.info.batched}
+        # and a value per mini-batch (a scalar input: stacked, (N,), below), which it reads
+        # per batch (SLICE_REDUCE's scale, LADIES' totals)
+        per_batch = {
+            k
+            for k, a in where.items()
+            if a == "scalar" and node.info.batched and self.space[ins[k]] is LIST
+        }
         if not cols or (
             not random
             and any(
-                self.space[ins[k]] is not GRAPH for k in where if k != cols[0] and k not in row_ids
+                self.space[ins[k]] is not GRAPH
+                for k in where
+                if k != cols[0] and k not in row_ids and k not in per_batch
             )
         ):
             return False

@@ -420,6 +420,39 @@ def test_slice_reduce_rows_exact_and_reproducible(normalized):
         )
 
 
+@pytest.mark.parametrize("size", [1, 3, 40, 3000])
+def test_one_mini_batch_s_row_sums_read_only_what_they_cleared(normalized, size):
+    """One mini-batch's row sums clear only their exponents and flags (pass 1 clears each
+    128-bit sum it adds to, the finish reads only the chunks of 2048 rows pass 1 wrote):
+    with the caching allocator's blocks full of garbage before each call, every row is the
+    bits of the same frontier's sums by chunk (a super-batch's, which clear nothing), NaN
+    and infinities included, and 0 in the chunks the frontier does not reach."""
+    from gsample.backend.cuda import layerwise
+
+    A = normalized.csc
+    n = A.num_nodes
+    vals = A.values.clone()
+    vals[::5003] = float("nan")
+    vals[7::7001] = float("inf")
+    vals[11::3001] = 0.0  # terms that add nothing (a row of only these stays 0, unmarked)
+    for B in (A, A.with_values(vals)):
+        cols = _seeds(size, n, 50 + size)
+        other = _seeds(7, n, 51)
+        want = layerwise.slice_reduce(B, torch.cat([cols, other + n]), "sum", 1, batches=(2, n))[:n]
+        for _ in range(2):
+            junk = torch.empty(8 * (3 * n + 4096), dtype=torch.uint8, device="cuda")
+            junk.fill_(0xA5)  # freed below: the scratch that follows may reuse these bytes
+            del junk
+            got = layerwise.slice_reduce(B, cols, "sum", 1)
+            torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+        indptr, rows = B.indptr.cpu(), B.rows.cpu()
+        reached = torch.cat([rows[int(indptr[c]) : int(indptr[c + 1])] for c in cols.tolist()]).to(
+            torch.int64
+        )
+        untouched = ~torch.isin(torch.arange(n) // 2048, reached // 2048)
+        assert not got.cpu()[untouched].any()
+
+
 @pytest.mark.parametrize("rounds", [1, 2, 3, 4])
 def test_chunked_row_sums_of_several_rounds_a_tile_equal_one_mini_batch(
     normalized, rounds, monkeypatch
@@ -587,6 +620,38 @@ def test_super_batched_collective_sample_equals_the_torch_backend(
     assert bool(listed) == (room is None and N > 1)  # (the first call lists, at least)
     if room is not None:  # (each batch keeps an edge: more than a room of 1)
         assert bool(masked) == bool(mask)  # the mask passes wrote the kept edges
+
+
+@pytest.mark.parametrize("N", [1, 3])
+@pytest.mark.parametrize("select", ["radix", "torch"])
+def test_collective_positions_are_written_at_the_drawn_rows_only(graph, N, select):
+    """The drawn rows and their positions come from the drawn rows' bits
+    (``gs_chosen_bits``): ``newpos`` and ``chosen`` are neither cleared nor scanned, so with
+    the caching allocator's blocks full of garbage before each call the sample is still the
+    torch backend's, bit for bit (a position read at a row not drawn, or a drawn row left
+    out, would show), for one mini-batch and a super-batch, radix select or torch.topk."""
+    from gsample.backend.cuda import layerwise
+    from gsample.backend.torch import fused_select
+
+    n = graph.num_nodes
+    enc = torch.cat([_seeds(200 + 30 * b, n, 60 + b) + b * n for b in range(N)])
+    p = (torch.rand(N * n, generator=torch.Generator().manual_seed(6)) ** 3).cuda()
+    p[::5] = 0
+    prefix = key_prefix(17, 1)
+    key = DeviceKey(
+        torch.tensor([signed(prefix), 3], device="cuda"), prefix, 3, N, n if N > 1 else 0
+    )
+    for k in (1, 150, n):  # (k = n: every candidate drawn)
+        want = fused_select.slice_collective_sample(graph.csc, enc, k, False, key.host(), p)
+        for fill in (0xA5, 0xFF):
+            junk = torch.empty(16 * N * n + (1 << 20), dtype=torch.uint8, device="cuda")
+            junk.fill_(fill)  # freed: newpos and chosen may take these bytes
+            del junk
+            got = layerwise.slice_collective_sample(
+                graph.csc, enc, k, False, key, p, _select=select
+            )
+            for f in ("indptr", "rows", "row_ids", "col_ids", "eids"):
+                assert torch.equal(getattr(got, f), getattr(want, f)), (f, k, fill)
 
 
 @pytest.mark.parametrize("rounds", [2, 3, 4])

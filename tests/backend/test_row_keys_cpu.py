@@ -5,8 +5,10 @@ whose warps take many spans, it lists each batch's candidates, each once, with t
 per-row formula gives (written out below as it was before a span's batch and hash seed were
 found once: ``gs_word(gs_combine(key[0], key[1] + b), 0, v)``), and flags a bad probability
 as that formula's check does. Batches of 300 rows cut most warps' spans of 128 rows (a span
-across two batches: the per-row path), of 1,024 none. CI has no GPU; the GPU's comparison
-is ``tests/backend/test_cuda_topk.py`` and the super-batched samplers' tests.
+across two batches: the per-row path), of 1,024 none; a block's round of 1,024 rows is
+one batch's (one atomic for the block) for batches of 1,024, for one mini-batch and for most
+rounds of batches of 3,000, and grids of 1 and 3 blocks take several rounds. CI has no GPU;
+the GPU's comparison is ``tests/backend/test_cuda_topk.py`` and the samplers' tests.
 
 The program takes the case's arrays and gives back the compacted keys, its reference keys
 and its flags through ``helpers.run_int64_program``.
@@ -99,7 +101,7 @@ def _bits(x: float) -> int:
 
 @pytest.mark.parametrize("grid", ["host", 1, 3])
 @pytest.mark.parametrize("probs", [None, "per_row", "shared", "bad"])
-@pytest.mark.parametrize("per, copies", [(300, 5), (1024, 3), (300, 1)])
+@pytest.mark.parametrize("per, copies", [(300, 5), (1024, 3), (300, 1), (3000, 2), (5000, 1)])
 def test_the_compacted_keys_are_each_rows_key(program, grid, probs, per, copies):
     rng = np.random.default_rng(per + copies + (len(probs) if probs else 0))
     R = per * copies

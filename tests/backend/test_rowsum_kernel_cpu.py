@@ -77,7 +77,8 @@ int main() {
             gs_total_add(IP, V, CO, C, PT, n, G, emax.data(), lo.data(), hi.data(), sub);
         });
         gs_launch(1, 32, [&]() {
-            gs_rowsum_finish(emax.data(), flags.data(), lo.data(), hi.data(), G, out.data());
+            gs_rowsum_finish(emax.data(), flags.data(), lo.data(), hi.data(), G, out.data(),
+                             nullptr, nullptr, 1, 1);
         });
         write_reals(out);
     } else if (op[0] == 2) {            // the row sums of R = G rows by chunk
@@ -96,7 +97,7 @@ int main() {
         std::vector<gs_t> out(R);
         gs_launch(K, p[5], [&]() {
             gs_rowsum_chunks(starts.data(), terms.empty() ? nullptr : terms.data(), R,
-                             out.data());
+                             out.data(), nullptr, 1, 1);
         });
         write_reals(out);
         write_vec(starts);
@@ -121,15 +122,85 @@ int main() {
         std::vector<gs_t> out(R), total(G);
         gs_launch(K, p[5], [&]() {
             gs_rowsum_chunks(starts.data(), terms.empty() ? nullptr : terms.data(), R,
-                             out.data());
+                             out.data(), nullptr, 1, 1);
         });
         gs_launch(1, 32, [&]() {
-            gs_rowsum_finish(emax.data(), flags.data(), lo.data(), hi.data(), G, total.data());
+            gs_rowsum_finish(emax.data(), flags.data(), lo.data(), hi.data(), G, total.data(),
+                             nullptr, nullptr, 1, 1);
         });
         write_reals(out);
         write_vec(starts);
         write_vec(cursor);
         write_reals(total);
+    } else if (op[0] == 4) {            // one mini-batch's row sums over R rows, cleared by pass 1
+        const long long R = p[5], K = (R + GS_CHUNK - 1) / GS_CHUNK + 1;
+        // only the exponents and flags zero: the sums hold garbage pass 1 must clear where
+        // pass 2 adds (and the finish may read nowhere else)
+        std::vector<int> emax(R, 0), flags(R, 0);
+        std::vector<gs_u64> lo(R, 0xA5A5A5A5A5A5A5A5ULL), hi(R, 0x5A5A5A5A5A5A5A5AULL);
+        std::vector<unsigned char> touched(K, 0);
+        gs_launch(grid, block, [&]() {
+            gs_rowsum_exponents(IP, RW, V, CO, C, PT, n, emax.data(), flags.data(), lo.data(),
+                                hi.data(), touched.data());
+        });
+        gs_launch(grid, block, [&]() {
+            gs_rowsum_add(IP, RW, V, CO, C, PT, n, emax.data(), lo.data(), hi.data());
+        });
+        std::vector<gs_t> out(R, (gs_t)-7);
+        gs_launch(grid, block, [&]() {
+            gs_rowsum_finish(emax.data(), flags.data(), lo.data(), hi.data(), R, out.data(),
+                             touched.data(), nullptr, 1, 1);
+        });
+        write_reals(out);
+        write_vec(vec(touched.begin(), touched.end()));
+    } else if (op[0] == 5 || op[0] == 6) {  // op 4's or op 2's, each row divided in the finish
+        const vec sbits = read_vec();   // the scales (float64 bits), each for p[6] rows
+        std::vector<gs_t> scale(sbits.size());
+        for (size_t i = 0; i < sbits.size(); ++i) {
+            double d;
+            memcpy(&d, &sbits[i], 8);
+            scale[i] = (gs_t)d;
+        }
+        const long long per = p[6], count = scale.size();
+        std::vector<gs_t> out;
+        if (op[0] == 5) {
+            const long long R = p[5], K = (R + GS_CHUNK - 1) / GS_CHUNK + 1;
+            std::vector<int> emax(R, 0), flags(R, 0);
+            std::vector<gs_u64> lo(R, 0xA5A5A5A5A5A5A5A5ULL), hi(R, 0x5A5A5A5A5A5A5A5AULL);
+            std::vector<unsigned char> touched(K, 0);
+            gs_launch(grid, block, [&]() {
+                gs_rowsum_exponents(IP, RW, V, CO, C, PT, n, emax.data(), flags.data(),
+                                    lo.data(), hi.data(), touched.data());
+            });
+            gs_launch(grid, block, [&]() {
+                gs_rowsum_add(IP, RW, V, CO, C, PT, n, emax.data(), lo.data(), hi.data());
+            });
+            out.assign(R, (gs_t)-7);
+            gs_launch(grid, block, [&]() {
+                gs_rowsum_finish(emax.data(), flags.data(), lo.data(), hi.data(), R,
+                                 out.data(), touched.data(), scale.data(), per, count);
+            });
+        } else {
+            const long long R = p[5], K = (R + GS_CHUNK - 1) / GS_CHUNK;
+            std::vector<gs_i64> counts(K + 1, 0), starts(K + 1, 0);
+            gs_launch(grid, block, [&]() {
+                gs_rowsum_chunk_counts(IP, RW, V, CO, C, PT, n, counts.data(), sub);
+            });
+            for (long long k = 0; k < K; ++k) starts[k + 1] = starts[k] + counts[k];
+            std::vector<gs_term_t> terms(starts[K]);
+            std::vector<gs_i64> cursor(starts.begin(), starts.begin() + K);
+            if (starts[K])
+                gs_launch(grid, block, [&]() {
+                    gs_rowsum_chunk_fill(IP, RW, V, CO, C, PT, n, cursor.data(), terms.data(),
+                                         sub);
+                });
+            out.assign(R, (gs_t)-7);
+            gs_launch(K, 64, [&]() {
+                gs_rowsum_chunks(starts.data(), terms.empty() ? nullptr : terms.data(), R,
+                                 out.data(), scale.data(), per, count);
+            });
+        }
+        write_reals(out);
     } else {
         return 2;
     }
@@ -299,3 +370,126 @@ def test_row_sums_and_totals_in_the_same_passes(program, frontier, rounds, grid,
     torch.testing.assert_close(
         got, want.reshape(-1).to(torch.float64), rtol=0, atol=0, equal_nan=True
     )
+
+
+@pytest.mark.parametrize("frontier,rounds,grid,block", CASES)
+@pytest.mark.parametrize("values", ["spread", "ones"])
+def test_row_sums_clear_only_the_rows_they_write(program, frontier, rounds, grid, block, values):
+    """gs_rowsum_exponents / gs_rowsum_add / gs_rowsum_finish as one mini-batch runs them
+    (``layerwise.slice_reduce``): the sums' scratch not cleared (garbage in every row's
+    128-bit sum; pass 1 clears the rows it writes), the finish reading only the chunks pass 1
+    marked, over a row space with chunks the frontier never touches: every row the bits of
+    the chunked passes (op 2) and of the torch code, 0 in every untouched chunk, and a chunk
+    marked only where a row of it has a nonzero term."""
+    exe, dtype = program
+    vals = _values(values, dtype)
+    good, buf, N, n = _frontier(frontier)
+    ptr = _ptr(buf, n, N)
+    R = NODES * N
+    space = R + 3 * 2048 + 5  # chunks past the frontier's rows: never touched
+    args = _args(vals, buf, ptr)
+    out, touched = run(exe, 4, *args, [n, N, rounds, grid, block, space])
+    assert touched.shape == ((space + 2047) // 2048 + 1,)
+    alone, _, _ = run(exe, 2, *args, [n, R, rounds, grid, block, 64])
+    assert np.array_equal(out[:R], alone)  # the bits (float64's: NaN's payload included)
+    assert not out[R:].any()  # +0.0 past the frontier's rows
+    # marked: the chunks of the rows with a nonzero term (NaN and infinities included)
+    v = good - (good // n) * n if n else good
+    edges = torch.cat([torch.arange(int(GRAPH.indptr[c]), int(GRAPH.indptr[c + 1])) for c in v])
+    row = GRAPH.rows[edges] + torch.repeat_interleave(good - v, DEG[v])
+    if vals is not None:
+        row = row[vals[edges] != 0]
+    want = np.zeros(touched.size, dtype=bool)
+    want[(row // 2048).numpy()] = True
+    assert np.array_equal(touched.astype(bool), want)
+
+
+#: a row space of 7 chunks (the last partial) and the frontier's terms placed in it: a chunk
+#: whose one row is its last (0) or its first (1, 5), one whose only term is NaN (2) or -inf
+#: (3), one whose terms are all 0.0 (4: no exponent, no flag, not marked), a chunk's last row
+#: and the row space's (5, 6); row 2047 takes three terms of three exponents (three raisers)
+LONE_R = 6 * 2048 + 100
+LONE_COLS = [
+    ([2047, 2048, 10240], [1.5, -2.25, 3.0]),
+    ([2047, 4101, 8201], [2.0**-40, float("nan"), 0.0]),
+    ([6151, 2047, LONE_R - 1], [-float("inf"), 2.0**20, 0.75]),
+    ([8201, 12287], [0.0, 5.0]),
+]
+
+
+@pytest.mark.parametrize("grid,block", [(1, 32), (2, 64)])
+def test_row_sums_mark_the_chunk_of_a_lone_row(program, grid, block):
+    """One mini-batch's row sums (op 4) where a chunk's only row is at its edge or holds
+    only a NaN or an infinity: the chunk marked is the row's own (not a neighbour's, which
+    a frontier of many rows a chunk would hide), a flag alone marks it, a row of only 0.0
+    terms marks nothing, and the finish tests each row's own chunk: every row the bits of
+    the torch code's exact sums."""
+    exe, dtype = program
+    indptr = np.cumsum([0] + [len(r) for r, _ in LONE_COLS])
+    rows = np.concatenate([r for r, _ in LONE_COLS])
+    vals = torch.tensor([x for _, v in LONE_COLS for x in v], dtype=torch.float64).to(dtype)
+    cols = torch.arange(len(LONE_COLS))
+    ptr = torch.from_numpy(indptr)  # (every column's edges, in order)
+    vbits = vals.to(torch.float64).view(torch.int64)
+    out, touched = run(exe, 4, indptr, rows, vbits, cols, ptr, [0, 1, 1, grid, block, LONE_R])
+    want = exact_sums(vals, torch.from_numpy(rows), LONE_R).to(dtype).to(torch.float64)
+    torch.testing.assert_close(_as_floats(out), want, rtol=0, atol=0, equal_nan=True)
+    assert touched.tolist() == [1, 1, 1, 1, 0, 1, 1, 0]
+
+
+#: divisors of the finish (float64; the kernel's dtype's): a LADIES total, its clamp, an
+#: inexact one, a negative one, and 0, NaN and infinity (0 / 0, x / 0, x / inf)
+SCALES = [2.75, 1e-30, 3.0, -0.1, 0.0, float("nan"), float("inf"), 7e5]
+
+
+def _scaled(sums: np.ndarray, scales: list, per: int, dtype) -> torch.Tensor:
+    """The program's ``p / c`` (torch's division, the reference) of the unscaled sums ``sums``
+    (float64 bits of the kernel's values), row ``r`` by ``scales[r // per]``, as float64."""
+    p = _as_floats(sums).to(dtype)
+    c = torch.tensor(scales, dtype=torch.float64).to(dtype)
+    b = torch.div(torch.arange(p.numel()), per, rounding_mode="floor").clamp(max=len(scales) - 1)
+    out = torch.empty_like(p)
+    for i in range(len(scales)):
+        out[b == i] = p[b == i] / c[i]  # a 0-dim divisor, as the program's
+    return out.to(torch.float64)
+
+
+def _same_bits(got: torch.Tensor, want: torch.Tensor) -> None:
+    """Bit for bit (a zero's sign included), NaN where NaN."""
+    nan = torch.isnan(want)
+    assert torch.equal(torch.isnan(got), nan)
+    assert torch.equal(got[~nan].view(torch.int64), want[~nan].view(torch.int64))
+
+
+@pytest.mark.parametrize("frontier,rounds,grid,block", CASES)
+@pytest.mark.parametrize("values", ["spread", "ones"])
+def test_the_finish_divides_as_the_program_does(program, frontier, rounds, grid, block, values):
+    """gs_rowsum_finish (one mini-batch: ``scale`` a 0-dim total for every row) and
+    gs_rowsum_chunks (a super-batch: each mini-batch's ``n`` rows by its own) with a scale
+    (``SLICE_REDUCE``'s, the ``scaled_row_sums`` pass's): every row the bits of torch's
+    division of the same kernels' unscaled sums by the same value (the program's ``p / c``),
+    the untouched chunks' 0 divided too (0 / c: 0, -0 or NaN), NaN and infinities included;
+    a scale index past the scales' count clamped (ASan: no read past them)."""
+    exe, dtype = program
+    vals = _values(values, dtype)
+    _, buf, N, n = _frontier(frontier)
+    ptr = _ptr(buf, n, N)
+    R = NODES * N
+    args = _args(vals, buf, ptr)
+    space = R + 3 * 2048 + 5
+    alone, _ = run(exe, 4, *args, [n, N, rounds, grid, block, space])
+    for scales in ([SCALES[rounds % len(SCALES)]], SCALES[:3], SCALES):
+        sbits = torch.tensor(scales, dtype=torch.float64).view(torch.int64)
+        # one total for every row (per past the rows, as the host passes it), or a few
+        (out,) = run(exe, 5, *args, [n, N, rounds, grid, block, space, space], sbits)
+        want = _scaled(alone, scales[:1], space, dtype)
+        _same_bits(_as_floats(out), want)
+        (out,) = run(exe, 5, *args, [n, N, rounds, grid, block, space, 2048], sbits)
+        want = _scaled(alone, scales, 2048, dtype)
+        _same_bits(_as_floats(out), want)
+        # by chunk: the super-batch's n rows a mini-batch (n = 0 for one: a scale for all)
+        chunked, _, _ = run(exe, 2, *args, [n, R, rounds, grid, block, 64])
+        per = max(n, 1) if N > 1 else R
+        (out,) = run(exe, 6, *args, [n, N, rounds, grid, block, R, per], sbits)
+        want = _scaled(chunked, scales, per, dtype)
+        _same_bits(_as_floats(out), want)

@@ -264,7 +264,8 @@ int main() {
     }
     blockDim.x = 1;
     threadIdx.x = 0;
-    gs_rowsum_finish(emax.data(), flags.data(), lo.data(), hi.data(), 1, out.data());
+    gs_rowsum_finish(emax.data(), flags.data(), lo.data(), hi.data(), 1, out.data(),
+                     nullptr, nullptr, 1, 1);
     long long sum;
     memcpy(&sum, out.data(), 8);
     write_vec(vec(1, sum));

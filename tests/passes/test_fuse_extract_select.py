@@ -27,6 +27,7 @@ from gsample.passes.fuse_extract_select import fuse_extract_select
 from gsample.passes.layout import select_layouts
 from gsample.passes.listed_rows import listed_rows
 from gsample.passes.probs_support import probs_support
+from gsample.passes.scaled_row_sums import scaled_row_sums
 from gsample.passes.structure_reads import structure_reads
 
 FUSE = [cse, fuse_extract_select, dce]
@@ -267,13 +268,15 @@ def test_in_the_pipeline_before_the_final_dce():
     names = [e[0] for e in PIPELINE]
     # the last fusion of the program: after it only the derived inputs of the fused ops
     # (alias tables of the graph-level weights fusion made), an attribute of the fused
-    # collective sampler (probs_support) and its listed rows, structure readers past value
-    # maps, layout selection (which prices the fused ops) and the final DCE
+    # collective sampler (probs_support) and its listed rows, the row sums that divide
+    # where nothing is listed, structure readers past value maps, layout selection (which
+    # prices the fused ops) and the final DCE
     assert names[-1] is dce
     assert names[names.index(fuse_extract_select) + 1 : -1] == [
         alias_tables,
         probs_support,
         listed_rows,
+        scaled_row_sums,
         structure_reads,
         select_layouts,
     ]

@@ -68,8 +68,9 @@ def test_release_points_free_every_slot_after_its_last_reader(A):
 
 def test_ladies_lowers_to_a_graph_region_per_layer_ending_at_its_read_back(A):
     """LADIES' collective sampler runs in two steps (device part, read-back); each layer's
-    frontier row sums, its dense probabilities, their check and the device part form one
-    CUDA-graph region, and the read-back ends it: three regions, three reads per call."""
+    frontier total, the row sums that divide by it (scaled_row_sums: no dense division),
+    their check and the device part form one CUDA-graph region, and the read-back ends it:
+    three regions, three reads per call."""
     lad = example("ladies")
     p = _program(lad.ladies, lad.normalize(A), layers=(50, 50, 50))
     ops = [s.node.op for s in p.steps if s.label.startswith("cuda.") and "sync-free" in s.label]
@@ -77,8 +78,9 @@ def test_ladies_lowers_to_a_graph_region_per_layer_ending_at_its_read_back(A):
     assert len(p.regions) == 3
     for r in p.regions:
         labels = [s.label for s in r.steps]
-        assert labels[0].startswith("cuda.slice_reduce") and labels[-1].endswith("device part")
-        assert any(lab.startswith("dense truediv") for lab in labels)
+        assert labels[0].startswith("cuda.slice_total") and labels[-1].endswith("device part")
+        assert any(lab.startswith("cuda.slice_reduce") for lab in labels)
+        assert not any(lab.startswith("dense truediv") for lab in labels)
         assert all(s.graph_safe and not s.syncs for s in r.steps)
         # the read-back ends it; between them, the layer before's importance weights and
         # column normalisation (moved there by runtime.schedule: the GPU runs the region

@@ -128,12 +128,14 @@ def test_dense_code_runs_per_batch_only_on_per_batch_values(A):
     assert text.count("fn=bounds") == 2  # the two blocks' bounds, for the output
     # the catalogue's p / (sub ** 2).sum().clamp(...) (dense, as the CUDA backend runs it):
     # the slice's sums once for all batches (an (N,) tensor unbound into the batches'
-    # scalars), the clamp and division once too
+    # scalars), the clamp once too, and the division in the row sums (scaled_row_sums: each
+    # batch's clamped total stacked into their scale), once for all batches
     ladies = example("ladies").ladies
     text = format_lines(rewrite(program(ladies, A, layers=(20, 20), backend="cuda")))
     assert text.count("slice_total(") == 2 and text.count("fn=unbind") == 2
     assert "per_batch(" not in text.replace("per_batch=", "")
-    assert "fn=batched(.clamp())" in text and "fn=batched(truediv)" in text
+    assert "fn=batched(.clamp())" in text and "truediv" not in text
+    assert text.count("fn=stack") == 2 and text.count(", scale=%") == 2
     assert text.count("fn=gather") == 2 and text.count("fn=bounds") == 2
     # listed (the torch backend): each batch's scale stacked into the listed sample
     text = format_lines(rewrite(program(ladies, A, layers=(20, 20), backend="torch")))

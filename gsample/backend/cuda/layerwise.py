@@ -9,7 +9,8 @@ the GPU idled, and that one block would set the layer's time.
 
 * ``slice_reduce`` (sum over rows) is sync-free for one mini-batch: two passes over the
   frontier's edges and one over the rows, the exact sums of :mod:`.rowsum` (the same bits as
-  the row sums of the built slice, ``compute.reduce``); it takes a bounded frontier. A
+  the row sums of the built slice, ``compute.reduce``), whose scratch is cleared only where
+  they write and read only in the chunks of rows they wrote; it takes a bounded frontier. A
   super-batch's (an encoded frontier over N graphs' rows, whose accumulators missed the L2)
   goes by chunk of rows, with one read-back of its term count (:func:`_chunked_row_sums`):
   the same bits. ``slice_total`` (each mini-batch's sum of the frontier's edges) is two
@@ -51,8 +52,9 @@ from gsample.backend.cuda import compute, extract, sampling, topk
 from gsample.backend.cuda.extract import _index_arrays, _params
 from gsample.backend.cuda.module import launch, memset
 from gsample.backend.cuda.nodewise import _at, _frontier, _id_error, _opt, exact
+from gsample.backend.cuda.rowsum import CHUNK as _CHUNK
 from gsample.backend.cuda.rowsum import FLOATS as _FLOATS
-from gsample.backend.cuda.rowsum import RowSums
+from gsample.backend.cuda.rowsum import NO_SCALE, RowSums, scale_args
 from gsample.backend.registry import cuda_impl
 from gsample.backend.torch import fused_reduce
 from gsample.base import validate as V
@@ -187,9 +189,12 @@ def _exact_cols(A: CSC, cols, batches) -> torch.Tensor:
 # them: an aminmax, two comparisons and a clamp less a call)
 # a super-batch's row sums go by chunk of rows, with one read-back of their terms' count
 @cuda_impl(Op.SLICE_REDUCE, sync_free=True, bounded_out=False, checks=("cols",), syncs_batched=True)
-def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor:
-    """``A[:, cols].<op>(axis)`` (see ``gsample.backend.torch.fused_reduce``); sums over
-    rows of the graph run the sync-free kernels, the rest the exact implementations."""
+def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None, scale=None) -> torch.Tensor:
+    """``A[:, cols].<op>(axis)`` (see ``gsample.backend.torch.fused_reduce``), divided by
+    ``scale`` where given; sums over rows of the graph run the sync-free kernels, whose
+    finish divides each row as it writes it (the program's ``p / c``: the same bits, no
+    pass over the rows of its own), the rest the exact implementations and torch's
+    division (``fused_reduce.divided``)."""
     vals = A.values
     ok = (
         op == "sum"
@@ -200,25 +205,31 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
     if not ok:
         trimmed = _exact_cols(A, cols, batches)
         if batches is None:
-            return compute.reduce(extract.slice_cols(A, trimmed), op, axis)
-        return fused_reduce.slice_reduce(A, trimmed, op, axis, batches)
+            out = compute.reduce(extract.slice_cols(A, trimmed), op, axis)
+            return fused_reduce.divided(out, scale)
+        return fused_reduce.slice_reduce(A, trimmed, op, axis, batches, scale)
     buf, ncols = _frontier(cols)
     N, n = batches if batches is not None else (1, 0)
     C = buf.numel()
     dtype = torch.float32 if vals is None else vals.dtype
+    R = A.num_nodes * N
+    divisor = scale_args(scale, dtype, buf.device, R, batches)
+    if divisor is None:  # a divisor the finish cannot take: the sums, then torch's division
+        return fused_reduce.divided(slice_reduce(A, cols, op, axis, batches), scale, batches)
     indptr, rows = _index_arrays(A)
     v = _opt(None if vals is None else vals.contiguous())
     if N > 1 and C:  # a super-batch: by chunk of rows, one read-back
         refuse_capture()
-        R = A.num_nodes * N
         # (switched off, an older entry is dropped all the same)
         placed = _terms_placed(A, cols, batches)
         if placed is None or not FUSE_TOTALS:  # (the ids checked by its frontier pointer)
             placed = _chunk_terms(indptr, rows, v, buf, ncols, C, n, R, dtype)
-        return _chunked_row_sums(*placed, R, dtype, _params(indptr))
-    sums = RowSums(A.num_nodes * N, dtype, buf.device, _params(indptr))
+        return _chunked_row_sums(*placed, R, dtype, _params(indptr), divisor)
+    # the sums cleared by pass 1 where it writes, the finish reading only the chunks it wrote
+    # (one mini-batch's frontier touches a small share of the graph's rows)
+    sums = RowSums(R, dtype, buf.device, _params(indptr), cleared=False)
     if C == 0:
-        return sums.finish()
+        return sums.finish(divisor)
     key = sums.key
     ptr = _frontier_ptr(indptr, buf, ncols, n, A.num_nodes * N)  # the ids checked there
     # the edge count stays on the device: a fixed grid strides over the tiles
@@ -235,6 +246,9 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
         n,
         sums.emax,
         sums.flags,
+        sums.lo,
+        sums.hi,
+        sums.touched,
         block=_THREADS,
         grid=_GRID,
         **key,
@@ -257,7 +271,7 @@ def slice_reduce(A: CSC, cols, op: str, axis: int, batches=None) -> torch.Tensor
         grid=_GRID,
         **key,
     )
-    return sums.finish()
+    return sums.finish(divisor)
 
 
 # the frontier's ids are checked by gs_frontier_ptr, as for slice_reduce; a super-batch's
@@ -322,9 +336,6 @@ def slice_total(A: CSC, cols, op: str, batches=None) -> torch.Tensor:
     return out.reshape(()) if batches is None else out
 
 
-_CHUNK = 2048  # rows of a chunk (GS_CHUNK of kernels/rowsum.cu)
-
-
 def _chunk_terms(
     indptr, rows, v, buf, ncols, C: int, n: int, R: int, dtype: torch.dtype, totals=None
 ) -> tuple:
@@ -383,12 +394,16 @@ def _chunk_terms(
     return starts, found
 
 
-def _chunked_row_sums(starts, found, R: int, dtype: torch.dtype, params) -> torch.Tensor:
+def _chunked_row_sums(
+    starts, found, R: int, dtype: torch.dtype, params, divisor: tuple = NO_SCALE
+) -> torch.Tensor:
     """A super-batch's row sums from its terms placed by chunk (:func:`_chunk_terms`; the
     same bits as the passes over its row space): a block per chunk sums them in shared
-    memory and writes every row of it."""
+    memory and writes every row of it, divided by its mini-batch's scale where ``divisor``
+    (``rowsum.scale_args``) gives one."""
     K = -(-R // _CHUNK)
     out = torch.empty(R, dtype=dtype, device=starts.device)
+    scale, per, count = divisor
     launch(
         "rowsum",
         "gs_rowsum_chunks",
@@ -397,6 +412,9 @@ def _chunked_row_sums(starts, found, R: int, dtype: torch.dtype, params) -> torc
         found,
         R,
         out,
+        scale,
+        per,
+        count,
         block=_THREADS,
         grid=K,
         params=params,
@@ -657,8 +675,8 @@ def collective_start(
             0, batch, ptr[1:] - ptr[:-1]
         )
         V.fail_if(((edges_b > 0) & ~drawn_d.any(dim=1)).any(), ValueError, NO_POSITIVE_ROW)
-    chosen, newpos = _positions(picked.reshape(-1), R, N > 1)
     bits = _drawn_bits(picked.reshape(-1), R)  # what the kept-edge passes test
+    chosen, newpos = _positions(bits, R, picked.numel())
     if room:  # the kept edges (a chosen row's) listed by their place in the frontier
         kept_n, kept = scratch[:1], torch.empty(room, dtype=torch.int64, device=dev)
         if C:
@@ -731,38 +749,35 @@ def _drawn_bits(picked: torch.Tensor, R: int) -> torch.Tensor:
     return bits
 
 
-def _positions(picked: torch.Tensor, R: int, sort: bool) -> tuple:
-    """The rows drawn ascending (``chosen``: its first ``min(k, candidates)`` entries) and each
-    one's position there (``newpos``, int32 per row of the row space, -1: not drawn).
+def _positions(bits: torch.Tensor, R: int, room: int) -> tuple:
+    """The rows drawn, ascending (``chosen``: ``room`` entries, the number of draws; the drawn
+    rows, ``min(k, candidates)`` a batch, come first, and the entries after them are not
+    written), and each one's position there (``newpos``: int32 per row of the row space,
+    written at the drawn rows only), from the drawn rows' bits (:func:`_drawn_bits`) in one
+    pass (``gs_chosen_bits``: a single-pass scan of R / 32 words).
 
-    One mini-batch: a mark per row and one scan over the row space (cheaper than a
-    ``torch.sort`` of the drawn rows, its launches included); a super-batch sorts, as its row
-    space is N graphs' (a pass over it reads more than sorting N * k rows does).
+    The rest of ``newpos`` is never read: every pass that reads a row's position (the
+    kept-edge kernels) first tests the row's bit, so it is neither cleared nor scanned (a
+    byte a row marked and scanned, or a clear of ``newpos``, cost a pass over the row space
+    a layer: a super-batch's is ``copies`` graphs').
     """
-    dev = picked.device
-    newpos = torch.empty(R, dtype=torch.int32, device=dev)
-    if sort:
-        chosen = torch.sort(picked).values
-        memset(newpos, 0xFF)  # -1: not chosen
-        launch(
-            "layerwise", "gs_scatter_positions", chosen.numel(), chosen, chosen.numel(), R, newpos
-        )
-        return chosen, newpos
-    marks = torch.empty(R, dtype=torch.uint8, device=dev)
-    memset(marks, 0)
-    launch("layerwise", "gs_mark_rows", picked.numel(), picked, picked.numel(), R, marks)
-    chosen = torch.empty(picked.numel(), dtype=torch.int64, device=dev)
-    tiles = -(-R // _TILE)
+    dev = bits.device
+    words = bits.numel()
+    tiles = -(-words // _TILE)
     order = torch.empty(1 + tiles, dtype=torch.int64, device=dev)
     memset(order, 0)
+    chosen = torch.empty(room, dtype=torch.int64, device=dev)
+    newpos = torch.empty(R, dtype=torch.int32, device=dev)
     launch(
         "layerwise",
-        "gs_chosen_rows",
+        "gs_chosen_bits",
         tiles * _THREADS,
-        marks,
+        bits,
+        words,
         R,
         order,
         chosen,
+        room,
         newpos,
         block=_THREADS,
         grid=tiles,

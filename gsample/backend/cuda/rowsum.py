@@ -18,20 +18,45 @@ from gsample.backend.cuda.module import BLOCK, launch, memset
 FLOATS = {torch.float32: "float", torch.float64: "double"}
 
 
-class RowSums:
-    """Scratch and the finishing pass of one exact row-sum over ``R`` rows."""
+#: rows of a chunk (GS_CHUNK of kernels/rowsum.cu): the unit the chunked passes sum by, and
+#: the unit one mini-batch's finish skips where nothing was written
+CHUNK = 2048
 
-    def __init__(self, R: int, dtype: torch.dtype, device: torch.device, params=()):
+
+#: the finish's divisor arguments (gs_rowsum_scaled of kernels/rowsum.cu) when it divides by
+#: nothing: a null scale
+NO_SCALE = (0, 1, 1)
+
+
+class RowSums:
+    """Scratch and the finishing pass of one exact row-sum over ``R`` rows.
+
+    ``cleared`` False: only the exponents and flags are zeroed here (8 of the 24 bytes a
+    row); the caller's pass 1 (``gs_rowsum_exponents``) clears each sum it will add to and
+    marks the chunks it writes in :attr:`touched` (zero, a byte a chunk of :data:`CHUNK`
+    rows), which the finish takes: rows of an untouched chunk are 0 without a read.
+    """
+
+    def __init__(
+        self, R: int, dtype: torch.dtype, device: torch.device, params=(), cleared: bool = True
+    ):
         self.R, self.dtype = R, dtype
         self.scratch = torch.empty(3 * max(R, 1), dtype=torch.int64, device=device)
-        memset(self.scratch, 0)
+        memset(self.scratch if cleared else self.scratch[: max(R, 1)], 0)
         words = self.scratch[:R].view(torch.int32)  # R exponents, then R flags
         self.emax, self.flags = words[:R], words[R : 2 * R]
         self.lo, self.hi = self.scratch[R : 2 * R], self.scratch[2 * R : 3 * R]
+        self.touched = None
+        if not cleared:
+            self.touched = torch.empty(-(-R // CHUNK) + 1, dtype=torch.uint8, device=device)
+            memset(self.touched, 0)
         self.key = {"dtypes": (FLOATS[dtype],), "params": tuple(params)}
 
-    def finish(self) -> torch.Tensor:
+    def finish(self, scale: tuple = NO_SCALE) -> torch.Tensor:
+        """The ``R`` sums, each divided as it is written where ``scale`` (:func:`scale_args`)
+        gives a divisor; shape (R,), :attr:`dtype`."""
         out = torch.empty(self.R, dtype=self.dtype, device=self.scratch.device)
+        divisor, per, count = scale
         launch(
             "rowsum",
             "gs_rowsum_finish",
@@ -42,9 +67,31 @@ class RowSums:
             self.hi,
             self.R,
             out,
+            0 if self.touched is None else self.touched,
+            divisor,
+            per,
+            count,
             **self.key,
         )
         return out
+
+
+def scale_args(scale, dtype: torch.dtype, device, R: int, batches=None) -> tuple | None:
+    """The finish's divisor arguments ``(scale, per, count)`` for row sums of ``R`` rows
+    divided by ``scale`` (``SLICE_REDUCE``'s, the ``scaled_row_sums`` pass's): a 0-dim tensor
+    for every row, or a super-batch's ``(N,)``, one for each mini-batch's ``n`` rows; None
+    where the kernel cannot divide as the program does (another dtype, whose promotion torch
+    does; a host value, which torch's division multiplies by its reciprocal; another shape):
+    the caller divides with torch (``fused_reduce.divided``)."""
+    if scale is None:
+        return NO_SCALE
+    if not isinstance(scale, torch.Tensor) or scale.dtype != dtype or scale.device != device:
+        return None
+    if scale.dim() == 0:
+        return scale, max(R, 1), 1
+    if batches is not None and tuple(scale.shape) == (batches[0],):
+        return scale.contiguous(), max(batches[1], 1), batches[0]
+    return None
 
 
 def edge_row_sums(rows: torch.Tensor, values, R: int, dtype: torch.dtype) -> torch.Tensor:

@@ -18,13 +18,55 @@ from gsample.ir import Op
 
 
 @torch_impl(Op.SLICE_REDUCE)
-def slice_reduce(A, cols: torch.Tensor, op: str, axis: int, batches=None) -> torch.Tensor:
+def slice_reduce(
+    A, cols: torch.Tensor, op: str, axis: int, batches=None, scale=None
+) -> torch.Tensor:
     """``A[:, cols].<op>(axis)``: shape ``(len(cols),)`` for ``axis=0``, ``(R,)`` for ``axis=1``.
 
     With ``batches`` ``(N, n)``, ``cols`` is a super-batch's encoded frontier (ids ``b * n +
     v``) and ``A`` the graph: the reduction of the block-diagonal graph's slice (axis 1: the
-    ``N * n`` encoded rows), as the unfused super-batched program computes it.
+    ``N * n`` encoded rows), as the unfused super-batched program computes it. ``scale``
+    (the ``scaled_row_sums`` pass's): the result divided by it (:func:`divided`).
     """
+    return divided(_slice_reduce(A, cols, op, axis, batches), scale, batches)
+
+
+def divided(out: torch.Tensor, scale, batches=None) -> torch.Tensor:
+    """``out / scale`` as the program the ``scaled_row_sums`` pass rewrote divides: one
+    mini-batch's ``p / c`` (``scale`` a 0-dim tensor); a super-batch's ``(N * n,)`` rows
+    each divided by its own mini-batch's scale (``scale`` shape (N,), the stack of their
+    0-dim tensors; 0-dim: one for all), as ``blocks.Elementwise`` divides them: once over
+    the ``(N, n)`` view where the dtypes and devices agree, else batch by batch (a 0-dim
+    operand's type promotion). None: ``out`` as it is.
+
+    Parameters
+    ----------
+    out : Tensor, shape (R,)
+        The reduction (``R = N * n`` with ``batches``).
+    scale : Tensor, shape () or (N,), or None
+    batches : tuple of int, optional
+        ``(N, n)``.
+
+    Returns
+    -------
+    Tensor, shape (R,)
+    """
+    if scale is None:
+        return out
+    if batches is None or scale.dim() == 0:
+        return out / scale
+    N, n = batches
+    if (
+        scale.dtype == out.dtype
+        and scale.device == out.device
+        and out.dtype not in (torch.float16, torch.bfloat16)
+        and out.numel() == N * n
+    ):
+        return (out.view(N, n) / scale.view(N, 1)).reshape(N * n)
+    return torch.cat([out[b * n : (b + 1) * n] / scale[b] for b in range(N)])
+
+
+def _slice_reduce(A, cols: torch.Tensor, op: str, axis: int, batches) -> torch.Tensor:
     if op == "sum" and axis == 1 and cols.device.type == "cpu":
         # one pass (a mini-batch at a time in a super-batch), the same sums
         out = _native_row_sum(A, cols, batches)
