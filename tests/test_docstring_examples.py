@@ -11,8 +11,8 @@ keeps its names real).
 An example that cannot run on a CPU (a CUDA kernel, a GPU placement, a process group, DGL)
 says so in its text and marks those lines ``# doctest: +SKIP``; a module that imports an
 optional dependency which is absent is skipped. An example that reads a dataset of
-``../shared/data`` (:data:`NEEDS_DATA`) runs where the file is present and is skipped,
-every line of its docstring, where it is absent.
+``../shared/data`` (:data:`NEEDS_DATA`, :data:`DATA_PATH`) runs where the file is present
+and is skipped, every line of its docstring, where it is absent.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import doctest
 import importlib
 import pathlib
+import re
 
 import pytest
 import torch
@@ -49,15 +50,23 @@ MODULES = module_names()
 #: a call an example makes -> the file of ``../shared/data`` (or ``$GSAMPLE_DATA``) it reads
 NEEDS_DATA = {"gs.datasets.cora(": "cora.npz"}
 
+#: a dataset path an example writes out, opened as written (from the working directory)
+DATA_PATH = re.compile(r"""["'](\.\./shared/data/[^"']+)["']""")
+
 
 def skip_absent_data(test: doctest.DocTest) -> None:
     """Mark every example of ``test`` skipped where one of them reads a dataset file that is
-    absent here (a clean checkout without ``../shared`` beside it)."""
-    for call, file in NEEDS_DATA.items():
-        reads = any(call in ex.source for ex in test.examples)
-        if reads and not pathlib.Path(default_data_path(file)).exists():
-            for ex in test.examples:
-                ex.options[doctest.SKIP] = True
+    absent here (a clean checkout without ``../shared`` beside it): a call of
+    :data:`NEEDS_DATA`, or a literal ``../shared/data/...`` path (:data:`DATA_PATH`)."""
+    files = [
+        pathlib.Path(default_data_path(file))
+        for call, file in NEEDS_DATA.items()
+        if any(call in ex.source for ex in test.examples)
+    ]
+    files += [pathlib.Path(m) for ex in test.examples for m in DATA_PATH.findall(ex.source)]
+    if not all(f.exists() for f in files):
+        for ex in test.examples:
+            ex.options[doctest.SKIP] = True
 
 
 @pytest.mark.parametrize("name", [m for m in MODULES if m not in KNOWN_FAILING])
@@ -100,6 +109,36 @@ def test_an_example_reading_absent_data_is_skipped(monkeypatch, tmp_path):
     (tmp_path / "cora.npz").write_bytes(b"")
     for ex in test.examples:
         ex.options.pop(doctest.SKIP, None)
+    skip_absent_data(test)
+    assert not any(ex.options.get(doctest.SKIP) for ex in test.examples)
+
+
+def test_an_example_naming_an_absent_data_path_is_skipped(monkeypatch, tmp_path):
+    """``read_snap``'s example opens ``../shared/data/...`` as written: from a directory
+    without it every line is skipped; from one with both files, none."""
+    from gsample.datasets import synthetic
+
+    def read_snap_test():
+        return next(
+            t
+            for t in doctest.DocTestFinder().find(synthetic, "gsample.datasets.synthetic")
+            if t.name.endswith(".read_snap")
+        )
+
+    work = tmp_path / "repo"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    test = read_snap_test()
+    skip_absent_data(test)
+    assert test.examples and all(ex.options.get(doctest.SKIP) for ex in test.examples)
+    data = tmp_path / "shared" / "data"
+    data.mkdir(parents=True)
+    (data / "web-NotreDame.txt.gz").write_bytes(b"")
+    test = read_snap_test()
+    skip_absent_data(test)  # one of its two files still absent
+    assert all(ex.options.get(doctest.SKIP) for ex in test.examples)
+    (data / "CollegeMsg.txt.gz").write_bytes(b"")
+    test = read_snap_test()
     skip_absent_data(test)
     assert not any(ex.options.get(doctest.SKIP) for ex in test.examples)
 
