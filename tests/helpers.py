@@ -189,9 +189,11 @@ template <typename T> static inline unsigned __match_any_sync(unsigned m, T v) {
     return gs_lanes(m, gs_bits(v), true);
 }
 
-// kernel() over `grid` blocks of `block` threads, a block at a time; the warps' barriers
+// kernel() over `grid` blocks of `block` threads, a block at a time, the last block first
+// where `reversed` (as on a GPU, where blocks start in any order); the warps' barriers
 // count 32 lanes, so a block must be whole warps (the kernels' launches are)
-template <typename F> static void gs_launch(long long grid, long long block, F kernel) {
+template <typename F>
+static void gs_launch(long long grid, long long block, F kernel, bool reversed = false) {
     if (grid < 1 || block < 32 || block > 1024 || block % 32) {
         fprintf(stderr, "gs_launch: grid %lld, block %lld\n", grid, block);
         abort();
@@ -201,7 +203,8 @@ template <typename F> static void gs_launch(long long grid, long long block, F k
     gs_warps = std::vector<gs_warp_t>(block / 32);
     for (auto& w : gs_warps) pthread_barrier_init(&w.bar, nullptr, 32);
     pthread_barrier_init(&gs_block_bar, nullptr, block);
-    for (long long b = 0; b < grid; ++b) {
+    for (long long i = 0; i < grid; ++i) {
+        const long long b = reversed ? grid - 1 - i : i;
         std::vector<std::thread> threads;
         for (long long t = 0; t < block; ++t)
             threads.emplace_back([=] {
@@ -218,7 +221,8 @@ template <typename F> static void gs_launch(long long grid, long long block, F k
 #: The kernels-as-C++ programs' side of :func:`run_int64_program`: ``read_vec()``, the next
 #: int64 array on stdin (its length, then its entries; an empty one past the input's end or
 #: on a short read, which the program's own checks of its arrays' sizes then catch), and
-#: ``write_vec(v)``, an array to stdout the same way, each entry converted to ``long long``.
+#: ``write_vec(v)``, an array to stdout the same way, each entry converted to ``long long``;
+#: ``copy<T>(v)``, ``v`` as an exact-size ``std::vector<T>`` (AddressSanitizer bounds it).
 #: Include it after the kernel sources: ``vec`` is its array type, and a common local name.
 INT64_IO_CPP = r"""
 #include <cstdio>
@@ -235,6 +239,10 @@ template <typename T> static void write_vec(const std::vector<T>& v) {
     long long n = v.size();
     fwrite(&n, 8, 1, stdout);
     for (const T& x : v) { long long y = (long long)x; fwrite(&y, 8, 1, stdout); }
+}
+// an array as its own exact-size allocation of T: AddressSanitizer's redzones bound it
+template <typename T> static std::vector<T> copy(const vec& v) {
+    return std::vector<T>(v.begin(), v.end());
 }
 """
 KERNELS = pathlib.Path(__file__).resolve().parents[1] / "kernels"

@@ -40,10 +40,8 @@ template <typename T> static inline T __shfl_down_sync(unsigned, T, int) { retur
 """
     + INT64_IO_CPP
     + r"""
-// every array below is its own exact-size allocation: AddressSanitizer's redzones bound it
-template <typename T> static std::vector<T> copy(const vec& v) {
-    return std::vector<T>(v.begin(), v.end());
-}
+// every array below is its own exact-size allocation (copy<T>): AddressSanitizer's
+// redzones bound it
 
 // column slicing as backend/cuda/extract.py runs it: the counts (with the cache's
 // counters), their scan, then the gather (rows and edge ids, from the cache where it holds

@@ -26,28 +26,6 @@ SHIM = (
 """
     + INT64_IO_CPP
     + r"""
-// gs_launch with the blocks run last to first: the block that starts first takes tile 0
-// (gs_scan_ticket) whatever its blockIdx, as on the GPU, where blocks start in any order
-template <typename F> static void gs_launch_reversed(long long grid, long long block, F kernel) {
-    gridDim.x = grid;
-    blockDim.x = block;
-    gs_warps = std::vector<gs_warp_t>(block / 32);
-    for (auto& w : gs_warps) pthread_barrier_init(&w.bar, nullptr, 32);
-    pthread_barrier_init(&gs_block_bar, nullptr, block);
-    for (long long b = grid - 1; b >= 0; --b) {
-        std::vector<std::thread> threads;
-        for (long long t = 0; t < block; ++t)
-            threads.emplace_back([=] {
-                blockIdx.x = b;
-                threadIdx.x = t;
-                kernel();
-            });
-        for (auto& th : threads) th.join();
-    }
-    pthread_barrier_destroy(&gs_block_bar);
-    for (auto& w : gs_warps) pthread_barrier_destroy(&w.bar);
-}
-
 int main() {
     // p: R, room, block, stray (bits set past R in the last word: no rows), reversed (blocks
     // run last to first); the draws (entries >= R: no row)
@@ -64,8 +42,9 @@ int main() {
     auto pass = [&] {
         gs_chosen_bits(bits.data(), words, R, state.data(), chosen.data(), room, newpos.data());
     };
-    if (p[4]) gs_launch_reversed(tiles, block, pass);
-    else gs_launch(tiles, block, pass);
+    // reversed: the block that starts first takes tile 0 (gs_scan_ticket) whatever its
+    // blockIdx, as on the GPU, where blocks start in any order
+    gs_launch(tiles, block, pass, p[4] != 0);
     write_vec(chosen);
     write_vec(vec(newpos.begin(), newpos.end()));
     write_vec(vec(1, (long long)gs_bad_masks));
