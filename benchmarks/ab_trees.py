@@ -4,8 +4,9 @@ A change to a kernel or the runtime is judged against the code before it on the 
 in the same run (a lent GPU's speed differs from one machine to the next by more than most
 changes gain). Each tree runs in its own processes (``PYTHONPATH`` set to it, the samplers
 of this checkout's ``examples/``), ``--rounds`` a tree in alternating order (base, new, new,
-base, ...). Per job (a workload, one at a time or super-batched ``N``) and round: two
-warm-up epochs, ``--repeats`` timed epochs of ``--batches`` mini-batches (``gs.DataLoader``
+base, ...: with an even count, each tree runs as often in the middle of the run as at its
+ends). Per job (a workload, one at a time or super-batched ``N``) and round: ``--warmup``
+(two) untimed epochs, ``--repeats`` timed epochs of ``--batches`` mini-batches (``gs.DataLoader``
 over the graph's first seeds), and on a GPU the summed device time of one more epoch's
 kernels, copies and memsets (``torch.profiler``: ``gpu_busy_ms``); a job's figure is the
 median of its epochs over the rounds. Writes ``ab_trees_<device>.json`` (device, date,
@@ -56,6 +57,14 @@ def parse(argv=None) -> argparse.Namespace:
     p.add_argument("--batches", type=int, default=384, help="mini-batches an epoch")
     p.add_argument("--repeats", type=int, default=5, help="timed epochs a job, a round")
     p.add_argument(
+        "--warmup",
+        type=int,
+        default=2,
+        help="untimed epochs a job, a round, before its timed ones (a process's first epochs "
+        "on a GPU host may run slower for several epochs, more in one tree's process than "
+        "the other's by chance)",
+    )
+    p.add_argument(
         "--rounds",
         type=int,
         default=2,
@@ -70,6 +79,8 @@ def parse(argv=None) -> argparse.Namespace:
         args.device, args.graph, args.batches, args.repeats = "cpu", "rmat:2000:20000", 8, 2
     if args.rounds < 1:
         p.error("--rounds: at least 1")
+    if args.warmup < 0:
+        p.error("--warmup: 0 or more")
     if args.base_name and not args.base:
         p.error("--base-name: names a --base folder (--base-commit names itself)")
     return args
@@ -105,7 +116,8 @@ def measure(args) -> dict:
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
 
-        epoch(), epoch()
+        for _ in range(args.warmup):
+            epoch()
         gc.collect()
         gc.freeze()
         times = []

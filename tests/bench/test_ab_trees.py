@@ -69,9 +69,21 @@ def test_a_base_folder_is_recorded_by_the_name_given(tmp_path):
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
     argv = ["--base", str(base), "--base-name", "abc123", "--quick", "--jobs", "deepwalk:2"]
-    argv += ["--rounds", "1", "--out", str(tmp_path)]
+    argv += ["--rounds", "1", "--warmup", "1", "--out", str(tmp_path)]  # (children take it)
     assert ab_trees.main(argv) == 0
     rec = json.loads((tmp_path / "ab_trees_cpu.json").read_text())
     assert rec["trees"]["base"] == "abc123"
     with pytest.raises(SystemExit):
         ab_trees.parse(["--base-name", "abc123", "--base-commit", "HEAD"])
+
+
+def test_warm_up_epochs_are_chosen_and_a_negative_count_refused():
+    """``--warmup``: the untimed epochs a job runs, a round, before its timed ones (two by
+    default, as before the option)."""
+    import ab_trees
+
+    assert ab_trees.parse(["--base-commit", "HEAD"]).warmup == 2
+    assert ab_trees.parse(["--base-commit", "HEAD", "--warmup", "0"]).warmup == 0
+    assert ab_trees.parse(["--base-commit", "HEAD", "--warmup", "8"]).warmup == 8
+    with pytest.raises(SystemExit):
+        ab_trees.parse(["--base-commit", "HEAD", "--warmup", "-1"])
