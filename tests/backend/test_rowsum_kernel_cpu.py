@@ -66,6 +66,24 @@ int main() {
     const gs_idx* RW = rows.data();
     const gs_i64* CO = cols.data();
     const gs_i64* PT = ptr.data();
+    // a super-batch's terms placed by chunk of R rows (the counts, their scan, the fill):
+    // starts (K + 1), the cursors the fill advanced, the terms (each exact size)
+    auto place_terms = [&](long long R, std::vector<gs_i64>& starts, std::vector<gs_i64>& cursor,
+                           std::vector<gs_term_t>& terms) {
+        const long long K = (R + GS_CHUNK - 1) / GS_CHUNK;
+        std::vector<gs_i64> counts(K + 1, 0);
+        starts.assign(K + 1, 0);
+        gs_launch(grid, block, [&]() {
+            gs_rowsum_chunk_counts(IP, RW, V, CO, C, PT, n, counts.data(), sub);
+        });
+        for (long long k = 0; k < K; ++k) starts[k + 1] = starts[k] + counts[k];
+        terms = std::vector<gs_term_t>(starts[K]);
+        cursor.assign(starts.begin(), starts.begin() + K);
+        if (starts[K])
+            gs_launch(grid, block, [&]() {
+                gs_rowsum_chunk_fill(IP, RW, V, CO, C, PT, n, cursor.data(), terms.data(), sub);
+            });
+    };
     if (op[0] == 1) {                   // gs_total_*: G sums (G mini-batches)
         std::vector<int> emax(G, 0), flags(G, 0);
         std::vector<gs_u64> lo(G, 0), hi(G, 0);
@@ -83,17 +101,9 @@ int main() {
         write_reals(out);
     } else if (op[0] == 2) {            // the row sums of R = G rows by chunk
         const long long R = G, K = (R + GS_CHUNK - 1) / GS_CHUNK;
-        std::vector<gs_i64> counts(K + 1, 0), starts(K + 1, 0);
-        gs_launch(grid, block, [&]() {
-            gs_rowsum_chunk_counts(IP, RW, V, CO, C, PT, n, counts.data(), sub);
-        });
-        for (long long k = 0; k < K; ++k) starts[k + 1] = starts[k] + counts[k];
-        std::vector<gs_term_t> terms(starts[K]);
-        std::vector<gs_i64> cursor(starts.begin(), starts.begin() + K);
-        if (starts[K])
-            gs_launch(grid, block, [&]() {
-                gs_rowsum_chunk_fill(IP, RW, V, CO, C, PT, n, cursor.data(), terms.data(), sub);
-            });
+        std::vector<gs_i64> starts, cursor;
+        std::vector<gs_term_t> terms;
+        place_terms(R, starts, cursor, terms);
         std::vector<gs_t> out(R);
         gs_launch(K, p[5], [&]() {
             gs_rowsum_chunks(starts.data(), terms.empty() ? nullptr : terms.data(), R,
@@ -182,18 +192,9 @@ int main() {
             });
         } else {
             const long long R = p[5], K = (R + GS_CHUNK - 1) / GS_CHUNK;
-            std::vector<gs_i64> counts(K + 1, 0), starts(K + 1, 0);
-            gs_launch(grid, block, [&]() {
-                gs_rowsum_chunk_counts(IP, RW, V, CO, C, PT, n, counts.data(), sub);
-            });
-            for (long long k = 0; k < K; ++k) starts[k + 1] = starts[k] + counts[k];
-            std::vector<gs_term_t> terms(starts[K]);
-            std::vector<gs_i64> cursor(starts.begin(), starts.begin() + K);
-            if (starts[K])
-                gs_launch(grid, block, [&]() {
-                    gs_rowsum_chunk_fill(IP, RW, V, CO, C, PT, n, cursor.data(), terms.data(),
-                                         sub);
-                });
+            std::vector<gs_i64> starts, cursor;
+            std::vector<gs_term_t> terms;
+            place_terms(R, starts, cursor, terms);
             out.assign(R, (gs_t)-7);
             gs_launch(K, 64, [&]() {
                 gs_rowsum_chunks(starts.data(), terms.empty() ? nullptr : terms.data(), R,
