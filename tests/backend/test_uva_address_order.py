@@ -248,3 +248,34 @@ def test_the_kernels_read_a_uva_graph_s_int32_rows_where_it_keeps_them(graphs, m
             walked = read.get("gs_random_walk", set()) | read.get("gs_random_walk_step", set())
             assert walked == narrow
             assert read["gs_gather_segments"] == narrow
+
+
+@pytest.mark.parametrize("in_flight", [pytest.param(n, marks=cuda) for n in (None, 1, 64, 200)])
+def test_a_step_strides_over_the_walkers_it_has_no_thread_for(graphs, monkeypatch, in_flight):
+    """``walk.STEP_IN_FLIGHT`` caps the threads of an address-ordered step (whole blocks of
+    ``walk._THREADS``); the rest of the walkers are taken by the same threads in turn, and
+    the walks are the device graph's whatever the cap (node2vec: the previous node's
+    column read too)."""
+    A, H, cached = graphs
+    grids = []
+    real = walk.launch
+
+    def record(*a, **k):
+        if a[1] == "gs_random_walk_step":
+            grids.append(k.get("grid"))
+        return real(*a, **k)
+
+    monkeypatch.setattr(walk, "launch", record)
+    monkeypatch.setattr(walk, "STEP_IN_FLIGHT", in_flight)
+    monkeypatch.setattr(walk, "SWEEP_DENSITY", A.num_nodes)  # every launch steps in order
+    seeds = torch.randperm(A.num_nodes, generator=torch.Generator().manual_seed(4))[:1500].cuda()
+    for kw in ({}, {"p": 2.0, "q": 0.5}):
+        gs.manual_seed(3)
+        ref = A.random_walk(seeds, 10, **kw)
+        for G in (H, cached):
+            grids.clear()
+            gs.manual_seed(3)
+            got = G.random_walk(seeds, 10, **kw)
+            want = None if in_flight is None else -(-in_flight // walk._THREADS)
+            assert grids == [want] * 10
+            assert torch.equal(got, ref)

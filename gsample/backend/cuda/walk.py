@@ -73,6 +73,12 @@ KEEP_PREV_BOUNDS: bool = True
 #: compile first-order walks without node2vec's code (``GS_WALK_NODE2VEC`` 0): fewer registers
 #: held, more walkers resident per multiprocessor; False: one module for both
 LEAN_FIRST_ORDER: bool = True
+#: walkers a step of an address-ordered walk (``gs_random_walk_step``, a UVA graph) has in
+#: flight at once, rounded up to whole blocks; the kernel strides over the rest. The GPU keeps
+#: few address translations of host memory: reads in flight spread over less of the graph's
+#: rows share them, where a thread per walker keeps every resident walker's read in flight
+#: at once, across gigabytes. None: a thread per walker
+STEP_IN_FLIGHT: int | None = 6144
 
 
 @cuda_impl(Op.RANDOM_WALK)  # kernels/walk.cu
@@ -284,6 +290,9 @@ def _launch(
         failed,
         params=params,
     )
+    step_grid = None
+    if STEP_IN_FLIGHT is not None:
+        step_grid = max(1, -(-min(STEP_IN_FLIGHT, W) // _THREADS))
     for t, order in enumerate(_walker_orders(state, L, A.num_nodes)):
         launch(
             "walk",
@@ -317,6 +326,7 @@ def _launch(
             cE,
             counters,
             block=_THREADS,
+            grid=step_grid,
             params=params,
         )
     _raise_flags(failed, M, node2vec)
