@@ -255,8 +255,10 @@ def test_a_step_strides_over_the_walkers_it_has_no_thread_for(graphs, monkeypatc
     """``walk.STEP_IN_FLIGHT`` caps the threads of an address-ordered step (whole blocks of
     ``walk._THREADS``); the rest of the walkers are taken by the same threads in turn, and
     the walks are the device graph's whatever the cap (node2vec: the previous node's
-    column read too)."""
+    column read too). A cache of every edge reads nothing from host memory: no cap."""
     A, H, cached = graphs
+    whole = A.to("cuda", placement="uva", cache=1 << 30)
+    assert cached.cache.edges < A.num_edges == whole.cache.edges
     grids = []
     real = walk.launch
 
@@ -272,10 +274,11 @@ def test_a_step_strides_over_the_walkers_it_has_no_thread_for(graphs, monkeypatc
     for kw in ({}, {"p": 2.0, "q": 0.5}):
         gs.manual_seed(3)
         ref = A.random_walk(seeds, 10, **kw)
-        for G in (H, cached):
+        for G in (H, cached, whole):
             grids.clear()
             gs.manual_seed(3)
             got = G.random_walk(seeds, 10, **kw)
             want = None if in_flight is None else -(-in_flight // walk._THREADS)
+            want = None if G is whole else want
             assert grids == [want] * 10
             assert torch.equal(got, ref)

@@ -77,7 +77,8 @@ LEAN_FIRST_ORDER: bool = True
 #: flight at once, rounded up to whole blocks; the kernel strides over the rest. The GPU keeps
 #: few address translations of host memory: reads in flight spread over less of the graph's
 #: rows share them, where a thread per walker keeps every resident walker's read in flight
-#: at once, across gigabytes. None: a thread per walker
+#: at once, across gigabytes. None: a thread per walker (also where a GPU cache holds every
+#: edge)
 STEP_IN_FLIGHT: int | None = 6144
 
 
@@ -291,7 +292,9 @@ def _launch(
         params=params,
     )
     step_grid = None
-    if STEP_IN_FLIGHT is not None:
+    # a GPU cache of every edge serves every read from device memory, where more reads in
+    # flight only help: no cap then
+    if STEP_IN_FLIGHT is not None and cE < read.numel():
         step_grid = max(1, -(-min(STEP_IN_FLIGHT, W) // _THREADS))
     for t, order in enumerate(_walker_orders(state, L, A.num_nodes)):
         launch(
