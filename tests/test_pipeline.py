@@ -216,7 +216,7 @@ def test_a_sampler_with_state_runs_in_step_with_the_loop(small_graph):
 
 
 def test_stage_times_are_recorded(small_graph):
-    for pipeline in (False, True):
+    for pipeline in (False, True, "stream"):
         loader = gs.DataLoader(
             small_graph,
             samplers()["graphsage"],

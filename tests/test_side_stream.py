@@ -233,9 +233,9 @@ def _gpu_setup(width=128):
 @pytest.mark.parametrize("backend", ["cuda", "torch"])
 @pytest.mark.parametrize("kind", [pytest.param("gpu", marks=_GPU)])
 def test_stream_batches_are_pipeline_false_s_bit_for_bit(super_batch, backend, kind):
-    """Two epochs of 63 mini-batches: ``"stream"`` and ``"auto"`` (which resolves to it for
-    tables on the GPU) yield ``pipeline=False``'s batches (out, n_id, x, y), bit for bit;
-    the sampler ran on the loader's side stream."""
+    """Two epochs of 63 mini-batches, each started with the loop's stream busy: ``"stream"``
+    and ``"auto"`` (which resolves to it for tables on the GPU) yield ``pipeline=False``'s
+    batches (out, n_id, x, y), bit for bit."""
     A, X, y, seeds = _gpu_setup()
     sampler = functools.partial(
         gs.compile(example("graphsage").graphsage, backend=backend), fanouts=(5, 4, 3)
@@ -255,7 +255,12 @@ def test_stream_batches_are_pipeline_false_s_bit_for_bit(super_batch, backend, k
             progress=pipeline == "auto",
         )
         assert loader.pipeline == (False if pipeline is False else "stream")
-        runs[pipeline] = [list(loader), list(loader)]
+        runs[pipeline] = []
+        for _ in range(2):
+            # the loop's stream busy when the epoch starts: its shuffled seed order is
+            # written behind the spin, and the side stream must wait for it
+            torch.cuda._sleep(50_000_000)
+            runs[pipeline].append(list(loader))
         assert len(runs[pipeline][0]) == 63
         if pipeline:
             assert loader._side_stream is not None
@@ -266,22 +271,28 @@ def test_stream_batches_are_pipeline_false_s_bit_for_bit(super_batch, backend, k
 
 @pytest.mark.parametrize("kind", [pytest.param("gpu", marks=_GPU)])
 def test_the_sampler_runs_on_the_side_stream_in_the_loop_s_thread(kind):
+    """``"stream"``: every mini-batch is sampled in the loop's thread on the loader's side
+    stream; ``pipeline=False`` stays on the loop's stream."""
     import threading
 
     A, X, _, seeds = _gpu_setup()
-    seen = []
-
-    def recording(A, seeds):
-        seen.append((torch.cuda.current_stream(), threading.current_thread()))
-        return [A[:, seeds].individual_sample(3)]
-
-    loader = gs.DataLoader(A, recording, seeds[:64], 16, features=X, pipeline="stream")
     loop = torch.cuda.current_stream()
-    got = list(loader)
-    assert len(got) == len(seen) == 4
-    assert all(s == loader._side_stream and s != loop for s, _ in seen)
-    assert all(t is threading.current_thread() for _, t in seen)
-    assert all(torch.equal(b.x, X[b.n_id]) for b in got)
+    for pipeline in ("stream", False):
+        seen = []
+
+        def recording(A, seeds, seen=seen):
+            seen.append((torch.cuda.current_stream(), threading.current_thread()))
+            return [A[:, seeds].individual_sample(3)]
+
+        loader = gs.DataLoader(A, recording, seeds[:64], 16, features=X, pipeline=pipeline)
+        got = list(loader)
+        assert len(got) == len(seen) == 4
+        want = loader._side_stream if pipeline else loop
+        if pipeline:
+            assert want is not None and want != loop
+        assert all(s == want for s, _ in seen)
+        assert all(t is threading.current_thread() for _, t in seen)
+        assert all(torch.equal(b.x, X[b.n_id]) for b in got)
 
 
 @pytest.mark.parametrize("pipeline", [True, "stream"])
