@@ -325,7 +325,7 @@ def test_a_gather_error_in_a_later_super_batch_is_raised_at_its_batch(pipeline, 
 
 @pytest.mark.parametrize("super_batch", [None, 8])
 @pytest.mark.parametrize("kind", [pytest.param("gpu", marks=_GPU)])
-def test_the_loop_s_stream_reads_complete_rows_at_once(super_batch, kind, monkeypatch):
+def test_the_loop_s_stream_reads_complete_rows_at_once(super_batch, kind):
     """The side stream is held back (a 20 ms spin before every group's gather): the loop's
     stream reads each batch's ``x`` and ``y`` the moment it is handed out, and finds the
     table's rows (it waited for the group's event), with and without super-batches."""
@@ -358,12 +358,14 @@ def test_the_loop_s_stream_reads_complete_rows_at_once(super_batch, kind, monkey
 
 @pytest.mark.parametrize("kind", [pytest.param("gpu", marks=_GPU)])
 def test_leaving_a_gpu_epoch_early_leaves_the_next_whole(kind):
+    """An epoch left with the next super-batch made on the side stream: the next epoch
+    yields what stage by stage does."""
     A, X, _, seeds = _gpu_setup()
     loader = gs.DataLoader(
         A, graphsage(), seeds, 16, seed=2, features=X, super_batch=8, pipeline="stream"
     )
     for batch in loader:
-        if batch.index == 3:  # (the next super-batch is being made)
+        if batch.index == 3:  # (the next super-batch, 9-16, is made already)
             break
     del batch
     whole = list(loader)
