@@ -4,7 +4,13 @@ the model, and what the model does not hide, against the model's own time.
 A 3-layer GraphSAGE (PyG ``SAGEConv`` mean aggregation, hidden 256, the model of
 ``examples/train_common.py``) trains on mini-batches of 1024 seeds sampled by the compiled
 GraphSAGE sampler (``examples/graphsage.py``, fanouts [15, 10, 5]), features and labels
-gathered by the pipelined ``gs.DataLoader`` (sampling, gathering and training overlap).
+gathered by ``gs.DataLoader``, its sampling and gathering overlapping training as
+``--pipeline`` says (the loader's ``pipeline``): ``auto`` (default: ``stream`` for a graph and
+tables on a GPU, else ``threads``), ``threads`` (``pipeline=True``: two stage threads),
+``stream`` (the next mini-batch, or super-batch, made on a side CUDA stream in the loop's
+thread; on a CPU stage by stage) or ``off`` (``pipeline=False``, stage by stage;
+``--no-pipeline`` is the same). The JSON records the option and what the loader resolved it
+to (``pipeline``).
 
 Graphs (``--graph``):
 
@@ -92,6 +98,8 @@ from gsample.bench.measure import profile_counts
 from gsample.bench.report import device_name, write_record
 
 GRAPHS = ("rmat", "planted", "products-like", "papers-like")
+#: ``--pipeline``'s choices: the loader's ``pipeline=`` argument of each
+PIPELINES = {"auto": "auto", "threads": True, "stream": "stream", "off": False}
 #: Fibonacci hashing's multiplier (2**64 / golden ratio), as a signed int64
 _GOLDEN = 0x9E3779B97F4A7C15 - (1 << 64)
 
@@ -122,7 +130,19 @@ def parse(argv=None):
     p.add_argument("--max-batches", type=int, default=None, help="mini-batches per epoch, at most")
     p.add_argument("--baseline-batches", type=int, default=32)
     p.add_argument("--super-batch", default=None, help="an int or 'auto'")
-    p.add_argument("--no-pipeline", action="store_true", help="one stage at a time")
+    p.add_argument(
+        "--pipeline",
+        choices=list(PIPELINES),
+        default="auto",
+        help="how sampling and gathering overlap training (the loader's pipeline=)",
+    )
+    p.add_argument(
+        "--no-pipeline",
+        dest="pipeline",
+        action="store_const",
+        const="off",
+        help="one stage at a time: --pipeline off",
+    )
     p.add_argument("--device", default="cpu")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     return p.parse_args(argv)
@@ -371,7 +391,7 @@ def main(argv=None):
         else (args.super_batch if args.super_batch == "auto" else int(args.super_batch))
     )
 
-    def loader(seeds, shuffle=True, seed=0, pipeline=not args.no_pipeline):
+    def loader(seeds, shuffle=True, seed=0, pipeline=PIPELINES[args.pipeline]):
         # features and labels are read in place on the device: no copy of the table
         return gs.DataLoader(
             A,
@@ -387,6 +407,8 @@ def main(argv=None):
         )
 
     train_loader = loader(train)
+    # what the loader runs ("auto" resolved): a --pipeline choice's name
+    mode = next(k for k, v in PIPELINES.items() if v == train_loader.pipeline and k != "auto")
     eval_loader = loader(held_out, shuffle=False)
     torch.manual_seed(0)
     num_classes = int(y.max()) + 1
@@ -398,7 +420,7 @@ def main(argv=None):
         f"model: {len(args.fanouts)}-layer SAGEConv, hidden {args.hidden}, {num_classes} "
         f"classes, {args.dtype}; fanouts {args.fanouts}, {n} mini-batches of "
         f"{args.batch_size} an epoch (of {len(train_loader)}), feature store "
-        f"{train_loader.feature_store.mode}, pipeline {'off' if args.no_pipeline else 'on'}"
+        f"{train_loader.feature_store.mode}, pipeline {mode} (--pipeline {args.pipeline})"
     )
     acc0 = held_out_accuracy(model, eval_loader)
     log(f"held-out accuracy before training {acc0:.4f} (chance {1 / num_classes:.4f})")
@@ -453,6 +475,7 @@ def main(argv=None):
         "graph": {"name": desc, "nodes": A.num_nodes, "edges": A.num_edges},
         "seeds": {"train": train.numel(), "held_out": held_out.numel()},
         "feature_mode": train_loader.feature_store.mode,
+        "pipeline": mode,
         "held_out_accuracy_before": acc0,
         "chance": 1 / num_classes,
         "epochs": epochs,

@@ -79,6 +79,37 @@ def test_max_batches_caps_the_epoch(tmp_path):
     assert record["model_only"]["epoch"] == pytest.approx(record["model_only"]["per_batch"] * 3)
 
 
+def test_the_pipeline_option_is_passed_to_the_loader_and_recorded(tmp_path, monkeypatch):
+    """``--pipeline`` names the loader's ``pipeline=`` (``--no-pipeline``: ``off``); the JSON
+    keeps the option (``args``) and what the training loader resolved it to; every choice
+    trains on the same mini-batches (the same loss)."""
+    bench = _load()
+    assert bench.parse([]).pipeline == "auto"
+    assert bench.parse(["--no-pipeline"]).pipeline == "off"
+    asked = []
+    real = gs.DataLoader
+
+    def loader(*args, **kwargs):
+        asked.append(kwargs["pipeline"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bench.gs, "DataLoader", loader)
+    tiny = TINY + ["--epochs", "1", "--max-batches", "2", "--baseline-batches", "2"]
+    losses = {}
+    for option, passed, resolved in (
+        ("auto", "auto", "threads"),  # (on a CPU)
+        ("threads", True, "threads"),
+        ("stream", "stream", "stream"),
+        ("off", False, "off"),
+    ):
+        asked.clear()
+        record = bench.main(tiny + ["--pipeline", option, "--out", str(tmp_path)])
+        assert (asked[0], type(asked[0])) == (passed, type(passed))  # (the training loader's)
+        assert record["args"]["pipeline"] == option and record["pipeline"] == resolved
+        losses[option] = record["epochs"][0]["loss"]
+    assert len(set(losses.values())) == 1, losses
+
+
 def test_planted_labels_are_balanced_and_features_carry_them():
     bench = _load()
     n, classes = 64_000, 32

@@ -288,20 +288,25 @@ def test_a_cached_store_s_group_rows_and_counts_are_those_of_one_at_a_time(setup
     assert counts[0] == counts[1] and 0 < counts[0][1] < counts[0][0]
 
 
+@pytest.mark.parametrize("pipelined", [True, "stream"])
 @pytest.mark.parametrize("super_batch", [None, 8])
-def test_the_loop_s_late_kernels_read_rows_no_stage_has_reused(setup, super_batch, device):
+def test_the_loop_s_late_kernels_read_rows_no_stage_has_reused(
+    setup, super_batch, device, pipelined
+):
     """On a GPU: each batch's ``n_id`` and ``x`` are read by the loop's stream behind a long
     kernel and the batch is dropped at once, while the stages allocate the next groups on
     their own streams. The rows read are the table's: the allocator gave no stage their
     memory before the loop's kernels ran (``record_stream`` on the loop's stream, by the
     gathering thread, and by the loop's thread once the loop moved to another stream, half
     way through one at a time: every group's hand-out then runs on it). A batch of each
-    eight kept to the end still holds its rows."""
+    eight kept to the end still holds its rows. The same with ``pipeline="stream"`` (the
+    loop's thread marks the loop's stream at each group's hand-out)."""
     if device.type != "cuda":
         pytest.skip("the caching allocator's streams: a GPU")
     A, x, y, fn, seeds = setup
     X = x.to(device)
-    loader = _loader((A.to(device), X, y.to(device), fn, seeds.to(device)), super_batch=super_batch)
+    setup = (A.to(device), X, y.to(device), fn, seeds.to(device))
+    loader = _loader(setup, super_batch=super_batch, pipeline=pipelined)
     other = torch.cuda.Stream(device)
     flags, kept, it = [], [], iter(loader)
     for i in range(10**6):

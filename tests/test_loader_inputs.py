@@ -132,7 +132,7 @@ CASES = [
         "feature_cache: expected a byte count >= 0",
     ),
     ({"feature_cache": 64}, ValueError, "feature_cache: caches rows of features; none"),
-    ({"pipeline": None}, TypeError, 'pipeline: must be True, False or "auto"'),
+    ({"pipeline": None}, TypeError, 'pipeline: must be True, False, "stream" or "auto"'),
     ({"distributed": 1}, TypeError, "distributed: must be True or False"),
     ({"seeds_are_nodes": "no"}, TypeError, "seeds_are_nodes: must be True or False"),
     (

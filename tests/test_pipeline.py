@@ -1,6 +1,7 @@
-"""The pipelined ``gs.DataLoader`` (``gsample/pipeline.py``): the same batches, exactly, in the
-same order as without it; errors at their mini-batch; the caller's context in the stages;
-stages stopped when the loop leaves; samplers with state run in step with the loop."""
+"""The pipelined ``gs.DataLoader`` (``gsample/loader/pipeline.py``, and ``pipeline="stream"``:
+``gsample/loader/side_stream.py``): the same batches, exactly, in the same order as without
+it; errors at their mini-batch; the caller's context in the stages; stages stopped when the
+loop leaves; samplers with state run in step with the loop."""
 
 import contextlib
 import functools
@@ -51,7 +52,7 @@ def test_identical_batches_with_and_without_pipelining(small_graph, device, name
     y = torch.randint(0, 3, (A.num_nodes,), generator=g).to(device)
     seeds = torch.arange(0, 2000, 11, device=device)
     runs = {}
-    for pipeline in (False, True):
+    for pipeline in (False, True, "stream"):
         loader = gs.DataLoader(
             A,
             samplers()[name],
@@ -67,6 +68,7 @@ def test_identical_batches_with_and_without_pipelining(small_graph, device, name
         assert len(runs[pipeline][0]) == len(loader) == 12
     for epoch in (0, 1):
         same(runs[False][epoch], runs[True][epoch])
+        same(runs[False][epoch], runs["stream"][epoch])
     assert not torch.equal(runs[True][0][0].seeds, runs[True][1][0].seeds)  # epochs differ
 
 
@@ -99,12 +101,12 @@ def failing(A, seeds, bad=3):
     return A[:, seeds].individual_sample(3)
 
 
-@pytest.mark.parametrize("pipeline", [False, True])
-def test_an_error_surfaces_at_its_mini_batch(small_graph, pipeline):
-    X = torch.zeros(small_graph.num_nodes, 2)
-    loader = gs.DataLoader(
-        small_graph, failing, torch.arange(200), 20, pipeline=pipeline, features=X
-    )
+@pytest.mark.parametrize("pipeline", [False, True, "stream"])
+def test_an_error_surfaces_at_its_mini_batch(small_graph, pipeline, device):
+    A = small_graph.to(device)
+    X = torch.zeros(A.num_nodes, 2, device=device)
+    seeds = torch.arange(200, device=device)
+    loader = gs.DataLoader(A, failing, seeds, 20, pipeline=pipeline, features=X)
     got = []
     with pytest.raises(IndexError, match="seeds: node"):
         for batch in loader:
@@ -214,7 +216,7 @@ def test_a_sampler_with_state_runs_in_step_with_the_loop(small_graph):
 
 
 def test_stage_times_are_recorded(small_graph):
-    for pipeline in (False, True):
+    for pipeline in (False, True, "stream"):
         loader = gs.DataLoader(
             small_graph,
             samplers()["graphsage"],
@@ -229,19 +231,22 @@ def test_stage_times_are_recorded(small_graph):
 
 def test_auto_pipelines_unless_the_graph_and_tables_are_all_on_a_gpu(small_graph, device):
     """``pipeline="auto"`` (the default): on the CPU, or with a table the GPU reads from host
-    memory, the stages overlap; with the graph and every table on a GPU they do not (their
-    threads would cost the training loop more host time than they save)."""
+    memory, the stages overlap in threads; with the graph and every table on a GPU, in the
+    loop's thread on a side stream (``"stream"``: threads would cost the training loop more
+    host time than they save)."""
     A = small_graph.to(device)
     X = torch.randn(A.num_nodes, 4, device=device)
     fn = samplers()["graphsage"]
     seeds = torch.arange(100, device=device)
     on_gpu = device.type == "cuda"
-    assert gs.DataLoader(A, fn, seeds, 16, features=X).pipeline is (not on_gpu)
+    auto = gs.DataLoader(A, fn, seeds, 16, features=X).pipeline
+    assert auto == "stream" if on_gpu else auto is True
     assert gs.DataLoader(A, fn, seeds, 16, features=X, pipeline=True).pipeline is True
     assert gs.DataLoader(A, fn, seeds, 16, features=X, pipeline=False).pipeline is False
+    assert gs.DataLoader(A, fn, seeds, 16, features=X, pipeline="stream").pipeline == "stream"
     if on_gpu:  # a host table read over the bus: pipelined
         assert gs.DataLoader(A, fn, seeds, 16, features=X.cpu().pin_memory()).pipeline is True
-    for bad in ("yes", 1, None):
+    for bad in ("yes", "threads", 1, None):
         with pytest.raises(TypeError, match="pipeline"):
             gs.DataLoader(A, fn, seeds, 16, features=X, pipeline=bad)
 
@@ -281,7 +286,7 @@ def test_the_loops_random_ops_run_while_the_sampling_thread_captures(small_graph
     seeds = torch.arange(0, 2000, 11, device="cuda")
     h = torch.ones(1 << 16, device="cuda")
     runs = {}
-    for pipeline in (False, True):  # a sampler each: the pipelined one captures itself
+    for pipeline in (False, True, "stream"):  # a sampler each: each captures itself
         sampler = gs.compile(samplers()["graphsage"], backend="cuda")
         loader = gs.DataLoader(
             A, sampler, seeds, 16, seed=5, features=X, super_batch=3, pipeline=pipeline
@@ -294,8 +299,9 @@ def test_the_loops_random_ops_run_while_the_sampling_thread_captures(small_graph
                 while time.perf_counter() < until:
                     torch.nn.functional.dropout(h, 0.5, training=True)
     same(runs[False], runs[True])
+    same(runs[False], runs["stream"])
     if cuda_graphs.enabled():
-        assert loader._super.program(3)[1].region.captured, "the sampling thread captured"
+        assert loader._super.program(3)[1].region.captured, "the loop's thread captured"
 
 
 def gated(in_body, seen, timeout=10.0):
@@ -396,13 +402,15 @@ def _windowed_captures(monkeypatch, capturing: threading.Event, captures: list):
     monkeypatch.setattr(cuda_graphs.Region, "_capture", capture)
 
 
-def _training(A, X, capturing, overlaps, spin):
+def _training(A, X, capturing, overlaps, spin, pipeline=True):
     """Three pipelined epochs whose body runs dropout for ``spin`` seconds per mini-batch,
     counting the dropouts run while a capture was open."""
     h = torch.ones(1 << 16, device="cuda")
     sampler = gs.compile(samplers()["graphsage"], backend="cuda")
     seeds = torch.arange(0, 2000, 11, device="cuda")
-    loader = gs.DataLoader(A, sampler, seeds, 16, seed=5, features=X, super_batch=3, pipeline=True)
+    loader = gs.DataLoader(
+        A, sampler, seeds, 16, seed=5, features=X, super_batch=3, pipeline=pipeline
+    )
     for _ in range(3):
         for _ in loader:
             until = time.perf_counter() + spin
@@ -415,9 +423,11 @@ def _training(A, X, capturing, overlaps, spin):
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
-def test_no_capture_is_open_while_the_loops_body_runs(small_graph, monkeypatch):
+@pytest.mark.parametrize("pipeline", [True, "stream"])
+def test_no_capture_is_open_while_the_loops_body_runs(small_graph, monkeypatch, pipeline):
     """The property itself, with captures held open 30 ms: the body's dropouts never meet
-    an open capture, and the sampling thread still captures."""
+    an open capture, and the sampling thread still captures (``"stream"``: the loop's own
+    thread, inside ``next()``, on the side stream)."""
     pytest.importorskip("cupy")
     from gsample.runtime import cuda_graphs
 
@@ -427,9 +437,12 @@ def test_no_capture_is_open_while_the_loops_body_runs(small_graph, monkeypatch):
     _windowed_captures(monkeypatch, capturing, captures)
     A = small_graph.to("cuda")
     X = torch.randn(A.num_nodes, 4, device="cuda")
-    _training(A, X, capturing, overlaps, spin=0.02)
+    _training(A, X, capturing, overlaps, spin=0.02, pipeline=pipeline)
     assert overlaps[0] == 0
-    assert any(name.startswith("gsample") for name in captures)  # the sampling thread's
+    if pipeline is True:
+        assert any(name.startswith("gsample") for name in captures)  # the sampling thread's
+    else:
+        assert captures and set(captures) == {threading.current_thread().name}
 
 
 @pytest.mark.cuda

@@ -1,6 +1,7 @@
 """Mini-batch iteration: ``gs.DataLoader`` (``gs.Batch``: :mod:`gsample.loader.batch`;
 super-batching: ``CompiledSampler.super_batched``, run by :class:`gsample.runtime.SuperBatcher`;
-the pipelined stages: :mod:`gsample.loader.pipeline`)."""
+the pipelined stages: :mod:`gsample.loader.pipeline`; the side stream's overlap:
+:mod:`gsample.loader.side_stream`)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ from gsample.loader import features as _features
 from gsample.loader.batch import Batch, batches_of
 from gsample.loader.features import FeatureStore, adjacent, batch_nodes
 from gsample.loader.pipeline import pipelined
+from gsample.loader.side_stream import streamed
 from gsample.loader.super_batching import (
     auto_statistic,
     choose_super_batch,
@@ -116,12 +118,19 @@ class DataLoader:
     feature_cache : int
         Bytes of GPU memory caching the highest in-degree nodes' feature rows of a CPU
         table read by a GPU graph. Default 0: none.
-    pipeline : bool or "auto"
-        With ``features`` or ``labels``: sample, gather and train in overlapping stages
-        (threads, and CUDA streams on a GPU). ``"auto"`` (default): pipelined unless the
-        graph and every table are on a GPU, where a mini-batch's sampling and gathering
-        take so little host time that the stages' threads cost the training loop (they
-        share the interpreter) more than the overlap wins.
+    pipeline : bool, "stream" or "auto"
+        With ``features`` or ``labels``, how sampling and gathering overlap training.
+        True: in overlapping stages (two threads, and CUDA streams on a GPU). ``"stream"``:
+        on a GPU, the next group of mini-batches (one, or a super-batch's N) sampled and
+        gathered on a CUDA stream of the loader's, in the loop's own thread, right after the
+        current group's first batch is handed out (the GPU runs it beside the model's
+        kernels; no thread competes with the model's for the interpreter); on the CPU as
+        False. False: one stage after the other, on the loop's stream. ``"auto"``
+        (default): ``"stream"`` where the graph and every table are on a GPU (a mini-batch's
+        sampling and gathering take so little host time there that the stages' threads
+        would cost the training loop more than the overlap wins), else True. A sampler
+        given tensors without ``fixed_state``, and an epoch sampled in one run, run stage
+        by stage whatever the setting.
     distributed : bool
         Yield only this rank's share of every epoch (``torch.distributed``, or ``rank`` and
         ``world_size``); a mini-batch keeps its global ``index``.
@@ -146,8 +155,11 @@ class DataLoader:
         :data:`AUTO_MARGIN`).
     feature_store, label_store : gsample.loader.features.FeatureStore or None
         Where ``x`` / ``y`` come from (``feature_store.hit_rate``: the cache's hits).
+    pipeline : bool or "stream"
+        The ``pipeline`` setting resolved (``"auto"``: ``"stream"`` or True).
     sample_seconds, gather_seconds : float
-        The last epoch's time spent sampling and gathering.
+        The last epoch's time spent sampling and gathering (with ``"stream"``: the loop
+        thread's host time issuing them; their GPU work runs beside the model's).
 
     Yields
     ------
@@ -178,6 +190,9 @@ class DataLoader:
     >>> len(loader), data.batch_size, data.x.shape == (data.num_nodes, 32)
     (4, 256, True)
     >>> fast = gs.DataLoader(A, graphsage, torch.arange(1024), 256, super_batch="auto")
+    >>> ahead = gs.DataLoader(A, graphsage, torch.arange(1024), 256, features=x, pipeline="stream")
+    >>> [b.x.shape[1] for b in ahead]  # on the CPU: stage by stage, as pipeline=False
+    [32, 32, 32, 32]
     """
 
     def __init__(
@@ -265,6 +280,7 @@ class DataLoader:
         self.seeds_are_nodes = V.flag(seeds_are_nodes, "seeds_are_nodes")
         self.sample_seconds = self.gather_seconds = 0.0
         self._streams = None
+        self._side_stream = None  # pipeline="stream"'s (gsample.loader.side_stream)
         self._workers = None  # the pipeline's stage threads (gsample.loader.pipeline)
         self._pipelines_open = 0  # epochs whose pipeline is running
         if self.super_batch is not None and partitioned:  # every rank, together
@@ -346,11 +362,17 @@ class DataLoader:
         self.sample_seconds = self.gather_seconds = 0.0
         gathers = self.feature_store is not None or self.label_store is not None
         shown = not bar.disable
+        staged = None
         if self.pipeline and gathers and not self._stateful() and not self._one_run(mine):
+            if self.pipeline is True:
+                staged = pipelined(self, groups)
+            elif self.A.device.type == "cuda":  # "stream" (on the CPU: stage by stage)
+                staged = streamed(self, groups)
+        if staged is not None:
             if not shown:  # (the loop's thread is the model's: no call per mini-batch)
-                yield from pipelined(self, groups)
+                yield from staged
                 return
-            for batch in pipelined(self, groups):
+            for batch in staged:
                 yield batch
                 bar.update(1)
             bar.close()
@@ -366,14 +388,18 @@ class DataLoader:
                 bar.update(1)
         bar.close()
 
-    def _pipelines(self, pipeline) -> bool:
-        """The ``pipeline`` argument resolved: ``"auto"`` is False only when the graph and
-        every table it gathers from are on a GPU (``FeatureStore.mode == "device"``)."""
-        if isinstance(pipeline, str) and pipeline == "auto":
+    def _pipelines(self, pipeline) -> bool | str:
+        """The ``pipeline`` argument resolved (True, False or ``"stream"``): ``"auto"`` is
+        ``"stream"`` when the graph and every table it gathers from are on a GPU
+        (``FeatureStore.mode == "device"``), else True."""
+        if isinstance(pipeline, str) and pipeline in ("auto", "stream"):
+            if pipeline == "stream":
+                return pipeline
             stores = [s for s in (self.feature_store, self.label_store) if s is not None]
-            return not (self.A.device.type == "cuda" and all(s.mode == "device" for s in stores))
+            on_gpu = self.A.device.type == "cuda" and all(s.mode == "device" for s in stores)
+            return "stream" if on_gpu else True
         if not isinstance(pipeline, (bool, np.bool_)):
-            raise TypeError(f'pipeline: must be True, False or "auto", got {pipeline!r}')
+            raise TypeError(f'pipeline: must be True, False, "stream" or "auto", got {pipeline!r}')
         return bool(pipeline)
 
     def _one_run(self, count: int) -> bool:

@@ -119,6 +119,44 @@ def _distinct(group: list, cuda: bool = True) -> list:
     return out
 
 
+def hand_over(group: list, done, device, recorded=None) -> None:
+    """Make ``group``'s batches safe to use on the loop's current stream on ``device``: the
+    stream waits for ``done`` (an event recorded after the group was made on another
+    stream; no host sync) and is marked as a user of their memory (``record_stream``, once
+    per storage: the caching allocator does not give it to the stream that made them while
+    the loop's kernels still read it), unless ``recorded``, the stream already marked, is
+    the current one.
+
+    Parameters
+    ----------
+    group : list of gs.Batch
+        One sampling run's batches, gathered, on a GPU.
+    done : torch.cuda.Event
+        Recorded on the stream that made them, after their last kernel.
+    device : torch.device
+        The graph's GPU.
+    recorded : torch.cuda.Stream, optional
+        A stream their tensors were ``record_stream``'d on already.
+
+    Examples
+    --------
+    On a GPU (skipped elsewhere): a group gathered on a side stream, then handed to the loop.
+
+    >>> side = torch.cuda.Stream(device)  # doctest: +SKIP
+    >>> with torch.cuda.stream(side):  # doctest: +SKIP
+    ...     group = loader._gather_group(group)
+    ...     done = torch.cuda.Event()
+    ...     done.record(side)
+    >>> hand_over(group, done, device)  # doctest: +SKIP
+    >>> x = group[0].x  # doctest: +SKIP
+    """
+    stream = torch.cuda.current_stream(device)
+    stream.wait_event(done)
+    if recorded is None or stream != recorded:  # (e.g. not the stream the loop started on)
+        for t in _distinct(group):
+            t.record_stream(stream)
+
+
 def pipelined(loader, groups):
     """Yield the batches of ``groups``, sampled and gathered ahead of the loop.
 
@@ -250,11 +288,7 @@ def pipelined(loader, groups):
                 raise item.error
             group, done, recorded = item
             if cuda:
-                stream = torch.cuda.current_stream(device)
-                stream.wait_event(done)
-                if recorded is None or stream != recorded:  # (the stream the loop started on)
-                    for t in _distinct(group):
-                        t.record_stream(stream)
+                hand_over(group, done, device, recorded)
             for batch in group:
                 # the loop's body runs: the sampling thread's captures wait (runtime's
                 # CALLER_CODE: torch refuses the body's random ops during a capture)
