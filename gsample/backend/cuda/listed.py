@@ -1,0 +1,245 @@
+"""Listed rows on the GPU: ``LISTED_COLLECTIVE_SAMPLE`` (made by the ``listed_rows`` pass from
+LADIES's row sums, division and collective sample), with nothing over the graph's rows.
+
+The dense program computes ``p = W[:, cols].sum(axis=1) / scale`` for every row of the graph
+(``SLICE_REDUCE`` with its scale: :mod:`.rowsum`'s exact sums and finish over all ``N``
+rows), draws among the rows with ``p > 0`` by a key per row (:mod:`.layerwise`), and keeps
+every frontier edge of a chosen row. Here only the slice's ``L`` distinct rows exist:
+
+* the slice's edges (:func:`gsample.formats.csc.gather_segments`) and their rows, made
+  distinct by ``torch.unique`` (ascending; a super-batch's encoded ``b * n + v``), each
+  edge mapped to its row's place among them;
+* the row sums by the same exact arithmetic over that local row space (``rowsum
+  .edge_row_sums``: 62-bit fixed point at each row's largest exponent, 128-bit integer sums,
+  one rounding), divided in the finish by the same scale (a super-batch's: each row's
+  mini-batch's): the bits the dense vector has at those rows;
+* the positive rows drawn with the dense sampler's keys, mini-batch by mini-batch
+  (``select.choose_among`` with :class:`.sampling.CudaDraws`: ``exponential(word(0, v)) /
+  p``, the ``k`` smallest, ``v`` the row's node id in its mini-batch);
+* the chosen rows' slice edges kept in the slice's order (a mask over its edges).
+
+So the sample is the dense path's, bit for bit: the rows chosen, the edges kept and their
+order, values and ids. NaN, infinite or negative probabilities raise naming ``node_probs``
+(as the dense kernels' flags do), before a frontier without a positive row does.
+
+The sizes are data-dependent (the slice's edges, its distinct rows, the candidates, the
+kept edges): a call reads back four times (five for a super-batch: its frontier's batch
+pointer), so the op is registered as syncing (not sync-free): the runtime trims its inputs
+before it and never captures it in a CUDA graph. Graphs of fewer than :data:`MIN_NODES`
+nodes keep the dense path (:data:`LISTED`): their row space costs little, and the dense
+path's device part is captured and replayed.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from gsample.backend.cuda.rowsum import FLOATS, edge_row_sums, scale_args
+from gsample.backend.cuda.sampling import CudaDraws
+from gsample.backend.registry import cuda_impl
+from gsample.backend.torch import fused_reduce, fused_select
+from gsample.backend.torch.select import _draws_fit, choose_among
+from gsample.base import validate as V
+from gsample.base.random import BatchKeys, DeviceKey
+from gsample.base.readback import refuse_capture
+from gsample.formats.bounded import COPY_OUT
+from gsample.formats.csc import CSC, gather_segments
+from gsample.ir import Op
+from gsample.ir.checks import NO_POSITIVE_ROW
+
+#: whether the ``listed_rows`` pass lists LADIES's rows on the CUDA backend: ``"auto"`` for
+#: graphs of at least :data:`MIN_NODES` nodes, True for every graph, False for none. Read
+#: when a program is compiled (a program compiled before a change keeps its choice)
+LISTED = "auto"
+#: the fewest nodes of a graph that ``"auto"`` lists: below it the dense row space (a few
+#: vectors of ``N`` entries a layer) costs less than listing the slice's rows, and the
+#: dense path's device part is captured in a CUDA graph
+MIN_NODES = 2**23
+
+
+def min_nodes() -> int | None:
+    """The CUDA backend's ``Target.listed_min_nodes`` from :data:`LISTED` (None: never).
+
+    Examples
+    --------
+    >>> min_nodes() == MIN_NODES  # LISTED = "auto"
+    True
+    """
+    if LISTED is True:
+        return 0
+    if LISTED is False:
+        return None
+    if LISTED == "auto":
+        return MIN_NODES
+    raise ValueError(f"LISTED: expected 'auto', True or False, got {LISTED!r}")
+
+
+# data-dependent sizes: registered exact and syncing (Impl.syncs), so the runtime trims its
+# inputs before it and keeps it out of every CUDA graph region; it takes a super-batch's keys
+@cuda_impl(Op.LISTED_COLLECTIVE_SAMPLE, syncs=True, batch_keys=True)
+def listed_collective_sample(
+    A: CSC, cols: torch.Tensor, row_weights: torch.Tensor, scale, k: int, replace: bool, key
+) -> CSC:
+    """``A[:, cols].collective_sample(k, node_probs=p, replace)`` with ``p = W[:, cols]
+    .sum(axis=1) / scale`` (``W``: ``A``'s edges with values ``row_weights``), ``p``
+    evaluated at the slice's rows only (see the module docstring): the CUDA backend's dense
+    sample, bit for bit, and no tensor over ``A``'s rows.
+
+    Parameters
+    ----------
+    A : CSC
+        The graph (a super-batch's: the whole graph of ``n`` nodes).
+    cols : LongTensor, shape (C,)
+        The frontier (a super-batch's: encoded ``b * n + v``, grouped by mini-batch).
+    row_weights : Tensor, shape (A.nnz,)
+        ``W``'s value at each edge of ``A`` (a super-batch's may be one copy a mini-batch,
+        shape (copies * A.nnz,)).
+    scale : Tensor, 0-dim (a super-batch's: shape (copies,), each mini-batch's), or a number
+    k, replace
+        As ``collective_sample``.
+    key : int or BatchKeys
+        The op key; a super-batch's keys.
+
+    Returns
+    -------
+    CSC
+        Row space: the chosen rows (ascending); columns ``cols``; every slice edge of a
+        chosen row, in the slice's order.
+
+    Examples
+    --------
+    On a GPU (``A2 = A ** 2``, ``c`` its slice's total): the dense program's sample
+
+    >>> s = listed_collective_sample(A.csc, seeds, A2.csc.values, c, 40, False, 7)  # doctest: +SKIP
+    """
+    if isinstance(key, DeviceKey):  # (registered exact: the runtime gives host keys)
+        key = key.host()
+    if not A.indptr.is_cuda or (row_weights.dtype not in FLOATS):
+        # the dense path's sums of these dtypes are the torch code's (compute.reduce)
+        return fused_select.listed_collective_sample(A, cols, row_weights, scale, k, replace, key)
+    return _sample(A, cols, row_weights, scale, k, replace, key)
+
+
+def _sample(A: CSC, cols, row_weights, scale, k: int, replace: bool, key) -> CSC:
+    """:func:`listed_collective_sample` past its choice of code: one mini-batch (``key`` an
+    int) or a super-batch (:class:`BatchKeys`)."""
+    refuse_capture()  # (it reads sizes back: never inside a CUDA graph capture)
+    if not isinstance(key, BatchKeys):
+        return _listed(A, cols, row_weights, scale, k, replace, (key,), 0, None)
+    n, copies = key.num_nodes, key.copies
+    if A.row_ids is not None:
+        raise RuntimeError("super-batch: a fused collective sample must slice the whole graph")
+    _draws_fit(k, replace, copies, cols.device)
+    # the encoded frontier checked and decoded (as torch's ``batched.frontier``, without its
+    # read-back of the batches' pointer: nothing here needs them grouped)
+    cols = V.ids(cols, "cols", n * copies, cols.device)
+    batch = torch.div(cols, n, rounding_mode="floor")
+    nodes = cols - batch * n
+    return _listed(A, nodes, row_weights, scale, k, replace, key.keys, n, (cols, batch))
+
+
+def _listed(A: CSC, nodes, row_weights, scale, k, replace, keys: tuple, n: int, batched):
+    """The listed sample of one mini-batch (``n`` 0, ``batched`` None: ``nodes`` is the
+    frontier) or of ``len(keys)`` (``batched``: the encoded frontier and each column's
+    mini-batch, ``nodes`` the decoded ids)."""
+    copies, dev = len(keys), nodes.device
+    index, indptr_s = gather_segments(*A.column_segments(nodes))  # (a read-back: its size)
+    E = index.numel()
+    rows_s = A.rows[index].to(torch.int64)
+    owner = None
+    if batched is not None:  # each edge's mini-batch: its row in the block-diagonal space
+        owner = torch.repeat_interleave(batched[1], indptr_s[1:] - indptr_s[:-1], output_size=E)
+        rows_s = rows_s + owner * n
+    # the slice's distinct rows (ascending) and each edge's place among them (a read-back)
+    rows, local = torch.unique(rows_s, sorted=True, return_inverse=True)
+    L = rows.numel()
+    at = index
+    if owner is not None and row_weights.numel() == copies * A.nnz != A.nnz:
+        at = index + owner * A.nnz  # one copy of the weights a mini-batch
+    probs = _probs(local, row_weights[at], rows, L, scale, n, None if batched is None else copies)
+    # (recorded, or raised at once outside deferred checks: read with the counts below)
+    V.finite_nonnegative(probs, "node_probs")
+    positive = probs > 0
+    # the candidates (and the frontier's edges) of each mini-batch: one read-back, with every
+    # pending check flag (so a bad probability raises before a missing candidate)
+    if batched is None:
+        counts = positive.sum().reshape(1)
+        edges = [E]
+    else:
+        batch_of = torch.div(rows, n, rounding_mode="floor")
+        counts = torch.zeros(copies, dtype=torch.int64, device=dev)
+        counts.index_add_(0, batch_of, positive.to(torch.int64))
+        # each mini-batch's frontier edges, as the dense kernels' check counts them
+        edges_b = torch.zeros(copies, dtype=torch.int64, device=dev)
+        edges_b.index_add_(0, batched[1], indptr_s[1:] - indptr_s[:-1])
+        counts = torch.cat([counts, edges_b])
+    host = V.read_back(list(counts.split(1)))
+    cand_n = host[:copies]
+    if batched is not None:
+        edges = host[copies:]
+    for c, e in zip(cand_n, edges):
+        if e and not c:  # as each mini-batch checks its own, before any draw
+            raise ValueError(NO_POSITIVE_ROW)
+    total = sum(cand_n)
+    # the positive rows and their probabilities, in order (a scatter: no read-back)
+    slot = torch.where(positive, torch.cumsum(positive, 0) - 1, total)
+    cand = torch.empty(total + 1, dtype=torch.int64, device=dev).scatter_(0, slot, rows)
+    cand_p = torch.empty(total + 1, dtype=probs.dtype, device=dev).scatter_(0, slot, probs)
+    parts, first = [], 0
+    for b, (key, m) in enumerate(zip(keys, cand_n)):
+        cb, pb = cand[first : first + m], cand_p[first : first + m]
+        first += m
+        # the keys of batch b's rows are their node ids in the mini-batch
+        gids = A.global_rows if batched is None else (lambda r, at=b * n: r - at)
+        parts.append(
+            choose_among(cb, edges[b], gids, k, replace, key, draws=CudaDraws, cand_probs=pb)
+        )
+    chosen = parts[0] if copies == 1 else torch.cat(parts)  # ascending
+    # each slice row's place among the chosen (-1: not chosen), then each edge's
+    place = torch.full((L,), -1, dtype=torch.int64, device=dev)
+    place[torch.searchsorted(rows, chosen)] = torch.arange(chosen.numel(), device=dev)
+    pos = place[local]
+    kept_mask = pos >= 0
+    before = torch.zeros(E + 1, dtype=torch.int64, device=dev)
+    torch.cumsum(kept_mask, 0, out=before[1:])
+    indptr = before[indptr_s]  # the kept edges before each column
+    kept = kept_mask.nonzero().squeeze(1)  # (a read-back: their number)
+    edges_kept = index[kept]
+    cols = nodes if batched is None else batched[0]
+    if COPY_OUT.get():  # (a replayed CUDA graph's memory: not returned as it is)
+        cols = cols.clone()
+    return CSC(
+        num_nodes=A.num_nodes if batched is None else n * copies,
+        indptr=indptr,
+        rows=pos[kept],
+        row_ids=A.global_rows(chosen) if batched is None else chosen,
+        col_ids=cols.to(torch.int64),
+        values=None if A.values is None else A.values[edges_kept],
+        eids=edges_kept if A.eids is None else A.eids[edges_kept],
+    )
+
+
+def _probs(local, values, rows, L: int, scale, n: int, copies: int | None) -> torch.Tensor:
+    """The rows' probabilities: the exact sums of ``values`` by ``local`` row (``L`` rows)
+    divided as the dense path divides them (the finish's division where ``SLICE_REDUCE``'s
+    finish divides, else torch's, ``fused_reduce.divided``); a super-batch's (``copies``
+    mini-batches, ``rows`` encoded, ``n`` nodes each) each row by its mini-batch's scale."""
+    dtype, dev = values.dtype, values.device
+    if L == 0:
+        return torch.zeros(0, dtype=dtype, device=dev)
+    per_batch = copies is not None and isinstance(scale, torch.Tensor) and scale.dim() == 1
+    if not per_batch:
+        divisor = scale_args(scale, dtype, dev, L)
+        if divisor is not None:
+            return edge_row_sums(local, values, L, dtype, divisor)
+        return fused_reduce.divided(edge_row_sums(local, values, L, dtype), scale)
+    batch_of = torch.div(rows, n, rounding_mode="floor")
+    if scale.dtype == dtype and scale.device == dev:  # the finish divides each row by its own
+        return edge_row_sums(local, values, L, dtype, (scale[batch_of].contiguous(), 1, L))
+    # as fused_reduce.divided: each mini-batch's rows by its 0-dim scale (its promotion)
+    sums = edge_row_sums(local, values, L, dtype)
+    bounds = torch.searchsorted(rows, torch.arange(copies + 1, device=dev) * n).tolist()
+    return torch.cat([sums[bounds[b] : bounds[b + 1]] / scale[b] for b in range(copies)])
+
+
+__all__ = ["LISTED", "MIN_NODES", "listed_collective_sample", "min_nodes"]
