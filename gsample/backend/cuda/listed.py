@@ -7,8 +7,8 @@ rows), draws among the rows with ``p > 0`` by a key per row (:mod:`.layerwise`),
 every frontier edge of a chosen row. Here only the slice's ``L`` distinct rows exist:
 
 * the slice's edges (:func:`gsample.formats.csc.gather_segments`) and their rows, made
-  distinct by ``torch.unique`` (ascending; a super-batch's encoded ``b * n + v``), each
-  edge mapped to its row's place among them;
+  distinct by a sort (ascending; a super-batch's encoded ``b * n + v``; :func:`_distinct`:
+  their number stays on the device), each edge mapped to its row's place among them;
 * the row sums by the same exact arithmetic over that local row space (``rowsum
   .edge_row_sums``: 62-bit fixed point at each row's largest exponent, 128-bit integer sums,
   one rounding), divided in the finish by the same scale (a super-batch's: each row's
@@ -23,11 +23,12 @@ order, values and ids. NaN, infinite or negative probabilities raise naming ``no
 (as the dense kernels' flags do), before a frontier without a positive row does.
 
 The sizes are data-dependent (the slice's edges, its distinct rows, the candidates, the
-kept edges): a call reads back four times (five for a super-batch: its frontier's batch
-pointer), so the op is registered as syncing (not sync-free): the runtime trims its inputs
-before it and never captures it in a CUDA graph. Graphs of fewer than :data:`MIN_NODES`
-nodes keep the dense path (:data:`LISTED`): their row space costs little, and the dense
-path's device part is captured and replayed.
+kept edges): a call reads back three times (the slice's edge count; the distinct rows' and
+each mini-batch's candidates' counts with every pending check flag; the kept edges' count),
+one mini-batch or a super-batch, so the op is registered as syncing (not sync-free): the
+runtime trims its inputs before it and never captures it in a CUDA graph. Graphs of fewer
+than :data:`MIN_NODES` nodes keep the dense path (:data:`LISTED`): their row space costs
+little, and the dense path's device part is captured and replayed.
 """
 
 from __future__ import annotations
@@ -150,30 +151,33 @@ def _listed(A: CSC, nodes, row_weights, scale, k, replace, keys: tuple, n: int, 
     if batched is not None:  # each edge's mini-batch: its row in the block-diagonal space
         owner = torch.repeat_interleave(batched[1], indptr_s[1:] - indptr_s[:-1], output_size=E)
         rows_s = rows_s + owner * n
-    # the slice's distinct rows (ascending) and each edge's place among them (a read-back)
-    rows, local = torch.unique(rows_s, sorted=True, return_inverse=True)
-    L = rows.numel()
+    # the slice's distinct rows (ascending; E entries, the first L of them) and each edge's
+    # place among them; L stays on the device until the read-back below
+    rows, local, distinct = _distinct(rows_s)
     at = index
     if owner is not None and row_weights.numel() == copies * A.nnz != A.nnz:
         at = index + owner * A.nnz  # one copy of the weights a mini-batch
-    probs = _probs(local, row_weights[at], rows, L, scale, n, None if batched is None else copies)
+    probs = _probs(local, row_weights[at], rows, E, scale, n, None if batched is None else copies)
+    probs = torch.where(torch.arange(E, device=dev) < distinct, probs, 0)  # (rows past L: 0)
     # (recorded, or raised at once outside deferred checks: read with the counts below)
     V.finite_nonnegative(probs, "node_probs")
     positive = probs > 0
-    # the candidates (and the frontier's edges) of each mini-batch: one read-back, with every
-    # pending check flag (so a bad probability raises before a missing candidate)
+    # the distinct rows, and the candidates (and the frontier's edges) of each mini-batch: one
+    # read-back, with every pending check flag (a bad probability raises before a missing
+    # candidate)
     if batched is None:
-        counts = positive.sum().reshape(1)
+        counts = torch.cat([distinct, positive.sum().reshape(1)])
         edges = [E]
     else:
-        batch_of = torch.div(rows, n, rounding_mode="floor")
+        batch_of = torch.div(rows, n, rounding_mode="floor").clamp_(max=copies - 1)
         counts = torch.zeros(copies, dtype=torch.int64, device=dev)
         counts.index_add_(0, batch_of, positive.to(torch.int64))
         # each mini-batch's frontier edges, as the dense kernels' check counts them
         edges_b = torch.zeros(copies, dtype=torch.int64, device=dev)
         edges_b.index_add_(0, batched[1], indptr_s[1:] - indptr_s[:-1])
-        counts = torch.cat([counts, edges_b])
-    host = V.read_back(list(counts.split(1)))
+        counts = torch.cat([distinct, counts, edges_b])
+    L, *host = V.read_back(list(counts.split(1)))
+    rows, probs, positive = rows[:L], probs[:L], positive[:L]
     cand_n = host[:copies]
     if batched is not None:
         edges = host[copies:]
@@ -219,27 +223,52 @@ def _listed(A: CSC, nodes, row_weights, scale, k, replace, keys: tuple, n: int, 
     )
 
 
-def _probs(local, values, rows, L: int, scale, n: int, copies: int | None) -> torch.Tensor:
-    """The rows' probabilities: the exact sums of ``values`` by ``local`` row (``L`` rows)
-    divided as the dense path divides them (the finish's division where ``SLICE_REDUCE``'s
-    finish divides, else torch's, ``fused_reduce.divided``); a super-batch's (``copies``
-    mini-batches, ``rows`` encoded, ``n`` nodes each) each row by its mini-batch's scale."""
+def _distinct(rows_s: torch.Tensor) -> tuple:
+    """The distinct values of ``rows_s`` (shape (E,)) without a read-back of their number:
+    ``(rows, local, count)``, ``rows`` (E,) the ``L`` distinct values ascending, then
+    :data:`_PAST` (after every row), ``local`` (E,) each entry's place among them, ``count``
+    ``L`` as a 1-element tensor (a sort, a scan and two scatters: what ``torch.unique``
+    computes, less its read-back of ``L``)."""
+    E, dev = rows_s.numel(), rows_s.device
+    rows = torch.full((E,), _PAST, dtype=torch.int64, device=dev)
+    if E == 0:
+        return rows, rows, torch.zeros(1, dtype=torch.int64, device=dev)
+    ordered, order = torch.sort(rows_s)
+    first = torch.ones(E, dtype=torch.bool, device=dev)
+    torch.ne(ordered[1:], ordered[:-1], out=first[1:])
+    place = torch.cumsum(first, 0) - 1  # each sorted entry's row's place
+    local = torch.empty(E, dtype=torch.int64, device=dev).scatter_(0, order, place)
+    rows.scatter_(0, place, ordered)  # (a run's entries write one value)
+    return rows, local, place[-1:] + 1
+
+
+#: the value of the entries of ``_distinct``'s rows past the distinct ones (above every row)
+_PAST = 2**63 - 1
+
+
+def _probs(local, values, rows, R: int, scale, n: int, copies: int | None) -> torch.Tensor:
+    """The rows' probabilities: the exact sums of ``values`` by ``local`` row (``R`` rows:
+    ``rows``, ascending, :data:`_PAST` past the distinct ones) divided as the dense path
+    divides them (the finish's division where ``SLICE_REDUCE``'s finish divides, else
+    torch's, ``fused_reduce.divided``); a super-batch's (``copies`` mini-batches, ``rows``
+    encoded, ``n`` nodes each) each row by its mini-batch's scale."""
     dtype, dev = values.dtype, values.device
-    if L == 0:
+    if R == 0:
         return torch.zeros(0, dtype=dtype, device=dev)
     per_batch = copies is not None and isinstance(scale, torch.Tensor) and scale.dim() == 1
     if not per_batch:
-        divisor = scale_args(scale, dtype, dev, L)
+        divisor = scale_args(scale, dtype, dev, R)
         if divisor is not None:
-            return edge_row_sums(local, values, L, dtype, divisor)
-        return fused_reduce.divided(edge_row_sums(local, values, L, dtype), scale)
-    batch_of = torch.div(rows, n, rounding_mode="floor")
+            return edge_row_sums(local, values, R, dtype, divisor)
+        return fused_reduce.divided(edge_row_sums(local, values, R, dtype), scale)
     if scale.dtype == dtype and scale.device == dev:  # the finish divides each row by its own
-        return edge_row_sums(local, values, L, dtype, (scale[batch_of].contiguous(), 1, L))
+        batch_of = torch.div(rows, n, rounding_mode="floor").clamp_(max=copies - 1)
+        return edge_row_sums(local, values, R, dtype, (scale[batch_of].contiguous(), 1, R))
     # as fused_reduce.divided: each mini-batch's rows by its 0-dim scale (its promotion)
-    sums = edge_row_sums(local, values, L, dtype)
+    sums = edge_row_sums(local, values, R, dtype)
     bounds = torch.searchsorted(rows, torch.arange(copies + 1, device=dev) * n).tolist()
-    return torch.cat([sums[bounds[b] : bounds[b + 1]] / scale[b] for b in range(copies)])
+    parts = [sums[bounds[b] : bounds[b + 1]] / scale[b] for b in range(copies)]
+    return torch.cat([*parts, sums[bounds[-1] :]])  # (and the rows past the distinct ones)
 
 
 __all__ = ["LISTED", "MIN_NODES", "listed_collective_sample", "min_nodes"]
