@@ -22,7 +22,8 @@ from gsample.backend.cuda import listed
 from gsample.backend.cuda.rowsum import NO_SCALE
 from gsample.backend.torch import fused_select, select
 from gsample.base import validate as V
-from gsample.base.random import BatchKeys, op_key
+from gsample.base.random import BatchKeys, DeviceKey, key_prefix, op_key, signed
+from gsample.formats.bounded import BoundedIds
 from gsample.ir import Op
 from gsample.ir.graph import Target
 from gsample.passes import PIPELINE
@@ -109,6 +110,19 @@ def test_the_pass_reads_the_threshold_and_the_example_node_count(G):
     before = ops(g)
     assert listed_rows(g).changed and ops(g).count(Op.LISTED_COLLECTIVE_SAMPLE) == 2
     assert ops(g) != before
+
+
+def test_the_op_is_registered_as_reading_back():
+    """Both registrations read back (``Impl.syncs``: the lowering keeps the step out of every
+    CUDA graph region): the sync-free one (bounded frontiers, device keys) and the exact one
+    (the runtime trims its inputs; a super-batch's keys)."""
+    be = get_backend("cuda")
+    given = ("A", "cols", "row_weights", "scale", "k", "replace")
+    free = be.impl(Op.LISTED_COLLECTIVE_SAMPLE, "csc", sync_free=True, given=given)
+    plain = be.impl(Op.LISTED_COLLECTIVE_SAMPLE, "csc", given=given)
+    assert free.sync_free and free.syncs and free.bounded_out is False
+    assert not plain.sync_free and plain.syncs and plain.batch_keys
+    assert free.fn is plain.fn is listed.listed_collective_sample
 
 
 # ------------------------------------------------------------------------- the host code, on a CPU
@@ -198,6 +212,37 @@ def test_nan_or_negative_probabilities_raise_naming_node_probs(G, on_cpu):
         listed._sample(A, cols, w, torch.tensor(-1.0, dtype=torch.float64), 10, False, 3)
     with pytest.raises(ValueError, match="node_probs: zero on every row that has edges"):
         listed._sample(A, cols, w * 0, torch.tensor(1.0, dtype=torch.float64), 10, False, 3)
+
+
+@pytest.mark.parametrize("copies", [1, 3])
+def test_a_bounded_frontier_draws_as_its_ids_do(G, on_cpu, copies):
+    """A bounded frontier (the sync-free registration's: the ids a program's op made, in a
+    buffer whose entries past ``count`` are anything) samples as its ``count`` ids do; the
+    exact registration's fallback (CPU tensors) with a device key and a bounded frontier
+    too."""
+    A = G.csc
+    w = _eighths(A.nnz, 7)
+    g = torch.Generator().manual_seed(8)
+    parts = [torch.randperm(N, generator=g)[:50] for _ in range(copies)]
+    n = N if copies > 1 else 0
+    cols = torch.cat([p + b * n for b, p in enumerate(parts)])
+    padding = torch.tensor([-5, 10**12, 2**63 - 1, N * copies, 0])
+    bounded = BoundedIds(torch.cat([cols, padding]), torch.tensor([cols.numel()]))
+    prefix = key_prefix(4, 2)
+    if copies == 1:
+        key, scale = op_key(4, 2, 9), torch.tensor(2.0, dtype=torch.float64)
+    else:
+        key = BatchKeys.of(seed=4, ordinal=2, first_batch=9, copies=copies, num_nodes=N)
+        scale = torch.tensor([2.0, 0.5, 4.0], dtype=torch.float64)
+    want = listed._sample(A, cols, w, scale, 30, False, key)
+    assert_same_csc(listed._sample(A, bounded, w, scale, 30, False, key), want)
+    device_key = DeviceKey.of(
+        torch.tensor([signed(prefix), 9]), prefix, 9, copies, n if copies > 1 else 0
+    )
+    assert device_key.host() == key
+    reference = fused_select.listed_collective_sample(A, cols, w, scale, 30, False, key)
+    got = listed.listed_collective_sample(A, bounded, w, scale, 30, False, device_key)
+    assert_same_csc(got, reference)
 
 
 @pytest.mark.parametrize("E", [0, 1, 2, 1000])
@@ -353,13 +398,17 @@ def test_the_listed_sample_reads_back_three_times(cuda_graph, copies):
         cols = torch.cat([cols + b * n for b in range(copies)])
         scale = torch.full((copies,), 1e-3, device="cuda")
 
-    def call():
-        with V.deferred():
-            return listed.listed_collective_sample(A.csc, cols, w, scale, 400, False, key)
+    padding = torch.tensor([-1, 2**40], device="cuda")
+    bounded = BoundedIds(torch.cat([cols, padding]), torch.tensor([cols.numel()], device="cuda"))
+    for frontier in (cols, bounded):  # (a bounded one's count read with the slice's size)
 
-    call()  # warm: kernels compiled
-    syncs = host_syncs(call)
-    assert len(syncs) <= 3, syncs
+        def call(frontier=frontier):
+            with V.deferred():
+                return listed.listed_collective_sample(A.csc, frontier, w, scale, 400, False, key)
+
+        call()  # warm: kernels compiled
+        syncs = host_syncs(call)
+        assert len(syncs) <= 3, syncs
 
 
 @pytest.mark.cuda

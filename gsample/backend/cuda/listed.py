@@ -25,8 +25,11 @@ order, values and ids. NaN, infinite or negative probabilities raise naming ``no
 The sizes are data-dependent (the slice's edges, its distinct rows, the candidates, the
 kept edges): a call reads back three times (the slice's edge count; the distinct rows' and
 each mini-batch's candidates' counts with every pending check flag; the kept edges' count),
-one mini-batch or a super-batch, so the op is registered as syncing (not sync-free): the
-runtime trims its inputs before it and never captures it in a CUDA graph. Graphs of fewer
+one mini-batch or a super-batch. So the op is registered as reading back (``syncs``): the
+lowering never puts it in a CUDA graph region. Its sync-free registration takes a bounded
+frontier (the previous layer's ``all_nodes``) and reads its count with the slice's size
+(no trim step of its own); the exact one (the runtime without sync-free steps) takes
+trimmed inputs. Graphs of fewer
 than :data:`MIN_NODES` nodes keep the dense path (:data:`LISTED`): their row space costs
 little, and the dense path's device part is captured and replayed.
 """
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import torch
 
+from gsample.backend.cuda.nodewise import _frontier, exact
 from gsample.backend.cuda.rowsum import FLOATS, edge_row_sums, scale_args
 from gsample.backend.cuda.sampling import CudaDraws
 from gsample.backend.registry import cuda_impl
@@ -44,7 +48,7 @@ from gsample.base import validate as V
 from gsample.base.random import BatchKeys, DeviceKey
 from gsample.base.readback import refuse_capture
 from gsample.formats.bounded import COPY_OUT
-from gsample.formats.csc import CSC, gather_segments
+from gsample.formats.csc import CSC, gather_segments, segment_ptr
 from gsample.ir import Op
 from gsample.ir.checks import NO_POSITIVE_ROW
 
@@ -75,8 +79,11 @@ def min_nodes() -> int | None:
     raise ValueError(f"LISTED: expected 'auto', True or False, got {LISTED!r}")
 
 
-# data-dependent sizes: registered exact and syncing (Impl.syncs), so the runtime trims its
-# inputs before it and keeps it out of every CUDA graph region; it takes a super-batch's keys
+# data-dependent sizes: it reads back (Impl.syncs), so the lowering keeps its step out of
+# every CUDA graph region. Sync-free (a bounded frontier: its count read back with the
+# slice's size, not by a trim step of its own) where the runtime allows it, and exact (the
+# runtime trims its inputs; a super-batch's keys) where it does not
+@cuda_impl(Op.LISTED_COLLECTIVE_SAMPLE, sync_free=True, syncs=True, bounded_out=False)
 @cuda_impl(Op.LISTED_COLLECTIVE_SAMPLE, syncs=True, batch_keys=True)
 def listed_collective_sample(
     A: CSC, cols: torch.Tensor, row_weights: torch.Tensor, scale, k: int, replace: bool, key
@@ -90,16 +97,17 @@ def listed_collective_sample(
     ----------
     A : CSC
         The graph (a super-batch's: the whole graph of ``n`` nodes).
-    cols : LongTensor, shape (C,)
-        The frontier (a super-batch's: encoded ``b * n + v``, grouped by mini-batch).
+    cols : LongTensor, shape (C,), or BoundedIds
+        The frontier (a super-batch's: encoded ``b * n + v``); bounded: the first ``count``
+        ids of its buffer (ids an op of the program made).
     row_weights : Tensor, shape (A.nnz,)
         ``W``'s value at each edge of ``A`` (a super-batch's may be one copy a mini-batch,
         shape (copies * A.nnz,)).
     scale : Tensor, 0-dim (a super-batch's: shape (copies,), each mini-batch's), or a number
     k, replace
         As ``collective_sample``.
-    key : int or BatchKeys
-        The op key; a super-batch's keys.
+    key : int, BatchKeys or DeviceKey
+        The op key; a super-batch's keys (a device key: its host keys are taken).
 
     Returns
     -------
@@ -113,43 +121,78 @@ def listed_collective_sample(
 
     >>> s = listed_collective_sample(A.csc, seeds, A2.csc.values, c, 40, False, 7)  # doctest: +SKIP
     """
-    if isinstance(key, DeviceKey):  # (registered exact: the runtime gives host keys)
+    if isinstance(key, DeviceKey):  # (the sync-free registration's: its host keys)
         key = key.host()
     if not A.indptr.is_cuda or (row_weights.dtype not in FLOATS):
         # the dense path's sums of these dtypes are the torch code's (compute.reduce)
-        return fused_select.listed_collective_sample(A, cols, row_weights, scale, k, replace, key)
+        return fused_select.listed_collective_sample(
+            A, exact(cols), row_weights, scale, k, replace, key
+        )
     return _sample(A, cols, row_weights, scale, k, replace, key)
 
 
 def _sample(A: CSC, cols, row_weights, scale, k: int, replace: bool, key) -> CSC:
     """:func:`listed_collective_sample` past its choice of code: one mini-batch (``key`` an
-    int) or a super-batch (:class:`BatchKeys`)."""
+    int) or a super-batch (:class:`BatchKeys`), the frontier exact or bounded."""
     refuse_capture()  # (it reads sizes back: never inside a CUDA graph capture)
+    buf, count = _frontier(cols)
     if not isinstance(key, BatchKeys):
-        return _listed(A, cols, row_weights, scale, k, replace, (key,), 0, None)
+        if count is not None and A.col_ids is None:  # (and the buffer's padding past them)
+            buf = buf.clamp(0, max(A.num_nodes - 1, 0))
+        return _listed(A, buf, count, row_weights, scale, k, replace, (key,), 0)
     n, copies = key.num_nodes, key.copies
     if A.row_ids is not None:
         raise RuntimeError("super-batch: a fused collective sample must slice the whole graph")
-    _draws_fit(k, replace, copies, cols.device)
-    # the encoded frontier checked and decoded (as torch's ``batched.frontier``, without its
-    # read-back of the batches' pointer: nothing here needs them grouped)
-    cols = V.ids(cols, "cols", n * copies, cols.device)
-    batch = torch.div(cols, n, rounding_mode="floor")
-    nodes = cols - batch * n
-    return _listed(A, nodes, row_weights, scale, k, replace, key.keys, n, (cols, batch))
+    _draws_fit(k, replace, copies, buf.device)
+    # the encoded frontier checked (as torch's ``batched.frontier``, without its read-back of
+    # the batches' pointer: nothing here needs them grouped); a bounded one's are the
+    # program's own ids, clamped with the buffer's padding
+    if count is None:
+        buf = V.ids(buf, "cols", n * copies, buf.device)
+    else:
+        buf = buf.clamp(0, max(n * copies - 1, 0))
+    return _listed(A, buf, count, row_weights, scale, k, replace, key.keys, n)
 
 
-def _listed(A: CSC, nodes, row_weights, scale, k, replace, keys: tuple, n: int, batched):
-    """The listed sample of one mini-batch (``n`` 0, ``batched`` None: ``nodes`` is the
-    frontier) or of ``len(keys)`` (``batched``: the encoded frontier and each column's
-    mini-batch, ``nodes`` the decoded ids)."""
-    copies, dev = len(keys), nodes.device
-    index, indptr_s = gather_segments(*A.column_segments(nodes))  # (a read-back: its size)
+def _slice(A: CSC, nodes, count) -> tuple:
+    """``(index, indptr, C)``: the slice ``A[:, nodes[:C]]``'s edges (positions in ``A``, in
+    CSC order) and column pointer; ``C`` is ``count``'s value (None: every id of ``nodes``),
+    read back with the slice's edge count (one read-back)."""
+    indptr_a, seg = A.column_segments(nodes)
+    if count is None:
+        index, indptr = gather_segments(indptr_a, seg)
+        return index, indptr, nodes.numel()
+    dev = nodes.device
+    valid = torch.arange(seg.numel(), device=dev) < count  # (the buffer's padding: empty)
+    seg = torch.where(valid, seg, 0)
+    starts = indptr_a[seg]
+    deg = torch.where(valid, indptr_a[seg + 1] - starts, 0)
+    ptr = segment_ptr(deg)
+    E, C = V.read_back([ptr[-1:], count.reshape(-1)[:1]])
+    # (as gather_segments: each edge's position from its column's start)
+    owner = torch.repeat_interleave(torch.arange(seg.numel(), device=dev), deg, output_size=E)
+    index = torch.arange(E, device=dev) + (starts - ptr[:-1])[owner]
+    return index, ptr[: C + 1], C
+
+
+def _listed(A: CSC, buf, count, row_weights, scale, k, replace, keys: tuple, n: int):
+    """The listed sample of one mini-batch (``n`` 0: ``buf`` is the frontier) or of
+    ``len(keys)`` (``n`` > 0: ``buf`` the encoded frontier of mini-batches of ``n`` nodes);
+    a bounded frontier's first ``count`` ids (None: all)."""
+    copies, dev = len(keys), buf.device
+    batched = n > 0
+    nodes = buf
+    if batched:  # each column's mini-batch and node
+        batch = torch.div(buf, n, rounding_mode="floor")
+        nodes = buf - batch * n
+    index, indptr_s, C = _slice(A, nodes, count)  # (a read-back: its size)
+    cols = buf[:C]
     E = index.numel()
     rows_s = A.rows[index].to(torch.int64)
     owner = None
-    if batched is not None:  # each edge's mini-batch: its row in the block-diagonal space
-        owner = torch.repeat_interleave(batched[1], indptr_s[1:] - indptr_s[:-1], output_size=E)
+    if batched:  # each edge's mini-batch: its row in the block-diagonal space
+        batch = batch[:C]
+        owner = torch.repeat_interleave(batch, indptr_s[1:] - indptr_s[:-1], output_size=E)
         rows_s = rows_s + owner * n
     # the slice's distinct rows (ascending; E entries, the first L of them) and each edge's
     # place among them; L stays on the device until the read-back below
@@ -157,7 +200,7 @@ def _listed(A: CSC, nodes, row_weights, scale, k, replace, keys: tuple, n: int, 
     at = index
     if owner is not None and row_weights.numel() == copies * A.nnz != A.nnz:
         at = index + owner * A.nnz  # one copy of the weights a mini-batch
-    probs = _probs(local, row_weights[at], rows, E, scale, n, None if batched is None else copies)
+    probs = _probs(local, row_weights[at], rows, E, scale, n, copies if batched else None)
     probs = torch.where(torch.arange(E, device=dev) < distinct, probs, 0)  # (rows past L: 0)
     # (recorded, or raised at once outside deferred checks: read with the counts below)
     V.finite_nonnegative(probs, "node_probs")
@@ -165,7 +208,7 @@ def _listed(A: CSC, nodes, row_weights, scale, k, replace, keys: tuple, n: int, 
     # the distinct rows, and the candidates (and the frontier's edges) of each mini-batch: one
     # read-back, with every pending check flag (a bad probability raises before a missing
     # candidate)
-    if batched is None:
+    if not batched:
         counts = torch.cat([distinct, positive.sum().reshape(1)])
         edges = [E]
     else:
@@ -174,12 +217,12 @@ def _listed(A: CSC, nodes, row_weights, scale, k, replace, keys: tuple, n: int, 
         counts.index_add_(0, batch_of, positive.to(torch.int64))
         # each mini-batch's frontier edges, as the dense kernels' check counts them
         edges_b = torch.zeros(copies, dtype=torch.int64, device=dev)
-        edges_b.index_add_(0, batched[1], indptr_s[1:] - indptr_s[:-1])
+        edges_b.index_add_(0, batch, indptr_s[1:] - indptr_s[:-1])
         counts = torch.cat([distinct, counts, edges_b])
     L, *host = V.read_back(list(counts.split(1)))
     rows, probs, positive = rows[:L], probs[:L], positive[:L]
     cand_n = host[:copies]
-    if batched is not None:
+    if batched:
         edges = host[copies:]
     for c, e in zip(cand_n, edges):
         if e and not c:  # as each mini-batch checks its own, before any draw
@@ -194,7 +237,7 @@ def _listed(A: CSC, nodes, row_weights, scale, k, replace, keys: tuple, n: int, 
         cb, pb = cand[first : first + m], cand_p[first : first + m]
         first += m
         # the keys of batch b's rows are their node ids in the mini-batch
-        gids = A.global_rows if batched is None else (lambda r, at=b * n: r - at)
+        gids = (lambda r, at=b * n: r - at) if batched else A.global_rows
         parts.append(
             choose_among(cb, edges[b], gids, k, replace, key, draws=CudaDraws, cand_probs=pb)
         )
@@ -209,14 +252,13 @@ def _listed(A: CSC, nodes, row_weights, scale, k, replace, keys: tuple, n: int, 
     indptr = before[indptr_s]  # the kept edges before each column
     kept = kept_mask.nonzero().squeeze(1)  # (a read-back: their number)
     edges_kept = index[kept]
-    cols = nodes if batched is None else batched[0]
     if COPY_OUT.get():  # (a replayed CUDA graph's memory: not returned as it is)
         cols = cols.clone()
     return CSC(
-        num_nodes=A.num_nodes if batched is None else n * copies,
+        num_nodes=n * copies if batched else A.num_nodes,
         indptr=indptr,
         rows=pos[kept],
-        row_ids=A.global_rows(chosen) if batched is None else chosen,
+        row_ids=chosen if batched else A.global_rows(chosen),
         col_ids=cols.to(torch.int64),
         values=None if A.values is None else A.values[edges_kept],
         eids=edges_kept if A.eids is None else A.eids[edges_kept],
