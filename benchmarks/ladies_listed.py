@@ -1,5 +1,7 @@
-"""LADIES on the torch backend with and without the listed-rows pass, as the graph's node
-count grows and the work stays the same.
+"""LADIES with and without the listed-rows pass, as the graph's node count grows and the
+work stays the same: on the torch backend (``--device cpu``), or on the CUDA backend
+(``--device cuda``: its listed sample, ``gsample.backend.cuda.listed``, switched on for every
+graph here, against its dense kernels).
 
 The graphs hold the same edges (an R-MAT graph over the first ``--active`` nodes) in id
 spaces of ``--nodes`` nodes (the rest isolated): each mini-batch slices the same edges and
@@ -9,6 +11,7 @@ on every graph, and one that makes tensors over every node (the dense row probab
 without ``listed_rows``) are checked to draw the same blocks, bit for bit.
 
     python benchmarks/ladies_listed.py --nodes 2000000 20000000
+    python benchmarks/ladies_listed.py --device cuda --nodes 2000000 60000000
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import time
 import torch
 
 import gsample as gs
+from gsample.backend.cuda import listed
 from gsample.passes import PIPELINE
 from gsample.passes.listed_rows import listed_rows
 
@@ -28,21 +32,26 @@ sys.path.insert(0, __file__.rsplit("/", 2)[0] + "/examples")
 import ladies as lad
 
 
-def graph(active: int, edges: int, nodes: int) -> gs.Matrix:
+def graph(active: int, edges: int, nodes: int, device: str = "cpu") -> gs.Matrix:
     """The normalised R-MAT graph of ``active`` nodes, in an id space of ``nodes``."""
     g = gs.datasets.rmat(active, edges, seed=0, weighted=True)
     r, c, _ = g.edges()
     A = gs.Matrix.from_edge_index(torch.stack([r, c]), num_nodes=nodes, weight=g.values)
-    return lad.normalize(A)
+    return lad.normalize(A.to(device))
 
 
 def timed(sampler, A, batches, repeats: int) -> tuple:
     """(seconds per mini-batch, the last run's blocks): the fastest of ``repeats`` runs."""
     best, out = float("inf"), None
+    cuda = A.device.type == "cuda"
     for _ in range(repeats + 1):  # a warm-up first
         gs.manual_seed(0)
+        if cuda:
+            torch.cuda.synchronize()
         t = time.perf_counter()
         out = [sampler(A, s) for s in batches]
+        if cuda:
+            torch.cuda.synchronize()
         best = min(best, time.perf_counter() - t)
     return best / len(batches), out
 
@@ -57,6 +66,12 @@ def main(argv=None) -> dict:
     p.add_argument("--batches", type=int, default=8)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        default="cpu",
+        help="cpu: the torch backend; cuda: the CUDA backend (its listed sample on every graph)",
+    )
     p.add_argument("--out", default=None, help="write the record as JSON here")
     args = p.parse_args(argv)
     if args.threads:
@@ -65,24 +80,29 @@ def main(argv=None) -> dict:
     def sampler(A, seeds):
         return lad.ladies(A, seeds, layers=tuple(args.layers))
 
+    backend = "torch" if args.device == "cpu" else "cuda"
+    if backend == "cuda":  # listed at every node count (read when a program is compiled)
+        listed.LISTED = True
     without = [f for f, _ in PIPELINE if f is not listed_rows]
     programs = {
-        "listed": gs.compile(sampler, backend="torch"),
-        "dense": gs.compile(sampler, backend="torch", passes=without),
+        "listed": gs.compile(sampler, backend=backend),
+        "dense": gs.compile(sampler, backend=backend, passes=without),
     }
     g = torch.Generator().manual_seed(1)
     batches = [
-        torch.randperm(args.active, generator=g)[: args.batch_size] for _ in range(args.batches)
+        torch.randperm(args.active, generator=g)[: args.batch_size].to(args.device)
+        for _ in range(args.batches)
     ]
     rows = []
     for n in args.nodes:
-        A = graph(args.active, args.edges, n)
+        A = graph(args.active, args.edges, n, args.device)
         got = {name: timed(f, A, batches, args.repeats) for name, f in programs.items()}
         same = all(
             torch.equal(x.csc.rows, y.csc.rows)
             and torch.equal(x.csc.indptr, y.csc.indptr)
             and torch.equal(x.row_ids, y.row_ids)
             and torch.equal(x.values, y.values)
+            and torch.equal(x.csc.eids, y.csc.eids)
             for bx, by in zip(got["listed"][1], got["dense"][1])
             for x, y in zip(bx, by)
         )
@@ -95,7 +115,8 @@ def main(argv=None) -> dict:
         )
     record = {
         "benchmark": "ladies_listed",
-        "device": "cpu",
+        "device": args.device,
+        "backend": backend,
         "threads": torch.get_num_threads(),
         "active_nodes": args.active,
         "edges": args.edges,

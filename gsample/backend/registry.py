@@ -304,7 +304,14 @@ class Backend:
             self.name,
             {op: self.layouts(op) or torch_be.layouts(op) for op in ops},
             None if self is torch_be else frozenset(own),
+            self.listed_min_nodes(),
         )
+
+    def listed_min_nodes(self) -> int | None:
+        """The fewest nodes of a graph whose LADIES-shaped samples this backend lists
+        (:attr:`Target.listed_min_nodes`, read by the ``listed_rows`` pass when a program
+        is compiled): every graph (0) unless the backend says otherwise."""
+        return 0
 
     def runs_here(self, inputs: dict) -> bool:
         """Whether this backend's code can run on these inputs (their device)."""

@@ -184,6 +184,10 @@ class Target:
     #: the ops the backend implements itself (None: every op, as the torch backend); the
     #: others run the torch code on its device
     own: frozenset | None = None
+    #: the fewest nodes a graph has for the ``listed_rows`` pass to list a sample's rows on
+    #: this backend (None: never): where listing costs more than the dense vectors it spares
+    #: (a small graph's row space on a GPU), the backend keeps its dense path
+    listed_min_nodes: int | None = 0
 
     def layouts(self, op: Op) -> tuple:
         return self.op_layouts.get(op) or ("csc",)

@@ -20,7 +20,9 @@ It applies when ``W``'s values are aligned with ``A``'s edges (``W`` is ``A``, o
 chain of scalar edge maps of it), ``s`` is a scalar (an op whose result is one value, or
 exact elementwise code on such values and constants), and ``p`` is read by the sample and
 ``p[s.row_ids]`` only; and only for a backend that implements the listed op itself (the
-torch backend; the CUDA backend keeps its kernels' dense path).
+torch backend; the CUDA backend, ``gsample.backend.cuda.listed``) on a graph of at least
+``Target.listed_min_nodes`` nodes (the CUDA backend's dense kernels cost less on a graph
+whose row space is small: it lists from ``2**23`` nodes by default, its ``LISTED`` switch).
 
 Example (one LADIES layer)::
 
@@ -46,6 +48,7 @@ import operator
 import torch
 
 from gsample.ir import Align, Graph, Kind, Node, Op, Ref
+from gsample.passes.cost_model import example_graph
 from gsample.passes.preprocess import hoist
 from gsample.passes.result import PassResult
 from gsample.passes.super_batch import exact_elementwise
@@ -70,8 +73,7 @@ def listed_rows(graph: Graph) -> PassResult:
     True
     >>> # now %s = listed_collective_sample(A=%A, cols=%f, row_weights=%v, scale=%c)
     """
-    own = graph.target.own
-    if own is not None and Op.LISTED_COLLECTIVE_SAMPLE not in own:
+    if not applies(graph):
         return PassResult(graph, False)
     users = graph.users()
     done, weights = 0, {}
@@ -121,6 +123,30 @@ def listed_rows(graph: Graph) -> PassResult:
         done += 1
     hoist(graph, list(weights.values()))
     return PassResult(graph, done > 0)
+
+
+def applies(graph: Graph) -> bool:
+    """Whether the pass lists rows for ``graph``'s backend and graph: the backend implements
+    the listed op (``Target.own``) and the graph the program is compiled for has at least
+    ``Target.listed_min_nodes`` nodes (its example call's, as the layout pass's cost model
+    reads it; a hand-built graph without one counts as the cost model's default size).
+
+    Examples
+    --------
+    >>> from gsample.ir import Graph
+    >>> from gsample.ir.graph import Target
+    >>> applies(Graph(target=Target("cuda", {}, frozenset({Op.LISTED_COLLECTIVE_SAMPLE}), 2**23)))
+    False
+    >>> applies(Graph())  # the torch backend: every op, every graph
+    True
+    """
+    target = graph.target
+    if target.own is not None and Op.LISTED_COLLECTIVE_SAMPLE not in target.own:
+        return False
+    least = target.listed_min_nodes
+    if least is None:
+        return False
+    return least <= 0 or example_graph(graph)[1] >= least
 
 
 def _plan(s: Node, users: dict):
@@ -230,4 +256,4 @@ def _reads_at_rows(u: Node, q: Node, s: Node) -> bool:
     return x is q and ids.op is Op.ROW_IDS and ids.input("A") is s
 
 
-__all__ = ["listed_rows"]
+__all__ = ["applies", "listed_rows"]

@@ -24,6 +24,10 @@ Kernels for every op the IR lowers to, by family (``kernels/README.md``):
   draws): allowed edges by a binary search in each column's time order, per-seed keys;
   ``temporal_walk.cu``: temporal random walks (``temporal_walk``, ``temporal_walk_edges``), a
   thread per walker, each step's allowed edges by a binary search in that time order.
+* :mod:`.listed`: LADIES's collective sample with its probabilities at the slice's rows
+  only (``listed_collective_sample``, the ``listed_rows`` pass's; the exact row sums of
+  ``rowsum.cu`` over the slice's distinct rows, the dense sampler's keys), on graphs of at
+  least ``listed.MIN_NODES`` nodes (:meth:`CudaBackend.listed_min_nodes`).
 * ``first_reached.cu``: disjoint sampling's next frontier (``first_reached``): the pairs
   (seed slot, node) in a device hash table (the first edge by ``atomicMin``), the new ones
   compacted by a single-pass scan, placed by key within their (mini-batch, slot) group, and
@@ -51,6 +55,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from gsample.backend.cuda import listed
 from gsample.backend.registry import Backend, cuda_impl
 
 # every module of the package: the registrations are made at import (a new module needs
@@ -64,6 +69,11 @@ class CudaBackend(Backend):
 
     name = "cuda"
     implementations = cuda_impl
+
+    def listed_min_nodes(self) -> int | None:
+        """LADIES's rows listed on graphs of at least :data:`.listed.MIN_NODES` nodes (the
+        module's ``LISTED`` switch): below it the dense kernels cost less."""
+        return listed.min_nodes()
 
     def runs_here(self, inputs: dict) -> bool:
         """Graphs on a GPU; inputs on the CPU run the torch code where they are."""

@@ -94,16 +94,20 @@ def scale_args(scale, dtype: torch.dtype, device, R: int, batches=None) -> tuple
     return None
 
 
-def edge_row_sums(rows: torch.Tensor, values, R: int, dtype: torch.dtype) -> torch.Tensor:
+def edge_row_sums(
+    rows: torch.Tensor, values, R: int, dtype: torch.dtype, scale: tuple = NO_SCALE
+) -> torch.Tensor:
     """Per row ``r < R``: the exact sum of ``values[e]`` over the edges ``e`` with
-    ``rows[e] == r`` (``values`` None: 1.0 each); shape (R,), ``dtype``."""
+    ``rows[e] == r`` (``values`` None: 1.0 each); shape (R,), ``dtype``. ``scale``
+    (:func:`scale_args`, or ``(divisors, 1, R)``: one a row): each sum divided as the
+    finish writes it, the bits of a dense row-sum vector divided by the same scale."""
     s = RowSums(R, dtype, rows.device)
     rows = rows.to(torch.int64).contiguous()
     v = 0 if values is None else values.to(dtype).contiguous()
     E = rows.numel()
     launch("rowsum", "gs_rowsum_edges_exponents", E, rows, v, E, s.emax, s.flags, **s.key)
     launch("rowsum", "gs_rowsum_edges_add", E, rows, v, E, s.emax, s.lo, s.hi, **s.key)
-    return s.finish()
+    return s.finish(scale)
 
 
 #: blocks of the every-edge sums' launches at most: each thread adds its terms before its
