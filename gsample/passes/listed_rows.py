@@ -22,7 +22,7 @@ exact elementwise code on such values and constants), and ``p`` is read by the s
 ``p[s.row_ids]`` only; and only for a backend that implements the listed op itself (the
 torch backend; the CUDA backend, ``gsample.backend.cuda.listed``) on a graph of at least
 ``Target.listed_min_nodes`` nodes (the CUDA backend's dense kernels cost less on a graph
-whose row space is small: it lists from ``2**23`` nodes by default, its ``LISTED`` switch).
+whose row space is small; it lists only when its ``LISTED`` switch asks, off by default).
 
 Example (one LADIES layer)::
 

@@ -86,8 +86,9 @@ def test_the_cuda_backend_lists_from_its_node_count_on(G, monkeypatch, switch, l
     assert ops(g).count(Op.SLICE_REDUCE) == (0 if expect else 2)
 
 
-def test_the_default_keeps_small_graphs_dense_and_the_torch_backend_lists_every_graph(G):
-    assert listed.LISTED == "auto" and listed.min_nodes() == listed.MIN_NODES == 2**23
+def test_the_default_keeps_cuda_graphs_dense_and_the_torch_backend_lists_every_graph(G):
+    assert listed.LISTED is False and listed.min_nodes() is None
+    assert listed.MIN_NODES == 2**23  # what "auto" would list from
     seeds = random_seeds(64, num_nodes=N)
     assert Op.LISTED_COLLECTIVE_SAMPLE not in ops(_program(_ladies, G, seeds))
     torch_program = gs.compile(_ladies, backend="torch").program(G, seeds)

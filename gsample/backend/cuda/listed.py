@@ -54,8 +54,10 @@ from gsample.ir.checks import NO_POSITIVE_ROW
 
 #: whether the ``listed_rows`` pass lists LADIES's rows on the CUDA backend: ``"auto"`` for
 #: graphs of at least :data:`MIN_NODES` nodes, True for every graph, False for none. Read
-#: when a program is compiled (a program compiled before a change keeps its choice)
-LISTED = "auto"
+#: when a program is compiled (a program compiled before a change keeps its choice). False
+#: by default: on a papers-sized graph the dense kernels (captured in a CUDA graph) still take
+#: less time than this path's three read-backs and per-mini-batch host draws a layer
+LISTED = False
 #: the fewest nodes of a graph that ``"auto"`` lists: below it the dense row space (a few
 #: vectors of ``N`` entries a layer) costs less than listing the slice's rows, and the
 #: dense path's device part is captured in a CUDA graph
