@@ -275,6 +275,15 @@ def build_cpp(source: str, out: pathlib.Path, *options: str) -> subprocess.Compl
     )
 
 
+def build_float_kernels(tmp_path_factory, stem: str, program: str, ctype: str) -> pathlib.Path:
+    """Build ``program`` (kernels as C++ after :data:`CUDA_THREADS_AS_CPP`, for the float type
+    ``ctype``: ``GS_DTYPE0``) under AddressSanitizer (:func:`build_asan`) in a fresh folder of
+    ``tmp_path_factory``; the executable's path. Skips where there is no C++ compiler."""
+    exe = tmp_path_factory.mktemp(f"{stem}_{ctype}") / stem
+    src = CUDA_THREADS_AS_CPP + f"#define GS_DTYPE0 {ctype}\n" + program
+    return build_asan(src, exe, "-pthread", "-Wno-unknown-pragmas", required=False)
+
+
 def build_asan(source: str, out: pathlib.Path, *options: str, required: bool = True):
     """Build the program ``out`` from ``source`` (:func:`build_cpp`, with ``options``) under
     AddressSanitizer: every exact-size array it allocates then bounds the kernels' reads and

@@ -14,10 +14,9 @@ import numpy as np
 import pytest
 import torch
 from helpers import (
-    CUDA_THREADS_AS_CPP,
     INT64_IO_CPP,
     assert_same_csc,
-    build_asan,
+    build_float_kernels,
     run_int64_program,
 )
 
@@ -122,9 +121,7 @@ DEG = GRAPH.indptr.diff()
 @pytest.fixture(scope="module", params=sorted(DTYPES))
 def program(request, tmp_path_factory):
     ctype = request.param
-    exe = tmp_path_factory.mktemp(f"listed_sums_{ctype}") / "sums"
-    src = CUDA_THREADS_AS_CPP + f"#define GS_DTYPE0 {ctype}\n" + PROGRAM
-    build_asan(src, exe, "-pthread", "-Wno-unknown-pragmas", required=False)
+    exe = build_float_kernels(tmp_path_factory, "listed_sums", PROGRAM, ctype)
     return exe, DTYPES[ctype]
 
 

@@ -22,7 +22,11 @@ barrier of its lanes, which a GPU's is not), or the launch configuration the hos
 import numpy as np
 import pytest
 import torch
-from helpers import CUDA_THREADS_AS_CPP, INT64_IO_CPP, build_asan, run_int64_program
+from helpers import (
+    INT64_IO_CPP,
+    build_float_kernels,
+    run_int64_program,
+)
 
 import gsample as gs
 from gsample.backend.torch import fused_reduce
@@ -217,9 +221,7 @@ DTYPES = {"float": torch.float32, "double": torch.float64}
 @pytest.fixture(scope="module", params=sorted(DTYPES))
 def program(request, tmp_path_factory):
     ctype = request.param
-    exe = tmp_path_factory.mktemp(f"rowsum_cpu_{ctype}") / "rowsum"
-    src = CUDA_THREADS_AS_CPP + f"#define GS_DTYPE0 {ctype}\n" + PROGRAM
-    build_asan(src, exe, "-pthread", "-Wno-unknown-pragmas", required=False)
+    exe = build_float_kernels(tmp_path_factory, "rowsum_cpu", PROGRAM, ctype)
     return exe, DTYPES[ctype]
 
 
