@@ -26,8 +26,8 @@ Kernels for every op the IR lowers to, by family (``kernels/README.md``):
   thread per walker, each step's allowed edges by a binary search in that time order.
 * :mod:`.listed`: LADIES's collective sample with its probabilities at the slice's rows
   only (``listed_collective_sample``, the ``listed_rows`` pass's; the exact row sums of
-  ``rowsum.cu`` over the slice's distinct rows, the dense sampler's keys), on graphs of at
-  least ``listed.MIN_NODES`` nodes (:meth:`CudaBackend.listed_min_nodes`).
+  ``rowsum.cu`` over the slice's distinct rows, the dense sampler's keys), where its
+  ``listed.LISTED`` switch asks (off by default; :meth:`CudaBackend.listed_min_nodes`).
 * ``first_reached.cu``: disjoint sampling's next frontier (``first_reached``): the pairs
   (seed slot, node) in a device hash table (the first edge by ``atomicMin``), the new ones
   compacted by a single-pass scan, placed by key within their (mini-batch, slot) group, and
@@ -71,8 +71,8 @@ class CudaBackend(Backend):
     implementations = cuda_impl
 
     def listed_min_nodes(self) -> int | None:
-        """LADIES's rows listed on graphs of at least :data:`.listed.MIN_NODES` nodes (the
-        module's ``LISTED`` switch): below it the dense kernels cost less."""
+        """The fewest nodes of a graph whose LADIES rows are listed, from the ``LISTED``
+        switch of :mod:`.listed` (None by default: the dense kernels cost less)."""
         return listed.min_nodes()
 
     def runs_here(self, inputs: dict) -> bool:
