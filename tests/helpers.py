@@ -275,6 +275,31 @@ def build_cpp(source: str, out: pathlib.Path, *options: str) -> subprocess.Compl
     )
 
 
+#: C++ after :data:`INT64_IO_CPP` and a kernel file that defines ``gs_t`` (a float type):
+#: reals travel as float64 bits in int64 vectors, read with ``reals`` and written with
+#: ``write_reals``
+FLOAT_IO_CPP = r"""
+static std::vector<gs_t> reals(const vec& bits) {
+    std::vector<gs_t> out(bits.size());
+    for (size_t i = 0; i < bits.size(); ++i) {
+        double d;
+        memcpy(&d, &bits[i], 8);
+        out[i] = (gs_t)d;
+    }
+    return out;
+}
+
+static void write_reals(const std::vector<gs_t>& v) {
+    vec bits(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+        const double d = (double)v[i];
+        memcpy(&bits[i], &d, 8);
+    }
+    write_vec(bits);
+}
+"""
+
+
 def build_float_kernels(tmp_path_factory, stem: str, program: str, ctype: str) -> pathlib.Path:
     """Build ``program`` (kernels as C++ after :data:`CUDA_THREADS_AS_CPP`, for the float type
     ``ctype``: ``GS_DTYPE0``) under AddressSanitizer (:func:`build_asan`) in a fresh folder of

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 from helpers import (
+    FLOAT_IO_CPP,
     INT64_IO_CPP,
     assert_same_csc,
     build_float_kernels,
@@ -33,26 +34,8 @@ PROGRAM = (
 #include <unistd.h>
 """
     + INT64_IO_CPP
+    + FLOAT_IO_CPP
     + r"""
-static std::vector<gs_t> reals(const vec& bits) {
-    std::vector<gs_t> out(bits.size());
-    for (size_t i = 0; i < bits.size(); ++i) {
-        double d;
-        memcpy(&d, &bits[i], 8);
-        out[i] = (gs_t)d;
-    }
-    return out;
-}
-
-static void write_reals(const std::vector<gs_t>& v) {
-    vec bits(v.size());
-    for (size_t i = 0; i < v.size(); ++i) {
-        const double d = (double)v[i];
-        memcpy(&bits[i], &d, 8);
-    }
-    write_vec(bits);
-}
-
 int main() {
     alarm(120);
     const vec op = read_vec();

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 import torch
 from helpers import (
+    FLOAT_IO_CPP,
     INT64_IO_CPP,
     build_float_kernels,
     run_int64_program,
@@ -38,17 +39,8 @@ PROGRAM = (
 #include <unistd.h>
 """
     + INT64_IO_CPP
+    + FLOAT_IO_CPP
     + r"""
-// sums as float64 bits
-static void write_reals(const std::vector<gs_t>& v) {
-    vec bits(v.size());
-    for (size_t i = 0; i < v.size(); ++i) {
-        const double d = (double)v[i];
-        memcpy(&bits[i], &d, 8);
-    }
-    write_vec(bits);
-}
-
 int main() {
     alarm(120);                         // a barrier or warp intrinsic some lane never reaches
     const vec op = read_vec();
@@ -57,12 +49,7 @@ int main() {
     const vec ptr = read_vec(), p = read_vec();
     // exact-size copies, each bounded by AddressSanitizer
     const std::vector<gs_idx> indptr(ip.begin(), ip.end()), rows(rw.begin(), rw.end());
-    std::vector<gs_t> values(vbits.size());
-    for (size_t i = 0; i < vbits.size(); ++i) {
-        double d;
-        memcpy(&d, &vbits[i], 8);
-        values[i] = (gs_t)d;
-    }
+    const std::vector<gs_t> values = reals(vbits);
     const gs_t* V = values.empty() ? nullptr : values.data();     // none: 1.0 each
     const long long C = cols.size(), n = p[0], G = p[1], grid = p[3], block = p[4];
     const int sub = (int)p[2];
