@@ -164,10 +164,13 @@ def in_turn(
 
     With ``settle``, each call's read-backs are made before the next call is launched (its
     device work queued after them, on the same stream, would otherwise be waited for): the
-    order is launch 0, settle 0, then per item launch ``i + 1``, land ``i`` (its host work,
-    while the device runs ``i + 1``), settle ``i + 1``, yield ``i``. A super-batch's host
-    work (splitting its outputs into mini-batches) then overlaps the next super-batch's
-    device work instead of waiting for it.
+    order is launch 0, then per item settle ``i``, launch ``i + 1``, land ``i`` (its host
+    work, while the device runs ``i + 1``), yield ``i``. A super-batch's host work
+    (splitting its outputs into mini-batches) then overlaps the next super-batch's device
+    work instead of waiting for it, and call ``i + 1`` settles only when item ``i + 1`` is
+    asked for, not right after its launch: a caller that uses item ``i`` meanwhile (a
+    training loop's steps on its mini-batches) finds ``i + 1``'s device work done, and its
+    read-backs do not wait.
 
     Parameters
     ----------
@@ -197,14 +200,13 @@ def in_turn(
     >>> outs = [out for _, out in in_turn(enumerate(parts), go, land, settle)]  # doctest: +SKIP
     """
     items = iter(items)
-    ahead = _settled(_launched(next(items, _END), launch), settle)
+    ahead = _launched(next(items, _END), launch)
     while ahead is not None:
-        item, flight, error = ahead
+        item, flight, error = _settled(ahead, settle)
         if error is not None:
             raise error
         ahead = _launched(next(items, _END), launch)
         result = land(flight)
-        ahead = _settled(ahead, settle)
         yield item, result
 
 

@@ -121,6 +121,14 @@ def test_in_chunks_lands_a_chunk_after_the_next_is_launched_and_before_the_one_a
         *[("settle", i) for i in (6, 7, 8)],
         *[("land", i) for i in (6, 7, 8)],
     ]
+    # a chunk settles when its first item is asked for, after the chunk before it was used
+    calls, log = _scheduled([4] * 6, 3, settles=True)
+    first = next(calls)
+    assert first == ((0, 4), 0) and ("settle", 3) not in log and ("land", 2) in log
+    assert next(calls) == ((1, 4), 10) and ("settle", 3) not in log, "a chunk's calls in turn"
+    next(calls)
+    next(calls)
+    assert ("settle", 3) in log
 
 
 @pytest.mark.parametrize("k", [1, 4])

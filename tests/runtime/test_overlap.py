@@ -164,7 +164,9 @@ def test_in_turn_lands_in_order_each_after_the_next_one_is_launched():
 
 def test_in_turn_settles_each_call_before_the_next_is_launched():
     """With ``settle``: a call's read-backs come before the next call's device work is
-    queued, its host work (land) after, while the device runs the next one."""
+    queued, its host work (land) after, while the device runs the next one; and a call
+    settles only when its item is asked for (after the item before it was used: its device
+    work is then done, and its read-backs do not wait for it)."""
     calls, log = _turns(4, settles=True)
     out = []
     for i, value in calls:
@@ -176,16 +178,16 @@ def test_in_turn_settles_each_call_before_the_next_is_launched():
         ("settle", 0),
         ("launch", 1),
         ("land", 0),
-        ("settle", 1),
         ("yield", 0),
+        ("settle", 1),
         ("launch", 2),
         ("land", 1),
-        ("settle", 2),
         ("yield", 1),
+        ("settle", 2),
         ("launch", 3),
         ("land", 2),
-        ("settle", 3),
         ("yield", 2),
+        ("settle", 3),
         ("land", 3),
         ("yield", 3),
     ]
