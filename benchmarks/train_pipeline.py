@@ -64,6 +64,15 @@ def log(message):
     print(f"[{time.perf_counter() - _T0:7.1f} s] {message}", flush=True)
 
 
+#: ``--pipeline`` choices: the pipelined mode's ``gs.DataLoader(pipeline=...)``
+PIPELINES = {"auto": "auto", "threads": True, "stream": "stream", "off": False}
+
+
+def mode_name(pipeline) -> str:
+    """The ``--pipeline`` name of a loader's resolved ``pipeline`` (never ``"auto"``)."""
+    return next(k for k, v in PIPELINES.items() if v == pipeline and k != "auto")
+
+
 def parse(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--num-nodes", type=int, default=20_000)
@@ -95,6 +104,13 @@ def parse(argv=None):
     )
     p.add_argument("--feature-cache", type=int, default=0, help="bytes of GPU feature cache")
     p.add_argument("--super-batch", default=None, help="an int or 'auto'")
+    p.add_argument(
+        "--pipeline",
+        choices=list(PIPELINES),
+        default="auto",
+        help="the pipelined mode's gs.DataLoader(pipeline=...): auto (a side CUDA stream where "
+        "the graph and tables are on a GPU, else threads), threads, or stream",
+    )
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     return p.parse_args(argv)
 
@@ -136,7 +152,7 @@ def main(argv=None):
         else (args.super_batch if args.super_batch == "auto" else int(args.super_batch))
     )
 
-    def make_loader(pipeline: bool):
+    def make_loader(pipeline):
         return gs.DataLoader(
             A,
             sampler,
@@ -151,7 +167,8 @@ def main(argv=None):
         )
 
     modes = {}
-    for pipeline in (True, False):
+    on_mode = PIPELINES[args.pipeline]
+    for pipeline in (on_mode, False):
         torch.manual_seed(0)
         model = Net(x.shape[1], args.hidden, int(y.max()) + 1, conv=conv).to(device)
         loader = make_loader(pipeline)
@@ -159,7 +176,8 @@ def main(argv=None):
         modes[pipeline] = {"model": model, "loader": loader, "optimizer": optimizer, "epochs": []}
     log(
         f"models and loaders made ({args.sampler}, feature store "
-        f"{modes[True]['loader'].feature_store.mode})"
+        f"{modes[on_mode]['loader'].feature_store.mode}; pipelined: "
+        f"{mode_name(modes[on_mode]['loader'].pipeline)})"
     )
     count = args.baseline_batches or len(modes[False]["loader"])
     log(f"baseline: the model on {count} pre-sampled, pre-gathered mini-batches")
@@ -193,7 +211,7 @@ def main(argv=None):
         t = baseline()
         if r > 0:
             per_batch_runs.append(t)
-        log(f"{'model only':>20}, round {r}: {t * len(modes[True]['loader']):.3f} s an epoch")
+        log(f"{'model only':>20}, round {r}: {t * len(modes[on_mode]['loader']):.3f} s an epoch")
     per_batch = statistics.median(per_batch_runs)
     report = {}
     for pipeline, m in modes.items():
@@ -209,12 +227,12 @@ def main(argv=None):
         med["epochs"] = [e["epoch"] for e in m["epochs"]]
         report[name] = med
     on, off = report["pipelined"]["epoch"], report["not pipelined"]["epoch"]
-    n = max(1, len(modes[True]["loader"]))
-    model_epoch = per_batch * len(modes[True]["loader"])
+    n = max(1, len(modes[on_mode]["loader"]))
+    model_epoch = per_batch * len(modes[on_mode]["loader"])
     print(
         f"median epoch: pipelined {on:.3f} s, not pipelined {off:.3f} s ({off / on:.2f}x); "
-        f"first-epoch loss {first_loss[True]:.6f} / {first_loss[False]:.6f}; "
-        f"{len(modes[True]['loader'])} mini-batches per epoch",
+        f"first-epoch loss {first_loss[on_mode]:.6f} / {first_loss[False]:.6f}; "
+        f"{len(modes[on_mode]['loader'])} mini-batches per epoch",
         flush=True,
     )
     print(
@@ -245,6 +263,7 @@ def main(argv=None):
                 "command": " ".join(sys.argv),
                 "args": vars(args),
                 "graph": {"nodes": A.num_nodes, "edges": A.num_edges},
+                "pipeline": mode_name(modes[on_mode]["loader"].pipeline),
                 "speedup": off / on,
                 "model_only": {
                     "per_batch": per_batch,

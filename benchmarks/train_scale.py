@@ -91,15 +91,13 @@ sys.path[:0] = [str(_HERE), str(_HERE.parent / "examples")]
 
 from graphsage import graphsage
 from train_common import Clock, ModelOnly, Net, block_layers, step
-from train_pipeline import ROOT, log
+from train_pipeline import PIPELINES, ROOT, log, mode_name
 
 import gsample as gs
 from gsample.bench.measure import profile_counts
 from gsample.bench.report import device_name, write_record
 
 GRAPHS = ("rmat", "planted", "products-like", "papers-like")
-#: ``--pipeline``'s choices: the loader's ``pipeline=`` argument of each
-PIPELINES = {"auto": "auto", "threads": True, "stream": "stream", "off": False}
 #: Fibonacci hashing's multiplier (2**64 / golden ratio), as a signed int64
 _GOLDEN = 0x9E3779B97F4A7C15 - (1 << 64)
 
@@ -408,7 +406,7 @@ def main(argv=None):
 
     train_loader = loader(train)
     # what the loader runs ("auto" resolved): a --pipeline choice's name
-    mode = next(k for k, v in PIPELINES.items() if v == train_loader.pipeline and k != "auto")
+    mode = mode_name(train_loader.pipeline)
     eval_loader = loader(held_out, shuffle=False)
     torch.manual_seed(0)
     num_classes = int(y.max()) + 1
