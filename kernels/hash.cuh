@@ -33,6 +33,13 @@ __device__ __forceinline__ gs_u64 gs_word(gs_u64 base, gs_i64 col, gs_i64 draw) 
     return gs_combine(gs_combine(base, col), draw);
 }
 
+// The collective samples' sort keys' hash in batch b (kernels/layerwise.cu, the listed rows
+// of kernels/rowsum.cu): row v's word is gs_word(gs_combine(key[0], key[1] + b), 0, v) =
+// gs_combine(seed, v), the seed the batch's (the same for all its rows).
+__device__ __forceinline__ gs_u64 gs_key_seed(const gs_u64* __restrict__ key, gs_i64 b) {
+    return gs_combine(gs_combine(key[0], (gs_i64)key[1] + b), 0);
+}
+
 // uniform integer in [0, n), n > 0: (r >> 1) % n, as random.uniform_int
 __device__ __forceinline__ gs_i64 gs_uniform_int(gs_u64 r, gs_i64 n) {
     return (gs_i64)((r >> 1) % (gs_u64)n);

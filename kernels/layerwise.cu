@@ -101,12 +101,6 @@ __device__ __forceinline__ bool gs_is_candidate(const unsigned* __restrict__ can
     return gs_is_candidate_of(cand, probs, shared, n, r, n > 0 ? gs_batch(r, n) : 0, bad);
 }
 
-// The sort keys' hash in batch b: row v's word is gs_word(gs_combine(key[0], key[1] + b), 0,
-// v) = gs_combine(seed, v), the seed the batch's (the same for all its rows).
-__device__ __forceinline__ gs_u64 gs_key_seed(const gs_u64* __restrict__ key, gs_i64 b) {
-    return gs_combine(gs_combine(key[0], (gs_i64)key[1] + b), 0);
-}
-
 // The sort key of row r, a candidate of batch b (seed: gs_key_seed's of b; bn: b * n).
 __device__ __forceinline__ gs_i64 gs_seeded_key(const gs_t* __restrict__ probs, int shared,
                                                 gs_u64 seed, gs_i64 r, gs_i64 bn) {

@@ -747,3 +747,201 @@ gs_rowsum_chunk_fill_total(
     }
     gs_total_add_end(lo, hi, a);
 }
+
+// ----------------------------------------------------------------------------- listed rows
+// LADIES's row probabilities over the frontier slice's distinct rows only (the CUDA listed
+// collective sample, gsample/backend/cuda/listed.py): each batch's rows get places in a list
+// of `cap` (a map `slot` over the row space, int32, all -1 before the first pass), their sums
+// add at those places by the arithmetic above, and the keys of the positive ones are
+// compacted by batch for the radix select (kernels/topk.cu): the row-space passes of the
+// dense path (its finish and its compaction of candidates, vectors over every row of the
+// graph) are gone. A batch whose distinct rows pass `cap` counts past it: the caller reads
+// that back and samples by its exact path instead.
+
+// The batch of a listed row (n > 0: a super-batch's encoded rows).
+__device__ __forceinline__ gs_i64 gs_listed_batch(gs_i64 r, gs_i64 n) {
+    return n > 0 ? gs_batch(r, n) : 0;
+}
+
+// Pass 1: a place for each distinct row of the frontier's edges. The thread whose
+// compare-and-swap takes a row's slot from -1 claims it; a tile whose columns are one batch's
+// adds its claims to the batch's count with one atomic (a block scan places them), any other
+// tile claim by claim. A claim within its batch's `cap` writes the row's place in `slot`, the
+// row in `list` and clears its exponent, flags and sum there; one past it gives the slot back
+// (-1), and the count says so. count: a word a batch, zero before the launch.
+extern "C" __global__ void gs_listed_claim(const gs_idx* __restrict__ indptr,
+                                           const gs_idx* __restrict__ rows,
+                                           const gs_i64* __restrict__ cols, gs_i64 C,
+                                           const gs_i64* __restrict__ ptr, gs_i64 n,
+                                           int* __restrict__ slot, gs_i64* __restrict__ count,
+                                           gs_i64 cap, gs_i64* __restrict__ list,
+                                           int* __restrict__ emax, int* __restrict__ flags,
+                                           gs_u64* __restrict__ lo, gs_u64* __restrict__ hi,
+                                           int sub) {
+    __shared__ gs_i64 s_base;
+    __shared__ int s_mixed;
+    GS_TILES_OF(g0, t, ptr, C, true, sub) {
+        // the batch of the tile's first column (a column owning an edge: a valid id)
+        const gs_i64 b_lo = gs_listed_batch(cols[t.lo], n);
+        for (int s = 0; s < sub; ++s) {
+            const gs_i64 gs = g0 + s * (gs_i64)blockDim.x * GS_ITEMS;
+            GS_LOAD_ITEMS(gs, t, r, e, c)
+            bool mine[GS_ITEMS];
+            gs_i64 m = 0;
+            int same = 1;
+#pragma unroll
+            for (int j = 0; j < GS_ITEMS; ++j) {
+                mine[j] = r[j] >= 0 && slot[r[j]] == -1 && atomicCAS(&slot[r[j]], -1, -2) == -1;
+                m += mine[j];
+                if (mine[j] && gs_listed_batch(r[j], n) != b_lo) same = 0;
+            }
+            // every claim of the round in one batch (a super-batch's frontier lists its
+            // batches in turn: all but the rounds at their borders)
+            if (threadIdx.x == 0) s_mixed = 0;
+            __syncthreads();
+            if (!same) s_mixed = 1;
+            __syncthreads();
+            const bool one = s_mixed == 0;
+            gs_i64 at = 0;
+            if (one) {                                   // (the same for the whole block)
+                gs_i64 total;
+                const gs_i64 before = gs_block_exclusive(m, &total);
+                if (threadIdx.x == 0)
+                    s_base = total ? (gs_i64)atomicAdd((unsigned long long*)&count[b_lo],
+                                                       (unsigned long long)total)
+                                   : 0;
+                __syncthreads();
+                at = s_base + before;
+            }
+            __syncthreads();                   // s_mixed and s_base read before the next round
+#pragma unroll
+            for (int j = 0; j < GS_ITEMS; ++j) {
+                if (!mine[j]) continue;
+                const gs_i64 b = one ? b_lo : gs_listed_batch(r[j], n);
+                const gs_i64 i = one ? at++
+                                     : (gs_i64)atomicAdd((unsigned long long*)&count[b], 1ULL);
+                if (i >= cap) {                          // the batch's list is full
+                    slot[r[j]] = -1;
+                    continue;
+                }
+                const gs_i64 g = b * cap + i;
+                slot[r[j]] = (int)i;
+                list[g] = r[j];
+                emax[g] = 0;
+                flags[g] = 0;
+                lo[g] = 0;
+                hi[g] = 0;
+            }
+        }
+    }
+}
+
+// The place in the lists of frontier edge item j's row (-1: none), its batch's values'
+// offset (wcopy > 0: a copy of the values a batch, wcopy edges each) and its term.
+#define GS_LISTED_ITEM(j, g, x)                                                       \
+    gs_i64 g = -1;                                                                    \
+    double x = 0.0;                                                                   \
+    if (r[j] >= 0) {                                                                  \
+        const int place = slot[r[j]];                                                 \
+        if (place >= 0) {                                                             \
+            const gs_i64 b = gs_listed_batch(r[j], n);                                \
+            g = b * cap + place;                                                      \
+            x = gs_value(values, e[j] + b * wcopy);                                   \
+        }                                                                             \
+    }
+
+// Pass 2: each listed row's largest exponent and flags (gs_rowsum_note at its place).
+extern "C" __global__ void gs_listed_exponents(const gs_idx* __restrict__ indptr,
+                                               const gs_idx* __restrict__ rows,
+                                               const gs_t* __restrict__ values, gs_i64 wcopy,
+                                               const gs_i64* __restrict__ cols, gs_i64 C,
+                                               const gs_i64* __restrict__ ptr, gs_i64 n,
+                                               const int* __restrict__ slot, gs_i64 cap,
+                                               int* __restrict__ emax,
+                                               int* __restrict__ flags) {
+    GS_TILES(g0, t, ptr, C, true) {
+        GS_LOAD_ITEMS(g0, t, r, e, c)
+#pragma unroll
+        for (int j = 0; j < GS_ITEMS; ++j) {
+            GS_LISTED_ITEM(j, g, x)
+            if (g >= 0) gs_rowsum_note(emax, flags, g, x);
+        }
+    }
+}
+
+// Pass 3: each listed row's 128-bit sum (gs_rowsum_term at its place).
+extern "C" __global__ void gs_listed_add(const gs_idx* __restrict__ indptr,
+                                         const gs_idx* __restrict__ rows,
+                                         const gs_t* __restrict__ values, gs_i64 wcopy,
+                                         const gs_i64* __restrict__ cols, gs_i64 C,
+                                         const gs_i64* __restrict__ ptr, gs_i64 n,
+                                         const int* __restrict__ slot, gs_i64 cap,
+                                         const int* __restrict__ emax,
+                                         gs_u64* __restrict__ lo, gs_u64* __restrict__ hi) {
+    GS_TILES(g0, t, ptr, C, true) {
+        GS_LOAD_ITEMS(g0, t, r, e, c)
+#pragma unroll
+        for (int j = 0; j < GS_ITEMS; ++j) {
+            GS_LISTED_ITEM(j, g, x)
+            if (g >= 0 && gs_finite_nonzero(x)) gs_rowsum_term(lo, hi, g, x, emax[g]);
+        }
+    }
+}
+
+// Pass 4, over each batch's listed rows (min(count[b], cap) of them): the row's probability
+// as the dense finish writes it (gs_rowsum_value, divided by gs_rowsum_scaled at the row),
+// checked as the dense draws check node_probs (bad[0]: NaN or infinite, bad[1]: negative;
+// zero before the launch), and for a positive one its sort key (layerwise.cu's
+// gs_seeded_key: exponential(word) / p) and row, compacted from at[b] (the batch's first
+// place, b * cap) up, a block's with one atomic a round. The row space's other rows have
+// p = 0: no candidate, nothing to check. Every thread of a block runs every round.
+extern "C" __global__ void gs_listed_keys(const gs_i64* __restrict__ count, gs_i64 cap,
+                                          gs_i64 copies, const gs_i64* __restrict__ list,
+                                          const int* __restrict__ emax,
+                                          const int* __restrict__ flags,
+                                          const gs_u64* __restrict__ lo,
+                                          const gs_u64* __restrict__ hi,
+                                          const gs_t* __restrict__ scale, gs_i64 per,
+                                          gs_i64 scount, const gs_u64* __restrict__ key,
+                                          gs_i64 n, gs_i64* __restrict__ at,
+                                          gs_i64* __restrict__ ckeys, gs_i64* __restrict__ crows,
+                                          gs_i64* __restrict__ bad) {
+    __shared__ gs_i64 s_base;
+    for (gs_i64 b = 0; b < copies; ++b) {
+        const gs_i64 L = min(count[b], cap);
+        const gs_u64 seed = gs_key_seed(key, b);
+        for (gs_i64 base = blockIdx.x * (gs_i64)blockDim.x; base < L;
+             base += (gs_i64)gridDim.x * blockDim.x) {
+            const gs_i64 i = base + threadIdx.x;
+            bool is = false;
+            gs_i64 k = 0, r = 0;
+            if (i < L) {
+                const gs_i64 g = b * cap + i;
+                const int em = emax[g], f = flags[g];
+                const gs_t v = em == 0 && f == 0 ? (gs_t)0
+                               : f != 0          ? gs_rowsum_value(em, f, 0, 0)
+                                                 : gs_rowsum_value(em, f, lo[g], hi[g]);
+                r = list[g];
+                const double x = (double)gs_rowsum_scaled(v, scale, r, per, scount);
+                if (isnan(x) || isinf(x)) bad[0] = 1;
+                else if (x < 0.0) bad[1] = 1;
+                is = x > 0.0;
+                if (is)
+                    k = __double_as_longlong(
+                        __ddiv_rn(gs_exponential(gs_combine(seed, r - b * n)), x));
+            }
+            gs_i64 total;
+            const gs_i64 before = gs_block_exclusive(is ? 1 : 0, &total);
+            if (threadIdx.x == 0)
+                s_base = total ? (gs_i64)atomicAdd((unsigned long long*)&at[b],
+                                                   (unsigned long long)total)
+                               : 0;
+            __syncthreads();
+            if (is) {
+                ckeys[s_base + before] = k;
+                crows[s_base + before] = r;
+            }
+            __syncthreads();                             // s_base read before the next round
+        }
+    }
+}

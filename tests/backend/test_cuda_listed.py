@@ -414,6 +414,64 @@ def test_the_listed_sample_reads_back_three_times(cuda_graph, copies):
 
 @pytest.mark.cuda
 @gpu
+@pytest.mark.parametrize("copies", [1, 4])
+def test_a_device_key_s_sample_is_listed_on_the_device_and_read_back_once(
+    cuda_graph, monkeypatch, copies
+):
+    """With the device's keys (what a compiled program passes) the rows are listed on the
+    device (``_on_device``): the host-sized path's sample bit for bit, one read-back (the
+    dense finish's). A batch whose rows overflow its list is drawn again by that path (the
+    same sample) and the next sample of the graph gets room for them; a compiled LADIES takes
+    the device path."""
+    A = cuda_graph[1]
+    w = (A.csc.values**2).contiguous()
+    n = A.num_nodes
+    cols = random_seeds(512, num_nodes=n).cuda()
+    prefix = key_prefix(0, 0)
+    first = torch.tensor([signed(prefix), 0], device="cuda")
+    dkey = DeviceKey.of(first, prefix, 0, copies, n if copies > 1 else 0)
+    if copies == 1:
+        scale = torch.tensor(1e-3, device="cuda")
+    else:
+        cols = torch.cat([cols + b * n for b in range(copies)])
+        scale = torch.full((copies,), 1e-3, device="cuda")
+
+    def call(key):
+        with V.deferred():
+            return listed.listed_collective_sample(A.csc, cols, w, scale, 400, False, key)
+
+    ran = []
+    real = listed._on_device
+
+    def spy(*args):
+        out = real(*args)
+        ran.append(out is not None)
+        return out
+
+    monkeypatch.setattr(listed, "_on_device", spy)
+    want = call(dkey.host())  # the host-sized path (a sort, three read-backs)
+    assert not ran
+    assert_same_csc(call(dkey), want)
+    assert ran == [True]
+    assert len(host_syncs(lambda: call(dkey))) <= 1
+    # lists of 8 rows: too few, drawn again by the host-sized path, then room for them
+    monkeypatch.setattr(listed, "_ROOM", {})
+    monkeypatch.setattr(listed, "LIST_ROOM", 8)
+    assert_same_csc(call(dkey), want)
+    (room,) = listed._ROOM.values()
+    assert room > 8
+    assert_same_csc(call(dkey), want)  # (no redo: the room holds them)
+    # a compiled program's layers take it
+    ran.clear()
+    monkeypatch.setattr(listed, "LISTED", True)
+    sampler = gs.compile(_ladies, backend="cuda")
+    seeds = random_seeds(256, num_nodes=n).cuda()
+    sampler(A, seeds)
+    assert ran and all(ran), ran
+
+
+@pytest.mark.cuda
+@gpu
 @pytest.mark.parametrize("switch", [True, False])
 def test_bad_probabilities_raise_naming_node_probs_on_both_paths(cuda_graph, monkeypatch, switch):
     """NaN weights and a negative normaliser raise naming ``node_probs``, listed or dense,

@@ -25,7 +25,7 @@ import gsample as gs
 from gsample.backend.cuda import listed
 from gsample.backend.cuda.rowsum import NO_SCALE
 from gsample.backend.torch import fused_reduce, fused_select, select
-from gsample.base.random import BatchKeys, op_key
+from gsample.base.random import BatchKeys, combine, exponential, key_prefix, op_key, signed
 from gsample.formats.csc import gather_segments
 
 PROGRAM = (
@@ -86,6 +86,45 @@ int main() {
                              scale.empty() ? 1 : (long long)scale.size());
         });
         write_reals(out);
+    } else if (op[0] == 3) {  // the device listing: places, sums, the positive rows' keys
+        const vec ip = read_vec(), rw = read_vec(), vbits = read_vec(), cols = read_vec();
+        const vec ptr = read_vec(), p = read_vec(), sbits = read_vec(), kw = read_vec();
+        const std::vector<gs_idx> indptr(ip.begin(), ip.end()), rows(rw.begin(), rw.end());
+        const std::vector<gs_t> values = reals(vbits), scale = reals(sbits);
+        const long long n = p[0], R = p[1], per = p[2], copies = p[3], cap = p[4];
+        const long long wcopy = p[5], M = copies * cap;
+        const std::vector<gs_u64> key(kw.begin(), kw.end());
+        std::vector<int> slot(R, -1), emax(M, 7), flags(M, 7);
+        std::vector<gs_i64> count(copies, 0), list(M, -5), at(copies), ckeys(M, -5), crows(M, -5);
+        std::vector<gs_i64> bad(2, 0);
+        std::vector<gs_u64> lo(M, 0xA5A5A5A5A5A5A5A5ULL), hi(M, 0x5A5A5A5A5A5A5A5AULL);
+        for (long long b = 0; b < copies; ++b) at[b] = b * cap;
+        gs_launch(3, 64, [&]() {
+            gs_listed_claim(indptr.data(), rows.data(), cols.data(), cols.size(), ptr.data(), n,
+                            slot.data(), count.data(), cap, list.data(), emax.data(),
+                            flags.data(), lo.data(), hi.data(), 2);
+        });
+        gs_launch(3, 64, [&]() {
+            gs_listed_exponents(indptr.data(), rows.data(), values.data(), wcopy, cols.data(),
+                                cols.size(), ptr.data(), n, slot.data(), cap, emax.data(),
+                                flags.data());
+        });
+        gs_launch(3, 64, [&]() {
+            gs_listed_add(indptr.data(), rows.data(), values.data(), wcopy, cols.data(),
+                          cols.size(), ptr.data(), n, slot.data(), cap, emax.data(), lo.data(),
+                          hi.data());
+        });
+        gs_launch(3, 64, [&]() {
+            gs_listed_keys(count.data(), cap, copies, list.data(), emax.data(), flags.data(),
+                           lo.data(), hi.data(), scale.data(), per, scale.size(), key.data(), n,
+                           at.data(), ckeys.data(), crows.data(), bad.data());
+        });
+        write_vec(vec(slot.begin(), slot.end()));
+        write_vec(count);
+        write_vec(at);
+        write_vec(ckeys);
+        write_vec(crows);
+        write_vec(bad);
     } else {
         return 2;
     }
@@ -251,3 +290,85 @@ def test_a_scale_of_another_dtype_divides_as_torch_divides_the_dense_sums(
     rows, got = rows[: int(count)], got[: int(count)]
     assert got.dtype == want.dtype == torch.float32
     assert torch.equal(got.view(torch.int32), want[rows].view(torch.int32))
+
+
+def _device_listing(exe, w, cols, n: int, copies: int, scale, cap: int, key: tuple):
+    """``listed._on_device``'s kernels (``gs_listed_*``) built as C++, every array of its exact
+    size (AddressSanitizer bounds each read and write): the map, each batch's count and
+    cursor, the compacted keys and rows, the two check flags."""
+    v = cols - (cols // n) * n if n else cols
+    ptr = torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(DEG[v], 0)])
+    R = NODES * copies
+    per = n if copies > 1 and scale.dim() == 1 else max(R, 1)
+    wcopy = GRAPH.nnz if w.numel() == copies * GRAPH.nnz != GRAPH.nnz else 0
+    params = [n, R, per, copies, cap, wcopy]
+    args = (GRAPH.indptr, GRAPH.rows, _bits(w), cols, ptr, params, _bits(scale.reshape(-1)), key)
+    *out, bad_masks = run_int64_program(exe, [3], *args)
+    assert bad_masks[0] == 0
+    return [torch.from_numpy(a.copy()) for a in out]
+
+
+@pytest.mark.parametrize("copies", [1, 3])
+@pytest.mark.parametrize("per_copy", [False, True])
+def test_the_device_listing_keys_the_dense_probabilities_positive_rows(program, copies, per_copy):
+    """The device listing (``gs_listed_claim``, ``_exponents``, ``_add``, ``_keys``) gives each
+    batch's distinct slice rows a place (the map: -1 off them), and compacts, batch by
+    batch, exactly the rows whose dense probability is positive with the dense kernels'
+    key ``exponential(word) / p`` (``p`` the dense vector's bits at the row); with lists too
+    short the counts pass the room, the rows without a place keep -1, and nothing is read
+    or written out of bounds."""
+    exe, dtype = program
+    cols, n = _frontier(copies, seed=11)
+    w = _weights(dtype, seed=4)
+    if per_copy and copies > 1:  # one copy of the weights a mini-batch
+        w = torch.cat([_weights(dtype, seed=4 + b) for b in range(copies)])
+    scale = (
+        torch.tensor([0.37, 3.1, 1e-3], dtype=dtype)[:copies]
+        if copies > 1
+        else torch.tensor(0.37, dtype=dtype)
+    )
+    if per_copy and copies > 1:
+        want = torch.cat(
+            [
+                dense_probs(exe, w[b * GRAPH.nnz : (b + 1) * GRAPH.nnz], cols, n, copies, scale)[
+                    b * NODES : (b + 1) * NODES
+                ]
+                for b in range(copies)
+            ]
+        )
+    else:
+        want = dense_probs(exe, w, cols, n, copies, scale)
+    prefix, first = key_prefix(3, 1), 5
+    v = cols - (cols // n) * n if n else cols
+    index, _ = gather_segments(GRAPH.indptr, v)
+    rows_s = GRAPH.rows[index] + (torch.repeat_interleave(cols // n, DEG[v]) * n if n else 0)
+    distinct = rows_s.unique()
+    cap = NODES
+    slot, count, at, ckeys, crows, bad = _device_listing(
+        exe, w, cols, n, copies, scale, cap, (signed(prefix), first)
+    )
+    assert not bad.any()
+    listed_rows = (slot >= 0).nonzero().squeeze(1)
+    assert torch.equal(listed_rows, distinct) and (slot[slot < 0] == -1).all()
+    for b in range(copies):
+        mine = (distinct >= b * NODES) & (distinct < (b + 1) * NODES) if n else distinct >= 0
+        assert int(count[b]) == int(mine.sum())
+        places = slot[distinct[mine]]
+        assert torch.equal(places.sort().values, torch.arange(int(count[b])))  # distinct places
+        got_rows = crows[b * cap : int(at[b])]
+        order = got_rows.argsort()
+        got_rows, got_keys = got_rows[order], ckeys[b * cap : int(at[b])][order]
+        rows_b = distinct[mine]
+        positive = rows_b[want[rows_b] > 0]
+        assert torch.equal(got_rows, positive)
+        seed = combine(combine(prefix, first + b), 0)
+        words = torch.tensor([signed(combine(seed, int(r) - b * n)) for r in positive])
+        keys = exponential(words) / want[positive].to(torch.float64)
+        # (the C++ build's log is the host's libm, torch's its own: an ulp apart at most)
+        torch.testing.assert_close(got_keys.view(torch.float64), keys, rtol=1e-14, atol=0)
+    # too little room: the counts say so, the rows past it keep no place
+    slot, count, at, ckeys, crows, bad = _device_listing(
+        exe, w, cols, n, copies, scale, 7, (signed(prefix), first)
+    )
+    assert (count > 7).all() and int((slot >= 0).sum()) == 7 * copies
+    assert (slot[slot < 0] == -1).all()

@@ -518,6 +518,8 @@ class Pending(PendingSizes):
     fallback: bool  # the exact implementation runs it all in the finish
     scalars: list = field(default_factory=list)  # read back: edges, drawn, kept, flags...
     state: tuple = ()  # (buf, ncols, ptr, kept, chosen, newpos, bits, radix, room)
+    weighted: bool = False  # drawn by probabilities: no positive row raises
+    redo: object = None  # () -> CSC where the overflow flag is set (None: the exact sample)
 
 
 def slice_collective_sample(
@@ -666,55 +668,8 @@ def collective_start(
         if N > 1:
             at = at + torch.arange(0, R, rows_per, device=dev).unsqueeze(1)
         picked = torch.where(vals != _NOT_A_ROW, at, R)
-    drawn_d = picked < R  # a candidate: min(k, candidates)
-    valid = drawn_d.sum().reshape(1)
-    if N > 1 and p is not None and C:
-        # as each mini-batch checks its own: a batch with frontier edges needs a candidate
-        batch = torch.div(buf, n, rounding_mode="floor").clamp_(0, N - 1)
-        edges_b = torch.zeros(N, dtype=torch.int64, device=dev).index_add_(
-            0, batch, ptr[1:] - ptr[:-1]
-        )
-        V.fail_if(((edges_b > 0) & ~drawn_d.any(dim=1)).any(), ValueError, NO_POSITIVE_ROW)
-    bits = _drawn_bits(picked.reshape(-1), R)  # what the kept-edge passes test
-    chosen, newpos = _positions(bits, R, picked.numel())
-    if room:  # the kept edges (a chosen row's) listed by their place in the frontier
-        kept_n, kept = scratch[:1], torch.empty(room, dtype=torch.int64, device=dev)
-        if C:
-            launch(
-                "layerwise",
-                "gs_kept_append",
-                _GRID * _THREADS,
-                indptr,
-                rows,
-                buf,
-                C,
-                ptr,
-                n,
-                newpos,
-                _opt(bits),
-                kept_n,
-                room,
-                kept,
-                _rounds(indptr, rows),
-                block=_THREADS,
-                grid=_GRID,
-                params=params,
-            )
-    else:  # counted per column (the finish takes the edges in order)
-        kept = _kept_counts(indptr, rows, buf, C, ptr, n, newpos, bits, scratch[: 2 * C + 1])
-        kept_n = kept[-1:]
-    # read back by the finish: the frontier's edges and columns, the rows drawn and the
-    # kept edges (and every pending check flag: a bad node_probs raises there)
-    scalars = (
-        [ptr[C:], valid, kept_n, bad[:1], bad[1:]]
-        + ([ncols] if ncols is not None else [])
-        + ([overflow] if overflow is not None else [])
-    )
-    return Pending(
-        args,
-        False,
-        scalars,
-        (buf, ncols, ptr, kept, chosen, newpos, bits, overflow is not None, room),
+    return kept_pending(
+        A, args, buf, ncols, ptr, n, N, R, picked, overflow, p is not None, bad, scratch, room
     )
 
 
@@ -785,6 +740,98 @@ def _positions(bits: torch.Tensor, R: int, room: int) -> tuple:
     return chosen, newpos
 
 
+def kept_pending(
+    A: CSC,
+    args: tuple,
+    buf: torch.Tensor,
+    ncols,
+    ptr: torch.Tensor,
+    n: int,
+    N: int,
+    R: int,
+    picked: torch.Tensor,
+    overflow,
+    weighted: bool,
+    bad: torch.Tensor,
+    scratch: torch.Tensor,
+    room: int,
+    redo=None,
+) -> Pending:
+    """A collective sample's draws (``picked``: each batch's rows of its ``k`` smallest keys,
+    ``R`` none; ``overflow`` a flag tensor or None) made into its kept counts (or list), and
+    the :class:`Pending` :func:`collective_finish` reads back: what :func:`collective_start`
+    and the listed sample (:mod:`.listed`) share. ``weighted``: the rows were drawn by
+    probabilities (a batch with frontier edges and no positive row raises); ``bad``: the
+    probabilities' two check flags; ``scratch`` and ``room`` as ``collective_start`` made them
+    (:func:`_list_room`); ``redo``: what the finish runs instead where ``overflow`` is set
+    (None: the exact implementation of the dense sample).
+
+    Examples
+    --------
+    On a GPU, ``picked`` of shape (N, k) from :func:`gsample.backend.cuda.topk
+    .smallest_compact` (the sample is ``collective_finish``'s):
+
+    >>> pending = kept_pending(A, args, buf, None, ptr, 0, 1, R, picked, overflow, True,
+    ...                        bad, scratch, 0)  # doctest: +SKIP
+    >>> sample = collective_finish(pending)  # doctest: +SKIP
+    """
+    indptr, rows = _index_arrays(A)
+    params = _params(indptr)
+    C, dev = buf.numel(), buf.device
+    drawn_d = picked < R  # a candidate: min(k, candidates)
+    valid = drawn_d.sum().reshape(1)
+    if N > 1 and weighted and C:
+        # as each mini-batch checks its own: a batch with frontier edges needs a candidate
+        batch = torch.div(buf, n, rounding_mode="floor").clamp_(0, N - 1)
+        edges_b = torch.zeros(N, dtype=torch.int64, device=dev).index_add_(
+            0, batch, ptr[1:] - ptr[:-1]
+        )
+        V.fail_if(((edges_b > 0) & ~drawn_d.any(dim=1)).any(), ValueError, NO_POSITIVE_ROW)
+    bits = _drawn_bits(picked.reshape(-1), R)  # what the kept-edge passes test
+    chosen, newpos = _positions(bits, R, picked.numel())
+    if room:  # the kept edges (a chosen row's) listed by their place in the frontier
+        kept_n, kept = scratch[:1], torch.empty(room, dtype=torch.int64, device=dev)
+        if C:
+            launch(
+                "layerwise",
+                "gs_kept_append",
+                _GRID * _THREADS,
+                indptr,
+                rows,
+                buf,
+                C,
+                ptr,
+                n,
+                newpos,
+                _opt(bits),
+                kept_n,
+                room,
+                kept,
+                _rounds(indptr, rows),
+                block=_THREADS,
+                grid=_GRID,
+                params=params,
+            )
+    else:  # counted per column (the finish takes the edges in order)
+        kept = _kept_counts(indptr, rows, buf, C, ptr, n, newpos, bits, scratch[: 2 * C + 1])
+        kept_n = kept[-1:]
+    # read back by the finish: the frontier's edges and columns, the rows drawn and the
+    # kept edges (and every pending check flag: a bad node_probs raises there)
+    scalars = (
+        [ptr[C:], valid, kept_n, bad[:1], bad[1:]]
+        + ([ncols] if ncols is not None else [])
+        + ([overflow] if overflow is not None else [])
+    )
+    return Pending(
+        args,
+        False,
+        scalars,
+        (buf, ncols, ptr, kept, chosen, newpos, bits, overflow is not None, room),
+        weighted,
+        redo,
+    )
+
+
 def collective_finish(pending: Pending) -> CSC:
     """The read-back of :func:`collective_start`'s sizes (and of every check flag pending),
     then the kept edges: the sample. After a replayed CUDA graph (``COPY_OUT``) the values
@@ -806,12 +853,15 @@ def collective_finish(pending: Pending) -> CSC:
     if not_finite:
         raise ValueError("node_probs: contains NaN or infinite values")
     if negative:
-        raise ValueError(f"node_probs: contains negative values (min {float(node_probs.min())})")
-    if radix and rest.pop():  # too many ties: torch.topk instead
+        least = "" if node_probs is None else f" (min {float(node_probs.min())})"
+        raise ValueError(f"node_probs: contains negative values{least}")
+    if radix and rest.pop():  # too many ties (or a listed sample's full list): again
+        if pending.redo is not None:
+            return pending.redo()
         return slice_collective_sample(
             A, cols, k, replace, key, node_probs, probs_in_slice, _select="torch"
         )
-    if node_probs is not None and edges and not drawn:  # (k >= 1 here)
+    if pending.weighted and edges and not drawn:  # (k >= 1 here)
         raise ValueError(NO_POSITIVE_ROW)
     Cx = rest[0] if rest else buf.numel()
     cols, chosen = buf[:Cx], chosen[:drawn]

@@ -22,7 +22,20 @@ So the sample is the dense path's, bit for bit: the rows chosen, the edges kept 
 order, values and ids. NaN, infinite or negative probabilities raise naming ``node_probs``
 (as the dense kernels' flags do), before a frontier without a positive row does.
 
-The sizes are data-dependent (the slice's edges, its distinct rows, the candidates, the
+With the device's keys (a compiled program's layers: the sync-free registration) the rows
+are listed on the device instead (:func:`_on_device`, :data:`DEVICE`): each batch's
+distinct slice rows take places in a list (an int32 map over the row space, set to -1 a
+call, says which row has which place: ``kernels/rowsum.cu``'s ``gs_listed_claim``), their
+exact sums add at those places (``gs_listed_exponents``, ``gs_listed_add``), the positive
+rows' keys are compacted by batch (``gs_listed_keys``) for the dense path's radix select
+(:mod:`.topk`), and the dense path's kept-edge passes and finish
+(:func:`gsample.backend.cuda.layerwise.kept_pending`, ``collective_finish``) make the
+sample, with one read-back. A batch with more distinct rows than its list holds
+(:data:`LIST_ROOM` at first) is drawn again by the path below, and the next sample of the
+graph gets room for them.
+
+Otherwise (the host's keys, a divisor the finish cannot take, replacement) the sizes are
+data-dependent (the slice's edges, its distinct rows, the candidates, the
 kept edges): a call reads back three times (the slice's edge count; the distinct rows' and
 each mini-batch's candidates' counts with every pending check flag; the kept edges' count),
 one mini-batch or a super-batch. So the op is registered as reading back (``syncs``): the
@@ -38,6 +51,21 @@ from __future__ import annotations
 
 import torch
 
+from gsample.backend.cuda import topk
+from gsample.backend.cuda.extract import _index_arrays, _params
+from gsample.backend.cuda.layerwise import (
+    _GRID,
+    _MAX_CANDIDATES,
+    _MAX_CHOSEN,
+    _THREADS,
+    _frontier_ptr,
+    _graph,
+    _list_room,
+    _rounds,
+    collective_finish,
+    kept_pending,
+)
+from gsample.backend.cuda.module import launch, memset
 from gsample.backend.cuda.nodewise import _frontier, exact
 from gsample.backend.cuda.rowsum import FLOATS, edge_row_sums, scale_args
 from gsample.backend.cuda.sampling import CudaDraws
@@ -55,13 +83,29 @@ from gsample.ir.checks import NO_POSITIVE_ROW
 #: whether the ``listed_rows`` pass lists LADIES's rows on the CUDA backend: ``"auto"`` for
 #: graphs of at least :data:`MIN_NODES` nodes, True for every graph, False for none. Read
 #: when a program is compiled (a program compiled before a change keeps its choice). False
-#: by default: on a papers-sized graph the dense kernels (captured in a CUDA graph) still take
-#: less time than this path's three read-backs and per-mini-batch host draws a layer
+#: by default (an opt-in): a program's layers list their rows on the device (:data:`DEVICE`),
+#: where the dense kernels' passes over every row of the graph are gone; the host-keyed path
+#: (three read-backs and a host draw per mini-batch a layer) is slower than the dense kernels
 LISTED = False
 #: the fewest nodes of a graph that ``"auto"`` lists: below it the dense row space (a few
 #: vectors of ``N`` entries a layer) costs less than listing the slice's rows, and the
 #: dense path's device part is captured in a CUDA graph
 MIN_NODES = 2**23
+
+
+#: whether a sample with the device's keys (the sync-free registration's: every layer of a
+#: compiled program, one mini-batch or a super-batch) lists its rows on the device
+#: (:func:`_on_device`: places in per-batch lists through a map over the row space, the sums
+#: at those places, the positive rows' keys compacted for the radix select; one read-back, in
+#: the dense finish) rather than by a sort and three read-backs (:func:`_sample`, which runs
+#: where that cannot: another divisor, replacement, a list that fills up)
+DEVICE = True
+#: rows a batch's list holds at first (at most the graph's rows); a sample whose batch lists
+#: more is drawn again by :func:`_sample`, and the next one of that graph and size gets twice
+#: what it listed
+LIST_ROOM = 1 << 22
+#: (graph's indptr address, batches) -> the room the next listed sample gets a batch
+_ROOM: dict = {}
 
 
 def min_nodes() -> int | None:
@@ -123,8 +167,12 @@ def listed_collective_sample(
 
     >>> s = listed_collective_sample(A.csc, seeds, A2.csc.values, c, 40, False, 7)  # doctest: +SKIP
     """
-    if isinstance(key, DeviceKey):  # (the sync-free registration's: its host keys)
-        key = key.host()
+    if isinstance(key, DeviceKey):  # (the sync-free registration's)
+        if DEVICE:
+            out = _on_device(A, cols, row_weights, scale, k, replace, key)
+            if out is not None:
+                return out
+        key = key.host()  # (its host keys)
     if not A.indptr.is_cuda or (row_weights.dtype not in FLOATS):
         # the dense path's sums of these dtypes are the torch code's (compute.reduce)
         return fused_select.listed_collective_sample(
@@ -154,6 +202,153 @@ def _sample(A: CSC, cols, row_weights, scale, k: int, replace: bool, key) -> CSC
     else:
         buf = buf.clamp(0, max(n * copies - 1, 0))
     return _listed(A, buf, count, row_weights, scale, k, replace, key.keys, n)
+
+
+def _on_device(A: CSC, cols, row_weights, scale, k: int, replace: bool, key: DeviceKey):
+    """The listed sample on the device, its draws and kept edges the dense path's
+    (:func:`gsample.backend.cuda.layerwise.kept_pending`, read back once by
+    :func:`~gsample.backend.cuda.layerwise.collective_finish`); None where it does not apply
+    (the caller runs :func:`_sample`).
+
+    Each batch's distinct slice rows get places in a list of ``room`` rows (the first thread
+    to take a row's entry of an int32 map over the row space, ``R = copies * n`` entries
+    set to -1 here); their exact sums add at those places (``kernels/rowsum.cu``'s
+    arithmetic); the positive ones' keys (the dense kernels' hash, ``exponential(word) /
+    p``) are compacted by batch for the radix select. Nothing is over the row space but the
+    map (4 bytes a row) and the drawn rows' bits and places, which the dense path has too.
+    """
+    N, n = (key.copies, key.num_nodes) if key.copies > 1 else (1, 0)
+    rows_per, dev = A.num_nodes, A.indptr.device
+    R, take = rows_per * N, min(k, rows_per)
+    dtype = row_weights.dtype
+    if (
+        replace
+        or k == 0
+        or not _graph(A)
+        or not A.indptr.is_cuda
+        or dtype not in FLOATS
+        or take >= rows_per
+        or rows_per > _MAX_CANDIDATES
+        or N * take > _MAX_CHOSEN
+    ):
+        return None
+    divisor = scale_args(scale, dtype, dev, R, (N, n) if N > 1 else None)
+    if divisor is None:  # (a division the finish cannot make as torch does)
+        return None
+    if row_weights.numel() == A.nnz:
+        wcopy = 0
+    elif N > 1 and row_weights.numel() == N * A.nnz:
+        wcopy = A.nnz  # one copy of the weights a mini-batch
+    else:
+        return None
+    buf, ncols = _frontier(cols)
+    C = buf.numel()
+    indptr, rows = _index_arrays(A)
+    kargs = {"dtypes": (FLOATS[dtype],), "params": tuple(_params(indptr))}
+    ptr = _frontier_ptr(indptr, buf, ncols, n, R)  # (the ids checked there)
+    at_key = (indptr.data_ptr(), N)
+    room = min(rows_per, _ROOM.get(at_key, LIST_ROOM))
+    slot = torch.empty(R, dtype=torch.int32, device=dev)
+    memset(slot, 0xFF)  # -1: no place
+    M = N * room
+    acc = torch.empty(3 * M, dtype=torch.int64, device=dev)  # exponents and flags, lo, hi
+    words = acc[:M].view(torch.int32)
+    emax, flags, lo, hi = words[:M], words[M:], acc[M : 2 * M], acc[2 * M :]
+    listed = torch.empty(M, dtype=torch.int64, device=dev)
+    small = torch.zeros(N + 2, dtype=torch.int64, device=dev)
+    count, bad = small[:N], small[N:]
+    values = row_weights.contiguous()
+    if C:
+        tiles = {"block": _THREADS, "grid": _GRID, **kargs}
+        head = (indptr, rows)
+        frontier = (buf, C, ptr, n)
+        launch(
+            "rowsum",
+            "gs_listed_claim",
+            _GRID * _THREADS,
+            *head,
+            *frontier,
+            slot,
+            count,
+            room,
+            listed,
+            emax,
+            flags,
+            lo,
+            hi,
+            _rounds(indptr, rows),
+            **tiles,
+        )
+        weights = (values, wcopy, *frontier, slot, room)
+        launch(
+            "rowsum", "gs_listed_exponents", _GRID * _THREADS, *head, *weights, emax, flags, **tiles
+        )
+        launch("rowsum", "gs_listed_add", _GRID * _THREADS, *head, *weights, emax, lo, hi, **tiles)
+    firsts = torch.arange(0, M, room, device=dev)
+    at = firsts.clone()
+    found = torch.empty(2 * M, dtype=torch.int64, device=dev)
+    ckeys, crows = found[:M], found[M:]
+    divisor_t, per, scount = divisor
+    launch(
+        "rowsum",
+        "gs_listed_keys",
+        _GRID * _THREADS,
+        count,
+        room,
+        N,
+        listed,
+        emax,
+        flags,
+        lo,
+        hi,
+        divisor_t,
+        per,
+        scount,
+        key.tensor,
+        n,
+        at,
+        ckeys,
+        crows,
+        bad,
+        block=_THREADS,
+        grid=_GRID,
+        **kargs,
+    )
+    picked, overflow = topk.smallest_compact(ckeys, crows, firsts, at, N, take, R)
+    full = (count > room).any().reshape(1)
+    overflow = overflow | full
+    # room for the kept edges as the dense sample takes it (a super-batch's list)
+    kept_room = _list_room(indptr, key.prefix, k, N)
+    scratch = torch.empty((1 if kept_room else 2 * C + 1) + 2, dtype=torch.int64, device=dev)
+    memset(scratch, 0)
+
+    def redo():
+        # a batch listed more than its room: the next sample of this graph gets more, this
+        # one is drawn by the host-sized path (the same sample)
+        most = int(count.max())
+        if most > room:
+            _ROOM[at_key] = min(rows_per, 2 * most)
+        return _sample(A, cols, row_weights, scale, k, replace, key.host())
+
+    args = (A, cols, k, replace, key, None, False, None)
+    pending = kept_pending(
+        A,
+        args,
+        buf,
+        ncols,
+        ptr,
+        n,
+        N,
+        R,
+        picked.view(N, take),
+        overflow,
+        True,
+        bad,
+        scratch,
+        kept_room,
+        redo,
+    )
+    return collective_finish(pending)
 
 
 def _slice(A: CSC, nodes, count) -> tuple:
