@@ -237,6 +237,8 @@ template <typename T> static inline T atomicMax(T* p, T v) {
 }
 template <typename T> static inline T atomicOr(T* p, T v) { T o = *p; *p = o | v; return o; }
 static inline double __longlong_as_double(long long x) { double d; memcpy(&d, &x, 8); return d; }
+static inline long long __double_as_longlong(double x) { long long i; memcpy(&i, &x, 8); return i; }
+static inline double __ddiv_rn(double a, double b) { return a / b; }
 #define GS_DTYPE0 double
 #include "rowsum.cu"
 """
