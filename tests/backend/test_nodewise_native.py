@@ -2,9 +2,9 @@
 torch code (``GSAMPLE_NATIVE_CPU=0``), bit for bit: the fused ``slice_individual_sample`` and
 ``individual_sample`` of a materialised matrix, uniform with and without replacement, op keys
 and super-batch keys, hubs (degree far above k), empty columns, repeated and empty frontiers,
-one thread and two; the inputs it must leave to the torch code (ids out of range, a
-super-batch out of batch order, keys of non-consecutive batches, weights); a compiled
-GraphSAGE sampler; a forked child."""
+one thread and two; weighted super-batches; the inputs it must leave to the torch code (ids
+out of range, a super-batch out of batch order, keys of non-consecutive batches, weights); a
+compiled GraphSAGE sampler; a forked child."""
 
 import os
 from dataclasses import replace as dc_replace
@@ -189,6 +189,61 @@ def test_weighted_with_replacement_equals_torch(graph, k, dtype, threads, monkey
     assert_same_csc(select.individual_sample(S, k, True, KEY, S.values), want_m)
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["f64", "f32"])
+@pytest.mark.parametrize("k", [1, 10])
+def test_weighted_super_batch_equals_torch_and_each_batch(graph, k, dtype, threads, monkeypatch):
+    """A super-batch's weighted draws with replacement (PASS's, on its compacted block-
+    diagonal slice): four mini-batches (one empty) in one native pass, no torch code (the
+    reference loops over the mini-batches in Python), each batch's running sum from 0: the
+    torch code's sample, and each batch's part is the batch's own sample, encoded."""
+    n = graph.num_nodes
+    probs, _ = weights(graph, dtype, 40 + k)
+    # a positive weight in every column (a super-batch's weights are checked: a column of
+    # zeros is an error), the others zero, tiny or large
+    first = graph.indptr[:-1][graph.degrees() > 0]
+    probs[first] = torch.where(probs[first] > 0, probs[first], 0.5)
+    g = graph.with_values(probs)
+    parts = [frontier(graph, size, 50 + size)[: size + 3] for size in (300, 0, 120, 500)]
+    parts[1] = parts[1][:0]
+    enc = torch.cat([p + b * n for b, p in enumerate(parts)])
+    keys = BatchKeys.of(5, 2, 9, len(parts), n)
+    B = dc_replace(extract.slice_cols(g, enc % n), col_ids=enc, num_nodes=n * len(parts))
+    fn = select.individual_sample
+    want = torch_code(monkeypatch, fn, B, k, True, keys, B.values)
+    slices = [extract.slice_cols(g, p) for p in parts]
+    own = [
+        torch_code(monkeypatch, fn, S, k, True, op_key(5, 2, 9 + b), S.values)
+        for b, S in enumerate(slices)
+    ]
+    native_only(monkeypatch)
+    got = fn(B, k, True, keys, B.values)
+    assert_same_csc(got, want)
+    at = 0
+    for p, o in zip(parts, own):
+        lo, hi = int(got.indptr[at]), int(got.indptr[at + p.numel()])
+        assert torch.equal(got.rows[lo:hi], o.rows)  # (a slice's rows: the graph's ids)
+        assert torch.equal(got.eids[lo:hi], o.eids)
+        at += p.numel()
+    assert deg_max(graph, enc % n) > 10 * k  # a hub was sampled
+
+
+def test_weighted_super_batch_checks_weights_first(graph, monkeypatch):
+    """The super-batch's weights are checked before the native draws, with the torch code's
+    errors (a negative weight; no positive weight in a column with edges)."""
+    n = graph.num_nodes
+    enc = torch.tensor([3, 5, n + 7, n + 5])
+    keys = BatchKeys.of(0, 0, 0, 2, n)
+    B = dc_replace(extract.slice_cols(graph, enc % n), col_ids=enc, num_nodes=2 * n)
+    for bad in (-1.0, 0.0):
+        w = torch.rand(B.nnz, dtype=torch.float64)
+        w[int(B.indptr[2]) : int(B.indptr[3])] = bad  # batch 1's first column (the hub)
+        with pytest.raises(ValueError) as native:
+            select.individual_sample(B, 3, True, keys, w)
+        with pytest.raises(ValueError) as ref:
+            torch_code(monkeypatch, select.individual_sample, B, 3, True, keys, w)
+        assert str(native.value) == str(ref.value)
+
+
 def test_weighted_it_does_not_take_runs_torch(graph, monkeypatch):
     """Without replacement, alias draws, unchecked weights, float16, a super-batch: the torch
     code (the native function declines)."""
@@ -202,7 +257,7 @@ def test_weighted_it_does_not_take_runs_torch(graph, monkeypatch):
     assert f(graph, cols, 4, True, KEY, probs.half()) is None
     assert f(graph, cols, 4, True, KEY, probs[:-1]) is None
     keys = BatchKeys.of(0, 0, 0, 1, graph.num_nodes)
-    assert f(graph, cols, 4, True, keys, probs) is None
+    assert f(graph, cols, 4, True, keys, probs) is None  # (the fused slice's: not taken)
     assert f(graph, cols, 4, True, keys) is not None
 
 

@@ -458,6 +458,34 @@ def test_sddmm(A, D, device, op, feat):
         torch.testing.assert_close(gs.sddmm(M, U.to(device), V.to(device)).values, out.values)
 
 
+def test_sddmm_dot_memory_is_a_chunks(monkeypatch):
+    """``sddmm(..., "dot")`` of feature rows on the CPU never gathers more than a chunk of
+    edges at a time (a super-batch's PASS attention: N times a mini-batch's edges, whose
+    whole (E, F) temporaries cost more than N mini-batches' do), and gives the unchunked
+    values bit for bit."""
+    from gsample.backend.torch import compute
+
+    A = gs.datasets.rmat(2000, 30000, seed=4)
+    g = torch.Generator().manual_seed(2)
+    U = torch.randn(A.num_nodes, 16, generator=g)
+    V = torch.randn(A.num_nodes, 16, generator=g)
+    rows, cols = A.csc.rows, A.csc.edge_cols()
+    want = (U[rows] * V[cols]).sum(-1)
+    gathered = []
+    real = compute._rows_of
+
+    def spy(x, index):
+        gathered.append(index.numel())
+        return real(x, index)
+
+    monkeypatch.setattr(compute, "_rows_of", spy)
+    monkeypatch.setattr(compute, "DOT_CHUNK", 16 * 1000)  # 1000 edges of 16 features
+    got = gs.sddmm(A, U, V, "dot").values
+    assert torch.equal(got, want)
+    assert max(gathered) <= 1000 and sum(gathered) == 2 * A.num_edges
+    assert len(gathered) >= 2 * (A.num_edges // 1000)
+
+
 # ----------------------------------------------------------------------------- finalize
 def test_row_column_all_nodes(A, D, device):
     cols = [5, 1, 5, 7, 4]

@@ -27,9 +27,13 @@ run; its sequential branch is the model of the driver here):
 
 so the result (CSC order, the same edge positions, rows and edge ids) is the reference's,
 bit for bit; ``tests/backend/test_nodewise_native.py`` compares them. A super-batch's key
-(:class:`~gsample.base.random.BatchKeys` of consecutive mini-batches; uniform draws) is taken
-as the CUDA kernel takes it: a prefix (``walk_native.device_key``) and each column's batch
-and position within its batch. Weighted draws without replacement (exponential keys: a
+(:class:`~gsample.base.random.BatchKeys` of consecutive mini-batches; uniform draws, and
+weighted ones of :func:`individual_sample`) is taken as the CUDA kernel takes it: a prefix
+(``walk_native.device_key``) and each column's batch and position within its batch; a
+weighted super-batch's running sum starts again at each batch's first column, as the
+reference's (``select._weighted_with_per_batch``: a mini-batch's sum, as on its own), in
+the same pass over every batch (the reference's is a Python loop of tensor code per
+mini-batch). Weighted draws without replacement (exponential keys: a
 ``log`` whose last bit may differ from torch's), alias draws, unchecked weights and other
 inputs run in torch.
 
@@ -310,21 +314,31 @@ static inline double weight(const void* probs, int f32, gs_i64 e) {
 }
 
 // column c's draws (after gs_nodewise_weighted_count): fptr, the frontier's edge offsets
-// (gs_nodewise_count with k past every degree), cum / before / last as that call left them
+// (gs_nodewise_count with k past every degree), cum / before / total / last as that call left
+// them; a super-batch's column is keyed by its batch and its position within it (as
+// gs_nw::sample keys it)
 static inline void sample_weighted(const Args& A, gs_i64 c, const gs_i64* fptr,
                                    const double* cum, const double* before,
-                                   const gs_i64* last) {
+                                   const double* total, const gs_i64* last) {
     const gs_i64 out = A.indptr_out[c], cnt = A.indptr_out[c + 1] - out;
     if (cnt == 0) return;
-    const gs_i64 s = segment(A, c, 0);
+    const gs_i64 b = batch_of(A, c);
+    const gs_i64 s = segment(A, c, b);
     gs_i64 lo, deg;
     bounds(A, s, &lo, &deg);
+    const gs_i64 shift = A.decode ? b * A.n : 0;
     const gs_i64 f0 = fptr[c], f1 = fptr[c + 1], end = last[c];
-    const double from = before[c], total = before[c + 1] - before[c];
-    const gs_u64 h = gs_combine(A.key, c);
+    const double from = before[c], sum = total[c];
+    gs_u64 base = A.key;
+    gs_i64 position = c;
+    if (A.n > 0) {
+        base = gs_combine(A.key, b);
+        position = c - gs_first_at_least(A.ids, A.C, b * A.n);
+    }
+    const gs_u64 h = gs_combine(base, position);
     gs_i64* P = A.pos_out + out;
     for (gs_i64 t = 0; t < A.k; ++t) {
-        const double target = from + gs_uniform_float(gs_combine(h, t)) * total;
+        const double target = from + gs_uniform_float(gs_combine(h, t)) * sum;
         gs_i64 e = std::upper_bound(cum + f0, cum + f1, target) - cum;
         if (e > end) e = end;
         if (e < f0) e = f0;                             // (never: a bound on the reads)
@@ -335,7 +349,7 @@ static inline void sample_weighted(const Args& A, gs_i64 c, const gs_i64* fptr,
     const gs_i64* I = A.eids != nullptr ? A.eids + lo : nullptr;
     for (gs_i64 t = 0; t < A.k; ++t) {
         const gs_i64 d = P[t];
-        A.rows_out[out + t] = R[d];
+        A.rows_out[out + t] = R[d] + shift;
         if (I) A.eids_out[out + t] = I[d];
         P[t] = lo + d;
     }
@@ -344,22 +358,29 @@ static inline void sample_weighted(const Args& A, gs_i64 c, const gs_i64* fptr,
 }  // namespace gs_nw
 
 // The running sum of the frontier's scaled weights (cum, fptr[C] entries), its value before
-// each column (before, C + 1), each column's last edge of positive scaled weight (last, C;
-// -1: none) and the result's indptr (k edges for a column of positive total), in one
-// sequential pass (the roundings of torch's cumsum); returns the edges sampled. The columns
-// were checked by gs_nodewise_count (fptr).
+// each column (before, C), each column's total (total, C: its sum less before), each
+// column's last edge of positive scaled weight (last, C; -1: none) and the result's indptr
+// (k edges for a column of positive total), in one sequential pass (the roundings of
+// torch's cumsum); returns the edges sampled. A super-batch's sum starts again at 0 at each
+// batch's first column: a mini-batch's sum, as on its own (the rounding of a sum carried
+// over from the batches before would change a rare draw). The columns were checked by
+// gs_nodewise_count (fptr).
 extern "C" gs_i64 gs_nodewise_weighted_count(GS_NW_ARGS, const void* probs, int f32,
                                              const gs_i64* fptr, double* cum, double* before,
-                                             gs_i64* last) {
+                                             double* total, gs_i64* last) {
     const gs_nw::Args A = gs_nw::args(GS_NW_PASS, nullptr, nullptr, nullptr);
     const double tiny = 2.2250738585072014e-308;
     double acc = 0.0;
-    gs_i64 total = 0;
-    before[0] = 0.0;
+    gs_i64 drawn = 0, batch = 0;
     indptr_out[0] = 0;
     for (gs_i64 c = 0; c < C; ++c) {
+        const gs_i64 b = gs_nw::batch_of(A, c);
+        if (b != batch) {                               // (ids grouped by batch: checked)
+            batch = b;
+            acc = 0.0;
+        }
         gs_i64 lo, deg;
-        gs_nw::bounds(A, gs_nw::segment(A, c, 0), &lo, &deg);
+        gs_nw::bounds(A, gs_nw::segment(A, c, b), &lo, &deg);
         double top = 0.0;                               // scatter_reduce amax over zeros
         for (gs_i64 j = 0; j < deg; ++j) {
             const double w = gs_nw::weight(probs, f32, lo + j);
@@ -368,6 +389,7 @@ extern "C" gs_i64 gs_nodewise_weighted_count(GS_NW_ARGS, const void* probs, int 
         const double scale = top > tiny ? top : tiny;   // clamp_min(tiny)
         gs_i64 end = -1;
         double* S = cum + fptr[c];
+        const double from = acc;
         for (gs_i64 j = 0; j < deg; ++j) {
             const double w = gs_nw::weight(probs, f32, lo + j) / scale;
             acc = acc + w;
@@ -375,21 +397,23 @@ extern "C" gs_i64 gs_nodewise_weighted_count(GS_NW_ARGS, const void* probs, int 
             if (w > 0.0) end = fptr[c] + j;
         }
         last[c] = end;
-        before[c + 1] = acc;
-        total += before[c + 1] - before[c] > 0.0 ? k : 0;
-        indptr_out[c + 1] = total;
+        before[c] = from;
+        total[c] = acc - from;
+        drawn += total[c] > 0.0 ? k : 0;
+        indptr_out[c + 1] = drawn;
     }
-    return total;
+    return drawn;
 }
 
 // Every column's weighted draws (after gs_nodewise_weighted_count), as gs_nodewise_sample.
 extern "C" void gs_nodewise_weighted_sample(GS_NW_ARGS, const gs_i64* fptr, const double* cum,
-                                            const double* before, const gs_i64* last,
-                                            gs_i64* pos_out, gs_i64* rows_out,
-                                            gs_i64* eids_out, int threads, int openmp) {
+                                            const double* before, const double* total,
+                                            const gs_i64* last, gs_i64* pos_out,
+                                            gs_i64* rows_out, gs_i64* eids_out, int threads,
+                                            int openmp) {
     const gs_nw::Args A = gs_nw::args(GS_NW_PASS, pos_out, rows_out, eids_out);
     gs_nw::for_columns(C, threads, openmp, [&](gs_i64 c) {
-        gs_nw::sample_weighted(A, c, fptr, cum, before, last);
+        gs_nw::sample_weighted(A, c, fptr, cum, before, total, last);
     });
 }
 """
@@ -446,9 +470,9 @@ def _build():
     count.restype = i64
     sample.argtypes = [*common, ptr, ptr, ptr, cint, cint]
     sample.restype = None
-    wcount.argtypes = [*common, ptr, cint, ptr, ptr, ptr, ptr]
+    wcount.argtypes = [*common, ptr, cint, ptr, ptr, ptr, ptr, ptr]
     wcount.restype = i64
-    wsample.argtypes = [*common, ptr, ptr, ptr, ptr, ptr, ptr, ptr, cint, cint]
+    wsample.argtypes = [*common, ptr, ptr, ptr, ptr, ptr, ptr, ptr, ptr, cint, cint]
     wsample.restype = None
     keyed = dll.gs_nodewise_sample_keyed
     keyed.argtypes = [*common, ptr, ptr, ptr, ptr, cint, cint]
@@ -495,8 +519,8 @@ def _threads(work: int, per: int) -> int:
 def _sample(indptr, rows, eids, seg, ids, C, n, M, decode, key, k, replace, probs=None, hs=None):
     """``(indptr_out, pos, rows_out, eids_out)`` or None (unavailable, or a column failed its
     checks: the torch code then raises its own error). ``probs``: weighted draws with
-    replacement (:func:`_weights`; ``n == 0``). ``hs``: each column's key (uniform draws;
-    ``key`` is then not read)."""
+    replacement (:func:`_weights`; with ``n``, each batch's running sum from 0). ``hs``:
+    each column's key (uniform draws; ``key`` is then not read)."""
     fns = build()
     if fns is None:
         return None
@@ -535,11 +559,13 @@ def _sample(indptr, rows, eids, seg, ids, C, n, M, decode, key, k, replace, prob
         if nnz < 0:
             return None
         cum = torch.empty(nnz, dtype=torch.float64)
-        before = torch.empty(C + 1, dtype=torch.float64)
+        before = torch.empty(C, dtype=torch.float64)
+        sums = torch.empty(C, dtype=torch.float64)
         last = torch.empty(C, dtype=torch.int64)
         args = common(k, True, indptr_out)
         f32 = int(probs.dtype == torch.float32)
-        total = wcount(*args, _ptr(probs), f32, _ptr(fptr), _ptr(cum), _ptr(before), _ptr(last))
+        weighted = (_ptr(fptr), _ptr(cum), _ptr(before), _ptr(sums), _ptr(last))
+        total = wcount(*args, _ptr(probs), f32, *weighted)
     pos = torch.empty(total, dtype=torch.int64)
     rows_out = torch.empty(total, dtype=torch.int64)
     eids_out = None if eids is None else torch.empty(total, dtype=torch.int64)
@@ -550,7 +576,7 @@ def _sample(indptr, rows, eids, seg, ids, C, n, M, decode, key, k, replace, prob
         elif probs is None:
             sample(*args, *outs, openmp)
         else:
-            wsample(*args, _ptr(fptr), _ptr(cum), _ptr(before), _ptr(last), *outs, openmp)
+            wsample(*args, *weighted, *outs, openmp)
     return indptr_out, pos, rows_out, eids_out
 
 
@@ -571,10 +597,13 @@ def _takes(k, replace) -> bool:
     return isinstance(k, int) and not isinstance(k, bool) and k >= 0 and isinstance(replace, bool)
 
 
-def _draw_args(A: CSC, C: int, k, replace, key, probs, method: str, checked: bool):
+def _draw_args(
+    A: CSC, C: int, k, replace, key, probs, method: str, checked: bool, batched: bool = False
+):
     """``(key, n, copies, probs)`` of a node-wise draw of ``k`` over ``C`` columns as the
     native code takes it (``probs`` None when nothing is drawn), or None where it does not
-    (the torch code runs)."""
+    (the torch code runs). ``batched``: a super-batch's weighted draws are taken (weights
+    shared by the batches, one per edge of ``A``); else only an op key's."""
     if not _takes(k, replace):
         return None
     keyed = _key(key)
@@ -585,7 +614,9 @@ def _draw_args(A: CSC, C: int, k, replace, key, probs, method: str, checked: boo
         probs = None  # nothing drawn, no weight read
     if replace and C * k > LARGE:
         return None
-    if probs is not None and (n or not _weights(probs, A.nnz, k, replace, method, checked)):
+    if probs is not None and (
+        (n and not batched) or not _weights(probs, A.nnz, k, replace, method, checked)
+    ):
         return None
     return base, n, copies, probs
 
@@ -782,9 +813,10 @@ def individual_sample(
     """``select.individual_sample(A, k, replace, key, probs, method=method, checked=checked)``
     in native code: the same CSC, bit for bit; or None where the torch code must run.
 
-    ``key``: the op's key, or a super-batch's :class:`BatchKeys` (uniform draws; ``A``'s
-    columns are then keyed by their global ids' batches and positions, as the reference keys
-    them). ``probs`` (shape (A.nnz,)): as :func:`slice_individual_sample`'s.
+    ``key``: the op's key, or a super-batch's :class:`BatchKeys` (``A``'s columns are then
+    keyed by their global ids' batches and positions, as the reference keys them; weighted
+    draws sum each batch's weights from 0). ``probs`` (shape (A.nnz,)): as
+    :func:`slice_individual_sample`'s (a super-batch's: checked by the caller first).
 
     Examples
     --------
@@ -796,7 +828,7 @@ def individual_sample(
     torch.Size([101])
     """
     C = A.num_cols
-    taken = _draw_args(A, C, k, replace, key, probs, method, checked)
+    taken = _draw_args(A, C, k, replace, key, probs, method, checked, batched=True)
     if taken is None:
         return None
     base, n, copies, probs = taken

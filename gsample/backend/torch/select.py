@@ -363,19 +363,28 @@ def individual_sample(
     ``alias``: with ``method="alias"``, ``A``'s alias tables (the ``alias_table`` op's value
     for ``probs``), else built here. ``checked=False``: ``probs``' values come unchecked (a
     backend that registers ``checks=("probs",)``) and are checked with the draws."""
-    if (  # CPU tensors: native code where it takes the inputs (nodewise_native), the same bits
+    csc = A
+    native = (
         draws is Draws
         and method in METHODS
         and A.indptr.device.type == "cpu"
         and nodewise_native.enabled()
-    ):
+    )
+    if isinstance(key, BatchKeys):  # a super-batch: per-column keys, weights checked here
+        probs = check_individual(csc, probs=probs, in_kernel=("probs",)).get("probs", probs)
+        checked = False
+        if native and probs is not None and replace and method == "cdf":
+            # checked before any draw, as select_in_columns checks them (``nodes``), so that
+            # the native code takes the super-batch's weighted draws (all batches in one pass,
+            # not a Python loop of tensor code per mini-batch: _weighted_with_per_batch)
+            V.column_probs(probs, segment_ptr(csc.degrees()), csc.global_cols())
+            checked = True
+    if native:  # CPU tensors: native code where it takes the inputs (nodewise_native), same bits
         out = nodewise_native.individual_sample(A, k, replace, key, probs, method, checked)
         if out is not None:
             return out
-    csc = A
-    if isinstance(key, BatchKeys):  # a super-batch: per-column keys, checked here
-        probs = check_individual(csc, probs=probs, in_kernel=("probs",)).get("probs", probs)
-        key, checked = key.columns(csc.global_cols()), False
+    if isinstance(key, BatchKeys):
+        key = key.columns(csc.global_cols())
     deg = csc.degrees()
     table = None
     if alias is not None and _method(method, replace, probs):
