@@ -40,6 +40,7 @@ import torch
 
 import gsample as gs
 from gsample.bench.report import device_name, versions, write_record
+from gsample.formats.csc import gather_segments
 
 sys.path.insert(0, __file__.rsplit("/", 2)[0] + "/examples")
 import ladies as lad
@@ -71,14 +72,6 @@ def timed(fn, *args, reps: int = 5) -> float:
     return statistics.median(out)
 
 
-def slice_of(csc, cols: torch.Tensor) -> torch.Tensor:
-    """The graph edges of the column slice ``cols`` (shape (E,), the slice's order)."""
-    deg = csc.indptr[cols + 1] - csc.indptr[cols]
-    owner = torch.repeat_interleave(torch.arange(cols.numel(), device=cols.device), deg)
-    first = csc.indptr[cols] - torch.cumsum(deg, 0) + deg
-    return torch.arange(int(deg.sum()), device=cols.device) + first[owner]
-
-
 def gather(csc, idx: torch.Tensor) -> tuple:
     """The rows and values of the graph edges ``idx``."""
     return csc.rows[idx], csc.values[idx]
@@ -94,7 +87,7 @@ def floor(An, samp, seeds, batches: int, H=None) -> dict:
     tot = dict.fromkeys(("E", "L") + keys, 0.0)
     for b in range(batches):
         for block in samp(An, seeds[b * BATCH : (b + 1) * BATCH]):
-            idx = slice_of(csc, block.col_ids.to(torch.int64))
+            idx, _ = gather_segments(csc.indptr, block.col_ids.to(torch.int64))
             r = csc.rows[idx].to(torch.int64)
             w = csc.values[idx] ** 2
             uniq, loc = torch.unique(r, return_inverse=True)
