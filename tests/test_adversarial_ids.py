@@ -31,8 +31,10 @@ cover every family and every distinct GPU path of the catalogue; the modes:
 Every mode runs on the CPU with the torch backend; on a GPU (``@pytest.mark.cuda``) with
 ``backend="torch"`` and ``backend="cuda"``, the latter with the graph read through int64 and
 through int32 index arrays (``gsample.backend.cuda.extract.INT32_MIN_EDGES`` set to 0 forces
-the int32 copy). The backend is always explicit (``gs.compile(backend=...)``, eager calls
-under ``gs.use_backend``).
+the int32 copy). ``test_listed_ladies`` runs LADIES through those modes with its rows
+listed on the device (``gsample.backend.cuda.listed.LISTED`` set to True: the test graph is
+below ``"auto"``'s size), through both widths (UVA: int64). The backend is always
+explicit (``gs.compile(backend=...)``, eager calls under ``gs.use_backend``).
 
 On a GPU, under ``compute-sanitizer``: with PyTorch's caching allocator and CUDA graphs off
 (a stray write that faults nothing is then a write past its own allocation), then with the
@@ -42,7 +44,7 @@ caching allocator and the graphs for the replays (exit status 3: call again, it 
         -- -m cuda tests/test_adversarial_ids.py
     python3 scripts/memcheck.py --allocator cached --jobs 8 --chunk 1 --deadline 570 \\
         --log-dir memcheck-ids-cached -- -m cuda tests/test_adversarial_ids.py \\
-        -k "test_cuda_graph_replay"
+        -k "test_cuda_graph_replay or test_listed_ladies"
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from adversarial import (
 
 import gsample as gs
 from gsample.backend.cuda import extract as X
+from gsample.backend.cuda import listed
 from gsample.formats import placement as P
 from gsample.loader.features import SLOT_BYTES
 from gsample.runtime import cuda_graphs
@@ -88,6 +91,7 @@ class Target:
     device: torch.device
     backend: str
     int32: bool | None = None  # None: the library's default
+    listed: bool = False  # LADIES's rows listed on the device at every graph size
 
 
 CPU = pytest.param(Target(torch.device("cpu"), "torch"), id="cpu-torch")
@@ -97,6 +101,14 @@ KERNELS_64 = pytest.param(
 )
 KERNELS_32 = pytest.param(
     Target(torch.device("cuda"), "cuda", True), id="cuda-kernels-int32", marks=_GPU
+)
+#: the CUDA backend's LADIES with its rows listed on the device (``listed.LISTED = True``:
+#: the test graph is below ``"auto"``'s size), through int64 and int32 index arrays
+LISTED_64 = pytest.param(
+    Target(torch.device("cuda"), "cuda", False, True), id="cuda-listed-int64", marks=_GPU
+)
+LISTED_32 = pytest.param(
+    Target(torch.device("cuda"), "cuda", True, True), id="cuda-listed-int32", marks=_GPU
 )
 ALL = [CPU, CUDA_TORCH, KERNELS_64, KERNELS_32]
 GPU_ONLY = [CUDA_TORCH, KERNELS_64, KERNELS_32]
@@ -113,6 +125,8 @@ def target(request, monkeypatch) -> Target:
         pytest.importorskip("cupy")
     if t.int32 is not None:  # 0: every whole graph through int32; None: never
         monkeypatch.setattr(X, "INT32_MIN_EDGES", 0 if t.int32 else None)
+    # (read when a program is compiled: every test compiles its own)
+    monkeypatch.setattr(listed, "LISTED", True if t.listed else listed.LISTED)
     return t
 
 
@@ -344,7 +358,12 @@ def test_cuda_graph_replay(name, target):
         ref = seeded(fn, A, seeds)
         for i in range(1, WARM_CALLS):
             assert_exact(seeded(fn, A, seeds), ref, f"{what}, good call {i + 1}")
-        if name in CAPTURED and target.backend == "cuda" and cuda_graphs.enabled():
+        # (a listed sample reads its sizes back: its layers' steps run eagerly)
+        if name in CAPTURED and target.backend == "cuda" and not target.listed:
+            captured = cuda_graphs.enabled()
+        else:
+            captured = False
+        if captured:
             program = fn.func.lowered(A, seeds, **fn.keywords)
             assert any(r.captured for r in program.regions), (
                 f"{what}: nothing captured after {WARM_CALLS} calls"
@@ -414,6 +433,44 @@ def test_loader_super_batch(name, target):
             ref,
             f"{what}, the epoch after {bad}",
         )
+
+
+# ----------------------------------------------------------------------------- listed rows
+#: the modes LADIES's listed rows run through (name: the test above that runs it); the
+#: graph in pinned host memory is read as int64 (UVA)
+LISTED_MODES = {
+    "one_mini_batch": ("test_one_mini_batch", (LISTED_64, LISTED_32)),
+    "failed_call": ("test_a_failed_call_draws_nothing", (LISTED_64, LISTED_32)),
+    "cuda_graph_replay": ("test_cuda_graph_replay", (LISTED_64, LISTED_32)),
+    "loader_super_batch": ("test_loader_super_batch", (LISTED_64, LISTED_32)),
+    "uva": ("test_uva", (LISTED_64,)),
+    "uva_cache": ("test_uva_cache", (LISTED_64,)),
+}
+
+
+@pytest.mark.parametrize(
+    "mode, target",
+    [
+        pytest.param(mode, t.values[0], id=f"{mode}-{t.id}", marks=t.marks)
+        for mode, (_, ts) in LISTED_MODES.items()
+        for t in ts
+    ],
+    indirect=["target"],
+)
+def test_listed_ladies(mode, target, monkeypatch):
+    """LADIES with its rows listed on the device (``gsample/backend/cuda/listed.py``'s
+    ``gs_listed_*`` kernels) through each mode above: every bad id refused, the next call
+    exact; and the device's listing ran (not the host-keyed path's)."""
+    on_device, made = listed._on_device, []
+
+    def counted(*args):
+        out = on_device(*args)
+        made.append(out is not None)
+        return out
+
+    monkeypatch.setattr(listed, "_on_device", counted)
+    globals()[LISTED_MODES[mode][0]]("ladies", target)
+    assert any(made), f"{mode}: no sample was listed on the device"
 
 
 # ----------------------------------------------------------------------------- features

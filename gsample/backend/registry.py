@@ -305,6 +305,7 @@ class Backend:
             {op: self.layouts(op) or torch_be.layouts(op) for op in ops},
             None if self is torch_be else frozenset(own),
             self.listed_min_nodes(),
+            self.listed_pinned(),
         )
 
     def listed_min_nodes(self) -> int | None:
@@ -312,6 +313,12 @@ class Backend:
         (:attr:`Target.listed_min_nodes`, read by the ``listed_rows`` pass when a program
         is compiled): every graph (0) unless the backend says otherwise."""
         return 0
+
+    def listed_pinned(self) -> bool:
+        """Whether this backend's LADIES-shaped samples are listed on a graph in pinned
+        host memory too (:attr:`Target.listed_pinned`): yes unless the backend says
+        otherwise."""
+        return True
 
     def runs_here(self, inputs: dict) -> bool:
         """Whether this backend's code can run on these inputs (their device)."""

@@ -30,6 +30,7 @@ from gsample.backend import (
 )
 from gsample.capture.trace import TraceError, trace
 from gsample.formats.csc import CSC
+from gsample.formats.placement import placement_of
 from gsample.ir import Graph, Kind
 from gsample.ir.graph import debug_level
 from gsample.matrix.sparse import Matrix, matrix_of
@@ -197,13 +198,15 @@ def _static_key(value, name: str, memo: dict):
 
 
 def _signature_of(value):
-    """The cache-key part of a traced argument: kind, dtype, device, layout."""
+    """The cache-key part of a traced argument: kind, dtype, device, layout (a matrix's
+    placement too: the passes may plan differently for a graph in pinned host memory)."""
     if isinstance(value, Matrix):
         c = value.csc
         vals = None if c.values is None else (c.values.dtype, c.values.dim())
         return (
             "matrix",
             str(c.device),
+            placement_of(c),
             c.num_nodes,
             "csc",
             vals,

@@ -188,6 +188,10 @@ class Target:
     #: this backend (None: never): where listing costs more than the dense vectors it spares
     #: (a small graph's row space on a GPU), the backend keeps its dense path
     listed_min_nodes: int | None = 0
+    #: whether the pass lists a graph in pinned host memory too (``placement="uva"``):
+    #: where listing reads the slice over the host link more often than the dense path
+    #: does, the backend keeps its dense path for such graphs
+    listed_pinned: bool = True
 
     def layouts(self, op: Op) -> tuple:
         return self.op_layouts.get(op) or ("csc",)

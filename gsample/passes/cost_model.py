@@ -22,6 +22,7 @@ import math
 import torch
 
 from gsample.cost import table as cost
+from gsample.formats.placement import placement_of
 from gsample.ir import Graph, Kind, Op, Size
 from gsample.ir import estimate as op_estimate
 
@@ -47,6 +48,7 @@ def annotate_inputs(graph: Graph, args: dict, backend: str = "torch") -> Graph:
                 "nnz": c.nnz,
                 "rows": c.num_rows,
                 "cols": c.num_cols,
+                "placement": placement_of(c),
             }
         elif isinstance(v, torch.Tensor):
             n.meta["example"] = {
@@ -64,6 +66,16 @@ def example_graph(graph: Graph) -> tuple:
         if n.op is Op.INPUT and n.kind is Kind.MATRIX and ex:
             return ex["device"], ex["num_nodes"], ex.get("backend", "torch")
     return "cpu", _DEFAULT_N, "torch"
+
+
+def example_placement(graph: Graph) -> str:
+    """Where the program's first graph input's arrays are
+    (:func:`gsample.formats.placement.placement_of`: ``"device"`` without an example)."""
+    for n in graph.nodes:
+        ex = n.meta.get("example")
+        if n.op is Op.INPUT and n.kind is Kind.MATRIX and ex:
+            return ex.get("placement", "device")
+    return "device"
 
 
 def estimate(graph: Graph, graph_size: Size | None = None) -> dict:

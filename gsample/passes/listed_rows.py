@@ -22,7 +22,8 @@ exact elementwise code on such values and constants), and ``p`` is read by the s
 ``p[s.row_ids]`` only; and only for a backend that implements the listed op itself (the
 torch backend; the CUDA backend, ``gsample.backend.cuda.listed``) on a graph of at least
 ``Target.listed_min_nodes`` nodes (the CUDA backend's dense kernels cost less on a graph
-whose row space is small; it lists only when its ``LISTED`` switch asks, off by default).
+whose row space is small, or in pinned host memory; its ``LISTED`` switch, ``"auto"``,
+lists graphs of at least ``MIN_NODES`` = 2**23 nodes on the device).
 
 Example (one LADIES layer)::
 
@@ -48,7 +49,7 @@ import operator
 import torch
 
 from gsample.ir import Align, Graph, Kind, Node, Op, Ref
-from gsample.passes.cost_model import example_graph
+from gsample.passes.cost_model import example_graph, example_placement
 from gsample.passes.preprocess import hoist
 from gsample.passes.result import PassResult
 from gsample.passes.super_batch import exact_elementwise
@@ -129,7 +130,8 @@ def applies(graph: Graph) -> bool:
     """Whether the pass lists rows for ``graph``'s backend and graph: the backend implements
     the listed op (``Target.own``) and the graph the program is compiled for has at least
     ``Target.listed_min_nodes`` nodes (its example call's, as the layout pass's cost model
-    reads it; a hand-built graph without one counts as the cost model's default size).
+    reads it; a hand-built graph without one counts as the cost model's default size), and
+    a graph in pinned host memory only where ``Target.listed_pinned`` allows.
 
     Examples
     --------
@@ -145,6 +147,8 @@ def applies(graph: Graph) -> bool:
         return False
     least = target.listed_min_nodes
     if least is None:
+        return False
+    if not target.listed_pinned and example_placement(graph) == "uva":
         return False
     return least <= 0 or example_graph(graph)[1] >= least
 

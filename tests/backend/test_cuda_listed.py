@@ -79,6 +79,7 @@ def test_the_cuda_backend_lists_from_its_node_count_on(G, monkeypatch, switch, l
     assert get_backend("cuda").target().listed_min_nodes == (
         least if switch == "auto" else (0 if switch else None)
     )
+    assert get_backend("cuda").target().listed_pinned is (switch is True)
     g = _program(_ladies, G, random_seeds(64, num_nodes=N))
     n_listed = ops(g).count(Op.LISTED_COLLECTIVE_SAMPLE)
     assert n_listed == (2 if expect else 0)
@@ -87,8 +88,8 @@ def test_the_cuda_backend_lists_from_its_node_count_on(G, monkeypatch, switch, l
 
 
 def test_the_default_keeps_cuda_graphs_dense_and_the_torch_backend_lists_every_graph(G):
-    assert listed.LISTED is False and listed.min_nodes() is None
-    assert listed.MIN_NODES == 2**23  # what "auto" would list from
+    assert listed.LISTED == "auto" and listed.min_nodes() == listed.MIN_NODES
+    assert listed.MIN_NODES == 2**23 > N  # G is a small graph: dense
     seeds = random_seeds(64, num_nodes=N)
     assert Op.LISTED_COLLECTIVE_SAMPLE not in ops(_program(_ladies, G, seeds))
     torch_program = gs.compile(_ladies, backend="torch").program(G, seeds)
@@ -107,6 +108,18 @@ def test_the_pass_reads_the_threshold_and_the_example_node_count(G):
         assert applies(g) is want
     g.target = Target("cuda", layouts, frozenset({Op.SLICE_COLLECTIVE_SAMPLE}), 0)
     assert not applies(g)
+    # a graph in pinned host memory: listed only where the target says so
+    (inp,) = [
+        n
+        for n in g.nodes
+        if n.op is Op.INPUT and "example" in n.meta and "nnz" in n.meta["example"]
+    ]
+    assert inp.meta["example"]["placement"] == "device"  # a CPU graph's arrays
+    inp.meta["example"] = {**inp.meta["example"], "placement": "uva"}
+    for pinned in (False, True):
+        g.target = Target("cuda", layouts, own, 0, pinned)
+        assert applies(g) is pinned
+    inp.meta["example"] = {**inp.meta["example"], "placement": "device"}
     g.target = Target("cuda", layouts, own, N)
     before = ops(g)
     assert listed_rows(g).changed and ops(g).count(Op.LISTED_COLLECTIVE_SAMPLE) == 2
@@ -358,6 +371,28 @@ def test_the_listed_program_draws_the_dense_program_s_samples(cuda_graph, monkey
     assert len(got_epoch) == len(want_epoch) == 8
     for i, (g, w) in enumerate(zip(got_epoch, want_epoch)):
         assert_same(g, w, f"super-batched, batch {i}")
+
+
+@pytest.mark.cuda
+@gpu
+@pytest.mark.parametrize("switch", ["auto", True])
+def test_auto_keeps_a_pinned_graph_dense(cuda_graph, monkeypatch, switch):
+    """``"auto"`` lists a large enough graph on the device but not one in pinned host
+    memory (the listing's passes over the slice would read it over the host link); True
+    lists both. Either way the samples are the dense program's."""
+    monkeypatch.setattr(listed, "LISTED", switch)
+    monkeypatch.setattr(listed, "MIN_NODES", 0)
+    A = cuda_graph[1]
+    pinned = A.to("cuda", placement="uva")
+    seeds = random_seeds(256, seed=11, num_nodes=A.num_nodes).cuda()
+    sampler = gs.compile(_ladies, backend="cuda")
+    assert Op.LISTED_COLLECTIVE_SAMPLE in ops(sampler.program(A, seeds))
+    on_host = ops(sampler.program(pinned, seeds))
+    assert (Op.LISTED_COLLECTIVE_SAMPLE in on_host) is (switch is True)
+    gs.manual_seed(3)
+    want = sampler(A, seeds)
+    gs.manual_seed(3)
+    assert_same(sampler(pinned, seeds), want, "pinned against device")
 
 
 @pytest.mark.cuda

@@ -27,7 +27,8 @@ Kernels for every op the IR lowers to, by family (``kernels/README.md``):
 * :mod:`.listed`: LADIES's collective sample with its probabilities at the slice's rows
   only (``listed_collective_sample``, the ``listed_rows`` pass's; the exact row sums of
   ``rowsum.cu`` over the slice's distinct rows, the dense sampler's keys), where its
-  ``listed.LISTED`` switch asks (off by default; :meth:`CudaBackend.listed_min_nodes`).
+  ``listed.LISTED`` switch asks (``"auto"``: graphs of at least ``listed.MIN_NODES`` nodes
+  on the device; :meth:`CudaBackend.listed_min_nodes`, :meth:`CudaBackend.listed_pinned`).
 * ``first_reached.cu``: disjoint sampling's next frontier (``first_reached``): the pairs
   (seed slot, node) in a device hash table (the first edge by ``atomicMin``), the new ones
   compacted by a single-pass scan, placed by key within their (mini-batch, slot) group, and
@@ -72,8 +73,14 @@ class CudaBackend(Backend):
 
     def listed_min_nodes(self) -> int | None:
         """The fewest nodes of a graph whose LADIES rows are listed, from the ``LISTED``
-        switch of :mod:`.listed` (None by default: the dense kernels cost less)."""
+        switch of :mod:`.listed` (``MIN_NODES`` by default: below it the dense kernels
+        cost less)."""
         return listed.min_nodes()
+
+    def listed_pinned(self) -> bool:
+        """Whether a graph in pinned host memory is listed too (only when ``LISTED`` is
+        True: there the listing's passes over the slice read it over the host link)."""
+        return listed.pinned()
 
     def runs_here(self, inputs: dict) -> bool:
         """Graphs on a GPU; inputs on the CPU run the torch code where they are."""

@@ -82,11 +82,13 @@ from gsample.ir.checks import NO_POSITIVE_ROW
 
 #: whether the ``listed_rows`` pass lists LADIES's rows on the CUDA backend: ``"auto"`` for
 #: graphs of at least :data:`MIN_NODES` nodes, True for every graph, False for none. Read
-#: when a program is compiled (a program compiled before a change keeps its choice). False
-#: by default (an opt-in): a program's layers list their rows on the device (:data:`DEVICE`),
-#: where the dense kernels' passes over every row of the graph are gone; the host-keyed path
-#: (three read-backs and a host draw per mini-batch a layer) is slower than the dense kernels
-LISTED = False
+#: when a program is compiled (a program compiled before a change keeps its choice).
+#: ``"auto"`` by default: on a large graph on the device a program's layers list their
+#: rows there (:data:`DEVICE`), where the dense kernels' passes over every row of the graph
+#: are gone; on a small one the dense kernels, captured in CUDA graphs, launch less from
+#: the host; on a graph in pinned host memory listing reads the slice over the host link
+#: in three passes (place, exponents, sums) where the dense path reads it in one
+LISTED = "auto"
 #: the fewest nodes of a graph that ``"auto"`` lists: below it the dense row space (a few
 #: vectors of ``N`` entries a layer) costs less than listing the slice's rows, and the
 #: dense path's device part is captured in a CUDA graph
@@ -113,7 +115,7 @@ def min_nodes() -> int | None:
 
     Examples
     --------
-    >>> min_nodes() is None  # LISTED = False: the dense kernels
+    >>> min_nodes() == MIN_NODES  # LISTED = "auto": graphs of 2**23 nodes or more
     True
     """
     if LISTED is True:
@@ -123,6 +125,18 @@ def min_nodes() -> int | None:
     if LISTED == "auto":
         return MIN_NODES
     raise ValueError(f"LISTED: expected 'auto', True or False, got {LISTED!r}")
+
+
+def pinned() -> bool:
+    """The CUDA backend's ``Target.listed_pinned`` from :data:`LISTED`: whether a graph in
+    pinned host memory is listed too (only when :data:`LISTED` is True).
+
+    Examples
+    --------
+    >>> pinned()  # LISTED = "auto": graphs on the device only
+    False
+    """
+    return LISTED is True
 
 
 # data-dependent sizes: it reads back (Impl.syncs), so the lowering keeps its step out of
