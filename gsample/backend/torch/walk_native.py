@@ -89,7 +89,8 @@ template <typename T> static inline T __shfl_down_sync(unsigned, T, int) { retur
 # draw: the same draws and comparisons, so the same walks (a walker's row depends on its own
 # draws only; threads take blocks of walkers from a shared counter, in any order). Two
 # differences of form: a walker keeps combine(k, pos), the first half of each of its words,
-# and node2vec's edge test searches without data-dependent branches (the same answer).
+# and node2vec's edge test searches without data-dependent branches (the same answer), only
+# where the coin falls between 1 and 1/q (as the kernel's lazy search).
 #: an id's range test and a bitmap's test-and-set, shared by the native relabelling passes
 #: (``relabel_native``, ``reached_native``); needs ``gs_i64`` / ``gs_u64``
 BITS = r"""
@@ -149,17 +150,20 @@ struct Walker {                  // the kernel's locals of one walker (h: combin
 static inline gs_u64 word(const Walker& s, gs_i64 draw) { return gs_combine(s.h, draw); }
 
 // gs_has_row's answer (whether x is among the sorted rows [lo, hi)), without branches on
-// the data: the last row <= x, by halving
+// the data: halving down to a span of at most GS_CPU_SCAN rows (the last row <= x is in
+// it), then a scan of the span (a cache line or two, no dependent loads)
+#define GS_CPU_SCAN 16
 static inline bool has_row(const gs_i64* __restrict rows, gs_i64 lo, gs_i64 hi, gs_i64 x) {
     gs_i64 len = hi - lo;
-    if (len <= 0) return false;
     const gs_i64* p = rows + lo;
-    while (len > 1) {
+    while (len > GS_CPU_SCAN) {
         const gs_i64 half = len >> 1;
         p = p[half] <= x ? p + half : p;
         len -= half;
     }
-    return *p == x;
+    bool found = false;
+    for (gs_i64 i = 0; i < len; ++i) found |= p[i] == x;
+    return found;
 }
 
 // the kernel's prologue for walker w
@@ -213,11 +217,15 @@ static inline bool step(const Walk& A, Walker& s) {
                 }
                 const gs_i64 x = A.rows[e];
                 if (!second) { nxt = x; break; }
-                const bool edge = has_row(A.sorted_rows, plo, phi, x);
-                const double alpha = x == s.prev ? A.inv_p : (edge ? 1.0 : A.inv_q);
                 const double u = __dmul_rn(gs_uniform_float(word(s, slot + 2)),
                                            A.amax);
-                if (u < alpha) { nxt = x; break; }
+                // alpha: 1/p back to prev, 1 to a row of column prev, 1/q elsewhere; the
+                // search only where its answer decides (the kernel's GS_WALK_LAZY)
+                bool accept;
+                if (x == s.prev) accept = u < A.inv_p;
+                else if ((u < 1.0) == (u < A.inv_q)) accept = u < 1.0;
+                else accept = u < (has_row(A.sorted_rows, plo, phi, x) ? 1.0 : A.inv_q);
+                if (accept) { nxt = x; break; }
                 if (a + 1 >= GS_WALK_MAX_ATTEMPTS) { atomicExch(A.failed, 1); break; }
             }
             if (nxt < 0) stop = true;
