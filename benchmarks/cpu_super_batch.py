@@ -61,19 +61,10 @@ def measured(w: W.Workload, sampler, pool, options: dict, repeats: int) -> tuple
     return best, out
 
 
-def matrices(out) -> list:
-    """The ``gs.Matrix`` objects of a sampler's output (blocks; a subgraph and its nodes)."""
-    if isinstance(out, gs.Matrix):
-        return [out]
-    if isinstance(out, (list, tuple)):
-        return [m for o in out for m in matrices(o)]
-    return []
-
-
 def same(x: list, y: list) -> bool:
     """Whether two epochs drew the same samples (every mini-batch's output)."""
     return len(x) == len(y) and all(
-        W.agreement(matrices(a), matrices(b)) == 1.0 for a, b in zip(x, y)
+        W.agreement(W.matrices(a), W.matrices(b)) == 1.0 for a, b in zip(x, y)
     )
 
 

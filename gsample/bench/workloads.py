@@ -221,11 +221,13 @@ def make_modes(w: Workload, device, super_batches, keys=MODE_KEYS) -> dict:
     return modes
 
 
-def _matrices(out):
+def matrices(out) -> list:
+    """The ``gs.Matrix`` objects of a sampler's output (blocks; a subgraph and its nodes),
+    in order."""
     if isinstance(out, gs.Matrix):
         return [out]
     if isinstance(out, (list, tuple)):
-        return [m for o in out for m in _matrices(o)]
+        return [m for o in out for m in matrices(o)]
     return []
 
 
@@ -310,5 +312,5 @@ def agreement_of(w: Workload, modes: dict, seeds, extra=None) -> dict:
             a, b = torch.cat(ref).cpu(), torch.cat(got).cpu()
             result[m] = float((a == b).double().mean()) if a.shape == b.shape else 0.0
         else:
-            result[m] = agreement(_matrices(ref), _matrices(got))
+            result[m] = agreement(matrices(ref), matrices(got))
     return result

@@ -58,24 +58,29 @@ def annotate_inputs(graph: Graph, args: dict, backend: str = "torch") -> Graph:
     return graph
 
 
-def example_graph(graph: Graph) -> tuple:
-    """``(device, num_nodes, backend)`` of the program's first graph input (defaults without
-    an example: the CPU, ``2**17`` nodes, the torch backend)."""
+def _first_graph_example(graph: Graph) -> dict | None:
+    """``meta["example"]`` of the program's first graph input (None without one)."""
     for n in graph.nodes:
         ex = n.meta.get("example")
         if n.op is Op.INPUT and n.kind is Kind.MATRIX and ex:
-            return ex["device"], ex["num_nodes"], ex.get("backend", "torch")
-    return "cpu", _DEFAULT_N, "torch"
+            return ex
+    return None
+
+
+def example_graph(graph: Graph) -> tuple:
+    """``(device, num_nodes, backend)`` of the program's first graph input (defaults without
+    an example: the CPU, ``2**17`` nodes, the torch backend)."""
+    ex = _first_graph_example(graph)
+    if ex is None:
+        return "cpu", _DEFAULT_N, "torch"
+    return ex["device"], ex["num_nodes"], ex.get("backend", "torch")
 
 
 def example_placement(graph: Graph) -> str:
     """Where the program's first graph input's arrays are
     (:func:`gsample.formats.placement.placement_of`: ``"device"`` without an example)."""
-    for n in graph.nodes:
-        ex = n.meta.get("example")
-        if n.op is Op.INPUT and n.kind is Kind.MATRIX and ex:
-            return ex.get("placement", "device")
-    return "device"
+    ex = _first_graph_example(graph)
+    return "device" if ex is None else ex.get("placement", "device")
 
 
 def estimate(graph: Graph, graph_size: Size | None = None) -> dict:
