@@ -8,10 +8,14 @@ host work, not the kernels, bounds a super-batched epoch. This script times each
 outputs sampled beforehand (GraphSAGE on a small undirected R-MAT): ``--copies`` mini-batches a
 super-batch, each stage repeated, the best of ``--repeats`` rounds, in microseconds per
 mini-batch; ``total`` is their sum, ``epoch`` a whole super-batched CPU epoch's (sampling
-included) for scale. ``facts`` is what a compiled super-batch keeps with each mini-batch's
-blocks for the loader (``gsample.formats.derived``: each block's ``all_nodes`` and the ids
-its columns were sliced with, the seeds bound to the first block's), kept as ``Assemble``
-and the loader keep them, on fresh blocks (a super-batch split beforehand for each call). Writes
+included) for scale. ``split`` makes each field's pieces when first read (the default,
+``block_diagonal.LAZY_PIECES``); ``split_every_field_read`` reads every field of every
+block after it (what a loop reading them all pays in the end), ``split_eager`` makes them
+all at once (``LAZY_PIECES`` off, the hand-out before it). ``facts`` is what a compiled
+super-batch keeps with each mini-batch's blocks for the loader
+(``gsample.formats.derived``: each block's ``all_nodes`` and the ids its columns were sliced
+with, the seeds bound to the first block's), kept as ``Assemble`` and the loader keep them,
+on fresh blocks (a super-batch split beforehand for each call). Writes
 ``handout_<device>.json`` (device, date, command) to ``--out``.
 
     python benchmarks/handout.py             # 64 mini-batches a super-batch
@@ -122,6 +126,24 @@ def main(argv=None) -> dict:
     def split():
         return [bd._parts(M, bnd, n, copies, *dec) for M, bnd, dec in layers]
 
+    fields = ("indptr", "rows", "row_ids", "col_ids", "values", "eids")
+
+    def split_read():
+        made = split()
+        for part in made:
+            for m in part:
+                for f in fields:
+                    getattr(m, f)
+        return made
+
+    def split_eager():
+        lazy = bd.LAZY_PIECES
+        bd.LAZY_PIECES = False
+        try:
+            return split()
+        finally:
+            bd.LAZY_PIECES = lazy
+
     per_layer = split()
     names = [f"block{i}" for i in range(len(fanouts))]
     assemble = bd.Assemble([Ref(k) for k in names], frozenset(names), copies, wrap)
@@ -167,6 +189,8 @@ def main(argv=None) -> dict:
         "loader": best_us(lambda: list(loader), len(loader), repeats, max(1, inner // 20)),
     }
     rows["total"] = sum(rows.values())
+    rows["split_every_field_read"] = best_us(split_read, copies, repeats, inner)
+    rows["split_eager"] = best_us(split_eager, copies, repeats, inner)
     sampled = gs.DataLoader(A, fn, seeds, args.batch_size, seed=0, super_batch=copies)
     rows["epoch"] = best_us(lambda: list(sampled), len(sampled), max(2, repeats // 2), 1)
     for k, v in rows.items():

@@ -46,6 +46,7 @@ from gsample.base.random import batch_ptr, frontier_ptr
 from gsample.formats.csc import CSC, segment_ptr
 from gsample.formats.derived import SEEDS, remember_each
 from gsample.formats.layouts import to_csc
+from gsample.formats.pieces import FIELDS, Pieces, SplitCSC
 from gsample.ir import info
 from gsample.ir.graph import Ref, map_template
 
@@ -358,24 +359,43 @@ def _decoded(M: CSC, bnd: Bounds, n: int):
 
 def _parts(M: CSC, bnd: Bounds, n: int, copies: int, indptr, rows, col_ids, row_ids) -> list:
     """The batches' matrices: pieces of the decoded fields (every batch's, one after
-    another) and of ``M``'s values and edge ids, each batch's ranges of them (no copy)."""
+    another) and of ``M``'s values and edge ids, each batch's ranges of them (no copy). With
+    :data:`LAZY_PIECES`, each field's pieces are made when any batch's is first read
+    (:class:`gsample.formats.pieces.SplitCSC`), else now."""
     # each batch's pieces, one split per field (a C++ call, not a slice each); the sizes
     # from consecutive bounds (``copies + 1`` of each)
     cols, edges = bnd.cols, bnd.edges
     e_lo, e_hi = edges[0], edges[-1]
     edges_n, cols_n = _sizes(edges), _sizes(cols)
-    none = (None,) * copies
+    rows_n = None if row_ids is None else _sizes(bnd.rows)
+    values = None if M.values is None else M.values[e_lo:e_hi]
+    eids = None if M.eids is None else M.eids[e_lo:e_hi]
     # indptr, rows and edge ids: unsafe splits (see _own_pieces); row and column ids stay
     # views to autograd (a super-batch's n_id is found by its pieces' common base, where
     # the loader gathers its rows at once: gsample.loader.features.adjacent), and so do
     # values (floating point: they may require grad)
-    ptrs = _own_pieces(indptr, [c + 1 for c in cols_n])
-    edge_rows = _own_pieces(rows, edges_n)
-    row_parts = none if row_ids is None else row_ids.split_with_sizes(_sizes(bnd.rows))
-    col_parts = none if col_ids is None else col_ids.split_with_sizes(cols_n)
-    values = none if M.values is None else M.values[e_lo:e_hi].split_with_sizes(edges_n)
-    eids = none if M.eids is None else _own_pieces(M.eids[e_lo:e_hi], edges_n)
-    return CSC.each(n, ptrs, edge_rows, row_parts, col_parts, values, eids)
+    make = {
+        "indptr": lambda: _own_pieces(indptr, [c + 1 for c in cols_n]),
+        "rows": lambda: _own_pieces(rows, edges_n),
+        "row_ids": lambda: row_ids.split_with_sizes(rows_n),
+        "col_ids": lambda: col_ids.split_with_sizes(cols_n),
+        "values": lambda: values.split_with_sizes(edges_n),
+        "eids": lambda: _own_pieces(eids, edges_n),
+    }
+    given = {"row_ids": row_ids, "col_ids": col_ids, "values": values, "eids": eids}
+    absent = tuple(k for k, v in given.items() if v is None)
+    if LAZY_PIECES:
+        for k in absent:
+            del make[k]
+        return SplitCSC.each(n, Pieces(make), M.device, edges_n, cols_n, rows_n, absent)
+    none = (None,) * copies
+    made = {k: none if k in absent else f() for k, f in make.items()}
+    return CSC.each(n, *(made[k] for k in FIELDS))
+
+
+#: a super-batch's mini-batch matrices make each field's pieces when first read
+#: (:class:`gsample.formats.pieces.SplitCSC`: the same tensors, made only where read)
+LAZY_PIECES = True
 
 
 def _own_pieces(value: torch.Tensor, sizes: list) -> tuple:

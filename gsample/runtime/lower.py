@@ -38,7 +38,7 @@ from gsample.runtime.cached import CachedValue
 from gsample.runtime.cuda_graphs import Region, copy_out, regions, storages
 from gsample.runtime.options import Options
 from gsample.runtime.program import Instruction, Program
-from gsample.runtime.schedule import sink
+from gsample.runtime.schedule import hoist, sink
 from gsample.runtime.steps import Check, trim
 
 #: values read as ids by ops: when a gsample op made them, they are in range by construction
@@ -279,6 +279,8 @@ class _Lowering(NodeVisitor):
         if self.gpu and self.options.sync_free:
             # host work the next device launch does not wait for runs after that launch
             self.p.steps = sink(self.p.steps)
+            # a tail's read-backs before its host work: a call in flight settles sooner
+            self.p.steps = hoist(self.p.steps)
         self.release()
         if self.options.cuda_graphs and self.p.deferred:
             self.p.regions = [Region(self.p, *span) for span in regions(self.p)]

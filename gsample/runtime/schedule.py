@@ -1,4 +1,6 @@
-"""Sinking host work past device work: a GPU program's step order, before release points.
+"""A GPU program's step order, before release points: host work sunk past device work
+(:func:`sink`), and a one-region program's read-backs hoisted ahead of its host work
+(:func:`hoist`).
 
 A layer-wise sampler reads each layer's sizes back (the collective sampler's finish), then
 does host work the next layer does not read: LADIES's importance weights and column
@@ -18,6 +20,17 @@ Example (LADIES, one layer to the next)::
             edge_broadcast, all_nodes | slice_reduce_2 ... collective_start_2 | finish_2
     after:  finish_1, row_ids, getitem, check, check, all_nodes | slice_reduce_2 ...
             collective_start_2 | edge_broadcast, reduce, edge_broadcast, finish_2
+
+A super-batch's program ends with host work after its last device work: per output, the
+trim of its sizes and its batches' bounds (read-backs), then its split into the
+mini-batches' pieces (host work: views, objects). :func:`hoist` moves every read-back of
+that tail ahead of the host work, so that a caller keeping two calls in flight
+(``gsample.runtime.overlap.in_turn``) launches the next call's device work once this call's
+read-backs are made (``Program.settles``) and splits all of its outputs while the device
+runs it::
+
+    before: region | trim_1, bounds_1, split_1, trim_2, bounds_2, split_2, assemble | finish
+    after:  region | trim_1, bounds_1, trim_2, bounds_2, split_1, split_2, assemble | finish
 """
 
 from __future__ import annotations
@@ -106,4 +119,54 @@ def sink(steps: list) -> list:
     return out
 
 
-__all__ = ["movable", "sink"]
+def hoist(steps: list) -> list:
+    """``steps`` reordered: in the tail after the last step a CUDA graph may hold (but for
+    the final step, the output's read-back), each step that may read back
+    (``Instruction.syncs``) moves ahead of the host steps before it that it does not read
+    (with the ones it reads, in order). Moved steps keep their order; a step whose move
+    would write a slot a step it passes reads or writes stays, and so does every step after
+    it. Values and samples are the same in any such order (each step reads what the steps
+    it follows made); an error of a read-back may be raised before an earlier host step's.
+
+    Examples
+    --------
+    >>> import torch, gsample as gs
+    >>> from gsample.runtime.lower import lower
+    >>> from gsample.runtime.options import Options
+    >>> @gs.compile
+    ... def graphsage(A, seeds):                   # two GraphSAGE layers
+    ...     s1 = A[:, seeds].individual_sample(10)
+    ...     return [s1, A[:, s1.all_nodes()].individual_sample(5)]
+    >>> A, seeds = gs.datasets.rmat(100, 500, seed=0), torch.arange(8)
+    >>> sb = graphsage.super_batched((A, seeds), seeds="seeds")
+    >>> program = lower(sb.program(4)[0], "cuda", Options(), "cuda:0")  # hoisted already
+    >>> [s.label for s in program.steps[program.regions[0].stop : -1]]
+    ['trim', 'dense bounds', 'trim', 'dense bounds', 'dense split', 'dense split', \
+'dense assemble_batches']
+    """
+    start = 1 + max((i for i, s in enumerate(steps) if s.graph_safe or s.device_part), default=-1)
+    if start >= len(steps) - 1:
+        return steps
+    early, late = [], []
+    for k, step in enumerate(steps[start:-1]):
+        if not step.syncs:
+            late.append(step)
+            continue
+        made = {o: s for s in late for o in _outs(s)}
+        todo, need = [made[a] for a in step.args if a in made], set()
+        while todo:
+            s = todo.pop()
+            if id(s) not in need:
+                need.add(id(s))
+                todo.extend(made[a] for a in s.args if a in made)
+        moved = [s for s in late if id(s) in need] + [step]
+        stay = [s for s in late if id(s) not in need]
+        writes = {o for s in moved for o in _outs(s)}
+        if any(writes & (set(s.args) | set(_outs(s))) for s in stay):
+            return steps[:start] + early + late + steps[start + k : -1] + steps[-1:]
+        early += moved
+        late = stay
+    return steps[:start] + early + late + steps[-1:]
+
+
+__all__ = ["hoist", "movable", "sink"]

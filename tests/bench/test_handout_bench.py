@@ -25,7 +25,16 @@ def test_a_quick_run_times_every_stage_and_writes_its_record(tmp_path):
     torch.set_num_threads(threads)
     got = json.loads((tmp_path / "handout_cpu.json").read_text())
     rows = got["us_per_minibatch"]
-    assert set(rows) == {"split", "assemble", "facts", "loader", "total", "epoch"}
+    assert set(rows) == {
+        "split",
+        "assemble",
+        "facts",
+        "loader",
+        "total",
+        "split_every_field_read",
+        "split_eager",
+        "epoch",
+    }
     assert all(v > 0 for v in rows.values())
     stages = rows["split"] + rows["assemble"] + rows["facts"] + rows["loader"]
     assert abs(rows["total"] - stages) < 1e-9

@@ -15,6 +15,7 @@ import gsample as gs
 from gsample.backend.torch import extract, select
 from gsample.compiler.compiled import wrap
 from gsample.formats.csc import CSC
+from gsample.formats.pieces import SplitCSC
 from gsample.ir.graph import Ref, map_template
 from gsample.loader.batch import Batch, batches_of
 from gsample.matrix.sparse import Matrix, matrix_of
@@ -61,10 +62,13 @@ def _same_view(got: torch.Tensor | None, want: torch.Tensor | None, view: bool =
 
 @pytest.mark.parametrize("values", [False, True])
 @pytest.mark.parametrize("eids", [False, True])
-def test_each_batch_s_matrix_is_the_slice_of_every_decoded_field(values, eids):
+@pytest.mark.parametrize("lazy", [True, False])
+def test_each_batch_s_matrix_is_the_slice_of_every_decoded_field(values, eids, lazy, monkeypatch):
     """``_parts``: batch ``b``'s fields are exactly the slices ``[lo_b, hi_b)`` of the decoded
     fields (indptr: its ``C_b + 1`` entries, after ``b`` extra ones) and of ``M``'s values and
-    edge ids, views of them, and equal to batch ``b``'s own matrix."""
+    edge ids, views of them, and equal to batch ``b``'s own matrix. Made when first read
+    (``LAZY_PIECES``, a ``SplitCSC``: its sizes known before, none made) or at once."""
+    monkeypatch.setattr(blocks, "LAZY_PIECES", lazy)
     n, copies = 200, 5
     own = _batches(n, copies, values, eids)
     M = blocks.join_matrices(own, n)
@@ -75,8 +79,18 @@ def test_each_batch_s_matrix_is_the_slice_of_every_decoded_field(values, eids):
     indptr, rows, col_ids, row_ids = decoded
     c, r, e = bnd.cols, bnd.rows, bnd.edges
     assert len(got) == copies and type(got) is list
+    if lazy:
+        for part, mine in zip(got, own, strict=True):
+            assert type(part) is SplitCSC
+            assert part.nnz == mine.nnz and part.num_cols == mine.num_cols
+            assert part.num_rows == mine.num_rows and part.device == mine.device
+            assert not set(vars(part)) & set(FIELDS[1:5]), "the sizes made no field"
+        for part in got:
+            for field in FIELDS[1:]:
+                getattr(part, field)
+            assert set(FIELDS) <= set(vars(part))
     for b, part in enumerate(got):
-        assert type(part) is CSC and list(vars(part)) == list(FIELDS)
+        assert (type(part) is SplitCSC) if lazy else list(vars(part)) == list(FIELDS)
         want = {
             "indptr": indptr[c[b] + b : c[b + 1] + b + 1],
             "rows": rows[e[b] - e[0] : e[b + 1] - e[0]],

@@ -1,6 +1,8 @@
 """runtime.schedule.sink: pure sparse ops' steps (and their checks) wait until the next
 read-back or their first reader; nothing else moves; LADIES's normalisation of a layer
-runs after the next layer's device part is queued."""
+runs after the next layer's device part is queued. runtime.schedule.hoist: a tail's
+read-backs before its host work, with what they read, never past a slot they would clobber;
+a super-batch's splits after all of its bounds."""
 
 import functools
 
@@ -11,7 +13,7 @@ import gsample as gs
 from gsample.ir import Op
 from gsample.runtime import Options, lower
 from gsample.runtime.program import Instruction
-from gsample.runtime.schedule import movable, sink
+from gsample.runtime.schedule import hoist, movable, sink
 
 
 class _Node:
@@ -79,3 +81,42 @@ def test_ladies_normalises_a_layer_while_the_next_layer_runs():
     first = ops.index(Op.FUSED_EDGE_NORMALIZE)
     assert first < ops.index(Op.SLICE_REDUCE, first) or Op.SLICE_REDUCE not in ops[first:]
     assert first < ops.index(Op.ALL_NODES)
+
+
+def _dense(name, args, out, syncs=False):
+    return Instruction(lambda *a: None, tuple(args), out, name, node=_Node(Op.DENSE), syncs=syncs)
+
+
+def test_hoist_moves_a_tail_s_read_backs_ahead_of_its_host_work():
+    region = _step("region", Op.SLICE_INDIVIDUAL_SAMPLE, [0], 1, graph_safe=True)
+    trim1, bounds1 = _dense("trim1", [1], 1, True), _dense("bounds1", [1], 2, True)
+    split1 = _dense("split1", [1, 2], 3)
+    prep = _dense("prep", [1], 4)  # host work a read-back reads: moves with it
+    bounds2 = _dense("bounds2", [4], 5, True)
+    split2 = _dense("split2", [4, 5], 6)
+    final = _dense("finish", [3, 6], 7, True)
+    steps = [region, trim1, bounds1, split1, prep, bounds2, split2, final]
+    got = [s.label for s in hoist(steps)]
+    assert got == ["region", "trim1", "bounds1", "prep", "bounds2", "split1", "split2", "finish"]
+    assert [s.label for s in hoist([region, split1, final])] == ["region", "split1", "finish"]
+    # a read-back that would overwrite a slot a step it passes reads stays, and so does
+    # every step after it
+    clobber = _dense("clobber", [1], 3, True)  # writes split1's output slot
+    bounds3 = _dense("bounds3", [1], 8, True)
+    got = [s.label for s in hoist([region, trim1, split1, clobber, bounds3, final])]
+    assert got == ["region", "trim1", "split1", "clobber", "bounds3", "finish"]
+
+
+def test_a_super_batch_s_splits_follow_all_of_its_bounds():
+    """GraphSAGE super-batched on the CUDA backend (lowered here): every bounds read-back
+    comes before the first split, so a call settles (``Program.settles``) before any of its
+    host work and splits all of its outputs while the next call's graph runs."""
+    sb = gs.compile(example("graphsage").graphsage).super_batched(
+        (gs.datasets.rmat(200, 2000, seed=0), torch.arange(10)), {"fanouts": (5, 3)}, seeds="seeds"
+    )
+    p = lower(sb.program(4)[0], "cuda", Options(), "cuda:0")
+    labels = [s.label for s in p.steps]
+    bounds = [i for i, x in enumerate(labels) if x == "dense bounds"]
+    splits = [i for i, x in enumerate(labels) if x == "dense split"]
+    assert len(bounds) == len(splits) == 2 and max(bounds) < min(splits), labels
+    assert p.settles == max(bounds) + 1, labels
