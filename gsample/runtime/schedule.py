@@ -64,6 +64,18 @@ def _outs(step) -> tuple:
     return (step.out,) if isinstance(step.out, int) else tuple(step.out)
 
 
+def _reads(step, made: dict) -> set:
+    """Ids of the steps of ``made`` (``slot -> the step that makes it``) that ``step`` reads
+    from, directly or through others of them."""
+    todo, found = [made[a] for a in step.args if a in made], set()
+    while todo:
+        s = todo.pop()
+        if id(s) not in found:
+            found.add(id(s))
+            todo.extend(made[a] for a in s.args if a in made)
+    return found
+
+
 def sink(steps: list) -> list:
     """``steps`` reordered: each movable step (:func:`movable`) as late as the next step
     that may read back (``Instruction.syncs``, not itself movable), or the first step reading its
@@ -96,13 +108,7 @@ def sink(steps: list) -> list:
 
     def needed(step) -> set:
         """Ids of the held steps ``step`` reads from, directly or through other held ones."""
-        todo, found = [made[a] for a in step.args if a in made], set()
-        while todo:
-            s = todo.pop()
-            if id(s) not in found:
-                found.add(id(s))
-                todo.extend(made[a] for a in s.args if a in made)
-        return found
+        return _reads(step, made)
 
     for step in steps:
         if movable(step):  # (after the held steps it reads, in order)
@@ -152,13 +158,7 @@ def hoist(steps: list) -> list:
         if not step.syncs:
             late.append(step)
             continue
-        made = {o: s for s in late for o in _outs(s)}
-        todo, need = [made[a] for a in step.args if a in made], set()
-        while todo:
-            s = todo.pop()
-            if id(s) not in need:
-                need.add(id(s))
-                todo.extend(made[a] for a in s.args if a in made)
+        need = _reads(step, {o: s for s in late for o in _outs(s)})
         moved = [s for s in late if id(s) in need] + [step]
         stay = [s for s in late if id(s) not in need]
         writes = {o for s in moved for o in _outs(s)}
