@@ -271,6 +271,19 @@ def test_each_storage_of_a_group_is_recorded_once(setup):
     assert len(pipeline._distinct(odd, cuda=False)) == 2
 
 
+def test_a_super_batch_s_blocks_are_read_by_name(setup, monkeypatch):
+    """``pipeline._fields`` reads a super-batch's blocks (``SplitCSC``) field by field, as a
+    mini-batch's CSCs: no ``dataclasses.fields`` walk (``_tensors``) per block."""
+    group = list(_loader(setup, super_batch=8, pipeline=False))[:8]
+    want = [[id(t) for t in pipeline._fields(b)] for b in group]
+
+    def walked(batch):
+        raise AssertionError("a dataclass walk per block")
+
+    monkeypatch.setattr(pipeline, "_tensors", walked)
+    assert [[id(t) for t in pipeline._fields(b)] for b in group] == want
+
+
 def test_a_cached_store_s_group_rows_and_counts_are_those_of_one_at_a_time(setup):
     """The cache's path (``always_cache``: on a CPU graph it only copies) gathers a
     super-batch's rows together too: the same rows, lookups and hits as batch by batch."""

@@ -47,6 +47,7 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 
 from gsample.formats.csc import CSC
+from gsample.formats.pieces import SplitCSC
 from gsample.runtime import CALLER_CODE, CAPTURE_LOCK, tensors
 
 #: groups (sampling runs' mini-batches) waiting between two stages
@@ -85,13 +86,17 @@ def _tensors(batch):
     yield from (t for t in (batch.seeds, batch.n_id, batch.x, batch.y) if t is not None)
 
 
+#: the CSC types whose fields :func:`_fields` reads by name
+_BY_NAME = (CSC, SplitCSC)
+
+
 def _fields(batch):
     """:func:`_tensors` of ``batch``, its sample's blocks read field by field where they are
-    ``gs.Matrix`` es of a CSC (a sampler's blocks: no ``dataclasses.fields`` walk per
-    block), else through :func:`gsample.runtime.tensors`."""
+    ``gs.Matrix`` es of a CSC (a sampler's blocks, a super-batch's ``SplitCSC`` ones: no
+    ``dataclasses.fields`` walk per block), else through :func:`gsample.runtime.tensors`."""
     out = batch.out
     blocks = out if isinstance(out, (list, tuple)) else (out,)
-    if all(type(getattr(b, "csc", None)) is CSC for b in blocks):
+    if all(type(getattr(b, "csc", None)) in _BY_NAME for b in blocks):
         for b in blocks:
             c = b.csc
             yield from (
